@@ -1,0 +1,63 @@
+"""ESP-DL: Espressif's deep-learning library for the ESP32-S3 and ESP32-P4.
+
+Models are quantised and exported to .espdl by esp-ppq, which runs in the `espdl` toolchain
+environment (requirements/espdl.txt); the firmware that runs them is an ESP-IDF project
+generated from templates/espdl and firmware/espdl.
+"""
+
+from pathlib import Path
+
+from edgedeploy.targets.base import Chip, Target
+from edgedeploy.toolchains import RequirementStep, VenvToolchain
+
+_REQ = Path(__file__).parent / "requirements"
+
+# esp-dl component release the rules and firmware are written for, and the exporter that matches it.
+ESP_DL_VERSION = "3.3.9"
+ESP_PPQ_VERSION = "1.3.12"
+
+TOOLCHAIN = VenvToolchain(
+    name="espdl",
+    description="esp-ppq: int8/int16 quantisation and .espdl export for ESP-DL",
+    steps=(RequirementStep(_REQ / "espdl.txt"),),
+    import_modules=("esp_ppq",),
+    distributions=("esp-ppq", "torch", "onnx", "onnxruntime", "numpy"),
+)
+
+
+class EspDlTarget(Target):
+    id = "espdl"
+    vendor = "Espressif"
+    name = "ESP-DL"
+    toolchain = TOOLCHAIN
+    chips = (
+        Chip(
+            id="esp32s3",
+            name="ESP32-S3",
+            accelerator="Xtensa LX7 AI vector instructions (no NPU)",
+            cpu="2x Xtensa LX7",
+            accelerator_clock_mhz=None,
+            cpu_clock_mhz=240,
+            memory={"sram_bytes": 512 * 1024, "psram_bytes": 8 * 1024 * 1024, "flash_bytes": 8 * 1024 * 1024},
+            precisions=("int8", "int16"),
+            toolchain_version=f"esp-dl {ESP_DL_VERSION} / esp-ppq {ESP_PPQ_VERSION}",
+            fallback_unit="CPU (scalar)",
+            notes="memory: ESP32-S3-DevKitC-1 N8R8 (8 MB octal PSRAM, 8 MB flash)",
+        ),
+        Chip(
+            id="esp32p4",
+            name="ESP32-P4",
+            accelerator="RISC-V AI/SIMD (PIE) extensions (no NPU)",
+            cpu="2x RISC-V HP",
+            accelerator_clock_mhz=None,
+            cpu_clock_mhz=400,
+            memory={"sram_bytes": 768 * 1024, "psram_bytes": 32 * 1024 * 1024, "flash_bytes": 16 * 1024 * 1024},
+            precisions=("int8", "int16"),
+            toolchain_version=f"esp-dl {ESP_DL_VERSION} / esp-ppq {ESP_PPQ_VERSION}",
+            fallback_unit="CPU (scalar)",
+            notes="memory: ESP32-P4-Function-EV-Board (32 MB PSRAM, 16 MB flash)",
+        ),
+    )
+
+
+TARGET = EspDlTarget()

@@ -1,0 +1,3 @@
+from edgedeploy.cli import main
+
+main()

@@ -1,0 +1,83 @@
+"""The `edgedeploy` command line.
+
+`main()` is the console script. Errors a user can cause (EdgedeployError) end with one sentence
+on stderr and a non-zero exit; `--debug` (anywhere on the command line, or EDGEDEPLOY_DEBUG=1)
+shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+import click
+
+from edgedeploy import __version__
+from edgedeploy.errors import EdgedeployError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "--version", prog_name="edgedeploy")
+@click.option("--debug", is_flag=True, help="Show full tracebacks for errors.")
+def cli(debug: bool) -> None:
+    """edgedeploy: audit, convert, generate and measure one ONNX model for each target chip.
+
+    Data goes to stdout (pure JSON with --format json); progress and errors go to stderr.
+    """
+
+
+def _debug_requested(argv: list[str]) -> bool:
+    return "--debug" in argv or os.environ.get("EDGEDEPLOY_DEBUG", "") not in ("", "0")
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = _debug_requested(argv)
+    if debug and "--debug" in argv[1:]:
+        # --debug is a group option; accept it after the subcommand too.
+        argv = ["--debug"] + [a for a in argv if a != "--debug"]
+    try:
+        cli.main(args=argv, prog_name="edgedeploy", standalone_mode=False)
+    except EdgedeployError as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        # stdout closed early (piped into head): not an error of ours.
+        sys.stderr.close()
+        sys.exit(0)
+    except Exception as exc:  # noqa: BLE001 - last resort: still one sentence, not a traceback
+        if debug:
+            traceback.print_exc()
+            click.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
+        else:
+            click.echo(
+                f"internal error: {type(exc).__name__}: {exc} (this is a bug in edgedeploy; rerun with --debug for the traceback)",
+                err=True,
+            )
+        sys.exit(70)
+    sys.exit(0)
+
+
+def _register() -> None:
+    from edgedeploy.cli import inspect_cmd, pending, targets_cmd, toolchain_cmd
+
+    for module in (targets_cmd, inspect_cmd, toolchain_cmd, pending):
+        for command in module.COMMANDS:
+            cli.add_command(command)
+
+
+_register()

@@ -1,0 +1,40 @@
+"""Options and arguments shared by several commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from edgedeploy.model import InputShapes, parse_input_shape_options
+
+
+def input_shape_option(func):
+    """`--input-shape NAME=1x3x224x224`, repeatable; pins dynamic dimensions."""
+    return click.option(
+        "--input-shape",
+        "input_shapes",
+        multiple=True,
+        metavar="NAME=DxDx...",
+        help="Pin an input's dynamic dimensions, e.g. input=1x3x224x224 (repeat per input; NAME= may be left out for a single-input model).",
+    )(func)
+
+
+def model_argument(func):
+    """MODEL, optional: the bundled sample when left out."""
+    return click.argument("model", required=False, type=click.Path(dir_okay=True, path_type=Path))(func)
+
+
+def resolve_model(model: Path | None) -> Path:
+    from edgedeploy.cli.output import info
+    from edgedeploy.sample import sample_model_path
+
+    if model is None:
+        path = sample_model_path()
+        info(f"No model given: using the bundled sample {path.name} (MNIST CNN).")
+        return path
+    return model
+
+
+def parse_shapes(values: tuple[str, ...]) -> InputShapes:
+    return parse_input_shape_options(values)

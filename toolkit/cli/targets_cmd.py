@@ -1,0 +1,63 @@
+"""`edgedeploy targets`: every vendor and chip, the accelerator, the toolchain, and whether it is here."""
+
+from __future__ import annotations
+
+import click
+
+from edgedeploy.cli.output import emit_json, format_option, table
+
+
+def targets_data() -> list[dict]:
+    from edgedeploy.targets import all_targets
+
+    rows = []
+    for target in all_targets():
+        status = target.toolchain.status()
+        for chip in target.chips:
+            rows.append(
+                {
+                    "target": chip.id,
+                    "chip": chip.name,
+                    "vendor": target.vendor,
+                    "toolchain_family": target.name,
+                    "accelerator": chip.accelerator,
+                    "cpu": chip.cpu,
+                    "precisions": list(chip.precisions),
+                    "fallback_unit": chip.fallback_unit,
+                    "toolchain": target.toolchain.name,
+                    "toolchain_managed": target.toolchain.managed,
+                    "toolchain_installed": status.installed,
+                    "toolchain_status": status.detail,
+                    "rules_version": chip.toolchain_version,
+                    "stages": list(target.stages),
+                }
+            )
+    return rows
+
+
+@click.command("targets")
+@format_option()
+def targets_command(output_format: str) -> None:
+    """List every target chip with its accelerator, toolchain, and whether that toolchain is installed here."""
+    rows = targets_data()
+    if output_format == "json":
+        emit_json({"schema": "edgedeploy.targets/1", "targets": rows})
+        return
+    click.echo(
+        table(
+            ["TARGET", "CHIP", "VENDOR", "ACCELERATOR", "TOOLCHAIN", "INSTALLED"],
+            [
+                [r["target"], r["chip"], r["vendor"], r["accelerator"], r["toolchain"], "yes" if r["toolchain_installed"] else "no"]
+                for r in rows
+            ],
+        )
+    )
+    click.echo("")
+    seen = set()
+    for r in rows:
+        if r["toolchain"] not in seen:
+            seen.add(r["toolchain"])
+            click.echo(f"{r['toolchain']}: {r['toolchain_status']}")
+
+
+COMMANDS = [targets_command]

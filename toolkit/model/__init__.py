@@ -1,0 +1,6 @@
+"""Model intake: loading, validation, shape pinning and the figures `inspect` reports."""
+
+from edgedeploy.model.intake import LoadedModel, load_model, parse_input_shape_options
+from edgedeploy.model.shapes import InputShapes, numel, show_shape
+
+__all__ = ["LoadedModel", "load_model", "parse_input_shape_options", "InputShapes", "numel", "show_shape"]

@@ -1,0 +1,381 @@
+"""Model intake: open an ONNX file safely, check it, pin its dynamic dimensions, infer shapes, hash.
+
+Every later stage (inspect, audit, build, bench) starts from a `LoadedModel` made here, so the
+checks in this module are the single gate that bad or hostile input has to pass. The order
+matters: nothing outside the model's own folder is opened, and nothing large is allocated,
+before the structure has been validated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import external_data_helper
+
+from edgedeploy.errors import ModelError, OptionError
+from edgedeploy.model.shapes import InputShapes, dynamic_axes, pin_input_shapes
+
+# Protobuf cannot serialise a message over 2 GiB, so a larger .onnx file is not a model file.
+MAX_MODEL_FILE_BYTES = 2**31
+# No dimension of an edge model needs more than a signed 32-bit index; larger ones are corrupt or hostile.
+MAX_DIM = 2**31 - 1
+# 2**32 elements is 16 GiB of float32: far beyond any device this tool targets.
+MAX_TENSOR_ELEMENTS = 2**32
+# Operator domains that ONNX Runtime (our reference) can execute.
+KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft"}
+
+
+@dataclass
+class LoadedModel:
+    """A checked ONNX model with shapes inferred, plus where it came from.
+
+    `proto` has its external data loaded, the user's `--input-shape` pins applied and shape
+    inference run, so `shape(name)` answers for every tensor ONNX can infer.
+    """
+
+    path: Path
+    proto: onnx.ModelProto
+    sha256: str
+    size_bytes: int
+    pinned: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    auto_pinned: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """A file-system-safe short name for the model (its file stem)."""
+        return self.path.stem
+
+    @property
+    def graph(self) -> onnx.GraphProto:
+        return self.proto.graph
+
+    @property
+    def opset(self) -> int:
+        """The opset version of the default ONNX domain."""
+        for imp in self.proto.opset_import:
+            if imp.domain in ("", "ai.onnx"):
+                return imp.version
+        return 0
+
+    @property
+    def initializer_names(self) -> set[str]:
+        return {t.name for t in self.graph.initializer}
+
+    def graph_inputs(self) -> list[onnx.ValueInfoProto]:
+        """The real inputs: graph inputs that are not also initializers (old IR versions list both)."""
+        inits = self.initializer_names
+        return [vi for vi in self.graph.input if vi.name not in inits]
+
+    def graph_outputs(self) -> list[onnx.ValueInfoProto]:
+        return list(self.graph.output)
+
+    def value_infos(self) -> dict[str, onnx.ValueInfoProto]:
+        """Every tensor's ValueInfo that the model (after shape inference) declares."""
+        infos: dict[str, onnx.ValueInfoProto] = {}
+        for vi in list(self.graph.value_info) + list(self.graph.input) + list(self.graph.output):
+            infos[vi.name] = vi
+        return infos
+
+    def shape(self, name: str) -> tuple[int | str | None, ...] | None:
+        """The shape of a tensor: ints for known dims, the symbol (str) or None for unknown ones.
+
+        None means the rank itself is unknown.
+        """
+        from edgedeploy.model.shapes import shape_of
+
+        return shape_of(self, name)
+
+
+def load_model(
+    path: str | os.PathLike,
+    input_shapes: InputShapes | None = None,
+    require_static: bool = False,
+) -> LoadedModel:
+    """Load, validate, pin and shape-infer an ONNX model; raise ModelError with one sentence.
+
+    With `require_static`, a dynamic leading (batch) dimension the user did not pin is pinned to
+    1 (recorded in `auto_pinned`), and any other dynamic dimension is an error naming the
+    option that fixes it.
+    """
+    path = Path(path)
+    data = _read_model_bytes(path)
+    proto = _parse(path, data)
+    _check_structure(path, proto)
+    external_files = _check_external_data(path, proto)
+    if external_files:
+        try:
+            external_data_helper.load_external_data_for_model(proto, str(path.parent))
+        except Exception as exc:  # noqa: BLE001 - onnx raises several types here
+            raise ModelError(f"{path.name}: its external data could not be read ({exc}).") from exc
+    sha256 = _content_hash(data, external_files)
+    _run_checker(path, proto)
+    _check_dims(path, proto)
+
+    pinned: dict[str, tuple[int, ...]] = {}
+    auto_pinned: dict[str, tuple[int, ...]] = {}
+    if input_shapes:
+        pinned = pin_input_shapes(proto, input_shapes)
+    if require_static:
+        auto_pinned = _pin_remaining_batch_dims(path, proto)
+    _check_dims(path, proto)
+    proto = _infer_shapes(path, proto)
+    return LoadedModel(
+        path=path.resolve(),
+        proto=proto,
+        sha256=sha256,
+        size_bytes=len(data) + sum(f.stat().st_size for f in external_files),
+        pinned=pinned,
+        auto_pinned=auto_pinned,
+    )
+
+
+def with_batch_pinned(model: LoadedModel) -> LoadedModel | None:
+    """A copy with dynamic leading (batch) dimensions pinned to 1, for figures that need static shapes.
+
+    None when other dimensions are dynamic too (the user has to pin those) or nothing is dynamic.
+    """
+    proto = onnx.ModelProto()
+    proto.CopyFrom(model.proto)
+    try:
+        auto = _pin_remaining_batch_dims(model.path, proto)
+    except ModelError:
+        return None
+    if not auto:
+        return None
+    proto = _infer_shapes(model.path, proto)
+    return LoadedModel(model.path, proto, model.sha256, model.size_bytes, dict(model.pinned), auto)
+
+
+def _read_model_bytes(path: Path) -> bytes:
+    if not path.exists():
+        raise ModelError(f"Model file not found: {path}.")
+    if not path.is_file():
+        raise ModelError(f"{path} is not a file; give the path of an .onnx model file.")
+    size = path.stat().st_size
+    if size == 0:
+        raise ModelError(f"{path.name} is empty (0 bytes); it is not an ONNX model.")
+    if size >= MAX_MODEL_FILE_BYTES:
+        raise ModelError(f"{path.name} is {size} bytes, over protobuf's 2 GiB limit; it is not a valid ONNX model file.")
+    return path.read_bytes()
+
+
+def _parse(path: Path, data: bytes) -> onnx.ModelProto:
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise ModelError(
+            f"{path.name} is not a valid ONNX model: the file could not be parsed (truncated, or another format)."
+        ) from exc
+    # Random bytes sometimes parse as a protobuf message; a real model always has these fields.
+    if proto.ir_version <= 0 or not proto.HasField("graph") or not proto.opset_import:
+        raise ModelError(
+            f"{path.name} is not a valid ONNX model: it has no IR version, graph or opset (truncated, or another format)."
+        )
+    return proto
+
+
+def _iter_graphs(graph: onnx.GraphProto):
+    """The graph and every subgraph (If/Loop/Scan bodies), depth first."""
+    yield graph
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from _iter_graphs(attr.g)
+            elif attr.type == onnx.AttributeProto.GRAPHS:
+                for sub in attr.graphs:
+                    yield from _iter_graphs(sub)
+
+
+def _check_structure(path: Path, proto: onnx.ModelProto) -> None:
+    if len(proto.graph.node) == 0:
+        raise ModelError(f"{path.name}: the model's graph is empty (it has no nodes).")
+    if not proto.graph.output:
+        raise ModelError(f"{path.name}: the model's graph declares no outputs.")
+    for imp in proto.opset_import:
+        if imp.domain not in KNOWN_DOMAINS:
+            raise ModelError(
+                f"{path.name}: operator domain '{imp.domain}' is not one edgedeploy knows "
+                f"(known: ai.onnx, ai.onnx.ml, com.microsoft); custom operators cannot be deployed."
+            )
+    for graph in _iter_graphs(proto.graph):
+        for node in graph.node:
+            if node.domain not in KNOWN_DOMAINS:
+                raise ModelError(
+                    f"{path.name}: node '{node.name or node.op_type}' uses operator domain '{node.domain}', "
+                    f"which edgedeploy does not know; custom operators cannot be deployed."
+                )
+
+
+def _external_tensors(proto: onnx.ModelProto):
+    for graph in _iter_graphs(proto.graph):
+        for tensor in graph.initializer:
+            yield tensor
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.TENSOR:
+                    yield attr.t
+                elif attr.type == onnx.AttributeProto.TENSORS:
+                    yield from attr.tensors
+
+
+def _check_external_data(path: Path, proto: onnx.ModelProto) -> list[Path]:
+    """Validate every external-data reference before anything is opened.
+
+    Only regular files inside the model's own folder may be read: absolute locations, `..`
+    components, and links that resolve outside the folder are refused.
+    """
+    folder = path.parent.resolve()
+    files: dict[Path, None] = {}
+    for tensor in _external_tensors(proto):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        info = {e.key: e.value for e in tensor.external_data}
+        location = info.get("location", "")
+        where = f"{path.name}: tensor '{tensor.name}'"
+        if not location:
+            raise ModelError(f"{where} is stored externally but names no file.")
+        if "\x00" in location:
+            raise ModelError(f"{where} names an external-data file with a NUL byte in it; refusing to open it.")
+        if os.path.isabs(location) or location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):
+            raise ModelError(f"{where} points to an absolute path ({location}); external data must lie in the model's folder.")
+        parts = Path(location.replace("\\", "/")).parts
+        if ".." in parts:
+            raise ModelError(f"{where} points outside the model's folder ({location}); refusing to open it.")
+        candidate = folder / location
+        resolved = candidate.resolve()
+        if folder != resolved and folder not in resolved.parents:
+            raise ModelError(f"{where} points through a link outside the model's folder ({location}); refusing to open it.")
+        if not resolved.is_file():
+            raise ModelError(f"{where} needs external-data file '{location}', which is missing next to the model.")
+        size = resolved.stat().st_size
+        try:
+            offset = int(info.get("offset", "0") or 0)
+            length = int(info["length"]) if info.get("length") else size - offset
+        except ValueError as exc:
+            raise ModelError(f"{where} has a malformed external-data offset or length.") from exc
+        if offset < 0 or length < 0 or offset + length > size:
+            raise ModelError(
+                f"{where} reads bytes {offset}..{offset + length} of '{location}', which has only {size} bytes (truncated?)."
+            )
+        files[resolved] = None
+    return list(files)
+
+
+def _content_hash(data: bytes, external_files: list[Path]) -> str:
+    """sha256 of the model file's bytes, then of each external-data file in path order.
+
+    The same bytes give the same hash on every machine, so the hash identifies the model in
+    manifests, reports and caches.
+    """
+    digest = hashlib.sha256(data)
+    for f in sorted(external_files):
+        with f.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _run_checker(path: Path, proto: onnx.ModelProto) -> None:
+    try:
+        onnx.checker.check_model(proto)
+    except onnx.checker.ValidationError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"{path.name} fails ONNX's model checker: {first}") from exc
+    except ValueError as exc:  # raised for models over 2 GiB in memory
+        raise ModelError(f"{path.name} could not be checked: {exc}") from exc
+
+
+def _check_dims(path: Path, proto: onnx.ModelProto) -> None:
+    """Refuse absurd dimensions on inputs and initializers before anything is allocated."""
+    for vi in proto.graph.input:
+        dims = vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else []
+        total = 1
+        for axis, d in enumerate(dims):
+            if d.HasField("dim_value"):
+                if d.dim_value < 0 or d.dim_value > MAX_DIM:
+                    raise ModelError(
+                        f"{path.name}: input '{vi.name}' has an absurd dimension {d.dim_value} at axis {axis}."
+                    )
+                total *= max(d.dim_value, 1)
+        if total > MAX_TENSOR_ELEMENTS:
+            raise ModelError(
+                f"{path.name}: input '{vi.name}' would hold {total} elements, more than the {MAX_TENSOR_ELEMENTS} any edge device can."
+            )
+    for tensor in proto.graph.initializer:
+        total = 1
+        for d in tensor.dims:
+            if d < 0 or d > MAX_DIM:
+                raise ModelError(f"{path.name}: initializer '{tensor.name}' has an absurd dimension {d}.")
+            total *= d
+        if total > MAX_TENSOR_ELEMENTS:
+            raise ModelError(f"{path.name}: initializer '{tensor.name}' claims {total} elements; the file is corrupt.")
+
+
+def _pin_remaining_batch_dims(path: Path, proto: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """Pin a dynamic leading dimension to 1; any other dynamic dimension must be pinned by the user."""
+    auto: dict[str, tuple[int, ...]] = {}
+    inits = {t.name for t in proto.graph.initializer}
+    for vi in proto.graph.input:
+        if vi.name in inits:
+            continue
+        axes = dynamic_axes(vi)
+        if not axes:
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        if axes != [0]:
+            other = [a for a in axes if a != 0]
+            raise ModelError(
+                f"{path.name}: input '{vi.name}' has dynamic dimension(s) at axis {', '.join(map(str, other))}; "
+                f"pin them with --input-shape {vi.name}=" + "x".join(
+                    str(d.dim_value) if d.HasField("dim_value") else "N" for d in dims
+                ) + " (N: the size you deploy with)."
+            )
+        dims[0].Clear()
+        dims[0].dim_value = 1
+        auto[vi.name] = tuple(d.dim_value for d in dims)
+    return auto
+
+
+def _infer_shapes(path: Path, proto: onnx.ModelProto) -> onnx.ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"{path.name}: shape inference failed, so the shapes are inconsistent: {first}") from exc
+    except ValueError as exc:
+        raise ModelError(f"{path.name}: shape inference failed: {exc}") from exc
+
+
+def parse_input_shape_options(values: tuple[str, ...] | list[str]) -> InputShapes:
+    """Parse repeated `--input-shape NAME=1x3x224x224` options (a bare `1x3x224x224` means the only input)."""
+    shapes: InputShapes = {}
+    for raw in values:
+        name, sep, dims_text = raw.rpartition("=")
+        if not sep:
+            name, dims_text = "", raw
+        dims_text = dims_text.strip().lower().replace(",", "x")
+        try:
+            dims = tuple(int(d) for d in dims_text.split("x"))
+        except ValueError as exc:
+            raise OptionError(
+                f"--input-shape '{raw}' is not NAME=DxDx...: dimensions must be whole numbers like 1x3x224x224."
+            ) from exc
+        if not dims or any(d <= 0 for d in dims):
+            raise OptionError(f"--input-shape '{raw}': every dimension must be a positive whole number.")
+        if any(d > MAX_DIM for d in dims):
+            raise OptionError(f"--input-shape '{raw}': a dimension is larger than {MAX_DIM}.")
+        total = 1
+        for d in dims:
+            total *= d
+        if total > MAX_TENSOR_ELEMENTS:
+            raise OptionError(f"--input-shape '{raw}' asks for {total} elements, more than any edge device holds.")
+        if name in shapes:
+            raise OptionError(f"--input-shape names input '{name or '(the only input)'}' twice.")
+        shapes[name] = dims
+    return shapes

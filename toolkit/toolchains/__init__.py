@@ -1,0 +1,32 @@
+"""Toolchain environments: one virtual environment per vendor toolchain, and the worker protocol.
+
+The vendor toolchains cannot share a Python environment (their pins conflict; see
+shared/toolchains.md), so each lives in its own venv under `$EDGEDEPLOY_HOME/envs/NAME`,
+created from pinned requirement files that the target package ships. The core never imports a
+vendor SDK; it starts a worker subprocess with the environment's interpreter (worker.py).
+
+Two kinds of toolchain exist:
+- `VenvToolchain`: edgedeploy installs it from PyPI (espdl, rknn, eiq).
+- `ExternalToolchain`: the user installs it (TensorRT on a Jetson, TI's edgeai-tidl-tools);
+  edgedeploy only detects it.
+"""
+
+from edgedeploy.toolchains.environments import (
+    ExternalToolchain,
+    RequirementStep,
+    Toolchain,
+    ToolchainStatus,
+    VenvToolchain,
+    edgedeploy_home,
+)
+from edgedeploy.toolchains.worker import run_worker
+
+__all__ = [
+    "ExternalToolchain",
+    "RequirementStep",
+    "Toolchain",
+    "ToolchainStatus",
+    "VenvToolchain",
+    "edgedeploy_home",
+    "run_worker",
+]

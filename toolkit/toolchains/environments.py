@@ -1,0 +1,227 @@
+"""Creating, checking and describing toolchain environments."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from edgedeploy.errors import ToolchainError, ToolchainMissing
+
+# Where an environment records what it was built from; its absence marks an incomplete install.
+STAMP_NAME = "edgedeploy-toolchain.json"
+# A pip step that prints nothing for this long is still normal (large wheels); only the whole
+# install has a limit, generous enough for a slow mirror.
+INSTALL_TIMEOUT_S = 3600
+DOCTOR_TIMEOUT_S = 300
+
+
+def edgedeploy_home() -> Path:
+    """$EDGEDEPLOY_HOME, else the user's cache directory ($XDG_CACHE_HOME or ~/.cache) /edgedeploy."""
+    env = os.environ.get("EDGEDEPLOY_HOME")
+    if env:
+        return Path(env).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "edgedeploy"
+
+
+@dataclass(frozen=True)
+class ToolchainStatus:
+    """Whether a toolchain can be used here, in one line a user understands."""
+
+    name: str
+    installed: bool
+    detail: str
+    versions: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RequirementStep:
+    """One `pip install` run: a pinned requirements file, optionally with `--no-deps`.
+
+    Several steps exist because some toolchains only install with pip's resolver bypassed for
+    one package (rknn-toolkit2 declares pins that conflict with a working torch).
+    """
+
+    requirements_file: Path
+    no_deps: bool = False
+
+    def describe(self) -> str:
+        return f"pip install {'--no-deps ' if self.no_deps else ''}-r {self.requirements_file.name}"
+
+
+class Toolchain:
+    """Common interface of managed and external toolchains."""
+
+    name: str
+    description: str
+    managed: bool
+
+    def status(self, home: Path | None = None) -> ToolchainStatus:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, eq=False)
+class VenvToolchain(Toolchain):
+    """A toolchain edgedeploy installs into its own venv from pinned requirement files.
+
+    `import_modules` are imported by `doctor` to prove the environment works; `distributions`
+    are the packages whose versions are recorded in manifests and shown by `doctor`.
+    """
+
+    name: str
+    description: str
+    steps: tuple[RequirementStep, ...]
+    import_modules: tuple[str, ...]
+    distributions: tuple[str, ...]
+    managed: bool = True
+
+    def env_dir(self, home: Path | None = None) -> Path:
+        return (home or edgedeploy_home()) / "envs" / self.name
+
+    def python(self, home: Path | None = None) -> Path:
+        return self.env_dir(home) / "bin" / "python"
+
+    def spec_hash(self) -> str:
+        """Hash of the pinned requirements: an environment built from other pins is rebuilt."""
+        digest = hashlib.sha256()
+        for step in self.steps:
+            digest.update(step.describe().encode())
+            digest.update(step.requirements_file.read_bytes())
+        return digest.hexdigest()[:16]
+
+    def read_stamp(self, home: Path | None = None) -> dict | None:
+        path = self.env_dir(home) / STAMP_NAME
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def status(self, home: Path | None = None) -> ToolchainStatus:
+        stamp = self.read_stamp(home)
+        env = self.env_dir(home)
+        if stamp is None:
+            if env.exists():
+                return ToolchainStatus(self.name, False, f"incomplete install in {env}; run `edgedeploy toolchain install {self.name}`")
+            return ToolchainStatus(self.name, False, f"not installed; run `edgedeploy toolchain install {self.name}`")
+        if not self.python(home).exists():
+            return ToolchainStatus(self.name, False, f"broken: {self.python(home)} is missing; reinstall with --force")
+        if stamp.get("spec_hash") != self.spec_hash():
+            return ToolchainStatus(
+                self.name, False, f"outdated: built from other pins; run `edgedeploy toolchain install {self.name}`", stamp.get("versions", {})
+            )
+        return ToolchainStatus(self.name, True, f"installed in {env}", stamp.get("versions", {}))
+
+    def require(self, home: Path | None = None) -> Path:
+        """The environment's interpreter; ToolchainMissing with the fix if it is not usable."""
+        st = self.status(home)
+        if not st.installed:
+            raise ToolchainMissing(f"The {self.name} toolchain is {st.detail}.")
+        return self.python(home)
+
+    def run_worker(self, worker_file: Path, request: dict, workdir: Path, log_path: Path, timeout_s: float, home: Path | None = None) -> dict:
+        """Run a worker in this environment (see toolchains.worker); ToolchainMissing if not installed."""
+        from edgedeploy.toolchains.worker import run_worker
+
+        return run_worker(self.require(home), worker_file, request, workdir, log_path, timeout_s, label=self.name)
+
+    def install(
+        self,
+        home: Path | None = None,
+        force: bool = False,
+        echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+    ) -> ToolchainStatus:
+        """Create or update the environment; a no-op when it is already built from the same pins.
+
+        pip runs with the user's own configuration and environment (PIP_INDEX_URL, pip.conf,
+        constraints), so mirrors and local wheel folders keep working; no index is hard-coded.
+        """
+        from edgedeploy.toolchains.worker import run_probe
+
+        home = home or edgedeploy_home()
+        st = self.status(home)
+        if st.installed and not force:
+            echo(f"{self.name}: already installed ({self.env_dir(home)}); nothing to do (use --force to rebuild).")
+            return st
+        env = self.env_dir(home)
+        if env.exists():
+            echo(f"{self.name}: removing the previous environment {env}")
+            shutil.rmtree(env)
+        env.parent.mkdir(parents=True, exist_ok=True)
+        log_path = env.parent / f"{self.name}-install.log"
+        total = len(self.steps) + 2
+        started = time.monotonic()
+        with log_path.open("w") as log:
+            echo(f"[1/{total}] {self.name}: creating a virtual environment in {env}")
+            _run_logged([_base_python(), "-m", "venv", str(env)], log, echo, label="venv")
+            for index, step in enumerate(self.steps, start=2):
+                echo(f"[{index}/{total}] {self.name}: {step.describe()}")
+                cmd = [str(self.python(home)), "-m", "pip", "install", "--disable-pip-version-check"]
+                if step.no_deps:
+                    cmd.append("--no-deps")
+                cmd += ["-r", str(step.requirements_file)]
+                _run_logged(cmd, log, echo, label=step.describe())
+        echo(f"[{total}/{total}] {self.name}: checking that the toolchain imports")
+        probe = run_probe(self, home, workdir=env.parent / f".{self.name}-probe")
+        stamp = {
+            "name": self.name,
+            "spec_hash": self.spec_hash(),
+            "versions": probe["versions"],
+            "python": probe["python"],
+            "installed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "install_seconds": round(time.monotonic() - started, 1),
+        }
+        (env / STAMP_NAME).write_text(json.dumps(stamp, indent=2))
+        echo(f"{self.name}: installed in {time.monotonic() - started:.0f} s: " + ", ".join(f"{k} {v}" for k, v in probe["versions"].items()))
+        return self.status(home)
+
+
+@dataclass(frozen=True, eq=False)
+class ExternalToolchain(Toolchain):
+    """A toolchain the user installs (TensorRT, TI's tools); `detect` says whether it is here."""
+
+    name: str
+    description: str
+    detect: Callable[[], ToolchainStatus]
+    managed: bool = False
+
+    def status(self, home: Path | None = None) -> ToolchainStatus:
+        return self.detect()
+
+
+def _base_python() -> str:
+    """The interpreter to create venvs from: the one running edgedeploy (a venv's base is used by venv itself)."""
+    return sys.executable
+
+
+def _run_logged(cmd: list[str], log, echo: Callable[[str], None], label: str) -> None:
+    """Run a command, copying its output to the install log and, line by line, to the user."""
+    log.write(f"$ {' '.join(cmd)}\n")
+    log.flush()
+    env = dict(os.environ)
+    # The new environment must not see edgedeploy's own venv or site-packages.
+    for var in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV"):
+        env.pop(var, None)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, text=True, bufsize=1)
+    tail: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        log.write(line)
+        tail = (tail + [line.rstrip()])[-15:]
+        stripped = line.strip()
+        # Pass pip's progress lines through; the path warnings of local indexes are noise.
+        if stripped and not stripped.startswith("WARNING: Location"):
+            echo("    " + stripped)
+    rc = proc.wait(timeout=INSTALL_TIMEOUT_S)
+    log.flush()
+    if rc != 0:
+        raise ToolchainError(
+            f"{label} failed (exit {rc}); see {log.name}. Last lines:\n" + "\n".join("    " + t for t in tail)
+        )

@@ -1,0 +1,112 @@
+"""Entry point of a toolchain worker subprocess. Standard library only.
+
+Runs inside a toolchain's own virtual environment, started by the core as
+
+    <env python> worker_main.py WORKER_FILE REQUEST_JSON RESULT_JSON
+
+It loads WORKER_FILE (a module with `run(request: dict, ctx: WorkerContext) -> dict`), calls it,
+and writes {"ok": true, "result": ...} or {"ok": false, "error": ..., "error_type": ...} to
+RESULT_JSON atomically. Stdout and stderr of this process (the toolchain's banners, tables and
+tracebacks) go wherever the core pointed them: the build log. This file must not import
+edgedeploy: the toolchain environment does not have it installed.
+"""
+
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+
+
+class WorkerContext:
+    """What a worker gets besides its request: where to work, and a way to log progress."""
+
+    def __init__(self, workdir: str, result_path: str):
+        self.workdir = workdir
+        self.result_path = result_path
+        self.started = time.monotonic()
+
+    def log(self, message: str) -> None:
+        """A progress line in the build log, prefixed so the core can pick it out."""
+        print(f"[edgedeploy-worker +{time.monotonic() - self.started:.1f}s] {message}", flush=True)
+
+    def capture_fd_output(self, path: str):
+        """Context manager: copy what C code writes to fd 1 and 2 into `path` as well as the log.
+
+        Some toolchains print results (RKNN's layer table) from C code straight to the file
+        descriptors, past Python's sys.stdout; this catches them.
+        """
+        return _FdCapture(path)
+
+
+class _FdCapture:
+    def __init__(self, path: str):
+        self.path = path
+
+    def __enter__(self):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self._saved = (os.dup(1), os.dup(2))
+        self._file = open(self.path, "wb")
+        os.dup2(self._file.fileno(), 1)
+        os.dup2(self._file.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self._saved[0], 1)
+        os.dup2(self._saved[1], 2)
+        for fd in self._saved:
+            os.close(fd)
+        self._file.close()
+        # Keep the build log complete: append what was captured.
+        with open(self.path, "rb") as fh:
+            data = fh.read()
+        os.write(1, data)
+        return False
+
+
+def _write_result(path: str, payload: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(payload, fh)
+    os.replace(tmp, path)
+
+
+def main(argv: list) -> int:
+    if len(argv) != 4:
+        print("usage: worker_main.py WORKER_FILE REQUEST_JSON RESULT_JSON", file=sys.stderr)
+        return 2
+    worker_file, request_path, result_path = argv[1:4]
+    # Python put this file's folder first on sys.path; nothing of ours may shadow a vendor package.
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != here]
+    ctx = WorkerContext(os.path.dirname(os.path.abspath(request_path)), result_path)
+    try:
+        with open(request_path, encoding="utf-8") as fh:
+            request = json.load(fh)
+        spec = importlib.util.spec_from_file_location("edgedeploy_toolchain_worker", worker_file)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        ctx.log(f"worker {os.path.basename(worker_file)} started (python {sys.version.split()[0]})")
+        result = module.run(request, ctx)
+        payload = {"ok": True, "result": result}
+    except BaseException as exc:  # noqa: BLE001 - everything must become a result the core can read
+        traceback.print_exc()
+        sys.stdout.flush()
+        message = str(exc).strip().splitlines()
+        payload = {
+            "ok": False,
+            "error_type": type(exc).__name__,
+            "error": message[-1] if message else type(exc).__name__,
+        }
+    ctx.log("worker finished")
+    sys.stdout.flush()
+    _write_result(result_path, payload)
+    return 0 if payload["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
