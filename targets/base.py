@@ -51,6 +51,10 @@ class Target:
     toolchain: Toolchain
     # The stages this target implements; `edgedeploy targets` shows them.
     stages: tuple[str, ...] = ()
+    # Extra `edgedeploy build` options only this target reads (click.Option objects). Their
+    # values reach the target as ctx.options.target_options[<param name>]; an option another
+    # target declared already (same name) is shared, not repeated.
+    build_options: tuple = ()
 
     @property
     def package(self) -> str:
@@ -71,6 +75,25 @@ class Target:
     def module(self, name: str) -> ModuleType:
         """Import one of the target's own modules (rules, build, ...) on demand."""
         return importlib.import_module(f"{self.package}.{name}")
+
+    def rule_set(self, chip_id: str, **options):
+        """The audit's RuleSet for one chip, from the target's rules module (targets/<v>/rules.py).
+
+        `options` select variants the documents distinguish (a TensorRT version, DLA or GPU).
+        """
+        return self.module("rules").rule_set(chip_id, **options)
+
+    def build(self, ctx) -> None:
+        """Convert, generate and verify into ctx.workdir (see edgedeploy.build.BuildContext)."""
+        raise self.not_available("`edgedeploy build`")
+
+    def toolchain_verdict(self, model_path: Path, chip_id: str, workdir: Path, log_path: Path, **options):
+        """Run the real toolchain on the model and return its own placement of each node.
+
+        Returns an edgedeploy.audit.confirm.ToolchainVerdict. Targets whose toolchain reports
+        placements implement this; the others say it is not available.
+        """
+        raise self.not_available("`audit --confirm`")
 
     def not_available(self, what: str) -> NotAvailableYet:
         return NotAvailableYet(f"{what} is not available yet for the {self.name} target.")

@@ -73,10 +73,19 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _register() -> None:
-    from edgedeploy.cli import inspect_cmd, pending, targets_cmd, toolchain_cmd
+    """Add the commands of every `edgedeploy.cli.*_cmd` module, then placeholders for the rest."""
+    import importlib
+    import pkgutil
 
-    for module in (targets_cmd, inspect_cmd, toolchain_cmd, pending):
-        for command in module.COMMANDS:
+    from edgedeploy.cli import pending
+
+    package = importlib.import_module(__name__)
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if info.name.endswith("_cmd"):
+            for command in importlib.import_module(f"{__name__}.{info.name}").COMMANDS:
+                cli.add_command(command)
+    for command in pending.COMMANDS:
+        if command.name not in cli.commands:
             cli.add_command(command)
 
 

@@ -1,7 +1,7 @@
 """Commands that exist in the interface but whose issues have not landed yet.
 
-Each says plainly that it is not available yet and exits with status 2. They are removed from
-this list as the real commands land.
+Each says plainly that it is not available yet and exits with status 2. A placeholder is only
+registered while no `*_cmd` module provides a real command of that name.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from edgedeploy.errors import NotAvailableYet
 # name -> what the command will do (shown in --help).
 PENDING = {
     "audit": "Audit which operators fall back from the accelerator, per target",
-    "build": "Convert the model with the target's toolchain and generate the deployment project",
     "measure": "Run a built artifact on a device and measure latency and accuracy",
     "bench": "Benchmark the model on this machine's backends",
     "report": "Render and combine reports",
@@ -22,7 +21,7 @@ PENDING = {
 
 
 def _pending_command(name: str, summary: str) -> click.Command:
-    @click.command(name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True}, help=f"{summary} (not available yet)")
+    @click.command(name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True}, help=f"(not available yet) {summary}.")
     @click.pass_context
     def command(ctx):
         raise NotAvailableYet(f"`edgedeploy {name}` is not available yet in edgedeploy (planned: {summary.lower()}).")

@@ -1,0 +1,181 @@
+"""Artifact directories: built atomically, described by a manifest, never silently overwritten.
+
+An artifact lives at OUT/<model>/<chip>/. `ArtifactBuilder` works in a temporary sibling folder
+and renames it into place only when every stage succeeded, so a failed build leaves an earlier
+artifact intact (the failed attempt is kept beside it as `<chip>.failed` for its logs). An
+existing artifact is replaced only with `force=True`.
+
+`manifest.json` records the model hash, options, toolchain and edgedeploy versions, the target
+chip, and the sha256 of every file; `check_manifest` refuses an artifact whose files changed or
+that was built for another chip.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from edgedeploy import __version__
+from edgedeploy.errors import ArtifactError
+
+MANIFEST_NAME = "manifest.json"
+MANIFEST_SCHEMA = "edgedeploy.manifest/1"
+DEFAULT_OUT = Path("edgedeploy-out")
+
+
+def safe_path_component(name: str) -> str:
+    """A model or chip name as one safe folder name (no separators, no dot-dot, printable)."""
+    cleaned = "".join(c if (c.isalnum() or c in "-_.") else "_" for c in name).strip(".")
+    return cleaned[:80] or "model"
+
+
+def artifact_dir(out_root: Path, model_name: str, chip_id: str) -> Path:
+    return Path(out_root) / safe_path_component(model_name) / safe_path_component(chip_id)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a file so that readers see the old content or the new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, default=_json_default) + "\n")
+
+
+def _json_default(value: Any):
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_table(root: Path) -> dict[str, dict]:
+    """sha256 and size of every file below root (the manifest itself excluded), by relative path."""
+    table = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = path.relative_to(root).as_posix()
+        if rel == MANIFEST_NAME:
+            continue
+        table[rel] = {"sha256": sha256_file(path), "size_bytes": path.stat().st_size}
+    return table
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+class ArtifactBuilder:
+    """Context manager that builds `dest` in a temporary folder and renames it into place.
+
+        with ArtifactBuilder(dest, force) as art:
+            (art.path / "model.onnx").write_bytes(...)
+            art.manifest_fields["model"] = {...}
+        # dest now exists with manifest.json; on an exception nothing at dest changed.
+    """
+
+    def __init__(self, dest: Path, force: bool = False):
+        self.dest = Path(dest)
+        self.force = force
+        self.path: Path = Path()
+        self.manifest_fields: dict[str, Any] = {}
+
+    def __enter__(self) -> "ArtifactBuilder":
+        if self.dest.exists() and not self.force:
+            raise ArtifactError(f"{self.dest} exists already; use --force to replace it (or --out for another folder).")
+        if self.dest.exists() and not (self.dest / MANIFEST_NAME).exists():
+            raise ArtifactError(f"{self.dest} exists and is not an edgedeploy artifact (no {MANIFEST_NAME}); refusing to replace it.")
+        self.dest.parent.mkdir(parents=True, exist_ok=True)
+        self.path = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.building-", dir=self.dest.parent))
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is not None:
+            failed = self.dest.with_name(self.dest.name + ".failed")
+            if failed.exists():
+                shutil.rmtree(failed, ignore_errors=True)
+            try:
+                self.path.rename(failed)
+            except OSError:
+                shutil.rmtree(self.path, ignore_errors=True)
+            return False
+        manifest = {
+            "schema": MANIFEST_SCHEMA,
+            "edgedeploy_version": __version__,
+            "created_at": now_iso(),
+            **self.manifest_fields,
+            "files": file_table(self.path),
+        }
+        atomic_write_json(self.path / MANIFEST_NAME, manifest)
+        old = None
+        if self.dest.exists():
+            old = self.dest.with_name(f".{self.dest.name}.replaced-{os.getpid()}")
+            self.dest.rename(old)
+        self.path.rename(self.dest)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        failed = self.dest.with_name(self.dest.name + ".failed")
+        if failed.exists():
+            shutil.rmtree(failed, ignore_errors=True)
+        return False
+
+
+def read_manifest(artifact: Path) -> dict:
+    path = Path(artifact) / MANIFEST_NAME
+    if not path.is_file():
+        raise ArtifactError(f"{artifact} is not an edgedeploy artifact: {MANIFEST_NAME} is missing.")
+    try:
+        manifest = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ArtifactError(f"{path} is not valid JSON; the artifact is damaged.") from exc
+    if manifest.get("schema") != MANIFEST_SCHEMA:
+        raise ArtifactError(f"{path} has schema {manifest.get('schema')!r}, expected {MANIFEST_SCHEMA}.")
+    return manifest
+
+
+def check_manifest(artifact: Path, chip_id: str | None = None, verify_files: bool = True) -> dict:
+    """The manifest, after checking the artifact is intact and (if given) built for `chip_id`."""
+    manifest = read_manifest(artifact)
+    built_for = manifest.get("target", {}).get("chip")
+    if chip_id is not None and built_for != chip_id:
+        raise ArtifactError(
+            f"{artifact} was built for {built_for}, not {chip_id}; rebuild it with --target {chip_id}."
+        )
+    if verify_files:
+        for rel, info in manifest.get("files", {}).items():
+            path = Path(artifact) / rel
+            if not path.is_file():
+                raise ArtifactError(f"{artifact}: {rel} is listed in the manifest but missing.")
+            if sha256_file(path) != info["sha256"]:
+                raise ArtifactError(f"{artifact}: {rel} changed since the build (sha256 differs); rebuild the artifact.")
+    return manifest

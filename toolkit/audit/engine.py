@@ -1,0 +1,373 @@
+"""Placing every node of a model on one chip, and what the placement costs per inference.
+
+`audit_model(model, ruleset)` turns a LoadedModel into an `AuditResult`: a placement and the
+violations behind it for every node, the partitions (connected groups of nodes on the same
+unit), the accelerator<->fallback transitions per inference and the bytes that cross them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from edgedeploy.audit.rules import NodeView, Offence, Placement, Rule, RuleSet, TensorView, rule, worst
+from edgedeploy.model.intake import LoadedModel
+from edgedeploy.model.shapes import dims_of
+from edgedeploy.model.stats import dtype_name, node_names
+
+AUDIT_SCHEMA = "edgedeploy.audit/1"
+
+
+# Built-in rules every rule set gets: operator coverage, precision, opset. Their consequences
+# depend on the rule set, so the engine applies them itself; the functions exist to carry the
+# sentences users read.
+@rule(placement=Placement.FALLBACK)
+def operator_not_on_accelerator(node, chip):
+    """The accelerator has no kernel for this operator; it runs on the fallback unit."""
+
+
+@rule(placement=Placement.UNSUPPORTED)
+def operator_unsupported(node, chip):
+    """Neither the accelerator nor the fallback unit of this toolchain implements this operator."""
+
+
+@rule(placement=Placement.FLOAT)
+def operator_float_only(node, chip):
+    """The toolchain cannot quantise this operator; it is kept in float inside the quantised graph."""
+
+
+@rule(placement=Placement.FALLBACK)
+def precision_not_on_accelerator(node, chip):
+    """The accelerator runs this operator, but not in the requested precision."""
+
+
+@rule(placement=Placement.UNSUPPORTED)
+def opset_out_of_range(node, chip):
+    """The toolchain's ONNX importer does not accept this model's opset."""
+
+
+BUILTIN_RULES = (operator_not_on_accelerator, operator_unsupported, operator_float_only, precision_not_on_accelerator, opset_out_of_range)
+
+
+@dataclass
+class Violation:
+    node: str
+    op_type: str
+    rule: str
+    message: str
+    placement: Placement
+    value: Any
+    detail: str = ""
+
+    def to_dict(self) -> dict:
+        return {
+            "node": self.node,
+            "op_type": self.op_type,
+            "rule": self.rule,
+            "message": self.message,
+            "placement": self.placement.value,
+            "value": _jsonable(self.value),
+            "detail": self.detail,
+        }
+
+
+@dataclass
+class NodePlacement:
+    node: str
+    op_type: str
+    index: int
+    placement: Placement
+    violations: list[Violation] = field(default_factory=list)
+
+    @property
+    def reason(self) -> str:
+        """The sentence of the worst violation, or '' on the accelerator."""
+        decisive = [v for v in self.violations if v.placement == self.placement]
+        return decisive[0].message if decisive else ""
+
+
+@dataclass
+class Crossing:
+    """One tensor that moves between the accelerator and the fallback unit on every inference."""
+
+    tensor: str
+    producer: str
+    consumer: str
+    direction: str  # "to_fallback" or "to_accelerator"
+    size_bytes: int | None
+
+
+@dataclass
+class AuditResult:
+    target: str
+    chip: str
+    toolchain_version: str
+    source: str
+    model_sha256: str
+    precision: str
+    fallback_unit: str
+    nodes: list[NodePlacement]
+    partitions: list[dict]
+    crossings: list[Crossing]
+
+    def count(self, placement: Placement) -> int:
+        return sum(1 for n in self.nodes if n.placement == placement)
+
+    @property
+    def transitions(self) -> int:
+        return len(self.crossings)
+
+    @property
+    def crossing_bytes(self) -> int:
+        return sum(c.size_bytes or 0 for c in self.crossings)
+
+    @property
+    def crossing_bytes_known(self) -> bool:
+        return all(c.size_bytes is not None for c in self.crossings)
+
+    def summary(self) -> dict:
+        return {
+            "nodes": len(self.nodes),
+            "on_accelerator": self.count(Placement.ACCELERATOR),
+            "float": self.count(Placement.FLOAT),
+            "fallback": self.count(Placement.FALLBACK),
+            "unsupported": self.count(Placement.UNSUPPORTED),
+            "partitions": len(self.partitions),
+            "transitions_per_inference": self.transitions,
+            "crossing_bytes_per_inference": self.crossing_bytes,
+            "crossing_bytes_complete": self.crossing_bytes_known,
+        }
+
+    def summary_line(self) -> str:
+        s = self.summary()
+        extra = []
+        if s["float"]:
+            extra.append(f"{s['float']} kept in float")
+        if s["fallback"]:
+            extra.append(f"{s['fallback']} on the {self.fallback_unit}")
+        if s["unsupported"]:
+            extra.append(f"{s['unsupported']} unsupported")
+        more = f" ({', '.join(extra)})" if extra else ""
+        bytes_text = f"{s['crossing_bytes_per_inference']} bytes" + ("" if s["crossing_bytes_complete"] else " (at least; some shapes unknown)")
+        return (
+            f"{self.chip}: {s['on_accelerator']} of {s['nodes']} nodes on the accelerator{more}; "
+            f"{s['transitions_per_inference']} transitions, {bytes_text} crossing per inference"
+        )
+
+    def to_dict(self) -> dict:
+        return {
+            "schema": AUDIT_SCHEMA,
+            "target": self.target,
+            "chip": self.chip,
+            "toolchain_version": self.toolchain_version,
+            "source": self.source,
+            "model_sha256": self.model_sha256,
+            "precision": self.precision,
+            "fallback_unit": self.fallback_unit,
+            "summary": self.summary(),
+            "nodes": [
+                {
+                    "node": n.node,
+                    "op_type": n.op_type,
+                    "index": n.index,
+                    "placement": n.placement.value,
+                    "reason": n.reason,
+                    "violations": [v.to_dict() for v in n.violations],
+                }
+                for n in self.nodes
+            ],
+            "partitions": self.partitions,
+            "crossings": [c.__dict__ for c in self.crossings],
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating,)):
+        return float(value)
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(_jsonable(v) for v in value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Placement):
+        return value.value
+    return value
+
+
+# Tensors whose values rules may need are small; a large constant (weights) is never copied.
+CONSTANT_VALUE_MAX_ELEMENTS = 1 << 16
+
+
+def node_views(model: LoadedModel) -> list[NodeView]:
+    """A NodeView per node of the main graph, in the graph's (topological) order."""
+    graph = model.graph
+    infos = model.value_infos()
+    initializers = {t.name: t for t in graph.initializer}
+    constants: dict[str, onnx.TensorProto] = {}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            for a in node.attribute:
+                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                    constants[node.output[0]] = a.t
+
+    def view(name: str) -> TensorView:
+        if not name:
+            return TensorView("", None, None, False)
+        tensor = initializers.get(name) or constants.get(name)
+        if tensor is not None:
+            n = int(np.prod(tensor.dims, dtype=np.int64)) if tensor.dims else 1
+            value = numpy_helper.to_array(tensor) if n <= CONSTANT_VALUE_MAX_ELEMENTS else None
+            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_name(tensor.data_type), True, value)
+        vi = infos.get(name)
+        if vi is None:
+            return TensorView(name, None, None, False)
+        elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
+        return TensorView(name, dims_of(vi), dtype_name(elem) if elem else None, False)
+
+    opset = model.opset
+    views = []
+    for index, (name, node) in enumerate(zip(node_names(graph), graph.node)):
+        views.append(
+            NodeView(
+                name=name,
+                op_type=node.op_type,
+                domain=node.domain,
+                index=index,
+                opset=opset,
+                inputs=tuple(view(i) for i in node.input),
+                outputs=tuple(view(o) for o in node.output),
+                proto=node,
+            )
+        )
+    return views
+
+
+def place_node(node: NodeView, rules: RuleSet, precision: str | None) -> NodePlacement:
+    """Decide where one node runs, with every violation that led there."""
+    found: list[Violation] = []
+
+    def add(r: Rule, placement: Placement, value: Any, detail: str = "") -> None:
+        found.append(Violation(node.name, node.op_type, r.name, r.sentence, placement, value, detail))
+
+    op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+    if not (rules.min_opset <= node.opset <= rules.max_opset):
+        add(opset_out_of_range, Placement.UNSUPPORTED, node.opset, f"accepted: {rules.min_opset}..{rules.max_opset}")
+    support = rules.accelerator_ops.get(op)
+    if support is None:
+        if op in rules.float_only_ops:
+            add(operator_float_only, Placement.FLOAT, op)
+        elif rules.fallback_ops is None or op in rules.fallback_ops:
+            add(operator_not_on_accelerator, Placement.FALLBACK, op)
+        else:
+            add(operator_unsupported, Placement.UNSUPPORTED, op)
+    else:
+        if precision and precision not in support.precisions and "any" not in support.precisions:
+            if support.precisions == ("float",):
+                add(operator_float_only, Placement.FLOAT, op, "float only")
+            else:
+                add(precision_not_on_accelerator, Placement.FALLBACK, precision, f"supported: {', '.join(support.precisions)}")
+        for r in rules.rules:
+            if r.applies_to(op):
+                for offence in r.evaluate(node, rules.chip):
+                    add(r, r.placement, offence.value, offence.detail)
+    placement = worst(v.placement for v in found)
+    return NodePlacement(node.name, node.op_type, node.index, placement, found)
+
+
+def _unit(placement: Placement) -> str:
+    return "accelerator" if placement is Placement.ACCELERATOR else "fallback"
+
+
+# Bytes per element of a float tensor as it crosses, by the precision the graph is compiled in:
+# a quantised graph hands int8/int16 data (plus its scale) to the fallback unit, not float32.
+PRECISION_ELEMENT_BYTES = {"int8": 1, "int16": 2, "fp16": 2, "float16": 2, "fp32": 4, "float32": 4}
+
+
+def _tensor_bytes(view: TensorView | None, precision: str | None) -> int | None:
+    if view is None or view.numel is None or view.dtype is None:
+        return None
+    if view.dtype.startswith("float") and precision in PRECISION_ELEMENT_BYTES:
+        return view.numel * PRECISION_ELEMENT_BYTES[precision]
+    try:
+        return view.numel * np.dtype(view.dtype).itemsize
+    except TypeError:
+        return None
+
+
+def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None) -> AuditResult:
+    """Place every node of `model` on the chip `rules` describes, and derive partitions and crossings."""
+    views = node_views(model)
+    placed = [place_node(v, rules, precision) for v in views]
+    by_output: dict[str, int] = {}
+    for i, v in enumerate(views):
+        for o in v.outputs:
+            if o.name:
+                by_output[o.name] = i
+
+    # Partitions: connected components of nodes on the same unit, linked by tensors.
+    parent = list(range(len(views)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    crossings: list[Crossing] = []
+    seen_crossing: set[tuple[str, str]] = set()
+    for i, v in enumerate(views):
+        for t in v.inputs:
+            j = by_output.get(t.name) if t.name else None
+            if j is None:
+                continue
+            if _unit(placed[j].placement) == _unit(placed[i].placement):
+                parent[find(i)] = find(j)
+            else:
+                # One crossing per tensor and receiving unit: consumers on the same side share a copy.
+                key = (t.name, _unit(placed[i].placement))
+                if key in seen_crossing:
+                    continue
+                seen_crossing.add(key)
+                producer_out = next((o for o in views[j].outputs if o.name == t.name), t)
+                crossings.append(
+                    Crossing(
+                        tensor=t.name,
+                        producer=views[j].name,
+                        consumer=v.name,
+                        direction="to_accelerator" if placed[i].placement is Placement.ACCELERATOR else "to_fallback",
+                        size_bytes=_tensor_bytes(producer_out, precision),
+                    )
+                )
+    groups: dict[int, list[int]] = {}
+    for i in range(len(views)):
+        groups.setdefault(find(i), []).append(i)
+    partitions = []
+    for index, members in enumerate(sorted(groups.values(), key=lambda m: m[0])):
+        partitions.append(
+            {
+                "index": index,
+                "unit": _unit(placed[members[0]].placement),
+                "nodes": [views[m].name for m in members],
+            }
+        )
+    return AuditResult(
+        target=rules.target,
+        chip=rules.chip,
+        toolchain_version=rules.toolchain_version,
+        source=rules.source,
+        model_sha256=model.sha256,
+        precision=precision or "",
+        fallback_unit=rules.fallback_unit,
+        nodes=placed,
+        partitions=partitions,
+        crossings=crossings,
+    )

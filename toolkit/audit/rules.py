@@ -1,0 +1,242 @@
+"""The rule vocabulary: how a target's rule table is written.
+
+A rule is a small function decorated with `@rule(...)`. Its docstring is the sentence a user
+reads, with the rule's limits written as `{NAME}` placeholders filled from named constants
+(the way Arm's Vela documents its constraints), so the same numbers drive the check and the
+documentation. A rule looks at one node (`NodeView`) on one chip and returns None when the node
+is fine, or one `Offence` (or several) carrying the measured value that broke the rule. Rules
+never print and never return a bare bool.
+
+Placement consequences, from best to worst:
+  ACCELERATOR  runs on the accelerator
+  FLOAT        kept in float inside a quantised graph (slower, still on the device's main path)
+  FALLBACK     leaves the accelerator for the CPU (for Jetson DLA: for the GPU)
+  UNSUPPORTED  no unit can run it: the build would fail
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+
+class Placement(str, enum.Enum):
+    ACCELERATOR = "accelerator"
+    FLOAT = "float"
+    FALLBACK = "fallback"
+    UNSUPPORTED = "unsupported"
+
+    @property
+    def severity(self) -> int:
+        return _SEVERITY[self]
+
+    @property
+    def on_accelerator(self) -> bool:
+        return self is Placement.ACCELERATOR
+
+
+_SEVERITY = {Placement.ACCELERATOR: 0, Placement.FLOAT: 1, Placement.FALLBACK: 2, Placement.UNSUPPORTED: 3}
+
+
+def worst(placements: Iterable[Placement]) -> Placement:
+    return max(placements, key=lambda p: p.severity, default=Placement.ACCELERATOR)
+
+
+@dataclass(frozen=True)
+class Offence:
+    """What a rule found: the measured value that broke it, and optionally a short detail."""
+
+    value: Any
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class TensorView:
+    """One input or output of a node, as rules see it."""
+
+    name: str
+    shape: tuple | None  # ints for known dims, str/None for dynamic ones; None: rank unknown
+    dtype: str | None  # numpy-style name: float32, int8, ...; None when unknown
+    is_constant: bool
+    _value: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def value(self) -> np.ndarray | None:
+        """The constant's value (initializers and Constant outputs), else None."""
+        return self._value
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        return self.shape is not None and all(isinstance(d, int) for d in self.shape)
+
+    @property
+    def numel(self) -> int | None:
+        if not self.is_static:
+            return None
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+    @property
+    def present(self) -> bool:
+        """ONNX marks a skipped optional input with the empty name."""
+        return self.name != ""
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One node with everything rules may depend on: opset, attributes, shapes, dtypes, constants."""
+
+    name: str
+    op_type: str
+    domain: str
+    index: int
+    opset: int
+    inputs: tuple[TensorView, ...]
+    outputs: tuple[TensorView, ...]
+    proto: onnx.NodeProto = field(repr=False, compare=False)
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        """An attribute's value (bytes decoded to str), or `default` when the node does not set it."""
+        for a in self.proto.attribute:
+            if a.name == name:
+                value = helper.get_attribute_value(a)
+                if isinstance(value, bytes):
+                    return value.decode("utf-8", "replace")
+                if isinstance(value, onnx.TensorProto):
+                    return numpy_helper.to_array(value)
+                return value
+        return default
+
+    def has_attr(self, name: str) -> bool:
+        return any(a.name == name for a in self.proto.attribute)
+
+    def input(self, i: int) -> TensorView | None:
+        """Input i, or None when absent (not given, or the empty name of a skipped optional input)."""
+        if i < len(self.inputs) and self.inputs[i].present:
+            return self.inputs[i]
+        return None
+
+    def output(self, i: int = 0) -> TensorView | None:
+        return self.outputs[i] if i < len(self.outputs) else None
+
+
+ChipId = str
+RuleFunction = Callable[[NodeView, ChipId], "Offence | Iterable[Offence] | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A checked constraint on some operators, with the placement its violation causes."""
+
+    name: str
+    ops: frozenset[str]  # empty: applies to every operator
+    placement: Placement
+    constants: dict[str, Any]
+    check: RuleFunction
+    template: str
+
+    @property
+    def sentence(self) -> str:
+        """The docstring with its constants filled in: what users read in reports and docs."""
+        return format_sentence(self.template, self.constants)
+
+    def applies_to(self, op_type: str) -> bool:
+        return not self.ops or op_type in self.ops
+
+    def evaluate(self, node: NodeView, chip: ChipId) -> list[Offence]:
+        found = self.check(node, chip)
+        if found is None:
+            return []
+        if isinstance(found, Offence):
+            return [found]
+        offences = list(found)
+        for o in offences:
+            if not isinstance(o, Offence):
+                raise TypeError(f"rule {self.name} returned {o!r}; rules return Offence objects or None")
+        return offences
+
+
+def format_sentence(template: str, constants: dict[str, Any]) -> str:
+    text = " ".join(template.split())
+    try:
+        return text.format(**{k: _show_constant(v) for k, v in constants.items()})
+    except (KeyError, IndexError) as exc:
+        raise ValueError(f"rule docstring names a constant that is not given: {exc}") from exc
+
+
+def _show_constant(value: Any) -> str:
+    if isinstance(value, (set, frozenset, tuple, list)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else list(value)
+        return ", ".join(str(v) for v in items)
+    return str(value)
+
+
+def rule(*ops: str, placement: Placement = Placement.FALLBACK, **constants: Any) -> Callable[[RuleFunction], Rule]:
+    """Declare a rule on `ops` (none: every op) whose violation puts the node at `placement`.
+
+    The decorated function's docstring is the user-facing sentence; write limits as {NAME} and
+    pass NAME=value here, so the check reads the same constant the sentence shows.
+    """
+
+    def wrap(func: RuleFunction) -> Rule:
+        if not func.__doc__:
+            raise ValueError(f"rule {func.__name__} has no docstring: the docstring is the sentence users read")
+        r = Rule(
+            name=func.__name__,
+            ops=frozenset(ops),
+            placement=placement,
+            constants=dict(constants),
+            check=func,
+            template=func.__doc__.strip().split("\n\n")[0],
+        )
+        r.sentence  # fail at import time if a placeholder has no constant
+        return r
+
+    return wrap
+
+
+@dataclass(frozen=True)
+class OpSupport:
+    """What the accelerator documents for one operator on one chip.
+
+    `precisions`: the precisions the accelerator runs it in (e.g. ("int8", "int16") or
+    ("float",) for ESP-DL's float-only ops). `note`: a limit worth showing that no rule checks.
+    """
+
+    precisions: tuple[str, ...] = ("int8",)
+    note: str = ""
+
+
+@dataclass
+class RuleSet:
+    """Everything the audit needs to place the nodes of a model on one chip.
+
+    - `accelerator_ops`: operators the accelerator runs (before limits).
+    - `fallback_ops`: operators the fallback unit (CPU, or GPU for DLA) can run. None means any
+      ONNX operator the runtime knows falls back; otherwise an op in neither set is UNSUPPORTED.
+    - `float_only_ops`: operators the toolchain keeps in float inside a quantised graph.
+    - `rules`: the limits, checked on every node they apply to.
+    - `source`: the vendor documents (and their versions) the table was transcribed from.
+    """
+
+    target: str
+    chip: str
+    toolchain_version: str
+    source: str
+    accelerator_ops: dict[str, OpSupport]
+    rules: list[Rule]
+    fallback_ops: frozenset[str] | None = None
+    float_only_ops: frozenset[str] = frozenset()
+    fallback_unit: str = "CPU"
+    # Opsets the toolchain's ONNX importer accepts; outside it the whole model is UNSUPPORTED.
+    min_opset: int = 1
+    max_opset: int = 99
+    notes: list[str] = field(default_factory=list)

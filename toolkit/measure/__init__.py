@@ -1,0 +1,1 @@
+"""Measurement: the latency protocol (protocol.py), accuracy and fidelity (accuracy.py)."""
