@@ -1,0 +1,40 @@
+"""Shared test set-up: markers for tests that need a toolchain environment or hardware.
+
+- `@pytest.mark.toolchain("espdl")`: runs only where `edgedeploy toolchain install espdl` has
+  been done (CI installs every managed toolchain); otherwise skipped, saying which is missing.
+- `@pytest.mark.hardware("ESP32-S3 dev kit on a serial port")`: needs a physical device this
+  suite cannot provide; always skipped with that reason unless EDGEDEPLOY_HARDWARE lists it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    from edgedeploy.targets import find_toolchain
+
+    available_hw = {h.strip() for h in os.environ.get("EDGEDEPLOY_HARDWARE", "").split(",") if h.strip()}
+    status_cache: dict[str, object] = {}
+    for item in items:
+        for mark in item.iter_markers("toolchain"):
+            name = mark.args[0]
+            if name not in status_cache:
+                status_cache[name] = find_toolchain(name).status()
+            st = status_cache[name]
+            if not st.installed:
+                item.add_marker(pytest.mark.skip(reason=f"needs the {name} toolchain environment: {st.detail}"))
+        for mark in item.iter_markers("hardware"):
+            kind = mark.args[0]
+            if kind not in available_hw:
+                item.add_marker(pytest.mark.skip(reason=f"needs hardware: {kind} (set EDGEDEPLOY_HARDWARE={kind!r} where it is attached)"))
+
+
+@pytest.fixture
+def sample_model_path() -> Path:
+    from edgedeploy.sample import sample_model_path
+
+    return sample_model_path()
