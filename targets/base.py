@@ -16,6 +16,26 @@ from types import ModuleType
 from edgedeploy.errors import NotAvailableYet
 from edgedeploy.toolchains import Toolchain
 
+@dataclass
+class RunnerSpec:
+    """What `edgedeploy measure` copies to a device and runs there, for one session.
+
+    `files`: remote name (relative to the device's work folder) -> local file (the generated
+    runner, measure/protocol.py, the compiled model, test inputs). `command`: argv run in the
+    work folder; the literal "{python}" is replaced by the device's interpreter. The runner
+    prints one `EDGEDEPLOY {json}` result line (measure/protocol.py) and may write
+    `result_files` (e.g. outputs as .npy) that are fetched back. `baseline` is the matching
+    "before" run on the same device (e.g. ONNX Runtime CPU on the board), or None.
+    """
+
+    files: dict[str, Path]
+    command: list[str]
+    result_files: list[str] = field(default_factory=list)
+    timeout_s: float = 600.0
+    backend: str = ""
+    baseline: "RunnerSpec | None" = None
+
+
 # The stages a target can implement, in pipeline order (DESIGN.md, "Data flow").
 STAGES = ("convert", "codegen", "simulate", "runner")
 
@@ -94,6 +114,18 @@ class Target:
         placements implement this; the others say it is not available.
         """
         raise self.not_available("`audit --confirm`")
+
+    def toolchain_verdicts(self, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, **options) -> list:
+        """Batched form of toolchain_verdict for sweeps: one worker process for many models.
+
+        The default calls toolchain_verdict per model; targets override it to pay the
+        toolchain's start-up once.
+        """
+        return [self.toolchain_verdict(p, chip_id, workdir / f"case{i}", log_path, **options) for i, p in enumerate(model_paths)]
+
+    def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
+        """The runner `edgedeploy measure` runs on `device` (an edgedeploy.devices.Device) for this artifact."""
+        raise self.not_available("`edgedeploy measure`")
 
     def not_available(self, what: str) -> NotAvailableYet:
         return NotAvailableYet(f"{what} is not available yet for the {self.name} target.")

@@ -1,0 +1,62 @@
+"""Devices and transports: the contract between `edgedeploy measure` (or a remote build) and a device.
+
+A `Device` comes from the inventory file (name, chip, transport, address, user, port, remote
+python, work dir). A `Transport` moves files and runs commands on it:
+  local   this machine (the same runner, run here)
+  ssh     the system OpenSSH client, so the user's ssh config, keys and known_hosts apply;
+          host keys are verified, never trusted silently; every remote argument is quoted
+  serial  microcontrollers over a serial port (pyserial): no files or commands, only a stream
+Implementations live next to this file (local.py, ssh.py, serial.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Device:
+    """One entry of the device inventory."""
+
+    name: str
+    chip: str  # a chip id from `edgedeploy targets`
+    transport: str  # "local" | "ssh" | "serial"
+    host: str | None = None  # ssh: host name or ssh-config alias
+    user: str | None = None
+    port: int | None = None  # ssh port
+    serial_port: str | None = None  # serial: /dev/ttyUSB0
+    baud: int = 115200
+    python: str = "python3"  # the device's interpreter for Python runners
+    workdir: str | None = None  # remote folder for runs; a fresh temporary one when None
+    ssh_options: tuple[str, ...] = field(default_factory=tuple)  # extra `-o` options (e.g. a test's known_hosts)
+
+
+@dataclass
+class CommandResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+
+
+class Transport(Protocol):
+    """What every non-serial transport offers. Errors raise edgedeploy.errors.DeviceError."""
+
+    device: Device
+
+    def make_workdir(self) -> str:
+        """Create and return a fresh working folder on the device."""
+
+    def put(self, local: Path, remote: str) -> None:
+        """Copy a local file to a path on the device (relative paths are inside the work folder)."""
+
+    def get(self, remote: str, local: Path) -> None:
+        """Copy a file from the device to a local path."""
+
+    def run(self, argv: list[str], cwd: str, timeout_s: float) -> CommandResult:
+        """Run argv (each argument quoted for the remote shell) in cwd on the device."""
+
+    def cleanup(self, workdir: str) -> None:
+        """Remove the working folder from the device."""
