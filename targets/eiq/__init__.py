@@ -42,6 +42,7 @@ class EiqTarget(Target):
     vendor = "NXP"
     name = "NXP eIQ"
     toolchain = TOOLCHAIN
+    stages = ("convert", "codegen", "runner")
     chips = (
         Chip(
             id="imx8mp",
@@ -67,20 +68,45 @@ class EiqTarget(Target):
     )
 
 
+    def build(self, ctx) -> None:
+        """float32 + full-int8 TFLite, Vela (i.MX 93), host accuracy before/after, the board runner."""
+        from edgedeploy.targets.eiq.build import build
+
+        build(self, ctx)
+
+    def runner_spec(self, artifact, manifest, device):
+        """int8 with the NPU delegate (CPU fallback with a warning); baseline: the float32 model on the CPU."""
+        from edgedeploy.targets.eiq.runner import runner_spec
+
+        return runner_spec(self, Path(artifact), manifest, device)
+
     def toolchain_verdict(self, model_path, chip_id, workdir, log_path, **options):
         """Vela's verdict (i.MX 93) for one model, as a ToolchainVerdict keyed by ONNX node name."""
         return self.toolchain_verdicts([model_path], chip_id, workdir, log_path, **options)[0]
 
-    def toolchain_verdicts(self, model_paths, chip_id, workdir, log_path, **options):
+    def toolchain_verdicts(self, model_paths, chip_id, workdir, log_path, precision=None, inputs=None, per_model_timeout_s=None, keep_files=False, **options):
         """Verdicts for many models through one eiq worker (TensorFlow starts once).
 
-        options: `calibration` (per model an .npz keyed by input name, as a list aligned with
-        model_paths or a dict keyed by path; default fixed-seed generated inputs),
-        `per_model_timeout_s`, `keep_files`.
+        `inputs`: per model, calibration inputs as an .npz keyed by input name (or a dict of
+        arrays, or None for fixed-seed generated inputs), as a list aligned with model_paths
+        or a dict keyed by path. `precision`: only int8 (the full-integer TFLite the NPUs run).
         """
-        from edgedeploy.targets.eiq.confirm import run_verdicts
+        from edgedeploy.errors import OptionError
+        from edgedeploy.targets.eiq.confirm import PER_MODEL_TIMEOUT_S, run_verdicts
 
-        return run_verdicts(self, list(model_paths), chip_id, Path(workdir), Path(log_path), **options)
+        if precision not in (None, "int8"):
+            raise OptionError(f"The eIQ targets build full-int8 TFLite models; precision {precision} is not available.")
+        calibration = inputs if inputs is not None else options.get("calibration")
+        return run_verdicts(
+            self,
+            list(model_paths),
+            chip_id,
+            Path(workdir),
+            Path(log_path),
+            calibration=calibration,
+            per_model_timeout_s=per_model_timeout_s or PER_MODEL_TIMEOUT_S,
+            keep_files=keep_files,
+        )
 
 
 def vela_version() -> str:

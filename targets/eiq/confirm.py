@@ -60,10 +60,13 @@ def calibration_files(calib: Path | dict | None, dest_dir: Path) -> dict[str, st
     dest_dir.mkdir(parents=True, exist_ok=True)
     files = {}
     for i, (name, array) in enumerate(arrays.items()):
+        array = np.asarray(array)
+        if array.dtype.kind not in "biuf":
+            continue  # strings and objects: TFLite has no such inputs, the converter refuses them itself
         path = dest_dir / f"calib_input{i}.npy"
-        np.save(path, np.asarray(array))
+        np.save(path, array)
         files[name] = str(path)
-    return files
+    return files or None
 
 
 def run_verdicts(target, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, calibration=None, per_model_timeout_s: float = PER_MODEL_TIMEOUT_S, keep_files: bool = False) -> list[ToolchainVerdict]:

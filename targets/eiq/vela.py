@@ -173,14 +173,45 @@ def _is_float_op(op: dict) -> bool:
     return any(t["dtype"] in FLOAT_DTYPES for t in tensors)
 
 
-def trace_ops(ops: dict, layers_by_node: dict[str, list[str]], output_producers: list[str | None]) -> tuple[dict[int, set[str]], list[int]]:
+def _owners_of_tensor(name: str, layer_owner: dict[str, str], output_owner: dict[str, str], output_layer_owner: dict[str, str]) -> set[str]:
+    found: set[str] = set()
+    for part in name.split(";"):
+        m = re.match(r"model(?:_\d+)?/(.*)$", part)
+        if m:
+            path = m.group(1)
+            layer = path.split("/", 1)[0]
+            if layer in layer_owner:
+                found.add(layer_owner[layer])
+                continue
+            # onnx2tf names the layer producing a graph output after that output (which may hold '/').
+            for out_name, owner in output_layer_owner.items():
+                if path == out_name or path.startswith(out_name + "/"):
+                    found.add(owner)
+                    break
+    if not found:
+        # The converter names the model's outputs PartitionedCall:N (StatefulPartitionedCall:N), and
+        # when the quantiser appends a QUANTIZE after the last operator, that operator's tensor
+        # keeps the name with a digit appended (PartitionedCall:01).
+        for tensor, owner in sorted(output_owner.items(), key=lambda kv: -len(kv[0])):
+            if name == tensor or (name.startswith(tensor) and name[len(tensor):].isdigit()):
+                found.add(owner)
+                break
+    return found
+
+
+def trace_ops(ops: dict, layers_by_node: dict[str, list[str]], output_producers: list[str | None], output_names: list[str] | None = None) -> tuple[dict[int, set[str]], list[int]]:
     """For every TFLite operator, the ONNX nodes it came from; and the operators that trace to none.
 
     `ops`: the worker's operator list of a .tflite (ops, signatures); `layers_by_node`: ONNX node
     name -> Keras layer names; `output_producers`: for each ONNX graph output in order, the node
-    producing it.
+    producing it; `output_names`: the ONNX graph outputs' names, in the same order.
     """
     layer_owner = {layer: node for node, layers in layers_by_node.items() for layer in layers}
+    output_layer_owner: dict[str, str] = {}
+    for out_name, producer in zip(output_names or [], output_producers):
+        if producer is not None:
+            for variant in (out_name, out_name.replace(":", "__"), re.sub("^/", "wa/", out_name.replace(":", "__"))):
+                output_layer_owner[variant] = producer
     output_tensor_owner: dict[str, str] = {}
     for sig in ops.get("signatures", [])[:1]:
         keys = sorted(sig["outputs"], key=lambda k: (len(k), k))
@@ -193,11 +224,9 @@ def trace_ops(ops: dict, layers_by_node: dict[str, list[str]], output_producers:
                 output_tensor_owner[tensor["name"]] = producer
     owners: dict[int, set[str]] = {}
     for op in ops["ops"]:
-        nodes = set()
+        nodes: set[str] = set()
         for tensor in op["outputs"]:
-            nodes.update(layer_owner[l] for l in layer_names(tensor["name"]) if l in layer_owner)
-            if tensor["name"] in output_tensor_owner:
-                nodes.add(output_tensor_owner[tensor["name"]])
+            nodes |= _owners_of_tensor(tensor["name"], layer_owner, output_tensor_owner, output_layer_owner)
         owners[op["index"]] = nodes
     # Quantiser helpers belong to the operator they wrap: DEQUANTIZE feeds it, QUANTIZE follows it.
     producer_of = {t["name"]: op["index"] for op in ops["ops"] for t in op["outputs"]}
@@ -232,54 +261,71 @@ def trace_ops(ops: dict, layers_by_node: dict[str, list[str]], output_producers:
     return owners, unmapped
 
 
-def op_placement(op: dict, cpu_tensors: set[str] | None) -> tuple[Placement, str]:
+def op_placement(op: dict, cpu_tensors: set[str], npu_text: str = "on the NPU", cpu_text: str = "on the CPU") -> tuple[Placement, str]:
     """Where one TFLite operator runs: Flex -> UNSUPPORTED, float -> FLOAT, Vela's CPU list -> FALLBACK."""
     if op["op"].startswith(FLEX_PREFIX):
         return Placement.UNSUPPORTED, f"{op['op'][len('CUSTOM:'):]} needs TensorFlow's Flex delegate, which the board's TFLite runtime lacks"
     if op["op"].startswith("CUSTOM:"):
         return Placement.UNSUPPORTED, f"custom operator {op['op'][len('CUSTOM:'):]} has no kernel in the board's TFLite runtime"
-    on_cpu = cpu_tensors is not None and any(t["name"] in cpu_tensors for t in op["outputs"])
+    on_cpu = any(t["name"] in cpu_tensors for t in op["outputs"])
     if _is_float_op(op):
-        return Placement.FLOAT, f"{op['op']} computes in float (no int8 kernel){' on the CPU' if on_cpu else ''}"
+        return Placement.FLOAT, f"{op['op']} computes in float (no int8 kernel){', ' + cpu_text if on_cpu else ''}"
     if on_cpu:
-        return Placement.FALLBACK, f"{op['op']} on the CPU"
-    return Placement.ACCELERATOR, f"{op['op']} on the NPU"
+        return Placement.FALLBACK, f"{op['op']} {cpu_text}"
+    return Placement.ACCELERATOR, f"{op['op']} {npu_text}"
 
 
-def verdict_from_entry(entry: dict, token_names: dict[str, str], output_producers: list[str | None], toolchain: str, version: str, chip_vela: bool = True) -> ToolchainVerdict:
-    """A ToolchainVerdict from one worker entry (a `verdicts` line or a build result).
+def verdict_from_entry(entry: dict, token_names: dict[str, str], output_producers: list[str | None], toolchain: str, version: str) -> ToolchainVerdict:
+    """Vela's verdict (i.MX 93) from one worker entry (a `verdicts` line or a build result).
 
-    `token_names`: the node tokens the worker saw (edn<i>) -> display names. With `chip_vela`
-    False (no Vela run: conversion only) every converted operator counts as on the accelerator
-    unless it is float or Flex.
+    `token_names`: the node tokens the worker saw (edn<i>) -> display names;
+    `output_producers`: per ONNX graph output, the display name of the node producing it.
     """
     verdict = ToolchainVerdict(toolchain=toolchain, version=version)
     if entry.get("failed"):
         verdict.failed = entry["failed"]
         return verdict
+    vela = entry.get("vela") or {}
+    printout = parse_vela_stdout(vela.get("stdout") or "")
+    if vela.get("returncode") or not vela.get("summary_csv"):
+        lines = [ln for ln in (vela.get("stdout") or "").splitlines() if ln.strip()]
+        verdict.failed = f"Vela: {(printout.errors or lines[-1:] or ['no output'])[-1]}"
+        return verdict
+    verdict.estimates = parse_summary_csv(vela["summary_csv"])
+    verdict.estimates["cpu_operators"] = printout.cpu_operator_count
+    verdict.estimates["npu_operators"] = printout.npu_operator_count
+    _place_nodes(verdict, entry, token_names, output_producers, printout.cpu_tensors, printout.reasons, "on the NPU", "on the CPU")
+    return verdict
+
+
+def vx_verdict(entry: dict, token_names: dict[str, str], output_producers: list[str | None], vx_ops, version: str) -> ToolchainVerdict:
+    """The i.MX 8M Plus check: the converted int8 model's operators against the VX delegate's list.
+
+    Not a compiler's verdict like Vela's (the delegate decides on the board at load time): it
+    says what the real converter produced and whether the delegate lists each of those
+    operators; an operator outside the list runs on the CPU.
+    """
+    verdict = ToolchainVerdict(toolchain="onnx2tf+vx-list", version=version)
+    if entry.get("failed"):
+        verdict.failed = entry["failed"]
+        return verdict
+    cpu = {t["name"] for op in entry["int8_ops"]["ops"] if op["op"] not in vx_ops for t in op["outputs"]}
+    _place_nodes(verdict, entry, token_names, output_producers, cpu, {}, "in the VX delegate's list", "not in the VX delegate's list: CPU")
+    return verdict
+
+
+def _place_nodes(verdict: ToolchainVerdict, entry: dict, token_names, output_producers, cpu_tensors: set[str], reasons: dict, npu_text: str, cpu_text: str) -> None:
     layers_by_node = {token_names.get(tok, tok): layers for tok, layers in entry.get("layers", {}).items()}
     ops = entry["int8_ops"]
-    owners, unmapped = trace_ops(ops, layers_by_node, output_producers)
-    cpu_tensors: set[str] | None = None
-    reasons: dict[str, list[str]] = {}
-    if chip_vela:
-        vela = entry.get("vela") or {}
-        printout = parse_vela_stdout(vela.get("stdout") or "")
-        if vela.get("returncode") or not vela.get("summary_csv"):
-            last = (printout.errors or [ln for ln in (vela.get("stdout") or "").splitlines() if ln.strip()][-1:] or ["no output"])[-1]
-            verdict.failed = f"Vela: {last}"
-            return verdict
-        cpu_tensors = printout.cpu_tensors
-        reasons = printout.reasons
-        verdict.estimates = parse_summary_csv(vela["summary_csv"])
-        verdict.estimates["cpu_operators"] = printout.cpu_operator_count
-        verdict.estimates["npu_operators"] = printout.npu_operator_count
+    owners, unmapped = trace_ops(ops, layers_by_node, output_producers, [o["name"] for o in entry.get("onnx_outputs", [])])
     by_node: dict[str, list[tuple[Placement, str, bool]]] = {}
+    placed = {}
     for op in ops["ops"]:
-        placement, detail = op_placement(op, cpu_tensors)
+        placement, detail = op_placement(op, cpu_tensors, npu_text, cpu_text)
         why = [r for t in op["outputs"] for r in reasons.get(t["name"], [])]
         if why and placement is not Placement.ACCELERATOR:
             detail += f" (Vela: {'; '.join(why[:2])})"
+        placed[op["index"]] = (placement, detail)
         for node in owners[op["index"]]:
             by_node.setdefault(node, []).append((placement, detail, op["op"] in HELPER_OPS))
     for node, found in by_node.items():
@@ -289,7 +335,6 @@ def verdict_from_entry(entry: dict, token_names: dict[str, str], output_producer
         verdict.nodes[node] = NodeVerdict(decided, "; ".join(dict.fromkeys(details)))
     for index in unmapped:
         op = ops["ops"][index]
-        placement, detail = op_placement(op, cpu_tensors)
+        placement, detail = placed[index]
         names = ", ".join(t["name"] for t in op["outputs"])
         verdict.unmapped.append(f"{op['op']} -> {names}: {placement.value} ({detail})")
-    return verdict

@@ -387,6 +387,11 @@ def convert(onnx_path, outdir, calib, ctx, precision="int8", quantize=True):
     if quantize:
         started = time.monotonic()
         int8_path = os.path.join(outdir, "model_int8.tflite")
+        flex = sorted({op["op"][len("CUSTOM:"):] for op in result["float32_ops"]["ops"] if op["op"].startswith("CUSTOM:Flex")})
+        if flex:
+            # The calibrator is a TFLite interpreter without the Flex delegate: quantising fails,
+            # and the board's TFLite runtime could not run these operators either.
+            raise RuntimeError(f"full-int8 quantisation impossible: the converted model needs TensorFlow Select (Flex) operators {', '.join(flex)}")
         quantize_full_int8(tf_dir, int8_path, inputs, layouts, calib)
         result["int8_tflite"] = int8_path
         result["int8_ops"] = tflite_ops(int8_path)
@@ -646,6 +651,19 @@ def build(request, ctx):
     return result
 
 
+_MLIR_ERROR = re.compile(r"error: ((?:'[^']+' op|[A-Za-z]).*?)(?:\n|$)")
+
+
+def failure_message(exc):
+    """One line saying why a conversion failed: the converter's own `error:` line when it has one."""
+    text = str(exc)
+    for found in _MLIR_ERROR.findall(text):
+        if "failed while converting" not in found:
+            return f"{type(exc).__name__}: {found.strip()}"
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}".strip()
+
+
 def verdicts(request, ctx):
     """Convert and compile many models; one JSON line per model in results.jsonl, resumable."""
     os.chdir(ctx.workdir)
@@ -681,8 +699,7 @@ def verdicts(request, ctx):
             if isinstance(exc, KeyboardInterrupt):
                 raise
             traceback.print_exc()
-            message = str(exc).strip().splitlines()
-            entry["failed"] = f"{type(exc).__name__}: {message[-1] if message else ''}".strip()
+            entry["failed"] = failure_message(exc)
         finally:
             signal.alarm(0)
         entry["seconds"] = round(time.monotonic() - started, 3)
