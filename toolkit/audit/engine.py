@@ -219,6 +219,9 @@ def node_views(model: LoadedModel) -> list[NodeView]:
                 if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                     constants[node.output[0]] = a.t
 
+    graph_inputs = {vi.name for vi in graph.input} - set(initializers)
+    graph_outputs = {vi.name for vi in graph.output}
+
     def view(name: str) -> TensorView:
         if not name:
             return TensorView("", None, None, False)
@@ -226,12 +229,13 @@ def node_views(model: LoadedModel) -> list[NodeView]:
         if tensor is not None:
             n = int(np.prod(tensor.dims, dtype=np.int64)) if tensor.dims else 1
             value = numpy_helper.to_array(tensor) if n <= CONSTANT_VALUE_MAX_ELEMENTS else None
-            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_name(tensor.data_type), True, value)
+            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_name(tensor.data_type), True, value, is_graph_output=name in graph_outputs)
         vi = infos.get(name)
+        boundary = {"is_graph_input": name in graph_inputs, "is_graph_output": name in graph_outputs}
         if vi is None:
-            return TensorView(name, None, None, False)
+            return TensorView(name, None, None, False, **boundary)
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
-        return TensorView(name, dims_of(vi), dtype_name(elem) if elem else None, False)
+        return TensorView(name, dims_of(vi), dtype_name(elem) if elem else None, False, **boundary)
 
     opset = model.opset
     views = []

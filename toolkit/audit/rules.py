@@ -64,6 +64,10 @@ class TensorView:
     dtype: str | None  # numpy-style name: float32, int8, ...; None when unknown
     is_constant: bool
     _value: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # Whether the tensor is a graph input (not an initializer) or a graph output; some
+    # toolchains treat the model's boundary differently (Vela refuses boolean model inputs/outputs).
+    is_graph_input: bool = False
+    is_graph_output: bool = False
 
     @property
     def value(self) -> np.ndarray | None:
