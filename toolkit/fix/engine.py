@@ -95,26 +95,31 @@ class FixResult:
         }
 
 
-def _run_reference(proto: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _run_reference(proto: onnx.ModelProto, feeds: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Outputs of ONNX Runtime (CPU, fp32) for each feed (one batch of the model's pinned size), concatenated."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
     session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(names, feeds)))
+    runs = [session.run(names, feed) for feed in feeds]
+    return {name: np.concatenate([np.asarray(r[i]).reshape(1, -1) if np.asarray(r[i]).ndim == 0 else np.asarray(r[i]) for r in runs]) for i, name in enumerate(names)}
 
 
 def fix_model(
     original: LoadedModel,
     rule_sets: dict,
-    feeds: dict[str, np.ndarray],
+    feeds: list[dict[str, np.ndarray]],
     eval_source: str,
     allow_approx: bool = False,
     only: list[str] | None = None,
     echo: Callable[[str], None] = lambda _: None,
 ) -> FixResult:
-    """Rewrite `original` for the chips of `rule_sets` ({chip id: RuleSet}); see the module doc."""
+    """Rewrite `original` for the chips of `rule_sets` ({chip id: RuleSet}); see the module doc.
+
+    `feeds`: the evaluation inputs, one dict per batch of the model's pinned batch size.
+    """
     candidates: list[Rewrite] = [r for r in REWRITES if (only is None or r.name in only)]
     before = {chip: audit_model(original, rules) for chip, rules in rule_sets.items()}
     reference = _run_reference(original.proto, feeds)
