@@ -494,18 +494,6 @@ def eltwise_two_inputs(node, chip):
     return None
 
 
-@rule(*ELTWISE_OPS)
-def eltwise_broadcastable(node, chip):
-    """The variable inputs of an element-wise node must have the same shape or broadcast onto each other."""
-    shapes = [t.shape for t in _variable_inputs(node) if t.is_static]
-    if len(shapes) >= 2:
-        try:
-            np.broadcast_shapes(*shapes)
-        except ValueError:
-            return Offence(tuple(shapes))
-    return None
-
-
 @rule(*ELTWISE_OPS, AXES=VECTOR_AXES)
 def eltwise_vector_axis(node, chip):
     """A constant 1-D vector operand must lie along the channel or the width axis (axis {AXES} of the output)."""
@@ -825,24 +813,18 @@ def slice_batch_size(node, chip):
 
 @rule("Slice", "Split")
 def slice_not_batch_axis(node, chip):
-    """TIDL does not slice or split along the batch axis."""
+    """TIDL does not slice or split along the batch axis (the batch must pass through whole)."""
     x = node.input(0)
     if x is None or x.rank is None:
         return None
     if node.op_type == "Split":
-        axes = [int(node.attr("axis", 0))]
-    elif node.opset < 10:
-        axes = list(node.attr("axes", range(x.rank)))
-    else:
-        t = node.input(3)
-        if t is None:
-            axes = list(range(x.rank))
-        elif t.value is None:
-            return None
-        else:
-            axes = [int(a) for a in np.asarray(t.value).reshape(-1)]
-    if any(_negative_axis(a, x.rank) + x.rank == 0 for a in axes):
-        return Offence(0, "batch axis")
+        axis = _negative_axis(int(node.attr("axis", 0)), x.rank) + x.rank
+        return Offence(0, "split axis") if axis == 0 else None
+    # A Slice may name axis 0 (11.02 wants all four axes given) as long as it keeps the batch whole.
+    out = node.output(0)
+    if out is not None and out.shape and x.shape and isinstance(out.shape[0], int) and isinstance(x.shape[0], int):
+        if out.shape[0] != x.shape[0]:
+            return Offence((x.shape[0], out.shape[0]), "batch cut")
     return None
 
 
@@ -941,16 +923,7 @@ def resize_attributes(node, chip):
 
 # --- DepthToSpace / SpaceToDepth ----------------------------------------------------------------
 
-SPACE_DEPTH_RANK = 4
-
-
-@rule("DepthToSpace", "SpaceToDepth", RANK=SPACE_DEPTH_RANK)
-def space_depth_rank(node, chip):
-    """TIDL's DepthToSpace and SpaceToDepth take {RANK}-D inputs only."""
-    x = node.input(0)
-    if x is not None and x.rank is not None and x.rank != SPACE_DEPTH_RANK:
-        return Offence(x.rank, "input rank")
-    return None
+# TI also requires 4-D inputs here; ONNX's own shape inference already rejects any other rank.
 
 
 @rule("DepthToSpace")
@@ -1359,7 +1332,6 @@ _RULES_BOTH = [
     default_dilations,
     prelu_constant_slope,
     eltwise_two_inputs,
-    eltwise_broadcastable,
     eltwise_vector_axis,
     gemm_parameters,
     gemm_bias_vector,
@@ -1374,7 +1346,6 @@ _RULES_BOTH = [
     resize_mode,
     resize_scales,
     resize_attributes,
-    space_depth_rank,
     depth_to_space_channels,
     space_to_depth_plane,
     pad_rank,
@@ -1417,6 +1388,7 @@ RULES = {
         instancenorm_parameters,
         expand_constant_shape,
         pow_scalar_exponent,
+        pad_zero_value,
     ],
     "11.00": _RULES_BOTH
     + [
