@@ -69,3 +69,42 @@ def conv(name="conv", x="x", w="w", b=None, out="y", **attrs):
 
 def node(op, inputs, outputs=("y",), name=None, domain="", **attrs):
     return helper.make_node(op, list(inputs), list(outputs), name=name or op.lower(), domain=domain, **attrs)
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "tidl"
+
+
+def conv_relu_pool_model() -> onnx.ModelProto:
+    """The model of fixtures/tidl/conv_relu_pool: Conv conv1 -> Relu relu1 -> MaxPool pool1."""
+    return make_model(
+        [
+            conv("conv1", "x", "w", "bias", out="a", pads=[1, 1, 1, 1]),
+            node("Relu", ["a"], outputs=("b",), name="relu1"),
+            node("MaxPool", ["b"], outputs=("y",), name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+        ],
+        {"x": (1, 3, 8, 8)},
+        {"w": f32(4, 3, 3, 3, seed=1), "bias": f32(4, seed=2)},
+    )
+
+
+def conv_erf_conv_model() -> onnx.ModelProto:
+    """The model of fixtures/tidl/conv_erf_conv: Conv c1 -> Erf erf -> Conv without a name (output y)."""
+    return make_model(
+        [
+            conv("c1", "x", "w1", out="a"),
+            node("Erf", ["a"], outputs=("b",), name="erf"),
+            helper.make_node("Conv", ["b", "w2"], ["y"]),
+        ],
+        {"x": (1, 4, 8, 8)},
+        {"w1": f32(4, 4, 1, 1, seed=3), "w2": f32(4, 4, 1, 1, seed=4)},
+    )
+
+
+def write_inputs(path: Path, shape: tuple, count: int, seed: int = 0, labels: bool = False) -> Path:
+    """An .npz of `count` float32 samples for input `x` (the layout --calib/--eval read)."""
+    rng = np.random.default_rng(seed)
+    arrays = {"x": rng.random((count,) + tuple(shape[1:]), dtype=np.float32)}
+    if labels:
+        arrays["labels"] = rng.integers(0, 4, size=count)
+    np.savez(path, **arrays)
+    return path
