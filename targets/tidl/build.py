@@ -268,7 +268,7 @@ def build(target, ctx) -> None:
     # 6. Compile where TI's tools are reachable; otherwise say how.
     plan = compile_plan(opts)
     if plan["how"] == "generate":
-        final = artifact_dir(ctx.options.out_root, ctx.model.name, chip) / TIDL_DIR
+        final = artifact_dir(Path(ctx.options.out_root).resolve(), ctx.model.name, chip) / TIDL_DIR
         command = manual_command(final, soc)
         ctx.echo(f"convert: TI's tools are not here ({plan['reason']}); generated the compile project. Compile with:\n    {command}")
         ctx.report["convert"] = {"status": "generated", "reason": plan["reason"], "command": command}
