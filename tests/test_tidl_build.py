@@ -311,3 +311,40 @@ def test_real_tidl_compile_of_the_sample(tmp_path, monkeypatch, sample_model_pat
     assert report["convert"]["artifacts"]["subgraphs"] == 1
     assert report["agreement"]["agreement"] == 1.0
     assert report["accuracy"]["after"]["top1"] > 0.9
+
+
+def test_verdict_uses_the_users_names_after_a_safe_rename(tmp_path):
+    """A node renamed for TI's deny list (a comma in its name) is reported under its own name again."""
+    import shutil
+
+    fixture = tmp_path / "fixture"
+    shutil.copytree(FIXTURES / "conv_erf_conv", fixture)
+    info = fixture / "artifacts" / "tempDir" / "graphvizInfo.txt"
+    info.write_text(info.read_text().replace("1 erf Erf", "1 edgedeploy_deny_1 Erf"))  # what TIDL sees in model_tidl.onnx
+    model = conv_erf_conv_model()
+    model.graph.node[1].name = "erf,x"
+    command = f"{shlex.quote(sys.executable)} {shlex.quote(str(STANDIN))} {shlex.quote(str(fixture))} {{dir}}"
+    (tmp_path / "b").mkdir()
+    dest, _ = build(tmp_path / "b", model, tidl_compile_command=command)
+    report = report_of(dest)
+    assert _denied(config_of(dest)) == {"edgedeploy_deny_1"}
+    assert report["toolchain_verdict"]["nodes"]["erf,x"]["placement"] == "fallback"
+    assert "edgedeploy_deny_1" not in report["toolchain_verdict"]["nodes"]
+    assert report["agreement"]["agreement"] == 1.0 and report["agreement"]["not_reported"] == []
+
+
+def test_audit_confirm_compiles_and_parses(tmp_path):
+    """Target.toolchain_verdict (audit --confirm): no TI tools -> one clear error; with a compile command -> TIDL's placement."""
+    from edgedeploy.targets import find_chip
+
+    target, _ = find_chip("am62a")
+    model_path = tmp_path / "m.onnx"
+    onnx.save(conv_erf_conv_model(), str(model_path))
+    with pytest.raises(ToolchainMissing, match="TIDL_TOOLS_PATH is not set"):
+        target.toolchain_verdict(model_path, "am62a", tmp_path / "w0", tmp_path / "log.txt")
+    verdict = target.toolchain_verdict(model_path, "am62a", tmp_path / "w1", tmp_path / "log.txt", tidl_compile_command=standin_command("conv_erf_conv"))
+    assert {k: v.placement for k, v in verdict.nodes.items()} == {"c1": Placement.ACCELERATOR, "erf": Placement.FALLBACK, "Conv_2": Placement.ACCELERATOR}
+    config = json.loads((tmp_path / "w1" / "tidl" / "compile_config.json").read_text())
+    assert "deny_list:layer_name" not in config["provider_options"]  # TIDL's own verdict, unsteered
+    assert config["provider_options"]["advanced_options:calibration_frames"] == 1
+    assert "Final number of subgraphs" in (tmp_path / "log.txt").read_text()

@@ -276,6 +276,10 @@ def build(target, ctx) -> None:
         return
     result = run_compile(tidl_dir, plan, soc, ctx.options.worker_timeout_s, ctx.echo)
     verdict, compiled = read_verdict(tidl_dir, model_for_tidl, version, log_text=result["log_text"])
+    # TIDL compiled the copy with safe names; report under the names the audit (and the user) use.
+    for original, safe in (deny.renamed.items() if deny is not None else ()):
+        if safe in verdict.nodes:
+            verdict.nodes[original] = verdict.nodes.pop(safe)
     ctx.manifest["tidl"]["compiled"] = True
     ctx.report["convert"] = {
         "status": "compiled",
