@@ -9,7 +9,6 @@ it must NOT trip on, so a limit that leaks to the wrong SoC or release fails her
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto
 

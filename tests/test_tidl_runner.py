@@ -9,7 +9,6 @@ result line, so the figure can never pass for a TIDL one. What needs a board is 
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess

@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, RuleSet, TensorView, rule
+from edgedeploy.audit.rules import NodeView, Offence, OpSupport, RuleSet, TensorView, rule
 
 TARGET_ID = "tidl"
 CHIPS = ("tda4vm", "am62a", "am68a", "am69a")
