@@ -35,7 +35,7 @@ from edgedeploy.audit import Placement
 from edgedeploy.build import BuildOptions, run_build
 from edgedeploy.errors import OptionError, ToolchainError, ToolchainMissing
 
-from tidl_models import FIXTURES, conv, conv_erf_conv_model, conv_relu_pool_model, f32, make_model, node, write_inputs
+from tests.tidl_models import FIXTURES, conv, conv_erf_conv_model, conv_relu_pool_model, f32, make_model, node, write_inputs
 
 TI_OPTION_NAMES = {
     "tidl_tools_path",

@@ -26,7 +26,7 @@ from edgedeploy.targets.tidl.artifact_parser import (
     verdict_from_artifacts,
 )
 
-from tidl_models import FIXTURES, conv_erf_conv_model, conv_relu_pool_model, save_and_load
+from tests.tidl_models import FIXTURES, conv_erf_conv_model, conv_relu_pool_model, save_and_load
 
 
 def test_allowed_nodes_groups():

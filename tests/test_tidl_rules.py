@@ -15,7 +15,7 @@ from onnx import TensorProto
 from edgedeploy.audit import Placement, audit_model
 from edgedeploy.targets import find_chip
 
-from tidl_models import conv, f32, i64, make_model, node, save_and_load
+from tests.tidl_models import conv, f32, i64, make_model, node, save_and_load
 
 ALL = ("tda4vm", "am62a", "am68a", "am69a")
 NOT_AM62A = ("tda4vm", "am68a", "am69a")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,14 +20,13 @@ import pytest
 
 from edgedeploy.artifacts import check_manifest
 from edgedeploy.build import BuildOptions, run_build
-from edgedeploy.devices import Device
+from edgedeploy.devices import Device, local_device, open_transport
 from edgedeploy.errors import ArtifactError
 from edgedeploy.measure.accuracy import fidelity
 from edgedeploy.measure.protocol import RUN_SCHEMA, parse_result_lines
 from edgedeploy.targets import find_chip
-from edgedeploy.targets.tidl.build import copy_into
 
-from tidl_models import FIXTURES, conv_erf_conv_model, write_inputs
+from tests.tidl_models import FIXTURES, conv_erf_conv_model, write_inputs
 STANDIN = str(Path(__file__).parent / "tidl_standin_compile.py")
 
 FAST = ["--warmup", "2", "--min-iterations", "5", "--min-duration-s", "0.05"]
@@ -54,14 +52,28 @@ def sample_artifact(tmp_path_factory):
     return dest
 
 
+def run_session(device, spec, fetch_to: Path, extra=FAST):
+    """One session of a RunnerSpec on a device through its real transport (as `edgedeploy measure` does):
+    copy the files, run the command, fetch the result files, remove the work folder."""
+    transport = open_transport(device)
+    workdir = transport.make_workdir()
+    try:
+        for remote, local in spec.files.items():
+            transport.put(local, remote)
+        argv = [device.python if a == "{python}" else a for a in spec.command] + list(extra)
+        result = transport.run(argv, workdir, timeout_s=300.0)
+        if result.returncode == 0:
+            for name in spec.result_files:
+                transport.get(name, Path(fetch_to) / name)
+        return result
+    finally:
+        transport.cleanup(workdir)
+        transport.close()
+
+
 def _spec(artifact: Path, chip="am68a", device=None):
     target, _ = find_chip(chip)
     return target.runner_spec(artifact, check_manifest(artifact, chip), device)
-
-
-def _run(folder: Path, command: list[str]) -> subprocess.CompletedProcess:
-    argv = [sys.executable if a == "{python}" else a for a in command] + FAST
-    return subprocess.run(argv, cwd=folder, capture_output=True, text=True, timeout=300)
 
 
 def test_runner_spec_has_tidl_run_and_cpu_baseline(sample_artifact):
@@ -79,29 +91,30 @@ def test_runner_refuses_a_device_of_another_chip(sample_artifact):
         _spec(sample_artifact, device=Device(name="old-board", chip="tda4vm", transport="ssh", host="j7"))
 
 
+def _check_fallback_session(proc, manifest) -> dict:
+    assert proc.returncode == 0, proc.stderr
+    assert "TIDLExecutionProvider is not in this onnxruntime" in proc.stderr
+    assert "This figure is a CPU figure, not a TIDL one." in proc.stderr
+    (r,) = parse_result_lines(proc.stdout)
+    assert r["schema"] == RUN_SCHEMA
+    assert r["requested_provider"] == "tidl" and r["providers"] == ["CPUExecutionProvider"]
+    assert "TIDLExecutionProvider is not in this onnxruntime" in r["tidl_fallback"]
+    scope = r["scope"]
+    assert scope["model_sha256"] == manifest["model"]["sha256"]
+    assert scope["precision"] == "fp32" and "CPUExecutionProvider" in scope["backend"]  # never labelled TIDL
+    assert scope["input_shapes"] == {"input": [1, 1, 28, 28]} and scope["batch"] == 1
+    assert r["iterations"] >= 5 and r["latency_us"]["p50"] > 0 and r["first_inference_us"] > 0
+    assert r["output_samples"] == 16
+    return r
+
+
 def test_runner_end_to_end_here_falls_back_visibly(sample_artifact, tmp_path):
+    """Three sessions (separate processes) through the local transport, with this machine's plain onnxruntime."""
+    device = local_device()
     spec = _spec(sample_artifact)
-    copy_into(spec.files, tmp_path)
-    results = []
-    for _ in range(SESSIONS):
-        proc = _run(tmp_path, spec.command)
-        assert proc.returncode == 0, proc.stderr
-        assert "TIDLExecutionProvider is not in this onnxruntime" in proc.stderr
-        assert "This figure is a CPU figure, not a TIDL one." in proc.stderr
-        parsed = parse_result_lines(proc.stdout)
-        assert len(parsed) == 1
-        results.append(parsed[0])
     manifest = check_manifest(sample_artifact, "am68a")
-    for r in results:
-        assert r["schema"] == RUN_SCHEMA
-        assert r["requested_provider"] == "tidl" and r["providers"] == ["CPUExecutionProvider"]
-        assert "TIDLExecutionProvider is not in this onnxruntime" in r["tidl_fallback"]
-        scope = r["scope"]
-        assert scope["model_sha256"] == manifest["model"]["sha256"]
-        assert scope["precision"] == "fp32" and "CPUExecutionProvider" in scope["backend"]  # never labelled TIDL
-        assert scope["input_shapes"] == {"input": [1, 1, 28, 28]} and scope["batch"] == 1
-        assert r["iterations"] >= 5 and r["latency_us"]["p50"] > 0 and r["first_inference_us"] > 0
-        assert r["output_samples"] == 16
+    results = [_check_fallback_session(run_session(device, spec, tmp_path), manifest) for _ in range(SESSIONS)]
+    assert len({r["first_inference_us"] for r in results}) == SESSIONS  # three processes, three measurements
     # The outputs it saved are the model's outputs on the inputs it was given.
     reference = np.load(sample_artifact / "runner" / "reference_outputs.npz")["logits"]
     produced = np.load(tmp_path / "outputs_tidl.npz")["logits"]
@@ -109,10 +122,19 @@ def test_runner_end_to_end_here_falls_back_visibly(sample_artifact, tmp_path):
     assert fidelity(reference, produced)["max_abs_error"] < 1e-4
 
 
+def test_runner_over_ssh_on_loopback(sample_artifact, tmp_path, loopback_sshd):
+    """The same flow over a real OpenSSH connection (sshd on loopback stands in for the board's)."""
+    device = loopback_sshd.device(name="loopback-am68a", chip="am68a")
+    spec = _spec(sample_artifact, device=device)
+    _check_fallback_session(run_session(device, spec, tmp_path), check_manifest(sample_artifact, "am68a"))
+    baseline = run_session(device, spec.baseline, tmp_path)
+    (result,) = parse_result_lines(baseline.stdout)
+    assert result["requested_provider"] == "cpu" and result["tidl_fallback"] is None
+    assert (tmp_path / "outputs_tidl.npz").is_file() and (tmp_path / "outputs_cpu.npz").is_file()
+
+
 def test_cpu_baseline_end_to_end(sample_artifact, tmp_path):
-    spec = _spec(sample_artifact).baseline
-    copy_into(spec.files, tmp_path)
-    proc = _run(tmp_path, spec.command)
+    proc = run_session(local_device(), _spec(sample_artifact).baseline, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "warning" not in proc.stderr
     (result,) = parse_result_lines(proc.stdout)
@@ -120,7 +142,7 @@ def test_cpu_baseline_end_to_end(sample_artifact, tmp_path):
     assert result["scope"]["precision"] == "fp32"
 
 
-def test_compiled_artifacts_travel_with_the_runner(tmp_path, monkeypatch):
+def test_compiled_artifacts_travel_with_the_runner(tmp_path):
     """After a compile (here: the stand-in command of test_tidl_build, hand-made artifacts), the runner gets them."""
     model = tmp_path / "model.onnx"
     onnx.save(conv_erf_conv_model(), str(model))
@@ -130,36 +152,25 @@ def test_compiled_artifacts_travel_with_the_runner(tmp_path, monkeypatch):
     spec = _spec(dest, chip="am69a")
     shipped = {k for k in spec.files if k.startswith("tidl_artifacts/")}
     assert shipped == {f"tidl_artifacts/{n}" for n in ("allowedNode.txt", "onnxrtMetaData.txt", "a_tidl_net.bin", "a_tidl_io_1.bin", "y_tidl_net.bin", "y_tidl_io_1.bin")}
-    copy_into(spec.files, tmp_path / "run")
-    proc = _run(tmp_path / "run", spec.command)  # no TI runtime here: falls back, but runs
+    proc = run_session(local_device(), spec, tmp_path)  # no TI runtime here: falls back, but runs
     assert proc.returncode == 0 and parse_result_lines(proc.stdout)[0]["tidl_fallback"]
-
-
-def _ssh(host: str, *argv: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(["ssh", host, " ".join(shlex.quote(a) for a in argv)], capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.hardware("TI AM68A/TDA4VM board")
 def test_on_a_ti_board_tidl_and_the_cpu_baseline_run(tmp_path):
-    """On a TI board (EDGEDEPLOY_TIDL_BOARD=ssh host, EDGEDEPLOY_TIDL_ARTIFACT=a compiled artifact for its SoC):
-    the TIDL run uses TIDLExecutionProvider with no fallback, and the CPU baseline runs on the same board."""
-    host = os.environ["EDGEDEPLOY_TIDL_BOARD"]
+    """On a TI board: EDGEDEPLOY_TIDL_BOARD names its entry in the device inventory, EDGEDEPLOY_TIDL_ARTIFACT a
+    compiled artifact for its SoC. The TIDL run uses TIDLExecutionProvider with no fallback; the CPU
+    baseline runs on the same board."""
+    from edgedeploy.devices import load_inventory
+
+    device = load_inventory().get(os.environ["EDGEDEPLOY_TIDL_BOARD"])
     artifact = Path(os.environ["EDGEDEPLOY_TIDL_ARTIFACT"])
-    manifest = check_manifest(artifact)
-    spec = _spec(artifact, chip=manifest["target"]["chip"])
-    remote = _ssh(host, "mktemp", "-d").stdout.strip()
-    for name, local in spec.files.items():
-        _ssh(host, "mkdir", "-p", str(Path(remote) / Path(name).parent))
-        subprocess.run(["scp", "-q", str(local), f"{host}:{remote}/{name}"], check=True, timeout=600)
-    try:
-        for run, expect_tidl in ((spec, True), (spec.baseline, False)):
-            argv = ["python3" if a == "{python}" else a for a in run.command]
-            proc = _ssh(host, "sh", "-c", f"cd {shlex.quote(remote)} && " + " ".join(shlex.quote(a) for a in argv))
-            assert proc.returncode == 0, proc.stderr
-            (result,) = parse_result_lines(proc.stdout)
-            assert ("TIDLExecutionProvider" in result["providers"]) is expect_tidl
-            if expect_tidl:
-                assert result["tidl_fallback"] is None and result["tidl_subgraphs"] >= 1
-                assert result["scope"]["precision"] in ("int8", "int16")
-    finally:
-        _ssh(host, "rm", "-rf", remote)
+    spec = _spec(artifact, chip=device.chip, device=device)
+    for run, expect_tidl in ((spec, True), (spec.baseline, False)):
+        proc = run_session(device, run, tmp_path, extra=())
+        assert proc.returncode == 0, proc.stderr
+        (result,) = parse_result_lines(proc.stdout)
+        assert ("TIDLExecutionProvider" in result["providers"]) is expect_tidl
+        if expect_tidl:
+            assert result["tidl_fallback"] is None and result["tidl_subgraphs"] >= 1
+            assert result["scope"]["precision"] in ("int8", "int16")

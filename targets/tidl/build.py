@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import time
@@ -414,11 +413,3 @@ def runner_files(artifact: Path) -> dict[str, Path]:
             if path.is_file():
                 files[f"tidl_artifacts/{path.name}"] = path
     return files
-
-
-def copy_into(files: dict[str, Path], folder: Path) -> None:
-    """Lay a runner's files out in a folder (what a local transport does)."""
-    for remote, local in files.items():
-        dest = Path(folder) / remote
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(local, dest)
