@@ -10,8 +10,8 @@ shared/reference/tidl/ (see SOURCES.md there for revisions):
          "Feature set comparison across devices"
 
 The sentences below are our own words for TI's limits; the numbers and SoC names are TI's. Where
-the two releases differ, the rule exists once per release (suffix _11_00 / _11_02) and
-`rule_set(tidl_version=...)` picks the matching set.
+the two releases differ, `RULES[version]` holds each release's own rules (limits that changed are
+built once per release from the per-release constants), and `rule_set(tidl_version=...)` picks one.
 
 Placement: TIDL compiles through ONNX Runtime. Nodes TIDL does not accept are left to ONNX
 Runtime's CPU provider on the Arm Cortex-A cores (TI: "any unsupported operator will execute on
@@ -252,7 +252,7 @@ DEPTHWISE_KERNELS = {
 }
 
 
-@rule("Conv", "ConvTranspose", "DeformConv")
+@rule("Conv", "ConvTranspose")
 def kernel_shape_matches_weights(node, chip):
     """The kernel_shape attribute must equal the weight tensor's spatial dimensions."""
     ks = node.attr("kernel_shape")
@@ -429,13 +429,23 @@ def pool_kernel_and_stride(node, chip):
     return None
 
 
-@rule("MaxPool", "AveragePool", "ConvTranspose")
-def default_dilations(node, chip):
-    """TIDL supports only the default dilations of 1."""
+def _non_default_dilations(node: NodeView):
     dilations = node.attr("dilations")
     if dilations and any(int(d) != 1 for d in dilations):
         return Offence(tuple(dilations))
     return None
+
+
+@rule("MaxPool", "AveragePool")
+def pool_default_dilations(node, chip):
+    """TIDL pools only with the default dilations of 1."""
+    return _non_default_dilations(node)
+
+
+@rule("ConvTranspose")
+def deconv_default_dilations(node, chip):
+    """TIDL's ConvTranspose supports only the default dilations of 1."""
+    return _non_default_dilations(node)
 
 
 @rule("MaxPool")
@@ -1329,7 +1339,7 @@ _RULES_BOTH = [
     conv_padding_wider_than_input_on_am62a,
     pool_variable_input,
     pool_kernel_and_stride,
-    default_dilations,
+    pool_default_dilations,
     prelu_constant_slope,
     eltwise_two_inputs,
     eltwise_vector_axis,
@@ -1358,16 +1368,13 @@ _RULES_BOTH = [
     scatter_zero_data,
     reshape_constant_shape,
     gather_shapes,
-    transpose_width_position,
     layernorm_width_axis,
     layernorm_parameter_shape,
     gridsample_modes,
     deformconv_kernel,
     clip_range,
     qdq_default_axis,
-    pow_constant_exponent,
     unsqueeze_output_rank,
-    instancenorm_rank,
 ]
 
 RULES = {
@@ -1389,6 +1396,10 @@ RULES = {
         expand_constant_shape,
         pow_scalar_exponent,
         pad_zero_value,
+        deconv_default_dilations,
+        transpose_width_position,
+        pow_constant_exponent,
+        instancenorm_rank,
     ],
     "11.00": _RULES_BOTH
     + [
