@@ -285,6 +285,24 @@ def test_runner_spec_for_measure(jetson_inventory, tmp_path):
         target.runner_spec(art, {}, replace(device, chip="jetson-agx-orin"))
 
 
+def test_local_build_when_trtexec_is_here(tmp_path, monkeypatch):
+    """No --device: the build runs on this machine through the local transport (stand-in trtexec)."""
+    from tests.helpers import run_cli
+
+    trtexec, record = _stand_in(tmp_path)
+    monkeypatch.setenv("EDGEDEPLOY_HOME", str(tmp_path / "home"))
+    proc = run_cli("build", "--target", "jetson-orin-nano", "--trtexec", str(trtexec), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    art = tmp_path / "out" / "mnist_cnn" / "jetson-orin-nano"
+    assert json.loads((art / "manifest.json").read_text())["tensorrt"]["built_on"] == "local"
+    build_args = json.loads(record.read_text().splitlines()[-1])
+    assert not any(a.startswith("--useDLACore") for a in build_args)  # the Orin Nano has no DLA
+    import numpy as np
+
+    with np.load(art / "inputs.npz") as data:  # real evaluation samples travel with the runners
+        assert data["input"].shape == (64, 1, 28, 28)
+
+
 def test_device_without_trtexec_is_one_sentence(jetson_inventory, tmp_path):
     result = _build(tmp_path, tmp_path / "no-such-trtexec")
     assert result.exit_code != 0

@@ -336,24 +336,20 @@ def _tail(text: str, lines: int = 6) -> str:
 
 def calibration_arrays(ctx) -> dict[str, np.ndarray]:
     """The calibration inputs as float32 arrays by input name (the sample's split by default)."""
-    from edgedeploy.sample import sample_calibration_path, sample_model_path
+    from edgedeploy.sample import sample_calibration_path
 
-    default = None
-    try:
-        if ctx.model.sha256 == onnx_sha(sample_model_path()):
-            default = sample_calibration_path()
-    except OSError:
-        default = None
-    data = ctx.dataset("calib", default)
+    data = ctx.dataset("calib", sample_calibration_path() if is_sample(ctx.model) else None)
     if data is None:
         raise OptionError("An int8 TensorRT build needs calibration data: pass --calib DATA (.npz, a folder of .npy, or images with --preprocess).")
     return {name: np.ascontiguousarray(arr, dtype=np.float32) for name, arr in data.inputs.items()}
 
 
-def onnx_sha(path: Path) -> str:
+def is_sample(model) -> bool:
+    """Whether the model is the bundled MNIST sample (whose calibration and evaluation splits are the defaults)."""
     from edgedeploy.model import load_model
+    from edgedeploy.sample import sample_model_path
 
-    return load_model(path, {}, require_static=False).sha256
+    return model.sha256 == load_model(sample_model_path(), {}, require_static=False).sha256
 
 
 def plan_to_dict(plan: TrtBuildPlan) -> dict:

@@ -144,6 +144,7 @@ def build_engine(ctx) -> None:
         "cache_key": key,
     }
     atomic_write_json(engine_dir / b.INFO_FILE, info)
+    _write_inputs(ctx)
     write_runners(ctx.workdir / RUNNER_DIR, ctx.model.sha256, provenance.to_dict(), scope, batch)
 
     ctx.manifest["tensorrt"] = {
@@ -178,6 +179,24 @@ def build_engine(ctx) -> None:
         f"(compute {provenance.compute_capability or '?'}); rules and TensorRT agree on "
         + (f"{comparison['agree']} of {comparison['compared']} nodes" if agree is not None else "no node")
     )
+
+
+# How many evaluation samples travel with the artifact for the runners (--inputs inputs.npz).
+RUNNER_INPUT_SAMPLES = 64
+
+
+def _write_inputs(ctx) -> None:
+    """The first evaluation samples as inputs.npz (the runners run real data, not zeros)."""
+    import numpy as np
+
+    from edgedeploy.sample import sample_eval_path
+
+    data = ctx.dataset("eval", sample_eval_path() if b.is_sample(ctx.model) else None)
+    if data is None:
+        return
+    data = data.take(RUNNER_INPUT_SAMPLES)
+    arrays = {name: np.ascontiguousarray(arr) for name, arr in data.inputs.items()}
+    np.savez(ctx.workdir / INPUTS_FILE, **arrays)
 
 
 def runner_spec(artifact: Path, manifest: dict, device) -> RunnerSpec:
