@@ -189,3 +189,72 @@ def test_a_model_other_than_the_sample_needs_calibration_data(tmp_path):
         run_build(path, "imx93", BuildOptions(out_root=tmp_path / "out"), echo=lambda s: None)
     assert not (tmp_path / "out" / "relu" / "imx93").exists()
 
+
+
+def run_session(device, spec, fetch_to: Path):
+    """One measurement session of a RunnerSpec through the device's real transport, as `measure` does it."""
+    from edgedeploy.devices import open_transport
+
+    transport = open_transport(device)
+    workdir = transport.make_workdir()
+    try:
+        for remote, local in spec.files.items():
+            transport.put(local, remote)
+        argv = [device.python if a == "{python}" else a for a in spec.command] + ["--min-iterations", "20", "--min-duration", "0.1", "--no-samples"]
+        result = transport.run(argv, workdir, timeout_s=300.0)
+        if result.returncode == 0:
+            for name in spec.result_files:
+                transport.get(name, fetch_to / name)
+        return result
+    finally:
+        transport.cleanup(workdir)
+        close = getattr(transport, "close", None)
+        if close:
+            close()
+
+
+def check_sessions(spec, device, built, chip, tmp_path, sessions=3):
+    """Three sessions (separate processes) of the int8 runner, then the float32 baseline."""
+    results = []
+    for _ in range(sessions):
+        proc = run_session(device, spec, tmp_path)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "running on the CPU instead" in proc.stderr
+        (result,) = parse_result_lines(proc.stdout)
+        assert result["scope"]["backend"] == "cpu" and result["scope"]["precision"] == "int8"
+        results.append(result)
+    assert len({r["pid"] for r in results}) == sessions
+    (out,) = spec.result_files
+    produced = np.load(tmp_path / out)
+    host = np.load(built[chip] / "host" / "tflite_int8_output0.npy")[: len(produced)]
+    assert np.array_equal(produced, host)
+    proc = run_session(device, spec.baseline, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (base,) = parse_result_lines(proc.stdout)
+    assert base["scope"]["precision"] == "fp32" and base["scope"]["backend"] == "cpu"
+    reference = np.load(built[chip] / "host" / "reference_fp32_output0.npy")[: len(produced)]
+    assert np.abs(np.load(tmp_path / spec.baseline.result_files[0]) - reference).max() < 1e-3
+
+
+@pytest.mark.parametrize("chip", ["imx93", "imx8mp"])
+def test_runner_end_to_end_through_the_local_transport(artifacts, chip, tmp_path):
+    """The board here is this machine: its Python is the eiq environment's (it has a TFLite interpreter)."""
+    from dataclasses import replace
+
+    from edgedeploy.devices import local_device
+    from edgedeploy.targets.eiq import TARGET
+
+    built, _ = artifacts
+    device = replace(local_device(), chip=chip, python=str(eiq_python()))
+    spec = TARGET.runner_spec(built[chip], read_manifest(built[chip]), device)
+    check_sessions(spec, device, built, chip, tmp_path)
+
+
+def test_runner_end_to_end_over_ssh_on_loopback(artifacts, tmp_path, loopback_sshd):
+    """The same through a real OpenSSH connection (the loopback sshd stands in for the board's)."""
+    from edgedeploy.targets.eiq import TARGET
+
+    built, _ = artifacts
+    device = loopback_sshd.device(name="loopback-imx93", chip="imx93", python=str(eiq_python()))
+    spec = TARGET.runner_spec(built["imx93"], read_manifest(built["imx93"]), device)
+    check_sessions(spec, device, built, "imx93", tmp_path)

@@ -156,7 +156,7 @@ def runner_spec(target, artifact: Path, manifest: dict, device):
 
     artifact = Path(artifact)
     chip = manifest.get("target", {}).get("chip")
-    if device.chip != chip:
+    if device is not None and device.chip is not None and device.chip != chip:
         raise ArtifactError(f"{artifact} was built for {chip}, but device {device.name} is a {device.chip}; rebuild with --target {device.chip}.")
     folder = artifact / RUNNER_DIR
     settings_path = folder / "runner.json"
