@@ -85,16 +85,20 @@ VX_DELEGATE_OPS = frozenset(
 # ----------------------------------------------------------------------------------------------
 # What onnx2tf makes of each ONNX operator (int8 TFLite), and what the int8 quantiser keeps in float.
 
-# TFLite operators TF 2.19's full-int8 quantiser leaves in float32 (DEQUANTIZE -> op -> QUANTIZE)
-# (measured on the node tests: their inputs and outputs stay float32 in the int8 model).
+# TFLite operators TF 2.19's full-int8 quantiser leaves in float32 when they compute on float data
+# (DEQUANTIZE -> op -> QUANTIZE around them) (measured on the node tests: their tensors stay
+# float32 in the int8 model). On integer data they compute in integers (FLOOR_MOD, CAST).
 TFLITE_FLOAT_ONLY = frozenset(
     """SIN COS CEIL FLOOR DIV NEG POW ROUND SIGN SQRT SQUARE LOCAL_RESPONSE_NORMALIZATION ADD_N
-    FLOOR_DIV LOG_SOFTMAX""".split()
+    FLOOR_DIV FLOOR_MOD CAST ELU""".split()
 )
 
-# ONNX operator -> the TFLite builtins onnx2tf's conversion of the usual form produces (measured;
-# layout TRANSPOSE/RESHAPE operators onnx2tf adds around some nodes are left out: they run where
-# the node runs). An operator missing here is one onnx2tf cannot turn into TFLite builtins.
+# ONNX operator -> the TFLite builtins onnx2tf 1.29.24 produces for it in the int8 model
+# (measured; the layout TRANSPOSE/RESHAPE operators onnx2tf adds around some nodes are left out:
+# they run where the node runs). Where the lowering depends on attributes, a rule below says so
+# (Elu, DepthToSpace). An ONNX operator missing here is one onnx2tf cannot turn into TFLite
+# builtins (it has no converter for it, or it needs TensorFlow ops that are neither TFLite
+# builtins nor Flex-free: Acos, Asin, Atan, Cosh, Erf, Softsign, Det, BitShift, TopK, ...).
 ONNX_TO_TFLITE: dict[str, tuple[str, ...]] = {
     "Abs": ("ABS",),
     "Add": ("ADD",),
@@ -103,22 +107,29 @@ ONNX_TO_TFLITE: dict[str, tuple[str, ...]] = {
     "ArgMin": ("ARG_MIN",),
     "AveragePool": ("AVERAGE_POOL_2D",),
     "BatchNormalization": ("MUL", "ADD"),
+    "BitwiseXor": ("BITWISE_XOR",),
     "Cast": ("CAST",),
     "Ceil": ("CEIL",),
     "Celu": ("RELU", "MUL", "EXP", "SUB", "MINIMUM", "ADD"),
+    "CenterCropPad": ("SLICE", "PADV2", "SCATTER_ND", "SELECT_V2"),
     "Clip": ("RELU_N1_TO_1", "MINIMUM", "MAXIMUM"),
+    "Col2Im": ("ONE_HOT", "RANGE", "TRANSPOSE_CONV"),
     "Concat": ("CONCATENATION",),
+    "Constant": (),
     "ConstantOfShape": ("FILL",),
     "Conv": ("CONV_2D", "DEPTHWISE_CONV_2D"),
     "ConvTranspose": ("TRANSPOSE_CONV",),
     "Cos": ("COS",),
     "CumSum": ("CUMSUM",),
     "DepthToSpace": ("RESHAPE", "TRANSPOSE"),
+    "DequantizeLinear": ("CAST", "SUB", "MUL"),
     "Div": ("DIV",),
-    "Elu": ("GREATER_EQUAL", "LESS", "EXP", "SELECT_V2"),
+    "Dropout": (),
+    "DynamicQuantizeLinear": ("REDUCE_MAX", "REDUCE_MIN", "MINIMUM", "RELU", "MUL", "ADD", "SUB"),
+    "Elu": ("ELU",),
     "Equal": ("EQUAL",),
     "Exp": ("EXP",),
-    "Expand": ("BROADCAST_TO",),
+    "Expand": ("MUL",),
     "Flatten": ("RESHAPE",),
     "Floor": ("FLOOR",),
     "Gather": ("GATHER",),
@@ -130,31 +141,38 @@ ONNX_TO_TFLITE: dict[str, tuple[str, ...]] = {
     "GlobalMaxPool": ("REDUCE_MAX",),
     "Greater": ("GREATER",),
     "GreaterOrEqual": ("GREATER_EQUAL",),
+    "GridSample": ("GATHER", "SELECT_V2"),
     "HardSigmoid": ("MUL", "ADD", "RELU_0_TO_1"),
     "HardSwish": ("HARD_SWISH",),
     "Identity": (),
-    "Dropout": (),
     "LeakyRelu": ("LEAKY_RELU",),
     "Less": ("LESS",),
     "LessOrEqual": ("LESS_EQUAL",),
     "Log": ("LOG",),
     "LogSoftmax": ("LOG_SOFTMAX",),
+    "LpNormalization": ("ABS", "SUM", "DIV"),
+    "LpPool": ("POW", "AVERAGE_POOL_2D"),
     "LRN": ("LOCAL_RESPONSE_NORMALIZATION",),
     "MatMul": ("BATCH_MATMUL",),
     "Max": ("MAXIMUM",),
     "MaxPool": ("MAX_POOL_2D",),
+    "MaxUnpool": ("SCATTER_ND",),
     "Mean": ("PACK", "MEAN"),
     "Min": ("MINIMUM",),
     "Mish": ("EXP", "ADD", "LOG", "TANH", "MUL"),
     "Mod": ("FLOOR_MOD",),
     "Mul": ("MUL",),
     "Neg": ("NEG",),
+    "NegativeLogLikelihoodLoss": ("ONE_HOT", "MUL", "SUM"),
     "Not": ("LOGICAL_NOT",),
     "Or": ("LOGICAL_OR",),
     "Pad": ("PAD",),
     "Pow": ("POW",),
     "PRelu": ("PRELU",),
+    "QLinearMatMul": ("BATCH_MATMUL", "RESHAPE"),
+    "QuantizeLinear": ("DIV", "ROUND", "CAST"),
     "Reciprocal": ("DIV",),
+    "ReduceLogSum": ("SUM", "LOG"),
     "ReduceMax": ("REDUCE_MAX",),
     "ReduceMean": ("MEAN",),
     "ReduceMin": ("REDUCE_MIN",),
@@ -162,14 +180,20 @@ ONNX_TO_TFLITE: dict[str, tuple[str, ...]] = {
     "ReduceSum": ("SUM",),
     "Relu": ("RELU",),
     "Reshape": ("RESHAPE",),
-    "Resize": ("RESIZE_NEAREST_NEIGHBOR",),
+    "Resize": ("RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"),
     "ReverseSequence": ("REVERSE_SEQUENCE",),
+    "RMSNormalization": ("SQUARE", "MEAN", "RSQRT", "MUL"),
     "Round": ("ROUND",),
+    "Scatter": ("SCATTER_ND",),
+    "ScatterElements": ("SCATTER_ND",),
+    "ScatterND": ("SCATTER_ND",),
     "Selu": ("GREATER", "EXP", "SELECT_V2"),
+    "Shape": (),
     "Shrink": ("GREATER", "LESS", "SELECT_V2"),
     "Sigmoid": ("LOGISTIC",),
     "Sign": ("SIGN",),
     "Sin": ("SIN",),
+    "Size": (),
     "Slice": ("STRIDED_SLICE",),
     "Softmax": ("SOFTMAX",),
     "Softplus": ("EXP", "ADD", "LOG"),
@@ -180,15 +204,31 @@ ONNX_TO_TFLITE: dict[str, tuple[str, ...]] = {
     "Sub": ("SUB",),
     "Sum": ("ADD_N",),
     "Tanh": ("TANH",),
-    "ThresholdedRelu": ("SIGN",),
+    "TensorScatter": ("GATHER", "SCATTER_ND"),
+    "ThresholdedRelu": ("SIGN", "MUL"),
     "Tile": ("TILE",),
     "Transpose": ("TRANSPOSE",),
-    "Trilu": ("SELECT",),
+    "Trilu": ("SELECT_V2", "ZEROS_LIKE"),
     "Unsqueeze": ("RESHAPE",),
     "Upsample": ("RESIZE_NEAREST_NEIGHBOR",),
     "Where": ("SELECT_V2",),
     "Xor": ("NOT_EQUAL",),
 }
+
+
+def lowering(node: NodeView) -> tuple[str, ...]:
+    """The TFLite operators onnx2tf makes of this node (the attribute-dependent forms included)."""
+    op = node.op_type
+    if op == "Elu" and float(node.attr("alpha", 1.0)) != 1.0:
+        # Measured: alpha 1 becomes TFLite ELU; any other alpha a decomposition with comparisons.
+        return ("GREATER_EQUAL", "LESS", "EXP", "SELECT_V2")
+    if op == "LpPool" and any(d != 1 for d in (node.attr("dilations", []) or [])):
+        # Measured: dilated windows go through SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND.
+        return ("POW", "SPACE_TO_BATCH_ND", "AVERAGE_POOL_2D", "BATCH_TO_SPACE_ND")
+    if op == "DepthToSpace" and node.attr("mode", "DCR") == "DCR":
+        # Measured: DCR becomes TFLite DEPTH_TO_SPACE; CRD a RESHAPE/TRANSPOSE sequence.
+        return ("DEPTH_TO_SPACE",)
+    return ONNX_TO_TFLITE.get(op, ())
 
 
 def tflite_ops(op_type: str) -> tuple[str, ...]:
@@ -197,6 +237,21 @@ def tflite_ops(op_type: str) -> tuple[str, ...]:
 
 def convertible_ops() -> frozenset[str]:
     return frozenset(ONNX_TO_TFLITE)
+
+
+FLOAT_DTYPES = frozenset({"float32", "float16", "float64"})
+
+
+def _has_float_data(node: NodeView) -> bool:
+    tensors = [t for t in node.inputs if t.present and not t.is_constant] + [t for t in node.outputs if t.present]
+    return any(t.dtype in FLOAT_DTYPES for t in tensors)
+
+
+def _float_only(node: NodeView) -> list[str]:
+    """The node's TFLite operators the quantiser keeps in float (only when it computes on float data)."""
+    if not _has_float_data(node):
+        return []
+    return [t for t in lowering(node) if t in TFLITE_FLOAT_ONLY]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -234,10 +289,12 @@ def _tf_shape(shape) -> tuple:
 
 
 # ----------------------------------------------------------------------------------------------
-# Rules about the conversion (both chips): forms onnx2tf or the int8 converter refuses.
+# Rules about the conversion (both chips): forms onnx2tf or the int8 converter refuses (measured).
 
-# Inputs onnx2tf reads as Python values at conversion time (measured: with them as graph inputs,
-# onnx2tf 1.29.24 stops with an error): operator -> input indices.
+CONVERTER = f"onnx2tf {ONNX2TF_VERSION}"
+
+# Inputs onnx2tf reads as Python values at conversion time: with them as graph inputs (computed at
+# run time), onnx2tf 1.29.24 stops with an error (measured). Operator -> input indices.
 CONSTANT_INPUTS = {
     "Conv": (1,),
     "ConvTranspose": (1,),
@@ -250,29 +307,33 @@ CONSTANT_INPUTS = {
     "ReduceMin": (1,),
     "ReduceProd": (1,),
     "ReduceSum": (1,),
+    "ReduceLogSum": (1,),
     "CumSum": (1,),
     "Clip": (1, 2),
-    "Reshape": (1,),
-    "Tile": (1,),
-    "Expand": (1,),
     "Resize": (1, 2, 3),
-    "Upsample": (1,),
-    "ConstantOfShape": (0,),
+    "Trilu": (1,),
+    "Dropout": (1, 2),
 }
 
 
-@rule(*CONSTANT_INPUTS, placement=Placement.UNSUPPORTED, CONVERTER=f"onnx2tf {ONNX2TF_VERSION}")
+@rule(*CONSTANT_INPUTS, placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
 def parameter_input_not_constant(node, chip):
-    """{CONVERTER} reads this input (weights, axes, pads, shape, repeats, scales) while converting; it must be a constant initializer, not computed at run time."""
-    bad = [node.inputs[i].name for i in CONSTANT_INPUTS[node.op_type] if node.input(i) is not None and not node.input(i).is_constant]
+    """{CONVERTER} reads this input (weights, axes, pads, bounds, scales, split sizes) while converting; it must be a constant initializer, not computed at run time."""
+    bad = [node.inputs[i].name for i in CONSTANT_INPUTS[node.op_type] if _given(node, i) and not node.input(i).is_constant]
     if bad:
         return Offence(bad, "non-constant: " + ", ".join(bad))
     return None
 
 
-# Element types the TFLite converter cannot take as model inputs (measured: float64 inputs fail in
-# onnx2tf, bfloat16 becomes quint16, which the converter rejects; strings have no TFLite kernel).
-UNCONVERTIBLE_DTYPES = frozenset({"float64", "bfloat16", "object", "string", "complex64", "complex128", "float8e4m3fn", "float8e5m2"})
+def _given(node: NodeView, i: int) -> bool:
+    """Input i is given and not empty (an empty axes tensor means "all axes", like no input)."""
+    t = node.input(i)
+    return t is not None and not (t.is_static and t.numel == 0)
+
+
+# Element types without a TFLite tensor type the converter accepts as model data (measured:
+# bfloat16 becomes quint16, which the converter rejects; strings have no int8 path).
+UNCONVERTIBLE_DTYPES = frozenset({"bfloat16", "object", "string", "complex64", "complex128", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "int4", "uint4", "float4e2m1"})
 
 
 @rule(placement=Placement.UNSUPPORTED, DTYPES=sorted(UNCONVERTIBLE_DTYPES))
@@ -284,12 +345,148 @@ def unconvertible_element_type(node, chip):
     return None
 
 
+@rule(placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, MIN_RANK=3, DTYPES=("int16", "uint16"))
+def int16_channels_last_transpose(node, chip):
+    """{CONVERTER} transposes tensors of rank {MIN_RANK} and more to channels-last; TFLite's TRANSPOSE has no kernel for {DTYPES} data, so the model would need TensorFlow's Flex delegate."""
+    if node.op_type == "BitwiseXor":
+        return None  # measured: converts to BITWISE_XOR without the layout transpose
+    for t in node.inputs:
+        if t.present and not t.is_constant and t.dtype in ("int16", "uint16") and (t.rank or 0) >= 3:
+            return Offence(t.dtype, f"{t.name}: rank {t.rank}")
+    return None
+
+
+COMPARISONS = ("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "BitwiseXor")
+
+
+@rule(*COMPARISONS, placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def comparison_with_broadcast(node, chip):
+    """{CONVERTER} fails on a comparison (or bitwise XOR) whose two inputs differ in rank (broadcasting)."""
+    a, b = node.input(0), node.input(1)
+    if a is not None and b is not None and a.rank is not None and b.rank is not None and a.rank != b.rank and not (a.is_constant or b.is_constant):
+        return Offence((a.rank, b.rank), "input ranks differ")
+    return None
+
+
+@rule("Clip", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, OPSET=11)
+def clip_without_bounds(node, chip):
+    """{CONVERTER} fails on a Clip (opset {OPSET}+) with neither a min nor a max input."""
+    if node.opset >= 11 and node.input(1) is None and node.input(2) is None:
+        return Offence("no bounds")
+    return None
+
+
+@rule("MatMul", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def matmul_with_vector(node, chip):
+    """{CONVERTER} fails on a MatMul with a 1-D operand."""
+    for i in (0, 1):
+        t = node.input(i)
+        if t is not None and t.rank == 1:
+            return Offence(1, f"{t.name} is 1-D")
+    return None
+
+
+@rule("Pow", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def pow_scalar_exponent_input(node, chip):
+    """{CONVERTER} fails on a Pow whose exponent is a scalar computed at run time."""
+    t = node.input(1)
+    if t is not None and not t.is_constant and t.rank == 0:
+        return Offence(0, "rank-0 exponent input")
+    return None
+
+
+@rule("Split", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def split_uneven_num_outputs(node, chip):
+    """{CONVERTER} fails on a Split into num_outputs parts that do not divide the axis evenly."""
+    parts = node.attr("num_outputs")
+    shape = _shape(node)
+    if parts and shape is not None:
+        size = shape[int(node.attr("axis", 0)) % len(shape)]
+        if size % int(parts):
+            return Offence((size, int(parts)), "uneven split")
+    return None
+
+
+@rule("ArgMax", "ArgMin", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def arg_select_last_index(node, chip):
+    """{CONVERTER} fails on ArgMax/ArgMin with select_last_index=1."""
+    if int(node.attr("select_last_index", 0)):
+        return Offence(1, "select_last_index=1")
+    return None
+
+
+@rule("ReduceMean", "ReduceL1", "ReduceL2", "ReduceSumSquare", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, OPSET=18)
+def reduction_at_opset_18(node, chip):
+    """{CONVERTER} fails on this reduction in its opset {OPSET} form (axes as an input, or none)."""
+    if node.opset >= 18:
+        return Offence(node.opset, f"opset {node.opset}")
+    return None
+
+
+@rule("DequantizeLinear", "QuantizeLinear", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def scalar_scale_input(node, chip):
+    """{CONVERTER} fails on (De)QuantizeLinear whose scale is a scalar computed at run time."""
+    t = node.input(1)
+    if t is not None and not t.is_constant and t.rank == 0:
+        return Offence(0, "rank-0 scale input")
+    return None
+
+
+@rule("ScatterElements", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def scatter_with_reduction(node, chip):
+    """{CONVERTER} fails on ScatterElements with a reduction (add, mul, max, min)."""
+    reduction = node.attr("reduction", "none")
+    if reduction != "none":
+        return Offence(reduction)
+    return None
+
+
+@rule("Col2Im", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, MAX_SPATIAL=2)
+def col2im_spatial_dims(node, chip):
+    """{CONVERTER} converts Col2Im with at most {MAX_SPATIAL} spatial dimensions."""
+    t = node.input(1)
+    if t is not None and t.is_static and t.numel is not None and t.numel > 2:
+        return Offence(t.numel, "image_shape length")
+    return None
+
+
+@rule("NegativeLogLikelihoodLoss", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, MAX_RANK=2)
+def nllloss_rank(node, chip):
+    """{CONVERTER} converts NegativeLogLikelihoodLoss on inputs of rank at most {MAX_RANK} (N, C)."""
+    rank = _rank(node)
+    if rank is not None and rank > 2:
+        return Offence(rank, "input rank")
+    return None
+
+
+@rule("MaxUnpool", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def maxunpool_output_shape(node, chip):
+    """{CONVERTER} fails on MaxUnpool given an output_shape input."""
+    if node.input(2) is not None:
+        return Offence("output_shape")
+    return None
+
+
+@rule("DynamicQuantizeLinear", placement=Placement.FALLBACK, CONVERTER=CONVERTER)
+def runtime_quantisation(node, chip):
+    """DynamicQuantizeLinear computes its scale and zero point at run time: {CONVERTER}'s reductions have shapeless outputs, which run on the CPU."""
+    return Offence("scalar outputs")
+
+
+RUNTIME_SHAPE_INPUTS = {"Slice": (1, 2, 3, 4), "Expand": (1,), "Tile": (1,)}
+
+
+@rule(*RUNTIME_SHAPE_INPUTS, placement=Placement.FALLBACK, CONVERTER=CONVERTER)
+def runtime_shape_parameter(node, chip):
+    """The node's starts, ends, shape or repeats are computed at run time: {CONVERTER} keeps the output shape dynamic, and dynamic shapes run on the CPU."""
+    bad = [node.inputs[i].name for i in RUNTIME_SHAPE_INPUTS[node.op_type] if node.input(i) is not None and not node.input(i).is_constant]
+    if bad:
+        return Offence(bad, "run-time: " + ", ".join(bad))
+    return None
+
+
 # ----------------------------------------------------------------------------------------------
-# Rules for the i.MX 93 (Vela): whether the TFLite operators go to the Ethos-U65.
-
-
-def _vela_ops(options) -> frozenset[str]:
-    return VELA_3_10_OPS if options.get("vela") == "3.10" else VELA_5_2_OPS
+# Where the TFLite operators run.
 
 
 def make_not_on_npu_rule(npu_ops: frozenset[str], compiler: str):
@@ -297,7 +494,8 @@ def make_not_on_npu_rule(npu_ops: frozenset[str], compiler: str):
     @rule(placement=Placement.FALLBACK, COMPILER=compiler)
     def tflite_operator_not_on_npu(node, chip):
         """onnx2tf lowers this node to a TFLite operator {COMPILER} does not place on the NPU; it runs on the CPU with TFLite's int8 kernel."""
-        missing = [t for t in tflite_ops(node.op_type) if t not in npu_ops and t not in TFLITE_FLOAT_ONLY]
+        float_only = set(_float_only(node))
+        missing = [t for t in lowering(node) if t not in npu_ops and t not in float_only]
         if missing:
             return Offence(missing[0], "TFLite " + ", ".join(missing))
         return None
@@ -308,26 +506,43 @@ def make_not_on_npu_rule(npu_ops: frozenset[str], compiler: str):
 @rule(placement=Placement.FLOAT, QUANTISER=f"TensorFlow {TENSORFLOW_VERSION}'s int8 quantiser")
 def no_int8_kernel(node, chip):
     """{QUANTISER} has no int8 kernel for the TFLite operator of this node; it stays in float32 between DEQUANTIZE and QUANTIZE (on the i.MX 93: on the CPU)."""
-    found = [t for t in tflite_ops(node.op_type) if t in TFLITE_FLOAT_ONLY]
+    found = _float_only(node)
     if found:
         return Offence(found[0], "TFLite " + ", ".join(found))
     return None
 
 
-# Vela's generic constraint: feature maps must be quantised 8/16-bit; int32 and 64-bit integer
-# tensors (indices, counters, masks) are "32-bit/64-bit feature-maps", which it leaves to the CPU.
-INTEGER_DTYPES = frozenset({"int32", "int64", "uint32", "uint64", "int16", "uint16", "bool", "uint8", "int8"})
+# Vela 5.2.0's generic constraints: feature maps must be INT8/UINT8/INT16/INT32/INT64 ("bool" is
+# not one), 64-bit feature maps are not supported (except ARG_MAX), and most operators add "32-bit
+# feature-maps are not supported". Operators of the U55/U65 table without that specific line:
+VELA_32BIT_OK = frozenset({"ADD", "SUB", "MUL", "NEG", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "SUM", "TRANSPOSE", "BATCH_MATMUL", "FULLY_CONNECTED", "ARG_MAX", "MIRROR_PAD"})
+OUTPUT_INDEX_OPS = ("ArgMax", "ArgMin", "Shape", "Size")
 
 
 @rule(placement=Placement.FALLBACK, COMPILER=f"Vela {VELA_VERSION}")
 def integer_feature_map(node, chip):
-    """This node computes on integer or boolean tensors that are not quantised activations; {COMPILER} takes only quantised 8/16-bit feature maps to the NPU and leaves the node on the CPU."""
-    for t in node.inputs:
-        if t.present and not t.is_constant and t.dtype in INTEGER_DTYPES:
-            return Offence(t.dtype, f"input {t.name} is {t.dtype}")
-    for t in node.outputs:
-        if t.present and t.dtype in INTEGER_DTYPES and node.op_type not in ("ArgMax",):
-            return Offence(t.dtype, f"output {t.name} is {t.dtype}")
+    """This node computes on raw integer or boolean data (not quantised activations): {COMPILER} needs quantisation parameters and no 64-bit or boolean feature maps, and takes 32-bit ones only for a few operators; the node stays on the CPU."""
+    if _float_only(node):
+        return None  # it computes in float on the CPU: no_int8_kernel says so
+
+    ops = lowering(node)
+    data = [node.input(0)] if node.input(0) is not None and not node.input(0).is_constant else []
+    if node.op_type not in OUTPUT_INDEX_OPS:
+        data += [t for t in node.outputs if t.present]
+    for t in data:
+        if t.dtype in ("bool", "int64", "uint64", "int8", "uint8", "int16", "uint16"):
+            return Offence(t.dtype, f"{t.name} is {t.dtype}")
+        if t.dtype in ("int32", "uint32") and any(o not in VELA_32BIT_OK for o in ops):
+            return Offence(t.dtype, f"{t.name} is {t.dtype}")
+    return None
+
+
+@rule(placement=Placement.UNSUPPORTED, COMPILER=f"Vela {VELA_VERSION}")
+def boolean_model_boundary(node, chip):
+    """{COMPILER} stops with an error ("Non-passthrough operation ... could not run on NPU") when a model input or output is boolean."""
+    for t in list(node.inputs) + list(node.outputs):
+        if t.present and t.dtype == "bool" and (t.is_graph_input or t.is_graph_output):
+            return Offence("bool", f"{t.name} is a boolean model {'input' if t.is_graph_input else 'output'}")
     return None
 
 
@@ -346,9 +561,17 @@ def argmax_not_on_depth(node, chip):
     return None
 
 
+def _pool_output(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int, ceil: bool) -> int:
+    span = size + pad_begin + pad_end - kernel
+    out = (-(-span // stride) if ceil else span // stride) + 1
+    if ceil and (out - 1) * stride >= size + pad_begin:
+        out -= 1  # ONNX: the last window must start inside the input or the left padding
+    return out
+
+
 @rule("MaxPool", "AveragePool", placement=Placement.FALLBACK, MAX_KERNEL_H=256, MAX_KERNEL_PRODUCT=65536, MAX_STRIDE=3, MAX_PADDED_KERNEL=8)
 def pool_limits(node, chip):
-    """Vela's pooling limits: kernel height at most {MAX_KERNEL_H} and kernel area at most {MAX_KERNEL_PRODUCT}; strides above {MAX_STRIDE} only with VALID padding; average pooling with SAME padding only with kernels up to {MAX_PADDED_KERNEL}x{MAX_PADDED_KERNEL}."""
+    """Vela's pooling limits: kernel height at most {MAX_KERNEL_H} and kernel area at most {MAX_KERNEL_PRODUCT}; strides above {MAX_STRIDE} only with VALID padding; average pooling with SAME padding only with kernels up to {MAX_PADDED_KERNEL}x{MAX_PADDED_KERNEL}; a MaxPool whose ceil_mode changes the output size runs on the CPU (measured)."""
     kernel = list(node.attr("kernel_shape", []) or [])
     strides = list(node.attr("strides", []) or [1] * len(kernel))
     pads = list(node.attr("pads", []) or [0] * (2 * len(kernel)))
@@ -364,11 +587,18 @@ def pool_limits(node, chip):
         return Offence(strides, "stride above 3 with padding")
     if node.op_type == "AveragePool" and padded and (kh > 8 or kw > 8):
         return Offence(kernel, "padded average pool kernel above 8")
-    if node.attr("ceil_mode", 0):
-        return Offence("ceil_mode", "ceil_mode=1")
     dil = list(node.attr("dilations", []) or [])
     if any(d != 1 for d in dil):
         return Offence(dil, "dilated pooling")
+    shape = _shape(node)
+    if node.op_type == "MaxPool" and int(node.attr("ceil_mode", 0)) and shape is not None and auto_pad in ("NOTSET", "VALID"):
+        spatial = shape[2:]
+        for i, size in enumerate(spatial):
+            k = kernel[i] if i < len(kernel) else 1
+            st = strides[i] if i < len(strides) else 1
+            begin, end = (pads[i], pads[i + len(spatial)]) if len(pads) == 2 * len(spatial) else (0, 0)
+            if _pool_output(size, k, st, begin, end, True) != _pool_output(size, k, st, begin, end, False):
+                return Offence("ceil_mode", "ceil_mode changes the output size")
     return None
 
 
@@ -387,13 +617,47 @@ def softmax_limits(node, chip):
     return None
 
 
-RULE_COMMON = (parameter_input_not_constant, unconvertible_element_type)
+@rule("Resize", "Upsample", placement=Placement.FALLBACK, FACTORS=(1, 2, 4, 8))
+def resize_scale_factor(node, chip):
+    """Vela runs RESIZE_* when the height and width scale by the same factor, one of {FACTORS} (or the input is 1x1)."""
+    shape = _shape(node)
+    out = node.output(0)
+    if shape is None or out is None or not out.is_static or len(shape) != 4:
+        return None
+    ih, iw = shape[2], shape[3]
+    oh, ow = out.shape[2], out.shape[3]
+    if ih == iw == 1 or (ih, iw) == (oh, ow):
+        return None
+    if oh % ih or ow % iw or oh // ih != ow // iw or oh // ih not in (1, 2, 4, 8):
+        return Offence((oh / ih, ow / iw), "scale factors")
+    return None
+
+
+RULE_CONVERSION = (
+    parameter_input_not_constant,
+    unconvertible_element_type,
+    int16_channels_last_transpose,
+    comparison_with_broadcast,
+    clip_without_bounds,
+    matmul_with_vector,
+    pow_scalar_exponent_input,
+    split_uneven_num_outputs,
+    arg_select_last_index,
+    reduction_at_opset_18,
+    runtime_shape_parameter,
+    scalar_scale_input,
+    scatter_with_reduction,
+    col2im_spatial_dims,
+    nllloss_rank,
+    maxunpool_output_shape,
+)
 
 
 def _notes(chip_id: str, options) -> list[str]:
     notes = [
         "onnx2tf converts NCHW models to NHWC: axes in rules are the converted (channels-last) axes.",
         "Layout TRANSPOSE/RESHAPE operators onnx2tf inserts run where the node they belong to runs.",
+        "Rules marked measured come from converting ONNX's backend node tests with onnx2tf 1.29.24 and tensorflow-cpu 2.19.0 (scripts/eiq_node_agreement.py).",
     ]
     if chip_id == "imx93":
         notes.append("Vela 5.2.0 is run with Arm's Ethos_U65_High_End / Dedicated_Sram_384KB configuration, the values of NXP's i.MX 93 default (see targets/eiq/__init__.py).")
@@ -406,17 +670,27 @@ def rule_set(chip_id: str, **options) -> RuleSet:
     """The RuleSet of one chip. Options: vela="5.2" (default) or "3.10" (NXP's BSP Vela), i.MX 93 only."""
     if chip_id not in CHIPS:
         raise KeyError(chip_id)
-    ops = convertible_ops()
-    accelerator = {op: OpSupport(("int8",), "→ " + ", ".join(tflite_ops(op)) if tflite_ops(op) else "no TFLite operator (folded away)") for op in sorted(ops)}
+    accelerator = {op: OpSupport(("int8",), "TFLite " + ", ".join(tflite_ops(op)) if tflite_ops(op) else "no TFLite operator (folded away)") for op in sorted(convertible_ops())}
     if chip_id == "imx93":
-        npu_ops = _vela_ops(options)
-        compiler = f"Vela {NXP_VELA_VERSION} (NXP)" if options.get("vela") == "3.10" else f"Vela {VELA_VERSION}"
-        rules = [*RULE_COMMON, make_not_on_npu_rule(npu_ops, compiler), no_int8_kernel, integer_feature_map, argmax_not_on_depth, pool_limits, softmax_limits]
-        source = f"{SOURCE_NXP_VELA if options.get('vela') == '3.10' else SOURCE_VELA}; {SOURCE_CONVERTER}"
+        nxp = options.get("vela") == "3.10"
+        npu_ops = VELA_3_10_OPS if nxp else VELA_5_2_OPS
+        compiler = f"Vela {NXP_VELA_VERSION} (NXP)" if nxp else f"Vela {VELA_VERSION}"
+        rules = [
+            *RULE_CONVERSION,
+            boolean_model_boundary,
+            make_not_on_npu_rule(npu_ops, compiler),
+            no_int8_kernel,
+            integer_feature_map,
+            argmax_not_on_depth,
+            pool_limits,
+            softmax_limits,
+            resize_scale_factor,
+        ]
+        source = f"{SOURCE_NXP_VELA if nxp else SOURCE_VELA}; {SOURCE_CONVERTER}"
         version = f"onnx2tf {ONNX2TF_VERSION}; {compiler}"
         unit = "CPU (Cortex-A55)"
     else:
-        rules = [*RULE_COMMON, make_not_on_npu_rule(VX_DELEGATE_OPS, f"the VX delegate ({VX_DELEGATE_RELEASE})"), no_int8_kernel]
+        rules = [*RULE_CONVERSION, make_not_on_npu_rule(VX_DELEGATE_OPS, f"the VX delegate ({VX_DELEGATE_RELEASE})"), no_int8_kernel]
         source = f"{SOURCE_VX}; {SOURCE_CONVERTER}"
         version = f"onnx2tf {ONNX2TF_VERSION}; VX delegate {VX_DELEGATE_RELEASE}"
         unit = "CPU (Cortex-A53)"
@@ -431,6 +705,6 @@ def rule_set(chip_id: str, **options) -> RuleSet:
         float_only_ops=frozenset(),
         fallback_unit=unit,
         min_opset=7,
-        max_opset=23,
+        max_opset=99,
         notes=_notes(chip_id, options),
     )
