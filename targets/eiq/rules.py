@@ -143,6 +143,7 @@ ONNX_TO_TFLITE: dict[str, tuple[str, ...]] = {
     "GreaterOrEqual": ("GREATER_EQUAL",),
     "GridSample": ("GATHER", "SELECT_V2"),
     "HardSigmoid": ("MUL", "ADD", "RELU_0_TO_1"),
+    "Hardmax": ("ARG_MAX", "ONE_HOT"),
     "HardSwish": ("HARD_SWISH",),
     "Identity": (),
     "LeakyRelu": ("LEAKY_RELU",),
@@ -546,18 +547,32 @@ def boolean_model_boundary(node, chip):
     return None
 
 
+def _argmax_on_depth(node: NodeView) -> bool | None:
+    rank = _rank(node)
+    if rank is None:
+        return None
+    return tf_axis(int(node.attr("axis", 0)), rank) == rank - 1
+
+
 @rule("ArgMax", placement=Placement.FALLBACK, MAX_DEPTH=127)
 def argmax_not_on_depth(node, chip):
     """Vela runs ARG_MAX only along the depth (channels-last) axis, with a depth of at most {MAX_DEPTH}."""
-    rank = _rank(node)
-    shape = _shape(node)
-    if rank is None:
+    on_depth = _argmax_on_depth(node)
+    if on_depth is None:
         return None
-    axis = tf_axis(int(node.attr("axis", 0)), rank)
-    if axis != rank - 1:
+    if not on_depth:
         return Offence(int(node.attr("axis", 0)), "reduction not along the channels-last axis")
+    shape = _shape(node)
     if shape is not None and _tf_shape(shape)[-1] > 127:
         return Offence(_tf_shape(shape)[-1], "depth above 127")
+    return None
+
+
+@rule("ArgMax", "Hardmax", placement=Placement.UNSUPPORTED, COMPILER=f"Vela {VELA_VERSION}")
+def argmax_on_depth_stops_vela(node, chip):
+    """{COMPILER} stops with an error (KeyError '0') on an ARG_MAX along the depth (channels-last) axis, the one form it would place on the NPU (measured); Hardmax is lowered to such an ARG_MAX."""
+    if node.op_type == "Hardmax" or _argmax_on_depth(node):
+        return Offence(int(node.attr("axis", -1 if node.op_type == "Hardmax" else 0)), "ARG_MAX along the depth axis")
     return None
 
 
@@ -682,6 +697,7 @@ def rule_set(chip_id: str, **options) -> RuleSet:
             no_int8_kernel,
             integer_feature_map,
             argmax_not_on_depth,
+            *(() if nxp else (argmax_on_depth_stops_vela,)),
             pool_limits,
             softmax_limits,
             resize_scale_factor,
