@@ -134,7 +134,7 @@ def compare_all(args) -> int:
         verdict = retrace(row) if row.get("entry") else load_verdict(row["verdict"])
         try:
             model = load_model(Path(row["model"]), {}, require_static=False)
-        except EdgedeployError as exc:
+        except EdgedeployError:
             rejected += 1
             continue
         result = audit_model(model, rules, precision="int8")

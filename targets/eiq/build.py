@@ -16,16 +16,13 @@ toolchain_verdict + comparison (prediction vs what the toolchain did), accuracy,
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
 
 import numpy as np
-import onnx
 
-from edgedeploy import __version__
-from edgedeploy.artifacts import atomic_write_json, atomic_write_text, sha256_file
+from edgedeploy.artifacts import sha256_file
 from edgedeploy.errors import OptionError
 
 WORKER = Path(__file__).with_name("worker.py")

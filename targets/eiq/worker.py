@@ -30,7 +30,6 @@ import pkgutil
 import re
 import shutil
 import signal
-import sys
 import time
 import traceback
 
