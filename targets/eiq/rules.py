@@ -107,6 +107,7 @@ ONNX_TO_TFLITE: dict[str, tuple[str, ...]] = {
     "ArgMin": ("ARG_MIN",),
     "AveragePool": ("AVERAGE_POOL_2D",),
     "BatchNormalization": ("MUL", "ADD"),
+    "BitShift": ("RIGHT_SHIFT",),
     "BitwiseXor": ("BITWISE_XOR",),
     "Cast": ("CAST",),
     "Ceil": ("CEIL",),
@@ -189,7 +190,7 @@ ONNX_TO_TFLITE: dict[str, tuple[str, ...]] = {
     "ScatterElements": ("SCATTER_ND",),
     "ScatterND": ("SCATTER_ND",),
     "Selu": ("GREATER", "EXP", "SELECT_V2"),
-    "Shape": (),
+    "Shape": ("SHAPE",),
     "Shrink": ("GREATER", "LESS", "SELECT_V2"),
     "Sigmoid": ("LOGISTIC",),
     "Sign": ("SIGN",),
@@ -223,6 +224,10 @@ def lowering(node: NodeView) -> tuple[str, ...]:
     if op == "Elu" and float(node.attr("alpha", 1.0)) != 1.0:
         # Measured: alpha 1 becomes TFLite ELU; any other alpha a decomposition with comparisons.
         return ("GREATER_EQUAL", "LESS", "EXP", "SELECT_V2")
+    if op == "Div" and node.input(1) is not None and node.input(1).is_constant and _has_float_data(node):
+        return ("MUL",)  # measured: float x / c becomes x * (1/c); integer division goes through float
+    if op == "LpNormalization" and int(node.attr("p", 2)) == 2:
+        return ("MUL", "SUM", "RSQRT")  # measured: x * rsqrt(sum(x*x))
     if op == "LpPool" and any(d != 1 for d in (node.attr("dilations", []) or [])):
         # Measured: dilated windows go through SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND.
         return ("POW", "SPACE_TO_BATCH_ND", "AVERAGE_POOL_2D", "BATCH_TO_SPACE_ND")
@@ -240,7 +245,8 @@ def convertible_ops() -> frozenset[str]:
     return frozenset(ONNX_TO_TFLITE)
 
 
-FLOAT_DTYPES = frozenset({"float32", "float16", "float64"})
+# Float types; the converter widens the 2/4-bit integers and float8 inputs through float, too (measured on Cast).
+FLOAT_DTYPES = frozenset({"float32", "float16", "float64", "int2", "uint2", "float8_e4m3fn", "float8_e5m2"})
 
 
 def _has_float_data(node: NodeView) -> bool:
@@ -248,9 +254,13 @@ def _has_float_data(node: NodeView) -> bool:
     return any(t.dtype in FLOAT_DTYPES for t in tensors)
 
 
+# onnx2tf computes these in float even on integer inputs (CAST to float, then the float kernel).
+ALWAYS_FLOAT = frozenset({"Div", "Reciprocal"})
+
+
 def _float_only(node: NodeView) -> list[str]:
     """The node's TFLite operators the quantiser keeps in float (only when it computes on float data)."""
-    if not _has_float_data(node):
+    if not _has_float_data(node) and not (node.op_type in ALWAYS_FLOAT and "DIV" in lowering(node)):
         return []
     return [t for t in lowering(node) if t in TFLITE_FLOAT_ONLY]
 
@@ -294,8 +304,9 @@ def _tf_shape(shape) -> tuple:
 
 CONVERTER = f"onnx2tf {ONNX2TF_VERSION}"
 
-# Inputs onnx2tf reads as Python values at conversion time: with them as graph inputs (computed at
-# run time), onnx2tf 1.29.24 stops with an error (measured). Operator -> input indices.
+# Inputs onnx2tf reads as Python values at conversion time: given as model inputs, onnx2tf 1.29.24
+# stops with an error (measured; computed from constants in the graph, it evaluates them).
+# Operator -> input indices.
 CONSTANT_INPUTS = {
     "Conv": (1,),
     "ConvTranspose": (1,),
@@ -319,10 +330,10 @@ CONSTANT_INPUTS = {
 
 @rule(*CONSTANT_INPUTS, placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
 def parameter_input_not_constant(node, chip):
-    """{CONVERTER} reads this input (weights, axes, pads, bounds, scales, split sizes) while converting; it must be a constant initializer, not computed at run time."""
-    bad = [node.inputs[i].name for i in CONSTANT_INPUTS[node.op_type] if _given(node, i) and not node.input(i).is_constant]
+    """{CONVERTER} reads this input (weights, axes, pads, bounds, scales, split sizes) while converting; it cannot be a model input."""
+    bad = [node.inputs[i].name for i in CONSTANT_INPUTS[node.op_type] if _given(node, i) and node.input(i).is_graph_input]
     if bad:
-        return Offence(bad, "non-constant: " + ", ".join(bad))
+        return Offence(bad, "model input: " + ", ".join(bad))
     return None
 
 
@@ -332,15 +343,23 @@ def _given(node: NodeView, i: int) -> bool:
     return t is not None and not (t.is_static and t.numel == 0)
 
 
-# Element types without a TFLite tensor type the converter accepts as model data (measured:
-# bfloat16 becomes quint16, which the converter rejects; strings have no int8 path).
-UNCONVERTIBLE_DTYPES = frozenset({"bfloat16", "object", "string", "complex64", "complex128", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "int4", "uint4", "float4e2m1"})
+# Element types the converter has no TFLite tensor type for (measured: bfloat16 becomes quint16,
+# which the converter rejects; the float8/float4 types fail in onnx2tf; strings have no int8
+# path). Names as edgedeploy.model.stats.dtype_name spells them. The 2-bit integers and two
+# float8 types convert as inputs (widened through float), but fail as results.
+UNCONVERTIBLE_DTYPES = frozenset(
+    {"bfloat16", "object", "complex64", "complex128", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "int4", "uint4"}
+)
+UNCONVERTIBLE_RESULT_DTYPES = frozenset({"int2", "uint2", "float8_e4m3fn", "float8_e5m2"})
 
 
-@rule(placement=Placement.UNSUPPORTED, DTYPES=sorted(UNCONVERTIBLE_DTYPES))
+@rule(placement=Placement.UNSUPPORTED, DTYPES=sorted(UNCONVERTIBLE_DTYPES | UNCONVERTIBLE_RESULT_DTYPES))
 def unconvertible_element_type(node, chip):
-    """The converter has no TFLite tensor type for {DTYPES} data."""
-    found = sorted({t.dtype for t in list(node.inputs) + list(node.outputs) if t.present and t.dtype in UNCONVERTIBLE_DTYPES})
+    """The converter has no TFLite tensor type for {DTYPES} data (int2, uint2, float8_e4m3fn and float8_e5m2 work only as inputs)."""
+    found = sorted(
+        {t.dtype for t in node.inputs if t.present and t.dtype in UNCONVERTIBLE_DTYPES}
+        | {t.dtype for t in node.outputs if t.present and t.dtype in UNCONVERTIBLE_DTYPES | UNCONVERTIBLE_RESULT_DTYPES}
+    )
     if found:
         return Offence(found[0], "tensor of type " + ", ".join(found))
     return None
@@ -349,11 +368,36 @@ def unconvertible_element_type(node, chip):
 @rule(placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, MIN_RANK=3, DTYPES=("int16", "uint16"))
 def int16_channels_last_transpose(node, chip):
     """{CONVERTER} transposes tensors of rank {MIN_RANK} and more to channels-last; TFLite's TRANSPOSE has no kernel for {DTYPES} data, so the model would need TensorFlow's Flex delegate."""
-    if node.op_type == "BitwiseXor":
-        return None  # measured: converts to BITWISE_XOR without the layout transpose
+    if node.op_type in ("BitwiseXor", "Div"):
+        return None  # measured: BITWISE_XOR needs no layout transpose; Div casts to float first
     for t in node.inputs:
         if t.present and not t.is_constant and t.dtype in ("int16", "uint16") and (t.rank or 0) >= 3:
             return Offence(t.dtype, f"{t.name}: rank {t.rank}")
+    return None
+
+
+# Element types of the data an elementwise operator takes in TensorFlow/TFLite builtins (measured:
+# on other raw integer types, or float64, onnx2tf's operator needs TensorFlow's Flex delegate or
+# fails). The default covers the operators listed in NARROW_TYPE_OPS; some take more.
+BUILTIN_INT_TYPES = frozenset({"int32", "int64", "bool"})
+NARROW_TYPES = frozenset({"int8", "uint8", "int16", "uint16", "uint32", "uint64", "float64"})
+NARROW_TYPE_OPS = ("Add", "Sub", "Mul", "Div", "Mod", "Max", "Min", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "MaxPool", "Clip", "BitShift", "BitwiseXor")
+EXTRA_TYPES = {
+    "Mul": {"int16", "uint32"},
+    "Mod": {"int8", "int16"},
+    "Div": {"int8", "uint8", "int16", "uint16", "float64"},  # through float
+    "BitShift": {"int8", "uint8", "int16", "uint16", "uint32"},
+    "BitwiseXor": {"int16"},
+}
+
+
+@rule(*NARROW_TYPE_OPS, placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, TYPES=sorted(NARROW_TYPES))
+def narrow_type_arithmetic(node, chip):
+    """On raw {TYPES} data this operator has no TFLite builtin after {CONVERTER} (it would need TensorFlow's Flex delegate, or the conversion fails)."""
+    allowed = EXTRA_TYPES.get(node.op_type, set())
+    for t in node.inputs:
+        if t.present and not t.is_constant and t.dtype in NARROW_TYPES and t.dtype not in allowed:
+            return Offence(t.dtype, f"{t.name} is {t.dtype}")
     return None
 
 
@@ -389,9 +433,9 @@ def matmul_with_vector(node, chip):
 
 @rule("Pow", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
 def pow_scalar_exponent_input(node, chip):
-    """{CONVERTER} fails on a Pow whose exponent is a scalar computed at run time."""
+    """{CONVERTER} fails on a Pow whose exponent is a scalar model input."""
     t = node.input(1)
-    if t is not None and not t.is_constant and t.rank == 0:
+    if t is not None and t.is_graph_input and t.rank == 0:
         return Offence(0, "rank-0 exponent input")
     return None
 
@@ -418,17 +462,17 @@ def arg_select_last_index(node, chip):
 
 @rule("ReduceMean", "ReduceL1", "ReduceL2", "ReduceSumSquare", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, OPSET=18)
 def reduction_at_opset_18(node, chip):
-    """{CONVERTER} fails on this reduction in its opset {OPSET} form (axes as an input, or none)."""
-    if node.opset >= 18:
-        return Offence(node.opset, f"opset {node.opset}")
+    """{CONVERTER} fails on this reduction in its opset {OPSET} form without axes (reducing every axis)."""
+    if node.opset >= 18 and not _given(node, 1):
+        return Offence(node.opset, f"opset {node.opset}, no axes")
     return None
 
 
 @rule("DequantizeLinear", "QuantizeLinear", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
 def scalar_scale_input(node, chip):
-    """{CONVERTER} fails on (De)QuantizeLinear whose scale is a scalar computed at run time."""
+    """{CONVERTER} fails on (De)QuantizeLinear whose scale is a scalar model input."""
     t = node.input(1)
-    if t is not None and not t.is_constant and t.rank == 0:
+    if t is not None and t.is_graph_input and t.rank == 0:
         return Offence(0, "rank-0 scale input")
     return None
 
@@ -468,18 +512,81 @@ def maxunpool_output_shape(node, chip):
     return None
 
 
+@rule("BitShift", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def bitshift_left(node, chip):
+    """A left BitShift becomes TensorFlow's LeftShift, which has no TFLite builtin (only right shifts convert)."""
+    if node.attr("direction", "") == "LEFT":
+        return Offence("LEFT")
+    return None
+
+
+@rule("Gemm", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def gemm_scalar_bias(node, chip):
+    """{CONVERTER} fails on a Gemm whose C is a scalar."""
+    t = node.input(2)
+    if t is not None and t.rank == 0:
+        return Offence(0, "scalar C")
+    return None
+
+
+@rule("Constant", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def constant_model_output(node, chip):
+    """{CONVERTER} fails when a model output is a constant (no operator computes it)."""
+    out = node.output(0)
+    if out is not None and out.is_graph_output:
+        return Offence(out.name, "constant model output")
+    return None
+
+
+@rule("Col2Im", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def col2im_pads_strides(node, chip):
+    """{CONVERTER}'s Col2Im goes wrong with pads or strides (TFLite's RESHAPE fails at run time)."""
+    for name in ("pads", "strides"):
+        value = node.attr(name)
+        if value and any(v != (1 if name == "strides" else 0) for v in value):
+            return Offence(list(value), name)
+    return None
+
+
+@rule("AveragePool", "MaxPool", "LpPool", placement=Placement.UNSUPPORTED, MAX_SPATIAL=2)
+def pool_3d(node, chip):
+    """Pooling over more than {MAX_SPATIAL} spatial dimensions becomes TensorFlow's AvgPool3D/MaxPool3D, which need the Flex delegate."""
+    kernel = node.attr("kernel_shape") or []
+    if len(kernel) > 2:
+        return Offence(len(kernel), "3-D pooling")
+    return None
+
+
+@rule("GridSample", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, MAX_RANK=4)
+def gridsample_volumetric(node, chip):
+    """{CONVERTER} converts GridSample on inputs of rank at most {MAX_RANK} (not the volumetric form)."""
+    rank = _rank(node)
+    if rank is not None and rank > 4:
+        return Offence(rank, "input rank")
+    return None
+
+
+@rule(placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def non_tensor_model_input(node, chip):
+    """{CONVERTER} takes only tensors as model inputs, not sequences or optionals."""
+    for t in node.inputs:
+        if t.present and t.is_graph_input and t.dtype is None:
+            return Offence(t.name, f"{t.name} is not a tensor")
+    return None
+
+
 @rule("DynamicQuantizeLinear", placement=Placement.FALLBACK, CONVERTER=CONVERTER)
 def runtime_quantisation(node, chip):
     """DynamicQuantizeLinear computes its scale and zero point at run time: {CONVERTER}'s reductions have shapeless outputs, which run on the CPU."""
     return Offence("scalar outputs")
 
 
-RUNTIME_SHAPE_INPUTS = {"Slice": (1, 2, 3, 4), "Expand": (1,), "Tile": (1,)}
+RUNTIME_SHAPE_INPUTS = {"Slice": (1, 2, 3, 4), "Expand": (1,), "Tile": (1,), "Pad": (1,)}
 
 
 @rule(*RUNTIME_SHAPE_INPUTS, placement=Placement.FALLBACK, CONVERTER=CONVERTER)
 def runtime_shape_parameter(node, chip):
-    """The node's starts, ends, shape or repeats are computed at run time: {CONVERTER} keeps the output shape dynamic, and dynamic shapes run on the CPU."""
+    """The node's starts, ends, shape, repeats or pads are computed at run time: {CONVERTER} keeps the output shape dynamic, and dynamic shapes run on the CPU."""
     bad = [node.inputs[i].name for i in RUNTIME_SHAPE_INPUTS[node.op_type] if node.input(i) is not None and not node.input(i).is_constant]
     if bad:
         return Offence(bad, "run-time: " + ", ".join(bad))
@@ -535,6 +642,17 @@ def integer_feature_map(node, chip):
             return Offence(t.dtype, f"{t.name} is {t.dtype}")
         if t.dtype in ("int32", "uint32") and any(o not in VELA_32BIT_OK for o in ops):
             return Offence(t.dtype, f"{t.name} is {t.dtype}")
+    return None
+
+
+@rule(placement=Placement.FALLBACK, COMPILER=f"Vela {VELA_VERSION}")
+def scalar_feature_map(node, chip):
+    """{COMPILER} leaves operators that produce scalar (shapeless) feature maps on the CPU ("Tensors must have constant shape")."""
+    if _float_only(node):
+        return None  # it computes in float on the CPU: no_int8_kernel says so
+    for t in node.outputs:
+        if t.present and t.rank == 0:
+            return Offence(0, f"{t.name} is a scalar")
     return None
 
 
@@ -603,8 +721,8 @@ def pool_limits(node, chip):
     if node.op_type == "AveragePool" and padded and (kh > 8 or kw > 8):
         return Offence(kernel, "padded average pool kernel above 8")
     dil = list(node.attr("dilations", []) or [])
-    if any(d != 1 for d in dil):
-        return Offence(dil, "dilated pooling")
+    if node.op_type == "MaxPool" and any(d != 1 for d in dil):
+        return Offence(dil, "dilated max pooling")
     shape = _shape(node)
     if node.op_type == "MaxPool" and int(node.attr("ceil_mode", 0)) and shape is not None and auto_pad in ("NOTSET", "VALID"):
         spatial = shape[2:]
@@ -665,6 +783,14 @@ RULE_CONVERSION = (
     col2im_spatial_dims,
     nllloss_rank,
     maxunpool_output_shape,
+    bitshift_left,
+    gemm_scalar_bias,
+    constant_model_output,
+    col2im_pads_strides,
+    pool_3d,
+    gridsample_volumetric,
+    non_tensor_model_input,
+    narrow_type_arithmetic,
 )
 
 
@@ -693,6 +819,7 @@ def rule_set(chip_id: str, **options) -> RuleSet:
         rules = [
             *RULE_CONVERSION,
             boolean_model_boundary,
+            scalar_feature_map,
             make_not_on_npu_rule(npu_ops, compiler),
             no_int8_kernel,
             integer_feature_map,
