@@ -93,7 +93,8 @@ def test_results_folded_into_the_report_and_manifest_still_valid(measured):
     assert folded["file"] == record["file"] and (artifact / record["file"]).is_file()
     assert "samples_us" not in folded["latency"]["after"]["sessions"][0]  # slimmed: histogram instead
     hist = folded["latency"]["after"]["sessions"][0]["histogram_us"]
-    assert sum(hist["counts"]) + hist["clipped_below"] + hist["clipped_above"] >= record["latency"]["after"]["sessions"][0]["iterations"] - hist["clipped_below"] - hist["clipped_above"]
+    assert sum(hist["counts"]) + hist["clipped_below"] + hist["clipped_above"] == record["latency"]["after"]["sessions"][0]["iterations"]
+    assert len(hist["edges"]) == len(hist["counts"]) + 1 and hist["edges"] == sorted(hist["edges"])
     full = json.loads((artifact / record["file"]).read_text())
     assert len(full["latency"]["after"]["sessions"][0]["samples_us"]) == full["latency"]["after"]["sessions"][0]["iterations"]
     check_manifest(artifact)  # report.json changed, and its manifest entry with it

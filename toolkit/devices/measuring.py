@@ -514,14 +514,30 @@ def summarize_for_report(record: dict) -> dict:
             samples = session.pop("samples_us", None)
             if samples:
                 session["histogram_us"] = histogram(samples)
+            # Identical in every session and kept once in the record (rec["scope"], rec["environment"]).
+            for repeated in ("scope", "environment", "output_names", "schema"):
+                session.pop(repeated, None)
     return slim
 
 
 def histogram(samples: list[float], bins: int = HISTOGRAM_BINS) -> dict:
-    """Counts over equal-width bins between the 0.5th and 99.5th percentile (outliers counted at the ends)."""
+    """Counts between the 0.5th and 99.5th percentile (the rest counted apart as clipped).
+
+    The bins are equal on a log scale when that range spans more than 8x (a long tail of slow
+    iterations would otherwise put nearly everything into the first bin), else equal-width.
+    """
     values = np.asarray(samples, dtype=np.float64)
-    lo, hi = np.percentile(values, [0.5, 99.5])
+    lo, hi = (float(v) for v in np.percentile(values, [0.5, 99.5]))
     if hi <= lo:
         hi = lo + max(abs(lo) * 1e-3, 1e-3)
-    counts, edges = np.histogram(np.clip(values, lo, hi), bins=bins, range=(lo, hi))
-    return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts], "clipped_below": int((values < lo).sum()), "clipped_above": int((values > hi).sum())}
+    log = lo > 0 and hi / lo > 8
+    edges = np.geomspace(lo, hi, bins + 1) if log else np.linspace(lo, hi, bins + 1)
+    inside = values[(values >= lo) & (values <= hi)]
+    counts, _ = np.histogram(inside, bins=edges)
+    return {
+        "edges": [float(e) for e in edges],
+        "counts": [int(c) for c in counts],
+        "spacing": "log" if log else "linear",
+        "clipped_below": int((values < lo).sum()),
+        "clipped_above": int((values > hi).sum()),
+    }

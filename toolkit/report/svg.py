@@ -150,8 +150,13 @@ def accuracy_bars(entries: list[dict], width: int = 780) -> str:
                 continue
             bar_h = plot_h * max(0.0, min(1.0, value))
             x = x0 + j * 42
-            out.append(f"<rect class='bar {run}' x='{x}' y='{top + plot_h - bar_h:.1f}' width='38' height='{bar_h:.1f}' fill='{COLORS[run]}'><title>{esc(run)}: {esc(fmt.metric_text(e['metric'], value))}</title></rect>")
-            out.append(f"<text x='{x + 19}' y='{top + plot_h - bar_h - 4:.1f}' text-anchor='middle'>{esc(fmt.metric_text(e['metric'], value))}</text>")
+            out.append(f"<rect class='bar {run}' x='{x}' y='{top + plot_h - bar_h:.1f}' width='40' height='{bar_h:.1f}' fill='{COLORS[run]}'><title>{esc(run)}: {esc(fmt.metric_text(e['metric'], value))}</title></rect>")
+            # The value inside the top of the bar (white) when it fits, else just above it.
+            inside = bar_h > 18
+            label_y = top + plot_h - bar_h + (13 if inside else -4)
+            out.append(
+                f"<text x='{x + 20}' y='{label_y:.1f}' text-anchor='middle' font-size='9' fill='{'#fff' if inside else '#24292f'}'>{esc(fmt.metric_text(e['metric'], value))}</text>"
+            )
         out.append(f"<text x='{x0 + 40}' y='{top + plot_h + 16}' text-anchor='middle'>{esc(e['label'])}</text>")
         out.append(f"<text x='{x0 + 40}' y='{top + plot_h + 30}' text-anchor='middle' fill='#57606a'>{esc(fmt.METRIC_NAMES.get(e['metric'], e['metric']))}, {esc(e['kind'])}</text>")
         out.append(f"<text x='{x0 + 40}' y='{top + plot_h + 44}' text-anchor='middle' fill='#57606a'>{esc(e.get('samples'))} samples</text>")
