@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 # The loopback sshd fixtures (`loopback_sshd`, `loopback_ssh_device`) for every test module.
-pytest_plugins = ("ssh_fixture",)
+pytest_plugins = ("tests.ssh_fixture",)
 
 
 def pytest_collection_modifyitems(config, items):
