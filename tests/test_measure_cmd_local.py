@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from edgedeploy.artifacts import ArtifactBuilder, check_manifest
 from edgedeploy.cli import cli
-from measure_helpers import FAST_SESSION_ARGS, make_artifact, write_inventory
+from tests.measure_helpers import FAST_SESSION_ARGS, make_artifact, write_inventory
 
 
 @pytest.fixture(scope="module")

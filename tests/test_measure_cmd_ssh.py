@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from edgedeploy.cli import cli
 from edgedeploy.devices.measuring import MeasureRequest, run_measure
 from edgedeploy.errors import DeviceError
-from measure_helpers import FAST_SESSION_ARGS, fast_settings, make_artifact, write_inventory
+from tests.measure_helpers import FAST_SESSION_ARGS, fast_settings, make_artifact, write_inventory
 
 
 @pytest.fixture(scope="module")

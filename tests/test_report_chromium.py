@@ -14,7 +14,7 @@ import pytest
 from edgedeploy.report.artifact import load_artifact
 from edgedeploy.report.combine import combine
 from edgedeploy.report.html import render_html
-from measure_helpers import add_test_audit, fast_settings, make_artifact
+from tests.measure_helpers import add_test_audit, fast_settings, make_artifact
 
 CHROMIUM_FLAGS = [
     "--headless",

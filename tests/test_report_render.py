@@ -16,7 +16,7 @@ from edgedeploy.report.artifact import load_artifact, update_report_section
 from edgedeploy.report.combine import combine
 from edgedeploy.report.html import render_html
 from edgedeploy.report.schema import REPORT_SCHEMA, validate_report
-from measure_helpers import add_test_audit, fast_settings, make_artifact
+from tests.measure_helpers import add_test_audit, fast_settings, make_artifact
 
 
 @pytest.fixture(scope="module")
@@ -138,3 +138,48 @@ def test_report_sections_are_updated_under_the_manifest(tmp_path):
     (art / "model.onnx").write_bytes(b"tampered")
     with pytest.raises(ArtifactError, match="changed since the build"):
         check_manifest(art)
+
+
+def test_two_devices_are_two_groups_and_never_divided(two_measured, tmp_path):
+    """The same artifact measured on a second device (its record copied under another device
+    name and machine identity): the report shows both, side by side, with no ratio between them."""
+    import copy
+
+    _, arts = two_measured
+    art = arts[1]
+    report = json.loads((art / "report.json").read_text())
+    other = copy.deepcopy(report["measurements"]["local"])
+    for rec in other["latency"].values():
+        rec["scope"]["device"] = dict(rec["scope"]["device"], name="board2", hostname="board2-host", cpu_model="Cortex-A76")
+    update_report_section(art, ("measurements", "board2"), other)
+    try:
+        comp = combine([load_artifact(art)])
+        assert [g["device"] for g in comp["latency"]] == ["board2", "local"]
+        for group in comp["latency"]:
+            names = {e["scope"]["device"]["name"] for e in group["entries"]}
+            assert names == {group["device"]}  # never a figure of another device in a group
+        text = CliRunner().invoke(cli, ["report", str(art)]).stdout
+        assert "Latency on device board2 (host board2-host, Cortex-A76" in text and "Latency on device local" in text
+    finally:
+        report_now = json.loads((art / "report.json").read_text())
+        del report_now["measurements"]["board2"]
+        update_report_section(art, ("measurements",), report_now["measurements"])
+
+
+def test_before_after_ratio_refused_across_devices_or_inputs(two_measured):
+    import copy
+
+    from edgedeploy.devices.measuring import compare_before_after
+
+    _, arts = two_measured
+    record = json.loads((arts[1] / "report.json").read_text())["measurements"]["local"]
+    before, after = record["latency"]["before"], record["latency"]["after"]
+    assert compare_before_after(before, after)["speedup"] > 0
+    moved = copy.deepcopy(after)
+    moved["scope"]["device"]["hostname"] = "elsewhere"
+    assert compare_before_after(before, moved)["speedup"] is None
+    assert "never divided" in compare_before_after(before, moved)["refused"]
+    batch4 = copy.deepcopy(after)
+    batch4["scope"]["batch"] = 4
+    refusal = compare_before_after(before, batch4)
+    assert refusal["speedup"] is None and "batch" in refusal["refused"]
