@@ -147,3 +147,26 @@ def test_runner_failure_keeps_the_other_runner(tmp_path, monkeypatch):
     assert "needs numpy and onnxruntime on the device" in message and "marked partial" in message
     report = json.loads((artifact / "report.json").read_text())
     assert report["measurements"]["bare"]["partial"] is True
+
+
+def test_measure_a_real_target_runner_tidl_without_a_board(tmp_path, monkeypatch):
+    """The TIDL target's own runner_spec through measure, on this machine declared as an am68a
+    (no TI board here: its runner falls back to ONNX Runtime CPU and says so; the figures are
+    CPU figures). Checks measure works with a runner of another convention: per-sample inputs,
+    outputs keyed by name, scope with model_sha256."""
+    from edgedeploy.build import BuildOptions, run_build
+    from edgedeploy.sample import sample_model_path
+
+    monkeypatch.delenv("TIDL_TOOLS_PATH", raising=False)
+    artifact = run_build(sample_model_path(), "am68a", BuildOptions(out_root=tmp_path / "out", eval_count=16), echo=lambda line: None)
+    inv = write_inventory(tmp_path / "inv.json", {"ti-here": {"chip": "am68a", "transport": "local"}})
+    r = CliRunner().invoke(cli, ["measure", str(artifact), "--device", "ti-here", "--inventory", str(inv), "--format", "json", *FAST_SESSION_ARGS])
+    assert r.exit_code == 0, r.output
+    record = json.loads(r.stdout)
+    after, before = record["latency"]["after"], record["latency"]["before"]
+    assert "CPUExecutionProvider" in before["scope"]["backend"]
+    assert after["scope"]["model"]["sha256"] == record["artifact"]["model"]["sha256"]
+    assert all(s.get("tidl_fallback") for s in after["sessions"])  # the fallback is on record, not hidden
+    assert record["comparison"]["speedup"] > 0
+    assert record["accuracy"]["metric"] == "fidelity"
+    assert record["accuracy"]["before_vs_host_reference"]["logits"]["cosine"] > 0.9999

@@ -42,7 +42,7 @@ from edgedeploy.devices.runners import (
     onnx_cpu_runner_spec,
     write_inputs_npz,
 )
-from edgedeploy.errors import ArtifactError, DeviceError, EdgedeployError
+from edgedeploy.errors import ArtifactError, DeviceError
 
 MEASUREMENT_SCHEMA = "edgedeploy.measurement/1"
 LATENCY_SCHEMA = "edgedeploy.latency/1"  # the record edgedeploy.measure's harness writes too
@@ -325,25 +325,30 @@ def summarize_sessions(sessions: list[dict]) -> dict:
     }
 
 
-def device_identity(device: Device, environment: dict) -> dict:
+def device_identity(device: Device, environment: dict, runner_device: dict | None = None) -> dict:
     """The device part of a scope: the inventory's name and chip, and the machine the runner saw."""
+    runner_device = runner_device if isinstance(runner_device, dict) else {}
     return {
         "name": device.name,
         "chip": device.chip,
-        "hostname": environment.get("hostname"),
+        "hostname": environment.get("hostname") or runner_device.get("hostname") or runner_device.get("host"),
         "cpu_model": environment.get("cpu_model"),
         "cpu_cores": environment.get("cpu_cores"),
         "accelerators": environment.get("accelerators", []),
     }
 
 
-def latency_record(run: RunnerRun, device: Device, settings: SessionSettings) -> dict | None:
+def latency_record(run: RunnerRun, device: Device, settings: SessionSettings, model_info: dict | None = None) -> dict | None:
     if not run.sessions:
         return None
     first = run.sessions[0]
     environment = dict(first.get("environment") or {})
     scope = dict(first.get("scope") or {})
-    scope["device"] = device_identity(device, environment)
+    if not isinstance(scope.get("model"), dict) and model_info:
+        # Runners that record only the hash (`model_sha256`) get the model block of the report;
+        # the hash stays the runner's own, so a mismatch still shows (and refuses a ratio).
+        scope["model"] = {"name": model_info.get("name"), "sha256": scope.pop("model_sha256", None) or model_info.get("sha256"), "format": "onnx"}
+    scope["device"] = device_identity(device, environment, scope.get("device"))
     libraries = environment.get("libraries", {})
     spec = run.spec
     return {
@@ -408,28 +413,50 @@ def compare_before_after(before: dict | None, after: dict | None) -> dict:
 
 
 def _outputs(run: RunnerRun) -> dict[str, np.ndarray] | None:
-    path = run.fetched.get(OUTPUTS_REMOTE_NAME)
-    if path is None or not run.sessions:
+    """The first session's outputs: the runner's first .npz result file.
+
+    Keys `output0`, `output1`, ... are mapped to the session's `output_names` (the built-in
+    runner's convention); other keys are taken as the output names themselves.
+    """
+    files = [run.fetched[name] for name in run.spec.result_files if name.endswith(".npz") and name in run.fetched]
+    if not files or not run.sessions:
         return None
     names = run.sessions[0].get("output_names") or []
-    with np.load(path, allow_pickle=False) as archive:
-        return {names[i] if i < len(names) else f"output{i}": archive[f"output{i}"] for i in range(len(archive.files)) if f"output{i}" in archive.files}
+    with np.load(files[0], allow_pickle=False) as archive:
+        keys = list(archive.files)
+        if names and all(f"output{i}" in keys for i in range(len(names))):
+            return {names[i]: archive[f"output{i}"] for i in range(len(names))}
+        return {key: archive[key] for key in keys}
 
 
 def host_reference_outputs(model_path: Path, inputs_path: Path, count: int) -> tuple[dict[str, np.ndarray], str]:
-    """The reference: the artifact's ONNX model on this machine's ONNX Runtime CPU, same inputs, same batching."""
+    """The reference: the artifact's ONNX model on this machine's ONNX Runtime CPU, on the same inputs.
+
+    Inputs are either one array per input with the samples along the batch axis (the dataset
+    .npz format: fed in whole batches), or one entry per sample each with its own batch axis
+    (rank + 1: fed one by one, outputs stacked) as some targets' runners store them.
+    """
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
-    names = [i.name for i in session.get_inputs()]
+    inputs = session.get_inputs()
+    names = [i.name for i in inputs]
     with np.load(inputs_path, allow_pickle=False) as archive:
         data = {n: archive[n] for n in names}
-    batch = int(session.get_inputs()[0].shape[0]) if isinstance(session.get_inputs()[0].shape[0], int) else 1
-    parts: list[list[np.ndarray]] = [[] for _ in session.get_outputs()]
-    for start in range(0, count - batch + 1, batch):
-        for i, value in enumerate(session.run(None, {n: a[start : start + batch] for n, a in data.items()})):
-            parts[i].append(np.asarray(value))
-    return {o.name: np.concatenate(p) for o, p in zip(session.get_outputs(), parts) if p}, f"ort-cpu {ort.__version__} on this host, fp32"
+    outputs = session.get_outputs()
+    parts: list[list[np.ndarray]] = [[] for _ in outputs]
+    if data[names[0]].ndim == len(inputs[0].shape) + 1:
+        for index in range(min(count, len(data[names[0]]))):
+            for i, value in enumerate(session.run(None, {n: a[index] for n, a in data.items()})):
+                parts[i].append(np.asarray(value))
+        stacked = {o.name: np.stack(p) for o, p in zip(outputs, parts) if p}
+    else:
+        batch = int(inputs[0].shape[0]) if isinstance(inputs[0].shape[0], int) else 1
+        for start in range(0, count - batch + 1, batch):
+            for i, value in enumerate(session.run(None, {n: a[start : start + batch] for n, a in data.items()})):
+                parts[i].append(np.asarray(value))
+        stacked = {o.name: np.concatenate(p) for o, p in zip(outputs, parts) if p}
+    return stacked, f"ort-cpu {ort.__version__} on this host, fp32"
 
 
 def accuracy_section(artifact: Path, runs: dict[str, RunnerRun], inputs_path: Path | None, device: Device) -> dict | None:
@@ -463,7 +490,7 @@ def accuracy_section(artifact: Path, runs: dict[str, RunnerRun], inputs_path: Pa
 
 
 def build_record(artifact, manifest, report, device, settings, runs, fatal, inputs_note, started_at, stage) -> dict:
-    latency = {label: latency_record(run, device, settings) for label, run in runs.items()}
+    latency = {label: latency_record(run, device, settings, report.get("model")) for label, run in runs.items()}
     errors = {label: run.error for label, run in runs.items() if run.error}
     partial = bool(fatal) or any(rec is None or rec["partial"] for rec in latency.values())
     error = fatal
@@ -473,8 +500,9 @@ def build_record(artifact, manifest, report, device, settings, runs, fatal, inpu
     accuracy_error = None
     try:
         accuracy = accuracy_section(artifact, runs, stage / INPUTS_REMOTE_NAME if (stage / INPUTS_REMOTE_NAME).exists() else _spec_inputs(runs), device)
-    except (EdgedeployError, ValueError, KeyError, OSError) as exc:
-        accuracy_error = f"the output check could not be computed: {exc}"
+    except Exception as exc:  # noqa: BLE001 - the check is secondary: the latency record must still be written
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        accuracy_error = f"the output check could not be computed: {detail}"
     return {
         "schema": MEASUREMENT_SCHEMA,
         "edgedeploy_version": __version__,

@@ -82,7 +82,7 @@ def latency_scope(scope: dict | None) -> str:
         f"inputs {shapes(scope.get('input_shapes'))}",
         f"batch {scope.get('batch', '?')}",
         f"{scope.get('precision') or '?'}",
-        f"{backend} ({threads_text(scope.get('threads'))})",
+        f"{backend} ({threads_text(scope.get('threads'))})" if "threads" in scope else backend,
     ]
     if deployed.get("file"):
         bits.append(f"runs {deployed['file']}")

@@ -120,8 +120,9 @@ def render_comparison(comp: dict) -> str:
             metric = e.get("metric") or "fidelity"
             b, a = fmt.metric_value(metric, e.get("before")), fmt.metric_value(metric, e.get("after"))
             fid = e.get("fidelity") or {}
+            task = f"before {fmt.metric_text(metric, b)}, after {fmt.metric_text(metric, a)}" if metric != "fidelity" else "no labels"
             lines.append(
-                f"  {e['label']} ({e['kind']}): {fmt.METRIC_NAMES.get(metric, metric)} before {fmt.metric_text(metric, b)}, after {fmt.metric_text(metric, a)}"
+                f"  {e['label']} ({e['kind']}): {fmt.METRIC_NAMES.get(metric, metric)} {task}"
                 + (f"; output {e['output']!r} cosine {fmt.num(fid.get('cosine'), 6)}, SNR {fmt.num(fid.get('snr_db'), 4)} dB" if fid else "")
                 + f" [{e['samples']} samples]"
             )
