@@ -130,7 +130,7 @@ class SshTransport:
         control_dir = tempfile.mkdtemp(prefix="edgedeploy-ssh-")
         argv = [
             self.ssh_binary,
-            *self._options(("ControlMaster=yes", f"ControlPath={control_dir}/cm", "ControlPersist=120")),
+            *self._options(("ControlMaster=yes", f"ControlPath={control_dir}/cm", "ControlPersist=60")),
             "-N",
             "-f",
             "--",
