@@ -337,6 +337,7 @@ def _load_pt2(path: Path, options: BenchOptions, run: BenchRun) -> ModelUnderTes
         described = run_worker(python, B.TORCH_WORKER, {"action": "describe_pt2", "path": str(path.resolve())}, run.workdir / "pt2", run.workdir / "pt2.log", 300, label="torch")
     except ToolchainError as exc:
         raise ModelError(f"{path.name} could not be loaded with torch.export.load: {_first_line(str(exc)).split(': ', 1)[-1]}") from None
+    run._torch_probe = described.get("probe")
     inputs = described["inputs"]
     shapes = dict(options.input_shapes)
     if "" in shapes and len(inputs) == 1:
