@@ -23,15 +23,15 @@ from pathlib import Path
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 HERE = Path(__file__).parent
-ORT_WORKER = HERE / "ort_session.py"
-TORCH_WORKER = HERE / "torch_worker.py"
-TFLITE_WORKER = HERE / "tflite_worker.py"
+ORT_WORKER = HERE / "worker_ort.py"
+TORCH_WORKER = HERE / "worker_torch.py"
+TFLITE_WORKER = HERE / "worker_tflite.py"
 
 TORCH_TOOLCHAIN = VenvToolchain(
     name="torch",
     description="PyTorch 2.13 + onnx2torch: the eager and torch.compile backends of `edgedeploy bench`",
     steps=(RequirementStep(HERE / "requirements" / "torch.txt"),),
-    # onnx2torch is imported by the bench probe (torch_worker.import_onnx2torch), which first
+    # onnx2torch is imported by the bench probe (worker_torch.import_onnx2torch), which first
     # copes with a torchvision wheel built for another torch; a plain import would fail there.
     import_modules=("torch",),
     distributions=("torch", "torchvision", "onnx2torch", "onnx", "numpy"),
