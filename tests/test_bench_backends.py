@@ -26,9 +26,17 @@ torch.export.save(program, sys.argv[1])
 
 @pytest.mark.toolchain("torch")
 def test_torch_eager_on_the_sample_through_onnx2torch():
-    r = edgedeploy("bench", "--backend", "ort-cpu,torch-eager-cpu", "--format", "json", *QUICK)
-    assert r.returncode == 0, r.stderr
+    # torch-eager-cuda too: on a machine without CUDA it must be skipped with the reason (and,
+    # being asked for by name, end in one error after the results)
+    r = edgedeploy("bench", "--backend", "ort-cpu,torch-eager-cpu,torch-eager-cuda", "--format", "json", *QUICK)
     doc = json.loads(r.stdout)
+    if doc["device"]["accelerators"]:  # a GPU machine with a CUDA build of torch: it must run
+        assert r.returncode == 0, r.stderr
+        assert any(m["scope"]["backend"] == "torch-eager-cuda" for m in doc["results"])
+    else:
+        _one_clear_error(r, "did not run: torch-eager-cuda")
+        [skip] = doc["skipped"]
+        assert skip["backend"] == "torch-eager-cuda" and "torch.cuda.is_available() is False" in skip["reason"]
     by_backend = {m["scope"]["backend"]: m for m in doc["results"]}
     torch_m = by_backend["torch-eager-cpu"]
     assert torch_m["backend"]["libraries"]["torch"].startswith("2.13")
