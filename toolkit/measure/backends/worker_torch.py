@@ -120,6 +120,14 @@ def _load_model(torch, request, ctx):
         onnx2torch = import_onnx2torch(torch, ctx)
         return onnx2torch.convert(source["path"]).eval()
     program = torch.export.load(source["path"])
+    device = request.get("device", "cpu")
+    if device != "cpu":
+        # An exported program bakes the device of tensors it creates (an LSTM's zero initial
+        # state, say) into its graph; module().to(device) moves only parameters and buffers.
+        # move_to_device_pass rewrites those device arguments too.
+        from torch.export.passes import move_to_device_pass
+
+        program = move_to_device_pass(program, device)
     return program.module()
 
 
