@@ -45,12 +45,30 @@ def precision_not_on_accelerator(node, chip):
     """The accelerator runs this operator, but not in the requested precision."""
 
 
+@rule(placement=Placement.FLOAT)
+def precision_kept_in_float(node, chip):
+    """The accelerator has no kernel for this operator in the requested precision; it is kept in float."""
+
+
+@rule(placement=Placement.UNSUPPORTED)
+def precision_unsupported(node, chip):
+    """This operator is not implemented in the requested precision, and there is no fallback unit to run it."""
+
+
 @rule(placement=Placement.UNSUPPORTED)
 def opset_out_of_range(node, chip):
     """The toolchain's ONNX importer does not accept this model's opset."""
 
 
-BUILTIN_RULES = (operator_not_on_accelerator, operator_unsupported, operator_float_only, precision_not_on_accelerator, opset_out_of_range)
+BUILTIN_RULES = (
+    operator_not_on_accelerator,
+    operator_unsupported,
+    operator_float_only,
+    precision_not_on_accelerator,
+    precision_kept_in_float,
+    precision_unsupported,
+    opset_out_of_range,
+)
 
 
 @dataclass
@@ -273,6 +291,11 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None) -> NodePla
         if precision and precision not in support.precisions and "any" not in support.precisions:
             if support.precisions == ("float",):
                 add(operator_float_only, Placement.FLOAT, op, "float only")
+            elif "float" in support.precisions:
+                # The toolchain keeps the operator in float rather than in the missing precision.
+                add(precision_kept_in_float, Placement.FLOAT, precision, f"supported: {', '.join(support.precisions)}")
+            elif rules.fallback_ops is not None and op not in rules.fallback_ops:
+                add(precision_unsupported, Placement.UNSUPPORTED, precision, f"supported: {', '.join(support.precisions)}")
             else:
                 add(precision_not_on_accelerator, Placement.FALLBACK, precision, f"supported: {', '.join(support.precisions)}")
         for r in rules.rules:
