@@ -326,9 +326,13 @@ def _tensor_bytes(view: TensorView | None, precision: str | None) -> int | None:
         return None
 
 
-def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None) -> AuditResult:
-    """Place every node of `model` on the chip `rules` describes, and derive partitions and crossings."""
-    views = node_views(model)
+def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None, views: list[NodeView] | None = None) -> AuditResult:
+    """Place every node of `model` on the chip `rules` describes, and derive partitions and crossings.
+
+    `views`: node_views(model), when the caller audits one model on many chips and builds them once.
+    """
+    if views is None:
+        views = node_views(model)
     placed = [place_node(v, rules, precision) for v in views]
     by_output: dict[str, int] = {}
     for i, v in enumerate(views):
