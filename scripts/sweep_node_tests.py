@@ -218,7 +218,10 @@ def summarise(target, chip, rules, precision: str, results: list[CaseResult]) ->
             totals["toolchain_failed"] += 1
             counts["toolchain_failed"] += 1
         for d in c["disagreements"]:
-            disagreements.append({"case": r.name, **d})
+            entry = {"case": r.name, **d}
+            if entry["node"] == "(model)":
+                entry["op_type"] = op  # the case's operator(s): what the refusal is about
+            disagreements.append(entry)
     compared = totals["compared"]
     return {
         "target": target.id,

@@ -29,6 +29,9 @@ CHIPS = ("esp32s3", "esp32p4")
 
 INT = ("int8", "int16")
 ALL = ("int8", "int16", "float")
+# ESP-DL has an int8 kernel, but esp-ppq does not quantise the operator in w8a8 (it is not in its
+# quantisable set; at 16 bits its LUT pass can): at int8 the node stays float.
+FLOAT_AT_8_BITS = ("int16", "float")
 
 # operator -> precisions of ESP-DL's kernels (the table's int8 / int16 / float32 columns).
 OPERATORS: dict[str, OpSupport] = {
@@ -56,7 +59,7 @@ OPERATORS: dict[str, OpSupport] = {
     "LeakyRelu": OpSupport(ALL),
     "Less": OpSupport(INT),
     "LessOrEqual": OpSupport(INT),
-    "Log": OpSupport(ALL),
+    "Log": OpSupport(FLOAT_AT_8_BITS, "int8 kernel exists, but esp-ppq 1.3.12 keeps it in float at 8 bits (measured)"),
     "LogSoftmax": OpSupport(ALL, "output is float32"),
     "LpNormalization": OpSupport(ALL),
     "LSTM": OpSupport(ALL),
@@ -66,7 +69,7 @@ OPERATORS: dict[str, OpSupport] = {
     "Mul": OpSupport(ALL, "up to 4-D"),
     "Neg": OpSupport(ALL),
     "Pad": OpSupport(ALL, "no wrap mode"),
-    "Pow": OpSupport(ALL, "up to 4-D, broadcasting"),
+    "Pow": OpSupport(FLOAT_AT_8_BITS, "up to 4-D, broadcasting; esp-ppq 1.3.12 keeps it in float at 8 bits (measured)"),
     "PRelu": OpSupport(ALL),
     "ReduceL1": OpSupport(ALL, "up to 4-D"),
     "ReduceL2": OpSupport(ALL, "up to 4-D"),
@@ -89,7 +92,7 @@ OPERATORS: dict[str, OpSupport] = {
     "Softmax": OpSupport(ALL, "output is float32"),
     "SpaceToDepth": OpSupport(ALL),
     "Split": OpSupport(ALL),
-    "Sqrt": OpSupport(ALL),
+    "Sqrt": OpSupport(FLOAT_AT_8_BITS, "int8 kernel exists, but esp-ppq 1.3.12 keeps it in float at 8 bits (measured)"),
     "Squeeze": OpSupport(ALL),
     "Sub": OpSupport(ALL, "up to 4-D"),
     "Swish": OpSupport(ALL),
@@ -98,14 +101,17 @@ OPERATORS: dict[str, OpSupport] = {
     "Unsqueeze": OpSupport(ALL),
 }
 
-# Nodes esp-ppq's ONNX simplifier (onnxsim) removes before anything reaches the chip: a Constant
-# becomes an initializer, an Identity is bypassed. They cost nothing on the device.
+# Nodes esp-ppq's ONNX simplifier (onnxsim) removes before anything reaches the chip: an Identity
+# is bypassed. It costs nothing on the device.
+# (Constant nodes and anything else computable at compile time are folded: RuleSet.folds_constants.)
 REMOVED_BY_SIMPLIFIER = {
-    "Constant": OpSupport(("any",), "folded into an initializer by esp-ppq's simplifier"),
     "Identity": OpSupport(("any",), "removed by esp-ppq's simplifier"),
 }
 
 MAX_RANK = 4
+# esp-ppq loads models with the checker of its onnx 1.19.1, which accepts IR versions up to 12
+# (measured: every IR 13 and 14 node test is refused).
+MAX_IR_VERSION = 12
 RANK_LIMITED_OPS = (
     "Add", "Sub", "Mul", "Div", "MatMul", "Mod", "Pow",
     "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
@@ -211,7 +217,210 @@ def scatternd_reduction(node: NodeView, chip: str):
     return None
 
 
+# ---- What esp-ppq 1.3.12 needs to quantise and export a node (measured on ONNX's node tests
+# with scripts/sweep_node_tests.py; without it esp-ppq stops with an error, so the build fails).
+
+# Inputs that are parameters (weights, axes, sizes, bounds): esp-ppq folds them into the
+# exported graph and cannot take them at run time.
+PARAMETER_INPUTS = {
+    "Clip": (1, 2),
+    "ConvTranspose": (1, 2),
+    "Gemm": (2,),
+    "Resize": (1, 2, 3),
+    "Slice": (1, 2, 3, 4),
+    "Split": (1,),
+    **{op: (1,) for op in RANK_LIMITED_OPS if op.startswith("Reduce")},
+}
+# On the ESP32-P4 esp-ppq quantises Conv weights per channel, which needs them as constants.
+P4_PARAMETER_INPUTS = {"Conv": (1, 2)}
+INPUT_NAMES = {
+    "Clip": ("input", "min", "max"),
+    "Conv": ("X", "W", "B"),
+    "ConvTranspose": ("X", "W", "B"),
+    "Gemm": ("A", "B", "C"),
+    "Resize": ("X", "roi", "scales", "sizes"),
+    "Slice": ("data", "starts", "ends", "axes", "steps"),
+    "Split": ("input", "split"),
+}
+
+
+def _input_name(op: str, index: int) -> str:
+    names = INPUT_NAMES.get(op, ("data", "axes"))
+    return names[index] if index < len(names) else f"input {index}"
+
+
+@rule(*sorted(set(PARAMETER_INPUTS) | set(P4_PARAMETER_INPUTS)), placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def parameters_are_constant(node: NodeView, chip: str):
+    """esp-ppq {VERSION} needs this operator's parameters (weights, bias, axes, bounds, sizes) as constants in the model, not as run-time inputs."""
+    indices = PARAMETER_INPUTS.get(node.op_type, ()) + (P4_PARAMETER_INPUTS.get(node.op_type, ()) if chip == "esp32p4" else ())
+    found = []
+    for i in indices:
+        t = node.input(i)
+        if t is not None and not (t.is_constant or t.foldable):
+            found.append(Offence(_input_name(node.op_type, i), f"input '{t.name}' is computed at run time"))
+    return found
+
+
+@rule("Clip", placement=Placement.UNSUPPORTED)
+def clip_has_a_bound(node: NodeView, chip: str):
+    """ESP-DL's Clip needs a min or a max bound; a Clip without either is not exported."""
+    has_min = node.input(1) is not None or node.has_attr("min")
+    has_max = node.input(2) is not None or node.has_attr("max")
+    if not (has_min or has_max):
+        return Offence("no bounds")
+    return None
+
+
+# Inputs that carry indices or shapes rather than data: integers there are expected.
+INDEX_INPUTS = {"Gather": (1,), "ScatterND": (1,), "ReverseSequence": (1,), "Slice": (1, 2, 3, 4), "Split": (1,), "Resize": (1, 2, 3), "Reshape": (1,), "Squeeze": (1,), "Unsqueeze": (1,), "Pad": (1, 3), "Expand": (1,)}
+INDEX_INPUTS.update({op: (1,) for op in RANK_LIMITED_OPS if op.startswith("Reduce")})
+ACTIVATION_DTYPES = ("float32",)
+QUANTISED_OPS = tuple(op for op, s in OPERATORS.items() if "int8" in s.precisions)
+
+
+@rule(*QUANTISED_OPS, placement=Placement.UNSUPPORTED, DTYPES=ACTIVATION_DTYPES, VERSION=ESP_PPQ_VERSION)
+def float32_activations(node: NodeView, chip: str):
+    """esp-ppq {VERSION} calibrates and quantises {DTYPES} activations only; an operator fed integer, bool or other float types is refused."""
+    skip = INDEX_INPUTS.get(node.op_type, ())
+    found = []
+    for i, t in enumerate(node.inputs):
+        if i in skip or not t.present or t.is_constant or t.foldable or t.dtype is None:
+            continue
+        if t.dtype not in ACTIVATION_DTYPES:
+            found.append(Offence(t.dtype, f"input '{t.name}'"))
+    return found
+
+
+# Element types esp-ppq's executor (PyTorch) has no dtype for; a model feeding them fails to load.
+UNKNOWN_TO_ESP_PPQ = ("uint16", "uint32", "uint64", "bfloat16", "string", "object")
+
+
+@rule(*OPERATORS, placement=Placement.UNSUPPORTED, DTYPES=UNKNOWN_TO_ESP_PPQ, VERSION=ESP_PPQ_VERSION)
+def dtypes_esp_ppq_knows(node: NodeView, chip: str):
+    """esp-ppq {VERSION} has no tensor type for {DTYPES} (nor 8-bit float or 4-bit types); such inputs are refused even for float operators."""
+    for t in node.inputs:
+        if t.present and not (t.is_constant or t.foldable) and t.dtype is not None and (t.dtype in UNKNOWN_TO_ESP_PPQ or t.dtype.startswith(("float8", "float4", "int4", "uint4", "int2", "uint2"))):
+            return Offence(t.dtype, f"input '{t.name}'")
+    return None
+
+
+@rule("MaxPool", placement=Placement.UNSUPPORTED)
+def maxpool_without_indices(node: NodeView, chip: str):
+    """ESP-DL's MaxPool returns the pooled values only; the Indices output is not implemented."""
+    if len(node.outputs) > 1 and node.outputs[1].present:
+        return Offence("Indices output", node.outputs[1].name)
+    return None
+
+
+@rule(placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def no_empty_tensors(node: NodeView, chip: str):
+    """esp-ppq {VERSION} cannot calibrate a tensor with a zero-sized dimension."""
+    for t in node.inputs + node.outputs:
+        if t.present and t.shape is not None and any(d == 0 for d in t.shape):
+            return Offence(list(t.shape), f"tensor '{t.name}'")
+    return None
+
+
+REDUCE_OPS = tuple(op for op in RANK_LIMITED_OPS if op.startswith("Reduce"))
+
+
+@rule(*REDUCE_OPS, placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def reduce_keepdims_explicit(node: NodeView, chip: str):
+    """esp-ppq {VERSION}'s exporter reads the keepdims attribute of reductions and fails when it is left at its default; set it explicitly."""
+    if not node.has_attr("keepdims"):
+        return Offence("keepdims not set")
+    return None
+
+
+@rule("AveragePool", "MaxPool", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def pool_pads_at_most_half_kernel(node: NodeView, chip: str):
+    """esp-ppq {VERSION} simulates pooling with PyTorch, which takes pads of at most half the (dilated) kernel."""
+    kernel = node.attr("kernel_shape") or []
+    dilations = node.attr("dilations") or [1] * len(kernel)
+    pads = node.attr("pads") or []
+    for axis, k in enumerate(kernel):
+        limit = ((int(k) - 1) * int(dilations[axis]) + 1) // 2
+        for p in (pads[axis] if axis < len(pads) else 0, pads[axis + len(kernel)] if axis + len(kernel) < len(pads) else 0):
+            if int(p) > limit:
+                return Offence(int(p), f"pad {p} on axis {axis}, kernel {k}: at most {limit}")
+    return None
+
+
+@rule("LayerNormalization", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def layernorm_last_axis_output_only(node: NodeView, chip: str):
+    """esp-ppq {VERSION} normalises over the last axis only and exports only the normalised output (no Mean or InvStdDev outputs)."""
+    found = []
+    axis = int(node.attr("axis", -1))
+    x = node.input(0)
+    if axis != -1 and (x is None or x.rank is None or axis != x.rank - 1):
+        found.append(Offence(axis, "axis"))
+    extra = [t.name for t in node.outputs[1:] if t.present]
+    if extra:
+        found.append(Offence("extra outputs", ", ".join(extra)))
+    return found
+
+
+@rule("GRU", "LSTM", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def recurrent_forms(node: NodeView, chip: str):
+    """esp-ppq {VERSION} exports GRU and LSTM with layout 0, in the forward or bidirectional direction, with the Y output, without LSTM peepholes, and GRU only with linear_before_reset = 1 (PyTorch's form)."""
+    found = []
+    if not (node.outputs and node.outputs[0].present):
+        found.append(Offence("no Y output"))
+    if int(node.attr("layout", 0)) != 0:
+        found.append(Offence("layout 1"))
+    if node.attr("direction", "forward") == "reverse":
+        found.append(Offence("direction reverse"))
+    if node.op_type == "LSTM" and node.input(7) is not None:
+        found.append(Offence("peepholes"))
+    if node.op_type == "GRU" and int(node.attr("linear_before_reset", 0)) != 1:
+        found.append(Offence("linear_before_reset 0"))
+    return found
+
+
+@rule("PRelu", placement=Placement.UNSUPPORTED)
+def prelu_per_channel_slope(node: NodeView, chip: str):
+    """ESP-DL's PRelu takes one slope per channel (or a single one); other broadcast shapes are refused."""
+    x, slope = node.input(0), node.input(1)
+    if x is None or slope is None or slope.numel is None or x.shape is None or len(x.shape) < 2:
+        return None
+    channels = x.shape[1]
+    if slope.numel not in (1, channels):
+        return Offence(list(slope.shape), f"{slope.numel} slopes for {channels} channels")
+    return None
+
+
+@rule("MatMul", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def matmul_not_both_1d(node: NodeView, chip: str):
+    """esp-ppq {VERSION} crashes on a MatMul of two 1-D operands (a dot product)."""
+    ranks = [t.rank for t in node.inputs if t.present]
+    if len(ranks) == 2 and ranks[0] == 1 and ranks[1] == 1:
+        return Offence(ranks, "1-D x 1-D")
+    return None
+
+
+@rule("Identity", placement=Placement.UNSUPPORTED)
+def identity_of_tensor(node: NodeView, chip: str):
+    """Only an Identity of a tensor is removed; sequences and optionals are not ESP-DL types."""
+    x = node.input(0)
+    if x is not None and x.dtype is None and x.shape is None and not x.is_constant:
+        return Offence("not a tensor", f"input '{x.name}'")
+    return None
+
+
 RULES = [
+    parameters_are_constant,
+    clip_has_a_bound,
+    float32_activations,
+    dtypes_esp_ppq_knows,
+    maxpool_without_indices,
+    no_empty_tensors,
+    reduce_keepdims_explicit,
+    pool_pads_at_most_half_kernel,
+    layernorm_last_axis_output_only,
+    recurrent_forms,
+    prelu_per_channel_slope,
+    matmul_not_both_1d,
+    identity_of_tensor,
     at_most_4d,
     spatial_1d_or_2d,
     conv_group_1_or_depthwise,
@@ -238,7 +447,10 @@ def rule_set(chip_id: str, **options) -> RuleSet:
         rules=list(RULES),
         # ESP-DL has no fallback unit: an operator without an ESP-DL module cannot be loaded.
         fallback_ops=frozenset(),
+        # esp-ppq runs onnxsim first: subgraphs computable at compile time become constants.
+        folds_constants=True,
         fallback_unit="CPU (float32 kernels)",
+        max_ir_version=MAX_IR_VERSION,
         notes=[
             "ESP-DL has no CPU fallback: an operator it does not implement makes the model fail to load.",
             "FLOAT: esp-ppq leaves the operator in float32 and ESP-DL runs its float kernel, with (de)quantisation around it.",

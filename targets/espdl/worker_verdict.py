@@ -143,13 +143,8 @@ def _to_torch(sample):
     import numpy as np
     import torch
 
-    out = []
-    for a in sample:
-        a = np.ascontiguousarray(a)
-        if a.dtype == np.float64 or a.dtype == np.float16:
-            a = a.astype(np.float32)
-        out.append(torch.from_numpy(a))
-    return out
+    # The data keeps the dtype the model declares: what a user would calibrate with.
+    return [torch.from_numpy(np.ascontiguousarray(a)) for a in sample]
 
 
 def _keep_dtypes(batch):
@@ -170,9 +165,20 @@ def _with_timeout(seconds, func):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _first_line(exc):
+def _last_line(exc):
     lines = [line for line in str(exc).strip().splitlines() if line.strip()]
     return f"{type(exc).__name__}: {lines[-1] if lines else ''}".strip().rstrip(":")
+
+
+def _first_line(exc):
+    """The exception's message, and the root cause's where esp-ppq wraps one ("Op Execution Error")."""
+    text = _last_line(exc)
+    root = exc
+    while root.__cause__ is not None or (root.__context__ is not None and not root.__suppress_context__):
+        root = root.__cause__ or root.__context__
+    if root is not exc:
+        text += f" (cause: {_last_line(root)[:200]})"
+    return text
 
 
 def verdict_for(case, request, workroot, rng, ctx):

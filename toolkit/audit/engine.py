@@ -7,7 +7,7 @@ unit), the accelerator<->fallback transitions per inference and the bytes that c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -55,9 +55,19 @@ def precision_unsupported(node, chip):
     """This operator is not implemented in the requested precision, and there is no fallback unit to run it."""
 
 
+@rule(placement=Placement.ACCELERATOR)
+def folded_at_compile_time(node, chip):
+    """Every input is known when the model is compiled: the toolchain folds this node into a constant, so it runs nowhere."""
+
+
 @rule(placement=Placement.UNSUPPORTED)
 def opset_out_of_range(node, chip):
     """The toolchain's ONNX importer does not accept this model's opset."""
+
+
+@rule(placement=Placement.UNSUPPORTED)
+def ir_version_too_new(node, chip):
+    """The toolchain's ONNX package is older than this model's IR version and refuses to load it."""
 
 
 BUILTIN_RULES = (
@@ -68,6 +78,8 @@ BUILTIN_RULES = (
     precision_kept_in_float,
     precision_unsupported,
     opset_out_of_range,
+    ir_version_too_new,
+    folded_at_compile_time,
 )
 
 
@@ -103,7 +115,7 @@ class NodePlacement:
 
     @property
     def reason(self) -> str:
-        """The sentence of the worst violation, or '' on the accelerator."""
+        """The sentence of the decisive violation; '' on the accelerator (unless folded at compile time)."""
         decisive = [v for v in self.violations if v.placement == self.placement]
         return decisive[0].message if decisive else ""
 
@@ -252,8 +264,17 @@ def node_views(model: LoadedModel) -> list[NodeView]:
         return TensorView(name, dims_of(vi), dtype_name(elem) if elem else None, False)
 
     opset = model.opset
+    ir_version = int(model.proto.ir_version)
     views = []
+    foldable: set[str] = set(initializers)
+    # A graph output must still be produced by the compiled model, so its node is never folded away.
+    graph_outputs = {o.name for o in graph.output}
     for index, (name, node) in enumerate(zip(node_names(graph), graph.node)):
+        inputs = tuple(view(i) for i in node.input)
+        if not graph_outputs.intersection(node.output) and _computable_at_compile_time(node, inputs, foldable):
+            foldable.update(o for o in node.output if o)
+        inputs = tuple(replace(t, foldable=True) if t.name in foldable else t for t in inputs)
+        outputs = tuple(replace(t, foldable=True) if t.name in foldable else t for t in (view(o) for o in node.output))
         views.append(
             NodeView(
                 name=name,
@@ -261,12 +282,32 @@ def node_views(model: LoadedModel) -> list[NodeView]:
                 domain=node.domain,
                 index=index,
                 opset=opset,
-                inputs=tuple(view(i) for i in node.input),
-                outputs=tuple(view(o) for o in node.output),
+                inputs=inputs,
+                outputs=outputs,
                 proto=node,
+                ir_version=ir_version,
             )
         )
     return views
+
+
+# Operators whose output depends on more than their inputs: never folded.
+NOT_FOLDABLE = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
+# Operators that read only the shape of their input.
+SHAPE_READERS = {"Shape", "Size"}
+
+
+def _computable_at_compile_time(node: onnx.NodeProto, inputs: tuple[TensorView, ...], foldable: set[str]) -> bool:
+    if node.domain not in ("", "ai.onnx") or node.op_type in NOT_FOLDABLE:
+        return False
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        return False
+    if node.op_type in SHAPE_READERS:
+        return bool(inputs) and (inputs[0].name in foldable or inputs[0].is_static)
+    present = [t for t in inputs if t.present]
+    if not present:
+        return node.op_type == "Constant"
+    return all(t.name in foldable for t in present)
 
 
 def place_node(node: NodeView, rules: RuleSet, precision: str | None) -> NodePlacement:
@@ -277,8 +318,13 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None) -> NodePla
         found.append(Violation(node.name, node.op_type, r.name, r.sentence, placement, value, detail))
 
     op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+    if rules.folds_constants and node.outputs and all(o.foldable for o in node.outputs if o.present):
+        add(folded_at_compile_time, Placement.ACCELERATOR, op)
+        return NodePlacement(node.name, node.op_type, node.index, Placement.ACCELERATOR, found)
     if not (rules.min_opset <= node.opset <= rules.max_opset):
         add(opset_out_of_range, Placement.UNSUPPORTED, node.opset, f"accepted: {rules.min_opset}..{rules.max_opset}")
+    if rules.max_ir_version is not None and node.ir_version > rules.max_ir_version:
+        add(ir_version_too_new, Placement.UNSUPPORTED, node.ir_version, f"accepted: up to {rules.max_ir_version}")
     support = rules.accelerator_ops.get(op)
     if support is None:
         if op in rules.float_only_ops:
@@ -349,12 +395,16 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
             i = parent[i]
         return i
 
+    # Nodes folded at compile time run nowhere: they join no partition and nothing crosses from them.
+    folded = {i for i, p in enumerate(placed) if any(v.rule == folded_at_compile_time.name for v in p.violations)}
     crossings: list[Crossing] = []
     seen_crossing: set[tuple[str, str]] = set()
     for i, v in enumerate(views):
+        if i in folded:
+            continue
         for t in v.inputs:
             j = by_output.get(t.name) if t.name else None
-            if j is None:
+            if j is None or j in folded:
                 continue
             if _unit(placed[j].placement) == _unit(placed[i].placement):
                 parent[find(i)] = find(j)
@@ -376,7 +426,8 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
                 )
     groups: dict[int, list[int]] = {}
     for i in range(len(views)):
-        groups.setdefault(find(i), []).append(i)
+        if i not in folded:
+            groups.setdefault(find(i), []).append(i)
     partitions = []
     for index, members in enumerate(sorted(groups.values(), key=lambda m: m[0])):
         partitions.append(

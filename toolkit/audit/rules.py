@@ -64,6 +64,9 @@ class TensorView:
     dtype: str | None  # numpy-style name: float32, int8, ...; None when unknown
     is_constant: bool
     _value: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # Computable when the model is compiled: a constant, or the output of nodes that only read
+    # such tensors (or the shape of a tensor whose shape is static). Simplifiers fold these.
+    foldable: bool = False
 
     @property
     def value(self) -> np.ndarray | None:
@@ -102,6 +105,7 @@ class NodeView:
     inputs: tuple[TensorView, ...]
     outputs: tuple[TensorView, ...]
     proto: onnx.NodeProto = field(repr=False, compare=False)
+    ir_version: int = 0  # the model's ONNX IR version (0: not known)
 
     def attr(self, name: str, default: Any = None) -> Any:
         """An attribute's value (bytes decoded to str), or `default` when the node does not set it."""
@@ -239,4 +243,9 @@ class RuleSet:
     # Opsets the toolchain's ONNX importer accepts; outside it the whole model is UNSUPPORTED.
     min_opset: int = 1
     max_opset: int = 99
+    # Newest ONNX IR version the toolchain's onnx package loads; None: no limit known.
+    max_ir_version: int | None = None
+    # The toolchain folds constant subgraphs (onnxsim and the like): a node computable at compile
+    # time runs nowhere, so it is placed on the accelerator, whatever its operator.
+    folds_constants: bool = False
     notes: list[str] = field(default_factory=list)
