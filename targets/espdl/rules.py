@@ -205,18 +205,6 @@ def mod_c_style(node: NodeView, chip: str):
     return None
 
 
-SCATTER_REDUCTIONS = ("none", "add", "mul", "max", "min")
-
-
-@rule("ScatterND", placement=Placement.UNSUPPORTED, REDUCTIONS=SCATTER_REDUCTIONS)
-def scatternd_reduction(node: NodeView, chip: str):
-    """ESP-DL's ScatterND supports the reductions {REDUCTIONS}."""
-    reduction = node.attr("reduction", "none")
-    if reduction not in SCATTER_REDUCTIONS:
-        return Offence(reduction)
-    return None
-
-
 # ---- What esp-ppq 1.3.12 needs to quantise and export a node (measured on ONNX's node tests
 # with scripts/sweep_node_tests.py; without it esp-ppq stops with an error, so the build fails).
 
@@ -261,13 +249,11 @@ def parameters_are_constant(node: NodeView, chip: str):
     return found
 
 
-@rule("Clip", placement=Placement.UNSUPPORTED)
-def clip_has_a_bound(node: NodeView, chip: str):
-    """ESP-DL's Clip needs a min or a max bound; a Clip without either is not exported."""
-    has_min = node.input(1) is not None or node.has_attr("min")
-    has_max = node.input(2) is not None or node.has_attr("max")
-    if not (has_min or has_max):
-        return Offence("no bounds")
+@rule("Clip", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def clip_skipped_bounds(node: NodeView, chip: str):
+    """esp-ppq {VERSION} fails on a Clip whose min and max are both skipped inputs (empty names); leave them out instead."""
+    if len(node.inputs) > 1 and node.input(1) is None and node.input(2) is None:
+        return Offence("both bounds skipped")
     return None
 
 
@@ -293,14 +279,18 @@ def float32_activations(node: NodeView, chip: str):
 
 # Element types esp-ppq's executor (PyTorch) has no dtype for; a model feeding them fails to load.
 UNKNOWN_TO_ESP_PPQ = ("uint16", "uint32", "uint64", "bfloat16", "string", "object")
+NARROW_TYPE_PREFIXES = ("float8", "float4", "int4", "uint4", "int2", "uint2")
 
 
 @rule(*OPERATORS, placement=Placement.UNSUPPORTED, DTYPES=UNKNOWN_TO_ESP_PPQ, VERSION=ESP_PPQ_VERSION)
 def dtypes_esp_ppq_knows(node: NodeView, chip: str):
     """esp-ppq {VERSION} has no tensor type for {DTYPES} (nor 8-bit float or 4-bit types); such inputs are refused even for float operators."""
     for t in node.inputs:
-        if t.present and not (t.is_constant or t.foldable) and t.dtype is not None and (t.dtype in UNKNOWN_TO_ESP_PPQ or t.dtype.startswith(("float8", "float4", "int4", "uint4", "int2", "uint2"))):
-            return Offence(t.dtype, f"input '{t.name}'")
+        dtype = t.dtype
+        if dtype is None or dtype == "float32" or t.is_constant or t.foldable:
+            continue
+        if dtype in UNKNOWN_TO_ESP_PPQ or dtype.startswith(NARROW_TYPE_PREFIXES):
+            return Offence(dtype, f"input '{t.name}'")
     return None
 
 
@@ -315,9 +305,10 @@ def maxpool_without_indices(node: NodeView, chip: str):
 @rule(placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
 def no_empty_tensors(node: NodeView, chip: str):
     """esp-ppq {VERSION} cannot calibrate a tensor with a zero-sized dimension."""
-    for t in node.inputs + node.outputs:
-        if t.present and t.shape is not None and any(d == 0 for d in t.shape):
-            return Offence(list(t.shape), f"tensor '{t.name}'")
+    for tensors in (node.inputs, node.outputs):
+        for t in tensors:
+            if t.shape and 0 in t.shape:
+                return Offence(list(t.shape), f"tensor '{t.name}'")
     return None
 
 
@@ -409,7 +400,7 @@ def identity_of_tensor(node: NodeView, chip: str):
 
 RULES = [
     parameters_are_constant,
-    clip_has_a_bound,
+    clip_skipped_bounds,
     float32_activations,
     dtypes_esp_ppq_knows,
     maxpool_without_indices,
@@ -428,7 +419,6 @@ RULES = [
     pad_not_wrap,
     resize_limits,
     mod_c_style,
-    scatternd_reduction,
 ]
 
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from edgedeploy.audit.rules import NodeView, Offence, Placement, Rule, RuleSet, TensorView, rule, worst
 from edgedeploy.model.intake import LoadedModel
@@ -249,19 +248,30 @@ def node_views(model: LoadedModel) -> list[NodeView]:
                 if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                     constants[node.output[0]] = a.t
 
+    dtype_names: dict[int, str] = {}
+
+    def dtype_of(elem: int) -> str:
+        # numpy's dtype naming is slow; a model has a handful of element types.
+        if elem not in dtype_names:
+            dtype_names[elem] = dtype_name(elem)
+        return dtype_names[elem]
+
     def view(name: str) -> TensorView:
         if not name:
             return TensorView("", None, None, False)
         tensor = initializers.get(name) or constants.get(name)
         if tensor is not None:
-            n = int(np.prod(tensor.dims, dtype=np.int64)) if tensor.dims else 1
-            value = numpy_helper.to_array(tensor) if n <= CONSTANT_VALUE_MAX_ELEMENTS else None
-            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_name(tensor.data_type), True, value)
+            n = 1
+            for d in tensor.dims:
+                n *= int(d)
+            # Large constants (weights) never get a value: rules only need small ones (axes, shapes).
+            lazy = tensor if n <= CONSTANT_VALUE_MAX_ELEMENTS else None
+            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_of(tensor.data_type), True, _tensor=lazy)
         vi = infos.get(name)
         if vi is None:
             return TensorView(name, None, None, False)
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
-        return TensorView(name, dims_of(vi), dtype_name(elem) if elem else None, False)
+        return TensorView(name, dims_of(vi), dtype_of(elem) if elem else None, False)
 
     opset = model.opset
     ir_version = int(model.proto.ir_version)
@@ -269,12 +279,24 @@ def node_views(model: LoadedModel) -> list[NodeView]:
     foldable: set[str] = set(initializers)
     # A graph output must still be produced by the compiled model, so its node is never folded away.
     graph_outputs = {o.name for o in graph.output}
+    # One view per tensor, made when first seen: a producer comes before its consumers, so a
+    # tensor's foldability is known by then.
+    cache: dict[str, TensorView] = {}
+
+    def get(name: str) -> TensorView:
+        found = cache.get(name)
+        if found is None:
+            found = view(name)
+            if name in foldable:
+                found = replace(found, foldable=True)
+            cache[name] = found
+        return found
+
     for index, (name, node) in enumerate(zip(node_names(graph), graph.node)):
-        inputs = tuple(view(i) for i in node.input)
+        inputs = tuple(get(i) for i in node.input)
         if not graph_outputs.intersection(node.output) and _computable_at_compile_time(node, inputs, foldable):
             foldable.update(o for o in node.output if o)
-        inputs = tuple(replace(t, foldable=True) if t.name in foldable else t for t in inputs)
-        outputs = tuple(replace(t, foldable=True) if t.name in foldable else t for t in (view(o) for o in node.output))
+        outputs = tuple(get(o) for o in node.output)
         views.append(
             NodeView(
                 name=name,
@@ -310,8 +332,11 @@ def _computable_at_compile_time(node: onnx.NodeProto, inputs: tuple[TensorView, 
     return all(t.name in foldable for t in present)
 
 
-def place_node(node: NodeView, rules: RuleSet, precision: str | None) -> NodePlacement:
-    """Decide where one node runs, with every violation that led there."""
+def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_op: dict[str, list[Rule]] | None = None) -> NodePlacement:
+    """Decide where one node runs, with every violation that led there.
+
+    `rules_by_op`: a cache of the rules that apply to each operator, shared across the nodes of a model.
+    """
     found: list[Violation] = []
 
     def add(r: Rule, placement: Placement, value: Any, detail: str = "") -> None:
@@ -344,10 +369,14 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None) -> NodePla
                 add(precision_unsupported, Placement.UNSUPPORTED, precision, f"supported: {', '.join(support.precisions)}")
             else:
                 add(precision_not_on_accelerator, Placement.FALLBACK, precision, f"supported: {', '.join(support.precisions)}")
-        for r in rules.rules:
-            if r.applies_to(op):
-                for offence in r.evaluate(node, rules.chip):
-                    add(r, r.placement, offence.value, offence.detail)
+        if rules_by_op is None:
+            rules_by_op = {}
+        applicable = rules_by_op.get(op)
+        if applicable is None:
+            applicable = rules_by_op[op] = [r for r in rules.rules if r.applies_to(op)]
+        for r in applicable:
+            for offence in r.evaluate(node, rules.chip):
+                add(r, r.placement, offence.value, offence.detail)
     placement = worst(v.placement for v in found)
     return NodePlacement(node.name, node.op_type, node.index, placement, found)
 
@@ -379,7 +408,8 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
     """
     if views is None:
         views = node_views(model)
-    placed = [place_node(v, rules, precision) for v in views]
+    rules_by_op: dict[str, list[Rule]] = {}
+    placed = [place_node(v, rules, precision, rules_by_op) for v in views]
     by_output: dict[str, int] = {}
     for i, v in enumerate(views):
         for o in v.outputs:

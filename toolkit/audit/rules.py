@@ -17,6 +17,7 @@ Placement consequences, from best to worst:
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -67,10 +68,14 @@ class TensorView:
     # Computable when the model is compiled: a constant, or the output of nodes that only read
     # such tensors (or the shape of a tensor whose shape is static). Simplifiers fold these.
     foldable: bool = False
+    # The constant's TensorProto, converted to `value` only when a rule asks (most never do).
+    _tensor: onnx.TensorProto | None = field(default=None, repr=False, compare=False)
 
     @property
     def value(self) -> np.ndarray | None:
         """The constant's value (initializers and Constant outputs), else None."""
+        if self._value is None and self._tensor is not None:
+            object.__setattr__(self, "_value", numpy_helper.to_array(self._tensor))
         return self._value
 
     @property
@@ -147,7 +152,7 @@ class Rule:
     check: RuleFunction
     template: str
 
-    @property
+    @functools.cached_property
     def sentence(self) -> str:
         """The docstring with its constants filled in: what users read in reports and docs."""
         return format_sentence(self.template, self.constants)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
 from edgedeploy.cli.output import emit_json, format_option, info
+from edgedeploy.errors import EdgedeployError
 
 FAIL_ON_HELP = (
     "Exit non-zero when nodes leave the accelerator, for CI: 'unsupported' fails on unsupported nodes, "
@@ -60,11 +63,20 @@ def audit_command(model, targets, input_shapes, output_format, precision, fail_o
     if output and text is not None:
         from edgedeploy.artifacts import atomic_write_text
 
-        atomic_write_text(output, text)
+        atomic_write_text(Path(output), text)
         info(f"wrote {output}")
     outcome = report["fail_on"]
     if outcome["failed"]:
-        raise click.exceptions.Exit(outcome["exit_code"])
+        found = "; ".join(f"{chip}: " + ", ".join(f"{n} {p}" for p, n in counts.items()) for chip, counts in outcome["found"].items())
+        raise FailOnTripped(f"--fail-on {outcome['level']}: nodes leave the accelerator ({found}).", outcome["exit_code"])
+
+
+class FailOnTripped(EdgedeployError):
+    """The report was printed, and --fail-on found what it was asked to fail on: exit 3, 4 or 5."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 COMMANDS = [audit_command]
