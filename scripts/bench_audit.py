@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -82,7 +83,7 @@ def edgedeploy_command() -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=7, help="timed runs (at least 1)")
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--format", default="text", choices=["text", "json", "md", "html"], help="audit output format to time")
     parser.add_argument("--keep", type=Path, help="also save the model here")
@@ -103,17 +104,24 @@ def main(argv=None) -> int:
             print(first.stderr, file=sys.stderr)
             return first.returncode
         summary = [line for line in first.stdout.splitlines() if "nodes on the accelerator" in line]
-        times = []
+        size_bytes = path.stat().st_size
+        times, cpu = [], []
         for _ in range(args.runs):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
             subprocess.run(cmd, capture_output=True, env=env, check=True)
             times.append(time.perf_counter() - started)
-    print(f"model: {len(model.graph.node)} nodes, {path.stat().st_size if path.exists() else 'n/a'}")
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+    print(f"model: {len(model.graph.node)} nodes, {size_bytes} bytes")
     print(f"command: edgedeploy audit MODEL --target all --format {args.format} (fresh process each run; one warm-up run not counted)")
     for line in summary:
         print(f"  {line}")
     print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f}")
     print(f"wall time over {args.runs} runs: min {min(times):.3f} s, median {statistics.median(times):.3f} s, max {max(times):.3f} s")
+    # CPU time is what the run costs whatever else the machine does; on a busy machine wall time
+    # includes waiting for a core.
+    print(f"CPU time (user+sys) per run: min {min(cpu):.3f} s, median {statistics.median(cpu):.3f} s, max {max(cpu):.3f} s")
     return 0
 
 

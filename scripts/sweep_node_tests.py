@@ -137,8 +137,10 @@ def run_sweep(chip_id: str, cases, workdir: Path, precision: str | None = None, 
     from edgedeploy.targets import find_chip
 
     target, chip = find_chip(chip_id)
+    from edgedeploy.audit.run import rules_for
+
     precision = precision or chip.precisions[0]
-    rules = target.rule_set(chip.id)
+    rules = rules_for(target, chip.id, precision)
     chip_dir = workdir / f"{chip.id}-{precision}"
     cache_path = chip_dir / "verdicts.json"
     cache = json.loads(cache_path.read_text()) if (reuse and cache_path.exists()) else {}

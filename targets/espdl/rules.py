@@ -422,12 +422,14 @@ RULES = [
 ]
 
 
-def rule_set(chip_id: str, **options) -> RuleSet:
-    """The ESP-DL rules for `chip_id` (esp32s3 or esp32p4); the table is the same for both chips."""
+def rule_set(chip_id: str, precision: str | None = None, **_options) -> RuleSet:
+    """The ESP-DL rules for `chip_id` (esp32s3 or esp32p4); the table is the same for both chips.
+
+    `precision` needs no variant here (the table lists precisions per operator, and the engine
+    applies the one audited); options meant for other targets' tables are ignored.
+    """
     if chip_id not in CHIPS:
         raise KeyError(chip_id)
-    if options:
-        raise TypeError(f"ESP-DL rules take no options (got {', '.join(sorted(options))})")
     return RuleSet(
         target="espdl",
         chip=chip_id,

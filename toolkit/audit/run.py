@@ -59,6 +59,15 @@ def resolve_chips(values: tuple[str, ...] | list[str]) -> tuple[list[ChipChoice]
     return chips, no_rules
 
 
+def rules_for(target, chip_id: str, precision: str):
+    """The target's RuleSet for a chip, telling rule sets that vary with precision which one is audited."""
+    import inspect
+
+    params = inspect.signature(target.module("rules").rule_set).parameters
+    takes_precision = "precision" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return target.rule_set(chip_id, precision=precision) if takes_precision else target.rule_set(chip_id)
+
+
 def chip_precision(chip, requested: str | None, explicit: bool) -> tuple[str, list[str]]:
     """The precision to audit `chip` in, and a note when the requested one does not apply to it."""
     if not requested:
@@ -100,12 +109,12 @@ def audit_chips(
     results: list[ChipAudit] = []
     for choice in chips:
         target, chip = choice.target, choice.chip
+        chosen, notes = chip_precision(chip, precision, explicit)
         try:
-            rules = target.rule_set(chip.id)
+            rules = rules_for(target, chip.id, chosen)
         except KeyError:
             no_rules.append({"target": target.id, "target_name": target.name, "chips": [chip.id], "reason": "no rules for this chip yet"})
             continue
-        chosen, notes = chip_precision(chip, precision, explicit)
         result = audit_model(audited, rules, chosen, views=views)
         results.append(ChipAudit(result, target.name, chip.name, notes=notes_all + notes, rules_notes=list(rules.notes)))
     if confirm:
