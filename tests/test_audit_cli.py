@@ -69,7 +69,7 @@ def test_json_is_pure_and_complete(tmp_path, capsys):
     (chip,) = report["audits"]
     assert chip["chip"] == "esp32p4" and chip["precision"] == "int8"
     tail = next(n for n in chip["nodes"] if n["node"] == "tail")
-    assert tail["placement"] == "float" and tail["violations"][0]["rule"] == "precision_kept_in_float"
+    assert tail["placement"] == "float" and tail["violations"][0]["rule"] == "operator_float_only"
     assert chip["summary"]["transitions_per_inference"] == 2 and chip["summary"]["crossing_bytes_per_inference"] == 512
     assert report["matrix"] is None and report["fail_on"]["exit_code"] == 0
 

@@ -89,14 +89,20 @@ def test_unsupported_when_no_fallback_unit(tmp_path):
     assert sin.placement is Placement.UNSUPPORTED and sin.reason.startswith("Neither the accelerator")
 
 
-def test_precision_gaps_become_float_unsupported_or_fallback(tmp_path):
+def test_precision_gaps_go_where_the_table_says(tmp_path):
     model = chain_model(tmp_path)
-    ops = {"Conv": OpSupport(("int8", "float")), "Relu": OpSupport(("int8",)), "Add": OpSupport(("int8",)), "Sin": OpSupport(("int8",))}
-    by_node = lambda r: {n.node: n.placement for n in r.nodes}  # noqa: E731
-    with_fallback = by_node(audit_model(model, toy_rules(accelerator_ops=ops), "int16"))
-    assert with_fallback["conv"] is Placement.FLOAT and with_fallback["relu"] is Placement.FALLBACK
-    without = by_node(audit_model(model, toy_rules(accelerator_ops=ops, fallback_ops=frozenset()), "int16"))
-    assert without["conv"] is Placement.FLOAT and without["relu"] is Placement.UNSUPPORTED
+    ops = {
+        "Conv": OpSupport(("int8", "float"), missing_precision=Placement.FLOAT),
+        "Relu": OpSupport(("int8",)),  # default: another unit runs it
+        "Add": OpSupport(("int8",), missing_precision=Placement.UNSUPPORTED),
+        "Sin": OpSupport(("int16",)),
+    }
+    result = audit_model(model, toy_rules(accelerator_ops=ops), "int16")
+    placed = {n.node: n for n in result.nodes}
+    assert placed["conv"].placement is Placement.FLOAT and placed["conv"].violations[0].rule == "operator_float_only"
+    assert placed["relu"].placement is Placement.FALLBACK and placed["relu"].violations[0].rule == "precision_not_on_accelerator"
+    assert placed["add"].placement is Placement.UNSUPPORTED and placed["add"].violations[0].rule == "precision_unsupported"
+    assert placed["sin"].placement is Placement.ACCELERATOR
 
 
 def test_opset_and_ir_version_limits(tmp_path):

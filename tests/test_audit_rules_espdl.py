@@ -31,7 +31,7 @@ def x4(name="x", shape=(1, 4, 8, 8), dtype=TensorProto.FLOAT):
 # (id, model builder, chip, precision, expected placement, expected rule, expected value)
 CASES = [
     ("operator without an ESP-DL module", lambda: single("Sin", [x4()], [x4("y")]), "esp32s3", "int8", Placement.UNSUPPORTED, "operator_unsupported", "Sin"),
-    ("Log kept in float at 8 bits", lambda: single("Log", [x4()], [x4("y")]), "esp32p4", "int8", Placement.FLOAT, "precision_kept_in_float", "int8"),
+    ("Log kept in float at 8 bits", lambda: single("Log", [x4()], [x4("y")]), "esp32p4", "int8", Placement.FLOAT, "operator_float_only", "int8"),
     ("Resize has no int16 kernel", lambda: single("Resize", [x4(), "", "scales"], [tensor("y", 4)], [const("scales", np.array([1, 1, 2, 2], np.float32))], mode="nearest"), "esp32s3", "int16", Placement.UNSUPPORTED, "precision_unsupported", "int16"),
     ("Add of 5-D tensors", lambda: single("Add", [x4(shape=(1, 2, 2, 2, 2)), x4("z", (1, 2, 2, 2, 2))], [tensor("y", 5)]), "esp32s3", "int8", Placement.UNSUPPORTED, "at_most_4d", 5),
     ("3-D convolution", lambda: single("Conv", [x4(shape=(1, 4, 4, 4, 4)), "w"], [tensor("y", 5)], [const("w", np.zeros((4, 4, 1, 1, 1), np.float32))]), "esp32s3", "int8", Placement.UNSUPPORTED, "spatial_1d_or_2d", 3),

@@ -111,6 +111,7 @@ def target_page(target) -> str:
         ops_text = ", ".join(ops_tuple) if ops_tuple else "every operator"
         chips_text = "all" if len(seen[key]) == len(covered) else ", ".join(seen[key])
         lines.append(f"| `{name}` | {_md(ops_text)} | {placement} | {chips_text} | {_md(sentence)} |")
+    lines += _variant_sections(target, covered)
     notes = []
     for _, rules in covered:
         for n in rules.notes:
@@ -120,6 +121,51 @@ def target_page(target) -> str:
         lines += ["", "## Notes", ""] + [f"- {_md(n)}" for n in notes]
     lines.append("")
     return "\n".join(lines)
+
+
+def _variants(target, chip_id: str) -> list[dict]:
+    """Other tables a rules module offers for a chip (its optional `rule_set_variants(chip_id)`), default excluded.
+
+    Each entry: the keyword arguments for rule_set() plus "label"; e.g. TensorRT versions, DLA or GPU.
+    """
+    module = target.module("rules")
+    if not hasattr(module, "rule_set_variants"):
+        return []
+    return [v for v in module.rule_set_variants(chip_id) if not v.get("default")]
+
+
+def _variant_sections(target, covered) -> list[str]:
+    """Per non-default variant: what differs from the chip's default table (operators, precisions, rules)."""
+    lines: list[str] = []
+    for chip, default in covered:
+        variants = _variants(target, chip.id)
+        if not variants:
+            continue
+        if not lines:
+            lines += ["", "## Other tables", "", "The audit uses each chip's default table above; these variants differ from it as listed."]
+        lines += ["", f"### {chip.id}", "", "| variant | rules written for | operators added | operators removed | precision changes | rules added | rules removed |", "|---|---|---|---|---|---|---|"]
+        base_rules = {r.name for r in default.rules}
+        for variant in variants:
+            options = {k: v for k, v in variant.items() if k not in ("label", "default")}
+            rules = target.rule_set(chip.id, **options)
+            added = sorted(set(rules.accelerator_ops) - set(default.accelerator_ops), key=str.lower)
+            removed = sorted(set(default.accelerator_ops) - set(rules.accelerator_ops), key=str.lower)
+            changed = sorted(
+                (op for op in set(rules.accelerator_ops) & set(default.accelerator_ops) if rules.accelerator_ops[op].precisions != default.accelerator_ops[op].precisions),
+                key=str.lower,
+            )
+            names = {r.name for r in rules.rules}
+            cells = [
+                _md(variant.get("label", options)),
+                _md(rules.toolchain_version),
+                _md(", ".join(added)) or "-",
+                _md(", ".join(removed)) or "-",
+                _md(", ".join(f"{op} ({_precisions(rules.accelerator_ops[op])})" for op in changed)) or "-",
+                _md(", ".join(sorted(names - base_rules))) or "-",
+                _md(", ".join(sorted(base_rules - names))) or "-",
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def index_page(targets_with_rules: list, targets_without: list) -> str:

@@ -44,11 +44,6 @@ def precision_not_on_accelerator(node, chip):
     """The accelerator runs this operator, but not in the requested precision."""
 
 
-@rule(placement=Placement.FLOAT)
-def precision_kept_in_float(node, chip):
-    """The accelerator has no kernel for this operator in the requested precision; it is kept in float."""
-
-
 @rule(placement=Placement.UNSUPPORTED)
 def precision_unsupported(node, chip):
     """This operator is not implemented in the requested precision, and there is no fallback unit to run it."""
@@ -74,7 +69,6 @@ BUILTIN_RULES = (
     operator_unsupported,
     operator_float_only,
     precision_not_on_accelerator,
-    precision_kept_in_float,
     precision_unsupported,
     opset_out_of_range,
     ir_version_too_new,
@@ -362,11 +356,10 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
         if precision and precision not in support.precisions and "any" not in support.precisions:
             if support.precisions == ("float",):
                 add(operator_float_only, Placement.FLOAT, op, "float only")
-            elif "float" in support.precisions:
-                # The toolchain keeps the operator in float rather than in the missing precision.
-                add(precision_kept_in_float, Placement.FLOAT, precision, f"supported: {', '.join(support.precisions)}")
-            elif rules.fallback_ops is not None and op not in rules.fallback_ops:
-                add(precision_unsupported, Placement.UNSUPPORTED, precision, f"supported: {', '.join(support.precisions)}")
+            elif support.missing_precision is Placement.FLOAT:
+                add(operator_float_only, Placement.FLOAT, precision, f"runs in: {', '.join(support.precisions)}")
+            elif support.missing_precision is Placement.UNSUPPORTED:
+                add(precision_unsupported, Placement.UNSUPPORTED, precision, f"runs in: {', '.join(support.precisions)}")
             else:
                 add(precision_not_on_accelerator, Placement.FALLBACK, precision, f"supported: {', '.join(support.precisions)}")
         if rules_by_op is None:

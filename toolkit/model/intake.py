@@ -135,6 +135,26 @@ def load_model(
     )
 
 
+def from_proto(proto: onnx.ModelProto, path: Path, sha256: str | None = None) -> LoadedModel:
+    """A LoadedModel for a model built in memory (a rewrite's result): checked and shape-inferred.
+
+    `path` names where it will be written (for messages and its name); `sha256` defaults to the
+    hash of its serialisation.
+    """
+    data = proto.SerializeToString()
+    _check_structure(path, proto)
+    _run_checker(path, proto)
+    _check_dims(path, proto)
+    inferred = _infer_shapes(path, proto)
+    _check_consistency(path, inferred)
+    return LoadedModel(
+        path=Path(path),
+        proto=inferred,
+        sha256=sha256 or hashlib.sha256(data).hexdigest(),
+        size_bytes=len(data),
+    )
+
+
 def with_batch_pinned(model: LoadedModel) -> LoadedModel | None:
     """A copy with dynamic leading (batch) dimensions pinned to 1, for figures that need static shapes.
 
