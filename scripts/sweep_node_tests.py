@@ -262,7 +262,8 @@ def render_markdown(entries: dict) -> str:
         "counts once: as agreement if the rules predicted an unsupported node. *Unverifiable* nodes are predicted at a",
         "placement the toolchain cannot report (esp-ppq exports operators the ESP-DL runtime lacks as float layers, so",
         "it cannot confirm *unsupported*); they are neither agreement nor disagreement. *Intake refused*: models",
-        "edgedeploy's own intake rejects (checker or strict shape inference), never audited.",
+        "edgedeploy's own intake rejects (checker or strict shape inference), never audited. Verdicts are cached per",
+        "case and model hash, so a revised rule table is re-scored against the same toolchain output (`--reuse`).",
         "",
         "| target / chip | precision | toolchain | rules | scope | cases | compared | agree | agreement | unverifiable | toolchain refused | intake refused | measured |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -278,6 +279,10 @@ def render_markdown(entries: dict) -> str:
         )
     for key in sorted(entries):
         e = entries[key]
+        unverifiable = {op: c["unverifiable"] for op, c in e["per_op"].items() if c.get("unverifiable")}
+        if unverifiable:
+            lines += ["", f"## {e['target']} / {e['chip']} ({e['precision']}): unverifiable nodes by operator", ""]
+            lines.append(", ".join(f"{op} {n}" for op, n in sorted(unverifiable.items())) + ".")
         lines += ["", f"## {e['target']} / {e['chip']} ({e['precision']}): remaining disagreements", ""]
         if not e["disagreements"]:
             lines.append("None.")
@@ -332,11 +337,20 @@ def main(argv=None) -> int:
     )
     partial = any([args.ops, args.cases, args.sample, args.shard, args.limit])
     scope = "all" if not partial else "sample" if args.sample and not (args.ops or args.cases or args.shard or args.limit) else "subset"
+    from edgedeploy.errors import EdgedeployError
+
     entries = json.loads(args.json.read_text()) if args.json.exists() else {}
+    failures = 0
     for chip_id in args.target:
         log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
         log(f"{chip_id}: {len(cases)} cases")
-        entry = run_sweep(chip_id, cases, args.workdir, args.precision, args.reuse, args.batch, echo=log)
+        try:
+            entry = run_sweep(chip_id, cases, args.workdir, args.precision, args.reuse, args.batch, echo=log)
+        except EdgedeployError as exc:
+            # A toolchain that is not installed here, or not able to give verdicts yet.
+            print(f"error: {chip_id}: {exc}", file=sys.stderr)
+            failures += 1
+            continue
         entry["scope"] = scope if scope == "all" else f"{scope} of {len(cases)}"
         t = entry["totals"]
         rate = f"{100 * entry['agreement']:.2f}%" if entry["agreement"] is not None else "n/a"
@@ -361,7 +375,7 @@ def main(argv=None) -> int:
         args.json.write_text(json.dumps(slim, indent=1, sort_keys=True) + "\n")
         args.markdown.write_text(render_markdown(slim))
         print(f"wrote {args.json} and {args.markdown}", file=sys.stderr)
-    return 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,7 @@ MEASURED_AGREEMENT = {"esp32s3": 1.0, "esp32p4": 1.0}
 def load_sweep():
     spec = importlib.util.spec_from_file_location("sweep_node_tests", REPO / "scripts" / "sweep_node_tests.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while being defined
     spec.loader.exec_module(module)
     return module
 

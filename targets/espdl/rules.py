@@ -227,8 +227,8 @@ PARAMETER_INPUTS = {
     "Split": (1,),
     **{op: (1,) for op in RANK_LIMITED_OPS if op.startswith("Reduce")},
 }
-# On the ESP32-P4 esp-ppq quantises Conv weights per channel, which needs them as constants.
-P4_PARAMETER_INPUTS = {"Conv": (1, 2)}
+# On the ESP32-P4 esp-ppq quantises Conv and Gemm weights per channel, which needs them as constants.
+P4_PARAMETER_INPUTS = {"Conv": (1, 2), "Gemm": (1, 2)}
 INPUT_NAMES = {
     "Clip": ("input", "min", "max"),
     "Conv": ("X", "W", "B"),
