@@ -41,10 +41,19 @@ class ChipAudit:
 def groups_by_reason(audit: dict) -> list[dict]:
     """Nodes grouped by (placement, rule, sentence), worst placement first, then by size."""
     groups: dict[tuple, dict] = {}
+    accelerator = Placement.ACCELERATOR.value
     for node in audit["nodes"]:
         placement = node["placement"]
+        if placement == accelerator and not node["violations"]:
+            key = (placement, "", "")
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = {"placement": placement, "rule": "", "reason": "", "nodes": [], "ops": Counter(), "values": []}
+            group["nodes"].append(node["node"])
+            group["ops"][node["op_type"]] += 1
+            continue
         decisive = [v for v in node["violations"] if v["placement"] == placement]
-        if placement == Placement.ACCELERATOR.value:
+        if placement == accelerator:
             key = (placement, "", "")
         else:
             v = decisive[0] if decisive else {"rule": "", "message": node["reason"]}

@@ -98,6 +98,9 @@ class TensorView:
         return self.name != ""
 
 
+_UNDECODED = object()
+
+
 @dataclass(frozen=True)
 class NodeView:
     """One node with everything rules may depend on: opset, attributes, shapes, dtypes, constants."""
@@ -114,18 +117,30 @@ class NodeView:
 
     def attr(self, name: str, default: Any = None) -> Any:
         """An attribute's value (bytes decoded to str), or `default` when the node does not set it."""
-        for a in self.proto.attribute:
-            if a.name == name:
-                value = helper.get_attribute_value(a)
-                if isinstance(value, bytes):
-                    return value.decode("utf-8", "replace")
-                if isinstance(value, onnx.TensorProto):
-                    return numpy_helper.to_array(value)
-                return value
-        return default
+        values = self._attributes
+        if name not in values:
+            return default
+        value = values[name]
+        if value is _UNDECODED:
+            # Decoded once per node: every chip's rules ask for the same attributes.
+            value = helper.get_attribute_value(self._attribute_protos[name])
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", "replace")
+            elif isinstance(value, onnx.TensorProto):
+                value = numpy_helper.to_array(value)
+            values[name] = value
+        return list(value) if isinstance(value, list) else value
 
     def has_attr(self, name: str) -> bool:
-        return any(a.name == name for a in self.proto.attribute)
+        return name in self._attributes
+
+    @functools.cached_property
+    def _attribute_protos(self) -> dict[str, onnx.AttributeProto]:
+        return {a.name: a for a in self.proto.attribute}
+
+    @functools.cached_property
+    def _attributes(self) -> dict[str, Any]:
+        return dict.fromkeys(self._attribute_protos, _UNDECODED)
 
     def input(self, i: int) -> TensorView | None:
         """Input i, or None when absent (not given, or the empty name of a skipped optional input)."""
