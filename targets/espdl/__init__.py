@@ -59,5 +59,23 @@ class EspDlTarget(Target):
         ),
     )
 
+    def toolchain_verdict(self, model_path: Path, chip_id: str, workdir: Path, log_path: Path, *, inputs=None, precision: str = "int8", **options):
+        """esp-ppq's own verdict: which nodes it quantises and which it keeps in float (see verdict.py).
+
+        `inputs`: an .npz of calibration inputs (keys: graph input names), else random data;
+        `precision`: "int8" or "int16". Other options: calib_steps, case_timeout_s, seed, progress, home.
+        """
+        return self.toolchain_verdicts([model_path], chip_id, workdir, log_path, inputs=inputs, precision=precision, **options)[0]
+
+    def toolchain_verdicts(self, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, *, inputs=None, precision: str = "int8", **options) -> list:
+        """esp-ppq's verdict on many models in one worker process (imports torch and esp-ppq once).
+
+        `inputs`: one .npz per model (or None for random data), or a single .npz for all.
+        """
+        from edgedeploy.targets.espdl.verdict import run_verdicts
+
+        self.chip(chip_id)  # KeyError for a chip this target does not have
+        return run_verdicts(self.toolchain, model_paths, chip_id, workdir, log_path, inputs=inputs, precision=precision, **options)
+
 
 TARGET = EspDlTarget()
