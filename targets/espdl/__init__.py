@@ -7,6 +7,8 @@ generated from templates/espdl and firmware/espdl.
 
 from pathlib import Path
 
+import click
+
 from edgedeploy.targets.base import Chip, Target
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
@@ -30,6 +32,33 @@ class EspDlTarget(Target):
     vendor = "Espressif"
     name = "ESP-DL"
     toolchain = TOOLCHAIN
+    stages = ("convert", "codegen", "simulate", "runner")
+    build_options = (
+        click.Option(
+            ["--int16-layers"],
+            "int16_layers",
+            multiple=True,
+            metavar="auto[=DB]|NAME,...",
+            help=(
+                "ESP-DL: mixed precision. Put these ONNX nodes in int16 (the rest int8), or `auto`: move the layers "
+                "that add the most quantisation error to int16 until the outputs' SNR reaches 30 dB (or DB); see docs/espdl.md."
+            ),
+        ),
+    )
+
+    def build(self, ctx) -> None:
+        """Audit, convert with esp-ppq, verify accuracy before/after, generate the ESP-IDF project (build.py)."""
+        from edgedeploy.targets.espdl.build import build
+
+        build(ctx)
+
+    def measure_serial(self, artifact, manifest, device, **options) -> dict:
+        """Flash the artifact's firmware (idf.py where ESP-IDF is installed, or binaries the user built) and
+        read its result lines over the serial port: see board.measure_on_board for the options and result."""
+        from edgedeploy.targets.espdl.board import measure_on_board
+
+        return measure_on_board(artifact, manifest, device, **options)
+
     chips = (
         Chip(
             id="esp32s3",
@@ -61,3 +90,4 @@ class EspDlTarget(Target):
 
 
 TARGET = EspDlTarget()
+

@@ -49,6 +49,8 @@ def run_worker(
     `label` names the toolchain in errors. Callers normally go through VenvToolchain.run_worker,
     which first checks that the environment is installed.
     """
+    # The worker runs with cwd=workdir: every path it gets must be absolute.
+    workdir, log_path, worker_file = Path(workdir).resolve(), Path(log_path).resolve(), Path(worker_file).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     request_path = workdir / "request.json"
     result_path = workdir / "result.json"
