@@ -14,6 +14,7 @@ The mixed-precision policy (`--int16-layers auto`) is documented in docs/espdl.m
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import time
 from pathlib import Path
@@ -149,11 +150,15 @@ def build(ctx) -> None:
         raise OptionError(result["user_error"] + ".")
 
     quant = quantisation_report(result, display_names, precision, int16)
+    if result.get("info"):
+        quant["espdl_ops"] = espdl_info_ops(Path(result["info"]))
+        quant["espdl_float_ops"] = [op for op in quant["espdl_ops"] if op["quant_type"] == "F32"]
     atomic_write_json(ctx.workdir / "quantization.json", quant)
     ctx.report["quantization"] = {k: v for k, v in quant.items() if k != "layers"}
     ctx.echo(
         f"convert: {precision}{' + int16 layers' if quant['int16_layers'] else ''} for {ctx.chip.id}; graph outputs "
-        f"SNR {_fmt_db(quant['output_snr_db'])} (quantised vs float, calibration data); {len(quant['float_ops'])} ops kept in float"
+        f"SNR {_fmt_db(quant['output_snr_db'])} (quantised vs float, calibration data); "
+        f"{len(quant.get('espdl_float_ops', quant['float_ops']))} ops left in float"
     )
 
     accuracy = None
@@ -346,6 +351,26 @@ def quantisation_report(result: dict, display_names: list[str], precision: str, 
         "not_in_quantised_graph": [n for n in display_names if n not in in_ppq],
         "layers": layers,
     }
+
+
+_INFO_OP = re.compile(r"^\s*(?P<outputs>%.*?) = (?P<op>[A-Za-z_][\w.]*)\[(?P<attrs>.*)\]\(")
+_INFO_QUANT = re.compile(r"quant_type = '(?P<qt>[A-Z0-9]+)'")
+
+
+def espdl_info_ops(info_path: Path) -> list[dict]:
+    """The exported graph's ops and their quant_type (S8, S16, F32, ...) from esp-ppq's .info text file.
+
+    This is what the board runs (after esp-ppq's fusions and layout transposes); an F32 op is
+    one esp-ppq could not quantise and left in float without saying so.
+    """
+    ops = []
+    for line in info_path.read_text(errors="replace").splitlines():
+        m = _INFO_OP.match(line)
+        if not m:
+            continue
+        q = _INFO_QUANT.search(m.group("attrs"))
+        ops.append({"op_type": m.group("op"), "outputs": [o.strip().lstrip("%") for o in m.group("outputs").split(",")], "quant_type": q.group("qt") if q else None})
+    return ops
 
 
 def _ort_version() -> str:
