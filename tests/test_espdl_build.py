@@ -20,7 +20,7 @@ from edgedeploy.model import load_model
 from edgedeploy.model.stats import node_names
 from edgedeploy.sample import sample_card, sample_model_path
 from edgedeploy.targets.espdl import build as espdl_build
-from espdl_models import HOSTILE, make_hostile_model
+from tests.espdl_models import HOSTILE, make_hostile_model
 
 toolchain = pytest.mark.toolchain("espdl")
 
@@ -206,3 +206,28 @@ def test_bad_options_fail_with_one_sentence(tmp_path, hostile, extra, message):
     assert proc.returncode != 0
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert not any(p.name == "esp32s3" for p in tmp_path.rglob("*"))  # nothing half-built in place
+
+
+def test_batch_probe_tells_batchable_models_from_batch_one_models():
+    """ONNX Runtime only: a Flatten model runs in batches, a Reshape to [1, -1] does not."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+
+    def model(tail_nodes, inits):
+        w = numpy_helper.from_array(rng.standard_normal((2, 1, 3, 3)).astype(np.float32), "w")
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1])] + tail_nodes
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w] + inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        return m
+
+    data = {"x": rng.random((3, 1, 4, 4), dtype=np.float32)}
+    flatten = model([helper.make_node("Flatten", ["c"], ["y"], axis=1)], [])
+    reshape = model([helper.make_node("Reshape", ["c", "s"], ["y"])], [numpy_helper.from_array(np.array([1, -1], dtype=np.int64), "s")])
+    assert espdl_build.accepts_batches(flatten, data) is True
+    assert espdl_build.accepts_batches(reshape, data) is False
+    ref = espdl_build.reference_outputs(flatten, data, batchable=True)["y"]
+    one_by_one = espdl_build.reference_outputs(flatten, data, batchable=False)["y"]
+    assert ref.shape == (3, 32) and np.allclose(ref, one_by_one, atol=1e-6)

@@ -17,7 +17,7 @@ from edgedeploy.errors import ModelError
 from edgedeploy.model import load_model
 from edgedeploy.targets.espdl import TARGET
 from edgedeploy.targets.espdl import codegen
-from espdl_models import HOSTILE, decode_c_string_literal, header_define, make_hostile_model
+from tests.espdl_models import HOSTILE, decode_c_string_literal, header_define, make_hostile_model
 
 KIB, MIB = 1024, 1024 * 1024
 GENERATED = [

@@ -23,7 +23,7 @@ from edgedeploy.measure.protocol import parse_result_lines
 from edgedeploy.model import load_model
 from edgedeploy.targets.espdl import TARGET
 from edgedeploy.targets.espdl import codegen
-from espdl_models import make_hostile_model
+from tests.espdl_models import make_hostile_model
 
 STUB = Path(__file__).parent / "espdl_host_stub"
 CXX = shutil.which("g++") or shutil.which("c++")

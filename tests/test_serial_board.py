@@ -17,7 +17,7 @@ import pytest
 from edgedeploy.devices import Device
 from edgedeploy.errors import ArtifactError, DeviceError, ToolchainMissing
 from edgedeploy.targets.espdl import TARGET, board
-from test_serial_pty import BOOT, DONE, START, BoardStandIn, result_line
+from tests.test_serial_pty import BOOT, DONE, START, BoardStandIn, result_line
 
 SHA = "20e5b308"
 
