@@ -242,3 +242,14 @@ def test_measure_serial_on_a_port_without_modem_lines_asks_for_the_reset_button(
 def test_opening_a_missing_port_is_a_device_error(tmp_path):
     with pytest.raises(DeviceError, match="Cannot open the serial port"):
         SerialConsole(str(tmp_path / "ttyUSB9"))
+
+
+def test_chip_at_port_specs():
+    from edgedeploy.devices.serial import serial_device_from_spec
+
+    dev = serial_device_from_spec("esp32s3@/dev/ttyUSB0")
+    assert (dev.chip, dev.transport, dev.serial_port, dev.baud) == ("esp32s3", "serial", "/dev/ttyUSB0", 115200)
+    assert serial_device_from_spec("ESP32P4@COM5").serial_port == "COM5"
+    assert serial_device_from_spec("pi@raspberrypi") is None  # an ssh user@host
+    assert serial_device_from_spec("esp32s3") is None
+    assert serial_device_from_spec("nosuchchip@/dev/ttyUSB0") is None
