@@ -212,7 +212,13 @@ def run_audit(ctx, precision: str) -> dict:
     data = result.to_dict()
     atomic_write_json(ctx.workdir / "audit.json", data)
     ctx.echo(f"audit: {result.summary_line()}")
-    return {"status": "done", "file": "audit.json", "summary": result.summary(), "summary_line": result.summary_line()}
+    section = {"status": "done", "file": "audit.json", "summary": result.summary(), "summary_line": result.summary_line()}
+    unsupported = [n.node for n in result.nodes if n.placement.value == "unsupported"]
+    if unsupported:
+        # A prediction: esp-ppq, which runs next, is the judge; the report keeps both.
+        ctx.echo(f"audit: the rules predict {len(unsupported)} node(s) ESP-DL cannot run ({', '.join(unsupported[:3])}); converting anyway to let esp-ppq decide")
+        section["predicted_unsupported"] = unsupported
+    return section
 
 
 def load_data(ctx):
