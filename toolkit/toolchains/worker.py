@@ -62,6 +62,9 @@ def run_worker(
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONNOUSERSITE"] = "1"
     env["EDGEDEPLOY_WORKER"] = "1"
+    # Toolchains iterate over sets and dicts of names when they lay out their files (esp-ppq's
+    # initializer order): a fixed hash seed makes the same input give the same bytes.
+    env.setdefault("PYTHONHASHSEED", "0")
     # Some toolchains shell out to executables of their own environment (onnx2tf runs onnxsim).
     env["PATH"] = str(python.parent) + os.pathsep + env.get("PATH", "")
     env["VIRTUAL_ENV"] = str(python.parent.parent)
