@@ -140,3 +140,12 @@ def test_real_board_end_to_end(tmp_path):
     section = TARGET.measure_serial(artifact, read_manifest(artifact), device(port), flash="idf", timeout_s=300)
     assert section["complete"] and section["outputs_match"] is True
     assert section["sessions_read"] == 3
+
+
+def test_runner_spec_explains_that_espdl_runs_as_firmware():
+    from edgedeploy.devices import local_device
+
+    with pytest.raises(DeviceError, match="run as firmware"):
+        TARGET.runner_spec(None, manifest(), local_device())
+    with pytest.raises(DeviceError, match="measure_serial"):
+        TARGET.runner_spec(None, manifest(), device("/dev/ttyUSB0"))

@@ -59,6 +59,21 @@ class EspDlTarget(Target):
 
         return measure_on_board(artifact, manifest, device, **options)
 
+    def runner_spec(self, artifact, manifest, device):
+        """ESP-DL artifacts run as firmware on a board, not as a runner copied to a device: see measure_serial."""
+        from edgedeploy.errors import DeviceError
+
+        if device.transport == "serial":
+            raise DeviceError(
+                f"`edgedeploy measure` does not drive serial devices yet; the ESP-DL board run exists as "
+                f"edgedeploy.targets.espdl.TARGET.measure_serial (see docs/espdl.md) for '{device.name}'."
+            )
+        raise DeviceError(
+            f"ESP-DL artifacts run as firmware on an {manifest.get('target', {}).get('chip', 'ESP32')} over a serial port, not as a "
+            f"runner on device '{device.name}' ({device.transport}); give a serial device (chip@/dev/ttyUSB0 or an inventory entry "
+            "with transport = \"serial\")."
+        )
+
     chips = (
         Chip(
             id="esp32s3",

@@ -107,6 +107,10 @@ def build(ctx) -> None:
     if int16 is not None and precision != "int8":
         raise OptionError("--int16-layers mixes int16 layers into an int8 model; leave it out with --precision int16.")
 
+    # Record the precision actually built (the option's default is None: "the target's").
+    for options_record in (ctx.report.get("options"), ctx.manifest.get("options")):
+        if isinstance(options_record, dict):
+            options_record["precision"] = precision
     ctx.report["audit"] = run_audit(ctx, precision)
 
     calib, evaluation, notes = load_data(ctx)
