@@ -7,6 +7,8 @@ generated from templates/espdl and firmware/espdl.
 
 from pathlib import Path
 
+import click
+
 from edgedeploy.targets.base import Chip, Target
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
@@ -30,6 +32,48 @@ class EspDlTarget(Target):
     vendor = "Espressif"
     name = "ESP-DL"
     toolchain = TOOLCHAIN
+    stages = ("convert", "codegen", "simulate", "runner")
+    build_options = (
+        click.Option(
+            ["--int16-layers"],
+            "int16_layers",
+            multiple=True,
+            metavar="auto[=DB]|NAME,...",
+            help=(
+                "ESP-DL: mixed precision. Put these ONNX nodes in int16 (the rest int8), or `auto`: move the layers "
+                "that add the most quantisation error to int16 until the outputs' SNR reaches 30 dB (or DB); see docs/espdl.md."
+            ),
+        ),
+    )
+
+    def build(self, ctx) -> None:
+        """Audit, convert with esp-ppq, verify accuracy before/after, generate the ESP-IDF project (build.py)."""
+        from edgedeploy.targets.espdl.build import build
+
+        build(ctx)
+
+    def measure_serial(self, artifact, manifest, device, **options) -> dict:
+        """Flash the artifact's firmware (idf.py where ESP-IDF is installed, or binaries the user built) and
+        read its result lines over the serial port: see board.measure_on_board for the options and result."""
+        from edgedeploy.targets.espdl.board import measure_on_board
+
+        return measure_on_board(artifact, manifest, device, **options)
+
+    def runner_spec(self, artifact, manifest, device):
+        """ESP-DL artifacts run as firmware on a board, not as a runner copied to a device: see measure_serial."""
+        from edgedeploy.errors import DeviceError
+
+        if device.transport == "serial":
+            raise DeviceError(
+                f"`edgedeploy measure` does not drive serial devices yet; the ESP-DL board run exists as "
+                f"edgedeploy.targets.espdl.TARGET.measure_serial (see docs/espdl.md) for '{device.name}'."
+            )
+        raise DeviceError(
+            f"ESP-DL artifacts run as firmware on an {manifest.get('target', {}).get('chip', 'ESP32')} over a serial port, not as a "
+            f"runner on device '{device.name}' ({device.transport}); give a serial device (chip@/dev/ttyUSB0 or an inventory entry "
+            "with transport = \"serial\")."
+        )
+
     chips = (
         Chip(
             id="esp32s3",
@@ -79,3 +123,4 @@ class EspDlTarget(Target):
 
 
 TARGET = EspDlTarget()
+
