@@ -849,5 +849,7 @@ def rule_set(chip_id: str, **options) -> RuleSet:
         fallback_unit=unit,
         min_opset=7,
         max_opset=99,
+        # onnx2tf runs onnxsim first, which folds everything computable at compile time.
+        folds_constants=True,
         notes=_notes(chip_id, options),
     )
