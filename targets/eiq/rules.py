@@ -811,10 +811,29 @@ def rule_set(chip_id: str, **options) -> RuleSet:
     """The RuleSet of one chip. Options: vela="5.2" (default) or "3.10" (NXP's BSP Vela), i.MX 93 only."""
     if chip_id not in CHIPS:
         raise KeyError(chip_id)
-    accelerator = {op: OpSupport(("int8",), "TFLite " + ", ".join(tflite_ops(op)) if tflite_ops(op) else "no TFLite operator (folded away)") for op in sorted(convertible_ops())}
+    nxp = chip_id == "imx93" and options.get("vela") == "3.10"
+    npu_ops = (VELA_3_10_OPS if nxp else VELA_5_2_OPS) if chip_id == "imx93" else VX_DELEGATE_OPS
+    # Every operator onnx2tf converts is listed (its rules run for every node); where its usual
+    # TFLite operators run on this chip is in the note, and in fallback_ops / float_only_ops for
+    # the supported-operator page (the engine looks at accelerator_ops first).
+    accelerator: dict[str, OpSupport] = {}
+    cpu_only, float_only = set(), set()
+    for op in sorted(convertible_ops()):
+        tfl = tflite_ops(op)
+        if not tfl:
+            accelerator[op] = OpSupport(("int8",), "no TFLite operator (folded away or removed)")
+            continue
+        floats = [t for t in tfl if t in TFLITE_FLOAT_ONLY]
+        cpu = [t for t in tfl if t not in npu_ops and t not in TFLITE_FLOAT_ONLY]
+        where = []
+        if cpu:
+            where.append(f"{', '.join(cpu)} on the CPU")
+            cpu_only.add(op)
+        if floats:
+            where.append(f"{', '.join(floats)} in float on float data")
+            float_only.add(op)
+        accelerator[op] = OpSupport(("int8",), f"{chip_id}: TFLite {', '.join(tfl)}" + (f" ({'; '.join(where)})" if where else " (NPU)"))
     if chip_id == "imx93":
-        nxp = options.get("vela") == "3.10"
-        npu_ops = VELA_3_10_OPS if nxp else VELA_5_2_OPS
         compiler = f"Vela {NXP_VELA_VERSION} (NXP)" if nxp else f"Vela {VELA_VERSION}"
         rules = [
             *RULE_CONVERSION,
@@ -844,8 +863,8 @@ def rule_set(chip_id: str, **options) -> RuleSet:
         source=source,
         accelerator_ops=accelerator,
         rules=rules,
-        fallback_ops=frozenset(),
-        float_only_ops=frozenset(),
+        fallback_ops=frozenset(cpu_only),
+        float_only_ops=frozenset(float_only),
         fallback_unit=unit,
         min_opset=7,
         max_opset=99,
