@@ -174,3 +174,43 @@ def test_imx8mp_has_no_host_verdict(tmp_path):
 
     with pytest.raises(OptionError, match="VX delegate"):
         TARGET.toolchain_verdicts([tmp_path / "m.onnx"], "imx8mp", tmp_path, tmp_path / "log")
+
+
+# Measured with scripts/eiq_node_agreement.py over every ONNX node test (docs/eiq.md): the rules
+# must keep agreeing with the recorded toolchain verdicts at least this well.
+MEASURED_AGREEMENT = 0.984
+
+
+def test_agreement_with_recorded_vela_verdicts_on_every_node_test(tmp_path):
+    """The current imx93 rules against the verdicts onnx2tf + Vela gave on all node tests (recorded)."""
+    import gzip
+    import json
+
+    from onnx.backend.test.case.node import collect_testcases
+
+    from edgedeploy.audit.confirm import NodeVerdict, ToolchainVerdict
+    from edgedeploy.errors import EdgedeployError
+
+    recorded = json.loads(gzip.decompress((Path(__file__).parent / "fixtures" / "eiq" / "node_test_verdicts.json.gz").read_bytes()))["verdicts"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = {c.name: c for c in collect_testcases(None)}
+    rules = rule_set("imx93")
+    agree = compared = 0
+    path = tmp_path / "case.onnx"
+    for name, data in recorded.items():
+        case = cases.get(name)
+        if case is None:
+            continue
+        onnx.save(case.model, str(path))
+        try:
+            model = load_model(path, {}, require_static=False)
+        except EdgedeployError:
+            continue
+        verdict = ToolchainVerdict("onnx2tf+vela", "recorded", failed=data["failed"])
+        verdict.nodes = {k: NodeVerdict(P(v)) for k, v in data["nodes"].items()}
+        result = compare(audit_model(model, rules, "int8"), verdict)
+        agree += result["agree"]
+        compared += result["compared"]
+    assert compared > 2500
+    assert agree / compared >= MEASURED_AGREEMENT, f"{agree}/{compared}"

@@ -198,6 +198,7 @@ ONNX_TO_TFLITE: dict[str, tuple[str, ...]] = {
     "Size": (),
     "Slice": ("STRIDED_SLICE",),
     "Softmax": ("SOFTMAX",),
+    "SoftmaxCrossEntropyLoss": ("LOG_SOFTMAX", "ONE_HOT", "MUL", "SUM"),
     "Softplus": ("EXP", "ADD", "LOG"),
     "SpaceToDepth": ("SPACE_TO_DEPTH",),
     "Split": ("SPLIT",),
@@ -226,6 +227,14 @@ def lowering(node: NodeView) -> tuple[str, ...]:
         return ("GREATER_EQUAL", "LESS", "EXP", "SELECT_V2")
     if op == "Div" and node.input(1) is not None and node.input(1).is_constant and _has_float_data(node):
         return ("MUL",)  # measured: float x / c becomes x * (1/c); integer division goes through float
+    if op == "Div" and _pattern(node, "Exp", "ReduceSum") and _reduced_on_last_tf_axis(node):
+        return ("SOFTMAX",)  # measured: exp(x) / sum(exp(x)) over the channels-last axis is fused into SOFTMAX
+    if op == "Sub" and _pattern(node, "Sub", "Log") and _reduced_on_last_tf_axis(node):
+        return ("LOG_SOFTMAX",)  # measured: (x - max) - log(sum(exp(x - max))) likewise becomes LOG_SOFTMAX
+    if op == "Div" and node.input(1) is not None and node.input(1).producer == "Sqrt" and _has_float_data(node):
+        return ("RSQRT", "MUL")  # measured: the converter rewrites x / sqrt(v) as x * rsqrt(v) (LayerNorm)
+    if op == "Pow" and _constant_value(node, 1) == 2.0:
+        return ("MUL",)  # measured: x ** 2 becomes x * x
     if op == "LpNormalization" and int(node.attr("p", 2)) == 2:
         return ("MUL", "SUM", "RSQRT")  # measured: x * rsqrt(sum(x*x))
     if op == "LpPool" and any(d != 1 for d in (node.attr("dilations", []) or [])):
@@ -235,6 +244,30 @@ def lowering(node: NodeView) -> tuple[str, ...]:
         # Measured: DCR becomes TFLite DEPTH_TO_SPACE; CRD a RESHAPE/TRANSPOSE sequence.
         return ("DEPTH_TO_SPACE",)
     return ONNX_TO_TFLITE.get(op, ())
+
+
+def _pattern(node: NodeView, first: str, second: str) -> bool:
+    a, b = node.input(0), node.input(1)
+    return a is not None and b is not None and a.producer == first and b.producer == second
+
+
+def _reduced_on_last_tf_axis(node: NodeView) -> bool:
+    """Whether input 1 is input 0 reduced (kept dims) over exactly the axis that is last after the NHWC conversion."""
+    a, b = node.input(0), node.input(1)
+    if a is None or b is None or not a.is_static or not b.is_static or len(a.shape) != len(b.shape):
+        return False
+    reduced = [i for i, (x, y) in enumerate(zip(a.shape, b.shape)) if y == 1 and x > 1]
+    return len(reduced) == 1 and tf_axis(reduced[0], len(a.shape)) == len(a.shape) - 1
+
+
+def _constant_value(node: NodeView, i: int) -> float | None:
+    t = node.input(i)
+    if t is None or not t.is_constant or t.value is None or t.value.size != 1:
+        return None
+    try:
+        return float(t.value.reshape(-1)[0])
+    except (TypeError, ValueError):
+        return None
 
 
 def tflite_ops(op_type: str) -> tuple[str, ...]:
@@ -314,26 +347,32 @@ CONSTANT_INPUTS = {
     "Squeeze": (1,),
     "Unsqueeze": (1,),
     "Split": (1,),
-    "ReduceMax": (1,),
-    "ReduceMean": (1,),
-    "ReduceMin": (1,),
-    "ReduceProd": (1,),
-    "ReduceSum": (1,),
-    "ReduceLogSum": (1,),
     "CumSum": (1,),
     "Clip": (1, 2),
-    "Resize": (1, 2, 3),
     "Trilu": (1,),
     "Dropout": (1, 2),
 }
+# Reduction axes must be constants in the model: computed axes fail too (measured).
+REDUCTIONS = ("ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceLogSum", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp")
 
 
 @rule(*CONSTANT_INPUTS, placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
 def parameter_input_not_constant(node, chip):
     """{CONVERTER} reads this input (weights, axes, pads, bounds, scales, split sizes) while converting; it cannot be a model input."""
+    if node.op_type == "Pad" and node.attr("mode", "constant") == "reflect":
+        return None  # measured: reflect padding takes run-time pads (on the CPU)
     bad = [node.inputs[i].name for i in CONSTANT_INPUTS[node.op_type] if _given(node, i) and node.input(i).is_graph_input]
     if bad:
         return Offence(bad, "model input: " + ", ".join(bad))
+    return None
+
+
+@rule(*REDUCTIONS, placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def reduction_axes_not_constant(node, chip):
+    """{CONVERTER} needs a reduction's axes input to be a constant of the model (given as a model input or computed, the conversion fails)."""
+    t = node.input(1)
+    if _given(node, 1) and not t.is_constant:
+        return Offence(t.name, "axes not constant")
     return None
 
 
@@ -358,7 +397,7 @@ def unconvertible_element_type(node, chip):
     """The converter has no TFLite tensor type for {DTYPES} data (int2, uint2, float8_e4m3fn and float8_e5m2 work only as inputs)."""
     found = sorted(
         {t.dtype for t in node.inputs if t.present and t.dtype in UNCONVERTIBLE_DTYPES}
-        | {t.dtype for t in node.outputs if t.present and t.dtype in UNCONVERTIBLE_DTYPES | UNCONVERTIBLE_RESULT_DTYPES}
+        | {t.dtype for t in node.outputs if t.present and t.dtype in UNCONVERTIBLE_DTYPES | (UNCONVERTIBLE_RESULT_DTYPES if node.op_type != "QuantizeLinear" else set())}
     )
     if found:
         return Offence(found[0], "tensor of type " + ", ".join(found))
@@ -368,8 +407,8 @@ def unconvertible_element_type(node, chip):
 @rule(placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, MIN_RANK=3, DTYPES=("int16", "uint16"))
 def int16_channels_last_transpose(node, chip):
     """{CONVERTER} transposes tensors of rank {MIN_RANK} and more to channels-last; TFLite's TRANSPOSE has no kernel for {DTYPES} data, so the model would need TensorFlow's Flex delegate."""
-    if node.op_type in ("BitwiseXor", "Div"):
-        return None  # measured: BITWISE_XOR needs no layout transpose; Div casts to float first
+    if node.op_type in ("BitwiseXor", "Div", "Mul"):
+        return None  # measured: these convert without the int16 layout transpose (Div casts to float first)
     for t in node.inputs:
         if t.present and not t.is_constant and t.dtype in ("int16", "uint16") and (t.rank or 0) >= 3:
             return Offence(t.dtype, f"{t.name}: rank {t.rank}")
@@ -386,7 +425,7 @@ EXTRA_TYPES = {
     "Mul": {"int16", "uint32"},
     "Mod": {"int8", "int16"},
     "Div": {"int8", "uint8", "int16", "uint16", "float64"},  # through float
-    "BitShift": {"int8", "uint8", "int16", "uint16", "uint32"},
+    "BitShift": {"int8", "uint8", "int16", "uint16", "uint32"},  # but not int64 (below)
     "BitwiseXor": {"int16"},
 }
 
@@ -395,6 +434,10 @@ EXTRA_TYPES = {
 def narrow_type_arithmetic(node, chip):
     """On raw {TYPES} data this operator has no TFLite builtin after {CONVERTER} (it would need TensorFlow's Flex delegate, or the conversion fails)."""
     allowed = EXTRA_TYPES.get(node.op_type, set())
+    if node.op_type == "BitShift":
+        for t in node.inputs:
+            if t.present and not t.is_constant and t.dtype == "int64":
+                return Offence("int64", f"{t.name} is int64")
     for t in node.inputs:
         if t.present and not t.is_constant and t.dtype in NARROW_TYPES and t.dtype not in allowed:
             return Offence(t.dtype, f"{t.name} is {t.dtype}")
@@ -460,11 +503,82 @@ def arg_select_last_index(node, chip):
     return None
 
 
-@rule("ReduceMean", "ReduceL1", "ReduceL2", "ReduceSumSquare", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, OPSET=18)
-def reduction_at_opset_18(node, chip):
-    """{CONVERTER} fails on this reduction in its opset {OPSET} form without axes (reducing every axis)."""
-    if node.opset >= 18 and not _given(node, 1):
-        return Offence(node.opset, f"opset {node.opset}, no axes")
+@rule("ReduceMean", "ReduceSum", "ReduceL1", "ReduceL2", "ReduceSumSquare", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, MIN_RANK=3)
+def reduction_of_every_axis_keepdims(node, chip):
+    """{CONVERTER} fails on this reduction in its axes-as-input form (ReduceSum from opset 13, the others from 18) when it reduces every axis of a rank-{MIN_RANK}+ input and keeps the dimensions."""
+    rank = _rank(node)
+    axes_input_form = node.opset >= (13 if node.op_type == "ReduceSum" else 18)
+    if axes_input_form and not _given(node, 1) and int(node.attr("keepdims", 1)) and (rank is None or rank >= 3):
+        return Offence(node.opset, f"opset {node.opset}, no axes, keepdims, rank {rank}")
+    return None
+
+
+@rule("Resize", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def resize_forms(node, chip):
+    """A cubic Resize (TensorFlow's ResizeBicubic: Flex only), an antialiased one (ScaleAndTranslate: no TFLite builtin) or a tf_crop_and_resize one ({CONVERTER} fails) does not convert."""
+    if node.attr("mode", "nearest") == "cubic":
+        return Offence("cubic", "mode")
+    if int(node.attr("antialias", 0)):
+        return Offence("antialias")
+    if node.attr("coordinate_transformation_mode", "") == "tf_crop_and_resize":
+        return Offence("tf_crop_and_resize", "coordinate_transformation_mode")
+    return None
+
+
+@rule(placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, MAX_RANK=6)
+def rank_above_six(node, chip):
+    """TFLite's TRANSPOSE (which {CONVERTER} needs for layout changes) handles at most {MAX_RANK} dimensions; higher ranks need the Flex delegate."""
+    for t in list(node.inputs) + list(node.outputs):
+        if t.present and not t.is_constant and (t.rank or 0) > 6:
+            return Offence(t.rank, f"{t.name} has rank {t.rank}")
+    return None
+
+
+@rule("QLinearMatMul", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, MAX_RANK=2)
+def qlinearmatmul_rank(node, chip):
+    """{CONVERTER} converts QLinearMatMul on operands of rank at most {MAX_RANK}."""
+    rank = _rank(node)
+    if rank is not None and rank > 2:
+        return Offence(rank, "operand rank")
+    return None
+
+
+@rule("Shape", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def shape_slice(node, chip):
+    """{CONVERTER} fails on Shape with start or end."""
+    if node.has_attr("start") or node.has_attr("end"):
+        return Offence("start/end")
+    return None
+
+
+@rule("MaxPool", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def maxpool_forms(node, chip):
+    """{CONVERTER} has no TFLite builtin for a dilated MaxPool or one that also returns the indices."""
+    if any(d != 1 for d in (node.attr("dilations", []) or [])):
+        return Offence(list(node.attr("dilations")), "dilations")
+    if len([o for o in node.outputs if o.present]) > 1:
+        return Offence("Indices", "second output")
+    return None
+
+
+@rule("Pow", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def pow_types(node, chip):
+    """{CONVERTER} fails on a Pow whose base and exponent differ in type, or on an integer base."""
+    a, b = node.input(0), node.input(1)
+    if a is not None and b is not None and a.dtype and b.dtype and a.dtype != b.dtype:
+        return Offence((a.dtype, b.dtype), "mixed types")
+    if a is not None and a.dtype and a.dtype not in FLOAT_DTYPES:
+        return Offence(a.dtype, "integer base")
+    return None
+
+
+@rule("RMSNormalization", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def rmsnorm_inner_axis(node, chip):
+    """{CONVERTER} converts RMSNormalization on rank-3+ inputs only when it normalises over every axis (axis 0)."""
+    rank = _rank(node)
+    axis = int(node.attr("axis", -1))
+    if rank is not None and rank >= 3 and axis % rank != 0:
+        return Offence(axis, f"axis {axis} of a rank-{rank} input")
     return None
 
 
@@ -495,9 +609,9 @@ def col2im_spatial_dims(node, chip):
     return None
 
 
-@rule("NegativeLogLikelihoodLoss", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, MAX_RANK=2)
+@rule("NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, MAX_RANK=2)
 def nllloss_rank(node, chip):
-    """{CONVERTER} converts NegativeLogLikelihoodLoss on inputs of rank at most {MAX_RANK} (N, C)."""
+    """{CONVERTER} converts NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss on inputs of rank at most {MAX_RANK} (N, C)."""
     rank = _rank(node)
     if rank is not None and rank > 2:
         return Offence(rank, "input rank")
@@ -638,9 +752,9 @@ def integer_feature_map(node, chip):
     if node.op_type not in OUTPUT_INDEX_OPS:
         data += [t for t in node.outputs if t.present]
     for t in data:
-        if t.dtype in ("bool", "int64", "uint64", "int8", "uint8", "int16", "uint16"):
+        if t.dtype in ("bool", "int64", "uint64", "int8", "uint8", "int16", "uint16", "uint32"):
             return Offence(t.dtype, f"{t.name} is {t.dtype}")
-        if t.dtype in ("int32", "uint32") and any(o not in VELA_32BIT_OK for o in ops):
+        if t.dtype == "int32" and any(o not in VELA_32BIT_OK for o in ops):
             return Offence(t.dtype, f"{t.name} is {t.dtype}")
     return None
 
@@ -724,6 +838,20 @@ def pool_limits(node, chip):
     if node.op_type == "MaxPool" and any(d != 1 for d in dil):
         return Offence(dil, "dilated max pooling")
     shape = _shape(node)
+    if node.op_type == "MaxPool" and shape is not None and len(shape) == len(kernel) + 2:
+        # Measured: TFLite's MAX_POOL_2D pads like TensorFlow's SAME (the extra on the end); other
+        # paddings (SAME_LOWER, larger explicit pads) leave it on the CPU.
+        spatial = shape[2:]
+        for i, size in enumerate(spatial):
+            k, st = kernel[i], (strides[i] if i < len(strides) else 1)
+            total = max((-(-size // st) - 1) * st + k - size, 0)
+            same = (total // 2, total - total // 2)
+            if auto_pad == "SAME_LOWER" and total % 2:
+                return Offence("SAME_LOWER", "padding on the start")
+            if auto_pad == "NOTSET" and len(pads) == 2 * len(spatial):
+                given = (pads[i], pads[i + len(spatial)])
+                if any(given) and given != same:
+                    return Offence(pads, "padding TensorFlow's SAME does not produce")
     if node.op_type == "MaxPool" and int(node.attr("ceil_mode", 0)) and shape is not None and auto_pad in ("NOTSET", "VALID"):
         spatial = shape[2:]
         for i, size in enumerate(spatial):
@@ -732,6 +860,32 @@ def pool_limits(node, chip):
             begin, end = (pads[i], pads[i + len(spatial)]) if len(pads) == 2 * len(spatial) else (0, 0)
             if _pool_output(size, k, st, begin, end, True) != _pool_output(size, k, st, begin, end, False):
                 return Offence("ceil_mode", "ceil_mode changes the output size")
+    return None
+
+
+@rule("ReduceMean", "GlobalAveragePool", "RMSNormalization", placement=Placement.FALLBACK)
+def mean_limits(node, chip):
+    """Vela runs MEAN only with a batch of 1, and reduces over the depth (channels-last) axis only when height, width or depth is 1."""
+    shape = _shape(node)
+    if shape is None or len(shape) < 3:
+        return None
+    if shape[0] != 1:
+        return Offence(shape[0], "batch above 1")
+    if node.op_type == "RMSNormalization":
+        rank = len(shape)
+        tf_axes = {tf_axis(a, rank) for a in range(int(node.attr("axis", -1)) % rank, rank)}
+        tf = _tf_shape(shape)
+        if rank - 1 in tf_axes and all(d > 1 for d in tf[1:]):
+            return Offence(sorted(tf_axes), "depth reduction with H, W and C above 1")
+    if node.op_type == "ReduceMean":
+        axes = node.attr("axes")
+        if axes is None and node.input(1) is not None and node.input(1).value is not None:
+            axes = [int(a) for a in node.input(1).value.reshape(-1)]
+        rank = len(shape)
+        tf_axes = {tf_axis(int(a), rank) for a in (axes if axes is not None else range(rank))}
+        tf = _tf_shape(shape)
+        if rank - 1 in tf_axes and all(d > 1 for d in tf[1:]):
+            return Offence(sorted(tf_axes), "depth reduction with H, W and C above 1")
     return None
 
 
@@ -776,7 +930,15 @@ RULE_CONVERSION = (
     pow_scalar_exponent_input,
     split_uneven_num_outputs,
     arg_select_last_index,
-    reduction_at_opset_18,
+    reduction_of_every_axis_keepdims,
+    reduction_axes_not_constant,
+    resize_forms,
+    rank_above_six,
+    qlinearmatmul_rank,
+    shape_slice,
+    maxpool_forms,
+    pow_types,
+    rmsnorm_inner_axis,
     runtime_shape_parameter,
     scalar_scale_input,
     scatter_with_reduction,
@@ -845,6 +1007,7 @@ def rule_set(chip_id: str, **options) -> RuleSet:
             argmax_not_on_depth,
             *(() if nxp else (argmax_on_depth_stops_vela,)),
             pool_limits,
+            mean_limits,
             softmax_limits,
             resize_scale_factor,
         ]

@@ -280,12 +280,16 @@ def node_views(model: LoadedModel) -> list[NodeView]:
     # tensor's foldability is known by then.
     cache: dict[str, TensorView] = {}
 
+    producer_of: dict[str, str] = {}
+
     def get(name: str) -> TensorView:
         found = cache.get(name)
         if found is None:
             found = view(name)
             if name in foldable:
                 found = replace(found, foldable=True)
+            if name in producer_of:
+                found = replace(found, producer=producer_of[name])
             cache[name] = found
         return found
 
@@ -293,6 +297,7 @@ def node_views(model: LoadedModel) -> list[NodeView]:
         inputs = tuple(get(i) for i in node.input)
         if not graph_outputs.intersection(node.output) and _computable_at_compile_time(node, inputs, foldable):
             foldable.update(o for o in node.output if o)
+        producer_of.update((o, node.op_type) for o in node.output if o)
         outputs = tuple(get(o) for o in node.output)
         views.append(
             NodeView(

@@ -74,6 +74,9 @@ class TensorView:
     # toolchains treat the model's boundary differently (Vela refuses boolean model inputs/outputs).
     is_graph_input: bool = False
     is_graph_output: bool = False
+    # The operator type of the node that produces the tensor (None for model inputs and
+    # constants): converters rewrite some pairs (x / Sqrt(v) becomes x * Rsqrt(v)).
+    producer: str | None = None
 
     @property
     def value(self) -> np.ndarray | None:
