@@ -130,21 +130,21 @@ def test_generated_runner_has_the_header_and_no_model_names_in_code(artifacts):
 def test_runner_falls_back_to_the_cpu_here_with_a_warning(artifacts, chip, tmp_path):
     built, _ = artifacts
     folder = built[chip] / "runner"
-    out = tmp_path / "outputs.npy"
-    proc = run_runner(folder, "--inputs", "inputs.npy", "--outputs", str(out))
+    out = tmp_path / "outputs.npz"
+    proc = run_runner(folder, "--inputs", "inputs.npz", "--outputs", str(out))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "WARNING" in proc.stderr and "running on the CPU instead" in proc.stderr
     (result,) = parse_result_lines(proc.stdout)
     assert result["scope"]["backend"] == "cpu" and result["delegate_loaded"] is False
     assert "warning" in result
-    assert result["scope"]["model"]["file"] == "model_int8.tflite", "the CPU cannot run Vela's ethos-u operator"
+    assert result["scope"]["deployed_model"]["file"] == "model_int8.tflite", "the CPU cannot run Vela's ethos-u operator"
     assert result["scope"]["precision"] == "int8" and result["iterations"] >= 20
     assert result["latency_us"]["p50"] > 0
     # Its outputs are the host's int8 outputs for the same samples.
-    outputs = np.load(out)
+    outputs = np.load(out)["logits"]
     host = np.load(built[chip] / "host" / "tflite_int8_output0.npy")[: len(outputs)]
     assert np.array_equal(outputs, host)
-    labels = np.load(folder / "labels.npy")
+    labels = np.load(folder / "inputs.npz")["labels"]
     assert (outputs.argmax(1) == labels).mean() >= MIN_INT8_TOP1 - 0.05
 
 
@@ -155,7 +155,7 @@ def test_runner_baseline_is_the_float_model_on_the_cpu(artifacts):
     assert "WARNING" not in proc.stderr
     (result,) = parse_result_lines(proc.stdout)
     assert result["scope"]["precision"] == "fp32" and result["scope"]["backend"] == "cpu"
-    assert result["scope"]["model"]["file"] == "model_float32.tflite"
+    assert result["scope"]["deployed_model"]["file"] == "model_float32.tflite"
 
 
 def test_runner_spec_for_measure(artifacts):
@@ -167,7 +167,7 @@ def test_runner_spec_for_measure(artifacts):
     manifest = read_manifest(built["imx93"])
     spec = TARGET.runner_spec(built["imx93"], manifest, Device(name="evk", chip="imx93", transport="ssh", host="imx93-evk"))
     assert spec.command[:2] == ["{python}", "runner.py"] and "--model" in spec.command
-    assert {"runner.py", "protocol.py", "runner.json", "model_int8.tflite", "model_int8_vela.tflite", "inputs.npy"} <= set(spec.files)
+    assert {"runner.py", "protocol.py", "runner.json", "model_int8.tflite", "model_int8_vela.tflite", "inputs.npz"} <= set(spec.files)
     assert all(p.is_file() for p in spec.files.values())
     assert spec.baseline is not None and "float32" in spec.baseline.command and "none" in spec.baseline.command
     assert "model_float32.tflite" in spec.baseline.files and "model_int8_vela.tflite" not in spec.baseline.files
@@ -225,7 +225,7 @@ def check_sessions(spec, device, built, chip, tmp_path, sessions=3):
         results.append(result)
     assert len({r["pid"] for r in results}) == sessions
     (out,) = spec.result_files
-    produced = np.load(tmp_path / out)
+    produced = np.load(tmp_path / out)["logits"]
     host = np.load(built[chip] / "host" / "tflite_int8_output0.npy")[: len(produced)]
     assert np.array_equal(produced, host)
     proc = run_session(device, spec.baseline, tmp_path)
@@ -233,7 +233,7 @@ def check_sessions(spec, device, built, chip, tmp_path, sessions=3):
     (base,) = parse_result_lines(proc.stdout)
     assert base["scope"]["precision"] == "fp32" and base["scope"]["backend"] == "cpu"
     reference = np.load(built[chip] / "host" / "reference_fp32_output0.npy")[: len(produced)]
-    assert np.abs(np.load(tmp_path / spec.baseline.result_files[0]) - reference).max() < 1e-3
+    assert np.abs(np.load(tmp_path / spec.baseline.result_files[0])["logits"] - reference).max() < 1e-3
 
 
 @pytest.mark.parametrize("chip", ["imx93", "imx8mp"])
@@ -258,3 +258,27 @@ def test_runner_end_to_end_over_ssh_on_loopback(artifacts, tmp_path, loopback_ss
     device = loopback_sshd.device(name="loopback-imx93", chip="imx93", python=str(eiq_python()))
     spec = TARGET.runner_spec(built["imx93"], read_manifest(built["imx93"]), device)
     check_sessions(spec, device, built, "imx93", tmp_path)
+
+
+def test_edgedeploy_measure_on_a_local_device(artifacts, tmp_path):
+    """`edgedeploy measure` end to end: a local inventory device whose Python has a TFLite interpreter
+    (the eiq environment's) stands in for the board; the NPU delegate is absent, so the "after"
+    is the int8 model on the CPU, recorded as such."""
+    from click.testing import CliRunner
+
+    from edgedeploy.cli import cli
+
+    built, _ = artifacts
+    inventory = tmp_path / "devices.json"
+    inventory.write_text(json.dumps({"devices": {"here-imx93": {"chip": "imx93", "transport": "local", "python": str(eiq_python())}}}))
+    result = CliRunner().invoke(cli, ["measure", str(built["imx93"]), "--device", "here-imx93", "--inventory", str(inventory), "--format", "json", "--min-duration", "0.1", "--min-iterations", "20"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    after, before = record["latency"]["after"], record["latency"]["before"]
+    assert len(after["sessions"]) == 3 and len({s["pid"] for s in after["sessions"]}) == 3
+    assert after["scope"]["backend"] == "cpu" and after["scope"]["precision"] == "int8"
+    assert after["scope"]["deployed_model"]["file"] == "model_int8.tflite"
+    assert before["scope"]["precision"] == "fp32" and before["scope"]["deployed_model"]["file"] == "model_float32.tflite"
+    assert all("warning" in s for s in after["sessions"])
+    accuracy = record["accuracy"]
+    assert accuracy["after"]["top1"] >= MIN_INT8_TOP1 - 0.05

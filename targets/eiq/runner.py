@@ -126,16 +126,14 @@ def generate_runner(ctx, result: dict, evaluation, sample_count: int) -> dict:
     shutil.copyfile(_protocol_source(), folder / "protocol.py")
     sample = None
     if evaluation is not None:
+        # The dataset .npz format `edgedeploy measure` shares between the before and the after
+        # runner: arrays keyed by model input name, plus `labels`.
+        from edgedeploy.devices.runners import INPUTS_REMOTE_NAME, write_inputs_npz
+
         n = min(sample_count, len(evaluation))
         arrays = {k: np.ascontiguousarray(v[:n]).astype(np.float32) for k, v in evaluation.inputs.items()}
-        if len(arrays) == 1:
-            np.save(folder / "inputs.npy", next(iter(arrays.values())))
-            sample = "inputs.npy"
-        else:
-            np.savez(folder / "inputs.npz", **arrays)
-            sample = "inputs.npz"
-        if evaluation.labels is not None:
-            np.save(folder / "labels.npy", evaluation.labels[:n])
+        write_inputs_npz(folder / INPUTS_REMOTE_NAME, arrays, None if evaluation.labels is None else evaluation.labels[:n])
+        sample = INPUTS_REMOTE_NAME
     return {
         "folder": RUNNER_DIR,
         "entry": f"{RUNNER_DIR}/runner.py",
@@ -165,8 +163,8 @@ def runner_spec(target, artifact: Path, manifest: dict, device):
     files = {name: folder / name for name in ("runner.py", "protocol.py", "runner.json")}
     for file in settings["models"].values():
         files[file] = folder / file
-    sample = next((name for name in ("inputs.npy", "inputs.npz") if (folder / name).is_file()), None)
-    output_name = "outputs.npy" if sample == "inputs.npy" else "outputs.npz"
+    sample = "inputs.npz" if (folder / "inputs.npz").is_file() else None
+    output_name = "outputs.npz"
 
     def spec(model: str, delegate: str, backend: str) -> RunnerSpec:
         command = ["{python}", "runner.py", "--model", model, "--delegate", delegate]
