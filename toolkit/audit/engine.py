@@ -50,6 +50,9 @@ def opset_out_of_range(node, chip):
     """The toolchain's ONNX importer does not accept this model's opset."""
 
 
+# Requested precisions that are float builds: an operator supported in "float" runs in them as is.
+FLOAT_PRECISIONS = frozenset({"fp16", "fp32", "float16", "float32", "float"})
+
 BUILTIN_RULES = (operator_not_on_accelerator, operator_unsupported, operator_float_only, precision_not_on_accelerator, opset_out_of_range)
 
 
@@ -207,6 +210,40 @@ def _jsonable(value: Any) -> Any:
 CONSTANT_VALUE_MAX_ELEMENTS = 1 << 16
 
 
+# Operators whose output is fixed once the input shapes are (pinned shapes make them constant).
+SHAPE_OPS = frozenset({"Shape", "Size"})
+# Operators that produce different values on every run, so they never fold.
+NONDETERMINISTIC_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"})
+
+
+def conversion_time_tensors(graph: onnx.GraphProto, infos: dict, constants: set[str]) -> set[str]:
+    """Tensors a converter can compute before run time (constant folding), besides `constants`.
+
+    With pinned input shapes, Shape/Size of a tensor of known shape is a constant, and so is the
+    output of any deterministic node whose inputs all are. Toolchains fold these subgraphs (shape
+    arithmetic feeding a Reshape, for instance), so rules see such tensors as constants (without
+    a value).
+    """
+    known = set(constants)
+    folded: set[str] = set()
+    for node in graph.node:
+        if node.domain not in ("", "ai.onnx") or node.op_type in NONDETERMINISTIC_OPS:
+            continue
+        if node.op_type in SHAPE_OPS:
+            vi = infos.get(node.input[0]) if node.input else None
+            dims = dims_of(vi) if vi is not None else None
+            computable = dims is not None and all(isinstance(d, int) for d in dims)
+        else:
+            present = [x for x in node.input if x]
+            computable = bool(present) and all(x in known for x in present)
+        if computable:
+            for out in node.output:
+                if out:
+                    known.add(out)
+                    folded.add(out)
+    return folded
+
+
 def node_views(model: LoadedModel) -> list[NodeView]:
     """A NodeView per node of the main graph, in the graph's (topological) order."""
     graph = model.graph
@@ -219,6 +256,8 @@ def node_views(model: LoadedModel) -> list[NodeView]:
                 if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                     constants[node.output[0]] = a.t
 
+    folded = conversion_time_tensors(graph, infos, set(initializers) | set(constants))
+
     def view(name: str) -> TensorView:
         if not name:
             return TensorView("", None, None, False)
@@ -229,9 +268,9 @@ def node_views(model: LoadedModel) -> list[NodeView]:
             return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_name(tensor.data_type), True, value)
         vi = infos.get(name)
         if vi is None:
-            return TensorView(name, None, None, False)
+            return TensorView(name, None, None, name in folded)
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
-        return TensorView(name, dims_of(vi), dtype_name(elem) if elem else None, False)
+        return TensorView(name, dims_of(vi), dtype_name(elem) if elem else None, name in folded)
 
     opset = model.opset
     views = []
@@ -270,15 +309,19 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None) -> NodePla
         else:
             add(operator_unsupported, Placement.UNSUPPORTED, op)
     else:
-        if precision and precision not in support.precisions and "any" not in support.precisions:
+        # "float" support covers a float build (fp16/fp32) too; only quantised builds keep it apart.
+        float_build = precision in FLOAT_PRECISIONS and "float" in support.precisions
+        if precision and precision not in support.precisions and "any" not in support.precisions and not float_build:
             if support.precisions == ("float",):
                 add(operator_float_only, Placement.FLOAT, op, "float only")
             else:
                 add(precision_not_on_accelerator, Placement.FALLBACK, precision, f"supported: {', '.join(support.precisions)}")
-        for r in rules.rules:
-            if r.applies_to(op):
-                for offence in r.evaluate(node, rules.chip):
-                    add(r, r.placement, offence.value, offence.detail)
+    for r in rules.rules:
+        # Accelerator limits matter only for nodes the accelerator would run; a rule whose
+        # violation stops the build (UNSUPPORTED) matters wherever the node would run.
+        if r.applies_to(op) and (support is not None or r.placement is Placement.UNSUPPORTED):
+            for offence in r.evaluate(node, rules.chip):
+                add(r, r.placement, offence.value, offence.detail)
     placement = worst(v.placement for v in found)
     return NodePlacement(node.name, node.op_type, node.index, placement, found)
 
