@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+# The loopback sshd fixtures (`loopback_sshd`, `loopback_ssh_device`) for every test module.
+pytest_plugins = ("tests.ssh_fixture",)
+
 
 def pytest_collection_modifyitems(config, items):
     from edgedeploy.targets import find_toolchain

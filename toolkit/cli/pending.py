@@ -16,7 +16,6 @@ PENDING = {
     "measure": "Run a built artifact on a device and measure latency and accuracy",
     "bench": "Benchmark the model on this machine's backends",
     "report": "Render and combine reports",
-    "fix": "Rewrite the model so operators stay on the accelerator",
 }
 
 

@@ -1,5 +1,44 @@
-"""Devices: the inventory and the transports that reach them (see base.py for the contract)."""
+"""Devices: the inventory and the transports that reach them (see base.py for the contract).
 
-from edgedeploy.devices.base import CommandResult, Device, Transport
+    from edgedeploy.devices import load_inventory, open_transport
+    device = load_inventory(path_or_None).get("rock5b")
+    transport = open_transport(device)        # LocalTransport or SshTransport
+    workdir = transport.make_workdir()
+    transport.put(Path("runner.py"), "runner.py")
+    result = transport.run(["python3", "runner.py"], workdir, timeout_s=600)
+    transport.get("result.json", Path("out/result.json"))
+    transport.cleanup(workdir)
+"""
 
-__all__ = ["CommandResult", "Device", "Transport"]
+from edgedeploy.devices.base import CommandResult, Device, DeviceConnectionLost, Transport
+from edgedeploy.devices.inventory import Inventory, load_inventory, local_device
+from edgedeploy.errors import DeviceError
+
+
+def open_transport(device: Device) -> Transport:
+    """The transport for a device's `transport` setting (serial devices have their own module)."""
+    if device.transport == "local":
+        from edgedeploy.devices.local import LocalTransport
+
+        return LocalTransport(device)
+    if device.transport == "ssh":
+        from edgedeploy.devices.ssh import SshTransport
+
+        return SshTransport(device)
+    if device.transport == "serial":
+        raise DeviceError(
+            f"Device '{device.name}' is a serial device: it runs firmware flashed by the ESP-DL tooling, not copied runners."
+        )
+    raise DeviceError(f"Device '{device.name}' has an unknown transport {device.transport!r}.")
+
+
+__all__ = [
+    "CommandResult",
+    "Device",
+    "DeviceConnectionLost",
+    "Inventory",
+    "Transport",
+    "load_inventory",
+    "local_device",
+    "open_transport",
+]

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from edgedeploy.errors import DeviceError
+
 
 @dataclass(frozen=True)
 class Device:
@@ -35,10 +37,22 @@ class Device:
 
 @dataclass
 class CommandResult:
-    returncode: int
+    returncode: int | None  # None: the command did not finish (connection lost, timed out)
     stdout: str
     stderr: str
     wall_s: float
+
+
+class DeviceConnectionLost(DeviceError):
+    """The connection to the device dropped while a command ran on it.
+
+    `partial` holds what the command had printed before the drop (a CommandResult with
+    returncode None), so a caller can keep the results gathered so far and mark them partial.
+    """
+
+    def __init__(self, message: str, partial: "CommandResult | None" = None):
+        super().__init__(message)
+        self.partial = partial
 
 
 class Transport(Protocol):
@@ -60,3 +74,6 @@ class Transport(Protocol):
 
     def cleanup(self, workdir: str) -> None:
         """Remove the working folder from the device."""
+
+    def close(self) -> None:
+        """Release the connection (ssh: the shared master connection); the transport is done."""

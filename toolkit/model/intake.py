@@ -124,6 +124,7 @@ def load_model(
         auto_pinned = _pin_remaining_batch_dims(path, proto)
     _check_dims(path, proto)
     proto = _infer_shapes(path, proto)
+    _check_consistency(path, proto)
     return LoadedModel(
         path=path.resolve(),
         proto=proto,
@@ -131,6 +132,26 @@ def load_model(
         size_bytes=len(data) + sum(f.stat().st_size for f in external_files),
         pinned=pinned,
         auto_pinned=auto_pinned,
+    )
+
+
+def from_proto(proto: onnx.ModelProto, path: Path, sha256: str | None = None) -> LoadedModel:
+    """A LoadedModel for a model built in memory (a rewrite's result): checked and shape-inferred.
+
+    `path` names where it will be written (for messages and its name); `sha256` defaults to the
+    hash of its serialisation.
+    """
+    data = proto.SerializeToString()
+    _check_structure(path, proto)
+    _run_checker(path, proto)
+    _check_dims(path, proto)
+    inferred = _infer_shapes(path, proto)
+    _check_consistency(path, inferred)
+    return LoadedModel(
+        path=Path(path),
+        proto=inferred,
+        sha256=sha256 or hashlib.sha256(data).hexdigest(),
+        size_bytes=len(data),
     )
 
 
@@ -350,6 +371,37 @@ def _infer_shapes(path: Path, proto: onnx.ModelProto) -> onnx.ModelProto:
         raise ModelError(f"{path.name}: shape inference failed, so the shapes are inconsistent: {first}") from exc
     except ValueError as exc:
         raise ModelError(f"{path.name}: shape inference failed: {exc}") from exc
+
+
+def _check_consistency(path: Path, proto: onnx.ModelProto) -> None:
+    """Shape mismatches ONNX's shape inference lets through (it does not compare a Conv's input
+    channels with its weights), which runtimes only report when the model first runs."""
+    from edgedeploy.model.shapes import dims_of
+
+    shapes: dict[str, tuple] = {t.name: tuple(t.dims) for t in proto.graph.initializer}
+    for vi in list(proto.graph.value_info) + list(proto.graph.input) + list(proto.graph.output):
+        dims = dims_of(vi)
+        if dims is not None:
+            shapes.setdefault(vi.name, dims)
+
+    def known(name: str, axis: int):
+        dims = shapes.get(name)
+        if dims is None or len(dims) <= abs(axis) - (1 if axis < 0 else 0):
+            return None
+        value = dims[axis]
+        return value if isinstance(value, int) else None
+
+    for index, node in enumerate(proto.graph.node):
+        label = node.name or f"{node.op_type}_{index}"
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if node.op_type == "Conv" and len(node.input) >= 2:
+            group = int(attrs.get("group", 1))
+            have, per_group = known(node.input[0], 1), known(node.input[1], 1)
+            if have is not None and per_group is not None and have != per_group * group:
+                raise ModelError(
+                    f"{path.name}: node '{label}' (Conv) gets {have} input channels but its weights expect "
+                    f"{per_group * group} ({per_group} per group x {group} groups); the shapes are inconsistent."
+                )
 
 
 def parse_input_shape_options(values: tuple[str, ...] | list[str]) -> InputShapes:

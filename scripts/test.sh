@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The test suite from a fresh clone: system packages the tests use, edgedeploy, every managed
+# toolchain environment, then pytest. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System packages: a real sshd for the SSH transport tests, Chromium for the HTML report check.
+need_apt=()
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+if [ "${#need_apt[@]}" -gt 0 ]; then
+    if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        echo "test: installing ${need_apt[*]}" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+    else
+        echo "test: cannot install ${need_apt[*]} (needs root and apt-get); their tests will be skipped" >&2
+    fi
+fi
+
+bash scripts/setup.sh all
+.venv/bin/edgedeploy toolchain doctor
+exec .venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,125 @@
+"""`edgedeploy fix`: rewrite a model so its operators stay on the accelerators of the given chips."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import numpy as np
+import onnx
+
+from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
+from edgedeploy.cli.output import emit_json, format_option, info, table
+
+# Random evaluation inputs when no --eval is given for a model that is not the sample.
+RANDOM_EVAL_SAMPLES = 16
+DEFAULT_EVAL_COUNT = 64
+
+
+def evaluation_feeds(model, eval_path: Path | None, eval_count: int, model_path: Path) -> tuple[list[dict], str]:
+    """Per-sample feeds (batch as pinned) from --eval, the sample's held-out split, or seeded random data."""
+    from edgedeploy.datasets import load_dataset, model_input_specs
+    from edgedeploy.sample import sample_eval_path, sample_model_path
+
+    specs = model_input_specs(model)
+    if eval_path is None and model_path.resolve() == sample_model_path().resolve():
+        eval_path = sample_eval_path()
+    if eval_path is not None:
+        ds = load_dataset(eval_path, specs, count=eval_count)
+        batch = specs[0].shape[0] or 1
+        feeds = list(ds.batches(batch))
+        return feeds, f"{ds.source} ({len(feeds) * batch} samples)"
+    rng = np.random.default_rng(0)
+    feeds = []
+    for _ in range(RANDOM_EVAL_SAMPLES):
+        feeds.append({s.name: rng.standard_normal([d or 1 for d in s.shape]).astype(np.dtype(s.dtype)) for s in specs})
+    return feeds, f"{RANDOM_EVAL_SAMPLES} random standard-normal inputs (seed 0; no --eval given)"
+
+
+@click.command("fix")
+@model_argument
+@click.option("--target", "targets", multiple=True, required=True, metavar="CHIP", help="Target chip to fix for (repeatable).")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), help="Where to write the rewritten model (default: <model>.fixed.onnx in the current folder); the report goes beside it as .fix.json.")
+@click.option("--force", is_flag=True, help="Replace existing output files.")
+@click.option("--allow-approx", is_flag=True, help="Also try approximations (e.g. tanh GELU); their error is reported.")
+@click.option("--rewrite", "only", multiple=True, metavar="NAME", help="Only try these rewrites (repeatable); see --list.")
+@click.option("--eval", "eval_data", type=click.Path(exists=True, path_type=Path), help="Evaluation data for the fidelity check (.npz, .npy folder, images).")
+@click.option("--eval-count", type=click.IntRange(min=1), default=DEFAULT_EVAL_COUNT, show_default=True, help="Samples of the evaluation data to use.")
+@click.option("--list", "list_rewrites", is_flag=True, help="List the rewrites and exit.")
+@input_shape_option
+@format_option()
+def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, eval_count, list_rewrites, input_shapes, output_format) -> None:
+    """Rewrite MODEL so nodes that fall back or are unsupported on each --target move onto its accelerator.
+
+    A rewrite is kept only if the audit gets better on some target and worse on none, and the
+    outputs stay within the rewrite's tolerance on the evaluation data (default: the sample's
+    held-out split for the sample, else random inputs). Writes the rewritten model and a JSON
+    report: what changed which nodes, placements before and after, fidelity.
+    """
+    from edgedeploy.artifacts import atomic_write_bytes, atomic_write_json
+    from edgedeploy.errors import ArtifactError, OptionError
+    from edgedeploy.fix.engine import fix_model
+    from edgedeploy.fix.passes import REWRITES
+    from edgedeploy.model import load_model
+    from edgedeploy.targets import find_chip
+
+    if list_rewrites:
+        rows = [{"name": r.name, "exact": r.exact, "max_abs_error": r.max_abs_error, "summary": r.summary} for r in REWRITES]
+        if output_format == "json":
+            emit_json({"rewrites": rows})
+        else:
+            click.echo(table(["REWRITE", "EXACT", "TOLERANCE", "WHAT"], [[r["name"], "yes" if r["exact"] else "approx", r["max_abs_error"], r["summary"]] for r in rows]))
+        return
+    known = {r.name for r in REWRITES}
+    for name in only:
+        if name not in known:
+            raise OptionError(f"Unknown rewrite '{name}'; see `edgedeploy fix --list`.")
+    rule_sets = {}
+    for chip_id in targets:
+        target, chip = find_chip(chip_id)
+        try:
+            rule_sets[chip.id] = target.rule_set(chip.id)
+        except ModuleNotFoundError as exc:
+            raise OptionError(f"The {target.name} target has no audit rules yet, so `fix` cannot judge rewrites for {chip.id}.") from exc
+    model_path = resolve_model(model)
+    loaded = load_model(model_path, parse_shapes(input_shapes), require_static=True)
+    out_path = out_path or Path.cwd() / f"{loaded.name}.fixed.onnx"
+    report_path = out_path.with_suffix(".fix.json")
+    for path in (out_path, report_path):
+        if path.exists() and not force:
+            raise ArtifactError(f"{path} exists already; use --force to replace it.")
+    feeds, source = evaluation_feeds(loaded, eval_data, eval_count, model_path)
+    stacked = {k: np.concatenate([f[k] for f in feeds]) for k in feeds[0]}
+    result = fix_model(loaded, rule_sets, stacked, source, allow_approx=allow_approx, only=list(only) or None, echo=info)
+    report = result.to_dict()
+    report["fixed_model"]["path"] = str(out_path)
+    fixed_proto = onnx.ModelProto()
+    fixed_proto.CopyFrom(result.fixed.proto)
+    atomic_write_bytes(out_path, fixed_proto.SerializeToString())
+    atomic_write_json(report_path, report)
+    if output_format == "json":
+        emit_json(report)
+        return
+    for chip, data in report["chips"].items():
+        click.echo(f"before  {data['before_line']}")
+        click.echo(f"after   {data['after_line']}")
+    click.echo("")
+    if report["applied"]:
+        rows = []
+        for a in report["applied"]:
+            for c in a["changes"]:
+                rows.append([a["rewrite"], "exact" if a["exact"] else "approx", ", ".join(c["replaced"]) or c["note"], f"{a['max_abs_error']:.3g}"])
+        click.echo(table(["REWRITE", "KIND", "REPLACED NODES", "MAX ABS ERROR"], rows))
+    else:
+        click.echo("No rewrite improved the placements.")
+    tried = [a for a in report["not_applied"] if a["reason"] != "pattern not found"]
+    for a in tried:
+        click.echo(f"not applied: {a['rewrite']}: {a['reason']}")
+    click.echo("")
+    for name, f in report["fidelity"]["per_output"].items():
+        click.echo(f"fidelity {name}: cosine {f['cosine']:.6f}, max abs error {f['max_abs_error']:.3g} on {report['fidelity']['evaluation_data']}")
+    click.echo(f"wrote {out_path} and {report_path}")
+
+
+COMMANDS = [fix_command]

@@ -1,0 +1,206 @@
+"""The device inventory: a TOML or JSON file naming the devices `edgedeploy measure` can reach.
+
+Where it is read from, first match wins:
+  1. `--inventory PATH` on the command line
+  2. the environment variable EDGEDEPLOY_DEVICES
+  3. `<config dir>/edgedeploy/devices.toml` (or `devices.json`), where <config dir> is
+     $XDG_CONFIG_HOME or ~/.config
+
+A missing default file is not an error (the inventory is then just the built-in `local`); a
+file named explicitly (option or variable) must exist.
+
+TOML form (JSON is the same structure: {"devices": {"NAME": {...}}}):
+
+    [devices.rock5b]
+    chip = "rk3588"            # a chip id from `edgedeploy targets`; leave out for a generic CPU host
+    transport = "ssh"          # ssh | local | serial
+    host = "rock5b.lan"        # host name or an alias from ~/.ssh/config
+    user = "debian"            # optional: ssh config / current user otherwise
+    port = 22                  # optional
+    python = "/usr/bin/python3"  # the board's interpreter for Python runners
+    workdir = "/tmp/edgedeploy"  # optional: runs go to fresh folders below it
+    ssh_options = ["IdentityFile=~/.ssh/rock5b"]   # optional extra `ssh -o` options
+
+The name `local` always exists: this machine, this Python, no chip (runs generic runners only);
+an inventory entry named `local` replaces it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from edgedeploy.devices.base import Device
+from edgedeploy.errors import DeviceError
+
+INVENTORY_ENV = "EDGEDEPLOY_DEVICES"
+TRANSPORTS = ("local", "ssh", "serial")
+LOCAL_NAME = "local"
+# Keys an inventory entry may have; anything else is a typo the user should hear about.
+ENTRY_KEYS = ("chip", "transport", "host", "user", "port", "serial_port", "baud", "python", "workdir", "ssh_options", "description")
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def default_inventory_path() -> Path:
+    """<config dir>/edgedeploy/devices.toml, or devices.json if only that one exists."""
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "edgedeploy"
+    toml_path = base / "devices.toml"
+    json_path = base / "devices.json"
+    if not toml_path.exists() and json_path.exists():
+        return json_path
+    return toml_path
+
+
+def local_device() -> Device:
+    """The built-in `local` device: this machine and the Python running edgedeploy."""
+    return Device(name=LOCAL_NAME, chip=None, transport="local", python=sys.executable)  # type: ignore[arg-type]
+
+
+@dataclass
+class Inventory:
+    path: Path | None  # None: no file (only the built-in local device)
+    devices: dict[str, Device]
+
+    def get(self, name: str) -> Device:
+        if name in self.devices:
+            return self.devices[name]
+        known = ", ".join(sorted(self.devices))
+        where = f"in {self.path}" if self.path else f"(no inventory file; create {default_inventory_path()} or pass --inventory)"
+        raise DeviceError(f"Unknown device '{name}' {where}; known devices: {known}.")
+
+
+def resolve_inventory_path(explicit: Path | str | None) -> tuple[Path, bool]:
+    """(path, named_explicitly): the option, else the environment variable, else the default."""
+    if explicit:
+        return Path(explicit).expanduser(), True
+    env = os.environ.get(INVENTORY_ENV)
+    if env:
+        return Path(env).expanduser(), True
+    return default_inventory_path(), False
+
+
+def load_inventory(explicit: Path | str | None = None) -> Inventory:
+    path, named = resolve_inventory_path(explicit)
+    devices = {LOCAL_NAME: local_device()}
+    if not path.exists():
+        if named:
+            raise DeviceError(f"The device inventory {path} does not exist.")
+        return Inventory(None, devices)
+    data = _read(path)
+    entries = data.get("devices")
+    if not isinstance(entries, dict):
+        raise DeviceError(f"{path}: expected a [devices.NAME] table (JSON: an object under \"devices\").")
+    for name, entry in entries.items():
+        devices[name] = parse_entry(path, name, entry)
+    return Inventory(path, devices)
+
+
+def _read(path: Path) -> dict:
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise DeviceError(f"{path} is not valid JSON ({exc}).") from exc
+    else:
+        toml = _toml_module()
+        try:
+            data = toml.loads(text)
+        except toml.TOMLDecodeError as exc:
+            raise DeviceError(f"{path} is not valid TOML ({exc}).") from exc
+    if not isinstance(data, dict):
+        raise DeviceError(f"{path}: the inventory must be a table of devices.")
+    return data
+
+
+def _toml_module():
+    try:
+        import tomllib  # Python 3.11+
+
+        return tomllib
+    except ImportError:
+        try:
+            import tomli  # type: ignore[import-not-found]
+
+            return tomli
+        except ImportError as exc:
+            raise DeviceError("Reading a TOML inventory needs Python 3.11 or the tomli package; or write it as devices.json.") from exc
+
+
+def parse_entry(path: Path, name: str, entry: object) -> Device:
+    """One inventory entry as a Device, with every field checked (one sentence per mistake)."""
+    where = f"{path}: device '{name}'"
+    if not NAME_PATTERN.match(name):
+        raise DeviceError(f"{path}: '{name}' is not a usable device name (letters, digits, '_', '.', '-').")
+    if not isinstance(entry, dict):
+        raise DeviceError(f"{where} must be a table of settings.")
+    unknown = sorted(set(entry) - set(ENTRY_KEYS))
+    if unknown:
+        raise DeviceError(f"{where} has unknown setting(s) {', '.join(unknown)}; known: {', '.join(ENTRY_KEYS)}.")
+    transport = entry.get("transport", "ssh" if entry.get("host") else None)
+    if transport not in TRANSPORTS:
+        raise DeviceError(f"{where}: transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}.")
+    chip = entry.get("chip")
+    if chip is not None:
+        chip = _check_chip(where, chip)
+    port = entry.get("port")
+    if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536):
+        raise DeviceError(f"{where}: port must be a number from 1 to 65535, not {port!r}.")
+    ssh_options = entry.get("ssh_options", [])
+    if not isinstance(ssh_options, list) or not all(isinstance(o, str) for o in ssh_options):
+        raise DeviceError(f"{where}: ssh_options must be a list of strings like \"IdentityFile=~/.ssh/key\".")
+    for key in ("host", "user", "python", "workdir", "serial_port"):
+        value = entry.get(key)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise DeviceError(f"{where}: {key} must be a non-empty string.")
+    if transport == "ssh" and not entry.get("host"):
+        raise DeviceError(f"{where}: an ssh device needs a host.")
+    if transport == "serial" and not entry.get("serial_port"):
+        raise DeviceError(f"{where}: a serial device needs a serial_port (e.g. /dev/ttyUSB0).")
+    device = Device(
+        name=name,
+        chip=chip,  # type: ignore[arg-type]
+        transport=transport,
+        host=entry.get("host"),
+        user=entry.get("user"),
+        port=port,
+        serial_port=entry.get("serial_port"),
+        baud=int(entry.get("baud", 115200)),
+        python=entry.get("python") or (sys.executable if transport == "local" else "python3"),
+        workdir=entry.get("workdir"),
+        ssh_options=tuple(ssh_options),
+    )
+    if transport == "ssh":
+        from edgedeploy.devices.ssh import check_ssh_settings
+
+        check_ssh_settings(device)
+    return device
+
+
+def _check_chip(where: str, chip: object) -> str:
+    from edgedeploy.targets import chip_ids
+
+    if not isinstance(chip, str) or chip.strip().lower() not in chip_ids():
+        raise DeviceError(f"{where}: unknown chip {chip!r}; known chips: {', '.join(chip_ids())} (leave chip out for a generic CPU host).")
+    return chip.strip().lower()
+
+
+def describe(device: Device) -> dict:
+    """A device as JSON-able data (for `edgedeploy devices` and the scope of measurements)."""
+    address = None
+    if device.transport == "ssh":
+        address = (f"{device.user}@" if device.user else "") + str(device.host) + (f":{device.port}" if device.port else "")
+    elif device.transport == "serial":
+        address = device.serial_port
+    return {
+        "name": device.name,
+        "chip": device.chip,
+        "transport": device.transport,
+        "address": address,
+        "python": device.python,
+        "workdir": device.workdir,
+    }

@@ -1,0 +1,171 @@
+"""`edgedeploy fix`: apply the rewrites that move nodes onto the accelerators of the given chips.
+
+Greedy and honest: a rewrite is kept only if, for the requested chips together, it makes the
+audit better on at least one chip and worse on none, and the rewritten model's outputs stay
+within the rewrite's stated tolerance of the original's on the evaluation data. Approximations
+(tanh GELU) are only tried with `allow_approx`, and their error is reported.
+
+The audit score of a chip, compared lexicographically (lower is better): unsupported nodes,
+nodes off the accelerator (fallback or float), transitions per inference.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import onnx
+
+from edgedeploy.audit.engine import AuditResult, audit_model
+from edgedeploy.audit.rules import Placement
+from edgedeploy.fix.graph import Change
+from edgedeploy.fix.passes import REWRITES, Rewrite
+from edgedeploy.measure.accuracy import fidelity
+from edgedeploy.model import LoadedModel
+from edgedeploy.model.intake import from_proto
+
+FIX_SCHEMA = "edgedeploy.fix/1"
+# Greedy rounds: each round tries every rewrite once on the current model.
+MAX_ROUNDS = 5
+
+
+def audit_score(result: AuditResult) -> tuple[int, int, int]:
+    s = result.summary()
+    return (s["unsupported"], s["fallback"] + s["float"], s["transitions_per_inference"])
+
+
+@dataclass
+class Attempt:
+    rewrite: str
+    applied: bool
+    reason: str
+    changes: list[Change] = field(default_factory=list)
+    max_abs_error: float | None = None
+    exact: bool = True
+
+    def to_dict(self) -> dict:
+        return {
+            "rewrite": self.rewrite,
+            "applied": self.applied,
+            "exact": self.exact,
+            "reason": self.reason,
+            "max_abs_error": self.max_abs_error,
+            "changes": [c.to_dict() for c in self.changes],
+        }
+
+
+@dataclass
+class FixResult:
+    original: LoadedModel
+    fixed: LoadedModel
+    attempts: list[Attempt]
+    before: dict[str, AuditResult]
+    after: dict[str, AuditResult]
+    fidelity: dict
+    eval_source: str
+
+    def to_dict(self) -> dict:
+        chips = {}
+        for chip, before in self.before.items():
+            after = self.after[chip]
+            moved = []
+            after_by_node = {n.node: n for n in after.nodes}
+            for n in before.nodes:
+                if n.placement is not Placement.ACCELERATOR and n.node not in after_by_node:
+                    moved.append({"node": n.node, "op_type": n.op_type, "before": n.placement.value, "after": "rewritten"})
+            chips[chip] = {
+                "before": before.summary(),
+                "after": after.summary(),
+                "before_line": before.summary_line(),
+                "after_line": after.summary_line(),
+                "off_accelerator_before": [{"node": n.node, "op_type": n.op_type, "placement": n.placement.value, "reason": n.reason} for n in before.nodes if n.placement is not Placement.ACCELERATOR],
+                "off_accelerator_after": [{"node": n.node, "op_type": n.op_type, "placement": n.placement.value, "reason": n.reason} for n in after.nodes if n.placement is not Placement.ACCELERATOR],
+            }
+        return {
+            "schema": FIX_SCHEMA,
+            "model": {"source": str(self.original.path), "sha256": self.original.sha256},
+            "fixed_model": {"sha256": self.fixed.sha256, "nodes": len(self.fixed.graph.node)},
+            "applied": [a.to_dict() for a in self.attempts if a.applied],
+            "not_applied": [a.to_dict() for a in self.attempts if not a.applied],
+            "chips": chips,
+            "fidelity": {"evaluation_data": self.eval_source, "per_output": self.fidelity},
+        }
+
+
+def _run_reference(proto: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, feeds)))
+
+
+def fix_model(
+    original: LoadedModel,
+    rule_sets: dict,
+    feeds: dict[str, np.ndarray],
+    eval_source: str,
+    allow_approx: bool = False,
+    only: list[str] | None = None,
+    echo: Callable[[str], None] = lambda _: None,
+) -> FixResult:
+    """Rewrite `original` for the chips of `rule_sets` ({chip id: RuleSet}); see the module doc."""
+    candidates: list[Rewrite] = [r for r in REWRITES if (only is None or r.name in only)]
+    before = {chip: audit_model(original, rules) for chip, rules in rule_sets.items()}
+    reference = _run_reference(original.proto, feeds)
+    current = original
+    current_audit = before
+    attempts: list[Attempt] = []
+    tried_reasons: dict[str, Attempt] = {}
+    for round_index in range(MAX_ROUNDS):
+        improved = False
+        for rewrite in candidates:
+            if not rewrite.exact and not allow_approx:
+                tried_reasons.setdefault(rewrite.name, Attempt(rewrite.name, False, "an approximation: only with --allow-approx", exact=False))
+                continue
+            trial_proto = onnx.ModelProto()
+            trial_proto.CopyFrom(current.proto)
+            started = time.monotonic()
+            try:
+                changes = rewrite.apply(trial_proto)
+            except Exception as exc:  # noqa: BLE001 - a pass that cannot handle this model is reported, not fatal
+                tried_reasons[rewrite.name] = Attempt(rewrite.name, False, f"could not be applied: {type(exc).__name__}: {exc}", exact=rewrite.exact)
+                continue
+            if not changes:
+                tried_reasons.setdefault(rewrite.name, Attempt(rewrite.name, False, "pattern not found", exact=rewrite.exact))
+                continue
+            try:
+                trial = from_proto(trial_proto, current.path, None)
+            except Exception as exc:  # noqa: BLE001 - an invalid result must never be kept
+                tried_reasons[rewrite.name] = Attempt(rewrite.name, False, f"produced an invalid model: {exc}", changes, exact=rewrite.exact)
+                continue
+            trial_audit = {chip: audit_model(trial, rules) for chip, rules in rule_sets.items()}
+            better = [c for c in rule_sets if audit_score(trial_audit[c]) < audit_score(current_audit[c])]
+            worse = [c for c in rule_sets if audit_score(trial_audit[c]) > audit_score(current_audit[c])]
+            if worse or not better:
+                why = f"worse on {', '.join(worse)}" if worse else "moves no node onto an accelerator"
+                tried_reasons[rewrite.name] = Attempt(rewrite.name, False, why, changes, exact=rewrite.exact)
+                continue
+            outputs = _run_reference(trial.proto, feeds)
+            error = max(float(np.max(np.abs(outputs[k].astype(np.float64) - reference[k]))) for k in reference)
+            if error > rewrite.max_abs_error:
+                tried_reasons[rewrite.name] = Attempt(
+                    rewrite.name, False, f"outputs moved by {error:.3g}, beyond its tolerance {rewrite.max_abs_error:g}", changes, error, rewrite.exact
+                )
+                continue
+            echo(f"fix: {rewrite.name} applied ({len(changes)} place(s); better on {', '.join(better)}; max abs error {error:.3g}; {time.monotonic() - started:.2f} s)")
+            attempts.append(Attempt(rewrite.name, True, f"better on {', '.join(better)}", changes, error, rewrite.exact))
+            tried_reasons.pop(rewrite.name, None)
+            current, current_audit = trial, trial_audit
+            improved = True
+        if not improved:
+            break
+    attempts += [a for name, a in tried_reasons.items() if not any(b.applied and b.rewrite == name for b in attempts)]
+    final_outputs = _run_reference(current.proto, feeds)
+    per_output = {k: fidelity(reference[k], final_outputs[k]) for k in reference}
+    return FixResult(original, current, attempts, before, current_audit, per_output, eval_source)
