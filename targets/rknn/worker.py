@@ -258,11 +258,14 @@ def _run_build(request, ctx):
             data = np.load(eval_in)
             names = request["input_names"]
             formats = request["data_formats"]
-            count = len(data[names[0]])
+            if not any(formats):
+                formats = None
+            batch = int(request.get("batch") or 1)
+            count = len(data[names[0]]) // batch
             outputs = None
             started = time.monotonic()
             for i in range(count):
-                feed = [data[n][i : i + 1] for n in names]
+                feed = [data[n][i * batch : (i + 1) * batch] for n in names]
                 outs = rknn.inference(inputs=feed, data_format=formats)
                 if outs is None:
                     raise RuntimeError("the RKNN simulator returned no outputs for sample %d" % i)
@@ -280,7 +283,7 @@ def _run_build(request, ctx):
                     arrays[name] = np.concatenate(outputs[k], axis=0)
             np.savez(request["simulator_outputs"], **arrays)
             result["simulator_outputs"] = request["simulator_outputs"]
-            result["simulated_samples"] = count
+            result["simulated_samples"] = count * batch
 
         if request.get("analyse"):
             ctx.log("accuracy_analysis on one evaluation sample")

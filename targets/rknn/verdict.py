@@ -1,0 +1,95 @@
+"""rknn-toolkit2's own verdict for `audit --confirm` and sweeps: build, read the layer table.
+
+One worker process builds many models (the toolkit is imported once; each model builds in a
+forked child, so a toolkit crash costs that model only). Each model is pinned by edgedeploy's
+intake first, so the toolkit sees static shapes, and the verdict is keyed by the same node
+names as the audit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+
+from edgedeploy.audit.confirm import ToolchainVerdict
+from edgedeploy.errors import EdgedeployError
+
+WORKER = Path(__file__).with_name("worker.py")
+# Random calibration samples per model when the caller gives no data (placement does not
+# depend on the values; quantisation needs some).
+RANDOM_CALIBRATION_SAMPLES = 2
+VERDICT_TIMEOUT_PER_MODEL_S = 300
+
+
+def _input_specs(model) -> list[dict]:
+    from edgedeploy.datasets import model_input_specs
+
+    return [{"name": s.name, "shape": [int(d) for d in s.shape], "dtype": s.dtype} for s in model_input_specs(model)]
+
+
+def toolchain_verdicts(
+    target,
+    model_paths: list[Path],
+    chip_id: str,
+    workdir: Path,
+    log_path: Path,
+    precision: str = "int8",
+    optimization_level: int | None = None,
+    datasets: list[Path | None] | None = None,
+    input_shapes: dict | None = None,
+    **_options,
+) -> list[ToolchainVerdict]:
+    """Build every model for `chip_id` in one worker and return the toolkit's verdicts, in order.
+
+    `datasets`: per model, a dataset file (one line of absolute .npy paths per sample) or None
+    for random calibration data. A model the intake or the toolkit refuses gets a verdict with
+    `failed` set; it does not stop the batch.
+    """
+    from edgedeploy.model import load_model
+    from edgedeploy.targets.rknn.layer_table import verdict_from_output
+
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    version = target.toolchain.status().versions.get("rknn-toolkit2") or target.TOOLKIT_VERSION
+    quantize = precision in (None, "int8")
+    if precision not in (None, "int8", "fp16"):
+        raise ValueError(f"RKNN verdicts are for int8 or fp16 builds, not {precision}")
+    verdicts: list[ToolchainVerdict | None] = [None] * len(model_paths)
+    graphs: dict[int, onnx.GraphProto] = {}
+    cases = []
+    for i, path in enumerate(model_paths):
+        try:
+            model = load_model(path, input_shapes or None, require_static=True)
+        except EdgedeployError as exc:
+            verdicts[i] = ToolchainVerdict(toolchain="rknn-toolkit2", version=version, failed=f"edgedeploy intake: {exc}")
+            continue
+        pinned = workdir / f"case{i}.onnx"
+        onnx.save(model.proto, str(pinned))
+        graphs[i] = model.graph
+        case = {"index": i, "model": str(pinned), "inputs": _input_specs(model), "output": str(workdir / f"case{i}.txt")}
+        if datasets and i < len(datasets) and datasets[i]:
+            case["dataset"] = str(Path(datasets[i]).resolve())
+        cases.append(case)
+    if cases:
+        request = {
+            "mode": "verdict",
+            "chip": chip_id,
+            "quantize": quantize,
+            "optimization_level": optimization_level,
+            "random_samples": RANDOM_CALIBRATION_SAMPLES,
+            "case_timeout_s": VERDICT_TIMEOUT_PER_MODEL_S,
+            "cases": cases,
+        }
+        result = target.toolchain.run_worker(
+            WORKER, request, workdir=workdir / "worker", log_path=log_path, timeout_s=60 + VERDICT_TIMEOUT_PER_MODEL_S * len(cases)
+        )
+        version = result.get("toolkit_version") or version
+        for case, status in zip(cases, result["cases"]):
+            i = case["index"]
+            try:
+                text = Path(case["output"]).read_text(errors="replace")
+            except OSError:
+                text = ""
+            verdicts[i] = verdict_from_output(text, graphs[i], quantize, version, status.get("error"))
+    return [v for v in verdicts if v is not None]
