@@ -102,3 +102,38 @@ def test_batched_verdicts_in_one_worker(tmp_path):
     assert verdicts[3].nodes["Gemm_0"].placement is Placement.ACCELERATOR
     # One worker process for all of them.
     assert (tmp_path / "v.log").read_text().count("worker finished") == 1
+
+
+# A fixed sample of ONNX node tests across the kinds of rule (NPU ops, CPU fallbacks, float16 on
+# the NPU, refused inputs and opsets). scripts/rknn_node_agreement.py runs all of them and writes
+# the figures to docs/supported-ops/rknn-agreement.md (single-operator tests: 0.997 per chip).
+NODE_TEST_SAMPLE = (
+    "test_abs", "test_add", "test_add_bcast", "test_and2d", "test_argmax_default_axis_example", "test_concat_2d_axis_0",
+    "test_div", "test_dropout_default_old", "test_exp", "test_gather_0", "test_gemm_default_no_bias", "test_gemm_alpha",
+    "test_greater", "test_hardmax_axis_0", "test_leakyrelu", "test_matmul_2d", "test_matmul_bcast", "test_max_example",
+    "test_min_example", "test_neg", "test_pow", "test_reciprocal", "test_relu", "test_resize_upsample_scales_nearest",
+    "test_sigmoid", "test_slice", "test_softmax_axis_0", "test_split_equal_parts_1d_opset13", "test_sub", "test_sum_example",
+    "test_tanh", "test_where_example", "test_add_int16", "test_acos", "test_clip", "test_layer_normalization_2d_axis0",
+    "test_mean_example", "test_batchnorm_epsilon_training_mode", "test_reduce_mean_keepdims_example", "test_sum_one_input",
+)  # fmt: skip
+AGREEMENT_FLOOR = 0.99
+
+
+@pytest.fixture(scope="module")
+def node_test_cases(tmp_path_factory):
+    from edgedeploy.targets.rknn.agreement import write_node_tests
+
+    cases = write_node_tests(tmp_path_factory.mktemp("node-tests"), list(NODE_TEST_SAMPLE))
+    assert len(cases) == len(NODE_TEST_SAMPLE)
+    return cases
+
+
+@pytest.mark.parametrize("chip", ["rk3588", "rk3566"])
+def test_rules_agree_with_the_toolkit_on_node_tests(tmp_path, node_test_cases, chip):
+    from edgedeploy.targets.rknn.agreement import measure
+
+    cases = node_test_cases
+    target, _ = find_chip(chip)
+    single = measure(target, chip, cases, tmp_path / chip)["single"]
+    assert single.models == len(NODE_TEST_SAMPLE) and single.models_failed >= 6
+    assert single.rate >= AGREEMENT_FLOOR, single.disagreements

@@ -192,3 +192,40 @@ def test_runner_on_a_real_rk3588_board(artifact, tmp_path):
     proc = subprocess.run(["ssh", host, "cd /tmp/edgedeploy-rknn-test && python3 rknn_runner.py"], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert parse_result_lines(proc.stdout)[0]["scope"]["chip"] == "rk3588"
+
+
+EVIL_INPUT = 'in"put */ \\ {{x}} $(rm) %s'
+EVIL_OUTPUT = "out'put\"; //\n#include"
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None, reason="needs gcc and make to compile the C runner")
+def test_model_names_reach_generated_code_escaped(tmp_path):
+    from onnx import TensorProto, helper
+
+    from tests.helpers import const, make_model, save
+
+    w = const("w", np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32))
+    node = helper.make_node("Conv", [EVIL_INPUT, "w"], [EVIL_OUTPUT], name='conv "evil" */', kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    model = make_model([node], [helper.make_tensor_value_info(EVIL_INPUT, TensorProto.FLOAT, [1, 3, 16, 16])], [helper.make_tensor_value_info(EVIL_OUTPUT, TensorProto.FLOAT, [1, 4, 16, 16])], [w])
+    path = save(model, tmp_path / "evil.onnx")
+    np.savez(tmp_path / "calib.npz", x=np.random.default_rng(1).random((8, 3, 16, 16)).astype(np.float32))
+    proc = run_cli("build", str(path), "--target", "rk3588", "--calib", str(tmp_path / "calib.npz"), "--eval", str(tmp_path / "calib.npz"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    art = tmp_path / "out" / "evil" / "rk3588"
+    for name in ("rknn_runner.py", "onnx_runner.py"):
+        source = (art / "runner" / name).read_text()
+        assert EVIL_INPUT not in source and EVIL_OUTPUT not in source  # names live in runner.json only
+        py_compile.compile(str(art / "runner" / name), doraise=True)
+    # The C runner embeds the scope as an escaped string: it compiles, and prints the name intact.
+    standin = tmp_path / "rknn_api"
+    (standin / "lib").mkdir(parents=True)
+    shutil.copytree(STANDIN / "include", standin / "include")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-I", str(standin / "include"), "-o", str(standin / "lib" / "librknnrt.so"), str(STANDIN / "standin_rknnrt.c")], check=True)
+    board = art / "runner"
+    shutil.copyfile(art / "model.rknn", board / "model.rknn")
+    build = subprocess.run(["make", "-s", f"RKNN_API_DIR={standin}", "CFLAGS=-O2 -Wall -Werror"], cwd=board, capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    env = dict(os.environ, LD_LIBRARY_PATH=str(standin / "lib"), STANDIN_OUTPUT_FLOATS=str(4 * 16 * 16))
+    run = subprocess.run(["./rknn_runner", "--min-duration-s", "0.01", "--min-iterations", "3"], cwd=board, env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert list(parse_result_lines(run.stdout)[0]["scope"]["input_shapes"]) == [EVIL_INPUT]
