@@ -65,11 +65,18 @@ def test_chip_differences_from_the_documents(tmp_path):
     deconv = one_node("ConvTranspose", [X], [Y], [w], kernel_shape=[3, 3], strides=[3, 3])
     assert place(tmp_path, deconv, "rk3588")["n"].placement is Placement.FALLBACK
     assert place(tmp_path, deconv, "rk3576")["n"].placement is Placement.ACCELERATOR
-    # 3.4: RV1106 has no NPU Gather; 3.2 does.
-    idx = const("i", np.array([0, 2], np.int64))
-    gather = one_node("Gather", [X], [Y], [idx], axis=1)
-    assert place(tmp_path, gather, "rk3588")["n"].placement is Placement.ACCELERATOR
-    assert place(tmp_path, gather, "rv1106")["n"].placement is not Placement.ACCELERATOR
+    # 3.5 (RK3576): Greater on the NPU, only without broadcasting; elsewhere on the CPU.
+    same = one_node("Greater", [X, tensor("z", [1, 8, 16, 16])], [tensor("g", 4, TensorProto.BOOL)])
+    bcast = one_node("Greater", [X, tensor("z", [16])], [tensor("g", 4, TensorProto.BOOL)])
+    assert place(tmp_path, same, "rk3576")["n"].placement is Placement.ACCELERATOR
+    assert place(tmp_path, bcast, "rk3576")["n"].placement is Placement.FALLBACK
+    assert place(tmp_path, same, "rk3588")["n"].placement is Placement.FALLBACK
+    # Observed: constant indices become a Slice or a Conv on every chip (even RV1106, whose 3.4
+    # section has no Gather); indices computed at run time run on the CPU.
+    gather = one_node("Gather", [X], [Y], [const("i", np.array([0, 2], np.int64))], axis=1)
+    assert place(tmp_path, gather, "rv1106")["n"].placement is Placement.ACCELERATOR
+    dynamic = one_node("Gather", [X, tensor("i", [2], TensorProto.INT64)], [Y], axis=1)
+    assert place(tmp_path, dynamic, "rk3588")["n"].placement is Placement.FALLBACK
 
 
 def test_rules_report_the_offending_value(tmp_path):
@@ -85,6 +92,12 @@ def test_rules_report_the_offending_value(tmp_path):
     assert v and v[0].value == 0.5
     square = one_node("Pow", [X], [Y], [const("e", np.array(2.0, np.float32))])
     assert place(tmp_path, square, "rk3588")["n"].placement is Placement.ACCELERATOR
+    # ceil_mode matters only where it changes the output size (15 -> 8 instead of 7 here).
+    ceil_grows = one_node("AveragePool", [tensor("p", [1, 8, 15, 15])], [Y], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    ceil_same = one_node("AveragePool", [tensor("p", [1, 8, 15, 15])], [Y], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1)
+    v = place(tmp_path, ceil_grows, "rk3588")["n"]
+    assert v.placement is Placement.FALLBACK and v.violations[-1].value == (8, 8)
+    assert place(tmp_path, ceil_same, "rk3588")["n"].placement is Placement.ACCELERATOR
     # AveragePool that excludes padding runs on the CPU; including it stays on the NPU.
     excl = one_node("AveragePool", [X], [Y], kernel_shape=[3, 3], pads=[1, 1, 1, 1])
     incl = one_node("AveragePool", [X], [Y], kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=1)
@@ -111,6 +124,18 @@ def test_build_stopping_rules(tmp_path):
     assert place(tmp_path, ln, "rk3588")["n"].placement is Placement.UNSUPPORTED
     ln_eps = one_node("LayerNormalization", [tensor("t", [1, 16, 64])], [tensor("u", 3)], [g], opset=17, axis=-1, epsilon=1e-5)
     assert place(tmp_path, ln_eps, "rk3588")["n"].placement is Placement.ACCELERATOR
+
+
+def test_softmax_is_float16_only_at_the_model_output(tmp_path):
+    w = const("w", np.zeros((8, 8, 1, 1), np.float32))
+    nodes = [
+        helper.make_node("Softmax", ["x"], ["s"], name="inner", axis=1),
+        helper.make_node("Conv", ["s", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+        helper.make_node("Softmax", ["c"], ["y"], name="last", axis=1),
+    ]
+    placed = place(tmp_path, make_model(nodes, [X], [Y], [w]), "rk3588")
+    assert placed["inner"].placement is Placement.ACCELERATOR
+    assert placed["last"].placement is Placement.FLOAT
 
 
 def test_integer_inputs_only_stop_int8_builds(tmp_path):

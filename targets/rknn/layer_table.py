@@ -49,6 +49,13 @@ BOUNDARY_OP_TYPES = frozenset({"InputOperator", "OutputOperator"})
 FLOAT_DTYPES = frozenset({"FLOAT16", "FLOAT", "FLOAT32", "BFLOAT16"})
 # Operators whose output is known at conversion time once input shapes are pinned.
 CONVERSION_TIME_OPS = frozenset({"Constant", "Shape", "Size", "ConstantOfShape", "EyeLike"})
+# Passes named fuse_<x>_into_<kind> merge a node into a neighbour of that kind (ONNX op types).
+FUSION_TARGETS = {
+    "conv": frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"}),
+    "matmul": frozenset({"MatMul", "Gemm"}),
+    "exmatmul": frozenset({"MatMul", "Gemm"}),
+    "gemm": frozenset({"Gemm", "MatMul"}),
+}
 # How far (in ONNX nodes) a fused node looks for a neighbour the table placed.
 FUSED_SEARCH_DEPTH = 4
 
@@ -220,7 +227,12 @@ class _NameIndex:
             for r in rw.removed:
                 source = source | self.guess(r)
             for a in rw.added:
-                self.origins[a] = source if source else self.guess(a)
+                if a in rw.removed:
+                    # A pass that re-adds a node under its own name (e.g. swapping two nodes)
+                    # keeps that node's identity rather than merging it with the others.
+                    self.origins[a] = self.guess(a)
+                else:
+                    self.origins[a] = source if source else self.guess(a)
             if not rw.added:
                 for r in rw.removed:
                     for disp in self.guess(r):
@@ -351,10 +363,33 @@ def _place_fused_nodes(verdict: ToolchainVerdict, index: _NameIndex) -> None:
             frontier = nxt
         return None
 
+    def named_target(start: int, pass_name: str) -> tuple[str, NodeVerdict] | None:
+        """For passes named fuse_<x>_into_<y>: the nearest placed node of kind <y>, either direction."""
+        m = re.search(r"_into_([a-z]+)", pass_name)
+        kinds = FUSION_TARGETS.get(m.group(1)) if m else None
+        if not kinds:
+            return None
+        frontier, seen = [start], {start}
+        for _ in range(FUSED_SEARCH_DEPTH):
+            nxt = []
+            for i in frontier:
+                near = [position[index.tensor_producer[x]] for x in graph.node[i].input if x in index.tensor_producer]
+                near += [j for out in graph.node[i].output for j in index.consumers.get(out, [])]
+                for j in near:
+                    if j in seen:
+                        continue
+                    seen.add(j)
+                    nxt.append(j)
+                    if graph.node[j].op_type in kinds and display[j] in verdict.nodes:
+                        return display[j], verdict.nodes[display[j]]
+            frontier = nxt
+        return None
+
     for i, disp in enumerate(display):
         if disp in verdict.nodes or disp in folded:
             continue
-        found = neighbour(i)
+        found = named_target(i, index.absorbed_by[disp]) if disp in index.absorbed_by else None
+        found = found or neighbour(i)
         if found is None:
             continue
         other, seen = found

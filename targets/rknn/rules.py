@@ -66,16 +66,16 @@ NPU_EXTRA = {
 
 
 def npu_ops(chip: str) -> frozenset[str]:
-    return NPU_COMMON | NPU_EXTRA[chip]
+    return NPU_COMMON | NPU_EXTRA[chip] | NPU_OBSERVED_EXTRA.get(chip, frozenset())
 
 
 # 3.4: on RV1103/RV1106 every NPU operator's data type list holds int8 only.
 INT8_ONLY_CHIPS = frozenset({"rv1106"})
 # Internal operators that compute in float16 on the NPU even in an int8 build, so the ONNX
-# operator is "kept in float". 3.x GRU lists float16 only. OBSERVED: Softmax becomes exSoftmax13
-# in FLOAT16 on every chip. (3.x also lists Div and exNorm as float16 only, but OBSERVED 2.5.0
-# turns Div by a constant into an int8 Mul and runs exNorm in int8.)
-NPU_FLOAT16_IN_INT8 = frozenset({"GRU", "exSoftmax13"})
+# operator is "kept in float". 3.x GRU lists float16 only. (3.x also lists Div and exNorm as
+# float16 only, but OBSERVED 2.5.0 turns Div by a constant into an int8 Mul and runs exNorm in
+# int8; a Softmax is float16 only at the model's output, see softmax_at_model_output.)
+NPU_FLOAT16_IN_INT8 = frozenset({"GRU"})
 
 # --- How the toolkit lowers each ONNX operator onto the NPU ------------------------------------
 # ONNX operator -> the internal NPU operators it becomes (every one must exist on the chip).
@@ -98,7 +98,7 @@ LOWERING: dict[str, tuple[str, ...]] = {
     "Expand": ("Expand",),
     "LSTM": ("LSTM",),
     "GRU": ("GRU",),
-    "Gather": ("Gather",),  # OBSERVED: with constant indices it becomes a Slice or a Conv
+    "Gather": ("Slice",),  # OBSERVED: constant indices become a Slice or a 1x1 Conv (even on RV1106)
     "Max": ("Max",),
     "Min": ("Min",),
     "Pad": ("Pad",),
@@ -127,6 +127,10 @@ LOWERING: dict[str, tuple[str, ...]] = {
     "Slice": ("Slice",),
     "Split": ("Split",),
     "Transpose": ("Transpose",),
+    "Tile": ("Tile",),
+    "Sin": ("Sin",),  # OBSERVED on RK3576 only (see NPU_OBSERVED_EXTRA)
+    "Cos": ("Cos",),
+    "ReduceMax": ("ReduceMax",),
     "Sigmoid": ("Sigmoid",),
     "Tanh": ("Tanh",),
     "Softplus": ("Softplus",),
@@ -140,11 +144,15 @@ LOWERING: dict[str, tuple[str, ...]] = {
     "Hardmax": ("Hardmax",),
     "Greater": ("Greater",),
 }
+# Internal operators 2.5.0 runs on a chip's NPU beyond chapter 3's headings (OBSERVED).
+NPU_OBSERVED_EXTRA = {"rk3576": frozenset({"Sin", "Cos", "ReduceMax"})}
 # ONNX operators the documents put on the NPU that 2.5.0 runs on the CPU (OBSERVED): Min (3.x
-# lists it), Mish (3.x lists exMish), Greater (3.5 lists it for RK3576).
-OBSERVED_ON_CPU_ALL = frozenset({"Min", "Mish"})
+# lists it), Mish (3.x lists exMish), Tile (3.x lists it; on the NPU only on RK3566/RK3568), and
+# on RK3566/RK3568 Transpose (3.1 lists it, with layout limits).
+OBSERVED_ON_CPU_ALL = frozenset({"Min", "Mish", "Tile"})
 OBSERVED_ON_CPU = {
-    "rk3588": OBSERVED_ON_CPU_ALL | {"Greater"},
+    "rk3566": frozenset({"Min", "Mish", "Transpose"}),
+    "rk3568": frozenset({"Min", "Mish", "Transpose"}),
 }
 
 # --- The CPU side -----------------------------------------------------------------------------
@@ -354,10 +362,31 @@ def average_pool_padding_excluded(node: NodeView, chip: str):
     return None
 
 
+def _pool_sizes(node: NodeView) -> tuple[list[int], list[int]] | None:
+    """Output sizes of a 2-D pooling with floor and with ceil rounding, or None if unknown."""
+    x = node.input(0)
+    kernel = _ints(node.attr("kernel_shape"))
+    if x is None or x.shape is None or len(x.shape) != 4 or len(kernel) != 2 or not all(isinstance(d, int) for d in x.shape[2:]):
+        return None
+    strides = _ints(node.attr("strides")) or [1, 1]
+    pads = _ints(node.attr("pads")) or [0, 0, 0, 0]
+    floor, ceil = [], []
+    for i in range(2):
+        span = x.shape[2 + i] + pads[i] + pads[i + 2] - kernel[i]
+        floor.append(span // strides[i] + 1)
+        ceil.append(-(-span // strides[i]) + 1)
+    return floor, ceil
+
+
 @rule("AveragePool")
 def average_pool_ceil_mode(node: NodeView, chip: str):
-    """The NPU AveragePool floors its output size; ceil_mode=1 runs on the CPU."""
-    return Offence(1) if int(node.attr("ceil_mode", 0)) == 1 else None
+    """The NPU AveragePool floors its output size (3.x: no ceil_mode); where ceil_mode=1 makes the output larger, it runs on the CPU."""
+    if int(node.attr("ceil_mode", 0)) != 1:
+        return None
+    sizes = _pool_sizes(node)
+    if sizes is None or sizes[0] == sizes[1]:
+        return None
+    return Offence(tuple(sizes[1]), f"floor would give {tuple(sizes[0])}")
 
 
 @rule("Slice", STEP_MAX=SLICE_STEP_MAX)
@@ -439,6 +468,29 @@ def resize_mode(node: NodeView, chip: str):
     return None
 
 
+@rule("Softmax", placement=Placement.FLOAT)
+def softmax_at_model_output(node: NodeView, chip: str):
+    """A Softmax that produces a model output is computed in float16 on the NPU (kept in float inside the int8 graph); inside the graph it runs in int8."""
+    out = node.output(0)
+    return Offence(out.name, "model output") if out is not None and out.is_model_output else None
+
+
+@rule("Slice")
+def slice_negative_step(node: NodeView, chip: str):
+    """On this chip a Slice with a negative step (reversal) runs on the CPU."""
+    steps = node.input(4)
+    if steps is None or steps.value is None:
+        return None
+    return Offence(tuple(int(s) for s in steps.value.reshape(-1))) if any(int(s) < 0 for s in steps.value.reshape(-1)) else None
+
+
+@rule("Greater")
+def greater_broadcast(node: NodeView, chip: str):
+    """The NPU compares tensors of the same shape only (RK3576, the one chip with an NPU Greater); a broadcasting comparison runs on the CPU."""
+    shapes = [tuple(t.shape) for t in node.inputs if t.present and t.shape is not None]
+    return Offence(tuple(shapes)) if len(set(shapes)) > 1 else None
+
+
 @rule("Sum")
 def sum_single_input(node: NodeView, chip: str):
     """A Sum of one input runs on the CPU (the NPU lowering needs two or more)."""
@@ -469,6 +521,7 @@ COMMON_RULES = [
     hardmax_layout,
     max_rank,
     resize_mode,
+    greater_broadcast,
     sum_single_input,
 ]
 
@@ -487,9 +540,9 @@ CHIP_RULES = {
     "rk3566": [conv_transpose_stride_pow2],
     "rk3568": [conv_transpose_stride_pow2],
     "rk3588": [conv_transpose_stride_pow2],
-    "rk3562": [],
+    "rk3562": [slice_negative_step],  # OBSERVED
     "rv1106": [],
-    "rk3576": [],
+    "rk3576": [slice_negative_step],  # OBSERVED
 }
 
 
@@ -534,7 +587,7 @@ def rule_set(chip_id: str, precision: str = "int8", **options) -> RuleSet:
 
     rules = COMMON_RULES + CHIP_RULES[chip_id]
     if precision in (None, "int8"):
-        rules = rules + [integer_data_in_int8_build]
+        rules = rules + [integer_data_in_int8_build, softmax_at_model_output]
     notes = [
         f"NPU operators and limits: {DOC_COMPILER}, section {CHIP_SECTION[chip_id]}; CPU operators: chapter 4.",
         f"ONNX import: {DOC_ONNX}; opsets {MIN_OPSET}..{MAX_OPSET}.",

@@ -257,6 +257,7 @@ def node_views(model: LoadedModel) -> list[NodeView]:
                     constants[node.output[0]] = a.t
 
     folded = conversion_time_tensors(graph, infos, set(initializers) | set(constants))
+    model_outputs = {o.name for o in graph.output}
 
     def view(name: str) -> TensorView:
         if not name:
@@ -268,9 +269,9 @@ def node_views(model: LoadedModel) -> list[NodeView]:
             return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_name(tensor.data_type), True, value)
         vi = infos.get(name)
         if vi is None:
-            return TensorView(name, None, None, name in folded)
+            return TensorView(name, None, None, name in folded, is_model_output=name in model_outputs)
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
-        return TensorView(name, dims_of(vi), dtype_name(elem) if elem else None, name in folded)
+        return TensorView(name, dims_of(vi), dtype_name(elem) if elem else None, name in folded, is_model_output=name in model_outputs)
 
     opset = model.opset
     views = []

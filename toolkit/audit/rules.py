@@ -64,6 +64,9 @@ class TensorView:
     dtype: str | None  # numpy-style name: float32, int8, ...; None when unknown
     is_constant: bool
     _value: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # True for the model's own outputs: toolchains treat the tensors at the model's boundary
+    # apart (layout and type conversions for the caller).
+    is_model_output: bool = False
 
     @property
     def value(self) -> np.ndarray | None:
