@@ -24,6 +24,9 @@ from edgedeploy.errors import EdgedeployError
 from edgedeploy.model import load_model
 
 
+RUNTIME_LIMIT_RULE = "rv1106_runtime_lacks_cpu_kernel"
+
+
 @dataclass
 class NodeTestCase:
     name: str
@@ -80,6 +83,9 @@ class Tally:
     models: int = 0
     models_failed: int = 0
     skipped: int = 0
+    # Nodes the rules call unsupported because of a documented board-runtime limit the toolkit
+    # does not check at build time (RV1106's CPU kernels): disagreements only a board can settle.
+    runtime_limit: int = 0
     disagreements: list = field(default_factory=list)
 
     @property
@@ -94,6 +100,8 @@ class Tally:
             "models": self.models,
             "models_the_toolkit_refused": self.models_failed,
             "skipped_by_intake": self.skipped,
+            "disagreements_from_board_runtime_limits": self.runtime_limit,
+            "agreement_without_board_runtime_limits": (self.agree / (self.compared - self.runtime_limit)) if self.compared > self.runtime_limit else None,
             "disagreements": self.disagreements,
         }
 
@@ -112,12 +120,15 @@ def measure(target, chip: str, cases: list[NodeTestCase], workdir: Path, precisi
         except EdgedeployError:
             tally.skipped += 1
             continue
-        result = compare(audit_model(model, rules, precision), verdict)
+        audit = audit_model(model, rules, precision)
+        result = compare(audit, verdict)
+        runtime_limited = {n.node for n in audit.nodes if any(v.rule == RUNTIME_LIMIT_RULE for v in n.violations)}
         tally.models += 1
         tally.models_failed += 1 if verdict.failed else 0
         tally.compared += result["compared"]
         tally.agree += result["agree"]
         for d in result["disagreements"]:
+            tally.runtime_limit += 1 if d["node"] in runtime_limited else 0
             tally.disagreements.append({"case": case.name, **{k: d.get(k) for k in ("node", "op_type", "predicted", "toolchain", "detail")}})
     return tallies
 

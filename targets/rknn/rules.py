@@ -10,7 +10,7 @@ Facts transcribed (not copied: the documents' licence forbids redistributing the
 - DOC_ONNX: "RKNNToolKit2 OPs Support" 2.3.2 (the ONNX operators the toolkit imports, opset <= 19).
 - OBSERVED: what rknn-toolkit2 2.5.0 (the version edgedeploy installs) actually does, read from
   its layer table on ONNX's backend node tests and on single-operator models with constant
-  weights (scripts/rknn_node_agreement.py; figures in docs/supported-ops/rknn-agreement.md).
+  weights (scripts/rknn_node_agreement.py; figures in docs/agreement/rknn.md).
   Where 2.5.0 differs from the 2.3.2 documents, the observed behaviour wins, because it is what
   the user's build will do; every such fact says OBSERVED in its comment.
 
@@ -526,6 +526,15 @@ COMMON_RULES = [
 ]
 
 
+@rule(placement=Placement.UNSUPPORTED, CPU_OPS=CPU_OPS_RV1106)
+def rv1106_runtime_lacks_cpu_kernel(node: NodeView, chip: str):
+    """rknn-toolkit2 builds this operator for the CPU, but the RV1103/RV1106 runtime has CPU kernels only for {CPU_OPS} (compiler list 4.1): the model will not run on the board."""
+    op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+    if op in _RV1106_NPU_OPS or op in CPU_OPS_RV1106:
+        return None
+    return Offence(op)
+
+
 @rule(*INTEGER_ARITHMETIC_OPS, placement=Placement.UNSUPPORTED, TYPES=INTEGER_DTYPES)
 def integer_data_in_int8_build(node: NodeView, chip: str):
     """In an int8 build the RKNN compiler aborts on this operator when a data input is a run-time tensor of type {TYPES} (it finds no quantisation for it)."""
@@ -541,7 +550,7 @@ CHIP_RULES = {
     "rk3568": [conv_transpose_stride_pow2],
     "rk3588": [conv_transpose_stride_pow2],
     "rk3562": [slice_negative_step],  # OBSERVED
-    "rv1106": [],
+    "rv1106": [rv1106_runtime_lacks_cpu_kernel],
     "rk3576": [slice_negative_step],  # OBSERVED
 }
 
@@ -570,9 +579,10 @@ def fallback_ops(chip: str) -> frozenset[str] | None:
     """ONNX operators the chip's runtime can run on its CPU; None: any operator the toolkit imports.
 
     OBSERVED: rknn-toolkit2 2.5.0 puts every standard operator it has no NPU kernel for on the
-    CPU (chapter 4 of DOC_COMPILER lists fewer). RV1103/RV1106: chapter 4.1's short list.
+    CPU (chapter 4 of DOC_COMPILER lists fewer), on every chip, RV1106 included; RV1106's own
+    limit is its runtime's (rv1106_runtime_lacks_cpu_kernel).
     """
-    return CPU_OPS_RV1106 if chip == "rv1106" else None
+    return None
 
 
 def rule_set(chip_id: str, precision: str = "int8", **options) -> RuleSet:
@@ -609,3 +619,7 @@ def rule_set(chip_id: str, precision: str = "int8", **options) -> RuleSet:
         max_opset=MAX_OPSET,
         notes=notes,
     )
+
+
+# ONNX operators with an NPU lowering on RV1106 (for rv1106_runtime_lacks_cpu_kernel).
+_RV1106_NPU_OPS = frozenset(accelerator_ops("rv1106"))
