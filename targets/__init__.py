@@ -35,10 +35,15 @@ def find_chip(chip_id: str):
 
 
 def all_toolchains() -> list:
-    """Each toolchain once, in registry order (several targets may share one)."""
+    """Each toolchain once, in registry order (several targets may share one), then the
+    environments measurement needs that no target owns (`torch`, for `edgedeploy bench`)."""
+    from edgedeploy.measure.backends import TOOLCHAINS as MEASURE_TOOLCHAINS
+
     seen: dict[str, object] = {}
     for target in all_targets():
         seen.setdefault(target.toolchain.name, target.toolchain)
+    for toolchain in MEASURE_TOOLCHAINS:
+        seen.setdefault(toolchain.name, toolchain)
     return list(seen.values())
 
 

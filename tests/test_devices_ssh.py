@@ -103,6 +103,10 @@ def test_hostile_work_folder_and_cleanup(loopback_sshd, tmp_path):
     assert not list(tmp_path.rglob("PWNED*"))
     with pytest.raises(DeviceError, match="did not create"):
         t.cleanup(str(base))
+    control_dir = Path(t._control_dir)
+    assert control_dir.is_dir()
+    t.close()
+    assert not control_dir.exists()  # the shared connection ended, its socket folder removed
 
 
 def test_missing_result_file_is_a_clear_error(transport, tmp_path):

@@ -6,8 +6,11 @@ and TensorRT version it was built with.
 import importlib.util
 import os
 import shutil
+from pathlib import Path
 
-from edgedeploy.targets.base import Chip, Target
+import click
+
+from edgedeploy.targets.base import Chip, RunnerSpec, Target
 from edgedeploy.toolchains import ExternalToolchain, ToolchainStatus
 
 # Where JetPack installs trtexec.
@@ -49,16 +52,43 @@ def _orin(id, name, gpu, dla_cores, gpu_mhz, cpu, cpu_mhz, memory_gb):
     )
 
 
+# `edgedeploy build` options only this target reads (their values arrive in ctx.options.target_options).
+BUILD_OPTIONS = (
+    click.Option(["--trtexec"], metavar="PATH", help=f"TensorRT: trtexec on the build device (default {JETPACK_TRTEXEC}, or $EDGEDEPLOY_TRTEXEC)."),
+    click.Option(["--dla-core"], metavar="auto|none|N", help="TensorRT: DLA core for Orin NX / AGX Orin, with GPU fallback (auto: core 0 where the chip has a DLA; none: GPU only)."),
+    click.Option(["--workspace-mib"], type=click.IntRange(min=1), help="TensorRT: builder workspace in MiB (trtexec --memPoolSize=workspace:N)."),
+    click.Option(["--builder-optimization-level"], type=click.IntRange(0, 5), help="TensorRT 8.6+: builder optimisation level 0-5 (trtexec --builderOptimizationLevel)."),
+    click.Option(["--trt-version"], type=click.Choice(["auto", "8.5", "8.6", "10.x", "10.15"]), help="TensorRT: rule table for the audit (auto: the device's TensorRT version)."),
+    click.Option(["--trt-rebuild"], is_flag=True, help="TensorRT: build again even if the cache holds this build."),
+)
+
+
 class TensorRtTarget(Target):
     id = "tensorrt"
     vendor = "NVIDIA"
     name = "TensorRT"
     toolchain = TOOLCHAIN
+    stages = ("convert", "codegen", "runner")
+    build_options = BUILD_OPTIONS
     chips = (
         _orin("jetson-orin-nano", "Jetson Orin Nano", "Ampere GPU, 1024 CUDA cores", 0, 625, "6x Cortex-A78AE", 1500, 8),
         _orin("jetson-orin-nx", "Jetson Orin NX", "Ampere GPU, 1024 CUDA cores", 2, 918, "8x Cortex-A78AE", 2000, 16),
         _orin("jetson-agx-orin", "Jetson AGX Orin", "Ampere GPU, 2048 CUDA cores", 2, 1300, "12x Cortex-A78AE", 2200, 64),
     )
+
+
+    def rule_set_variants(self, chip_id: str) -> list[dict]:
+        """The (trt_version, dla) variants `rule_set` takes on this chip, default first (see rules.py)."""
+        return self.module("rules").rule_set_variants(chip_id)
+
+    def build(self, ctx) -> None:
+        self.module("flow").build_engine(ctx)
+
+    def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
+        return self.module("flow").runner_spec(artifact, manifest, device)
+
+    def toolchain_verdict(self, model_path: Path, chip_id: str, workdir: Path, log_path: Path, **options):
+        return self.module("flow").toolchain_verdict(model_path, chip_id, workdir, log_path, **options)
 
 
 TARGET = TensorRtTarget()

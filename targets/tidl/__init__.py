@@ -5,7 +5,9 @@ AM6xA processors. Users install edgeai-tidl-tools themselves and point TIDL_TOOL
 import os
 from pathlib import Path
 
-from edgedeploy.targets.base import Chip, Target
+import click
+
+from edgedeploy.targets.base import Chip, RunnerSpec, Target
 from edgedeploy.toolchains import ExternalToolchain, ToolchainStatus
 
 # The TIDL release whose operator documents (shared/reference/tidl) the rules follow.
@@ -19,7 +21,12 @@ def detect_tidl() -> ToolchainStatus:
         return ToolchainStatus("tidl", False, "not installed: set TIDL_TOOLS_PATH to an edgeai-tidl-tools installation")
     if not Path(path).is_dir():
         return ToolchainStatus("tidl", False, f"TIDL_TOOLS_PATH={path} is not a folder")
-    return ToolchainStatus("tidl", True, f"TIDL_TOOLS_PATH={path}")
+    versions = {}
+    # TI's tools folder names the SoC and release it is for in versions.txt (docs/debugging.md, 11.02).
+    stamp = Path(path) / "versions.txt"
+    if stamp.is_file():
+        versions["versions.txt"] = " ".join(stamp.read_text(errors="replace").split())[:200]
+    return ToolchainStatus("tidl", True, f"TIDL_TOOLS_PATH={path}", versions)
 
 
 TOOLCHAIN = ExternalToolchain(
@@ -43,17 +50,67 @@ def _soc(id, name, tops, c7x, cpu, cpu_mhz):
     )
 
 
+BUILD_OPTIONS = (
+    click.Option(["--tidl-calibration-frames"], type=click.IntRange(min=1), help="TIDL: calibration frames (TI's advanced_options:calibration_frames; default 20, capped at the frames --calib holds)."),
+    click.Option(["--tidl-calibration-iterations"], type=click.IntRange(min=1), help="TIDL: bias-calibration iterations (advanced_options:calibration_iterations; default 50)."),
+    click.Option(["--tidl-max-subgraphs"], type=click.IntRange(1, 16), help="TIDL: most subgraphs offloaded to the C7x/MMA (max_num_subgraphs; default 16)."),
+    click.Option(["--tidl-accuracy-level"], type=click.Choice(["0", "1", "2", "9"]), help="TIDL: accuracy_level (default 1, advanced bias calibration)."),
+    click.Option(["--tidl-version"], type=click.Choice(["11.02", "11.00"]), help="TIDL: release whose operator table the audit and deny list follow (default 11.02)."),
+    click.Option(["--tidl-no-deny"], is_flag=True, help="TIDL: do not pass the audit's fallbacks as deny_list:layer_name; let TIDL's importer decide alone."),
+    click.Option(["--tidl-compile-command"], metavar="TEMPLATE", help="TIDL: run the compile through this shell command (e.g. your TI container) instead of TIDL_TOOLS_PATH; placeholders {script}, {dir}, {config}, {soc}."),
+    click.Option(["--tidl-python"], metavar="PYTHON", help="TIDL: the Python with TI's onnxruntime, used when TIDL_TOOLS_PATH is set (default: $TIDL_PYTHON, else python3)."),
+)
+
+
 class TidlTarget(Target):
     id = "tidl"
     vendor = "Texas Instruments"
     name = "TI TIDL"
     toolchain = TOOLCHAIN
+    stages = ("convert", "codegen", "runner")
+    build_options = BUILD_OPTIONS
     chips = (
         _soc("tda4vm", "TDA4VM", 8, 1, "2x Cortex-A72", 2000),
         _soc("am62a", "AM62A", 2, 1, "4x Cortex-A53", 1400),
         _soc("am68a", "AM68A", 8, 2, "2x Cortex-A72", 2000),
         _soc("am69a", "AM69A", 32, 4, "8x Cortex-A72", 2000),
     )
+
+    def build(self, ctx) -> None:
+        from edgedeploy.targets.tidl import build
+
+        build.build(self, ctx)
+
+    def toolchain_verdict(self, model_path: Path, chip_id: str, workdir: Path, log_path: Path, **options):
+        """Compile `model_path` with TIDL (TIDL_TOOLS_PATH or tidl_compile_command) and parse its placement."""
+        from edgedeploy.targets.tidl.verdict import compile_and_parse
+
+        return compile_and_parse(self, Path(model_path), chip_id, Path(workdir), Path(log_path), **options)
+
+    def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
+        """ONNX Runtime with TIDLExecutionProvider on the board; baseline: ONNX Runtime CPU on the same board."""
+        from edgedeploy.errors import ArtifactError
+        from edgedeploy.targets.tidl import build
+
+        built_for = manifest.get("target", {}).get("chip")
+        if device is not None and getattr(device, "chip", None) and device.chip != built_for:
+            raise ArtifactError(f"{artifact} was built for {built_for}, but device {device.name} is a {device.chip}; rebuild with --target {device.chip}.")
+        files = build.runner_files(Path(artifact))
+        missing = [remote for remote, local in files.items() if not local.is_file()]
+        if missing:
+            raise ArtifactError(f"{artifact} lacks the runner files {', '.join(missing)}; rebuild it.")
+
+        def spec(provider: str, outputs: str, backend: str) -> RunnerSpec:
+            return RunnerSpec(
+                files=files,
+                command=["{python}", build.RUNNER_SCRIPT, "--provider", provider, "--outputs", outputs],
+                result_files=[outputs],
+                backend=backend,
+            )
+
+        main = spec("tidl", "outputs_tidl.npz", "onnxruntime TIDLExecutionProvider")
+        main.baseline = spec("cpu", "outputs_cpu.npz", "onnxruntime CPUExecutionProvider")
+        return main
 
 
 TARGET = TidlTarget()

@@ -315,6 +315,8 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None) -> NodePla
         if precision and precision not in support.precisions and "any" not in support.precisions and not float_build:
             if support.precisions == ("float",):
                 add(operator_float_only, Placement.FLOAT, op, "float only")
+            elif support.missing_precision is Placement.FLOAT:
+                add(operator_float_only, Placement.FLOAT, precision, f"runs in: {', '.join(support.precisions)}")
             else:
                 add(precision_not_on_accelerator, Placement.FALLBACK, precision, f"supported: {', '.join(support.precisions)}")
     for r in rules.rules:

@@ -212,10 +212,14 @@ class OpSupport:
 
     `precisions`: the precisions the accelerator runs it in (e.g. ("int8", "int16") or
     ("float",) for ESP-DL's float-only ops). `note`: a limit worth showing that no rule checks.
+    `missing_precision`: where the node goes when the requested precision is not among them:
+    FALLBACK (the default: another unit runs it) or FLOAT (the accelerator still runs it, in a
+    wider float type, as TensorRT's GPU does for a layer without an fp16/int8 kernel).
     """
 
     precisions: tuple[str, ...] = ("int8",)
     note: str = ""
+    missing_precision: "Placement" = Placement.FALLBACK
 
 
 @dataclass

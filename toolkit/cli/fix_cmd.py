@@ -90,8 +90,7 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
         if path.exists() and not force:
             raise ArtifactError(f"{path} exists already; use --force to replace it.")
     feeds, source = evaluation_feeds(loaded, eval_data, eval_count, model_path)
-    stacked = {k: np.concatenate([f[k] for f in feeds]) for k in feeds[0]}
-    result = fix_model(loaded, rule_sets, stacked, source, allow_approx=allow_approx, only=list(only) or None, echo=info)
+    result = fix_model(loaded, rule_sets, feeds, source, allow_approx=allow_approx, only=list(only) or None, echo=info)
     report = result.to_dict()
     report["fixed_model"]["path"] = str(out_path)
     fixed_proto = onnx.ModelProto()

@@ -36,7 +36,7 @@ def list_command(output_format: str) -> None:
                 "installed": st.installed,
                 "status": st.detail,
                 "versions": st.versions,
-                "targets": users[tc.name],
+                "targets": users.get(tc.name, ["(bench)"]),
             }
         )
     if output_format == "json":
@@ -57,7 +57,7 @@ def list_command(output_format: str) -> None:
 def install_command(names: tuple[str, ...], force: bool) -> None:
     """Create the virtual environment of toolchain NAME from its pinned requirements (idempotent).
 
-    NAME is one of the managed toolchains (espdl, rknn, eiq) or `all`. pip runs with your own
+    NAME is one of the managed toolchains (espdl, rknn, eiq, torch) or `all`. pip runs with your own
     configuration (pip.conf, PIP_* variables), so mirrors and wheel folders apply.
     """
     from edgedeploy.errors import OptionError

@@ -30,6 +30,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import weakref
 from pathlib import Path, PurePosixPath
 
 from edgedeploy.devices.base import CommandResult, Device, DeviceConnectionLost
@@ -89,6 +90,7 @@ class SshTransport:
         self.multiplex = multiplex
         self.workdir: str | None = None
         self._control_dir: str | None = None
+        self._finalizer: weakref.finalize | None = None
 
     def __enter__(self) -> "SshTransport":
         return self
@@ -128,7 +130,7 @@ class SshTransport:
         control_dir = tempfile.mkdtemp(prefix="edgedeploy-ssh-")
         argv = [
             self.ssh_binary,
-            *self._options(("ControlMaster=yes", f"ControlPath={control_dir}/cm", "ControlPersist=120")),
+            *self._options(("ControlMaster=yes", f"ControlPath={control_dir}/cm", "ControlPersist=60")),
             "-N",
             "-f",
             "--",
@@ -149,20 +151,14 @@ class SshTransport:
             shutil.rmtree(control_dir, ignore_errors=True)
             raise self._connection_error(stderr, during="")
         self._control_dir = control_dir
+        # Ends the master and removes its folder on close(), or when a caller forgets to close.
+        self._finalizer = weakref.finalize(self, _end_master, self.ssh_binary, control_dir, str(self.device.host))
 
     def close(self) -> None:
         """End the shared connection (the device's work folders are removed by cleanup())."""
-        control = self._control_path()
-        if control is None:
-            return
-        if os.path.exists(control):
-            subprocess.run(
-                [self.ssh_binary, "-o", f"ControlPath={control}", "-O", "exit", "--", str(self.device.host)],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=30,
-            )
-        shutil.rmtree(self._control_dir, ignore_errors=True)
+        if self._finalizer is not None:
+            self._finalizer()
+            self._finalizer = None
         self._control_dir = None
 
     @property
@@ -347,6 +343,16 @@ class SshTransport:
         self._ssh(f"rm -rf -- {quote_remote_path(workdir)}")
         if self.workdir == workdir:
             self.workdir = None
+
+
+def _end_master(ssh_binary: str, control_dir: str, host: str) -> None:
+    control = f"{control_dir}/cm"
+    if os.path.exists(control):
+        try:
+            subprocess.run([ssh_binary, "-o", f"ControlPath={control}", "-O", "exit", "--", host], stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            pass
+    shutil.rmtree(control_dir, ignore_errors=True)
 
 
 def _split_exit_marker(stderr: str) -> tuple[str, int | None]:

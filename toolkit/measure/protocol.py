@@ -15,6 +15,9 @@ with per-session statistics in microseconds; everything else a runner prints is 
 
 import json
 import math
+import os
+import platform
+import subprocess
 import time
 
 RESULT_PREFIX = "EDGEDEPLOY "
@@ -117,6 +120,111 @@ def session_result(timing, scope, batch=1, extra=None, keep_samples=True):
     if extra:
         result.update(extra)
     return result
+
+
+def run_session(run_once, settings, scope, batch=1, extra=None):
+    """Time one session with the settings of a request and return its result object.
+
+    `settings` holds warmup, min_iterations, min_duration_s, max_iterations and keep_samples
+    (any left out take the defaults). The result records this process's id, so the host can
+    show that the sessions of a measurement really ran in different processes.
+    """
+    timing = time_session(
+        run_once,
+        warmup=int(settings.get("warmup", DEFAULT_WARMUP)),
+        min_iterations=int(settings.get("min_iterations", DEFAULT_MIN_ITERATIONS)),
+        min_duration_s=float(settings.get("min_duration_s", DEFAULT_MIN_DURATION_S)),
+        max_iterations=int(settings.get("max_iterations", DEFAULT_MAX_ITERATIONS)),
+    )
+    process = describe_process()
+    merged = {"process": process, "pid": process["pid"]}
+    if extra:
+        merged.update(extra)
+    return session_result(timing, scope, batch=batch, extra=merged, keep_samples=bool(settings.get("keep_samples", True)))
+
+
+def _read_text(path):
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def cpu_model():
+    """The CPU's marketing name from /proc/cpuinfo; on boards without one, the board's model."""
+    text = _read_text("/proc/cpuinfo") or ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("model name", "Processor", "cpu model") and value.strip():
+            return value.strip()
+    board = _read_text("/sys/firmware/devicetree/base/model")
+    if board:
+        return board.replace("\x00", "").strip()
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def frequency_governors():
+    """The distinct cpufreq governors of the CPUs (e.g. ["performance"]); [] where not readable."""
+    found = []
+    base = "/sys/devices/system/cpu"
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return found
+    for name in names:
+        if name.startswith("cpu") and name[3:].isdigit():
+            governor = _read_text(os.path.join(base, name, "cpufreq", "scaling_governor"))
+            if governor and governor not in found:
+                found.append(governor)
+    return found
+
+
+def usable_cores():
+    """CPUs this process may run on (its affinity), else all of them."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def accelerators(timeout_s=10):
+    """Names of the NVIDIA GPUs `nvidia-smi` lists; [] where there is none (or no nvidia-smi)."""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=timeout_s, check=False,
+        ).stdout.decode(errors="replace")
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def describe_host(include_accelerators=True):
+    """The machine a measurement ran on: CPU model, cores, governors, OS and Python; GPUs if asked."""
+    info = {
+        "hostname": platform.node(),
+        "cpu_model": cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "cpu_cores_usable": usable_cores(),
+        "frequency_governors": frequency_governors(),
+        "machine": platform.machine(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+    }
+    if include_accelerators:
+        info["accelerators"] = accelerators()
+    return info
+
+
+def describe_process():
+    """What one session process ran with: its id, the cores it may use, the governors at that moment."""
+    return {
+        "pid": os.getpid(),
+        "cpu_cores_usable": usable_cores(),
+        "frequency_governors": frequency_governors(),
+        "python": platform.python_version(),
+    }
 
 
 def result_line(result):

@@ -1,0 +1,278 @@
+"""The TensorRT target's stages: build (audit, engine on the device, placement, provenance, runners),
+the runner for `edgedeploy measure`, and `audit --confirm`. See build.py for the build's steps."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import onnx
+
+from edgedeploy.artifacts import atomic_write_json, check_manifest
+from edgedeploy.errors import ArtifactError, DeviceError, WorkerFailed
+from edgedeploy.targets.base import RunnerSpec
+from edgedeploy.targets.tensorrt import build as b
+from edgedeploy.targets.tensorrt.codegen import ORT_RUNNER_FILES, PY_RUNNER_FILES, RUNNER_DIR, write_runners
+from edgedeploy.targets.tensorrt.device import Provenance, check_device_chip
+from edgedeploy.targets.tensorrt.trtexec_output import parse_layer_info, parse_profile_json, parse_trtexec_log
+from edgedeploy.targets.tensorrt.verdict import build_failure, toolchain_verdict as verdict_from_build
+
+INPUTS_FILE = "inputs.npz"
+
+
+def _batch_of(model) -> int:
+    first = model.graph_inputs()[0]
+    dims = first.type.tensor_type.shape.dim
+    return int(dims[0].dim_value) if dims and dims[0].dim_value > 0 else 1
+
+
+def _input_shapes(model) -> dict:
+    return {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in model.graph_inputs()}
+
+
+def build_engine(ctx) -> None:
+    """The TensorRT build (build.py's module docstring lists the steps)."""
+    from edgedeploy.audit import audit_model
+    from edgedeploy.audit.confirm import compare
+
+    target, chip = ctx.target, ctx.chip
+    plan = b.plan_from_options(chip.id, ctx.options.precision, ctx.options.target_options, ctx.options.worker_timeout_s)
+    device, transport = b.open_build_device(ctx.options.device, chip.id, plan)
+    engine_dir = ctx.workdir / b.ENGINE_DIR
+    engine_dir.mkdir(parents=True, exist_ok=True)
+    proto = b.named_model(ctx.model.proto)
+    model_bytes = proto.SerializeToString()
+    model_sha = b.sha256_bytes(model_bytes)
+    try:
+        workdir = transport.make_workdir()
+        try:
+            fingerprint = b.probe_device(transport, workdir, plan, device.name)
+        finally:
+            transport.cleanup(workdir)
+        check_device_chip(fingerprint, chip.id, device.name)
+        ctx.echo(
+            f"tensorrt: '{device.name}' is {fingerprint.board or 'a machine'} with TensorRT {fingerprint.trt_version or '?'}"
+            + (f", JetPack {fingerprint.jetpack}" if fingerprint.jetpack else "")
+            + (f", L4T {fingerprint.l4t}" if fingerprint.l4t else "")
+        )
+
+        # The prediction, with the rule table of the device's TensorRT (or the one asked for).
+        from edgedeploy.targets.tensorrt.rules import normalize_trt_version
+
+        rules_version = plan.rules_version or normalize_trt_version(fingerprint.trt_version)
+        ruleset = target.rule_set(chip.id, trt_version=rules_version, dla=plan.dla_core is not None)
+        prediction = audit_model(ctx.model, ruleset, plan.precision)
+        ctx.report["audit"] = prediction.to_dict()
+        ctx.echo(f"audit: {prediction.summary_line()}")
+
+        calib = b.calibration_arrays(ctx) if plan.precision == "int8" else None
+        calib_sha = None
+        if calib is not None:
+            import hashlib
+
+            digest = hashlib.sha256()
+            for name in sorted(calib):
+                digest.update(name.encode())
+                digest.update(calib[name].tobytes())
+            calib_sha = digest.hexdigest()
+        key = b.cache_key(model_sha, plan, fingerprint.digest(), calib_sha)
+        cached = None if plan.rebuild else b.cache_lookup(key)
+        if cached is not None:
+            ctx.echo(f"tensorrt: reusing the engine built earlier for this model, options and device (cache {key[:12]})")
+            for path in cached.iterdir():
+                if path.name != "cache_entry.json":
+                    shutil.copyfile(path, engine_dir / path.name)
+            from_cache = True
+            wall_s = 0.0
+        else:
+            result = b.run_remote_build(transport, device.name, plan, model_bytes, calib, fingerprint.trt_version, engine_dir, ctx.echo)
+            from_cache = False
+            wall_s = result.wall_s
+    finally:
+        close = getattr(transport, "close", None)
+        if close is not None:
+            close()
+
+    log_text = (engine_dir / b.LOG_FILE).read_text(errors="replace")
+    log = parse_trtexec_log(log_text)
+    failure = build_failure(log) or (None if (engine_dir / b.ENGINE_FILE).is_file() else "trtexec wrote no engine")
+    if failure is not None:
+        raise WorkerFailed(f"TensorRT could not build the engine on '{device.name}': {failure} (full log: {b.ENGINE_DIR}/{b.LOG_FILE} in the failed artifact).")
+    layers = parse_layer_info((engine_dir / b.LAYERS_FILE).read_text()) if (engine_dir / b.LAYERS_FILE).is_file() else None
+    profile = parse_profile_json((engine_dir / b.PROFILE_FILE).read_text()) if (engine_dir / b.PROFILE_FILE).is_file() else None
+    if not from_cache:
+        b.cache_store(
+            key,
+            engine_dir,
+            [p.name for p in engine_dir.iterdir() if p.is_file()],
+            {"model_sha256": model_sha, "plan": plan.cache_fields(), "device": fingerprint.to_dict(), "built_on": device.name},
+        )
+
+    verdict = verdict_from_build(proto.graph, log, layers, dla=plan.dla_core is not None, trt_version=fingerprint.trt_version)
+    comparison = compare(prediction, verdict)
+    provenance = Provenance(
+        trt_version=log.trt_version or fingerprint.trt_version,
+        gpu_name=log.device_name,
+        compute_capability=log.compute_capability,
+        l4t=fingerprint.l4t,
+        jetpack=fingerprint.jetpack,
+        board=fingerprint.board,
+        dla_core=plan.dla_core,
+        precision=plan.precision,
+    )
+    batch = _batch_of(ctx.model)
+    backend = "tensorrt" + (f"-dla{plan.dla_core}" if plan.dla_core is not None else "-gpu")
+    scope = {
+        "model_sha256": ctx.model.sha256,
+        "input_shapes": _input_shapes(ctx.model),
+        "batch": batch,
+        "precision": plan.precision,
+        "backend": backend,
+        "chip": chip.id,
+        "device": device.name,
+    }
+    info = {
+        "schema": "edgedeploy.tensorrt-engine/1",
+        "provenance": provenance.to_dict(),
+        "fingerprint": fingerprint.to_dict(),
+        "scope": scope,
+        "batch": batch,
+        "engine_sha256": b.sha256_bytes((engine_dir / b.ENGINE_FILE).read_bytes()),
+        "onnx_sha256_sent": model_sha,
+        "cache_key": key,
+    }
+    atomic_write_json(engine_dir / b.INFO_FILE, info)
+    _write_inputs(ctx)
+    write_runners(ctx.workdir / RUNNER_DIR, ctx.model.sha256, provenance.to_dict(), scope, batch)
+
+    ctx.manifest["tensorrt"] = {
+        "provenance": provenance.to_dict(),
+        "fingerprint": fingerprint.to_dict(),
+        "plan": b.plan_to_dict(plan),
+        "trtexec_argv": b.trtexec_argv(plan, fingerprint.trt_version),
+        "cache_key": key,
+        "from_cache": from_cache,
+        "built_on": device.name,
+    }
+    ctx.report["tensorrt"] = {
+        "built_on": device.name,
+        "from_cache": from_cache,
+        "build_wall_s": round(wall_s, 2),
+        "provenance": provenance.to_dict(),
+        "placement": verdict.to_dict(),
+        "comparison": comparison,
+        # trtexec's own timing of the engine on the device right after the build: one process,
+        # its own warm-up and duration. Figures of the measurement protocol come from `measure`.
+        "trtexec_performance": {
+            "note": f"trtexec's own timing on '{device.name}' after the build (one session; not edgedeploy's measurement protocol)",
+            "scope": scope,
+            **{k: v for k, v in log.to_dict().items() if k in ("throughput_qps", "summary_us", "total_host_walltime_s", "total_gpu_compute_s", "warmup_queries", "timed_queries")},
+        },
+        "layer_profile": profile.to_dict() if profile else None,
+        "engine_layers": len(layers) if layers is not None else None,
+    }
+    agree = comparison.get("agreement")
+    ctx.echo(
+        f"tensorrt: engine {b.ENGINE_DIR}/{b.ENGINE_FILE} for TensorRT {provenance.trt_version} on {provenance.gpu_name or '?'} "
+        f"(compute {provenance.compute_capability or '?'}); rules and TensorRT agree on "
+        + (f"{comparison['agree']} of {comparison['compared']} nodes" if agree is not None else "no node")
+    )
+
+
+# How many evaluation samples travel with the artifact for the runners (--inputs inputs.npz).
+RUNNER_INPUT_SAMPLES = 64
+
+
+def _write_inputs(ctx) -> None:
+    """The first evaluation samples as inputs.npz (the runners run real data, not zeros)."""
+    import numpy as np
+
+    from edgedeploy.sample import sample_eval_path
+
+    data = ctx.dataset("eval", sample_eval_path() if b.is_sample(ctx.model) else None)
+    if data is None:
+        return
+    data = data.take(RUNNER_INPUT_SAMPLES)
+    arrays = {name: np.ascontiguousarray(arr) for name, arr in data.inputs.items()}
+    np.savez(ctx.workdir / INPUTS_FILE, **arrays)
+
+
+def runner_spec(artifact: Path, manifest: dict, device) -> RunnerSpec:
+    """The Python runner on the Jetson, with the ONNX Runtime run of the same model as the baseline."""
+    artifact = Path(artifact)
+    chip = getattr(device, "chip", None)
+    check_manifest(artifact, chip_id=chip) if chip else check_manifest(artifact)
+    info_path = artifact / b.ENGINE_DIR / b.INFO_FILE
+    if not info_path.is_file():
+        raise ArtifactError(f"{artifact} has no {b.ENGINE_DIR}/{b.INFO_FILE}; it is not a TensorRT build.")
+    runner_dir = artifact / RUNNER_DIR
+    files = {name: runner_dir / name for name in PY_RUNNER_FILES}
+    files["model.engine"] = artifact / b.ENGINE_DIR / b.ENGINE_FILE
+    files["engine_info.json"] = info_path
+    command = ["{python}", "trt_runner.py", "--engine", "model.engine", "--info", "engine_info.json"]
+    inputs = artifact / INPUTS_FILE
+    if inputs.is_file():
+        files[INPUTS_FILE] = inputs
+        command += ["--inputs", INPUTS_FILE]
+    info = json.loads(info_path.read_text())
+    backend = info.get("scope", {}).get("backend", "tensorrt")
+    baseline_files = {name: runner_dir / name for name in ORT_RUNNER_FILES}
+    baseline_files["model.onnx"] = artifact / "model.onnx"
+    baseline_files["engine_info.json"] = info_path
+    baseline_cmd = ["{python}", "ort_runner.py", "--model", "model.onnx", "--info", "engine_info.json"]
+    if inputs.is_file():
+        baseline_files[INPUTS_FILE] = inputs
+        baseline_cmd += ["--inputs", INPUTS_FILE]
+    baseline = RunnerSpec(files=baseline_files, command=baseline_cmd, backend="onnxruntime (CUDA if available, else CPU)")
+    return RunnerSpec(files=files, command=command, backend=backend, baseline=baseline)
+
+
+def toolchain_verdict(model_path: Path, chip_id: str, workdir: Path, log_path: Path, **options):
+    """`audit --confirm` for TensorRT: build the model on the device (or here) and read TensorRT's placement.
+
+    options: device (inventory name), dla (bool), precision, trtexec; without a device this needs
+    trtexec on this machine.
+    """
+    from edgedeploy.model import load_model
+
+    model = load_model(model_path, {}, require_static=True)
+    target_options = {"trtexec": options.get("trtexec"), "dla_core": "auto" if options.get("dla", True) else "none"}
+    plan = b.plan_from_options(chip_id, options.get("precision") or "fp16", target_options, float(options.get("timeout_s", 1800)))
+    device, transport = b.open_build_device(options.get("device"), chip_id, plan)
+    proto = b.named_model(model.proto)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        scratch = transport.make_workdir()
+        try:
+            fingerprint = b.probe_device(transport, scratch, plan, device.name)
+        finally:
+            transport.cleanup(scratch)
+        check_device_chip(fingerprint, chip_id, device.name)
+        calib = None
+        if plan.precision == "int8":
+            raise DeviceError("audit --confirm builds fp16 engines for TensorRT; int8 placement needs calibration data: use `edgedeploy build --precision int8`.")
+        b.run_remote_build(transport, device.name, plan, proto.SerializeToString(), calib, fingerprint.trt_version, workdir, lambda m: None)
+    finally:
+        close = getattr(transport, "close", None)
+        if close is not None:
+            close()
+    log_text = (workdir / b.LOG_FILE).read_text(errors="replace")
+    Path(log_path).write_text(log_text)
+    layers = parse_layer_info((workdir / b.LAYERS_FILE).read_text()) if (workdir / b.LAYERS_FILE).is_file() else None
+    return verdict_from_build(proto.graph, parse_trtexec_log(log_text), layers, dla=plan.dla_core is not None, trt_version=fingerprint.trt_version)
+
+
+def verdict_from_artifact(artifact: Path):
+    """TensorRT's placement read back from an existing build (no device needed)."""
+    artifact = Path(artifact)
+    manifest = check_manifest(artifact, verify_files=False)
+    model = onnx.load(str(artifact / "model.onnx"))
+    proto = b.named_model(model)
+    log = parse_trtexec_log((artifact / b.ENGINE_DIR / b.LOG_FILE).read_text(errors="replace"))
+    layers_path = artifact / b.ENGINE_DIR / b.LAYERS_FILE
+    layers = parse_layer_info(layers_path.read_text()) if layers_path.is_file() else None
+    dla = manifest.get("tensorrt", {}).get("plan", {}).get("dla_core") is not None
+    return verdict_from_build(proto.graph, log, layers, dla=dla)

@@ -1,0 +1,571 @@
+"""`edgedeploy measure ARTIFACT --device NAME`: before and after, on the device, same inputs.
+
+1. The artifact's manifest is checked (files intact; built for the device's chip).
+2. The "after" runner comes from the target (`Target.runner_spec`) or, for a generic ONNX
+   artifact, the built-in onnx-cpu runner; the "before" runner is the target's baseline or, by
+   default, the reference ONNX model on ONNX Runtime CPU on the same device.
+3. Both are copied to one fresh work folder on the device and run for >= 3 sessions each, each
+   session a separate process, alternating after/before so that drift on the device (heat,
+   other load) falls on both alike. The first session's outputs are fetched for the output check.
+4. The sessions are combined into `edgedeploy.latency/1` records (per-session statistics and the
+   range across sessions); before and after are divided only when their scopes agree in
+   everything but the deployment (same model, inputs, batch and device); outputs are compared
+   with the host's ONNX Runtime reference on the very same inputs.
+5. The full record goes to ARTIFACT/measurements/<time>-<device>.json (atomically); its summary
+   is folded into ARTIFACT/report.json under measurements.<device>.
+
+If the device fails mid-way (dropped connection, time-out, a crashing runner), the sessions
+gathered so far are still written, marked `"partial": true` with the error, and the command
+ends with one sentence saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from edgedeploy import __version__
+from edgedeploy.artifacts import atomic_write_json, check_manifest, now_iso, safe_path_component
+from edgedeploy.devices.base import Device, DeviceConnectionLost
+from edgedeploy.devices.inventory import describe
+from edgedeploy.devices.runners import (
+    INPUTS_REMOTE_NAME,
+    ONNX_CPU_RUNNER,
+    OUTPUTS_REMOTE_NAME,
+    SessionSettings,
+    onnx_cpu_runner_spec,
+    write_inputs_npz,
+)
+from edgedeploy.errors import ArtifactError, DeviceError
+
+MEASUREMENT_SCHEMA = "edgedeploy.measurement/1"
+LATENCY_SCHEMA = "edgedeploy.latency/1"  # the record edgedeploy.measure's harness writes too
+LABELS = ("after", "before")
+# What a before/after pair may differ in: together, "the deployment" (the one thing compared).
+DEPLOYMENT_FIELDS = ("backend", "precision", "threads", "deployed_model")
+DEFAULT_EVAL_COUNT = 200
+
+
+@dataclass
+class RunnerRun:
+    """The sessions of one runner (after or before) on the device."""
+
+    label: str
+    spec: object  # RunnerSpec
+    sessions: list[dict] = field(default_factory=list)
+    fetched: dict[str, Path] = field(default_factory=dict)  # result files of the first session
+    error: str | None = None
+
+
+@dataclass
+class MeasureRequest:
+    artifact: Path
+    device: Device
+    settings: SessionSettings = field(default_factory=SessionSettings)
+    eval_path: Path | None = None
+    eval_count: int | None = DEFAULT_EVAL_COUNT
+    threads: int = 0
+    before: bool = True
+
+
+def run_measure(request: MeasureRequest, echo: Callable[[str], None] = lambda line: None, raise_on_partial: bool = True) -> dict:
+    """Measure an artifact on a device; returns the measurement record (also written to the artifact).
+
+    When the device failed mid-way the partial record is written first; then DeviceError is
+    raised (or, with raise_on_partial=False, the record is returned with "partial": true and
+    `partial_error(record)` gives the sentence).
+    """
+    from edgedeploy.devices import open_transport
+    from edgedeploy.report.artifact import update_report_section
+
+    artifact = Path(request.artifact)
+    device = request.device
+    settings = request.settings.check()
+    manifest = check_artifact_for_device(artifact, device)
+    report = _read_report(artifact)
+    started_at = now_iso()
+    with tempfile.TemporaryDirectory(prefix="edgedeploy-measure-") as tmp:
+        stage = Path(tmp)
+        runs, inputs_note = _runner_specs(artifact, manifest, report, device, request, stage)
+        echo(f"measure: {artifact} on device '{device.name}' ({device.transport}); {settings.sessions} sessions each of: {', '.join(runs)}")
+        transport = open_transport(device)
+        try:
+            results, fatal, run_folder = run_sessions(transport, device, runs, settings.sessions, stage / "fetched", echo)
+        finally:
+            try:
+                transport.close()
+            except Exception:  # noqa: BLE001 - closing a dead connection must not hide the real error
+                pass
+        record = build_record(artifact, manifest, report, device, settings, results, fatal, inputs_note, started_at, stage)
+        # Where the runs happened on the device, and whether it was removed (not when the device was lost).
+        record["device"]["run_folder"] = run_folder
+    name = f"{started_at.replace(':', '').replace('-', '')[:15]}-{safe_path_component(device.name)}.json"
+    path = artifact / "measurements" / name
+    record["file"] = f"measurements/{name}"
+    atomic_write_json(path, record)
+    update_report_section(artifact, ("measurements", device.name), summarize_for_report(record))
+    echo(f"measure: wrote {path} and updated {artifact / 'report.json'}")
+    if record["partial"] and raise_on_partial:
+        raise partial_error(record, artifact)
+    return record
+
+
+def partial_error(record: dict, artifact: Path) -> DeviceError:
+    kept = sum(len(r["sessions"]) for r in record["latency"].values() if r)
+    message = record.get("error") or "Fewer sessions than requested completed."
+    return DeviceError(f"{message.rstrip('.')}. The {kept} session(s) gathered so far are kept in {Path(artifact) / record['file']}, marked partial.")
+
+
+def check_artifact_for_device(artifact: Path, device: Device) -> dict:
+    """The manifest, after refusing an artifact built for another chip than the device's."""
+    manifest = check_manifest(artifact, None)
+    built_for = (manifest.get("target") or {}).get("chip")
+    if built_for is None:
+        if (manifest.get("runner") or {}).get("kind") != ONNX_CPU_RUNNER:
+            raise ArtifactError(f"{artifact} names no chip and no runner; it cannot be measured on a device.")
+        return manifest
+    if device.chip is None:
+        raise ArtifactError(
+            f"{artifact} was built for {built_for}, but device '{device.name}' declares no chip; "
+            f"measure it on a device whose inventory entry says chip = \"{built_for}\"."
+        )
+    return check_manifest(artifact, device.chip, verify_files=False)
+
+
+def _read_report(artifact: Path) -> dict:
+    from edgedeploy.report.schema import load_report_file
+
+    return load_report_file(artifact / "report.json")
+
+
+# -- choosing runners and inputs ---------------------------------------------------------------
+
+
+def _runner_specs(artifact: Path, manifest: dict, report: dict, device: Device, request: MeasureRequest, stage: Path):
+    model_info = report["model"]
+    inputs_file, inputs_note = None, None
+    runner = manifest.get("runner") or {}
+    if runner.get("kind") == ONNX_CPU_RUNNER:
+        inputs_file, inputs_note = choose_inputs(artifact, report, request, stage)
+        after = onnx_cpu_runner_spec(
+            stage / "after", artifact / runner["model"], inputs_file, model_info, runner.get("precision", "fp32"), request.settings, threads=request.threads, label="ONNX Runtime CPU (artifact)"
+        )
+        baseline = None
+    else:
+        from edgedeploy.targets import find_chip
+
+        target, _chip = find_chip(manifest["target"]["chip"])
+        after = target.runner_spec(artifact, manifest, device)
+        baseline = after.baseline
+        if INPUTS_REMOTE_NAME in after.files:
+            inputs_file = Path(after.files[INPUTS_REMOTE_NAME])
+            inputs_note = {"source": f"the artifact's runner ({inputs_file.name})"}
+    runs = {"after": after}
+    if request.before:
+        if baseline is None:
+            if device.transport not in ("local", "ssh"):
+                raise DeviceError(f"Device '{device.name}' ({device.transport}) cannot run the ONNX Runtime baseline; use --no-before.")
+            if inputs_file is None:
+                inputs_file, inputs_note = choose_inputs(artifact, report, request, stage)
+            baseline = onnx_cpu_runner_spec(
+                stage / "before", artifact / "model.onnx", inputs_file, model_info, "fp32", request.settings, threads=request.threads, label="ONNX Runtime CPU (reference model)"
+            )
+        runs["before"] = baseline
+    return runs, (inputs_note or {"source": "the runner's own inputs"})
+
+
+def choose_inputs(artifact: Path, report: dict, request: MeasureRequest, stage: Path) -> tuple[Path, dict]:
+    """The inputs both runners get: --eval, else the build's eval data, else the sample's, else seeded random."""
+    from edgedeploy.datasets import load_dataset, model_input_specs
+    from edgedeploy.model import load_model
+    from edgedeploy.sample import sample_card, sample_eval_path
+
+    model = load_model(artifact / "model.onnx", {}, require_static=True)
+    specs = model_input_specs(model)
+    candidates = []
+    if request.eval_path:
+        candidates.append((Path(request.eval_path), "--eval"))
+    build_eval = (report.get("options") or {}).get("eval")
+    if build_eval and Path(build_eval).exists():
+        candidates.append((Path(build_eval), "the build's --eval data"))
+    if model.sha256 == sample_card().get("sha256") or report["model"].get("sha256") == sample_card().get("sha256"):
+        candidates.append((sample_eval_path(), "the bundled sample's held-out split"))
+    path = stage / INPUTS_REMOTE_NAME
+    if candidates:
+        source, why = candidates[0]
+        data = load_dataset(source, specs, None, request.eval_count)
+        write_inputs_npz(path, data.inputs, data.labels)
+        note = dict(data.describe(), chosen_because=why)
+    else:
+        rng = np.random.default_rng(0)
+        count = request.eval_count or DEFAULT_EVAL_COUNT
+        arrays = {}
+        for spec in specs:
+            shape = (count, *[d or 1 for d in spec.shape[1:]])
+            dtype = np.dtype(spec.dtype)
+            arrays[spec.name] = rng.integers(0, 10, size=shape).astype(dtype) if dtype.kind in "iu" else rng.random(shape, dtype=np.float64).astype(dtype)
+        write_inputs_npz(path, arrays, None)
+        note = {
+            "source": "random inputs (seed 0, uniform [0, 1)): no evaluation data was given, so only output fidelity is checked",
+            "count": count,
+            "inputs": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()},
+            "labels": None,
+        }
+    return path, note
+
+
+# -- running the sessions ------------------------------------------------------------------------
+
+
+def run_sessions(transport, device: Device, specs: dict, sessions: int, fetch_dir: Path, echo: Callable[[str], None]) -> tuple[dict[str, RunnerRun], str | None, dict]:
+    """Copy every runner once, then run them in turn, one session (one process) at a time.
+
+    Returns the runs, the fatal error (a transport failure that stopped everything) or None, and
+    the work folder used on the device ({"path", "removed"}).
+    A runner that fails on its own (exit status, an error result) stops only that runner.
+    """
+    from edgedeploy.measure import protocol
+
+    runs = {label: RunnerRun(label, spec) for label, spec in specs.items()}
+    fatal: str | None = None
+    connection_lost = False
+    workdir = None
+    try:
+        workdir = transport.make_workdir()
+        for label, spec in specs.items():
+            for remote, local in spec.files.items():
+                transport.put(Path(local), f"{label}/{remote}")
+        for index in range(sessions):
+            for label, run in runs.items():
+                if run.error:
+                    continue
+                spec = run.spec
+                argv = [device.python if a == "{python}" else a for a in spec.command]
+                result = transport.run(argv, f"{workdir}/{label}", spec.timeout_s)
+                parsed = [r for r in protocol.parse_result_lines(result.stdout) if r.get("schema") == protocol.RUN_SCHEMA]
+                if not parsed or parsed[-1].get("error") or result.returncode != 0 or "latency_us" not in parsed[-1]:
+                    run.error = _runner_failure(label, spec, result, parsed)
+                    echo(f"  {label}: {run.error}")
+                    continue
+                session = parsed[-1]
+                session["session"] = index + 1
+                session["wall_s"] = round(result.wall_s, 3)
+                run.sessions.append(session)
+                if index == 0:
+                    for name in spec.result_files:
+                        local = fetch_dir / label / name
+                        transport.get(f"{label}/{name}", local)
+                        run.fetched[name] = local
+                lat = session["latency_us"]
+                echo(
+                    f"  {label} session {index + 1}/{sessions}: median {lat['p50']:.1f} us, p90 {lat['p90']:.1f} us, "
+                    f"p99 {lat['p99']:.1f} us over {session['iterations']} iterations; first {session['first_inference_us']:.0f} us"
+                )
+    except DeviceConnectionLost as exc:
+        fatal, connection_lost = str(exc), True
+    except DeviceError as exc:
+        fatal = str(exc)
+    finally:
+        removed = False
+        if workdir is not None and not connection_lost:
+            try:
+                transport.cleanup(workdir)
+                removed = True
+            except DeviceError:
+                pass
+    if fatal:
+        echo(f"  stopped: {fatal}")
+    return runs, fatal, {"path": workdir, "removed": removed}
+
+
+def _runner_failure(label: str, spec, result, parsed: list[dict]) -> str:
+    reported = parsed[-1].get("error") if parsed else None
+    if reported:
+        return f"the {label} runner ({spec.backend or 'runner'}) failed: {reported}"
+    tail = [l for l in result.stderr.strip().splitlines() if l.strip()]
+    why = tail[-1].strip() if tail else "no message"
+    if result.returncode == 0:
+        return f"the {label} runner printed no result line ({why})"
+    return f"the {label} runner exited with status {result.returncode}: {why}"
+
+
+# -- combining ---------------------------------------------------------------------------------
+
+
+def _range(values: list[float]) -> list[float]:
+    return [min(values), max(values)]
+
+
+def summarize_sessions(sessions: list[dict]) -> dict:
+    """Across-session summary, the same fields as edgedeploy.measure.harness (edgedeploy.latency/1)."""
+    medians = [s["latency_us"]["p50"] for s in sessions]
+    means = [s["latency_us"]["mean"] for s in sessions]
+    throughputs = [s["throughput_items_per_s"] for s in sessions if s.get("throughput_items_per_s")]
+    return {
+        "sessions": len(sessions),
+        "median_us": float(statistics.median(medians)),
+        "session_median_range_us": _range(medians),
+        "session_mean_range_us": _range(means),
+        "session_p90_range_us": _range([s["latency_us"]["p90"] for s in sessions]),
+        "session_p99_range_us": _range([s["latency_us"]["p99"] for s in sessions]),
+        "min_us": min(s["latency_us"]["min"] for s in sessions),
+        "max_us": max(s["latency_us"]["max"] for s in sessions),
+        "spread_percent": 100.0 * (max(medians) - min(medians)) / min(medians) if min(medians) > 0 else None,
+        "first_inference_range_us": _range([s["first_inference_us"] for s in sessions]),
+        "iterations_per_session": [s["iterations"] for s in sessions],
+        "batch": sessions[0].get("batch", 1),
+        "throughput_items_per_s": float(statistics.median(throughputs)) if throughputs else None,
+        "throughput_range_items_per_s": _range(throughputs) if throughputs else None,
+    }
+
+
+def device_identity(device: Device, environment: dict, runner_device: dict | None = None) -> dict:
+    """The device part of a scope: the inventory's name and chip, and the machine the runner saw."""
+    runner_device = runner_device if isinstance(runner_device, dict) else {}
+    return {
+        "name": device.name,
+        "chip": device.chip,
+        "hostname": environment.get("hostname") or runner_device.get("hostname") or runner_device.get("host"),
+        "cpu_model": environment.get("cpu_model"),
+        "cpu_cores": environment.get("cpu_cores"),
+        "accelerators": environment.get("accelerators", []),
+    }
+
+
+def latency_record(run: RunnerRun, device: Device, settings: SessionSettings, model_info: dict | None = None) -> dict | None:
+    if not run.sessions:
+        return None
+    first = run.sessions[0]
+    environment = dict(first.get("environment") or {})
+    scope = dict(first.get("scope") or {})
+    if not isinstance(scope.get("model"), dict) and model_info:
+        # Runners that record only the hash (`model_sha256`) get the model block of the report;
+        # the hash stays the runner's own, so a mismatch still shows (and refuses a ratio).
+        scope["model"] = {"name": model_info.get("name"), "sha256": scope.pop("model_sha256", None) or model_info.get("sha256"), "format": "onnx"}
+    scope["device"] = device_identity(device, environment, scope.get("device"))
+    libraries = environment.get("libraries", {})
+    spec = run.spec
+    return {
+        "schema": LATENCY_SCHEMA,
+        "scope": scope,
+        "backend": {
+            "name": scope.get("backend") or spec.backend,
+            "label": (first.get("backend_label") or scope.get("backend") or spec.backend),
+            "kind": "runtime",
+            "unit": scope.get("unit", "cpu" if (scope.get("backend") or "").endswith("cpu") else "accelerator"),
+            "libraries": libraries,
+            "detail": {"runner": first.get("runner"), "deployed_model": scope.get("deployed_model")},
+        },
+        "protocol": settings.protocol(),
+        "sessions": run.sessions,
+        "summary": summarize_sessions(run.sessions),
+        "environment": environment,
+        "partial": len(run.sessions) < settings.sessions,
+    }
+
+
+def _scope_value(scope: dict, key: str):
+    value = scope.get(key)
+    if key == "model" and isinstance(value, dict):
+        return value.get("sha256")
+    if key == "device" and isinstance(value, dict):
+        return {k: value.get(k) for k in ("name", "hostname", "cpu_model", "cpu_cores")}
+    return value
+
+
+def compare_before_after(before: dict | None, after: dict | None) -> dict:
+    """The before/after latency ratio, only when the two differ in the deployment alone.
+
+    Same model (hash), same input shapes and batch, same device: then `speedup` = before's
+    median of session medians / after's. Otherwise no ratio, and `refused` says why.
+    """
+    if not before or not after:
+        return {"speedup": None, "ratio": None, "refused": "before and after were not both measured"}
+    sb, sa = before["scope"], after["scope"]
+    if _scope_value(sb, "device") != _scope_value(sa, "device"):
+        return {"speedup": None, "ratio": None, "refused": "the before and after figures come from different devices; figures from different devices are never divided"}
+    shared_keys = sorted((set(sb) | set(sa)) - set(DEPLOYMENT_FIELDS) - {"backend_version", "unit"})
+    differing = [k for k in shared_keys if _scope_value(sb, k) != _scope_value(sa, k)]
+    if differing:
+        return {"speedup": None, "ratio": None, "refused": f"before and after differ in {', '.join(differing)} besides the deployment; no ratio is computed"}
+    b, a = before["summary"], after["summary"]
+    ranges_overlap = not (b["session_median_range_us"][1] < a["session_median_range_us"][0] or a["session_median_range_us"][1] < b["session_median_range_us"][0])
+    return {
+        "basis": "median of session medians",
+        "differs_only_in": "deployment",
+        "deployment": {
+            label: {k: rec["scope"].get(k) for k in DEPLOYMENT_FIELDS} | {"backend_label": rec["backend"]["label"]}
+            for label, rec in (("before", before), ("after", after))
+        },
+        "scope": {k: sb.get(k) for k in shared_keys},
+        "before_median_us": b["median_us"],
+        "after_median_us": a["median_us"],
+        "speedup": b["median_us"] / a["median_us"] if a["median_us"] > 0 else None,
+        "ratio": "before / after",
+        "session_ranges_overlap": ranges_overlap,
+    }
+
+
+def _outputs(run: RunnerRun) -> dict[str, np.ndarray] | None:
+    """The first session's outputs: the runner's first .npz result file.
+
+    Keys `output0`, `output1`, ... are mapped to the session's `output_names` (the built-in
+    runner's convention); other keys are taken as the output names themselves.
+    """
+    files = [run.fetched[name] for name in run.spec.result_files if name.endswith(".npz") and name in run.fetched]
+    if not files or not run.sessions:
+        return None
+    names = run.sessions[0].get("output_names") or []
+    with np.load(files[0], allow_pickle=False) as archive:
+        keys = list(archive.files)
+        if names and all(f"output{i}" in keys for i in range(len(names))):
+            return {names[i]: archive[f"output{i}"] for i in range(len(names))}
+        return {key: archive[key] for key in keys}
+
+
+def host_reference_outputs(model_path: Path, inputs_path: Path, count: int) -> tuple[dict[str, np.ndarray], str]:
+    """The reference: the artifact's ONNX model on this machine's ONNX Runtime CPU, on the same inputs.
+
+    Inputs are either one array per input with the samples along the batch axis (the dataset
+    .npz format: fed in whole batches), or one entry per sample each with its own batch axis
+    (rank + 1: fed one by one, outputs stacked) as some targets' runners store them.
+    """
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+    inputs = session.get_inputs()
+    names = [i.name for i in inputs]
+    with np.load(inputs_path, allow_pickle=False) as archive:
+        data = {n: archive[n] for n in names}
+    outputs = session.get_outputs()
+    parts: list[list[np.ndarray]] = [[] for _ in outputs]
+    if data[names[0]].ndim == len(inputs[0].shape) + 1:
+        for index in range(min(count, len(data[names[0]]))):
+            for i, value in enumerate(session.run(None, {n: a[index] for n, a in data.items()})):
+                parts[i].append(np.asarray(value))
+        stacked = {o.name: np.stack(p) for o, p in zip(outputs, parts) if p}
+    else:
+        batch = int(inputs[0].shape[0]) if isinstance(inputs[0].shape[0], int) else 1
+        for start in range(0, count - batch + 1, batch):
+            for i, value in enumerate(session.run(None, {n: a[start : start + batch] for n, a in data.items()})):
+                parts[i].append(np.asarray(value))
+        stacked = {o.name: np.concatenate(p) for o, p in zip(outputs, parts) if p}
+    return stacked, f"ort-cpu {ort.__version__} on this host, fp32"
+
+
+def accuracy_section(artifact: Path, runs: dict[str, RunnerRun], inputs_path: Path | None, device: Device) -> dict | None:
+    """Task metric before/after and output fidelity, all on the same inputs; None without outputs."""
+    from edgedeploy.measure import accuracy
+
+    after = _outputs(runs["after"]) if "after" in runs else None
+    if after is None or inputs_path is None or not inputs_path.exists():
+        return None
+    before = _outputs(runs["before"]) if "before" in runs else None
+    count = len(next(iter(after.values())))
+    host_ref, host_label = host_reference_outputs(artifact / "model.onnx", inputs_path, count)
+    with np.load(inputs_path, allow_pickle=False) as archive:
+        labels = archive["labels"][:count] if "labels" in archive.files else None
+    first_output = next(iter(host_ref))
+    metric = accuracy.choose_metric("auto", host_ref[first_output].shape, labels)
+    reference = before if before is not None else host_ref
+    section = accuracy.before_after(metric, reference, after, labels, first_output)
+    section["scope"] = {
+        "samples": count,
+        "device": device.name,
+        "before": "the before runner's outputs on the device" if before is not None else f"host reference ({host_label})",
+        "after": "the after runner's outputs on the device",
+    }
+    # The device's baseline against this host's ONNX Runtime: a check of the device's runtime.
+    if before is not None:
+        section["before_vs_host_reference"] = {n: accuracy.fidelity(host_ref[n], before[n]) for n in host_ref if n in before}
+        section["scope"]["host_reference"] = host_label
+    section["after_vs_host_reference"] = {n: accuracy.fidelity(host_ref[n], after[n]) for n in host_ref if n in after}
+    return section
+
+
+def build_record(artifact, manifest, report, device, settings, runs, fatal, inputs_note, started_at, stage) -> dict:
+    latency = {label: latency_record(run, device, settings, report.get("model")) for label, run in runs.items()}
+    errors = {label: run.error for label, run in runs.items() if run.error}
+    partial = bool(fatal) or any(rec is None or rec["partial"] for rec in latency.values())
+    error = fatal
+    if error is None and errors:
+        error = "; ".join(f"{v[0].upper()}{v[1:]}" for v in errors.values()) + "."
+    accuracy = None
+    accuracy_error = None
+    try:
+        accuracy = accuracy_section(artifact, runs, stage / INPUTS_REMOTE_NAME if (stage / INPUTS_REMOTE_NAME).exists() else _spec_inputs(runs), device)
+    except Exception as exc:  # noqa: BLE001 - the check is secondary: the latency record must still be written
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        accuracy_error = f"the output check could not be computed: {detail}"
+    return {
+        "schema": MEASUREMENT_SCHEMA,
+        "edgedeploy_version": __version__,
+        "created_at": started_at,
+        "artifact": {"path": str(artifact), "target": manifest.get("target"), "model": report.get("model"), "runner": manifest.get("runner")},
+        "device": describe(device),
+        "settings": settings.protocol(),
+        "inputs": inputs_note,
+        "partial": partial,
+        "error": error,
+        "runner_errors": errors,
+        "latency": latency,
+        "comparison": compare_before_after(latency.get("before"), latency.get("after")),
+        "accuracy": accuracy,
+        "accuracy_error": accuracy_error,
+    }
+
+
+def _spec_inputs(runs: dict[str, RunnerRun]) -> Path | None:
+    for run in runs.values():
+        local = getattr(run.spec, "files", {}).get(INPUTS_REMOTE_NAME)
+        if local:
+            return Path(local)
+    return None
+
+
+HISTOGRAM_BINS = 30
+
+
+def summarize_for_report(record: dict) -> dict:
+    """The record for report.json: per-session samples replaced by a histogram (the file keeps them)."""
+    slim = json.loads(json.dumps(record, default=str))
+    for rec in (slim.get("latency") or {}).values():
+        if not rec:
+            continue
+        for session in rec["sessions"]:
+            samples = session.pop("samples_us", None)
+            if samples:
+                session["histogram_us"] = histogram(samples)
+            # Identical in every session and kept once in the record (rec["scope"], rec["environment"]).
+            for repeated in ("scope", "environment", "output_names", "schema"):
+                session.pop(repeated, None)
+    return slim
+
+
+def histogram(samples: list[float], bins: int = HISTOGRAM_BINS) -> dict:
+    """Counts between the 0.5th and 99.5th percentile (the rest counted apart as clipped).
+
+    The bins are equal on a log scale when that range spans more than 8x (a long tail of slow
+    iterations would otherwise put nearly everything into the first bin), else equal-width.
+    """
+    values = np.asarray(samples, dtype=np.float64)
+    lo, hi = (float(v) for v in np.percentile(values, [0.5, 99.5]))
+    if hi <= lo:
+        hi = lo + max(abs(lo) * 1e-3, 1e-3)
+    log = lo > 0 and hi / lo > 8
+    edges = np.geomspace(lo, hi, bins + 1) if log else np.linspace(lo, hi, bins + 1)
+    inside = values[(values >= lo) & (values <= hi)]
+    counts, _ = np.histogram(inside, bins=edges)
+    return {
+        "edges": [float(e) for e in edges],
+        "counts": [int(c) for c in counts],
+        "spacing": "log" if log else "linear",
+        "clipped_below": int((values < lo).sum()),
+        "clipped_above": int((values > hi).sum()),
+    }

@@ -1,0 +1,207 @@
+"""PyTorch backends of `edgedeploy bench` (a worker: runs in the `torch` environment, never imports edgedeploy).
+
+Actions (request["action"]):
+  probe         torch and onnx2torch versions, whether CUDA is usable, and the GPU names
+  describe_pt2  load a torch.export archive and report its inputs (names, shapes, dtypes)
+  session       one latency session: eager, torch.compile (default), or torch.compile with
+                mode="reduce-overhead" (CUDA graphs), on CPU or CUDA, in fp32 or fp16
+The model comes from the ONNX file through onnx2torch, or from the user's .pt2 (torch.export).
+"""
+
+import importlib.metadata
+import importlib.util
+import os
+import sys
+
+TORCH_DTYPES = {"float32": "float32", "float16": "float16", "float64": "float64", "bfloat16": "bfloat16",
+                "int64": "int64", "int32": "int32", "int8": "int8", "uint8": "uint8", "bool": "bool"}
+
+
+def _load_protocol(path):
+    spec = importlib.util.spec_from_file_location("edgedeploy_protocol", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _version(dist):
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def import_onnx2torch(torch, ctx):
+    """Import onnx2torch, which imports torchvision at import time.
+
+    torchvision's wheels are built against one torch build. Where the CPU build of torch sits
+    beside torchvision's (CUDA) wheel, torchvision's C++ operators cannot load, and
+    torchvision 0.28's `import` then fails on an unguarded fake-kernel registration for its
+    `nms` and `qnms` operators ("operator torchvision::nms does not exist"). onnx2torch needs
+    torchvision only for the NonMaxSuppression and RoiAlign converters, so declaring those two
+    operator schemas (no kernels) lets the import pass; a model that uses them then fails at
+    run time with torchvision's own message. Where torchvision matches torch, nothing is done.
+    """
+    try:
+        import torchvision  # noqa: F401
+    except RuntimeError as exc:
+        if "torchvision::" not in str(exc):
+            raise
+        ctx.log(f"torchvision's C++ operators do not match this torch build ({exc}); declaring nms/qnms schemas so onnx2torch imports")
+        for name in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+            del sys.modules[name]
+        library = torch.library.Library("torchvision", "FRAGMENT")
+        for op in ("nms", "qnms"):
+            library.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        import torchvision  # noqa: F401,F811
+        # Keep the library object alive for the life of the process.
+        torch._edgedeploy_torchvision_schemas = library
+    import onnx2torch
+
+    return onnx2torch
+
+
+def probe(request, ctx):
+    import torch
+
+    result = {
+        "torch": torch.__version__,
+        "onnx2torch": _version("onnx2torch"),
+        "python": sys.version.split()[0],
+        "cuda_available": bool(torch.cuda.is_available()),
+        "cuda_version": torch.version.cuda,
+        "cuda_devices": [],
+        "onnx2torch_error": None,
+    }
+    if result["cuda_available"]:
+        result["cuda_devices"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    try:
+        import_onnx2torch(torch, ctx)
+    except Exception as exc:  # noqa: BLE001 - reported, the eager .pt2 path may still work
+        result["onnx2torch_error"] = f"{type(exc).__name__}: {exc}"
+    return result
+
+
+def _pt2_inputs(program):
+    """(name, shape, dtype) of each user input of an ExportedProgram, from its placeholders."""
+    user_inputs = set(program.graph_signature.user_inputs)
+    found = []
+    for node in program.graph.nodes:
+        if node.op == "placeholder" and node.name in user_inputs:
+            val = node.meta.get("val")
+            if val is None or not hasattr(val, "shape"):
+                raise ValueError(f"input {node.name} is not a tensor")
+            shape = []
+            for d in val.shape:
+                try:
+                    shape.append(int(d))
+                except (TypeError, ValueError):
+                    # A symbolic (dynamic) size: the example value's hint, if torch kept one.
+                    hint = getattr(getattr(d, "node", None), "hint", None)
+                    if hint is None:
+                        raise ValueError(f"input {node.name} has a dynamic dimension without an example size; give --input-shape")
+                    shape.append(int(hint))
+            found.append({"name": node.name, "shape": shape, "dtype": str(val.dtype).replace("torch.", "")})
+    return found
+
+
+def describe_pt2(request, ctx):
+    import torch
+
+    program = torch.export.load(request["path"])
+    # The probe's answers too, so that a .pt2 bench starts torch once less.
+    return {"inputs": _pt2_inputs(program), "torch": torch.__version__, "probe": probe(request, ctx)}
+
+
+def _load_model(torch, request, ctx):
+    source = request["source"]
+    if source["kind"] == "onnx":
+        onnx2torch = import_onnx2torch(torch, ctx)
+        return onnx2torch.convert(source["path"]).eval()
+    program = torch.export.load(source["path"])
+    return program.module()
+
+
+def session(request, ctx):
+    protocol = _load_protocol(request["protocol_path"])
+    if request.get("private_compile_cache"):
+        # A private compile cache per session: each session compiles from cold, like a fresh
+        # deployment, and its first-inference time says so.
+        cache = os.path.join(ctx.workdir, "compile-cache")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
+    import torch
+
+    threads = int(request["threads"])
+    torch.set_num_threads(threads)
+    device = request["device"]
+    mode = request["mode"]
+    precision = request["precision"]
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("torch reports no CUDA device (torch.cuda.is_available() is False)")
+    model = _load_model(torch, request, ctx)
+    generator = torch.Generator().manual_seed(int(request.get("seed", 0)) + int(request.get("session_index", 0)))
+    inputs = []
+    for spec in request["inputs"]:
+        dtype = getattr(torch, TORCH_DTYPES.get(spec["dtype"], spec["dtype"]))
+        if dtype.is_floating_point:
+            tensor = torch.rand(spec["shape"], generator=generator, dtype=torch.float32).to(dtype)
+            if precision == "fp16":
+                tensor = tensor.half()
+        else:
+            tensor = torch.zeros(spec["shape"], dtype=dtype)
+        inputs.append(tensor.to(device))
+    model = model.to(device)
+    if precision == "fp16":
+        model = model.half()
+    if mode == "eager":
+        runnable = model
+    elif mode == "compile":
+        runnable = torch.compile(model)
+    elif mode == "compile-cudagraphs":
+        runnable = torch.compile(model, mode="reduce-overhead")
+    else:
+        raise ValueError(f"unknown mode {mode}")
+    ctx.log(f"torch {torch.__version__}: {mode} on {device}, {precision}, {threads} threads")
+    synchronize = torch.cuda.synchronize if device == "cuda" else None
+
+    if synchronize is None:
+        def run_once():
+            runnable(*inputs)
+    else:
+        # CUDA calls return before the GPU finishes: wait for it inside the timed region.
+        def run_once():
+            runnable(*inputs)
+            synchronize()
+
+    with torch.inference_mode():
+        result = protocol.run_session(
+            run_once,
+            request["settings"],
+            request["scope"],
+            batch=int(request["batch"]),
+            extra={
+                "libraries": {"torch": torch.__version__, "onnx2torch": _version("onnx2torch"), "torchvision": _version("torchvision")},
+                "threads": threads,
+                "detail": {
+                    "mode": mode,
+                    "device": device,
+                    "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
+                    "cuda_version": torch.version.cuda,
+                    "source": request["source"]["kind"],
+                },
+            },
+        )
+    print(protocol.result_line({k: v for k, v in result.items() if k != "samples_us"}))
+    return result
+
+
+def run(request, ctx):
+    action = request.get("action")
+    if action == "probe":
+        return probe(request, ctx)
+    if action == "describe_pt2":
+        return describe_pt2(request, ctx)
+    if action == "session":
+        return session(request, ctx)
+    raise ValueError(f"unknown action {action!r}")

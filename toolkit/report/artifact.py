@@ -1,0 +1,83 @@
+"""Reading artifacts for reports, and folding later results (measurements) into report.json.
+
+report.json is listed in the artifact's manifest with its sha256. When `edgedeploy measure`
+adds a section, the report is rewritten atomically and its manifest entry refreshed, under a
+lock, so the manifest keeps guarding every build output and two measurements of the same
+artifact never lose each other's sections.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from edgedeploy.artifacts import MANIFEST_NAME, atomic_write_json, now_iso, read_manifest, sha256_file
+from edgedeploy.errors import ArtifactError
+from edgedeploy.report.schema import load_report_file
+
+REPORT_NAME = "report.json"
+LOCK_NAME = ".edgedeploy.lock"
+
+
+@dataclass
+class LoadedArtifact:
+    path: Path
+    report: dict
+    manifest: dict | None
+
+
+def load_artifact(path: Path) -> LoadedArtifact:
+    """An artifact folder (or its report.json) with its validated report and, if present, its manifest."""
+    path = Path(path)
+    if path.is_file() and path.name.endswith(".json"):
+        return LoadedArtifact(path.parent, load_report_file(path), _manifest_or_none(path.parent))
+    if not path.is_dir():
+        raise ArtifactError(f"{path} is neither an artifact folder nor a report.json.")
+    return LoadedArtifact(path, load_report_file(path / REPORT_NAME), _manifest_or_none(path))
+
+
+def _manifest_or_none(folder: Path) -> dict | None:
+    if not (folder / MANIFEST_NAME).exists():
+        return None
+    return read_manifest(folder)
+
+
+@contextmanager
+def artifact_lock(artifact: Path) -> Iterator[None]:
+    """An exclusive lock on the artifact for a read-modify-write of its report."""
+    lock_path = Path(artifact) / LOCK_NAME
+    fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def update_report_section(artifact: Path, keys: tuple[str, ...], value: Any) -> dict:
+    """Set report[keys[0]][keys[1]]... = value, atomically; refresh the manifest's entry for the report."""
+    artifact = Path(artifact)
+    with artifact_lock(artifact):
+        report = load_report_file(artifact / REPORT_NAME)
+        node = report
+        for key in keys[:-1]:
+            child = node.get(key)
+            if not isinstance(child, dict):
+                child = {}
+                node[key] = child
+            node = child
+        node[keys[-1]] = value
+        report["updated_at"] = now_iso()
+        atomic_write_json(artifact / REPORT_NAME, report)
+        if (artifact / MANIFEST_NAME).exists():
+            manifest = read_manifest(artifact)
+            files = manifest.setdefault("files", {})
+            files[REPORT_NAME] = {"sha256": sha256_file(artifact / REPORT_NAME), "size_bytes": (artifact / REPORT_NAME).stat().st_size}
+            manifest["report_updated_at"] = report["updated_at"]
+            atomic_write_json(artifact / MANIFEST_NAME, manifest)
+    return report

@@ -1,0 +1,175 @@
+"""One self-contained HTML page: tables and inline SVG plots, no script, no fetched resource.
+
+The comparison JSON it was rendered from is embedded (<script type="application/json">, not
+executed) so the page carries its own source of truth.
+"""
+
+from __future__ import annotations
+
+import json
+
+from edgedeploy.report import fmt, svg
+from edgedeploy.report.svg import esc
+
+CSS = """
+body { font-family: system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 24px auto; max-width: 1100px; color: #24292f; padding: 0 16px; }
+h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; } h3 { font-size: 15px; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
+th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.scope { color: #57606a; font-size: 12px; } .partial { color: #cf222e; font-weight: 600; }
+.placement-accelerator { background: #dafbe1; } .placement-float { background: #fff8c5; } .placement-fallback { background: #ffe7d1; } .placement-unsupported { background: #ffd8d3; }
+.note { background: #f6f8fa; border-left: 3px solid #57606a; padding: 6px 10px; margin: 6px 0; font-size: 13px; }
+figure { margin: 12px 0 20px; } figcaption { font-size: 12px; color: #57606a; max-width: 900px; }
+svg.plot { display: block; max-width: 100%; height: auto; }
+"""
+
+
+def _table(headers: list[str], rows: list[list[str]], cls: str, numeric: tuple[int, ...] = ()) -> str:
+    """Cells are HTML already escaped by the caller."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = []
+    for row in rows:
+        cells = "".join(f"<td class='num'>{c}</td>" if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row))
+        body.append(f"<tr>{cells}</tr>")
+    return f"<table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _artifacts(comp: dict) -> str:
+    rows = []
+    for a in comp["artifacts"]:
+        s = a.get("audit_summary") or {}
+        audit = (
+            f"{esc(s.get('on_accelerator'))} of {esc(s.get('nodes'))} nodes on the accelerator; {esc(s.get('float', 0))} float, {esc(s.get('fallback', 0))} fallback, "
+            f"{esc(s.get('unsupported', 0))} unsupported; {esc(s.get('transitions_per_inference'))} transitions"
+            if s
+            else esc(a.get("audit_status") or "no audit")
+        )
+        rows.append(
+            [
+                esc(a["id"]),
+                esc(a["model"]["name"]),
+                f"<code>{esc(fmt.short_hash(a['model']['sha256']))}</code>",
+                esc(fmt.shapes(a["model"].get("input_shapes"))),
+                esc(f"{a.get('chip_name') or a.get('chip') or a.get('target')} ({a.get('vendor') or '?'})"),
+                esc(a.get("accelerator") or "-"),
+                esc(a.get("precision") or "-"),
+                audit,
+                f"<span class='scope'>{esc(a['path'])}</span>",
+            ]
+        )
+    return "<h2 id='artifacts'>Artifacts</h2>" + _table(["ID", "Model", "SHA-256", "Inputs", "Chip", "Accelerator", "Precision", "Audit (rules' prediction)", "Artifact"], rows, "artifacts")
+
+
+def _audit(comp: dict) -> str:
+    if not comp["audit"]:
+        return "<h2 id='audit'>Audit</h2><p>No artifact carries a node-level audit.</p>"
+    parts = ["<h2 id='audit'>Audit matrix</h2>"]
+    for matrix in comp["audit"]:
+        plot = svg.audit_matrix(matrix)
+        parts.append(f"<figure>{plot}<figcaption>Scope: {esc(matrix['scope'])}.</figcaption></figure>")
+        headers = ["#", "Node", "Op"] + [c["label"] for c in matrix["columns"]]
+        rows = []
+        for i, node in enumerate(matrix["nodes"]):
+            cells = []
+            for c in matrix["columns"]:
+                cell = node["cells"].get(c["id"])
+                if cell:
+                    cells.append(f"<span class='placement-{esc(cell['placement'])}' title='{esc(cell.get('reason'))}'>{esc(cell['placement'])}</span>" + (f"<br><span class='scope'>{esc(cell['reason'])}</span>" if cell.get("reason") else ""))
+                else:
+                    cells.append("-")
+            rows.append([str(i), esc(node["node"]), esc(node["op_type"]), *cells])
+        parts.append(f"<details><summary>Every node ({len(rows)})</summary>{_table(headers, rows, 'audit-nodes')}</details>")
+    return "".join(parts)
+
+
+def _accuracy(comp: dict) -> str:
+    entries = comp["accuracy"]
+    if not entries:
+        return "<h2 id='accuracy'>Accuracy before and after</h2><p>No accuracy was recorded (build without --eval data, and no on-device output check).</p>"
+    rows = []
+    for e in entries:
+        metric = e.get("metric")
+        fid = e.get("fidelity") or {}
+        if e.get("status") and not metric:
+            rows.append([esc(e["label"]), esc(e["kind"]), esc(e["status"]), "-", "-", "-", "-", esc(e.get("reason") or ""), ""])
+            continue
+        b, a = fmt.metric_value(metric, e.get("before")), fmt.metric_value(metric, e.get("after"))
+        delta = e.get("delta_percentage_points")
+        rows.append(
+            [
+                esc(e["label"]),
+                esc(e["kind"]),
+                esc(fmt.METRIC_NAMES.get(metric, metric)),
+                esc(fmt.metric_text(metric, b)),
+                esc(fmt.metric_text(metric, a)) + (f" ({delta:+.2f} pts)" if delta is not None else ""),
+                esc(fmt.num(fid.get("cosine"), 6)) if fid else "-",
+                esc(fmt.num(fid.get("snr_db"), 4)) + " dB" if fid else "-",
+                esc(e.get("samples")),
+                f"<span class='scope'>{esc(e['scope'])}</span>",
+            ]
+        )
+    plot = svg.accuracy_bars(entries)
+    figure = f"<figure>{plot}<figcaption>Each pair compares before and after on the same inputs; the scope of each pair is in the table below.</figcaption></figure>" if plot else ""
+    return "<h2 id='accuracy'>Accuracy before and after</h2>" + figure + _table(["Artifact", "Where", "Metric", "Before", "After", "Cosine (after vs before)", "SNR", "Samples", "Scope"], rows, "accuracy")
+
+
+def _latency(comp: dict) -> str:
+    if not comp["latency"]:
+        return "<h2 id='latency'>Latency</h2><p>No measurement yet: run <code>edgedeploy measure ARTIFACT --device NAME</code>.</p>"
+    parts = ["<h2 id='latency'>Latency</h2>"]
+    for group in comp["latency"]:
+        device = fmt.device_text(group.get("identity") or {"name": group["device"]})
+        parts.append(f"<h3>On {esc(device)}</h3>")
+        rows = []
+        plot_rows = []
+        for e in group["entries"]:
+            rows.append(
+                [
+                    esc(e["label"]),
+                    esc(e["run"]),
+                    esc(fmt.us(e["median_us"])),
+                    esc(fmt.us_range(e["session_median_range_us"])),
+                    esc(fmt.us_range(e["session_p99_range_us"])),
+                    esc(fmt.us_range(e["first_inference_range_us"])),
+                    esc(e["sessions"]) + (" <span class='partial'>partial</span>" if e["partial"] else ""),
+                    f"<span class='scope'>{esc(fmt.latency_scope(e['scope']))}</span>",
+                ]
+            )
+            for s in e["session_stats"]:
+                plot_rows.append({"label": f"{e['artifact']} {e['run']} s{s.get('session')}", "run": e["run"], "latency_us": s.get("latency_us"), "histogram_us": s.get("histogram_us")})
+        parts.append(_table(["Artifact", "Run", "Median of session medians", "Session medians", "Session p99", "First inference", "Sessions", "Scope"], rows, "latency", numeric=(2, 3, 4, 5)))
+        plot = svg.latency_sessions(plot_rows, f"Latency distribution per session on {device}")
+        if plot:
+            parts.append(f"<figure>{plot}<figcaption>One row per session (separate process); same device for every row. Scopes: as in the table above.</figcaption></figure>")
+        for c in group["comparisons"]:
+            if c.get("speedup") is None:
+                parts.append(f"<p class='note'>{esc(c['label'])}: no before/after ratio: {esc(c.get('refused') or 'not computed')}.</p>")
+                continue
+            dep = c.get("deployment") or {}
+            speed = c["speedup"]
+            verdict = f"after is {speed:.2f}x as fast as before" if speed >= 1 else f"after is {1 / speed:.2f}x slower than before"
+            overlap = " The session ranges overlap: the difference is within noise." if c.get("session_ranges_overlap") else ""
+            parts.append(
+                f"<p class='note comparison'>{esc(c['label'])}: <b>{esc(verdict)}</b> ({esc(fmt.us(c['before_median_us']))} &#8594; {esc(fmt.us(c['after_median_us']))}, {esc(c['basis'])}).{esc(overlap)}"
+                f"<br><span class='scope'>Same {esc(fmt.shared_scope(c.get('scope')))}. Differs only in the deployment: before = {esc(fmt.deployment_text(dep.get('before')))}; after = {esc(fmt.deployment_text(dep.get('after')))}.</span></p>"
+            )
+            if c.get("partial"):
+                parts.append(f"<p class='partial'>{esc(c['label'])}: partial measurement: {esc(c.get('error'))}</p>")
+    return "".join(parts)
+
+
+def render_html(comp: dict) -> str:
+    title = "edgedeploy report: " + ", ".join(sorted({a["model"]["name"] or "?" for a in comp["artifacts"]})) + " on " + ", ".join(a["chip"] or a["target"] or "?" for a in comp["artifacts"])
+    data = json.dumps(comp, separators=(",", ":"), default=str).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    notes = "".join(f"<p class='note'>{esc(n)}</p>" for n in comp["notes"])
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{esc(title)}</title><style>{CSS}</style></head><body>"
+        f"<h1>{esc(title)}</h1>"
+        f"<p class='scope'>edgedeploy {esc(comp['edgedeploy_version'])}, rendered {esc(comp['created_at'])} from {len(comp['artifacts'])} report(s) ({esc(comp['schema'])}).</p>"
+        f"{notes}{_artifacts(comp)}{_audit(comp)}{_accuracy(comp)}{_latency(comp)}"
+        f"<script type='application/json' id='edgedeploy-data'>{data}</script>"
+        "</body></html>\n"
+    )
