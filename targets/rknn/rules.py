@@ -236,8 +236,13 @@ def _ints(value) -> list[int]:
     return [int(v) for v in value] if value is not None else []
 
 
+def _known(t) -> bool:
+    """Known when the model is compiled: a constant, or folded from constants and static shapes."""
+    return t.is_constant or getattr(t, "foldable", False)
+
+
 def _runtime_inputs(node: NodeView, positions) -> list:
-    return [t for i, t in enumerate(node.inputs) if i in positions and t.present and not t.is_constant]
+    return [t for i, t in enumerate(node.inputs) if i in positions and t.present and not _known(t)]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -258,7 +263,7 @@ def tensor_type_not_in_toolkit(node: NodeView, chip: str):
 def empty_tensor(node: NodeView, chip: str):
     """rknn-toolkit2 refuses run-time tensors with a dimension of size 0."""
     for t in (*node.inputs, *node.outputs):
-        if t.present and not t.is_constant and t.shape is not None and any(d == 0 for d in t.shape):
+        if t.present and not _known(t) and t.shape is not None and any(d == 0 for d in t.shape):
             return Offence(tuple(t.shape), f"tensor {t.name}")
     return None
 
@@ -292,7 +297,7 @@ def batchnorm_training_mode(node: NodeView, chip: str):
 def layernorm_without_epsilon(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 fails on a LayerNormalization with constant scale whose epsilon attribute is left at its default (set it explicitly)."""
     scale = node.input(1)
-    if scale is not None and scale.is_constant and not node.has_attr("epsilon"):
+    if scale is not None and _known(scale) and not node.has_attr("epsilon"):
         return Offence("epsilon not set")
     return None
 
@@ -316,7 +321,7 @@ def gemm_scalar_bias(node: NodeView, chip: str):
 def pow_scalar_runtime_exponent(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 fails on a Pow whose exponent is a scalar computed at run time."""
     e = node.input(1)
-    if e is not None and not e.is_constant and e.shape is not None and len(e.shape) == 0:
+    if e is not None and not _known(e) and e.shape is not None and len(e.shape) == 0:
         return Offence("scalar exponent")
     return None
 
@@ -330,7 +335,7 @@ def pow_scalar_runtime_exponent(node: NodeView, chip: str):
 def div_by_runtime_tensor(node: NodeView, chip: str):
     """The NPU divides by constants only (as a multiplication); a division by a computed tensor runs on the CPU."""
     d = node.input(1)
-    return Offence(d.name, "divisor computed at run time") if d is not None and not d.is_constant else None
+    return Offence(d.name, "divisor computed at run time") if d is not None and not _known(d) else None
 
 
 @rule("Pow", EXPONENTS=POW_EXPONENTS)
@@ -412,7 +417,7 @@ def matmul_broadcast_batch(node: NodeView, chip: str):
     a, b = node.input(0), node.input(1)
     if a is None or b is None or a.shape is None or b.shape is None or len(a.shape) < 3 or len(b.shape) < 3:
         return None
-    if b.is_constant:
+    if _known(b):
         return None
     if tuple(a.shape[:-2]) != tuple(b.shape[:-2]):
         return Offence((tuple(a.shape[:-2]), tuple(b.shape[:-2])))
@@ -434,7 +439,7 @@ def split_uneven_num_outputs(node: NodeView, chip: str):
 def gather_runtime_indices(node: NodeView, chip: str):
     """The NPU gathers with constant indices only; indices computed at run time run on the CPU."""
     idx = node.input(1)
-    return Offence(idx.name, "indices computed at run time") if idx is not None and not idx.is_constant else None
+    return Offence(idx.name, "indices computed at run time") if idx is not None and not _known(idx) else None
 
 
 @rule("Hardmax", RANK=HARDMAX_RANK, AXES=HARDMAX_AXES)
@@ -452,7 +457,7 @@ def hardmax_layout(node: NodeView, chip: str):
 @rule("Max", RANK=MAX_RANK_ON_NPU)
 def max_rank(node: NodeView, chip: str):
     """The NPU Max takes {RANK}-D tensors; on lower ranks it runs on the CPU."""
-    ranks = [t.rank for t in node.inputs if t.present and not t.is_constant and t.rank is not None]
+    ranks = [t.rank for t in node.inputs if t.present and not _known(t) and t.rank is not None]
     return Offence(max(ranks)) if ranks and max(ranks) < MAX_RANK_ON_NPU else None
 
 
@@ -566,7 +571,9 @@ def accelerator_ops(chip: str) -> dict[str, OpSupport]:
         if chip in INT8_ONLY_CHIPS:
             precisions: tuple[str, ...] = ("int8",)
         elif any(i in NPU_FLOAT16_IN_INT8 for i in internal):
-            precisions = ("float",)  # float16 on the NPU; kept in float inside an int8 graph
+            # float16 on the NPU: in an int8 graph it is kept in float, still on the NPU.
+            ops[onnx_op] = OpSupport(precisions=("fp16",), note=f"NPU, float16: {', '.join(internal)} ({DOC_COMPILER} {CHIP_SECTION[chip]})", missing_precision=Placement.FLOAT)
+            continue
         else:
             precisions = ("int8", "fp16")
         ops[onnx_op] = OpSupport(precisions=precisions, note=f"NPU: {', '.join(internal)} ({DOC_COMPILER} {CHIP_SECTION[chip]})")

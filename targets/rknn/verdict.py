@@ -28,6 +28,36 @@ def _input_specs(model) -> list[dict]:
     return [{"name": s.name, "shape": [int(d) for d in s.shape], "dtype": s.dtype} for s in model_input_specs(model)]
 
 
+# Calibration samples taken from the caller's data for a verdict build.
+VERDICT_CALIBRATION_SAMPLES = 8
+
+
+def _rknn_dataset(model, data: Path, folder: Path) -> Path:
+    """edgedeploy data -> rknn-toolkit2's dataset file (absolute .npy paths, one line per sample)."""
+    import numpy as np
+
+    from edgedeploy.datasets import load_dataset, model_input_specs
+
+    specs = model_input_specs(model)
+    ds = load_dataset(data, specs, None, None)
+    batch = int(specs[0].shape[0]) if specs and specs[0].shape and specs[0].shape[0] else 1
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for k, b in enumerate(ds.batches(batch)):
+        if k >= VERDICT_CALIBRATION_SAMPLES:
+            break
+        paths = []
+        for j, s in enumerate(specs):
+            p = folder / f"s{k}_i{j}.npy"
+            np.save(p, b[s.name])
+            paths.append(str(p.resolve()))
+        lines.append(" ".join(paths))
+    if not lines:
+        raise EdgedeployError(f"{data} has fewer samples than one batch")
+    (folder / "dataset.txt").write_text("\n".join(lines) + "\n")
+    return folder / "dataset.txt"
+
+
 def toolchain_verdicts(
     target,
     model_paths: list[Path],
@@ -37,14 +67,16 @@ def toolchain_verdicts(
     precision: str = "int8",
     optimization_level: int | None = None,
     datasets: list[Path | None] | None = None,
+    inputs=None,
     input_shapes: dict | None = None,
     **_options,
 ) -> list[ToolchainVerdict]:
     """Build every model for `chip_id` in one worker and return the toolkit's verdicts, in order.
 
-    `datasets`: per model, a dataset file (one line of absolute .npy paths per sample) or None
-    for random calibration data. A model the intake or the toolkit refuses gets a verdict with
-    `failed` set; it does not stop the batch.
+    Calibration data for int8 builds, per model: `inputs` (edgedeploy data: an .npz keyed by
+    input name, a .npy folder, ...; one path for all models or a list with one per model) or
+    `datasets` (rknn-toolkit2 dataset files); else random data. A model the intake or the
+    toolkit refuses gets a verdict with `failed` set; it does not stop the batch.
     """
     from edgedeploy.model import load_model
     from edgedeploy.targets.rknn.layer_table import verdict_from_output
@@ -68,7 +100,13 @@ def toolchain_verdicts(
         onnx.save(model.proto, str(pinned))
         graphs[i] = model.graph
         case = {"index": i, "model": str(pinned), "inputs": _input_specs(model), "output": str(workdir / f"case{i}.txt")}
-        if datasets and i < len(datasets) and datasets[i]:
+        data = inputs[i] if isinstance(inputs, (list, tuple)) and i < len(inputs) else (inputs if not isinstance(inputs, (list, tuple)) else None)
+        if data:
+            try:
+                case["dataset"] = str(_rknn_dataset(model, Path(data), workdir / f"case{i}.data"))
+            except EdgedeployError:
+                pass  # data that does not fit the model: random data, as without any
+        elif datasets and i < len(datasets) and datasets[i]:
             case["dataset"] = str(Path(datasets[i]).resolve())
         cases.append(case)
     if cases:

@@ -50,9 +50,6 @@ def opset_out_of_range(node, chip):
     """The toolchain's ONNX importer does not accept this model's opset."""
 
 
-# Requested precisions that are float builds: an operator supported in "float" runs in them as is.
-FLOAT_PRECISIONS = frozenset({"fp16", "fp32", "float16", "float32", "float"})
-
 BUILTIN_RULES = (operator_not_on_accelerator, operator_unsupported, operator_float_only, precision_not_on_accelerator, opset_out_of_range)
 
 
@@ -222,7 +219,7 @@ def conversion_time_tensors(graph: onnx.GraphProto, infos: dict, constants: set[
     With pinned input shapes, Shape/Size of a tensor of known shape is a constant, and so is the
     output of any deterministic node whose inputs all are. Toolchains fold these subgraphs (shape
     arithmetic feeding a Reshape, for instance), so rules see such tensors as constants (without
-    a value).
+    a value) through TensorView.foldable.
     """
     known = set(constants)
     folded: set[str] = set()
@@ -266,12 +263,12 @@ def node_views(model: LoadedModel) -> list[NodeView]:
         if tensor is not None:
             n = int(np.prod(tensor.dims, dtype=np.int64)) if tensor.dims else 1
             value = numpy_helper.to_array(tensor) if n <= CONSTANT_VALUE_MAX_ELEMENTS else None
-            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_name(tensor.data_type), True, value)
+            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_name(tensor.data_type), True, value, foldable=True)
         vi = infos.get(name)
         if vi is None:
-            return TensorView(name, None, None, name in folded, is_model_output=name in model_outputs)
+            return TensorView(name, None, None, False, foldable=name in folded, is_model_output=name in model_outputs)
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
-        return TensorView(name, dims_of(vi), dtype_name(elem) if elem else None, name in folded, is_model_output=name in model_outputs)
+        return TensorView(name, dims_of(vi), dtype_name(elem) if elem else None, False, foldable=name in folded, is_model_output=name in model_outputs)
 
     opset = model.opset
     views = []
@@ -310,9 +307,7 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None) -> NodePla
         else:
             add(operator_unsupported, Placement.UNSUPPORTED, op)
     else:
-        # "float" support covers a float build (fp16/fp32) too; only quantised builds keep it apart.
-        float_build = precision in FLOAT_PRECISIONS and "float" in support.precisions
-        if precision and precision not in support.precisions and "any" not in support.precisions and not float_build:
+        if precision and precision not in support.precisions and "any" not in support.precisions:
             if support.precisions == ("float",):
                 add(operator_float_only, Placement.FLOAT, op, "float only")
             elif support.missing_precision is Placement.FLOAT:

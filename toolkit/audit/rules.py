@@ -64,6 +64,10 @@ class TensorView:
     dtype: str | None  # numpy-style name: float32, int8, ...; None when unknown
     is_constant: bool
     _value: np.ndarray | None = field(default=None, repr=False, compare=False)
+    # Computable when the model is compiled: a constant, or the output of deterministic nodes
+    # that only read such tensors (or the shape of a tensor whose shape is static). Converters
+    # fold these (shape arithmetic feeding a Reshape, for instance).
+    foldable: bool = False
     # True for the model's own outputs: toolchains treat the tensors at the model's boundary
     # apart (layout and type conversions for the caller).
     is_model_output: bool = False
