@@ -3,11 +3,13 @@
 runner/ in the artifact holds:
   rknn_runner.py   rknn-toolkit-lite2 on the NPU (Python boards)
   rknn_runner.c    rknn_api on the NPU, with its Makefile (boards without Python)
-  onnx_runner.py   the "before": ONNX Runtime on the same board's CPU
   protocol.py      edgedeploy's measurement protocol, copied verbatim
-  runner.json      what the Python runners need to know (files, shapes, expected runtime version)
-  inputs/          test inputs: input<j>.npy/.bin as the NPU model takes them (raw pixels when
-                   the preprocessing is folded into the model), onnx_input<j>.npy for the baseline
+  runner.json      what the Python runner needs to know (files, shapes, expected runtime version)
+  inputs/          test inputs as the NPU model takes them: input<j>.npy/.bin (raw pixels when the
+                   preprocessing is folded into the model)
+  inputs.npz       the same samples in the ONNX model's own domain, keyed by input name (with
+                   labels): the host reference and the ONNX Runtime baseline (edgedeploy's
+                   built-in onnx-cpu runner, see runner.py) run on these
   reference.npz    ONNX Runtime fp32 outputs of the same inputs on the host, for fidelity
 Nothing named by the model reaches the generated code: names live in runner.json only, and the
 few strings the C code embeds are escaped.
@@ -30,7 +32,10 @@ RUNNER_DIR = "runner"
 # Test inputs shipped to the board: at most this many samples and this many bytes.
 BOARD_SAMPLES_MAX = 100
 BOARD_INPUT_BYTES_MAX = 16 * 1024 * 1024
-TEMPLATES = ("rknn_runner.py", "onnx_runner.py", "rknn_runner.c", "Makefile")
+TEMPLATES = ("rknn_runner.py", "rknn_runner.c", "Makefile")
+# Backend names in result scopes (the onnx-cpu baseline's is "ort-cpu").
+PYTHON_BACKEND = "rknn-lite2-npu"
+C_BACKEND = "rknn-api-c-npu"
 
 
 def header(model_sha256: str) -> str:
@@ -95,7 +100,6 @@ def generate_runners(ctx, eval_ds, norm, names: list[str], batch: int) -> dict:
         board, dtype, layout = _board_array(norm, name, subset.inputs[name])
         np.save(out / "inputs" / f"input{j}.npy", board)
         (out / "inputs" / f"input{j}.bin").write_bytes(board.tobytes())
-        np.save(out / "inputs" / f"onnx_input{j}.npy", subset.inputs[name].astype(np.float32))
         inputs_meta.append(
             {
                 "name": name,
@@ -105,23 +109,26 @@ def generate_runners(ctx, eval_ds, norm, names: list[str], batch: int) -> dict:
                 "bytes_per_inference": int(board[:batch].nbytes),
                 "npy_file": f"inputs/input{j}.npy",
                 "bin_file": f"inputs/input{j}.bin",
-                "onnx_npy_file": f"inputs/onnx_input{j}.npy",
             }
         )
 
+    from edgedeploy.devices.runners import write_inputs_npz
     from edgedeploy.targets.rknn.build import _reference_outputs
 
+    write_inputs_npz(out / "inputs.npz", {n: subset.inputs[n] for n in names}, subset.labels)
     reference = _reference_outputs(ctx.model_path, subset, names, batch)
     output_names = list(reference)
     np.savez(out / "reference.npz", **{f"output{j}": reference[n] for j, n in enumerate(output_names)})
 
+    # The scope keys of edgedeploy's onnx-cpu runner, so before and after compare key by key;
+    # the runtime's version goes in backend_version when the runner reads it on the board.
     scope = {
-        "model_sha256": model_sha,
-        "rknn_sha256": rknn_meta["rknn_sha256"],
-        "chip": ctx.chip.id,
-        "precision": rknn_meta["precision"],
+        "model": {"name": ctx.model.name, "sha256": model_sha, "format": "onnx"},
         "input_shapes": {s["name"]: s["shape"] for s in rknn_meta["inputs"]},
         "batch": batch,
+        "precision": rknn_meta["precision"],
+        "threads": 0,
+        "deployed_model": {"file": rknn_meta["rknn_file"], "sha256": rknn_meta["rknn_sha256"]},
     }
     meta = {
         "schema": "edgedeploy.rknn-runner/1",
@@ -134,7 +141,7 @@ def generate_runners(ctx, eval_ds, norm, names: list[str], batch: int) -> dict:
         "samples": count,
         "inputs": inputs_meta,
         "input_files": [i["npy_file"] for i in inputs_meta],
-        "onnx_input_files": [i["onnx_npy_file"] for i in inputs_meta],
+        "inputs_npz": "inputs.npz",
         "outputs": output_names,
         "output_keys": [f"output{j}" for j in range(len(output_names))],
         "reference_file": "reference.npz",
@@ -153,12 +160,15 @@ def generate_runners(ctx, eval_ds, norm, names: list[str], batch: int) -> dict:
         "samples": count,
         "batch": batch,
         "scope_prefix_c": c_string(scope_json[:-1]),
+        "output_names_json_c": c_string(json.dumps(output_names)),
+        "c_backend": C_BACKEND,
+        "python_backend": PYTHON_BACKEND,
     }
     for name in TEMPLATES:
         atomic_write_text(out / name, env.from_string(_template_text(name)).render(**values))
     protocol_src = Path(str(resources.files("edgedeploy.measure").joinpath("protocol.py")))
     shutil.copyfile(protocol_src, out / "protocol.py")
-    ctx.echo(f"codegen: {RUNNER_DIR}/ (rknn_runner.py, rknn_runner.c, onnx_runner.py; {count} test inputs)")
+    ctx.echo(f"codegen: {RUNNER_DIR}/ (rknn_runner.py, rknn_runner.c; {count} test inputs)")
     return {
         "folder": RUNNER_DIR,
         "files": sorted(p.relative_to(ctx.workdir).as_posix() for p in out.rglob("*") if p.is_file()),
@@ -166,6 +176,6 @@ def generate_runners(ctx, eval_ds, norm, names: list[str], batch: int) -> dict:
         "runners": {
             "python": f"{RUNNER_DIR}/rknn_runner.py (rknn-toolkit-lite2)",
             "c": f"{RUNNER_DIR}/rknn_runner.c (rknn_api; `make` on the board)",
-            "baseline": f"{RUNNER_DIR}/onnx_runner.py (ONNX Runtime CPU on the board)",
+            "baseline": "edgedeploy's onnx-cpu runner: model.onnx on ONNX Runtime CPU on the board, same inputs (runner/inputs.npz)",
         },
     }

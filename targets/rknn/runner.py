@@ -2,13 +2,15 @@
 
 A device with a Python interpreter gets runner/rknn_runner.py (rknn-toolkit-lite2); a device
 whose inventory entry sets `python: none` gets the C runner, compiled on the board with its
-Makefile. Either way the baseline is runner/onnx_runner.py, ONNX Runtime on the board's CPU with
-the same test inputs (it needs Python and onnxruntime on the board).
+Makefile. The baseline ("before") is edgedeploy's built-in onnx-cpu runner: the artifact's
+model.onnx on ONNX Runtime on the same board's CPU, on the same samples (runner/inputs.npz,
+which is also what the host's reference runs on), with the same scope keys.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 from edgedeploy.errors import ArtifactError
@@ -27,7 +29,19 @@ def _runner_meta(artifact: Path) -> dict:
         raise ArtifactError(f"{artifact} has no usable {RUNNER_DIR}/runner.json ({exc}); rebuild it with `edgedeploy build`.") from exc
 
 
+def _baseline(artifact: Path, manifest: dict, meta: dict) -> RunnerSpec:
+    from edgedeploy.devices.runners import SessionSettings, onnx_cpu_runner_spec
+
+    stage = Path(tempfile.mkdtemp(prefix="edgedeploy-rknn-baseline-"))
+    model_info = {"name": manifest["model"].get("name"), "sha256": manifest["model"]["sha256"], "input_shapes": meta["scope"]["input_shapes"]}
+    spec = onnx_cpu_runner_spec(stage, artifact / "model.onnx", artifact / RUNNER_DIR / meta["inputs_npz"], model_info, "fp32", SessionSettings(), label="ONNX Runtime CPU (the float model on the board)")
+    spec.timeout_s = RUNNER_TIMEOUT_S
+    return spec
+
+
 def runner_spec(target, artifact: Path, manifest: dict, device) -> RunnerSpec:
+    from edgedeploy.devices.runners import INPUTS_REMOTE_NAME
+
     built_for = manifest.get("target", {}).get("chip")
     if device.chip != built_for:
         raise ArtifactError(f"{artifact} was built for {built_for}, but device {device.name} is a {device.chip}; rebuild with --target {device.chip}.")
@@ -35,20 +49,12 @@ def runner_spec(target, artifact: Path, manifest: dict, device) -> RunnerSpec:
         raise ArtifactError(f"{artifact} is not an RKNN artifact (its manifest has no rknn section).")
     meta = _runner_meta(artifact)
     runner = artifact / RUNNER_DIR
-    common = {"runner.json": runner / "runner.json", meta["rknn_file"]: artifact / meta["rknn_file"]}
-    baseline = RunnerSpec(
-        files={
-            "onnx_runner.py": runner / "onnx_runner.py",
-            "protocol.py": runner / "protocol.py",
-            "runner.json": runner / "runner.json",
-            meta["onnx_file"]: artifact / meta["onnx_file"],
-            **{f: runner / f for f in meta["onnx_input_files"]},
-        },
-        command=["{python}", "onnx_runner.py"],
-        result_files=["onnx_outputs.npz"],
-        timeout_s=RUNNER_TIMEOUT_S,
-        backend="onnxruntime CPU (fp32)",
-    )
+    common = {
+        "runner.json": runner / "runner.json",
+        meta["rknn_file"]: artifact / meta["rknn_file"],
+        # The samples in the ONNX model's domain: measure runs the host reference on these.
+        INPUTS_REMOTE_NAME: runner / meta["inputs_npz"],
+    }
     if str(device.python or "").strip().lower() in NO_PYTHON:
         n_outputs = len(meta["outputs"])
         return RunnerSpec(
@@ -61,8 +67,8 @@ def runner_spec(target, artifact: Path, manifest: dict, device) -> RunnerSpec:
             command=["sh", "-c", "make -s rknn_runner && ./rknn_runner"],
             result_files=[f"output{j}.bin" for j in range(n_outputs)],
             timeout_s=RUNNER_TIMEOUT_S,
-            backend="rknn_api C (NPU)",
-            baseline=None,  # a board without Python has no ONNX Runtime baseline either
+            backend="rknn-api-c-npu",
+            baseline=None,  # a board without Python has no ONNX Runtime either
         )
     return RunnerSpec(
         files={
@@ -74,6 +80,6 @@ def runner_spec(target, artifact: Path, manifest: dict, device) -> RunnerSpec:
         command=["{python}", "rknn_runner.py"],
         result_files=["outputs.npz"],
         timeout_s=RUNNER_TIMEOUT_S,
-        backend="rknn-toolkit-lite2 (NPU)",
-        baseline=baseline,
+        backend="rknn-lite2-npu",
+        baseline=_baseline(artifact, manifest, meta),
     )
