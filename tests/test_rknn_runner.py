@@ -244,3 +244,29 @@ def test_model_names_reach_generated_code_escaped(tmp_path):
     assert run.returncode == 0, run.stderr
     result = parse_result_lines(run.stdout)[0]
     assert list(result["scope"]["input_shapes"]) == [EVIL_INPUT] and result["output_names"] == [EVIL_OUTPUT]
+
+
+def test_edgedeploy_measure_runs_the_runner_and_its_baseline(artifact, tmp_path):
+    """`edgedeploy measure` end to end on a STAND-IN board: this machine as a "local" rk3588 whose
+    Python sees the stand-in rknn-toolkit-lite2. Latency figures of the stand-in mean nothing;
+    what is tested is the plumbing: both runners run >= 3 sessions, their scopes agree except in
+    the deployment, and the outputs come back for the check."""
+    lib = fake_runtime_library(tmp_path, "2.5.0")
+    python = tmp_path / "board-python"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="{STANDIN}" RKNN_RUNTIME_LIB="{lib}" exec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    inventory = tmp_path / "devices.toml"
+    inventory.write_text(f'[devices.standin-rk3588]\nchip = "rk3588"\ntransport = "local"\npython = "{python}"\n')
+    work = tmp_path / "art"
+    shutil.copytree(artifact, work)
+    proc = run_cli("measure", str(work), "--device", "standin-rk3588", "--inventory", str(inventory), "--min-duration", "0.05", "--min-iterations", "5", "--warmup", "1", "--format", "json", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    text = json.dumps(result)
+    assert "rknn-lite2-npu" in text and "ort-cpu" in text
+    assert '"speedup"' in text and "different devices" not in text
+    records = list((work / "measurements").glob("*.json"))
+    assert len(records) == 1
+    record = json.loads(records[0].read_text())
+    after = record["latency"]["after"] if "latency" in record else record["after"]
+    assert len(after["sessions"]) >= 3 and after["scope"]["backend_version"].startswith("librknnrt version: 2.5.0")
