@@ -179,7 +179,15 @@ def build(target, ctx) -> None:
     rules = target.rule_set(chip.id, precision=precision)
     audit = audit_model(ctx.model, rules, precision)
     atomic_write_json(work / "audit.json", audit.to_dict())
-    ctx.report["audit"] = {"file": "audit.json", "summary": audit.summary(), "summary_line": audit.summary_line(), "source": rules.source}
+    ctx.report["audit"] = {
+        "file": "audit.json",
+        "chip": chip.id,
+        "precision": precision,
+        "toolchain_version": rules.toolchain_version,
+        "summary": audit.summary(),
+        "summary_line": audit.summary_line(),
+        "source": rules.source,
+    }
     ctx.echo(f"audit: {audit.summary_line()}")
 
     # --- data ----------------------------------------------------------------------------------
@@ -295,6 +303,7 @@ def build(target, ctx) -> None:
                 "input_shapes": {s.name: list(s.shape) for s in input_specs},
                 "samples": len(eval_ds),
                 "data": eval_ds.source,
+                "precision": precision,
                 "before": "ONNX Runtime fp32, CPU (host)",
                 "after": f"RKNN simulator (rknn-toolkit2 {version}, init_runtime(target=None)), {precision}, host",
                 "device": "host",
