@@ -31,6 +31,7 @@ def main() -> int:
     parser.add_argument("--chips", default=",".join(CHIPS))
     parser.add_argument("--work", type=Path, default=Path("/tmp/edgedeploy-rknn-agreement"))
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "agreement")
+    parser.add_argument("--resume", action="store_true", help="reuse toolkit output already in --work (after an interrupted sweep)")
     args = parser.parse_args()
 
     cases = write_node_tests(args.work / "cases")
@@ -39,7 +40,7 @@ def main() -> int:
     for chip in args.chips.split(","):
         target, _ = find_chip(chip)
         started = time.monotonic()
-        tallies = measure(target, chip, cases, args.work / chip)
+        tallies = measure(target, chip, cases, args.work / chip, resume=args.resume)
         results["chips"][chip] = {k: t.to_dict() for k, t in tallies.items()}
         results["chips"][chip]["seconds"] = round(time.monotonic() - started, 1)
         s, e = tallies["single"], tallies["expanded"]

@@ -106,10 +106,10 @@ class Tally:
         }
 
 
-def measure(target, chip: str, cases: list[NodeTestCase], workdir: Path, precision: str = "int8") -> dict[str, Tally]:
+def measure(target, chip: str, cases: list[NodeTestCase], workdir: Path, precision: str = "int8", resume: bool = False) -> dict[str, Tally]:
     """Agreement on `cases` for one chip: {"single": Tally, "expanded": Tally}."""
     verdicts = target.toolchain_verdicts(
-        [c.model_path for c in cases], chip, workdir, workdir / "toolkit.log", precision=precision, datasets=[c.dataset_path for c in cases]
+        [c.model_path for c in cases], chip, workdir, workdir / "toolkit.log", precision=precision, datasets=[c.dataset_path for c in cases], resume=resume
     )
     rules = target.rule_set(chip, precision=precision)
     tallies = {"single": Tally(), "expanded": Tally()}

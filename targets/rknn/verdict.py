@@ -8,6 +8,7 @@ names as the audit.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import onnx
@@ -69,6 +70,7 @@ def toolchain_verdicts(
     datasets: list[Path | None] | None = None,
     inputs=None,
     input_shapes: dict | None = None,
+    resume: bool = False,
     **_options,
 ) -> list[ToolchainVerdict]:
     """Build every model for `chip_id` in one worker and return the toolkit's verdicts, in order.
@@ -76,7 +78,8 @@ def toolchain_verdicts(
     Calibration data for int8 builds, per model: `inputs` (edgedeploy data: an .npz keyed by
     input name, a .npy folder, ...; one path for all models or a list with one per model) or
     `datasets` (rknn-toolkit2 dataset files); else random data. A model the intake or the
-    toolkit refuses gets a verdict with `failed` set; it does not stop the batch.
+    toolkit refuses gets a verdict with `failed` set; it does not stop the batch. `resume`:
+    reuse the toolkit output already in `workdir` for the same model (long sweeps).
     """
     from edgedeploy.model import load_model
     from edgedeploy.targets.rknn.layer_table import verdict_from_output
@@ -109,7 +112,16 @@ def toolchain_verdicts(
         elif datasets and i < len(datasets) and datasets[i]:
             case["dataset"] = str(Path(datasets[i]).resolve())
         cases.append(case)
-    if cases:
+    statuses: dict[int, dict] = {}
+    if resume:
+        for case in cases:
+            done = Path(case["output"] + ".status.json")
+            if done.is_file() and Path(case["output"]).is_file():
+                previous = json.loads(done.read_text())
+                if previous.get("model") == case["model"]:
+                    statuses[case["index"]] = previous
+    todo = [c for c in cases if c["index"] not in statuses]
+    if todo:
         request = {
             "mode": "verdict",
             "chip": chip_id,
@@ -117,17 +129,19 @@ def toolchain_verdicts(
             "optimization_level": optimization_level,
             "random_samples": RANDOM_CALIBRATION_SAMPLES,
             "case_timeout_s": VERDICT_TIMEOUT_PER_MODEL_S,
-            "cases": cases,
+            "cases": todo,
         }
         result = target.toolchain.run_worker(
-            WORKER, request, workdir=workdir / "worker", log_path=log_path, timeout_s=60 + VERDICT_TIMEOUT_PER_MODEL_S * len(cases)
+            WORKER, request, workdir=workdir / "worker", log_path=log_path, timeout_s=60 + VERDICT_TIMEOUT_PER_MODEL_S * len(todo)
         )
         version = result.get("toolkit_version") or version
-        for case, status in zip(cases, result["cases"]):
-            i = case["index"]
-            try:
-                text = Path(case["output"]).read_text(errors="replace")
-            except OSError:
-                text = ""
-            verdicts[i] = verdict_from_output(text, graphs[i], quantize, version, status.get("error"))
+        for case, status in zip(todo, result["cases"]):
+            statuses[case["index"]] = status
+    for case in cases:
+        i = case["index"]
+        try:
+            text = Path(case["output"]).read_text(errors="replace")
+        except OSError:
+            text = ""
+        verdicts[i] = verdict_from_output(text, graphs[i], quantize, version, statuses[i].get("error"))
     return [v for v in verdicts if v is not None]

@@ -205,6 +205,9 @@ def _run_verdicts(request, ctx):
         status["index"] = index
         status["seconds"] = round(time.monotonic() - started, 3)
         results.append(status)
+        # The verdict of this case survives a later crash of the whole batch (sweeps resume).
+        with open(status_path, "w") as fh:
+            json.dump(status, fh)
         ctx.log("verdict %d/%d %s: %s" % (index + 1, len(request["cases"]), case["model"], status["error"] or "built"))
     return {"toolkit_version": _toolkit_version(), "cases": results}
 
