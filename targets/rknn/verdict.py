@@ -8,6 +8,7 @@ names as the audit.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -111,6 +112,9 @@ def toolchain_verdicts(
                 pass  # data that does not fit the model: random data, as without any
         elif datasets and i < len(datasets) and datasets[i]:
             case["dataset"] = str(Path(datasets[i]).resolve())
+        # What a resumed sweep checks before reusing an earlier build of case i: the same model
+        # (content), chip, precision and calibration data.
+        case["key"] = hashlib.sha256(f"{model.sha256} {chip_id} {precision} {optimization_level} {case.get('dataset')}".encode()).hexdigest()
         cases.append(case)
     statuses: dict[int, dict] = {}
     if resume:
@@ -118,7 +122,7 @@ def toolchain_verdicts(
             done = Path(case["output"] + ".status.json")
             if done.is_file() and Path(case["output"]).is_file():
                 previous = json.loads(done.read_text())
-                if previous.get("model") == case["model"]:
+                if previous.get("key") == case["key"]:
                     statuses[case["index"]] = previous
     todo = [c for c in cases if c["index"] not in statuses]
     if todo:

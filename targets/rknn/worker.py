@@ -131,7 +131,7 @@ def _config_kwargs(request, case):
 def _verdict_case(request, case, ctx):
     """Build one model and return its status; what the toolkit prints goes to case["output"]."""
     quantize = bool(request.get("quantize", True))
-    status = {"model": case["model"], "output": case["output"], "stage": None, "error": None}
+    status = {"model": case["model"], "key": case.get("key"), "output": case["output"], "stage": None, "error": None}
     rknn = None
     with _Captured(ctx, case["output"]):
         try:
@@ -201,7 +201,7 @@ def _run_verdicts(request, ctx):
                     os.write(1, fh.read())
             except OSError:
                 pass
-            status = {"model": case["model"], "output": case["output"], "stage": "build", "error": status}
+            status = {"model": case["model"], "key": case.get("key"), "output": case["output"], "stage": "build", "error": status}
         status["index"] = index
         status["seconds"] = round(time.monotonic() - started, 3)
         results.append(status)
