@@ -489,6 +489,26 @@ def slice_negative_step(node: NodeView, chip: str):
     return Offence(tuple(int(s) for s in steps.value.reshape(-1))) if any(int(s) < 0 for s in steps.value.reshape(-1)) else None
 
 
+@rule("Max", placement=Placement.UNSUPPORTED)
+def variadic_single_input(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 crashes on a Max of a single input (it is the identity: remove it)."""
+    return Offence(1) if len([t for t in node.inputs if t.present]) == 1 else None
+
+
+@rule("Pow", placement=Placement.UNSUPPORTED, TYPES=INTEGER_DTYPES)
+def pow_integer_operands(node: NodeView, chip: str):
+    """In an int8 build the RKNN compiler aborts on a Pow whose base and exponent are both integer tensors ({TYPES})."""
+    dtypes = [t.dtype for t in node.inputs[:2] if t.present]
+    return Offence(tuple(dtypes)) if len(dtypes) == 2 and all(d in INTEGER_DTYPES for d in dtypes) and not _known(node.inputs[0]) else None
+
+
+@rule("ReduceMax", RANK=4)
+def reduce_max_rank(node: NodeView, chip: str):
+    """The NPU ReduceMax (RK3576) takes {RANK}-D tensors; other ranks run on the CPU."""
+    x = node.input(0)
+    return Offence(x.rank) if x is not None and x.rank is not None and x.rank != 4 else None
+
+
 @rule("Greater")
 def greater_broadcast(node: NodeView, chip: str):
     """The NPU compares tensors of the same shape only (RK3576, the one chip with an NPU Greater); a broadcasting comparison runs on the CPU."""
@@ -527,7 +547,9 @@ COMMON_RULES = [
     max_rank,
     resize_mode,
     greater_broadcast,
+    reduce_max_rank,
     sum_single_input,
+    variadic_single_input,
 ]
 
 
@@ -604,7 +626,7 @@ def rule_set(chip_id: str, precision: str = "int8", **options) -> RuleSet:
 
     rules = COMMON_RULES + CHIP_RULES[chip_id]
     if precision in (None, "int8"):
-        rules = rules + [integer_data_in_int8_build, softmax_at_model_output]
+        rules = rules + [integer_data_in_int8_build, pow_integer_operands, softmax_at_model_output]
     notes = [
         f"NPU operators and limits: {DOC_COMPILER}, section {CHIP_SECTION[chip_id]}; CPU operators: chapter 4.",
         f"ONNX import: {DOC_ONNX}; opsets {MIN_OPSET}..{MAX_OPSET}.",
