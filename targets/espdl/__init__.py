@@ -7,6 +7,8 @@ generated from templates/espdl and firmware/espdl.
 
 from pathlib import Path
 
+import click
+
 from edgedeploy.targets.base import Chip, Target
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
@@ -30,6 +32,48 @@ class EspDlTarget(Target):
     vendor = "Espressif"
     name = "ESP-DL"
     toolchain = TOOLCHAIN
+    stages = ("convert", "codegen", "simulate", "runner")
+    build_options = (
+        click.Option(
+            ["--int16-layers"],
+            "int16_layers",
+            multiple=True,
+            metavar="auto[=DB]|NAME,...",
+            help=(
+                "ESP-DL: mixed precision. Put these ONNX nodes in int16 (the rest int8), or `auto`: move the layers "
+                "that add the most quantisation error to int16 until the outputs' SNR reaches 30 dB (or DB); see docs/espdl.md."
+            ),
+        ),
+    )
+
+    def build(self, ctx) -> None:
+        """Audit, convert with esp-ppq, verify accuracy before/after, generate the ESP-IDF project (build.py)."""
+        from edgedeploy.targets.espdl.build import build
+
+        build(ctx)
+
+    def measure_serial(self, artifact, manifest, device, **options) -> dict:
+        """Flash the artifact's firmware (idf.py where ESP-IDF is installed, or binaries the user built) and
+        read its result lines over the serial port: see board.measure_on_board for the options and result."""
+        from edgedeploy.targets.espdl.board import measure_on_board
+
+        return measure_on_board(artifact, manifest, device, **options)
+
+    def runner_spec(self, artifact, manifest, device):
+        """ESP-DL artifacts run as firmware on a board, not as a runner copied to a device: see measure_serial."""
+        from edgedeploy.errors import DeviceError
+
+        if device.transport == "serial":
+            raise DeviceError(
+                f"`edgedeploy measure` does not drive serial devices yet; the ESP-DL board run exists as "
+                f"edgedeploy.targets.espdl.TARGET.measure_serial (see docs/espdl.md) for '{device.name}'."
+            )
+        raise DeviceError(
+            f"ESP-DL artifacts run as firmware on an {manifest.get('target', {}).get('chip', 'ESP32')} over a serial port, not as a "
+            f"runner on device '{device.name}' ({device.transport}); give a serial device (chip@/dev/ttyUSB0 or an inventory entry "
+            "with transport = \"serial\")."
+        )
+
     chips = (
         Chip(
             id="esp32s3",
@@ -59,5 +103,24 @@ class EspDlTarget(Target):
         ),
     )
 
+    def toolchain_verdict(self, model_path: Path, chip_id: str, workdir: Path, log_path: Path, *, inputs=None, precision: str = "int8", **options):
+        """esp-ppq's own verdict: which nodes it quantises and which it keeps in float (see verdict.py).
+
+        `inputs`: an .npz of calibration inputs (keys: graph input names), else random data;
+        `precision`: "int8" or "int16". Other options: calib_steps, case_timeout_s, seed, progress, home.
+        """
+        return self.toolchain_verdicts([model_path], chip_id, workdir, log_path, inputs=inputs, precision=precision, **options)[0]
+
+    def toolchain_verdicts(self, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, *, inputs=None, precision: str = "int8", **options) -> list:
+        """esp-ppq's verdict on many models in one worker process (imports torch and esp-ppq once).
+
+        `inputs`: one .npz per model (or None for random data), or a single .npz for all.
+        """
+        from edgedeploy.targets.espdl.verdict import run_verdicts
+
+        self.chip(chip_id)  # KeyError for a chip this target does not have
+        return run_verdicts(self.toolchain, model_paths, chip_id, workdir, log_path, inputs=inputs, precision=precision, **options)
+
 
 TARGET = EspDlTarget()
+

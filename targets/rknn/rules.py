@@ -594,11 +594,11 @@ def accelerator_ops(chip: str) -> dict[str, OpSupport]:
             precisions: tuple[str, ...] = ("int8",)
         elif any(i in NPU_FLOAT16_IN_INT8 for i in internal):
             # float16 on the NPU: in an int8 graph it is kept in float, still on the NPU.
-            ops[onnx_op] = OpSupport(precisions=("fp16",), note=f"NPU, float16: {', '.join(internal)} ({DOC_COMPILER} {CHIP_SECTION[chip]})", missing_precision=Placement.FLOAT)
+            ops[onnx_op] = OpSupport(precisions=("fp16",), note=f"NPU as {', '.join(internal)}, in float16", missing_precision=Placement.FLOAT)
             continue
         else:
             precisions = ("int8", "fp16")
-        ops[onnx_op] = OpSupport(precisions=precisions, note=f"NPU: {', '.join(internal)} ({DOC_COMPILER} {CHIP_SECTION[chip]})")
+        ops[onnx_op] = OpSupport(precisions=precisions, note=f"NPU as {', '.join(internal)}")
     for op in CONVERSION_TIME_OPS:
         ops[op] = OpSupport(precisions=("any",), note="evaluated at conversion time")
     return ops
@@ -647,7 +647,18 @@ def rule_set(chip_id: str, precision: str = "int8", **options) -> RuleSet:
         min_opset=MIN_OPSET,
         max_opset=MAX_OPSET,
         notes=notes,
+        # OBSERVED: the toolkit's fold_constant pass evaluates everything computable at
+        # conversion time (shapes are pinned): those nodes have no layer and run nowhere.
+        folds_constants=True,
     )
+
+
+def rule_set_variants(chip_id: str) -> list[dict]:
+    """The precisions a build can ask for on this chip: int8 (the default) and, except on RV1106, fp16."""
+    variants = [{"precision": "int8", "label": "int8 (w8a8), the default", "default": True}]
+    if chip_id not in INT8_ONLY_CHIPS:
+        variants.append({"precision": "fp16", "label": "fp16 (--precision fp16)"})
+    return variants
 
 
 # ONNX operators with an NPU lowering on RV1106 (for rv1106_runtime_lacks_cpu_kernel).

@@ -35,6 +35,24 @@ class ToolchainVerdict:
     unmapped: list[str] = field(default_factory=list)
     failed: str | None = None
     estimates: dict = field(default_factory=dict)  # toolchain figures (cycles, time) labelled as estimates
+    # The placements this toolchain can report per node; None: all of them. esp-ppq, for one,
+    # says whether it quantised a layer or kept it in float, but it exports operators the
+    # ESP-DL runtime cannot load all the same: it cannot tell UNSUPPORTED apart per node.
+    observes: tuple[Placement, ...] | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ToolchainVerdict":
+        """The inverse of to_dict (verdicts are cached by sweeps and carried in reports)."""
+        observes = data.get("observes")
+        return cls(
+            toolchain=data["toolchain"],
+            version=data["version"],
+            nodes={k: NodeVerdict(Placement(v["placement"]), v.get("detail", "")) for k, v in data.get("nodes", {}).items()},
+            unmapped=list(data.get("unmapped", [])),
+            failed=data.get("failed"),
+            estimates=dict(data.get("estimates", {})),
+            observes=None if observes is None else tuple(Placement(p) for p in observes),
+        )
 
     def to_dict(self) -> dict:
         return {
@@ -44,6 +62,7 @@ class ToolchainVerdict:
             "nodes": {k: {"placement": v.placement.value, "detail": v.detail} for k, v in self.nodes.items()},
             "unmapped": self.unmapped,
             "estimates": self.estimates,
+            "observes": None if self.observes is None else [p.value for p in self.observes],
         }
 
 
@@ -51,8 +70,10 @@ def compare(prediction: AuditResult, verdict: ToolchainVerdict) -> dict:
     """Every node where the rules and the toolchain disagree, plus the agreement rate.
 
     A node the toolchain says nothing about (fused away, or unmapped) is counted apart, not as
-    agreement. If the toolchain failed on the whole model, the prediction agrees when it
-    predicted at least one UNSUPPORTED node.
+    agreement. So is a node predicted at a placement the toolchain cannot report
+    (`verdict.observes`): "unverifiable", neither agreement nor disagreement. If the toolchain
+    failed on the whole model, the prediction agrees when it predicted at least one UNSUPPORTED
+    node.
     """
     if verdict.failed is not None:
         predicted_fail = any(n.placement is Placement.UNSUPPORTED for n in prediction.nodes)
@@ -63,11 +84,16 @@ def compare(prediction: AuditResult, verdict: ToolchainVerdict) -> dict:
             "toolchain_failed": verdict.failed,
             "disagreements": [] if predicted_fail else [{"node": "(model)", "predicted": "buildable", "toolchain": "failed", "detail": verdict.failed}],
             "not_reported": [],
+            "unverifiable": [],
         }
     disagreements = []
     not_reported = []
+    unverifiable = []
     agree = 0
     for node in prediction.nodes:
+        if verdict.observes is not None and node.placement not in verdict.observes:
+            unverifiable.append(node.node)
+            continue
         seen = verdict.nodes.get(node.node)
         if seen is None:
             not_reported.append(node.node)
@@ -93,4 +119,5 @@ def compare(prediction: AuditResult, verdict: ToolchainVerdict) -> dict:
         "toolchain_failed": None,
         "disagreements": disagreements,
         "not_reported": not_reported,
+        "unverifiable": unverifiable,
     }

@@ -7,12 +7,11 @@ unit), the accelerator<->fallback transitions per inference and the bytes that c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from edgedeploy.audit.rules import NodeView, Offence, Placement, Rule, RuleSet, TensorView, rule, worst
 from edgedeploy.model.intake import LoadedModel
@@ -46,11 +45,35 @@ def precision_not_on_accelerator(node, chip):
 
 
 @rule(placement=Placement.UNSUPPORTED)
+def precision_unsupported(node, chip):
+    """This operator is not implemented in the requested precision, and there is no fallback unit to run it."""
+
+
+@rule(placement=Placement.ACCELERATOR)
+def folded_at_compile_time(node, chip):
+    """Every input is known when the model is compiled: the toolchain folds this node into a constant, so it runs nowhere."""
+
+
+@rule(placement=Placement.UNSUPPORTED)
 def opset_out_of_range(node, chip):
     """The toolchain's ONNX importer does not accept this model's opset."""
 
 
-BUILTIN_RULES = (operator_not_on_accelerator, operator_unsupported, operator_float_only, precision_not_on_accelerator, opset_out_of_range)
+@rule(placement=Placement.UNSUPPORTED)
+def ir_version_too_new(node, chip):
+    """The toolchain's ONNX package is older than this model's IR version and refuses to load it."""
+
+
+BUILTIN_RULES = (
+    operator_not_on_accelerator,
+    operator_unsupported,
+    operator_float_only,
+    precision_not_on_accelerator,
+    precision_unsupported,
+    opset_out_of_range,
+    ir_version_too_new,
+    folded_at_compile_time,
+)
 
 
 @dataclass
@@ -85,7 +108,7 @@ class NodePlacement:
 
     @property
     def reason(self) -> str:
-        """The sentence of the worst violation, or '' on the accelerator."""
+        """The sentence of the decisive violation; '' on the accelerator (unless folded at compile time)."""
         decisive = [v for v in self.violations if v.placement == self.placement]
         return decisive[0].message if decisive else ""
 
@@ -207,40 +230,6 @@ def _jsonable(value: Any) -> Any:
 CONSTANT_VALUE_MAX_ELEMENTS = 1 << 16
 
 
-# Operators whose output is fixed once the input shapes are (pinned shapes make them constant).
-SHAPE_OPS = frozenset({"Shape", "Size"})
-# Operators that produce different values on every run, so they never fold.
-NONDETERMINISTIC_OPS = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"})
-
-
-def conversion_time_tensors(graph: onnx.GraphProto, infos: dict, constants: set[str]) -> set[str]:
-    """Tensors a converter can compute before run time (constant folding), besides `constants`.
-
-    With pinned input shapes, Shape/Size of a tensor of known shape is a constant, and so is the
-    output of any deterministic node whose inputs all are. Toolchains fold these subgraphs (shape
-    arithmetic feeding a Reshape, for instance), so rules see such tensors as constants (without
-    a value) through TensorView.foldable.
-    """
-    known = set(constants)
-    folded: set[str] = set()
-    for node in graph.node:
-        if node.domain not in ("", "ai.onnx") or node.op_type in NONDETERMINISTIC_OPS:
-            continue
-        if node.op_type in SHAPE_OPS:
-            vi = infos.get(node.input[0]) if node.input else None
-            dims = dims_of(vi) if vi is not None else None
-            computable = dims is not None and all(isinstance(d, int) for d in dims)
-        else:
-            present = [x for x in node.input if x]
-            computable = bool(present) and all(x in known for x in present)
-        if computable:
-            for out in node.output:
-                if out:
-                    known.add(out)
-                    folded.add(out)
-    return folded
-
-
 def node_views(model: LoadedModel) -> list[NodeView]:
     """A NodeView per node of the main graph, in the graph's (topological) order."""
     graph = model.graph
@@ -253,26 +242,56 @@ def node_views(model: LoadedModel) -> list[NodeView]:
                 if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                     constants[node.output[0]] = a.t
 
-    folded = conversion_time_tensors(graph, infos, set(initializers) | set(constants))
     model_outputs = {o.name for o in graph.output}
+    dtype_names: dict[int, str] = {}
+
+    def dtype_of(elem: int) -> str:
+        # numpy's dtype naming is slow; a model has a handful of element types.
+        if elem not in dtype_names:
+            dtype_names[elem] = dtype_name(elem)
+        return dtype_names[elem]
 
     def view(name: str) -> TensorView:
         if not name:
             return TensorView("", None, None, False)
         tensor = initializers.get(name) or constants.get(name)
         if tensor is not None:
-            n = int(np.prod(tensor.dims, dtype=np.int64)) if tensor.dims else 1
-            value = numpy_helper.to_array(tensor) if n <= CONSTANT_VALUE_MAX_ELEMENTS else None
-            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_name(tensor.data_type), True, value, foldable=True)
+            n = 1
+            for d in tensor.dims:
+                n *= int(d)
+            # Large constants (weights) never get a value: rules only need small ones (axes, shapes).
+            lazy = tensor if n <= CONSTANT_VALUE_MAX_ELEMENTS else None
+            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_of(tensor.data_type), True, _tensor=lazy)
         vi = infos.get(name)
         if vi is None:
-            return TensorView(name, None, None, False, foldable=name in folded, is_model_output=name in model_outputs)
+            return TensorView(name, None, None, False, is_model_output=name in model_outputs)
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
-        return TensorView(name, dims_of(vi), dtype_name(elem) if elem else None, False, foldable=name in folded, is_model_output=name in model_outputs)
+        return TensorView(name, dims_of(vi), dtype_of(elem) if elem else None, False, is_model_output=name in model_outputs)
 
     opset = model.opset
+    ir_version = int(model.proto.ir_version)
     views = []
+    foldable: set[str] = set(initializers)
+    # A graph output must still be produced by the compiled model, so its node is never folded away.
+    graph_outputs = {o.name for o in graph.output}
+    # One view per tensor, made when first seen: a producer comes before its consumers, so a
+    # tensor's foldability is known by then.
+    cache: dict[str, TensorView] = {}
+
+    def get(name: str) -> TensorView:
+        found = cache.get(name)
+        if found is None:
+            found = view(name)
+            if name in foldable:
+                found = replace(found, foldable=True)
+            cache[name] = found
+        return found
+
     for index, (name, node) in enumerate(zip(node_names(graph), graph.node)):
+        inputs = tuple(get(i) for i in node.input)
+        if not graph_outputs.intersection(node.output) and _computable_at_compile_time(node, inputs, foldable):
+            foldable.update(o for o in node.output if o)
+        outputs = tuple(get(o) for o in node.output)
         views.append(
             NodeView(
                 name=name,
@@ -280,24 +299,52 @@ def node_views(model: LoadedModel) -> list[NodeView]:
                 domain=node.domain,
                 index=index,
                 opset=opset,
-                inputs=tuple(view(i) for i in node.input),
-                outputs=tuple(view(o) for o in node.output),
+                inputs=inputs,
+                outputs=outputs,
                 proto=node,
+                ir_version=ir_version,
             )
         )
     return views
 
 
-def place_node(node: NodeView, rules: RuleSet, precision: str | None) -> NodePlacement:
-    """Decide where one node runs, with every violation that led there."""
+# Operators whose output depends on more than their inputs: never folded.
+NOT_FOLDABLE = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout"}
+# Operators that read only the shape of their input.
+SHAPE_READERS = {"Shape", "Size"}
+
+
+def _computable_at_compile_time(node: onnx.NodeProto, inputs: tuple[TensorView, ...], foldable: set[str]) -> bool:
+    if node.domain not in ("", "ai.onnx") or node.op_type in NOT_FOLDABLE:
+        return False
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        return False
+    if node.op_type in SHAPE_READERS:
+        return bool(inputs) and (inputs[0].name in foldable or inputs[0].is_static)
+    present = [t for t in inputs if t.present]
+    if not present:
+        return node.op_type == "Constant"
+    return all(t.name in foldable for t in present)
+
+
+def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_op: dict[str, list[Rule]] | None = None) -> NodePlacement:
+    """Decide where one node runs, with every violation that led there.
+
+    `rules_by_op`: a cache of the rules that apply to each operator, shared across the nodes of a model.
+    """
     found: list[Violation] = []
 
     def add(r: Rule, placement: Placement, value: Any, detail: str = "") -> None:
         found.append(Violation(node.name, node.op_type, r.name, r.sentence, placement, value, detail))
 
     op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+    if rules.folds_constants and node.outputs and all(o.foldable for o in node.outputs if o.present):
+        add(folded_at_compile_time, Placement.ACCELERATOR, op)
+        return NodePlacement(node.name, node.op_type, node.index, Placement.ACCELERATOR, found)
     if not (rules.min_opset <= node.opset <= rules.max_opset):
         add(opset_out_of_range, Placement.UNSUPPORTED, node.opset, f"accepted: {rules.min_opset}..{rules.max_opset}")
+    if rules.max_ir_version is not None and node.ir_version > rules.max_ir_version:
+        add(ir_version_too_new, Placement.UNSUPPORTED, node.ir_version, f"accepted: up to {rules.max_ir_version}")
     support = rules.accelerator_ops.get(op)
     if support is None:
         if op in rules.float_only_ops:
@@ -312,12 +359,19 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None) -> NodePla
                 add(operator_float_only, Placement.FLOAT, op, "float only")
             elif support.missing_precision is Placement.FLOAT:
                 add(operator_float_only, Placement.FLOAT, precision, f"runs in: {', '.join(support.precisions)}")
+            elif support.missing_precision is Placement.UNSUPPORTED:
+                add(precision_unsupported, Placement.UNSUPPORTED, precision, f"runs in: {', '.join(support.precisions)}")
             else:
                 add(precision_not_on_accelerator, Placement.FALLBACK, precision, f"supported: {', '.join(support.precisions)}")
-    for r in rules.rules:
+    if rules_by_op is None:
+        rules_by_op = {}
+    applicable = rules_by_op.get(op)
+    if applicable is None:
+        applicable = rules_by_op[op] = [r for r in rules.rules if r.applies_to(op)]
+    for r in applicable:
         # Accelerator limits matter only for nodes the accelerator would run; a rule whose
         # violation stops the build (UNSUPPORTED) matters wherever the node would run.
-        if r.applies_to(op) and (support is not None or r.placement is Placement.UNSUPPORTED):
+        if support is not None or r.placement is Placement.UNSUPPORTED:
             for offence in r.evaluate(node, rules.chip):
                 add(r, r.placement, offence.value, offence.detail)
     placement = worst(v.placement for v in found)
@@ -344,10 +398,15 @@ def _tensor_bytes(view: TensorView | None, precision: str | None) -> int | None:
         return None
 
 
-def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None) -> AuditResult:
-    """Place every node of `model` on the chip `rules` describes, and derive partitions and crossings."""
-    views = node_views(model)
-    placed = [place_node(v, rules, precision) for v in views]
+def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None, views: list[NodeView] | None = None) -> AuditResult:
+    """Place every node of `model` on the chip `rules` describes, and derive partitions and crossings.
+
+    `views`: node_views(model), when the caller audits one model on many chips and builds them once.
+    """
+    if views is None:
+        views = node_views(model)
+    rules_by_op: dict[str, list[Rule]] = {}
+    placed = [place_node(v, rules, precision, rules_by_op) for v in views]
     by_output: dict[str, int] = {}
     for i, v in enumerate(views):
         for o in v.outputs:
@@ -363,12 +422,16 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
             i = parent[i]
         return i
 
+    # Nodes folded at compile time run nowhere: they join no partition and nothing crosses from them.
+    folded = {i for i, p in enumerate(placed) if any(v.rule == folded_at_compile_time.name for v in p.violations)}
     crossings: list[Crossing] = []
     seen_crossing: set[tuple[str, str]] = set()
     for i, v in enumerate(views):
+        if i in folded:
+            continue
         for t in v.inputs:
             j = by_output.get(t.name) if t.name else None
-            if j is None:
+            if j is None or j in folded:
                 continue
             if _unit(placed[j].placement) == _unit(placed[i].placement):
                 parent[find(i)] = find(j)
@@ -390,7 +453,8 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
                 )
     groups: dict[int, list[int]] = {}
     for i in range(len(views)):
-        groups.setdefault(find(i), []).append(i)
+        if i not in folded:
+            groups.setdefault(find(i), []).append(i)
     partitions = []
     for index, members in enumerate(sorted(groups.values(), key=lambda m: m[0])):
         partitions.append(

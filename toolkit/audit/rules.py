@@ -17,6 +17,7 @@ Placement consequences, from best to worst:
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -64,10 +65,11 @@ class TensorView:
     dtype: str | None  # numpy-style name: float32, int8, ...; None when unknown
     is_constant: bool
     _value: np.ndarray | None = field(default=None, repr=False, compare=False)
-    # Computable when the model is compiled: a constant, or the output of deterministic nodes
-    # that only read such tensors (or the shape of a tensor whose shape is static). Converters
-    # fold these (shape arithmetic feeding a Reshape, for instance).
+    # Computable when the model is compiled: a constant, or the output of nodes that only read
+    # such tensors (or the shape of a tensor whose shape is static). Simplifiers fold these.
     foldable: bool = False
+    # The constant's TensorProto, converted to `value` only when a rule asks (most never do).
+    _tensor: onnx.TensorProto | None = field(default=None, repr=False, compare=False)
     # True for the model's own outputs: toolchains treat the tensors at the model's boundary
     # apart (layout and type conversions for the caller).
     is_model_output: bool = False
@@ -75,6 +77,8 @@ class TensorView:
     @property
     def value(self) -> np.ndarray | None:
         """The constant's value (initializers and Constant outputs), else None."""
+        if self._value is None and self._tensor is not None:
+            object.__setattr__(self, "_value", numpy_helper.to_array(self._tensor))
         return self._value
 
     @property
@@ -97,6 +101,9 @@ class TensorView:
         return self.name != ""
 
 
+_UNDECODED = object()
+
+
 @dataclass(frozen=True)
 class NodeView:
     """One node with everything rules may depend on: opset, attributes, shapes, dtypes, constants."""
@@ -109,21 +116,34 @@ class NodeView:
     inputs: tuple[TensorView, ...]
     outputs: tuple[TensorView, ...]
     proto: onnx.NodeProto = field(repr=False, compare=False)
+    ir_version: int = 0  # the model's ONNX IR version (0: not known)
 
     def attr(self, name: str, default: Any = None) -> Any:
         """An attribute's value (bytes decoded to str), or `default` when the node does not set it."""
-        for a in self.proto.attribute:
-            if a.name == name:
-                value = helper.get_attribute_value(a)
-                if isinstance(value, bytes):
-                    return value.decode("utf-8", "replace")
-                if isinstance(value, onnx.TensorProto):
-                    return numpy_helper.to_array(value)
-                return value
-        return default
+        values = self._attributes
+        if name not in values:
+            return default
+        value = values[name]
+        if value is _UNDECODED:
+            # Decoded once per node: every chip's rules ask for the same attributes.
+            value = helper.get_attribute_value(self._attribute_protos[name])
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", "replace")
+            elif isinstance(value, onnx.TensorProto):
+                value = numpy_helper.to_array(value)
+            values[name] = value
+        return list(value) if isinstance(value, list) else value
 
     def has_attr(self, name: str) -> bool:
-        return any(a.name == name for a in self.proto.attribute)
+        return name in self._attributes
+
+    @functools.cached_property
+    def _attribute_protos(self) -> dict[str, onnx.AttributeProto]:
+        return {a.name: a for a in self.proto.attribute}
+
+    @functools.cached_property
+    def _attributes(self) -> dict[str, Any]:
+        return dict.fromkeys(self._attribute_protos, _UNDECODED)
 
     def input(self, i: int) -> TensorView | None:
         """Input i, or None when absent (not given, or the empty name of a skipped optional input)."""
@@ -150,7 +170,7 @@ class Rule:
     check: RuleFunction
     template: str
 
-    @property
+    @functools.cached_property
     def sentence(self) -> str:
         """The docstring with its constants filled in: what users read in reports and docs."""
         return format_sentence(self.template, self.constants)
@@ -218,7 +238,8 @@ class OpSupport:
     ("float",) for ESP-DL's float-only ops). `note`: a limit worth showing that no rule checks.
     `missing_precision`: where the node goes when the requested precision is not among them:
     FALLBACK (the default: another unit runs it) or FLOAT (the accelerator still runs it, in a
-    wider float type, as TensorRT's GPU does for a layer without an fp16/int8 kernel).
+    wider float type, as TensorRT's GPU does for a layer without an fp16/int8 kernel), or
+    UNSUPPORTED (nothing runs it in that precision: ESP-DL's Resize has no int16 kernel).
     """
 
     precisions: tuple[str, ...] = ("int8",)
@@ -250,4 +271,9 @@ class RuleSet:
     # Opsets the toolchain's ONNX importer accepts; outside it the whole model is UNSUPPORTED.
     min_opset: int = 1
     max_opset: int = 99
+    # Newest ONNX IR version the toolchain's onnx package loads; None: no limit known.
+    max_ir_version: int | None = None
+    # The toolchain folds constant subgraphs (onnxsim and the like): a node computable at compile
+    # time runs nowhere, so it is placed on the accelerator, whatever its operator.
+    folds_constants: bool = False
     notes: list[str] = field(default_factory=list)

@@ -39,6 +39,8 @@ class BenchOptions:
     threads: int | None = None
     plan: SessionPlan = field(default_factory=SessionPlan)
     torch_python: Path | None = None
+    torch_model: Path | None = None  # a .pt2 of the same model for the torch backends
+    shared_compile_cache: bool = False
     workdir: Path | None = None
     session_timeout_s: float = DEFAULT_SESSION_TIMEOUT_S
     seed: int = 0
@@ -52,6 +54,8 @@ class BenchOptions:
             "threads": self.threads,
             "protocol": self.plan.to_dict(),
             "torch_python": str(self.torch_python) if self.torch_python else None,
+            "torch_model": str(self.torch_model) if self.torch_model else None,
+            "shared_compile_cache": self.shared_compile_cache,
         }
 
 
@@ -66,6 +70,7 @@ class ModelUnderTest:
     run_path: Path  # what the sessions load (the pinned ONNX copy, or the .pt2 itself)
     inputs: list[dict]  # {"name", "shape", "dtype"}
     precision: str  # the arithmetic the model's own tensors use (fp32 for a float32 ONNX model)
+    torch_program: dict | None = None  # a verified .pt2 of the same function for the torch backends
 
     @property
     def batch(self) -> int:
@@ -77,7 +82,16 @@ class ModelUnderTest:
         return {i["name"]: list(i["shape"]) for i in self.inputs}
 
     def describe(self) -> dict:
-        return {"name": self.name, "sha256": self.sha256, "format": self.format, "path": str(self.path)}
+        described = {"name": self.name, "sha256": self.sha256, "format": self.format, "path": str(self.path)}
+        if self.torch_program:
+            described["torch_program"] = self.torch_program
+        return described
+
+    def torch_source(self) -> dict:
+        """What the torch backends load: the verified .pt2 if one was given, else this model itself."""
+        if self.torch_program:
+            return {"kind": "pt2", "path": self.torch_program["path"]}
+        return {"kind": self.format, "path": str(self.run_path)}
 
 
 class BenchRun:
@@ -155,7 +169,7 @@ class BenchRun:
             probe, why = self.torch_probe()
             if probe is None:
                 return why
-            if model.format == "onnx" and probe.get("onnx2torch_error"):
+            if model.format == "onnx" and not model.torch_program and probe.get("onnx2torch_error"):
                 return f"onnx2torch does not import in the torch environment: {probe['onnx2torch_error']}"
             if backend.unit == "cuda" and not probe.get("cuda_available"):
                 return f"torch {probe.get('torch')} reports no CUDA device (torch.cuda.is_available() is False)"
@@ -189,12 +203,13 @@ class BenchRun:
             request = dict(
                 base,
                 action="session",
-                source={"kind": model.format, "path": str(model.run_path)},
+                source=model.torch_source(),
                 device=backend.options["device"],
                 mode=backend.options["mode"],
                 precision=precision,
                 inputs=model.inputs,
-                private_compile_cache=True,
+                private_compile_cache=not self.options.shared_compile_cache,
+                compile_cache_dir=str(self.workdir / "torch-compile-cache"),
             )
             sessions = run_sessions(python, B.TORCH_WORKER, request, plan, work, backend.name, timeout, self.echo)
         elif backend.family == "tflite":
@@ -355,6 +370,56 @@ def _load_pt2(path: Path, options: BenchOptions, run: BenchRun) -> ModelUnderTes
     return ModelUnderTest(path.stem, digest, "pt2", path.resolve(), path.resolve(), inputs, precision)
 
 
+# A .pt2 given for the torch backends must compute what the ONNX model computes: largest output
+# difference allowed on the check input, relative to the largest reference output magnitude.
+TORCH_PROGRAM_RTOL = 1e-3
+
+
+def verify_torch_program(model: ModelUnderTest, pt2: Path, run: BenchRun) -> dict:
+    """Check that `pt2` gives the ONNX model's outputs on one seeded input; return its description.
+
+    Both run in fp32 on the CPU (ONNX Runtime for the ONNX model, torch for the program), so
+    the torch backends may time the program as the same model, with the same scope.
+    """
+    import hashlib
+
+    import numpy as np
+    import onnxruntime as ort
+
+    if model.format != "onnx":
+        raise OptionError("--torch-model goes with an ONNX MODEL (the .pt2 stands in for it on the torch backends).")
+    program = _load_pt2(pt2, BenchOptions(batch=None), run)
+    ours = {i["name"]: i["shape"] for i in model.inputs}
+    theirs = [i["shape"] for i in program.inputs]
+    if sorted(map(tuple, ours.values())) != sorted(map(tuple, theirs)):
+        raise OptionError(f"{pt2.name} takes inputs of shape {theirs}, the ONNX model {list(ours.values())} at this batch; export the .pt2 at the benchmark's shape.")
+    rng = np.random.default_rng(run.options.seed)
+    feeds = {i["name"]: rng.random(i["shape"], dtype=np.float32).astype(i["dtype"]) for i in model.inputs}
+    work = run.workdir / "torch-model-check"
+    work.mkdir(parents=True, exist_ok=True)
+    np.savez(work / "inputs.npz", *[feeds[i["name"]] for i in model.inputs])
+    session = ort.InferenceSession(str(model.run_path), providers=["CPUExecutionProvider"])
+    reference = session.run(None, feeds)
+    from edgedeploy.toolchains.worker import run_worker
+
+    python, _ = run.torch_python()
+    got = run_worker(python, B.TORCH_WORKER, {"action": "outputs", "path": str(pt2.resolve()), "inputs_npz": str(work / "inputs.npz"), "out_npz": str(work / "outputs.npz")}, work, work / "check.log", 600, label="torch")
+    with np.load(got["out_npz"]) as archive:
+        outputs = [archive[f"arr_{k}"] for k in range(len(archive.files))]
+    if len(outputs) != len(reference):
+        raise OptionError(f"{pt2.name} returns {len(outputs)} outputs, the ONNX model {len(reference)}: they are not the same model.")
+    worst = 0.0
+    for ref, out in zip(reference, outputs):
+        if ref.shape != out.shape:
+            raise OptionError(f"{pt2.name} returns shape {list(out.shape)} where the ONNX model returns {list(ref.shape)}: they are not the same model.")
+        scale = max(1.0, float(np.max(np.abs(ref))))
+        worst = max(worst, float(np.max(np.abs(ref.astype(np.float64) - out))) / scale)
+    if worst > TORCH_PROGRAM_RTOL:
+        raise OptionError(f"{pt2.name} does not compute what {model.path.name} computes: outputs differ by {worst:.3g} (relative), more than {TORCH_PROGRAM_RTOL:g}.")
+    run.echo(f"bench: {pt2.name} matches the ONNX model on a seeded input (max relative difference {worst:.2g}); the torch backends time it")
+    return {"path": str(pt2.resolve()), "sha256": hashlib.sha256(pt2.read_bytes()).hexdigest(), "max_relative_difference": worst, "checked_with": "one seeded uniform [0,1) input, fp32, CPU"}
+
+
 def compare(results: list[dict]) -> dict:
     """The fastest runtime backend and every other one's ratio to it, same scope except the backend."""
     comparison: dict = {
@@ -412,6 +477,8 @@ def run_bench(model_path: Path, options: BenchOptions, echo: Callable[[str], Non
         workdir.mkdir(parents=True, exist_ok=True)
         run = BenchRun(options, workdir, echo)
         model = load_model_under_test(Path(model_path), options, run)
+        if options.torch_model is not None:
+            model.torch_program = verify_torch_program(model, Path(options.torch_model), run)
         echo(
             f"bench: {model.name} (sha256 {model.sha256[:12]}, {model.format}) "
             + ", ".join(f"{i['name']}={'x'.join(map(str, i['shape']))}" for i in model.inputs)

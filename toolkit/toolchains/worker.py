@@ -49,6 +49,8 @@ def run_worker(
     `label` names the toolchain in errors. Callers normally go through VenvToolchain.run_worker,
     which first checks that the environment is installed.
     """
+    # The worker runs with cwd=workdir: every path it gets must be absolute.
+    workdir, log_path, worker_file = Path(workdir).resolve(), Path(log_path).resolve(), Path(worker_file).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     request_path = workdir / "request.json"
     result_path = workdir / "result.json"
@@ -60,6 +62,9 @@ def run_worker(
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONNOUSERSITE"] = "1"
     env["EDGEDEPLOY_WORKER"] = "1"
+    # Toolchains iterate over sets and dicts of names when they lay out their files (esp-ppq's
+    # initializer order): a fixed hash seed makes the same input give the same bytes.
+    env.setdefault("PYTHONHASHSEED", "0")
     # Some toolchains shell out to executables of their own environment (onnx2tf runs onnxsim).
     env["PATH"] = str(python.parent) + os.pathsep + env.get("PATH", "")
     env["VIRTUAL_ENV"] = str(python.parent.parent)

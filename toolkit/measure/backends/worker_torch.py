@@ -3,6 +3,7 @@
 Actions (request["action"]):
   probe         torch and onnx2torch versions, whether CUDA is usable, and the GPU names
   describe_pt2  load a torch.export archive and report its inputs (names, shapes, dtypes)
+  outputs       run a .pt2 in fp32 on the CPU on inputs from an .npz; save the outputs to an .npz
   session       one latency session: eager, torch.compile (default), or torch.compile with
                 mode="reduce-overhead" (CUDA graphs), on CPU or CUDA, in fp32 or fp16
 The model comes from the ONNX file through onnx2torch, or from the user's .pt2 (torch.export).
@@ -119,6 +120,14 @@ def _load_model(torch, request, ctx):
         onnx2torch = import_onnx2torch(torch, ctx)
         return onnx2torch.convert(source["path"]).eval()
     program = torch.export.load(source["path"])
+    device = request.get("device", "cpu")
+    if device != "cpu":
+        # An exported program bakes the device of tensors it creates (an LSTM's zero initial
+        # state, say) into its graph; module().to(device) moves only parameters and buffers.
+        # move_to_device_pass rewrites those device arguments too.
+        from torch.export.passes import move_to_device_pass
+
+        program = move_to_device_pass(program, device)
     return program.module()
 
 
@@ -128,8 +137,12 @@ def session(request, ctx):
         # A private compile cache per session: each session compiles from cold, like a fresh
         # deployment, and its first-inference time says so.
         cache = os.path.join(ctx.workdir, "compile-cache")
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
-        os.environ["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
+    else:
+        # Shared by the sessions of one bench (never the user's own cache): later sessions
+        # compile warm, and their first-inference times say so.
+        cache = request.get("compile_cache_dir") or os.path.join(ctx.workdir, "compile-cache")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
     import torch
 
     threads = int(request["threads"])
@@ -196,8 +209,26 @@ def session(request, ctx):
     return result
 
 
+def outputs(request, ctx):
+    import numpy as np
+    import torch
+
+    program = torch.export.load(request["path"]).module()
+    with np.load(request["inputs_npz"]) as archive:
+        arrays = [archive[f"arr_{k}"] for k in range(len(archive.files))]
+    with torch.inference_mode():
+        result = program(*[torch.from_numpy(a) for a in arrays])
+    if isinstance(result, torch.Tensor):
+        result = (result,)
+    flat = [r.detach().float().cpu().numpy() for r in result]
+    np.savez(request["out_npz"], *flat)
+    return {"out_npz": request["out_npz"], "outputs": len(flat)}
+
+
 def run(request, ctx):
     action = request.get("action")
+    if action == "outputs":
+        return outputs(request, ctx)
     if action == "probe":
         return probe(request, ctx)
     if action == "describe_pt2":

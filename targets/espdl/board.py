@@ -1,0 +1,262 @@
+"""Running an ESP-DL artifact on a board: build and flash its firmware, read the results over serial.
+
+`measure_on_board(artifact, manifest, device, ...)` is what `edgedeploy measure` calls for a
+serial device of this target (`TARGET.measure_serial`). Flashing, by `flash`:
+
+  auto      idf.py where ESP-IDF is installed (IDF_PATH set or idf.py on PATH); otherwise the
+            binaries in `firmware_build` when given; otherwise nothing is flashed and the board
+            is assumed to run this artifact's firmware (checked: every result line carries the
+            model hash the firmware was built for)
+  idf       build with idf.py (in a copy of the project, so the artifact stays as built) and flash
+  prebuilt  flash `firmware_build` (an ESP-IDF build folder with flasher_args.json) with esptool
+  none      flash nothing
+
+We cannot compile Xtensa/RISC-V firmware on edgedeploy's own machines; this module drives the
+user's ESP-IDF and is tested here only up to the commands it would run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from edgedeploy.errors import ArtifactError, DeviceError, ToolchainMissing
+
+IDF_BUILD_TIMEOUT_S = 1800
+FLASH_TIMEOUT_S = 600
+FLASH_BAUD = 460800
+
+
+@dataclass(frozen=True)
+class IdfInstall:
+    """How to run idf.py here: the command prefix, and where ESP-IDF is."""
+
+    command: tuple[str, ...]
+    idf_path: str | None
+
+    def describe(self) -> str:
+        return " ".join(self.command) + (f" (IDF_PATH={self.idf_path})" if self.idf_path else "")
+
+
+def find_idf(environ: dict | None = None, which: Callable[[str], str | None] = shutil.which) -> IdfInstall | None:
+    """ESP-IDF as the user installed it: idf.py on PATH (after export.sh), or $IDF_PATH/tools/idf.py with its Python."""
+    env = os.environ if environ is None else environ
+    idf_path = env.get("IDF_PATH")
+    on_path = which("idf.py")
+    if on_path:
+        return IdfInstall((on_path,), idf_path)
+    if idf_path and Path(idf_path, "tools", "idf.py").is_file():
+        # export.sh records the Python environment ESP-IDF installed for itself.
+        python = env.get("IDF_PYTHON_ENV_PATH")
+        interpreter = str(Path(python, "bin", "python")) if python else sys.executable
+        return IdfInstall((interpreter, str(Path(idf_path, "tools", "idf.py"))), idf_path)
+    return None
+
+
+def find_esptool(which: Callable[[str], str | None] = shutil.which) -> tuple[str, ...] | None:
+    """esptool as a command (esptool.py / esptool) or as a module of this Python."""
+    for name in ("esptool.py", "esptool"):
+        found = which(name)
+        if found:
+            return (found,)
+    import importlib.util
+
+    if importlib.util.find_spec("esptool") is not None:
+        return (sys.executable, "-m", "esptool")
+    return None
+
+
+def idf_commands(idf: IdfInstall, project: Path, build_dir: Path, chip: str, port: str) -> list[list[str]]:
+    """The idf.py runs that build and flash a generated project (set-target only for a fresh build folder)."""
+    base = [*idf.command, "-C", str(project), "-B", str(build_dir)]
+    commands = []
+    if not (project / "sdkconfig").exists():
+        commands.append([*base, "set-target", chip])
+    commands.append([*base, "build"])
+    commands.append([*base, "-p", port, "-b", str(FLASH_BAUD), "flash"])
+    return commands
+
+
+def prebuilt_flash_command(esptool: tuple[str, ...], build_dir: Path, chip: str, port: str) -> list[str]:
+    """esptool writing what an ESP-IDF build folder lists in flash_args (offsets and files)."""
+    if not (build_dir / "flash_args").is_file():
+        raise DeviceError(f"{build_dir} is not an ESP-IDF build folder (no flash_args); run `idf.py build` in the artifact's firmware/ first.")
+    return [*esptool, "--chip", chip, "-p", port, "-b", str(FLASH_BAUD), "--before", "default_reset", "--after", "hard_reset", "write_flash", "@flash_args"]
+
+
+def check_prebuilt_matches(build_dir: Path, artifact: Path) -> None:
+    """Refuse binaries built from another model: the build's copy of model.espdl must be the artifact's."""
+    project_desc = build_dir / "project_description.json"
+    if not project_desc.is_file():
+        raise DeviceError(f"{build_dir} has no project_description.json; it does not look like an ESP-IDF build folder.")
+    desc = json.loads(project_desc.read_text())
+    project_dir = Path(desc.get("project_path", ""))
+    built_model = project_dir / "main" / "model.espdl"
+    ours = Path(artifact) / "model.espdl"
+    if built_model.is_file() and _sha256(built_model) != _sha256(ours):
+        raise DeviceError(f"The firmware in {build_dir} was built with another model.espdl than {artifact}'s; rebuild it from {artifact}/firmware.")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _run_logged(cmd: list[str], log_path: Path, timeout_s: float, cwd: Path | None, what: str, echo) -> None:
+    echo(f"board: {what}: {' '.join(cmd)}")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        log.write(f"$ {' '.join(cmd)}\n".encode())
+        log.flush()
+        try:
+            proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise DeviceError(f"{what} did not finish within {timeout_s:.0f} s; see {log_path}.") from None
+        except OSError as exc:
+            raise DeviceError(f"{what} could not start ({exc}).") from exc
+    if proc.returncode != 0:
+        tail = "\n".join("    " + line for line in log_path.read_text(errors="replace").splitlines()[-15:])
+        raise DeviceError(f"{what} failed (exit {proc.returncode}); last lines of {log_path}:\n{tail}")
+
+
+def build_and_flash_with_idf(artifact: Path, manifest: dict, port: str, idf: IdfInstall, work_root: Path, echo) -> dict:
+    """Build the artifact's firmware with idf.py in a copy (keyed by the model hash) and flash it."""
+    chip = manifest["target"]["chip"]
+    key = manifest["model"]["sha256"][:16] + "-" + chip
+    project = work_root / key
+    source = Path(artifact) / "firmware"
+    if project.exists():
+        # Keep sdkconfig and the build folder (incremental builds); refresh the generated sources.
+        for src in source.rglob("*"):
+            if src.is_file():
+                dest = project / src.relative_to(source)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dest)
+    else:
+        shutil.copytree(source, project)
+    build_dir = project / "build"
+    log_path = work_root / f"{key}.idf.log"
+    started = time.monotonic()
+    for cmd in idf_commands(idf, project, build_dir, chip, port):
+        _run_logged(cmd, log_path, IDF_BUILD_TIMEOUT_S, None, f"idf.py {cmd[-1]}", echo)
+    return {"flashed_with": "idf.py", "idf": idf.describe(), "project_copy": str(project), "log": str(log_path), "seconds": round(time.monotonic() - started, 1)}
+
+
+def flash_prebuilt(artifact: Path, manifest: dict, port: str, build_dir: Path, esptool, echo) -> dict:
+    chip = manifest["target"]["chip"]
+    check_prebuilt_matches(build_dir, artifact)
+    cmd = prebuilt_flash_command(esptool, build_dir, chip, port)
+    log_path = build_dir / "edgedeploy-flash.log"
+    started = time.monotonic()
+    _run_logged(cmd, log_path, FLASH_TIMEOUT_S, build_dir, "esptool write_flash", echo)
+    return {"flashed_with": "esptool", "build_dir": str(build_dir), "log": str(log_path), "seconds": round(time.monotonic() - started, 1)}
+
+
+def measure_on_board(
+    artifact,
+    manifest: dict,
+    device,
+    *,
+    flash: str = "auto",
+    firmware_build: Path | None = None,
+    timeout_s: float = 180.0,
+    reset: str = "auto",
+    work_root: Path | None = None,
+    echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+    console_echo: Callable[[str], None] | None = None,
+) -> dict:
+    """Flash (per `flash`), reset the board, read one boot's sessions, and return the device section.
+
+    `device` is an edgedeploy.devices.Device with transport 'serial' (serial_port, baud). The
+    result: per-session figures as the firmware printed them (latency_us min/mean/p50/p90/p99/max,
+    iterations, outputs_match, heap), the range across sessions, `outputs_match` over all
+    sessions, `complete`/`partial`/`error` (a reset, disconnect or time-out keeps what was read),
+    and the scope (model hash, chip, precision, device, CPU clock). Raises DeviceError only when
+    nothing can be measured (wrong chip, no port, flashing failed).
+    """
+    from edgedeploy.devices.serial import measure_serial
+
+    artifact = Path(artifact)
+    chip = manifest.get("target", {}).get("chip")
+    if device.chip != chip:
+        raise ArtifactError(f"{artifact} was built for {chip}, but device {device.name} is a {device.chip}; rebuild with --target {device.chip}.")
+    if not device.serial_port:
+        raise DeviceError(f"Device {device.name} has no serial port; give one as {chip}@/dev/ttyUSB0.")
+    if flash not in ("auto", "idf", "prebuilt", "none"):
+        raise ValueError(f"flash must be auto, idf, prebuilt or none, not {flash!r}")
+    work_root = Path(work_root) if work_root else artifact.parent / f".{artifact.name}.idf"
+
+    idf = find_idf() if flash in ("auto", "idf") else None
+    if flash == "idf" and idf is None:
+        raise ToolchainMissing("Building ESP-IDF firmware needs ESP-IDF 5.3 or later: install it and run `. $IDF_PATH/export.sh` (or set IDF_PATH).")
+    if flash == "prebuilt" and firmware_build is None:
+        raise DeviceError("Flashing prebuilt firmware needs the ESP-IDF build folder (the one holding flash_args).")
+    if idf is not None:
+        flashing = build_and_flash_with_idf(artifact, manifest, device.serial_port, idf, work_root, echo)
+    elif firmware_build is not None and flash in ("auto", "prebuilt"):
+        esptool = find_esptool()
+        if esptool is None:
+            raise ToolchainMissing("Flashing prebuilt firmware needs esptool: pip install esptool (or flash it with idf.py flash and use flash 'none').")
+        flashing = flash_prebuilt(artifact, manifest, device.serial_port, Path(firmware_build), esptool, echo)
+    else:
+        flashing = {"flashed_with": None, "note": "not flashed by edgedeploy (no ESP-IDF found); the board's firmware is checked against the model hash"}
+        echo("board: ESP-IDF not found and no prebuilt firmware given: reading the board as flashed")
+
+    echo(f"board: resetting {device.name} on {device.serial_port} and reading its console (up to {timeout_s:.0f} s)")
+    run = measure_serial(device.serial_port, baud=device.baud, timeout_s=timeout_s, reset=reset, echo=console_echo, progress=echo)
+    return device_section(run, manifest, device, flashing)
+
+
+def device_section(run, manifest: dict, device, flashing: dict) -> dict:
+    """The report section for one board run: figures per session, their range, the checks."""
+    expected_sha = manifest.get("model", {}).get("sha256")
+    sessions = []
+    wrong_model = []
+    for result in run.results:
+        scope = result.get("scope", {})
+        for key in ("model_sha256", "espdl_model_sha256"):
+            if scope.get(key) and scope[key] != expected_sha:
+                wrong_model.append(scope[key])
+        sessions.append(result)
+    error = run.error
+    if wrong_model:
+        error = (
+            f"The board runs firmware for another model (sha256 {wrong_model[0][:16]}...), not this artifact's "
+            f"({(expected_sha or '')[:16]}...); flash this artifact's firmware."
+        )
+        sessions = []
+    ranges = {}
+    for stat in ("min", "mean", "p50", "p90", "p99", "max"):
+        values = [s["latency_us"].get(stat) for s in sessions if isinstance(s.get("latency_us"), dict) and s["latency_us"].get(stat) is not None]
+        if values:
+            ranges[stat] = [min(values), max(values)]
+    scope = dict(sessions[0].get("scope", {})) if sessions else {}
+    scope.update({"device": device.name, "port": device.serial_port})
+    return {
+        "schema": "edgedeploy.serial-run/1",
+        "device": device.name,
+        "chip": manifest.get("target", {}).get("chip"),
+        "transport": "serial",
+        "flashing": flashing,
+        "scope": scope,
+        "sessions": sessions,
+        "sessions_read": len(sessions),
+        "sessions_expected": run.expected_sessions,
+        "session_kind": "one boot, a freshly loaded dl::Model per session",
+        "latency_us_range_across_sessions": ranges,
+        "outputs_match": (all(bool(s.get("outputs_match")) for s in sessions) if sessions else None),
+        "complete": run.complete and not wrong_model,
+        "partial": bool(sessions) and not (run.complete and not wrong_model),
+        "error": error,
+        "boot_reason": run.boot_reason,
+        "reset_reason": run.reset_reason,
+        "crash_line": run.crash_line,
+        "console_wall_s": round(run.wall_s, 2),
+    }

@@ -1,0 +1,459 @@
+"""ESP-DL's operator table for the ESP32-S3 and ESP32-P4, as audit rules.
+
+Source: espressif/esp-dl `operator_support_state.md` (revision bd5f0990, 2026-06-17), the
+operator list of the esp-dl component 3.3.9: which operators ESP-DL implements, in which of
+int8 / int16 / float32, and their restrictions. The document gives one table for both chips
+(ESP32-S3: PIE V1 instructions, rounding half up; ESP32-P4: PIE V2, rounding half to even).
+Where the exporter esp-ppq 1.3.12 behaves differently from the table (it keeps an operator in
+float although ESP-DL has an integer kernel, or refuses a form the table does not mention), the
+difference was measured with scripts/sweep_node_tests.py against ONNX's node tests and is
+written here as a rule of its own, marked "(measured: esp-ppq 1.3.12)".
+
+Placements on ESP-DL: there is no separate accelerator and no CPU fallback. A quantised
+operator runs ESP-DL's SIMD (PIE) kernel: ACCELERATOR. An operator esp-ppq leaves in float
+runs ESP-DL's float32 kernel inside the quantised graph: FLOAT. An operator ESP-DL has no
+module for cannot be loaded by the firmware at all: UNSUPPORTED.
+"""
+
+from __future__ import annotations
+
+from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, RuleSet, rule
+
+ESP_DL_VERSION = "3.3.9"
+ESP_PPQ_VERSION = "1.3.12"
+SOURCE = (
+    f"espressif/esp-dl operator_support_state.md (rev bd5f0990, 2026-06-17; esp-dl component {ESP_DL_VERSION}); "
+    f"esp-ppq {ESP_PPQ_VERSION} behaviour measured with scripts/sweep_node_tests.py"
+)
+CHIPS = ("esp32s3", "esp32p4")
+
+INT = ("int8", "int16")
+ALL = ("int8", "int16", "float")
+# ESP-DL has an int8 kernel, but esp-ppq does not quantise the operator in w8a8 (it is not in its
+# quantisable set; at 16 bits its LUT pass can): at int8 the node stays float.
+FLOAT_AT_8_BITS = ("int16", "float")
+
+
+
+def op(precisions: tuple[str, ...], note: str = "") -> OpSupport:
+    """An ESP-DL operator: without a kernel in the audited precision, esp-ppq keeps it in float
+    where ESP-DL has a float32 kernel; otherwise nothing can run it (no fallback unit)."""
+    return OpSupport(precisions, note, missing_precision=Placement.FLOAT if "float" in precisions else Placement.UNSUPPORTED)
+
+
+# operator -> precisions of ESP-DL's kernels (the table's int8 / int16 / float32 columns).
+OPERATORS: dict[str, OpSupport] = {
+    "Add": op(ALL, "up to 4-D"),
+    "AveragePool": op(ALL, "1-D/2-D, no dilation"),
+    "Clip": op(ALL),
+    "Concat": op(ALL),
+    "Conv": op(INT, "1-D/2-D; group 1 or depthwise"),
+    "ConvTranspose": op(INT, "run as InsertZeros + Conv"),
+    "DepthToSpace": op(ALL),
+    "Div": op(ALL, "up to 4-D"),
+    "Elu": op(ALL),
+    "Equal": op(INT),
+    "Exp": op(ALL),
+    "Flatten": op(ALL),
+    "Gather": op(ALL),
+    "Gemm": op(INT),
+    "GlobalAveragePool": op(ALL, "1-D/2-D"),
+    "Greater": op(INT),
+    "GreaterOrEqual": op(INT),
+    "GRU": op(ALL),
+    "HardSigmoid": op(ALL),
+    "HardSwish": op(ALL),
+    "LayerNormalization": op(ALL, "normalises over the given axis, with scale and bias"),
+    "LeakyRelu": op(ALL),
+    "Less": op(INT),
+    "LessOrEqual": op(INT),
+    "Log": op(FLOAT_AT_8_BITS, "int8 kernel exists, but esp-ppq 1.3.12 keeps it in float at 8 bits (measured)"),
+    "LogSoftmax": op(ALL, "output is float32"),
+    "LpNormalization": op(ALL),
+    "LSTM": op(ALL),
+    "MatMul": op(INT, "up to 4-D"),
+    "MaxPool": op(INT, "1-D/2-D, no dilation"),
+    "Mod": op(ALL, "up to 4-D, broadcasting, fmod=1"),
+    "Mul": op(ALL, "up to 4-D"),
+    "Neg": op(ALL),
+    "Pad": op(ALL, "no wrap mode"),
+    "Pow": op(FLOAT_AT_8_BITS, "up to 4-D, broadcasting; esp-ppq 1.3.12 keeps it in float at 8 bits (measured)"),
+    "PRelu": op(ALL),
+    "ReduceL1": op(ALL, "up to 4-D"),
+    "ReduceL2": op(ALL, "up to 4-D"),
+    "ReduceLogSum": op(ALL, "up to 4-D"),
+    "ReduceLogSumExp": op(ALL, "up to 4-D"),
+    "ReduceMax": op(ALL, "up to 4-D"),
+    "ReduceMean": op(ALL, "up to 4-D"),
+    "ReduceMin": op(ALL, "up to 4-D"),
+    "ReduceProd": op(ALL, "up to 4-D"),
+    "ReduceSum": op(ALL, "up to 4-D"),
+    "ReduceSumSquare": op(ALL, "up to 4-D"),
+    "Relu": op(ALL),
+    "Reshape": op(ALL),
+    "Resize": op(("int8",), "1-D/2-D nearest/linear, no roi, no antialias"),
+    "ReverseSequence": op(INT),
+    "RMSNormalization": op(ALL, "normalises over the given axis, with a scale"),
+    "ScatterND": op(ALL, "reduction none/add/mul/max/min"),
+    "Sigmoid": op(ALL),
+    "Slice": op(ALL),
+    "Softmax": op(ALL, "output is float32"),
+    "SpaceToDepth": op(ALL),
+    "Split": op(ALL),
+    "Sqrt": op(FLOAT_AT_8_BITS, "int8 kernel exists, but esp-ppq 1.3.12 keeps it in float at 8 bits (measured)"),
+    "Squeeze": op(ALL),
+    "Sub": op(ALL, "up to 4-D"),
+    "Swish": op(ALL),
+    "Tanh": op(ALL),
+    "Transpose": op(ALL),
+    "Unsqueeze": op(ALL),
+}
+
+# Nodes esp-ppq's ONNX simplifier (onnxsim) removes before anything reaches the chip: an Identity
+# is bypassed. It costs nothing on the device.
+# (Constant nodes and anything else computable at compile time are folded: RuleSet.folds_constants.)
+REMOVED_BY_SIMPLIFIER = {
+    "Identity": OpSupport(("any",), "removed by esp-ppq's simplifier"),
+}
+
+MAX_RANK = 4
+# esp-ppq loads models with the checker of its onnx 1.19.1, which accepts IR versions up to 12
+# (measured: every IR 13 and 14 node test is refused).
+MAX_IR_VERSION = 12
+RANK_LIMITED_OPS = (
+    "Add", "Sub", "Mul", "Div", "MatMul", "Mod", "Pow",
+    "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+    "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare",
+)  # fmt: skip
+SPATIAL_OPS = ("Conv", "ConvTranspose", "AveragePool", "MaxPool", "GlobalAveragePool")
+
+
+def _ranks(node: NodeView) -> list[int]:
+    return [t.rank for t in node.inputs + node.outputs if t.present and t.rank is not None]
+
+
+@rule(*RANK_LIMITED_OPS, placement=Placement.UNSUPPORTED, MAX_RANK=MAX_RANK, VERSION=ESP_DL_VERSION)
+def at_most_4d(node: NodeView, chip: str):
+    """ESP-DL {VERSION} runs this operator on tensors of at most {MAX_RANK} dimensions."""
+    ranks = _ranks(node)
+    if ranks and max(ranks) > MAX_RANK:
+        return Offence(max(ranks), f"rank {max(ranks)}")
+    return None
+
+
+SPATIAL_RANKS = (3, 4)  # N, C plus one or two spatial dimensions
+
+
+@rule(*SPATIAL_OPS, placement=Placement.UNSUPPORTED, SPATIAL="1-D and 2-D", VERSION=ESP_DL_VERSION)
+def spatial_1d_or_2d(node: NodeView, chip: str):
+    """ESP-DL {VERSION} implements only {SPATIAL} forms of this operator."""
+    x = node.input(0)
+    if x is not None and x.rank is not None and x.rank not in SPATIAL_RANKS:
+        return Offence(x.rank - 2, f"{x.rank - 2}-D input (rank {x.rank})")
+    return None
+
+
+@rule("Conv", placement=Placement.UNSUPPORTED, ALLOWED="1 or the number of input channels (depthwise)")
+def conv_group_1_or_depthwise(node: NodeView, chip: str):
+    """ESP-DL's Conv takes group = {ALLOWED}; grouped convolutions in between are not implemented."""
+    group = int(node.attr("group", 1))
+    if group == 1:
+        return None
+    x = node.input(0)
+    channels = x.shape[1] if x is not None and x.shape is not None and len(x.shape) > 1 else None
+    if isinstance(channels, int) and group == channels:
+        return None
+    return Offence(group, f"group {group}, input channels {channels if channels is not None else 'unknown'}")
+
+
+@rule("AveragePool", "MaxPool", placement=Placement.UNSUPPORTED, VERSION=ESP_DL_VERSION)
+def pool_without_dilation(node: NodeView, chip: str):
+    """ESP-DL {VERSION} pools without dilation; a dilation other than 1 is not implemented."""
+    dilations = node.attr("dilations")
+    if dilations and any(int(d) != 1 for d in dilations):
+        return Offence(list(dilations))
+    return None
+
+
+@rule("Pad", placement=Placement.UNSUPPORTED, MODE="wrap")
+def pad_not_wrap(node: NodeView, chip: str):
+    """ESP-DL's Pad has no {MODE} mode."""
+    mode = node.attr("mode", "constant")
+    if mode == "wrap":
+        return Offence(mode)
+    return None
+
+
+RESIZE_MODES = ("nearest", "linear")
+
+
+@rule("Resize", placement=Placement.UNSUPPORTED, MODES=RESIZE_MODES, MAX_RANK=MAX_RANK)
+def resize_limits(node: NodeView, chip: str):
+    """ESP-DL's Resize scales 1-D or 2-D inputs of at most {MAX_RANK} dimensions with mode {MODES}, without a region of interest (roi, tf_crop_and_resize) and without antialias."""
+    found = []
+    mode = node.attr("mode", "nearest")
+    if mode not in RESIZE_MODES:
+        found.append(Offence(mode, "mode"))
+    if int(node.attr("antialias", 0)):
+        found.append(Offence("antialias", "antialias=1"))
+    if node.attr("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize":
+        found.append(Offence("roi", "coordinate_transformation_mode tf_crop_and_resize"))
+    x = node.input(0)
+    if x is not None and x.rank is not None and x.rank > MAX_RANK:
+        found.append(Offence(x.rank, f"rank {x.rank}"))
+    return found
+
+
+@rule("Mod", placement=Placement.UNSUPPORTED, FMOD=1)
+def mod_c_style(node: NodeView, chip: str):
+    """ESP-DL's Mod computes the C-style remainder (fmod={FMOD}); the integer-only fmod=0 form is not implemented."""
+    fmod = int(node.attr("fmod", 0))
+    if fmod != 1:
+        return Offence(fmod, f"fmod={fmod}")
+    return None
+
+
+# ---- What esp-ppq 1.3.12 needs to quantise and export a node (measured on ONNX's node tests
+# with scripts/sweep_node_tests.py; without it esp-ppq stops with an error, so the build fails).
+
+# Inputs that are parameters (weights, axes, sizes, bounds): esp-ppq folds them into the
+# exported graph and cannot take them at run time.
+PARAMETER_INPUTS = {
+    "Clip": (1, 2),
+    "ConvTranspose": (1, 2),
+    "Gemm": (2,),
+    "Resize": (1, 2, 3),
+    "Slice": (1, 2, 3, 4),
+    "Split": (1,),
+    **{op: (1,) for op in RANK_LIMITED_OPS if op.startswith("Reduce")},
+}
+# On the ESP32-P4 esp-ppq quantises Conv and Gemm weights per channel, which needs them as constants.
+P4_PARAMETER_INPUTS = {"Conv": (1, 2), "Gemm": (1, 2)}
+INPUT_NAMES = {
+    "Clip": ("input", "min", "max"),
+    "Conv": ("X", "W", "B"),
+    "ConvTranspose": ("X", "W", "B"),
+    "Gemm": ("A", "B", "C"),
+    "Resize": ("X", "roi", "scales", "sizes"),
+    "Slice": ("data", "starts", "ends", "axes", "steps"),
+    "Split": ("input", "split"),
+}
+
+
+def _input_name(op: str, index: int) -> str:
+    names = INPUT_NAMES.get(op, ("data", "axes"))
+    return names[index] if index < len(names) else f"input {index}"
+
+
+@rule(*sorted(set(PARAMETER_INPUTS) | set(P4_PARAMETER_INPUTS)), placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def parameters_are_constant(node: NodeView, chip: str):
+    """esp-ppq {VERSION} needs this operator's parameters (weights, bias, axes, bounds, sizes) as constants in the model, not as run-time inputs."""
+    indices = PARAMETER_INPUTS.get(node.op_type, ()) + (P4_PARAMETER_INPUTS.get(node.op_type, ()) if chip == "esp32p4" else ())
+    found = []
+    for i in indices:
+        t = node.input(i)
+        if t is not None and not (t.is_constant or t.foldable):
+            found.append(Offence(_input_name(node.op_type, i), f"input '{t.name}' is computed at run time"))
+    return found
+
+
+@rule("Clip", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def clip_skipped_bounds(node: NodeView, chip: str):
+    """esp-ppq {VERSION} fails on a Clip whose min and max are both skipped inputs (empty names); leave them out instead."""
+    if len(node.inputs) > 1 and node.input(1) is None and node.input(2) is None:
+        return Offence("both bounds skipped")
+    return None
+
+
+# Inputs that carry indices or shapes rather than data: integers there are expected.
+INDEX_INPUTS = {"Gather": (1,), "ScatterND": (1,), "ReverseSequence": (1,), "Slice": (1, 2, 3, 4), "Split": (1,), "Resize": (1, 2, 3), "Reshape": (1,), "Squeeze": (1,), "Unsqueeze": (1,), "Pad": (1, 3), "Expand": (1,)}
+INDEX_INPUTS.update({op: (1,) for op in RANK_LIMITED_OPS if op.startswith("Reduce")})
+ACTIVATION_DTYPES = ("float32",)
+QUANTISED_OPS = tuple(op for op, s in OPERATORS.items() if "int8" in s.precisions)
+
+
+@rule(*QUANTISED_OPS, placement=Placement.UNSUPPORTED, DTYPES=ACTIVATION_DTYPES, VERSION=ESP_PPQ_VERSION)
+def float32_activations(node: NodeView, chip: str):
+    """esp-ppq {VERSION} calibrates and quantises {DTYPES} activations only; an operator fed integer, bool or other float types is refused."""
+    skip = INDEX_INPUTS.get(node.op_type, ())
+    found = []
+    for i, t in enumerate(node.inputs):
+        if i in skip or not t.present or t.is_constant or t.foldable or t.dtype is None:
+            continue
+        if t.dtype not in ACTIVATION_DTYPES:
+            found.append(Offence(t.dtype, f"input '{t.name}'"))
+    return found
+
+
+# Element types esp-ppq's executor (PyTorch) has no dtype for; a model feeding them fails to load.
+UNKNOWN_TO_ESP_PPQ = ("uint16", "uint32", "uint64", "bfloat16", "string", "object")
+NARROW_TYPE_PREFIXES = ("float8", "float4", "int4", "uint4", "int2", "uint2")
+
+
+@rule(*OPERATORS, placement=Placement.UNSUPPORTED, DTYPES=UNKNOWN_TO_ESP_PPQ, VERSION=ESP_PPQ_VERSION)
+def dtypes_esp_ppq_knows(node: NodeView, chip: str):
+    """esp-ppq {VERSION} has no tensor type for {DTYPES} (nor 8-bit float or 4-bit types); such inputs are refused even for float operators."""
+    for t in node.inputs:
+        dtype = t.dtype
+        if dtype is None or dtype == "float32" or t.is_constant or t.foldable:
+            continue
+        if dtype in UNKNOWN_TO_ESP_PPQ or dtype.startswith(NARROW_TYPE_PREFIXES):
+            return Offence(dtype, f"input '{t.name}'")
+    return None
+
+
+@rule("MaxPool", placement=Placement.UNSUPPORTED)
+def maxpool_without_indices(node: NodeView, chip: str):
+    """ESP-DL's MaxPool returns the pooled values only; the Indices output is not implemented."""
+    if len(node.outputs) > 1 and node.outputs[1].present:
+        return Offence("Indices output", node.outputs[1].name)
+    return None
+
+
+@rule(placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def no_empty_tensors(node: NodeView, chip: str):
+    """esp-ppq {VERSION} cannot calibrate a tensor with a zero-sized dimension."""
+    for tensors in (node.inputs, node.outputs):
+        for t in tensors:
+            if t.shape and 0 in t.shape:
+                return Offence(list(t.shape), f"tensor '{t.name}'")
+    return None
+
+
+REDUCE_OPS = tuple(op for op in RANK_LIMITED_OPS if op.startswith("Reduce"))
+
+
+@rule(*REDUCE_OPS, placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def reduce_keepdims_explicit(node: NodeView, chip: str):
+    """esp-ppq {VERSION}'s exporter reads the keepdims attribute of reductions and fails when it is left at its default; set it explicitly."""
+    if not node.has_attr("keepdims"):
+        return Offence("keepdims not set")
+    return None
+
+
+@rule("AveragePool", "MaxPool", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def pool_pads_at_most_half_kernel(node: NodeView, chip: str):
+    """esp-ppq {VERSION} simulates pooling with PyTorch, which takes pads of at most half the (dilated) kernel."""
+    kernel = node.attr("kernel_shape") or []
+    dilations = node.attr("dilations") or [1] * len(kernel)
+    pads = node.attr("pads") or []
+    for axis, k in enumerate(kernel):
+        limit = ((int(k) - 1) * int(dilations[axis]) + 1) // 2
+        for p in (pads[axis] if axis < len(pads) else 0, pads[axis + len(kernel)] if axis + len(kernel) < len(pads) else 0):
+            if int(p) > limit:
+                return Offence(int(p), f"pad {p} on axis {axis}, kernel {k}: at most {limit}")
+    return None
+
+
+@rule("LayerNormalization", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def layernorm_last_axis_output_only(node: NodeView, chip: str):
+    """esp-ppq {VERSION} normalises over the last axis only and exports only the normalised output (no Mean or InvStdDev outputs)."""
+    found = []
+    axis = int(node.attr("axis", -1))
+    x = node.input(0)
+    if axis != -1 and (x is None or x.rank is None or axis != x.rank - 1):
+        found.append(Offence(axis, "axis"))
+    extra = [t.name for t in node.outputs[1:] if t.present]
+    if extra:
+        found.append(Offence("extra outputs", ", ".join(extra)))
+    return found
+
+
+@rule("GRU", "LSTM", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def recurrent_forms(node: NodeView, chip: str):
+    """esp-ppq {VERSION} exports GRU and LSTM with layout 0, in the forward or bidirectional direction, with the Y output, without LSTM peepholes, and GRU only with linear_before_reset = 1 (PyTorch's form)."""
+    found = []
+    if not (node.outputs and node.outputs[0].present):
+        found.append(Offence("no Y output"))
+    if int(node.attr("layout", 0)) != 0:
+        found.append(Offence("layout 1"))
+    if node.attr("direction", "forward") == "reverse":
+        found.append(Offence("direction reverse"))
+    if node.op_type == "LSTM" and node.input(7) is not None:
+        found.append(Offence("peepholes"))
+    if node.op_type == "GRU" and int(node.attr("linear_before_reset", 0)) != 1:
+        found.append(Offence("linear_before_reset 0"))
+    return found
+
+
+@rule("PRelu", placement=Placement.UNSUPPORTED)
+def prelu_per_channel_slope(node: NodeView, chip: str):
+    """ESP-DL's PRelu takes one slope per channel (or a single one); other broadcast shapes are refused."""
+    x, slope = node.input(0), node.input(1)
+    if x is None or slope is None or slope.numel is None or x.shape is None or len(x.shape) < 2:
+        return None
+    channels = x.shape[1]
+    if slope.numel not in (1, channels):
+        return Offence(list(slope.shape), f"{slope.numel} slopes for {channels} channels")
+    return None
+
+
+@rule("MatMul", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def matmul_not_both_1d(node: NodeView, chip: str):
+    """esp-ppq {VERSION} crashes on a MatMul of two 1-D operands (a dot product)."""
+    ranks = [t.rank for t in node.inputs if t.present]
+    if len(ranks) == 2 and ranks[0] == 1 and ranks[1] == 1:
+        return Offence(ranks, "1-D x 1-D")
+    return None
+
+
+@rule("Identity", placement=Placement.UNSUPPORTED)
+def identity_of_tensor(node: NodeView, chip: str):
+    """Only an Identity of a tensor is removed; sequences and optionals are not ESP-DL types."""
+    x = node.input(0)
+    if x is not None and x.dtype is None and x.shape is None and not x.is_constant:
+        return Offence("not a tensor", f"input '{x.name}'")
+    return None
+
+
+RULES = [
+    parameters_are_constant,
+    clip_skipped_bounds,
+    float32_activations,
+    dtypes_esp_ppq_knows,
+    maxpool_without_indices,
+    no_empty_tensors,
+    reduce_keepdims_explicit,
+    pool_pads_at_most_half_kernel,
+    layernorm_last_axis_output_only,
+    recurrent_forms,
+    prelu_per_channel_slope,
+    matmul_not_both_1d,
+    identity_of_tensor,
+    at_most_4d,
+    spatial_1d_or_2d,
+    conv_group_1_or_depthwise,
+    pool_without_dilation,
+    pad_not_wrap,
+    resize_limits,
+    mod_c_style,
+]
+
+
+def rule_set(chip_id: str, precision: str | None = None, **_options) -> RuleSet:
+    """The ESP-DL rules for `chip_id` (esp32s3 or esp32p4); the table is the same for both chips.
+
+    `precision` needs no variant here (the table lists precisions per operator, and the engine
+    applies the one audited); options meant for other targets' tables are ignored.
+    """
+    if chip_id not in CHIPS:
+        raise KeyError(chip_id)
+    return RuleSet(
+        target="espdl",
+        chip=chip_id,
+        toolchain_version=f"esp-dl {ESP_DL_VERSION} / esp-ppq {ESP_PPQ_VERSION}",
+        source=SOURCE,
+        accelerator_ops={**OPERATORS, **REMOVED_BY_SIMPLIFIER},
+        rules=list(RULES),
+        # ESP-DL has no fallback unit: an operator without an ESP-DL module cannot be loaded.
+        fallback_ops=frozenset(),
+        # esp-ppq runs onnxsim first: subgraphs computable at compile time become constants.
+        folds_constants=True,
+        fallback_unit="CPU (float32 kernels)",
+        max_ir_version=MAX_IR_VERSION,
+        notes=[
+            "ESP-DL has no CPU fallback: an operator it does not implement makes the model fail to load.",
+            "FLOAT: esp-ppq leaves the operator in float32 and ESP-DL runs its float kernel, with (de)quantisation around it.",
+            "ESP32-S3 rounds half up (PIE V1), ESP32-P4 half to even (PIE V2); the operator table is the same.",
+        ],
+    )

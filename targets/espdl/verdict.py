@@ -1,0 +1,178 @@
+"""esp-ppq's verdict in the audit's placement vocabulary (the core side of worker_verdict.py).
+
+The worker quantises each model with esp-ppq in the `espdl` environment and returns the
+exported layers with their `quant_type` (from the `.info` file). Here every layer is traced back
+to the ONNX nodes it came from (edgedeploy.audit.layers) and its quant_type becomes a
+placement: S8, S16 and W8A16 layers run ESP-DL's integer (PIE SIMD) kernels: ACCELERATOR; F32
+layers are kept in float: FLOAT. A model esp-ppq refuses becomes `verdict.failed` with its reason.
+
+esp-ppq cannot say per node that ESP-DL has no kernel for an operator: it exports such operators
+as F32 layers all the same, and the firmware then fails to load the model. The verdict therefore
+observes ACCELERATOR and FLOAT only (see ToolchainVerdict.observes).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Sequence
+
+import onnx
+
+from edgedeploy.audit.confirm import NodeVerdict, ToolchainVerdict
+from edgedeploy.audit.layers import ToolchainLayer, map_layers
+from edgedeploy.audit.rules import Placement
+from edgedeploy.errors import OptionError, WorkerFailed
+
+WORKER = Path(__file__).with_name("worker_verdict.py")
+TOOLCHAIN_NAME = "esp-ppq"
+QUANTISED_TYPES = {"S8", "S16", "W8A16"}
+# edgedeploy's precision names -> esp-ppq's quant_type.
+QUANT_TYPES = {"int8": "w8a8", "int16": "w16a16", "w8a8": "w8a8", "w8a16": "w8a16", "w16a16": "w16a16"}
+CALIB_STEPS = 8
+# Generous: a large model quantises in tens of seconds on our 2-core machines.
+CASE_TIMEOUT_S = 600
+# Start-up of the worker (importing torch and esp-ppq) on top of the cases' time.
+WORKER_START_S = 120
+
+
+def placement_of(quant_type: str | None) -> Placement:
+    return Placement.ACCELERATOR if quant_type in QUANTISED_TYPES else Placement.FLOAT
+
+
+def verdict_from_case(model_path: Path, case: dict, version: str) -> ToolchainVerdict:
+    """One model's worker result as a ToolchainVerdict keyed by edgedeploy node names."""
+    toolchain_version = f"{TOOLCHAIN_NAME} {version}"
+    observes = (Placement.ACCELERATOR, Placement.FLOAT)
+    if not case.get("ok"):
+        reason = case.get("error") or "esp-ppq failed"
+        stage = case.get("stage")
+        return ToolchainVerdict(TOOLCHAIN_NAME, toolchain_version, failed=f"{reason} (during {stage})" if stage else reason, observes=observes)
+    layers = [
+        ToolchainLayer(op_type=l["op_type"], inputs=list(l["inputs"]), outputs=list(l["outputs"]), info={"quant_type": l.get("quant_type")})
+        for l in case["layers"]
+    ]
+    graph = onnx.load(str(model_path), load_external_data=False).graph
+    mapping = map_layers(graph, layers, constants=set(case.get("initializers", [])))
+    nodes = {}
+    for name, (index, how) in mapping.nodes.items():
+        layer = layers[index]
+        quant = layer.info.get("quant_type")
+        detail = f"{layer.op_type} {quant or '(no quant_type)'}"
+        if how == "fused":
+            detail = f"fused into {detail}"
+        nodes[name] = NodeVerdict(placement_of(quant), detail)
+    unmapped = [f"{layers[i].op_type} {layers[i].info.get('quant_type') or ''} -> {', '.join(layers[i].outputs)}".strip() for i in mapping.unmapped_layers]
+    return ToolchainVerdict(
+        TOOLCHAIN_NAME,
+        toolchain_version,
+        nodes=nodes,
+        unmapped=unmapped,
+        estimates={"folded_nodes": mapping.folded_nodes} if mapping.folded_nodes else {},
+        observes=observes,
+    )
+
+
+def run_verdicts(
+    toolchain,
+    model_paths: Sequence[Path],
+    chip_id: str,
+    workdir: Path,
+    log_path: Path,
+    *,
+    inputs: Sequence[Path | None] | Path | None = None,
+    precision: str = "int8",
+    calib_steps: int = CALIB_STEPS,
+    case_timeout_s: float = CASE_TIMEOUT_S,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+    home: Path | None = None,
+) -> list[ToolchainVerdict]:
+    """esp-ppq's verdict on each model, in one worker process (restarted past a case that crashes it).
+
+    `inputs`: calibration data per model (an .npz of graph-input arrays, one sample, or None for
+    random data), or one path for all. `progress(done, total)` is called as cases finish.
+    """
+    if precision not in QUANT_TYPES:
+        raise OptionError(f"esp-ppq quantises to {', '.join(sorted(QUANT_TYPES))}, not '{precision}'.")
+    paths = [Path(p).resolve() for p in model_paths]
+    if inputs is None or isinstance(inputs, (str, Path)):
+        per_model = [inputs] * len(paths)
+    else:
+        per_model = list(inputs)
+    cases = [
+        {"id": str(i), "model": str(p), "inputs": str(Path(x).resolve()) if x else None}
+        for i, (p, x) in enumerate(zip(paths, per_model))
+    ]
+    workdir.mkdir(parents=True, exist_ok=True)
+    progress_path = workdir / "progress.jsonl"
+    results: dict[str, dict] = {}
+    version = ""
+    pending = cases
+    while pending:
+        progress_path.unlink(missing_ok=True)
+        request = {
+            "chip": chip_id,
+            "quant_type": QUANT_TYPES[precision],
+            "calib_steps": calib_steps,
+            "case_timeout_s": case_timeout_s,
+            "seed": seed,
+            "progress_path": str(progress_path),
+            "cases": pending,
+        }
+        try:
+            result = toolchain.run_worker(
+                WORKER,
+                request,
+                workdir=workdir,
+                log_path=log_path,
+                timeout_s=WORKER_START_S + case_timeout_s * len(pending) * 1.5,
+                home=home,
+            )
+            version = result.get("esp_ppq_version", version)
+            results.update(result["cases"])
+            if progress:
+                progress(len(results), len(cases))
+            break
+        except WorkerFailed as exc:
+            # The worker died in native code (or ran out of time): keep what it finished, blame
+            # the case it was on, and go on with the rest in a fresh process.
+            started_ok, done = _read_progress(progress_path)
+            results.update(done)
+            remaining = [c for c in pending if c["id"] not in results]
+            if not remaining or not started_ok:
+                raise
+            culprit = remaining[0]
+            first_line = str(exc).splitlines()[0]
+            results[culprit["id"]] = {"ok": False, "stage": "worker", "error": f"esp-ppq crashed on this model: {first_line}"}
+            pending = remaining[1:]
+            if progress:
+                progress(len(results), len(cases))
+    if not version:
+        version = _installed_version(toolchain, home)
+    return [verdict_from_case(Path(c["model"]), results[c["id"]], version) for c in cases]
+
+
+def _read_progress(path: Path) -> tuple[bool, dict[str, dict]]:
+    """(whether the worker got past its imports, the cases it finished) from its progress file."""
+    done: dict[str, dict] = {}
+    started = False
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return started, done
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # a line cut short by the crash
+        if entry.get("event") == "started":
+            started = True
+        elif "id" in entry:
+            done[entry.pop("id")] = entry
+    return started, done
+
+
+def _installed_version(toolchain, home: Path | None) -> str:
+    status = toolchain.status(home)
+    return str(status.versions.get("esp-ppq") or "?")

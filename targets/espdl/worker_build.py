@@ -1,0 +1,377 @@
+"""ESP-DL conversion worker: quantise an ONNX model with esp-ppq and export the .espdl.
+
+Runs inside the `espdl` toolchain environment (never imported by edgedeploy itself; it must not
+import edgedeploy). The core sends a request (see `run`), this worker:
+
+1. copies the model to a scratch file, because `espdl_quantize_onnx` overwrites its input with
+   the simplified model;
+2. quantises it for the chip (int8, int16, or int8 with some layers in int16), calibrating on
+   the core's calibration arrays;
+3. measures the quantisation error: graph-wise (error accumulated up to each layer's output) and
+   layer-wise (error at the graph outputs when only that layer is quantised), both as esp-ppq's
+   noise:signal power ratio, plus the error at the graph outputs;
+4. for `--int16-layers auto`, moves the layers with the worst layer-wise error to int16, one at a
+   time, until the graph-output error is under the threshold the core sends;
+5. runs esp-ppq's quantised simulation on the evaluation inputs (for accuracy before/after);
+6. exports the .espdl (with a test input and the expected outputs embedded) last, so the export
+   cannot disturb the graph that the analysis and the simulation used.
+
+Everything esp-ppq prints goes to the build log (the worker's stdout); progress lines go through
+ctx.log.
+"""
+
+import importlib.metadata
+import os
+import shutil
+import time
+
+def run(request, ctx):
+    import numpy as np
+    import torch
+
+    timings = {}
+    started = time.monotonic()
+    ctx.log("importing esp_ppq")
+    from esp_ppq.api import espdl_quantize_onnx, get_target_platform
+    from esp_ppq.api.espdl_interface import generate_test_value
+    from esp_ppq.api.setting import QuantizationSettingFactory
+    from esp_ppq.core import TargetPlatform
+    from esp_ppq.executor import TorchExecutor
+    from esp_ppq.IR import QuantableOperation
+    from esp_ppq.quantization.analyse import graphwise_error_analyse
+    from esp_ppq.quantization.analyse.layerwise import layerwise_error_analyse
+    import esp_ppq.lib as PFL
+
+    timings["import_s"] = round(time.monotonic() - started, 2)
+    torch.manual_seed(0)
+
+    chip = request["chip"]
+    precision = request["precision"]
+    bits = 16 if precision == "int16" else 8
+    input_names = request["input_names"]
+    batch_size = int(request.get("batch_size") or 1)
+    analysis_steps = int(request.get("analysis_steps", 4))
+    eval_batch_size = int(request.get("eval_batch_size") or batch_size)
+    out_dir = request["out_dir"]
+    os.makedirs(out_dir, exist_ok=True)
+
+    calib = _load_inputs(np, request["calib"], input_names)
+    calib_batches = _batches(torch, calib, input_names, batch_size)
+    if not calib_batches:
+        raise ValueError("no calibration batch could be formed")
+    test_inputs = _load_inputs(np, request["test_input"], input_names)
+    test_tensors = [torch.from_numpy(np.ascontiguousarray(test_inputs[n][:1])) for n in input_names]
+    input_shapes = [list(t.shape) for t in test_tensors]
+
+    def collate(batch):
+        if isinstance(batch, (list, tuple)):
+            return [b.to(torch.float32) if b.dtype != torch.bool else b for b in batch]
+        return batch.to(torch.float32)
+
+    def quantise(int16_layers):
+        """Quantise a fresh copy of the model; int16_layers: ppq op names dispatched to int16."""
+        scratch = os.path.join(ctx.workdir, "scratch.onnx")
+        shutil.copyfile(request["model"], scratch)  # esp-ppq overwrites its input ONNX
+        setting = QuantizationSettingFactory.espdl_setting(num_of_bits=bits)
+        for name in int16_layers:
+            setting.dispatching_table.append(name, get_target_platform(chip, 16))
+            # esp-ppq's own int16 setting calibrates with minmax; the int8 default (KL) clips
+            # outliers, an error that int16 alone would not remove.
+            setting.quantize_activation_setting.calib_algorithm_per_layer[name] = "minmax"
+            setting.quantize_parameter_setting.calib_algorithm_per_layer[name] = "minmax"
+        single = len(input_names) == 1
+        graph = espdl_quantize_onnx(
+            onnx_import_file=scratch,
+            espdl_export_file=os.path.join(ctx.workdir, "unused.espdl"),
+            calib_dataloader=[b[0] if single else b for b in calib_batches],
+            calib_steps=len(calib_batches),
+            input_shape=input_shapes[0] if single else input_shapes,
+            inputs=test_tensors,
+            target=chip,
+            num_of_bits=bits,
+            collate_fn=collate,
+            setting=setting,
+            device="cpu",
+            error_report=False,
+            skip_export=True,
+        )
+        return graph
+
+    def analysis_loader():
+        single = len(input_names) == 1
+        return [b[0] if single else b for b in calib_batches[: analysis_steps + 1]]
+
+    def output_error(graph):
+        """Noise:signal power ratio at the graph outputs (worst output), quantised vs float, on calibration data."""
+        executor = TorchExecutor(graph=graph, device="cpu")
+        quantable = [op for op in graph.operations.values() if isinstance(op, QuantableOperation)]
+        noise = {}
+        signal = {}
+        for batch in analysis_loader():
+            for op in quantable:
+                op.dequantize()
+            ref = executor.forward(inputs=collate(batch))
+            for op in quantable:
+                op.restore_quantize_state()
+            got = executor.forward(inputs=collate(batch))
+            for i, (r, g) in enumerate(zip(ref, got)):
+                r64 = r.detach().double()
+                g64 = g.detach().double()
+                noise[i] = noise.get(i, 0.0) + float(((g64 - r64) ** 2).sum())
+                signal[i] = signal.get(i, 0.0) + float((r64**2).sum())
+        ratios = [noise[i] / signal[i] if signal[i] > 0 else (0.0 if noise[i] == 0 else float("inf")) for i in noise]
+        return max(ratios) if ratios else 0.0
+
+    # Which requested int16 layers exist in the graph esp-ppq quantises.
+    requested = request.get("int16_layers")
+    ctx.log(f"quantising for {chip} ({precision}{', mixed int16' if requested else ''}), calibration {len(calib_batches)} batches of {batch_size}")
+    t0 = time.monotonic()
+    graph = quantise([])
+    timings["quantise_s"] = round(time.monotonic() - t0, 2)
+    op_names = [op.name for op in graph.operations.values()]
+    user_error = None
+    int16_layers = []
+    auto_steps = []
+    if isinstance(requested, list):
+        missing = [n for n in requested if n not in op_names]
+        if missing:
+            user_error = (
+                f"--int16-layers names {', '.join(repr(m) for m in missing[:5])}, which esp-ppq's graph does not have "
+                f"(folded or removed by the simplifier); layers it has: {', '.join(_computing_names(graph, QuantableOperation)[:8])}"
+            )
+            return {"user_error": user_error}
+        int16_layers = _with_activations(graph, requested)
+        t0 = time.monotonic()
+        graph = quantise(int16_layers)
+        timings["quantise_mixed_s"] = round(time.monotonic() - t0, 2)
+
+    ctx.log("measuring layer-wise and graph-wise quantisation error")
+    t0 = time.monotonic()
+    layerwise = layerwise_error_analyse(graph=graph, running_device="cpu", collate_fn=collate, dataloader=analysis_loader(), steps=analysis_steps, verbose=False) or {}
+    timings["layerwise_s"] = round(time.monotonic() - t0, 2)
+    base_error = output_error(graph)
+
+    graphwise = None
+    if requested == "auto" and precision == "int8":
+        threshold = float(request["auto_threshold"])
+        max_steps = int(request["auto_max_steps"])
+        current_error = base_error
+        auto_steps.append({"int16_layers": [], "output_error": current_error})
+        t0 = time.monotonic()
+        while current_error > threshold and len(auto_steps) <= max_steps:
+            graphwise = graphwise_error_analyse(graph=graph, running_device="cpu", collate_fn=collate, dataloader=analysis_loader(), steps=analysis_steps, verbose=False) or {}
+            added = _error_added(graph, graphwise, QuantableOperation)
+            candidates = [(err, name) for name, err in added.items() if name not in int16_layers]
+            if not candidates:
+                break
+            worst_added, worst = max(candidates)
+            candidate_layers = _move_to_int16(graph, int16_layers, worst, QuantableOperation)
+            ctx.log(f"auto int16: {worst} adds the most error ({worst_added:.3g}); trying {len(candidate_layers)} ops in int16")
+            candidate = quantise(candidate_layers)
+            err = output_error(candidate)
+            auto_steps.append({"worst_layer": worst, "error_added": worst_added, "int16_layers": list(candidate_layers), "output_error": err})
+            graph, current_error, int16_layers, graphwise = candidate, err, candidate_layers, None
+        timings["auto_int16_s"] = round(time.monotonic() - t0, 2)
+        if int16_layers:
+            layerwise = layerwise_error_analyse(graph=graph, running_device="cpu", collate_fn=collate, dataloader=analysis_loader(), steps=analysis_steps, verbose=False) or {}
+
+    t0 = time.monotonic()
+    if graphwise is None:
+        graphwise = graphwise_error_analyse(graph=graph, running_device="cpu", collate_fn=collate, dataloader=analysis_loader(), steps=analysis_steps, verbose=False) or {}
+    # The graph changed since base_error only if auto moved layers to int16.
+    final_error = auto_steps[-1]["output_error"] if len(auto_steps) > 1 else base_error
+    timings["graphwise_s"] = round(time.monotonic() - t0, 2)
+
+    ops = []
+    for op in graph.operations.values():
+        platform = getattr(op, "platform", None)
+        quantised = isinstance(op, QuantableOperation)
+        ops.append(
+            {
+                "name": op.name,
+                "op_type": op.type,
+                "platform": platform.name if platform is not None else None,
+                "quantised": quantised,
+                "precision": _precision_of(platform, TargetPlatform),
+                "computing": bool(getattr(op, "is_computing_op", False)),
+            }
+        )
+
+    # Quantised simulation on the evaluation inputs (the "after" of accuracy before/after).
+    eval_result = None
+    if request.get("eval"):
+        ctx.log("running esp-ppq's quantised simulation on the evaluation inputs")
+        t0 = time.monotonic()
+        data = _load_inputs(np, request["eval"], input_names)
+        executor = TorchExecutor(graph=graph, device="cpu")
+        outputs = {name: [] for name in graph.outputs}
+        count = len(data[input_names[0]])
+        step = max(1, eval_batch_size)
+        for start in range(0, count, step):
+            feed = [torch.from_numpy(np.ascontiguousarray(data[n][start : start + step])).to(torch.float32) for n in input_names]
+            got = executor.forward(inputs=feed[0] if len(feed) == 1 else feed)
+            for name, value in zip(graph.outputs, got):
+                outputs[name].append(value.detach().cpu().numpy().astype(np.float32))
+        eval_path = os.path.join(ctx.workdir, "quantised_outputs.npz")
+        np.savez(eval_path, **{name: np.concatenate(parts, axis=0) for name, parts in outputs.items()})
+        eval_result = eval_path
+        timings["simulate_s"] = round(time.monotonic() - t0, 2)
+
+    # Export last: the .espdl with the test input and the simulation's expected outputs embedded.
+    ctx.log("exporting the .espdl with the test input and expected outputs embedded")
+    t0 = time.monotonic()
+    espdl_path = os.path.join(out_dir, request.get("espdl_name", "model.espdl"))
+    values_for_test = generate_test_value(graph, "cpu", test_tensors if len(test_tensors) > 1 else test_tensors[0])
+    platform = get_target_platform(chip, bits)
+    PFL.Exporter(platform=platform).export(
+        file_path=espdl_path,
+        graph=graph,
+        values_for_test=values_for_test,
+        export_config=True,
+        metadata_props={str(k): str(v) for k, v in (request.get("metadata") or {}).items()},
+    )
+    timings["export_s"] = round(time.monotonic() - t0, 2)
+    expected = {name: value.detach().cpu().numpy().astype("float32").tolist() for name, value in values_for_test["outputs"].items()}
+    base = os.path.splitext(espdl_path)[0]
+    timings["total_s"] = round(time.monotonic() - started, 2)
+    return {
+        "espdl": espdl_path,
+        "info": base + ".info" if os.path.exists(base + ".info") else None,
+        "config": base + ".json" if os.path.exists(base + ".json") else None,
+        "platform": platform.name,
+        "bits": bits,
+        "graph_inputs": list(graph.inputs.keys()),
+        "graph_outputs": list(graph.outputs.keys()),
+        "ops": ops,
+        "graphwise": {k: _num(v) for k, v in graphwise.items()},
+        "layerwise": {k: _num(v) for k, v in layerwise.items()},
+        "output_error": final_error,
+        "output_error_int8_baseline": base_error if requested == "auto" else None,
+        "int16_layers": list(int16_layers),
+        "auto_steps": auto_steps,
+        "test_expected_outputs": expected,
+        "eval_outputs": eval_result,
+        "timings_s": timings,
+        "versions": {d: _version(d) for d in ("esp-ppq", "torch", "onnx", "onnxsim", "numpy")},
+    }
+
+
+def _load_inputs(np, path, names):
+    with np.load(path, allow_pickle=False) as archive:
+        return {n: np.asarray(archive[n]) for n in names}
+
+
+def _batches(torch, arrays, names, batch_size):
+    """Consecutive batches (lists of tensors, one per input); the last short batch is dropped."""
+    count = len(arrays[names[0]])
+    size = max(1, min(batch_size, count))
+    batches = []
+    for start in range(0, count - size + 1, size):
+        batches.append([torch.from_numpy(arrays[n][start : start + size].copy()) for n in names])
+    return batches
+
+
+def _num(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _version(dist):
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _computing_names(graph, quantable_cls):
+    return [op.name for op in graph.operations.values() if isinstance(op, quantable_cls) and op.is_computing_op]
+
+
+def _upstream_computing(op, quantable_cls):
+    """The computing ops whose outputs reach `op`'s activation inputs through non-computing ops only, and those ops."""
+    producers, between = [], []
+    stack = [var.source_op for var in op.inputs if not var.is_parameter and var.source_op is not None]
+    seen = set()
+    while stack:
+        cur = stack.pop()
+        if cur.name in seen:
+            continue
+        seen.add(cur.name)
+        if getattr(cur, "is_computing_op", False):
+            producers.append(cur)
+        else:
+            between.append(cur)
+            stack.extend(var.source_op for var in cur.inputs if not var.is_parameter and var.source_op is not None)
+    return producers, between
+
+
+def _error_added(graph, graphwise, quantable_cls):
+    """Per computing layer: graph-wise error at its output minus the worst graph-wise error at the layers feeding it.
+
+    This is the error a layer adds in the fully quantised graph: its weights, its output and the
+    quantisation of the activation it reads. (esp-ppq's layer-wise analysis quantises one layer
+    at a time and misses an activation whose producer and consumer are both needed to see it.)
+    """
+    added = {}
+    for name, err in graphwise.items():
+        op = graph.operations.get(name)
+        if op is None or err is None:
+            continue
+        producers, _ = _upstream_computing(op, quantable_cls)
+        before = max((graphwise.get(p.name) or 0.0 for p in producers), default=0.0)
+        added[name] = max(0.0, float(err) - float(before))
+    return added
+
+
+def _move_to_int16(graph, already, name, quantable_cls):
+    """`already` plus layer `name`, the layers producing its input and the non-computing ops between them, each with its output chain."""
+    op = graph.operations[name]
+    producers, between = _upstream_computing(op, quantable_cls)
+    names = list(already) + [name] + [p.name for p in producers] + [b.name for b in between if isinstance(b, quantable_cls)]
+    return _with_activations(graph, names)
+
+
+def _with_activations(graph, names):
+    """The layers plus the chain of non-computing ops (activation, pooling, reshape) that follows each one.
+
+    A layer moved to int16 alone would hand an int16 output to an int8 ReLU or pooling, which
+    requantises it to int8 at once; moving the chain up to the next computing layer keeps the
+    higher precision until the next layer reads it (esp-dl's mixed-precision example moves Conv
+    and its Clip together for the same reason). Only single-consumer chains are followed.
+    """
+    if graph is None:
+        return list(names)
+    chosen = list(dict.fromkeys(names))
+    for name in list(chosen):
+        op = graph.operations.get(name)
+        while op is not None and len(op.outputs) == 1:
+            consumers = op.outputs[0].dest_ops
+            if len(consumers) != 1:
+                break
+            nxt = consumers[0]
+            if getattr(nxt, "is_computing_op", False) or nxt.name in chosen:
+                break
+            chosen.append(nxt.name)
+            op = nxt
+    return chosen
+
+
+def _precision_of(platform, TargetPlatform):
+    if platform is None:
+        return "float32"
+    name = platform.name
+    if name == "FP32" or not name.startswith("ESPDL"):
+        return "float32"
+    if "W8A16" in name:
+        return "w8a16"
+    if "INT16" in name:
+        return "int16"
+    if "INT8" in name:
+        return "int8"
+    return name.lower()
+
+
+if __name__ == "__main__":  # pragma: no cover - run only through worker_main
+    raise SystemExit("run through edgedeploy's worker_main.py")

@@ -1,0 +1,2 @@
+// Host stand-in (tests only): see README.md.
+#pragma once

@@ -1,0 +1,233 @@
+"""`edgedeploy build --target esp32s3|esp32p4` end to end with the real esp-ppq (espdl environment).
+
+Builds run through the real command line (a subprocess), so exit codes, stdout/stderr and the
+wall-time line are what a user sees.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgedeploy.artifacts import check_manifest
+from edgedeploy.errors import OptionError
+from edgedeploy.model import load_model
+from edgedeploy.model.stats import node_names
+from edgedeploy.sample import sample_card, sample_model_path
+from edgedeploy.targets.espdl import build as espdl_build
+from tests.espdl_models import HOSTILE, make_hostile_model
+
+toolchain = pytest.mark.toolchain("espdl")
+
+
+def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "edgedeploy", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def sample_builds(tmp_path_factory):
+    """The README's main job, for both chips: `edgedeploy build --target CHIP` with no model."""
+    out = tmp_path_factory.mktemp("out")
+    runs = {chip: cli("build", "--target", chip, "--out", str(out)) for chip in ("esp32s3", "esp32p4")}
+    return out, runs
+
+
+# --------------------------------------------------------------------------- options (no toolchain)
+
+
+def test_int16_layers_option_parsing():
+    names = ["conv_a", "relu_a", "odd,name"]
+    assert espdl_build.parse_int16_layers((), names) is None
+    assert espdl_build.parse_int16_layers(("auto",), names) == ("auto", espdl_build.INT16_AUTO_SNR_DB)
+    assert espdl_build.parse_int16_layers(("AUTO=42.5",), names) == ("auto", 42.5)
+    assert espdl_build.parse_int16_layers(("conv_a,relu_a",), names) == ["conv_a", "relu_a"]
+    assert espdl_build.parse_int16_layers(("odd,name", "conv_a"), names) == ["odd,name", "conv_a"]
+    for bad, message in ((("nope",), "no node named 'nope'"), (("auto=x",), "not a number"), (("auto=0",), "between"), (("auto", "conv_a"), "cannot be combined"), (("autox",), "is not 'auto'")):
+        with pytest.raises(OptionError, match=message):
+            espdl_build.parse_int16_layers(bad, names)
+
+
+def test_snr_db():
+    assert espdl_build.snr_db(0.01) == pytest.approx(20.0)
+    assert espdl_build.snr_db(0.0) == math.inf
+    assert espdl_build.snr_db(None) is None
+
+
+# --------------------------------------------------------------------------- the sample, both chips
+
+
+@toolchain
+@pytest.mark.parametrize("chip", ["esp32s3", "esp32p4"])
+def test_sample_builds_with_accuracy_before_and_after(sample_builds, chip):
+    out, runs = sample_builds
+    proc = runs[chip]
+    assert proc.returncode == 0, proc.stderr
+    artifact = out / "mnist_cnn" / chip
+    # stdout is data: the artifact and the wall time; esp-ppq's banner went to the build log only.
+    assert f"{chip}: {artifact}" in proc.stdout and "s wall)" in proc.stdout
+    assert "ESP" not in proc.stdout.replace(str(artifact), "")
+    assert "Network Quantization Finished" in (artifact / "build.log").read_text()
+    manifest = check_manifest(artifact, chip)
+    assert manifest["espdl"]["precision"] == "int8"
+
+    espdl = (artifact / "model.espdl").read_bytes()
+    assert espdl[:4] == b"EDL2"
+    info = (artifact / "model.info").read_text()
+    assert "test inputs value" in info and "test outputs value" in info  # export_test_values=True
+    assert manifest["model"]["sha256"] in info  # metadata the firmware reports back
+
+    report = json.loads((artifact / "report.json").read_text())
+    acc = report["accuracy"]
+    assert acc["metric"] == "top1" and acc["samples"] == 1000
+    assert acc["before"]["top1"] == pytest.approx(sample_card()["float_top1"]["eval"])
+    assert 0.9 < acc["after"]["top1"] <= 1.0
+    assert abs(acc["delta_percentage_points"]) <= 1.0  # measured: -0.3 (esp32s3), -0.2 (esp32p4)
+    fid = acc["fidelity"]["logits"]
+    assert 0.99 < fid["cosine"] <= 1.0 and fid["snr_db"] > 15 and fid["max_abs_error"] > 0
+    assert acc["scope"]["model_sha256"] == manifest["model"]["sha256"]
+
+    quant = json.loads((artifact / "quantization.json").read_text())
+    assert quant["platform"] == ("ESPDL_S3_INT8" if chip == "esp32s3" else "ESPDL_INT8")
+    onnx_names = set(node_names(load_model(sample_model_path(), {}, require_static=True).graph))
+    computing = [layer for layer in quant["layers"] if layer["computing"]]
+    assert len(computing) == 5  # 3 Conv + 2 Gemm
+    for layer in computing:
+        assert layer["onnx_node"] in onnx_names
+        assert layer["graphwise_noise_to_signal"] is not None and layer["layerwise_noise_to_signal"] is not None
+    assert 15 < quant["output_snr_db"] < 40
+    assert quant["espdl_float_ops"] == [] and all(op["quant_type"] == "S8" for op in quant["espdl_ops"])
+
+    fw = artifact / "firmware"
+    assert (fw / "main" / "model.espdl").read_bytes() == espdl
+    assert manifest["model"]["sha256"] in (fw / "main" / "edgedeploy_model.h").read_text()
+    assert report["firmware"]["model_location"] == "flash_rodata"
+    assert report["audit"]["status"] in ("no rules yet", "done")
+    assert report["build_seconds"] < 90  # measured ~20 s on a 2-core machine
+
+
+@toolchain
+def test_chips_get_different_models(sample_builds):
+    out, _ = sample_builds
+    assert (out / "mnist_cnn/esp32s3/model.espdl").read_bytes() != (out / "mnist_cnn/esp32p4/model.espdl").read_bytes()
+
+
+@toolchain
+def test_an_existing_artifact_is_kept_without_force(sample_builds):
+    out, _ = sample_builds
+    before = (out / "mnist_cnn/esp32s3/manifest.json").read_text()
+    proc = cli("build", "--target", "esp32s3", "--out", str(out))
+    assert proc.returncode != 0 and "exists already" in proc.stderr and "--force" in proc.stderr
+    assert (out / "mnist_cnn/esp32s3/manifest.json").read_text() == before
+
+
+# --------------------------------------------------------------------------- a model with hostile names
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hostile")
+    return make_hostile_model(folder)
+
+
+def artifact_of(out: Path) -> Path:
+    (model_dir,) = [p for p in out.iterdir() if p.is_dir()]
+    return model_dir / "esp32s3"
+
+
+@toolchain
+def test_hostile_model_with_named_int16_layers(tmp_path, hostile):
+    model, calib, names = hostile
+    proc = cli("build", str(model), "--target", "esp32s3", "--out", str(tmp_path), "--calib", str(calib), "--eval", str(calib), "--int16-layers", names["conv"])
+    assert proc.returncode == 0, proc.stderr
+    artifact = artifact_of(tmp_path)
+    quant = json.loads((artifact / "quantization.json").read_text())
+    # The named layer and the activation after it moved to int16, reported under their ONNX names.
+    assert quant["int16_layers"][:2] == [names["conv"], names["relu"]]
+    by_name = {layer["onnx_node"]: layer for layer in quant["layers"]}
+    assert by_name[names["conv"]]["precision"] == "int16" and by_name[names["gemm"]]["precision"] == "int8"
+    assert {op["quant_type"] for op in quant["espdl_ops"]} >= {"S16", "S8"}
+    # No labels: fidelity only, on the data given.
+    acc = json.loads((artifact / "report.json").read_text())["accuracy"]
+    assert acc["metric"] == "fidelity" and "before" not in acc
+    assert acc["fidelity"][names["output"]]["cosine"] > 0.95
+    header = (artifact / "firmware/main/edgedeploy_model.h").read_text()
+    assert "\n#include <evil.h>" not in header and HOSTILE not in header
+
+
+@toolchain
+def test_auto_mixed_precision_moves_layers_until_the_target(tmp_path, hostile):
+    model, calib, names = hostile
+    proc = cli("build", str(model), "--target", "esp32s3", "--out", str(tmp_path), "--calib", str(calib), "--int16-layers", "auto=70")
+    assert proc.returncode == 0, proc.stderr
+    quant = json.loads((artifact_of(tmp_path) / "quantization.json").read_text())
+    auto = quant["int16_auto"]
+    assert auto["target_snr_db"] == 70
+    steps = auto["steps"]
+    assert len(steps) >= 2 and steps[0]["int16_layers"] == []
+    assert steps[1]["worst_layer"] in (names["conv"], names["gemm"])
+    assert steps[-1]["output_snr_db"] > steps[0]["output_snr_db"] + 10  # int16 layers cut the error
+    assert quant["int16_layers"] == steps[-1]["int16_layers"]
+    assert auto["reached"] == (steps[-1]["output_snr_db"] >= 70)
+
+
+@toolchain
+def test_int16_precision(tmp_path, hostile):
+    model, calib, _ = hostile
+    proc = cli("build", str(model), "--target", "esp32s3", "--out", str(tmp_path), "--calib", str(calib), "--precision", "int16")
+    assert proc.returncode == 0, proc.stderr
+    quant = json.loads((artifact_of(tmp_path) / "quantization.json").read_text())
+    assert quant["platform"] == "ESPDL_S3_INT16"
+    assert {op["quant_type"] for op in quant["espdl_ops"]} == {"S16"}
+    assert quant["output_snr_db"] > 50
+
+
+@toolchain
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--precision", "fp16"], "runs int8 or int16"),
+        (["--precision", "int16", "--int16-layers", "auto"], "leave it out with --precision int16"),
+        (["--int16-layers", "no such node"], "has no node named"),
+        (["--int16-layers", "auto=loud"], "not a number"),
+        ([], "needs calibration data"),
+    ],
+)
+def test_bad_options_fail_with_one_sentence(tmp_path, hostile, extra, message):
+    model, calib, _ = hostile
+    args = ["build", str(model), "--target", "esp32s3", "--out", str(tmp_path)]
+    if message != "needs calibration data":
+        args += ["--calib", str(calib)]
+    proc = cli(*args, *extra, timeout=120)
+    assert proc.returncode != 0
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert not any(p.name == "esp32s3" for p in tmp_path.rglob("*"))  # nothing half-built in place
+
+
+def test_batch_probe_tells_batchable_models_from_batch_one_models():
+    """ONNX Runtime only: a Flatten model runs in batches, a Reshape to [1, -1] does not."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+
+    def model(tail_nodes, inits):
+        w = numpy_helper.from_array(rng.standard_normal((2, 1, 3, 3)).astype(np.float32), "w")
+        nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1])] + tail_nodes
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 4, 4])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w] + inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        return m
+
+    data = {"x": rng.random((3, 1, 4, 4), dtype=np.float32)}
+    flatten = model([helper.make_node("Flatten", ["c"], ["y"], axis=1)], [])
+    reshape = model([helper.make_node("Reshape", ["c", "s"], ["y"])], [numpy_helper.from_array(np.array([1, -1], dtype=np.int64), "s")])
+    assert espdl_build.accepts_batches(flatten, data) is True
+    assert espdl_build.accepts_batches(reshape, data) is False
+    ref = espdl_build.reference_outputs(flatten, data, batchable=True)["y"]
+    one_by_one = espdl_build.reference_outputs(flatten, data, batchable=False)["y"]
+    assert ref.shape == (3, 32) and np.allclose(ref, one_by_one, atol=1e-6)

@@ -1,0 +1,270 @@
+"""Rendering the audit report (edgedeploy.audit.report) as terminal text, Markdown or HTML.
+
+Self-contained on purpose: the audit's renderers depend on nothing but the report dict, so
+`edgedeploy audit` stays fast and the general report renderer can embed these pieces. Every
+string that comes from the model (node and tensor names) is escaped for the format it lands in.
+"""
+
+from __future__ import annotations
+
+import html
+
+# Short cell labels for the cross-chip matrix (terminal and Markdown), and their legend.
+CELL_LABEL = {"accelerator": "acc", "float": "float", "fallback": "fallback", "unsupported": "UNSUP"}
+LEGEND = "acc = on the accelerator; float = kept in float; fallback = runs on the fallback unit (CPU, or GPU for DLA); UNSUP = unsupported (the build fails); n/m = n of m nodes"
+MAX_LISTED_NODES = 6
+
+
+def table(headers, rows, right_align=()) -> str:
+    """A plain aligned text table (the audit's renderers depend on nothing but the report)."""
+    rows = [["" if c is None else str(c) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def line(cells):
+        return "  ".join(c.rjust(widths[i]) if i in right_align else c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip()
+
+    return "\n".join([line(headers), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
+
+
+def _cell_text(cell: dict | None, count: int) -> str:
+    if cell is None:
+        return "-"
+    worst = cell["worst"]
+    label = CELL_LABEL[worst]
+    n = cell["counts"].get(worst, 0)
+    return label if n == count else f"{label} {n}/{count}"
+
+
+def _short_list(items: list[str], limit: int = MAX_LISTED_NODES) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f", ... (+{len(items) - limit})" if len(items) > limit else "")
+
+
+def _ops_text(ops: dict) -> str:
+    return ", ".join(f"{op} {n}" for op, n in ops.items())
+
+
+def _model_line(report: dict) -> str:
+    m = report["model"]
+    shapes = ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in m["input_shapes"].items())
+    return f"model {m['name']} (sha256 {m['sha256'][:16]}..., opset {m['opset']}, {m['nodes']} nodes)" + (f", input shapes {shapes}" if shapes else "")
+
+
+# ---------------------------------------------------------------- text
+
+
+def render_text(report: dict, per_node: bool = False) -> str:
+    out = [_model_line(report), ""]
+    if report["matrix"] is not None:
+        matrix = report["matrix"]
+        headers = ["OPERATOR" if matrix["by"] == "op" else "NODE", "NODES"] + matrix["chips"]
+        rows = [[r["key"], r["count"]] + [_cell_text(r["cells"].get(c), r["count"]) for c in matrix["chips"]] for r in matrix["rows"]]
+        out.append(table(headers, rows, right_align=[1]))
+        out.append(LEGEND)
+        out.append("")
+    for audit in report["audits"]:
+        if report["matrix"] is None or per_node:
+            out += _text_chip_detail(audit, per_node)
+        out.append(audit["summary_line"])
+        if "confirm" in audit:
+            out += _text_confirm(audit, detailed=report["matrix"] is None)
+    for missing in report["no_rules"]:
+        out.append(f"{missing['target_name']} ({', '.join(missing['chips'])}): {missing['reason']}")
+    fail = report["fail_on"]
+    if fail["failed"]:
+        found = "; ".join(f"{chip}: " + ", ".join(f"{n} {p}" for p, n in counts.items()) for chip, counts in fail["found"].items())
+        out.append(f"--fail-on {fail['level']}: failing (exit {fail['exit_code']}): {found}")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _text_chip_detail(audit: dict, per_node: bool) -> list[str]:
+    out = [
+        f"{audit['target_name']} {audit['chip_name']} ({audit['chip']}): rules for {audit['toolchain_version']}, precision {audit['precision'] or 'default'}",
+    ]
+    rows = []
+    for g in audit["groups"]:
+        reason = g["reason"] + (f" [{g['rule']}]" if g["rule"] else "")
+        rows.append([g["placement"], len(g["nodes"]), _ops_text(g["ops"]), reason or "-"])
+        if g["placement"] != "accelerator":
+            examples = g["values"] or g["nodes"][:3]
+            rows.append(["", "", "", "e.g. " + "; ".join(examples[:3])])
+    out.append(table(["PLACEMENT", "NODES", "OPERATORS", "REASON"], rows, right_align=[1]))
+    if per_node:
+        out.append("")
+        out.append(table(["#", "NODE", "OP", "PLACEMENT", "REASON"], [[n["index"], n["node"], n["op_type"], n["placement"], n["reason"]] for n in audit["nodes"]], right_align=[0]))
+    if audit["crossings"]:
+        out.append("")
+        out.append(
+            table(
+                ["TENSOR", "FROM", "TO", "DIRECTION", "BYTES"],
+                [[c["tensor"], c["producer"], c["consumer"], c["direction"], c["size_bytes"] if c["size_bytes"] is not None else "?"] for c in audit["crossings"]],
+                right_align=[4],
+            )
+        )
+    notes = list(audit.get("notes", []))
+    if any(n["placement"] != "accelerator" for n in audit["nodes"]):
+        notes += audit.get("rules_notes", [])
+    for note in notes:
+        out.append(f"note: {note}")
+    out.append("")
+    return out
+
+
+def _text_confirm(audit: dict, detailed: bool) -> list[str]:
+    confirm = audit["confirm"]
+    if "skipped" in confirm:
+        return [f"  toolchain check skipped: {confirm['skipped']}"]
+    verdict, comparison = confirm["verdict"], confirm["comparison"]
+    name = f"{verdict['toolchain']} {verdict['version'].split()[-1] if verdict['version'] else ''}".strip()
+    out = []
+    if verdict["failed"]:
+        agrees = "as predicted" if comparison["agree"] else "but the rules predicted it would build"
+        out.append(f"  {name} refused the model ({agrees}): {verdict['failed']}")
+        return out
+    rate = f"{100 * comparison['agreement']:.1f}%" if comparison["agreement"] is not None else "n/a"
+    out.append(
+        f"  {name}: {comparison['agree']} of {comparison['compared']} nodes agree with the rules ({rate}); "
+        f"{len(comparison['disagreements'])} disagree, {len(comparison.get('unverifiable', []))} unverifiable, {len(comparison['not_reported'])} not reported"
+    )
+    if detailed:
+        verdict_nodes = verdict["nodes"]
+        disagreeing = {d["node"] for d in comparison["disagreements"]}
+        unverifiable = set(comparison.get("unverifiable", []))
+        rows = []
+        for n in audit["nodes"]:
+            seen = verdict_nodes.get(n["node"])
+            mark = "DIFFERS" if n["node"] in disagreeing else "unverifiable" if n["node"] in unverifiable else "" if seen else "not reported"
+            rows.append([n["node"], n["op_type"], n["placement"], seen["placement"] if seen else "-", seen["detail"] if seen else "", mark])
+        out.append(table(["NODE", "OP", "PREDICTED", "TOOLCHAIN", "TOOLCHAIN SAYS", ""], rows))
+        if verdict["unmapped"]:
+            out.append("  toolchain layers not traced to a node: " + _short_list(verdict["unmapped"]))
+    for d in comparison["disagreements"]:
+        out.append(f"  disagreement: {d['node']} ({d.get('op_type', '')}): predicted {d['predicted']}, {name} says {d['toolchain']} ({d.get('detail', '')})")
+    return out
+
+
+# ---------------------------------------------------------------- markdown
+
+
+def _md(text) -> str:
+    """Escape a value for a Markdown table cell."""
+    s = str(text)
+    for ch in ("\\", "|", "`", "*", "_", "<", ">", "[", "]"):
+        s = s.replace(ch, "\\" + ch)
+    return s.replace("\n", " ")
+
+
+def render_markdown(report: dict) -> str:
+    m = report["model"]
+    out = [f"# Fallback-operator audit: {_md(m['name'])}", "", _md(_model_line(report)), ""]
+    if report["matrix"] is not None:
+        matrix = report["matrix"]
+        out += ["## Matrix", ""]
+        out.append("| " + " | ".join(["operator" if matrix["by"] == "op" else "node", "nodes"] + matrix["chips"]) + " |")
+        out.append("|" + "---|" * (2 + len(matrix["chips"])))
+        for r in matrix["rows"]:
+            out.append("| " + " | ".join([_md(r["key"]), str(r["count"])] + [_cell_text(r["cells"].get(c), r["count"]) for c in matrix["chips"]]) + " |")
+        out += ["", _md(LEGEND), ""]
+    for audit in report["audits"]:
+        out += [f"## {_md(audit['target_name'])} {_md(audit['chip_name'])} ({audit['chip']})", ""]
+        out += [f"Rules for {_md(audit['toolchain_version'])}, precision {audit['precision'] or 'default'}. Source: {_md(audit['source'])}.", ""]
+        out += [f"**{_md(audit['summary_line'])}**", ""]
+        out += ["| placement | nodes | operators | reason | examples |", "|---|---|---|---|---|"]
+        for g in audit["groups"]:
+            reason = g["reason"] + (f" ({g['rule']})" if g["rule"] else "")
+            examples = "; ".join(g["values"][:3] or g["nodes"][:3]) if g["placement"] != "accelerator" else ""
+            out.append(f"| {g['placement']} | {len(g['nodes'])} | {_md(_ops_text(g['ops']))} | {_md(reason)} | {_md(examples)} |")
+        if audit["crossings"]:
+            out += ["", "| tensor | from | to | direction | bytes |", "|---|---|---|---|---|"]
+            for c in audit["crossings"]:
+                out.append(f"| {_md(c['tensor'])} | {_md(c['producer'])} | {_md(c['consumer'])} | {c['direction']} | {c['size_bytes'] if c['size_bytes'] is not None else '?'} |")
+        if "confirm" in audit:
+            out += [""] + [_md(line.strip()) for line in _text_confirm_lines_plain(audit)]
+        for note in audit.get("notes", []) + audit.get("rules_notes", []):
+            out += ["", f"Note: {_md(note)}"]
+        out.append("")
+    for missing in report["no_rules"]:
+        out.append(f"- {_md(missing['target_name'])} ({', '.join(missing['chips'])}): {_md(missing['reason'])}")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _text_confirm_lines_plain(audit: dict) -> list[str]:
+    return [line for line in _text_confirm(audit, detailed=False) if line.strip()]
+
+
+# ---------------------------------------------------------------- html
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2rem;color:#1d1d1f;max-width:1200px}
+table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}
+th,td{border:1px solid #d0d0d7;padding:.3rem .55rem;text-align:left;vertical-align:top}
+th{background:#f3f3f6}
+td.accelerator{background:#d9f2dd}td.float{background:#fff3c4}td.fallback{background:#ffd9b3}td.unsupported{background:#ffc2c2;font-weight:600}
+.summary{font-weight:600}.muted{color:#666}
+code{font-size:.85rem}
+"""
+
+
+def _h(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def render_html(report: dict) -> str:
+    m = report["model"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>edgedeploy audit: {_h(m['name'])}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>Fallback-operator audit: {_h(m['name'])}</h1>",
+        f"<p class=\"muted\">{_h(_model_line(report))}; edgedeploy {_h(report['edgedeploy_version'])}</p>",
+    ]
+    if report["matrix"] is not None:
+        matrix = report["matrix"]
+        parts.append("<h2>Matrix</h2><table><tr>")
+        parts.append("".join(f"<th>{_h(h)}</th>" for h in ["operator" if matrix["by"] == "op" else "node", "nodes"] + matrix["chips"]))
+        parts.append("</tr>")
+        for r in matrix["rows"]:
+            cells = []
+            for c in matrix["chips"]:
+                cell = r["cells"].get(c)
+                klass = cell["worst"] if cell else ""
+                title = "; ".join(cell["reasons"]) if cell else ""
+                cells.append(f'<td class="{klass}" title="{_h(title)}">{_h(_cell_text(cell, r["count"]))}</td>')
+            parts.append(f"<tr><td><code>{_h(r['key'])}</code></td><td>{r['count']}</td>{''.join(cells)}</tr>")
+        parts.append(f"</table><p class=\"muted\">{_h(LEGEND)}; hover a cell for the reason.</p>")
+    for audit in report["audits"]:
+        parts.append(f"<h2>{_h(audit['target_name'])} {_h(audit['chip_name'])} ({_h(audit['chip'])})</h2>")
+        parts.append(f"<p class=\"muted\">Rules for {_h(audit['toolchain_version'])}, precision {_h(audit['precision'] or 'default')}. Source: {_h(audit['source'])}.</p>")
+        parts.append(f"<p class=\"summary\">{_h(audit['summary_line'])}</p>")
+        parts.append("<table><tr><th>placement</th><th>nodes</th><th>operators</th><th>reason</th><th>examples</th></tr>")
+        for g in audit["groups"]:
+            reason = g["reason"] + (f" ({g['rule']})" if g["rule"] else "")
+            examples = "; ".join(g["values"][:3] or g["nodes"][:3]) if g["placement"] != "accelerator" else ""
+            parts.append(
+                f'<tr><td class="{_h(g["placement"])}">{_h(g["placement"])}</td><td>{len(g["nodes"])}</td>'
+                f"<td>{_h(_ops_text(g['ops']))}</td><td>{_h(reason)}</td><td><code>{_h(examples)}</code></td></tr>"
+            )
+        parts.append("</table>")
+        if audit["crossings"]:
+            parts.append("<table><tr><th>tensor</th><th>from</th><th>to</th><th>direction</th><th>bytes</th></tr>")
+            for c in audit["crossings"]:
+                parts.append(
+                    f"<tr><td><code>{_h(c['tensor'])}</code></td><td>{_h(c['producer'])}</td><td>{_h(c['consumer'])}</td>"
+                    f"<td>{_h(c['direction'])}</td><td>{_h(c['size_bytes'] if c['size_bytes'] is not None else '?')}</td></tr>"
+                )
+            parts.append("</table>")
+        if "confirm" in audit:
+            parts.append("<ul>" + "".join(f"<li>{_h(line.strip())}</li>" for line in _text_confirm_lines_plain(audit)) + "</ul>")
+        for note in audit.get("notes", []) + audit.get("rules_notes", []):
+            parts.append(f"<p class=\"muted\">Note: {_h(note)}</p>")
+    if report["no_rules"]:
+        parts.append("<h2>Targets without rules yet</h2><ul>")
+        for missing in report["no_rules"]:
+            parts.append(f"<li>{_h(missing['target_name'])} ({_h(', '.join(missing['chips']))}): {_h(missing['reason'])}</li>")
+        parts.append("</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,82 @@
+"""`edgedeploy audit`: which operators leave the accelerator on each chip, why, and what it costs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
+from edgedeploy.cli.output import emit_json, format_option, info
+from edgedeploy.errors import EdgedeployError
+
+FAIL_ON_HELP = (
+    "Exit non-zero when nodes leave the accelerator, for CI: 'unsupported' fails on unsupported nodes, "
+    "'cpu-fallback' also on nodes that fall back to the CPU (GPU for DLA), 'any' also on nodes kept in float. "
+    "Exit codes by the worst placement found: 3 kept in float, 4 fallback, 5 unsupported (1 and 2 are errors)."
+)
+
+
+@click.command("audit")
+@model_argument
+@click.option("--target", "targets", multiple=True, metavar="CHIP|all", help="Chip to audit for (repeatable), or 'all' (the default): every chip of every target with rules.")
+@input_shape_option
+@format_option(("text", "json", "md", "html"))
+@click.option("--precision", help="Precision to place nodes in (int8, int16, fp16, ...); default: each chip's first.")
+@click.option("--fail-on", type=click.Choice(["cpu-fallback", "unsupported", "any"]), help=FAIL_ON_HELP)
+@click.option("--by", type=click.Choice(["op", "node"]), default="op", show_default=True, help="Rows of the cross-chip matrix: operators or nodes.")
+@click.option("--per-node", is_flag=True, help="List every node with its placement (text format).")
+@click.option("--confirm", is_flag=True, help="Also run the real toolchain where it is installed and show its own verdict beside the prediction, with every disagreement.")
+@click.option("--calib", type=click.Path(exists=True, dir_okay=False, path_type=str), help="With --confirm: calibration inputs (.npz keyed by input name); random data otherwise.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=str), help="Write the report to this file instead of stdout.")
+def audit_command(model, targets, input_shapes, output_format, precision, fail_on, by, per_node, confirm, calib, output) -> None:
+    """Place every node of MODEL on each chip: on the accelerator, kept in float, falling back, or unsupported.
+
+    MODEL defaults to the bundled MNIST sample. Prints the nodes grouped by reason and a summary
+    line per chip (nodes on the accelerator, accelerator<->fallback transitions and the bytes that
+    cross them per inference); with several chips, the operator x chip matrix.
+    """
+    from edgedeploy.audit.run import audit_chips, resolve_chips
+
+    chips, no_rules = resolve_chips(targets)
+    path = resolve_model(model)
+    report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=info)
+    if output_format == "json":
+        text = None
+        if output:
+            import json
+
+            text = json.dumps(report, indent=2) + "\n"
+        else:
+            emit_json(report)
+    else:
+        from edgedeploy.audit import render
+
+        if output_format == "md":
+            text = render.render_markdown(report)
+        elif output_format == "html":
+            text = render.render_html(report)
+        else:
+            text = render.render_text(report, per_node=per_node)
+        if not output:
+            click.echo(text, nl=False)
+    if output and text is not None:
+        from edgedeploy.artifacts import atomic_write_text
+
+        atomic_write_text(Path(output), text)
+        info(f"wrote {output}")
+    outcome = report["fail_on"]
+    if outcome["failed"]:
+        found = "; ".join(f"{chip}: " + ", ".join(f"{n} {p}" for p, n in counts.items()) for chip, counts in outcome["found"].items())
+        raise FailOnTripped(f"--fail-on {outcome['level']}: nodes leave the accelerator ({found}).", outcome["exit_code"])
+
+
+class FailOnTripped(EdgedeployError):
+    """The report was printed, and --fail-on found what it was asked to fail on: exit 3, 4 or 5."""
+
+    def __init__(self, message: str, exit_code: int):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+COMMANDS = [audit_command]

@@ -1,0 +1,401 @@
+"""The serial transport: a microcontroller's console read with pyserial, its result lines collected.
+
+A board has no files or commands to offer, only a stream of text. The firmware edgedeploy
+generates (firmware/espdl, for instance) prints, per boot:
+
+    edgedeploy: harness start, ... 3 sessions ...     once, before the first session
+    EDGEDEPLOY {json}                                 one line per session (measure/protocol.py)
+    edgedeploy: done ...                              after the last session
+
+and everything else (ROM banner, bootloader, library logs) is noise to skip. `read_sessions`
+turns that stream into a `SerialRun`, and copes with what real serial lines do:
+
+- garbage bytes (baud-rate changes at boot, line noise): decoded with replacement characters,
+  and a result line is only taken when its JSON parses and has the protocol's fields;
+- partial lines: bytes are buffered until their newline arrives, however they are split;
+- a board reset mid-run (ESP-ROM boot banner, crash lines such as a Guru Meditation): the run
+  stops with the reason, and the sessions read before it are kept, marked partial;
+- a disconnect (cable pulled, port gone): the same, with the port named;
+- silence: a time-out that says what was and was not seen.
+
+`measure_serial(device, ...)` opens the device's port, resets the board through the RTS line
+the way esptool does (EN low, then high, with IO0 left high so it boots the app), and reads.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from edgedeploy.errors import DeviceError
+from edgedeploy.measure.protocol import RESULT_PREFIX, RUN_SCHEMA, parse_result_lines
+
+START_MARKER = "edgedeploy: harness start"
+DONE_MARKER = "edgedeploy: done"
+DEFAULT_BAUD = 115200
+DEFAULT_TIMEOUT_S = 120.0
+# A line longer than this without a newline is cut there (a board printing binary junk must
+# not grow the buffer forever); result lines are far shorter.
+MAX_LINE_BYTES = 64 * 1024
+READ_POLL_S = 0.05
+RESET_PULSE_S = 0.1
+RESET_REASON_WAIT_S = 1.0
+
+# The first line the ROM prints after any reset: "ESP-ROM:esp32s3-20210327" (S3, C3, P4, ...)
+# or "ets Jun  8 2016 00:22:57" (the original ESP32).
+BOOT_BANNER = re.compile(r"(ESP-ROM:\S+|ets [A-Z][a-z]{2} +\d+ \d{4} \d\d:\d\d:\d\d)")
+RESET_REASON = re.compile(r"rst:(0x[0-9a-fA-F]+) \(([^)]*)\)")
+# Lines ESP-IDF prints when the app dies, just before the ROM banner of the reset that follows.
+CRASH_MARKERS = (
+    "Guru Meditation Error",
+    "abort() was called",
+    "assert failed:",
+    "Brownout detector was triggered",
+    "***ERROR*** A stack overflow",
+    "Task watchdog got triggered",
+    "Rebooting...",
+)
+SESSIONS_IN_START = re.compile(r"(\d+) sessions")
+# Fields a result line must have to count (the rest is the firmware's business).
+REQUIRED_FIELDS = ("schema", "latency_us", "iterations")
+
+
+@dataclass
+class SerialRun:
+    """What one boot's console gave: the result objects, and whether the run finished cleanly."""
+
+    port: str
+    results: list[dict] = field(default_factory=list)
+    expected_sessions: int | None = None
+    transcript: list[str] = field(default_factory=list)
+    boots_seen: int = 0
+    started: bool = False
+    finished: bool = False
+    error: str | None = None
+    boot_reason: str | None = None  # the reset reason of the boot the harness ran in
+    reset_reason: str | None = None  # of a reset during the run
+    crash_line: str | None = None
+    resetting: bool = False
+    bytes_read: int = 0
+    wall_s: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        return self.error is None and self.expected_sessions is not None and len(self.results) >= self.expected_sessions
+
+    @property
+    def partial(self) -> bool:
+        """Some sessions were read but the run did not finish: the figures are kept and marked."""
+        return bool(self.results) and not self.complete
+
+    def tail(self, lines: int = 8) -> str:
+        return "\n".join("    " + line for line in self.transcript[-lines:]) or "    (nothing)"
+
+    def to_dict(self) -> dict:
+        return {
+            "port": self.port,
+            "complete": self.complete,
+            "partial": self.partial,
+            "error": self.error,
+            "sessions_expected": self.expected_sessions,
+            "sessions_read": len(self.results),
+            "results": self.results,
+            "boots_seen": self.boots_seen,
+            "boot_reason": self.boot_reason,
+            "reset_reason": self.reset_reason,
+            "crash_line": self.crash_line,
+            "bytes_read": self.bytes_read,
+            "wall_s": round(self.wall_s, 3),
+        }
+
+
+class SerialDisconnected(Exception):
+    """The port went away while reading (the board was unplugged or the port closed)."""
+
+
+class LineSplitter:
+    """Bytes in, complete lines out; a partial line waits for the rest of its bytes."""
+
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES):
+        self._buffer = bytearray()
+        self._max = max_line_bytes
+
+    def feed(self, data: bytes) -> list[str]:
+        self._buffer.extend(data)
+        lines = []
+        while True:
+            cut = self._buffer.find(b"\n")
+            if cut < 0:
+                if len(self._buffer) > self._max:
+                    cut = self._max
+                    raw, self._buffer = bytes(self._buffer[:cut]), self._buffer[cut:]
+                    lines.append(_decode(raw))
+                    continue
+                return lines
+            raw, self._buffer = bytes(self._buffer[:cut]), self._buffer[cut + 1 :]
+            lines.append(_decode(raw))
+
+    def pending(self) -> str:
+        """The partial line still waiting for its newline."""
+        return _decode(bytes(self._buffer))
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace").rstrip("\r")
+
+
+class SerialConsole:
+    """A board's console on a serial port (pyserial), opened without toggling it into the bootloader."""
+
+    def __init__(self, port: str, baud: int = DEFAULT_BAUD):
+        try:
+            import serial  # pyserial
+        except ImportError as exc:  # pragma: no cover - pyserial is a test and `serial` extra dependency
+            raise DeviceError("Talking to a board over a serial port needs pyserial: pip install 'edgedeploy[serial]'.") from exc
+        self._serial_mod = serial
+        self.port = port
+        ser = serial.Serial()
+        ser.port = port
+        ser.baudrate = baud
+        ser.timeout = READ_POLL_S
+        # Opening a port asserts DTR and RTS by default, which on ESP dev kits holds the chip in
+        # reset or sends it to the download mode; release both before opening (as esptool does).
+        ser.dtr = False
+        ser.rts = False
+        try:
+            ser.open()
+        except (serial.SerialException, OSError, ValueError) as exc:
+            raise DeviceError(f"Cannot open the serial port {port}: {exc}.") from exc
+        self._ser = ser
+
+    def reset(self) -> bool:
+        """Reset the board through RTS (wired to EN on ESP dev kits); False if the port has no modem lines."""
+        try:
+            self._ser.dtr = False  # IO0 high: boot the app, not the ROM download mode
+            self._ser.rts = True  # EN low: hold in reset
+            time.sleep(RESET_PULSE_S)
+            self._ser.rts = False
+            self._ser.reset_input_buffer()
+        except (OSError, self._serial_mod.SerialException):
+            return False
+        return True
+
+    def read_chunk(self) -> bytes:
+        """What arrived within one poll interval (possibly nothing); SerialDisconnected if the port is gone."""
+        try:
+            waiting = self._ser.in_waiting
+            return self._ser.read(max(1, min(waiting, 4096)))
+        except (OSError, self._serial_mod.SerialException) as exc:
+            raise SerialDisconnected(str(exc)) from exc
+
+    def close(self) -> None:
+        try:
+            self._ser.close()
+        except (OSError, self._serial_mod.SerialException):
+            pass
+
+    def __enter__(self) -> "SerialConsole":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _valid_result(obj: dict) -> bool:
+    return obj.get("schema") == RUN_SCHEMA and all(k in obj for k in REQUIRED_FIELDS) and isinstance(obj.get("latency_us"), dict)
+
+
+def read_sessions(
+    console,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    expected_sessions: int | None = None,
+    echo: Callable[[str], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> SerialRun:
+    """Read one boot of the harness from `console` (anything with read_chunk() and .port).
+
+    Sessions count only after the harness's start line, so a run that began before the port was
+    opened is never mistaken for a whole one. Returns when `expected_sessions` results (or the
+    number the start line announces) are in, when the harness says it is done, or with `error`
+    set on a reset, a disconnect or the time-out; the results read until then are kept.
+    """
+    run = SerialRun(port=console.port, expected_sessions=expected_sessions)
+    splitter = LineSplitter()
+    started = clock()
+    deadline = started + timeout_s
+    grace_deadline = deadline
+
+    def finish(error: str | None = None) -> SerialRun:
+        run.error = error
+        run.wall_s = clock() - started
+        return run
+
+    def reset_error() -> SerialRun:
+        what = f"reset reason {run.reset_reason}" if run.reset_reason else "no reset reason printed"
+        crash = f"; before it: {run.crash_line!r}" if run.crash_line else ""
+        return finish(
+            f"The board on {run.port} reset during the run ({what}{crash}) after {len(run.results)} of "
+            f"{run.expected_sessions or '?'} sessions; the results read so far are kept and marked partial."
+        )
+
+    while True:
+        if run.resetting and (clock() >= grace_deadline or run.reset_reason):
+            return reset_error()
+        if clock() >= deadline:
+            pending = splitter.pending()
+            if pending:
+                run.transcript.append(pending)
+            return finish(_timeout_message(run, timeout_s))
+        try:
+            data = console.read_chunk()
+        except SerialDisconnected as exc:
+            pending = splitter.pending()
+            if pending:
+                run.transcript.append(pending)
+            return finish(
+                f"The serial port {run.port} disconnected ({exc}) after {len(run.results)} of "
+                f"{run.expected_sessions or '?'} sessions; the results read so far are kept and marked partial."
+            )
+        if not data:
+            continue
+        run.bytes_read += len(data)
+        for line in splitter.feed(data):
+            run.transcript.append(line)
+            if echo is not None:
+                echo(line)
+            outcome = _take_line(run, line)
+            if outcome == "reset" and not run.resetting:
+                # The ROM prints the reset reason a line or two after its banner: wait briefly for it.
+                run.resetting = True
+                grace_deadline = min(deadline, clock() + RESET_REASON_WAIT_S)
+            if run.resetting:
+                if run.reset_reason:
+                    return reset_error()
+                continue
+            if outcome == "done":
+                if run.complete:
+                    return finish()
+                return finish(
+                    f"The harness on {run.port} finished, but only {len(run.results)} of {run.expected_sessions or '?'} result "
+                    "lines could be read (a line was corrupted on the way); the results read are kept and marked partial."
+                )
+            if run.complete:
+                return finish()
+
+
+def _take_line(run: SerialRun, line: str) -> str | None:
+    """Update the run with one console line; 'reset' or 'done' when the line ends the run."""
+    if BOOT_BANNER.search(line):
+        run.boots_seen += 1
+        if run.started:
+            return "reset"
+        return None
+    reason = RESET_REASON.search(line)
+    if reason:
+        text = f"{reason.group(1)} ({reason.group(2)})"
+        if run.started:
+            run.reset_reason = text
+            return "reset"
+        run.boot_reason = text
+        return None
+    if any(marker in line for marker in CRASH_MARKERS):
+        # The first crash line says why ("Guru Meditation Error: ... (LoadProhibited)"); "Rebooting..." follows it.
+        if run.crash_line is None or run.crash_line == "Rebooting...":
+            run.crash_line = line.strip()
+        return None
+    if START_MARKER in line:
+        if run.started:
+            # A second start without a ROM banner in between: the app restarted (esp_restart()).
+            return "reset"
+        run.started = True
+        run.crash_line = None  # a crash before this boot is not this run's
+        announced = SESSIONS_IN_START.search(line)
+        if announced and run.expected_sessions is None:
+            run.expected_sessions = int(announced.group(1))
+        return None
+    if not run.started:
+        return None
+    if RESULT_PREFIX in line:
+        for obj in parse_result_lines(line):
+            if _valid_result(obj):
+                run.results.append(obj)
+    if DONE_MARKER in line:
+        run.finished = True
+        return "done"
+    return None
+
+
+def _timeout_message(run: SerialRun, timeout_s: float) -> str:
+    if run.bytes_read == 0:
+        return (
+            f"Nothing arrived on {run.port} within {timeout_s:.0f} s: check the port, the baud rate, that the board is "
+            "powered and that edgedeploy's firmware is flashed."
+        )
+    if not run.started:
+        return (
+            f"The board on {run.port} printed {run.bytes_read} bytes in {timeout_s:.0f} s but edgedeploy's harness never "
+            f"started (is this artifact's firmware flashed?); last lines:\n{run.tail()}"
+        )
+    return (
+        f"The board on {run.port} sent {len(run.results)} of {run.expected_sessions or '?'} results within "
+        f"{timeout_s:.0f} s and then stopped; the results read so far are kept and marked partial. Last lines:\n{run.tail()}"
+    )
+
+
+def measure_serial(
+    port: str,
+    baud: int = DEFAULT_BAUD,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    reset: str = "auto",
+    expected_sessions: int | None = None,
+    echo: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> SerialRun:
+    """Open `port`, reset the board (reset='rts'|'auto'|'none'), and read one boot's sessions.
+
+    With reset='auto' a port without modem lines (some USB adapters, a pseudo-terminal) is not
+    an error: the user is asked to press the board's RESET button instead. 'none' just listens
+    (for a board that is reset by other means).
+    """
+    if reset not in ("auto", "rts", "none"):
+        raise ValueError(f"reset must be auto, rts or none, not {reset!r}")
+    with SerialConsole(port, baud) as console:
+        if reset != "none":
+            if not console.reset():
+                if reset == "rts":
+                    raise DeviceError(f"Cannot reset the board through the RTS line of {port}; press its RESET button and use reset 'none'.")
+                if progress:
+                    progress(f"serial: {port} has no RTS line to reset the board; press the board's RESET button now")
+        return read_sessions(console, timeout_s=timeout_s, expected_sessions=expected_sessions, echo=echo)
+
+
+def iter_lines(console, timeout_s: float) -> Iterator[str]:
+    """Every console line until the time-out (for tools that only want to watch the console)."""
+    splitter = LineSplitter()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            data = console.read_chunk()
+        except SerialDisconnected:
+            break
+        yield from splitter.feed(data)
+
+
+def serial_device_from_spec(spec: str, baud: int = DEFAULT_BAUD):
+    """`CHIP@PORT` (esp32s3@/dev/ttyUSB0, esp32p4@COM5) as an ad-hoc serial Device; None if `spec` is not one.
+
+    For `edgedeploy measure ARTIFACT --device esp32s3@/dev/ttyUSB0` without an inventory entry.
+    The chip must be a known chip id; anything else after the @ that is not a port path is not
+    a serial spec (user@host is SSH's business).
+    """
+    from edgedeploy.devices.base import Device
+    from edgedeploy.targets import chip_ids
+
+    chip, sep, port = spec.partition("@")
+    if not sep or not port or chip.strip().lower() not in chip_ids():
+        return None
+    if not (port.startswith("/dev/") or re.fullmatch(r"COM\d+", port, flags=re.I) or port.startswith("/")):
+        return None
+    return Device(name=spec, chip=chip.strip().lower(), transport="serial", serial_port=port, baud=baud)
