@@ -647,7 +647,7 @@ def gemm_scalar_bias(node, chip):
 def constant_model_output(node, chip):
     """{CONVERTER} fails when a model output is a constant (no operator computes it)."""
     out = node.output(0)
-    if out is not None and out.is_graph_output:
+    if out is not None and out.is_model_output:
         return Offence(out.name, "constant model output")
     return None
 
@@ -774,7 +774,7 @@ def scalar_feature_map(node, chip):
 def boolean_model_boundary(node, chip):
     """{COMPILER} stops with an error ("Non-passthrough operation ... could not run on NPU") when a model input or output is boolean."""
     for t in list(node.inputs) + list(node.outputs):
-        if t.present and t.dtype == "bool" and (t.is_graph_input or t.is_graph_output):
+        if t.present and t.dtype == "bool" and (t.is_graph_input or t.is_model_output):
             return Offence("bool", f"{t.name} is a boolean model {'input' if t.is_graph_input else 'output'}")
     return None
 

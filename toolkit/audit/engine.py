@@ -242,8 +242,8 @@ def node_views(model: LoadedModel) -> list[NodeView]:
                 if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                     constants[node.output[0]] = a.t
 
+    model_outputs = {o.name for o in graph.output}
     graph_inputs = {vi.name for vi in graph.input} - set(initializers)
-    graph_outputs = {vi.name for vi in graph.output}
     dtype_names: dict[int, str] = {}
 
     def dtype_of(elem: int) -> str:
@@ -262,9 +262,9 @@ def node_views(model: LoadedModel) -> list[NodeView]:
                 n *= int(d)
             # Large constants (weights) never get a value: rules only need small ones (axes, shapes).
             lazy = tensor if n <= CONSTANT_VALUE_MAX_ELEMENTS else None
-            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_of(tensor.data_type), True, _tensor=lazy, is_graph_output=name in graph_outputs)
+            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_of(tensor.data_type), True, _tensor=lazy, is_model_output=name in model_outputs)
         vi = infos.get(name)
-        boundary = {"is_graph_input": name in graph_inputs, "is_graph_output": name in graph_outputs}
+        boundary = {"is_graph_input": name in graph_inputs, "is_model_output": name in model_outputs}
         if vi is None:
             return TensorView(name, None, None, False, **boundary)
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
@@ -370,12 +370,15 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
                 add(precision_unsupported, Placement.UNSUPPORTED, precision, f"runs in: {', '.join(support.precisions)}")
             else:
                 add(precision_not_on_accelerator, Placement.FALLBACK, precision, f"supported: {', '.join(support.precisions)}")
-        if rules_by_op is None:
-            rules_by_op = {}
-        applicable = rules_by_op.get(op)
-        if applicable is None:
-            applicable = rules_by_op[op] = [r for r in rules.rules if r.applies_to(op)]
-        for r in applicable:
+    if rules_by_op is None:
+        rules_by_op = {}
+    applicable = rules_by_op.get(op)
+    if applicable is None:
+        applicable = rules_by_op[op] = [r for r in rules.rules if r.applies_to(op)]
+    for r in applicable:
+        # Accelerator limits matter only for nodes the accelerator would run; a rule whose
+        # violation stops the build (UNSUPPORTED) matters wherever the node would run.
+        if support is not None or r.placement is Placement.UNSUPPORTED:
             for offence in r.evaluate(node, rules.chip):
                 add(r, r.placement, offence.value, offence.detail)
     placement = worst(v.placement for v in found)

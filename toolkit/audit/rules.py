@@ -70,10 +70,12 @@ class TensorView:
     foldable: bool = False
     # The constant's TensorProto, converted to `value` only when a rule asks (most never do).
     _tensor: onnx.TensorProto | None = field(default=None, repr=False, compare=False)
-    # Whether the tensor is a graph input (not an initializer) or a graph output; some
-    # toolchains treat the model's boundary differently (Vela refuses boolean model inputs/outputs).
+    # True for the model's own outputs: toolchains treat the tensors at the model's boundary
+    # apart (layout and type conversions for the caller).
+    is_model_output: bool = False
+    # True for the model's own inputs (not initializers): the other side of the boundary (Vela
+    # refuses boolean model inputs and outputs; onnx2tf must read some inputs as constants).
     is_graph_input: bool = False
-    is_graph_output: bool = False
     # The operator type of the node that produces the tensor (None for model inputs and
     # constants): converters rewrite some pairs (x / Sqrt(v) becomes x * Rsqrt(v)).
     producer: str | None = None
