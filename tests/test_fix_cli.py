@@ -151,3 +151,45 @@ def test_fix_confirmed_by_vela(tmp_path, sample_eval):
     assert after["failed"] is None and after["nodes"]
     assert all(v["placement"] == "accelerator" for v in after["nodes"].values())
     assert confirmed["after"]["comparison"]["disagreements"] == []
+
+
+def mish_cnn(path):
+    """Conv -> Mish (opset 18) -> pooling -> classifier, on MNIST-shaped input."""
+    rng = np.random.default_rng(1)
+    nodes = [
+        helper.make_node("Conv", ["input", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Mish", ["c"], ["m"], name="mish"),
+        helper.make_node("GlobalAveragePool", ["m"], ["p"], name="gap"),
+        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "fw", "fb"], ["logits"], name="fc", transB=1),
+    ]
+    inits = [
+        const("w", rng.standard_normal((8, 1, 3, 3)).astype(np.float32)),
+        const("b", np.zeros(8, np.float32)),
+        const("fw", rng.standard_normal((10, 8)).astype(np.float32)),
+        const("fb", np.zeros(10, np.float32)),
+    ]
+    return save(make_model(nodes, [tensor("input", [1, 1, 28, 28])], [tensor("logits", [1, 10])], inits, opset=18), path)
+
+
+def test_fix_moves_mish_onto_the_rknpu(tmp_path, sample_eval):
+    model = mish_cnn(tmp_path / "mish.onnx")
+    result = run_cli("fix", str(model), "--target", "rk3588", "--eval", sample_eval, "--out", str(tmp_path / "f.onnx"), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert [a["rewrite"] for a in report["applied"]] == ["mish_to_softplus_tanh"]
+    assert report["chips"]["rk3588"]["before"]["fallback"] == 1
+    assert report["chips"]["rk3588"]["after"]["fallback"] == 0
+
+
+@pytest.mark.toolchain("rknn")
+def test_fix_confirmed_by_rknn_toolkit(tmp_path, sample_eval):
+    """rknn-toolkit2's layer table agrees: Mish runs on the CPU before, everything on the NPU after."""
+    model = mish_cnn(tmp_path / "mish.onnx")
+    result = run_cli("fix", str(model), "--target", "rk3588", "--confirm", "--eval", sample_eval, "--out", str(tmp_path / "f.onnx"), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    confirmed = json.loads(result.stdout)["confirmed"]["rk3588"]
+    assert confirmed["before"]["verdict"]["nodes"]["mish"]["placement"] == "fallback"
+    after = confirmed["after"]["verdict"]["nodes"]
+    assert after and all(v["placement"] == "accelerator" for v in after.values())
+    assert confirmed["after"]["comparison"]["disagreements"] == []

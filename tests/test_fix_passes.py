@@ -127,6 +127,11 @@ def test_mish_decompose():
     check(model, "mish_decompose", random_feeds("x", (2, 64), scale=10.0), expect_ops={"Tanh", "Exp", "Log"}, forbid_ops={"Mish"})
 
 
+def test_mish_to_softplus_tanh():
+    model = make_model([helper.make_node("Mish", ["x"], ["y"], name="mish")], [tensor("x", [2, 64])], [tensor("y", [2, 64])], opset=18)
+    check(model, "mish_to_softplus_tanh", random_feeds("x", (2, 64), scale=10.0), expect_ops={"Softplus", "Tanh"}, forbid_ops={"Mish"})
+
+
 def layernorm_model():
     rng = np.random.default_rng(3)
     node = helper.make_node("LayerNormalization", ["x", "g", "b"], ["y"], name="ln", axis=-1, epsilon=1e-5)

@@ -351,6 +351,27 @@ def mish_decompose(model: onnx.ModelProto) -> list[Change]:
     return changes
 
 
+def mish_to_softplus_tanh(model: onnx.ModelProto) -> list[Change]:
+    """Mish(x) -> x * Tanh(Softplus(x)) (exact), for accelerators that run Softplus and Tanh."""
+    changes = []
+    ix = GraphIndex(model)
+    for node in list(model.graph.node):
+        if node.op_type != "Mish":
+            continue
+        base = node.name or "mish"
+        t = [ix.fresh(base) for _ in range(2)]
+        x = node.input[0]
+        new = [
+            make_node(ix, "Softplus", [x], [t[0]], base),
+            make_node(ix, "Tanh", [t[0]], [t[1]], base),
+            make_node(ix, "Mul", [x, t[1]], [node.output[0]], base),
+        ]
+        changes.append(Change("mish_to_softplus_tanh", [node_label(node)], [n.name for n in new]))
+        ix.replace([node], new)
+    cleanup(model)
+    return changes
+
+
 # --------------------------------------------------------------------------------------------
 # LayerNormalization
 
@@ -792,6 +813,7 @@ REWRITES: tuple[Rewrite, ...] = (
     Rewrite("hardsigmoid_decompose", hardsigmoid_decompose, True, 1e-6, "HardSigmoid -> Clip(alpha*x + beta, 0, 1)"),
     Rewrite("silu_to_swish", silu_to_swish, True, 1e-6, "x * Sigmoid(x) -> Swish (opset 24)", min_opset=24),
     Rewrite("swish_decompose", swish_decompose, True, 1e-6, "Swish -> x * Sigmoid(alpha x)"),
+    Rewrite("mish_to_softplus_tanh", mish_to_softplus_tanh, True, 1e-5, "Mish -> x * Tanh(Softplus(x))"),
     Rewrite("mish_decompose", mish_decompose, True, 1e-5, "Mish -> x * Tanh(Log(1 + Exp(x)))"),
     Rewrite("layernorm_decompose", layernorm_decompose, True, 1e-4, "LayerNormalization -> its decomposed form"),
     Rewrite("layernorm_fuse", layernorm_fuse, True, 1e-4, "decomposed layer norm -> LayerNormalization (opset 17)", min_opset=17),
