@@ -22,7 +22,6 @@ ends with one sentence saying so.
 from __future__ import annotations
 
 import json
-import statistics
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,17 +37,25 @@ from edgedeploy.devices.runners import (
     INPUTS_REMOTE_NAME,
     ONNX_CPU_RUNNER,
     OUTPUTS_REMOTE_NAME,
-    SessionSettings,
     onnx_cpu_runner_spec,
     write_inputs_npz,
 )
 from edgedeploy.errors import ArtifactError, DeviceError
+from edgedeploy.measure.harness import SessionSettings, make_measurement
+from edgedeploy.measure.schema import SCOPE_FIELDS, ratio_refusal, scope_differences
 
 MEASUREMENT_SCHEMA = "edgedeploy.measurement/1"
-LATENCY_SCHEMA = "edgedeploy.latency/1"  # the record edgedeploy.measure's harness writes too
 LABELS = ("after", "before")
-# What a before/after pair may differ in: together, "the deployment" (the one thing compared).
+# What describes the deployment of a before/after pair; a ratio is given only when ONE of
+# ONE_DEPLOYMENT_CHANGE differs (an fp32 baseline on one runtime against an fp16 engine on
+# another differs in two things, and gets both figures side by side instead).
 DEPLOYMENT_FIELDS = ("backend", "precision", "threads", "deployed_model")
+ONE_DEPLOYMENT_CHANGE = ("backend", "precision", "threads")
+# Scope fields that follow from the deployment (the file run, the runtime's version and unit).
+RUNTIME_DESCRIPTORS = ("deployed_model", "backend_version", "unit")
+# A device in a measure scope: the inventory's name and the machine its runner saw (the CPU
+# runners do not list accelerators, so they are not part of the identity here).
+MEASURE_DEVICE_IDENTITY = ("name", "hostname", "cpu_model", "cpu_cores")
 DEFAULT_EVAL_COUNT = 200
 
 
@@ -298,34 +305,7 @@ def _runner_failure(label: str, spec, result, parsed: list[dict]) -> str:
 # -- combining ---------------------------------------------------------------------------------
 
 
-def _range(values: list[float]) -> list[float]:
-    return [min(values), max(values)]
-
-
-def summarize_sessions(sessions: list[dict]) -> dict:
-    """Across-session summary, the same fields as edgedeploy.measure.harness (edgedeploy.latency/1)."""
-    medians = [s["latency_us"]["p50"] for s in sessions]
-    means = [s["latency_us"]["mean"] for s in sessions]
-    throughputs = [s["throughput_items_per_s"] for s in sessions if s.get("throughput_items_per_s")]
-    return {
-        "sessions": len(sessions),
-        "median_us": float(statistics.median(medians)),
-        "session_median_range_us": _range(medians),
-        "session_mean_range_us": _range(means),
-        "session_p90_range_us": _range([s["latency_us"]["p90"] for s in sessions]),
-        "session_p99_range_us": _range([s["latency_us"]["p99"] for s in sessions]),
-        "min_us": min(s["latency_us"]["min"] for s in sessions),
-        "max_us": max(s["latency_us"]["max"] for s in sessions),
-        "spread_percent": 100.0 * (max(medians) - min(medians)) / min(medians) if min(medians) > 0 else None,
-        "first_inference_range_us": _range([s["first_inference_us"] for s in sessions]),
-        "iterations_per_session": [s["iterations"] for s in sessions],
-        "batch": sessions[0].get("batch", 1),
-        "throughput_items_per_s": float(statistics.median(throughputs)) if throughputs else None,
-        "throughput_range_items_per_s": _range(throughputs) if throughputs else None,
-    }
-
-
-def device_identity(device: Device, environment: dict, runner_device: dict | None = None) -> dict:
+def device_scope(device: Device, environment: dict, runner_device: dict | None = None) -> dict:
     """The device part of a scope: the inventory's name and chip, and the machine the runner saw."""
     runner_device = runner_device if isinstance(runner_device, dict) else {}
     return {
@@ -348,68 +328,66 @@ def latency_record(run: RunnerRun, device: Device, settings: SessionSettings, mo
         # Runners that record only the hash (`model_sha256`) get the model block of the report;
         # the hash stays the runner's own, so a mismatch still shows (and refuses a ratio).
         scope["model"] = {"name": model_info.get("name"), "sha256": scope.pop("model_sha256", None) or model_info.get("sha256"), "format": "onnx"}
-    scope["device"] = device_identity(device, environment, scope.get("device"))
-    libraries = environment.get("libraries", {})
+    scope["device"] = device_scope(device, environment, scope.get("device"))
     spec = run.spec
-    return {
-        "schema": LATENCY_SCHEMA,
-        "scope": scope,
-        "backend": {
-            "name": scope.get("backend") or spec.backend,
-            "label": (first.get("backend_label") or scope.get("backend") or spec.backend),
-            "kind": "runtime",
-            "unit": scope.get("unit", "cpu" if (scope.get("backend") or "").endswith("cpu") else "accelerator"),
-            "libraries": libraries,
-            "detail": {"runner": first.get("runner"), "deployed_model": scope.get("deployed_model")},
-        },
-        "protocol": settings.protocol(),
-        "sessions": run.sessions,
-        "summary": summarize_sessions(run.sessions),
-        "environment": environment,
-        "partial": len(run.sessions) < settings.sessions,
+    backend = {
+        "name": scope.get("backend") or spec.backend,
+        "label": (first.get("backend_label") or scope.get("backend") or spec.backend),
+        "kind": "runtime",
+        "unit": scope.get("unit", "cpu" if (scope.get("backend") or "").endswith("cpu") else "accelerator"),
+        "libraries": environment.get("libraries", {}),
+        "detail": {"runner": first.get("runner"), "deployed_model": scope.get("deployed_model")},
     }
-
-
-def _scope_value(scope: dict, key: str):
-    value = scope.get(key)
-    if key == "model" and isinstance(value, dict):
-        return value.get("sha256")
-    if key == "device" and isinstance(value, dict):
-        return {k: value.get(k) for k in ("name", "hostname", "cpu_model", "cpu_cores")}
-    return value
+    record = make_measurement(scope, backend, settings, run.sessions, environment)
+    record["partial"] = len(run.sessions) < settings.sessions
+    return record
 
 
 def compare_before_after(before: dict | None, after: dict | None) -> dict:
-    """The before/after latency ratio, only when the two differ in the deployment alone.
+    """The before/after latency ratio, only when the two differ in one thing of the deployment.
 
-    Same model (hash), same input shapes and batch, same device: then `speedup` = before's
-    median of session medians / after's. Otherwise no ratio, and `refused` says why.
+    Same model (hash), same input shapes and batch, same device, and of the deployment
+    (backend, precision, threads) only one changed: then `speedup` = before's median of session
+    medians / after's. Otherwise no ratio: `refused` says why, and both figures are still given
+    side by side with their deployments (schema.ratio_refusal is the rule, as for `bench`).
     """
     if not before or not after:
         return {"speedup": None, "ratio": None, "refused": "before and after were not both measured"}
     sb, sa = before["scope"], after["scope"]
-    if _scope_value(sb, "device") != _scope_value(sa, "device"):
-        return {"speedup": None, "ratio": None, "refused": "the before and after figures come from different devices; figures from different devices are never divided"}
-    shared_keys = sorted((set(sb) | set(sa)) - set(DEPLOYMENT_FIELDS) - {"backend_version", "unit"})
-    differing = [k for k in shared_keys if _scope_value(sb, k) != _scope_value(sa, k)]
-    if differing:
-        return {"speedup": None, "ratio": None, "refused": f"before and after differ in {', '.join(differing)} besides the deployment; no ratio is computed"}
+    fields = comparable_fields(sb, sa)
+    deployment = {
+        label: {k: rec["scope"].get(k) for k in DEPLOYMENT_FIELDS} | {"backend_label": rec["backend"]["label"]}
+        for label, rec in (("before", before), ("after", after))
+    }
     b, a = before["summary"], after["summary"]
+    figures = {"basis": "median of session medians", "before_median_us": b["median_us"], "after_median_us": a["median_us"], "deployment": deployment}
+    refusal = ratio_refusal(sb, sa, ONE_DEPLOYMENT_CHANGE, fields, MEASURE_DEVICE_IDENTITY, "one part of the deployment (backend, precision or threads)")
+    differing = scope_differences(sb, sa, fields, MEASURE_DEVICE_IDENTITY)
+    if refusal:
+        return {"speedup": None, "ratio": None, "refused": refusal, "differs_in": differing} | figures
+    shared_keys = [k for k in sorted(set(sb) | set(sa)) if k not in DEPLOYMENT_FIELDS and k not in RUNTIME_DESCRIPTORS]
     ranges_overlap = not (b["session_median_range_us"][1] < a["session_median_range_us"][0] or a["session_median_range_us"][1] < b["session_median_range_us"][0])
-    return {
-        "basis": "median of session medians",
+    return figures | {
         "differs_only_in": "deployment",
-        "deployment": {
-            label: {k: rec["scope"].get(k) for k in DEPLOYMENT_FIELDS} | {"backend_label": rec["backend"]["label"]}
-            for label, rec in (("before", before), ("after", after))
-        },
+        "deployment_differs_in": differing,
         "scope": {k: sb.get(k) for k in shared_keys},
-        "before_median_us": b["median_us"],
-        "after_median_us": a["median_us"],
         "speedup": b["median_us"] / a["median_us"] if a["median_us"] > 0 else None,
         "ratio": "before / after",
         "session_ranges_overlap": ranges_overlap,
     }
+
+
+def comparable_fields(sb: dict, sa: dict) -> tuple[str, ...]:
+    """The scope fields a before/after pair is compared on.
+
+    The core scope fields always (a field one runner did not record counts as different), and
+    any other field both runners recorded; what describes only the deployed file or the
+    runtime's own version (RUNTIME_DESCRIPTORS), or was recorded by one runner alone (a GPU
+    name, a library version), is shown with its figure but decides nothing.
+    """
+    core = [f for f in SCOPE_FIELDS if f != "threads"]
+    shared = sorted((set(sb) & set(sa)) - set(core) - set(RUNTIME_DESCRIPTORS))
+    return tuple(core + shared)
 
 
 def _outputs(run: RunnerRun) -> dict[str, np.ndarray] | None:
