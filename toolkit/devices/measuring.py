@@ -7,12 +7,18 @@
 3. Both are copied to one fresh work folder on the device and run for >= 3 sessions each, each
    session a separate process, alternating after/before so that drift on the device (heat,
    other load) falls on both alike. The first session's outputs are fetched for the output check.
-4. The sessions are combined into `edgedeploy.latency/1` records (per-session statistics and the
-   range across sessions); before and after are divided only when their scopes agree in
-   everything but the deployment (same model, inputs, batch and device); outputs are compared
-   with the host's ONNX Runtime reference on the very same inputs.
+4. The sessions are combined into `edgedeploy.latency/1` records (harness.make_measurement:
+   per-session statistics and the range across sessions); before and after are divided only
+   when their scopes agree in everything but ONE part of the deployment (same model, inputs,
+   batch and device; backend, precision or threads changed: schema.ratio_refusal, the rule
+   `bench` uses too); outputs are compared with the host's ONNX Runtime reference on the very
+   same inputs.
 5. The full record goes to ARTIFACT/measurements/<time>-<device>.json (atomically); its summary
    is folded into ARTIFACT/report.json under measurements.<device>.
+
+A board on a serial port (device.transport == "serial") has no files or commands: the target
+flashes and reads it (Target.measure_serial) and its sessions become the "after" record, stored
+the same way (run_serial_measure).
 
 If the device fails mid-way (dropped connection, time-out, a crashing runner), the sessions
 gathered so far are still written, marked `"partial": true` with the error, and the command
@@ -79,6 +85,12 @@ class MeasureRequest:
     eval_count: int | None = DEFAULT_EVAL_COUNT
     threads: int = 0
     before: bool = True
+    # Serial boards only (Target.measure_serial): how to flash, where the user's binaries are,
+    # how to reset the board, and where its console lines go (None: nowhere).
+    flash: str = "auto"
+    firmware_build: Path | None = None
+    reset: str = "auto"
+    console_echo: Callable[[str], None] | None = None
 
 
 def run_measure(request: MeasureRequest, echo: Callable[[str], None] = lambda line: None, raise_on_partial: bool = True) -> dict:
@@ -89,11 +101,12 @@ def run_measure(request: MeasureRequest, echo: Callable[[str], None] = lambda li
     `partial_error(record)` gives the sentence).
     """
     from edgedeploy.devices import open_transport
-    from edgedeploy.report.artifact import update_report_section
 
     artifact = Path(request.artifact)
     device = request.device
     settings = request.settings.check()
+    if device.transport == "serial":
+        return run_serial_measure(request, echo, raise_on_partial)
     manifest = check_artifact_for_device(artifact, device)
     report = _read_report(artifact)
     started_at = now_iso()
@@ -112,6 +125,13 @@ def run_measure(request: MeasureRequest, echo: Callable[[str], None] = lambda li
         record = build_record(artifact, manifest, report, device, settings, results, fatal, inputs_note, started_at, stage)
         # Where the runs happened on the device, and whether it was removed (not when the device was lost).
         record["device"]["run_folder"] = run_folder
+    return store_record(artifact, device, record, started_at, echo, raise_on_partial)
+
+
+def store_record(artifact: Path, device: Device, record: dict, started_at: str, echo: Callable[[str], None], raise_on_partial: bool) -> dict:
+    """Write the record to ARTIFACT/measurements/ and its summary into report.json; raise if partial (when asked)."""
+    from edgedeploy.report.artifact import update_report_section
+
     name = f"{started_at.replace(':', '').replace('-', '')[:15]}-{safe_path_component(device.name)}.json"
     path = artifact / "measurements" / name
     record["file"] = f"measurements/{name}"
@@ -124,8 +144,13 @@ def run_measure(request: MeasureRequest, echo: Callable[[str], None] = lambda li
 
 
 def partial_error(record: dict, artifact: Path) -> DeviceError:
+    from edgedeploy.devices.serial import KEPT_CLAUSE
+
     kept = sum(len(r["sessions"]) for r in record["latency"].values() if r)
     message = record.get("error") or "Fewer sessions than requested completed."
+    if KEPT_CLAUSE in message:
+        # The serial reader's sentence says already that the results are kept: say where.
+        return DeviceError(message.replace(KEPT_CLAUSE, f"; the {kept} session(s) read so far are kept in {Path(artifact) / record['file']}, marked partial", 1))
     return DeviceError(f"{message.rstrip('.')}. The {kept} session(s) gathered so far are kept in {Path(artifact) / record['file']}, marked partial.")
 
 
@@ -133,6 +158,11 @@ def check_artifact_for_device(artifact: Path, device: Device) -> dict:
     """The manifest, after refusing an artifact built for another chip than the device's."""
     manifest = check_manifest(artifact, None)
     built_for = (manifest.get("target") or {}).get("chip")
+    if built_for is None and device.transport == "serial":
+        raise ArtifactError(
+            f"{artifact} is not built for a chip, and the board on {device.serial_port} runs only firmware built for it; "
+            f"build with --target {device.chip or 'CHIP'} and measure that artifact."
+        )
     if built_for is None:
         if (manifest.get("runner") or {}).get("kind") != ONNX_CPU_RUNNER:
             raise ArtifactError(f"{artifact} names no chip and no runner; it cannot be measured on a device.")
@@ -149,6 +179,114 @@ def _read_report(artifact: Path) -> dict:
     from edgedeploy.report.schema import load_report_file
 
     return load_report_file(artifact / "report.json")
+
+
+# -- serial boards ------------------------------------------------------------------------------
+
+
+def run_serial_measure(request: MeasureRequest, echo: Callable[[str], None], raise_on_partial: bool) -> dict:
+    """A board on a serial port: the target flashes and reads it (Target.measure_serial); the record is stored as for runners.
+
+    A board runs no ONNX Runtime baseline, so there is only an "after"; its figures are never
+    divided by the host's (another device). When the board gave no session at all, nothing is
+    written and the board's error is raised.
+    """
+    from edgedeploy.targets import find_chip
+
+    artifact = Path(request.artifact)
+    device = request.device
+    manifest = check_artifact_for_device(artifact, device)
+    report = _read_report(artifact)
+    target, _chip = find_chip(manifest["target"]["chip"])
+    started_at = now_iso()
+    echo(f"measure: {artifact} on the board '{device.name}' (serial {device.serial_port}, {device.baud} baud); flash: {request.flash}")
+    section = target.measure_serial(
+        artifact,
+        manifest,
+        device,
+        flash=request.flash,
+        firmware_build=request.firmware_build,
+        timeout_s=request.settings.timeout_s,
+        reset=request.reset,
+        echo=echo,
+        console_echo=request.console_echo,
+    )
+    if not section.get("sessions"):
+        raise DeviceError(section.get("error") or f"The board on {device.serial_port} gave no result line.")
+    for index, session in enumerate(section["sessions"]):
+        lat = session["latency_us"]
+        echo(
+            f"  after session {index + 1}/{section.get('sessions_expected') or '?'} on the board: median {lat['p50']:.1f} us, "
+            f"p90 {lat['p90']:.1f} us over {session['iterations']} iterations; outputs match: {session.get('outputs_match')}"
+        )
+    record = serial_record(artifact, manifest, report, device, request, section, started_at)
+    return store_record(artifact, device, record, started_at, echo, raise_on_partial)
+
+
+def serial_record(artifact: Path, manifest: dict, report: dict, device: Device, request: MeasureRequest, section: dict, started_at: str) -> dict:
+    """The `edgedeploy.measurement/1` record of a board run: its sessions as an "after" latency record."""
+    model_info = report.get("model") or {}
+    scope = dict(section.get("scope") or {})
+    # The firmware records the model by its hash: give it the report's model block (the hash
+    # stays the firmware's own, so firmware of another model could never pass as this one).
+    scope["model"] = {"name": model_info.get("name"), "sha256": scope.pop("model_sha256", None) or model_info.get("sha256"), "format": "onnx"}
+    scope.setdefault("input_shapes", model_info.get("input_shapes"))
+    scope["device"] = {"name": device.name, "chip": device.chip, "transport": "serial", "port": scope.pop("port", device.serial_port), "dev_kit": scope.pop("dev_kit", None)}
+    sessions = []
+    for index, result in enumerate(section["sessions"]):
+        # Numbered from 1 like every measure session; the firmware's own index is kept beside.
+        sessions.append(dict(result, session=index + 1, firmware_session_index=result.get("session")))
+    protocol_info = dict(section.get("protocol") or {})
+    protocol_info["session_kind"] = section.get("session_kind") or "sessions of one boot"
+    backend = {
+        "name": scope.get("backend"),
+        "label": section.get("backend_label") or f"{scope.get('backend')} firmware",
+        "kind": "runtime",
+        "unit": scope.get("unit", "board"),
+        "libraries": {k: v for k, v in (scope.get("firmware") or {}).items() if k.endswith("_version") and v},
+        "detail": {"flashing": section.get("flashing"), "session_kind": protocol_info["session_kind"]},
+    }
+    environment = {
+        "chip": device.chip,
+        "port": device.serial_port,
+        "baud": device.baud,
+        "boot_reason": section.get("boot_reason"),
+        "heap": (section["sessions"][0].get("heap") if section["sessions"] else None),
+    }
+    latency = make_measurement(scope, backend, protocol_info, sessions, environment)
+    latency["partial"] = bool(section.get("partial")) or not section.get("complete")
+    return {
+        **record_header(artifact, manifest, report, device, started_at),
+        "settings": {
+            "transport": "serial",
+            "flash": request.flash,
+            "firmware_build": str(request.firmware_build) if request.firmware_build else None,
+            "reset": request.reset,
+            "timeout_s": request.settings.timeout_s,
+            "note": "sessions, warm-up and iterations are fixed in the firmware when it is built (latency.after.protocol)",
+        },
+        "inputs": {"source": section.get("inputs") or scope.get("inputs"), "scope": scope.get("inputs")},
+        "partial": latency["partial"],
+        "error": section.get("error"),
+        "runner_errors": {},
+        "latency": {"after": latency},
+        "comparison": {
+            "speedup": None,
+            "ratio": None,
+            "refused": (
+                "the board runs no baseline (ONNX Runtime does not run on a microcontroller), and figures from different devices "
+                "are never divided; the build's accuracy before/after is in the report"
+            ),
+        },
+        "accuracy": None,
+        "accuracy_error": None,
+        "output_check": {
+            "outputs_match": section.get("outputs_match"),
+            "per_session": [s.get("outputs_match") for s in section["sessions"]],
+            "scope": section.get("inputs"),
+        },
+        "board": {k: v for k, v in section.items() if k not in ("sessions", "scope", "protocol")},
+    }
 
 
 # -- choosing runners and inputs ---------------------------------------------------------------
@@ -361,7 +499,7 @@ def compare_before_after(before: dict | None, after: dict | None) -> dict:
     }
     b, a = before["summary"], after["summary"]
     figures = {"basis": "median of session medians", "before_median_us": b["median_us"], "after_median_us": a["median_us"], "deployment": deployment}
-    refusal = ratio_refusal(sb, sa, ONE_DEPLOYMENT_CHANGE, fields, MEASURE_DEVICE_IDENTITY, "one part of the deployment (backend, precision or threads)")
+    refusal = ratio_refusal(sb, sa, ONE_DEPLOYMENT_CHANGE, fields, MEASURE_DEVICE_IDENTITY, "one part of the deployment: backend, precision or threads")
     differing = scope_differences(sb, sa, fields, MEASURE_DEVICE_IDENTITY)
     if refusal:
         return {"speedup": None, "ratio": None, "refused": refusal, "differs_in": differing} | figures
@@ -482,11 +620,7 @@ def build_record(artifact, manifest, report, device, settings, runs, fatal, inpu
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         accuracy_error = f"the output check could not be computed: {detail}"
     return {
-        "schema": MEASUREMENT_SCHEMA,
-        "edgedeploy_version": __version__,
-        "created_at": started_at,
-        "artifact": {"path": str(artifact), "target": manifest.get("target"), "model": report.get("model"), "runner": manifest.get("runner")},
-        "device": describe(device),
+        **record_header(artifact, manifest, report, device, started_at),
         "settings": settings.protocol(),
         "inputs": inputs_note,
         "partial": partial,
@@ -496,6 +630,17 @@ def build_record(artifact, manifest, report, device, settings, runs, fatal, inpu
         "comparison": compare_before_after(latency.get("before"), latency.get("after")),
         "accuracy": accuracy,
         "accuracy_error": accuracy_error,
+    }
+
+
+def record_header(artifact: Path, manifest: dict, report: dict, device: Device, started_at: str) -> dict:
+    """The fields every measurement record begins with, whatever the transport."""
+    return {
+        "schema": MEASUREMENT_SCHEMA,
+        "edgedeploy_version": __version__,
+        "created_at": started_at,
+        "artifact": {"path": str(artifact), "target": manifest.get("target"), "model": report.get("model"), "runner": manifest.get("runner")},
+        "device": describe(device),
     }
 
 

@@ -51,6 +51,16 @@ def comparison_lines(comparison: dict) -> list[str]:
     ]
 
 
+def output_check_lines(check: dict | None) -> list[str]:
+    """A board's own check of its outputs (serial runs), when there is one."""
+    if not check:
+        return []
+    per_session = check.get("per_session") or []
+    matched = sum(1 for v in per_session if v)
+    verdict = "match" if check.get("outputs_match") else "DO NOT match"
+    return [f"on-device output check: outputs {verdict} in {matched} of {len(per_session)} session(s) ({check.get('scope')})"]
+
+
 def _differs_text(comparison: dict) -> str:
     fields = comparison.get("deployment_differs_in")
     return f" ({', '.join(fields)})" if fields else ""
@@ -97,6 +107,7 @@ def render_measurement(record: dict) -> str:
             lines += ["", f"{label}: not measured: {record['runner_errors'][label]}"]
     lines.append("")
     lines += comparison_lines(record.get("comparison") or {})
+    lines += output_check_lines(record.get("output_check"))
     acc = accuracy_lines(record.get("accuracy"), record.get("accuracy_error"))
     if acc:
         lines.append("")
