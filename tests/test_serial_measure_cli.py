@@ -2,7 +2,7 @@
 
 The artifact is a real esp32s3 build of the sample (esp-ppq in the espdl environment); the
 command runs in its own process and opens the pseudo-terminal's slave end with pyserial. The
-other end of the pty is a STAND-IN FOR THE BOARD (tests/test_serial_pty.py's BoardStandIn): it
+other end of the pty is a STAND-IN FOR THE BOARD (tests/serial_standin.py, the `board` fixture): it
 prints what the generated firmware prints (its result lines are built from the scope the
 artifact's own firmware header defines, as app_main.cpp does), plus garbage, split lines, a
 reset mid-run and a disconnect. We have no board here; this proves the host side of `measure`.
@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgedeploy.artifacts import check_manifest, read_manifest
-from tests.test_serial_pty import BOOT, DONE, PANIC, BoardStandIn
+from tests.serial_standin import BOOT, DONE, PANIC, result_line
 
 pytestmark = pytest.mark.toolchain("espdl")
 
@@ -46,13 +46,6 @@ def artifact(built, tmp_path) -> Path:
     return copy
 
 
-@pytest.fixture
-def board():
-    stand_in = BoardStandIn()
-    yield stand_in
-    stand_in.finish()
-
-
 class Firmware:
     """What this artifact's firmware prints (firmware/espdl/main/app_main.cpp), from its generated header."""
 
@@ -67,26 +60,10 @@ class Firmware:
         return f"edgedeploy: harness start, model {self.sha}, chip esp32s3, {self.sessions} sessions, boot 1a2b3c4d\r\n".encode()
 
     def result(self, index: int, median_us: float) -> bytes:
-        scope = dict(self.scope, model_sha256=self.sha, cpu_freq_mhz=240, idf_version="v5.4.1", espdl_model_sha256=self.sha)
-        line = {
-            "schema": "edgedeploy.run/1",
-            "scope": scope,
-            "session": index,
-            "sessions": self.sessions,
-            "boot_id": "1a2b3c4d",
-            "model_load_us": 5200.0,
-            "first_inference_us": median_us * 1.4,
-            "warmup": 10,
-            "iterations": 650,
-            "duration_s": 1.0,
-            "latency_us": {"count": 650, "min": median_us - 12, "mean": median_us + 1, "p50": median_us, "p90": median_us + 6, "p99": median_us + 9, "max": median_us + 30, "stdev": 3.5},
-            "batch": 1,
-            "throughput_items_per_s": 1e6 / (median_us + 1),
-            "outputs_match": True,
-            "test_status": "ESP_OK",
-            "free_heap_bytes": 8_100_000,
-            "heap": {"free_internal_bytes": 310_000, "free_psram_bytes": 7_900_000},
-        }
+        """The stand-in's result line with this firmware's scope (as runtime_scope() extends it) and heap."""
+        line = json.loads(result_line(index, median_us)[len(b"EDGEDEPLOY ") :])
+        line["scope"] = dict(self.scope, model_sha256=self.sha, cpu_freq_mhz=240, idf_version="v5.4.1", espdl_model_sha256=self.sha)
+        line.update(sessions=self.sessions, heap={"free_internal_bytes": 310_000, "free_psram_bytes": 7_900_000})
         return b"EDGEDEPLOY " + json.dumps(line, separators=(",", ":")).encode() + b"\n"
 
 
@@ -125,7 +102,7 @@ def test_measure_reads_the_board_and_writes_the_report(artifact, board):
     assert [s["firmware_session_index"] for s in after["sessions"]] == [0, 1, 2]
     summary = after["summary"]
     assert summary["median_us"] == 1495.0 and summary["session_median_range_us"] == [1480.0, 1510.0]
-    assert summary["sessions"] == 3 and summary["iterations_per_session"] == [650, 650, 650]
+    assert summary["sessions"] == 3 and summary["iterations_per_session"] == [800, 800, 800]
 
     scope = after["scope"]
     manifest = read_manifest(artifact)
