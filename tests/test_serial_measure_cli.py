@@ -13,27 +13,22 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from edgedeploy.artifacts import check_manifest, read_manifest
+from tests.helpers import run_cli
 from tests.serial_standin import BOOT, DONE, PANIC, result_line
 
 pytestmark = pytest.mark.toolchain("espdl")
 
 
-def edgedeploy(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "edgedeploy", *args], capture_output=True, text=True, timeout=timeout)
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("out")
-    proc = edgedeploy("build", "--target", "esp32s3", "--out", str(out), timeout=600)
+    proc = run_cli("build", "--target", "esp32s3", "--out", str(out), timeout=600)
     assert proc.returncode == 0, proc.stderr
     return out / "mnist_cnn" / "esp32s3"
 
@@ -90,7 +85,7 @@ def test_measure_reads_the_board_and_writes_the_report(artifact, board):
         ]
     )
     device = f"esp32s3@{board.port}"
-    proc = edgedeploy("measure", str(artifact), "--device", device, "--flash", "none", "--timeout", "30", "--format", "json")
+    proc = run_cli("measure", str(artifact), "--device", device, "--flash", "none", "--timeout", "30", "--format", "json")
     assert proc.returncode == 0, proc.stderr
     record = json.loads(proc.stdout)
     assert "press the board's RESET button" in proc.stderr  # a pty has no RTS line
@@ -130,7 +125,7 @@ def test_measure_reads_the_board_and_writes_the_report(artifact, board):
 def test_a_reset_mid_run_keeps_the_sessions_read_marked_partial(artifact, board):
     fw = Firmware(artifact)
     board.play([BOOT, fw.start(), fw.result(0, 1500.0), fw.result(1, 1502.0), 0.1, PANIC])
-    proc = edgedeploy("measure", str(artifact), "--device", f"esp32s3@{board.port}", "--flash", "none", "--timeout", "30")
+    proc = run_cli("measure", str(artifact), "--device", f"esp32s3@{board.port}", "--flash", "none", "--timeout", "30")
     assert proc.returncode != 0
     errors = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
     assert len(errors) == 1, proc.stderr
@@ -150,7 +145,7 @@ def test_a_disconnect_through_an_inventory_device_keeps_what_was_read(artifact, 
     inventory = tmp_path / "devices.json"
     inventory.write_text(json.dumps({"devices": {"bench-s3": {"chip": "esp32s3", "transport": "serial", "serial_port": board.port}}}))
     board.play([BOOT, fw.start(), fw.result(0, 1500.0), fw.result(1, 1500.0)[:50], 0.2, "close"])
-    proc = edgedeploy("measure", str(artifact), "--device", "bench-s3", "--inventory", str(inventory), "--flash", "none", "--timeout", "30")
+    proc = run_cli("measure", str(artifact), "--device", "bench-s3", "--inventory", str(inventory), "--flash", "none", "--timeout", "30")
     assert proc.returncode != 0
     (path,) = measurement_files(artifact)
     assert f"The serial port {board.port} disconnected" in proc.stderr and str(path) in proc.stderr
@@ -170,7 +165,7 @@ def test_a_disconnect_through_an_inventory_device_keeps_what_was_read(artifact, 
 def test_no_session_read_is_one_error_and_writes_nothing(artifact, board, script, messages):
     report_before = (artifact / "report.json").read_bytes()
     board.play(script(Firmware(artifact)))
-    proc = edgedeploy("measure", str(artifact), "--device", f"esp32s3@{board.port}", "--flash", "none", "--timeout", "3")
+    proc = run_cli("measure", str(artifact), "--device", f"esp32s3@{board.port}", "--flash", "none", "--timeout", "3")
     assert proc.returncode != 0
     errors = [l for l in proc.stderr.splitlines() if l.startswith("error:")]
     assert len(errors) == 1 and all(m in errors[0] for m in messages), proc.stderr
@@ -181,7 +176,7 @@ def test_no_session_read_is_one_error_and_writes_nothing(artifact, board, script
 def test_firmware_of_another_model_is_refused(artifact, board):
     other = Firmware(artifact, sha="f" * 64)
     board.play([BOOT, other.start(), other.result(0, 900.0), other.result(1, 900.0), other.result(2, 900.0), DONE])
-    proc = edgedeploy("measure", str(artifact), "--device", f"esp32s3@{board.port}", "--flash", "none", "--timeout", "20")
+    proc = run_cli("measure", str(artifact), "--device", f"esp32s3@{board.port}", "--flash", "none", "--timeout", "20")
     assert proc.returncode != 0 and "another model" in proc.stderr
     assert measurement_files(artifact) == []
 
@@ -189,7 +184,7 @@ def test_firmware_of_another_model_is_refused(artifact, board):
 def test_options_that_do_not_apply_and_wrong_chips(artifact):
     from edgedeploy.cli import cli
 
-    proc = edgedeploy("measure", str(artifact), "--device", "esp32s3@/dev/ttyUSB9", "--warmup", "5", "--threads", "2")
+    proc = run_cli("measure", str(artifact), "--device", "esp32s3@/dev/ttyUSB9", "--warmup", "5", "--threads", "2")
     assert proc.returncode != 0 and proc.stderr.startswith("error: --warmup, --threads do not apply to the board"), proc.stderr
     runner = CliRunner()
 
