@@ -40,6 +40,8 @@ class BuildOptions:
     metric: str = "auto"
     device: str | None = None
     worker_timeout_s: float = 1800.0
+    fix: bool = False  # run `edgedeploy fix` for this chip before converting
+    allow_approx: bool = False  # let that fix use approximations (their error is reported)
     target_options: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -53,6 +55,8 @@ class BuildOptions:
             "preprocess": self.preprocess.to_dict() if self.preprocess else None,
             "metric": self.metric,
             "device": self.device,
+            "fix": self.fix,
+            "allow_approx": self.allow_approx,
             **self.target_options,
         }
 
@@ -100,6 +104,9 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
     model = load_model(model_path, options.input_shapes, require_static=True)
     for name, dims in model.auto_pinned.items():
         echo(f"intake: input '{name}' has a dynamic batch dimension; building for {'x'.join(map(str, dims))} (pin another with --input-shape)")
+    fix_report = None
+    if options.fix:
+        model, fix_report = _fix_for_chip(model, Path(model_path), target, chip, options, echo)
     if target.toolchain.managed and not target.toolchain.status().installed:
         raise ToolchainMissing(f"Building for {chip.id} needs the {target.toolchain.name} toolchain, which is {target.toolchain.status().detail}.")
     dest = artifact_dir(options.out_root, model.name, chip.id)
@@ -119,6 +126,10 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
             "target": {"target": target.id, "chip": chip.id, "chip_name": chip.name, "vendor": target.vendor, "accelerator": chip.accelerator},
             "options": options.to_dict(),
         }
+        if fix_report is not None:
+            # The artifact's model.onnx is the rewritten one; the report keeps where it came from.
+            report["model"]["source_sha256"] = fix_report["model"]["sha256"]
+            report["fix"] = fix_report
         art.manifest_fields.update(
             model=report["model"],
             target=report["target"],
@@ -143,6 +154,18 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
         atomic_write_json(work / "report.json", report)
     echo(f"build: wrote {dest} in {time.monotonic() - started:.1f} s")
     return dest
+
+
+def _fix_for_chip(model: LoadedModel, model_path: Path, target, chip, options: BuildOptions, echo):
+    """`edgedeploy fix` for one chip before converting: (the rewritten model, the fix report)."""
+    from edgedeploy.fix.engine import DEFAULT_EVAL_COUNT, evaluation_feeds, fix_model
+
+    feeds, source = evaluation_feeds(model, options.eval, options.eval_count or DEFAULT_EVAL_COUNT, model_path)
+    precision = options.precision or chip.precisions[0]
+    result = fix_model(model, {chip.id: target.rule_set(chip.id)}, feeds, source, allow_approx=options.allow_approx, echo=echo, precisions={chip.id: precision})
+    applied = [a.rewrite for a in result.attempts if a.applied]
+    echo(f"fix: {', '.join(applied) if applied else 'no rewrite improved the placements'} for {chip.id}")
+    return result.fixed, result.to_dict()
 
 
 def load_report(artifact: Path) -> dict:

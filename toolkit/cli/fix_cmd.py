@@ -11,31 +11,7 @@ import onnx
 
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
 from edgedeploy.cli.output import emit_json, format_option, info, table
-
-# Random evaluation inputs when no --eval is given for a model that is not the sample.
-RANDOM_EVAL_SAMPLES = 16
-DEFAULT_EVAL_COUNT = 64
-
-
-def evaluation_feeds(model, eval_path: Path | None, eval_count: int, model_path: Path) -> tuple[list[dict], str]:
-    """Per-sample feeds (batch as pinned) from --eval, the sample's held-out split, or seeded random data."""
-    from edgedeploy.datasets import load_dataset, model_input_specs
-    from edgedeploy.sample import sample_eval_path, sample_model_path
-
-    specs = model_input_specs(model)
-    if eval_path is None and model_path.resolve() == sample_model_path().resolve():
-        eval_path = sample_eval_path()
-    if eval_path is not None:
-        ds = load_dataset(eval_path, specs, count=eval_count)
-        batch = specs[0].shape[0] or 1
-        feeds = list(ds.batches(batch))
-        return feeds, f"{ds.source} ({len(feeds) * batch} samples)"
-    rng = np.random.default_rng(0)
-    feeds = []
-    for _ in range(RANDOM_EVAL_SAMPLES):
-        feeds.append({s.name: rng.standard_normal([d or 1 for d in s.shape]).astype(np.dtype(s.dtype)) for s in specs})
-    return feeds, f"{RANDOM_EVAL_SAMPLES} random standard-normal inputs (seed 0; no --eval given)"
-
+from edgedeploy.fix.engine import DEFAULT_EVAL_COUNT
 
 @click.command("fix")
 @model_argument
@@ -46,10 +22,11 @@ def evaluation_feeds(model, eval_path: Path | None, eval_count: int, model_path:
 @click.option("--rewrite", "only", multiple=True, metavar="NAME", help="Only try these rewrites (repeatable); see --list.")
 @click.option("--eval", "eval_data", type=click.Path(exists=True, path_type=Path), help="Evaluation data for the fidelity check (.npz, .npy folder, images).")
 @click.option("--eval-count", type=click.IntRange(min=1), default=DEFAULT_EVAL_COUNT, show_default=True, help="Samples of the evaluation data to use.")
+@click.option("--confirm", is_flag=True, help="Also run each chip's real toolchain (where installed) on the model before and after, and report its own verdict.")
 @click.option("--list", "list_rewrites", is_flag=True, help="List the rewrites and exit.")
 @input_shape_option
 @format_option()
-def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, eval_count, list_rewrites, input_shapes, output_format) -> None:
+def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, eval_count, confirm, list_rewrites, input_shapes, output_format) -> None:
     """Rewrite MODEL so nodes that fall back or are unsupported on each --target move onto its accelerator.
 
     A rewrite is kept only if the audit gets better on some target and worse on none, and the
@@ -59,7 +36,7 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
     """
     from edgedeploy.artifacts import atomic_write_bytes, atomic_write_json
     from edgedeploy.errors import ArtifactError, OptionError
-    from edgedeploy.fix.engine import fix_model
+    from edgedeploy.fix.engine import confirm_fix, evaluation_feeds, fix_model
     from edgedeploy.fix.passes import REWRITES
     from edgedeploy.model import load_model
     from edgedeploy.targets import find_chip
@@ -76,8 +53,10 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
         if name not in known:
             raise OptionError(f"Unknown rewrite '{name}'; see `edgedeploy fix --list`.")
     rule_sets = {}
+    precisions = {}
     for chip_id in targets:
         target, chip = find_chip(chip_id)
+        precisions[chip.id] = chip.precisions[0]
         try:
             rule_sets[chip.id] = target.rule_set(chip.id)
         except ModuleNotFoundError as exc:
@@ -90,9 +69,11 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
         if path.exists() and not force:
             raise ArtifactError(f"{path} exists already; use --force to replace it.")
     feeds, source = evaluation_feeds(loaded, eval_data, eval_count, model_path)
-    result = fix_model(loaded, rule_sets, feeds, source, allow_approx=allow_approx, only=list(only) or None, echo=info)
+    result = fix_model(loaded, rule_sets, feeds, source, allow_approx=allow_approx, only=list(only) or None, echo=info, precisions=precisions)
     report = result.to_dict()
     report["fixed_model"]["path"] = str(out_path)
+    if confirm:
+        report["confirmed"] = confirm_fix(result, echo=info)
     fixed_proto = onnx.ModelProto()
     fixed_proto.CopyFrom(result.fixed.proto)
     atomic_write_bytes(out_path, fixed_proto.SerializeToString())
@@ -116,6 +97,11 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
     for a in tried:
         click.echo(f"not applied: {a['rewrite']}: {a['reason']}")
     click.echo("")
+    for chip, c in report.get("confirmed", {}).items():
+        if "skipped" in c:
+            click.echo(f"toolchain {chip}: not confirmed: {c['skipped']}")
+        else:
+            click.echo(f"toolchain {chip} ({c['toolchain']}): before {c['before']['line']}; after {c['after']['line']}; rules vs toolchain after: {c['after']['agreement_line']}")
     for name, f in report["fidelity"]["per_output"].items():
         click.echo(f"fidelity {name}: cosine {f['cosine']:.6f}, max abs error {f['max_abs_error']:.3g} on {report['fidelity']['evaluation_data']}")
     click.echo(f"wrote {out_path} and {report_path}")

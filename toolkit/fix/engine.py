@@ -29,6 +29,30 @@ from edgedeploy.model import LoadedModel
 from edgedeploy.model.intake import from_proto
 
 FIX_SCHEMA = "edgedeploy.fix/1"
+# Random evaluation inputs when no --eval is given for a model that is not the sample.
+RANDOM_EVAL_SAMPLES = 16
+DEFAULT_EVAL_COUNT = 64
+
+
+def evaluation_feeds(model, eval_path: Path | None, eval_count: int, model_path: Path) -> tuple[list[dict], str]:
+    """Per-sample feeds (batch as pinned) from --eval, the sample's held-out split, or seeded random data."""
+    from edgedeploy.datasets import load_dataset, model_input_specs
+    from edgedeploy.sample import sample_eval_path, sample_model_path
+
+    specs = model_input_specs(model)
+    if eval_path is None and model_path.resolve() == sample_model_path().resolve():
+        eval_path = sample_eval_path()
+    if eval_path is not None:
+        ds = load_dataset(eval_path, specs, count=eval_count)
+        batch = specs[0].shape[0] or 1
+        feeds = list(ds.batches(batch))
+        return feeds, f"{ds.source} ({len(feeds) * batch} samples)"
+    rng = np.random.default_rng(0)
+    feeds = []
+    for _ in range(RANDOM_EVAL_SAMPLES):
+        feeds.append({s.name: rng.standard_normal([d or 1 for d in s.shape]).astype(np.dtype(s.dtype)) for s in specs})
+    return feeds, f"{RANDOM_EVAL_SAMPLES} random standard-normal inputs (seed 0; no --eval given)"
+
 # Greedy rounds: each round tries every rewrite once on the current model.
 MAX_ROUNDS = 5
 
@@ -116,13 +140,21 @@ def fix_model(
     allow_approx: bool = False,
     only: list[str] | None = None,
     echo: Callable[[str], None] = lambda _: None,
+    precisions: dict[str, str] | None = None,
 ) -> FixResult:
     """Rewrite `original` for the chips of `rule_sets` ({chip id: RuleSet}); see the module doc.
 
     `feeds`: the evaluation inputs, one dict per batch of the model's pinned batch size.
+    `precisions`: the precision each chip compiles in ({chip id: "int8"}), for the audit's
+    precision rules and the bytes crossing per inference; None audits precision-free.
     """
+    precisions = precisions or {}
+
+    def audit(model: LoadedModel, chip: str):
+        return audit_model(model, rule_sets[chip], precisions.get(chip))
+
     candidates: list[Rewrite] = [r for r in REWRITES if (only is None or r.name in only)]
-    before = {chip: audit_model(original, rules) for chip, rules in rule_sets.items()}
+    before = {chip: audit(original, chip) for chip in rule_sets}
     reference = _run_reference(original.proto, feeds)
     current = original
     current_audit = before
@@ -152,7 +184,7 @@ def fix_model(
             except Exception as exc:  # noqa: BLE001 - an invalid result must never be kept
                 tried_reasons[rewrite.name] = Attempt(rewrite.name, False, f"produced an invalid model: {exc}", changes, exact=rewrite.exact)
                 continue
-            trial_audit = {chip: audit_model(trial, rules) for chip, rules in rule_sets.items()}
+            trial_audit = {chip: audit(trial, chip) for chip in rule_sets}
             # Better means fewer nodes unsupported or off the accelerator; fewer transitions alone
             # (several accelerator nodes merged into one fallback node) is not a move onto it.
             better = [c for c in rule_sets if audit_score(trial_audit[c])[:2] < audit_score(current_audit[c])[:2]]
@@ -179,3 +211,61 @@ def fix_model(
     final_outputs = _run_reference(current.proto, feeds)
     per_output = {k: fidelity(reference[k], final_outputs[k]) for k in reference}
     return FixResult(original, current, attempts, before, current_audit, per_output, eval_source)
+
+
+def _verdict_line(verdict) -> str:
+    if verdict.failed:
+        return f"refused the model ({verdict.failed})"
+    counts: dict[str, int] = {}
+    for node in verdict.nodes.values():
+        counts[node.placement.value] = counts.get(node.placement.value, 0) + 1
+    on = counts.pop("accelerator", 0)
+    rest = ", ".join(f"{n} {p}" for p, n in sorted(counts.items()))
+    return f"{on} of {len(verdict.nodes)} reported nodes on the accelerator" + (f" ({rest})" if rest else "")
+
+
+def confirm_fix(result: FixResult, echo: Callable[[str], None] = lambda _: None) -> dict:
+    """Each chip's real toolchain verdict on the model before and after the rewrites (where installed).
+
+    The rules decided what `fix` applied; this asks the toolchain itself (esp-ppq's float ops,
+    RKNN's layer table, Vela's CPU operators, ...) whether the nodes really moved.
+    """
+    import tempfile
+
+    from edgedeploy.audit.confirm import compare
+    from edgedeploy.errors import EdgedeployError
+    from edgedeploy.targets import find_chip
+
+    confirmed: dict = {}
+    with tempfile.TemporaryDirectory(prefix="edgedeploy-fix-confirm-") as tmp:
+        work = Path(tmp)
+        paths = {}
+        for label, model in (("before", result.original), ("after", result.fixed)):
+            paths[label] = work / f"{label}.onnx"
+            onnx.save(model.proto, str(paths[label]))
+        for chip_id, before_audit in result.before.items():
+            target, chip = find_chip(chip_id)
+            status = target.toolchain.status()
+            if not status.installed:
+                confirmed[chip_id] = {"skipped": f"the {target.toolchain.name} toolchain is {status.detail}"}
+                continue
+            entry: dict = {"toolchain": target.toolchain.name}
+            try:
+                for label, audit in (("before", before_audit), ("after", result.after[chip_id])):
+                    echo(f"fix: {chip_id}: asking {target.toolchain.name} for its verdict on the model {label} the rewrites")
+                    folder = work / f"{chip_id}-{label}"
+                    folder.mkdir()
+                    verdict = target.toolchain_verdict(paths[label], chip_id, folder, folder / "toolchain.log")
+                    comparison = compare(audit, verdict)
+                    agreement = comparison.get("agreement")
+                    entry[label] = {
+                        "verdict": verdict.to_dict(),
+                        "comparison": comparison,
+                        "line": _verdict_line(verdict),
+                        "agreement_line": f"{comparison['agree']} of {comparison['compared']} nodes agree" + ("" if agreement is None else f" ({agreement:.0%})"),
+                    }
+            except EdgedeployError as exc:
+                confirmed[chip_id] = {"skipped": str(exc).splitlines()[0]}
+                continue
+            confirmed[chip_id] = entry
+    return confirmed
