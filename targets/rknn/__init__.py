@@ -6,6 +6,8 @@ runs with rknn-toolkit-lite2 (Python) or the rknn_api C library.
 
 from pathlib import Path
 
+import click
+
 from edgedeploy.targets.base import Chip, Target
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
@@ -46,6 +48,22 @@ class RknnTarget(Target):
     vendor = "Rockchip"
     name = "RKNN"
     toolchain = TOOLCHAIN
+    TOOLKIT_VERSION = RKNN_TOOLKIT_VERSION
+    stages = ("convert", "simulate", "codegen", "runner")
+    build_options = (
+        click.Option(
+            ["--optimization-level", "optimization_level"],
+            type=click.IntRange(0, 3),
+            default=None,
+            help="RKNN: rknn-toolkit2's optimization_level (0-3; default 3, all optimisations).",
+        ),
+        click.Option(
+            ["--analyse", "analyse"],
+            is_flag=True,
+            default=False,
+            help="Run the toolchain's per-layer accuracy analysis and map it to ONNX node names (RKNN: accuracy_analysis).",
+        ),
+    )
     chips = (
         _chip("rk3588", "RK3588", 6, "4x Cortex-A76 + 4x Cortex-A55", 2400, notes="3 NPU cores"),
         _chip("rk3576", "RK3576", 6, "4x Cortex-A72 + 4x Cortex-A53", 2200, notes="2 NPU cores"),
@@ -63,6 +81,25 @@ class RknnTarget(Target):
             notes="int8 only; RV1106G3 has 256 MB of in-package DRAM",
         ),
     )
+
+
+    def build(self, ctx) -> None:
+        from edgedeploy.targets.rknn.build import build
+
+        build(self, ctx)
+
+    def toolchain_verdict(self, model_path: Path, chip_id: str, workdir: Path, log_path: Path, **options):
+        return self.toolchain_verdicts([model_path], chip_id, workdir, log_path, **options)[0]
+
+    def toolchain_verdicts(self, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, **options) -> list:
+        from edgedeploy.targets.rknn.verdict import toolchain_verdicts
+
+        return toolchain_verdicts(self, list(model_paths), chip_id, workdir, log_path, **options)
+
+    def runner_spec(self, artifact: Path, manifest: dict, device):
+        from edgedeploy.targets.rknn.runner import runner_spec
+
+        return runner_spec(self, Path(artifact), manifest, device)
 
 
 TARGET = RknnTarget()

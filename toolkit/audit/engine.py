@@ -242,6 +242,7 @@ def node_views(model: LoadedModel) -> list[NodeView]:
                 if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                     constants[node.output[0]] = a.t
 
+    model_outputs = {o.name for o in graph.output}
     dtype_names: dict[int, str] = {}
 
     def dtype_of(elem: int) -> str:
@@ -263,9 +264,9 @@ def node_views(model: LoadedModel) -> list[NodeView]:
             return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_of(tensor.data_type), True, _tensor=lazy)
         vi = infos.get(name)
         if vi is None:
-            return TensorView(name, None, None, False)
+            return TensorView(name, None, None, False, is_model_output=name in model_outputs)
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
-        return TensorView(name, dims_of(vi), dtype_of(elem) if elem else None, False)
+        return TensorView(name, dims_of(vi), dtype_of(elem) if elem else None, False, is_model_output=name in model_outputs)
 
     opset = model.opset
     ir_version = int(model.proto.ir_version)
@@ -362,12 +363,15 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
                 add(precision_unsupported, Placement.UNSUPPORTED, precision, f"runs in: {', '.join(support.precisions)}")
             else:
                 add(precision_not_on_accelerator, Placement.FALLBACK, precision, f"supported: {', '.join(support.precisions)}")
-        if rules_by_op is None:
-            rules_by_op = {}
-        applicable = rules_by_op.get(op)
-        if applicable is None:
-            applicable = rules_by_op[op] = [r for r in rules.rules if r.applies_to(op)]
-        for r in applicable:
+    if rules_by_op is None:
+        rules_by_op = {}
+    applicable = rules_by_op.get(op)
+    if applicable is None:
+        applicable = rules_by_op[op] = [r for r in rules.rules if r.applies_to(op)]
+    for r in applicable:
+        # Accelerator limits matter only for nodes the accelerator would run; a rule whose
+        # violation stops the build (UNSUPPORTED) matters wherever the node would run.
+        if support is not None or r.placement is Placement.UNSUPPORTED:
             for offence in r.evaluate(node, rules.chip):
                 add(r, r.placement, offence.value, offence.detail)
     placement = worst(v.placement for v in found)

@@ -70,6 +70,9 @@ class TensorView:
     foldable: bool = False
     # The constant's TensorProto, converted to `value` only when a rule asks (most never do).
     _tensor: onnx.TensorProto | None = field(default=None, repr=False, compare=False)
+    # True for the model's own outputs: toolchains treat the tensors at the model's boundary
+    # apart (layout and type conversions for the caller).
+    is_model_output: bool = False
 
     @property
     def value(self) -> np.ndarray | None:

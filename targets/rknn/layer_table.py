@@ -1,0 +1,397 @@
+"""Reading what rknn-toolkit2 prints during a verbose build, and turning it into a verdict.
+
+With `RKNN(verbose=True)` the toolkit prints, among much else:
+
+- the Python graph optimiser's rewrites, one per line, e.g.
+  `D     convert_gemm_by_exmatmul: remove node = ['fc'], add node = ['fc#1', 'fc_mm_tp', ...]`
+- from the C compiler (librknnc), the "Network Layer Information Table": one row per layer of the
+  compiled graph with its OpType, DataType, Target (NPU or CPU), shapes, the compiler's cycle
+  estimate (DDR/NPU/Total) and RW(KB), and FullName `OpType:layer name`
+- `Total Internal Memory Size` and `Total Weight Memory Size`.
+
+Layer names descend from ONNX node names (or, for unnamed nodes, their first output's name)
+through the rewrites, with suffixes such as `#2`, `_rs`, `-rs`, `_tp`, `_mm`, `__cvt_...`. This
+module follows the rewrites (lineage) and, where a layer's name has none, the longest ONNX node or
+tensor name it starts with, so every layer is traced back to the ONNX nodes it came from.
+
+Pure Python (no vendor SDK): the core imports it; the worker only saves the text.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+import onnx
+
+from edgedeploy.audit.confirm import NodeVerdict, ToolchainVerdict
+from edgedeploy.audit.rules import Placement
+from edgedeploy.model.stats import node_names
+
+TOOLCHAIN_NAME = "rknn-toolkit2"
+ESTIMATE_LABEL = "rknn-toolkit2 compiler estimates (Cycles and RW(KB) columns of its layer table), not measurements"
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_C_PREFIX = re.compile(r"^[A-Z] RKNN: \[[^\]]*\] ?")
+_ROW = re.compile(
+    r"^(?P<id>\d+)\s+(?P<op>\S+)\s+(?P<dtype>\S+)\s+(?P<target>[A-Z]+)\s+(?P<inputs>\S+)\s+(?P<output>\S+)\s+"
+    r"(?P<ddr>\d+)/(?P<npu>\d+)/(?P<total>\d+)\s+(?:(?P<sparse>\d+(?:\.\d+)?%)\s+)?(?P<rw>\S+)(?:\s+(?P<full>.*?))?\s*$"
+)
+_REWRITE = re.compile(r"^D\s{3,}(?P<pass>[A-Za-z0-9_]+): remove node = (?P<removed>\[.*?\])(?:, add node = (?P<added>\[.*\]))?\s*$")
+_MEMORY = re.compile(r"Total (?P<kind>Internal|Weight) Memory Size: (?P<kb>[0-9.]+)\s*KB")
+
+# Layers the compiler adds to move data between layouts and types. They follow the operator
+# they serve wherever the runtime finds convenient (the same Reshape lands on the NPU on one
+# chip and on the CPU on another), so an operator's placement is decided by its other layers.
+GLUE_OP_TYPES = frozenset({"Reshape", "Transpose", "exDataConvert", "DataConvert", "Cast", "ReshapeTranspose", "TransposeReshape"})
+BOUNDARY_OP_TYPES = frozenset({"InputOperator", "OutputOperator"})
+FLOAT_DTYPES = frozenset({"FLOAT16", "FLOAT", "FLOAT32", "BFLOAT16"})
+# Operators whose output is known at conversion time once input shapes are pinned.
+CONVERSION_TIME_OPS = frozenset({"Constant", "Shape", "Size", "ConstantOfShape", "EyeLike"})
+# Passes named fuse_<x>_into_<kind> merge a node into a neighbour of that kind (ONNX op types).
+FUSION_TARGETS = {
+    "conv": frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"}),
+    "matmul": frozenset({"MatMul", "Gemm"}),
+    "exmatmul": frozenset({"MatMul", "Gemm"}),
+    "gemm": frozenset({"Gemm", "MatMul"}),
+}
+# How far (in ONNX nodes) a fused node looks for a neighbour the table placed.
+FUSED_SEARCH_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One row of the Network Layer Information Table."""
+
+    id: int
+    op_type: str
+    dtype: str
+    target: str
+    input_shapes: str
+    output_shape: str
+    cycles_ddr: int
+    cycles_npu: int
+    cycles_total: int
+    rw_kb: str
+    full_name: str
+    sparse_ratio: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The layer name without its `OpType:` prefix (layer names may themselves contain ':')."""
+        head, sep, rest = self.full_name.partition(":")
+        return rest if sep and head and " " not in head else self.full_name
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "op_type": self.op_type,
+            "dtype": self.dtype,
+            "target": self.target,
+            "input_shapes": self.input_shapes,
+            "output_shape": self.output_shape,
+            "cycles_ddr": self.cycles_ddr,
+            "cycles_npu": self.cycles_npu,
+            "cycles_total": self.cycles_total,
+            "rw_kb": self.rw_kb,
+            "sparse_ratio": self.sparse_ratio,
+            "name": self.name,
+        }
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One line of the graph optimiser's log: a pass removed some nodes and added others."""
+
+    pass_name: str
+    removed: tuple[str, ...]
+    added: tuple[str, ...]
+
+
+def clean_lines(text: str) -> list[str]:
+    """The output's lines without colour codes and without the C logger's `D RKNN: [time] ` prefix."""
+    return [_C_PREFIX.sub("", _ANSI.sub("", line)).rstrip() for line in text.splitlines()]
+
+
+def parse_layer_table(text: str) -> list[Layer]:
+    """The rows of the last Network Layer Information Table in `text` ([] when there is none)."""
+    lines = clean_lines(text)
+    starts = [i for i, line in enumerate(lines) if "Network Layer Information Table" in line]
+    if not starts:
+        return []
+    layers: list[Layer] = []
+    in_rows = False
+    for line in lines[starts[-1] + 1 :]:
+        stripped = line.strip()
+        if stripped.startswith("ID ") and "OpType" in stripped:
+            in_rows = True
+            continue
+        if not in_rows or set(stripped) <= {"-", "+", " "}:
+            if in_rows and layers and set(stripped) <= {"-", "+"} and stripped:
+                break  # the closing rule
+            continue
+        m = _ROW.match(stripped)
+        if m is None:
+            if layers:
+                break
+            continue
+        layers.append(
+            Layer(
+                id=int(m["id"]),
+                op_type=m["op"],
+                dtype=m["dtype"],
+                target=m["target"],
+                input_shapes=m["inputs"],
+                output_shape=m["output"],
+                cycles_ddr=int(m["ddr"]),
+                cycles_npu=int(m["npu"]),
+                cycles_total=int(m["total"]),
+                rw_kb=m["rw"],
+                full_name=m["full"] or "",
+                sparse_ratio=m["sparse"],
+            )
+        )
+    return layers
+
+
+def parse_rewrites(text: str) -> list[Rewrite]:
+    """The optimiser's remove/add lines, in order."""
+    rewrites = []
+    for line in clean_lines(text):
+        m = _REWRITE.match(line)
+        if m is None:
+            continue
+        try:
+            removed = tuple(str(x) for x in ast.literal_eval(m["removed"]))
+            added = tuple(str(x) for x in ast.literal_eval(m["added"])) if m["added"] else ()
+        except (ValueError, SyntaxError):
+            continue
+        rewrites.append(Rewrite(m["pass"], removed, added))
+    return rewrites
+
+
+def parse_memory_kb(text: str) -> dict:
+    """`internal_memory_kb` and `weight_memory_kb` from the compiler's totals (absent keys when not printed)."""
+    found = {}
+    for m in _MEMORY.finditer(_ANSI.sub("", text)):
+        found[f"{m['kind'].lower()}_memory_kb"] = float(m["kb"])
+    return found
+
+
+class _NameIndex:
+    """Maps toolkit layer names back to the display names of ONNX nodes (model.stats.node_names)."""
+
+    def __init__(self, graph: onnx.GraphProto):
+        self.display = node_names(graph)
+        self.origins: dict[str, frozenset[str]] = {}
+        self.tensor_producer: dict[str, str] = {}
+        self.consumers: dict[str, list[int]] = {}
+        self.graph = graph
+        for disp, node in zip(self.display, graph.node):
+            # The toolkit names an unnamed node after its first output.
+            key = node.name or (node.output[0] if node.output else disp)
+            self.origins.setdefault(key, frozenset())
+            self.origins[key] = self.origins[key] | {disp}
+            for out in node.output:
+                if out:
+                    self.tensor_producer[out] = disp
+        for index, node in enumerate(graph.node):
+            for inp in node.input:
+                self.consumers.setdefault(inp, []).append(index)
+        self.graph_inputs = {i.name for i in graph.input}
+        self.absorbed_by: dict[str, str] = {}
+
+    def guess(self, name: str) -> frozenset[str]:
+        """Origins of a name by the longest known node/tensor name it starts with (then '#', '_' or '-')."""
+        if name in self.origins:
+            return self.origins[name]
+        if name in self.tensor_producer:
+            return frozenset({self.tensor_producer[name]})
+        for cut in range(len(name) - 1, 0, -1):
+            if name[cut] not in "#_-":
+                continue
+            head = name[:cut]
+            if head in self.origins:
+                return self.origins[head]
+            if head in self.tensor_producer:
+                return frozenset({self.tensor_producer[head]})
+            if head in self.graph_inputs:
+                # Layout glue on a model input serves the nodes that read it.
+                return frozenset(self.display[j] for j in self.consumers.get(head, []))
+        return frozenset()
+
+    def apply(self, rewrites: list[Rewrite]) -> None:
+        for rw in rewrites:
+            source: frozenset[str] = frozenset()
+            for r in rw.removed:
+                source = source | self.guess(r)
+            for a in rw.added:
+                if a in rw.removed:
+                    # A pass that re-adds a node under its own name (e.g. swapping two nodes)
+                    # keeps that node's identity rather than merging it with the others.
+                    self.origins[a] = self.guess(a)
+                else:
+                    self.origins[a] = source if source else self.guess(a)
+            if not rw.added:
+                for r in rw.removed:
+                    for disp in self.guess(r):
+                        self.absorbed_by.setdefault(disp, rw.pass_name)
+
+
+def _describe(layer: Layer) -> str:
+    return f"layer {layer.id} {layer.op_type} {layer.dtype} on {layer.target}"
+
+
+def _placement_of(layers: list[Layer], quantized: bool) -> tuple[Placement, str]:
+    """Where an ONNX node runs, from the layers it became, and a short account of why."""
+    compute = [l for l in layers if l.op_type not in GLUE_OP_TYPES]
+    primary = compute or layers
+    on_npu = [l for l in primary if l.target == "NPU"]
+    elsewhere = [l for l in primary if l.target != "NPU"]
+    parts = "; ".join(_describe(l) for l in primary)
+    glue = [l for l in layers if l not in primary]
+    if glue:
+        parts += "; layout glue: " + ", ".join(f"{l.op_type} on {l.target}" for l in glue)
+    if elsewhere:
+        return Placement.FALLBACK, ("partly on the CPU: " if on_npu else "") + parts
+    if quantized and any(l.dtype in FLOAT_DTYPES for l in on_npu):
+        return Placement.FLOAT, parts
+    return Placement.ACCELERATOR, parts
+
+
+def verdict_from_output(
+    text: str,
+    graph: onnx.GraphProto,
+    quantized: bool,
+    version: str,
+    error: str | None = None,
+) -> ToolchainVerdict:
+    """The toolkit's own placement of every ONNX node of `graph`, from its verbose build output.
+
+    `quantized`: the build was int8 (then an NPU layer computing in FLOAT16 is "kept in float").
+    `error`: the build failed with this message (the verdict is then a failure of the whole model).
+    Nodes with no layer of their own were fused into a neighbour by the toolkit and take the
+    neighbour's placement; nodes whose inputs are all constants were folded at conversion time.
+    """
+    verdict = ToolchainVerdict(toolchain=TOOLCHAIN_NAME, version=version)
+    layers = parse_layer_table(text)
+    if error is not None or not layers:
+        verdict.failed = error or "the toolkit printed no layer table"
+        return verdict
+    index = _NameIndex(graph)
+    index.apply(parse_rewrites(text))
+
+    by_node: dict[str, list[Layer]] = {}
+    layer_nodes: dict[int, list[str]] = {}
+    for layer in layers:
+        if layer.op_type in BOUNDARY_OP_TYPES:
+            continue
+        if not layer.full_name:
+            # Layers the compiler adds without a name, e.g. the convolution that applies the
+            # input's mean/std on a 4-D model input.
+            verdict.unmapped.append(f"(unnamed) layer {layer.id} {layer.op_type} on {layer.target}")
+            continue
+        origins = sorted(index.origins.get(layer.name) or index.guess(layer.name))
+        layer_nodes[layer.id] = origins
+        if not origins:
+            verdict.unmapped.append(f"{layer.full_name} ({layer.op_type} on {layer.target})")
+        for disp in origins:
+            by_node.setdefault(disp, []).append(layer)
+
+    for disp, node_layers in by_node.items():
+        placement, detail = _placement_of(node_layers, quantized)
+        verdict.nodes[disp] = NodeVerdict(placement, detail)
+
+    _place_fused_nodes(verdict, index)
+
+    memory = parse_memory_kb(text)
+    verdict.estimates = {
+        "label": ESTIMATE_LABEL,
+        "cycles_total_estimate": sum(l.cycles_total for l in layers),
+        "cycles_npu_estimate": sum(l.cycles_npu for l in layers),
+        "cycles_ddr_estimate": sum(l.cycles_ddr for l in layers),
+        **{f"{k}_estimate": v for k, v in memory.items()},
+        "layers": [dict(l.to_dict(), onnx_nodes=layer_nodes.get(l.id, [])) for l in layers],
+    }
+    return verdict
+
+
+def _place_fused_nodes(verdict: ToolchainVerdict, index: _NameIndex) -> None:
+    """Give nodes without a layer the placement of the nearest placed neighbour (producers first)."""
+    graph = index.graph
+    constant_tensors = {t.name for t in graph.initializer}
+    display = index.display
+    position = {disp: i for i, disp in enumerate(display)}
+    # Constant folding: with pinned shapes the toolkit evaluates, at conversion time, every node
+    # whose inputs are constants or shapes. Such nodes never run, so the table says nothing about
+    # them and they get no verdict (they are "not reported", not guessed).
+    folded: set[str] = set()
+    for i, node in enumerate(graph.node):
+        computable = node.op_type in CONVERSION_TIME_OPS or (node.input and all((not x) or x in constant_tensors for x in node.input))
+        if computable and display[i] not in verdict.nodes:
+            constant_tensors.update(o for o in node.output if o)
+            folded.add(display[i])
+    def neighbour(start: int) -> tuple[str, NodeVerdict] | None:
+        frontier = [start]
+        seen = {start}
+        for _ in range(FUSED_SEARCH_DEPTH):
+            nxt = []
+            for i in frontier:
+                for x in graph.node[i].input:
+                    producer = index.tensor_producer.get(x)
+                    if producer is None:
+                        continue
+                    if producer in verdict.nodes and not verdict.nodes[producer].detail.startswith("fused"):
+                        return producer, verdict.nodes[producer]
+                    j = position[producer]
+                    if j not in seen:
+                        seen.add(j)
+                        nxt.append(j)
+            frontier = nxt
+        frontier = [start]
+        for _ in range(FUSED_SEARCH_DEPTH):
+            nxt = []
+            for i in frontier:
+                for out in graph.node[i].output:
+                    for j in index.consumers.get(out, []):
+                        if display[j] in verdict.nodes and not verdict.nodes[display[j]].detail.startswith("fused"):
+                            return display[j], verdict.nodes[display[j]]
+                        if j not in seen:
+                            seen.add(j)
+                            nxt.append(j)
+            frontier = nxt
+        return None
+
+    def named_target(start: int, pass_name: str) -> tuple[str, NodeVerdict] | None:
+        """For passes named fuse_<x>_into_<y>: the nearest placed node of kind <y>, either direction."""
+        m = re.search(r"_into_([a-z]+)", pass_name)
+        kinds = FUSION_TARGETS.get(m.group(1)) if m else None
+        if not kinds:
+            return None
+        frontier, seen = [start], {start}
+        for _ in range(FUSED_SEARCH_DEPTH):
+            nxt = []
+            for i in frontier:
+                near = [position[index.tensor_producer[x]] for x in graph.node[i].input if x in index.tensor_producer]
+                near += [j for out in graph.node[i].output for j in index.consumers.get(out, [])]
+                for j in near:
+                    if j in seen:
+                        continue
+                    seen.add(j)
+                    nxt.append(j)
+                    if graph.node[j].op_type in kinds and display[j] in verdict.nodes:
+                        return display[j], verdict.nodes[display[j]]
+            frontier = nxt
+        return None
+
+    for i, disp in enumerate(display):
+        if disp in verdict.nodes or disp in folded:
+            continue
+        found = named_target(i, index.absorbed_by[disp]) if disp in index.absorbed_by else None
+        found = found or neighbour(i)
+        if found is None:
+            continue
+        other, seen = found
+        how = f" by {index.absorbed_by[disp]}" if disp in index.absorbed_by else ""
+        verdict.nodes[disp] = NodeVerdict(seen.placement, f"fused{how} (no layer of its own); runs with {other}")

@@ -1,0 +1,665 @@
+"""RKNN rule table: where rknn-toolkit2 puts each ONNX operator on each Rockchip chip, and why.
+
+Facts transcribed (not copied: the documents' licence forbids redistributing their text) from:
+
+- DOC_COMPILER: "RKNN Compiler Support Operator List" v2.3.2 (Rockchip NPU team, 2025-03-28),
+  shipped with rknn-toolkit2 v2.3.2. Chapter 3 lists the NPU operators and their limits per chip
+  platform (3.1 RK3566/RK3568, 3.2 RK3588, 3.3 RK3562, 3.4 RV1103/RV1106, 3.5 RK3576); chapter 4
+  the CPU operators of the runtime (4.1: the RV1103/RV1106 runtime has only a few of them).
+  Section numbers below are that document's (e.g. "3.2.54" = RK3588, Resize).
+- DOC_ONNX: "RKNNToolKit2 OPs Support" 2.3.2 (the ONNX operators the toolkit imports, opset <= 19).
+- OBSERVED: what rknn-toolkit2 2.5.0 (the version edgedeploy installs) actually does, read from
+  its layer table on ONNX's backend node tests and on single-operator models with constant
+  weights (scripts/rknn_node_agreement.py; figures in docs/agreement/rknn.md).
+  Where 2.5.0 differs from the 2.3.2 documents, the observed behaviour wins, because it is what
+  the user's build will do; every such fact says OBSERVED in its comment.
+
+The main differences the measurements found: 2.5.0 splits convolutions and poolings beyond the
+documented kernel/stride/pad limits into several NPU layers instead of leaving the NPU; it runs
+nearly every ONNX operator it has no NPU kernel for on the CPU (not only chapter 4's list); and
+it refuses models whose shape-like inputs (Resize scales, Slice starts, reduction axes, ...) are
+computed at run time.
+"""
+
+from __future__ import annotations
+
+from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, RuleSet, rule
+
+DOC_COMPILER = "RKNN Compiler Support Operator List v2.3.2 (2025-03-28)"
+DOC_ONNX = "RKNNToolKit2 OPs Support 2.3.2"
+TOOLKIT_OBSERVED = "rknn-toolkit2 2.5.0 (observed)"
+SOURCE = f"{DOC_COMPILER}; {DOC_ONNX}; behaviour of {TOOLKIT_OBSERVED} where the documents are silent or differ"
+
+CHIPS = ("rk3588", "rk3576", "rk3568", "rk3566", "rk3562", "rv1106")
+# The document's NPU section for each chip.
+CHIP_SECTION = {"rk3566": "3.1", "rk3568": "3.1", "rk3588": "3.2", "rk3562": "3.3", "rv1106": "3.4", "rk3576": "3.5"}
+
+# --- The toolkit's ONNX importer -------------------------------------------------------------
+MAX_OPSET = 19  # DOC_ONNX; OBSERVED: load_onnx refuses "Unsupport onnx opset N, need <= 19"
+MIN_OPSET = 1
+
+# --- NPU operators per chip -------------------------------------------------------------------
+# DOC_COMPILER chapter 3 section headings (internal operator names). NPU_COMMON: in every
+# chip's section.
+NPU_COMMON = frozenset(
+    {
+        "Add", "BatchNormalization", "Concat", "Convolution", "DepthwiseConvolution", "ConvTranspose", "Div",
+        "Expand", "LSTM", "Max", "Mul", "Pad", "MaxPool", "GlobalMaxPool", "AveragePool", "GlobalAveragePool",
+        "Pow", "Relu", "Clip", "PRelu", "LeakyRelu", "Reshape", "Resize", "Slice", "Split", "Sub", "Tile",
+        "Transpose", "Sigmoid", "Tanh", "Softplus", "HardSigmoid", "HardSwish", "Elu", "exSwish", "exMish",
+        "exGelu", "Where", "exGlu", "exMatMul", "exWindow",
+    }
+)  # fmt: skip
+NPU_EXTRA = {
+    # 3.1: no Softmax/Hardmax/exSDPAttention on RK3566/RK3568; exSwooshR/L only here and on RK3588.
+    "rk3566": frozenset({"GRU", "Gather", "Min", "exNorm", "exSwooshR", "exSwooshL"}),
+    "rk3568": frozenset({"GRU", "Gather", "Min", "exNorm", "exSwooshR", "exSwooshL"}),
+    # 3.2
+    "rk3588": frozenset({"GRU", "Gather", "Min", "exNorm", "exSwooshR", "exSwooshL", "Hardmax", "Softmax", "exSoftmax13", "exSoftmaxMask", "exSDPAttention"}),
+    # 3.3: the section has no Min heading.
+    "rk3562": frozenset({"GRU", "Gather", "exNorm", "Hardmax", "Softmax", "exSoftmax13", "exSoftmaxMask", "exSDPAttention"}),
+    # 3.4: no GRU, Gather or exNorm on RV1103/RV1106.
+    "rv1106": frozenset({"Min", "Hardmax", "Softmax", "exSoftmax13", "exSoftmaxMask", "exSDPAttention"}),
+    # 3.5: Greater on the NPU only here.
+    "rk3576": frozenset({"GRU", "Gather", "Min", "exNorm", "Hardmax", "Softmax", "exSoftmax13", "exSoftmaxMask", "exSDPAttention", "Greater"}),
+}
+
+
+def npu_ops(chip: str) -> frozenset[str]:
+    return NPU_COMMON | NPU_EXTRA[chip] | NPU_OBSERVED_EXTRA.get(chip, frozenset())
+
+
+# 3.4: on RV1103/RV1106 every NPU operator's data type list holds int8 only.
+INT8_ONLY_CHIPS = frozenset({"rv1106"})
+# Internal operators that compute in float16 on the NPU even in an int8 build, so the ONNX
+# operator is "kept in float". 3.x GRU lists float16 only. (3.x also lists Div and exNorm as
+# float16 only, but OBSERVED 2.5.0 turns Div by a constant into an int8 Mul and runs exNorm in
+# int8; a Softmax is float16 only at the model's output, see softmax_at_model_output.)
+NPU_FLOAT16_IN_INT8 = frozenset({"GRU"})
+
+# --- How the toolkit lowers each ONNX operator onto the NPU ------------------------------------
+# ONNX operator -> the internal NPU operators it becomes (every one must exist on the chip).
+LOWERING: dict[str, tuple[str, ...]] = {
+    "Add": ("Add",),
+    "Sub": ("Sub",),  # OBSERVED: with a constant operand it becomes an Add
+    "Mul": ("Mul",),
+    "Div": ("Mul",),  # OBSERVED: only a constant divisor (becomes Mul); see div_by_runtime_tensor
+    "Sum": ("Add",),  # OBSERVED: a chain of Adds
+    "Neg": ("Mul",),  # OBSERVED
+    "Abs": ("LeakyRelu",),  # OBSERVED: convert_abs_to_leakyrelu
+    "And": ("Mul",),  # OBSERVED: cvt_bool_and_to_fp_mul
+    "BatchNormalization": ("BatchNormalization",),
+    "InstanceNormalization": ("exNorm",),  # OBSERVED
+    "LayerNormalization": ("exNorm",),  # 3.x exNorm (layer / rms / mean_var); OBSERVED int8
+    "Concat": ("Concat",),
+    "Conv": ("Convolution",),  # depthwise: DepthwiseConvolution (on every chip too)
+    "ConvTranspose": ("ConvTranspose",),
+    "DepthToSpace": ("ConvTranspose",),  # OBSERVED
+    "Expand": ("Expand",),
+    "LSTM": ("LSTM",),
+    "GRU": ("GRU",),
+    "Gather": ("Slice",),  # OBSERVED: constant indices become a Slice or a 1x1 Conv (even on RV1106)
+    "Max": ("Max",),
+    "Min": ("Min",),
+    "Pad": ("Pad",),
+    "MaxPool": ("MaxPool",),
+    "GlobalMaxPool": ("GlobalMaxPool",),
+    "AveragePool": ("AveragePool",),
+    "GlobalAveragePool": ("GlobalAveragePool",),
+    "ReduceMean": ("Convolution",),  # OBSERVED: a 1x1 or depthwise convolution
+    "ReduceSum": ("Convolution",),  # OBSERVED
+    "CumSum": ("Convolution",),  # OBSERVED (constant axis)
+    "Einsum": ("Convolution",),  # OBSERVED for matrix-product equations
+    "Pow": ("Pow",),
+    "Relu": ("Relu",),
+    "Clip": ("Clip",),
+    "PRelu": ("PRelu",),
+    "LeakyRelu": ("LeakyRelu",),
+    "ThresholdedRelu": ("LeakyRelu",),  # OBSERVED on the NPU
+    "Reshape": ("Reshape",),
+    "Flatten": ("Reshape",),  # OBSERVED: convert_flatten_to_reshape
+    "Squeeze": ("Reshape",),
+    "Unsqueeze": ("Reshape",),
+    "Identity": ("Reshape",),
+    "Dropout": ("Reshape",),
+    "Resize": ("Resize",),
+    "Upsample": ("Resize",),
+    "Slice": ("Slice",),
+    "Split": ("Split",),
+    "Transpose": ("Transpose",),
+    "Tile": ("Tile",),
+    "Sin": ("Sin",),  # OBSERVED on RK3576 only (see NPU_OBSERVED_EXTRA)
+    "Cos": ("Cos",),
+    "ReduceMax": ("ReduceMax",),
+    "Sigmoid": ("Sigmoid",),
+    "Tanh": ("Tanh",),
+    "Softplus": ("Softplus",),
+    "HardSigmoid": ("HardSigmoid",),
+    "HardSwish": ("HardSwish",),
+    "Elu": ("Elu",),
+    "Where": ("Where",),
+    "MatMul": ("exMatMul",),  # OBSERVED: convert_matmul_to_exmatmul (a Conv for constant weights)
+    "Gemm": ("exMatMul",),  # OBSERVED: convert_gemm_by_exmatmul
+    "Softmax": ("exSoftmax13",),  # OBSERVED: convert_softmax_to_exsoftmax13
+    "Hardmax": ("Hardmax",),
+    "Greater": ("Greater",),
+}
+# Internal operators 2.5.0 runs on a chip's NPU beyond chapter 3's headings (OBSERVED).
+NPU_OBSERVED_EXTRA = {"rk3576": frozenset({"Sin", "Cos", "ReduceMax"})}
+# ONNX operators the documents put on the NPU that 2.5.0 runs on the CPU (OBSERVED): Min (3.x
+# lists it), Mish (3.x lists exMish), Tile (3.x lists it; on the NPU only on RK3566/RK3568), and
+# on RK3566/RK3568 Transpose (3.1 lists it, with layout limits).
+OBSERVED_ON_CPU_ALL = frozenset({"Min", "Mish", "Tile"})
+OBSERVED_ON_CPU = {
+    "rk3566": frozenset({"Min", "Mish", "Transpose"}),
+    "rk3568": frozenset({"Min", "Mish", "Transpose"}),
+}
+
+# --- The CPU side -----------------------------------------------------------------------------
+# 4.1: the RV1103/RV1106 runtime has only these CPU operators (ONNX names).
+CPU_OPS_RV1106 = frozenset({"Concat", "Div", "LayerNormalization", "Exp", "Gather", "ReduceL2", "ReduceMax", "Reshape", "ScatterND", "Softmax"})
+# Operators the importer evaluates at conversion time (shapes and constants are static).
+CONVERSION_TIME_OPS = frozenset({"Constant", "ConstantOfShape", "Shape", "Size", "EyeLike"})
+
+# OBSERVED: operators the toolkit refuses whatever their inputs (they make the graph dynamic,
+# hold sequences or optionals, or fail inside the toolkit's own shape inference).
+REFUSED_OPS = frozenset(
+    {
+        "NonMaxSuppression", "NonZero", "Loop", "If", "DynamicQuantizeLinear", "Unique", "Compress",
+        "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert", "SequenceLength",
+        "SequenceMap", "ConcatFromSequence", "SplitToSequence", "Optional", "OptionalGetElement",
+        "OptionalHasElement", "BlackmanWindow", "HammingWindow", "HannWindow", "CenterCropPad", "Col2Im",
+        "STFT", "MelWeightMatrix", "Trilu", "StringNormalizer", "RegexFullMatch", "StringSplit",
+        "StringConcat", "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli",
+        "Multinomial",
+    }
+)  # fmt: skip
+
+# Inputs that must be constants (their values fix the graph's shapes). OBSERVED: with a run-time
+# value the toolkit stops ("Remove <op> manually", "Can not find tensor value info", ...).
+STATIC_INPUTS: dict[str, tuple[int, ...]] = {
+    "Reshape": (1,),
+    "Resize": (1, 2, 3),
+    "Upsample": (1,),
+    "Slice": (1, 2, 3, 4),
+    "Split": (1,),
+    "Expand": (1,),
+    "Tile": (1,),
+    "Pad": (1, 2, 3),
+    "Clip": (1, 2),
+    "Squeeze": (1,),
+    "Unsqueeze": (1,),
+    "ReduceMean": (1,),
+    "ReduceSum": (1,),
+    "ReduceMax": (1,),
+    "ReduceMin": (1,),
+    "ReduceL2": (1,),
+    "CumSum": (1,),
+    "TopK": (1,),
+    "OneHot": (1,),
+    "ConstantOfShape": (0,),
+    "Range": (0, 1, 2),
+    "ConvInteger": (2, 3),
+    "QLinearConv": (1, 2, 4, 5, 6, 7),
+    "QLinearMatMul": (1, 2, 4, 5, 6, 7),
+    "QuantizeLinear": (1, 2),
+    "DequantizeLinear": (1, 2),
+    "PRelu": (1,),  # OBSERVED: a run-time slope fails in the importer
+    "BatchNormalization": (1, 2, 3, 4),  # OBSERVED: run-time statistics abort the build
+}
+
+# --- Documented limits the 2.5.0 toolkit still enforces (OBSERVED to change the placement) ------
+CONVT_STRIDES_POW2 = (1, 2, 4, 8, 16)  # 3.1/3.2 ConvTranspose: 1, 2, 4, 8 (OBSERVED: 16 in two layers)
+POW_EXPONENTS = (1.0, 2.0, 3.0)  # 3.x Pow lists 0, 1, 2, 3, 0.5, -0.5; OBSERVED: 0, 0.5, -0.5 run on the CPU
+SLICE_STEP_MAX = 1  # 3.x.55 Slice: steps other than 1 only in a corner case; OBSERVED: |step| > 1 on the CPU
+HARDMAX_RANK = 4  # OBSERVED: Hardmax runs on the NPU only on 4-D tensors ...
+HARDMAX_AXES = (1, 3)  # ... across channels or width (3.5 lists axis -1, 1, 3)
+MAX_RANK_ON_NPU = 4  # OBSERVED: the NPU Max takes 4-D tensors; lower ranks run on the CPU
+
+# Tensor element types the toolkit has (OBSERVED: others stop it: "Not support input data type").
+RUNTIME_DTYPES = ("float32", "float16", "float64", "int8", "uint8", "int32", "int64", "bool")  # float64: converted to float32
+# OBSERVED: in an int8 build these operators abort the compiler ("Can not find quantize
+# information") when a data input is an integer or boolean tensor computed at run time.
+INTEGER_ARITHMETIC_OPS = frozenset(
+    {
+        "Add", "Sub", "Mul", "Div", "Max", "Min", "Equal", "Greater", "GreaterOrEqual", "Less",
+        "LessOrEqual", "Or", "Xor", "Not", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "Where",
+        "MatMulInteger", "GatherND", "Clip",
+    }
+)  # fmt: skip
+# The data inputs of those operators where not every input is data.
+INTEGER_DATA_INPUTS = {"Where": (1, 2), "GatherND": (0,), "Clip": (0,)}
+INTEGER_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool")
+
+
+def _ints(value) -> list[int]:
+    return [int(v) for v in value] if value is not None else []
+
+
+def _known(t) -> bool:
+    """Known when the model is compiled: a constant, or folded from constants and static shapes."""
+    return t.is_constant or getattr(t, "foldable", False)
+
+
+def _runtime_inputs(node: NodeView, positions) -> list:
+    return [t for i, t in enumerate(node.inputs) if i in positions and t.present and not _known(t)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Rules that stop the build (UNSUPPORTED), on any node.
+# ----------------------------------------------------------------------------------------------
+
+
+@rule(placement=Placement.UNSUPPORTED, DTYPES=RUNTIME_DTYPES)
+def tensor_type_not_in_toolkit(node: NodeView, chip: str):
+    """rknn-toolkit2 has no tensors of this element type (only {DTYPES}) and refuses the model."""
+    for t in (*node.inputs, *node.outputs):
+        if t.present and t.dtype is not None and t.dtype not in RUNTIME_DTYPES:
+            return Offence(t.dtype, f"tensor {t.name}")
+    return None
+
+
+@rule(placement=Placement.UNSUPPORTED)
+def empty_tensor(node: NodeView, chip: str):
+    """rknn-toolkit2 refuses run-time tensors with a dimension of size 0."""
+    for t in (*node.inputs, *node.outputs):
+        if t.present and not _known(t) and t.shape is not None and any(d == 0 for d in t.shape):
+            return Offence(tuple(t.shape), f"tensor {t.name}")
+    return None
+
+
+@rule(placement=Placement.UNSUPPORTED, DOMAIN="ai.onnx")
+def operator_domain_not_onnx(node: NodeView, chip: str):
+    """rknn-toolkit2 imports operators of the standard ONNX domain only ({DOMAIN})."""
+    return Offence(node.domain) if node.domain not in ("", "ai.onnx") else None
+
+
+@rule(*REFUSED_OPS, placement=Placement.UNSUPPORTED)
+def operator_refused(node: NodeView, chip: str):
+    """rknn-toolkit2 refuses this operator: it makes shapes depend on data, or uses sequences or optionals."""
+    return Offence(node.op_type)
+
+
+@rule(*STATIC_INPUTS, placement=Placement.UNSUPPORTED)
+def shape_input_computed_at_run_time(node: NodeView, chip: str):
+    """rknn-toolkit2 needs this input to be a constant (it fixes shapes or parameters); computed at run time, the build stops."""
+    late = _runtime_inputs(node, STATIC_INPUTS[node.op_type])
+    return [Offence(t.name, f"input {node.inputs.index(t)}") for t in late]
+
+
+@rule("BatchNormalization", placement=Placement.UNSUPPORTED)
+def batchnorm_training_mode(node: NodeView, chip: str):
+    """rknn-toolkit2 refuses BatchNormalization in training mode."""
+    return Offence(1) if int(node.attr("training_mode", 0)) == 1 else None
+
+
+@rule("LayerNormalization", placement=Placement.UNSUPPORTED)
+def layernorm_without_epsilon(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 fails on a LayerNormalization with constant scale whose epsilon attribute is left at its default (set it explicitly)."""
+    scale = node.input(1)
+    if scale is not None and _known(scale) and not node.has_attr("epsilon"):
+        return Offence("epsilon not set")
+    return None
+
+
+@rule("LSTM", placement=Placement.UNSUPPORTED)
+def lstm_without_bias(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 crashes on an LSTM without its bias input B (give zeros)."""
+    return Offence("no B input") if node.input(3) is None else None
+
+
+@rule("Gemm", placement=Placement.UNSUPPORTED)
+def gemm_scalar_bias(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 fails on a Gemm whose bias C is a scalar or a one-element vector."""
+    c = node.input(2)
+    if c is not None and c.shape is not None and (len(c.shape) == 0 or c.shape in ((1,), [1])):
+        return Offence(tuple(c.shape))
+    return None
+
+
+@rule("Pow", placement=Placement.UNSUPPORTED)
+def pow_scalar_runtime_exponent(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 fails on a Pow whose exponent is a scalar computed at run time."""
+    e = node.input(1)
+    if e is not None and not _known(e) and e.shape is not None and len(e.shape) == 0:
+        return Offence("scalar exponent")
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# Accelerator limits (FALLBACK: the node runs on the CPU).
+# ----------------------------------------------------------------------------------------------
+
+
+@rule("Div")
+def div_by_runtime_tensor(node: NodeView, chip: str):
+    """The NPU divides by constants only (as a multiplication); a division by a computed tensor runs on the CPU."""
+    d = node.input(1)
+    return Offence(d.name, "divisor computed at run time") if d is not None and not _known(d) else None
+
+
+@rule("Pow", EXPONENTS=POW_EXPONENTS)
+def pow_exponent(node: NodeView, chip: str):
+    """The NPU raises to a constant power of {EXPONENTS} only; other exponents run on the CPU."""
+    e = node.input(1)
+    if e is None or not e.is_constant or e.value is None:
+        return Offence("computed at run time")
+    bad = sorted({float(v) for v in e.value.reshape(-1)} - set(POW_EXPONENTS))
+    return Offence(bad[0] if len(bad) == 1 else tuple(bad)) if bad else None
+
+
+@rule("ConvTranspose", STRIDES=CONVT_STRIDES_POW2)
+def conv_transpose_stride_pow2(node: NodeView, chip: str):
+    """On this chip transposed convolutions run on the NPU with strides {STRIDES} only (others pad on the CPU)."""
+    strides = _ints(node.attr("strides"))
+    return Offence(tuple(strides)) if any(s not in CONVT_STRIDES_POW2 for s in strides) else None
+
+
+@rule("AveragePool")
+def average_pool_padding_excluded(node: NodeView, chip: str):
+    """The NPU averages over padding (count_include_pad=1) only; a padded AveragePool that excludes it, or uses auto_pad, runs on the CPU."""
+    pads = _ints(node.attr("pads"))
+    auto = node.attr("auto_pad", "NOTSET")
+    if auto not in ("NOTSET", "VALID"):
+        return Offence(auto, "auto_pad")
+    if any(pads) and int(node.attr("count_include_pad", 0)) == 0:
+        return Offence(tuple(pads), "pads with count_include_pad=0")
+    return None
+
+
+def _pool_sizes(node: NodeView) -> tuple[list[int], list[int]] | None:
+    """Output sizes of a 2-D pooling with floor and with ceil rounding, or None if unknown."""
+    x = node.input(0)
+    kernel = _ints(node.attr("kernel_shape"))
+    if x is None or x.shape is None or len(x.shape) != 4 or len(kernel) != 2 or not all(isinstance(d, int) for d in x.shape[2:]):
+        return None
+    strides = _ints(node.attr("strides")) or [1, 1]
+    pads = _ints(node.attr("pads")) or [0, 0, 0, 0]
+    floor, ceil = [], []
+    for i in range(2):
+        span = x.shape[2 + i] + pads[i] + pads[i + 2] - kernel[i]
+        floor.append(span // strides[i] + 1)
+        ceil.append(-(-span // strides[i]) + 1)
+    return floor, ceil
+
+
+@rule("AveragePool")
+def average_pool_ceil_mode(node: NodeView, chip: str):
+    """The NPU AveragePool floors its output size (3.x: no ceil_mode); where ceil_mode=1 makes the output larger, it runs on the CPU."""
+    if int(node.attr("ceil_mode", 0)) != 1:
+        return None
+    sizes = _pool_sizes(node)
+    if sizes is None or sizes[0] == sizes[1]:
+        return None
+    return Offence(tuple(sizes[1]), f"floor would give {tuple(sizes[0])}")
+
+
+@rule("Slice", STEP_MAX=SLICE_STEP_MAX)
+def slice_step(node: NodeView, chip: str):
+    """The NPU slices with a step of at most {STEP_MAX} (either direction); larger steps run on the CPU."""
+    steps = node.input(4)
+    if steps is None or steps.value is None:
+        return None
+    big = [int(s) for s in steps.value.reshape(-1) if abs(int(s)) > SLICE_STEP_MAX]
+    return Offence(tuple(int(s) for s in steps.value.reshape(-1))) if big else None
+
+
+@rule("LayerNormalization", "InstanceNormalization")
+def normalization_runtime_scale(node: NodeView, chip: str):
+    """The NPU normalises with constant scale and bias only; computed at run time, the node runs on the CPU."""
+    late = _runtime_inputs(node, (1, 2))
+    return Offence(late[0].name, "scale or bias computed at run time") if late else None
+
+
+@rule("MatMul")
+def matmul_broadcast_batch(node: NodeView, chip: str):
+    """The NPU multiplies matrices whose batch dimensions match (or one side has none); broadcasting batch dimensions run on the CPU as an Einsum."""
+    a, b = node.input(0), node.input(1)
+    if a is None or b is None or a.shape is None or b.shape is None or len(a.shape) < 3 or len(b.shape) < 3:
+        return None
+    if _known(b):
+        return None
+    if tuple(a.shape[:-2]) != tuple(b.shape[:-2]):
+        return Offence((tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    return None
+
+
+@rule("Split", placement=Placement.UNSUPPORTED)
+def split_uneven_num_outputs(node: NodeView, chip: str):
+    """rknn-toolkit2's shape inference (an older onnxruntime) fails on a Split into num_outputs parts that do not divide the axis."""
+    n = node.attr("num_outputs")
+    x = node.input(0)
+    if n is None or x is None or x.shape is None or not x.shape:
+        return None
+    dim = x.shape[int(node.attr("axis", 0)) % len(x.shape)]
+    return Offence((dim, int(n))) if isinstance(dim, int) and dim % int(n) else None
+
+
+@rule("Gather")
+def gather_runtime_indices(node: NodeView, chip: str):
+    """The NPU gathers with constant indices only; indices computed at run time run on the CPU."""
+    idx = node.input(1)
+    return Offence(idx.name, "indices computed at run time") if idx is not None and not _known(idx) else None
+
+
+@rule("Hardmax", RANK=HARDMAX_RANK, AXES=HARDMAX_AXES)
+def hardmax_layout(node: NodeView, chip: str):
+    """The NPU Hardmax takes {RANK}-D tensors along axis {AXES} only; other layouts run on the CPU."""
+    x = node.input(0)
+    if x is None or x.rank is None:
+        return None
+    if x.rank != HARDMAX_RANK:
+        return Offence(x.rank, "rank")
+    axis = int(node.attr("axis", -1)) % x.rank
+    return Offence(axis, "axis") if axis not in HARDMAX_AXES else None
+
+
+@rule("Max", RANK=MAX_RANK_ON_NPU)
+def max_rank(node: NodeView, chip: str):
+    """The NPU Max takes {RANK}-D tensors; on lower ranks it runs on the CPU."""
+    ranks = [t.rank for t in node.inputs if t.present and not _known(t) and t.rank is not None]
+    return Offence(max(ranks)) if ranks and max(ranks) < MAX_RANK_ON_NPU else None
+
+
+@rule("Resize", MODES=("nearest", "linear"), COORDS=("half_pixel", "pytorch_half_pixel", "asymmetric"))
+def resize_mode(node: NodeView, chip: str):
+    """The NPU resizes with mode {MODES}; linear resizing only with coordinate_transformation_mode {COORDS} (others run on the CPU)."""
+    mode = node.attr("mode", "nearest")
+    if mode not in ("nearest", "linear"):
+        return Offence(mode, "mode")
+    coords = node.attr("coordinate_transformation_mode", "half_pixel")
+    if mode == "linear" and coords not in ("half_pixel", "pytorch_half_pixel", "asymmetric"):
+        return Offence(coords, "coordinate_transformation_mode")
+    return None
+
+
+@rule("Softmax", placement=Placement.FLOAT)
+def softmax_at_model_output(node: NodeView, chip: str):
+    """A Softmax that produces a model output is computed in float16 on the NPU (kept in float inside the int8 graph); inside the graph it runs in int8."""
+    out = node.output(0)
+    return Offence(out.name, "model output") if out is not None and out.is_model_output else None
+
+
+@rule("Slice")
+def slice_negative_step(node: NodeView, chip: str):
+    """On this chip a Slice with a negative step (reversal) runs on the CPU."""
+    steps = node.input(4)
+    if steps is None or steps.value is None:
+        return None
+    return Offence(tuple(int(s) for s in steps.value.reshape(-1))) if any(int(s) < 0 for s in steps.value.reshape(-1)) else None
+
+
+@rule("Max", placement=Placement.UNSUPPORTED)
+def variadic_single_input(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 crashes on a Max of a single input (it is the identity: remove it)."""
+    return Offence(1) if len([t for t in node.inputs if t.present]) == 1 else None
+
+
+@rule("Pow", placement=Placement.UNSUPPORTED, TYPES=INTEGER_DTYPES)
+def pow_integer_operands(node: NodeView, chip: str):
+    """In an int8 build the RKNN compiler aborts on a Pow whose base and exponent are both integer tensors ({TYPES})."""
+    dtypes = [t.dtype for t in node.inputs[:2] if t.present]
+    return Offence(tuple(dtypes)) if len(dtypes) == 2 and all(d in INTEGER_DTYPES for d in dtypes) and not _known(node.inputs[0]) else None
+
+
+@rule("ReduceMax", RANK=4)
+def reduce_max_rank(node: NodeView, chip: str):
+    """The NPU ReduceMax (RK3576) takes {RANK}-D tensors; other ranks run on the CPU."""
+    x = node.input(0)
+    return Offence(x.rank) if x is not None and x.rank is not None and x.rank != 4 else None
+
+
+@rule("Greater")
+def greater_broadcast(node: NodeView, chip: str):
+    """The NPU compares tensors of the same shape only (RK3576, the one chip with an NPU Greater); a broadcasting comparison runs on the CPU."""
+    shapes = [tuple(t.shape) for t in node.inputs if t.present and t.shape is not None]
+    return Offence(tuple(shapes)) if len(set(shapes)) > 1 else None
+
+
+@rule("Sum")
+def sum_single_input(node: NodeView, chip: str):
+    """A Sum of one input runs on the CPU (the NPU lowering needs two or more)."""
+    return Offence(1) if len([t for t in node.inputs if t.present]) < 2 else None
+
+
+# The rules of every chip; CHIP_RULES adds the chip-specific ones.
+COMMON_RULES = [
+    tensor_type_not_in_toolkit,
+    empty_tensor,
+    operator_domain_not_onnx,
+    operator_refused,
+    shape_input_computed_at_run_time,
+    batchnorm_training_mode,
+    layernorm_without_epsilon,
+    lstm_without_bias,
+    gemm_scalar_bias,
+    pow_scalar_runtime_exponent,
+    div_by_runtime_tensor,
+    pow_exponent,
+    average_pool_padding_excluded,
+    average_pool_ceil_mode,
+    slice_step,
+    gather_runtime_indices,
+    normalization_runtime_scale,
+    matmul_broadcast_batch,
+    split_uneven_num_outputs,
+    hardmax_layout,
+    max_rank,
+    resize_mode,
+    greater_broadcast,
+    reduce_max_rank,
+    sum_single_input,
+    variadic_single_input,
+]
+
+
+@rule(placement=Placement.UNSUPPORTED, CPU_OPS=CPU_OPS_RV1106)
+def rv1106_runtime_lacks_cpu_kernel(node: NodeView, chip: str):
+    """rknn-toolkit2 builds this operator for the CPU, but the RV1103/RV1106 runtime has CPU kernels only for {CPU_OPS} (compiler list 4.1): the model will not run on the board."""
+    op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+    if op in _RV1106_NPU_OPS or op in CPU_OPS_RV1106:
+        return None
+    return Offence(op)
+
+
+@rule(*INTEGER_ARITHMETIC_OPS, placement=Placement.UNSUPPORTED, TYPES=INTEGER_DTYPES)
+def integer_data_in_int8_build(node: NodeView, chip: str):
+    """In an int8 build the RKNN compiler aborts on this operator when a data input is a run-time tensor of type {TYPES} (it finds no quantisation for it)."""
+    positions = INTEGER_DATA_INPUTS.get(node.op_type, range(len(node.inputs)))
+    for t in _runtime_inputs(node, positions):
+        if t.dtype in INTEGER_DTYPES:
+            return Offence(t.dtype, f"input {t.name}")
+    return None
+
+
+CHIP_RULES = {
+    "rk3566": [conv_transpose_stride_pow2],
+    "rk3568": [conv_transpose_stride_pow2],
+    "rk3588": [conv_transpose_stride_pow2],
+    "rk3562": [slice_negative_step],  # OBSERVED
+    "rv1106": [rv1106_runtime_lacks_cpu_kernel],
+    "rk3576": [slice_negative_step],  # OBSERVED
+}
+
+
+def accelerator_ops(chip: str) -> dict[str, OpSupport]:
+    """ONNX operators whose lowering lands on this chip's NPU, with the precisions they run in."""
+    available = npu_ops(chip)
+    on_cpu = OBSERVED_ON_CPU.get(chip, OBSERVED_ON_CPU_ALL)
+    ops: dict[str, OpSupport] = {}
+    for onnx_op, internal in LOWERING.items():
+        if onnx_op in on_cpu or not all(i in available for i in internal):
+            continue
+        if chip in INT8_ONLY_CHIPS:
+            precisions: tuple[str, ...] = ("int8",)
+        elif any(i in NPU_FLOAT16_IN_INT8 for i in internal):
+            # float16 on the NPU: in an int8 graph it is kept in float, still on the NPU.
+            ops[onnx_op] = OpSupport(precisions=("fp16",), note=f"NPU as {', '.join(internal)}, in float16", missing_precision=Placement.FLOAT)
+            continue
+        else:
+            precisions = ("int8", "fp16")
+        ops[onnx_op] = OpSupport(precisions=precisions, note=f"NPU as {', '.join(internal)}")
+    for op in CONVERSION_TIME_OPS:
+        ops[op] = OpSupport(precisions=("any",), note="evaluated at conversion time")
+    return ops
+
+
+def fallback_ops(chip: str) -> frozenset[str] | None:
+    """ONNX operators the chip's runtime can run on its CPU; None: any operator the toolkit imports.
+
+    OBSERVED: rknn-toolkit2 2.5.0 puts every standard operator it has no NPU kernel for on the
+    CPU (chapter 4 of DOC_COMPILER lists fewer), on every chip, RV1106 included; RV1106's own
+    limit is its runtime's (rv1106_runtime_lacks_cpu_kernel).
+    """
+    return None
+
+
+def rule_set(chip_id: str, precision: str = "int8", **options) -> RuleSet:
+    """The audit's rules for one RKNN chip (rk3588, rk3576, rk3568, rk3566, rk3562, rv1106).
+
+    `precision`: the build's precision ("int8" by default); some observed failures happen in
+    int8 builds only.
+    """
+    if chip_id not in CHIP_SECTION:
+        raise KeyError(chip_id)
+    from edgedeploy.targets.rknn import RKNN_TOOLKIT_VERSION
+
+    rules = COMMON_RULES + CHIP_RULES[chip_id]
+    if precision in (None, "int8"):
+        rules = rules + [integer_data_in_int8_build, pow_integer_operands, softmax_at_model_output]
+    notes = [
+        f"NPU operators and limits: {DOC_COMPILER}, section {CHIP_SECTION[chip_id]}; CPU operators: chapter 4.",
+        f"ONNX import: {DOC_ONNX}; opsets {MIN_OPSET}..{MAX_OPSET}.",
+        f"Where {TOOLKIT_OBSERVED} behaves otherwise than the documents, the rules follow the toolkit.",
+    ]
+    if chip_id in INT8_ONLY_CHIPS:
+        notes.append("This chip's NPU computes in int8 only; its runtime has few CPU operators (4.1).")
+    return RuleSet(
+        target="rknn",
+        chip=chip_id,
+        toolchain_version=f"rknn-toolkit2 {RKNN_TOOLKIT_VERSION} (documents: {DOC_COMPILER})",
+        source=SOURCE,
+        accelerator_ops=accelerator_ops(chip_id),
+        rules=rules,
+        fallback_ops=fallback_ops(chip_id),
+        float_only_ops=frozenset(),
+        fallback_unit="CPU",
+        min_opset=MIN_OPSET,
+        max_opset=MAX_OPSET,
+        notes=notes,
+        # OBSERVED: the toolkit's fold_constant pass evaluates everything computable at
+        # conversion time (shapes are pinned): those nodes have no layer and run nowhere.
+        folds_constants=True,
+    )
+
+
+def rule_set_variants(chip_id: str) -> list[dict]:
+    """The precisions a build can ask for on this chip: int8 (the default) and, except on RV1106, fp16."""
+    variants = [{"precision": "int8", "label": "int8 (w8a8), the default", "default": True}]
+    if chip_id not in INT8_ONLY_CHIPS:
+        variants.append({"precision": "fp16", "label": "fp16 (--precision fp16)"})
+    return variants
+
+
+# ONNX operators with an NPU lowering on RV1106 (for rv1106_runtime_lacks_cpu_kernel).
+_RV1106_NPU_OPS = frozenset(accelerator_ops("rv1106"))

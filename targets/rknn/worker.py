@@ -1,0 +1,307 @@
+"""rknn-toolkit2 worker: runs inside the `rknn` toolchain environment, never in the core.
+
+Started by edgedeploy's worker_main with `run(request, ctx)`. Standard library + numpy +
+rknn-toolkit2 only: edgedeploy itself is not installed in this environment.
+
+Modes (request["mode"]):
+  "verdict"  build each model of request["cases"] with RKNN(verbose=True) for one chip and save
+             what the toolkit printed (the fuse log and the C-level "Network Layer Information
+             Table") to the case's `output` file; the core parses it. One process, many models.
+  "build"    convert one model (int8 with calibration data or fp16), export the .rknn, save the
+             verbose output, run the simulator on the evaluation inputs, and optionally run
+             accuracy_analysis.
+
+Everything the toolkit prints goes to the build log as well (ctx.capture_fd_output).
+"""
+
+import ctypes
+import json
+import os
+import sys
+import time
+import traceback
+
+# RKNN's C library writes with stdio; its buffer must reach the file before fd 1 is switched
+# back, or the table of one model lands in the next model's capture.
+_LIBC = ctypes.CDLL(None)
+
+
+def _flush_c_stdio():
+    try:
+        _LIBC.fflush(None)
+    except Exception:  # noqa: BLE001 - flushing is best effort
+        pass
+
+
+class _Captured:
+    """ctx.capture_fd_output with a C-level flush before the descriptors are restored."""
+
+    def __init__(self, ctx, path):
+        self._inner = ctx.capture_fd_output(path)
+
+    def __enter__(self):
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        _flush_c_stdio()
+        return self._inner.__exit__(*exc)
+
+
+def _toolkit_version():
+    try:
+        import importlib.metadata as md
+
+        return md.version("rknn-toolkit2")
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def run(request, ctx):
+    mode = request.get("mode")
+    if mode == "verdict":
+        return _run_verdicts(request, ctx)
+    if mode == "build":
+        return _run_build(request, ctx)
+    raise ValueError("unknown mode %r" % (mode,))
+
+
+def _new_rknn():
+    from rknn.api import RKNN
+
+    return RKNN(verbose=True)
+
+
+def _load(rknn, case):
+    """load_onnx with the pinned input shapes; returns the toolkit's status code."""
+    inputs = case.get("inputs") or []
+    if inputs:
+        return rknn.load_onnx(
+            model=case["model"],
+            inputs=[i["name"] for i in inputs],
+            input_size_list=[list(i["shape"]) for i in inputs],
+        )
+    return rknn.load_onnx(model=case["model"])
+
+
+def _write_random_dataset(case, folder, count, seed=0):
+    """A calibration set of `count` random samples for models without data (audit --confirm).
+
+    Placement does not depend on the values; quantisation needs some. Floats uniform in [0, 1),
+    integers 0, booleans False.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    lines = []
+    os.makedirs(folder, exist_ok=True)
+    for k in range(count):
+        paths = []
+        for j, inp in enumerate(case.get("inputs") or []):
+            dtype = np.dtype(inp.get("dtype") or "float32")
+            shape = tuple(inp["shape"])
+            if dtype.kind == "f":
+                arr = rng.random(shape).astype(dtype)
+            else:
+                arr = np.zeros(shape, dtype=dtype)
+            path = os.path.join(folder, "s%d_i%d.npy" % (k, j))
+            np.save(path, arr)
+            paths.append(path)
+        lines.append(" ".join(paths))
+    dataset = os.path.join(folder, "dataset.txt")
+    with open(dataset, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return dataset
+
+
+def _config_kwargs(request, case):
+    kw = {"target_platform": request["chip"]}
+    if request.get("optimization_level") is not None:
+        kw["optimization_level"] = int(request["optimization_level"])
+    if case.get("mean_values") is not None:
+        kw["mean_values"] = case["mean_values"]
+        kw["std_values"] = case["std_values"]
+    if request.get("quantized_dtype"):
+        kw["quantized_dtype"] = request["quantized_dtype"]
+    if request.get("quantized_algorithm"):
+        kw["quantized_algorithm"] = request["quantized_algorithm"]
+    return kw
+
+
+def _verdict_case(request, case, ctx):
+    """Build one model and return its status; what the toolkit prints goes to case["output"]."""
+    quantize = bool(request.get("quantize", True))
+    status = {"model": case["model"], "key": case.get("key"), "output": case["output"], "stage": None, "error": None}
+    rknn = None
+    with _Captured(ctx, case["output"]):
+        try:
+            rknn = _new_rknn()
+            rknn.config(**_config_kwargs(request, case))
+            status["stage"] = "load"
+            if _load(rknn, case) != 0:
+                raise RuntimeError("load_onnx failed")
+            status["stage"] = "build"
+            dataset = None
+            if quantize:
+                dataset = case.get("dataset") or _write_random_dataset(case, case["output"] + ".data", int(request.get("random_samples", 2)))
+            if rknn.build(do_quantization=quantize, dataset=dataset) != 0:
+                raise RuntimeError("build failed")
+            status["stage"] = "done"
+        except BaseException as exc:  # noqa: BLE001 - one model's failure is that model's verdict
+            traceback.print_exc()
+            status["error"] = "%s: %s" % (type(exc).__name__, (str(exc).strip().splitlines() or [""])[-1])
+        finally:
+            if rknn is not None:
+                try:
+                    rknn.release()
+                except Exception:  # noqa: BLE001
+                    pass
+    return status
+
+
+def _run_verdicts(request, ctx):
+    """Many models in one process: the toolkit is imported once, each model builds in a fork.
+
+    The C compiler aborts the whole process on some models (e.g. "Can not find quantize
+    information"); a forked child per model turns such an abort into that model's verdict
+    instead of losing the batch, and costs milliseconds instead of a new interpreter.
+    """
+    import rknn.api  # noqa: F401 - imported once here, inherited by every child
+
+    timeout_s = float(request.get("case_timeout_s", 300))
+    results = []
+    for index, case in enumerate(request["cases"]):
+        started = time.monotonic()
+        status_path = case["output"] + ".status.json"
+        if os.path.exists(status_path):
+            os.unlink(status_path)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # child
+            code = 0
+            try:
+                status = _verdict_case(request, case, ctx)
+                with open(status_path, "w") as fh:
+                    json.dump(status, fh)
+            except BaseException:  # noqa: BLE001
+                code = 1
+            finally:
+                sys.stdout.flush()
+                _flush_c_stdio()
+                os._exit(code)
+        status = _wait_child(pid, timeout_s)
+        if os.path.exists(status_path):
+            with open(status_path) as fh:
+                status = json.load(fh)
+        else:
+            # The child died inside the toolkit: keep what it printed in the build log too.
+            try:
+                with open(case["output"], "rb") as fh:
+                    os.write(1, fh.read())
+            except OSError:
+                pass
+            status = {"model": case["model"], "key": case.get("key"), "output": case["output"], "stage": "build", "error": status}
+        status["index"] = index
+        status["seconds"] = round(time.monotonic() - started, 3)
+        results.append(status)
+        # The verdict of this case survives a later crash of the whole batch (sweeps resume).
+        with open(status_path, "w") as fh:
+            json.dump(status, fh)
+        ctx.log("verdict %d/%d %s: %s" % (index + 1, len(request["cases"]), case["model"], status["error"] or "built"))
+    return {"toolkit_version": _toolkit_version(), "cases": results}
+
+
+def _wait_child(pid, timeout_s):
+    """Wait for a forked child; None when it exited, else why it did not finish."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        done, code = os.waitpid(pid, os.WNOHANG)
+        if done:
+            if os.WIFSIGNALED(code):
+                return "the toolkit crashed (signal %d)" % os.WTERMSIG(code)
+            if os.WEXITSTATUS(code) != 0:
+                return "the toolkit exited with status %d" % os.WEXITSTATUS(code)
+            return None
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            return "the toolkit did not finish within %d s" % timeout_s
+        time.sleep(0.005)
+
+
+def _run_build(request, ctx):
+    import numpy as np
+
+    case = request["case"]
+    result = {"toolkit_version": _toolkit_version(), "chip": request["chip"]}
+    rknn = _new_rknn()
+    try:
+        with _Captured(ctx, request["build_output"]):
+            rknn.config(**_config_kwargs(request, case))
+            if _load(rknn, case) != 0:
+                raise RuntimeError("rknn-toolkit2 could not load the model (load_onnx failed); see the build log")
+            quantize = bool(request.get("quantize", True))
+            if rknn.build(do_quantization=quantize, dataset=request.get("dataset") if quantize else None) != 0:
+                raise RuntimeError("rknn-toolkit2 could not build the model; see the build log")
+            if rknn.export_rknn(request["rknn_path"]) != 0:
+                raise RuntimeError("export_rknn failed")
+        result["rknn_path"] = request["rknn_path"]
+        result["rknn_size_bytes"] = os.path.getsize(request["rknn_path"])
+        try:
+            result["sdk_version"] = rknn.get_sdk_version()
+        except Exception:  # noqa: BLE001 - only available with a connected board
+            result["sdk_version"] = None
+
+        eval_in = request.get("eval_inputs")
+        if eval_in:
+            ctx.log("simulator: init_runtime(target=None)")
+            if rknn.init_runtime(target=None) != 0:
+                raise RuntimeError("the RKNN simulator did not start (init_runtime failed)")
+            data = np.load(eval_in)
+            names = request["input_names"]
+            formats = request["data_formats"]
+            if not any(formats):
+                formats = None
+            batch = int(request.get("batch") or 1)
+            count = len(data[names[0]]) // batch
+            outputs = None
+            started = time.monotonic()
+            for i in range(count):
+                feed = [data[n][i * batch : (i + 1) * batch] for n in names]
+                outs = rknn.inference(inputs=feed, data_format=formats)
+                if outs is None:
+                    raise RuntimeError("the RKNN simulator returned no outputs for sample %d" % i)
+                if outputs is None:
+                    outputs = [[] for _ in outs]
+                for k, o in enumerate(outs):
+                    outputs[k].append(np.asarray(o))
+                if (i + 1) % 200 == 0:
+                    ctx.log("simulator: %d/%d samples" % (i + 1, count))
+            result["simulator_seconds"] = round(time.monotonic() - started, 2)
+            out_names = request["output_names"]
+            arrays = {}
+            for k, name in enumerate(out_names):
+                if outputs is not None and k < len(outputs):
+                    arrays[name] = np.concatenate(outputs[k], axis=0)
+            np.savez(request["simulator_outputs"], **arrays)
+            result["simulator_outputs"] = request["simulator_outputs"]
+            result["simulated_samples"] = count * batch
+
+        if request.get("analyse"):
+            ctx.log("accuracy_analysis on one evaluation sample")
+            with _Captured(ctx, request["analysis_output"]):
+                rknn.accuracy_analysis(inputs=request["analysis_inputs"], output_dir=request["analysis_dir"])
+            result["analysis_dir"] = request["analysis_dir"]
+            report = os.path.join(request["analysis_dir"], "error_analysis.txt")
+            result["analysis_report"] = report if os.path.exists(report) else None
+    finally:
+        try:
+            rknn.release()
+        except Exception:  # noqa: BLE001
+            pass
+    return result
+
+
+if __name__ == "__main__":  # pragma: no cover - manual debugging aid
+    print(json.dumps({"toolkit_version": _toolkit_version()}))
