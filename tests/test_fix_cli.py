@@ -120,3 +120,34 @@ def test_build_with_fix_converts_a_model_espdl_cannot_load(tmp_path, sample_eval
     assert report["model"]["source_sha256"] != report["model"]["sha256"]
     artifact_model = onnx.load(str(tmp_path / "out" / "gelu" / "esp32s3" / "model.onnx"))
     assert not any(n.op_type == "Erf" for n in artifact_model.graph.node)
+
+
+def test_fix_uses_the_exact_gelu_operator_for_ethos_u(tmp_path, sample_eval):
+    """Ethos-U (through onnx2tf) runs TFLite's GELU builtin: the exact rewrite suffices there."""
+    model = gelu_cnn(tmp_path / "gelu.onnx")
+    result = run_cli("fix", str(model), "--target", "imx93", "--eval", sample_eval, "--out", str(tmp_path / "f.onnx"), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert [a["rewrite"] for a in report["applied"]] == ["erf_gelu_to_gelu"]
+    assert report["chips"]["imx93"]["before"]["unsupported"] == 1
+    after = report["chips"]["imx93"]["after"]
+    assert after["on_accelerator"] == after["nodes"]
+    assert report["fidelity"]["per_output"]["logits"]["max_abs_error"] < 1e-5
+    fixed = onnx.load(str(tmp_path / "f.onnx"))
+    assert any(n.op_type == "Gelu" for n in fixed.graph.node)
+    assert any(i.version >= 20 for i in fixed.opset_import if i.domain in ("", "ai.onnx"))
+
+
+@pytest.mark.toolchain("eiq")
+def test_fix_confirmed_by_vela(tmp_path, sample_eval):
+    """The real toolchain agrees: before, onnx2tf needs FlexErf and full-int8 fails; after, Vela
+    puts every reported operator on the Ethos-U65."""
+    model = gelu_cnn(tmp_path / "gelu.onnx")
+    result = run_cli("fix", str(model), "--target", "imx93", "--confirm", "--eval", sample_eval, "--out", str(tmp_path / "f.onnx"), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    confirmed = json.loads(result.stdout)["confirmed"]["imx93"]
+    assert "Erf" in (confirmed["before"]["verdict"]["failed"] or "")
+    after = confirmed["after"]["verdict"]
+    assert after["failed"] is None and after["nodes"]
+    assert all(v["placement"] == "accelerator" for v in after["nodes"].values())
+    assert confirmed["after"]["comparison"]["disagreements"] == []

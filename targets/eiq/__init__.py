@@ -12,6 +12,22 @@ _REQ = Path(__file__).parent / "requirements"
 ONNX2TF_VERSION = "1.29.24"
 VELA_VERSION = "5.2.0"
 
+# Vela's system and memory configuration for the i.MX 93. NXP's eIQ compiles with NXP's fork of
+# Vela, whose default (no --config) is the class Imx93ArchitectureFeatures in ethosu/vela/vela.py
+# and ArchitectureFeatures._set_default_mem_mode (nxp-imx/ethos-u-vela, branch lf-6.6.3_1.0.0,
+# commit a6f6566, Vela 3.10.0): ethos-u65-256, core clock 1 GHz, SRAM on AXI0 and DRAM on AXI1,
+# DRAM clock scale 0.234375, burst lengths 32 (SRAM) / 128 (DRAM), latencies 32/32 (SRAM) and
+# 500/250 (DRAM read/write), "Dedicated SRAM" memory mode with a 384 KiB arena cache. Those are
+# exactly Arm's `Ethos_U65_High_End` system config with the `Dedicated_Sram_384KB` memory mode
+# in the Arm/vela.ini that ships with ethos-u-vela 5.2.0 (which adds max outstanding
+# transactions the fork's model did not have), so upstream Vela 5.2.0 is run with those.
+VELA_IMX93 = {
+    "accelerator_config": "ethos-u65-256",
+    "config": "Arm/vela.ini",
+    "system_config": "Ethos_U65_High_End",
+    "memory_mode": "Dedicated_Sram_384KB",
+}
+
 TOOLCHAIN = VenvToolchain(
     name="eiq",
     description="onnx2tf + TensorFlow Lite (ai-edge-litert) + Arm Vela for NXP i.MX",
@@ -26,6 +42,7 @@ class EiqTarget(Target):
     vendor = "NXP"
     name = "NXP eIQ"
     toolchain = TOOLCHAIN
+    stages = ("convert", "codegen", "runner")
     chips = (
         Chip(
             id="imx8mp",
@@ -49,6 +66,53 @@ class EiqTarget(Target):
             toolchain_version=f"onnx2tf {ONNX2TF_VERSION}; Vela {VELA_VERSION}",
         ),
     )
+
+
+    def build(self, ctx) -> None:
+        """float32 + full-int8 TFLite, Vela (i.MX 93), host accuracy before/after, the board runner."""
+        from edgedeploy.targets.eiq.build import build
+
+        build(self, ctx)
+
+    def runner_spec(self, artifact, manifest, device):
+        """int8 with the NPU delegate (CPU fallback with a warning); baseline: the float32 model on the CPU."""
+        from edgedeploy.targets.eiq.runner import runner_spec
+
+        return runner_spec(self, Path(artifact), manifest, device)
+
+    def toolchain_verdict(self, model_path, chip_id, workdir, log_path, **options):
+        """Vela's verdict (i.MX 93) for one model, as a ToolchainVerdict keyed by ONNX node name."""
+        return self.toolchain_verdicts([model_path], chip_id, workdir, log_path, **options)[0]
+
+    def toolchain_verdicts(self, model_paths, chip_id, workdir, log_path, precision=None, inputs=None, per_model_timeout_s=None, keep_files=False, **options):
+        """Verdicts for many models through one eiq worker (TensorFlow starts once).
+
+        `inputs`: per model, calibration inputs as an .npz keyed by input name (or a dict of
+        arrays, or None for fixed-seed generated inputs), as a list aligned with model_paths
+        or a dict keyed by path. `precision`: only int8 (the full-integer TFLite the NPUs run).
+        """
+        from edgedeploy.errors import OptionError
+        from edgedeploy.targets.eiq.confirm import PER_MODEL_TIMEOUT_S, run_verdicts
+
+        if precision not in (None, "int8"):
+            raise OptionError(f"The eIQ targets build full-int8 TFLite models; precision {precision} is not available.")
+        calibration = inputs if inputs is not None else options.get("calibration")
+        return run_verdicts(
+            self,
+            list(model_paths),
+            chip_id,
+            Path(workdir),
+            Path(log_path),
+            calibration=calibration,
+            per_model_timeout_s=per_model_timeout_s or PER_MODEL_TIMEOUT_S,
+            keep_files=keep_files,
+        )
+
+
+def vela_version() -> str:
+    """The versions the verdicts come from, as recorded when the environment was installed."""
+    versions = TOOLCHAIN.status().versions
+    return f"onnx2tf {versions.get('onnx2tf', ONNX2TF_VERSION)}, Vela {versions.get('ethos-u-vela', VELA_VERSION)}"
 
 
 TARGET = EiqTarget()

@@ -243,6 +243,7 @@ def node_views(model: LoadedModel) -> list[NodeView]:
                     constants[node.output[0]] = a.t
 
     model_outputs = {o.name for o in graph.output}
+    graph_inputs = {vi.name for vi in graph.input} - set(initializers)
     dtype_names: dict[int, str] = {}
 
     def dtype_of(elem: int) -> str:
@@ -261,12 +262,13 @@ def node_views(model: LoadedModel) -> list[NodeView]:
                 n *= int(d)
             # Large constants (weights) never get a value: rules only need small ones (axes, shapes).
             lazy = tensor if n <= CONSTANT_VALUE_MAX_ELEMENTS else None
-            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_of(tensor.data_type), True, _tensor=lazy)
+            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_of(tensor.data_type), True, _tensor=lazy, is_model_output=name in model_outputs)
         vi = infos.get(name)
+        boundary = {"is_graph_input": name in graph_inputs, "is_model_output": name in model_outputs}
         if vi is None:
-            return TensorView(name, None, None, False, is_model_output=name in model_outputs)
+            return TensorView(name, None, None, False, **boundary)
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
-        return TensorView(name, dims_of(vi), dtype_of(elem) if elem else None, False, is_model_output=name in model_outputs)
+        return TensorView(name, dims_of(vi), dtype_of(elem) if elem else None, False, **boundary)
 
     opset = model.opset
     ir_version = int(model.proto.ir_version)
@@ -278,12 +280,16 @@ def node_views(model: LoadedModel) -> list[NodeView]:
     # tensor's foldability is known by then.
     cache: dict[str, TensorView] = {}
 
+    producer_of: dict[str, str] = {}
+
     def get(name: str) -> TensorView:
         found = cache.get(name)
         if found is None:
             found = view(name)
             if name in foldable:
                 found = replace(found, foldable=True)
+            if name in producer_of:
+                found = replace(found, producer=producer_of[name])
             cache[name] = found
         return found
 
@@ -291,6 +297,7 @@ def node_views(model: LoadedModel) -> list[NodeView]:
         inputs = tuple(get(i) for i in node.input)
         if not graph_outputs.intersection(node.output) and _computable_at_compile_time(node, inputs, foldable):
             foldable.update(o for o in node.output if o)
+        producer_of.update((o, node.op_type) for o in node.output if o)
         outputs = tuple(get(o) for o in node.output)
         views.append(
             NodeView(

@@ -73,6 +73,12 @@ class TensorView:
     # True for the model's own outputs: toolchains treat the tensors at the model's boundary
     # apart (layout and type conversions for the caller).
     is_model_output: bool = False
+    # True for the model's own inputs (not initializers): the other side of the boundary (Vela
+    # refuses boolean model inputs and outputs; onnx2tf must read some inputs as constants).
+    is_graph_input: bool = False
+    # The operator type of the node that produces the tensor (None for model inputs and
+    # constants): converters rewrite some pairs (x / Sqrt(v) becomes x * Rsqrt(v)).
+    producer: str | None = None
 
     @property
     def value(self) -> np.ndarray | None:

@@ -1,0 +1,710 @@
+"""The eiq toolchain worker: ONNX -> TFLite (onnx2tf), full-int8 quantisation, Vela, TFLite runs.
+
+Runs inside the `eiq` environment (onnx2tf 1.29.24, tensorflow-cpu 2.19, ethos-u-vela 5.2.0,
+ai-edge-litert), started by edgedeploy's worker protocol (toolkit/toolchains/worker_main.py).
+It must not import edgedeploy. It returns raw facts (operator lists, tensor names, Vela's own
+printout and summary CSV); the parsing into placements happens on the core side, in
+edgedeploy.targets.eiq.vela, which is pure Python and tested on captured outputs.
+
+Actions (request["action"]):
+  build     convert one model to float32 and full-int8 TFLite, run Vela when asked, run both
+            TFLite models on evaluation inputs with the CPU interpreter
+  verdicts  convert many models and run Vela on each (audit --confirm and sweeps): one process,
+            so TensorFlow's start-up is paid once; one JSON line per model in results.jsonl
+
+The traps of onnx2tf that this worker handles (see shared/toolchains.md):
+  * onnx2tf overwrites its input file (onnxsim and its op-name generator write back): it gets a copy.
+  * for 4-D, 3-channel inputs it downloads calibration_image_sample_data_20x128x128x3_float32.npy
+    into the working directory, even without quantisation: a local file of that name stops it.
+  * it shells out to the `onnxsim` executable: the core puts this environment's bin/ on PATH.
+  * it lays 3-D..5-D inputs out channels-last (NCHW -> NHWC): calibration and evaluation data are
+    transposed to the layout of the converted model's signature, and outputs transposed back.
+  * on an error it calls sys.exit(1): SystemExit is caught per model.
+"""
+
+import contextlib
+import importlib
+import json
+import os
+import pkgutil
+import re
+import shutil
+import signal
+import time
+import traceback
+
+import numpy as np
+
+# onnx2tf prints coloured progress; the log stays readable without the escape codes.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "-1")
+
+ONNX2TF_SAMPLE_FILE = "calibration_image_sample_data_20x128x128x3_float32.npy"
+# The number of calibration samples the converter sees at most (TFLite's own default is 100).
+MAX_CALIBRATION_SAMPLES = 200
+# Prefix of the node names given to onnx2tf, so that its layers can be traced back per node.
+NODE_TOKEN = "edn"
+
+_STATE = {}  # per-process cache: the onnx2tf hook, installed once (the worker is one process)
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+
+
+def run(request, ctx):
+    action = request.get("action")
+    if action == "build":
+        return build(request, ctx)
+    if action == "verdicts":
+        return verdicts(request, ctx)
+    raise ValueError(f"unknown action {action!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# Tracing onnx2tf layers back to ONNX nodes
+
+
+class LayerRecorder:
+    """Records, for every ONNX node onnx2tf converts, the Keras layers it created.
+
+    onnx2tf builds a Keras functional model; TFLite tensor names are `model/<layer>/<op>`
+    (joined with ';' when the converter fuses ops). Each onnx2tf.ops.<Op>.make_node is wrapped:
+    after it ran, the Keras history is walked back from the node's outputs to its inputs, and
+    every layer met on the way belongs to this node (a layer already claimed by an earlier node
+    stops the walk). The node names onnx2tf sees are tokens (edn<index>) set by the core.
+    """
+
+    def __init__(self):
+        self.layers = {}
+        self.claimed = set()
+
+    def reset(self):
+        self.layers = {}
+        self.claimed = set()
+
+    def record(self, graph_node, tf_layers_dict):
+        stop = set()
+        for tensor in graph_node.inputs:
+            tf_node = tf_layers_dict.get(getattr(tensor, "name", None), {}).get("tf_node")
+            if tf_node is not None:
+                stop.add(id(tf_node))
+        todo = []
+        for tensor in graph_node.outputs:
+            tf_node = tf_layers_dict.get(getattr(tensor, "name", None), {}).get("tf_node")
+            if tf_node is not None:
+                todo.append(tf_node)
+        found = []
+        seen = set()
+        while todo:
+            t = todo.pop()
+            if id(t) in stop or id(t) in seen:
+                continue
+            seen.add(id(t))
+            history = getattr(t, "_keras_history", None)
+            if history is None:
+                continue
+            layer = history.layer
+            if layer.name in self.claimed or type(layer).__name__ == "InputLayer":
+                continue
+            self.claimed.add(layer.name)
+            found.append(layer.name)
+            try:
+                todo.extend(layer._inbound_nodes[history.node_index].keras_inputs)
+            except (AttributeError, IndexError):
+                pass
+        self.layers.setdefault(graph_node.name, []).extend(found)
+
+
+def install_hook():
+    if "recorder" in _STATE:
+        return _STATE["recorder"]
+    import onnx2tf.ops
+
+    recorder = LayerRecorder()
+    for info in pkgutil.iter_modules(onnx2tf.ops.__path__):
+        module = importlib.import_module(f"onnx2tf.ops.{info.name}")
+        original = getattr(module, "make_node", None)
+        if original is None:
+            continue
+
+        def wrapped(*args, _original=original, **kwargs):
+            result = _original(*args, **kwargs)
+            graph_node = kwargs.get("graph_node")
+            tf_layers_dict = kwargs.get("tf_layers_dict")
+            if graph_node is not None and tf_layers_dict is not None:
+                try:
+                    recorder.record(graph_node, tf_layers_dict)
+                except Exception:  # noqa: BLE001 - tracing must never break a conversion
+                    traceback.print_exc()
+            return result
+
+        module.make_node = wrapped
+    # onnx2tf reports its reasons through its logging helpers before sys.exit(1): keep the last.
+    import onnx2tf.onnx2tf as main_module
+
+    original_error = main_module.error
+
+    def error(*args, **kwargs):
+        _STATE["last_error"] = " ".join(str(a) for a in args)
+        return original_error(*args, **kwargs)
+
+    main_module.error = error
+    _STATE["recorder"] = recorder
+    return recorder
+
+
+# --------------------------------------------------------------------------------------------
+# Reading TFLite flatbuffers (with Vela's bundled schema: no kernels are resolved, so models with
+# Flex or ethos-u custom operators read as well)
+
+
+def tflite_ops(path):
+    """Subgraph 0 of a .tflite: operators (type, input/output tensors), inputs, outputs, signatures."""
+    from ethosu.vela.tflite.BuiltinOperator import BuiltinOperator
+    from ethosu.vela.tflite.Model import Model
+    from ethosu.vela.tflite.TensorType import TensorType
+
+    builtin_names = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
+    type_names = {v: k for k, v in vars(TensorType).items() if not k.startswith("_")}
+    with open(path, "rb") as fh:
+        buf = fh.read()
+    model = Model.GetRootAsModel(buf, 0)
+    codes = []
+    for i in range(model.OperatorCodesLength()):
+        oc = model.OperatorCodes(i)
+        code = max(oc.BuiltinCode(), oc.DeprecatedBuiltinCode())
+        name = builtin_names.get(code, f"BUILTIN_{code}")
+        if name == "CUSTOM":
+            name = "CUSTOM:" + (oc.CustomCode() or b"").decode("utf-8", "replace")
+        codes.append(name)
+    sg = model.Subgraphs(0)
+
+    def tensor(i):
+        t = sg.Tensors(int(i))
+        q = t.Quantization()
+        scale = None
+        zero_point = None
+        if q is not None and q.ScaleLength() == 1:
+            scale = float(q.Scale(0))
+            zero_point = int(q.ZeroPoint(0)) if q.ZeroPointLength() else 0
+        return {
+            "name": (t.Name() or b"").decode("utf-8", "replace"),
+            "dtype": type_names.get(t.Type(), str(t.Type())).lower(),
+            "shape": [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else [],
+            "constant": bool(t.Buffer() and model.Buffers(t.Buffer()).DataLength()),
+            "scale": scale,
+            "zero_point": zero_point,
+        }
+
+    ops = []
+    for i in range(sg.OperatorsLength()):
+        op = sg.Operators(i)
+        ins = [tensor(j) for j in (op.InputsAsNumpy() if op.InputsLength() else []) if j >= 0]
+        outs = [tensor(j) for j in (op.OutputsAsNumpy() if op.OutputsLength() else []) if j >= 0]
+        ops.append({"index": i, "op": codes[op.OpcodeIndex()], "inputs": ins, "outputs": outs})
+    signatures = []
+    for i in range(model.SignatureDefsLength()):
+        sd = model.SignatureDefs(i)
+        signatures.append(
+            {
+                "key": (sd.SignatureKey() or b"").decode(),
+                "inputs": {(sd.Inputs(j).Name() or b"").decode(): tensor(sd.Inputs(j).TensorIndex())["name"] for j in range(sd.InputsLength())},
+                "outputs": {(sd.Outputs(j).Name() or b"").decode(): tensor(sd.Outputs(j).TensorIndex())["name"] for j in range(sd.OutputsLength())},
+            }
+        )
+    return {
+        "ops": ops,
+        "inputs": [tensor(j) for j in sg.InputsAsNumpy()] if sg.InputsLength() else [],
+        "outputs": [tensor(j) for j in sg.OutputsAsNumpy()] if sg.OutputsLength() else [],
+        "signatures": signatures,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Layouts
+
+
+def channels_last_perm(rank):
+    return [0] + list(range(2, rank)) + [1]
+
+
+def layout_perm(onnx_shape, tf_shape):
+    """The permutation taking ONNX-layout data to the converted model's layout, or None (same layout).
+
+    onnx2tf lays rank 3..5 tensors out channels-last. Unknown dims (None, -1) match anything;
+    when the dims alone cannot tell (all equal), onnx2tf's default (channels-last) is assumed.
+    """
+    rank = len(onnx_shape)
+    if rank < 3 or tf_shape is None or len(tf_shape) != rank:
+        return None
+
+    def same(a, b):
+        return all(x is None or y is None or x < 0 or y < 0 or x == y for x, y in zip(a, b))
+
+    perm = channels_last_perm(rank)
+    permuted = [onnx_shape[p] for p in perm]
+    if same(tf_shape, permuted):
+        return perm
+    return None
+
+
+def inverse_perm(perm):
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return inv
+
+
+# --------------------------------------------------------------------------------------------
+# Conversion
+
+
+def onnx_io(model_path):
+    import onnx
+
+    model = onnx.load(model_path, load_external_data=False)
+    inits = {t.name for t in model.graph.initializer}
+
+    def spec(vi):
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
+        return {"name": vi.name, "shape": dims, "elem_type": vi.type.tensor_type.elem_type}
+
+    return [spec(v) for v in model.graph.input if v.name not in inits], [spec(v) for v in model.graph.output]
+
+
+def write_onnx2tf_sample(workdir, calib_arrays):
+    """The file onnx2tf would download: 20 float32 NHWC images 128x128x3 in [0, 1].
+
+    Made from the calibration data when it has 3 channels (resized by nearest neighbour and
+    rescaled into [0, 1]), else from a fixed-seed uniform draw. onnx2tf only uses it to check
+    its own conversion on sample inputs.
+    """
+    path = os.path.join(workdir, ONNX2TF_SAMPLE_FILE)
+    if os.path.exists(path):
+        return path
+    images = None
+    for arr in calib_arrays:
+        if arr is not None and arr.ndim == 4 and arr.dtype.kind == "f" and 3 in (arr.shape[1], arr.shape[3]):
+            nhwc = arr if arr.shape[3] == 3 else arr.transpose(0, 2, 3, 1)
+            rows = np.linspace(0, nhwc.shape[1] - 1, 128).astype(int)
+            cols = np.linspace(0, nhwc.shape[2] - 1, 128).astype(int)
+            picked = nhwc[:20][:, rows][:, :, cols].astype(np.float32)
+            lo, hi = float(picked.min()), float(picked.max())
+            picked = (picked - lo) / (hi - lo) if hi > lo else np.zeros_like(picked)
+            if len(picked) < 20:
+                picked = np.concatenate([picked] * (20 // len(picked) + 1))[:20]
+            images = picked
+            break
+    if images is None:
+        images = np.random.default_rng(0).uniform(size=(20, 128, 128, 3)).astype(np.float32)
+    np.save(path, images)
+    return path
+
+
+def signature_inputs(saved_model_dir):
+    """serving_default's inputs: key -> (shape, dtype name), via TensorFlow."""
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(saved_model_dir)
+    fn = loaded.signatures["serving_default"]
+    _, kwargs = fn.structured_input_signature
+    return {k: ([d if d is not None else -1 for d in v.shape.as_list()], v.dtype.name) for k, v in kwargs.items()}
+
+
+def match_signature_key(onnx_name, keys, position, count):
+    if onnx_name in keys:
+        return onnx_name
+    sanitized = re.sub("^/", "wa/", onnx_name.replace(":", "__"))
+    if sanitized in keys:
+        return sanitized
+    squash = lambda s: re.sub(r"[^0-9a-zA-Z]", "", s).lower()  # noqa: E731
+    for key in keys:
+        if squash(key) == squash(onnx_name) or squash(key) == squash(sanitized):
+            return key
+    if count == 1 and len(keys) == 1:
+        return next(iter(keys))
+    ordered = sorted(keys)
+    return ordered[position] if position < len(ordered) else None
+
+
+def convert(onnx_path, outdir, calib, ctx, precision="int8", quantize=True):
+    """onnx2tf -> saved_model + float32 .tflite, then the full-int8 .tflite.
+
+    `calib`: ONNX input name -> array in the ONNX layout (N first). Returns a dict with the
+    paths, the layer map, the layouts, and the TFLite operator lists.
+    """
+    import onnx2tf
+
+    recorder = install_hook()
+    recorder.reset()
+    _STATE.pop("last_error", None)
+    os.makedirs(outdir, exist_ok=True)
+    work_onnx = os.path.join(outdir, "model_for_onnx2tf.onnx")
+    shutil.copyfile(onnx_path, work_onnx)
+    write_onnx2tf_sample(os.getcwd(), list(calib.values()) if calib else [])
+    tf_dir = os.path.join(outdir, "saved_model")
+    started = time.monotonic()
+    try:
+        onnx2tf.convert(
+            input_onnx_file_path=work_onnx,
+            output_folder_path=tf_dir,
+            output_signaturedefs=True,
+            non_verbose=True,
+            verbosity="error",
+        )
+    except SystemExit as exc:
+        raise RuntimeError(f"onnx2tf: {_STATE.get('last_error') or 'conversion failed'}") from exc
+    finally:
+        with contextlib.suppress(Exception):
+            import tf_keras
+
+            tf_keras.backend.clear_session()
+    convert_s = time.monotonic() - started
+    stem = os.path.splitext(os.path.basename(work_onnx))[0]
+    float_path = os.path.join(tf_dir, f"{stem}_float32.tflite")
+    if not os.path.exists(float_path):
+        raise RuntimeError(f"onnx2tf: no float32 TFLite was written ({_STATE.get('last_error') or 'see the log'})")
+    inputs, outputs = onnx_io(work_onnx)
+    sig = signature_inputs(tf_dir)
+    keys = set(sig)
+    layouts = {}
+    for pos, spec in enumerate(inputs):
+        key = match_signature_key(spec["name"], keys, pos, len(inputs))
+        tf_shape = sig[key][0] if key else None
+        perm = layout_perm(spec["shape"], tf_shape)
+        layouts[spec["name"]] = {"key": key, "tf_shape": tf_shape, "tf_dtype": sig[key][1] if key else None, "perm": perm}
+    result = {
+        "float32_tflite": float_path,
+        "layers": dict(recorder.layers),
+        "onnx_inputs": inputs,
+        "onnx_outputs": outputs,
+        "input_layouts": layouts,
+        "convert_s": round(convert_s, 3),
+        "float32_ops": tflite_ops(float_path),
+    }
+    if quantize:
+        started = time.monotonic()
+        int8_path = os.path.join(outdir, "model_int8.tflite")
+        flex = sorted({op["op"][len("CUSTOM:"):] for op in result["float32_ops"]["ops"] if op["op"].startswith("CUSTOM:Flex")})
+        if flex:
+            # The calibrator is a TFLite interpreter without the Flex delegate: quantising fails,
+            # and the board's TFLite runtime could not run these operators either.
+            raise RuntimeError(f"full-int8 quantisation impossible: the converted model needs TensorFlow Select (Flex) operators {', '.join(flex)}")
+        quantize_full_int8(tf_dir, int8_path, inputs, layouts, calib)
+        result["int8_tflite"] = int8_path
+        result["int8_ops"] = tflite_ops(int8_path)
+        result["quantize_s"] = round(time.monotonic() - started, 3)
+    return result
+
+
+def calibration_batches(inputs, layouts, calib):
+    """Per sample: {signature key: array in the converted layout}, one batch of the model's size each."""
+    arrays = {}
+    for spec in inputs:
+        lay = layouts[spec["name"]]
+        arr = calib.get(spec["name"]) if calib else None
+        if arr is None:
+            arr = generated_input(spec, lay)
+        if lay["perm"]:
+            arr = arr.transpose(lay["perm"])
+        dtype = np.dtype(lay["tf_dtype"]) if lay["tf_dtype"] else arr.dtype
+        arrays[lay["key"]] = arr.astype(dtype, copy=False)
+    batch = {}
+    for spec in inputs:
+        lay = layouts[spec["name"]]
+        want = lay["tf_shape"][0] if lay["tf_shape"] else -1
+        batch[lay["key"]] = want if want and want > 0 else 1
+    count = min(len(a) for a in arrays.values()) if arrays else 0
+    steps = []
+    for key, arr in arrays.items():
+        steps.append(max(1, count // batch[key]))
+    n = min(steps) if steps else 0
+    n = max(1, min(n, MAX_CALIBRATION_SAMPLES))
+    for i in range(n):
+        sample = {}
+        for key, arr in arrays.items():
+            b = batch[key]
+            part = arr[i * b:(i + 1) * b]
+            if len(part) < b:
+                part = arr[:b]
+            sample[key] = part
+        yield sample
+
+
+def generated_input(spec, layout):
+    """Calibration data for a model given none: fixed-seed draws in a range valid for most operators."""
+    import onnx
+
+    shape = [d if d else 1 for d in spec["shape"]]
+    rng = np.random.default_rng(0)
+    np_dtype = onnx.helper.tensor_dtype_to_np_dtype(spec["elem_type"])
+    reps = 8
+    if np.issubdtype(np_dtype, np.floating):
+        return rng.uniform(0.0, 1.0, size=[reps * shape[0]] + shape[1:]).astype(np_dtype)
+    if np_dtype == np.bool_:
+        return rng.integers(0, 2, size=[reps * shape[0]] + shape[1:]).astype(np.bool_)
+    return np.zeros([reps * shape[0]] + shape[1:], dtype=np_dtype)
+
+
+def quantize_full_int8(tf_dir, out_path, inputs, layouts, calib):
+    """Full-integer int8 TFLite from onnx2tf's saved_model.
+
+    The converter settings are those of onnx2tf 1.29.24's `-oiqt` full-integer output
+    (onnx2tf.py: Optimize.DEFAULT, TFLITE_BUILTINS_INT8 + SELECT_TF_OPS, per-channel weights,
+    int8 input and output). It is called directly rather than through `-oiqt` because onnx2tf
+    casts every calibration input to float32 (so models with integer inputs cannot be
+    calibrated) and computes three other variants we do not use.
+    """
+    import tensorflow as tf
+
+    def representative():
+        for sample in calibration_batches(inputs, layouts, calib):
+            yield {k: tf.convert_to_tensor(v) for k, v in sample.items()}
+
+    converter = tf.lite.TFLiteConverter.from_saved_model(tf_dir)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8, tf.lite.OpsSet.SELECT_TF_OPS]
+    converter._experimental_disable_per_channel = False
+    converter.representative_dataset = representative
+    converter.inference_input_type = tf.int8
+    converter.inference_output_type = tf.int8
+    model = converter.convert()
+    with open(out_path, "wb") as fh:
+        fh.write(model)
+
+
+# --------------------------------------------------------------------------------------------
+# Vela
+
+
+def run_vela(tflite_path, outdir, vela, ctx):
+    """Compile with Vela in-process; return its printout, the summary CSV and the output model."""
+    from ethosu.vela import vela as vela_main
+
+    os.makedirs(outdir, exist_ok=True)
+    args = [
+        tflite_path,
+        "--accelerator-config", vela["accelerator_config"],
+        "--config", vela["config"],
+        "--system-config", vela["system_config"],
+        "--memory-mode", vela["memory_mode"],
+        "--output-dir", outdir,
+        "--show-cpu-operations",
+    ]
+    stdout_path = os.path.join(outdir, "vela_stdout.txt")
+    started = time.monotonic()
+    with ctx.capture_fd_output(stdout_path):
+        try:
+            rc = vela_main.main(args)
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else 1
+        except Exception:  # noqa: BLE001 - Vela's failure is a verdict, kept with its text
+            traceback.print_exc()
+            rc = 1
+    with open(stdout_path, encoding="utf-8", errors="replace") as fh:
+        text = fh.read()
+    stem = os.path.splitext(os.path.basename(tflite_path))[0]
+    summary = [f for f in os.listdir(outdir) if f.startswith(stem + "_summary_") and f.endswith(".csv")]
+    csv_text = None
+    if summary:
+        with open(os.path.join(outdir, summary[0]), encoding="utf-8") as fh:
+            csv_text = fh.read()
+    out_tflite = os.path.join(outdir, stem + "_vela.tflite")
+    result = {
+        "returncode": rc or 0,
+        "stdout": text,
+        "stdout_path": stdout_path,
+        "summary_csv": csv_text,
+        "summary_csv_path": os.path.join(outdir, summary[0]) if summary else None,
+        "vela_tflite": out_tflite if os.path.exists(out_tflite) else None,
+        "args": args,
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    if result["vela_tflite"]:
+        result["vela_ops"] = tflite_ops(out_tflite)
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Running TFLite on the host (CPU interpreter)
+
+
+def run_tflite(path, inputs, layouts, data, outputs_onnx):
+    """Run a .tflite on every sample of `data` (ONNX layout); return outputs per ONNX output (ONNX layout).
+
+    Integer inputs are quantised with the model's own scale and zero point, integer outputs
+    dequantised, so the results compare with the float reference directly.
+    """
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_path=path, num_threads=1)
+    runner = interpreter.get_signature_runner("serving_default")
+    details_in = runner.get_input_details()
+    details_out = runner.get_output_details()
+    count = min(len(a) for a in data.values())
+    first = next(iter(layouts.values()))
+    batch = first["tf_shape"][0] if first["tf_shape"] and first["tf_shape"][0] > 0 else 1
+    collected = {k: [] for k in details_out}
+    for start in range(0, count - count % batch, batch):
+        feed = {}
+        for spec in inputs:
+            lay = layouts[spec["name"]]
+            arr = data[spec["name"]][start:start + batch]
+            if lay["perm"]:
+                arr = arr.transpose(lay["perm"])
+            det = details_in[lay["key"]]
+            scale, zero = det["quantization"]
+            if np.issubdtype(det["dtype"], np.integer) and scale and arr.dtype.kind == "f":
+                info = np.iinfo(det["dtype"])
+                arr = np.clip(np.round(arr / scale + zero), info.min, info.max)
+            feed[lay["key"]] = arr.astype(det["dtype"])
+        result = runner(**feed)
+        for key, value in result.items():
+            det = details_out[key]
+            scale, zero = det["quantization"]
+            value = np.asarray(value)
+            if np.issubdtype(value.dtype, np.integer) and scale:
+                value = (value.astype(np.float32) - zero) * scale
+            collected[key].append(value)
+    # Signature output keys are output_0, output_1, ... in ONNX output order (onnx2tf names them so).
+    keys = sorted(collected, key=lambda k: (len(k), k))
+    outputs = {}
+    for spec, key in zip(outputs_onnx, keys):
+        value = np.concatenate(collected[key]) if collected[key] else np.zeros((0,))
+        want = spec["shape"]
+        if value.ndim >= 3 and len(want) == value.ndim and list(value.shape[1:]) != list(want[1:]):
+            value = value.transpose(inverse_perm(channels_last_perm(value.ndim)))
+        outputs[spec["name"]] = value
+    return outputs
+
+
+# --------------------------------------------------------------------------------------------
+# Actions
+
+
+def load_arrays(mapping):
+    return {name: np.load(path, allow_pickle=False) for name, path in (mapping or {}).items()}
+
+
+def versions():
+    from importlib.metadata import version
+
+    found = {}
+    for dist in ("onnx2tf", "tensorflow-cpu", "ethos-u-vela", "ai-edge-litert", "onnx"):
+        try:
+            found[dist] = version(dist)
+        except Exception:  # noqa: BLE001
+            found[dist] = None
+    return found
+
+
+def build(request, ctx):
+    out = request["out_dir"]
+    os.makedirs(out, exist_ok=True)
+    os.chdir(ctx.workdir)
+    calib = load_arrays(request.get("calib"))
+    ctx.log(f"onnx2tf: converting {os.path.basename(request['model'])} (calibration: {', '.join(f'{k} {list(v.shape)}' for k, v in calib.items())})")
+    conv = convert(request["model"], os.path.join(ctx.workdir, "onnx2tf"), calib, ctx)
+    float_dest = os.path.join(out, "model_float32.tflite")
+    int8_dest = os.path.join(out, "model_int8.tflite")
+    shutil.copyfile(conv["float32_tflite"], float_dest)
+    shutil.copyfile(conv["int8_tflite"], int8_dest)
+    result = {
+        "versions": versions(),
+        "float32_tflite": float_dest,
+        "int8_tflite": int8_dest,
+        "layers": conv["layers"],
+        "onnx_inputs": conv["onnx_inputs"],
+        "onnx_outputs": conv["onnx_outputs"],
+        "input_layouts": conv["input_layouts"],
+        "float32_ops": conv["float32_ops"],
+        "int8_ops": conv["int8_ops"],
+        "seconds": {"onnx2tf": conv["convert_s"], "quantize": conv["quantize_s"]},
+    }
+    if request.get("vela"):
+        ctx.log("vela: compiling for " + request["vela"]["accelerator_config"])
+        vela = run_vela(int8_dest, os.path.join(out, "vela"), request["vela"], ctx)
+        if vela["vela_tflite"]:
+            dest = os.path.join(out, "model_int8_vela.tflite")
+            shutil.move(vela["vela_tflite"], dest)
+            vela["vela_tflite"] = dest
+        result["vela"] = vela
+        result["seconds"]["vela"] = vela["seconds"]
+    evaluation = load_arrays(request.get("eval"))
+    if evaluation:
+        started = time.monotonic()
+        eval_dir = request["eval_out_dir"]
+        os.makedirs(eval_dir, exist_ok=True)
+        written = {}
+        for tag, path in (("float32", float_dest), ("int8", int8_dest)):
+            ctx.log(f"tflite: running the {tag} model on {min(len(a) for a in evaluation.values())} evaluation samples (CPU interpreter)")
+            outs = run_tflite(path, conv["onnx_inputs"], conv["input_layouts"], evaluation, conv["onnx_outputs"])
+            written[tag] = {}
+            for i, (name, value) in enumerate(outs.items()):
+                dest = os.path.join(eval_dir, f"{tag}_output{i}.npy")
+                np.save(dest, value)
+                written[tag][name] = dest
+        result["eval_outputs"] = written
+        result["seconds"]["evaluate"] = round(time.monotonic() - started, 3)
+    return result
+
+
+_MLIR_ERROR = re.compile(r"error: ((?:'[^']+' op|[A-Za-z]).*?)(?:\n|$)")
+
+
+def failure_message(exc):
+    """One line saying why a conversion failed: the converter's own `error:` line when it has one."""
+    text = str(exc)
+    for found in _MLIR_ERROR.findall(text):
+        if "failed while converting" not in found:
+            return f"{type(exc).__name__}: {found.strip()}"
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return f"{type(exc).__name__}: {lines[-1] if lines else ''}".strip()
+
+
+def verdicts(request, ctx):
+    """Convert and compile many models; one JSON line per model in results.jsonl, resumable."""
+    os.chdir(ctx.workdir)
+    results_path = request["results_path"]
+    per_model_s = float(request.get("per_model_timeout_s", 300))
+    done = 0
+
+    def on_alarm(signum, frame):
+        raise TimeoutError(f"no verdict after {per_model_s:.0f} s")
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    for item in request["models"]:
+        started = time.monotonic()
+        entry = {"index": item["index"], "model": item["model"]}
+        ctx.log(f"verdict {item['index']}: {os.path.basename(item['model'])}")
+        signal.alarm(int(per_model_s))
+        try:
+            case_dir = os.path.join(ctx.workdir, f"case{item['index']}")
+            os.makedirs(case_dir, exist_ok=True)
+            calib = load_arrays(item.get("calib"))
+            conv = convert(item["model"], case_dir, calib, ctx)
+            entry.update(
+                layers=conv["layers"],
+                onnx_inputs=conv["onnx_inputs"],
+                onnx_outputs=conv["onnx_outputs"],
+                int8_ops=conv["int8_ops"],
+                float32_ops=conv["float32_ops"],
+            )
+            if request.get("vela"):
+                entry["vela"] = run_vela(conv["int8_tflite"], os.path.join(case_dir, "vela"), request["vela"], ctx)
+            entry["failed"] = None
+        except BaseException as exc:  # noqa: BLE001 - one model's failure is that model's verdict
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            traceback.print_exc()
+            entry["failed"] = failure_message(exc)
+        finally:
+            signal.alarm(0)
+        entry["seconds"] = round(time.monotonic() - started, 3)
+        if not request.get("keep_files"):
+            shutil.rmtree(os.path.join(ctx.workdir, f"case{item['index']}"), ignore_errors=True)
+        with open(results_path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
+        done += 1
+    return {"done": done, "versions": versions()}
