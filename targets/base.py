@@ -127,5 +127,30 @@ class Target:
         """The runner `edgedeploy measure` runs on `device` (an edgedeploy.devices.Device) for this artifact."""
         raise self.not_available("`edgedeploy measure`")
 
+    def measure_serial(self, artifact: Path, manifest: dict, device, **options) -> dict:
+        """Run the artifact on a board reached over a serial port (device.transport == "serial").
+
+        What `edgedeploy measure ARTIFACT --device CHIP@PORT` calls instead of runner_spec: a
+        microcontroller has no files or commands, so the target flashes its firmware (or trusts
+        what is flashed) and reads the result lines the firmware prints. Options (all optional):
+        flash ("auto" | the target's own choices | "none"), firmware_build (a folder of binaries
+        the user built), timeout_s (the whole console read), reset ("auto" | "rts" | "none"),
+        echo (progress lines), console_echo (every console line, or None).
+
+        Returns one board run as a dict:
+          sessions            `edgedeploy.run/1` results as the firmware printed them (latency_us
+                              with min/mean/p50/p90/p99/max, iterations, first_inference_us, ...)
+          sessions_expected   how many the firmware announced
+          scope               what the figures are of: model_sha256, input_shapes, batch,
+                              precision, backend, backend_version, inputs, firmware, chip, ...
+          protocol            warm-up, iterations and sessions the firmware was built with
+          complete, partial, error   a reset, disconnect or time-out keeps the sessions read
+          outputs_match       the firmware's own output check over all sessions (None: none read)
+          flashing            how (or whether) the firmware was flashed
+        Raises an EdgedeployError only when nothing can be measured (wrong chip, no port, a
+        failed flash). Targets without firmware for boards keep this default.
+        """
+        raise self.not_available("Measuring over a serial port")
+
     def not_available(self, what: str) -> NotAvailableYet:
         return NotAvailableYet(f"{what} is not available yet for the {self.name} target.")

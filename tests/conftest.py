@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-# The loopback sshd fixtures (`loopback_sshd`, `loopback_ssh_device`) for every test module.
-pytest_plugins = ("tests.ssh_fixture",)
+# The loopback sshd fixtures (`loopback_sshd`, `loopback_ssh_device`) and the serial board
+# stand-in (`board`) for every test module.
+pytest_plugins = ("tests.ssh_fixture", "tests.serial_standin")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -62,6 +62,8 @@ def test_before_after_ratio_only_for_same_scope(measured):
     before = record["latency"]["before"]["summary"]["median_us"]
     after = record["latency"]["after"]["summary"]["median_us"]
     assert comp["differs_only_in"] == "deployment"
+    # The real runners' scopes: the deployed file differs with the precision, which is the one change.
+    assert comp["deployment_differs_in"] == ["precision"]
     assert comp["speedup"] == pytest.approx(before / after)
     assert comp["deployment"]["before"]["precision"] == "fp32" and comp["deployment"]["after"]["precision"] == "int8"
 

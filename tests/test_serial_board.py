@@ -1,7 +1,7 @@
 """`TARGET.measure_serial` (targets/espdl/board.py): flashing decisions and the device section.
 
-The board is again a STAND-IN on the far end of a real pty (see test_serial_pty.py): it prints
-what edgedeploy's harness prints. Flashing is tested up to the commands it would run, because
+The board is again a STAND-IN on the far end of a real pty (the `board` fixture of
+tests/serial_standin.py): it prints what edgedeploy's harness prints. Flashing is tested up to the commands it would run, because
 this machine has neither ESP-IDF nor a board; the test that needs both is marked `hardware`.
 """
 
@@ -16,8 +16,9 @@ import pytest
 
 from edgedeploy.devices import Device
 from edgedeploy.errors import ArtifactError, DeviceError, ToolchainMissing
-from edgedeploy.targets.espdl import TARGET, board
-from tests.test_serial_pty import BOOT, DONE, START, BoardStandIn, result_line
+from edgedeploy.targets.espdl import TARGET
+from edgedeploy.targets.espdl import board as espdl_board
+from tests.serial_standin import BOOT, DONE, START, result_line
 
 SHA = "20e5b308"
 
@@ -36,17 +37,10 @@ def line_for(session, sha=SHA, mean=1500.0):
     return b"EDGEDEPLOY " + json.dumps(raw).encode() + b"\r\n"
 
 
-@pytest.fixture
-def stand_in():
-    s = BoardStandIn()
-    yield s
-    s.finish()
-
-
-def test_measure_on_board_reads_the_stand_in_and_summarises(tmp_path, stand_in):
-    stand_in.play([BOOT, START, line_for(0, mean=1500.0), line_for(1, mean=1520.0), line_for(2, mean=1490.0), DONE])
+def test_measure_on_board_reads_the_stand_in_and_summarises(tmp_path, board):
+    board.play([BOOT, START, line_for(0, mean=1500.0), line_for(1, mean=1520.0), line_for(2, mean=1490.0), DONE])
     messages = []
-    section = TARGET.measure_serial(tmp_path / "artifact", manifest(), device(stand_in.port), flash="none", timeout_s=10, echo=messages.append)
+    section = TARGET.measure_serial(tmp_path / "artifact", manifest(), device(board.port), flash="none", timeout_s=10, echo=messages.append)
     assert section["complete"] and not section["partial"] and section["error"] is None
     assert section["sessions_read"] == section["sessions_expected"] == 3
     assert section["latency_us_range_across_sessions"]["mean"] == [1490.0, 1520.0]
@@ -56,16 +50,16 @@ def test_measure_on_board_reads_the_stand_in_and_summarises(tmp_path, stand_in):
     assert any("RESET" in m for m in messages)  # a pty has no RTS line
 
 
-def test_firmware_of_another_model_is_refused(tmp_path, stand_in):
-    stand_in.play([BOOT, START, line_for(0, sha="ffff0000"), line_for(1, sha="ffff0000"), line_for(2, sha="ffff0000"), DONE])
-    section = TARGET.measure_serial(tmp_path / "a", manifest(), device(stand_in.port), flash="none", timeout_s=10, echo=lambda m: None)
+def test_firmware_of_another_model_is_refused(tmp_path, board):
+    board.play([BOOT, START, line_for(0, sha="ffff0000"), line_for(1, sha="ffff0000"), line_for(2, sha="ffff0000"), DONE])
+    section = TARGET.measure_serial(tmp_path / "a", manifest(), device(board.port), flash="none", timeout_s=10, echo=lambda m: None)
     assert section["sessions"] == [] and not section["complete"]
     assert "another model" in section["error"]
 
 
-def test_a_reset_mid_run_keeps_the_partial_figures(tmp_path, stand_in):
-    stand_in.play([BOOT, START, line_for(0), b"Brownout detector was triggered\r\n", BOOT])
-    section = TARGET.measure_serial(tmp_path / "a", manifest(), device(stand_in.port), flash="none", timeout_s=10, echo=lambda m: None)
+def test_a_reset_mid_run_keeps_the_partial_figures(tmp_path, board):
+    board.play([BOOT, START, line_for(0), b"Brownout detector was triggered\r\n", BOOT])
+    section = TARGET.measure_serial(tmp_path / "a", manifest(), device(board.port), flash="none", timeout_s=10, echo=lambda m: None)
     assert section["partial"] and section["sessions_read"] == 1
     assert "reset during the run" in section["error"] and "Brownout" in section["error"]
     assert section["reset_reason"] == "0x1 (POWERON)"
@@ -79,27 +73,27 @@ def test_wrong_chip_or_missing_port(tmp_path):
 
 
 def test_find_idf_from_path_or_idf_path(tmp_path):
-    assert board.find_idf({}, which=lambda name: None) is None
-    found = board.find_idf({"IDF_PATH": "/opt/esp-idf"}, which=lambda name: "/opt/esp-idf/tools/idf.py" if name == "idf.py" else None)
+    assert espdl_board.find_idf({}, which=lambda name: None) is None
+    found = espdl_board.find_idf({"IDF_PATH": "/opt/esp-idf"}, which=lambda name: "/opt/esp-idf/tools/idf.py" if name == "idf.py" else None)
     assert found.command == ("/opt/esp-idf/tools/idf.py",)
     idf = tmp_path / "esp-idf"
     (idf / "tools").mkdir(parents=True)
     (idf / "tools" / "idf.py").write_text("")
-    found = board.find_idf({"IDF_PATH": str(idf), "IDF_PYTHON_ENV_PATH": "/envs/idf5.4"}, which=lambda name: None)
+    found = espdl_board.find_idf({"IDF_PATH": str(idf), "IDF_PYTHON_ENV_PATH": "/envs/idf5.4"}, which=lambda name: None)
     assert found.command == ("/envs/idf5.4/bin/python", str(idf / "tools" / "idf.py"))
 
 
 def test_idf_commands_set_target_once_then_build_and_flash(tmp_path):
-    idf = board.IdfInstall(("idf.py",), None)
-    cmds = board.idf_commands(idf, tmp_path, tmp_path / "build", "esp32p4", "/dev/ttyUSB0")
+    idf = espdl_board.IdfInstall(("idf.py",), None)
+    cmds = espdl_board.idf_commands(idf, tmp_path, tmp_path / "build", "esp32p4", "/dev/ttyUSB0")
     assert [c[-1] for c in cmds] == ["esp32p4", "build", "flash"]
     assert cmds[0][-2] == "set-target" and cmds[2][cmds[2].index("-p") + 1] == "/dev/ttyUSB0"
     (tmp_path / "sdkconfig").write_text("")
-    assert [c[-1] for c in board.idf_commands(idf, tmp_path, tmp_path / "build", "esp32p4", "/dev/ttyUSB0")] == ["build", "flash"]
+    assert [c[-1] for c in espdl_board.idf_commands(idf, tmp_path, tmp_path / "build", "esp32p4", "/dev/ttyUSB0")] == ["build", "flash"]
 
 
 def test_idf_required_but_missing_is_one_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(board, "find_idf", lambda: None)
+    monkeypatch.setattr(espdl_board, "find_idf", lambda: None)
     with pytest.raises(ToolchainMissing, match="ESP-IDF"):
         TARGET.measure_serial(tmp_path, manifest(), device("/dev/null"), flash="idf")
 
@@ -115,13 +109,13 @@ def test_prebuilt_firmware_must_come_from_this_artifact(tmp_path):
     (project / "main" / "model.espdl").write_bytes(b"EDL2 another model")
     (build_dir / "project_description.json").write_text(json.dumps({"project_path": str(project)}))
     with pytest.raises(DeviceError, match="built with another model.espdl"):
-        board.check_prebuilt_matches(build_dir, artifact)
+        espdl_board.check_prebuilt_matches(build_dir, artifact)
     (project / "main" / "model.espdl").write_bytes(b"EDL2 ours")
-    board.check_prebuilt_matches(build_dir, artifact)
+    espdl_board.check_prebuilt_matches(build_dir, artifact)
     with pytest.raises(DeviceError, match="no flash_args"):
-        board.prebuilt_flash_command(("esptool.py",), build_dir, "esp32s3", "/dev/ttyUSB0")
+        espdl_board.prebuilt_flash_command(("esptool.py",), build_dir, "esp32s3", "/dev/ttyUSB0")
     (build_dir / "flash_args").write_text("0x0 bootloader/bootloader.bin\n")
-    cmd = board.prebuilt_flash_command(("esptool.py",), build_dir, "esp32s3", "/dev/ttyUSB0")
+    cmd = espdl_board.prebuilt_flash_command(("esptool.py",), build_dir, "esp32s3", "/dev/ttyUSB0")
     assert cmd[-2:] == ["write_flash", "@flash_args"] and cmd[cmd.index("--chip") + 1] == "esp32s3"
 
 

@@ -10,10 +10,6 @@ disconnect. We have no board here; these tests prove the host side, not the firm
 
 from __future__ import annotations
 
-import json
-import os
-import termios
-import threading
 import time
 
 import pytest
@@ -21,100 +17,9 @@ import pytest
 from edgedeploy.devices.serial import LineSplitter, SerialConsole, measure_serial, read_sessions
 from edgedeploy.errors import DeviceError
 from edgedeploy.measure.protocol import parse_result_lines
+from tests.serial_standin import BOOT, DONE, PANIC, START, result_line
 
-BOOT = (
-    b"ESP-ROM:esp32s3-20210327\r\n"
-    b"Build:Mar 27 2021\r\n"
-    b"rst:0x1 (POWERON),boot:0x8 (SPI_FAST_FLASH_BOOT)\r\n"
-    b"SPIWP:0xee\r\nmode:DIO, clock div:1\r\nload:0x3fce3818,len:0x1508\r\nentry 0x403c9880\r\n"
-    b"I (27) boot: ESP-IDF v5.4 2nd stage bootloader\r\n"
-    b"I (312) main_task: Calling app_main()\r\n"
-)
-START = b"edgedeploy: harness start, model 20e5b308, chip esp32s3, 3 sessions, boot 1a2b3c4d\r\n"
-DONE = b"edgedeploy: done, 3 sessions, boot 1a2b3c4d\r\n"
-PANIC = (
-    b"Guru Meditation Error: Core  0 panic'ed (LoadProhibited). Exception was unhandled.\r\n"
-    b"Rebooting...\r\n"
-    b"ESP-ROM:esp32s3-20210327\r\nBuild:Mar 27 2021\r\n"
-    b"rst:0xc (RTC_SW_CPU_RST),boot:0x8 (SPI_FAST_FLASH_BOOT)\r\n"
-)
-
-
-def result_line(session: int, mean_us: float = 1234.5) -> bytes:
-    """A result line in the harness's format (the same fields app_main.cpp prints)."""
-    obj = {
-        "schema": "edgedeploy.run/1",
-        "scope": {"model_sha256": "20e5b308", "chip": "esp32s3", "precision": "int8", "backend": "esp-dl", "batch": 1, "cpu_freq_mhz": 240},
-        "session": session,
-        "sessions": 3,
-        "boot_id": "1a2b3c4d",
-        "first_inference_us": 2000.0,
-        "warmup": 10,
-        "iterations": 800,
-        "duration_s": 1.0,
-        "latency_us": {"count": 800, "min": mean_us - 10, "mean": mean_us, "p50": mean_us, "p90": mean_us + 5, "p99": mean_us + 8, "max": mean_us + 20, "stdev": 3.0},
-        "batch": 1,
-        "throughput_items_per_s": 1e6 / mean_us,
-        "outputs_match": True,
-        "test_status": "ESP_OK",
-        "free_heap_bytes": 8_000_000,
-    }
-    return b"EDGEDEPLOY " + json.dumps(obj, separators=(",", ":")).encode() + b"\r\n"
-
-
-class BoardStandIn:
-    """Plays a script of (bytes | float pause | 'close') on the master end of a pty, in a thread."""
-
-    def __init__(self):
-        self.master, slave = os.openpty()
-        self.port = os.ttyname(slave)
-        # pyserial opens the slave by name; our own descriptor of it is not needed.
-        self._slave = slave
-        self._thread: threading.Thread | None = None
-        self.closed = False
-
-    def play(self, script):
-        def run():
-            self.wait_until_opened()
-            for step in script:
-                if step == "close":
-                    self.close()
-                    return
-                if isinstance(step, (int, float)):
-                    time.sleep(step)
-                    continue
-                os.write(self.master, step)
-
-        self._thread = threading.Thread(target=run, daemon=True)
-        self._thread.start()
-
-    def wait_until_opened(self, timeout_s: float = 10.0):
-        """Like a board, the stand-in talks into the void until the host opens the port: pyserial
-        switches the line to raw mode and then flushes what was waiting, so start after that."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not termios.tcgetattr(self._slave)[3] & termios.ICANON:
-                break
-            time.sleep(0.01)
-        time.sleep(0.2)
-
-    def close(self):
-        if not self.closed:
-            self.closed = True
-            os.close(self.master)
-
-    def finish(self):
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self.close()
-        os.close(self._slave)
-
-
-@pytest.fixture
-def board():
-    stand_in = BoardStandIn()
-    yield stand_in
-    stand_in.finish()
+# The `board` fixture (a BoardStandIn) comes from tests/serial_standin.py.
 
 
 def test_line_splitter_joins_partial_lines_and_survives_garbage():

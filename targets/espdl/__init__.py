@@ -64,10 +64,8 @@ class EspDlTarget(Target):
         from edgedeploy.errors import DeviceError
 
         if device.transport == "serial":
-            raise DeviceError(
-                f"`edgedeploy measure` does not drive serial devices yet; the ESP-DL board run exists as "
-                f"edgedeploy.targets.espdl.TARGET.measure_serial (see docs/espdl.md) for '{device.name}'."
-            )
+            # `edgedeploy measure` sends serial devices to measure_serial; this is for other callers.
+            raise DeviceError(f"ESP-DL boards are measured through measure_serial (firmware over the serial port), not a runner, for '{device.name}'.")
         raise DeviceError(
             f"ESP-DL artifacts run as firmware on an {manifest.get('target', {}).get('chip', 'ESP32')} over a serial port, not as a "
             f"runner on device '{device.name}' ({device.transport}); give a serial device (chip@/dev/ttyUSB0 or an inventory entry "

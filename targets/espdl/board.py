@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -211,11 +212,39 @@ def measure_on_board(
 
     echo(f"board: resetting {device.name} on {device.serial_port} and reading its console (up to {timeout_s:.0f} s)")
     run = measure_serial(device.serial_port, baud=device.baud, timeout_s=timeout_s, reset=reset, echo=console_echo, progress=echo)
-    return device_section(run, manifest, device, flashing)
+    return device_section(run, manifest, device, flashing, artifact)
 
 
-def device_section(run, manifest: dict, device, flashing: dict) -> dict:
-    """The report section for one board run: figures per session, their range, the checks."""
+# The timing protocol the generated firmware was built with (templates/espdl/main/edgedeploy_model.h.j2).
+PROTOCOL_DEFINES = {
+    "sessions": "EDGEDEPLOY_SESSIONS",
+    "warmup": "EDGEDEPLOY_WARMUP_RUNS",
+    "min_iterations": "EDGEDEPLOY_MIN_ITERATIONS",
+    "min_duration_us": "EDGEDEPLOY_MIN_DURATION_US",
+    "max_iterations": "EDGEDEPLOY_MAX_ITERATIONS",
+}
+MODEL_HEADER = Path("firmware") / "main" / "edgedeploy_model.h"
+INPUTS_SCOPE = "on-device, embedded test input"
+
+
+def firmware_protocol(artifact: Path) -> dict:
+    """Warm-up, iterations and sessions per boot, as #defined in the artifact's generated firmware header."""
+    header = Path(artifact) / MODEL_HEADER
+    text = header.read_text(encoding="utf-8") if header.is_file() else ""
+    found = {}
+    for key, name in PROTOCOL_DEFINES.items():
+        match = re.search(rf"^#define {name} (\d+)\s*$", text, flags=re.M)
+        if match:
+            found[key] = int(match.group(1))
+    protocol = {k: v for k, v in found.items() if k != "min_duration_us"}
+    if "min_duration_us" in found:
+        protocol["min_duration_s"] = found["min_duration_us"] / 1e6
+    protocol["source"] = str(MODEL_HEADER) if found else "not found in the artifact"
+    return protocol
+
+
+def device_section(run, manifest: dict, device, flashing: dict, artifact: Path | None = None) -> dict:
+    """The report section for one board run: figures per session, their range, the checks, the scope."""
     expected_sha = manifest.get("model", {}).get("sha256")
     sessions = []
     wrong_model = []
@@ -237,26 +266,45 @@ def device_section(run, manifest: dict, device, flashing: dict) -> dict:
         values = [s["latency_us"].get(stat) for s in sessions if isinstance(s.get("latency_us"), dict) and s["latency_us"].get(stat) is not None]
         if values:
             ranges[stat] = [min(values), max(values)]
-    scope = dict(sessions[0].get("scope", {})) if sessions else {}
-    scope.update({"device": device.name, "port": device.serial_port})
+    # The scope the firmware printed (generated at build time, plus what only the board knows),
+    # named the way every latency scope is: the firmware's `device` is the dev kit it was made for.
+    firmware_scope = dict(sessions[0].get("scope", {})) if sessions else {}
+    scope = dict(firmware_scope)
+    scope["dev_kit"] = scope.pop("device", None)
+    scope.update({"device": device.name, "port": device.serial_port, "inputs": INPUTS_SCOPE})
+    if firmware_scope.get("esp_dl_version"):
+        scope["backend_version"] = firmware_scope["esp_dl_version"]
+    scope["firmware"] = {
+        "esp_dl_version": firmware_scope.get("esp_dl_version"),  # the idf_component.yml pin; dependencies.lock has the exact one
+        "idf_version": firmware_scope.get("idf_version"),  # what the running firmware was built with
+        "cpu_freq_mhz": firmware_scope.get("cpu_freq_mhz"),
+        "flashed_with": flashing.get("flashed_with"),
+        "edgedeploy_version": firmware_scope.get("edgedeploy_version"),
+    }
+    chip = manifest.get("target", {}).get("chip")
+    complete = run.complete and not wrong_model
     return {
         "schema": "edgedeploy.serial-run/1",
         "device": device.name,
-        "chip": manifest.get("target", {}).get("chip"),
+        "chip": chip,
         "transport": "serial",
         "flashing": flashing,
         "scope": scope,
+        "backend_label": f"ESP-DL firmware on the {chip} ({scope.get('precision') or '?'})",
+        "inputs": "the test input embedded in the .espdl, checked on the board against esp-ppq's expected outputs (dl::Model::test())",
+        "protocol": firmware_protocol(artifact) if artifact is not None else {"source": "not given"},
         "sessions": sessions,
         "sessions_read": len(sessions),
         "sessions_expected": run.expected_sessions,
         "session_kind": "one boot, a freshly loaded dl::Model per session",
         "latency_us_range_across_sessions": ranges,
         "outputs_match": (all(bool(s.get("outputs_match")) for s in sessions) if sessions else None),
-        "complete": run.complete and not wrong_model,
-        "partial": bool(sessions) and not (run.complete and not wrong_model),
+        "complete": complete,
+        "partial": bool(sessions) and not complete,
         "error": error,
         "boot_reason": run.boot_reason,
         "reset_reason": run.reset_reason,
         "crash_line": run.crash_line,
+        "console_tail": run.transcript[-20:],
         "console_wall_s": round(run.wall_s, 2),
     }

@@ -5,14 +5,34 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from edgedeploy.cli.devices_cmd import inventory_option
 from edgedeploy.cli.output import emit_json, format_option, info
+from edgedeploy.errors import OptionError
+
+# Options that shape the sessions of copied runners; a board's firmware has them built in.
+RUNNER_ONLY_OPTIONS = {
+    "sessions": "--sessions",
+    "warmup": "--warmup",
+    "min_iterations": "--min-iterations",
+    "min_duration_s": "--min-duration",
+    "eval_path": "--eval",
+    "eval_count": "--eval-count",
+    "threads": "--threads",
+}
+# Options only a board on a serial port reads.
+SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build", "reset": "--reset", "console": "--console"}
 
 
 @click.command("measure")
 @click.argument("artifact", type=click.Path(file_okay=False, path_type=Path))
-@click.option("--device", "device_name", required=True, help="A device of the inventory (`edgedeploy devices`), or `local` for this machine.")
+@click.option(
+    "--device",
+    "device_name",
+    required=True,
+    help="A device of the inventory (`edgedeploy devices`), `local` for this machine, or a board on a serial port as CHIP@PORT (esp32s3@/dev/ttyUSB0).",
+)
 @inventory_option
 @click.option("--sessions", type=int, default=3, show_default=True, help="Independent sessions (separate processes) per runner; at least 3.")
 @click.option("--warmup", type=int, default=10, show_default=True, help="Untimed runs per session after the first (timed apart) one.")
@@ -22,21 +42,62 @@ from edgedeploy.cli.output import emit_json, format_option, info
 @click.option("--eval-count", type=int, default=200, show_default=True, help="How many of those inputs the device runs.")
 @click.option("--threads", type=int, default=0, show_default=True, help="CPU threads for the ONNX Runtime runners (0: ONNX Runtime's default).")
 @click.option("--no-before", "skip_before", is_flag=True, help="Skip the baseline (the reference ONNX model on ONNX Runtime CPU on the device).")
-@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, help="Seconds one session may take on the device.")
+@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, help="Seconds one session may take on the device (serial: the whole boot's run, reset to last result).")
+@click.option(
+    "--flash",
+    type=click.Choice(["auto", "idf", "prebuilt", "none"]),
+    default="auto",
+    show_default=True,
+    help="Serial boards: build and flash with ESP-IDF's idf.py (idf), flash --firmware-build with esptool (prebuilt), flash nothing (none), or auto: idf where ESP-IDF is installed, else prebuilt when given, else none.",
+)
+@click.option("--firmware-build", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None, help="Serial boards: an ESP-IDF build folder of this artifact's firmware that you built (holds flash_args).")
+@click.option("--reset", type=click.Choice(["auto", "rts", "none"]), default="auto", show_default=True, help="Serial boards: reset through the RTS line (rts), ask for the RESET button where there is none (auto), or just listen (none).")
+@click.option("--console", is_flag=True, help="Serial boards: print the board's console lines to stderr as they arrive.")
 @format_option()
-def measure_command(artifact, device_name, inventory, sessions, warmup, min_iterations, min_duration_s, eval_path, eval_count, threads, skip_before, timeout_s, output_format):
+@click.pass_context
+def measure_command(
+    ctx, artifact, device_name, inventory, sessions, warmup, min_iterations, min_duration_s, eval_path, eval_count, threads, skip_before, timeout_s, flash, firmware_build, reset, console, output_format
+):
     """Run a built artifact on a device: latency before (reference ONNX model on the device's
     ONNX Runtime CPU) and after (the artifact on its runtime), >= 3 sessions each in separate
     processes, and the outputs of both checked on the same inputs. Results go into
     ARTIFACT/measurements/ and ARTIFACT/report.json; a before/after ratio is given only for
-    figures of the same device, model, inputs and batch."""
-    from edgedeploy.devices import load_inventory
+    figures of the same device, model, inputs and batch that differ in one thing.
+
+    A board on a serial port (CHIP@PORT, or an inventory entry with transport "serial") runs the
+    artifact's firmware instead: flashed per --flash, reset, and its result lines read from the
+    console (sessions of one boot, on the test input embedded in the model)."""
+    from edgedeploy.devices import find_device
     from edgedeploy.devices.measuring import MeasureRequest, partial_error, run_measure
     from edgedeploy.devices.runners import SessionSettings
 
-    device = load_inventory(inventory).get(device_name)
+    device = find_device(device_name, inventory)
+    given = {name for name in (*RUNNER_ONLY_OPTIONS, *SERIAL_ONLY_OPTIONS) if ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)}
+    if device.transport == "serial":
+        wrong = [RUNNER_ONLY_OPTIONS[name] for name in RUNNER_ONLY_OPTIONS if name in given]
+        if wrong:
+            raise OptionError(
+                f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not apply to the board '{device.name}': its firmware has the sessions, warm-up and "
+                "iterations built in and runs the test input embedded in the model."
+            )
+    else:
+        wrong = [SERIAL_ONLY_OPTIONS[name] for name in SERIAL_ONLY_OPTIONS if name in given]
+        if wrong:
+            raise OptionError(f"{', '.join(wrong)} {'applies' if len(wrong) == 1 else 'apply'} only to boards on a serial port, not to device '{device.name}' ({device.transport}).")
     settings = SessionSettings(sessions=sessions, warmup=warmup, min_iterations=min_iterations, min_duration_s=min_duration_s, timeout_s=timeout_s)
-    request = MeasureRequest(artifact, device, settings, eval_path, eval_count, threads, before=not skip_before)
+    request = MeasureRequest(
+        artifact,
+        device,
+        settings,
+        eval_path,
+        eval_count,
+        threads,
+        before=not skip_before,
+        flash=flash,
+        firmware_build=firmware_build,
+        reset=reset,
+        console_echo=(lambda line: info(f"  console: {line}")) if console else None,
+    )
     record = run_measure(request, echo=info, raise_on_partial=False)
     if output_format == "json":
         emit_json(record)

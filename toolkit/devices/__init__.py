@@ -1,7 +1,7 @@
 """Devices: the inventory and the transports that reach them (see base.py for the contract).
 
     from edgedeploy.devices import load_inventory, open_transport
-    device = load_inventory(path_or_None).get("rock5b")
+    device = load_inventory(path_or_None).get("rock5b")   # or find_device("esp32s3@/dev/ttyUSB0")
     transport = open_transport(device)        # LocalTransport or SshTransport
     workdir = transport.make_workdir()
     transport.put(Path("runner.py"), "runner.py")
@@ -13,6 +13,25 @@
 from edgedeploy.devices.base import CommandResult, Device, DeviceConnectionLost, Transport
 from edgedeploy.devices.inventory import Inventory, load_inventory, local_device
 from edgedeploy.errors import DeviceError
+
+
+def find_device(name: str, inventory_path=None) -> Device:
+    """The inventory's device of that name; else a serial board given as CHIP@PORT (esp32s3@/dev/ttyUSB0).
+
+    An inventory name always wins, so a device named like a spec is still the inventory's.
+    """
+    from edgedeploy.devices.serial import serial_device_from_spec
+
+    inventory = load_inventory(inventory_path)
+    if name in inventory.devices:
+        return inventory.devices[name]
+    device = serial_device_from_spec(name)
+    if device is not None:
+        return device
+    try:
+        return inventory.get(name)
+    except DeviceError as exc:
+        raise DeviceError(f"{str(exc).rstrip('.')}; or give a board on a serial port as CHIP@PORT (e.g. esp32s3@/dev/ttyUSB0).") from None
 
 
 def open_transport(device: Device) -> Transport:
@@ -27,7 +46,7 @@ def open_transport(device: Device) -> Transport:
         return SshTransport(device)
     if device.transport == "serial":
         raise DeviceError(
-            f"Device '{device.name}' is a serial device: it runs firmware flashed by the ESP-DL tooling, not copied runners."
+            f"Device '{device.name}' is a serial device: it runs firmware its target flashes (Target.measure_serial), not copied runners."
         )
     raise DeviceError(f"Device '{device.name}' has an unknown transport {device.transport!r}.")
 
@@ -38,6 +57,7 @@ __all__ = [
     "DeviceConnectionLost",
     "Inventory",
     "Transport",
+    "find_device",
     "load_inventory",
     "local_device",
     "open_transport",

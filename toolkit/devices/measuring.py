@@ -7,12 +7,18 @@
 3. Both are copied to one fresh work folder on the device and run for >= 3 sessions each, each
    session a separate process, alternating after/before so that drift on the device (heat,
    other load) falls on both alike. The first session's outputs are fetched for the output check.
-4. The sessions are combined into `edgedeploy.latency/1` records (per-session statistics and the
-   range across sessions); before and after are divided only when their scopes agree in
-   everything but the deployment (same model, inputs, batch and device); outputs are compared
-   with the host's ONNX Runtime reference on the very same inputs.
+4. The sessions are combined into `edgedeploy.latency/1` records (harness.make_measurement:
+   per-session statistics and the range across sessions); before and after are divided only
+   when their scopes agree in everything but ONE part of the deployment (same model, inputs,
+   batch and device; backend, precision or threads changed: schema.ratio_refusal, the rule
+   `bench` uses too); outputs are compared with the host's ONNX Runtime reference on the very
+   same inputs.
 5. The full record goes to ARTIFACT/measurements/<time>-<device>.json (atomically); its summary
    is folded into ARTIFACT/report.json under measurements.<device>.
+
+A board on a serial port (device.transport == "serial") has no files or commands: the target
+flashes and reads it (Target.measure_serial) and its sessions become the "after" record, stored
+the same way (run_serial_measure).
 
 If the device fails mid-way (dropped connection, time-out, a crashing runner), the sessions
 gathered so far are still written, marked `"partial": true` with the error, and the command
@@ -22,7 +28,6 @@ ends with one sentence saying so.
 from __future__ import annotations
 
 import json
-import statistics
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,17 +43,25 @@ from edgedeploy.devices.runners import (
     INPUTS_REMOTE_NAME,
     ONNX_CPU_RUNNER,
     OUTPUTS_REMOTE_NAME,
-    SessionSettings,
     onnx_cpu_runner_spec,
     write_inputs_npz,
 )
 from edgedeploy.errors import ArtifactError, DeviceError
+from edgedeploy.measure.harness import SessionSettings, make_measurement
+from edgedeploy.measure.schema import SCOPE_FIELDS, ratio_refusal, scope_differences
 
 MEASUREMENT_SCHEMA = "edgedeploy.measurement/1"
-LATENCY_SCHEMA = "edgedeploy.latency/1"  # the record edgedeploy.measure's harness writes too
 LABELS = ("after", "before")
-# What a before/after pair may differ in: together, "the deployment" (the one thing compared).
+# What describes the deployment of a before/after pair; a ratio is given only when ONE of
+# ONE_DEPLOYMENT_CHANGE differs (an fp32 baseline on one runtime against an fp16 engine on
+# another differs in two things, and gets both figures side by side instead).
 DEPLOYMENT_FIELDS = ("backend", "precision", "threads", "deployed_model")
+ONE_DEPLOYMENT_CHANGE = ("backend", "precision", "threads")
+# Scope fields that follow from the deployment (the file run, the runtime's version and unit).
+RUNTIME_DESCRIPTORS = ("deployed_model", "backend_version", "unit")
+# A device in a measure scope: the inventory's name and the machine its runner saw (the CPU
+# runners do not list accelerators, so they are not part of the identity here).
+MEASURE_DEVICE_IDENTITY = ("name", "hostname", "cpu_model", "cpu_cores")
 DEFAULT_EVAL_COUNT = 200
 
 
@@ -72,6 +85,12 @@ class MeasureRequest:
     eval_count: int | None = DEFAULT_EVAL_COUNT
     threads: int = 0
     before: bool = True
+    # Serial boards only (Target.measure_serial): how to flash, where the user's binaries are,
+    # how to reset the board, and where its console lines go (None: nowhere).
+    flash: str = "auto"
+    firmware_build: Path | None = None
+    reset: str = "auto"
+    console_echo: Callable[[str], None] | None = None
 
 
 def run_measure(request: MeasureRequest, echo: Callable[[str], None] = lambda line: None, raise_on_partial: bool = True) -> dict:
@@ -82,11 +101,12 @@ def run_measure(request: MeasureRequest, echo: Callable[[str], None] = lambda li
     `partial_error(record)` gives the sentence).
     """
     from edgedeploy.devices import open_transport
-    from edgedeploy.report.artifact import update_report_section
 
     artifact = Path(request.artifact)
     device = request.device
     settings = request.settings.check()
+    if device.transport == "serial":
+        return run_serial_measure(request, echo, raise_on_partial)
     manifest = check_artifact_for_device(artifact, device)
     report = _read_report(artifact)
     started_at = now_iso()
@@ -105,6 +125,13 @@ def run_measure(request: MeasureRequest, echo: Callable[[str], None] = lambda li
         record = build_record(artifact, manifest, report, device, settings, results, fatal, inputs_note, started_at, stage)
         # Where the runs happened on the device, and whether it was removed (not when the device was lost).
         record["device"]["run_folder"] = run_folder
+    return store_record(artifact, device, record, started_at, echo, raise_on_partial)
+
+
+def store_record(artifact: Path, device: Device, record: dict, started_at: str, echo: Callable[[str], None], raise_on_partial: bool) -> dict:
+    """Write the record to ARTIFACT/measurements/ and its summary into report.json; raise if partial (when asked)."""
+    from edgedeploy.report.artifact import update_report_section
+
     name = f"{started_at.replace(':', '').replace('-', '')[:15]}-{safe_path_component(device.name)}.json"
     path = artifact / "measurements" / name
     record["file"] = f"measurements/{name}"
@@ -117,8 +144,13 @@ def run_measure(request: MeasureRequest, echo: Callable[[str], None] = lambda li
 
 
 def partial_error(record: dict, artifact: Path) -> DeviceError:
+    from edgedeploy.devices.serial import KEPT_CLAUSE
+
     kept = sum(len(r["sessions"]) for r in record["latency"].values() if r)
     message = record.get("error") or "Fewer sessions than requested completed."
+    if KEPT_CLAUSE in message:
+        # The serial reader's sentence says already that the results are kept: say where.
+        return DeviceError(message.replace(KEPT_CLAUSE, f"; the {kept} session(s) read so far are kept in {Path(artifact) / record['file']}, marked partial", 1))
     return DeviceError(f"{message.rstrip('.')}. The {kept} session(s) gathered so far are kept in {Path(artifact) / record['file']}, marked partial.")
 
 
@@ -126,6 +158,11 @@ def check_artifact_for_device(artifact: Path, device: Device) -> dict:
     """The manifest, after refusing an artifact built for another chip than the device's."""
     manifest = check_manifest(artifact, None)
     built_for = (manifest.get("target") or {}).get("chip")
+    if built_for is None and device.transport == "serial":
+        raise ArtifactError(
+            f"{artifact} is not built for a chip, and the board on {device.serial_port} runs only firmware built for it; "
+            f"build with --target {device.chip or 'CHIP'} and measure that artifact."
+        )
     if built_for is None:
         if (manifest.get("runner") or {}).get("kind") != ONNX_CPU_RUNNER:
             raise ArtifactError(f"{artifact} names no chip and no runner; it cannot be measured on a device.")
@@ -142,6 +179,114 @@ def _read_report(artifact: Path) -> dict:
     from edgedeploy.report.schema import load_report_file
 
     return load_report_file(artifact / "report.json")
+
+
+# -- serial boards ------------------------------------------------------------------------------
+
+
+def run_serial_measure(request: MeasureRequest, echo: Callable[[str], None], raise_on_partial: bool) -> dict:
+    """A board on a serial port: the target flashes and reads it (Target.measure_serial); the record is stored as for runners.
+
+    A board runs no ONNX Runtime baseline, so there is only an "after"; its figures are never
+    divided by the host's (another device). When the board gave no session at all, nothing is
+    written and the board's error is raised.
+    """
+    from edgedeploy.targets import find_chip
+
+    artifact = Path(request.artifact)
+    device = request.device
+    manifest = check_artifact_for_device(artifact, device)
+    report = _read_report(artifact)
+    target, _chip = find_chip(manifest["target"]["chip"])
+    started_at = now_iso()
+    echo(f"measure: {artifact} on the board '{device.name}' (serial {device.serial_port}, {device.baud} baud); flash: {request.flash}")
+    section = target.measure_serial(
+        artifact,
+        manifest,
+        device,
+        flash=request.flash,
+        firmware_build=request.firmware_build,
+        timeout_s=request.settings.timeout_s,
+        reset=request.reset,
+        echo=echo,
+        console_echo=request.console_echo,
+    )
+    if not section.get("sessions"):
+        raise DeviceError(section.get("error") or f"The board on {device.serial_port} gave no result line.")
+    for index, session in enumerate(section["sessions"]):
+        lat = session["latency_us"]
+        echo(
+            f"  after session {index + 1}/{section.get('sessions_expected') or '?'} on the board: median {lat['p50']:.1f} us, "
+            f"p90 {lat['p90']:.1f} us over {session['iterations']} iterations; outputs match: {session.get('outputs_match')}"
+        )
+    record = serial_record(artifact, manifest, report, device, request, section, started_at)
+    return store_record(artifact, device, record, started_at, echo, raise_on_partial)
+
+
+def serial_record(artifact: Path, manifest: dict, report: dict, device: Device, request: MeasureRequest, section: dict, started_at: str) -> dict:
+    """The `edgedeploy.measurement/1` record of a board run: its sessions as an "after" latency record."""
+    model_info = report.get("model") or {}
+    scope = dict(section.get("scope") or {})
+    # The firmware records the model by its hash: give it the report's model block (the hash
+    # stays the firmware's own, so firmware of another model could never pass as this one).
+    scope["model"] = {"name": model_info.get("name"), "sha256": scope.pop("model_sha256", None) or model_info.get("sha256"), "format": "onnx"}
+    scope.setdefault("input_shapes", model_info.get("input_shapes"))
+    scope["device"] = {"name": device.name, "chip": device.chip, "transport": "serial", "port": scope.pop("port", device.serial_port), "dev_kit": scope.pop("dev_kit", None)}
+    sessions = []
+    for index, result in enumerate(section["sessions"]):
+        # Numbered from 1 like every measure session; the firmware's own index is kept beside.
+        sessions.append(dict(result, session=index + 1, firmware_session_index=result.get("session")))
+    protocol_info = dict(section.get("protocol") or {})
+    protocol_info["session_kind"] = section.get("session_kind") or "sessions of one boot"
+    backend = {
+        "name": scope.get("backend"),
+        "label": section.get("backend_label") or f"{scope.get('backend')} firmware",
+        "kind": "runtime",
+        "unit": scope.get("unit", "board"),
+        "libraries": {k: v for k, v in (scope.get("firmware") or {}).items() if k.endswith("_version") and v},
+        "detail": {"flashing": section.get("flashing"), "session_kind": protocol_info["session_kind"]},
+    }
+    environment = {
+        "chip": device.chip,
+        "port": device.serial_port,
+        "baud": device.baud,
+        "boot_reason": section.get("boot_reason"),
+        "heap": (section["sessions"][0].get("heap") if section["sessions"] else None),
+    }
+    latency = make_measurement(scope, backend, protocol_info, sessions, environment)
+    latency["partial"] = bool(section.get("partial")) or not section.get("complete")
+    return {
+        **record_header(artifact, manifest, report, device, started_at),
+        "settings": {
+            "transport": "serial",
+            "flash": request.flash,
+            "firmware_build": str(request.firmware_build) if request.firmware_build else None,
+            "reset": request.reset,
+            "timeout_s": request.settings.timeout_s,
+            "note": "sessions, warm-up and iterations are fixed in the firmware when it is built (latency.after.protocol)",
+        },
+        "inputs": {"source": section.get("inputs") or scope.get("inputs"), "scope": scope.get("inputs")},
+        "partial": latency["partial"],
+        "error": section.get("error"),
+        "runner_errors": {},
+        "latency": {"after": latency},
+        "comparison": {
+            "speedup": None,
+            "ratio": None,
+            "refused": (
+                "the board runs no baseline (ONNX Runtime does not run on a microcontroller), and figures from different devices "
+                "are never divided; the build's accuracy before/after is in the report"
+            ),
+        },
+        "accuracy": None,
+        "accuracy_error": None,
+        "output_check": {
+            "outputs_match": section.get("outputs_match"),
+            "per_session": [s.get("outputs_match") for s in section["sessions"]],
+            "scope": section.get("inputs"),
+        },
+        "board": {k: v for k, v in section.items() if k not in ("sessions", "scope", "protocol")},
+    }
 
 
 # -- choosing runners and inputs ---------------------------------------------------------------
@@ -298,34 +443,7 @@ def _runner_failure(label: str, spec, result, parsed: list[dict]) -> str:
 # -- combining ---------------------------------------------------------------------------------
 
 
-def _range(values: list[float]) -> list[float]:
-    return [min(values), max(values)]
-
-
-def summarize_sessions(sessions: list[dict]) -> dict:
-    """Across-session summary, the same fields as edgedeploy.measure.harness (edgedeploy.latency/1)."""
-    medians = [s["latency_us"]["p50"] for s in sessions]
-    means = [s["latency_us"]["mean"] for s in sessions]
-    throughputs = [s["throughput_items_per_s"] for s in sessions if s.get("throughput_items_per_s")]
-    return {
-        "sessions": len(sessions),
-        "median_us": float(statistics.median(medians)),
-        "session_median_range_us": _range(medians),
-        "session_mean_range_us": _range(means),
-        "session_p90_range_us": _range([s["latency_us"]["p90"] for s in sessions]),
-        "session_p99_range_us": _range([s["latency_us"]["p99"] for s in sessions]),
-        "min_us": min(s["latency_us"]["min"] for s in sessions),
-        "max_us": max(s["latency_us"]["max"] for s in sessions),
-        "spread_percent": 100.0 * (max(medians) - min(medians)) / min(medians) if min(medians) > 0 else None,
-        "first_inference_range_us": _range([s["first_inference_us"] for s in sessions]),
-        "iterations_per_session": [s["iterations"] for s in sessions],
-        "batch": sessions[0].get("batch", 1),
-        "throughput_items_per_s": float(statistics.median(throughputs)) if throughputs else None,
-        "throughput_range_items_per_s": _range(throughputs) if throughputs else None,
-    }
-
-
-def device_identity(device: Device, environment: dict, runner_device: dict | None = None) -> dict:
+def device_scope(device: Device, environment: dict, runner_device: dict | None = None) -> dict:
     """The device part of a scope: the inventory's name and chip, and the machine the runner saw."""
     runner_device = runner_device if isinstance(runner_device, dict) else {}
     return {
@@ -348,68 +466,66 @@ def latency_record(run: RunnerRun, device: Device, settings: SessionSettings, mo
         # Runners that record only the hash (`model_sha256`) get the model block of the report;
         # the hash stays the runner's own, so a mismatch still shows (and refuses a ratio).
         scope["model"] = {"name": model_info.get("name"), "sha256": scope.pop("model_sha256", None) or model_info.get("sha256"), "format": "onnx"}
-    scope["device"] = device_identity(device, environment, scope.get("device"))
-    libraries = environment.get("libraries", {})
+    scope["device"] = device_scope(device, environment, scope.get("device"))
     spec = run.spec
-    return {
-        "schema": LATENCY_SCHEMA,
-        "scope": scope,
-        "backend": {
-            "name": scope.get("backend") or spec.backend,
-            "label": (first.get("backend_label") or scope.get("backend") or spec.backend),
-            "kind": "runtime",
-            "unit": scope.get("unit", "cpu" if (scope.get("backend") or "").endswith("cpu") else "accelerator"),
-            "libraries": libraries,
-            "detail": {"runner": first.get("runner"), "deployed_model": scope.get("deployed_model")},
-        },
-        "protocol": settings.protocol(),
-        "sessions": run.sessions,
-        "summary": summarize_sessions(run.sessions),
-        "environment": environment,
-        "partial": len(run.sessions) < settings.sessions,
+    backend = {
+        "name": scope.get("backend") or spec.backend,
+        "label": (first.get("backend_label") or scope.get("backend") or spec.backend),
+        "kind": "runtime",
+        "unit": scope.get("unit", "cpu" if (scope.get("backend") or "").endswith("cpu") else "accelerator"),
+        "libraries": environment.get("libraries", {}),
+        "detail": {"runner": first.get("runner"), "deployed_model": scope.get("deployed_model")},
     }
-
-
-def _scope_value(scope: dict, key: str):
-    value = scope.get(key)
-    if key == "model" and isinstance(value, dict):
-        return value.get("sha256")
-    if key == "device" and isinstance(value, dict):
-        return {k: value.get(k) for k in ("name", "hostname", "cpu_model", "cpu_cores")}
-    return value
+    record = make_measurement(scope, backend, settings, run.sessions, environment)
+    record["partial"] = len(run.sessions) < settings.sessions
+    return record
 
 
 def compare_before_after(before: dict | None, after: dict | None) -> dict:
-    """The before/after latency ratio, only when the two differ in the deployment alone.
+    """The before/after latency ratio, only when the two differ in one thing of the deployment.
 
-    Same model (hash), same input shapes and batch, same device: then `speedup` = before's
-    median of session medians / after's. Otherwise no ratio, and `refused` says why.
+    Same model (hash), same input shapes and batch, same device, and of the deployment
+    (backend, precision, threads) only one changed: then `speedup` = before's median of session
+    medians / after's. Otherwise no ratio: `refused` says why, and both figures are still given
+    side by side with their deployments (schema.ratio_refusal is the rule, as for `bench`).
     """
     if not before or not after:
         return {"speedup": None, "ratio": None, "refused": "before and after were not both measured"}
     sb, sa = before["scope"], after["scope"]
-    if _scope_value(sb, "device") != _scope_value(sa, "device"):
-        return {"speedup": None, "ratio": None, "refused": "the before and after figures come from different devices; figures from different devices are never divided"}
-    shared_keys = sorted((set(sb) | set(sa)) - set(DEPLOYMENT_FIELDS) - {"backend_version", "unit"})
-    differing = [k for k in shared_keys if _scope_value(sb, k) != _scope_value(sa, k)]
-    if differing:
-        return {"speedup": None, "ratio": None, "refused": f"before and after differ in {', '.join(differing)} besides the deployment; no ratio is computed"}
+    fields = comparable_fields(sb, sa)
+    deployment = {
+        label: {k: rec["scope"].get(k) for k in DEPLOYMENT_FIELDS} | {"backend_label": rec["backend"]["label"]}
+        for label, rec in (("before", before), ("after", after))
+    }
     b, a = before["summary"], after["summary"]
+    figures = {"basis": "median of session medians", "before_median_us": b["median_us"], "after_median_us": a["median_us"], "deployment": deployment}
+    refusal = ratio_refusal(sb, sa, ONE_DEPLOYMENT_CHANGE, fields, MEASURE_DEVICE_IDENTITY, "one part of the deployment: backend, precision or threads")
+    differing = scope_differences(sb, sa, fields, MEASURE_DEVICE_IDENTITY)
+    if refusal:
+        return {"speedup": None, "ratio": None, "refused": refusal, "differs_in": differing} | figures
+    shared_keys = [k for k in sorted(set(sb) | set(sa)) if k not in DEPLOYMENT_FIELDS and k not in RUNTIME_DESCRIPTORS]
     ranges_overlap = not (b["session_median_range_us"][1] < a["session_median_range_us"][0] or a["session_median_range_us"][1] < b["session_median_range_us"][0])
-    return {
-        "basis": "median of session medians",
+    return figures | {
         "differs_only_in": "deployment",
-        "deployment": {
-            label: {k: rec["scope"].get(k) for k in DEPLOYMENT_FIELDS} | {"backend_label": rec["backend"]["label"]}
-            for label, rec in (("before", before), ("after", after))
-        },
+        "deployment_differs_in": differing,
         "scope": {k: sb.get(k) for k in shared_keys},
-        "before_median_us": b["median_us"],
-        "after_median_us": a["median_us"],
         "speedup": b["median_us"] / a["median_us"] if a["median_us"] > 0 else None,
         "ratio": "before / after",
         "session_ranges_overlap": ranges_overlap,
     }
+
+
+def comparable_fields(sb: dict, sa: dict) -> tuple[str, ...]:
+    """The scope fields a before/after pair is compared on.
+
+    The core scope fields always (a field one runner did not record counts as different), and
+    any other field both runners recorded; what describes only the deployed file or the
+    runtime's own version (RUNTIME_DESCRIPTORS), or was recorded by one runner alone (a GPU
+    name, a library version), is shown with its figure but decides nothing.
+    """
+    core = [f for f in SCOPE_FIELDS if f != "threads"]
+    shared = sorted((set(sb) & set(sa)) - set(core) - set(RUNTIME_DESCRIPTORS))
+    return tuple(core + shared)
 
 
 def _outputs(run: RunnerRun) -> dict[str, np.ndarray] | None:
@@ -504,11 +620,7 @@ def build_record(artifact, manifest, report, device, settings, runs, fatal, inpu
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         accuracy_error = f"the output check could not be computed: {detail}"
     return {
-        "schema": MEASUREMENT_SCHEMA,
-        "edgedeploy_version": __version__,
-        "created_at": started_at,
-        "artifact": {"path": str(artifact), "target": manifest.get("target"), "model": report.get("model"), "runner": manifest.get("runner")},
-        "device": describe(device),
+        **record_header(artifact, manifest, report, device, started_at),
         "settings": settings.protocol(),
         "inputs": inputs_note,
         "partial": partial,
@@ -518,6 +630,17 @@ def build_record(artifact, manifest, report, device, settings, runs, fatal, inpu
         "comparison": compare_before_after(latency.get("before"), latency.get("after")),
         "accuracy": accuracy,
         "accuracy_error": accuracy_error,
+    }
+
+
+def record_header(artifact: Path, manifest: dict, report: dict, device: Device, started_at: str) -> dict:
+    """The fields every measurement record begins with, whatever the transport."""
+    return {
+        "schema": MEASUREMENT_SCHEMA,
+        "edgedeploy_version": __version__,
+        "created_at": started_at,
+        "artifact": {"path": str(artifact), "target": manifest.get("target"), "model": report.get("model"), "runner": manifest.get("runner")},
+        "device": describe(device),
     }
 
 

@@ -17,7 +17,6 @@ copied next to it as edgedeploy_protocol.py) and writes outputs.npz for the outp
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -25,42 +24,13 @@ import numpy as np
 
 from edgedeploy import __version__
 from edgedeploy.errors import OptionError
+from edgedeploy.measure.harness import SessionSettings  # noqa: F401 - re-exported: the settings of a device run
 
 ONNX_CPU_RUNNER = "onnx-cpu"
 ONNX_CPU_BACKEND = "ort-cpu"  # the backend name `edgedeploy bench` uses for the same runtime
 PROTOCOL_REMOTE_NAME = "edgedeploy_protocol.py"
 INPUTS_REMOTE_NAME = "inputs.npz"
 OUTPUTS_REMOTE_NAME = "outputs.npz"
-MIN_SESSIONS = 3
-
-
-@dataclass(frozen=True)
-class SessionSettings:
-    """How each session times the model and how many sessions (separate processes) a run has."""
-
-    sessions: int = MIN_SESSIONS
-    warmup: int = 10
-    min_iterations: int = 50
-    min_duration_s: float = 1.0
-    max_iterations: int = 100000
-    keep_samples: bool = True
-    timeout_s: float = 600.0
-
-    def check(self) -> "SessionSettings":
-        if self.sessions < MIN_SESSIONS:
-            raise OptionError(f"A measurement needs at least {MIN_SESSIONS} independent sessions, not {self.sessions}.")
-        if self.warmup < 0 or self.min_iterations < 1 or self.min_duration_s < 0 or self.timeout_s <= 0:
-            raise OptionError("Warm-up must be >= 0, the minimum iterations >= 1, the minimum duration >= 0 and the time-out > 0.")
-        if self.max_iterations < self.min_iterations:
-            raise OptionError("The maximum number of iterations is below the minimum.")
-        return self
-
-    def protocol(self) -> dict:
-        """The protocol part of a latency record (what every session did)."""
-        d = asdict(self)
-        for key in ("keep_samples", "timeout_s"):
-            d.pop(key)
-        return d
 
 
 def protocol_file() -> Path:

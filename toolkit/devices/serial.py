@@ -237,7 +237,7 @@ def read_sessions(
         crash = f"; before it: {run.crash_line!r}" if run.crash_line else ""
         return finish(
             f"The board on {run.port} reset during the run ({what}{crash}) after {len(run.results)} of "
-            f"{run.expected_sessions or '?'} sessions; the results read so far are kept and marked partial."
+            f"{run.expected_sessions or '?'} sessions{_kept(run)}."
         )
 
     while True:
@@ -256,7 +256,7 @@ def read_sessions(
                 run.transcript.append(pending)
             return finish(
                 f"The serial port {run.port} disconnected ({exc}) after {len(run.results)} of "
-                f"{run.expected_sessions or '?'} sessions; the results read so far are kept and marked partial."
+                f"{run.expected_sessions or '?'} sessions{_kept(run)}."
             )
         if not data:
             continue
@@ -327,6 +327,15 @@ def _take_line(run: SerialRun, line: str) -> str | None:
     return None
 
 
+# What the error sentences of a cut-short run add when results were read before the cut
+# (`edgedeploy measure` names the file they are kept in: measuring.partial_error).
+KEPT_CLAUSE = "; the results read so far are kept and marked partial"
+
+
+def _kept(run: SerialRun) -> str:
+    return KEPT_CLAUSE if run.results else ""
+
+
 def _timeout_message(run: SerialRun, timeout_s: float) -> str:
     if run.bytes_read == 0:
         return (
@@ -340,7 +349,7 @@ def _timeout_message(run: SerialRun, timeout_s: float) -> str:
         )
     return (
         f"The board on {run.port} sent {len(run.results)} of {run.expected_sessions or '?'} results within "
-        f"{timeout_s:.0f} s and then stopped; the results read so far are kept and marked partial. Last lines:\n{run.tail()}"
+        f"{timeout_s:.0f} s and then stopped{_kept(run)}. Last lines:\n{run.tail()}"
     )
 
 

@@ -36,6 +36,10 @@ class SessionPlan:
     max_iterations: int = protocol.DEFAULT_MAX_ITERATIONS
     keep_samples: bool = True
 
+    # Fields that say how the sessions are driven, not what each one did: left out of the
+    # measurement's `protocol` (to_dict).
+    NOT_PROTOCOL = ("keep_samples",)
+
     def check(self) -> "SessionPlan":
         if self.sessions < MIN_SESSIONS:
             raise OptionError(f"A measurement needs at least {MIN_SESSIONS} independent sessions, not {self.sessions}.")
@@ -47,14 +51,29 @@ class SessionPlan:
 
     def settings(self) -> dict:
         """What a session reads from its request (protocol.run_session)."""
-        d = asdict(self)
-        d.pop("sessions")
-        return d
+        return {k: v for k, v in asdict(self).items() if k in ("warmup", "min_iterations", "min_duration_s", "max_iterations", "keep_samples")}
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d.pop("keep_samples")
-        return d
+        """The `protocol` part of a measurement: what every session did."""
+        return {k: v for k, v in asdict(self).items() if k not in self.NOT_PROTOCOL}
+
+
+@dataclass(frozen=True)
+class SessionSettings(SessionPlan):
+    """A SessionPlan for `edgedeploy measure`: plus how long one session may take on a device."""
+
+    timeout_s: float = 600.0
+
+    NOT_PROTOCOL = ("keep_samples", "timeout_s")
+
+    def check(self) -> "SessionSettings":
+        super().check()
+        if self.timeout_s <= 0:
+            raise OptionError("The time-out of a session must be more than 0 seconds.")
+        return self
+
+    def protocol(self) -> dict:
+        return self.to_dict()
 
 
 def _range(values: list[float]) -> list[float]:
@@ -64,6 +83,7 @@ def _range(values: list[float]) -> list[float]:
 def summarize_sessions(sessions: list[dict]) -> dict:
     """The across-session summary of `edgedeploy.latency/1` from per-session results.
 
+    Used by `bench` (host sessions), `measure` (device sessions) and the serial board runs alike.
     The headline figure is the median of the session medians: robust against one disturbed
     session, and what every ratio divides. The ranges show how far the sessions disagree.
     """
@@ -94,13 +114,13 @@ def summarize_sessions(sessions: list[dict]) -> dict:
     }
 
 
-def make_measurement(scope: dict, backend: dict, plan: SessionPlan, sessions: list[dict], environment: dict) -> dict:
-    """One `edgedeploy.latency/1` object."""
+def make_measurement(scope: dict, backend: dict, plan: SessionPlan | dict, sessions: list[dict], environment: dict) -> dict:
+    """One `edgedeploy.latency/1` object (schema.py); `plan` gives its `protocol` (a SessionPlan or the dict itself)."""
     return {
         "schema": LATENCY_SCHEMA,
         "scope": scope,
         "backend": backend,
-        "protocol": plan.to_dict(),
+        "protocol": plan.to_dict() if isinstance(plan, SessionPlan) else dict(plan),
         "sessions": sessions,
         "summary": summarize_sessions(sessions),
         "environment": environment,

@@ -107,40 +107,77 @@ def make_scope(model: dict, input_shapes: dict, batch: int, precision: str, back
     }
 
 
-def device_identity(device: dict) -> dict:
-    return {key: device.get(key) for key in DEVICE_IDENTITY}
+def device_identity(device: dict, keys: tuple[str, ...] = DEVICE_IDENTITY) -> dict:
+    return {key: device.get(key) for key in keys}
 
 
-def _field_value(scope: dict, field: str) -> Any:
+def _field_value(scope: dict, field: str, device_keys: tuple[str, ...] = DEVICE_IDENTITY) -> Any:
     value = scope.get(field)
     if field == "model" and isinstance(value, dict):
         return value.get("sha256")  # the content, not the file name, identifies the model
     if field == "device" and isinstance(value, dict):
-        return device_identity(value)
+        return device_identity(value, device_keys)
     return value
 
 
-def scope_differences(a: dict, b: dict) -> list[str]:
-    """The scope fields in which two scopes differ, in SCOPE_FIELDS order."""
-    return [field for field in SCOPE_FIELDS if _field_value(a, field) != _field_value(b, field)]
+def scope_differences(a: dict, b: dict, fields: tuple[str, ...] = SCOPE_FIELDS, device_keys: tuple[str, ...] = DEVICE_IDENTITY) -> list[str]:
+    """The scope fields in which two scopes differ, in `fields` order (by default SCOPE_FIELDS).
+
+    A model is identified by its hash, a device by `device_keys` of its description.
+    """
+    return [field for field in fields if _field_value(a, field, device_keys) != _field_value(b, field, device_keys)]
+
+
+def _difference_text(a: dict, b: dict, field: str, device_keys: tuple[str, ...]) -> str:
+    va, vb = _field_value(a, field, device_keys), _field_value(b, field, device_keys)
+    if all(v is None or isinstance(v, (str, int, float)) for v in (va, vb)):
+        return f"{field} ({va} vs {vb})"
+    return field
+
+
+def ratio_refusal(
+    a: dict,
+    b: dict,
+    varying: str | tuple[str, ...],
+    fields: tuple[str, ...] = SCOPE_FIELDS,
+    device_keys: tuple[str, ...] = DEVICE_IDENTITY,
+    varying_text: str | None = None,
+) -> str | None:
+    """Why the figures of scopes `a` and `b` may not be divided, or None when they may.
+
+    The one rule of every ratio edgedeploy prints (bench, measure, reports): the scopes differ
+    in at most ONE field, that field is one of `varying`, and it is never the device. The
+    reason names every field that differs, with both values where they are short.
+    """
+    varying = (varying,) if isinstance(varying, str) else tuple(varying)
+    varying_text = varying_text or " or ".join(varying)
+    if "device" in varying:
+        return "figures from different devices are never divided; compare them side by side instead"
+    diffs = scope_differences(a, b, fields, device_keys)
+    if "device" in diffs:
+        return "the figures come from different devices; figures from different devices are never divided"
+    if len(diffs) <= 1 and all(d in varying for d in diffs):
+        return None
+    listed = [_difference_text(a, b, d, device_keys) for d in diffs]
+    listed_text = listed[0] if len(listed) == 1 else ", ".join(listed[:-1]) + " and " + listed[-1]
+    if len(diffs) == 1:
+        return f"the figures differ in {listed_text}, which is not {varying_text}; a ratio is only computed between figures that differ in one thing"
+    return (
+        f"the figures differ in {listed_text}; a ratio is only computed between figures that differ in one thing "
+        f"({varying_text}), so both are shown with their scopes instead"
+    )
 
 
 def ratio(slower: dict, faster: dict, varying: str) -> float:
     """How many times `slower`'s median exceeds `faster`'s; both are measurements.
 
     Allowed only when the scopes differ in `varying` alone (or not at all) and `varying` is
-    not the device; otherwise ScopeMismatch names what else differs.
+    not the device (ratio_refusal); otherwise ScopeMismatch says what else differs.
     """
-    if varying == "device":
-        raise ScopeMismatch("Figures from different devices are never divided; compare them side by side instead.")
-    diffs = scope_differences(slower["scope"], faster["scope"])
-    extra = [d for d in diffs if d != varying]
-    if extra:
+    refusal = ratio_refusal(slower["scope"], faster["scope"], varying)
+    if refusal:
         names = (slower["scope"].get("backend"), faster["scope"].get("backend"))
-        raise ScopeMismatch(
-            f"Cannot divide the figures of {names[0]} and {names[1]}: their scopes differ in {', '.join(extra)}"
-            f" besides {varying}; a ratio is only computed between figures that differ in one thing."
-        )
+        raise ScopeMismatch(f"Cannot divide the figures of {names[0]} and {names[1]}: {refusal}.")
     return slower["summary"]["median_us"] / faster["summary"]["median_us"]
 
 

@@ -217,7 +217,7 @@ def combine(artifacts: list[LoadedArtifact]) -> dict:
     arts = [(f"A{i + 1}", art) for i, art in enumerate(artifacts)]
     rows = {ident: artifact_row(ident, art) for ident, art in arts}
     models = {row["model"]["sha256"] for row in rows.values()}
-    notes = [NEVER_DIVIDED, "Before/after ratios are computed inside one measurement only: same device, model, inputs and batch; they differ in the deployment alone."]
+    notes = [NEVER_DIVIDED, "Before/after ratios are computed inside one measurement only: same device, model, inputs and batch; they differ in one part of the deployment alone (backend, precision or threads)."]
     if len(models) > 1:
         notes.append(f"The artifacts come from {len(models)} different models; their figures are not comparable with each other.")
     return {

@@ -57,6 +57,8 @@ def device_text(device: dict | None) -> str:
         return "device ?"
     parts = [f"device {device.get('name') or device.get('hostname') or '?'}"]
     facts = [f for f in (device.get("chip"), device.get("cpu_model"), f"{device['cpu_cores']} cores" if device.get("cpu_cores") else None) if f]
+    if device.get("port") and device["port"] not in str(device.get("name")):
+        facts.append(f"on {device['port']}")
     if device.get("hostname") and device.get("hostname") != device.get("name"):
         facts.insert(0, f"host {device['hostname']}")
     if facts:
@@ -86,6 +88,15 @@ def latency_scope(scope: dict | None) -> str:
     ]
     if deployed.get("file"):
         bits.append(f"runs {deployed['file']}")
+    if isinstance(scope.get("inputs"), str):
+        bits.append(f"inputs: {scope['inputs']}")
+    firmware = scope.get("firmware")
+    if isinstance(firmware, dict):
+        facts = [f"{k.removesuffix('_version').replace('_', '-')} {v}" for k, v in firmware.items() if k.endswith("_version") and v]
+        if firmware.get("cpu_freq_mhz"):
+            facts.append(f"CPU {firmware['cpu_freq_mhz']} MHz")
+        facts.append(f"flashed with {firmware['flashed_with']}" if firmware.get("flashed_with") else "flashed outside edgedeploy")
+        bits.append("firmware: " + ", ".join(facts))
     bits.append(device_text(scope.get("device")))
     return "; ".join(bits)
 

@@ -31,17 +31,39 @@ def _latency_block(label: str, rec: dict) -> list[str]:
 def comparison_lines(comparison: dict) -> list[str]:
     if not comparison:
         return []
-    if comparison.get("speedup") is None:
-        return [f"before/after: no ratio: {comparison.get('refused') or 'not computed'}."]
     dep = comparison.get("deployment") or {}
+    if comparison.get("speedup") is None:
+        lines = [f"before/after: no ratio: {comparison.get('refused') or 'not computed'}."]
+        if comparison.get("before_median_us") is not None and comparison.get("after_median_us") is not None:
+            # Both figures still stand, each with its own deployment (their full scopes are above).
+            lines.append(
+                f"  side by side: before {fmt.us(comparison['before_median_us'])} ({fmt.deployment_text(dep.get('before'))}); "
+                f"after {fmt.us(comparison['after_median_us'])} ({fmt.deployment_text(dep.get('after'))}), {comparison.get('basis')}"
+            )
+        return lines
     speedup = comparison["speedup"]
     verdict = f"after is {speedup:.2f}x as fast as before" if speedup >= 1 else f"after is {1 / speedup:.2f}x slower than before"
     noise = " (the session ranges overlap: within noise)" if comparison.get("session_ranges_overlap") else ""
     return [
         f"before/after: {verdict}{noise}: {fmt.us(comparison['before_median_us'])} -> {fmt.us(comparison['after_median_us'])}, {comparison['basis']}",
         f"  same {fmt.shared_scope(comparison.get('scope'))}",
-        f"  differs only in the deployment: before = {fmt.deployment_text(dep.get('before'))}; after = {fmt.deployment_text(dep.get('after'))}",
+        f"  differs only in the deployment{_differs_text(comparison)}: before = {fmt.deployment_text(dep.get('before'))}; after = {fmt.deployment_text(dep.get('after'))}",
     ]
+
+
+def output_check_lines(check: dict | None) -> list[str]:
+    """A board's own check of its outputs (serial runs), when there is one."""
+    if not check:
+        return []
+    per_session = check.get("per_session") or []
+    matched = sum(1 for v in per_session if v)
+    verdict = "match" if check.get("outputs_match") else "DO NOT match"
+    return [f"on-device output check: outputs {verdict} in {matched} of {len(per_session)} session(s) ({check.get('scope')})"]
+
+
+def _differs_text(comparison: dict) -> str:
+    fields = comparison.get("deployment_differs_in")
+    return f" ({', '.join(fields)})" if fields else ""
 
 
 def accuracy_lines(section: dict | None, error: str | None = None) -> list[str]:
@@ -85,6 +107,7 @@ def render_measurement(record: dict) -> str:
             lines += ["", f"{label}: not measured: {record['runner_errors'][label]}"]
     lines.append("")
     lines += comparison_lines(record.get("comparison") or {})
+    lines += output_check_lines(record.get("output_check"))
     acc = accuracy_lines(record.get("accuracy"), record.get("accuracy_error"))
     if acc:
         lines.append("")
