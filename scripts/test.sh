@@ -18,6 +18,11 @@ if [ "${#need_apt[@]}" -gt 0 ]; then
     fi
 fi
 
+# The SSH tests run commands through root's login shell on a loopback sshd; on machines where
+# that shell's rc file runs `pyenv init`, a rehash lock left behind by a killed process makes
+# every remote command wait for pyenv's lock time-out. A lock older than a minute is stale.
+find "${PYENV_ROOT:-$HOME/.pyenv}/shims" -maxdepth 1 -name .pyenv-shim -mmin +1 -delete 2>/dev/null || true
+
 bash scripts/setup.sh all
 .venv/bin/edgedeploy toolchain doctor
 exec .venv/bin/python -m pytest -q "$@"
