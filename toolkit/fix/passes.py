@@ -44,6 +44,27 @@ class Rewrite:
     min_opset: int = 0
 
 
+def _expand_each(model: onnx.ModelProto, op_type: str, rewrite: str, build) -> list[Change]:
+    """Replace every `op_type` node by the nodes `build(ix, node, base)` returns (same output).
+
+    The shared loop of the passes that rewrite one operator into an equivalent subgraph.
+    """
+    changes = []
+    ix = GraphIndex(model)
+    for node in list(model.graph.node):
+        if node.op_type != op_type:
+            continue
+        new = build(ix, node, node.name or op_type.lower())
+        changes.append(Change(rewrite, [node_label(node)], [n.name for n in new]))
+        ix.replace([node], new)
+    cleanup(model)
+    return changes
+
+
+def _attrs(node: onnx.NodeProto) -> dict:
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
 # --------------------------------------------------------------------------------------------
 # GELU
 
@@ -169,16 +190,7 @@ def _rewrite_erf_gelu(model, build, name) -> list[Change]:
 
 def gelu_to_tanh(model: onnx.ModelProto) -> list[Change]:
     """Replace ONNX Gelu operators with the tanh approximation (Mul/Add/Tanh only)."""
-    changes = []
-    ix = GraphIndex(model)
-    for node in list(model.graph.node):
-        if node.op_type != "Gelu":
-            continue
-        new = _tanh_gelu_nodes(ix, node.input[0], node.output[0], node.name or "gelu")
-        changes.append(Change("gelu_to_tanh", [node_label(node)], [n.name for n in new]))
-        ix.replace([node], new)
-    cleanup(model)
-    return changes
+    return _expand_each(model, "Gelu", "gelu_to_tanh", lambda ix, node, base: _tanh_gelu_nodes(ix, node.input[0], node.output[0], base))
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,20 +199,15 @@ def gelu_to_tanh(model: onnx.ModelProto) -> list[Change]:
 
 def hardswish_decompose(model: onnx.ModelProto) -> list[Change]:
     """HardSwish(x) -> x * HardSigmoid(x; alpha=1/6, beta=0.5) (exact)."""
-    changes = []
-    ix = GraphIndex(model)
-    for node in list(model.graph.node):
-        if node.op_type != "HardSwish":
-            continue
-        t = ix.fresh(node.name or "hardswish")
-        new = [
-            make_node(ix, "HardSigmoid", [node.input[0]], [t], node.name or "hardswish", alpha=1 / 6, beta=0.5),
-            make_node(ix, "Mul", [node.input[0], t], [node.output[0]], node.name or "hardswish"),
+
+    def build(ix, node, base):
+        t = ix.fresh(base)
+        return [
+            make_node(ix, "HardSigmoid", [node.input[0]], [t], base, alpha=1 / 6, beta=0.5),
+            make_node(ix, "Mul", [node.input[0], t], [node.output[0]], base),
         ]
-        changes.append(Change("hardswish_decompose", [node_label(node)], [n.name for n in new]))
-        ix.replace([node], new)
-    cleanup(model)
-    return changes
+
+    return _expand_each(model, "HardSwish", "hardswish_decompose", build)
 
 
 def _match_hardsigmoid_chain(ix: GraphIndex, x: str, start: onnx.NodeProto):
@@ -258,27 +265,21 @@ def hardsigmoid_fuse(model: onnx.ModelProto) -> list[Change]:
 
 def hardsigmoid_decompose(model: onnx.ModelProto) -> list[Change]:
     """HardSigmoid(x; a, b) -> Clip(a*x + b, 0, 1) (exact)."""
-    changes = []
-    ix = GraphIndex(model)
-    for node in list(model.graph.node):
-        if node.op_type != "HardSigmoid":
-            continue
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        base = node.name or "hardsigmoid"
+
+    def build(ix, node, base):
+        attrs = _attrs(node)
         a = ix.add_initializer(base + "_alpha", np.array(attrs.get("alpha", 0.2), np.float32))
         b = ix.add_initializer(base + "_beta", np.array(attrs.get("beta", 0.5), np.float32))
         lo = ix.add_initializer(base + "_lo", np.array(0.0, np.float32))
         hi = ix.add_initializer(base + "_hi", np.array(1.0, np.float32))
         t1, t2 = ix.fresh(base), ix.fresh(base)
-        new = [
+        return [
             make_node(ix, "Mul", [node.input[0], a], [t1], base),
             make_node(ix, "Add", [t1, b], [t2], base),
             make_node(ix, "Clip", [t2, lo, hi], [node.output[0]], base),
         ]
-        changes.append(Change("hardsigmoid_decompose", [node_label(node)], [n.name for n in new]))
-        ix.replace([node], new)
-    cleanup(model)
-    return changes
+
+    return _expand_each(model, "HardSigmoid", "hardsigmoid_decompose", build)
 
 
 def silu_to_swish(model: onnx.ModelProto) -> list[Change]:
@@ -304,72 +305,53 @@ def _silu_to_swish(model: onnx.ModelProto) -> list[Change]:
 
 def swish_decompose(model: onnx.ModelProto) -> list[Change]:
     """Swish(x; alpha) -> x * Sigmoid(alpha * x) (exact)."""
-    changes = []
-    ix = GraphIndex(model)
-    for node in list(model.graph.node):
-        if node.op_type != "Swish":
-            continue
-        alpha = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "alpha"), 1.0)
-        base = node.name or "swish"
+
+    def build(ix, node, base):
+        alpha = _attrs(node).get("alpha", 1.0)
         x = node.input[0]
         new = []
+        scaled = x
         if alpha != 1.0:
             k = ix.add_initializer(base + "_alpha", np.array(alpha, np.float32))
             scaled = ix.fresh(base)
             new.append(make_node(ix, "Mul", [x, k], [scaled], base))
-        else:
-            scaled = x
         s = ix.fresh(base)
-        new += [make_node(ix, "Sigmoid", [scaled], [s], base), make_node(ix, "Mul", [x, s], [node.output[0]], base)]
-        changes.append(Change("swish_decompose", [node_label(node)], [n.name for n in new]))
-        ix.replace([node], new)
-    cleanup(model)
-    return changes
+        return new + [make_node(ix, "Sigmoid", [scaled], [s], base), make_node(ix, "Mul", [x, s], [node.output[0]], base)]
+
+    return _expand_each(model, "Swish", "swish_decompose", build)
 
 
 def mish_decompose(model: onnx.ModelProto) -> list[Change]:
     """Mish(x) -> x * Tanh(Log(1 + Exp(x))) (exact: softplus written with Exp, Add, Log)."""
-    changes = []
-    ix = GraphIndex(model)
-    for node in list(model.graph.node):
-        if node.op_type != "Mish":
-            continue
-        base = node.name or "mish"
+
+    def build(ix, node, base):
         one = ix.add_initializer(base + "_one", np.array(1.0, np.float32))
         t = [ix.fresh(base) for _ in range(4)]
         x = node.input[0]
-        new = [
+        return [
             make_node(ix, "Exp", [x], [t[0]], base),
             make_node(ix, "Add", [t[0], one], [t[1]], base),
             make_node(ix, "Log", [t[1]], [t[2]], base),
             make_node(ix, "Tanh", [t[2]], [t[3]], base),
             make_node(ix, "Mul", [x, t[3]], [node.output[0]], base),
         ]
-        changes.append(Change("mish_decompose", [node_label(node)], [n.name for n in new]))
-        ix.replace([node], new)
-    cleanup(model)
-    return changes
+
+    return _expand_each(model, "Mish", "mish_decompose", build)
 
 
 def mish_to_softplus_tanh(model: onnx.ModelProto) -> list[Change]:
     """Mish(x) -> x * Tanh(Softplus(x)) (exact), for accelerators that run Softplus and Tanh."""
-    changes = []
-    ix = GraphIndex(model)
-    for node in list(model.graph.node):
-        if node.op_type != "Mish":
-            continue
-        base = node.name or "mish"
+
+    def build(ix, node, base):
         t = [ix.fresh(base) for _ in range(2)]
         x = node.input[0]
-        new = [
+        return [
             make_node(ix, "Softplus", [x], [t[0]], base),
             make_node(ix, "Tanh", [t[0]], [t[1]], base),
             make_node(ix, "Mul", [x, t[1]], [node.output[0]], base),
         ]
-        changes.append(Change("mish_to_softplus_tanh", [node_label(node)], [n.name for n in new]))
-        ix.replace([node], new)
-    cleanup(model)
-    return changes
+
+    return _expand_each(model, "Mish", "mish_to_softplus_tanh", build)
 
 
 # --------------------------------------------------------------------------------------------
