@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from edgedeploy.audit.rules import NodeView, Offence, Placement, Rule, RuleSet, TensorView, rule, worst
+from edgedeploy.audit.rules import NodeView, Placement, Rule, RuleSet, TensorView, rule, worst
 from edgedeploy.model.intake import LoadedModel
 from edgedeploy.model.shapes import dims_of
 from edgedeploy.model.stats import dtype_name, node_names

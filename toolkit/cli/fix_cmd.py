@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
-import numpy as np
 import onnx
 
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from edgedeploy.cli.output import emit_json, format_option, info
+from edgedeploy.cli.output import format_option, info
 
 
 @click.command("report")

@@ -42,7 +42,6 @@ from edgedeploy.devices.inventory import describe
 from edgedeploy.devices.runners import (
     INPUTS_REMOTE_NAME,
     ONNX_CPU_RUNNER,
-    OUTPUTS_REMOTE_NAME,
     onnx_cpu_runner_spec,
     write_inputs_npz,
 )

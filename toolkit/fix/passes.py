@@ -472,12 +472,10 @@ def _layernorm_fuse(model: onnx.ModelProto) -> list[Change]:
         out = div.output[0]
         scale_name = bias_name = None
         nxt = ix.single_consumer(out)
-        norm_shape = None
         if nxt is not None and nxt.op_type == "Mul":
             scale_name = ix.other_input(nxt, out)
             scale = ix.const(scale_name or "")
             if scale is not None:
-                norm_shape = scale.shape[-(rank - axes[0]):] if scale.ndim else ()
                 old.append(nxt)
                 out = nxt.output[0]
                 nxt = ix.single_consumer(out)
