@@ -36,7 +36,7 @@ def artifact(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("rknn-runner")
     proc = run_cli("build", "--target", "rk3588", "--out", str(out), "--calib-count", "32", "--eval-count", "40", timeout=600)
     if proc.returncode != 0 and "needs the rknn toolchain" in proc.stderr:
-        pytest.skip(proc.stderr)
+        pytest.skip("needs the rknn toolchain environment (edgedeploy toolchain install rknn): " + proc.stderr.strip().splitlines()[-1])
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out / "mnist_cnn" / "rk3588"
 

@@ -221,7 +221,7 @@ def _match_hardsigmoid_chain(ix: GraphIndex, x: str, start: onnx.NodeProto):
     if clip.op_type == "Clip":
         lo = ix.scalar(clip.input[1]) if len(clip.input) > 1 and clip.input[1] else None
         hi = ix.scalar(clip.input[2]) if len(clip.input) > 2 and clip.input[2] else None
-        attrs = {a.name: helper.get_attribute_value(a) for a in clip.attribute}
+        attrs = _attrs(clip)
         lo = attrs.get("min", lo)
         hi = attrs.get("max", hi)
         if not (_close(lo, 0.0) and _close(hi, 6.0)):
@@ -366,7 +366,7 @@ def layernorm_decompose(model: onnx.ModelProto) -> list[Change]:
     for node in list(model.graph.node):
         if node.op_type != "LayerNormalization" or len(node.output) > 1 and any(node.output[1:]):
             continue  # the optional Mean/InvStdDev outputs are used: leave it
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        attrs = _attrs(node)
         axis = attrs.get("axis", -1)
         eps = attrs.get("epsilon", 1e-5)
         base = node.name or "layernorm"
@@ -420,7 +420,7 @@ def _rank(model: onnx.ModelProto, name: str) -> int | None:
 
 
 def _reduce_axes(ix: GraphIndex, node: onnx.NodeProto) -> list[int] | None:
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    attrs = _attrs(node)
     if "axes" in attrs:
         return list(attrs["axes"])
     if len(node.input) > 1 and node.input[1]:
@@ -539,7 +539,7 @@ def fold_batchnorm(model: onnx.ModelProto) -> list[Change]:
         if prev.op_type == "Conv":
             new_w = w.astype(np.float64) * factor.reshape(-1, *([1] * (w.ndim - 1)))
         else:
-            attrs = {a.name: helper.get_attribute_value(a) for a in prev.attribute}
+            attrs = _attrs(prev)
             if attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0:
                 continue
             new_w = w.astype(np.float64) * (factor[:, None] if attrs.get("transB", 0) else factor[None, :])
@@ -570,7 +570,7 @@ def fold_pad_into_conv(model: onnx.ModelProto) -> list[Change]:
         conv = ix.single_consumer(pad.output[0])
         if conv is None or conv.op_type != "Conv" or conv.input[0] != pad.output[0]:
             continue
-        attrs = {a.name: helper.get_attribute_value(a) for a in pad.attribute}
+        attrs = _attrs(pad)
         mode = attrs.get("mode", b"constant")
         mode = mode.decode() if isinstance(mode, bytes) else mode
         if mode != "constant":
@@ -584,7 +584,7 @@ def fold_pad_into_conv(model: onnx.ModelProto) -> list[Change]:
         begin, end = pads[:rank], pads[rank:]
         if any(begin[:2]) or any(end[:2]) or any(p < 0 for p in pads):
             continue
-        conv_attrs = {a.name: helper.get_attribute_value(a) for a in conv.attribute}
+        conv_attrs = _attrs(conv)
         auto_pad = conv_attrs.get("auto_pad", b"NOTSET")
         if (auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad) not in ("NOTSET", ""):
             continue
@@ -630,7 +630,7 @@ def fold_constants(model: onnx.ModelProto) -> list[Change]:
             continue
         value = None
         if node.op_type == "Shape" and node.input[0] in static and node.input[0] not in known:
-            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+            attrs = _attrs(node)
             dims = static[node.input[0]]
             start, end = attrs.get("start", 0), attrs.get("end", len(dims))
             value = np.array(dims[start:end], dtype=np.int64)
