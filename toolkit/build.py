@@ -44,6 +44,13 @@ class BuildOptions:
     allow_approx: bool = False  # let that fix use approximations (their error is reported)
     target_options: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Workers run in folders of their own: every path a build hands on must be absolute
+        # (the CLI makes them so; this covers callers of the Python API).
+        self.out_root = Path(self.out_root).absolute()
+        self.calib = Path(self.calib).absolute() if self.calib is not None else None
+        self.eval = Path(self.eval).absolute() if self.eval is not None else None
+
     def to_dict(self) -> dict:
         return {
             "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
@@ -101,6 +108,7 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
 
     target, chip = find_chip(chip_id)
     started = time.monotonic()
+    model_path = Path(model_path).absolute()
     model = load_model(model_path, options.input_shapes, require_static=True)
     for name, dims in model.auto_pinned.items():
         echo(f"intake: input '{name}' has a dynamic batch dimension; building for {'x'.join(map(str, dims))} (pin another with --input-shape)")

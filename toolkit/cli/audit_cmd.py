@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from edgedeploy.cli.options import AbsolutePath
+
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
 from edgedeploy.cli.output import emit_json, format_option, info
 from edgedeploy.errors import EdgedeployError
@@ -27,8 +29,8 @@ FAIL_ON_HELP = (
 @click.option("--by", type=click.Choice(["op", "node"]), default="op", show_default=True, help="Rows of the cross-chip matrix: operators or nodes.")
 @click.option("--per-node", is_flag=True, help="List every node with its placement (text format).")
 @click.option("--confirm", is_flag=True, help="Also run the real toolchain where it is installed and show its own verdict beside the prediction, with every disagreement.")
-@click.option("--calib", type=click.Path(exists=True, dir_okay=False, path_type=str), help="With --confirm: calibration inputs (.npz keyed by input name); random data otherwise.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=str), help="Write the report to this file instead of stdout.")
+@click.option("--calib", type=AbsolutePath(exists=True, dir_okay=False, path_type=str), help="With --confirm: calibration inputs (.npz keyed by input name); random data otherwise.")
+@click.option("--output", "-o", type=AbsolutePath(dir_okay=False, path_type=str), help="Write the report to this file instead of stdout.")
 def audit_command(model, targets, input_shapes, output_format, precision, fail_on, by, per_node, confirm, calib, output) -> None:
     """Place every node of MODEL on each chip: on the accelerator, kept in float, falling back, or unsupported.
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from edgedeploy.cli.options import AbsolutePath
+
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
 from edgedeploy.cli.output import emit_json, format_option, info, table
 from edgedeploy.measure import protocol
@@ -35,12 +37,12 @@ SPREAD_WARNING_PERCENT = 10.0
 @click.option("--warmup", type=click.IntRange(min=0), default=protocol.DEFAULT_WARMUP, show_default=True, help="Untimed runs per session after the first (timed-apart) inference.")
 @click.option("--min-iterations", type=click.IntRange(min=1), default=protocol.DEFAULT_MIN_ITERATIONS, show_default=True, help="Timed iterations per session, at least.")
 @click.option("--min-duration", "min_duration_s", type=click.FloatRange(min=0), default=protocol.DEFAULT_MIN_DURATION_S, show_default=True, help="Seconds of timed iterations per session, at least.")
-@click.option("--torch-python", type=click.Path(dir_okay=False, path_type=Path), help="An interpreter with torch and onnx2torch for the torch backends, instead of the `torch` toolchain environment (e.g. a CUDA build of torch already on a GPU machine). Also $EDGEDEPLOY_TORCH_PYTHON.")
-@click.option("--torch-model", type=click.Path(dir_okay=False, exists=True, path_type=Path), help="A torch.export .pt2 of the same model for the torch backends (instead of converting the ONNX with onnx2torch). Its outputs are checked against the ONNX model's on one seeded input first; a mismatch is an error.")
+@click.option("--torch-python", type=AbsolutePath(dir_okay=False, path_type=Path), help="An interpreter with torch and onnx2torch for the torch backends, instead of the `torch` toolchain environment (e.g. a CUDA build of torch already on a GPU machine). Also $EDGEDEPLOY_TORCH_PYTHON.")
+@click.option("--torch-model", type=AbsolutePath(dir_okay=False, exists=True, path_type=Path), help="A torch.export .pt2 of the same model for the torch backends (instead of converting the ONNX with onnx2torch). Its outputs are checked against the ONNX model's on one seeded input first; a mismatch is an error.")
 @click.option("--shared-compile-cache", is_flag=True, help="Let torch.compile sessions share one compile cache (later sessions compile warm). Default: each session compiles from cold, like a fresh deployment.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=900, show_default=True, help="Time-out in seconds for each session (torch.compile compiles inside it).")
 @click.option("--samples/--no-samples", default=False, show_default=True, help="Keep every timed sample in the JSON (large), not only the statistics.")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), help="Also write the JSON result to FILE (atomically; an existing file needs --force).")
+@click.option("--out", "out_path", type=AbsolutePath(dir_okay=False, path_type=Path), help="Also write the JSON result to FILE (atomically; an existing file needs --force).")
 @click.option("--force", is_flag=True, help="Overwrite --out FILE if it exists.")
 @format_option()
 def bench_command(model, backends, input_shapes, batch, precision, threads, sessions, warmup, min_iterations, min_duration_s, torch_python, torch_model, shared_compile_cache, timeout_s, samples, out_path, force, output_format) -> None:

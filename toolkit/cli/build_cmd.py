@@ -7,20 +7,21 @@ from pathlib import Path
 
 import click
 
-from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
+
+from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes, resolve_model
 from edgedeploy.cli.output import emit_json, format_option, info
 
 
 @click.command("build")
 @model_argument
 @click.option("--target", "targets", multiple=True, required=True, metavar="CHIP", help="Target chip (repeatable); see `edgedeploy targets`.")
-@click.option("--out", "out_root", type=click.Path(file_okay=False, path_type=Path), default=Path("edgedeploy-out"), show_default=True, help="Artifacts go to OUT/<model>/<chip>/.")
+@click.option("--out", "out_root", type=AbsolutePath(file_okay=False, path_type=Path), default=Path("edgedeploy-out"), show_default=True, help="Artifacts go to OUT/<model>/<chip>/.")
 @click.option("--force", is_flag=True, help="Replace an existing artifact directory.")
 @input_shape_option
 @click.option("--precision", type=click.Choice(["int8", "int16", "fp16", "fp32"]), default=None, help="Quantisation precision (default: the target's, usually int8).")
-@click.option("--calib", type=click.Path(exists=True, path_type=Path), help="Calibration data: .npz, a folder of .npy, or a folder of images (with --preprocess). Default: the sample's calibration split.")
+@click.option("--calib", type=AbsolutePath(exists=True, path_type=Path), help="Calibration data: .npz, a folder of .npy, or a folder of images (with --preprocess). Default: the sample's calibration split.")
 @click.option("--calib-count", type=click.IntRange(min=1), help="Use the first N calibration samples.")
-@click.option("--eval", "eval_data", type=click.Path(exists=True, path_type=Path), help="Evaluation data for accuracy before/after (same formats). Default: the sample's held-out split.")
+@click.option("--eval", "eval_data", type=AbsolutePath(exists=True, path_type=Path), help="Evaluation data for accuracy before/after (same formats). Default: the sample's held-out split.")
 @click.option("--eval-count", type=click.IntRange(min=1), help="Use the first N evaluation samples.")
 @click.option("--preprocess", metavar="SPEC", help="Image preprocessing: size=HxW,scale=1/255,mean=a;b;c,std=a;b;c,layout=NCHW|NHWC,channels=RGB|BGR|GRAY, or a .json file.")
 @click.option("--metric", type=click.Choice(["auto", "top1", "auroc", "fidelity"]), default="auto", show_default=True, help="Task metric for accuracy before/after: top-1 for classifiers, macro-AUROC for multi-label outputs, or output fidelity only.")

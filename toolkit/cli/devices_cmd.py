@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from edgedeploy.cli.options import AbsolutePath
+
 from edgedeploy.cli.output import emit_json, format_option, info, table
 
 # The probe `devices check` runs on the device: standard library only, prints one JSON line.
@@ -21,7 +23,7 @@ PROBE = (
 def inventory_option(func):
     return click.option(
         "--inventory",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=AbsolutePath(dir_okay=False, path_type=Path),
         default=None,
         help="Device inventory file (TOML or JSON); default: $EDGEDEPLOY_DEVICES, else ~/.config/edgedeploy/devices.toml.",
     )(func)

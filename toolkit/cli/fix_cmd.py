@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+
+from edgedeploy.cli.options import AbsolutePath
 import onnx
 
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
@@ -14,11 +16,11 @@ from edgedeploy.fix.engine import DEFAULT_EVAL_COUNT
 @click.command("fix")
 @model_argument
 @click.option("--target", "targets", multiple=True, required=True, metavar="CHIP", help="Target chip to fix for (repeatable).")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), help="Where to write the rewritten model (default: <model>.fixed.onnx in the current folder); the report goes beside it as .fix.json.")
+@click.option("--out", "out_path", type=AbsolutePath(dir_okay=False, path_type=Path), help="Where to write the rewritten model (default: <model>.fixed.onnx in the current folder); the report goes beside it as .fix.json.")
 @click.option("--force", is_flag=True, help="Replace existing output files.")
 @click.option("--allow-approx", is_flag=True, help="Also try approximations (e.g. tanh GELU); their error is reported.")
 @click.option("--rewrite", "only", multiple=True, metavar="NAME", help="Only try these rewrites (repeatable); see --list.")
-@click.option("--eval", "eval_data", type=click.Path(exists=True, path_type=Path), help="Evaluation data for the fidelity check (.npz, .npy folder, images).")
+@click.option("--eval", "eval_data", type=AbsolutePath(exists=True, path_type=Path), help="Evaluation data for the fidelity check (.npz, .npy folder, images).")
 @click.option("--eval-count", type=click.IntRange(min=1), default=DEFAULT_EVAL_COUNT, show_default=True, help="Samples of the evaluation data to use.")
 @click.option("--confirm", is_flag=True, help="Also run each chip's real toolchain (where installed) on the model before and after, and report its own verdict.")
 @click.option("--list", "list_rewrites", is_flag=True, help="List the rewrites and exit.")

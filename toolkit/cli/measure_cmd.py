@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+
+from edgedeploy.cli.options import AbsolutePath
 from click.core import ParameterSource
 
 from edgedeploy.cli.devices_cmd import inventory_option
@@ -26,7 +28,7 @@ SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build",
 
 
 @click.command("measure")
-@click.argument("artifact", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("artifact", type=AbsolutePath(file_okay=False, path_type=Path))
 @click.option(
     "--device",
     "device_name",
@@ -38,7 +40,7 @@ SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build",
 @click.option("--warmup", type=int, default=10, show_default=True, help="Untimed runs per session after the first (timed apart) one.")
 @click.option("--min-iterations", type=int, default=50, show_default=True, help="Timed runs per session, at least.")
 @click.option("--min-duration", "min_duration_s", type=float, default=1.0, show_default=True, help="Seconds of timed runs per session, at least.")
-@click.option("--eval", "eval_path", type=click.Path(exists=True, path_type=Path), default=None, help="Inputs (and labels) for the output check: .npz, .npy folder; default: the build's, else the sample's, else seeded random.")
+@click.option("--eval", "eval_path", type=AbsolutePath(exists=True, path_type=Path), default=None, help="Inputs (and labels) for the output check: .npz, .npy folder; default: the build's, else the sample's, else seeded random.")
 @click.option("--eval-count", type=int, default=200, show_default=True, help="How many of those inputs the device runs.")
 @click.option("--threads", type=int, default=0, show_default=True, help="CPU threads for the ONNX Runtime runners (0: ONNX Runtime's default).")
 @click.option("--no-before", "skip_before", is_flag=True, help="Skip the baseline (the reference ONNX model on ONNX Runtime CPU on the device).")
@@ -50,7 +52,7 @@ SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build",
     show_default=True,
     help="Serial boards: build and flash with ESP-IDF's idf.py (idf), flash --firmware-build with esptool (prebuilt), flash nothing (none), or auto: idf where ESP-IDF is installed, else prebuilt when given, else none.",
 )
-@click.option("--firmware-build", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None, help="Serial boards: an ESP-IDF build folder of this artifact's firmware that you built (holds flash_args).")
+@click.option("--firmware-build", type=AbsolutePath(exists=True, file_okay=False, path_type=Path), default=None, help="Serial boards: an ESP-IDF build folder of this artifact's firmware that you built (holds flash_args).")
 @click.option("--reset", type=click.Choice(["auto", "rts", "none"]), default="auto", show_default=True, help="Serial boards: reset through the RTS line (rts), ask for the RESET button where there is none (auto), or just listen (none).")
 @click.option("--console", is_flag=True, help="Serial boards: print the board's console lines to stderr as they arrive.")
 @format_option()

@@ -6,13 +6,15 @@ from pathlib import Path
 
 import click
 
+from edgedeploy.cli.options import AbsolutePath
+
 from edgedeploy.cli.output import format_option, info
 
 
 @click.command("report")
-@click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("dirs", nargs=-1, required=True, type=AbsolutePath(exists=True, path_type=Path))
 @format_option(("text", "md", "html", "json"))
-@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write to this file (atomically) instead of stdout.")
+@click.option("--output", "-o", "output", type=AbsolutePath(dir_okay=False, path_type=Path), default=None, help="Write to this file (atomically) instead of stdout.")
 def report_command(dirs: tuple[Path, ...], output_format: str, output: Path | None) -> None:
     """Render the reports of one or more artifacts (or folders of artifacts) as one comparison.
 
