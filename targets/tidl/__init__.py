@@ -101,7 +101,7 @@ class TidlTarget(Target):
         """Compile each model with TIDL (TIDL_TOOLS_PATH or tidl_compile_command) and parse its placement."""
         from edgedeploy.targets.tidl.verdict import compile_and_parse
 
-        return [compile_and_parse(self, Path(p), chip_id, Path(workdir) / f"case{i}", Path(log_path), **options) for i, p in enumerate(model_paths)]
+        return [compile_and_parse(self, Path(p), chip_id, (Path(workdir) if len(model_paths) == 1 else Path(workdir) / f"case{i}"), Path(log_path), **options) for i, p in enumerate(model_paths)]
 
     def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
         """ONNX Runtime with TIDLExecutionProvider on the board; baseline: ONNX Runtime CPU on the same board."""
