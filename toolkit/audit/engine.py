@@ -410,6 +410,8 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
 
     `views`: node_views(model), when the caller audits one model on many chips and builds them once.
     """
+    # The lowering step (rules.passes: the toolchain's own graph passes, edgedeploy.audit.lowering)
+    # belongs here, before the nodes are viewed; no target declares a pass yet.
     if views is None:
         views = node_views(model)
     rules_by_op: dict[str, list[Rule]] = {}
