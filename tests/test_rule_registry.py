@@ -18,7 +18,7 @@ from edgedeploy.audit.rules import Offence, Placement, Rule
 from edgedeploy.audit.run import has_rules
 from edgedeploy.targets import all_targets
 
-CONVERTED = {"espdl", "rknn", "eiq"}  # while the targets move to registries, one commit each
+CONVERTED = {"espdl", "rknn", "eiq", "tidl"}  # while the targets move to registries, one commit each
 TARGETS_WITH_RULES = [t for t in all_targets() if has_rules(t) and t.id in CONVERTED]
 
 
