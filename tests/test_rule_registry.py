@@ -18,8 +18,7 @@ from edgedeploy.audit.rules import Offence, Placement, Rule
 from edgedeploy.audit.run import has_rules
 from edgedeploy.targets import all_targets
 
-CONVERTED = {"espdl", "rknn", "eiq", "tidl"}  # while the targets move to registries, one commit each
-TARGETS_WITH_RULES = [t for t in all_targets() if has_rules(t) and t.id in CONVERTED]
+TARGETS_WITH_RULES = [t for t in all_targets() if has_rules(t)]
 
 
 def rule_set_variants(module, chip_id: str) -> list[dict]:
