@@ -144,6 +144,8 @@ def test_scopes_are_checked_when_a_rule_is_declared():
         registry.rule(releases=("3",))
     with pytest.raises(TypeError, match="do not distinguish units"):
         registry.rule(units=("dla",))
+    with pytest.raises(TypeError, match="unknown keywords \\['release'\\]"):
+        registry.rule(release="1")
     with pytest.raises(ValueError, match="no docstring"):
 
         @registry.rule("Relu")

@@ -100,18 +100,13 @@ class RuleRegistry:
 
     # --- declaring -------------------------------------------------------------------------------
 
-    def rule(
-        self,
-        *ops: str,
-        placement: Placement = Placement.FALLBACK,
-        chips: Iterable[str] | None = None,
-        releases: str | Iterable[str] | None = None,
-        precisions: str | Iterable[str] | None = None,
-        units: str | Iterable[str] | None = None,
-        **constants: Any,
-    ) -> Callable[[RuleFunction], Rule]:
-        """`edgedeploy.audit.rules.rule`, registered here with where it applies (left out: everywhere)."""
-        scope = self._scope(chips, releases, precisions, units)
+    def rule(self, *ops: str, placement: Placement = Placement.FALLBACK, **options: Any) -> Callable[[RuleFunction], Rule]:
+        """`edgedeploy.audit.rules.rule`, registered here with where it applies.
+
+        `options`: chips, releases, precisions, units (each left out: everywhere), and the named
+        constants the rule's sentence shows.
+        """
+        scope, constants = self._split(options)
 
         def wrap(func: RuleFunction) -> Rule:
             declared = rule(*ops, placement=placement, **constants)(func)
@@ -120,17 +115,9 @@ class RuleRegistry:
 
         return wrap
 
-    def graph_pass(
-        self,
-        *ops: str,
-        chips: Iterable[str] | None = None,
-        releases: str | Iterable[str] | None = None,
-        precisions: str | Iterable[str] | None = None,
-        units: str | Iterable[str] | None = None,
-        **constants: Any,
-    ) -> Callable[[Callable], GraphPass]:
-        """`edgedeploy.audit.lowering.graph_pass`, registered here with where the toolchain applies it."""
-        scope = self._scope(chips, releases, precisions, units)
+    def graph_pass(self, *ops: str, **options: Any) -> Callable[[Callable], GraphPass]:
+        """`edgedeploy.audit.lowering.graph_pass`, registered here with where the toolchain applies it (options as for rule)."""
+        scope, constants = self._split(options)
 
         def wrap(func: Callable) -> GraphPass:
             declared = graph_pass(*ops, **constants)(func)
@@ -138,6 +125,15 @@ class RuleRegistry:
             return declared
 
         return wrap
+
+    def _split(self, options: dict[str, Any]) -> tuple[Scope, dict[str, Any]]:
+        """(where it applies, the named constants): the scope keywords are chips and DIMENSIONS."""
+        where = {k: options.pop(k, None) for k in ("chips", *DIMENSIONS)}
+        # Constants are UPPER_CASE; a lower-case keyword is a misspelt scope (release=, chip=, ...).
+        misspelt = [k for k in options if not k.isupper()]
+        if misspelt:
+            raise TypeError(f"{self.target}: unknown keywords {misspelt}; where a rule applies is said with chips, {', '.join(DIMENSIONS)}")
+        return self._scope(**where), options
 
     def _scope(self, chips, releases, precisions, units) -> Scope:
         scope = Scope(_as_set(chips), _as_set(releases), _as_set(precisions), _as_set(units))

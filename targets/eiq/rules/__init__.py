@@ -38,10 +38,9 @@ apply to it from RULES, in the order they are declared: the conversion rules, th
 
 from __future__ import annotations
 
-from edgedeploy.audit.rules import OpSupport, RuleSet
+import importlib
 
-# Importing the rule modules registers their rules, in this order (the order the audit checks them).
-from edgedeploy.targets.eiq.rules import conversion, npu
+from edgedeploy.audit.rules import OpSupport, RuleSet
 from edgedeploy.targets.eiq.rules.documents import (
     CHIPS,
     DEFAULT_RELEASE,
@@ -61,7 +60,12 @@ from edgedeploy.targets.eiq.rules.documents import (
 )
 from edgedeploy.targets.eiq.rules.onnx2tf import TFLITE_FLOAT_ONLY, convertible_ops, tf_axis, tflite_ops
 
-__all__ = ["RULES", "rule_set", "rule_set_variants", "conversion", "npu", "tf_axis", "VELA_3_10_OPS", "VELA_5_2_OPS", "VX_DELEGATE_OPS", "VX_DELEGATE_RELEASE"]
+__all__ = ["RULES", "rule_set", "rule_set_variants", "tf_axis", "VELA_3_10_OPS", "VELA_5_2_OPS", "VX_DELEGATE_OPS", "VX_DELEGATE_RELEASE"]
+
+# The rule modules, in the order the audit checks their rules: importing one registers its rules.
+SECTIONS = ("conversion", "npu")
+for _section in SECTIONS:
+    importlib.import_module(f"{__name__}.{_section}")
 
 
 def _notes(chip_id: str) -> list[str]:

@@ -15,6 +15,16 @@ from edgedeploy.targets.eiq.rules.onnx2tf import FLOAT_DTYPES, input_rank, stati
 CONVERTER = f"onnx2tf {ONNX2TF_VERSION}"
 
 
+def _scalar_model_input(node: NodeView, i: int, what: str) -> Offence | None:
+    t = node.input(i)
+    return Offence(0, what) if t is not None and t.is_graph_input and t.rank == 0 else None
+
+
+def _input_rank_above(node: NodeView, limit: int, what: str) -> Offence | None:
+    rank = input_rank(node)
+    return Offence(rank, what) if rank is not None and rank > limit else None
+
+
 # Inputs onnx2tf reads as Python values at conversion time: given as model inputs, onnx2tf 1.29.24
 # stops with an error (measured; computed from constants in the graph, it evaluates them).
 # Operator -> input indices.
@@ -117,10 +127,7 @@ def matmul_with_vector(node, chip):
 @RULES.rule("Pow", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
 def pow_scalar_exponent_input(node, chip):
     """{CONVERTER} fails on a Pow whose exponent is a scalar model input."""
-    t = node.input(1)
-    if t is not None and t.is_graph_input and t.rank == 0:
-        return Offence(0, "rank-0 exponent input")
-    return None
+    return _scalar_model_input(node, 1, "rank-0 exponent input")
 
 
 @RULES.rule("Split", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
@@ -190,10 +197,7 @@ def rank_above_six(node, chip):
 @RULES.rule("QLinearMatMul", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, MAX_RANK=2)
 def qlinearmatmul_rank(node, chip):
     """{CONVERTER} converts QLinearMatMul on operands of rank at most {MAX_RANK}."""
-    rank = input_rank(node)
-    if rank is not None and rank > 2:
-        return Offence(rank, "operand rank")
-    return None
+    return _input_rank_above(node, 2, "operand rank")
 
 
 @RULES.rule("Shape", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
@@ -250,10 +254,7 @@ def runtime_shape_parameter(node, chip):
 @RULES.rule("DequantizeLinear", "QuantizeLinear", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
 def scalar_scale_input(node, chip):
     """{CONVERTER} fails on (De)QuantizeLinear whose scale is a scalar model input."""
-    t = node.input(1)
-    if t is not None and t.is_graph_input and t.rank == 0:
-        return Offence(0, "rank-0 scale input")
-    return None
+    return _scalar_model_input(node, 1, "rank-0 scale input")
 
 
 @RULES.rule("ScatterElements", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
@@ -277,10 +278,7 @@ def col2im_spatial_dims(node, chip):
 @RULES.rule("NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, MAX_RANK=2)
 def nllloss_rank(node, chip):
     """{CONVERTER} converts NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss on inputs of rank at most {MAX_RANK} (N, C)."""
-    rank = input_rank(node)
-    if rank is not None and rank > 2:
-        return Offence(rank, "input rank")
-    return None
+    return _input_rank_above(node, 2, "input rank")
 
 
 @RULES.rule("MaxUnpool", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
@@ -339,10 +337,7 @@ def pool_3d(node, chip):
 @RULES.rule("GridSample", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER, MAX_RANK=4)
 def gridsample_volumetric(node, chip):
     """{CONVERTER} converts GridSample on inputs of rank at most {MAX_RANK} (not the volumetric form)."""
-    rank = input_rank(node)
-    if rank is not None and rank > 4:
-        return Offence(rank, "input rank")
-    return None
+    return _input_rank_above(node, 4, "input rank")
 
 
 @RULES.rule(placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)

@@ -94,3 +94,12 @@ def non_default_dilations(node: NodeView):
     if dilations and any(int(d) != 1 for d in dilations):
         return Offence(tuple(dilations))
     return None
+
+
+def rank_outside(tensor: TensorView | None, what: str, *, at_least: int = 0, at_most: int | None = None, allowed: tuple[int, ...] | None = None) -> Offence | None:
+    """An Offence naming the tensor's rank when it is known and outside the limits (`what`: which rank it is)."""
+    if tensor is None or tensor.rank is None:
+        return None
+    if tensor.rank < at_least or (at_most is not None and tensor.rank > at_most) or (allowed is not None and tensor.rank not in allowed):
+        return Offence(tensor.rank, what)
+    return None

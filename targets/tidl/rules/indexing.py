@@ -10,7 +10,7 @@ import numpy as np
 
 from edgedeploy.audit.rules import NodeView, Offence
 from edgedeploy.targets.tidl.rules.documents import RULES
-from edgedeploy.targets.tidl.rules.helpers import negative_axis
+from edgedeploy.targets.tidl.rules.helpers import negative_axis, rank_outside
 
 
 ARG_AXIS = -3
@@ -155,7 +155,4 @@ def scatter_nd_index_depth(node, chip):
 @RULES.rule("Gather", releases="11.02", MAX_RANK=GATHER_MAX_OUTPUT_RANK)
 def gather_output_rank(node, chip):
     """TIDL's Gather produces outputs of at most {MAX_RANK} dimensions."""
-    out = node.output(0)
-    if out is not None and out.rank is not None and out.rank > GATHER_MAX_OUTPUT_RANK:
-        return Offence(out.rank, "output rank")
-    return None
+    return rank_outside(node.output(0), "output rank", at_most=GATHER_MAX_OUTPUT_RANK)

@@ -10,7 +10,7 @@ import numpy as np
 
 from edgedeploy.audit.rules import Offence
 from edgedeploy.targets.tidl.rules.documents import RULES
-from edgedeploy.targets.tidl.rules.helpers import int_attr_or_input, negative_axis, spatial_of
+from edgedeploy.targets.tidl.rules.helpers import int_attr_or_input, negative_axis, rank_outside, spatial_of
 
 
 CONCAT_AXES = (-3, -2, -1)
@@ -102,10 +102,7 @@ PAD_VALUE = 0
 @RULES.rule("Pad", MAX_RANK=PAD_MAX_RANK)
 def pad_rank(node, chip):
     """TIDL pads inputs of at most {MAX_RANK} dimensions."""
-    x = node.input(0)
-    if x is not None and x.rank is not None and x.rank > PAD_MAX_RANK:
-        return Offence(x.rank, "input rank")
-    return None
+    return rank_outside(node.input(0), "input rank", at_most=PAD_MAX_RANK)
 
 
 @RULES.rule("Pad", MODE=PAD_MODE)
@@ -162,10 +159,7 @@ UNSQUEEZE_MAX_OUTPUT_RANK = 6
 @RULES.rule("Unsqueeze", MAX_RANK=UNSQUEEZE_MAX_OUTPUT_RANK)
 def unsqueeze_output_rank(node, chip):
     """TIDL's Unsqueeze produces outputs of at most {MAX_RANK} dimensions."""
-    out = node.output(0)
-    if out is not None and out.rank is not None and out.rank > UNSQUEEZE_MAX_OUTPUT_RANK:
-        return Offence(out.rank, "output rank")
-    return None
+    return rank_outside(node.output(0), "output rank", at_most=UNSQUEEZE_MAX_OUTPUT_RANK)
 
 
 @RULES.rule("Slice", releases="11.02", VALUES=SLICE_CONSTANT_VALUES)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from edgedeploy.audit.rules import Offence
 from edgedeploy.targets.tidl.rules.conv import MAX_VARIABLE_INPUTS
 from edgedeploy.targets.tidl.rules.documents import RULES
-from edgedeploy.targets.tidl.rules.helpers import variable_inputs
+from edgedeploy.targets.tidl.rules.helpers import rank_outside, variable_inputs
 
 
 GEMM_TRANS_A = 0
@@ -47,10 +47,7 @@ def gemm_bias_vector(node, chip):
 @RULES.rule("Gemm", "MatMul", MIN_RANK=FILTER_MIN_RANK)
 def inner_product_filter_rank(node, chip):
     """The second (filter) input of a fully connected layer needs at least {MIN_RANK} dimensions."""
-    w = node.input(1)
-    if w is not None and w.rank is not None and w.rank < FILTER_MIN_RANK:
-        return Offence(w.rank, "filter rank")
-    return None
+    return rank_outside(node.input(1), "filter rank", at_least=FILTER_MIN_RANK)
 
 
 @RULES.rule("Gemm", releases="11.02", MAX_VARIABLE_INPUTS=MAX_VARIABLE_INPUTS)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from edgedeploy.audit.rules import NodeView, Offence
 from edgedeploy.targets.tidl.rules.documents import RULES
-from edgedeploy.targets.tidl.rules.helpers import negative_axis
+from edgedeploy.targets.tidl.rules.helpers import negative_axis, rank_outside
 
 
 SOFTMAX_AXES = (-2, -1)  # height, width
@@ -67,10 +67,7 @@ def layernorm_parameter_shape(node, chip):
 @RULES.rule("BatchNormalization", releases="11.02", MAX_RANK=BATCHNORM_MAX_RANK)
 def batchnorm_rank(node, chip):
     """TIDL's BatchNormalization takes inputs of at most {MAX_RANK} dimensions."""
-    x = node.input(0)
-    if x is not None and x.rank is not None and x.rank > BATCHNORM_MAX_RANK:
-        return Offence(x.rank, "input rank")
-    return None
+    return rank_outside(node.input(0), "input rank", at_most=BATCHNORM_MAX_RANK)
 
 
 def _per_channel_constants(node: NodeView, indices: tuple[int, ...]):
@@ -105,7 +102,4 @@ INSTANCENORM_MIN_RANK = 3
 @RULES.rule("InstanceNormalization", releases="11.02", MIN_RANK=INSTANCENORM_MIN_RANK)
 def instancenorm_rank(node, chip):
     """TIDL's InstanceNormalization needs an input of at least {MIN_RANK} dimensions."""
-    x = node.input(0)
-    if x is not None and x.rank is not None and x.rank < INSTANCENORM_MIN_RANK:
-        return Offence(x.rank, "input rank")
-    return None
+    return rank_outside(node.input(0), "input rank", at_least=INSTANCENORM_MIN_RANK)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from edgedeploy.audit.rules import Offence
 from edgedeploy.targets.tidl.rules.documents import RULES
-from edgedeploy.targets.tidl.rules.helpers import non_default_dilations, strides_of
+from edgedeploy.targets.tidl.rules.helpers import non_default_dilations, rank_outside, strides_of
 
 
 GLOBAL_POOL_MAX_PLANE = 1024
@@ -66,10 +66,7 @@ def global_average_pool_plane(node, chip):
 @RULES.rule("GlobalAveragePool", releases="11.02", RANKS=GLOBAL_POOL_RANKS)
 def global_average_pool_rank(node, chip):
     """TIDL's GlobalAveragePool is 1-D or 2-D only: input rank {RANKS}."""
-    x = node.input(0)
-    if x is not None and x.rank is not None and x.rank not in GLOBAL_POOL_RANKS:
-        return Offence(x.rank, "input rank")
-    return None
+    return rank_outside(node.input(0), "input rank", allowed=GLOBAL_POOL_RANKS)
 
 
 @RULES.rule("MaxPool", releases="11.02")

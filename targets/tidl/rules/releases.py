@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from edgedeploy.audit.rules import NodeView, Offence
 from edgedeploy.targets.tidl.rules.documents import ONLY_FUSED_OPS, OPS_MAX_4_DIMS, OPS_MAX_6_DIMS, RULES, TIDL_VERSIONS
-from edgedeploy.targets.tidl.rules.helpers import kernel_of, max_variable_non_singleton, negative_axis, strides_of
+from edgedeploy.targets.tidl.rules.helpers import kernel_of, max_variable_non_singleton, negative_axis, rank_outside, strides_of
 
 
 MAX_VARIABLE_DIMS_SMALL = 4
@@ -105,10 +105,7 @@ def _slice_rank_rule(release: str):
     @RULES.rule("Slice", "Split", releases=release, RANKS=ranks)
     def slice_input_rank(node, chip):
         """TIDL slices and splits variable inputs of rank {RANKS} only."""
-        x = node.input(0)
-        if x is not None and x.rank is not None and x.rank not in ranks:
-            return Offence(x.rank, "input rank")
-        return None
+        return rank_outside(node.input(0), "input rank", allowed=ranks)
 
     return slice_input_rank
 
