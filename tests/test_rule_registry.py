@@ -15,7 +15,7 @@ import pytest
 
 from edgedeploy.audit.registry import RuleRegistry
 from edgedeploy.audit.rules import Offence, Placement, Rule
-from edgedeploy.audit.run import has_rules
+from edgedeploy.pipeline.audit import has_rules
 from edgedeploy.targets import all_targets
 
 TARGETS_WITH_RULES = [t for t in all_targets() if has_rules(t)]
