@@ -80,6 +80,10 @@ class TidlTarget(Target):
     def rule_set_arguments(self, chip_id, precision, options) -> dict:
         return {"tidl_version": options.tidl_version} if options is not None and options.tidl_version else {}
 
+    def rule_set_variants(self, chip_id: str) -> list[dict]:
+        """The other rule tables of a chip (the rules package), default first."""
+        return self.module("rules").rule_set_variants(chip_id)
+
     def convert(self, ctx):
         """The TIDL compile project, compiled where TI's tools are (build.py)."""
         from edgedeploy.targets.tidl import build
