@@ -25,8 +25,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import signal
+import shutil
 import subprocess
 import tempfile
 import time
@@ -298,7 +298,7 @@ class SshTransport:
                     out, err = proc.communicate(timeout=timeout_s)
                 except subprocess.TimeoutExpired:
                     timed_out = True
-                    os.killpg(proc.pid, signal.SIGKILL)
+                    managed.signal_group(signal.SIGKILL)
                     # Stop the command on the device first: a multiplexed session's pipes are held by
                     # the shared connection until the remote command ends.
                     self._stop_remote(cwd)
