@@ -86,6 +86,11 @@ TORCH_VARIANTS = (
         "cuda",
         options={"device": "cuda", "mode": "compile-cudagraphs"},
     ),
+    # The loop a tuned hand-written benchmark uses: the module captured once in a
+    # torch.cuda.CUDAGraph, inputs copied into its static buffers and the graph replayed per
+    # call (worker_torch.CapturedGraph); and the same around torch.compile's default mode.
+    Backend("torch-eager-capture-cuda", "PyTorch eager captured in one CUDA graph (torch.cuda.graph), CUDA", "torch", "cuda", options={"device": "cuda", "mode": "eager-capture"}),
+    Backend("torch-compile-capture-cuda", "torch.compile (default mode) captured in one CUDA graph, CUDA", "torch", "cuda", options={"device": "cuda", "mode": "compile-capture"}),
 )
 TFLITE = Backend("tflite-cpu", "TFLite (onnx2tf + ai_edge_litert, XNNPACK), CPU", "tflite", "cpu")
 
