@@ -74,7 +74,8 @@ if [ "$PART" = a ]; then
         nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu --format=csv
         "$PY" -c 'import sys, torch, onnx, onnxruntime, numpy; print("python", sys.version.split()[0], "torch", torch.__version__, "cuDNN", torch.backends.cudnn.version(), "onnx", onnx.__version__, "onnxruntime", onnxruntime.__version__, "numpy", numpy.__version__)'
         grep -m1 "model name" /proc/cpuinfo; nproc
-        git -C "$ROOT" log -1 --format='edgedeploy tree %H' 2>/dev/null || echo "edgedeploy tree (no git)"
+        # The commit of the tree that was carried (a copy has no .git of its own).
+        echo "edgedeploy tree $(cat "$ROOT/EDGEDEPLOY_TREE" 2>/dev/null || git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)"
         cat "$MODELS/models.json"
     } >"$RES/environment.txt" 2>&1
     pack
