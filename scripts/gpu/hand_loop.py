@@ -83,7 +83,7 @@ def run_variant(torch, variant, model, pt2_module, example):
     """Time one variant in this process; returns its statistics in microseconds."""
     torch.backends.cudnn.benchmark = variant != "plain-graph-nobench"
     module = pt2_module if variant == "pt2-graph" else model
-    sync = torch.cuda.synchronize
+    sync = torch.cuda.synchronize if example.is_cuda else (lambda: None)
     t0 = time.perf_counter_ns()
     if variant == "plain-eager":
         call = module
@@ -125,12 +125,12 @@ def child(args) -> None:
 
     model, shape = _builder()(args.model)
     shape = (args.batch, *shape[1:])
-    model = model.to("cuda")
+    model = model.to(args.device)
     dtype = torch.float16 if args.precision == "fp16" else torch.float32
     if args.precision == "fp16":
         model = model.half()
     generator = torch.Generator().manual_seed(args.session)
-    example = torch.rand(shape, generator=generator).to(dtype).to("cuda")
+    example = torch.rand(shape, generator=generator).to(dtype).to(args.device)
     pt2_module = None
     variants = args.variants.split(",")
     if "pt2-graph" in variants:
@@ -138,7 +138,7 @@ def child(args) -> None:
             raise SystemExit("pt2-graph needs --pt2")
         from torch.export.passes import move_to_device_pass
 
-        program = move_to_device_pass(torch.export.load(args.pt2), "cuda")
+        program = move_to_device_pass(torch.export.load(args.pt2), args.device)
         pt2_module = program.module()
         if args.precision == "fp16":
             pt2_module = pt2_module.half()
@@ -153,7 +153,7 @@ def child(args) -> None:
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version(),
-        "gpu": torch.cuda.get_device_name(0),
+        "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else None,
         "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
         "matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
         "results": results,
@@ -170,6 +170,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (bench's --threads)")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # cpu: to try the script without a GPU (plain-eager only)
     parser.add_argument("--session", type=int, help=argparse.SUPPRESS)  # set in the child processes
     args = parser.parse_args()
     if args.session is not None:
@@ -191,6 +192,8 @@ def main() -> None:
                    "--variants", ",".join(order), "--session", str(index)]
         if args.pt2:
             command += ["--pt2", args.pt2]
+        if args.device != "cuda":
+            command += ["--device", args.device]
         if args.threads:
             command += ["--threads", str(args.threads)]
         started = time.monotonic()
