@@ -1,26 +1,41 @@
 #!/usr/bin/env bash
-# One GPU-machine session of docs/benchmarks.md, in two parts (each well inside one 10-minute call).
+# One GPU-machine session of docs/benchmarks.md, as steps (a call runs some; see the budget below).
 #
-#   bash scripts/gpu/bench_session.sh PART RUN [BEFORE_TREE]
+#   bash scripts/gpu/bench_session.sh RUN STEP... [--before TREE]
 #
-#   PART         a: environment, models, the hand-written loop (scripts/gpu/hand_loop.py) on both
-#                   models, DenseNet-121 fp32, and (if BEFORE_TREE is given) the pre-change bench's
-#                   torch-compile-cudagraphs-cuda on DenseNet-121 fp16 for the before/after check
-#                b: DenseNet-121 fp16 on every torch CUDA backend, then cnn_bilstm on the doc's backends
-#   RUN          a label (run1, run2): results go to /tmp/results-RUN and, tarred, to $OUT
-#   BEFORE_TREE  a checkout of edgedeploy before the change, to time the old bench beside the new
+#   RUN    a label (run1, run2): results go to /tmp/results-RUN and, tarred, to $OUT
+#   STEPS  env             environment (GPU, driver, clocks, library versions, the tree's commit)
+#          hand-densenet   scripts/gpu/hand_loop.py on DenseNet-121, batch 8, fp16 (4 variants)
+#          hand-cnn        scripts/gpu/hand_loop.py on cnn_bilstm, batch 1, fp32, 1 thread
+#          before-densenet the pre-change bench (--before TREE): torch-compile-cudagraphs-cuda, DenseNet-121 fp16
+#          densenet-fp16   bench, DenseNet-121 batch 8 fp16, $DENSENET_FP16_BACKENDS (default: every torch CUDA backend)
+#          densenet-fp32   bench, DenseNet-121 batch 8 fp32, $DENSENET_FP32_BACKENDS
+#          cnn             bench, cnn_bilstm batch 1 fp32 1 thread, $CNN_BACKENDS
+#
+# Seen on the H200 machine (2026-12-01): models 40 s; hand-densenet 60 s; hand-cnn 45 s;
+# before-densenet 130 s; densenet-fp16 with five backends 370 s; densenet-fp32 with three 130 s;
+# cnn with seven about 300 s. Each torch session process costs 10-45 s (torch import, .pt2 load,
+# compile): plan a call's steps to end well inside 10 minutes.
 #
 # Runs on the GPU machine's own python3 (torch with CUDA, onnx, onnxruntime, click, jinja2 are in
 # its image): edgedeploy is laid out under /tmp/ed-* as the installed package would be (the
 # package-dir mapping of pyproject.toml) and put on PYTHONPATH, so nothing is installed. The
 # models are rebuilt from seeded code (scripts/gpu/make_bench_models.py); their ONNX hashes are
 # checked against docs/benchmarks.md's. Each bench's JSON and text output, the hand loop's, the
-# environment and the progress logs are tarred into $OUT/results-RUN-PART.tar.gz after every step,
-# so a run cut short still brings back what it finished.
+# environment and the progress logs are tarred into $OUT/results-RUN-<first step>.tar.gz after
+# every step, so a call cut short still brings back what it finished.
 set -uo pipefail
-PART=${1:?part a or b}
-RUN=${2:?run label}
-BEFORE=${3:-}
+RUN=${1:?run label}
+shift
+STEPS=()
+BEFORE=
+while [ $# -gt 0 ]; do
+    case $1 in
+        --before) BEFORE=$2; shift 2;;
+        *) STEPS+=("$1"); shift;;
+    esac
+done
+PART=${STEPS[0]:?name at least one step}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-/tmp/out}
 RES=/tmp/results-$RUN
@@ -51,7 +66,7 @@ bench() {  # bench SITE NAME ARGS...: one edgedeploy bench, JSON + text + progre
 }
 
 layout "$ROOT" /tmp/ed-after
-[ -n "$BEFORE" ] && layout "$BEFORE" /tmp/ed-before
+if [ -n "$BEFORE" ]; then layout "$BEFORE" /tmp/ed-before; fi
 
 if [ ! -f "$MODELS/models.json" ]; then
     say "making the models"
@@ -67,42 +82,58 @@ for name, card in json.load(open(sys.argv[1])).items():
     print(f"model {name}: onnx sha256 {got}", "(as in docs/benchmarks.md)" if got == expected.get(name) else f"(NOT the documented {expected.get(name)})")
 EOF2
 
-if [ "$PART" = a ]; then
-    {
-        date -u +%Y-%m-%dT%H:%M:%SZ
-        uname -r
-        nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu --format=csv
-        "$PY" -c 'import sys, torch, onnx, onnxruntime, numpy; print("python", sys.version.split()[0], "torch", torch.__version__, "cuDNN", torch.backends.cudnn.version(), "onnx", onnx.__version__, "onnxruntime", onnxruntime.__version__, "numpy", numpy.__version__)'
-        grep -m1 "model name" /proc/cpuinfo; nproc
-        # The commit of the tree that was carried (a copy has no .git of its own).
-        echo "edgedeploy tree $(cat "$ROOT/EDGEDEPLOY_TREE" 2>/dev/null || git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)"
-        cat "$MODELS/models.json"
-    } >"$RES/environment.txt" 2>&1
-    pack
-    say "hand loop: densenet121 b8 fp16"
-    "$PY" "$ROOT/scripts/gpu/hand_loop.py" --model densenet121 --batch 8 --precision fp16 --pt2 "$MODELS/densenet121.pt2" \
-        --out "$RES/hand_loop-densenet121-b8-fp16.json" >"$RES/hand_loop-densenet121-b8-fp16.txt"
-    pack
-    say "hand loop: cnn_bilstm b1 fp32, 1 thread"
-    "$PY" "$ROOT/scripts/gpu/hand_loop.py" --model cnn_bilstm --batch 1 --precision fp32 --threads 1 --pt2 "$MODELS/cnn_bilstm.pt2" \
-        --variants plain-eager,plain-graph,pt2-graph --out "$RES/hand_loop-cnn_bilstm-b1-fp32.json" >"$RES/hand_loop-cnn_bilstm-b1-fp32.txt"
-    pack
-    if [ -n "$BEFORE" ]; then
+ALL_TORCH_CUDA=torch-eager-cuda,torch-compile-cuda,torch-compile-cudagraphs-cuda,torch-eager-capture-cuda,torch-compile-capture-cuda
+# torch-compile-cuda before torch-compile-capture-cuda: the capture backend then compiles from
+# the shared cache the default-mode sessions filled.
+DENSENET_FP16_BACKENDS=${DENSENET_FP16_BACKENDS:-$ALL_TORCH_CUDA}
+DENSENET_FP32_BACKENDS=${DENSENET_FP32_BACKENDS:-ort-cpu,torch-eager-cuda,torch-eager-capture-cuda}
+CNN_BACKENDS=${CNN_BACKENDS:-ort-cpu,torch-eager-cpu,$ALL_TORCH_CUDA}
+
+for step in "${STEPS[@]}"; do
+    case $step in
+    env)
+        {
+            date -u +%Y-%m-%dT%H:%M:%SZ
+            uname -r
+            nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu --format=csv
+            "$PY" -c 'import sys, torch, onnx, onnxruntime, numpy; print("python", sys.version.split()[0], "torch", torch.__version__, "cuDNN", torch.backends.cudnn.version(), "onnx", onnx.__version__, "onnxruntime", onnxruntime.__version__, "numpy", numpy.__version__)'
+            grep -m1 "model name" /proc/cpuinfo; nproc
+            # The commit of the tree that was carried (a copy has no .git of its own).
+            echo "edgedeploy tree $(cat "$ROOT/EDGEDEPLOY_TREE" 2>/dev/null || git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)"
+            cat "$MODELS/models.json"
+        } >"$RES/environment.txt" 2>&1
+        ;;
+    hand-densenet)
+        say "hand loop: densenet121 b8 fp16"
+        "$PY" "$ROOT/scripts/gpu/hand_loop.py" --model densenet121 --batch 8 --precision fp16 --pt2 "$MODELS/densenet121.pt2" \
+            --out "$RES/hand_loop-densenet121-b8-fp16.json" >"$RES/hand_loop-densenet121-b8-fp16.txt"
+        ;;
+    hand-cnn)
+        say "hand loop: cnn_bilstm b1 fp32, 1 thread"
+        "$PY" "$ROOT/scripts/gpu/hand_loop.py" --model cnn_bilstm --batch 1 --precision fp32 --threads 1 --pt2 "$MODELS/cnn_bilstm.pt2" \
+            --variants plain-eager,plain-graph,pt2-graph --out "$RES/hand_loop-cnn_bilstm-b1-fp32.json" >"$RES/hand_loop-cnn_bilstm-b1-fp32.txt"
+        ;;
+    before-densenet)
+        [ -n "$BEFORE" ] || { say "before-densenet needs --before TREE"; continue; }
         bench /tmp/ed-before before-densenet121-b8-fp16 "$MODELS/densenet121.onnx" --torch-model "$MODELS/densenet121.pt2" \
             --batch 8 --precision fp16 --shared-compile-cache --backend torch-compile-cudagraphs-cuda
-    fi
-    bench /tmp/ed-after densenet121-b8-fp32 "$MODELS/densenet121.onnx" --torch-model "$MODELS/densenet121.pt2" \
-        --batch 8 --precision fp32 --shared-compile-cache --backend ort-cpu,torch-eager-cuda,torch-eager-capture-cuda
-elif [ "$PART" = b ]; then
-    # torch-compile-cuda before torch-compile-capture-cuda: the capture backend then compiles
-    # from the shared cache the default-mode sessions filled.
-    bench /tmp/ed-after densenet121-b8-fp16 "$MODELS/densenet121.onnx" --torch-model "$MODELS/densenet121.pt2" \
-        --batch 8 --precision fp16 --shared-compile-cache \
-        --backend torch-eager-cuda,torch-compile-cuda,torch-compile-cudagraphs-cuda,torch-eager-capture-cuda,torch-compile-capture-cuda
-    bench /tmp/ed-after cnn_bilstm-b1-fp32 "$MODELS/cnn_bilstm.onnx" --torch-model "$MODELS/cnn_bilstm.pt2" \
-        --threads 1 --shared-compile-cache \
-        --backend ort-cpu,torch-eager-cpu,torch-eager-cuda,torch-compile-cuda,torch-compile-cudagraphs-cuda,torch-eager-capture-cuda,torch-compile-capture-cuda
-fi
+        ;;
+    densenet-fp16)
+        bench /tmp/ed-after densenet121-b8-fp16 "$MODELS/densenet121.onnx" --torch-model "$MODELS/densenet121.pt2" \
+            --batch 8 --precision fp16 --shared-compile-cache --backend "$DENSENET_FP16_BACKENDS"
+        ;;
+    densenet-fp32)
+        bench /tmp/ed-after densenet121-b8-fp32 "$MODELS/densenet121.onnx" --torch-model "$MODELS/densenet121.pt2" \
+            --batch 8 --precision fp32 --shared-compile-cache --backend "$DENSENET_FP32_BACKENDS"
+        ;;
+    cnn)
+        bench /tmp/ed-after cnn_bilstm-b1-fp32 "$MODELS/cnn_bilstm.onnx" --torch-model "$MODELS/cnn_bilstm.pt2" \
+            --threads 1 --shared-compile-cache --backend "$CNN_BACKENDS"
+        ;;
+    *) say "unknown step $step";;
+    esac
+    pack
+done
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw,utilization.gpu --format=csv >"$RES/nvidia-smi-end-$PART.txt" 2>&1
 pack
 say "part $PART done"
