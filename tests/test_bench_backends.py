@@ -90,7 +90,7 @@ def test_cuda_sessions_are_tuned_and_a_captured_graph_beats_eager_launches(tmp_p
     # Where it runs: EDGEDEPLOY_HARDWARE='CUDA GPU' and EDGEDEPLOY_TORCH_PYTHON naming a CUDA build of torch.
     # What a tuned hand-written loop sets must be set and recorded (cudnn.benchmark), and the
     # hand-capture backends must run: on a small network, replaying one CUDA graph is faster
-    # than launching every kernel from Python (docs/benchmarks.md: 7.7x on cnn_bilstm).
+    # than launching every kernel from Python (docs/benchmarks.md, run 2: 7.7x on cnn_bilstm).
     import os
 
     python = os.environ["EDGEDEPLOY_TORCH_PYTHON"]
