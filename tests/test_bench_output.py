@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 
 from edgedeploy.cli.bench_cmd import BenchProgress, headline, in_unit, render_text, unit_for
-from edgedeploy.measure.bench import compare
+from edgedeploy.pipeline.bench import compare
 from edgedeploy.measure.harness import StepStarted, make_measurement
 from edgedeploy.measure.schema import BENCH_SCHEMA, make_scope, validate_bench
 

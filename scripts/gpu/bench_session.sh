@@ -50,10 +50,20 @@ pack() { tar -czf "$OUT/results-$RUN-$PART.tar.gz" -C /tmp "results-$RUN"; }
 
 # edgedeploy as the wheel would install it: toolkit/ is the package, targets/ templates/
 # firmware/ its subpackages (pyproject.toml's package-dir).
+# The targets are found through entry points (pyproject.toml), so a dist-info folder carries them.
 layout() {  # layout TREE DEST
     rm -rf "$2" && mkdir -p "$2/edgedeploy"
     cp -r "$1/toolkit/." "$2/edgedeploy/"
     for d in targets templates firmware; do cp -r "$1/$d" "$2/edgedeploy/$d"; done
+    "$PY" - "$1/pyproject.toml" "$2" <<'EOF3'
+import pathlib, sys, tomllib
+project = tomllib.loads(pathlib.Path(sys.argv[1]).read_text())["project"]
+info = pathlib.Path(sys.argv[2]) / f"edgedeploy-{project['version']}.dist-info"
+info.mkdir()
+(info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: edgedeploy\nVersion: {project['version']}\n")
+groups = project.get("entry-points", {})
+(info / "entry_points.txt").write_text("".join(f"[{g}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n" for g, eps in groups.items()))
+EOF3
 }
 
 bench() {  # bench SITE NAME ARGS...: one edgedeploy bench, JSON + text + progress into $RES
