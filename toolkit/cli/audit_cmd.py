@@ -9,7 +9,7 @@ import click
 from edgedeploy.cli.options import AbsolutePath
 
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import emit_json, format_option, info
+from edgedeploy.cli.output import emit_json, format_option, info, terminal_width
 from edgedeploy.errors import EdgedeployError
 
 FAIL_ON_HELP = (
@@ -38,11 +38,14 @@ def audit_command(model, targets, input_shapes, output_format, precision, fail_o
     line per chip (nodes on the accelerator, accelerator<->fallback transitions and the bytes that
     cross them per inference); with several chips, the operator x chip matrix.
     """
+    from edgedeploy.cli.progress import Reporter
     from edgedeploy.pipeline.audit import audit_chips, resolve_chips
 
     chips, no_rules = resolve_chips(targets)
     path = resolve_model(model)
-    report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=info)
+    reporter = Reporter.for_command()  # --confirm runs toolchains for up to a minute per chip
+    report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=reporter)
+    reporter.close()
     if output_format == "json":
         text = None
         if output:
@@ -59,7 +62,8 @@ def audit_command(model, targets, input_shapes, output_format, precision, fail_o
         elif output_format == "html":
             text = render.render_html(report)
         else:
-            text = render.render_text(report, per_node=per_node)
+            # Fit the terminal (wrapping the chip matrix) on stdout; a file keeps the full width.
+            text = render.render_text(report, per_node=per_node, width=None if output else terminal_width())
         if not output:
             click.echo(text, nl=False)
     if output and text is not None:

@@ -117,6 +117,7 @@ def build_command(model, targets, out_root, force, input_shapes, precision, cali
     every chip was built.
     """
     from edgedeploy.datasets import parse_preprocess
+    from edgedeploy.cli.progress import Reporter
     from edgedeploy.pipeline.build import BuildOptions, load_report, run_build
     from edgedeploy.targets import find_chip
 
@@ -140,12 +141,13 @@ def build_command(model, targets, out_root, force, input_shapes, precision, cali
         target_options=target_options_from(vendor_values, chips),
     )
     model_path = resolve_model(model)
+    reporter = Reporter.for_command()
     results = []
     first_error: EdgedeployError | None = None
     for (target, chip), asked in zip(chips, targets):
         started = time.monotonic()
         try:
-            dest = run_build(model_path, chip.id, options, echo=info)
+            dest = run_build(model_path, chip.id, options, echo=reporter, progress=reporter.tool)
         except EdgedeployError as exc:
             if len(chips) == 1 or fail_fast:
                 raise
@@ -157,6 +159,7 @@ def build_command(model, targets, out_root, force, input_shapes, precision, cali
         report = load_report(dest)
         status = "built" if report["convert"]["status"] == "built" else "generated only"
         results.append({"chip": chip.id, "status": status, "artifact": str(dest), "wall_seconds": round(time.monotonic() - started, 2), "report": report})
+    reporter.close()
     if output_format == "json":
         emit_json({"schema": "edgedeploy.pipeline.build-result/1", "builds": results})
     else:

@@ -70,6 +70,7 @@ def measure_command(
     A board on a serial port (CHIP@PORT, or an inventory entry with transport "serial") runs the
     artifact's firmware instead: flashed per --flash, reset, and its result lines read from the
     console (sessions of one boot, on the test input embedded in the model)."""
+    from edgedeploy.cli.progress import Reporter
     from edgedeploy.devices import find_device
     from edgedeploy.pipeline.measure import MeasureRequest, partial_error, run_measure
     from edgedeploy.devices.runners import SessionSettings
@@ -101,7 +102,9 @@ def measure_command(
         reset=reset,
         console_echo=(lambda line: info(f"  console: {line}")) if console else None,
     )
-    record = run_measure(request, echo=info, raise_on_partial=False)
+    reporter = Reporter.for_command()  # every session runs >= --min-duration, a board's boot longer
+    record = run_measure(request, echo=reporter, raise_on_partial=False)
+    reporter.close()
     if output_format == "json":
         emit_json(record)
     else:
