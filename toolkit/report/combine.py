@@ -345,7 +345,8 @@ def latency_groups(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict]
                     }
                 )
             comparison = record.get("comparison") or {}
-            group["comparisons"].append({"artifact": ident, "label": column_label(rows[ident]), "partial": record.get("partial"), "error": record.get("error"), **comparison})
+            host_chip = host.get("chip") if isinstance(host, dict) else None
+            group["comparisons"].append({"artifact": ident, "label": column_label(rows[ident]), "partial": record.get("partial"), "error": record.get("error"), "host_run_of": host_chip, **comparison})
     return list(groups.values())
 
 

@@ -65,6 +65,31 @@ def range_with_unit(pair) -> str:
     return f"{in_unit(pair[0], unit)}-{in_unit(pair[1], unit)} {unit[0]}"
 
 
+def range_in(pair, unit: tuple[str, float]) -> str:
+    """A range in a column's unit (no suffix): "17.5-17.6"."""
+    if not pair:
+        return "-"
+    return f"{in_unit(pair[0], unit)}-{in_unit(pair[1], unit)}"
+
+
+def latency_column_units(entries: list[dict]) -> dict[str, tuple[str, float]]:
+    """The unit of each column of a latency table (the report's entries): one per column."""
+
+    def values(key):
+        out = []
+        for e in entries:
+            v = e.get(key)
+            out.extend(v if isinstance(v, (list, tuple)) else [v])
+        return out
+
+    return {
+        "median": unit_for(values("median_us")),
+        "session_medians": unit_for(values("session_median_range_us")),
+        "p99": unit_for(values("session_p99_range_us")),
+        "first": unit_for(values("first_inference_range_us")),
+    }
+
+
 def us_range(pair: list | None) -> str:
     if not pair:
         return "-"

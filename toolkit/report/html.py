@@ -182,25 +182,29 @@ def _latency(comp: dict) -> str:
         device = fmt.device_text(group.get("identity") or {"name": group["device"]})
         parts.append(f"<h3>On {esc(device)}</h3>")
         for note in group.get("host_notes") or []:
-            parts.append(f"<p class='note host-figures'><b>Host figures</b>: {esc(note)}.</p>")
+            label, _, text = note.partition(": ")
+            parts.append(f"<p class='note host-figures'><b>{esc(label)}</b>: {esc(text).replace('host figures', '<b>host figures</b>', 1)}.</p>")
         rows = []
         plot_rows = []
+        # One unit per column, named in its header.
+        units = fmt.latency_column_units(group["entries"])
         for e in group["entries"]:
             rows.append(
                 [
                     esc(e["label"]),
                     esc(e["run"]),
-                    esc(fmt.us(e["median_us"])),
-                    esc(fmt.us_range(e["session_median_range_us"])),
-                    esc(fmt.us_range(e["session_p99_range_us"])),
-                    esc(fmt.us_range(e["first_inference_range_us"])),
+                    esc(fmt.in_unit(e["median_us"], units["median"])),
+                    esc(fmt.range_in(e["session_median_range_us"], units["session_medians"])),
+                    esc(fmt.range_in(e["session_p99_range_us"], units["p99"])),
+                    esc(fmt.range_in(e["first_inference_range_us"], units["first"])),
                     esc(e["sessions"]) + (" <span class='partial'>partial</span>" if e["partial"] else ""),
                     f"<span class='scope'>{esc(fmt.latency_scope(e['scope']))}</span>",
                 ]
             )
             for s in e["session_stats"]:
                 plot_rows.append({"label": f"{e['artifact']} {e['run']} s{s.get('session')}", "run": e["run"], "latency_us": s.get("latency_us"), "histogram_us": s.get("histogram_us")})
-        parts.append(_table(["Artifact", "Run", "Median of session medians", "Session medians", "Session p99", "First inference", "Sessions", "Scope"], rows, "latency", numeric=(2, 3, 4, 5)))
+        headers = ["Artifact", "Run", f"Median of session medians ({units['median'][0]})", f"Session medians ({units['session_medians'][0]})", f"Session p99 ({units['p99'][0]})", f"First inference ({units['first'][0]})", "Sessions", "Scope"]
+        parts.append(_table(headers, rows, "latency", numeric=(2, 3, 4, 5)))
         plot = svg.latency_sessions(plot_rows, f"Latency distribution per session on {device}")
         if plot:
             parts.append(f"<figure>{plot}<figcaption>One row per session (separate process); same device for every row. Scopes: as in the table above.</figcaption></figure>")
@@ -216,6 +220,8 @@ def _latency(comp: dict) -> str:
             else:
                 verdict = f"after is {speed:.2f}x as fast as before" if speed >= 1 else f"after is {1 / speed:.2f}x slower than before"
                 overlap = ""
+            if c.get("host_run_of"):
+                verdict += f" on this host (not the {c['host_run_of']})"
             parts.append(
                 f"<p class='note comparison'>{esc(c['label'])}: <b>{esc(verdict)}</b> ({esc(fmt.us(c['before_median_us']))} &#8594; {esc(fmt.us(c['after_median_us']))}, {esc(c['basis'])}).{esc(overlap)}"
                 f"<br><span class='scope'>Same {esc(fmt.shared_scope(c.get('scope')))}. Differs only in the deployment: before = {esc(fmt.deployment_text(dep.get('before')))}; after = {esc(fmt.deployment_text(dep.get('after')))}.</span></p>"

@@ -91,12 +91,14 @@ def render_markdown(comp: dict) -> str:
     lines += _memory(comp)
     for group in comp["latency"]:
         lines += [f"## Latency on {fmt.device_text(group.get('identity') or {'name': group['device']})}", ""]
-        lines += [f"> **Host figures**: {note}." for note in group.get("host_notes") or []] + ([""] if group.get("host_notes") else [])
+        lines += [f"> **{note.partition(': ')[0]}**: {note.partition(': ')[2]}." for note in group.get("host_notes") or []] + ([""] if group.get("host_notes") else [])
+        units = fmt.latency_column_units(group["entries"])
         lrows = [
-            [e["label"], e["run"], fmt.us(e["median_us"]), fmt.us_range(e["session_median_range_us"]), fmt.us_range(e["session_p99_range_us"]), str(e["sessions"]) + (" (partial)" if e["partial"] else ""), fmt.latency_scope(e["scope"])]
+            [e["label"], e["run"], fmt.in_unit(e["median_us"], units["median"]), fmt.range_in(e["session_median_range_us"], units["session_medians"]), fmt.range_in(e["session_p99_range_us"], units["p99"]), str(e["sessions"]) + (" (partial)" if e["partial"] else ""), fmt.latency_scope(e["scope"])]
             for e in group["entries"]
         ]
-        lines += _table(["Artifact", "Run", "Median of session medians", "Session medians", "Session p99", "Sessions", "Scope"], lrows) + [""]
+        headers = ["Artifact", "Run", f"Median of session medians ({units['median'][0]})", f"Session medians ({units['session_medians'][0]})", f"Session p99 ({units['p99'][0]})", "Sessions", "Scope"]
+        lines += _table(headers, lrows) + [""]
         for c in group["comparisons"]:
             lines += [f"- {c['label']}: " + " ".join(comparison_lines(c)).replace("  ", " ")]
         lines.append("")

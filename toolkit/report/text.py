@@ -175,17 +175,20 @@ def render_comparison(comp: dict, width: int | None = None) -> str:
     lines += memory_lines(comp, width)
     for group in comp["latency"]:
         lines += ["", f"Latency on {fmt.device_text(group.get('identity') or {'name': group['device']})}"]
-        lines += [f"  HOST FIGURES: {note}" for note in group.get("host_notes") or []]
-        unit = fmt.unit_for([v for e in group["entries"] for v in (e["median_us"], *(e["session_median_range_us"] or []), *(e["session_p99_range_us"] or []))])
+        lines += [f"  {note.replace('host figures', 'HOST FIGURES', 1)}" for note in group.get("host_notes") or []]
+        units = fmt.latency_column_units(group["entries"])
         lrows = []
         for e in group["entries"]:
-            lrows.append([e["label"], e["run"], fmt.in_unit(e["median_us"], unit), _range_in(e["session_median_range_us"], unit), _range_in(e["session_p99_range_us"], unit), e["sessions"], "yes" if e["partial"] else ""])
-        headers = ["ARTIFACT", "RUN", f"MEDIAN ({unit[0]})", f"SESSION MEDIANS ({unit[0]})", f"P99 RANGE ({unit[0]})", "SESSIONS", "PARTIAL"]
+            lrows.append([e["label"], e["run"], fmt.in_unit(e["median_us"], units["median"]), fmt.range_in(e["session_median_range_us"], units["session_medians"]), fmt.range_in(e["session_p99_range_us"], units["p99"]), e["sessions"], "yes" if e["partial"] else ""])
+        headers = ["ARTIFACT", "RUN", f"MEDIAN ({units['median'][0]})", f"SESSION MEDIANS ({units['session_medians'][0]})", f"P99 RANGE ({units['p99'][0]})", "SESSIONS", "PARTIAL"]
         lines.append(table(headers, lrows, right_align=(2, 3, 4, 5), width=width, keep=2))
         for e in group["entries"]:
             lines.append(f"  {e['label']} {e['run']}: {fmt.latency_scope(e['scope'])}")
         for c in group["comparisons"]:
-            lines += ["  " + c["label"] + ": " + line for line in comparison_lines(c)[:1]]
+            first = comparison_lines(c)[:1]
+            if c.get("host_run_of") and first:
+                first[0] = first[0].replace("before/after:", f"before/after on this host (not the {c['host_run_of']}):", 1)
+            lines += ["  " + c["label"] + ": " + line for line in first]
     lines += [""] + [f"note: {n}" for n in comp["notes"]]
     return fmt.fit_lines("\n".join(lines), width)
 
@@ -233,7 +236,3 @@ def _hex(value) -> str:
     return f"0x{value:x}" if isinstance(value, int) else "-"
 
 
-def _range_in(pair, unit) -> str:
-    if not pair:
-        return "-"
-    return f"{fmt.in_unit(pair[0], unit)}-{fmt.in_unit(pair[1], unit)}"
