@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from edgedeploy import __version__
-from edgedeploy.errors import ArtifactError
+from edgedeploy.errors import ArtifactError, EdgedeployError
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = "edgedeploy.manifest/1"
@@ -132,6 +132,8 @@ class ArtifactBuilder:
                 self.path.rename(failed)
             except OSError:
                 shutil.rmtree(self.path, ignore_errors=True)
+            else:
+                _point_at(exc, self.path, failed)
             return False
         manifest = {
             "schema": MANIFEST_SCHEMA,
@@ -152,6 +154,12 @@ class ArtifactBuilder:
         if failed.exists():
             shutil.rmtree(failed, ignore_errors=True)
         return False
+
+
+def _point_at(exc: BaseException | None, old: Path, new: Path) -> None:
+    """Make an error's sentence name the folder that exists: the kept `.failed` one, not the work folder."""
+    if isinstance(exc, EdgedeployError) and exc.args and isinstance(exc.args[0], str) and str(old) in exc.args[0]:
+        exc.args = (exc.args[0].replace(str(old), str(new)),) + exc.args[1:]
 
 
 def read_manifest(artifact: Path) -> dict:
