@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+import warnings
 
 import click
 
 from edgedeploy import __version__
-from edgedeploy.errors import EdgedeployError
+from edgedeploy.errors import EdgedeployError, EdgedeployWarning
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -38,7 +39,11 @@ def main(argv: list[str] | None = None) -> None:
         # --debug is a group option; accept it after the subcommand too.
         argv = ["--debug"] + [a for a in argv if a != "--debug"]
     try:
-        cli.main(args=argv, prog_name="edgedeploy", standalone_mode=False)
+        with warnings.catch_warnings():
+            # Warnings for the user (intake, the dataset loader) are one line each on stderr, every time.
+            warnings.simplefilter("always", EdgedeployWarning)
+            warnings.showwarning = _show_warning
+            cli.main(args=argv, prog_name="edgedeploy", standalone_mode=False)
     except EdgedeployError as exc:
         if debug:
             traceback.print_exc()
@@ -70,6 +75,15 @@ def main(argv: list[str] | None = None) -> None:
             )
         sys.exit(70)
     sys.exit(0)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    if issubclass(category, EdgedeployWarning):
+        click.echo(f"warning: {message}", err=True)
+    else:
+        # Other libraries' warnings stay out of the user's way unless they asked for details.
+        if _debug_requested(sys.argv[1:]):
+            click.echo(warnings.formatwarning(message, category, filename, lineno, line).rstrip(), err=True)
 
 
 def _register() -> None:
