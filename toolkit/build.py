@@ -36,6 +36,7 @@ class BuildOptions:
     calib_count: int | None = None
     eval: Path | None = None
     eval_count: int | None = None
+    allow_nonfinite: bool = False  # let NaN, infinities and complex data through, with a warning
     preprocess: PreprocessSpec | None = None
     metric: str = "auto"
     device: str | None = None
@@ -59,6 +60,7 @@ class BuildOptions:
             "calib_count": self.calib_count,
             "eval": str(self.eval) if self.eval else None,
             "eval_count": self.eval_count,
+            "allow_nonfinite": self.allow_nonfinite,
             "preprocess": self.preprocess.to_dict() if self.preprocess else None,
             "metric": self.metric,
             "device": self.device,
@@ -89,7 +91,7 @@ class BuildContext:
         if path is None:
             return None
         count = getattr(self.options, f"{which}_count")
-        return load_dataset(path, model_input_specs(self.model), self.options.preprocess, count)
+        return load_dataset(path, model_input_specs(self.model), self.options.preprocess, count, allow_nonfinite=self.options.allow_nonfinite)
 
     def run_worker(self, worker_file: Path, request: dict, stage: str) -> dict:
         """Run a worker of this target's toolchain, its output appended to the build log."""

@@ -23,6 +23,7 @@ from edgedeploy.cli.output import emit_json, format_option, info
 @click.option("--calib-count", type=click.IntRange(min=1), help="Use the first N calibration samples.")
 @click.option("--eval", "eval_data", type=AbsolutePath(exists=True, path_type=Path), help="Evaluation data for accuracy before/after (same formats). Default: the sample's held-out split.")
 @click.option("--eval-count", type=click.IntRange(min=1), help="Use the first N evaluation samples.")
+@click.option("--allow-nonfinite", is_flag=True, help="Accept NaN, infinite or complex values in --calib and --eval data (refused by default); a warning says so.")
 @click.option("--preprocess", metavar="SPEC", help="Image preprocessing: size=HxW,scale=1/255,mean=a;b;c,std=a;b;c,layout=NCHW|NHWC,channels=RGB|BGR|GRAY, or a .json file.")
 @click.option("--metric", type=click.Choice(["auto", "top1", "auroc", "fidelity"]), default="auto", show_default=True, help="Task metric for accuracy before/after: top-1 for classifiers, macro-AUROC for multi-label outputs, or output fidelity only.")
 @click.option("--fix", "run_fix", is_flag=True, help="Run `edgedeploy fix` for each chip first: rewrites that move nodes onto its accelerator, kept only within their tolerance.")
@@ -30,7 +31,7 @@ from edgedeploy.cli.output import emit_json, format_option, info
 @click.option("--device", metavar="NAME", help="Device (from the inventory) to build on, for toolchains that run on the device (TensorRT).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=1800, show_default=True, help="Time-out in seconds for each toolchain worker.")
 @format_option()
-def build_command(model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, preprocess, metric, run_fix, allow_approx, device, timeout_s, output_format, **extra) -> None:
+def build_command(model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, allow_nonfinite, preprocess, metric, run_fix, allow_approx, device, timeout_s, output_format, **extra) -> None:
     """Build MODEL for each --target: audit, convert with the vendor toolchain, generate the project, verify accuracy.
 
     MODEL defaults to the bundled MNIST sample. Each artifact is written atomically to
@@ -52,6 +53,7 @@ def build_command(model, targets, out_root, force, input_shapes, precision, cali
         calib_count=calib_count,
         eval=eval_data,
         eval_count=eval_count,
+        allow_nonfinite=allow_nonfinite,
         preprocess=parse_preprocess(preprocess),
         metric=metric,
         device=device,

@@ -22,11 +22,12 @@ from edgedeploy.fix.engine import DEFAULT_EVAL_COUNT
 @click.option("--rewrite", "only", multiple=True, metavar="NAME", help="Only try these rewrites (repeatable); see --list.")
 @click.option("--eval", "eval_data", type=AbsolutePath(exists=True, path_type=Path), help="Evaluation data for the fidelity check (.npz, .npy folder, images).")
 @click.option("--eval-count", type=click.IntRange(min=1), default=DEFAULT_EVAL_COUNT, show_default=True, help="Samples of the evaluation data to use.")
+@click.option("--allow-nonfinite", is_flag=True, help="Accept NaN, infinite or complex values in the evaluation data (refused by default); a warning says so.")
 @click.option("--confirm", is_flag=True, help="Also run each chip's real toolchain (where installed) on the model before and after, and report its own verdict.")
 @click.option("--list", "list_rewrites", is_flag=True, help="List the rewrites and exit.")
 @input_shape_option
 @format_option()
-def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, eval_count, confirm, list_rewrites, input_shapes, output_format) -> None:
+def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, eval_count, allow_nonfinite, confirm, list_rewrites, input_shapes, output_format) -> None:
     """Rewrite MODEL so nodes that fall back or are unsupported on each --target move onto its accelerator.
 
     A rewrite is kept only if the audit gets better on some target and worse on none, and the
@@ -68,7 +69,7 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
     for path in (out_path, report_path):
         if path.exists() and not force:
             raise ArtifactError(f"{path} exists already; use --force to replace it.")
-    feeds, source = evaluation_feeds(loaded, eval_data, eval_count, model_path)
+    feeds, source = evaluation_feeds(loaded, eval_data, eval_count, model_path, allow_nonfinite=allow_nonfinite)
     result = fix_model(loaded, rule_sets, feeds, source, allow_approx=allow_approx, only=list(only) or None, echo=info, precisions=precisions)
     report = result.to_dict()
     report["fixed_model"]["path"] = str(out_path)

@@ -346,6 +346,8 @@ def _describe_part(field_name: str, index: int, item, parent: str) -> str:
         return f"{field_name.replace('_', ' ')} {index} of {parent}"
     if field_name == "attribute":
         return f"attribute {index} of {parent}"
+    if field_name == "metadata_props":
+        return f"metadata entry {index} of {parent}"
     if field_name in ("g", "graphs"):
         return f"a subgraph of {parent}"
     return parent
