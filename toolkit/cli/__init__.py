@@ -52,6 +52,13 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
+    except click.UsageError as exc:
+        # One sentence, like every other error: what was wrong, and where the help is.
+        message = " ".join(exc.format_message().split()).rstrip(".")
+        command = exc.ctx.command_path if exc.ctx is not None else "edgedeploy"
+        joiner = " See" if message.endswith("?") else "; see"
+        click.echo(f"error: {message}{joiner} `{command} --help`.", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
