@@ -184,16 +184,19 @@ def with_batch_pinned(model: LoadedModel) -> LoadedModel | None:
 
 
 def _read_model_bytes(path: Path) -> bytes:
-    if not path.exists():
-        raise ModelError(f"Model file not found: {path}.")
-    if not path.is_file():
-        raise ModelError(f"{path} is not a file; give the path of an .onnx model file.")
-    size = path.stat().st_size
-    if size == 0:
-        raise ModelError(f"{path.name} is empty (0 bytes); it is not an ONNX model.")
-    if size >= MAX_MODEL_FILE_BYTES:
-        raise ModelError(f"{path.name} is {size} bytes, over protobuf's 2 GiB limit; it is not a valid ONNX model file.")
-    return path.read_bytes()
+    try:
+        if not path.exists():
+            raise ModelError(f"Model file not found: {path}.")
+        if not path.is_file():
+            raise ModelError(f"{path} is not a file; give the path of an .onnx model file.")
+        size = path.stat().st_size
+        if size == 0:
+            raise ModelError(f"{path.name} is empty (0 bytes); it is not an ONNX model.")
+        if size >= MAX_MODEL_FILE_BYTES:
+            raise ModelError(f"{path.name} is {size} bytes, over protobuf's 2 GiB limit; it is not a valid ONNX model file.")
+        return path.read_bytes()
+    except OSError as exc:  # a name too long, a permission, an I/O error: the file cannot be read
+        raise ModelError(f"The model {path} cannot be read: {exc.strerror or exc}.") from exc
 
 
 def _parse(path: Path, data: bytes) -> onnx.ModelProto:
