@@ -240,7 +240,7 @@ class Hostile:
 
     def handled(self, ok: bool, detail: str = "") -> None:
         """A case checked below the CLI (a generated file, a helper): record and assert its verdict."""
-        self._record("handled" if ok else "accepted (should be refused)")
+        self._record("handled" if ok else "unsafe output")
         assert ok, detail
 
     def refused_in_api(self, error: BaseException | None, expected: type, *fragments: str) -> None:

@@ -8,7 +8,6 @@ worker starts.
 from __future__ import annotations
 
 import io
-import os
 import pickle
 import zipfile
 from pathlib import Path

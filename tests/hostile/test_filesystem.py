@@ -8,7 +8,6 @@ ESP-DL build (~10 s each) because only a finished build swaps an artifact into p
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 

@@ -6,7 +6,6 @@ strings in every kind of string field, opsets and domains, external data that po
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np

@@ -16,6 +16,7 @@ import click
 
 from edgedeploy import __version__
 from edgedeploy.errors import EdgedeployError, EdgedeployWarning
+from edgedeploy.escape import terminal_safe
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     except EdgedeployError as exc:
         if debug:
             traceback.print_exc()
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {terminal_safe(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     if issubclass(category, EdgedeployWarning):
-        click.echo(f"warning: {message}", err=True)
+        click.echo(f"warning: {terminal_safe(str(message))}", err=True)
     else:
         # Other libraries' warnings stay out of the user's way unless they asked for details.
         if _debug_requested(sys.argv[1:]):

@@ -9,7 +9,7 @@ import click
 
 
 from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import emit_json, format_option, info
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info
 
 
 @click.command("build")
@@ -72,7 +72,7 @@ def build_command(model, targets, out_root, force, input_shapes, precision, cali
         emit_json({"schema": "edgedeploy.build-result/1", "builds": results})
         return
     for r in results:
-        click.echo(f"{r['chip']}: {r['artifact']} ({r['wall_seconds']:.1f} s wall)")
+        echo_text(f"{r['chip']}: {r['artifact']} ({r['wall_seconds']:.1f} s wall)")
 
 
 def _add_target_options(command: click.Command) -> click.Command:

@@ -10,7 +10,7 @@ from edgedeploy.cli.options import AbsolutePath
 import onnx
 
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import emit_json, format_option, info, table
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
 from edgedeploy.fix.engine import DEFAULT_EVAL_COUNT
 
 @click.command("fix")
@@ -47,7 +47,7 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
         if output_format == "json":
             emit_json({"rewrites": rows})
         else:
-            click.echo(table(["REWRITE", "EXACT", "TOLERANCE", "WHAT"], [[r["name"], "yes" if r["exact"] else "approx", r["max_abs_error"], r["summary"]] for r in rows]))
+            echo_text(table(["REWRITE", "EXACT", "TOLERANCE", "WHAT"], [[r["name"], "yes" if r["exact"] else "approx", r["max_abs_error"], r["summary"]] for r in rows]))
         return
     known = {r.name for r in REWRITES}
     for name in only:
@@ -83,29 +83,29 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
         emit_json(report)
         return
     for chip, data in report["chips"].items():
-        click.echo(f"before  {data['before_line']}")
-        click.echo(f"after   {data['after_line']}")
-    click.echo("")
+        echo_text(f"before  {data['before_line']}")
+        echo_text(f"after   {data['after_line']}")
+    echo_text("")
     if report["applied"]:
         rows = []
         for a in report["applied"]:
             for c in a["changes"]:
                 rows.append([a["rewrite"], "exact" if a["exact"] else "approx", ", ".join(c["replaced"]) or c["note"], f"{a['max_abs_error']:.3g}"])
-        click.echo(table(["REWRITE", "KIND", "REPLACED NODES", "MAX ABS ERROR"], rows))
+        echo_text(table(["REWRITE", "KIND", "REPLACED NODES", "MAX ABS ERROR"], rows))
     else:
-        click.echo("No rewrite improved the placements.")
+        echo_text("No rewrite improved the placements.")
     tried = [a for a in report["not_applied"] if a["reason"] != "pattern not found"]
     for a in tried:
-        click.echo(f"not applied: {a['rewrite']}: {a['reason']}")
-    click.echo("")
+        echo_text(f"not applied: {a['rewrite']}: {a['reason']}")
+    echo_text("")
     for chip, c in report.get("confirmed", {}).items():
         if "skipped" in c:
-            click.echo(f"toolchain {chip}: not confirmed: {c['skipped']}")
+            echo_text(f"toolchain {chip}: not confirmed: {c['skipped']}")
         else:
-            click.echo(f"toolchain {chip} ({c['toolchain']}): before {c['before']['line']}; after {c['after']['line']}; rules vs toolchain after: {c['after']['agreement_line']}")
+            echo_text(f"toolchain {chip} ({c['toolchain']}): before {c['before']['line']}; after {c['after']['line']}; rules vs toolchain after: {c['after']['agreement_line']}")
     for name, f in report["fidelity"]["per_output"].items():
-        click.echo(f"fidelity {name}: cosine {f['cosine']:.6f}, max abs error {f['max_abs_error']:.3g} on {report['fidelity']['evaluation_data']}")
-    click.echo(f"wrote {out_path} and {report_path}")
+        echo_text(f"fidelity {name}: cosine {f['cosine']:.6f}, max abs error {f['max_abs_error']:.3g} on {report['fidelity']['evaluation_data']}")
+    echo_text(f"wrote {out_path} and {report_path}")
 
 
 COMMANDS = [fix_command]

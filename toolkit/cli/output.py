@@ -8,6 +8,8 @@ from typing import Any, Iterable, Sequence
 
 import click
 
+from edgedeploy.escape import terminal_safe, terminal_text
+
 FORMAT_CHOICES = ("text", "json")
 
 
@@ -35,14 +37,19 @@ def _json_default(value: Any):
     return str(value)
 
 
+def echo_text(text: str = "", nl: bool = True) -> None:
+    """Data for a person on stdout: every line terminal-safe, since model names and paths end up in it."""
+    click.echo(terminal_text(text), nl=nl)
+
+
 def info(message: str) -> None:
-    """A progress or log line: always stderr, so stdout stays data."""
-    click.echo(message, err=True)
+    """A progress or log line: always stderr, so stdout stays data (control characters escaped)."""
+    click.echo(terminal_safe(message), err=True)
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right_align: Sequence[int] = ()) -> str:
-    """A plain aligned text table."""
-    rows = [["" if c is None else str(c) for c in row] for row in rows]
+    """A plain aligned text table; cells are terminal-safe (a name's control characters are shown escaped)."""
+    rows = [["" if c is None else terminal_safe(str(c)) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
