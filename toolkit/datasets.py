@@ -293,6 +293,9 @@ def read_npy(fh: BinaryIO, what: str, size_bytes: int, budget: "_Budget") -> np.
         raise OptionError(f"{what} holds {words}, not numbers.")
     if any(d < 0 for d in shape):
         raise OptionError(f"{what} has a negative dimension in its header.")
+    if math.prod(max(d, 1) for d in shape) * dtype.itemsize > MAX_DATA_BYTES:
+        # Checked with empty axes counted as 1: numpy cannot even describe such a shape.
+        raise OptionError(f"{what} claims a shape of {'x'.join(map(str, shape))}, beyond the {MAX_DATA_BYTES} bytes a dataset may hold.")
     count = math.prod(shape)
     nbytes = count * dtype.itemsize
     present = size_bytes - fh.tell()

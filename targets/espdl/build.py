@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 
 from edgedeploy import __version__
+from edgedeploy.arrays import read_arrays, write_arrays
 from edgedeploy.artifacts import atomic_write_json
 from edgedeploy.errors import OptionError
 from edgedeploy.model.stats import node_names
@@ -119,14 +120,15 @@ def build(ctx) -> None:
     input_names = [vi.name for vi in ctx.model.graph_inputs()]
     batchable = accepts_batches(ctx.model.proto, calib.inputs)
     calib_path = work / "calib.npz"
-    np.savez(calib_path, **calib.inputs)
+    # Keyed by index with a name table (edgedeploy.arrays): tensor names are not safe .npz keys.
+    write_arrays(calib_path, calib.inputs)
     eval_path = None
     if evaluation is not None:
         eval_path = work / "eval.npz"
-        np.savez(eval_path, **evaluation.inputs)
+        write_arrays(eval_path, evaluation.inputs)
     test_source = evaluation if evaluation is not None else calib
     test_path = work / "test_input.npz"
-    np.savez(test_path, **{k: v[:1] for k, v in test_source.inputs.items()})
+    write_arrays(test_path, {k: v[:1] for k, v in test_source.inputs.items()})
     named_path = work / "model_named.onnx"
     save_with_display_names(ctx.model.proto, display_names, named_path)
 
@@ -297,8 +299,7 @@ def verify(ctx, evaluation, quantised_path: Path, batchable: bool, notes: list[s
     from edgedeploy.measure.accuracy import before_after, choose_metric
 
     reference = reference_outputs(ctx.model.proto, evaluation.inputs, batchable)
-    with np.load(quantised_path, allow_pickle=False) as archive:
-        quantised = {k: archive[k] for k in archive.files}
+    quantised = read_arrays(quantised_path)
     first = next(iter(reference))
     metric = choose_metric(ctx.options.metric, reference[first].shape, evaluation.labels)
     section = before_after(metric, reference, quantised, evaluation.labels, first)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edgedeploy.arrays import read_arrays, write_arrays
 from edgedeploy.artifacts import atomic_write_json, sha256_file
 from edgedeploy.audit.confirm import compare
 from edgedeploy.audit.engine import audit_model
@@ -225,7 +226,7 @@ def build(target, ctx) -> None:
         if eval_ds is not None:
             usable = (len(eval_ds) // batch) * batch
             eval_ds = eval_ds.take(usable)
-            np.savez(tmp / "eval_inputs.npz", **{n: norm.to_board_domain(n, eval_ds.inputs[n]) for n in names})
+            write_arrays(tmp / "eval_inputs.npz", {n: norm.to_board_domain(n, eval_ds.inputs[n]) for n in names})
             request["eval_inputs"] = str(tmp / "eval_inputs.npz")
             request["simulator_outputs"] = str(tmp / "simulator_outputs.npz")
             request["batch"] = batch
@@ -290,7 +291,7 @@ def build(target, ctx) -> None:
         # --- accuracy before / after on the host -------------------------------------------------
         if eval_ds is not None:
             reference = _reference_outputs(ctx.model_path, eval_ds, names, batch)
-            simulated = dict(np.load(result["simulator_outputs"]))
+            simulated = read_arrays(result["simulator_outputs"])
             for n in list(simulated):
                 if n in reference and simulated[n].size == reference[n].size:
                     simulated[n] = simulated[n].reshape(reference[n].shape)

@@ -181,6 +181,12 @@ class Hostile:
             alive = marked_processes(self.marker)
         if alive:
             self.tally.orphans += len(alive)
+            # Counted and reported; then ended (by pid: they are this case's own), so none outlives the suite.
+            for entry in alive:
+                try:
+                    os.kill(int(entry.split(":", 1)[0]), 9)
+                except OSError:
+                    pass
         assert not alive, f"processes outlived the command: {alive}"
 
     # -- running -------------------------------------------------------------------------
