@@ -253,3 +253,20 @@ def test_hostile_name(hostile, case, language):
     except AssertionError as exc:
         hostile.handled(False, f"{language}: {exc}")
     hostile.handled(True)
+
+
+@pytest.mark.toolchain("espdl")
+@pytest.mark.parametrize("case", ["nul", "long name (70000 chars)"])
+def test_names_in_worker_requests(hostile, case):
+    """A real ESP-DL build of a model whose input name holds a NUL or is 70,000 characters long:
+    the arrays handed to the worker (edgedeploy.arrays, keyed by index) carry it intact."""
+    import numpy as np
+
+    name = NAMES[case]
+    model = m.write(hostile.tmp / "model.onnx", m.conv_relu_model(in_name=name, out_name="y"))
+    calib = hostile.tmp / "calib.npz"
+    # The user's file may use any key for a single-input model; the worker's request is edgedeploy.arrays'.
+    np.savez(calib, x=np.random.default_rng(0).standard_normal((64, 3, 8, 8)).astype(np.float32))
+    hostile.guard(hostile.tmp / "model.onnx", calib)
+    outcome = hostile.run("build", "--target", "esp32s3", "--calib", str(calib), "--out", str(hostile.tmp / "out"), str(model))
+    hostile.accepted(outcome)
