@@ -12,11 +12,9 @@ import ast
 import io
 import json
 import re
-import zipfile
 from pathlib import Path
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp

@@ -10,7 +10,6 @@ the executor lands, the same case passes as a clean error with no edit here.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from edgedeploy.cli.options import AbsolutePath
+from edgedeploy.targets import chip_ids
 from click.core import ParameterSource
 
 from edgedeploy.cli.devices_cmd import inventory_option
@@ -70,10 +71,10 @@ def measure_command(
     artifact's firmware instead: flashed per --flash, reset, and its result lines read from the
     console (sessions of one boot, on the test input embedded in the model)."""
     from edgedeploy.devices import find_device
-    from edgedeploy.devices.measuring import MeasureRequest, partial_error, run_measure
+    from edgedeploy.pipeline.measure import MeasureRequest, partial_error, run_measure
     from edgedeploy.devices.runners import SessionSettings
 
-    device = find_device(device_name, inventory)
+    device = find_device(device_name, inventory, chip_ids())
     given = {name for name in (*RUNNER_ONLY_OPTIONS, *SERIAL_ONLY_OPTIONS) if ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)}
     if device.transport == "serial":
         wrong = [RUNNER_ONLY_OPTIONS[name] for name in RUNNER_ONLY_OPTIONS if name in given]
