@@ -11,7 +11,7 @@ from edgedeploy.targets import chip_ids
 from click.core import ParameterSource
 
 from edgedeploy.cli.devices_cmd import inventory_option
-from edgedeploy.cli.output import emit_json, format_option, info
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info
 from edgedeploy.errors import OptionError
 
 # Options that shape the sessions of copied runners; a board's firmware has them built in.
@@ -107,7 +107,7 @@ def measure_command(
     else:
         from edgedeploy.report.text import render_measurement
 
-        click.echo(render_measurement(record))
+        echo_text(render_measurement(record))
     if record["partial"]:
         # What was gathered is printed and saved; the exit status still says the run failed.
         raise partial_error(record, artifact)
