@@ -119,9 +119,12 @@ class Executor:
             how = f"was killed by signal {-outcome.returncode}" if outcome.returncode < 0 else f"exited with status {outcome.returncode}"
             raise WorkerFailed(self._sentence(f"The {label} worker {how} without a result", outcome.error_line))
         try:
-            payload = json.loads(result_path.read_text())
-        except ValueError:
+            payload = json.loads(result_path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError, OSError):
             raise WorkerFailed(self._sentence(f"The {label} worker wrote an unreadable result", outcome.error_line)) from None
+        # The result is the toolchain environment's word: checked for shape before it is used.
+        if not isinstance(payload, dict) or not isinstance(payload.get("ok"), bool) or (payload["ok"] and not isinstance(payload.get("result"), dict)):
+            raise WorkerFailed(self._sentence(f"The {label} worker wrote a result of the wrong shape (not an object with ok and result)", outcome.error_line))
         if not payload.get("ok"):
             own = f"{payload.get('error_type')}: {payload.get('error')}" if payload.get("error_type") else payload.get("error")
             raise WorkerFailed(self._sentence(f"The {label} toolchain failed", _one_line(str(own)) if own else outcome.error_line))
