@@ -156,8 +156,16 @@ class SerialConsole:
             raise DeviceError("Talking to a board over a serial port needs pyserial: pip install 'edgedeploy[serial]'.") from exc
         self._serial_mod = serial
         self.port = port
-        ser = serial.Serial()
-        ser.port = port
+        if is_port_url(port):
+            # A port served over the network (a labgrid exporter's ser2net: rfc2217://HOST:PORT,
+            # or socket:// for a raw one): pyserial's URL handlers speak it.
+            try:
+                ser = serial.serial_for_url(port, do_not_open=True)
+            except (serial.SerialException, ValueError) as exc:
+                raise DeviceError(f"Cannot use the serial port {port}: {exc}.") from exc
+        else:
+            ser = serial.Serial()
+            ser.port = port
         ser.baudrate = baud
         ser.timeout = READ_POLL_S
         # Opening a port asserts DTR and RTS by default, which on ESP dev kits holds the chip in
@@ -201,6 +209,14 @@ class SerialConsole:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+PORT_URL_SCHEMES = ("rfc2217://", "socket://")
+
+
+def is_port_url(port: str) -> bool:
+    """A serial port reached over the network (pyserial URL), not a device file."""
+    return port.lower().startswith(PORT_URL_SCHEMES)
 
 
 def _valid_result(obj: dict) -> bool:
