@@ -43,13 +43,17 @@ def labgrid_tool(name: str) -> str:
 
 
 def require_farm_tools() -> None:
-    """The farm extra and ser2net are installed by scripts/setup.sh and scripts/test.sh: their absence is a broken setup, not a skip."""
+    """labgrid comes with the test extra (scripts/setup.sh): its absence is a broken setup, not a skip."""
     try:
         import labgrid  # noqa: F401
     except ImportError as exc:
         raise RuntimeError("labgrid is not installed: run scripts/setup.sh (the test extra includes edgedeploy[farm])") from exc
+
+
+def require_ser2net() -> None:
+    """For places with a serial port: scripts/test.sh installs ser2net (Debian package) like openssh-server."""
     if shutil.which("ser2net") is None and not Path("/usr/sbin/ser2net").exists():
-        raise RuntimeError("ser2net is not installed (Debian package ser2net; scripts/test.sh installs it)")
+        raise RuntimeError("ser2net is not installed (Debian package ser2net; scripts/test.sh installs it): the exporter serves serial ports with it")
 
 
 def _free_port() -> int:
