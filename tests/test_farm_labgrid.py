@@ -237,3 +237,65 @@ def test_interrupt_stops_the_boards_runs_and_releases_the_places(two_boards, loo
     assert loopback_sshd.wait_for_remote_process("runner.py", timeout_s=0.1) is None
     children = subprocess.run(["pgrep", "-f", f"edgedeploy measure {artifacts[0]}"], capture_output=True, text=True).stdout.split()
     assert children == []
+
+
+@pytest.fixture(scope="module")
+def esp32s3_built(tmp_path_factory) -> Path:
+    """A real esp32s3 build of the sample (esp-ppq in the espdl environment), made once."""
+    out = tmp_path_factory.mktemp("esp-out")
+    proc = run_cli("build", "--target", "esp32s3", "--out", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    return out / "mnist_cnn" / "esp32s3"
+
+
+@pytest.mark.toolchain("espdl")
+def test_a_serial_board_and_a_linux_board_in_one_run(labgrid_farm, loopback_sshd, board, built, esp32s3_built, tmp_path):
+    """An ESP32-S3 artifact goes to the place tagged chip=esp32s3 (its serial port, served by the
+    exporter's ser2net over RFC 2217, read by the serial transport), a generic one to a Linux
+    board (NetworkService, ssh transport), both at once; the board is the pty STAND-IN."""
+    from tests.labgrid_fixture import require_ser2net
+    from tests.serial_standin import BOOT, DONE
+    from tests.test_serial_measure_cli import Firmware
+
+    require_ser2net()
+    farm = labgrid_farm
+    farm.start({"cpu-a": ssh_resource(loopback_sshd), "esp-a": {"RawSerialPort": {"port": board.port, "speed": 115200}}})
+    farm.add_place("cpu-a", "cpu-a", {"board": "cpu"})
+    farm.add_place("esp-a", "esp-a", {"chip": "esp32s3", "devkit": "esp32_s3_devkitc_1"})
+    esp = copy_artifact(esp32s3_built, tmp_path / "esp")
+    generic = copy_artifact(built, tmp_path / "generic")
+    fw = Firmware(esp)
+    board.play([BOOT, fw.start(), fw.result(0, 1480.0), 0.2, fw.result(1, 1510.0), fw.result(2, 1495.0), DONE], settle_s=2.0)
+    inventory = farm_inventory(tmp_path, farm, loopback_sshd)
+    proc = run_cli("measure", str(esp), str(generic), "--device", "farm", "--inventory", str(inventory), "--format", "json", "--flash", "none", "--timeout", "60", *FARM_SESSION_ARGS)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    serial_run, ssh_run = report["runs"]
+    assert (serial_run["place"], serial_run["transport"], serial_run["chip"]) == ("esp-a", "serial", "esp32s3")
+    assert (ssh_run["place"], ssh_run["transport"], ssh_run["chip"]) == ("cpu-a", "ssh", None)
+    record = json.loads(Path(serial_run["record_file"]).read_text())
+    assert record["partial"] is False and len(record["latency"]["after"]["sessions"]) == 3
+    assert record["latency"]["after"]["summary"]["median_us"] == 1495.0
+    scope_device = record["latency"]["after"]["scope"]["device"]
+    assert scope_device["place"] == "esp-a" and scope_device["board"]["serial_path_on_exporter"] == board.port
+    assert scope_device["port"].startswith("rfc2217://127.0.0.1:")
+    assert record["farm"]["tags"] == {"chip": "esp32s3", "devkit": "esp32_s3_devkitc_1"}
+    assert "--sessions" not in " ".join(record.get("settings", {}).keys())  # runner options went to the Linux board only
+    assert ssh_run["status"] == "measured" and ssh_run["latency"]["after"]["sessions"] == 3
+    assert farm.holders() == {"cpu-a": None, "esp-a": None}
+
+
+def test_a_board_that_fails_ends_in_one_sentence_and_its_place_is_released(two_boards, loopback_sshd, artifacts, tmp_path):
+    """The board's host key is not known: the run on it fails (ssh refuses), the place is still released."""
+    farm = two_boards
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    options = [o if not o.startswith("UserKnownHostsFile=") else f"UserKnownHostsFile={empty}" for o in loopback_sshd.ssh_options()]
+    inventory = farm_inventory(tmp_path, farm, loopback_sshd, ssh_options=options, place="cpu-b")
+    proc = run_cli("measure", str(artifacts[0]), "--device", "farm", "--inventory", str(inventory), "--format", "json", *FARM_SESSION_ARGS)
+    assert proc.returncode == 1
+    (error,) = error_lines(proc.stderr)
+    assert "not in known_hosts" in error and "Traceback" not in proc.stderr
+    (run,) = json.loads(proc.stdout)["runs"]
+    assert run["place"] == "cpu-b" and run["status"] == "failed" and run["record_file"] is None
+    assert farm.holders() == {"cpu-a": None, "cpu-b": None}

@@ -66,8 +66,10 @@ def run_farm_measure(ctx: click.Context, artifacts: tuple[Path, ...], device, fa
     if place_wait_s < 0:
         raise OptionError("--place-wait must be 0 or more seconds.")
     serial_passthrough = dict(SERIAL_PASSTHROUGH)
-    for name in SERIAL_EVAL_OPTIONS:
-        serial_passthrough[name] = SSH_PASSTHROUGH[name]
+    if _given(ctx, "eval_path"):
+        # A serial board runs the user's data only when given some (--eval-count alone is for the runners).
+        for name in SERIAL_EVAL_OPTIONS:
+            serial_passthrough[name] = SSH_PASSTHROUGH[name]
     request = FarmRequest(
         artifacts=[Path(a) for a in artifacts],
         address=parse_farm_url(farm) if farm else device.coordinator,

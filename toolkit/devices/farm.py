@@ -411,7 +411,7 @@ class FarmRun:
         else:
             job.status = "failed"
         self._release(job.place)
-        note = f"{job.status} in {job.wall_s:.1f} s" + (f": {job.error}" if job.error else "")
+        note = f"{job.status} in {job.wall_s:.1f} s" + (f": {job.error.rstrip('.')}" if job.error else "")
         self.echo(f"farm: {job.label} on {job.place}: {note}; place released")
 
     def _annotate(self, job: FarmJob) -> None:
