@@ -297,5 +297,7 @@ def test_a_board_that_fails_ends_in_one_sentence_and_its_place_is_released(two_b
     (error,) = error_lines(proc.stderr)
     assert "not in known_hosts" in error and "Traceback" not in proc.stderr
     (run,) = json.loads(proc.stdout)["runs"]
-    assert run["place"] == "cpu-b" and run["status"] == "failed" and run["record_file"] is None
+    assert run["place"] == "cpu-b" and run["status"] == "failed"
+    record = json.loads(Path(run["record_file"]).read_text())  # measure's own record of the failure, with the place
+    assert record["partial"] is True and record["latency"]["after"] is None and record["farm"]["place"] == "cpu-b"
     assert farm.holders() == {"cpu-a": None, "cpu-b": None}

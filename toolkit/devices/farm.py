@@ -404,7 +404,11 @@ class FarmRun:
         if self.lost_at is not None and job.started <= self.lost_at + 1e-9:
             job.lock_lost = True
         if job.record is not None:
-            job.status = "partial" if (job.record.get("partial") or job.lock_lost or job.error) else "measured"
+            sessions = sum(len(rec.get("sessions") or []) for rec in (job.record.get("latency") or {}).values() if isinstance(rec, dict))
+            if sessions == 0:
+                job.status = "failed"  # the board gave nothing (its record says why)
+            else:
+                job.status = "partial" if (job.record.get("partial") or job.lock_lost or job.error) else "measured"
             self._annotate(job)
         elif job.stop_reason:
             job.status = "interrupted" if "interrupt" in job.stop_reason else "timed out"
