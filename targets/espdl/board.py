@@ -211,7 +211,9 @@ def measure_on_board(
         echo("board: ESP-IDF not found and no prebuilt firmware given: reading the board as flashed")
 
     echo(f"board: resetting {device.name} on {device.serial_port} and reading its console (up to {timeout_s:.0f} s)")
-    run = measure_serial(device.serial_port, baud=device.baud, timeout_s=timeout_s, reset=reset, echo=console_echo, progress=echo)
+    # The board's lines are untrusted: only those naming this artifact's model are its figures.
+    expected_sha = (manifest.get("model") or {}).get("sha256")
+    run = measure_serial(device.serial_port, baud=device.baud, timeout_s=timeout_s, reset=reset, echo=console_echo, progress=echo, expected_model_sha256=expected_sha)
     return device_section(run, manifest, device, flashing, artifact)
 
 
@@ -255,9 +257,10 @@ def device_section(run, manifest: dict, device, flashing: dict, artifact: Path |
                 wrong_model.append(scope[key])
         sessions.append(result)
     error = run.error
-    if wrong_model:
+    other = wrong_model[0] if wrong_model else (getattr(run, "other_model_sha256", None) if not sessions else None)
+    if other:
         error = (
-            f"The board runs firmware for another model (sha256 {wrong_model[0][:16]}...), not this artifact's "
+            f"The board runs firmware for another model (sha256 {other[:16]}...), not this artifact's "
             f"({(expected_sha or '')[:16]}...); flash this artifact's firmware."
         )
         sessions = []
@@ -282,7 +285,7 @@ def device_section(run, manifest: dict, device, flashing: dict, artifact: Path |
         "edgedeploy_version": firmware_scope.get("edgedeploy_version"),
     }
     chip = manifest.get("target", {}).get("chip")
-    complete = run.complete and not wrong_model
+    complete = run.complete and not other
     return {
         "schema": "edgedeploy.serial-run/1",
         "device": device.name,
@@ -305,6 +308,8 @@ def device_section(run, manifest: dict, device, flashing: dict, artifact: Path |
         "boot_reason": run.boot_reason,
         "reset_reason": run.reset_reason,
         "crash_line": run.crash_line,
-        "console_tail": run.transcript[-20:],
+        "console_tail": list(run.transcript)[-20:],
+        "rejected_result_lines": getattr(run, "rejected_count", 0),
+        "rejected_reasons": list(getattr(run, "rejected", [])),
         "console_wall_s": round(run.wall_s, 2),
     }

@@ -50,11 +50,31 @@ OPTIONAL_LATENCY_STATS = ("stdev", "count")
 MAX_LATENCY_US = 3.6e9
 MAX_ITERATIONS = 10_000_000
 MAX_SESSIONS = 1000
-SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
+# A model hash as a line may carry it: hex, a prefix of 8 digits at least (with an artifact to
+# compare with, it must then equal the artifact's full hash).
+SHA_PREFIX_HEX = re.compile(r"^[0-9a-f]{8,64}$")
 
 
 def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, int):
+        return abs(value) <= 1e300  # math.isfinite() cannot even convert a 400-digit integer
+    return math.isfinite(value)
+
+
+def clean_strings(value, max_chars: int = MAX_SHOWN_CHARS, depth: int = 0):
+    """A copy of a board's JSON value with every string (keys too) made terminal-safe, so nothing
+    printed later from a record can carry the board's control bytes; nesting deeper than 32 is cut."""
+    if depth > 32:
+        return None
+    if isinstance(value, str):
+        return terminal_safe(value, max_chars=max_chars)
+    if isinstance(value, dict):
+        return {terminal_safe(str(k), max_chars=200): clean_strings(v, max_chars, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_strings(v, max_chars, depth + 1) for v in value]
+    return value
 
 
 def check_result(obj, expected_model_sha256: str | None) -> str | None:
@@ -65,7 +85,8 @@ def check_result(obj, expected_model_sha256: str | None) -> str | None:
     are finite numbers from 0 to MAX_LATENCY_US with min <= p50 <= p90 <= p99 <= max and
     min <= mean <= max; `first_inference_us`, `warmup`, `session`, `sessions` and `duration_s`,
     when present, of the right type and range; `scope.model_sha256` present, 64 hex digits, and
-    equal to the artifact's model hash (a line without it belongs to no known model); when the
+    equal to the artifact's model hash (a line without it belongs to no known model; with no
+    artifact to compare with, a hex prefix of 8 to 64 digits); when the
     firmware also reports the hash the loaded model carries (`espdl_model_sha256`), that too.
     """
     from edgedeploy.measure.protocol import RUN_SCHEMA
@@ -107,7 +128,7 @@ def check_result(obj, expected_model_sha256: str | None) -> str | None:
     sha = scope.get("model_sha256")
     if sha is None:
         return "it names no model (scope.model_sha256 is missing), so it cannot be this artifact's"
-    if not isinstance(sha, str) or not SHA256_HEX.match(sha):
+    if not isinstance(sha, str) or not SHA_PREFIX_HEX.match(sha):
         return f"scope.model_sha256 is {_shown(sha)}, not a sha256 (64 hex digits)"
     if expected_model_sha256 and sha != expected_model_sha256:
         return f"it is for another model (sha256 {sha[:16]}...), not this artifact's ({expected_model_sha256[:16]}...)"
