@@ -19,10 +19,9 @@ RUNNER_ONLY_OPTIONS = {
     "warmup": "--warmup",
     "min_iterations": "--min-iterations",
     "min_duration_s": "--min-duration",
-    "eval_path": "--eval",
-    "eval_count": "--eval-count",
     "threads": "--threads",
 }
+# --eval and --eval-count apply to both: a board on a serial port gets the samples streamed to it.
 # Options only a board on a serial port reads.
 SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build", "reset": "--reset", "console": "--console"}
 
@@ -100,8 +99,10 @@ def measure_command(
         if wrong:
             raise OptionError(
                 f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not apply to the board '{device.name}': its firmware has the sessions, warm-up and "
-                "iterations built in and runs the test input embedded in the model."
+                "iterations built in (your own data goes to it with --eval)."
             )
+        if "eval_count" in given and "eval_path" not in given:
+            raise OptionError(f"--eval-count applies to the board '{device.name}' only with --eval DATA (the samples streamed to it).")
     else:
         wrong = [SERIAL_ONLY_OPTIONS[name] for name in SERIAL_ONLY_OPTIONS if name in given]
         if wrong:
@@ -124,9 +125,11 @@ def measure_command(
     if output_format == "json":
         emit_json(record)
     else:
+        from edgedeploy.devices.board_output import terminal_lines
         from edgedeploy.report.text import render_measurement
 
-        click.echo(render_measurement(record))
+        # The record holds what the board sent (scope strings included): escaped for the terminal.
+        click.echo(terminal_lines(render_measurement(record)))
     if record["partial"]:
         # What was gathered is printed and saved; the exit status still says the run failed.
         raise partial_error(record, artifact)

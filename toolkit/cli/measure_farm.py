@@ -89,7 +89,9 @@ def run_farm_measure(ctx: click.Context, artifacts: tuple[Path, ...], device, fa
     if output_format == "json":
         emit_json(report)
     else:
-        click.echo(render_farm_report(report))
+        from edgedeploy.devices.board_output import terminal_lines
+
+        click.echo(terminal_lines(render_farm_report(report)))
     if report["error"]:
         # What was gathered is printed and kept; the exit status still says not everything was measured.
         raise DeviceError(report["error"])

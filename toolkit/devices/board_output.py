@@ -35,6 +35,11 @@ def terminal_safe(text: str, max_chars: int = MAX_SHOWN_CHARS) -> str:
     return shown + (f" ... [{len(text)}+ characters, cut]" if cut else "")
 
 
+def terminal_lines(text: str) -> str:
+    """A multi-line text (a rendered report) with every line made terminal-safe, newlines kept."""
+    return "\n".join(terminal_safe(line, max_chars=100_000) for line in text.split("\n"))
+
+
 def _escape(match: re.Match) -> str:
     code = ord(match.group(0))
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
@@ -61,20 +66,6 @@ def _number(value) -> bool:
     if isinstance(value, int):
         return abs(value) <= 1e300  # math.isfinite() cannot even convert a 400-digit integer
     return math.isfinite(value)
-
-
-def clean_strings(value, max_chars: int = MAX_SHOWN_CHARS, depth: int = 0):
-    """A copy of a board's JSON value with every string (keys too) made terminal-safe, so nothing
-    printed later from a record can carry the board's control bytes; nesting deeper than 32 is cut."""
-    if depth > 32:
-        return None
-    if isinstance(value, str):
-        return terminal_safe(value, max_chars=max_chars)
-    if isinstance(value, dict):
-        return {terminal_safe(str(k), max_chars=200): clean_strings(v, max_chars, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [clean_strings(v, max_chars, depth + 1) for v in value]
-    return value
 
 
 def check_result(obj, expected_model_sha256: str | None) -> str | None:

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from edgedeploy.devices.board_output import MAX_SESSIONS, check_result, clean_strings, terminal_safe
+from edgedeploy.devices.board_output import MAX_SESSIONS, check_result, terminal_safe
 from edgedeploy.errors import DeviceError
 from edgedeploy.measure.protocol import RESULT_PREFIX, parse_result_lines
 
@@ -227,6 +227,14 @@ class SerialConsole:
         except (OSError, self._serial_mod.SerialException) as exc:
             raise SerialDisconnected(str(exc)) from exc
 
+    def write(self, data: bytes) -> None:
+        """Send bytes to the board (the evaluation protocol's frames); SerialDisconnected if the port is gone."""
+        try:
+            self._ser.write(data)
+            self._ser.flush()
+        except (OSError, self._serial_mod.SerialException) as exc:
+            raise SerialDisconnected(str(exc)) from exc
+
     def close(self) -> None:
         try:
             self._ser.close()
@@ -391,7 +399,8 @@ def take_result(run: SerialRun, obj) -> bool:
     """Record `obj` as a session of this run if the board's line can be trusted; else note why not."""
     reason = check_result(obj, run.expected_model_sha256)
     if reason is None:
-        run.results.append(clean_strings(obj))
+        # Kept as the board sent it (the record's JSON escapes it); printing goes through terminal_safe.
+        run.results.append(obj)
         return True
     run.rejected_count += 1
     if len(run.rejected) < REJECTED_KEPT:
@@ -446,16 +455,23 @@ def measure_serial(
     an error: the user is asked to press the board's RESET button instead. 'none' just listens
     (for a board that is reset by other means).
     """
+    with open_console(port, baud, reset, progress) as console:
+        return read_sessions(console, timeout_s=timeout_s, expected_sessions=expected_sessions, echo=echo, expected_model_sha256=expected_model_sha256)
+
+
+def open_console(port: str, baud: int = DEFAULT_BAUD, reset: str = "auto", progress: Callable[[str], None] | None = None) -> SerialConsole:
+    """The board's console, opened and the board reset per `reset` (see measure_serial); the caller closes it."""
     if reset not in ("auto", "rts", "none"):
         raise ValueError(f"reset must be auto, rts or none, not {reset!r}")
-    with SerialConsole(port, baud) as console:
-        if reset != "none":
-            if not console.reset():
-                if reset == "rts":
-                    raise DeviceError(f"Cannot reset the board through the RTS line of {port}; press its RESET button and use reset 'none'.")
-                if progress:
-                    progress(f"serial: {port} has no RTS line to reset the board; press the board's RESET button now")
-        return read_sessions(console, timeout_s=timeout_s, expected_sessions=expected_sessions, echo=echo, expected_model_sha256=expected_model_sha256)
+    console = SerialConsole(port, baud)
+    if reset != "none":
+        if not console.reset():
+            if reset == "rts":
+                console.close()
+                raise DeviceError(f"Cannot reset the board through the RTS line of {port}; press its RESET button and use reset 'none'.")
+            if progress:
+                progress(f"serial: {port} has no RTS line to reset the board; press the board's RESET button now")
+    return console
 
 
 def iter_lines(console, timeout_s: float) -> Iterator[str]:
