@@ -28,7 +28,7 @@ MIN_INT8_TOP1 = 0.955
 
 @pytest.fixture(scope="module")
 def artifacts(tmp_path_factory):
-    from edgedeploy.build import BuildOptions, run_build
+    from edgedeploy.pipeline.build import BuildOptions, run_build
     from edgedeploy.sample import sample_model_path
 
     out = tmp_path_factory.mktemp("eiq-build")
@@ -179,7 +179,7 @@ def test_a_model_other_than_the_sample_needs_calibration_data(tmp_path):
     import onnx
     from onnx import TensorProto, helper
 
-    from edgedeploy.build import BuildOptions, run_build
+    from edgedeploy.pipeline.build import BuildOptions, run_build
     from edgedeploy.errors import OptionError
 
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])

@@ -261,7 +261,8 @@ def esp_artifact(tmp_path_factory):
 @pytest.mark.parametrize("reset_after", [None, 9], ids=["clean", "board-resets-mid-stream"])
 def test_measure_eval_reports_the_board_side_metric_and_fidelity(esp_artifact, tmp_path, reset_after):
     from edgedeploy.datasets import load_dataset, model_input_specs
-    from edgedeploy.measure import accuracy
+    from edgedeploy.measure.reference import ReferenceRunner
+    from edgedeploy.measure.verify import output_producers, verify
     from edgedeploy.model import load_model
     from edgedeploy.sample import sample_eval_path
     from tests.helpers import run_cli
@@ -291,11 +292,12 @@ def test_measure_eval_reports_the_board_side_metric_and_fidelity(esp_artifact, t
     expected = np.stack([stand_in_outputs([nchw[i : i + 1].transpose(0, 2, 3, 1)], -7, [10], -3) for i in range(count)])
     stored = np.load(artifact / record["evaluation"]["outputs_file"])["logits"]
     assert np.array_equal(stored, expected)
-    reference = accuracy.evaluate(artifact / "model.onnx", data)
-    want = accuracy.before_after("top1", reference.outputs, {"logits": expected}, reference.labels, "logits")
+    reference = ReferenceRunner(artifact / "model.onnx").run(data.inputs)
+    # What the build's verification reports for a candidate with exactly these outputs.
+    want = verify(reference.outputs, {"logits": expected}, data.labels, "auto", "auto", output_producers(model.graph))
 
     got = record["accuracy"]
-    assert got["metric"] == "top1" and got["samples"] == count and got["scope"]["partial"] is False
+    assert got["metric"] == "top1" and got["metric_output"] == "logits" and got["samples"] == count and got["scope"]["partial"] is False
     assert got["after"] == want["after"] and got["before"] == want["before"]  # board-side and reference task metric
     assert got["fidelity"]["logits"] == pytest.approx(want["fidelity"]["logits"])
     assert "host reference" in got["scope"]["before"] and "streamed over serial" in got["scope"]["after"]

@@ -32,7 +32,7 @@ import pytest
 from onnx import helper
 
 from edgedeploy.audit import Placement
-from edgedeploy.build import BuildOptions, run_build
+from edgedeploy.pipeline.build import BuildOptions, run_build
 from edgedeploy.errors import OptionError, ToolchainError, ToolchainMissing
 
 from tests.tidl_models import FIXTURES, conv, conv_erf_conv_model, conv_relu_pool_model, f32, make_model, node, write_inputs

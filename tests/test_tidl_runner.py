@@ -19,7 +19,7 @@ import onnx
 import pytest
 
 from edgedeploy.artifacts import check_manifest
-from edgedeploy.build import BuildOptions, run_build
+from edgedeploy.pipeline.build import BuildOptions, run_build
 from edgedeploy.devices import Device, local_device, open_transport
 from edgedeploy.errors import ArtifactError
 from edgedeploy.measure.accuracy import fidelity

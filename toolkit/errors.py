@@ -43,6 +43,10 @@ class DeviceError(EdgedeployError):
     """A device is unknown, unreachable, or failed during a run."""
 
 
+class TargetError(EdgedeployError):
+    """A registered target package is broken (it cannot be loaded or breaks the target contract)."""
+
+
 class NotAvailableYet(EdgedeployError):
     """A command or option that exists in the interface but is not implemented yet."""
 

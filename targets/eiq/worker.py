@@ -7,8 +7,9 @@ printout and summary CSV); the parsing into placements happens on the core side,
 edgedeploy.targets.eiq.vela, which is pure Python and tested on captured outputs.
 
 Actions (request["action"]):
-  build     convert one model to float32 and full-int8 TFLite, run Vela when asked, run both
-            TFLite models on evaluation inputs with the CPU interpreter
+  build     convert one model to float32 and full-int8 TFLite, run Vela when asked
+  evaluate  run both TFLite models on evaluation inputs with the CPU interpreter (XNNPACK, and
+            the builtin kernels alone when XNNPACK refuses the model)
   verdicts  convert many models and run Vela on each (audit --confirm and sweeps): one process,
             so TensorFlow's start-up is paid once; one JSON line per model in results.jsonl
 
@@ -56,6 +57,8 @@ def run(request, ctx):
     action = request.get("action")
     if action == "build":
         return build(request, ctx)
+    if action == "evaluate":
+        return evaluate(request, ctx)
     if action == "verdicts":
         return verdicts(request, ctx)
     raise ValueError(f"unknown action {action!r}")
@@ -530,15 +533,19 @@ def run_vela(tflite_path, outdir, vela, ctx):
 # Running TFLite on the host (CPU interpreter)
 
 
-def run_tflite(path, inputs, layouts, data, outputs_onnx):
+def run_tflite(path, inputs, layouts, data, outputs_onnx, default_delegates=True):
     """Run a .tflite on every sample of `data` (ONNX layout); return outputs per ONNX output (ONNX layout).
 
     Integer inputs are quantised with the model's own scale and zero point, integer outputs
-    dequantised, so the results compare with the float reference directly.
+    dequantised, so the results compare with the float reference directly. With
+    default_delegates=False the interpreter runs its builtin kernels without XNNPACK.
     """
-    from ai_edge_litert.interpreter import Interpreter
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    interpreter = Interpreter(model_path=path, num_threads=1)
+    if default_delegates:
+        interpreter = Interpreter(model_path=path, num_threads=1)
+    else:
+        interpreter = Interpreter(model_path=path, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
     runner = interpreter.get_signature_runner("serving_default")
     details_in = runner.get_input_details()
     details_out = runner.get_output_details()
@@ -631,23 +638,43 @@ def build(request, ctx):
             vela["vela_tflite"] = dest
         result["vela"] = vela
         result["seconds"]["vela"] = vela["seconds"]
-    evaluation = load_arrays(request.get("eval"))
-    if evaluation:
-        started = time.monotonic()
-        eval_dir = request["eval_out_dir"]
-        os.makedirs(eval_dir, exist_ok=True)
-        written = {}
-        for tag, path in (("float32", float_dest), ("int8", int8_dest)):
-            ctx.log(f"tflite: running the {tag} model on {min(len(a) for a in evaluation.values())} evaluation samples (CPU interpreter)")
-            outs = run_tflite(path, conv["onnx_inputs"], conv["input_layouts"], evaluation, conv["onnx_outputs"])
-            written[tag] = {}
-            for i, (name, value) in enumerate(outs.items()):
-                dest = os.path.join(eval_dir, f"{tag}_output{i}.npy")
-                np.save(dest, value)
-                written[tag][name] = dest
-        result["eval_outputs"] = written
-        result["seconds"]["evaluate"] = round(time.monotonic() - started, 3)
     return result
+
+
+def evaluate(request, ctx):
+    """Run the float32 and int8 TFLite models on the evaluation inputs with the CPU interpreter.
+
+    A check after the conversion: when the interpreter's default XNNPACK delegate refuses a
+    model ("failed to prepare"), the run is retried with the builtin kernels alone and says so;
+    a model neither can run is reported per model, never raised, so the conversion is kept.
+    """
+    evaluation = load_arrays(request["eval"])
+    started = time.monotonic()
+    eval_dir = request["eval_out_dir"]
+    os.makedirs(eval_dir, exist_ok=True)
+    written, notes, errors = {}, [], {}
+    for tag, path in (("float32", request["float32_tflite"]), ("int8", request["int8_tflite"])):
+        ctx.log(f"tflite: running the {tag} model on {min(len(a) for a in evaluation.values())} evaluation samples (CPU interpreter)")
+        outs = None
+        for default_delegates in (True, False):
+            try:
+                outs = run_tflite(path, request["onnx_inputs"], request["input_layouts"], evaluation, request["onnx_outputs"], default_delegates)
+                break
+            except Exception as exc:  # noqa: BLE001 - the interpreter's refusal is reported, not raised
+                traceback.print_exc()
+                message = failure_message(exc)
+                if default_delegates:
+                    notes.append(f"the {tag} model failed with the interpreter's default XNNPACK delegate ({message}); retried with the builtin kernels only")
+                else:
+                    errors[tag] = message
+        if outs is None:
+            continue
+        written[tag] = {}
+        for i, (name, value) in enumerate(outs.items()):
+            dest = os.path.join(eval_dir, f"{tag}_output{i}.npy")
+            np.save(dest, value)
+            written[tag][name] = dest
+    return {"eval_outputs": written, "notes": notes, "errors": errors, "seconds": round(time.monotonic() - started, 3), "versions": versions()}
 
 
 _MLIR_ERROR = re.compile(r"error: ((?:'[^']+' op|[A-Za-z]).*?)(?:\n|$)")

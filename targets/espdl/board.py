@@ -271,14 +271,20 @@ def evaluate_on_board(console, section: dict, artifact: Path, manifest: dict, ev
     from edgedeploy.artifacts import atomic_write_bytes, now_iso
     from edgedeploy.datasets import load_dataset, model_input_specs
     from edgedeploy.devices.serial_eval import stream_samples, wait_for_ready
-    from edgedeploy.measure import accuracy
+    from edgedeploy.measure.reference import ReferenceError, ReferenceRunner
+    from edgedeploy.measure.verify import output_producers, verify
     from edgedeploy.model import load_model
 
     model_path = Path(artifact) / "model.onnx"
     model = load_model(model_path, {}, require_static=True)
     specs = model_input_specs(model)
     data = load_dataset(eval_path, specs, None, eval_count)
-    reference = accuracy.evaluate(model_path, data)
+    try:
+        reference = ReferenceRunner(model_path).run(data.inputs)
+    except ReferenceError as exc:
+        section["accuracy_error"] = f"the ONNX Runtime reference could not run: {exc}"
+        return
+    output_names = list(reference.outputs)  # in the model's order
     section["evaluation_inputs"] = data.describe()
     echo(f"board: evaluating {reference.samples} samples of {eval_path} on the board (the host reference: {reference.runtime})")
     ready, reader, problem = wait_for_ready(console, echo=console_echo)
@@ -288,7 +294,7 @@ def evaluate_on_board(console, section: dict, artifact: Path, manifest: dict, ev
         return
     try:
         inputs = _match(ready.get("inputs"), [spec.name for spec in specs], "input")
-        outputs = _match(ready.get("outputs"), reference.output_names, "output")
+        outputs = _match(ready.get("outputs"), output_names, "output")
         input_layouts = [(name, _layout(item["shape"], next(s.shape for s in specs if s.name == name), f"input {name}")) for item, name in inputs]
         output_plan = []
         for item, name in outputs:
@@ -329,10 +335,10 @@ def evaluate_on_board(console, section: dict, artifact: Path, manifest: dict, ev
             board_outputs[name].append(value)
     board_outputs = {name: np.concatenate(values).astype(np.float32) for name, values in board_outputs.items()}
     ref_outputs = {name: values[:done] for name, values in reference.outputs.items()}
-    labels = reference.labels[:done] if reference.labels is not None else None
-    first = reference.output_names[0]
-    metric = accuracy.choose_metric("auto", ref_outputs[first].shape, labels)
-    result = accuracy.before_after(metric, ref_outputs, board_outputs, labels, first)
+    labels = data.labels[:done] if data.labels is not None else None
+    # The build's own verification (measure/verify.py), with the board in the simulator's place.
+    result = verify(ref_outputs, board_outputs, labels, "auto", "auto", output_producers(model.graph))
+    result["reference"] = reference.describe()
     result["scope"] = {
         "samples": done,
         "samples_requested": reference.samples,

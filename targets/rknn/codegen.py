@@ -78,12 +78,14 @@ def _board_array(norm, name: str, x: np.ndarray) -> tuple[np.ndarray, str, str]:
     return np.ascontiguousarray(board.astype(np.float32)), "float32", layout
 
 
-def generate_runners(ctx, eval_ds, norm, names: list[str], batch: int) -> dict:
-    """Write runner/ into the artifact; return the report's codegen section."""
+def generate_runners(ctx, rknn_meta: dict, eval_ds, norm, names: list[str], batch: int) -> dict:
+    """Write runner/ into the artifact; return the report's codegen section.
+
+    `rknn_meta` is the conversion's manifest block (file, hash, precision, inputs).
+    """
     out = ctx.workdir / RUNNER_DIR
     (out / "inputs").mkdir(parents=True, exist_ok=True)
     model_sha = ctx.model.sha256
-    rknn_meta = ctx.manifest["rknn"]
     if eval_ds is None:
         from edgedeploy.datasets import Dataset
 
@@ -113,10 +115,9 @@ def generate_runners(ctx, eval_ds, norm, names: list[str], batch: int) -> dict:
         )
 
     from edgedeploy.devices.runners import write_inputs_npz
-    from edgedeploy.targets.rknn.build import _reference_outputs
 
     write_inputs_npz(out / "inputs.npz", {n: subset.inputs[n] for n in names}, subset.labels)
-    reference = _reference_outputs(ctx.model_path, subset, names, batch)
+    reference = ctx.reference.run(subset.inputs).outputs
     output_names = list(reference)
     np.savez(out / "reference.npz", **{f"output{j}": reference[n] for j, n in enumerate(output_names)})
 

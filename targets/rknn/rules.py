@@ -614,7 +614,7 @@ def fallback_ops(chip: str) -> frozenset[str] | None:
     return None
 
 
-def rule_set(chip_id: str, precision: str = "int8", **options) -> RuleSet:
+def rule_set(chip_id: str, precision: str | None = "int8", **options) -> RuleSet:
     """The audit's rules for one RKNN chip (rk3588, rk3576, rk3568, rk3566, rk3562, rv1106).
 
     `precision`: the build's precision ("int8" by default); some observed failures happen in

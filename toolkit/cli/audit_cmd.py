@@ -38,7 +38,7 @@ def audit_command(model, targets, input_shapes, output_format, precision, fail_o
     line per chip (nodes on the accelerator, accelerator<->fallback transitions and the bytes that
     cross them per inference); with several chips, the operator x chip matrix.
     """
-    from edgedeploy.audit.run import audit_chips, resolve_chips
+    from edgedeploy.pipeline.audit import audit_chips, resolve_chips
 
     chips, no_rules = resolve_chips(targets)
     path = resolve_model(model)

@@ -56,7 +56,7 @@ def bench_command(model, backends, input_shapes, batch, precision, threads, sess
     """
     from edgedeploy.artifacts import atomic_write_json
     from edgedeploy.errors import ArtifactError, EdgedeployError
-    from edgedeploy.measure.bench import BenchOptions, run_bench
+    from edgedeploy.pipeline.bench import BenchOptions, run_bench
     from edgedeploy.measure.harness import SessionPlan
 
     if out_path is not None and out_path.exists() and not force:

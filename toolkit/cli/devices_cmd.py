@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from edgedeploy.cli.options import AbsolutePath
+from edgedeploy.targets import chip_ids
 
 from edgedeploy.cli.output import emit_json, format_option, info, table
 
@@ -44,7 +45,7 @@ def list_command(inventory: Path | None = None, output_format: str = "text") -> 
     """List the devices of the inventory (the built-in `local` included)."""
     from edgedeploy.devices.inventory import describe, load_inventory
 
-    inv = load_inventory(inventory)
+    inv = load_inventory(inventory, chip_ids())
     rows = [describe(d) for d in inv.devices.values()]
     if output_format == "json":
         emit_json({"schema": "edgedeploy.devices/1", "inventory": str(inv.path) if inv.path else None, "devices": rows})
@@ -64,7 +65,7 @@ def check_command(name: str, inventory: Path | None, output_format: str) -> None
     from edgedeploy.devices import load_inventory, open_transport
     from edgedeploy.errors import DeviceError
 
-    device = load_inventory(inventory).get(name)
+    device = load_inventory(inventory, chip_ids()).get(name)
     transport = open_transport(device)
     try:
         workdir = transport.make_workdir()

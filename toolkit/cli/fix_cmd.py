@@ -36,7 +36,8 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
     """
     from edgedeploy.artifacts import atomic_write_bytes, atomic_write_json
     from edgedeploy.errors import ArtifactError, OptionError
-    from edgedeploy.fix.engine import confirm_fix, evaluation_feeds, fix_model
+    from edgedeploy.fix.engine import evaluation_feeds, fix_model
+    from edgedeploy.pipeline.fix import confirm_fix
     from edgedeploy.fix.passes import REWRITES
     from edgedeploy.model import load_model
     from edgedeploy.targets import find_chip

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from edgedeploy.cli.options import AbsolutePath
+from edgedeploy.targets import chip_ids
 from click.core import ParameterSource
 
 from edgedeploy.cli.devices_cmd import inventory_option
@@ -34,7 +35,7 @@ SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build",
     default=None,
     help="A device of the inventory (`edgedeploy devices`), `local` for this machine, or a board on a serial port as CHIP@PORT (esp32s3@/dev/ttyUSB0); an inventory entry of transport labgrid is a farm (as --farm).",
 )
-# -- a labgrid farm (devices/farm.py, cli/measure_farm.py) --
+# -- a labgrid farm (pipeline/farm.py, cli/measure_farm.py) --
 @click.option("--farm", "farm_url", default=None, metavar="labgrid://HOST:PORT", help="Measure on the boards of a labgrid farm: per artifact, a place tagged with its chip (chip=NAME) is acquired, used and released.")
 @click.option("--place", "place_pattern", default=None, metavar="PATTERN", help="Farm: only places whose name (or alias) contains PATTERN, or matches it as a glob (rock5b-*).")
 @click.option("--parallel", type=int, default=0, show_default=True, help="Farm: boards in use at once (0: one per artifact).")
@@ -77,10 +78,10 @@ def measure_command(
     With --farm labgrid://HOST:PORT (or a labgrid inventory entry), several artifacts measure on
     the farm's boards in parallel, one place each, into one merged report (docs/farm.md)."""
     from edgedeploy.devices import find_device
-    from edgedeploy.devices.measuring import MeasureRequest, partial_error, run_measure
+    from edgedeploy.pipeline.measure import MeasureRequest, partial_error, run_measure
     from edgedeploy.devices.runners import SessionSettings
 
-    device = find_device(device_name, inventory) if device_name else None
+    device = find_device(device_name, inventory, chip_ids()) if device_name else None
     if farm_url or (device is not None and device.transport == "labgrid"):
         from edgedeploy.cli.measure_farm import run_farm_measure
 

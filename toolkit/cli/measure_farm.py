@@ -1,6 +1,6 @@
 """`edgedeploy measure ARTIFACT... --farm labgrid://HOST:PORT` (or --device NAME of a labgrid inventory entry).
 
-The CLI side of devices/farm.py: which of measure's options go to the boards' runs, the merged
+The CLI side of pipeline/farm.py: which of measure's options go to the boards' runs, the merged
 report on stdout (JSON with --format json), and the one sentence when something was not measured.
 """
 
@@ -56,7 +56,7 @@ def _args(ctx: click.Context, mapping: dict[str, str]) -> list[str]:
 
 
 def run_farm_measure(ctx: click.Context, artifacts: tuple[Path, ...], device, farm: str | None, place: str | None, parallel: int, place_wait_s: float, output_format: str) -> None:
-    from edgedeploy.devices.farm import FarmRequest, measure_on_farm
+    from edgedeploy.pipeline.farm import FarmRequest, measure_on_farm
     from edgedeploy.devices.labgrid import parse_farm_url
 
     if farm and device is not None:

@@ -29,7 +29,7 @@ def targets_data() -> list[dict]:
                     "toolchain_installed": status.installed,
                     "toolchain_status": status.detail,
                     "rules_version": chip.toolchain_version,
-                    "stages": list(target.stages),
+                    "capabilities": sorted(c.value for c in target.capabilities),
                 }
             )
     return rows

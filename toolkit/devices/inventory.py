@@ -89,7 +89,13 @@ def resolve_inventory_path(explicit: Path | str | None) -> tuple[Path, bool]:
     return default_inventory_path(), False
 
 
-def load_inventory(explicit: Path | str | None = None) -> Inventory:
+def load_inventory(explicit: Path | str | None = None, known_chips=None) -> Inventory:
+    """The inventory (the local machine always included); with `known_chips`, unknown chips are refused."""
+    inventory = _load_inventory(explicit)
+    return check_chips(inventory, known_chips) if known_chips is not None else inventory
+
+
+def _load_inventory(explicit: Path | str | None) -> Inventory:
     path, named = resolve_inventory_path(explicit)
     devices = {LOCAL_NAME: local_device()}
     if not path.exists():
@@ -212,12 +218,23 @@ def _check_labgrid_entry(where: str, entry: dict) -> str:
         raise DeviceError(f"{where}: {exc}") from None
 
 
-def _check_chip(where: str, chip: object) -> str:
-    from edgedeploy.targets import chip_ids
+CHIP_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
-    if not isinstance(chip, str) or chip.strip().lower() not in chip_ids():
-        raise DeviceError(f"{where}: unknown chip {chip!r}; known chips: {', '.join(chip_ids())} (leave chip out for a generic CPU host).")
+
+def _check_chip(where: str, chip: object) -> str:
+    """The chip's form; whether it is a known chip is checked by `check_chips` (the device layer knows no targets)."""
+    if not isinstance(chip, str) or not CHIP_PATTERN.match(chip.strip().lower()):
+        raise DeviceError(f"{where}: chip must be a chip id such as \"rk3588\", not {chip!r} (leave chip out for a generic CPU host).")
     return chip.strip().lower()
+
+
+def check_chips(inventory: "Inventory", known_chips) -> "Inventory":
+    """Refuse an entry whose chip is not one of `known_chips` (the registry's chip ids, from the caller)."""
+    known = list(known_chips)
+    for name, device in inventory.devices.items():
+        if device.chip is not None and device.chip not in known:
+            raise DeviceError(f"{inventory.path}: device '{name}': unknown chip {device.chip!r}; known chips: {', '.join(known)} (leave chip out for a generic CPU host).")
+    return inventory
 
 
 def describe(device: Device) -> dict:

@@ -486,18 +486,20 @@ def iter_lines(console, timeout_s: float) -> Iterator[str]:
         yield from splitter.feed(data)
 
 
-def serial_device_from_spec(spec: str, baud: int = DEFAULT_BAUD):
+def serial_device_from_spec(spec: str, baud: int = DEFAULT_BAUD, known_chips=None):
     """`CHIP@PORT` (esp32s3@/dev/ttyUSB0, esp32p4@COM5) as an ad-hoc serial Device; None if `spec` is not one.
 
     For `edgedeploy measure ARTIFACT --device esp32s3@/dev/ttyUSB0` without an inventory entry.
-    The chip must be a known chip id; anything else after the @ that is not a port path is not
+    The chip must be one of `known_chips` (the registry's, from the caller); anything else after the @ that is not a port path is not
     a serial spec (user@host is SSH's business).
     """
     from edgedeploy.devices.base import Device
-    from edgedeploy.targets import chip_ids
+    from edgedeploy.devices.inventory import CHIP_PATTERN
 
     chip, sep, port = spec.partition("@")
-    if not sep or not port or chip.strip().lower() not in chip_ids():
+    if not sep or not port or not CHIP_PATTERN.match(chip.strip().lower()):
+        return None
+    if known_chips is not None and chip.strip().lower() not in known_chips:
         return None
     if not (port.startswith("/dev/") or re.fullmatch(r"COM\d+", port, flags=re.I) or port.startswith("/")):
         return None

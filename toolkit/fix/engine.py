@@ -37,10 +37,10 @@ DEFAULT_EVAL_COUNT = 64
 def evaluation_feeds(model, eval_path: Path | None, eval_count: int, model_path: Path) -> tuple[list[dict], str]:
     """Per-sample feeds (batch as pinned) from --eval, the sample's held-out split, or seeded random data."""
     from edgedeploy.datasets import load_dataset, model_input_specs
-    from edgedeploy.sample import sample_eval_path, sample_model_path
+    from edgedeploy.sample import is_sample, sample_eval_path
 
     specs = model_input_specs(model)
-    if eval_path is None and model_path.resolve() == sample_model_path().resolve():
+    if eval_path is None and is_sample(model):
         eval_path = sample_eval_path()
     if eval_path is not None:
         ds = load_dataset(eval_path, specs, count=eval_count)
@@ -121,15 +121,15 @@ class FixResult:
 
 
 def _run_reference(proto: onnx.ModelProto, feeds: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Outputs of ONNX Runtime (CPU, fp32) for each feed (one batch of the model's pinned size), concatenated."""
-    import onnxruntime as ort
+    """The reference's outputs (ONNX Runtime fp32, CPU) on the feeds, in order (edgedeploy.measure.reference)."""
+    from edgedeploy.errors import ModelError
+    from edgedeploy.measure.reference import ReferenceError, ReferenceRunner
 
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    runs = [session.run(names, feed) for feed in feeds]
-    return {name: np.concatenate([np.asarray(r[i]).reshape(1, -1) if np.asarray(r[i]).ndim == 0 else np.asarray(r[i]) for r in runs]) for i, name in enumerate(names)}
+    inputs = {name: np.concatenate([feed[name] for feed in feeds], axis=0) for name in feeds[0]}
+    try:
+        return ReferenceRunner(proto).run(inputs).outputs
+    except ReferenceError as exc:
+        raise ModelError(f"The model does not run on its evaluation inputs: {exc}.") from exc
 
 
 def fix_model(
@@ -211,61 +211,3 @@ def fix_model(
     final_outputs = _run_reference(current.proto, feeds)
     per_output = {k: fidelity(reference[k], final_outputs[k]) for k in reference}
     return FixResult(original, current, attempts, before, current_audit, per_output, eval_source)
-
-
-def _verdict_line(verdict) -> str:
-    if verdict.failed:
-        return f"refused the model ({verdict.failed})"
-    counts: dict[str, int] = {}
-    for node in verdict.nodes.values():
-        counts[node.placement.value] = counts.get(node.placement.value, 0) + 1
-    on = counts.pop("accelerator", 0)
-    rest = ", ".join(f"{n} {p}" for p, n in sorted(counts.items()))
-    return f"{on} of {len(verdict.nodes)} reported nodes on the accelerator" + (f" ({rest})" if rest else "")
-
-
-def confirm_fix(result: FixResult, echo: Callable[[str], None] = lambda _: None) -> dict:
-    """Each chip's real toolchain verdict on the model before and after the rewrites (where installed).
-
-    The rules decided what `fix` applied; this asks the toolchain itself (esp-ppq's float ops,
-    RKNN's layer table, Vela's CPU operators, ...) whether the nodes really moved.
-    """
-    import tempfile
-
-    from edgedeploy.audit.confirm import compare
-    from edgedeploy.errors import EdgedeployError
-    from edgedeploy.targets import find_chip
-
-    confirmed: dict = {}
-    with tempfile.TemporaryDirectory(prefix="edgedeploy-fix-confirm-") as tmp:
-        work = Path(tmp)
-        paths = {}
-        for label, model in (("before", result.original), ("after", result.fixed)):
-            paths[label] = work / f"{label}.onnx"
-            onnx.save(model.proto, str(paths[label]))
-        for chip_id, before_audit in result.before.items():
-            target, chip = find_chip(chip_id)
-            status = target.toolchain.status()
-            if not status.installed:
-                confirmed[chip_id] = {"skipped": f"the {target.toolchain.name} toolchain is {status.detail}"}
-                continue
-            entry: dict = {"toolchain": target.toolchain.name}
-            try:
-                for label, audit in (("before", before_audit), ("after", result.after[chip_id])):
-                    echo(f"fix: {chip_id}: asking {target.toolchain.name} for its verdict on the model {label} the rewrites")
-                    folder = work / f"{chip_id}-{label}"
-                    folder.mkdir()
-                    verdict = target.toolchain_verdict(paths[label], chip_id, folder, folder / "toolchain.log")
-                    comparison = compare(audit, verdict)
-                    agreement = comparison.get("agreement")
-                    entry[label] = {
-                        "verdict": verdict.to_dict(),
-                        "comparison": comparison,
-                        "line": _verdict_line(verdict),
-                        "agreement_line": f"{comparison['agree']} of {comparison['compared']} nodes agree" + ("" if agreement is None else f" ({agreement:.0%})"),
-                    }
-            except EdgedeployError as exc:
-                confirmed[chip_id] = {"skipped": str(exc).splitlines()[0]}
-                continue
-            confirmed[chip_id] = entry
-    return confirmed

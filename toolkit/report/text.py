@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from edgedeploy.cli.output import table
 from edgedeploy.report import fmt
+from edgedeploy.report.fmt import table
 
 
 def _latency_block(label: str, rec: dict) -> list[str]:

@@ -47,6 +47,10 @@ from edgedeploy.devices.runners import (
 )
 from edgedeploy.errors import ArtifactError, DeviceError
 from edgedeploy.measure.harness import SessionSettings, make_measurement
+from edgedeploy.measure.reference import ReferenceRunner
+from edgedeploy.measure.verify import verify
+from edgedeploy.targets import find_chip
+from edgedeploy.targets.base import Capability
 from edgedeploy.measure.schema import SCOPE_FIELDS, ratio_refusal, scope_differences
 
 MEASUREMENT_SCHEMA = "edgedeploy.measurement/1"
@@ -190,13 +194,13 @@ def run_serial_measure(request: MeasureRequest, echo: Callable[[str], None], rai
     divided by the host's (another device). When the board gave no session at all, nothing is
     written and the board's error is raised.
     """
-    from edgedeploy.targets import find_chip
-
     artifact = Path(request.artifact)
     device = request.device
     manifest = check_artifact_for_device(artifact, device)
     report = _read_report(artifact)
     target, _chip = find_chip(manifest["target"]["chip"])
+    if not target.has(Capability.SERIAL):
+        raise DeviceError(f"{target.name} artifacts are not run on boards over a serial port; give device '{device.name}' an ssh or local transport.")
     started_at = now_iso()
     echo(f"measure: {artifact} on the board '{device.name}' (serial {device.serial_port}, {device.baud} baud); flash: {request.flash}")
     section = target.measure_serial(
@@ -306,9 +310,15 @@ def _runner_specs(artifact: Path, manifest: dict, report: dict, device: Device, 
         )
         baseline = None
     else:
-        from edgedeploy.targets import find_chip
-
         target, _chip = find_chip(manifest["target"]["chip"])
+        if not target.has(Capability.RUNNER):
+            if target.has(Capability.SERIAL):
+                raise DeviceError(
+                    f"{target.name} artifacts run as firmware on an {manifest.get('target', {}).get('chip', 'the chip')} over a serial port, not as a "
+                    f"runner on device '{device.name}' ({device.transport}); give a serial device (chip@/dev/ttyUSB0 or an inventory entry "
+                    "with transport = \"serial\")."
+                )
+            raise DeviceError(f"{target.name} artifacts have no runner for devices.")
         after = target.runner_spec(artifact, manifest, device)
         baseline = after.baseline
         if INPUTS_REMOTE_NAME in after.files:
@@ -552,30 +562,27 @@ def host_reference_outputs(model_path: Path, inputs_path: Path, count: int) -> t
     """The reference: the artifact's ONNX model on this machine's ONNX Runtime CPU, on the same inputs.
 
     Inputs are either one array per input with the samples along the batch axis (the dataset
-    .npz format: fed in whole batches), or one entry per sample each with its own batch axis
-    (rank + 1: fed one by one, outputs stacked) as some targets' runners store them.
+    .npz format), or one entry per batch each with its own batch axis (rank + 1) as some
+    targets' runners store them; either way the reference runner sees samples along axis 0.
     """
-    import onnxruntime as ort
+    import onnx
 
-    session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
-    inputs = session.get_inputs()
-    names = [i.name for i in inputs]
+    proto = onnx.load(str(model_path))
+    runner = ReferenceRunner(proto)
+    ranks = {vi.name: len(vi.type.tensor_type.shape.dim) for vi in proto.graph.input}
     with np.load(inputs_path, allow_pickle=False) as archive:
-        data = {n: archive[n] for n in names}
-    outputs = session.get_outputs()
-    parts: list[list[np.ndarray]] = [[] for _ in outputs]
-    if data[names[0]].ndim == len(inputs[0].shape) + 1:
-        for index in range(min(count, len(data[names[0]]))):
-            for i, value in enumerate(session.run(None, {n: a[index] for n, a in data.items()})):
-                parts[i].append(np.asarray(value))
-        stacked = {o.name: np.stack(p) for o, p in zip(outputs, parts) if p}
+        data = {n: archive[n] for n in runner.input_names}
+    framed = any(a.ndim == ranks.get(n, a.ndim) + 1 for n, a in data.items())
+    frames = min(count, len(next(iter(data.values()))))
+    if framed:
+        data = {n: a[:frames].reshape((-1,) + a.shape[2:]) for n, a in data.items()}
     else:
-        batch = int(inputs[0].shape[0]) if isinstance(inputs[0].shape[0], int) else 1
-        for start in range(0, count - batch + 1, batch):
-            for i, value in enumerate(session.run(None, {n: a[start : start + batch] for n, a in data.items()})):
-                parts[i].append(np.asarray(value))
-        stacked = {o.name: np.concatenate(p) for o, p in zip(outputs, parts) if p}
-    return stacked, f"ort-cpu {ort.__version__} on this host, fp32"
+        data = {n: a[:count] for n, a in data.items()}
+    result = runner.run(data)
+    outputs = result.outputs
+    if framed:
+        outputs = {k: v.reshape((frames, -1) + v.shape[1:]) for k, v in outputs.items()}
+    return outputs, f"{result.runtime} on this host"
 
 
 def accuracy_section(artifact: Path, runs: dict[str, RunnerRun], inputs_path: Path | None, device: Device) -> dict | None:
@@ -590,10 +597,8 @@ def accuracy_section(artifact: Path, runs: dict[str, RunnerRun], inputs_path: Pa
     host_ref, host_label = host_reference_outputs(artifact / "model.onnx", inputs_path, count)
     with np.load(inputs_path, allow_pickle=False) as archive:
         labels = archive["labels"][:count] if "labels" in archive.files else None
-    first_output = next(iter(host_ref))
-    metric = accuracy.choose_metric("auto", host_ref[first_output].shape, labels)
     reference = before if before is not None else host_ref
-    section = accuracy.before_after(metric, reference, after, labels, first_output)
+    section = verify(reference, after, labels, "auto", "auto")
     section["scope"] = {
         "samples": count,
         "device": device.name,

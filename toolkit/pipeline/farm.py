@@ -135,14 +135,14 @@ class FarmJob:
 
 
 def board_transport(chip: str | None) -> str:
-    """serial for a chip whose target flashes and reads board firmware (Target.measure_serial), else ssh."""
+    """serial for a chip whose target flashes and reads board firmware (Capability.SERIAL), else ssh."""
     if chip is None:
         return "ssh"
     from edgedeploy.targets import find_chip
-    from edgedeploy.targets.base import Target
+    from edgedeploy.targets.base import Capability
 
     target, _ = find_chip(chip)
-    return "serial" if type(target).measure_serial is not Target.measure_serial else "ssh"
+    return "serial" if target.has(Capability.SERIAL) else "ssh"
 
 
 def plan_jobs(artifacts: list[Path]) -> list[FarmJob]:
@@ -420,7 +420,7 @@ class FarmRun:
 
     def _annotate(self, job: FarmJob) -> None:
         """The board's identity into the record (and report.json), written again atomically."""
-        from edgedeploy.devices.measuring import summarize_for_report
+        from edgedeploy.pipeline.measure import summarize_for_report
         from edgedeploy.report.artifact import update_report_section
 
         record = job.record

@@ -124,14 +124,11 @@ def target_page(target) -> str:
 
 
 def _variants(target, chip_id: str) -> list[dict]:
-    """Other tables a rules module offers for a chip (its optional `rule_set_variants(chip_id)`), default excluded.
+    """Other tables a target offers for a chip (Target.rule_set_variants), default excluded.
 
     Each entry: the keyword arguments for rule_set() plus "label"; e.g. TensorRT versions, DLA or GPU.
     """
-    module = target.module("rules")
-    if not hasattr(module, "rule_set_variants"):
-        return []
-    return [v for v in module.rule_set_variants(chip_id) if not v.get("default")]
+    return [v for v in target.rule_set_variants(chip_id) if not v.get("default")]
 
 
 def _variant_sections(target, covered) -> list[str]:
@@ -188,7 +185,7 @@ def index_page(targets_with_rules: list, targets_without: list) -> str:
 
 def generate_pages() -> dict[str, str]:
     """file name (under docs/supported-ops/) -> content, for every registered target."""
-    from edgedeploy.audit.run import has_rules
+    from edgedeploy.pipeline.audit import has_rules
     from edgedeploy.targets import all_targets
 
     with_rules = [t for t in all_targets() if has_rules(t)]
