@@ -69,6 +69,10 @@ class EiqTarget(Target):
     )
 
 
+    def rule_set_variants(self, chip_id: str) -> list[dict]:
+        """The other rule tables of a chip (the rules package), default first."""
+        return self.module("rules").rule_set_variants(chip_id)
+
     def convert(self, ctx):
         """onnx2tf float32 + full-int8 TFLite, Vela for the i.MX 93; the toolchain's verdict (build.py)."""
         from edgedeploy.targets.eiq.build import convert

@@ -160,7 +160,7 @@ def codegen(ctx, converted: ConvertResult) -> dict:
 
     from edgedeploy.targets.eiq.runner import generate_runner
 
-    section = generate_runner(ctx, converted.details["tflite_io"], ctx.data.evaluation, RUNNER_SAMPLE_COUNT)
+    section = generate_runner(ctx, converted.details["tflite_io"], ctx.data.evaluation, RUNNER_SAMPLE_COUNT, converted.simulated)
     ctx.echo(f"codegen: runner/runner.py ({section['delegate']})")
     shutil.rmtree(ctx.workdir / "work", ignore_errors=True)
     return section

@@ -113,7 +113,7 @@ class TensorRtTarget(Target):
     def toolchain_verdicts(self, model_paths, chip_id, workdir, log_path, *, precision=None, inputs=None, **options) -> list:
         """TensorRT's placement, building each model on the device (options: device, dla, trtexec)."""
         flow = self.module("flow")
-        return [flow.toolchain_verdict(p, chip_id, Path(workdir) / f"case{i}", log_path, precision=precision, **options) for i, p in enumerate(model_paths)]
+        return [flow.toolchain_verdict(p, chip_id, (Path(workdir) if len(model_paths) == 1 else Path(workdir) / f"case{i}"), log_path, precision=precision, **options) for i, p in enumerate(model_paths)]
 
 
 TARGET = TensorRtTarget()

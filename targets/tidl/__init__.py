@@ -80,6 +80,10 @@ class TidlTarget(Target):
     def rule_set_arguments(self, chip_id, precision, options) -> dict:
         return {"tidl_version": options.tidl_version} if options is not None and options.tidl_version else {}
 
+    def rule_set_variants(self, chip_id: str) -> list[dict]:
+        """The other rule tables of a chip (the rules package), default first."""
+        return self.module("rules").rule_set_variants(chip_id)
+
     def convert(self, ctx):
         """The TIDL compile project, compiled where TI's tools are (build.py)."""
         from edgedeploy.targets.tidl import build
@@ -101,7 +105,7 @@ class TidlTarget(Target):
         """Compile each model with TIDL (TIDL_TOOLS_PATH or tidl_compile_command) and parse its placement."""
         from edgedeploy.targets.tidl.verdict import compile_and_parse
 
-        return [compile_and_parse(self, Path(p), chip_id, Path(workdir) / f"case{i}", Path(log_path), **options) for i, p in enumerate(model_paths)]
+        return [compile_and_parse(self, Path(p), chip_id, (Path(workdir) if len(model_paths) == 1 else Path(workdir) / f"case{i}"), Path(log_path), **options) for i, p in enumerate(model_paths)]
 
     def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
         """ONNX Runtime with TIDLExecutionProvider on the board; baseline: ONNX Runtime CPU on the same board."""

@@ -160,7 +160,8 @@ def convert(target, ctx) -> ConvertResult:
     # The model TIDL compiles lives inside tidl/, so that folder alone is the compile project a
     # TI container needs; it is the pinned model, with unsafe node names renamed if any.
     if deny is not None and deny.renamed:
-        model_for_tidl = named_copy(ctx.model.proto, [deny.renamed.get(name, name) for name in node_names(ctx.model.graph)])
+        # Only the unsafe names change; a nameless node stays nameless (TIDL knows it by its output).
+        model_for_tidl = named_copy(ctx.model.proto, [deny.renamed.get(display, node.name) for display, node in zip(node_names(ctx.model.graph), ctx.model.graph.node)])
     else:
         model_for_tidl = ctx.model.proto
     onnx.save(model_for_tidl, str(tidl_dir / TIDL_MODEL_FILE))

@@ -74,5 +74,8 @@ def compile_and_parse(target, model_path: Path, chip_id: str, workdir: Path, log
     )
     executor = Executor(Path(log_path), float(options.get("timeout_s", 1800)))
     result = tidl_build.run_compile(executor, tidl_dir, plan, TI_SOC[chip_id], echo=lambda line: None)
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    with Path(log_path).open("a") as log:
+        log.write(result["log_text"])
     verdict, _ = tidl_build.read_verdict(tidl_dir, model.proto, version, log_text=result["log_text"])
     return verdict

@@ -287,6 +287,7 @@ def _audit_section(work: Path, prediction, rules, echo) -> dict:
         "precision": prediction.precision,
         "toolchain_version": prediction.toolchain_version,
         "source": prediction.source,
+        "fallback_unit": prediction.fallback_unit,
         "notes": list(rules.notes),
         "summary": prediction.summary(),
         "summary_line": prediction.summary_line(),
@@ -363,6 +364,8 @@ def _verify(ctx: BuildContext, converted: ConvertResult, reference: ReferenceRun
         reason = simulated.failed if simulated is not None else "the simulation gave no outputs"
         echo(f"verify: the host check could not run ({reason}); the artifact is kept")
         return {"status": "failed", "reason": reason, "backend": simulated.backend if simulated else None}
+    # Codegen may ship the expected outputs of the compiled model with its runners.
+    converted.simulated = simulated
     try:
         before = reference.run(evaluation.inputs)
     except ReferenceError as exc:
