@@ -422,7 +422,7 @@ def contract_problems(target: Target) -> list[str]:
         implemented = getattr(cls, method) is not getattr(Target, method)
         if capability is Capability.AUDIT and not implemented:
             # The default rule_set reads the package's rules module.
-            implemented = importlib.util.find_spec(f"{target.package}.rules") is not None
+            implemented = _has_module(f"{target.package}.rules")
         declared = capability in cls.capabilities
         if declared and not implemented:
             problems.append(f"it declares `{capability.value}` but does not implement `{method}`")
@@ -431,3 +431,11 @@ def contract_problems(target: Target) -> list[str]:
     if not issubclass(cls.options_type, TargetOptions) or not dataclasses.is_dataclass(cls.options_type):
         problems.append("its options_type is not a TargetOptions dataclass")
     return problems
+
+
+def _has_module(name: str) -> bool:
+    """Whether `name` can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent that is a module, not a package
+        return False

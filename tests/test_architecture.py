@@ -78,7 +78,7 @@ def test_a_third_party_target_is_listed_audited_and_built_with_no_core_edit(acme
 
     audited = run_cli("audit", "--target", "acme-npu1", "--format", "json", env=env)
     assert audited.returncode == 0, audited.stderr
-    chip = json.loads(audited.stdout)["chips"][0]
+    chip = json.loads(audited.stdout)["audits"][0]
     assert chip["chip"] == "acme-npu1"
     # The sample's Gemm/Softmax are not in the stand-in's table: they fall back, the convolutions do not.
     assert chip["summary"]["fallback"] > 0 and chip["summary"]["on_accelerator"] > 0

@@ -17,10 +17,10 @@ import math
 import shutil
 from pathlib import Path
 
-import numpy as np
 import onnx
 
 from edgedeploy import __version__
+from edgedeploy.arrays import read_arrays, write_arrays
 from edgedeploy.artifacts import atomic_write_json
 from edgedeploy.errors import OptionError
 from edgedeploy.model import named_copy
@@ -121,14 +121,15 @@ def convert(ctx) -> ConvertResult:
     input_names = [vi.name for vi in ctx.model.graph_inputs()]
     batchable = ctx.data.batchable
     calib_path = work / "calib.npz"
-    np.savez(calib_path, **calib.inputs)
+    # Keyed by index with a name table (edgedeploy.arrays): tensor names are not safe .npz keys.
+    write_arrays(calib_path, calib.inputs)
     eval_path = None
     if evaluation is not None:
         eval_path = work / "eval.npz"
-        np.savez(eval_path, **evaluation.inputs)
+        write_arrays(eval_path, evaluation.inputs)
     test_source = evaluation if evaluation is not None else calib
     test_path = work / "test_input.npz"
-    np.savez(test_path, **{k: v[:1] for k, v in test_source.inputs.items()})
+    write_arrays(test_path, {k: v[:1] for k, v in test_source.inputs.items()})
     named_path = work / "model_named.onnx"
     onnx.save(named_copy(ctx.model.proto, display_names), str(named_path))
 
@@ -175,8 +176,7 @@ def convert(ctx) -> ConvertResult:
     )
     simulated = None
     if result.get("eval_outputs"):
-        with np.load(result["eval_outputs"], allow_pickle=False) as archive:
-            outputs = {k: archive[k] for k in archive.files}
+        outputs = read_arrays(result["eval_outputs"])
         simulated = SimulationResult(outputs, backend="esp-ppq quantised simulation (CPU, torch)")
     espdl = ctx.workdir / ESPDL_NAME
     _cleanup_work(work)

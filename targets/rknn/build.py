@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edgedeploy.arrays import read_arrays, write_arrays
 from edgedeploy.artifacts import sha256_file
 from edgedeploy.datasets import Dataset, PreprocessSpec, model_input_specs
 from edgedeploy.errors import OptionError, ToolchainError
@@ -152,7 +153,7 @@ def convert(target, ctx) -> ConvertResult:
     if eval_ds is not None:
         usable = (len(eval_ds) // batch) * batch
         eval_ds = eval_ds.take(usable)
-        np.savez(scratch / "eval_inputs.npz", **{n: norm.to_board_domain(n, eval_ds.inputs[n]) for n in names})
+        write_arrays(scratch / "eval_inputs.npz", {n: norm.to_board_domain(n, eval_ds.inputs[n]) for n in names})
         request["eval_inputs"] = str(scratch / "eval_inputs.npz")
         request["simulator_outputs"] = str(scratch / "simulator_outputs.npz")
         request["batch"] = batch
@@ -181,7 +182,7 @@ def convert(target, ctx) -> ConvertResult:
     if result.get("simulator_error"):
         simulated = SimulationResult({}, backend=f"RKNN simulator (rknn-toolkit2 {version})", failed=f"the RKNN simulator failed: {result['simulator_error']}")
     elif result.get("simulator_outputs"):
-        outputs = dict(np.load(result["simulator_outputs"], allow_pickle=False))
+        outputs = read_arrays(result["simulator_outputs"])
         simulated = SimulationResult(outputs, backend=f"RKNN simulator (rknn-toolkit2 {version}, init_runtime(target=None)), {precision}, host")
 
     sections = {}

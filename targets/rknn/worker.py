@@ -261,7 +261,10 @@ def _run_build(request, ctx):
                 ctx.log("simulator: init_runtime(target=None)")
                 if rknn.init_runtime(target=None) != 0:
                     raise RuntimeError("the RKNN simulator did not start (init_runtime failed)")
-                data = np.load(eval_in)
+                # edgedeploy.arrays' format: array i under `t<i>`, the tensor names in `names_json`.
+                with np.load(eval_in, allow_pickle=False) as archive:
+                    table = json.loads(bytes(archive["names_json"]).decode("ascii"))
+                    data = {n: np.asarray(archive["t%d" % i]) for i, n in enumerate(table)}
                 names = request["input_names"]
                 formats = request["data_formats"]
                 if not any(formats):
@@ -287,7 +290,9 @@ def _run_build(request, ctx):
                 for k, name in enumerate(out_names):
                     if outputs is not None and k < len(outputs):
                         arrays[name] = np.concatenate(outputs[k], axis=0)
-                np.savez(request["simulator_outputs"], **arrays)
+                payload = {"t%d" % i: arrays[n] for i, n in enumerate(arrays)}
+                payload["names_json"] = np.frombuffer(json.dumps(list(arrays), ensure_ascii=True).encode("ascii"), dtype=np.uint8)
+                np.savez(request["simulator_outputs"], **payload)
                 result["simulator_outputs"] = request["simulator_outputs"]
                 result["simulated_samples"] = count * batch
 

@@ -28,6 +28,8 @@ from tests.helpers import run_cli
 from tests.serial_standin import BOOT, DONE
 
 SHA = "ab" * 32
+# The suite's figures (tests/hostile/conftest.py) count these cases under this category.
+CATEGORY = "board output"
 
 
 # -- the CLI cases --------------------------------------------------------------------------------
@@ -105,26 +107,20 @@ REFUSED_LINES = [
 ]
 
 
-def errors_of(stderr: str) -> list[str]:
-    return [l for l in stderr.splitlines() if l.startswith("error:")]
-
-
-def assert_one_sentence(proc, exit_code: int, *clauses: str) -> str:
-    assert proc.returncode == exit_code, proc.stderr
-    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
-    errors = errors_of(proc.stderr)
-    assert len(errors) == 1, proc.stderr
+def assert_one_sentence(hostile, outcome, exit_code: int, *clauses: str) -> str:
+    """The suite's verdict (non-zero, not 70, one sentence, no traceback), the exit code, and the clauses (case as written)."""
+    sentence = hostile.refused(outcome, code=exit_code)
     for clause in clauses:
-        assert clause in errors[0], errors[0]
-    return errors[0]
+        assert clause in sentence, sentence
+    return sentence
 
 
 def measurement_files(artifact: Path) -> list[Path]:
     return sorted((artifact / "measurements").glob("*.json")) if (artifact / "measurements").exists() else []
 
 
-def measure(artifact: Path, port: str, *extra: str):
-    return run_cli("measure", str(artifact), "--device", f"esp32s3@{port}", "--flash", "none", "--timeout", "20", *extra)
+def measure(hostile, artifact: Path, port: str, *extra: str):
+    return hostile.run_subprocess("measure", str(artifact), "--device", f"esp32s3@{port}", "--flash", "none", "--timeout", "20", *extra)
 
 
 pytestmark_espdl = pytest.mark.toolchain("espdl")
@@ -132,22 +128,22 @@ pytestmark_espdl = pytest.mark.toolchain("espdl")
 
 @pytestmark_espdl
 @pytest.mark.parametrize("change, clause", [(c, k) for _, c, k in REFUSED_LINES], ids=[i for i, _, _ in REFUSED_LINES])
-def test_a_board_whose_every_line_lies_records_nothing(artifact, board, change, clause):
+def test_a_board_whose_every_line_lies_records_nothing(hostile, artifact, board, change, clause):
     fw = firmware(artifact)
     report_before = (artifact / "report.json").read_bytes()
     lines = [line(edit(good(fw, i), *change)) for i in range(fw.sessions)]
     board.play([BOOT, fw.start(), *lines, DONE])
-    proc = measure(artifact, board.port)
-    assert_one_sentence(proc, 1, clause)
+    outcome = measure(hostile, artifact, board.port)
+    assert_one_sentence(hostile, outcome, 1, clause)
     assert measurement_files(artifact) == [] and (artifact / "report.json").read_bytes() == report_before
 
 
 @pytestmark_espdl
-def test_one_lying_line_among_good_ones_keeps_the_good_ones_marked_partial(artifact, board):
+def test_one_lying_line_among_good_ones_keeps_the_good_ones_marked_partial(hostile, artifact, board):
     fw = firmware(artifact)
     board.play([BOOT, fw.start(), fw.result(0, 1500.0), line(edit(good(fw, 1), "latency_us", "fast")), fw.result(2, 1510.0), DONE])
-    proc = measure(artifact, board.port)
-    sentence = assert_one_sentence(proc, 1, "only 2 of 3 result lines could be taken", "1 result line(s) were refused", "latency_us is 'fast'", "marked partial")
+    outcome = measure(hostile, artifact, board.port)
+    sentence = assert_one_sentence(hostile, outcome, 1, "only 2 of 3 result lines could be taken", "1 result line(s) were refused", "latency_us is 'fast'", "marked partial")
     (path,) = measurement_files(artifact)
     assert str(path) in sentence
     record = json.loads(path.read_text())
@@ -156,12 +152,12 @@ def test_one_lying_line_among_good_ones_keeps_the_good_ones_marked_partial(artif
 
 
 @pytestmark_espdl
-def test_a_line_without_first_inference_is_recorded_without_crashing(artifact, board):
+def test_a_line_without_first_inference_is_recorded_without_crashing(hostile, artifact, board):
     fw = firmware(artifact)
     board.play([BOOT, fw.start(), *[line(edit(good(fw, i), "first_inference_us", DELETE)) for i in range(fw.sessions)], DONE])
-    proc = measure(artifact, board.port, "--format", "json")
-    assert proc.returncode == 0, proc.stderr
-    record = json.loads(proc.stdout)
+    outcome = measure(hostile, artifact, board.port, "--format", "json")
+    hostile.accepted(outcome)
+    record = json.loads(outcome.stdout)
     assert record["latency"]["after"]["summary"]["first_inference_range_us"] is None and len(record["latency"]["after"]["sessions"]) == 3
     proc = run_cli("report", str(artifact))  # the text views render it too
     assert "Traceback" not in proc.stderr
@@ -173,24 +169,24 @@ def test_a_line_without_first_inference_is_recorded_without_crashing(artifact, b
     [b"\x1b[2J\x1b[H\x1b]0;pwned\x07", b"\x1b[31mred\x1b[0m \x9b6n", "\u202eevil\u202c".encode(), b"\x00\x01\x02\x7f\x08\x08\x08"],
     ids=["clear-screen-and-title", "colours-and-csi", "bidi-override", "nul-del-backspace"],
 )
-def test_control_bytes_from_the_board_are_escaped_on_the_terminal(artifact, board, noise):
+def test_control_bytes_from_the_board_are_escaped_on_the_terminal(hostile, artifact, board, noise):
     fw = firmware(artifact)
-    hostile = edit(good(fw, 0), "scope.dev_kit_note", noise.decode("utf-8", "replace"))
-    board.play([BOOT, b"I (1) boot: " + noise + b"\r\n", fw.start(), line(hostile), fw.result(1, 1500.0), fw.result(2, 1500.0), b"crash? " + noise + b"\r\n", DONE])
-    proc = run_cli("measure", str(artifact), "--device", f"esp32s3@{board.port}", "--flash", "none", "--timeout", "20", "--console")
-    assert proc.returncode == 0, proc.stderr
-    raw_controls = [c for c in proc.stderr + proc.stdout if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F or c in "\u202e\u202c"]
+    lying = edit(good(fw, 0), "scope.dev_kit_note", noise.decode("utf-8", "replace"))
+    board.play([BOOT, b"I (1) boot: " + noise + b"\r\n", fw.start(), line(lying), fw.result(1, 1500.0), fw.result(2, 1500.0), b"crash? " + noise + b"\r\n", DONE])
+    outcome = measure(hostile, artifact, board.port, "--console")
+    hostile.accepted(outcome)
+    raw_controls = [c for c in outcome.stderr + outcome.stdout if (ord(c) < 32 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F or c in "\u202e\u202c"]
     assert raw_controls == []
-    assert "console: I (1) boot: \\x" in proc.stderr or "console: I (1) boot: \\u" in proc.stderr
+    assert "console: I (1) boot: \\x" in outcome.stderr or "console: I (1) boot: \\u" in outcome.stderr
 
 
 @pytestmark_espdl
-def test_a_flooding_board_ends_in_one_sentence_with_what_it_had_sent_kept(artifact, board):
+def test_a_flooding_board_ends_in_one_sentence_with_what_it_had_sent_kept(hostile, artifact, board):
     fw = firmware(artifact)
     flood = [b"x" * 65536 + b"\r\n"] * 140  # ~9 MiB of console, never finishing
     board.play([BOOT, fw.start(), fw.result(0, 1500.0), *flood])
-    proc = measure(artifact, board.port)
-    assert_one_sentence(proc, 1, "flooded its console", "after 1 of 3 sessions", "marked partial")
+    outcome = measure(hostile, artifact, board.port)
+    assert_one_sentence(hostile, outcome, 1, "flooded its console", "after 1 of 3 sessions", "marked partial")
     (path,) = measurement_files(artifact)
     assert json.loads(path.read_text())["partial"] is True
 
@@ -205,10 +201,10 @@ def test_a_flooding_board_ends_in_one_sentence_with_what_it_had_sent_kept(artifa
     ],
     ids=["announces-a-billion-sessions", "json-nesting-bomb", "non-object-results"],
 )
-def test_a_board_that_lies_about_its_run_is_one_sentence(artifact, board, script, clause):
+def test_a_board_that_lies_about_its_run_is_one_sentence(hostile, artifact, board, script, clause):
     board.play(script(firmware(artifact)))
-    proc = measure(artifact, board.port)
-    assert_one_sentence(proc, 1, clause)
+    outcome = measure(hostile, artifact, board.port)
+    assert_one_sentence(hostile, outcome, 1, clause)
     assert measurement_files(artifact) == []
 
 

@@ -11,7 +11,7 @@ from edgedeploy.targets import chip_ids
 from click.core import ParameterSource
 
 from edgedeploy.cli.devices_cmd import inventory_option
-from edgedeploy.cli.output import emit_json, format_option, info
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info
 from edgedeploy.errors import OptionError
 
 # Options that shape the sessions of copied runners; a board's firmware has them built in.
@@ -126,11 +126,9 @@ def measure_command(
     if output_format == "json":
         emit_json(record)
     else:
-        from edgedeploy.devices.board_output import terminal_lines
         from edgedeploy.report.text import render_measurement
 
-        # The record holds what the board sent (scope strings included): escaped for the terminal.
-        click.echo(terminal_lines(render_measurement(record)))
+        echo_text(render_measurement(record))
     if record["partial"]:
         # What was gathered is printed and saved; the exit status still says the run failed.
         raise partial_error(record, artifact)

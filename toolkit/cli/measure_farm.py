@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from edgedeploy.cli.output import emit_json, info, table
+from edgedeploy.cli.output import echo_text, emit_json, info, table
 from edgedeploy.errors import DeviceError, OptionError
 
 # measure's options as the child `edgedeploy measure` of each board takes them, by transport.
@@ -78,6 +78,7 @@ def run_farm_measure(ctx: click.Context, artifacts: tuple[Path, ...], device, fa
         place_wait_s=place_wait_s,
         python=(device.python if device is not None else "python3"),
         ssh_options=(tuple(device.ssh_options) if device is not None else ()),
+        allow_commands=(device.allow_commands if device is not None else False),
         workdir=(device.workdir if device is not None else None),
         user=(device.user if device is not None else None),
         ssh_args=_args(ctx, SSH_PASSTHROUGH),
@@ -89,9 +90,7 @@ def run_farm_measure(ctx: click.Context, artifacts: tuple[Path, ...], device, fa
     if output_format == "json":
         emit_json(report)
     else:
-        from edgedeploy.devices.board_output import terminal_lines
-
-        click.echo(terminal_lines(render_farm_report(report)))
+        echo_text(render_farm_report(report))
     if report["error"]:
         # What was gathered is printed and kept; the exit status still says not everything was measured.
         raise DeviceError(report["error"])

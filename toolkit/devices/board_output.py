@@ -17,32 +17,19 @@ from __future__ import annotations
 import math
 import re
 
-# C0 controls except TAB, DEL, C1 controls, and the bidirectional formatting characters that
-# reorder what a terminal shows (the "trojan source" characters).
-_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 # A console line longer than this is cut for display (the record keeps what the reader keeps).
 MAX_SHOWN_CHARS = 2000
 
 
 def terminal_safe(text: str, max_chars: int = MAX_SHOWN_CHARS) -> str:
-    """`text` with control characters made visible, cut to `max_chars` (with a marker)."""
+    """`text` with control characters made visible (edgedeploy.escape, the one escaping module), cut to `max_chars`."""
+    from edgedeploy.escape import terminal_safe as escape_for_terminal
+
     if not isinstance(text, str):
         text = str(text)
     cut = len(text) > max_chars
-    if cut:
-        text = text[:max_chars]
-    shown = _UNSAFE.sub(_escape, text)
-    return shown + (f" ... [{len(text)}+ characters, cut]" if cut else "")
-
-
-def terminal_lines(text: str) -> str:
-    """A multi-line text (a rendered report) with every line made terminal-safe, newlines kept."""
-    return "\n".join(terminal_safe(line, max_chars=100_000) for line in text.split("\n"))
-
-
-def _escape(match: re.Match) -> str:
-    code = ord(match.group(0))
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    shown = escape_for_terminal(text[:max_chars] if cut else text)
+    return shown + (f" ... [{len(text)} characters, cut]" if cut else "")
 
 
 # -- result lines -----------------------------------------------------------------------------

@@ -96,6 +96,7 @@ class FarmRequest:
     # and the login when the NetworkService names none (or to override it).
     python: str = "python3"
     ssh_options: tuple[str, ...] = ()
+    allow_commands: bool = False  # the inventory entry allows ssh_options that run commands
     workdir: str | None = None
     user: str | None = None
     # `edgedeploy measure` options for the children, by transport (what the user gave).
@@ -192,6 +193,8 @@ def device_entry(job: FarmJob, place: PlaceInfo, request: FarmRequest) -> dict:
         entry["chip"] = job.chip
     if job.transport == "ssh":
         entry.update(host=access["host"], port=access["port"], python=request.python, ssh_options=list(request.ssh_options))
+        if request.allow_commands:
+            entry["allow_commands"] = True
         user = request.user or access.get("user")
         if user:
             entry["user"] = user

@@ -342,7 +342,7 @@ def choose_inputs(artifact: Path, report: dict, request: MeasureRequest, stage: 
     """The inputs both runners get: --eval, else the build's eval data, else the sample's, else seeded random."""
     from edgedeploy.datasets import load_dataset, model_input_specs
     from edgedeploy.model import load_model
-    from edgedeploy.sample import sample_card, sample_eval_path
+    from edgedeploy.sample import is_sample, sample_card, sample_eval_path
 
     model = load_model(artifact / "model.onnx", {}, require_static=True)
     specs = model_input_specs(model)
@@ -352,7 +352,7 @@ def choose_inputs(artifact: Path, report: dict, request: MeasureRequest, stage: 
     build_eval = (report.get("options") or {}).get("eval")
     if build_eval and Path(build_eval).exists():
         candidates.append((Path(build_eval), "the build's --eval data"))
-    if model.sha256 == sample_card().get("sha256") or report["model"].get("sha256") == sample_card().get("sha256"):
+    if is_sample(model) or report["model"].get("sha256") == sample_card().get("sha256"):
         candidates.append((sample_eval_path(), "the bundled sample's held-out split"))
     path = stage / INPUTS_REMOTE_NAME
     if candidates:

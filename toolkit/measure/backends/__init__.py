@@ -97,6 +97,11 @@ TORCH_VARIANTS = (
         "cuda",
         options={"device": "cuda", "mode": "compile-cudagraphs"},
     ),
+    # The loop a tuned hand-written benchmark uses: the module captured once in a
+    # torch.cuda.CUDAGraph, inputs copied into its static buffers and the graph replayed per
+    # call (worker_torch.CapturedGraph); and the same around torch.compile's default mode.
+    Backend("torch-eager-capture-cuda", "PyTorch eager captured in one CUDA graph (torch.cuda.graph), CUDA", "torch", "cuda", options={"device": "cuda", "mode": "eager-capture"}),
+    Backend("torch-compile-capture-cuda", "torch.compile (default mode) captured in one CUDA graph, CUDA", "torch", "cuda", options={"device": "cuda", "mode": "compile-capture"}),
 )
 def ort_backends(available_providers: list[str]) -> list[Backend]:
     """One backend per execution provider of this onnxruntime build, CPU first."""
