@@ -49,7 +49,9 @@ class InputNormalisation:
             if len(s.shape) == 4 and spec is not None and spec.layout == "NHWC":
                 channels = s.shape[3]
             if channels is None or spec is None:
-                width = s.shape[1] if len(s.shape) == 4 else 1
+                # Identity for inputs that are not images; its length is the channel count the
+                # toolkit checks (axis 1 of an NCHW input, else the last axis).
+                width = s.shape[1] if len(s.shape) == 4 else (s.shape[-1] if s.shape else 1)
                 self.per_input.append({"name": s.name, "mean": [0.0] * max(1, int(width or 1)), "std": [1.0] * max(1, int(width or 1)), "scale": 1.0, "model_mean": None, "model_std": None})
                 continue
             mean = _per_channel(spec.mean, channels, "mean")
@@ -66,12 +68,22 @@ class InputNormalisation:
             )
 
     @property
-    def mean_values(self) -> list[list[float]]:
-        return [p["mean"] for p in self.per_input]
+    def folds_anything(self) -> bool:
+        return any(p["model_mean"] is not None for p in self.per_input)
 
     @property
-    def std_values(self) -> list[list[float]]:
-        return [p["std"] for p in self.per_input]
+    def mean_values(self) -> list[list[float]] | None:
+        """rknn-toolkit2's config(mean_values=...), or None when nothing is folded.
+
+        rknn-toolkit2 2.5.0 checks each list's length against the input's channels and refuses
+        a 1-element list for a non-image input ("len of mean_values ... expect N"); with nothing
+        to fold, the option is left out entirely.
+        """
+        return [p["mean"] for p in self.per_input] if self.folds_anything else None
+
+    @property
+    def std_values(self) -> list[list[float]] | None:
+        return [p["std"] for p in self.per_input] if self.folds_anything else None
 
     def to_board_domain(self, name: str, x: np.ndarray) -> np.ndarray:
         """Model-domain data -> what the RKNN model takes (pixels when a spec applies)."""
@@ -220,6 +232,7 @@ def convert(target, ctx) -> ConvertResult:
         },
         manifest=manifest,
         simulated=simulated,
+        workarounds=result.get("workarounds", []),
     )
 
 

@@ -11,7 +11,7 @@ import click
 from edgedeploy.cli.options import AbsolutePath
 
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
+from edgedeploy.cli.output import echo_text, emit_json, format_option, table
 from edgedeploy.measure import protocol
 
 # Session medians further apart than this are flagged: the figure is then mostly the machine's noise.

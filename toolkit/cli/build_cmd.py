@@ -199,7 +199,9 @@ def _print_summary(results: list[dict]) -> None:
     rows = []
     for r in results:
         where = r.get("artifact") or (f"kept: {r['failed_folder']}" if r.get("failed_folder") else "-")
-        status = r["status"] if r["status"] != "failed" else f"failed: {r['reason']}"
+        # The whole sentence was printed when the chip failed (and is in --format json); the table keeps it short.
+        reason = r.get("reason") or ""
+        status = r["status"] if r["status"] != "failed" else f"failed: {reason if len(reason) <= 70 else reason[:67] + '...'}"
         rows.append([r["chip"], status, where, _accuracy_delta(r.get("report")), f"{r['wall_seconds']:.1f}"])
     echo_text(table(["CHIP", "STATUS", "ARTIFACT", "ACCURACY", "TIME (s)"], rows, right_align=(4,)))
 
