@@ -103,6 +103,11 @@ def html_text(text) -> str:
     return html.escape(terminal_safe(str(text)), quote=True)
 
 
+# Line separators and the bidirectional formatting characters (embeddings, overrides, isolates,
+# marks) that reorder what a terminal shows ("trojan source").
+BIDI_AND_SEPARATORS = "\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+
+
 def terminal_safe(text: str) -> str:
     """Text for a terminal line: C0 and C1 control characters (escape sequences, carriage returns, newlines) shown as `\\xNN`.
 
@@ -115,7 +120,7 @@ def terminal_safe(text: str) -> str:
     out = []
     for ch in text:
         code = ord(ch)
-        if ch == "\t" or not (code < 0x20 or 0x7F <= code < 0xA0 or ch in "\u2028\u2029\u202e\u202d\u2066\u2067\u2068\u2069"):
+        if ch == "\t" or not (code < 0x20 or 0x7F <= code < 0xA0 or ch in BIDI_AND_SEPARATORS):
             out.append(ch)
         else:
             out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")

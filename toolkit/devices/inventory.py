@@ -23,6 +23,12 @@ TOML form (JSON is the same structure: {"devices": {"NAME": {...}}}):
     allow_commands = false     # true lets ssh_options run local commands (ProxyCommand, KnownHostsCommand,
                                # LocalCommand, PermitLocalCommand, Match exec); refused otherwise
 
+    [devices.farm]             # a labgrid farm: `measure --device farm` acquires its places (docs/farm.md)
+    transport = "labgrid"
+    coordinator = "labgrid://farm.lan:20408"
+    place = "rock5b-*"         # optional: only places whose name matches
+    python = "python3"         # optional, for the SSH boards; so are user, ssh_options and workdir
+
 The name `local` always exists: this machine, this Python, no chip (runs generic runners only);
 an inventory entry named `local` replaces it.
 """
@@ -40,10 +46,10 @@ from edgedeploy.devices.base import Device
 from edgedeploy.errors import DeviceError
 
 INVENTORY_ENV = "EDGEDEPLOY_DEVICES"
-TRANSPORTS = ("local", "ssh", "serial")
+TRANSPORTS = ("local", "ssh", "serial", "labgrid")
 LOCAL_NAME = "local"
 # Keys an inventory entry may have; anything else is a typo the user should hear about.
-ENTRY_KEYS = ("chip", "transport", "host", "user", "port", "serial_port", "baud", "python", "workdir", "ssh_options", "allow_commands", "description")
+ENTRY_KEYS = ("chip", "transport", "host", "user", "port", "serial_port", "baud", "python", "workdir", "ssh_options", "allow_commands", "description", "coordinator", "place")
 # Serial speeds pyserial and USB-UART bridges use run from 50 to a few Mbit/s.
 MAX_BAUD = 20_000_000
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -188,6 +194,11 @@ def parse_entry(path: Path, name: str, entry: object) -> Device:
         raise DeviceError(f"{where}: an ssh device needs a host.")
     if transport == "serial" and not entry.get("serial_port"):
         raise DeviceError(f"{where}: a serial device needs a serial_port (e.g. /dev/ttyUSB0).")
+    coordinator = None
+    if transport == "labgrid":
+        coordinator = _check_labgrid_entry(where, entry)
+    elif "coordinator" in entry or "place" in entry:
+        raise DeviceError(f"{where}: coordinator and place belong to labgrid entries (transport = \"labgrid\").")
     device = Device(
         name=name,
         chip=chip,  # type: ignore[arg-type]
@@ -201,12 +212,39 @@ def parse_entry(path: Path, name: str, entry: object) -> Device:
         workdir=entry.get("workdir"),
         ssh_options=tuple(ssh_options),
         allow_commands=allow_commands,
+        coordinator=coordinator,
+        place=entry.get("place"),
     )
     if transport == "ssh":
         from edgedeploy.devices.ssh import check_ssh_settings
 
         check_ssh_settings(device, where)
+    if transport == "labgrid":
+        # Its user and ssh_options go to the farm's SSH boards: the same rules, checked now.
+        from dataclasses import replace
+
+        from edgedeploy.devices.ssh import check_ssh_settings
+
+        check_ssh_settings(replace(device, transport="ssh", host="labgrid-place"), where)
     return device
+
+
+def _check_labgrid_entry(where: str, entry: dict) -> str:
+    """A labgrid entry's coordinator as "HOST:PORT" (the farm's boards come from its places)."""
+    from edgedeploy.devices.labgrid import parse_farm_url
+
+    coordinator = entry.get("coordinator")
+    if not isinstance(coordinator, str) or not coordinator:
+        raise DeviceError(f"{where}: a labgrid entry needs coordinator = \"labgrid://HOST:PORT\".")
+    place = entry.get("place")
+    if place is not None and (not isinstance(place, str) or not place):
+        raise DeviceError(f"{where}: place must be a non-empty place name or pattern.")
+    if entry.get("chip") is not None:
+        raise DeviceError(f"{where}: a labgrid entry names no chip; the places' chip tags say which boards it has.")
+    try:
+        return parse_farm_url(coordinator)
+    except DeviceError as exc:
+        raise DeviceError(f"{where}: {exc}") from None
 
 
 def _shown(value: object) -> str:
@@ -241,6 +279,8 @@ def describe(device: Device) -> dict:
         address = (f"{device.user}@" if device.user else "") + str(device.host) + (f":{device.port}" if device.port else "")
     elif device.transport == "serial":
         address = device.serial_port
+    elif device.transport == "labgrid":
+        address = f"labgrid://{device.coordinator}" + (f" (places {device.place})" if device.place else "")
     return {
         "name": device.name,
         "chip": device.chip,
