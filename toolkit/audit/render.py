@@ -7,7 +7,7 @@ string that comes from the model (node and tensor names) is escaped for the form
 
 from __future__ import annotations
 
-import html
+from edgedeploy.escape import html_text, markdown_cell, terminal_safe
 
 from edgedeploy.report.fmt import fit_lines, table  # one table layout for every text rendering (wraps to a width)
 
@@ -140,10 +140,7 @@ def _text_confirm(audit: dict, detailed: bool) -> list[str]:
 
 def _md(text) -> str:
     """Escape a value for a Markdown table cell."""
-    s = str(text)
-    for ch in ("\\", "|", "`", "*", "_", "<", ">", "[", "]"):
-        s = s.replace(ch, "\\" + ch)
-    return s.replace("\n", " ")
+    return markdown_cell(text)
 
 
 def render_markdown(report: dict) -> str:
@@ -199,7 +196,7 @@ table.matrix th[scope=row]{text-align:left;white-space:nowrap}
 
 
 def _h(text) -> str:
-    return html.escape(str(text), quote=True)
+    return html_text(text)
 
 
 # The page's content width (body max-width less margins), and what a character of the matrix

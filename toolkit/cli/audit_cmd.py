@@ -9,7 +9,7 @@ import click
 from edgedeploy.cli.options import AbsolutePath
 
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import emit_json, format_option, info, terminal_width
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info, terminal_width
 from edgedeploy.errors import EdgedeployError
 
 FAIL_ON_HELP = (
@@ -65,7 +65,7 @@ def audit_command(model, targets, input_shapes, output_format, precision, fail_o
             # Fit the terminal (wrapping the chip matrix) on stdout; a file keeps the full width.
             text = render.render_text(report, per_node=per_node, width=None if output else terminal_width())
         if not output:
-            click.echo(text, nl=False)
+            echo_text(text, nl=False)
     if output and text is not None:
         from edgedeploy.artifacts import atomic_write_text
 

@@ -9,7 +9,7 @@ import click
 from edgedeploy.cli.options import AbsolutePath
 
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import emit_json, format_option, table
+from edgedeploy.cli.output import echo_text, emit_json, format_option, table
 from edgedeploy.measure import protocol
 
 # Session medians further apart than this are flagged: the figure is then mostly the machine's noise.
@@ -85,7 +85,7 @@ def bench_command(model, backends, input_shapes, batch, precision, threads, sess
     if output_format == "json":
         emit_json(doc)
     else:
-        click.echo(render_text(doc))
+        echo_text(render_text(doc))
     explicit = [b for b in options.backends if "all" not in b.lower().split(",")]
     if not doc["results"]:
         reasons = "; ".join(f"{s['backend']}: {s['reason']}" for s in doc["skipped"]) or "; ".join(f"{f['backend']}: {f['error'].splitlines()[0]}" for f in doc["failed"])

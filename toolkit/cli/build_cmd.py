@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import emit_json, format_option, info, table
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
 from edgedeploy.errors import EdgedeployError, OptionError
 
 # Exit status when every chip's project was generated but at least one was not compiled here
@@ -98,6 +98,7 @@ def target_options_from(values: dict, chips_built: list) -> dict:
 @click.option("--calib-count", type=click.IntRange(min=1), help="Use the first N calibration samples.")
 @click.option("--eval", "eval_data", type=AbsolutePath(exists=True, path_type=Path), help="Evaluation data for accuracy before/after (same formats). Default: the sample's held-out split.")
 @click.option("--eval-count", type=click.IntRange(min=1), help="Use the first N evaluation samples.")
+@click.option("--allow-nonfinite", is_flag=True, help="Accept NaN, infinite or complex values in --calib and --eval data (refused by default); a warning says so.")
 @click.option("--preprocess", metavar="SPEC", help="Image preprocessing: size=HxW,scale=1/255,mean=a;b;c,std=a;b;c,layout=NCHW|NHWC,channels=RGB|BGR|GRAY, or a .json file (quote it in a shell: ';' ends a command).")
 @click.option("--metric", type=click.Choice(["auto", "top1", "auroc", "fidelity"]), default="auto", show_default=True, help="Task metric for accuracy before/after: top-1 for classifiers, macro-AUROC for multi-label outputs, or output fidelity only.")
 @click.option("--metric-output", default="auto", show_default=True, metavar="NAME|auto", help="The output the task metric is computed on; auto prefers a Softmax/Sigmoid output whose width fits the labels.")
@@ -108,7 +109,7 @@ def target_options_from(values: dict, chips_built: list) -> dict:
 @click.option("--fail-fast", is_flag=True, help="Stop at the first chip that fails (default: build every chip, then summarise).")
 @click.option("--allow-generated", is_flag=True, help="Count a project generated but not compiled here (TIDL without TI's tools) as built for the exit status.")
 @format_option()
-def build_command(model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, preprocess, metric, metric_output, run_fix, allow_approx, device, timeout_s, fail_fast, allow_generated, output_format, **vendor_values) -> None:
+def build_command(model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, allow_nonfinite, preprocess, metric, metric_output, run_fix, allow_approx, device, timeout_s, fail_fast, allow_generated, output_format, **vendor_values) -> None:
     """Build MODEL for each --target: audit, convert with the vendor toolchain, generate the project, verify accuracy.
 
     MODEL defaults to the bundled MNIST sample. Each artifact is written atomically to
@@ -131,6 +132,7 @@ def build_command(model, targets, out_root, force, input_shapes, precision, cali
         calib_count=calib_count,
         eval=eval_data,
         eval_count=eval_count,
+        allow_nonfinite=allow_nonfinite,
         preprocess=parse_preprocess(preprocess),
         metric=metric,
         metric_output=metric_output,
@@ -200,9 +202,11 @@ def _print_summary(results: list[dict]) -> None:
     rows = []
     for r in results:
         where = r.get("artifact") or (f"kept: {r['failed_folder']}" if r.get("failed_folder") else "-")
-        status = r["status"] if r["status"] != "failed" else f"failed: {r['reason']}"
+        # The whole sentence was printed when the chip failed (and is in --format json); the table keeps it short.
+        reason = r.get("reason") or ""
+        status = r["status"] if r["status"] != "failed" else f"failed: {reason if len(reason) <= 70 else reason[:67] + '...'}"
         rows.append([r["chip"], status, where, _accuracy_delta(r.get("report")), f"{r['wall_seconds']:.1f}"])
-    click.echo(table(["CHIP", "STATUS", "ARTIFACT", "ACCURACY", "TIME (s)"], rows, right_align=(4,)))
+    echo_text(table(["CHIP", "STATUS", "ARTIFACT", "ACCURACY", "TIME (s)"], rows, right_align=(4,)))
 
 
 def _exit_for(results: list[dict], first_error: EdgedeployError | None, allow_generated: bool) -> None:

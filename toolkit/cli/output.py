@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 import click
 
+from edgedeploy.escape import terminal_safe, terminal_text
 from edgedeploy.report.fmt import table  # noqa: F401 - the CLI prints the same tables as the reports
 
 FORMAT_CHOICES = ("text", "json")
@@ -37,8 +38,13 @@ def _json_default(value: Any):
     return str(value)
 
 
+def echo_text(text: str = "", nl: bool = True) -> None:
+    """Data for a person on stdout: every line terminal-safe, since model names and paths end up in it."""
+    click.echo(terminal_text(text), nl=nl)
+
+
 def info(message: str) -> None:
-    """A progress or log line: always stderr, so stdout stays data.
+    """A progress or log line: always stderr, so stdout stays data (control characters escaped).
 
     Through the command's progress display when one is running (edgedeploy.cli.progress);
     with -q/--quiet only warnings and errors are shown.
@@ -49,7 +55,7 @@ def info(message: str) -> None:
     if reporter is not None:
         reporter(message)
     elif not current_settings().quiet or is_warning_or_error(str(message)):
-        click.echo(message, err=True)
+        click.echo(terminal_safe(message), err=True)
 
 
 def human_count(n: int | None) -> str:

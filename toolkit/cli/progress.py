@@ -73,7 +73,9 @@ def clean_tool_line(line: str) -> str:
         segments = [s for s in line.split("\r") if s.strip()]
         line = segments[-1] if segments else ""
     line = _ESCAPES.sub("", line)
-    return _WORKER_PREFIX.sub("", line.strip())
+    from edgedeploy.escape import terminal_safe
+
+    return terminal_safe(_WORKER_PREFIX.sub("", line.strip()))
 
 
 def make_console(stream: IO[str] | None = None, live: bool | None = None, width: int | None = None):
@@ -191,8 +193,11 @@ class Reporter:
     def _print(self, text: str, now: float) -> None:
         from rich.text import Text
 
+        from edgedeploy.escape import terminal_text
+
         prefix = f"[{now - self.started:7.1f} s] " if self.stamp else ""
-        self.console.print(Text(prefix + text), highlight=False, soft_wrap=True)
+        # Model and tool text may hold control characters: shown escaped, never interpreted.
+        self.console.print(Text(prefix + terminal_text(text)), highlight=False, soft_wrap=True)
 
     # -- the running tool ----------------------------------------------------------------------
     def _follow(self, log_path: Path) -> None:

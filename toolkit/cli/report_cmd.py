@@ -8,7 +8,7 @@ import click
 
 from edgedeploy.cli.options import AbsolutePath
 
-from edgedeploy.cli.output import format_option, info
+from edgedeploy.cli.output import echo_text, format_option, info, terminal_width
 
 
 @click.command("report")
@@ -46,12 +46,13 @@ def report_command(dirs: tuple[Path, ...], output_format: str, output: Path | No
     else:
         from edgedeploy.report.text import render_comparison
 
-        text = render_comparison(comp) + "\n"
+        # Fit the terminal on stdout (COLUMNS); a file keeps the full width.
+        text = render_comparison(comp, width=None if output is not None else terminal_width()) + "\n"
     if output is not None:
         atomic_write_text(output, text)
         info(f"report: wrote {output} ({output_format}, {len(paths)} artifact(s))")
     else:
-        click.echo(text, nl=False)
+        echo_text(text, nl=False)
 
 
 COMMANDS = [report_command]

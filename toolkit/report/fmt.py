@@ -279,10 +279,13 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right_align: Se
 
     Each block repeats the first `keep` columns (the row labels) and holds as many of the
     others as fit in `width`; a note above each block says which columns it shows. A column
-    that does not fit even alone gets a block of its own (the terminal wraps it).
+    that does not fit even alone gets a block of its own (the terminal wraps it). Cells are
+    terminal-safe (a name's control characters are shown escaped).
     """
-    headers = [str(h) for h in headers]
-    rows = [["" if c is None else str(c) for c in row] for row in rows]
+    from edgedeploy.escape import terminal_safe
+
+    headers = [terminal_safe(str(h)) for h in headers]
+    rows = [["" if c is None else terminal_safe(str(c)) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):

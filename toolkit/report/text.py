@@ -15,12 +15,12 @@ def _latency_block(label: str, rec: dict) -> list[str]:
     # One unit per column, named in its header: a MAX of 35 ms must not turn a 75 us median into 0.07.
     columns = (("MEAN", "mean"), ("MEDIAN", "p50"), ("P90", "p90"), ("P99", "p99"), ("MIN", "min"), ("MAX", "max"))
     units = [fmt.unit_for([s["latency_us"][key] for s in rec["sessions"]]) for _, key in columns]
-    first_unit = fmt.unit_for([s["first_inference_us"] for s in rec["sessions"]])
+    first_unit = fmt.unit_for([s.get("first_inference_us") for s in rec["sessions"]])
     rows = []
     for s in rec["sessions"]:
         lat = s["latency_us"]
         cells = [fmt.in_unit(lat[key], unit) for (_, key), unit in zip(columns, units)]
-        rows.append([s.get("session"), s["iterations"], *cells, fmt.in_unit(s["first_inference_us"], first_unit)])
+        rows.append([s.get("session"), s["iterations"], *cells, fmt.in_unit(s.get("first_inference_us"), first_unit)])
     headers = ["SESSION", "ITERATIONS", *(f"{name} ({unit[0]})" for (name, _), unit in zip(columns, units)), f"FIRST ({first_unit[0]})"]
     body = table(headers, rows, right_align=range(9))
     lines += ["  " + line for line in body.splitlines()]
