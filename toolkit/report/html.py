@@ -205,7 +205,8 @@ def _latency(comp: dict) -> str:
                 plot_rows.append({"label": f"{e['artifact']} {e['run']} s{s.get('session')}", "run": e["run"], "latency_us": s.get("latency_us"), "histogram_us": s.get("histogram_us")})
         headers = ["Artifact", "Run", f"Median of session medians ({units['median'][0]})", f"Session medians ({units['session_medians'][0]})", f"Session p99 ({units['p99'][0]})", f"First inference ({units['first'][0]})", "Sessions", "Scope"]
         parts.append(_table(headers, rows, "latency", numeric=(2, 3, 4, 5)))
-        plot = svg.latency_sessions(plot_rows, f"Latency distribution per session on {device}")
+        host = " (host figures of chip artifacts, not the chips' latency)" if group.get("host_notes") else ""
+        plot = svg.latency_sessions(plot_rows, f"Latency distribution per session on {device}{host}")
         if plot:
             parts.append(f"<figure>{plot}<figcaption>One row per session (separate process); same device for every row. Scopes: as in the table above.</figcaption></figure>")
         for c in group["comparisons"]:
