@@ -332,8 +332,9 @@ def _runner_specs(artifact: Path, manifest: dict, report: dict, device: Device, 
             stage / "after", artifact / runner["model"], inputs_file, model_info, runner.get("precision", "fp32"), request.settings, threads=request.threads, label="ONNX Runtime CPU (artifact)"
         )
         baseline = None
-    elif is_host_run(manifest, device):
-        target, _chip = find_chip(manifest["target"]["chip"])  # check_artifact_for_device refused a target without HOST
+    elif is_host_run(manifest, device) and find_chip(manifest["target"]["chip"])[0].has(Capability.HOST):
+        # (check_artifact_for_device refuses a host run of a target without HOST, with its reason.)
+        target, _chip = find_chip(manifest["target"]["chip"])
         after = target.host_runner_spec(artifact, manifest, request.settings, stage / "host")
         baseline = after.baseline
         if INPUTS_REMOTE_NAME in after.files:
@@ -434,7 +435,7 @@ def run_sessions(transport, device: Device, specs: dict, sessions: int, fetch_di
                 if run.error:
                     continue
                 spec = run.spec
-                echo(StepStarted(f"  {label} session {index + 1}/{sessions}: running"))
+                echo(StepStarted(f"  {label}: running session {index + 1} of {sessions}"))
                 python = spec.python or device.python
                 argv = [python if a == "{python}" else a for a in spec.command]
                 result = transport.run(argv, f"{workdir}/{label}", spec.timeout_s)
