@@ -119,7 +119,13 @@ class Runner:
         if out_result.is_file():
             result = json.loads(out_result.read_text())
         else:
-            result = {"converted": False, "error": (f"timed out after {self.timeout_s:.0f} s" if timed_out else f"the process died (exit {rc}) before writing a result")}
+            if timed_out:
+                why = f"timed out after {self.timeout_s:.0f} s"
+            elif rc < 0:
+                why = f"the toolchain process crashed ({signal.Signals(-rc).name}) before writing a result"
+            else:
+                why = f"the toolchain process exited {rc} before writing a result"
+            result = {"converted": False, "error": why}
             if env == "eiq":
                 result = {"imx8mp": dict(result), "imx93": dict(result)}
         result["_wall_s"] = seconds
@@ -194,7 +200,8 @@ def main() -> int:
             "variant": variant,
             "converted": bool(result.get("converted")),
             "error": result.get("error"),
-            "toolchain_message": None if result.get("converted") else (toolchain_message(text) or result.get("error")),
+            "toolchain_message": None if result.get("converted") else (
+                result.get("error") if str(result.get("error", "")).startswith(("the toolchain process", "timed out")) else (toolchain_message(text) or result.get("error"))),
             "seconds": result.get("seconds", result.get("_wall_s")),
             "artifact_bytes": result.get("artifact_bytes"),
             "cache": str(folder.relative_to(HOME)),
