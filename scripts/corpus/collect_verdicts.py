@@ -212,7 +212,7 @@ def summarise(agreement: dict) -> dict:
     kinds = Counter()
     for p in agreement.values():
         if p["toolchain_failed"] and not p["exact"]:
-            kinds[(p["chip"], "(whole model)", "buildable -> toolchain fails")] += 1
+            kinds[(p["chip"], f"(model {p['model']})", "buildable -> toolchain fails")] += 1
         for d in p["disagreements"]:
             if d["node"] == "(model)":
                 continue

@@ -64,15 +64,46 @@ def env_version(env: str) -> str:
     return subprocess.run([str(env_python(env)), "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)|AssertionError|KeyError|IndexError)\b:?.*")
+# Lines our own direct scripts raise after the toolchain already said why.
+OWN_WORDS = ("load_onnx failed", "build failed", "export_rknn failed", "onnx2tf wrote no full-integer")
+
+
 def toolchain_message(log: str) -> str | None:
-    """The toolkit's own last error line (rknn-toolkit2 prints `E <stage>: ...`), or the last
-    exception line of a Python traceback."""
-    lines = [l.rstrip() for l in log.splitlines() if l.strip()]
-    errors = [l for l in lines if re.match(r"^(\x1b\[[0-9;]*m)?E [A-Za-z_]+:", l) and not HARMLESS.search(l)]
-    if errors:
-        return re.sub(r"\x1b\[[0-9;]*m", "", errors[-1])[:1000]
-    exc = [l for l in lines if re.match(r"^[A-Za-z_.]*(Error|Exception|Exit)\b.*", l) or re.match(r"^[A-Za-z_.]+Error:", l)]
-    return exc[-1][:1000] if exc else None
+    """The toolchain's own final error, from its log.
+
+    rknn-toolkit2 prints `E <stage>: ...` (in colour); when that line opens a traceback, the
+    exception line that closes it and the innermost toolkit function are the message. Else the
+    last exception line of a Python traceback that is not one of our scripts' own wrappers.
+    """
+    lines = [ANSI.sub("", l).rstrip() for l in log.splitlines()]
+    lines = [l for l in lines if l.strip()]
+    e_lines = [i for i, l in enumerate(lines) if re.match(r"^E [A-Za-z_]+:", l) and not HARMLESS.search(l) and "rknn-toolkit2 version" not in l]
+    if e_lines:
+        i = e_lines[-1]
+        head = lines[i]
+        if head.rstrip().endswith("Traceback (most recent call last):"):
+            where = None
+            for l in lines[i + 1 :]:
+                m = re.match(r'^\s*File "[^"]*", line \d+, in (.+)$', l)
+                if m:
+                    where = m.group(1)
+                    continue
+                if EXCEPTION_LINE.match(l.strip()):
+                    stage = head.split(":", 1)[0]
+                    return f"{stage}: {l.strip()}" + (f" (in {where})" if where else "")
+        return head[:1000]
+    found = None
+    where = None
+    for l in lines:
+        m = re.match(r'^\s*File "([^"]*)", line (\d+), in (.+)$', l)
+        if m:
+            where = f"{m.group(3)}, {'/'.join(Path(m.group(1)).parts[-3:])}:{m.group(2)}"
+        elif EXCEPTION_LINE.match(l.strip()) and not any(w in l for w in OWN_WORDS) and not l.startswith(" "):
+            found = l.strip()[:1000] + (f" (in {where})" if where and "scripts/corpus/direct" not in where else "")
+            where = None
+    return found
 
 
 class Runner:
@@ -220,6 +251,10 @@ def main() -> int:
         m, chip, env, script, cargs = job
         key = hashlib.sha256(f"{m['model']['sha256']} {chip} {runner.versions[env]} plain".encode()).hexdigest()[:20]
         result, text, folder = runner.run_case(env, script, cargs, key)
+        # A toolchain that rewrites its input (esp-ppq and onnx2tf both do) would corrupt the
+        # corpus for every later case: the direct scripts pass copies, and this checks it.
+        if hashlib.sha256(Path(cargs[0]).read_bytes()).hexdigest() != m["model"]["sha256"]:
+            raise SystemExit(f"{cargs[0]} changed during the {env} case: a toolchain wrote to its input; regenerate it with make_corpus.py")
         if env == "eiq":
             for c in EIQ_CHIPS:
                 if c in chips:
