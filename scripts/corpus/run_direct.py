@@ -44,6 +44,7 @@ EIQ_CHIPS = ("imx8mp", "imx93")
 ENV_PACKAGES = {"espdl": ["esp-ppq"], "rknn": ["rknn-toolkit2"], "eiq": ["onnx2tf", "ethos-u-vela", "tensorflow-cpu"]}
 # rknn-toolkit2 prints this on every build; it is not the error.
 HARMLESS = re.compile(r"Unkown op target: 0")
+ONNX2TF_ADVICE = "use the -kt or -kat option"
 ADVICE = re.compile(r"disable_rules\s*=\s*\[\s*['\"]([A-Za-z0-9_]+)['\"]")
 
 
@@ -94,6 +95,7 @@ def toolchain_message(log: str) -> str | None:
                     stage = head.split(":", 1)[0]
                     return f"{stage}: {l.strip()}" + (f" (in {where})" if where else "")
         return head[:1000]
+    node = next((l.split("onnx_op_name:", 1)[1].strip() for l in reversed(lines) if "ERROR:" in l and "onnx_op_name:" in l), None)
     found = None
     where = None
     for l in lines:
@@ -103,6 +105,8 @@ def toolchain_message(log: str) -> str | None:
         elif EXCEPTION_LINE.match(l.strip()) and not any(w in l for w in OWN_WORDS) and not l.startswith(" "):
             found = l.strip()[:1000] + (f" (in {where})" if where and "scripts/corpus/direct" not in where else "")
             where = None
+    if found and node:
+        found += f" (onnx2tf node {node})"
     return found
 
 
@@ -259,6 +263,17 @@ def main() -> int:
             for c in EIQ_CHIPS:
                 if c in chips:
                     record(m, c, env, "plain", {**result.get(c, {}), "_wall_s": result.get("_wall_s")}, text, folder)
+            if not result.get("imx8mp", {}).get("converted") and ONNX2TF_ADVICE in ANSI.sub("", text):
+                # onnx2tf's own error advice: -kat (keep the layout) for inputs that are not
+                # channels-first; here the 3-D ones (sequences [N, T, F], states [L, N, H]).
+                keep = [i["name"] for i in m["inputs"] if len(i["shape"]) == 3]
+                if keep:
+                    wkey = hashlib.sha256(f"{m['model']['sha256']} imx {runner.versions[env]} kat={keep}".encode()).hexdigest()[:20]
+                    r2, t2, f2 = runner.run_case(env, script, cargs + ["--keep-input-layout", *keep], wkey)
+                    for c in EIQ_CHIPS:
+                        if c in chips:
+                            record(m, c, env, "workaround", {**r2.get(c, {}), "_wall_s": r2.get("_wall_s")}, t2, f2,
+                                   {"workaround": f"onnx2tf keep_ncw_or_nchw_or_ncdhw_input_names={keep} (-kat), as onnx2tf's error message advises"})
             return
         advice = sorted(set(ADVICE.findall(text)))
         record(m, chip, env, "plain", result, text, folder, {"toolchain_advice": [f"disable_rules=['{a}']" for a in advice]} if advice else None)

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """onnx2tf and Vela called directly, as their READMEs show (no edgedeploy involved).
 
-    ~/.cache/edgedeploy/envs/eiq/bin/python eiq_direct.py MODEL.onnx CALIB.npz OUTDIR
+    ~/.cache/edgedeploy/envs/eiq/bin/python eiq_direct.py MODEL.onnx CALIB.npz [--keep-input-layout NAME...] OUTDIR
+
+`--keep-input-layout`: onnx2tf's -kat (keep_ncw_or_nchw_or_ncdhw_input_names), the option its
+own error message recommends for inputs that are not channels-first; those inputs are neither
+transposed by onnx2tf nor in their calibration data.
 
 1. onnx2tf full-integer quantisation with the corpus calibration data
    (`onnx2tf.convert(..., output_integer_quantized_tflite=True,
@@ -25,7 +29,9 @@ import traceback
 
 
 def main():
-    model, calib, out = sys.argv[1:4]
+    model, calib = sys.argv[1:3]
+    keep = sys.argv[sys.argv.index("--keep-input-layout") + 1 : -1] if "--keep-input-layout" in sys.argv else []
+    out = sys.argv[-1]
     out = os.path.abspath(out)
     os.makedirs(out, exist_ok=True)
     os.chdir(out)
@@ -50,15 +56,16 @@ def main():
         data = np.load(calib)
         custom = []
         for j, spec in enumerate(specs):
-            array = data[spec.name].astype(np.float32)
-            if 3 <= array.ndim <= 5:
+            array = data[spec.name]  # in the model's own dtype (int64 token ids stay integers)
+            if 3 <= array.ndim <= 5 and spec.name not in keep:
                 # onnx2tf turns every 3-D to 5-D input channels-last (NCW -> NWC, NCHW -> NHWC,
                 # NCDHW -> NDHWC), and its calibration data must be in that TensorFlow layout.
                 array = np.moveaxis(array, 1, -1)
             path = os.path.join(out, "calib_%d.npy" % j)
             np.save(path, array)
             shape = [1] * (array.ndim - 1) + [array.shape[-1]]
-            custom.append([spec.name, path, np.zeros(shape, np.float32), np.ones(shape, np.float32)])
+            kind = array.dtype if array.dtype.kind in "iu" else np.float32
+            custom.append([spec.name, path, np.zeros(shape, kind), np.ones(shape, kind)])
         # onnx2tf downloads a sample calibration image set for 3-channel 4-D inputs unless a file
         # of that name is in the working directory (toolchains.md); this machine is offline.
         sample = "calibration_image_sample_data_20x128x128x3_float32.npy"
@@ -74,6 +81,7 @@ def main():
             output_folder_path=os.path.join(out, "saved_model"),
             output_integer_quantized_tflite=True,
             custom_input_op_name_np_data_path=custom,
+            keep_ncw_or_nchw_or_ncdhw_input_names=keep or None,
         )
         found = sorted(glob.glob(os.path.join(out, "saved_model", "*_full_integer_quant.tflite")))
         if found:
