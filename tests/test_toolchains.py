@@ -44,7 +44,7 @@ def test_worker_round_trip_with_this_interpreter(tmp_path):
     assert "noise on stdout" in text and "working" in text
 
 
-def test_worker_exception_becomes_one_error_quoting_the_log(tmp_path):
+def test_worker_exception_becomes_one_sentence_with_the_toolchains_error_and_the_log_path(tmp_path):
     worker = write_worker(
         tmp_path,
         """
@@ -57,7 +57,9 @@ def test_worker_exception_becomes_one_error_quoting_the_log(tmp_path):
         run_worker(Path(sys.executable), worker, {}, tmp_path / "w", tmp_path / "log.txt", timeout_s=60, label="espdl")
     message = str(info.value)
     assert "ValueError: the model has an op we cannot quantise" in message
-    assert "about to fail" in message  # the log's tail is quoted
+    assert str(tmp_path / "log.txt") in message  # where the full log (with the traceback) is
+    assert "\n" not in message and "Traceback" not in message  # one sentence, the traceback stays in the log
+    assert "Traceback" in (tmp_path / "log.txt").read_text()
 
 
 def test_worker_crash_without_result(tmp_path):
@@ -73,7 +75,8 @@ def test_worker_crash_without_result(tmp_path):
     with pytest.raises(WorkerFailed) as info:
         run_worker(Path(sys.executable), worker, {}, tmp_path / "w", tmp_path / "log.txt", timeout_s=60, label="rknn")
     assert "exited with status 139 without a result" in str(info.value)
-    assert "segfault imminent" in str(info.value)
+    assert "segfault imminent" in str(info.value)  # the worker's last line
+    assert "\n" not in str(info.value)
 
 
 def test_worker_timeout_is_stopped(tmp_path):
@@ -211,3 +214,51 @@ def test_doctor_reports_espdl_versions():
 def test_install_when_installed_does_nothing():
     result = run_cli("toolchain", "install", "espdl")
     assert result.returncode == 0 and "already installed" in result.stderr
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purposes; /proc says which.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_an_exception_in_the_caller_kills_the_workers_whole_process_group(tmp_path):
+    """Ctrl-C (or any exception) while a worker runs: the worker and what it started die with the call."""
+    from edgedeploy.toolchains.executor import Executor
+
+    worker = write_worker(
+        tmp_path,
+        """
+        import subprocess, sys, time
+        def run(request, ctx):
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+            print("pids", child.pid, flush=True)
+            time.sleep(120)
+        """,
+    )
+    log = tmp_path / "log.txt"
+    seen: dict = {}
+
+    def progress(elapsed, line):
+        if line.startswith("pids"):
+            seen["child"] = int(line.split()[1])
+            raise KeyboardInterrupt  # what Ctrl-C does in the CLI while it waits
+
+    with pytest.raises(KeyboardInterrupt):
+        Executor(log, 60, progress).worker_with_python(Path(sys.executable), worker, {}, tmp_path / "w", "test")
+    assert "child" in seen, log.read_text()
+    assert not _alive(seen["child"]), "the worker's own child outlived the interrupted call"
+
+
+def test_final_error_line_skips_the_protocol_and_prefers_the_error():
+    from edgedeploy.toolchains.executor import final_error_line
+
+    log = "$ python worker.py\nloading\nTraceback (most recent call last):\n  File x\nIndexError: list index out of range\n[edgedeploy-worker +1.0s] worker finished\n"
+    assert final_error_line(log) == "IndexError: list index out of range"
+    assert final_error_line("$ cmd\n") is None

@@ -32,6 +32,11 @@ def _debug_requested(argv: list[str]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from edgedeploy.toolchains.process import exit_on_termination_signals
+
+    # SIGTERM/SIGHUP become SystemExit, so the toolchain workers' process groups are killed on
+    # the way out (as Ctrl-C's KeyboardInterrupt already does) instead of running on.
+    exit_on_termination_signals()
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(argv)
     if debug and "--debug" in argv[1:]:

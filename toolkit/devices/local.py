@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -12,6 +10,7 @@ from pathlib import Path
 
 from edgedeploy.devices.base import CommandResult, Device
 from edgedeploy.errors import DeviceError
+from edgedeploy.toolchains.process import ManagedProcess, ProcessTimedOut
 
 
 class LocalTransport:
@@ -58,28 +57,19 @@ class LocalTransport:
     def run(self, argv: list[str], cwd: str, timeout_s: float) -> CommandResult:
         started = time.monotonic()
         try:
-            # A new session, so a time-out can stop the runner and anything it started.
-            proc = subprocess.Popen(
-                argv,
-                cwd=self._resolve(cwd),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                errors="replace",
-                start_new_session=True,
-            )
+            # A process group of its own, killed with everything it started on a time-out or
+            # any other way out (ManagedProcess).
+            with ManagedProcess(argv, cwd=self._resolve(cwd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace") as proc:
+                try:
+                    out, err = proc.communicate(timeout_s)
+                except ProcessTimedOut:
+                    raise DeviceError(
+                        f"Device '{self.device.name}': {Path(argv[0]).name} did not finish within {timeout_s:.0f} s and was stopped."
+                    ) from None
+                returncode = proc.proc.returncode
         except OSError as exc:
             raise DeviceError(f"Device '{self.device.name}': could not start {argv[0]}: {exc.strerror or exc}.") from exc
-        try:
-            out, err = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            raise DeviceError(
-                f"Device '{self.device.name}': {Path(argv[0]).name} did not finish within {timeout_s:.0f} s and was stopped."
-            ) from None
-        return CommandResult(proc.returncode, out, err, time.monotonic() - started)
+        return CommandResult(returncode, out, err, time.monotonic() - started)
 
     def __enter__(self) -> "LocalTransport":
         return self

@@ -35,6 +35,7 @@ from pathlib import Path, PurePosixPath
 
 from edgedeploy.devices.base import CommandResult, Device, DeviceConnectionLost
 from edgedeploy.errors import DeviceError
+from edgedeploy.toolchains.process import ManagedProcess
 
 # Always passed first (ssh keeps the first value it obtains for an option).
 FORCED_OPTIONS = ("BatchMode=yes", "StrictHostKeyChecking=yes", "RequestTTY=no")
@@ -289,29 +290,29 @@ class SshTransport:
             "exit $rc"
         )
         started = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                self.ssh_argv(script), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True
-            )
-        except FileNotFoundError as exc:
-            raise DeviceError(f"The OpenSSH client ({self.ssh_binary}) is not installed; install openssh-client to reach device '{self.device.name}'.") from exc
         timed_out = False
         try:
-            out, err = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            os.killpg(proc.pid, signal.SIGKILL)
-            # Stop the command on the device first: a multiplexed session's pipes are held by
-            # the shared connection until the remote command ends.
-            self._stop_remote(cwd)
-            try:
-                out, err = proc.communicate(timeout=15)
-            except subprocess.TimeoutExpired:
-                for pipe in (proc.stdout, proc.stderr):
-                    if pipe:
-                        pipe.close()
-                proc.wait()
-                out, err = "", ""
+            with ManagedProcess(self.ssh_argv(script), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace") as managed:
+                proc = managed.proc
+                try:
+                    out, err = proc.communicate(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    # Stop the command on the device first: a multiplexed session's pipes are held by
+                    # the shared connection until the remote command ends.
+                    self._stop_remote(cwd)
+                    try:
+                        out, err = proc.communicate(timeout=15)
+                    except subprocess.TimeoutExpired:
+                        managed.kill_group()
+                        out, err = "", ""
+                except BaseException:
+                    # Ctrl-C, SIGTERM, an error: the remote command must not run on either.
+                    self._stop_remote(cwd)
+                    raise
+        except FileNotFoundError as exc:
+            raise DeviceError(f"The OpenSSH client ({self.ssh_binary}) is not installed; install openssh-client to reach device '{self.device.name}'.") from exc
         wall_s = time.monotonic() - started
         err, status = _split_exit_marker(err)
         if timed_out:

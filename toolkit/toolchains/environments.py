@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from edgedeploy.errors import ToolchainError, ToolchainMissing
+from edgedeploy.toolchains.process import ManagedProcess, ProcessTimedOut
 
 # Where an environment records what it was built from; its absence marks an incomplete install.
 STAMP_NAME = "edgedeploy-toolchain.json"
@@ -126,11 +127,11 @@ class VenvToolchain(Toolchain):
             raise ToolchainMissing(f"The {self.name} toolchain is {st.detail}.")
         return self.python(home)
 
-    def run_worker(self, worker_file: Path, request: dict, workdir: Path, log_path: Path, timeout_s: float, home: Path | None = None) -> dict:
-        """Run a worker in this environment (see toolchains.worker); ToolchainMissing if not installed."""
-        from edgedeploy.toolchains.worker import run_worker
+    def run_worker(self, worker_file: Path, request: dict, workdir: Path, log_path: Path, timeout_s: float, home: Path | None = None, progress=None) -> dict:
+        """Run a worker in this environment (see toolchains.executor); ToolchainMissing if not installed."""
+        from edgedeploy.toolchains.executor import Executor
 
-        return run_worker(self.require(home), worker_file, request, workdir, log_path, timeout_s, label=self.name)
+        return Executor(log_path, timeout_s, progress).worker_with_python(self.require(home), worker_file, request, workdir, self.name)
 
     def install(
         self,
@@ -209,17 +210,20 @@ def _run_logged(cmd: list[str], log, echo: Callable[[str], None], label: str) ->
     # The new environment must not see edgedeploy's own venv or site-packages.
     for var in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PIP_REQUIRE_VIRTUALENV"):
         env.pop(var, None)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, text=True, bufsize=1)
     tail: list[str] = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        log.write(line)
-        tail = (tail + [line.rstrip()])[-15:]
-        stripped = line.strip()
-        # Pass pip's progress lines through; the path warnings of local indexes are noise.
-        if stripped and not stripped.startswith("WARNING: Location"):
-            echo("    " + stripped)
-    rc = proc.wait(timeout=INSTALL_TIMEOUT_S)
+    with ManagedProcess(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True, bufsize=1) as proc:
+        assert proc.proc is not None and proc.proc.stdout is not None
+        for line in proc.proc.stdout:
+            log.write(line)
+            tail = (tail + [line.rstrip()])[-15:]
+            stripped = line.strip()
+            # Pass pip's progress lines through; the path warnings of local indexes are noise.
+            if stripped and not stripped.startswith("WARNING: Location"):
+                echo("    " + stripped)
+        try:
+            rc = proc.wait(INSTALL_TIMEOUT_S)
+        except ProcessTimedOut:
+            raise ToolchainError(f"{label} did not finish within {INSTALL_TIMEOUT_S} s; see {log.name}.") from None
     log.flush()
     if rc != 0:
         raise ToolchainError(
