@@ -190,6 +190,12 @@ def render_agreement(agreement: dict) -> list[str]:
     for k in s["disagreement_kinds"]:
         lines.append(f"| {k['chip']} | {k['op_type']} | {k['kind']} | {k['nodes']} |")
     lines.append("")
+    errors = agreement.get("confirm_path_errors") or []
+    if errors:
+        lines += ["Pairs left out because edgedeploy's confirm path failed where the toolchain itself converts the model (core bugs):", ""]
+        for e in errors:
+            lines.append(f"- {e['model']} on {e['chip']}: `{e['message'][:300]}`")
+        lines.append("")
     return lines
 
 

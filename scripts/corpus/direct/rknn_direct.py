@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """rknn-toolkit2 called directly, as Rockchip's examples do (no edgedeploy involved).
 
-    ~/.cache/edgedeploy/envs/rknn/bin/python rknn_direct.py MODEL.onnx CALIB.npz CHIP OUTDIR [--disable-rule RULE]
+    ~/.cache/edgedeploy/envs/rknn/bin/python rknn_direct.py MODEL.onnx CALIB.npz CHIP [--disable-rule RULE...] OUTDIR
 
 RKNN(verbose=True); config(target_platform=CHIP[, disable_rules=[...]]); load_onnx(model);
 build(do_quantization=True, dataset=dataset.txt); export_rknn. The dataset file lists one sample
@@ -20,8 +20,9 @@ import traceback
 
 
 def main():
-    model, calib, chip, out = sys.argv[1:5]
-    disable = sys.argv[sys.argv.index("--disable-rule") + 1 :] if "--disable-rule" in sys.argv else []
+    model, calib, chip = sys.argv[1:4]
+    out = sys.argv[-1]
+    disable = sys.argv[sys.argv.index("--disable-rule") + 1 : -1] if "--disable-rule" in sys.argv else []
     os.makedirs(out, exist_ok=True)
     result = {"toolchain": "rknn-toolkit2", "chip": chip, "converted": False, "error": None, "disable_rules": disable}
     started = time.monotonic()
