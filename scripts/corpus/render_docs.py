@@ -134,12 +134,13 @@ def render_direct(direct: dict, models: list[dict]) -> list[str]:
         "by `scripts/corpus/run_direct.py` with the scripts in `scripts/corpus/direct/` (int8, the corpus calibration data). "
         "imx8mp: onnx2tf's full-integer TFLite; imx93: that file compiled by Vela for the Ethos-U65 (number = operators Vela "
         "leaves on the CPU). esp32: number = layers esp-ppq kept in float. `x` = the toolchain fails (message below); "
-        "`-` = not run yet.",
+        "`-` = not run yet; `t/o` = past the time limit.",
         "",
         "| model | " + " | ".join(CHIPS) + " |",
         "|---|" + "---|" * len(CHIPS),
     ]
     failures = []
+    timeouts = []
     converted = total = 0
     for m in models:
         row = []
@@ -149,6 +150,10 @@ def render_direct(direct: dict, models: list[dict]) -> list[str]:
                 row.append("-")
                 continue
             total += 1
+            if not c["converted"] and str(c.get("error") or "").startswith("timed out"):
+                row.append("t/o")
+                timeouts.append((m["name"], chip, c["error"]))
+                continue
             if c["converted"]:
                 converted += 1
                 extra = c.get("float_layers", c.get("cpu_operators"))
@@ -158,7 +163,9 @@ def render_direct(direct: dict, models: list[dict]) -> list[str]:
                 row.append("x" + (" / ok with workaround" if w and w["converted"] else ""))
                 failures.append((m["name"], chip, c, w))
         lines.append(f"| {m['name']} | " + " | ".join(row) + " |")
-    lines += ["", f"{converted} of {total} model-chip cases convert.", "", "### Failures, in the toolchain's own words", ""]
+    lines += ["", f"{converted} of {total} model-chip cases convert"
+              + (f"; {len(timeouts)} ran past the driver's time limit on this shared 2-core machine (`t/o`: not a verdict; "
+                 "re-run with a larger `--timeout-s`)" if timeouts else "") + ".", "", "### Failures, in the toolchain's own words", ""]
     by_message: dict[tuple[str, str], list[str]] = {}
     for name, chip, c, w in failures:
         msg = (c.get("toolchain_message") or c.get("error") or "?").replace("|", "\\|")
@@ -186,9 +193,11 @@ def render_agreement(agreement: dict) -> list[str]:
     ]
     for chip, v in s["per_chip"].items():
         lines.append(f"| {chip} | {v['exact']} / {v['pairs']} |")
-    lines += ["", "Disagreement kinds (nodes):", "", "| chip | op type | predicted -> toolchain | nodes |", "|---|---|---|---|"]
+    lines += ["", "Disagreement kinds: node-level (predicted -> toolchain placement, counted in nodes) and op-type-level "
+              "(an op type off the accelerator on one side only, counted in pairs):", "",
+              "| chip | op type | kind | nodes | pairs | models |", "|---|---|---|---|---|---|"]
     for k in s["disagreement_kinds"]:
-        lines.append(f"| {k['chip']} | {k['op_type']} | {k['kind']} | {k['nodes']} |")
+        lines.append(f"| {k['chip']} | {k['op_type']} | {k['kind']} | {k['nodes'] or ''} | {k['pairs']} | {', '.join(k['models'])} |")
     lines.append("")
     errors = agreement.get("confirm_path_errors") or []
     if errors:
