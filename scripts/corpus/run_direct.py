@@ -286,9 +286,17 @@ def main() -> int:
         advice = sorted(set(ADVICE.findall(text)))
         record(m, chip, env, "plain", result, text, folder, {"toolchain_advice": [f"disable_rules=['{a}']" for a in advice]} if advice else None)
         if env == "rknn" and not result.get("converted") and advice:
-            wkey = hashlib.sha256(f"{m['model']['sha256']} {chip} {runner.versions[env]} disable_rules={advice}".encode()).hexdigest()[:20]
-            result2, text2, folder2 = runner.run_case(env, script, cargs + ["--disable-rule", *advice], wkey)
-            record(m, chip, env, "workaround", result2, text2, folder2, {"workaround": f"config(disable_rules={advice}) as the toolkit's build log advises"})
+            # Follow the toolkit's advice as a user would: when the next build fails on another
+            # rule with the same advice, add that rule too (at most three rounds).
+            rules = list(advice)
+            for _ in range(3):
+                wkey = hashlib.sha256(f"{m['model']['sha256']} {chip} {runner.versions[env]} disable_rules={rules}".encode()).hexdigest()[:20]
+                result2, text2, folder2 = runner.run_case(env, script, cargs + ["--disable-rule", *rules], wkey)
+                more = [a for a in sorted(set(ADVICE.findall(text2))) if a not in rules]
+                if result2.get("converted") or not more:
+                    break
+                rules += more
+            record(m, chip, env, "workaround", result2, text2, folder2, {"workaround": f"config(disable_rules={rules}) as the toolkit's build log advises"})
 
     started = time.monotonic()
     with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
