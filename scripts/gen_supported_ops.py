@@ -4,7 +4,7 @@
     python scripts/gen_supported_ops.py          # (re)write the pages
     python scripts/gen_supported_ops.py --check  # exit 1 if a page is missing or stale (CI)
 
-The pages come from edgedeploy.audit.docs.generate_pages(), which iterates the target registry:
+The pages come from edgedeploy.pipeline.supported_ops.generate_pages(), which iterates the target registry:
 a target that adds targets/<vendor>/rules.py gets its page without changes here. Pages of
 targets that no longer have rules are removed.
 """
@@ -20,7 +20,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "supported-ops"
 
 def stale_pages(folder: Path = DOCS) -> list[str]:
     """Names of pages that are missing, differ from the rules, or should no longer exist."""
-    from edgedeploy.audit.docs import generate_pages
+    from edgedeploy.pipeline.supported_ops import generate_pages
 
     pages = generate_pages()
     stale = [name for name, text in pages.items() if not (folder / name).exists() or (folder / name).read_text(encoding="utf-8") != text]
@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="only report stale pages; exit 1 if any")
     args = parser.parse_args(argv)
-    from edgedeploy.audit.docs import generate_pages
+    from edgedeploy.pipeline.supported_ops import generate_pages
 
     if args.check:
         stale = stale_pages()

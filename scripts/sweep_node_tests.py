@@ -137,7 +137,7 @@ def run_sweep(chip_id: str, cases, workdir: Path, precision: str | None = None, 
     from edgedeploy.targets import find_chip
 
     target, chip = find_chip(chip_id)
-    from edgedeploy.audit.run import rules_for
+    from edgedeploy.pipeline.audit import rules_for
 
     precision = precision or chip.precisions[0]
     rules = rules_for(target, chip.id, precision)

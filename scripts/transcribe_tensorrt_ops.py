@@ -1,6 +1,8 @@
-"""Transcribe the ONNX-TensorRT and Orin DLA operator matrices into targets/tensorrt/op_tables.py.
+"""Transcribe the ONNX-TensorRT and Orin DLA operator matrices into targets/tensorrt/op_tables.json.
 
-Usage: python scripts/transcribe_tensorrt_ops.py REFERENCE_DIR > targets/tensorrt/op_tables.py
+Usage: python scripts/transcribe_tensorrt_ops.py REFERENCE_DIR > targets/tensorrt/op_tables.json
+
+(targets/tensorrt/op_tables.py reads the JSON and says what each table holds.)
 
 REFERENCE_DIR holds the vendor documents listed in shared/reference/SOURCES.md:
   onnx-tensorrt_operators_TRT8.5.md / _TRT8.6.md / _TRT10.1.md / _TRT10.15.md
@@ -13,6 +15,7 @@ generated module says where each table came from. Rerun it when a newer document
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -98,58 +101,37 @@ def dla_table(path: Path) -> dict:
     return out
 
 
-def main(ref: Path) -> None:
-    print('"""Operator tables transcribed from the vendor documents (generated; do not edit by hand).')
-    print()
-    print("Regenerate with: python scripts/transcribe_tensorrt_ops.py shared/reference/tensorrt > targets/tensorrt/op_tables.py")
-    print()
-    print("GPU tables (GPU_OPS / GPU_RESTRICTIONS / GPU_UNSUPPORTED / GPU_OPSETS), per TensorRT version:")
-    for version, (name, source) in GPU_DOCS.items():
-        print(f"  {version}: {source}")
-    print(f"DLA table (DLA_OPS): {DLA_DOC[1]}")
-    print("All are Apache-2.0 documents; only facts (operator, support, types, restriction) are kept.")
-    print('"""')
-    print()
-    print("# version -> ONNX op -> data types TensorRT runs it in (fp32, fp16, bf16, int8, int32, int64, bool, ...)")
-    print("GPU_OPS = {")
-    restr_all = {}
-    unsup_all = {}
-    opsets = {}
+def tables(ref: Path) -> dict:
+    """Every table, keyed as targets/tensorrt/op_tables.py exposes them."""
+    gpu_ops, restrictions, unsupported, opsets = {}, {}, {}, {}
     for version, (name, _source) in GPU_DOCS.items():
-        supported, restrictions, unsupported = gpu_table(ref / name)
-        restr_all[version] = restrictions
-        unsup_all[version] = unsupported
-        opsets[version] = opset_range(ref / name)
-        print(f"    {version!r}: {{")
-        for op, types in supported.items():
-            print(f"        {op!r}: {types!r},")
-        print("    },")
-    print("}")
-    print()
-    print("# version -> ONNX op -> the document's restriction sentence (the rules in rules.py check them)")
-    print("GPU_RESTRICTIONS = {")
-    for version, restrictions in restr_all.items():
-        print(f"    {version!r}: {{")
-        for op, text in restrictions.items():
-            print(f"        {op!r}: {text!r},")
-        print("    },")
-    print("}")
-    print()
-    print("# version -> ONNX ops the document marks N (no importer: the build fails)")
-    print("GPU_UNSUPPORTED = {")
-    for version, ops in unsup_all.items():
-        print(f"    {version!r}: {tuple(ops)!r},")
-    print("}")
-    print()
-    print("# version -> (lowest, highest) ONNX opset the document names; 1 where it names no lower bound")
-    print(f"GPU_OPSETS = {opsets!r}")
-    print()
-    print("# ONNX op -> (support through TensorRT: native | reconstruction | build_time | rfe,")
-    print("#             TensorRT version it is native from (None: all), restriction text)")
-    print("DLA_OPS = {")
-    for op, row in dla_table(ref / DLA_DOC[0]).items():
-        print(f"    {op!r}: {row!r},")
-    print("}")
+        gpu_ops[version], restrictions[version], unsupported[version] = gpu_table(ref / name)
+        opsets[version] = list(opset_range(ref / name))
+    return {
+        "sources": {**{f"GPU {version}": source for version, (_name, source) in GPU_DOCS.items()}, "DLA": DLA_DOC[1]},
+        "GPU_OPS": gpu_ops,
+        "GPU_RESTRICTIONS": restrictions,
+        "GPU_UNSUPPORTED": unsupported,
+        "GPU_OPSETS": opsets,
+        "DLA_OPS": dla_table(ref / DLA_DOC[0]),
+    }
+
+
+def to_json(value, indent: int = 0) -> str:
+    """JSON with one operator per line (the tables' leaves stay on one line), so a diff shows the rows that changed."""
+    if isinstance(value, dict) and any(isinstance(v, dict) for v in value.values()) or indent == 0:
+        pad = "  " * (indent + 1)
+        items = [f"{pad}{json.dumps(k)}: {to_json(v, indent + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}"
+    if isinstance(value, dict):
+        pad = "  " * (indent + 1)
+        items = [f"{pad}{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}" if items else "{}"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def main(ref: Path) -> None:
+    print(to_json(tables(ref)))
 
 
 if __name__ == "__main__":

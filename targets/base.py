@@ -1,51 +1,84 @@
-"""What a target is: a vendor toolchain, the chips it compiles for, and the stages it implements.
+"""The target contract: what a vendor package provides, and what it gets from the core.
 
-A target is one package under targets/ (its `TARGET` object, rules, worker and pinned
-requirements), one folder under templates/, and one entry in `edgedeploy.targets.TARGET_PACKAGES`.
-Nothing in a target package imports a vendor SDK at import time; vendor code lives only in the
-package's worker module, which runs inside the toolchain's own environment.
+A target is one package (its `TARGET` object, rules, workers, pinned requirements) plus one
+folder under templates/, registered through the `edgedeploy.targets` entry-point group exactly
+as a third-party vendor package would register. The core (edgedeploy.pipeline) runs every
+shared stage once — intake, audit, data, the ONNX Runtime reference, verification, the report,
+the atomic artifact — and calls only the vendor-specific stages:
+
+    convert(ctx)                      -> ConvertResult   the compiled artifact + the toolchain's own verdict
+    simulate(ctx, converted, data)    -> SimulationResult  outputs of the compiled model on the host
+                                                         (only with Capability.SIMULATE)
+    codegen(ctx, converted)           -> dict            the generated project / runners (report section)
+    runner_spec(artifact, manifest, device) -> RunnerSpec  what `measure` runs on a device (RUNNER)
+    measure_serial(...)               -> dict            a board on a serial port (SERIAL)
+    toolchain_verdicts(...)           -> [ToolchainVerdict] `audit --confirm` (VERDICT)
+    bench_backends()                  -> [Backend]       what `bench` can time with this toolchain (BENCH)
+
+Optional stages are declared in `capabilities`; the registry checks at load time that every
+declared stage is implemented (and that nothing undeclared is), so the core never probes with
+hasattr. Vendor options are a typed dataclass (`options_type`, fields made with `option()`),
+parsed and validated once by the core and shown grouped per vendor in `build --help`.
+Nothing in a target package imports a vendor SDK: vendor code runs only in workers, inside the
+toolchain's own environment, through the executor (edgedeploy.toolchains.executor).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import importlib
+import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
-from edgedeploy.errors import NotAvailableYet
+from edgedeploy.devices.base import RunnerSpec  # noqa: F401 - part of the contract: what runner_spec returns
+from edgedeploy.errors import NotAvailableYet, OptionError
 from edgedeploy.toolchains import Toolchain
 
-@dataclass
-class RunnerSpec:
-    """What `edgedeploy measure` copies to a device and runs there, for one session.
+if TYPE_CHECKING:
+    import numpy as np
 
-    `files`: remote name (relative to the device's work folder) -> local file (the generated
-    runner, measure/protocol.py, the compiled model, test inputs). `command`: argv run in the
-    work folder; the literal "{python}" is replaced by the device's interpreter. The runner
-    prints one `EDGEDEPLOY {json}` result line (measure/protocol.py) and may write
-    `result_files` (e.g. outputs as .npy) that are fetched back. `baseline` is the matching
-    "before" run on the same device (e.g. ONNX Runtime CPU on the board), or None.
-    """
-
-    files: dict[str, Path]
-    command: list[str]
-    result_files: list[str] = field(default_factory=list)
-    timeout_s: float = 600.0
-    backend: str = ""
-    baseline: "RunnerSpec | None" = None
+    from edgedeploy.audit.confirm import ToolchainVerdict
+    from edgedeploy.audit.engine import AuditResult
+    from edgedeploy.audit.rules import RuleSet
+    from edgedeploy.datasets import Dataset, PreprocessSpec
+    from edgedeploy.measure.reference import ReferenceRunner
+    from edgedeploy.model import LoadedModel
+    from edgedeploy.toolchains.executor import Executor
 
 
-# The stages a target can implement, in pipeline order (DESIGN.md, "Data flow").
-STAGES = ("convert", "codegen", "simulate", "runner")
+class Capability(str, enum.Enum):
+    """Optional stages a target can have; convert and codegen are not optional."""
+
+    AUDIT = "audit"  # rules: the audit predicts each node's placement (a rules module, or rule_set)
+    SIMULATE = "simulate"  # a host simulator/interpreter: accuracy before/after at build time
+    RUNNER = "runner"  # runner_spec: measured on a device over local/ssh
+    SERIAL = "serial"  # measure_serial: firmware on a board over a serial port
+    VERDICT = "verdict"  # toolchain_verdicts: the toolchain's own placement (audit --confirm)
+    BENCH = "bench"  # bench_backends: ways `edgedeploy bench` can time a model with this toolchain
+
+
+# The method each capability needs, for the registry's check.
+CAPABILITY_METHODS = {
+    Capability.AUDIT: "rule_set",
+    Capability.SIMULATE: "simulate",
+    Capability.RUNNER: "runner_spec",
+    Capability.SERIAL: "measure_serial",
+    Capability.VERDICT: "toolchain_verdicts",
+    Capability.BENCH: "bench_backends",
+}
 
 
 @dataclass(frozen=True)
 class Chip:
     """One chip a target compiles for, as data.
 
-    `id` is what users type after --target. `toolchain_version` is the toolchain release whose
-    documents the rules for this chip were transcribed from.
+    `id` is what users type after --target; `aliases` are other spellings accepted for it.
+    `toolchain_version` is the toolchain release whose documents the rules were transcribed
+    from.
     """
 
     id: str
@@ -59,23 +92,218 @@ class Chip:
     toolchain_version: str = ""
     fallback_unit: str = "CPU"
     notes: str = ""
+    aliases: tuple[str, ...] = ()
+
+
+# -- vendor options --------------------------------------------------------------------------
+
+
+def option(flag: str, help: str, default: Any = None, *, metavar: str | None = None, choices: tuple[str, ...] | None = None, type: Any = str, multiple: bool = False, is_flag: bool = False, minimum: float | None = None, maximum: float | None = None):
+    """A field of a target's options dataclass, with what `build --help` shows for it.
+
+    `flag` is the command-line spelling (e.g. "--int16-layers"); `type` is str, int or float;
+    `choices` limits the values; `multiple` makes it repeatable (the field holds a tuple);
+    `is_flag` makes it a switch (the field holds a bool); `minimum`/`maximum` bound numbers.
+    """
+    if multiple:
+        default = tuple(default or ())
+    if is_flag:
+        default = bool(default)
+    meta = {"flag": flag, "help": help, "metavar": metavar, "choices": choices, "type": type, "multiple": multiple, "is_flag": is_flag, "minimum": minimum, "maximum": maximum}
+    return field(default=default, metadata={"edgedeploy_option": meta})
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    """Base of every target's options dataclass; a target without options uses it as is.
+
+    Subclasses declare fields with `option()` and may override `validate(chip)` to refuse
+    combinations (one OptionError sentence); the core calls it once per chip before converting.
+    """
+
+    def validate(self, chip: Chip) -> None:
+        """Refuse option values that cannot work on `chip` (OptionError)."""
+
+    def to_dict(self) -> dict:
+        return {f.name: (list(v) if isinstance(v, tuple) else v) for f in dataclasses.fields(self) for v in [getattr(self, f.name)]}
+
+    def given(self) -> dict:
+        """The options the user set (those that differ from their defaults)."""
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value != f.default:
+                out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    @classmethod
+    def declared(cls) -> list[tuple[dataclasses.Field, dict]]:
+        """(field, its option metadata) for every declared option, in declaration order."""
+        return [(f, f.metadata["edgedeploy_option"]) for f in dataclasses.fields(cls) if "edgedeploy_option" in f.metadata]
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any]) -> "TargetOptions":
+        """Build from {field name: value} (the CLI's parsed values), checking types and ranges."""
+        kwargs = {}
+        for f, meta in cls.declared():
+            if f.name not in values or values[f.name] is None:
+                continue
+            value = values[f.name]
+            if meta["multiple"]:
+                value = tuple(value)
+            elif meta["is_flag"]:
+                value = bool(value)
+            elif meta["type"] in (int, float):
+                try:
+                    value = meta["type"](value)
+                except (TypeError, ValueError):
+                    raise OptionError(f"{meta['flag']}: {value!r} is not a number.") from None
+                if meta["minimum"] is not None and value < meta["minimum"] or meta["maximum"] is not None and value > meta["maximum"]:
+                    raise OptionError(f"{meta['flag']}: {value} is outside {meta['minimum']}..{meta['maximum']}.")
+            if meta["choices"] and not meta["multiple"] and not meta["is_flag"] and str(value) not in meta["choices"]:
+                raise OptionError(f"{meta['flag']}: {value!r} is not one of {', '.join(meta['choices'])}.")
+            kwargs[f.name] = value
+        return cls(**kwargs)
+
+
+# -- what the core hands a target, and what it gets back --------------------------------------
+
+
+@dataclass(frozen=True)
+class CalibrationNeed:
+    """What a conversion needs of calibration data; the core checks it before the toolchain runs."""
+
+    required: bool
+    minimum_samples: int = 1
+    why: str = ""
+
+
+@dataclass
+class BuildData:
+    """The data of one build, resolved once by the core.
+
+    `calibration` and `evaluation` are the user's (or the bundled sample's, for the sample
+    only), in the model's own input domain; `preprocess` is the image spec they were read with
+    (the sample's for the sample); `batchable` says whether samples may go through the model
+    several at a time (the reference's probe).
+    """
+
+    calibration: "Dataset | None"
+    evaluation: "Dataset | None"
+    preprocess: "PreprocessSpec | None"
+    is_sample: bool
+    batchable: bool
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BuildContext:
+    """Everything a target's stages get. Files go into `workdir`, the artifact being built."""
+
+    model: "LoadedModel"
+    model_path: Path  # workdir/model.onnx: the pinned, checked copy every toolchain reads
+    target: "Target"
+    chip: Chip
+    precision: str  # the precision being built, checked against chip.precisions
+    options: TargetOptions  # this target's own options (target.options_type)
+    workdir: Path  # absolute; becomes `final_dir` when the build succeeds
+    final_dir: Path  # where the artifact will be (for commands printed for the user)
+    data: BuildData
+    audit: "AuditResult"  # the rules' prediction, before conversion
+    executor: "Executor"  # runs every vendor tool (one time-out, log, process lifecycle)
+    reference: "ReferenceRunner"  # ONNX Runtime fp32 on this host, cached per inputs (for runners' expected outputs)
+    echo: Callable[[str], None]
+    device: str | None = None  # an inventory device to build on (toolchains that run on the device)
+
+    @property
+    def log_path(self) -> Path:
+        return self.executor.log_path
+
+    def work(self, stage: str) -> Path:
+        """A scratch folder for one stage's worker (inside the artifact, removed or kept by the target)."""
+        path = self.workdir / "work" / stage
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+@dataclass
+class SimulationResult:
+    """Outputs of the compiled model on the host for the evaluation inputs (samples along axis 0).
+
+    `outputs` by ONNX output name are what the task metric and fidelity are computed on;
+    `backend` says what produced them; `extra` holds other candidates worth a fidelity line
+    (e.g. the float32 TFLite model: what the conversion alone changed). `failed` is set when
+    the check could not run (an interpreter that refused the model): the artifact is kept and
+    the failure recorded; `outputs` is then empty.
+    """
+
+    outputs: dict[str, "np.ndarray"]
+    backend: str
+    extra: dict[str, dict[str, "np.ndarray"]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    failed: str | None = None
+
+
+@dataclass
+class ConvertResult:
+    """What a conversion produced.
+
+    status     "built" (compiled by the toolchain) or "generated" (a project the user compiles
+               where the vendor's tools are, e.g. TIDL without TIDL_TOOLS_PATH; `reason` says why)
+    toolchain  the tool that converted (e.g. "esp-ppq 1.3.12"); `versions` every version read
+    files      role -> file relative to the artifact (e.g. {"model": "model.espdl"})
+    verdict    the toolchain's own placement of each ONNX node, or None where it reports none
+    rules      the rule table that matches the toolchain actually used (e.g. the device's
+               TensorRT version), when it differs from the one audited before conversion: the
+               core audits again with it
+    sections   target-specific report sections (e.g. "quantization", "vela"), one shape each
+    details    target-specific fields of the shared `convert` section
+    manifest   target-specific manifest fields (stored under the target's id)
+    workarounds documented toolchain workarounds applied automatically: {"name", "why", "source"}
+    simulated  outputs on the evaluation inputs when the toolchain simulates during conversion
+               (its simulator needs the in-memory build); `simulate` hands them on
+    """
+
+    status: str
+    toolchain: str
+    versions: dict = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    verdict: "ToolchainVerdict | None" = None
+    rules: "RuleSet | None" = None
+    sections: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    workarounds: list[dict] = field(default_factory=list)
+    simulated: SimulationResult | None = None
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in ("built", "generated"):
+            raise ValueError(f"ConvertResult.status must be 'built' or 'generated', not {self.status!r}")
+
+
+# -- the contract ----------------------------------------------------------------------------
 
 
 class Target:
-    """Base class of every target; subclasses fill in the class attributes and the stages they have."""
+    """Base class of every target: class attributes describe it, methods are its stages.
 
-    id: str
-    vendor: str
-    name: str
-    chips: tuple[Chip, ...]
-    toolchain: Toolchain
-    # The stages this target implements; `edgedeploy targets` shows them.
-    stages: tuple[str, ...] = ()
-    # Extra `edgedeploy build` options only this target reads (click.Option objects). Their
-    # values reach the target as ctx.options.target_options[<param name>]; an option another
-    # target declared already (same name) is shared, not repeated.
-    build_options: tuple = ()
+    Subclasses must set id, vendor, name, chips, toolchain; implement convert and codegen; and
+    implement exactly the optional stages their `capabilities` declare.
+    """
 
+    id: ClassVar[str]
+    vendor: ClassVar[str]
+    name: ClassVar[str]
+    chips: ClassVar[tuple[Chip, ...]]
+    toolchain: ClassVar[Toolchain]
+    capabilities: ClassVar[frozenset[Capability]] = frozenset()
+    options_type: ClassVar[type[TargetOptions]] = TargetOptions
+    # Where `edgedeploy targets` lists it (built-in targets first, in the order users expect).
+    listing_order: ClassVar[int] = 100
+
+    # -- facts ------------------------------------------------------------------------------
     @property
     def package(self) -> str:
         """The target's package, e.g. `edgedeploy.targets.espdl` (its class is defined in the package's __init__)."""
@@ -96,61 +324,118 @@ class Target:
         """Import one of the target's own modules (rules, build, ...) on demand."""
         return importlib.import_module(f"{self.package}.{name}")
 
-    def rule_set(self, chip_id: str, **options):
-        """The audit's RuleSet for one chip, from the target's rules module (targets/<v>/rules.py).
+    def has(self, capability: Capability) -> bool:
+        return capability in self.capabilities
 
-        `options` select variants the documents distinguish (a TensorRT version, DLA or GPU).
+    # -- the audit --------------------------------------------------------------------------
+    def rule_set(self, chip_id: str, precision: str | None = None, options: TargetOptions | None = None, **variant) -> "RuleSet":
+        """The audit's RuleSet for one chip in one precision (from the target's rules module).
+
+        `options` are the target's own build options, for rule tables that vary with them (a
+        TensorRT release, DLA or GPU, a TIDL release); `variant` names such a table directly
+        (one entry of rule_set_variants()).
         """
-        return self.module("rules").rule_set(chip_id, **options)
+        arguments = {**self.rule_set_arguments(chip_id, precision, options), **variant}
+        return self.module("rules").rule_set(chip_id, precision=precision, **arguments)
 
-    def build(self, ctx) -> None:
-        """Convert, generate and verify into ctx.workdir (see edgedeploy.build.BuildContext)."""
-        raise self.not_available("`edgedeploy build`")
+    def rule_set_arguments(self, chip_id: str, precision: str | None, options: TargetOptions | None) -> dict:
+        """Keyword arguments of the rules module's rule_set beyond the chip and precision; none by default."""
+        return {}
 
-    def toolchain_verdict(self, model_path: Path, chip_id: str, workdir: Path, log_path: Path, **options):
-        """Run the real toolchain on the model and return its own placement of each node.
+    def rule_set_variants(self, chip_id: str) -> list[dict]:
+        """The other rule tables a chip has (for the supported-operators docs); none by default."""
+        return []
 
-        Returns an edgedeploy.audit.confirm.ToolchainVerdict. Targets whose toolchain reports
-        placements implement this; the others say it is not available.
-        """
-        raise self.not_available("`audit --confirm`")
+    # -- data -------------------------------------------------------------------------------
+    def calibration_need(self, chip: Chip, precision: str) -> CalibrationNeed:
+        """What the conversion needs of calibration data; quantised precisions need some by default."""
+        if precision in ("int8", "int16"):
+            return CalibrationNeed(True, 1, f"{precision} quantisation is calibrated on real inputs")
+        return CalibrationNeed(False)
 
-    def toolchain_verdicts(self, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, **options) -> list:
-        """Batched form of toolchain_verdict for sweeps: one worker process for many models.
+    # -- the stages -------------------------------------------------------------------------
+    def convert(self, ctx: BuildContext) -> ConvertResult:
+        """Convert ctx.model_path with the vendor toolchain into ctx.workdir."""
+        raise NotImplementedError
 
-        The default calls toolchain_verdict per model; targets override it to pay the
-        toolchain's start-up once.
-        """
-        return [self.toolchain_verdict(p, chip_id, workdir / f"case{i}", log_path, **options) for i, p in enumerate(model_paths)]
+    def codegen(self, ctx: BuildContext, converted: ConvertResult) -> dict:
+        """Generate the deployment project or runners into ctx.workdir; returns the report's codegen section."""
+        raise NotImplementedError
+
+    def simulate(self, ctx: BuildContext, converted: ConvertResult, evaluation: "Dataset") -> SimulationResult:
+        """Outputs of the compiled model on the host for `evaluation` (Capability.SIMULATE)."""
+        raise self.not_available("Host simulation")
 
     def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
-        """The runner `edgedeploy measure` runs on `device` (an edgedeploy.devices.Device) for this artifact."""
-        raise self.not_available("`edgedeploy measure`")
+        """The runner `edgedeploy measure` runs on `device` for this artifact (Capability.RUNNER)."""
+        raise self.not_available("`edgedeploy measure` over a runner")
 
     def measure_serial(self, artifact: Path, manifest: dict, device, **options) -> dict:
-        """Run the artifact on a board reached over a serial port (device.transport == "serial").
+        """Run the artifact on a board reached over a serial port (Capability.SERIAL).
 
-        What `edgedeploy measure ARTIFACT --device CHIP@PORT` calls instead of runner_spec: a
-        microcontroller has no files or commands, so the target flashes its firmware (or trusts
-        what is flashed) and reads the result lines the firmware prints. Options (all optional):
-        flash ("auto" | the target's own choices | "none"), firmware_build (a folder of binaries
-        the user built), timeout_s (the whole console read), reset ("auto" | "rts" | "none"),
-        echo (progress lines), console_echo (every console line, or None).
-
-        Returns one board run as a dict:
-          sessions            `edgedeploy.run/1` results as the firmware printed them (latency_us
-                              with min/mean/p50/p90/p99/max, iterations, first_inference_us, ...)
-          sessions_expected   how many the firmware announced
-          scope               what the figures are of: model_sha256, input_shapes, batch,
-                              precision, backend, backend_version, inputs, firmware, chip, ...
-          protocol            warm-up, iterations and sessions the firmware was built with
-          complete, partial, error   a reset, disconnect or time-out keeps the sessions read
-          outputs_match       the firmware's own output check over all sessions (None: none read)
-          flashing            how (or whether) the firmware was flashed
-        Raises an EdgedeployError only when nothing can be measured (wrong chip, no port, a
-        failed flash). Targets without firmware for boards keep this default.
+        Options (all optional): flash ("auto" | the target's own choices | "none"),
+        firmware_build (a folder of binaries the user built), timeout_s (the whole console
+        read), reset ("auto" | "rts" | "none"), echo (progress lines), console_echo (every
+        console line, or None). Returns one board run as a dict: sessions (`edgedeploy.run/1`
+        results), sessions_expected, scope, protocol, complete/partial/error, outputs_match,
+        flashing. Raises an EdgedeployError only when nothing can be measured.
         """
         raise self.not_available("Measuring over a serial port")
 
+    def toolchain_verdicts(self, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, *, precision: str | None = None, inputs: Path | None = None, **options) -> list:
+        """The real toolchain's own placement of each node, for each model (Capability.VERDICT).
+
+        `precision` is the one audited (None: the chip's first); `inputs` an .npz of
+        calibration inputs (None: the target's seeded random data). One worker process for all
+        models, so the toolchain's start-up is paid once. Returns ToolchainVerdicts.
+        """
+        raise self.not_available("`audit --confirm`")
+
+    def toolchain_verdict(self, model_path: Path, chip_id: str, workdir: Path, log_path: Path, *, precision: str | None = None, inputs: Path | None = None, **options):
+        """toolchain_verdicts for one model."""
+        return self.toolchain_verdicts([Path(model_path)], chip_id, workdir, log_path, precision=precision, inputs=inputs, **options)[0]
+
+    def bench_backends(self) -> list:
+        """Ways `edgedeploy bench` can time a model with this target's toolchain (Capability.BENCH)."""
+        raise self.not_available("`edgedeploy bench`")
+
     def not_available(self, what: str) -> NotAvailableYet:
-        return NotAvailableYet(f"{what} is not available yet for the {self.name} target.")
+        return NotAvailableYet(f"{what} is not available for the {self.name} target.")
+
+
+def contract_problems(target: Target) -> list[str]:
+    """What is wrong with a target object against the contract (empty when it is sound).
+
+    The registry runs this on every target it loads, built-in or third-party.
+    """
+    problems = []
+    if not isinstance(target, Target):
+        return [f"{target!r} is not an edgedeploy.targets.base.Target"]
+    cls = type(target)
+    for attr in ("id", "vendor", "name", "chips", "toolchain"):
+        if not hasattr(cls, attr):
+            problems.append(f"it sets no `{attr}`")
+    for required in ("convert", "codegen"):
+        if getattr(cls, required) is getattr(Target, required):
+            problems.append(f"it does not implement `{required}`")
+    for capability, method in CAPABILITY_METHODS.items():
+        implemented = getattr(cls, method) is not getattr(Target, method)
+        if capability is Capability.AUDIT and not implemented:
+            # The default rule_set reads the package's rules module.
+            implemented = _has_module(f"{target.package}.rules")
+        declared = capability in cls.capabilities
+        if declared and not implemented:
+            problems.append(f"it declares `{capability.value}` but does not implement `{method}`")
+        if implemented and not declared:
+            problems.append(f"it implements `{method}` but does not declare `{capability.value}` in its capabilities")
+    if not issubclass(cls.options_type, TargetOptions) or not dataclasses.is_dataclass(cls.options_type):
+        problems.append("its options_type is not a TargetOptions dataclass")
+    return problems
+
+
+def _has_module(name: str) -> bool:
+    """Whether `name` can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent that is a module, not a package
+        return False

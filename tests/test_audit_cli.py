@@ -42,7 +42,7 @@ def test_sample_matrix_across_every_target(capsys):
     assert rows["Conv"][0] == "3" and rows["Relu"][0] == "4" and rows["Gemm"][0] == "2"
     assert all(cell == "acc" for row in rows.values() for cell in row[1:3])
     assert "esp32s3: 13 of 13 nodes on the accelerator; 0 transitions, 0 bytes crossing per inference" in out
-    from edgedeploy.audit.run import has_rules
+    from edgedeploy.pipeline.audit import has_rules
     from edgedeploy.targets import all_targets
 
     for target in all_targets():
@@ -146,7 +146,7 @@ def test_input_shape_pins_a_dynamic_batch(tmp_path, capsys):
 def test_unknown_and_ruleless_targets_are_clear_errors(capsys):
     code, _, err = audit(capsys, "--target", "esp99")
     assert code == 2 and err.startswith("error: Unknown target 'esp99'")
-    from edgedeploy.audit.run import has_rules
+    from edgedeploy.pipeline.audit import has_rules
     from edgedeploy.targets import all_targets
 
     ruleless = [t for t in all_targets() if not has_rules(t)]

@@ -22,7 +22,7 @@ def test_supported_ops_pages_match_the_rules():
 
 def test_stale_page_is_detected(tmp_path):
     script = load_script()
-    from edgedeploy.audit.docs import generate_pages
+    from edgedeploy.pipeline.supported_ops import generate_pages
 
     pages = generate_pages()
     for name, text in pages.items():
@@ -34,8 +34,8 @@ def test_stale_page_is_detected(tmp_path):
 
 
 def test_pages_cover_every_target_with_rules():
-    from edgedeploy.audit.docs import generate_pages
-    from edgedeploy.audit.run import has_rules
+    from edgedeploy.pipeline.supported_ops import generate_pages
+    from edgedeploy.pipeline.audit import has_rules
     from edgedeploy.targets import all_targets
 
     pages = generate_pages()

@@ -83,3 +83,24 @@ def test_tflite_through_onnx2tf():
     assert m["scope"]["backend"] == "tflite-cpu" and m["scope"]["input_shapes"] == {"input": [1, 1, 28, 28]}
     assert m["backend"]["libraries"]["ai-edge-litert"] and m["backend"]["libraries"]["onnx2tf"]
     assert m["summary"]["median_us"] > 0
+
+
+@pytest.mark.hardware("CUDA GPU")
+def test_cuda_sessions_are_tuned_and_a_captured_graph_beats_eager_launches(tmp_path):
+    # Where it runs: EDGEDEPLOY_HARDWARE='CUDA GPU' and EDGEDEPLOY_TORCH_PYTHON naming a CUDA build of torch.
+    # What a tuned hand-written loop sets must be set and recorded (cudnn.benchmark), and the
+    # hand-capture backends must run: on a small network, replaying one CUDA graph is faster
+    # than launching every kernel from Python (docs/benchmarks.md, run 2: 7.7x on cnn_bilstm).
+    import os
+
+    python = os.environ["EDGEDEPLOY_TORCH_PYTHON"]
+    pt2 = tmp_path / "net.pt2"
+    subprocess.run([python, "-c", EXPORT_SCRIPT, str(pt2)], check=True, timeout=300)
+    r = edgedeploy("bench", str(pt2), "--backend", "torch-eager-cuda,torch-eager-capture-cuda,torch-compile-capture-cuda", "--format", "json", *QUICK, timeout=1800)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    by = {m["scope"]["backend"]: m for m in doc["results"]}
+    for m in by.values():
+        assert m["backend"]["detail"]["cudnn_benchmark"] is True and m["backend"]["detail"]["device"] == "cuda"
+    assert by["torch-eager-capture-cuda"]["backend"]["detail"]["mode"] == "eager-capture"
+    assert by["torch-eager-capture-cuda"]["summary"]["median_us"] < by["torch-eager-cuda"]["summary"]["median_us"]

@@ -69,8 +69,16 @@ def test_bench_text_shows_sessions_scope_and_fastest():
     assert "across sessions: median" in text
     assert "fastest: ort-cpu" in text
     assert "differ only in the backend" in text
-    # progress on stderr, not in the data
+    # progress on stderr, not in the data: a line per session with the time since bench began,
+    # and how long the session took (stderr is a pipe here: plain lines, no live line)
     assert "session 1/3" in r.stderr and "session 1/3" not in text
+    assert "\r" not in r.stderr
+    import re
+
+    took = [line for line in r.stderr.splitlines() if re.match(r"^\[\s*\d+\.\d s\]\s+ort-cpu session \d/3 \(pid \d+\).*session took \d+\.\d s$", line)]
+    assert len(took) == 3, r.stderr
+    # one unit per column, named in the header
+    assert "MEDIAN (us)" in text and "FIRST (" in text and "times in us" not in text
 
 
 def test_bench_batch_gives_throughput():
@@ -90,7 +98,7 @@ def test_backend_all_names_what_it_skipped_and_why(empty_home):
     ran = [m["scope"]["backend"] for m in doc["results"]]
     assert "ort-cpu" in ran
     skipped = {s["backend"]: s["reason"] for s in doc["skipped"]}
-    for name in ("torch-eager-cpu", "torch-compile-cpu", "torch-eager-cuda", "torch-compile-cudagraphs-cuda"):
+    for name in ("torch-eager-cpu", "torch-compile-cpu", "torch-eager-cuda", "torch-compile-cudagraphs-cuda", "torch-eager-capture-cuda", "torch-compile-capture-cuda"):
         assert "torch toolchain is not installed" in skipped[name]
     assert "eiq toolchain" in skipped["tflite-cpu"]
     assert "reports no time" in skipped["rknn-sim"] and "reports no time" in skipped["espdl-sim"]

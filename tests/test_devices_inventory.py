@@ -83,8 +83,10 @@ def test_default_location_and_missing_default(isolated_config):
 def test_bad_inventories_are_one_sentence(tmp_path, isolated_config, text, message):
     path = tmp_path / "devices.toml"
     path.write_text(text)
+    from edgedeploy.targets import chip_ids
+
     with pytest.raises(DeviceError) as info:
-        load_inventory(path)
+        load_inventory(path, chip_ids())  # the CLI passes the registry's chips; the device layer knows no targets
     assert message in str(info.value)
     assert "\n" not in str(info.value)
 

@@ -68,8 +68,9 @@ def test_sample_builds_with_accuracy_before_and_after(sample_builds, chip):
     proc = runs[chip]
     assert proc.returncode == 0, proc.stderr
     artifact = out / "mnist_cnn" / chip
-    # stdout is data: the artifact and the wall time; esp-ppq's banner went to the build log only.
-    assert f"{chip}: {artifact}" in proc.stdout and "s wall)" in proc.stdout
+    # stdout is data: the summary table (chip, status, artifact); esp-ppq's banner went to the build log only.
+    row = next(line for line in proc.stdout.splitlines() if line.startswith(chip))
+    assert str(artifact) in row and " built " in row
     assert "ESP" not in proc.stdout.replace(str(artifact), "")
     assert "Network Quantization Finished" in (artifact / "build.log").read_text()
     manifest = check_manifest(artifact, chip)
@@ -105,8 +106,10 @@ def test_sample_builds_with_accuracy_before_and_after(sample_builds, chip):
     fw = artifact / "firmware"
     assert (fw / "main" / "model.espdl").read_bytes() == espdl
     assert manifest["model"]["sha256"] in (fw / "main" / "edgedeploy_model.h").read_text()
-    assert report["firmware"]["model_location"] == "flash_rodata"
-    assert report["audit"]["status"] in ("no rules yet", "done")
+    assert report["codegen"]["model_location"] == "flash_rodata"
+    assert report["audit"]["file"] == "audit.json" and report["audit"]["summary"]["nodes"] == 13
+    # esp-ppq's own verdict (from the .info it exported) beside the rules' prediction
+    assert report["toolchain_verdict"]["toolchain"] == "esp-ppq" and report["toolchain_verdict"]["agreement"] == 1.0
     assert report["build_seconds"] < 90  # measured ~20 s on a 2-core machine
 
 
@@ -190,7 +193,7 @@ def test_int16_precision(tmp_path, hostile):
 @pytest.mark.parametrize(
     "extra,message",
     [
-        (["--precision", "fp16"], "runs int8 or int16"),
+        (["--precision", "fp16"], "builds int8 or int16"),
         (["--precision", "int16", "--int16-layers", "auto"], "leave it out with --precision int16"),
         (["--int16-layers", "no such node"], "has no node named"),
         (["--int16-layers", "auto=loud"], "not a number"),
@@ -209,7 +212,9 @@ def test_bad_options_fail_with_one_sentence(tmp_path, hostile, extra, message):
 
 
 def test_batch_probe_tells_batchable_models_from_batch_one_models():
-    """ONNX Runtime only: a Flatten model runs in batches, a Reshape to [1, -1] does not."""
+    """The reference's probe: a Flatten model runs in batches, a Reshape to [1, -1] does not."""
+    from edgedeploy.measure.reference import ReferenceRunner
+
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
@@ -226,8 +231,27 @@ def test_batch_probe_tells_batchable_models_from_batch_one_models():
     data = {"x": rng.random((3, 1, 4, 4), dtype=np.float32)}
     flatten = model([helper.make_node("Flatten", ["c"], ["y"], axis=1)], [])
     reshape = model([helper.make_node("Reshape", ["c", "s"], ["y"])], [numpy_helper.from_array(np.array([1, -1], dtype=np.int64), "s")])
-    assert espdl_build.accepts_batches(flatten, data) is True
-    assert espdl_build.accepts_batches(reshape, data) is False
-    ref = espdl_build.reference_outputs(flatten, data, batchable=True)["y"]
-    one_by_one = espdl_build.reference_outputs(flatten, data, batchable=False)["y"]
-    assert ref.shape == (3, 32) and np.allclose(ref, one_by_one, atol=1e-6)
+    assert ReferenceRunner(flatten).accepts_batches(data) is True
+    assert ReferenceRunner(reshape).accepts_batches(data) is False
+    ref = ReferenceRunner(flatten).run(data)
+    assert ref.batch_size == 32  # the batch-free copy, several samples per run
+    one_by_one = np.concatenate([ReferenceRunner(flatten).session.run(None, {"x": data["x"][i : i + 1]})[0] for i in range(3)])
+    assert ref.outputs["y"].shape == (3, 32) and np.allclose(ref.outputs["y"], one_by_one, atol=1e-6)
+    assert ReferenceRunner(reshape).run(data).batch_size == 1
+
+
+def test_calibration_batches_leave_esp_ppq_its_minimum_of_steps():
+    """esp-ppq refuses fewer than 8 calibration steps: 16 samples are 8 steps of 2, not one step of 32."""
+    from edgedeploy.targets.espdl.worker_verdict import MIN_CALIB_STEPS
+
+    assert espdl_build.calibration_batch(16, batchable=True) == 2
+    assert espdl_build.calibration_batch(256, batchable=True) == 32  # the sample: 8 steps of 32, as before
+    assert espdl_build.calibration_batch(1000, batchable=True) == espdl_build.CALIB_BATCH
+    assert espdl_build.calibration_batch(16, batchable=False) == 1
+    for samples in (8, 9, 15, 63, 64, 100):
+        assert samples // espdl_build.calibration_batch(samples, True) >= MIN_CALIB_STEPS
+    # the target asks the core for esp-ppq's real minimum before the toolchain runs
+    from edgedeploy.targets.espdl import TARGET
+
+    need = TARGET.calibration_need(TARGET.chip("esp32s3"), "int8")
+    assert need.required and need.minimum_samples == MIN_CALIB_STEPS

@@ -156,7 +156,7 @@ def test_measure_a_real_target_runner_tidl_without_a_board(tmp_path, monkeypatch
     (no TI board here: its runner falls back to ONNX Runtime CPU and says so; the figures are
     CPU figures). Checks measure works with a runner of another convention: per-sample inputs,
     outputs keyed by name, scope with model_sha256."""
-    from edgedeploy.build import BuildOptions, run_build
+    from edgedeploy.pipeline.build import BuildOptions, run_build
     from edgedeploy.sample import sample_model_path
 
     monkeypatch.delenv("TIDL_TOOLS_PATH", raising=False)

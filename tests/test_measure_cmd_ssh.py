@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgedeploy.cli import cli
-from edgedeploy.devices.measuring import MeasureRequest, run_measure
+from edgedeploy.pipeline.measure import MeasureRequest, run_measure
 from edgedeploy.errors import DeviceError
 from tests.measure_helpers import FAST_SESSION_ARGS, fast_settings, make_artifact, write_inventory
 

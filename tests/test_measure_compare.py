@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from edgedeploy.devices import Device
-from edgedeploy.devices.measuring import RunnerRun, compare_before_after, latency_record
+from edgedeploy.pipeline.measure import RunnerRun, compare_before_after, latency_record
 from edgedeploy.devices.runners import SessionSettings
 from edgedeploy.targets.base import RunnerSpec
 

@@ -58,7 +58,10 @@ def test_a_crashing_session_is_one_clear_error_with_the_log(tmp_path):
     with pytest.raises(WorkerFailed) as info:
         run_sessions(Path(sys.executable), worker, {"scope": {}}, PLAN, tmp_path / "work", "crashy", 60)
     message = str(info.value)
-    assert "the backend could not load the model" in message and "loading the model" in message
+    # One sentence: the worker's own error and where the full log is; the log keeps the rest.
+    assert "the backend could not load the model" in message and "\n" not in message
+    log = Path(message.split("full log: ")[1].rstrip(").").rstrip(")"))
+    assert "loading the model" in log.read_text()
 
 
 def test_protocol_file_is_stdlib_only():

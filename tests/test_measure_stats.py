@@ -8,7 +8,7 @@ import math
 import pytest
 
 from edgedeploy.measure import protocol
-from edgedeploy.measure.bench import compare
+from edgedeploy.pipeline.bench import compare
 from edgedeploy.measure.harness import SessionPlan, make_measurement, summarize_sessions
 from edgedeploy.measure.schema import ScopeMismatch, make_scope, ratio, scope_differences, validate_measurement
 

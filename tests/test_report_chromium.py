@@ -47,7 +47,7 @@ def run_chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:
 
 def test_chromium_renders_tables_and_plots(tmp_path):
     from edgedeploy.devices import local_device
-    from edgedeploy.devices.measuring import MeasureRequest, run_measure
+    from edgedeploy.pipeline.measure import MeasureRequest, run_measure
 
     art = make_artifact(tmp_path / "out", "int8-qdq")
     add_test_audit(art)

@@ -23,7 +23,7 @@ from tests.measure_helpers import add_test_audit, fast_settings, make_artifact
 def two_measured(tmp_path_factory):
     """fp32 and int8 onnx-cpu artifacts of the sample, each audited (test rule set) and measured on `local`."""
     from edgedeploy.devices import local_device
-    from edgedeploy.devices.measuring import MeasureRequest, run_measure
+    from edgedeploy.pipeline.measure import MeasureRequest, run_measure
 
     out = tmp_path_factory.mktemp("report")
     arts = []
@@ -169,7 +169,7 @@ def test_two_devices_are_two_groups_and_never_divided(two_measured, tmp_path):
 def test_before_after_ratio_refused_across_devices_or_inputs(two_measured):
     import copy
 
-    from edgedeploy.devices.measuring import compare_before_after
+    from edgedeploy.pipeline.measure import compare_before_after
 
     _, arts = two_measured
     record = json.loads((arts[1] / "report.json").read_text())["measurements"]["local"]

@@ -48,14 +48,14 @@ def test_sample_converts_for_every_chip(sample_builds, chip):
     assert manifest["files"]["model.rknn"]["sha256"] == manifest["rknn"]["rknn_sha256"]
     assert "Network Layer Information Table" in (art / "build.log").read_text(errors="replace")
     # Mean/std from the sample's preprocessing: pixels 0..255 become the [0, 1] the model expects.
-    assert report["convert"]["normalisation"]["std_values"] == [[255.0]]
+    assert report["convert"]["details"]["normalisation"]["std_values"] == [[255.0]]
     # Accuracy before and after, same inputs, scoped.
     acc = report["accuracy"]
     assert acc["samples"] == int(EVAL) and acc["metric"] == "top1"
     assert 0.9 < acc["before"]["top1"] <= 1.0
     assert abs(acc["after"]["top1"] - acc["before"]["top1"]) <= 0.02
     assert acc["fidelity"]["logits"]["cosine"] > 0.999
-    assert acc["scope"]["after"].startswith("RKNN simulator")
+    assert acc["after_backend"].startswith("RKNN simulator") and acc["status"] == "done"
     # The toolkit's verdict beside the audit: the sample is entirely on the NPU, and they agree.
     verdict = report["toolchain_verdict"]
     assert verdict["failed"] is None and verdict["agreement"] == 1.0 and verdict["compared"] == 13
@@ -75,7 +75,7 @@ def test_analyse_maps_per_layer_cosine_to_onnx_nodes(sample_builds):
 
 def test_precision_refusals(tmp_path):
     proc = run_cli("build", "--target", "rv1106", "--precision", "fp16", "--out", str(tmp_path))
-    assert proc.returncode == 2 and "RV1106 NPU has no fp16" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "RV1106 builds int8, not fp16" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_cli("build", "--target", "rk3588", "--precision", "fp32", "--out", str(tmp_path / "b"))
     assert proc.returncode == 2 and "int8 or fp16" in proc.stderr
 
@@ -88,7 +88,7 @@ def test_int8_of_a_user_model_needs_calibration_data(tmp_path):
     proc = run_cli("build", str(model), "--target", "rk3588", "--calib", str(tmp_path / "calib.npz"), "--out", str(tmp_path / "out2"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads((tmp_path / "out2" / "conv" / "rk3588" / "report.json").read_text())
-    assert report["accuracy"].get("skipped") and report["toolchain_verdict"]["agreement"] == 1.0
+    assert report["accuracy"]["status"] == "skipped" and report["toolchain_verdict"]["agreement"] == 1.0
 
 
 def test_batched_verdicts_in_one_worker(tmp_path):
@@ -137,3 +137,48 @@ def test_rules_agree_with_the_toolkit_on_node_tests(tmp_path, node_test_cases, c
     single = measure(target, chip, cases, tmp_path / chip)["single"]
     assert single.models == len(NODE_TEST_SAMPLE) and single.models_failed >= 6
     assert single.rate >= AGREEMENT_FLOOR, single.disagreements
+
+
+def test_the_toolkits_own_disable_rules_advice_is_followed_and_recorded(tmp_path, monkeypatch):
+    """rknn-toolkit2 crashes in a fusion rule and names it in its build log; the worker disables it and
+    builds again, rule after rule, and records every rule it disabled (the log is a real one: yolo11n)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rknn_worker_under_test", Path(__file__).parent.parent / "targets" / "rknn" / "worker.py")
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    real_log = (FIXTURES / "disable_rules_advice.txt").read_text()
+    first, second = real_log.split("Rule: fuse_exmatmul_add_mul_exsoftmax13", 1)
+    out = tmp_path / "build_output.txt"
+    attempts = []
+
+    def fake_build_once(request, case, ctx, output_path, dataset, export_path, disable_rules):
+        attempts.append(list(disable_rules))
+        if len(attempts) == 1:
+            Path(output_path).write_text(first)  # the first crash and its advice
+            raise ValueError("IndexError: list index out of range")
+        if len(attempts) == 2:
+            Path(output_path).write_text("Rule: fuse_exmatmul_add_mul_exsoftmax13" + second)
+            raise ValueError("IndexError: list index out of range")
+        return "built"
+
+    class Ctx:
+        def log(self, message):
+            pass
+
+    monkeypatch.setattr(worker, "_build_once", fake_build_once)
+    monkeypatch.setattr(worker, "_toolkit_version", lambda: "2.5.0")
+    rknn, workarounds = worker._build_following_advice({}, {}, Ctx(), str(out), None)
+    assert rknn == "built"
+    assert attempts == [[], ["seperate_conv_rs_split"], ["seperate_conv_rs_split", "fuse_exmatmul_add_mul_exsoftmax13_exmatmul_to_sdpa"]]
+    (applied,) = workarounds
+    assert "seperate_conv_rs_split" in applied["name"] and "advises" in applied["why"] and "2.5.0" in applied["source"]
+
+    # No advice in the log: the failure is the toolchain's, as it said it.
+    def always_fails(*args):
+        Path(args[3]).write_text("E build: something else broke\n")
+        raise ValueError("boom")
+
+    monkeypatch.setattr(worker, "_build_once", always_fails)
+    with pytest.raises(ValueError, match="boom"):
+        worker._build_following_advice({}, {}, Ctx(), str(out), None)

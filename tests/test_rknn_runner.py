@@ -151,7 +151,7 @@ def test_onnx_baseline_runs_for_real_on_the_same_inputs(artifact, tmp_path):
     # Before and after share every scope key but the deployment, so measure may divide them.
     board = runner_copy(artifact, tmp_path)
     after = parse_result_lines(run_python_runner(board, {"RKNN_RUNTIME_LIB": str(fake_runtime_library(tmp_path, "2.5.0"))}).stdout)[0]
-    from edgedeploy.devices.measuring import DEPLOYMENT_FIELDS
+    from edgedeploy.pipeline.measure import DEPLOYMENT_FIELDS
 
     keys = (set(base["scope"]) | set(after["scope"])) - set(DEPLOYMENT_FIELDS) - {"backend_version", "unit"}
     assert {k: base["scope"].get(k) for k in keys} == {k: after["scope"].get(k) for k in keys}

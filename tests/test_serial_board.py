@@ -136,10 +136,12 @@ def test_real_board_end_to_end(tmp_path):
     assert section["sessions_read"] == 3
 
 
-def test_runner_spec_explains_that_espdl_runs_as_firmware():
+def test_espdl_runs_as_firmware_over_serial_not_as_a_runner(tmp_path):
+    """ESP-DL declares serial measurement and no runner; measure says so for a non-serial device."""
     from edgedeploy.devices import local_device
+    from edgedeploy.pipeline.measure import MeasureRequest, _runner_specs
+    from edgedeploy.targets.base import Capability
 
+    assert Capability.SERIAL in TARGET.capabilities and Capability.RUNNER not in TARGET.capabilities
     with pytest.raises(DeviceError, match="run as firmware"):
-        TARGET.runner_spec(None, manifest(), local_device())
-    with pytest.raises(DeviceError, match="measure_serial"):
-        TARGET.runner_spec(None, manifest(), device("/dev/ttyUSB0"))
+        _runner_specs(tmp_path, manifest(), {"model": {}}, local_device(), MeasureRequest(tmp_path, local_device()), tmp_path)

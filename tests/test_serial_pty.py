@@ -157,4 +157,6 @@ def test_chip_at_port_specs():
     assert serial_device_from_spec("ESP32P4@COM5").serial_port == "COM5"
     assert serial_device_from_spec("pi@raspberrypi") is None  # an ssh user@host
     assert serial_device_from_spec("esp32s3") is None
-    assert serial_device_from_spec("nosuchchip@/dev/ttyUSB0") is None
+    from edgedeploy.targets import chip_ids
+
+    assert serial_device_from_spec("nosuchchip@/dev/ttyUSB0", known_chips=chip_ids()) is None

@@ -243,10 +243,10 @@ def test_remote_build_orchestration_over_loopback_ssh(jetson_inventory, tmp_path
     assert manifest["tensorrt"]["from_cache"] is False
     report = json.loads((art / "report.json").read_text())
     # The stand-in's switch message went through the parser and the verdict: orchestration, not truth.
-    placement = report["tensorrt"]["placement"]["nodes"]
+    placement = json.loads((art / "toolchain_verdict.json").read_text())["verdict"]["nodes"]
     assert placement["/classifier/classifier.0/Flatten"]["placement"] == "fallback"
     assert placement["/features/features.0/Conv"]["placement"] == "accelerator"
-    assert report["tensorrt"]["comparison"]["compared"] == 13
+    assert report["toolchain_verdict"]["compared"] == 13 and report["toolchain_verdict"]["toolchain"] == "tensorrt"
     assert report["audit"]["fallback_unit"] == "GPU"
 
     # Same model, options and device: the cache answers and trtexec is not run again.

@@ -32,7 +32,8 @@ import pytest
 from onnx import helper
 
 from edgedeploy.audit import Placement
-from edgedeploy.build import BuildOptions, run_build
+from edgedeploy.pipeline.build import BuildOptions, run_build
+from edgedeploy.targets.tidl import TidlOptions
 from edgedeploy.errors import OptionError, ToolchainError, ToolchainMissing
 
 from tests.tidl_models import FIXTURES, conv, conv_erf_conv_model, conv_relu_pool_model, f32, make_model, node, write_inputs
@@ -70,7 +71,7 @@ def build(tmp_path, model: onnx.ModelProto, chip="am68a", precision=None, calib_
     calib = write_inputs(tmp_path / "calib.npz", shape, calib_count, seed=1)
     evaluation = write_inputs(tmp_path / "eval.npz", shape, eval_count, seed=2) if eval_count else None
     lines: list[str] = []
-    options = BuildOptions(out_root=tmp_path / "out", precision=precision, calib=calib, eval=evaluation, target_options=target_options)
+    options = BuildOptions(out_root=tmp_path / "out", precision=precision, calib=calib, eval=evaluation, target_options={"tidl": TidlOptions.from_values(target_options)})
     dest = run_build(model_path, chip, options, echo=lines.append)
     return dest, lines
 
@@ -91,12 +92,12 @@ def test_generated_project_when_ti_tools_are_absent(tmp_path):
     assert report["convert"]["status"] == "generated"
     assert "TIDL_TOOLS_PATH is not set" in report["convert"]["reason"]
     # The one command: absolute path of the final artifact (not the temporary build folder), TI's SOC name.
-    command = report["convert"]["command"]
+    command = report["convert"]["details"]["command"]
     assert command.startswith(f"cd {dest.resolve() / 'tidl'} && SOC=am68a TIDL_TOOLS_PATH=")
     assert command.endswith("python3 compile_tidl.py")
     assert any(command in line for line in lines)
     manifest = json.loads((dest / "manifest.json").read_text())
-    assert manifest["tidl"] == {"soc": "am68a", "tidl_version": "11.02", "tensor_bits": 8, "model": "model_tidl.onnx", "compiled": False}
+    assert manifest["tidl"] == {"soc": "am68a", "tidl_version": "11.02", "tensor_bits": 8, "model": "model_tidl.onnx", "precision": "int8", "compiled": False}
 
 
 @pytest.mark.parametrize("script", ["tidl/compile_tidl.py", "runner/run_tidl.py"])
@@ -179,7 +180,7 @@ def test_deny_list_keeps_the_audited_fallbacks_on_the_arm_cores(tmp_path):
     )
     dest, lines = build(tmp_path, model)
     report = report_of(dest)
-    placement = {n["node"]: n["placement"] for n in report["audit"]["nodes"]}
+    placement = {n["node"]: n["placement"] for n in json.loads((dest / "audit.json").read_text())["nodes"]}
     assert placement == {"c1": "accelerator", "erf": "fallback", "Erf_2": "fallback", "gelu,part": "fallback", "c2": "accelerator", "softmax_c": "fallback"}
 
     config = config_of(dest)
@@ -271,18 +272,18 @@ def test_compile_through_a_configured_command(tmp_path):
     """
     dest, lines = build(tmp_path, conv_erf_conv_model(), chip="tda4vm", tidl_compile_command=standin_command("conv_erf_conv"))
     report = report_of(dest)
-    assert report["convert"]["status"] == "compiled" and report["convert"]["how"] == "command"
-    assert report["convert"]["artifacts"]["subgraphs"] == 2
-    assert report["convert"]["artifacts"]["log_summary"] == {"subgraphs": 2, "offloaded_nodes": 2, "total_nodes": 3}
-    verdict = report["toolchain_verdict"]["nodes"]
+    assert report["convert"]["status"] == "built" and report["convert"]["details"]["how"] == "command"
+    assert report["convert"]["details"]["artifacts"]["subgraphs"] == 2
+    assert report["convert"]["details"]["artifacts"]["log_summary"] == {"subgraphs": 2, "offloaded_nodes": 2, "total_nodes": 3}
+    verdict = json.loads((dest / "toolchain_verdict.json").read_text())["verdict"]["nodes"]
     assert {k: v["placement"] for k, v in verdict.items()} == {"c1": "accelerator", "erf": "fallback", "Conv_2": "accelerator"}
-    assert report["agreement"]["agreement"] == 1.0 and report["agreement"]["compared"] == 3
+    assert report["toolchain_verdict"]["agreement"] == 1.0 and report["toolchain_verdict"]["compared"] == 3
     assert "deny_list_ignored" not in report["tidl"]
     assert {row["network"] for row in report["tidl_layers"]} == {"a_tidl_net.bin", "y_tidl_net.bin"}
     accuracy = report["accuracy"]
     assert accuracy["samples"] == 6 and accuracy["metric"] == "fidelity"
     assert accuracy["fidelity"]["y"]["cosine"] == pytest.approx(1.0)  # the stand-in's outputs ARE the float ones
-    assert "TI host emulation" in accuracy["scope"]["after"]
+    assert "TI host emulation" in accuracy["after_backend"]
     assert "compiling with TIDL" in "\n".join(lines)
     manifest = json.loads((dest / "manifest.json").read_text())
     assert manifest["tidl"]["compiled"] is True
@@ -304,12 +305,12 @@ def test_real_tidl_compile_of_the_sample(tmp_path, monkeypatch, sample_model_pat
     """Needs TI's edgeai-tidl-tools for AM68A: TIDL_TOOLS_PATH (tools/AM68A/tidl_tools) and TI's onnxruntime (TIDL_PYTHON)."""
     for key, value in REAL_TI_ENV.items():
         monkeypatch.setenv(key, value)
-    options = BuildOptions(out_root=tmp_path / "out", target_options={"tidl_calibration_frames": 4, "tidl_calibration_iterations": 2})
+    options = BuildOptions(out_root=tmp_path / "out", target_options={"tidl": TidlOptions(tidl_calibration_frames=4, tidl_calibration_iterations=2)})
     dest = run_build(sample_model_path, "am68a", options, echo=lambda line: None)
     report = report_of(dest)
-    assert report["convert"]["status"] == "compiled"
-    assert report["convert"]["artifacts"]["subgraphs"] == 1
-    assert report["agreement"]["agreement"] == 1.0
+    assert report["convert"]["status"] == "built"
+    assert report["convert"]["details"]["artifacts"]["subgraphs"] == 1
+    assert report["toolchain_verdict"]["agreement"] == 1.0
     assert report["accuracy"]["after"]["top1"] > 0.9
 
 
@@ -328,9 +329,9 @@ def test_verdict_uses_the_users_names_after_a_safe_rename(tmp_path):
     dest, _ = build(tmp_path / "b", model, tidl_compile_command=command)
     report = report_of(dest)
     assert _denied(config_of(dest)) == {"edgedeploy_deny_1"}
-    assert report["toolchain_verdict"]["nodes"]["erf,x"]["placement"] == "fallback"
-    assert "edgedeploy_deny_1" not in report["toolchain_verdict"]["nodes"]
-    assert report["agreement"]["agreement"] == 1.0 and report["agreement"]["not_reported"] == []
+    assert json.loads((dest / "toolchain_verdict.json").read_text())["verdict"]["nodes"]["erf,x"]["placement"] == "fallback"
+    assert "edgedeploy_deny_1" not in json.loads((dest / "toolchain_verdict.json").read_text())["verdict"]["nodes"]
+    assert report["toolchain_verdict"]["agreement"] == 1.0 and report["toolchain_verdict"]["not_reported"] == []
 
 
 def test_audit_confirm_compiles_and_parses(tmp_path):

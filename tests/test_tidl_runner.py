@@ -19,7 +19,8 @@ import onnx
 import pytest
 
 from edgedeploy.artifacts import check_manifest
-from edgedeploy.build import BuildOptions, run_build
+from edgedeploy.pipeline.build import BuildOptions, run_build
+from edgedeploy.targets.tidl import TidlOptions
 from edgedeploy.devices import Device, local_device, open_transport
 from edgedeploy.errors import ArtifactError
 from edgedeploy.measure.accuracy import fidelity
@@ -148,7 +149,7 @@ def test_compiled_artifacts_travel_with_the_runner(tmp_path):
     onnx.save(conv_erf_conv_model(), str(model))
     calib = write_inputs(tmp_path / "calib.npz", (1, 4, 8, 8), 4)
     command = f"{shlex.quote(sys.executable)} {shlex.quote(STANDIN)} {shlex.quote(str(FIXTURES / 'conv_erf_conv'))} {{dir}}"
-    dest = run_build(model, "am69a", BuildOptions(out_root=tmp_path / "out", calib=calib, target_options={"tidl_compile_command": command}), echo=lambda line: None)
+    dest = run_build(model, "am69a", BuildOptions(out_root=tmp_path / "out", calib=calib, target_options={"tidl": TidlOptions(tidl_compile_command=command)}), echo=lambda line: None)
     spec = _spec(dest, chip="am69a")
     shipped = {k for k in spec.files if k.startswith("tidl_artifacts/")}
     assert shipped == {f"tidl_artifacts/{n}" for n in ("allowedNode.txt", "onnxrtMetaData.txt", "a_tidl_net.bin", "a_tidl_io_1.bin", "y_tidl_net.bin", "y_tidl_io_1.bin")}

@@ -43,7 +43,19 @@ class DeviceError(EdgedeployError):
     """A device is unknown, unreachable, or failed during a run."""
 
 
+class TargetError(EdgedeployError):
+    """A registered target package is broken (it cannot be loaded or breaks the target contract)."""
+
+
 class NotAvailableYet(EdgedeployError):
     """A command or option that exists in the interface but is not implemented yet."""
 
     exit_code = 2
+
+
+class EdgedeployWarning(UserWarning):
+    """Something the user should know that does not stop the command (the CLI prints `warning: ...`).
+
+    Raised with `warnings.warn(EdgedeployWarning(sentence))` at the boundary that notices it
+    (intake, the dataset loader), so every command shows it without passing a callback down.
+    """

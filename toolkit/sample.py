@@ -32,3 +32,27 @@ def sample_eval_path() -> Path:
 def sample_card() -> dict:
     """The sample's description: data provenance, preprocessing, splits, and its float accuracy."""
     return json.loads((sample_dir() / "sample.json").read_text())
+
+
+def is_sample(model) -> bool:
+    """Whether a LoadedModel is the bundled sample (by content hash): then its splits are the defaults.
+
+    The one place this is decided; every command asks here.
+    """
+    return getattr(model, "sha256", None) == sample_card().get("sha256")
+
+
+def sample_preprocess():
+    """The sample's image preprocessing as a PreprocessSpec (grayscale 28x28, scale 1/255)."""
+    from edgedeploy.datasets import PreprocessSpec
+
+    p = sample_card()["preprocessing"]
+    channels = {"grayscale": "GRAY", "gray": "GRAY"}.get(str(p.get("channels", "RGB")).lower(), str(p.get("channels", "RGB")).upper())
+    return PreprocessSpec(
+        size=tuple(p["size"]) if p.get("size") else None,
+        scale=float(p.get("scale", 1 / 255)),
+        mean=tuple(float(v) for v in p.get("mean", [0.0])),
+        std=tuple(float(v) for v in p.get("std", [1.0])),
+        layout=p.get("layout", "NCHW"),
+        channels=channels,
+    )

@@ -4,7 +4,7 @@ delegate for the i.MX 8M Plus NPU. Conversion runs in the `eiq` toolchain enviro
 
 from pathlib import Path
 
-from edgedeploy.targets.base import Chip, Target
+from edgedeploy.targets.base import Capability, Chip, Target
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -42,7 +42,8 @@ class EiqTarget(Target):
     vendor = "NXP"
     name = "NXP eIQ"
     toolchain = TOOLCHAIN
-    stages = ("convert", "codegen", "runner")
+    listing_order = 30
+    capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT, Capability.BENCH})
     chips = (
         Chip(
             id="imx8mp",
@@ -68,21 +69,56 @@ class EiqTarget(Target):
     )
 
 
-    def build(self, ctx) -> None:
-        """float32 + full-int8 TFLite, Vela (i.MX 93), host accuracy before/after, the board runner."""
-        from edgedeploy.targets.eiq.build import build
+    def rule_set_variants(self, chip_id: str) -> list[dict]:
+        """The other rule tables of a chip (the rules package), default first."""
+        return self.module("rules").rule_set_variants(chip_id)
 
-        build(self, ctx)
+    def convert(self, ctx):
+        """onnx2tf float32 + full-int8 TFLite, Vela for the i.MX 93; the toolchain's verdict (build.py)."""
+        from edgedeploy.targets.eiq.build import convert
+
+        return convert(self, ctx)
+
+    def simulate(self, ctx, converted, evaluation):
+        """The int8 TFLite in the TFLite CPU interpreter (and the float32 one beside it)."""
+        from edgedeploy.targets.eiq.build import simulate
+
+        return simulate(self, ctx, converted, evaluation)
+
+    def codegen(self, ctx, converted):
+        from edgedeploy.targets.eiq.build import codegen
+
+        return codegen(ctx, converted)
+
+    def bench_backends(self) -> list:
+        """The ONNX model through onnx2tf on the TFLite CPU interpreter; Vela's estimate listed, not timed."""
+        from edgedeploy.measure.backends import Backend
+
+        return [
+            Backend(
+                "tflite-cpu",
+                "TFLite (onnx2tf + ai_edge_litert, XNNPACK), CPU",
+                "tflite",
+                "cpu",
+                toolchain=TOOLCHAIN,
+                worker=Path(__file__).with_name("worker_bench.py"),
+                precisions=("fp32",),
+            ),
+            Backend(
+                "vela-estimate",
+                "Arm Vela performance estimate (Ethos-U65)",
+                "simulator",
+                "npu-estimate",
+                kind="simulator",
+                not_timed="Vela estimates time only for a full-int8 TFLite model compiled for the Ethos-U; `edgedeploy build --target imx93` reports it, labelled as an estimate",
+            ),
+        ]
 
     def runner_spec(self, artifact, manifest, device):
         """int8 with the NPU delegate (CPU fallback with a warning); baseline: the float32 model on the CPU."""
         from edgedeploy.targets.eiq.runner import runner_spec
 
         return runner_spec(self, Path(artifact), manifest, device)
-
-    def toolchain_verdict(self, model_path, chip_id, workdir, log_path, **options):
-        """Vela's verdict (i.MX 93) for one model, as a ToolchainVerdict keyed by ONNX node name."""
-        return self.toolchain_verdicts([model_path], chip_id, workdir, log_path, **options)[0]
 
     def toolchain_verdicts(self, model_paths, chip_id, workdir, log_path, precision=None, inputs=None, per_model_timeout_s=None, keep_files=False, **options):
         """Verdicts for many models through one eiq worker (TensorFlow starts once).

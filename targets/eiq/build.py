@@ -1,56 +1,36 @@
-"""`edgedeploy build` for NXP eIQ (i.MX 93 and i.MX 8M Plus).
+"""The NXP eIQ target's own stages of `edgedeploy build` (i.MX 93 and i.MX 8M Plus).
 
-Stages, all writing into the artifact folder (ctx.workdir):
-  audit      the chip's rule table (targets/eiq/rules.py) on the pinned model
   convert    the eiq worker: onnx2tf -> model_float32.tflite; full-int8 -> model_int8.tflite,
              calibrated on the calibration split in the converted model's layout (NHWC);
-             i.MX 93: Vela -> model_int8_vela.tflite + vela/ (printout, summary CSV)
-  verify     host accuracy before/after on the held-out split: ONNX Runtime fp32 (before)
-             against the int8 TFLite in the TFLite CPU interpreter (after), task metric and
-             fidelity; the float32 TFLite's fidelity shows what the conversion alone changed
+             i.MX 93: Vela -> model_int8_vela.tflite + vela/ (printout, summary CSV), whose CPU
+             operators are the toolchain's verdict; i.MX 8M Plus: the int8 model's operators
+             against the VX delegate's list
+  simulate   a second worker call: the int8 TFLite (the "after") and the float32 TFLite (what
+             the conversion alone changed) in the TFLite CPU interpreter, on the evaluation
+             inputs; an interpreter that refuses the model is retried without XNNPACK and, if
+             it still cannot run, reported — the conversion is kept either way
   codegen    runner/: the generated Python runner, protocol.py, runner.json
-Report sections: audit, conversion, vela (i.MX 93; every figure Vela's estimate),
-vx_delegate (i.MX 8M Plus: the int8 model's operators against the delegate's list),
-toolchain_verdict + comparison (prediction vs what the toolchain did), accuracy, runner.
+Report sections: conversion, vela (i.MX 93; every figure Vela's estimate), vx_delegate (i.MX 8M Plus).
 """
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
 import numpy as np
 
-from edgedeploy.artifacts import sha256_file
-from edgedeploy.errors import OptionError
+from edgedeploy.errors import ToolchainError, WorkerFailed
+from edgedeploy.model import named_copy
+from edgedeploy.targets.eiq.confirm import tokens_for
+from edgedeploy.targets.base import ConvertResult, SimulationResult
+from edgedeploy.toolchains.executor import final_error_line
 
 WORKER = Path(__file__).with_name("worker.py")
 # Evaluation samples copied into the artifact for on-board output checks (kept small: boards).
 RUNNER_SAMPLE_COUNT = 100
-
-
-def _is_sample(ctx) -> bool:
-    """Whether the model is the bundled sample (then its calibration and held-out splits are the defaults)."""
-    from edgedeploy.sample import sample_model_path
-
-    try:
-        return ctx.model.sha256 == sha256_file(sample_model_path())
-    except OSError:
-        return False
-
-
-def _datasets(ctx):
-    from edgedeploy.sample import sample_calibration_path, sample_eval_path
-
-    sample = _is_sample(ctx)
-    calib = ctx.dataset("calib", sample_calibration_path() if sample else None)
-    if calib is None:
-        raise OptionError(
-            f"Full-int8 conversion for {ctx.chip.id} needs calibration data: pass --calib (an .npz keyed by input name, a folder of .npy files, or images with --preprocess)."
-        )
-    evaluation = ctx.dataset("eval", sample_eval_path() if sample else None)
-    return calib, evaluation
+# What the runner and the simulation need to know of the converted model's inputs and outputs.
+TFLITE_IO_KEYS = ("onnx_inputs", "onnx_outputs", "input_layouts", "int8_ops")
 
 
 def _save_inputs(dataset, folder: Path, tag: str) -> dict[str, str]:
@@ -63,65 +43,30 @@ def _save_inputs(dataset, folder: Path, tag: str) -> dict[str, str]:
     return files
 
 
-def _reference_outputs(model_path: Path, dataset, batch: int) -> dict[str, np.ndarray]:
-    """ONNX Runtime fp32 on every sample (the "before")."""
-    import onnxruntime as ort
+def convert(target, ctx) -> ConvertResult:
+    """onnx2tf (float32 + full-int8 TFLite), Vela for the i.MX 93; the toolchain's verdict."""
+    import onnx
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    collected: dict[str, list] = {n: [] for n in names}
-    for feed in dataset.batches(batch):
-        for name, value in zip(names, session.run(names, feed)):
-            collected[name].append(value)
-    return {n: np.concatenate(v) for n, v in collected.items()}
-
-
-def _batch_of(ctx) -> int:
-    first = ctx.model.graph_inputs()[0]
-    dims = first.type.tensor_type.shape.dim
-    return int(dims[0].dim_value) if dims and dims[0].dim_value > 0 else 1
-
-
-def build(target, ctx) -> None:
-    from edgedeploy.audit.confirm import compare
-    from edgedeploy.audit.engine import audit_model
-    from edgedeploy.measure.accuracy import before_after, choose_metric
     from edgedeploy.targets.eiq import VELA_IMX93, vela_version
-    from edgedeploy.targets.eiq.confirm import named_copy
     from edgedeploy.targets.eiq.vela import parse_summary_csv, parse_vela_stdout, verdict_from_entry, vx_verdict
 
     chip = ctx.chip.id
-    if ctx.options.precision not in (None, "int8"):
-        raise OptionError(f"{ctx.chip.name} builds are full-int8 TFLite (the NPU's precision); --precision {ctx.options.precision} is not available.")
-    work = ctx.workdir / "work"
-
-    # Audit: the prediction from the rule table.
-    rules = target.rule_set(chip)
-    audit = audit_model(ctx.model, rules, "int8")
-    ctx.report["audit"] = audit.to_dict()
-    ctx.echo(f"audit: {audit.summary_line()}")
-
-    # Data: calibration (required) and evaluation (optional) splits, in the ONNX layout; the
-    # worker transposes them to the converted model's layout (NHWC).
-    calib, evaluation = _datasets(ctx)
-    data_dir = work / "data"
-    request = {
-        "action": "build",
-        "out_dir": str(ctx.workdir),
-        "calib": _save_inputs(calib, data_dir, "calib"),
-    }
-    tokens, producers = named_copy(ctx.model_path, work / "named" / "model.onnx")
-    request["model"] = str(work / "named" / "model.onnx")
+    work = ctx.work("convert")
+    calib = ctx.data.calibration
+    tokens, token_names, producers = tokens_for(ctx.model.graph)
+    named = work / "named" / "model.onnx"
+    named.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(named_copy(ctx.model.proto, tokens), str(named))
+    # Data in the ONNX layout; the worker transposes it to the converted model's layout (NHWC).
+    request = {"action": "build", "out_dir": str(ctx.workdir), "calib": _save_inputs(calib, work / "data", "calib"), "model": str(named)}
     if chip == "imx93":
         request["vela"] = dict(VELA_IMX93)
-    if evaluation is not None:
-        request["eval"] = _save_inputs(evaluation, data_dir, "eval")
-        request["eval_out_dir"] = str(work / "eval_outputs")
+    ctx.echo(f"convert: onnx2tf converts to float32 and full-int8 TFLite{' and Vela compiles for the Ethos-U65' if chip == 'imx93' else ''} (log: build.log)")
     started = time.monotonic()
-    result = ctx.run_worker(WORKER, request, "convert")
-    ctx.manifest.setdefault("toolchain", {})["worker_versions"] = result["versions"]
+    try:
+        result = ctx.executor.worker(target.toolchain, WORKER, request, work)
+    except WorkerFailed as exc:
+        raise WorkerFailed(str(exc) + known_remedy(str(exc))) from exc
     conversion = {
         "converter": f"onnx2tf {result['versions'].get('onnx2tf')} + tensorflow-cpu {result['versions'].get('tensorflow-cpu')}",
         "float32_tflite": "model_float32.tflite",
@@ -133,13 +78,12 @@ def build(target, ctx) -> None:
         "seconds": result["seconds"],
         "wall_seconds": round(time.monotonic() - started, 2),
     }
-    ctx.report["conversion"] = conversion
     ctx.echo(f"convert: model_float32.tflite ({_size(ctx.workdir / 'model_float32.tflite')}), model_int8.tflite ({_size(ctx.workdir / 'model_int8.tflite')})")
-
-    # What the toolchain did, per ONNX node, beside the prediction.
+    sections = {"conversion": conversion}
+    files = {"model": "model_int8.tflite", "float32_model": "model_float32.tflite"}
     if chip == "imx93":
         vela = result["vela"]
-        verdict = verdict_from_entry(result, tokens, producers, toolchain="onnx2tf+vela", version=vela_version())
+        verdict = verdict_from_entry(result, token_names, producers, toolchain="onnx2tf+vela", version=vela_version())
         printout = parse_vela_stdout(vela.get("stdout") or "")
         section = {
             "command": "vela " + " ".join(_relative_args(vela["args"], ctx.workdir)),
@@ -159,60 +103,85 @@ def build(target, ctx) -> None:
                 f"{est['core_clock_hz'] / 1e6:.0f} MHz), SRAM {est['sram_used_bytes']} B, DRAM {est['dram_used_bytes']} B (Vela's estimates)"
             )
         if vela["returncode"] or not vela.get("vela_tflite"):
-            raise OptionError(f"Vela could not compile the model for the i.MX 93: {verdict.failed or 'see vela/vela_stdout.txt'}.")
-        ctx.report["vela"] = section
+            own = final_error_line(vela.get("stdout") or "") or verdict.failed
+            raise ToolchainError(f"Vela could not compile the model for the i.MX 93: {own or 'see vela/vela_stdout.txt'}.")
+        sections["vela"] = section
+        files["npu_model"] = "model_int8_vela.tflite"
     else:
         from edgedeploy.targets.eiq.rules import VX_DELEGATE_OPS, VX_DELEGATE_RELEASE
 
-        verdict = vx_verdict(result, tokens, producers, VX_DELEGATE_OPS, version=f"VX delegate op list {VX_DELEGATE_RELEASE}")
+        verdict = vx_verdict(result, token_names, producers, VX_DELEGATE_OPS, version=f"VX delegate op list {VX_DELEGATE_RELEASE}")
         ops = result["int8_ops"]["ops"]
-        ctx.report["vx_delegate"] = {
+        sections["vx_delegate"] = {
             "source": f"nxp-imx/tflite-vx-delegate-imx op_status.md ({VX_DELEGATE_RELEASE})",
             "note": "The delegate decides at load time on the board; this checks the int8 model's operators against its list.",
             "operators": [{"op": op["op"], "in_delegate_list": op["op"] in VX_DELEGATE_OPS, "tensor": op["outputs"][0]["name"] if op["outputs"] else ""} for op in ops],
             "in_list": sum(op["op"] in VX_DELEGATE_OPS for op in ops),
             "not_in_list": sorted({op["op"] for op in ops if op["op"] not in VX_DELEGATE_OPS}),
         }
-    ctx.report["toolchain_verdict"] = verdict.to_dict()
-    ctx.report["comparison"] = compare(audit, verdict)
-    cmp = ctx.report["comparison"]
-    if cmp.get("agreement") is not None:
-        ctx.echo(f"confirm: the rules and {verdict.toolchain} agree on {cmp['agree']} of {cmp['compared']} nodes")
+    return ConvertResult(
+        status="built",
+        toolchain=conversion["converter"] + (f", Vela {result['versions'].get('ethos-u-vela')}" if chip == "imx93" else ""),
+        versions=result["versions"],
+        files=files,
+        verdict=verdict,
+        sections=sections,
+        details={"tflite_io": {k: result[k] for k in TFLITE_IO_KEYS}},
+        manifest={"worker_versions": result["versions"], "models": files},
+    )
 
-    # Accuracy before (ONNX Runtime fp32) and after (int8 TFLite, CPU interpreter), same inputs.
-    if evaluation is not None and result.get("eval_outputs"):
-        reference = _reference_outputs(ctx.model_path, evaluation, _batch_of(ctx))
-        int8 = {name: np.load(path) for name, path in result["eval_outputs"]["int8"].items()}
-        float32 = {name: np.load(path) for name, path in result["eval_outputs"]["float32"].items()}
-        count = min(len(next(iter(int8.values()))), len(next(iter(reference.values()))))
-        reference = {k: v[:count] for k, v in reference.items()}
-        int8 = {k: v[:count] for k, v in int8.items()}
-        float32 = {k: v[:count] for k, v in float32.items()}
-        labels = evaluation.labels[:count] if evaluation.labels is not None else None
-        first = ctx.model.graph_outputs()[0].name
-        metric = choose_metric(ctx.options.metric, reference[first].shape, labels)
-        section = before_after(metric, reference, int8, labels, first)
-        section["before_backend"] = "onnxruntime CPU, fp32"
-        section["after_backend"] = f"TFLite CPU interpreter (ai-edge-litert {result['versions'].get('ai-edge-litert')}), model_int8.tflite"
-        section["data"] = evaluation.describe()
-        section["float32_tflite_fidelity"] = {n: v for n, v in before_after("fidelity", reference, float32, None, first)["fidelity"].items()}
-        section["scope"] = {"model_sha256": ctx.model.sha256, "device": "host", "batch": _batch_of(ctx)}
-        ctx.report["accuracy"] = section
-        ctx.echo(_accuracy_line(section))
-        host = ctx.workdir / "host"
-        host.mkdir(exist_ok=True)
-        for i, name in enumerate(reference):
-            np.save(host / f"reference_fp32_output{i}.npy", reference[name])
-            np.save(host / f"tflite_int8_output{i}.npy", int8[name])
-    else:
-        ctx.report["accuracy"] = {"skipped": "no evaluation data (pass --eval)"}
 
-    # The generated runner.
+def simulate(target, ctx, converted: ConvertResult, evaluation) -> SimulationResult:
+    """The int8 (and float32) TFLite models in the TFLite CPU interpreter on the evaluation inputs."""
+    work = ctx.work("simulate")
+    io = converted.details["tflite_io"]
+    request = {
+        "action": "evaluate",
+        "eval": _save_inputs(evaluation, work / "data", "eval"),
+        "eval_out_dir": str(work / "outputs"),
+        "float32_tflite": str(ctx.workdir / "model_float32.tflite"),
+        "int8_tflite": str(ctx.workdir / "model_int8.tflite"),
+        **{k: io[k] for k in ("onnx_inputs", "onnx_outputs", "input_layouts")},
+    }
+    result = ctx.executor.worker(target.toolchain, WORKER, request, work)
+    backend = f"TFLite CPU interpreter (ai-edge-litert {result['versions'].get('ai-edge-litert')}), model_int8.tflite"
+    if "int8" not in result["eval_outputs"]:
+        return SimulationResult({}, backend, notes=result["notes"], failed=f"the TFLite interpreter could not run model_int8.tflite: {result['errors'].get('int8')}")
+    int8 = {name: np.load(path) for name, path in result["eval_outputs"]["int8"].items()}
+    extra = {}
+    if "float32" in result["eval_outputs"]:
+        extra["float32 TFLite (the conversion alone)"] = {name: np.load(path) for name, path in result["eval_outputs"]["float32"].items()}
+    import shutil
+
+    shutil.rmtree(work, ignore_errors=True)
+    return SimulationResult(int8, backend, extra=extra, notes=result["notes"] + [f"float32 TFLite: {e}" for k, e in result["errors"].items() if k == "float32"])
+
+
+def codegen(ctx, converted: ConvertResult) -> dict:
+    """runner/: the generated Python runner for the board, with the models and sample inputs."""
+    import shutil
+
     from edgedeploy.targets.eiq.runner import generate_runner
 
-    ctx.report["runner"] = generate_runner(ctx, result, evaluation, RUNNER_SAMPLE_COUNT)
-    ctx.echo(f"codegen: runner/runner.py ({ctx.report['runner']['delegate']})")
-    shutil.rmtree(work, ignore_errors=True)
+    section = generate_runner(ctx, converted.details["tflite_io"], ctx.data.evaluation, RUNNER_SAMPLE_COUNT, converted.simulated)
+    ctx.echo(f"codegen: runner/runner.py ({section['delegate']})")
+    shutil.rmtree(ctx.workdir / "work", ignore_errors=True)
+    return section
+
+
+# onnx2tf failures whose cause and remedy are known: (what the message contains, the advice).
+KNOWN_REMEDIES = (
+    (
+        "FlexErf",
+        " Erf (an exact GELU exported below opset 20) has no TFLite builtin; `edgedeploy build --fix` rewrites it to the "
+        "opset-20 Gelu, which onnx2tf converts to TFLite's GELU builtin (see docs/eiq.md).",
+    ),
+)
+
+
+def known_remedy(message: str) -> str:
+    """The documented remedy for an onnx2tf failure, as a sentence to append, or ''."""
+    return next((advice for marker, advice in KNOWN_REMEDIES if marker in message), "")
 
 
 def _op_histogram(ops: dict) -> dict[str, int]:
@@ -234,13 +203,3 @@ def _relative_args(args: list[str], root: Path) -> list[str]:
 
 def _size(path: Path) -> str:
     return f"{path.stat().st_size / 1024:.1f} KiB"
-
-
-def _accuracy_line(section: dict) -> str:
-    parts = []
-    if "before" in section and "top1" in section["before"]:
-        parts.append(f"top-1 {section['before']['top1']:.3f} (ONNX Runtime fp32) -> {section['after']['top1']:.3f} (int8 TFLite)")
-    fid = next(iter(section.get("fidelity", {}).values()), None)
-    if fid:
-        parts.append(f"cosine {fid['cosine']:.4f}, SNR {fid['snr_db']:.1f} dB")
-    return f"verify: {'; '.join(parts)} on {section['samples']} held-out samples"

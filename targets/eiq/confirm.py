@@ -29,23 +29,24 @@ PER_MODEL_TIMEOUT_S = 300.0
 MAX_RESTARTS = 50
 
 
+def tokens_for(graph) -> tuple[list[str], dict[str, str], list[str | None]]:
+    """The node names onnx2tf gets (edn<index>: its layer names carry them), token -> display
+    name, and the display name of the node producing each graph output."""
+    display = node_names(graph)
+    tokens = [f"edn{index}" for index in range(len(display))]
+    producer = {out: display[i] for i, node in enumerate(graph.node) for out in node.output if out}
+    return tokens, dict(zip(tokens, display)), [producer.get(o.name) for o in graph.output]
+
+
 def named_copy(model_path: Path, dest: Path) -> tuple[dict[str, str], list[str | None]]:
     """Write `model_path` with node names replaced by tokens; return token -> display name, and output producers."""
+    from edgedeploy.model import named_copy as renamed
+
     model = onnx.load(str(model_path))
-    graph = model.graph
-    display = node_names(graph)
-    tokens = {}
-    producer = {}
-    for index, node in enumerate(graph.node):
-        token = f"edn{index}"
-        tokens[token] = display[index]
-        node.name = token
-        for out in node.output:
-            if out:
-                producer[out] = display[index]
+    tokens, token_names, producers = tokens_for(model.graph)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(dest))
-    return tokens, [producer.get(o.name) for o in graph.output]
+    onnx.save(renamed(model, tokens), str(dest))
+    return token_names, producers
 
 
 def calibration_files(calib: Path | dict | None, dest_dir: Path) -> dict[str, str] | None:

@@ -79,7 +79,7 @@ def _io_settings(result: dict) -> tuple[list[dict], list[dict]]:
     return inputs, outputs
 
 
-def generate_runner(ctx, result: dict, evaluation, sample_count: int) -> dict:
+def generate_runner(ctx, result: dict, evaluation, sample_count: int, simulated=None) -> dict:
     """Write runner/ (runner.py, protocol.py, runner.json, the models, sample inputs); return the report section."""
     from jinja2 import Environment, StrictUndefined
 
@@ -134,6 +134,13 @@ def generate_runner(ctx, result: dict, evaluation, sample_count: int) -> dict:
         arrays = {k: np.ascontiguousarray(v[:n]).astype(np.float32) for k, v in evaluation.inputs.items()}
         write_inputs_npz(folder / INPUTS_REMOTE_NAME, arrays, None if evaluation.labels is None else evaluation.labels[:n])
         sample = INPUTS_REMOTE_NAME
+        # What the board's outputs should be for those inputs: the host's ONNX Runtime fp32
+        # reference, and the int8 model in the host's TFLite interpreter (keyed output0, output1, ...
+        # in ONNX output order; runner.json names them).
+        reference = ctx.reference.run({k: v[:n] for k, v in evaluation.inputs.items()}).outputs
+        np.savez(folder / "expected_fp32.npz", **{f"output{i}": v for i, v in enumerate(reference.values())})
+        if simulated is not None and simulated.outputs:
+            np.savez(folder / "expected_int8.npz", **{f"output{i}": np.asarray(simulated.outputs[name])[:n] for i, name in enumerate(reference) if name in simulated.outputs})
     return {
         "folder": RUNNER_DIR,
         "entry": f"{RUNNER_DIR}/runner.py",

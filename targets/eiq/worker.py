@@ -7,8 +7,9 @@ printout and summary CSV); the parsing into placements happens on the core side,
 edgedeploy.targets.eiq.vela, which is pure Python and tested on captured outputs.
 
 Actions (request["action"]):
-  build     convert one model to float32 and full-int8 TFLite, run Vela when asked, run both
-            TFLite models on evaluation inputs with the CPU interpreter
+  build     convert one model to float32 and full-int8 TFLite, run Vela when asked
+  evaluate  run both TFLite models on evaluation inputs with the CPU interpreter (XNNPACK, and
+            the builtin kernels alone when XNNPACK refuses the model)
   verdicts  convert many models and run Vela on each (audit --confirm and sweeps): one process,
             so TensorFlow's start-up is paid once; one JSON line per model in results.jsonl
 
@@ -56,6 +57,8 @@ def run(request, ctx):
     action = request.get("action")
     if action == "build":
         return build(request, ctx)
+    if action == "evaluate":
+        return evaluate(request, ctx)
     if action == "verdicts":
         return verdicts(request, ctx)
     raise ValueError(f"unknown action {action!r}")
@@ -328,6 +331,14 @@ def match_signature_key(onnx_name, keys, position, count):
     return ordered[position] if position < len(ordered) else None
 
 
+def tflite_key(onnx_name, saved_model_key, tflite_keys, position, count):
+    """The TFLite signature's name for an input: the saved model's key, the ONNX name, or the best match."""
+    for candidate in (saved_model_key, onnx_name):
+        if candidate in tflite_keys:
+            return candidate
+    return match_signature_key(onnx_name, set(tflite_keys), position, count)
+
+
 def convert(onnx_path, outdir, calib, ctx, precision="int8", quantize=True):
     """onnx2tf -> saved_model + float32 .tflite, then the full-int8 .tflite.
 
@@ -458,9 +469,19 @@ def quantize_full_int8(tf_dir, out_path, inputs, layouts, calib):
     """
     import tensorflow as tf
 
+    names = {layouts[spec["name"]]["key"]: spec["name"] for spec in inputs}
+
     def representative():
+        # The calibrator looks inputs up by the TFLite signature's names, which keep the ONNX
+        # name ("gpu_0/data_0") where the saved model's key was sanitised ("gpu_0_data_0"):
+        # each sample carries both (the calibrator ignores names it does not ask for).
         for sample in calibration_batches(inputs, layouts, calib):
-            yield {k: tf.convert_to_tensor(v) for k, v in sample.items()}
+            feed = {}
+            for key, value in sample.items():
+                tensor = tf.convert_to_tensor(value)
+                feed[key] = tensor
+                feed.setdefault(names.get(key, key), tensor)
+            yield feed
 
     converter = tf.lite.TFLiteConverter.from_saved_model(tf_dir)
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -530,15 +551,19 @@ def run_vela(tflite_path, outdir, vela, ctx):
 # Running TFLite on the host (CPU interpreter)
 
 
-def run_tflite(path, inputs, layouts, data, outputs_onnx):
+def run_tflite(path, inputs, layouts, data, outputs_onnx, default_delegates=True):
     """Run a .tflite on every sample of `data` (ONNX layout); return outputs per ONNX output (ONNX layout).
 
     Integer inputs are quantised with the model's own scale and zero point, integer outputs
-    dequantised, so the results compare with the float reference directly.
+    dequantised, so the results compare with the float reference directly. With
+    default_delegates=False the interpreter runs its builtin kernels without XNNPACK.
     """
-    from ai_edge_litert.interpreter import Interpreter
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    interpreter = Interpreter(model_path=path, num_threads=1)
+    if default_delegates:
+        interpreter = Interpreter(model_path=path, num_threads=1)
+    else:
+        interpreter = Interpreter(model_path=path, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
     runner = interpreter.get_signature_runner("serving_default")
     details_in = runner.get_input_details()
     details_out = runner.get_output_details()
@@ -546,6 +571,7 @@ def run_tflite(path, inputs, layouts, data, outputs_onnx):
     first = next(iter(layouts.values()))
     batch = first["tf_shape"][0] if first["tf_shape"] and first["tf_shape"][0] > 0 else 1
     collected = {k: [] for k in details_out}
+    keys = {spec["name"]: tflite_key(spec["name"], layouts[spec["name"]]["key"], list(details_in), pos, len(inputs)) for pos, spec in enumerate(inputs)}
     for start in range(0, count - count % batch, batch):
         feed = {}
         for spec in inputs:
@@ -553,12 +579,12 @@ def run_tflite(path, inputs, layouts, data, outputs_onnx):
             arr = data[spec["name"]][start:start + batch]
             if lay["perm"]:
                 arr = arr.transpose(lay["perm"])
-            det = details_in[lay["key"]]
+            det = details_in[keys[spec["name"]]]
             scale, zero = det["quantization"]
             if np.issubdtype(det["dtype"], np.integer) and scale and arr.dtype.kind == "f":
                 info = np.iinfo(det["dtype"])
                 arr = np.clip(np.round(arr / scale + zero), info.min, info.max)
-            feed[lay["key"]] = arr.astype(det["dtype"])
+            feed[keys[spec["name"]]] = arr.astype(det["dtype"])
         result = runner(**feed)
         for key, value in result.items():
             det = details_out[key]
@@ -631,23 +657,43 @@ def build(request, ctx):
             vela["vela_tflite"] = dest
         result["vela"] = vela
         result["seconds"]["vela"] = vela["seconds"]
-    evaluation = load_arrays(request.get("eval"))
-    if evaluation:
-        started = time.monotonic()
-        eval_dir = request["eval_out_dir"]
-        os.makedirs(eval_dir, exist_ok=True)
-        written = {}
-        for tag, path in (("float32", float_dest), ("int8", int8_dest)):
-            ctx.log(f"tflite: running the {tag} model on {min(len(a) for a in evaluation.values())} evaluation samples (CPU interpreter)")
-            outs = run_tflite(path, conv["onnx_inputs"], conv["input_layouts"], evaluation, conv["onnx_outputs"])
-            written[tag] = {}
-            for i, (name, value) in enumerate(outs.items()):
-                dest = os.path.join(eval_dir, f"{tag}_output{i}.npy")
-                np.save(dest, value)
-                written[tag][name] = dest
-        result["eval_outputs"] = written
-        result["seconds"]["evaluate"] = round(time.monotonic() - started, 3)
     return result
+
+
+def evaluate(request, ctx):
+    """Run the float32 and int8 TFLite models on the evaluation inputs with the CPU interpreter.
+
+    A check after the conversion: when the interpreter's default XNNPACK delegate refuses a
+    model ("failed to prepare"), the run is retried with the builtin kernels alone and says so;
+    a model neither can run is reported per model, never raised, so the conversion is kept.
+    """
+    evaluation = load_arrays(request["eval"])
+    started = time.monotonic()
+    eval_dir = request["eval_out_dir"]
+    os.makedirs(eval_dir, exist_ok=True)
+    written, notes, errors = {}, [], {}
+    for tag, path in (("float32", request["float32_tflite"]), ("int8", request["int8_tflite"])):
+        ctx.log(f"tflite: running the {tag} model on {min(len(a) for a in evaluation.values())} evaluation samples (CPU interpreter)")
+        outs = None
+        for default_delegates in (True, False):
+            try:
+                outs = run_tflite(path, request["onnx_inputs"], request["input_layouts"], evaluation, request["onnx_outputs"], default_delegates)
+                break
+            except Exception as exc:  # noqa: BLE001 - the interpreter's refusal is reported, not raised
+                traceback.print_exc()
+                message = failure_message(exc)
+                if default_delegates:
+                    notes.append(f"the {tag} model failed with the interpreter's default XNNPACK delegate ({message}); retried with the builtin kernels only")
+                else:
+                    errors[tag] = message
+        if outs is None:
+            continue
+        written[tag] = {}
+        for i, (name, value) in enumerate(outs.items()):
+            dest = os.path.join(eval_dir, f"{tag}_output{i}.npy")
+            np.save(dest, value)
+            written[tag][name] = dest
+    return {"eval_outputs": written, "notes": notes, "errors": errors, "seconds": round(time.monotonic() - started, 3), "versions": versions()}
 
 
 _MLIR_ERROR = re.compile(r"error: ((?:'[^']+' op|[A-Za-z]).*?)(?:\n|$)")

@@ -5,11 +5,10 @@ environment (requirements/espdl.txt); the firmware that runs them is an ESP-IDF 
 generated from templates/espdl and firmware/espdl.
 """
 
+from dataclasses import dataclass
 from pathlib import Path
 
-import click
-
-from edgedeploy.targets.base import Chip, Target
+from edgedeploy.targets.base import CalibrationNeed, Capability, Chip, Target, TargetOptions, option
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -27,30 +26,48 @@ TOOLCHAIN = VenvToolchain(
 )
 
 
+@dataclass(frozen=True)
+class EspDlOptions(TargetOptions):
+    int16_layers: tuple[str, ...] = option(
+        "--int16-layers",
+        "Mixed precision: put these ONNX nodes in int16 (the rest int8), or `auto`: move the layers that add the most "
+        "quantisation error to int16 until the outputs' SNR reaches 30 dB (or DB); see docs/espdl.md.",
+        multiple=True,
+        metavar="auto[=DB]|NAME,...",
+    )
+
+
 class EspDlTarget(Target):
     id = "espdl"
     vendor = "Espressif"
     name = "ESP-DL"
     toolchain = TOOLCHAIN
-    stages = ("convert", "codegen", "simulate", "runner")
-    build_options = (
-        click.Option(
-            ["--int16-layers"],
-            "int16_layers",
-            multiple=True,
-            metavar="auto[=DB]|NAME,...",
-            help=(
-                "ESP-DL: mixed precision. Put these ONNX nodes in int16 (the rest int8), or `auto`: move the layers "
-                "that add the most quantisation error to int16 until the outputs' SNR reaches 30 dB (or DB); see docs/espdl.md."
-            ),
-        ),
-    )
+    listing_order = 10
+    capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.SERIAL, Capability.VERDICT, Capability.BENCH})
+    options_type = EspDlOptions
 
-    def build(self, ctx) -> None:
-        """Audit, convert with esp-ppq, verify accuracy before/after, generate the ESP-IDF project (build.py)."""
-        from edgedeploy.targets.espdl.build import build
+    def calibration_need(self, chip, precision) -> CalibrationNeed:
+        from edgedeploy.targets.espdl.worker_verdict import MIN_CALIB_STEPS
 
-        build(ctx)
+        # esp-ppq 1.3.12 asserts "Insufficient Calibration Detected" below MIN_CALIB_STEPS steps;
+        # one sample per step is the least data that satisfies it.
+        return CalibrationNeed(True, MIN_CALIB_STEPS, f"esp-ppq {ESP_PPQ_VERSION} calibrates {precision} in at least {MIN_CALIB_STEPS} steps")
+
+    def convert(self, ctx):
+        """Quantise with esp-ppq, export the .espdl, simulate the evaluation inputs (build.py)."""
+        from edgedeploy.targets.espdl.build import convert
+
+        return convert(ctx)
+
+    def simulate(self, ctx, converted, evaluation):
+        """esp-ppq's quantised simulation of the evaluation inputs, computed in the conversion worker:
+        its quantised graph exists only there."""
+        return converted.simulated
+
+    def codegen(self, ctx, converted):
+        from edgedeploy.targets.espdl.build import codegen
+
+        return codegen(ctx, converted)
 
     def measure_serial(self, artifact, manifest, device, **options) -> dict:
         """Flash the artifact's firmware (idf.py where ESP-IDF is installed, or binaries the user built) and
@@ -59,18 +76,20 @@ class EspDlTarget(Target):
 
         return measure_on_board(artifact, manifest, device, **options)
 
-    def runner_spec(self, artifact, manifest, device):
-        """ESP-DL artifacts run as firmware on a board, not as a runner copied to a device: see measure_serial."""
-        from edgedeploy.errors import DeviceError
+    def bench_backends(self) -> list:
+        """esp-ppq simulates numerics only: listed, with the reason, never timed."""
+        from edgedeploy.measure.backends import Backend
 
-        if device.transport == "serial":
-            # `edgedeploy measure` sends serial devices to measure_serial; this is for other callers.
-            raise DeviceError(f"ESP-DL boards are measured through measure_serial (firmware over the serial port), not a runner, for '{device.name}'.")
-        raise DeviceError(
-            f"ESP-DL artifacts run as firmware on an {manifest.get('target', {}).get('chip', 'ESP32')} over a serial port, not as a "
-            f"runner on device '{device.name}' ({device.transport}); give a serial device (chip@/dev/ttyUSB0 or an inventory entry "
-            "with transport = \"serial\")."
-        )
+        return [
+            Backend(
+                "espdl-sim",
+                "ESP-DL quantised simulation (esp-ppq)",
+                "simulator",
+                "npu-simulator",
+                kind="simulator",
+                not_timed="esp-ppq simulates the quantised numerics on the host and reports no time; time it on the chip with `edgedeploy measure`",
+            )
+        ]
 
     chips = (
         Chip(
@@ -101,15 +120,7 @@ class EspDlTarget(Target):
         ),
     )
 
-    def toolchain_verdict(self, model_path: Path, chip_id: str, workdir: Path, log_path: Path, *, inputs=None, precision: str = "int8", **options):
-        """esp-ppq's own verdict: which nodes it quantises and which it keeps in float (see verdict.py).
-
-        `inputs`: an .npz of calibration inputs (keys: graph input names), else random data;
-        `precision`: "int8" or "int16". Other options: calib_steps, case_timeout_s, seed, progress, home.
-        """
-        return self.toolchain_verdicts([model_path], chip_id, workdir, log_path, inputs=inputs, precision=precision, **options)[0]
-
-    def toolchain_verdicts(self, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, *, inputs=None, precision: str = "int8", **options) -> list:
+    def toolchain_verdicts(self, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, *, precision=None, inputs=None, **options) -> list:
         """esp-ppq's verdict on many models in one worker process (imports torch and esp-ppq once).
 
         `inputs`: one .npz per model (or None for random data), or a single .npz for all.
@@ -117,7 +128,7 @@ class EspDlTarget(Target):
         from edgedeploy.targets.espdl.verdict import run_verdicts
 
         self.chip(chip_id)  # KeyError for a chip this target does not have
-        return run_verdicts(self.toolchain, model_paths, chip_id, workdir, log_path, inputs=inputs, precision=precision, **options)
+        return run_verdicts(self.toolchain, model_paths, chip_id, workdir, log_path, inputs=inputs, precision=precision or "int8", **options)
 
 
 TARGET = EspDlTarget()

@@ -1,11 +1,11 @@
-"""`edgedeploy build --target esp32s3|esp32p4`: the host side of the ESP-DL build.
+"""The ESP-DL target's own stages of `edgedeploy build --target esp32s3|esp32p4`.
 
-Stages, in order (each fills a section of the report):
-  audit     the target's rules, when targets/espdl/rules.py exists ("no rules yet" otherwise)
   convert   worker_build.py in the espdl environment: esp-ppq quantises, analyses the error,
-            simulates the quantised model on the evaluation inputs and exports the .espdl
-  verify    ONNX Runtime fp32 (before) against esp-ppq's quantised simulation (after), on the
-            same evaluation inputs: the task metric and output fidelity side by side
+            simulates the quantised model on the evaluation inputs (its quantised graph exists
+            only inside that worker, so the simulation happens there) and exports the .espdl;
+            the .info file it writes beside the .espdl is esp-ppq's own verdict per layer
+  simulate  hands on the worker's simulated outputs; the core compares them with the ONNX
+            Runtime reference on the same inputs
   codegen   the ESP-IDF project (codegen.py)
 
 The mixed-precision policy (`--int16-layers auto`) is documented in docs/espdl.md.
@@ -14,18 +14,20 @@ The mixed-precision policy (`--int16-layers auto`) is documented in docs/espdl.m
 from __future__ import annotations
 
 import math
-import re
 import shutil
-import time
 from pathlib import Path
 
-import numpy as np
 import onnx
 
 from edgedeploy import __version__
+from edgedeploy.arrays import read_arrays, write_arrays
 from edgedeploy.artifacts import atomic_write_json
 from edgedeploy.errors import OptionError
+from edgedeploy.model import named_copy
 from edgedeploy.model.stats import node_names
+from edgedeploy.targets.base import ConvertResult, SimulationResult
+from edgedeploy.targets.espdl.verdict import verdict_from_info
+from edgedeploy.targets.espdl.worker_verdict import MIN_CALIB_STEPS as ESPPPQ_MIN_CALIB_STEPS, parse_info
 
 WORKER = Path(__file__).with_name("worker_build.py")
 ESPDL_NAME = "model.espdl"
@@ -40,7 +42,8 @@ INT16_AUTO_SNR_DB = 30.0
 INT16_AUTO_MAX_STEP_FRACTION = 0.25
 
 # Calibration and evaluation go through esp-ppq's simulator in batches when the model accepts
-# a batch axis (probed with ONNX Runtime); models that hard-code batch 1 run one sample at a time.
+# a batch axis (the reference's probe); models that hard-code batch 1 run one sample at a time.
+# Calibration batches shrink below CALIB_BATCH so that esp-ppq gets its minimum of steps.
 CALIB_BATCH = 32
 EVAL_BATCH = 250
 
@@ -93,54 +96,57 @@ def parse_int16_layers(values, names: list[str]):
     return chosen
 
 
-def build(ctx) -> None:
-    """The ESP-DL build stages into ctx.workdir (see module docstring)."""
-    from edgedeploy.targets.espdl import codegen
+def calibration_batch(samples: int, batchable: bool) -> int:
+    """Samples per calibration step: as many as fit CALIB_BATCH while esp-ppq still gets its minimum of steps.
 
-    started = time.monotonic()
-    options = ctx.options
-    precision = options.precision or "int8"
-    if precision not in ctx.chip.precisions:
-        raise OptionError(f"ESP-DL on {ctx.chip.name} runs {' or '.join(ctx.chip.precisions)}, not {precision}; use --precision int8 or int16.")
+    esp-ppq 1.3.12 refuses fewer than ESPPPQ_MIN_CALIB_STEPS calibration steps ("Insufficient
+    Calibration Detected"); batching 16 samples by 32 gave it one. A model that hard-codes
+    batch 1 runs one sample per step.
+    """
+    if not batchable:
+        return 1
+    return max(1, min(CALIB_BATCH, samples // ESPPPQ_MIN_CALIB_STEPS))
+
+
+def convert(ctx) -> ConvertResult:
+    """Quantise with esp-ppq and export the .espdl (and simulate the evaluation inputs, see module docstring)."""
+    precision = ctx.precision
     display_names = node_names(ctx.model.graph)
-    int16 = parse_int16_layers(options.target_options.get("int16_layers"), display_names)
+    int16 = parse_int16_layers(ctx.options.int16_layers, display_names)
     if int16 is not None and precision != "int8":
         raise OptionError("--int16-layers mixes int16 layers into an int8 model; leave it out with --precision int16.")
 
-    # Record the precision actually built (the option's default is None: "the target's").
-    for options_record in (ctx.report.get("options"), ctx.manifest.get("options")):
-        if isinstance(options_record, dict):
-            options_record["precision"] = precision
-    ctx.report["audit"] = run_audit(ctx, precision)
-
-    calib, evaluation, notes = load_data(ctx)
-    work = ctx.workdir.resolve() / "work" / "convert"
-    work.mkdir(parents=True, exist_ok=True)
+    calib, evaluation = ctx.data.calibration, ctx.data.evaluation
+    work = ctx.work("convert")
     input_names = [vi.name for vi in ctx.model.graph_inputs()]
-    batchable = accepts_batches(ctx.model.proto, calib.inputs)
+    batchable = ctx.data.batchable
     calib_path = work / "calib.npz"
-    np.savez(calib_path, **calib.inputs)
+    # Keyed by index with a name table (edgedeploy.arrays): tensor names are not safe .npz keys.
+    write_arrays(calib_path, calib.inputs)
     eval_path = None
     if evaluation is not None:
         eval_path = work / "eval.npz"
-        np.savez(eval_path, **evaluation.inputs)
+        write_arrays(eval_path, evaluation.inputs)
     test_source = evaluation if evaluation is not None else calib
     test_path = work / "test_input.npz"
-    np.savez(test_path, **{k: v[:1] for k, v in test_source.inputs.items()})
+    write_arrays(test_path, {k: v[:1] for k, v in test_source.inputs.items()})
     named_path = work / "model_named.onnx"
-    save_with_display_names(ctx.model.proto, display_names, named_path)
+    for_esp_ppq = named_copy(ctx.model.proto, display_names)
+    workarounds = explicit_reduce_keepdims(for_esp_ppq)
+    onnx.save(for_esp_ppq, str(named_path))
 
+    batch = calibration_batch(len(calib), batchable)
     request = {
         "model": str(named_path),
         "chip": ctx.chip.id,
         "precision": precision,
         "input_names": input_names,
-        "batch_size": CALIB_BATCH if batchable else 1,
+        "batch_size": batch,
         "eval_batch_size": EVAL_BATCH if batchable else 1,
         "calib": str(calib_path),
         "eval": str(eval_path) if eval_path else None,
         "test_input": str(test_path),
-        "out_dir": str(ctx.workdir.resolve()),
+        "out_dir": str(ctx.workdir),
         "espdl_name": ESPDL_NAME,
         "int16_layers": "auto" if isinstance(int16, tuple) else int16,
         "metadata": {"edgedeploy_version": __version__, "edgedeploy_model_sha256": ctx.model.sha256, "edgedeploy_chip": ctx.chip.id},
@@ -149,170 +155,99 @@ def build(ctx) -> None:
         computing = sum(1 for n in ctx.model.graph.node if n.op_type in ("Conv", "ConvTranspose", "Gemm", "MatMul"))
         request["auto_threshold"] = 10 ** (-int16[1] / 10.0)
         request["auto_max_steps"] = max(1, math.ceil(computing * INT16_AUTO_MAX_STEP_FRACTION))
-    result = ctx.run_worker(WORKER, request, "convert")
+    ctx.echo(f"convert: esp-ppq quantises for {ctx.chip.id} ({precision}), {len(calib) // batch} calibration steps of {batch} (log: build.log)")
+    result = ctx.executor.worker(ctx.target.toolchain, WORKER, request, work)
     if result.get("user_error"):
         raise OptionError(result["user_error"] + ".")
 
+    versions = result.get("versions") or {}
     quant = quantisation_report(result, display_names, precision, int16)
+    verdict = None
     if result.get("info"):
-        quant["espdl_ops"] = espdl_info_ops(Path(result["info"]))
+        # What the board runs, after esp-ppq's fusions and layout transposes; an F32 layer is one
+        # esp-ppq could not quantise and left in float without saying so.
+        layers, _ = parse_info(Path(result["info"]).read_text(errors="replace"))
+        quant["espdl_ops"] = [{"op_type": l["op_type"], "outputs": l["outputs"], "quant_type": l.get("quant_type")} for l in layers]
         quant["espdl_float_ops"] = [op for op in quant["espdl_ops"] if op["quant_type"] == "F32"]
+        verdict = verdict_from_info(named_path, Path(result["info"]), versions.get("esp-ppq") or "?")
     atomic_write_json(ctx.workdir / "quantization.json", quant)
-    ctx.report["quantization"] = {k: v for k, v in quant.items() if k != "layers"}
     ctx.echo(
         f"convert: {precision}{' + int16 layers' if quant['int16_layers'] else ''} for {ctx.chip.id}; graph outputs "
         f"SNR {_fmt_db(quant['output_snr_db'])} (quantised vs float, calibration data); "
         f"{len(quant.get('espdl_float_ops', quant['float_ops']))} ops left in float"
     )
-
-    accuracy = None
-    if evaluation is not None and result.get("eval_outputs"):
-        accuracy = verify(ctx, evaluation, Path(result["eval_outputs"]), batchable, notes)
-        ctx.report["accuracy"] = accuracy
-        atomic_write_json(ctx.workdir / "accuracy.json", accuracy)
-        _echo_accuracy(ctx, accuracy)
-    else:
-        ctx.report["accuracy"] = {"status": "skipped", "reason": "no evaluation data (pass --eval DATA)"}
-
+    simulated = None
+    if result.get("eval_outputs"):
+        outputs = read_arrays(result["eval_outputs"])
+        simulated = SimulationResult(outputs, backend="esp-ppq quantised simulation (CPU, torch)")
     espdl = ctx.workdir / ESPDL_NAME
-    project = codegen.generate_project(
+    _cleanup_work(work)
+    return ConvertResult(
+        status="built",
+        toolchain=f"esp-ppq {versions.get('esp-ppq', '')}".strip(),
+        versions=versions,
+        files={"model": ESPDL_NAME},
+        verdict=verdict,
+        sections={"quantization": {k: v for k, v in quant.items() if k != "layers"}},
+        details={
+            "platform": result.get("platform"),
+            "calibration_steps": len(calib) // batch,
+            "calibration_batch": batch,
+            "batched_simulation": batchable,
+            "test_input": {"source": test_source.source, "index": 0},
+            "worker_timings_s": result.get("timings_s"),
+            "espdl_size_bytes": espdl.stat().st_size,
+        },
+        manifest={"file": ESPDL_NAME, "platform": result.get("platform"), "precision": precision, "int16_layers": quant["int16_layers"]},
+        simulated=simulated,
+        workarounds=workarounds,
+    )
+
+
+# Operators whose `keepdims` attribute esp-ppq 1.3.12 reads without ONNX's default (1).
+KEEPDIMS_OPS = ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
+
+
+def explicit_reduce_keepdims(proto: onnx.ModelProto) -> list[dict]:
+    """Write `keepdims=1` (ONNX's default) on every Reduce node that leaves it out; the workaround applied, if any.
+
+    esp-ppq 1.3.12's layout pass reads `op.attributes["keepdims"]` without a default
+    (esp_ppq/parser/espdl/layout_patterns.py) and stops with `KeyError: 'keepdims'` on models
+    that rely on the default, as PyTorch's LayerNorm-free ReduceMean exports do; the explicit
+    default computes the same, so the copy given to esp-ppq carries it.
+    """
+    changed = []
+    for node in proto.graph.node:
+        if node.op_type in KEEPDIMS_OPS and not any(a.name == "keepdims" for a in node.attribute):
+            node.attribute.append(onnx.helper.make_attribute("keepdims", 1))
+            changed.append(node.name)
+    if not changed:
+        return []
+    return [
+        {
+            "name": f"explicit keepdims=1 on {len(changed)} Reduce node(s)",
+            "why": "esp-ppq 1.3.12 reads keepdims without ONNX's default (KeyError: 'keepdims'); the default written out computes the same",
+            "source": "esp-ppq 1.3.12, esp_ppq/parser/espdl/layout_patterns.py",
+            "nodes": changed[:20],
+        }
+    ]
+
+
+def codegen(ctx, converted: ConvertResult) -> dict:
+    """The ESP-IDF project in firmware/ (codegen.py)."""
+    from edgedeploy.targets.espdl import codegen as project_codegen
+
+    project = project_codegen.generate_project(
         ctx.workdir / "firmware",
-        espdl_path=espdl,
+        espdl_path=ctx.workdir / ESPDL_NAME,
         chip=ctx.chip,
         model=ctx.model,
-        precision=precision,
-        int16_layers=quant["int16_layers"],
+        precision=ctx.precision,
+        int16_layers=converted.manifest["int16_layers"],
     )
-    ctx.report["firmware"] = project
-    ctx.report["convert"] = {
-        "toolchain": "esp-ppq",
-        "versions": result.get("versions"),
-        "platform": result.get("platform"),
-        "espdl": ESPDL_NAME,
-        "espdl_size_bytes": espdl.stat().st_size,
-        "calibration": calib.describe(),
-        "evaluation": evaluation.describe() if evaluation is not None else None,
-        "batched_simulation": batchable,
-        "test_input": {"source": test_source.source, "index": 0},
-        "worker_timings_s": result.get("timings_s"),
-        "notes": notes,
-    }
-    ctx.manifest["espdl"] = {"file": ESPDL_NAME, "esp_dl_version": project["esp_dl_version"], "platform": result.get("platform"), "precision": precision}
-    _cleanup_work(work)
-    ctx.echo(f"espdl: {ESPDL_NAME} {espdl.stat().st_size} bytes; firmware project in firmware/ ({project['model_location']}); stages took {time.monotonic() - started:.1f} s")
-
-
-def run_audit(ctx, precision: str) -> dict:
-    """The audit section from targets/espdl/rules.py through the generic Target.rule_set, if the rules exist yet."""
-    try:
-        rules = ctx.target.rule_set(ctx.chip.id)
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.endswith("espdl.rules"):
-            return {"status": "no rules yet"}
-        raise
-    from edgedeploy.audit.engine import audit_model
-
-    result = audit_model(ctx.model, rules, precision)
-    data = result.to_dict()
-    atomic_write_json(ctx.workdir / "audit.json", data)
-    ctx.echo(f"audit: {result.summary_line()}")
-    section = {"status": "done", "file": "audit.json", "summary": result.summary(), "summary_line": result.summary_line()}
-    unsupported = [n.node for n in result.nodes if n.placement.value == "unsupported"]
-    if unsupported:
-        # A prediction: esp-ppq, which runs next, is the judge; the report keeps both.
-        ctx.echo(f"audit: the rules predict {len(unsupported)} node(s) ESP-DL cannot run ({', '.join(unsupported[:3])}); converting anyway to let esp-ppq decide")
-        section["predicted_unsupported"] = unsupported
-    return section
-
-
-def load_data(ctx):
-    """Calibration and evaluation datasets; the sample's splits by default, but only for the sample itself."""
-    from edgedeploy.sample import sample_calibration_path, sample_card, sample_eval_path
-
-    is_sample = ctx.model.sha256 == sample_card().get("sha256")
-    notes: list[str] = []
-    if ctx.options.calib is None and not is_sample:
-        raise OptionError("Quantising this model needs calibration data: pass --calib DATA (an .npz, a folder of .npy files, or images with --preprocess).")
-    calib = ctx.dataset("calib", sample_calibration_path() if is_sample else None)
-    evaluation = ctx.dataset("eval", sample_eval_path() if is_sample else None)
-    if evaluation is None:
-        notes.append("no --eval data: accuracy before/after was not measured")
-    return calib, evaluation, notes
-
-
-def save_with_display_names(proto: onnx.ModelProto, names: list[str], path: Path) -> None:
-    """Save a copy whose nodes carry edgedeploy's unique display names, so esp-ppq's op names map back to ONNX nodes."""
-    copy = onnx.ModelProto()
-    copy.CopyFrom(proto)
-    for node, name in zip(copy.graph.node, names):
-        node.name = name
-    onnx.save(copy, str(path))
-
-
-def _batch_free_copy(proto: onnx.ModelProto) -> onnx.ModelProto:
-    copy = onnx.ModelProto()
-    copy.CopyFrom(proto)
-    for vi in list(copy.graph.input) + list(copy.graph.output):
-        dims = vi.type.tensor_type.shape.dim
-        if len(dims):
-            dims[0].dim_param = "edgedeploy_batch"
-    del copy.graph.value_info[:]
-    return copy
-
-
-def accepts_batches(proto: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> bool:
-    """Whether the model computes each sample of a batch of 2 exactly as alone (a Reshape to [1, -1] does not)."""
-    import onnxruntime as ort
-
-    try:
-        session = ort.InferenceSession(_batch_free_copy(proto).SerializeToString(), providers=["CPUExecutionProvider"])
-        two = session.run(None, {k: v[:2] for k, v in inputs.items()})
-        one = session.run(None, {k: v[:1] for k, v in inputs.items()})
-    except Exception:  # noqa: BLE001 - any failure means: run one sample at a time
-        return False
-    if min(len(v) for v in inputs.values()) < 2:
-        return False
-    return all(a.shape[0] == 2 and np.allclose(a[:1], b, rtol=1e-4, atol=1e-5) for a, b in zip(two, one))
-
-
-def reference_outputs(proto: onnx.ModelProto, inputs: dict[str, np.ndarray], batchable: bool) -> dict[str, np.ndarray]:
-    """ONNX Runtime fp32 on the CPU: the "before" of accuracy before/after."""
-    import onnxruntime as ort
-
-    model = _batch_free_copy(proto) if batchable else proto
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    count = len(next(iter(inputs.values())))
-    step = EVAL_BATCH if batchable else 1
-    parts: dict[str, list] = {n: [] for n in names}
-    for start in range(0, count, step):
-        got = session.run(None, {k: v[start : start + step] for k, v in inputs.items()})
-        for n, value in zip(names, got):
-            parts[n].append(value)
-    return {n: np.concatenate(v, axis=0) for n, v in parts.items()}
-
-
-def verify(ctx, evaluation, quantised_path: Path, batchable: bool, notes: list[str]) -> dict:
-    """Accuracy before (ONNX Runtime fp32) and after (esp-ppq's quantised simulation) on the same inputs."""
-    from edgedeploy.measure.accuracy import before_after, choose_metric
-
-    reference = reference_outputs(ctx.model.proto, evaluation.inputs, batchable)
-    with np.load(quantised_path, allow_pickle=False) as archive:
-        quantised = {k: archive[k] for k in archive.files}
-    first = next(iter(reference))
-    metric = choose_metric(ctx.options.metric, reference[first].shape, evaluation.labels)
-    section = before_after(metric, reference, quantised, evaluation.labels, first)
-    section["before_backend"] = f"onnxruntime {_ort_version()} CPU, fp32"
-    section["after_backend"] = "esp-ppq quantised simulation (CPU, torch)"
-    section["data"] = evaluation.describe()
-    section["scope"] = {
-        "model_sha256": ctx.model.sha256,
-        "input_shapes": {k: list(v.shape[1:]) for k, v in evaluation.inputs.items()},
-        "precision_before": "fp32",
-        "precision_after": ctx.options.precision or "int8",
-        "chip": ctx.chip.id,
-    }
-    return section
+    converted.manifest["esp_dl_version"] = project["esp_dl_version"]
+    ctx.echo(f"codegen: {ESPDL_NAME} {converted.details['espdl_size_bytes']} bytes; ESP-IDF project in firmware/ ({project['model_location']})")
+    return {"kind": "esp-idf project", "folder": "firmware", **project}
 
 
 def quantisation_report(result: dict, display_names: list[str], precision: str, int16) -> dict:
@@ -363,51 +298,12 @@ def quantisation_report(result: dict, display_names: list[str], precision: str, 
     }
 
 
-_INFO_OP = re.compile(r"^\s*(?P<outputs>%.*?) = (?P<op>[A-Za-z_][\w.]*)\[(?P<attrs>.*)\]\(")
-_INFO_QUANT = re.compile(r"quant_type = '(?P<qt>[A-Z0-9]+)'")
-
-
-def espdl_info_ops(info_path: Path) -> list[dict]:
-    """The exported graph's ops and their quant_type (S8, S16, F32, ...) from esp-ppq's .info text file.
-
-    This is what the board runs (after esp-ppq's fusions and layout transposes); an F32 op is
-    one esp-ppq could not quantise and left in float without saying so.
-    """
-    ops = []
-    for line in info_path.read_text(errors="replace").splitlines():
-        m = _INFO_OP.match(line)
-        if not m:
-            continue
-        q = _INFO_QUANT.search(m.group("attrs"))
-        ops.append({"op_type": m.group("op"), "outputs": [o.strip().lstrip("%") for o in m.group("outputs").split(",")], "quant_type": q.group("qt") if q else None})
-    return ops
-
-
-def _ort_version() -> str:
-    import onnxruntime
-
-    return onnxruntime.__version__
-
-
 def _fmt_db(value) -> str:
     if value is None:
         return "n/a"
     if math.isinf(value):
         return "inf dB"
     return f"{value:.1f} dB"
-
-
-def _echo_accuracy(ctx, acc: dict) -> None:
-    parts = []
-    if "before" in acc and "after" in acc:
-        for key in ("top1", "macro_auroc"):
-            if key in acc["before"]:
-                parts.append(f"{key} {acc['before'][key]:.4f} -> {acc['after'][key]:.4f}")
-        if "delta_percentage_points" in acc:
-            parts.append(f"({acc['delta_percentage_points']:+.2f} pp)")
-    for name, fid in acc.get("fidelity", {}).items():
-        parts.append(f"{name}: cosine {fid['cosine']:.5f}, SNR {_fmt_db(fid['snr_db'])}, max abs err {fid['max_abs_error']:.4g}")
-    ctx.echo(f"verify: {acc['metric']} on {acc['samples']} samples: " + "; ".join(parts))
 
 
 def _cleanup_work(work: Path) -> None:

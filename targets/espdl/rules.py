@@ -17,7 +17,8 @@ module for cannot be loaded by the firmware at all: UNSUPPORTED.
 
 from __future__ import annotations
 
-from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, RuleSet, rule
+from edgedeploy.audit.registry import RuleRegistry
+from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, RuleSet
 
 ESP_DL_VERSION = "3.3.9"
 ESP_PPQ_VERSION = "1.3.12"
@@ -26,6 +27,8 @@ SOURCE = (
     f"esp-ppq {ESP_PPQ_VERSION} behaviour measured with scripts/sweep_node_tests.py"
 )
 CHIPS = ("esp32s3", "esp32p4")
+# Every rule below joins this registry as it is declared; the table is the same for both chips.
+RULES = RuleRegistry("espdl", chips=CHIPS)
 
 INT = ("int8", "int16")
 ALL = ("int8", "int16", "float")
@@ -128,91 +131,6 @@ RANK_LIMITED_OPS = (
 SPATIAL_OPS = ("Conv", "ConvTranspose", "AveragePool", "MaxPool", "GlobalAveragePool")
 
 
-def _ranks(node: NodeView) -> list[int]:
-    return [t.rank for t in node.inputs + node.outputs if t.present and t.rank is not None]
-
-
-@rule(*RANK_LIMITED_OPS, placement=Placement.UNSUPPORTED, MAX_RANK=MAX_RANK, VERSION=ESP_DL_VERSION)
-def at_most_4d(node: NodeView, chip: str):
-    """ESP-DL {VERSION} runs this operator on tensors of at most {MAX_RANK} dimensions."""
-    ranks = _ranks(node)
-    if ranks and max(ranks) > MAX_RANK:
-        return Offence(max(ranks), f"rank {max(ranks)}")
-    return None
-
-
-SPATIAL_RANKS = (3, 4)  # N, C plus one or two spatial dimensions
-
-
-@rule(*SPATIAL_OPS, placement=Placement.UNSUPPORTED, SPATIAL="1-D and 2-D", VERSION=ESP_DL_VERSION)
-def spatial_1d_or_2d(node: NodeView, chip: str):
-    """ESP-DL {VERSION} implements only {SPATIAL} forms of this operator."""
-    x = node.input(0)
-    if x is not None and x.rank is not None and x.rank not in SPATIAL_RANKS:
-        return Offence(x.rank - 2, f"{x.rank - 2}-D input (rank {x.rank})")
-    return None
-
-
-@rule("Conv", placement=Placement.UNSUPPORTED, ALLOWED="1 or the number of input channels (depthwise)")
-def conv_group_1_or_depthwise(node: NodeView, chip: str):
-    """ESP-DL's Conv takes group = {ALLOWED}; grouped convolutions in between are not implemented."""
-    group = int(node.attr("group", 1))
-    if group == 1:
-        return None
-    x = node.input(0)
-    channels = x.shape[1] if x is not None and x.shape is not None and len(x.shape) > 1 else None
-    if isinstance(channels, int) and group == channels:
-        return None
-    return Offence(group, f"group {group}, input channels {channels if channels is not None else 'unknown'}")
-
-
-@rule("AveragePool", "MaxPool", placement=Placement.UNSUPPORTED, VERSION=ESP_DL_VERSION)
-def pool_without_dilation(node: NodeView, chip: str):
-    """ESP-DL {VERSION} pools without dilation; a dilation other than 1 is not implemented."""
-    dilations = node.attr("dilations")
-    if dilations and any(int(d) != 1 for d in dilations):
-        return Offence(list(dilations))
-    return None
-
-
-@rule("Pad", placement=Placement.UNSUPPORTED, MODE="wrap")
-def pad_not_wrap(node: NodeView, chip: str):
-    """ESP-DL's Pad has no {MODE} mode."""
-    mode = node.attr("mode", "constant")
-    if mode == "wrap":
-        return Offence(mode)
-    return None
-
-
-RESIZE_MODES = ("nearest", "linear")
-
-
-@rule("Resize", placement=Placement.UNSUPPORTED, MODES=RESIZE_MODES, MAX_RANK=MAX_RANK)
-def resize_limits(node: NodeView, chip: str):
-    """ESP-DL's Resize scales 1-D or 2-D inputs of at most {MAX_RANK} dimensions with mode {MODES}, without a region of interest (roi, tf_crop_and_resize) and without antialias."""
-    found = []
-    mode = node.attr("mode", "nearest")
-    if mode not in RESIZE_MODES:
-        found.append(Offence(mode, "mode"))
-    if int(node.attr("antialias", 0)):
-        found.append(Offence("antialias", "antialias=1"))
-    if node.attr("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize":
-        found.append(Offence("roi", "coordinate_transformation_mode tf_crop_and_resize"))
-    x = node.input(0)
-    if x is not None and x.rank is not None and x.rank > MAX_RANK:
-        found.append(Offence(x.rank, f"rank {x.rank}"))
-    return found
-
-
-@rule("Mod", placement=Placement.UNSUPPORTED, FMOD=1)
-def mod_c_style(node: NodeView, chip: str):
-    """ESP-DL's Mod computes the C-style remainder (fmod={FMOD}); the integer-only fmod=0 form is not implemented."""
-    fmod = int(node.attr("fmod", 0))
-    if fmod != 1:
-        return Offence(fmod, f"fmod={fmod}")
-    return None
-
-
 # ---- What esp-ppq 1.3.12 needs to quantise and export a node (measured on ONNX's node tests
 # with scripts/sweep_node_tests.py; without it esp-ppq stops with an error, so the build fails).
 
@@ -245,7 +163,7 @@ def _input_name(op: str, index: int) -> str:
     return names[index] if index < len(names) else f"input {index}"
 
 
-@rule(*sorted(set(PARAMETER_INPUTS) | set(P4_PARAMETER_INPUTS)), placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+@RULES.rule(*sorted(set(PARAMETER_INPUTS) | set(P4_PARAMETER_INPUTS)), placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
 def parameters_are_constant(node: NodeView, chip: str):
     """esp-ppq {VERSION} needs this operator's parameters (weights, bias, axes, bounds, sizes) as constants in the model, not as run-time inputs."""
     indices = PARAMETER_INPUTS.get(node.op_type, ()) + (P4_PARAMETER_INPUTS.get(node.op_type, ()) if chip == "esp32p4" else ())
@@ -257,7 +175,7 @@ def parameters_are_constant(node: NodeView, chip: str):
     return found
 
 
-@rule("Clip", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+@RULES.rule("Clip", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
 def clip_skipped_bounds(node: NodeView, chip: str):
     """esp-ppq {VERSION} fails on a Clip whose min and max are both skipped inputs (empty names); leave them out instead."""
     if len(node.inputs) > 1 and node.input(1) is None and node.input(2) is None:
@@ -272,7 +190,7 @@ ACTIVATION_DTYPES = ("float32",)
 QUANTISED_OPS = tuple(op for op, s in OPERATORS.items() if "int8" in s.precisions)
 
 
-@rule(*QUANTISED_OPS, placement=Placement.UNSUPPORTED, DTYPES=ACTIVATION_DTYPES, VERSION=ESP_PPQ_VERSION)
+@RULES.rule(*QUANTISED_OPS, placement=Placement.UNSUPPORTED, DTYPES=ACTIVATION_DTYPES, VERSION=ESP_PPQ_VERSION)
 def float32_activations(node: NodeView, chip: str):
     """esp-ppq {VERSION} calibrates and quantises {DTYPES} activations only; an operator fed integer, bool or other float types is refused."""
     skip = INDEX_INPUTS.get(node.op_type, ())
@@ -290,7 +208,7 @@ UNKNOWN_TO_ESP_PPQ = ("uint16", "uint32", "uint64", "bfloat16", "string", "objec
 NARROW_TYPE_PREFIXES = ("float8", "float4", "int4", "uint4", "int2", "uint2")
 
 
-@rule(*OPERATORS, placement=Placement.UNSUPPORTED, DTYPES=UNKNOWN_TO_ESP_PPQ, VERSION=ESP_PPQ_VERSION)
+@RULES.rule(*OPERATORS, placement=Placement.UNSUPPORTED, DTYPES=UNKNOWN_TO_ESP_PPQ, VERSION=ESP_PPQ_VERSION)
 def dtypes_esp_ppq_knows(node: NodeView, chip: str):
     """esp-ppq {VERSION} has no tensor type for {DTYPES} (nor 8-bit float or 4-bit types); such inputs are refused even for float operators."""
     for t in node.inputs:
@@ -302,7 +220,7 @@ def dtypes_esp_ppq_knows(node: NodeView, chip: str):
     return None
 
 
-@rule("MaxPool", placement=Placement.UNSUPPORTED)
+@RULES.rule("MaxPool", placement=Placement.UNSUPPORTED)
 def maxpool_without_indices(node: NodeView, chip: str):
     """ESP-DL's MaxPool returns the pooled values only; the Indices output is not implemented."""
     if len(node.outputs) > 1 and node.outputs[1].present:
@@ -310,7 +228,7 @@ def maxpool_without_indices(node: NodeView, chip: str):
     return None
 
 
-@rule(placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+@RULES.rule(placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
 def no_empty_tensors(node: NodeView, chip: str):
     """esp-ppq {VERSION} cannot calibrate a tensor with a zero-sized dimension."""
     for tensors in (node.inputs, node.outputs):
@@ -323,7 +241,7 @@ def no_empty_tensors(node: NodeView, chip: str):
 REDUCE_OPS = tuple(op for op in RANK_LIMITED_OPS if op.startswith("Reduce"))
 
 
-@rule(*REDUCE_OPS, placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+@RULES.rule(*REDUCE_OPS, placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
 def reduce_keepdims_explicit(node: NodeView, chip: str):
     """esp-ppq {VERSION}'s exporter reads the keepdims attribute of reductions and fails when it is left at its default; set it explicitly."""
     if not node.has_attr("keepdims"):
@@ -331,7 +249,7 @@ def reduce_keepdims_explicit(node: NodeView, chip: str):
     return None
 
 
-@rule("AveragePool", "MaxPool", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+@RULES.rule("AveragePool", "MaxPool", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
 def pool_pads_at_most_half_kernel(node: NodeView, chip: str):
     """esp-ppq {VERSION} simulates pooling with PyTorch, which takes pads of at most half the (dilated) kernel."""
     kernel = node.attr("kernel_shape") or []
@@ -345,7 +263,7 @@ def pool_pads_at_most_half_kernel(node: NodeView, chip: str):
     return None
 
 
-@rule("LayerNormalization", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+@RULES.rule("LayerNormalization", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
 def layernorm_last_axis_output_only(node: NodeView, chip: str):
     """esp-ppq {VERSION} normalises over the last axis only and exports only the normalised output (no Mean or InvStdDev outputs)."""
     found = []
@@ -359,7 +277,7 @@ def layernorm_last_axis_output_only(node: NodeView, chip: str):
     return found
 
 
-@rule("GRU", "LSTM", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+@RULES.rule("GRU", "LSTM", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
 def recurrent_forms(node: NodeView, chip: str):
     """esp-ppq {VERSION} exports GRU and LSTM with layout 0, in the forward or bidirectional direction, with the Y output, without LSTM peepholes, and GRU only with linear_before_reset = 1 (PyTorch's form)."""
     found = []
@@ -376,7 +294,7 @@ def recurrent_forms(node: NodeView, chip: str):
     return found
 
 
-@rule("PRelu", placement=Placement.UNSUPPORTED)
+@RULES.rule("PRelu", placement=Placement.UNSUPPORTED)
 def prelu_per_channel_slope(node: NodeView, chip: str):
     """ESP-DL's PRelu takes one slope per channel (or a single one); other broadcast shapes are refused."""
     x, slope = node.input(0), node.input(1)
@@ -388,7 +306,7 @@ def prelu_per_channel_slope(node: NodeView, chip: str):
     return None
 
 
-@rule("MatMul", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+@RULES.rule("MatMul", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
 def matmul_not_both_1d(node: NodeView, chip: str):
     """esp-ppq {VERSION} crashes on a MatMul of two 1-D operands (a dot product)."""
     ranks = [t.rank for t in node.inputs if t.present]
@@ -397,7 +315,7 @@ def matmul_not_both_1d(node: NodeView, chip: str):
     return None
 
 
-@rule("Identity", placement=Placement.UNSUPPORTED)
+@RULES.rule("Identity", placement=Placement.UNSUPPORTED)
 def identity_of_tensor(node: NodeView, chip: str):
     """Only an Identity of a tensor is removed; sequences and optionals are not ESP-DL types."""
     x = node.input(0)
@@ -406,28 +324,92 @@ def identity_of_tensor(node: NodeView, chip: str):
     return None
 
 
-RULES = [
-    parameters_are_constant,
-    clip_skipped_bounds,
-    float32_activations,
-    dtypes_esp_ppq_knows,
-    maxpool_without_indices,
-    no_empty_tensors,
-    reduce_keepdims_explicit,
-    pool_pads_at_most_half_kernel,
-    layernorm_last_axis_output_only,
-    recurrent_forms,
-    prelu_per_channel_slope,
-    matmul_not_both_1d,
-    identity_of_tensor,
-    at_most_4d,
-    spatial_1d_or_2d,
-    conv_group_1_or_depthwise,
-    pool_without_dilation,
-    pad_not_wrap,
-    resize_limits,
-    mod_c_style,
-]
+# ---- ESP-DL's own restrictions (the operator table's notes)
+
+
+def _ranks(node: NodeView) -> list[int]:
+    return [t.rank for t in node.inputs + node.outputs if t.present and t.rank is not None]
+
+
+@RULES.rule(*RANK_LIMITED_OPS, placement=Placement.UNSUPPORTED, MAX_RANK=MAX_RANK, VERSION=ESP_DL_VERSION)
+def at_most_4d(node: NodeView, chip: str):
+    """ESP-DL {VERSION} runs this operator on tensors of at most {MAX_RANK} dimensions."""
+    ranks = _ranks(node)
+    if ranks and max(ranks) > MAX_RANK:
+        return Offence(max(ranks), f"rank {max(ranks)}")
+    return None
+
+
+SPATIAL_RANKS = (3, 4)  # N, C plus one or two spatial dimensions
+
+
+@RULES.rule(*SPATIAL_OPS, placement=Placement.UNSUPPORTED, SPATIAL="1-D and 2-D", VERSION=ESP_DL_VERSION)
+def spatial_1d_or_2d(node: NodeView, chip: str):
+    """ESP-DL {VERSION} implements only {SPATIAL} forms of this operator."""
+    x = node.input(0)
+    if x is not None and x.rank is not None and x.rank not in SPATIAL_RANKS:
+        return Offence(x.rank - 2, f"{x.rank - 2}-D input (rank {x.rank})")
+    return None
+
+
+@RULES.rule("Conv", placement=Placement.UNSUPPORTED, ALLOWED="1 or the number of input channels (depthwise)")
+def conv_group_1_or_depthwise(node: NodeView, chip: str):
+    """ESP-DL's Conv takes group = {ALLOWED}; grouped convolutions in between are not implemented."""
+    group = int(node.attr("group", 1))
+    if group == 1:
+        return None
+    x = node.input(0)
+    channels = x.shape[1] if x is not None and x.shape is not None and len(x.shape) > 1 else None
+    if isinstance(channels, int) and group == channels:
+        return None
+    return Offence(group, f"group {group}, input channels {channels if channels is not None else 'unknown'}")
+
+
+@RULES.rule("AveragePool", "MaxPool", placement=Placement.UNSUPPORTED, VERSION=ESP_DL_VERSION)
+def pool_without_dilation(node: NodeView, chip: str):
+    """ESP-DL {VERSION} pools without dilation; a dilation other than 1 is not implemented."""
+    dilations = node.attr("dilations")
+    if dilations and any(int(d) != 1 for d in dilations):
+        return Offence(list(dilations))
+    return None
+
+
+@RULES.rule("Pad", placement=Placement.UNSUPPORTED, MODE="wrap")
+def pad_not_wrap(node: NodeView, chip: str):
+    """ESP-DL's Pad has no {MODE} mode."""
+    mode = node.attr("mode", "constant")
+    if mode == "wrap":
+        return Offence(mode)
+    return None
+
+
+RESIZE_MODES = ("nearest", "linear")
+
+
+@RULES.rule("Resize", placement=Placement.UNSUPPORTED, MODES=RESIZE_MODES, MAX_RANK=MAX_RANK)
+def resize_limits(node: NodeView, chip: str):
+    """ESP-DL's Resize scales 1-D or 2-D inputs of at most {MAX_RANK} dimensions with mode {MODES}, without a region of interest (roi, tf_crop_and_resize) and without antialias."""
+    found = []
+    mode = node.attr("mode", "nearest")
+    if mode not in RESIZE_MODES:
+        found.append(Offence(mode, "mode"))
+    if int(node.attr("antialias", 0)):
+        found.append(Offence("antialias", "antialias=1"))
+    if node.attr("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize":
+        found.append(Offence("roi", "coordinate_transformation_mode tf_crop_and_resize"))
+    x = node.input(0)
+    if x is not None and x.rank is not None and x.rank > MAX_RANK:
+        found.append(Offence(x.rank, f"rank {x.rank}"))
+    return found
+
+
+@RULES.rule("Mod", placement=Placement.UNSUPPORTED, FMOD=1)
+def mod_c_style(node: NodeView, chip: str):
+    """ESP-DL's Mod computes the C-style remainder (fmod={FMOD}); the integer-only fmod=0 form is not implemented."""
+    fmod = int(node.attr("fmod", 0))
+    if fmod != 1:
+        return Offence(fmod, f"fmod={fmod}")
+    return None
 
 
 def rule_set(chip_id: str, precision: str | None = None, **_options) -> RuleSet:
@@ -444,7 +426,8 @@ def rule_set(chip_id: str, precision: str | None = None, **_options) -> RuleSet:
         toolchain_version=f"esp-dl {ESP_DL_VERSION} / esp-ppq {ESP_PPQ_VERSION}",
         source=SOURCE,
         accelerator_ops={**OPERATORS, **REMOVED_BY_SIMPLIFIER},
-        rules=list(RULES),
+        rules=RULES.rules_for(chip_id),
+        passes=RULES.passes_for(chip_id),
         # ESP-DL has no fallback unit: an operator without an ESP-DL module cannot be loaded.
         fallback_ops=frozenset(),
         # esp-ppq runs onnxsim first: subgraphs computable at compile time become constants.

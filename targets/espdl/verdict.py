@@ -73,6 +73,14 @@ def verdict_from_case(model_path: Path, case: dict, version: str) -> ToolchainVe
     )
 
 
+def verdict_from_info(model_path: Path, info_path: Path, version: str) -> ToolchainVerdict:
+    """esp-ppq's verdict from the .info file a conversion exported beside the .espdl (no worker needed)."""
+    from edgedeploy.targets.espdl.worker_verdict import parse_info
+
+    layers, initializers = parse_info(Path(info_path).read_text(errors="replace"))
+    return verdict_from_case(Path(model_path), {"ok": True, "layers": layers, "initializers": initializers}, version)
+
+
 def run_verdicts(
     toolchain,
     model_paths: Sequence[Path],

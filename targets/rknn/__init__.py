@@ -4,11 +4,11 @@ Conversion and the simulator run in the `rknn` toolchain environment; on the boa
 runs with rknn-toolkit-lite2 (Python) or the rknn_api C library.
 """
 
+from dataclasses import dataclass
 from pathlib import Path
 
-import click
-
-from edgedeploy.targets.base import Chip, Target
+from edgedeploy.errors import OptionError
+from edgedeploy.targets.base import Capability, Chip, Target, TargetOptions, option
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -43,27 +43,21 @@ def _chip(id, name, tops, cpu, cpu_mhz, precisions=("int8", "fp16"), memory=None
     )
 
 
+@dataclass(frozen=True)
+class RknnOptions(TargetOptions):
+    optimization_level: int | None = option("--optimization-level", "rknn-toolkit2's optimization_level (0-3; default 3, all optimisations).", type=int, minimum=0, maximum=3)
+    analyse: bool = option("--analyse", "Run rknn-toolkit2's per-layer accuracy_analysis and map it to ONNX node names (needs --eval).", is_flag=True)
+
+
 class RknnTarget(Target):
     id = "rknn"
     vendor = "Rockchip"
     name = "RKNN"
     toolchain = TOOLCHAIN
     TOOLKIT_VERSION = RKNN_TOOLKIT_VERSION
-    stages = ("convert", "simulate", "codegen", "runner")
-    build_options = (
-        click.Option(
-            ["--optimization-level", "optimization_level"],
-            type=click.IntRange(0, 3),
-            default=None,
-            help="RKNN: rknn-toolkit2's optimization_level (0-3; default 3, all optimisations).",
-        ),
-        click.Option(
-            ["--analyse", "analyse"],
-            is_flag=True,
-            default=False,
-            help="Run the toolchain's per-layer accuracy analysis and map it to ONNX node names (RKNN: accuracy_analysis).",
-        ),
-    )
+    listing_order = 20
+    capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT, Capability.BENCH})
+    options_type = RknnOptions
     chips = (
         _chip("rk3588", "RK3588", 6, "4x Cortex-A76 + 4x Cortex-A55", 2400, notes="3 NPU cores"),
         _chip("rk3576", "RK3576", 6, "4x Cortex-A72 + 4x Cortex-A53", 2200, notes="2 NPU cores"),
@@ -83,23 +77,54 @@ class RknnTarget(Target):
     )
 
 
-    def build(self, ctx) -> None:
-        from edgedeploy.targets.rknn.build import build
+    def rule_set_variants(self, chip_id: str) -> list[dict]:
+        """The int8 and fp16 tables of a chip (rules.py), default first."""
+        return self.module("rules").rule_set_variants(chip_id)
 
-        build(self, ctx)
+    def convert(self, ctx):
+        """rknn-toolkit2: the .rknn, its layer table and the simulator's outputs (build.py)."""
+        from edgedeploy.targets.rknn.build import PRECISIONS, convert
 
-    def toolchain_verdict(self, model_path: Path, chip_id: str, workdir: Path, log_path: Path, **options):
-        return self.toolchain_verdicts([model_path], chip_id, workdir, log_path, **options)[0]
+        if ctx.precision not in PRECISIONS:
+            raise OptionError(f"RKNN NPUs compute in int8 or fp16, not {ctx.precision}; use --precision int8 or --precision fp16.")
+        return convert(self, ctx)
 
-    def toolchain_verdicts(self, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, **options) -> list:
+    def simulate(self, ctx, converted, evaluation):
+        """The RKNN simulator's outputs, computed in the conversion worker (it needs the in-memory build)."""
+        return converted.simulated
+
+    def codegen(self, ctx, converted):
+        from edgedeploy.targets.rknn.build import codegen
+
+        return codegen(ctx, converted)
+
+    def toolchain_verdicts(self, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, *, precision=None, inputs=None, **options) -> list:
         from edgedeploy.targets.rknn.verdict import toolchain_verdicts
 
-        return toolchain_verdicts(self, list(model_paths), chip_id, workdir, log_path, **options)
+        return toolchain_verdicts(self, list(model_paths), chip_id, workdir, log_path, precision=precision or "int8", inputs=inputs, **options)
 
     def runner_spec(self, artifact: Path, manifest: dict, device):
         from edgedeploy.targets.rknn.runner import runner_spec
 
         return runner_spec(self, Path(artifact), manifest, device)
+
+    def bench_backends(self) -> list:
+        """The RKNN simulator reports no time: listed, with the reason, never timed."""
+        from edgedeploy.measure.backends import Backend
+
+        return [
+            Backend(
+                "rknn-sim",
+                "RKNN simulator (rknn-toolkit2)",
+                "simulator",
+                "npu-simulator",
+                kind="simulator",
+                not_timed=(
+                    "the RKNN simulator reports no time: rknn-toolkit2 2.5.0 refuses eval_perf and eval_memory without a board "
+                    "('Not support in simulator environment'), and its host wall time is not an NPU latency; time it on a board with `edgedeploy measure`"
+                ),
+            )
+        ]
 
 
 TARGET = RknnTarget()

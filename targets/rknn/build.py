@@ -1,12 +1,12 @@
-"""`edgedeploy build --target rk3588` (and the other RKNN chips): the RKNN target's build stages.
+"""The RKNN target's own stages of `edgedeploy build --target rk3588` (and the other RKNN chips).
 
-  audit      the rule table's placement of every node (audit.json)
   convert    rknn-toolkit2 in its environment: int8 (w8a8, calibrated) or fp16 -> model.rknn,
-             with the input's mean/std folded into the model (the board feeds raw pixels)
-  verdict    the toolkit's own layer table, beside the audit, every disagreement listed
-             (toolchain_verdict.json); its cycle and memory figures are labelled estimates
-  simulate   accuracy before/after on the host: ONNX Runtime fp32 vs the RKNN simulator, on the
-             same evaluation inputs; with --analyse, accuracy_analysis per ONNX node
+             with the input's mean/std folded into the model (the board feeds raw pixels); the
+             toolkit's own layer table is the verdict (its cycle and memory figures are
+             labelled estimates); the RKNN simulator runs the evaluation inputs in the same
+             worker, because it needs the in-memory build; with --analyse, accuracy_analysis
+             per ONNX node
+  simulate   hands on those simulator outputs (the core compares them with the reference)
   codegen    the board runners (Python with rknn-toolkit-lite2, C with rknn_api) and the
              ONNX Runtime baseline runner, with the measurement protocol
 """
@@ -14,17 +14,15 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from edgedeploy.artifacts import atomic_write_json, sha256_file
-from edgedeploy.audit.confirm import compare
-from edgedeploy.audit.engine import audit_model
-from edgedeploy.datasets import Dataset, PreprocessSpec
+from edgedeploy.arrays import read_arrays, write_arrays
+from edgedeploy.artifacts import sha256_file
+from edgedeploy.datasets import Dataset, PreprocessSpec, model_input_specs
 from edgedeploy.errors import OptionError, ToolchainError
-from edgedeploy.measure.accuracy import before_after, choose_metric
+from edgedeploy.targets.base import ConvertResult, SimulationResult
 
 WORKER = Path(__file__).with_name("worker.py")
 RKNN_FILE = "model.rknn"
@@ -32,27 +30,6 @@ RKNN_FILE = "model.rknn"
 ANALYSIS_SAMPLES = 1
 # Precisions an RKNN build accepts, and the rknn-toolkit2 settings they map to.
 PRECISIONS = {"int8": {"quantize": True, "quantized_dtype": "w8a8"}, "fp16": {"quantize": False, "quantized_dtype": None}}
-
-
-def _is_sample(model) -> bool:
-    from edgedeploy.sample import sample_card
-
-    return model.sha256 == sample_card().get("sha256")
-
-
-def _sample_preprocess() -> PreprocessSpec:
-    from edgedeploy.sample import sample_card
-
-    p = sample_card()["preprocessing"]
-    channels = {"grayscale": "GRAY", "gray": "GRAY"}.get(str(p.get("channels", "RGB")).lower(), str(p.get("channels", "RGB")).upper())
-    return PreprocessSpec(
-        size=tuple(p["size"]) if p.get("size") else None,
-        scale=float(p.get("scale", 1 / 255)),
-        mean=tuple(float(v) for v in p.get("mean", [0.0])),
-        std=tuple(float(v) for v in p.get("std", [1.0])),
-        layout=p.get("layout", "NCHW"),
-        channels=channels,
-    )
 
 
 class InputNormalisation:
@@ -72,7 +49,9 @@ class InputNormalisation:
             if len(s.shape) == 4 and spec is not None and spec.layout == "NHWC":
                 channels = s.shape[3]
             if channels is None or spec is None:
-                width = s.shape[1] if len(s.shape) == 4 else 1
+                # Identity for inputs that are not images; its length is the channel count the
+                # toolkit checks (axis 1 of an NCHW input, else the last axis).
+                width = s.shape[1] if len(s.shape) == 4 else (s.shape[-1] if s.shape else 1)
                 self.per_input.append({"name": s.name, "mean": [0.0] * max(1, int(width or 1)), "std": [1.0] * max(1, int(width or 1)), "scale": 1.0, "model_mean": None, "model_std": None})
                 continue
             mean = _per_channel(spec.mean, channels, "mean")
@@ -89,12 +68,22 @@ class InputNormalisation:
             )
 
     @property
-    def mean_values(self) -> list[list[float]]:
-        return [p["mean"] for p in self.per_input]
+    def folds_anything(self) -> bool:
+        return any(p["model_mean"] is not None for p in self.per_input)
 
     @property
-    def std_values(self) -> list[list[float]]:
-        return [p["std"] for p in self.per_input]
+    def mean_values(self) -> list[list[float]] | None:
+        """rknn-toolkit2's config(mean_values=...), or None when nothing is folded.
+
+        rknn-toolkit2 2.5.0 checks each list's length against the input's channels and refuses
+        a 1-element list for a non-image input ("len of mean_values ... expect N"); with nothing
+        to fold, the option is left out entirely.
+        """
+        return [p["mean"] for p in self.per_input] if self.folds_anything else None
+
+    @property
+    def std_values(self) -> list[list[float]] | None:
+        return [p["std"] for p in self.per_input] if self.folds_anything else None
 
     def to_board_domain(self, name: str, x: np.ndarray) -> np.ndarray:
         """Model-domain data -> what the RKNN model takes (pixels when a spec applies)."""
@@ -124,13 +113,6 @@ def _per_channel(values: tuple[float, ...], channels: int, what: str) -> list[fl
     return [float(v) for v in values]
 
 
-def _check_precision(chip, precision: str) -> None:
-    if precision not in PRECISIONS:
-        raise OptionError(f"RKNN NPUs compute in int8 or fp16, not {precision}; use --precision int8 or --precision fp16.")
-    if precision == "fp16" and "fp16" not in chip.precisions:
-        raise OptionError(f"The {chip.name} NPU has no fp16; build it with --precision int8.")
-
-
 def _write_dataset(ds: Dataset, norm: InputNormalisation, folder: Path, names: list[str], batch: int) -> Path:
     """rknn-toolkit2's dataset file: one line per sample, the absolute .npy path of each input."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -147,199 +129,137 @@ def _write_dataset(ds: Dataset, norm: InputNormalisation, folder: Path, names: l
     return dataset
 
 
-def _reference_outputs(model_path: Path, ds: Dataset, names: list[str], batch: int) -> dict[str, np.ndarray]:
-    """ONNX Runtime fp32 on the CPU: the "before" of every accuracy figure."""
-    import onnxruntime as ort
-
-    sess = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
-    out_names = [o.name for o in sess.get_outputs()]
-    collected: dict[str, list[np.ndarray]] = {n: [] for n in out_names}
-    for b in ds.batches(batch):
-        for n, v in zip(out_names, sess.run(out_names, {k: b[k] for k in names})):
-            collected[n].append(np.asarray(v))
-    return {n: np.concatenate(v, axis=0) for n, v in collected.items()}
-
-
-def build(target, ctx) -> None:
-    chip = ctx.chip
-    opts = ctx.options.target_options
-    precision = ctx.options.precision or "int8"
-    _check_precision(chip, precision)
+def convert(target, ctx) -> ConvertResult:
+    """rknn-toolkit2 in its environment: the .rknn, its layer table (the verdict) and the simulator's outputs."""
+    chip, opts, precision = ctx.chip, ctx.options, ctx.precision
     settings = PRECISIONS[precision]
     work = ctx.workdir
-    from edgedeploy.datasets import model_input_specs
-    from edgedeploy.sample import sample_calibration_path, sample_eval_path
-
     input_specs = model_input_specs(ctx.model)
     names = [s.name for s in input_specs]
     batch = int(input_specs[0].shape[0]) if input_specs and input_specs[0].shape else 1
     output_names = [o.name for o in ctx.model.graph.output]
-
-    # --- audit -------------------------------------------------------------------------------
-    rules = target.rule_set(chip.id, precision=precision)
-    audit = audit_model(ctx.model, rules, precision)
-    atomic_write_json(work / "audit.json", audit.to_dict())
-    ctx.report["audit"] = {
-        "file": "audit.json",
+    norm = InputNormalisation(input_specs, ctx.data.preprocess)
+    calib = ctx.data.calibration if settings["quantize"] else None
+    eval_ds = ctx.data.evaluation
+    scratch = ctx.work("data")
+    request = {
+        "mode": "build",
         "chip": chip.id,
-        "precision": precision,
-        "toolchain_version": rules.toolchain_version,
-        "summary": audit.summary(),
-        "summary_line": audit.summary_line(),
-        "source": rules.source,
-    }
-    ctx.echo(f"audit: {audit.summary_line()}")
-
-    # --- data ----------------------------------------------------------------------------------
-    sample = _is_sample(ctx.model)
-    spec = ctx.options.preprocess or (_sample_preprocess() if sample else None)
-    norm = InputNormalisation(input_specs, spec)
-    calib = ctx.dataset("calib", sample_calibration_path() if sample else None) if settings["quantize"] else None
-    if settings["quantize"] and calib is None:
-        raise OptionError("An int8 RKNN build needs calibration data: pass --calib (an .npz, a folder of .npy, or of images with --preprocess).")
-    eval_ds = ctx.dataset("eval", sample_eval_path() if sample else None)
-
-    tmp = Path(tempfile.mkdtemp(prefix="edgedeploy-rknn-"))
-    try:
-        request = {
-            "mode": "build",
-            "chip": chip.id,
-            "quantize": settings["quantize"],
-            "quantized_dtype": settings["quantized_dtype"],
-            "optimization_level": opts.get("optimization_level"),
-            "case": {
-                "model": str(ctx.model_path),
-                "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in input_specs],
-                "mean_values": norm.mean_values,
-                "std_values": norm.std_values,
-            },
-            "rknn_path": str(work / RKNN_FILE),
-            "build_output": str(work / "rknn_build_output.txt"),
-            "input_names": names,
-            "output_names": output_names,
-            "data_formats": ["nchw" if len(s.shape) == 4 else None for s in input_specs],
-        }
-        if calib is not None:
-            request["dataset"] = str(_write_dataset(calib, norm, tmp / "calib", names, batch))
-            ctx.report["calibration"] = calib.describe()
-        if eval_ds is not None:
-            usable = (len(eval_ds) // batch) * batch
-            eval_ds = eval_ds.take(usable)
-            np.savez(tmp / "eval_inputs.npz", **{n: norm.to_board_domain(n, eval_ds.inputs[n]) for n in names})
-            request["eval_inputs"] = str(tmp / "eval_inputs.npz")
-            request["simulator_outputs"] = str(tmp / "simulator_outputs.npz")
-            request["batch"] = batch
-        if opts.get("analyse"):
-            if eval_ds is None:
-                raise OptionError("--analyse needs evaluation data (--eval) to run accuracy_analysis on.")
-            paths = []
-            for j, n in enumerate(names):
-                p = tmp / f"analysis_i{j}.npy"
-                np.save(p, norm.to_board_domain(n, eval_ds.inputs[n][:batch]))
-                paths.append(str(p))
-            request.update(analyse=True, analysis_inputs=paths, analysis_dir=str(tmp / "analysis"), analysis_output=str(tmp / "analysis_output.txt"))
-
-        result = ctx.run_worker(WORKER, request, stage="convert")
-        version = result.get("toolkit_version") or target.TOOLKIT_VERSION
-        ctx.manifest["rknn"] = {
-            "toolkit_version": version,
-            "target_platform": chip.id,
-            "precision": precision,
-            "quantized_dtype": settings["quantized_dtype"],
-            "optimization_level": opts.get("optimization_level"),
-            "rknn_file": RKNN_FILE,
-            "rknn_sha256": sha256_file(work / RKNN_FILE),
+        "quantize": settings["quantize"],
+        "quantized_dtype": settings["quantized_dtype"],
+        "optimization_level": opts.optimization_level,
+        "case": {
+            "model": str(ctx.model_path),
             "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in input_specs],
-            "outputs": output_names,
-            "normalisation": norm.describe(),
-        }
-        ctx.report["convert"] = {
-            "rknn_file": RKNN_FILE,
-            "size_bytes": result.get("rknn_size_bytes"),
-            "toolkit_version": version,
+            "mean_values": norm.mean_values,
+            "std_values": norm.std_values,
+        },
+        "rknn_path": str(work / RKNN_FILE),
+        "build_output": str(work / "rknn_build_output.txt"),
+        "input_names": names,
+        "output_names": output_names,
+        "data_formats": ["nchw" if len(s.shape) == 4 else None for s in input_specs],
+    }
+    if calib is not None:
+        request["dataset"] = str(_write_dataset(calib, norm, scratch / "calib", names, batch))
+    if eval_ds is not None:
+        usable = (len(eval_ds) // batch) * batch
+        eval_ds = eval_ds.take(usable)
+        write_arrays(scratch / "eval_inputs.npz", {n: norm.to_board_domain(n, eval_ds.inputs[n]) for n in names})
+        request["eval_inputs"] = str(scratch / "eval_inputs.npz")
+        request["simulator_outputs"] = str(scratch / "simulator_outputs.npz")
+        request["batch"] = batch
+    if opts.analyse:
+        if eval_ds is None:
+            raise OptionError("--analyse needs evaluation data (--eval) to run accuracy_analysis on.")
+        paths = []
+        for j, n in enumerate(names):
+            path = scratch / f"analysis_i{j}.npy"
+            np.save(path, norm.to_board_domain(n, eval_ds.inputs[n][:batch]))
+            paths.append(str(path))
+        request.update(analyse=True, analysis_inputs=paths, analysis_dir=str(scratch / "analysis"), analysis_output=str(scratch / "analysis_output.txt"))
+
+    ctx.echo(f"convert: rknn-toolkit2 builds {RKNN_FILE} for {chip.id} ({precision}) (log: build.log)")
+    result = ctx.executor.worker(target.toolchain, WORKER, request, ctx.work("convert"))
+    version = result.get("toolkit_version") or target.TOOLKIT_VERSION
+    ctx.echo(f"convert: {RKNN_FILE} ({result.get('rknn_size_bytes')} bytes, rknn-toolkit2 {version}, {precision})")
+
+    # The toolkit's own verdict: its layer table.
+    from edgedeploy.targets.rknn.layer_table import verdict_from_output
+
+    text = (work / "rknn_build_output.txt").read_text(errors="replace")
+    verdict = verdict_from_output(text, ctx.model.graph, settings["quantize"], version)
+
+    simulated = None
+    if result.get("simulator_error"):
+        simulated = SimulationResult({}, backend=f"RKNN simulator (rknn-toolkit2 {version})", failed=f"the RKNN simulator failed: {result['simulator_error']}")
+    elif result.get("simulator_outputs"):
+        outputs = read_arrays(result["simulator_outputs"])
+        simulated = SimulationResult(outputs, backend=f"RKNN simulator (rknn-toolkit2 {version}, init_runtime(target=None)), {precision}, host")
+
+    sections = {}
+    if opts.analyse:
+        sections["accuracy_analysis"] = _analysis_section(result, work, ctx.model.graph, ctx.echo)
+    shutil.rmtree(work / "work" / "data", ignore_errors=True)
+    # rknn-toolkit2 leaves its intermediate graphs (check*.onnx) in the worker's folder.
+    for leftover in (work / "work").glob("*/check*.onnx"):
+        leftover.unlink(missing_ok=True)
+    manifest = {
+        "toolkit_version": version,
+        "target_platform": chip.id,
+        "precision": precision,
+        "quantized_dtype": settings["quantized_dtype"],
+        "optimization_level": opts.optimization_level,
+        "rknn_file": RKNN_FILE,
+        "rknn_sha256": sha256_file(work / RKNN_FILE),
+        "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in input_specs],
+        "outputs": output_names,
+        "normalisation": norm.describe(),
+    }
+    return ConvertResult(
+        status="built",
+        toolchain=f"rknn-toolkit2 {version}",
+        versions={"rknn-toolkit2": version},
+        files={"model": RKNN_FILE, "layer_table": "rknn_build_output.txt"},
+        verdict=verdict,
+        sections=sections,
+        details={
             "precision": precision,
             "quantized_dtype": settings["quantized_dtype"],
-            "optimization_level": opts.get("optimization_level") if opts.get("optimization_level") is not None else 3,
+            "optimization_level": opts.optimization_level if opts.optimization_level is not None else 3,
             "normalisation": norm.describe(),
-        }
-        ctx.echo(f"convert: {RKNN_FILE} ({result.get('rknn_size_bytes')} bytes, rknn-toolkit2 {version}, {precision})")
+            "simulated_samples": result.get("simulated_samples"),
+        },
+        manifest=manifest,
+        simulated=simulated,
+        workarounds=result.get("workarounds", []),
+    )
 
-        # --- the toolkit's own verdict ---------------------------------------------------------
-        from edgedeploy.targets.rknn.layer_table import verdict_from_output
 
-        text = (work / "rknn_build_output.txt").read_text(errors="replace")
-        verdict = verdict_from_output(text, ctx.model.graph, settings["quantize"], version)
-        comparison = compare(audit, verdict)
-        atomic_write_json(work / "toolchain_verdict.json", {"verdict": verdict.to_dict(), "comparison": comparison})
-        estimates = {k: v for k, v in verdict.estimates.items() if k != "layers"}
-        ctx.report["toolchain_verdict"] = {
-            "file": "toolchain_verdict.json",
-            "toolchain": verdict.toolchain,
-            "version": verdict.version,
-            "failed": verdict.failed,
-            "agreement": comparison["agreement"],
-            "compared": comparison["compared"],
-            "disagreements": comparison["disagreements"],
-            "not_reported": comparison["not_reported"],
-            "unmapped_layers": verdict.unmapped,
-            "estimates": estimates,
-        }
-        if comparison["agreement"] is not None:
-            ctx.echo(f"verdict: the toolkit agrees with the audit on {comparison['agree']} of {comparison['compared']} nodes" + (f"; {len(comparison['disagreements'])} disagreements (see report)" if comparison["disagreements"] else ""))
+def _analysis_section(result: dict, work: Path, graph, echo) -> dict:
+    """accuracy_analysis's per-layer cosines mapped to ONNX node names."""
+    from edgedeploy.targets.rknn.accuracy_table import parse_error_analysis, per_node_errors
 
-        # --- accuracy before / after on the host -------------------------------------------------
-        if eval_ds is not None:
-            reference = _reference_outputs(ctx.model_path, eval_ds, names, batch)
-            simulated = dict(np.load(result["simulator_outputs"]))
-            for n in list(simulated):
-                if n in reference and simulated[n].size == reference[n].size:
-                    simulated[n] = simulated[n].reshape(reference[n].shape)
-            labels = eval_ds.labels
-            first = output_names[0]
-            metric = choose_metric(ctx.options.metric, reference[first].shape, labels)
-            section = before_after(metric, reference, simulated, labels, first)
-            section["scope"] = {
-                "model_sha256": ctx.model.sha256,
-                "input_shapes": {s.name: list(s.shape) for s in input_specs},
-                "samples": len(eval_ds),
-                "data": eval_ds.source,
-                "precision": precision,
-                "before": "ONNX Runtime fp32, CPU (host)",
-                "after": f"RKNN simulator (rknn-toolkit2 {version}, init_runtime(target=None)), {precision}, host",
-                "device": "host",
-            }
-            ctx.report["accuracy"] = section
-            if "before" in section:
-                key = "top1" if "top1" in section["before"] else next(iter(section["before"]), None)
-                if key:
-                    ctx.echo(f"accuracy: {key} {section['before'][key]:.4f} (ONNX Runtime fp32) -> {section['after'][key]:.4f} (RKNN simulator, {precision}) on {len(eval_ds)} samples")
-        else:
-            ctx.report["accuracy"] = {"skipped": "no evaluation data: pass --eval to measure accuracy before and after"}
+    report_path = result.get("analysis_report")
+    if not report_path:
+        raise ToolchainError("accuracy_analysis wrote no error_analysis.txt; see the build log.")
+    shutil.copyfile(report_path, work / "accuracy_analysis.txt")
+    analysis = per_node_errors(parse_error_analysis(Path(report_path).read_text(errors="replace")), graph)
+    analysis["file"] = "accuracy_analysis.txt"
+    analysis["samples"] = ANALYSIS_SAMPLES
+    analysis["note"] = "cosine of the simulator's layer outputs vs the float model's: entire = accumulated from the input, single = this layer alone"
+    worst = analysis.get("worst_single_cosine")
+    if worst:
+        echo(f"analyse: lowest single-layer cosine {worst['cosine']:.5f} at {worst['node']}")
+    return analysis
 
-        # --- per-layer analysis -------------------------------------------------------------------
-        if opts.get("analyse"):
-            from edgedeploy.targets.rknn.accuracy_table import parse_error_analysis, per_node_errors
 
-            report_path = result.get("analysis_report")
-            if not report_path:
-                raise ToolchainError("accuracy_analysis wrote no error_analysis.txt; see the build log.")
-            shutil.copyfile(report_path, work / "accuracy_analysis.txt")
-            analysis = per_node_errors(parse_error_analysis(Path(report_path).read_text(errors="replace")), ctx.model.graph)
-            analysis["file"] = "accuracy_analysis.txt"
-            analysis["samples"] = ANALYSIS_SAMPLES
-            analysis["note"] = "cosine of the simulator's layer outputs vs the float model's: entire = accumulated from the input, single = this layer alone"
-            ctx.report["accuracy_analysis"] = analysis
-            worst = analysis.get("worst_single_cosine")
-            if worst:
-                ctx.echo(f"analyse: lowest single-layer cosine {worst['cosine']:.5f} at {worst['node']}")
+def codegen(ctx, converted: ConvertResult) -> dict:
+    """The board runners (runner/), with the measurement protocol and the baseline's inputs."""
+    from edgedeploy.targets.rknn.codegen import generate_runners
 
-        # --- board runners ---------------------------------------------------------------------------
-        from edgedeploy.targets.rknn.codegen import generate_runners
-
-        generated = generate_runners(ctx, eval_ds, norm, names, batch)
-        ctx.report["codegen"] = generated
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        # rknn-toolkit2 leaves its intermediate graphs (check*.onnx) in the worker's folder.
-        for scratch in (work / "work").glob("*/check*.onnx"):
-            scratch.unlink(missing_ok=True)
+    input_specs = model_input_specs(ctx.model)
+    names = [s.name for s in input_specs]
+    batch = int(input_specs[0].shape[0]) if input_specs and input_specs[0].shape else 1
+    norm = InputNormalisation(input_specs, ctx.data.preprocess)
+    return generate_runners(ctx, converted.manifest, ctx.data.evaluation, norm, names, batch)

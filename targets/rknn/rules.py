@@ -23,7 +23,8 @@ computed at run time.
 
 from __future__ import annotations
 
-from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, RuleSet, rule
+from edgedeploy.audit.registry import RuleRegistry
+from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, RuleSet
 
 DOC_COMPILER = "RKNN Compiler Support Operator List v2.3.2 (2025-03-28)"
 DOC_ONNX = "RKNNToolKit2 OPs Support 2.3.2"
@@ -33,6 +34,9 @@ SOURCE = f"{DOC_COMPILER}; {DOC_ONNX}; behaviour of {TOOLKIT_OBSERVED} where the
 CHIPS = ("rk3588", "rk3576", "rk3568", "rk3566", "rk3562", "rv1106")
 # The document's NPU section for each chip.
 CHIP_SECTION = {"rk3566": "3.1", "rk3568": "3.1", "rk3588": "3.2", "rk3562": "3.3", "rv1106": "3.4", "rk3576": "3.5"}
+# Every rule below joins this registry as it is declared, with the chips (and build precisions)
+# it applies to; a chip's rule set takes them in declaration order.
+RULES = RuleRegistry("rknn", chips=CHIPS, precisions=("int8", "fp16"))
 
 # --- The toolkit's ONNX importer -------------------------------------------------------------
 MAX_OPSET = 19  # DOC_ONNX; OBSERVED: load_onnx refuses "Unsupport onnx opset N, need <= 19"
@@ -250,7 +254,7 @@ def _runtime_inputs(node: NodeView, positions) -> list:
 # ----------------------------------------------------------------------------------------------
 
 
-@rule(placement=Placement.UNSUPPORTED, DTYPES=RUNTIME_DTYPES)
+@RULES.rule(placement=Placement.UNSUPPORTED, DTYPES=RUNTIME_DTYPES)
 def tensor_type_not_in_toolkit(node: NodeView, chip: str):
     """rknn-toolkit2 has no tensors of this element type (only {DTYPES}) and refuses the model."""
     for t in (*node.inputs, *node.outputs):
@@ -259,7 +263,7 @@ def tensor_type_not_in_toolkit(node: NodeView, chip: str):
     return None
 
 
-@rule(placement=Placement.UNSUPPORTED)
+@RULES.rule(placement=Placement.UNSUPPORTED)
 def empty_tensor(node: NodeView, chip: str):
     """rknn-toolkit2 refuses run-time tensors with a dimension of size 0."""
     for t in (*node.inputs, *node.outputs):
@@ -268,32 +272,32 @@ def empty_tensor(node: NodeView, chip: str):
     return None
 
 
-@rule(placement=Placement.UNSUPPORTED, DOMAIN="ai.onnx")
+@RULES.rule(placement=Placement.UNSUPPORTED, DOMAIN="ai.onnx")
 def operator_domain_not_onnx(node: NodeView, chip: str):
     """rknn-toolkit2 imports operators of the standard ONNX domain only ({DOMAIN})."""
     return Offence(node.domain) if node.domain not in ("", "ai.onnx") else None
 
 
-@rule(*REFUSED_OPS, placement=Placement.UNSUPPORTED)
+@RULES.rule(*REFUSED_OPS, placement=Placement.UNSUPPORTED)
 def operator_refused(node: NodeView, chip: str):
     """rknn-toolkit2 refuses this operator: it makes shapes depend on data, or uses sequences or optionals."""
     return Offence(node.op_type)
 
 
-@rule(*STATIC_INPUTS, placement=Placement.UNSUPPORTED)
+@RULES.rule(*STATIC_INPUTS, placement=Placement.UNSUPPORTED)
 def shape_input_computed_at_run_time(node: NodeView, chip: str):
     """rknn-toolkit2 needs this input to be a constant (it fixes shapes or parameters); computed at run time, the build stops."""
     late = _runtime_inputs(node, STATIC_INPUTS[node.op_type])
     return [Offence(t.name, f"input {node.inputs.index(t)}") for t in late]
 
 
-@rule("BatchNormalization", placement=Placement.UNSUPPORTED)
+@RULES.rule("BatchNormalization", placement=Placement.UNSUPPORTED)
 def batchnorm_training_mode(node: NodeView, chip: str):
     """rknn-toolkit2 refuses BatchNormalization in training mode."""
     return Offence(1) if int(node.attr("training_mode", 0)) == 1 else None
 
 
-@rule("LayerNormalization", placement=Placement.UNSUPPORTED)
+@RULES.rule("LayerNormalization", placement=Placement.UNSUPPORTED)
 def layernorm_without_epsilon(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 fails on a LayerNormalization with constant scale whose epsilon attribute is left at its default (set it explicitly)."""
     scale = node.input(1)
@@ -302,13 +306,13 @@ def layernorm_without_epsilon(node: NodeView, chip: str):
     return None
 
 
-@rule("LSTM", placement=Placement.UNSUPPORTED)
+@RULES.rule("LSTM", placement=Placement.UNSUPPORTED)
 def lstm_without_bias(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 crashes on an LSTM without its bias input B (give zeros)."""
     return Offence("no B input") if node.input(3) is None else None
 
 
-@rule("Gemm", placement=Placement.UNSUPPORTED)
+@RULES.rule("Gemm", placement=Placement.UNSUPPORTED)
 def gemm_scalar_bias(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 fails on a Gemm whose bias C is a scalar or a one-element vector."""
     c = node.input(2)
@@ -317,7 +321,7 @@ def gemm_scalar_bias(node: NodeView, chip: str):
     return None
 
 
-@rule("Pow", placement=Placement.UNSUPPORTED)
+@RULES.rule("Pow", placement=Placement.UNSUPPORTED)
 def pow_scalar_runtime_exponent(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 fails on a Pow whose exponent is a scalar computed at run time."""
     e = node.input(1)
@@ -331,14 +335,14 @@ def pow_scalar_runtime_exponent(node: NodeView, chip: str):
 # ----------------------------------------------------------------------------------------------
 
 
-@rule("Div")
+@RULES.rule("Div")
 def div_by_runtime_tensor(node: NodeView, chip: str):
     """The NPU divides by constants only (as a multiplication); a division by a computed tensor runs on the CPU."""
     d = node.input(1)
     return Offence(d.name, "divisor computed at run time") if d is not None and not _known(d) else None
 
 
-@rule("Pow", EXPONENTS=POW_EXPONENTS)
+@RULES.rule("Pow", EXPONENTS=POW_EXPONENTS)
 def pow_exponent(node: NodeView, chip: str):
     """The NPU raises to a constant power of {EXPONENTS} only; other exponents run on the CPU."""
     e = node.input(1)
@@ -348,14 +352,7 @@ def pow_exponent(node: NodeView, chip: str):
     return Offence(bad[0] if len(bad) == 1 else tuple(bad)) if bad else None
 
 
-@rule("ConvTranspose", STRIDES=CONVT_STRIDES_POW2)
-def conv_transpose_stride_pow2(node: NodeView, chip: str):
-    """On this chip transposed convolutions run on the NPU with strides {STRIDES} only (others pad on the CPU)."""
-    strides = _ints(node.attr("strides"))
-    return Offence(tuple(strides)) if any(s not in CONVT_STRIDES_POW2 for s in strides) else None
-
-
-@rule("AveragePool")
+@RULES.rule("AveragePool")
 def average_pool_padding_excluded(node: NodeView, chip: str):
     """The NPU averages over padding (count_include_pad=1) only; a padded AveragePool that excludes it, or uses auto_pad, runs on the CPU."""
     pads = _ints(node.attr("pads"))
@@ -383,7 +380,7 @@ def _pool_sizes(node: NodeView) -> tuple[list[int], list[int]] | None:
     return floor, ceil
 
 
-@rule("AveragePool")
+@RULES.rule("AveragePool")
 def average_pool_ceil_mode(node: NodeView, chip: str):
     """The NPU AveragePool floors its output size (3.x: no ceil_mode); where ceil_mode=1 makes the output larger, it runs on the CPU."""
     if int(node.attr("ceil_mode", 0)) != 1:
@@ -394,7 +391,7 @@ def average_pool_ceil_mode(node: NodeView, chip: str):
     return Offence(tuple(sizes[1]), f"floor would give {tuple(sizes[0])}")
 
 
-@rule("Slice", STEP_MAX=SLICE_STEP_MAX)
+@RULES.rule("Slice", STEP_MAX=SLICE_STEP_MAX)
 def slice_step(node: NodeView, chip: str):
     """The NPU slices with a step of at most {STEP_MAX} (either direction); larger steps run on the CPU."""
     steps = node.input(4)
@@ -404,14 +401,21 @@ def slice_step(node: NodeView, chip: str):
     return Offence(tuple(int(s) for s in steps.value.reshape(-1))) if big else None
 
 
-@rule("LayerNormalization", "InstanceNormalization")
+@RULES.rule("Gather")
+def gather_runtime_indices(node: NodeView, chip: str):
+    """The NPU gathers with constant indices only; indices computed at run time run on the CPU."""
+    idx = node.input(1)
+    return Offence(idx.name, "indices computed at run time") if idx is not None and not _known(idx) else None
+
+
+@RULES.rule("LayerNormalization", "InstanceNormalization")
 def normalization_runtime_scale(node: NodeView, chip: str):
     """The NPU normalises with constant scale and bias only; computed at run time, the node runs on the CPU."""
     late = _runtime_inputs(node, (1, 2))
     return Offence(late[0].name, "scale or bias computed at run time") if late else None
 
 
-@rule("MatMul")
+@RULES.rule("MatMul")
 def matmul_broadcast_batch(node: NodeView, chip: str):
     """The NPU multiplies matrices whose batch dimensions match (or one side has none); broadcasting batch dimensions run on the CPU as an Einsum."""
     a, b = node.input(0), node.input(1)
@@ -424,7 +428,7 @@ def matmul_broadcast_batch(node: NodeView, chip: str):
     return None
 
 
-@rule("Split", placement=Placement.UNSUPPORTED)
+@RULES.rule("Split", placement=Placement.UNSUPPORTED)
 def split_uneven_num_outputs(node: NodeView, chip: str):
     """rknn-toolkit2's shape inference (an older onnxruntime) fails on a Split into num_outputs parts that do not divide the axis."""
     n = node.attr("num_outputs")
@@ -435,14 +439,7 @@ def split_uneven_num_outputs(node: NodeView, chip: str):
     return Offence((dim, int(n))) if isinstance(dim, int) and dim % int(n) else None
 
 
-@rule("Gather")
-def gather_runtime_indices(node: NodeView, chip: str):
-    """The NPU gathers with constant indices only; indices computed at run time run on the CPU."""
-    idx = node.input(1)
-    return Offence(idx.name, "indices computed at run time") if idx is not None and not _known(idx) else None
-
-
-@rule("Hardmax", RANK=HARDMAX_RANK, AXES=HARDMAX_AXES)
+@RULES.rule("Hardmax", RANK=HARDMAX_RANK, AXES=HARDMAX_AXES)
 def hardmax_layout(node: NodeView, chip: str):
     """The NPU Hardmax takes {RANK}-D tensors along axis {AXES} only; other layouts run on the CPU."""
     x = node.input(0)
@@ -454,14 +451,14 @@ def hardmax_layout(node: NodeView, chip: str):
     return Offence(axis, "axis") if axis not in HARDMAX_AXES else None
 
 
-@rule("Max", RANK=MAX_RANK_ON_NPU)
+@RULES.rule("Max", RANK=MAX_RANK_ON_NPU)
 def max_rank(node: NodeView, chip: str):
     """The NPU Max takes {RANK}-D tensors; on lower ranks it runs on the CPU."""
     ranks = [t.rank for t in node.inputs if t.present and not _known(t) and t.rank is not None]
     return Offence(max(ranks)) if ranks and max(ranks) < MAX_RANK_ON_NPU else None
 
 
-@rule("Resize", MODES=("nearest", "linear"), COORDS=("half_pixel", "pytorch_half_pixel", "asymmetric"))
+@RULES.rule("Resize", MODES=("nearest", "linear"), COORDS=("half_pixel", "pytorch_half_pixel", "asymmetric"))
 def resize_mode(node: NodeView, chip: str):
     """The NPU resizes with mode {MODES}; linear resizing only with coordinate_transformation_mode {COORDS} (others run on the CPU)."""
     mode = node.attr("mode", "nearest")
@@ -473,14 +470,45 @@ def resize_mode(node: NodeView, chip: str):
     return None
 
 
-@rule("Softmax", placement=Placement.FLOAT)
-def softmax_at_model_output(node: NodeView, chip: str):
-    """A Softmax that produces a model output is computed in float16 on the NPU (kept in float inside the int8 graph); inside the graph it runs in int8."""
-    out = node.output(0)
-    return Offence(out.name, "model output") if out is not None and out.is_model_output else None
+@RULES.rule("Greater")
+def greater_broadcast(node: NodeView, chip: str):
+    """The NPU compares tensors of the same shape only (RK3576, the one chip with an NPU Greater); a broadcasting comparison runs on the CPU."""
+    shapes = [tuple(t.shape) for t in node.inputs if t.present and t.shape is not None]
+    return Offence(tuple(shapes)) if len(set(shapes)) > 1 else None
 
 
-@rule("Slice")
+@RULES.rule("ReduceMax", RANK=4)
+def reduce_max_rank(node: NodeView, chip: str):
+    """The NPU ReduceMax (RK3576) takes {RANK}-D tensors; other ranks run on the CPU."""
+    x = node.input(0)
+    return Offence(x.rank) if x is not None and x.rank is not None and x.rank != 4 else None
+
+
+@RULES.rule("Sum")
+def sum_single_input(node: NodeView, chip: str):
+    """A Sum of one input runs on the CPU (the NPU lowering needs two or more)."""
+    return Offence(1) if len([t for t in node.inputs if t.present]) < 2 else None
+
+
+@RULES.rule("Max", placement=Placement.UNSUPPORTED)
+def variadic_single_input(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 crashes on a Max of a single input (it is the identity: remove it)."""
+    return Offence(1) if len([t for t in node.inputs if t.present]) == 1 else None
+
+
+# ----------------------------------------------------------------------------------------------
+# Limits of some chips only.
+# ----------------------------------------------------------------------------------------------
+
+
+@RULES.rule("ConvTranspose", chips=("rk3566", "rk3568", "rk3588"), STRIDES=CONVT_STRIDES_POW2)
+def conv_transpose_stride_pow2(node: NodeView, chip: str):
+    """On this chip transposed convolutions run on the NPU with strides {STRIDES} only (others pad on the CPU)."""
+    strides = _ints(node.attr("strides"))
+    return Offence(tuple(strides)) if any(s not in CONVT_STRIDES_POW2 for s in strides) else None
+
+
+@RULES.rule("Slice", chips=("rk3562", "rk3576"))  # OBSERVED
 def slice_negative_step(node: NodeView, chip: str):
     """On this chip a Slice with a negative step (reversal) runs on the CPU."""
     steps = node.input(4)
@@ -489,71 +517,7 @@ def slice_negative_step(node: NodeView, chip: str):
     return Offence(tuple(int(s) for s in steps.value.reshape(-1))) if any(int(s) < 0 for s in steps.value.reshape(-1)) else None
 
 
-@rule("Max", placement=Placement.UNSUPPORTED)
-def variadic_single_input(node: NodeView, chip: str):
-    """rknn-toolkit2 2.5.0 crashes on a Max of a single input (it is the identity: remove it)."""
-    return Offence(1) if len([t for t in node.inputs if t.present]) == 1 else None
-
-
-@rule("Pow", placement=Placement.UNSUPPORTED, TYPES=INTEGER_DTYPES)
-def pow_integer_operands(node: NodeView, chip: str):
-    """In an int8 build the RKNN compiler aborts on a Pow whose base and exponent are both integer tensors ({TYPES})."""
-    dtypes = [t.dtype for t in node.inputs[:2] if t.present]
-    return Offence(tuple(dtypes)) if len(dtypes) == 2 and all(d in INTEGER_DTYPES for d in dtypes) and not _known(node.inputs[0]) else None
-
-
-@rule("ReduceMax", RANK=4)
-def reduce_max_rank(node: NodeView, chip: str):
-    """The NPU ReduceMax (RK3576) takes {RANK}-D tensors; other ranks run on the CPU."""
-    x = node.input(0)
-    return Offence(x.rank) if x is not None and x.rank is not None and x.rank != 4 else None
-
-
-@rule("Greater")
-def greater_broadcast(node: NodeView, chip: str):
-    """The NPU compares tensors of the same shape only (RK3576, the one chip with an NPU Greater); a broadcasting comparison runs on the CPU."""
-    shapes = [tuple(t.shape) for t in node.inputs if t.present and t.shape is not None]
-    return Offence(tuple(shapes)) if len(set(shapes)) > 1 else None
-
-
-@rule("Sum")
-def sum_single_input(node: NodeView, chip: str):
-    """A Sum of one input runs on the CPU (the NPU lowering needs two or more)."""
-    return Offence(1) if len([t for t in node.inputs if t.present]) < 2 else None
-
-
-# The rules of every chip; CHIP_RULES adds the chip-specific ones.
-COMMON_RULES = [
-    tensor_type_not_in_toolkit,
-    empty_tensor,
-    operator_domain_not_onnx,
-    operator_refused,
-    shape_input_computed_at_run_time,
-    batchnorm_training_mode,
-    layernorm_without_epsilon,
-    lstm_without_bias,
-    gemm_scalar_bias,
-    pow_scalar_runtime_exponent,
-    div_by_runtime_tensor,
-    pow_exponent,
-    average_pool_padding_excluded,
-    average_pool_ceil_mode,
-    slice_step,
-    gather_runtime_indices,
-    normalization_runtime_scale,
-    matmul_broadcast_batch,
-    split_uneven_num_outputs,
-    hardmax_layout,
-    max_rank,
-    resize_mode,
-    greater_broadcast,
-    reduce_max_rank,
-    sum_single_input,
-    variadic_single_input,
-]
-
-
-@rule(placement=Placement.UNSUPPORTED, CPU_OPS=CPU_OPS_RV1106)
+@RULES.rule(placement=Placement.UNSUPPORTED, chips=("rv1106",), CPU_OPS=CPU_OPS_RV1106)
 def rv1106_runtime_lacks_cpu_kernel(node: NodeView, chip: str):
     """rknn-toolkit2 builds this operator for the CPU, but the RV1103/RV1106 runtime has CPU kernels only for {CPU_OPS} (compiler list 4.1): the model will not run on the board."""
     op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
@@ -562,7 +526,12 @@ def rv1106_runtime_lacks_cpu_kernel(node: NodeView, chip: str):
     return Offence(op)
 
 
-@rule(*INTEGER_ARITHMETIC_OPS, placement=Placement.UNSUPPORTED, TYPES=INTEGER_DTYPES)
+# ----------------------------------------------------------------------------------------------
+# int8 builds only: what the int8 quantiser does to a node (none of it applies to an fp16 build).
+# ----------------------------------------------------------------------------------------------
+
+
+@RULES.rule(*INTEGER_ARITHMETIC_OPS, placement=Placement.UNSUPPORTED, precisions=("int8",), TYPES=INTEGER_DTYPES)
 def integer_data_in_int8_build(node: NodeView, chip: str):
     """In an int8 build the RKNN compiler aborts on this operator when a data input is a run-time tensor of type {TYPES} (it finds no quantisation for it)."""
     positions = INTEGER_DATA_INPUTS.get(node.op_type, range(len(node.inputs)))
@@ -572,14 +541,18 @@ def integer_data_in_int8_build(node: NodeView, chip: str):
     return None
 
 
-CHIP_RULES = {
-    "rk3566": [conv_transpose_stride_pow2],
-    "rk3568": [conv_transpose_stride_pow2],
-    "rk3588": [conv_transpose_stride_pow2],
-    "rk3562": [slice_negative_step],  # OBSERVED
-    "rv1106": [rv1106_runtime_lacks_cpu_kernel],
-    "rk3576": [slice_negative_step],  # OBSERVED
-}
+@RULES.rule("Pow", placement=Placement.UNSUPPORTED, precisions=("int8",), TYPES=INTEGER_DTYPES)
+def pow_integer_operands(node: NodeView, chip: str):
+    """In an int8 build the RKNN compiler aborts on a Pow whose base and exponent are both integer tensors ({TYPES})."""
+    dtypes = [t.dtype for t in node.inputs[:2] if t.present]
+    return Offence(tuple(dtypes)) if len(dtypes) == 2 and all(d in INTEGER_DTYPES for d in dtypes) and not _known(node.inputs[0]) else None
+
+
+@RULES.rule("Softmax", placement=Placement.FLOAT, precisions=("int8",))
+def softmax_at_model_output(node: NodeView, chip: str):
+    """A Softmax that produces a model output is computed in float16 on the NPU (kept in float inside the int8 graph); inside the graph it runs in int8."""
+    out = node.output(0)
+    return Offence(out.name, "model output") if out is not None and out.is_model_output else None
 
 
 def accelerator_ops(chip: str) -> dict[str, OpSupport]:
@@ -614,7 +587,7 @@ def fallback_ops(chip: str) -> frozenset[str] | None:
     return None
 
 
-def rule_set(chip_id: str, precision: str = "int8", **options) -> RuleSet:
+def rule_set(chip_id: str, precision: str | None = "int8", **options) -> RuleSet:
     """The audit's rules for one RKNN chip (rk3588, rk3576, rk3568, rk3566, rk3562, rv1106).
 
     `precision`: the build's precision ("int8" by default); some observed failures happen in
@@ -624,9 +597,8 @@ def rule_set(chip_id: str, precision: str = "int8", **options) -> RuleSet:
         raise KeyError(chip_id)
     from edgedeploy.targets.rknn import RKNN_TOOLKIT_VERSION
 
-    rules = COMMON_RULES + CHIP_RULES[chip_id]
-    if precision in (None, "int8"):
-        rules = rules + [integer_data_in_int8_build, pow_integer_operands, softmax_at_model_output]
+    # Some observed failures happen in int8 builds only; every other build is a float (fp16) one.
+    build = "int8" if precision in (None, "int8") else "fp16"
     notes = [
         f"NPU operators and limits: {DOC_COMPILER}, section {CHIP_SECTION[chip_id]}; CPU operators: chapter 4.",
         f"ONNX import: {DOC_ONNX}; opsets {MIN_OPSET}..{MAX_OPSET}.",
@@ -640,7 +612,8 @@ def rule_set(chip_id: str, precision: str = "int8", **options) -> RuleSet:
         toolchain_version=f"rknn-toolkit2 {RKNN_TOOLKIT_VERSION} (documents: {DOC_COMPILER})",
         source=SOURCE,
         accelerator_ops=accelerator_ops(chip_id),
-        rules=rules,
+        rules=RULES.rules_for(chip_id, precision=build),
+        passes=RULES.passes_for(chip_id, precision=build),
         fallback_ops=fallback_ops(chip_id),
         float_only_ops=frozenset(),
         fallback_unit="CPU",

@@ -6,11 +6,11 @@ and TensorRT version it was built with.
 import importlib.util
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
-import click
-
-from edgedeploy.targets.base import Chip, RunnerSpec, Target
+from edgedeploy.errors import OptionError
+from edgedeploy.targets.base import CalibrationNeed, Capability, Chip, RunnerSpec, Target, TargetOptions, option
 from edgedeploy.toolchains import ExternalToolchain, ToolchainStatus
 
 # Where JetPack installs trtexec.
@@ -52,15 +52,19 @@ def _orin(id, name, gpu, dla_cores, gpu_mhz, cpu, cpu_mhz, memory_gb):
     )
 
 
-# `edgedeploy build` options only this target reads (their values arrive in ctx.options.target_options).
-BUILD_OPTIONS = (
-    click.Option(["--trtexec"], metavar="PATH", help=f"TensorRT: trtexec on the build device (default {JETPACK_TRTEXEC}, or $EDGEDEPLOY_TRTEXEC)."),
-    click.Option(["--dla-core"], metavar="auto|none|N", help="TensorRT: DLA core for Orin NX / AGX Orin, with GPU fallback (auto: core 0 where the chip has a DLA; none: GPU only)."),
-    click.Option(["--workspace-mib"], type=click.IntRange(min=1), help="TensorRT: builder workspace in MiB (trtexec --memPoolSize=workspace:N)."),
-    click.Option(["--builder-optimization-level"], type=click.IntRange(0, 5), help="TensorRT 8.6+: builder optimisation level 0-5 (trtexec --builderOptimizationLevel)."),
-    click.Option(["--trt-version"], type=click.Choice(["auto", "8.5", "8.6", "10.x", "10.15"]), help="TensorRT: rule table for the audit (auto: the device's TensorRT version)."),
-    click.Option(["--trt-rebuild"], is_flag=True, help="TensorRT: build again even if the cache holds this build."),
-)
+@dataclass(frozen=True)
+class TensorRtOptions(TargetOptions):
+    trtexec: str | None = option("--trtexec", f"trtexec on the build device (default {JETPACK_TRTEXEC}, or $EDGEDEPLOY_TRTEXEC).", metavar="PATH")
+    dla_core: str | None = option("--dla-core", "DLA core for Orin NX / AGX Orin, with GPU fallback (auto: core 0 where the chip has a DLA; none: GPU only).", metavar="auto|none|N")
+    workspace_mib: int | None = option("--workspace-mib", "Builder workspace in MiB (trtexec --memPoolSize=workspace:N).", type=int, minimum=1)
+    builder_optimization_level: int | None = option("--builder-optimization-level", "TensorRT 8.6+: builder optimisation level 0-5 (trtexec --builderOptimizationLevel).", type=int, minimum=0, maximum=5)
+    trt_version: str | None = option("--trt-version", "Rule table for the audit (auto: the device's TensorRT version).", choices=("auto", "8.5", "8.6", "10.x", "10.15"))
+    trt_rebuild: bool = option("--trt-rebuild", "Build again even if the cache holds this build.", is_flag=True)
+
+    def validate(self, chip) -> None:
+        value = (self.dla_core or "auto").lower()
+        if value not in ("auto", "none") and not value.isdigit():
+            raise OptionError(f"--dla-core takes auto, none or a core number, not '{self.dla_core}'.")
 
 
 class TensorRtTarget(Target):
@@ -68,8 +72,9 @@ class TensorRtTarget(Target):
     vendor = "NVIDIA"
     name = "TensorRT"
     toolchain = TOOLCHAIN
-    stages = ("convert", "codegen", "runner")
-    build_options = BUILD_OPTIONS
+    listing_order = 40
+    capabilities = frozenset({Capability.AUDIT, Capability.RUNNER, Capability.VERDICT})
+    options_type = TensorRtOptions
     chips = (
         _orin("jetson-orin-nano", "Jetson Orin Nano", "Ampere GPU, 1024 CUDA cores", 0, 625, "6x Cortex-A78AE", 1500, 8),
         _orin("jetson-orin-nx", "Jetson Orin NX", "Ampere GPU, 1024 CUDA cores", 2, 918, "8x Cortex-A78AE", 2000, 16),
@@ -81,14 +86,34 @@ class TensorRtTarget(Target):
         """The (trt_version, dla) variants `rule_set` takes on this chip, default first (see rules.py)."""
         return self.module("rules").rule_set_variants(chip_id)
 
-    def build(self, ctx) -> None:
-        self.module("flow").build_engine(ctx)
+    def rule_set_arguments(self, chip_id, precision, options) -> dict:
+        """The TensorRT release asked for, and GPU-only when the build will not use the DLA."""
+        args: dict = {}
+        if options is not None and options.trt_version and options.trt_version != "auto":
+            args["trt_version"] = options.trt_version
+        if (options is not None and (options.dla_core or "").lower() == "none") or precision == "fp32":
+            args["dla"] = False  # the DLA runs fp16 and int8 only
+        return args
+
+    def calibration_need(self, chip, precision) -> CalibrationNeed:
+        if precision == "int8":
+            return CalibrationNeed(True, 1, "TensorRT's entropy calibrator runs on real inputs")
+        return CalibrationNeed(False)
+
+    def convert(self, ctx):
+        """The engine, built where TensorRT is (the Jetson over SSH, or here), with its placement (flow.py)."""
+        return self.module("flow").convert(ctx)
+
+    def codegen(self, ctx, converted):
+        return self.module("flow").codegen(ctx, converted)
 
     def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
         return self.module("flow").runner_spec(artifact, manifest, device)
 
-    def toolchain_verdict(self, model_path: Path, chip_id: str, workdir: Path, log_path: Path, **options):
-        return self.module("flow").toolchain_verdict(model_path, chip_id, workdir, log_path, **options)
+    def toolchain_verdicts(self, model_paths, chip_id, workdir, log_path, *, precision=None, inputs=None, **options) -> list:
+        """TensorRT's placement, building each model on the device (options: device, dla, trtexec)."""
+        flow = self.module("flow")
+        return [flow.toolchain_verdict(p, chip_id, (Path(workdir) if len(model_paths) == 1 else Path(workdir) / f"case{i}"), log_path, precision=precision, **options) for i, p in enumerate(model_paths)]
 
 
 TARGET = TensorRtTarget()

@@ -33,7 +33,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-import onnx
 
 from edgedeploy.errors import DeviceError, OptionError, ToolchainMissing, WorkerFailed
 
@@ -171,18 +170,6 @@ def _major_minor(version: str | None) -> tuple[int, int] | None:
 
 # --- the model sent to TensorRT ----------------------------------------------------------------
 
-def named_model(proto: onnx.ModelProto) -> onnx.ModelProto:
-    """A copy whose nodes all carry edgedeploy's display names (unique), so TensorRT's layer
-    names, its DLA messages and the report all use the same names."""
-    from edgedeploy.model.stats import node_names
-
-    copy = onnx.ModelProto()
-    copy.CopyFrom(proto)
-    for node, name in zip(copy.graph.node, node_names(copy.graph)):
-        node.name = name
-    return copy
-
-
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -231,9 +218,10 @@ def cache_store(key: str, source: Path, files: list[str], meta: dict) -> None:
 def open_build_device(device_name: str | None, chip_id: str, plan: TrtBuildPlan):
     """(device, transport) for the build: the named inventory device, or this machine when trtexec is here."""
     from edgedeploy.devices import load_inventory, local_device, open_transport
+    from edgedeploy.targets import chip_ids
 
     if device_name:
-        device = load_inventory(None).get(device_name)
+        device = load_inventory(None, chip_ids()).get(device_name)
         if device.chip and device.chip != chip_id:
             raise DeviceError(f"Device '{device.name}' is a {device.chip} in the inventory, not a {chip_id}; build with --target {device.chip} or pick another device.")
         if device.transport == "serial":
@@ -270,6 +258,7 @@ class RemoteBuildResult:
 
 
 def run_remote_build(
+    executor,
     transport,
     device_name: str,
     plan: TrtBuildPlan,
@@ -279,7 +268,8 @@ def run_remote_build(
     dest: Path,
     echo,
 ) -> RemoteBuildResult:
-    """Copy the model (and calibration data) to the device, build there, fetch what came out into `dest`."""
+    """Copy the model (and calibration data) to the device, build there (through `executor`: its
+    time-out, log and progress), fetch what came out into `dest`."""
     from edgedeploy.targets.tensorrt.codegen import write_device_scripts
 
     dest.mkdir(parents=True, exist_ok=True)
@@ -301,7 +291,7 @@ def run_remote_build(
                 python = getattr(transport.device, "python", "python3") or "python3"
                 argv = [python if a == "{python}" else a for a in calibrate_argv(plan)]
                 echo(f"tensorrt: calibrating int8 on '{device_name}' ({len(next(iter(calib.values())))} samples)")
-                res = transport.run(argv, workdir, plan.timeout_s)
+                res = executor.remote(transport, argv, workdir, f"int8 calibration on '{device_name}'")
                 calibrate_log = res.stdout + res.stderr
                 (dest / CALIB_LOG_FILE).write_text(calibrate_log)
                 if res.returncode != 0:
@@ -309,7 +299,7 @@ def run_remote_build(
                 transport.get(CALIB_CACHE_FILE, dest / CALIB_CACHE_FILE)
             argv = trtexec_argv(plan, trt_version)
             echo(f"tensorrt: building on '{device_name}': {' '.join(argv[1:])}")
-            res = transport.run(argv, workdir, plan.timeout_s)
+            res = executor.remote(transport, argv, workdir, f"trtexec on '{device_name}'")
             log_text = res.stdout + ("\n" + res.stderr if res.stderr else "")
             (dest / LOG_FILE).write_text(log_text)
             files = {LOG_FILE: dest / LOG_FILE}
@@ -335,21 +325,8 @@ def _tail(text: str, lines: int = 6) -> str:
 
 
 def calibration_arrays(ctx) -> dict[str, np.ndarray]:
-    """The calibration inputs as float32 arrays by input name (the sample's split by default)."""
-    from edgedeploy.sample import sample_calibration_path
-
-    data = ctx.dataset("calib", sample_calibration_path() if is_sample(ctx.model) else None)
-    if data is None:
-        raise OptionError("An int8 TensorRT build needs calibration data: pass --calib DATA (.npz, a folder of .npy, or images with --preprocess).")
-    return {name: np.ascontiguousarray(arr, dtype=np.float32) for name, arr in data.inputs.items()}
-
-
-def is_sample(model) -> bool:
-    """Whether the model is the bundled MNIST sample (whose calibration and evaluation splits are the defaults)."""
-    from edgedeploy.model import load_model
-    from edgedeploy.sample import sample_model_path
-
-    return model.sha256 == load_model(sample_model_path(), {}, require_static=False).sha256
+    """The calibration inputs as float32 arrays by input name (resolved by the core)."""
+    return {name: np.ascontiguousarray(arr, dtype=np.float32) for name, arr in ctx.data.calibration.inputs.items()}
 
 
 def plan_to_dict(plan: TrtBuildPlan) -> dict:

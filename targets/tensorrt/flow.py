@@ -1,5 +1,6 @@
-"""The TensorRT target's stages: build (audit, engine on the device, placement, provenance, runners),
-the runner for `edgedeploy measure`, and `audit --confirm`. See build.py for the build's steps."""
+"""The TensorRT target's stages: convert (the engine on the device, its placement and provenance),
+codegen (the runners), the runner for `edgedeploy measure`, and `audit --confirm`. See build.py
+for the build's steps."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import onnx
 
 from edgedeploy.artifacts import atomic_write_json, check_manifest
 from edgedeploy.errors import ArtifactError, DeviceError, WorkerFailed
-from edgedeploy.targets.base import RunnerSpec
+from edgedeploy.model import named_copy
+from edgedeploy.targets.base import ConvertResult, RunnerSpec
+from edgedeploy.toolchains.executor import Executor
 from edgedeploy.targets.tensorrt import build as b
 from edgedeploy.targets.tensorrt.codegen import ORT_RUNNER_FILES, PY_RUNNER_FILES, RUNNER_DIR, write_runners
 from edgedeploy.targets.tensorrt.device import Provenance, check_device_chip
@@ -31,17 +34,16 @@ def _input_shapes(model) -> dict:
     return {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in model.graph_inputs()}
 
 
-def build_engine(ctx) -> None:
+def convert(ctx) -> ConvertResult:
     """The TensorRT build (build.py's module docstring lists the steps)."""
-    from edgedeploy.audit import audit_model
-    from edgedeploy.audit.confirm import compare
+    from edgedeploy.targets.tensorrt.rules import normalize_trt_version
 
     target, chip = ctx.target, ctx.chip
-    plan = b.plan_from_options(chip.id, ctx.options.precision, ctx.options.target_options, ctx.options.worker_timeout_s)
-    device, transport = b.open_build_device(ctx.options.device, chip.id, plan)
+    plan = b.plan_from_options(chip.id, ctx.precision, ctx.options.to_dict(), ctx.executor.timeout_s)
+    device, transport = b.open_build_device(ctx.device, chip.id, plan)
     engine_dir = ctx.workdir / b.ENGINE_DIR
     engine_dir.mkdir(parents=True, exist_ok=True)
-    proto = b.named_model(ctx.model.proto)
+    proto = named_copy(ctx.model.proto)
     model_bytes = proto.SerializeToString()
     model_sha = b.sha256_bytes(model_bytes)
     try:
@@ -56,15 +58,9 @@ def build_engine(ctx) -> None:
             + (f", JetPack {fingerprint.jetpack}" if fingerprint.jetpack else "")
             + (f", L4T {fingerprint.l4t}" if fingerprint.l4t else "")
         )
-
-        # The prediction, with the rule table of the device's TensorRT (or the one asked for).
-        from edgedeploy.targets.tensorrt.rules import normalize_trt_version
-
+        # The rule table of the device's TensorRT (or the one asked for), for the core's audit.
         rules_version = plan.rules_version or normalize_trt_version(fingerprint.trt_version)
-        ruleset = target.rule_set(chip.id, trt_version=rules_version, dla=plan.dla_core is not None)
-        prediction = audit_model(ctx.model, ruleset, plan.precision)
-        ctx.report["audit"] = prediction.to_dict()
-        ctx.echo(f"audit: {prediction.summary_line()}")
+        ruleset = target.module("rules").rule_set(chip.id, trt_version=rules_version, dla=plan.dla_core is not None)
 
         calib = b.calibration_arrays(ctx) if plan.precision == "int8" else None
         calib_sha = None
@@ -86,7 +82,7 @@ def build_engine(ctx) -> None:
             from_cache = True
             wall_s = 0.0
         else:
-            result = b.run_remote_build(transport, device.name, plan, model_bytes, calib, fingerprint.trt_version, engine_dir, ctx.echo)
+            result = b.run_remote_build(ctx.executor, transport, device.name, plan, model_bytes, calib, fingerprint.trt_version, engine_dir, ctx.echo)
             from_cache = False
             wall_s = result.wall_s
     finally:
@@ -110,7 +106,6 @@ def build_engine(ctx) -> None:
         )
 
     verdict = verdict_from_build(proto.graph, log, layers, dla=plan.dla_core is not None, trt_version=fingerprint.trt_version)
-    comparison = compare(prediction, verdict)
     provenance = Provenance(
         trt_version=log.trt_version or fingerprint.trt_version,
         gpu_name=log.device_name,
@@ -143,25 +138,15 @@ def build_engine(ctx) -> None:
         "cache_key": key,
     }
     atomic_write_json(engine_dir / b.INFO_FILE, info)
-    _write_inputs(ctx)
-    write_runners(ctx.workdir / RUNNER_DIR, ctx.model.sha256, provenance.to_dict(), scope, batch)
-
-    ctx.manifest["tensorrt"] = {
-        "provenance": provenance.to_dict(),
-        "fingerprint": fingerprint.to_dict(),
-        "plan": b.plan_to_dict(plan),
-        "trtexec_argv": b.trtexec_argv(plan, fingerprint.trt_version),
-        "cache_key": key,
-        "from_cache": from_cache,
-        "built_on": device.name,
-    }
-    ctx.report["tensorrt"] = {
+    ctx.echo(
+        f"tensorrt: engine {b.ENGINE_DIR}/{b.ENGINE_FILE} for TensorRT {provenance.trt_version} on {provenance.gpu_name or '?'} "
+        f"(compute {provenance.compute_capability or '?'})"
+    )
+    section = {
         "built_on": device.name,
         "from_cache": from_cache,
         "build_wall_s": round(wall_s, 2),
         "provenance": provenance.to_dict(),
-        "placement": verdict.to_dict(),
-        "comparison": comparison,
         # trtexec's own timing of the engine on the device right after the build: one process,
         # its own warm-up and duration. Figures of the measurement protocol come from `measure`.
         "trtexec_performance": {
@@ -172,12 +157,33 @@ def build_engine(ctx) -> None:
         "layer_profile": profile.to_dict() if profile else None,
         "engine_layers": len(layers) if layers is not None else None,
     }
-    agree = comparison.get("agreement")
-    ctx.echo(
-        f"tensorrt: engine {b.ENGINE_DIR}/{b.ENGINE_FILE} for TensorRT {provenance.trt_version} on {provenance.gpu_name or '?'} "
-        f"(compute {provenance.compute_capability or '?'}); rules and TensorRT agree on "
-        + (f"{comparison['agree']} of {comparison['compared']} nodes" if agree is not None else "no node")
+    return ConvertResult(
+        status="built",
+        toolchain=f"TensorRT {provenance.trt_version or '?'}",
+        versions={"tensorrt": provenance.trt_version},
+        files={"model": f"{b.ENGINE_DIR}/{b.ENGINE_FILE}", "log": f"{b.ENGINE_DIR}/{b.LOG_FILE}"},
+        verdict=verdict,
+        rules=ruleset,
+        sections={"tensorrt": section},
+        details={"plan": b.plan_to_dict(plan), "scope": scope},
+        manifest={
+            "provenance": provenance.to_dict(),
+            "fingerprint": fingerprint.to_dict(),
+            "plan": b.plan_to_dict(plan),
+            "trtexec_argv": b.trtexec_argv(plan, fingerprint.trt_version),
+            "cache_key": key,
+            "from_cache": from_cache,
+            "built_on": device.name,
+        },
     )
+
+
+def codegen(ctx, converted: ConvertResult) -> dict:
+    """The Python and C++ runners for the Jetson, with evaluation inputs (runner/)."""
+    batch = _batch_of(ctx.model)
+    _write_inputs(ctx)
+    write_runners(ctx.workdir / RUNNER_DIR, ctx.model.sha256, converted.manifest["provenance"], converted.details["scope"], batch)
+    return {"kind": "runners", "folder": RUNNER_DIR, "files": sorted(p.relative_to(ctx.workdir).as_posix() for p in (ctx.workdir / RUNNER_DIR).rglob("*") if p.is_file())}
 
 
 # How many evaluation samples travel with the artifact for the runners (--inputs inputs.npz).
@@ -188,9 +194,7 @@ def _write_inputs(ctx) -> None:
     """The first evaluation samples as inputs.npz (the runners run real data, not zeros)."""
     import numpy as np
 
-    from edgedeploy.sample import sample_eval_path
-
-    data = ctx.dataset("eval", sample_eval_path() if b.is_sample(ctx.model) else None)
+    data = ctx.data.evaluation
     if data is None:
         return
     data = data.take(RUNNER_INPUT_SAMPLES)
@@ -240,7 +244,7 @@ def toolchain_verdict(model_path: Path, chip_id: str, workdir: Path, log_path: P
     target_options = {"trtexec": options.get("trtexec"), "dla_core": "auto" if options.get("dla", True) else "none"}
     plan = b.plan_from_options(chip_id, options.get("precision") or "fp16", target_options, float(options.get("timeout_s", 1800)))
     device, transport = b.open_build_device(options.get("device"), chip_id, plan)
-    proto = b.named_model(model.proto)
+    proto = named_copy(model.proto)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     try:
@@ -253,13 +257,13 @@ def toolchain_verdict(model_path: Path, chip_id: str, workdir: Path, log_path: P
         calib = None
         if plan.precision == "int8":
             raise DeviceError("audit --confirm builds fp16 engines for TensorRT; int8 placement needs calibration data: use `edgedeploy build --precision int8`.")
-        b.run_remote_build(transport, device.name, plan, proto.SerializeToString(), calib, fingerprint.trt_version, workdir, lambda m: None)
+        executor = Executor(Path(log_path), plan.timeout_s)
+        b.run_remote_build(executor, transport, device.name, plan, proto.SerializeToString(), calib, fingerprint.trt_version, workdir, lambda m: None)
     finally:
         close = getattr(transport, "close", None)
         if close is not None:
             close()
     log_text = (workdir / b.LOG_FILE).read_text(errors="replace")
-    Path(log_path).write_text(log_text)
     layers = parse_layer_info((workdir / b.LAYERS_FILE).read_text()) if (workdir / b.LAYERS_FILE).is_file() else None
     return verdict_from_build(proto.graph, parse_trtexec_log(log_text), layers, dla=plan.dla_core is not None, trt_version=fingerprint.trt_version)
 
@@ -269,7 +273,7 @@ def verdict_from_artifact(artifact: Path):
     artifact = Path(artifact)
     manifest = check_manifest(artifact, verify_files=False)
     model = onnx.load(str(artifact / "model.onnx"))
-    proto = b.named_model(model)
+    proto = named_copy(model)
     log = parse_trtexec_log((artifact / b.ENGINE_DIR / b.LOG_FILE).read_text(errors="replace"))
     layers_path = artifact / b.ENGINE_DIR / b.LAYERS_FILE
     layers = parse_layer_info(layers_path.read_text()) if layers_path.is_file() else None

@@ -3,11 +3,10 @@ AM6xA processors. Users install edgeai-tidl-tools themselves and point TIDL_TOOL
 """
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-import click
-
-from edgedeploy.targets.base import Chip, RunnerSpec, Target
+from edgedeploy.targets.base import Capability, Chip, RunnerSpec, Target, TargetOptions, option
 from edgedeploy.toolchains import ExternalToolchain, ToolchainStatus
 
 # The TIDL release whose operator documents (shared/reference/tidl) the rules follow.
@@ -50,16 +49,17 @@ def _soc(id, name, tops, c7x, cpu, cpu_mhz):
     )
 
 
-BUILD_OPTIONS = (
-    click.Option(["--tidl-calibration-frames"], type=click.IntRange(min=1), help="TIDL: calibration frames (TI's advanced_options:calibration_frames; default 20, capped at the frames --calib holds)."),
-    click.Option(["--tidl-calibration-iterations"], type=click.IntRange(min=1), help="TIDL: bias-calibration iterations (advanced_options:calibration_iterations; default 50)."),
-    click.Option(["--tidl-max-subgraphs"], type=click.IntRange(1, 16), help="TIDL: most subgraphs offloaded to the C7x/MMA (max_num_subgraphs; default 16)."),
-    click.Option(["--tidl-accuracy-level"], type=click.Choice(["0", "1", "2", "9"]), help="TIDL: accuracy_level (default 1, advanced bias calibration)."),
-    click.Option(["--tidl-version"], type=click.Choice(["11.02", "11.00"]), help="TIDL: release whose operator table the audit and deny list follow (default 11.02)."),
-    click.Option(["--tidl-no-deny"], is_flag=True, help="TIDL: do not pass the audit's fallbacks as deny_list:layer_name; let TIDL's importer decide alone."),
-    click.Option(["--tidl-compile-command"], metavar="TEMPLATE", help="TIDL: run the compile through this shell command (e.g. your TI container) instead of TIDL_TOOLS_PATH; placeholders {script}, {dir}, {config}, {soc}."),
-    click.Option(["--tidl-python"], metavar="PYTHON", help="TIDL: the Python with TI's onnxruntime, used when TIDL_TOOLS_PATH is set (default: $TIDL_PYTHON, else python3)."),
-)
+@dataclass(frozen=True)
+class TidlOptions(TargetOptions):
+    tidl_calibration_frames: int | None = option("--tidl-calibration-frames", "Calibration frames (TI's advanced_options:calibration_frames; default 20, capped at the frames --calib holds).", type=int, minimum=1)
+    tidl_calibration_iterations: int | None = option("--tidl-calibration-iterations", "Bias-calibration iterations (advanced_options:calibration_iterations; default 50).", type=int, minimum=1)
+    tidl_max_subgraphs: int | None = option("--tidl-max-subgraphs", "Most subgraphs offloaded to the C7x/MMA (max_num_subgraphs; default 16).", type=int, minimum=1, maximum=16)
+    tidl_accuracy_level: int | None = option("--tidl-accuracy-level", "accuracy_level (default 1, advanced bias calibration).", type=int, choices=("0", "1", "2", "9"))
+    tidl_version: str | None = option("--tidl-version", "Release whose operator table the audit and deny list follow (default 11.02).", choices=("11.02", "11.00"))
+    tidl_no_deny: bool = option("--tidl-no-deny", "Do not pass the audit's fallbacks as deny_list:layer_name; let TIDL's importer decide alone.", is_flag=True)
+    tidl_compile_command: str | None = option("--tidl-compile-command", "Run the compile through this shell command (e.g. your TI container) instead of TIDL_TOOLS_PATH; placeholders {script}, {dir}, {config}, {soc}.", metavar="TEMPLATE")
+    tidl_python: str | None = option("--tidl-python", "The Python with TI's onnxruntime, used when TIDL_TOOLS_PATH is set (default: $TIDL_PYTHON, else python3).", metavar="PYTHON")
+    tidl_emulation_frames: int = option("--tidl-emulation-frames", "Evaluation frames TI's (slow) host emulation runs for accuracy before/after.", default=200, type=int, minimum=1)
 
 
 class TidlTarget(Target):
@@ -67,8 +67,9 @@ class TidlTarget(Target):
     vendor = "Texas Instruments"
     name = "TI TIDL"
     toolchain = TOOLCHAIN
-    stages = ("convert", "codegen", "runner")
-    build_options = BUILD_OPTIONS
+    listing_order = 50
+    capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT})
+    options_type = TidlOptions
     chips = (
         _soc("tda4vm", "TDA4VM", 8, 1, "2x Cortex-A72", 2000),
         _soc("am62a", "AM62A", 2, 1, "4x Cortex-A53", 1400),
@@ -76,16 +77,35 @@ class TidlTarget(Target):
         _soc("am69a", "AM69A", 32, 4, "8x Cortex-A72", 2000),
     )
 
-    def build(self, ctx) -> None:
+    def rule_set_arguments(self, chip_id, precision, options) -> dict:
+        return {"tidl_version": options.tidl_version} if options is not None and options.tidl_version else {}
+
+    def rule_set_variants(self, chip_id: str) -> list[dict]:
+        """The other rule tables of a chip (the rules package), default first."""
+        return self.module("rules").rule_set_variants(chip_id)
+
+    def convert(self, ctx):
+        """The TIDL compile project, compiled where TI's tools are (build.py)."""
         from edgedeploy.targets.tidl import build
 
-        build.build(self, ctx)
+        return build.convert(self, ctx)
 
-    def toolchain_verdict(self, model_path: Path, chip_id: str, workdir: Path, log_path: Path, **options):
-        """Compile `model_path` with TIDL (TIDL_TOOLS_PATH or tidl_compile_command) and parse its placement."""
+    def simulate(self, ctx, converted, evaluation):
+        """TI's host emulation of the compiled model, written by the compile."""
+        from edgedeploy.targets.tidl import build
+
+        return build.simulate(ctx, converted, evaluation)
+
+    def codegen(self, ctx, converted):
+        from edgedeploy.targets.tidl import build
+
+        return build.codegen(ctx, converted)
+
+    def toolchain_verdicts(self, model_paths, chip_id, workdir, log_path, *, precision=None, inputs=None, **options) -> list:
+        """Compile each model with TIDL (TIDL_TOOLS_PATH or tidl_compile_command) and parse its placement."""
         from edgedeploy.targets.tidl.verdict import compile_and_parse
 
-        return compile_and_parse(self, Path(model_path), chip_id, Path(workdir), Path(log_path), **options)
+        return [compile_and_parse(self, Path(p), chip_id, (Path(workdir) if len(model_paths) == 1 else Path(workdir) / f"case{i}"), Path(log_path), **options) for i, p in enumerate(model_paths)]
 
     def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
         """ONNX Runtime with TIDLExecutionProvider on the board; baseline: ONNX Runtime CPU on the same board."""

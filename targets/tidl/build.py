@@ -1,5 +1,7 @@
-"""`edgedeploy build --target tda4vm|am62a|am68a|am69a`: audit, TIDL compile configuration and script,
-the compilation itself where TI's tools are reachable, its verdict, and the board runner.
+"""The TIDL target's own stages of `edgedeploy build --target tda4vm|am62a|am68a|am69a`: the
+compile configuration and script (with the audit's fallbacks as deny list), the compilation
+itself where TI's tools are reachable (through the executor), its verdict, TI's host emulation
+(simulate) and the board runner (codegen).
 
 Artifact layout (below OUT/<model>/<chip>/):
   model.onnx                  the pinned model (run_build)
@@ -25,9 +27,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import signal
-import subprocess
-import time
 from importlib import resources
 from pathlib import Path
 
@@ -36,11 +35,11 @@ import numpy as np
 import onnx
 
 from edgedeploy import __version__
-from edgedeploy.artifacts import artifact_dir, atomic_write_json, atomic_write_text
-from edgedeploy.audit import audit_model
-from edgedeploy.audit.confirm import compare
+from edgedeploy.artifacts import atomic_write_json, atomic_write_text
 from edgedeploy.audit.rules import Placement
 from edgedeploy.errors import OptionError, ToolchainError, ToolchainMissing
+from edgedeploy.model import named_copy, node_names
+from edgedeploy.targets.base import ConvertResult, SimulationResult
 from edgedeploy.targets.tidl import artifact_parser
 from edgedeploy.targets.tidl.compile_config import (
     DEFAULT_ACCURACY_LEVEL,
@@ -52,7 +51,6 @@ from edgedeploy.targets.tidl.compile_config import (
     compile_config,
     deny_list_from_audit,
     tensor_bits,
-    tidl_model,
 )
 from edgedeploy.targets.tidl.rules import DEFAULT_TIDL_VERSION
 
@@ -78,7 +76,6 @@ DEFAULT_EVAL_FRAMES = 200
 EXIT_NO_TIDL_RUNTIME = 3
 EXIT_BAD_ENVIRONMENT = 4
 EXIT_NO_ARTIFACTS = 5
-LOG_TAIL_LINES = 12
 
 
 def _templates() -> jinja2.Environment:
@@ -113,36 +110,24 @@ def _frames(dataset, batch: int, count: int) -> dict[str, np.ndarray]:
     return {name: np.ascontiguousarray(values[: count * batch].reshape((count, batch) + values.shape[1:])) for name, values in dataset.inputs.items()}
 
 
-def _sample_default(ctx, which: str) -> Path | None:
-    """The bundled sample's calib/eval split, when the model is the bundled sample."""
-    from edgedeploy.sample import sample_calibration_path, sample_eval_path, sample_model_path
-
-    if Path(ctx.model.path).resolve() != sample_model_path().resolve():
-        return None
-    return sample_calibration_path() if which == "calib" else sample_eval_path()
-
-
-def _settings(ctx) -> tuple[CompileSettings, dict]:
-    opts = ctx.options.target_options
-    settings = CompileSettings(
-        tensor_bits=tensor_bits(ctx.options.precision),
-        calibration_frames=int(opts.get("tidl_calibration_frames") or DEFAULT_CALIBRATION_FRAMES),
-        calibration_iterations=int(opts.get("tidl_calibration_iterations") or DEFAULT_CALIBRATION_ITERATIONS),
-        max_num_subgraphs=int(opts.get("tidl_max_subgraphs") or DEFAULT_MAX_NUM_SUBGRAPHS),
-        accuracy_level=int(opts.get("tidl_accuracy_level", DEFAULT_ACCURACY_LEVEL)),
+def _settings(options) -> CompileSettings:
+    return CompileSettings(
+        tensor_bits=tensor_bits(None),
+        calibration_frames=int(options.tidl_calibration_frames or DEFAULT_CALIBRATION_FRAMES),
+        calibration_iterations=int(options.tidl_calibration_iterations or DEFAULT_CALIBRATION_ITERATIONS),
+        max_num_subgraphs=int(options.tidl_max_subgraphs or DEFAULT_MAX_NUM_SUBGRAPHS),
+        accuracy_level=int(options.tidl_accuracy_level if options.tidl_accuracy_level is not None else DEFAULT_ACCURACY_LEVEL),
     )
-    settings.check()
-    return settings, opts
 
 
-def compile_plan(ctx_options: dict) -> dict:
+def compile_plan(options) -> dict:
     """How the compile will run: 'command' (user template), 'local' (TIDL_TOOLS_PATH), or 'generate'."""
-    command = ctx_options.get("tidl_compile_command")
+    command = options.tidl_compile_command
     if command:
         return {"how": "command", "template": command}
     tools = os.environ.get("TIDL_TOOLS_PATH")
     if tools and Path(tools).is_dir():
-        python = ctx_options.get("tidl_python") or os.environ.get("TIDL_PYTHON") or "python3"
+        python = options.tidl_python or os.environ.get("TIDL_PYTHON") or "python3"
         return {"how": "local", "python": python, "tidl_tools_path": tools}
     return {"how": "generate", "reason": "TIDL_TOOLS_PATH is not set" if not tools else f"TIDL_TOOLS_PATH={tools} is not a folder"}
 
@@ -155,39 +140,35 @@ def manual_command(tidl_dir: Path, soc: str) -> str:
     )
 
 
-def build(target, ctx) -> None:
+def convert(target, ctx) -> ConvertResult:
+    """The TIDL compile project in tidl/, compiled where TI's tools are reachable (module docstring)."""
     chip = ctx.chip.id
     soc = TI_SOC[chip]
-    settings, opts = _settings(ctx)
+    opts = ctx.options
+    settings = _settings(opts)
+    settings.tensor_bits = tensor_bits(ctx.precision)
+    settings.check()
     precision = "int16" if settings.tensor_bits == 16 else "int8"
-    version = str(opts.get("tidl_version") or DEFAULT_TIDL_VERSION)
-    work = ctx.workdir
-    tidl_dir = work / TIDL_DIR
-    runner_dir = work / RUNNER_DIR
+    version = str(opts.tidl_version or DEFAULT_TIDL_VERSION)
+    tidl_dir = ctx.workdir / TIDL_DIR
     tidl_dir.mkdir()
-    runner_dir.mkdir()
 
-    # 1. Audit: where the rules put every node.
-    audit = audit_model(ctx.model, target.rule_set(chip, tidl_version=version), precision)
-    ctx.echo(f"audit: {audit.summary_line()}")
-    ctx.report["audit"] = audit.to_dict()
-
-    # 2. Deny list: the audited fallbacks stay on the Arm cores whatever TIDL's importer thinks.
-    deny = None if opts.get("tidl_no_deny") else deny_list_from_audit(audit, ctx.model.proto)
+    # Deny list: the audited fallbacks stay on the Arm cores whatever TIDL's importer thinks.
+    deny = None if opts.tidl_no_deny else deny_list_from_audit(ctx.audit, ctx.model.proto)
     if deny is not None and deny.nodes:
         ctx.echo(f"convert: deny list keeps {len(deny.nodes)} node(s) on the Arm cores: {', '.join(d.node for d in deny.nodes[:5])}{' ...' if len(deny.nodes) > 5 else ''}")
     # The model TIDL compiles lives inside tidl/, so that folder alone is the compile project a
     # TI container needs; it is the pinned model, with unsafe node names renamed if any.
-    renamed_model = tidl_model(ctx.model.proto, deny) if deny is not None else None
-    model_for_tidl = renamed_model if renamed_model is not None else ctx.model.proto
-    model_file_rel = TIDL_MODEL_FILE
+    if deny is not None and deny.renamed:
+        # Only the unsafe names change; a nameless node stays nameless (TIDL knows it by its output).
+        model_for_tidl = named_copy(ctx.model.proto, [deny.renamed.get(display, node.name) for display, node in zip(node_names(ctx.model.graph), ctx.model.graph.node)])
+    else:
+        model_for_tidl = ctx.model.proto
     onnx.save(model_for_tidl, str(tidl_dir / TIDL_MODEL_FILE))
 
-    # 3. Data: calibration frames for TIDL, evaluation frames for emulation and the runner.
+    # Calibration frames for TIDL, evaluation frames for emulation.
     batch = _input_batch(ctx.model)
-    calib = ctx.dataset("calib", _sample_default(ctx, "calib"))
-    if calib is None:
-        raise OptionError("TIDL calibrates on real inputs: give --calib DATA (an .npz, .npy folder or image folder with --preprocess).")
+    calib = ctx.data.calibration
     available = len(calib) // batch
     if available < 1:
         raise OptionError(f"The calibration data has {len(calib)} samples, fewer than one batch of {batch}.")
@@ -195,30 +176,13 @@ def build(target, ctx) -> None:
         ctx.echo(f"convert: only {available} calibration frames available; using {available} instead of {settings.calibration_frames}")
         settings.calibration_frames = available
     np.savez(tidl_dir / CALIBRATION_FILE, **_frames(calib, batch, settings.calibration_frames))
-
-    evaluation = ctx.dataset("eval", _sample_default(ctx, "eval"))
-    eval_frames = 0
-    labels = None
-    if evaluation is not None:
-        eval_frames = len(evaluation) // batch
-        if ctx.options.eval_count is None:
-            eval_frames = min(eval_frames, DEFAULT_EVAL_FRAMES)
+    eval_frames = _eval_frames(ctx, batch)
     if eval_frames:
-        frames = _frames(evaluation, batch, eval_frames)
-        np.savez(tidl_dir / EVAL_INPUTS_FILE, **frames)
-        np.savez(runner_dir / RUNNER_INPUTS, **frames)
-        if evaluation.labels is not None:
-            labels = evaluation.labels[: eval_frames * batch]
-    else:
-        # The runner still needs one input to time: the first calibration frame.
-        np.savez(runner_dir / RUNNER_INPUTS, **_frames(calib, batch, 1))
-    reference = _reference_outputs(ctx.model_path, runner_dir / RUNNER_INPUTS)
-    np.savez(runner_dir / REFERENCE_OUTPUTS, **reference)
+        np.savez(tidl_dir / EVAL_INPUTS_FILE, **_frames(ctx.data.evaluation, batch, eval_frames))
 
-    # 4. The compile configuration and script.
     config = compile_config(
         chip=chip,
-        model_file=model_file_rel,
+        model_file=TIDL_MODEL_FILE,
         calibration_file=CALIBRATION_FILE,
         eval_file=EVAL_INPUTS_FILE if eval_frames else None,
         artifacts_folder=ARTIFACTS_FOLDER,
@@ -229,23 +193,9 @@ def build(target, ctx) -> None:
         tidl_version=version,
     )
     atomic_write_json(tidl_dir / COMPILE_CONFIG, config)
-    header = {"edgedeploy_version": __version__, "model_sha256": ctx.model.sha256, "chip": chip, "soc": soc, "tidl_version": version}
+    header = _header(ctx, soc, version)
     atomic_write_text(tidl_dir / COMPILE_SCRIPT, render("compile_tidl.py.j2", script_name=COMPILE_SCRIPT, config_name=COMPILE_CONFIG, **header))
     (tidl_dir / COMPILE_SCRIPT).chmod(0o755)
-
-    # 5. The board runner.
-    build_info = {
-        "model_sha256": ctx.model.sha256,
-        "chip": chip,
-        "precision": precision,
-        "model": "model.onnx",
-        "artifacts": "tidl_artifacts",
-        "inputs": RUNNER_INPUTS,
-        "graph_optimization_level": config["graph_optimization_level"],
-    }
-    atomic_write_text(runner_dir / RUNNER_SCRIPT, render("run_tidl.py.j2", build_json=json.dumps(build_info, sort_keys=True), **header))
-    (runner_dir / RUNNER_SCRIPT).chmod(0o755)
-    atomic_write_text(runner_dir / PROTOCOL_FILE, protocol_source())
 
     section = {
         "soc": soc,
@@ -258,83 +208,107 @@ def build(target, ctx) -> None:
         "provider_options": config["provider_options"],
         "deny_list": config["denied_nodes"],
         "renamed_nodes": config["renamed_nodes"],
-        "model_compiled": model_file_rel,
+        "model_compiled": TIDL_MODEL_FILE,
         "eval_frames": eval_frames,
+        "graph_optimization_level": config["graph_optimization_level"],
     }
-    ctx.report["tidl"] = section
-    ctx.manifest["tidl"] = {"soc": soc, "tidl_version": version, "tensor_bits": settings.tensor_bits, "model": model_file_rel}
+    manifest = {"soc": soc, "tidl_version": version, "tensor_bits": settings.tensor_bits, "model": TIDL_MODEL_FILE, "precision": precision}
+    files = {"project": TIDL_DIR, "compile_script": f"{TIDL_DIR}/{COMPILE_SCRIPT}", "model": f"{TIDL_DIR}/{TIDL_MODEL_FILE}"}
 
-    # 6. Compile where TI's tools are reachable; otherwise say how.
+    # Compile where TI's tools are reachable; otherwise say how.
     plan = compile_plan(opts)
     if plan["how"] == "generate":
-        final = artifact_dir(Path(ctx.options.out_root).resolve(), ctx.model.name, chip) / TIDL_DIR
-        command = manual_command(final, soc)
+        command = manual_command(ctx.final_dir / TIDL_DIR, soc)
         ctx.echo(f"convert: TI's tools are not here ({plan['reason']}); generated the compile project. Compile with:\n    {command}")
-        ctx.report["convert"] = {"status": "generated", "reason": plan["reason"], "command": command}
-        ctx.manifest["tidl"]["compiled"] = False
-        return
-    result = run_compile(tidl_dir, plan, soc, ctx.options.worker_timeout_s, ctx.echo)
+        manifest["compiled"] = False
+        return ConvertResult(
+            status="generated",
+            toolchain=f"TIDL {version} (not run here)",
+            files=files,
+            sections={"tidl": section},
+            details={"command": command},
+            manifest=manifest,
+            reason=f"TI's tools are not here ({plan['reason']}); compile with: {command}",
+        )
+    result = run_compile(ctx.executor, tidl_dir, plan, soc, ctx.echo)
     verdict, compiled = read_verdict(tidl_dir, model_for_tidl, version, log_text=result["log_text"])
     # TIDL compiled the copy with safe names; report under the names the audit (and the user) use.
     for original, safe in (deny.renamed.items() if deny is not None else ()):
         if safe in verdict.nodes:
             verdict.nodes[original] = verdict.nodes.pop(safe)
-    ctx.manifest["tidl"]["compiled"] = True
-    ctx.report["convert"] = {
-        "status": "compiled",
-        "how": plan["how"],
-        "seconds": result["seconds"],
-        "artifacts": compiled.summary(),
-    }
-    ctx.report["toolchain_verdict"] = verdict.to_dict()
-    ctx.report["tidl_layers"] = artifact_parser.layer_table(compiled)
-    agreement = compare(audit, verdict)
-    ctx.report["agreement"] = agreement
+    manifest["compiled"] = True
     leaked = [d.node for d in (deny.nodes if deny else []) if verdict.nodes.get(d.node) and verdict.nodes[d.node].placement is Placement.ACCELERATOR]
     if leaked:
-        ctx.report["tidl"]["deny_list_ignored"] = leaked
+        section["deny_list_ignored"] = leaked
         ctx.echo(f"convert: warning: TIDL offloaded denied node(s) anyway: {', '.join(leaked)}")
-    ctx.echo(
-        f"convert: TIDL made {len(compiled.subgraphs)} subgraph(s), {sum(len(s) for s in compiled.subgraphs)} of "
-        f"{len(model_for_tidl.graph.node)} nodes on the C7x/MMA; audit agreement {agreement['agree']}/{agreement['compared']}"
+    ctx.echo(f"convert: TIDL made {len(compiled.subgraphs)} subgraph(s), {sum(len(s) for s in compiled.subgraphs)} of {len(model_for_tidl.graph.node)} nodes on the C7x/MMA")
+    return ConvertResult(
+        status="built",
+        toolchain=f"TIDL {version}",
+        versions={"tidl": version},
+        files={**files, "artifacts": f"{TIDL_DIR}/{ARTIFACTS_FOLDER}"},
+        verdict=verdict,
+        sections={"tidl": section, "tidl_layers": artifact_parser.layer_table(compiled)},
+        details={"how": plan["how"], "seconds": result["seconds"], "artifacts": compiled.summary()},
+        manifest=manifest,
     )
-    emulated = tidl_dir / EMULATION_OUTPUTS
-    if emulated.is_file() and eval_frames:
-        ctx.report["accuracy"] = _emulated_accuracy(ctx, reference, emulated, labels)
 
 
-def _reference_outputs(model_path: Path, inputs_file: Path) -> dict[str, np.ndarray]:
-    """ONNX Runtime float32 (CPU) outputs on every frame: the 'before' of the accuracy comparison."""
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
-    data = np.load(inputs_file)
-    names = [i.name for i in session.get_inputs()]
-    outs = [o.name for o in session.get_outputs()]
-    collected: dict[str, list] = {o: [] for o in outs}
-    for index in range(len(data[names[0]])):
-        for name, value in zip(outs, session.run(None, {n: data[n][index] for n in names})):
-            collected[name].append(value)
-    return {k: np.stack(v) for k, v in collected.items()}
+def _eval_frames(ctx, batch: int) -> int:
+    """How many evaluation frames TI's (slow) host emulation runs: at most --tidl-emulation-frames."""
+    evaluation = ctx.data.evaluation
+    if evaluation is None:
+        return 0
+    return min(len(evaluation) // batch, int(ctx.options.tidl_emulation_frames))
 
 
-def _emulated_accuracy(ctx, reference: dict, emulated_file: Path, labels) -> dict:
-    from edgedeploy.measure.accuracy import before_after, choose_metric
+def _header(ctx, soc: str, version: str) -> dict:
+    return {"edgedeploy_version": __version__, "model_sha256": ctx.model.sha256, "chip": ctx.chip.id, "soc": soc, "tidl_version": version}
 
-    candidate = dict(np.load(emulated_file))
-    first = next(iter(reference))
-    metric = choose_metric(ctx.options.metric, reference[first].shape, labels)
-    section = before_after(metric, reference, candidate, labels, first)
-    section["scope"] = {
-        "before": "ONNX Runtime float32, CPU, this host",
-        "after": "TI host emulation of the compiled TIDL model (bit-true to the C7x/MMA per TI), this host",
-        "differs_in": "the compiled TIDL model vs the float model",
+
+def simulate(ctx, converted: ConvertResult, evaluation) -> SimulationResult:
+    """TI's host emulation of the compiled model (bit-true to the C7x/MMA per TI), run by the compile."""
+    emulated = ctx.workdir / TIDL_DIR / EMULATION_OUTPUTS
+    backend = "TI host emulation of the compiled TIDL model (bit-true to the C7x/MMA per TI), this host"
+    if not emulated.is_file():
+        return SimulationResult({}, backend, failed="the TIDL compile wrote no emulation outputs (see tidl/compile.log)")
+    with np.load(emulated, allow_pickle=False) as archive:
+        # [frames, batch, ...] -> samples along axis 0, like the reference.
+        outputs = {k: archive[k].reshape((-1,) + archive[k].shape[2:]) for k in archive.files}
+    return SimulationResult(outputs, backend)
+
+
+def codegen(ctx, converted: ConvertResult) -> dict:
+    """runner/: the board runner (ONNX Runtime + TIDL provider), its inputs and expected outputs."""
+    runner_dir = ctx.workdir / RUNNER_DIR
+    runner_dir.mkdir()
+    batch = _input_batch(ctx.model)
+    section = converted.sections["tidl"]
+    # The runner times real inputs: the emulated evaluation frames, else the first calibration frame.
+    frames_source = ctx.data.evaluation if section["eval_frames"] else ctx.data.calibration
+    frames = _frames(frames_source, batch, section["eval_frames"] or 1)
+    np.savez(runner_dir / RUNNER_INPUTS, **frames)
+    flat = {k: v.reshape((-1,) + v.shape[2:]) for k, v in frames.items()}
+    reference = ctx.reference.run(flat).outputs
+    np.savez(runner_dir / REFERENCE_OUTPUTS, **{k: v.reshape((-1, batch) + v.shape[1:]) for k, v in reference.items()})
+    build_info = {
+        "model_sha256": ctx.model.sha256,
+        "chip": ctx.chip.id,
+        "precision": converted.manifest["precision"],
+        "model": "model.onnx",
+        "artifacts": "tidl_artifacts",
+        "inputs": RUNNER_INPUTS,
+        "graph_optimization_level": section["graph_optimization_level"],
     }
-    return section
+    header = _header(ctx, section["soc"], section["tidl_version"])
+    atomic_write_text(runner_dir / RUNNER_SCRIPT, render("run_tidl.py.j2", build_json=json.dumps(build_info, sort_keys=True), **header))
+    (runner_dir / RUNNER_SCRIPT).chmod(0o755)
+    atomic_write_text(runner_dir / PROTOCOL_FILE, protocol_source())
+    return {"kind": "board runner", "folder": RUNNER_DIR, "files": sorted(p.relative_to(ctx.workdir).as_posix() for p in runner_dir.iterdir())}
 
 
-def run_compile(tidl_dir: Path, plan: dict, soc: str, timeout_s: float, echo) -> dict:
-    """Run the generated script, its output into tidl/compile.log; ToolchainError with the log's tail on failure."""
+def run_compile(executor, tidl_dir: Path, plan: dict, soc: str, echo) -> dict:
+    """Run the generated script through the executor, its output into tidl/compile.log; one sentence on failure."""
     env = dict(os.environ)
     env.setdefault("SOC", soc)
     script = tidl_dir / COMPILE_SCRIPT
@@ -356,33 +330,20 @@ def run_compile(tidl_dir: Path, plan: dict, soc: str, timeout_s: float, echo) ->
         argv = [plan["python"], str(script)]
         shown = " ".join(shlex.quote(a) for a in argv)
     echo(f"convert: compiling with TIDL: {shown} (log: {TIDL_DIR}/{COMPILE_LOG})")
-    log_path = tidl_dir / COMPILE_LOG
-    started = time.monotonic()
-    with log_path.open("w") as log:
-        log.write(f"$ {shown}\n")
-        log.flush()
-        try:
-            proc = subprocess.Popen(argv, cwd=tidl_dir, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        except OSError as exc:
-            raise ToolchainMissing(f"Cannot start the TIDL compile ({argv[0]}: {exc.strerror}); set --tidl-python or TIDL_PYTHON to the Python that has TI's onnxruntime.") from exc
-        try:
-            rc = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise ToolchainError(f"The TIDL compile did not finish within {timeout_s:.0f} s (raise --timeout); see {TIDL_DIR}/{COMPILE_LOG}.")
-    seconds = time.monotonic() - started
-    log_text = log_path.read_text(errors="replace")
-    if rc != 0:
-        tail = "\n".join("    " + line for line in log_text.strip().splitlines()[-LOG_TAIL_LINES:])
+    try:
+        outcome = executor.command(argv, cwd=tidl_dir, label="the TIDL compile", env=env, log_path=tidl_dir / COMPILE_LOG)
+    except ToolchainMissing as exc:
+        raise ToolchainMissing(f"Cannot start the TIDL compile ({argv[0]}); set --tidl-python or TIDL_PYTHON to the Python that has TI's onnxruntime.") from exc
+    log_text = outcome.log_text
+    if outcome.returncode != 0:
         error_line = next((line[len("error: "):] for line in reversed(log_text.splitlines()) if line.startswith("error: ")), None)
-        if rc == EXIT_NO_TIDL_RUNTIME:
+        if outcome.returncode == EXIT_NO_TIDL_RUNTIME:
             raise ToolchainMissing(f"TI's onnxruntime with the TIDL providers is not usable here: {error_line or 'see the log'}")
-        if rc == EXIT_BAD_ENVIRONMENT and error_line:
+        if outcome.returncode == EXIT_BAD_ENVIRONMENT and error_line:
             raise ToolchainError(f"The TIDL environment is not set up for {soc}: {error_line}")
-        raise ToolchainError(f"The TIDL compile failed (exit {rc}); see {TIDL_DIR}/{COMPILE_LOG}. Last lines:\n{tail}")
-    echo(f"convert: TIDL compile done in {seconds:.1f} s")
-    return {"seconds": round(seconds, 2), "log_text": log_text}
+        raise ToolchainError(f"The TIDL compile failed (exit {outcome.returncode}): {error_line or outcome.error_line or 'no message'} (full log: {TIDL_DIR}/{COMPILE_LOG}).")
+    echo(f"convert: TIDL compile done in {outcome.seconds:.1f} s")
+    return {"seconds": outcome.seconds, "log_text": log_text}
 
 
 def read_verdict(tidl_dir: Path, model: onnx.ModelProto, version: str, log_text: str | None = None):

@@ -93,7 +93,7 @@ def deny_list_from_audit(audit, model: onnx.ModelProto) -> DenyList:
     """Every node the audit did not place on the accelerator, as TIDL layer names.
 
     A node whose TIDL name cannot be written into TI's comma-separated list gets a safe name
-    (`edgedeploy_deny_<index>`), recorded in `renamed`; `tidl_model()` applies it.
+    (`edgedeploy_deny_<index>`), recorded in `renamed`; the build applies it with edgedeploy.model.named_copy.
     """
     display = node_names(model.graph)
     by_display = {name: (i, n) for i, (name, n) in enumerate(zip(display, model.graph.node))}
@@ -113,19 +113,6 @@ def deny_list_from_audit(audit, model: onnx.ModelProto) -> DenyList:
 def _duplicate_output_name(model: onnx.ModelProto, name: str) -> bool:
     # A nameless node is matched by its first output; another node *named* that way would be denied too.
     return any(n.name == name for n in model.graph.node)
-
-
-def tidl_model(model: onnx.ModelProto, deny: DenyList) -> onnx.ModelProto | None:
-    """A copy with the renamed nodes, or None when the pinned model can be used as it is."""
-    if not deny.renamed:
-        return None
-    copy = onnx.ModelProto()
-    copy.CopyFrom(model)
-    display = node_names(copy.graph)
-    for name, node in zip(display, copy.graph.node):
-        if name in deny.renamed:
-            node.name = deny.renamed[name]
-    return copy
 
 
 @dataclass

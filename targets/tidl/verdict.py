@@ -41,8 +41,10 @@ def _one_frame(model) -> dict[str, np.ndarray]:
 
 def compile_and_parse(target, model_path: Path, chip_id: str, workdir: Path, log_path: Path, **options):
     from edgedeploy.model import load_model
+    from edgedeploy.targets.tidl import TidlOptions
+    from edgedeploy.toolchains.executor import Executor
 
-    plan = tidl_build.compile_plan(options)
+    plan = tidl_build.compile_plan(TidlOptions.from_values(options))
     if plan["how"] == "generate":
         raise ToolchainMissing(f"Confirming the TIDL audit needs TI's tools: {plan['reason']} (or pass tidl_compile_command).")
     version = str(options.get("tidl_version") or DEFAULT_TIDL_VERSION)
@@ -70,8 +72,8 @@ def compile_and_parse(target, model_path: Path, chip_id: str, workdir: Path, log
         tidl_dir / tidl_build.COMPILE_SCRIPT,
         tidl_build.render("compile_tidl.py.j2", script_name=tidl_build.COMPILE_SCRIPT, config_name=tidl_build.COMPILE_CONFIG, **header),
     )
-    timeout_s = float(options.get("timeout_s", 1800))
-    result = tidl_build.run_compile(tidl_dir, plan, TI_SOC[chip_id], timeout_s, echo=lambda line: None)
+    executor = Executor(Path(log_path), float(options.get("timeout_s", 1800)))
+    result = tidl_build.run_compile(executor, tidl_dir, plan, TI_SOC[chip_id], echo=lambda line: None)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with Path(log_path).open("a") as log:
         log.write(result["log_text"])

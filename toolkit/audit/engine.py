@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from edgedeploy.audit.rules import NodeView, Placement, Rule, RuleSet, TensorView, rule, worst
+from edgedeploy.audit.rules import NodeView, Placement, Rule, RuleSet, TensorView, worst
 from edgedeploy.model.intake import LoadedModel
 from edgedeploy.model.shapes import dims_of
 from edgedeploy.model.stats import dtype_name, node_names
@@ -22,47 +22,26 @@ AUDIT_SCHEMA = "edgedeploy.audit/1"
 
 
 # Built-in rules every rule set gets: operator coverage, precision, opset. Their consequences
-# depend on the rule set, so the engine applies them itself; the functions exist to carry the
-# sentences users read.
-@rule(placement=Placement.FALLBACK)
-def operator_not_on_accelerator(node, chip):
-    """The accelerator has no kernel for this operator; it runs on the fallback unit."""
+# depend on the rule set, so the engine applies them itself; they exist to carry the sentences
+# users read (and the placement each stands for).
 
 
-@rule(placement=Placement.UNSUPPORTED)
-def operator_unsupported(node, chip):
-    """Neither the accelerator nor the fallback unit of this toolchain implements this operator."""
+def _engine_applied(node, chip):
+    return None
 
 
-@rule(placement=Placement.FLOAT)
-def operator_float_only(node, chip):
-    """The toolchain cannot quantise this operator; it is kept in float inside the quantised graph."""
+def _builtin(name: str, placement: Placement, sentence: str) -> Rule:
+    return Rule(name=name, ops=frozenset(), placement=placement, constants={}, check=_engine_applied, template=sentence)
 
 
-@rule(placement=Placement.FALLBACK)
-def precision_not_on_accelerator(node, chip):
-    """The accelerator runs this operator, but not in the requested precision."""
-
-
-@rule(placement=Placement.UNSUPPORTED)
-def precision_unsupported(node, chip):
-    """This operator is not implemented in the requested precision, and there is no fallback unit to run it."""
-
-
-@rule(placement=Placement.ACCELERATOR)
-def folded_at_compile_time(node, chip):
-    """Every input is known when the model is compiled: the toolchain folds this node into a constant, so it runs nowhere."""
-
-
-@rule(placement=Placement.UNSUPPORTED)
-def opset_out_of_range(node, chip):
-    """The toolchain's ONNX importer does not accept this model's opset."""
-
-
-@rule(placement=Placement.UNSUPPORTED)
-def ir_version_too_new(node, chip):
-    """The toolchain's ONNX package is older than this model's IR version and refuses to load it."""
-
+operator_not_on_accelerator = _builtin("operator_not_on_accelerator", Placement.FALLBACK, "The accelerator has no kernel for this operator; it runs on the fallback unit.")
+operator_unsupported = _builtin("operator_unsupported", Placement.UNSUPPORTED, "Neither the accelerator nor the fallback unit of this toolchain implements this operator.")
+operator_float_only = _builtin("operator_float_only", Placement.FLOAT, "The toolchain cannot quantise this operator; it is kept in float inside the quantised graph.")
+precision_not_on_accelerator = _builtin("precision_not_on_accelerator", Placement.FALLBACK, "The accelerator runs this operator, but not in the requested precision.")
+precision_unsupported = _builtin("precision_unsupported", Placement.UNSUPPORTED, "This operator is not implemented in the requested precision, and there is no fallback unit to run it.")
+folded_at_compile_time = _builtin("folded_at_compile_time", Placement.ACCELERATOR, "Every input is known when the model is compiled: the toolchain folds this node into a constant, so it runs nowhere.")
+opset_out_of_range = _builtin("opset_out_of_range", Placement.UNSUPPORTED, "The toolchain's ONNX importer does not accept this model's opset.")
+ir_version_too_new = _builtin("ir_version_too_new", Placement.UNSUPPORTED, "The toolchain's ONNX package is older than this model's IR version and refuses to load it.")
 
 BUILTIN_RULES = (
     operator_not_on_accelerator,
@@ -410,6 +389,8 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
 
     `views`: node_views(model), when the caller audits one model on many chips and builds them once.
     """
+    # The lowering step (rules.passes: the toolchain's own graph passes, edgedeploy.audit.lowering)
+    # belongs here, before the nodes are viewed; no target declares a pass yet.
     if views is None:
         views = node_views(model)
     rules_by_op: dict[str, list[Rule]] = {}

@@ -220,20 +220,25 @@ def rule(*ops: str, placement: Placement = Placement.FALLBACK, **constants: Any)
     """
 
     def wrap(func: RuleFunction) -> Rule:
-        if not func.__doc__:
-            raise ValueError(f"rule {func.__name__} has no docstring: the docstring is the sentence users read")
         r = Rule(
             name=func.__name__,
             ops=frozenset(ops),
             placement=placement,
             constants=dict(constants),
             check=func,
-            template=func.__doc__.strip().split("\n\n")[0],
+            template=sentence_template(func, "rule"),
         )
         r.sentence  # fail at import time if a placeholder has no constant
         return r
 
     return wrap
+
+
+def sentence_template(func: Callable, kind: str) -> str:
+    """The first paragraph of `func`'s docstring: the sentence users read, with {NAME} placeholders."""
+    if not func.__doc__:
+        raise ValueError(f"{kind} {func.__name__} has no docstring: the docstring is the sentence users read")
+    return func.__doc__.strip().split("\n\n")[0]
 
 
 @dataclass(frozen=True)
@@ -261,7 +266,8 @@ class RuleSet:
     - `fallback_ops`: operators the fallback unit (CPU, or GPU for DLA) can run. None means any
       ONNX operator the runtime knows falls back; otherwise an op in neither set is UNSUPPORTED.
     - `float_only_ops`: operators the toolchain keeps in float inside a quantised graph.
-    - `rules`: the limits, checked on every node they apply to.
+    - `rules`: the limits, checked on every node they apply to, in the order they were declared
+      (from the target's RuleRegistry, edgedeploy.audit.registry).
     - `source`: the vendor documents (and their versions) the table was transcribed from.
     """
 
@@ -283,3 +289,6 @@ class RuleSet:
     # time runs nowhere, so it is placed on the accelerator, whatever its operator.
     folds_constants: bool = False
     notes: list[str] = field(default_factory=list)
+    # The toolchain's own graph passes, in the order it applies them: the lowering step that runs
+    # before the rules (edgedeploy.audit.lowering). From the target's registry, like `rules`.
+    passes: list = field(default_factory=list)

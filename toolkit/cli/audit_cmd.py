@@ -9,7 +9,7 @@ import click
 from edgedeploy.cli.options import AbsolutePath
 
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import emit_json, format_option, info
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info
 from edgedeploy.errors import EdgedeployError
 
 FAIL_ON_HELP = (
@@ -38,7 +38,7 @@ def audit_command(model, targets, input_shapes, output_format, precision, fail_o
     line per chip (nodes on the accelerator, accelerator<->fallback transitions and the bytes that
     cross them per inference); with several chips, the operator x chip matrix.
     """
-    from edgedeploy.audit.run import audit_chips, resolve_chips
+    from edgedeploy.pipeline.audit import audit_chips, resolve_chips
 
     chips, no_rules = resolve_chips(targets)
     path = resolve_model(model)
@@ -61,7 +61,7 @@ def audit_command(model, targets, input_shapes, output_format, precision, fail_o
         else:
             text = render.render_text(report, per_node=per_node)
         if not output:
-            click.echo(text, nl=False)
+            echo_text(text, nl=False)
     if output and text is not None:
         from edgedeploy.artifacts import atomic_write_text
 

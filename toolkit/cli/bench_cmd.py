@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import click
@@ -9,11 +11,90 @@ import click
 from edgedeploy.cli.options import AbsolutePath
 
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import emit_json, format_option, info, table
+from edgedeploy.cli.output import echo_text, emit_json, format_option, table
 from edgedeploy.measure import protocol
 
 # Session medians further apart than this are flagged: the figure is then mostly the machine's noise.
 SPREAD_WARNING_PERCENT = 10.0
+
+
+class BenchProgress:
+    """bench's progress on stderr: every line carries the time since bench started.
+
+    A torch.compile session takes up to a minute and `--backend all` several; so on a terminal
+    a live line, rewritten every half second once a step has run LIVE_AFTER_S, shows the step
+    (a session: harness.StepStarted) and how long it has run. When stderr is not a terminal
+    (a CI log, a pipe) there is no live line: plain lines only, and each session's closing
+    line says how long it took. No colours or escape sequences, so NO_COLOR has nothing to do.
+    """
+
+    LIVE_AFTER_S = 2.0
+    TICK_S = 0.5
+
+    def __init__(self, stream=None, live: bool | None = None, clock=time.monotonic):
+        self.stream = stream if stream is not None else click.get_text_stream("stderr")
+        self.live = _isatty(self.stream) if live is None else live
+        self.clock = clock
+        self.started = clock()
+        self.step: str | None = None
+        self.step_started = self.started
+        self._shown = 0  # characters of the live line now on screen
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> "BenchProgress":
+        if self.live:
+            self._thread = threading.Thread(target=self._run, name="bench-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            self._clear()
+
+    def __call__(self, line: str) -> None:
+        from edgedeploy.measure.harness import StepStarted
+
+        with self._lock:
+            self._clear()
+            now = self.clock()
+            self.stream.write(f"[{now - self.started:7.1f} s] {line}\n")
+            self.stream.flush()
+            self.step = line.strip() if isinstance(line, StepStarted) else None
+            self.step_started = now
+
+    def tick(self) -> None:
+        """Redraw the live line (the thread calls this; tests call it with a fake clock)."""
+        with self._lock:
+            now = self.clock()
+            running = now - self.step_started
+            if not self.live or running < self.LIVE_AFTER_S:
+                return
+            what = self.step or "working"
+            text = f"[{now - self.started:7.1f} s] {what} ({running:.0f} s)"
+            self.stream.write("\r" + text.ljust(self._shown))
+            self.stream.flush()
+            self._shown = len(text)
+
+    def _clear(self) -> None:
+        if self._shown:
+            self.stream.write("\r" + " " * self._shown + "\r")
+            self._shown = 0
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.TICK_S):
+            self.tick()
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 @click.command("bench")
@@ -27,7 +108,7 @@ SPREAD_WARNING_PERCENT = 10.0
     metavar="NAME[,NAME...]",
     help="Backend(s) to time (repeatable or comma-separated), or `all` for every one installed here. "
     "ort-cpu (and ort-<provider> for other ONNX Runtime providers), torch-eager-cpu, torch-compile-cpu, "
-    "torch-eager-cuda, torch-compile-cuda, torch-compile-cudagraphs-cuda, tflite-cpu; simulators: rknn-sim, espdl-sim, vela-estimate.",
+    "torch-eager-cuda, torch-compile-cuda, torch-compile-cudagraphs-cuda, torch-eager-capture-cuda, torch-compile-capture-cuda, tflite-cpu; simulators: rknn-sim, espdl-sim, vela-estimate.",
 )
 @input_shape_option
 @click.option("--batch", type=click.IntRange(min=1), help="Items per inference (the inputs' leading dimension); above 1 the figures include items/s.")
@@ -56,7 +137,7 @@ def bench_command(model, backends, input_shapes, batch, precision, threads, sess
     """
     from edgedeploy.artifacts import atomic_write_json
     from edgedeploy.errors import ArtifactError, EdgedeployError
-    from edgedeploy.measure.bench import BenchOptions, run_bench
+    from edgedeploy.pipeline.bench import BenchOptions, run_bench
     from edgedeploy.measure.harness import SessionPlan
 
     if out_path is not None and out_path.exists() and not force:
@@ -73,14 +154,15 @@ def bench_command(model, backends, input_shapes, batch, precision, threads, sess
         shared_compile_cache=shared_compile_cache,
         session_timeout_s=timeout_s,
     )
-    doc = run_bench(resolve_model(model), options, echo=info)
-    if out_path is not None:
-        atomic_write_json(out_path, doc)
-        info(f"bench: wrote {out_path}")
+    with BenchProgress() as progress:
+        doc = run_bench(resolve_model(model), options, echo=progress)
+        if out_path is not None:
+            atomic_write_json(out_path, doc)
+            progress(f"bench: wrote {out_path}")
     if output_format == "json":
         emit_json(doc)
     else:
-        click.echo(render_text(doc))
+        echo_text(render_text(doc))
     explicit = [b for b in options.backends if "all" not in b.lower().split(",")]
     if not doc["results"]:
         reasons = "; ".join(f"{s['backend']}: {s['reason']}" for s in doc["skipped"]) or "; ".join(f"{f['backend']}: {f['error'].splitlines()[0]}" for f in doc["failed"])
@@ -90,18 +172,51 @@ def bench_command(model, backends, input_shapes, batch, precision, threads, sess
         raise EdgedeployError(f"Backend(s) you asked for did not run: {', '.join(names)} (reasons above).")
 
 
-def _us(value: float | None) -> str:
-    if value is None:
+# The unit of a column (or of a summary figure): the largest that keeps its biggest value
+# under 10,000 of it. One unit per column, named in the header; never a suffix in a cell.
+UNITS = (("us", 1.0), ("ms", 1e3), ("s", 1e6))
+
+
+def unit_for(values_us) -> tuple[str, float]:
+    """(name, microseconds per unit) for a column holding `values_us` (None ignored)."""
+    top = max((v for v in values_us if v is not None), default=0.0)
+    for name, scale in UNITS:
+        if top < 10000 * scale:
+            return name, scale
+    return UNITS[-1]
+
+
+def in_unit(value_us: float | None, unit: tuple[str, float]) -> str:
+    """One cell: the value in `unit` (no suffix), three significant figures or whole numbers."""
+    if value_us is None:
         return "-"
-    if value >= 100000:
-        return f"{value / 1000:.0f}ms"
-    if value >= 1000:
+    value = value_us / unit[1]
+    if value >= 100:
         return f"{value:.0f}"
-    return f"{value:.1f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
 
 
-def _range_us(pair) -> str:
-    return f"{_us(pair[0])}-{_us(pair[1])}" if pair else "-"
+def with_unit(value_us: float | None, unit: tuple[str, float] | None = None) -> str:
+    """A figure in running text, with its unit written: "1869 us", "7.0 s"."""
+    if value_us is None:
+        return "-"
+    unit = unit or unit_for([value_us])
+    return f"{in_unit(value_us, unit)} {unit[0]}"
+
+
+def range_with_unit(pair) -> str:
+    """A range in running text, one unit for both ends: "1865-2020 us", "0.60-46.6 s"."""
+    if not pair:
+        return "-"
+    unit = unit_for(pair)
+    return f"{in_unit(pair[0], unit)}-{in_unit(pair[1], unit)} {unit[0]}"
+
+
+def within_session_noise(entry: dict) -> bool:
+    """A ratio whose session ranges overlap the fastest's: the sessions disagree by more than the backends do."""
+    return bool(entry.get("ranges_overlap_fastest"))
 
 
 def scope_line(scope: dict) -> str:
@@ -112,6 +227,25 @@ def scope_line(scope: dict) -> str:
         f"{scope['model']['name']} sha256 {scope['model']['sha256'][:12]}, {shapes}, batch {scope['batch']}, "
         f"{scope['precision']}, {scope['threads']} threads, {dev['cpu_model']} x{dev['cpu_cores']}{acc} ({dev['hostname']})"
     )
+
+
+def headline(cmp: dict, scope: dict) -> str:
+    """The one-line verdict: the fastest backend, and only the ratios that are findings.
+
+    Backends whose session ranges overlap the fastest's are named as within the session noise,
+    with no ratio; if any does, no backend is called the fastest outright.
+    """
+    where = f"{scope_line(scope).split(',')[0]} at batch {cmp['scope']['batch']} on {cmp['scope']['device']['cpu_model']} ({cmp['scope']['device']['hostname']})"
+    others = [e for e in cmp["entries"] if e["backend"] != cmp["fastest"]]
+    tied = [e["backend"] for e in others if within_session_noise(e)]
+    clear = [e for e in others if not within_session_noise(e)]
+    ahead = ", ".join(f"{e['ratio_to_fastest']:.2f}x faster than {e['backend']}" for e in clear)
+    if tied:
+        line = f"fastest: no clear winner for {where}: {cmp['fastest']} and {', '.join(tied)} are within session noise of each other (session ranges overlap)"
+        if clear:
+            line += f"; {cmp['fastest']} is {ahead}"
+        return line
+    return f"fastest: {cmp['fastest']} for {where}" + (f"; {ahead}" if ahead else "")
 
 
 def render_text(doc: dict) -> str:
@@ -129,7 +263,7 @@ def render_text(doc: dict) -> str:
     p = doc["request"]["protocol"]
     out.append(
         f"protocol  {p['sessions']} sessions per backend, each a separate process: first inference timed apart, "
-        f"{p['warmup']} warm-up runs, then >= {p['min_iterations']} iterations and >= {p['min_duration_s']:g} s; times in us"
+        f"{p['warmup']} warm-up runs, then >= {p['min_iterations']} iterations and >= {p['min_duration_s']:g} s; each column's unit is in its header"
     )
     for m in doc["results"]:
         b = m["backend"]
@@ -138,16 +272,22 @@ def render_text(doc: dict) -> str:
         out.append("")
         out.append(f"{m['scope']['backend']}: {b['label']}{kind} ({libs})")
         out.append(f"  scope: {scope_line(m['scope'])}")
+        columns = (("MEAN", "mean"), ("MEDIAN", "p50"), ("P90", "p90"), ("P99", "p99"), ("MIN", "min"), ("MAX", "max"))
+        # One unit per column, named in its header (a MAX of 35 ms must not turn a 75 us median into 0.07).
+        units = [unit_for([s["latency_us"][key] for s in m["sessions"]]) for _, key in columns]
+        first_unit = unit_for([s["first_inference_us"] for s in m["sessions"]])
         rows = []
         for i, s in enumerate(m["sessions"], start=1):
             lat = s["latency_us"]
-            rows.append([i, s["pid"], s["iterations"], _us(lat["mean"]), _us(lat["p50"]), _us(lat["p90"]), _us(lat["p99"]), _us(lat["min"]), _us(lat["max"]), _us(s["first_inference_us"]), f"{s['throughput_items_per_s']:.0f}"])
-        for line in table(["SESSION", "PID", "ITER", "MEAN", "MEDIAN", "P90", "P99", "MIN", "MAX", "FIRST", "ITEMS/S"], rows, right_align=range(11)).splitlines():
+            cells = [in_unit(lat[key], unit) for (_, key), unit in zip(columns, units)]
+            rows.append([i, s["pid"], s["iterations"], *cells, in_unit(s["first_inference_us"], first_unit), f"{s['throughput_items_per_s']:.0f}"])
+        headers = ["SESSION", "PID", "ITER", *(f"{name} ({unit[0]})" for (name, _), unit in zip(columns, units)), f"FIRST ({first_unit[0]})", "ITEMS/S"]
+        for line in table(headers, rows, right_align=range(11)).splitlines():
             out.append("  " + line)
         sm = m["summary"]
         out.append(
-            f"  across sessions: median {_us(sm['median_us'])} (session medians {_range_us(sm['session_median_range_us'])}, spread {sm['spread_percent']:.1f}%), "
-            f"mean {_range_us(sm['session_mean_range_us'])}, p99 {_range_us(sm['session_p99_range_us'])}, first inference {_range_us(sm['first_inference_range_us'])}"
+            f"  across sessions: median {with_unit(sm['median_us'])} (session medians {range_with_unit(sm['session_median_range_us'])}, spread {sm['spread_percent']:.1f}%), "
+            f"mean {range_with_unit(sm['session_mean_range_us'])}, p99 {range_with_unit(sm['session_p99_range_us'])}, first inference {range_with_unit(sm['first_inference_range_us'])}"
             + (f", {sm['throughput_items_per_s']:.0f} items/s" if m["scope"]["batch"] > 1 else "")
         )
         if sm["spread_percent"] is not None and sm["spread_percent"] > SPREAD_WARNING_PERCENT:
@@ -172,17 +312,23 @@ def render_text(doc: dict) -> str:
         out.append("")
         scope = dict(cmp["scope"], backend="*")
         out.append(f"comparison: {scope_line(scope)}")
+        unit = unit_for([v for e in cmp["entries"] for v in (e["median_us"], *e["session_median_range_us"])])
+        fastest = next(e for e in cmp["entries"] if e["backend"] == cmp["fastest"])
+        tied = any(within_session_noise(e) for e in cmp["entries"] if e is not fastest)
         rows = []
         for e in cmp["entries"]:
-            note = "fastest" if e["backend"] == cmp["fastest"] else (f"{e['ratio_to_fastest']:.2f}x slower" + (" (session ranges overlap: within the noise)" if e["ranges_overlap_fastest"] else ""))
-            rows.append([e["backend"], _us(e["median_us"]), _range_us(e["session_median_range_us"]), f"{e['ratio_to_fastest']:.2f}", note])
-        for line in table(["BACKEND", "MEDIAN", "SESSION MEDIANS", "X FASTEST", ""], rows, right_align=(1, 2, 3)).splitlines():
+            if e is fastest:
+                ratio_cell, note = "1.00", "lowest median" if tied else "fastest"
+            elif within_session_noise(e):
+                # The sessions disagree more than the backends do: the ratio is no finding.
+                ratio_cell, note = "~", "within session noise (session ranges overlap)"
+            else:
+                ratio_cell, note = f"{e['ratio_to_fastest']:.2f}", f"{e['ratio_to_fastest']:.2f}x slower"
+            lo, hi = e["session_median_range_us"]
+            rows.append([e["backend"], in_unit(e["median_us"], unit), f"{in_unit(lo, unit)}-{in_unit(hi, unit)}", ratio_cell, note])
+        for line in table(["BACKEND", f"MEDIAN ({unit[0]})", f"SESSION MEDIANS ({unit[0]})", "X FASTEST", ""], rows, right_align=(1, 2, 3)).splitlines():
             out.append("  " + line)
-        others = [e for e in cmp["entries"] if e["backend"] != cmp["fastest"]]
-        out.append(
-            f"fastest: {cmp['fastest']} for {scope_line(scope).split(',')[0]} at batch {cmp['scope']['batch']} on {cmp['scope']['device']['cpu_model']} ({cmp['scope']['device']['hostname']})"
-            + ("; " + ", ".join(f"{e['ratio_to_fastest']:.2f}x faster than {e['backend']}" for e in others) if others else "")
-        )
+        out.append(headline(cmp, scope))
         out.append(
             "Ratios divide medians of session medians, between results whose scopes differ only in the backend "
             "(same model sha256, input shapes, batch, precision, threads and device)."

@@ -1,4 +1,9 @@
-"""`edgedeploy build`: audit, convert, generate and verify a model for one or more target chips."""
+"""`edgedeploy build`: audit, convert, generate and verify a model for one or more target chips.
+
+The shared options are declared here; each target's own options come from its options
+dataclass (Target.options_type), are parsed once into that dataclass, and are shown in
+`--help` in a section per vendor. This command names no vendor option itself.
+"""
 
 from __future__ import annotations
 
@@ -7,42 +12,116 @@ from pathlib import Path
 
 import click
 
-
 from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import emit_json, format_option, info
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
+from edgedeploy.errors import EdgedeployError, OptionError
+
+# Exit status when every chip's project was generated but at least one was not compiled here
+# (TIDL without TI's tools) and --allow-generated was not given.
+EXIT_GENERATED_ONLY = 6
 
 
-@click.command("build")
+class VendorOptionsCommand(click.Command):
+    """A command whose `--help` lists each target's own options in a section of their own."""
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        shared, by_target = [], {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            owner = getattr(param, "edgedeploy_target", None)
+            if owner is None:
+                shared.append(record)
+            else:
+                by_target.setdefault(owner, []).append(record)
+        if shared:
+            with formatter.section("Options"):
+                formatter.write_dl(shared)
+        for target, records in by_target.items():
+            with formatter.section(f"{target.name} options ({', '.join(c.id for c in target.chips)})"):
+                formatter.write_dl(records)
+
+
+def vendor_option_param(target, field_name: str, meta: dict, default) -> click.Option:
+    """One target option (a field made with targets.base.option) as a click.Option.
+
+    The click default is None (unset): the dataclass holds the real default, shown in the help.
+    """
+    kwargs: dict = {"help": meta["help"], "default": None, "show_default": False}
+    if meta["is_flag"]:
+        kwargs.update(is_flag=True, default=False)
+    elif meta["multiple"]:
+        kwargs.update(multiple=True, default=())
+    elif meta["choices"]:
+        kwargs["type"] = click.Choice(list(meta["choices"]))
+    elif meta["type"] is int:
+        kwargs["type"] = click.IntRange(meta["minimum"], meta["maximum"])
+    elif meta["type"] is float:
+        kwargs["type"] = click.FloatRange(meta["minimum"], meta["maximum"])
+    if meta["metavar"]:
+        kwargs["metavar"] = meta["metavar"]
+    if default not in (None, (), False):
+        kwargs["help"] += f"  [default: {default}]"
+    option = click.Option([meta["flag"], f"{target.id}__{field_name}"], **kwargs)
+    option.edgedeploy_target = target  # type: ignore[attr-defined] - for the grouped --help
+    return option
+
+
+def target_options_from(values: dict, chips_built: list) -> dict:
+    """{target id: its options dataclass} from the command's parsed values; a warning for options of targets not built."""
+    from edgedeploy.targets import all_targets
+
+    built_ids = {target.id for target, _ in chips_built}
+    options = {}
+    for target in all_targets():
+        given = {}
+        for field, meta in target.options_type.declared():
+            value = values.get(f"{target.id}__{field.name}")
+            if value not in (None, (), False):
+                given[field.name] = value
+        if given and target.id not in built_ids:
+            flags = ", ".join(meta["flag"] for f, meta in target.options_type.declared() if f.name in given)
+            info(f"warning: {flags} apply to {target.name} targets only; none is built here, so they are ignored")
+        options[target.id] = target.options_type.from_values(given)
+    return options
+
+
+@click.command("build", cls=VendorOptionsCommand)
 @model_argument
 @click.option("--target", "targets", multiple=True, required=True, metavar="CHIP", help="Target chip (repeatable); see `edgedeploy targets`.")
-@click.option("--out", "out_root", type=AbsolutePath(file_okay=False, path_type=Path), default=Path("edgedeploy-out"), show_default=True, help="Artifacts go to OUT/<model>/<chip>/.")
+@click.option("--out", "-o", "out_root", type=AbsolutePath(file_okay=False, path_type=Path), default=Path("edgedeploy-out"), show_default=True, help="Artifacts go to OUT/<model>/<chip>/.")
 @click.option("--force", is_flag=True, help="Replace an existing artifact directory.")
 @input_shape_option
-@click.option("--precision", type=click.Choice(["int8", "int16", "fp16", "fp32"]), default=None, help="Quantisation precision (default: the target's, usually int8).")
+@click.option("--precision", type=click.Choice(["int8", "int16", "fp16", "fp32"]), default=None, help="Quantisation precision (default: the chip's first, usually int8).")
 @click.option("--calib", type=AbsolutePath(exists=True, path_type=Path), help="Calibration data: .npz, a folder of .npy, or a folder of images (with --preprocess). Default: the sample's calibration split.")
 @click.option("--calib-count", type=click.IntRange(min=1), help="Use the first N calibration samples.")
 @click.option("--eval", "eval_data", type=AbsolutePath(exists=True, path_type=Path), help="Evaluation data for accuracy before/after (same formats). Default: the sample's held-out split.")
 @click.option("--eval-count", type=click.IntRange(min=1), help="Use the first N evaluation samples.")
-@click.option("--preprocess", metavar="SPEC", help="Image preprocessing: size=HxW,scale=1/255,mean=a;b;c,std=a;b;c,layout=NCHW|NHWC,channels=RGB|BGR|GRAY, or a .json file.")
+@click.option("--allow-nonfinite", is_flag=True, help="Accept NaN, infinite or complex values in --calib and --eval data (refused by default); a warning says so.")
+@click.option("--preprocess", metavar="SPEC", help="Image preprocessing: size=HxW,scale=1/255,mean=a;b;c,std=a;b;c,layout=NCHW|NHWC,channels=RGB|BGR|GRAY, or a .json file (quote it in a shell: ';' ends a command).")
 @click.option("--metric", type=click.Choice(["auto", "top1", "auroc", "fidelity"]), default="auto", show_default=True, help="Task metric for accuracy before/after: top-1 for classifiers, macro-AUROC for multi-label outputs, or output fidelity only.")
+@click.option("--metric-output", default="auto", show_default=True, metavar="NAME|auto", help="The output the task metric is computed on; auto prefers a Softmax/Sigmoid output whose width fits the labels.")
 @click.option("--fix", "run_fix", is_flag=True, help="Run `edgedeploy fix` for each chip first: rewrites that move nodes onto its accelerator, kept only within their tolerance.")
 @click.option("--allow-approx", is_flag=True, help="With --fix: also allow approximations (e.g. tanh GELU); their error is reported.")
 @click.option("--device", metavar="NAME", help="Device (from the inventory) to build on, for toolchains that run on the device (TensorRT).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=1800, show_default=True, help="Time-out in seconds for each toolchain worker.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=1800, show_default=True, help="Time-out in seconds for each toolchain run.")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first chip that fails (default: build every chip, then summarise).")
+@click.option("--allow-generated", is_flag=True, help="Count a project generated but not compiled here (TIDL without TI's tools) as built for the exit status.")
 @format_option()
-def build_command(model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, preprocess, metric, run_fix, allow_approx, device, timeout_s, output_format, **extra) -> None:
+def build_command(model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, allow_nonfinite, preprocess, metric, metric_output, run_fix, allow_approx, device, timeout_s, fail_fast, allow_generated, output_format, **vendor_values) -> None:
     """Build MODEL for each --target: audit, convert with the vendor toolchain, generate the project, verify accuracy.
 
     MODEL defaults to the bundled MNIST sample. Each artifact is written atomically to
-    OUT/<model>/<chip>/ and never overwrites an existing one without --force.
+    OUT/<model>/<chip>/ and never overwrites an existing one without --force. Every chip is
+    built even when one fails (--fail-fast stops at the first); the exit status is 0 only when
+    every chip was built.
     """
-    from edgedeploy.build import BuildOptions, load_report, run_build
     from edgedeploy.datasets import parse_preprocess
+    from edgedeploy.pipeline.build import BuildOptions, load_report, run_build
     from edgedeploy.targets import find_chip
 
-    for chip in targets:
-        find_chip(chip)  # fail on a typo before any work
-    target_options = {name: value for name, value in extra.items() if value not in (None, (), False)}
+    chips = [find_chip(chip) for chip in targets]  # fail on a typo before any work
     options = BuildOptions(
         out_root=out_root,
         force=force,
@@ -52,37 +131,106 @@ def build_command(model, targets, out_root, force, input_shapes, precision, cali
         calib_count=calib_count,
         eval=eval_data,
         eval_count=eval_count,
+        allow_nonfinite=allow_nonfinite,
         preprocess=parse_preprocess(preprocess),
         metric=metric,
+        metric_output=metric_output,
         device=device,
         fix=run_fix,
         allow_approx=allow_approx,
         worker_timeout_s=timeout_s,
-        target_options=target_options,
+        target_options=target_options_from(vendor_values, chips),
     )
     model_path = resolve_model(model)
     results = []
-    for chip in targets:
+    first_error: EdgedeployError | None = None
+    for (target, chip), asked in zip(chips, targets):
         started = time.monotonic()
-        dest = run_build(model_path, chip, options, echo=info)
-        results.append({"chip": chip, "artifact": str(dest), "wall_seconds": round(time.monotonic() - started, 2), "report": load_report(dest)})
+        try:
+            dest = run_build(model_path, chip.id, options, echo=info)
+        except EdgedeployError as exc:
+            if len(chips) == 1 or fail_fast:
+                raise
+            first_error = first_error or exc
+            failed = _failed_folder(out_root, model_path, chip.id)
+            info(f"build: {chip.id} failed: {str(exc).splitlines()[0]}")
+            results.append({"chip": chip.id, "status": "failed", "reason": str(exc).splitlines()[0], "exit_code": exc.exit_code, "failed_folder": failed, "wall_seconds": round(time.monotonic() - started, 2)})
+            continue
+        report = load_report(dest)
+        status = "built" if report["convert"]["status"] == "built" else "generated only"
+        results.append({"chip": chip.id, "status": status, "artifact": str(dest), "wall_seconds": round(time.monotonic() - started, 2), "report": report})
     if output_format == "json":
-        emit_json({"schema": "edgedeploy.build-result/1", "builds": results})
-        return
+        emit_json({"schema": "edgedeploy.pipeline.build-result/1", "builds": results})
+    else:
+        _print_summary(results)
+    _exit_for(results, first_error, allow_generated)
+
+
+def _failed_folder(out_root: Path, model_path: Path, chip_id: str) -> str | None:
+    """The kept `<chip>.failed` folder of a failed build, when the build got as far as making one."""
+    from edgedeploy.artifacts import artifact_dir
+    from edgedeploy.model import load_model
+
+    try:
+        name = load_model(model_path).name
+    except EdgedeployError:
+        return None
+    failed = artifact_dir(out_root, name, chip_id)
+    failed = failed.with_name(failed.name + ".failed")
+    return str(failed) if failed.exists() else None
+
+
+def _accuracy_delta(report: dict | None) -> str:
+    accuracy = (report or {}).get("accuracy") or {}
+    if accuracy.get("status") == "failed":
+        return "check failed"
+    if "delta_percentage_points" in accuracy:
+        return f"{accuracy['delta_percentage_points']:+.2f} pp top-1"
+    if "delta" in accuracy:
+        return f"{accuracy['delta']:+.4f} AUROC"
+    fidelity = accuracy.get("fidelity") or {}
+    if fidelity:
+        worst = min(f["snr_db"] for f in fidelity.values())
+        return f"SNR {worst:.1f} dB" if worst != float("inf") else "exact"
+    return "-"
+
+
+def _print_summary(results: list[dict]) -> None:
+    rows = []
     for r in results:
-        click.echo(f"{r['chip']}: {r['artifact']} ({r['wall_seconds']:.1f} s wall)")
+        where = r.get("artifact") or (f"kept: {r['failed_folder']}" if r.get("failed_folder") else "-")
+        # The whole sentence was printed when the chip failed (and is in --format json); the table keeps it short.
+        reason = r.get("reason") or ""
+        status = r["status"] if r["status"] != "failed" else f"failed: {reason if len(reason) <= 70 else reason[:67] + '...'}"
+        rows.append([r["chip"], status, where, _accuracy_delta(r.get("report")), f"{r['wall_seconds']:.1f}"])
+    echo_text(table(["CHIP", "STATUS", "ARTIFACT", "ACCURACY", "TIME (s)"], rows, right_align=(4,)))
+
+
+def _exit_for(results: list[dict], first_error: EdgedeployError | None, allow_generated: bool) -> None:
+    failed = [r for r in results if r["status"] == "failed"]
+    generated = [r for r in results if r["status"] == "generated only"]
+    if failed:
+        info(f"build: {len(failed)} of {len(results)} chip(s) failed ({', '.join(r['chip'] for r in failed)}); see the table above")
+        raise SystemExit(failed[0]["exit_code"])
+    if generated and not allow_generated:
+        info(
+            f"build: {', '.join(r['chip'] for r in generated)}: the project was generated but not compiled here "
+            f"(exit {EXIT_GENERATED_ONLY}); pass --allow-generated to accept generated-only builds"
+        )
+        raise SystemExit(EXIT_GENERATED_ONLY)
 
 
 def _add_target_options(command: click.Command) -> click.Command:
-    """Append every target's own build options (Target.build_options), each name once."""
+    """Append every registered target's own options (Target.options_type), grouped per vendor in --help."""
     from edgedeploy.targets import all_targets
 
-    taken = {p.name for p in command.params}
+    flags = {opt for p in command.params for opt in getattr(p, "opts", [])}
     for target in all_targets():
-        for option in target.build_options:
-            if option.name not in taken:
-                command.params.append(option)
-                taken.add(option.name)
+        for field, meta in target.options_type.declared():
+            if meta["flag"] in flags:
+                raise OptionError(f"The {target.name} target's option {meta['flag']} is already an option of `edgedeploy build`; a target must use a flag of its own.")
+            flags.add(meta["flag"])
+            command.params.append(vendor_option_param(target, field.name, meta, field.default))
     return command
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 
 from edgedeploy.cli.options import AbsolutePath
+from edgedeploy.targets import chip_ids
 
-from edgedeploy.cli.output import emit_json, format_option, info, table
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
 
 # The probe `devices check` runs on the device: standard library only, prints one JSON line.
 PROBE = (
@@ -44,13 +45,13 @@ def list_command(inventory: Path | None = None, output_format: str = "text") -> 
     """List the devices of the inventory (the built-in `local` included)."""
     from edgedeploy.devices.inventory import describe, load_inventory
 
-    inv = load_inventory(inventory)
+    inv = load_inventory(inventory, chip_ids())
     rows = [describe(d) for d in inv.devices.values()]
     if output_format == "json":
         emit_json({"schema": "edgedeploy.devices/1", "inventory": str(inv.path) if inv.path else None, "devices": rows})
         return
     info(f"inventory: {inv.path}" if inv.path else "inventory: none (only the built-in local device); see `edgedeploy devices --help`")
-    click.echo(table(["NAME", "CHIP", "TRANSPORT", "ADDRESS", "PYTHON"], [[r["name"], r["chip"] or "-", r["transport"], r["address"] or "-", r["python"]] for r in rows]))
+    echo_text(table(["NAME", "CHIP", "TRANSPORT", "ADDRESS", "PYTHON"], [[r["name"], r["chip"] or "-", r["transport"], r["address"] or "-", r["python"]] for r in rows]))
 
 
 @devices_group.command("check")
@@ -64,7 +65,7 @@ def check_command(name: str, inventory: Path | None, output_format: str) -> None
     from edgedeploy.devices import load_inventory, open_transport
     from edgedeploy.errors import DeviceError
 
-    device = load_inventory(inventory).get(name)
+    device = load_inventory(inventory, chip_ids()).get(name)
     transport = open_transport(device)
     try:
         workdir = transport.make_workdir()
@@ -85,7 +86,7 @@ def check_command(name: str, inventory: Path | None, output_format: str) -> None
     if output_format == "json":
         emit_json(facts)
         return
-    click.echo(
+    echo_text(
         f"{name}: reachable over {device.transport}; {facts['system']} {facts['release']} {facts['machine']}, "
         f"{facts['cpus']} CPUs, Python {facts['python']} ({facts['executable']}), host name {facts['hostname']}"
     )

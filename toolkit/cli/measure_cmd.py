@@ -7,10 +7,11 @@ from pathlib import Path
 import click
 
 from edgedeploy.cli.options import AbsolutePath
+from edgedeploy.targets import chip_ids
 from click.core import ParameterSource
 
 from edgedeploy.cli.devices_cmd import inventory_option
-from edgedeploy.cli.output import emit_json, format_option, info
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info
 from edgedeploy.errors import OptionError
 
 # Options that shape the sessions of copied runners; a board's firmware has them built in.
@@ -19,22 +20,26 @@ RUNNER_ONLY_OPTIONS = {
     "warmup": "--warmup",
     "min_iterations": "--min-iterations",
     "min_duration_s": "--min-duration",
-    "eval_path": "--eval",
-    "eval_count": "--eval-count",
     "threads": "--threads",
 }
+# --eval and --eval-count apply to both: a board on a serial port gets the samples streamed to it.
 # Options only a board on a serial port reads.
 SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build", "reset": "--reset", "console": "--console"}
 
 
 @click.command("measure")
-@click.argument("artifact", type=AbsolutePath(file_okay=False, path_type=Path))
+@click.argument("artifacts", nargs=-1, required=True, type=AbsolutePath(file_okay=False, path_type=Path))
 @click.option(
     "--device",
     "device_name",
-    required=True,
-    help="A device of the inventory (`edgedeploy devices`), `local` for this machine, or a board on a serial port as CHIP@PORT (esp32s3@/dev/ttyUSB0).",
+    default=None,
+    help="A device of the inventory (`edgedeploy devices`), `local` for this machine, or a board on a serial port as CHIP@PORT (esp32s3@/dev/ttyUSB0); an inventory entry of transport labgrid is a farm (as --farm).",
 )
+# -- a labgrid farm (pipeline/farm.py, cli/measure_farm.py) --
+@click.option("--farm", "farm_url", default=None, metavar="labgrid://HOST:PORT", help="Measure on the boards of a labgrid farm: per artifact, a place tagged with its chip (chip=NAME) is acquired, used and released.")
+@click.option("--place", "place_pattern", default=None, metavar="PATTERN", help="Farm: only places whose name (or alias) contains PATTERN, or matches it as a glob (rock5b-*).")
+@click.option("--parallel", type=int, default=0, show_default=True, help="Farm: boards in use at once (0: one per artifact).")
+@click.option("--place-wait", "place_wait_s", type=float, default=600.0, show_default=True, help="Farm: seconds to wait for a place someone else holds before giving up on that artifact.")
 @inventory_option
 @click.option("--sessions", type=int, default=3, show_default=True, help="Independent sessions (separate processes) per runner; at least 3.")
 @click.option("--warmup", type=int, default=10, show_default=True, help="Untimed runs per session after the first (timed apart) one.")
@@ -58,7 +63,7 @@ SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build",
 @format_option()
 @click.pass_context
 def measure_command(
-    ctx, artifact, device_name, inventory, sessions, warmup, min_iterations, min_duration_s, eval_path, eval_count, threads, skip_before, timeout_s, flash, firmware_build, reset, console, output_format
+    ctx, artifacts, device_name, farm_url, place_pattern, parallel, place_wait_s, inventory, sessions, warmup, min_iterations, min_duration_s, eval_path, eval_count, threads, skip_before, timeout_s, flash, firmware_build, reset, console, output_format
 ):
     """Run a built artifact on a device: latency before (reference ONNX model on the device's
     ONNX Runtime CPU) and after (the artifact on its runtime), >= 3 sessions each in separate
@@ -68,20 +73,37 @@ def measure_command(
 
     A board on a serial port (CHIP@PORT, or an inventory entry with transport "serial") runs the
     artifact's firmware instead: flashed per --flash, reset, and its result lines read from the
-    console (sessions of one boot, on the test input embedded in the model)."""
+    console (sessions of one boot, on the test input embedded in the model).
+
+    With --farm labgrid://HOST:PORT (or a labgrid inventory entry), several artifacts measure on
+    the farm's boards in parallel, one place each, into one merged report (docs/farm.md)."""
     from edgedeploy.devices import find_device
-    from edgedeploy.devices.measuring import MeasureRequest, partial_error, run_measure
+    from edgedeploy.pipeline.measure import MeasureRequest, partial_error, run_measure
     from edgedeploy.devices.runners import SessionSettings
 
-    device = find_device(device_name, inventory)
+    device = find_device(device_name, inventory, chip_ids()) if device_name else None
+    if farm_url or (device is not None and device.transport == "labgrid"):
+        from edgedeploy.cli.measure_farm import run_farm_measure
+
+        return run_farm_measure(ctx, artifacts, device, farm_url, place_pattern, parallel, place_wait_s, output_format)
+    for name, flag in (("place_pattern", "--place"), ("parallel", "--parallel"), ("place_wait_s", "--place-wait")):
+        if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+            raise OptionError(f"{flag} applies only to a labgrid farm (--farm labgrid://HOST:PORT).")
+    if device is None:
+        raise OptionError("Give the device to measure on: --device NAME (or a labgrid farm: --farm labgrid://HOST:PORT).")
+    if len(artifacts) != 1:
+        raise OptionError(f"{len(artifacts)} artifacts were given for one device; measure them one at a time, or on a labgrid farm (--farm), which runs several at once.")
+    (artifact,) = artifacts
     given = {name for name in (*RUNNER_ONLY_OPTIONS, *SERIAL_ONLY_OPTIONS) if ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)}
     if device.transport == "serial":
         wrong = [RUNNER_ONLY_OPTIONS[name] for name in RUNNER_ONLY_OPTIONS if name in given]
         if wrong:
             raise OptionError(
                 f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not apply to the board '{device.name}': its firmware has the sessions, warm-up and "
-                "iterations built in and runs the test input embedded in the model."
+                "iterations built in (your own data goes to it with --eval)."
             )
+        if "eval_count" in given and "eval_path" not in given:
+            raise OptionError(f"--eval-count applies to the board '{device.name}' only with --eval DATA (the samples streamed to it).")
     else:
         wrong = [SERIAL_ONLY_OPTIONS[name] for name in SERIAL_ONLY_OPTIONS if name in given]
         if wrong:
@@ -106,7 +128,7 @@ def measure_command(
     else:
         from edgedeploy.report.text import render_measurement
 
-        click.echo(render_measurement(record))
+        echo_text(render_measurement(record))
     if record["partial"]:
         # What was gathered is printed and saved; the exit status still says the run failed.
         raise partial_error(record, artifact)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import click
+
+from edgedeploy.escape import terminal_safe, terminal_text
+from edgedeploy.report.fmt import table  # noqa: F401 - the CLI prints the same tables as the reports
 
 FORMAT_CHOICES = ("text", "json")
 
@@ -35,27 +38,14 @@ def _json_default(value: Any):
     return str(value)
 
 
+def echo_text(text: str = "", nl: bool = True) -> None:
+    """Data for a person on stdout: every line terminal-safe, since model names and paths end up in it."""
+    click.echo(terminal_text(text), nl=nl)
+
+
 def info(message: str) -> None:
-    """A progress or log line: always stderr, so stdout stays data."""
-    click.echo(message, err=True)
-
-
-def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right_align: Sequence[int] = ()) -> str:
-    """A plain aligned text table."""
-    rows = [["" if c is None else str(c) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-
-    def line(cells):
-        out = []
-        for i, cell in enumerate(cells):
-            out.append(cell.rjust(widths[i]) if i in right_align else cell.ljust(widths[i]))
-        return "  ".join(out).rstrip()
-
-    sep = "  ".join("-" * w for w in widths)
-    return "\n".join([line(headers), sep] + [line(r) for r in rows])
+    """A progress or log line: always stderr, so stdout stays data (control characters escaped)."""
+    click.echo(terminal_safe(message), err=True)
 
 
 def human_count(n: int | None) -> str:

@@ -8,7 +8,7 @@ import click
 
 from edgedeploy.cli.options import AbsolutePath
 
-from edgedeploy.cli.output import format_option, info
+from edgedeploy.cli.output import echo_text, format_option, info
 
 
 @click.command("report")
@@ -51,7 +51,7 @@ def report_command(dirs: tuple[Path, ...], output_format: str, output: Path | No
         atomic_write_text(output, text)
         info(f"report: wrote {output} ({output_format}, {len(paths)} artifact(s))")
     else:
-        click.echo(text, nl=False)
+        echo_text(text, nl=False)
 
 
 COMMANDS = [report_command]

@@ -15,17 +15,18 @@ from edgedeploy.devices.inventory import Inventory, load_inventory, local_device
 from edgedeploy.errors import DeviceError
 
 
-def find_device(name: str, inventory_path=None) -> Device:
+def find_device(name: str, inventory_path=None, known_chips=None) -> Device:
     """The inventory's device of that name; else a serial board given as CHIP@PORT (esp32s3@/dev/ttyUSB0).
 
     An inventory name always wins, so a device named like a spec is still the inventory's.
+    `known_chips` (the registry's chip ids) refuses entries and specs naming an unknown chip.
     """
     from edgedeploy.devices.serial import serial_device_from_spec
 
-    inventory = load_inventory(inventory_path)
+    inventory = load_inventory(inventory_path, known_chips)
     if name in inventory.devices:
         return inventory.devices[name]
-    device = serial_device_from_spec(name)
+    device = serial_device_from_spec(name, known_chips=known_chips)
     if device is not None:
         return device
     try:
@@ -47,6 +48,10 @@ def open_transport(device: Device) -> Transport:
     if device.transport == "serial":
         raise DeviceError(
             f"Device '{device.name}' is a serial device: it runs firmware its target flashes (Target.measure_serial), not copied runners."
+        )
+    if device.transport == "labgrid":
+        raise DeviceError(
+            f"Device '{device.name}' is a labgrid farm: its boards are the places it lends, one per artifact (`edgedeploy measure ARTIFACT... --device {device.name}`)."
         )
     raise DeviceError(f"Device '{device.name}' has an unknown transport {device.transport!r}.")
 

@@ -24,7 +24,7 @@ class Device:
 
     name: str
     chip: str  # a chip id from `edgedeploy targets`
-    transport: str  # "local" | "ssh" | "serial"
+    transport: str  # "local" | "ssh" | "serial" | "labgrid"
     host: str | None = None  # ssh: host name or ssh-config alias
     user: str | None = None
     port: int | None = None  # ssh port
@@ -33,6 +33,31 @@ class Device:
     python: str = "python3"  # the device's interpreter for Python runners
     workdir: str | None = None  # remote folder for runs; a fresh temporary one when None
     ssh_options: tuple[str, ...] = field(default_factory=tuple)  # extra `-o` options (e.g. a test's known_hosts)
+    allow_commands: bool = False  # ssh_options may run local commands (ProxyCommand, ...): the entry says so
+    # labgrid: a farm whose places lend the boards (pipeline/farm.py); the place pattern is optional.
+    coordinator: str | None = None  # "HOST:PORT" of the labgrid coordinator
+    place: str | None = None
+
+
+@dataclass
+class RunnerSpec:
+    """What `edgedeploy measure` copies to a device and runs there, for one session.
+
+    `files`: remote name (relative to the device's work folder) -> local file (the generated
+    runner, measure/protocol.py, the compiled model, test inputs). `command`: argv run in the
+    work folder; the literal "{python}" is replaced by the device's interpreter. The runner
+    prints one `EDGEDEPLOY {json}` result line (measure/protocol.py) and may write
+    `result_files` (e.g. outputs as .npy) that are fetched back. `baseline` is the matching
+    "before" run on the same device (e.g. ONNX Runtime CPU on the board), or None.
+    A target's runner_spec returns one (edgedeploy.targets.base re-exports it).
+    """
+
+    files: dict[str, Path]
+    command: list[str]
+    result_files: list[str] = field(default_factory=list)
+    timeout_s: float = 600.0
+    backend: str = ""
+    baseline: "RunnerSpec | None" = None
 
 
 @dataclass

@@ -74,7 +74,7 @@ def onnx_cpu_runner_spec(
     the file actually run is recorded apart (`deployed_model`).
     """
     from edgedeploy.artifacts import sha256_file
-    from edgedeploy.targets.base import RunnerSpec
+    from edgedeploy.devices.base import RunnerSpec
 
     stage_dir = Path(stage_dir)
     stage_dir.mkdir(parents=True, exist_ok=True)
@@ -141,7 +141,7 @@ def make_onnx_cpu_artifact(model_path: Path, out_root: Path, variant: str = "int
     import onnx
 
     from edgedeploy.artifacts import ArtifactBuilder, artifact_dir, atomic_write_json
-    from edgedeploy.build import REPORT_SCHEMA
+    from edgedeploy.report.schema import REPORT_SCHEMA
     from edgedeploy.datasets import load_dataset, model_input_specs
     from edgedeploy.model import load_model
 

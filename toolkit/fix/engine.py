@@ -34,24 +34,56 @@ RANDOM_EVAL_SAMPLES = 16
 DEFAULT_EVAL_COUNT = 64
 
 
-def evaluation_feeds(model, eval_path: Path | None, eval_count: int, model_path: Path) -> tuple[list[dict], str]:
-    """Per-sample feeds (batch as pinned) from --eval, the sample's held-out split, or seeded random data."""
+# The random inputs together may take at most this many bytes (fewer samples when one is large).
+RANDOM_EVAL_MAX_BYTES = 256 * 1024 * 1024
+
+
+def evaluation_feeds(model, eval_path: Path | None, eval_count: int, model_path: Path, allow_nonfinite: bool = False) -> tuple[list[dict], str]:
+    """Per-sample feeds (batch as pinned) from --eval, the sample's held-out split, or seeded random data.
+
+    The model's inputs are validated first (tensors, numeric types numpy can make, no zero-size
+    dimension, a size that fits RANDOM_EVAL_MAX_BYTES for one sample), so the reference run only
+    ever gets feeds it can take.
+    """
     from edgedeploy.datasets import load_dataset, model_input_specs
-    from edgedeploy.sample import sample_eval_path, sample_model_path
+    from edgedeploy.errors import ModelError, OptionError
+    from edgedeploy.sample import is_sample, sample_eval_path
 
     specs = model_input_specs(model)
-    if eval_path is None and model_path.resolve() == sample_model_path().resolve():
+    if not specs:
+        raise ModelError(f"{model_path.name} has no inputs to feed; fix checks rewrites on the model's outputs for real inputs.")
+    sample_bytes = 0
+    for s in specs:
+        zero = [axis for axis, d in enumerate(s.shape) if d == 0]
+        if zero:
+            raise ModelError(f"{model_path.name}: input '{s.name}' has a zero-size dimension at axis {zero[0]}, so it holds no data to evaluate rewrites on.")
+        try:
+            dtype = np.dtype(s.dtype)
+        except TypeError as exc:
+            raise ModelError(f"{model_path.name}: input '{s.name}' is of type {s.dtype}, which fix cannot make evaluation inputs of.") from exc
+        if dtype.kind not in "biuf":
+            raise ModelError(f"{model_path.name}: input '{s.name}' is of type {s.dtype}; fix evaluates numeric inputs only.")
+        sample_bytes += int(np.prod([d or 1 for d in s.shape], dtype=np.int64)) * dtype.itemsize
+    if sample_bytes > RANDOM_EVAL_MAX_BYTES:
+        raise ModelError(
+            f"{model_path.name}: one batch of its inputs takes {sample_bytes} bytes, more than the {RANDOM_EVAL_MAX_BYTES} "
+            f"fix evaluates rewrites with; pin smaller shapes with --input-shape."
+        )
+    if eval_path is None and is_sample(model):
         eval_path = sample_eval_path()
     if eval_path is not None:
-        ds = load_dataset(eval_path, specs, count=eval_count)
+        ds = load_dataset(eval_path, specs, count=eval_count, allow_nonfinite=allow_nonfinite)
         batch = specs[0].shape[0] or 1
         feeds = list(ds.batches(batch))
+        if not feeds:
+            raise OptionError(f"{ds.source} holds {len(ds)} samples, fewer than one batch of {batch}.")
         return feeds, f"{ds.source} ({len(feeds) * batch} samples)"
+    samples = max(1, min(RANDOM_EVAL_SAMPLES, RANDOM_EVAL_MAX_BYTES // max(sample_bytes, 1)))
     rng = np.random.default_rng(0)
     feeds = []
-    for _ in range(RANDOM_EVAL_SAMPLES):
+    for _ in range(samples):
         feeds.append({s.name: rng.standard_normal([d or 1 for d in s.shape]).astype(np.dtype(s.dtype)) for s in specs})
-    return feeds, f"{RANDOM_EVAL_SAMPLES} random standard-normal inputs (seed 0; no --eval given)"
+    return feeds, f"{samples} random standard-normal inputs (seed 0; no --eval given)"
 
 # Greedy rounds: each round tries every rewrite once on the current model.
 MAX_ROUNDS = 5
@@ -121,15 +153,15 @@ class FixResult:
 
 
 def _run_reference(proto: onnx.ModelProto, feeds: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """Outputs of ONNX Runtime (CPU, fp32) for each feed (one batch of the model's pinned size), concatenated."""
-    import onnxruntime as ort
+    """The reference's outputs (ONNX Runtime fp32, CPU) on the feeds, in order (edgedeploy.measure.reference)."""
+    from edgedeploy.errors import ModelError
+    from edgedeploy.measure.reference import ReferenceError, ReferenceRunner
 
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    runs = [session.run(names, feed) for feed in feeds]
-    return {name: np.concatenate([np.asarray(r[i]).reshape(1, -1) if np.asarray(r[i]).ndim == 0 else np.asarray(r[i]) for r in runs]) for i, name in enumerate(names)}
+    inputs = {name: np.concatenate([feed[name] for feed in feeds], axis=0) for name in feeds[0]}
+    try:
+        return ReferenceRunner(proto).run(inputs).outputs
+    except ReferenceError as exc:
+        raise ModelError(f"The model does not run on its evaluation inputs: {exc}.") from exc
 
 
 def fix_model(
@@ -211,61 +243,3 @@ def fix_model(
     final_outputs = _run_reference(current.proto, feeds)
     per_output = {k: fidelity(reference[k], final_outputs[k]) for k in reference}
     return FixResult(original, current, attempts, before, current_audit, per_output, eval_source)
-
-
-def _verdict_line(verdict) -> str:
-    if verdict.failed:
-        return f"refused the model ({verdict.failed})"
-    counts: dict[str, int] = {}
-    for node in verdict.nodes.values():
-        counts[node.placement.value] = counts.get(node.placement.value, 0) + 1
-    on = counts.pop("accelerator", 0)
-    rest = ", ".join(f"{n} {p}" for p, n in sorted(counts.items()))
-    return f"{on} of {len(verdict.nodes)} reported nodes on the accelerator" + (f" ({rest})" if rest else "")
-
-
-def confirm_fix(result: FixResult, echo: Callable[[str], None] = lambda _: None) -> dict:
-    """Each chip's real toolchain verdict on the model before and after the rewrites (where installed).
-
-    The rules decided what `fix` applied; this asks the toolchain itself (esp-ppq's float ops,
-    RKNN's layer table, Vela's CPU operators, ...) whether the nodes really moved.
-    """
-    import tempfile
-
-    from edgedeploy.audit.confirm import compare
-    from edgedeploy.errors import EdgedeployError
-    from edgedeploy.targets import find_chip
-
-    confirmed: dict = {}
-    with tempfile.TemporaryDirectory(prefix="edgedeploy-fix-confirm-") as tmp:
-        work = Path(tmp)
-        paths = {}
-        for label, model in (("before", result.original), ("after", result.fixed)):
-            paths[label] = work / f"{label}.onnx"
-            onnx.save(model.proto, str(paths[label]))
-        for chip_id, before_audit in result.before.items():
-            target, chip = find_chip(chip_id)
-            status = target.toolchain.status()
-            if not status.installed:
-                confirmed[chip_id] = {"skipped": f"the {target.toolchain.name} toolchain is {status.detail}"}
-                continue
-            entry: dict = {"toolchain": target.toolchain.name}
-            try:
-                for label, audit in (("before", before_audit), ("after", result.after[chip_id])):
-                    echo(f"fix: {chip_id}: asking {target.toolchain.name} for its verdict on the model {label} the rewrites")
-                    folder = work / f"{chip_id}-{label}"
-                    folder.mkdir()
-                    verdict = target.toolchain_verdict(paths[label], chip_id, folder, folder / "toolchain.log")
-                    comparison = compare(audit, verdict)
-                    agreement = comparison.get("agreement")
-                    entry[label] = {
-                        "verdict": verdict.to_dict(),
-                        "comparison": comparison,
-                        "line": _verdict_line(verdict),
-                        "agreement_line": f"{comparison['agree']} of {comparison['compared']} nodes agree" + ("" if agreement is None else f" ({agreement:.0%})"),
-                    }
-            except EdgedeployError as exc:
-                confirmed[chip_id] = {"skipped": str(exc).splitlines()[0]}
-                continue
-            confirmed[chip_id] = entry
-    return confirmed

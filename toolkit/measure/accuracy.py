@@ -1,14 +1,13 @@
-"""Accuracy before and after: task metrics and output fidelity on the same inputs.
+"""Accuracy metrics: task metrics against labels, and fidelity of one output against another.
 
 Task metrics compare model outputs with labels (top-1, top-k, macro-AUROC); fidelity compares a
-compiled model's outputs with the reference's (cosine similarity, SNR in dB, max abs error),
-per output. Both are computed on the very same inputs, never on different samples.
+compiled model's outputs with the reference's (cosine similarity, SNR in dB, max abs error).
+verify.py applies them per output, on the very same inputs before and after.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -114,88 +113,3 @@ def task_metric(metric: str, outputs: np.ndarray, labels: np.ndarray | None) -> 
     if metric == "auroc":
         return macro_auroc(outputs, labels)
     raise ValueError(f"unknown metric {metric}")
-
-
-def before_after(metric: str, reference_outputs: dict[str, np.ndarray], candidate_outputs: dict[str, np.ndarray], labels: np.ndarray | None, first_output: str) -> dict:
-    """The accuracy section of a report: task metric before (reference) and after (candidate), fidelity per output."""
-    section: dict = {"metric": metric, "samples": int(len(next(iter(reference_outputs.values()))))}
-    if metric != "fidelity" and labels is not None:
-        before = task_metric(metric, reference_outputs[first_output], labels)
-        after = task_metric(metric, candidate_outputs[first_output], labels)
-        section["before"] = before
-        section["after"] = after
-        key = "top1" if metric == "top1" else "macro_auroc"
-        if before.get(key) is not None and after.get(key) is not None:
-            section["delta_percentage_points" if metric == "top1" else "delta"] = (after[key] - before[key]) * (100 if metric == "top1" else 1)
-    section["fidelity"] = {name: fidelity(reference_outputs[name], candidate_outputs[name]) for name in reference_outputs if name in candidate_outputs}
-    return section
-
-
-# Batch size for models whose batch axis is dynamic: big enough to amortise the call overhead,
-# small enough for edge-sized models' activations to stay modest.
-DEFAULT_EVAL_BATCH = 32
-
-
-@dataclass
-class Evaluation:
-    """A model's outputs on a dataset (in dataset order), the labels of those samples, and notes."""
-
-    outputs: dict[str, np.ndarray]
-    labels: np.ndarray | None
-    samples: int
-    batch_size: int
-    output_names: list[str]
-    runtime: str
-    notes: list[str] = field(default_factory=list)
-
-    def metrics(self, metric: str = "auto") -> dict:
-        """The task metric on the first output (see choose_metric): {"metric": ..., "top1": ...}."""
-        first = self.outputs[self.output_names[0]]
-        chosen = choose_metric(metric, first.shape, self.labels)
-        return {"metric": chosen, **task_metric(chosen, first, self.labels)}
-
-
-def evaluate(model_path, dataset, batch_size: int | None = None, threads: int | None = None) -> Evaluation:
-    """The ONNX Runtime fp32 (CPU) reference: run `dataset` through the model in batches.
-
-    This is the "before" of every accuracy comparison: targets call it on the pinned model of
-    the artifact and the same evaluation data their compiled model sees. A model with a fixed
-    batch axis is fed batches of exactly that size (a short last batch is dropped, and the notes
-    say so); a dynamic batch axis takes `batch_size` (default 32) and the remainder as it is.
-    """
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    if threads:
-        options.intra_op_num_threads = int(threads)
-    session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-    model_inputs = session.get_inputs()
-    missing = [i.name for i in model_inputs if i.name not in dataset.inputs]
-    if missing:
-        raise ValueError(f"the dataset has no data for input(s) {', '.join(missing)}")
-    fixed = {i.shape[0] for i in model_inputs if i.shape and isinstance(i.shape[0], int)}
-    if len(fixed) > 1:
-        raise ValueError(f"the model's inputs have different fixed batch sizes {sorted(fixed)}")
-    notes: list[str] = []
-    n = len(dataset)
-    if fixed:
-        size = fixed.pop()
-        if batch_size is not None and batch_size != size:
-            notes.append(f"the model's batch axis is fixed at {size}; batches of {size} were used instead of {batch_size}")
-        used = (n // size) * size
-        if used == 0:
-            raise ValueError(f"the dataset has {n} samples, fewer than the model's fixed batch of {size}")
-        if used < n:
-            notes.append(f"the last {n - used} samples were dropped: they do not fill a batch of {size}")
-    else:
-        size = batch_size or DEFAULT_EVAL_BATCH
-        used = n
-    output_names = [o.name for o in session.get_outputs()]
-    chunks: dict[str, list[np.ndarray]] = {name: [] for name in output_names}
-    for start in range(0, used, size):
-        feeds = {i.name: dataset.inputs[i.name][start : min(start + size, used)] for i in model_inputs}
-        for name, value in zip(output_names, session.run(output_names, feeds)):
-            chunks[name].append(np.asarray(value))
-    outputs = {name: np.concatenate(parts, axis=0) for name, parts in chunks.items()}
-    labels = None if dataset.labels is None else np.asarray(dataset.labels)[:used]
-    return Evaluation(outputs, labels, used, size, output_names, f"onnxruntime {ort.__version__} CPUExecutionProvider fp32", notes)

@@ -13,6 +13,7 @@ a time-out or an exception in the backend becomes one clear error quoting the se
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
@@ -23,6 +24,13 @@ from edgedeploy.measure.schema import LATENCY_SCHEMA
 
 PROTOCOL_FILE = Path(protocol.__file__)
 MIN_SESSIONS = 3
+
+
+class StepStarted(str):
+    """A progress line that opens a long step (one session): a live display may tick its elapsed time.
+
+    It is a str, so any echo callable prints it as it is; edgedeploy's CLI progress recognises it.
+    """
 
 
 @dataclass(frozen=True)
@@ -104,7 +112,8 @@ def summarize_sessions(sessions: list[dict]) -> dict:
         "min_us": min(s["latency_us"]["min"] for s in sessions),
         "max_us": max(s["latency_us"]["max"] for s in sessions),
         "spread_percent": 100.0 * (max(medians) - min(medians)) / min(medians) if min(medians) > 0 else None,
-        "first_inference_range_us": _range([s["first_inference_us"] for s in sessions]),
+        # Boards may not time their first inference apart (the field is optional in a result line).
+        "first_inference_range_us": _range(firsts) if (firsts := [s["first_inference_us"] for s in sessions if s.get("first_inference_us") is not None]) else None,
         "iterations_per_session": [s["iterations"] for s in sessions],
         "batch": batch,
         # Throughput is items over time, so it comes from each session's mean (protocol.py):
@@ -125,6 +134,14 @@ def make_measurement(scope: dict, backend: dict, plan: SessionPlan | dict, sessi
         "summary": summarize_sessions(sessions),
         "environment": environment,
     }
+
+
+def _with_unit(value_us: float) -> str:
+    """A time in the unit that suits it, the unit always written: 17.0 us, 1.87 ms, 31.8 s."""
+    for unit, scale in (("s", 1e6), ("ms", 1e3)):
+        if value_us >= scale:
+            return f"{value_us / scale:.3g} {unit}"
+    return f"{value_us:.1f} us"
 
 
 def run_sessions(
@@ -148,13 +165,16 @@ def run_sessions(
     for index in range(plan.sessions):
         session_dir = workdir / f"session{index + 1}"
         req = dict(request, protocol_path=str(PROTOCOL_FILE), settings=plan.settings(), session_index=index)
+        echo(StepStarted(f"  {label} session {index + 1}/{plan.sessions}: running"))
+        started = time.monotonic()
         result = run_worker(python, worker_file, req, session_dir, workdir / "sessions.log", timeout_s, label=f"{label} session")
         if result.get("schema") != protocol.RUN_SCHEMA or "latency_us" not in result or "pid" not in result:
             raise WorkerFailed(f"The {label} session returned no {protocol.RUN_SCHEMA} result; see {workdir / 'sessions.log'}.")
         lat = result["latency_us"]
         echo(
-            f"  {label} session {index + 1}/{plan.sessions} (pid {result['pid']}): median {lat['p50']:.1f} us, "
-            f"p90 {lat['p90']:.1f} us over {result['iterations']} iterations; first {result['first_inference_us']:.0f} us"
+            f"  {label} session {index + 1}/{plan.sessions} (pid {result['pid']}): median {_with_unit(lat['p50'])}, "
+            f"p90 {_with_unit(lat['p90'])} over {result['iterations']} iterations; first {_with_unit(result['first_inference_us'])}; "
+            f"session took {time.monotonic() - started:.1f} s"
         )
         results.append(result)
     pids = [r["pid"] for r in results]

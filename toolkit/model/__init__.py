@@ -2,5 +2,6 @@
 
 from edgedeploy.model.intake import LoadedModel, load_model, parse_input_shape_options
 from edgedeploy.model.shapes import InputShapes, numel, show_shape
+from edgedeploy.model.stats import named_copy, node_names
 
-__all__ = ["LoadedModel", "load_model", "parse_input_shape_options", "InputShapes", "numel", "show_shape"]
+__all__ = ["LoadedModel", "load_model", "parse_input_shape_options", "InputShapes", "numel", "show_shape", "named_copy", "node_names"]

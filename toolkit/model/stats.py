@@ -35,6 +35,24 @@ def node_names(graph: onnx.GraphProto) -> list[str]:
     return names
 
 
+def named_copy(proto: onnx.ModelProto, names: list[str] | None = None) -> onnx.ModelProto:
+    """A copy of the model whose node i is named names[i] (default: the unique display names).
+
+    Toolchains name their layers after the ONNX nodes (TensorRT, esp-ppq) or need names of a
+    form they accept (TIDL's deny list, onnx2tf's tokens); a copy with names we chose is how
+    their output maps back onto the report's node names. The one way a model is re-saved
+    renamed; the caller's model is never changed.
+    """
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    chosen = names if names is not None else node_names(copy.graph)
+    if len(chosen) != len(copy.graph.node):
+        raise ValueError(f"named_copy: {len(chosen)} names for {len(copy.graph.node)} nodes")
+    for node, name in zip(copy.graph.node, chosen):
+        node.name = name
+    return copy
+
+
 def dtype_name(elem_type: int) -> str:
     """ONNX element type as a short lower-case name (float32, int8, ...)."""
     try:

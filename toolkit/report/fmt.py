@@ -7,6 +7,7 @@ hash, the input shapes and batch, the precision, the backend, and the device.
 from __future__ import annotations
 
 import math
+from typing import Any, Iterable, Sequence
 
 
 def us(value: float | None) -> str:
@@ -147,3 +148,23 @@ def metric_text(metric: str, value: float | None) -> str:
 
 
 METRIC_NAMES = {"top1": "top-1", "auroc": "macro-AUROC", "fidelity": "fidelity only"}
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right_align: Sequence[int] = ()) -> str:
+    """A plain aligned text table; cells are terminal-safe (a name's control characters are shown escaped)."""
+    from edgedeploy.escape import terminal_safe
+
+    rows = [["" if c is None else terminal_safe(str(c)) for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def line(cells):
+        out = []
+        for i, cell in enumerate(cells):
+            out.append(cell.rjust(widths[i]) if i in right_align else cell.ljust(widths[i]))
+        return "  ".join(out).rstrip()
+
+    sep = "  ".join("-" * w for w in widths)
+    return "\n".join([line(headers), sep] + [line(r) for r in rows])

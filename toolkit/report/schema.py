@@ -1,6 +1,6 @@
 """The artifact report's schema: its name, version, required fields, and the version check.
 
-The report (ARTIFACT/report.json) is written by edgedeploy.build and extended by
+The report (ARTIFACT/report.json) is written by edgedeploy.pipeline.build and extended by
 `edgedeploy measure`; docs/report-schema.md documents every field. Its `schema` is
 `edgedeploy.report/<major>`: a reader accepts its own major version and refuses a newer one with
 one sentence (a field added within a major version is ignored by older readers, never renamed).

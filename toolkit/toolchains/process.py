@@ -88,6 +88,14 @@ class ManagedProcess:
             self.kill_group()
             raise ProcessTimedOut(timeout_s or 0) from None
 
+    def signal_group(self, sig: int) -> None:
+        """Send `sig` to the child's whole group, without waiting (the caller drains its pipes)."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
     def kill_group(self) -> None:
         """SIGTERM to the child's whole group, SIGKILL after the grace period, then reap the child."""
         proc = self.proc

@@ -7,10 +7,11 @@ Each backend runs its sessions as subprocesses with its own interpreter:
              torch.export `.pt2`: the `torch` environment (`edgedeploy toolchain install torch`)
              or an interpreter the user names (--torch-python), e.g. on a GPU machine with its
              own CUDA build of torch. CUDA variants exist where torch.cuda.is_available().
-  tflite-cpu The ONNX model converted by onnx2tf and run by ai_edge_litert: the `eiq` environment.
-  *-sim      The vendor toolchains' simulators. None of them reports a time (checked, see
-             SIMULATORS), so bench lists them as skipped with the reason instead of timing a
-             host process and calling it an NPU latency.
+  target's  Backends a target declares (Target.bench_backends): e.g. tflite-cpu (onnx2tf + the
+             TFLite interpreter, the eIQ target's environment), and the vendor simulators,
+             none of which reports a time (`not_timed` says why), so bench lists them as
+             skipped with the reason instead of timing a host process and calling it an NPU
+             latency. The core names no target: the pipeline gathers them from the registry.
 
 The worker files next to this module run inside those interpreters and never import edgedeploy.
 """
@@ -25,7 +26,6 @@ from edgedeploy.toolchains import RequirementStep, VenvToolchain
 HERE = Path(__file__).parent
 ORT_WORKER = HERE / "worker_ort.py"
 TORCH_WORKER = HERE / "worker_torch.py"
-TFLITE_WORKER = HERE / "worker_tflite.py"
 
 TORCH_TOOLCHAIN = VenvToolchain(
     name="torch",
@@ -44,7 +44,14 @@ TOOLCHAINS = (TORCH_TOOLCHAIN,)
 
 @dataclass(frozen=True)
 class Backend:
-    """One way to run the model here. `kind` is "runtime" or "simulator"; `unit` where it computes."""
+    """One way to run the model here. `kind` is "runtime" or "simulator"; `unit` where it computes.
+
+    A target's backend names its `toolchain` (the environment its worker runs in) and `worker`:
+    a worker module with a "convert" action (the ONNX model -> what the sessions load; its
+    result is merged into every session request) and a "session" action (one latency
+    session, measure/protocol.py's result). `precisions` are those it can time; `not_timed`
+    is why a backend is listed but never timed (a simulator that reports no time).
+    """
 
     name: str
     label: str
@@ -52,6 +59,10 @@ class Backend:
     unit: str  # cpu | cuda | ...
     kind: str = "runtime"
     options: dict = field(default_factory=dict, hash=False)
+    toolchain: object = field(default=None, hash=False, compare=False)
+    worker: Path | None = None
+    precisions: tuple[str, ...] = ("fp32",)
+    not_timed: str | None = None
 
     def describe(self) -> dict:
         return {"name": self.name, "label": self.label, "family": self.family, "unit": self.unit, "kind": self.kind}
@@ -86,28 +97,12 @@ TORCH_VARIANTS = (
         "cuda",
         options={"device": "cuda", "mode": "compile-cudagraphs"},
     ),
+    # The loop a tuned hand-written benchmark uses: the module captured once in a
+    # torch.cuda.CUDAGraph, inputs copied into its static buffers and the graph replayed per
+    # call (worker_torch.CapturedGraph); and the same around torch.compile's default mode.
+    Backend("torch-eager-capture-cuda", "PyTorch eager captured in one CUDA graph (torch.cuda.graph), CUDA", "torch", "cuda", options={"device": "cuda", "mode": "eager-capture"}),
+    Backend("torch-compile-capture-cuda", "torch.compile (default mode) captured in one CUDA graph, CUDA", "torch", "cuda", options={"device": "cuda", "mode": "compile-capture"}),
 )
-TFLITE = Backend("tflite-cpu", "TFLite (onnx2tf + ai_edge_litert, XNNPACK), CPU", "tflite", "cpu")
-
-# The vendor simulators and what was found when each was checked for timing. None reports a
-# time: listing them with the reason is the honest answer; timing their host process is not.
-SIMULATORS = (
-    (
-        Backend("rknn-sim", "RKNN simulator (rknn-toolkit2)", "simulator", "npu-simulator", kind="simulator", options={"toolchain": "rknn"}),
-        "the RKNN simulator reports no time: rknn-toolkit2 2.5.0 refuses eval_perf and eval_memory without a board "
-        "('Not support in simulator environment'), and its host wall time is not an NPU latency; time it on a board with `edgedeploy measure`",
-    ),
-    (
-        Backend("espdl-sim", "ESP-DL quantised simulation (esp-ppq)", "simulator", "npu-simulator", kind="simulator", options={"toolchain": "espdl"}),
-        "esp-ppq simulates the quantised numerics on the host and reports no time; time it on the chip with `edgedeploy measure`",
-    ),
-    (
-        Backend("vela-estimate", "Arm Vela performance estimate (Ethos-U65)", "simulator", "npu-estimate", kind="simulator", options={"toolchain": "eiq"}),
-        "Vela estimates time only for a full-int8 TFLite model compiled for the Ethos-U; `edgedeploy build --target imx93` reports it, labelled as an estimate",
-    ),
-)
-
-
 def ort_backends(available_providers: list[str]) -> list[Backend]:
     """One backend per execution provider of this onnxruntime build, CPU first."""
     found = []
@@ -119,16 +114,22 @@ def ort_backends(available_providers: list[str]) -> list[Backend]:
     return found
 
 
-def catalogue(available_providers: list[str]) -> list[Backend]:
-    """Every backend bench knows on this machine, installed or not, in display order."""
+def catalogue(available_providers: list[str], declared: list[Backend] = ()) -> list[Backend]:
+    """Every backend bench knows on this machine, installed or not, in display order.
+
+    `declared`: the targets' own backends (the pipeline gathers them from the registry);
+    runtimes come before the simulators that are only listed.
+    """
     ort = ort_backends(available_providers)
     if not any(b.name == "ort-cpu" for b in ort):
         ort.insert(0, Backend("ort-cpu", "ONNX Runtime CPU", "ort", "cpu", options={"provider": "CPUExecutionProvider"}))
-    return ort + list(TORCH_VARIANTS) + [TFLITE] + [sim for sim, _ in SIMULATORS]
+    timed = [b for b in declared if b.not_timed is None]
+    listed = [b for b in declared if b.not_timed is not None]
+    return ort + list(TORCH_VARIANTS) + timed + listed
 
 
-def known_names(available_providers: list[str]) -> list[str]:
-    names = [b.name for b in catalogue(available_providers)]
+def known_names(available_providers: list[str], declared: list[Backend] = ()) -> list[str]:
+    names = [b.name for b in catalogue(available_providers, declared)]
     # The CUDA provider is named even where this onnxruntime build lacks it, so that asking
     # for it explains itself instead of being "unknown".
     for name, _ in ORT_PROVIDER_NAMES.values():

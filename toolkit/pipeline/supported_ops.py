@@ -4,7 +4,7 @@ One page per registered target that has rules: the operators per chip with their
 every rule with the sentence users read (constants filled in), and the versions the table was
 transcribed from. The pages are written by scripts/gen_supported_ops.py; a test regenerates
 them and fails when a committed page differs, so docs and rules cannot drift apart. Nothing
-here is specific to a vendor: a target gets its page by shipping targets/<v>/rules.py.
+here is specific to a vendor: a target gets its page by shipping targets/<v>/rules.py (or a rules/ package).
 """
 
 from __future__ import annotations
@@ -31,6 +31,12 @@ def _rule_sets(target):
     return out
 
 
+def _rules_path(target) -> str:
+    """Where the target's rules live in the repository: targets/<v>/rules.py, or the package targets/<v>/rules/."""
+    folder = target.package.replace("edgedeploy.targets", "targets").replace(".", "/")
+    return f"{folder}/rules/" if hasattr(target.module("rules"), "__path__") else f"{folder}/rules.py"
+
+
 def _precisions(support) -> str:
     return ", ".join("any" if p == "any" else p for p in support.precisions)
 
@@ -39,7 +45,7 @@ def target_page(target) -> str:
     rule_sets = _rule_sets(target)
     covered = [(c, r) for c, r in rule_sets if r is not None]
     lines = [
-        HEADER.format(module=f"{target.package.replace('edgedeploy.targets', 'targets').replace('.', '/')}/rules.py"),
+        HEADER.format(module=_rules_path(target)),
         "",
         f"# Supported operators: {_md(target.name)} ({_md(target.vendor)})",
         "",
@@ -124,14 +130,11 @@ def target_page(target) -> str:
 
 
 def _variants(target, chip_id: str) -> list[dict]:
-    """Other tables a rules module offers for a chip (its optional `rule_set_variants(chip_id)`), default excluded.
+    """Other tables a target offers for a chip (Target.rule_set_variants), default excluded.
 
     Each entry: the keyword arguments for rule_set() plus "label"; e.g. TensorRT versions, DLA or GPU.
     """
-    module = target.module("rules")
-    if not hasattr(module, "rule_set_variants"):
-        return []
-    return [v for v in module.rule_set_variants(chip_id) if not v.get("default")]
+    return [v for v in target.rule_set_variants(chip_id) if not v.get("default")]
 
 
 def _variant_sections(target, covered) -> list[str]:
@@ -174,7 +177,7 @@ def index_page(targets_with_rules: list, targets_without: list) -> str:
         "",
         "# Supported operators per target",
         "",
-        "Generated from each target's rule table (`targets/<vendor>/rules.py`). `edgedeploy audit MODEL --target CHIP`",
+        "Generated from each target's rule table (`targets/<vendor>/rules`). `edgedeploy audit MODEL --target CHIP`",
         "applies the same tables to a model.",
         "",
     ]
@@ -188,7 +191,7 @@ def index_page(targets_with_rules: list, targets_without: list) -> str:
 
 def generate_pages() -> dict[str, str]:
     """file name (under docs/supported-ops/) -> content, for every registered target."""
-    from edgedeploy.audit.run import has_rules
+    from edgedeploy.pipeline.audit import has_rules
     from edgedeploy.targets import all_targets
 
     with_rules = [t for t in all_targets() if has_rules(t)]

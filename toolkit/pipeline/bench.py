@@ -23,6 +23,8 @@ from edgedeploy.measure import backends as B
 from edgedeploy.measure import protocol
 from edgedeploy.measure.harness import SessionPlan, make_measurement, run_sessions
 from edgedeploy.measure.schema import BENCH_SCHEMA, ScopeMismatch, make_scope, ratio, scope_differences
+from edgedeploy.targets import all_targets
+from edgedeploy.targets.base import Capability
 
 PRECISIONS = ("fp32", "fp16")
 ONNX_FLOAT_PRECISION = {"float": "fp32", "float32": "fp32", "float16": "fp16", "double": "fp64", "bfloat16": "bf16"}
@@ -140,8 +142,8 @@ class BenchRun:
     def skip_reason(self, backend: B.Backend, model: ModelUnderTest) -> str | None:
         """Why `backend` cannot run this model here, or None when it can."""
         want = self.options.precision
-        if backend.kind == "simulator":
-            return dict((b.name, why) for b, why in B.SIMULATORS)[backend.name]
+        if backend.not_timed is not None:
+            return backend.not_timed
         if backend.family == "ort":
             import onnxruntime as ort
 
@@ -156,14 +158,14 @@ class BenchRun:
             if model.precision != want:
                 return f"ONNX Runtime runs the model in its own precision ({model.precision}); for {want}, give a {want} ONNX model"
             return None
-        if backend.family == "tflite":
+        if backend.toolchain is not None:
             if model.format != "onnx":
-                return "the TFLite path converts an ONNX model, and MODEL is a .pt2"
-            if want != "fp32":
-                return f"bench converts to a float32 TFLite model only; {want} is not measured on TFLite"
-            status = _toolchain("eiq").status()
+                return f"{backend.label} converts an ONNX model, and MODEL is a .pt2"
+            if want not in backend.precisions:
+                return f"{backend.name} times {' and '.join(backend.precisions)} only; {want} is not measured there"
+            status = backend.toolchain.status()
             if not status.installed:
-                return f"the eiq toolchain (onnx2tf + ai_edge_litert) is {status.detail}"
+                return f"the {backend.toolchain.name} toolchain is {status.detail}"
             return None
         if backend.family == "torch":
             probe, why = self.torch_probe()
@@ -212,14 +214,14 @@ class BenchRun:
                 compile_cache_dir=str(self.workdir / "torch-compile-cache"),
             )
             sessions = run_sessions(python, B.TORCH_WORKER, request, plan, work, backend.name, timeout, self.echo)
-        elif backend.family == "tflite":
+        elif backend.toolchain is not None:
             from edgedeploy.toolchains.worker import run_worker
 
-            eiq = _toolchain("eiq")
-            self.echo(f"  {backend.name}: converting with onnx2tf in the eiq environment")
-            converted = run_worker(eiq.require(), B.TFLITE_WORKER, {"action": "convert", "model_path": str(model.run_path)}, work / "convert", work / "convert.log", timeout, label="onnx2tf")
-            request = dict(base, action="session", tflite_path=converted["tflite_path"])
-            sessions = run_sessions(eiq.require(), B.TFLITE_WORKER, request, plan, work, backend.name, timeout, self.echo)
+            python = backend.toolchain.require()
+            self.echo(f"  {backend.name}: converting the model in the {backend.toolchain.name} environment")
+            converted = run_worker(python, backend.worker, {"action": "convert", "model_path": str(model.run_path)}, work / "convert", work / "convert.log", timeout, label=backend.toolchain.name)
+            request = dict(base, action="session", **converted)
+            sessions = run_sessions(python, backend.worker, request, plan, work, backend.name, timeout, self.echo)
         else:  # pragma: no cover - skip_reason stops these first
             raise EdgedeployError(f"{backend.name} cannot be timed")
         first = sessions[0]
@@ -228,10 +230,9 @@ class BenchRun:
         return make_measurement(scope, backend_info, plan, sessions, environment)
 
 
-def _toolchain(name: str):
-    from edgedeploy.targets import find_toolchain
-
-    return find_toolchain(name)
+def declared_backends() -> list[B.Backend]:
+    """The backends the registered targets declare (Capability.BENCH)."""
+    return [backend for target in all_targets() if target.has(Capability.BENCH) for backend in target.bench_backends()]
 
 
 def _first_line(text: str) -> str:
@@ -244,7 +245,8 @@ def resolve_backends(requested: tuple[str, ...]) -> list[B.Backend]:
     import onnxruntime as ort
 
     providers = ort.get_available_providers()
-    catalogue = B.catalogue(providers)
+    declared = declared_backends()
+    catalogue = B.catalogue(providers, declared)
     by_name = {b.name: b for b in catalogue}
     for name, unit in B.ORT_PROVIDER_NAMES.values():
         if name not in by_name:
@@ -263,7 +265,7 @@ def resolve_backends(requested: tuple[str, ...]) -> list[B.Backend]:
     chosen = []
     for name in names:
         if name not in by_name:
-            raise OptionError(f"Unknown backend '{name}'. Known backends: {', '.join(B.known_names(providers))}, or all.")
+            raise OptionError(f"Unknown backend '{name}'. Known backends: {', '.join(B.known_names(providers, declared))}, or all.")
         if by_name[name] not in chosen:
             chosen.append(by_name[name])
     return chosen
@@ -384,7 +386,8 @@ def verify_torch_program(model: ModelUnderTest, pt2: Path, run: BenchRun) -> dic
     import hashlib
 
     import numpy as np
-    import onnxruntime as ort
+
+    from edgedeploy.measure.reference import ReferenceRunner
 
     if model.format != "onnx":
         raise OptionError("--torch-model goes with an ONNX MODEL (the .pt2 stands in for it on the torch backends).")
@@ -398,8 +401,7 @@ def verify_torch_program(model: ModelUnderTest, pt2: Path, run: BenchRun) -> dic
     work = run.workdir / "torch-model-check"
     work.mkdir(parents=True, exist_ok=True)
     np.savez(work / "inputs.npz", *[feeds[i["name"]] for i in model.inputs])
-    session = ort.InferenceSession(str(model.run_path), providers=["CPUExecutionProvider"])
-    reference = session.run(None, feeds)
+    reference = list(ReferenceRunner(model.run_path).run(feeds).outputs.values())
     from edgedeploy.toolchains.worker import run_worker
 
     python, _ = run.torch_python()

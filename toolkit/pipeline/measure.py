@@ -47,6 +47,10 @@ from edgedeploy.devices.runners import (
 )
 from edgedeploy.errors import ArtifactError, DeviceError
 from edgedeploy.measure.harness import SessionSettings, make_measurement
+from edgedeploy.measure.reference import ReferenceRunner
+from edgedeploy.measure.verify import verify
+from edgedeploy.targets import find_chip
+from edgedeploy.targets.base import Capability
 from edgedeploy.measure.schema import SCOPE_FIELDS, ratio_refusal, scope_differences
 
 MEASUREMENT_SCHEMA = "edgedeploy.measurement/1"
@@ -190,13 +194,13 @@ def run_serial_measure(request: MeasureRequest, echo: Callable[[str], None], rai
     divided by the host's (another device). When the board gave no session at all, nothing is
     written and the board's error is raised.
     """
-    from edgedeploy.targets import find_chip
-
     artifact = Path(request.artifact)
     device = request.device
     manifest = check_artifact_for_device(artifact, device)
     report = _read_report(artifact)
     target, _chip = find_chip(manifest["target"]["chip"])
+    if not target.has(Capability.SERIAL):
+        raise DeviceError(f"{target.name} artifacts are not run on boards over a serial port; give device '{device.name}' an ssh or local transport.")
     started_at = now_iso()
     echo(f"measure: {artifact} on the board '{device.name}' (serial {device.serial_port}, {device.baud} baud); flash: {request.flash}")
     section = target.measure_serial(
@@ -209,6 +213,8 @@ def run_serial_measure(request: MeasureRequest, echo: Callable[[str], None], rai
         reset=request.reset,
         echo=echo,
         console_echo=request.console_echo,
+        # The user's data streamed to the board (issue 19): only when given, other boards' firmware has no such loop.
+        **({"eval_path": request.eval_path, "eval_count": request.eval_count} if request.eval_path else {}),
     )
     if not section.get("sessions"):
         raise DeviceError(section.get("error") or f"The board on {device.serial_port} gave no result line.")
@@ -264,8 +270,9 @@ def serial_record(artifact: Path, manifest: dict, report: dict, device: Device, 
             "timeout_s": request.settings.timeout_s,
             "note": "sessions, warm-up and iterations are fixed in the firmware when it is built (latency.after.protocol)",
         },
-        "inputs": {"source": section.get("inputs") or scope.get("inputs"), "scope": scope.get("inputs")},
-        "partial": latency["partial"],
+        "inputs": {"source": section.get("inputs") or scope.get("inputs"), "scope": scope.get("inputs"), "evaluation": section.get("evaluation_inputs")},
+        # A stream of the user's data that stopped short leaves the record partial too.
+        "partial": latency["partial"] or bool((section.get("evaluation") or {}).get("error")),
         "error": section.get("error"),
         "runner_errors": {},
         "latency": {"after": latency},
@@ -277,14 +284,15 @@ def serial_record(artifact: Path, manifest: dict, report: dict, device: Device, 
                 "are never divided; the build's accuracy before/after is in the report"
             ),
         },
-        "accuracy": None,
-        "accuracy_error": None,
+        "accuracy": section.get("accuracy"),
+        "accuracy_error": section.get("accuracy_error"),
+        "evaluation": section.get("evaluation"),
         "output_check": {
             "outputs_match": section.get("outputs_match"),
             "per_session": [s.get("outputs_match") for s in section["sessions"]],
             "scope": section.get("inputs"),
         },
-        "board": {k: v for k, v in section.items() if k not in ("sessions", "scope", "protocol")},
+        "board": {k: v for k, v in section.items() if k not in ("sessions", "scope", "protocol", "accuracy", "evaluation", "evaluation_inputs")},
     }
 
 
@@ -302,9 +310,15 @@ def _runner_specs(artifact: Path, manifest: dict, report: dict, device: Device, 
         )
         baseline = None
     else:
-        from edgedeploy.targets import find_chip
-
         target, _chip = find_chip(manifest["target"]["chip"])
+        if not target.has(Capability.RUNNER):
+            if target.has(Capability.SERIAL):
+                raise DeviceError(
+                    f"{target.name} artifacts run as firmware on an {manifest.get('target', {}).get('chip', 'the chip')} over a serial port, not as a "
+                    f"runner on device '{device.name}' ({device.transport}); give a serial device (chip@/dev/ttyUSB0 or an inventory entry "
+                    "with transport = \"serial\")."
+                )
+            raise DeviceError(f"{target.name} artifacts have no runner for devices.")
         after = target.runner_spec(artifact, manifest, device)
         baseline = after.baseline
         if INPUTS_REMOTE_NAME in after.files:
@@ -328,7 +342,7 @@ def choose_inputs(artifact: Path, report: dict, request: MeasureRequest, stage: 
     """The inputs both runners get: --eval, else the build's eval data, else the sample's, else seeded random."""
     from edgedeploy.datasets import load_dataset, model_input_specs
     from edgedeploy.model import load_model
-    from edgedeploy.sample import sample_card, sample_eval_path
+    from edgedeploy.sample import is_sample, sample_card, sample_eval_path
 
     model = load_model(artifact / "model.onnx", {}, require_static=True)
     specs = model_input_specs(model)
@@ -338,7 +352,7 @@ def choose_inputs(artifact: Path, report: dict, request: MeasureRequest, stage: 
     build_eval = (report.get("options") or {}).get("eval")
     if build_eval and Path(build_eval).exists():
         candidates.append((Path(build_eval), "the build's --eval data"))
-    if model.sha256 == sample_card().get("sha256") or report["model"].get("sha256") == sample_card().get("sha256"):
+    if is_sample(model) or report["model"].get("sha256") == sample_card().get("sha256"):
         candidates.append((sample_eval_path(), "the bundled sample's held-out split"))
     path = stage / INPUTS_REMOTE_NAME
     if candidates:
@@ -548,30 +562,27 @@ def host_reference_outputs(model_path: Path, inputs_path: Path, count: int) -> t
     """The reference: the artifact's ONNX model on this machine's ONNX Runtime CPU, on the same inputs.
 
     Inputs are either one array per input with the samples along the batch axis (the dataset
-    .npz format: fed in whole batches), or one entry per sample each with its own batch axis
-    (rank + 1: fed one by one, outputs stacked) as some targets' runners store them.
+    .npz format), or one entry per batch each with its own batch axis (rank + 1) as some
+    targets' runners store them; either way the reference runner sees samples along axis 0.
     """
-    import onnxruntime as ort
+    import onnx
 
-    session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
-    inputs = session.get_inputs()
-    names = [i.name for i in inputs]
+    proto = onnx.load(str(model_path))
+    runner = ReferenceRunner(proto)
+    ranks = {vi.name: len(vi.type.tensor_type.shape.dim) for vi in proto.graph.input}
     with np.load(inputs_path, allow_pickle=False) as archive:
-        data = {n: archive[n] for n in names}
-    outputs = session.get_outputs()
-    parts: list[list[np.ndarray]] = [[] for _ in outputs]
-    if data[names[0]].ndim == len(inputs[0].shape) + 1:
-        for index in range(min(count, len(data[names[0]]))):
-            for i, value in enumerate(session.run(None, {n: a[index] for n, a in data.items()})):
-                parts[i].append(np.asarray(value))
-        stacked = {o.name: np.stack(p) for o, p in zip(outputs, parts) if p}
+        data = {n: archive[n] for n in runner.input_names}
+    framed = any(a.ndim == ranks.get(n, a.ndim) + 1 for n, a in data.items())
+    frames = min(count, len(next(iter(data.values()))))
+    if framed:
+        data = {n: a[:frames].reshape((-1,) + a.shape[2:]) for n, a in data.items()}
     else:
-        batch = int(inputs[0].shape[0]) if isinstance(inputs[0].shape[0], int) else 1
-        for start in range(0, count - batch + 1, batch):
-            for i, value in enumerate(session.run(None, {n: a[start : start + batch] for n, a in data.items()})):
-                parts[i].append(np.asarray(value))
-        stacked = {o.name: np.concatenate(p) for o, p in zip(outputs, parts) if p}
-    return stacked, f"ort-cpu {ort.__version__} on this host, fp32"
+        data = {n: a[:count] for n, a in data.items()}
+    result = runner.run(data)
+    outputs = result.outputs
+    if framed:
+        outputs = {k: v.reshape((frames, -1) + v.shape[1:]) for k, v in outputs.items()}
+    return outputs, f"{result.runtime} on this host"
 
 
 def accuracy_section(artifact: Path, runs: dict[str, RunnerRun], inputs_path: Path | None, device: Device) -> dict | None:
@@ -586,10 +597,8 @@ def accuracy_section(artifact: Path, runs: dict[str, RunnerRun], inputs_path: Pa
     host_ref, host_label = host_reference_outputs(artifact / "model.onnx", inputs_path, count)
     with np.load(inputs_path, allow_pickle=False) as archive:
         labels = archive["labels"][:count] if "labels" in archive.files else None
-    first_output = next(iter(host_ref))
-    metric = accuracy.choose_metric("auto", host_ref[first_output].shape, labels)
     reference = before if before is not None else host_ref
-    section = accuracy.before_after(metric, reference, after, labels, first_output)
+    section = verify(reference, after, labels, "auto", "auto")
     section["scope"] = {
         "samples": count,
         "device": device.name,

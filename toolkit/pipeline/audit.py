@@ -1,4 +1,4 @@
-"""Running the audit for `edgedeploy audit`: choosing chips, loading rules, confirming with toolchains.
+"""`edgedeploy audit`: choosing chips, loading their rules, confirming with the toolchains.
 
 Kept apart from the CLI so scripts and other commands (build, report) can produce the same
 report dict.
@@ -6,13 +6,14 @@ report dict.
 
 from __future__ import annotations
 
-import importlib.util
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from edgedeploy.errors import EdgedeployError, NotAvailableYet, OptionError, ToolchainMissing
+from edgedeploy.targets import all_targets, find_chip
+from edgedeploy.targets.base import Capability
 
 
 @dataclass
@@ -22,8 +23,8 @@ class ChipChoice:
 
 
 def has_rules(target) -> bool:
-    """Whether the target package ships a rules module (without importing it)."""
-    return importlib.util.find_spec(f"{target.package}.rules") is not None
+    """Whether the target declares rules (Capability.AUDIT; the registry checked the declaration)."""
+    return target.has(Capability.AUDIT)
 
 
 def resolve_chips(values: tuple[str, ...] | list[str]) -> tuple[list[ChipChoice], list[dict]]:
@@ -32,8 +33,6 @@ def resolve_chips(values: tuple[str, ...] | list[str]) -> tuple[list[ChipChoice]
     A chip named explicitly whose target has no rules yet is an error; under 'all' it is listed
     as "no rules yet".
     """
-    from edgedeploy.targets import all_targets, find_chip
-
     wanted = [v for value in values for v in value.split(",") if v.strip()] or ["all"]
     chips: list[ChipChoice] = []
     no_rules: list[dict] = []
@@ -60,12 +59,8 @@ def resolve_chips(values: tuple[str, ...] | list[str]) -> tuple[list[ChipChoice]
 
 
 def rules_for(target, chip_id: str, precision: str):
-    """The target's RuleSet for a chip, telling rule sets that vary with precision which one is audited."""
-    import inspect
-
-    params = inspect.signature(target.module("rules").rule_set).parameters
-    takes_precision = "precision" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    return target.rule_set(chip_id, precision=precision) if takes_precision else target.rule_set(chip_id)
+    """The target's RuleSet for a chip in the precision audited."""
+    return target.rule_set(chip_id, precision)
 
 
 def chip_precision(chip, requested: str | None, explicit: bool) -> tuple[str, list[str]]:
@@ -125,8 +120,6 @@ def audit_chips(
 
 def confirm_chip(ca, model, chips: list[ChipChoice], calib: str | None, single: bool, echo) -> dict:
     """Run the chip's real toolchain on the model and compare its verdict with the prediction."""
-    import inspect
-
     from edgedeploy.audit.confirm import compare
 
     choice = next(c for c in chips if c.chip.id == ca.result.chip)
@@ -136,17 +129,16 @@ def confirm_chip(ca, model, chips: list[ChipChoice], calib: str | None, single: 
         if single:
             raise ToolchainMissing(f"--confirm needs the {target.toolchain.name} toolchain, which is {status.detail}.")
         return {"skipped": f"the {target.toolchain.name} toolchain is {status.detail}"}
-    options = {}
-    params = inspect.signature(target.toolchain_verdict).parameters
-    if "precision" in params:
-        options["precision"] = ca.result.precision
-    if calib and "inputs" in params:
-        options["inputs"] = Path(calib)
+    if not target.has(Capability.VERDICT):
+        reason = f"{target.name}'s toolchain reports no per-node placement"
+        if single:
+            raise NotAvailableYet(f"`audit --confirm` is not available for {ca.result.chip}: {reason}.")
+        return {"skipped": reason}
     echo(f"{ca.result.chip}: running {target.toolchain.name} on the model for its own verdict ...")
     with tempfile.TemporaryDirectory(prefix="edgedeploy-confirm-") as tmp:
         work = Path(tmp)
         try:
-            verdict = target.toolchain_verdict(model.path, ca.result.chip, work, work / "toolchain.log", **options)
+            verdict = target.toolchain_verdict(model.path, ca.result.chip, work, work / "toolchain.log", precision=ca.result.precision, inputs=Path(calib) if calib else None)
         except NotAvailableYet as exc:
             if single:
                 raise

@@ -1,0 +1,230 @@
+"""eIQ rules about where the TFLite operators run: on the NPU, or on the Cortex-A CPU.
+
+i.MX 93: what Vela compiles for the Ethos-U65 (its operator list and constraints); i.MX 8M Plus:
+the VX delegate's operator list (it states no per-operator limits). Declared in the order the
+audit checks them, after the conversion rules.
+"""
+
+from __future__ import annotations
+
+from edgedeploy.audit.rules import NodeView, Offence, Placement
+from edgedeploy.targets.eiq.rules.documents import NPU_TABLES, RULES, TENSORFLOW_VERSION, VELA_VERSION
+from edgedeploy.targets.eiq.rules.onnx2tf import float_only_ops, input_rank, node_tflite_ops, static_shape, tf_axis, tf_shape
+
+IMX93 = ("imx93",)
+VELA = f"Vela {VELA_VERSION}"
+
+
+@RULES.rule(placement=Placement.UNSUPPORTED, chips=IMX93, COMPILER=VELA)
+def boolean_model_boundary(node, chip):
+    """{COMPILER} stops with an error ("Non-passthrough operation ... could not run on NPU") when a model input or output is boolean."""
+    for t in list(node.inputs) + list(node.outputs):
+        if t.present and t.dtype == "bool" and (t.is_graph_input or t.is_model_output):
+            return Offence("bool", f"{t.name} is a boolean model {'input' if t.is_graph_input else 'output'}")
+    return None
+
+
+@RULES.rule(placement=Placement.FALLBACK, chips=IMX93, COMPILER=VELA)
+def scalar_feature_map(node, chip):
+    """{COMPILER} leaves operators that produce scalar (shapeless) feature maps on the CPU ("Tensors must have constant shape")."""
+    # E.g. DynamicQuantizeLinear's run-time scale and zero point (measured: Vela leaves it on the CPU).
+    if float_only_ops(node):
+        return None  # it computes in float on the CPU: no_int8_kernel says so
+    for t in node.outputs:
+        if t.present and t.rank == 0:
+            return Offence(0, f"{t.name} is a scalar")
+    return None
+
+
+def _not_on_npu_rule(chip_id: str, release: str, npu_ops: frozenset[str], compiler: str):
+    # One rule per NPU table: its sentence names the compiler the table comes from.
+    @RULES.rule(placement=Placement.FALLBACK, chips=(chip_id,), releases=(release,), COMPILER=compiler)
+    def tflite_operator_not_on_npu(node, chip):
+        """onnx2tf lowers this node to a TFLite operator {COMPILER} does not place on the NPU; it runs on the CPU with TFLite's int8 kernel."""
+        float_only = set(float_only_ops(node))
+        missing = [t for t in node_tflite_ops(node) if t not in npu_ops and t not in float_only]
+        if missing:
+            return Offence(missing[0], "TFLite " + ", ".join(missing))
+        return None
+
+    return tflite_operator_not_on_npu
+
+
+for _chip, _tables in NPU_TABLES.items():
+    for _release, (_npu_ops, _compiler) in _tables.items():
+        _not_on_npu_rule(_chip, _release, _npu_ops, _compiler)
+
+
+@RULES.rule(placement=Placement.FLOAT, QUANTISER=f"TensorFlow {TENSORFLOW_VERSION}'s int8 quantiser")
+def no_int8_kernel(node, chip):
+    """{QUANTISER} has no int8 kernel for the TFLite operator of this node; it stays in float32 between DEQUANTIZE and QUANTIZE (on the i.MX 93: on the CPU)."""
+    found = float_only_ops(node)
+    if found:
+        return Offence(found[0], "TFLite " + ", ".join(found))
+    return None
+
+
+# Vela 5.2.0's generic constraints: feature maps must be INT8/UINT8/INT16/INT32/INT64 ("bool" is
+# not one), 64-bit feature maps are not supported (except ARG_MAX), and most operators add "32-bit
+# feature-maps are not supported". Operators of the U55/U65 table without that specific line:
+VELA_32BIT_OK = frozenset({"ADD", "SUB", "MUL", "NEG", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "SUM", "TRANSPOSE", "BATCH_MATMUL", "FULLY_CONNECTED", "ARG_MAX", "MIRROR_PAD"})
+OUTPUT_INDEX_OPS = ("ArgMax", "ArgMin", "Shape", "Size")
+
+
+@RULES.rule(placement=Placement.FALLBACK, chips=IMX93, COMPILER=VELA)
+def integer_feature_map(node, chip):
+    """This node computes on raw integer or boolean data (not quantised activations): {COMPILER} needs quantisation parameters and no 64-bit or boolean feature maps, and takes 32-bit ones only for a few operators; the node stays on the CPU."""
+    if float_only_ops(node):
+        return None  # it computes in float on the CPU: no_int8_kernel says so
+
+    ops = node_tflite_ops(node)
+    data = [node.input(0)] if node.input(0) is not None and not node.input(0).is_constant else []
+    if node.op_type not in OUTPUT_INDEX_OPS:
+        data += [t for t in node.outputs if t.present]
+    for t in data:
+        if t.dtype in ("bool", "int64", "uint64", "int8", "uint8", "int16", "uint16", "uint32"):
+            return Offence(t.dtype, f"{t.name} is {t.dtype}")
+        if t.dtype == "int32" and any(o not in VELA_32BIT_OK for o in ops):
+            return Offence(t.dtype, f"{t.name} is {t.dtype}")
+    return None
+
+
+def _argmax_on_depth(node: NodeView) -> bool | None:
+    rank = input_rank(node)
+    if rank is None:
+        return None
+    return tf_axis(int(node.attr("axis", 0)), rank) == rank - 1
+
+
+@RULES.rule("ArgMax", placement=Placement.FALLBACK, chips=IMX93, MAX_DEPTH=127)
+def argmax_not_on_depth(node, chip):
+    """Vela runs ARG_MAX only along the depth (channels-last) axis, with a depth of at most {MAX_DEPTH}."""
+    on_depth = _argmax_on_depth(node)
+    if on_depth is None:
+        return None
+    if not on_depth:
+        return Offence(int(node.attr("axis", 0)), "reduction not along the channels-last axis")
+    shape = static_shape(node)
+    if shape is not None and tf_shape(shape)[-1] > 127:
+        return Offence(tf_shape(shape)[-1], "depth above 127")
+    return None
+
+
+@RULES.rule("ArgMax", "Hardmax", placement=Placement.UNSUPPORTED, chips=IMX93, releases=("5.2",), COMPILER=VELA)
+def argmax_on_depth_stops_vela(node, chip):
+    """{COMPILER} stops with an error (KeyError '0') on an ARG_MAX along the depth (channels-last) axis, the one form it would place on the NPU (measured); Hardmax is lowered to such an ARG_MAX."""
+    if node.op_type == "Hardmax" or _argmax_on_depth(node):
+        return Offence(int(node.attr("axis", -1 if node.op_type == "Hardmax" else 0)), "ARG_MAX along the depth axis")
+    return None
+
+
+def _pool_output(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int, ceil: bool) -> int:
+    span = size + pad_begin + pad_end - kernel
+    out = (-(-span // stride) if ceil else span // stride) + 1
+    if ceil and (out - 1) * stride >= size + pad_begin:
+        out -= 1  # ONNX: the last window must start inside the input or the left padding
+    return out
+
+
+@RULES.rule("MaxPool", "AveragePool", placement=Placement.FALLBACK, chips=IMX93, MAX_KERNEL_H=256, MAX_KERNEL_PRODUCT=65536, MAX_STRIDE=3, MAX_PADDED_KERNEL=8)
+def pool_limits(node, chip):
+    """Vela's pooling limits: kernel height at most {MAX_KERNEL_H} and kernel area at most {MAX_KERNEL_PRODUCT}; strides above {MAX_STRIDE} only with VALID padding; average pooling with SAME padding only with kernels up to {MAX_PADDED_KERNEL}x{MAX_PADDED_KERNEL}; a MaxPool whose ceil_mode changes the output size runs on the CPU (measured)."""
+    kernel = list(node.attr("kernel_shape", []) or [])
+    strides = list(node.attr("strides", []) or [1] * len(kernel))
+    pads = list(node.attr("pads", []) or [0] * (2 * len(kernel)))
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    if len(kernel) > 2:
+        return Offence(len(kernel), "3-D pooling")
+    kh = kernel[0] if kernel else 1
+    kw = kernel[1] if len(kernel) > 1 else 1
+    padded = any(pads) or auto_pad in ("SAME_UPPER", "SAME_LOWER")
+    if kh > 256 or kh * kw > 65536:
+        return Offence(kernel, "kernel too large")
+    if any(s > 3 for s in strides) and padded:
+        return Offence(strides, "stride above 3 with padding")
+    if node.op_type == "AveragePool" and padded and (kh > 8 or kw > 8):
+        return Offence(kernel, "padded average pool kernel above 8")
+    dil = list(node.attr("dilations", []) or [])
+    if node.op_type == "MaxPool" and any(d != 1 for d in dil):
+        return Offence(dil, "dilated max pooling")
+    shape = static_shape(node)
+    if node.op_type == "MaxPool" and shape is not None and len(shape) == len(kernel) + 2:
+        # Measured: TFLite's MAX_POOL_2D pads like TensorFlow's SAME (the extra on the end); other
+        # paddings (SAME_LOWER, larger explicit pads) leave it on the CPU.
+        spatial = shape[2:]
+        for i, size in enumerate(spatial):
+            k, st = kernel[i], (strides[i] if i < len(strides) else 1)
+            total = max((-(-size // st) - 1) * st + k - size, 0)
+            same = (total // 2, total - total // 2)
+            if auto_pad == "SAME_LOWER" and total % 2:
+                return Offence("SAME_LOWER", "padding on the start")
+            if auto_pad == "NOTSET" and len(pads) == 2 * len(spatial):
+                given = (pads[i], pads[i + len(spatial)])
+                if any(given) and given != same:
+                    return Offence(pads, "padding TensorFlow's SAME does not produce")
+    if node.op_type == "MaxPool" and int(node.attr("ceil_mode", 0)) and shape is not None and auto_pad in ("NOTSET", "VALID"):
+        spatial = shape[2:]
+        for i, size in enumerate(spatial):
+            k = kernel[i] if i < len(kernel) else 1
+            st = strides[i] if i < len(strides) else 1
+            begin, end = (pads[i], pads[i + len(spatial)]) if len(pads) == 2 * len(spatial) else (0, 0)
+            if _pool_output(size, k, st, begin, end, True) != _pool_output(size, k, st, begin, end, False):
+                return Offence("ceil_mode", "ceil_mode changes the output size")
+    return None
+
+
+@RULES.rule("ReduceMean", "GlobalAveragePool", "RMSNormalization", placement=Placement.FALLBACK, chips=IMX93)
+def mean_limits(node, chip):
+    """Vela runs MEAN only with a batch of 1, and reduces over the depth (channels-last) axis only when height, width or depth is 1."""
+    shape = static_shape(node)
+    if shape is None or len(shape) < 3:
+        return None
+    if shape[0] != 1:
+        return Offence(shape[0], "batch above 1")
+    if node.op_type == "RMSNormalization":
+        rank = len(shape)
+        tf_axes = {tf_axis(a, rank) for a in range(int(node.attr("axis", -1)) % rank, rank)}
+        tf = tf_shape(shape)
+        if rank - 1 in tf_axes and all(d > 1 for d in tf[1:]):
+            return Offence(sorted(tf_axes), "depth reduction with H, W and C above 1")
+    if node.op_type == "ReduceMean":
+        axes = node.attr("axes")
+        if axes is None and node.input(1) is not None and node.input(1).value is not None:
+            axes = [int(a) for a in node.input(1).value.reshape(-1)]
+        rank = len(shape)
+        tf_axes = {tf_axis(int(a), rank) for a in (axes if axes is not None else range(rank))}
+        tf = tf_shape(shape)
+        if rank - 1 in tf_axes and all(d > 1 for d in tf[1:]):
+            return Offence(sorted(tf_axes), "depth reduction with H, W and C above 1")
+    return None
+
+
+@RULES.rule("Softmax", "LogSoftmax", placement=Placement.FALLBACK, chips=IMX93, MAX_HW=65536)
+def softmax_limits(node, chip):
+    """Vela runs SOFTMAX when the product of the input's height and width is below {MAX_HW}."""
+    shape = static_shape(node)
+    if shape is None:
+        return None
+    tf = tf_shape(shape)
+    hw = 1
+    for d in tf[1:-1]:
+        hw *= d
+    if hw >= 65536:
+        return Offence(hw, "H*W")
+    return None
+
+
+@RULES.rule("Resize", "Upsample", placement=Placement.FALLBACK, chips=IMX93, FACTORS=(1, 2, 4, 8))
+def resize_scale_factor(node, chip):
+    """Vela runs RESIZE_* when the height and width scale by the same factor, one of {FACTORS} (or the input is 1x1)."""
+    shape = static_shape(node)
+    out = node.output(0)
+    if shape is None or out is None or not out.is_static or len(shape) != 4:
+        return None
+    ih, iw = shape[2], shape[3]
+    oh, ow = out.shape[2], out.shape[3]
+    if ih == iw == 1 or (ih, iw) == (oh, ow):
+        return None
+    if oh % ih or ow % iw or oh // ih != ow // iw or oh // ih not in (1, 2, 4, 8):
+        return Offence((oh / ih, ow / iw), "scale factors")
+    return None

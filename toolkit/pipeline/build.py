@@ -1,0 +1,416 @@
+"""`edgedeploy build`: the pipeline, run once per chip, every shared stage owned here.
+
+    intake     load, check, shape-infer, pin dynamic dims, hash            (edgedeploy.model)
+    fix        optional: `edgedeploy fix` rewrites for this chip           (edgedeploy.fix)
+    audit      the chip's rules predict every node's placement             (edgedeploy.audit)
+    data       calibration / evaluation resolved once; the sample decided once; the toolchain's
+               calibration minimum checked before it runs                  (edgedeploy.datasets)
+    convert    target.convert(ctx) through the executor                    (the target)
+    verdict    the toolchain's own placement beside the prediction         (edgedeploy.audit.confirm)
+    verify     target.simulate(...) against the ONNX Runtime reference, the same inputs, one
+               verification for every target                               (edgedeploy.measure.verify)
+    codegen    target.codegen(ctx, converted)                              (the target)
+    report     one shape per section, report.json + manifest.json, atomically (edgedeploy.artifacts)
+
+A target implements only convert, simulate (where a host simulator exists) and codegen. A
+check that fails after a good conversion (a host interpreter that refuses the model) never
+throws the artifact away: the failure is recorded in the report and the build goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import onnx
+
+from edgedeploy import __version__
+from edgedeploy.artifacts import DEFAULT_OUT, ArtifactBuilder, artifact_dir, atomic_write_json
+from edgedeploy.audit.confirm import compare
+from edgedeploy.audit.engine import audit_model
+from edgedeploy.datasets import Dataset, PreprocessSpec, load_dataset, model_input_specs
+from edgedeploy.errors import EdgedeployError, OptionError, ToolchainMissing
+from edgedeploy.measure.reference import ReferenceError, ReferenceRunner, default_cache_dir
+from edgedeploy.measure.verify import headline_line, output_producers, verify
+from edgedeploy.model import InputShapes, LoadedModel, load_model
+from edgedeploy.sample import is_sample, sample_calibration_path, sample_eval_path, sample_preprocess
+from edgedeploy.targets import find_chip
+from edgedeploy.targets.base import BuildContext, BuildData, Capability, ConvertResult, SimulationResult, TargetOptions
+from edgedeploy.toolchains.executor import Executor, Progress
+
+from edgedeploy.report.schema import REPORT_SCHEMA  # noqa: E402,F401 - one definition, in the report schema
+
+
+@dataclass
+class BuildOptions:
+    """What the user asked for, shared by every target; `target_options` maps a target id to its own options."""
+
+    out_root: Path = DEFAULT_OUT
+    force: bool = False
+    input_shapes: InputShapes = field(default_factory=dict)
+    precision: str | None = None
+    calib: Path | None = None
+    calib_count: int | None = None
+    eval: Path | None = None
+    eval_count: int | None = None
+    allow_nonfinite: bool = False  # let NaN, infinities and complex data through, with a warning
+    preprocess: PreprocessSpec | None = None
+    metric: str = "auto"
+    metric_output: str = "auto"
+    device: str | None = None
+    worker_timeout_s: float = 1800.0
+    fix: bool = False  # run `edgedeploy fix` for this chip before converting
+    allow_approx: bool = False  # let that fix use approximations (their error is reported)
+    target_options: dict[str, TargetOptions] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Workers run in folders of their own: every path a build hands on must be absolute
+        # (the CLI makes them so; this covers callers of the Python API).
+        self.out_root = Path(self.out_root).absolute()
+        self.calib = Path(self.calib).absolute() if self.calib is not None else None
+        self.eval = Path(self.eval).absolute() if self.eval is not None else None
+
+    def options_for(self, target) -> TargetOptions:
+        """The target's own options (its defaults when the user gave none)."""
+        given = self.target_options.get(target.id)
+        return given if given is not None else target.options_type()
+
+    def to_dict(self, target=None) -> dict:
+        data = {
+            "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
+            "precision": self.precision,
+            "calib": str(self.calib) if self.calib else None,
+            "calib_count": self.calib_count,
+            "eval": str(self.eval) if self.eval else None,
+            "eval_count": self.eval_count,
+            "allow_nonfinite": self.allow_nonfinite,
+            "preprocess": self.preprocess.to_dict() if self.preprocess else None,
+            "metric": self.metric,
+            "metric_output": self.metric_output,
+            "device": self.device,
+            "fix": self.fix,
+            "allow_approx": self.allow_approx,
+        }
+        if target is not None:
+            data["target_options"] = self.options_for(target).to_dict()
+        return data
+
+
+def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Callable[[str], None], progress: Progress | None = None) -> Path:
+    """Build one artifact for one chip; return its directory."""
+    target, chip = find_chip(chip_id)
+    started = time.monotonic()
+    model_path = Path(model_path).absolute()
+    target_options = options.options_for(target)
+    target_options.validate(chip)
+    precision = _precision(target, chip, options.precision)
+
+    # -- intake ---------------------------------------------------------------------------
+    model = load_model(model_path, options.input_shapes, require_static=True)
+    for name, dims in model.auto_pinned.items():
+        echo(f"intake: input '{name}' has a dynamic batch dimension; building for {'x'.join(map(str, dims))} (pin another with --input-shape)")
+    fix_report = None
+    if options.fix:
+        model, fix_report = _fix_for_chip(model, target, chip, precision, options, echo)
+    if target.toolchain.managed and not target.toolchain.status().installed:
+        raise ToolchainMissing(f"Building for {chip.id} needs the {target.toolchain.name} toolchain, which is {target.toolchain.status().detail}.")
+
+    dest = artifact_dir(options.out_root, model.name, chip.id)
+    with ArtifactBuilder(dest, options.force) as art:
+        work = art.path.absolute()
+        pinned_path = work / "model.onnx"
+        onnx.save(model.proto, str(pinned_path))
+        report = _report_header(model, target, chip, precision, options)
+        if fix_report is not None:
+            # The artifact's model.onnx is the rewritten one; the report keeps where it came from.
+            report["model"]["source_sha256"] = fix_report["model"]["sha256"]
+            report["fix"] = fix_report
+        echo(f"build: {model.name} for {chip.name} ({target.name}), {precision}, in {work}")
+
+        # -- audit --------------------------------------------------------------------------
+        rules = target.rule_set(chip.id, precision, target_options)
+        prediction = audit_model(model, rules, precision)
+        report["audit"] = _audit_section(work, prediction, rules, echo)
+
+        # -- data ---------------------------------------------------------------------------
+        reference = ReferenceRunner(model.proto, cache_dir=default_cache_dir())
+        data = resolve_data(model, target, chip, precision, options, reference)
+        report["data"] = _data_section(data)
+        for note in data.notes:
+            echo(f"data: {note}")
+
+        # -- convert ------------------------------------------------------------------------
+        executor = Executor(work / "build.log", options.worker_timeout_s, progress)
+        ctx = BuildContext(
+            model=model,
+            model_path=pinned_path,
+            target=target,
+            chip=chip,
+            precision=precision,
+            options=target_options,
+            workdir=work,
+            final_dir=dest.absolute(),
+            data=data,
+            audit=prediction,
+            executor=executor,
+            reference=reference,
+            echo=echo,
+            device=options.device,
+        )
+        convert_started = time.monotonic()
+        converted = target.convert(ctx)
+        convert_seconds = round(time.monotonic() - convert_started, 2)
+        if converted.rules is not None:
+            # The toolchain actually used has a rule table of its own (a device's TensorRT release).
+            prediction = audit_model(model, converted.rules, precision)
+            report["audit"] = _audit_section(work, prediction, converted.rules, echo)
+        report["convert"] = _convert_section(converted, work, convert_seconds)
+        report.update(converted.sections)
+        for workaround in converted.workarounds:
+            echo(f"convert: applied the documented workaround {workaround['name']}: {workaround['why']}")
+
+        # -- the toolchain's own verdict --------------------------------------------------------
+        report["toolchain_verdict"] = _verdict_section(work, prediction, converted, echo)
+
+        # -- verify ----------------------------------------------------------------------------
+        report["accuracy"] = _verify(ctx, converted, reference, options, echo)
+
+        # -- codegen ----------------------------------------------------------------------------
+        report["codegen"] = target.codegen(ctx, converted)
+
+        # -- report and manifest ------------------------------------------------------------
+        art.manifest_fields.update(
+            model=report["model"],
+            target=report["target"],
+            options=report["options"],
+            toolchain={"name": target.toolchain.name, "versions": {**target.toolchain.status().versions, **converted.versions}},
+        )
+        if converted.manifest:
+            art.manifest_fields[target.id] = converted.manifest
+        report["build_seconds"] = round(time.monotonic() - started, 2)
+        atomic_write_json(work / "report.json", report)
+    echo(f"build: wrote {dest} in {time.monotonic() - started:.1f} s")
+    return dest
+
+
+def _precision(target, chip, requested: str | None) -> str:
+    """The precision to build: the user's, checked against the chip, else the chip's first."""
+    if requested is None:
+        return chip.precisions[0]
+    if requested not in chip.precisions:
+        raise OptionError(f"{target.name} on {chip.name} builds {' or '.join(chip.precisions)}, not {requested}; use --precision {chip.precisions[0]}.")
+    return requested
+
+
+def _report_header(model: LoadedModel, target, chip, precision: str, options: BuildOptions) -> dict:
+    shared = options.to_dict(target)
+    shared["precision"] = precision  # what was built (the option's default is "the chip's")
+    return {
+        "schema": REPORT_SCHEMA,
+        "edgedeploy_version": __version__,
+        "model": {
+            "name": model.name,
+            "source": str(model.path),
+            "sha256": model.sha256,
+            "input_shapes": {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in model.graph_inputs()},
+            "outputs": [vi.name for vi in model.graph_outputs()],
+        },
+        "target": {"target": target.id, "chip": chip.id, "chip_name": chip.name, "vendor": target.vendor, "accelerator": chip.accelerator},
+        "options": shared,
+    }
+
+
+# -- data ----------------------------------------------------------------------------------
+
+
+def resolve_data(model: LoadedModel, target, chip, precision: str, options: BuildOptions, reference: ReferenceRunner) -> BuildData:
+    """Calibration and evaluation data, once: the user's, else the bundled sample's (for the sample only)."""
+    sample = is_sample(model)
+    preprocess = options.preprocess or (sample_preprocess() if sample else None)
+    specs = model_input_specs(model)
+    notes: list[str] = []
+
+    def load(path: Path | None, default: Path | None, count: int | None) -> Dataset | None:
+        chosen = path or default
+        return None if chosen is None else load_dataset(chosen, specs, preprocess, count, allow_nonfinite=options.allow_nonfinite)
+
+    need = target.calibration_need(chip, precision)
+    calibration = None
+    if need.required:
+        calibration = load(options.calib, sample_calibration_path() if sample else None, options.calib_count)
+        if calibration is None:
+            raise OptionError(
+                f"{precision} for {chip.id} needs calibration data ({need.why}): pass --calib DATA "
+                "(an .npz keyed by input name, a folder of .npy files, or images with --preprocess)."
+            )
+        if len(calibration) < need.minimum_samples:
+            raise OptionError(
+                f"The calibration data has {len(calibration)} samples, but {target.toolchain.name} needs at least "
+                f"{need.minimum_samples} for {chip.id} ({need.why}); give more with --calib (or a larger --calib-count)."
+            )
+    elif options.calib is not None:
+        notes.append(f"{precision} on {chip.id} is not calibrated: --calib is not used")
+    evaluation = load(options.eval, sample_eval_path() if sample else None, options.eval_count)
+    if evaluation is None:
+        notes.append("no --eval data: accuracy before/after is not measured")
+    probe = evaluation if evaluation is not None else calibration
+    batchable = reference.accepts_batches(probe.inputs) if probe is not None else False
+    return BuildData(calibration, evaluation, preprocess, sample, batchable, notes)
+
+
+def _data_section(data: BuildData) -> dict:
+    return {
+        "calibration": data.calibration.describe() if data.calibration is not None else None,
+        "evaluation": data.evaluation.describe() if data.evaluation is not None else None,
+        "preprocess": data.preprocess.to_dict() if data.preprocess else None,
+        "bundled_sample": data.is_sample,
+        "batched": data.batchable,
+        "notes": data.notes,
+    }
+
+
+# -- audit and verdict ---------------------------------------------------------------------
+
+
+def _audit_section(work: Path, prediction, rules, echo) -> dict:
+    """audit.json holds every node; the report keeps the summary, one shape for every target."""
+    atomic_write_json(work / "audit.json", prediction.to_dict())
+    echo(f"audit: {prediction.summary_line()}")
+    unsupported = [n.node for n in prediction.nodes if n.placement.value == "unsupported"]
+    if unsupported:
+        # A prediction: the toolchain, which runs next, is the judge; the report keeps both.
+        echo(f"audit: the rules predict {len(unsupported)} node(s) the toolchain cannot run ({', '.join(unsupported[:3])}{' ...' if len(unsupported) > 3 else ''}); converting anyway to let it decide")
+    return {
+        "file": "audit.json",
+        "chip": prediction.chip,
+        "precision": prediction.precision,
+        "toolchain_version": prediction.toolchain_version,
+        "source": prediction.source,
+        "fallback_unit": prediction.fallback_unit,
+        "notes": list(rules.notes),
+        "summary": prediction.summary(),
+        "summary_line": prediction.summary_line(),
+        "predicted_unsupported": unsupported,
+    }
+
+
+def _verdict_section(work: Path, prediction, converted: ConvertResult, echo) -> dict:
+    verdict = converted.verdict
+    if verdict is None:
+        reason = "the project was generated, not compiled" if converted.status == "generated" else "this toolchain reports no per-node placement"
+        return {"status": "none", "reason": reason}
+    comparison = compare(prediction, verdict)
+    atomic_write_json(work / "toolchain_verdict.json", {"verdict": verdict.to_dict(), "comparison": comparison})
+    if comparison.get("agreement") is not None:
+        line = f"verdict: {verdict.toolchain} and the rules agree on {comparison['agree']} of {comparison['compared']} nodes"
+        if comparison["disagreements"]:
+            line += f"; {len(comparison['disagreements'])} disagreement(s), listed in the report"
+        echo(line)
+    return {
+        "status": "compared",
+        "file": "toolchain_verdict.json",
+        "toolchain": verdict.toolchain,
+        "version": verdict.version,
+        "failed": verdict.failed,
+        "agreement": comparison.get("agreement"),
+        "agree": comparison.get("agree"),
+        "compared": comparison.get("compared"),
+        "disagreements": comparison.get("disagreements", []),
+        "not_reported": comparison.get("not_reported", []),
+        "unverifiable": comparison.get("unverifiable", []),
+        "unmapped_layers": list(verdict.unmapped),
+        "estimates": {k: v for k, v in verdict.estimates.items() if k != "layers"},
+    }
+
+
+def _convert_section(converted: ConvertResult, work: Path, seconds: float) -> dict:
+    sizes = {}
+    for role, rel in converted.files.items():
+        path = work / rel
+        if path.is_file():
+            sizes[role] = path.stat().st_size
+    return {
+        "status": converted.status,
+        "toolchain": converted.toolchain,
+        "versions": converted.versions,
+        "files": converted.files,
+        "size_bytes": sizes,
+        "seconds": seconds,
+        "workarounds": converted.workarounds,
+        "notes": converted.notes,
+        "reason": converted.reason,
+        "details": converted.details,
+    }
+
+
+# -- verify --------------------------------------------------------------------------------
+
+
+def _verify(ctx: BuildContext, converted: ConvertResult, reference: ReferenceRunner, options: BuildOptions, echo) -> dict:
+    """Accuracy before (ONNX Runtime fp32) and after (the target's host simulation), same inputs."""
+    evaluation = ctx.data.evaluation
+    if evaluation is None:
+        return {"status": "skipped", "reason": "no evaluation data (pass --eval DATA)"}
+    if converted.status != "built":
+        return {"status": "skipped", "reason": "the model was not compiled here, so there is nothing to run on the host"}
+    if not ctx.target.has(Capability.SIMULATE):
+        return {"status": "skipped", "reason": f"{ctx.target.name} has no host simulator; measure on the device (`edgedeploy measure`)"}
+    try:
+        simulated = ctx.target.simulate(ctx, converted, evaluation)
+    except EdgedeployError as exc:
+        simulated = SimulationResult({}, backend="(not run)", failed=str(exc).splitlines()[0])
+    if simulated is None or simulated.failed:
+        reason = simulated.failed if simulated is not None else "the simulation gave no outputs"
+        echo(f"verify: the host check could not run ({reason}); the artifact is kept")
+        return {"status": "failed", "reason": reason, "backend": simulated.backend if simulated else None}
+    # Codegen may ship the expected outputs of the compiled model with its runners.
+    converted.simulated = simulated
+    try:
+        before = reference.run(evaluation.inputs)
+    except ReferenceError as exc:
+        echo(f"verify: the ONNX Runtime reference could not run ({exc}); the artifact is kept")
+        return {"status": "failed", "reason": f"the reference could not run: {exc}"}
+    producers = output_producers(ctx.model.graph)
+    section = verify(before.outputs, simulated.outputs, evaluation.labels, options.metric, options.metric_output, producers)
+    section["status"] = "done"
+    section["before_backend"] = before.runtime
+    section["after_backend"] = simulated.backend
+    section["reference"] = before.describe()
+    section["data"] = evaluation.describe()
+    section["notes"] = list(simulated.notes)
+    for label, outputs in simulated.extra.items():
+        section.setdefault("extra_fidelity", {})[label] = verify(before.outputs, outputs, None, "fidelity", "auto", producers)["fidelity"]
+    section["scope"] = {
+        "model_sha256": ctx.model.sha256,
+        "input_shapes": {name: list(array.shape[1:]) for name, array in evaluation.inputs.items()},
+        "samples": section["samples"],
+        "precision_before": "fp32",
+        "precision_after": ctx.precision,
+        "chip": ctx.chip.id,
+        "device": "host",
+        "differs_in": "the compiled model and its runtime (the inputs are the same)",
+    }
+    atomic_write_json(ctx.workdir / "accuracy.json", section)
+    echo(f"verify: {headline_line(section)} ({section['metric_output_reason']})" if section.get("metric_output") else f"verify: {headline_line(section)}")
+    return section
+
+
+# -- fix -------------------------------------------------------------------------------------
+
+
+def _fix_for_chip(model: LoadedModel, target, chip, precision: str, options: BuildOptions, echo):
+    """`edgedeploy fix` for one chip before converting: (the rewritten model, the fix report)."""
+    from edgedeploy.fix.engine import DEFAULT_EVAL_COUNT, evaluation_feeds, fix_model
+
+    feeds, source = evaluation_feeds(model, options.eval, options.eval_count or DEFAULT_EVAL_COUNT, model.path, allow_nonfinite=options.allow_nonfinite)
+    result = fix_model(model, {chip.id: target.rule_set(chip.id, precision, options.options_for(target))}, feeds, source, allow_approx=options.allow_approx, echo=echo, precisions={chip.id: precision})
+    applied = [a.rewrite for a in result.attempts if a.applied]
+    echo(f"fix: {', '.join(applied) if applied else 'no rewrite improved the placements'} for {chip.id}")
+    return result.fixed, result.to_dict()
+
+
+def load_report(artifact: Path) -> dict:
+    return json.loads((Path(artifact) / "report.json").read_text())
