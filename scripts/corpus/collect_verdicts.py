@@ -63,7 +63,7 @@ def main() -> int:
     from edgedeploy.audit.confirm import ToolchainVerdict, compare
     from edgedeploy.audit.engine import audit_model, node_views
     from edgedeploy.audit.rules import Placement
-    from edgedeploy.audit.run import chip_precision, rules_for
+    from edgedeploy.pipeline.audit import chip_precision, rules_for
     from edgedeploy.model import load_model
     from edgedeploy.model.intake import with_batch_pinned
     from edgedeploy.model.stats import node_names
