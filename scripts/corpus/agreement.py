@@ -28,7 +28,7 @@ import argparse
 import json
 import os
 import sys
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ def compare_pair(model_name: str, chip: str, pair: dict, nodes: list, audited) -
         result.update(exact=predicted_fail, nodes_compared=1, nodes_agree=int(predicted_fail), disagreements=[] if predicted_fail else [{"node": "(model)", "op_type": "(model)", "predicted": "builds", "toolchain": "fails"}])
         return result
     observes = OBSERVES.get(chip)
-    disagreements, compared, agree = [], 0, 0
+    disagreements, compared, agree, uncertain = [], 0, 0, 0
     tool_off = set()
     for (name, op), code in zip(nodes, codes or ""):
         if code == ".":
@@ -112,6 +112,9 @@ def compare_pair(model_name: str, chip: str, pair: dict, nodes: list, audited) -
         mine = by_node.get(name)
         if mine is None:
             continue
+        if mine.uncertain:
+            uncertain += 1
+            continue  # the audit says it cannot know: counted apart, neither agreement nor not
         if observes and mine.placement.value not in observes:
             continue  # a placement this toolchain cannot report: neither agreement nor not
         compared += 1
@@ -125,10 +128,20 @@ def compare_pair(model_name: str, chip: str, pair: dict, nodes: list, audited) -
         toolchain_off_accelerator=sorted(tool_off),
         nodes_compared=compared,
         nodes_agree=agree,
+        nodes_uncertain=uncertain,
         disagreements=disagreements,
-        exact=not disagreements and set(pred_off) == tool_off,
+        # Op types the audit left uncertain do not count against the pair; they are counted.
+        exact=not disagreements and set(pred_off) - uncertain_ops(audited) == tool_off - uncertain_ops(audited),
     )
     return result
+
+
+def uncertain_ops(audited) -> set[str]:
+    """Op types whose every node the audit placed only as a best guess."""
+    ops: dict[str, bool] = {}
+    for n in audited.nodes:
+        ops[n.op_type] = ops.get(n.op_type, True) and bool(n.uncertain)
+    return {op for op, all_uncertain in ops.items() if all_uncertain}
 
 
 def run(chips: set[str] | None = None, models: set[str] | None = None) -> dict:
@@ -182,6 +195,7 @@ def summarise(pairs: dict) -> dict:
         "pairs_exact": sum(p["exact"] for p in pairs.values()),
         "nodes_compared": sum(p["nodes_compared"] for p in pairs.values()),
         "nodes_agree": sum(p["nodes_agree"] for p in pairs.values()),
+        "nodes_uncertain": sum(p.get("nodes_uncertain", 0) for p in pairs.values()),
         "per_chip": {c: {"exact": v[0], "pairs": v[1]} for c, v in sorted(per_chip.items())},
         "disagreement_kinds": sorted(
             ({"chip": c, "op_type": o, "kind": k, "nodes": v[0], "models": sorted(v[1])} for (c, o, k), v in kinds.items()),
@@ -199,7 +213,7 @@ def main() -> int:
     args = parser.parse_args()
     result = run({c for c in args.chips.split(",") if c} or None, {m for m in args.models.split(",") if m} or None)
     s = result["summary"]
-    print(f"pairs agreeing exactly: {s['pairs_exact']}/{s['pairs']}; nodes {s['nodes_agree']}/{s['nodes_compared']}")
+    print(f"pairs agreeing exactly: {s['pairs_exact']}/{s['pairs']}; nodes {s['nodes_agree']}/{s['nodes_compared']}; uncertain (not compared) {s['nodes_uncertain']}")
     for chip, v in s["per_chip"].items():
         print(f"  {chip:8s} {v['exact']}/{v['pairs']}")
     if result["not_compared"]:

@@ -65,6 +65,7 @@ class Violation:
     placement: Placement
     value: Any
     detail: str = ""
+    uncertain: bool = False
 
     def to_dict(self) -> dict:
         return {
@@ -75,6 +76,7 @@ class Violation:
             "placement": self.placement.value,
             "value": _jsonable(self.value),
             "detail": self.detail,
+            **({"uncertain": True} if self.uncertain else {}),
         }
 
 
@@ -90,6 +92,14 @@ class NodePlacement:
     lowered: str | None = None
     lowered_by: str | None = None
     fused_into: str | None = None
+
+    @property
+    def uncertain(self) -> str | None:
+        """Why the placement is only the audit's best guess (a decisive violation it cannot be sure of), else None."""
+        decisive = [v for v in self.violations if v.placement == self.placement]
+        if decisive and all(v.uncertain for v in decisive):
+            return decisive[0].message
+        return None
 
     @property
     def folded(self) -> bool:
@@ -151,6 +161,7 @@ class AuditResult:
             "float": self.count(Placement.FLOAT),
             "fallback": self.count(Placement.FALLBACK),
             "unsupported": self.count(Placement.UNSUPPORTED),
+            "uncertain": sum(1 for n in self.nodes if n.uncertain),
             "partitions": len(self.partitions),
             "transitions_per_inference": self.transitions,
             "crossing_bytes_per_inference": self.crossing_bytes,
@@ -173,6 +184,8 @@ class AuditResult:
             extra.append(f"{s['fallback']} on the {self.fallback_unit}" + (f" ({self.units[Placement.FALLBACK.value][1]})" if self.units and self.units[Placement.FALLBACK.value][1] else ""))
         if s["unsupported"]:
             extra.append(f"{s['unsupported']} unsupported")
+        if s["uncertain"]:
+            extra.append(f"{s['uncertain']} uncertain")
         more = f" ({', '.join(extra)})" if extra else ""
         where = f"the accelerator ({self.unit_words(Placement.ACCELERATOR)})" if self.units else "the accelerator"
         bytes_text = f"{s['crossing_bytes_per_inference']} bytes" + ("" if s["crossing_bytes_complete"] else " (at least; some shapes unknown)")
@@ -202,6 +215,7 @@ class AuditResult:
                     "reason": n.reason,
                     "violations": [v.to_dict() for v in n.violations],
                     **({"lowered": n.lowered, "lowered_by": n.lowered_by, "fused_into": n.fused_into} if n.lowered else {}),
+                    **({"uncertain": n.uncertain} if n.uncertain else {}),
                 }
                 for n in self.nodes
             ],
@@ -343,8 +357,8 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
     """
     found: list[Violation] = []
 
-    def add(r: Rule, placement: Placement, value: Any, detail: str = "") -> None:
-        found.append(Violation(node.name, node.op_type, r.name, r.sentence, placement, value, detail))
+    def add(r: Rule, placement: Placement, value: Any, detail: str = "", uncertain: bool = False) -> None:
+        found.append(Violation(node.name, node.op_type, r.name, r.sentence, placement, value, detail, uncertain))
 
     op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
     if rules.folds_constants and node.outputs and all(o.foldable for o in node.outputs if o.present):
@@ -382,7 +396,7 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
         # violation stops the build (UNSUPPORTED) matters wherever the node would run.
         if support is not None or r.placement is Placement.UNSUPPORTED:
             for offence in r.evaluate(node, rules.chip):
-                add(r, r.placement, offence.value, offence.detail)
+                add(r, r.placement, offence.value, offence.detail, offence.uncertain)
     placement = worst(v.placement for v in found)
     return NodePlacement(node.name, node.op_type, node.index, placement, found)
 

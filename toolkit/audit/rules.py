@@ -50,10 +50,17 @@ def worst(placements: Iterable[Placement]) -> Placement:
 
 @dataclass(frozen=True)
 class Offence:
-    """What a rule found: the measured value that broke it, and optionally a short detail."""
+    """What a rule found: the measured value that broke it, and optionally a short detail.
+
+    `uncertain`: the rule cannot know from the model alone (a pass that depends on the
+    toolchain's version, a shape that depends on the data); its placement is then the audit's
+    best guess, shown as uncertain with the rule's sentence as the reason, and `--confirm`
+    settles it where the toolchain is installed.
+    """
 
     value: Any
     detail: str = ""
+    uncertain: bool = False
 
 
 @dataclass(frozen=True)
