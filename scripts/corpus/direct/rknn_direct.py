@@ -13,7 +13,6 @@ Writes OUTDIR/result.json: converted, the toolkit's own final error message, sec
 
 import json
 import os
-import re
 import sys
 import time
 import traceback
