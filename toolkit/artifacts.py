@@ -39,15 +39,20 @@ def artifact_dir(out_root: Path, model_name: str, chip_id: str) -> Path:
     return Path(out_root) / safe_path_component(model_name) / safe_path_component(chip_id)
 
 
+def current_umask() -> int:
+    """The process's umask (reading it means setting it; it is set straight back)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write a file so that readers see the old content or the new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         # mkstemp creates the file 0600; give it the mode a plain open() would (0666 minus umask).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -121,6 +126,9 @@ class ArtifactBuilder:
             raise ArtifactError(f"{self.dest} exists and is not an edgedeploy artifact (no {MANIFEST_NAME}); refusing to replace it.")
         self.dest.parent.mkdir(parents=True, exist_ok=True)
         self.path = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.building-", dir=self.dest.parent))
+        # mkdtemp makes the folder 0700, and the rename keeps that: give the artifact the mode
+        # of a plain mkdir (0777 minus umask), so a CI job's other users and a web server can read it.
+        os.chmod(self.path, 0o777 & ~current_umask())
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:

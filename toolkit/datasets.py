@@ -191,8 +191,12 @@ def load_dataset(path: str | Path, inputs: list[InputSpec], preprocess: Preproce
     return ds
 
 
-def _check_array(source: str, spec: InputSpec, array: np.ndarray) -> np.ndarray:
-    """Fit an array to the input: add a batch axis to a single sample, check dims, cast the dtype."""
+def _check_array(source: str, spec: InputSpec, array: np.ndarray, preprocess: PreprocessSpec | None = None) -> np.ndarray:
+    """Fit an array to the input: add a batch axis to a single sample, check dims, cast the dtype.
+
+    `preprocess` is given for decoded images: a mismatch on the channel axis then says which
+    `channels=` would fit (a grayscale model fed the default RGB, or the other way round).
+    """
     want = spec.shape
     if want and array.ndim == len(want) - 1:
         array = array[None]
@@ -205,7 +209,7 @@ def _check_array(source: str, spec: InputSpec, array: np.ndarray) -> np.ndarray:
         if need is not None and have != need:
             raise OptionError(
                 f"{source}: data for input '{spec.name}' has {have} at axis {axis}, but the model expects {need} "
-                f"({'x'.join('?' if d is None else str(d) for d in want)})."
+                f"({'x'.join('?' if d is None else str(d) for d in want)}){_channel_hint(preprocess, axis, len(want), have, need)}."
             )
     if array.dtype.kind == "O":
         raise OptionError(f"{source}: input '{spec.name}' holds Python objects, not numbers.")
@@ -213,6 +217,21 @@ def _check_array(source: str, spec: InputSpec, array: np.ndarray) -> np.ndarray:
         return array.astype(np.dtype(spec.dtype), copy=False)
     except TypeError as exc:
         raise OptionError(f"{source}: cannot convert input '{spec.name}' to {spec.dtype}.") from exc
+
+
+def _channel_hint(preprocess: PreprocessSpec | None, axis: int, rank: int, have: int, need: int) -> str:
+    """For images: the `--preprocess channels=` that gives the model the channel count it expects."""
+    if preprocess is None or rank != 4:
+        return ""
+    channel_axis = 1 if preprocess.layout == "NCHW" else 3
+    if axis != channel_axis:
+        other = "NHWC" if preprocess.layout == "NCHW" else "NCHW"
+        return f"; if that is the channel axis, the model is {other}: add layout={other} to --preprocess"
+    if need == 1 and have == 3:
+        return f"; the images were read as {preprocess.channels} (3 channels) and the model takes one: add channels=GRAY to --preprocess"
+    if need == 3 and have == 1:
+        return "; the images were read as GRAY and the model takes 3 channels: use channels=RGB (or BGR) in --preprocess"
+    return ""
 
 
 def _load_npz(path: Path, inputs: list[InputSpec]) -> Dataset:
@@ -275,6 +294,15 @@ def _load_images(root: Path, images: list[Path], inputs: list[InputSpec], spec: 
     classes = sorted({p.parent.relative_to(root).as_posix() for p in images} - {"."})
     labels = np.array([classes.index(p.parent.relative_to(root).as_posix()) for p in images], dtype=np.int64) if classes else None
     mode = "L" if spec.channels == "GRAY" else "RGB"
+    channels = 1 if mode == "L" else 3
+    for key in ("mean", "std"):
+        values = getattr(spec, key)
+        if len(values) not in (1, channels):
+            # Broadcasting three means onto one gray channel would silently make three channels.
+            raise OptionError(
+                f"--preprocess: {key} has {len(values)} values, but channels={spec.channels} gives {channels} channel(s); "
+                f"give one value, or one per channel."
+            )
     samples = []
     for p in images:
         try:
@@ -296,7 +324,7 @@ def _load_images(root: Path, images: list[Path], inputs: list[InputSpec], spec: 
             arr = arr.transpose(2, 0, 1)
         samples.append(arr)
     batch = np.stack(samples)
-    ds = _finish(str(root), {model_in.name: _check_array(str(root), model_in, batch)}, labels)
+    ds = _finish(str(root), {model_in.name: _check_array(str(root), model_in, batch, spec)}, labels)
     ds.preprocess = spec
     if classes:
         ds.notes.append("classes: " + ", ".join(classes))

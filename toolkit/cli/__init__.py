@@ -1,7 +1,7 @@
 """The `edgedeploy` command line.
 
 `main()` is the console script. Errors a user can cause (EdgedeployError) end with one sentence
-on stderr and a non-zero exit; `--debug` (anywhere on the command line, or EDGEDEPLOY_DEBUG=1)
+on stderr and the exit code of its class (edgedeploy.errors.EXIT_CODES, docs/cli.md); `--debug` (anywhere on the command line, or EDGEDEPLOY_DEBUG=1)
 shows the traceback instead.
 """
 
@@ -14,7 +14,7 @@ import traceback
 import click
 
 from edgedeploy import __version__
-from edgedeploy.errors import EdgedeployError
+from edgedeploy.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EdgedeployError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         # stdout closed early (piped into head): not an error of ours.
         sys.stderr.close()
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"internal error: {type(exc).__name__}: {exc} (this is a bug in edgedeploy; rerun with --debug for the traceback)",
                 err=True,
             )
-        sys.exit(70)
+        sys.exit(EXIT_INTERNAL)
     sys.exit(0)
 
 

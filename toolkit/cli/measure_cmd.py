@@ -11,9 +11,10 @@ from edgedeploy.targets import chip_ids
 from click.core import ParameterSource
 
 from edgedeploy.cli.devices_cmd import inventory_option
-from edgedeploy.cli.output import emit_json, format_option, info
+from edgedeploy.cli.output import info, output_options, resolve_output, to_json
 from edgedeploy.errors import OptionError
 
+MEASURE_FORMATS = ("text", "json")
 # Options that shape the sessions of copied runners; a board's firmware has them built in.
 RUNNER_ONLY_OPTIONS = {
     "sessions": "--sessions",
@@ -56,10 +57,10 @@ SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build",
 @click.option("--firmware-build", type=AbsolutePath(exists=True, file_okay=False, path_type=Path), default=None, help="Serial boards: an ESP-IDF build folder of this artifact's firmware that you built (holds flash_args).")
 @click.option("--reset", type=click.Choice(["auto", "rts", "none"]), default="auto", show_default=True, help="Serial boards: reset through the RTS line (rts), ask for the RESET button where there is none (auto), or just listen (none).")
 @click.option("--console", is_flag=True, help="Serial boards: print the board's console lines to stderr as they arrive.")
-@format_option()
+@output_options(MEASURE_FORMATS, "the measurement record (it is also kept in ARTIFACT/measurements/)")
 @click.pass_context
 def measure_command(
-    ctx, artifact, device_name, inventory, sessions, warmup, min_iterations, min_duration_s, eval_path, eval_count, threads, skip_before, timeout_s, flash, firmware_build, reset, console, output_format
+    ctx, artifact, device_name, inventory, sessions, warmup, min_iterations, min_duration_s, eval_path, eval_count, threads, skip_before, timeout_s, flash, firmware_build, reset, console, output_format, out_path, force
 ):
     """Run a built artifact on a device: latency before (reference ONNX model on the device's
     ONNX Runtime CPU) and after (the artifact on its runtime), >= 3 sessions each in separate
@@ -74,6 +75,7 @@ def measure_command(
     from edgedeploy.pipeline.measure import MeasureRequest, partial_error, run_measure
     from edgedeploy.devices.runners import SessionSettings
 
+    output = resolve_output(out_path, output_format, force, MEASURE_FORMATS, "edgedeploy measure")
     device = find_device(device_name, inventory, chip_ids())
     given = {name for name in (*RUNNER_ONLY_OPTIONS, *SERIAL_ONLY_OPTIONS) if ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)}
     if device.transport == "serial":
@@ -102,12 +104,12 @@ def measure_command(
         console_echo=(lambda line: info(f"  console: {line}")) if console else None,
     )
     record = run_measure(request, echo=info, raise_on_partial=False)
-    if output_format == "json":
-        emit_json(record)
+    if output.format == "json":
+        output.write(to_json(record))
     else:
         from edgedeploy.report.text import render_measurement
 
-        click.echo(render_measurement(record))
+        output.write(render_measurement(record))
     if record["partial"]:
         # What was gathered is printed and saved; the exit status still says the run failed.
         raise partial_error(record, artifact)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgedeploy.devices.base import Device
-from edgedeploy.errors import DeviceError
+from edgedeploy.errors import InventoryError, UnknownDevice
 
 INVENTORY_ENV = "EDGEDEPLOY_DEVICES"
 TRANSPORTS = ("local", "ssh", "serial")
@@ -70,7 +70,7 @@ class Inventory:
             return self.devices[name]
         known = ", ".join(sorted(self.devices))
         where = f"in {self.path}" if self.path else f"(no inventory file; create {default_inventory_path()} or pass --inventory)"
-        raise DeviceError(f"Unknown device '{name}' {where}; known devices: {known}.")
+        raise UnknownDevice(f"Unknown device '{name}' {where}; known devices: {known}.")
 
 
 def resolve_inventory_path(explicit: Path | str | None) -> tuple[Path, bool]:
@@ -94,12 +94,12 @@ def _load_inventory(explicit: Path | str | None) -> Inventory:
     devices = {LOCAL_NAME: local_device()}
     if not path.exists():
         if named:
-            raise DeviceError(f"The device inventory {path} does not exist.")
+            raise InventoryError(f"The device inventory {path} does not exist.")
         return Inventory(None, devices)
     data = _read(path)
     entries = data.get("devices")
     if not isinstance(entries, dict):
-        raise DeviceError(f"{path}: expected a [devices.NAME] table (JSON: an object under \"devices\").")
+        raise InventoryError(f"{path}: expected a [devices.NAME] table (JSON: an object under \"devices\").")
     for name, entry in entries.items():
         devices[name] = parse_entry(path, name, entry)
     return Inventory(path, devices)
@@ -111,15 +111,15 @@ def _read(path: Path) -> dict:
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise DeviceError(f"{path} is not valid JSON ({exc}).") from exc
+            raise InventoryError(f"{path} is not valid JSON ({exc}).") from exc
     else:
         toml = _toml_module()
         try:
             data = toml.loads(text)
         except toml.TOMLDecodeError as exc:
-            raise DeviceError(f"{path} is not valid TOML ({exc}).") from exc
+            raise InventoryError(f"{path} is not valid TOML ({exc}).") from exc
     if not isinstance(data, dict):
-        raise DeviceError(f"{path}: the inventory must be a table of devices.")
+        raise InventoryError(f"{path}: the inventory must be a table of devices.")
     return data
 
 
@@ -134,39 +134,39 @@ def _toml_module():
 
             return tomli
         except ImportError as exc:
-            raise DeviceError("Reading a TOML inventory needs Python 3.11 or the tomli package; or write it as devices.json.") from exc
+            raise InventoryError("Reading a TOML inventory needs Python 3.11 or the tomli package; or write it as devices.json.") from exc
 
 
 def parse_entry(path: Path, name: str, entry: object) -> Device:
     """One inventory entry as a Device, with every field checked (one sentence per mistake)."""
     where = f"{path}: device '{name}'"
     if not NAME_PATTERN.match(name):
-        raise DeviceError(f"{path}: '{name}' is not a usable device name (letters, digits, '_', '.', '-').")
+        raise InventoryError(f"{path}: '{name}' is not a usable device name (letters, digits, '_', '.', '-').")
     if not isinstance(entry, dict):
-        raise DeviceError(f"{where} must be a table of settings.")
+        raise InventoryError(f"{where} must be a table of settings.")
     unknown = sorted(set(entry) - set(ENTRY_KEYS))
     if unknown:
-        raise DeviceError(f"{where} has unknown setting(s) {', '.join(unknown)}; known: {', '.join(ENTRY_KEYS)}.")
+        raise InventoryError(f"{where} has unknown setting(s) {', '.join(unknown)}; known: {', '.join(ENTRY_KEYS)}.")
     transport = entry.get("transport", "ssh" if entry.get("host") else None)
     if transport not in TRANSPORTS:
-        raise DeviceError(f"{where}: transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}.")
+        raise InventoryError(f"{where}: transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}.")
     chip = entry.get("chip")
     if chip is not None:
         chip = _check_chip(where, chip)
     port = entry.get("port")
     if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536):
-        raise DeviceError(f"{where}: port must be a number from 1 to 65535, not {port!r}.")
+        raise InventoryError(f"{where}: port must be a number from 1 to 65535, not {port!r}.")
     ssh_options = entry.get("ssh_options", [])
     if not isinstance(ssh_options, list) or not all(isinstance(o, str) for o in ssh_options):
-        raise DeviceError(f"{where}: ssh_options must be a list of strings like \"IdentityFile=~/.ssh/key\".")
+        raise InventoryError(f"{where}: ssh_options must be a list of strings like \"IdentityFile=~/.ssh/key\".")
     for key in ("host", "user", "python", "workdir", "serial_port"):
         value = entry.get(key)
         if value is not None and (not isinstance(value, str) or not value):
-            raise DeviceError(f"{where}: {key} must be a non-empty string.")
+            raise InventoryError(f"{where}: {key} must be a non-empty string.")
     if transport == "ssh" and not entry.get("host"):
-        raise DeviceError(f"{where}: an ssh device needs a host.")
+        raise InventoryError(f"{where}: an ssh device needs a host.")
     if transport == "serial" and not entry.get("serial_port"):
-        raise DeviceError(f"{where}: a serial device needs a serial_port (e.g. /dev/ttyUSB0).")
+        raise InventoryError(f"{where}: a serial device needs a serial_port (e.g. /dev/ttyUSB0).")
     device = Device(
         name=name,
         chip=chip,  # type: ignore[arg-type]
@@ -193,7 +193,7 @@ CHIP_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 def _check_chip(where: str, chip: object) -> str:
     """The chip's form; whether it is a known chip is checked by `check_chips` (the device layer knows no targets)."""
     if not isinstance(chip, str) or not CHIP_PATTERN.match(chip.strip().lower()):
-        raise DeviceError(f"{where}: chip must be a chip id such as \"rk3588\", not {chip!r} (leave chip out for a generic CPU host).")
+        raise InventoryError(f"{where}: chip must be a chip id such as \"rk3588\", not {chip!r} (leave chip out for a generic CPU host).")
     return chip.strip().lower()
 
 
@@ -202,7 +202,7 @@ def check_chips(inventory: "Inventory", known_chips) -> "Inventory":
     known = list(known_chips)
     for name, device in inventory.devices.items():
         if device.chip is not None and device.chip not in known:
-            raise DeviceError(f"{inventory.path}: device '{name}': unknown chip {device.chip!r}; known chips: {', '.join(known)} (leave chip out for a generic CPU host).")
+            raise InventoryError(f"{inventory.path}: device '{name}': unknown chip {device.chip!r}; known chips: {', '.join(known)} (leave chip out for a generic CPU host).")
     return inventory
 
 
