@@ -12,9 +12,17 @@ from click.core import ParameterSource
 
 from edgedeploy.cli.devices_cmd import inventory_option
 from edgedeploy.cli.output import info, output_options, resolve_output, to_json
-from edgedeploy.errors import OptionError
+from edgedeploy.cli.project import project_options
+from edgedeploy.errors import GateFailed, OptionError
+from edgedeploy.gates import evaluate_measurement
+from edgedeploy.gates import summary as gate_summary
 
 MEASURE_FORMATS = ("text", "json")
+FAIL_ON_HELP = (
+    "A CI gate (repeatable): fail (exit 7) when the after model misses the threshold, or it cannot be checked. "
+    "Keys: p50=, p99=DURATION (2.5ms, 800us; the worst session), accuracy-drop=PP, snr=DB, cosine=MIN (on the device's outputs). "
+    "CHIP: in front scopes a gate to one chip. See docs/cli.md."
+)
 # Options that shape the sessions of copied runners; a board's firmware has them built in.
 RUNNER_ONLY_OPTIONS = {
     "sessions": "--sessions",
@@ -34,8 +42,7 @@ SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build",
 @click.option(
     "--device",
     "device_name",
-    required=True,
-    help="A device of the inventory (`edgedeploy devices`), `local` for this machine, or a board on a serial port as CHIP@PORT (esp32s3@/dev/ttyUSB0).",
+    help="A device of the inventory (`edgedeploy devices`), `local` for this machine, or a board on a serial port as CHIP@PORT (esp32s3@/dev/ttyUSB0). Default: [measure] device of the project file.",
 )
 @inventory_option
 @click.option("--sessions", type=int, default=3, show_default=True, help="Independent sessions (separate processes) per runner; at least 3.")
@@ -57,11 +64,11 @@ SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build",
 @click.option("--firmware-build", type=AbsolutePath(exists=True, file_okay=False, path_type=Path), default=None, help="Serial boards: an ESP-IDF build folder of this artifact's firmware that you built (holds flash_args).")
 @click.option("--reset", type=click.Choice(["auto", "rts", "none"]), default="auto", show_default=True, help="Serial boards: reset through the RTS line (rts), ask for the RESET button where there is none (auto), or just listen (none).")
 @click.option("--console", is_flag=True, help="Serial boards: print the board's console lines to stderr as they arrive.")
+@click.option("--fail-on", "fail_on", multiple=True, metavar="[CHIP:]KEY=VALUE", help=FAIL_ON_HELP)
+@project_options
 @output_options(MEASURE_FORMATS, "the measurement record (it is also kept in ARTIFACT/measurements/)")
 @click.pass_context
-def measure_command(
-    ctx, artifact, device_name, inventory, sessions, warmup, min_iterations, min_duration_s, eval_path, eval_count, threads, skip_before, timeout_s, flash, firmware_build, reset, console, output_format, out_path, force
-):
+def measure_command(ctx, **values):
     """Run a built artifact on a device: latency before (reference ONNX model on the device's
     ONNX Runtime CPU) and after (the artifact on its runtime), >= 3 sessions each in separate
     processes, and the outputs of both checked on the same inputs. Results go into
@@ -71,10 +78,24 @@ def measure_command(
     A board on a serial port (CHIP@PORT, or an inventory entry with transport "serial") runs the
     artifact's firmware instead: flashed per --flash, reset, and its result lines read from the
     console (sessions of one boot, on the test input embedded in the model)."""
+    from edgedeploy.cli import project as project_file
     from edgedeploy.devices import find_device
+    from edgedeploy.gates import gates_of_command, merge_gates, parse_gates
     from edgedeploy.pipeline.measure import MeasureRequest, partial_error, run_measure
     from edgedeploy.devices.runners import SessionSettings
+    from edgedeploy.targets import find_chip
 
+    project = project_file.load_for_command(values.pop("project_path"), values.pop("no_project"))
+    if project is not None:
+        values = project_file.apply(ctx, values, project.measure, project)
+    keys = ("artifact", "device_name", "inventory", "sessions", "warmup", "min_iterations", "min_duration_s", "eval_path", "eval_count", "threads", "skip_before", "timeout_s", "flash", "firmware_build", "reset", "console", "output_format", "out_path", "force", "fail_on")
+    artifact, device_name, inventory, sessions, warmup, min_iterations, min_duration_s, eval_path, eval_count, threads, skip_before, timeout_s, flash, firmware_build, reset, console, output_format, out_path, force, fail_on = (values[k] for k in keys)
+    if not device_name:
+        raise OptionError("Give the device to measure on with --device NAME (`edgedeploy devices`), or as [measure] device in edgedeploy.toml.")
+    chip_id = lambda name: find_chip(name)[1].id  # noqa: E731 - a gate's CHIP: prefix, aliases allowed
+    gates = parse_gates(fail_on, "measure", chip_id)
+    if project is not None:
+        gates = merge_gates(parse_gates(gates_of_command(project.gates, "measure"), "measure", chip_id, where=f"{project.path.name}: [gates]"), gates)
     output = resolve_output(out_path, output_format, force, MEASURE_FORMATS, "edgedeploy measure")
     device = find_device(device_name, inventory, chip_ids())
     given = {name for name in (*RUNNER_ONLY_OPTIONS, *SERIAL_ONLY_OPTIONS) if ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)}
@@ -104,6 +125,12 @@ def measure_command(
         console_echo=(lambda line: info(f"  console: {line}")) if console else None,
     )
     record = run_measure(request, echo=info, raise_on_partial=False)
+    results = evaluate_measurement(gates, record) if gates else []
+    if gates:
+        # The gates are this run's verdict, in the command's output; the artifact keeps the figures.
+        record["gates"] = gate_summary(results)
+        for result in results:
+            info(f"measure: --fail-on {result.reason}")
     if output.format == "json":
         output.write(to_json(record))
     else:
@@ -113,6 +140,10 @@ def measure_command(
     if record["partial"]:
         # What was gathered is printed and saved; the exit status still says the run failed.
         raise partial_error(record, artifact)
+    failed = [r for r in results if not r.passed]
+    if failed:
+        raise GateFailed(f"--fail-on: {'; '.join(r.reason for r in failed)}.")
+
 
 
 COMMANDS = [measure_command]

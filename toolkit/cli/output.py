@@ -87,7 +87,7 @@ def output_options(formats: Sequence[str], what: str = "the output"):
     The command receives `output_format` (None when not given: see `resolve_output`), `out_path`
     (an absolute Path or None) and `force`.
     """
-    from edgedeploy.cli.options import AbsolutePath
+    from edgedeploy.cli.paths import AbsolutePath
 
     extensions = ", ".join(FORMAT_EXTENSIONS[f] for f in formats)
 
