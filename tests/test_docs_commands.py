@@ -4,7 +4,7 @@ The documents are this test's source, so they cannot drift from what the command
 block is marked in the Markdown with an HTML comment just before it:
 
     <!-- docs-test: run -->                     every line runs, in order, through `bash -c`
-    <!-- docs-test: run; setup: COMMAND -->     the same, after COMMAND (also through bash)
+    <!-- docs-test: run; setup: COMMAND -->     the same, after COMMAND (through bash, once per document)
     <!-- docs-test: file NAME -->               the block is written to NAME, for the lines after it
     <!-- docs-test: shown: REASON -->           not run (a synopsis, a GPU machine's script), and why
 
@@ -172,7 +172,8 @@ def steps_of(document: Path) -> list[Step]:
             steps.append(Step("file", name=name, content="\n".join(block.text) + "\n"))
         elif kind == "run":
             setup = re.search(r"setup:\s*(.+)$", block.marker)
-            if setup:
+            if setup and not any(s.setup and s.command.text == setup.group(1).strip() for s in steps):
+                # once per document: its blocks share one folder
                 steps.append(Step("run", Command(document, block.line, setup.group(1).strip()), setup=True))
             for command in commands_of(block):
                 reason = why_not_run(command.text)
