@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up edgedeploy on a fresh machine: a virtual environment in .venv with edgedeploy installed
-# (editable, with the test extras), then the toolchain environments named as arguments
+# (editable, with the test extras: pytest, hypothesis, labgrid for the farm tests), then the
+# toolchain environments named as arguments
 # (`all` for every managed one). Idempotent: a second run only checks.
 #
 #   bash scripts/setup.sh            # edgedeploy only

@@ -4,9 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# System packages: a real sshd for the SSH transport tests, Chromium for the HTML report check.
+# System packages: a real sshd for the SSH transport tests, Chromium for the HTML report check,
+# ser2net for the labgrid farm tests (the exporter serves serial ports with it, as on a real farm).
 need_apt=()
 [ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+command -v ser2net >/dev/null 2>&1 || [ -x /usr/sbin/ser2net ] || need_apt+=(ser2net)
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ "${#need_apt[@]}" -gt 0 ]; then
     if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-# The loopback sshd fixtures (`loopback_sshd`, `loopback_ssh_device`) and the serial board
-# stand-in (`board`) for every test module.
-pytest_plugins = ("tests.ssh_fixture", "tests.serial_standin")
+# The loopback sshd fixtures (`loopback_sshd`, `loopback_ssh_device`), the serial board stand-in
+# (`board`) and a real labgrid coordinator and exporter on loopback (`labgrid_farm`) for every module.
+pytest_plugins = ("tests.ssh_fixture", "tests.serial_standin", "tests.labgrid_fixture")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -70,9 +70,14 @@ class BoardStandIn:
         self._thread: threading.Thread | None = None
         self.closed = False
 
-    def play(self, script):
+    def play(self, script, settle_s: float = 0.2):
+        """`settle_s`: how long after the host opened the port the "board" starts talking. A port
+        reached over the network (a labgrid exporter's ser2net, RFC 2217) is opened on the far end
+        as soon as the host connects, and pyserial drops what arrives before its negotiation is
+        done, so such tests give the host more time, as a real board's reset would."""
+
         def run():
-            self.wait_until_opened()
+            self.wait_until_opened(settle_s=settle_s)
             for step in script:
                 if step == "close":
                     self.close()
@@ -85,7 +90,7 @@ class BoardStandIn:
         self._thread = threading.Thread(target=run, daemon=True)
         self._thread.start()
 
-    def wait_until_opened(self, timeout_s: float = 10.0):
+    def wait_until_opened(self, timeout_s: float = 10.0, settle_s: float = 0.2):
         """Like a board, the stand-in talks into the void until the host opens the port: pyserial
         switches the line to raw mode and then flushes what was waiting, so start after that."""
         deadline = time.monotonic() + timeout_s
@@ -93,7 +98,7 @@ class BoardStandIn:
             if not termios.tcgetattr(self._slave)[3] & termios.ICANON:
                 break
             time.sleep(0.01)
-        time.sleep(0.2)
+        time.sleep(settle_s)
 
     def close(self):
         if not self.closed:

@@ -18,6 +18,7 @@ import pytest
 
 from edgedeploy.artifacts import read_manifest, sha256_file
 from edgedeploy.measure.protocol import parse_result_lines
+from tests.helpers import run_cli
 
 pytestmark = pytest.mark.toolchain("eiq")
 
@@ -282,3 +283,28 @@ def test_edgedeploy_measure_on_a_local_device(artifacts, tmp_path):
     assert all("warning" in s for s in after["sessions"])
     accuracy = record["accuracy"]
     assert accuracy["after"]["top1"] >= MIN_INT8_TOP1 - 0.05
+
+
+def test_model_zoo_tensor_names_with_slashes_build(tmp_path):
+    """`gpu_0/data_0` (a slash, as in many model-zoo exports): onnx2tf's saved model sanitises the name,
+    the TFLite signature keeps it; calibration and the host check must find it either way."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    nodes = [
+        helper.make_node("Conv", ["gpu_0/data_0", "w"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("GlobalAveragePool", ["r"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["gpu_0/softmax_1"]),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("gpu_0/data_0", TensorProto.FLOAT, [1, 3, 16, 16])], [helper.make_tensor_value_info("gpu_0/softmax_1", TensorProto.FLOAT, [1, 4])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "zoo.onnx"
+    path.write_bytes(model.SerializeToString())
+    np.savez(tmp_path / "data.npz", **{"gpu_0/data_0": rng.standard_normal((16, 3, 16, 16)).astype(np.float32)})
+    done = run_cli("build", str(path), "--target", "imx93", "--calib", str(tmp_path / "data.npz"), "--eval", str(tmp_path / "data.npz"), "--out", str(tmp_path / "out"), timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    acc = report(tmp_path / "out" / "zoo" / "imx93")["accuracy"]
+    assert acc["status"] == "done" and acc["fidelity"]["gpu_0/softmax_1"]["cosine"] > 0.99

@@ -60,7 +60,8 @@ def p4_partition(tmp_path_factory, hostile_model):
 
 def run_harness(binary: Path, model, **env) -> subprocess.CompletedProcess:
     environ = dict(os.environ, STAND_IN_MODEL_SHA256=model.sha256, **env)
-    return subprocess.run([str(binary)], capture_output=True, timeout=60, env=environ)
+    # stdin closed: the harness's evaluation loop then finds nothing to read and the stand-in ends.
+    return subprocess.run([str(binary)], capture_output=True, timeout=60, env=environ, stdin=subprocess.DEVNULL)
 
 
 def test_harness_prints_protocol_lines_that_survive_the_serial_reader(s3_rodata, hostile_model):

@@ -211,3 +211,34 @@ def test_a_model_that_fails_on_its_inputs_is_one_sentence(tmp_path):
 
     with pytest.raises(ReferenceError, match="ONNX Runtime could not run the model"):
         ReferenceRunner(model).run({"x": np.zeros((2, 5), dtype=np.float32)})
+
+
+def test_the_batch_probe_prints_nothing_for_a_fixed_batch_model(tmp_path):
+    """A Reshape to [1, -1] before a Gemm fails a batch of two inside ONNX Runtime: the probe says
+    "one at a time" quietly; ONNX Runtime's own red error line must not reach the terminal."""
+    import subprocess
+    import sys
+
+    from onnx import helper
+
+    from tests.helpers import const, make_model, tensor
+
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["r"]), helper.make_node("Gemm", ["r", "w"], ["y"])]
+    model = make_model(
+        nodes,
+        [tensor("x", [1, 2, 4])],
+        [tensor("y", [1, 3])],
+        [const("s", np.array([1, -1], dtype=np.int64)), const("w", np.ones((8, 3), dtype=np.float32))],
+    )
+    path = tmp_path / "fixed.onnx"
+    path.write_bytes(model.SerializeToString())
+    code = (
+        "import numpy as np; from edgedeploy.measure.reference import ReferenceRunner;"
+        f"r = ReferenceRunner(__import__('pathlib').Path({str(path)!r}));"
+        "x = {'x': np.ones((3, 2, 4), dtype=np.float32)};"
+        "print(r.accepts_batches(x), r.run(x).outputs['y'].shape)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "(3,", "3)"]
+    assert done.stderr == "", done.stderr

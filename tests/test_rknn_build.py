@@ -137,3 +137,48 @@ def test_rules_agree_with_the_toolkit_on_node_tests(tmp_path, node_test_cases, c
     single = measure(target, chip, cases, tmp_path / chip)["single"]
     assert single.models == len(NODE_TEST_SAMPLE) and single.models_failed >= 6
     assert single.rate >= AGREEMENT_FLOOR, single.disagreements
+
+
+def test_the_toolkits_own_disable_rules_advice_is_followed_and_recorded(tmp_path, monkeypatch):
+    """rknn-toolkit2 crashes in a fusion rule and names it in its build log; the worker disables it and
+    builds again, rule after rule, and records every rule it disabled (the log is a real one: yolo11n)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rknn_worker_under_test", Path(__file__).parent.parent / "targets" / "rknn" / "worker.py")
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    real_log = (FIXTURES / "disable_rules_advice.txt").read_text()
+    first, second = real_log.split("Rule: fuse_exmatmul_add_mul_exsoftmax13", 1)
+    out = tmp_path / "build_output.txt"
+    attempts = []
+
+    def fake_build_once(request, case, ctx, output_path, dataset, export_path, disable_rules):
+        attempts.append(list(disable_rules))
+        if len(attempts) == 1:
+            Path(output_path).write_text(first)  # the first crash and its advice
+            raise ValueError("IndexError: list index out of range")
+        if len(attempts) == 2:
+            Path(output_path).write_text("Rule: fuse_exmatmul_add_mul_exsoftmax13" + second)
+            raise ValueError("IndexError: list index out of range")
+        return "built"
+
+    class Ctx:
+        def log(self, message):
+            pass
+
+    monkeypatch.setattr(worker, "_build_once", fake_build_once)
+    monkeypatch.setattr(worker, "_toolkit_version", lambda: "2.5.0")
+    rknn, workarounds = worker._build_following_advice({}, {}, Ctx(), str(out), None)
+    assert rknn == "built"
+    assert attempts == [[], ["seperate_conv_rs_split"], ["seperate_conv_rs_split", "fuse_exmatmul_add_mul_exsoftmax13_exmatmul_to_sdpa"]]
+    (applied,) = workarounds
+    assert "seperate_conv_rs_split" in applied["name"] and "advises" in applied["why"] and "2.5.0" in applied["source"]
+
+    # No advice in the log: the failure is the toolchain's, as it said it.
+    def always_fails(*args):
+        Path(args[3]).write_text("E build: something else broke\n")
+        raise ValueError("boom")
+
+    monkeypatch.setattr(worker, "_build_once", always_fails)
+    with pytest.raises(ValueError, match="boom"):
+        worker._build_following_advice({}, {}, Ctx(), str(out), None)

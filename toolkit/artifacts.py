@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from edgedeploy import __version__
-from edgedeploy.errors import ArtifactError
+from edgedeploy.errors import ArtifactError, EdgedeployError
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = "edgedeploy.manifest/1"
@@ -47,9 +47,19 @@ def current_umask() -> int:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write a file so that readers see the old content or the new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write a file so that readers see the old content or the new one, never a part.
+
+    What the file system refuses (a folder in the way, a parent that is a file, no space, no
+    permission) is an ArtifactError naming the path: every output goes through here.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ArtifactError(f"Cannot write {path}: a folder is in the way.")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise ArtifactError(f"Cannot write {path}: {exc.strerror or exc} ({exc.filename or path.parent}).") from exc
     try:
         # mkstemp creates the file 0600; give it the mode a plain open() would (0666 minus umask).
         os.fchmod(fd, 0o666 & ~current_umask())
@@ -58,6 +68,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise ArtifactError(f"Cannot write {path}: {exc.strerror or exc}.") from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -120,12 +133,22 @@ class ArtifactBuilder:
         self.manifest_fields: dict[str, Any] = {}
 
     def __enter__(self) -> "ArtifactBuilder":
+        named = self.dest
+        if named.is_symlink():
+            # A linked artifact (out/m/chip -> /big/disk/chip) is replaced where the link points,
+            # so the link stays valid and the swap happens inside one folder (one file system).
+            if not named.exists():
+                raise ArtifactError(f"{named} is a link to {os.readlink(named)}, which does not exist; remove the link or point it at a folder.")
+            self.dest = named.resolve()
         if self.dest.exists() and not self.force:
-            raise ArtifactError(f"{self.dest} exists already; use --force to replace it (or --out for another folder).")
-        if self.dest.exists() and not (self.dest / MANIFEST_NAME).exists():
-            raise ArtifactError(f"{self.dest} exists and is not an edgedeploy artifact (no {MANIFEST_NAME}); refusing to replace it.")
-        self.dest.parent.mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.building-", dir=self.dest.parent))
+            raise ArtifactError(f"{named} exists already; use --force to replace it (or --out for another folder).")
+        if self.dest.exists() and not (self.dest.is_dir() and (self.dest / MANIFEST_NAME).is_file()):
+            raise ArtifactError(f"{named} exists and is not an edgedeploy artifact (no {MANIFEST_NAME}); refusing to replace it.")
+        try:
+            self.dest.parent.mkdir(parents=True, exist_ok=True)
+            self.path = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.building-", dir=self.dest.parent))
+        except OSError as exc:
+            raise ArtifactError(f"Cannot create the artifact folder {named}: {exc.strerror or exc} ({exc.filename or self.dest.parent}).") from exc
         # mkdtemp makes the folder 0700, and the rename keeps that: give the artifact the mode
         # of a plain mkdir (0777 minus umask), so a CI job's other users and a web server can read it.
         os.chmod(self.path, 0o777 & ~current_umask())
@@ -140,6 +163,8 @@ class ArtifactBuilder:
                 self.path.rename(failed)
             except OSError:
                 shutil.rmtree(self.path, ignore_errors=True)
+            else:
+                _point_at(exc, self.path, failed)
             return False
         manifest = {
             "schema": MANIFEST_SCHEMA,
@@ -162,16 +187,37 @@ class ArtifactBuilder:
         return False
 
 
+def _point_at(exc: BaseException | None, old: Path, new: Path) -> None:
+    """Make an error's sentence name the folder that exists: the kept `.failed` one, not the work folder."""
+    if isinstance(exc, EdgedeployError) and exc.args and isinstance(exc.args[0], str) and str(old) in exc.args[0]:
+        exc.args = (exc.args[0].replace(str(old), str(new)),) + exc.args[1:]
+
+
 def read_manifest(artifact: Path) -> dict:
+    """The manifest, checked for shape: an object of the right schema whose file table stays inside the artifact."""
     path = Path(artifact) / MANIFEST_NAME
     if not path.is_file():
         raise ArtifactError(f"{artifact} is not an edgedeploy artifact: {MANIFEST_NAME} is missing.")
     try:
-        manifest = json.loads(path.read_text())
-    except ValueError as exc:
-        raise ArtifactError(f"{path} is not valid JSON; the artifact is damaged.") from exc
+        manifest = json.loads(path.read_bytes().decode("utf-8"))
+    except (ValueError, OSError) as exc:
+        raise ArtifactError(f"{path} is not valid UTF-8 JSON; the artifact is damaged.") from exc
+    if not isinstance(manifest, dict):
+        raise ArtifactError(f"{path} is not a JSON object; the artifact is damaged.")
     if manifest.get("schema") != MANIFEST_SCHEMA:
-        raise ArtifactError(f"{path} has schema {manifest.get('schema')!r}, expected {MANIFEST_SCHEMA}.")
+        raise ArtifactError(f"{path} has schema {str(manifest.get('schema'))[:60]!r}, expected {MANIFEST_SCHEMA}.")
+    files = manifest.get("files", {})
+    if not isinstance(files, dict):
+        raise ArtifactError(f"{path}: its file table is not an object; the artifact is damaged.")
+    for rel, info in files.items():
+        parts = Path(rel).parts
+        if not rel or Path(rel).is_absolute() or ".." in parts or "\x00" in rel:
+            raise ArtifactError(f"{path} lists {rel[:80]!r}, a path outside the artifact; the manifest is damaged or forged.")
+        if not isinstance(info, dict) or not isinstance(info.get("sha256"), str):
+            raise ArtifactError(f"{path}: the entry for {rel[:80]!r} has no sha256; the artifact is damaged.")
+    target = manifest.get("target", {})
+    if not isinstance(target, dict):
+        raise ArtifactError(f"{path}: its target is not an object; the artifact is damaged.")
     return manifest
 
 

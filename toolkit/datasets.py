@@ -15,21 +15,43 @@ everywhere:
 A preprocessing spec (`--preprocess`) is `key=value` pairs separated by `,` or a JSON file:
 size=HxW, scale (default 1/255), mean and std (one value or one per channel, `;`-separated),
 layout=NCHW|NHWC, channels=RGB|BGR|GRAY. Pixel values become ((pixel * scale) - mean) / std.
+
+Data files are untrusted input, and this module is their one gate: .npy headers are read and
+checked (numeric dtype, no Python objects, the claimed size present in the file and under
+MAX_DATA_BYTES) before anything is allocated; nothing is ever unpickled; image dimensions are
+checked before decoding; NaN, infinities and complex numbers are refused unless the caller
+passes `allow_nonfinite` (then they pass with an EdgedeployWarning).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import struct
+import warnings
+import zipfile
+import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 import numpy as np
 
-from edgedeploy.errors import OptionError
+from edgedeploy.errors import EdgedeployWarning, ModelError, OptionError
 
 LABEL_KEYS = ("labels", "label", "y", "targets")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
+# All arrays of one dataset together: calibration and evaluation sets of edge models are a few
+# hundred samples of at most a few MiB; 2 GiB leaves room and keeps a lying header from
+# exhausting the machine.
+MAX_DATA_BYTES = 2**31
+# One image: 8192 x 8192 pixels is far beyond any edge model's input (Pillow's own bomb limit is 89 Mpx).
+MAX_IMAGE_PIXELS = 8192 * 8192
+# .npy headers are a few hundred bytes; numpy itself refuses more than 10000 by default.
+MAX_NPY_HEADER_BYTES = 10000
+# dtype kinds that are data: bool, signed and unsigned integers, floats, complex (refused unless allowed).
+NUMERIC_KINDS = "biufc"
+_KIND_WORDS = {"U": "text strings", "S": "byte strings", "V": "raw or structured records", "M": "dates", "m": "time spans", "O": "Python objects"}
 
 
 @dataclass(frozen=True)
@@ -59,9 +81,11 @@ def parse_preprocess(text: str | None) -> PreprocessSpec | None:
     path = Path(text)
     if path.suffix == ".json" and path.is_file():
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:
-            raise OptionError(f"--preprocess {path}: not valid JSON ({exc}).") from exc
+            raise OptionError(f"--preprocess {path}: not valid UTF-8 JSON ({exc}).") from exc
+        if not isinstance(data, dict):
+            raise OptionError(f"--preprocess {path}: the JSON must be an object of settings (size, scale, mean, std, layout, channels).")
         items = {k: (";".join(map(str, v)) if isinstance(v, list) and k != "size" else ("x".join(map(str, v)) if k == "size" and isinstance(v, list) else str(v))) for k, v in data.items()}
     else:
         items = {}
@@ -76,13 +100,25 @@ def parse_preprocess(text: str | None) -> PreprocessSpec | None:
     try:
         for key, value in items.items():
             if key == "size":
-                h, w = (int(v) for v in value.lower().split("x"))
+                parts = value.lower().split("x")
+                if len(parts) != 2:
+                    raise OptionError(f"--preprocess: size must be HxW like 224x224, not {value!r}.")
+                h, w = (int(v) for v in parts)
+                if h <= 0 or w <= 0 or h * w > MAX_IMAGE_PIXELS:
+                    raise OptionError(f"--preprocess: size {value} must be positive and at most {MAX_IMAGE_PIXELS} pixels.")
                 spec = replace(spec, size=(h, w))
             elif key == "scale":
                 num, _, den = value.partition("/")
-                spec = replace(spec, scale=float(num) / float(den) if den else float(num))
+                if den and float(den) == 0:
+                    raise OptionError("--preprocess: scale divides by 0.")
+                scale = float(num) / float(den) if den else float(num)
+                if not math.isfinite(scale):
+                    raise OptionError(f"--preprocess: scale must be a finite number, not {value}.")
+                spec = replace(spec, scale=scale)
             elif key in ("mean", "std"):
                 values = tuple(float(v) for v in value.replace(" ", "").split(";") if v)
+                if not values or not all(math.isfinite(v) for v in values):
+                    raise OptionError(f"--preprocess: {key} must be finite numbers separated by ';', not {value!r}.")
                 if key == "std" and any(v == 0 for v in values):
                     raise OptionError("--preprocess: std must not be 0.")
                 spec = replace(spec, **{key: values})
@@ -158,37 +194,154 @@ def model_input_specs(model) -> list[InputSpec]:
 
     specs = []
     for vi in model.graph_inputs():
+        if not vi.type.HasField("tensor_type"):
+            kind = vi.type.WhichOneof("value") or "untyped"
+            raise ModelError(
+                f"{model.path.name}: input '{vi.name}' is a {kind.replace('_type', '')} value, not a tensor; "
+                f"edgedeploy feeds models tensors only."
+            )
         dims = dims_of(vi) or ()
         specs.append(InputSpec(vi.name, tuple(d if isinstance(d, int) else None for d in dims), dtype_name(vi.type.tensor_type.elem_type)))
     return specs
 
 
-def load_dataset(path: str | Path, inputs: list[InputSpec], preprocess: PreprocessSpec | None = None, count: int | None = None) -> Dataset:
-    """Load data for a model with `inputs`; OptionError with one sentence when it does not fit."""
+def load_dataset(
+    path: str | Path,
+    inputs: list[InputSpec],
+    preprocess: PreprocessSpec | None = None,
+    count: int | None = None,
+    allow_nonfinite: bool = False,
+) -> Dataset:
+    """Load data for a model with `inputs`; OptionError with one sentence when it does not fit.
+
+    `allow_nonfinite` lets NaN, infinities and complex numbers through (complex as its real
+    part), each with an EdgedeployWarning; by default they are refused.
+    """
     path = Path(path)
+    if count is not None and count <= 0:
+        raise OptionError("The sample count must be positive.")
     if not path.exists():
         raise OptionError(f"Data not found: {path}.")
+    budget = _Budget(str(path))
     if path.is_file() and path.suffix == ".npz":
-        ds = _load_npz(path, inputs)
+        ds = _load_npz(path, inputs, budget)
     elif path.is_file() and path.suffix == ".npy":
-        ds = _from_arrays(str(path), inputs, [np.load(path, allow_pickle=False)], None)
+        ds = _from_arrays(str(path), inputs, [read_npy_file(path, budget)], None)
     elif path.is_dir():
         npys = sorted(p for p in path.glob("*.npy") if p.name != "labels.npy")
-        images = sorted(p for p in path.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES)
+        images = sorted(p for p in path.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
         if npys:
-            labels = np.load(path / "labels.npy", allow_pickle=False) if (path / "labels.npy").exists() else None
-            ds = _from_arrays(str(path), inputs, [np.load(p, allow_pickle=False) for p in npys], labels)
+            labels = read_npy_file(path / "labels.npy", budget) if (path / "labels.npy").exists() else None
+            ds = _from_arrays(str(path), inputs, [read_npy_file(p, budget) for p in npys], labels)
         elif images:
-            ds = _load_images(path, images, inputs, preprocess or PreprocessSpec())
+            ds = _load_images(path, images, inputs, preprocess or PreprocessSpec(), budget)
         else:
             raise OptionError(f"{path} holds no .npy files and no images ({', '.join(IMAGE_SUFFIXES)}).")
     else:
         raise OptionError(f"{path}: data must be an .npz file, a .npy file, or a folder of .npy files or images.")
     if count is not None:
-        if count <= 0:
-            raise OptionError("The sample count must be positive.")
         ds = ds.take(count)
+    _check_values(ds, inputs, allow_nonfinite)
     return ds
+
+
+class _Budget:
+    """The bytes one dataset may still allocate; every array is charged before it is read."""
+
+    def __init__(self, source: str, limit: int = MAX_DATA_BYTES):
+        self.source = source
+        self.left = limit
+        self.limit = limit
+
+    def charge(self, what: str, nbytes: int) -> None:
+        if nbytes > self.left:
+            raise OptionError(
+                f"{what} would take {nbytes} bytes, and {self.source} may hold at most {self.limit} bytes of data in all; "
+                f"use fewer samples."
+            )
+        self.left -= nbytes
+
+
+def read_npy_file(path: Path, budget: "_Budget | None" = None) -> np.ndarray:
+    """One .npy file, read through `read_npy` (header checked first, never unpickled)."""
+    if not path.is_file():
+        raise OptionError(f"{path} is not a file; an .npy array was expected there.")
+    budget = budget or _Budget(str(path))
+    with path.open("rb") as fh:
+        return read_npy(fh, str(path), path.stat().st_size, budget)
+
+
+def read_npy(fh: BinaryIO, what: str, size_bytes: int, budget: "_Budget") -> np.ndarray:
+    """An array from an .npy stream of `size_bytes`: the header is validated before any allocation.
+
+    Refused with one sentence: not .npy, a malformed header, Python objects (pickled data is
+    never loaded), non-numeric dtypes, a claimed size larger than the bytes present (truncated,
+    or a header lying to make us allocate), or more than the dataset's budget.
+    """
+    try:
+        version = np.lib.format.read_magic(fh)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh, max_header_size=MAX_NPY_HEADER_BYTES)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh, max_header_size=MAX_NPY_HEADER_BYTES)
+        else:
+            raise ValueError(f"unknown .npy format version {version}")
+    except (ValueError, EOFError, SyntaxError, TypeError, struct.error) as exc:
+        raise OptionError(f"{what} is not a readable .npy array (its header is missing or malformed).") from exc
+    if dtype.hasobject or dtype.kind not in NUMERIC_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        words = "Python objects (pickled data, which edgedeploy never loads)" if dtype.hasobject else _KIND_WORDS.get(dtype.kind, f"values of type {dtype}")
+        raise OptionError(f"{what} holds {words}, not numbers.")
+    if any(d < 0 for d in shape):
+        raise OptionError(f"{what} has a negative dimension in its header.")
+    if math.prod(max(d, 1) for d in shape) * dtype.itemsize > MAX_DATA_BYTES:
+        # Checked with empty axes counted as 1: numpy cannot even describe such a shape.
+        raise OptionError(f"{what} claims a shape of {'x'.join(map(str, shape))}, beyond the {MAX_DATA_BYTES} bytes a dataset may hold.")
+    count = math.prod(shape)
+    nbytes = count * dtype.itemsize
+    present = size_bytes - fh.tell()
+    if nbytes > present:
+        raise OptionError(f"{what} claims {nbytes} bytes of data ({'x'.join(map(str, shape)) or 'scalar'} {dtype}) but holds only {max(present, 0)}; it is truncated or corrupt.")
+    budget.charge(what, nbytes)
+    array = np.empty(count, dtype=dtype)
+    view = memoryview(array).cast("B") if nbytes else memoryview(b"")
+    filled = 0
+    while filled < nbytes:
+        got = fh.readinto(view[filled:])
+        if not got:
+            raise OptionError(f"{what} ended after {filled} of its {nbytes} bytes; it is truncated.")
+        filled += got
+    return array.reshape(shape, order="F" if fortran else "C")
+
+
+def _check_values(ds: Dataset, inputs: list[InputSpec], allow_nonfinite: bool) -> None:
+    """NaN, infinities and complex numbers: refused, or with `allow_nonfinite` kept with a warning."""
+    hint = "pass --allow-nonfinite to use them anyway"
+    for spec in inputs:
+        array = ds.inputs.get(spec.name)
+        if array is None:
+            continue
+        if array.dtype.kind == "c" and np.dtype(spec.dtype).kind != "c":
+            sentence = f"{ds.source}: input '{spec.name}' holds complex numbers, but the model takes {spec.dtype}"
+            if not allow_nonfinite:
+                raise OptionError(f"{sentence}; {hint} (only the real part is fed).")
+            warnings.warn(EdgedeployWarning(f"{sentence}; feeding only the real part (--allow-nonfinite)."), stacklevel=3)
+            array = ds.inputs[spec.name] = array.real.astype(np.dtype(spec.dtype))
+        _check_finite(ds, f"input '{spec.name}'", array, allow_nonfinite, hint)
+    if ds.labels is not None:
+        _check_finite(ds, "the labels", ds.labels, allow_nonfinite, hint)
+
+
+def _check_finite(ds: Dataset, what: str, array: np.ndarray, allow: bool, hint: str) -> None:
+    if array.dtype.kind not in "fc":
+        return
+    bad = ~np.isfinite(array)
+    if bad.any():
+        count = int(bad.sum())
+        first = int(np.argwhere(bad.reshape(len(array), -1) if array.ndim else bad.reshape(1, 1))[0][0])
+        sentence = f"{ds.source}: {what} holds {count} NaN or infinite value(s), the first in sample {first}"
+        if not allow:
+            raise OptionError(f"{sentence}; {hint}.")
+        warnings.warn(EdgedeployWarning(f"{sentence}; using them as given (--allow-nonfinite)."), stacklevel=3)
 
 
 def _check_array(source: str, spec: InputSpec, array: np.ndarray, preprocess: PreprocessSpec | None = None) -> np.ndarray:
@@ -211,12 +364,16 @@ def _check_array(source: str, spec: InputSpec, array: np.ndarray, preprocess: Pr
                 f"{source}: data for input '{spec.name}' has {have} at axis {axis}, but the model expects {need} "
                 f"({'x'.join('?' if d is None else str(d) for d in want)}){_channel_hint(preprocess, axis, len(want), have, need)}."
             )
-    if array.dtype.kind == "O":
-        raise OptionError(f"{source}: input '{spec.name}' holds Python objects, not numbers.")
+    if array.dtype.kind not in NUMERIC_KINDS:
+        raise OptionError(f"{source}: input '{spec.name}' holds {_KIND_WORDS.get(array.dtype.kind, str(array.dtype))}, not numbers.")
     try:
-        return array.astype(np.dtype(spec.dtype), copy=False)
+        target = np.dtype(spec.dtype)
     except TypeError as exc:
-        raise OptionError(f"{source}: cannot convert input '{spec.name}' to {spec.dtype}.") from exc
+        raise OptionError(f"{source}: the model's input '{spec.name}' is of type {spec.dtype}, which edgedeploy cannot feed from data files.") from exc
+    if array.dtype.kind == "c" and target.kind != "c":
+        # Left complex: _check_values refuses it, or with allow_nonfinite feeds the real part.
+        return array
+    return array.astype(target, copy=False)
 
 
 def _channel_hint(preprocess: PreprocessSpec | None, axis: int, rank: int, have: int, need: int) -> str:
@@ -234,26 +391,51 @@ def _channel_hint(preprocess: PreprocessSpec | None, axis: int, rank: int, have:
     return ""
 
 
-def _load_npz(path: Path, inputs: list[InputSpec]) -> Dataset:
+# What reading a zip member can raise on corrupt or hostile archives (CRC and size mismatches,
+# broken deflate streams, encryption, compression methods Python lacks).
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, OSError)
+
+
+def _load_npz(path: Path, inputs: list[InputSpec], budget: _Budget) -> Dataset:
+    """An .npz archive read member by member through `read_npy`, never through np.load's pickle fallback."""
     try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise OptionError(f"{path} is not a readable .npz file ({exc}).") from exc
+        archive = zipfile.ZipFile(path)
+    except _ZIP_ERRORS as exc:
+        raise OptionError(f"{path} is not an .npz archive (not a zip file, or truncated).") from exc
     with archive:
-        keys = list(archive.keys())
+        members = {}
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            if not info.filename.endswith(".npy"):
+                raise OptionError(f"{path} holds {info.filename[:80]!r}, which is not an .npy array; an .npz holds only arrays.")
+            members[info.filename[: -len(".npy")]] = info
+
+        def read(key: str) -> np.ndarray:
+            info = members[key]
+            what = f"{path} array '{key[:80]}'"
+            try:
+                with archive.open(info) as fh:
+                    return read_npy(fh, what, info.file_size, budget)
+            except _ZIP_ERRORS as exc:
+                detail = " ".join(str(exc).split())[:120] or type(exc).__name__
+                raise OptionError(f"{what} cannot be read: the archive is corrupt or encrypted ({detail}).") from exc
+
+        keys = list(members)
         label_key = next((k for k in LABEL_KEYS if k in keys), None)
-        labels = archive[label_key] if label_key else None
+        labels = read(label_key) if label_key else None
         data_keys = [k for k in keys if k != label_key]
         arrays = {}
         if all(spec.name in data_keys for spec in inputs):
             for spec in inputs:
-                arrays[spec.name] = _check_array(str(path), spec, archive[spec.name])
+                arrays[spec.name] = _check_array(str(path), spec, read(spec.name))
         elif len(inputs) == 1 and len(data_keys) == 1:
-            arrays[inputs[0].name] = _check_array(str(path), inputs[0], archive[data_keys[0]])
+            arrays[inputs[0].name] = _check_array(str(path), inputs[0], read(data_keys[0]))
         else:
+            shown = ", ".join(repr(k[:40]) for k in data_keys[:10]) or "(none)"
             raise OptionError(
-                f"{path} has arrays {', '.join(data_keys) or '(none)'}; the model's inputs are "
-                f"{', '.join(s.name for s in inputs)}. Name the arrays after the inputs."
+                f"{path} has arrays {shown}; the model's inputs are "
+                f"{', '.join(repr(s.name[:40]) for s in inputs)}. Name the arrays after the inputs."
             )
     return _finish(str(path), arrays, labels)
 
@@ -263,7 +445,12 @@ def _from_arrays(source: str, inputs: list[InputSpec], arrays: list[np.ndarray],
         raise OptionError(f"{source}: .npy data only works for single-input models; use an .npz keyed by input name.")
     spec = inputs[0]
     fitted = [_check_array(source, spec, a) for a in arrays]
-    return _finish(source, {spec.name: np.concatenate(fitted, axis=0)}, labels)
+    sample_shapes = sorted({tuple(a.shape[1:]) for a in fitted})
+    if len(sample_shapes) > 1:
+        raise OptionError(f"{source}: the .npy files hold samples of different shapes ({', '.join('x'.join(map(str, s)) or 'scalar' for s in sample_shapes[:3])}).")
+    if len({a.dtype for a in fitted}) > 1:
+        fitted = [a.astype(np.result_type(*fitted)) for a in fitted]
+    return _finish(source, {spec.name: np.concatenate(fitted, axis=0) if len(fitted) > 1 else fitted[0]}, labels)
 
 
 def _finish(source: str, arrays: dict[str, np.ndarray], labels) -> Dataset:
@@ -273,12 +460,17 @@ def _finish(source: str, arrays: dict[str, np.ndarray], labels) -> Dataset:
     n = counts.pop()
     if n == 0:
         raise OptionError(f"{source} holds no samples.")
-    if labels is not None and len(labels) != n:
-        raise OptionError(f"{source}: {len(labels)} labels for {n} samples.")
+    if labels is not None:
+        if labels.dtype.kind not in "biuf":
+            raise OptionError(f"{source}: the labels hold {_KIND_WORDS.get(labels.dtype.kind, str(labels.dtype))}; labels must be numbers (class indices or targets).")
+        if labels.ndim == 0:
+            raise OptionError(f"{source}: the labels are a single number; give one label per sample.")
+        if len(labels) != n:
+            raise OptionError(f"{source}: {len(labels)} labels for {n} samples.")
     return Dataset(arrays, labels, source)
 
 
-def _load_images(root: Path, images: list[Path], inputs: list[InputSpec], spec: PreprocessSpec) -> Dataset:
+def _load_images(root: Path, images: list[Path], inputs: list[InputSpec], spec: PreprocessSpec, budget: _Budget) -> Dataset:
     if len(inputs) != 1:
         raise OptionError(f"{root}: image folders only work for single-input models.")
     try:
@@ -303,26 +495,40 @@ def _load_images(root: Path, images: list[Path], inputs: list[InputSpec], spec: 
                 f"--preprocess: {key} has {len(values)} values, but channels={spec.channels} gives {channels} channel(s); "
                 f"give one value, or one per channel."
             )
+    # What Pillow and the decoders raise on files that lie about being images.
+    decode_errors = (OSError, ValueError, EOFError, SyntaxError, struct.error, zlib.error, Image.DecompressionBombError)
     samples = []
     for p in images:
         try:
-            with Image.open(p) as img:
-                img = img.convert(mode)
-                if size is not None:
-                    img = img.resize((size[1], size[0]), Image.BILINEAR)
-                arr = np.asarray(img, dtype=np.float32)
-        except OSError as exc:
-            raise OptionError(f"{p} could not be decoded as an image ({exc}).") from exc
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                with Image.open(p) as img:
+                    # The header's size is checked before a single pixel is decoded.
+                    width, height = img.size
+                    if width <= 0 or height <= 0 or width * height > MAX_IMAGE_PIXELS:
+                        raise OptionError(f"{p} claims {width}x{height} pixels; images may have at most {MAX_IMAGE_PIXELS} (a decompression bomb?).")
+                    out_h, out_w = size if size is not None else (height, width)
+                    budget.charge(f"{p} (decoded)", out_h * out_w * channels * 4)
+                    img = img.convert(mode)
+                    if size is not None:
+                        img = img.resize((size[1], size[0]), Image.BILINEAR)
+                    arr = np.asarray(img, dtype=np.float32)
+        except (*decode_errors, Image.DecompressionBombWarning) as exc:
+            raise OptionError(f"{p} could not be decoded as an image ({type(exc).__name__}).") from exc
         if arr.ndim == 2:
             arr = arr[..., None]
         if spec.channels == "BGR":
             arr = arr[..., ::-1]
         mean = np.asarray(spec.mean, dtype=np.float32)
         std = np.asarray(spec.std, dtype=np.float32)
+        if mean.size not in (1, arr.shape[-1]) or std.size not in (1, arr.shape[-1]):
+            raise OptionError(f"--preprocess: mean and std need one value or one per channel ({arr.shape[-1]}), not {mean.size} and {std.size}.")
         arr = (arr * spec.scale - mean) / std
         if spec.layout == "NCHW":
             arr = arr.transpose(2, 0, 1)
         samples.append(arr)
+    if len({a.shape for a in samples}) > 1:
+        raise OptionError(f"{root}: the images have different sizes; give --preprocess size=HxW to resize them to one.")
     batch = np.stack(samples)
     ds = _finish(str(root), {model_in.name: _check_array(str(root), model_in, batch, spec)}, labels)
     ds.preprocess = spec

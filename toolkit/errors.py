@@ -121,3 +121,11 @@ class TargetError(EdgedeployError):
 def exit_code_for(error: BaseException) -> int:
     """The exit status for an exception: its class's code, 70 for anything that is not an EdgedeployError."""
     return getattr(error, "exit_code", EXIT_INTERNAL) if isinstance(error, EdgedeployError) else EXIT_INTERNAL
+
+
+class EdgedeployWarning(UserWarning):
+    """Something the user should know that does not stop the command (the CLI prints `warning: ...`).
+
+    Raised with `warnings.warn(EdgedeployWarning(sentence))` at the boundary that notices it
+    (intake, the dataset loader), so every command shows it without passing a callback down.
+    """

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgedeploy.errors import ToolchainError
+from edgedeploy.errors import ToolchainError, WorkerFailed
 from edgedeploy.model import named_copy
 from edgedeploy.targets.eiq.confirm import tokens_for
 from edgedeploy.targets.base import ConvertResult, SimulationResult
@@ -63,7 +63,10 @@ def convert(target, ctx) -> ConvertResult:
         request["vela"] = dict(VELA_IMX93)
     ctx.echo(f"convert: onnx2tf converts to float32 and full-int8 TFLite{' and Vela compiles for the Ethos-U65' if chip == 'imx93' else ''} (log: build.log)")
     started = time.monotonic()
-    result = ctx.executor.worker(target.toolchain, WORKER, request, work)
+    try:
+        result = ctx.executor.worker(target.toolchain, WORKER, request, work)
+    except WorkerFailed as exc:
+        raise WorkerFailed(str(exc) + known_remedy(str(exc))) from exc
     conversion = {
         "converter": f"onnx2tf {result['versions'].get('onnx2tf')} + tensorflow-cpu {result['versions'].get('tensorflow-cpu')}",
         "float32_tflite": "model_float32.tflite",
@@ -164,6 +167,21 @@ def codegen(ctx, converted: ConvertResult) -> dict:
     ctx.echo(f"codegen: runner/runner.py ({section['delegate']})")
     shutil.rmtree(ctx.workdir / "work", ignore_errors=True)
     return section
+
+
+# onnx2tf failures whose cause and remedy are known: (what the message contains, the advice).
+KNOWN_REMEDIES = (
+    (
+        "FlexErf",
+        " Erf (an exact GELU exported below opset 20) has no TFLite builtin; `edgedeploy build --fix` rewrites it to the "
+        "opset-20 Gelu, which onnx2tf converts to TFLite's GELU builtin (see docs/eiq.md).",
+    ),
+)
+
+
+def known_remedy(message: str) -> str:
+    """The documented remedy for an onnx2tf failure, as a sentence to append, or ''."""
+    return next((advice for marker, advice in KNOWN_REMEDIES if marker in message), "")
 
 
 def _op_histogram(ops: dict) -> dict[str, int]:

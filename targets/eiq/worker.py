@@ -331,6 +331,14 @@ def match_signature_key(onnx_name, keys, position, count):
     return ordered[position] if position < len(ordered) else None
 
 
+def tflite_key(onnx_name, saved_model_key, tflite_keys, position, count):
+    """The TFLite signature's name for an input: the saved model's key, the ONNX name, or the best match."""
+    for candidate in (saved_model_key, onnx_name):
+        if candidate in tflite_keys:
+            return candidate
+    return match_signature_key(onnx_name, set(tflite_keys), position, count)
+
+
 def convert(onnx_path, outdir, calib, ctx, precision="int8", quantize=True):
     """onnx2tf -> saved_model + float32 .tflite, then the full-int8 .tflite.
 
@@ -461,9 +469,19 @@ def quantize_full_int8(tf_dir, out_path, inputs, layouts, calib):
     """
     import tensorflow as tf
 
+    names = {layouts[spec["name"]]["key"]: spec["name"] for spec in inputs}
+
     def representative():
+        # The calibrator looks inputs up by the TFLite signature's names, which keep the ONNX
+        # name ("gpu_0/data_0") where the saved model's key was sanitised ("gpu_0_data_0"):
+        # each sample carries both (the calibrator ignores names it does not ask for).
         for sample in calibration_batches(inputs, layouts, calib):
-            yield {k: tf.convert_to_tensor(v) for k, v in sample.items()}
+            feed = {}
+            for key, value in sample.items():
+                tensor = tf.convert_to_tensor(value)
+                feed[key] = tensor
+                feed.setdefault(names.get(key, key), tensor)
+            yield feed
 
     converter = tf.lite.TFLiteConverter.from_saved_model(tf_dir)
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -553,6 +571,7 @@ def run_tflite(path, inputs, layouts, data, outputs_onnx, default_delegates=True
     first = next(iter(layouts.values()))
     batch = first["tf_shape"][0] if first["tf_shape"] and first["tf_shape"][0] > 0 else 1
     collected = {k: [] for k in details_out}
+    keys = {spec["name"]: tflite_key(spec["name"], layouts[spec["name"]]["key"], list(details_in), pos, len(inputs)) for pos, spec in enumerate(inputs)}
     for start in range(0, count - count % batch, batch):
         feed = {}
         for spec in inputs:
@@ -560,12 +579,12 @@ def run_tflite(path, inputs, layouts, data, outputs_onnx, default_delegates=True
             arr = data[spec["name"]][start:start + batch]
             if lay["perm"]:
                 arr = arr.transpose(lay["perm"])
-            det = details_in[lay["key"]]
+            det = details_in[keys[spec["name"]]]
             scale, zero = det["quantization"]
             if np.issubdtype(det["dtype"], np.integer) and scale and arr.dtype.kind == "f":
                 info = np.iinfo(det["dtype"])
                 arr = np.clip(np.round(arr / scale + zero), info.min, info.max)
-            feed[lay["key"]] = arr.astype(det["dtype"])
+            feed[keys[spec["name"]]] = arr.astype(det["dtype"])
         result = runner(**feed)
         for key, value in result.items():
             det = details_out[key]

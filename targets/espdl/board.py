@@ -172,6 +172,8 @@ def measure_on_board(
     work_root: Path | None = None,
     echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     console_echo: Callable[[str], None] | None = None,
+    eval_path: Path | None = None,
+    eval_count: int | None = None,
 ) -> dict:
     """Flash (per `flash`), reset the board, read one boot's sessions, and return the device section.
 
@@ -181,8 +183,13 @@ def measure_on_board(
     sessions, `complete`/`partial`/`error` (a reset, disconnect or time-out keeps what was read),
     and the scope (model hash, chip, precision, device, CPU clock). Raises DeviceError only when
     nothing can be measured (wrong chip, no port, flashing failed).
+
+    With `eval_path` (the user's evaluation data), the board then runs those samples too: they are
+    streamed to the firmware's evaluation loop over the same console (devices/serial_eval.py) and
+    its outputs compared with ONNX Runtime's on this host, as the build's verification does:
+    the section gets `accuracy` (task metric and per-output fidelity) and `evaluation` (the stream).
     """
-    from edgedeploy.devices.serial import measure_serial
+    from edgedeploy.devices.serial import measure_serial, open_console, read_sessions
 
     artifact = Path(artifact)
     chip = manifest.get("target", {}).get("chip")
@@ -211,8 +218,144 @@ def measure_on_board(
         echo("board: ESP-IDF not found and no prebuilt firmware given: reading the board as flashed")
 
     echo(f"board: resetting {device.name} on {device.serial_port} and reading its console (up to {timeout_s:.0f} s)")
-    run = measure_serial(device.serial_port, baud=device.baud, timeout_s=timeout_s, reset=reset, echo=console_echo, progress=echo)
-    return device_section(run, manifest, device, flashing, artifact)
+    # The board's lines are untrusted: only those naming this artifact's model are its figures.
+    expected_sha = (manifest.get("model") or {}).get("sha256")
+    if eval_path is None:
+        run = measure_serial(device.serial_port, baud=device.baud, timeout_s=timeout_s, reset=reset, echo=console_echo, progress=echo, expected_model_sha256=expected_sha)
+        return device_section(run, manifest, device, flashing, artifact)
+    with open_console(device.serial_port, device.baud, reset, progress=echo) as console:
+        run = read_sessions(console, timeout_s=timeout_s, echo=console_echo, expected_model_sha256=expected_sha)
+        section = device_section(run, manifest, device, flashing, artifact)
+        if not section["sessions"] or run.error:
+            section["accuracy_error"] = "the evaluation on the board did not run: its timed sessions did not finish"
+            return section
+        evaluate_on_board(console, section, artifact, manifest, Path(eval_path), eval_count, echo, console_echo)
+    return section
+
+
+def _onnx_name(board_name: str) -> str:
+    """A tensor name as the firmware's JSON writer escapes it (every byte >= 0x80 as \\u00XX) back in UTF-8."""
+    try:
+        return board_name.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return board_name
+
+
+def _layout(board_shape: list, onnx_shape: tuple, what: str) -> tuple | None:
+    """The transpose from the ONNX layout to the board's: None for none, (0, 2, 3, 1) for NCHW -> NHWC."""
+    onnx_shape = tuple(int(d) for d in onnx_shape)
+    board_shape = tuple(int(d) for d in board_shape)
+    if board_shape == onnx_shape:
+        return None
+    if len(onnx_shape) == 4 and board_shape == (onnx_shape[0], onnx_shape[2], onnx_shape[3], onnx_shape[1]):
+        return (0, 2, 3, 1)
+    raise DeviceError(f"The board's {what} has shape {list(board_shape)}, which is not the model's {list(onnx_shape)} in any layout ESP-DL uses; it runs another model.")
+
+
+def _match(board_items: list, onnx_names: list[str], what: str) -> list[tuple[dict, str]]:
+    """Pair the board's tensors with the model's: by name, else in order when the counts agree."""
+    if not isinstance(board_items, list) or not all(isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("shape"), list) for item in board_items):
+        raise DeviceError(f"The board's evaluation loop announced malformed {what}s.")
+    if len(board_items) != len(onnx_names):
+        raise DeviceError(f"The board's model has {len(board_items)} {what}(s), the artifact's {len(onnx_names)}; it runs another model.")
+    by_name = {_onnx_name(item["name"]): item for item in board_items}
+    if set(by_name) == set(onnx_names):
+        return [(by_name[name], name) for name in onnx_names]
+    return list(zip(board_items, onnx_names))
+
+
+def evaluate_on_board(console, section: dict, artifact: Path, manifest: dict, eval_path: Path, eval_count: int | None, echo, console_echo) -> None:
+    """Stream the user's evaluation samples to the board and put accuracy and fidelity into `section`."""
+    import numpy as np
+
+    from edgedeploy.artifacts import atomic_write_bytes, now_iso
+    from edgedeploy.datasets import load_dataset, model_input_specs
+    from edgedeploy.devices.serial_eval import stream_samples, wait_for_ready
+    from edgedeploy.measure.reference import ReferenceError, ReferenceRunner
+    from edgedeploy.measure.verify import output_producers, verify
+    from edgedeploy.model import load_model
+
+    model_path = Path(artifact) / "model.onnx"
+    model = load_model(model_path, {}, require_static=True)
+    specs = model_input_specs(model)
+    data = load_dataset(eval_path, specs, None, eval_count)
+    try:
+        reference = ReferenceRunner(model_path).run(data.inputs)
+    except ReferenceError as exc:
+        section["accuracy_error"] = f"the ONNX Runtime reference could not run: {exc}"
+        return
+    output_names = list(reference.outputs)  # in the model's order
+    section["evaluation_inputs"] = data.describe()
+    echo(f"board: evaluating {reference.samples} samples of {eval_path} on the board (the host reference: {reference.runtime})")
+    ready, reader, problem = wait_for_ready(console, echo=console_echo)
+    if problem:
+        section["accuracy_error"] = problem
+        section["evaluation"] = {"error": problem, "samples_done": 0, "samples_requested": reference.samples}
+        return
+    try:
+        inputs = _match(ready.get("inputs"), [spec.name for spec in specs], "input")
+        outputs = _match(ready.get("outputs"), output_names, "output")
+        input_layouts = [(name, _layout(item["shape"], next(s.shape for s in specs if s.name == name), f"input {name}")) for item, name in inputs]
+        output_plan = []
+        for item, name in outputs:
+            per_sample = (1, *reference.outputs[name].shape[1:])
+            output_plan.append((name, [int(d) for d in item["shape"]], _layout(item["shape"], per_sample, f"output {name}")))
+    except DeviceError as exc:
+        section["accuracy_error"] = str(exc)
+        section["evaluation"] = {"error": str(exc), "samples_done": 0, "samples_requested": reference.samples}
+        return
+    payloads = []
+    for index in range(reference.samples):
+        parts = []
+        for name, layout in input_layouts:
+            x = np.asarray(data.inputs[name][index : index + 1], dtype=np.float32)
+            parts.append(np.ascontiguousarray(x.transpose(layout) if layout else x).astype("<f4").tobytes())
+        payloads.append(b"".join(parts))
+    output_bytes = sum(int(np.prod(shape)) * 4 for _, shape, _ in output_plan)
+    stream = stream_samples(console, payloads, output_bytes, echo=console_echo, progress=echo, ready=ready, reader=reader)
+    summary = stream.summary()
+    section["evaluation"] = summary
+    done = len(stream.outputs)
+    if stream.error:
+        section["error"] = section.get("error") or stream.error
+    if not done:
+        section["accuracy_error"] = stream.error or "the board returned no output"
+        return
+    board_outputs: dict[str, np.ndarray] = {}
+    for name, shape, layout in output_plan:
+        board_outputs[name] = []
+    for payload in stream.outputs:
+        offset = 0
+        for name, shape, layout in output_plan:
+            count = int(np.prod(shape))
+            value = np.frombuffer(payload, dtype="<f4", count=count, offset=offset).reshape(shape)
+            offset += count * 4
+            if layout:
+                value = value.transpose(np.argsort(layout))
+            board_outputs[name].append(value)
+    board_outputs = {name: np.concatenate(values).astype(np.float32) for name, values in board_outputs.items()}
+    ref_outputs = {name: values[:done] for name, values in reference.outputs.items()}
+    labels = data.labels[:done] if data.labels is not None else None
+    # The build's own verification (measure/verify.py), with the board in the simulator's place.
+    result = verify(ref_outputs, board_outputs, labels, "auto", "auto", output_producers(model.graph))
+    result["reference"] = reference.describe()
+    result["scope"] = {
+        "samples": done,
+        "samples_requested": reference.samples,
+        "partial": done < reference.samples,
+        "before": f"host reference ({reference.runtime})",
+        "after": f"the board's outputs: ESP-DL firmware on the {section.get('chip')} (device {section.get('device')}), inputs streamed over serial",
+        "inputs": data.describe(),
+    }
+    section["accuracy"] = result
+    stamp = now_iso().replace(":", "").replace("-", "")[:15]
+    rel = f"measurements/{stamp}-board-outputs.npz"
+    import io
+
+    buffer = io.BytesIO()
+    np.savez(buffer, **board_outputs)
+    atomic_write_bytes(Path(artifact) / rel, buffer.getvalue())
+    section["evaluation"]["outputs_file"] = rel
 
 
 # The timing protocol the generated firmware was built with (templates/espdl/main/edgedeploy_model.h.j2).
@@ -255,9 +398,10 @@ def device_section(run, manifest: dict, device, flashing: dict, artifact: Path |
                 wrong_model.append(scope[key])
         sessions.append(result)
     error = run.error
-    if wrong_model:
+    other = wrong_model[0] if wrong_model else (getattr(run, "other_model_sha256", None) if not sessions else None)
+    if other:
         error = (
-            f"The board runs firmware for another model (sha256 {wrong_model[0][:16]}...), not this artifact's "
+            f"The board runs firmware for another model (sha256 {other[:16]}...), not this artifact's "
             f"({(expected_sha or '')[:16]}...); flash this artifact's firmware."
         )
         sessions = []
@@ -282,7 +426,7 @@ def device_section(run, manifest: dict, device, flashing: dict, artifact: Path |
         "edgedeploy_version": firmware_scope.get("edgedeploy_version"),
     }
     chip = manifest.get("target", {}).get("chip")
-    complete = run.complete and not wrong_model
+    complete = run.complete and not other
     return {
         "schema": "edgedeploy.serial-run/1",
         "device": device.name,
@@ -305,6 +449,8 @@ def device_section(run, manifest: dict, device, flashing: dict, artifact: Path |
         "boot_reason": run.boot_reason,
         "reset_reason": run.reset_reason,
         "crash_line": run.crash_line,
-        "console_tail": run.transcript[-20:],
+        "console_tail": list(run.transcript)[-20:],
+        "rejected_result_lines": getattr(run, "rejected_count", 0),
+        "rejected_reasons": list(getattr(run, "rejected", [])),
         "console_wall_s": round(run.wall_s, 2),
     }

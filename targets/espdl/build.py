@@ -17,10 +17,10 @@ import math
 import shutil
 from pathlib import Path
 
-import numpy as np
 import onnx
 
 from edgedeploy import __version__
+from edgedeploy.arrays import read_arrays, write_arrays
 from edgedeploy.artifacts import atomic_write_json
 from edgedeploy.errors import OptionError
 from edgedeploy.model import named_copy
@@ -121,16 +121,19 @@ def convert(ctx) -> ConvertResult:
     input_names = [vi.name for vi in ctx.model.graph_inputs()]
     batchable = ctx.data.batchable
     calib_path = work / "calib.npz"
-    np.savez(calib_path, **calib.inputs)
+    # Keyed by index with a name table (edgedeploy.arrays): tensor names are not safe .npz keys.
+    write_arrays(calib_path, calib.inputs)
     eval_path = None
     if evaluation is not None:
         eval_path = work / "eval.npz"
-        np.savez(eval_path, **evaluation.inputs)
+        write_arrays(eval_path, evaluation.inputs)
     test_source = evaluation if evaluation is not None else calib
     test_path = work / "test_input.npz"
-    np.savez(test_path, **{k: v[:1] for k, v in test_source.inputs.items()})
+    write_arrays(test_path, {k: v[:1] for k, v in test_source.inputs.items()})
     named_path = work / "model_named.onnx"
-    onnx.save(named_copy(ctx.model.proto, display_names), str(named_path))
+    for_esp_ppq = named_copy(ctx.model.proto, display_names)
+    workarounds = explicit_reduce_keepdims(for_esp_ppq)
+    onnx.save(for_esp_ppq, str(named_path))
 
     batch = calibration_batch(len(calib), batchable)
     request = {
@@ -175,8 +178,7 @@ def convert(ctx) -> ConvertResult:
     )
     simulated = None
     if result.get("eval_outputs"):
-        with np.load(result["eval_outputs"], allow_pickle=False) as archive:
-            outputs = {k: archive[k] for k in archive.files}
+        outputs = read_arrays(result["eval_outputs"])
         simulated = SimulationResult(outputs, backend="esp-ppq quantised simulation (CPU, torch)")
     espdl = ctx.workdir / ESPDL_NAME
     _cleanup_work(work)
@@ -198,7 +200,37 @@ def convert(ctx) -> ConvertResult:
         },
         manifest={"file": ESPDL_NAME, "platform": result.get("platform"), "precision": precision, "int16_layers": quant["int16_layers"]},
         simulated=simulated,
+        workarounds=workarounds,
     )
+
+
+# Operators whose `keepdims` attribute esp-ppq 1.3.12 reads without ONNX's default (1).
+KEEPDIMS_OPS = ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
+
+
+def explicit_reduce_keepdims(proto: onnx.ModelProto) -> list[dict]:
+    """Write `keepdims=1` (ONNX's default) on every Reduce node that leaves it out; the workaround applied, if any.
+
+    esp-ppq 1.3.12's layout pass reads `op.attributes["keepdims"]` without a default
+    (esp_ppq/parser/espdl/layout_patterns.py) and stops with `KeyError: 'keepdims'` on models
+    that rely on the default, as PyTorch's LayerNorm-free ReduceMean exports do; the explicit
+    default computes the same, so the copy given to esp-ppq carries it.
+    """
+    changed = []
+    for node in proto.graph.node:
+        if node.op_type in KEEPDIMS_OPS and not any(a.name == "keepdims" for a in node.attribute):
+            node.attribute.append(onnx.helper.make_attribute("keepdims", 1))
+            changed.append(node.name)
+    if not changed:
+        return []
+    return [
+        {
+            "name": f"explicit keepdims=1 on {len(changed)} Reduce node(s)",
+            "why": "esp-ppq 1.3.12 reads keepdims without ONNX's default (KeyError: 'keepdims'); the default written out computes the same",
+            "source": "esp-ppq 1.3.12, esp_ppq/parser/espdl/layout_patterns.py",
+            "nodes": changed[:20],
+        }
+    ]
 
 
 def codegen(ctx, converted: ConvertResult) -> dict:

@@ -11,7 +11,6 @@ EMBED_MAX_BYTES, and gets its own `model` data partition otherwise (docs/espdl.m
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from importlib import resources
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import jinja2
 
-from edgedeploy import __version__
+from edgedeploy import __version__, escape
 from edgedeploy.artifacts import atomic_write_text
 from edgedeploy.errors import ModelError
 
@@ -107,56 +106,13 @@ DEV_KITS = {
 # Escaping: everything a model supplies goes through one of these before it reaches a file.
 
 
-def c_string(text: str) -> str:
-    """A C/C++ string literal for any text: printable ASCII kept, everything else as 3-digit octal escapes.
-
-    Octal (not hex) because a hex escape swallows the hex digits that follow it; `?` is escaped
-    so that no trigraph can form.
-    """
-    out = ['"']
-    for byte in str(text).encode("utf-8"):
-        ch = chr(byte)
-        if ch in '"\\?':
-            out.append("\\" + ch)
-        elif 0x20 <= byte < 0x7F:
-            out.append(ch)
-        else:
-            out.append(f"\\{byte:03o}")
-    out.append('"')
-    return "".join(out)
-
-
-_COMMENT_SAFE = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-.,:;=+()[]<>#@%&|^~!$'/")
-
-
-def comment_text(text: str) -> str:
-    """Text that is safe inside a C, CMake or CSV comment line: no newline, no `*/`, no trigraph, ASCII only."""
-    out = []
-    for ch in str(text):
-        if ch in _COMMENT_SAFE:
-            out.append(ch)
-        else:
-            out.append("".join(f"\\x{b:02x}" for b in ch.encode("utf-8")))
-    return "".join(out)
-
-
-def identifier(text: str, prefix: str = "m") -> str:
-    """A C / CMake identifier: letters, digits and underscores, not starting with a digit."""
-    cleaned = "".join(c if (c.isascii() and (c.isalnum() or c == "_")) else "_" for c in str(text))
-    cleaned = cleaned.strip("_") or prefix
-    if cleaned[0].isdigit():
-        cleaned = f"{prefix}_{cleaned}"
-    return cleaned[:48]
-
-
-def json_c_string(value) -> str:
-    """A JSON document as a C string literal (ASCII JSON, then C-escaped)."""
-    return c_string(json.dumps(value, ensure_ascii=True, sort_keys=True, separators=(",", ":")))
-
-
-def markdown_code(text: str) -> str:
-    """An inline Markdown code span showing the text JSON-escaped (ASCII, no backticks, no line breaks)."""
-    return "`" + json.dumps(str(text), ensure_ascii=True).replace("`", "\\u0060") + "`"
+# The escaping functions live in edgedeploy.escape (one implementation for every target);
+# these names are the template filters and what tests import.
+c_string = escape.c_string
+comment_text = escape.comment_text
+identifier = escape.identifier
+json_c_string = escape.json_c_string
+markdown_code = escape.markdown_code
 
 
 def _round_up(value: int, align: int) -> int:

@@ -213,7 +213,7 @@ def run(request, ctx):
             for name, value in zip(graph.outputs, got):
                 outputs[name].append(value.detach().cpu().numpy().astype(np.float32))
         eval_path = os.path.join(ctx.workdir, "quantised_outputs.npz")
-        np.savez(eval_path, **{name: np.concatenate(parts, axis=0) for name, parts in outputs.items()})
+        _save_arrays(np, eval_path, {name: np.concatenate(parts, axis=0) for name, parts in outputs.items()})
         eval_result = eval_path
         timings["simulate_s"] = round(time.monotonic() - t0, 2)
 
@@ -257,8 +257,23 @@ def run(request, ctx):
 
 
 def _load_inputs(np, path, names):
+    """Arrays written by edgedeploy.arrays.write_arrays: array i under `t<i>`, the names in `names_json`."""
+    import json
+
     with np.load(path, allow_pickle=False) as archive:
-        return {n: np.asarray(archive[n]) for n in names}
+        table = json.loads(bytes(archive["names_json"]).decode("ascii"))
+        by_name = {n: np.asarray(archive[f"t{i}"]) for i, n in enumerate(table)}
+    return {n: by_name[n] for n in names}
+
+
+def _save_arrays(np, path, arrays):
+    """The format of edgedeploy.arrays.write_arrays (this file cannot import edgedeploy): array i under `t<i>`, names in `names_json`."""
+    import json
+
+    names = list(arrays)
+    payload = {f"t{i}": arrays[n] for i, n in enumerate(names)}
+    payload["names_json"] = np.frombuffer(json.dumps(names, ensure_ascii=True).encode("ascii"), dtype=np.uint8)
+    np.savez(path, **payload)
 
 
 def _batches(torch, arrays, names, batch_size):

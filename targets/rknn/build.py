@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edgedeploy.arrays import read_arrays, write_arrays
 from edgedeploy.artifacts import sha256_file
 from edgedeploy.datasets import Dataset, PreprocessSpec, model_input_specs
 from edgedeploy.errors import OptionError, ToolchainError
@@ -48,7 +49,9 @@ class InputNormalisation:
             if len(s.shape) == 4 and spec is not None and spec.layout == "NHWC":
                 channels = s.shape[3]
             if channels is None or spec is None:
-                width = s.shape[1] if len(s.shape) == 4 else 1
+                # Identity for inputs that are not images; its length is the channel count the
+                # toolkit checks (axis 1 of an NCHW input, else the last axis).
+                width = s.shape[1] if len(s.shape) == 4 else (s.shape[-1] if s.shape else 1)
                 self.per_input.append({"name": s.name, "mean": [0.0] * max(1, int(width or 1)), "std": [1.0] * max(1, int(width or 1)), "scale": 1.0, "model_mean": None, "model_std": None})
                 continue
             mean = _per_channel(spec.mean, channels, "mean")
@@ -65,12 +68,22 @@ class InputNormalisation:
             )
 
     @property
-    def mean_values(self) -> list[list[float]]:
-        return [p["mean"] for p in self.per_input]
+    def folds_anything(self) -> bool:
+        return any(p["model_mean"] is not None for p in self.per_input)
 
     @property
-    def std_values(self) -> list[list[float]]:
-        return [p["std"] for p in self.per_input]
+    def mean_values(self) -> list[list[float]] | None:
+        """rknn-toolkit2's config(mean_values=...), or None when nothing is folded.
+
+        rknn-toolkit2 2.5.0 checks each list's length against the input's channels and refuses
+        a 1-element list for a non-image input ("len of mean_values ... expect N"); with nothing
+        to fold, the option is left out entirely.
+        """
+        return [p["mean"] for p in self.per_input] if self.folds_anything else None
+
+    @property
+    def std_values(self) -> list[list[float]] | None:
+        return [p["std"] for p in self.per_input] if self.folds_anything else None
 
     def to_board_domain(self, name: str, x: np.ndarray) -> np.ndarray:
         """Model-domain data -> what the RKNN model takes (pixels when a spec applies)."""
@@ -152,7 +165,7 @@ def convert(target, ctx) -> ConvertResult:
     if eval_ds is not None:
         usable = (len(eval_ds) // batch) * batch
         eval_ds = eval_ds.take(usable)
-        np.savez(scratch / "eval_inputs.npz", **{n: norm.to_board_domain(n, eval_ds.inputs[n]) for n in names})
+        write_arrays(scratch / "eval_inputs.npz", {n: norm.to_board_domain(n, eval_ds.inputs[n]) for n in names})
         request["eval_inputs"] = str(scratch / "eval_inputs.npz")
         request["simulator_outputs"] = str(scratch / "simulator_outputs.npz")
         request["batch"] = batch
@@ -181,7 +194,7 @@ def convert(target, ctx) -> ConvertResult:
     if result.get("simulator_error"):
         simulated = SimulationResult({}, backend=f"RKNN simulator (rknn-toolkit2 {version})", failed=f"the RKNN simulator failed: {result['simulator_error']}")
     elif result.get("simulator_outputs"):
-        outputs = dict(np.load(result["simulator_outputs"], allow_pickle=False))
+        outputs = read_arrays(result["simulator_outputs"])
         simulated = SimulationResult(outputs, backend=f"RKNN simulator (rknn-toolkit2 {version}, init_runtime(target=None)), {precision}, host")
 
     sections = {}
@@ -219,6 +232,7 @@ def convert(target, ctx) -> ConvertResult:
         },
         manifest=manifest,
         simulated=simulated,
+        workarounds=result.get("workarounds", []),
     )
 
 

@@ -17,6 +17,7 @@ Everything the toolkit prints goes to the build log as well (ctx.capture_fd_outp
 import ctypes
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -129,33 +130,31 @@ def _config_kwargs(request, case):
 
 
 def _verdict_case(request, case, ctx):
-    """Build one model and return its status; what the toolkit prints goes to case["output"]."""
+    """Build one model and return its status; what the toolkit prints goes to case["output"].
+
+    The build follows the toolkit's own disable_rules advice, as `edgedeploy build` does, so
+    the verdict is the placement of the build a user of edgedeploy gets.
+    """
     quantize = bool(request.get("quantize", True))
-    status = {"model": case["model"], "key": case.get("key"), "output": case["output"], "stage": None, "error": None}
+    status = {"model": case["model"], "key": case.get("key"), "output": case["output"], "stage": "build", "error": None}
     rknn = None
-    with _Captured(ctx, case["output"]):
-        try:
-            rknn = _new_rknn()
-            rknn.config(**_config_kwargs(request, case))
-            status["stage"] = "load"
-            if _load(rknn, case) != 0:
-                raise RuntimeError("load_onnx failed")
-            status["stage"] = "build"
-            dataset = None
-            if quantize:
-                dataset = case.get("dataset") or _write_random_dataset(case, case["output"] + ".data", int(request.get("random_samples", 2)))
-            if rknn.build(do_quantization=quantize, dataset=dataset) != 0:
-                raise RuntimeError("build failed")
-            status["stage"] = "done"
-        except BaseException as exc:  # noqa: BLE001 - one model's failure is that model's verdict
-            traceback.print_exc()
-            status["error"] = "%s: %s" % (type(exc).__name__, (str(exc).strip().splitlines() or [""])[-1])
-        finally:
-            if rknn is not None:
-                try:
-                    rknn.release()
-                except Exception:  # noqa: BLE001
-                    pass
+    try:
+        dataset = None
+        if quantize:
+            dataset = case.get("dataset") or _write_random_dataset(case, case["output"] + ".data", int(request.get("random_samples", 2)))
+        rknn, workarounds = _build_following_advice(request, case, ctx, case["output"], dataset)
+        status["stage"] = "done"
+        if workarounds:
+            status["workarounds"] = workarounds
+    except BaseException as exc:  # noqa: BLE001 - one model's failure is that model's verdict
+        traceback.print_exc()
+        status["error"] = "%s: %s" % (type(exc).__name__, (str(exc).strip().splitlines() or [""])[-1])
+    finally:
+        if rknn is not None:
+            try:
+                rknn.release()
+            except Exception:  # noqa: BLE001
+                pass
     return status
 
 
@@ -235,17 +234,12 @@ def _run_build(request, ctx):
 
     case = request["case"]
     result = {"toolkit_version": _toolkit_version(), "chip": request["chip"]}
-    rknn = _new_rknn()
+    rknn = None
     try:
-        with _Captured(ctx, request["build_output"]):
-            rknn.config(**_config_kwargs(request, case))
-            if _load(rknn, case) != 0:
-                raise RuntimeError("rknn-toolkit2 could not load the model (load_onnx failed); see the build log")
-            quantize = bool(request.get("quantize", True))
-            if rknn.build(do_quantization=quantize, dataset=request.get("dataset") if quantize else None) != 0:
-                raise RuntimeError("rknn-toolkit2 could not build the model; see the build log")
-            if rknn.export_rknn(request["rknn_path"]) != 0:
-                raise RuntimeError("export_rknn failed")
+        quantize = bool(request.get("quantize", True))
+        rknn, workarounds = _build_following_advice(request, case, ctx, request["build_output"], request.get("dataset") if quantize else None, request["rknn_path"])
+        if workarounds:
+            result["workarounds"] = workarounds
         result["rknn_path"] = request["rknn_path"]
         result["rknn_size_bytes"] = os.path.getsize(request["rknn_path"])
         try:
@@ -261,7 +255,10 @@ def _run_build(request, ctx):
                 ctx.log("simulator: init_runtime(target=None)")
                 if rknn.init_runtime(target=None) != 0:
                     raise RuntimeError("the RKNN simulator did not start (init_runtime failed)")
-                data = np.load(eval_in)
+                # edgedeploy.arrays' format: array i under `t<i>`, the tensor names in `names_json`.
+                with np.load(eval_in, allow_pickle=False) as archive:
+                    table = json.loads(bytes(archive["names_json"]).decode("ascii"))
+                    data = {n: np.asarray(archive["t%d" % i]) for i, n in enumerate(table)}
                 names = request["input_names"]
                 formats = request["data_formats"]
                 if not any(formats):
@@ -287,7 +284,9 @@ def _run_build(request, ctx):
                 for k, name in enumerate(out_names):
                     if outputs is not None and k < len(outputs):
                         arrays[name] = np.concatenate(outputs[k], axis=0)
-                np.savez(request["simulator_outputs"], **arrays)
+                payload = {"t%d" % i: arrays[n] for i, n in enumerate(arrays)}
+                payload["names_json"] = np.frombuffer(json.dumps(list(arrays), ensure_ascii=True).encode("ascii"), dtype=np.uint8)
+                np.savez(request["simulator_outputs"], **payload)
                 result["simulator_outputs"] = request["simulator_outputs"]
                 result["simulated_samples"] = count * batch
 
@@ -303,11 +302,90 @@ def _run_build(request, ctx):
             report = os.path.join(request["analysis_dir"], "error_analysis.txt")
             result["analysis_report"] = report if os.path.exists(report) else None
     finally:
+        if rknn is not None:
+            try:
+                rknn.release()
+            except Exception:  # noqa: BLE001
+                pass
+    return result
+
+
+# rknn-toolkit2's advice in its build log, e.g. "... config(disable_rules=['seperate_conv_rs_split'])".
+# More rules than this and the graph is not one the toolkit builds with a workaround.
+MAX_DISABLED_RULES = 4
+_DISABLE_RULES_ADVICE = re.compile(r"disable_rules\s*=\s*\[([^\]]*)\]")
+
+
+def _advised_disable_rules(build_output):
+    """The rule names the toolkit's build log advises disabling, or [] when it gives no such advice."""
+    try:
+        with open(build_output, "rb") as fh:
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    names = []
+    for group in _DISABLE_RULES_ADVICE.findall(text):
+        for name in re.findall(r"['\"]([A-Za-z0-9_]+)['\"]", group):
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def _build_following_advice(request, case, ctx, output_path, dataset, export_path=None):
+    """config, load_onnx, build (and export_rknn) with the toolkit's output captured in `output_path`.
+
+    rknn-toolkit2 2.5.0 crashes on some graphs (IndexError in a fusion rule: YOLO heads) and its
+    own build log names the rule to disable; the next build may then stop at the next such
+    rule, with the next advice. The advice is followed, MAX_DISABLED_RULES rules at most, and
+    every rule disabled is recorded: a documented workaround, applied and said so.
+    Returns (the RKNN object, the workarounds applied); the caller releases the object.
+    """
+    disabled, failures = [], []
+    while True:
+        try:
+            rknn = _build_once(request, case, ctx, output_path, dataset, export_path, disabled)
+            break
+        except Exception as exc:  # noqa: BLE001 - the toolkit's own advice may fix it
+            advice = [name for name in _advised_disable_rules(output_path) if name not in disabled]
+            if not advice or len(disabled) >= MAX_DISABLED_RULES:
+                raise
+            failures.append("%s: %s" % (type(exc).__name__, (str(exc).strip().splitlines() or [""])[-1]))
+            disabled += advice
+            ctx.log("rknn-toolkit2 failed (%s); its build log advises config(disable_rules=%r): building again with %r" % (failures[-1], advice, disabled))
+    workarounds = []
+    if disabled:
+        workarounds.append(
+            {
+                "name": "config(disable_rules=%r)" % (disabled,),
+                "why": "the build failed (%s) and rknn-toolkit2's own build log advises disabling these rules" % "; then ".join(failures),
+                "source": "rknn-toolkit2 %s build log" % _toolkit_version(),
+            }
+        )
+    return rknn, workarounds
+
+
+def _build_once(request, case, ctx, output_path, dataset, export_path, disable_rules):
+    rknn = _new_rknn()
+    try:
+        with _Captured(ctx, output_path):
+            kwargs = _config_kwargs(request, case)
+            if disable_rules:
+                kwargs["disable_rules"] = list(disable_rules)
+            rknn.config(**kwargs)
+            if _load(rknn, case) != 0:
+                raise RuntimeError("rknn-toolkit2 could not load the model (load_onnx failed); see the build log")
+            quantize = bool(request.get("quantize", True))
+            if rknn.build(do_quantization=quantize, dataset=dataset) != 0:
+                raise RuntimeError("rknn-toolkit2 could not build the model; see the build log")
+            if export_path and rknn.export_rknn(export_path) != 0:
+                raise RuntimeError("export_rknn failed")
+    except BaseException:
         try:
             rknn.release()
         except Exception:  # noqa: BLE001
             pass
-    return result
+        raise
+    return rknn
 
 
 if __name__ == "__main__":  # pragma: no cover - manual debugging aid

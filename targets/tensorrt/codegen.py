@@ -18,7 +18,7 @@ from pathlib import Path
 
 import jinja2
 
-from edgedeploy import __version__
+from edgedeploy import __version__, escape
 
 TEMPLATE_DIR = "tensorrt"
 RUNNER_DIR = "runner"
@@ -61,19 +61,10 @@ def safe_token(value: object) -> str:
     return re.sub(r"[^A-Za-z0-9 ._+-]", "", str(value or ""))[:120]
 
 
-def cpp_string(text: str) -> str:
-    """Text as the inside of a C++ string literal (ASCII only, quotes and backslashes escaped)."""
-    out = []
-    for ch in text.encode("ascii", "backslashreplace").decode("ascii"):
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ord(ch) < 0x20:
-            out.append("\\x%02x" % ord(ch))
-        else:
-            out.append(ch)
-    return "".join(out)
+# The inside of a C++ string literal (the template writes the quotes). The earlier version here
+# escaped neither `?` (so `??/` became a trigraph backslash) nor the digits after a hex escape;
+# edgedeploy.escape's octal-escaping version has neither fault.
+cpp_string = escape.c_string_body
 
 
 def render(name: str, **values) -> str:

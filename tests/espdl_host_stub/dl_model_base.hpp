@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 #include <vector>
+#include "dl_tensor_base.hpp"
 #include "esp_err.h"
 
 namespace fbs {
@@ -31,5 +32,12 @@ public:
     virtual void run(runtime_mode_t mode = RUNTIME_MODE_SINGLE_CORE);
     esp_err_t test();
     std::string get_metadata_prop(const std::string &key);
+    std::map<std::string, TensorBase *> &get_inputs();
+    std::map<std::string, TensorBase *> &get_outputs();
+
+private:
+    std::map<std::string, TensorBase *> inputs_;
+    std::map<std::string, TensorBase *> outputs_;
+    bool tested_ = false;
 };
 }  // namespace dl

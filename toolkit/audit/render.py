@@ -7,7 +7,7 @@ string that comes from the model (node and tensor names) is escaped for the form
 
 from __future__ import annotations
 
-import html
+from edgedeploy.escape import html_text, markdown_cell, terminal_safe
 
 # Short cell labels for the cross-chip matrix (terminal and Markdown), and their legend.
 CELL_LABEL = {"accelerator": "acc", "float": "float", "fallback": "fallback", "unsupported": "UNSUP"}
@@ -16,8 +16,8 @@ MAX_LISTED_NODES = 6
 
 
 def table(headers, rows, right_align=()) -> str:
-    """A plain aligned text table (the audit's renderers depend on nothing but the report)."""
-    rows = [["" if c is None else str(c) for c in row] for row in rows]
+    """A plain aligned text table (the audit's renderers depend on nothing but the report); cells terminal-safe."""
+    rows = [["" if c is None else terminal_safe(str(c)) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
@@ -151,10 +151,7 @@ def _text_confirm(audit: dict, detailed: bool) -> list[str]:
 
 def _md(text) -> str:
     """Escape a value for a Markdown table cell."""
-    s = str(text)
-    for ch in ("\\", "|", "`", "*", "_", "<", ">", "[", "]"):
-        s = s.replace(ch, "\\" + ch)
-    return s.replace("\n", " ")
+    return markdown_cell(text)
 
 
 def render_markdown(report: dict) -> str:
@@ -209,7 +206,7 @@ code{font-size:.85rem}
 
 
 def _h(text) -> str:
-    return html.escape(str(text), quote=True)
+    return html_text(text)
 
 
 def render_html(report: dict) -> str:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+import warnings
 
 import click
 
 from edgedeploy import __version__
-from edgedeploy.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EdgedeployError
+from edgedeploy.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EdgedeployError, EdgedeployWarning
+from edgedeploy.escape import terminal_safe
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -43,15 +45,26 @@ def main(argv: list[str] | None = None) -> None:
         # --debug is a group option; accept it after the subcommand too.
         argv = ["--debug"] + [a for a in argv if a != "--debug"]
     try:
-        cli.main(args=argv, prog_name="edgedeploy", standalone_mode=False)
+        with warnings.catch_warnings():
+            # Warnings for the user (intake, the dataset loader) are one line each on stderr, every time.
+            warnings.simplefilter("always", EdgedeployWarning)
+            warnings.showwarning = _show_warning
+            cli.main(args=argv, prog_name="edgedeploy", standalone_mode=False)
     except EdgedeployError as exc:
         if debug:
             traceback.print_exc()
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {terminal_safe(str(exc))}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    except click.UsageError as exc:
+        # One sentence, like every other error: what was wrong, and where the help is.
+        message = " ".join(exc.format_message().split()).rstrip(".")
+        command = exc.ctx.command_path if exc.ctx is not None else "edgedeploy"
+        joiner = " See" if message.endswith("?") else "; see"
+        click.echo(f"error: {message}{joiner} `{command} --help`.", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
@@ -75,6 +88,15 @@ def main(argv: list[str] | None = None) -> None:
             )
         sys.exit(EXIT_INTERNAL)
     sys.exit(0)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    if issubclass(category, EdgedeployWarning):
+        click.echo(f"warning: {terminal_safe(str(message))}", err=True)
+    else:
+        # Other libraries' warnings stay out of the user's way unless they asked for details.
+        if _debug_requested(sys.argv[1:]):
+            click.echo(warnings.formatwarning(message, category, filename, lineno, line).rstrip(), err=True)
 
 
 def _register() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import emit_json, format_option, info, table
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
 from edgedeploy.artifacts import read_manifest
 from edgedeploy.cli.project import project_options
 from edgedeploy.errors import EXIT_GATE_FAILED, EXIT_GENERATED_ONLY, EdgedeployError, OptionError
@@ -107,6 +107,7 @@ def target_options_from(values: dict, chips_built: list) -> dict:
 @click.option("--calib-count", type=click.IntRange(min=1), help="Use the first N calibration samples.")
 @click.option("--eval", "eval_data", type=AbsolutePath(exists=True, path_type=Path), help="Evaluation data for accuracy before/after (same formats). Default: the sample's held-out split.")
 @click.option("--eval-count", type=click.IntRange(min=1), help="Use the first N evaluation samples.")
+@click.option("--allow-nonfinite", is_flag=True, help="Accept NaN, infinite or complex values in --calib and --eval data (refused by default); a warning says so.")
 @click.option("--preprocess", metavar="SPEC", help="Image preprocessing: size=HxW,scale=1/255,mean=a;b;c,std=a;b;c,layout=NCHW|NHWC,channels=RGB|BGR|GRAY, or a .json file (quote it in a shell: ';' ends a command).")
 @click.option("--metric", type=click.Choice(["auto", "top1", "auroc", "fidelity"]), default="auto", show_default=True, help="Task metric for accuracy before/after: top-1 for classifiers, macro-AUROC for multi-label outputs, or output fidelity only.")
 @click.option("--metric-output", default="auto", show_default=True, metavar="NAME|auto", help="The output the task metric is computed on; auto prefers a Softmax/Sigmoid output whose width fits the labels.")
@@ -145,8 +146,8 @@ def _build(values: dict, project) -> None:
     from edgedeploy.pipeline.build import BuildOptions, load_report, run_build
     from edgedeploy.targets import find_chip
 
-    keys = ("model", "targets", "out_root", "force", "input_shapes", "precision", "calib", "calib_count", "eval_data", "eval_count", "preprocess", "metric", "metric_output", "run_fix", "allow_approx", "device", "timeout_s", "fail_fast", "allow_generated", "output_format", "fail_on")
-    model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, preprocess, metric, metric_output, run_fix, allow_approx, device, timeout_s, fail_fast, allow_generated, output_format, fail_on = (values.pop(k) for k in keys)
+    keys = ("model", "targets", "out_root", "force", "input_shapes", "precision", "calib", "calib_count", "eval_data", "eval_count", "allow_nonfinite", "preprocess", "metric", "metric_output", "run_fix", "allow_approx", "device", "timeout_s", "fail_fast", "allow_generated", "output_format", "fail_on")
+    model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, allow_nonfinite, preprocess, metric, metric_output, run_fix, allow_approx, device, timeout_s, fail_fast, allow_generated, output_format, fail_on = (values.pop(k) for k in keys)
     vendor_values = values
     chip_id = lambda name: find_chip(name)[1].id  # noqa: E731 - a gate's CHIP: prefix, aliases allowed
     gates = parse_gates(fail_on, "build", chip_id)
@@ -167,6 +168,7 @@ def _build(values: dict, project) -> None:
         calib_count=calib_count,
         eval=eval_data,
         eval_count=eval_count,
+        allow_nonfinite=allow_nonfinite,
         preprocess=preprocess_spec,
         metric=metric,
         metric_output=metric_output,
@@ -250,13 +252,15 @@ def _print_summary(results: list[dict], with_gates: bool = False) -> None:
     rows = []
     for r in results:
         where = r.get("artifact") or (f"kept: {r['failed_folder']}" if r.get("failed_folder") else "-")
-        status = r["status"] if r["status"] != "failed" else f"failed: {r['reason']}"
+        # The whole sentence was printed when the chip failed (and is in --format json); the table keeps it short.
+        reason = r.get("reason") or ""
+        status = r["status"] if r["status"] != "failed" else f"failed: {reason if len(reason) <= 70 else reason[:67] + '...'}"
         row = [r["chip"], status, where, _accuracy_delta(r.get("report"))]
         if with_gates:
             row.append(_gates_cell(r))
         rows.append(row + [f"{r['wall_seconds']:.1f}"])
     headers = ["CHIP", "STATUS", "ARTIFACT", "ACCURACY"] + (["GATES"] if with_gates else []) + ["TIME (s)"]
-    click.echo(table(headers, rows, right_align=(len(headers) - 1,)))
+    echo_text(table(headers, rows, right_align=(len(headers) - 1,)))
 
 
 def _exit_for(results: list[dict], first_error: EdgedeployError | None, allow_generated: bool) -> None:

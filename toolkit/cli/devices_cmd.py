@@ -10,7 +10,7 @@ import click
 from edgedeploy.cli.options import AbsolutePath
 from edgedeploy.targets import chip_ids
 
-from edgedeploy.cli.output import emit_json, format_option, info, table
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
 
 # The probe `devices check` runs on the device: standard library only, prints one JSON line.
 PROBE = (
@@ -51,7 +51,7 @@ def list_command(inventory: Path | None = None, output_format: str = "text") -> 
         emit_json({"schema": "edgedeploy.devices/1", "inventory": str(inv.path) if inv.path else None, "devices": rows})
         return
     info(f"inventory: {inv.path}" if inv.path else "inventory: none (only the built-in local device); see `edgedeploy devices --help`")
-    click.echo(table(["NAME", "CHIP", "TRANSPORT", "ADDRESS", "PYTHON"], [[r["name"], r["chip"] or "-", r["transport"], r["address"] or "-", r["python"]] for r in rows]))
+    echo_text(table(["NAME", "CHIP", "TRANSPORT", "ADDRESS", "PYTHON"], [[r["name"], r["chip"] or "-", r["transport"], r["address"] or "-", r["python"]] for r in rows]))
 
 
 @devices_group.command("check")
@@ -86,7 +86,7 @@ def check_command(name: str, inventory: Path | None, output_format: str) -> None
     if output_format == "json":
         emit_json(facts)
         return
-    click.echo(
+    echo_text(
         f"{name}: reachable over {device.transport}; {facts['system']} {facts['release']} {facts['machine']}, "
         f"{facts['cpus']} CPUs, Python {facts['python']} ({facts['executable']}), host name {facts['hostname']}"
     )

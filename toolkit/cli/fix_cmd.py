@@ -8,7 +8,7 @@ import click
 import onnx
 
 from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import emit_json, format_option, info, refuse_existing, table
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info, refuse_existing, table
 from edgedeploy.fix.engine import DEFAULT_EVAL_COUNT
 
 
@@ -21,11 +21,12 @@ from edgedeploy.fix.engine import DEFAULT_EVAL_COUNT
 @click.option("--rewrite", "only", multiple=True, metavar="NAME", help="Only try these rewrites (repeatable); see --list.")
 @click.option("--eval", "eval_data", type=AbsolutePath(exists=True, path_type=Path), help="Evaluation data for the fidelity check (.npz, .npy folder, images).")
 @click.option("--eval-count", type=click.IntRange(min=1), default=DEFAULT_EVAL_COUNT, show_default=True, help="Samples of the evaluation data to use.")
+@click.option("--allow-nonfinite", is_flag=True, help="Accept NaN, infinite or complex values in the evaluation data (refused by default); a warning says so.")
 @click.option("--confirm", is_flag=True, help="Also run each chip's real toolchain (where installed) on the model before and after, and report its own verdict.")
 @click.option("--list", "list_rewrites", is_flag=True, help="List the rewrites and exit (no model or --target needed).")
 @input_shape_option
 @format_option()
-def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, eval_count, confirm, list_rewrites, input_shapes, output_format) -> None:
+def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, eval_count, allow_nonfinite, confirm, list_rewrites, input_shapes, output_format) -> None:
     """Rewrite MODEL so nodes that fall back or are unsupported on each --target move onto its accelerator.
 
     A rewrite is kept only if the audit gets better on some target and worse on none, and the
@@ -47,7 +48,7 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
         if output_format == "json":
             emit_json({"rewrites": rows})
         else:
-            click.echo(table(["REWRITE", "EXACT", "TOLERANCE", "OPSET", "WHAT"], [[r["name"], "yes" if r["exact"] else "approx", r["max_abs_error"], r["min_opset"] or "-", r["summary"]] for r in rows]))
+            echo_text(table(["REWRITE", "EXACT", "TOLERANCE", "OPSET", "WHAT"], [[r["name"], "yes" if r["exact"] else "approx", r["max_abs_error"], r["min_opset"] or "-", r["summary"]] for r in rows]))
         return
     if not targets:
         raise OptionError("Give the chip(s) to fix for with --target CHIP (see `edgedeploy targets`), or --list for the rewrites.")
@@ -72,7 +73,7 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
     report_path = out_path.with_suffix(".fix.json")
     for path in (out_path, report_path):
         refuse_existing(path, force)
-    feeds, source = evaluation_feeds(loaded, eval_data, eval_count, model_path)
+    feeds, source = evaluation_feeds(loaded, eval_data, eval_count, model_path, allow_nonfinite=allow_nonfinite)
     result = fix_model(loaded, rule_sets, feeds, source, allow_approx=allow_approx, only=list(only) or None, echo=info, precisions=precisions)
     report = result.to_dict()
     report["fixed_model"]["path"] = str(out_path)
@@ -86,32 +87,32 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
         emit_json(report)
         return
     for chip, data in report["chips"].items():
-        click.echo(f"before  {data['before_line']}")
-        click.echo(f"after   {data['after_line']}")
-    click.echo("")
+        echo_text(f"before  {data['before_line']}")
+        echo_text(f"after   {data['after_line']}")
+    echo_text("")
     if report["applied"]:
         rows = []
         for a in report["applied"]:
             for c in a["changes"]:
                 rows.append([a["rewrite"], "exact" if a["exact"] else "approx", ", ".join(c["replaced"]) or c["note"], f"{a['max_abs_error']:.3g}"])
-        click.echo(table(["REWRITE", "KIND", "REPLACED NODES", "MAX ABS ERROR"], rows))
+        echo_text(table(["REWRITE", "KIND", "REPLACED NODES", "MAX ABS ERROR"], rows))
     else:
-        click.echo("No rewrite improved the placements.")
+        echo_text("No rewrite improved the placements.")
     tried = [a for a in report["not_applied"] if a["reason"] != "pattern not found"]
     for a in tried:
-        click.echo(f"not applied: {a['rewrite']}: {a['reason']}")
+        echo_text(f"not applied: {a['rewrite']}: {a['reason']}")
     if report.get("opset_change"):
         change = report["opset_change"]
-        click.echo(f"opset raised: {change['from']} -> {change['to']} for {', '.join(change['by']) or 'the rewrites kept'}: {change['note']}")
-    click.echo("")
+        echo_text(f"opset raised: {change['from']} -> {change['to']} for {', '.join(change['by']) or 'the rewrites kept'}: {change['note']}")
+    echo_text("")
     for chip, c in report.get("confirmed", {}).items():
         if "skipped" in c:
-            click.echo(f"toolchain {chip}: not confirmed: {c['skipped']}")
+            echo_text(f"toolchain {chip}: not confirmed: {c['skipped']}")
         else:
-            click.echo(f"toolchain {chip} ({c['toolchain']}): before {c['before']['line']}; after {c['after']['line']}; rules vs toolchain after: {c['after']['agreement_line']}")
+            echo_text(f"toolchain {chip} ({c['toolchain']}): before {c['before']['line']}; after {c['after']['line']}; rules vs toolchain after: {c['after']['agreement_line']}")
     for name, f in report["fidelity"]["per_output"].items():
-        click.echo(f"fidelity {name}: cosine {f['cosine']:.6f}, max abs error {f['max_abs_error']:.3g} on {report['fidelity']['evaluation_data']}")
-    click.echo(f"wrote {out_path} and {report_path}")
+        echo_text(f"fidelity {name}: cosine {f['cosine']:.6f}, max abs error {f['max_abs_error']:.3g} on {report['fidelity']['evaluation_data']}")
+    echo_text(f"wrote {out_path} and {report_path}")
 
 
 COMMANDS = [fix_command]

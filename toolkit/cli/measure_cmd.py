@@ -11,7 +11,7 @@ from edgedeploy.targets import chip_ids
 from click.core import ParameterSource
 
 from edgedeploy.cli.devices_cmd import inventory_option
-from edgedeploy.cli.output import info, output_options, resolve_output, to_json
+from edgedeploy.cli.output import echo_text, info, output_options, resolve_output, to_json
 from edgedeploy.cli.project import project_options
 from edgedeploy.errors import GateFailed, OptionError
 from edgedeploy.gates import evaluate_measurement
@@ -29,21 +29,26 @@ RUNNER_ONLY_OPTIONS = {
     "warmup": "--warmup",
     "min_iterations": "--min-iterations",
     "min_duration_s": "--min-duration",
-    "eval_path": "--eval",
-    "eval_count": "--eval-count",
     "threads": "--threads",
 }
+# --eval and --eval-count apply to both: a board on a serial port gets the samples streamed to it.
 # Options only a board on a serial port reads.
 SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build", "reset": "--reset", "console": "--console"}
 
 
 @click.command("measure")
-@click.argument("artifact", type=AbsolutePath(file_okay=False, path_type=Path))
+@click.argument("artifacts", nargs=-1, required=True, type=AbsolutePath(file_okay=False, path_type=Path))
 @click.option(
     "--device",
     "device_name",
-    help="A device of the inventory (`edgedeploy devices`), `local` for this machine, or a board on a serial port as CHIP@PORT (esp32s3@/dev/ttyUSB0). Default: [measure] device of the project file.",
+    default=None,
+    help="A device of the inventory (`edgedeploy devices`), `local` for this machine, or a board on a serial port as CHIP@PORT (esp32s3@/dev/ttyUSB0); an inventory entry of transport labgrid is a farm (as --farm). Default: [measure] device of the project file.",
 )
+# -- a labgrid farm (pipeline/farm.py, cli/measure_farm.py) --
+@click.option("--farm", "farm_url", default=None, metavar="labgrid://HOST:PORT", help="Measure on the boards of a labgrid farm: per artifact, a place tagged with its chip (chip=NAME) is acquired, used and released.")
+@click.option("--place", "place_pattern", default=None, metavar="PATTERN", help="Farm: only places whose name (or alias) contains PATTERN, or matches it as a glob (rock5b-*).")
+@click.option("--parallel", type=int, default=0, show_default=True, help="Farm: boards in use at once (0: one per artifact).")
+@click.option("--place-wait", "place_wait_s", type=float, default=600.0, show_default=True, help="Farm: seconds to wait for a place someone else holds before giving up on that artifact.")
 @inventory_option
 @click.option("--sessions", type=int, default=3, show_default=True, help="Independent sessions (separate processes) per runner; at least 3.")
 @click.option("--warmup", type=int, default=10, show_default=True, help="Untimed runs per session after the first (timed apart) one.")
@@ -77,7 +82,10 @@ def measure_command(ctx, **values):
 
     A board on a serial port (CHIP@PORT, or an inventory entry with transport "serial") runs the
     artifact's firmware instead: flashed per --flash, reset, and its result lines read from the
-    console (sessions of one boot, on the test input embedded in the model)."""
+    console (sessions of one boot, on the test input embedded in the model).
+
+    With --farm labgrid://HOST:PORT (or a labgrid inventory entry), several artifacts measure on
+    the farm's boards in parallel, one place each, into one merged report (docs/farm.md)."""
     from edgedeploy.cli import project as project_file
     from edgedeploy.devices import find_device
     from edgedeploy.gates import gates_of_command, merge_gates, parse_gates
@@ -88,24 +96,39 @@ def measure_command(ctx, **values):
     project = project_file.load_for_command(values.pop("project_path"), values.pop("no_project"))
     if project is not None:
         values = project_file.apply(ctx, values, project.measure, project)
-    keys = ("artifact", "device_name", "inventory", "sessions", "warmup", "min_iterations", "min_duration_s", "eval_path", "eval_count", "threads", "skip_before", "timeout_s", "flash", "firmware_build", "reset", "console", "output_format", "out_path", "force", "fail_on")
-    artifact, device_name, inventory, sessions, warmup, min_iterations, min_duration_s, eval_path, eval_count, threads, skip_before, timeout_s, flash, firmware_build, reset, console, output_format, out_path, force, fail_on = (values[k] for k in keys)
-    if not device_name:
-        raise OptionError("Give the device to measure on with --device NAME (`edgedeploy devices`), or as [measure] device in edgedeploy.toml.")
+    keys = ("artifacts", "device_name", "farm_url", "place_pattern", "parallel", "place_wait_s", "inventory", "sessions", "warmup", "min_iterations", "min_duration_s", "eval_path", "eval_count", "threads", "skip_before", "timeout_s", "flash", "firmware_build", "reset", "console", "output_format", "out_path", "force", "fail_on")
+    artifacts, device_name, farm_url, place_pattern, parallel, place_wait_s, inventory, sessions, warmup, min_iterations, min_duration_s, eval_path, eval_count, threads, skip_before, timeout_s, flash, firmware_build, reset, console, output_format, out_path, force, fail_on = (values[k] for k in keys)
     chip_id = lambda name: find_chip(name)[1].id  # noqa: E731 - a gate's CHIP: prefix, aliases allowed
     gates = parse_gates(fail_on, "measure", chip_id)
     if project is not None:
         gates = merge_gates(parse_gates(gates_of_command(project.gates, "measure"), "measure", chip_id, where=f"{project.path.name}: [gates]"), gates)
     output = resolve_output(out_path, output_format, force, MEASURE_FORMATS, "edgedeploy measure")
-    device = find_device(device_name, inventory, chip_ids())
+    device = find_device(device_name, inventory, chip_ids()) if device_name else None
+    if farm_url or (device is not None and device.transport == "labgrid"):
+        from edgedeploy.cli.measure_farm import run_farm_measure
+
+        if gates or output.path is not None:
+            # Not joined yet: the farm's merged report has its own shape (pipeline/farm.py).
+            raise OptionError("--fail-on and -o apply to one artifact on one device, not yet to a labgrid farm; each artifact's report.json holds its farm measurement.")
+        return run_farm_measure(ctx, artifacts, device, farm_url, place_pattern, parallel, place_wait_s, output.format)
+    for name, flag in (("place_pattern", "--place"), ("parallel", "--parallel"), ("place_wait_s", "--place-wait")):
+        if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
+            raise OptionError(f"{flag} applies only to a labgrid farm (--farm labgrid://HOST:PORT).")
+    if device is None:
+        raise OptionError("Give the device to measure on: --device NAME, [measure] device in edgedeploy.toml, or a labgrid farm: --farm labgrid://HOST:PORT.")
+    if len(artifacts) != 1:
+        raise OptionError(f"{len(artifacts)} artifacts were given for one device; measure them one at a time, or on a labgrid farm (--farm), which runs several at once.")
+    (artifact,) = artifacts
     given = {name for name in (*RUNNER_ONLY_OPTIONS, *SERIAL_ONLY_OPTIONS) if ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)}
     if device.transport == "serial":
         wrong = [RUNNER_ONLY_OPTIONS[name] for name in RUNNER_ONLY_OPTIONS if name in given]
         if wrong:
             raise OptionError(
                 f"{', '.join(wrong)} {'does' if len(wrong) == 1 else 'do'} not apply to the board '{device.name}': its firmware has the sessions, warm-up and "
-                "iterations built in and runs the test input embedded in the model."
+                "iterations built in (your own data goes to it with --eval)."
             )
+        if "eval_count" in given and "eval_path" not in given:
+            raise OptionError(f"--eval-count applies to the board '{device.name}' only with --eval DATA (the samples streamed to it).")
     else:
         wrong = [SERIAL_ONLY_OPTIONS[name] for name in SERIAL_ONLY_OPTIONS if name in given]
         if wrong:

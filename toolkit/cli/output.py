@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 import click
 
+from edgedeploy.escape import terminal_safe, terminal_text
 from edgedeploy.report.fmt import table  # noqa: F401 - the CLI prints the same tables as the reports
 
 FORMAT_CHOICES = ("text", "json")
@@ -39,9 +40,14 @@ def _json_default(value: Any):
     return str(value)
 
 
+def echo_text(text: str = "", nl: bool = True) -> None:
+    """Data for a person on stdout: every line terminal-safe, since model names and paths end up in it."""
+    click.echo(terminal_text(text), nl=nl)
+
+
 def info(message: str) -> None:
-    """A progress or log line: always stderr, so stdout stays data."""
-    click.echo(message, err=True)
+    """A progress or log line: always stderr, so stdout stays data (control characters escaped)."""
+    click.echo(terminal_safe(message), err=True)
 
 
 def human_count(n: int | None) -> str:
@@ -123,7 +129,10 @@ class Output:
 
     def write(self, text: str) -> None:
         if self.path is None:
-            click.echo(text, nl=not text.endswith("\n"))
+            if self.format == "json":
+                click.echo(text, nl=not text.endswith("\n"))
+            else:
+                echo_text(text, nl=not text.endswith("\n"))  # model names reach it: terminal-safe
             return
         from edgedeploy.artifacts import atomic_write_text
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from edgedeploy.cli.output import emit_json, format_option, table
+from edgedeploy.cli.output import echo_text, emit_json, format_option, table
 
 
 def targets_data() -> list[dict]:
@@ -43,7 +43,7 @@ def targets_command(output_format: str) -> None:
     if output_format == "json":
         emit_json({"schema": "edgedeploy.targets/1", "targets": rows})
         return
-    click.echo(
+    echo_text(
         table(
             ["TARGET", "CHIP", "VENDOR", "ACCELERATOR", "TOOLCHAIN", "INSTALLED"],
             [
@@ -52,12 +52,12 @@ def targets_command(output_format: str) -> None:
             ],
         )
     )
-    click.echo("")
+    echo_text("")
     seen = set()
     for r in rows:
         if r["toolchain"] not in seen:
             seen.add(r["toolchain"])
-            click.echo(f"{r['toolchain']}: {r['toolchain_status']}")
+            echo_text(f"{r['toolchain']}: {r['toolchain_status']}")
 
 
 COMMANDS = [targets_command]

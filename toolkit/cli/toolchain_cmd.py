@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from edgedeploy.cli.output import emit_json, format_option, info, table
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
 
 
 @click.group("toolchain")
@@ -42,8 +42,8 @@ def list_command(output_format: str) -> None:
     if output_format == "json":
         emit_json({"schema": "edgedeploy.toolchains/1", "home": str(edgedeploy_home()), "toolchains": rows})
         return
-    click.echo(f"EDGEDEPLOY_HOME: {edgedeploy_home()}")
-    click.echo(
+    echo_text(f"EDGEDEPLOY_HOME: {edgedeploy_home()}")
+    echo_text(
         table(
             ["TOOLCHAIN", "INSTALLED", "HOW", "TARGETS", "STATUS"],
             [[r["name"], "yes" if r["installed"] else "no", "edgedeploy" if r["managed"] else "user", ", ".join(r["targets"]), r["status"]] for r in rows],
@@ -117,11 +117,11 @@ def doctor_command(names: tuple[str, ...], output_format: str) -> None:
                 verdict = "ok"
             else:
                 verdict = "not installed"
-            click.echo(f"{e['name']:<9} {verdict:<14} {e['status']}")
+            echo_text(f"{e['name']:<9} {verdict:<14} {e['status']}")
             if e["versions"]:
-                click.echo("          python " + str(e["python"]) + ", " + ", ".join(f"{k} {v}" for k, v in e["versions"].items()))
+                echo_text("          python " + str(e["python"]) + ", " + ", ".join(f"{k} {v}" for k, v in e["versions"].items()))
             if e.get("error"):
-                click.echo("          " + e["error"].replace("\n", "\n          "))
+                echo_text("          " + e["error"].replace("\n", "\n          "))
     if broken:
         sys.exit(ToolchainError.exit_code)  # printed above; the status says a toolchain is broken
 

@@ -49,6 +49,10 @@ def open_transport(device: Device) -> Transport:
         raise DeviceError(
             f"Device '{device.name}' is a serial device: it runs firmware its target flashes (Target.measure_serial), not copied runners."
         )
+    if device.transport == "labgrid":
+        raise DeviceError(
+            f"Device '{device.name}' is a labgrid farm: its boards are the places it lends, one per artifact (`edgedeploy measure ARTIFACT... --device {device.name}`)."
+        )
     raise DeviceError(f"Device '{device.name}' has an unknown transport {device.transport!r}.")
 
 

@@ -24,7 +24,7 @@ class Device:
 
     name: str
     chip: str  # a chip id from `edgedeploy targets`
-    transport: str  # "local" | "ssh" | "serial"
+    transport: str  # "local" | "ssh" | "serial" | "labgrid"
     host: str | None = None  # ssh: host name or ssh-config alias
     user: str | None = None
     port: int | None = None  # ssh port
@@ -33,6 +33,10 @@ class Device:
     python: str = "python3"  # the device's interpreter for Python runners
     workdir: str | None = None  # remote folder for runs; a fresh temporary one when None
     ssh_options: tuple[str, ...] = field(default_factory=tuple)  # extra `-o` options (e.g. a test's known_hosts)
+    allow_commands: bool = False  # ssh_options may run local commands (ProxyCommand, ...): the entry says so
+    # labgrid: a farm whose places lend the boards (pipeline/farm.py); the place pattern is optional.
+    coordinator: str | None = None  # "HOST:PORT" of the labgrid coordinator
+    place: str | None = None
 
 
 @dataclass

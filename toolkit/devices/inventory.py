@@ -20,6 +20,14 @@ TOML form (JSON is the same structure: {"devices": {"NAME": {...}}}):
     python = "/usr/bin/python3"  # the board's interpreter for Python runners
     workdir = "/tmp/edgedeploy"  # optional: runs go to fresh folders below it
     ssh_options = ["IdentityFile=~/.ssh/rock5b"]   # optional extra `ssh -o` options
+    allow_commands = false     # true lets ssh_options run local commands (ProxyCommand, KnownHostsCommand,
+                               # LocalCommand, PermitLocalCommand, Match exec); refused otherwise
+
+    [devices.farm]             # a labgrid farm: `measure --device farm` acquires its places (docs/farm.md)
+    transport = "labgrid"
+    coordinator = "labgrid://farm.lan:20408"
+    place = "rock5b-*"         # optional: only places whose name matches
+    python = "python3"         # optional, for the SSH boards; so are user, ssh_options and workdir
 
 The name `local` always exists: this machine, this Python, no chip (runs generic runners only);
 an inventory entry named `local` replaces it.
@@ -35,13 +43,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgedeploy.devices.base import Device
-from edgedeploy.errors import InventoryError, UnknownDevice
+from edgedeploy.errors import DeviceError, InventoryError, UnknownDevice
 
 INVENTORY_ENV = "EDGEDEPLOY_DEVICES"
-TRANSPORTS = ("local", "ssh", "serial")
+TRANSPORTS = ("local", "ssh", "serial", "labgrid")
 LOCAL_NAME = "local"
 # Keys an inventory entry may have; anything else is a typo the user should hear about.
-ENTRY_KEYS = ("chip", "transport", "host", "user", "port", "serial_port", "baud", "python", "workdir", "ssh_options", "description")
+ENTRY_KEYS = ("chip", "transport", "host", "user", "port", "serial_port", "baud", "python", "workdir", "ssh_options", "allow_commands", "description", "coordinator", "place")
+# Serial speeds pyserial and USB-UART bridges use run from 50 to a few Mbit/s.
+MAX_BAUD = 20_000_000
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -101,12 +111,20 @@ def _load_inventory(explicit: Path | str | None) -> Inventory:
     if not isinstance(entries, dict):
         raise InventoryError(f"{path}: expected a [devices.NAME] table (JSON: an object under \"devices\").")
     for name, entry in entries.items():
-        devices[name] = parse_entry(path, name, entry)
+        devices[name] = parse_entry(path, str(name), entry)
     return Inventory(path, devices)
 
 
 def _read(path: Path) -> dict:
-    text = path.read_text(encoding="utf-8")
+    """The file as a dict; the inventory is the user's own, but a broken one still gets one sentence."""
+    if not path.is_file():
+        raise InventoryError(f"The device inventory {path} is not a file.")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InventoryError(f"{path} is not UTF-8 text (byte {exc.start} is not); save the inventory as UTF-8.") from exc
+    except OSError as exc:
+        raise InventoryError(f"The device inventory {path} cannot be read ({exc.strerror or exc}).") from exc
     if path.suffix.lower() == ".json":
         try:
             data = json.loads(text)
@@ -141,32 +159,46 @@ def parse_entry(path: Path, name: str, entry: object) -> Device:
     """One inventory entry as a Device, with every field checked (one sentence per mistake)."""
     where = f"{path}: device '{name}'"
     if not NAME_PATTERN.match(name):
-        raise InventoryError(f"{path}: '{name}' is not a usable device name (letters, digits, '_', '.', '-').")
+        raise InventoryError(f"{path}: {name[:70]!r} is not a usable device name (up to 64 letters, digits, '_', '.', '-').")
     if not isinstance(entry, dict):
         raise InventoryError(f"{where} must be a table of settings.")
     unknown = sorted(set(entry) - set(ENTRY_KEYS))
     if unknown:
         raise InventoryError(f"{where} has unknown setting(s) {', '.join(unknown)}; known: {', '.join(ENTRY_KEYS)}.")
     transport = entry.get("transport", "ssh" if entry.get("host") else None)
-    if transport not in TRANSPORTS:
+    if not isinstance(transport, str) or transport not in TRANSPORTS:
         raise InventoryError(f"{where}: transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}.")
     chip = entry.get("chip")
     if chip is not None:
         chip = _check_chip(where, chip)
     port = entry.get("port")
     if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536):
-        raise InventoryError(f"{where}: port must be a number from 1 to 65535, not {port!r}.")
+        raise InventoryError(f"{where}: port must be a number from 1 to 65535, not {_shown(port)}.")
     ssh_options = entry.get("ssh_options", [])
     if not isinstance(ssh_options, list) or not all(isinstance(o, str) for o in ssh_options):
         raise InventoryError(f"{where}: ssh_options must be a list of strings like \"IdentityFile=~/.ssh/key\".")
     for key in ("host", "user", "python", "workdir", "serial_port"):
         value = entry.get(key)
-        if value is not None and (not isinstance(value, str) or not value):
-            raise InventoryError(f"{where}: {key} must be a non-empty string.")
+        if value is not None and (not isinstance(value, str) or not value or "\x00" in value):
+            raise InventoryError(f"{where}: {key} must be a non-empty string, not {_shown(value)}.")
+    description = entry.get("description")
+    if description is not None and not isinstance(description, str):
+        raise InventoryError(f"{where}: description must be a string, not {_shown(description)}.")
+    baud = entry.get("baud", 115200)
+    if not isinstance(baud, int) or isinstance(baud, bool) or not 0 < baud <= MAX_BAUD:
+        raise InventoryError(f"{where}: baud must be a whole number of bits per second from 1 to {MAX_BAUD}, not {_shown(baud)}.")
+    allow_commands = entry.get("allow_commands", False)
+    if not isinstance(allow_commands, bool):
+        raise InventoryError(f"{where}: allow_commands must be true or false, not {_shown(allow_commands)}.")
     if transport == "ssh" and not entry.get("host"):
         raise InventoryError(f"{where}: an ssh device needs a host.")
     if transport == "serial" and not entry.get("serial_port"):
         raise InventoryError(f"{where}: a serial device needs a serial_port (e.g. /dev/ttyUSB0).")
+    coordinator = None
+    if transport == "labgrid":
+        coordinator = _check_labgrid_entry(where, entry)
+    elif "coordinator" in entry or "place" in entry:
+        raise InventoryError(f"{where}: coordinator and place belong to labgrid entries (transport = \"labgrid\").")
     device = Device(
         name=name,
         chip=chip,  # type: ignore[arg-type]
@@ -175,16 +207,50 @@ def parse_entry(path: Path, name: str, entry: object) -> Device:
         user=entry.get("user"),
         port=port,
         serial_port=entry.get("serial_port"),
-        baud=int(entry.get("baud", 115200)),
+        baud=baud,
         python=entry.get("python") or (sys.executable if transport == "local" else "python3"),
         workdir=entry.get("workdir"),
         ssh_options=tuple(ssh_options),
+        allow_commands=allow_commands,
+        coordinator=coordinator,
+        place=entry.get("place"),
     )
     if transport == "ssh":
         from edgedeploy.devices.ssh import check_ssh_settings
 
-        check_ssh_settings(device)
+        check_ssh_settings(device, where)
+    if transport == "labgrid":
+        # Its user and ssh_options go to the farm's SSH boards: the same rules, checked now.
+        from dataclasses import replace
+
+        from edgedeploy.devices.ssh import check_ssh_settings
+
+        check_ssh_settings(replace(device, transport="ssh", host="labgrid-place"), where)
     return device
+
+
+def _check_labgrid_entry(where: str, entry: dict) -> str:
+    """A labgrid entry's coordinator as "HOST:PORT" (the farm's boards come from its places)."""
+    from edgedeploy.devices.labgrid import parse_farm_url
+
+    coordinator = entry.get("coordinator")
+    if not isinstance(coordinator, str) or not coordinator:
+        raise InventoryError(f"{where}: a labgrid entry needs coordinator = \"labgrid://HOST:PORT\".")
+    place = entry.get("place")
+    if place is not None and (not isinstance(place, str) or not place):
+        raise InventoryError(f"{where}: place must be a non-empty place name or pattern.")
+    if entry.get("chip") is not None:
+        raise InventoryError(f"{where}: a labgrid entry names no chip; the places' chip tags say which boards it has.")
+    try:
+        return parse_farm_url(coordinator)
+    except DeviceError as exc:
+        raise InventoryError(f"{where}: {exc}") from None
+
+
+def _shown(value: object) -> str:
+    """A wrong value as the user wrote it, short and on one line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 CHIP_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -193,7 +259,7 @@ CHIP_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 def _check_chip(where: str, chip: object) -> str:
     """The chip's form; whether it is a known chip is checked by `check_chips` (the device layer knows no targets)."""
     if not isinstance(chip, str) or not CHIP_PATTERN.match(chip.strip().lower()):
-        raise InventoryError(f"{where}: chip must be a chip id such as \"rk3588\", not {chip!r} (leave chip out for a generic CPU host).")
+        raise InventoryError(f"{where}: chip must be a chip id such as \"rk3588\", not {_shown(chip)} (leave chip out for a generic CPU host).")
     return chip.strip().lower()
 
 
@@ -213,6 +279,8 @@ def describe(device: Device) -> dict:
         address = (f"{device.user}@" if device.user else "") + str(device.host) + (f":{device.port}" if device.port else "")
     elif device.transport == "serial":
         address = device.serial_port
+    elif device.transport == "labgrid":
+        address = f"labgrid://{device.coordinator}" + (f" (places {device.place})" if device.place else "")
     return {
         "name": device.name,
         "chip": device.chip,

@@ -24,13 +24,15 @@ the way esptool does (EN low, then high, with IO0 left high so it boots the app)
 
 from __future__ import annotations
 
+import collections
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+from edgedeploy.devices.board_output import MAX_SESSIONS, check_result, terminal_safe
 from edgedeploy.errors import DeviceError
-from edgedeploy.measure.protocol import RESULT_PREFIX, RUN_SCHEMA, parse_result_lines
+from edgedeploy.measure.protocol import RESULT_PREFIX, parse_result_lines
 
 START_MARKER = "edgedeploy: harness start"
 DONE_MARKER = "edgedeploy: done"
@@ -58,8 +60,13 @@ CRASH_MARKERS = (
     "Rebooting...",
 )
 SESSIONS_IN_START = re.compile(r"(\d+) sessions")
-# Fields a result line must have to count (the rest is the firmware's business).
-REQUIRED_FIELDS = ("schema", "latency_us", "iterations")
+# A board that sends more than this in one run without finishing is flooding the console (a run
+# of edgedeploy's harness prints a few kilobytes besides its logs); the reader stops there.
+MAX_CONSOLE_BYTES = 8 * 1024 * 1024
+# Console lines kept for error messages and the record (the newest ones).
+TRANSCRIPT_LINES = 400
+# Reasons kept for result lines that were refused (check_result), and the count of all of them.
+REJECTED_KEPT = 5
 
 
 @dataclass
@@ -69,7 +76,13 @@ class SerialRun:
     port: str
     results: list[dict] = field(default_factory=list)
     expected_sessions: int | None = None
-    transcript: list[str] = field(default_factory=list)
+    # The newest console lines, raw as decoded (escape them with terminal_safe before printing).
+    transcript: collections.deque = field(default_factory=lambda: collections.deque(maxlen=TRANSCRIPT_LINES))
+    # The artifact's model hash: result lines of another model (or of none) are refused.
+    expected_model_sha256: str | None = None
+    rejected: list[str] = field(default_factory=list)  # why result lines were refused (the first few)
+    rejected_count: int = 0
+    other_model_sha256: str | None = None  # the hash a refused line claimed, when it named another model
     boots_seen: int = 0
     started: bool = False
     finished: bool = False
@@ -78,6 +91,7 @@ class SerialRun:
     reset_reason: str | None = None  # of a reset during the run
     crash_line: str | None = None
     resetting: bool = False
+    announced_sessions: int | None = None  # a start line's count when it was beyond belief
     bytes_read: int = 0
     wall_s: float = 0.0
 
@@ -90,8 +104,21 @@ class SerialRun:
         """Some sessions were read but the run did not finish: the figures are kept and marked."""
         return bool(self.results) and not self.complete
 
-    def tail(self, lines: int = 8) -> str:
-        return "\n".join("    " + line for line in self.transcript[-lines:]) or "    (nothing)"
+    def tail_lines(self, lines: int = 20) -> list[str]:
+        return list(self.transcript)[-lines:]
+
+    def last_line(self) -> str:
+        """The last non-empty console line, escaped and cut for a one-line message."""
+        for line in reversed(self.transcript):
+            if line.strip():
+                return terminal_safe(line.strip(), max_chars=160)
+        return ""
+
+    def rejected_clause(self) -> str:
+        """"; N result line(s) were refused: the first because ..." (empty when none were)."""
+        if not self.rejected_count:
+            return ""
+        return f"; {self.rejected_count} result line(s) were refused as untrustworthy, the first because {self.rejected[0]}"
 
     def to_dict(self) -> dict:
         return {
@@ -102,6 +129,8 @@ class SerialRun:
             "sessions_expected": self.expected_sessions,
             "sessions_read": len(self.results),
             "results": self.results,
+            "rejected_result_lines": self.rejected_count,
+            "rejected_reasons": list(self.rejected),
             "boots_seen": self.boots_seen,
             "boot_reason": self.boot_reason,
             "reset_reason": self.reset_reason,
@@ -156,8 +185,16 @@ class SerialConsole:
             raise DeviceError("Talking to a board over a serial port needs pyserial: pip install 'edgedeploy[serial]'.") from exc
         self._serial_mod = serial
         self.port = port
-        ser = serial.Serial()
-        ser.port = port
+        if is_port_url(port):
+            # A port served over the network (a labgrid exporter's ser2net: rfc2217://HOST:PORT,
+            # or socket:// for a raw one): pyserial's URL handlers speak it.
+            try:
+                ser = serial.serial_for_url(port, do_not_open=True)
+            except (serial.SerialException, ValueError) as exc:
+                raise DeviceError(f"Cannot use the serial port {port}: {exc}.") from exc
+        else:
+            ser = serial.Serial()
+            ser.port = port
         ser.baudrate = baud
         ser.timeout = READ_POLL_S
         # Opening a port asserts DTR and RTS by default, which on ESP dev kits holds the chip in
@@ -190,6 +227,14 @@ class SerialConsole:
         except (OSError, self._serial_mod.SerialException) as exc:
             raise SerialDisconnected(str(exc)) from exc
 
+    def write(self, data: bytes) -> None:
+        """Send bytes to the board (the evaluation protocol's frames); SerialDisconnected if the port is gone."""
+        try:
+            self._ser.write(data)
+            self._ser.flush()
+        except (OSError, self._serial_mod.SerialException) as exc:
+            raise SerialDisconnected(str(exc)) from exc
+
     def close(self) -> None:
         try:
             self._ser.close()
@@ -203,8 +248,12 @@ class SerialConsole:
         self.close()
 
 
-def _valid_result(obj: dict) -> bool:
-    return obj.get("schema") == RUN_SCHEMA and all(k in obj for k in REQUIRED_FIELDS) and isinstance(obj.get("latency_us"), dict)
+PORT_URL_SCHEMES = ("rfc2217://", "socket://")
+
+
+def is_port_url(port: str) -> bool:
+    """A serial port reached over the network (pyserial URL), not a device file."""
+    return port.lower().startswith(PORT_URL_SCHEMES)
 
 
 def read_sessions(
@@ -213,15 +262,20 @@ def read_sessions(
     expected_sessions: int | None = None,
     echo: Callable[[str], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    expected_model_sha256: str | None = None,
+    max_bytes: int = MAX_CONSOLE_BYTES,
 ) -> SerialRun:
     """Read one boot of the harness from `console` (anything with read_chunk() and .port).
 
     Sessions count only after the harness's start line, so a run that began before the port was
     opened is never mistaken for a whole one. Returns when `expected_sessions` results (or the
     number the start line announces) are in, when the harness says it is done, or with `error`
-    set on a reset, a disconnect or the time-out; the results read until then are kept.
+    set on a reset, a disconnect, the time-out, or a console flooding past `max_bytes`; the
+    results read until then are kept. A result line counts only when check_result accepts it
+    (the protocol's fields, types and ranges, and `expected_model_sha256` when given); `echo`
+    gets every console line with its control characters escaped.
     """
-    run = SerialRun(port=console.port, expected_sessions=expected_sessions)
+    run = SerialRun(port=console.port, expected_sessions=expected_sessions, expected_model_sha256=expected_model_sha256)
     splitter = LineSplitter()
     started = clock()
     deadline = started + timeout_s
@@ -261,11 +315,21 @@ def read_sessions(
         if not data:
             continue
         run.bytes_read += len(data)
+        if run.bytes_read > max_bytes:
+            return finish(
+                f"The board on {run.port} flooded its console (more than {max_bytes // (1024 * 1024)} MiB without finishing its run) after "
+                f"{len(run.results)} of {run.expected_sessions or '?'} sessions{_kept(run)}."
+            )
         for line in splitter.feed(data):
             run.transcript.append(line)
             if echo is not None:
-                echo(line)
+                echo(terminal_safe(line))
             outcome = _take_line(run, line)
+            if outcome == "lie":
+                return finish(
+                    f"The board on {run.port} announced {run.announced_sessions} sessions, more than a run can have ({MAX_SESSIONS}); "
+                    "it is not running edgedeploy's harness as built."
+                )
             if outcome == "reset" and not run.resetting:
                 # The ROM prints the reset reason a line or two after its banner: wait briefly for it.
                 run.resetting = True
@@ -277,9 +341,10 @@ def read_sessions(
             if outcome == "done":
                 if run.complete:
                     return finish()
+                why = run.rejected_clause() or " (a line was corrupted on the way)"
                 return finish(
                     f"The harness on {run.port} finished, but only {len(run.results)} of {run.expected_sessions or '?'} result "
-                    "lines could be read (a line was corrupted on the way); the results read are kept and marked partial."
+                    f"lines could be taken{why}{_kept(run)}."
                 )
             if run.complete:
                 return finish()
@@ -294,7 +359,7 @@ def _take_line(run: SerialRun, line: str) -> str | None:
         return None
     reason = RESET_REASON.search(line)
     if reason:
-        text = f"{reason.group(1)} ({reason.group(2)})"
+        text = terminal_safe(f"{reason.group(1)} ({reason.group(2)})", max_chars=120)
         if run.started:
             run.reset_reason = text
             return "reset"
@@ -303,7 +368,7 @@ def _take_line(run: SerialRun, line: str) -> str | None:
     if any(marker in line for marker in CRASH_MARKERS):
         # The first crash line says why ("Guru Meditation Error: ... (LoadProhibited)"); "Rebooting..." follows it.
         if run.crash_line is None or run.crash_line == "Rebooting...":
-            run.crash_line = line.strip()
+            run.crash_line = terminal_safe(line.strip(), max_chars=200)
         return None
     if START_MARKER in line:
         if run.started:
@@ -313,18 +378,38 @@ def _take_line(run: SerialRun, line: str) -> str | None:
         run.crash_line = None  # a crash before this boot is not this run's
         announced = SESSIONS_IN_START.search(line)
         if announced and run.expected_sessions is None:
-            run.expected_sessions = int(announced.group(1))
+            count = int(announced.group(1)[:12])
+            if count > MAX_SESSIONS:
+                run.announced_sessions = count
+                return "lie"
+            run.expected_sessions = count
         return None
     if not run.started:
         return None
     if RESULT_PREFIX in line:
         for obj in parse_result_lines(line):
-            if _valid_result(obj):
-                run.results.append(obj)
+            take_result(run, obj)
     if DONE_MARKER in line:
         run.finished = True
         return "done"
     return None
+
+
+def take_result(run: SerialRun, obj) -> bool:
+    """Record `obj` as a session of this run if the board's line can be trusted; else note why not."""
+    reason = check_result(obj, run.expected_model_sha256)
+    if reason is None:
+        # Kept as the board sent it (the record's JSON escapes it); printing goes through terminal_safe.
+        run.results.append(obj)
+        return True
+    run.rejected_count += 1
+    if len(run.rejected) < REJECTED_KEPT:
+        run.rejected.append(reason)
+    scope = obj.get("scope") if isinstance(obj, dict) else None
+    claimed = scope.get("model_sha256") if isinstance(scope, dict) else None
+    if run.other_model_sha256 is None and isinstance(claimed, str) and run.expected_model_sha256 and claimed != run.expected_model_sha256 and "another model" in reason:
+        run.other_model_sha256 = terminal_safe(claimed, max_chars=64)
+    return False
 
 
 # What the error sentences of a cut-short run add when results were read before the cut
@@ -342,14 +427,15 @@ def _timeout_message(run: SerialRun, timeout_s: float) -> str:
             f"Nothing arrived on {run.port} within {timeout_s:.0f} s: check the port, the baud rate, that the board is "
             "powered and that edgedeploy's firmware is flashed."
         )
+    last = run.last_line()
     if not run.started:
         return (
             f"The board on {run.port} printed {run.bytes_read} bytes in {timeout_s:.0f} s but edgedeploy's harness never "
-            f"started (is this artifact's firmware flashed?); last lines:\n{run.tail()}"
+            f"started (is this artifact's firmware flashed?)" + (f"; the last line it printed: '{last}'" if last else "") + "."
         )
     return (
         f"The board on {run.port} sent {len(run.results)} of {run.expected_sessions or '?'} results within "
-        f"{timeout_s:.0f} s and then stopped{_kept(run)}. Last lines:\n{run.tail()}"
+        f"{timeout_s:.0f} s and then stopped{run.rejected_clause()}{_kept(run)}" + (f"; the last line it printed: '{last}'" if last else "") + "."
     )
 
 
@@ -361,6 +447,7 @@ def measure_serial(
     expected_sessions: int | None = None,
     echo: Callable[[str], None] | None = None,
     progress: Callable[[str], None] | None = None,
+    expected_model_sha256: str | None = None,
 ) -> SerialRun:
     """Open `port`, reset the board (reset='rts'|'auto'|'none'), and read one boot's sessions.
 
@@ -368,16 +455,23 @@ def measure_serial(
     an error: the user is asked to press the board's RESET button instead. 'none' just listens
     (for a board that is reset by other means).
     """
+    with open_console(port, baud, reset, progress) as console:
+        return read_sessions(console, timeout_s=timeout_s, expected_sessions=expected_sessions, echo=echo, expected_model_sha256=expected_model_sha256)
+
+
+def open_console(port: str, baud: int = DEFAULT_BAUD, reset: str = "auto", progress: Callable[[str], None] | None = None) -> SerialConsole:
+    """The board's console, opened and the board reset per `reset` (see measure_serial); the caller closes it."""
     if reset not in ("auto", "rts", "none"):
         raise ValueError(f"reset must be auto, rts or none, not {reset!r}")
-    with SerialConsole(port, baud) as console:
-        if reset != "none":
-            if not console.reset():
-                if reset == "rts":
-                    raise DeviceError(f"Cannot reset the board through the RTS line of {port}; press its RESET button and use reset 'none'.")
-                if progress:
-                    progress(f"serial: {port} has no RTS line to reset the board; press the board's RESET button now")
-        return read_sessions(console, timeout_s=timeout_s, expected_sessions=expected_sessions, echo=echo)
+    console = SerialConsole(port, baud)
+    if reset != "none":
+        if not console.reset():
+            if reset == "rts":
+                console.close()
+                raise DeviceError(f"Cannot reset the board through the RTS line of {port}; press its RESET button and use reset 'none'.")
+            if progress:
+                progress(f"serial: {port} has no RTS line to reset the board; press the board's RESET button now")
+    return console
 
 
 def iter_lines(console, timeout_s: float) -> Iterator[str]:

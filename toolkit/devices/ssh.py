@@ -44,7 +44,10 @@ FORCED_OPTIONS = ("BatchMode=yes", "StrictHostKeyChecking=yes", "RequestTTY=no")
 # only defaults relative to ssh_options. They make a silent network drop surface in ~15 s.
 DEFAULT_OPTIONS = ("ConnectTimeout=15", "ServerAliveInterval=5", "ServerAliveCountMax=3")
 # Options an inventory may not set: they would undo the rules above.
-FORBIDDEN_OPTIONS = {"stricthostkeychecking", "batchmode", "requesttty", "permitlocalcommand", "localcommand"}
+FORBIDDEN_OPTIONS = {"stricthostkeychecking", "batchmode", "requesttty"}
+# Options that make ssh run a local command or load code (ssh_config(5)): allowed only where the
+# inventory entry says `allow_commands = true`, so a copied inventory cannot run anything silently.
+COMMAND_OPTIONS = {"proxycommand", "knownhostscommand", "localcommand", "permitlocalcommand", "match", "pkcs11provider", "securitykeyprovider"}
 OPTION_PATTERN = re.compile(r"^([A-Za-z][A-Za-z0-9]*)\s*[= ]\s*\S")
 WORKDIR_PREFIX = "edgedeploy."
 # The last line the remote wrapper writes to stderr: how the command itself exited. Its absence
@@ -53,9 +56,12 @@ EXIT_MARKER = "edgedeploy-exit-status"
 PID_FILE = ".edgedeploy-run.pid"
 
 
-def check_ssh_settings(device: Device) -> None:
-    """Refuse host, user and option values that ssh could read as options, or that weaken it."""
-    where = f"device '{device.name}'"
+def check_ssh_settings(device: Device, where: str | None = None) -> None:
+    """Refuse host, user and option values that ssh could read as options, or that weaken it.
+
+    `where` names the device in messages (the inventory passes its file and entry).
+    """
+    where = where or f"device '{device.name}'"
     host = device.host or ""
     if not host or host.startswith("-") or any(c.isspace() or ord(c) < 32 for c in host) or "@" in host:
         raise InventoryError(f"{where}: host {host!r} is not a host name or ssh alias (put the user in `user`).")
@@ -64,11 +70,16 @@ def check_ssh_settings(device: Device) -> None:
         raise InventoryError(f"{where}: user {user!r} is not a valid login name.")
     for option in device.ssh_options:
         match = OPTION_PATTERN.match(option)
-        if not match:
-            raise InventoryError(f"{where}: ssh option {option!r} is not of the form Key=Value.")
-        if match.group(1).lower() in FORBIDDEN_OPTIONS:
+        if not match or any(ord(c) < 32 or ord(c) == 127 for c in option):
+            raise InventoryError(f"{where}: ssh option {option!r} is not of the form Key=Value on one line.")
+        key = match.group(1).lower()
+        if key in FORBIDDEN_OPTIONS:
             raise InventoryError(
                 f"{where}: ssh option {match.group(1)} may not be set; edgedeploy always verifies host keys and never prompts."
+            )
+        if key in COMMAND_OPTIONS and not device.allow_commands:
+            raise InventoryError(
+                f"{where}: ssh option {match.group(1)} runs a local command; add allow_commands = true to the entry if you mean it."
             )
 
 

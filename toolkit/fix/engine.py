@@ -34,24 +34,56 @@ RANDOM_EVAL_SAMPLES = 16
 DEFAULT_EVAL_COUNT = 64
 
 
-def evaluation_feeds(model, eval_path: Path | None, eval_count: int, model_path: Path) -> tuple[list[dict], str]:
-    """Per-sample feeds (batch as pinned) from --eval, the sample's held-out split, or seeded random data."""
+# The random inputs together may take at most this many bytes (fewer samples when one is large).
+RANDOM_EVAL_MAX_BYTES = 256 * 1024 * 1024
+
+
+def evaluation_feeds(model, eval_path: Path | None, eval_count: int, model_path: Path, allow_nonfinite: bool = False) -> tuple[list[dict], str]:
+    """Per-sample feeds (batch as pinned) from --eval, the sample's held-out split, or seeded random data.
+
+    The model's inputs are validated first (tensors, numeric types numpy can make, no zero-size
+    dimension, a size that fits RANDOM_EVAL_MAX_BYTES for one sample), so the reference run only
+    ever gets feeds it can take.
+    """
     from edgedeploy.datasets import load_dataset, model_input_specs
+    from edgedeploy.errors import ModelError, OptionError
     from edgedeploy.sample import is_sample, sample_eval_path
 
     specs = model_input_specs(model)
+    if not specs:
+        raise ModelError(f"{model_path.name} has no inputs to feed; fix checks rewrites on the model's outputs for real inputs.")
+    sample_bytes = 0
+    for s in specs:
+        zero = [axis for axis, d in enumerate(s.shape) if d == 0]
+        if zero:
+            raise ModelError(f"{model_path.name}: input '{s.name}' has a zero-size dimension at axis {zero[0]}, so it holds no data to evaluate rewrites on.")
+        try:
+            dtype = np.dtype(s.dtype)
+        except TypeError as exc:
+            raise ModelError(f"{model_path.name}: input '{s.name}' is of type {s.dtype}, which fix cannot make evaluation inputs of.") from exc
+        if dtype.kind not in "biuf":
+            raise ModelError(f"{model_path.name}: input '{s.name}' is of type {s.dtype}; fix evaluates numeric inputs only.")
+        sample_bytes += int(np.prod([d or 1 for d in s.shape], dtype=np.int64)) * dtype.itemsize
+    if sample_bytes > RANDOM_EVAL_MAX_BYTES:
+        raise ModelError(
+            f"{model_path.name}: one batch of its inputs takes {sample_bytes} bytes, more than the {RANDOM_EVAL_MAX_BYTES} "
+            f"fix evaluates rewrites with; pin smaller shapes with --input-shape."
+        )
     if eval_path is None and is_sample(model):
         eval_path = sample_eval_path()
     if eval_path is not None:
-        ds = load_dataset(eval_path, specs, count=eval_count)
+        ds = load_dataset(eval_path, specs, count=eval_count, allow_nonfinite=allow_nonfinite)
         batch = specs[0].shape[0] or 1
         feeds = list(ds.batches(batch))
+        if not feeds:
+            raise OptionError(f"{ds.source} holds {len(ds)} samples, fewer than one batch of {batch}.")
         return feeds, f"{ds.source} ({len(feeds) * batch} samples)"
+    samples = max(1, min(RANDOM_EVAL_SAMPLES, RANDOM_EVAL_MAX_BYTES // max(sample_bytes, 1)))
     rng = np.random.default_rng(0)
     feeds = []
-    for _ in range(RANDOM_EVAL_SAMPLES):
+    for _ in range(samples):
         feeds.append({s.name: rng.standard_normal([d or 1 for d in s.shape]).astype(np.dtype(s.dtype)) for s in specs})
-    return feeds, f"{RANDOM_EVAL_SAMPLES} random standard-normal inputs (seed 0; no --eval given)"
+    return feeds, f"{samples} random standard-normal inputs (seed 0; no --eval given)"
 
 # Greedy rounds: each round tries every rewrite once on the current model.
 MAX_ROUNDS = 5

@@ -112,7 +112,8 @@ def summarize_sessions(sessions: list[dict]) -> dict:
         "min_us": min(s["latency_us"]["min"] for s in sessions),
         "max_us": max(s["latency_us"]["max"] for s in sessions),
         "spread_percent": 100.0 * (max(medians) - min(medians)) / min(medians) if min(medians) > 0 else None,
-        "first_inference_range_us": _range([s["first_inference_us"] for s in sessions]),
+        # Boards may not time their first inference apart (the field is optional in a result line).
+        "first_inference_range_us": _range(firsts) if (firsts := [s["first_inference_us"] for s in sessions if s.get("first_inference_us") is not None]) else None,
         "iterations_per_session": [s["iterations"] for s in sessions],
         "batch": batch,
         # Throughput is items over time, so it comes from each session's mean (protocol.py):

@@ -243,7 +243,8 @@ def parse_result_lines(text):
         payload = line[start + len(RESULT_PREFIX):]
         try:
             obj = json.loads(payload)
-        except ValueError:
+        except (ValueError, RecursionError):
+            # Not JSON, or nested deeper than the parser goes (a hostile line): skipped like garbage.
             continue
         if isinstance(obj, dict):
             results.append(obj)

@@ -173,7 +173,13 @@ def headline_line(section: dict) -> str:
                     + f" on output '{section['metric_output']}'"
                 )
     for name, fid in section.get("fidelity", {}).items():
-        snr = fid["snr_db"]
-        snr_text = "inf" if snr == float("inf") else f"{snr:.1f}"
-        parts.append(f"{name}: cosine {fid['cosine']:.5f}, SNR {snr_text} dB")
+        line = f"{name}: cosine {fid['cosine']:.5f}, SNR {_db(fid['snr_db'])} dB"
+        detection = (section.get("outputs", {}).get(name) or {}).get("detection")
+        if detection:
+            line += f" (boxes SNR {_db(detection['boxes']['snr_db'])} dB, scores SNR {_db(detection['scores']['snr_db'])} dB)"
+        parts.append(line)
     return f"{section['metric']} on {section['samples']} samples: " + "; ".join(parts)
+
+
+def _db(value: float) -> str:
+    return "inf" if value == float("inf") else f"{value:.1f}"

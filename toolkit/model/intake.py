@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import onnx
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError
 from onnx import external_data_helper
 
-from edgedeploy.errors import ModelError, OptionError
+from edgedeploy.errors import EdgedeployWarning, ModelError, OptionError
 from edgedeploy.model.shapes import InputShapes, dynamic_axes, pin_input_shapes
 
 # Protobuf cannot serialise a message over 2 GiB, so a larger .onnx file is not a model file.
@@ -26,8 +28,14 @@ MAX_MODEL_FILE_BYTES = 2**31
 MAX_DIM = 2**31 - 1
 # 2**32 elements is 16 GiB of float32: far beyond any device this tool targets.
 MAX_TENSOR_ELEMENTS = 2**32
+# A model with its external data must fit one protobuf message (2 GiB): ONNX's checker, shape
+# inference and ONNX Runtime all serialise it whole, and every toolchain reads it that way.
+MAX_MODEL_TOTAL_BYTES = 2**31 - 1
 # Operator domains that ONNX Runtime (our reference) can execute.
 KNOWN_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "com.microsoft"}
+MICROSOFT_DOMAIN = "com.microsoft"
+# Messages quoted from ONNX's checker and shape inference are cut to this many characters.
+QUOTE_MAX_CHARS = 300
 
 
 @dataclass
@@ -105,8 +113,10 @@ def load_model(
     path = Path(path)
     data = _read_model_bytes(path)
     proto = _parse(path, data)
+    _check_strings(path, proto)
     _check_structure(path, proto)
     external_files = _check_external_data(path, proto)
+    _check_total_size(path, data, proto)
     if external_files:
         try:
             external_data_helper.load_external_data_for_model(proto, str(path.parent))
@@ -142,6 +152,7 @@ def from_proto(proto: onnx.ModelProto, path: Path, sha256: str | None = None) ->
     hash of its serialisation.
     """
     data = proto.SerializeToString()
+    _check_strings(path, proto)
     _check_structure(path, proto)
     _run_checker(path, proto)
     _check_dims(path, proto)
@@ -173,16 +184,19 @@ def with_batch_pinned(model: LoadedModel) -> LoadedModel | None:
 
 
 def _read_model_bytes(path: Path) -> bytes:
-    if not path.exists():
-        raise ModelError(f"Model file not found: {path}.")
-    if not path.is_file():
-        raise ModelError(f"{path} is not a file; give the path of an .onnx model file.")
-    size = path.stat().st_size
-    if size == 0:
-        raise ModelError(f"{path.name} is empty (0 bytes); it is not an ONNX model.")
-    if size >= MAX_MODEL_FILE_BYTES:
-        raise ModelError(f"{path.name} is {size} bytes, over protobuf's 2 GiB limit; it is not a valid ONNX model file.")
-    return path.read_bytes()
+    try:
+        if not path.exists():
+            raise ModelError(f"Model file not found: {path}.")
+        if not path.is_file():
+            raise ModelError(f"{path} is not a file; give the path of an .onnx model file.")
+        size = path.stat().st_size
+        if size == 0:
+            raise ModelError(f"{path.name} is empty (0 bytes); it is not an ONNX model.")
+        if size >= MAX_MODEL_FILE_BYTES:
+            raise ModelError(f"{path.name} is {size} bytes, over protobuf's 2 GiB limit; it is not a valid ONNX model file.")
+        return path.read_bytes()
+    except OSError as exc:  # a name too long, a permission, an I/O error: the file cannot be read
+        raise ModelError(f"The model {path} cannot be read: {exc.strerror or exc}.") from exc
 
 
 def _parse(path: Path, data: bytes) -> onnx.ModelProto:
@@ -218,19 +232,145 @@ def _check_structure(path: Path, proto: onnx.ModelProto) -> None:
         raise ModelError(f"{path.name}: the model's graph is empty (it has no nodes).")
     if not proto.graph.output:
         raise ModelError(f"{path.name}: the model's graph declares no outputs.")
+    newest = onnx.defs.onnx_opset_version()
     for imp in proto.opset_import:
         if imp.domain not in KNOWN_DOMAINS:
             raise ModelError(
                 f"{path.name}: operator domain '{imp.domain}' is not one edgedeploy knows "
                 f"(known: ai.onnx, ai.onnx.ml, com.microsoft); custom operators cannot be deployed."
             )
+        if imp.domain in ("", "ai.onnx") and not 1 <= imp.version <= newest:
+            raise ModelError(
+                f"{path.name} declares opset {imp.version} of ai.onnx, but opsets run from 1 to {newest} "
+                f"(the newest the installed onnx {onnx.__version__} knows); re-export it with a released opset."
+            )
+    _check_element_types(path, proto)
+    microsoft_ops: dict[str, str] = {}
     for graph in _iter_graphs(proto.graph):
-        for node in graph.node:
+        for index, node in enumerate(graph.node):
             if node.domain not in KNOWN_DOMAINS:
                 raise ModelError(
                     f"{path.name}: node '{node.name or node.op_type}' uses operator domain '{node.domain}', "
                     f"which edgedeploy does not know; custom operators cannot be deployed."
                 )
+            if node.domain == MICROSOFT_DOMAIN:
+                microsoft_ops.setdefault(node.op_type, node.name or f"{node.op_type}_{index}")
+    if microsoft_ops:
+        _check_microsoft_ops(path, microsoft_ops)
+
+
+def _check_element_types(path: Path, proto: onnx.ModelProto) -> None:
+    """Every declared tensor type must be one ONNX defines (its checker lets any number through)."""
+    valid = set(onnx.TensorProto.DataType.values())
+    for graph in _iter_graphs(proto.graph):
+        for kind, infos in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info)):
+            for vi in infos:
+                if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type not in valid:
+                    raise ModelError(f"{path.name}: {kind} '{vi.name}' declares element type {vi.type.tensor_type.elem_type}, which ONNX does not define.")
+        for tensor in graph.initializer:
+            if tensor.data_type not in valid or tensor.data_type == onnx.TensorProto.UNDEFINED:
+                raise ModelError(f"{path.name}: initializer '{tensor.name}' has element type {tensor.data_type}, which ONNX does not define.")
+
+
+def _check_microsoft_ops(path: Path, ops: dict[str, str]) -> None:
+    """com.microsoft operators are ONNX Runtime's own: refuse those it does not know, warn about the rest.
+
+    ONNX's checker does not know this domain, so without this a misspelt or invented operator
+    would pass intake and only fail at the reference run. The known ones are legitimate (ONNX
+    Runtime's optimiser writes them) but no edge toolchain converts them: the user hears so here.
+    """
+    from onnxruntime.capi import _pybind_state
+
+    known = {schema.name for schema in _pybind_state.get_all_operator_schema() if schema.domain == MICROSOFT_DOMAIN}
+    unknown = sorted(op for op in ops if op not in known)
+    if unknown:
+        raise ModelError(
+            f"{path.name}: node '{ops[unknown[0]]}' uses com.microsoft operator '{unknown[0]}', which ONNX Runtime "
+            f"does not know either; it cannot be run or deployed."
+        )
+    warnings.warn(
+        EdgedeployWarning(
+            f"{path.name} uses ONNX Runtime's own com.microsoft operators ({', '.join(sorted(ops))}): the reference "
+            f"runs them, but no edge toolchain converts them, so expect them unsupported on every chip."
+        ),
+        stacklevel=2,
+    )
+
+
+def _check_strings(path: Path, proto: onnx.ModelProto) -> None:
+    """Every string field must be UTF-8 text; refuse the model naming the node (or part) that holds one that is not.
+
+    protobuf hands a proto2 `string` field that is not valid UTF-8 back as bytes; everything
+    after intake (reports, JSON, generated code, ONNX's own checker) expects text, so this is
+    checked once, here, for the whole message tree.
+    """
+    bad = _first_non_utf8(proto, "the model")
+    if bad is not None:
+        where, field_name, value = bad
+        raise ModelError(
+            f"{path.name}: the {field_name} of {where} is not valid UTF-8 text ({value!r}); "
+            f"re-export the model with UTF-8 names."
+        )
+
+
+def _first_non_utf8(message, where: str):
+    """(where, field, raw bytes) of the first string field below `message` that is not text, or None."""
+    for descriptor, value in message.ListFields():
+        if descriptor.type == FieldDescriptor.TYPE_STRING:
+            values = value if _is_repeated(descriptor) else [value]
+            for item in values:
+                if not isinstance(item, str):
+                    return where, descriptor.name.replace("_", " "), bytes(item)[:60]
+        elif descriptor.type == FieldDescriptor.TYPE_MESSAGE:
+            items = value if _is_repeated(descriptor) else [value]
+            for index, item in enumerate(items):
+                found = _first_non_utf8(item, _describe_part(descriptor.name, index, item, where))
+                if found is not None:
+                    return found
+    return None
+
+
+def _is_repeated(descriptor) -> bool:
+    # protobuf 6 added `is_repeated`; protobuf 7 dropped `label`.
+    if hasattr(descriptor, "is_repeated"):
+        return bool(descriptor.is_repeated)
+    return descriptor.label == FieldDescriptor.LABEL_REPEATED
+
+
+def _describe_part(field_name: str, index: int, item, parent: str) -> str:
+    """How a message is named in an error: nodes by index, op type and (printable) name."""
+    if field_name == "node":
+        name = item.name if isinstance(item.name, str) else None
+        op = item.op_type if isinstance(item.op_type, str) else "?"
+        return f"node {index} ({op}{f' {name!r}' if name else ''})" + ("" if parent in ("the model", "the graph") else f" in {parent}")
+    if field_name == "graph":
+        return "the graph"
+    if field_name in ("initializer", "input", "output", "value_info", "sparse_initializer"):
+        return f"{field_name.replace('_', ' ')} {index} of {parent}"
+    if field_name == "attribute":
+        return f"attribute {index} of {parent}"
+    if field_name == "metadata_props":
+        return f"metadata entry {index} of {parent}"
+    if field_name in ("g", "graphs"):
+        return f"a subgraph of {parent}"
+    return parent
+
+
+def _check_total_size(path: Path, data: bytes, proto: onnx.ModelProto) -> None:
+    """Refuse a model that, with its external data, is over protobuf's 2 GiB before any of it is loaded."""
+    folder = path.parent.resolve()
+    total = len(data)
+    for tensor in _external_tensors(proto):
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            # _check_external_data has validated these fields and the file already.
+            info = {e.key: e.value for e in tensor.external_data}
+            offset = int(info.get("offset") or 0)
+            total += int(info["length"]) if info.get("length") else (folder / info["location"]).stat().st_size - offset
+    if total > MAX_MODEL_TOTAL_BYTES:
+        raise ModelError(
+            f"{path.name} with its external data is {total} bytes, over the 2 GiB that ONNX, ONNX Runtime and the "
+            f"edge toolchains handle as one model; split or compress it before deploying."
+        )
 
 
 def _external_tensors(proto: onnx.ModelProto):
@@ -302,14 +442,20 @@ def _content_hash(data: bytes, external_files: list[Path]) -> str:
     return digest.hexdigest()
 
 
+def quoted(exc: BaseException) -> str:
+    """An exception's message as the end of one sentence: one line, at most QUOTE_MAX_CHARS, a full stop."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if len(text) > QUOTE_MAX_CHARS:
+        text = text[: QUOTE_MAX_CHARS - 3].rstrip() + "..."
+    text = text.rstrip(" :;,")
+    return text if text.endswith(".") else text + "."
+
+
 def _run_checker(path: Path, proto: onnx.ModelProto) -> None:
     try:
         onnx.checker.check_model(proto)
     except onnx.checker.ValidationError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(f"{path.name} fails ONNX's model checker: {first}") from exc
-    except ValueError as exc:  # raised for models over 2 GiB in memory
-        raise ModelError(f"{path.name} could not be checked: {exc}") from exc
+        raise ModelError(f"{path.name} fails ONNX's model checker: {quoted(exc)}") from exc
 
 
 def _check_dims(path: Path, proto: onnx.ModelProto) -> None:
@@ -366,11 +512,9 @@ def _pin_remaining_batch_dims(path: Path, proto: onnx.ModelProto) -> dict[str, t
 def _infer_shapes(path: Path, proto: onnx.ModelProto) -> onnx.ModelProto:
     try:
         return onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True)
-    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ModelError(f"{path.name}: shape inference failed, so the shapes are inconsistent: {first}") from exc
-    except ValueError as exc:
-        raise ModelError(f"{path.name}: shape inference failed: {exc}") from exc
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError, ValueError) as exc:
+        # ONNX's C++ inference reports a model it cannot read as ValueError, a bad one as InferenceError.
+        raise ModelError(f"{path.name}: shape inference failed, so the shapes are inconsistent: {quoted(exc)}") from exc
 
 
 def _check_consistency(path: Path, proto: onnx.ModelProto) -> None:

@@ -56,6 +56,7 @@ class BuildOptions:
     calib_count: int | None = None
     eval: Path | None = None
     eval_count: int | None = None
+    allow_nonfinite: bool = False  # let NaN, infinities and complex data through, with a warning
     preprocess: PreprocessSpec | None = None
     metric: str = "auto"
     metric_output: str = "auto"
@@ -85,6 +86,7 @@ class BuildOptions:
             "calib_count": self.calib_count,
             "eval": str(self.eval) if self.eval else None,
             "eval_count": self.eval_count,
+            "allow_nonfinite": self.allow_nonfinite,
             "preprocess": self.preprocess.to_dict() if self.preprocess else None,
             "metric": self.metric,
             "metric_output": self.metric_output,
@@ -233,7 +235,7 @@ def resolve_data(model: LoadedModel, target, chip, precision: str, options: Buil
 
     def load(path: Path | None, default: Path | None, count: int | None) -> Dataset | None:
         chosen = path or default
-        return None if chosen is None else load_dataset(chosen, specs, preprocess, count)
+        return None if chosen is None else load_dataset(chosen, specs, preprocess, count, allow_nonfinite=options.allow_nonfinite)
 
     need = target.calibration_need(chip, precision)
     calibration = None
@@ -403,7 +405,7 @@ def _fix_for_chip(model: LoadedModel, target, chip, precision: str, options: Bui
     """`edgedeploy fix` for one chip before converting: (the rewritten model, the fix report)."""
     from edgedeploy.fix.engine import DEFAULT_EVAL_COUNT, evaluation_feeds, fix_model
 
-    feeds, source = evaluation_feeds(model, options.eval, options.eval_count or DEFAULT_EVAL_COUNT, model.path)
+    feeds, source = evaluation_feeds(model, options.eval, options.eval_count or DEFAULT_EVAL_COUNT, model.path, allow_nonfinite=options.allow_nonfinite)
     result = fix_model(model, {chip.id: target.rule_set(chip.id, precision, options.options_for(target))}, feeds, source, allow_approx=options.allow_approx, echo=echo, precisions={chip.id: precision})
     applied = [a.rewrite for a in result.attempts if a.applied]
     echo(f"fix: {', '.join(applied) if applied else 'no rewrite improved the placements'} for {chip.id}")

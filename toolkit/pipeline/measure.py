@@ -213,6 +213,8 @@ def run_serial_measure(request: MeasureRequest, echo: Callable[[str], None], rai
         reset=request.reset,
         echo=echo,
         console_echo=request.console_echo,
+        # The user's data streamed to the board (issue 19): only when given, other boards' firmware has no such loop.
+        **({"eval_path": request.eval_path, "eval_count": request.eval_count} if request.eval_path else {}),
     )
     if not section.get("sessions"):
         raise DeviceError(section.get("error") or f"The board on {device.serial_port} gave no result line.")
@@ -268,8 +270,9 @@ def serial_record(artifact: Path, manifest: dict, report: dict, device: Device, 
             "timeout_s": request.settings.timeout_s,
             "note": "sessions, warm-up and iterations are fixed in the firmware when it is built (latency.after.protocol)",
         },
-        "inputs": {"source": section.get("inputs") or scope.get("inputs"), "scope": scope.get("inputs")},
-        "partial": latency["partial"],
+        "inputs": {"source": section.get("inputs") or scope.get("inputs"), "scope": scope.get("inputs"), "evaluation": section.get("evaluation_inputs")},
+        # A stream of the user's data that stopped short leaves the record partial too.
+        "partial": latency["partial"] or bool((section.get("evaluation") or {}).get("error")),
         "error": section.get("error"),
         "runner_errors": {},
         "latency": {"after": latency},
@@ -281,14 +284,15 @@ def serial_record(artifact: Path, manifest: dict, report: dict, device: Device, 
                 "are never divided; the build's accuracy before/after is in the report"
             ),
         },
-        "accuracy": None,
-        "accuracy_error": None,
+        "accuracy": section.get("accuracy"),
+        "accuracy_error": section.get("accuracy_error"),
+        "evaluation": section.get("evaluation"),
         "output_check": {
             "outputs_match": section.get("outputs_match"),
             "per_session": [s.get("outputs_match") for s in section["sessions"]],
             "scope": section.get("inputs"),
         },
-        "board": {k: v for k, v in section.items() if k not in ("sessions", "scope", "protocol")},
+        "board": {k: v for k, v in section.items() if k not in ("sessions", "scope", "protocol", "accuracy", "evaluation", "evaluation_inputs")},
     }
 
 

@@ -151,8 +151,10 @@ METRIC_NAMES = {"top1": "top-1", "auroc": "macro-AUROC", "fidelity": "fidelity o
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], right_align: Sequence[int] = ()) -> str:
-    """A plain aligned text table."""
-    rows = [["" if c is None else str(c) for c in row] for row in rows]
+    """A plain aligned text table; cells are terminal-safe (a name's control characters are shown escaped)."""
+    from edgedeploy.escape import terminal_safe
+
+    rows = [["" if c is None else terminal_safe(str(c)) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):

@@ -5,13 +5,13 @@ Plots are in the HTML page only (Markdown viewers differ in what they draw).
 
 from __future__ import annotations
 
+from edgedeploy.escape import markdown_cell
 from edgedeploy.report import fmt
 from edgedeploy.report.text import comparison_lines
 
 
 def _cell(value) -> str:
-    text = "-" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
+    return "-" if value is None else markdown_cell(value)
 
 
 def _table(headers: list[str], rows: list[list]) -> list[str]:

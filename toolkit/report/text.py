@@ -15,7 +15,7 @@ def _latency_block(label: str, rec: dict) -> list[str]:
     rows = []
     for s in rec["sessions"]:
         lat = s["latency_us"]
-        rows.append([s.get("session"), s["iterations"], fmt.us(lat["mean"]), fmt.us(lat["p50"]), fmt.us(lat["p90"]), fmt.us(lat["p99"]), fmt.us(lat["min"]), fmt.us(lat["max"]), fmt.us(s["first_inference_us"])])
+        rows.append([s.get("session"), s["iterations"], fmt.us(lat["mean"]), fmt.us(lat["p50"]), fmt.us(lat["p90"]), fmt.us(lat["p99"]), fmt.us(lat["min"]), fmt.us(lat["max"]), fmt.us(s.get("first_inference_us"))])
     body = table(["SESSION", "ITERATIONS", "MEAN", "MEDIAN", "P90", "P99", "MIN", "MAX", "FIRST"], rows, right_align=range(9))
     lines += ["  " + line for line in body.splitlines()]
     lines.append(

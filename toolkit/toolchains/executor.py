@@ -51,6 +51,15 @@ def final_error_line(log_text: str) -> str | None:
     return _one_line(lines[-1])
 
 
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 def _one_line(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -116,12 +125,18 @@ class Executor:
         cmd = [str(python), str(WORKER_MAIN), str(worker_file), str(request_path), str(result_path)]
         outcome = self._run_logged(cmd, cwd=workdir, env=worker_environment(Path(python)), label=f"the {label} worker", missing=f"the {label} toolchain environment")
         if not result_path.exists():
-            how = f"was killed by signal {-outcome.returncode}" if outcome.returncode < 0 else f"exited with status {outcome.returncode}"
-            raise WorkerFailed(self._sentence(f"The {label} worker {how} without a result", outcome.error_line))
+            if outcome.returncode < 0:
+                # A native crash inside the toolchain (a segfault in TensorFlow, an abort in C++).
+                how = f"crashed ({_signal_name(-outcome.returncode)}) in the toolchain's native code"
+                raise WorkerFailed(self._sentence(f"The {label} worker {how} without a result; its last log line was", outcome.error_line))
+            raise WorkerFailed(self._sentence(f"The {label} worker exited with status {outcome.returncode} without a result", outcome.error_line))
         try:
-            payload = json.loads(result_path.read_text())
-        except ValueError:
+            payload = json.loads(result_path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError, OSError):
             raise WorkerFailed(self._sentence(f"The {label} worker wrote an unreadable result", outcome.error_line)) from None
+        # The result is the toolchain environment's word: checked for shape before it is used.
+        if not isinstance(payload, dict) or not isinstance(payload.get("ok"), bool) or (payload["ok"] and not isinstance(payload.get("result"), dict)):
+            raise WorkerFailed(self._sentence(f"The {label} worker wrote a result of the wrong shape (not an object with ok and result)", outcome.error_line))
         if not payload.get("ok"):
             own = f"{payload.get('error_type')}: {payload.get('error')}" if payload.get("error_type") else payload.get("error")
             raise WorkerFailed(self._sentence(f"The {label} toolchain failed", _one_line(str(own)) if own else outcome.error_line))

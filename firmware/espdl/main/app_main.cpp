@@ -6,6 +6,8 @@
 //   "edgedeploy: harness start ..."    once per boot, before the first session
 //   "EDGEDEPLOY {json}"                 one line per session (schema edgedeploy.run/1)
 //   "edgedeploy: done ..."              after the last session
+//   "EDGEDEPLOY-EVAL {json}"            then the evaluation protocol (edgedeploy_eval.hpp): the
+//                                       host may stream the user's samples in and read the outputs
 // Everything else (esp-dl's and ESP-IDF's logs) is ignored by the host.
 //
 // Uses the documented esp-dl 3.x API: dl::Model from flash rodata or a flash partition,
@@ -13,8 +15,10 @@
 // export_test_values=True), Model::run(); ESP-IDF's esp_timer and heap_caps for time and memory.
 
 #include <cinttypes>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -29,8 +33,19 @@
 #include "freertos/task.h"
 #include "sdkconfig.h"
 
+#include "edgedeploy_eval.hpp"
 #include "edgedeploy_model.h"
 #include "edgedeploy_stats.hpp"
+
+// Reading the console: ESP-IDF's console VFS does not block on stdin until the console's own
+// driver is installed (UART, or the USB-Serial-JTAG of the S3 and P4 dev kits' USB port).
+#if defined(CONFIG_ESP_CONSOLE_USB_SERIAL_JTAG)
+#include "driver/usb_serial_jtag.h"
+#include "driver/usb_serial_jtag_vfs.h"
+#elif defined(CONFIG_ESP_CONSOLE_UART)
+#include "driver/uart.h"
+#include "driver/uart_vfs.h"
+#endif
 
 #if !EDGEDEPLOY_MODEL_IN_PARTITION
 // Placed by target_add_aligned_binary_data (main/CMakeLists.txt) from main/model.espdl.
@@ -156,6 +171,180 @@ void run_session(int index, uint32_t boot_id)
     delete model;
 }
 
+void console_init()
+{
+#if defined(CONFIG_ESP_CONSOLE_USB_SERIAL_JTAG)
+    usb_serial_jtag_driver_config_t config = USB_SERIAL_JTAG_DRIVER_CONFIG_DEFAULT();
+    config.rx_buffer_size = 4096;
+    usb_serial_jtag_driver_install(&config);
+    usb_serial_jtag_vfs_use_driver();
+#elif defined(CONFIG_ESP_CONSOLE_UART)
+    uart_driver_install(static_cast<uart_port_t>(CONFIG_ESP_CONSOLE_UART_NUM), 4096, 0, 0, nullptr, 0);
+    uart_vfs_dev_use_driver(CONFIG_ESP_CONSOLE_UART_NUM);
+#endif
+    setvbuf(stdin, nullptr, _IONBF, 0);
+}
+
+const char *dtype_name(dl::dtype_t dtype)
+{
+    switch (dtype) {
+    case dl::DATA_TYPE_INT8: return "int8";
+    case dl::DATA_TYPE_INT16: return "int16";
+    case dl::DATA_TYPE_FLOAT: return "float32";
+    default: return "unsupported";
+    }
+}
+
+size_t element_count(const std::vector<int> &shape)
+{
+    size_t n = 1;
+    for (int d : shape) {
+        n *= static_cast<size_t>(d > 0 ? d : 1);
+    }
+    return n;
+}
+
+// The loaded dl::Model as the evaluation protocol sees it: float32 in, quantized as esp-dl does
+// (dl::quantize with the tensor's exponent), run, dequantized float32 out.
+class EspDlEvalModel : public edgedeploy::eval::Model {
+public:
+    explicit EspDlEvalModel(dl::Model *model) : model_(model)
+    {
+        for (auto &entry : model_->get_inputs()) {
+            inputs_.push_back(entry);
+        }
+        for (auto &entry : model_->get_outputs()) {
+            outputs_.push_back(entry);
+        }
+    }
+
+    size_t input_bytes() override { return bytes_of(inputs_); }
+    size_t output_bytes() override { return bytes_of(outputs_); }
+
+    bool infer(const std::vector<uint8_t> &input, std::vector<uint8_t> &output, std::string &error, double &inference_us) override
+    {
+        size_t offset = 0;
+        for (auto &entry : inputs_) {
+            dl::TensorBase *tensor = entry.second;
+            size_t n = element_count(tensor->shape);
+            std::vector<float> values(n);
+            memcpy(values.data(), input.data() + offset, n * sizeof(float));
+            offset += n * sizeof(float);
+            int exponent = tensor->exponent;
+            float inv_scale = ldexpf(1.0f, -exponent);
+            if (tensor->dtype == dl::DATA_TYPE_INT8) {
+                int8_t *dst = tensor->get_element_ptr<int8_t>();
+                for (size_t i = 0; i < n; ++i) dst[i] = dl::quantize<int8_t>(values[i], inv_scale);
+            } else if (tensor->dtype == dl::DATA_TYPE_INT16) {
+                int16_t *dst = tensor->get_element_ptr<int16_t>();
+                for (size_t i = 0; i < n; ++i) dst[i] = dl::quantize<int16_t>(values[i], inv_scale);
+            } else if (tensor->dtype == dl::DATA_TYPE_FLOAT) {
+                memcpy(tensor->get_element_ptr<float>(), values.data(), n * sizeof(float));
+            } else {
+                error = std::string("input ") + entry.first + " has a data type the protocol does not feed";
+                return false;
+            }
+        }
+        int64_t t0 = esp_timer_get_time();
+        model_->run();
+        inference_us = static_cast<double>(esp_timer_get_time() - t0);
+        output.clear();
+        for (auto &entry : outputs_) {
+            dl::TensorBase *tensor = entry.second;
+            size_t n = element_count(tensor->shape);
+            float scale = ldexpf(1.0f, static_cast<int>(tensor->exponent));
+            std::vector<float> values(n);
+            if (tensor->dtype == dl::DATA_TYPE_INT8) {
+                const int8_t *src = tensor->get_element_ptr<int8_t>();
+                for (size_t i = 0; i < n; ++i) values[i] = dl::dequantize<int8_t, float>(src[i], scale);
+            } else if (tensor->dtype == dl::DATA_TYPE_INT16) {
+                const int16_t *src = tensor->get_element_ptr<int16_t>();
+                for (size_t i = 0; i < n; ++i) values[i] = dl::dequantize<int16_t, float>(src[i], scale);
+            } else if (tensor->dtype == dl::DATA_TYPE_FLOAT) {
+                memcpy(values.data(), tensor->get_element_ptr<float>(), n * sizeof(float));
+            } else {
+                error = std::string("output ") + entry.first + " has a data type the protocol does not read";
+                return false;
+            }
+            const uint8_t *bytes = reinterpret_cast<const uint8_t *>(values.data());
+            output.insert(output.end(), bytes, bytes + n * sizeof(float));
+        }
+        return true;
+    }
+
+    std::string describe_io() override { return "\"inputs\":" + list_json(inputs_) + ",\"outputs\":" + list_json(outputs_); }
+
+private:
+    using Entry = std::pair<std::string, dl::TensorBase *>;
+
+    static size_t bytes_of(const std::vector<Entry> &entries)
+    {
+        size_t total = 0;
+        for (auto &entry : entries) total += element_count(entry.second->shape) * sizeof(float);
+        return total;
+    }
+
+    static std::string list_json(const std::vector<Entry> &entries)
+    {
+        std::string out = "[";
+        for (size_t i = 0; i < entries.size(); ++i) {
+            dl::TensorBase *tensor = entries[i].second;
+            std::string shape = "[";
+            for (size_t d = 0; d < tensor->shape.size(); ++d) {
+                shape += (d ? "," : "") + std::to_string(tensor->shape[d]);
+            }
+            shape += "]";
+            edgedeploy::JsonWriter w;
+            w.str("name", entries[i].first);
+            w.raw("shape", shape);
+            w.str("dtype", dtype_name(tensor->dtype));
+            w.integer("exponent", static_cast<int>(tensor->exponent));
+            out += (i ? "," : "") + w.close();
+        }
+        return out + "]";
+    }
+
+    dl::Model *model_;
+    std::vector<Entry> inputs_;
+    std::vector<Entry> outputs_;
+};
+
+void print_eval(const std::string &json)
+{
+    printf("%s%s\n", edgedeploy::eval::REPLY_PREFIX, json.c_str());
+    fflush(stdout);
+}
+
+// After the timed sessions: answer the host's evaluation stream, forever (the board idles here).
+void eval_loop(uint32_t boot_id)
+{
+    console_init();
+    dl::Model *model = load_model();
+    EspDlEvalModel adapter(model);
+    edgedeploy::eval::Session session(adapter);
+    char boot_hex[12];
+    snprintf(boot_hex, sizeof(boot_hex), "%08" PRIx32, boot_id);
+    print_eval(session.ready(boot_hex, EDGEDEPLOY_MODEL_SHA256));
+    std::vector<char> line(edgedeploy::eval::MAX_LINE_BYTES + 2);
+    while (true) {
+        if (fgets(line.data(), static_cast<int>(line.size()), stdin) == nullptr) {
+            vTaskDelay(pdMS_TO_TICKS(20));
+            clearerr(stdin);
+            continue;
+        }
+        size_t n = strlen(line.data());
+        if (n == line.size() - 1 && line[n - 1] != '\n') {
+            // Longer than any frame: drop the rest of the line; what was read fails its checks.
+            int c;
+            while ((c = getchar()) != '\n' && c != EOF) {
+            }
+        }
+        for (const std::string &reply : session.handle(line.data())) {
+            print_eval(reply);
+        }
+    }
+}
+
 }  // namespace
 
 extern "C" void app_main(void)
@@ -170,7 +359,5 @@ extern "C" void app_main(void)
     }
     printf("edgedeploy: done, %d sessions, boot %08" PRIx32 "\n", EDGEDEPLOY_SESSIONS, boot_id);
     fflush(stdout);
-    while (true) {
-        vTaskDelay(pdMS_TO_TICKS(1000));
-    }
+    eval_loop(boot_id);
 }
