@@ -41,7 +41,6 @@ from typing import Any
 from edgedeploy.errors import ConfigError
 
 PROJECT_FILE = "edgedeploy.toml"
-PROJECT_SCHEMA = "edgedeploy.project/1"
 
 # key -> (the `build` parameter it sets, kind). Keys are written as the flags are (kebab-case);
 # snake_case is accepted too.

@@ -20,7 +20,7 @@ FAIL_ON_HELP = (
 @model_argument
 @click.option("--target", "targets", multiple=True, metavar="CHIP|all", help="Chip to audit for (repeatable), or 'all' (the default): every chip of every target with rules.")
 @input_shape_option
-@output_options(AUDIT_FORMATS, "the report")
+@output_options(AUDIT_FORMATS, "the report", aliases=("--output",))
 @click.option("--precision", help="Precision to place nodes in (int8, int16, fp16, ...); default: each chip's first.")
 @click.option("--fail-on", type=click.Choice(["cpu-fallback", "unsupported", "any"]), help=FAIL_ON_HELP)
 @click.option("--by", type=click.Choice(["op", "node"]), default="op", show_default=True, help="Rows of the cross-chip matrix: operators or nodes.")

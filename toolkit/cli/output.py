@@ -87,11 +87,12 @@ EXTENSION_FORMATS = {".json": "json", ".md": "md", ".markdown": "md", ".html": "
 FORMAT_EXTENSIONS = {"json": ".json", "md": ".md", "html": ".html", "text": ".txt"}
 
 
-def output_options(formats: Sequence[str], what: str = "the output"):
+def output_options(formats: Sequence[str], what: str = "the output", aliases: Sequence[str] = ()):
     """`--format`, `-o/--out FILE` and `--force` for a command that prints `what` or writes it to a file.
 
     The command receives `output_format` (None when not given: see `resolve_output`), `out_path`
-    (an absolute Path or None) and `force`.
+    (an absolute Path or None) and `force`. `aliases`: older spellings of -o kept working
+    (`--output` of audit and report).
     """
     from edgedeploy.cli.paths import AbsolutePath
 
@@ -102,6 +103,7 @@ def output_options(formats: Sequence[str], what: str = "the output"):
         func = click.option(
             "--out",
             "-o",
+            *aliases,
             "out_path",
             type=AbsolutePath(dir_okay=False, path_type=Path),
             metavar="FILE",

@@ -14,7 +14,7 @@ REPORT_FORMATS = ("text", "md", "html", "json")
 
 @click.command("report")
 @click.argument("dirs", nargs=-1, required=True, type=AbsolutePath(exists=True, path_type=Path))
-@output_options(REPORT_FORMATS, "the comparison")
+@output_options(REPORT_FORMATS, "the comparison", aliases=("--output",))
 def report_command(dirs: tuple[Path, ...], output_format: str | None, out_path: Path | None, force: bool) -> None:
     """Render the reports of one or more artifacts (or folders of artifacts) as one comparison.
 
