@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from edgedeploy.audit.lowering import ELIMINATED, FOLDED, LoweringResult, lower
 from edgedeploy.audit.rules import NodeView, Placement, Rule, RuleSet, TensorView, worst
 from edgedeploy.model.intake import LoadedModel
 from edgedeploy.model.shapes import dims_of
@@ -64,6 +65,7 @@ class Violation:
     placement: Placement
     value: Any
     detail: str = ""
+    uncertain: bool = False
 
     def to_dict(self) -> dict:
         return {
@@ -74,6 +76,7 @@ class Violation:
             "placement": self.placement.value,
             "value": _jsonable(self.value),
             "detail": self.detail,
+            **({"uncertain": True} if self.uncertain else {}),
         }
 
 
@@ -84,6 +87,24 @@ class NodePlacement:
     index: int
     placement: Placement
     violations: list[Violation] = field(default_factory=list)
+    # What the toolchain's graph passes did to the node (edgedeploy.audit.lowering): "fused"
+    # (into `fused_into`, the node its group became), "folded" or "eliminated"; None: untouched.
+    lowered: str | None = None
+    lowered_by: str | None = None
+    fused_into: str | None = None
+
+    @property
+    def uncertain(self) -> str | None:
+        """Why the placement is only the audit's best guess (a decisive violation it cannot be sure of), else None."""
+        decisive = [v for v in self.violations if v.placement == self.placement]
+        if decisive and all(v.uncertain for v in decisive):
+            return decisive[0].message
+        return None
+
+    @property
+    def folded(self) -> bool:
+        """Runs nowhere: computed when the model is compiled, or removed by the toolchain."""
+        return self.lowered in (FOLDED, ELIMINATED) or any(v.rule == folded_at_compile_time.name for v in self.violations)
 
     @property
     def reason(self) -> str:
@@ -115,6 +136,8 @@ class AuditResult:
     nodes: list[NodePlacement]
     partitions: list[dict]
     crossings: list[Crossing]
+    # placement value -> [unit, precision]: what each placement means on this chip, in its words.
+    units: dict = field(default_factory=dict)
 
     def count(self, placement: Placement) -> int:
         return sum(1 for n in self.nodes if n.placement == placement)
@@ -138,25 +161,36 @@ class AuditResult:
             "float": self.count(Placement.FLOAT),
             "fallback": self.count(Placement.FALLBACK),
             "unsupported": self.count(Placement.UNSUPPORTED),
+            "uncertain": sum(1 for n in self.nodes if n.uncertain),
             "partitions": len(self.partitions),
             "transitions_per_inference": self.transitions,
             "crossing_bytes_per_inference": self.crossing_bytes,
             "crossing_bytes_complete": self.crossing_bytes_known,
         }
 
+    def unit_words(self, placement: Placement) -> str:
+        """Where a placement runs on this chip, with its precision: "NPU, int8", "CPU (Cortex-A55), float32"."""
+        unit, precision = self.units.get(placement.value, (None, None))
+        if unit is None:
+            return {Placement.ACCELERATOR: "the accelerator", Placement.FALLBACK: f"the {self.fallback_unit}"}.get(placement, placement.value)
+        return f"{unit}, {precision}" if precision else unit
+
     def summary_line(self) -> str:
         s = self.summary()
         extra = []
         if s["float"]:
-            extra.append(f"{s['float']} kept in float")
+            extra.append(f"{s['float']} kept in float" + (f" ({self.unit_words(Placement.FLOAT)})" if self.units else ""))
         if s["fallback"]:
-            extra.append(f"{s['fallback']} on the {self.fallback_unit}")
+            extra.append(f"{s['fallback']} on the {self.fallback_unit}" + (f" ({self.units[Placement.FALLBACK.value][1]})" if self.units and self.units[Placement.FALLBACK.value][1] else ""))
         if s["unsupported"]:
             extra.append(f"{s['unsupported']} unsupported")
+        if s["uncertain"]:
+            extra.append(f"{s['uncertain']} uncertain")
         more = f" ({', '.join(extra)})" if extra else ""
+        where = f"the accelerator ({self.unit_words(Placement.ACCELERATOR)})" if self.units else "the accelerator"
         bytes_text = f"{s['crossing_bytes_per_inference']} bytes" + ("" if s["crossing_bytes_complete"] else " (at least; some shapes unknown)")
         return (
-            f"{self.chip}: {s['on_accelerator']} of {s['nodes']} nodes on the accelerator{more}; "
+            f"{self.chip}: {s['on_accelerator']} of {s['nodes']} nodes on {where}{more}; "
             f"{s['transitions_per_inference']} transitions, {bytes_text} crossing per inference"
         )
 
@@ -171,6 +205,7 @@ class AuditResult:
             "precision": self.precision,
             "fallback_unit": self.fallback_unit,
             "summary": self.summary(),
+            "units": self.units,
             "nodes": [
                 {
                     "node": n.node,
@@ -179,6 +214,8 @@ class AuditResult:
                     "placement": n.placement.value,
                     "reason": n.reason,
                     "violations": [v.to_dict() for v in n.violations],
+                    **({"lowered": n.lowered, "lowered_by": n.lowered_by, "fused_into": n.fused_into} if n.lowered else {}),
+                    **({"uncertain": n.uncertain} if n.uncertain else {}),
                 }
                 for n in self.nodes
             ],
@@ -320,8 +357,8 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
     """
     found: list[Violation] = []
 
-    def add(r: Rule, placement: Placement, value: Any, detail: str = "") -> None:
-        found.append(Violation(node.name, node.op_type, r.name, r.sentence, placement, value, detail))
+    def add(r: Rule, placement: Placement, value: Any, detail: str = "", uncertain: bool = False) -> None:
+        found.append(Violation(node.name, node.op_type, r.name, r.sentence, placement, value, detail, uncertain))
 
     op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
     if rules.folds_constants and node.outputs and all(o.foldable for o in node.outputs if o.present):
@@ -359,9 +396,33 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
         # violation stops the build (UNSUPPORTED) matters wherever the node would run.
         if support is not None or r.placement is Placement.UNSUPPORTED:
             for offence in r.evaluate(node, rules.chip):
-                add(r, r.placement, offence.value, offence.detail)
+                add(r, r.placement, offence.value, offence.detail, offence.uncertain)
     placement = worst(v.placement for v in found)
     return NodePlacement(node.name, node.op_type, node.index, placement, found)
+
+
+def _placements_of_original_nodes(views: list[NodeView], lowering: LoweringResult, lowered_placements: list[NodePlacement]) -> list[NodePlacement]:
+    """Every original node's placement: its own, or that of what the passes made of it."""
+    # A fused node carries its group leader's name, so every lowered node is found by name.
+    by_name = {p.node: p for p in lowered_placements}
+    placed = []
+    for v in views:
+        done = lowering.lowered.get(v.name)
+        if done is None:
+            placed.append(by_name[v.name])
+            continue
+        by = done.by
+        if done.how in (FOLDED, ELIMINATED):
+            note = Violation(v.name, v.op_type, by.name, by.sentence, Placement.ACCELERATOR, done.how)
+            placed.append(NodePlacement(v.name, v.op_type, v.index, Placement.ACCELERATOR, [note], lowered=done.how, lowered_by=by.name))
+            continue
+        group = by_name[done.group]
+        members = lowering.groups.get(done.group, [])
+        copied = [replace(x, node=v.name, op_type=v.op_type) for x in group.violations]
+        # Last, so that the group's own decisive reason (if it is off the accelerator) stays the reason.
+        copied.append(Violation(v.name, v.op_type, by.name, by.sentence, group.placement, group.op_type, f"fused into {group.op_type} '{done.group}' with {len(members) - 1} other node(s)"))
+        placed.append(NodePlacement(v.name, v.op_type, v.index, group.placement, copied, lowered="fused", lowered_by=by.name, fused_into=done.group))
+    return placed
 
 
 def _unit(placement: Placement) -> str:
@@ -389,17 +450,30 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
 
     `views`: node_views(model), when the caller audits one model on many chips and builds them once.
     """
-    # The lowering step (rules.passes: the toolchain's own graph passes, edgedeploy.audit.lowering)
-    # belongs here, before the nodes are viewed; no target declares a pass yet.
     if views is None:
         views = node_views(model)
     rules_by_op: dict[str, list[Rule]] = {}
-    placed = [place_node(v, rules, precision, rules_by_op) for v in views]
+    # The lowering step: the toolchain's own graph passes, then the rules on what they leave.
+    lowering = lower(views, rules.passes, rules.chip)
+    if lowering is None:
+        placed = [place_node(v, rules, precision, rules_by_op) for v in views]
+    else:
+        placed = _placements_of_original_nodes(views, lowering, [place_node(v, rules, precision, rules_by_op) for v in lowering.views])
     by_output: dict[str, int] = {}
     for i, v in enumerate(views):
         for o in v.outputs:
             if o.name:
                 by_output[o.name] = i
+    # A node the toolchain eliminated is a wire: what it passes on comes from its own producer.
+    for i, v in enumerate(views):
+        if placed[i].lowered == ELIMINATED:
+            source = next((by_output[t.name] for t in v.inputs if t.name in by_output), None)
+            for o in v.outputs:
+                if o.name:
+                    if source is None:
+                        by_output.pop(o.name, None)
+                    else:
+                        by_output[o.name] = source
 
     # Partitions: connected components of nodes on the same unit, linked by tensors.
     parent = list(range(len(views)))
@@ -411,7 +485,7 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
         return i
 
     # Nodes folded at compile time run nowhere: they join no partition and nothing crosses from them.
-    folded = {i for i, p in enumerate(placed) if any(v.rule == folded_at_compile_time.name for v in p.violations)}
+    folded = {i for i, p in enumerate(placed) if p.folded}
     crossings: list[Crossing] = []
     seen_crossing: set[tuple[str, str]] = set()
     for i, v in enumerate(views):
@@ -463,4 +537,6 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
         nodes=placed,
         partitions=partitions,
         crossings=crossings,
+        # Only what the rule set declares: a table without units says "accelerator" and "fallback".
+        units={p.value: list(rules.unit_of(p, precision)) for p in Placement} if rules.units else {},
     )

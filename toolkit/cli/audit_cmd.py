@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import info, output_options, resolve_output, to_json
+from edgedeploy.cli.output import info, output_options, resolve_output, terminal_width, to_json
 from edgedeploy.errors import EdgedeployError
 
 AUDIT_FORMATS = ("text", "json", "md", "html")
@@ -34,12 +34,15 @@ def audit_command(model, targets, input_shapes, output_format, out_path, force, 
     line per chip (nodes on the accelerator, accelerator<->fallback transitions and the bytes that
     cross them per inference); with several chips, the operator x chip matrix.
     """
+    from edgedeploy.cli.progress import Reporter
     from edgedeploy.pipeline.audit import audit_chips, resolve_chips
 
     output = resolve_output(out_path, output_format, force, AUDIT_FORMATS, "edgedeploy audit")
     chips, no_rules = resolve_chips(targets)
     path = resolve_model(model)
-    report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=info)
+    reporter = Reporter.for_command()  # --confirm runs toolchains for up to a minute per chip
+    report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=reporter)
+    reporter.close()
     if output.format == "json":
         text = to_json(report)
     else:
@@ -50,7 +53,8 @@ def audit_command(model, targets, input_shapes, output_format, out_path, force, 
         elif output.format == "html":
             text = render.render_html(report)
         else:
-            text = render.render_text(report, per_node=per_node)
+            # Fit the terminal (wrapping the chip matrix) on stdout; a file keeps the full width.
+            text = render.render_text(report, per_node=per_node, width=None if output.path else terminal_width())
     output.write(text)
     outcome = report["fail_on"]
     if outcome["failed"]:

@@ -142,6 +142,7 @@ def build_command(ctx, **values) -> None:
 def _build(values: dict, project) -> None:
     from edgedeploy.cli import project as project_file
     from edgedeploy.datasets import parse_preprocess
+    from edgedeploy.cli.progress import Reporter
     from edgedeploy.gates import gates_of_command, merge_gates, parse_gates
     from edgedeploy.pipeline.build import BuildOptions, load_report, run_build
     from edgedeploy.targets import find_chip
@@ -179,12 +180,13 @@ def _build(values: dict, project) -> None:
         target_options=target_options_from(vendor_values, chips),
     )
     model_path = resolve_model(model)
+    reporter = Reporter.for_command()
     results = []
     first_error: EdgedeployError | None = None
     for (target, chip), asked in zip(chips, targets):
         started = time.monotonic()
         try:
-            dest = run_build(model_path, chip.id, options, echo=info)
+            dest = run_build(model_path, chip.id, options, echo=reporter, progress=reporter.tool)
         except EdgedeployError as exc:
             if len(chips) == 1 or fail_fast:
                 raise
@@ -199,6 +201,7 @@ def _build(values: dict, project) -> None:
         if gates:
             entry["gates"] = gate_summary(evaluate_build(gates, report, read_manifest(dest)))
         results.append(entry)
+    reporter.close()
     for entry in results:
         if gates and entry["status"] == "failed":
             entry["gates"] = gate_summary(failed_build(gates, entry["chip"], entry["reason"]))

@@ -36,6 +36,7 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
     a rewrite needed a newer one.
     """
     from edgedeploy.artifacts import atomic_write_bytes, atomic_write_json
+    from edgedeploy.cli.progress import Reporter
     from edgedeploy.errors import OptionError, UnknownName
     from edgedeploy.fix.engine import evaluation_feeds, fix_model
     from edgedeploy.pipeline.fix import confirm_fix
@@ -74,11 +75,13 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
     for path in (out_path, report_path):
         refuse_existing(path, force)
     feeds, source = evaluation_feeds(loaded, eval_data, eval_count, model_path, allow_nonfinite=allow_nonfinite)
-    result = fix_model(loaded, rule_sets, feeds, source, allow_approx=allow_approx, only=list(only) or None, echo=info, precisions=precisions)
+    reporter = Reporter.for_command()  # --confirm runs each chip's toolchain twice
+    result = fix_model(loaded, rule_sets, feeds, source, allow_approx=allow_approx, only=list(only) or None, echo=reporter, precisions=precisions)
     report = result.to_dict()
     report["fixed_model"]["path"] = str(out_path)
     if confirm:
-        report["confirmed"] = confirm_fix(result, echo=info)
+        report["confirmed"] = confirm_fix(result, echo=reporter)
+    reporter.close()
     fixed_proto = onnx.ModelProto()
     fixed_proto.CopyFrom(result.fixed.proto)
     atomic_write_bytes(out_path, fixed_proto.SerializeToString())

@@ -87,6 +87,7 @@ def measure_command(ctx, **values):
     With --farm labgrid://HOST:PORT (or a labgrid inventory entry), several artifacts measure on
     the farm's boards in parallel, one place each, into one merged report (docs/farm.md)."""
     from edgedeploy.cli import project as project_file
+    from edgedeploy.cli.progress import Reporter
     from edgedeploy.devices import find_device
     from edgedeploy.gates import gates_of_command, merge_gates, parse_gates
     from edgedeploy.pipeline.measure import MeasureRequest, partial_error, run_measure
@@ -147,7 +148,9 @@ def measure_command(ctx, **values):
         reset=reset,
         console_echo=(lambda line: info(f"  console: {line}")) if console else None,
     )
-    record = run_measure(request, echo=info, raise_on_partial=False)
+    reporter = Reporter.for_command()  # every session runs >= --min-duration, a board's boot longer
+    record = run_measure(request, echo=reporter, raise_on_partial=False)
+    reporter.close()
     results = evaluate_measurement(gates, record) if gates else []
     if gates:
         # The gates are this run's verdict, in the command's output; the artifact keeps the figures.

@@ -46,8 +46,18 @@ def echo_text(text: str = "", nl: bool = True) -> None:
 
 
 def info(message: str) -> None:
-    """A progress or log line: always stderr, so stdout stays data (control characters escaped)."""
-    click.echo(terminal_safe(message), err=True)
+    """A progress or log line: always stderr, so stdout stays data (control characters escaped).
+
+    Through the command's progress display when one is running (edgedeploy.cli.progress);
+    with -q/--quiet only warnings and errors are shown.
+    """
+    from edgedeploy.cli.progress import active_reporter, current_settings, is_warning_or_error
+
+    reporter = active_reporter()
+    if reporter is not None:
+        reporter(message)
+    elif not current_settings().quiet or is_warning_or_error(str(message)):
+        click.echo(terminal_safe(message), err=True)
 
 
 def human_count(n: int | None) -> str:
@@ -71,6 +81,23 @@ def human_bytes(n: int | None) -> str:
 
 def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
+
+
+def terminal_width() -> int | None:
+    """The columns text on stdout should fit: $COLUMNS when set, else the terminal's; None when stdout is no terminal.
+
+    A table printed into a pipe or a file keeps its full width (a script reads it whole);
+    COLUMNS=80 makes any run fit 80 columns.
+    """
+    import os
+    import shutil
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) >= 20:
+        return int(columns)
+    if stdout_is_terminal():
+        return max(shutil.get_terminal_size().columns, 20)
+    return None
 
 
 # -- the output convention of every command that writes a file ------------------------------

@@ -9,6 +9,8 @@ import click
 from edgedeploy.cli.options import AbsolutePath
 from edgedeploy.cli.output import info, output_options, resolve_output, to_json
 
+from edgedeploy.cli.output import terminal_width
+
 REPORT_FORMATS = ("text", "md", "html", "json")
 
 
@@ -44,7 +46,8 @@ def report_command(dirs: tuple[Path, ...], output_format: str | None, out_path: 
     else:
         from edgedeploy.report.text import render_comparison
 
-        text = render_comparison(comp) + "\n"
+        # Fit the terminal on stdout (COLUMNS); a file keeps the full width.
+        text = render_comparison(comp, width=None if output.path is not None else terminal_width()) + "\n"
     if output.path is not None:
         info(f"report: {len(paths)} artifact(s)")
     output.write(text)
