@@ -123,7 +123,7 @@ def test_a_place_held_by_another_user_is_waited_for_then_one_sentence(two_boards
     started = time.monotonic()
     proc = run_cli("measure", str(artifacts[0]), "--device", "farm", "--inventory", str(inventory), "--place", "cpu-a", "--place-wait", "3", *FARM_SESSION_ARGS)
     waited = time.monotonic() - started
-    assert proc.returncode == 1
+    assert proc.returncode == 10  # DeviceError (edgedeploy.errors.EXIT_CODES)
     (error,) = error_lines(proc.stderr)
     assert "Traceback" not in proc.stderr and "\n" not in error
     assert "No place for" in error and "within 3 s" in error and "cpu-a is held by" in error and "/alice" in error and "nothing was measured" in error
@@ -161,13 +161,13 @@ def test_no_fitting_place_and_no_coordinator_are_one_sentence(two_boards, loopba
     inventory = farm_inventory(tmp_path, farm, loopback_sshd)
     proc = run_cli("measure", str(artifacts[0]), "--device", "farm", "--inventory", str(inventory), "--place", "esp-*")
     (error,) = error_lines(proc.stderr)
-    assert proc.returncode == 1 and "No place on the labgrid farm" in error and "cpu-a (board=cpu; NetworkService)" in error
+    assert proc.returncode == 10 and "No place on the labgrid farm" in error and "cpu-a (board=cpu; NetworkService)" in error
     closed = f"labgrid://127.0.0.1:{farm.port + 1 if farm.port < 65535 else farm.port - 1}"
     proc = run_cli("measure", str(artifacts[0]), "--farm", closed, *FARM_SESSION_ARGS)
     (error,) = error_lines(proc.stderr)
-    assert proc.returncode == 1 and "labgrid coordinator at 127.0.0.1:" in error and "Traceback" not in proc.stderr
+    assert proc.returncode == 10 and "labgrid coordinator at 127.0.0.1:" in error and "Traceback" not in proc.stderr
     proc = run_cli("measure", str(artifacts[0]), "--farm", "http://example.invalid")
-    assert proc.returncode == 1 and "is not a labgrid coordinator" in proc.stderr
+    assert proc.returncode == 2 and "is not a labgrid coordinator" in proc.stderr
     proc = run_cli("measure", *map(str, artifacts), "--device", "local")
     assert proc.returncode == 2 and "on a labgrid farm (--farm)" in proc.stderr
     assert farm.holders() == {"cpu-a": None, "cpu-b": None}
@@ -194,7 +194,7 @@ def test_coordinator_killed_mid_run_keeps_partial_results_and_restart_frees_plac
     proc.wait(300)
     reader.join(10)
     stderr = "".join(seen)
-    assert proc.returncode == 1, stderr
+    assert proc.returncode == 10, stderr
     (error,) = error_lines(stderr)
     assert "The labgrid coordinator at 127.0.0.1:" in error and "was lost" in error
     assert "1 of 2 artifact(s) have results, kept and marked partial" in error and "1 were not started" in error
@@ -303,7 +303,7 @@ def test_a_board_that_fails_ends_in_one_sentence_and_its_place_is_released(two_b
     options = [o if not o.startswith("UserKnownHostsFile=") else f"UserKnownHostsFile={empty}" for o in loopback_sshd.ssh_options()]
     inventory = farm_inventory(tmp_path, farm, loopback_sshd, ssh_options=options, place="cpu-b")
     proc = run_cli("measure", str(artifacts[0]), "--device", "farm", "--inventory", str(inventory), "--format", "json", *FARM_SESSION_ARGS)
-    assert proc.returncode == 1
+    assert proc.returncode == 10
     (error,) = error_lines(proc.stderr)
     assert "not in known_hosts" in error and "Traceback" not in proc.stderr
     (run,) = json.loads(proc.stdout)["runs"]

@@ -1,7 +1,7 @@
 """The `edgedeploy` command line.
 
 `main()` is the console script. Errors a user can cause (EdgedeployError) end with one sentence
-on stderr and a non-zero exit; `--debug` (anywhere on the command line, or EDGEDEPLOY_DEBUG=1)
+on stderr and the exit code of its class (edgedeploy.errors.EXIT_CODES, docs/cli.md); `--debug` (anywhere on the command line, or EDGEDEPLOY_DEBUG=1)
 shows the traceback instead.
 """
 
@@ -15,7 +15,7 @@ import warnings
 import click
 
 from edgedeploy import __version__
-from edgedeploy.errors import EdgedeployError, EdgedeployWarning
+from edgedeploy.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EdgedeployError, EdgedeployWarning
 from edgedeploy.escape import terminal_safe
 
 
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except click.UsageError as exc:
         # One sentence, like every other error: what was wrong, and where the help is.
         message = " ".join(exc.format_message().split()).rstrip(".")
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         # stdout closed early (piped into head): not an error of ours.
         sys.stderr.close()
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"internal error: {type(exc).__name__}: {exc} (this is a bug in edgedeploy; rerun with --debug for the traceback)",
                 err=True,
             )
-        sys.exit(70)
+        sys.exit(EXIT_INTERNAL)
     sys.exit(0)
 
 

@@ -9,9 +9,10 @@ import click
 from edgedeploy.cli.options import AbsolutePath
 
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import echo_text, emit_json, format_option, table
+from edgedeploy.cli.output import output_options, resolve_output, table, to_json
 from edgedeploy.measure import protocol
 
+BENCH_FORMATS = ("text", "json")
 # Session medians further apart than this are flagged: the figure is then mostly the machine's noise.
 SPREAD_WARNING_PERCENT = 10.0
 
@@ -42,9 +43,7 @@ SPREAD_WARNING_PERCENT = 10.0
 @click.option("--shared-compile-cache", is_flag=True, help="Let torch.compile sessions share one compile cache (later sessions compile warm). Default: each session compiles from cold, like a fresh deployment.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=900, show_default=True, help="Time-out in seconds for each session (torch.compile compiles inside it).")
 @click.option("--samples/--no-samples", default=False, show_default=True, help="Keep every timed sample in the JSON (large), not only the statistics.")
-@click.option("--out", "out_path", type=AbsolutePath(dir_okay=False, path_type=Path), help="Also write the JSON result to FILE (atomically; an existing file needs --force).")
-@click.option("--force", is_flag=True, help="Overwrite --out FILE if it exists.")
-@format_option()
+@output_options(BENCH_FORMATS, "the result")
 def bench_command(model, backends, input_shapes, batch, precision, threads, sessions, warmup, min_iterations, min_duration_s, torch_python, torch_model, shared_compile_cache, timeout_s, samples, out_path, force, output_format) -> None:
     """Time MODEL on this machine's backends: warm-up, timed iterations, >= 3 independent sessions each.
 
@@ -54,14 +53,12 @@ def bench_command(model, backends, input_shapes, batch, precision, threads, sess
     other one: only between figures whose scope (model, shapes, batch, precision, threads,
     device) differs in the backend alone. Progress goes to stderr.
     """
-    from edgedeploy.artifacts import atomic_write_json
     from edgedeploy.cli.progress import Reporter
-    from edgedeploy.errors import ArtifactError, EdgedeployError
+    from edgedeploy.errors import EdgedeployError
     from edgedeploy.pipeline.bench import BenchOptions, run_bench
     from edgedeploy.measure.harness import SessionPlan
 
-    if out_path is not None and out_path.exists() and not force:
-        raise ArtifactError(f"{out_path} exists already; use --force to overwrite it.")
+    output = resolve_output(out_path, output_format, force, BENCH_FORMATS, "edgedeploy bench")
     options = BenchOptions(
         backends=tuple(backends),
         input_shapes=parse_shapes(input_shapes),
@@ -78,14 +75,8 @@ def bench_command(model, backends, input_shapes, batch, precision, threads, sess
     # minute and `--backend all` several (edgedeploy.cli.progress: live line or plain lines).
     progress = Reporter.for_command(stamp=True)
     doc = run_bench(resolve_model(model), options, echo=progress)
-    if out_path is not None:
-        atomic_write_json(out_path, doc)
-        progress(f"bench: wrote {out_path}")
     progress.close()
-    if output_format == "json":
-        emit_json(doc)
-    else:
-        echo_text(render_text(doc))
+    output.write(to_json(doc) if output.format == "json" else render_text(doc))
     explicit = [b for b in options.backends if "all" not in b.lower().split(",")]
     if not doc["results"]:
         reasons = "; ".join(f"{s['backend']}: {s['reason']}" for s in doc["skipped"]) or "; ".join(f"{f['backend']}: {f['error'].splitlines()[0]}" for f in doc["failed"])
