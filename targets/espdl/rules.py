@@ -361,9 +361,14 @@ def spatial_1d_or_2d(node: NodeView, chip: str):
     return None
 
 
-@RULES.rule("Conv", placement=Placement.UNSUPPORTED, ALLOWED="1 or the number of input channels (depthwise)")
+# ESP-DL's Conv module (esp-dl dl/module/include/dl_module_conv.hpp, forward_args_impl and
+# get_output_shape) calls its depthwise kernel for every group other than 1. esp-ppq does not
+# check this: it quantises and exports a grouped Conv like a depthwise one (its export_patterns.py
+# lays out every group > 1 filter as depthwise), so the corpus verdicts of onnx_zoo_shufflenet
+# (group 4) and regnet_y_400mf (8 channels per group) show these Convs converted to int8.
+@RULES.rule("Conv", placement=Placement.UNSUPPORTED, ALLOWED="1 or the number of input channels (depthwise)", VERSION=ESP_DL_VERSION, PPQ=ESP_PPQ_VERSION)
 def conv_group_1_or_depthwise(node: NodeView, chip: str):
-    """ESP-DL's Conv takes group = {ALLOWED}; grouped convolutions in between are not implemented."""
+    """ESP-DL {VERSION}'s Conv takes group = {ALLOWED}: it runs every other group with its depthwise kernel, so a grouped convolution in between does not compute what the model says, although esp-ppq {PPQ} converts it without a word. Workaround: split it into one Conv per group on channel slices (Split, Convs, Concat), or train with group 1 or depthwise."""
     group = int(node.attr("group", 1))
     if group == 1:
         return None
