@@ -18,10 +18,12 @@ module for cannot be loaded by the firmware at all: UNSUPPORTED.
 from __future__ import annotations
 
 from edgedeploy.audit.registry import RuleRegistry
-from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, RuleSet
+from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, RuleSet, TensorView
 
 ESP_DL_VERSION = "3.3.9"
 ESP_PPQ_VERSION = "1.3.12"
+# The ONNX simplifier esp-ppq 1.3.12 runs first (pinned in the espdl environment).
+ONNXSIM_VERSION = "0.7.3"
 SOURCE = (
     f"espressif/esp-dl operator_support_state.md (rev bd5f0990, 2026-06-17; esp-dl component {ESP_DL_VERSION}); "
     f"esp-ppq {ESP_PPQ_VERSION} behaviour measured with scripts/sweep_node_tests.py"
@@ -117,6 +119,13 @@ OPERATORS: dict[str, OpSupport] = {
 # (Constant nodes and anything else computable at compile time are folded: RuleSet.folds_constants.)
 REMOVED_BY_SIMPLIFIER = {
     "Identity": OpSupport(("any",), "removed by esp-ppq's simplifier"),
+}
+# Operators esp-ppq rewrites before it places anything (the graph passes in passes.py): they take
+# no ESP-DL kernel of their own. A node of these that the passes leave standing is a form esp-ppq
+# cannot rewrite, and a rule below says why it fails.
+REWRITTEN_BY_ESP_PPQ = {
+    "BatchNormalization": OpSupport(("any",), "folded into the Conv/Gemm/ConvTranspose before it, else run as a 1x1 depthwise Conv (4-D inputs)"),
+    "Dropout": OpSupport(("any",), "removed by esp-ppq's simplifier where it is an identity at inference"),
 }
 
 MAX_RANK = 4
@@ -352,9 +361,14 @@ def spatial_1d_or_2d(node: NodeView, chip: str):
     return None
 
 
-@RULES.rule("Conv", placement=Placement.UNSUPPORTED, ALLOWED="1 or the number of input channels (depthwise)")
+# ESP-DL's Conv module (esp-dl dl/module/include/dl_module_conv.hpp, forward_args_impl and
+# get_output_shape) calls its depthwise kernel for every group other than 1. esp-ppq does not
+# check this: it quantises and exports a grouped Conv like a depthwise one (its export_patterns.py
+# lays out every group > 1 filter as depthwise), so the corpus verdicts of onnx_zoo_shufflenet
+# (group 4) and regnet_y_400mf (8 channels per group) show these Convs converted to int8.
+@RULES.rule("Conv", placement=Placement.UNSUPPORTED, ALLOWED="1 or the number of input channels (depthwise)", VERSION=ESP_DL_VERSION, PPQ=ESP_PPQ_VERSION)
 def conv_group_1_or_depthwise(node: NodeView, chip: str):
-    """ESP-DL's Conv takes group = {ALLOWED}; grouped convolutions in between are not implemented."""
+    """ESP-DL {VERSION}'s Conv takes group = {ALLOWED}: it runs every other group with its depthwise kernel, so a grouped convolution in between does not compute what the model says, although esp-ppq {PPQ} converts it without a word. Workaround: split it into one Conv per group on channel slices (Split, Convs, Concat), or train with group 1 or depthwise."""
     group = int(node.attr("group", 1))
     if group == 1:
         return None
@@ -412,6 +426,106 @@ def mod_c_style(node: NodeView, chip: str):
     return None
 
 
+# ---- Forms that make esp-ppq 1.3.12 stop (each measured on a model built for it, and seen on the
+# real-model corpus, scripts/corpus/agreement.py): the build fails with esp-ppq's own message.
+# Nodes of the operators its graph passes rewrite (passes.py) reach these rules only in a form
+# the passes could not rewrite.
+
+# esp-ppq turns a BatchNormalization it cannot fold into a 2-D 1x1 Conv (replace_batchnorm_to_conv,
+# default dimension 2): on 2-D and 3-D inputs torch's conv2d then refuses it (measured).
+BN_AS_CONV_RANK = 4
+# From opset 12 on, Dropout takes its training mode as an input (passes.py).
+DROPOUT_TRAINING_MODE_OPSET = 12
+
+
+@RULES.rule("BatchNormalization", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION, RANK=BN_AS_CONV_RANK)
+def batchnorm_esp_ppq_can_rewrite(node: NodeView, chip: str):
+    """esp-ppq {VERSION} runs a BatchNormalization only folded into the Conv, Gemm or ConvTranspose before it, or as a 1x1 depthwise Conv on a {RANK}-D input, with constant scale, bias, mean and variance; this one it cannot rewrite and stops ("BatchNorm should have 4 parameters", or "Op Execution Error" in the Conv it made). Workaround: give the statistics as constants, and put the normalisation after a Conv or Gemm or make its input {RANK}-D."""
+    runtime = [i for i in range(1, 5) if not (node.input(i) is not None and (node.input(i).is_constant or node.input(i).foldable))]
+    if runtime:
+        return Offence("run-time statistics", ", ".join(f"input '{node.inputs[i].name}'" if i < len(node.inputs) else f"input {i} missing" for i in runtime))
+    x = node.input(0)
+    if x is None or x.rank is None:
+        return Offence("input rank unknown", "esp-ppq needs a 4-D input for the 1x1 Conv it makes", uncertain=True)
+    if x.rank != BN_AS_CONV_RANK:
+        return Offence(x.rank, f"{x.rank}-D input, not after a Conv, Gemm or ConvTranspose it could be folded into")
+    if producer_is_fold_target(x):
+        # The Conv before it takes run-time weights: esp-ppq's BN folding unpacks none
+        # ("ValueError: not enough values to unpack", measured).
+        return Offence("run-time weights", f"the {x.producer} before it has run-time weights")
+    if any(o.present for o in node.outputs[1:]):
+        return Offence("training outputs", "running mean / variance outputs on a BatchNormalization esp-ppq turns into a Conv (not measured)", uncertain=True)
+    return Offence("not rewritten", "a form esp-ppq's passes were not measured on", uncertain=True)
+
+
+def producer_is_fold_target(x: TensorView) -> bool:
+    return x.producer in ("Conv", "Gemm", "ConvTranspose")
+
+
+@RULES.rule("Dropout", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION, OPSET=DROPOUT_TRAINING_MODE_OPSET)
+def dropout_left_by_simplifier(node: NodeView, chip: str):
+    """esp-ppq {VERSION} has no executor for Dropout and stops ("Op Execution Error ... Dropout ... has no backend implementation") on one its simplifier keeps: a training_mode input or a ratio fed at run time (opset {OPSET} on), a ratio other than 0 (older opsets), a mask output in use, or one that passes a model input straight to a model output. Workaround: export the model for inference without the Dropout (or give an opset-{OPSET}+ Dropout no training_mode input), e.g. with onnxsim or `edgedeploy fix`."""
+    mask = node.output(1)
+    if node.opset >= DROPOUT_TRAINING_MODE_OPSET:
+        if node.input(2) is not None:
+            return Offence("training_mode input", f"input '{node.input(2).name}'")
+        ratio = node.input(1)
+        if ratio is not None and not (ratio.is_constant or ratio.foldable):
+            return Offence("run-time ratio", f"input '{ratio.name}'")
+    elif float(node.attr("ratio", 0.5)) != 0.0:
+        return Offence(float(node.attr("ratio", 0.5)), f"ratio {node.attr('ratio', 0.5)} at opset {node.opset}")
+    if mask is not None and mask.present:
+        return Offence("mask output", f"output '{mask.name}'")
+    return Offence("model input to model output", "nothing else would produce the output")
+
+
+# esp-ppq's quantisation alignment ties a recurrent layer's Y_h output (output 1) to its initial
+# state (input 5) (esp_ppq/quantization/optim/refine.py, align_to_first_output).
+RNN_ALIGNED_OUTPUT = 1
+RNN_ALIGNED_INPUT = 5
+
+
+@RULES.rule("GRU", "LSTM", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def recurrent_state_for_alignment(node: NodeView, chip: str):
+    """esp-ppq {VERSION} crashes (IndexError in align_to_first_output, esp_ppq/quantization/optim/refine.py) on a GRU or LSTM without its Y_h output or without an initial state: it aligns Y_h with the initial state, and its simplifier drops an all-zero initial state (PyTorch's default when none is passed). Workaround: keep Y_h among the outputs and feed the initial state as a model input (zeros at run time), as stateful sequence models do."""
+    found = []
+    y_h = node.output(RNN_ALIGNED_OUTPUT)
+    if y_h is None or not y_h.present:
+        found.append(Offence("no Y_h output"))
+    # Positions count up to the last input given: an LSTM with only initial_c still has input 5.
+    last = max((i for i, t in enumerate(node.inputs) if t.present), default=-1)
+    if last < RNN_ALIGNED_INPUT:
+        found.append(Offence("no initial state", "none given, or an all-zero one the simplifier drops"))
+    return found
+
+
+# ONNX operators (of esp-ppq's onnx 1.19.1) that have no entry in esp-ppq 1.3.12's executor table
+# (esp_ppq/executor/op/torch/default.py, DEFAULT_BACKEND_TABLE); Dropout has a rule of its own.
+NO_ESP_PPQ_EXECUTOR = (
+    "Acos", "Acosh", "AffineGrid", "ArgMin", "Asin", "Asinh", "Atan", "Atanh", "Bernoulli",
+    "BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor", "BlackmanWindow", "CastLike",
+    "Ceil", "Celu", "CenterCropPad", "Col2Im", "Compress", "ConcatFromSequence", "ConvInteger",
+    "Cosh", "CumSum", "DFT", "DeformConv", "DequantizeLinear", "Det", "DynamicQuantizeLinear",
+    "Einsum", "EyeLike", "GlobalLpPool", "GridSample", "GroupNormalization", "HammingWindow",
+    "HannWindow", "Hardmax", "If", "ImageDecoder", "IsInf", "IsNaN", "LRN", "Loop", "LpPool",
+    "MatMulInteger", "MaxRoiPool", "MaxUnpool", "Mean", "MeanVarianceNormalization",
+    "MelWeightMatrix", "Mish", "Multinomial", "NegativeLogLikelihoodLoss", "Optional",
+    "OptionalGetElement", "OptionalHasElement", "Or", "QLinearConv", "QLinearMatMul",
+    "QuantizeLinear", "RNN", "RandomNormal", "RandomNormalLike", "RandomUniform",
+    "RandomUniformLike", "RegexFullMatch", "RotaryEmbedding", "Round", "STFT", "Scan", "Scatter",
+    "Selu", "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert",
+    "SequenceLength", "SequenceMap", "Shrink", "Sign", "Sinh", "Size", "SoftmaxCrossEntropyLoss",
+    "Softsign", "SplitToSequence", "StringConcat", "StringNormalizer", "StringSplit",
+    "TensorScatter", "TfIdfVectorizer", "ThresholdedRelu", "Trilu", "Unique", "Upsample", "Xor",
+)  # fmt: skip
+
+
+@RULES.rule(*NO_ESP_PPQ_EXECUTOR, placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def esp_ppq_has_no_executor(node: NodeView, chip: str):
+    """esp-ppq {VERSION} has no executor for this operator and stops while tracing the model ("Op Execution Error ... has no backend implementation"); ESP-DL has no module for it either. Workaround: express it with operators ESP-DL implements (`edgedeploy fix` knows some rewrites) or remove it before converting."""
+    return Offence(node.op_type)
+
+
 def rule_set(chip_id: str, precision: str | None = None, **_options) -> RuleSet:
     """The ESP-DL rules for `chip_id` (esp32s3 or esp32p4); the table is the same for both chips.
 
@@ -425,7 +539,7 @@ def rule_set(chip_id: str, precision: str | None = None, **_options) -> RuleSet:
         chip=chip_id,
         toolchain_version=f"esp-dl {ESP_DL_VERSION} / esp-ppq {ESP_PPQ_VERSION}",
         source=SOURCE,
-        accelerator_ops={**OPERATORS, **REMOVED_BY_SIMPLIFIER},
+        accelerator_ops={**OPERATORS, **REMOVED_BY_SIMPLIFIER, **REWRITTEN_BY_ESP_PPQ},
         rules=RULES.rules_for(chip_id),
         passes=RULES.passes_for(chip_id),
         # ESP-DL has no fallback unit: an operator without an ESP-DL module cannot be loaded.
@@ -446,3 +560,6 @@ def rule_set(chip_id: str, precision: str | None = None, **_options) -> RuleSet:
             "ESP32-S3 rounds half up (PIE V1), ESP32-P4 half to even (PIE V2); the operator table is the same.",
         ],
     )
+
+# The graph passes esp-ppq applies before placing (registered on RULES as they are declared).
+from edgedeploy.targets.espdl import passes  # noqa: E402,F401

@@ -397,6 +397,10 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
         if support is not None or r.placement is Placement.UNSUPPORTED:
             for offence in r.evaluate(node, rules.chip):
                 add(r, r.placement, offence.value, offence.detail, offence.uncertain)
+    # A rule that stops the build on this operator says why in the toolchain's own words (its
+    # crash or refusal): that sentence, not the generic "no unit implements it", is the reason.
+    if found and found[0].rule == operator_unsupported.name and any(v.placement is Placement.UNSUPPORTED for v in found[1:]):
+        found.append(found.pop(0))
     placement = worst(v.placement for v in found)
     return NodePlacement(node.name, node.op_type, node.index, placement, found)
 

@@ -122,12 +122,14 @@ class LoweringGraph:
         return readers[0]
 
     # -- what the toolchain does -------------------------------------------------------------
-    def fuse(self, members: list, op_type: str, *, leader=None, attributes: dict | None = None, domain: str = ""):
+    def fuse(self, members: list, op_type: str, *, leader=None, attributes: dict | None = None, domain: str = "", inputs: list | None = None, outputs: list | None = None):
         """Replace `members` (connected, in order) by one node of `op_type`, which the rules then place.
 
         The fused node keeps the leader's name (default: the first member) and, unless
         `attributes` are given, its attributes; its inputs are the members' inputs produced
-        outside the group, its outputs those read outside it (or model outputs).
+        outside the group, its outputs those read outside it (or model outputs). Where the
+        toolchain rewires a node (drops an optional input it finds redundant), `inputs` and
+        `outputs` give them in the operator's positions (a dropped input is the empty TensorView).
         """
         import onnx
 
@@ -136,19 +138,21 @@ class LoweringGraph:
         members = sorted(members, key=lambda v: self._order[v.name])
         leader = leader or members[0]
         inside_outputs = {o.name for m in members for o in m.outputs if o.name}
-        inputs, seen = [], set()
-        for m in members:
-            for t in m.inputs:
-                if t.name not in inside_outputs and t.name not in seen:
-                    seen.add(t.name)
-                    inputs.append(t)
+        if inputs is None:
+            inputs, seen = [], set()
+            for m in members:
+                for t in m.inputs:
+                    if t.name not in inside_outputs and t.name not in seen:
+                        seen.add(t.name)
+                        inputs.append(t)
         names = {m.name for m in members}
-        outputs = [
-            o
-            for m in members
-            for o in m.outputs
-            if o.name and (o.is_model_output or any(c.name not in names for c in self._consumers.get(o.name, ())))
-        ]
+        if outputs is None:
+            outputs = [
+                o
+                for m in members
+                for o in m.outputs
+                if o.name and (o.is_model_output or any(c.name not in names for c in self._consumers.get(o.name, ())))
+            ]
         if attributes is None:
             proto = onnx.NodeProto()
             proto.CopyFrom(leader.proto)

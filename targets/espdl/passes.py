@@ -1,0 +1,135 @@
+"""esp-ppq's own graph passes, as the audit's lowering step for the ESP32-S3 and ESP32-P4.
+
+esp-ppq 1.3.12 rewrites a model before it quantises anything: `espdl_quantize_onnx` first runs
+onnxsim 0.7.3 (its pinned simplifier) and then esp-ppq's `format_graph` (esp_ppq/api/interface.py:
+FUSE_BN, REPLACE_BATCHNORM_TO_CONV, ...). Each pass below models one of those rewrites; its
+docstring is the sentence a user reads, and every one was measured with esp-ppq 1.3.12 on small
+models built for the purpose (the form each pass takes, and the forms it leaves alone, are
+listed in tests/test_audit_passes_espdl.py). They run in the order esp-ppq applies them; what
+they leave is placed by the rules in rules.py (which imports this module to register them).
+"""
+
+from __future__ import annotations
+
+from edgedeploy.audit.rules import TensorView
+from edgedeploy.targets.espdl.rules import BN_AS_CONV_RANK, DROPOUT_TRAINING_MODE_OPSET, ESP_PPQ_VERSION, ONNXSIM_VERSION, RULES
+
+# ---- onnxsim (run by espdl_quantize_onnx before anything else)
+
+@RULES.graph_pass("Dropout", ONNXSIM=ONNXSIM_VERSION, VERSION=ESP_PPQ_VERSION, OPSET=DROPOUT_TRAINING_MODE_OPSET)
+def simplifier_removes_inference_dropout(graph, chip):
+    """esp-ppq {VERSION}'s simplifier (onnxsim {ONNXSIM}) removes a Dropout that is an identity at inference: from opset {OPSET} on, one without a training_mode input and with a constant (or no) ratio; before opset {OPSET}, one whose ratio is 0; in both cases only when its mask output is unused and it does not pass a model input straight to a model output."""
+    for node in [n for n in graph.nodes if n.op_type == "Dropout"]:
+        if dropout_removed_by_simplifier(graph, node):
+            graph.eliminate(node)
+
+
+def dropout_removed_by_simplifier(graph, node) -> bool:
+    """The forms of Dropout onnxsim removes (each measured with esp-ppq 1.3.12 and its onnxsim 0.7.3)."""
+    x, y = node.input(0), node.output(0)
+    if x is None or y is None or (x.is_graph_input and y.is_model_output):
+        return False  # nothing would be left to produce the model output
+    mask = node.output(1)
+    if mask is not None and mask.present and (mask.is_model_output or graph.consumers(mask.name)):
+        return False
+    if node.opset >= DROPOUT_TRAINING_MODE_OPSET:
+        ratio = node.input(1)
+        # Even a constant false training_mode keeps it (measured), as does a ratio fed at run time.
+        return node.input(2) is None and (ratio is None or ratio.is_constant or ratio.foldable)
+    return float(node.attr("ratio", 0.5)) == 0.0
+
+
+# Operators through which an all-zero tensor stays all-zero whatever their other inputs (shapes,
+# axes, repeats): enough to see PyTorch's zero initial state, Expand(Constant(zeros), shape).
+ZERO_PRESERVING = ("Expand", "Reshape", "Unsqueeze", "Squeeze", "Tile", "Transpose", "Flatten", "Cast", "Identity")
+RECURRENT_OPS = ("GRU", "LSTM", "RNN")
+INITIAL_STATE_INPUTS = {"GRU": (5,), "RNN": (5,), "LSTM": (5, 6)}  # initial_h (and initial_c)
+
+
+@RULES.graph_pass(*RECURRENT_OPS, ONNXSIM=ONNXSIM_VERSION, VERSION=ESP_PPQ_VERSION)
+def simplifier_drops_zero_initial_states(graph, chip):
+    """esp-ppq {VERSION}'s simplifier (onnxsim {ONNXSIM}) drops a recurrent layer's initial state when it is all zeros (ONNX's default), as PyTorch exports it when no state is passed; the layer then has no initial-state input."""
+    for node in [n for n in graph.nodes if n.op_type in RECURRENT_OPS]:
+        inputs = list(node.inputs)
+        dropped = [i for i in INITIAL_STATE_INPUTS[node.op_type] if i < len(inputs) and inputs[i].present and is_all_zero(graph, inputs[i])]
+        if not dropped:
+            continue
+        for i in dropped:
+            inputs[i] = TensorView("", None, None, False)
+        while inputs and not inputs[-1].present:
+            inputs.pop()  # ONNX leaves trailing optional inputs out
+        graph.fuse([node], node.op_type, inputs=inputs, outputs=list(node.outputs))
+
+
+def is_all_zero(graph, tensor: TensorView, depth: int = 8) -> bool:
+    """Whether `tensor` is known to be all zeros when the model is compiled (a constant, or one
+    passed through shape-only operators; ConstantOfShape without a value or with 0)."""
+    if tensor.is_constant:
+        value = tensor.value
+        return value is not None and value.size > 0 and not value.any()
+    if not tensor.foldable or depth == 0:
+        return False
+    producer = graph.producer(tensor.name)
+    if producer is None:
+        return False
+    if producer.op_type == "ConstantOfShape":
+        fill = producer.attr("value")
+        return fill is None or not fill.any()
+    if producer.op_type in ZERO_PRESERVING and producer.inputs:
+        return is_all_zero(graph, producer.inputs[0], depth - 1)
+    return False
+
+
+# ---- esp-ppq's format_graph (esp_ppq/api/interface.py; esp_ppq/IR/morph.py)
+
+BN_FOLD_TARGETS = ("Conv", "Gemm", "ConvTranspose")
+BN_PARAMETERS = (1, 2, 3, 4)  # scale, B, mean, var
+
+
+def batchnorm_parameters_constant(bn) -> bool:
+    """esp-ppq takes a BatchNormalization's scale, bias, mean and variance as its four parameters."""
+    return all(bn.input(i) is not None and (bn.input(i).is_constant or bn.input(i).foldable) for i in BN_PARAMETERS)
+
+
+def batchnorm_single_output(bn) -> bool:
+    return not any(o.present for o in bn.outputs[1:])
+
+
+def fold_target(graph, bn):
+    """The Conv, Gemm or ConvTranspose whose only reader is `bn` and whose weights are constants, else None."""
+    x = bn.input(0)
+    producer = graph.producer(x.name) if x is not None else None
+    if producer is None or producer.op_type not in BN_FOLD_TARGETS or graph.only_consumer(x.name) is not bn:
+        return None
+    weights = producer.input(1)
+    if weights is None or not (weights.is_constant or weights.foldable):
+        return None
+    return producer
+
+
+@RULES.graph_pass("BatchNormalization", VERSION=ESP_PPQ_VERSION, TARGETS=BN_FOLD_TARGETS)
+def fold_batchnorm_into_preceding_layer(graph, chip):
+    """esp-ppq {VERSION} folds a BatchNormalization into the layer before it by scaling that layer's weights and bias, when the layer is one of {TARGETS}, feeds nothing else and has constant weights: the pair runs as one integer layer."""
+    for bn in [n for n in graph.nodes if n.op_type == "BatchNormalization"]:
+        if not batchnorm_parameters_constant(bn):
+            continue
+        target = fold_target(graph, bn)
+        if target is not None:
+            graph.absorb(bn, into=target)
+
+
+@RULES.graph_pass("BatchNormalization", VERSION=ESP_PPQ_VERSION, RANK=BN_AS_CONV_RANK)
+def batchnorm_as_depthwise_conv(graph, chip):
+    """esp-ppq {VERSION} turns a BatchNormalization it cannot fold into a preceding layer into a 1x1 depthwise Conv (one weight and bias per channel) on {RANK}-D inputs: it runs as an integer Conv."""
+    for bn in [n for n in graph.nodes if n.op_type == "BatchNormalization"]:
+        x = bn.input(0)
+        if not (batchnorm_parameters_constant(bn) and batchnorm_single_output(bn)) or x is None or x.rank != BN_AS_CONV_RANK:
+            continue
+        producer = graph.producer(x.name)
+        if producer is not None and producer.op_type in BN_FOLD_TARGETS and graph.only_consumer(x.name) is bn:
+            continue  # esp-ppq folds it into that layer, and fails to when the weights are not constants (rules.py)
+        channels = x.shape[1]
+        if not isinstance(channels, int):
+            continue
+        attributes = {"kernel_shape": [1, 1], "strides": [1, 1], "dilations": [1, 1], "pads": [0, 0, 0, 0], "group": channels}
+        graph.fuse([bn], "Conv", attributes=attributes, inputs=[x, bn.input(1), bn.input(2)], outputs=[bn.outputs[0]])

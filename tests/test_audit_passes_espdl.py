@@ -1,0 +1,183 @@
+"""esp-ppq's graph passes and crash forms (targets/espdl/passes.py, rules.py), form by form.
+
+Each case is a small model built here in one form that esp-ppq 1.3.12 was measured on, with what
+esp-ppq did: converted it (and how it placed the node that matters) or stopped. The audit must
+predict the same; where esp-ppq is installed, the last test runs it on every case and checks the
+measured outcome still holds, so the table below is evidence, not a transcription.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from edgedeploy.audit import Placement, audit_model
+from edgedeploy.model import load_model
+from edgedeploy.targets import find_chip
+from tests.helpers import const, make_model, save, tensor
+
+RNG = np.random.default_rng(0)
+T, N, I, H = 5, 1, 4, 8  # sequence length, batch, input size, hidden size
+
+
+def _w(name, *shape):
+    return const(name, (RNG.standard_normal(shape) * 0.3).astype(np.float32))
+
+
+def _bn_stats(prefix, channels):
+    return [
+        const(prefix + "s", (RNG.random(channels) + 0.5).astype(np.float32)),
+        const(prefix + "b", RNG.standard_normal(channels).astype(np.float32)),
+        const(prefix + "m", RNG.standard_normal(channels).astype(np.float32)),
+        const(prefix + "v", (RNG.random(channels) + 0.5).astype(np.float32)),
+    ]
+
+
+def _bn(x, y, name="bn", prefix="g", outputs=None, **attrs):
+    return helper.make_node("BatchNormalization", [x, prefix + "s", prefix + "b", prefix + "m", prefix + "v"], outputs or [y], name=name, **attrs)
+
+
+def _relu(x, y, name="relu"):
+    return helper.make_node("Relu", [x], [y], name=name)
+
+
+def _conv(x, y, w="w", name="conv"):
+    return helper.make_node("Conv", [x, w], [y], name=name, pads=[1, 1, 1, 1])
+
+
+W8 = lambda: _w("w", 8, 3, 3, 3)  # noqa: E731
+X4 = lambda: tensor("x", [1, 3, 8, 8])  # noqa: E731
+
+
+def batchnorm_cases():
+    yield "bn after conv: folded", make_model([_conv("x", "c"), _bn("c", "y")], [X4()], [tensor("y", [1, 8, 8, 8])], [W8(), *_bn_stats("g", 8)]), "bn", True, Placement.ACCELERATOR
+    yield "bn after gemm: folded", make_model([helper.make_node("Gemm", ["x", "wg"], ["g1"], name="gemm"), _bn("g1", "y")], [tensor("x", [1, 10])], [tensor("y", [1, 6])], [_w("wg", 10, 6), *_bn_stats("g", 6)]), "bn", True, Placement.ACCELERATOR
+    yield "bn after convtranspose: folded", make_model([helper.make_node("ConvTranspose", ["x", "wt"], ["c"], name="convt", strides=[2, 2]), _bn("c", "y")], [X4()], [tensor("y", [1, 4, 16, 16])], [_w("wt", 3, 4, 2, 2), *_bn_stats("g", 4)]), "bn", True, Placement.ACCELERATOR
+    yield "bn with training outputs after conv: folded", make_model([_conv("x", "c"), _bn("c", None, outputs=["y", "rm", "rv"], training_mode=1)], [X4()], [tensor("y", [1, 8, 8, 8]), tensor("rm", [8]), tensor("rv", [8])], [W8(), *_bn_stats("g", 8)], opset=15), "bn", True, Placement.ACCELERATOR
+    yield "bn after a conv read twice: a 1x1 depthwise conv", make_model([_conv("x", "c"), _bn("c", "b1"), helper.make_node("Add", ["c", "b1"], ["y"], name="add")], [X4()], [tensor("y", [1, 8, 8, 8])], [W8(), *_bn_stats("g", 8)]), "bn", True, Placement.ACCELERATOR
+    yield "bn after maxpool, 4-D: a 1x1 depthwise conv", make_model([helper.make_node("MaxPool", ["x"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]), _bn("p", "y")], [X4()], [tensor("y", [1, 3, 4, 4])], _bn_stats("g", 3)), "bn", True, Placement.ACCELERATOR
+    yield "bn after relu, 3-D: the conv made of it fails", make_model([_relu("x", "r"), _bn("r", "y")], [tensor("x", [1, 6, 20])], [tensor("y", [1, 6, 20])], _bn_stats("g", 6)), "bn", False, Placement.UNSUPPORTED
+    yield "bn after relu, 2-D: the conv made of it fails", make_model([_relu("x", "r"), _bn("r", "y")], [tensor("x", [1, 6])], [tensor("y", [1, 6])], _bn_stats("g", 6)), "bn", False, Placement.UNSUPPORTED
+    yield "bn with run-time statistics", make_model([_relu("x", "r"), helper.make_node("BatchNormalization", ["r", "s", "b", "m", "v"], ["y"], name="bn")], [X4(), *(tensor(n, [3]) for n in "sbmv")], [tensor("y", [1, 3, 8, 8])]), "bn", False, Placement.UNSUPPORTED
+    yield "bn after a conv with run-time weights", make_model([_conv("x", "c", w="wx"), _bn("c", "y")], [X4(), tensor("wx", [8, 3, 3, 3])], [tensor("y", [1, 8, 8, 8])], _bn_stats("g", 8)), "bn", False, Placement.UNSUPPORTED
+
+
+def _dropout_model(inputs, outputs, inits=(), opset=13, chain=True, **attrs):
+    """relu -> Dropout -> relu2 (or the Dropout alone), the Dropout named 'drop'."""
+    ins = ["r" if chain else "x", *inputs]
+    nodes = [helper.make_node("Dropout", ins, ["d" if chain else "y", *outputs], name="drop", **attrs)]
+    graph_outputs = [tensor("y", [1, 3, 8, 8])]
+    if chain:
+        nodes = [_relu("x", "r"), *nodes, _relu("d", "y", "relu2")]
+    extra_inputs = [tensor(i, []) for i in inputs if i.startswith("in_")]
+    if "mask_used" in outputs:
+        nodes.append(helper.make_node("Cast", ["mask_used"], ["mf"], name="cast", to=TensorProto.FLOAT))
+        graph_outputs.append(tensor("mf", [1, 3, 8, 8]))
+    return make_model(nodes, [X4(), *extra_inputs], graph_outputs, list(inits), opset=opset)
+
+
+def dropout_cases():
+    ratio0 = const("ratio", np.array(0.0, np.float32))
+    yield "opset-13 dropout: removed", _dropout_model([], []), "drop", True, Placement.ACCELERATOR
+    yield "opset-13 dropout, constant ratio: removed", _dropout_model(["ratio"], [], [ratio0]), "drop", True, Placement.ACCELERATOR
+    yield "opset-13 dropout, mask unused: removed", _dropout_model([], ["mask"]), "drop", True, Placement.ACCELERATOR
+    yield "opset-9 dropout, ratio 0: removed", _dropout_model([], [], opset=9, ratio=0.0), "drop", True, Placement.ACCELERATOR
+    yield "opset-9 dropout, ratio 0.5: kept, no executor", _dropout_model([], [], opset=9, ratio=0.5), "drop", False, Placement.UNSUPPORTED
+    yield "opset-9 dropout with its mask: kept", _dropout_model([], ["mask"], opset=9, ratio=0.5), "drop", False, Placement.UNSUPPORTED
+    yield "opset-13 dropout, mask used: kept", _dropout_model([], ["mask_used"]), "drop", False, Placement.UNSUPPORTED
+    yield "opset-13 dropout, training_mode true: kept", _dropout_model(["ratio", "tm"], [], [const("ratio", np.array(0.5, np.float32)), const("tm", np.array(True))]), "drop", False, Placement.UNSUPPORTED
+    yield "opset-13 dropout, training_mode false: kept", _dropout_model(["ratio", "tm"], [], [const("ratio", np.array(0.5, np.float32)), const("tm", np.array(False))]), "drop", False, Placement.UNSUPPORTED
+    yield "opset-13 dropout, run-time ratio: kept", _dropout_model(["in_ratio"], []), "drop", False, Placement.UNSUPPORTED
+    yield "opset-13 dropout from model input to model output: kept", _dropout_model([], [], chain=False), "drop", False, Placement.UNSUPPORTED
+
+
+def _rnn(kind, inputs, outputs, states=(), inits=(), graph_states=()):
+    gates = {"GRU": 3, "LSTM": 4}[kind]
+    weights = [_w("W", 1, gates * H, I), _w("R", 1, gates * H, H), _w("B", 1, 2 * gates * H)]
+    attrs = {"linear_before_reset": 1} if kind == "GRU" else {}
+    node = helper.make_node(kind, ["x", "W", "R", "B", *inputs], outputs, name="rnn", hidden_size=H, **attrs)
+    shapes = {"y": [T, 1, N, H], "yh": [1, N, H], "yc": [1, N, H]}
+    return make_model(
+        [*states, node],
+        [tensor("x", [T, N, I]), *(tensor(s, [1, N, H]) for s in graph_states)],
+        [tensor(o, shapes[o]) for o in outputs if o],
+        weights + list(inits),
+    )
+
+
+def recurrent_cases():
+    zeros = lambda name: const(name, np.zeros((1, N, H), np.float32))  # noqa: E731
+    expand = helper.make_node("Expand", ["h1", "shape"], ["h0"], name="expand")
+    shape = const("shape", np.array([1, N, H], np.int64))
+    yield "gru, initial state a model input: converts", _rnn("GRU", ["", "h0"], ["y", "yh"], graph_states=["h0"]), "rnn", True, Placement.ACCELERATOR
+    yield "gru, non-zero constant initial state: converts", _rnn("GRU", ["", "h0"], ["y", "yh"], inits=[_w("h0", 1, N, H)]), "rnn", True, Placement.ACCELERATOR
+    yield "gru, expanded non-zero initial state: converts", _rnn("GRU", ["", "h0"], ["y", "yh"], states=[expand], inits=[_w("h1", 1, 1, H), shape]), "rnn", True, Placement.ACCELERATOR
+    yield "gru without initial state: crashes", _rnn("GRU", [], ["y", "yh"]), "rnn", False, Placement.UNSUPPORTED
+    yield "gru, zero constant initial state: crashes", _rnn("GRU", ["", "h0"], ["y", "yh"], inits=[zeros("h0")]), "rnn", False, Placement.UNSUPPORTED
+    yield "gru, expanded zero initial state (PyTorch's export): crashes", _rnn("GRU", ["", "h0"], ["y", "yh"], states=[expand], inits=[const("h1", np.zeros((1, 1, H), np.float32)), shape]), "rnn", False, Placement.UNSUPPORTED
+    yield "gru without Y_h: crashes", _rnn("GRU", ["", "h0"], ["y"], graph_states=["h0"]), "rnn", False, Placement.UNSUPPORTED
+    yield "lstm, states model inputs: converts", _rnn("LSTM", ["", "h0", "c0"], ["y", "yh", "yc"], graph_states=["h0", "c0"]), "rnn", True, Placement.ACCELERATOR
+    yield "lstm, only initial_c given: converts", _rnn("LSTM", ["", "", "c0"], ["y", "yh", "yc"], graph_states=["c0"]), "rnn", True, Placement.ACCELERATOR
+    yield "lstm, zero initial_h and initial_c an input: converts", _rnn("LSTM", ["", "h0", "c0"], ["y", "yh", "yc"], inits=[zeros("h0")], graph_states=["c0"]), "rnn", True, Placement.ACCELERATOR
+    yield "lstm, Y and Y_h only: converts", _rnn("LSTM", ["", "h0", "c0"], ["y", "yh"], graph_states=["h0", "c0"]), "rnn", True, Placement.ACCELERATOR
+    yield "lstm without initial states: crashes", _rnn("LSTM", [], ["y", "yh", "yc"]), "rnn", False, Placement.UNSUPPORTED
+    yield "lstm, zero constant states: crashes", _rnn("LSTM", ["", "h0", "c0"], ["y", "yh", "yc"], inits=[zeros("h0"), zeros("c0")]), "rnn", False, Placement.UNSUPPORTED
+    yield "lstm without Y_h: crashes", _rnn("LSTM", ["", "h0", "c0"], ["y"], graph_states=["h0", "c0"]), "rnn", False, Placement.UNSUPPORTED
+    yield "lstm with Y_h skipped: fails", _rnn("LSTM", ["", "h0", "c0"], ["y", "", "yc"], graph_states=["h0", "c0"]), "rnn", False, Placement.UNSUPPORTED
+
+
+def other_cases():
+    yield "lrn: no executor", make_model([_relu("x", "r"), helper.make_node("LRN", ["r"], ["y"], name="lrn", size=5)], [tensor("x", [1, 8, 8, 8])], [tensor("y", [1, 8, 8, 8])]), "lrn", False, Placement.UNSUPPORTED
+
+
+CASES = [*batchnorm_cases(), *dropout_cases(), *recurrent_cases(), *other_cases()]
+
+
+def _audit(tmp_path, name, model, chip):
+    target, _ = find_chip(chip)
+    path = save(model, tmp_path / f"{abs(hash(name))}.onnx")
+    return path, audit_model(load_model(path), target.rule_set(chip), "int8")
+
+
+@pytest.mark.parametrize("chip", ["esp32s3", "esp32p4"])
+@pytest.mark.parametrize("name,model,node,converts,placement", CASES, ids=[c[0] for c in CASES])
+def test_the_audit_predicts_what_esp_ppq_does(tmp_path, chip, name, model, node, converts, placement):
+    _, result = _audit(tmp_path, name, model, chip)
+    placed = {n.node: n for n in result.nodes}
+    assert placed[node].placement is placement, (name, placed[node].reason)
+    unsupported = [n.node for n in result.nodes if n.placement is Placement.UNSUPPORTED]
+    assert bool(unsupported) is not converts, (name, unsupported)
+    if not converts:
+        assert placed[node].reason and "esp-ppq" in placed[node].reason  # esp-ppq's own words, not a generic line
+
+
+def test_lowered_nodes_say_what_became_of_them(tmp_path):
+    cases = {c[0]: c for c in CASES}
+    _, result = _audit(tmp_path, "a", cases["bn after conv: folded"][1], "esp32s3")
+    bn = next(n for n in result.nodes if n.node == "bn")
+    assert bn.lowered == "fused" and bn.fused_into == "conv" and bn.lowered_by == "fold_batchnorm_into_preceding_layer"
+    _, result = _audit(tmp_path, "b", cases["bn after maxpool, 4-D: a 1x1 depthwise conv"][1], "esp32s3")
+    bn = next(n for n in result.nodes if n.node == "bn")
+    assert bn.lowered_by == "batchnorm_as_depthwise_conv" and bn.placement is Placement.ACCELERATOR
+    _, result = _audit(tmp_path, "c", cases["opset-13 dropout: removed"][1], "esp32s3")
+    drop = next(n for n in result.nodes if n.node == "drop")
+    assert drop.lowered == "eliminated" and drop.folded and result.transitions == 0
+    _, result = _audit(tmp_path, "d", cases["gru, expanded zero initial state (PyTorch's export): crashes"][1], "esp32s3")
+    rnn = next(n for n in result.nodes if n.node == "rnn")
+    assert rnn.lowered_by == "simplifier_drops_zero_initial_states" and "no initial state" in [v.value for v in rnn.violations]
+
+
+@pytest.mark.toolchain("espdl")
+def test_esp_ppq_still_does_what_was_measured(tmp_path):
+    """esp-ppq itself on every case: it converts exactly the cases marked as converting."""
+    target, _ = find_chip("esp32s3")
+    paths = [save(model, tmp_path / f"case{i}.onnx") for i, (_, model, *_rest) in enumerate(CASES)]
+    verdicts = target.toolchain_verdicts(paths, "esp32s3", tmp_path / "work", tmp_path / "toolchain.log")
+    wrong = []
+    for (name, _, node, converts, placement), verdict in zip(CASES, verdicts):
+        if bool(verdict.failed) is converts:
+            wrong.append(f"{name}: {'failed: ' + verdict.failed if verdict.failed else 'converted'}")
+        elif converts and node in verdict.nodes and verdict.nodes[node].placement is not placement:
+            wrong.append(f"{name}: {node} {verdict.nodes[node].placement.value}")
+    assert not wrong, "\n".join(wrong)
