@@ -40,6 +40,22 @@ def test_existing_artifact_is_never_overwritten_without_force(tmp_path):
     assert (dest / "model.bin").read_text() == "v2"
 
 
+def test_a_build_that_finishes_second_never_replaces_the_first(tmp_path):
+    # Two jobs with the same --out (a sweep started twice, two CI jobs on one runner): both find
+    # the destination free when they start; the one that finishes second must not replace the
+    # other's artifact, and keeps its own beside it.
+    dest = tmp_path / "out" / "m" / "rk3566"
+    with pytest.raises(ArtifactError, match="written by another build while this one ran") as caught:
+        with ArtifactBuilder(dest) as second:
+            (second.path / "model.bin").write_text("second")
+            build(dest, "first")
+    assert (dest / "model.bin").read_text() == "first"
+    check_manifest(dest)
+    kept = [p for p in dest.parent.iterdir() if p.name.startswith("rk3566.unplaced-")]
+    assert len(kept) == 1 and (kept[0] / "model.bin").read_text() == "second"
+    assert str(kept[0]) in str(caught.value)
+
+
 def test_failed_build_leaves_previous_artifact_intact(tmp_path):
     dest = tmp_path / "a"
     build(dest, "v1")

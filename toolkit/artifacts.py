@@ -13,6 +13,7 @@ that was built for another chip.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import hashlib
 import json
 import os
@@ -176,15 +177,32 @@ class ArtifactBuilder:
         atomic_write_json(self.path / MANIFEST_NAME, manifest)
         old = None
         if self.dest.exists():
+            if not self.force:
+                # Another build (a second job with the same --out) placed its artifact while this
+                # one ran: never replace it without --force, and keep this one beside it.
+                raise self._lost_race()
             old = self.dest.with_name(f".{self.dest.name}.replaced-{os.getpid()}")
             self.dest.rename(old)
-        self.path.rename(self.dest)
+        try:
+            # rename() onto a non-empty folder fails, so an artifact placed in the last instant is kept too.
+            self.path.rename(self.dest)
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+            raise self._lost_race() from None
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
         failed = self.dest.with_name(self.dest.name + ".failed")
         if failed.exists():
             shutil.rmtree(failed, ignore_errors=True)
         return False
+
+
+    def _lost_race(self) -> ArtifactError:
+        """The error for a destination another build filled while this one ran; this build is kept."""
+        kept = self.dest.with_name(f"{self.dest.name}.unplaced-{os.getpid()}")
+        self.path.rename(kept)
+        return ArtifactError(f"{self.dest} was written by another build while this one ran; this build is kept in {kept} (use --force to replace, or --out for another folder).")
 
 
 def _point_at(exc: BaseException | None, old: Path, new: Path) -> None:
