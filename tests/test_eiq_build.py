@@ -345,3 +345,12 @@ def test_model_zoo_tensor_names_with_slashes_build(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     acc = report(tmp_path / "out" / "zoo" / "imx93")["accuracy"]
     assert acc["status"] == "done" and acc["fidelity"]["gpu_0/softmax_1"]["cosine"] > 0.99
+
+
+def test_onnx2tf_node_tokens_in_a_failure_are_the_models_node_names():
+    """onnx2tf converts a copy whose nodes are named edn<index>; the user reads the real names."""
+    from edgedeploy.targets.eiq.build import with_node_names
+
+    names = {"edn1": "/lstm/LSTM", "edn12": "/fc/Gemm"}
+    said = "The eiq toolchain failed at node 'edn1' (LSTM): ValueError: x; then edn12, not edn123."
+    assert with_node_names(said, names) == "The eiq toolchain failed at node '/lstm/LSTM' (LSTM): ValueError: x; then /fc/Gemm, not edn123."

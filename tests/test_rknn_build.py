@@ -182,3 +182,18 @@ def test_the_toolkits_own_disable_rules_advice_is_followed_and_recorded(tmp_path
     monkeypatch.setattr(worker, "_build_once", always_fails)
     with pytest.raises(ValueError, match="boom"):
         worker._build_following_advice({}, {}, Ctx(), str(out), None)
+
+
+def test_a_tensor_in_the_toolkits_error_is_named_by_its_node():
+    """rknn-toolkit2 says `KeyError: '/gru/GRU_output_1'`; the sentence names the node producing it."""
+    from onnx import helper
+
+    from edgedeploy.targets.rknn.build import with_failing_node
+
+    graph = helper.make_graph(
+        [helper.make_node("GRU", ["x", "w", "r"], ["/gru/GRU_output_0", "/gru/GRU_output_1"], name="/gru/GRU")], "g", [], []
+    )
+    said = "The rknn toolchain failed: KeyError: '/gru/GRU_output_1' (in rknn-toolkit2's fold_constant) (full log: x)."
+    assert with_failing_node(said, graph).startswith("The rknn toolchain failed at node '/gru/GRU' (GRU): KeyError: '/gru/GRU_output_1'")
+    other = "The rknn toolchain failed: ValueError: Not support 'Dropout' of opset-9! (full log: x)."
+    assert with_failing_node(other, graph) == other

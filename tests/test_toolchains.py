@@ -63,6 +63,67 @@ def test_worker_exception_becomes_one_sentence_with_the_toolchains_error_and_the
     assert "Traceback" in (tmp_path / "log.txt").read_text()
 
 
+def test_a_workers_failure_context_names_the_node_and_where_in_the_toolchain(tmp_path):
+    """A worker module may read its toolchain's failure (failure_context): the sentence names the node first."""
+    worker = write_worker(
+        tmp_path,
+        """
+        class Operation:
+            def __init__(self, name, type):
+                self.name, self.type = name, type
+        def align(op):
+            return [][5]
+        def run(request, ctx):
+            align(Operation("/gru/GRU", "GRU"))
+        def failure_context(exc):
+            tb = exc.__traceback__
+            while tb.tb_next is not None:
+                tb = tb.tb_next
+            op = tb.tb_frame.f_locals["op"]
+            return {"node": op.name, "op_type": op.type, "where": "the toolchain's " + tb.tb_frame.f_code.co_name, "ignored": "x"}
+        """,
+    )
+    with pytest.raises(WorkerFailed) as info:
+        run_worker(Path(sys.executable), worker, {}, tmp_path / "w", tmp_path / "log.txt", timeout_s=60, label="espdl")
+    message = str(info.value)
+    assert message.startswith("The espdl toolchain failed at node '/gru/GRU' (GRU): IndexError: list index out of range (in the toolchain's align)")
+    assert "\n" not in message and "ignored" not in message
+
+
+def test_a_failure_context_that_fails_itself_leaves_the_plain_sentence(tmp_path):
+    worker = write_worker(
+        tmp_path,
+        """
+        def run(request, ctx):
+            raise KeyError("tensor_7")
+        def failure_context(exc):
+            raise RuntimeError("the reader is broken")
+        """,
+    )
+    with pytest.raises(WorkerFailed) as info:
+        run_worker(Path(sys.executable), worker, {}, tmp_path / "w", tmp_path / "log.txt", timeout_s=60, label="rknn")
+    assert str(info.value).startswith("The rknn toolchain failed: KeyError: 'tensor_7' (full log:")
+
+
+def test_a_native_crash_names_the_stage_the_worker_announced_last(tmp_path):
+    worker = write_worker(
+        tmp_path,
+        """
+        import os, signal
+        def run(request, ctx):
+            ctx.log("onnx2tf: converting model.onnx")
+            ctx.log("TFLite converter: quantising to full int8")
+            print("W0000 00:00:1796129104.413443 5941 tf_tfl_flatbuffer_helpers.cc:368] Ignored drop_control_dependency.", flush=True)
+            os.kill(os.getpid(), signal.SIGSEGV)
+        """,
+    )
+    with pytest.raises(WorkerFailed) as info:
+        run_worker(Path(sys.executable), worker, {}, tmp_path / "w", tmp_path / "log.txt", timeout_s=60, label="eiq")
+    message = str(info.value)
+    assert "crashed (SIGSEGV) in the toolchain's native code while TFLite converter: quantising to full int8, without a result" in message
+    assert "drop_control_dependency" not in message  # TensorFlow's warning is not the toolchain's last word
+
+
 def test_worker_crash_without_result(tmp_path):
     worker = write_worker(
         tmp_path,

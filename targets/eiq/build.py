@@ -15,6 +15,7 @@ Report sections: conversion, vela (i.MX 93; every figure Vela's estimate), vx_de
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -66,7 +67,8 @@ def convert(target, ctx) -> ConvertResult:
     try:
         result = ctx.executor.worker(target.toolchain, WORKER, request, work)
     except WorkerFailed as exc:
-        raise WorkerFailed(str(exc) + known_remedy(str(exc))) from exc
+        message = with_node_names(str(exc), token_names)
+        raise WorkerFailed(message + known_remedy(message)) from exc
     conversion = {
         "converter": f"onnx2tf {result['versions'].get('onnx2tf')} + tensorflow-cpu {result['versions'].get('tensorflow-cpu')}",
         "float32_tflite": "model_float32.tflite",
@@ -177,6 +179,14 @@ KNOWN_REMEDIES = (
         "opset-20 Gelu, which onnx2tf converts to TFLite's GELU builtin (see docs/eiq.md).",
     ),
 )
+
+
+_TOKEN = re.compile(r"\bedn(\d+)\b")
+
+
+def with_node_names(message: str, token_names: dict[str, str]) -> str:
+    """onnx2tf saw the nodes under tokens (edn<index>); the user knows them by their names."""
+    return _TOKEN.sub(lambda m: token_names.get(m.group(0), m.group(0)), message)
 
 
 def known_remedy(message: str) -> str:

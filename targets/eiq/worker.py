@@ -150,6 +150,9 @@ def install_hook():
 
     def error(*args, **kwargs):
         _STATE["last_error"] = " ".join(str(a) for a in args)
+        # onnx2tf names the node it failed on in one of its error lines: `onnx_op_name: edn12`.
+        if _STATE["last_error"].strip().startswith("onnx_op_name:"):
+            _STATE["failed_node"] = _STATE["last_error"].split(":", 1)[1].strip()
         return original_error(*args, **kwargs)
 
     main_module.error = error
@@ -350,6 +353,7 @@ def convert(onnx_path, outdir, calib, ctx, precision="int8", quantize=True):
     recorder = install_hook()
     recorder.reset()
     _STATE.pop("last_error", None)
+    _STATE.pop("failed_node", None)
     os.makedirs(outdir, exist_ok=True)
     work_onnx = os.path.join(outdir, "model_for_onnx2tf.onnx")
     shutil.copyfile(onnx_path, work_onnx)
@@ -402,6 +406,7 @@ def convert(onnx_path, outdir, calib, ctx, precision="int8", quantize=True):
             # The calibrator is a TFLite interpreter without the Flex delegate: quantising fails,
             # and the board's TFLite runtime could not run these operators either.
             raise RuntimeError(f"full-int8 quantisation impossible: the converted model needs TensorFlow Select (Flex) operators {', '.join(flex)}")
+        ctx.log(f"TFLite converter: quantising the saved model to full int8 ({min(len(v) for v in calib.values()) if calib else 0} calibration samples)")
         quantize_full_int8(tf_dir, int8_path, inputs, layouts, calib)
         result["int8_tflite"] = int8_path
         result["int8_ops"] = tflite_ops(int8_path)
@@ -694,6 +699,39 @@ def evaluate(request, ctx):
             np.save(dest, value)
             written[tag][name] = dest
     return {"eval_outputs": written, "notes": notes, "errors": errors, "seconds": round(time.monotonic() - started, 3), "versions": versions()}
+
+
+def failure_context(exc):
+    """The ONNX node onnx2tf failed on (its token, edn<index>: the core maps it back to the node's
+    name) and where in the toolchain (worker_main's hook)."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    found = {}
+    # onnx2tf's make_node(graph_node=...) is the conversion of one ONNX node.
+    for frame in reversed(frames):
+        node = frame.f_locals.get("graph_node")
+        if isinstance(getattr(node, "name", None), str) and isinstance(getattr(node, "op", None), str):
+            found.update(node=node.name, op_type=node.op)
+            break
+    if not found and _STATE.get("failed_node"):
+        found["node"] = _STATE["failed_node"]
+    vendor = [f for f in frames if "site-packages" in f.f_code.co_filename.replace("\\", "/").split("/")]
+    if vendor:
+        where = [_frame_place(vendor[-1])]
+        onnx2tf_frames = [f for f in vendor if "/onnx2tf/" in f.f_code.co_filename.replace("\\", "/")]
+        if onnx2tf_frames and onnx2tf_frames[-1] is not vendor[-1]:
+            where.append("from " + _frame_place(onnx2tf_frames[-1]))
+        found["where"] = ", ".join(where)
+    return found
+
+
+def _frame_place(frame):
+    parts = frame.f_code.co_filename.replace("\\", "/").split("/")
+    rel = parts[parts.index("site-packages") + 1 :]
+    return f"{rel[0]}'s {frame.f_code.co_name} ({'/'.join(rel[1:])}:{frame.f_lineno})"
 
 
 _MLIR_ERROR = re.compile(r"error: ((?:'[^']+' op|[A-Za-z]).*?)(?:\n|$)")

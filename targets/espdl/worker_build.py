@@ -388,5 +388,37 @@ def _precision_of(platform, TargetPlatform):
     return name.lower()
 
 
+def failure_context(exc):
+    """The esp-ppq operation a failure happened on, and where in esp-ppq (worker_main's hook).
+
+    esp-ppq's passes and executor hold the operation they work on in a local (`op`,
+    `operation`): the innermost one on the traceback is the node the user must look at. Its
+    name is the ONNX node's display name (the core hands esp-ppq a copy named so).
+    """
+    try:
+        from esp_ppq.IR import Operation
+    except Exception:  # noqa: BLE001 - esp-ppq itself may be what failed to import
+        return {}
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    found = {}
+    for frame in reversed(frames):
+        for name in ("op", "operation"):
+            value = frame.f_locals.get(name)
+            if isinstance(value, Operation):
+                found.update(node=value.name, op_type=value.type)
+                break
+        if found:
+            break
+    inner = next((f for f in reversed(frames) if "esp_ppq" in f.f_code.co_filename.replace("\\", "/").split("/")), None)
+    if inner is not None:
+        parts = inner.f_code.co_filename.replace("\\", "/").split("/")
+        found["where"] = f"esp-ppq's {inner.f_code.co_name}, {'/'.join(parts[parts.index('esp_ppq') + 1:])}:{inner.f_lineno}"
+    return found
+
+
 if __name__ == "__main__":  # pragma: no cover - run only through worker_main
     raise SystemExit("run through edgedeploy's worker_main.py")

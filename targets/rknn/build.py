@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import numpy as np
 from edgedeploy.arrays import read_arrays, write_arrays
 from edgedeploy.artifacts import sha256_file
 from edgedeploy.datasets import Dataset, PreprocessSpec, model_input_specs
-from edgedeploy.errors import OptionError, ToolchainError
+from edgedeploy.errors import OptionError, ToolchainError, WorkerFailed
 from edgedeploy.targets.base import ConvertResult, SimulationResult
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -180,7 +181,10 @@ def convert(target, ctx) -> ConvertResult:
         request.update(analyse=True, analysis_inputs=paths, analysis_dir=str(scratch / "analysis"), analysis_output=str(scratch / "analysis_output.txt"))
 
     ctx.echo(f"convert: rknn-toolkit2 builds {RKNN_FILE} for {chip.id} ({precision}) (log: build.log)")
-    result = ctx.executor.worker(target.toolchain, WORKER, request, ctx.work("convert"))
+    try:
+        result = ctx.executor.worker(target.toolchain, WORKER, request, ctx.work("convert"))
+    except WorkerFailed as exc:
+        raise WorkerFailed(with_failing_node(str(exc), ctx.model.graph)) from exc
     version = result.get("toolkit_version") or target.TOOLKIT_VERSION
     ctx.echo(f"convert: {RKNN_FILE} ({result.get('rknn_size_bytes')} bytes, rknn-toolkit2 {version}, {precision})")
 
@@ -252,6 +256,25 @@ def _analysis_section(result: dict, work: Path, graph, echo) -> dict:
     if worst:
         echo(f"analyse: lowest single-layer cosine {worst['cosine']:.5f} at {worst['node']}")
     return analysis
+
+
+def with_failing_node(message: str, graph) -> str:
+    """Name the node behind a tensor the toolkit's error quotes (`KeyError: '/gru/GRU_output_1'`).
+
+    rknn-toolkit2 names tensors, not nodes, in its errors; the node producing the tensor is
+    what the user can look up in the model. Messages that name a node already stay as they are.
+    """
+    if not message.startswith("The rknn toolchain failed:"):
+        return message
+    from edgedeploy.model.stats import node_names
+
+    display = node_names(graph)
+    producers = {out: (display[i], node.op_type) for i, node in enumerate(graph.node) for out in node.output if out}
+    for quoted in re.findall(r"'([^']+)'", message):
+        if quoted in producers:
+            name, op_type = producers[quoted]
+            return message.replace("The rknn toolchain failed:", f"The rknn toolchain failed at node '{name}' ({op_type}):", 1)
+    return message
 
 
 def codegen(ctx, converted: ConvertResult) -> dict:

@@ -27,6 +27,26 @@ import traceback
 _LIBC = ctypes.CDLL(None)
 
 
+# rknn-toolkit2 raises its errors as ValueError whose text is its own traceback (compiled code).
+_EMBEDDED_FRAME = re.compile(r'File "[^"]*", line \d+, in (\S+)')
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)):\s*(.*)$")
+
+
+def failure_context(exc):
+    """rknn-toolkit2's own exception and function from the traceback it embeds in its ValueError
+    (worker_main's hook): `KeyError: '...'` in GraphOptimizer.fold_constant, not `ValueError: KeyError`."""
+    text = str(exc)
+    frames = _EMBEDDED_FRAME.findall(text)
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not frames or not lines:
+        return {}
+    found = {"where": "rknn-toolkit2's " + frames[-1]}
+    m = _EXCEPTION_LINE.match(lines[-1])
+    if m:
+        found.update(error_type=m.group(1).rsplit(".", 1)[-1], error=m.group(2) or m.group(1))
+    return found
+
+
 def _flush_c_stdio():
     try:
         _LIBC.fflush(None)

@@ -37,19 +37,42 @@ WORKER_MAIN = Path(__file__).with_name("worker_main.py")
 _PROTOCOL_LINE = re.compile(r"^(\[edgedeploy-worker [^\]]*\]|\$ )")
 # What a tool's error line looks like: a Python exception line, or a line that says error/failed.
 _ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Failure)\b|.*\b(error|Error|ERROR|failed|FAILED|Fatal|FATAL|Assert)\b)")
+# TensorFlow's and absl's info and warning lines (`W0000 00:00:... file.cc:368] Ignored ...`): never a tool's last word.
+_GLOG_NOTE = re.compile(r"^[IW]\d{4} \d\d:\d\d:\d\d")
 # Progress callback: (elapsed seconds, the tool's last log line).
 Progress = Callable[[float, str], None]
 
 
 def final_error_line(log_text: str) -> str | None:
     """The tool's own last word in a log: its final error line, else its last line (None if silent)."""
-    lines = [line.strip() for line in log_text.splitlines() if line.strip() and not _PROTOCOL_LINE.match(line.strip())]
+    lines = [line.strip() for line in log_text.splitlines() if line.strip() and not _PROTOCOL_LINE.match(line.strip()) and not _GLOG_NOTE.match(line.strip())]
     if not lines:
         return None
     for line in reversed(lines):
         if _ERROR_LINE.match(line):
             return _one_line(line)
     return _one_line(lines[-1])
+
+
+_PROGRESS_LINE = re.compile(r"^\[edgedeploy-worker [^\]]*\] (.+)$")
+
+
+def last_progress(log_text: str) -> str | None:
+    """The stage a worker last announced (its ctx.log lines), for a worker that died without a result."""
+    for line in reversed(log_text.splitlines()):
+        m = _PROGRESS_LINE.match(line.strip())
+        if m and not m.group(1).startswith(("worker ", "worker finished")):
+            return _one_line(m.group(1), 160)
+    return None
+
+
+def _at_node(payload: dict) -> str:
+    """' at node NAME (OpType)' where the worker could name the node its toolchain failed on."""
+    node = payload.get("node")
+    if not isinstance(node, str) or not node:
+        return ""
+    op_type = payload.get("op_type")
+    return f" at node '{_one_line(node, 160)}'" + (f" ({_one_line(str(op_type), 40)})" if op_type else "")
 
 
 def _signal_name(number: int) -> str:
@@ -127,10 +150,13 @@ class Executor:
         cmd = [str(python), str(WORKER_MAIN), str(worker_file), str(request_path), str(result_path)]
         outcome = self._run_logged(cmd, cwd=workdir, env=worker_environment(Path(python)), label=f"the {label} worker", missing=f"the {label} toolchain environment")
         if not result_path.exists():
+            stage = last_progress(outcome.log_text)
+            during = f" while {stage}" if stage else ""
             if outcome.returncode < 0:
                 # A native crash inside the toolchain (a segfault in TensorFlow, an abort in C++).
-                how = f"crashed ({_signal_name(-outcome.returncode)}) in the toolchain's native code"
-                raise WorkerFailed(self._sentence(f"The {label} worker {how} without a result; its last log line was", outcome.error_line))
+                how = f"crashed ({_signal_name(-outcome.returncode)}) in the toolchain's native code{during}"
+                line = outcome.error_line
+                raise WorkerFailed(self._sentence(f"The {label} worker {how}, without a result" + ("; its last log line was" if line else ""), line))
             raise WorkerFailed(self._sentence(f"The {label} worker exited with status {outcome.returncode} without a result", outcome.error_line))
         try:
             payload = json.loads(result_path.read_text(encoding="utf-8"))
@@ -141,7 +167,10 @@ class Executor:
             raise WorkerFailed(self._sentence(f"The {label} worker wrote a result of the wrong shape (not an object with ok and result)", outcome.error_line))
         if not payload.get("ok"):
             own = f"{payload.get('error_type')}: {payload.get('error')}" if payload.get("error_type") else payload.get("error")
-            raise WorkerFailed(self._sentence(f"The {label} toolchain failed", _one_line(str(own)) if own else outcome.error_line))
+            own = _one_line(str(own)) if own else outcome.error_line
+            if own and payload.get("where"):
+                own = f"{own.rstrip('.')} (in {_one_line(str(payload['where']), 160)})"
+            raise WorkerFailed(self._sentence(f"The {label} toolchain failed{_at_node(payload)}", own))
         return payload["result"]
 
     def command(self, argv: Sequence[str], cwd: Path, label: str, env: Mapping[str, str] | None = None, log_path: Path | None = None) -> CommandOutcome:

@@ -75,6 +75,28 @@ def _write_result(path: str, payload: dict) -> None:
     os.replace(tmp, path)
 
 
+# What a worker's failure_context(exc) may say about a failure, beside the exception's last line:
+# the toolchain's node it failed on, that node's operator type, and where in the toolchain.
+CONTEXT_KEYS = ("node", "op_type", "where", "error", "error_type")
+
+
+def _failure_context(module, exc) -> dict:
+    """The worker module's own reading of its toolchain's failure (optional `failure_context(exc) -> dict`).
+
+    Only the worker knows its toolchain's objects (esp-ppq's Operation, onnx2tf's graph_node),
+    so it names the node; a failure_context that fails itself is ignored (the plain message stays).
+    """
+    reader = getattr(module, "failure_context", None)
+    if reader is None:
+        return {}
+    try:
+        found = reader(exc) or {}
+    except Exception:  # noqa: BLE001 - the original failure is what the user must see
+        traceback.print_exc()
+        return {}
+    return {k: str(v)[:500] for k, v in found.items() if k in CONTEXT_KEYS and v}
+
+
 def main(argv: list) -> int:
     if len(argv) != 4:
         print("usage: worker_main.py WORKER_FILE REQUEST_JSON RESULT_JSON", file=sys.stderr)
@@ -84,6 +106,7 @@ def main(argv: list) -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != here]
     ctx = WorkerContext(os.path.dirname(os.path.abspath(request_path)), result_path)
+    module = None
     try:
         with open(request_path, encoding="utf-8") as fh:
             request = json.load(fh)
@@ -102,6 +125,7 @@ def main(argv: list) -> int:
             "error_type": type(exc).__name__,
             "error": message[-1] if message else type(exc).__name__,
         }
+        payload.update(_failure_context(module, exc))
     ctx.log("worker finished")
     sys.stdout.flush()
     _write_result(result_path, payload)
