@@ -1,21 +1,23 @@
 #!/usr/bin/env python3
-"""docs/corpus.md from the corpus manifest, the direct-conversion results and the audit agreement.
+"""docs/corpus.md from the corpus manifest, the direct-conversion results, the edgedeploy sweep and the audit agreement.
 
     python3 scripts/corpus/render_docs.py
 
-Reads tests/fixtures/corpus/corpus.json, docs/corpus-direct.json and docs/corpus-agreement.json
-(whichever exist); standard library only.
+Reads tests/fixtures/corpus/corpus.json, docs/corpus-direct.json, docs/corpus.json (scripts/corpus/sweep.py)
+and docs/corpus-agreement.json (whichever exist); standard library only.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "tests" / "fixtures" / "corpus" / "corpus.json"
 DIRECT = ROOT / "docs" / "corpus-direct.json"
 AGREEMENT = ROOT / "docs" / "corpus-agreement.json"
+SWEEP = ROOT / "docs" / "corpus.json"
 OUT = ROOT / "docs" / "corpus.md"
 CHIPS = ("esp32s3", "esp32p4", "rk3588", "rk3576", "rk3568", "rk3566", "rk3562", "rv1106", "imx8mp", "imx93")
 
@@ -119,6 +121,8 @@ def main() -> None:
     ]
     if direct:
         lines += render_direct(direct, models)
+    if SWEEP.exists():
+        lines += render_sweep(json.loads(SWEEP.read_text()), direct, models)
     if agreement:
         lines += render_agreement(agreement)
     OUT.write_text("\n".join(lines) + "\n")
@@ -174,6 +178,84 @@ def render_direct(direct: dict, models: list[dict]) -> list[str]:
     for (name, msg), chips in by_message.items():
         lines.append(f"- **{name}** on {', '.join(chips)}: `{msg[:400]}`")
     lines.append("")
+    return lines
+
+
+def sweep_cell(case: dict | None, direct_case: dict | None) -> str:
+    """One table cell: built (with the task metric's change), x (failed), t/o, or - (not swept yet)."""
+    if case is None:
+        return "-"
+    if case.get("timed_out"):
+        return "t/o"
+    if not case["converted"]:
+        return "x" + (" (tool fails too)" if direct_case is not None and not direct_case["converted"] else "")
+    acc = case.get("accuracy") or {}
+    delta = acc.get("delta_percentage_points")
+    mark = " w" if case.get("workarounds") else ""
+    if delta is not None:
+        return f"ok {delta:+.1f} pp{mark}"
+    snrs = [o["snr_db"] for o in (acc.get("outputs") or {}).values() if o.get("snr_db") is not None]
+    return (f"ok {min(snrs):.0f} dB" if snrs else "ok") + mark
+
+
+def render_sweep(sweep: dict, direct: dict | None, models: list[dict]) -> list[str]:
+    """docs/corpus.json (scripts/corpus/sweep.py): every model through `edgedeploy build`, against the direct runs."""
+    cases = {(c["model"], c["chip"]): c for c in sweep["cases"]}
+    direct_cases = {(c["model"], c["chip"]): c for c in (direct or {}).get("cases", []) if c["variant"] == "plain"}
+    commits = sorted({c["edgedeploy"]["ident"] for c in sweep["cases"]})
+    lines = [
+        "## edgedeploy build on every chip",
+        "",
+        "Each model built by `edgedeploy build MODEL --target CHIP --calib CALIB --eval EVAL` with every other option at its "
+        f"default, as a user would, by `scripts/corpus/sweep.py` (results in `docs/corpus.json`, edgedeploy at {', '.join(commits)}). "
+        "A cell: `ok` with the task metric's change in percentage points on the output the build chose (or, for a model "
+        "without labels, the lowest output SNR), `w` where edgedeploy applied a workaround the toolchain recommends, `x` the build "
+        "failed (its sentence below; \"tool fails too\" where the toolchain called directly fails as well), `t/o` past the sweep's "
+        "time limit, `-` not swept yet.",
+        "",
+        "| model | " + " | ".join(CHIPS) + " |",
+        "|---|" + "---|" * len(CHIPS),
+    ]
+    both = followed = swept = 0
+    broken: list[tuple[str, str, dict]] = []
+    failures: list[tuple[str, str, dict]] = []
+    for m in models:
+        row = []
+        for chip in CHIPS:
+            case, d = cases.get((m["name"], chip)), direct_cases.get((m["name"], chip))
+            row.append(sweep_cell(case, d))
+            if case is None or case.get("timed_out"):
+                continue
+            swept += 1
+            if not case["converted"]:
+                failures.append((m["name"], chip, case))
+            if d is not None and d["converted"]:
+                both += 1
+                if case["converted"]:
+                    followed += 1
+                else:
+                    broken.append((m["name"], chip, case))
+        lines.append(f"| {m['name']} | " + " | ".join(row) + " |")
+    models_swept = len({name for name, _ in cases})
+    lines += [
+        "",
+        f"{swept} cases swept ({models_swept} of {len(models)} models). Where the toolchain called directly converts a model "
+        f"(the table above), `edgedeploy build` converts it too in **{followed} of {both}** swept cases.",
+        "",
+    ]
+    if broken:
+        lines += ["Cases the toolchain converts but `edgedeploy build` does not (bugs to fix):", ""]
+        lines += [f"- {name} on {chip}: {(c.get('failure') or '?')[:300]}" for name, chip, c in broken]
+        lines.append("")
+    if failures:
+        lines += ["### Failures, in edgedeploy's own sentence", ""]
+        by_sentence: dict[tuple[str, str], list[str]] = {}
+        for name, chip, c in failures:
+            sentence = re.sub(r" \(full log: [^)]*\)", "", c.get("failure") or "?").replace("|", "\\|")
+            by_sentence.setdefault((name, sentence[:400]), []).append(chip)
+        for (name, sentence), chips in by_sentence.items():
+            lines.append(f"- **{name}** on {', '.join(chips)}: {sentence}")
+        lines.append("")
     return lines
 
 
