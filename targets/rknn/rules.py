@@ -245,6 +245,11 @@ def _known(t) -> bool:
     return t.is_constant or getattr(t, "foldable", False)
 
 
+def _used(t) -> bool:
+    """A node output something uses: a node reads it or it is a model output (unknown: used)."""
+    return t.present and (t.is_model_output or t.consumers is None or bool(t.consumers))
+
+
 def _runtime_inputs(node: NodeView, positions) -> list:
     return [t for i, t in enumerate(node.inputs) if i in positions and t.present and not _known(t)]
 
@@ -310,6 +315,59 @@ def layernorm_without_epsilon(node: NodeView, chip: str):
 def lstm_without_bias(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 crashes on an LSTM without its bias input B (give zeros)."""
     return Offence("no B input") if node.input(3) is None else None
+
+
+@RULES.rule("GRU", placement=Placement.UNSUPPORTED)
+def gru_final_state_without_sequence(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 crashes on a GRU whose final hidden state Y_h is used while its sequence output Y is not (`KeyError: '<Y_h>'` in fold_constant; with Y left unnamed, onnxruntime fails in the toolkit's shape inference); workaround: read the last step of Y instead of Y_h (the same values for a forward GRU), or make Y a model output too.
+
+    OBSERVED with rknn-toolkit2 2.5.0 on every RKNN chip (the corpus's gru_har, and built in
+    isolation): a GRU whose Y is read, by a node or as a model output, builds with or without
+    Y_h in use; an LSTM in the same form builds.
+    """
+    y, y_h = node.output(0), node.output(1)
+    if y_h is None or not _used(y_h):
+        return None
+    return Offence(y_h.name, "Y_h used, Y unused") if y is None or not _used(y) else None
+
+
+# The toolkit's fusion rule that crashes on the Conv -> Reshape -> Slice/Split of a DFL box
+# decode, named as its own build log names it (and as edgedeploy passes it to disable_rules).
+CONV_RS_SPLIT_RULE = "seperate_conv_rs_split"
+
+
+@RULES.rule("Reshape", placement=Placement.ACCELERATOR, RULE=CONV_RS_SPLIT_RULE)
+def conv_reshape_split_crash_worked_around(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0's fusion rule {RULE} crashes on some Conv -> Reshape -> Slice/Split chains (the distribution-focal-loss box decode of YOLOv5u/v8/11 heads: `IndexError: list index out of range`) and its build log advises `config(disable_rules=['{RULE}'])`; `edgedeploy build` follows that advice by itself and records it, and this placement is that build's.
+
+    OBSERVED with rknn-toolkit2 2.5.0 on every RKNN chip (yolo11n and yolov5nu of the corpus;
+    the head alone, from its three feature maps, crashes the same way). Whether a given chain
+    crashes depends on the layouts the toolkit picks: the note says what happens if it does;
+    the placement is the same either way.
+    """
+    x, y = node.input(0), node.output(0)
+    if x is None or y is None or x.producer != "Conv" or not y.consumers:
+        return None
+    return Offence(CONV_RS_SPLIT_RULE, "Conv -> Reshape -> " + "/".join(sorted(set(y.consumers)))) if set(y.consumers) <= {"Slice", "Split"} else None
+
+
+# OBSERVED: the opsets whose Dropout the toolkit's opset converter refuses when the mask output is
+# there (opset 7, 8 and 10..19 import; Dropout-7 in an opset-9 model with its mask does not).
+DROPOUT_MASK_REFUSED_OPSETS = (9,)
+
+
+@RULES.rule("Dropout", placement=Placement.UNSUPPORTED, OPSETS=DROPOUT_MASK_REFUSED_OPSETS)
+def dropout_with_mask_in_opset_9(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 refuses a Dropout with a mask output in an opset-{OPSETS} model (`Not support 'Dropout' of opset-9!`); workaround: Dropout is the identity at inference, so remove it (`edgedeploy fix` does), or convert the model to opset 10 or later.
+
+    OBSERVED with rknn-toolkit2 2.5.0 on every RKNN chip (the ONNX zoo's squeezenet and
+    inception_v1, and built in isolation): without the mask output, or in opsets 7, 8, 10-13,
+    the Dropout imports and disappears.
+    """
+    mask = node.output(1)
+    if node.opset in DROPOUT_MASK_REFUSED_OPSETS and mask is not None and mask.present:
+        return Offence(node.opset, f"mask output {mask.name}")
+    return None
 
 
 @RULES.rule("Gemm", placement=Placement.UNSUPPORTED)
