@@ -101,3 +101,63 @@ def test_the_dfl_decode_crash_is_noted_with_the_workaround_edgedeploy_applies(tm
         assert reshape.placement is Placement.ACCELERATOR  # the workaround build's placement
         assert "disable_rules=['seperate_conv_rs_split']" in reshape.reason and "edgedeploy build" in reshape.reason
         assert all(placed[n].placement is Placement.ACCELERATOR for n in ("conv", "slice0", "slice1", "sub"))
+
+
+# --- pattern fusions -------------------------------------------------------------------------
+
+
+def gelu_nodes(x: str, out: str, prefix: str) -> tuple[list, list]:
+    nodes = [
+        helper.make_node("Div", [x, f"{prefix}sqrt2"], [f"{prefix}d"], name=f"{prefix}div"),
+        helper.make_node("Erf", [f"{prefix}d"], [f"{prefix}e"], name=f"{prefix}erf"),
+        helper.make_node("Add", [f"{prefix}e", f"{prefix}one"], [f"{prefix}a"], name=f"{prefix}add"),
+        helper.make_node("Mul", [x, f"{prefix}a"], [f"{prefix}m"], name=f"{prefix}mul"),
+        helper.make_node("Mul", [f"{prefix}m", f"{prefix}half"], [out], name=f"{prefix}half"),
+    ]
+    inits = [const(f"{prefix}sqrt2", np.array(1.4142135, np.float32)), const(f"{prefix}one", np.array(1.0, np.float32)), const(f"{prefix}half", np.array(0.5, np.float32))]
+    return nodes, inits
+
+
+def layernorm_nodes(x: str, out: str, prefix: str, channels: int) -> tuple[list, list]:
+    nodes = [
+        helper.make_node("ReduceMean", [x], [f"{prefix}mean"], name=f"{prefix}mean", axes=[-1]),
+        helper.make_node("Sub", [x, f"{prefix}mean"], [f"{prefix}d"], name=f"{prefix}sub"),
+        helper.make_node("Pow", [f"{prefix}d", f"{prefix}two"], [f"{prefix}sq"], name=f"{prefix}pow"),
+        helper.make_node("ReduceMean", [f"{prefix}sq"], [f"{prefix}var"], name=f"{prefix}var", axes=[-1]),
+        helper.make_node("Add", [f"{prefix}var", f"{prefix}eps"], [f"{prefix}ve"], name=f"{prefix}add_eps"),
+        helper.make_node("Sqrt", [f"{prefix}ve"], [f"{prefix}std"], name=f"{prefix}sqrt"),
+        helper.make_node("Div", [f"{prefix}d", f"{prefix}std"], [f"{prefix}n"], name=f"{prefix}div"),
+        helper.make_node("Mul", [f"{prefix}n", f"{prefix}g"], [f"{prefix}s"], name=f"{prefix}scale"),
+        helper.make_node("Add", [f"{prefix}s", f"{prefix}b"], [out], name=f"{prefix}shift"),
+    ]
+    inits = [
+        const(f"{prefix}two", np.array(2.0, np.float32)),
+        const(f"{prefix}eps", np.array(1e-6, np.float32)),
+        const(f"{prefix}g", np.ones(channels, np.float32)),
+        const(f"{prefix}b", np.zeros(channels, np.float32)),
+    ]
+    return nodes, inits
+
+
+def test_the_exact_gelu_chain_is_one_npu_layer_on_every_chip(tmp_path):
+    w = const("w", np.ones((16, 32), np.float32))
+    nodes, inits = gelu_nodes("h", "y", "g_")
+    model = make_model([helper.make_node("MatMul", ["x", "w"], ["h"], name="fc"), *nodes], [tensor("x", [1, 8, 16])], [tensor("y", [1, 8, 32])], [w, *inits])
+    for chip in CHIPS:
+        placed = place(tmp_path, model, chip)
+        for name in ("g_div", "g_erf", "g_add", "g_mul", "g_half"):
+            assert placed[name].placement is Placement.ACCELERATOR and placed[name].fused_into == "g_erf", (chip, name)
+        assert placed["g_erf"].lowered_by == "fuse_exact_gelu"
+
+
+def test_a_written_out_layer_norm_is_one_exnorm_layer(tmp_path):
+    nodes, inits = layernorm_nodes("x", "y", "ln_", 64)
+    model = make_model(nodes, [tensor("x", [1, 16, 64])], [tensor("y", [1, 16, 64])], inits)
+    names = [n.name for n in nodes]
+    for chip in ("rk3588", "rk3566", "rk3562"):
+        placed = place(tmp_path, model, chip)
+        assert all(placed[n].placement is Placement.ACCELERATOR and placed[n].fused_into == "ln_mean" for n in names), chip
+    # RV1106's NPU has no exNorm: the whole chain is one CPU layer (its runtime has LayerNormalization).
+    placed = place(tmp_path, model, "rv1106")
+    assert all(placed[n].placement is Placement.FALLBACK for n in names)
+    assert len({placed[n].fused_into for n in names}) == 1

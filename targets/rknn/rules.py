@@ -146,6 +146,9 @@ LOWERING: dict[str, tuple[str, ...]] = {
     "Gemm": ("exMatMul",),  # OBSERVED: convert_gemm_by_exmatmul
     "Softmax": ("exSoftmax13",),  # OBSERVED: convert_softmax_to_exsoftmax13
     "Hardmax": ("Hardmax",),
+    # ONNX's Gelu needs opset 20, which the importer refuses; the audit's lowering makes one of
+    # the exact GELU chain, which the toolkit fuses into exGelu (targets/rknn/passes.py).
+    "Gelu": ("exGelu",),
     "Greater": ("Greater",),
 }
 # Internal operators 2.5.0 runs on a chip's NPU beyond chapter 3's headings (OBSERVED).
@@ -700,3 +703,7 @@ def rule_set_variants(chip_id: str) -> list[dict]:
 
 # ONNX operators with an NPU lowering on RV1106 (for rv1106_runtime_lacks_cpu_kernel).
 _RV1106_NPU_OPS = frozenset(accelerator_ops("rv1106"))
+
+
+# The toolkit's own graph passes join the registry after the rules (they import RULES from here).
+from edgedeploy.targets.rknn import passes as _passes  # noqa: E402,F401  (registers the passes)
