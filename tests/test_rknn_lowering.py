@@ -161,3 +161,66 @@ def test_a_written_out_layer_norm_is_one_exnorm_layer(tmp_path):
     placed = place(tmp_path, model, "rv1106")
     assert all(placed[n].placement is Placement.FALLBACK for n in names)
     assert len({placed[n].fused_into for n in names}) == 1
+
+
+# --- layout ----------------------------------------------------------------------------------
+
+
+def test_a_transpose_of_unit_axes_is_a_reshape(tmp_path):
+    # The batch-first transposes of a batch-1 sequence model: (1, T, F) -> (T, 1, F).
+    model = make_model([helper.make_node("Transpose", ["x"], ["y"], name="t", perm=[1, 0, 2])], [tensor("x", [1, 16, 8])], [tensor("y", [16, 1, 8])])
+    assert place(tmp_path, model, "rk3566")["t"].placement is Placement.ACCELERATOR
+    moving = make_model([helper.make_node("Transpose", ["x"], ["y"], name="t", perm=[0, 2, 1])], [tensor("x", [1, 16, 8])], [tensor("y", [1, 8, 16])])
+    assert place(tmp_path, moving, "rk3566")["t"].placement is Placement.FALLBACK  # a real transpose: CPU on RK3566
+
+
+def test_a_channel_shuffle_is_one_npu_convolution(tmp_path):
+    nodes = [
+        helper.make_node("Reshape", ["x", "split"], ["r"], name="split"),
+        helper.make_node("Transpose", ["r"], ["t"], name="shuffle", perm=[0, 2, 1, 3, 4]),
+        helper.make_node("Reshape", ["t", "back"], ["y"], name="merge"),
+    ]
+    inits = [ints("split", [1, 2, 24, 12, 12]), ints("back", [1, 48, 12, 12])]
+    model = make_model(nodes, [tensor("x", [1, 48, 12, 12])], [tensor("y", [1, 48, 12, 12])], inits)
+    placed = place(tmp_path, model, "rk3566")
+    assert all(placed[n].placement is Placement.ACCELERATOR and placed[n].fused_into == "shuffle" for n in ("split", "shuffle", "merge"))
+
+
+def test_channels_last_blocks_cancel_their_transposes(tmp_path):
+    # ConvNeXt's block: NCHW -> NHWC, layer norm, Linear, GELU, Linear, layer scale, back to NCHW.
+    ln, ln_inits = layernorm_nodes("t", "n", "ln_", 8)
+    gelu, gelu_inits = gelu_nodes("h", "g", "g_")
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], name="to_nhwc", perm=[0, 2, 3, 1]),
+        *ln,
+        helper.make_node("MatMul", ["n", "w1"], ["h"], name="fc1"),
+        *gelu,
+        helper.make_node("MatMul", ["g", "w2"], ["o"], name="fc2"),
+        helper.make_node("Mul", ["o", "gamma"], ["s"], name="layer_scale"),
+        helper.make_node("Transpose", ["s"], ["y"], name="to_nchw", perm=[0, 3, 1, 2]),
+    ]
+    inits = [*ln_inits, *gelu_inits, const("w1", np.ones((8, 32), np.float32)), const("w2", np.ones((32, 8), np.float32)), const("gamma", np.ones(8, np.float32))]
+    model = make_model(nodes, [tensor("x", [1, 8, 6, 6])], [tensor("y", [1, 8, 6, 6])], inits)
+    placed = place(tmp_path, model, "rk3566")
+    assert placed["to_nhwc"].lowered == "eliminated" and placed["to_nchw"].lowered == "eliminated"
+    assert all(p.placement is Placement.ACCELERATOR for p in placed.values())
+    # A Transpose that is not undone is a real one: CPU on RK3566.
+    del model.graph.node[-1]
+    model.graph.output[0].CopyFrom(tensor("s", [1, 6, 6, 8]))
+    assert place(tmp_path, model, "rk3566")["to_nhwc"].placement is Placement.FALLBACK
+
+
+def test_the_transposes_of_attention_heads_merge_into_the_matmuls(tmp_path):
+    # q, k, v of 4 heads: the key transposed into q @ k^T, the heads merged after attn @ v.
+    nodes = [
+        helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["s"], name="scores"),
+        helper.make_node("MatMul", ["s", "v"], ["a"], name="attend"),
+        helper.make_node("Transpose", ["a"], ["m"], name="heads_last", perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["m", "shape"], ["y"], name="merge_heads"),
+    ]
+    heads = [tensor(n, [1, 4, 16, 16]) for n in ("q", "k", "v")]
+    model = make_model(nodes, heads, [tensor("y", [1, 16, 64])], [ints("shape", [1, 16, 64])])
+    placed = place(tmp_path, model, "rk3566")
+    assert placed["k_transpose"].lowered == "eliminated" and placed["heads_last"].lowered == "eliminated"
+    assert placed["k_transpose"].placement is Placement.ACCELERATOR and placed["heads_last"].placement is Placement.ACCELERATOR

@@ -178,3 +178,157 @@ def fuse_decomposed_layernorm(graph, chip):
         if found:
             members, eps = found
             graph.fuse(members, "LayerNormalization", leader=mean, attributes={"axis": -1, "epsilon": eps})
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout: the Transposes the toolkit turns into reshapes, merges into its MatMuls, or cancels.
+# On RK3566/RK3568 an NPU Transpose layer is rare (DOC_COMPILER 3.1.58 allows few perms), so a
+# Transpose these passes leave becomes a CPU layer there (OBSERVED_ON_CPU in rules.py).
+# ---------------------------------------------------------------------------------------------
+
+
+def _perm(node) -> list[int] | None:
+    x = node.inputs[0] if node.inputs else None
+    if x is None or x.rank is None:
+        return None
+    perm = node.attr("perm")
+    return [int(p) for p in perm] if perm is not None else list(reversed(range(x.rank)))
+
+
+def _moves_only_unit_axes(node) -> bool:
+    """A Transpose that keeps the order of the axes longer than one: the same data, reshaped."""
+    perm, x = _perm(node), node.inputs[0]
+    if perm is None or x.shape is None or not all(isinstance(d, int) for d in x.shape):
+        return False
+    kept = [p for p in perm if x.shape[p] != 1]
+    return kept == sorted(kept)
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
+def transpose_of_unit_axes_is_a_reshape(graph, chip):
+    """{OBSERVED} turns a Transpose that only moves axes of length 1 (the order of the others kept) into a Reshape, which it merges with the reshapes around it (its passes fuse_reshape_transpose, fuse_transpose_reshape): it is placed as a Reshape.
+
+    Measured on lstm_stateful (the batch-first Transposes of a batch-1 LSTM: Reshape layers on
+    the NPU) and on the 1x1 detection maps of ssdlite320_mobilenet_v3_large_head.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if _moves_only_unit_axes(node):
+            graph.fuse([node], "Reshape", attributes={})
+
+
+def _static_shape(t) -> tuple[int, ...] | None:
+    return tuple(t.shape) if t is not None and t.shape is not None and all(isinstance(d, int) for d in t.shape) else None
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
+def channel_shuffle_to_conv(graph, chip):
+    """{OBSERVED} turns a channel shuffle (Reshape of the channels into groups, Transpose of the two group axes, Reshape back) into a Gather of the channels and then a 1x1 convolution on the NPU (its passes replace_inner_dim_shuffle_tp_rs_to_rs_gather and gather_to_conv).
+
+    Measured on shufflenet_v2_x0_5 and the ONNX zoo's shufflenet: each shuffle's three nodes are
+    one NPU Conv layer, on every RKNN chip.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        x, perm = node.inputs[0], _perm(node)
+        before = graph.producer(x.name)
+        after = _next(graph, node, "Reshape")
+        if before is None or before.op_type != "Reshape" or after is None or perm is None:
+            continue
+        return_shape, split = _static_shape(after.outputs[0]), _static_shape(x)
+        if return_shape is None or split is None or len(return_shape) != 4 or len(split) != 5:
+            continue
+        # (N, C, H, W) -> (N, g, C/g, H, W) -> swap axes 1 and 2 -> back to (N, C, H, W). The
+        # shape going in is that coming out (shape inference does not always know it).
+        n, c, h, w = return_shape
+        if split[0] == n and split[1] * split[2] == c and split[3:] == (h, w) and perm == [0, 2, 1, 3, 4]:
+            graph.fuse([before, node, after], "Conv", leader=node, attributes={"kernel_shape": [1, 1]})
+
+
+# Operators that work on each position of the tensor alone, along its last axis: a pair of
+# inverse Transposes around a chain of them cancels (the toolkit moves them through and removes
+# them). MatMul and Add/Mul/... count only with constant weights that broadcast along the last axis.
+POSITIONWISE_OPS = frozenset({"LayerNormalization", "Gelu", "Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "Clip", "Erf", "LeakyRelu"})
+POSITIONWISE_WITH_CONSTANT = frozenset({"MatMul", "Add", "Sub", "Mul", "Div"})
+
+
+def _positionwise(node) -> bool:
+    if node.op_type in POSITIONWISE_OPS:
+        return node.op_type != "LayerNormalization" or int(node.attr("axis", -1)) in (-1, (node.inputs[0].rank or 0) - 1)
+    if node.op_type not in POSITIONWISE_WITH_CONSTANT or len(node.inputs) != 2:
+        return False
+    data = [t for t in node.inputs if not _known(t)]
+    weights = [t for t in node.inputs if _known(t)]
+    if len(data) != 1 or len(weights) != 1 or weights[0].shape is None:
+        return False
+    shape = tuple(weights[0].shape)
+    if node.op_type == "MatMul":
+        return node.inputs[1] is weights[0] and len(shape) == 2
+    return all(d == 1 for d in shape[:-1])  # a scalar or a vector along the last axis
+
+
+# The longest chain of position-wise operators seen between a Transpose and its inverse
+# (a ConvNeXt block: layer norm, Linear, GELU, Linear, layer scale) with room to spare.
+MAX_POSITIONWISE_CHAIN = 12
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, MAX_CHAIN=MAX_POSITIONWISE_CHAIN)
+def cancel_transposes_around_positionwise_ops(graph, chip):
+    """{OBSERVED} removes a Transpose and its inverse when only position-wise operators lie between them (a layer norm over the last axis, a MatMul by a constant matrix, GELU and other activations, arithmetic with a per-channel constant; at most {MAX_CHAIN} nodes): it moves the Transposes through those operators and cancels them (its passes swap_transpose_add, swap_transpose_mul, swap_conv_transpose, fuse_two_transpose, remove_invalid_transpose), so the channels-last blocks of a ConvNeXt run in the NPU's own layout.
+
+    Measured on convnext_tiny: none of its 46 Transposes has a layer of its own in the table.
+    """
+    for first in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        perm = _perm(first)
+        if perm is None:
+            continue
+        chain, node = [], first
+        while len(chain) <= MAX_POSITIONWISE_CHAIN:
+            nxt = graph.only_consumer(node.outputs[0].name) if node.outputs else None
+            if nxt is None:
+                break
+            if nxt.op_type == "Transpose":
+                back = _perm(nxt)
+                if back is not None and [perm[i] for i in back] == list(range(len(perm))):
+                    graph.eliminate(first)
+                    graph.eliminate(nxt)
+                break
+            # MatMul, Sub and Div are position-wise only with the data as their first operand.
+            if not _positionwise(nxt) or (nxt.op_type in ("MatMul", "Sub", "Div") and nxt.inputs[0].name != node.outputs[0].name):
+                break
+            chain.append(nxt)
+            node = nxt
+
+
+# Layout operators a Transpose may reach a MatMul through and still be merged into it.
+LAYOUT_OPS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Split", "Flatten"})
+MAX_LAYOUT_HOPS = 2
+
+
+def _reaches_matmul(graph, node, forward: bool) -> bool:
+    """Whether `node`'s output (forward) or input (backward) reaches a MatMul on a computed operand through at most MAX_LAYOUT_HOPS layout operators."""
+    frontier = [node]
+    for _ in range(MAX_LAYOUT_HOPS + 1):
+        nxt = []
+        for n in frontier:
+            if forward:
+                near = [c for o in n.outputs if o.name for c in graph.consumers(o.name)]
+            else:
+                near = [p for p in (graph.producer(t.name) for t in n.inputs[:1]) if p is not None]
+            for m in near:
+                if m.op_type == "MatMul" and all(not _known(t) for t in m.inputs[:2]):
+                    return True
+                if m.op_type in LAYOUT_OPS:
+                    nxt.append(m)
+        frontier = nxt
+    return False
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS)
+def transposes_merged_into_matmul(graph, chip):
+    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} Reshape, Squeeze or Split nodes, into the layout changes of its exMatMul (its passes fuse_two_transpose, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own.
+
+    Measured on the transformer encoders of the corpus (the query-key-value split, the key
+    transpose, the merge of the heads) and on yolo11n's attention.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if _reaches_matmul(graph, node, forward=True) or _reaches_matmul(graph, node, forward=False):
+            graph.eliminate(node)
