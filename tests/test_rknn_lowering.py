@@ -224,3 +224,24 @@ def test_the_transposes_of_attention_heads_merge_into_the_matmuls(tmp_path):
     placed = place(tmp_path, model, "rk3566")
     assert placed["k_transpose"].lowered == "eliminated" and placed["heads_last"].lowered == "eliminated"
     assert placed["k_transpose"].placement is Placement.ACCELERATOR and placed["heads_last"].placement is Placement.ACCELERATOR
+
+
+# --- quantisation ----------------------------------------------------------------------------
+
+
+def test_a_conv_of_large_dilation_is_split_in_float16(tmp_path):
+    # ASPP-like: 3x3 convolutions with dilation = padding on an 8x8 map (deeplabv3's head).
+    dilations = (1, 12, 16, 24, 36)
+    inits = [const(f"w{d}", np.ones((16, 32, 3, 3), np.float32)) for d in dilations]
+    nodes = [helper.make_node("Conv", ["x", f"w{d}"], [f"y{d}"], name=f"d{d}", dilations=[d, d], pads=[d] * 4, kernel_shape=[3, 3]) for d in dilations]
+    model = make_model(nodes, [tensor("x", [1, 32, 8, 8])], [tensor(f"y{d}", [1, 16, 8, 8]) for d in dilations], inits)
+    on_3588, on_3566 = place(tmp_path, model, "rk3588"), place(tmp_path, model, "rk3566")
+    for placed in (on_3588, on_3566):
+        assert placed["d1"].placement is Placement.ACCELERATOR and placed["d36"].placement is Placement.ACCELERATOR
+        assert placed["d24"].placement is Placement.FLOAT and not placed["d24"].uncertain
+    assert on_3566["d16"].placement is Placement.FLOAT and not on_3566["d16"].uncertain
+    assert on_3566["d12"].placement is Placement.ACCELERATOR
+    # RK3588 at dilation 12 and 16: float16 or int8 by the input channels, which the rule does not model.
+    assert on_3588["d12"].uncertain and on_3588["d16"].uncertain
+    # An fp16 build is float16 throughout: nothing to say.
+    assert place(tmp_path, model, "rk3588", precision="fp16")["d24"].placement is Placement.ACCELERATOR

@@ -609,6 +609,39 @@ def pow_integer_operands(node: NodeView, chip: str):
     return Offence(tuple(dtypes)) if len(dtypes) == 2 and all(d in INTEGER_DTYPES for d in dtypes) and not _known(node.inputs[0]) else None
 
 
+# OBSERVED (3x3 convolutions, dilation = padding, 8x8 and 32x32 inputs, 256 and 960 input
+# channels): from these dilations the toolkit splits the convolution by input channels into a
+# float16 chain (Split, Conv, ConvAdd...) on the NPU ...
+DILATION_FLOAT16_FROM = {"rk3566": 16, "rk3568": 16}
+DILATION_FLOAT16_DEFAULT_FROM = 24
+DILATION_FLOAT16_TO = 24  # ... the largest dilation measured split in float16 ...
+DILATION_INT8_AGAIN = 36  # ... and at 36 the convolution is int8 again (a different lowering).
+# Below DILATION_FLOAT16_FROM the split depends on the input channels (RK3588, dilation 12: float16
+# with 960 channels, int8 with 256; dilation 16, 256 channels: int8); on RK3566/RK3568 dilation
+# 12 is int8 with either. Dilations between the measured ones are uncertain.
+DILATION_UNCERTAIN_FROM = {"rk3566": 13, "rk3568": 13}
+DILATION_UNCERTAIN_DEFAULT_FROM = 12
+
+
+@RULES.rule("Conv", placement=Placement.FLOAT, precisions=("int8",), FROM=DILATION_FLOAT16_DEFAULT_FROM, FROM_RK3566=DILATION_FLOAT16_FROM["rk3566"], TO=DILATION_FLOAT16_TO, AGAIN=DILATION_INT8_AGAIN, UNCERTAIN=DILATION_UNCERTAIN_DEFAULT_FROM)
+def dilated_conv_split_in_float16(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 (observed) splits a convolution with a large dilation by input channels into a float16 chain on the NPU (Split, Conv, ConvAdd...): certainly from dilation {FROM} ({FROM_RK3566} on RK3566/RK3568) to {TO}; from {UNCERTAIN} up, and above {TO}, it depends on the channels (uncertain); from {AGAIN} it is int8 again.
+
+    Measured on deeplabv3_mobilenet_v3_large's ASPP (dilations 12, 24, 36 on an 8x8 map, 960
+    channels) and on single 3x3 convolutions (dilations 1 to 36; 8x8 and 32x32; 256 and 960
+    input channels) on RK3588 and RK3566.
+    """
+    kernel = _ints(node.attr("kernel_shape"))
+    dilation = max(_ints(node.attr("dilations")) or [1])
+    if (kernel and max(kernel) == 1) or dilation >= DILATION_INT8_AGAIN:
+        return None
+    if DILATION_FLOAT16_FROM.get(chip, DILATION_FLOAT16_DEFAULT_FROM) <= dilation <= DILATION_FLOAT16_TO:
+        return Offence(dilation, "dilation")
+    if dilation >= DILATION_UNCERTAIN_FROM.get(chip, DILATION_UNCERTAIN_DEFAULT_FROM):
+        return Offence(dilation, "dilation: split in float16 or not, by the input channels", uncertain=True)
+    return None
+
+
 @RULES.rule("Softmax", placement=Placement.FLOAT, precisions=("int8",))
 def softmax_at_model_output(node: NodeView, chip: str):
     """A Softmax that produces a model output is computed in float16 on the NPU (kept in float inside the int8 graph); inside the graph it runs in int8."""
