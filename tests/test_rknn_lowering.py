@@ -245,3 +245,33 @@ def test_a_conv_of_large_dilation_is_split_in_float16(tmp_path):
     assert on_3588["d12"].uncertain and on_3588["d16"].uncertain
     # An fp16 build is float16 throughout: nothing to say.
     assert place(tmp_path, model, "rk3588", precision="fp16")["d24"].placement is Placement.ACCELERATOR
+
+
+# --- the model's boundary --------------------------------------------------------------------
+
+
+def test_a_2d_output_of_unaligned_channels_is_reshaped_on_the_cpu(tmp_path):
+    nodes, inits, outputs = [], [], []
+    for c in (40, 1008, 24):  # Conv -> GlobalAveragePool -> Flatten: [1, C]
+        nodes += [
+            helper.make_node("Conv", ["x", f"w{c}"], [f"c{c}"], name=f"conv{c}", kernel_shape=[1, 1]),
+            helper.make_node("GlobalAveragePool", [f"c{c}"], [f"g{c}"], name=f"gap{c}"),
+            helper.make_node("Flatten", [f"g{c}"], [f"f{c}"], name=f"flatten{c}"),
+        ]
+        inits.append(const(f"w{c}", np.ones((c, 16, 1, 1), np.float32)))
+        outputs.append(tensor(f"f{c}", [1, c]))
+    for n in (8, 16, 12):  # Gemm -> Sigmoid: [1, n]; the Gemm alone is 2-D on the NPU
+        nodes += [helper.make_node("Gemm", ["v", f"w{n}"], [f"h{n}"], name=f"gemm{n}", transB=1), helper.make_node("Sigmoid", [f"h{n}"], [f"s{n}"], name=f"sigmoid{n}")]
+        inits.append(const(f"w{n}", np.ones((n, 32), np.float32)))
+        outputs.append(tensor(f"s{n}", [1, n]))
+    nodes.append(helper.make_node("Gemm", ["v", "w12"], ["plain"], name="gemm_out", transB=1))
+    outputs.append(tensor("plain", [1, 12]))
+    model = make_model(nodes, [tensor("x", [1, 16, 8, 8]), tensor("v", [1, 32])], outputs, inits)
+    expected = {  # measured: the nodes whose output Reshape runs on the CPU
+        "rk3588": {"flatten40", "flatten24", "sigmoid8", "sigmoid12"},
+        "rk3566": {"sigmoid12"},
+        "rk3562": set(),
+    }
+    for chip, on_cpu in expected.items():
+        placed = place(tmp_path, model, chip)
+        assert {n for n, p in placed.items() if p.placement is Placement.FALLBACK} == on_cpu, chip

@@ -569,6 +569,36 @@ def conv_transpose_stride_pow2(node: NodeView, chip: str):
     return Offence(tuple(strides)) if any(s not in CONVT_STRIDES_POW2 for s in strides) else None
 
 
+# OBSERVED: the channel block of the NPU's 4-D layout, per chip, as a model output's Reshape shows
+# it. [1, C] outputs: RK3588 reshapes them on the NPU for C = 16, 64, 1008 and on the CPU for 4, 8,
+# 12, 24, 40, 1000; RK3566 on the NPU for 8, 24, 40, 1000 and on the CPU for 4, 12; RK3576 and
+# RK3562 on the NPU for every C measured.
+OUTPUT_CHANNEL_ALIGN = {"rk3588": 16, "rk3566": 8, "rk3568": 8}
+# Activations the toolkit computes in 4-D after a Gemm (it makes the pair one 1x1 Conv): measured.
+ACTIVATIONS_AFTER_GEMM = ("Sigmoid", "Relu")
+
+
+@RULES.rule("Flatten", "Reshape", *ACTIVATIONS_AFTER_GEMM, chips=tuple(OUTPUT_CHANNEL_ALIGN), ALIGN="16 on RK3588, 8 on RK3566/RK3568")
+def unaligned_2d_model_output(node: NodeView, chip: str):
+    """A 2-D model output [N, C] that the NPU holds in its 4-D layout (a Flatten or Reshape of a 4-D tensor, or an activation after a Gemm) is reshaped to the caller's layout on the CPU when C is not a multiple of the channel block ({ALIGN}): this node's Reshape layer runs on the CPU.
+
+    Measured with rknn-toolkit2 2.5.0 on GlobalAveragePool -> Flatten and Gemm -> Sigmoid/Relu
+    outputs of 4 to 1008 channels (squeezenet1_1's [1, 1000] output: CPU on RK3588, NPU on RK3566;
+    mnist_box_and_class's [1, 4] box: CPU on both); a Gemm's own output is 2-D on the NPU.
+    """
+    out = node.output(0)
+    if out is None or not out.is_model_output or out.rank != 2 or not isinstance(out.shape[1], int):
+        return None
+    x = node.input(0)
+    if node.op_type in ("Flatten", "Reshape"):
+        if x is None or x.rank != 4:
+            return None
+    elif x is None or x.producer != "Gemm":
+        return None
+    channels = out.shape[1]
+    return Offence(channels, "output channels") if channels % OUTPUT_CHANNEL_ALIGN[chip] else None
+
+
 @RULES.rule("Slice", chips=("rk3562", "rk3576"))  # OBSERVED
 def slice_negative_step(node: NodeView, chip: str):
     """On this chip a Slice with a negative step (reversal) runs on the CPU."""
