@@ -275,3 +275,20 @@ def test_a_2d_output_of_unaligned_channels_is_reshaped_on_the_cpu(tmp_path):
     for chip, on_cpu in expected.items():
         placed = place(tmp_path, model, chip)
         assert {n for n, p in placed.items() if p.placement is Placement.FALLBACK} == on_cpu, chip
+
+
+def test_a_reshape_into_a_cpu_softmax_runs_on_the_cpu_with_it(tmp_path):
+    # The DFL decode: Conv -> Reshape (1, 4, 16, N) -> Transpose -> Softmax over the 16 bins.
+    n = 20
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+        helper.make_node("Reshape", ["c", "bins"], ["r"], name="dfl_reshape"),
+        helper.make_node("Transpose", ["r"], ["t"], name="dfl_transpose", perm=[0, 2, 1, 3]),
+        helper.make_node("Softmax", ["t"], ["y"], name="dfl_softmax", axis=1),
+    ]
+    model = make_model(nodes, [tensor("x", [1, 32, 1, n])], [tensor("y", [1, 16, 4, n])], [const("w", np.ones((64, 32, 1, 1), np.float32)), ints("bins", [1, 4, 16, n])])
+    for chip in ("rk3566", "rk3568"):
+        placed = place(tmp_path, model, chip)
+        assert placed["dfl_transpose"].fused_into == "dfl_reshape"
+        assert all(placed[k].placement is Placement.FALLBACK for k in ("dfl_reshape", "dfl_transpose", "dfl_softmax")), chip
+    assert place(tmp_path, model, "rk3588")["dfl_reshape"].placement is Placement.ACCELERATOR  # Softmax on the NPU there

@@ -599,6 +599,18 @@ def unaligned_2d_model_output(node: NodeView, chip: str):
     return Offence(channels, "output channels") if channels % OUTPUT_CHANNEL_ALIGN[chip] else None
 
 
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def reshape_into_cpu_softmax(node: NodeView, chip: str):
+    """On this chip Softmax runs on the CPU, and a Reshape whose only reader is a Softmax goes to the CPU with it (rknn-toolkit2 2.5.0, observed).
+
+    Measured on the distribution-focal-loss decode of yolo11n and yolov5nu (Reshape, Transpose,
+    Softmax: the Transpose joins the Reshape, see passes.py) and on small Conv -> Reshape ->
+    Softmax models, with and without the Transpose.
+    """
+    out = node.output(0)
+    return Offence("Softmax", "read by") if out is not None and out.consumers == ("Softmax",) and not out.is_model_output else None
+
+
 @RULES.rule("Slice", chips=("rk3562", "rk3576"))  # OBSERVED
 def slice_negative_step(node: NodeView, chip: str):
     """On this chip a Slice with a negative step (reversal) runs on the CPU."""
