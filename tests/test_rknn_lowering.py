@@ -292,3 +292,31 @@ def test_a_reshape_into_a_cpu_softmax_runs_on_the_cpu_with_it(tmp_path):
         assert placed["dfl_transpose"].fused_into == "dfl_reshape"
         assert all(placed[k].placement is Placement.FALLBACK for k in ("dfl_reshape", "dfl_transpose", "dfl_softmax")), chip
     assert place(tmp_path, model, "rk3588")["dfl_reshape"].placement is Placement.ACCELERATOR  # Softmax on the NPU there
+
+
+def test_the_transpose_of_a_cpu_softmax_runs_with_it(tmp_path):
+    nodes = [
+        helper.make_node("MatMul", ["q", "k"], ["s"], name="scores"),
+        helper.make_node("Softmax", ["s"], ["a"], name="softmax", axis=-1),
+        helper.make_node("Transpose", ["a"], ["at"], name="attn_transpose", perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["v", "at"], ["o"], name="attend"),
+    ]
+    model = make_model(nodes, [tensor("q", [1, 2, 16, 32]), tensor("k", [1, 2, 32, 16]), tensor("v", [1, 2, 32, 16])], [tensor("o", [1, 2, 32, 16])])
+    placed = place(tmp_path, model, "rk3566")
+    assert placed["attn_transpose"].fused_into == "softmax" and placed["attn_transpose"].placement is Placement.FALLBACK
+    assert placed["attend"].placement is Placement.ACCELERATOR
+    assert all(p.placement is Placement.ACCELERATOR for p in place(tmp_path, model, "rk3588").values())
+
+
+def test_a_residual_add_of_a_3d_model_input_keeps_the_inputs_cpu_reshape(tmp_path):
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="proj"),
+        helper.make_node("Add", ["b", "h"], ["hb"], name="proj_bias"),
+        helper.make_node("Add", ["x", "hb"], ["y"], name="residual"),
+        helper.make_node("MatMul", ["y", "w2"], ["z"], name="next"),
+    ]
+    inits = [const("w", np.ones((64, 64), np.float32)), const("b", np.zeros(64, np.float32)), const("w2", np.ones((64, 64), np.float32))]
+    model = make_model(nodes, [tensor("x", [1, 16, 64])], [tensor("z", [1, 16, 64])], inits)
+    for chip, expected in (("rk3566", {"residual"}), ("rk3568", {"residual"}), ("rk3588", set())):
+        placed = place(tmp_path, model, chip)
+        assert {n for n, p in placed.items() if p.placement is Placement.FALLBACK} == expected, chip

@@ -298,6 +298,22 @@ def cancel_transposes_around_positionwise_ops(graph, chip):
             node = nxt
 
 
+# Chips whose NPU has no Softmax (DOC_COMPILER 3.1): the Softmax is a CPU layer there.
+SOFTMAX_ON_CPU_CHIPS = ("rk3566", "rk3568")
+
+
+@RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def transpose_of_a_cpu_softmax_joins_it(graph, chip):
+    """{OBSERVED} writes a Transpose that reads only a Softmax's result from the Softmax's own layer (it has no layer of its own), so on RK3566/RK3568, where Softmax runs on the CPU, it runs on the CPU with it (attention's attn.transpose(-2, -1) before attn @ v).
+
+    Measured on yolo11n's attention and on a small MatMul, Softmax, Transpose, MatMul model.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        softmax = graph.producer(node.inputs[0].name) if node.inputs else None
+        if softmax is not None and softmax.op_type == "Softmax" and graph.only_consumer(softmax.outputs[0].name) is node:
+            graph.fuse([softmax, node], "Softmax", leader=softmax)
+
+
 # Layout operators a Transpose may reach a MatMul through and still be merged into it.
 LAYOUT_OPS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Split", "Flatten"})
 MAX_LAYOUT_HOPS = 2

@@ -611,6 +611,27 @@ def reshape_into_cpu_softmax(node: NodeView, chip: str):
     return Offence("Softmax", "read by") if out is not None and out.consumers == ("Softmax",) and not out.is_model_output else None
 
 
+# Producers of an Add's other operand whose layer the Add joins (the toolkit's MatMul/Conv
+# with an added tensor, as ConvAdd layers show it): measured.
+ADD_JOINS_LAYER_OF = ("MatMul", "Add", "Gemm")
+
+
+@RULES.rule("Add", chips=("rk3566", "rk3568"), PRODUCERS=ADD_JOINS_LAYER_OF)
+def residual_add_of_a_3d_model_input(node: NodeView, chip: str):
+    """On this chip the toolkit converts a 3-D model input to the NPU's layout with a Reshape on the CPU; an Add of that input to a product ({PRODUCERS}) joins the product's layer and keeps only that Reshape as its own, on the CPU (rknn-toolkit2 2.5.0, observed).
+
+    Measured on transformer_encoder's first residual Add (features + attention) and on a small
+    MatMul, Add, residual Add model with a [1, 16, 64] input; RK3588 converts the input on the NPU.
+    """
+    ins = [t for t in node.inputs[:2] if t.present]
+    if len(ins) != 2:
+        return None
+    for x, other in (ins, ins[::-1]):
+        if x.is_graph_input and x.rank == 3 and other.producer in ADD_JOINS_LAYER_OF:
+            return Offence(x.name, "3-D model input")
+    return None
+
+
 @RULES.rule("Slice", chips=("rk3562", "rk3576"))  # OBSERVED
 def slice_negative_step(node: NodeView, chip: str):
     """On this chip a Slice with a negative step (reversal) runs on the CPU."""
