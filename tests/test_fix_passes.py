@@ -233,6 +233,23 @@ def test_collapse_reshape_chains_and_transposes(digits):
     assert [n.op_type for n in after.graph.node] == ["Reshape"]
 
 
+def test_remove_dropout_keeps_one_whose_mask_is_used(digits):
+    # The ONNX zoo's opset-9 form: Dropout with a (named, unused) mask output, which
+    # rknn-toolkit2 2.5.0 refuses; removing it is exact at inference.
+    w = const("w", np.random.default_rng(0).standard_normal((4, 1, 3, 3)).astype(np.float32))
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Dropout", ["c"], ["d", "mask"], name="dropout", ratio=0.5),
+        helper.make_node("Relu", ["d"], ["y"], name="relu"),
+    ]
+    model = make_model(nodes, [tensor("x", [8, 1, 28, 28])], [tensor("y", [8, 4, 28, 28])], [w], opset=9)
+    after, changes, _ = check(model, "remove_dropout", [{"x": digits}] + random_feeds("x", (8, 1, 28, 28)), forbid_ops={"Dropout", "Identity"})
+    assert [c.replaced for c in changes] == [["dropout"]]
+    # A mask that is a model output stays: the rewrite finds nothing.
+    model.graph.output.append(helper.make_tensor_value_info("mask", TensorProto.BOOL, [8, 4, 28, 28]))
+    assert find_rewrite("remove_dropout").apply(model) == []
+
+
 def test_convert_opset():
     model = make_model([helper.make_node("Relu", ["x"], ["y"], name="r")], [tensor("x", [2, 3])], [tensor("y", [2, 3])], opset=13)
     changes = convert_opset(17)(model)

@@ -146,6 +146,9 @@ LOWERING: dict[str, tuple[str, ...]] = {
     "Gemm": ("exMatMul",),  # OBSERVED: convert_gemm_by_exmatmul
     "Softmax": ("exSoftmax13",),  # OBSERVED: convert_softmax_to_exsoftmax13
     "Hardmax": ("Hardmax",),
+    # ONNX's Gelu needs opset 20, which the importer refuses; the audit's lowering makes one of
+    # the exact GELU chain, which the toolkit fuses into exGelu (targets/rknn/passes.py).
+    "Gelu": ("exGelu",),
     "Greater": ("Greater",),
 }
 # Internal operators 2.5.0 runs on a chip's NPU beyond chapter 3's headings (OBSERVED).
@@ -245,6 +248,11 @@ def _known(t) -> bool:
     return t.is_constant or getattr(t, "foldable", False)
 
 
+def _used(t) -> bool:
+    """A node output something uses: a node reads it or it is a model output (unknown: used)."""
+    return t.present and (t.is_model_output or t.consumers is None or bool(t.consumers))
+
+
 def _runtime_inputs(node: NodeView, positions) -> list:
     return [t for i, t in enumerate(node.inputs) if i in positions and t.present and not _known(t)]
 
@@ -310,6 +318,59 @@ def layernorm_without_epsilon(node: NodeView, chip: str):
 def lstm_without_bias(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 crashes on an LSTM without its bias input B (give zeros)."""
     return Offence("no B input") if node.input(3) is None else None
+
+
+@RULES.rule("GRU", placement=Placement.UNSUPPORTED)
+def gru_final_state_without_sequence(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 crashes on a GRU whose final hidden state Y_h is used while its sequence output Y is not (`KeyError: '<Y_h>'` in fold_constant; with Y left unnamed, onnxruntime fails in the toolkit's shape inference); workaround: read the last step of Y instead of Y_h (the same values for a forward GRU), or make Y a model output too.
+
+    OBSERVED with rknn-toolkit2 2.5.0 on every RKNN chip (the corpus's gru_har, and built in
+    isolation): a GRU whose Y is read, by a node or as a model output, builds with or without
+    Y_h in use; an LSTM in the same form builds.
+    """
+    y, y_h = node.output(0), node.output(1)
+    if y_h is None or not _used(y_h):
+        return None
+    return Offence(y_h.name, "Y_h used, Y unused") if y is None or not _used(y) else None
+
+
+# The toolkit's fusion rule that crashes on the Conv -> Reshape -> Slice/Split of a DFL box
+# decode, named as its own build log names it (and as edgedeploy passes it to disable_rules).
+CONV_RS_SPLIT_RULE = "seperate_conv_rs_split"
+
+
+@RULES.rule("Reshape", placement=Placement.ACCELERATOR, RULE=CONV_RS_SPLIT_RULE)
+def conv_reshape_split_crash_worked_around(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0's fusion rule {RULE} crashes on some Conv -> Reshape -> Slice/Split chains (the distribution-focal-loss box decode of YOLOv5u/v8/11 heads: `IndexError: list index out of range`) and its build log advises `config(disable_rules=['{RULE}'])`; `edgedeploy build` follows that advice by itself and records it, and this placement is that build's.
+
+    OBSERVED with rknn-toolkit2 2.5.0 on every RKNN chip (yolo11n and yolov5nu of the corpus;
+    the head alone, from its three feature maps, crashes the same way). Whether a given chain
+    crashes depends on the layouts the toolkit picks: the note says what happens if it does;
+    the placement is the same either way.
+    """
+    x, y = node.input(0), node.output(0)
+    if x is None or y is None or x.producer != "Conv" or not y.consumers:
+        return None
+    return Offence(CONV_RS_SPLIT_RULE, "Conv -> Reshape -> " + "/".join(sorted(set(y.consumers)))) if set(y.consumers) <= {"Slice", "Split"} else None
+
+
+# OBSERVED: the opsets whose Dropout the toolkit's opset converter refuses when the mask output is
+# there (opset 7, 8 and 10..19 import; Dropout-7 in an opset-9 model with its mask does not).
+DROPOUT_MASK_REFUSED_OPSETS = (9,)
+
+
+@RULES.rule("Dropout", placement=Placement.UNSUPPORTED, OPSETS=DROPOUT_MASK_REFUSED_OPSETS)
+def dropout_with_mask_in_opset_9(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 refuses a Dropout with a mask output in an opset-{OPSETS} model (`Not support 'Dropout' of opset-9!`); workaround: Dropout is the identity at inference, so remove it (`edgedeploy fix` does), or convert the model to opset 10 or later.
+
+    OBSERVED with rknn-toolkit2 2.5.0 on every RKNN chip (the ONNX zoo's squeezenet and
+    inception_v1, and built in isolation): without the mask output, or in opsets 7, 8, 10-13,
+    the Dropout imports and disappears.
+    """
+    mask = node.output(1)
+    if node.opset in DROPOUT_MASK_REFUSED_OPSETS and mask is not None and mask.present:
+        return Offence(node.opset, f"mask output {mask.name}")
+    return None
 
 
 @RULES.rule("Gemm", placement=Placement.UNSUPPORTED)
@@ -508,6 +569,69 @@ def conv_transpose_stride_pow2(node: NodeView, chip: str):
     return Offence(tuple(strides)) if any(s not in CONVT_STRIDES_POW2 for s in strides) else None
 
 
+# OBSERVED: the channel block of the NPU's 4-D layout, per chip, as a model output's Reshape shows
+# it. [1, C] outputs: RK3588 reshapes them on the NPU for C = 16, 64, 1008 and on the CPU for 4, 8,
+# 12, 24, 40, 1000; RK3566 on the NPU for 8, 24, 40, 1000 and on the CPU for 4, 12; RK3576 and
+# RK3562 on the NPU for every C measured.
+OUTPUT_CHANNEL_ALIGN = {"rk3588": 16, "rk3566": 8, "rk3568": 8}
+# Activations the toolkit computes in 4-D after a Gemm (it makes the pair one 1x1 Conv): measured.
+ACTIVATIONS_AFTER_GEMM = ("Sigmoid", "Relu")
+
+
+@RULES.rule("Flatten", "Reshape", *ACTIVATIONS_AFTER_GEMM, chips=tuple(OUTPUT_CHANNEL_ALIGN), ALIGN="16 on RK3588, 8 on RK3566/RK3568")
+def unaligned_2d_model_output(node: NodeView, chip: str):
+    """A 2-D model output [N, C] that the NPU holds in its 4-D layout (a Flatten or Reshape of a 4-D tensor, or an activation after a Gemm) is reshaped to the caller's layout on the CPU when C is not a multiple of the channel block ({ALIGN}): this node's Reshape layer runs on the CPU.
+
+    Measured with rknn-toolkit2 2.5.0 on GlobalAveragePool -> Flatten and Gemm -> Sigmoid/Relu
+    outputs of 4 to 1008 channels (squeezenet1_1's [1, 1000] output: CPU on RK3588, NPU on RK3566;
+    mnist_box_and_class's [1, 4] box: CPU on both); a Gemm's own output is 2-D on the NPU.
+    """
+    out = node.output(0)
+    if out is None or not out.is_model_output or out.rank != 2 or not isinstance(out.shape[1], int):
+        return None
+    x = node.input(0)
+    if node.op_type in ("Flatten", "Reshape"):
+        if x is None or x.rank != 4:
+            return None
+    elif x is None or x.producer != "Gemm":
+        return None
+    channels = out.shape[1]
+    return Offence(channels, "output channels") if channels % OUTPUT_CHANNEL_ALIGN[chip] else None
+
+
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def reshape_into_cpu_softmax(node: NodeView, chip: str):
+    """On this chip Softmax runs on the CPU, and a Reshape whose only reader is a Softmax goes to the CPU with it (rknn-toolkit2 2.5.0, observed).
+
+    Measured on the distribution-focal-loss decode of yolo11n and yolov5nu (Reshape, Transpose,
+    Softmax: the Transpose joins the Reshape, see passes.py) and on small Conv -> Reshape ->
+    Softmax models, with and without the Transpose.
+    """
+    out = node.output(0)
+    return Offence("Softmax", "read by") if out is not None and out.consumers == ("Softmax",) and not out.is_model_output else None
+
+
+# Producers of an Add's other operand whose layer the Add joins (the toolkit's MatMul/Conv
+# with an added tensor, as ConvAdd layers show it): measured.
+ADD_JOINS_LAYER_OF = ("MatMul", "Add", "Gemm")
+
+
+@RULES.rule("Add", chips=("rk3566", "rk3568"), PRODUCERS=ADD_JOINS_LAYER_OF)
+def residual_add_of_a_3d_model_input(node: NodeView, chip: str):
+    """On this chip the toolkit converts a 3-D model input to the NPU's layout with a Reshape on the CPU; an Add of that input to a product ({PRODUCERS}) joins the product's layer and keeps only that Reshape as its own, on the CPU (rknn-toolkit2 2.5.0, observed).
+
+    Measured on transformer_encoder's first residual Add (features + attention) and on a small
+    MatMul, Add, residual Add model with a [1, 16, 64] input; RK3588 converts the input on the NPU.
+    """
+    ins = [t for t in node.inputs[:2] if t.present]
+    if len(ins) != 2:
+        return None
+    for x, other in (ins, ins[::-1]):
+        if x.is_graph_input and x.rank == 3 and other.producer in ADD_JOINS_LAYER_OF:
+            return Offence(x.name, "3-D model input")
+    return None
+
+
 @RULES.rule("Slice", chips=("rk3562", "rk3576"))  # OBSERVED
 def slice_negative_step(node: NodeView, chip: str):
     """On this chip a Slice with a negative step (reversal) runs on the CPU."""
@@ -546,6 +670,39 @@ def pow_integer_operands(node: NodeView, chip: str):
     """In an int8 build the RKNN compiler aborts on a Pow whose base and exponent are both integer tensors ({TYPES})."""
     dtypes = [t.dtype for t in node.inputs[:2] if t.present]
     return Offence(tuple(dtypes)) if len(dtypes) == 2 and all(d in INTEGER_DTYPES for d in dtypes) and not _known(node.inputs[0]) else None
+
+
+# OBSERVED (3x3 convolutions, dilation = padding, 8x8 and 32x32 inputs, 256 and 960 input
+# channels): from these dilations the toolkit splits the convolution by input channels into a
+# float16 chain (Split, Conv, ConvAdd...) on the NPU ...
+DILATION_FLOAT16_FROM = {"rk3566": 16, "rk3568": 16}
+DILATION_FLOAT16_DEFAULT_FROM = 24
+DILATION_FLOAT16_TO = 24  # ... the largest dilation measured split in float16 ...
+DILATION_INT8_AGAIN = 36  # ... and at 36 the convolution is int8 again (a different lowering).
+# Below DILATION_FLOAT16_FROM the split depends on the input channels (RK3588, dilation 12: float16
+# with 960 channels, int8 with 256; dilation 16, 256 channels: int8); on RK3566/RK3568 dilation
+# 12 is int8 with either. Dilations between the measured ones are uncertain.
+DILATION_UNCERTAIN_FROM = {"rk3566": 13, "rk3568": 13}
+DILATION_UNCERTAIN_DEFAULT_FROM = 12
+
+
+@RULES.rule("Conv", placement=Placement.FLOAT, precisions=("int8",), FROM=DILATION_FLOAT16_DEFAULT_FROM, FROM_RK3566=DILATION_FLOAT16_FROM["rk3566"], TO=DILATION_FLOAT16_TO, AGAIN=DILATION_INT8_AGAIN, UNCERTAIN=DILATION_UNCERTAIN_DEFAULT_FROM)
+def dilated_conv_split_in_float16(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 (observed) splits a convolution with a large dilation by input channels into a float16 chain on the NPU (Split, Conv, ConvAdd...): certainly from dilation {FROM} ({FROM_RK3566} on RK3566/RK3568) to {TO}; from {UNCERTAIN} up, and above {TO}, it depends on the channels (uncertain); from {AGAIN} it is int8 again.
+
+    Measured on deeplabv3_mobilenet_v3_large's ASPP (dilations 12, 24, 36 on an 8x8 map, 960
+    channels) and on single 3x3 convolutions (dilations 1 to 36; 8x8 and 32x32; 256 and 960
+    input channels) on RK3588 and RK3566.
+    """
+    kernel = _ints(node.attr("kernel_shape"))
+    dilation = max(_ints(node.attr("dilations")) or [1])
+    if (kernel and max(kernel) == 1) or dilation >= DILATION_INT8_AGAIN:
+        return None
+    if DILATION_FLOAT16_FROM.get(chip, DILATION_FLOAT16_DEFAULT_FROM) <= dilation <= DILATION_FLOAT16_TO:
+        return Offence(dilation, "dilation")
+    if dilation >= DILATION_UNCERTAIN_FROM.get(chip, DILATION_UNCERTAIN_DEFAULT_FROM):
+        return Offence(dilation, "dilation: split in float16 or not, by the input channels", uncertain=True)
+    return None
 
 
 @RULES.rule("Softmax", placement=Placement.FLOAT, precisions=("int8",))
@@ -642,3 +799,7 @@ def rule_set_variants(chip_id: str) -> list[dict]:
 
 # ONNX operators with an NPU lowering on RV1106 (for rv1106_runtime_lacks_cpu_kernel).
 _RV1106_NPU_OPS = frozenset(accelerator_ops("rv1106"))
+
+
+# The toolkit's own graph passes join the registry after the rules (they import RULES from here).
+from edgedeploy.targets.rknn import passes as _passes  # noqa: E402,F401  (registers the passes)

@@ -297,15 +297,22 @@ def node_views(model: LoadedModel) -> list[NodeView]:
     cache: dict[str, TensorView] = {}
 
     producer_of: dict[str, str] = {}
+    consumers_of: dict[str, list[str]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers_of.setdefault(name, []).append(node.op_type)
 
     def get(name: str) -> TensorView:
         found = cache.get(name)
         if found is None:
             found = view(name)
+            known: dict = {"consumers": tuple(consumers_of.get(name, ()))} if name else {}
             if name in foldable:
-                found = replace(found, foldable=True)
+                known["foldable"] = True
             if name in producer_of:
-                found = replace(found, producer=producer_of[name])
+                known["producer"] = producer_of[name]
+            if known:
+                found = replace(found, **known)
             cache[name] = found
         return found
 

@@ -86,6 +86,10 @@ class TensorView:
     # The operator type of the node that produces the tensor (None for model inputs and
     # constants): converters rewrite some pairs (x / Sqrt(v) becomes x * Rsqrt(v)).
     producer: str | None = None
+    # The operator types of the nodes that read the tensor, in graph order (() : none reads it,
+    # though it may still be a model output; None: not known). Some toolchain crashes depend on
+    # what follows a node (a GRU whose sequence output nothing reads, a Conv -> Reshape -> Slice).
+    consumers: tuple[str, ...] | None = None
 
     @property
     def value(self) -> np.ndarray | None:

@@ -764,6 +764,33 @@ def _remove_identities(model: onnx.ModelProto) -> None:
     model.graph.node.extend(kept)
 
 
+def remove_dropout(model: onnx.ModelProto) -> list[Change]:
+    """Bypass Dropout nodes: at inference a Dropout is the identity (exact). Only those whose
+    mask output nothing uses, and whose training_mode is absent or a constant false."""
+    changes = []
+    ix = GraphIndex(model)
+    outputs = {o.name for o in model.graph.output}
+    read = {i for n in model.graph.node for i in n.input}
+    for node in list(model.graph.node):
+        if node.op_type != "Dropout" or node.domain not in ("", "ai.onnx"):
+            continue
+        mask = node.output[1] if len(node.output) > 1 else ""
+        if mask and (mask in outputs or mask in read):
+            continue
+        training = node.input[2] if len(node.input) > 2 else ""
+        if training and (training not in ix.initializers or bool(numpy_helper.to_array(ix.initializers[training]).reshape(-1)[0])):
+            continue
+        if _attrs(node).get("is_test", 1) == 0:  # opset < 7: a training-mode Dropout
+            continue
+        identity = make_node(ix, "Identity", [node.input[0]], [node.output[0]], node.name or "dropout")
+        changes.append(Change("remove_dropout", [node_label(node)], []))
+        ix.replace([node], [identity])
+    if changes:
+        _remove_identities(model)
+        cleanup(model)
+    return changes
+
+
 def convert_opset(version: int) -> Callable[[onnx.ModelProto], list[Change]]:
     """A pass that moves the model to another opset with ONNX's version converter."""
 
@@ -784,6 +811,7 @@ REWRITES: tuple[Rewrite, ...] = (
     Rewrite("fold_constants", fold_constants, True, 1e-6, "fold constant expressions and shape-only subgraphs"),
     Rewrite("fold_batchnorm", fold_batchnorm, True, 1e-4, "fold BatchNormalization into the preceding Conv/Gemm"),
     Rewrite("fold_pad_into_conv", fold_pad_into_conv, True, 1e-6, "fold a constant zero Pad into the following Conv"),
+    Rewrite("remove_dropout", remove_dropout, True, 0.0, "remove inference-time Dropout (the identity at inference)"),
     Rewrite("collapse_reshape_chains", collapse_reshape_chains, True, 0.0, "collapse Reshape/Flatten/Squeeze/Unsqueeze chains and Transpose pairs"),
     Rewrite("erf_gelu_to_gelu", erf_gelu_to_gelu, True, 1e-5, "Erf-based GELU -> Gelu operator (opset 20)", min_opset=20),
     Rewrite("erf_gelu_to_tanh", erf_gelu_to_tanh, False, 1e-3, "Erf-based GELU -> tanh approximation"),

@@ -1,0 +1,365 @@
+"""rknn-toolkit2's own graph passes, which run before it places the nodes (the audit's lowering step).
+
+rknn-toolkit2 rewrites an ONNX model in its Python graph optimiser before the C compiler
+places the layers: it fuses pattern chains into single NPU operators (the exact GELU into
+exGelu, a decomposed layer norm into exNorm), folds and cancels layout operators, and turns
+some of them into others. The audit must do the same, or it calls a fused chain "CPU" where the
+toolkit runs one NPU layer. Each pass here is one such rewrite, written like a rule: its
+docstring is the sentence the user reads, naming the toolkit's own pass as its verbose build
+log prints it (`D     replace_torch_gelu: remove node = [...]`), and its limits are named
+constants. Measured with rknn-toolkit2 2.5.0 (TOOLKIT_OBSERVED) on the corpus models
+(docs/corpus.md; their build logs) and on small models of each form (tests/test_rknn_lowering.py).
+
+The passes run in the order they are declared, on every RKNN chip unless a pass says otherwise;
+the rules then place what they leave (targets/rknn/rules.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edgedeploy.targets.rknn.rules import RULES, TOOLKIT_OBSERVED
+
+# Float constants of exported graphs are rounded to float32: patterns match within this.
+CONSTANT_RTOL = 1e-4
+
+
+def _scalar(t) -> float | None:
+    """The value of a constant one-element tensor, else None."""
+    if t is None or not t.present or not t.is_constant:
+        return None
+    v = t.value
+    if v is None or v.size != 1:
+        return None
+    return float(np.asarray(v, dtype=np.float64).reshape(-1)[0])
+
+
+def _near(value: float | None, target: float) -> bool:
+    return value is not None and abs(value - target) <= CONSTANT_RTOL * max(1.0, abs(target))
+
+
+def _known(t) -> bool:
+    return t is not None and t.present and (t.is_constant or t.foldable)
+
+
+def _other_input(node, name: str):
+    """The input of a two-input node that is not the tensor `name` (None if both or neither are)."""
+    names = [t.name for t in node.inputs[:2]]
+    if len(names) != 2 or names.count(name) != 1:
+        return None
+    return node.inputs[1 - names.index(name)]
+
+
+def _next(graph, node, op_type: str):
+    """The one node reading `node`'s output, when it has that op type."""
+    out = node.outputs[0] if node.outputs else None
+    follower = graph.only_consumer(out.name) if out is not None and out.name else None
+    return follower if follower is not None and follower.op_type == op_type else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Pattern fusions.
+# ---------------------------------------------------------------------------------------------
+
+SQRT2 = float(np.sqrt(2.0))
+
+
+def _scaled_by(node, op: str, factor: float):
+    """The data input of `node` when it is `op` by a constant `factor` (x * factor or x / factor), else None."""
+    if node is None or node.op_type != op or len(node.inputs) != 2:
+        return None
+    a, b = node.inputs
+    if _near(_scalar(b), factor) and not a.is_constant:
+        return a
+    if op == "Mul" and _near(_scalar(a), factor) and not b.is_constant:
+        return b
+    return None
+
+
+def _match_exact_gelu(graph, erf):
+    """The nodes of x * 0.5 * (1 + Erf(x / sqrt(2))) around `erf`, in PyTorch's export orders, else None."""
+    scale = graph.producer(erf.inputs[0].name)
+    x = _scaled_by(scale, "Div", SQRT2) or _scaled_by(scale, "Mul", 1 / SQRT2)
+    if x is None:
+        return None
+    add = _next(graph, erf, "Add")
+    if add is None or not _near(_scalar(_other_input(add, erf.outputs[0].name)), 1.0):
+        return None
+    mul = _next(graph, add, "Mul")
+    other = _other_input(mul, add.outputs[0].name) if mul is not None else None
+    if other is None:
+        return None
+    if other.name == x.name:  # (x * (1 + erf)) * 0.5
+        half = _next(graph, mul, "Mul")
+        return [scale, erf, add, mul, half] if _scaled_by(half, "Mul", 0.5) is not None else None
+    if _near(_scalar(other), 0.5):  # ((1 + erf) * 0.5) * x
+        last = _next(graph, mul, "Mul")
+        rest = _other_input(last, mul.outputs[0].name) if last is not None else None
+        return [scale, erf, add, mul, last] if rest is not None and rest.name == x.name else None
+    pre = graph.producer(other.name)  # (x * 0.5) * (1 + erf)
+    if _scaled_by(pre, "Mul", 0.5) is not None and _scaled_by(pre, "Mul", 0.5).name == x.name:
+        return [scale, erf, add, pre, mul]
+    return None
+
+
+@RULES.graph_pass("Erf", OBSERVED=TOOLKIT_OBSERVED)
+def fuse_exact_gelu(graph, chip):
+    """{OBSERVED} fuses the exact GELU chain x * 0.5 * (1 + Erf(x / sqrt(2))) (Div or Mul, Erf, Add, Mul, Mul, in PyTorch's export orders) into one exGelu NPU layer (its pass replace_torch_gelu), on every RKNN chip.
+
+    Measured on convnext_tiny and the transformer encoders of the corpus: every node of each
+    chain is in the layer table's exGelu (or the Conv it is fused into: ConvExGelu), on the NPU.
+    """
+    for erf in [n for n in graph.nodes if n.op_type == "Erf"]:
+        members = _match_exact_gelu(graph, erf)
+        if members:
+            graph.fuse(members, "Gelu", leader=erf, attributes={})
+
+
+# A decomposed layer norm's epsilon when the Add's constant is unreadable (a skeleton model).
+DEFAULT_EPSILON = 1e-5
+
+
+def _reduces_last_axis(node) -> bool:
+    """A ReduceMean over the last axis only, keeping it (axes attribute, or input 1 from opset 18)."""
+    if node.op_type != "ReduceMean" or not node.inputs or node.inputs[0].rank is None:
+        return False
+    axes = node.attr("axes")
+    if axes is None and node.input(1) is not None and node.input(1).value is not None:
+        axes = [int(a) for a in node.input(1).value.reshape(-1)]
+    rank = node.inputs[0].rank
+    return axes is not None and [int(a) % rank for a in axes] == [rank - 1] and int(node.attr("keepdims", 1)) == 1
+
+
+def _match_layernorm(graph, mean):
+    """The nodes of (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) [* g] [+ b] from `mean`, and eps; else None."""
+    if not _reduces_last_axis(mean):
+        return None
+    x = mean.inputs[0].name
+    readers = graph.consumers(mean.outputs[0].name)
+    sub = next((n for n in readers if n.op_type == "Sub" and n.inputs[0].name == x and n.inputs[1].name == mean.outputs[0].name), None)
+    if sub is None:
+        return None
+    d = sub.outputs[0].name
+    square = next((n for n in graph.consumers(d) if (n.op_type == "Pow" and n.inputs[0].name == d and _near(_scalar(n.input(1)), 2.0)) or (n.op_type == "Mul" and [t.name for t in n.inputs] == [d, d])), None)
+    div = next((n for n in graph.consumers(d) if n.op_type == "Div" and n.inputs[0].name == d), None)
+    if square is None or div is None or len(graph.consumers(d)) != 2:
+        return None
+    var = _next(graph, square, "ReduceMean")
+    if var is None or not _reduces_last_axis(var):
+        return None
+    add_eps = _next(graph, var, "Add")
+    if add_eps is None or not _known(_other_input(add_eps, var.outputs[0].name)):
+        return None
+    sqrt = _next(graph, add_eps, "Sqrt")
+    if sqrt is None or div.inputs[1].name != sqrt.outputs[0].name or _next(graph, sqrt, "Div") is not div:
+        return None
+    members = [mean, sub, square, var, add_eps, sqrt, div]
+    last = div
+    for op in ("Mul", "Add"):  # the affine part: a constant scale, then a constant shift
+        nxt = _next(graph, last, op)
+        if nxt is not None and _known(_other_input(nxt, last.outputs[0].name)):
+            members.append(nxt)
+            last = nxt
+    eps = _scalar(_other_input(add_eps, var.outputs[0].name))
+    return members, (DEFAULT_EPSILON if eps is None else eps)
+
+
+@RULES.graph_pass("ReduceMean", OBSERVED=TOOLKIT_OBSERVED)
+def fuse_decomposed_layernorm(graph, chip):
+    """{OBSERVED} fuses a layer norm written out over the last axis (ReduceMean, Sub, Pow or Mul, ReduceMean, Add, Sqrt, Div, then a constant Mul and Add) into one exNorm layer, as for LayerNormalization (its pass replace_torch_layernorm): on the NPU, and on the CPU on RV1106, whose NPU has no exNorm.
+
+    Measured on convnext_tiny and transformer_encoder of the corpus: each chain's nine nodes are
+    one exNorm layer of the layer table.
+    """
+    for mean in [n for n in graph.nodes if n.op_type == "ReduceMean"]:
+        if mean.name not in {n.name for n in graph.nodes}:
+            continue  # already part of a group
+        found = _match_layernorm(graph, mean)
+        if found:
+            members, eps = found
+            graph.fuse(members, "LayerNormalization", leader=mean, attributes={"axis": -1, "epsilon": eps})
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout: the Transposes the toolkit turns into reshapes, merges into its MatMuls, or cancels.
+# On RK3566/RK3568 an NPU Transpose layer is rare (DOC_COMPILER 3.1.58 allows few perms), so a
+# Transpose these passes leave becomes a CPU layer there (OBSERVED_ON_CPU in rules.py).
+# ---------------------------------------------------------------------------------------------
+
+
+def _perm(node) -> list[int] | None:
+    x = node.inputs[0] if node.inputs else None
+    if x is None or x.rank is None:
+        return None
+    perm = node.attr("perm")
+    return [int(p) for p in perm] if perm is not None else list(reversed(range(x.rank)))
+
+
+def _moves_only_unit_axes(node) -> bool:
+    """A Transpose that keeps the order of the axes longer than one: the same data, reshaped."""
+    perm, x = _perm(node), node.inputs[0]
+    if perm is None or x.shape is None or not all(isinstance(d, int) for d in x.shape):
+        return False
+    kept = [p for p in perm if x.shape[p] != 1]
+    return kept == sorted(kept)
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
+def transpose_of_unit_axes_is_a_reshape(graph, chip):
+    """{OBSERVED} turns a Transpose that only moves axes of length 1 (the order of the others kept) into a Reshape, which it merges with the reshapes around it (its passes fuse_reshape_transpose, fuse_transpose_reshape): it is placed as a Reshape.
+
+    Measured on lstm_stateful (the batch-first Transposes of a batch-1 LSTM: Reshape layers on
+    the NPU) and on the 1x1 detection maps of ssdlite320_mobilenet_v3_large_head.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if _moves_only_unit_axes(node):
+            graph.fuse([node], "Reshape", attributes={})
+
+
+def _static_shape(t) -> tuple[int, ...] | None:
+    return tuple(t.shape) if t is not None and t.shape is not None and all(isinstance(d, int) for d in t.shape) else None
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
+def channel_shuffle_to_conv(graph, chip):
+    """{OBSERVED} turns a channel shuffle (Reshape of the channels into groups, Transpose of the two group axes, Reshape back) into a Gather of the channels and then a 1x1 convolution on the NPU (its passes replace_inner_dim_shuffle_tp_rs_to_rs_gather and gather_to_conv).
+
+    Measured on shufflenet_v2_x0_5 and the ONNX zoo's shufflenet: each shuffle's three nodes are
+    one NPU Conv layer, on every RKNN chip.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        x, perm = node.inputs[0], _perm(node)
+        before = graph.producer(x.name)
+        after = _next(graph, node, "Reshape")
+        if before is None or before.op_type != "Reshape" or after is None or perm is None:
+            continue
+        return_shape, split = _static_shape(after.outputs[0]), _static_shape(x)
+        if return_shape is None or split is None or len(return_shape) != 4 or len(split) != 5:
+            continue
+        # (N, C, H, W) -> (N, g, C/g, H, W) -> swap axes 1 and 2 -> back to (N, C, H, W). The
+        # shape going in is that coming out (shape inference does not always know it).
+        n, c, h, w = return_shape
+        if split[0] == n and split[1] * split[2] == c and split[3:] == (h, w) and perm == [0, 2, 1, 3, 4]:
+            graph.fuse([before, node, after], "Conv", leader=node, attributes={"kernel_shape": [1, 1]})
+
+
+# Operators that work on each position of the tensor alone, along its last axis: a pair of
+# inverse Transposes around a chain of them cancels (the toolkit moves them through and removes
+# them). MatMul and Add/Mul/... count only with constant weights that broadcast along the last axis.
+POSITIONWISE_OPS = frozenset({"LayerNormalization", "Gelu", "Relu", "Sigmoid", "Tanh", "HardSwish", "HardSigmoid", "Clip", "Erf", "LeakyRelu"})
+POSITIONWISE_WITH_CONSTANT = frozenset({"MatMul", "Add", "Sub", "Mul", "Div"})
+
+
+def _positionwise(node) -> bool:
+    if node.op_type in POSITIONWISE_OPS:
+        return node.op_type != "LayerNormalization" or int(node.attr("axis", -1)) in (-1, (node.inputs[0].rank or 0) - 1)
+    if node.op_type not in POSITIONWISE_WITH_CONSTANT or len(node.inputs) != 2:
+        return False
+    data = [t for t in node.inputs if not _known(t)]
+    weights = [t for t in node.inputs if _known(t)]
+    if len(data) != 1 or len(weights) != 1 or weights[0].shape is None:
+        return False
+    shape = tuple(weights[0].shape)
+    if node.op_type == "MatMul":
+        return node.inputs[1] is weights[0] and len(shape) == 2
+    return all(d == 1 for d in shape[:-1])  # a scalar or a vector along the last axis
+
+
+# The longest chain of position-wise operators seen between a Transpose and its inverse
+# (a ConvNeXt block: layer norm, Linear, GELU, Linear, layer scale) with room to spare.
+MAX_POSITIONWISE_CHAIN = 12
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, MAX_CHAIN=MAX_POSITIONWISE_CHAIN)
+def cancel_transposes_around_positionwise_ops(graph, chip):
+    """{OBSERVED} removes a Transpose and its inverse when only position-wise operators lie between them (a layer norm over the last axis, a MatMul by a constant matrix, GELU and other activations, arithmetic with a per-channel constant; at most {MAX_CHAIN} nodes): it moves the Transposes through those operators and cancels them (its passes swap_transpose_add, swap_transpose_mul, swap_conv_transpose, fuse_two_transpose, remove_invalid_transpose), so the channels-last blocks of a ConvNeXt run in the NPU's own layout.
+
+    Measured on convnext_tiny: none of its 46 Transposes has a layer of its own in the table.
+    """
+    for first in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        perm = _perm(first)
+        if perm is None:
+            continue
+        chain, node = [], first
+        while len(chain) <= MAX_POSITIONWISE_CHAIN:
+            nxt = graph.only_consumer(node.outputs[0].name) if node.outputs else None
+            if nxt is None:
+                break
+            if nxt.op_type == "Transpose":
+                back = _perm(nxt)
+                if back is not None and [perm[i] for i in back] == list(range(len(perm))):
+                    graph.eliminate(first)
+                    graph.eliminate(nxt)
+                break
+            # MatMul, Sub and Div are position-wise only with the data as their first operand.
+            if not _positionwise(nxt) or (nxt.op_type in ("MatMul", "Sub", "Div") and nxt.inputs[0].name != node.outputs[0].name):
+                break
+            chain.append(nxt)
+            node = nxt
+
+
+# Chips whose NPU has no Softmax (DOC_COMPILER 3.1): the Softmax is a CPU layer there.
+SOFTMAX_ON_CPU_CHIPS = ("rk3566", "rk3568")
+
+
+@RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def transpose_of_a_cpu_softmax_joins_it(graph, chip):
+    """{OBSERVED} writes a Transpose that reads only a Softmax's result from the Softmax's own layer (it has no layer of its own), so on RK3566/RK3568, where Softmax runs on the CPU, it runs on the CPU with it (attention's attn.transpose(-2, -1) before attn @ v).
+
+    Measured on yolo11n's attention and on a small MatMul, Softmax, Transpose, MatMul model.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        softmax = graph.producer(node.inputs[0].name) if node.inputs else None
+        if softmax is not None and softmax.op_type == "Softmax" and graph.only_consumer(softmax.outputs[0].name) is node:
+            graph.fuse([softmax, node], "Softmax", leader=softmax)
+
+
+# Layout operators a Transpose may reach a MatMul through and still be merged into it.
+LAYOUT_OPS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Split", "Flatten"})
+MAX_LAYOUT_HOPS = 2
+
+
+def _reaches_matmul(graph, node, forward: bool) -> bool:
+    """Whether `node`'s output (forward) or input (backward) reaches a MatMul on a computed operand through at most MAX_LAYOUT_HOPS layout operators."""
+    frontier = [node]
+    for _ in range(MAX_LAYOUT_HOPS + 1):
+        nxt = []
+        for n in frontier:
+            if forward:
+                near = [c for o in n.outputs if o.name for c in graph.consumers(o.name)]
+            else:
+                near = [p for p in (graph.producer(t.name) for t in n.inputs[:1]) if p is not None]
+            for m in near:
+                if m.op_type == "MatMul" and all(not _known(t) for t in m.inputs[:2]):
+                    return True
+                if m.op_type in LAYOUT_OPS:
+                    nxt.append(m)
+        frontier = nxt
+    return False
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS)
+def transposes_merged_into_matmul(graph, chip):
+    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} Reshape, Squeeze or Split nodes, into the layout changes of its exMatMul (its passes fuse_two_transpose, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own.
+
+    Measured on the transformer encoders of the corpus (the query-key-value split, the key
+    transpose, the merge of the heads) and on yolo11n's attention.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if _reaches_matmul(graph, node, forward=True) or _reaches_matmul(graph, node, forward=False):
+            graph.eliminate(node)
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
+def transpose_between_reshape_and_softmax_joins_the_reshape(graph, chip):
+    """{OBSERVED} folds a Transpose that lies between a Reshape and a Softmax (the distribution-focal-loss decode of YOLOv5u/v8/11: Reshape, Transpose, Softmax) into the Reshape's layer (its pass reduce_tp_in_mesh_forward): it runs where that Reshape runs.
+
+    Measured on the DFL heads of yolo11n and yolov5nu (the build log names the Transpose as
+    fused with the Reshape) and on a small Conv, Reshape, Transpose, Softmax model.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        before = graph.producer(node.inputs[0].name) if node.inputs else None
+        if before is None or before.op_type != "Reshape" or graph.only_consumer(before.outputs[0].name) is not node:
+            continue
+        if _next(graph, node, "Softmax") is not None:
+            graph.fuse([before, node], "Reshape", leader=before)
