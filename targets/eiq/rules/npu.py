@@ -214,17 +214,49 @@ def softmax_limits(node, chip):
     return None
 
 
-@RULES.rule("Resize", "Upsample", placement=Placement.FALLBACK, chips=IMX93, FACTORS=(1, 2, 4, 8))
+# How onnx2tf 1.29.24 builds a resize (its Resize.py): up to opset 17, coordinate_transformation_mode
+# align_corners, asymmetric and half_pixel go to TensorFlow's v1 resize with those flags; every
+# other mode (and Upsample, and opset 18+) to tf.image.resize, whose bilinear form uses half-pixel
+# centres. Vela's RESIZE_BILINEAR with half-pixel centres takes only a 2x upscale.
+V1_RESIZE_MAX_OPSET = 17
+
+
+def _resize_form(node: NodeView) -> tuple[bool, bool, bool]:
+    """(bilinear, align_corners, half_pixel_centers) of the TFLite resize onnx2tf makes of the node."""
+    mode = node.attr("mode", "nearest")
+    bilinear = mode in ("linear", "bilinear")
+    ctm = node.attr("coordinate_transformation_mode", "half_pixel") if node.op_type == "Resize" else None
+    v1 = ctm in ("align_corners", "asymmetric", "half_pixel") and node.opset <= V1_RESIZE_MAX_OPSET
+    align = v1 and ctm == "align_corners"
+    half_pixel = bilinear and not (v1 and ctm in ("align_corners", "asymmetric"))
+    return bilinear, align, half_pixel
+
+
+@RULES.rule("Resize", "Upsample", placement=Placement.FALLBACK, chips=IMX93, COMPILER=VELA, FACTORS=(2, 4, 8), HALF_PIXEL_FACTOR=2)
 def resize_scale_factor(node, chip):
-    """Vela runs RESIZE_* when the height and width scale by the same factor, one of {FACTORS} (or the input is 1x1)."""
+    """{COMPILER} runs RESIZE_* when the input is 1x1 or keeps its size, or the height and width scale by the same factor, one of {FACTORS} ((out - 1) / (in - 1) with align_corners); a bilinear resize with half-pixel centres (onnx2tf's form of half_pixel, pytorch_half_pixel and most other modes) only by {HALF_PIXEL_FACTOR}; where the factors differ, the output height or width must be 1 with no scaling in that dimension."""
     shape = static_shape(node)
     out = node.output(0)
     if shape is None or out is None or not out.is_static or len(shape) != 4:
         return None
     ih, iw = shape[2], shape[3]
     oh, ow = out.shape[2], out.shape[3]
-    if ih == iw == 1 or (ih, iw) == (oh, ow):
+    if ih == iw == 1 or tuple(shape) == tuple(out.shape):
         return None
-    if oh % ih or ow % iw or oh // ih != ow // iw or oh // ih not in (1, 2, 4, 8):
-        return Offence((oh / ih, ow / iw), "scale factors")
+    bilinear, align, half_pixel = _resize_form(node)
+
+    def factor(o: int, i: int) -> float:
+        return (o - 1) / (i - 1) if align and i != 1 else o / i
+
+    fh, fw = factor(oh, ih), factor(ow, iw)
+    scaled = fh
+    if fh != fw:
+        if not ((oh == 1 and fh == 1) or (ow == 1 and fw == 1)):
+            return Offence((fh, fw), "height and width scale differently")
+        scaled = fw if fh == 1 else fh  # the one dimension that scales still needs a supported factor
+    if half_pixel and scaled != 2:
+        return Offence(scaled, "bilinear with half-pixel centres, not 2x")
+    if scaled not in (2, 4, 8):
+        return Offence(scaled, "scale factor")
     return None
+
