@@ -118,17 +118,14 @@ def argmax_on_depth_stops_vela(node, chip):
     return None
 
 
-def _pool_output(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int, ceil: bool) -> int:
-    span = size + pad_begin + pad_end - kernel
-    out = (-(-span // stride) if ceil else span // stride) + 1
-    if ceil and (out - 1) * stride >= size + pad_begin:
-        out -= 1  # ONNX: the last window must start inside the input or the left padding
-    return out
-
-
 @RULES.rule("MaxPool", "AveragePool", placement=Placement.FALLBACK, chips=IMX93, MAX_KERNEL_H=256, MAX_KERNEL_PRODUCT=65536, MAX_STRIDE=3, MAX_PADDED_KERNEL=8)
 def pool_limits(node, chip):
-    """Vela's pooling limits: kernel height at most {MAX_KERNEL_H} and kernel area at most {MAX_KERNEL_PRODUCT}; strides above {MAX_STRIDE} only with VALID padding; average pooling with SAME padding only with kernels up to {MAX_PADDED_KERNEL}x{MAX_PADDED_KERNEL}; a MaxPool whose ceil_mode changes the output size runs on the CPU (measured)."""
+    """Vela's pooling limits: kernel height at most {MAX_KERNEL_H} and kernel area at most {MAX_KERNEL_PRODUCT}; strides above {MAX_STRIDE} only with VALID padding; average pooling with SAME padding only with kernels up to {MAX_PADDED_KERNEL}x{MAX_PADDED_KERNEL}."""
+    # A MaxPool padding TensorFlow's SAME cannot express (symmetric pads on an even size,
+    # SAME_LOWER, the extra end padding of ceil_mode) is not limited here: onnx2tf 1.29.24 writes
+    # it as PAD + MAX_POOL_2D (VALID), and with the int8-aware pad value edgedeploy's build asks
+    # for (targets/eiq/worker.py, INT8_AWARE_OPS) Vela 5.2.0 places both on the NPU (measured on
+    # Conv-Relu-MaxPool-Conv models, 3x3/2 with pads 1 and with ceil_mode, opsets 9 and 13).
     kernel = list(node.attr("kernel_shape", []) or [])
     strides = list(node.attr("strides", []) or [1] * len(kernel))
     pads = list(node.attr("pads", []) or [0] * (2 * len(kernel)))
@@ -147,29 +144,6 @@ def pool_limits(node, chip):
     dil = list(node.attr("dilations", []) or [])
     if node.op_type == "MaxPool" and any(d != 1 for d in dil):
         return Offence(dil, "dilated max pooling")
-    shape = static_shape(node)
-    if node.op_type == "MaxPool" and shape is not None and len(shape) == len(kernel) + 2:
-        # Measured: TFLite's MAX_POOL_2D pads like TensorFlow's SAME (the extra on the end); other
-        # paddings (SAME_LOWER, larger explicit pads) leave it on the CPU.
-        spatial = shape[2:]
-        for i, size in enumerate(spatial):
-            k, st = kernel[i], (strides[i] if i < len(strides) else 1)
-            total = max((-(-size // st) - 1) * st + k - size, 0)
-            same = (total // 2, total - total // 2)
-            if auto_pad == "SAME_LOWER" and total % 2:
-                return Offence("SAME_LOWER", "padding on the start")
-            if auto_pad == "NOTSET" and len(pads) == 2 * len(spatial):
-                given = (pads[i], pads[i + len(spatial)])
-                if any(given) and given != same:
-                    return Offence(pads, "padding TensorFlow's SAME does not produce")
-    if node.op_type == "MaxPool" and int(node.attr("ceil_mode", 0)) and shape is not None and auto_pad in ("NOTSET", "VALID"):
-        spatial = shape[2:]
-        for i, size in enumerate(spatial):
-            k = kernel[i] if i < len(kernel) else 1
-            st = strides[i] if i < len(strides) else 1
-            begin, end = (pads[i], pads[i + len(spatial)]) if len(pads) == 2 * len(spatial) else (0, 0)
-            if _pool_output(size, k, st, begin, end, True) != _pool_output(size, k, st, begin, end, False):
-                return Offence("ceil_mode", "ceil_mode changes the output size")
     return None
 
 
