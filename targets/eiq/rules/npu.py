@@ -234,3 +234,28 @@ def resize_scale_factor(node, chip):
         return Offence(scaled, "scale factor")
     return None
 
+
+@RULES.rule("Transpose", placement=Placement.FALLBACK, chips=IMX93, COMPILER=VELA, MAX_AXES_PRODUCT=65536)
+def transpose_shape_limits(node, chip):
+    """{COMPILER} runs an int8 TRANSPOSE whose permutation moves more than the last three axes (or moves them with a leading axis above 1) only when every product of rank - 2 of its axes is at most {MAX_AXES_PRODUCT} (its TRANSPOSE constraints; measured: a ShuffleNet channel shuffle 1x4x28x56x56 with permutation 0,2,1,3,4 stays on the CPU, "has shape out of range")."""
+    # The set of axis products does not depend on the axis order, so the ONNX layout gives the
+    # same answer as the channels-last one onnx2tf hands to Vela. 32-bit data has its own limits
+    # (integer_feature_map and Vela's 32-bit lines); this is the int8/int16 activation case.
+    shape = static_shape(node)
+    data = node.input(0)
+    if shape is None or data is None or data.dtype not in ("float32", "float16", "float64") or len(shape) < 4:
+        return None
+    rank = len(shape)
+    perm = list(node.attr("perm", []) or reversed(range(rank)))
+    if perm == list(range(rank)):
+        return None
+    lead = rank - 3
+    if perm[:lead] == list(range(lead)) and all(d == 1 for d in shape[:lead]):
+        return None  # a permutation of H, W, C alone: each at most 2^16, far beyond these models
+    largest = sorted(shape, reverse=True)[: rank - 2]
+    product = 1
+    for d in largest:
+        product *= d
+    if product > 65536:
+        return Offence(product, f"{'x'.join(map(str, largest))} = {product} elements across {rank - 2} axes")
+    return None
