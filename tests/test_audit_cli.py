@@ -159,7 +159,7 @@ def test_corrupt_model_is_one_clear_error(tmp_path):
     bad = tmp_path / "corrupt.onnx"
     bad.write_bytes(b"\x08\x07garbage that is not a protobuf \xff\xfe" * 10)
     result = run_cli("audit", str(bad), "--target", "all")
-    assert result.returncode == 1
+    assert result.returncode == 8  # ModelError (edgedeploy.errors.EXIT_CODES)
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [result.stderr.strip()] and result.stderr.startswith("error: corrupt.onnx")
     assert "Traceback" not in result.stderr
@@ -167,4 +167,4 @@ def test_corrupt_model_is_one_clear_error(tmp_path):
 
 def test_missing_model_file(tmp_path):
     result = run_cli("audit", str(tmp_path / "nope.onnx"))
-    assert result.returncode == 1 and "Model file not found" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 8 and "Model file not found" in result.stderr and "Traceback" not in result.stderr

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from edgedeploy.audit.engine import AuditResult
 from edgedeploy.audit.rules import Placement
+from edgedeploy.errors import EXIT_AUDIT_FALLBACK, EXIT_AUDIT_FLOAT, EXIT_AUDIT_UNSUPPORTED
 
 REPORT_SCHEMA = "edgedeploy.audit-report/1"
 
@@ -22,8 +23,8 @@ FAIL_ON = {
     "cpu-fallback": (Placement.FALLBACK, Placement.UNSUPPORTED),
     "any": (Placement.FLOAT, Placement.FALLBACK, Placement.UNSUPPORTED),
 }
-# Exit codes when --fail-on trips, by the worst placement found (1 and 2 are errors, 70 a bug).
-EXIT_CODES = {Placement.FLOAT: 3, Placement.FALLBACK: 4, Placement.UNSUPPORTED: 5}
+# Exit codes when --fail-on trips, by the worst placement found (edgedeploy.errors.EXIT_CODES is the table).
+EXIT_CODES = {Placement.FLOAT: EXIT_AUDIT_FLOAT, Placement.FALLBACK: EXIT_AUDIT_FALLBACK, Placement.UNSUPPORTED: EXIT_AUDIT_UNSUPPORTED}
 
 
 @dataclass
