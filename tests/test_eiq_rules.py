@@ -82,6 +82,34 @@ def test_resize_scale_factor(tmp_path):
     assert nodes["resize3x"].violations[0].rule == "resize_scale_factor"
 
 
+def _single_node_model(op: str, shape: list[int], **attrs) -> onnx.ModelProto:
+    from onnx import TensorProto, helper
+
+    node = helper.make_node(op, ["x"], ["y"], name="n", **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    return onnx.shape_inference.infer_shapes(model)  # the output gets its inferred shape
+
+
+def test_maxpool_padding_that_same_cannot_express_stays_on_the_npu(tmp_path):
+    # onnx2tf writes PAD + MAX_POOL_2D; with the worker's int8-aware pad Vela places both on the NPU.
+    for attrs in ({"pads": [1, 1, 1, 1]}, {"ceil_mode": 1}, {"auto_pad": "SAME_LOWER"}):
+        nodes, _ = audit(_single_node_model("MaxPool", [1, 8, 32, 32], kernel_shape=[3, 3], strides=[2, 2], **attrs), "imx93", tmp_path)
+        assert nodes["n"].placement is P.ACCELERATOR, attrs
+    nodes, _ = audit(_single_node_model("MaxPool", [1, 8, 32, 32], kernel_shape=[3, 3], strides=[4, 4], pads=[1, 1, 1, 1]), "imx93", tmp_path)
+    assert nodes["n"].placement is P.FALLBACK  # stride above 3 with padding: still Vela's limit
+
+
+def test_transpose_shape_limit(tmp_path):
+    perm = [0, 2, 1, 3, 4]
+    nodes, _ = audit(_single_node_model("Transpose", [1, 4, 28, 56, 56], perm=perm), "imx93", tmp_path)
+    assert nodes["n"].placement is P.FALLBACK and "65536" in nodes["n"].reason  # 28*56*56 = 87808
+    nodes, _ = audit(_single_node_model("Transpose", [1, 4, 34, 28, 28], perm=perm), "imx93", tmp_path)
+    assert nodes["n"].placement is P.ACCELERATOR  # 34*28*28 = 26656 (measured on the NPU)
+    nodes, _ = audit(_single_node_model("Transpose", [1, 4, 28, 56, 56], perm=perm), "imx8mp", tmp_path)
+    assert nodes["n"].placement is P.ACCELERATOR  # a Vela limit: not the VX delegate's
+
+
 def test_argmax_forms_on_the_i_mx_93(tmp_path):
     nodes, _ = audit(eiq_models.argmax_head(), "imx93", tmp_path)
     assert nodes["argmax_width"].placement is P.FALLBACK

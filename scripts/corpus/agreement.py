@@ -15,6 +15,8 @@ each chip with the current rules and compares, per pair:
 - where edgedeploy applies a workaround the toolchain itself advises (rknn-toolkit2's
   disable_rules), the truth is the placement of that build, which is what `edgedeploy build`
   produces.
+- where the direct call failed but edgedeploy's own conversion converts (imx93: the pair's
+  "edgedeploy" entry, collected through the eiq worker), the truth is that conversion's placement.
 
 Models come from tests/fixtures/corpus/ (committed), else $EDGEDEPLOY_HOME/corpus/ (regenerated
 by make_corpus.py), else tests/fixtures/corpus/skeletons/ (the graph with its large weights
@@ -74,10 +76,15 @@ def load_for_audit(path: Path, form: str):
 
 
 def truth_of(pair: dict, chip: str) -> tuple[str | None, str | None, str]:
-    """(placement codes, failure, what the truth is): the workaround build's where edgedeploy applies it."""
+    """(placement codes, failure, what the truth is): the build edgedeploy makes where it differs from the direct call."""
     workaround = pair.get("workaround") or {}
     if pair.get("failed") and workaround.get("converted") and workaround.get("placements") and chip.startswith(("rk", "rv")):
         return workaround["placements"], None, "the build with rknn-toolkit2's own disable_rules advice followed (edgedeploy applies it)"
+    built = pair.get("edgedeploy") or {}
+    if pair.get("failed") and built.get("converted") and built.get("placements"):
+        # imx93: the direct script failed where edgedeploy's own conversion (the eiq worker that
+        # `edgedeploy build` runs) converts, e.g. by calibrating integer inputs in their own dtype.
+        return built["placements"], None, "edgedeploy's own conversion (the direct call failed)"
     return pair.get("placements"), pair.get("failed"), "the toolchain called directly"
 
 

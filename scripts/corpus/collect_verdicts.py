@@ -14,7 +14,15 @@ comes from edgedeploy's own parsers of what the toolchain itself wrote in that r
   eiq worker; it needs its own instrumented conversion to map TFLite operators back to ONNX
   nodes), run here for every model onnx2tf+Vela converted, cached per model sha256;
 - imx8mp: no host verdict exists (the VX delegate decides on the board at run time).
-Where the toolchain failed on the model, the verdict is that failure with its own message.
+Where the toolchain failed on the model, the verdict is that failure with its own message. For
+imx93 the confirm path (edgedeploy's own conversion, the one `edgedeploy build` runs) is also
+run where the direct call failed, and its outcome is kept as the pair's "edgedeploy" entry: where
+edgedeploy converts a model the direct script could not (it calibrates integer inputs in their
+own dtype), that is what the audit must predict (scripts/corpus/agreement.py uses it).
+
+--keep-others keeps the pairs of the models and chips not collected in this run (to re-collect a
+few models); --refresh-eiq MODELS ignores their cached imx93 verdicts (after a change to the eiq
+worker that changes what `edgedeploy build` produces).
 
 Writes tests/fixtures/corpus/verdicts.json (compact: one placement code per node, in graph
 order; the data CI compares the audit with, without the toolchains) and
@@ -76,8 +84,11 @@ def main() -> int:
     parser.add_argument("--only", default="")
     parser.add_argument("--chips", default=",".join(CHIPS))
     parser.add_argument("--no-eiq", action="store_true", help="skip the imx93 confirm runs (use cached ones only)")
+    parser.add_argument("--keep-others", action="store_true", help="keep the committed pairs of the models and chips not collected in this run")
+    parser.add_argument("--refresh-eiq", default="", help="comma-separated models whose cached imx93 verdicts are ignored (re-run)")
     args = parser.parse_args()
     only = {n for n in args.only.split(",") if n}
+    refresh = {n for n in args.refresh_eiq.split(",") if n}
     chips = [c for c in args.chips.split(",") if c]
     manifest = json.loads(MANIFEST.read_text())
     direct = json.loads(DIRECT.read_text())
@@ -94,9 +105,10 @@ def main() -> int:
         for m in models:
             case = plain.get((m["name"], "imx93"))
             cached = CACHE / f"imx93-{m['model']['sha256'][:20]}.json"
-            if cached.is_file():
+            if cached.is_file() and m["name"] not in refresh:
                 imx93[m["name"]] = ToolchainVerdict.from_dict(json.loads(cached.read_text()))
-            elif case and case["converted"] and not args.no_eiq:
+            elif case and not str(case.get("error") or "").startswith("timed out") and not args.no_eiq:
+                # Also where the direct call failed: what `edgedeploy build` gets on that model.
                 todo.append(m)
         if todo:
             target, _ = find_chip("imx93")
@@ -138,9 +150,12 @@ def main() -> int:
             fixed = workaround.get((name, chip))
             if not case["converted"] and str(case.get("error") or "").startswith("timed out"):
                 continue  # our time limit, not the toolchain's verdict: no ground truth for this pair
+            built = None  # imx93: edgedeploy's own conversion where the direct call failed
             if not case["converted"]:
                 msg = case.get("toolchain_message") or case.get("error") or "failed"
                 verdict = ToolchainVerdict(case["toolchain"], case["toolchain"], failed=msg)
+                if chip == "imx93" and imx93.get(name) is not None:
+                    built = imx93[name]
             elif chip.startswith("esp32"):
                 info = HOME / case["cache"] / "out" / "model.info"
                 layers, initializers = parse_info(info.read_text(errors="replace"))
@@ -188,6 +203,15 @@ def main() -> int:
                     wv = verdict_from_output(wlog, audited.graph, True, fixed["toolchain"].split(" ", 1)[1])
                     pair["workaround"]["placements"] = "".join(CODES[wv.nodes[d].placement.value] if d in wv.nodes else "." for d in display)
                     pair["workaround"]["detail"] = {d: v.detail for d, v in wv.nodes.items() if not v.placement.on_accelerator}
+            if built is not None:
+                # `edgedeploy build` converts through the confirm path's worker: where the direct
+                # script failed but edgedeploy converts, the pair's truth is edgedeploy's result.
+                pair["edgedeploy"] = {"converted": not built.failed, "failed": built.failed}
+                if not built.failed:
+                    pair["edgedeploy"]["placements"] = "".join(CODES[built.nodes[d].placement.value] if d in built.nodes else "." for d in display)
+                    pair["edgedeploy"]["detail"] = {d: v.detail for d, v in built.nodes.items() if not v.placement.on_accelerator}
+                    cmp = compare(prediction, built)
+                    exact = not cmp["disagreements"] and pred_off == sorted({ops[display.index(k)] for k, v in built.nodes.items() if not v.placement.on_accelerator and k in display})
             if verdict.estimates.get("confirm_path_error"):
                 pair["confirm_path_error"] = True
             pairs[f"{name}/{chip}"] = pair
@@ -205,6 +229,14 @@ def main() -> int:
                 "unverifiable": len(cmp["unverifiable"]),
                 "disagreements": [{k: d.get(k) for k in ("node", "op_type", "predicted", "toolchain", "reason")} for d in cmp["disagreements"]],
             }
+    if args.keep_others and VERDICTS.is_file():
+        # Re-collecting a few models or chips: the committed pairs of the others stay as they
+        # were, in the committed order (the re-collected ones replace theirs in place).
+        old_verdicts = json.loads(VERDICTS.read_text())
+        old_agreement = json.loads(AGREEMENT.read_text())["pairs"] if AGREEMENT.is_file() else {}
+        pairs = {**{k: pairs.get(k, v) for k, v in old_verdicts["pairs"].items()}, **pairs}
+        agreement = {**{k: agreement.get(k, v) for k, v in old_agreement.items()}, **agreement}
+        out_models = {**{k: out_models.get(k, v) for k, v in old_verdicts["models"].items()}, **out_models}
     VERDICTS.write_text(json.dumps({
         "about": "Each toolchain's own placement of every ONNX node of the corpus models (scripts/corpus/collect_verdicts.py). "
         "'models' lists each model's nodes (display name, op type) in graph order; a pair's 'placements' has one code per node in "

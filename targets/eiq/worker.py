@@ -48,6 +48,17 @@ NODE_TOKEN = "edn"
 
 _STATE = {}  # per-process cache: the onnx2tf hook, installed once (the worker is one process)
 
+# onnx2tf operators whose conversion depends on whether onnx2tf itself writes the full-integer
+# model (its `output_integer_quantized_tflite` flag, -oiqt). In onnx2tf 1.29.24 only MaxPool: the
+# explicit pad layer it adds for a padding TensorFlow's SAME cannot express is filled with the
+# dtype's minimum in float, but with 0.0 for an int8 model (onnx2tf issue 444). The minimum
+# (-3.4e38) enters the int8 calibration range: the quantiser gives the pooled tensor a scale of
+# about 1e36 (measured on resnet18: every activation of the first block quantises to one value)
+# and Vela 5.2.0 leaves the neighbouring operators on the CPU ("Quantization scale of any tensor
+# must be positive"). edgedeploy quantises in a step of its own (quantize_full_int8), so it sets
+# the flag for these operators itself when it builds int8, as `onnx2tf -oiqt` does.
+INT8_AWARE_OPS = frozenset({"MaxPool"})
+
 
 # --------------------------------------------------------------------------------------------
 # Entry point
@@ -131,7 +142,11 @@ def install_hook():
         if original is None:
             continue
 
-        def wrapped(*args, _original=original, **kwargs):
+        def wrapped(*args, _original=original, _op=info.name, **kwargs):
+            if _op in INT8_AWARE_OPS and _STATE.get("int8"):
+                # onnx2tf's own full-integer output (-oiqt) converts these ops in an int8-aware
+                # form; edgedeploy quantises separately, so it asks for the same form here.
+                kwargs["output_integer_quantized_tflite"] = True
             result = _original(*args, **kwargs)
             graph_node = kwargs.get("graph_node")
             tf_layers_dict = kwargs.get("tf_layers_dict")
@@ -354,6 +369,7 @@ def convert(onnx_path, outdir, calib, ctx, precision="int8", quantize=True):
     recorder.reset()
     _STATE.pop("last_error", None)
     _STATE.pop("failed_node", None)
+    _STATE["int8"] = bool(quantize)
     os.makedirs(outdir, exist_ok=True)
     work_onnx = os.path.join(outdir, "model_for_onnx2tf.onnx")
     shutil.copyfile(onnx_path, work_onnx)

@@ -90,7 +90,8 @@ class LoweringGraph:
     """The graph a pass works on: the nodes still standing, and the three things a toolchain does.
 
     A pass reads `nodes`, `producer(tensor)` and `consumers(tensor)`, and records what the
-    toolchain does with `fuse`, `absorb`, `fold` and `eliminate`; it never edits a NodeView.
+    toolchain does with `fuse`, `absorb`, `fold` and `eliminate` (and `known_inputs`: values a
+    simplifier computes before the converter sees them); it never edits a NodeView in place.
     """
 
     def __init__(self, views: list):
@@ -190,6 +191,18 @@ class LoweringGraph:
     def absorb(self, node, into):
         """`node` disappears into `into` (a BatchNormalization into the Conv before it); `into` keeps its kind."""
         return self.fuse([into, node], into.op_type, leader=into)
+
+    def known_inputs(self, node, names) -> Any:
+        """The toolchain knows these inputs of `node` when it compiles (a simplifier computed them
+        from constants and static shapes): the rules see them as constants. The node keeps its
+        name and kind; returns its new view."""
+        from dataclasses import replace
+
+        names = set(names)
+        view = replace(node, inputs=tuple(replace(t, is_constant=True) if t.name in names else t for t in node.inputs))
+        self._nodes[node.name] = view
+        self._reindex()
+        return view
 
     def fold(self, node) -> None:
         """The toolchain computes `node` when it compiles the model: it runs nowhere."""

@@ -31,8 +31,9 @@ the int8 converter fails, or the operator would need TensorFlow's Flex delegate,
 boards' TFLite runtime does not have.
 
 The package: documents.py (releases, sources, the NPUs' operator lists, and RULES, the registry
-every rule joins), onnx2tf.py (what onnx2tf makes of a node), conversion.py (1. and 2.: rules on
-both chips), npu.py (3.: where the TFLite operators run). A chip's RuleSet takes the rules that
+every rule joins), passes.py (what onnx2tf does to the graph before it converts the nodes: the
+lowering step that runs before the rules), onnx2tf.py (what onnx2tf makes of a node),
+conversion.py (1. and 2.: rules on both chips), npu.py (3.: where the TFLite operators run). A chip's RuleSet takes the rules that
 apply to it from RULES, in the order they are declared: the conversion rules, then the NPU's.
 """
 
@@ -63,7 +64,7 @@ from edgedeploy.targets.eiq.rules.onnx2tf import TFLITE_FLOAT_ONLY, convertible_
 __all__ = ["RULES", "rule_set", "rule_set_variants", "tf_axis", "VELA_3_10_OPS", "VELA_5_2_OPS", "VX_DELEGATE_OPS", "VX_DELEGATE_RELEASE"]
 
 # The rule modules, in the order the audit checks their rules: importing one registers its rules.
-SECTIONS = ("conversion", "npu")
+SECTIONS = ("passes", "conversion", "npu")
 for _section in SECTIONS:
     importlib.import_module(f"{__name__}.{_section}")
 

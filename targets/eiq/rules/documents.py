@@ -10,6 +10,7 @@ from __future__ import annotations
 from edgedeploy.audit.registry import RuleRegistry
 
 ONNX2TF_VERSION = "1.29.24"
+ONNXSIM_VERSION = "0.4.36"  # the onnxsim of the eiq environment, which onnx2tf runs first
 TENSORFLOW_VERSION = "2.19.0"
 VELA_VERSION = "5.2.0"
 NXP_VELA_VERSION = "3.10.0"

@@ -118,17 +118,14 @@ def argmax_on_depth_stops_vela(node, chip):
     return None
 
 
-def _pool_output(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int, ceil: bool) -> int:
-    span = size + pad_begin + pad_end - kernel
-    out = (-(-span // stride) if ceil else span // stride) + 1
-    if ceil and (out - 1) * stride >= size + pad_begin:
-        out -= 1  # ONNX: the last window must start inside the input or the left padding
-    return out
-
-
 @RULES.rule("MaxPool", "AveragePool", placement=Placement.FALLBACK, chips=IMX93, MAX_KERNEL_H=256, MAX_KERNEL_PRODUCT=65536, MAX_STRIDE=3, MAX_PADDED_KERNEL=8)
 def pool_limits(node, chip):
-    """Vela's pooling limits: kernel height at most {MAX_KERNEL_H} and kernel area at most {MAX_KERNEL_PRODUCT}; strides above {MAX_STRIDE} only with VALID padding; average pooling with SAME padding only with kernels up to {MAX_PADDED_KERNEL}x{MAX_PADDED_KERNEL}; a MaxPool whose ceil_mode changes the output size runs on the CPU (measured)."""
+    """Vela's pooling limits: kernel height at most {MAX_KERNEL_H} and kernel area at most {MAX_KERNEL_PRODUCT}; strides above {MAX_STRIDE} only with VALID padding; average pooling with SAME padding only with kernels up to {MAX_PADDED_KERNEL}x{MAX_PADDED_KERNEL}."""
+    # A MaxPool padding TensorFlow's SAME cannot express (symmetric pads on an even size,
+    # SAME_LOWER, the extra end padding of ceil_mode) is not limited here: onnx2tf 1.29.24 writes
+    # it as PAD + MAX_POOL_2D (VALID), and with the int8-aware pad value edgedeploy's build asks
+    # for (targets/eiq/worker.py, INT8_AWARE_OPS) Vela 5.2.0 places both on the NPU (measured on
+    # Conv-Relu-MaxPool-Conv models, 3x3/2 with pads 1 and with ceil_mode, opsets 9 and 13).
     kernel = list(node.attr("kernel_shape", []) or [])
     strides = list(node.attr("strides", []) or [1] * len(kernel))
     pads = list(node.attr("pads", []) or [0] * (2 * len(kernel)))
@@ -147,29 +144,6 @@ def pool_limits(node, chip):
     dil = list(node.attr("dilations", []) or [])
     if node.op_type == "MaxPool" and any(d != 1 for d in dil):
         return Offence(dil, "dilated max pooling")
-    shape = static_shape(node)
-    if node.op_type == "MaxPool" and shape is not None and len(shape) == len(kernel) + 2:
-        # Measured: TFLite's MAX_POOL_2D pads like TensorFlow's SAME (the extra on the end); other
-        # paddings (SAME_LOWER, larger explicit pads) leave it on the CPU.
-        spatial = shape[2:]
-        for i, size in enumerate(spatial):
-            k, st = kernel[i], (strides[i] if i < len(strides) else 1)
-            total = max((-(-size // st) - 1) * st + k - size, 0)
-            same = (total // 2, total - total // 2)
-            if auto_pad == "SAME_LOWER" and total % 2:
-                return Offence("SAME_LOWER", "padding on the start")
-            if auto_pad == "NOTSET" and len(pads) == 2 * len(spatial):
-                given = (pads[i], pads[i + len(spatial)])
-                if any(given) and given != same:
-                    return Offence(pads, "padding TensorFlow's SAME does not produce")
-    if node.op_type == "MaxPool" and int(node.attr("ceil_mode", 0)) and shape is not None and auto_pad in ("NOTSET", "VALID"):
-        spatial = shape[2:]
-        for i, size in enumerate(spatial):
-            k = kernel[i] if i < len(kernel) else 1
-            st = strides[i] if i < len(strides) else 1
-            begin, end = (pads[i], pads[i + len(spatial)]) if len(pads) == 2 * len(spatial) else (0, 0)
-            if _pool_output(size, k, st, begin, end, True) != _pool_output(size, k, st, begin, end, False):
-                return Offence("ceil_mode", "ceil_mode changes the output size")
     return None
 
 
@@ -214,17 +188,74 @@ def softmax_limits(node, chip):
     return None
 
 
-@RULES.rule("Resize", "Upsample", placement=Placement.FALLBACK, chips=IMX93, FACTORS=(1, 2, 4, 8))
+# How onnx2tf 1.29.24 builds a resize (its Resize.py): up to opset 17, coordinate_transformation_mode
+# align_corners, asymmetric and half_pixel go to TensorFlow's v1 resize with those flags; every
+# other mode (and Upsample, and opset 18+) to tf.image.resize, whose bilinear form uses half-pixel
+# centres. Vela's RESIZE_BILINEAR with half-pixel centres takes only a 2x upscale.
+V1_RESIZE_MAX_OPSET = 17
+
+
+def _resize_form(node: NodeView) -> tuple[bool, bool, bool]:
+    """(bilinear, align_corners, half_pixel_centers) of the TFLite resize onnx2tf makes of the node."""
+    mode = node.attr("mode", "nearest")
+    bilinear = mode in ("linear", "bilinear")
+    ctm = node.attr("coordinate_transformation_mode", "half_pixel") if node.op_type == "Resize" else None
+    v1 = ctm in ("align_corners", "asymmetric", "half_pixel") and node.opset <= V1_RESIZE_MAX_OPSET
+    align = v1 and ctm == "align_corners"
+    half_pixel = bilinear and not (v1 and ctm in ("align_corners", "asymmetric"))
+    return bilinear, align, half_pixel
+
+
+@RULES.rule("Resize", "Upsample", placement=Placement.FALLBACK, chips=IMX93, COMPILER=VELA, FACTORS=(2, 4, 8), HALF_PIXEL_FACTOR=2)
 def resize_scale_factor(node, chip):
-    """Vela runs RESIZE_* when the height and width scale by the same factor, one of {FACTORS} (or the input is 1x1)."""
+    """{COMPILER} runs RESIZE_* when the input is 1x1 or keeps its size, or the height and width scale by the same factor, one of {FACTORS} ((out - 1) / (in - 1) with align_corners); a bilinear resize with half-pixel centres (onnx2tf's form of half_pixel, pytorch_half_pixel and most other modes) only by {HALF_PIXEL_FACTOR}; where the factors differ, the output height or width must be 1 with no scaling in that dimension."""
     shape = static_shape(node)
     out = node.output(0)
     if shape is None or out is None or not out.is_static or len(shape) != 4:
         return None
     ih, iw = shape[2], shape[3]
     oh, ow = out.shape[2], out.shape[3]
-    if ih == iw == 1 or (ih, iw) == (oh, ow):
+    if ih == iw == 1 or tuple(shape) == tuple(out.shape):
         return None
-    if oh % ih or ow % iw or oh // ih != ow // iw or oh // ih not in (1, 2, 4, 8):
-        return Offence((oh / ih, ow / iw), "scale factors")
+    bilinear, align, half_pixel = _resize_form(node)
+
+    def factor(o: int, i: int) -> float:
+        return (o - 1) / (i - 1) if align and i != 1 else o / i
+
+    fh, fw = factor(oh, ih), factor(ow, iw)
+    scaled = fh
+    if fh != fw:
+        if not ((oh == 1 and fh == 1) or (ow == 1 and fw == 1)):
+            return Offence((fh, fw), "height and width scale differently")
+        scaled = fw if fh == 1 else fh  # the one dimension that scales still needs a supported factor
+    if half_pixel and scaled != 2:
+        return Offence(scaled, "bilinear with half-pixel centres, not 2x")
+    if scaled not in (2, 4, 8):
+        return Offence(scaled, "scale factor")
+    return None
+
+
+@RULES.rule("Transpose", placement=Placement.FALLBACK, chips=IMX93, COMPILER=VELA, MAX_AXES_PRODUCT=65536)
+def transpose_shape_limits(node, chip):
+    """{COMPILER} runs an int8 TRANSPOSE whose permutation moves more than the last three axes (or moves them with a leading axis above 1) only when every product of rank - 2 of its axes is at most {MAX_AXES_PRODUCT} (its TRANSPOSE constraints; measured: a ShuffleNet channel shuffle 1x4x28x56x56 with permutation 0,2,1,3,4 stays on the CPU, "has shape out of range")."""
+    # The set of axis products does not depend on the axis order, so the ONNX layout gives the
+    # same answer as the channels-last one onnx2tf hands to Vela. 32-bit data has its own limits
+    # (integer_feature_map and Vela's 32-bit lines); this is the int8/int16 activation case.
+    shape = static_shape(node)
+    data = node.input(0)
+    if shape is None or data is None or data.dtype not in ("float32", "float16", "float64") or len(shape) < 4:
+        return None
+    rank = len(shape)
+    perm = list(node.attr("perm", []) or reversed(range(rank)))
+    if perm == list(range(rank)):
+        return None
+    lead = rank - 3
+    if perm[:lead] == list(range(lead)) and all(d == 1 for d in shape[:lead]):
+        return None  # a permutation of H, W, C alone: each at most 2^16, far beyond these models
+    largest = sorted(shape, reverse=True)[: rank - 2]
+    product = 1
+    for d in largest:
+        product *= d
+    if product > 65536:
+        return Offence(product, f"{'x'.join(map(str, largest))} = {product} elements across {rank - 2} axes")
     return None

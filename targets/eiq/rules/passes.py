@@ -1,0 +1,37 @@
+"""eIQ graph passes: what onnx2tf does to the ONNX graph before its operators are converted.
+
+They run before the rules (edgedeploy.audit.lowering), in the order declared here, on both
+chips: the graph the rules place is the one onnx2tf converts. Measured with onnx2tf 1.29.24 and
+its pinned onnxsim on the corpus models and ONNX's node tests (scripts/corpus/agreement.py,
+scripts/eiq_node_agreement.py).
+"""
+
+from __future__ import annotations
+
+from edgedeploy.targets.eiq.rules.documents import ONNX2TF_VERSION, ONNXSIM_VERSION, RULES
+
+# onnxsim's own ONNX checker stops on a newer IR version ("Your model ir_version 11 is higher
+# than the checker's (10)"), and its optimizer on a Constant node given by value_ints,
+# value_float, ... instead of a `value` tensor ("required undefined attribute 'value'"); onnx2tf
+# then converts the graph as it is (measured on ONNX 1.19's node tests).
+ONNXSIM_MAX_IR_VERSION = 10
+
+
+def _onnxsim_refuses(graph) -> str | None:
+    for node in graph.nodes:
+        if node.ir_version > ONNXSIM_MAX_IR_VERSION:
+            return f"IR version {node.ir_version}"
+        if node.op_type == "Constant" and not any(a.name == "value" for a in node.proto.attribute):
+            return f"Constant '{node.name}' without a value tensor"
+    return None
+
+
+@RULES.graph_pass(CONVERTER=f"onnx2tf {ONNX2TF_VERSION}", SIMPLIFIER=f"onnxsim {ONNXSIM_VERSION}", MAX_IR_VERSION=ONNXSIM_MAX_IR_VERSION)
+def onnxsim_computes_static_values(graph, chip):
+    """{CONVERTER} runs {SIMPLIFIER} first, which computes every value that follows from constants and the static input shapes (the Slice ends of a detector's decoding head or of a channel split): the converter sees them as constants. {SIMPLIFIER} refuses models above IR version {MAX_IR_VERSION} and Constant nodes without a value tensor, and then computes nothing in advance (measured)."""
+    if _onnxsim_refuses(graph):
+        return
+    for node in graph.nodes:
+        computed = [t.name for t in node.inputs if t.present and t.foldable and not t.is_constant]
+        if computed:
+            graph.known_inputs(node, computed)
