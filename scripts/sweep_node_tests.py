@@ -373,7 +373,13 @@ def main(argv=None) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         slim = {k: {kk: vv for kk, vv in v.items() if kk != "cases"} for k, v in entries.items()}
         args.json.write_text(json.dumps(slim, indent=1, sort_keys=True) + "\n")
-        args.markdown.write_text(render_markdown(slim))
+        page = render_markdown(slim)
+        # The real-model section is written by scripts/corpus/agreement.py --markdown; keep it.
+        previous = args.markdown.read_text() if args.markdown.exists() else ""
+        start, end = previous.find("<!-- corpus-agreement:start -->"), previous.find("<!-- corpus-agreement:end -->")
+        if start != -1 and end > start:
+            page = page.rstrip("\n") + "\n\n" + previous[start : end + len("<!-- corpus-agreement:end -->")] + "\n"
+        args.markdown.write_text(page)
         print(f"wrote {args.json} and {args.markdown}", file=sys.stderr)
     return 1 if failures else 0
 

@@ -55,3 +55,12 @@ def test_the_recorded_figures_are_current(result):
             if pair and pair["exact"]:
                 stale.append(f"{model}/{chip}")
     assert not stale, f"these pairs agree now; run scripts/corpus/record_agreement.py and commit: {', '.join(stale)}"
+
+
+def test_the_published_section_shows_todays_figures(result):
+    """docs/audit-agreement.md's real-model section is today's result (scripts/corpus/agreement.py --markdown)."""
+    page = (ROOT / "docs" / "audit-agreement.md").read_text()
+    start, end = page.find(agreement.SECTION_START), page.find(agreement.SECTION_END)
+    assert start != -1 and end > start, "docs/audit-agreement.md has no real-model section"
+    published = page[start : end + len(agreement.SECTION_END)]
+    assert published == agreement.render_section(result), "re-run scripts/corpus/agreement.py --markdown docs/audit-agreement.md and commit"

@@ -109,14 +109,16 @@ def compare_pair(model_name: str, chip: str, pair: dict, nodes: list, audited) -
         return result
     observes = OBSERVES.get(chip)
     disagreements, compared, agree, uncertain = [], 0, 0, 0
-    tool_off = set()
+    tool_off, tool_off_observed = set(), set()
     for (name, op), code in zip(nodes, codes or ""):
         if code == ".":
             continue
         truth = CODES[code]
+        mine = by_node.get(name)
         if truth != "accelerator":
             tool_off.add(op)
-        mine = by_node.get(name)
+            if not (mine is not None and observes and mine.placement.value not in observes):
+                tool_off_observed.add(op)
         if mine is None:
             continue
         if mine.uncertain:
@@ -140,15 +142,28 @@ def compare_pair(model_name: str, chip: str, pair: dict, nodes: list, audited) -
         # Op types the audit left uncertain do not count against the pair; they are counted.
         exact=not disagreements and set(pred_off) - uncertain_ops(audited) == tool_off - uncertain_ops(audited),
     )
+    # The node tests' measure (docs/audit-agreement.md, toolkit/audit/confirm.py): a node placed
+    # where the toolchain cannot report (esp-ppq exports what the ESP-DL runtime lacks all the
+    # same) is unverifiable, neither agreement nor disagreement. Counted beside `exact`, never in it.
+    # Both sides leave those nodes out.
+    unobservable = [n for n in audited.nodes if observes and n.placement.value not in observes]
+    observable_off = {n.op_type for n in audited.nodes if n.placement is not Placement.ACCELERATOR and n not in unobservable}
+    result["unverifiable_op_types"] = sorted({n.op_type for n in unobservable})
+    result["exact_where_observable"] = not disagreements and observable_off - uncertain_ops(audited) == tool_off_observed - uncertain_ops(audited)
     return result
+
+
+def _all_nodes(audited, test) -> dict[str, bool]:
+    """Per op type: whether `test` holds for every node of that type."""
+    ops: dict[str, bool] = {}
+    for n in audited.nodes:
+        ops[n.op_type] = ops.get(n.op_type, True) and test(n)
+    return ops
 
 
 def uncertain_ops(audited) -> set[str]:
     """Op types whose every node the audit placed only as a best guess."""
-    ops: dict[str, bool] = {}
-    for n in audited.nodes:
-        ops[n.op_type] = ops.get(n.op_type, True) and bool(n.uncertain)
-    return {op for op, all_uncertain in ops.items() if all_uncertain}
+    return {op for op, all_uncertain in _all_nodes(audited, lambda n: bool(n.uncertain)).items() if all_uncertain}
 
 
 def run(chips: set[str] | None = None, models: set[str] | None = None) -> dict:
@@ -200,6 +215,7 @@ def summarise(pairs: dict) -> dict:
     return {
         "pairs": len(pairs),
         "pairs_exact": sum(p["exact"] for p in pairs.values()),
+        "pairs_exact_where_observable": sum(p.get("exact_where_observable", p["exact"]) for p in pairs.values()),
         "nodes_compared": sum(p["nodes_compared"] for p in pairs.values()),
         "nodes_agree": sum(p["nodes_agree"] for p in pairs.values()),
         "nodes_uncertain": sum(p.get("nodes_uncertain", 0) for p in pairs.values()),
@@ -211,16 +227,85 @@ def summarise(pairs: dict) -> dict:
     }
 
 
+SECTION_START = "<!-- corpus-agreement:start -->"
+SECTION_END = "<!-- corpus-agreement:end -->"
+
+
+def render_section(result: dict) -> str:
+    """The real-model section of docs/audit-agreement.md: per chip and per pair, with what disagrees."""
+    s = result["summary"]
+    pairs = sorted(result["pairs"].values(), key=lambda p: (p["chip"], p["model"]))
+    lines = [
+        SECTION_START,
+        "## Real models: the corpus, per model-chip pair",
+        "",
+        "Written by `scripts/corpus/agreement.py --markdown docs/audit-agreement.md` (offline: the audit of today's rules against the "
+        "toolchain verdicts committed in `tests/fixtures/corpus/verdicts.json`, collected from esp-ppq 1.3.12, rknn-toolkit2 2.5.0 and "
+        "onnx2tf 1.29.24 + Vela 5.2.0 by `scripts/corpus/collect_verdicts.py`; models in `docs/corpus.md`). A pair agrees exactly when the set of "
+        "op types off the accelerator is the same on both sides and every node the toolchain reports is placed the same; a model the "
+        "toolchain refuses agrees when the audit predicts an unsupported node; nodes the audit marks uncertain are counted apart. "
+        "*Where observable* uses the node tests' measure: a node the audit places where the toolchain cannot report it (esp-ppq exports "
+        "operators the ESP-DL runtime cannot run all the same) is unverifiable, neither agreement nor disagreement. "
+        "`tests/test_corpus_agreement.py` fails when a pair that agrees here stops agreeing. imx8mp has no pairs: its VX delegate "
+        "places nodes on the board, and no host verdict exists.",
+        "",
+        f"Pairs agreeing exactly: **{s['pairs_exact']} of {s['pairs']}** ({100 * s['pairs_exact'] / s['pairs']:.1f}%); "
+        f"where observable: {s['pairs_exact_where_observable']} of {s['pairs']} ({100 * s['pairs_exact_where_observable'] / s['pairs']:.1f}%). "
+        f"Nodes: {s['nodes_agree']} of {s['nodes_compared']} compared agree; {s['nodes_uncertain']} uncertain.",
+        "",
+        "| chip | pairs | exact | where observable | nodes compared | nodes agree |",
+        "|---|---|---|---|---|---|",
+    ]
+    for chip in sorted({p["chip"] for p in pairs}):
+        mine = [p for p in pairs if p["chip"] == chip]
+        lines.append(
+            f"| {chip} | {len(mine)} | {sum(p['exact'] for p in mine)} | {sum(p.get('exact_where_observable', p['exact']) for p in mine)} "
+            f"| {sum(p['nodes_compared'] for p in mine)} | {sum(p['nodes_agree'] for p in mine)} |"
+        )
+    lines += ["", "Pairs that do not agree exactly:", ""]
+    for p in pairs:
+        if p["exact"]:
+            continue
+        ops = sorted({d["op_type"] for d in p["disagreements"]})
+        audit_only = sorted(set(p["predicted_off_accelerator"]) - set(p.get("toolchain_off_accelerator") or []))
+        tool_only = sorted(set(p.get("toolchain_off_accelerator") or []) - set(p["predicted_off_accelerator"]))
+        parts = []
+        if p["disagreements"]:
+            parts.append(f"{len(p['disagreements'])} nodes placed differently ({', '.join(ops)})")
+        if audit_only:
+            parts.append("off the accelerator by the audit only: " + ", ".join(audit_only))
+        if tool_only:
+            parts.append("by the toolchain only: " + ", ".join(tool_only))
+        if p.get("exact_where_observable"):
+            parts.append("agrees where observable (unverifiable: " + ", ".join(p.get("unverifiable_op_types") or []) + ")")
+        lines.append(f"- {p['model']} on {p['chip']}: " + "; ".join(parts or ["the toolchain fails, the audit predicts a build"]))
+    lines += ["", SECTION_END]
+    return "\n".join(lines)
+
+
+def splice_section(page: Path, section: str) -> None:
+    """Replace the marked section of `page` (or append it), leaving the rest of the page as it is."""
+    text = page.read_text() if page.exists() else ""
+    start, end = text.find(SECTION_START), text.find(SECTION_END)
+    if start != -1 and end != -1:
+        text = text[:start] + section + text[end + len(SECTION_END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    page.write_text(text)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chips", default="", help="comma-separated chips (default: all in the verdicts)")
     parser.add_argument("--models", default="", help="comma-separated corpus models (default: all)")
     parser.add_argument("--show", type=int, default=30, help="disagreement kinds to print")
     parser.add_argument("--json", type=Path, help="write the per-pair result here")
+    parser.add_argument("--markdown", type=Path, help=f"write the corpus section into this page (docs/audit-agreement.md), between {SECTION_START} and {SECTION_END}")
     args = parser.parse_args()
     result = run({c for c in args.chips.split(",") if c} or None, {m for m in args.models.split(",") if m} or None)
     s = result["summary"]
     print(f"pairs agreeing exactly: {s['pairs_exact']}/{s['pairs']}; nodes {s['nodes_agree']}/{s['nodes_compared']}; uncertain (not compared) {s['nodes_uncertain']}")
+    print(f"pairs agreeing where the toolchain can observe (unverifiable placements apart, as in the node tests): {s['pairs_exact_where_observable']}/{s['pairs']}")
     for chip, v in s["per_chip"].items():
         print(f"  {chip:8s} {v['exact']}/{v['pairs']}")
     if result["not_compared"]:
@@ -233,6 +318,9 @@ def main() -> int:
         print("pairs that disagree: " + ", ".join(f"{p['model']}/{p['chip']}" for p in inexact))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
+    if args.markdown:
+        splice_section(args.markdown, render_section(result))
+        print(f"wrote the corpus section of {args.markdown}")
     return 0
 
 
