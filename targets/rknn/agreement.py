@@ -22,6 +22,7 @@ from edgedeploy.audit.confirm import compare
 from edgedeploy.audit.engine import audit_model
 from edgedeploy.errors import EdgedeployError
 from edgedeploy.model import load_model
+from edgedeploy.records import record_fields
 
 
 RUNTIME_LIMIT_RULE = "rv1106_runtime_lacks_cpu_kernel"
@@ -94,8 +95,7 @@ class Tally:
 
     def to_dict(self) -> dict:
         return {
-            "compared": self.compared,
-            "agree": self.agree,
+            **record_fields(self, "compared", "agree"),
             "agreement": self.rate,
             "models": self.models,
             "models_the_toolkit_refused": self.models_failed,

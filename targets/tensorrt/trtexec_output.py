@@ -21,6 +21,8 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
+from edgedeploy.records import record_fields
+
 # A trtexec log line starts with an optional timestamp and severity tags: "[03/11/2022-14:57:03] [I] ",
 # "[12/04/2024-11:57:45] [TRT] [W] ", " [W] [TRT] ", "WARNING: [TRT]: ". Strip them to get the message.
 _PREFIX = re.compile(r"^\s*(?:\[[0-9/]+-[0-9:]+\]\s*)?(?:(?:\[(?:I|W|E|V|F|TRT)\]|WARNING:|INFO:|ERROR:)\s*:?\s*)*")
@@ -143,13 +145,9 @@ class DlaPlacement:
 
     def to_dict(self) -> dict:
         return {
-            "to_gpu": self.to_gpu,
-            "gpu_listed": self.gpu_listed,
-            "dla_listed": self.dla_listed,
+            **record_fields(self, "to_gpu", "gpu_listed", "dla_listed"),
             "dla_ranges": [list(r) for r in self.dla_ranges],
-            "subgraph_splits": self.subgraph_splits,
-            "no_layer_on_dla": self.no_layer_on_dla,
-            "no_layer_on_gpu": self.no_layer_on_gpu,
+            **record_fields(self, "subgraph_splits", "no_layer_on_dla", "no_layer_on_gpu"),
         }
 
 
