@@ -8,6 +8,9 @@ converts.
 from __future__ import annotations
 
 
-def record_fields(record: object, *names: str) -> dict:
-    """{name: record.name} for each of `names`, in the order given (the order of the JSON keys)."""
-    return {name: getattr(record, name) for name in names}
+def record_fields(record: object, *names: str, **renamed: str) -> dict:
+    """{name: record.name} for each of `names`, then {key: record.attribute} for each key=attribute
+    of `renamed`, in the order given (the order of the JSON keys)."""
+    fields = {name: getattr(record, name) for name in names}
+    fields.update((key, getattr(record, attribute)) for key, attribute in renamed.items())
+    return fields

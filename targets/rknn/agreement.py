@@ -95,12 +95,14 @@ class Tally:
 
     def to_dict(self) -> dict:
         return {
-            **record_fields(self, "compared", "agree"),
-            "agreement": self.rate,
-            "models": self.models,
-            "models_the_toolkit_refused": self.models_failed,
-            "skipped_by_intake": self.skipped,
-            "disagreements_from_board_runtime_limits": self.runtime_limit,
+            **record_fields(self, "compared", "agree", agreement="rate"),
+            **record_fields(
+                self,
+                "models",
+                models_the_toolkit_refused="models_failed",
+                skipped_by_intake="skipped",
+                disagreements_from_board_runtime_limits="runtime_limit",
+            ),
             "agreement_without_board_runtime_limits": (self.agree / (self.compared - self.runtime_limit)) if self.compared > self.runtime_limit else None,
             "disagreements": self.disagreements,
         }
