@@ -240,9 +240,7 @@ def hardsigmoid_fuse(model: onnx.ModelProto) -> list[Change]:
     """Clip(x + 3, 0, 6) / 6 -> HardSigmoid(x; 1/6, 0.5), and x * that -> HardSwish(x) (exact)."""
     changes = []
     ix = GraphIndex(model)
-    for node in list(model.graph.node):
-        if node.op_type != "Add" or node not in ix.graph.node:
-            continue
+    for node in ix.live_nodes("Add"):
         for x in node.input:
             match = _match_hardsigmoid_chain(ix, x, node)
             if match is None:
@@ -290,11 +288,8 @@ def silu_to_swish(model: onnx.ModelProto) -> list[Change]:
 def _silu_to_swish(model: onnx.ModelProto) -> list[Change]:
     changes = []
     ix = GraphIndex(model)
-    for node in list(model.graph.node):
-        if node.op_type != "Sigmoid":
-            continue
-        mul = ix.single_consumer(node.output[0])
-        if mul is None or mul.op_type != "Mul" or ix.other_input(mul, node.output[0]) != node.input[0]:
+    for node, mul in ix.chains("Sigmoid", "Mul"):
+        if ix.other_input(mul, node.output[0]) != node.input[0]:
             continue
         new = [make_node(ix, "Swish", [node.input[0]], [mul.output[0]], node.name or "swish")]
         changes.append(Change("silu_to_swish", [node_label(node), node_label(mul)], [new[0].name]))
@@ -438,9 +433,7 @@ def layernorm_fuse(model: onnx.ModelProto) -> list[Change]:
 def _layernorm_fuse(model: onnx.ModelProto) -> list[Change]:
     changes = []
     ix = GraphIndex(model)
-    for mean in list(model.graph.node):
-        if mean.op_type != "ReduceMean" or mean not in ix.graph.node:
-            continue
+    for mean in ix.live_nodes("ReduceMean"):
         x = mean.input[0]
         axes = _reduce_axes(ix, mean)
         rank = _rank(model, x)
@@ -564,11 +557,8 @@ def fold_pad_into_conv(model: onnx.ModelProto) -> list[Change]:
     """A constant zero Pad on the spatial axes before a Conv -> the Conv's own pads (exact)."""
     changes = []
     ix = GraphIndex(model)
-    for pad in list(model.graph.node):
-        if pad.op_type != "Pad":
-            continue
-        conv = ix.single_consumer(pad.output[0])
-        if conv is None or conv.op_type != "Conv" or conv.input[0] != pad.output[0]:
+    for pad, conv in ix.chains("Pad", "Conv"):
+        if conv.input[0] != pad.output[0]:
             continue
         attrs = _attrs(pad)
         mode = attrs.get("mode", b"constant")
