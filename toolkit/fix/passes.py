@@ -600,6 +600,16 @@ NONDETERMINISTIC = {"RandomNormal", "RandomNormalLike", "RandomUniform", "Random
 FOLD_MAX_ELEMENTS = 1 << 20
 
 
+def _static_shapes(value_infos) -> dict[str, list[int]]:
+    """name -> dims for each value info whose every dimension is known (a later one wins)."""
+    shapes = {}
+    for vi in value_infos:
+        dims = vi.type.tensor_type.shape.dim if vi.type.tensor_type.HasField("shape") else None
+        if dims is not None and all(d.HasField("dim_value") for d in dims):
+            shapes[vi.name] = [d.dim_value for d in dims]
+    return shapes
+
+
 def fold_constants(model: onnx.ModelProto) -> list[Change]:
     """Evaluate nodes whose inputs are all constants, and Shape nodes of static tensors (the
     shape-only subgraphs exporters leave), replacing them with initializers (exact)."""
@@ -607,11 +617,7 @@ def fold_constants(model: onnx.ModelProto) -> list[Change]:
 
     changes = []
     inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
-    static = {}
-    for vi in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
-        dims = vi.type.tensor_type.shape.dim if vi.type.tensor_type.HasField("shape") else None
-        if dims is not None and all(d.HasField("dim_value") for d in dims):
-            static[vi.name] = [d.dim_value for d in dims]
+    static = _static_shapes([*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output])
     ix = GraphIndex(model)
     known: dict[str, np.ndarray] = {name: numpy_helper.to_array(t) for name, t in ix.initializers.items()}
     graph_inputs = {i.name for i in model.graph.input} - set(known)
@@ -679,11 +685,7 @@ def collapse_reshape_chains(model: onnx.ModelProto) -> list[Change]:
     Transpose followed by Transpose -> one Transpose (or none when they cancel) (exact)."""
     changes = []
     inferred = onnx.shape_inference.infer_shapes(model)
-    shapes = {}
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.output) + list(inferred.graph.input):
-        dims = vi.type.tensor_type.shape.dim if vi.type.tensor_type.HasField("shape") else None
-        if dims is not None and all(d.HasField("dim_value") for d in dims):
-            shapes[vi.name] = [d.dim_value for d in dims]
+    shapes = _static_shapes([*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input])
     ix = GraphIndex(model)
     for node in list(model.graph.node):
         if node not in ix.graph.node:
