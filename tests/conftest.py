@@ -37,6 +37,20 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=f"needs hardware: {kind} (set EDGEDEPLOY_HARDWARE={kind!r} where it is attached)"))
 
 
+@pytest.fixture(scope="session")
+def esp32s3_sample_build(tmp_path_factory) -> Path:
+    """A real esp32s3 build of the sample (esp-ppq in the espdl environment), made once per run.
+
+    Shared by every module that needs one: copy it (tests.helpers.copy_artifact) before writing into it.
+    """
+    from tests.helpers import run_cli
+
+    out = tmp_path_factory.mktemp("esp32s3-sample")
+    proc = run_cli("build", "--target", "esp32s3", "--out", str(out), timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    return out / "mnist_cnn" / "esp32s3"
+
+
 @pytest.fixture
 def sample_model_path() -> Path:
     from edgedeploy.sample import sample_model_path

@@ -13,7 +13,7 @@ from edgedeploy.audit.engine import node_views
 from edgedeploy.audit.layers import ToolchainLayer, map_layers
 from edgedeploy.audit.rules import Offence
 from edgedeploy.model import load_model
-from tests.helpers import const, make_model, save, tensor
+from tests.helpers import const, make_model, reshape_by_shape_subgraph, save, tensor
 
 
 @rule("Relu", placement=Placement.FALLBACK, MAX_RANK=3)
@@ -116,15 +116,8 @@ def test_opset_and_ir_version_limits(tmp_path):
 
 def folding_model(tmp_path):
     """Shape(x) -> Gather -> Unsqueeze -> Concat -> Reshape(x): the shape subgraph is computable at compile time."""
-    nodes = [
-        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
-        helper.make_node("Gather", ["shape", "zero"], ["batch"], name="gather", axis=0),
-        helper.make_node("Unsqueeze", ["batch", "axes0"], ["batch1"], name="unsqueeze"),
-        helper.make_node("Concat", ["batch1", "minus1"], ["newshape"], name="concat", axis=0),
-        helper.make_node("Reshape", ["x", "newshape"], ["flat"], name="reshape"),
-        helper.make_node("Sin", ["flat"], ["y"], name="sin"),
-    ]
-    inits = [const("zero", np.array(0, np.int64)), const("axes0", np.array([0], np.int64)), const("minus1", np.array([-1], np.int64))]
+    nodes, inits = reshape_by_shape_subgraph("x", "flat")
+    nodes.append(helper.make_node("Sin", ["flat"], ["y"], name="sin"))
     model = make_model(nodes, [tensor("x", [1, 2, 3])], [tensor("y", [1, 6])], inits)
     return load_model(save(model, tmp_path / "fold.onnx"))
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,19 +19,16 @@ from edgedeploy.model.stats import node_names
 from edgedeploy.sample import sample_card, sample_model_path
 from edgedeploy.targets.espdl import build as espdl_build
 from tests.espdl_models import HOSTILE, make_hostile_model
+from tests.helpers import run_cli
 
 toolchain = pytest.mark.toolchain("espdl")
-
-
-def cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "edgedeploy", *args], capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
 def sample_builds(tmp_path_factory):
     """The README's main job, for both chips: `edgedeploy build --target CHIP` with no model."""
     out = tmp_path_factory.mktemp("out")
-    runs = {chip: cli("build", "--target", chip, "--out", str(out)) for chip in ("esp32s3", "esp32p4")}
+    runs = {chip: run_cli("build", "--target", chip, "--out", str(out)) for chip in ("esp32s3", "esp32p4")}
     return out, runs
 
 
@@ -123,7 +118,7 @@ def test_chips_get_different_models(sample_builds):
 def test_an_existing_artifact_is_kept_without_force(sample_builds):
     out, _ = sample_builds
     before = (out / "mnist_cnn/esp32s3/manifest.json").read_text()
-    proc = cli("build", "--target", "esp32s3", "--out", str(out))
+    proc = run_cli("build", "--target", "esp32s3", "--out", str(out))
     assert proc.returncode != 0 and "exists already" in proc.stderr and "--force" in proc.stderr
     assert (out / "mnist_cnn/esp32s3/manifest.json").read_text() == before
 
@@ -142,12 +137,17 @@ def artifact_of(out: Path) -> Path:
     return model_dir / "esp32s3"
 
 
+def build_with_calib(out: Path, model: Path, calib: Path, *options: str) -> Path:
+    """`edgedeploy build MODEL --target esp32s3 --calib CALIB OPTIONS...` into `out` succeeds; the artifact folder."""
+    proc = run_cli("build", str(model), "--target", "esp32s3", "--out", str(out), "--calib", str(calib), *options)
+    assert proc.returncode == 0, proc.stderr
+    return artifact_of(out)
+
+
 @toolchain
 def test_hostile_model_with_named_int16_layers(tmp_path, hostile):
     model, calib, names = hostile
-    proc = cli("build", str(model), "--target", "esp32s3", "--out", str(tmp_path), "--calib", str(calib), "--eval", str(calib), "--int16-layers", names["conv"])
-    assert proc.returncode == 0, proc.stderr
-    artifact = artifact_of(tmp_path)
+    artifact = build_with_calib(tmp_path, model, calib, "--eval", str(calib), "--int16-layers", names["conv"])
     quant = json.loads((artifact / "quantization.json").read_text())
     # The named layer and the activation after it moved to int16, reported under their ONNX names.
     assert quant["int16_layers"][:2] == [names["conv"], names["relu"]]
@@ -165,9 +165,8 @@ def test_hostile_model_with_named_int16_layers(tmp_path, hostile):
 @toolchain
 def test_auto_mixed_precision_moves_layers_until_the_target(tmp_path, hostile):
     model, calib, names = hostile
-    proc = cli("build", str(model), "--target", "esp32s3", "--out", str(tmp_path), "--calib", str(calib), "--int16-layers", "auto=70")
-    assert proc.returncode == 0, proc.stderr
-    quant = json.loads((artifact_of(tmp_path) / "quantization.json").read_text())
+    artifact = build_with_calib(tmp_path, model, calib, "--int16-layers", "auto=70")
+    quant = json.loads((artifact / "quantization.json").read_text())
     auto = quant["int16_auto"]
     assert auto["target_snr_db"] == 70
     steps = auto["steps"]
@@ -181,9 +180,8 @@ def test_auto_mixed_precision_moves_layers_until_the_target(tmp_path, hostile):
 @toolchain
 def test_int16_precision(tmp_path, hostile):
     model, calib, _ = hostile
-    proc = cli("build", str(model), "--target", "esp32s3", "--out", str(tmp_path), "--calib", str(calib), "--precision", "int16")
-    assert proc.returncode == 0, proc.stderr
-    quant = json.loads((artifact_of(tmp_path) / "quantization.json").read_text())
+    artifact = build_with_calib(tmp_path, model, calib, "--precision", "int16")
+    quant = json.loads((artifact / "quantization.json").read_text())
     assert quant["platform"] == "ESPDL_S3_INT16"
     assert {op["quant_type"] for op in quant["espdl_ops"]} == {"S16"}
     assert quant["output_snr_db"] > 50
@@ -205,7 +203,7 @@ def test_bad_options_fail_with_one_sentence(tmp_path, hostile, extra, message):
     args = ["build", str(model), "--target", "esp32s3", "--out", str(tmp_path)]
     if message != "needs calibration data":
         args += ["--calib", str(calib)]
-    proc = cli(*args, *extra, timeout=120)
+    proc = run_cli(*args, *extra, timeout=120)
     assert proc.returncode != 0
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert not any(p.name == "esp32s3" for p in tmp_path.rglob("*"))  # nothing half-built in place

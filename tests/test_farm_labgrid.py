@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_cli
+from tests.helpers import copy_artifact, run_cli
 from tests.measure_helpers import FAST_SESSION_ARGS, make_artifact, write_inventory
 
 # Short sessions, one thread per runner: the parallel figure compares like with like.
@@ -33,18 +33,25 @@ def built(tmp_path_factory) -> Path:
     return make_artifact(tmp_path_factory.mktemp("farm-artifacts"), "int8-qdq")
 
 
-def copy_artifact(built: Path, where: Path) -> Path:
-    import shutil
-
-    dest = where / built.parent.name / built.name
-    shutil.copytree(built, dest)
-    return dest
-
-
 @pytest.fixture
 def artifacts(built, tmp_path) -> list[Path]:
     """Two copies (measuring writes into an artifact): two artifacts to spread over two boards."""
     return [copy_artifact(built, tmp_path / f"a{i}") for i in range(2)]
+
+
+def watch_stderr(proc: subprocess.Popen, marker: str, when_seen) -> tuple[threading.Thread, list[str]]:
+    """Read the command's stderr in a thread into the returned list; call `when_seen()` at each line holding `marker`."""
+    seen: list[str] = []
+
+    def read():
+        for line in proc.stderr:
+            seen.append(line)
+            if marker in line:
+                when_seen()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    return reader, seen
 
 
 def ssh_resource(loopback_sshd) -> dict:
@@ -180,16 +187,7 @@ def test_coordinator_killed_mid_run_keeps_partial_results_and_restart_frees_plac
     inventory = farm_inventory(tmp_path, farm, loopback_sshd)
     argv = [sys.executable, "-m", "edgedeploy", "measure", *map(str, artifacts), "--device", "farm", "--inventory", str(inventory), "--format", "json", "--parallel", "1", *FARM_SESSION_ARGS]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    seen = []
-
-    def kill_when_running():
-        for line in proc.stderr:
-            seen.append(line)
-            if "after session 1/3" in line:
-                farm.kill_coordinator()
-
-    reader = threading.Thread(target=kill_when_running)
-    reader.start()
+    reader, seen = watch_stderr(proc, "after session 1/3", farm.kill_coordinator)
     out = proc.stdout.read()
     proc.wait(300)
     reader.join(10)
@@ -219,17 +217,8 @@ def test_interrupt_stops_the_boards_runs_and_releases_the_places(two_boards, loo
     inventory = farm_inventory(tmp_path, farm, loopback_sshd)
     argv = [sys.executable, "-m", "edgedeploy", "measure", *map(str, artifacts), "--device", "farm", "--inventory", str(inventory), *FARM_SESSION_ARGS]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    seen = []
     running = threading.Event()
-
-    def read():
-        for line in proc.stderr:
-            seen.append(line)
-            if "session 1/3" in line:
-                running.set()
-
-    reader = threading.Thread(target=read)
-    reader.start()
+    reader, seen = watch_stderr(proc, "session 1/3", running.set)
     assert running.wait(120), "".join(seen)
     assert set(farm.holders().values()) != {None}  # we hold places now
     proc.send_signal(sig)
@@ -249,17 +238,8 @@ def test_interrupt_stops_the_boards_runs_and_releases_the_places(two_boards, loo
     assert children == []
 
 
-@pytest.fixture(scope="module")
-def esp32s3_built(tmp_path_factory) -> Path:
-    """A real esp32s3 build of the sample (esp-ppq in the espdl environment), made once."""
-    out = tmp_path_factory.mktemp("esp-out")
-    proc = run_cli("build", "--target", "esp32s3", "--out", str(out), timeout=900)
-    assert proc.returncode == 0, proc.stderr
-    return out / "mnist_cnn" / "esp32s3"
-
-
 @pytest.mark.toolchain("espdl")
-def test_a_serial_board_and_a_linux_board_in_one_run(labgrid_farm, loopback_sshd, board, built, esp32s3_built, tmp_path):
+def test_a_serial_board_and_a_linux_board_in_one_run(labgrid_farm, loopback_sshd, board, built, esp32s3_sample_build, tmp_path):
     """An ESP32-S3 artifact goes to the place tagged chip=esp32s3 (its serial port, served by the
     exporter's ser2net over RFC 2217, read by the serial transport), a generic one to a Linux
     board (NetworkService, ssh transport), both at once; the board is the pty STAND-IN."""
@@ -272,7 +252,7 @@ def test_a_serial_board_and_a_linux_board_in_one_run(labgrid_farm, loopback_sshd
     farm.start({"cpu-a": ssh_resource(loopback_sshd), "esp-a": {"RawSerialPort": {"port": board.port, "speed": 115200}}})
     farm.add_place("cpu-a", "cpu-a", {"board": "cpu"})
     farm.add_place("esp-a", "esp-a", {"chip": "esp32s3", "devkit": "esp32_s3_devkitc_1"})
-    esp = copy_artifact(esp32s3_built, tmp_path / "esp")
+    esp = copy_artifact(esp32s3_sample_build, tmp_path / "esp")
     generic = copy_artifact(built, tmp_path / "generic")
     fw = Firmware(esp)
     board.play([BOOT, fw.start(), fw.result(0, 1480.0), 0.2, fw.result(1, 1510.0), fw.result(2, 1495.0), DONE], settle_s=2.0)

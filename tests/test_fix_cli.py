@@ -14,30 +14,38 @@ from onnx import helper
 from tests.helpers import const, make_model, run_cli, save, tensor
 
 
-def gelu_cnn(path):
-    """Conv -> Erf-based GELU (as PyTorch exports nn.GELU at opset 13) -> pooling -> classifier, on MNIST-shaped input."""
-    rng = np.random.default_rng(0)
+def conv_classifier(path, activation: list, activation_output: str, constants: list = (), seed: int = 0, opset: int = 13):
+    """Conv (its output "c") -> `activation` (ending in `activation_output`) -> pooling -> classifier,
+    on MNIST-shaped input; `constants` are the activation's initializers."""
+    rng = np.random.default_rng(seed)
     nodes = [
         helper.make_node("Conv", ["input", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
-        helper.make_node("Div", ["c", "sqrt2"], ["d"], name="gelu_div"),
-        helper.make_node("Erf", ["d"], ["e"], name="gelu_erf"),
-        helper.make_node("Add", ["e", "one"], ["a"], name="gelu_add"),
-        helper.make_node("Mul", ["c", "a"], ["m"], name="gelu_mul"),
-        helper.make_node("Mul", ["m", "half"], ["g"], name="gelu_half"),
-        helper.make_node("GlobalAveragePool", ["g"], ["p"], name="gap"),
+        *activation,
+        helper.make_node("GlobalAveragePool", [activation_output], ["p"], name="gap"),
         helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
         helper.make_node("Gemm", ["f", "fw", "fb"], ["logits"], name="fc", transB=1),
     ]
     inits = [
         const("w", rng.standard_normal((8, 1, 3, 3)).astype(np.float32)),
         const("b", np.zeros(8, np.float32)),
-        const("sqrt2", np.array(math.sqrt(2), np.float32)),
-        const("one", np.array(1, np.float32)),
-        const("half", np.array(0.5, np.float32)),
+        *constants,
         const("fw", rng.standard_normal((10, 8)).astype(np.float32)),
         const("fb", np.zeros(10, np.float32)),
     ]
-    return save(make_model(nodes, [tensor("input", [1, 1, 28, 28])], [tensor("logits", [1, 10])], inits), path)
+    return save(make_model(nodes, [tensor("input", [1, 1, 28, 28])], [tensor("logits", [1, 10])], inits, opset=opset), path)
+
+
+def gelu_cnn(path):
+    """Conv -> Erf-based GELU (as PyTorch exports nn.GELU at opset 13) -> pooling -> classifier."""
+    gelu = [
+        helper.make_node("Div", ["c", "sqrt2"], ["d"], name="gelu_div"),
+        helper.make_node("Erf", ["d"], ["e"], name="gelu_erf"),
+        helper.make_node("Add", ["e", "one"], ["a"], name="gelu_add"),
+        helper.make_node("Mul", ["c", "a"], ["m"], name="gelu_mul"),
+        helper.make_node("Mul", ["m", "half"], ["g"], name="gelu_half"),
+    ]
+    constants = [const("sqrt2", np.array(math.sqrt(2), np.float32)), const("one", np.array(1, np.float32)), const("half", np.array(0.5, np.float32))]
+    return conv_classifier(path, gelu, "g", constants, seed=0)
 
 
 @pytest.fixture
@@ -45,6 +53,13 @@ def sample_eval():
     from edgedeploy.sample import sample_eval_path
 
     return str(sample_eval_path())
+
+def fix_json(model, tmp_path, *options: str) -> dict:
+    """`edgedeploy fix MODEL OPTIONS... --out f.onnx --format json` succeeds; its JSON report."""
+    result = run_cli("fix", str(model), *options, "--out", str(tmp_path / "f.onnx"), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
 
 
 def test_fix_needs_allow_approx_for_tanh_gelu_on_espdl(tmp_path, sample_eval):
@@ -78,9 +93,7 @@ def test_fix_moves_erf_gelu_onto_espdl_with_allow_approx(tmp_path, sample_eval):
 
 def test_fix_exact_gelu_for_jetson_dla_is_refused_when_it_only_merges_nodes(tmp_path):
     model = gelu_cnn(tmp_path / "gelu.onnx")
-    result = run_cli("fix", str(model), "--target", "jetson-orin-nx", "--out", str(tmp_path / "f.onnx"), "--format", "json")
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    report = fix_json(model, tmp_path, "--target", "jetson-orin-nx")
     for attempt in report["applied"]:
         assert attempt["exact"]  # no approximation without --allow-approx
 
@@ -95,9 +108,7 @@ def test_fix_unknown_rewrite_and_list():
 def test_fix_confirmed_by_esp_ppq(tmp_path, sample_eval):
     """esp-ppq's own verdict agrees: after the rewrite every node is quantised, none left in float."""
     model = gelu_cnn(tmp_path / "gelu.onnx")
-    result = run_cli("fix", str(model), "--target", "esp32s3", "--allow-approx", "--confirm", "--eval", sample_eval, "--out", str(tmp_path / "f.onnx"), "--format", "json")
-    assert result.returncode == 0, result.stderr
-    confirmed = json.loads(result.stdout)["confirmed"]["esp32s3"]
+    confirmed = fix_json(model, tmp_path, "--target", "esp32s3", "--allow-approx", "--confirm", "--eval", sample_eval)["confirmed"]["esp32s3"]
     before = confirmed["before"]["verdict"]["nodes"]
     after = confirmed["after"]["verdict"]["nodes"]
     assert before["gelu_erf"]["placement"] == "float"  # esp-ppq kept the Erf in float
@@ -125,9 +136,7 @@ def test_build_with_fix_converts_a_model_espdl_cannot_load(tmp_path, sample_eval
 def test_fix_uses_the_exact_gelu_operator_for_ethos_u(tmp_path, sample_eval):
     """Ethos-U (through onnx2tf) runs TFLite's GELU builtin: the exact rewrite suffices there."""
     model = gelu_cnn(tmp_path / "gelu.onnx")
-    result = run_cli("fix", str(model), "--target", "imx93", "--eval", sample_eval, "--out", str(tmp_path / "f.onnx"), "--format", "json")
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    report = fix_json(model, tmp_path, "--target", "imx93", "--eval", sample_eval)
     assert [a["rewrite"] for a in report["applied"]] == ["erf_gelu_to_gelu"]
     assert report["chips"]["imx93"]["before"]["unsupported"] == 1
     after = report["chips"]["imx93"]["after"]
@@ -161,9 +170,7 @@ def test_fix_confirmed_by_vela(tmp_path, sample_eval):
     """The real toolchain agrees: before, onnx2tf needs FlexErf and full-int8 fails; after, Vela
     puts every reported operator on the Ethos-U65."""
     model = gelu_cnn(tmp_path / "gelu.onnx")
-    result = run_cli("fix", str(model), "--target", "imx93", "--confirm", "--eval", sample_eval, "--out", str(tmp_path / "f.onnx"), "--format", "json")
-    assert result.returncode == 0, result.stderr
-    confirmed = json.loads(result.stdout)["confirmed"]["imx93"]
+    confirmed = fix_json(model, tmp_path, "--target", "imx93", "--confirm", "--eval", sample_eval)["confirmed"]["imx93"]
     assert "Erf" in (confirmed["before"]["verdict"]["failed"] or "")
     after = confirmed["after"]["verdict"]
     assert after["failed"] is None and after["nodes"]
@@ -172,29 +179,13 @@ def test_fix_confirmed_by_vela(tmp_path, sample_eval):
 
 
 def mish_cnn(path):
-    """Conv -> Mish (opset 18) -> pooling -> classifier, on MNIST-shaped input."""
-    rng = np.random.default_rng(1)
-    nodes = [
-        helper.make_node("Conv", ["input", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
-        helper.make_node("Mish", ["c"], ["m"], name="mish"),
-        helper.make_node("GlobalAveragePool", ["m"], ["p"], name="gap"),
-        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
-        helper.make_node("Gemm", ["f", "fw", "fb"], ["logits"], name="fc", transB=1),
-    ]
-    inits = [
-        const("w", rng.standard_normal((8, 1, 3, 3)).astype(np.float32)),
-        const("b", np.zeros(8, np.float32)),
-        const("fw", rng.standard_normal((10, 8)).astype(np.float32)),
-        const("fb", np.zeros(10, np.float32)),
-    ]
-    return save(make_model(nodes, [tensor("input", [1, 1, 28, 28])], [tensor("logits", [1, 10])], inits, opset=18), path)
+    """Conv -> Mish (opset 18) -> pooling -> classifier."""
+    return conv_classifier(path, [helper.make_node("Mish", ["c"], ["m"], name="mish")], "m", seed=1, opset=18)
 
 
 def test_fix_moves_mish_onto_the_rknpu(tmp_path, sample_eval):
     model = mish_cnn(tmp_path / "mish.onnx")
-    result = run_cli("fix", str(model), "--target", "rk3588", "--eval", sample_eval, "--out", str(tmp_path / "f.onnx"), "--format", "json")
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    report = fix_json(model, tmp_path, "--target", "rk3588", "--eval", sample_eval)
     assert [a["rewrite"] for a in report["applied"]] == ["mish_to_softplus_tanh"]
     assert report["chips"]["rk3588"]["before"]["fallback"] == 1
     assert report["chips"]["rk3588"]["after"]["fallback"] == 0
@@ -204,9 +195,7 @@ def test_fix_moves_mish_onto_the_rknpu(tmp_path, sample_eval):
 def test_fix_confirmed_by_rknn_toolkit(tmp_path, sample_eval):
     """rknn-toolkit2's layer table agrees: Mish runs on the CPU before, everything on the NPU after."""
     model = mish_cnn(tmp_path / "mish.onnx")
-    result = run_cli("fix", str(model), "--target", "rk3588", "--confirm", "--eval", sample_eval, "--out", str(tmp_path / "f.onnx"), "--format", "json")
-    assert result.returncode == 0, result.stderr
-    confirmed = json.loads(result.stdout)["confirmed"]["rk3588"]
+    confirmed = fix_json(model, tmp_path, "--target", "rk3588", "--confirm", "--eval", sample_eval)["confirmed"]["rk3588"]
     assert confirmed["before"]["verdict"]["nodes"]["mish"]["placement"] == "fallback"
     after = confirmed["after"]["verdict"]["nodes"]
     assert after and all(v["placement"] == "accelerator" for v in after.values())

@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from edgedeploy.fix.passes import REWRITES, convert_opset, find_rewrite
-from tests.helpers import const, make_model, tensor
+from tests.helpers import const, make_model, reshape_by_shape_subgraph, tensor
 
 
 def run(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
@@ -201,19 +201,9 @@ def test_reflect_pad_is_not_folded():
 
 def test_fold_constants_and_shape_subgraph():
     # y = Reshape(x, Concat(Shape(x)[0], -1)) + (c1 * c2): the shape subgraph and the product fold away.
-    nodes = [
-        helper.make_node("Shape", ["x"], ["s"], name="shape"),
-        helper.make_node("Gather", ["s", "zero"], ["n"], name="gather", axis=0),
-        helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"], name="unsq"),
-        helper.make_node("Concat", ["n1", "minus1"], ["target"], name="concat", axis=0),
-        helper.make_node("Reshape", ["x", "target"], ["r"], name="reshape"),
-        helper.make_node("Mul", ["c1", "c2"], ["c"], name="constmul"),
-        helper.make_node("Add", ["r", "c"], ["y"], name="add"),
-    ]
-    inits = [
-        const("zero", np.array(0, np.int64)), const("axes0", np.array([0], np.int64)), const("minus1", np.array([-1], np.int64)),
-        const("c1", np.full((1, 12), 2.0, np.float32)), const("c2", np.full((1, 12), 3.0, np.float32)),
-    ]
+    nodes, inits = reshape_by_shape_subgraph("x", "r")
+    nodes += [helper.make_node("Mul", ["c1", "c2"], ["c"], name="constmul"), helper.make_node("Add", ["r", "c"], ["y"], name="add")]
+    inits += [const("c1", np.full((1, 12), 2.0, np.float32)), const("c2", np.full((1, 12), 3.0, np.float32))]
     model = make_model(nodes, [tensor("x", [2, 3, 4])], [tensor("y", [2, 12])], inits)
     after, changes, _ = check(model, "fold_constants", random_feeds("x", (2, 3, 4)), forbid_ops={"Shape", "Gather", "Concat"})
     assert [n.op_type for n in after.graph.node] == ["Reshape", "Add"]

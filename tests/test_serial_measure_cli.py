@@ -12,33 +12,22 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from edgedeploy.artifacts import check_manifest, read_manifest
-from tests.helpers import run_cli
+from tests.helpers import copy_artifact, run_cli
 from tests.serial_standin import BOOT, DONE, PANIC, result_line
 
 pytestmark = pytest.mark.toolchain("espdl")
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("out")
-    proc = run_cli("build", "--target", "esp32s3", "--out", str(out), timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    return out / "mnist_cnn" / "esp32s3"
-
-
 @pytest.fixture
-def artifact(built, tmp_path) -> Path:
+def artifact(esp32s3_sample_build, tmp_path) -> Path:
     """A fresh copy per test: measuring writes into the artifact."""
-    copy = tmp_path / "mnist_cnn" / "esp32s3"
-    shutil.copytree(built, copy)
-    return copy
+    return copy_artifact(esp32s3_sample_build, tmp_path)
 
 
 class Firmware:

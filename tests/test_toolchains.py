@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import textwrap
 import time
@@ -27,8 +28,14 @@ def write_worker(tmp_path: Path, body: str) -> Path:
     return path
 
 
+def run_source_worker(tmp_path: Path, body: str, request: dict | None = None, timeout_s: float = 60, label: str = "test") -> dict:
+    """Run the worker whose source is `body` with this interpreter; its log is tmp_path/log.txt."""
+    worker = write_worker(tmp_path, body)
+    return run_worker(Path(sys.executable), worker, request or {}, tmp_path / "w", tmp_path / "log.txt", timeout_s=timeout_s, label=label)
+
+
 def test_worker_round_trip_with_this_interpreter(tmp_path):
-    worker = write_worker(
+    result = run_source_worker(
         tmp_path,
         """
         import sys
@@ -37,25 +44,24 @@ def test_worker_round_trip_with_this_interpreter(tmp_path):
             ctx.log("working")
             return {"doubled": [2 * v for v in request["values"]], "argv0": sys.argv[0]}
         """,
+        {"values": [1, 2, 3]},
     )
-    log = tmp_path / "build.log"
-    result = run_worker(Path(sys.executable), worker, {"values": [1, 2, 3]}, tmp_path / "w", log, timeout_s=60, label="test")
     assert result["doubled"] == [2, 4, 6]
-    text = log.read_text()
+    text = (tmp_path / "log.txt").read_text()
     assert "noise on stdout" in text and "working" in text
 
 
 def test_worker_exception_becomes_one_sentence_with_the_toolchains_error_and_the_log_path(tmp_path):
-    worker = write_worker(
-        tmp_path,
-        """
-        def run(request, ctx):
-            print("about to fail")
-            raise ValueError("the model has an op we cannot quantise")
-        """,
-    )
     with pytest.raises(WorkerFailed) as info:
-        run_worker(Path(sys.executable), worker, {}, tmp_path / "w", tmp_path / "log.txt", timeout_s=60, label="espdl")
+        run_source_worker(
+            tmp_path,
+            """
+            def run(request, ctx):
+                print("about to fail")
+                raise ValueError("the model has an op we cannot quantise")
+            """,
+            label="espdl",
+        )
     message = str(info.value)
     assert "ValueError: the model has an op we cannot quantise" in message
     assert str(tmp_path / "log.txt") in message  # where the full log (with the traceback) is
@@ -124,50 +130,60 @@ def test_a_native_crash_names_the_stage_the_worker_announced_last(tmp_path):
     assert "drop_control_dependency" not in message  # TensorFlow's warning is not the toolchain's last word
 
 
-def test_worker_crash_without_result(tmp_path):
-    worker = write_worker(
-        tmp_path,
-        """
-        import os
-        def run(request, ctx):
-            print("segfault imminent", flush=True)
-            os._exit(139)
-        """,
-    )
+@pytest.mark.parametrize(
+    "last_words,ending,timeout_s,verdict",
+    [
+        ("segfault imminent", "os._exit(139)", 60, "exited with status 139 without a result"),
+        ("hanging", "time.sleep(60)", 2, "timed out after 2 s"),
+    ],
+    ids=["crash-without-result", "timeout-is-stopped"],
+)
+def test_a_worker_that_dies_or_hangs_fails_in_one_sentence_with_its_last_line(tmp_path, last_words, ending, timeout_s, verdict):
+    body = f"import os, time\ndef run(request, ctx):\n    print({last_words!r}, flush=True)\n    {ending}\n"
     with pytest.raises(WorkerFailed) as info:
-        run_worker(Path(sys.executable), worker, {}, tmp_path / "w", tmp_path / "log.txt", timeout_s=60, label="rknn")
-    assert "exited with status 139 without a result" in str(info.value)
-    assert "segfault imminent" in str(info.value)  # the worker's last line
-    assert "\n" not in str(info.value)
-
-
-def test_worker_timeout_is_stopped(tmp_path):
-    worker = write_worker(
-        tmp_path,
-        """
-        import time
-        def run(request, ctx):
-            print("hanging", flush=True)
-            time.sleep(60)
-        """,
-    )
-    with pytest.raises(WorkerFailed) as info:
-        run_worker(Path(sys.executable), worker, {}, tmp_path / "w", tmp_path / "log.txt", timeout_s=2, label="eiq")
-    assert "timed out after 2 s" in str(info.value) and "hanging" in str(info.value)
+        run_source_worker(tmp_path, body, timeout_s=timeout_s)
+    message = str(info.value)
+    assert verdict in message and last_words in message  # what happened, and the worker's last line
+    assert "\n" not in message
 
 
 def test_worker_does_not_see_pythonpath(tmp_path, monkeypatch):
-    worker = write_worker(
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
+    result = run_source_worker(
         tmp_path,
         """
         import os
         def run(request, ctx):
             return {"pythonpath": os.environ.get("PYTHONPATH")}
         """,
+        label="x",
     )
-    monkeypatch.setenv("PYTHONPATH", "/somewhere/else")
-    result = run_worker(Path(sys.executable), worker, {}, tmp_path / "w", tmp_path / "log.txt", timeout_s=60, label="x")
     assert result["pythonpath"] is None
+
+
+WORKER_USING_THE_CONTEXT_HELPERS = """
+    def double(request, ctx):
+        return {"doubled": 2 * request["value"], "pip": ctx.package_version("pip"), "absent": ctx.package_version("no-such-distribution-xyz")}
+    def load(request, ctx):
+        return {"answer": ctx.load_module(request["path"]).ANSWER}
+    def run(request, ctx):
+        return ctx.dispatch(request, {"double": double, "load": load}, key="mode")
+    """
+
+
+def test_worker_context_dispatches_by_the_request_key_and_reads_versions(tmp_path):
+    import importlib.metadata
+
+    result = run_source_worker(tmp_path, WORKER_USING_THE_CONTEXT_HELPERS, {"mode": "double", "value": 21})
+    assert result == {"doubled": 42, "pip": importlib.metadata.version("pip"), "absent": None}
+    (tmp_path / "helper_module.py").write_text("ANSWER = 42\n")
+    assert run_source_worker(tmp_path, WORKER_USING_THE_CONTEXT_HELPERS, {"mode": "load", "path": str(tmp_path / "helper_module.py")}) == {"answer": 42}
+
+
+@pytest.mark.parametrize("mode", ["nope", None, ["double"]])
+def test_worker_context_refuses_an_unknown_action_in_one_sentence(tmp_path, mode):
+    with pytest.raises(WorkerFailed, match=f"ValueError: unknown mode {re.escape(repr(mode))}"):
+        run_source_worker(tmp_path, WORKER_USING_THE_CONTEXT_HELPERS, {"mode": mode})
 
 
 def _tiny_toolchain(tmp_path: Path, requirement: str) -> VenvToolchain:

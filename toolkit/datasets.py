@@ -38,6 +38,7 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from edgedeploy.errors import EdgedeployWarning, ModelError, OptionError
+from edgedeploy.records import record_fields
 
 LABEL_KEYS = ("labels", "label", "y", "targets")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
@@ -69,8 +70,7 @@ class PreprocessSpec:
             "scale": self.scale,
             "mean": list(self.mean),
             "std": list(self.std),
-            "layout": self.layout,
-            "channels": self.channels,
+            **record_fields(self, "layout", "channels"),
         }
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from edgedeploy.errors import ConfigError
+from edgedeploy.toml_support import toml_module
 
 PROJECT_FILE = "edgedeploy.toml"
 
@@ -120,7 +121,9 @@ def load_project(path: Path) -> Project:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"The project file {path} cannot be read ({exc}).") from exc
-    toml = _toml_module(path)
+    toml = toml_module()
+    if toml is None:
+        raise ConfigError(f"Reading {path.name} needs Python 3.11 or the tomli package (pip install tomli).")
     try:
         data = toml.loads(text)
     except toml.TOMLDecodeError as exc:
@@ -139,20 +142,6 @@ def load_project(path: Path) -> Project:
             raise ConfigError(f"{name}: [options] {target_id} must be a table of that target's options ([options.{target_id}]).")
         project.target_options[str(target_id)] = {_key(k): v for k, v in options.items()}
     return project
-
-
-def _toml_module(path: Path):
-    try:
-        import tomllib  # Python 3.11+
-
-        return tomllib
-    except ImportError:
-        try:
-            import tomli  # type: ignore[import-not-found]
-
-            return tomli
-        except ImportError as exc:
-            raise ConfigError(f"Reading {path.name} needs Python 3.11 or the tomli package (pip install tomli).") from exc
 
 
 def _key(key: str) -> str:

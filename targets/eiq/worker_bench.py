@@ -6,30 +6,14 @@ Actions (request["action"]):
 """
 
 import glob
-import importlib.metadata
-import importlib.util
 import os
-
-
-def _load_protocol(path):
-    spec = importlib.util.spec_from_file_location("edgedeploy_protocol", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _version(dist):
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def convert(request, ctx):
     import onnx2tf
 
     out_dir = os.path.join(ctx.workdir, "tflite")
-    ctx.log(f"onnx2tf {_version('onnx2tf')}: converting {request['model_path']}")
+    ctx.log(f"onnx2tf {ctx.package_version('onnx2tf')}: converting {request['model_path']}")
     onnx2tf.convert(
         input_onnx_file_path=request["model_path"],
         output_folder_path=out_dir,
@@ -47,12 +31,12 @@ def convert(request, ctx):
     return {
         "tflite_path": found[0],
         "inputs": [{"name": d["name"], "shape": [int(x) for x in d["shape"]], "dtype": d["dtype"].__name__} for d in details],
-        "onnx2tf": _version("onnx2tf"),
+        "onnx2tf": ctx.package_version("onnx2tf"),
     }
 
 
 def session(request, ctx):
-    protocol = _load_protocol(request["protocol_path"])
+    protocol = ctx.load_module(request["protocol_path"])
     import numpy as np
     from ai_edge_litert.interpreter import Interpreter
 
@@ -76,25 +60,16 @@ def session(request, ctx):
         for index in outputs:
             get_tensor(index)
 
-    result = protocol.run_session(
+    return protocol.run_requested_session(
         run_once,
-        request["settings"],
-        request["scope"],
-        batch=int(request["batch"]),
-        extra={
-            "libraries": {"ai-edge-litert": _version("ai-edge-litert"), "onnx2tf": _version("onnx2tf"), "numpy": np.__version__},
+        request,
+        {
+            "libraries": {"ai-edge-litert": ctx.package_version("ai-edge-litert"), "onnx2tf": ctx.package_version("onnx2tf"), "numpy": np.__version__},
             "threads": threads,
             "detail": {"delegate": "XNNPACK (the interpreter's default on CPU)", "tflite": os.path.basename(request["tflite_path"])},
         },
     )
-    print(protocol.result_line({k: v for k, v in result.items() if k != "samples_us"}))
-    return result
 
 
 def run(request, ctx):
-    action = request.get("action")
-    if action == "convert":
-        return convert(request, ctx)
-    if action == "session":
-        return session(request, ctx)
-    raise ValueError(f"unknown action {action!r}")
+    return ctx.dispatch(request, {"convert": convert, "session": session})

@@ -12,9 +12,16 @@ they leave is placed by the rules in rules.py (which imports this module to regi
 from __future__ import annotations
 
 from edgedeploy.audit.rules import TensorView
-from edgedeploy.targets.espdl.rules import BN_AS_CONV_RANK, DROPOUT_TRAINING_MODE_OPSET, ESP_PPQ_VERSION, ONNXSIM_VERSION, RULES
+from edgedeploy.targets.espdl.registry import ESP_PPQ_VERSION, ONNXSIM_VERSION, RULES
 
 # ---- onnxsim (run by espdl_quantize_onnx before anything else)
+
+# esp-ppq turns a BatchNormalization it cannot fold into a 2-D 1x1 Conv (replace_batchnorm_to_conv,
+# default dimension 2): on 2-D and 3-D inputs torch's conv2d then refuses it (measured).
+BN_AS_CONV_RANK = 4
+# From opset 12 on, Dropout takes its training mode as an input.
+DROPOUT_TRAINING_MODE_OPSET = 12
+
 
 @RULES.graph_pass("Dropout", ONNXSIM=ONNXSIM_VERSION, VERSION=ESP_PPQ_VERSION, OPSET=DROPOUT_TRAINING_MODE_OPSET)
 def simplifier_removes_inference_dropout(graph, chip):

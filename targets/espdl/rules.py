@@ -17,21 +17,16 @@ module for cannot be loaded by the firmware at all: UNSUPPORTED.
 
 from __future__ import annotations
 
-from edgedeploy.audit.registry import RuleRegistry
 from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, RuleSet, TensorView
 
-ESP_DL_VERSION = "3.3.9"
-ESP_PPQ_VERSION = "1.3.12"
-# The ONNX simplifier esp-ppq 1.3.12 runs first (pinned in the espdl environment).
-ONNXSIM_VERSION = "0.7.3"
+# The graph passes esp-ppq applies before placing register on RULES when passes.py is imported.
+from edgedeploy.targets.espdl.passes import BN_AS_CONV_RANK, DROPOUT_TRAINING_MODE_OPSET
+from edgedeploy.targets.espdl.registry import CHIPS, ESP_DL_VERSION, ESP_PPQ_VERSION, ONNXSIM_VERSION, RULES
+
 SOURCE = (
     f"espressif/esp-dl operator_support_state.md (rev bd5f0990, 2026-06-17; esp-dl component {ESP_DL_VERSION}); "
     f"esp-ppq {ESP_PPQ_VERSION} behaviour measured with scripts/sweep_node_tests.py"
 )
-CHIPS = ("esp32s3", "esp32p4")
-# Every rule below joins this registry as it is declared; the table is the same for both chips.
-RULES = RuleRegistry("espdl", chips=CHIPS)
-
 INT = ("int8", "int16")
 ALL = ("int8", "int16", "float")
 # ESP-DL has an int8 kernel, but esp-ppq does not quantise the operator in w8a8 (it is not in its
@@ -431,11 +426,7 @@ def mod_c_style(node: NodeView, chip: str):
 # Nodes of the operators its graph passes rewrite (passes.py) reach these rules only in a form
 # the passes could not rewrite.
 
-# esp-ppq turns a BatchNormalization it cannot fold into a 2-D 1x1 Conv (replace_batchnorm_to_conv,
-# default dimension 2): on 2-D and 3-D inputs torch's conv2d then refuses it (measured).
-BN_AS_CONV_RANK = 4
-# From opset 12 on, Dropout takes its training mode as an input (passes.py).
-DROPOUT_TRAINING_MODE_OPSET = 12
+# BN_AS_CONV_RANK and DROPOUT_TRAINING_MODE_OPSET: see passes.py, where the rewrites they limit live.
 
 
 @RULES.rule("BatchNormalization", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION, RANK=BN_AS_CONV_RANK)
@@ -560,6 +551,3 @@ def rule_set(chip_id: str, precision: str | None = None, **_options) -> RuleSet:
             "ESP32-S3 rounds half up (PIE V1), ESP32-P4 half to even (PIE V2); the operator table is the same.",
         ],
     )
-
-# The graph passes esp-ppq applies before placing (registered on RULES as they are declared).
-from edgedeploy.targets.espdl import passes  # noqa: E402,F401

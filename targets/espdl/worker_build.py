@@ -20,7 +20,6 @@ Everything esp-ppq prints goes to the build log (the worker's stdout); progress 
 ctx.log.
 """
 
-import importlib.metadata
 import os
 import shutil
 import time
@@ -252,7 +251,7 @@ def run(request, ctx):
         "test_expected_outputs": expected,
         "eval_outputs": eval_result,
         "timings_s": timings,
-        "versions": {d: _version(d) for d in ("esp-ppq", "torch", "onnx", "onnxsim", "numpy")},
+        "versions": {d: ctx.package_version(d) for d in ("esp-ppq", "torch", "onnx", "onnxsim", "numpy")},
     }
 
 
@@ -290,13 +289,6 @@ def _num(value):
     try:
         return float(value)
     except (TypeError, ValueError):
-        return None
-
-
-def _version(dist):
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
         return None
 
 

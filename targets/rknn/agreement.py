@@ -22,6 +22,7 @@ from edgedeploy.audit.confirm import compare
 from edgedeploy.audit.engine import audit_model
 from edgedeploy.errors import EdgedeployError
 from edgedeploy.model import load_model
+from edgedeploy.records import record_fields
 
 
 RUNTIME_LIMIT_RULE = "rv1106_runtime_lacks_cpu_kernel"
@@ -94,13 +95,14 @@ class Tally:
 
     def to_dict(self) -> dict:
         return {
-            "compared": self.compared,
-            "agree": self.agree,
-            "agreement": self.rate,
-            "models": self.models,
-            "models_the_toolkit_refused": self.models_failed,
-            "skipped_by_intake": self.skipped,
-            "disagreements_from_board_runtime_limits": self.runtime_limit,
+            **record_fields(self, "compared", "agree", agreement="rate"),
+            **record_fields(
+                self,
+                "models",
+                models_the_toolkit_refused="models_failed",
+                skipped_by_intake="skipped",
+                disagreements_from_board_runtime_limits="runtime_limit",
+            ),
             "agreement_without_board_runtime_limits": (self.agree / (self.compared - self.runtime_limit)) if self.compared > self.runtime_limit else None,
             "disagreements": self.disagreements,
         }

@@ -28,6 +28,7 @@ import onnx
 from edgedeploy.audit.confirm import NodeVerdict, ToolchainVerdict
 from edgedeploy.audit.rules import Placement
 from edgedeploy.model.stats import node_names
+from edgedeploy.records import record_fields
 
 TOOLCHAIN_NAME = "rknn-toolkit2"
 ESTIMATE_LABEL = "rknn-toolkit2 compiler estimates (Cycles and RW(KB) columns of its layer table), not measurements"
@@ -84,20 +85,10 @@ class Layer:
         return rest if sep and head and " " not in head else self.full_name
 
     def to_dict(self) -> dict:
-        return {
-            "id": self.id,
-            "op_type": self.op_type,
-            "dtype": self.dtype,
-            "target": self.target,
-            "input_shapes": self.input_shapes,
-            "output_shape": self.output_shape,
-            "cycles_ddr": self.cycles_ddr,
-            "cycles_npu": self.cycles_npu,
-            "cycles_total": self.cycles_total,
-            "rw_kb": self.rw_kb,
-            "sparse_ratio": self.sparse_ratio,
-            "name": self.name,
-        }
+        return record_fields(
+            self, "id", "op_type", "dtype", "target", "input_shapes", "output_shape",
+            "cycles_ddr", "cycles_npu", "cycles_total", "rw_kb", "sparse_ratio", "name",
+        )
 
 
 @dataclass(frozen=True)

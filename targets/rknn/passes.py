@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgedeploy.targets.rknn.rules import RULES, TOOLKIT_OBSERVED
+from edgedeploy.targets.rknn.registry import RULES, TOOLKIT_OBSERVED
 
 # Float constants of exported graphs are rounded to float32: patterns match within this.
 CONSTANT_RTOL = 1e-4

@@ -23,20 +23,18 @@ computed at run time.
 
 from __future__ import annotations
 
-from edgedeploy.audit.registry import RuleRegistry
 from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, RuleSet
+
+# The toolkit's own graph passes register on RULES when passes.py is imported.
+from edgedeploy.targets.rknn import passes as _passes  # noqa: F401
+from edgedeploy.targets.rknn.registry import CHIPS, RULES, TOOLKIT_OBSERVED
 
 DOC_COMPILER = "RKNN Compiler Support Operator List v2.3.2 (2025-03-28)"
 DOC_ONNX = "RKNNToolKit2 OPs Support 2.3.2"
-TOOLKIT_OBSERVED = "rknn-toolkit2 2.5.0 (observed)"
 SOURCE = f"{DOC_COMPILER}; {DOC_ONNX}; behaviour of {TOOLKIT_OBSERVED} where the documents are silent or differ"
 
-CHIPS = ("rk3588", "rk3576", "rk3568", "rk3566", "rk3562", "rv1106")
 # The document's NPU section for each chip.
 CHIP_SECTION = {"rk3566": "3.1", "rk3568": "3.1", "rk3588": "3.2", "rk3562": "3.3", "rv1106": "3.4", "rk3576": "3.5"}
-# Every rule below joins this registry as it is declared, with the chips (and build precisions)
-# it applies to; a chip's rule set takes them in declaration order.
-RULES = RuleRegistry("rknn", chips=CHIPS, precisions=("int8", "fp16"))
 
 # --- The toolkit's ONNX importer -------------------------------------------------------------
 MAX_OPSET = 19  # DOC_ONNX; OBSERVED: load_onnx refuses "Unsupport onnx opset N, need <= 19"
@@ -800,6 +798,3 @@ def rule_set_variants(chip_id: str) -> list[dict]:
 # ONNX operators with an NPU lowering on RV1106 (for rv1106_runtime_lacks_cpu_kernel).
 _RV1106_NPU_OPS = frozenset(accelerator_ops("rv1106"))
 
-
-# The toolkit's own graph passes join the registry after the rules (they import RULES from here).
-from edgedeploy.targets.rknn import passes as _passes  # noqa: E402,F401  (registers the passes)

@@ -79,12 +79,17 @@ def _toolkit_version():
 
 
 def run(request, ctx):
-    mode = request.get("mode")
-    if mode == "verdict":
-        return _run_verdicts(request, ctx)
-    if mode == "build":
-        return _run_build(request, ctx)
-    raise ValueError("unknown mode %r" % (mode,))
+    return ctx.dispatch(request, {"verdict": _run_verdicts, "build": _run_build}, key="mode")
+
+
+def _release(rknn):
+    """Free the toolkit's native resources; failing to free them must not replace the real outcome."""
+    if rknn is None:
+        return
+    try:
+        rknn.release()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _new_rknn():
@@ -170,11 +175,7 @@ def _verdict_case(request, case, ctx):
         traceback.print_exc()
         status["error"] = "%s: %s" % (type(exc).__name__, (str(exc).strip().splitlines() or [""])[-1])
     finally:
-        if rknn is not None:
-            try:
-                rknn.release()
-            except Exception:  # noqa: BLE001
-                pass
+        _release(rknn)
     return status
 
 
@@ -322,11 +323,7 @@ def _run_build(request, ctx):
             report = os.path.join(request["analysis_dir"], "error_analysis.txt")
             result["analysis_report"] = report if os.path.exists(report) else None
     finally:
-        if rknn is not None:
-            try:
-                rknn.release()
-            except Exception:  # noqa: BLE001
-                pass
+        _release(rknn)
     return result
 
 
@@ -400,10 +397,7 @@ def _build_once(request, case, ctx, output_path, dataset, export_path, disable_r
             if export_path and rknn.export_rknn(export_path) != 0:
                 raise RuntimeError("export_rknn failed")
     except BaseException:
-        try:
-            rknn.release()
-        except Exception:  # noqa: BLE001
-            pass
+        _release(rknn)
         raise
     return rknn
 

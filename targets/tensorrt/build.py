@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from edgedeploy.errors import DeviceError, OptionError, ToolchainMissing, WorkerFailed
+from edgedeploy.records import record_fields
 
 JETPACK_TRTEXEC = "/usr/src/tensorrt/bin/trtexec"
 PRECISIONS = ("fp16", "int8", "fp32")
@@ -68,10 +69,7 @@ class TrtBuildPlan:
     def cache_fields(self) -> dict:
         """What changes the engine (the trtexec path and the time-out do not)."""
         return {
-            "precision": self.precision,
-            "dla_core": self.dla_core,
-            "workspace_mib": self.workspace_mib,
-            "builder_optimization_level": self.builder_optimization_level,
+            **record_fields(self, "precision", "dla_core", "workspace_mib", "builder_optimization_level"),
             "recipe": RECIPE_VERSION,
         }
 

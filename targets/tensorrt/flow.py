@@ -24,6 +24,15 @@ from edgedeploy.targets.tensorrt.verdict import build_failure, toolchain_verdict
 INPUTS_FILE = "inputs.npz"
 
 
+def _probe(transport, plan, device):
+    """The device's fingerprint (board, TensorRT, JetPack), probed in a scratch folder removed afterwards."""
+    scratch = transport.make_workdir()
+    try:
+        return b.probe_device(transport, scratch, plan, device.name)
+    finally:
+        transport.cleanup(scratch)
+
+
 def _batch_of(model) -> int:
     first = model.graph_inputs()[0]
     dims = first.type.tensor_type.shape.dim
@@ -47,11 +56,7 @@ def convert(ctx) -> ConvertResult:
     model_bytes = proto.SerializeToString()
     model_sha = b.sha256_bytes(model_bytes)
     try:
-        workdir = transport.make_workdir()
-        try:
-            fingerprint = b.probe_device(transport, workdir, plan, device.name)
-        finally:
-            transport.cleanup(workdir)
+        fingerprint = _probe(transport, plan, device)
         check_device_chip(fingerprint, chip.id, device.name)
         ctx.echo(
             f"tensorrt: '{device.name}' is {fingerprint.board or 'a machine'} with TensorRT {fingerprint.trt_version or '?'}"
@@ -248,11 +253,7 @@ def toolchain_verdict(model_path: Path, chip_id: str, workdir: Path, log_path: P
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        scratch = transport.make_workdir()
-        try:
-            fingerprint = b.probe_device(transport, scratch, plan, device.name)
-        finally:
-            transport.cleanup(scratch)
+        fingerprint = _probe(transport, plan, device)
         check_device_chip(fingerprint, chip_id, device.name)
         calib = None
         if plan.precision == "int8":

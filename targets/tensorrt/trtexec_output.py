@@ -21,6 +21,8 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
+from edgedeploy.records import record_fields
+
 # A trtexec log line starts with an optional timestamp and severity tags: "[03/11/2022-14:57:03] [I] ",
 # "[12/04/2024-11:57:45] [TRT] [W] ", " [W] [TRT] ", "WARNING: [TRT]: ". Strip them to get the message.
 _PREFIX = re.compile(r"^\s*(?:\[[0-9/]+-[0-9:]+\]\s*)?(?:(?:\[(?:I|W|E|V|F|TRT)\]|WARNING:|INFO:|ERROR:)\s*:?\s*)*")
@@ -143,13 +145,9 @@ class DlaPlacement:
 
     def to_dict(self) -> dict:
         return {
-            "to_gpu": self.to_gpu,
-            "gpu_listed": self.gpu_listed,
-            "dla_listed": self.dla_listed,
+            **record_fields(self, "to_gpu", "gpu_listed", "dla_listed"),
             "dla_ranges": [list(r) for r in self.dla_ranges],
-            "subgraph_splits": self.subgraph_splits,
-            "no_layer_on_dla": self.no_layer_on_dla,
-            "no_layer_on_gpu": self.no_layer_on_gpu,
+            **record_fields(self, "subgraph_splits", "no_layer_on_dla", "no_layer_on_gpu"),
         }
 
 
@@ -455,6 +453,18 @@ def parse_profile_json(text: str) -> LayerProfile:
     return LayerProfile(iterations, layers)
 
 
+# --dumpProfile's two table layouts: (header line, row under it). Times in ms; the median only in the second.
+_PROFILE_LAYOUTS = (
+    # TensorRT <= 8.4: name first
+    (re.compile(r"^Layer\s+Time \(ms\)\s+Avg\. Time \(ms\)\s+Time %$"), re.compile(r"^(?P<name>.+?)\s+(?P<t>[\d.]+)\s+(?P<a>[\d.]+)\s+(?P<p>[\d.]+)$")),
+    # TensorRT >= 8.5: name last
+    (
+        re.compile(r"^Time\(ms\)\s+Avg\.\(ms\)\s+Median\(ms\)\s+Time\(%\)\s+Layer$"),
+        re.compile(r"^(?P<t>[\d.]+)\s+(?P<a>[\d.]+)\s+(?P<md>[\d.]+)\s+(?P<p>[\d.]+)\s+(?P<name>.+)$"),
+    ),
+)
+
+
 def parse_profile_table(text: str) -> LayerProfile:
     """--dumpProfile's table in the log; both layouts:
     TensorRT <= 8.4: 'Layer   Time (ms)   Avg. Time (ms)   Time %' (name first);
@@ -463,33 +473,25 @@ def parse_profile_table(text: str) -> LayerProfile:
     """
     iterations = None
     layers: list[LayerTime] = []
-    layout = None
+    row = None  # the row pattern of the table being read
     for raw in text.splitlines():
         msg = message_of(raw)
         m = re.match(r"^=== Profile \((\d+) iterations \) ===", msg)
         if m:
             iterations = int(m.group(1))
             continue
-        if re.match(r"^Layer\s+Time \(ms\)\s+Avg\. Time \(ms\)\s+Time %$", msg):
-            layout = "name_first"
+        header_row = next((r for header, r in _PROFILE_LAYOUTS if header.match(msg)), None)
+        if header_row is not None:
+            row = header_row
             continue
-        if re.match(r"^Time\(ms\)\s+Avg\.\(ms\)\s+Median\(ms\)\s+Time\(%\)\s+Layer$", msg):
-            layout = "name_last"
+        if row is None:
             continue
-        if layout == "name_first":
-            m = re.match(r"^(?P<name>.+?)\s+(?P<t>[\d.]+)\s+(?P<a>[\d.]+)\s+(?P<p>[\d.]+)$", msg)
-            if not m:
-                layout = None if msg else layout
-                continue
-            if m.group("name") != "Total":
-                layers.append(LayerTime(m.group("name"), float(m.group("t")), float(m.group("a")) * 1000.0, None, float(m.group("p"))))
-        elif layout == "name_last":
-            m = re.match(r"^(?P<t>[\d.]+)\s+(?P<a>[\d.]+)\s+(?P<md>[\d.]+)\s+(?P<p>[\d.]+)\s+(?P<name>.+)$", msg)
-            if not m:
-                layout = None if msg else layout
-                continue
-            if m.group("name") != "Total":
-                layers.append(
-                    LayerTime(m.group("name"), float(m.group("t")), float(m.group("a")) * 1000.0, float(m.group("md")) * 1000.0, float(m.group("p")))
-                )
+        m = row.match(msg)
+        if not m:
+            row = None if msg else row  # a blank line inside the table keeps it; anything else ends it
+            continue
+        if m.group("name") != "Total":
+            median = m.groupdict().get("md")
+            median_us = float(median) * 1000.0 if median is not None else None
+            layers.append(LayerTime(m.group("name"), float(m.group("t")), float(m.group("a")) * 1000.0, median_us, float(m.group("p"))))
     return LayerProfile(iterations, layers)

@@ -19,7 +19,6 @@ the run; written as JSON where EDGEDEPLOY_HOSTILE_FIGURES names a file).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import subprocess
@@ -27,6 +26,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from edgedeploy.artifacts import sha256_file
 
 # Every process a case starts inherits this variable; one still carrying it afterwards is an orphan.
 CASE_MARKER = "EDGEDEPLOY_HOSTILE_CASE"
@@ -104,18 +105,10 @@ def tree_state(root: Path) -> dict[str, str]:
             elif path.is_dir():
                 state[rel] = "dir"
             elif path.is_file():
-                state[rel] = _sha256(path)
+                state[rel] = sha256_file(path)
             else:
                 state[rel] = "special"
     return state
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def marked_processes(marker_value: str) -> list[str]:

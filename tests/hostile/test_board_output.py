@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from hypothesis import strategies as st
 
 from edgedeploy.devices.board_output import MAX_LATENCY_US, check_result, terminal_safe
 from edgedeploy.devices.serial import SerialDisconnected, read_sessions
-from tests.helpers import run_cli
+from tests.helpers import copy_artifact, run_cli
 from tests.serial_standin import BOOT, DONE
 
 SHA = "ab" * 32
@@ -35,19 +34,10 @@ CATEGORY = "board output"
 # -- the CLI cases --------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("out")
-    proc = run_cli("build", "--target", "esp32s3", "--out", str(out), timeout=900)
-    assert proc.returncode == 0, proc.stderr
-    return out / "mnist_cnn" / "esp32s3"
-
-
 @pytest.fixture
-def artifact(built, tmp_path) -> Path:
-    copy = tmp_path / "mnist_cnn" / "esp32s3"
-    shutil.copytree(built, copy)
-    return copy
+def artifact(esp32s3_sample_build, tmp_path) -> Path:
+    """A fresh copy per case: measuring writes into the artifact."""
+    return copy_artifact(esp32s3_sample_build, tmp_path)
 
 
 def firmware(artifact: Path):

@@ -106,19 +106,13 @@ def _encrypted_flag():
 
 
 def _bad_crc():
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
-        zf.writestr("x.npy", m.npy_bytes(GOOD))
-    data = bytearray(buf.getvalue())
+    data = bytearray(m.zip_bytes({"x.npy": m.npy_bytes(GOOD)}, zipfile.ZIP_STORED))
     data[200] ^= 0xFF  # a data byte: the CRC no longer matches
     return bytes(data)
 
 
 def _corrupt_deflate():
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("x.npy", m.npy_bytes(GOOD))
-    data = bytearray(buf.getvalue())
+    data = bytearray(m.zip_bytes({"x.npy": m.npy_bytes(GOOD)}, zipfile.ZIP_DEFLATED))
     for i in range(60, 90):
         data[i] ^= 0x5A
     return bytes(data)
@@ -186,14 +180,20 @@ NPZ_CASES = {
 del NPZ_CASES[".npy fortran order"]
 
 
+def refuses_the_data(hostile, model, build, fragment, command, data_option, out):
+    """`edgedeploy COMMAND --target esp32s3 DATA_OPTION <the case's data> --out OUT` on `model`
+    refuses the data in one sentence holding `fragment` (and loses nothing: hostile.guard)."""
+    model_path = m.write(hostile.tmp / "model.onnx", model)
+    data = build(hostile.tmp)
+    hostile.guard(hostile.tmp)
+    outcome = hostile.run(command, "--target", "esp32s3", data_option, str(data), "--out", str(hostile.tmp / out), str(model_path))
+    hostile.refused(outcome, fragment)
+
+
 @pytest.mark.parametrize("case", sorted(NPZ_CASES), ids=str)
 def test_array_data(hostile, case):
     build, fragment = NPZ_CASES[case]
-    model = m.write(hostile.tmp / "model.onnx", m.relu_model())
-    data = build(hostile.tmp)
-    hostile.guard(hostile.tmp)
-    outcome = hostile.run("fix", "--target", "esp32s3", "--eval", str(data), "--out", str(hostile.tmp / "fixed.onnx"), str(model))
-    hostile.refused(outcome, fragment)
+    refuses_the_data(hostile, m.relu_model(), build, fragment, "fix", "--eval", "fixed.onnx")
     assert not (hostile.tmp / "PWNED").exists(), "pickled data was unpickled"
     assert not (hostile.tmp / "fixed.onnx").exists()
 
@@ -205,11 +205,7 @@ BUILD_CASES = ["pickled object member", "truncated .npz 50%", "member header cla
 def test_array_data_in_build(hostile, case):
     """build refuses bad --calib data before a toolchain worker runs, and keeps an existing artifact."""
     build, fragment = NPZ_CASES[case]
-    model = m.write(hostile.tmp / "model.onnx", m.relu_model())
-    data = build(hostile.tmp)
-    hostile.guard(hostile.tmp)
-    outcome = hostile.run("build", "--target", "esp32s3", "--calib", str(data), "--out", str(hostile.tmp / "out"), str(model))
-    hostile.refused(outcome, fragment)
+    refuses_the_data(hostile, m.relu_model(), build, fragment, "build", "--calib", "out")
     assert not (hostile.tmp / "out" / "model" / "esp32s3").exists()
 
 
@@ -264,11 +260,7 @@ del IMAGE_CASES["different sizes without --preprocess size"]
 @pytest.mark.parametrize("case", sorted(IMAGE_CASES), ids=str)
 def test_image_data(hostile, case):
     build, fragment = IMAGE_CASES[case]
-    model = m.write(hostile.tmp / "model.onnx", m.conv_relu_model())
-    data = build(hostile.tmp)
-    hostile.guard(hostile.tmp)
-    outcome = hostile.run("fix", "--target", "esp32s3", "--eval", str(data), "--out", str(hostile.tmp / "fixed.onnx"), str(model))
-    hostile.refused(outcome, fragment)
+    refuses_the_data(hostile, m.conv_relu_model(), build, fragment, "fix", "--eval", "fixed.onnx")
 
 
 def test_images_of_different_sizes_need_a_size(hostile):

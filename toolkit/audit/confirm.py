@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from edgedeploy.audit.engine import AuditResult
 from edgedeploy.audit.rules import Placement
+from edgedeploy.records import record_fields
 
 
 @dataclass
@@ -56,12 +57,9 @@ class ToolchainVerdict:
 
     def to_dict(self) -> dict:
         return {
-            "toolchain": self.toolchain,
-            "version": self.version,
-            "failed": self.failed,
+            **record_fields(self, "toolchain", "version", "failed"),
             "nodes": {k: {"placement": v.placement.value, "detail": v.detail} for k, v in self.nodes.items()},
-            "unmapped": self.unmapped,
-            "estimates": self.estimates,
+            **record_fields(self, "unmapped", "estimates"),
             "observes": None if self.observes is None else [p.value for p in self.observes],
         }
 

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from edgedeploy.devices.base import Device
 from edgedeploy.errors import DeviceError, InventoryError, UnknownDevice
+from edgedeploy.toml_support import toml_module
 
 INVENTORY_ENV = "EDGEDEPLOY_DEVICES"
 TRANSPORTS = ("local", "ssh", "serial", "labgrid")
@@ -131,7 +132,9 @@ def _read(path: Path) -> dict:
         except ValueError as exc:
             raise InventoryError(f"{path} is not valid JSON ({exc}).") from exc
     else:
-        toml = _toml_module()
+        toml = toml_module()
+        if toml is None:
+            raise InventoryError("Reading a TOML inventory needs Python 3.11 or the tomli package; or write it as devices.json.")
         try:
             data = toml.loads(text)
         except toml.TOMLDecodeError as exc:
@@ -139,20 +142,6 @@ def _read(path: Path) -> dict:
     if not isinstance(data, dict):
         raise InventoryError(f"{path}: the inventory must be a table of devices.")
     return data
-
-
-def _toml_module():
-    try:
-        import tomllib  # Python 3.11+
-
-        return tomllib
-    except ImportError:
-        try:
-            import tomli  # type: ignore[import-not-found]
-
-            return tomli
-        except ImportError as exc:
-            raise InventoryError("Reading a TOML inventory needs Python 3.11 or the tomli package; or write it as devices.json.") from exc
 
 
 def parse_entry(path: Path, name: str, entry: object) -> Device:

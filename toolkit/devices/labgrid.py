@@ -160,6 +160,15 @@ class PlaceInfo:
         return ", ".join(f"{k}={v}" for k, v in sorted(self.tags.items())) or "no tags"
 
 
+def _resource_params(place: PlaceInfo, kind: str, missing: str) -> dict:
+    """The params of the place's `kind` resource; DeviceError "has no <missing>." when it has none."""
+    res = place.resource(kind)
+    if res is None:
+        raise DeviceError(f"Place '{place.name}' has no {missing}.")
+    _refuse_proxy(place, res)
+    return res.params
+
+
 def board_access(place: PlaceInfo, transport: str) -> dict:
     """How edgedeploy's own transport reaches an acquired place's board.
 
@@ -169,22 +178,14 @@ def board_access(place: PlaceInfo, transport: str) -> dict:
     the resource needs labgrid's SSH proxy through the exporter (not supported here).
     """
     if transport == "ssh":
-        res = place.resource(NETWORK_SERVICE)
-        if res is None:
-            raise DeviceError(f"Place '{place.name}' has no NetworkService, so its board cannot be reached over SSH.")
-        _refuse_proxy(place, res)
-        params = res.params
+        params = _resource_params(place, NETWORK_SERVICE, "NetworkService, so its board cannot be reached over SSH")
         address = str(params.get("address") or "")
         if not address or "%" in address:
             raise DeviceError(f"Place '{place.name}': the NetworkService address {address!r} needs labgrid's proxy through the exporter, which edgedeploy does not use.")
         port = params.get("port") or 22
         return {"host": address, "port": int(port), "user": params.get("username") or None}
     if transport == "serial":
-        res = place.resource(NETWORK_SERIAL_PORT)
-        if res is None:
-            raise DeviceError(f"Place '{place.name}' has no serial port (NetworkSerialPort), so its board's console cannot be read.")
-        _refuse_proxy(place, res)
-        params = res.params
+        params = _resource_params(place, NETWORK_SERIAL_PORT, "serial port (NetworkSerialPort), so its board's console cannot be read")
         host, port = params.get("host"), params.get("port")
         if not host or not port:
             raise DeviceError(f"Place '{place.name}': the exporter has not published its serial port's network port (is ser2net installed on the exporter host?).")

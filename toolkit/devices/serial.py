@@ -33,6 +33,7 @@ from typing import Callable, Iterator
 from edgedeploy.devices.board_output import MAX_SESSIONS, check_result, terminal_safe
 from edgedeploy.errors import DeviceError
 from edgedeploy.measure.protocol import RESULT_PREFIX, parse_result_lines
+from edgedeploy.records import record_fields
 
 START_MARKER = "edgedeploy: harness start"
 DONE_MARKER = "edgedeploy: done"
@@ -122,20 +123,13 @@ class SerialRun:
 
     def to_dict(self) -> dict:
         return {
-            "port": self.port,
-            "complete": self.complete,
-            "partial": self.partial,
-            "error": self.error,
+            **record_fields(self, "port", "complete", "partial", "error"),
             "sessions_expected": self.expected_sessions,
             "sessions_read": len(self.results),
             "results": self.results,
             "rejected_result_lines": self.rejected_count,
             "rejected_reasons": list(self.rejected),
-            "boots_seen": self.boots_seen,
-            "boot_reason": self.boot_reason,
-            "reset_reason": self.reset_reason,
-            "crash_line": self.crash_line,
-            "bytes_read": self.bytes_read,
+            **record_fields(self, "boots_seen", "boot_reason", "reset_reason", "crash_line", "bytes_read"),
             "wall_s": round(self.wall_s, 3),
         }
 

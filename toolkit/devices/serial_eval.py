@@ -36,6 +36,7 @@ from typing import Callable
 
 from edgedeploy.devices.board_output import terminal_safe
 from edgedeploy.devices.serial import BOOT_BANNER, LineSplitter, SerialDisconnected
+from edgedeploy.records import record_fields
 
 EVAL_PREFIX = "EDGEDEPLOY-EVAL "
 FRAME_PREFIX = "@ED1"
@@ -76,11 +77,7 @@ class EvalStream:
             "protocol": PROTOCOL_VERSION,
             "samples_requested": self.samples,
             "samples_done": len(self.outputs),
-            "complete": self.complete,
-            "partial": self.partial,
-            "error": self.error,
-            "retries": self.retries,
-            "resets": self.resets,
+            **record_fields(self, "complete", "partial", "error", "retries", "resets"),
             "naks": dict(self.naks),
             "bytes_sent": self.bytes_sent,
             "wall_s": round(self.wall_s, 2),

@@ -27,6 +27,7 @@ from edgedeploy.fix.passes import REWRITES, Rewrite
 from edgedeploy.measure.accuracy import fidelity
 from edgedeploy.model import LoadedModel
 from edgedeploy.model.intake import from_proto
+from edgedeploy.records import record_fields
 
 FIX_SCHEMA = "edgedeploy.fix/1"
 # Random evaluation inputs when no --eval is given for a model that is not the sample.
@@ -105,11 +106,7 @@ class Attempt:
 
     def to_dict(self) -> dict:
         return {
-            "rewrite": self.rewrite,
-            "applied": self.applied,
-            "exact": self.exact,
-            "reason": self.reason,
-            "max_abs_error": self.max_abs_error,
+            **record_fields(self, "rewrite", "applied", "exact", "reason", "max_abs_error"),
             "changes": [c.to_dict() for c in self.changes],
         }
 

@@ -50,6 +50,21 @@ class GraphIndex:
         self.initializers = {t.name: t for t in self.graph.initializer}
         self.outputs = {o.name for o in self.graph.output}
 
+    def live_nodes(self, op_type: str):
+        """The graph's `op_type` nodes in order, over a snapshot taken now, skipping any that an
+        earlier rewrite of the same pass has removed meanwhile (a pass edits while it iterates)."""
+        for node in list(self.graph.node):
+            if node.op_type == op_type and node in self.graph.node:
+                yield node
+
+    def chains(self, op_type: str, consumer_type: str):
+        """(node, consumer) for each live `op_type` node whose first output feeds a single node, of
+        `consumer_type` (the pattern most fusions start from)."""
+        for node in self.live_nodes(op_type):
+            consumer = self.single_consumer(node.output[0])
+            if consumer is not None and consumer.op_type == consumer_type:
+                yield node, consumer
+
     def const(self, name: str) -> np.ndarray | None:
         """The value of an initializer or a Constant node's output, else None."""
         if name in self.initializers:

@@ -240,9 +240,7 @@ def hardsigmoid_fuse(model: onnx.ModelProto) -> list[Change]:
     """Clip(x + 3, 0, 6) / 6 -> HardSigmoid(x; 1/6, 0.5), and x * that -> HardSwish(x) (exact)."""
     changes = []
     ix = GraphIndex(model)
-    for node in list(model.graph.node):
-        if node.op_type != "Add" or node not in ix.graph.node:
-            continue
+    for node in ix.live_nodes("Add"):
         for x in node.input:
             match = _match_hardsigmoid_chain(ix, x, node)
             if match is None:
@@ -290,11 +288,8 @@ def silu_to_swish(model: onnx.ModelProto) -> list[Change]:
 def _silu_to_swish(model: onnx.ModelProto) -> list[Change]:
     changes = []
     ix = GraphIndex(model)
-    for node in list(model.graph.node):
-        if node.op_type != "Sigmoid":
-            continue
-        mul = ix.single_consumer(node.output[0])
-        if mul is None or mul.op_type != "Mul" or ix.other_input(mul, node.output[0]) != node.input[0]:
+    for node, mul in ix.chains("Sigmoid", "Mul"):
+        if ix.other_input(mul, node.output[0]) != node.input[0]:
             continue
         new = [make_node(ix, "Swish", [node.input[0]], [mul.output[0]], node.name or "swish")]
         changes.append(Change("silu_to_swish", [node_label(node), node_label(mul)], [new[0].name]))
@@ -438,9 +433,7 @@ def layernorm_fuse(model: onnx.ModelProto) -> list[Change]:
 def _layernorm_fuse(model: onnx.ModelProto) -> list[Change]:
     changes = []
     ix = GraphIndex(model)
-    for mean in list(model.graph.node):
-        if mean.op_type != "ReduceMean" or mean not in ix.graph.node:
-            continue
+    for mean in ix.live_nodes("ReduceMean"):
         x = mean.input[0]
         axes = _reduce_axes(ix, mean)
         rank = _rank(model, x)
@@ -564,11 +557,8 @@ def fold_pad_into_conv(model: onnx.ModelProto) -> list[Change]:
     """A constant zero Pad on the spatial axes before a Conv -> the Conv's own pads (exact)."""
     changes = []
     ix = GraphIndex(model)
-    for pad in list(model.graph.node):
-        if pad.op_type != "Pad":
-            continue
-        conv = ix.single_consumer(pad.output[0])
-        if conv is None or conv.op_type != "Conv" or conv.input[0] != pad.output[0]:
+    for pad, conv in ix.chains("Pad", "Conv"):
+        if conv.input[0] != pad.output[0]:
             continue
         attrs = _attrs(pad)
         mode = attrs.get("mode", b"constant")
@@ -610,6 +600,16 @@ NONDETERMINISTIC = {"RandomNormal", "RandomNormalLike", "RandomUniform", "Random
 FOLD_MAX_ELEMENTS = 1 << 20
 
 
+def _static_shapes(value_infos) -> dict[str, list[int]]:
+    """name -> dims for each value info whose every dimension is known (a later one wins)."""
+    shapes = {}
+    for vi in value_infos:
+        dims = vi.type.tensor_type.shape.dim if vi.type.tensor_type.HasField("shape") else None
+        if dims is not None and all(d.HasField("dim_value") for d in dims):
+            shapes[vi.name] = [d.dim_value for d in dims]
+    return shapes
+
+
 def fold_constants(model: onnx.ModelProto) -> list[Change]:
     """Evaluate nodes whose inputs are all constants, and Shape nodes of static tensors (the
     shape-only subgraphs exporters leave), replacing them with initializers (exact)."""
@@ -617,11 +617,7 @@ def fold_constants(model: onnx.ModelProto) -> list[Change]:
 
     changes = []
     inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
-    static = {}
-    for vi in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
-        dims = vi.type.tensor_type.shape.dim if vi.type.tensor_type.HasField("shape") else None
-        if dims is not None and all(d.HasField("dim_value") for d in dims):
-            static[vi.name] = [d.dim_value for d in dims]
+    static = _static_shapes([*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output])
     ix = GraphIndex(model)
     known: dict[str, np.ndarray] = {name: numpy_helper.to_array(t) for name, t in ix.initializers.items()}
     graph_inputs = {i.name for i in model.graph.input} - set(known)
@@ -689,11 +685,7 @@ def collapse_reshape_chains(model: onnx.ModelProto) -> list[Change]:
     Transpose followed by Transpose -> one Transpose (or none when they cancel) (exact)."""
     changes = []
     inferred = onnx.shape_inference.infer_shapes(model)
-    shapes = {}
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.output) + list(inferred.graph.input):
-        dims = vi.type.tensor_type.shape.dim if vi.type.tensor_type.HasField("shape") else None
-        if dims is not None and all(d.HasField("dim_value") for d in dims):
-            shapes[vi.name] = [d.dim_value for d in dims]
+    shapes = _static_shapes([*inferred.graph.value_info, *inferred.graph.output, *inferred.graph.input])
     ix = GraphIndex(model)
     for node in list(model.graph.node):
         if node not in ix.graph.node:

@@ -143,6 +143,17 @@ def run_session(run_once, settings, scope, batch=1, extra=None):
     return session_result(timing, scope, batch=batch, extra=merged, keep_samples=bool(settings.get("keep_samples", True)))
 
 
+def run_requested_session(run_once, request, extra):
+    """One session of a backend worker's request (its settings, scope and batch), with `extra` merged in.
+
+    Prints the result line (without the samples, which the host reads from the returned result)
+    and returns the full result.
+    """
+    result = run_session(run_once, request["settings"], request["scope"], batch=int(request["batch"]), extra=extra)
+    print(result_line({k: v for k, v in result.items() if k != "samples_us"}))
+    return result
+
+
 def _read_text(path):
     try:
         with open(path) as fh:

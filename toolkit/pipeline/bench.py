@@ -23,6 +23,7 @@ from edgedeploy.measure import backends as B
 from edgedeploy.measure import protocol
 from edgedeploy.measure.harness import SessionPlan, make_measurement, run_sessions
 from edgedeploy.measure.schema import BENCH_SCHEMA, ScopeMismatch, make_scope, ratio, scope_differences
+from edgedeploy.records import record_fields
 from edgedeploy.targets import all_targets
 from edgedeploy.targets.base import Capability
 
@@ -51,9 +52,7 @@ class BenchOptions:
         return {
             "backends": list(self.backends),
             "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
-            "batch": self.batch,
-            "precision": self.precision,
-            "threads": self.threads,
+            **record_fields(self, "batch", "precision", "threads"),
             "protocol": self.plan.to_dict(),
             "torch_python": str(self.torch_python) if self.torch_python else None,
             "torch_model": str(self.torch_model) if self.torch_model else None,

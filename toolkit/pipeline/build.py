@@ -36,6 +36,7 @@ from edgedeploy.errors import EdgedeployError, OptionError, ToolchainMissing
 from edgedeploy.measure.reference import ReferenceError, ReferenceRunner, default_cache_dir
 from edgedeploy.measure.verify import headline_line, output_producers, verify
 from edgedeploy.model import InputShapes, LoadedModel, load_model
+from edgedeploy.records import record_fields
 from edgedeploy.sample import is_sample, sample_calibration_path, sample_eval_path, sample_preprocess
 from edgedeploy.targets import find_chip
 from edgedeploy.targets.base import BuildContext, BuildData, Capability, ConvertResult, SimulationResult, TargetOptions
@@ -85,14 +86,9 @@ class BuildOptions:
             "calib": str(self.calib) if self.calib else None,
             "calib_count": self.calib_count,
             "eval": str(self.eval) if self.eval else None,
-            "eval_count": self.eval_count,
-            "allow_nonfinite": self.allow_nonfinite,
+            **record_fields(self, "eval_count", "allow_nonfinite"),
             "preprocess": self.preprocess.to_dict() if self.preprocess else None,
-            "metric": self.metric,
-            "metric_output": self.metric_output,
-            "device": self.device,
-            "fix": self.fix,
-            "allow_approx": self.allow_approx,
+            **record_fields(self, "metric", "metric_output", "device", "fix", "allow_approx"),
         }
         if target is not None:
             data["target_options"] = self.options_for(target).to_dict()

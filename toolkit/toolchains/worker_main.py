@@ -11,6 +11,7 @@ tracebacks) go wherever the core pointed them: the build log. This file must not
 edgedeploy: the toolchain environment does not have it installed.
 """
 
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -39,6 +40,27 @@ class WorkerContext:
         """
         return _FdCapture(path)
 
+    def dispatch(self, request: dict, handlers: dict, key: str = "action"):
+        """Call the handler that request[key] names, for a worker whose `run` serves several actions."""
+        name = request.get(key)
+        handler = handlers.get(name) if isinstance(name, str) else None
+        if handler is None:
+            raise ValueError(f"unknown {key} {name!r}")
+        return handler(request, self)
+
+    @staticmethod
+    def package_version(dist: str):
+        """The installed version of distribution `dist` in this environment, or None when it is not installed."""
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    @staticmethod
+    def load_module(path: str, name: str = "edgedeploy_protocol"):
+        """The module in the file at `path`, loaded by path (workers cannot import edgedeploy)."""
+        return load_module_from_path(name, path)
+
 
 class _FdCapture:
     def __init__(self, path: str):
@@ -66,6 +88,14 @@ class _FdCapture:
             data = fh.read()
         os.write(1, data)
         return False
+
+
+def load_module_from_path(name: str, path: str):
+    """Execute the Python file at `path` as a fresh module called `name` and return it."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _write_result(path: str, payload: dict) -> None:
@@ -110,9 +140,7 @@ def main(argv: list) -> int:
     try:
         with open(request_path, encoding="utf-8") as fh:
             request = json.load(fh)
-        spec = importlib.util.spec_from_file_location("edgedeploy_toolchain_worker", worker_file)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = load_module_from_path("edgedeploy_toolchain_worker", worker_file)
         ctx.log(f"worker {os.path.basename(worker_file)} started (python {sys.version.split()[0]})")
         result = module.run(request, ctx)
         payload = {"ok": True, "result": result}

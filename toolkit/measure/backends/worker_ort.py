@@ -5,15 +5,7 @@ interpreter (ONNX Runtime is a core dependency). Loads the stdlib protocol by pa
 generated runners on devices do, so the host and the devices time models the same way.
 """
 
-import importlib.util
 import os
-
-
-def _load_protocol(path):
-    spec = importlib.util.spec_from_file_location("edgedeploy_protocol", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def make_inputs(np, inputs, seed):
@@ -32,7 +24,7 @@ def make_inputs(np, inputs, seed):
 
 
 def run(request, ctx):
-    protocol = _load_protocol(request["protocol_path"])
+    protocol = ctx.load_module(request["protocol_path"])
     import numpy as np
     import onnxruntime as ort
 
@@ -55,16 +47,12 @@ def run(request, ctx):
     def run_once():
         run_model(None, feeds)
 
-    result = protocol.run_session(
+    return protocol.run_requested_session(
         run_once,
-        request["settings"],
-        request["scope"],
-        batch=int(request["batch"]),
-        extra={
+        request,
+        {
             "libraries": {"onnxruntime": ort.__version__, "numpy": np.__version__},
             "threads": threads,
             "detail": {"providers": used, "omp_num_threads": os.environ.get("OMP_NUM_THREADS")},
         },
     )
-    print(protocol.result_line({k: v for k, v in result.items() if k != "samples_us"}))
-    return result

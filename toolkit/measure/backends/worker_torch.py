@@ -16,27 +16,11 @@ On CUDA a session sets what a tuned hand-written loop sets (see `tune_cuda`): th
 meant to be the best this torch build gives for the model, not its defaults.
 """
 
-import importlib.metadata
-import importlib.util
 import os
 import sys
 
 TORCH_DTYPES = {"float32": "float32", "float16": "float16", "float64": "float64", "bfloat16": "bfloat16",
                 "int64": "int64", "int32": "int32", "int8": "int8", "uint8": "uint8", "bool": "bool"}
-
-
-def _load_protocol(path):
-    spec = importlib.util.spec_from_file_location("edgedeploy_protocol", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _version(dist):
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def import_onnx2torch(torch, ctx):
@@ -74,7 +58,7 @@ def probe(request, ctx):
 
     result = {
         "torch": torch.__version__,
-        "onnx2torch": _version("onnx2torch"),
+        "onnx2torch": ctx.package_version("onnx2torch"),
         "python": sys.version.split()[0],
         "cuda_available": bool(torch.cuda.is_available()),
         "cuda_version": torch.version.cuda,
@@ -214,7 +198,7 @@ def make_runnable(torch, model, mode, device):
 
 
 def session(request, ctx):
-    protocol = _load_protocol(request["protocol_path"])
+    protocol = ctx.load_module(request["protocol_path"])
     if request.get("private_compile_cache"):
         # A private compile cache per session: each session compiles from cold, like a fresh
         # deployment, and its first-inference time says so.
@@ -264,13 +248,11 @@ def session(request, ctx):
             synchronize()
 
     with torch.inference_mode():
-        result = protocol.run_session(
+        return protocol.run_requested_session(
             run_once,
-            request["settings"],
-            request["scope"],
-            batch=int(request["batch"]),
-            extra={
-                "libraries": {"torch": torch.__version__, "onnx2torch": _version("onnx2torch"), "torchvision": _version("torchvision")},
+            request,
+            {
+                "libraries": {"torch": torch.__version__, "onnx2torch": ctx.package_version("onnx2torch"), "torchvision": ctx.package_version("torchvision")},
                 "threads": threads,
                 "detail": {
                     "mode": mode,
@@ -282,8 +264,6 @@ def session(request, ctx):
                 },
             },
         )
-    print(protocol.result_line({k: v for k, v in result.items() if k != "samples_us"}))
-    return result
 
 
 def outputs(request, ctx):
@@ -303,13 +283,4 @@ def outputs(request, ctx):
 
 
 def run(request, ctx):
-    action = request.get("action")
-    if action == "outputs":
-        return outputs(request, ctx)
-    if action == "probe":
-        return probe(request, ctx)
-    if action == "describe_pt2":
-        return describe_pt2(request, ctx)
-    if action == "session":
-        return session(request, ctx)
-    raise ValueError(f"unknown action {action!r}")
+    return ctx.dispatch(request, {"outputs": outputs, "probe": probe, "describe_pt2": describe_pt2, "session": session})

@@ -1,0 +1,24 @@
+"""The TOML parser this Python has, for the project file and the device inventory.
+
+Python 3.11 ships tomllib; on 3.10 the same parser is the `tomli` backport. Each caller says in
+its own words what it could not read when neither is there.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+
+def toml_module() -> ModuleType | None:
+    """tomllib (Python 3.11+) or tomli (the backport, same API); None when neither is installed."""
+    try:
+        import tomllib  # Python 3.11+
+
+        return tomllib
+    except ImportError:
+        try:
+            import tomli  # type: ignore[import-not-found]
+
+            return tomli
+        except ImportError:
+            return None
