@@ -313,20 +313,65 @@ def _computable_at_compile_time(node: onnx.NodeProto, inputs: tuple[TensorView, 
     return all(t.name in foldable for t in present)
 
 
-def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_op: dict[str, list[Rule]] | None = None) -> NodePlacement:
+class ChipIndependent:
+    """What the audits of one model on several chips share, computed once.
+
+    - `views`: node_views(model);
+    - `edges`: every tensor a node reads from another node, as (consumer, producer, the
+      producer's view of the tensor), in node order then input order: partitions and crossings
+      are derived from these and the placements;
+    - the offences of every rule that does not read its chip argument (`Rule.reads_chip`) on
+      every node it was evaluated on: a rule object that several chips' rule sets share (the six
+      RKNN chips share most of theirs) gives the same offences on the same node, so it is
+      evaluated once per node, not once per chip.
+    """
+
+    def __init__(self, model: LoadedModel, views: list[NodeView] | None = None):
+        self.views = node_views(model) if views is None else views
+        producer: dict[str, int] = {}
+        for i, v in enumerate(self.views):
+            for o in v.outputs:
+                if o.name:
+                    producer[o.name] = i
+        self.edges: list[tuple[int, int, TensorView]] = []
+        for i, v in enumerate(self.views):
+            for t in v.inputs:
+                j = producer.get(t.name) if t.name else None
+                if j is not None:
+                    produced = next((o for o in self.views[j].outputs if o.name == t.name), t)
+                    self.edges.append((i, j, produced))
+        self.computable = [computable_at_compile_time(v) for v in self.views]
+        # id(rule) -> (the rule, kept alive while its id is a key; node index -> its offences)
+        self._offences: dict[int, tuple[Rule, dict[int, list[Offence]]]] = {}
+
+    def remembered(self, rule: Rule) -> dict[int, list[Offence]] | None:
+        """Where the offences of `rule` are kept by node index, or None for a rule that reads its chip
+        (evaluated on every chip)."""
+        if rule.reads_chip:
+            return None
+        entry = self._offences.get(id(rule))
+        if entry is None:
+            entry = self._offences[id(rule)] = (rule, {})
+        return entry[1]
+
+
+def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_op: dict[str, list] | None = None, shared: ChipIndependent | None = None) -> NodePlacement:
     """Decide where one node runs, with every violation that led there.
 
-    `rules_by_op`: a cache of the rules that apply to each operator, shared across the nodes of a model.
+    `rules_by_op`: a cache, shared across the nodes of a model on one chip, of the rules that apply
+    to each operator (with where `shared` remembers their offences).
+    `shared`: what the audits of this model on other chips have computed already (ChipIndependent).
     """
     found: list[Violation] = []
+    name, op_type = node.name, node.op_type
+    op = op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{op_type}"
+    if rules.folds_constants and (shared.computable[node.index] if shared is not None else computable_at_compile_time(node)):
+        found.append(Violation(name, op_type, folded_at_compile_time.name, folded_at_compile_time.sentence, Placement.ACCELERATOR, op))
+        return NodePlacement(name, op_type, node.index, Placement.ACCELERATOR, found)
 
     def add(r: Rule, placement: Placement, value: Any, detail: str = "") -> None:
-        found.append(Violation(node.name, node.op_type, r.name, r.sentence, placement, value, detail))
+        found.append(Violation(name, op_type, r.name, r.sentence, placement, value, detail))
 
-    op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
-    if rules.folds_constants and node.outputs and all(o.foldable for o in node.outputs if o.present):
-        add(folded_at_compile_time, Placement.ACCELERATOR, op)
-        return NodePlacement(node.name, node.op_type, node.index, Placement.ACCELERATOR, found)
     if not (rules.min_opset <= node.opset <= rules.max_opset):
         add(opset_out_of_range, Placement.UNSUPPORTED, node.opset, f"accepted: {rules.min_opset}..{rules.max_opset}")
     if rules.max_ir_version is not None and node.ir_version > rules.max_ir_version:
@@ -353,15 +398,27 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
         rules_by_op = {}
     applicable = rules_by_op.get(op)
     if applicable is None:
-        applicable = rules_by_op[op] = [r for r in rules.rules if r.applies_to(op)]
-    for r in applicable:
+        applicable = rules_by_op[op] = [(r, shared.remembered(r) if shared is not None else None) for r in rules.rules if r.applies_to(op)]
+    chip, index = rules.chip, node.index
+    for r, remembered in applicable:
         # Accelerator limits matter only for nodes the accelerator would run; a rule whose
         # violation stops the build (UNSUPPORTED) matters wherever the node would run.
         if support is not None or r.placement is Placement.UNSUPPORTED:
-            for offence in r.evaluate(node, rules.chip):
-                add(r, r.placement, offence.value, offence.detail)
+            if remembered is None:
+                offences = r.evaluate(node, chip)
+            else:
+                offences = remembered.get(index)
+                if offences is None:
+                    offences = remembered[index] = r.evaluate(node, chip)
+            for offence in offences:
+                found.append(Violation(name, op_type, r.name, r.sentence, r.placement, offence.value, offence.detail))
     placement = worst(v.placement for v in found)
-    return NodePlacement(node.name, node.op_type, node.index, placement, found)
+    return NodePlacement(name, op_type, index, placement, found)
+
+
+def computable_at_compile_time(node: NodeView) -> bool:
+    """Every output of the node can be computed when the model is compiled (a folding toolchain folds it)."""
+    return bool(node.outputs) and all(o.foldable for o in node.outputs if o.present)
 
 
 def _unit(placement: Placement) -> str:
@@ -384,22 +441,21 @@ def _tensor_bytes(view: TensorView | None, precision: str | None) -> int | None:
         return None
 
 
-def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None, views: list[NodeView] | None = None) -> AuditResult:
+def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None, views: list[NodeView] | None = None, shared: ChipIndependent | None = None) -> AuditResult:
     """Place every node of `model` on the chip `rules` describes, and derive partitions and crossings.
 
-    `views`: node_views(model), when the caller audits one model on many chips and builds them once.
+    `views`: node_views(model), when the caller audits one model on many chips and builds them once;
+    `shared`: a ChipIndependent of the model, when it audits many chips (views, edges and the
+    verdicts of chip-independent rules computed once for all of them).
     """
     # The lowering step (rules.passes: the toolchain's own graph passes, edgedeploy.audit.lowering)
     # belongs here, before the nodes are viewed; no target declares a pass yet.
-    if views is None:
-        views = node_views(model)
+    if shared is None:
+        shared = ChipIndependent(model, views)
+    views = shared.views
     rules_by_op: dict[str, list[Rule]] = {}
-    placed = [place_node(v, rules, precision, rules_by_op) for v in views]
-    by_output: dict[str, int] = {}
-    for i, v in enumerate(views):
-        for o in v.outputs:
-            if o.name:
-                by_output[o.name] = i
+    placed = [place_node(v, rules, precision, rules_by_op, shared) for v in views]
+    units = [_unit(p.placement) for p in placed]
 
     # Partitions: connected components of nodes on the same unit, linked by tensors.
     parent = list(range(len(views)))
@@ -410,35 +466,32 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
             i = parent[i]
         return i
 
-    # Nodes folded at compile time run nowhere: they join no partition and nothing crosses from them.
-    folded = {i for i, p in enumerate(placed) if any(v.rule == folded_at_compile_time.name for v in p.violations)}
+    # Nodes folded at compile time run nowhere: they join no partition and nothing crosses from
+    # them. (Folding is decided first and is then a node's only violation.)
+    folded_rule = folded_at_compile_time.name
+    folded = {i for i, p in enumerate(placed) if p.violations and p.violations[0].rule == folded_rule}
     crossings: list[Crossing] = []
     seen_crossing: set[tuple[str, str]] = set()
-    for i, v in enumerate(views):
-        if i in folded:
+    for i, j, produced in shared.edges:
+        if i in folded or j in folded:
             continue
-        for t in v.inputs:
-            j = by_output.get(t.name) if t.name else None
-            if j is None or j in folded:
+        if units[j] == units[i]:
+            parent[find(i)] = find(j)
+        else:
+            # One crossing per tensor and receiving unit: consumers on the same side share a copy.
+            key = (produced.name, units[i])
+            if key in seen_crossing:
                 continue
-            if _unit(placed[j].placement) == _unit(placed[i].placement):
-                parent[find(i)] = find(j)
-            else:
-                # One crossing per tensor and receiving unit: consumers on the same side share a copy.
-                key = (t.name, _unit(placed[i].placement))
-                if key in seen_crossing:
-                    continue
-                seen_crossing.add(key)
-                producer_out = next((o for o in views[j].outputs if o.name == t.name), t)
-                crossings.append(
-                    Crossing(
-                        tensor=t.name,
-                        producer=views[j].name,
-                        consumer=v.name,
-                        direction="to_accelerator" if placed[i].placement is Placement.ACCELERATOR else "to_fallback",
-                        size_bytes=_tensor_bytes(producer_out, precision),
-                    )
+            seen_crossing.add(key)
+            crossings.append(
+                Crossing(
+                    tensor=produced.name,
+                    producer=views[j].name,
+                    consumer=views[i].name,
+                    direction="to_accelerator" if placed[i].placement is Placement.ACCELERATOR else "to_fallback",
+                    size_bytes=_tensor_bytes(produced, precision),
                 )
+            )
     groups: dict[int, list[int]] = {}
     for i in range(len(views)):
         if i not in folded:

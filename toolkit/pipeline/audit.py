@@ -87,7 +87,7 @@ def audit_chips(
     echo: Callable[[str], None] = lambda s: None,
 ) -> dict:
     """Load the model once, audit it on every chip, optionally confirm with toolchains; the report dict."""
-    from edgedeploy.audit.engine import audit_model, node_views
+    from edgedeploy.audit.engine import ChipIndependent, audit_model
     from edgedeploy.audit.report import ChipAudit, build_report
     from edgedeploy.model import load_model
     from edgedeploy.model.intake import with_batch_pinned
@@ -99,7 +99,7 @@ def audit_chips(
     audited = pinned or model
     assumed = {**audited.pinned, **audited.auto_pinned}
     notes_all = [f"dynamic batch pinned to 1 for the audit ({', '.join(pinned.auto_pinned)})"] if pinned else []
-    views = node_views(audited)
+    shared = ChipIndependent(audited)
     explicit = len(chips) == 1
     results: list[ChipAudit] = []
     for choice in chips:
@@ -110,7 +110,7 @@ def audit_chips(
         except KeyError:
             no_rules.append({"target": target.id, "target_name": target.name, "chips": [chip.id], "reason": "no rules for this chip yet"})
             continue
-        result = audit_model(audited, rules, chosen, views=views)
+        result = audit_model(audited, rules, chosen, shared=shared)
         results.append(ChipAudit(result, target.name, chip.name, notes=notes_all + notes, rules_notes=list(rules.notes)))
     if confirm:
         for ca in results:
