@@ -136,3 +136,46 @@ def test_a_chip_independent_rule_is_evaluated_once_per_node(tmp_path, monkeypatc
         audit_model(model, rules[c.chip.id], "int8", shared=shared)
     # every node but the one folded at compile time, once, not once per RKNN chip
     assert sorted(name for name, _ in calls) == sorted(n.name for n in model.graph.node if n.name != "scale_weights")
+
+
+def test_the_default_report_accounts_for_every_node(tmp_path):
+    """Without --detail each node is listed (with its violations), folded, or named by an
+    accelerator partition; read back that way, every chip's placements are the detailed ones."""
+    from edgedeploy.pipeline.audit import audit_chips
+
+    path = save(_mixed_model(), tmp_path / "mixed.onnx")
+    chips, no_rules = resolve_chips(("all",))
+    compact = audit_chips(path, {}, chips, list(no_rules))
+    detailed = audit_chips(path, {}, chips, list(no_rules), detail=True)
+    assert compact["schema"] == detailed["schema"] == "edgedeploy.audit-report/2"
+    assert (compact["detail"], detailed["detail"]) == (False, True)
+    assert compact["matrix"] == detailed["matrix"] and compact["fail_on"] == detailed["fail_on"]
+    for short, full in zip(compact["audits"], detailed["audits"]):
+        listed = {n["node"]: n for n in short["nodes"]}
+        placements = {name: n["placement"] for name, n in listed.items()}
+        placements.update(dict.fromkeys(short["folded"], "accelerator"))
+        for partition in short["partitions"]:
+            for name in partition["nodes"]:
+                if name not in listed:
+                    assert partition["unit"] == "accelerator", (short["chip"], name)
+                    placements[name] = "accelerator"
+        assert placements == {n["node"]: n["placement"] for n in full["nodes"]}, short["chip"]
+        assert list(listed.values()) == [n for n in full["nodes"] if n["violations"] and n["node"] not in short["folded"]]
+        assert [{k: v for k, v in g.items() if k != "nodes"} for g in full["groups"]] == short["groups"]
+        assert sum(g["count"] for g in short["groups"]) == len(full["nodes"])
+    assert any(a["folded"] for a in compact["audits"]) and any(a["nodes"] for a in compact["audits"])
+
+
+def test_the_report_command_reads_node_level_audits_only(tmp_path):
+    """An abridged chip audit cannot give the per-node matrix; a detailed one (or audit.json) can."""
+    from edgedeploy.pipeline.audit import audit_chips
+    from edgedeploy.report.artifact import LoadedArtifact
+    from edgedeploy.report.combine import audit_of, audit_summary
+
+    path = save(_mixed_model(), tmp_path / "mixed.onnx")
+    chips, _ = resolve_chips(("esp32s3",))
+    short = audit_chips(path, {}, chips, [])["audits"][0]
+    full = audit_chips(path, {}, chips, [], detail=True)["audits"][0]
+    assert audit_of(LoadedArtifact(tmp_path, {"audit": full}, None)) is full
+    abridged = LoadedArtifact(tmp_path, {"audit": short}, None)
+    assert audit_of(abridged) is None and audit_summary(abridged) == short["summary"]

@@ -91,6 +91,21 @@ class NodePlacement:
         decisive = [v for v in self.violations if v.placement == self.placement]
         return decisive[0].message if decisive else ""
 
+    @property
+    def folded(self) -> bool:
+        """Folded at compile time: it runs nowhere (place_node decides this first, as the node's only violation)."""
+        return bool(self.violations) and self.violations[0].rule == folded_at_compile_time.name
+
+    def to_dict(self) -> dict:
+        return {
+            "node": self.node,
+            "op_type": self.op_type,
+            "index": self.index,
+            "placement": self.placement.value,
+            "reason": self.reason,
+            "violations": [v.to_dict() for v in self.violations],
+        }
+
 
 @dataclass
 class Crossing:
@@ -171,17 +186,7 @@ class AuditResult:
             "precision": self.precision,
             "fallback_unit": self.fallback_unit,
             "summary": self.summary(),
-            "nodes": [
-                {
-                    "node": n.node,
-                    "op_type": n.op_type,
-                    "index": n.index,
-                    "placement": n.placement.value,
-                    "reason": n.reason,
-                    "violations": [v.to_dict() for v in n.violations],
-                }
-                for n in self.nodes
-            ],
+            "nodes": [n.to_dict() for n in self.nodes],
             "partitions": self.partitions,
             "crossings": [c.__dict__ for c in self.crossings],
         }
@@ -468,8 +473,7 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
 
     # Nodes folded at compile time run nowhere: they join no partition and nothing crosses from
     # them. (Folding is decided first and is then a node's only violation.)
-    folded_rule = folded_at_compile_time.name
-    folded = {i for i, p in enumerate(placed) if p.violations and p.violations[0].rule == folded_rule}
+    folded = {i for i, p in enumerate(placed) if p.folded}
     crossings: list[Crossing] = []
     seen_crossing: set[tuple[str, str]] = set()
     for i, j, produced in shared.edges:

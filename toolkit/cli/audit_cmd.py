@@ -28,10 +28,11 @@ FAIL_ON_HELP = (
 @click.option("--fail-on", type=click.Choice(["cpu-fallback", "unsupported", "any"]), help=FAIL_ON_HELP)
 @click.option("--by", type=click.Choice(["op", "node"]), default="op", show_default=True, help="Rows of the cross-chip matrix: operators or nodes.")
 @click.option("--per-node", is_flag=True, help="List every node with its placement (text format).")
+@click.option("--detail", is_flag=True, help="JSON: list every node of every chip (by default a chip lists the nodes off the accelerator or with a violation, and names the rest by partition).")
 @click.option("--confirm", is_flag=True, help="Also run the real toolchain where it is installed and show its own verdict beside the prediction, with every disagreement.")
 @click.option("--calib", type=AbsolutePath(exists=True, dir_okay=False, path_type=str), help="With --confirm: calibration inputs (.npz keyed by input name); random data otherwise.")
 @click.option("--output", "-o", type=AbsolutePath(dir_okay=False, path_type=str), help="Write the report to this file instead of stdout.")
-def audit_command(model, targets, input_shapes, output_format, precision, fail_on, by, per_node, confirm, calib, output) -> None:
+def audit_command(model, targets, input_shapes, output_format, precision, fail_on, by, per_node, detail, confirm, calib, output) -> None:
     """Place every node of MODEL on each chip: on the accelerator, kept in float, falling back, or unsupported.
 
     MODEL defaults to the bundled MNIST sample. Prints the nodes grouped by reason and a summary
@@ -42,7 +43,9 @@ def audit_command(model, targets, input_shapes, output_format, precision, fail_o
 
     chips, no_rules = resolve_chips(targets)
     path = resolve_model(model)
-    report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=info)
+    # The per-node table and the toolchain comparison show every node, so they need them all.
+    detail = detail or per_node or confirm
+    report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=info, detail=detail)
     if output_format == "json":
         text = None
         if output:

@@ -85,8 +85,13 @@ def audit_chips(
     confirm: bool = False,
     calib: str | None = None,
     echo: Callable[[str], None] = lambda s: None,
+    detail: bool = False,
 ) -> dict:
-    """Load the model once, audit it on every chip, optionally confirm with toolchains; the report dict."""
+    """Load the model once, audit it on every chip, optionally confirm with toolchains; the report dict.
+
+    `detail`: every node of every chip in the report (else, per chip, those with something to say;
+    edgedeploy.audit.report).
+    """
     from edgedeploy.audit.engine import ChipIndependent, audit_model
     from edgedeploy.audit.report import ChipAudit, build_report
     from edgedeploy.model import load_model
@@ -115,7 +120,7 @@ def audit_chips(
     if confirm:
         for ca in results:
             ca.confirm = confirm_chip(ca, audited, chips, calib, single=explicit, echo=echo)
-    return build_report(audited, results, no_rules, by=by, fail_on=fail_on, assumed_shapes=assumed)
+    return build_report(audited, results, no_rules, by=by, fail_on=fail_on, assumed_shapes=assumed, detail=detail)
 
 
 def confirm_chip(ca, model, chips: list[ChipChoice], calib: str | None, single: bool, echo) -> dict:
