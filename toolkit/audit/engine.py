@@ -7,7 +7,8 @@ unit), the accelerator<->fallback transitions per inference and the bytes that c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -134,6 +135,10 @@ class AuditResult:
     def count(self, placement: Placement) -> int:
         return sum(1 for n in self.nodes if n.placement == placement)
 
+    def counts(self) -> Counter:
+        """Nodes per placement, in one pass."""
+        return Counter(n.placement for n in self.nodes)
+
     @property
     def transitions(self) -> int:
         return len(self.crossings)
@@ -147,20 +152,22 @@ class AuditResult:
         return all(c.size_bytes is not None for c in self.crossings)
 
     def summary(self) -> dict:
+        counts = self.counts()
         return {
             "nodes": len(self.nodes),
-            "on_accelerator": self.count(Placement.ACCELERATOR),
-            "float": self.count(Placement.FLOAT),
-            "fallback": self.count(Placement.FALLBACK),
-            "unsupported": self.count(Placement.UNSUPPORTED),
+            "on_accelerator": counts[Placement.ACCELERATOR],
+            "float": counts[Placement.FLOAT],
+            "fallback": counts[Placement.FALLBACK],
+            "unsupported": counts[Placement.UNSUPPORTED],
             "partitions": len(self.partitions),
             "transitions_per_inference": self.transitions,
             "crossing_bytes_per_inference": self.crossing_bytes,
             "crossing_bytes_complete": self.crossing_bytes_known,
         }
 
-    def summary_line(self) -> str:
-        s = self.summary()
+    def summary_line(self, summary: dict | None = None) -> str:
+        """The one-line summary; `summary`: self.summary(), when the caller has it already."""
+        s = summary or self.summary()
         extra = []
         if s["float"]:
             extra.append(f"{s['float']} kept in float")
@@ -236,9 +243,9 @@ def node_views(model: LoadedModel) -> list[NodeView]:
             dtype_names[elem] = dtype_name(elem)
         return dtype_names[elem]
 
-    def view(name: str) -> TensorView:
+    def view(name: str, is_foldable: bool, producer: str | None) -> TensorView:
         if not name:
-            return TensorView("", None, None, False)
+            return TensorView("", None, None, False, foldable=is_foldable, producer=producer)
         tensor = initializers.get(name) or constants.get(name)
         if tensor is not None:
             n = 1
@@ -246,13 +253,17 @@ def node_views(model: LoadedModel) -> list[NodeView]:
                 n *= int(d)
             # Large constants (weights) never get a value: rules only need small ones (axes, shapes).
             lazy = tensor if n <= CONSTANT_VALUE_MAX_ELEMENTS else None
-            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_of(tensor.data_type), True, _tensor=lazy, is_model_output=name in model_outputs)
+            return TensorView(
+                name, tuple(int(d) for d in tensor.dims), dtype_of(tensor.data_type), True, _tensor=lazy, is_model_output=name in model_outputs, foldable=is_foldable, producer=producer
+            )
         vi = infos.get(name)
-        boundary = {"is_graph_input": name in graph_inputs, "is_model_output": name in model_outputs}
+        is_graph_input, is_model_output = name in graph_inputs, name in model_outputs
         if vi is None:
-            return TensorView(name, None, None, False, **boundary)
+            return TensorView(name, None, None, False, is_graph_input=is_graph_input, is_model_output=is_model_output, foldable=is_foldable, producer=producer)
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
-        return TensorView(name, dims_of(vi), dtype_of(elem) if elem else None, False, **boundary)
+        return TensorView(
+            name, dims_of(vi), dtype_of(elem) if elem else None, False, is_graph_input=is_graph_input, is_model_output=is_model_output, foldable=is_foldable, producer=producer
+        )
 
     opset = model.opset
     ir_version = int(model.proto.ir_version)
@@ -269,12 +280,7 @@ def node_views(model: LoadedModel) -> list[NodeView]:
     def get(name: str) -> TensorView:
         found = cache.get(name)
         if found is None:
-            found = view(name)
-            if name in foldable:
-                found = replace(found, foldable=True)
-            if name in producer_of:
-                found = replace(found, producer=producer_of[name])
-            cache[name] = found
+            found = cache[name] = view(name, name in foldable, producer_of.get(name))
         return found
 
     for index, (name, node) in enumerate(zip(node_names(graph), graph.node)):
@@ -346,8 +352,24 @@ class ChipIndependent:
                     produced = next((o for o in self.views[j].outputs if o.name == t.name), t)
                     self.edges.append((i, j, produced))
         self.computable = [computable_at_compile_time(v) for v in self.views]
+        # (where each node runs, precision) -> (partitions, crossings)
+        self._layouts: dict[tuple[bytes, str | None], tuple[list[dict], list[Crossing]]] = {}
         # id(rule) -> (the rule, kept alive while its id is a key; node index -> its offences)
         self._offences: dict[int, tuple[Rule, dict[int, list[Offence]]]] = {}
+
+    def layout(self, placed: list[NodePlacement], precision: str | None) -> tuple[list[dict], list[Crossing]]:
+        """The partitions and crossings of one chip's placements.
+
+        They depend only on which nodes run on the accelerator, on the fallback unit, or nowhere
+        (folded), and on the precision (the bytes that cross): chips that agree on those share
+        one computation (and the same lists, which nothing changes afterwards).
+        """
+        codes = bytes(FOLDED if p.folded else ON_ACCELERATOR if p.placement is Placement.ACCELERATOR else OFF_ACCELERATOR for p in placed)
+        key = (codes, precision)
+        found = self._layouts.get(key)
+        if found is None:
+            found = self._layouts[key] = _partitions_and_crossings(self.views, self.edges, codes, precision)
+        return found
 
     def remembered(self, rule: Rule) -> dict[int, list[Offence]] | None:
         """Where the offences of `rule` are kept by node index, or None for a rule that reads its chip
@@ -360,65 +382,89 @@ class ChipIndependent:
         return entry[1]
 
 
-def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_op: dict[str, list] | None = None, shared: ChipIndependent | None = None) -> NodePlacement:
+def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_op: dict | None = None, shared: ChipIndependent | None = None) -> NodePlacement:
     """Decide where one node runs, with every violation that led there.
 
-    `rules_by_op`: a cache, shared across the nodes of a model on one chip, of the rules that apply
-    to each operator (with where `shared` remembers their offences).
+    `rules_by_op`: a cache, shared across the nodes of a model on one chip, of what depends only
+    on the operator (OperatorVerdict).
     `shared`: what the audits of this model on other chips have computed already (ChipIndependent).
     """
-    found: list[Violation] = []
-    name, op_type = node.name, node.op_type
+    name, op_type, index = node.name, node.op_type, node.index
     op = op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{op_type}"
-    if rules.folds_constants and (shared.computable[node.index] if shared is not None else computable_at_compile_time(node)):
-        found.append(Violation(name, op_type, folded_at_compile_time.name, folded_at_compile_time.sentence, Placement.ACCELERATOR, op))
-        return NodePlacement(name, op_type, node.index, Placement.ACCELERATOR, found)
-
-    def add(r: Rule, placement: Placement, value: Any, detail: str = "") -> None:
-        found.append(Violation(name, op_type, r.name, r.sentence, placement, value, detail))
-
-    if not (rules.min_opset <= node.opset <= rules.max_opset):
-        add(opset_out_of_range, Placement.UNSUPPORTED, node.opset, f"accepted: {rules.min_opset}..{rules.max_opset}")
-    if rules.max_ir_version is not None and node.ir_version > rules.max_ir_version:
-        add(ir_version_too_new, Placement.UNSUPPORTED, node.ir_version, f"accepted: up to {rules.max_ir_version}")
-    support = rules.accelerator_ops.get(op)
-    if support is None:
-        if op in rules.float_only_ops:
-            add(operator_float_only, Placement.FLOAT, op)
-        elif rules.fallback_ops is None or op in rules.fallback_ops:
-            add(operator_not_on_accelerator, Placement.FALLBACK, op)
-        else:
-            add(operator_unsupported, Placement.UNSUPPORTED, op)
-    else:
-        if precision and precision not in support.precisions and "any" not in support.precisions:
-            if support.precisions == ("float",):
-                add(operator_float_only, Placement.FLOAT, op, "float only")
-            elif support.missing_precision is Placement.FLOAT:
-                add(operator_float_only, Placement.FLOAT, precision, f"runs in: {', '.join(support.precisions)}")
-            elif support.missing_precision is Placement.UNSUPPORTED:
-                add(precision_unsupported, Placement.UNSUPPORTED, precision, f"runs in: {', '.join(support.precisions)}")
-            else:
-                add(precision_not_on_accelerator, Placement.FALLBACK, precision, f"supported: {', '.join(support.precisions)}")
+    if rules.folds_constants and (shared.computable[index] if shared is not None else computable_at_compile_time(node)):
+        folded = Violation(name, op_type, folded_at_compile_time.name, folded_at_compile_time.sentence, Placement.ACCELERATOR, op)
+        return NodePlacement(name, op_type, index, Placement.ACCELERATOR, [folded])
     if rules_by_op is None:
         rules_by_op = {}
-    applicable = rules_by_op.get(op)
-    if applicable is None:
-        applicable = rules_by_op[op] = [(r, shared.remembered(r) if shared is not None else None) for r in rules.rules if r.applies_to(op)]
-    chip, index = rules.chip, node.index
-    for r, remembered in applicable:
-        # Accelerator limits matter only for nodes the accelerator would run; a rule whose
-        # violation stops the build (UNSUPPORTED) matters wherever the node would run.
-        if support is not None or r.placement is Placement.UNSUPPORTED:
-            if remembered is None:
-                offences = r.evaluate(node, chip)
-            else:
-                offences = remembered.get(index)
-                if offences is None:
-                    offences = remembered[index] = r.evaluate(node, chip)
+    key = (op, node.opset, node.ir_version)
+    verdict = rules_by_op.get(key)
+    if verdict is None:
+        verdict = rules_by_op[key] = OperatorVerdict.of(op, node.opset, node.ir_version, rules, precision, shared)
+    found = [Violation(name, op_type, r.name, r.sentence, placement, value, detail) for r, placement, value, detail in verdict.builtin]
+    placement = verdict.placement
+    chip = rules.chip
+    for r, remembered in verdict.rules:
+        if remembered is None:
+            offences = r.evaluate(node, chip)
+        else:
+            offences = remembered.get(index)
+            if offences is None:
+                offences = remembered[index] = r.evaluate(node, chip)
+        if offences:
             for offence in offences:
                 found.append(Violation(name, op_type, r.name, r.sentence, r.placement, offence.value, offence.detail))
-    placement = worst(v.placement for v in found)
+            if r.placement.severity > placement.severity:
+                placement = r.placement
     return NodePlacement(name, op_type, index, placement, found)
+
+
+@dataclass
+class OperatorVerdict:
+    """What one chip's rule set says about an operator before looking at the node: the engine's
+    own violations (opset, IR version, operator and precision coverage) with the placement they
+    give, and the rules to check on each node, with where `shared` remembers their offences."""
+
+    builtin: list[tuple[Rule, Placement, Any, str]]
+    placement: Placement
+    rules: list[tuple[Rule, dict | None]]
+
+    @classmethod
+    def of(cls, op: str, opset: int, ir_version: int, rules: RuleSet, precision: str | None, shared: ChipIndependent | None) -> "OperatorVerdict":
+        found: list[tuple[Rule, Placement, Any, str]] = []
+
+        def add(r: Rule, placement: Placement, value: Any, detail: str = "") -> None:
+            found.append((r, placement, value, detail))
+
+        if not (rules.min_opset <= opset <= rules.max_opset):
+            add(opset_out_of_range, Placement.UNSUPPORTED, opset, f"accepted: {rules.min_opset}..{rules.max_opset}")
+        if rules.max_ir_version is not None and ir_version > rules.max_ir_version:
+            add(ir_version_too_new, Placement.UNSUPPORTED, ir_version, f"accepted: up to {rules.max_ir_version}")
+        support = rules.accelerator_ops.get(op)
+        if support is None:
+            if op in rules.float_only_ops:
+                add(operator_float_only, Placement.FLOAT, op)
+            elif rules.fallback_ops is None or op in rules.fallback_ops:
+                add(operator_not_on_accelerator, Placement.FALLBACK, op)
+            else:
+                add(operator_unsupported, Placement.UNSUPPORTED, op)
+        else:
+            if precision and precision not in support.precisions and "any" not in support.precisions:
+                if support.precisions == ("float",):
+                    add(operator_float_only, Placement.FLOAT, op, "float only")
+                elif support.missing_precision is Placement.FLOAT:
+                    add(operator_float_only, Placement.FLOAT, precision, f"runs in: {', '.join(support.precisions)}")
+                elif support.missing_precision is Placement.UNSUPPORTED:
+                    add(precision_unsupported, Placement.UNSUPPORTED, precision, f"runs in: {', '.join(support.precisions)}")
+                else:
+                    add(precision_not_on_accelerator, Placement.FALLBACK, precision, f"supported: {', '.join(support.precisions)}")
+        # Accelerator limits matter only for nodes the accelerator would run; a rule whose
+        # violation stops the build (UNSUPPORTED) matters wherever the node would run.
+        checked = [r for r in rules.rules if r.applies_to(op) and (support is not None or r.placement is Placement.UNSUPPORTED)]
+        return cls(
+            builtin=found,
+            placement=worst(p for _, p, _, _ in found),
+            rules=[(r, shared.remembered(r) if shared is not None else None) for r in checked],
+        )
 
 
 def computable_at_compile_time(node: NodeView) -> bool:
@@ -428,6 +474,60 @@ def computable_at_compile_time(node: NodeView) -> bool:
 
 def _unit(placement: Placement) -> str:
     return "accelerator" if placement is Placement.ACCELERATOR else "fallback"
+
+
+# Where a node runs, for partitions and crossings (ChipIndependent.layout).
+ON_ACCELERATOR, OFF_ACCELERATOR, FOLDED = 0, 1, 2
+UNIT_NAMES = {ON_ACCELERATOR: "accelerator", OFF_ACCELERATOR: "fallback"}
+
+
+def _partitions_and_crossings(views: list[NodeView], edges: list[tuple[int, int, TensorView]], codes: bytes, precision: str | None) -> tuple[list[dict], list[Crossing]]:
+    """Partitions: connected components of nodes on the same unit, linked by tensors; crossings:
+    the tensors that pass between the units, one per tensor and receiving unit.
+
+    `codes[i]`: where node i runs (ON_ACCELERATOR, OFF_ACCELERATOR, FOLDED). Nodes folded at
+    compile time run nowhere: they join no partition and nothing crosses from them.
+    """
+    parent = list(range(len(views)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    crossings: list[Crossing] = []
+    seen_crossing: set[tuple[str, int]] = set()
+    for i, j, produced in edges:
+        unit_i, unit_j = codes[i], codes[j]
+        if unit_i == FOLDED or unit_j == FOLDED:
+            continue
+        if unit_i == unit_j:
+            parent[find(i)] = find(j)
+        else:
+            # One crossing per tensor and receiving unit: consumers on the same side share a copy.
+            key = (produced.name, unit_i)
+            if key in seen_crossing:
+                continue
+            seen_crossing.add(key)
+            crossings.append(
+                Crossing(
+                    tensor=produced.name,
+                    producer=views[j].name,
+                    consumer=views[i].name,
+                    direction="to_accelerator" if unit_i == ON_ACCELERATOR else "to_fallback",
+                    size_bytes=_tensor_bytes(produced, precision),
+                )
+            )
+    groups: dict[int, list[int]] = {}
+    for i, code in enumerate(codes):
+        if code != FOLDED:
+            groups.setdefault(find(i), []).append(i)
+    partitions = [
+        {"index": index, "unit": UNIT_NAMES[codes[members[0]]], "nodes": [views[m].name for m in members]}
+        for index, members in enumerate(sorted(groups.values(), key=lambda m: m[0]))
+    ]
+    return partitions, crossings
 
 
 # Bytes per element of a float tensor as it crosses, by the precision the graph is compiled in:
@@ -460,55 +560,7 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
     views = shared.views
     rules_by_op: dict[str, list[Rule]] = {}
     placed = [place_node(v, rules, precision, rules_by_op, shared) for v in views]
-    units = [_unit(p.placement) for p in placed]
-
-    # Partitions: connected components of nodes on the same unit, linked by tensors.
-    parent = list(range(len(views)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    # Nodes folded at compile time run nowhere: they join no partition and nothing crosses from
-    # them. (Folding is decided first and is then a node's only violation.)
-    folded = {i for i, p in enumerate(placed) if p.folded}
-    crossings: list[Crossing] = []
-    seen_crossing: set[tuple[str, str]] = set()
-    for i, j, produced in shared.edges:
-        if i in folded or j in folded:
-            continue
-        if units[j] == units[i]:
-            parent[find(i)] = find(j)
-        else:
-            # One crossing per tensor and receiving unit: consumers on the same side share a copy.
-            key = (produced.name, units[i])
-            if key in seen_crossing:
-                continue
-            seen_crossing.add(key)
-            crossings.append(
-                Crossing(
-                    tensor=produced.name,
-                    producer=views[j].name,
-                    consumer=views[i].name,
-                    direction="to_accelerator" if placed[i].placement is Placement.ACCELERATOR else "to_fallback",
-                    size_bytes=_tensor_bytes(produced, precision),
-                )
-            )
-    groups: dict[int, list[int]] = {}
-    for i in range(len(views)):
-        if i not in folded:
-            groups.setdefault(find(i), []).append(i)
-    partitions = []
-    for index, members in enumerate(sorted(groups.values(), key=lambda m: m[0])):
-        partitions.append(
-            {
-                "index": index,
-                "unit": _unit(placed[members[0]].placement),
-                "nodes": [views[m].name for m in members],
-            }
-        )
+    partitions, crossings = shared.layout(placed, precision)
     return AuditResult(
         target=rules.target,
         chip=rules.chip,

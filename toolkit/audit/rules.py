@@ -93,11 +93,12 @@ class TensorView:
     def rank(self) -> int | None:
         return None if self.shape is None else len(self.shape)
 
-    @property
+    # Worked out once per tensor: every chip's rules ask again.
+    @functools.cached_property
     def is_static(self) -> bool:
         return self.shape is not None and all(isinstance(d, int) for d in self.shape)
 
-    @property
+    @functools.cached_property
     def numel(self) -> int | None:
         if not self.is_static:
             return None
