@@ -24,6 +24,8 @@ REPORT_SCHEMA = "edgedeploy.audit-report/2"
 # One chip's entry in the report: AuditResult.to_dict() (edgedeploy.audit/1, what audit.json
 # holds) with `nodes` abridged unless `nodes_listed` is "all", `folded` and reason groups added.
 CHIP_AUDIT_SCHEMA = "edgedeploy.audit/2"
+# Placement -> its JSON name (an enum's .value is a slow descriptor in the per-node loops).
+PLACEMENT_NAMES = {p: p.value for p in Placement}
 # How many node names a reason group shows as examples.
 GROUP_EXAMPLES = 3
 
@@ -59,9 +61,9 @@ def groups_by_reason(result: AuditResult, detail: bool = True) -> list[dict]:
     members: dict[tuple, list[str]] = {}
     accelerator = Placement.ACCELERATOR.value
     for node in result.nodes:
-        placement = node.placement.value
+        placement = PLACEMENT_NAMES[node.placement]
         # The violation that decided the placement (on the accelerator: folding, if any).
-        decisive = next((v for v in node.violations if v.placement is node.placement), None)
+        decisive = next((v for v in node.violations if v.placement is node.placement), None) if node.violations else None
         if placement == accelerator:
             key = (placement, "", "")
         else:
@@ -105,7 +107,7 @@ def build_matrix(results: list[AuditResult], by: str = "op") -> dict:
             cell = row["cells"].get(result.chip)
             if cell is None:
                 cell = row["cells"][result.chip] = {"counts": Counter(), "reasons": []}
-            cell["counts"][node.placement.value] += 1
+            cell["counts"][PLACEMENT_NAMES[node.placement]] += 1
             if node.violations:
                 reason = node.reason
                 if reason and reason not in cell["reasons"]:
@@ -145,6 +147,7 @@ def chip_entry(ca: ChipAudit, detail: bool = False) -> dict:
     """One chip's entry of the report (CHIP_AUDIT_SCHEMA): every node with `detail`, else those
     with something to say (every node off the accelerator has a decisive violation, so is listed)."""
     r = ca.result
+    summary = r.summary()
     listed = r.nodes if detail else [n for n in r.nodes if n.violations and not n.folded]
     d = {
         "schema": CHIP_AUDIT_SCHEMA,
@@ -155,7 +158,7 @@ def chip_entry(ca: ChipAudit, detail: bool = False) -> dict:
         "model_sha256": r.model_sha256,
         "precision": r.precision,
         "fallback_unit": r.fallback_unit,
-        "summary": r.summary(),
+        "summary": summary,
         "nodes_listed": "all" if detail else "with_violations",
         "nodes": [n.to_dict() for n in listed],
         "folded": [n.node for n in r.nodes if n.folded],
@@ -163,7 +166,7 @@ def chip_entry(ca: ChipAudit, detail: bool = False) -> dict:
         "crossings": [c.__dict__ for c in r.crossings],
         "target_name": ca.target_name,
         "chip_name": ca.chip_name,
-        "summary_line": r.summary_line(),
+        "summary_line": r.summary_line(summary),
         "notes": ca.notes,
         "rules_notes": ca.rules_notes,
         "groups": groups_by_reason(r, detail),

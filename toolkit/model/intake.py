@@ -611,7 +611,8 @@ def _without_large_weights(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, int
     are stubs, and how many were stubbed (0: the copy is not worth making, none is returned).
 
     A stub keeps the name, element type and dims (all that shape inference reads of a weight) and
-    is marked as external data, which ONNX's inference refuses to read values from.
+    is marked as external data, which ONNX's inference refuses to read values from. (The checker
+    cannot be given such a copy: since onnx 1.2x it compares raw_data's length with the dims.)
     """
     graph = proto.graph
     large = [i for i, t in enumerate(graph.initializer) if _elements(t) > SHAPE_INFERENCE_STUB_MIN_ELEMENTS and t.data_location != onnx.TensorProto.EXTERNAL]
@@ -690,9 +691,9 @@ def _check_consistency(path: Path, proto: onnx.ModelProto) -> None:
         return value if isinstance(value, int) else None
 
     for index, node in enumerate(proto.graph.node):
-        label = node.name or f"{node.op_type}_{index}"
-        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         if node.op_type == "Conv" and len(node.input) >= 2:
+            label = node.name or f"{node.op_type}_{index}"
+            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
             group = int(attrs.get("group", 1))
             have, per_group = known(node.input[0], 1), known(node.input[1], 1)
             if have is not None and per_group is not None and have != per_group * group:
