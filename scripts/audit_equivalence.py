@@ -6,7 +6,8 @@
 
 `dump` audits, in this process, every corpus model it finds (the corpus manifest's models, those
 committed under tests/fixtures/corpus and those regenerated under $EDGEDEPLOY_HOME/corpus) and
-every case of ONNX's backend node tests (`onnx.backend.test.case.node.collect_testcases()`) on
+the corpus's skeletons (tests/fixtures/corpus/skeletons: graphs without their large
+weights, loaded as scripts/corpus/agreement.py loads them, not through intake), and every case of ONNX's backend node tests (`onnx.backend.test.case.node.collect_testcases()`) on
 every chip (`--target all`), and writes per model: the intake outcome (the error sentence, or the
 model's sha256 and a digest of the checked, shape-inferred proto) and the whole audit report with
 every node (`--detail`). `compare` reads two dumps (made before and after a change, with the
@@ -49,14 +50,31 @@ def node_cases():
         return collect_testcases()
 
 
-def audit_one(path: Path) -> dict:
+SKELETONS = REPO / "tests" / "fixtures" / "corpus" / "skeletons"
+
+
+def skeleton_loader():
+    """scripts/corpus/agreement.py's loader of a skeleton (whose weights are missing by design)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("corpus_agreement", REPO / "scripts" / "corpus" / "agreement.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return lambda path, shapes=None, **kw: module.load_for_audit(path, "skeleton")
+
+
+def audit_one(path: Path, skeleton: bool = False) -> dict:
     """The intake outcome and the full audit report of one model on every chip."""
     import onnx
 
+    import edgedeploy.model
     from edgedeploy.errors import EdgedeployError
-    from edgedeploy.model import load_model
     from edgedeploy.pipeline.audit import audit_chips, resolve_chips
 
+    load_model = original_loader = edgedeploy.model.load_model
+    if skeleton:
+        # audit_chips imports load_model from edgedeploy.model when it runs: it gets this loader.
+        load_model = edgedeploy.model.load_model = skeleton_loader()
     out: dict = {}
     try:
         with warnings.catch_warnings():
@@ -65,6 +83,7 @@ def audit_one(path: Path) -> dict:
         out["intake"] = {"sha256": model.sha256, "proto_sha256": hashlib.sha256(model.proto.SerializeToString(deterministic=True)).hexdigest()}
     except EdgedeployError as exc:
         out["intake"] = {"error": str(exc)}
+        edgedeploy.model.load_model = original_loader
         return out
     chips, no_rules = resolve_chips(("all",))
     extra = {"detail": True} if "detail" in inspect.signature(audit_chips).parameters else {}
@@ -75,6 +94,8 @@ def audit_one(path: Path) -> dict:
     except EdgedeployError as exc:
         out["audit_error"] = str(exc)
         return out
+    finally:
+        edgedeploy.model.load_model = original_loader
     report["model"].pop("path", None)
     out["report"] = json.loads(json.dumps(report, default=str))
     del onnx
@@ -88,6 +109,9 @@ def dump(out_dir: Path, limit: int | None, extra: list[Path]) -> None:
     models = corpus_models(extra)
     for path in models:
         (out_dir / f"corpus__{path.stem}.json").write_text(json.dumps(audit_one(path), sort_keys=True))
+    skeletons = sorted(SKELETONS.glob("*.onnx")) if SKELETONS.is_dir() else []
+    for path in skeletons:
+        (out_dir / f"skeleton__{path.stem}.json").write_text(json.dumps(audit_one(path, skeleton=True), sort_keys=True))
     cases = node_cases()[:limit] if limit else node_cases()
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases:
@@ -95,7 +119,7 @@ def dump(out_dir: Path, limit: int | None, extra: list[Path]) -> None:
             onnx.save(case.model, str(path))
             (out_dir / f"node__{case.name}.json").write_text(json.dumps(audit_one(path), sort_keys=True))
             path.unlink()
-    print(f"dumped {len(models)} corpus models and {len(cases)} node-test cases into {out_dir}")
+    print(f"dumped {len(models)} corpus models, {len(skeletons)} skeletons and {len(cases)} node-test cases into {out_dir}")
 
 
 # Fields of the newer schema that the older one lacks (or that name the schema itself).
