@@ -128,7 +128,8 @@ NEW_OR_VERSION_FIELDS = {"schema", "edgedeploy_version", "detail", "nodes_listed
 
 def comparable(value, ignore=NEW_OR_VERSION_FIELDS):
     if isinstance(value, dict):
-        return {k: comparable(v, ignore) for k, v in value.items() if k not in ignore}
+        # A chip's `lowered` list (audit/2) summarises the nodes' own `lowered` fields, which are compared.
+        return {k: comparable(v, ignore) for k, v in value.items() if k not in ignore and not (k == "lowered" and isinstance(v, list))}
     if isinstance(value, list):
         return [comparable(v, ignore) for v in value]
     return value

@@ -17,7 +17,7 @@ import difflib
 from dataclasses import dataclass
 from importlib import metadata
 
-from edgedeploy.errors import OptionError, TargetError
+from edgedeploy.errors import TargetError, UnknownName
 
 ENTRY_POINT_GROUP = "edgedeploy.targets"
 
@@ -37,7 +37,7 @@ class Registry:
         ids = [c.id for t in self.targets for c in t.chips]
         close = difflib.get_close_matches(wanted, list(self.chips), n=3, cutoff=0.6)
         hint = f" Did you mean {' or '.join(dict.fromkeys(self.chips[c][1].id for c in close))}?" if close else ""
-        raise OptionError(f"Unknown target '{chip_id}'.{hint} Known targets: {', '.join(ids)}.")
+        raise UnknownName(f"Unknown target '{chip_id}'.{hint} Known targets: {', '.join(ids)}.")
 
 
 def _load_registry() -> Registry:
@@ -93,7 +93,7 @@ def chip_ids() -> list[str]:
 
 
 def find_chip(chip_id: str):
-    """(target, chip) for a --target value or alias (case-insensitive); OptionError with a did-you-mean otherwise."""
+    """(target, chip) for a --target value or alias (case-insensitive); UnknownName (exit 2) with a did-you-mean otherwise."""
     return registry().find_chip(chip_id)
 
 
@@ -114,4 +114,4 @@ def find_toolchain(name: str):
     for tc in all_toolchains():
         if tc.name == name:
             return tc
-    raise OptionError(f"Unknown toolchain '{name}'. Known toolchains: {', '.join(t.name for t in all_toolchains())}.")
+    raise UnknownName(f"Unknown toolchain '{name}'. Known toolchains: {', '.join(t.name for t in all_toolchains())}.")

@@ -59,6 +59,7 @@ class Capability(str, enum.Enum):
     SERIAL = "serial"  # measure_serial: firmware on a board over a serial port
     VERDICT = "verdict"  # toolchain_verdicts: the toolchain's own placement (audit --confirm)
     BENCH = "bench"  # bench_backends: ways `edgedeploy bench` can time a model with this toolchain
+    HOST = "host"  # host_runner_spec: what of an artifact this machine can run (measure --device local), as host figures
 
 
 # The method each capability needs, for the registry's check.
@@ -69,6 +70,7 @@ CAPABILITY_METHODS = {
     Capability.SERIAL: "measure_serial",
     Capability.VERDICT: "toolchain_verdicts",
     Capability.BENCH: "bench_backends",
+    Capability.HOST: "host_runner_spec",
 }
 
 
@@ -369,6 +371,20 @@ class Target:
     def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
         """The runner `edgedeploy measure` runs on `device` for this artifact (Capability.RUNNER)."""
         raise self.not_available("`edgedeploy measure` over a runner")
+
+    # Why nothing of this target's artifacts runs on this machine (`measure --device local`):
+    # the sentence a user reads. A target with Capability.HOST runs what it can instead.
+    host_unavailable: ClassVar[str] = "its artifacts run only on the chip"
+
+    def host_runner_spec(self, artifact: Path, manifest: dict, settings, stage_dir: Path) -> RunnerSpec:
+        """What of the artifact this machine can run, as a runner for the `local` device (Capability.HOST).
+
+        The figures it gives are this host's, never the chip's: `measure` labels them so. The
+        spec names the interpreter it needs (`python`, e.g. the toolchain environment's) and,
+        as its `baseline`, the matching "before" on this host. `settings` are the session
+        settings (measure.harness.SessionSettings); `stage_dir` a scratch folder.
+        """
+        raise self.not_available("A host run of the artifact")
 
     def measure_serial(self, artifact: Path, manifest: dict, device, **options) -> dict:
         """Run the artifact on a board reached over a serial port (Capability.SERIAL).

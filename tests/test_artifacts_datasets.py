@@ -137,3 +137,29 @@ def test_preprocess_json_file(tmp_path):
     (tmp_path / "p.json").write_text(json.dumps({"size": [32, 32], "mean": [0.1, 0.2, 0.3], "layout": "NHWC"}))
     spec = parse_preprocess(str(tmp_path / "p.json"))
     assert spec.size == (32, 32) and spec.mean == (0.1, 0.2, 0.3)
+
+
+def test_grayscale_model_fed_rgb_images_is_told_channels_gray(tmp_path):
+    """The default channels=RGB on a grayscale model: the error says which option fits."""
+    pytest.importorskip("PIL")
+    from edgedeploy.datasets import load_dataset, model_input_specs, parse_preprocess
+    from edgedeploy.errors import OptionError
+    from edgedeploy.model import load_model
+    from edgedeploy.sample import export_sample
+
+    export_sample(tmp_path)
+    model = load_model(tmp_path / "model.onnx", {}, require_static=True)
+    specs = model_input_specs(model)
+    with pytest.raises(OptionError, match=r"has 3 at axis 1, but the model expects 1 .*add channels=GRAY to --preprocess"):
+        load_dataset(tmp_path / "images" / "calib", specs, parse_preprocess("size=28x28"), None)
+    with pytest.raises(OptionError, match="mean has 3 values, but channels=GRAY gives 1 channel"):
+        load_dataset(tmp_path / "images" / "calib", specs, parse_preprocess("channels=GRAY,mean=0.485;0.456;0.406"), None)
+    # With channels=GRAY the PNG digits give exactly the arrays of the .npz (the same 8-bit pixels / 255).
+    import numpy as np
+
+    images = load_dataset(tmp_path / "images" / "eval", specs, parse_preprocess("channels=GRAY"), None)
+    with np.load(tmp_path / "eval.npz") as data:
+        arrays, labels = data["input"], data["labels"]
+    order = np.argsort(labels, kind="stable")  # the image folders are one per class, in class order
+    assert np.array_equal(images.labels, labels[order])
+    assert np.abs(images.inputs["input"] - arrays[order]).max() < 1e-6

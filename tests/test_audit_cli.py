@@ -41,7 +41,7 @@ def test_sample_matrix_across_every_target(capsys):
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.split() and line.split()[0] in ("Conv", "Relu", "MaxPool", "Flatten", "Gemm")}
     assert rows["Conv"][0] == "3" and rows["Relu"][0] == "4" and rows["Gemm"][0] == "2"
     assert all(cell == "acc" for row in rows.values() for cell in row[1:3])
-    assert "esp32s3: 13 of 13 nodes on the accelerator; 0 transitions, 0 bytes crossing per inference" in out
+    assert "esp32s3: 13 of 13 nodes on the accelerator (ESP-DL integer kernels (SIMD), int8); 0 transitions, 0 bytes crossing per inference" in out
     from edgedeploy.pipeline.audit import has_rules
     from edgedeploy.targets import all_targets
 
@@ -58,7 +58,7 @@ def test_single_chip_table_grouped_by_reason_with_summary(tmp_path, capsys):
     assert "Sin 1" in unsupported and "[operator_unsupported]" in unsupported
     assert any(line.startswith("accelerator") and "Conv 1, Relu 1" in line for line in lines)
     # conv -> sin -> relu: c leaves (256 int8 bytes), t comes back (256).
-    assert "esp32s3: 2 of 3 nodes on the accelerator (1 unsupported); 2 transitions, 512 bytes crossing per inference" in out
+    assert "esp32s3: 2 of 3 nodes on the accelerator (ESP-DL integer kernels (SIMD), int8) (1 unsupported); 2 transitions, 512 bytes crossing per inference" in out
 
 
 def test_json_is_pure_and_complete(tmp_path, capsys):
@@ -182,7 +182,7 @@ def test_corrupt_model_is_one_clear_error(tmp_path):
     bad = tmp_path / "corrupt.onnx"
     bad.write_bytes(b"\x08\x07garbage that is not a protobuf \xff\xfe" * 10)
     result = run_cli("audit", str(bad), "--target", "all")
-    assert result.returncode == 1
+    assert result.returncode == 8  # ModelError (edgedeploy.errors.EXIT_CODES)
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [result.stderr.strip()] and result.stderr.startswith("error: corrupt.onnx")
     assert "Traceback" not in result.stderr
@@ -190,4 +190,4 @@ def test_corrupt_model_is_one_clear_error(tmp_path):
 
 def test_missing_model_file(tmp_path):
     result = run_cli("audit", str(tmp_path / "nope.onnx"))
-    assert result.returncode == 1 and "Model file not found" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 8 and "Model file not found" in result.stderr and "Traceback" not in result.stderr

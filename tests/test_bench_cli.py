@@ -33,10 +33,13 @@ def empty_home(tmp_path):
 
 def test_bench_sample_ort_cpu_json(tmp_path):
     out = tmp_path / "bench.json"
-    r = edgedeploy("bench", "--backend", "ort-cpu", "--format", "json", "--out", str(out), *QUICK)
+    r = edgedeploy("bench", "--backend", "ort-cpu", "--format", "json", *QUICK)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)  # stdout is pure JSON
-    assert doc == json.loads(out.read_text())
+    # -o FILE: the same document goes to the file instead of stdout (JSON from the extension).
+    again = edgedeploy("bench", "--backend", "ort-cpu", "--out", str(out), *QUICK)
+    assert again.returncode == 0 and again.stdout == "", again.stderr
+    assert json.loads(out.read_text())["schema"] == doc["schema"]
     validate_bench(doc)
     assert doc["schema"] == BENCH_SCHEMA
     [m] = doc["results"]

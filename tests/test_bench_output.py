@@ -1,15 +1,13 @@
 """bench's terminal output without running a backend: one unit per column, ratios within the
-session noise never as the headline, and progress lines (plain when stderr is no terminal, a
-live line on one). The measurements are built with the real harness and comparison code from
-made-up session results, so every rule is checked on the objects bench really prints."""
+session noise never as the headline. The measurements are built with the real harness and
+comparison code from made-up session results, so every rule is checked on the objects bench
+really prints. (bench's progress lines: tests/test_cli_progress.py.)"""
 
 from __future__ import annotations
 
-import io
-
-from edgedeploy.cli.bench_cmd import BenchProgress, headline, in_unit, render_text, unit_for
+from edgedeploy.cli.bench_cmd import headline, in_unit, render_text, unit_for
 from edgedeploy.pipeline.bench import compare
-from edgedeploy.measure.harness import StepStarted, make_measurement
+from edgedeploy.measure.harness import make_measurement
 from edgedeploy.measure.schema import BENCH_SCHEMA, make_scope, validate_bench
 
 DEVICE = {"hostname": "box", "cpu_model": "Test CPU", "cpu_cores": 4, "cpu_cores_usable": 4, "frequency_governors": [],
@@ -77,46 +75,3 @@ def test_a_ratio_within_session_noise_is_said_so_and_is_not_the_headline():
     apart = measurement("torch-graph", [600.0, 610.0, 620.0], [1.6e6] * 3)
     cmp = bench_doc([fastest, apart])["comparison"]
     assert headline(cmp, dict(cmp["scope"], backend="*")).startswith("fastest: ort-cpu for net") and "1.78x faster than torch-graph" in headline(cmp, dict(cmp["scope"], backend="*"))
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-
-def test_progress_lines_carry_elapsed_time_and_no_live_line_off_a_terminal():
-    out, clock = io.StringIO(), FakeClock()
-    progress = BenchProgress(stream=out, clock=clock)  # a StringIO is no terminal
-    assert progress.live is False
-    with progress:
-        progress("bench: a: 3 sessions")
-        clock.now += 12.5
-        progress(StepStarted("  a session 1/3: running"))
-        clock.now += 40
-        progress.tick()  # no live line off a terminal, however long the step
-        progress("  a session 1/3 (pid 1): median 1 us; session took 40.0 s")
-    assert out.getvalue().splitlines() == [
-        "[    0.0 s] bench: a: 3 sessions",
-        "[   12.5 s]   a session 1/3: running",
-        "[   52.5 s]   a session 1/3 (pid 1): median 1 us; session took 40.0 s",
-    ]
-
-
-def test_live_line_on_a_terminal_shows_the_running_step_and_is_cleared_by_the_next_line():
-    out, clock = io.StringIO(), FakeClock()
-    progress = BenchProgress(stream=out, live=True, clock=clock)
-    progress(StepStarted("  torch-compile-cuda session 2/3: running"))
-    clock.now += 1.0
-    progress.tick()
-    assert "\r" not in out.getvalue()  # under LIVE_AFTER_S: nothing yet
-    clock.now += 37.0
-    progress.tick()
-    live = out.getvalue().split("\n")[-1]
-    assert live == "\r[   38.0 s] torch-compile-cuda session 2/3: running (38 s)"
-    progress("  torch-compile-cuda session 2/3 (pid 7): median 6 ms; session took 38.0 s")
-    tail = out.getvalue().split("\n")[-2]
-    # the live line is overwritten by blanks, then the real line starts at column 0
-    assert tail.startswith("\r[   38.0 s] torch-compile-cuda session 2/3: running (38 s)\r" + " " * len(live.strip("\r")) + "\r[   38.0 s]   torch-compile-cuda session 2/3 (pid 7)")

@@ -285,6 +285,43 @@ def test_edgedeploy_measure_on_a_local_device(artifacts, tmp_path):
     assert accuracy["after"]["top1"] >= MIN_INT8_TOP1 - 0.05
 
 
+def test_measure_device_local_runs_the_tflite_models_here_as_host_figures(artifacts, tmp_path):
+    """`measure --device local` on a chip artifact, no board: the int8 and float32 TFLite models on
+    this machine's TFLite interpreter (the eiq environment's), labelled host figures everywhere:
+    the record, every latency scope, the text, and the HTML report."""
+    from click.testing import CliRunner
+
+    from edgedeploy.cli import cli
+    from edgedeploy.report.artifact import load_artifact
+    from edgedeploy.report.combine import combine
+    from edgedeploy.report.html import render_html
+
+    built, _ = artifacts
+    args = ["measure", str(built["imx93"]), "--device", "local", "--min-duration", "0.1", "--min-iterations", "20", "--warmup", "3"]
+    result = CliRunner().invoke(cli, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["host_run"]["chip"] == "imx93" and "not the imx93's latency" in record["host_run"]["note"]
+    for label, precision, file in (("after", "int8", "model_int8.tflite"), ("before", "fp32", "model_float32.tflite")):
+        rec = record["latency"][label]
+        scope = rec["scope"]
+        assert scope["backend"] == "tflite-cpu" and scope["precision"] == precision and scope["deployed_model"]["file"] == file
+        assert scope["device"]["name"] == "local" and scope["device"]["chip"] is None  # this host, not a board
+        assert "host figures" in scope["figures"] and "not the imx93's latency" in scope["figures"]
+        assert len({s["pid"] for s in rec["sessions"]}) == 3  # the protocol is kept: 3 separate processes
+        assert not any(s.get("warning") for s in rec["sessions"])  # no delegate was even tried
+    # Same host, same runtime: they differ in precision only, so the ratio stands (as a host figure).
+    assert record["comparison"]["speedup"] > 0 and record["comparison"]["deployment_differs_in"] == ["precision"]
+    assert record["accuracy"]["after"]["top1"] >= MIN_INT8_TOP1 - 0.05
+
+    text = CliRunner().invoke(cli, ["-q", *args, "--no-before"])
+    assert text.exit_code == 0, text.output
+    assert "HOST FIGURES: this imx93 artifact run on this machine" in text.stdout
+    assert "scope: HOST FIGURES: tflite-cpu" in text.stdout and "not the imx93's latency" in text.stdout
+    page = render_html(combine([load_artifact(built["imx93"])]))
+    assert "class='note host-figures'" in page and "not the imx93&#x27;s latency" in page
+
+
 def test_model_zoo_tensor_names_with_slashes_build(tmp_path):
     """`gpu_0/data_0` (a slash, as in many model-zoo exports): onnx2tf's saved model sanitises the name,
     the TFLite signature keeps it; calibration and the host check must find it either way."""

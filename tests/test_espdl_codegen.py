@@ -64,14 +64,14 @@ def test_every_generated_file_has_the_header(tmp_path, hostile, chip_id):
         assert f"edgedeploy {__version__}" in head, rel
         assert model.sha256 in head, rel
         assert "Do not edit" in head, rel
-    assert set(GENERATED) | {f"sdkconfig.defaults.{chip_id}", "main/app_main.cpp", "main/edgedeploy_stats.hpp", "main/model.espdl"} == set(project["files"])
+    assert set(GENERATED) | {f"sdkconfig.defaults.{chip_id}", "main/app_main.cpp", "main/edgedeploy_stats.hpp", "main/edgedeploy_eval.hpp", "main/model.espdl"} == set(project["files"])
 
 
 def test_harness_is_copied_verbatim(tmp_path, hostile):
     model, _ = hostile
     root, _, espdl = generate(tmp_path, model, "esp32s3", 40 * KIB)
     source = codegen.firmware_source_dir()
-    for name in ("main/app_main.cpp", "main/edgedeploy_stats.hpp"):
+    for name in ("main/app_main.cpp", "main/edgedeploy_stats.hpp", "main/edgedeploy_eval.hpp"):
         assert (root / name).read_bytes() == (source / name).read_bytes()
     assert (root / "main/model.espdl").read_bytes() == espdl.read_bytes()
 

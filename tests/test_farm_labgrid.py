@@ -123,7 +123,7 @@ def test_a_place_held_by_another_user_is_waited_for_then_one_sentence(two_boards
     started = time.monotonic()
     proc = run_cli("measure", str(artifacts[0]), "--device", "farm", "--inventory", str(inventory), "--place", "cpu-a", "--place-wait", "3", *FARM_SESSION_ARGS)
     waited = time.monotonic() - started
-    assert proc.returncode == 1
+    assert proc.returncode == 10  # DeviceError (edgedeploy.errors.EXIT_CODES)
     (error,) = error_lines(proc.stderr)
     assert "Traceback" not in proc.stderr and "\n" not in error
     assert "No place for" in error and "within 3 s" in error and "cpu-a is held by" in error and "/alice" in error and "nothing was measured" in error
@@ -136,13 +136,23 @@ def test_a_place_held_by_another_user_is_waited_for_then_one_sentence(two_boards
 def test_a_place_freed_while_waiting_is_taken(two_boards, loopback_sshd, artifacts, tmp_path):
     farm = two_boards
     farm.hold("cpu-a", "alice")
-    threading.Timer(2.0, farm.release, args=("cpu-a", "alice")).start()
     inventory = farm_inventory(tmp_path, farm, loopback_sshd, place="cpu-a")
-    proc = run_cli("measure", str(artifacts[0]), "--device", "farm", "--inventory", str(inventory), "--format", "json", "--place-wait", "60", *FARM_SESSION_ARGS)
-    assert proc.returncode == 0, proc.stderr
-    (run,) = json.loads(proc.stdout)["runs"]
+    argv = [sys.executable, "-m", "edgedeploy", "measure", str(artifacts[0]), "--device", "farm", "--inventory", str(inventory), "--format", "json", "--place-wait", "60", *FARM_SESSION_ARGS]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stderr_lines = []
+    # Alice releases the place 1.5 s after the measure says it waits (not after a fixed delay
+    # from the start: on a busy machine the CLI may take longer than that to get there).
+    for line in proc.stderr:
+        stderr_lines.append(line)
+        if "waiting up to 60 s" in line:
+            threading.Timer(1.5, farm.release, args=("cpu-a", "alice")).start()
+            break
+    stdout, rest = proc.communicate(timeout=600)
+    stderr = "".join(stderr_lines) + rest
+    assert proc.returncode == 0, stderr
+    (run,) = json.loads(stdout)["runs"]
     assert run["place"] == "cpu-a" and run["status"] == "measured" and run["waited_s"] >= 1.0
-    assert "waiting up to 60 s" in proc.stderr
+    assert "waiting up to 60 s" in stderr
     assert farm.holders()["cpu-a"] is None
 
 
@@ -151,13 +161,13 @@ def test_no_fitting_place_and_no_coordinator_are_one_sentence(two_boards, loopba
     inventory = farm_inventory(tmp_path, farm, loopback_sshd)
     proc = run_cli("measure", str(artifacts[0]), "--device", "farm", "--inventory", str(inventory), "--place", "esp-*")
     (error,) = error_lines(proc.stderr)
-    assert proc.returncode == 1 and "No place on the labgrid farm" in error and "cpu-a (board=cpu; NetworkService)" in error
+    assert proc.returncode == 10 and "No place on the labgrid farm" in error and "cpu-a (board=cpu; NetworkService)" in error
     closed = f"labgrid://127.0.0.1:{farm.port + 1 if farm.port < 65535 else farm.port - 1}"
     proc = run_cli("measure", str(artifacts[0]), "--farm", closed, *FARM_SESSION_ARGS)
     (error,) = error_lines(proc.stderr)
-    assert proc.returncode == 1 and "labgrid coordinator at 127.0.0.1:" in error and "Traceback" not in proc.stderr
+    assert proc.returncode == 10 and "labgrid coordinator at 127.0.0.1:" in error and "Traceback" not in proc.stderr
     proc = run_cli("measure", str(artifacts[0]), "--farm", "http://example.invalid")
-    assert proc.returncode == 1 and "is not a labgrid coordinator" in proc.stderr
+    assert proc.returncode == 2 and "is not a labgrid coordinator" in proc.stderr
     proc = run_cli("measure", *map(str, artifacts), "--device", "local")
     assert proc.returncode == 2 and "on a labgrid farm (--farm)" in proc.stderr
     assert farm.holders() == {"cpu-a": None, "cpu-b": None}
@@ -184,7 +194,7 @@ def test_coordinator_killed_mid_run_keeps_partial_results_and_restart_frees_plac
     proc.wait(300)
     reader.join(10)
     stderr = "".join(seen)
-    assert proc.returncode == 1, stderr
+    assert proc.returncode == 10, stderr
     (error,) = error_lines(stderr)
     assert "The labgrid coordinator at 127.0.0.1:" in error and "was lost" in error
     assert "1 of 2 artifact(s) have results, kept and marked partial" in error and "1 were not started" in error
@@ -293,7 +303,7 @@ def test_a_board_that_fails_ends_in_one_sentence_and_its_place_is_released(two_b
     options = [o if not o.startswith("UserKnownHostsFile=") else f"UserKnownHostsFile={empty}" for o in loopback_sshd.ssh_options()]
     inventory = farm_inventory(tmp_path, farm, loopback_sshd, ssh_options=options, place="cpu-b")
     proc = run_cli("measure", str(artifacts[0]), "--device", "farm", "--inventory", str(inventory), "--format", "json", *FARM_SESSION_ARGS)
-    assert proc.returncode == 1
+    assert proc.returncode == 10
     (error,) = error_lines(proc.stderr)
     assert "not in known_hosts" in error and "Traceback" not in proc.stderr
     (run,) = json.loads(proc.stdout)["runs"]

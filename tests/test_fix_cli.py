@@ -73,7 +73,7 @@ def test_fix_moves_erf_gelu_onto_espdl_with_allow_approx(tmp_path, sample_eval):
     assert onnx.load(str(out)).graph.node and not any(n.op_type == "Erf" for n in onnx.load(str(out)).graph.node)
     # Never overwrite without --force.
     again = run_cli("fix", str(model), "--target", "esp32s3", "--allow-approx", "--eval", sample_eval, "--out", str(out))
-    assert again.returncode == 1 and "--force" in again.stderr
+    assert again.returncode == 11 and "--force" in again.stderr  # ArtifactError
 
 
 def test_fix_exact_gelu_for_jetson_dla_is_refused_when_it_only_merges_nodes(tmp_path):
@@ -136,6 +136,24 @@ def test_fix_uses_the_exact_gelu_operator_for_ethos_u(tmp_path, sample_eval):
     fixed = onnx.load(str(tmp_path / "f.onnx"))
     assert any(n.op_type == "Gelu" for n in fixed.graph.node)
     assert any(i.version >= 20 for i in fixed.opset_import if i.domain in ("", "ai.onnx"))
+    # The whole model moved to opset 20 for the Gelu operator: the report says so, from and to.
+    change = report["opset_change"]
+    assert (change["from"], change["to"], change["by"]) == (13, 20, ["erf_gelu_to_gelu"])
+    assert report["model"]["opset"] == 13 and report["fixed_model"]["opset"] == 20
+
+
+def test_fix_says_in_its_output_that_it_raised_the_opset(tmp_path, sample_eval):
+    model = gelu_cnn(tmp_path / "gelu.onnx")
+    result = run_cli("fix", str(model), "--target", "imx93", "--eval", sample_eval, "-o", str(tmp_path / "f.onnx"))
+    assert result.returncode == 0, result.stderr
+    assert "opset raised: 13 -> 20 for erf_gelu_to_gelu" in result.stdout and "must support opset 20" in result.stdout
+
+
+def test_fix_list_needs_no_target():
+    result = run_cli("fix", "--list", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    rows = {r["name"]: r for r in json.loads(result.stdout)["rewrites"]}
+    assert rows["erf_gelu_to_gelu"]["min_opset"] == 20 and rows["fold_batchnorm"]["min_opset"] is None
 
 
 @pytest.mark.toolchain("eiq")

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 from tests.helpers import conv_model, const, make_model, run_cli, save, tensor
 
 
-def assert_clean_error(result, *fragments, code=1):
+def assert_clean_error(result, *fragments, code=8):  # 8: ModelError (edgedeploy.errors.EXIT_CODES)
     assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
     assert result.stdout == ""
     assert "Traceback" not in result.stderr
@@ -166,7 +166,7 @@ def test_external_data_truncated(tmp_path):
 def test_debug_shows_traceback(tmp_path):
     (tmp_path / "x.onnx").write_text("nonsense")
     result = run_cli("--debug", "inspect", str(tmp_path / "x.onnx"))
-    assert result.returncode == 1
+    assert result.returncode == 8  # ModelError
     assert "Traceback" in result.stderr and "error: " in result.stderr
     after = run_cli("inspect", str(tmp_path / "x.onnx"), "--debug")
     assert "Traceback" in after.stderr

@@ -121,8 +121,32 @@ def test_refuses_artifact_for_another_chip(tmp_path):
     result = runner.invoke(cli, ["measure", str(dest), "--device", "s3", "--inventory", str(inv)])
     assert result.exit_code != 0
     assert "was built for rk3588, not esp32s3" in str(result.exception)
+    # `local` is this machine, which runs nothing of an RKNN artifact: it says why, before reading anything else.
     result = runner.invoke(cli, ["measure", str(dest), "--device", "local"])
+    assert result.exit_code != 0
+    assert "Nothing of this RKNN artifact runs on this machine" in str(result.exception)
+    assert "load_rknn" in str(result.exception) and "--device NAME" in str(result.exception)
+    # An inventory device without a chip is no board either.
+    inv = write_inventory(tmp_path / "inv2.json", {"box": {"transport": "ssh", "host": "box.invalid"}})
+    result = runner.invoke(cli, ["measure", str(dest), "--device", "box", "--inventory", str(inv)])
     assert "declares no chip" in str(result.exception)
+
+
+@pytest.mark.parametrize("chip, why", [("esp32s3", "esp-ppq cannot load a .espdl file"), ("jetson-orin-nano", "runs nowhere else"), ("am68a", "not their time")])
+def test_measure_local_says_why_a_chip_artifact_does_not_run_here(tmp_path, chip, why):
+    from edgedeploy.targets import find_chip
+
+    target, _ = find_chip(chip)
+    dest = tmp_path / "m" / chip
+    with ArtifactBuilder(dest) as art:
+        (art.path / "report.json").write_text("{}")
+        art.manifest_fields.update(target={"target": target.id, "chip": chip})
+    result = CliRunner().invoke(cli, ["measure", str(dest), "--device", "local"])
+    assert result.exit_code != 0
+    message = str(result.exception)
+    assert message.startswith(f"Nothing of this {target.name} artifact runs on this machine") and why in message
+    if chip == "esp32s3":
+        assert "--device esp32s3@PORT" in message
 
 
 def test_bad_requests_are_one_sentence(tmp_path, measured):

@@ -88,7 +88,7 @@ def test_text_and_markdown_carry_scope(two_measured):
 def test_html_is_self_contained_with_plots(two_measured, tmp_path):
     out, _ = two_measured
     target = tmp_path / "report.html"
-    r = CliRunner().invoke(cli, ["report", str(out), "--format", "html", "--output", str(target)])
+    r = CliRunner().invoke(cli, ["report", str(out), "--format", "html", "-o", str(target)])
     assert r.exit_code == 0, r.output
     page = target.read_text()
     assert page.startswith("<!DOCTYPE html>")

@@ -132,7 +132,9 @@ def test_configuration_uses_ti_option_names_and_values(tmp_path, precision, bits
     assert options["advanced_options:calibration_iterations"] == 7
     assert "deny_list:layer_name" not in options  # nothing to deny: every node is on the accelerator
     assert config["soc"] == "am68a" and config["graph_optimization_level"] == "ORT_DISABLE_ALL"
-    calibration = np.load(dest / "tidl" / "calibration.npz")
+    from edgedeploy.arrays import read_arrays
+
+    calibration = read_arrays(dest / "tidl" / "calibration.npz")
     assert calibration["x"].shape == (20, 1, 3, 8, 8)  # one [batch, ...] array per frame
     # The script hands these to TIDLCompilationProvider and fills the two required paths itself.
     script = (dest / "tidl" / "compile_tidl.py").read_text()
@@ -349,3 +351,26 @@ def test_audit_confirm_compiles_and_parses(tmp_path):
     assert "deny_list:layer_name" not in config["provider_options"]  # TIDL's own verdict, unsteered
     assert config["provider_options"]["advanced_options:calibration_frames"] == 1
     assert "Final number of subgraphs" in (tmp_path / "log.txt").read_text()
+
+
+def test_the_compile_script_reads_the_calibration_frames_by_the_models_own_names(tmp_path):
+    """The generated compile script reads edgedeploy's index-keyed arrays (any tensor name, a NUL
+    included, survives) and writes its emulation outputs the same way."""
+    import importlib.util
+
+    import numpy as np
+
+    from edgedeploy.arrays import read_arrays, write_arrays
+
+    dest, _ = build(tmp_path, conv_relu_pool_model())
+    spec = importlib.util.spec_from_file_location("compile_tidl_under_test", dest / "tidl" / "compile_tidl.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)  # defines its functions; main() runs only as a script
+    calibration = script.load_arrays(np, dest / "tidl" / "calibration.npz")
+    assert list(calibration) == ["x"] and calibration["x"].shape[1:] == (1, 3, 8, 8)
+    hostile = {"a\x00b/\u00e9" * 3: np.arange(4.0), "y": np.ones((2, 2))}
+    script.save_arrays(np, tmp_path / "out.npz", hostile)
+    back = read_arrays(tmp_path / "out.npz")
+    assert list(back) == list(hostile) and all(np.array_equal(back[k], hostile[k]) for k in hostile)
+    write_arrays(tmp_path / "in.npz", hostile)
+    assert list(script.load_arrays(np, tmp_path / "in.npz")) == list(hostile)

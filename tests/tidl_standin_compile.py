@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from edgedeploy.arrays import read_arrays, write_arrays
 import onnxruntime as ort
 
 
@@ -40,14 +42,14 @@ def main() -> int:
     shutil.copytree(args.fixture / "artifacts", target)
     if config.get("eval_inputs"):
         session = ort.InferenceSession(str(args.tidl_dir / config["model"]), providers=["CPUExecutionProvider"])
-        data = np.load(args.tidl_dir / config["eval_inputs"])
+        data = read_arrays(args.tidl_dir / config["eval_inputs"])
         names = [i.name for i in session.get_inputs()]
         outs = [o.name for o in session.get_outputs()]
         collected = {o: [] for o in outs}
         for index in range(len(data[names[0]])):
             for name, value in zip(outs, session.run(None, {n: data[n][index] for n in names})):
                 collected[name].append(value)
-        np.savez(args.tidl_dir / "emulation_outputs.npz", **{k: np.stack(v) for k, v in collected.items()})
+        write_arrays(args.tidl_dir / "emulation_outputs.npz", {k: np.stack(v) for k, v in collected.items()})
     return 0
 
 

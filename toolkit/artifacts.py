@@ -39,6 +39,13 @@ def artifact_dir(out_root: Path, model_name: str, chip_id: str) -> Path:
     return Path(out_root) / safe_path_component(model_name) / safe_path_component(chip_id)
 
 
+def current_umask() -> int:
+    """The process's umask (reading it means setting it; it is set straight back)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write a file so that readers see the old content or the new one, never a part.
 
@@ -55,9 +62,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise ArtifactError(f"Cannot write {path}: {exc.strerror or exc} ({exc.filename or path.parent}).") from exc
     try:
         # mkstemp creates the file 0600; give it the mode a plain open() would (0666 minus umask).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -144,6 +149,9 @@ class ArtifactBuilder:
             self.path = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.building-", dir=self.dest.parent))
         except OSError as exc:
             raise ArtifactError(f"Cannot create the artifact folder {named}: {exc.strerror or exc} ({exc.filename or self.dest.parent}).") from exc
+        # mkdtemp makes the folder 0700, and the rename keeps that: give the artifact the mode
+        # of a plain mkdir (0777 minus umask), so a CI job's other users and a web server can read it.
+        os.chmod(self.path, 0o777 & ~current_umask())
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:

@@ -344,8 +344,12 @@ def _check_finite(ds: Dataset, what: str, array: np.ndarray, allow: bool, hint: 
         warnings.warn(EdgedeployWarning(f"{sentence}; using them as given (--allow-nonfinite)."), stacklevel=3)
 
 
-def _check_array(source: str, spec: InputSpec, array: np.ndarray) -> np.ndarray:
-    """Fit an array to the input: add a batch axis to a single sample, check dims, cast the dtype."""
+def _check_array(source: str, spec: InputSpec, array: np.ndarray, preprocess: PreprocessSpec | None = None) -> np.ndarray:
+    """Fit an array to the input: add a batch axis to a single sample, check dims, cast the dtype.
+
+    `preprocess` is given for decoded images: a mismatch on the channel axis then says which
+    `channels=` would fit (a grayscale model fed the default RGB, or the other way round).
+    """
     want = spec.shape
     if want and array.ndim == len(want) - 1:
         array = array[None]
@@ -358,7 +362,7 @@ def _check_array(source: str, spec: InputSpec, array: np.ndarray) -> np.ndarray:
         if need is not None and have != need:
             raise OptionError(
                 f"{source}: data for input '{spec.name}' has {have} at axis {axis}, but the model expects {need} "
-                f"({'x'.join('?' if d is None else str(d) for d in want)})."
+                f"({'x'.join('?' if d is None else str(d) for d in want)}){_channel_hint(preprocess, axis, len(want), have, need)}."
             )
     if array.dtype.kind not in NUMERIC_KINDS:
         raise OptionError(f"{source}: input '{spec.name}' holds {_KIND_WORDS.get(array.dtype.kind, str(array.dtype))}, not numbers.")
@@ -370,6 +374,21 @@ def _check_array(source: str, spec: InputSpec, array: np.ndarray) -> np.ndarray:
         # Left complex: _check_values refuses it, or with allow_nonfinite feeds the real part.
         return array
     return array.astype(target, copy=False)
+
+
+def _channel_hint(preprocess: PreprocessSpec | None, axis: int, rank: int, have: int, need: int) -> str:
+    """For images: the `--preprocess channels=` that gives the model the channel count it expects."""
+    if preprocess is None or rank != 4:
+        return ""
+    channel_axis = 1 if preprocess.layout == "NCHW" else 3
+    if axis != channel_axis:
+        other = "NHWC" if preprocess.layout == "NCHW" else "NCHW"
+        return f"; if that is the channel axis, the model is {other}: add layout={other} to --preprocess"
+    if need == 1 and have == 3:
+        return f"; the images were read as {preprocess.channels} (3 channels) and the model takes one: add channels=GRAY to --preprocess"
+    if need == 3 and have == 1:
+        return "; the images were read as GRAY and the model takes 3 channels: use channels=RGB (or BGR) in --preprocess"
+    return ""
 
 
 # What reading a zip member can raise on corrupt or hostile archives (CRC and size mismatches,
@@ -468,6 +487,14 @@ def _load_images(root: Path, images: list[Path], inputs: list[InputSpec], spec: 
     labels = np.array([classes.index(p.parent.relative_to(root).as_posix()) for p in images], dtype=np.int64) if classes else None
     mode = "L" if spec.channels == "GRAY" else "RGB"
     channels = 1 if mode == "L" else 3
+    for key in ("mean", "std"):
+        values = getattr(spec, key)
+        if len(values) not in (1, channels):
+            # Broadcasting three means onto one gray channel would silently make three channels.
+            raise OptionError(
+                f"--preprocess: {key} has {len(values)} values, but channels={spec.channels} gives {channels} channel(s); "
+                f"give one value, or one per channel."
+            )
     # What Pillow and the decoders raise on files that lie about being images.
     decode_errors = (OSError, ValueError, EOFError, SyntaxError, struct.error, zlib.error, Image.DecompressionBombError)
     samples = []
@@ -503,7 +530,7 @@ def _load_images(root: Path, images: list[Path], inputs: list[InputSpec], spec: 
     if len({a.shape for a in samples}) > 1:
         raise OptionError(f"{root}: the images have different sizes; give --preprocess size=HxW to resize them to one.")
     batch = np.stack(samples)
-    ds = _finish(str(root), {model_in.name: _check_array(str(root), model_in, batch)}, labels)
+    ds = _finish(str(root), {model_in.name: _check_array(str(root), model_in, batch, spec)}, labels)
     ds.preprocess = spec
     if classes:
         ds.notes.append("classes: " + ", ".join(classes))

@@ -1,10 +1,43 @@
 """Errors a user can cause, and the exit codes they map to.
 
 Every exception here carries one sentence meant for the user. The CLI prints that sentence on
-stderr and exits non-zero, without a traceback unless `--debug` is given.
+stderr and exits with the code of its class, without a traceback unless `--debug` is given.
+
+`EXIT_CODES` is the one table of exit statuses: each error class takes its code from it, the
+commands that report an outcome (audit's and build's gates) take theirs from it, and
+docs/cli.md prints it (tests/test_exit_codes.py checks that the page and the table agree and
+that real commands exit with these codes). A CI job can tell "the model got worse" (3-7) from
+"the input was wrong" (2, 8) from "the machine or a tool failed" (9-12).
 """
 
 from __future__ import annotations
+
+# status -> (what it means, who uses it). Codes are never renumbered: CI scripts compare them.
+EXIT_CODES: dict[int, tuple[str, str]] = {
+    0: ("success", "every command"),
+    1: ("the run failed for another reason (a generic edgedeploy error)", "EdgedeployError"),
+    2: ("usage: a bad option or value, an unknown chip, device, rewrite or toolchain name, a bad project or inventory file, bad data", "OptionError, UnknownName, ConfigError, NotAvailableYet; Click's usage errors"),
+    3: ("audit --fail-on: nodes kept in float (the worst placement found)", "audit"),
+    4: ("audit --fail-on: nodes fall back to the CPU (GPU for DLA)", "audit"),
+    5: ("audit --fail-on: nodes no unit can run (unsupported)", "audit"),
+    6: ("build: a project was generated but not compiled here (TIDL without TI's tools); --allow-generated accepts it", "build"),
+    7: ("a --fail-on gate of build or measure failed (a threshold on accuracy, fidelity, latency or size, or a figure it needs is missing)", "GateFailed"),
+    8: ("the model cannot be used: missing, malformed, unsafe, or with shapes that cannot be pinned", "ModelError"),
+    9: ("a toolchain is missing, or its worker or command failed", "ToolchainError, ToolchainMissing, WorkerFailed"),
+    10: ("a device is unreachable, failed or lied during a run", "DeviceError"),
+    11: ("an artifact or output file is missing, damaged, exists already (no --force) or was built for something else", "ArtifactError"),
+    12: ("a registered target package is broken", "TargetError"),
+    70: ("internal error: a bug in edgedeploy (rerun with --debug for the traceback)", "any other exception"),
+    130: ("interrupted (Ctrl-C, SIGTERM, SIGHUP); every worker was stopped", "every command"),
+}
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_AUDIT_FLOAT, EXIT_AUDIT_FALLBACK, EXIT_AUDIT_UNSUPPORTED = 3, 4, 5
+EXIT_GENERATED_ONLY = 6
+EXIT_GATE_FAILED = 7
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
 
 
 class EdgedeployError(Exception):
@@ -13,18 +46,42 @@ class EdgedeployError(Exception):
     exit_code = 1
 
 
+class OptionError(EdgedeployError):
+    """A command-line option or its value is wrong (data given through an option included)."""
+
+    exit_code = EXIT_USAGE
+
+
+class UnknownName(OptionError):
+    """A name the user gave (chip, device, rewrite, toolchain) is not known; the sentence lists the known ones."""
+
+
+class ConfigError(OptionError):
+    """A project file (edgedeploy.toml) or device inventory has a bad field; the sentence names the file and the field."""
+
+
+class NotAvailableYet(EdgedeployError):
+    """A command or option that exists in the interface but is not implemented yet."""
+
+    exit_code = EXIT_USAGE
+
+
+class GateFailed(EdgedeployError):
+    """A --fail-on threshold of build or measure was not met (the results were written and printed first)."""
+
+    exit_code = EXIT_GATE_FAILED
+
+
 class ModelError(EdgedeployError):
     """The ONNX model cannot be loaded, is malformed, or is unsafe to open."""
 
-
-class OptionError(EdgedeployError):
-    """A command-line option or its value is wrong."""
-
-    exit_code = 2
+    exit_code = 8
 
 
 class ToolchainError(EdgedeployError):
     """A toolchain environment is missing, broken, or its worker failed."""
+
+    exit_code = 9
 
 
 class ToolchainMissing(ToolchainError):
@@ -35,22 +92,35 @@ class WorkerFailed(ToolchainError):
     """A toolchain worker crashed, timed out, or reported an error."""
 
 
+class DeviceError(EdgedeployError):
+    """A device is unreachable, or failed during a run."""
+
+    exit_code = 10
+
+
+class UnknownDevice(UnknownName, DeviceError):
+    """A device name that is neither in the inventory nor a CHIP@PORT board: a usage error (2)."""
+
+
+class InventoryError(ConfigError, DeviceError):
+    """The device inventory file is unreadable or has a bad entry: a usage error (2)."""
+
+
 class ArtifactError(EdgedeployError):
     """An artifact directory is missing, incomplete, exists already, or does not match."""
 
-
-class DeviceError(EdgedeployError):
-    """A device is unknown, unreachable, or failed during a run."""
+    exit_code = 11
 
 
 class TargetError(EdgedeployError):
     """A registered target package is broken (it cannot be loaded or breaks the target contract)."""
 
+    exit_code = 12
 
-class NotAvailableYet(EdgedeployError):
-    """A command or option that exists in the interface but is not implemented yet."""
 
-    exit_code = 2
+def exit_code_for(error: BaseException) -> int:
+    """The exit status for an exception: its class's code, 70 for anything that is not an EdgedeployError."""
+    return getattr(error, "exit_code", EXIT_INTERNAL) if isinstance(error, EdgedeployError) else EXIT_INTERNAL
 
 
 class EdgedeployWarning(UserWarning):

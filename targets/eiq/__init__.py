@@ -43,7 +43,7 @@ class EiqTarget(Target):
     name = "NXP eIQ"
     toolchain = TOOLCHAIN
     listing_order = 30
-    capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT, Capability.BENCH})
+    capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT, Capability.BENCH, Capability.HOST})
     chips = (
         Chip(
             id="imx8mp",
@@ -113,6 +113,12 @@ class EiqTarget(Target):
                 not_timed="Vela estimates time only for a full-int8 TFLite model compiled for the Ethos-U; `edgedeploy build --target imx93` reports it, labelled as an estimate",
             ),
         ]
+
+    def host_runner_spec(self, artifact, manifest, settings, stage_dir):
+        """The int8 and float32 TFLite models on this machine's TFLite interpreter (CPU), in the eiq environment."""
+        from edgedeploy.targets.eiq.runner import host_runner_spec
+
+        return host_runner_spec(self, Path(artifact), manifest, settings)
 
     def runner_spec(self, artifact, manifest, device):
         """int8 with the NPU delegate (CPU fallback with a warning); baseline: the float32 model on the CPU."""

@@ -154,6 +154,26 @@ def generate_runner(ctx, result: dict, evaluation, sample_count: int, simulated=
     }
 
 
+def host_runner_spec(target, artifact: Path, manifest: dict, settings):
+    """A host run (`measure --device local`): the artifact's TFLite models on this machine's TFLite interpreter, CPU only.
+
+    After: model_int8.tflite; before: model_float32.tflite, both with `--delegate none` (the
+    NPU delegates are the board's) in the eiq toolchain environment, whose ai-edge-litert is
+    the interpreter. The two differ in precision only, so measure may divide them; neither is
+    the NPU's latency (Vela's compiled model needs the Ethos-U, the VX delegate the VIP8000).
+    """
+    main = runner_spec(target, artifact, manifest, None)
+    python = str(target.toolchain.require())
+    for spec, model in ((main, "int8"), (main.baseline, "float32")):
+        spec.command = [("none" if a == "auto" else a) for a in spec.command]
+        spec.command += ["--warmup", str(settings.warmup), "--min-iterations", str(settings.min_iterations), "--min-duration", str(settings.min_duration_s)]
+        spec.python = python
+        spec.backend = "tflite-cpu"
+        spec.timeout_s = settings.timeout_s
+    # Vela's compiled model is copied only for the NPU: the CPU run reads the plain int8 model.
+    return main
+
+
 def runner_spec(target, artifact: Path, manifest: dict, device):
     """The RunnerSpec `measure` copies to `device`: int8 with the NPU delegate; baseline float32 on the CPU."""
     from edgedeploy.targets.base import RunnerSpec

@@ -44,6 +44,11 @@ class EspDlTarget(Target):
     toolchain = TOOLCHAIN
     listing_order = 10
     capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.SERIAL, Capability.VERDICT, Capability.BENCH})
+    host_unavailable = (
+        "model.espdl runs only in ESP-DL's C++ runtime, whose kernels are the ESP32-S3/P4's SIMD instructions; "
+        "esp-ppq cannot load a .espdl file (its simulator runs the quantised graph in PyTorch only within the conversion, "
+        "as `build` does for accuracy), and PyTorch's time on this host would be no figure of the artifact"
+    )
     options_type = EspDlOptions
 
     def calibration_need(self, chip, precision) -> CalibrationNeed:

@@ -433,6 +433,12 @@ def rule_set(chip_id: str, precision: str | None = None, **_options) -> RuleSet:
         # esp-ppq runs onnxsim first: subgraphs computable at compile time become constants.
         folds_constants=True,
         fallback_unit="CPU (float32 kernels)",
+        # ESP-DL has no second processor: "float" is ESP-DL's own float32 kernel on the same CPU.
+        units={
+            Placement.ACCELERATOR: ("ESP-DL integer kernels (SIMD)", None),
+            Placement.FLOAT: ("ESP-DL float kernel (CPU, scalar)", "float32"),
+            Placement.FALLBACK: ("CPU (float32 kernels)", "float32"),
+        },
         max_ir_version=MAX_IR_VERSION,
         notes=[
             "ESP-DL has no CPU fallback: an operator it does not implement makes the model fail to load.",

@@ -57,6 +57,11 @@ class RknnTarget(Target):
     TOOLKIT_VERSION = RKNN_TOOLKIT_VERSION
     listing_order = 20
     capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT, Capability.BENCH})
+    host_unavailable = (
+        "model.rknn runs only on the NPU's runtime (librknnrt on the board); rknn-toolkit2 2.5.0's simulator refuses a model "
+        "loaded from a .rknn file ('RKNN model that loaded by load_rknn not support inference on the simulator') "
+        "and reports no time (eval_perf needs a board)"
+    )
     options_type = RknnOptions
     chips = (
         _chip("rk3588", "RK3588", 6, "4x Cortex-A76 + 4x Cortex-A55", 2400, notes="3 NPU cores"),

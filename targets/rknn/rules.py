@@ -617,6 +617,12 @@ def rule_set(chip_id: str, precision: str | None = "int8", **options) -> RuleSet
         fallback_ops=fallback_ops(chip_id),
         float_only_ops=frozenset(),
         fallback_unit="CPU",
+        # rknn-toolkit2 keeps a layer it cannot quantise on the NPU in float16; the CPU runs float32.
+        units={
+            Placement.ACCELERATOR: ("NPU", None),
+            Placement.FLOAT: ("NPU", "float16"),
+            Placement.FALLBACK: ("CPU", "float32"),
+        },
         min_opset=MIN_OPSET,
         max_opset=MAX_OPSET,
         notes=notes,

@@ -74,6 +74,7 @@ class TensorRtTarget(Target):
     toolchain = TOOLCHAIN
     listing_order = 40
     capabilities = frozenset({Capability.AUDIT, Capability.RUNNER, Capability.VERDICT})
+    host_unavailable = "a TensorRT engine is built on the Jetson for its own GPU and TensorRT release and runs nowhere else"
     options_type = TensorRtOptions
     chips = (
         _orin("jetson-orin-nano", "Jetson Orin Nano", "Ampere GPU, 1024 CUDA cores", 0, 625, "6x Cortex-A78AE", 1500, 8),

@@ -69,6 +69,10 @@ class TidlTarget(Target):
     toolchain = TOOLCHAIN
     listing_order = 50
     capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT})
+    host_unavailable = (
+        "the compiled artifacts run on the C7x DSP and MMA through TI's TIDL execution provider on the board; "
+        "TI's x86 emulation of them (edgeai-tidl-tools) reproduces their outputs, not their time"
+    )
     options_type = TidlOptions
     chips = (
         _soc("tda4vm", "TDA4VM", 8, 1, "2x Cortex-A72", 2000),

@@ -7,7 +7,8 @@ Artifact layout (below OUT/<model>/<chip>/):
   model.onnx                  the pinned model (run_build)
   tidl/compile_tidl.py        generated compile script (TI's ONNX Runtime compile path)
   tidl/compile_config.json    its configuration: TI's option names and values, the deny list
-  tidl/calibration.npz        calibration frames, one [batch, ...] array per frame and input
+  tidl/calibration.npz        calibration frames, [frames, batch, ...] per input (keyed by index, with a
+                              name table: edgedeploy.arrays; the compile script reads it so)
   tidl/eval_inputs.npz        evaluation frames for TI's host emulation (when eval data exists)
   tidl/model_tidl.onnx        the model TIDL compiles: the pinned model, node names made safe
                               for TI's deny list where needed (tidl/ alone is the compile project)
@@ -35,6 +36,7 @@ import numpy as np
 import onnx
 
 from edgedeploy import __version__
+from edgedeploy.arrays import read_arrays, write_arrays
 from edgedeploy.artifacts import atomic_write_json, atomic_write_text
 from edgedeploy.audit.rules import Placement
 from edgedeploy.errors import OptionError, ToolchainError, ToolchainMissing
@@ -175,10 +177,10 @@ def convert(target, ctx) -> ConvertResult:
     if settings.calibration_frames > available:
         ctx.echo(f"convert: only {available} calibration frames available; using {available} instead of {settings.calibration_frames}")
         settings.calibration_frames = available
-    np.savez(tidl_dir / CALIBRATION_FILE, **_frames(calib, batch, settings.calibration_frames))
+    write_arrays(tidl_dir / CALIBRATION_FILE, _frames(calib, batch, settings.calibration_frames))
     eval_frames = _eval_frames(ctx, batch)
     if eval_frames:
-        np.savez(tidl_dir / EVAL_INPUTS_FILE, **_frames(ctx.data.evaluation, batch, eval_frames))
+        write_arrays(tidl_dir / EVAL_INPUTS_FILE, _frames(ctx.data.evaluation, batch, eval_frames))
 
     config = compile_config(
         chip=chip,
@@ -272,9 +274,8 @@ def simulate(ctx, converted: ConvertResult, evaluation) -> SimulationResult:
     backend = "TI host emulation of the compiled TIDL model (bit-true to the C7x/MMA per TI), this host"
     if not emulated.is_file():
         return SimulationResult({}, backend, failed="the TIDL compile wrote no emulation outputs (see tidl/compile.log)")
-    with np.load(emulated, allow_pickle=False) as archive:
-        # [frames, batch, ...] -> samples along axis 0, like the reference.
-        outputs = {k: archive[k].reshape((-1,) + archive[k].shape[2:]) for k in archive.files}
+    # [frames, batch, ...] -> samples along axis 0, like the reference.
+    outputs = {k: v.reshape((-1,) + v.shape[2:]) for k, v in read_arrays(emulated).items()}
     return SimulationResult(outputs, backend)
 
 

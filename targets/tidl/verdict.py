@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 
 from edgedeploy import __version__
+from edgedeploy.arrays import write_arrays
 from edgedeploy.artifacts import atomic_write_json, atomic_write_text
 from edgedeploy.errors import ToolchainMissing
 from edgedeploy.targets.tidl import build as tidl_build
@@ -52,7 +53,7 @@ def compile_and_parse(target, model_path: Path, chip_id: str, workdir: Path, log
     tidl_dir = Path(workdir) / tidl_build.TIDL_DIR
     tidl_dir.mkdir(parents=True, exist_ok=True)
     onnx.save(model.proto, str(tidl_dir / tidl_build.TIDL_MODEL_FILE))
-    np.savez(tidl_dir / tidl_build.CALIBRATION_FILE, **_one_frame(model))
+    write_arrays(tidl_dir / tidl_build.CALIBRATION_FILE, _one_frame(model))
     settings = CompileSettings(tensor_bits=8, calibration_frames=CONFIRM_FRAMES, calibration_iterations=CONFIRM_ITERATIONS)
     config = compile_config(
         chip=chip_id,

@@ -8,13 +8,14 @@ unit), the accelerator<->fallback transitions per inference and the bytes that c
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import onnx
 
-from edgedeploy.audit.rules import NodeView, Placement, Rule, RuleSet, TensorView, worst
+from edgedeploy.audit.lowering import ELIMINATED, FOLDED, LoweringResult, lower
+from edgedeploy.audit.rules import NodeView, Offence, Placement, Rule, RuleSet, TensorView, worst
 from edgedeploy.model.intake import LoadedModel
 from edgedeploy.model.shapes import dims_of
 from edgedeploy.model.stats import dtype_name, node_names
@@ -65,6 +66,7 @@ class Violation:
     placement: Placement
     value: Any
     detail: str = ""
+    uncertain: bool = False
 
     def to_dict(self) -> dict:
         return {
@@ -75,6 +77,7 @@ class Violation:
             "placement": self.placement.value,
             "value": _jsonable(self.value),
             "detail": self.detail,
+            **({"uncertain": True} if self.uncertain else {}),
         }
 
 
@@ -85,19 +88,37 @@ class NodePlacement:
     index: int
     placement: Placement
     violations: list[Violation] = field(default_factory=list)
+    # What the toolchain's graph passes did to the node (edgedeploy.audit.lowering): "fused"
+    # (into `fused_into`, the node its group became), "folded" or "eliminated"; None: untouched.
+    lowered: str | None = None
+    lowered_by: str | None = None
+    fused_into: str | None = None
+
+    @property
+    def uncertain(self) -> str | None:
+        """Why the placement is only the audit's best guess (a decisive violation it cannot be sure of), else None."""
+        if not self.violations:  # most nodes: asked for every node of every chip
+            return None
+        decisive = [v for v in self.violations if v.placement == self.placement]
+        if decisive and all(v.uncertain for v in decisive):
+            return decisive[0].message
+        return None
+
+    @property
+    def folded(self) -> bool:
+        """Runs nowhere: computed when the model is compiled, or removed by the toolchain."""
+        return self.lowered in (FOLDED, ELIMINATED) or (bool(self.violations) and any(v.rule == folded_at_compile_time.name for v in self.violations))
 
     @property
     def reason(self) -> str:
         """The sentence of the decisive violation; '' on the accelerator (unless folded at compile time)."""
+        if not self.violations:
+            return ""
         decisive = [v for v in self.violations if v.placement == self.placement]
         return decisive[0].message if decisive else ""
 
-    @property
-    def folded(self) -> bool:
-        """Folded at compile time: it runs nowhere (place_node decides this first, as the node's only violation)."""
-        return bool(self.violations) and self.violations[0].rule == folded_at_compile_time.name
-
     def to_dict(self) -> dict:
+        uncertain = self.uncertain
         return {
             "node": self.node,
             "op_type": self.op_type,
@@ -105,6 +126,8 @@ class NodePlacement:
             "placement": self.placement.value,
             "reason": self.reason,
             "violations": [v.to_dict() for v in self.violations],
+            **({"lowered": self.lowered, "lowered_by": self.lowered_by, "fused_into": self.fused_into} if self.lowered else {}),
+            **({"uncertain": uncertain} if uncertain else {}),
         }
 
 
@@ -131,6 +154,8 @@ class AuditResult:
     nodes: list[NodePlacement]
     partitions: list[dict]
     crossings: list[Crossing]
+    # placement value -> [unit, precision]: what each placement means on this chip, in its words.
+    units: dict = field(default_factory=dict)
 
     def count(self, placement: Placement) -> int:
         return sum(1 for n in self.nodes if n.placement == placement)
@@ -159,26 +184,37 @@ class AuditResult:
             "float": counts[Placement.FLOAT],
             "fallback": counts[Placement.FALLBACK],
             "unsupported": counts[Placement.UNSUPPORTED],
+            "uncertain": sum(1 for n in self.nodes if n.violations and n.uncertain),
             "partitions": len(self.partitions),
             "transitions_per_inference": self.transitions,
             "crossing_bytes_per_inference": self.crossing_bytes,
             "crossing_bytes_complete": self.crossing_bytes_known,
         }
 
+    def unit_words(self, placement: Placement) -> str:
+        """Where a placement runs on this chip, with its precision: "NPU, int8", "CPU (Cortex-A55), float32"."""
+        unit, precision = self.units.get(placement.value, (None, None))
+        if unit is None:
+            return {Placement.ACCELERATOR: "the accelerator", Placement.FALLBACK: f"the {self.fallback_unit}"}.get(placement, placement.value)
+        return f"{unit}, {precision}" if precision else unit
+
     def summary_line(self, summary: dict | None = None) -> str:
         """The one-line summary; `summary`: self.summary(), when the caller has it already."""
         s = summary or self.summary()
         extra = []
         if s["float"]:
-            extra.append(f"{s['float']} kept in float")
+            extra.append(f"{s['float']} kept in float" + (f" ({self.unit_words(Placement.FLOAT)})" if self.units else ""))
         if s["fallback"]:
-            extra.append(f"{s['fallback']} on the {self.fallback_unit}")
+            extra.append(f"{s['fallback']} on the {self.fallback_unit}" + (f" ({self.units[Placement.FALLBACK.value][1]})" if self.units and self.units[Placement.FALLBACK.value][1] else ""))
         if s["unsupported"]:
             extra.append(f"{s['unsupported']} unsupported")
+        if s["uncertain"]:
+            extra.append(f"{s['uncertain']} uncertain")
         more = f" ({', '.join(extra)})" if extra else ""
+        where = f"the accelerator ({self.unit_words(Placement.ACCELERATOR)})" if self.units else "the accelerator"
         bytes_text = f"{s['crossing_bytes_per_inference']} bytes" + ("" if s["crossing_bytes_complete"] else " (at least; some shapes unknown)")
         return (
-            f"{self.chip}: {s['on_accelerator']} of {s['nodes']} nodes on the accelerator{more}; "
+            f"{self.chip}: {s['on_accelerator']} of {s['nodes']} nodes on {where}{more}; "
             f"{s['transitions_per_inference']} transitions, {bytes_text} crossing per inference"
         )
 
@@ -193,6 +229,7 @@ class AuditResult:
             "precision": self.precision,
             "fallback_unit": self.fallback_unit,
             "summary": self.summary(),
+            "units": self.units,
             "nodes": [n.to_dict() for n in self.nodes],
             "partitions": self.partitions,
             "crossings": [c.__dict__ for c in self.crossings],
@@ -327,14 +364,20 @@ def _computable_at_compile_time(node: onnx.NodeProto, inputs: tuple[TensorView, 
 class ChipIndependent:
     """What the audits of one model on several chips share, computed once.
 
-    - `views`: node_views(model);
+    - `views`: node_views(model), the original nodes;
     - `edges`: every tensor a node reads from another node, as (consumer, producer, the
       producer's view of the tensor), in node order then input order: partitions and crossings
       are derived from these and the placements;
-    - the offences of every rule that does not read its chip argument (`Rule.reads_chip`) on
-      every node it was evaluated on: a rule object that several chips' rule sets share (the six
-      RKNN chips share most of theirs) gives the same offences on the same node, so it is
-      evaluated once per node, not once per chip.
+    - per lowering (what one set of graph passes makes of the model, `lowered`): the nodes the
+      rules place, and the offences of every rule that does not read its chip argument
+      (`Rule.reads_chip`) on every node it was evaluated on. A rule object that several chips'
+      rule sets share (the six RKNN chips share most of theirs) gives the same offences on the
+      same node view, so it is evaluated once per node of a lowering, not once per chip. Chips
+      share a lowering only when its result is bound to be identical: the same passes, in the
+      same order, none of which reads its chip argument (else the chip is part of the key). A
+      fused or absorbed node is a new view, different per toolchain, so offences are never
+      carried from one lowering to another.
+    - partitions and crossings per distinct layout (`layout`).
     """
 
     def __init__(self, model: LoadedModel, views: list[NodeView] | None = None):
@@ -344,32 +387,60 @@ class ChipIndependent:
             for o in v.outputs:
                 if o.name:
                     producer[o.name] = i
-        self.edges: list[tuple[int, int, TensorView]] = []
-        for i, v in enumerate(self.views):
-            for t in v.inputs:
-                j = producer.get(t.name) if t.name else None
-                if j is not None:
-                    produced = next((o for o in self.views[j].outputs if o.name == t.name), t)
-                    self.edges.append((i, j, produced))
-        self.computable = [computable_at_compile_time(v) for v in self.views]
+        self.producer = producer
+        self.edges = _edges(self.views, producer)
         # (where each node runs, precision) -> (partitions, crossings)
         self._layouts: dict[tuple[bytes, str | None], tuple[list[dict], list[Crossing]]] = {}
-        # id(rule) -> (the rule, kept alive while its id is a key; node index -> its offences)
-        self._offences: dict[int, tuple[Rule, dict[int, list[Offence]]]] = {}
+        # lowering key (LoweredViews.key_of) -> what the passes made of the model
+        self._lowerings: dict[tuple, LoweredViews] = {}
+
+    def lowered(self, rules: RuleSet) -> LoweredViews:
+        """What the graph passes of `rules` make of the model: computed once per distinct lowering."""
+        key = LoweredViews.key_of(rules)
+        found = self._lowerings.get(key)
+        if found is None:
+            found = self._lowerings[key] = LoweredViews(lower(self.views, rules.passes, rules.chip), self.views, list(rules.passes))
+        return found
 
     def layout(self, placed: list[NodePlacement], precision: str | None) -> tuple[list[dict], list[Crossing]]:
         """The partitions and crossings of one chip's placements.
 
-        They depend only on which nodes run on the accelerator, on the fallback unit, or nowhere
-        (folded), and on the precision (the bytes that cross): chips that agree on those share
-        one computation (and the same lists, which nothing changes afterwards).
+        They depend only on which nodes run on the accelerator, on the fallback unit, nowhere
+        (folded), or nowhere but pass their input on (eliminated: a wire), and on the precision
+        (the bytes that cross): chips that agree on those share one computation (and the same
+        lists, which nothing changes afterwards).
         """
-        codes = bytes(FOLDED if p.folded else ON_ACCELERATOR if p.placement is Placement.ACCELERATOR else OFF_ACCELERATOR for p in placed)
+        codes = bytes(
+            (RUNS_AS_WIRE if p.lowered == ELIMINATED else RUNS_NOWHERE) if p.folded else RUNS_ON_ACCELERATOR if p.placement is Placement.ACCELERATOR else RUNS_ON_FALLBACK for p in placed
+        )
         key = (codes, precision)
         found = self._layouts.get(key)
         if found is None:
-            found = self._layouts[key] = _partitions_and_crossings(self.views, self.edges, codes, precision)
+            edges = self.edges if RUNS_AS_WIRE not in codes else _edges(self.views, _producers_through_wires(self.views, self.producer, codes))
+            found = self._layouts[key] = _partitions_and_crossings(self.views, edges, codes, precision)
         return found
+
+
+class LoweredViews:
+    """One lowering of a model (the graph passes of a toolchain, edgedeploy.audit.lowering) and
+    what the chips that share it have computed on it: the offences of chip-independent rules."""
+
+    def __init__(self, result: LoweringResult | None, original: list[NodeView], passes: list):
+        self.result = result
+        self.views = original if result is None else result.views
+        self._passes = passes  # kept alive while their ids are part of the key
+        # id(rule) -> (the rule, kept alive while its id is a key; node index -> its offences).
+        # A node's index is unique among a lowering's views (a fused node has its leader's).
+        self._offences: dict[int, tuple[Rule, dict[int, list[Offence]]]] = {}
+
+    @staticmethod
+    def key_of(rules: RuleSet) -> tuple:
+        """Equal for two rule sets only when their lowering of a model is bound to be identical."""
+        passes = tuple(rules.passes)
+        key = tuple(id(p) for p in passes)
+        if any(p.reads_chip for p in passes):
+            key += (rules.chip,)
+        return key
 
     def remembered(self, rule: Rule) -> dict[int, list[Offence]] | None:
         """Where the offences of `rule` are kept by node index, or None for a rule that reads its chip
@@ -382,16 +453,45 @@ class ChipIndependent:
         return entry[1]
 
 
-def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_op: dict | None = None, shared: ChipIndependent | None = None) -> NodePlacement:
+def _edges(views: list[NodeView], producer: dict[str, int]) -> list[tuple[int, int, TensorView]]:
+    """(consumer, producer, the producer's view of the tensor) for every tensor a node reads from another."""
+    edges: list[tuple[int, int, TensorView]] = []
+    for i, v in enumerate(views):
+        for t in v.inputs:
+            j = producer.get(t.name) if t.name else None
+            if j is not None:
+                produced = next((o for o in views[j].outputs if o.name == t.name), t)
+                edges.append((i, j, produced))
+    return edges
+
+
+def _producers_through_wires(views: list[NodeView], producer: dict[str, int], codes: bytes) -> dict[str, int]:
+    """Tensor -> producing node, where a node the toolchain eliminated is a wire: what it passes on
+    comes from its own producer (in node order, so a chain of eliminated nodes resolves)."""
+    by_output = dict(producer)
+    for i, v in enumerate(views):
+        if codes[i] == RUNS_AS_WIRE:
+            source = next((by_output[t.name] for t in v.inputs if t.name in by_output), None)
+            for o in v.outputs:
+                if o.name:
+                    if source is None:
+                        by_output.pop(o.name, None)
+                    else:
+                        by_output[o.name] = source
+    return by_output
+
+
+def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_op: dict | None = None, shared: LoweredViews | None = None) -> NodePlacement:
     """Decide where one node runs, with every violation that led there.
 
     `rules_by_op`: a cache, shared across the nodes of a model on one chip, of what depends only
     on the operator (OperatorVerdict).
-    `shared`: what the audits of this model on other chips have computed already (ChipIndependent).
+    `shared`: the lowering `node` belongs to, with what the audits of this model on other chips
+    sharing it have computed already (ChipIndependent).
     """
     name, op_type, index = node.name, node.op_type, node.index
     op = op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{op_type}"
-    if rules.folds_constants and (shared.computable[index] if shared is not None else computable_at_compile_time(node)):
+    if rules.folds_constants and computable_at_compile_time(node):
         folded = Violation(name, op_type, folded_at_compile_time.name, folded_at_compile_time.sentence, Placement.ACCELERATOR, op)
         return NodePlacement(name, op_type, index, Placement.ACCELERATOR, [folded])
     if rules_by_op is None:
@@ -412,7 +512,7 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
                 offences = remembered[index] = r.evaluate(node, chip)
         if offences:
             for offence in offences:
-                found.append(Violation(name, op_type, r.name, r.sentence, r.placement, offence.value, offence.detail))
+                found.append(Violation(name, op_type, r.name, r.sentence, r.placement, offence.value, offence.detail, offence.uncertain))
             if r.placement.severity > placement.severity:
                 placement = r.placement
     return NodePlacement(name, op_type, index, placement, found)
@@ -429,7 +529,7 @@ class OperatorVerdict:
     rules: list[tuple[Rule, dict | None]]
 
     @classmethod
-    def of(cls, op: str, opset: int, ir_version: int, rules: RuleSet, precision: str | None, shared: ChipIndependent | None) -> "OperatorVerdict":
+    def of(cls, op: str, opset: int, ir_version: int, rules: RuleSet, precision: str | None, shared: LoweredViews | None) -> "OperatorVerdict":
         found: list[tuple[Rule, Placement, Any, str]] = []
 
         def add(r: Rule, placement: Placement, value: Any, detail: str = "") -> None:
@@ -472,21 +572,47 @@ def computable_at_compile_time(node: NodeView) -> bool:
     return bool(node.outputs) and all(o.foldable for o in node.outputs if o.present)
 
 
+def _placements_of_original_nodes(views: list[NodeView], lowering: LoweringResult, lowered_placements: list[NodePlacement]) -> list[NodePlacement]:
+    """Every original node's placement: its own, or that of what the passes made of it."""
+    # A fused node carries its group leader's name, so every lowered node is found by name.
+    by_name = {p.node: p for p in lowered_placements}
+    placed = []
+    for v in views:
+        done = lowering.lowered.get(v.name)
+        if done is None:
+            placed.append(by_name[v.name])
+            continue
+        by = done.by
+        if done.how in (FOLDED, ELIMINATED):
+            note = Violation(v.name, v.op_type, by.name, by.sentence, Placement.ACCELERATOR, done.how)
+            placed.append(NodePlacement(v.name, v.op_type, v.index, Placement.ACCELERATOR, [note], lowered=done.how, lowered_by=by.name))
+            continue
+        group = by_name[done.group]
+        members = lowering.groups.get(done.group, [])
+        copied = [replace(x, node=v.name, op_type=v.op_type) for x in group.violations]
+        # Last, so that the group's own decisive reason (if it is off the accelerator) stays the reason.
+        copied.append(Violation(v.name, v.op_type, by.name, by.sentence, group.placement, group.op_type, f"fused into {group.op_type} '{done.group}' with {len(members) - 1} other node(s)"))
+        placed.append(NodePlacement(v.name, v.op_type, v.index, group.placement, copied, lowered="fused", lowered_by=by.name, fused_into=done.group))
+    return placed
+
+
 def _unit(placement: Placement) -> str:
     return "accelerator" if placement is Placement.ACCELERATOR else "fallback"
 
 
-# Where a node runs, for partitions and crossings (ChipIndependent.layout).
-ON_ACCELERATOR, OFF_ACCELERATOR, FOLDED = 0, 1, 2
-UNIT_NAMES = {ON_ACCELERATOR: "accelerator", OFF_ACCELERATOR: "fallback"}
+# Where a node runs, for partitions and crossings (ChipIndependent.layout): on a unit, nowhere
+# (folded at compile time), or nowhere but as a wire (eliminated: its input passes through).
+RUNS_ON_ACCELERATOR, RUNS_ON_FALLBACK, RUNS_NOWHERE, RUNS_AS_WIRE = 0, 1, 2, 3
+UNIT_NAMES = {RUNS_ON_ACCELERATOR: "accelerator", RUNS_ON_FALLBACK: "fallback"}
 
 
 def _partitions_and_crossings(views: list[NodeView], edges: list[tuple[int, int, TensorView]], codes: bytes, precision: str | None) -> tuple[list[dict], list[Crossing]]:
     """Partitions: connected components of nodes on the same unit, linked by tensors; crossings:
     the tensors that pass between the units, one per tensor and receiving unit.
 
-    `codes[i]`: where node i runs (ON_ACCELERATOR, OFF_ACCELERATOR, FOLDED). Nodes folded at
-    compile time run nowhere: they join no partition and nothing crosses from them.
+    `codes[i]`: where node i runs (RUNS_ON_ACCELERATOR, ...). Nodes folded at compile time or
+    eliminated run nowhere: they join no partition and nothing crosses from them (`edges` run
+    through an eliminated node to its producer).
     """
     parent = list(range(len(views)))
 
@@ -500,7 +626,7 @@ def _partitions_and_crossings(views: list[NodeView], edges: list[tuple[int, int,
     seen_crossing: set[tuple[str, int]] = set()
     for i, j, produced in edges:
         unit_i, unit_j = codes[i], codes[j]
-        if unit_i == FOLDED or unit_j == FOLDED:
+        if unit_i >= RUNS_NOWHERE or unit_j >= RUNS_NOWHERE:
             continue
         if unit_i == unit_j:
             parent[find(i)] = find(j)
@@ -515,13 +641,13 @@ def _partitions_and_crossings(views: list[NodeView], edges: list[tuple[int, int,
                     tensor=produced.name,
                     producer=views[j].name,
                     consumer=views[i].name,
-                    direction="to_accelerator" if unit_i == ON_ACCELERATOR else "to_fallback",
+                    direction="to_accelerator" if unit_i == RUNS_ON_ACCELERATOR else "to_fallback",
                     size_bytes=_tensor_bytes(produced, precision),
                 )
             )
     groups: dict[int, list[int]] = {}
     for i, code in enumerate(codes):
-        if code != FOLDED:
+        if code < RUNS_NOWHERE:
             groups.setdefault(find(i), []).append(i)
     partitions = [
         {"index": index, "unit": UNIT_NAMES[codes[members[0]]], "nodes": [views[m].name for m in members]}
@@ -553,13 +679,15 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
     `shared`: a ChipIndependent of the model, when it audits many chips (views, edges and the
     verdicts of chip-independent rules computed once for all of them).
     """
-    # The lowering step (rules.passes: the toolchain's own graph passes, edgedeploy.audit.lowering)
-    # belongs here, before the nodes are viewed; no target declares a pass yet.
     if shared is None:
         shared = ChipIndependent(model, views)
-    views = shared.views
-    rules_by_op: dict[str, list[Rule]] = {}
-    placed = [place_node(v, rules, precision, rules_by_op, shared) for v in views]
+    rules_by_op: dict = {}
+    # The lowering step: the toolchain's own graph passes (computed once for the chips that share
+    # them), then the rules on what they leave.
+    lowered = shared.lowered(rules)
+    placed = [place_node(v, rules, precision, rules_by_op, lowered) for v in lowered.views]
+    if lowered.result is not None:
+        placed = _placements_of_original_nodes(shared.views, lowered.result, placed)
     partitions, crossings = shared.layout(placed, precision)
     return AuditResult(
         target=rules.target,
@@ -572,4 +700,6 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
         nodes=placed,
         partitions=partitions,
         crossings=crossings,
+        # Only what the rule set declares: a table without units says "accelerator" and "fallback".
+        units={p.value: list(rules.unit_of(p, precision)) for p in Placement} if rules.units else {},
     )

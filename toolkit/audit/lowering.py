@@ -11,10 +11,14 @@ applies it:
     def fold_batchnorm_into_conv(graph, chip):
         \"\"\"esp-ppq {VERSION} folds a BatchNormalization that follows a Conv into the Conv's weights.\"\"\"
 
-`RuleSet.passes` lists one rule set's passes in the order they run. How the engine runs them
-(the graph a pass receives and returns, and how placements are shown on the original node names,
-a fused node listing the names it absorbed) belongs to the lowering step itself (issue 16); no
-target declares a pass yet, so `audit_model` runs none.
+`RuleSet.passes` lists one rule set's passes in the order they run. `lower` runs them on a
+`LoweringGraph`: a pass reads the nodes still standing and records what the toolchain does —
+`fuse` several nodes into one (GELU, SiLU, LayerNorm), `absorb` one into its neighbour (a
+BatchNormalization into its Conv), `fold` what is computed at compile time (a detector's anchor
+grid from the static input shape), `eliminate` what the toolchain removes (a Transpose pair, a
+Dropout at inference). The rules then place the lowered graph; every original node gets the
+placement of what it became, and its report says which pass did what: placements are always
+shown on the original ONNX node names, a fused node listing the names it absorbed.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from edgedeploy.audit.rules import format_sentence, sentence_template
+from edgedeploy.audit.rules import format_sentence, reads_argument, sentence_template
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,13 @@ class GraphPass:
         """The docstring with its constants filled in: what users read in reports and docs."""
         return format_sentence(self.template, self.constants)
 
+    @functools.cached_property
+    def reads_chip(self) -> bool:
+        """Whether the pass reads its chip argument. Passes that do not make the same lowering of a
+        model for every chip whose rule set lists them, so an audit of many chips lowers it once
+        for those chips (edgedeploy.audit.engine.ChipIndependent.lowered)."""
+        return reads_argument(self.apply, 1)
+
 
 def graph_pass(*ops: str, **constants: Any) -> Callable[[Callable[..., Any]], GraphPass]:
     """Declare a graph pass on `ops`; its docstring is the sentence users read, with {NAME} from `constants`."""
@@ -51,3 +62,170 @@ def graph_pass(*ops: str, **constants: Any) -> Callable[[Callable[..., Any]], Gr
         return declared
 
     return wrap
+
+
+# -- running the passes ----------------------------------------------------------------------
+
+FOLDED = "folded"  # computed when the model is compiled: runs nowhere
+ELIMINATED = "eliminated"  # removed by the toolchain (a layout no-op, an inference-time identity)
+
+
+@dataclass
+class Lowered:
+    """What the passes did to one original node."""
+
+    how: str  # "fused" | FOLDED | ELIMINATED
+    by: GraphPass
+    group: str | None = None  # fused: the name of the node the group became
+
+
+@dataclass
+class LoweringResult:
+    """The graph the rules see after the toolchain's passes, and how every original node got there.
+
+    `views`: the nodes the rules place (originals untouched by the passes, and one node per
+    fused group, named after its leader), in topological order. `lowered`: original node name
+    -> what happened to it. `groups`: fused node name -> the original nodes it absorbed.
+    """
+
+    views: list
+    lowered: dict[str, Lowered]
+    groups: dict[str, list[str]]
+
+
+class LoweringGraph:
+    """The graph a pass works on: the nodes still standing, and the three things a toolchain does.
+
+    A pass reads `nodes`, `producer(tensor)` and `consumers(tensor)`, and records what the
+    toolchain does with `fuse`, `absorb`, `fold` and `eliminate`; it never edits a NodeView.
+    """
+
+    def __init__(self, views: list):
+        self._order = {v.name: i for i, v in enumerate(views)}
+        self._nodes: dict[str, Any] = {v.name: v for v in views}
+        self.lowered: dict[str, Lowered] = {}
+        self.groups: dict[str, list[str]] = {}
+        self.current: GraphPass | None = None
+        self._reindex()
+
+    # -- reading ---------------------------------------------------------------------------
+    @property
+    def nodes(self) -> list:
+        """The nodes still standing (originals and fused nodes), in topological order."""
+        return sorted(self._nodes.values(), key=lambda v: self._order[v.name])
+
+    def producer(self, tensor: str):
+        return self._producer.get(tensor)
+
+    def consumers(self, tensor: str) -> list:
+        return list(self._consumers.get(tensor, ()))
+
+    def only_consumer(self, tensor: str):
+        """The one node reading `tensor`, or None when it has several (or none) or is a model output."""
+        readers = self._consumers.get(tensor, ())
+        producer = self._producer.get(tensor)
+        if len(readers) != 1 or (producer is not None and any(o.name == tensor and o.is_model_output for o in producer.outputs)):
+            return None
+        return readers[0]
+
+    # -- what the toolchain does -------------------------------------------------------------
+    def fuse(self, members: list, op_type: str, *, leader=None, attributes: dict | None = None, domain: str = ""):
+        """Replace `members` (connected, in order) by one node of `op_type`, which the rules then place.
+
+        The fused node keeps the leader's name (default: the first member) and, unless
+        `attributes` are given, its attributes; its inputs are the members' inputs produced
+        outside the group, its outputs those read outside it (or model outputs).
+        """
+        import onnx
+
+        from edgedeploy.audit.rules import NodeView
+
+        members = sorted(members, key=lambda v: self._order[v.name])
+        leader = leader or members[0]
+        inside_outputs = {o.name for m in members for o in m.outputs if o.name}
+        inputs, seen = [], set()
+        for m in members:
+            for t in m.inputs:
+                if t.name not in inside_outputs and t.name not in seen:
+                    seen.add(t.name)
+                    inputs.append(t)
+        names = {m.name for m in members}
+        outputs = [
+            o
+            for m in members
+            for o in m.outputs
+            if o.name and (o.is_model_output or any(c.name not in names for c in self._consumers.get(o.name, ())))
+        ]
+        if attributes is None:
+            proto = onnx.NodeProto()
+            proto.CopyFrom(leader.proto)
+            proto.op_type = op_type
+            proto.domain = domain
+            del proto.input[:]
+            del proto.output[:]
+            proto.input.extend(t.name for t in inputs)
+            proto.output.extend(o.name for o in outputs)
+        else:
+            proto = onnx.helper.make_node(op_type, [t.name for t in inputs], [o.name for o in outputs], name=leader.name, domain=domain, **attributes)
+        fused = NodeView(
+            name=leader.name,
+            op_type=op_type,
+            domain=domain,
+            index=leader.index,
+            opset=leader.opset,
+            inputs=tuple(inputs),
+            outputs=tuple(outputs),
+            proto=proto,
+            ir_version=leader.ir_version,
+        )
+        absorbed: list[str] = []
+        for m in members:
+            del self._nodes[m.name]
+            absorbed += self.groups.pop(m.name, [m.name])
+        for name in absorbed:
+            self.lowered[name] = Lowered("fused", self.current, fused.name)
+        self.groups[fused.name] = absorbed
+        self._nodes[fused.name] = fused
+        self._order[fused.name] = self._order[leader.name]
+        self._reindex()
+        return fused
+
+    def absorb(self, node, into):
+        """`node` disappears into `into` (a BatchNormalization into the Conv before it); `into` keeps its kind."""
+        return self.fuse([into, node], into.op_type, leader=into)
+
+    def fold(self, node) -> None:
+        """The toolchain computes `node` when it compiles the model: it runs nowhere."""
+        self._drop(node, FOLDED)
+
+    def eliminate(self, node) -> None:
+        """The toolchain removes `node` (a layout no-op, an identity at inference): it runs nowhere."""
+        self._drop(node, ELIMINATED)
+
+    def _drop(self, node, how: str) -> None:
+        for name in self.groups.pop(node.name, [node.name]):
+            self.lowered[name] = Lowered(how, self.current)
+        self._nodes.pop(node.name, None)
+        self._reindex()
+
+    def _reindex(self) -> None:
+        self._producer: dict[str, Any] = {}
+        self._consumers: dict[str, list] = {}
+        for v in self.nodes:
+            for o in v.outputs:
+                if o.name:
+                    self._producer[o.name] = v
+            for t in v.inputs:
+                if t.name:
+                    self._consumers.setdefault(t.name, []).append(v)
+
+
+def lower(views: list, passes: list[GraphPass], chip: str) -> LoweringResult | None:
+    """Run a rule set's graph passes, in order, on the model's node views; None when it has none."""
+    if not passes:
+        return None
+    graph = LoweringGraph(views)
+    for p in passes:
+        graph.current = p
+        p.apply(graph, chip)
+    return LoweringResult(graph.nodes, graph.lowered, graph.groups)

@@ -9,24 +9,12 @@ from __future__ import annotations
 
 from edgedeploy.escape import html_text, markdown_cell, terminal_safe
 
+from edgedeploy.report.fmt import fit_lines, table  # one table layout for every text rendering (wraps to a width)
+
 # Short cell labels for the cross-chip matrix (terminal and Markdown), and their legend.
 CELL_LABEL = {"accelerator": "acc", "float": "float", "fallback": "fallback", "unsupported": "UNSUP"}
 LEGEND = "acc = on the accelerator; float = kept in float; fallback = runs on the fallback unit (CPU, or GPU for DLA); UNSUP = unsupported (the build fails); n/m = n of m nodes"
 MAX_LISTED_NODES = 6
-
-
-def table(headers, rows, right_align=()) -> str:
-    """A plain aligned text table (the audit's renderers depend on nothing but the report); cells terminal-safe."""
-    rows = [["" if c is None else terminal_safe(str(c)) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-
-    def line(cells):
-        return "  ".join(c.rjust(widths[i]) if i in right_align else c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip()
-
-    return "\n".join([line(headers), "  ".join("-" * w for w in widths)] + [line(r) for r in rows])
 
 
 def _cell_text(cell: dict | None, count: int) -> str:
@@ -56,13 +44,14 @@ def _model_line(report: dict) -> str:
 # ---------------------------------------------------------------- text
 
 
-def render_text(report: dict, per_node: bool = False) -> str:
+def render_text(report: dict, per_node: bool = False, width: int | None = None) -> str:
+    """The terminal view; `width` (the terminal's columns, None for no limit) wraps the chip matrix into blocks of chips."""
     out = [_model_line(report), ""]
     if report["matrix"] is not None:
         matrix = report["matrix"]
         headers = ["OPERATOR" if matrix["by"] == "op" else "NODE", "NODES"] + matrix["chips"]
         rows = [[r["key"], r["count"]] + [_cell_text(r["cells"].get(c), r["count"]) for c in matrix["chips"]] for r in matrix["rows"]]
-        out.append(table(headers, rows, right_align=[1]))
+        out.append(table(headers, rows, right_align=[1], width=width, keep=2, what="chips"))
         out.append(LEGEND)
         out.append("")
     for audit in report["audits"]:
@@ -77,7 +66,7 @@ def render_text(report: dict, per_node: bool = False) -> str:
     if fail["failed"]:
         found = "; ".join(f"{chip}: " + ", ".join(f"{n} {p}" for p, n in counts.items()) for chip, counts in fail["found"].items())
         out.append(f"--fail-on {fail['level']}: failing (exit {fail['exit_code']}): {found}")
-    return "\n".join(out).rstrip() + "\n"
+    return fit_lines("\n".join(out).rstrip(), width) + "\n"
 
 
 def _text_chip_detail(audit: dict, per_node: bool) -> list[str]:
@@ -202,11 +191,68 @@ th{background:#f3f3f6}
 td.accelerator{background:#d9f2dd}td.float{background:#fff3c4}td.fallback{background:#ffd9b3}td.unsupported{background:#ffc2c2;font-weight:600}
 .summary{font-weight:600}.muted{color:#666}
 code{font-size:.85rem}
+table.matrix th[scope=row]{text-align:left;white-space:nowrap}
 """
 
 
 def _h(text) -> str:
     return html_text(text)
+
+
+# The page's content width (body max-width less margins), and what a character of the matrix
+# costs at its font size: what decides how many columns go into one table.
+PAGE_WIDTH_PX = 1100
+CHAR_PX = 8.0
+CELL_PAD_PX = 20
+
+
+def _html_matrix(matrix: dict) -> list[str]:
+    """The chip matrix as tables that fit a 1280 px page.
+
+    With more chips than rows the matrix is transposed (a row per chip, grouped by target);
+    then its columns are split into as many tables as the page width needs, each repeating
+    the row labels, so no table runs off the page.
+    """
+    key_name = "operator" if matrix["by"] == "op" else "node"
+    chips, rows = matrix["chips"], matrix["rows"]
+    transposed = len(chips) > len(rows)
+
+    def cell_html(r, c):
+        cell = r["cells"].get(c)
+        klass = cell["worst"] if cell else ""
+        title = "; ".join(cell["reasons"]) if cell else ""
+        return f'<td class="{klass}" title="{_h(title)}">{_h(_cell_text(cell, r["count"]))}</td>', len(_cell_text(cell, r["count"]))
+
+    if transposed:
+        col_heads = [f"{r['key']} ({r['count']})" for r in rows]
+        row_heads = list(chips)
+        grid = [[cell_html(r, c) for r in rows] for c in chips]
+        corner = f"chip \\ {key_name} (nodes)"
+    else:
+        col_heads = list(chips)
+        row_heads = [r["key"] for r in rows]
+        grid = [[cell_html(r, c) for c in chips] for r in rows]
+        corner = key_name
+    label_px = max(len(corner), *(len(h) for h in row_heads)) * CHAR_PX + CELL_PAD_PX
+    widths = [max(len(h), *(grid[i][j][1] for i in range(len(row_heads)))) * CHAR_PX + CELL_PAD_PX for j, h in enumerate(col_heads)]
+    blocks, used = [[]], label_px
+    for j, w in enumerate(widths):
+        if blocks[-1] and used + w > PAGE_WIDTH_PX:
+            blocks.append([])
+            used = label_px
+        blocks[-1].append(j)
+        used += w
+    parts = []
+    if transposed:
+        parts.append(f"<p class=\"muted\">One row per chip ({len(chips)} chips, {len(rows)} {key_name}s): transposed to fit the page.</p>")
+    for block in blocks:
+        head = "".join(f"<th>{_h(col_heads[j])}</th>" for j in block)
+        body = []
+        for i, label in enumerate(row_heads):
+            label_cell = f"<th scope=\"row\">{_h(label)}</th>" if transposed else f"<td><code>{_h(label)}</code></td>"
+            body.append(f"<tr>{label_cell}{''.join(grid[i][j][0] for j in block)}</tr>")
+        parts.append(f'<table class="matrix"><tr><th>{_h(corner)}</th>{head}</tr>{"".join(body)}</table>')
+    return parts
 
 
 def render_html(report: dict) -> str:
@@ -220,19 +266,9 @@ def render_html(report: dict) -> str:
         f"<p class=\"muted\">{_h(_model_line(report))}; edgedeploy {_h(report['edgedeploy_version'])}</p>",
     ]
     if report["matrix"] is not None:
-        matrix = report["matrix"]
-        parts.append("<h2>Matrix</h2><table><tr>")
-        parts.append("".join(f"<th>{_h(h)}</th>" for h in ["operator" if matrix["by"] == "op" else "node", "nodes"] + matrix["chips"]))
-        parts.append("</tr>")
-        for r in matrix["rows"]:
-            cells = []
-            for c in matrix["chips"]:
-                cell = r["cells"].get(c)
-                klass = cell["worst"] if cell else ""
-                title = "; ".join(cell["reasons"]) if cell else ""
-                cells.append(f'<td class="{klass}" title="{_h(title)}">{_h(_cell_text(cell, r["count"]))}</td>')
-            parts.append(f"<tr><td><code>{_h(r['key'])}</code></td><td>{r['count']}</td>{''.join(cells)}</tr>")
-        parts.append(f"</table><p class=\"muted\">{_h(LEGEND)}; hover a cell for the reason.</p>")
+        parts.append("<h2>Matrix</h2>")
+        parts += _html_matrix(report["matrix"])
+        parts.append(f"<p class=\"muted\">{_h(LEGEND)}; hover a cell for the reason.</p>")
     for audit in report["audits"]:
         parts.append(f"<h2>{_h(audit['target_name'])} {_h(audit['chip_name'])} ({_h(audit['chip'])})</h2>")
         parts.append(f"<p class=\"muted\">Rules for {_h(audit['toolchain_version'])}, precision {_h(audit['precision'] or 'default')}. Source: {_h(audit['source'])}.</p>")

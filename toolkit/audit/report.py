@@ -6,9 +6,11 @@ have no rules yet, and optional toolchain verdicts with their comparison, and ad
 cross-chip matrix (operator or node x chip) and the `--fail-on` outcome.
 
 Schema `edgedeploy.audit-report/2` (docs/report-schema.md): each chip's `nodes` lists the nodes
-that have something to say (a placement off the accelerator, a violation) unless the report was
-made with `detail`, which lists every node; the nodes on the accelerator with nothing to say
-are named by the `partitions` they belong to, those folded at compile time by `folded`. A
+that have something to say (a placement off the accelerator, uncertain, a violation beyond
+folding and lowering) unless the report was made with `detail`, which lists every node; the
+nodes on the accelerator with nothing to say are named by the `partitions` they belong to, those
+folded at compile time by `folded`, what the toolchain's graph passes did by `lowered` (fused
+groups with every node they absorbed, nodes folded or eliminated), the units by `units`. A
 `--target all` audit of a 900-node model is then about a fifth of the size, and as quick to write.
 """
 
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 
 from edgedeploy.audit.engine import AuditResult, _jsonable
 from edgedeploy.audit.rules import Placement
+from edgedeploy.errors import EXIT_AUDIT_FALLBACK, EXIT_AUDIT_FLOAT, EXIT_AUDIT_UNSUPPORTED
 
 REPORT_SCHEMA = "edgedeploy.audit-report/2"
 # One chip's entry in the report: AuditResult.to_dict() (edgedeploy.audit/1, what audit.json
@@ -35,8 +38,8 @@ FAIL_ON = {
     "cpu-fallback": (Placement.FALLBACK, Placement.UNSUPPORTED),
     "any": (Placement.FLOAT, Placement.FALLBACK, Placement.UNSUPPORTED),
 }
-# Exit codes when --fail-on trips, by the worst placement found (1 and 2 are errors, 70 a bug).
-EXIT_CODES = {Placement.FLOAT: 3, Placement.FALLBACK: 4, Placement.UNSUPPORTED: 5}
+# Exit codes when --fail-on trips, by the worst placement found (edgedeploy.errors.EXIT_CODES is the table).
+EXIT_CODES = {Placement.FLOAT: EXIT_AUDIT_FLOAT, Placement.FALLBACK: EXIT_AUDIT_FALLBACK, Placement.UNSUPPORTED: EXIT_AUDIT_UNSUPPORTED}
 
 
 @dataclass
@@ -143,12 +146,52 @@ def fail_on_outcome(audits: list[dict], level: str | None) -> dict:
     return {"level": level, "failed": worst is not None, "exit_code": EXIT_CODES[worst] if worst else 0, "found": found}
 
 
+def has_something_to_say(node) -> bool:
+    """Listed without --detail: off the accelerator, uncertain, or with a violation beyond folding
+    at compile time and what the graph passes did (those two are named by `folded` and `lowered`)."""
+    if not node.violations:
+        return False
+    if node.placement is not Placement.ACCELERATOR:
+        return True
+    if node.lowered:
+        return any(v.rule != node.lowered_by for v in node.violations)
+    return not node.folded
+
+
+def lowering_of(result: AuditResult) -> list[dict]:
+    """What the toolchain's graph passes did, by pass and kind, in node order: each fused group
+    (the node it became, its operator and every original node it absorbed), and the nodes folded
+    or eliminated. Small (a name per touched node), so the default report keeps it whole."""
+    entries: dict[tuple[str, str], dict] = {}
+    for n in result.nodes:
+        if not n.lowered:
+            continue
+        entry = entries.get((n.lowered, n.lowered_by))
+        if entry is None:
+            note = next((v for v in reversed(n.violations) if v.rule == n.lowered_by), None)
+            entry = entries[(n.lowered, n.lowered_by)] = {"how": n.lowered, "by": n.lowered_by, "reason": note.message if note else ""}
+        if n.lowered == "fused":
+            groups = entry.setdefault("groups", {})
+            group = groups.get(n.fused_into)
+            if group is None:
+                note = next((v for v in reversed(n.violations) if v.rule == n.lowered_by), None)
+                group = groups[n.fused_into] = {"into": n.fused_into, "op_type": str(note.value) if note else "", "placement": PLACEMENT_NAMES[n.placement], "nodes": []}
+            group["nodes"].append(n.node)
+        else:
+            entry.setdefault("nodes", []).append(n.node)
+    out = list(entries.values())
+    for entry in out:
+        if "groups" in entry:
+            entry["groups"] = list(entry["groups"].values())
+    return out
+
+
 def chip_entry(ca: ChipAudit, detail: bool = False) -> dict:
     """One chip's entry of the report (CHIP_AUDIT_SCHEMA): every node with `detail`, else those
     with something to say (every node off the accelerator has a decisive violation, so is listed)."""
     r = ca.result
     summary = r.summary()
-    listed = r.nodes if detail else [n for n in r.nodes if n.violations and not n.folded]
+    listed = r.nodes if detail else [n for n in r.nodes if has_something_to_say(n)]
     d = {
         "schema": CHIP_AUDIT_SCHEMA,
         "target": r.target,
@@ -159,9 +202,11 @@ def chip_entry(ca: ChipAudit, detail: bool = False) -> dict:
         "precision": r.precision,
         "fallback_unit": r.fallback_unit,
         "summary": summary,
+        "units": r.units,
         "nodes_listed": "all" if detail else "with_violations",
         "nodes": [n.to_dict() for n in listed],
-        "folded": [n.node for n in r.nodes if n.folded],
+        "folded": [n.node for n in r.nodes if n.folded and not n.lowered],
+        "lowered": lowering_of(r),
         "partitions": r.partitions,
         "crossings": [c.__dict__ for c in r.crossings],
         "target_name": ca.target_name,

@@ -52,10 +52,17 @@ def worst(placements: Iterable[Placement]) -> Placement:
 
 @dataclass(frozen=True)
 class Offence:
-    """What a rule found: the measured value that broke it, and optionally a short detail."""
+    """What a rule found: the measured value that broke it, and optionally a short detail.
+
+    `uncertain`: the rule cannot know from the model alone (a pass that depends on the
+    toolchain's version, a shape that depends on the data); its placement is then the audit's
+    best guess, shown as uncertain with the rule's sentence as the reason, and `--confirm`
+    settles it where the toolchain is installed.
+    """
 
     value: Any
     detail: str = ""
+    uncertain: bool = False
 
 
 @dataclass(frozen=True)
@@ -334,3 +341,20 @@ class RuleSet:
     # The toolchain's own graph passes, in the order it applies them: the lowering step that runs
     # before the rules (edgedeploy.audit.lowering). From the target's registry, like `rules`.
     passes: list = field(default_factory=list)
+    # Which unit runs a node of each placement, and in which precision, in this chip's words:
+    # "float" is the NPU in float16 on RKNN but the CPU in float32 on the i.MX 93, so every
+    # placement is shown with its unit and precision (None: the precision audited). Defaults:
+    # the accelerator in the audited precision, the fallback unit in float32.
+    units: dict = field(default_factory=dict)
+
+    def unit_of(self, placement: "Placement", precision: str | None) -> tuple[str | None, str | None]:
+        """(unit, precision) that runs a node placed so; (None, None) for UNSUPPORTED."""
+        if placement is Placement.UNSUPPORTED:
+            return None, None
+        defaults = {
+            Placement.ACCELERATOR: ("accelerator", None),
+            Placement.FLOAT: ("accelerator", "float32"),
+            Placement.FALLBACK: (self.fallback_unit, "float32"),
+        }
+        unit, unit_precision = self.units.get(placement, defaults[placement])
+        return unit, unit_precision or precision

@@ -1,7 +1,7 @@
 """The `edgedeploy` command line.
 
 `main()` is the console script. Errors a user can cause (EdgedeployError) end with one sentence
-on stderr and a non-zero exit; `--debug` (anywhere on the command line, or EDGEDEPLOY_DEBUG=1)
+on stderr and the exit code of its class (edgedeploy.errors.EXIT_CODES, docs/cli.md); `--debug` (anywhere on the command line, or EDGEDEPLOY_DEBUG=1)
 shows the traceback instead.
 """
 
@@ -15,7 +15,7 @@ import warnings
 import click
 
 from edgedeploy import __version__
-from edgedeploy.errors import EdgedeployError, EdgedeployWarning
+from edgedeploy.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EdgedeployError, EdgedeployWarning
 from edgedeploy.escape import terminal_safe
 
 
@@ -65,15 +65,41 @@ def all_commands() -> dict[str, click.Command]:
 @click.group(cls=LazyCommands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="edgedeploy")
 @click.option("--debug", is_flag=True, help="Show full tracebacks for errors.")
-def cli(debug: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings, errors and the result: no progress lines.")
+@click.option("-v", "--verbose", is_flag=True, help="Also print every line the vendor toolchains write to their logs.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool, quiet: bool, verbose: bool) -> None:
     """edgedeploy: audit, convert, generate and measure one ONNX model for each target chip.
 
-    Data goes to stdout (pure JSON with --format json); progress and errors go to stderr.
+    Data goes to stdout (pure JSON with --format json); progress and errors go to stderr: a live
+    line on a terminal, plain lines in a log (NO_COLOR turns colour off).
     """
+    from edgedeploy.cli.progress import OutputSettings
+    from edgedeploy.errors import OptionError
+
+    if quiet and verbose:
+        raise OptionError("-q/--quiet and -v/--verbose contradict each other; give one.")
+    ctx.obj = OutputSettings(quiet=quiet, verbose=verbose)
 
 
 def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("EDGEDEPLOY_DEBUG", "") not in ("", "0")
+
+
+# The root command's flags, accepted after the subcommand too (`edgedeploy build -q ...`);
+# no subcommand has an option of these names.
+ROOT_FLAGS = ("--debug", "-q", "--quiet", "-v", "--verbose")
+
+
+def _hoist_root_flags(argv: list[str]) -> list[str]:
+    """Move the root flags given after the subcommand to the front, where click reads them.
+
+    Only up to a `--` (after it, everything is an argument).
+    """
+    end = argv.index("--") if "--" in argv else len(argv)
+    flags = [a for a in argv[:end] if a in ROOT_FLAGS]
+    rest = [a for a in argv[:end] if a not in ROOT_FLAGS] + argv[end:]
+    return flags + rest
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -82,11 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     # SIGTERM/SIGHUP become SystemExit, so the toolchain workers' process groups are killed on
     # the way out (as Ctrl-C's KeyboardInterrupt already does) instead of running on.
     exit_on_termination_signals()
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _hoist_root_flags(list(sys.argv[1:] if argv is None else argv))
     debug = _debug_requested(argv)
-    if debug and "--debug" in argv[1:]:
-        # --debug is a group option; accept it after the subcommand too.
-        argv = ["--debug"] + [a for a in argv if a != "--debug"]
     try:
         with warnings.catch_warnings():
             # Warnings for the user (intake, the dataset loader) are one line each on stderr, every time.
@@ -100,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except click.UsageError as exc:
         # One sentence, like every other error: what was wrong, and where the help is.
         message = " ".join(exc.format_message().split()).rstrip(".")
@@ -115,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         # stdout closed early (piped into head): not an error of ours.
         sys.stderr.close()
@@ -129,7 +152,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"internal error: {type(exc).__name__}: {exc} (this is a bug in edgedeploy; rerun with --debug for the traceback)",
                 err=True,
             )
-        sys.exit(70)
+        sys.exit(EXIT_INTERNAL)
     sys.exit(0)
 
 

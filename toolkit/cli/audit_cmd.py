@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import gc
 from contextlib import contextmanager
-from pathlib import Path
 
 import click
 
-from edgedeploy.cli.options import AbsolutePath
-
-from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import echo_text, emit_json, format_option, info
+from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes, resolve_model
+from edgedeploy.cli.output import info, output_options, resolve_output, terminal_width, to_json
 from edgedeploy.errors import EdgedeployError
 
+AUDIT_FORMATS = ("text", "json", "md", "html")
 FAIL_ON_HELP = (
     "Exit non-zero when nodes leave the accelerator, for CI: 'unsupported' fails on unsupported nodes, "
     "'cpu-fallback' also on nodes that fall back to the CPU (GPU for DLA), 'any' also on nodes kept in float. "
-    "Exit codes by the worst placement found: 3 kept in float, 4 fallback, 5 unsupported (1 and 2 are errors)."
+    "Exit codes by the worst placement found: 3 kept in float, 4 fallback, 5 unsupported (every exit code: docs/cli.md)."
 )
 
 
@@ -25,7 +23,7 @@ FAIL_ON_HELP = (
 @model_argument
 @click.option("--target", "targets", multiple=True, metavar="CHIP|all", help="Chip to audit for (repeatable), or 'all' (the default): every chip of every target with rules.")
 @input_shape_option
-@format_option(("text", "json", "md", "html"))
+@output_options(AUDIT_FORMATS, "the report", aliases=("--output",))
 @click.option("--precision", help="Precision to place nodes in (int8, int16, fp16, ...); default: each chip's first.")
 @click.option("--fail-on", type=click.Choice(["cpu-fallback", "unsupported", "any"]), help=FAIL_ON_HELP)
 @click.option("--by", type=click.Choice(["op", "node"]), default="op", show_default=True, help="Rows of the cross-chip matrix: operators or nodes.")
@@ -33,46 +31,38 @@ FAIL_ON_HELP = (
 @click.option("--detail", is_flag=True, help="JSON: list every node of every chip (by default a chip lists the nodes off the accelerator or with a violation, and names the rest by partition).")
 @click.option("--confirm", is_flag=True, help="Also run the real toolchain where it is installed and show its own verdict beside the prediction, with every disagreement.")
 @click.option("--calib", type=AbsolutePath(exists=True, dir_okay=False, path_type=str), help="With --confirm: calibration inputs (.npz keyed by input name); random data otherwise.")
-@click.option("--output", "-o", type=AbsolutePath(dir_okay=False, path_type=str), help="Write the report to this file instead of stdout.")
-def audit_command(model, targets, input_shapes, output_format, precision, fail_on, by, per_node, detail, confirm, calib, output) -> None:
+def audit_command(model, targets, input_shapes, output_format, out_path, force, precision, fail_on, by, per_node, detail, confirm, calib) -> None:
     """Place every node of MODEL on each chip: on the accelerator, kept in float, falling back, or unsupported.
 
     MODEL defaults to the bundled MNIST sample. Prints the nodes grouped by reason and a summary
     line per chip (nodes on the accelerator, accelerator<->fallback transitions and the bytes that
     cross them per inference); with several chips, the operator x chip matrix.
     """
+    from edgedeploy.cli.progress import Reporter
     from edgedeploy.pipeline.audit import audit_chips, resolve_chips
 
     # The per-node table and the toolchain comparison show every node, so they need them all.
     detail = detail or per_node or confirm
+    output = resolve_output(out_path, output_format, force, AUDIT_FORMATS, "edgedeploy audit")
     with collector_paused():
         chips, no_rules = resolve_chips(targets)
         path = resolve_model(model)
-        report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=info, detail=detail)
-        if output_format == "json":
-            text = None
-            if output:
-                import json
-
-                text = json.dumps(report, indent=2) + "\n"
-            else:
-                emit_json(report)
+        reporter = Reporter.for_command()  # --confirm runs toolchains for up to a minute per chip
+        report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=reporter, detail=detail)
+        reporter.close()
+        if output.format == "json":
+            text = to_json(report)
         else:
             from edgedeploy.audit import render
 
-            if output_format == "md":
+            if output.format == "md":
                 text = render.render_markdown(report)
-            elif output_format == "html":
+            elif output.format == "html":
                 text = render.render_html(report)
             else:
-                text = render.render_text(report, per_node=per_node)
-            if not output:
-                echo_text(text, nl=False)
-    if output and text is not None:
-        from edgedeploy.artifacts import atomic_write_text
-
-        atomic_write_text(Path(output), text)
-        info(f"wrote {output}")
+                # Fit the terminal (wrapping the chip matrix) on stdout; a file keeps the full width.
+                text = render.render_text(report, per_node=per_node, width=None if output.path else terminal_width())
+    output.write(text)
     outcome = report["fail_on"]
     if outcome["failed"]:
         found = "; ".join(f"{chip}: " + ", ".join(f"{n} {p}" for p, n in counts.items()) for chip, counts in outcome["found"].items())

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 import click
@@ -11,90 +9,12 @@ import click
 from edgedeploy.cli.options import AbsolutePath
 
 from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import echo_text, emit_json, format_option, table
+from edgedeploy.cli.output import output_options, resolve_output, table, to_json
 from edgedeploy.measure import protocol
 
+BENCH_FORMATS = ("text", "json")
 # Session medians further apart than this are flagged: the figure is then mostly the machine's noise.
 SPREAD_WARNING_PERCENT = 10.0
-
-
-class BenchProgress:
-    """bench's progress on stderr: every line carries the time since bench started.
-
-    A torch.compile session takes up to a minute and `--backend all` several; so on a terminal
-    a live line, rewritten every half second once a step has run LIVE_AFTER_S, shows the step
-    (a session: harness.StepStarted) and how long it has run. When stderr is not a terminal
-    (a CI log, a pipe) there is no live line: plain lines only, and each session's closing
-    line says how long it took. No colours or escape sequences, so NO_COLOR has nothing to do.
-    """
-
-    LIVE_AFTER_S = 2.0
-    TICK_S = 0.5
-
-    def __init__(self, stream=None, live: bool | None = None, clock=time.monotonic):
-        self.stream = stream if stream is not None else click.get_text_stream("stderr")
-        self.live = _isatty(self.stream) if live is None else live
-        self.clock = clock
-        self.started = clock()
-        self.step: str | None = None
-        self.step_started = self.started
-        self._shown = 0  # characters of the live line now on screen
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> "BenchProgress":
-        if self.live:
-            self._thread = threading.Thread(target=self._run, name="bench-progress", daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        with self._lock:
-            self._clear()
-
-    def __call__(self, line: str) -> None:
-        from edgedeploy.measure.harness import StepStarted
-
-        with self._lock:
-            self._clear()
-            now = self.clock()
-            self.stream.write(f"[{now - self.started:7.1f} s] {line}\n")
-            self.stream.flush()
-            self.step = line.strip() if isinstance(line, StepStarted) else None
-            self.step_started = now
-
-    def tick(self) -> None:
-        """Redraw the live line (the thread calls this; tests call it with a fake clock)."""
-        with self._lock:
-            now = self.clock()
-            running = now - self.step_started
-            if not self.live or running < self.LIVE_AFTER_S:
-                return
-            what = self.step or "working"
-            text = f"[{now - self.started:7.1f} s] {what} ({running:.0f} s)"
-            self.stream.write("\r" + text.ljust(self._shown))
-            self.stream.flush()
-            self._shown = len(text)
-
-    def _clear(self) -> None:
-        if self._shown:
-            self.stream.write("\r" + " " * self._shown + "\r")
-            self._shown = 0
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.TICK_S):
-            self.tick()
-
-
-def _isatty(stream) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
 
 
 @click.command("bench")
@@ -123,9 +43,7 @@ def _isatty(stream) -> bool:
 @click.option("--shared-compile-cache", is_flag=True, help="Let torch.compile sessions share one compile cache (later sessions compile warm). Default: each session compiles from cold, like a fresh deployment.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=900, show_default=True, help="Time-out in seconds for each session (torch.compile compiles inside it).")
 @click.option("--samples/--no-samples", default=False, show_default=True, help="Keep every timed sample in the JSON (large), not only the statistics.")
-@click.option("--out", "out_path", type=AbsolutePath(dir_okay=False, path_type=Path), help="Also write the JSON result to FILE (atomically; an existing file needs --force).")
-@click.option("--force", is_flag=True, help="Overwrite --out FILE if it exists.")
-@format_option()
+@output_options(BENCH_FORMATS, "the result")
 def bench_command(model, backends, input_shapes, batch, precision, threads, sessions, warmup, min_iterations, min_duration_s, torch_python, torch_model, shared_compile_cache, timeout_s, samples, out_path, force, output_format) -> None:
     """Time MODEL on this machine's backends: warm-up, timed iterations, >= 3 independent sessions each.
 
@@ -135,13 +53,12 @@ def bench_command(model, backends, input_shapes, batch, precision, threads, sess
     other one: only between figures whose scope (model, shapes, batch, precision, threads,
     device) differs in the backend alone. Progress goes to stderr.
     """
-    from edgedeploy.artifacts import atomic_write_json
-    from edgedeploy.errors import ArtifactError, EdgedeployError
+    from edgedeploy.cli.progress import Reporter
+    from edgedeploy.errors import EdgedeployError
     from edgedeploy.pipeline.bench import BenchOptions, run_bench
     from edgedeploy.measure.harness import SessionPlan
 
-    if out_path is not None and out_path.exists() and not force:
-        raise ArtifactError(f"{out_path} exists already; use --force to overwrite it.")
+    output = resolve_output(out_path, output_format, force, BENCH_FORMATS, "edgedeploy bench")
     options = BenchOptions(
         backends=tuple(backends),
         input_shapes=parse_shapes(input_shapes),
@@ -154,15 +71,12 @@ def bench_command(model, backends, input_shapes, batch, precision, threads, sess
         shared_compile_cache=shared_compile_cache,
         session_timeout_s=timeout_s,
     )
-    with BenchProgress() as progress:
-        doc = run_bench(resolve_model(model), options, echo=progress)
-        if out_path is not None:
-            atomic_write_json(out_path, doc)
-            progress(f"bench: wrote {out_path}")
-    if output_format == "json":
-        emit_json(doc)
-    else:
-        echo_text(render_text(doc))
+    # Every line carries the time since bench started: a torch.compile session takes up to a
+    # minute and `--backend all` several (edgedeploy.cli.progress: live line or plain lines).
+    progress = Reporter.for_command(stamp=True)
+    doc = run_bench(resolve_model(model), options, echo=progress)
+    progress.close()
+    output.write(to_json(doc) if output.format == "json" else render_text(doc))
     explicit = [b for b in options.backends if "all" not in b.lower().split(",")]
     if not doc["results"]:
         reasons = "; ".join(f"{s['backend']}: {s['reason']}" for s in doc["skipped"]) or "; ".join(f"{f['backend']}: {f['error'].splitlines()[0]}" for f in doc["failed"])
@@ -172,46 +86,8 @@ def bench_command(model, backends, input_shapes, batch, precision, threads, sess
         raise EdgedeployError(f"Backend(s) you asked for did not run: {', '.join(names)} (reasons above).")
 
 
-# The unit of a column (or of a summary figure): the largest that keeps its biggest value
-# under 10,000 of it. One unit per column, named in the header; never a suffix in a cell.
-UNITS = (("us", 1.0), ("ms", 1e3), ("s", 1e6))
-
-
-def unit_for(values_us) -> tuple[str, float]:
-    """(name, microseconds per unit) for a column holding `values_us` (None ignored)."""
-    top = max((v for v in values_us if v is not None), default=0.0)
-    for name, scale in UNITS:
-        if top < 10000 * scale:
-            return name, scale
-    return UNITS[-1]
-
-
-def in_unit(value_us: float | None, unit: tuple[str, float]) -> str:
-    """One cell: the value in `unit` (no suffix), three significant figures or whole numbers."""
-    if value_us is None:
-        return "-"
-    value = value_us / unit[1]
-    if value >= 100:
-        return f"{value:.0f}"
-    if value >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
-
-
-def with_unit(value_us: float | None, unit: tuple[str, float] | None = None) -> str:
-    """A figure in running text, with its unit written: "1869 us", "7.0 s"."""
-    if value_us is None:
-        return "-"
-    unit = unit or unit_for([value_us])
-    return f"{in_unit(value_us, unit)} {unit[0]}"
-
-
-def range_with_unit(pair) -> str:
-    """A range in running text, one unit for both ends: "1865-2020 us", "0.60-46.6 s"."""
-    if not pair:
-        return "-"
-    unit = unit_for(pair)
-    return f"{in_unit(pair[0], unit)}-{in_unit(pair[1], unit)} {unit[0]}"
+# One unit per column, named in its header (shared with the measure and report renderings).
+from edgedeploy.report.fmt import UNITS, in_unit, range_with_unit, unit_for, with_unit  # noqa: E402,F401
 
 
 def within_session_noise(entry: dict) -> bool:

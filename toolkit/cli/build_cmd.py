@@ -14,11 +14,20 @@ import click
 
 from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes, resolve_model
 from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
-from edgedeploy.errors import EdgedeployError, OptionError
+from edgedeploy.artifacts import read_manifest
+from edgedeploy.cli.project import project_options
+from edgedeploy.errors import EXIT_GATE_FAILED, EXIT_GENERATED_ONLY, EdgedeployError, OptionError
+from edgedeploy.gates import evaluate_build, failed_build
+from edgedeploy.gates import summary as gate_summary
 
-# Exit status when every chip's project was generated but at least one was not compiled here
-# (TIDL without TI's tools) and --allow-generated was not given.
-EXIT_GENERATED_ONLY = 6
+BUILD_RESULT_SCHEMA = "edgedeploy.pipeline.build-result/1"
+FAIL_ON_HELP = (
+    "A CI gate (repeatable): fail (exit 7) when a chip's figure misses the threshold, or cannot be checked. "
+    "Keys: accuracy-drop=PP (top-1 drop in percentage points), snr=DB, cosine=MIN (every output, compiled vs reference), "
+    "model-size=, artifact-size=, flash=, ram=BYTES (512KiB, 4MiB). CHIP: in front scopes a gate to one chip (imx93:ram=256KiB). "
+    "See docs/cli.md."
+)
+
 
 
 class VendorOptionsCommand(click.Command):
@@ -89,7 +98,7 @@ def target_options_from(values: dict, chips_built: list) -> dict:
 
 @click.command("build", cls=VendorOptionsCommand)
 @model_argument
-@click.option("--target", "targets", multiple=True, required=True, metavar="CHIP", help="Target chip (repeatable); see `edgedeploy targets`.")
+@click.option("--target", "targets", multiple=True, metavar="CHIP", help="Target chip (repeatable); see `edgedeploy targets`. Default: the project file's targets.")
 @click.option("--out", "-o", "out_root", type=AbsolutePath(file_okay=False, path_type=Path), default=Path("edgedeploy-out"), show_default=True, help="Artifacts go to OUT/<model>/<chip>/.")
 @click.option("--force", is_flag=True, help="Replace an existing artifact directory.")
 @input_shape_option
@@ -108,20 +117,49 @@ def target_options_from(values: dict, chips_built: list) -> dict:
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=1800, show_default=True, help="Time-out in seconds for each toolchain run.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first chip that fails (default: build every chip, then summarise).")
 @click.option("--allow-generated", is_flag=True, help="Count a project generated but not compiled here (TIDL without TI's tools) as built for the exit status.")
+@click.option("--fail-on", "fail_on", multiple=True, metavar="[CHIP:]KEY=VALUE", help=FAIL_ON_HELP)
+@project_options
 @format_option()
-def build_command(model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, allow_nonfinite, preprocess, metric, metric_output, run_fix, allow_approx, device, timeout_s, fail_fast, allow_generated, output_format, **vendor_values) -> None:
+@click.pass_context
+def build_command(ctx, **values) -> None:
     """Build MODEL for each --target: audit, convert with the vendor toolchain, generate the project, verify accuracy.
 
-    MODEL defaults to the bundled MNIST sample. Each artifact is written atomically to
-    OUT/<model>/<chip>/ and never overwrites an existing one without --force. Every chip is
-    built even when one fails (--fail-fast stops at the first); the exit status is 0 only when
-    every chip was built.
+    MODEL defaults to the project file's model, else the bundled MNIST sample. Each artifact is
+    written atomically to OUT/<model>/<chip>/ and never overwrites an existing one without
+    --force. Every chip is built even when one fails (--fail-fast stops at the first), then one
+    summary table. Exit status (docs/cli.md): 0 when every chip was built and passed its gates;
+    a failed chip's error class; 7 when a gate failed; 6 when a project was only generated.
     """
+    from edgedeploy.cli import project as project_file
+
+    project = project_file.load_for_command(values.pop("project_path"), values.pop("no_project"))
+    if project is not None:
+        values = project_file.apply(ctx, values, project.build, project)
+        values = project_file.vendor_values(ctx, values, project)
+    _build(values, project)
+
+
+def _build(values: dict, project) -> None:
+    from edgedeploy.cli import project as project_file
     from edgedeploy.datasets import parse_preprocess
+    from edgedeploy.cli.progress import Reporter
+    from edgedeploy.gates import gates_of_command, merge_gates, parse_gates
     from edgedeploy.pipeline.build import BuildOptions, load_report, run_build
     from edgedeploy.targets import find_chip
 
-    chips = [find_chip(chip) for chip in targets]  # fail on a typo before any work
+    keys = ("model", "targets", "out_root", "force", "input_shapes", "precision", "calib", "calib_count", "eval_data", "eval_count", "allow_nonfinite", "preprocess", "metric", "metric_output", "run_fix", "allow_approx", "device", "timeout_s", "fail_fast", "allow_generated", "output_format", "fail_on")
+    model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, allow_nonfinite, preprocess, metric, metric_output, run_fix, allow_approx, device, timeout_s, fail_fast, allow_generated, output_format, fail_on = (values.pop(k) for k in keys)
+    vendor_values = values
+    chip_id = lambda name: find_chip(name)[1].id  # noqa: E731 - a gate's CHIP: prefix, aliases allowed
+    gates = parse_gates(fail_on, "build", chip_id)
+    if project is not None:
+        gates = merge_gates(parse_gates(gates_of_command(project.gates, "build"), "build", chip_id, where=f"{project.path.name}: [gates]"), gates)
+    if not targets:
+        raise OptionError("Give the chip(s) to build for with --target CHIP (see `edgedeploy targets`), or list them as targets = [...] in edgedeploy.toml.")
+    with project_file.naming_the_field(project, "targets"):
+        chips = [find_chip(chip) for chip in targets]  # fail on a typo before any work
+    with project_file.naming_the_field(project, "preprocess"):
+        preprocess_spec = parse_preprocess(preprocess)
     options = BuildOptions(
         out_root=out_root,
         force=force,
@@ -132,7 +170,7 @@ def build_command(model, targets, out_root, force, input_shapes, precision, cali
         eval=eval_data,
         eval_count=eval_count,
         allow_nonfinite=allow_nonfinite,
-        preprocess=parse_preprocess(preprocess),
+        preprocess=preprocess_spec,
         metric=metric,
         metric_output=metric_output,
         device=device,
@@ -142,12 +180,13 @@ def build_command(model, targets, out_root, force, input_shapes, precision, cali
         target_options=target_options_from(vendor_values, chips),
     )
     model_path = resolve_model(model)
+    reporter = Reporter.for_command()
     results = []
     first_error: EdgedeployError | None = None
     for (target, chip), asked in zip(chips, targets):
         started = time.monotonic()
         try:
-            dest = run_build(model_path, chip.id, options, echo=info)
+            dest = run_build(model_path, chip.id, options, echo=reporter, progress=reporter.tool)
         except EdgedeployError as exc:
             if len(chips) == 1 or fail_fast:
                 raise
@@ -158,11 +197,18 @@ def build_command(model, targets, out_root, force, input_shapes, precision, cali
             continue
         report = load_report(dest)
         status = "built" if report["convert"]["status"] == "built" else "generated only"
-        results.append({"chip": chip.id, "status": status, "artifact": str(dest), "wall_seconds": round(time.monotonic() - started, 2), "report": report})
+        entry = {"chip": chip.id, "status": status, "artifact": str(dest), "wall_seconds": round(time.monotonic() - started, 2), "report": report}
+        if gates:
+            entry["gates"] = gate_summary(evaluate_build(gates, report, read_manifest(dest)))
+        results.append(entry)
+    reporter.close()
+    for entry in results:
+        if gates and entry["status"] == "failed":
+            entry["gates"] = gate_summary(failed_build(gates, entry["chip"], entry["reason"]))
     if output_format == "json":
-        emit_json({"schema": "edgedeploy.pipeline.build-result/1", "builds": results})
+        emit_json({"schema": BUILD_RESULT_SCHEMA, "builds": results})
     else:
-        _print_summary(results)
+        _print_summary(results, bool(gates))
     _exit_for(results, first_error, allow_generated)
 
 
@@ -195,23 +241,44 @@ def _accuracy_delta(report: dict | None) -> str:
     return "-"
 
 
-def _print_summary(results: list[dict]) -> None:
+def _gates_cell(result: dict) -> str:
+    gates = result.get("gates")
+    if not gates:
+        return "-"
+    failed = [g for g in gates["results"] if not g["passed"]]
+    if not failed:
+        return f"passed ({len(gates['results'])})"
+    return "FAILED: " + "; ".join(g["reason"].split(": ", 1)[-1] if g["value"] is not None else g["reason"] for g in failed)
+
+
+def _print_summary(results: list[dict], with_gates: bool = False) -> None:
     rows = []
     for r in results:
         where = r.get("artifact") or (f"kept: {r['failed_folder']}" if r.get("failed_folder") else "-")
         # The whole sentence was printed when the chip failed (and is in --format json); the table keeps it short.
         reason = r.get("reason") or ""
         status = r["status"] if r["status"] != "failed" else f"failed: {reason if len(reason) <= 70 else reason[:67] + '...'}"
-        rows.append([r["chip"], status, where, _accuracy_delta(r.get("report")), f"{r['wall_seconds']:.1f}"])
-    echo_text(table(["CHIP", "STATUS", "ARTIFACT", "ACCURACY", "TIME (s)"], rows, right_align=(4,)))
+        row = [r["chip"], status, where, _accuracy_delta(r.get("report"))]
+        if with_gates:
+            row.append(_gates_cell(r))
+        rows.append(row + [f"{r['wall_seconds']:.1f}"])
+    headers = ["CHIP", "STATUS", "ARTIFACT", "ACCURACY"] + (["GATES"] if with_gates else []) + ["TIME (s)"]
+    echo_text(table(headers, rows, right_align=(len(headers) - 1,)))
 
 
 def _exit_for(results: list[dict], first_error: EdgedeployError | None, allow_generated: bool) -> None:
+    """The exit status of a build of several chips: a failed chip's error class first, then a
+    failed gate (7), then a project only generated (6), else 0."""
     failed = [r for r in results if r["status"] == "failed"]
     generated = [r for r in results if r["status"] == "generated only"]
+    gated = [r for r in results if r.get("gates") and not r["gates"]["passed"] and r["status"] != "failed"]
     if failed:
         info(f"build: {len(failed)} of {len(results)} chip(s) failed ({', '.join(r['chip'] for r in failed)}); see the table above")
         raise SystemExit(failed[0]["exit_code"])
+    if gated:
+        lines = "; ".join(f"{r['chip']}: " + "; ".join(g["reason"] for g in r["gates"]["results"] if not g["passed"]) for r in gated)
+        info(f"build: --fail-on: {lines} (exit {EXIT_GATE_FAILED})")
+        raise SystemExit(EXIT_GATE_FAILED)
     if generated and not allow_generated:
         info(
             f"build: {', '.join(r['chip'] for r in generated)}: the project was generated but not compiled here "

@@ -5,18 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-
-from edgedeploy.cli.options import AbsolutePath
 import onnx
 
-from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
-from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
+from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes, resolve_model
+from edgedeploy.cli.output import echo_text, emit_json, format_option, info, refuse_existing, table
 from edgedeploy.fix.engine import DEFAULT_EVAL_COUNT
+
 
 @click.command("fix")
 @model_argument
-@click.option("--target", "targets", multiple=True, required=True, metavar="CHIP", help="Target chip to fix for (repeatable).")
-@click.option("--out", "out_path", type=AbsolutePath(dir_okay=False, path_type=Path), help="Where to write the rewritten model (default: <model>.fixed.onnx in the current folder); the report goes beside it as .fix.json.")
+@click.option("--target", "targets", multiple=True, metavar="CHIP", help="Target chip to fix for (repeatable; required unless --list).")
+@click.option("--out", "-o", "out_path", type=AbsolutePath(dir_okay=False, path_type=Path), metavar="FILE.onnx", help="Where to write the rewritten model (default: <model>.fixed.onnx in the current folder); the JSON report goes beside it as .fix.json. Existing files need --force.")
 @click.option("--force", is_flag=True, help="Replace existing output files.")
 @click.option("--allow-approx", is_flag=True, help="Also try approximations (e.g. tanh GELU); their error is reported.")
 @click.option("--rewrite", "only", multiple=True, metavar="NAME", help="Only try these rewrites (repeatable); see --list.")
@@ -24,7 +23,7 @@ from edgedeploy.fix.engine import DEFAULT_EVAL_COUNT
 @click.option("--eval-count", type=click.IntRange(min=1), default=DEFAULT_EVAL_COUNT, show_default=True, help="Samples of the evaluation data to use.")
 @click.option("--allow-nonfinite", is_flag=True, help="Accept NaN, infinite or complex values in the evaluation data (refused by default); a warning says so.")
 @click.option("--confirm", is_flag=True, help="Also run each chip's real toolchain (where installed) on the model before and after, and report its own verdict.")
-@click.option("--list", "list_rewrites", is_flag=True, help="List the rewrites and exit.")
+@click.option("--list", "list_rewrites", is_flag=True, help="List the rewrites and exit (no model or --target needed).")
 @input_shape_option
 @format_option()
 def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, eval_count, allow_nonfinite, confirm, list_rewrites, input_shapes, output_format) -> None:
@@ -33,10 +32,12 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
     A rewrite is kept only if the audit gets better on some target and worse on none, and the
     outputs stay within the rewrite's tolerance on the evaluation data (default: the sample's
     held-out split for the sample, else random inputs). Writes the rewritten model and a JSON
-    report: what changed which nodes, placements before and after, fidelity.
+    report: what changed which nodes, placements before and after, fidelity, and the opset when
+    a rewrite needed a newer one.
     """
     from edgedeploy.artifacts import atomic_write_bytes, atomic_write_json
-    from edgedeploy.errors import ArtifactError, OptionError
+    from edgedeploy.cli.progress import Reporter
+    from edgedeploy.errors import OptionError, UnknownName
     from edgedeploy.fix.engine import evaluation_feeds, fix_model
     from edgedeploy.pipeline.fix import confirm_fix
     from edgedeploy.fix.passes import REWRITES
@@ -44,16 +45,20 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
     from edgedeploy.targets import find_chip
 
     if list_rewrites:
-        rows = [{"name": r.name, "exact": r.exact, "max_abs_error": r.max_abs_error, "summary": r.summary} for r in REWRITES]
+        rows = [{"name": r.name, "exact": r.exact, "max_abs_error": r.max_abs_error, "min_opset": r.min_opset or None, "summary": r.summary} for r in REWRITES]
         if output_format == "json":
             emit_json({"rewrites": rows})
         else:
-            echo_text(table(["REWRITE", "EXACT", "TOLERANCE", "WHAT"], [[r["name"], "yes" if r["exact"] else "approx", r["max_abs_error"], r["summary"]] for r in rows]))
+            echo_text(table(["REWRITE", "EXACT", "TOLERANCE", "OPSET", "WHAT"], [[r["name"], "yes" if r["exact"] else "approx", r["max_abs_error"], r["min_opset"] or "-", r["summary"]] for r in rows]))
         return
+    if not targets:
+        raise OptionError("Give the chip(s) to fix for with --target CHIP (see `edgedeploy targets`), or --list for the rewrites.")
     known = {r.name for r in REWRITES}
     for name in only:
         if name not in known:
-            raise OptionError(f"Unknown rewrite '{name}'; see `edgedeploy fix --list`.")
+            raise UnknownName(f"Unknown rewrite '{name}'; see `edgedeploy fix --list`.")
+    if out_path is not None and out_path.suffix.lower() != ".onnx":
+        raise OptionError(f"-o {out_path.name}: fix writes the rewritten ONNX model; name it .onnx (the report goes beside it as .fix.json).")
     rule_sets = {}
     precisions = {}
     for chip_id in targets:
@@ -68,14 +73,15 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
     out_path = out_path or Path.cwd() / f"{loaded.name}.fixed.onnx"
     report_path = out_path.with_suffix(".fix.json")
     for path in (out_path, report_path):
-        if path.exists() and not force:
-            raise ArtifactError(f"{path} exists already; use --force to replace it.")
+        refuse_existing(path, force)
     feeds, source = evaluation_feeds(loaded, eval_data, eval_count, model_path, allow_nonfinite=allow_nonfinite)
-    result = fix_model(loaded, rule_sets, feeds, source, allow_approx=allow_approx, only=list(only) or None, echo=info, precisions=precisions)
+    reporter = Reporter.for_command()  # --confirm runs each chip's toolchain twice
+    result = fix_model(loaded, rule_sets, feeds, source, allow_approx=allow_approx, only=list(only) or None, echo=reporter, precisions=precisions)
     report = result.to_dict()
     report["fixed_model"]["path"] = str(out_path)
     if confirm:
-        report["confirmed"] = confirm_fix(result, echo=info)
+        report["confirmed"] = confirm_fix(result, echo=reporter)
+    reporter.close()
     fixed_proto = onnx.ModelProto()
     fixed_proto.CopyFrom(result.fixed.proto)
     atomic_write_bytes(out_path, fixed_proto.SerializeToString())
@@ -98,6 +104,9 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
     tried = [a for a in report["not_applied"] if a["reason"] != "pattern not found"]
     for a in tried:
         echo_text(f"not applied: {a['rewrite']}: {a['reason']}")
+    if report.get("opset_change"):
+        change = report["opset_change"]
+        echo_text(f"opset raised: {change['from']} -> {change['to']} for {', '.join(change['by']) or 'the rewrites kept'}: {change['note']}")
     echo_text("")
     for chip, c in report.get("confirmed", {}).items():
         if "skipped" in c:

@@ -11,9 +11,18 @@ from edgedeploy.targets import chip_ids
 from click.core import ParameterSource
 
 from edgedeploy.cli.devices_cmd import inventory_option
-from edgedeploy.cli.output import echo_text, emit_json, format_option, info
-from edgedeploy.errors import OptionError
+from edgedeploy.cli.output import echo_text, info, output_options, resolve_output, to_json
+from edgedeploy.cli.project import project_options
+from edgedeploy.errors import GateFailed, OptionError
+from edgedeploy.gates import evaluate_measurement
+from edgedeploy.gates import summary as gate_summary
 
+MEASURE_FORMATS = ("text", "json")
+FAIL_ON_HELP = (
+    "A CI gate (repeatable): fail (exit 7) when the after model misses the threshold, or it cannot be checked. "
+    "Keys: p50=, p99=DURATION (2.5ms, 800us; the worst session), accuracy-drop=PP, snr=DB, cosine=MIN (on the device's outputs). "
+    "CHIP: in front scopes a gate to one chip. See docs/cli.md."
+)
 # Options that shape the sessions of copied runners; a board's firmware has them built in.
 RUNNER_ONLY_OPTIONS = {
     "sessions": "--sessions",
@@ -33,7 +42,7 @@ SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build",
     "--device",
     "device_name",
     default=None,
-    help="A device of the inventory (`edgedeploy devices`), `local` for this machine, or a board on a serial port as CHIP@PORT (esp32s3@/dev/ttyUSB0); an inventory entry of transport labgrid is a farm (as --farm).",
+    help="A device of the inventory (`edgedeploy devices`), `local` for this machine, or a board on a serial port as CHIP@PORT (esp32s3@/dev/ttyUSB0); an inventory entry of transport labgrid is a farm (as --farm). Default: [measure] device of the project file.",
 )
 # -- a labgrid farm (pipeline/farm.py, cli/measure_farm.py) --
 @click.option("--farm", "farm_url", default=None, metavar="labgrid://HOST:PORT", help="Measure on the boards of a labgrid farm: per artifact, a place tagged with its chip (chip=NAME) is acquired, used and released.")
@@ -60,11 +69,11 @@ SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build",
 @click.option("--firmware-build", type=AbsolutePath(exists=True, file_okay=False, path_type=Path), default=None, help="Serial boards: an ESP-IDF build folder of this artifact's firmware that you built (holds flash_args).")
 @click.option("--reset", type=click.Choice(["auto", "rts", "none"]), default="auto", show_default=True, help="Serial boards: reset through the RTS line (rts), ask for the RESET button where there is none (auto), or just listen (none).")
 @click.option("--console", is_flag=True, help="Serial boards: print the board's console lines to stderr as they arrive.")
-@format_option()
+@click.option("--fail-on", "fail_on", multiple=True, metavar="[CHIP:]KEY=VALUE", help=FAIL_ON_HELP)
+@project_options
+@output_options(MEASURE_FORMATS, "the measurement record (it is also kept in ARTIFACT/measurements/)")
 @click.pass_context
-def measure_command(
-    ctx, artifacts, device_name, farm_url, place_pattern, parallel, place_wait_s, inventory, sessions, warmup, min_iterations, min_duration_s, eval_path, eval_count, threads, skip_before, timeout_s, flash, firmware_build, reset, console, output_format
-):
+def measure_command(ctx, **values):
     """Run a built artifact on a device: latency before (reference ONNX model on the device's
     ONNX Runtime CPU) and after (the artifact on its runtime), >= 3 sessions each in separate
     processes, and the outputs of both checked on the same inputs. Results go into
@@ -77,20 +86,37 @@ def measure_command(
 
     With --farm labgrid://HOST:PORT (or a labgrid inventory entry), several artifacts measure on
     the farm's boards in parallel, one place each, into one merged report (docs/farm.md)."""
+    from edgedeploy.cli import project as project_file
+    from edgedeploy.cli.progress import Reporter
     from edgedeploy.devices import find_device
+    from edgedeploy.gates import gates_of_command, merge_gates, parse_gates
     from edgedeploy.pipeline.measure import MeasureRequest, partial_error, run_measure
     from edgedeploy.devices.runners import SessionSettings
+    from edgedeploy.targets import find_chip
 
+    project = project_file.load_for_command(values.pop("project_path"), values.pop("no_project"))
+    if project is not None:
+        values = project_file.apply(ctx, values, project.measure, project)
+    keys = ("artifacts", "device_name", "farm_url", "place_pattern", "parallel", "place_wait_s", "inventory", "sessions", "warmup", "min_iterations", "min_duration_s", "eval_path", "eval_count", "threads", "skip_before", "timeout_s", "flash", "firmware_build", "reset", "console", "output_format", "out_path", "force", "fail_on")
+    artifacts, device_name, farm_url, place_pattern, parallel, place_wait_s, inventory, sessions, warmup, min_iterations, min_duration_s, eval_path, eval_count, threads, skip_before, timeout_s, flash, firmware_build, reset, console, output_format, out_path, force, fail_on = (values[k] for k in keys)
+    chip_id = lambda name: find_chip(name)[1].id  # noqa: E731 - a gate's CHIP: prefix, aliases allowed
+    gates = parse_gates(fail_on, "measure", chip_id)
+    if project is not None:
+        gates = merge_gates(parse_gates(gates_of_command(project.gates, "measure"), "measure", chip_id, where=f"{project.path.name}: [gates]"), gates)
+    output = resolve_output(out_path, output_format, force, MEASURE_FORMATS, "edgedeploy measure")
     device = find_device(device_name, inventory, chip_ids()) if device_name else None
     if farm_url or (device is not None and device.transport == "labgrid"):
         from edgedeploy.cli.measure_farm import run_farm_measure
 
-        return run_farm_measure(ctx, artifacts, device, farm_url, place_pattern, parallel, place_wait_s, output_format)
+        if gates or output.path is not None:
+            # Not joined yet: the farm's merged report has its own shape (pipeline/farm.py).
+            raise OptionError("--fail-on and -o apply to one artifact on one device, not yet to a labgrid farm; each artifact's report.json holds its farm measurement.")
+        return run_farm_measure(ctx, artifacts, device, farm_url, place_pattern, parallel, place_wait_s, output.format)
     for name, flag in (("place_pattern", "--place"), ("parallel", "--parallel"), ("place_wait_s", "--place-wait")):
         if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
             raise OptionError(f"{flag} applies only to a labgrid farm (--farm labgrid://HOST:PORT).")
     if device is None:
-        raise OptionError("Give the device to measure on: --device NAME (or a labgrid farm: --farm labgrid://HOST:PORT).")
+        raise OptionError("Give the device to measure on: --device NAME, [measure] device in edgedeploy.toml, or a labgrid farm: --farm labgrid://HOST:PORT.")
     if len(artifacts) != 1:
         raise OptionError(f"{len(artifacts)} artifacts were given for one device; measure them one at a time, or on a labgrid farm (--farm), which runs several at once.")
     (artifact,) = artifacts
@@ -122,16 +148,28 @@ def measure_command(
         reset=reset,
         console_echo=(lambda line: info(f"  console: {line}")) if console else None,
     )
-    record = run_measure(request, echo=info, raise_on_partial=False)
-    if output_format == "json":
-        emit_json(record)
+    reporter = Reporter.for_command()  # every session runs >= --min-duration, a board's boot longer
+    record = run_measure(request, echo=reporter, raise_on_partial=False)
+    reporter.close()
+    results = evaluate_measurement(gates, record) if gates else []
+    if gates:
+        # The gates are this run's verdict, in the command's output; the artifact keeps the figures.
+        record["gates"] = gate_summary(results)
+        for result in results:
+            info(f"measure: --fail-on {result.reason}")
+    if output.format == "json":
+        output.write(to_json(record))
     else:
         from edgedeploy.report.text import render_measurement
 
-        echo_text(render_measurement(record))
+        output.write(render_measurement(record))
     if record["partial"]:
         # What was gathered is printed and saved; the exit status still says the run failed.
         raise partial_error(record, artifact)
+    failed = [r for r in results if not r.passed]
+    if failed:
+        raise GateFailed(f"--fail-on: {'; '.join(r.reason for r in failed)}.")
+
 
 
 COMMANDS = [measure_command]

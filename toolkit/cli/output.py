@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import click
@@ -44,8 +46,18 @@ def echo_text(text: str = "", nl: bool = True) -> None:
 
 
 def info(message: str) -> None:
-    """A progress or log line: always stderr, so stdout stays data (control characters escaped)."""
-    click.echo(terminal_safe(message), err=True)
+    """A progress or log line: always stderr, so stdout stays data (control characters escaped).
+
+    Through the command's progress display when one is running (edgedeploy.cli.progress);
+    with -q/--quiet only warnings and errors are shown.
+    """
+    from edgedeploy.cli.progress import active_reporter, current_settings, is_warning_or_error
+
+    reporter = active_reporter()
+    if reporter is not None:
+        reporter(message)
+    elif not current_settings().quiet or is_warning_or_error(str(message)):
+        click.echo(terminal_safe(message), err=True)
 
 
 def human_count(n: int | None) -> str:
@@ -69,3 +81,124 @@ def human_bytes(n: int | None) -> str:
 
 def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
+
+
+def terminal_width() -> int | None:
+    """The columns text on stdout should fit: $COLUMNS when set, else the terminal's; None when stdout is no terminal.
+
+    A table printed into a pipe or a file keeps its full width (a script reads it whole);
+    COLUMNS=80 makes any run fit 80 columns.
+    """
+    import os
+    import shutil
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) >= 20:
+        return int(columns)
+    if stdout_is_terminal():
+        return max(shutil.get_terminal_size().columns, 20)
+    return None
+
+
+# -- the output convention of every command that writes a file ------------------------------
+#
+#   -o/--out FILE   write there instead of stdout, atomically; an existing FILE only with --force
+#   --format F      the format; without it, FILE's extension decides (.json .md .html .txt),
+#                   and stdout gets text
+#
+# One helper for every command (audit, report, bench, measure, fix's report), so that the rules
+# are the same everywhere and are checked before the work starts: a bench of five minutes must
+# not end in "exists already".
+
+EXTENSION_FORMATS = {".json": "json", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".txt": "text", ".text": "text"}
+FORMAT_EXTENSIONS = {"json": ".json", "md": ".md", "html": ".html", "text": ".txt"}
+
+
+def output_options(formats: Sequence[str], what: str = "the output", aliases: Sequence[str] = ()):
+    """`--format`, `-o/--out FILE` and `--force` for a command that prints `what` or writes it to a file.
+
+    The command receives `output_format` (None when not given: see `resolve_output`), `out_path`
+    (an absolute Path or None) and `force`. `aliases`: older spellings of -o kept working
+    (`--output` of audit and report).
+    """
+    from edgedeploy.cli.paths import AbsolutePath
+
+    extensions = ", ".join(FORMAT_EXTENSIONS[f] for f in formats)
+
+    def decorate(func):
+        func = click.option("--force", is_flag=True, help="Overwrite -o FILE if it exists.")(func)
+        func = click.option(
+            "--out",
+            "-o",
+            *aliases,
+            "out_path",
+            type=AbsolutePath(dir_okay=False, path_type=Path),
+            metavar="FILE",
+            help=f"Write {what} to FILE (atomically) instead of stdout; the format follows its extension ({extensions}) unless --format is given. An existing FILE needs --force.",
+        )(func)
+        func = click.option(
+            "--format",
+            "output_format",
+            type=click.Choice(list(formats)),
+            default=None,
+            help=f"Output format [default: {formats[0]} on stdout; with -o, from the file's extension]; json is pure JSON, nothing else.",
+        )(func)
+        return func
+
+    return decorate
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where a command's data goes (stdout or a file) and in which format; `write` delivers it."""
+
+    path: Path | None
+    format: str
+    force: bool = False
+
+    def write(self, text: str) -> None:
+        if self.path is None:
+            if self.format == "json":
+                click.echo(text, nl=not text.endswith("\n"))
+            else:
+                echo_text(text, nl=not text.endswith("\n"))  # model names reach it: terminal-safe
+            return
+        from edgedeploy.artifacts import atomic_write_text
+
+        refuse_existing(self.path, self.force)  # checked again: the work may have taken minutes
+        atomic_write_text(self.path, text if text.endswith("\n") else text + "\n")
+        info(f"wrote {self.path} ({self.format})")
+
+
+def resolve_output(out_path: Path | None, output_format: str | None, force: bool, formats: Sequence[str], command: str) -> Output:
+    """The Output for these options, with every refusal made before any work: an unknown
+    extension, a format this command does not write, an existing file without --force."""
+    from edgedeploy.errors import OptionError
+
+    if out_path is None:
+        return Output(None, output_format or formats[0], force)
+    if out_path.is_dir():
+        raise OptionError(f"-o {out_path} is a folder; give a file name (e.g. {out_path / ('result' + FORMAT_EXTENSIONS[formats[0]])}).")
+    fmt = output_format
+    if fmt is None:
+        fmt = EXTENSION_FORMATS.get(out_path.suffix.lower())
+        if fmt is None:
+            known = ", ".join(FORMAT_EXTENSIONS[f] for f in formats)
+            raise OptionError(f"Cannot tell the format of {out_path.name} from its extension: `{command}` writes {known}; name the file so, or give --format.")
+        if fmt not in formats:
+            raise OptionError(f"`{command}` writes {' or '.join(formats)}, not {fmt} ({out_path.name}); give a {' or '.join(FORMAT_EXTENSIONS[f] for f in formats)} file or --format.")
+    refuse_existing(out_path, force)
+    return Output(out_path, fmt, force)
+
+
+def refuse_existing(path: Path, force: bool) -> None:
+    """The one refusal of every command that writes a file: it exists and --force was not given."""
+    from edgedeploy.errors import ArtifactError
+
+    if path.exists() and not force:
+        raise ArtifactError(f"{path} exists already; use --force to overwrite it.")
+
+
+def to_json(data: Any) -> str:
+    """The JSON text of `data`, as emit_json prints it."""
+    return json.dumps(data, indent=2, default=_json_default) + "\n"

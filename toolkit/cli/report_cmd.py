@@ -7,51 +7,50 @@ from pathlib import Path
 import click
 
 from edgedeploy.cli.options import AbsolutePath
+from edgedeploy.cli.output import info, output_options, resolve_output, to_json
 
-from edgedeploy.cli.output import echo_text, format_option, info
+from edgedeploy.cli.output import terminal_width
+
+REPORT_FORMATS = ("text", "md", "html", "json")
 
 
 @click.command("report")
 @click.argument("dirs", nargs=-1, required=True, type=AbsolutePath(exists=True, path_type=Path))
-@format_option(("text", "md", "html", "json"))
-@click.option("--output", "-o", "output", type=AbsolutePath(dir_okay=False, path_type=Path), default=None, help="Write to this file (atomically) instead of stdout.")
-def report_command(dirs: tuple[Path, ...], output_format: str, output: Path | None) -> None:
+@output_options(REPORT_FORMATS, "the comparison", aliases=("--output",))
+def report_command(dirs: tuple[Path, ...], output_format: str | None, out_path: Path | None, force: bool) -> None:
     """Render the reports of one or more artifacts (or folders of artifacts) as one comparison.
 
     The JSON reports are the source; text, Markdown and a self-contained HTML page (inline SVG
     plots: latency per session, accuracy before/after, the audit matrix) are rendered from them.
     Figures from different devices are shown side by side and never divided.
     """
-    from edgedeploy.artifacts import atomic_write_text
     from edgedeploy.errors import ArtifactError
     from edgedeploy.report.artifact import load_artifact
     from edgedeploy.report.combine import artifact_paths, combine
 
+    output = resolve_output(out_path, output_format, force, REPORT_FORMATS, "edgedeploy report")
     paths = artifact_paths(list(dirs))
     if not paths:
         raise ArtifactError("No artifact reports found in " + ", ".join(map(str, dirs)) + ".")
     comp = combine([load_artifact(p) for p in paths])
-    if output_format == "json":
-        import json
-
-        text = json.dumps(comp, indent=2, default=str) + "\n"
-    elif output_format == "md":
+    if output.format == "json":
+        text = to_json(comp)
+    elif output.format == "md":
         from edgedeploy.report.markdown import render_markdown
 
         text = render_markdown(comp) + "\n"
-    elif output_format == "html":
+    elif output.format == "html":
         from edgedeploy.report.html import render_html
 
         text = render_html(comp)
     else:
         from edgedeploy.report.text import render_comparison
 
-        text = render_comparison(comp) + "\n"
-    if output is not None:
-        atomic_write_text(output, text)
-        info(f"report: wrote {output} ({output_format}, {len(paths)} artifact(s))")
-    else:
-        echo_text(text, nl=False)
+        # Fit the terminal on stdout (COLUMNS); a file keeps the full width.
+        text = render_comparison(comp, width=None if output.path is not None else terminal_width()) + "\n"
+    if output.path is not None:
+        info(f"report: {len(paths)} artifact(s)")
+    output.write(text)
 
 
 COMMANDS = [report_command]

@@ -80,7 +80,7 @@ def install_command(names: tuple[str, ...], force: bool) -> None:
 def doctor_command(names: tuple[str, ...], output_format: str) -> None:
     """Check that each installed environment imports its toolchain, and print the versions.
 
-    Exits 1 if an installed environment is broken; toolchains that are not installed are listed, not failed.
+    Exits 9 (a toolchain error) if an installed environment is broken; toolchains that are not installed are listed, not failed.
     """
     import tempfile
 
@@ -123,7 +123,7 @@ def doctor_command(names: tuple[str, ...], output_format: str) -> None:
             if e.get("error"):
                 echo_text("          " + e["error"].replace("\n", "\n          "))
     if broken:
-        sys.exit(1)
+        sys.exit(ToolchainError.exit_code)  # printed above; the status says a toolchain is broken
 
 
 COMMANDS = [toolchain_group]

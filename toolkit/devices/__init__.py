@@ -12,7 +12,7 @@
 
 from edgedeploy.devices.base import CommandResult, Device, DeviceConnectionLost, Transport
 from edgedeploy.devices.inventory import Inventory, load_inventory, local_device
-from edgedeploy.errors import DeviceError
+from edgedeploy.errors import DeviceError, UnknownDevice
 
 
 def find_device(name: str, inventory_path=None, known_chips=None) -> Device:
@@ -31,8 +31,8 @@ def find_device(name: str, inventory_path=None, known_chips=None) -> Device:
         return device
     try:
         return inventory.get(name)
-    except DeviceError as exc:
-        raise DeviceError(f"{str(exc).rstrip('.')}; or give a board on a serial port as CHIP@PORT (e.g. esp32s3@/dev/ttyUSB0).") from None
+    except UnknownDevice as exc:
+        raise UnknownDevice(f"{str(exc).rstrip('.')}; or give a board on a serial port as CHIP@PORT (e.g. esp32s3@/dev/ttyUSB0).") from None
 
 
 def open_transport(device: Device) -> Transport:

@@ -58,6 +58,9 @@ class RunnerSpec:
     timeout_s: float = 600.0
     backend: str = ""
     baseline: "RunnerSpec | None" = None
+    # The interpreter "{python}" stands for, when not the device's own: a host run of a chip
+    # artifact uses the toolchain environment that has the interpreter (TFLite in `eiq`).
+    python: str | None = None
 
 
 @dataclass

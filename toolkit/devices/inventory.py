@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgedeploy.devices.base import Device
-from edgedeploy.errors import DeviceError
+from edgedeploy.errors import DeviceError, InventoryError, UnknownDevice
 
 INVENTORY_ENV = "EDGEDEPLOY_DEVICES"
 TRANSPORTS = ("local", "ssh", "serial", "labgrid")
@@ -80,7 +80,7 @@ class Inventory:
             return self.devices[name]
         known = ", ".join(sorted(self.devices))
         where = f"in {self.path}" if self.path else f"(no inventory file; create {default_inventory_path()} or pass --inventory)"
-        raise DeviceError(f"Unknown device '{name}' {where}; known devices: {known}.")
+        raise UnknownDevice(f"Unknown device '{name}' {where}; known devices: {known}.")
 
 
 def resolve_inventory_path(explicit: Path | str | None) -> tuple[Path, bool]:
@@ -104,12 +104,12 @@ def _load_inventory(explicit: Path | str | None) -> Inventory:
     devices = {LOCAL_NAME: local_device()}
     if not path.exists():
         if named:
-            raise DeviceError(f"The device inventory {path} does not exist.")
+            raise InventoryError(f"The device inventory {path} does not exist.")
         return Inventory(None, devices)
     data = _read(path)
     entries = data.get("devices")
     if not isinstance(entries, dict):
-        raise DeviceError(f"{path}: expected a [devices.NAME] table (JSON: an object under \"devices\").")
+        raise InventoryError(f"{path}: expected a [devices.NAME] table (JSON: an object under \"devices\").")
     for name, entry in entries.items():
         devices[name] = parse_entry(path, str(name), entry)
     return Inventory(path, devices)
@@ -118,26 +118,26 @@ def _load_inventory(explicit: Path | str | None) -> Inventory:
 def _read(path: Path) -> dict:
     """The file as a dict; the inventory is the user's own, but a broken one still gets one sentence."""
     if not path.is_file():
-        raise DeviceError(f"The device inventory {path} is not a file.")
+        raise InventoryError(f"The device inventory {path} is not a file.")
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DeviceError(f"{path} is not UTF-8 text (byte {exc.start} is not); save the inventory as UTF-8.") from exc
+        raise InventoryError(f"{path} is not UTF-8 text (byte {exc.start} is not); save the inventory as UTF-8.") from exc
     except OSError as exc:
-        raise DeviceError(f"The device inventory {path} cannot be read ({exc.strerror or exc}).") from exc
+        raise InventoryError(f"The device inventory {path} cannot be read ({exc.strerror or exc}).") from exc
     if path.suffix.lower() == ".json":
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise DeviceError(f"{path} is not valid JSON ({exc}).") from exc
+            raise InventoryError(f"{path} is not valid JSON ({exc}).") from exc
     else:
         toml = _toml_module()
         try:
             data = toml.loads(text)
         except toml.TOMLDecodeError as exc:
-            raise DeviceError(f"{path} is not valid TOML ({exc}).") from exc
+            raise InventoryError(f"{path} is not valid TOML ({exc}).") from exc
     if not isinstance(data, dict):
-        raise DeviceError(f"{path}: the inventory must be a table of devices.")
+        raise InventoryError(f"{path}: the inventory must be a table of devices.")
     return data
 
 
@@ -152,53 +152,53 @@ def _toml_module():
 
             return tomli
         except ImportError as exc:
-            raise DeviceError("Reading a TOML inventory needs Python 3.11 or the tomli package; or write it as devices.json.") from exc
+            raise InventoryError("Reading a TOML inventory needs Python 3.11 or the tomli package; or write it as devices.json.") from exc
 
 
 def parse_entry(path: Path, name: str, entry: object) -> Device:
     """One inventory entry as a Device, with every field checked (one sentence per mistake)."""
     where = f"{path}: device '{name}'"
     if not NAME_PATTERN.match(name):
-        raise DeviceError(f"{path}: {name[:70]!r} is not a usable device name (up to 64 letters, digits, '_', '.', '-').")
+        raise InventoryError(f"{path}: {name[:70]!r} is not a usable device name (up to 64 letters, digits, '_', '.', '-').")
     if not isinstance(entry, dict):
-        raise DeviceError(f"{where} must be a table of settings.")
+        raise InventoryError(f"{where} must be a table of settings.")
     unknown = sorted(set(entry) - set(ENTRY_KEYS))
     if unknown:
-        raise DeviceError(f"{where} has unknown setting(s) {', '.join(unknown)}; known: {', '.join(ENTRY_KEYS)}.")
+        raise InventoryError(f"{where} has unknown setting(s) {', '.join(unknown)}; known: {', '.join(ENTRY_KEYS)}.")
     transport = entry.get("transport", "ssh" if entry.get("host") else None)
     if not isinstance(transport, str) or transport not in TRANSPORTS:
-        raise DeviceError(f"{where}: transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}.")
+        raise InventoryError(f"{where}: transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}.")
     chip = entry.get("chip")
     if chip is not None:
         chip = _check_chip(where, chip)
     port = entry.get("port")
     if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536):
-        raise DeviceError(f"{where}: port must be a number from 1 to 65535, not {_shown(port)}.")
+        raise InventoryError(f"{where}: port must be a number from 1 to 65535, not {_shown(port)}.")
     ssh_options = entry.get("ssh_options", [])
     if not isinstance(ssh_options, list) or not all(isinstance(o, str) for o in ssh_options):
-        raise DeviceError(f"{where}: ssh_options must be a list of strings like \"IdentityFile=~/.ssh/key\".")
+        raise InventoryError(f"{where}: ssh_options must be a list of strings like \"IdentityFile=~/.ssh/key\".")
     for key in ("host", "user", "python", "workdir", "serial_port"):
         value = entry.get(key)
         if value is not None and (not isinstance(value, str) or not value or "\x00" in value):
-            raise DeviceError(f"{where}: {key} must be a non-empty string, not {_shown(value)}.")
+            raise InventoryError(f"{where}: {key} must be a non-empty string, not {_shown(value)}.")
     description = entry.get("description")
     if description is not None and not isinstance(description, str):
-        raise DeviceError(f"{where}: description must be a string, not {_shown(description)}.")
+        raise InventoryError(f"{where}: description must be a string, not {_shown(description)}.")
     baud = entry.get("baud", 115200)
     if not isinstance(baud, int) or isinstance(baud, bool) or not 0 < baud <= MAX_BAUD:
-        raise DeviceError(f"{where}: baud must be a whole number of bits per second from 1 to {MAX_BAUD}, not {_shown(baud)}.")
+        raise InventoryError(f"{where}: baud must be a whole number of bits per second from 1 to {MAX_BAUD}, not {_shown(baud)}.")
     allow_commands = entry.get("allow_commands", False)
     if not isinstance(allow_commands, bool):
-        raise DeviceError(f"{where}: allow_commands must be true or false, not {_shown(allow_commands)}.")
+        raise InventoryError(f"{where}: allow_commands must be true or false, not {_shown(allow_commands)}.")
     if transport == "ssh" and not entry.get("host"):
-        raise DeviceError(f"{where}: an ssh device needs a host.")
+        raise InventoryError(f"{where}: an ssh device needs a host.")
     if transport == "serial" and not entry.get("serial_port"):
-        raise DeviceError(f"{where}: a serial device needs a serial_port (e.g. /dev/ttyUSB0).")
+        raise InventoryError(f"{where}: a serial device needs a serial_port (e.g. /dev/ttyUSB0).")
     coordinator = None
     if transport == "labgrid":
         coordinator = _check_labgrid_entry(where, entry)
     elif "coordinator" in entry or "place" in entry:
-        raise DeviceError(f"{where}: coordinator and place belong to labgrid entries (transport = \"labgrid\").")
+        raise InventoryError(f"{where}: coordinator and place belong to labgrid entries (transport = \"labgrid\").")
     device = Device(
         name=name,
         chip=chip,  # type: ignore[arg-type]
@@ -235,16 +235,16 @@ def _check_labgrid_entry(where: str, entry: dict) -> str:
 
     coordinator = entry.get("coordinator")
     if not isinstance(coordinator, str) or not coordinator:
-        raise DeviceError(f"{where}: a labgrid entry needs coordinator = \"labgrid://HOST:PORT\".")
+        raise InventoryError(f"{where}: a labgrid entry needs coordinator = \"labgrid://HOST:PORT\".")
     place = entry.get("place")
     if place is not None and (not isinstance(place, str) or not place):
-        raise DeviceError(f"{where}: place must be a non-empty place name or pattern.")
+        raise InventoryError(f"{where}: place must be a non-empty place name or pattern.")
     if entry.get("chip") is not None:
-        raise DeviceError(f"{where}: a labgrid entry names no chip; the places' chip tags say which boards it has.")
+        raise InventoryError(f"{where}: a labgrid entry names no chip; the places' chip tags say which boards it has.")
     try:
         return parse_farm_url(coordinator)
     except DeviceError as exc:
-        raise DeviceError(f"{where}: {exc}") from None
+        raise InventoryError(f"{where}: {exc}") from None
 
 
 def _shown(value: object) -> str:
@@ -259,7 +259,7 @@ CHIP_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 def _check_chip(where: str, chip: object) -> str:
     """The chip's form; whether it is a known chip is checked by `check_chips` (the device layer knows no targets)."""
     if not isinstance(chip, str) or not CHIP_PATTERN.match(chip.strip().lower()):
-        raise DeviceError(f"{where}: chip must be a chip id such as \"rk3588\", not {_shown(chip)} (leave chip out for a generic CPU host).")
+        raise InventoryError(f"{where}: chip must be a chip id such as \"rk3588\", not {_shown(chip)} (leave chip out for a generic CPU host).")
     return chip.strip().lower()
 
 
@@ -268,7 +268,7 @@ def check_chips(inventory: "Inventory", known_chips) -> "Inventory":
     known = list(known_chips)
     for name, device in inventory.devices.items():
         if device.chip is not None and device.chip not in known:
-            raise DeviceError(f"{inventory.path}: device '{name}': unknown chip {device.chip!r}; known chips: {', '.join(known)} (leave chip out for a generic CPU host).")
+            raise InventoryError(f"{inventory.path}: device '{name}': unknown chip {device.chip!r}; known chips: {', '.join(known)} (leave chip out for a generic CPU host).")
     return inventory
 
 

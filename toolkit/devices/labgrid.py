@@ -46,7 +46,7 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from edgedeploy.errors import DeviceError
+from edgedeploy.errors import DeviceError, OptionError
 
 URL_SCHEME = "labgrid"
 DEFAULT_COORDINATOR_PORT = 20408
@@ -60,6 +60,10 @@ RPC_TIMEOUT_S = 30.0
 RESOURCE_READY_TIMEOUT_S = 20.0
 LOG_TAIL_LINES = 40
 FARM_EXTRA_HINT = "pip install 'edgedeploy[farm]'"
+
+
+class FarmAddressError(OptionError, DeviceError):
+    """A --farm value (or an inventory's coordinator) that is not labgrid://HOST:PORT: a usage error (exit 2)."""
 
 
 class FarmUnavailable(DeviceError):
@@ -78,24 +82,24 @@ def parse_farm_url(text: str) -> str:
     """`labgrid://HOST[:PORT]` (or plain HOST[:PORT]) as the coordinator's "HOST:PORT"."""
     raw = (text or "").strip()
     if not raw:
-        raise DeviceError("The farm address is empty; give it as labgrid://HOST:PORT.")
+        raise FarmAddressError("The farm address is empty; give it as labgrid://HOST:PORT.")
     if "://" in raw:
         scheme = raw.split("://", 1)[0].lower()
         if scheme != URL_SCHEME:
-            raise DeviceError(f"The farm address {raw!r} is not a labgrid coordinator; give it as labgrid://HOST:PORT.")
+            raise FarmAddressError(f"The farm address {raw!r} is not a labgrid coordinator; give it as labgrid://HOST:PORT.")
         rest = raw.split("://", 1)[1]
     else:
         rest = raw
     if not rest or any(c.isspace() for c in rest) or "/" in rest.rstrip("/") or "@" in rest:
-        raise DeviceError(f"The farm address {raw!r} is not of the form labgrid://HOST:PORT.")
+        raise FarmAddressError(f"The farm address {raw!r} is not of the form labgrid://HOST:PORT.")
     rest = rest.rstrip("/")
     try:
         parts = urlsplit(f"//{rest}")
         host, port = parts.hostname, parts.port
     except ValueError:
-        raise DeviceError(f"The farm address {raw!r} has no valid port; give it as labgrid://HOST:PORT.") from None
+        raise FarmAddressError(f"The farm address {raw!r} has no valid port; give it as labgrid://HOST:PORT.") from None
     if not host:
-        raise DeviceError(f"The farm address {raw!r} names no host; give it as labgrid://HOST:PORT.")
+        raise FarmAddressError(f"The farm address {raw!r} names no host; give it as labgrid://HOST:PORT.")
     port = port or DEFAULT_COORDINATOR_PORT
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 

@@ -34,7 +34,7 @@ import weakref
 from pathlib import Path, PurePosixPath
 
 from edgedeploy.devices.base import CommandResult, Device, DeviceConnectionLost
-from edgedeploy.errors import DeviceError
+from edgedeploy.errors import DeviceError, InventoryError
 from edgedeploy.toolchains.process import ManagedProcess
 
 # Always passed first (ssh keeps the first value it obtains for an option).
@@ -64,21 +64,21 @@ def check_ssh_settings(device: Device, where: str | None = None) -> None:
     where = where or f"device '{device.name}'"
     host = device.host or ""
     if not host or host.startswith("-") or any(c.isspace() or ord(c) < 32 for c in host) or "@" in host:
-        raise DeviceError(f"{where}: host {host!r} is not a host name or ssh alias (put the user in `user`).")
+        raise InventoryError(f"{where}: host {host!r} is not a host name or ssh alias (put the user in `user`).")
     user = device.user
     if user is not None and (not user or user.startswith("-") or any(c.isspace() or ord(c) < 32 or c in "@:" for c in user)):
-        raise DeviceError(f"{where}: user {user!r} is not a valid login name.")
+        raise InventoryError(f"{where}: user {user!r} is not a valid login name.")
     for option in device.ssh_options:
         match = OPTION_PATTERN.match(option)
         if not match or any(ord(c) < 32 or ord(c) == 127 for c in option):
-            raise DeviceError(f"{where}: ssh option {option!r} is not of the form Key=Value on one line.")
+            raise InventoryError(f"{where}: ssh option {option!r} is not of the form Key=Value on one line.")
         key = match.group(1).lower()
         if key in FORBIDDEN_OPTIONS:
-            raise DeviceError(
+            raise InventoryError(
                 f"{where}: ssh option {match.group(1)} may not be set; edgedeploy always verifies host keys and never prompts."
             )
         if key in COMMAND_OPTIONS and not device.allow_commands:
-            raise DeviceError(
+            raise InventoryError(
                 f"{where}: ssh option {match.group(1)} runs a local command; add allow_commands = true to the entry if you mean it."
             )
 

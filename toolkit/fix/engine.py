@@ -22,7 +22,7 @@ import onnx
 
 from edgedeploy.audit.engine import AuditResult, audit_model
 from edgedeploy.audit.rules import Placement
-from edgedeploy.fix.graph import Change
+from edgedeploy.fix.graph import Change, opset_of
 from edgedeploy.fix.passes import REWRITES, Rewrite
 from edgedeploy.measure.accuracy import fidelity
 from edgedeploy.model import LoadedModel
@@ -143,12 +143,28 @@ class FixResult:
             }
         return {
             "schema": FIX_SCHEMA,
-            "model": {"source": str(self.original.path), "sha256": self.original.sha256},
-            "fixed_model": {"sha256": self.fixed.sha256, "nodes": len(self.fixed.graph.node)},
+            "model": {"source": str(self.original.path), "sha256": self.original.sha256, "opset": opset_of(self.original.proto)},
+            "fixed_model": {"sha256": self.fixed.sha256, "nodes": len(self.fixed.graph.node), "opset": opset_of(self.fixed.proto)},
+            "opset_change": self.opset_change(),
             "applied": [a.to_dict() for a in self.attempts if a.applied],
             "not_applied": [a.to_dict() for a in self.attempts if not a.applied],
             "chips": chips,
             "fidelity": {"evaluation_data": self.eval_source, "per_output": self.fidelity},
+        }
+
+
+    def opset_change(self) -> dict | None:
+        """When a kept rewrite needs a newer opset, the whole model was moved to it: from, to, and which rewrites did it."""
+        before, after = opset_of(self.original.proto), opset_of(self.fixed.proto)
+        if before == after:
+            return None
+        needs = {r.name: r.min_opset for r in REWRITES}
+        by = [a.rewrite for a in self.attempts if a.applied and needs.get(a.rewrite, 0) > before]
+        return {
+            "from": before,
+            "to": after,
+            "by": by,
+            "note": f"the whole model was moved from opset {before} to {after} with ONNX's version converter; the toolchain and runtime that read it must support opset {after}",
         }
 
 

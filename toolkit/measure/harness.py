@@ -21,16 +21,10 @@ from typing import Callable
 from edgedeploy.errors import OptionError, WorkerFailed
 from edgedeploy.measure import protocol
 from edgedeploy.measure.schema import LATENCY_SCHEMA
+from edgedeploy.progress import StepStarted  # noqa: F401 - re-exported: the line that opens a session
 
 PROTOCOL_FILE = Path(protocol.__file__)
 MIN_SESSIONS = 3
-
-
-class StepStarted(str):
-    """A progress line that opens a long step (one session): a live display may tick its elapsed time.
-
-    It is a str, so any echo callable prints it as it is; edgedeploy's CLI progress recognises it.
-    """
 
 
 @dataclass(frozen=True)
@@ -165,7 +159,7 @@ def run_sessions(
     for index in range(plan.sessions):
         session_dir = workdir / f"session{index + 1}"
         req = dict(request, protocol_path=str(PROTOCOL_FILE), settings=plan.settings(), session_index=index)
-        echo(StepStarted(f"  {label} session {index + 1}/{plan.sessions}: running"))
+        echo(StepStarted(f"  {label} session {index + 1}/{plan.sessions}: running", log_path=workdir / "sessions.log"))
         started = time.monotonic()
         result = run_worker(python, worker_file, req, session_dir, workdir / "sessions.log", timeout_s, label=f"{label} session")
         if result.get("schema") != protocol.RUN_SCHEMA or "latency_us" not in result or "pid" not in result:

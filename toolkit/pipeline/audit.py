@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from edgedeploy.errors import EdgedeployError, NotAvailableYet, OptionError, ToolchainMissing
+from edgedeploy.progress import StepStarted
 from edgedeploy.targets import all_targets, find_chip
 from edgedeploy.targets.base import Capability
 
@@ -139,9 +140,9 @@ def confirm_chip(ca, model, chips: list[ChipChoice], calib: str | None, single: 
         if single:
             raise NotAvailableYet(f"`audit --confirm` is not available for {ca.result.chip}: {reason}.")
         return {"skipped": reason}
-    echo(f"{ca.result.chip}: running {target.toolchain.name} on the model for its own verdict ...")
     with tempfile.TemporaryDirectory(prefix="edgedeploy-confirm-") as tmp:
         work = Path(tmp)
+        echo(StepStarted(f"{ca.result.chip}: running {target.toolchain.name} on the model for its own verdict ...", log_path=work / "toolchain.log"))
         try:
             verdict = target.toolchain_verdict(model.path, ca.result.chip, work, work / "toolchain.log", precision=ca.result.precision, inputs=Path(calib) if calib else None)
         except NotAvailableYet as exc:

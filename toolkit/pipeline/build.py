@@ -358,6 +358,7 @@ def _verify(ctx: BuildContext, converted: ConvertResult, reference: ReferenceRun
         return {"status": "skipped", "reason": "the model was not compiled here, so there is nothing to run on the host"}
     if not ctx.target.has(Capability.SIMULATE):
         return {"status": "skipped", "reason": f"{ctx.target.name} has no host simulator; measure on the device (`edgedeploy measure`)"}
+    echo(f"verify: running the compiled model on this host ({ctx.target.name}'s simulator or interpreter) on {len(evaluation)} evaluation samples")
     try:
         simulated = ctx.target.simulate(ctx, converted, evaluation)
     except EdgedeployError as exc:

@@ -12,6 +12,7 @@ from typing import Callable
 import onnx
 
 from edgedeploy.fix.engine import FixResult
+from edgedeploy.progress import StepStarted
 from edgedeploy.targets import find_chip
 from edgedeploy.targets.base import Capability
 
@@ -57,9 +58,9 @@ def confirm_fix(result: FixResult, echo: Callable[[str], None] = lambda _: None)
             entry: dict = {"toolchain": target.toolchain.name}
             try:
                 for label, audit in (("before", before_audit), ("after", result.after[chip_id])):
-                    echo(f"fix: {chip_id}: asking {target.toolchain.name} for its verdict on the model {label} the rewrites")
                     folder = work / f"{chip_id}-{label}"
                     folder.mkdir()
+                    echo(StepStarted(f"fix: {chip_id}: asking {target.toolchain.name} for its verdict on the model {label} the rewrites", log_path=folder / "toolchain.log"))
                     verdict = target.toolchain_verdict(paths[label], chip_id, folder, folder / "toolchain.log", precision=audit.precision)
                     comparison = compare(audit, verdict)
                     agreement = comparison.get("agreement")

@@ -49,6 +49,7 @@ from edgedeploy.errors import ArtifactError, DeviceError
 from edgedeploy.measure.harness import SessionSettings, make_measurement
 from edgedeploy.measure.reference import ReferenceRunner
 from edgedeploy.measure.verify import verify
+from edgedeploy.progress import StepStarted
 from edgedeploy.targets import find_chip
 from edgedeploy.targets.base import Capability
 from edgedeploy.measure.schema import SCOPE_FIELDS, ratio_refusal, scope_differences
@@ -61,7 +62,7 @@ LABELS = ("after", "before")
 DEPLOYMENT_FIELDS = ("backend", "precision", "threads", "deployed_model")
 ONE_DEPLOYMENT_CHANGE = ("backend", "precision", "threads")
 # Scope fields that follow from the deployment (the file run, the runtime's version and unit).
-RUNTIME_DESCRIPTORS = ("deployed_model", "backend_version", "unit")
+RUNTIME_DESCRIPTORS = ("deployed_model", "backend_version", "unit", "figures", "backend_reported")
 # A device in a measure scope: the inventory's name and the machine its runner saw (the CPU
 # runners do not list accelerators, so they are not part of the identity here).
 MEASURE_DEVICE_IDENTITY = ("name", "hostname", "cpu_model", "cpu_cores")
@@ -117,6 +118,8 @@ def run_measure(request: MeasureRequest, echo: Callable[[str], None] = lambda li
         stage = Path(tmp)
         runs, inputs_note = _runner_specs(artifact, manifest, report, device, request, stage)
         echo(f"measure: {artifact} on device '{device.name}' ({device.transport}); {settings.sessions} sessions each of: {', '.join(runs)}")
+        if is_host_run(manifest, device):
+            echo(f"measure: a {manifest['target']['chip']} artifact on this host: {', '.join(f'{k} = {v.backend}' for k, v in runs.items())}; host figures, not the {manifest['target']['chip']}'s latency")
         transport = open_transport(device)
         try:
             results, fatal, run_folder = run_sessions(transport, device, runs, settings.sessions, stage / "fetched", echo)
@@ -170,12 +173,32 @@ def check_artifact_for_device(artifact: Path, device: Device) -> dict:
         if (manifest.get("runner") or {}).get("kind") != ONNX_CPU_RUNNER:
             raise ArtifactError(f"{artifact} names no chip and no runner; it cannot be measured on a device.")
         return manifest
+    if is_host_run(manifest, device):
+        # This machine runs what it can of the artifact (Target.host_runner_spec), as host figures.
+        target, chip = find_chip(built_for)
+        if not target.has(Capability.HOST):
+            where = f"--device {chip.id}@PORT for a board on a serial port, or " if target.has(Capability.SERIAL) else ""
+            raise DeviceError(
+                f"Nothing of this {target.name} artifact runs on this machine: {target.host_unavailable}. "
+                f"Measure it on the {chip.id} itself: {where}--device NAME of an inventory entry (`edgedeploy devices`)."
+            )
+        return manifest
     if device.chip is None:
         raise ArtifactError(
             f"{artifact} was built for {built_for}, but device '{device.name}' declares no chip; "
             f"measure it on a device whose inventory entry says chip = \"{built_for}\"."
         )
     return check_manifest(artifact, device.chip, verify_files=False)
+
+
+def is_host_run(manifest: dict, device: Device) -> bool:
+    """A chip's artifact measured on this machine (`--device local`): host figures, never the chip's."""
+    return bool((manifest.get("target") or {}).get("chip")) and device.transport == "local" and device.chip is None
+
+
+def host_note(chip: str, backend_label: str) -> str:
+    """The label every host figure carries: where it ran, on what, and what it is not."""
+    return f"host figures: {backend_label} on this machine, not the {chip}'s latency"
 
 
 def _read_report(artifact: Path) -> dict:
@@ -309,6 +332,14 @@ def _runner_specs(artifact: Path, manifest: dict, report: dict, device: Device, 
             stage / "after", artifact / runner["model"], inputs_file, model_info, runner.get("precision", "fp32"), request.settings, threads=request.threads, label="ONNX Runtime CPU (artifact)"
         )
         baseline = None
+    elif is_host_run(manifest, device) and find_chip(manifest["target"]["chip"])[0].has(Capability.HOST):
+        # (check_artifact_for_device refuses a host run of a target without HOST, with its reason.)
+        target, _chip = find_chip(manifest["target"]["chip"])
+        after = target.host_runner_spec(artifact, manifest, request.settings, stage / "host")
+        baseline = after.baseline
+        if INPUTS_REMOTE_NAME in after.files:
+            inputs_file = Path(after.files[INPUTS_REMOTE_NAME])
+            inputs_note = {"source": f"the artifact's runner ({inputs_file.name})"}
     else:
         target, _chip = find_chip(manifest["target"]["chip"])
         if not target.has(Capability.RUNNER):
@@ -404,7 +435,9 @@ def run_sessions(transport, device: Device, specs: dict, sessions: int, fetch_di
                 if run.error:
                     continue
                 spec = run.spec
-                argv = [device.python if a == "{python}" else a for a in spec.command]
+                echo(StepStarted(f"  {label}: running session {index + 1} of {sessions}"))
+                python = spec.python or device.python
+                argv = [python if a == "{python}" else a for a in spec.command]
                 result = transport.run(argv, f"{workdir}/{label}", spec.timeout_s)
                 parsed = [r for r in protocol.parse_result_lines(result.stdout) if r.get("schema") == protocol.RUN_SCHEMA]
                 if not parsed or parsed[-1].get("error") or result.returncode != 0 or "latency_us" not in parsed[-1]:
@@ -620,6 +653,31 @@ def build_record(artifact, manifest, report, device, settings, runs, fatal, inpu
     error = fatal
     if error is None and errors:
         error = "; ".join(f"{v[0].upper()}{v[1:]}" for v in errors.values()) + "."
+    host = None
+    if is_host_run(manifest, device):
+        chip = manifest["target"]["chip"]
+        labels = {label: (rec["backend"]["label"] if rec else run.spec.backend) for (label, rec), run in zip(latency.items(), runs.values())}
+        host = {
+            "chip": chip,
+            "device": "this host (the local device), not the chip",
+            "backends": labels,
+            "note": host_note(chip, labels.get("after") or "the host runtime"),
+        }
+        for (label, rec), run in zip(latency.items(), runs.values()):
+            if not rec:
+                continue
+            named = run.spec.backend
+            if named and rec["scope"].get("backend") != named and rec["scope"].get("backend") in ("cpu", None, ""):
+                # A board runner calls its CPU path "cpu"; on this host the spec knows which runtime that is.
+                rec["scope"]["backend_reported"] = rec["scope"].get("backend")
+                rec["scope"]["backend"] = rec["backend"]["name"] = named
+                runtime = (rec["sessions"][0].get("runtime") if rec["sessions"] else None) or rec["backend"]["label"]
+                rec["backend"]["label"] = f"{named} ({runtime})"
+                labels[label] = rec["backend"]["label"]
+            # In the scope itself, so no rendering of the figure can lose it.
+            rec["scope"]["figures"] = host_note(chip, rec["backend"]["label"])
+        host["backends"] = labels
+        host["note"] = host_note(chip, labels.get("after") or "the host runtime")
     accuracy = None
     accuracy_error = None
     try:
@@ -634,6 +692,7 @@ def build_record(artifact, manifest, report, device, settings, runs, fatal, inpu
         "partial": partial,
         "error": error,
         "runner_errors": errors,
+        **({"host_run": host} if host else {}),
         "latency": latency,
         "comparison": compare_before_after(latency.get("before"), latency.get("after")),
         "accuracy": accuracy,

@@ -166,11 +166,144 @@ def _accuracy_entry(ident: str, row: dict, kind: str, section: dict, fallback_sc
         "after": section.get("after"),
         "delta_percentage_points": section.get("delta_percentage_points"),
         "delta": section.get("delta"),
-        "output": first_output,
-        "fidelity": fidelity.get(first_output) if first_output else None,
-        "scope": f"model sha256 {(row['model'].get('sha256') or '?')[:12]}; {row['precision'] or '?'}; " + accuracy_scope(section, fallback_scope),
+        "output": section.get("metric_output") or first_output,
+        "fidelity": fidelity.get(section.get("metric_output") or first_output) if (section.get("metric_output") or first_output) else None,
+        # The verification's choice of output for the task metric, and why (edgedeploy.measure.verify).
+        "metric_output": section.get("metric_output"),
+        "metric_output_reason": section.get("metric_output_reason"),
+        "outputs": _output_rows(section),
+        # A build's scope names the model and precisions itself; a device check's says only where it ran.
+        "scope": accuracy_scope(section, fallback_scope)
+        if isinstance(section.get("scope"), dict) and "model_sha256" in section["scope"]
+        else f"model sha256 {(row['model'].get('sha256') or '?')[:12]}; {row['precision'] or '?'}; " + accuracy_scope(section, fallback_scope),
     }
     return entry
+
+
+def _output_rows(section: dict) -> list[dict]:
+    """Every output's fidelity (and task metric where the labels fit it), as rows."""
+    outputs = section.get("outputs")
+    rows = []
+    if isinstance(outputs, dict):
+        for name, out in outputs.items():
+            if not isinstance(out, dict):
+                continue
+            rows.append(
+                {
+                    "output": name,
+                    "producer": out.get("producer"),
+                    "shape": out.get("shape"),
+                    "fidelity": out.get("fidelity"),
+                    "before": out.get("before"),
+                    "after": out.get("after"),
+                    "parts": out.get("parts"),
+                    "is_metric_output": name == section.get("metric_output"),
+                }
+            )
+    else:
+        for name, fid in (section.get("fidelity") or {}).items():
+            rows.append({"output": name, "fidelity": fid, "is_metric_output": name == section.get("metric_output")})
+    return rows
+
+
+# -- memory and size ---------------------------------------------------------------------------
+
+WORST_LAYERS = 5
+
+
+def memory_rows(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict]) -> list[dict]:
+    """Per artifact: the files it deploys, the toolchain's memory figures, the flash it takes, each with its source."""
+    out = []
+    for ident, art in arts:
+        r = art.report
+        label = column_label(rows[ident])
+
+        def add(what: str, value, source: str) -> None:
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                out.append({"artifact": ident, "label": label, "what": what, "bytes": int(value), "source": source})
+
+        convert = r.get("convert") if isinstance(r.get("convert"), dict) else {}
+        files = convert.get("files") if isinstance(convert.get("files"), dict) else {}
+        for role, size in (convert.get("size_bytes") or {}).items():
+            add(f"{role.replace('_', ' ')} ({files.get(role, role)})", size, "file size in the artifact")
+        vela = (r.get("vela") or {}).get("estimates") if isinstance(r.get("vela"), dict) else None
+        if isinstance(vela, dict):
+            where = f"Vela's estimate ({vela.get('system_config') or '?'}, {vela.get('memory_mode') or '?'})"
+            add("SRAM used (Vela)", vela.get("sram_used_bytes"), where)
+            add("DRAM used (Vela)", vela.get("dram_used_bytes"), where)
+            add("weights, NPU-encoded (Vela)", vela.get("weights_npu_encoded_bytes"), where)
+            add("SRAM traffic per inference (Vela)", vela.get("sram_total_bytes_per_inference"), where)
+            add("DRAM traffic per inference (Vela)", vela.get("dram_total_bytes_per_inference"), where)
+        codegen = r.get("codegen") if isinstance(r.get("codegen"), dict) else {}
+        if codegen.get("model_size_bytes") is not None:
+            add(f"model in the firmware ({codegen.get('model_location') or '?'})", codegen.get("model_size_bytes"), "the generated project")
+        if codegen.get("flash_bytes") is not None:
+            add("flash up to the end of the last partition", codegen.get("flash_used_bytes"), f"partitions.csv of the generated project ({codegen.get('dev_kit') or 'the dev kit'})")
+            add("flash of the dev kit", codegen.get("flash_bytes"), f"{codegen.get('dev_kit') or 'the dev kit'}")
+        if codegen.get("firmware_size_bytes") is not None:
+            add("firmware image", codegen.get("firmware_size_bytes"), "the compiled firmware")
+        elif codegen.get("compiled") is False:
+            out.append({"artifact": ident, "label": label, "what": "firmware image", "bytes": None, "source": codegen.get("note") or "not compiled here"})
+    return out
+
+
+def flash_layouts(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict]) -> list[dict]:
+    """The partition tables of generated firmware projects (ESP-DL): where the model lives in flash."""
+    layouts = []
+    for ident, art in arts:
+        codegen = art.report.get("codegen") if isinstance(art.report.get("codegen"), dict) else {}
+        partitions = codegen.get("partitions")
+        if isinstance(partitions, list) and partitions:
+            layouts.append(
+                {
+                    "artifact": ident,
+                    "label": column_label(rows[ident]),
+                    "model_location": codegen.get("model_location"),
+                    "flash_bytes": codegen.get("flash_bytes"),
+                    "partitions": [p for p in partitions if isinstance(p, dict)],
+                }
+            )
+    return layouts
+
+
+def quantization_entries(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict]) -> list[dict]:
+    """esp-ppq's per-layer error: the WORST_LAYERS layers of lowest SNR, graph-wise and layer-wise."""
+    entries = []
+    for ident, art in arts:
+        section = art.report.get("quantization")
+        if not isinstance(section, dict):
+            continue
+        layers = section.get("layers")
+        if not isinstance(layers, list):
+            layers = _quantization_file(art).get("layers") or []
+        for kind in ("graphwise", "layerwise"):
+            scored = [
+                {"layer": layer.get("onnx_node") or layer.get("esp_ppq_op"), "op_type": layer.get("op_type"), "precision": layer.get("precision"), "snr_db": layer[f"{kind}_snr_db"]}
+                for layer in layers
+                if isinstance(layer, dict) and isinstance(layer.get(f"{kind}_snr_db"), (int, float))
+            ]
+            if scored:
+                entries.append(
+                    {
+                        "artifact": ident,
+                        "label": column_label(rows[ident]),
+                        "kind": kind,
+                        "output_snr_db": section.get("output_snr_db"),
+                        "worst": sorted(scored, key=lambda x: x["snr_db"])[:WORST_LAYERS],
+                        "layers": len(scored),
+                        "metric": section.get("metric"),
+                    }
+                )
+    return entries
+
+
+def _quantization_file(art: LoadedArtifact) -> dict:
+    path = art.path / "quantization.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def latency_groups(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict]) -> list[dict]:
@@ -188,7 +321,11 @@ def latency_groups(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict]
                     identity = (rec.get("scope") or {}).get("device")
                     break
             key = device + "|" + json.dumps({k: (identity or {}).get(k) for k in ("hostname", "cpu_model", "cpu_cores")}, sort_keys=True)
-            group = groups.setdefault(key, {"device": device, "identity": identity, "entries": [], "comparisons": []})
+            group = groups.setdefault(key, {"device": device, "identity": identity, "entries": [], "comparisons": [], "host_notes": []})
+            host = record.get("host_run")
+            if isinstance(host, dict) and host.get("note"):
+                # A chip artifact run on this host: its figures are the host's, never the chip's.
+                group["host_notes"].append(f"{column_label(rows[ident])}: {host['note']}")
             for label in ("before", "after"):
                 rec = latency.get(label)
                 if not rec:
@@ -215,7 +352,8 @@ def latency_groups(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict]
                     }
                 )
             comparison = record.get("comparison") or {}
-            group["comparisons"].append({"artifact": ident, "label": column_label(rows[ident]), "partial": record.get("partial"), "error": record.get("error"), **comparison})
+            host_chip = host.get("chip") if isinstance(host, dict) else None
+            group["comparisons"].append({"artifact": ident, "label": column_label(rows[ident]), "partial": record.get("partial"), "error": record.get("error"), "host_run_of": host_chip, **comparison})
     return list(groups.values())
 
 
@@ -234,6 +372,9 @@ def combine(artifacts: list[LoadedArtifact]) -> dict:
         "artifacts": list(rows.values()),
         "audit": audit_matrices(arts, rows),
         "accuracy": accuracy_entries(arts, rows),
+        "memory": memory_rows(arts, rows),
+        "flash_layout": flash_layouts(arts, rows),
+        "quantization": quantization_entries(arts, rows),
         "latency": latency_groups(arts, rows),
         "notes": notes,
         "reports": {ident: art.report for ident, art in arts},

@@ -16,12 +16,13 @@ body { font-family: system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; } h3 { font-size: 15px; }
 table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
 th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
-th { background: #f6f8fa; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f6f8fa; } td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .scope { color: #57606a; font-size: 12px; } .partial { color: #cf222e; font-weight: 600; }
 .placement-accelerator { background: #dafbe1; } .placement-float { background: #fff8c5; } .placement-fallback { background: #ffe7d1; } .placement-unsupported { background: #ffd8d3; }
 .note { background: #f6f8fa; border-left: 3px solid #57606a; padding: 6px 10px; margin: 6px 0; font-size: 13px; }
 figure { margin: 12px 0 20px; } figcaption { font-size: 12px; color: #57606a; max-width: 900px; }
-svg.plot { display: block; max-width: 100%; height: auto; }
+svg.plot { display: block; max-width: 100%; height: auto; margin-bottom: 8px; }
+.wide { overflow-x: auto; max-width: 100%; }
 """
 
 
@@ -79,7 +80,7 @@ def _audit(comp: dict) -> str:
                 else:
                     cells.append("-")
             rows.append([str(i), esc(node["node"]), esc(node["op_type"]), *cells])
-        parts.append(f"<details><summary>Every node ({len(rows)})</summary>{_table(headers, rows, 'audit-nodes')}</details>")
+        parts.append(f"<details><summary>Every node ({len(rows)})</summary><div class='wide'>{_table(headers, rows, 'audit-nodes')}</div></details>")
     return "".join(parts)
 
 
@@ -110,8 +111,67 @@ def _accuracy(comp: dict) -> str:
             ]
         )
     plot = svg.accuracy_bars(entries)
-    figure = f"<figure>{plot}<figcaption>Each pair compares before and after on the same inputs; the scope of each pair is in the table below.</figcaption></figure>" if plot else ""
-    return "<h2 id='accuracy'>Accuracy before and after</h2>" + figure + _table(["Artifact", "Where", "Metric", "Before", "After", "Cosine (after vs before)", "SNR", "Samples", "Scope"], rows, "accuracy")
+    figure = f"<figure>{plot}<figcaption>Each row compares before and after on the same inputs; the scope of each row is in the table below.</figcaption></figure>" if plot else ""
+    outputs = _accuracy_outputs(entries)
+    return "<h2 id='accuracy'>Accuracy before and after</h2>" + figure + _table(["Artifact", "Where", "Metric", "Before", "After", "Cosine (after vs before)", "SNR", "Samples", "Scope"], rows, "accuracy") + outputs
+
+
+def _accuracy_outputs(entries: list[dict]) -> str:
+    """Every output's fidelity (and task metric where the labels fit), and which output the headline metric uses, with why."""
+    rows = []
+    for e in entries:
+        for out in e.get("outputs") or []:
+            fid = out.get("fidelity") or {}
+            task = ""
+            if out.get("before") and out.get("after"):
+                task = esc(", ".join(f"{k} {fmt.num(out['before'][k], 4)} → {fmt.num(out['after'].get(k), 4)}" for k in out["before"] if k in out["after"]))
+            used = f"yes: {esc(e.get('metric_output_reason') or 'chosen with --metric-output')}" if out.get("is_metric_output") else "no"
+            rows.append(
+                [
+                    esc(e["label"]),
+                    esc(e["kind"]),
+                    f"<code>{esc(out['output'])}</code>",
+                    esc(out.get("producer") or "-"),
+                    esc(fmt.scope_value(out["shape"])) if out.get("shape") else "-",
+                    esc(fmt.num(fid.get("cosine"), 6)),
+                    esc(fmt.num(fid.get("snr_db"), 4)),
+                    esc(fmt.num(fid.get("max_abs_error"), 4)),
+                    task or "-",
+                    used,
+                ]
+            )
+    if not rows:
+        return ""
+    return "<h3>Every output</h3>" + _table(
+        ["Artifact", "Where", "Output", "Produced by", "Shape (per sample)", "Cosine", "SNR (dB)", "Max abs error", "Task metric before → after", "Headline metric?"],
+        rows,
+        "accuracy-outputs",
+        numeric=(5, 6, 7),
+    )
+
+
+def _memory(comp: dict) -> str:
+    """Files, the toolchains' memory figures, the flash layout of generated firmware, and esp-ppq's worst layers."""
+    memory, layouts, quantization = comp.get("memory") or [], comp.get("flash_layout") or [], comp.get("quantization") or []
+    if not (memory or layouts or quantization):
+        return "<h2 id='memory'>Memory and size</h2><p>No artifact records sizes or memory figures.</p>"
+    parts = ["<h2 id='memory'>Memory and size</h2>"]
+    if memory:
+        rows = [[esc(m["label"]), esc(m["what"]), esc(fmt.bytes_text(m["bytes"])), f"<span class='scope'>{esc(m['source'])}</span>"] for m in memory]
+        parts.append(_table(["Artifact", "What", "Size", "Source"], rows, "memory", numeric=(2,)))
+    for layout in layouts:
+        parts.append(f"<h3>{esc(layout['label'])}: flash layout</h3>")
+        parts.append(svg.flash_layout(layout))
+        rows = [[esc(p.get("name")), esc(p.get("type")), esc(p.get("subtype")), esc(f"0x{p['offset']:x}" if isinstance(p.get("offset"), int) else "-"), esc(fmt.bytes_text(p.get("size")))] for p in layout["partitions"]]
+        parts.append(_table(["Partition", "Type", "Subtype", "Offset", "Size"], rows, "flash-layout", numeric=(3, 4)))
+        parts.append(f"<p class='scope'>The model is placed in {esc(layout.get('model_location') or '?')}; flash of the dev kit {esc(fmt.bytes_text(layout.get('flash_bytes')))}.</p>")
+    for e in quantization:
+        kind = {"graphwise": "graph-wise", "layerwise": "layer-wise"}.get(e["kind"], e["kind"])
+        parts.append(f"<h3>{esc(e['label'])}: lowest {esc(kind)} SNR ({len(e['worst'])} of {e['layers']} quantised layers)</h3>")
+        rows = [[f"<code>{esc(layer['layer'])}</code>", esc(layer.get("op_type")), esc(layer.get("precision")), esc(fmt.num(layer["snr_db"], 4))] for layer in e["worst"]]
+        parts.append(_table(["Layer", "Op", "Precision", "SNR (dB)"], rows, "worst-layers", numeric=(3,)))
+        parts.append(f"<p class='scope'>{esc(e.get('metric') or '')} Graph outputs: SNR {esc(fmt.num(e.get('output_snr_db'), 4))} dB.</p>")
+    return "".join(parts)
 
 
 def _latency(comp: dict) -> str:
@@ -121,25 +181,32 @@ def _latency(comp: dict) -> str:
     for group in comp["latency"]:
         device = fmt.device_text(group.get("identity") or {"name": group["device"]})
         parts.append(f"<h3>On {esc(device)}</h3>")
+        for note in group.get("host_notes") or []:
+            label, _, text = note.partition(": ")
+            parts.append(f"<p class='note host-figures'><b>{esc(label)}</b>: {esc(text).replace('host figures', '<b>host figures</b>', 1)}.</p>")
         rows = []
         plot_rows = []
+        # One unit per column, named in its header.
+        units = fmt.latency_column_units(group["entries"])
         for e in group["entries"]:
             rows.append(
                 [
                     esc(e["label"]),
                     esc(e["run"]),
-                    esc(fmt.us(e["median_us"])),
-                    esc(fmt.us_range(e["session_median_range_us"])),
-                    esc(fmt.us_range(e["session_p99_range_us"])),
-                    esc(fmt.us_range(e["first_inference_range_us"])),
+                    esc(fmt.in_unit(e["median_us"], units["median"])),
+                    esc(fmt.range_in(e["session_median_range_us"], units["session_medians"])),
+                    esc(fmt.range_in(e["session_p99_range_us"], units["p99"])),
+                    esc(fmt.range_in(e["first_inference_range_us"], units["first"])),
                     esc(e["sessions"]) + (" <span class='partial'>partial</span>" if e["partial"] else ""),
                     f"<span class='scope'>{esc(fmt.latency_scope(e['scope']))}</span>",
                 ]
             )
             for s in e["session_stats"]:
                 plot_rows.append({"label": f"{e['artifact']} {e['run']} s{s.get('session')}", "run": e["run"], "latency_us": s.get("latency_us"), "histogram_us": s.get("histogram_us")})
-        parts.append(_table(["Artifact", "Run", "Median of session medians", "Session medians", "Session p99", "First inference", "Sessions", "Scope"], rows, "latency", numeric=(2, 3, 4, 5)))
-        plot = svg.latency_sessions(plot_rows, f"Latency distribution per session on {device}")
+        headers = ["Artifact", "Run", f"Median of session medians ({units['median'][0]})", f"Session medians ({units['session_medians'][0]})", f"Session p99 ({units['p99'][0]})", f"First inference ({units['first'][0]})", "Sessions", "Scope"]
+        parts.append(_table(headers, rows, "latency", numeric=(2, 3, 4, 5)))
+        host = " (host figures of chip artifacts, not the chips' latency)" if group.get("host_notes") else ""
+        plot = svg.latency_sessions(plot_rows, f"Latency distribution per session on {device}{host}")
         if plot:
             parts.append(f"<figure>{plot}<figcaption>One row per session (separate process); same device for every row. Scopes: as in the table above.</figcaption></figure>")
         for c in group["comparisons"]:
@@ -148,8 +215,14 @@ def _latency(comp: dict) -> str:
                 continue
             dep = c.get("deployment") or {}
             speed = c["speedup"]
-            verdict = f"after is {speed:.2f}x as fast as before" if speed >= 1 else f"after is {1 / speed:.2f}x slower than before"
-            overlap = " The session ranges overlap: the difference is within noise." if c.get("session_ranges_overlap") else ""
+            if c.get("session_ranges_overlap"):
+                # The sessions disagree more than before and after do: no ratio as the finding.
+                verdict, overlap = "within session noise: no speed-up either way", " The session ranges overlap."
+            else:
+                verdict = f"after is {speed:.2f}x as fast as before" if speed >= 1 else f"after is {1 / speed:.2f}x slower than before"
+                overlap = ""
+            if c.get("host_run_of"):
+                verdict += f" on this host (not the {c['host_run_of']})"
             parts.append(
                 f"<p class='note comparison'>{esc(c['label'])}: <b>{esc(verdict)}</b> ({esc(fmt.us(c['before_median_us']))} &#8594; {esc(fmt.us(c['after_median_us']))}, {esc(c['basis'])}).{esc(overlap)}"
                 f"<br><span class='scope'>Same {esc(fmt.shared_scope(c.get('scope')))}. Differs only in the deployment: before = {esc(fmt.deployment_text(dep.get('before')))}; after = {esc(fmt.deployment_text(dep.get('after')))}.</span></p>"
@@ -169,7 +242,7 @@ def render_html(comp: dict) -> str:
         f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{esc(title)}</title><style>{CSS}</style></head><body>"
         f"<h1>{esc(title)}</h1>"
         f"<p class='scope'>edgedeploy {esc(comp['edgedeploy_version'])}, rendered {esc(comp['created_at'])} from {len(comp['artifacts'])} report(s) ({esc(comp['schema'])}).</p>"
-        f"{notes}{_artifacts(comp)}{_audit(comp)}{_accuracy(comp)}{_latency(comp)}"
+        f"{notes}{_artifacts(comp)}{_audit(comp)}{_accuracy(comp)}{_memory(comp)}{_latency(comp)}"
         f"<script type='application/json' id='edgedeploy-data'>{data}</script>"
         "</body></html>\n"
     )

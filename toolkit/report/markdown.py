@@ -20,6 +20,25 @@ def _table(headers: list[str], rows: list[list]) -> list[str]:
     return out
 
 
+def _memory(comp: dict) -> list[str]:
+    memory, layouts, quantization = comp.get("memory") or [], comp.get("flash_layout") or [], comp.get("quantization") or []
+    if not (memory or layouts or quantization):
+        return []
+    lines = ["## Memory and size", ""]
+    if memory:
+        lines += _table(["Artifact", "What", "Size", "Source"], [[m["label"], m["what"], fmt.bytes_text(m["bytes"]), m["source"]] for m in memory]) + [""]
+    for layout in layouts:
+        lines += [f"### {layout['label']}: flash layout", "", f"The model is placed in {layout.get('model_location') or '?'}; flash of the dev kit {fmt.bytes_text(layout.get('flash_bytes'))}.", ""]
+        rows = [[p.get("name"), p.get("type"), p.get("subtype"), f"0x{p['offset']:x}" if isinstance(p.get("offset"), int) else "-", fmt.bytes_text(p.get("size"))] for p in layout["partitions"]]
+        lines += _table(["Partition", "Type", "Subtype", "Offset", "Size"], rows) + [""]
+    for e in quantization:
+        kind = {"graphwise": "graph-wise", "layerwise": "layer-wise"}.get(e["kind"], e["kind"])
+        lines += [f"### {e['label']}: lowest {kind} SNR ({len(e['worst'])} of {e['layers']} quantised layers)", ""]
+        lines += _table(["Layer", "Op", "Precision", "SNR (dB)"], [[f"`{layer['layer']}`", layer.get("op_type"), layer.get("precision"), fmt.num(layer["snr_db"], 4)] for layer in e["worst"]]) + [""]
+        lines += [f"{e.get('metric') or ''} Graph outputs: SNR {fmt.num(e.get('output_snr_db'), 4)} dB.", ""]
+    return lines
+
+
 def render_markdown(comp: dict) -> str:
     lines = ["# edgedeploy report", "", f"edgedeploy {comp['edgedeploy_version']}, rendered {comp['created_at']} ({comp['schema']}).", ""]
     lines += [f"> {n}" for n in comp["notes"]] + [""]
@@ -52,20 +71,34 @@ def render_markdown(comp: dict) -> str:
                     e["kind"],
                     fmt.METRIC_NAMES.get(metric, metric),
                     fmt.metric_text(metric, fmt.metric_value(metric, e.get("before"))),
-                    fmt.metric_text(metric, fmt.metric_value(metric, e.get("after"))),
+                    fmt.metric_text(metric, fmt.metric_value(metric, e.get("after"))) + (f" ({e['delta_percentage_points']:+.2f} pp)" if e.get("delta_percentage_points") is not None else ""),
                     f"cosine {fmt.num(fid.get('cosine'), 6)}, SNR {fmt.num(fid.get('snr_db'), 4)} dB" if fid else "-",
                     e.get("samples"),
                     e["scope"],
                 ]
             )
         lines += _table(["Artifact", "Where", "Metric", "Before", "After", "Fidelity (after vs before)", "Samples", "Scope"], arows) + [""]
+        orows = []
+        for e in comp["accuracy"]:
+            for out in e.get("outputs") or []:
+                fid = out.get("fidelity") or {}
+                task = ", ".join(f"{k} {fmt.num(out['before'][k], 4)} → {fmt.num(out['after'].get(k), 4)}" for k in out["before"] if k in out["after"]) if out.get("before") and out.get("after") else "-"
+                used = f"yes: {e.get('metric_output_reason') or 'chosen with --metric-output'}" if out.get("is_metric_output") else "no"
+                orows.append([e["label"], e["kind"], f"`{out['output']}`", out.get("producer") or "-", fmt.scope_value(out["shape"]) if out.get("shape") else "-", fmt.num(fid.get("cosine"), 6), fmt.num(fid.get("snr_db"), 4), fmt.num(fid.get("max_abs_error"), 4), task, used])
+        if orows:
+            lines += ["### Every output", ""]
+            lines += _table(["Artifact", "Where", "Output", "Produced by", "Shape (per sample)", "Cosine", "SNR (dB)", "Max abs error", "Task metric before → after", "Headline metric?"], orows) + [""]
+    lines += _memory(comp)
     for group in comp["latency"]:
         lines += [f"## Latency on {fmt.device_text(group.get('identity') or {'name': group['device']})}", ""]
+        lines += [f"> **{note.partition(': ')[0]}**: {note.partition(': ')[2]}." for note in group.get("host_notes") or []] + ([""] if group.get("host_notes") else [])
+        units = fmt.latency_column_units(group["entries"])
         lrows = [
-            [e["label"], e["run"], fmt.us(e["median_us"]), fmt.us_range(e["session_median_range_us"]), fmt.us_range(e["session_p99_range_us"]), str(e["sessions"]) + (" (partial)" if e["partial"] else ""), fmt.latency_scope(e["scope"])]
+            [e["label"], e["run"], fmt.in_unit(e["median_us"], units["median"]), fmt.range_in(e["session_median_range_us"], units["session_medians"]), fmt.range_in(e["session_p99_range_us"], units["p99"]), str(e["sessions"]) + (" (partial)" if e["partial"] else ""), fmt.latency_scope(e["scope"])]
             for e in group["entries"]
         ]
-        lines += _table(["Artifact", "Run", "Median of session medians", "Session medians", "Session p99", "Sessions", "Scope"], lrows) + [""]
+        headers = ["Artifact", "Run", f"Median of session medians ({units['median'][0]})", f"Session medians ({units['session_medians'][0]})", f"Session p99 ({units['p99'][0]})", "Sessions", "Scope"]
+        lines += _table(headers, lrows) + [""]
         for c in group["comparisons"]:
             lines += [f"- {c['label']}: " + " ".join(comparison_lines(c)).replace("  ", " ")]
         lines.append("")

@@ -74,7 +74,10 @@ def latency_sessions(rows: list[dict], title: str, width: int = 780) -> str:
     rows = [r for r in rows if r.get("latency_us")]
     if not rows:
         return ""
-    left, right, top, row_h = 210, 20, 28, 30
+    left, right, row_h = 210, 20, 30
+    # The title starts at the left edge and wraps: a long device name is never cut off.
+    title_lines = text_lines(title, width - 8, CHAR_W + 0.4)
+    top = 14 * len(title_lines) + 14
     height = top + row_h * len(rows) + 40
     lows, highs = [], []
     for r in rows:
@@ -86,8 +89,9 @@ def latency_sessions(rows: list[dict], title: str, width: int = 780) -> str:
     out = [
         f"<svg xmlns='http://www.w3.org/2000/svg' class='plot latency-plot' width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img' {FONT}>",
         f"<title>{esc(title)}</title>",
-        f"<text x='{left}' y='14' font-weight='600'>{esc(title)}</text>",
     ]
+    for k, line in enumerate(title_lines):
+        out.append(f"<text class='plot-title' x='4' y='{14 + 14 * k}' font-weight='600'>{esc(line)}</text>")
     for i, r in enumerate(rows):
         y0 = top + i * row_h
         color = COLORS.get(r.get("run"), "#1f6feb")
@@ -124,77 +128,167 @@ def latency_sessions(rows: list[dict], title: str, width: int = 780) -> str:
     return "\n".join(out)
 
 
+# Average advance of a character of the plots' 11 px sans-serif font: enough to lay text out
+# without measuring it (a little generous, so estimates err towards more room).
+CHAR_W = 6.4
+
+
+def text_lines(text: str, max_px: float, char_w: float = CHAR_W) -> list[str]:
+    """`text` broken at spaces into lines of at most max_px (estimated)."""
+    import textwrap
+
+    return textwrap.wrap(text, width=max(int(max_px / char_w), 10), break_long_words=True) or [text]
+
+
 def accuracy_bars(entries: list[dict], width: int = 780) -> str:
-    """Before and after bars per accuracy entry (task metric from 0 to 1; bars start at zero)."""
+    """Before and after of each accuracy entry on an axis zoomed to the values, with the change written beside.
+
+    A drop of 0.1-0.3 points is invisible on bars that start at zero, so each entry is a row:
+    a grey dot (before) and a blue dot (after) on one shared axis that spans only the values
+    (with a margin; the axis says it does not start at 0), joined by a line, the change in
+    points at the end of the row, and the label on its own line: nothing overlaps however
+    many entries there are.
+    """
     entries = [e for e in entries if e.get("metric") in ("top1", "auroc") and e.get("before") and e.get("after")]
     if not entries:
         return ""
-    left, top, bottom, group_w = 50, 30, 70, 120
-    width = max(width, left + group_w * len(entries) + 20)
-    height = 260
-    plot_h = height - top - bottom
+    values = [fmt.metric_value(e["metric"], e.get(run)) for e in entries for run in ("before", "after")]
+    values = [v for v in values if v is not None]
+    lo, hi = min(values), max(values)
+    span = max(hi - lo, 0.004)  # at least 0.4 points across, so one equal pair still gets an axis
+    lo_axis, hi_axis = max(0.0, lo - 0.35 * span), min(1.0, hi + 0.35 * span)
+    if hi_axis - lo_axis < span:
+        lo_axis, hi_axis = max(0.0, hi_axis - 1.7 * span), min(1.0, lo_axis + 1.7 * span)
+    left, right, top, row_h = 16, 200, 40, 44
+    plot_l, plot_r = left + 4, width - right
+    height = top + row_h * len(entries) + 46
+    scale = Scale(lo_axis, hi_axis, plot_l, plot_r)
+    scale.log = False  # a metric axis is linear
     out = [
         f"<svg xmlns='http://www.w3.org/2000/svg' class='plot accuracy-plot' width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img' {FONT}>",
         "<title>Accuracy before and after</title>",
-        f"<text x='{left}' y='16' font-weight='600'>Task metric before (grey) and after (blue), same inputs per pair</text>",
+        f"<text x='{left}' y='16' font-weight='600'>Task metric before (grey) and after (blue), same inputs per row</text>",
+        f"<text x='{left}' y='30' fill='#57606a'>axis zoomed to the values ({esc(_axis_text(entries[0]['metric'], lo_axis))} to {esc(_axis_text(entries[0]['metric'], hi_axis))}; it does not start at 0)</text>",
     ]
-    for t in (0, 0.25, 0.5, 0.75, 1.0):
-        y = top + plot_h * (1 - t)
-        out.append(f"<line x1='{left}' x2='{width - 10}' y1='{y:.1f}' y2='{y:.1f}' stroke='#eaeef2'/>")
-        out.append(f"<text x='{left - 6}' y='{y + 4:.1f}' text-anchor='end'>{t:.2f}</text>")
+    ticks = scale.ticks(6)
+    axis_y = top + row_h * len(entries) + 4
+    for t in ticks:
+        x = scale(t)
+        out.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{top}' y2='{axis_y}' stroke='#eaeef2'/>")
+        out.append(f"<text class='tick' x='{x:.1f}' y='{axis_y + 14}' text-anchor='middle'>{esc(_axis_text(entries[0]['metric'], t))}</text>")
+    out.append(f"<line x1='{plot_l}' x2='{plot_r}' y1='{axis_y}' y2='{axis_y}' stroke='#57606a'/>")
     for i, e in enumerate(entries):
-        x0 = left + 10 + i * group_w
-        for j, run in enumerate(("before", "after")):
-            value = fmt.metric_value(e["metric"], e.get(run))
+        y0 = top + i * row_h
+        y = y0 + 30
+        b, a = fmt.metric_value(e["metric"], e.get("before")), fmt.metric_value(e["metric"], e.get("after"))
+        name = f"{e['label']}: {fmt.METRIC_NAMES.get(e['metric'], e['metric'])}, {e['kind']}, {e.get('samples')} samples"
+        out.append(f"<text class='row-label' x='{plot_l}' y='{y0 + 12}' fill='#24292f'>{esc(name)}</text>")
+        if b is not None and a is not None:
+            out.append(f"<line class='change' x1='{scale(b):.1f}' x2='{scale(a):.1f}' y1='{y}' y2='{y}' stroke='#57606a' stroke-width='2'/>")
+        for run, value in (("before", b), ("after", a)):
             if value is None:
                 continue
-            bar_h = plot_h * max(0.0, min(1.0, value))
-            x = x0 + j * 42
-            out.append(f"<rect class='bar {run}' x='{x}' y='{top + plot_h - bar_h:.1f}' width='40' height='{bar_h:.1f}' fill='{COLORS[run]}'><title>{esc(run)}: {esc(fmt.metric_text(e['metric'], value))}</title></rect>")
-            # The value inside the top of the bar (white) when it fits, else just above it.
-            inside = bar_h > 18
-            label_y = top + plot_h - bar_h + (13 if inside else -4)
             out.append(
-                f"<text x='{x + 20}' y='{label_y:.1f}' text-anchor='middle' font-size='9' fill='{'#fff' if inside else '#24292f'}'>{esc(fmt.metric_text(e['metric'], value))}</text>"
+                f"<circle class='dot {run}' cx='{scale(value):.1f}' cy='{y}' r='5.5' fill='{COLORS[run]}'>"
+                f"<title>{esc(run)}: {esc(fmt.metric_text(e['metric'], value))}</title></circle>"
             )
-        out.append(f"<text x='{x0 + 40}' y='{top + plot_h + 16}' text-anchor='middle'>{esc(e['label'])}</text>")
-        out.append(f"<text x='{x0 + 40}' y='{top + plot_h + 30}' text-anchor='middle' fill='#57606a'>{esc(fmt.METRIC_NAMES.get(e['metric'], e['metric']))}, {esc(e['kind'])}</text>")
-        out.append(f"<text x='{x0 + 40}' y='{top + plot_h + 44}' text-anchor='middle' fill='#57606a'>{esc(e.get('samples'))} samples</text>")
+        delta = e.get("delta_percentage_points") if e["metric"] == "top1" else e.get("delta")
+        if delta is None and b is not None and a is not None:
+            delta = (a - b) * (100 if e["metric"] == "top1" else 1)
+        unit = " pp" if e["metric"] == "top1" else ""
+        text = f"{fmt.metric_text(e['metric'], b)} -> {fmt.metric_text(e['metric'], a)}"
+        if delta is not None:
+            text += f" ({delta:+.2f}{unit})" if e["metric"] == "top1" else f" ({delta:+.4f})"
+        colour = "#cf222e" if delta is not None and delta < 0 else "#1a7f37" if delta else "#24292f"
+        out.append(f"<text class='delta' x='{plot_r + 10}' y='{y + 4}' fill='{colour}'>{esc(text)}</text>")
     out.append("</svg>")
     return "\n".join(out)
 
 
-def audit_matrix(matrix: dict, width: int = 780) -> str:
-    """Operator types x chips; each cell coloured by its worst placement, with the counts written in."""
+def _axis_text(metric: str, value: float) -> str:
+    return f"{100 * value:.1f}%" if metric == "top1" else f"{value:.3f}"
+
+
+# The widest plot the HTML page shows at full size (its content width at 1280 px).
+PAGE_PLOT_WIDTH = 1060
+
+
+def audit_matrix(matrix: dict, width: int = 780, max_width: int = PAGE_PLOT_WIDTH) -> str:
+    """Operator types x chips; each cell coloured by its worst placement, with the counts written in.
+
+    The cells are as wide as their longest text (column label or counts) and the label column
+    as wide as its longest operator, so no text overlaps; more chips than fit in `max_width`
+    go into several plots, each with the operator labels (a plot scaled down to the page would
+    make its text unreadable).
+    """
     columns = matrix["columns"]
     rows = matrix["op_types"]
     if not rows or not columns:
         return ""
-    left, top, cell_h = 150, 56, 22
-    cell_w = max(90, min(170, (width - left - 10) // max(len(columns), 1)))
-    width = left + cell_w * len(columns) + 10
+    left, cell_w = _audit_matrix_geometry(matrix)
+    per_plot = max(1, int((max_width - left - 10) // cell_w))
+    if len(columns) > per_plot:
+        chunks = [columns[i : i + per_plot] for i in range(0, len(columns), per_plot)]
+        return "\n".join(
+            _audit_matrix_plot(dict(matrix, columns=chunk), (left, cell_w), f" (chips {i * per_plot + 1}-{i * per_plot + len(chunk)} of {len(columns)})")
+            for i, chunk in enumerate(chunks)
+        )
+    return _audit_matrix_plot(matrix, (left, max(cell_w, min(170, (width - left - 10) // len(columns)))), "")
+
+
+MATRIX_ORDER = ("unsupported", "fallback", "float", "accelerator")
+
+
+def _cell_text(cell: dict) -> str:
+    return ", ".join(f"{cell[p]} {p[:5] if p != 'accelerator' else 'accel'}" for p in MATRIX_ORDER if cell.get(p)) or "-"
+
+
+def _column_lines(label: str) -> list[str]:
+    """A column label ("A12 jetson-orin-nano") on two lines: the artifact id, then the chip."""
+    ident, _, rest = str(label).partition(" ")
+    return [ident, rest] if rest else [ident]
+
+
+def _audit_matrix_geometry(matrix: dict) -> tuple[float, float]:
+    """(label column width, cell width) in px, from the longest texts."""
+    labels = [f"{row['op_type']} ({row['count']})" for row in matrix["op_types"]]
+    left = max(150.0, max(len(t) for t in labels) * CHAR_W + 14)
+    texts = [line for c in matrix["columns"] for line in _column_lines(c["label"])]
+    texts += [_cell_text(row["cells"].get(c["id"], {})) for row in matrix["op_types"] for c in matrix["columns"]]
+    cell_w = max(90.0, max(len(t) for t in texts) * (CHAR_W + 0.6) + 12)
+    return left, cell_w
+
+
+def _audit_matrix_plot(matrix: dict, geometry: tuple[float, float], part: str) -> str:
+    columns = matrix["columns"]
+    rows = matrix["op_types"]
+    left, cell_w = geometry
+    top, cell_h = 64, 22
+    width = int(left + cell_w * len(columns) + 10)
     height = top + cell_h * len(rows) + 34
-    order = ("unsupported", "fallback", "float", "accelerator")
+    order = MATRIX_ORDER
     out = [
         f"<svg xmlns='http://www.w3.org/2000/svg' class='plot audit-matrix' width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img' {FONT}>",
-        "<title>Audit matrix: operator types by chip</title>",
-        "<text x='4' y='16' font-weight='600'>Where each operator type runs, per chip (rules' prediction)</text>",
+        f"<title>Audit matrix: operator types by chip{esc(part)}</title>",
+        f"<text x='4' y='16' font-weight='600'>Where each operator type runs, per chip (rules' prediction){esc(part)}</text>",
     ]
     for j, c in enumerate(columns):
         x = left + j * cell_w + cell_w / 2
-        out.append(f"<text x='{x:.1f}' y='{top - 8}' text-anchor='middle' font-weight='600'>{esc(c['label'])}</text>")
+        lines = _column_lines(c["label"])
+        for k, line in enumerate(lines):
+            out.append(f"<text x='{x:.1f}' y='{top - 8 - 13 * (len(lines) - 1 - k)}' text-anchor='middle' font-weight='600'>{esc(line)}</text>")
         if c.get("precision"):
-            out.append(f"<text x='{x:.1f}' y='{top - 22}' text-anchor='middle' fill='#57606a'>{esc(c['precision'])}</text>")
+            out.append(f"<text x='{x:.1f}' y='{top - 8 - 13 * len(lines)}' text-anchor='middle' fill='#57606a'>{esc(c['precision'])}</text>")
     for i, row in enumerate(rows):
         y = top + i * cell_h
         out.append(f"<text x='{left - 6}' y='{y + cell_h * 0.68:.1f}' text-anchor='end'>{esc(row['op_type'])} ({esc(row['count'])})</text>")
         for j, c in enumerate(columns):
             cell = row["cells"].get(c["id"], {})
             worst = next((p for p in order if cell.get(p)), None)
-            text = ", ".join(f"{cell[p]} {p[:5] if p != 'accelerator' else 'accel'}" for p in order if cell.get(p)) or "-"
+            text = _cell_text(cell)
             x = left + j * cell_w
             out.append(
-                f"<rect class='cell {esc(worst or 'none')}' x='{x + 1}' y='{y + 1}' width='{cell_w - 2}' height='{cell_h - 2}' fill='{PLACEMENT_COLORS[worst]}' fill-opacity='0.8'>"
+                f"<rect class='cell {esc(worst or 'none')}' x='{x + 1:.1f}' y='{y + 1}' width='{cell_w - 2:.1f}' height='{cell_h - 2}' fill='{PLACEMENT_COLORS[worst]}' fill-opacity='0.8'>"
                 f"<title>{esc(row['op_type'])} on {esc(c['label'])}: {esc(text)}</title></rect>"
             )
             out.append(f"<text x='{x + cell_w / 2:.1f}' y='{y + cell_h * 0.68:.1f}' text-anchor='middle' fill='{'#fff' if worst in ('unsupported', 'fallback', 'accelerator') else '#24292f'}'>{esc(text)}</text>")
@@ -204,5 +298,36 @@ def audit_matrix(matrix: dict, width: int = 780) -> str:
         out.append(f"<rect x='{x}' y='{legend_y - 10}' width='12' height='12' fill='{PLACEMENT_COLORS[p]}'/>")
         out.append(f"<text x='{x + 16}' y='{legend_y}'>{esc(p)}</text>")
         x += 110
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def flash_layout(layout: dict, width: int = 780) -> str:
+    """The flash of the dev kit as one bar: each partition at its offset and size, the rest free."""
+    flash = layout.get("flash_bytes")
+    partitions = [p for p in layout.get("partitions") or [] if isinstance(p.get("offset"), int) and isinstance(p.get("size"), int)]
+    if not isinstance(flash, int) or flash <= 0 or not partitions:
+        return ""
+    left, right, top, bar_h = 8, 8, 24, 28
+    height = top + bar_h + 42
+    span = width - left - right
+    out = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='plot flash-plot' width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img' {FONT}>",
+        f"<title>Flash layout of {esc(layout.get('label'))}</title>",
+        f"<text x='{left}' y='14' font-weight='600'>Flash layout ({esc(fmt.bytes_text(flash))}; model in {esc(layout.get('model_location') or '?')})</text>",
+        f"<rect x='{left}' y='{top}' width='{span}' height='{bar_h}' fill='#f6f8fa' stroke='#d0d7de'/>",
+    ]
+    for p in partitions:
+        x = left + span * p["offset"] / flash
+        w = max(span * p["size"] / flash, 1.5)
+        out.append(
+            f"<rect class='partition' x='{x:.1f}' y='{top}' width='{w:.1f}' height='{bar_h}' fill='#1f6feb' fill-opacity='0.7'>"
+            f"<title>{esc(p.get('name'))} ({esc(p.get('type'))}/{esc(p.get('subtype'))}): 0x{p['offset']:x}, {esc(fmt.bytes_text(p['size']))}</title></rect>"
+        )
+        if w > 60:
+            out.append(f"<text x='{x + 4:.1f}' y='{top + 18}' fill='#fff'>{esc(p.get('name'))} {esc(fmt.bytes_text(p['size']).split(' (')[0])}</text>")
+    out.append(f"<text x='{left}' y='{top + bar_h + 16}' fill='#57606a'>0x0</text>")
+    out.append(f"<text x='{width - right}' y='{top + bar_h + 16}' text-anchor='end' fill='#57606a'>0x{flash:x}</text>")
+    out.append(f"<text x='{left}' y='{top + bar_h + 32}' fill='#57606a'>blue: partitions of the generated partitions.csv; grey: not assigned</text>")
     out.append("</svg>")
     return "\n".join(out)

@@ -12,11 +12,17 @@ def _latency_block(label: str, rec: dict) -> list[str]:
         f"{label}: {rec['backend']['label']}" + ("  [PARTIAL]" if rec.get("partial") else ""),
         f"  scope: {fmt.latency_scope(rec.get('scope'))}",
     ]
+    # One unit per column, named in its header: a MAX of 35 ms must not turn a 75 us median into 0.07.
+    columns = (("MEAN", "mean"), ("MEDIAN", "p50"), ("P90", "p90"), ("P99", "p99"), ("MIN", "min"), ("MAX", "max"))
+    units = [fmt.unit_for([s["latency_us"][key] for s in rec["sessions"]]) for _, key in columns]
+    first_unit = fmt.unit_for([s.get("first_inference_us") for s in rec["sessions"]])
     rows = []
     for s in rec["sessions"]:
         lat = s["latency_us"]
-        rows.append([s.get("session"), s["iterations"], fmt.us(lat["mean"]), fmt.us(lat["p50"]), fmt.us(lat["p90"]), fmt.us(lat["p99"]), fmt.us(lat["min"]), fmt.us(lat["max"]), fmt.us(s.get("first_inference_us"))])
-    body = table(["SESSION", "ITERATIONS", "MEAN", "MEDIAN", "P90", "P99", "MIN", "MAX", "FIRST"], rows, right_align=range(9))
+        cells = [fmt.in_unit(lat[key], unit) for (_, key), unit in zip(columns, units)]
+        rows.append([s.get("session"), s["iterations"], *cells, fmt.in_unit(s.get("first_inference_us"), first_unit)])
+    headers = ["SESSION", "ITERATIONS", *(f"{name} ({unit[0]})" for (name, _), unit in zip(columns, units)), f"FIRST ({first_unit[0]})"]
+    body = table(headers, rows, right_align=range(9))
     lines += ["  " + line for line in body.splitlines()]
     lines.append(
         f"  median of session medians {fmt.us(summary['median_us'])} (sessions {fmt.us_range(summary['session_median_range_us'])}, "
@@ -42,10 +48,15 @@ def comparison_lines(comparison: dict) -> list[str]:
             )
         return lines
     speedup = comparison["speedup"]
-    verdict = f"after is {speedup:.2f}x as fast as before" if speedup >= 1 else f"after is {1 / speedup:.2f}x slower than before"
-    noise = " (the session ranges overlap: within noise)" if comparison.get("session_ranges_overlap") else ""
+    figures = f"{fmt.us(comparison['before_median_us'])} -> {fmt.us(comparison['after_median_us'])}, {comparison['basis']}"
+    if comparison.get("session_ranges_overlap"):
+        # The sessions disagree more than before and after do: the ratio is no finding.
+        headline = f"before/after: within session noise (the session ranges overlap), no speed-up either way: {figures}"
+    else:
+        verdict = f"after is {speedup:.2f}x as fast as before" if speedup >= 1 else f"after is {1 / speedup:.2f}x slower than before"
+        headline = f"before/after: {verdict}: {figures}"
     return [
-        f"before/after: {verdict}{noise}: {fmt.us(comparison['before_median_us'])} -> {fmt.us(comparison['after_median_us'])}, {comparison['basis']}",
+        headline,
         f"  same {fmt.shared_scope(comparison.get('scope'))}",
         f"  differs only in the deployment{_differs_text(comparison)}: before = {fmt.deployment_text(dep.get('before'))}; after = {fmt.deployment_text(dep.get('after'))}",
     ]
@@ -94,6 +105,9 @@ def accuracy_lines(section: dict | None, error: str | None = None) -> list[str]:
 def render_measurement(record: dict) -> str:
     device = record.get("device") or {}
     lines = [f"measurement of {record['artifact']['path']} on device {device.get('name')} ({device.get('transport')}{', ' + device['address'] if device.get('address') else ''})"]
+    host = record.get("host_run")
+    if host:
+        lines.append(f"HOST FIGURES: this {host['chip']} artifact run on this machine ({', '.join(f'{k}: {v}' for k, v in host['backends'].items())}); not the {host['chip']}'s latency")
     if record.get("partial"):
         lines.append(f"PARTIAL: {record.get('error')}")
     inputs = record.get("inputs") or {}
@@ -106,7 +120,10 @@ def render_measurement(record: dict) -> str:
         elif label in (record.get("runner_errors") or {}):
             lines += ["", f"{label}: not measured: {record['runner_errors'][label]}"]
     lines.append("")
-    lines += comparison_lines(record.get("comparison") or {})
+    comparison = comparison_lines(record.get("comparison") or {})
+    if host and comparison:
+        comparison[0] = comparison[0].replace("before/after:", f"before/after on this host (not the {host['chip']}):", 1)
+    lines += comparison
     lines += output_check_lines(record.get("output_check"))
     acc = accuracy_lines(record.get("accuracy"), record.get("accuracy_error"))
     if acc:
@@ -115,14 +132,15 @@ def render_measurement(record: dict) -> str:
     return "\n".join(lines)
 
 
-def render_comparison(comp: dict) -> str:
+def render_comparison(comp: dict, width: int | None = None) -> str:
+    """The terminal view of a comparison; `width` (the terminal's columns) wraps wide tables into blocks."""
     lines = ["edgedeploy report: " + ", ".join(f"{a['id']} = {a['path']}" for a in comp["artifacts"]), ""]
     rows = []
     for a in comp["artifacts"]:
         s = a.get("audit_summary") or {}
         audit = f"{s.get('on_accelerator')}/{s.get('nodes')} on accel, {s.get('fallback', 0)} fallback, {s.get('transitions_per_inference')} transitions" if s else (a.get("audit_status") or "-")
         rows.append([a["id"], a["model"]["name"], fmt.short_hash(a["model"]["sha256"]), fmt.shapes(a["model"].get("input_shapes")), a["chip"] or a["target"], a.get("precision") or "-", audit])
-    lines += ["Artifacts", table(["ID", "MODEL", "SHA256", "INPUTS", "CHIP", "PRECISION", "AUDIT (rules' prediction)"], rows)]
+    lines += ["Artifacts", table(["ID", "MODEL", "SHA256", "INPUTS", "CHIP", "PRECISION", "AUDIT (rules' prediction)"], rows, width=width)]
     for matrix in comp["audit"]:
         lines += ["", f"Audit matrix: operator types x chips ({matrix['scope']})"]
         headers = ["OP TYPE", "NODES"] + [c["label"] for c in matrix["columns"]]
@@ -133,7 +151,7 @@ def render_comparison(comp: dict) -> str:
                 cell = row["cells"].get(c["id"], {})
                 cells.append(", ".join(f"{n} {p}" for p, n in cell.items()) or "-")
             mrows.append([row["op_type"], row["count"], *cells])
-        lines.append(table(headers, mrows))
+        lines.append(table(headers, mrows, right_align=(1,), width=width, keep=2, what="artifacts"))
     if comp["accuracy"]:
         lines += ["", "Accuracy before/after (each on its own inputs and backends; see scope)"]
         for e in comp["accuracy"]:
@@ -144,19 +162,77 @@ def render_comparison(comp: dict) -> str:
             b, a = fmt.metric_value(metric, e.get("before")), fmt.metric_value(metric, e.get("after"))
             fid = e.get("fidelity") or {}
             task = f"before {fmt.metric_text(metric, b)}, after {fmt.metric_text(metric, a)}" if metric != "fidelity" else "no labels"
+            delta = e.get("delta_percentage_points")
+            if delta is not None:
+                task += f" ({delta:+.2f} pp)"
             lines.append(
                 f"  {e['label']} ({e['kind']}): {fmt.METRIC_NAMES.get(metric, metric)} {task}"
                 + (f"; output {e['output']!r} cosine {fmt.num(fid.get('cosine'), 6)}, SNR {fmt.num(fid.get('snr_db'), 4)} dB" if fid else "")
                 + f" [{e['samples']} samples]"
             )
+            lines += [f"    {line}" for line in output_metric_lines(e)]
             lines.append(f"    scope: {e['scope']}")
+    lines += memory_lines(comp, width)
     for group in comp["latency"]:
         lines += ["", f"Latency on {fmt.device_text(group.get('identity') or {'name': group['device']})}"]
+        lines += [f"  {note.replace('host figures', 'HOST FIGURES', 1)}" for note in group.get("host_notes") or []]
+        units = fmt.latency_column_units(group["entries"])
         lrows = []
         for e in group["entries"]:
-            lrows.append([e["label"], e["run"], fmt.us(e["median_us"]), fmt.us_range(e["session_median_range_us"]), fmt.us_range(e["session_p99_range_us"]), e["sessions"], "yes" if e["partial"] else "", fmt.latency_scope(e["scope"])])
-        lines.append(table(["ARTIFACT", "RUN", "MEDIAN", "SESSION MEDIANS", "P99 RANGE", "SESSIONS", "PARTIAL", "SCOPE"], lrows))
+            lrows.append([e["label"], e["run"], fmt.in_unit(e["median_us"], units["median"]), fmt.range_in(e["session_median_range_us"], units["session_medians"]), fmt.range_in(e["session_p99_range_us"], units["p99"]), e["sessions"], "yes" if e["partial"] else ""])
+        headers = ["ARTIFACT", "RUN", f"MEDIAN ({units['median'][0]})", f"SESSION MEDIANS ({units['session_medians'][0]})", f"P99 RANGE ({units['p99'][0]})", "SESSIONS", "PARTIAL"]
+        lines.append(table(headers, lrows, right_align=(2, 3, 4, 5), width=width, keep=2))
+        for e in group["entries"]:
+            lines.append(f"  {e['label']} {e['run']}: {fmt.latency_scope(e['scope'])}")
         for c in group["comparisons"]:
-            lines += ["  " + c["label"] + ": " + line for line in comparison_lines(c)[:1]]
+            first = comparison_lines(c)[:1]
+            if c.get("host_run_of") and first:
+                first[0] = first[0].replace("before/after:", f"before/after on this host (not the {c['host_run_of']}):", 1)
+            lines += ["  " + c["label"] + ": " + line for line in first]
     lines += [""] + [f"note: {n}" for n in comp["notes"]]
-    return "\n".join(lines)
+    return fmt.fit_lines("\n".join(lines), width)
+
+
+def output_metric_lines(entry: dict) -> list[str]:
+    """Per output: fidelity and, where the labels fit, the task metric; which output the headline uses and why."""
+    lines = []
+    if entry.get("metric_output"):
+        lines.append(f"task metric on output {entry['metric_output']!r}: {entry.get('metric_output_reason') or 'chosen by --metric-output'}")
+    outputs = entry.get("outputs") or []
+    if len(outputs) > 1 or (outputs and not entry.get("metric_output")):
+        for out in outputs:
+            fid = out.get("fidelity") or {}
+            task = ""
+            if out.get("before") and out.get("after"):
+                task = "; " + ", ".join(f"{k} {fmt.num(out['before'][k], 4)} -> {fmt.num(out['after'].get(k), 4)}" for k in out["before"] if k in out["after"])
+            mark = " (task metric)" if out.get("is_metric_output") else ""
+            lines.append(f"output {out['output']!r}{mark}: cosine {fmt.num(fid.get('cosine'), 6)}, SNR {fmt.num(fid.get('snr_db'), 4)} dB, max abs error {fmt.num(fid.get('max_abs_error'), 4)}{task}")
+    return lines
+
+
+def memory_lines(comp: dict, width: int | None = None) -> list[str]:
+    """The memory and size section: files, the toolchain's memory figures, flash layout, worst quantised layers."""
+    memory = comp.get("memory") or []
+    layouts = comp.get("flash_layout") or []
+    quantization = comp.get("quantization") or []
+    if not (memory or layouts or quantization):
+        return []
+    lines = ["", "Memory and size"]
+    if memory:
+        rows = [[m["label"], m["what"], fmt.bytes_text(m["bytes"]), m["source"]] for m in memory]
+        lines.append(table(["ARTIFACT", "WHAT", "SIZE", "SOURCE"], rows, right_align=(2,), width=width, keep=2))
+    for layout in layouts:
+        lines.append(f"  {layout['label']}: flash layout (model in {layout.get('model_location') or '?'}; flash {fmt.bytes_text(layout.get('flash_bytes'))})")
+        prows = [[p.get("name"), p.get("type"), p.get("subtype"), _hex(p.get("offset")), fmt.bytes_text(p.get("size"))] for p in layout["partitions"]]
+        lines += ["    " + line for line in table(["PARTITION", "TYPE", "SUBTYPE", "OFFSET", "SIZE"], prows, right_align=(3, 4)).splitlines()]
+    for e in quantization:
+        worst = ", ".join(f"{layer['layer']} ({layer['op_type']}) {fmt.num(layer['snr_db'], 3)} dB" for layer in e["worst"])
+        kind = {"graphwise": "graph-wise", "layerwise": "layer-wise"}.get(e["kind"], e["kind"])
+        lines.append(f"  {e['label']}: lowest {kind} SNR, {len(e['worst'])} of {e['layers']} quantised layers (esp-ppq, on the calibration data): {worst}")
+    return lines
+
+
+def _hex(value) -> str:
+    return f"0x{value:x}" if isinstance(value, int) else "-"
+
+

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from edgedeploy.errors import ToolchainMissing, WorkerFailed
+from edgedeploy.progress import FollowsLog
 from edgedeploy.toolchains.process import ManagedProcess, ProcessTimedOut, last_line, open_log
 
 if TYPE_CHECKING:
@@ -99,7 +100,8 @@ class Executor:
 
     `log_path` is where every tool's stdout and stderr go (appended); `timeout_s` applies to
     each run; `progress(elapsed_s, last_log_line)` is called about twice a second while a run
-    goes on (the CLI shows it as a live line).
+    goes on (the CLI shows it as a live line). A progress object that is also `FollowsLog` is
+    told the log of each run first (the CLI's --verbose prints every line of it).
     """
 
     def __init__(self, log_path: Path, timeout_s: float, progress: Progress | None = None):
@@ -151,6 +153,8 @@ class Executor:
         started = time.monotonic()
         with open_log(self.log_path) as log:
             log.write(f"$ [{getattr(transport.device, 'name', 'device')}] {' '.join(argv)}\n".encode())
+        if isinstance(self.progress, FollowsLog):
+            self.progress.follow_log(self.log_path)
         if self.progress is not None:
             self.progress(0.0, f"{label} on {getattr(transport.device, 'name', 'the device')}")
         result = transport.run(list(argv), cwd, self.timeout_s)
@@ -178,6 +182,8 @@ class Executor:
             log.write(f"$ {' '.join(argv)}\n".encode())
             log.flush()
             tick = None
+            if isinstance(self.progress, FollowsLog):
+                self.progress.follow_log(log_path)
             if self.progress is not None:
                 progress = self.progress
                 tick = lambda elapsed: progress(elapsed, last_line(log_path))  # noqa: E731 - a one-line adapter

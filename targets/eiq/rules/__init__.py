@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import importlib
 
-from edgedeploy.audit.rules import OpSupport, RuleSet
+from edgedeploy.audit.rules import OpSupport, Placement, RuleSet
 from edgedeploy.targets.eiq.rules.documents import (
     CHIPS,
     DEFAULT_RELEASE,
@@ -126,6 +126,13 @@ def rule_set(chip_id: str, **options) -> RuleSet:
         fallback_ops=frozenset(cpu_only),
         float_only_ops=frozenset(float_only),
         fallback_unit=unit,
+        # A full-int8 TFLite model: an operator the NPU does not take runs on the CPU's TFLite
+        # kernels, still in int8; one onnx2tf cannot quantise stays float32 on the CPU.
+        units={
+            Placement.ACCELERATOR: ("NPU (Ethos-U65)" if chip_id == "imx93" else "NPU (VIP8000, VX delegate)", None),
+            Placement.FLOAT: (unit, "float32"),
+            Placement.FALLBACK: (unit, None),
+        },
         min_opset=7,
         max_opset=99,
         # onnx2tf runs onnxsim first, which folds everything computable at compile time.

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import importlib
 
-from edgedeploy.audit.rules import RuleSet
+from edgedeploy.audit.rules import Placement, RuleSet
 from edgedeploy.errors import OptionError
 from edgedeploy.targets.tensorrt import op_tables
 from edgedeploy.targets.tensorrt.rules.documents import (
@@ -112,6 +112,7 @@ def rule_set(chip_id: str, trt_version: str | None = DEFAULT_TRT_VERSION, dla: b
             passes=passes,
             fallback_ops=frozenset(),  # no unit below the GPU: an op it lacks fails the build
             fallback_unit="GPU",
+            units={Placement.ACCELERATOR: ("GPU", None), Placement.FLOAT: ("GPU", "float32"), Placement.FALLBACK: ("GPU", None)},
             min_opset=min_opset,
             max_opset=max_opset,
             notes=notes,
@@ -137,6 +138,7 @@ def rule_set(chip_id: str, trt_version: str | None = DEFAULT_TRT_VERSION, dla: b
         passes=passes,
         fallback_ops=frozenset(gpu_ops),
         fallback_unit="GPU",
+        units={Placement.ACCELERATOR: ("DLA", None), Placement.FLOAT: ("GPU", "float32"), Placement.FALLBACK: ("GPU", None)},
         min_opset=min_opset,
         max_opset=max_opset,
         notes=notes,

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import importlib
 
-from edgedeploy.audit.rules import OpSupport, RuleSet
+from edgedeploy.audit.rules import OpSupport, Placement, RuleSet
 from edgedeploy.targets.tidl.rules.documents import (
     ACCELERATOR_OPS,
     AM62A_FAMILY,
@@ -120,6 +120,11 @@ def rule_set(chip_id: str, tidl_version: str = DEFAULT_TIDL_VERSION, **_options)
         passes=RULES.passes_for(chip_id, release=version),
         fallback_ops=None,  # ONNX Runtime's CPU provider on the Arm cores runs anything TIDL leaves
         fallback_unit="Arm Cortex-A (ONNX Runtime CPU)",
+        units={
+            Placement.ACCELERATOR: ("C7x DSP + MMA", None),
+            Placement.FLOAT: ("Arm Cortex-A (ONNX Runtime CPU)", "float32"),
+            Placement.FALLBACK: ("Arm Cortex-A (ONNX Runtime CPU)", "float32"),
+        },
         notes=chip_notes(chip_id, version),
     )
 
