@@ -432,6 +432,14 @@ class LoweredViews:
         # id(rule) -> (the rule, kept alive while its id is a key; node index -> its offences).
         # A node's index is unique among a lowering's views (a fused node has its leader's).
         self._offences: dict[int, tuple[Rule, dict[int, list[Offence]]]] = {}
+        self._computable: dict[int, bool] = {}  # node index -> computable_at_compile_time
+
+    def computable(self, node: NodeView) -> bool:
+        """computable_at_compile_time(node), worked out once per node of this lowering."""
+        found = self._computable.get(node.index)
+        if found is None:
+            found = self._computable[node.index] = computable_at_compile_time(node)
+        return found
 
     @staticmethod
     def key_of(rules: RuleSet) -> tuple:
@@ -491,7 +499,7 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
     """
     name, op_type, index = node.name, node.op_type, node.index
     op = op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{op_type}"
-    if rules.folds_constants and computable_at_compile_time(node):
+    if rules.folds_constants and (shared.computable(node) if shared is not None else computable_at_compile_time(node)):
         folded = Violation(name, op_type, folded_at_compile_time.name, folded_at_compile_time.sentence, Placement.ACCELERATOR, op)
         return NodePlacement(name, op_type, index, Placement.ACCELERATOR, [folded])
     if rules_by_op is None:

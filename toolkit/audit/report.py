@@ -63,12 +63,22 @@ def groups_by_reason(result: AuditResult, detail: bool = True) -> list[dict]:
     groups: dict[tuple, dict] = {}
     members: dict[tuple, list[str]] = {}
     accelerator = Placement.ACCELERATOR.value
+    plain_key = (accelerator, "", "")
     for node in result.nodes:
+        violations = node.violations
+        if not violations and node.placement is Placement.ACCELERATOR:
+            # Most nodes: on the accelerator with nothing to say.
+            group = groups.get(plain_key)
+            if group is not None:
+                group["count"] += 1
+                members[plain_key].append(node.node)
+                group["ops"][node.op_type] += 1
+                continue
         placement = PLACEMENT_NAMES[node.placement]
         # The violation that decided the placement (on the accelerator: folding, if any).
-        decisive = next((v for v in node.violations if v.placement is node.placement), None) if node.violations else None
+        decisive = next((v for v in violations if v.placement is node.placement), None) if violations else None
         if placement == accelerator:
-            key = (placement, "", "")
+            key = plain_key
         else:
             key = (placement, decisive.rule, decisive.message) if decisive else (placement, "", node.reason)
         group = groups.get(key)

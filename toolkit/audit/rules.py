@@ -154,6 +154,12 @@ class NodeView:
         return name in self._attributes
 
     @functools.cached_property
+    def memo(self) -> dict:
+        """What a target's helpers work out about this node once for all their rules and chips,
+        keyed by the helper (a fused node of the lowering step is a new view with its own memo)."""
+        return {}
+
+    @functools.cached_property
     def _attribute_protos(self) -> dict[str, onnx.AttributeProto]:
         return {a.name: a for a in self.proto.attribute}
 

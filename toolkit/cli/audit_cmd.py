@@ -38,7 +38,6 @@ def audit_command(model, targets, input_shapes, output_format, out_path, force, 
     line per chip (nodes on the accelerator, accelerator<->fallback transitions and the bytes that
     cross them per inference); with several chips, the operator x chip matrix.
     """
-    from edgedeploy.cli.progress import Reporter
     from edgedeploy.pipeline.audit import audit_chips, resolve_chips
 
     # The per-node table and the toolchain comparison show every node, so they need them all.
@@ -47,9 +46,17 @@ def audit_command(model, targets, input_shapes, output_format, out_path, force, 
     with collector_paused():
         chips, no_rules = resolve_chips(targets)
         path = resolve_model(model)
-        reporter = Reporter.for_command()  # --confirm runs toolchains for up to a minute per chip
-        report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=reporter, detail=detail)
-        reporter.close()
+        # --confirm runs toolchains for up to a minute per chip: their progress needs the live
+        # display. Without it nothing runs long, and the display (rich, a ticking thread) would
+        # cost a tenth of the audit's time.
+        reporter = None
+        if confirm:
+            from edgedeploy.cli.progress import Reporter
+
+            reporter = Reporter.for_command()
+        report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=reporter or info, detail=detail)
+        if reporter is not None:
+            reporter.close()
         if output.format == "json":
             text = to_json(report)
         else:
