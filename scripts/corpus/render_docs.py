@@ -54,6 +54,7 @@ def main() -> None:
         "",
         "## Regenerate",
         "",
+        "<!-- docs-test: shown: regenerating the corpus and running every toolchain takes hours on 2 cores; tests/test_corpus_models.py and tests/test_corpus_agreement.py check what is committed -->",
         "```",
         "bash scripts/corpus/setup.sh                     # once: ~/.cache/edgedeploy/envs/corpus (torch 2.14.1 + torchvision 0.29.1, ultralytics)",
         "~/.cache/edgedeploy/envs/corpus/bin/python scripts/corpus/make_corpus.py            # all models (about 5 min on 2 cores)",
