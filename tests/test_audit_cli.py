@@ -65,13 +65,36 @@ def test_json_is_pure_and_complete(tmp_path, capsys):
     code, out, _ = audit(capsys, str(small_model(tmp_path, "Log")), "--target", "esp32p4", "--format", "json")
     assert code == 0
     report = json.loads(out)
-    assert report["schema"] == "edgedeploy.audit-report/1"
+    assert report["schema"] == "edgedeploy.audit-report/2" and report["detail"] is False
     (chip,) = report["audits"]
+    assert chip["schema"] == "edgedeploy.audit/2" and chip["nodes_listed"] == "with_violations"
     assert chip["chip"] == "esp32p4" and chip["precision"] == "int8"
-    tail = next(n for n in chip["nodes"] if n["node"] == "tail")
-    assert tail["placement"] == "float" and tail["violations"][0]["rule"] == "operator_float_only"
+    # Only the node with something to say is listed; the accelerator's are named by partition.
+    (tail,) = chip["nodes"]
+    assert tail["node"] == "tail" and tail["placement"] == "float" and tail["violations"][0]["rule"] == "operator_float_only"
+    assert [(p["unit"], p["nodes"]) for p in chip["partitions"]] == [("accelerator", ["conv"]), ("fallback", ["tail"]), ("accelerator", ["relu"])]
+    assert chip["folded"] == []
     assert chip["summary"]["transitions_per_inference"] == 2 and chip["summary"]["crossing_bytes_per_inference"] == 512
+    assert [(g["placement"], g["count"], g["examples"]) for g in chip["groups"]] == [("float", 1, ["tail"]), ("accelerator", 2, ["conv", "relu"])]
+    assert all("nodes" not in g for g in chip["groups"])
     assert report["matrix"] is None and report["fail_on"]["exit_code"] == 0
+
+
+def test_json_detail_lists_every_node(tmp_path, capsys):
+    path = str(small_model(tmp_path, "Log"))
+    code, out, _ = audit(capsys, path, "--target", "esp32p4", "--format", "json", "--detail")
+    assert code == 0
+    report = json.loads(out)
+    assert report["detail"] is True
+    (chip,) = report["audits"]
+    assert chip["nodes_listed"] == "all"
+    assert [(n["node"], n["placement"], n["violations"]) for n in chip["nodes"] if n["node"] != "tail"] == [("conv", "accelerator", []), ("relu", "accelerator", [])]
+    assert [g["nodes"] for g in chip["groups"]] == [["tail"], ["conv", "relu"]]
+    # The default report is the detailed one less the nodes with nothing to say.
+    _, compact, _ = audit(capsys, path, "--target", "esp32p4", "--format", "json")
+    (short,) = json.loads(compact)["audits"]
+    assert short["nodes"] == [n for n in chip["nodes"] if n["violations"]]
+    assert short["partitions"] == chip["partitions"] and short["crossings"] == chip["crossings"] and short["summary"] == chip["summary"]
 
 
 def test_precision_option_changes_placement(tmp_path, capsys):

@@ -12,7 +12,7 @@ import click
 import pytest
 
 from edgedeploy import __version__
-from edgedeploy.cli import cli
+from edgedeploy.cli import all_commands
 from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,14 +34,15 @@ def test_version():
     assert result.returncode == 0 and __version__ in result.stdout
 
 
-def _all_command_paths(group: click.Group, prefix=()):
-    for name, command in group.commands.items():
+def _all_command_paths(commands: dict[str, click.Command], prefix=()):
+    for name, command in commands.items():
         yield prefix + (name,)
         if isinstance(command, click.Group):
-            yield from _all_command_paths(command, prefix + (name,))
+            ctx = click.Context(command)
+            yield from _all_command_paths({n: command.get_command(ctx, n) for n in command.list_commands(ctx)}, prefix + (name,))
 
 
-@pytest.mark.parametrize("path", sorted(_all_command_paths(cli)), ids=lambda p: " ".join(p))
+@pytest.mark.parametrize("path", sorted(_all_command_paths(all_commands())), ids=lambda p: " ".join(p))
 def test_help_on_every_command(path):
     result = run_cli(*path, "--help")
     assert result.returncode == 0, result.stderr
@@ -104,8 +105,9 @@ def test_unknown_command_is_a_usage_error():
 def test_pending_commands_say_not_available():
     from edgedeploy.cli import pending
 
+    commands = all_commands()
     for command in pending.COMMANDS:
-        if cli.commands.get(command.name) is command:
+        if commands.get(command.name) is command:
             result = run_cli(command.name)
             assert result.returncode == 2
             assert "not available yet" in result.stderr and "Traceback" not in result.stderr
@@ -115,3 +117,38 @@ def test_unknown_target_lists_the_known_ones():
     result = run_cli("build", "--target", "esp32c3")
     assert result.returncode == 2
     assert "Unknown target 'esp32c3'" in result.stderr and "esp32s3" in result.stderr
+
+
+def test_each_command_module_provides_the_command_it_is_named_after():
+    """The root group finds a command by its module's name (`audit` in audit_cmd) without importing the others."""
+    import importlib
+    import pkgutil
+
+    import edgedeploy.cli as package
+
+    modules = [m.name for m in pkgutil.iter_modules(package.__path__) if m.name.endswith("_cmd")]
+    assert modules
+    for module in modules:
+        names = [c.name for c in importlib.import_module(f"edgedeploy.cli.{module}").COMMANDS]
+        assert names == [module.removesuffix("_cmd")], module
+
+
+def test_root_help_lists_every_command():
+    result = run_cli("--help")
+    assert result.returncode == 0
+    listed = {line.split()[0] for line in result.stdout.split("Commands:")[1].splitlines() if line.strip()}
+    assert listed == set(all_commands()) and {"audit", "build", "measure", "report", "targets"} <= listed
+
+
+def test_a_command_imports_only_its_own_module():
+    """`edgedeploy audit` loads the audit command, not build's pipeline or fix's engine (startup time counts)."""
+    code = (
+        "import sys, json\n"
+        "from edgedeploy.cli import main\n"
+        "try:\n    main(['audit', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('edgedeploy'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = set(json.loads(out.splitlines()[-1]))
+    assert {m for m in loaded if m.endswith("_cmd")} == {"edgedeploy.cli.audit_cmd"}
+    assert not loaded & {"edgedeploy.fix.engine", "edgedeploy.pipeline.build", "edgedeploy.measure.reference"}

@@ -7,6 +7,7 @@ unit), the accelerator<->fallback transitions per inference and the bytes that c
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -14,7 +15,7 @@ import numpy as np
 import onnx
 
 from edgedeploy.audit.lowering import ELIMINATED, FOLDED, LoweringResult, lower
-from edgedeploy.audit.rules import NodeView, Placement, Rule, RuleSet, TensorView, worst
+from edgedeploy.audit.rules import NodeView, Offence, Placement, Rule, RuleSet, TensorView, worst
 from edgedeploy.model.intake import LoadedModel
 from edgedeploy.model.shapes import dims_of
 from edgedeploy.model.stats import dtype_name, node_names
@@ -96,6 +97,8 @@ class NodePlacement:
     @property
     def uncertain(self) -> str | None:
         """Why the placement is only the audit's best guess (a decisive violation it cannot be sure of), else None."""
+        if not self.violations:  # most nodes: asked for every node of every chip
+            return None
         decisive = [v for v in self.violations if v.placement == self.placement]
         if decisive and all(v.uncertain for v in decisive):
             return decisive[0].message
@@ -104,13 +107,28 @@ class NodePlacement:
     @property
     def folded(self) -> bool:
         """Runs nowhere: computed when the model is compiled, or removed by the toolchain."""
-        return self.lowered in (FOLDED, ELIMINATED) or any(v.rule == folded_at_compile_time.name for v in self.violations)
+        return self.lowered in (FOLDED, ELIMINATED) or (bool(self.violations) and any(v.rule == folded_at_compile_time.name for v in self.violations))
 
     @property
     def reason(self) -> str:
         """The sentence of the decisive violation; '' on the accelerator (unless folded at compile time)."""
+        if not self.violations:
+            return ""
         decisive = [v for v in self.violations if v.placement == self.placement]
         return decisive[0].message if decisive else ""
+
+    def to_dict(self) -> dict:
+        uncertain = self.uncertain
+        return {
+            "node": self.node,
+            "op_type": self.op_type,
+            "index": self.index,
+            "placement": self.placement.value,
+            "reason": self.reason,
+            "violations": [v.to_dict() for v in self.violations],
+            **({"lowered": self.lowered, "lowered_by": self.lowered_by, "fused_into": self.fused_into} if self.lowered else {}),
+            **({"uncertain": uncertain} if uncertain else {}),
+        }
 
 
 @dataclass
@@ -142,6 +160,10 @@ class AuditResult:
     def count(self, placement: Placement) -> int:
         return sum(1 for n in self.nodes if n.placement == placement)
 
+    def counts(self) -> Counter:
+        """Nodes per placement, in one pass."""
+        return Counter(n.placement for n in self.nodes)
+
     @property
     def transitions(self) -> int:
         return len(self.crossings)
@@ -155,13 +177,14 @@ class AuditResult:
         return all(c.size_bytes is not None for c in self.crossings)
 
     def summary(self) -> dict:
+        counts = self.counts()
         return {
             "nodes": len(self.nodes),
-            "on_accelerator": self.count(Placement.ACCELERATOR),
-            "float": self.count(Placement.FLOAT),
-            "fallback": self.count(Placement.FALLBACK),
-            "unsupported": self.count(Placement.UNSUPPORTED),
-            "uncertain": sum(1 for n in self.nodes if n.uncertain),
+            "on_accelerator": counts[Placement.ACCELERATOR],
+            "float": counts[Placement.FLOAT],
+            "fallback": counts[Placement.FALLBACK],
+            "unsupported": counts[Placement.UNSUPPORTED],
+            "uncertain": sum(1 for n in self.nodes if n.violations and n.uncertain),
             "partitions": len(self.partitions),
             "transitions_per_inference": self.transitions,
             "crossing_bytes_per_inference": self.crossing_bytes,
@@ -175,8 +198,9 @@ class AuditResult:
             return {Placement.ACCELERATOR: "the accelerator", Placement.FALLBACK: f"the {self.fallback_unit}"}.get(placement, placement.value)
         return f"{unit}, {precision}" if precision else unit
 
-    def summary_line(self) -> str:
-        s = self.summary()
+    def summary_line(self, summary: dict | None = None) -> str:
+        """The one-line summary; `summary`: self.summary(), when the caller has it already."""
+        s = summary or self.summary()
         extra = []
         if s["float"]:
             extra.append(f"{s['float']} kept in float" + (f" ({self.unit_words(Placement.FLOAT)})" if self.units else ""))
@@ -206,19 +230,7 @@ class AuditResult:
             "fallback_unit": self.fallback_unit,
             "summary": self.summary(),
             "units": self.units,
-            "nodes": [
-                {
-                    "node": n.node,
-                    "op_type": n.op_type,
-                    "index": n.index,
-                    "placement": n.placement.value,
-                    "reason": n.reason,
-                    "violations": [v.to_dict() for v in n.violations],
-                    **({"lowered": n.lowered, "lowered_by": n.lowered_by, "fused_into": n.fused_into} if n.lowered else {}),
-                    **({"uncertain": n.uncertain} if n.uncertain else {}),
-                }
-                for n in self.nodes
-            ],
+            "nodes": [n.to_dict() for n in self.nodes],
             "partitions": self.partitions,
             "crossings": [c.__dict__ for c in self.crossings],
         }
@@ -268,9 +280,9 @@ def node_views(model: LoadedModel) -> list[NodeView]:
             dtype_names[elem] = dtype_name(elem)
         return dtype_names[elem]
 
-    def view(name: str) -> TensorView:
+    def view(name: str, is_foldable: bool, producer: str | None, consumers: tuple[str, ...]) -> TensorView:
         if not name:
-            return TensorView("", None, None, False)
+            return TensorView("", None, None, False, foldable=is_foldable, producer=producer)
         tensor = initializers.get(name) or constants.get(name)
         if tensor is not None:
             n = 1
@@ -278,13 +290,17 @@ def node_views(model: LoadedModel) -> list[NodeView]:
                 n *= int(d)
             # Large constants (weights) never get a value: rules only need small ones (axes, shapes).
             lazy = tensor if n <= CONSTANT_VALUE_MAX_ELEMENTS else None
-            return TensorView(name, tuple(int(d) for d in tensor.dims), dtype_of(tensor.data_type), True, _tensor=lazy, is_model_output=name in model_outputs)
+            return TensorView(
+                name, tuple(int(d) for d in tensor.dims), dtype_of(tensor.data_type), True, _tensor=lazy, is_model_output=name in model_outputs, foldable=is_foldable, producer=producer, consumers=consumers
+            )
         vi = infos.get(name)
-        boundary = {"is_graph_input": name in graph_inputs, "is_model_output": name in model_outputs}
+        is_graph_input, is_model_output = name in graph_inputs, name in model_outputs
         if vi is None:
-            return TensorView(name, None, None, False, **boundary)
+            return TensorView(name, None, None, False, is_graph_input=is_graph_input, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers)
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
-        return TensorView(name, dims_of(vi), dtype_of(elem) if elem else None, False, **boundary)
+        return TensorView(
+            name, dims_of(vi), dtype_of(elem) if elem else None, False, is_graph_input=is_graph_input, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers
+        )
 
     opset = model.opset
     ir_version = int(model.proto.ir_version)
@@ -305,15 +321,7 @@ def node_views(model: LoadedModel) -> list[NodeView]:
     def get(name: str) -> TensorView:
         found = cache.get(name)
         if found is None:
-            found = view(name)
-            known: dict = {"consumers": tuple(consumers_of.get(name, ()))} if name else {}
-            if name in foldable:
-                known["foldable"] = True
-            if name in producer_of:
-                known["producer"] = producer_of[name]
-            if known:
-                found = replace(found, **known)
-            cache[name] = found
+            found = cache[name] = view(name, name in foldable, producer_of.get(name), tuple(consumers_of.get(name, ())))
         return found
 
     for index, (name, node) in enumerate(zip(node_names(graph), graph.node)):
@@ -357,59 +365,227 @@ def _computable_at_compile_time(node: onnx.NodeProto, inputs: tuple[TensorView, 
     return all(t.name in foldable for t in present)
 
 
-def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_op: dict[str, list[Rule]] | None = None) -> NodePlacement:
+class ChipIndependent:
+    """What the audits of one model on several chips share, computed once.
+
+    - `views`: node_views(model), the original nodes;
+    - `edges`: every tensor a node reads from another node, as (consumer, producer, the
+      producer's view of the tensor), in node order then input order: partitions and crossings
+      are derived from these and the placements;
+    - per lowering (what one set of graph passes makes of the model, `lowered`): the nodes the
+      rules place, and the offences of every rule that does not read its chip argument
+      (`Rule.reads_chip`) on every node it was evaluated on. A rule object that several chips'
+      rule sets share (the six RKNN chips share most of theirs) gives the same offences on the
+      same node view, so it is evaluated once per node of a lowering, not once per chip. Chips
+      share a lowering only when its result is bound to be identical: the same passes, in the
+      same order, none of which reads its chip argument (else the chip is part of the key). A
+      fused or absorbed node is a new view, different per toolchain, so offences are never
+      carried from one lowering to another.
+    - partitions and crossings per distinct layout (`layout`).
+    """
+
+    def __init__(self, model: LoadedModel, views: list[NodeView] | None = None):
+        self.views = node_views(model) if views is None else views
+        producer: dict[str, int] = {}
+        for i, v in enumerate(self.views):
+            for o in v.outputs:
+                if o.name:
+                    producer[o.name] = i
+        self.producer = producer
+        self.edges = _edges(self.views, producer)
+        # (where each node runs, precision) -> (partitions, crossings)
+        self._layouts: dict[tuple[bytes, str | None], tuple[list[dict], list[Crossing]]] = {}
+        # lowering key (LoweredViews.key_of) -> what the passes made of the model
+        self._lowerings: dict[tuple, LoweredViews] = {}
+
+    def lowered(self, rules: RuleSet) -> LoweredViews:
+        """What the graph passes of `rules` make of the model: computed once per distinct lowering."""
+        key = LoweredViews.key_of(rules)
+        found = self._lowerings.get(key)
+        if found is None:
+            found = self._lowerings[key] = LoweredViews(lower(self.views, rules.passes, rules.chip), self.views, list(rules.passes))
+        return found
+
+    def layout(self, placed: list[NodePlacement], precision: str | None) -> tuple[list[dict], list[Crossing]]:
+        """The partitions and crossings of one chip's placements.
+
+        They depend only on which nodes run on the accelerator, on the fallback unit, nowhere
+        (folded), or nowhere but pass their input on (eliminated: a wire), and on the precision
+        (the bytes that cross): chips that agree on those share one computation (and the same
+        lists, which nothing changes afterwards).
+        """
+        codes = bytes(
+            (RUNS_AS_WIRE if p.lowered == ELIMINATED else RUNS_NOWHERE) if p.folded else RUNS_ON_ACCELERATOR if p.placement is Placement.ACCELERATOR else RUNS_ON_FALLBACK for p in placed
+        )
+        key = (codes, precision)
+        found = self._layouts.get(key)
+        if found is None:
+            edges = self.edges if RUNS_AS_WIRE not in codes else _edges(self.views, _producers_through_wires(self.views, self.producer, codes))
+            found = self._layouts[key] = _partitions_and_crossings(self.views, edges, codes, precision)
+        return found
+
+
+class LoweredViews:
+    """One lowering of a model (the graph passes of a toolchain, edgedeploy.audit.lowering) and
+    what the chips that share it have computed on it: the offences of chip-independent rules."""
+
+    def __init__(self, result: LoweringResult | None, original: list[NodeView], passes: list):
+        self.result = result
+        self.views = original if result is None else result.views
+        self._passes = passes  # kept alive while their ids are part of the key
+        # id(rule) -> (the rule, kept alive while its id is a key; node index -> its offences).
+        # A node's index is unique among a lowering's views (a fused node has its leader's).
+        self._offences: dict[int, tuple[Rule, dict[int, list[Offence]]]] = {}
+        self._computable: dict[int, bool] = {}  # node index -> computable_at_compile_time
+
+    def computable(self, node: NodeView) -> bool:
+        """computable_at_compile_time(node), worked out once per node of this lowering."""
+        found = self._computable.get(node.index)
+        if found is None:
+            found = self._computable[node.index] = computable_at_compile_time(node)
+        return found
+
+    @staticmethod
+    def key_of(rules: RuleSet) -> tuple:
+        """Equal for two rule sets only when their lowering of a model is bound to be identical."""
+        passes = tuple(rules.passes)
+        key = tuple(id(p) for p in passes)
+        if any(p.reads_chip for p in passes):
+            key += (rules.chip,)
+        return key
+
+    def remembered(self, rule: Rule) -> dict[int, list[Offence]] | None:
+        """Where the offences of `rule` are kept by node index, or None for a rule that reads its chip
+        (evaluated on every chip)."""
+        if rule.reads_chip:
+            return None
+        entry = self._offences.get(id(rule))
+        if entry is None:
+            entry = self._offences[id(rule)] = (rule, {})
+        return entry[1]
+
+
+def _edges(views: list[NodeView], producer: dict[str, int]) -> list[tuple[int, int, TensorView]]:
+    """(consumer, producer, the producer's view of the tensor) for every tensor a node reads from another."""
+    edges: list[tuple[int, int, TensorView]] = []
+    for i, v in enumerate(views):
+        for t in v.inputs:
+            j = producer.get(t.name) if t.name else None
+            if j is not None:
+                produced = next((o for o in views[j].outputs if o.name == t.name), t)
+                edges.append((i, j, produced))
+    return edges
+
+
+def _producers_through_wires(views: list[NodeView], producer: dict[str, int], codes: bytes) -> dict[str, int]:
+    """Tensor -> producing node, where a node the toolchain eliminated is a wire: what it passes on
+    comes from its own producer (in node order, so a chain of eliminated nodes resolves)."""
+    by_output = dict(producer)
+    for i, v in enumerate(views):
+        if codes[i] == RUNS_AS_WIRE:
+            source = next((by_output[t.name] for t in v.inputs if t.name in by_output), None)
+            for o in v.outputs:
+                if o.name:
+                    if source is None:
+                        by_output.pop(o.name, None)
+                    else:
+                        by_output[o.name] = source
+    return by_output
+
+
+def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_op: dict | None = None, shared: LoweredViews | None = None) -> NodePlacement:
     """Decide where one node runs, with every violation that led there.
 
-    `rules_by_op`: a cache of the rules that apply to each operator, shared across the nodes of a model.
+    `rules_by_op`: a cache, shared across the nodes of a model on one chip, of what depends only
+    on the operator (OperatorVerdict).
+    `shared`: the lowering `node` belongs to, with what the audits of this model on other chips
+    sharing it have computed already (ChipIndependent).
     """
-    found: list[Violation] = []
-
-    def add(r: Rule, placement: Placement, value: Any, detail: str = "", uncertain: bool = False) -> None:
-        found.append(Violation(node.name, node.op_type, r.name, r.sentence, placement, value, detail, uncertain))
-
-    op = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
-    if rules.folds_constants and node.outputs and all(o.foldable for o in node.outputs if o.present):
-        add(folded_at_compile_time, Placement.ACCELERATOR, op)
-        return NodePlacement(node.name, node.op_type, node.index, Placement.ACCELERATOR, found)
-    if not (rules.min_opset <= node.opset <= rules.max_opset):
-        add(opset_out_of_range, Placement.UNSUPPORTED, node.opset, f"accepted: {rules.min_opset}..{rules.max_opset}")
-    if rules.max_ir_version is not None and node.ir_version > rules.max_ir_version:
-        add(ir_version_too_new, Placement.UNSUPPORTED, node.ir_version, f"accepted: up to {rules.max_ir_version}")
-    support = rules.accelerator_ops.get(op)
-    if support is None:
-        if op in rules.float_only_ops:
-            add(operator_float_only, Placement.FLOAT, op)
-        elif rules.fallback_ops is None or op in rules.fallback_ops:
-            add(operator_not_on_accelerator, Placement.FALLBACK, op)
-        else:
-            add(operator_unsupported, Placement.UNSUPPORTED, op)
-    else:
-        if precision and precision not in support.precisions and "any" not in support.precisions:
-            if support.precisions == ("float",):
-                add(operator_float_only, Placement.FLOAT, op, "float only")
-            elif support.missing_precision is Placement.FLOAT:
-                add(operator_float_only, Placement.FLOAT, precision, f"runs in: {', '.join(support.precisions)}")
-            elif support.missing_precision is Placement.UNSUPPORTED:
-                add(precision_unsupported, Placement.UNSUPPORTED, precision, f"runs in: {', '.join(support.precisions)}")
-            else:
-                add(precision_not_on_accelerator, Placement.FALLBACK, precision, f"supported: {', '.join(support.precisions)}")
+    name, op_type, index = node.name, node.op_type, node.index
+    op = op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{op_type}"
+    if rules.folds_constants and (shared.computable(node) if shared is not None else computable_at_compile_time(node)):
+        folded = Violation(name, op_type, folded_at_compile_time.name, folded_at_compile_time.sentence, Placement.ACCELERATOR, op)
+        return NodePlacement(name, op_type, index, Placement.ACCELERATOR, [folded])
     if rules_by_op is None:
         rules_by_op = {}
-    applicable = rules_by_op.get(op)
-    if applicable is None:
-        applicable = rules_by_op[op] = [r for r in rules.rules if r.applies_to(op)]
-    for r in applicable:
-        # Accelerator limits matter only for nodes the accelerator would run; a rule whose
-        # violation stops the build (UNSUPPORTED) matters wherever the node would run.
-        if support is not None or r.placement is Placement.UNSUPPORTED:
-            for offence in r.evaluate(node, rules.chip):
-                add(r, r.placement, offence.value, offence.detail, offence.uncertain)
+    key = (op, node.opset, node.ir_version)
+    verdict = rules_by_op.get(key)
+    if verdict is None:
+        verdict = rules_by_op[key] = OperatorVerdict.of(op, node.opset, node.ir_version, rules, precision, shared)
+    found = [Violation(name, op_type, r.name, r.sentence, placement, value, detail) for r, placement, value, detail in verdict.builtin]
+    placement = verdict.placement
+    chip = rules.chip
+    for r, remembered in verdict.rules:
+        if remembered is None:
+            offences = r.evaluate(node, chip)
+        else:
+            offences = remembered.get(index)
+            if offences is None:
+                offences = remembered[index] = r.evaluate(node, chip)
+        if offences:
+            for offence in offences:
+                found.append(Violation(name, op_type, r.name, r.sentence, r.placement, offence.value, offence.detail, offence.uncertain))
+            if r.placement.severity > placement.severity:
+                placement = r.placement
     # A rule that stops the build on this operator says why in the toolchain's own words (its
     # crash or refusal): that sentence, not the generic "no unit implements it", is the reason.
     if found and found[0].rule == operator_unsupported.name and any(v.placement is Placement.UNSUPPORTED for v in found[1:]):
         found.append(found.pop(0))
-    placement = worst(v.placement for v in found)
-    return NodePlacement(node.name, node.op_type, node.index, placement, found)
+    return NodePlacement(name, op_type, index, placement, found)
+
+
+@dataclass
+class OperatorVerdict:
+    """What one chip's rule set says about an operator before looking at the node: the engine's
+    own violations (opset, IR version, operator and precision coverage) with the placement they
+    give, and the rules to check on each node, with where `shared` remembers their offences."""
+
+    builtin: list[tuple[Rule, Placement, Any, str]]
+    placement: Placement
+    rules: list[tuple[Rule, dict | None]]
+
+    @classmethod
+    def of(cls, op: str, opset: int, ir_version: int, rules: RuleSet, precision: str | None, shared: LoweredViews | None) -> "OperatorVerdict":
+        found: list[tuple[Rule, Placement, Any, str]] = []
+
+        def add(r: Rule, placement: Placement, value: Any, detail: str = "") -> None:
+            found.append((r, placement, value, detail))
+
+        if not (rules.min_opset <= opset <= rules.max_opset):
+            add(opset_out_of_range, Placement.UNSUPPORTED, opset, f"accepted: {rules.min_opset}..{rules.max_opset}")
+        if rules.max_ir_version is not None and ir_version > rules.max_ir_version:
+            add(ir_version_too_new, Placement.UNSUPPORTED, ir_version, f"accepted: up to {rules.max_ir_version}")
+        support = rules.accelerator_ops.get(op)
+        if support is None:
+            if op in rules.float_only_ops:
+                add(operator_float_only, Placement.FLOAT, op)
+            elif rules.fallback_ops is None or op in rules.fallback_ops:
+                add(operator_not_on_accelerator, Placement.FALLBACK, op)
+            else:
+                add(operator_unsupported, Placement.UNSUPPORTED, op)
+        else:
+            if precision and precision not in support.precisions and "any" not in support.precisions:
+                if support.precisions == ("float",):
+                    add(operator_float_only, Placement.FLOAT, op, "float only")
+                elif support.missing_precision is Placement.FLOAT:
+                    add(operator_float_only, Placement.FLOAT, precision, f"runs in: {', '.join(support.precisions)}")
+                elif support.missing_precision is Placement.UNSUPPORTED:
+                    add(precision_unsupported, Placement.UNSUPPORTED, precision, f"runs in: {', '.join(support.precisions)}")
+                else:
+                    add(precision_not_on_accelerator, Placement.FALLBACK, precision, f"supported: {', '.join(support.precisions)}")
+        # Accelerator limits matter only for nodes the accelerator would run; a rule whose
+        # violation stops the build (UNSUPPORTED) matters wherever the node would run.
+        checked = [r for r in rules.rules if r.applies_to(op) and (support is not None or r.placement is Placement.UNSUPPORTED)]
+        return cls(
+            builtin=found,
+            placement=worst(p for _, p, _, _ in found),
+            rules=[(r, shared.remembered(r) if shared is not None else None) for r in checked],
+        )
+
+
+def computable_at_compile_time(node: NodeView) -> bool:
+    """Every output of the node can be computed when the model is compiled (a folding toolchain folds it)."""
+    return bool(node.outputs) and all(o.foldable for o in node.outputs if o.present)
 
 
 def _placements_of_original_nodes(views: list[NodeView], lowering: LoweringResult, lowered_placements: list[NodePlacement]) -> list[NodePlacement]:
@@ -440,6 +616,62 @@ def _unit(placement: Placement) -> str:
     return "accelerator" if placement is Placement.ACCELERATOR else "fallback"
 
 
+# Where a node runs, for partitions and crossings (ChipIndependent.layout): on a unit, nowhere
+# (folded at compile time), or nowhere but as a wire (eliminated: its input passes through).
+RUNS_ON_ACCELERATOR, RUNS_ON_FALLBACK, RUNS_NOWHERE, RUNS_AS_WIRE = 0, 1, 2, 3
+UNIT_NAMES = {RUNS_ON_ACCELERATOR: "accelerator", RUNS_ON_FALLBACK: "fallback"}
+
+
+def _partitions_and_crossings(views: list[NodeView], edges: list[tuple[int, int, TensorView]], codes: bytes, precision: str | None) -> tuple[list[dict], list[Crossing]]:
+    """Partitions: connected components of nodes on the same unit, linked by tensors; crossings:
+    the tensors that pass between the units, one per tensor and receiving unit.
+
+    `codes[i]`: where node i runs (RUNS_ON_ACCELERATOR, ...). Nodes folded at compile time or
+    eliminated run nowhere: they join no partition and nothing crosses from them (`edges` run
+    through an eliminated node to its producer).
+    """
+    parent = list(range(len(views)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    crossings: list[Crossing] = []
+    seen_crossing: set[tuple[str, int]] = set()
+    for i, j, produced in edges:
+        unit_i, unit_j = codes[i], codes[j]
+        if unit_i >= RUNS_NOWHERE or unit_j >= RUNS_NOWHERE:
+            continue
+        if unit_i == unit_j:
+            parent[find(i)] = find(j)
+        else:
+            # One crossing per tensor and receiving unit: consumers on the same side share a copy.
+            key = (produced.name, unit_i)
+            if key in seen_crossing:
+                continue
+            seen_crossing.add(key)
+            crossings.append(
+                Crossing(
+                    tensor=produced.name,
+                    producer=views[j].name,
+                    consumer=views[i].name,
+                    direction="to_accelerator" if unit_i == RUNS_ON_ACCELERATOR else "to_fallback",
+                    size_bytes=_tensor_bytes(produced, precision),
+                )
+            )
+    groups: dict[int, list[int]] = {}
+    for i, code in enumerate(codes):
+        if code < RUNS_NOWHERE:
+            groups.setdefault(find(i), []).append(i)
+    partitions = [
+        {"index": index, "unit": UNIT_NAMES[codes[members[0]]], "nodes": [views[m].name for m in members]}
+        for index, members in enumerate(sorted(groups.values(), key=lambda m: m[0]))
+    ]
+    return partitions, crossings
+
+
 # Bytes per element of a float tensor as it crosses, by the precision the graph is compiled in:
 # a quantised graph hands int8/int16 data (plus its scale) to the fallback unit, not float32.
 PRECISION_ELEMENT_BYTES = {"int8": 1, "int16": 2, "fp16": 2, "float16": 2, "fp32": 4, "float32": 4}
@@ -456,87 +688,23 @@ def _tensor_bytes(view: TensorView | None, precision: str | None) -> int | None:
         return None
 
 
-def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None, views: list[NodeView] | None = None) -> AuditResult:
+def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None, views: list[NodeView] | None = None, shared: ChipIndependent | None = None) -> AuditResult:
     """Place every node of `model` on the chip `rules` describes, and derive partitions and crossings.
 
-    `views`: node_views(model), when the caller audits one model on many chips and builds them once.
+    `views`: node_views(model), when the caller audits one model on many chips and builds them once;
+    `shared`: a ChipIndependent of the model, when it audits many chips (views, edges and the
+    verdicts of chip-independent rules computed once for all of them).
     """
-    if views is None:
-        views = node_views(model)
-    rules_by_op: dict[str, list[Rule]] = {}
-    # The lowering step: the toolchain's own graph passes, then the rules on what they leave.
-    lowering = lower(views, rules.passes, rules.chip)
-    if lowering is None:
-        placed = [place_node(v, rules, precision, rules_by_op) for v in views]
-    else:
-        placed = _placements_of_original_nodes(views, lowering, [place_node(v, rules, precision, rules_by_op) for v in lowering.views])
-    by_output: dict[str, int] = {}
-    for i, v in enumerate(views):
-        for o in v.outputs:
-            if o.name:
-                by_output[o.name] = i
-    # A node the toolchain eliminated is a wire: what it passes on comes from its own producer.
-    for i, v in enumerate(views):
-        if placed[i].lowered == ELIMINATED:
-            source = next((by_output[t.name] for t in v.inputs if t.name in by_output), None)
-            for o in v.outputs:
-                if o.name:
-                    if source is None:
-                        by_output.pop(o.name, None)
-                    else:
-                        by_output[o.name] = source
-
-    # Partitions: connected components of nodes on the same unit, linked by tensors.
-    parent = list(range(len(views)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    # Nodes folded at compile time run nowhere: they join no partition and nothing crosses from them.
-    folded = {i for i, p in enumerate(placed) if p.folded}
-    crossings: list[Crossing] = []
-    seen_crossing: set[tuple[str, str]] = set()
-    for i, v in enumerate(views):
-        if i in folded:
-            continue
-        for t in v.inputs:
-            j = by_output.get(t.name) if t.name else None
-            if j is None or j in folded:
-                continue
-            if _unit(placed[j].placement) == _unit(placed[i].placement):
-                parent[find(i)] = find(j)
-            else:
-                # One crossing per tensor and receiving unit: consumers on the same side share a copy.
-                key = (t.name, _unit(placed[i].placement))
-                if key in seen_crossing:
-                    continue
-                seen_crossing.add(key)
-                producer_out = next((o for o in views[j].outputs if o.name == t.name), t)
-                crossings.append(
-                    Crossing(
-                        tensor=t.name,
-                        producer=views[j].name,
-                        consumer=v.name,
-                        direction="to_accelerator" if placed[i].placement is Placement.ACCELERATOR else "to_fallback",
-                        size_bytes=_tensor_bytes(producer_out, precision),
-                    )
-                )
-    groups: dict[int, list[int]] = {}
-    for i in range(len(views)):
-        if i not in folded:
-            groups.setdefault(find(i), []).append(i)
-    partitions = []
-    for index, members in enumerate(sorted(groups.values(), key=lambda m: m[0])):
-        partitions.append(
-            {
-                "index": index,
-                "unit": _unit(placed[members[0]].placement),
-                "nodes": [views[m].name for m in members],
-            }
-        )
+    if shared is None:
+        shared = ChipIndependent(model, views)
+    rules_by_op: dict = {}
+    # The lowering step: the toolchain's own graph passes (computed once for the chips that share
+    # them), then the rules on what they leave.
+    lowered = shared.lowered(rules)
+    placed = [place_node(v, rules, precision, rules_by_op, lowered) for v in lowered.views]
+    if lowered.result is not None:
+        placed = _placements_of_original_nodes(shared.views, lowered.result, placed)
+    partitions, crossings = shared.layout(placed, precision)
     return AuditResult(
         target=rules.target,
         chip=rules.chip,

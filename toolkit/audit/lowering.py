@@ -27,7 +27,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from edgedeploy.audit.rules import format_sentence, sentence_template
+from edgedeploy.audit.rules import format_sentence, reads_argument, sentence_template
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,13 @@ class GraphPass:
     def sentence(self) -> str:
         """The docstring with its constants filled in: what users read in reports and docs."""
         return format_sentence(self.template, self.constants)
+
+    @functools.cached_property
+    def reads_chip(self) -> bool:
+        """Whether the pass reads its chip argument. Passes that do not make the same lowering of a
+        model for every chip whose rule set lists them, so an audit of many chips lowers it once
+        for those chips (edgedeploy.audit.engine.ChipIndependent.lowered)."""
+        return reads_argument(self.apply, 1)
 
 
 def graph_pass(*ops: str, **constants: Any) -> Callable[[Callable[..., Any]], GraphPass]:

@@ -76,9 +76,9 @@ def _text_chip_detail(audit: dict, per_node: bool) -> list[str]:
     rows = []
     for g in audit["groups"]:
         reason = g["reason"] + (f" [{g['rule']}]" if g["rule"] else "")
-        rows.append([g["placement"], len(g["nodes"]), _ops_text(g["ops"]), reason or "-"])
+        rows.append([g["placement"], g["count"], _ops_text(g["ops"]), reason or "-"])
         if g["placement"] != "accelerator":
-            examples = g["values"] or g["nodes"][:3]
+            examples = g["values"] or g["examples"]
             rows.append(["", "", "", "e.g. " + "; ".join(examples[:3])])
     out.append(table(["PLACEMENT", "NODES", "OPERATORS", "REASON"], rows, right_align=[1]))
     if per_node:
@@ -94,7 +94,7 @@ def _text_chip_detail(audit: dict, per_node: bool) -> list[str]:
             )
         )
     notes = list(audit.get("notes", []))
-    if any(n["placement"] != "accelerator" for n in audit["nodes"]):
+    if audit["summary"]["on_accelerator"] < audit["summary"]["nodes"]:
         notes += audit.get("rules_notes", [])
     for note in notes:
         out.append(f"note: {note}")
@@ -161,8 +161,8 @@ def render_markdown(report: dict) -> str:
         out += ["| placement | nodes | operators | reason | examples |", "|---|---|---|---|---|"]
         for g in audit["groups"]:
             reason = g["reason"] + (f" ({g['rule']})" if g["rule"] else "")
-            examples = "; ".join(g["values"][:3] or g["nodes"][:3]) if g["placement"] != "accelerator" else ""
-            out.append(f"| {g['placement']} | {len(g['nodes'])} | {_md(_ops_text(g['ops']))} | {_md(reason)} | {_md(examples)} |")
+            examples = "; ".join(g["values"][:3] or g["examples"]) if g["placement"] != "accelerator" else ""
+            out.append(f"| {g['placement']} | {g['count']} | {_md(_ops_text(g['ops']))} | {_md(reason)} | {_md(examples)} |")
         if audit["crossings"]:
             out += ["", "| tensor | from | to | direction | bytes |", "|---|---|---|---|---|"]
             for c in audit["crossings"]:
@@ -276,9 +276,9 @@ def render_html(report: dict) -> str:
         parts.append("<table><tr><th>placement</th><th>nodes</th><th>operators</th><th>reason</th><th>examples</th></tr>")
         for g in audit["groups"]:
             reason = g["reason"] + (f" ({g['rule']})" if g["rule"] else "")
-            examples = "; ".join(g["values"][:3] or g["nodes"][:3]) if g["placement"] != "accelerator" else ""
+            examples = "; ".join(g["values"][:3] or g["examples"]) if g["placement"] != "accelerator" else ""
             parts.append(
-                f'<tr><td class="{_h(g["placement"])}">{_h(g["placement"])}</td><td>{len(g["nodes"])}</td>'
+                f'<tr><td class="{_h(g["placement"])}">{_h(g["placement"])}</td><td>{g["count"]}</td>'
                 f"<td>{_h(_ops_text(g['ops']))}</td><td>{_h(reason)}</td><td><code>{_h(examples)}</code></td></tr>"
             )
         parts.append("</table>")

@@ -19,7 +19,50 @@ from edgedeploy.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EdgedeployError, 
 from edgedeploy.escape import terminal_safe
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyCommands(click.Group):
+    """The root group: each command's module is imported only when that command is looked up.
+
+    `edgedeploy.cli.<name>_cmd` provides the command `<name>` (its COMMANDS list holds it), so
+    `edgedeploy audit` imports the audit command's module and what it needs, not every command
+    and their pipelines; `--help` looks every command up, so it still lists them all. A name that
+    no module provides yet gets its placeholder from `pending`.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from edgedeploy.cli import pending
+
+        return sorted(set(_command_modules()) | set(pending.PENDING) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        module = _command_modules().get(cmd_name)
+        if module is not None:
+            import importlib
+
+            for command in importlib.import_module(f"{__name__}.{module}").COMMANDS:
+                if command.name == cmd_name:
+                    return command
+            return None
+        from edgedeploy.cli import pending
+
+        return next((c for c in pending.COMMANDS if c.name == cmd_name), None)
+
+
+def _command_modules() -> dict[str, str]:
+    """command name -> its module in this package: every `<name>_cmd` module (a folder listing, no import)."""
+    import pkgutil
+
+    return {info.name.removesuffix("_cmd"): info.name for info in pkgutil.iter_modules(__path__) if info.name.endswith("_cmd")}
+
+
+def all_commands() -> dict[str, click.Command]:
+    """Every top-level command by name, each module imported (tests and the docs list them)."""
+    ctx = click.Context(cli)
+    return {name: cli.get_command(ctx, name) for name in cli.list_commands(ctx)}
+
+
+@click.group(cls=LazyCommands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="edgedeploy")
 @click.option("--debug", is_flag=True, help="Show full tracebacks for errors.")
 @click.option("-q", "--quiet", is_flag=True, help="Only warnings, errors and the result: no progress lines.")
@@ -120,23 +163,3 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
         # Other libraries' warnings stay out of the user's way unless they asked for details.
         if _debug_requested(sys.argv[1:]):
             click.echo(warnings.formatwarning(message, category, filename, lineno, line).rstrip(), err=True)
-
-
-def _register() -> None:
-    """Add the commands of every `edgedeploy.cli.*_cmd` module, then placeholders for the rest."""
-    import importlib
-    import pkgutil
-
-    from edgedeploy.cli import pending
-
-    package = importlib.import_module(__name__)
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name.endswith("_cmd"):
-            for command in importlib.import_module(f"{__name__}.{info.name}").COMMANDS:
-                cli.add_command(command)
-    for command in pending.COMMANDS:
-        if command.name not in cli.commands:
-            cli.add_command(command)
-
-
-_register()

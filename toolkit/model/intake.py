@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,24 +118,32 @@ def load_model(
     _check_structure(path, proto)
     external_files = _check_external_data(path, proto)
     _check_total_size(path, data, proto)
-    if external_files:
-        try:
-            external_data_helper.load_external_data_for_model(proto, str(path.parent))
-        except Exception as exc:  # noqa: BLE001 - onnx raises several types here
-            raise ModelError(f"{path.name}: its external data could not be read ({exc}).") from exc
-    sha256 = _content_hash(data, external_files)
-    _run_checker(path, proto)
-    _check_dims(path, proto)
+    # The hash is computed on the other core while the checks below run (hashlib releases the
+    # GIL); it is always waited for, so no thread outlives this call.
+    hashing = _BackgroundHash(data, external_files)
+    try:
+        if external_files:
+            try:
+                external_data_helper.load_external_data_for_model(proto, str(path.parent))
+            except Exception as exc:  # noqa: BLE001 - onnx raises several types here
+                raise ModelError(f"{path.name}: its external data could not be read ({exc}).") from exc
+        # The checker parses a serialised model: the bytes just read are that model, unless
+        # external data was loaded into it (then it is serialised with that data).
+        _run_checker(path, proto if external_files else data)
+        _check_dims(path, proto)
 
-    pinned: dict[str, tuple[int, ...]] = {}
-    auto_pinned: dict[str, tuple[int, ...]] = {}
-    if input_shapes:
-        pinned = pin_input_shapes(proto, input_shapes)
-    if require_static:
-        auto_pinned = _pin_remaining_batch_dims(path, proto)
-    _check_dims(path, proto)
-    proto = _infer_shapes(path, proto)
-    _check_consistency(path, proto)
+        pinned: dict[str, tuple[int, ...]] = {}
+        auto_pinned: dict[str, tuple[int, ...]] = {}
+        if input_shapes:
+            pinned = pin_input_shapes(proto, input_shapes)
+        if require_static:
+            auto_pinned = _pin_remaining_batch_dims(path, proto)
+        _check_dims(path, proto)
+        proto = _infer_shapes(path, proto, consume=True)
+        _check_consistency(path, proto)
+    finally:
+        hashing.wait()
+    sha256 = hashing.result()
     return LoadedModel(
         path=path.resolve(),
         proto=proto,
@@ -154,7 +163,7 @@ def from_proto(proto: onnx.ModelProto, path: Path, sha256: str | None = None) ->
     data = proto.SerializeToString()
     _check_strings(path, proto)
     _check_structure(path, proto)
-    _run_checker(path, proto)
+    _run_checker(path, data)
     _check_dims(path, proto)
     inferred = _infer_shapes(path, proto)
     _check_consistency(path, inferred)
@@ -171,6 +180,9 @@ def with_batch_pinned(model: LoadedModel) -> LoadedModel | None:
 
     None when other dimensions are dynamic too (the user has to pin those) or nothing is dynamic.
     """
+    inits = model.initializer_names
+    if not any(dynamic_axes(vi) for vi in model.graph.input if vi.name not in inits):
+        return None  # nothing dynamic: no copy of the model (weights included) is made
     proto = onnx.ModelProto()
     proto.CopyFrom(model.proto)
     try:
@@ -179,7 +191,7 @@ def with_batch_pinned(model: LoadedModel) -> LoadedModel | None:
         return None
     if not auto:
         return None
-    proto = _infer_shapes(model.path, proto)
+    proto = _infer_shapes(model.path, proto, consume=True)
     return LoadedModel(model.path, proto, model.sha256, model.size_bytes, dict(model.pinned), auto)
 
 
@@ -304,30 +316,52 @@ def _check_strings(path: Path, proto: onnx.ModelProto) -> None:
     after intake (reports, JSON, generated code, ONNX's own checker) expects text, so this is
     checked once, here, for the whole message tree.
     """
-    bad = _first_non_utf8(proto, "the model")
-    if bad is not None:
-        where, field_name, value = bad
+    found = _first_non_utf8(proto, {})
+    if found is not None:
+        chain, field_name, value = found
+        where = "the model"
+        for part, index, item in chain:
+            where = _describe_part(part, index, item, where)
         raise ModelError(
             f"{path.name}: the {field_name} of {where} is not valid UTF-8 text ({value!r}); "
             f"re-export the model with UTF-8 names."
         )
 
 
-def _first_non_utf8(message, where: str):
-    """(where, field, raw bytes) of the first string field below `message` that is not text, or None."""
-    for descriptor, value in message.ListFields():
-        if descriptor.type == FieldDescriptor.TYPE_STRING:
-            values = value if _is_repeated(descriptor) else [value]
-            for item in values:
+def _first_non_utf8(message, layouts: dict):
+    """(the messages down to it, field, raw bytes) of the first string field below `message` that is not text, or None.
+
+    Fields are visited in field-number order, as ListFields lists them; bytes fields (weights)
+    are never read, so no tensor data is copied. `layouts` caches each message type's fields.
+    """
+    layout = layouts.get(message.DESCRIPTOR)
+    if layout is None:
+        layout = layouts[message.DESCRIPTOR] = _string_and_message_fields(message.DESCRIPTOR)
+    for name, is_string, repeated in layout:
+        if is_string:
+            # An unset singular string reads as '' (text): only the set ones can be bytes.
+            for item in getattr(message, name) if repeated else (getattr(message, name),):
                 if not isinstance(item, str):
-                    return where, descriptor.name.replace("_", " "), bytes(item)[:60]
-        elif descriptor.type == FieldDescriptor.TYPE_MESSAGE:
-            items = value if _is_repeated(descriptor) else [value]
+                    return [], name.replace("_", " "), bytes(item)[:60]
+        else:
+            if repeated:
+                items = getattr(message, name)
+            elif message.HasField(name):
+                items = (getattr(message, name),)
+            else:
+                continue
             for index, item in enumerate(items):
-                found = _first_non_utf8(item, _describe_part(descriptor.name, index, item, where))
+                found = _first_non_utf8(item, layouts)
                 if found is not None:
+                    found[0].insert(0, (name, index, item))
                     return found
     return None
+
+
+def _string_and_message_fields(descriptor) -> list[tuple[str, bool, bool]]:
+    """(name, is a string field, is repeated) of the string and message fields of a message type, by field number."""
+    fields = sorted(descriptor.fields, key=lambda f: f.number)
+    return [(f.name, f.type == FieldDescriptor.TYPE_STRING, _is_repeated(f)) for f in fields if f.type in (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_MESSAGE)]
 
 
 def _is_repeated(descriptor) -> bool:
@@ -442,6 +476,31 @@ def _content_hash(data: bytes, external_files: list[Path]) -> str:
     return digest.hexdigest()
 
 
+class _BackgroundHash:
+    """`_content_hash(data, external_files)` computed in a thread; `result()` waits for it."""
+
+    def __init__(self, data: bytes, external_files: list[Path]):
+        self._digest: str | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(data, external_files), name="edgedeploy-model-hash", daemon=True)
+        self._thread.start()
+
+    def _run(self, data: bytes, external_files: list[Path]) -> None:
+        try:
+            self._digest = _content_hash(data, external_files)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller by result()
+            self._error = exc
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self) -> str:
+        self.wait()
+        if self._error is not None:
+            raise ModelError(f"The model's external data could not be read to hash it: {self._error}.") from self._error
+        return self._digest
+
+
 def quoted(exc: BaseException) -> str:
     """An exception's message as the end of one sentence: one line, at most QUOTE_MAX_CHARS, a full stop."""
     text = " ".join(str(exc).split()) or type(exc).__name__
@@ -451,9 +510,10 @@ def quoted(exc: BaseException) -> str:
     return text if text.endswith(".") else text + "."
 
 
-def _run_checker(path: Path, proto: onnx.ModelProto) -> None:
+def _run_checker(path: Path, model: onnx.ModelProto | bytes) -> None:
+    """ONNX's checker on the model, or on its serialisation when the caller has it (saves serialising it again)."""
     try:
-        onnx.checker.check_model(proto)
+        onnx.checker.check_model(model)
     except onnx.checker.ValidationError as exc:
         raise ModelError(f"{path.name} fails ONNX's model checker: {quoted(exc)}") from exc
 
@@ -509,12 +569,107 @@ def _pin_remaining_batch_dims(path: Path, proto: onnx.ModelProto) -> dict[str, t
     return auto
 
 
-def _infer_shapes(path: Path, proto: onnx.ModelProto) -> onnx.ModelProto:
+# ONNX's C++ inference reports a model it cannot read as ValueError, a bad one as InferenceError.
+INFERENCE_ERRORS = (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError, ValueError)
+# Initializers with more elements than this reach shape inference as stubs (name, element type,
+# dims) instead of copies of their values: shape functions read the values of shape, axes, pads
+# or scales inputs, a handful of elements, never of weights this large.
+SHAPE_INFERENCE_STUB_MIN_ELEMENTS = 4096
+STUB_LOCATION = "(values left out of the copy given to shape inference)"
+
+
+def _infer_shapes(path: Path, proto: onnx.ModelProto, consume: bool = False) -> onnx.ModelProto:
+    """ONNX's strict shape inference (types checked, data propagated) of `proto`: the inferred model.
+
+    `consume`: the caller owns `proto` and drops it, so the result may be built in it (its weights
+    are then never copied); otherwise `proto` is left as it was.
+
+    ONNX's inference works on a serialised copy and returns another, so a model's weights would
+    be copied four times (serialise, parse in C++, serialise the result, parse it back). It is
+    given the model without its large weights instead (see `_without_large_weights`), and the
+    result is put back around the original weights: the same model that inferring the whole one
+    gives (tests/test_intake_speed.py compares them). Should inference need the values of a
+    left-out weight, ONNX fails loudly (its ParseData refuses external tensors) and the whole
+    model is inferred as before, so no error or shape depends on the shortcut.
+    """
+    light, stubbed = _without_large_weights(proto)
+    if stubbed:
+        try:
+            inferred = onnx.shape_inference.infer_shapes(light, check_type=True, strict_mode=True, data_prop=True)
+        except INFERENCE_ERRORS:
+            pass  # decided on the whole model below, with ONNX's own message
+        else:
+            return _with_original_weights(proto if consume else _copy(proto), inferred)
     try:
         return onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True)
-    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError, ValueError) as exc:
-        # ONNX's C++ inference reports a model it cannot read as ValueError, a bad one as InferenceError.
+    except INFERENCE_ERRORS as exc:
         raise ModelError(f"{path.name}: shape inference failed, so the shapes are inconsistent: {quoted(exc)}") from exc
+
+
+def _without_large_weights(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, int]:
+    """A copy of the model whose main-graph initializers over SHAPE_INFERENCE_STUB_MIN_ELEMENTS
+    are stubs, and how many were stubbed (0: the copy is not worth making, none is returned).
+
+    A stub keeps the name, element type and dims (all that shape inference reads of a weight) and
+    is marked as external data, which ONNX's inference refuses to read values from. (The checker
+    cannot be given such a copy: since onnx 1.2x it compares raw_data's length with the dims.)
+    """
+    graph = proto.graph
+    large = [i for i, t in enumerate(graph.initializer) if _elements(t) > SHAPE_INFERENCE_STUB_MIN_ELEMENTS and t.data_location != onnx.TensorProto.EXTERNAL]
+    if not large:
+        return proto, 0
+    light = onnx.ModelProto()
+    _copy_fields(light, proto, skip={"graph"})
+    _copy_fields(light.graph, graph, skip={"initializer"})
+    stubs = set(large)
+    for index, tensor in enumerate(graph.initializer):
+        if index in stubs:
+            stub = light.graph.initializer.add(name=tensor.name, data_type=tensor.data_type, dims=tensor.dims, data_location=onnx.TensorProto.EXTERNAL)
+            stub.external_data.add(key="location", value=STUB_LOCATION)
+        else:
+            light.graph.initializer.add().CopyFrom(tensor)
+    return light, len(large)
+
+
+def _with_original_weights(proto: onnx.ModelProto, inferred: onnx.ModelProto) -> onnx.ModelProto:
+    """`proto` with everything shape inference may have written (value_info, outputs, nodes'
+    subgraphs, the model's other fields) taken from `inferred`; its own initializers stay, so the
+    weights are not copied."""
+    for descriptor in proto.DESCRIPTOR.fields:
+        if descriptor.name != "graph":
+            proto.ClearField(descriptor.name)
+    _copy_fields(proto, inferred, skip={"graph"})
+    for descriptor in proto.graph.DESCRIPTOR.fields:
+        if descriptor.name != "initializer":
+            proto.graph.ClearField(descriptor.name)
+    _copy_fields(proto.graph, inferred.graph, skip={"initializer"})
+    return proto
+
+
+def _copy_fields(target, source, skip: set[str]) -> None:
+    """Copy every field set in `source` into `target` (empty there), but those named in `skip`."""
+    for descriptor, value in source.ListFields():
+        if descriptor.name in skip:
+            continue
+        if _is_repeated(descriptor):
+            getattr(target, descriptor.name).extend(value)
+        elif descriptor.type == FieldDescriptor.TYPE_MESSAGE:
+            getattr(target, descriptor.name).CopyFrom(value)
+        else:
+            setattr(target, descriptor.name, value)
+
+
+def _copy(proto: onnx.ModelProto) -> onnx.ModelProto:
+    copied = onnx.ModelProto()
+    copied.CopyFrom(proto)
+    return copied
+
+
+def _elements(tensor: onnx.TensorProto) -> int:
+    n = 1
+    for d in tensor.dims:
+        n *= d
+    return n
 
 
 def _check_consistency(path: Path, proto: onnx.ModelProto) -> None:
@@ -536,9 +691,9 @@ def _check_consistency(path: Path, proto: onnx.ModelProto) -> None:
         return value if isinstance(value, int) else None
 
     for index, node in enumerate(proto.graph.node):
-        label = node.name or f"{node.op_type}_{index}"
-        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         if node.op_type == "Conv" and len(node.input) >= 2:
+            label = node.name or f"{node.op_type}_{index}"
+            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
             group = int(attrs.get("group", 1))
             have, per_group = known(node.input[0], 1), known(node.input[1], 1)
             if have is not None and per_group is not None and have != per_group * group:

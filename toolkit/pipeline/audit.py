@@ -86,9 +86,14 @@ def audit_chips(
     confirm: bool = False,
     calib: str | None = None,
     echo: Callable[[str], None] = lambda s: None,
+    detail: bool = False,
 ) -> dict:
-    """Load the model once, audit it on every chip, optionally confirm with toolchains; the report dict."""
-    from edgedeploy.audit.engine import audit_model, node_views
+    """Load the model once, audit it on every chip, optionally confirm with toolchains; the report dict.
+
+    `detail`: every node of every chip in the report (else, per chip, those with something to say;
+    edgedeploy.audit.report).
+    """
+    from edgedeploy.audit.engine import ChipIndependent, audit_model
     from edgedeploy.audit.report import ChipAudit, build_report
     from edgedeploy.model import load_model
     from edgedeploy.model.intake import with_batch_pinned
@@ -100,7 +105,7 @@ def audit_chips(
     audited = pinned or model
     assumed = {**audited.pinned, **audited.auto_pinned}
     notes_all = [f"dynamic batch pinned to 1 for the audit ({', '.join(pinned.auto_pinned)})"] if pinned else []
-    views = node_views(audited)
+    shared = ChipIndependent(audited)
     explicit = len(chips) == 1
     results: list[ChipAudit] = []
     for choice in chips:
@@ -111,12 +116,12 @@ def audit_chips(
         except KeyError:
             no_rules.append({"target": target.id, "target_name": target.name, "chips": [chip.id], "reason": "no rules for this chip yet"})
             continue
-        result = audit_model(audited, rules, chosen, views=views)
+        result = audit_model(audited, rules, chosen, shared=shared)
         results.append(ChipAudit(result, target.name, chip.name, notes=notes_all + notes, rules_notes=list(rules.notes)))
     if confirm:
         for ca in results:
             ca.confirm = confirm_chip(ca, audited, chips, calib, single=explicit, echo=echo)
-    return build_report(audited, results, no_rules, by=by, fail_on=fail_on, assumed_shapes=assumed)
+    return build_report(audited, results, no_rules, by=by, fail_on=fail_on, assumed_shapes=assumed, detail=detail)
 
 
 def confirm_chip(ca, model, chips: list[ChipChoice], calib: str | None, single: bool, echo) -> dict:

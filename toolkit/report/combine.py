@@ -27,11 +27,11 @@ NEVER_DIVIDED = "Figures from different devices are shown side by side and never
 
 
 def audit_of(art: LoadedArtifact) -> dict | None:
-    """The full audit (with nodes) of an artifact: inline in report.json, or in the file it names."""
+    """The full audit (with every node) of an artifact: inline in report.json, or in the file it names."""
     audit = art.report.get("audit")
     if not isinstance(audit, dict):
         return None
-    if isinstance(audit.get("nodes"), list):
+    if _lists_every_node(audit):
         return audit
     name = audit.get("file")
     if isinstance(name, str):
@@ -41,9 +41,16 @@ def audit_of(art: LoadedArtifact) -> dict | None:
                 full = json.loads(path.read_text(encoding="utf-8"))
             except ValueError:
                 return None
-            if isinstance(full, dict) and isinstance(full.get("nodes"), list):
+            if isinstance(full, dict) and _lists_every_node(full):
                 return full
     return None
+
+
+def _lists_every_node(audit: dict) -> bool:
+    """A chip audit whose `nodes` holds every node: edgedeploy.audit/1 (audit.json), or an
+    edgedeploy.audit/2 entry made with --detail. An abridged one (the nodes with violations
+    only) cannot give the per-node matrix; its summary is still used."""
+    return isinstance(audit.get("nodes"), list) and audit.get("nodes_listed", "all") == "all"
 
 
 def audit_summary(art: LoadedArtifact) -> dict | None:

@@ -69,15 +69,14 @@ UNCONVERTIBLE_DTYPES = frozenset(
 
 
 UNCONVERTIBLE_RESULT_DTYPES = frozenset({"int2", "uint2", "float8_e4m3fn", "float8_e5m2"})
+UNCONVERTIBLE_AS_RESULT = UNCONVERTIBLE_DTYPES | UNCONVERTIBLE_RESULT_DTYPES
 
 
 @RULES.rule(placement=Placement.UNSUPPORTED, DTYPES=sorted(UNCONVERTIBLE_DTYPES | UNCONVERTIBLE_RESULT_DTYPES))
 def unconvertible_element_type(node, chip):
     """The converter has no TFLite tensor type for {DTYPES} data (int2, uint2, float8_e4m3fn and float8_e5m2 work only as inputs)."""
-    found = sorted(
-        {t.dtype for t in node.inputs if t.present and t.dtype in UNCONVERTIBLE_DTYPES}
-        | {t.dtype for t in node.outputs if t.present and t.dtype in UNCONVERTIBLE_DTYPES | (UNCONVERTIBLE_RESULT_DTYPES if node.op_type != "QuantizeLinear" else set())}
-    )
+    as_result = UNCONVERTIBLE_AS_RESULT if node.op_type != "QuantizeLinear" else UNCONVERTIBLE_DTYPES
+    found = sorted({t.dtype for t in node.inputs if t.present and t.dtype in UNCONVERTIBLE_DTYPES} | {t.dtype for t in node.outputs if t.present and t.dtype in as_result})
     if found:
         return Offence(found[0], "tensor of type " + ", ".join(found))
     return None

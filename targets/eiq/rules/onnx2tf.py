@@ -220,9 +220,15 @@ ALWAYS_FLOAT = frozenset({"Div", "Reciprocal"})
 
 def float_only_ops(node: NodeView) -> list[str]:
     """The node's TFLite operators the quantiser keeps in float (only when it computes on float data)."""
-    if not has_float_data(node) and not (node.op_type in ALWAYS_FLOAT and "DIV" in node_tflite_ops(node)):
-        return []
-    return [t for t in node_tflite_ops(node) if t in TFLITE_FLOAT_ONLY]
+    # Four NPU rules ask, on every i.MX chip: worked out once per node.
+    found = node.memo.get(float_only_ops)
+    if found is None:
+        if not has_float_data(node) and not (node.op_type in ALWAYS_FLOAT and "DIV" in node_tflite_ops(node)):
+            found = ()
+        else:
+            found = tuple(t for t in node_tflite_ops(node) if t in TFLITE_FLOAT_ONLY)
+        node.memo[float_only_ops] = found
+    return list(found)
 
 
 # ----------------------------------------------------------------------------------------------

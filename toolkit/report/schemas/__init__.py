@@ -2,8 +2,10 @@
 
     edgedeploy.report/1                  report-1.json        an artifact's report.json
     edgedeploy.manifest/1                manifest-1.json      an artifact's manifest.json
-    edgedeploy.audit/1                   audit-1.json         audit.json; each chip of `audit --format json`
-    edgedeploy.audit-report/1            audit-report-1.json  `audit --format json`
+    edgedeploy.audit/1                   audit-1.json         audit.json (every node of one chip)
+    edgedeploy.audit/2                   audit-2.json         each chip of `audit --format json`
+    edgedeploy.audit-report/2            audit-report-2.json  `audit --format json`
+    edgedeploy.audit-report/1            audit-report-1.json  `audit --format json` before 2 (every node of every chip)
     edgedeploy.pipeline.build-result/1   build-result-1.json  `build --format json`
     edgedeploy.gates/1                   gates-1.json         the --fail-on results of build and measure
     edgedeploy.measurement/1             measurement-1.json   `measure` records
