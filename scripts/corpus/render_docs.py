@@ -129,6 +129,11 @@ def main() -> None:
     print(f"wrote {OUT}")
 
 
+def chip_table_header() -> list[str]:
+    """The head of a table with a row per model and a column per chip."""
+    return ["| model | " + " | ".join(CHIPS) + " |", "|---|" + "---|" * len(CHIPS)]
+
+
 def render_direct(direct: dict, models: list[dict]) -> list[str]:
     cases = {(c["model"], c["chip"], c["variant"]): c for c in direct["cases"]}
     toolchains = "; ".join(f"{k}: {v}" for k, v in direct["toolchains"].items())
@@ -141,8 +146,7 @@ def render_direct(direct: dict, models: list[dict]) -> list[str]:
         "leaves on the CPU). esp32: number = layers esp-ppq kept in float. `x` = the toolchain fails (message below); "
         "`-` = not run yet; `t/o` = past the time limit.",
         "",
-        "| model | " + " | ".join(CHIPS) + " |",
-        "|---|" + "---|" * len(CHIPS),
+        *chip_table_header(),
     ]
     failures = []
     timeouts = []
@@ -213,8 +217,7 @@ def render_sweep(sweep: dict, direct: dict | None, models: list[dict]) -> list[s
         "failed (its sentence below; \"tool fails too\" where the toolchain called directly fails as well), `t/o` past the sweep's "
         "time limit, `-` not swept yet.",
         "",
-        "| model | " + " | ".join(CHIPS) + " |",
-        "|---|" + "---|" * len(CHIPS),
+        *chip_table_header(),
     ]
     both = followed = swept = 0
     broken: list[tuple[str, str, dict]] = []
