@@ -2,7 +2,7 @@
 """Ground truth for the audit: each toolchain's own placement of every ONNX node of the corpus,
 beside the audit's prediction, per model and chip.
 
-    .venv/bin/python scripts/corpus/collect_verdicts.py [--only MODELS] [--chips CHIPS] [--no-eiq]
+    .venv/bin/python scripts/corpus/collect_verdicts.py [--only MODELS] [--chips CHIPS] [--no-eiq] [--keep-others]
 
 Where the toolchain converted the model in the direct run (docs/corpus-direct.json), its verdict
 comes from edgedeploy's own parsers of what the toolchain itself wrote in that run:
@@ -76,6 +76,8 @@ def main() -> int:
     parser.add_argument("--only", default="")
     parser.add_argument("--chips", default=",".join(CHIPS))
     parser.add_argument("--no-eiq", action="store_true", help="skip the imx93 confirm runs (use cached ones only)")
+    parser.add_argument("--keep-others", action="store_true",
+                        help="keep the committed verdicts of the models/chips this run does not collect (default: write only this run's)")
     args = parser.parse_args()
     only = {n for n in args.only.split(",") if n}
     chips = [c for c in args.chips.split(",") if c]
@@ -205,6 +207,13 @@ def main() -> int:
                 "unverifiable": len(cmp["unverifiable"]),
                 "disagreements": [{k: d.get(k) for k in ("node", "op_type", "predicted", "toolchain", "reason")} for d in cmp["disagreements"]],
             }
+    if args.keep_others and VERDICTS.is_file():
+        # Re-collecting a few pairs (after a parser fix) must not drop the others' ground truth.
+        old = json.loads(VERDICTS.read_text())
+        old_agreement = json.loads(AGREEMENT.read_text())["pairs"] if AGREEMENT.is_file() else {}
+        out_models = {**old["models"], **out_models}
+        pairs = {**old["pairs"], **pairs}
+        agreement = {**{k: v for k, v in old_agreement.items() if k in pairs}, **agreement}
     VERDICTS.write_text(json.dumps({
         "about": "Each toolchain's own placement of every ONNX node of the corpus models (scripts/corpus/collect_verdicts.py). "
         "'models' lists each model's nodes (display name, op type) in graph order; a pair's 'placements' has one code per node in "
