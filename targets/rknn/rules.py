@@ -599,6 +599,57 @@ def unaligned_2d_model_output(node: NodeView, chip: str):
     return Offence(channels, "output channels") if channels % OUTPUT_CHANNEL_ALIGN[chip] else None
 
 
+# OBSERVED on RK3588 only: the width a 3-D model output's Reshape must have to stay on the NPU.
+# RK3566 is not consistent in it (a [1, 16, K] MatMul output: NPU for K = 4, CPU for 8, 16, 32).
+OUTPUT_WIDTH_ALIGN_3D = {"rk3588": 16}
+# The product operators whose 3-D output the NPU computes as [N, T, 1, K] (a 1x1 Conv): measured.
+PRODUCTS_3D = ("MatMul", "Gemm")
+
+
+@RULES.rule("MatMul", "Add", chips=tuple(OUTPUT_WIDTH_ALIGN_3D), ALIGN="16 on RK3588", PRODUCTS=PRODUCTS_3D)
+def unaligned_3d_model_output(node: NodeView, chip: str):
+    """A 3-D model output [N, T, K] of a product ({PRODUCTS}, or the Add of its bias), which the NPU computes as [N, T, 1, K], is reshaped to the caller's layout on the CPU when K is not a multiple of {ALIGN}: this node's Reshape layer runs on the CPU.
+
+    Measured with rknn-toolkit2 2.5.0 on [1, 16, 32] -> MatMul -> bias Add -> [1, 16, K] models
+    (K = 4 and 8: CPU; 16 and 32: NPU), on the MatMul alone (K = 4: CPU; 16: NPU) and on
+    lstm_stateful's [1, 16, 4] Linear after its LSTM.
+    """
+    out = node.output(0)
+    if out is None or not out.is_model_output or out.rank != 3 or not isinstance(out.shape[2], int):
+        return None
+    if node.op_type == "Add" and not any(t.present and t.producer in PRODUCTS_3D for t in node.inputs[:2]):
+        return None
+    width = out.shape[2]
+    return Offence(width, "output width") if width % OUTPUT_WIDTH_ALIGN_3D[chip] else None
+
+
+# OBSERVED on RK3588: the channel block of a Reshape that moves the innermost axis.
+ANCHOR_MERGE_ALIGN = {"rk3588": 16}
+
+
+@RULES.rule("Reshape", chips=tuple(ANCHOR_MERGE_ALIGN), ALIGN="16 on RK3588")
+def anchor_merge_into_concat(node: NodeView, chip: str):
+    """A detection head's Reshape [N, H, W, A, K] -> [N, H*W*A, K] (A anchors of K values each, after the head's Transpose) read by a Concat of the levels changes the NPU's innermost axis from A*K to K; with more than one anchor it runs on the CPU unless K is a multiple of {ALIGN}.
+
+    Measured with rknn-toolkit2 2.5.0 on two-level heads (5x5 and 3x3 maps, K = 4, 8, 16, 91,
+    A = 1, 2, 6: CPU exactly where A > 1 and K is not a multiple of 16) and on
+    ssdlite320_mobilenet_v3_large's six-level head (K = 4 and 91, A = 6: CPU). Not covered: levels
+    whose H*W equals the previous level's W (4x4 and 2x2 maps), which the toolkit concatenates
+    along the map and keeps on the NPU.
+    """
+    x, out = node.input(0), node.output(0)
+    if x is None or out is None or x.rank != 5 or out.rank != 3 or out.is_model_output:
+        return None
+    if x.producer != "Transpose" or not out.consumers or set(out.consumers) != {"Concat"}:
+        return None
+    if not all(isinstance(d, int) for d in x.shape) or not isinstance(out.shape[2], int):
+        return None
+    anchors, width = x.shape[3], x.shape[4]
+    if width != out.shape[2] or anchors <= 1:
+        return None
+    return Offence(width, "values per anchor") if width % ANCHOR_MERGE_ALIGN[chip] else None
+
+
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
 def reshape_into_cpu_softmax(node: NodeView, chip: str):
     """On this chip Softmax runs on the CPU, and a Reshape whose only reader is a Softmax goes to the CPU with it (rknn-toolkit2 2.5.0, observed).
