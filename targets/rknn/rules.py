@@ -623,31 +623,28 @@ def unaligned_3d_model_output(node: NodeView, chip: str):
     return Offence(width, "output width") if width % OUTPUT_WIDTH_ALIGN_3D[chip] else None
 
 
-# OBSERVED on RK3588: the channel block of a Reshape that moves the innermost axis.
-ANCHOR_MERGE_ALIGN = {"rk3588": 16}
-
-
-@RULES.rule("Reshape", chips=tuple(ANCHOR_MERGE_ALIGN), ALIGN="16 on RK3588")
+@RULES.rule("Reshape", chips=tuple(OUTPUT_CHANNEL_ALIGN), ALIGN="16 on RK3588, 8 on RK3566/RK3568")
 def anchor_merge_into_concat(node: NodeView, chip: str):
-    """A detection head's Reshape [N, H, W, A, K] -> [N, H*W*A, K] (A anchors of K values each, after the head's Transpose) read by a Concat of the levels changes the NPU's innermost axis from A*K to K; with more than one anchor it runs on the CPU unless K is a multiple of {ALIGN}.
+    """A detection head's Reshape [N, H, W, A, K] -> [N, H*W*A, K] (A anchors of K values, one level of a Concat) runs on the CPU when the toolkit's layout of the levels moves unaligned channels: laid out as [H*W, A*K, 1, 1] (some level is a 1x1 map), when A*K is not a multiple of the channel block ({ALIGN}); laid out as [1, H*W*A, 1, K], on RK3588 when A > 1 and K is not a multiple of 16, on RK3566/RK3568 always.
 
-    Measured with rknn-toolkit2 2.5.0 on two-level heads (5x5 and 3x3 maps, K = 4, 8, 16, 91,
-    A = 1, 2, 6: CPU exactly where A > 1 and K is not a multiple of 16) and on
-    ssdlite320_mobilenet_v3_large's six-level head (K = 4 and 91, A = 6: CPU). Not covered: levels
-    whose H*W equals the previous level's W (4x4 and 2x2 maps), which the toolkit concatenates
-    along the map and keeps on the NPU.
+    Measured with rknn-toolkit2 2.5.0 on ssdlite320_mobilenet_v3_large's head (A = 6, K = 4 and
+    91, 10x10 to 1x1 maps) and on small heads (K = 4, 8, 16, 91; A = 1, 2, 6) of 10/5/3/2/1/1
+    maps (RK3588, RK3566), 5/3/2/1, 5/3/2, 10/5/3 and 5/3 maps (RK3588; 5/3 also RK3566). Not
+    covered: two levels the toolkit concatenates along the map (10x10 with 5x5, 4x4 with 2x2: on
+    the NPU there for every K measured).
     """
-    x, out = node.input(0), node.output(0)
-    if x is None or out is None or x.rank != 5 or out.rank != 3 or out.is_model_output:
+    form = node.attr("rknn_concat_form")  # set by passes.detection_head_concat_layout
+    x = node.input(0)
+    if form is None or x is None or x.rank != 5 or not all(isinstance(d, int) for d in x.shape):
         return None
-    if x.producer != "Transpose" or not out.consumers or set(out.consumers) != {"Concat"}:
-        return None
-    if not all(isinstance(d, int) for d in x.shape) or not isinstance(out.shape[2], int):
-        return None
-    anchors, width = x.shape[3], x.shape[4]
-    if width != out.shape[2] or anchors <= 1:
-        return None
-    return Offence(width, "values per anchor") if width % ANCHOR_MERGE_ALIGN[chip] else None
+    form = form.decode() if isinstance(form, bytes) else form
+    anchors, values = x.shape[3], x.shape[4]
+    if form == "cells":
+        channels = anchors * values
+        return Offence(channels, "channels per map cell") if channels % OUTPUT_CHANNEL_ALIGN[chip] else None
+    if chip != "rk3588":
+        return Offence(values, "values per anchor")
+    return Offence(values, "values per anchor") if anchors > 1 and values % 16 else None
 
 
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
