@@ -108,3 +108,17 @@ def test_fp16_build_has_no_float_placements():
 
 def test_memory_totals():
     assert parse_memory_kb(text("mnist_cnn.rk3588.int8.txt")) == {"internal_memory_kb": 28.4375, "weight_memory_kb": 30.0625}
+
+
+def test_a_residual_add_fused_into_a_convadd_layer_runs_on_it_and_cancelled_pairs_run_nowhere():
+    # rv1106: the channels-last layer norm is a CPU exNorm; the residual Add has no layer of its own
+    # but is part of the NPU `ConvAdd` layer named after conv_b; bypass_two_transpose deletes the
+    # Transpose pair around the norm, bypass_two_reshape the Flatten before the Gemm.
+    v = verdict_from_output(text("residual_ln.rv1106.int8.txt"), graph("residual_ln.onnx"), True, "2.5.0")
+    assert v.nodes["ln_mean"].placement is Placement.FALLBACK
+    assert v.nodes["residual"].placement is Placement.ACCELERATOR
+    assert "ConvAdd" in v.nodes["residual"].detail and "conv_b" in v.nodes["residual"].detail
+    # Not the CPU exNorm next to them: they were deleted, so the toolkit reports nothing for them.
+    for deleted in ("to_last", "to_first", "flatten"):
+        assert deleted not in v.nodes
+    assert v.nodes["fc"].placement is Placement.ACCELERATOR

@@ -320,3 +320,81 @@ def test_a_residual_add_of_a_3d_model_input_keeps_the_inputs_cpu_reshape(tmp_pat
     for chip, expected in (("rk3566", {"residual"}), ("rk3568", {"residual"}), ("rk3588", set())):
         placed = place(tmp_path, model, chip)
         assert {n for n, p in placed.items() if p.placement is Placement.FALLBACK} == expected, chip
+
+
+def test_a_3d_product_output_of_unaligned_width_is_reshaped_on_the_cpu_on_rk3588(tmp_path):
+    nodes, inits, outputs = [], [], []
+    for k in (4, 8, 16, 32):  # [1, 16, 32] -> MatMul -> bias Add -> [1, 16, K]
+        nodes += [
+            helper.make_node("MatMul", ["x", f"w{k}"], [f"m{k}"], name=f"matmul{k}"),
+            helper.make_node("Add", [f"b{k}", f"m{k}"], [f"y{k}"], name=f"bias{k}"),
+        ]
+        inits += [const(f"w{k}", np.ones((32, k), np.float32)), const(f"b{k}", np.zeros(k, np.float32))]
+        outputs.append(tensor(f"y{k}", [1, 16, k]))
+    for k in (4, 16):  # the MatMul alone
+        nodes.append(helper.make_node("MatMul", ["x", f"w{k}"], [f"alone{k}"], name=f"alone{k}"))
+        outputs.append(tensor(f"alone{k}", [1, 16, k]))
+    model = make_model(nodes, [tensor("x", [1, 16, 32])], outputs, inits)
+    # measured with rknn-toolkit2 2.5.0, one model per K: the output Reshape runs on the CPU for K = 4, 8
+    placed = place(tmp_path, model, "rk3588")
+    assert {n for n, p in placed.items() if p.placement is Placement.FALLBACK} == {"bias4", "bias8", "alone4"}
+    assert "3-D model output" in placed["bias4"].reason
+    for chip in ("rk3576", "rk3562"):
+        assert all(p.placement is Placement.ACCELERATOR for p in place(tmp_path, model, chip).values()), chip
+
+
+def detection_head(k: int, anchors: int, sizes=(5, 3)) -> onnx.ModelProto:
+    """Conv -> Reshape [1, A, K, H, W] -> Transpose -> Reshape [1, H*W*A, K] per level (maps of `sizes`), then Concat."""
+    cin = 16
+    nodes, inits, maps = [], [], ["x"]
+    for level in range(1, len(sizes)):
+        nodes.append(helper.make_node("Conv", [maps[-1], f"wd{level}"], [f"x{level}"], name=f"down{level}", strides=[2, 2], pads=[1, 1, 1, 1], kernel_shape=[3, 3]))
+        inits.append(const(f"wd{level}", np.ones((cin, cin, 3, 3), np.float32)))
+        maps.append(f"x{level}")
+    total = 0
+    for level, (src, h) in enumerate(zip(maps, sizes)):
+        nodes += [
+            helper.make_node("Conv", [src, f"w{level}"], [f"c{level}"], name=f"head{level}", kernel_shape=[1, 1]),
+            helper.make_node("Reshape", [f"c{level}", f"view_shape{level}"], [f"r{level}"], name=f"view{level}"),
+            helper.make_node("Transpose", [f"r{level}"], [f"t{level}"], name=f"perm{level}", perm=[0, 3, 4, 1, 2]),
+            helper.make_node("Reshape", [f"t{level}", f"flat_shape{level}"], [f"o{level}"], name=f"flat{level}"),
+        ]
+        inits += [
+            const(f"w{level}", np.ones((anchors * k, cin, 1, 1), np.float32)),
+            ints(f"view_shape{level}", [1, anchors, k, h, h]),
+            ints(f"flat_shape{level}", [1, h * h * anchors, k]),
+        ]
+        total += h * h * anchors
+    nodes.append(helper.make_node("Concat", [f"o{level}" for level in range(len(sizes))], ["y"], name="cat", axis=1))
+    return make_model(nodes, [tensor("x", [1, cin, sizes[0], sizes[0]])], [tensor("y", [1, total, k])], inits)
+
+
+SIX_LEVELS = (10, 5, 3, 2, 1, 1)  # ssdlite320's maps at a 160x160 input
+
+
+@pytest.mark.parametrize("k", [4, 8, 16, 91])
+@pytest.mark.parametrize("anchors", [1, 6])
+def test_a_detection_heads_levels_laid_out_by_cells_reshape_on_the_cpu_when_their_channels_are_unaligned(tmp_path, k, anchors):
+    # measured with rknn-toolkit2 2.5.0 on exactly these models: the toolkit stacks the levels as
+    # [H*W, A*K, 1, 1] (a 1x1 level is present); the Reshape of each level with H*W > 1 is on the
+    # CPU exactly where A*K is not a multiple of 16 (RK3588) / 8 (RK3566)
+    model = detection_head(k, anchors, SIX_LEVELS)
+    for chip, block in (("rk3588", 16), ("rk3566", 8)):
+        placed = place(tmp_path, model, chip)
+        for level in range(4):
+            assert (placed[f"flat{level}"].placement is Placement.FALLBACK) is bool(anchors * k % block), (chip, level)
+        assert placed["cat"].placement is Placement.ACCELERATOR
+    assert all(p.placement is Placement.ACCELERATOR for n, p in place(tmp_path, model, "rk3576").items() if n.startswith("flat"))
+
+
+@pytest.mark.parametrize("k", [4, 8, 16, 91])
+@pytest.mark.parametrize("anchors", [1, 2, 6])
+def test_a_detection_heads_levels_laid_out_by_anchors_reshape_on_the_cpu_when_k_is_unaligned(tmp_path, k, anchors):
+    # measured on these two-level models (5x5, 3x3: laid out as [1, H*W*A, 1, K]): RK3588 puts the
+    # Reshapes on the CPU exactly where A > 1 and K is not a multiple of 16; RK3566 always
+    model = detection_head(k, anchors, (5, 3))
+    on_3588 = place(tmp_path, model, "rk3588")
+    on_3566 = place(tmp_path, model, "rk3566")
+    for flat in ("flat0", "flat1"):
+        assert (on_3588[flat].placement is Placement.FALLBACK) is (anchors > 1 and k % 16 != 0), flat
+        assert on_3566[flat].placement is Placement.FALLBACK, flat

@@ -2,7 +2,7 @@
 """Ground truth for the audit: each toolchain's own placement of every ONNX node of the corpus,
 beside the audit's prediction, per model and chip.
 
-    .venv/bin/python scripts/corpus/collect_verdicts.py [--only MODELS] [--chips CHIPS] [--no-eiq]
+    .venv/bin/python scripts/corpus/collect_verdicts.py [--only MODELS] [--chips CHIPS] [--no-eiq] [--keep-others]
 
 Where the toolchain converted the model in the direct run (docs/corpus-direct.json), its verdict
 comes from edgedeploy's own parsers of what the toolchain itself wrote in that run:

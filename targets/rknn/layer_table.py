@@ -57,6 +57,11 @@ FUSION_TARGETS = {
     "exmatmul": frozenset({"MatMul", "Gemm"}),
     "gemm": frozenset({"Gemm", "MatMul"}),
 }
+# Passes that delete a node pair that cancels (Transpose then its inverse, Reshape then its
+# inverse) without adding anything in its place: the nodes run nowhere.
+CANCELLING_PASS_PREFIX = "bypass_two_"
+# The toolkit names a node it converted to another operator `<name>_2<kind>` (Flatten_2rs).
+_CONVERTED = re.compile(r"_2[a-z]+$")
 # How far (in ONNX nodes) a fused node looks for a neighbour the table placed.
 FUSED_SEARCH_DEPTH = 4
 
@@ -192,6 +197,11 @@ class _NameIndex:
                 self.consumers.setdefault(inp, []).append(index)
         self.graph_inputs = {i.name for i in graph.input}
         self.absorbed_by: dict[str, str] = {}
+        # The toolkit's own name of each node (as `key` above), to tell a pass deleting the node
+        # itself from one deleting glue named after the node's output tensor.
+        self.node_keys = {(node.name or (node.output[0] if node.output else disp)): disp for disp, node in zip(self.display, graph.node)}
+        # Nodes a cancelling pass deleted, by their own name or a conversion of it (`<name>_2rs`).
+        self.cancelled: set[str] = set()
 
     def guess(self, name: str) -> frozenset[str]:
         """Origins of a name by the longest known node/tensor name it starts with (then '#', '_' or '-')."""
@@ -228,6 +238,10 @@ class _NameIndex:
                 for r in rw.removed:
                     for disp in self.guess(r):
                         self.absorbed_by.setdefault(disp, rw.pass_name)
+                    if rw.pass_name.startswith(CANCELLING_PASS_PREFIX):
+                        own = _CONVERTED.sub("", r)
+                        if own in self.node_keys:
+                            self.cancelled.add(self.node_keys[own])
 
 
 def _describe(layer: Layer) -> str:
@@ -294,7 +308,7 @@ def verdict_from_output(
         placement, detail = _placement_of(node_layers, quantized)
         verdict.nodes[disp] = NodeVerdict(placement, detail)
 
-    _place_fused_nodes(verdict, index)
+    _place_fused_nodes(verdict, index, by_node, quantized)
 
     memory = parse_memory_kb(text)
     verdict.estimates = {
@@ -308,8 +322,48 @@ def verdict_from_output(
     return verdict
 
 
-def _place_fused_nodes(verdict: ToolchainVerdict, index: _NameIndex) -> None:
-    """Give nodes without a layer the placement of the nearest placed neighbour (producers first)."""
+def _fused_into_compound_layer(
+    start: int, index: _NameIndex, by_node: dict[str, list[Layer]]
+) -> tuple[str, Layer] | None:
+    """The compound layer (e.g. `ConvAdd`) that computes node `start`, when one of its producers is on it.
+
+    The compiler names a layer that fused operators after all of them: a Conv followed by the
+    elementwise Add that reads it becomes one `ConvAdd` layer, named after the Conv only (in
+    rknn-toolkit2 2.5.0 on RV1106 the residual Add of ConvNeXt and transformer blocks:
+    `Conv:/blocks/blocks.0/ff/ff.2/MatMul#2_ConvAdd`). So a node without a layer of its own whose
+    op type is part of a compound layer type, read from a node placed on that layer (through nodes
+    without layers, up to FUSED_SEARCH_DEPTH), runs in that layer.
+    """
+    graph, display, position = index.graph, index.display, {d: i for i, d in enumerate(index.display)}
+    op = graph.node[start].op_type
+    frontier, seen = [start], {start}
+    for _ in range(FUSED_SEARCH_DEPTH):
+        nxt = []
+        for i in frontier:
+            for x in graph.node[i].input:
+                producer = index.tensor_producer.get(x)
+                if producer is None or position[producer] in seen:
+                    continue
+                for layer in by_node.get(producer, []):
+                    if layer.op_type != op and layer.op_type.startswith("Conv") and op in layer.op_type[len("Conv"):]:
+                        return producer, layer
+                if producer not in by_node:
+                    seen.add(position[producer])
+                    nxt.append(position[producer])
+        frontier = nxt
+    return None
+
+
+def _place_fused_nodes(
+    verdict: ToolchainVerdict, index: _NameIndex, by_node: dict[str, list[Layer]] | None = None, quantized: bool = True
+) -> None:
+    """Give nodes without a layer the placement of the layer that computes them.
+
+    In order: a compound layer that names the node's op type (`_fused_into_compound_layer`);
+    none, when a cancelling `bypass_two_*` pass deleted the node (it runs nowhere, so the toolkit
+    has nothing to report for it); else the nearest placed neighbour (producers first).
+    """
+    by_node = by_node or {}
     graph = index.graph
     constant_tensors = {t.name for t in graph.initializer}
     display = index.display
@@ -378,6 +432,14 @@ def _place_fused_nodes(verdict: ToolchainVerdict, index: _NameIndex) -> None:
 
     for i, disp in enumerate(display):
         if disp in verdict.nodes or disp in folded:
+            continue
+        compound = _fused_into_compound_layer(i, index, by_node)
+        if compound is not None:
+            producer, layer = compound
+            placement, _ = _placement_of([layer], quantized)
+            verdict.nodes[disp] = NodeVerdict(placement, f"fused into {_describe(layer)} with {producer} (no layer of its own)")
+            continue
+        if disp in index.cancelled:
             continue
         found = named_target(i, index.absorbed_by[disp]) if disp in index.absorbed_by else None
         found = found or neighbour(i)

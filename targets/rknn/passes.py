@@ -363,3 +363,47 @@ def transpose_between_reshape_and_softmax_joins_the_reshape(graph, chip):
             continue
         if _next(graph, node, "Softmax") is not None:
             graph.fuse([before, node], "Reshape", leader=before)
+
+
+# The attribute the pass below gives a detection head's anchor-merge Reshape: how the toolkit lays
+# out the levels it concatenates (the rule anchor_merge_into_concat reads it).
+CONCAT_FORM_ATTRIBUTE = "rknn_concat_form"
+# [H*W, A*K, 1, 1] per level: the channels stay A*K (some level is a 1x1 map).
+CONCAT_BY_CELLS = "cells"
+# [1, H*W*A, 1, K] per level: the innermost axis changes from A*K to K.
+CONCAT_BY_ANCHORS = "anchors"
+
+
+def _anchor_merge(graph, node):
+    """[N, H, W, A, K] -> [N, H*W*A, K] after a Transpose (a detection head's level), as (H, W, A, K); else None.
+
+    On a 1x1 map the head's Transpose moves only unit axes and is a Reshape by then
+    (transpose_of_unit_axes_is_a_reshape).
+    """
+    if node is None or node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return None
+    x, out = node.inputs[0], node.outputs[0]
+    before = graph.producer(x.name)
+    if before is None or before.op_type not in ("Transpose", "Reshape") or x.shape is None or out.shape is None:
+        return None
+    if len(x.shape) != 5 or len(out.shape) != 3 or not all(isinstance(d, int) for d in (*x.shape, *out.shape)):
+        return None
+    n, h, w, a, k = x.shape
+    return (h, w, a, k) if out.shape == (n, h * w * a, k) else None
+
+
+@RULES.graph_pass("Reshape", OBSERVED=TOOLKIT_OBSERVED)
+def detection_head_concat_layout(graph, chip):
+    """{OBSERVED} concatenates a detection head's levels (Reshape [N, H, W, A, K] -> [N, H*W*A, K] per level, then Concat) in one of two layouts, decided by all the levels together: as [H*W, A*K, 1, 1] blocks when some level is a 1x1 map, else as [1, H*W*A, 1, K]; the audit notes which on each level's Reshape, where the Reshape's placement depends on it.
+
+    Measured on ssdlite320_mobilenet_v3_large's six-level head (10x10 to 1x1 maps) and on small
+    heads of 10/5/3/2/1/1, 5/3/2/1, 10/5/3, 5/3/2 and 5/3 maps (their layer tables).
+    """
+    for concat in [n for n in graph.nodes if n.op_type == "Concat"]:
+        levels = [graph.producer(t.name) for t in concat.inputs]
+        shapes = [_anchor_merge(graph, r) for r in levels]
+        if len(levels) < 2 or any(s is None for s in shapes) or any(graph.only_consumer(r.outputs[0].name) is not concat for r in levels):
+            continue
+        form = CONCAT_BY_CELLS if any(h * w == 1 for h, w, _, _ in shapes) else CONCAT_BY_ANCHORS
+        for reshape in levels:
+            graph.fuse([reshape], "Reshape", leader=reshape, attributes={CONCAT_FORM_ATTRIBUTE: form})

@@ -597,6 +597,54 @@ def unaligned_2d_model_output(node: NodeView, chip: str):
     return Offence(channels, "output channels") if channels % OUTPUT_CHANNEL_ALIGN[chip] else None
 
 
+# OBSERVED on RK3588 only: the width a 3-D model output's Reshape must have to stay on the NPU.
+# RK3566 is not consistent in it (a [1, 16, K] MatMul output: NPU for K = 4, CPU for 8, 16, 32).
+OUTPUT_WIDTH_ALIGN_3D = {"rk3588": 16}
+# The product operators whose 3-D output the NPU computes as [N, T, 1, K] (a 1x1 Conv): measured.
+PRODUCTS_3D = ("MatMul", "Gemm")
+
+
+@RULES.rule("MatMul", "Add", chips=tuple(OUTPUT_WIDTH_ALIGN_3D), ALIGN="16 on RK3588", PRODUCTS=PRODUCTS_3D)
+def unaligned_3d_model_output(node: NodeView, chip: str):
+    """A 3-D model output [N, T, K] of a product ({PRODUCTS}, or the Add of its bias), which the NPU computes as [N, T, 1, K], is reshaped to the caller's layout on the CPU when K is not a multiple of {ALIGN}: this node's Reshape layer runs on the CPU.
+
+    Measured with rknn-toolkit2 2.5.0 on [1, 16, 32] -> MatMul -> bias Add -> [1, 16, K] models
+    (K = 4 and 8: CPU; 16 and 32: NPU), on the MatMul alone (K = 4: CPU; 16: NPU) and on
+    lstm_stateful's [1, 16, 4] Linear after its LSTM.
+    """
+    out = node.output(0)
+    if out is None or not out.is_model_output or out.rank != 3 or not isinstance(out.shape[2], int):
+        return None
+    if node.op_type == "Add" and not any(t.present and t.producer in PRODUCTS_3D for t in node.inputs[:2]):
+        return None
+    width = out.shape[2]
+    return Offence(width, "output width") if width % OUTPUT_WIDTH_ALIGN_3D[chip] else None
+
+
+@RULES.rule("Reshape", chips=tuple(OUTPUT_CHANNEL_ALIGN), ALIGN="16 on RK3588, 8 on RK3566/RK3568")
+def anchor_merge_into_concat(node: NodeView, chip: str):
+    """A detection head's Reshape [N, H, W, A, K] -> [N, H*W*A, K] (A anchors of K values, one level of a Concat) runs on the CPU when the toolkit's layout of the levels moves unaligned channels: laid out as [H*W, A*K, 1, 1] (some level is a 1x1 map), when A*K is not a multiple of the channel block ({ALIGN}); laid out as [1, H*W*A, 1, K], on RK3588 when A > 1 and K is not a multiple of 16, on RK3566/RK3568 always.
+
+    Measured with rknn-toolkit2 2.5.0 on ssdlite320_mobilenet_v3_large's head (A = 6, K = 4 and
+    91, 10x10 to 1x1 maps) and on small heads (K = 4, 8, 16, 91; A = 1, 2, 6) of 10/5/3/2/1/1
+    maps (RK3588, RK3566), 5/3/2/1, 5/3/2, 10/5/3 and 5/3 maps (RK3588; 5/3 also RK3566). Not
+    covered: two levels the toolkit concatenates along the map (10x10 with 5x5, 4x4 with 2x2: on
+    the NPU there for every K measured).
+    """
+    form = node.attr("rknn_concat_form")  # set by passes.detection_head_concat_layout
+    x = node.input(0)
+    if form is None or x is None or x.rank != 5 or not all(isinstance(d, int) for d in x.shape):
+        return None
+    form = form.decode() if isinstance(form, bytes) else form
+    anchors, values = x.shape[3], x.shape[4]
+    if form == "cells":
+        channels = anchors * values
+        return Offence(channels, "channels per map cell") if channels % OUTPUT_CHANNEL_ALIGN[chip] else None
+    if chip != "rk3588":
+        return Offence(values, "values per anchor")
+    return Offence(values, "values per anchor") if anchors > 1 and values % 16 else None
+
+
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
 def reshape_into_cpu_softmax(node: NodeView, chip: str):
     """On this chip Softmax runs on the CPU, and a Reshape whose only reader is a Softmax goes to the CPU with it (rknn-toolkit2 2.5.0, observed).
