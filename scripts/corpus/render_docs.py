@@ -267,7 +267,12 @@ def render_agreement(agreement: dict) -> list[str]:
     lines = [
         "## The audit against the toolchains' own placement",
         "",
-        "Collected by `scripts/corpus/collect_verdicts.py` into `tests/fixtures/corpus/verdicts.json`. A pair agrees exactly when "
+        "Collected by `scripts/corpus/collect_verdicts.py` into `tests/fixtures/corpus/verdicts.json`, and compared here with the "
+        "toolchains as called plainly (no workaround). The figure that CI guards is in the real-model section of "
+        "`docs/audit-agreement.md` (`scripts/corpus/agreement.py`): there the truth is what `edgedeploy build` produces, with the "
+        "workarounds the toolchains advise applied (rknn-toolkit2's `disable_rules` for the YOLO heads, which it otherwise crashes "
+        "on), and imx93's digits_token_classifier is edgedeploy's own conversion (the plain call fed float data to its int64 input). "
+        "A pair agrees exactly when "
         "the set of op types off the accelerator is the same for the audit's prediction and the toolchain, and every node "
         "the toolchain reports is placed the same; a pair where the toolchain fails agrees when the audit predicted an "
         "unsupported node. (imx8mp has no host verdict: the VX delegate decides on the board.)",
