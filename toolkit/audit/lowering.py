@@ -107,13 +107,21 @@ class LoweringGraph:
         self.lowered: dict[str, Lowered] = {}
         self.groups: dict[str, list[str]] = {}
         self.current: GraphPass | None = None
-        self._reindex()
+        self._sorted: list | None = None
+        # tensor -> the node writing it / the nodes reading it (once per input slot, in
+        # topological order), kept up to date node by node: a pass asks after every change.
+        self._producer: dict[str, Any] = {}
+        self._consumers: dict[str, list] = {}
+        for v in views:
+            self._index(v)
 
     # -- reading ---------------------------------------------------------------------------
     @property
     def nodes(self) -> list:
         """The nodes still standing (originals and fused nodes), in topological order."""
-        return sorted(self._nodes.values(), key=lambda v: self._order[v.name])
+        if self._sorted is None:
+            self._sorted = sorted(self._nodes.values(), key=lambda v: self._order[v.name])
+        return list(self._sorted)
 
     def producer(self, tensor: str):
         return self._producer.get(tensor)
@@ -185,14 +193,14 @@ class LoweringGraph:
         )
         absorbed: list[str] = []
         for m in members:
-            del self._nodes[m.name]
+            self._unindex(self._nodes.pop(m.name))
             absorbed += self.groups.pop(m.name, [m.name])
         for name in absorbed:
             self.lowered[name] = Lowered("fused", self.current, fused.name)
         self.groups[fused.name] = absorbed
         self._nodes[fused.name] = fused
         self._order[fused.name] = self._order[leader.name]
-        self._reindex()
+        self._index(fused)
         return fused
 
     def absorb(self, node, into):
@@ -207,8 +215,9 @@ class LoweringGraph:
 
         names = set(names)
         view = replace(node, inputs=tuple(replace(t, is_constant=True) if t.name in names else t for t in node.inputs))
+        self._unindex(self._nodes[node.name])
         self._nodes[node.name] = view
-        self._reindex()
+        self._index(view)
         return view
 
     def fold(self, node) -> None:
@@ -222,19 +231,33 @@ class LoweringGraph:
     def _drop(self, node, how: str) -> None:
         for name in self.groups.pop(node.name, [node.name]):
             self.lowered[name] = Lowered(how, self.current)
-        self._nodes.pop(node.name, None)
-        self._reindex()
+        dropped = self._nodes.pop(node.name, None)
+        if dropped is not None:
+            self._unindex(dropped)
 
-    def _reindex(self) -> None:
-        self._producer: dict[str, Any] = {}
-        self._consumers: dict[str, list] = {}
-        for v in self.nodes:
-            for o in v.outputs:
-                if o.name:
-                    self._producer[o.name] = v
-            for t in v.inputs:
-                if t.name:
-                    self._consumers.setdefault(t.name, []).append(v)
+    def _index(self, v) -> None:
+        """Add one node to the tensor index (readers stay in topological order)."""
+        self._sorted = None
+        for o in v.outputs:
+            if o.name:
+                self._producer[o.name] = v
+        for name in {t.name for t in v.inputs if t.name}:
+            readers = self._consumers.setdefault(name, [])
+            readers.extend(v for t in v.inputs if t.name == name)
+            readers.sort(key=lambda r: self._order[r.name])
+
+    def _unindex(self, v) -> None:
+        """Take one node out of the tensor index."""
+        self._sorted = None
+        for o in v.outputs:
+            if o.name and self._producer.get(o.name) is v:
+                del self._producer[o.name]
+        for name in {t.name for t in v.inputs if t.name}:
+            readers = [r for r in self._consumers.get(name, ()) if r is not v]
+            if readers:
+                self._consumers[name] = readers
+            else:
+                self._consumers.pop(name, None)
 
 
 def lower(views: list, passes: list[GraphPass], chip: str) -> LoweringResult | None:
