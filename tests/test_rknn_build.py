@@ -197,3 +197,31 @@ def test_a_tensor_in_the_toolkits_error_is_named_by_its_node():
     assert with_failing_node(said, graph).startswith("The rknn toolchain failed at node '/gru/GRU' (GRU): KeyError: '/gru/GRU_output_1'")
     other = "The rknn toolchain failed: ValueError: Not support 'Dropout' of opset-9! (full log: x)."
     assert with_failing_node(other, graph) == other
+
+
+def test_a_refusal_the_audit_foresaw_names_the_node_and_the_workaround(tmp_path):
+    """rknn-toolkit2 2.5.0 refuses an opset-9 Dropout with a mask output without naming the node;
+    the build's failure adds the node and the rule's workaround, and --fix takes it (remove_dropout)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]), helper.make_node("Dropout", ["c"], ["y", "mask"], name="head_dropout", ratio=0.5)],
+        "dropout9",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        initializer=[weight],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 9)])
+    proto.ir_version = 4
+    model = save(proto, tmp_path / "dropout9.onnx")
+    np.savez(tmp_path / "calib.npz", x=np.random.default_rng(1).standard_normal((8, 3, 8, 8)).astype(np.float32))
+    common = ("build", str(model), "--target", "rk3588", "--calib", str(tmp_path / "calib.npz"))
+    proc = run_cli(*common, "--out", str(tmp_path / "out"))
+    assert proc.returncode == 9, proc.stderr[-2000:]
+    error = [line for line in proc.stderr.splitlines() if line.startswith("error:")][-1]
+    assert "Not support 'Dropout' of opset-9" in error  # the toolchain's own words
+    assert "node 'head_dropout' (Dropout)" in error and "edgedeploy fix" in error
+    proc = run_cli(*common, "--fix", "--out", str(tmp_path / "fixed"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "fixed" / "dropout9" / "rk3588" / "model.rknn").is_file()

@@ -32,7 +32,7 @@ from edgedeploy.artifacts import DEFAULT_OUT, ArtifactBuilder, artifact_dir, ato
 from edgedeploy.audit.confirm import compare
 from edgedeploy.audit.engine import audit_model
 from edgedeploy.datasets import Dataset, PreprocessSpec, load_dataset, model_input_specs
-from edgedeploy.errors import EdgedeployError, OptionError, ToolchainMissing
+from edgedeploy.errors import EdgedeployError, OptionError, ToolchainError, ToolchainMissing
 from edgedeploy.measure.reference import ReferenceError, ReferenceRunner, default_cache_dir
 from edgedeploy.measure.verify import headline_line, output_producers, verify
 from edgedeploy.model import InputShapes, LoadedModel, load_model
@@ -157,7 +157,11 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
             device=options.device,
         )
         convert_started = time.monotonic()
-        converted = target.convert(ctx)
+        try:
+            converted = target.convert(ctx)
+        except ToolchainError as exc:
+            _add_what_the_audit_foresaw(exc, prediction)
+            raise
         convert_seconds = round(time.monotonic() - convert_started, 2)
         if converted.rules is not None:
             # The toolchain actually used has a rule table of its own (a device's TensorRT release).
@@ -291,6 +295,16 @@ def _audit_section(work: Path, prediction, rules, echo) -> dict:
         "summary_line": prediction.summary_line(),
         "predicted_unsupported": unsupported,
     }
+
+
+def _add_what_the_audit_foresaw(exc: ToolchainError, prediction) -> None:
+    """A toolchain that fails where the rules predicted it would: the failure also names the node
+    and gives the rule's sentence, which carries the known workaround (the toolchain's own message
+    seldom names the node, and never the way around it)."""
+    foreseen = next((n for n in prediction.nodes if n.placement.value == "unsupported" and n.reason), None)
+    if foreseen is None or not exc.args:
+        return
+    exc.args = (f"{exc.args[0].rstrip()} The audit foresaw this at node '{foreseen.node}' ({foreseen.op_type}): {foreseen.reason}",) + exc.args[1:]
 
 
 def _verdict_section(work: Path, prediction, converted: ConvertResult, echo) -> dict:
