@@ -234,7 +234,9 @@ class SimulationResult:
 
     `outputs` by ONNX output name are what the task metric and fidelity are computed on;
     `backend` says what produced them; `extra` holds other candidates worth a fidelity line
-    (e.g. the float32 TFLite model: what the conversion alone changed). `failed` is set when
+    (e.g. the float32 TFLite model: what the conversion alone changed); `unquantised` names the
+    extra that is the conversion without quantisation, which should compute what the ONNX model
+    does (the core warns where it does not). `failed` is set when
     the check could not run (an interpreter that refused the model): the artifact is kept and
     the failure recorded; `outputs` is then empty.
     """
@@ -244,6 +246,7 @@ class SimulationResult:
     extra: dict[str, dict[str, "np.ndarray"]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     failed: str | None = None
+    unquantised: str | None = None
 
 
 @dataclass

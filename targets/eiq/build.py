@@ -24,12 +24,15 @@ import numpy as np
 from edgedeploy.errors import ToolchainError, WorkerFailed
 from edgedeploy.model import named_copy
 from edgedeploy.targets.eiq.confirm import tokens_for
+from edgedeploy.targets.eiq.workarounds import SOFTMAX_2D, softmax_in_2d
 from edgedeploy.targets.base import ConvertResult, SimulationResult
 from edgedeploy.toolchains.executor import final_error_line
 
 WORKER = Path(__file__).with_name("worker.py")
 # Evaluation samples copied into the artifact for on-board output checks (kept small: boards).
 RUNNER_SAMPLE_COUNT = 100
+# The fidelity line of the float32 TFLite model: what onnx2tf's conversion alone changed.
+FLOAT32_TFLITE = "float32 TFLite (the conversion alone)"
 # What the runner and the simulation need to know of the converted model's inputs and outputs.
 TFLITE_IO_KEYS = ("onnx_inputs", "onnx_outputs", "input_layouts", "int8_ops")
 
@@ -57,7 +60,14 @@ def convert(target, ctx) -> ConvertResult:
     tokens, token_names, producers = tokens_for(ctx.model.graph)
     named = work / "named" / "model.onnx"
     named.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(named_copy(ctx.model.proto, tokens), str(named))
+    copy = named_copy(ctx.model.proto, tokens)
+    workarounds = []
+    rewritten, added = softmax_in_2d(copy, token_names)
+    if rewritten:
+        # What onnx2tf reports of the added Flatten/Reshape is placed on the node they came from.
+        token_names = {**token_names, **added}
+        workarounds.append({**SOFTMAX_2D, "nodes": rewritten})
+    onnx.save(copy, str(named))
     # Data in the ONNX layout; the worker transposes it to the converted model's layout (NHWC).
     request = {"action": "build", "out_dir": str(ctx.workdir), "calib": _save_inputs(calib, work / "data", "calib"), "model": str(named)}
     if chip == "imx93":
@@ -130,6 +140,7 @@ def convert(target, ctx) -> ConvertResult:
         sections=sections,
         details={"tflite_io": {k: result[k] for k in TFLITE_IO_KEYS}},
         manifest={"worker_versions": result["versions"], "models": files},
+        workarounds=workarounds,
     )
 
 
@@ -152,11 +163,12 @@ def simulate(target, ctx, converted: ConvertResult, evaluation) -> SimulationRes
     int8 = {name: np.load(path) for name, path in result["eval_outputs"]["int8"].items()}
     extra = {}
     if "float32" in result["eval_outputs"]:
-        extra["float32 TFLite (the conversion alone)"] = {name: np.load(path) for name, path in result["eval_outputs"]["float32"].items()}
+        extra[FLOAT32_TFLITE] = {name: np.load(path) for name, path in result["eval_outputs"]["float32"].items()}
     import shutil
 
     shutil.rmtree(work, ignore_errors=True)
-    return SimulationResult(int8, backend, extra=extra, notes=result["notes"] + [f"float32 TFLite: {e}" for k, e in result["errors"].items() if k == "float32"])
+    notes = result["notes"] + [f"float32 TFLite: {e}" for k, e in result["errors"].items() if k == "float32"]
+    return SimulationResult(int8, backend, extra=extra, notes=notes, unquantised=FLOAT32_TFLITE if extra else None)
 
 
 def codegen(ctx, converted: ConvertResult) -> dict:
@@ -181,7 +193,8 @@ KNOWN_REMEDIES = (
 )
 
 
-_TOKEN = re.compile(r"\bedn(\d+)\b")
+# A node's token, or the token of a node a workaround added for it (targets/eiq/workarounds.py).
+_TOKEN = re.compile(r"\bedn\d+(?:_(?:2d|nd|shape))?\b")
 
 
 def with_node_names(message: str, token_names: dict[str, str]) -> str:

@@ -315,7 +315,9 @@ def vx_verdict(entry: dict, token_names: dict[str, str], output_producers: list[
 
 
 def _place_nodes(verdict: ToolchainVerdict, entry: dict, token_names, output_producers, cpu_tensors: set[str], reasons: dict, npu_text: str, cpu_text: str) -> None:
-    layers_by_node = {token_names.get(tok, tok): layers for tok, layers in entry.get("layers", {}).items()}
+    layers_by_node: dict[str, list] = {}
+    for tok, layers in entry.get("layers", {}).items():  # several tokens name one node where a workaround split it
+        layers_by_node.setdefault(token_names.get(tok, tok), []).extend(layers)
     ops = entry["int8_ops"]
     owners, unmapped = trace_ops(ops, layers_by_node, output_producers, [o["name"] for o in entry.get("onnx_outputs", [])])
     by_node: dict[str, list[tuple[Placement, str, bool]]] = {}

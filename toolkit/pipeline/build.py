@@ -394,6 +394,9 @@ def _verify(ctx: BuildContext, converted: ConvertResult, reference: ReferenceRun
     section["notes"] = list(simulated.notes)
     for label, outputs in simulated.extra.items():
         section.setdefault("extra_fidelity", {})[label] = verify(before.outputs, outputs, None, "fidelity", "auto", producers)["fidelity"]
+    for warning in conversion_changed_function(section, simulated.unquantised):
+        section.setdefault("warnings", []).append(warning)
+        echo(f"verify: warning: {warning}")
     section["scope"] = {
         "model_sha256": ctx.model.sha256,
         "input_shapes": {name: list(array.shape[1:]) for name, array in evaluation.inputs.items()},
@@ -407,6 +410,29 @@ def _verify(ctx: BuildContext, converted: ConvertResult, reference: ReferenceRun
     atomic_write_json(ctx.workdir / "accuracy.json", section)
     echo(f"verify: {headline_line(section)} ({section['metric_output_reason']})" if section.get("metric_output") else f"verify: {headline_line(section)}")
     return section
+
+
+# Below this cosine between the unquantised conversion's output and ONNX Runtime's, the converter
+# has changed the function, not its precision (a float conversion of a correct graph gives
+# 0.9999+; quantisation is not involved yet).
+CONVERSION_ALONE_MIN_COSINE = 0.99
+
+
+def conversion_changed_function(section: dict, unquantised: str | None) -> list[str]:
+    """A warning per output where the target's unquantised conversion (SimulationResult.unquantised)
+    already disagrees with the ONNX model: then the accuracy change is the converter's, and no
+    calibration or precision option will win it back."""
+    fidelity = (section.get("extra_fidelity") or {}).get(unquantised) if unquantised else None
+    warnings = []
+    for output, f in (fidelity or {}).items():
+        cosine = f.get("cosine")
+        if cosine is not None and cosine < CONVERSION_ALONE_MIN_COSINE:
+            warnings.append(
+                f"the {unquantised} already differs from the ONNX model on output '{output}' (cosine {cosine:.4f}, "
+                f"SNR {f.get('snr_db', float('nan')):.1f} dB) before any quantisation: the converter changed what the model "
+                "computes, so calibration or precision options will not recover the accuracy"
+            )
+    return warnings
 
 
 # -- fix -------------------------------------------------------------------------------------
