@@ -91,7 +91,12 @@ class LabgridFarm:
     def start_coordinator(self) -> None:
         workdir = self.root / "coordinator"
         workdir.mkdir(exist_ok=True)
-        log = (self.root / "coordinator.log").open("ab")
+        # A fresh log per start: on a restart the old log already says "listening on", and
+        # waiting on it would start the exporter before the new coordinator has bound the port.
+        log_path = self.root / "coordinator.log"
+        if log_path.exists():
+            log_path.rename(self.root / f"coordinator.{time.monotonic_ns()}.log")
+        log = log_path.open("ab")
         self.coordinator = subprocess.Popen(
             [labgrid_tool("labgrid-coordinator"), "-l", self.address], cwd=workdir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=self.env
         )
