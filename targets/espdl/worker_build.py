@@ -24,6 +24,48 @@ import os
 import shutil
 import time
 
+
+def layerwise_error(graph, batches, collate):
+    """esp-ppq's layer-wise error (layerwise_error_analyse, method 'snr'): for each computing op,
+    the noise:signal power ratio at the graph outputs with only that op quantised.
+
+    The same figures as esp-ppq's function (tests/test_espdl_layerwise.py compares them), with
+    half its forward passes: esp-ppq runs the float graph again before every quantised run, once
+    per op and batch, though the float outputs of a batch never change; here they are computed
+    once per batch. On a model of a few hundred layers this analysis was most of the build.
+    """
+    from esp_ppq.executor import TorchExecutor
+    from esp_ppq.IR import QuantableOperation
+    from esp_ppq.quantization.analyse.util import MeasureRecorder
+
+    outputs = list(graph.outputs)
+    quantable = [op for op in graph.operations.values() if isinstance(op, QuantableOperation)]
+    computing = [op for op in quantable if op.is_computing_op]
+    if not computing:
+        return {}
+    executor = TorchExecutor(graph=graph, device="cpu")
+    for op in quantable:
+        op.dequantize()
+    try:
+        inputs = [collate(batch) for batch in batches]
+        reference = [executor.forward(inputs=x, output_names=outputs) for x in inputs]
+        results = {}
+        for op in computing:
+            recorder = MeasureRecorder(measurement="snr")
+            op.restore_quantize_state()
+            try:
+                for x, float_outputs in zip(inputs, reference):
+                    for real, quantised in zip(float_outputs, executor.forward(inputs=x, output_names=outputs)):
+                        recorder.update(y_pred=quantised, y_real=real)
+            finally:
+                op.dequantize()
+            results[op.name] = recorder.measure
+    finally:
+        for op in quantable:
+            op.restore_quantize_state()
+    return results
+
+
 def run(request, ctx):
     import numpy as np
     import torch
@@ -38,7 +80,6 @@ def run(request, ctx):
     from esp_ppq.executor import TorchExecutor
     from esp_ppq.IR import QuantableOperation
     from esp_ppq.quantization.analyse import graphwise_error_analyse
-    from esp_ppq.quantization.analyse.layerwise import layerwise_error_analyse
     import esp_ppq.lib as PFL
 
     timings["import_s"] = round(time.monotonic() - started, 2)
@@ -146,7 +187,7 @@ def run(request, ctx):
 
     ctx.log("measuring layer-wise and graph-wise quantisation error")
     t0 = time.monotonic()
-    layerwise = layerwise_error_analyse(graph=graph, running_device="cpu", collate_fn=collate, dataloader=analysis_loader(), steps=analysis_steps, verbose=False) or {}
+    layerwise = layerwise_error(graph, analysis_loader(), collate)
     timings["layerwise_s"] = round(time.monotonic() - t0, 2)
     base_error = output_error(graph)
 
@@ -172,7 +213,7 @@ def run(request, ctx):
             graph, current_error, int16_layers, graphwise = candidate, err, candidate_layers, None
         timings["auto_int16_s"] = round(time.monotonic() - t0, 2)
         if int16_layers:
-            layerwise = layerwise_error_analyse(graph=graph, running_device="cpu", collate_fn=collate, dataloader=analysis_loader(), steps=analysis_steps, verbose=False) or {}
+            layerwise = layerwise_error(graph, analysis_loader(), collate)
 
     t0 = time.monotonic()
     if graphwise is None:
