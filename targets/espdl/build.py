@@ -159,6 +159,11 @@ def convert(ctx) -> ConvertResult:
     result = ctx.executor.worker(ctx.target.toolchain, WORKER, request, work)
     if result.get("user_error"):
         raise OptionError(result["user_error"] + ".")
+    worker_notes = list(result.get("notes") or [])
+    for note in worker_notes:
+        ctx.echo(f"convert: note: {note}")
+    batch = int(result.get("calibration_batch") or batch)
+    batched_simulation = batchable and int(result.get("eval_batch_size") or 1) > 1
 
     versions = result.get("versions") or {}
     quant = quantisation_report(result, display_names, precision, int16)
@@ -191,9 +196,9 @@ def convert(ctx) -> ConvertResult:
         sections={"quantization": {k: v for k, v in quant.items() if k != "layers"}},
         details={
             "platform": result.get("platform"),
-            "calibration_steps": len(calib) // batch,
+            "calibration_steps": int(result.get("calibration_steps") or len(calib) // batch),
             "calibration_batch": batch,
-            "batched_simulation": batchable,
+            "batched_simulation": batched_simulation,
             "test_input": {"source": test_source.source, "index": 0},
             "worker_timings_s": result.get("timings_s"),
             "espdl_size_bytes": espdl.stat().st_size,
@@ -201,6 +206,7 @@ def convert(ctx) -> ConvertResult:
         manifest={"file": ESPDL_NAME, "platform": result.get("platform"), "precision": precision, "int16_layers": quant["int16_layers"]},
         simulated=simulated,
         workarounds=workarounds,
+        notes=worker_notes,
     )
 
 

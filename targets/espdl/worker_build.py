@@ -166,7 +166,25 @@ def run(request, ctx):
     requested = request.get("int16_layers")
     ctx.log(f"quantising for {chip} ({precision}{', mixed int16' if requested else ''}), calibration {len(calib_batches)} batches of {batch_size}")
     t0 = time.monotonic()
-    graph = quantise([])
+    notes = []
+    try:
+        graph = quantise([])
+    except Exception as exc:  # noqa: BLE001 - retried once; a second failure is raised as it is
+        if batch_size == 1:
+            raise
+        # esp-ppq's simplifier folds the model's shape computations at the deployment shape
+        # (batch 1): a Resize whose sizes or a Reshape whose target come from Shape ops then
+        # cannot run batched in its executor (measured: lraspp_mobilenet_v3_large's Resize
+        # asserts), although ONNX Runtime runs the model batched. One sample per step works.
+        message = (str(exc).strip().splitlines() or [""])[-1]
+        ctx.log(f"batched calibration failed ({type(exc).__name__}: {message}); calibrating again one sample per step")
+        notes.append(
+            f"calibration in batches of {batch_size} failed in esp-ppq ({type(exc).__name__}: {message}): its simplifier "
+            "folds the model's shape computations for batch 1, so calibration and simulation ran one sample per step"
+        )
+        batch_size, eval_batch_size = 1, 1
+        calib_batches = _batches(torch, calib, input_names, 1)
+        graph = quantise([])
     timings["quantise_s"] = round(time.monotonic() - t0, 2)
     op_names = [op.name for op in graph.operations.values()]
     user_error = None
@@ -292,6 +310,10 @@ def run(request, ctx):
         "test_expected_outputs": expected,
         "eval_outputs": eval_result,
         "timings_s": timings,
+        "calibration_batch": batch_size,
+        "calibration_steps": len(calib_batches),
+        "eval_batch_size": eval_batch_size,
+        "notes": notes,
         "versions": {d: ctx.package_version(d) for d in ("esp-ppq", "torch", "onnx", "onnxsim", "numpy")},
     }
 
