@@ -113,3 +113,21 @@ def test_squeezenet_on_imx8mp_matches_onnx_runtime(tmp_path):
     assert accuracy["fidelity"]["softmaxout_1"]["cosine"] > 0.99, accuracy["fidelity"]
     assert not accuracy.get("warnings"), accuracy.get("warnings")
     assert any("applied the documented workaround Softmax in its 2-D form" in line for line in logs)
+
+
+
+def test_tflite_outputs_are_matched_by_name_then_position():
+    """The corpus's SSDlite head: the float32 TFLite's signature names its outputs bbox_regression
+    and cls_logits (sorted, not the ONNX order), the int8 model's output_0 and output_1 (ONNX
+    order); ten outputs or more sort output_2 before output_10."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("eiq_worker_under_test", Path(__file__).parent.parent / "targets" / "eiq" / "worker.py")
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    onnx_order = ["bbox_regression", "cls_logits"]
+    named = {"cls_logits", "bbox_regression"}
+    assert [worker.match_signature_key(n, named, i, 2) for i, n in enumerate(onnx_order)] == onnx_order
+    assert [worker.match_signature_key(n, {"output_0", "output_1"}, i, 2) for i, n in enumerate(onnx_order)] == ["output_0", "output_1"]
+    many = {f"output_{i}" for i in range(12)}
+    assert worker.match_signature_key("x", many, 2, 12) == "output_2" and worker.match_signature_key("y", many, 10, 12) == "output_10"

@@ -345,7 +345,7 @@ def match_signature_key(onnx_name, keys, position, count):
             return key
     if count == 1 and len(keys) == 1:
         return next(iter(keys))
-    ordered = sorted(keys)
+    ordered = sorted(keys, key=lambda k: (len(k), k))  # output_2 before output_10
     return ordered[position] if position < len(ordered) else None
 
 
@@ -614,10 +614,15 @@ def run_tflite(path, inputs, layouts, data, outputs_onnx, default_delegates=True
             if np.issubdtype(value.dtype, np.integer) and scale:
                 value = (value.astype(np.float32) - zero) * scale
             collected[key].append(value)
-    # Signature output keys are output_0, output_1, ... in ONNX output order (onnx2tf names them so).
-    keys = sorted(collected, key=lambda k: (len(k), k))
+    # The int8 model's signature names its outputs output_0, output_1, ... in ONNX order; the
+    # float32 model's can carry the ONNX names (the corpus's SSDlite head: bbox_regression,
+    # cls_logits, whose sorted order is not the ONNX order), so outputs are matched as inputs
+    # are: by name, then by position.
+    keys = [match_signature_key(spec["name"], set(collected), pos, len(outputs_onnx)) for pos, spec in enumerate(outputs_onnx)]
     outputs = {}
     for spec, key in zip(outputs_onnx, keys):
+        if key is None:
+            continue
         value = np.concatenate(collected[key]) if collected[key] else np.zeros((0,))
         want = spec["shape"]
         if value.ndim >= 3 and len(want) == value.ndim and list(value.shape[1:]) != list(want[1:]):

@@ -22,7 +22,7 @@ import onnx
 from edgedeploy import __version__
 from edgedeploy.arrays import read_arrays, write_arrays
 from edgedeploy.artifacts import atomic_write_json
-from edgedeploy.errors import OptionError
+from edgedeploy.errors import ModelError, OptionError
 from edgedeploy.model import named_copy
 from edgedeploy.model.stats import node_names
 from edgedeploy.targets.base import ConvertResult, SimulationResult
@@ -243,14 +243,22 @@ def codegen(ctx, converted: ConvertResult) -> dict:
     """The ESP-IDF project in firmware/ (codegen.py)."""
     from edgedeploy.targets.espdl import codegen as project_codegen
 
-    project = project_codegen.generate_project(
-        ctx.workdir / "firmware",
-        espdl_path=ctx.workdir / ESPDL_NAME,
-        chip=ctx.chip,
-        model=ctx.model,
-        precision=ctx.precision,
-        int16_layers=converted.manifest["int16_layers"],
-    )
+    try:
+        project = project_codegen.generate_project(
+            ctx.workdir / "firmware",
+            espdl_path=ctx.workdir / ESPDL_NAME,
+            chip=ctx.chip,
+            model=ctx.model,
+            precision=ctx.precision,
+            int16_layers=converted.manifest["int16_layers"],
+        )
+    except ModelError as exc:
+        # The conversion is good; the dev kit's flash is too small for the project around it
+        # (checked before anything is written). The artifact keeps model.espdl, for a module
+        # with more flash, and says why it has no firmware/.
+        reason = str(exc).rstrip(".")
+        ctx.echo(f"codegen: warning: {reason}; no firmware project was generated, {ESPDL_NAME} is kept")
+        return {"kind": "esp-idf project", "status": "skipped", "reason": reason + ".", "folder": None}
     converted.manifest["esp_dl_version"] = project["esp_dl_version"]
     ctx.echo(f"codegen: {ESPDL_NAME} {converted.details['espdl_size_bytes']} bytes; ESP-IDF project in firmware/ ({project['model_location']})")
     return {"kind": "esp-idf project", "folder": "firmware", **project}

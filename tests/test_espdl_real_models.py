@@ -1,4 +1,5 @@
-"""An ESP-DL build of a model whose Resize sizes come from its own Shape.
+"""ESP-DL builds that esp-ppq converts but edgedeploy used to lose: a model whose Resize sizes come
+from its own Shape, and a model too big for the dev kit's flash.
 
 ONNX Runtime runs such a model batched (the sizes follow the batch), so the build's probe calls it
 batchable; esp-ppq's simplifier folds the Shape at the deployment shape (batch 1) and its executor
@@ -72,3 +73,27 @@ def test_a_model_esp_ppq_cannot_batch_is_calibrated_one_sample_per_step(tmp_path
     # The simulation ran on every evaluation sample, one at a time, and matches the float model.
     fidelity = report["accuracy"]["fidelity"]["mask"]
     assert fidelity["elements"] == 16 * 4 * 32 * 32 and fidelity["cosine"] > 0.99, fidelity
+
+
+def test_a_model_too_big_for_the_dev_kits_flash_keeps_its_artifact(tmp_path, monkeypatch):
+    """The corpus's mobilenet_v3_large (5.4 MiB int8) converts for the ESP32-S3 but does not fit the
+    8 MiB flash of the dev kit next to a 3 MiB app: the build keeps model.espdl and says why it
+    generated no firmware project, instead of throwing the conversion away.
+
+    A real build of the bundled sample, for a dev kit whose flash is given as 3 MiB (a stand-in
+    for a model larger than the real kit's flash, which would take minutes to quantise here)."""
+    import dataclasses
+
+    from edgedeploy.pipeline.build import BuildOptions, run_build
+    from edgedeploy.sample import sample_model_path
+    from edgedeploy.targets.espdl import codegen
+
+    small = dataclasses.replace(codegen.DEV_KITS["esp32s3"], flash_bytes=3 * codegen.MIB)
+    monkeypatch.setitem(codegen.DEV_KITS, "esp32s3", small)
+    logs: list[str] = []
+    artifact = run_build(sample_model_path(), "esp32s3", BuildOptions(out_root=tmp_path / "out"), echo=logs.append)
+    report = json.loads((artifact / "report.json").read_text())
+    assert report["codegen"]["status"] == "skipped"
+    assert "does not fit the 3 MiB flash of the ESP32-S3-DevKitC-1" in report["codegen"]["reason"]
+    assert (artifact / "model.espdl").is_file() and not (artifact / "firmware").exists()
+    assert any(line.startswith("codegen: warning:") and "model.espdl is kept" in line for line in logs)
