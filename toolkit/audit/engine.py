@@ -437,6 +437,12 @@ class LoweredViews:
         # A node's index is unique among a lowering's views (a fused node has its leader's).
         self._offences: dict[int, tuple[Rule, dict[int, list[Offence]]]] = {}
         self._computable: dict[int, bool] = {}  # node index -> computable_at_compile_time
+        # (OperatorVerdict.shared_key or FOLDED, node index) -> the node's placement, for the
+        # chips whose verdict on its operator is the same: nothing changes a placement afterwards.
+        self.placements: dict[tuple, NodePlacement] = {}
+        # (the placements of this lowering's nodes, by identity; precision) -> (every original
+        # node's placement, partitions, crossings): chips that placed every node alike share them.
+        self.finished: dict[tuple, tuple[list[NodePlacement], list[NodePlacement], list[dict], list[Crossing]]] = {}
 
     def computable(self, node: NodeView) -> bool:
         """computable_at_compile_time(node), worked out once per node of this lowering."""
@@ -504,14 +510,26 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
     name, op_type, index = node.name, node.op_type, node.index
     op = op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{op_type}"
     if rules.folds_constants and (shared.computable(node) if shared is not None else computable_at_compile_time(node)):
-        folded = Violation(name, op_type, folded_at_compile_time.name, folded_at_compile_time.sentence, Placement.ACCELERATOR, op)
-        return NodePlacement(name, op_type, index, Placement.ACCELERATOR, [folded])
+        found = shared.placements.get((FOLDED, index)) if shared is not None else None
+        if found is None:
+            folded = Violation(name, op_type, folded_at_compile_time.name, folded_at_compile_time.sentence, Placement.ACCELERATOR, op)
+            found = NodePlacement(name, op_type, index, Placement.ACCELERATOR, [folded])
+            if shared is not None:
+                shared.placements[(FOLDED, index)] = found
+        return found
     if rules_by_op is None:
         rules_by_op = {}
     key = (op, node.opset, node.ir_version)
     verdict = rules_by_op.get(key)
     if verdict is None:
         verdict = rules_by_op[key] = OperatorVerdict.of(op, node.opset, node.ir_version, rules, precision, shared)
+    # Another chip sharing this lowering with the same verdict on the operator has placed the
+    # node already: the placement is the same (its rules' offences are remembered per node).
+    memo = (verdict.shared_key, index) if shared is not None and verdict.shared_key is not None else None
+    if memo is not None:
+        found = shared.placements.get(memo)
+        if found is not None:
+            return found
     found = [Violation(name, op_type, r.name, r.sentence, placement, value, detail) for r, placement, value, detail in verdict.builtin]
     placement = verdict.placement
     chip = rules.chip
@@ -531,7 +549,10 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
     # crash or refusal): that sentence, not the generic "no unit implements it", is the reason.
     if found and found[0].rule == operator_unsupported.name and any(v.placement is Placement.UNSUPPORTED for v in found[1:]):
         found.append(found.pop(0))
-    return NodePlacement(name, op_type, index, placement, found)
+    placed = NodePlacement(name, op_type, index, placement, found)
+    if memo is not None:
+        shared.placements[memo] = placed
+    return placed
 
 
 @dataclass
@@ -543,6 +564,9 @@ class OperatorVerdict:
     builtin: list[tuple[Rule, Placement, Any, str]]
     placement: Placement
     rules: list[tuple[Rule, dict | None]]
+    # Equal for two chips' verdicts that place every node of the operator alike (the same
+    # violations of the engine's own, the same rules, none reading its chip); None otherwise.
+    shared_key: tuple | None = None
 
     @classmethod
     def of(cls, op: str, opset: int, ir_version: int, rules: RuleSet, precision: str | None, shared: LoweredViews | None) -> "OperatorVerdict":
@@ -576,10 +600,15 @@ class OperatorVerdict:
         # Accelerator limits matter only for nodes the accelerator would run; a rule whose
         # violation stops the build (UNSUPPORTED) matters wherever the node would run.
         checked = [r for r in rules.rules if r.applies_to(op) and (support is not None or r.placement is Placement.UNSUPPORTED)]
+        remembered = [(r, shared.remembered(r) if shared is not None else None) for r in checked]
+        shared_key = None
+        if shared is not None and all(where is not None for _, where in remembered):
+            shared_key = (op, tuple((id(r), p, str(value), detail) for r, p, value, detail in found), tuple(id(r) for r in checked))
         return cls(
             builtin=found,
             placement=worst(p for _, p, _, _ in found),
-            rules=[(r, shared.remembered(r) if shared is not None else None) for r in checked],
+            rules=remembered,
+            shared_key=shared_key,
         )
 
 
@@ -702,9 +731,17 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
     # them), then the rules on what they leave.
     lowered = shared.lowered(rules)
     placed = [place_node(v, rules, precision, rules_by_op, lowered) for v in lowered.views]
-    if lowered.result is not None:
-        placed = _placements_of_original_nodes(shared.views, lowered.result, placed)
-    partitions, crossings = shared.layout(placed, precision)
+    finished_key = (tuple(map(id, placed)), precision)
+    finished = lowered.finished.get(finished_key)
+    if finished is None:
+        of_lowered = placed
+        if lowered.result is not None:
+            placed = _placements_of_original_nodes(shared.views, lowered.result, placed)
+        partitions, crossings = shared.layout(placed, precision)
+        # The entry keeps the placements its key names alive, so their ids stay theirs.
+        lowered.finished[finished_key] = (of_lowered, placed, partitions, crossings)
+    else:
+        _, placed, partitions, crossings = finished
     return AuditResult(
         target=rules.target,
         chip=rules.chip,

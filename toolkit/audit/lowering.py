@@ -112,8 +112,15 @@ class LoweringGraph:
         # topological order), kept up to date node by node: a pass asks after every change.
         self._producer: dict[str, Any] = {}
         self._consumers: dict[str, list] = {}
+        # The views come in topological order, so appending keeps every reader list in order
+        # (what _index does, without its sort per node).
         for v in views:
-            self._index(v)
+            for o in v.outputs:
+                if o.name:
+                    self._producer[o.name] = v
+            for t in v.inputs:
+                if t.name:
+                    self._consumers.setdefault(t.name, []).append(v)
 
     # -- reading ---------------------------------------------------------------------------
     @property

@@ -110,32 +110,45 @@ def build_matrix(results: list[AuditResult], by: str = "op") -> dict:
     chips = [r.chip for r in results]
     rows: dict[str, dict] = {}
     order: list[str] = []
+    severity = {p.value: p.severity for p in Placement}
+    # Chips whose audits share their placements (the same list) have the same cells.
+    cells_of: dict[int, dict[str, tuple[str, dict]]] = {}
     for result in results:
-        for node in result.nodes:
-            key = node.op_type if by == "op" else node.node
+        cells = cells_of.get(id(result.nodes))
+        if cells is None:
+            cells = cells_of[id(result.nodes)] = _matrix_cells(result.nodes, by, severity)
+        for key, (op_type, cell) in cells.items():
             row = rows.get(key)
             if row is None:
-                row = rows[key] = {"key": key, "op_type": node.op_type, "count": 0, "cells": {}}
+                row = rows[key] = {"key": key, "op_type": op_type, "count": 0, "cells": {}}
                 order.append(key)
-            cell = row["cells"].get(result.chip)
-            if cell is None:
-                cell = row["cells"][result.chip] = {"counts": Counter(), "reasons": []}
-            cell["counts"][PLACEMENT_NAMES[node.placement]] += 1
-            if node.violations:
-                reason = node.reason
-                if reason and reason not in cell["reasons"]:
-                    cell["reasons"].append(reason)
+            row["cells"][result.chip] = {"counts": dict(cell["counts"]), "reasons": list(cell["reasons"]), "worst": cell["worst"]}
     # Nodes per row, counted once (every chip sees the same model).
     if results:
         for node in results[0].nodes:
             rows[node.op_type if by == "op" else node.node]["count"] += 1
-    severity = {p.value: p.severity for p in Placement}
-    for row in rows.values():
-        for cell in row["cells"].values():
-            cell["worst"] = max(cell["counts"], key=lambda p: severity[p])
-            cell["counts"] = dict(cell["counts"])
     ranked = sorted(order, key=lambda k: -max((severity[c["worst"]] for c in rows[k]["cells"].values()), default=0)) if by == "op" else order
     return {"by": by, "chips": chips, "rows": [rows[k] for k in ranked]}
+
+
+def _matrix_cells(nodes: list, by: str, severity: dict) -> dict[str, tuple[str, dict]]:
+    """One chip's cells of the matrix, by row key in node order: (op type, {counts, reasons, worst})."""
+    cells: dict[str, tuple[str, dict]] = {}
+    for node in nodes:
+        key = node.op_type if by == "op" else node.node
+        found = cells.get(key)
+        if found is None:
+            found = cells[key] = (node.op_type, {"counts": Counter(), "reasons": []})
+        cell = found[1]
+        cell["counts"][PLACEMENT_NAMES[node.placement]] += 1
+        if node.violations:
+            reason = node.reason
+            if reason and reason not in cell["reasons"]:
+                cell["reasons"].append(reason)
+    for _, cell in cells.values():
+        cell["worst"] = max(cell["counts"], key=lambda p: severity[p])
+        cell["counts"] = dict(cell["counts"])
+    return cells
 
 
 def fail_on_outcome(audits: list[dict], level: str | None) -> dict:
@@ -196,12 +209,31 @@ def lowering_of(result: AuditResult) -> list[dict]:
     return out
 
 
-def chip_entry(ca: ChipAudit, detail: bool = False) -> dict:
+def placement_parts(result: AuditResult, detail: bool) -> dict:
+    """What a chip's entry says of its placements: the summary, the nodes listed, folded, lowered,
+    crossings and groups (a function of the placements, partitions and crossings alone)."""
+    listed = result.nodes if detail else [n for n in result.nodes if has_something_to_say(n)]
+    return {
+        "summary": result.summary(),
+        "nodes": [n.to_dict() for n in listed],
+        "folded": [n.node for n in result.nodes if n.folded and not n.lowered],
+        "lowered": lowering_of(result),
+        "crossings": [c.__dict__ for c in result.crossings],
+        "groups": groups_by_reason(result, detail),
+    }
+
+
+def chip_entry(ca: ChipAudit, detail: bool = False, parts: dict | None = None) -> dict:
     """One chip's entry of the report (CHIP_AUDIT_SCHEMA): every node with `detail`, else those
-    with something to say (every node off the accelerator has a decisive violation, so is listed)."""
+    with something to say (every node off the accelerator has a decisive violation, so is listed).
+
+    `parts`: placement_parts(ca.result, detail), when the caller has them (another chip's audit
+    with the very same placements: edgedeploy.audit.engine shares them between such chips).
+    """
     r = ca.result
-    summary = r.summary()
-    listed = r.nodes if detail else [n for n in r.nodes if has_something_to_say(n)]
+    if parts is None:
+        parts = placement_parts(r, detail)
+    summary = parts["summary"]
     d = {
         "schema": CHIP_AUDIT_SCHEMA,
         "target": r.target,
@@ -214,17 +246,17 @@ def chip_entry(ca: ChipAudit, detail: bool = False) -> dict:
         "summary": summary,
         "units": r.units,
         "nodes_listed": "all" if detail else "with_violations",
-        "nodes": [n.to_dict() for n in listed],
-        "folded": [n.node for n in r.nodes if n.folded and not n.lowered],
-        "lowered": lowering_of(r),
+        "nodes": parts["nodes"],
+        "folded": parts["folded"],
+        "lowered": parts["lowered"],
         "partitions": r.partitions,
-        "crossings": [c.__dict__ for c in r.crossings],
+        "crossings": parts["crossings"],
         "target_name": ca.target_name,
         "chip_name": ca.chip_name,
         "summary_line": r.summary_line(summary),
         "notes": ca.notes,
         "rules_notes": ca.rules_notes,
-        "groups": groups_by_reason(r, detail),
+        "groups": parts["groups"],
     }
     if ca.confirm is not None:
         d["confirm"] = ca.confirm
@@ -235,7 +267,17 @@ def build_report(model, chip_audits: list[ChipAudit], no_rules: list[dict], by: 
     """The report dict; `detail`: every node of every chip in `nodes` (else those with something to say)."""
     from edgedeploy import __version__
 
-    audits = [chip_entry(ca, detail) for ca in chip_audits]
+    # Chips whose audits share their placements (the same list object) share what is derived
+    # from them; the report is only ever read and serialised, so the shared parts are safe.
+    parts_of: dict[tuple[int, int, int], dict] = {}
+    audits = []
+    for ca in chip_audits:
+        r = ca.result
+        key = (id(r.nodes), id(r.partitions), id(r.crossings))
+        parts = parts_of.get(key)
+        if parts is None:
+            parts = parts_of[key] = placement_parts(r, detail)
+        audits.append(chip_entry(ca, detail, parts))
     results = [ca.result for ca in chip_audits]
     return {
         "schema": REPORT_SCHEMA,

@@ -7,6 +7,7 @@ shows the traceback instead.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import traceback
@@ -102,12 +103,35 @@ def _hoist_root_flags(argv: list[str]) -> list[str]:
     return flags + rest
 
 
+# Objects allocated between two runs of the cyclic garbage collector's youngest generation
+# (Python's default: 700).
+GC_YOUNG_THRESHOLD = 50_000
+
+
+def tune_garbage_collector() -> None:
+    """Make the cyclic garbage collector run rarely in this short-lived process.
+
+    A command builds large structures that hold no reference cycles (a model's node views, every
+    chip's placements): reference counting frees them, and the collector's repeated passes over
+    them found nothing to free while taking about 15% of `audit --target all` on a 900-node model
+    (0.07 of 0.45 s). What was imported before the command is frozen (never scanned again), and
+    the collector still runs, every GC_YOUNG_THRESHOLD allocations instead of every 700.
+    """
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
+
+
 def main(argv: list[str] | None = None) -> None:
     from edgedeploy.toolchains.process import exit_on_termination_signals
 
     # SIGTERM/SIGHUP become SystemExit, so the toolchain workers' process groups are killed on
     # the way out (as Ctrl-C's KeyboardInterrupt already does) instead of running on.
     exit_on_termination_signals()
+    if argv is None:
+        # Run as the program (the console script): a caller running commands in its own
+        # long-lived process (tests, scripts) keeps its collector as it was.
+        tune_garbage_collector()
     argv = _hoist_root_flags(list(sys.argv[1:] if argv is None else argv))
     debug = _debug_requested(argv)
     try:

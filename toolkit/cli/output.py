@@ -29,7 +29,7 @@ def format_option(choices: Sequence[str] = FORMAT_CHOICES):
 
 
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, default=_json_default))
+    click.echo(to_json(data), nl=False)
 
 
 def _json_default(value: Any):
@@ -199,6 +199,45 @@ def refuse_existing(path: Path, force: bool) -> None:
         raise ArtifactError(f"{path} exists already; use --force to overwrite it.")
 
 
-def to_json(data: Any) -> str:
-    """The JSON text of `data`, as emit_json prints it."""
-    return json.dumps(data, indent=2, default=_json_default) + "\n"
+# Levels of a JSON document written indented (two spaces each); a value deeper down is written on
+# one line. A reader sees the structure and one line per node, group or row, and json's C encoder
+# writes those lines: its pure-Python indenting encoder (any `indent`) took 0.05 s of a 17-chip
+# audit of a 900-node model, the C encoder 0.01 s, and the file is half the size.
+JSON_INDENT_LEVELS = 4
+
+
+def to_json(data: Any, levels: int = JSON_INDENT_LEVELS) -> str:
+    """The JSON text of `data`, as emit_json prints it: the same values as json.dumps(data) (the
+    same defaults for numpy values, sets and tuples), indented down to `levels` levels."""
+    parts: list[str] = []
+    _write_json(data, levels, 0, parts)
+    parts.append("\n")
+    return "".join(parts)
+
+
+def _write_json(value: Any, levels: int, depth: int, parts: list[str]) -> None:
+    if not isinstance(value, (dict, list, str, int, float, bool, type(None))):
+        value = _json_default(value)
+    if depth >= levels or not isinstance(value, (dict, list)) or not value:
+        parts.append(json.dumps(value, default=_json_default))
+        return
+    inner = "\n" + "  " * (depth + 1)
+    if isinstance(value, dict):
+        parts.append("{")
+        for i, (key, item) in enumerate(value.items()):
+            parts.append(("," if i else "") + inner + _json_key(key) + ": ")
+            _write_json(item, levels, depth + 1, parts)
+        parts.append("\n" + "  " * depth + "}")
+    else:
+        parts.append("[")
+        for i, item in enumerate(value):
+            parts.append(("," if i else "") + inner)
+            _write_json(item, levels, depth + 1, parts)
+        parts.append("\n" + "  " * depth + "]")
+
+
+def _json_key(key: Any) -> str:
+    """A dict key as json.dumps writes it (numbers, booleans and None become their JSON text, as a string)."""
+    if not isinstance(key, str):
+        key = json.dumps(key) if isinstance(key, (bool, int, float, type(None))) else _json_default(key)
+    return json.dumps(key)
