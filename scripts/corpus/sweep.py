@@ -60,6 +60,28 @@ KEEP = re.compile(r"\.(json|log|txt|csv)$")
 ERROR_LINE = re.compile(r"^error: (.*)$")
 
 
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def with_file_sha256(model: dict) -> dict:
+    """The manifest entry with the sha256 of the model file actually on disk.
+
+    A model regenerated on another CPU can differ from the manifest in its last bits (torch's
+    kernels for the BatchNorm statistics round differently per instruction set), so a case
+    names the file it built; `model_sha256_manifest` says when that is not the manifest's.
+    """
+    actual = file_sha256(file_of(model["model"]))
+    if actual == model["model"]["sha256"]:
+        return model
+    print(f"sweep: {model['name']}: the file here has sha256 {actual[:12]}, the manifest {model['model']['sha256'][:12]} (regenerated on another machine); cases record the file's", file=sys.stderr)
+    return {**model, "model": {**model["model"], "sha256": actual, "manifest_sha256": model["model"]["sha256"]}}
+
+
 def env_of(chip: str) -> str:
     return ENV_OF.get(chip, "rknn")
 
@@ -180,6 +202,7 @@ class Sweep:
             "case": f"{model['name']}/{chip}",
             "model": model["name"],
             "model_sha256": model["model"]["sha256"],
+            **({"model_sha256_manifest": model["model"]["manifest_sha256"]} if "manifest_sha256" in model["model"] else {}),
             "chip": chip,
             "toolchain": self.toolchains[env_of(chip)],
             "edgedeploy": {k: self.identity[k] for k in ("version", "commit", "ident", "dirty")},
@@ -319,7 +342,8 @@ def main() -> int:
         print(f"not generated here (run make_corpus.py): {', '.join(missing)}", file=sys.stderr)
     sweep = Sweep(args, manifest)
     print(f"sweep: edgedeploy {sweep.identity['version']} at {sweep.identity['ident']} ({sweep.identity['source']}); {sweep.toolchains}", flush=True)
-    cases = [(m, c) for m in models if m["name"] not in missing for c in chips]
+    models = [with_file_sha256(m) for m in models if m["name"] not in missing]
+    cases = [(m, c) for m in models for c in chips]
     started = time.monotonic()
     with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         for f in cf.as_completed([pool.submit(sweep.work, m, c) for m, c in cases]):
