@@ -689,11 +689,19 @@ def _check_consistency(path: Path, proto: onnx.ModelProto) -> None:
     channels with its weights), which runtimes only report when the model first runs."""
     from edgedeploy.model.shapes import dims_of
 
-    shapes: dict[str, tuple] = {t.name: tuple(t.dims) for t in proto.graph.initializer}
-    for vi in list(proto.graph.value_info) + list(proto.graph.input) + list(proto.graph.output):
-        dims = dims_of(vi)
-        if dims is not None:
-            shapes.setdefault(vi.name, dims)
+    convs = [(index, node) for index, node in enumerate(proto.graph.node) if node.op_type == "Conv" and len(node.input) >= 2]
+    if not convs:
+        return
+    # Only the shapes the checks read: a Conv's data and weight inputs (an initializer's dims
+    # first, then the first value_info, input or output that declares them).
+    wanted = {name for _, node in convs for name in node.input[:2]}
+    shapes: dict[str, tuple] = {t.name: tuple(t.dims) for t in proto.graph.initializer if t.name in wanted}
+    for infos in (proto.graph.value_info, proto.graph.input, proto.graph.output):
+        for vi in infos:
+            if vi.name in wanted and vi.name not in shapes:
+                dims = dims_of(vi)
+                if dims is not None:
+                    shapes[vi.name] = dims
 
     def known(name: str, axis: int):
         dims = shapes.get(name)
@@ -702,17 +710,16 @@ def _check_consistency(path: Path, proto: onnx.ModelProto) -> None:
         value = dims[axis]
         return value if isinstance(value, int) else None
 
-    for index, node in enumerate(proto.graph.node):
-        if node.op_type == "Conv" and len(node.input) >= 2:
-            label = node.name or f"{node.op_type}_{index}"
-            attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-            group = int(attrs.get("group", 1))
-            have, per_group = known(node.input[0], 1), known(node.input[1], 1)
-            if have is not None and per_group is not None and have != per_group * group:
-                raise ModelError(
-                    f"{path.name}: node '{label}' (Conv) gets {have} input channels but its weights expect "
-                    f"{per_group * group} ({per_group} per group x {group} groups); the shapes are inconsistent."
-                )
+    for index, node in convs:
+        label = node.name or f"{node.op_type}_{index}"
+        group_attr = next((a for a in node.attribute if a.name == "group"), None)
+        group = int(onnx.helper.get_attribute_value(group_attr)) if group_attr is not None else 1
+        have, per_group = known(node.input[0], 1), known(node.input[1], 1)
+        if have is not None and per_group is not None and have != per_group * group:
+            raise ModelError(
+                f"{path.name}: node '{label}' (Conv) gets {have} input channels but its weights expect "
+                f"{per_group * group} ({per_group} per group x {group} groups); the shapes are inconsistent."
+            )
 
 
 def parse_input_shape_options(values: tuple[str, ...] | list[str]) -> InputShapes:
