@@ -57,7 +57,7 @@ BUILTIN_RULES = (
 )
 
 
-@dataclass
+@dataclass(slots=True)  # made per node and chip: slots make them smaller and quicker to build
 class Violation:
     node: str
     op_type: str
@@ -81,7 +81,7 @@ class Violation:
         }
 
 
-@dataclass
+@dataclass(slots=True)  # made per node and chip: slots make them smaller and quicker to build
 class NodePlacement:
     node: str
     op_type: str

@@ -113,16 +113,19 @@ def load_model(
     """
     path = Path(path)
     data = _read_model_bytes(path)
-    proto = _parse(path, data)
     # ONNX's checker parses a serialised model: the bytes just read are that model, unless it has
     # external data (then the checker is given the model with that data loaded, below). It runs
-    # in a thread while the checks up to its turn run (most of its C++ work runs without the GIL:
-    # 0.08 s on a 33 MB model, mostly overlapped); its verdict is taken in its old place, so the
-    # errors a model gets, and their order, are the same. Every thread here is waited for, so
-    # none outlives this call.
-    checking = None if _has_external_data(proto) else _InThread(_run_checker, path, data, name="edgedeploy-onnx-checker")
+    # in a thread while the model is parsed and checked up to its turn (most of its C++ work runs
+    # without the GIL: 0.08 s on a 33 MB model, mostly overlapped); its verdict is taken in its old
+    # place, so the errors a model gets, and their order, are the same. Every thread here is
+    # waited for, so none outlives this call.
+    checking = _InThread(_run_checker, path, data, name="edgedeploy-onnx-checker")
     hashing = None
     try:
+        proto = _parse(path, data)
+        if _has_external_data(proto):
+            checking.wait()
+            checking = None  # its verdict on the model without its external data is not the one wanted
         _check_strings(path, proto)
         _check_structure(path, proto)
         external_files = _check_external_data(path, proto)
