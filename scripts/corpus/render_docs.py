@@ -35,10 +35,12 @@ def reproducibility(sweep: dict | None) -> list[str]:
     lines = [
         "Deterministic, and bit-exact on the machine that made the manifest. On another CPU the models with "
         "BatchNorm come out different in their last bits: their statistics are estimated by torch, whose CPU kernels "
-        "round differently per instruction set (measured 2026-12-01 on an AMD EPYC with `--check`: every BatchNorm "
-        "model's sha256 differed, the largest weight difference in mnasnet0_5 was 1.3e-7, the graphs were identical; "
-        "squeezenet1_1, convnext_tiny (no BatchNorm), the onnx-zoo models and all calibration and evaluation data were "
-        "bit-exact). The sweep therefore records the sha256 of the file each case built.",
+        "round differently per instruction set (measured 2026-12-01 on an AMD EPYC: the five BatchNorm models "
+        "regenerated there, resnet18, mobilenet_v2, shufflenet_v2_x0_5, mnasnet0_5 and deeplabv3_mobilenet_v3_large, "
+        "each had another sha256, with identical graphs and a largest weight difference of 1.3e-7 in mnasnet0_5; "
+        "squeezenet1_1 and convnext_tiny (no BatchNorm), onnx_zoo_densenet121 and onnx_zoo_resnet50, and the "
+        "calibration and evaluation data of all nine were bit-exact). The sweep therefore records the sha256 of the "
+        "file each case built.",
     ]
     other = {}
     for c in (sweep or {}).get("cases", []):
@@ -270,7 +272,8 @@ def render_sweep(sweep: dict, direct: dict | None, models: list[dict]) -> list[s
     models_swept = len({name for name, _ in cases})
     lines += [
         "",
-        f"{swept} cases swept ({models_swept} of {len(models)} models). Where the toolchain called directly converts a model "
+        f"{swept} cases swept ({models_swept} of {len(models)} models; "
+        f"{sum(all((m['name'], c) in cases for c in CHIPS) for m in models)} of them on all {len(CHIPS)} host chips). Where the toolchain called directly converts a model "
         f"(the table above), `edgedeploy build` converts it too in **{followed} of {both}** swept cases.",
         "",
     ]
