@@ -349,7 +349,7 @@ def _first_non_utf8(message, kinds: dict):
 
     Only the fields set are visited (ListFields, in field-number order: an unset string reads as
     '', which is text); bytes fields (weights) are never read, so no tensor data is copied.
-    `kinds` caches each field's (kind, repeated), kind being STRING, MESSAGE or None (neither).
+    `kinds` caches each field's (kind, repeated), kind being "string", "message" or None (neither).
     """
     for descriptor, value in message.ListFields():
         kind = kinds.get(descriptor)
