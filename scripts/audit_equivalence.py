@@ -2,6 +2,7 @@
 """Show that a change to intake or the audit leaves every placement, reason and violation as it was.
 
     python scripts/audit_equivalence.py dump OUT_DIR            # audit every model, write one JSON each
+    python scripts/audit_equivalence.py dump OUT_DIR --processes 2   # ... in two processes, as the program does
     python scripts/audit_equivalence.py compare BEFORE AFTER    # compare two dumps, print the figures
 
 `dump` audits, in this process, every corpus model it finds (the corpus manifest's models, those
@@ -63,7 +64,7 @@ def skeleton_loader():
     return lambda path, shapes=None, **kw: module.load_for_audit(path, "skeleton")
 
 
-def audit_one(path: Path, skeleton: bool = False) -> dict:
+def audit_one(path: Path, skeleton: bool = False, processes: int = 1) -> dict:
     """The intake outcome and the full audit report of one model on every chip."""
     import onnx
 
@@ -79,7 +80,7 @@ def audit_one(path: Path, skeleton: bool = False) -> dict:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = load_model(path, {})
+            model = load_model(path, {}, second_process=True) if processes > 1 and not skeleton else load_model(path, {})
         out["intake"] = {"sha256": model.sha256, "proto_sha256": hashlib.sha256(model.proto.SerializeToString(deterministic=True)).hexdigest()}
     except EdgedeployError as exc:
         out["intake"] = {"error": str(exc)}
@@ -87,6 +88,8 @@ def audit_one(path: Path, skeleton: bool = False) -> dict:
         return out
     chips, no_rules = resolve_chips(("all",))
     extra = {"detail": True} if "detail" in inspect.signature(audit_chips).parameters else {}
+    if processes > 1:
+        extra["processes"] = processes
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -102,22 +105,22 @@ def audit_one(path: Path, skeleton: bool = False) -> dict:
     return out
 
 
-def dump(out_dir: Path, limit: int | None, extra: list[Path]) -> None:
+def dump(out_dir: Path, limit: int | None, extra: list[Path], processes: int = 1) -> None:
     import onnx
 
     out_dir.mkdir(parents=True, exist_ok=True)
     models = corpus_models(extra)
     for path in models:
-        (out_dir / f"corpus__{path.stem}.json").write_text(json.dumps(audit_one(path), sort_keys=True))
+        (out_dir / f"corpus__{path.stem}.json").write_text(json.dumps(audit_one(path, processes=processes), sort_keys=True))
     skeletons = sorted(SKELETONS.glob("*.onnx")) if SKELETONS.is_dir() else []
     for path in skeletons:
-        (out_dir / f"skeleton__{path.stem}.json").write_text(json.dumps(audit_one(path, skeleton=True), sort_keys=True))
+        (out_dir / f"skeleton__{path.stem}.json").write_text(json.dumps(audit_one(path, skeleton=True, processes=processes), sort_keys=True))
     cases = node_cases()[:limit] if limit else node_cases()
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases:
             path = Path(tmp) / f"{case.name}.onnx"
             onnx.save(case.model, str(path))
-            (out_dir / f"node__{case.name}.json").write_text(json.dumps(audit_one(path), sort_keys=True))
+            (out_dir / f"node__{case.name}.json").write_text(json.dumps(audit_one(path, processes=processes), sort_keys=True))
             path.unlink()
     print(f"dumped {len(models)} corpus models, {len(skeletons)} skeletons and {len(cases)} node-test cases into {out_dir}")
 
@@ -187,12 +190,13 @@ def main(argv=None) -> int:
     d.add_argument("out_dir", type=Path)
     d.add_argument("--limit", type=int, help="only the first N node-test cases")
     d.add_argument("--models", type=Path, action="append", default=[], help="another folder of .onnx models to include (repeatable)")
+    d.add_argument("--processes", type=int, default=1, help="2: audit as the program does, ONNX's checker and half the chips in a second process (edgedeploy.forked)")
     c = sub.add_parser("compare")
     c.add_argument("before", type=Path)
     c.add_argument("after", type=Path)
     args = parser.parse_args(argv)
     if args.command == "dump":
-        dump(args.out_dir, args.limit, args.models)
+        dump(args.out_dir, args.limit, args.models, args.processes)
         return 0
     return compare(args.before, args.after)
 

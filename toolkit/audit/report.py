@@ -1,8 +1,9 @@
 """The audit report: one model audited on one or many chips, as a JSON-able dict.
 
 The dict is the source of truth; the terminal table, Markdown and HTML are rendered from it
-(edgedeploy.audit.render). `build_report` takes AuditResults (one per chip), the chips that
-have no rules yet, and optional toolchain verdicts with their comparison, and adds the
+(edgedeploy.audit.render). `build_report` takes each chip's audit (a ChipAudit: its AuditResult,
+optionally with the toolchain's verdict and the comparison) or the parts of its entry already
+made where it was audited (ChipReportParts), and the chips that have no rules yet, and adds the
 cross-chip matrix (operator or node x chip) and the `--fail-on` outcome.
 
 Schema `edgedeploy.audit-report/2` (docs/report-schema.md): each chip's `nodes` lists the nodes
@@ -29,6 +30,8 @@ REPORT_SCHEMA = "edgedeploy.audit-report/2"
 CHIP_AUDIT_SCHEMA = "edgedeploy.audit/2"
 # Placement -> its JSON name (an enum's .value is a slow descriptor in the per-node loops).
 PLACEMENT_NAMES = {p: p.value for p in Placement}
+# A placement's JSON name -> its severity (worse is higher).
+SEVERITY = {p.value: p.severity for p in Placement}
 # How many node names a reason group shows as examples.
 GROUP_EXAMPLES = 3
 
@@ -92,8 +95,7 @@ def groups_by_reason(result: AuditResult, detail: bool = True) -> list[dict]:
             value = _jsonable(decisive.value)
             if value not in (None, ""):
                 group["values"].append(f"{node.node}: {value}" + (f" ({decisive.detail})" if decisive.detail else ""))
-    severity = {p.value: p.severity for p in Placement}
-    ordered = sorted(groups, key=lambda k: (-severity[groups[k]["placement"]], -groups[k]["count"], groups[k]["rule"]))
+    ordered = sorted(groups, key=lambda k: (-SEVERITY[groups[k]["placement"]], -groups[k]["count"], groups[k]["rule"]))
     out = []
     for key in ordered:
         g = groups[key]
@@ -105,33 +107,59 @@ def groups_by_reason(result: AuditResult, detail: bool = True) -> list[dict]:
     return out
 
 
-def build_matrix(results: list[AuditResult], by: str = "op") -> dict:
+@dataclass
+class ChipReportParts:
+    """What the report needs of one chip: its entry (chip_entry) and its cells of the cross-chip
+    matrix (matrix_cells, None when there is no matrix). Made where the chip was audited, which
+    may be another process (edgedeploy.pipeline.audit): plain data, so it pickles."""
+
+    chip: str
+    entry: dict
+    cells: dict[str, tuple[str, dict]] | None
+
+
+def report_parts(chip_audits: list[ChipAudit], detail: bool = False, by: str = "op", matrix: bool = True) -> list[ChipReportParts]:
+    """Every chip's entry and matrix cells, in order. Chips whose audits share their placements
+    (the same list objects: edgedeploy.audit.engine shares them between such chips) share what is
+    derived from them; the report is only ever read and serialised, so the shared parts are safe."""
+    parts_of: dict[tuple[int, int, int], dict] = {}
+    cells_of: dict[int, dict[str, tuple[str, dict]]] = {}
+    built = []
+    for ca in chip_audits:
+        r = ca.result
+        key = (id(r.nodes), id(r.partitions), id(r.crossings))
+        parts = parts_of.get(key)
+        if parts is None:
+            parts = parts_of[key] = placement_parts(r, detail)
+        cells = None
+        if matrix:
+            cells = cells_of.get(id(r.nodes))
+            if cells is None:
+                cells = cells_of[id(r.nodes)] = matrix_cells(r.nodes, by)
+        built.append(ChipReportParts(r.chip, chip_entry(ca, detail, parts), cells))
+    return built
+
+
+def build_matrix(chips: list[ChipReportParts], by: str = "op") -> dict:
     """Rows of operators (or nodes) x columns of chips; each cell: placement counts and the worst."""
-    chips = [r.chip for r in results]
     rows: dict[str, dict] = {}
     order: list[str] = []
-    severity = {p.value: p.severity for p in Placement}
-    # Chips whose audits share their placements (the same list) have the same cells.
-    cells_of: dict[int, dict[str, tuple[str, dict]]] = {}
-    for result in results:
-        cells = cells_of.get(id(result.nodes))
-        if cells is None:
-            cells = cells_of[id(result.nodes)] = _matrix_cells(result.nodes, by, severity)
-        for key, (op_type, cell) in cells.items():
+    for chip in chips:
+        for key, (op_type, cell) in chip.cells.items():
             row = rows.get(key)
             if row is None:
                 row = rows[key] = {"key": key, "op_type": op_type, "count": 0, "cells": {}}
                 order.append(key)
-            row["cells"][result.chip] = {"counts": dict(cell["counts"]), "reasons": list(cell["reasons"]), "worst": cell["worst"]}
-    # Nodes per row, counted once (every chip sees the same model).
-    if results:
-        for node in results[0].nodes:
-            rows[node.op_type if by == "op" else node.node]["count"] += 1
-    ranked = sorted(order, key=lambda k: -max((severity[c["worst"]] for c in rows[k]["cells"].values()), default=0)) if by == "op" else order
-    return {"by": by, "chips": chips, "rows": [rows[k] for k in ranked]}
+            row["cells"][chip.chip] = {"counts": dict(cell["counts"]), "reasons": list(cell["reasons"]), "worst": cell["worst"]}
+    # Nodes per row, counted once (every chip sees the same model, and each of its nodes is in one cell).
+    if chips:
+        for key, (_, cell) in chips[0].cells.items():
+            rows[key]["count"] = sum(cell["counts"].values())
+    ranked = sorted(order, key=lambda k: -max((SEVERITY[c["worst"]] for c in rows[k]["cells"].values()), default=0)) if by == "op" else order
+    return {"by": by, "chips": [chip.chip for chip in chips], "rows": [rows[k] for k in ranked]}
 
 
-def _matrix_cells(nodes: list, by: str, severity: dict) -> dict[str, tuple[str, dict]]:
+def matrix_cells(nodes: list, by: str = "op") -> dict[str, tuple[str, dict]]:
     """One chip's cells of the matrix, by row key in node order: (op type, {counts, reasons, worst})."""
     cells: dict[str, tuple[str, dict]] = {}
     for node in nodes:
@@ -146,7 +174,7 @@ def _matrix_cells(nodes: list, by: str, severity: dict) -> dict[str, tuple[str, 
             if reason and reason not in cell["reasons"]:
                 cell["reasons"].append(reason)
     for _, cell in cells.values():
-        cell["worst"] = max(cell["counts"], key=lambda p: severity[p])
+        cell["worst"] = max(cell["counts"], key=SEVERITY.__getitem__)
         cell["counts"] = dict(cell["counts"])
     return cells
 
@@ -263,22 +291,18 @@ def chip_entry(ca: ChipAudit, detail: bool = False, parts: dict | None = None) -
     return d
 
 
-def build_report(model, chip_audits: list[ChipAudit], no_rules: list[dict], by: str = "op", fail_on: str | None = None, assumed_shapes: dict | None = None, detail: bool = False) -> dict:
-    """The report dict; `detail`: every node of every chip in `nodes` (else those with something to say)."""
+def build_report(model, chips: list[ChipAudit | ChipReportParts], no_rules: list[dict], by: str = "op", fail_on: str | None = None, assumed_shapes: dict | None = None, detail: bool = False) -> dict:
+    """The report dict; `detail`: every node of every chip in `nodes` (else those with something to say).
+
+    `chips`, in report order: each chip's audit, or its parts already made (report_parts, with
+    the same `detail` and `by`) where it was audited.
+    """
     from edgedeploy import __version__
 
-    # Chips whose audits share their placements (the same list object) share what is derived
-    # from them; the report is only ever read and serialised, so the shared parts are safe.
-    parts_of: dict[tuple[int, int, int], dict] = {}
-    audits = []
-    for ca in chip_audits:
-        r = ca.result
-        key = (id(r.nodes), id(r.partitions), id(r.crossings))
-        parts = parts_of.get(key)
-        if parts is None:
-            parts = parts_of[key] = placement_parts(r, detail)
-        audits.append(chip_entry(ca, detail, parts))
-    results = [ca.result for ca in chip_audits]
+    with_matrix = len(chips) > 1
+    made = iter(report_parts([c for c in chips if isinstance(c, ChipAudit)], detail, by, matrix=with_matrix))
+    parts = [next(made) if isinstance(c, ChipAudit) else c for c in chips]
+    audits = [p.entry for p in parts]
     return {
         "schema": REPORT_SCHEMA,
         "edgedeploy_version": __version__,
@@ -293,7 +317,7 @@ def build_report(model, chip_audits: list[ChipAudit], no_rules: list[dict], by: 
         },
         "audits": audits,
         "no_rules": no_rules,
-        "matrix": build_matrix(results, by) if len(results) > 1 else None,
+        "matrix": build_matrix(parts, by) if with_matrix else None,
         # The listed nodes hold every node off the accelerator, all that --fail-on counts.
         "fail_on": fail_on_outcome(audits, fail_on),
     }

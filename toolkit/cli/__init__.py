@@ -103,6 +103,17 @@ def _hoist_root_flags(argv: list[str]) -> list[str]:
     return flags + rest
 
 
+# Whether main() runs as the program (the console script, `python -m edgedeploy`) rather than
+# called by a test or script in its own long-lived process: only then does a command tune the
+# process (the garbage collector) or fork a second one (the audit, edgedeploy.forked).
+_running_as_program = False
+
+
+def running_as_program() -> bool:
+    """Whether this process is the edgedeploy program itself (main() called without argv)."""
+    return _running_as_program
+
+
 # Objects allocated between two runs of the cyclic garbage collector's youngest generation
 # (Python's default: 700).
 GC_YOUNG_THRESHOLD = 50_000
@@ -128,9 +139,11 @@ def main(argv: list[str] | None = None) -> None:
     # SIGTERM/SIGHUP become SystemExit, so the toolchain workers' process groups are killed on
     # the way out (as Ctrl-C's KeyboardInterrupt already does) instead of running on.
     exit_on_termination_signals()
+    global _running_as_program
     if argv is None:
         # Run as the program (the console script): a caller running commands in its own
         # long-lived process (tests, scripts) keeps its collector as it was.
+        _running_as_program = True
         tune_garbage_collector()
     argv = _hoist_root_flags(list(sys.argv[1:] if argv is None else argv))
     debug = _debug_requested(argv)

@@ -54,7 +54,7 @@ def audit_command(model, targets, input_shapes, output_format, out_path, force, 
             from edgedeploy.cli.progress import Reporter
 
             reporter = Reporter.for_command()
-        report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=reporter or info, detail=detail)
+        report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=reporter or info, detail=detail, processes=audit_processes())
         if reporter is not None:
             reporter.close()
         if output.format == "json":
@@ -74,6 +74,27 @@ def audit_command(model, targets, input_shapes, output_format, out_path, force, 
     if outcome["failed"]:
         found = "; ".join(f"{chip}: " + ", ".join(f"{n} {p}" for p, n in counts.items()) for chip, counts in outcome["found"].items())
         raise FailOnTripped(f"--fail-on {outcome['level']}: nodes leave the accelerator ({found}).", outcome["exit_code"])
+
+
+# Set to 1 to audit every chip in this one process (for measuring, or debugging the rules).
+PROCESSES_VARIABLE = "EDGEDEPLOY_AUDIT_PROCESSES"
+
+
+def audit_processes() -> int:
+    """2 when the program runs where a second process can share the work (edgedeploy.forked:
+    Linux, two CPUs usable) and EDGEDEPLOY_AUDIT_PROCESSES is not 1; else 1.
+
+    Only the program itself forks: a test or script calling the command in its own process
+    (main(argv)) audits in that process.
+    """
+    import os
+
+    from edgedeploy import forked
+    from edgedeploy.cli import running_as_program
+
+    if os.environ.get(PROCESSES_VARIABLE, "").strip() == "1":
+        return 1
+    return 2 if running_as_program() and forked.available() else 1
 
 
 @contextmanager

@@ -104,22 +104,29 @@ def load_model(
     path: str | os.PathLike,
     input_shapes: InputShapes | None = None,
     require_static: bool = False,
+    second_process: bool = False,
 ) -> LoadedModel:
     """Load, validate, pin and shape-infer an ONNX model; raise ModelError with one sentence.
 
     With `require_static`, a dynamic leading (batch) dimension the user did not pin is pinned to
     1 (recorded in `auto_pinned`), and any other dynamic dimension is an error naming the
     option that fixes it.
+    `second_process`: ONNX's checker may run in a forked copy of this process (edgedeploy.forked,
+    where available) instead of a thread; for the program itself, not a long-lived caller.
     """
     path = Path(path)
     data = _read_model_bytes(path)
     # ONNX's checker parses a serialised model: the bytes just read are that model, unless it has
     # external data (then the checker is given the model with that data loaded, below). It runs
-    # in a thread while the model is parsed and checked up to its turn (most of its C++ work runs
-    # without the GIL: 0.08 s on a 33 MB model, mostly overlapped); its verdict is taken in its old
-    # place, so the errors a model gets, and their order, are the same. Every thread here is
-    # waited for, so none outlives this call.
-    checking = _InThread(_run_checker, path, data, name="edgedeploy-onnx-checker")
+    # beside the parse and the checks up to its turn; its verdict is taken in its old place, so the
+    # errors a model gets, and their order, are the same. In a thread, it holds the GIL for about
+    # half of its work (it parses the bytes into its own copy: 0.04 of 0.07 s on a 33 MB model,
+    # and 10,000 page faults); in a second process none of that is on this one's path. Every
+    # thread and process here is waited for, so none outlives this call.
+    if second_process and _forked_available():
+        checking = _InChild(_checker_verdict, path, data)
+    else:
+        checking = _InThread(_run_checker, path, data, name="edgedeploy-onnx-checker")
     hashing = None
     try:
         proto = _parse(path, data)
@@ -149,7 +156,8 @@ def load_model(
             pinned = pin_input_shapes(proto, input_shapes)
         if require_static:
             auto_pinned = _pin_remaining_batch_dims(path, proto)
-        _check_dims(path, proto)
+        if pinned or auto_pinned:
+            _check_dims(path, proto)  # the pinned dimensions are new
         proto = _infer_shapes(path, proto, consume=True)
         _check_consistency(path, proto)
     finally:
@@ -347,29 +355,44 @@ def _check_strings(path: Path, proto: onnx.ModelProto) -> None:
 def _first_non_utf8(message, kinds: dict):
     """(the messages down to it, field, raw bytes) of the first string field below `message` that is not text, or None.
 
-    Only the fields set are visited (ListFields, in field-number order: an unset string reads as
-    '', which is text); bytes fields (weights) are never read, so no tensor data is copied.
-    `kinds` caches each field's (kind, repeated), kind being "string", "message" or None (neither).
+    Only the string and message fields that are set are visited, in field-number order (an unset
+    string reads as '', which is text). Bytes fields (weights) are never read, so no tensor data
+    is copied (ListFields would copy every tensor's raw_data: 33 MB on a 33 MB model).
+    `kinds` caches, per message type, its string and message fields: (name, kind, repeated).
     """
-    for descriptor, value in message.ListFields():
-        kind = kinds.get(descriptor)
-        if kind is None:
-            kind = kinds[descriptor] = (_FIELD_KINDS.get(descriptor.type), _is_repeated(descriptor))
-        what, repeated = kind
-        if what is None:
+    fields = kinds.get(message.DESCRIPTOR)
+    if fields is None:
+        fields = kinds[message.DESCRIPTOR] = _text_and_message_fields(message.DESCRIPTOR)
+    for name, what, repeated in fields:
+        if repeated:
+            items = getattr(message, name)
+            if not items:
+                continue
+        elif message.HasField(name):
+            items = (getattr(message, name),)
+        else:
             continue
-        items = value if repeated else (value,)
         if what == "string":
             for item in items:
                 if not isinstance(item, str):
-                    return [], descriptor.name.replace("_", " "), bytes(item)[:60]
+                    return [], name.replace("_", " "), bytes(item)[:60]
         else:
             for index, item in enumerate(items):
                 found = _first_non_utf8(item, kinds)
                 if found is not None:
-                    found[0].insert(0, (descriptor.name, index, item))
+                    found[0].insert(0, (name, index, item))
                     return found
     return None
+
+
+def _text_and_message_fields(descriptor) -> list[tuple[str, str, bool]]:
+    """(name, "string" or "message", repeated) of a message type's fields of those kinds, by field number."""
+    found = []
+    for field in sorted(descriptor.fields, key=lambda f: f.number):
+        what = _FIELD_KINDS.get(field.type)
+        if what is not None:
+            found.append((field.name, what, _is_repeated(field)))
+    return found
 
 
 _FIELD_KINDS = {FieldDescriptor.TYPE_STRING: "string", FieldDescriptor.TYPE_MESSAGE: "message"}
@@ -510,6 +533,42 @@ class _InThread:
         if self._error is not None:
             raise self._error
         return self._value
+
+
+class _InChild:
+    """`function(*args)` (which returns None or a ModelError's message) run in a forked child, with
+    _InThread's interface: `result()` raises the ModelError, or runs the function here if the child
+    failed (so a crash or an error is the same as without the child)."""
+
+    def __init__(self, function, *args):
+        from edgedeploy.forked import ForkedCall
+
+        self._function, self._args = function, args
+        self._child = ForkedCall(lambda: (function(*args),))
+
+    def wait(self) -> None:
+        self._child.close()
+
+    def result(self):
+        found = self._child.result()
+        message = found[0] if found is not None else self._function(*self._args)
+        if message is not None:
+            raise ModelError(message)
+
+
+def _forked_available() -> bool:
+    from edgedeploy import forked
+
+    return forked.available()
+
+
+def _checker_verdict(path: Path, model: onnx.ModelProto | bytes) -> str | None:
+    """_run_checker's error message, or None when the model passes."""
+    try:
+        _run_checker(path, model)
+    except ModelError as exc:
+        return str(exc)
+    return None
 
 
 def _has_external_data(proto: onnx.ModelProto) -> bool:

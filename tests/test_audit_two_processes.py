@@ -1,0 +1,226 @@
+"""The audit's second process (edgedeploy.forked): the program runs ONNX's checker, and places the
+chips of different toolchains, in a forked copy of itself. What that changes for speed must not
+change what a user reads, lose an error, or leave a process behind.
+
+These tests fork the pytest process itself (as the program forks itself); they need Linux.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from edgedeploy import forked
+from edgedeploy.cli.output import to_json
+from edgedeploy.errors import ModelError
+from edgedeploy.model import load_model
+from edgedeploy.pipeline import audit as audit_pipeline
+from edgedeploy.pipeline.audit import audit_chips, resolve_chips, split_by_toolchain
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+# Real models of the corpus, small enough for a test: two outputs, recurrent state, int64 tokens,
+# attention, a detection-style CNN; each audited on every chip.
+MODELS = ["mnist_box_and_class", "lstm_stateful", "digits_token_classifier", "transformer_encoder", "mlperf_tiny_mobilenet_v1_vww"]
+
+pytestmark = pytest.mark.skipif(not forked.available(), reason="a forked second process needs Linux and two usable CPUs")
+
+
+def _no_children_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def _report_text(path: Path, processes: int, **options) -> str:
+    chips, no_rules = resolve_chips(options.pop("targets", ("all",)))
+    return to_json(audit_chips(path, {}, chips, list(no_rules), processes=processes, **options))
+
+
+# --- edgedeploy.forked -------------------------------------------------------------------------
+
+
+def test_a_forked_call_brings_back_its_value_and_is_reaped():
+    parent = os.getpid()
+    with forked.ForkedCall(lambda: {"pid": os.getpid(), "data": list(range(100_000))}) as child:
+        value = child.result()
+    assert value["pid"] != parent and value["data"] == list(range(100_000))  # more than a pipe's buffer
+    assert child.exit_status == 0
+    assert _no_children_left()
+
+
+def test_a_child_that_raises_or_dies_gives_none_and_is_reaped():
+    def raises():
+        raise RuntimeError("a bug in the child")
+
+    with forked.ForkedCall(raises) as child:
+        assert child.result() is None
+    assert child.exit_status == forked.CHILD_FAILED
+
+    with forked.ForkedCall(lambda: os.kill(os.getpid(), 9)) as child:
+        assert child.result() is None
+    assert child.exit_status == -9
+    assert _no_children_left()
+
+
+def test_closing_a_call_kills_a_child_that_still_runs():
+    started = time.monotonic()
+    with forked.ForkedCall(lambda: time.sleep(60)) as child:
+        pass  # the caller failed before it asked for the result
+    assert time.monotonic() - started < 10
+    assert child.exit_status == -9 and _no_children_left()
+
+
+def test_a_second_process_is_only_offered_on_linux_with_two_cpus(monkeypatch):
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert not forked.available()
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert not forked.available()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert forked.available()
+
+
+# --- the audit in two processes ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_two_processes_write_the_very_same_report_as_one(name):
+    path = CORPUS / f"{name}.onnx"
+    assert _report_text(path, processes=2) == _report_text(path, processes=1)
+    assert _no_children_left()
+
+
+def test_the_same_report_with_every_node_by_node_and_on_a_chosen_list_of_chips():
+    path = CORPUS / "mlperf_tiny_resnet8.onnx"
+    assert _report_text(path, 2, detail=True, by="node") == _report_text(path, 1, detail=True, by="node")
+    # One toolchain only: nothing to split, one process.
+    chips, _ = resolve_chips(("rk3588,rk3566",))
+    assert split_by_toolchain(chips) is None
+    two = ("esp32s3,rk3588,imx93",)
+    assert _report_text(path, 2, targets=two, fail_on="cpu-fallback") == _report_text(path, 1, targets=two, fail_on="cpu-fallback")
+
+
+def test_the_halves_keep_each_toolchain_together_and_cover_every_chip():
+    chips, _ = resolve_chips(("all",))
+    first, second = split_by_toolchain(chips)
+    assert sorted(first + second) == list(range(len(chips)))
+    targets = [{chips[i].target.id for i in half} for half in (first, second)]
+    assert not targets[0] & targets[1]
+    assert abs(len(first) - len(second)) <= max(len(c) for c in _by_target(chips).values())
+    assert len(first) <= len(second)
+
+
+def _by_target(chips):
+    found: dict[str, list] = {}
+    for c in chips:
+        found.setdefault(c.target.id, []).append(c)
+    return found
+
+
+def test_a_failing_child_changes_nothing_the_parent_audits_its_half_itself(monkeypatch):
+    """A bug that kills the child (here: every chip audit in the child raises) costs time, not the report."""
+    path = CORPUS / "gru_har.onnx"
+    expected = _report_text(path, processes=1)
+    parent = os.getpid()
+    original = audit_pipeline.audit_one
+
+    def fails_in_the_child(*args, **kwargs):
+        if os.getpid() != parent:
+            raise RuntimeError("a bug that only shows in the child")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(audit_pipeline, "audit_one", fails_in_the_child)
+    assert _report_text(path, processes=2) == expected
+    assert _no_children_left()
+
+
+def test_an_error_in_the_parent_s_half_reaches_the_user_and_the_child_is_reaped(monkeypatch):
+    path = CORPUS / "gru_har.onnx"
+    parent = os.getpid()
+    original = audit_pipeline.audit_one
+
+    def fails_in_the_parent(model, shared, choice, *args):
+        if os.getpid() == parent and choice.target.id == "espdl":
+            raise RuntimeError("a rule bug")
+        return original(model, shared, choice, *args)
+
+    monkeypatch.setattr(audit_pipeline, "audit_one", fails_in_the_parent)
+    with pytest.raises(RuntimeError, match="a rule bug"):
+        _report_text(path, processes=2)
+    assert _no_children_left()
+
+
+# --- ONNX's checker in the second process -------------------------------------------------------
+
+
+def _fails_the_checker(tmp_path: Path) -> Path:
+    """A model ONNX's checker refuses (a node input no one produces) that the earlier checks let through."""
+    node = helper.make_node("Relu", ["missing"], ["y"], name="relu")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def test_the_checker_in_a_second_process_refuses_with_the_same_sentence(tmp_path):
+    path = _fails_the_checker(tmp_path)
+    with pytest.raises(ModelError) as in_thread:
+        load_model(path)
+    with pytest.raises(ModelError) as in_child:
+        load_model(path, second_process=True)
+    assert str(in_child.value) == str(in_thread.value) and "fails ONNX's model checker" in str(in_thread.value)
+    good = load_model(CORPUS / "lstm_stateful.onnx", second_process=True)
+    assert good.sha256 == load_model(CORPUS / "lstm_stateful.onnx").sha256
+    assert onnx.shape_inference.infer_shapes(good.proto) is not None
+    assert _no_children_left()
+
+
+def test_a_checker_child_that_dies_is_replaced_by_the_checker_here(tmp_path, monkeypatch):
+    import edgedeploy.model.intake as intake
+
+    parent = os.getpid()
+    original = intake._checker_verdict
+
+    def dies_in_the_child(*args):
+        if os.getpid() != parent:
+            os._exit(3)
+        return original(*args)
+
+    monkeypatch.setattr(intake, "_checker_verdict", dies_in_the_child)
+    with pytest.raises(ModelError, match="fails ONNX's model checker"):
+        load_model(_fails_the_checker(tmp_path), second_process=True)
+    assert _no_children_left()
+
+
+# --- the program ---------------------------------------------------------------------------------
+
+
+def test_the_program_uses_two_processes_and_prints_what_one_prints(tmp_path):
+    """As a user runs it: the console script forks (unless EDGEDEPLOY_AUDIT_PROCESSES=1); a caller
+    of main(argv) in its own process does not."""
+    from edgedeploy.cli import audit_cmd
+
+    path = CORPUS / "transformer_encoder.onnx"
+    command = [sys.executable, "-m", "edgedeploy", "audit", str(path), "--target", "all", "--format", "json"]
+    env = {k: v for k, v in os.environ.items() if k != audit_cmd.PROCESSES_VARIABLE}
+    two = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    one = subprocess.run(command, capture_output=True, text=True, env={**env, audit_cmd.PROCESSES_VARIABLE: "1"}, cwd=tmp_path, timeout=300)
+    assert two.returncode == one.returncode == 0, two.stderr + one.stderr
+    assert two.stdout == one.stdout and json.loads(two.stdout)["audits"]
+    code = "from edgedeploy.cli import audit_cmd\nprint(audit_cmd.audit_processes())"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout.strip() == "1"
+    as_program = "import sys\nfrom edgedeploy import cli\nfrom edgedeploy.cli import audit_cmd\nsys.argv = ['edgedeploy', '--version']\ntry:\n    cli.main()\nexcept SystemExit:\n    pass\nprint(audit_cmd.audit_processes())"
+    assert subprocess.run([sys.executable, "-c", as_program], capture_output=True, text=True, check=True, env=env).stdout.strip().endswith("2")
+    off = subprocess.run([sys.executable, "-c", as_program], capture_output=True, text=True, check=True, env={**env, audit_cmd.PROCESSES_VARIABLE: "1"})
+    assert off.stdout.strip().endswith("1")

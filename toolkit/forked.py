@@ -1,0 +1,128 @@
+"""One function run in a forked copy of this process, its result brought back through a pipe.
+
+For work that splits in two independent halves on a machine with two cores or more (the audit
+places the chips of different toolchains in two processes: edgedeploy.pipeline.audit). A fork
+needs no pickling of the inputs (the child has a copy-on-write copy of everything) and no new
+interpreter, so it pays off on work of a tenth of a second; threads would not, because the work
+is Python code holding the GIL.
+
+The rules that make this safe to use:
+- only where `available()`: Linux (fork without exec is unsafe on macOS), two usable CPUs;
+- the child never returns into the caller's code: whatever happens it ends in os._exit, without
+  running atexit handlers or flushing stdio buffers it inherited;
+- the parent always reaps the child: `result()` waits for it, and `close()` (also on an
+  exception in the parent, through the context manager) kills and reaps one still running, so
+  no worker outlives the command;
+- a child that fails (an exception, a signal, a result that does not unpickle) gives None, and
+  the caller computes the half itself: the user sees the same result, or the same error, as
+  without the fork.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+from typing import Any, Callable
+
+# The child's exit status when its function raised (its result is not written).
+CHILD_FAILED = 70
+
+
+def available() -> bool:
+    """Whether a forked second process can run here beside this one: Linux, two CPUs usable."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return False
+    try:
+        return len(os.sched_getaffinity(0)) >= 2
+    except OSError:
+        return False
+
+
+class ForkedCall:
+    """`function()` running in a forked child from construction on; `result()` is its value, or
+    None when the child failed. Use as a context manager, so the child is reaped in every case."""
+
+    def __init__(self, function: Callable[[], Any]):
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child
+            os.close(read_end)
+            _run_child(function, write_end)  # never returns
+        os.close(write_end)
+        self._pid: int | None = pid
+        self._read_end: int | None = read_end
+        self.exit_status: int | None = None
+
+    def __enter__(self) -> "ForkedCall":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def result(self) -> Any:
+        """The child's return value once it has ended, or None if it failed (the reason is in exit_status)."""
+        if self._read_end is None:
+            return None
+        chunks = []
+        try:
+            while True:
+                chunk = os.read(self._read_end, 1 << 20)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            self._close_pipe()
+        self._reap(kill=False)
+        if self.exit_status != 0:
+            return None
+        try:
+            return pickle.loads(b"".join(chunks))
+        except Exception:  # noqa: BLE001 - a truncated or garbled result is a failed child
+            return None
+
+    def close(self) -> None:
+        """Kill the child if it still runs, and reap it."""
+        self._close_pipe()
+        self._reap(kill=True)
+
+    def _close_pipe(self) -> None:
+        if self._read_end is not None:
+            os.close(self._read_end)
+            self._read_end = None
+
+    def _reap(self, kill: bool) -> None:
+        if self._pid is None:
+            return
+        if kill:
+            try:
+                os.kill(self._pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        while True:
+            try:
+                _, status = os.waitpid(self._pid, 0)
+                break
+            except InterruptedError:
+                continue
+            except ChildProcessError:  # reaped elsewhere (a SIGCHLD handler): nothing to report
+                status = -1
+                break
+        self._pid = None
+        self.exit_status = os.waitstatus_to_exitcode(status) if status != -1 else -1
+
+
+def _run_child(function: Callable[[], Any], write_end: int) -> None:
+    """In the child: run the function, write its pickled result, and end the process there."""
+    status = CHILD_FAILED
+    try:
+        data = pickle.dumps(function(), protocol=pickle.HIGHEST_PROTOCOL)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(write_end, view):]
+        status = 0
+    except BaseException:  # noqa: BLE001 - the parent redoes the work and reports any error itself
+        status = CHILD_FAILED
+    finally:
+        os._exit(status)
