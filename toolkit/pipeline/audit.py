@@ -175,8 +175,8 @@ def split_by_toolchain(chips: list[ChipChoice]) -> tuple[list[int], list[int]] |
     also merges the halves.
 
     Work is counted in chips, which follows the measured time well enough: on DenseNet-121 the
-    halves this makes of the 17 chips (RKNN and ESP-DL: 8; TensorRT, TIDL, eIQ: 9) took 0.14
-    and 0.15 s.
+    halves this makes of the 17 chips (ESP-DL and RKNN: 8 chips; eIQ, TensorRT and TIDL: 9) took
+    0.16-0.21 s and 0.18-0.21 s in five runs of the program (audits and report parts).
     """
     by_target: dict[str, list[int]] = {}
     for i, choice in enumerate(chips):
