@@ -253,3 +253,42 @@ def test_calibration_batches_leave_esp_ppq_its_minimum_of_steps():
 
     need = TARGET.calibration_need(TARGET.chip("esp32s3"), "int8")
     assert need.required and need.minimum_samples == MIN_CALIB_STEPS
+
+
+# --------------------------------------------------------------------------- activation calibration
+
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+
+
+@toolchain
+def test_calib_method_auto_keeps_minmax_where_kl_clips_a_trained_model_s_outputs_away(tmp_path):
+    """mnist_box_and_class (a trained two-output CNN from the corpus): esp-ppq's default KL
+    calibration leaves its class output at about 0 dB SNR (top-1 0.875 -> 0.23, the figure the
+    corpus sweep measured); auto tries minmax too, keeps it, and the accuracy comes back."""
+    model = CORPUS / "mnist_box_and_class.onnx"
+    calib, evaluation = CORPUS / "mnist_box_and_class.calib.npz", CORPUS / "mnist_box_and_class.eval.npz"
+    default = run_cli("build", str(model), "--target", "esp32s3", "--out", str(tmp_path / "kl"), "--calib", str(calib), "--eval", str(evaluation))
+    assert default.returncode == 0, default.stderr
+    assert "--calib-method auto also tries minmax" in default.stderr  # the hint, with the default
+    kl = json.loads((artifact_of(tmp_path / "kl") / "report.json").read_text())
+    assert kl["quantization"]["calibration"] == {"requested": "kl", "method": "kl", "tried": [], "auto_below_snr_db": None}
+    assert kl["quantization"]["output_snr_db"] < espdl_build.CALIB_AUTO_SNR_DB
+
+    auto_dir = tmp_path / "auto"
+    proc = run_cli("build", str(model), "--target", "esp32s3", "--out", str(auto_dir), "--calib", str(calib), "--eval", str(evaluation), "--calib-method", "auto")
+    assert proc.returncode == 0, proc.stderr
+    artifact = artifact_of(auto_dir)
+    report = json.loads((artifact / "report.json").read_text())
+    calibration = report["quantization"]["calibration"]
+    assert calibration["requested"] == "auto" and calibration["method"] == "minmax"
+    assert [t["method"] for t in calibration["tried"]] == ["kl", "minmax"]
+    kl_snr, minmax_snr = (t["output_snr_db"] for t in calibration["tried"])
+    assert kl_snr == pytest.approx(kl["quantization"]["output_snr_db"], abs=0.01)
+    assert minmax_snr > kl_snr + 10 and report["quantization"]["output_snr_db"] == pytest.approx(minmax_snr)
+    before, after = report["accuracy"]["before"]["top1"], report["accuracy"]["after"]["top1"]
+    assert kl["accuracy"]["after"]["top1"] < before - 0.3  # what KL costs
+    assert after >= before - 0.05  # what minmax keeps
+    assert json.loads((artifact / "manifest.json").read_text())["espdl"]["calib_method"] == "minmax"
+    assert "kept minmax" in proc.stderr
+    check_manifest(artifact)

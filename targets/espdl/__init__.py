@@ -35,6 +35,13 @@ class EspDlOptions(TargetOptions):
         multiple=True,
         metavar="auto[=DB]|NAME,...",
     )
+    calib_method: str | None = option(
+        "--calib-method",
+        "How esp-ppq sets the activations' int8/int16 ranges from the calibration data: kl (its default), minmax, "
+        "percentile or mse; or auto: kl, and where the outputs' SNR on the calibration data is under 10 dB, minmax too, "
+        "keeping the one with less output error; see docs/espdl.md.",
+        choices=("kl", "minmax", "percentile", "mse", "auto"),
+    )
 
 
 class EspDlTarget(Target):

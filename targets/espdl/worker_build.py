@@ -6,7 +6,9 @@ import edgedeploy). The core sends a request (see `run`), this worker:
 1. copies the model to a scratch file, because `espdl_quantize_onnx` overwrites its input with
    the simplified model;
 2. quantises it for the chip (int8, int16, or int8 with some layers in int16), calibrating on
-   the core's calibration arrays;
+   the core's calibration arrays with the activation calibration asked for (esp-ppq's
+   calib_algorithm; for `--calib-method auto`, KL and, if the graph outputs' error is over the
+   core's threshold, minmax too, keeping the one with less error);
 3. measures the quantisation error: graph-wise (error accumulated up to each layer's output) and
    layer-wise (error at the graph outputs when only that layer is quantised), both as esp-ppq's
    noise:signal power ratio, plus the error at the graph outputs;
@@ -108,11 +110,16 @@ def run(request, ctx):
             return [b.to(torch.float32) if b.dtype != torch.bool else b for b in batch]
         return batch.to(torch.float32)
 
-    def quantise(int16_layers):
-        """Quantise a fresh copy of the model; int16_layers: ppq op names dispatched to int16."""
+    requested_method = request.get("calib_method") or "kl"
+    method = "kl" if requested_method == "auto" else requested_method
+
+    def quantise(int16_layers, calib_method=None):
+        """Quantise a fresh copy of the model; int16_layers: ppq op names dispatched to int16;
+        calib_method: esp-ppq's calib_algorithm for the activations (default: the one chosen)."""
         scratch = os.path.join(ctx.workdir, "scratch.onnx")
         shutil.copyfile(request["model"], scratch)  # esp-ppq overwrites its input ONNX
         setting = QuantizationSettingFactory.espdl_setting(num_of_bits=bits)
+        setting.quantize_activation_setting.calib_algorithm = calib_method or method
         for name in int16_layers:
             setting.dispatching_table.append(name, get_target_platform(chip, 16))
             # esp-ppq's own int16 setting calibrates with minmax; the int8 default (KL) clips
@@ -186,6 +193,23 @@ def run(request, ctx):
         calib_batches = _batches(torch, calib, input_names, 1)
         graph = quantise([])
     timings["quantise_s"] = round(time.monotonic() - t0, 2)
+
+    # --calib-method auto: KL (esp-ppq's default) unless the outputs' error is over the threshold;
+    # then minmax too, keeping the one with less output error on the calibration data.
+    calibration = {"requested": requested_method, "method": method, "tried": []}
+    if requested_method == "auto":
+        kl_error = output_error(graph)
+        calibration["tried"].append({"method": "kl", "output_error": kl_error})
+        if kl_error > float(request["calib_auto_threshold"]):
+            ctx.log(f"calibration: kl leaves an output noise:signal ratio of {kl_error:.3g}; trying minmax")
+            t0 = time.monotonic()
+            candidate = quantise([], "minmax")
+            minmax_error = output_error(candidate)
+            calibration["tried"].append({"method": "minmax", "output_error": minmax_error})
+            timings["quantise_minmax_s"] = round(time.monotonic() - t0, 2)
+            if minmax_error < kl_error:
+                graph, method = candidate, "minmax"
+                calibration["method"] = method
     op_names = [op.name for op in graph.operations.values()]
     user_error = None
     int16_layers = []
@@ -314,6 +338,7 @@ def run(request, ctx):
         "calibration_steps": len(calib_batches),
         "eval_batch_size": eval_batch_size,
         "notes": notes,
+        "calibration": calibration,
         "versions": {d: ctx.package_version(d) for d in ("esp-ppq", "torch", "onnx", "onnxsim", "numpy")},
     }
 
