@@ -30,7 +30,8 @@ CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 # attention, a detection-style CNN; each audited on every chip.
 MODELS = ["mnist_box_and_class", "lstm_stateful", "digits_token_classifier", "transformer_encoder", "mlperf_tiny_mobilenet_v1_vww"]
 
-pytestmark = pytest.mark.skipif(not forked.available(), reason="a forked second process needs Linux and two usable CPUs")
+# Where the program would not fork (not Linux, one CPU), there is no second process to test.
+needs_fork = pytest.mark.skipif(not forked.available(), reason="a forked second process needs Linux and two usable CPUs")
 
 
 def _no_children_left() -> bool:
@@ -49,6 +50,7 @@ def _report_text(path: Path, processes: int, **options) -> str:
 # --- edgedeploy.forked -------------------------------------------------------------------------
 
 
+@needs_fork
 def test_a_forked_call_brings_back_its_value_and_is_reaped():
     parent = os.getpid()
     with forked.ForkedCall(lambda: {"pid": os.getpid(), "data": list(range(100_000))}) as child:
@@ -58,6 +60,7 @@ def test_a_forked_call_brings_back_its_value_and_is_reaped():
     assert _no_children_left()
 
 
+@needs_fork
 def test_a_child_that_raises_or_dies_gives_none_and_is_reaped():
     def raises():
         raise RuntimeError("a bug in the child")
@@ -72,6 +75,7 @@ def test_a_child_that_raises_or_dies_gives_none_and_is_reaped():
     assert _no_children_left()
 
 
+@needs_fork
 def test_closing_a_call_kills_a_child_that_still_runs():
     started = time.monotonic()
     with forked.ForkedCall(lambda: time.sleep(60)) as child:
@@ -93,6 +97,7 @@ def test_a_second_process_is_only_offered_on_linux_with_two_cpus(monkeypatch):
 # --- the audit in two processes ----------------------------------------------------------------
 
 
+@needs_fork
 @pytest.mark.parametrize("name", MODELS)
 def test_two_processes_write_the_very_same_report_as_one(name):
     path = CORPUS / f"{name}.onnx"
@@ -100,6 +105,7 @@ def test_two_processes_write_the_very_same_report_as_one(name):
     assert _no_children_left()
 
 
+@needs_fork
 def test_the_same_report_with_every_node_by_node_and_on_a_chosen_list_of_chips():
     path = CORPUS / "mlperf_tiny_resnet8.onnx"
     assert _report_text(path, 2, detail=True, by="node") == _report_text(path, 1, detail=True, by="node")
@@ -110,6 +116,7 @@ def test_the_same_report_with_every_node_by_node_and_on_a_chosen_list_of_chips()
     assert _report_text(path, 2, targets=two, fail_on="cpu-fallback") == _report_text(path, 1, targets=two, fail_on="cpu-fallback")
 
 
+@needs_fork
 def test_the_halves_keep_each_toolchain_together_and_cover_every_chip():
     chips, _ = resolve_chips(("all",))
     first, second = split_by_toolchain(chips)
@@ -127,6 +134,7 @@ def _by_target(chips):
     return found
 
 
+@needs_fork
 def test_a_failing_child_changes_nothing_the_parent_audits_its_half_itself(monkeypatch):
     """A bug that kills the child (here: every chip audit in the child raises) costs time, not the report."""
     path = CORPUS / "gru_har.onnx"
@@ -144,6 +152,7 @@ def test_a_failing_child_changes_nothing_the_parent_audits_its_half_itself(monke
     assert _no_children_left()
 
 
+@needs_fork
 def test_an_error_in_the_parent_s_half_reaches_the_user_and_the_child_is_reaped(monkeypatch):
     path = CORPUS / "gru_har.onnx"
     parent = os.getpid()
@@ -173,6 +182,7 @@ def _fails_the_checker(tmp_path: Path) -> Path:
     return path
 
 
+@needs_fork
 def test_the_checker_in_a_second_process_refuses_with_the_same_sentence(tmp_path):
     path = _fails_the_checker(tmp_path)
     with pytest.raises(ModelError) as in_thread:
@@ -186,6 +196,7 @@ def test_the_checker_in_a_second_process_refuses_with_the_same_sentence(tmp_path
     assert _no_children_left()
 
 
+@needs_fork
 def test_a_checker_child_that_dies_is_replaced_by_the_checker_here(tmp_path, monkeypatch):
     import edgedeploy.model.intake as intake
 
@@ -206,6 +217,7 @@ def test_a_checker_child_that_dies_is_replaced_by_the_checker_here(tmp_path, mon
 # --- the program ---------------------------------------------------------------------------------
 
 
+@needs_fork
 def test_the_program_uses_two_processes_and_prints_what_one_prints(tmp_path):
     """As a user runs it: the console script forks (unless EDGEDEPLOY_AUDIT_PROCESSES=1); a caller
     of main(argv) in its own process does not."""
