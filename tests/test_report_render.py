@@ -183,3 +183,20 @@ def test_before_after_ratio_refused_across_devices_or_inputs(two_measured):
     batch4["scope"]["batch"] = 4
     refusal = compare_before_after(before, batch4)
     assert refusal["speedup"] is None and "batch" in refusal["refused"]
+
+
+@pytest.mark.parametrize("lo, hi", [(20.0, 200.0), (100.0, 1000.0), (3.0, 7.0), (50.0, 51.0)])
+def test_axis_tick_labels_stay_inside_the_plot(lo, hi):
+    # A tick at the very end of the latency axis sits 20 px from the edge, closer than half of
+    # a label such as "200.0 us": centred, it ran off the plot (seen in Chromium in CI).
+    from edgedeploy.report.svg import CHAR_W, latency_sessions
+
+    width = 780
+    rows = [{"label": "s1", "run": "before", "latency_us": {"min": lo, "p50": (lo + hi) / 2, "p99": hi, "max": hi}, "histogram_us": None}]
+    svg = latency_sessions(rows, "a title", width=width)
+    labels = re.findall(r"<text x='([\d.]+)' y='\d+' text-anchor='(middle|end|start)'>([^<]*us)</text>", svg)
+    assert len(labels) >= 2, svg
+    for x, anchor, text in labels:
+        x, w = float(x), len(text) * CHAR_W
+        left = {"middle": x - w / 2, "end": x - w, "start": x}[anchor]
+        assert left >= 0 and left + w <= width, (text, anchor, x)

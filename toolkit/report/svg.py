@@ -120,7 +120,7 @@ def latency_sessions(rows: list[dict], title: str, width: int = 780) -> str:
     for t in scale.ticks():
         x = scale(t)
         out.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{axis_y}' y2='{axis_y + 4}' stroke='#57606a'/>")
-        out.append(f"<text x='{x:.1f}' y='{axis_y + 16}' text-anchor='middle'>{esc(fmt.us(t))}</text>")
+        out.append(tick_label(x, axis_y + 16, fmt.us(t), width))
     out.append(
         f"<text x='{width - right}' y='{axis_y + 32}' text-anchor='end' fill='#57606a'>latency per inference ({'log' if scale.log else 'linear'} scale, 0.5th-99.5th percentile); black: median, red: p99</text>"
     )
@@ -131,6 +131,24 @@ def latency_sessions(rows: list[dict], title: str, width: int = 780) -> str:
 # Average advance of a character of the plots' 11 px sans-serif font: enough to lay text out
 # without measuring it (a little generous, so estimates err towards more room).
 CHAR_W = 6.4
+
+
+def tick_label(x: float, y: float, text: str, width: float, css_class: str | None = None) -> str:
+    """An axis tick's label centred under x, unless that would run past the plot's edge.
+
+    A tick at the very end of an axis sits closer to the edge than half its label (the latency
+    axis ends 20 px from it; a label like "200.0 us" is about 50 px wide), so near an edge the
+    label is anchored at its end or start instead, and stays whole inside the plot.
+    """
+    half = len(text) * CHAR_W / 2
+    if x + half > width - 2:
+        anchor, x = "end", min(x + half, width - 2)
+    elif x - half < 2:
+        anchor, x = "start", max(x - half, 2)
+    else:
+        anchor = "middle"
+    cls = f" class='{css_class}'" if css_class else ""
+    return f"<text{cls} x='{x:.1f}' y='{y}' text-anchor='{anchor}'>{esc(text)}</text>"
 
 
 def text_lines(text: str, max_px: float, char_w: float = CHAR_W) -> list[str]:
@@ -175,7 +193,7 @@ def accuracy_bars(entries: list[dict], width: int = 780) -> str:
     for t in ticks:
         x = scale(t)
         out.append(f"<line x1='{x:.1f}' x2='{x:.1f}' y1='{top}' y2='{axis_y}' stroke='#eaeef2'/>")
-        out.append(f"<text class='tick' x='{x:.1f}' y='{axis_y + 14}' text-anchor='middle'>{esc(_axis_text(entries[0]['metric'], t))}</text>")
+        out.append(tick_label(x, axis_y + 14, _axis_text(entries[0]['metric'], t), width, css_class="tick"))
     out.append(f"<line x1='{plot_l}' x2='{plot_r}' y1='{axis_y}' y2='{axis_y}' stroke='#57606a'/>")
     for i, e in enumerate(entries):
         y0 = top + i * row_h
