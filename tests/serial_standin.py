@@ -85,7 +85,14 @@ class BoardStandIn:
                 if isinstance(step, (int, float)):
                     time.sleep(step)
                     continue
-                os.write(self.master, step)
+                if self.closed:
+                    return  # the test is over (finish() closed the port): a board that was unplugged
+                try:
+                    os.write(self.master, step)
+                except OSError:
+                    if self.closed:
+                        return  # closed between the check and the write
+                    raise
 
         self._thread = threading.Thread(target=run, daemon=True)
         self._thread.start()
