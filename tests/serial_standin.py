@@ -69,6 +69,7 @@ class BoardStandIn:
         self._slave = slave
         self._thread: threading.Thread | None = None
         self.closed = False
+        self._stopping = False
 
     def play(self, script, settle_s: float = 0.2):
         """`settle_s`: how long after the host opened the port the "board" starts talking. A port
@@ -85,12 +86,12 @@ class BoardStandIn:
                 if isinstance(step, (int, float)):
                     time.sleep(step)
                     continue
-                if self.closed:
-                    return  # the test is over (finish() closed the port): a board that was unplugged
+                if self.closed or self._stopping:
+                    return  # the test is over: a board that was unplugged
                 try:
                     os.write(self.master, step)
                 except OSError:
-                    if self.closed:
+                    if self.closed or self._stopping:
                         return  # closed between the check and the write
                     raise
 
@@ -101,7 +102,7 @@ class BoardStandIn:
         """Like a board, the stand-in talks into the void until the host opens the port: pyserial
         switches the line to raw mode and then flushes what was waiting, so start after that."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self._stopping:
             if not termios.tcgetattr(self._slave)[3] & termios.ICANON:
                 break
             time.sleep(0.01)
@@ -113,8 +114,19 @@ class BoardStandIn:
             os.close(self.master)
 
     def finish(self):
+        self._stopping = True
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            # A script still playing (a flooding board) may be blocked writing into a full pty
+            # that nobody reads any more: drain the other end, so the write returns and the
+            # thread sees it is to stop, instead of waiting out the join's time-out.
+            os.set_blocking(self._slave, False)
+            deadline = time.monotonic() + 10
+            while self._thread.is_alive() and time.monotonic() < deadline:
+                try:
+                    os.read(self._slave, 1 << 16)
+                except (BlockingIOError, OSError):
+                    pass
+                self._thread.join(timeout=0.02)
         self.close()
         os.close(self._slave)
 
