@@ -124,7 +124,7 @@ class BoardStandIn:
             while self._thread.is_alive() and time.monotonic() < deadline:
                 try:
                     os.read(self._slave, 1 << 16)
-                except (BlockingIOError, OSError):
+                except OSError:  # nothing waiting (BlockingIOError), or the port is gone
                     pass
                 self._thread.join(timeout=0.02)
         self.close()

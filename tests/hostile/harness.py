@@ -95,7 +95,8 @@ BIG_FILE_BYTES = 64 * 2**20
 
 
 def tree_state(root: Path) -> dict[str, str]:
-    """Every entry below root: a file's sha256, a link's target, or 'dir'."""
+    """Every entry below root: a file's sha256 (over BIG_FILE_BYTES: its size and nanosecond
+    times), a link's target, or 'dir'."""
     state: dict[str, str] = {}
     if not root.exists():
         return state
