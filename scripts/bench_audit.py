@@ -14,16 +14,23 @@ light model with seeded weights, 910 nodes, 33 MB), found through the corpus man
 regenerated with the corpus script (scripts/corpus/make_corpus.py --only onnx_zoo_densenet121).
 `--model` times another file.
 
+Two floors are timed in the same rounds, to show how much of the goal is left to the audit's own
+work: `parse` reads the file and parses it with onnx, which any tool that looks at the graph must
+do: no audit, however fast its own code, can go below its ratio. `checked` also runs ONNX's
+checker on the bytes, one step after the other, which a tool that refuses invalid models must
+do too; the audit does both (and shape inference), but runs the checker on the second core
+beside its own work, so it can come below `checked`, never below `parse`.
+
 Every command is a fresh process, as a user or CI runs it, so imports count. A round runs the
-three commands in turn (base, text, json, in a rotating order, so a change in the machine's
-load falls on all three alike); one round first is a warm-up, not counted. Each round gives a
+commands in turn (base, the two floors, text, json, in a rotating order, so a change in
+the machine's load falls on all of them alike); one round first is a warm-up, not counted. Each round gives a
 ratio per format (the audit's wall time over the base's in that round); the figures are the
 median and the range over rounds, with the CPU time (user+sys) beside them, since on a shared
 machine wall time includes waiting for a core.
 
 The audit runs as users get it: on Linux with two CPUs the program runs ONNX's checker and half
 the chips in a forked second process (edgedeploy.forked), so its CPU time is more than its wall
-time. `--one-process` adds a fourth command, `--format json` with EDGEDEPLOY_AUDIT_PROCESSES=1,
+time. `--one-process` adds a command, `--format json` with EDGEDEPLOY_AUDIT_PROCESSES=1,
 to show what the second process buys.
 
 The processes run as an installed package runs: with Python's bytecode cached (pip compiles it
@@ -54,6 +61,9 @@ HOME = Path(os.environ.get("EDGEDEPLOY_HOME", Path.home() / ".cache" / "edgedepl
 CORPUS_SCRIPT = REPO / "scripts" / "corpus" / "make_corpus.py"
 CORPUS_PYTHON = HOME / "envs" / "corpus" / "bin" / "python"
 BASE = [sys.executable, "-c", "import onnx, numpy"]
+PARSE = "import sys, onnx, numpy; onnx.load_model_from_string(open(sys.argv[1], 'rb').read())"
+CHECKED = "import sys, onnx, numpy; data = open(sys.argv[1], 'rb').read(); onnx.load_model_from_string(data); onnx.checker.check_model(data)"
+FLOORS = ("parse", "checked")
 MAX_RATIO = 1.5
 MAX_JSON_BYTES = int(1.5 * 1e6)
 
@@ -100,7 +110,7 @@ def spread(values: list[float], digits: int = 3) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", type=Path, help=f"the model to audit (default: the corpus's {MODEL_NAME})")
-    parser.add_argument("--rounds", type=int, default=7, help="timed rounds (each: base, text, json), after one warm-up round")
+    parser.add_argument("--rounds", type=int, default=7, help="timed rounds (each: base, the floors, text, json), after one warm-up round")
     parser.add_argument("--compile-each-run", action="store_true", help="keep PYTHONDONTWRITEBYTECODE: every process compiles edgedeploy's sources again")
     parser.add_argument("--fail-above", type=float, metavar="RATIO", help="exit 1 when a median ratio is above RATIO or the JSON is over 1.5 MB")
     parser.add_argument("--one-process", action="store_true", help="also time --format json with EDGEDEPLOY_AUDIT_PROCESSES=1 (every chip in one process)")
@@ -118,7 +128,13 @@ def main(argv=None) -> int:
         sys.exit(f"{path} has sha256 {sha256}, not the corpus manifest's {expected_sha}; regenerate it with {CORPUS_SCRIPT.relative_to(REPO)}.")
 
     audit = edgedeploy_command() + ["audit", str(path), "--target", "all"]
-    commands = {"base": BASE, "text": audit, "json": audit + ["--format", "json"]}
+    commands = {
+        "base": BASE,
+        "parse": [sys.executable, "-c", PARSE, str(path)],
+        "checked": [sys.executable, "-c", CHECKED, str(path)],
+        "text": audit,
+        "json": audit + ["--format", "json"],
+    }
     if args.one_process:
         commands["json1"] = ["env", "EDGEDEPLOY_AUDIT_PROCESSES=1", *commands["json"]]
     cache = Path(tempfile.mkdtemp(prefix="edgedeploy-bench-pycache-"))
@@ -159,11 +175,17 @@ def main(argv=None) -> int:
     print(f"bytecode: {'compiled by every process (PYTHONDONTWRITEBYTECODE=1)' if args.compile_each_run else 'cached, as an installed package'}; {args.rounds} rounds after one warm-up, each command a fresh process")
     for name, cmd in commands.items():
         prefix = "EDGEDEPLOY_AUDIT_PROCESSES=1 " if name == "json1" else ""
-        shown = " ".join(cmd[-2:]) if name == "base" else prefix + "edgedeploy " + " ".join(cmd[cmd.index("audit"):]).replace(str(path), "MODEL")
-        print(f"  {name:5s} {shown}")
-        print(f"       wall {spread(wall[name])} s; CPU {spread(cpu[name])} s")
+        if name == "base":
+            shown = " ".join(cmd[-2:])
+        elif name in FLOORS:
+            shown = f'python -c "{cmd[-2]}" MODEL'
+        else:
+            shown = prefix + "edgedeploy " + " ".join(cmd[cmd.index("audit"):]).replace(str(path), "MODEL")
+        print(f"  {name:7s} {shown}")
+        print(f"          wall {spread(wall[name])} s; CPU {spread(cpu[name])} s")
     for fmt in formats:
-        print(f"ratio {fmt}/base: wall {spread(ratios[fmt], 2)}; CPU {spread(cpu_ratios[fmt], 2)}")
+        kind = "floor " if fmt in FLOORS else ""
+        print(f"ratio {kind}{fmt}/base: wall {spread(ratios[fmt], 2)}; CPU {spread(cpu_ratios[fmt], 2)}")
     print(f"JSON: {json_bytes} bytes ({json_bytes / 1e6:.2f} MB; limit 1.5 MB); with --detail {detail_bytes} bytes")
     if args.fail_above is not None:
         over = [fmt for fmt in ("text", "json") if statistics.median(ratios[fmt]) > args.fail_above]
