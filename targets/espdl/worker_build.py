@@ -26,6 +26,8 @@ import os
 import shutil
 import time
 
+INFO_EXPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "info_export.py")
+
 
 def layerwise_error(graph, batches, collate):
     """esp-ppq's layer-wise error (layerwise_error_analyse, method 'snr'): for each computing op,
@@ -305,13 +307,15 @@ def run(request, ctx):
     espdl_path = os.path.join(out_dir, request.get("espdl_name", "model.espdl"))
     values_for_test = generate_test_value(graph, "cpu", test_tensors if len(test_tensors) > 1 else test_tensors[0])
     platform = get_target_platform(chip, bits)
-    PFL.Exporter(platform=platform).export(
-        file_path=espdl_path,
-        graph=graph,
-        values_for_test=values_for_test,
-        export_config=True,
-        metadata_props={str(k): str(v) for k, v in (request.get("metadata") or {}).items()},
-    )
+    # model.info without the weights' values: printing them was most of a real model's build (info_export.py).
+    with ctx.load_module(INFO_EXPORT, "espdl_info_export").info_without_weight_values():
+        PFL.Exporter(platform=platform).export(
+            file_path=espdl_path,
+            graph=graph,
+            values_for_test=values_for_test,
+            export_config=True,
+            metadata_props={str(k): str(v) for k, v in (request.get("metadata") or {}).items()},
+        )
     timings["export_s"] = round(time.monotonic() - t0, 2)
     expected = {name: value.detach().cpu().numpy().astype("float32").tolist() for name, value in values_for_test["outputs"].items()}
     base = os.path.splitext(espdl_path)[0]

@@ -34,6 +34,9 @@ import tempfile
 import time
 import traceback
 
+# The .info file is written without the weights' values (most of esp-ppq's export time; see there).
+INFO_EXPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "info_export.py")
+
 # One node line of the .info file: "  %y1, %y2 = OpType[attr = v, ...](%x1, %x2)".
 _NODE_LINE = re.compile(r"^\s+(?P<outs>%.*?) = (?P<op>[A-Za-z_][\w.]*)(?P<attrs>\[.*\])?\((?P<ins>.*)\)\s*$")
 _QUANT_TYPE = re.compile(r"quant_type = '(?P<q>[A-Z0-9]+)'")
@@ -185,6 +188,8 @@ def verdict_for(case, request, workroot, rng, ctx):
     import onnx
     from esp_ppq.api import espdl_quantize_onnx
 
+    info_without_weight_values = ctx.load_module(INFO_EXPORT, "espdl_info_export").info_without_weight_values
+
     steps = int(request.get("calib_steps", 8))
     chip = request["chip"]
     quant_type = request.get("quant_type", "w8a8")
@@ -204,7 +209,7 @@ def verdict_for(case, request, workroot, rng, ctx):
 
         def quantise():
             # esp-ppq prints its progress tables to stdout; they stay in the log, not in our result.
-            with contextlib.redirect_stdout(sink):
+            with contextlib.redirect_stdout(sink), info_without_weight_values():
                 espdl_quantize_onnx(
                     onnx_import_file=model_copy,
                     espdl_export_file=export,
