@@ -23,6 +23,7 @@ from edgedeploy.audit.confirm import NodeVerdict, ToolchainVerdict
 from edgedeploy.audit.layers import ToolchainLayer, map_layers
 from edgedeploy.audit.rules import Placement
 from edgedeploy.errors import OptionError, WorkerFailed
+from edgedeploy.model.stats import node_names
 
 WORKER = Path(__file__).with_name("worker_verdict.py")
 TOOLCHAIN_NAME = "esp-ppq"
@@ -54,6 +55,7 @@ def verdict_from_case(model_path: Path, case: dict, version: str) -> ToolchainVe
     ]
     graph = onnx.load(str(model_path), load_external_data=False).graph
     mapping = map_layers(graph, layers, constants=set(case.get("initializers", [])))
+    _batchnorm_into_its_producer(graph, layers, mapping)
     nodes = {}
     for name, (index, how) in mapping.nodes.items():
         layer = layers[index]
@@ -71,6 +73,39 @@ def verdict_from_case(model_path: Path, case: dict, version: str) -> ToolchainVe
         estimates={"folded_nodes": mapping.folded_nodes} if mapping.folded_nodes else {},
         observes=observes,
     )
+
+
+# The layers esp-ppq folds a BatchNormalization into (targets/espdl/passes.py, BN_FOLD_TARGETS).
+BN_FOLDED_INTO = ("Conv", "Gemm", "ConvTranspose")
+
+
+def _batchnorm_into_its_producer(graph: onnx.GraphProto, layers: list[ToolchainLayer], mapping) -> None:
+    """Attribute each BatchNormalization esp-ppq folded to the Conv, Gemm or ConvTranspose layer it was folded into.
+
+    esp-ppq folds the BatchNormalization into the layer before it (that layer's weights and bias
+    absorb the scale and shift), so the BatchNormalization's output tensor is gone from the
+    exported graph. map_layers then gives such a node to the layer its consumers went into,
+    which is right when that layer is the fused one (Conv + BatchNormalization + Relu exported
+    as one Conv with its Relu's tensor), but not when the consumer is another layer: in the ONNX
+    model zoo's ResNet-50 each BatchNormalization before a Sum (which ESP-DL runs in float)
+    came out as "float, fused into Sum F32", although the .info shows the Conv before it as the
+    S8 layer whose output the Sum's float glue reads (esp-ppq 1.3.12, 2026-12-02: 20 of its 53
+    BatchNormalization nodes). Here a BatchNormalization mapped to a layer other than the one of
+    its input's producer, where that producer is a Conv, Gemm or ConvTranspose exported as a
+    layer of that type, is given to the producer's layer.
+    """
+    names = node_names(graph)
+    producer = {t: i for i, node in enumerate(graph.node) for t in node.output if t}
+    for i, node in enumerate(graph.node):
+        if node.op_type != "BatchNormalization" or not node.input:
+            continue
+        found = mapping.nodes.get(names[i])
+        source = producer.get(node.input[0])
+        if found is None or found[1] != "fused" or source is None or graph.node[source].op_type not in BN_FOLDED_INTO:
+            continue
+        into = mapping.nodes.get(names[source])
+        if into is not None and into[0] != found[0] and layers[into[0]].op_type in BN_FOLDED_INTO:
+            mapping.nodes[names[i]] = (into[0], "fused")
 
 
 def verdict_from_info(model_path: Path, info_path: Path, version: str) -> ToolchainVerdict:
