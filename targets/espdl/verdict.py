@@ -24,6 +24,7 @@ from edgedeploy.audit.layers import ToolchainLayer, map_layers
 from edgedeploy.audit.rules import Placement
 from edgedeploy.errors import OptionError, WorkerFailed
 from edgedeploy.model.stats import node_names
+from edgedeploy.targets.espdl.passes import BN_FOLD_TARGETS
 
 WORKER = Path(__file__).with_name("worker_verdict.py")
 TOOLCHAIN_NAME = "esp-ppq"
@@ -75,10 +76,6 @@ def verdict_from_case(model_path: Path, case: dict, version: str) -> ToolchainVe
     )
 
 
-# The layers esp-ppq folds a BatchNormalization into (targets/espdl/passes.py, BN_FOLD_TARGETS).
-BN_FOLDED_INTO = ("Conv", "Gemm", "ConvTranspose")
-
-
 def _batchnorm_into_its_producer(graph: onnx.GraphProto, layers: list[ToolchainLayer], mapping) -> None:
     """Attribute each BatchNormalization esp-ppq folded to the Conv, Gemm or ConvTranspose layer it was folded into.
 
@@ -101,10 +98,10 @@ def _batchnorm_into_its_producer(graph: onnx.GraphProto, layers: list[ToolchainL
             continue
         found = mapping.nodes.get(names[i])
         source = producer.get(node.input[0])
-        if found is None or found[1] != "fused" or source is None or graph.node[source].op_type not in BN_FOLDED_INTO:
+        if found is None or found[1] != "fused" or source is None or graph.node[source].op_type not in BN_FOLD_TARGETS:
             continue
         into = mapping.nodes.get(names[source])
-        if into is not None and into[0] != found[0] and layers[into[0]].op_type in BN_FOLDED_INTO:
+        if into is not None and into[0] != found[0] and layers[into[0]].op_type in BN_FOLD_TARGETS:
             mapping.nodes[names[i]] = (into[0], "fused")
 
 
