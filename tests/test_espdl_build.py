@@ -75,7 +75,7 @@ def test_sample_builds_with_accuracy_before_and_after(sample_builds, chip):
     assert espdl[:4] == b"EDL2"
     info = (artifact / "model.info").read_text()
     assert "test inputs value" in info and "test outputs value" in info  # export_test_values=True
-    # The layers with their quant types, without the weights' values (targets/espdl/info_export.py).
+    # The layers with their quant types, without the weights' values (targets/espdl/worker_info_export.py).
     assert "quant_type = 'S8'" in info and "initializers value:" not in info
     assert manifest["model"]["sha256"] in info  # metadata the firmware reports back
 

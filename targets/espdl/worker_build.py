@@ -26,7 +26,7 @@ import os
 import shutil
 import time
 
-INFO_EXPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "info_export.py")
+INFO_EXPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_info_export.py")
 
 
 def layerwise_error(graph, batches, collate):
@@ -307,7 +307,7 @@ def run(request, ctx):
     espdl_path = os.path.join(out_dir, request.get("espdl_name", "model.espdl"))
     values_for_test = generate_test_value(graph, "cpu", test_tensors if len(test_tensors) > 1 else test_tensors[0])
     platform = get_target_platform(chip, bits)
-    # model.info without the weights' values: printing them was most of a real model's build (info_export.py).
+    # model.info without the weights' values: printing them was most of a real model's build (worker_info_export.py).
     with ctx.load_module(INFO_EXPORT, "espdl_info_export").info_without_weight_values():
         PFL.Exporter(platform=platform).export(
             file_path=espdl_path,

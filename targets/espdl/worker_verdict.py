@@ -34,8 +34,8 @@ import tempfile
 import time
 import traceback
 
-# The .info file is written without the weights' values (most of esp-ppq's export time; see there).
-INFO_EXPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "info_export.py")
+# The .info file is written without the weights' values (most of esp-ppq's export time; worker_info_export.py).
+INFO_EXPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_info_export.py")
 
 # One node line of the .info file: "  %y1, %y2 = OpType[attr = v, ...](%x1, %x2)".
 _NODE_LINE = re.compile(r"^\s+(?P<outs>%.*?) = (?P<op>[A-Za-z_][\w.]*)(?P<attrs>\[.*\])?\((?P<ins>.*)\)\s*$")
