@@ -39,5 +39,7 @@ packages += list(DATA_ROOTS)
 package_data = {pkg: CODE_PACKAGE_DATA for pkg in packages if pkg not in DATA_ROOTS}
 package_data.update({pkg: ["**/*"] for pkg in DATA_ROOTS})
 package_data["edgedeploy"] = CODE_PACKAGE_DATA + ["data/**/*"]
+# The latency estimator's calibration tables (published device figures, the rebuilt models' manifest).
+package_data["edgedeploy.estimate"] = CODE_PACKAGE_DATA + ["data/*.csv", "data/*.json"]
 
 setup(packages=packages, package_data=package_data)
