@@ -1,7 +1,8 @@
 """The target contract: what a vendor package provides, and what it gets from the core.
 
-A target is one package (its `TARGET` object, rules, workers, pinned requirements) plus one
-folder under templates/, registered through the `edgedeploy.targets` entry-point group exactly
+A target is one package (its `TARGET` object, rules, workers, pinned requirements) plus its
+templates (a `templates/` folder in the package, or for the built-in ones templates/<id>; see
+Target.templates_dir and render_template), registered through the `edgedeploy.targets` entry-point group exactly
 as a third-party vendor package would register. The core (edgedeploy.pipeline) runs every
 shared stage once — intake, audit, data, the ONNX Runtime reference, verification, the report,
 the atomic artifact — and calls only the vendor-specific stages:
@@ -28,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import importlib
+import importlib.resources
 import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,7 +213,7 @@ class BuildContext:
     workdir: Path  # absolute; becomes `final_dir` when the build succeeds
     final_dir: Path  # where the artifact will be (for commands printed for the user)
     data: BuildData
-    audit: "AuditResult"  # the rules' prediction, before conversion
+    audit: "AuditResult | None"  # the rules' prediction, before conversion (None: the target declares no AUDIT)
     executor: "Executor"  # runs every vendor tool (one time-out, log, process lifecycle)
     reference: "ReferenceRunner"  # ONNX Runtime fp32 on this host, cached per inputs (for runners' expected outputs)
     echo: Callable[[str], None]
@@ -319,6 +321,25 @@ class Target:
         module = importlib.import_module(self.package)
         return Path(module.__file__).parent  # type: ignore[arg-type]
 
+    @property
+    def templates_dir(self) -> Path:
+        """This target's Jinja2 templates: a `templates/` folder in its own package (where a
+        plug-in ships them), else edgedeploy's templates/<id> (the built-in targets' folder)."""
+        own = self.package_dir / "templates"
+        if own.is_dir():
+            return own
+        return Path(str(importlib.resources.files("edgedeploy.templates"))) / self.id
+
+    def render_template(self, name: str, **values: Any) -> str:
+        """Render one of the target's templates (templates_dir/name); a value the template names
+        but is not given is an error, not an empty string."""
+        import jinja2
+
+        environment = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(str(self.templates_dir)), undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
+        )
+        return environment.get_template(name).render(**values)
+
     def chip(self, chip_id: str) -> Chip:
         for chip in self.chips:
             if chip.id == chip_id:
@@ -340,6 +361,8 @@ class Target:
         TensorRT release, DLA or GPU, a TIDL release); `variant` names such a table directly
         (one entry of rule_set_variants()).
         """
+        if not self.has(Capability.AUDIT):
+            raise self.not_available("The audit (this target declares no rules)")
         arguments = {**self.rule_set_arguments(chip_id, precision, options), **variant}
         return self.module("rules").rule_set(chip_id, precision=precision, **arguments)
 

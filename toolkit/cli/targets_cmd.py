@@ -38,10 +38,17 @@ def targets_data() -> list[dict]:
 @click.command("targets")
 @format_option()
 def targets_command(output_format: str) -> None:
-    """List every target chip with its accelerator, toolchain, and whether that toolchain is installed here."""
+    """List every target chip with its accelerator, toolchain, and whether that toolchain is installed here.
+
+    A target plug-in that could not be loaded is listed as broken, with its error; the others
+    work as usual.
+    """
+    from edgedeploy.targets import broken_targets
+
     rows = targets_data()
+    broken = [b.to_dict() for b in broken_targets()]
     if output_format == "json":
-        emit_json({"schema": "edgedeploy.targets/1", "targets": rows})
+        emit_json({"schema": "edgedeploy.targets/1", "targets": rows, "broken": broken})
         return
     echo_text(
         table(
@@ -58,6 +65,11 @@ def targets_command(output_format: str) -> None:
         if r["toolchain"] not in seen:
             seen.add(r["toolchain"])
             echo_text(f"{r['toolchain']}: {r['toolchain_status']}")
+    if broken:
+        echo_text("")
+        echo_text(f"Broken target plug-ins ({len(broken)}, not loaded; the targets above are not affected):")
+        for b in broken:
+            echo_text(f"  {b['name']} ({b['entry_point']}): broken: {b['error']}")
 
 
 COMMANDS = [targets_command]

@@ -52,7 +52,7 @@ def resolve_chips(values: tuple[str, ...] | list[str]) -> tuple[list[ChipChoice]
             continue
         target, chip = find_chip(value)
         if not has_rules(target):
-            raise OptionError(f"The {target.name} target has no audit rules yet, so {chip.id} cannot be audited.")
+            raise OptionError(f"The {target.name} target declares no audit rules, so {chip.id} cannot be audited.")
         if chip.id not in seen:
             seen.add(chip.id)
             chips.append(ChipChoice(target, chip))

@@ -127,9 +127,7 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
         echo(f"build: {model.name} for {chip.name} ({target.name}), {precision}, in {work}")
 
         # -- audit --------------------------------------------------------------------------
-        rules = target.rule_set(chip.id, precision, target_options)
-        prediction = audit_model(model, rules, precision)
-        report["audit"] = _audit_section(work, prediction, rules, echo)
+        prediction, report["audit"] = _audit_stage(work, model, target, chip, precision, target_options, echo)
 
         # -- data ---------------------------------------------------------------------------
         reference = ReferenceRunner(model.proto, cache_dir=default_cache_dir())
@@ -160,7 +158,8 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
         try:
             converted = target.convert(ctx)
         except ToolchainError as exc:
-            _add_what_the_audit_foresaw(exc, prediction)
+            if prediction is not None:
+                _add_what_the_audit_foresaw(exc, prediction)
             raise
         convert_seconds = round(time.monotonic() - convert_started, 2)
         if converted.rules is not None:
@@ -275,6 +274,18 @@ def _data_section(data: BuildData) -> dict:
 # -- audit and verdict ---------------------------------------------------------------------
 
 
+def _audit_stage(work: Path, model: LoadedModel, target, chip, precision: str, target_options: TargetOptions, echo):
+    """(the rules' prediction, the report's audit section); (None, skipped) for a target that
+    declares no audit rules (no Capability.AUDIT): the build goes on without a prediction."""
+    if not target.has(Capability.AUDIT):
+        reason = f"the {target.name} target declares no audit rules"
+        echo(f"audit: skipped: {reason}")
+        return None, {"status": "skipped", "reason": reason}
+    rules = target.rule_set(chip.id, precision, target_options)
+    prediction = audit_model(model, rules, precision)
+    return prediction, _audit_section(work, prediction, rules, echo)
+
+
 def _audit_section(work: Path, prediction, rules, echo) -> dict:
     """audit.json holds every node; the report keeps the summary, one shape for every target."""
     atomic_write_json(work / "audit.json", prediction.to_dict())
@@ -309,8 +320,13 @@ def _add_what_the_audit_foresaw(exc: ToolchainError, prediction) -> None:
 
 def _verdict_section(work: Path, prediction, converted: ConvertResult, echo) -> dict:
     verdict = converted.verdict
-    if verdict is None:
-        reason = "the project was generated, not compiled" if converted.status == "generated" else "this toolchain reports no per-node placement"
+    if verdict is None or prediction is None:
+        if verdict is not None:
+            reason = "there is no audit to compare the toolchain's placement with"
+        elif converted.status == "generated":
+            reason = "the project was generated, not compiled"
+        else:
+            reason = "this toolchain reports no per-node placement"
         return {"status": "none", "reason": reason}
     comparison = compare(prediction, verdict)
     atomic_write_json(work / "toolchain_verdict.json", {"verdict": verdict.to_dict(), "comparison": comparison})
@@ -442,6 +458,8 @@ def _fix_for_chip(model: LoadedModel, target, chip, precision: str, options: Bui
     """`edgedeploy fix` for one chip before converting: (the rewritten model, the fix report)."""
     from edgedeploy.fix.engine import DEFAULT_EVAL_COUNT, evaluation_feeds, fix_model
 
+    if not target.has(Capability.AUDIT):
+        raise OptionError(f"--fix judges rewrites by the audit's rules, and the {target.name} target declares none; build {chip.id} without --fix.")
     feeds, source = evaluation_feeds(model, options.eval, options.eval_count or DEFAULT_EVAL_COUNT, model.path, allow_nonfinite=options.allow_nonfinite)
     result = fix_model(model, {chip.id: target.rule_set(chip.id, precision, options.options_for(target))}, feeds, source, allow_approx=options.allow_approx, echo=echo, precisions={chip.id: precision})
     applied = [a.rewrite for a in result.attempts if a.applied]
