@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import click
 
-from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes, resolve_model
+from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument
 from edgedeploy.cli.output import info, output_options, resolve_output, terminal_width, to_json
 from edgedeploy.errors import EdgedeployError
 
@@ -38,14 +38,12 @@ def audit_command(model, targets, input_shapes, output_format, out_path, force, 
     line per chip (nodes on the accelerator, accelerator<->fallback transitions and the bytes that
     cross them per inference); with several chips, the operator x chip matrix.
     """
-    from edgedeploy.pipeline.audit import audit_chips, resolve_chips
+    from edgedeploy import api
 
     # The per-node table and the toolchain comparison show every node, so they need them all.
     detail = detail or per_node or confirm
     output = resolve_output(out_path, output_format, force, AUDIT_FORMATS, "edgedeploy audit")
     with collector_paused():
-        chips, no_rules = resolve_chips(targets)
-        path = resolve_model(model)
         # --confirm runs toolchains for up to a minute per chip: their progress needs the live
         # display. Without it nothing runs long, and the display (rich, a ticking thread) would
         # cost a tenth of the audit's time.
@@ -54,9 +52,14 @@ def audit_command(model, targets, input_shapes, output_format, out_path, force, 
             from edgedeploy.cli.progress import Reporter
 
             reporter = Reporter.for_command()
-        report = audit_chips(path, parse_shapes(input_shapes), chips, no_rules, precision=precision, fail_on=fail_on, by=by, confirm=confirm, calib=calib, echo=reporter or info, detail=detail, processes=audit_processes())
+        result = api.audit(
+            model, targets, input_shapes=input_shapes, precision=precision, fail_on=fail_on, by=by, detail=detail,
+            confirm=confirm, calib=calib, processes=audit_processes(), progress=reporter or info,
+        )
         if reporter is not None:
             reporter.close()
+        # The document as made (no copy): the renderers only read it.
+        report = result.document
         if output.format == "json":
             text = to_json(report)
         else:

@@ -14,7 +14,6 @@ import click
 
 from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes, resolve_model
 from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
-from edgedeploy.artifacts import read_manifest
 from edgedeploy.cli.project import project_options
 from edgedeploy.errors import EXIT_GATE_FAILED, EXIT_GENERATED_ONLY, EdgedeployError, OptionError
 from edgedeploy.gates import evaluate_build, failed_build
@@ -144,7 +143,7 @@ def _build(values: dict, project) -> None:
     from edgedeploy.datasets import parse_preprocess
     from edgedeploy.cli.progress import Reporter
     from edgedeploy.gates import gates_of_command, merge_gates, parse_gates
-    from edgedeploy.pipeline.build import BuildOptions, load_report, run_build
+    from edgedeploy import api
     from edgedeploy.targets import find_chip
 
     keys = ("model", "targets", "out_root", "force", "input_shapes", "precision", "calib", "calib_count", "eval_data", "eval_count", "allow_nonfinite", "preprocess", "metric", "metric_output", "run_fix", "allow_approx", "device", "timeout_s", "fail_fast", "allow_generated", "output_format", "fail_on")
@@ -160,8 +159,9 @@ def _build(values: dict, project) -> None:
         chips = [find_chip(chip) for chip in targets]  # fail on a typo before any work
     with project_file.naming_the_field(project, "preprocess"):
         preprocess_spec = parse_preprocess(preprocess)
-    options = BuildOptions(
-        out_root=out_root,
+    # What every chip's build shares: edgedeploy.api.build's keyword options.
+    options = dict(
+        out=out_root,
         force=force,
         input_shapes=parse_shapes(input_shapes),
         precision=precision,
@@ -176,9 +176,9 @@ def _build(values: dict, project) -> None:
         device=device,
         fix=run_fix,
         allow_approx=allow_approx,
-        worker_timeout_s=timeout_s,
-        target_options=target_options_from(vendor_values, chips),
+        timeout_s=timeout_s,
     )
+    target_options = target_options_from(vendor_values, chips)
     model_path = resolve_model(model)
     reporter = Reporter.for_command()
     results = []
@@ -186,7 +186,7 @@ def _build(values: dict, project) -> None:
     for (target, chip), asked in zip(chips, targets):
         started = time.monotonic()
         try:
-            dest = run_build(model_path, chip.id, options, echo=reporter, progress=reporter.tool)
+            artifact = api.build(model_path, chip.id, **options, target_options=target_options[target.id], progress=reporter)
         except EdgedeployError as exc:
             if len(chips) == 1 or fail_fast:
                 raise
@@ -195,11 +195,10 @@ def _build(values: dict, project) -> None:
             info(f"build: {chip.id} failed: {str(exc).splitlines()[0]}")
             results.append({"chip": chip.id, "status": "failed", "reason": str(exc).splitlines()[0], "exit_code": exc.exit_code, "failed_folder": failed, "wall_seconds": round(time.monotonic() - started, 2)})
             continue
-        report = load_report(dest)
-        status = "built" if report["convert"]["status"] == "built" else "generated only"
-        entry = {"chip": chip.id, "status": status, "artifact": str(dest), "wall_seconds": round(time.monotonic() - started, 2), "report": report}
+        report = artifact.document
+        entry = {"chip": chip.id, "status": artifact.status, "artifact": str(artifact.path), "wall_seconds": round(time.monotonic() - started, 2), "report": report}
         if gates:
-            entry["gates"] = gate_summary(evaluate_build(gates, report, read_manifest(dest)))
+            entry["gates"] = gate_summary(evaluate_build(gates, report, artifact.manifest))
         results.append(entry)
     reporter.close()
     for entry in results:

@@ -1,0 +1,123 @@
+"""The Python API (edgedeploy.api, exported by the package): typed results in the shipped schemas'
+shape, errors of the one hierarchy with their exit codes, progress through the callback, and
+nothing written to stdout or stderr (checked at the file-descriptor level, so a worker's or a C
+library's output would show too). docs/api.md's session, with a real build, is tests/test_api_docs.py.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+
+import pytest
+
+import edgedeploy
+from edgedeploy.errors import EXIT_CODES, ArtifactError, EdgedeployError, ModelError, OptionError, UnknownName
+from edgedeploy.report.schemas import validate
+
+
+def test_import_edgedeploy_imports_no_heavy_module():
+    code = "import sys, json, edgedeploy; print(json.dumps(sorted(sys.modules)))"
+    loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout))
+    heavy = {"onnx", "numpy", "click", "jinja2", "rich", "edgedeploy.api", "edgedeploy.targets", "edgedeploy.pipeline"}
+    assert not loaded & heavy, sorted(loaded & heavy)
+
+
+def test_the_api_names_are_exported_and_documented():
+    for name in edgedeploy.API_NAMES:
+        value = getattr(edgedeploy, name)
+        assert inspect.getdoc(value), name
+    assert "chips" in inspect.signature(edgedeploy.audit).parameters
+    assert "device" in inspect.signature(edgedeploy.measure).parameters
+    with pytest.raises(AttributeError):
+        edgedeploy.no_such_function  # noqa: B018
+
+
+def test_audit_and_measure_stay_functions_beside_their_subpackages():
+    """`edgedeploy.audit` is also the subpackage toolkit/audit: importing it must not unbind the function."""
+    import edgedeploy.audit.engine
+    import edgedeploy.measure.harness
+    from edgedeploy.audit import engine
+
+    assert callable(edgedeploy.audit) and callable(edgedeploy.measure)
+    assert edgedeploy.audit.engine is engine is sys.modules["edgedeploy.audit.engine"]
+    assert edgedeploy.measure.harness is sys.modules["edgedeploy.measure.harness"]
+    assert inspect.signature(edgedeploy.audit) == inspect.signature(edgedeploy.api.audit)
+
+
+def test_audit_returns_typed_results_in_the_schemas_shape_and_prints_nothing(capfd):
+    lines: list[str] = []
+    result = edgedeploy.audit(chips=["esp32s3", "rk3588"], fail_on="any", progress=lines.append)
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
+    assert any("bundled sample" in line for line in lines)
+    assert isinstance(result, edgedeploy.AuditResult)
+    assert [c.chip for c in result.chips] == ["esp32s3", "rk3588"]
+    chip = result.chip("esp32s3")
+    assert chip.target == "espdl" and chip.summary["nodes"] == chip.summary["on_accelerator"] > 0
+    assert result.exit_code == 0 and result.fail_on["failed"] is False
+    document = result.to_dict()
+    validate(document)
+    for c in result.chips:
+        validate(c.to_dict())
+    # to_dict() is a copy in JSON's own types: what `audit --format json` writes.
+    assert document == json.loads(json.dumps(document))
+    document["audits"].clear()
+    assert result.to_dict()["audits"]
+
+
+def test_the_cli_prints_the_api_result(tmp_path):
+    from tests.helpers import run_cli
+
+    proc = run_cli("audit", "--target", "esp32s3", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    by_cli = json.loads(proc.stdout)
+    by_api = edgedeploy.audit(chips="esp32s3").to_dict()
+    assert by_cli == by_api
+
+
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda tmp: edgedeploy.audit(tmp / "missing.onnx", chips=["esp32s3"]), ModelError),
+        (lambda tmp: edgedeploy.audit(chips=["esp99"]), UnknownName),
+        (lambda tmp: edgedeploy.audit(chips=["esp32s3"], fail_on="sometimes"), OptionError),
+        (lambda tmp: edgedeploy.load_artifact(tmp), ArtifactError),
+        (lambda tmp: edgedeploy.build(None, "esp32s3", out=tmp, no_such_option=1), OptionError),
+        (lambda tmp: edgedeploy.measure(tmp, device="no-such-device"), UnknownName),
+    ],
+    ids=["missing-model", "unknown-chip", "bad-fail-on", "not-an-artifact", "unknown-target-option", "unknown-device"],
+)
+def test_errors_are_the_hierarchys_with_their_exit_codes(tmp_path, capfd, call, error):
+    with pytest.raises(error) as raised:
+        call(tmp_path)
+    assert isinstance(raised.value, EdgedeployError)
+    assert raised.value.exit_code in EXIT_CODES and raised.value.exit_code not in (0, 70)
+    assert str(raised.value).strip() and "\n" not in str(raised.value).strip()
+    assert capfd.readouterr() == ("", "")
+
+
+def test_a_target_option_by_name_reaches_the_targets_options(tmp_path):
+    """**options are the chip's target's own fields; a wrong value is that option's OptionError."""
+    from edgedeploy.api import _target_options
+    from edgedeploy.targets import find_chip
+
+    target, _ = find_chip("rk3588")
+    declared = target.options_type.declared()
+    assert declared, "rknn declares options"
+    field, meta = next((f, m) for f, m in declared if m["type"] is int or m["choices"])
+    value = meta["choices"][-1] if meta["choices"] else (meta["maximum"] if meta["maximum"] is not None else 1)
+    options = _target_options(target, None, {field.name: value})
+    assert getattr(options, field.name) == (int(value) if meta["type"] is int and not meta["choices"] else value)
+
+
+def test_bench_times_the_sample_and_prints_nothing(capfd):
+    lines: list[str] = []
+    result = edgedeploy.bench(sessions=3, warmup=1, min_iterations=5, min_duration_s=0.05, progress=lines.append)
+    assert capfd.readouterr() == ("", "")
+    assert lines, "progress lines went to the callback"
+    assert [r["backend"]["name"] for r in result.results] == ["ort-cpu"] and result.fastest == "ort-cpu"
+    assert len(result.results[0]["sessions"]) == 3
+    validate(result.to_dict())

@@ -1,0 +1,600 @@
+"""The Python API: what every `edgedeploy` command does, as functions that return typed results.
+
+    import edgedeploy
+    audit = edgedeploy.audit("model.onnx", chips=["esp32s3", "rk3588"])
+    artifact = edgedeploy.build("model.onnx", "esp32s3", calib="calib.npz", eval="eval.npz")
+    measurement = edgedeploy.measure(artifact, device="local")
+    bench = edgedeploy.bench("model.onnx", backends=["ort-cpu"])
+    artifact = edgedeploy.load_artifact("edgedeploy-out/model/esp32s3")
+
+docs/api.md is the guide (tests/test_api_docs.py runs its example session as written). The
+command line is a thin shell over these functions: it parses options, calls them, renders the
+result and picks the exit status; so a notebook or a CI script gets the same work as the CLI.
+
+The contract of every function here:
+- it prints nothing (stdout and stderr stay the caller's): progress goes to the optional
+  `progress` callback, one line (a str) at a time; a callback that also has a
+  `tool(elapsed_s, last_log_line)` attribute gets the running toolchain's ticks too (the CLI's
+  live display has one). edgedeploy's own warnings (EdgedeployWarning) arrive as lines that start
+  with "warning: ", and are kept on the result's `warnings`;
+- what the user can get wrong raises an error of edgedeploy.errors' one hierarchy
+  (EdgedeployError and its subclasses), whose `exit_code` is the CLI's exit status for it and
+  whose `str()` is the one sentence the CLI prints;
+- a result is a dataclass whose `to_dict()` is the JSON document the CLI writes with
+  `--format json` (and the artifact keeps), with the shape of the JSON Schema shipped in the
+  package (edgedeploy.report.schemas); its typed fields are the figures most callers read.
+
+Heavy modules (onnx, numpy, the pipelines, the targets) are imported inside the functions, so
+`import edgedeploy` stays cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from edgedeploy.errors import EdgedeployWarning, OptionError
+
+# A progress callback: called with one line of text at a time (a str; edgedeploy.progress.StepStarted
+# for a line that opens a long step). It may also have `tool(elapsed_s, last_log_line)`.
+ProgressCallback = Callable[[str], None]
+
+# The default output folder of build, as the CLI's `--out`.
+DEFAULT_OUT = Path("edgedeploy-out")
+
+__all__ = [
+    "audit",
+    "build",
+    "measure",
+    "bench",
+    "load_artifact",
+    "AuditResult",
+    "ChipAudit",
+    "Artifact",
+    "Measurement",
+    "BenchResult",
+    "ProgressCallback",
+]
+
+
+# -- the shared plumbing ------------------------------------------------------------------------
+
+
+class _Progress:
+    """The caller's callback (or nothing), and the warnings forwarded to it."""
+
+    def __init__(self, callback: ProgressCallback | None):
+        self.callback = callback
+        self.warnings: list[str] = []
+
+    def __call__(self, line: str) -> None:
+        if self.callback is not None:
+            self.callback(line)
+
+    @property
+    def tool(self) -> Callable[[float, str], None] | None:
+        """The toolchain ticks' receiver: the callback's own `tool`, when it has one."""
+        return getattr(self.callback, "tool", None)
+
+    @contextmanager
+    def capturing_warnings(self) -> Iterator["_Progress"]:
+        """EdgedeployWarnings become progress lines (and `warnings` entries) instead of stderr output.
+
+        Other libraries' warnings keep whatever handling the caller set up.
+        """
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", EdgedeployWarning)
+            previous = warnings.showwarning
+
+            def show(message, category, filename, lineno, file=None, line=None):
+                if issubclass(category, EdgedeployWarning):
+                    self.warnings.append(str(message))
+                    self(f"warning: {message}")
+                else:
+                    previous(message, category, filename, lineno, file, line)
+
+            warnings.showwarning = show
+            yield self
+
+
+def _model_path(model: str | Path | None, progress: _Progress) -> Path:
+    """The model file, absolute; the bundled sample (MNIST CNN) when None, with a line saying so."""
+    if model is None:
+        from edgedeploy.sample import sample_model_path
+
+        path = sample_model_path()
+        progress(f"No model given: using the bundled sample {path.name} (MNIST CNN).")
+        return path
+    return Path(model).absolute()
+
+
+def _input_shapes(shapes: Mapping[str, Sequence[int]] | Sequence[str] | None) -> dict:
+    """{input name: dims} from a mapping, or from the CLI's NAME=1x3x224x224 strings."""
+    if not shapes:
+        return {}
+    if isinstance(shapes, Mapping):
+        return {str(name): tuple(int(d) for d in dims) for name, dims in shapes.items()}
+    if isinstance(shapes, str):
+        shapes = [shapes]
+    from edgedeploy.model import parse_input_shape_options
+
+    return parse_input_shape_options(list(shapes))
+
+
+def _optional_path(value: str | Path | None) -> Path | None:
+    return Path(value).absolute() if value is not None else None
+
+
+class _Document:
+    """A result that is a JSON document underneath.
+
+    `document` is that document as the pipeline made it (read it, do not change it; it may hold
+    tuples where the JSON has arrays): the CLI renders it without a copy, which matters for the
+    audit's speed. `to_dict()` is a copy in JSON's own types, exactly what `--format json` writes.
+    """
+
+    document: dict
+
+    def to_dict(self) -> dict:
+        """The JSON document, a fresh copy in JSON's types: the shape of its `schema`'s shipped JSON Schema."""
+        return json.loads(json.dumps(self.document, default=_json_value))
+
+
+def _json_value(value: Any) -> Any:
+    """What the CLI's JSON writer makes of a value JSON has no type for (numpy values, sets, paths)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (set, frozenset)):
+        return list(value)
+    return str(value)
+
+
+# -- audit ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChipAudit(_Document):
+    """One chip's audit (schema edgedeploy.audit/2): where every node runs, and what crosses."""
+
+    chip: str
+    target: str
+    precision: str
+    # nodes per placement ("accelerator", "cpu", "float", "unsupported", ...), as the JSON's summary.
+    summary: dict = field(repr=False)
+    summary_line: str = field(repr=False)
+    document: dict = field(repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> ChipAudit:
+        return cls(doc["chip"], doc["target"], doc["precision"], dict(doc["summary"]), doc["summary_line"], doc)
+
+
+@dataclass(frozen=True)
+class AuditResult(_Document):
+    """The audit of one model on one or more chips (schema edgedeploy.audit-report/2)."""
+
+    model_name: str
+    model_sha256: str
+    chips: tuple[ChipAudit, ...]
+    # Targets (and chips) that have no rules yet: [{"target", "chips", "reason"}].
+    no_rules: tuple[dict, ...]
+    # The --fail-on outcome: {"level", "failed", "exit_code", "found"}; `failed` False when not asked.
+    fail_on: dict
+    warnings: tuple[str, ...]
+    document: dict = field(repr=False, compare=False)
+
+    @property
+    def exit_code(self) -> int:
+        """What `edgedeploy audit --fail-on` exits with: 0, or 3/4/5 by the worst placement found."""
+        return int(self.fail_on.get("exit_code") or 0) if self.fail_on.get("failed") else 0
+
+    def chip(self, chip_id: str) -> ChipAudit:
+        """The audit of one chip; KeyError naming the chips audited."""
+        for found in self.chips:
+            if found.chip == chip_id:
+                return found
+        raise KeyError(f"{chip_id} was not audited here; these were: {', '.join(c.chip for c in self.chips)}")
+
+
+def audit(
+    model: str | Path | None = None,
+    chips: Iterable[str] | str = ("all",),
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | Sequence[str] | None = None,
+    precision: str | None = None,
+    fail_on: str | None = None,
+    by: str = "op",
+    detail: bool = False,
+    confirm: bool = False,
+    calib: str | Path | None = None,
+    processes: int = 1,
+    progress: ProgressCallback | None = None,
+) -> AuditResult:
+    """Place every node of `model` on each chip: on the accelerator, kept in float, falling back, or unsupported.
+
+    `chips`: chip ids (or "all", the default: every chip of every target with rules). `fail_on`
+    ("unsupported", "cpu-fallback" or "any") fills `result.fail_on` and `result.exit_code`; it
+    does not raise. `detail`: every node of every chip in the document (else, per chip, the
+    nodes with something to say). `confirm`: also run the real toolchain where it is installed
+    and put its own verdict beside the prediction (`calib`: its calibration inputs, .npz).
+    `processes=2` audits in a second, forked process where that is possible (Linux, 2 CPUs);
+    the result is the same.
+    """
+    from edgedeploy.pipeline.audit import audit_chips, resolve_chips
+
+    if fail_on not in (None, "cpu-fallback", "unsupported", "any"):
+        raise OptionError(f"fail_on must be one of cpu-fallback, unsupported, any; not {fail_on!r}.")
+    if by not in ("op", "node"):
+        raise OptionError(f"by must be 'op' or 'node', not {by!r}.")
+    wanted = (chips,) if isinstance(chips, str) else tuple(chips)
+    with _Progress(progress).capturing_warnings() as echo:
+        chosen, no_rules = resolve_chips(wanted)
+        path = _model_path(model, echo)
+        report = audit_chips(
+            path,
+            _input_shapes(input_shapes),
+            chosen,
+            no_rules,
+            precision=precision,
+            fail_on=fail_on,
+            by=by,
+            confirm=confirm,
+            calib=str(_optional_path(calib)) if calib is not None else None,
+            echo=echo,
+            detail=detail or confirm,
+            processes=processes,
+        )
+    return AuditResult(
+        model_name=report["model"]["name"],
+        model_sha256=report["model"]["sha256"],
+        chips=tuple(ChipAudit.from_dict(doc) for doc in report["audits"]),
+        no_rules=tuple(report["no_rules"]),
+        fail_on=dict(report["fail_on"]),
+        warnings=tuple(echo.warnings),
+        document=report,
+    )
+
+
+# -- estimate -----------------------------------------------------------------------------------
+# `edgedeploy.estimate(model, chips=[...]) -> Estimate` (issue 28) goes here, in the same shape:
+# keyword options, `progress=`, a dataclass result whose to_dict() is its JSON document. Add its
+# name to __all__ and to the package's API_NAMES (toolkit/__init__.py); `estimate` is also the
+# name of a core subpackage (toolkit/estimate), so add it to SUBPACKAGE_NAMES there as well.
+
+
+# -- build and load_artifact --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Artifact(_Document):
+    """A built artifact directory, OUT/<model>/<chip>/ (its report.json: schema edgedeploy.report/1)."""
+
+    path: Path
+    chip: str
+    target: str
+    model_name: str
+    model_sha256: str
+    # "built", or "generated only" (a project generated but not compiled here: CLI exit 6).
+    status: str
+    # The accuracy section (top-1 before/after, fidelity of every output), when it was checked.
+    accuracy: dict | None = field(repr=False)
+    manifest: dict = field(repr=False, compare=False)
+    warnings: tuple[str, ...] = ()
+    document: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def report(self) -> dict:
+        """The artifact's report.json (a copy), as `to_dict()`."""
+        return self.to_dict()
+
+    def verify(self) -> dict:
+        """Check every file against the manifest's sha256 (ArtifactError when one changed); the manifest."""
+        from edgedeploy.artifacts import check_manifest
+
+        return check_manifest(self.path, self.chip)
+
+
+def load_artifact(path: str | Path) -> Artifact:
+    """The artifact at `path` (a folder `build` wrote), its report and manifest read and checked for shape.
+
+    ArtifactError (exit 11) when it is not an artifact, is damaged, or has a report schema this
+    edgedeploy does not read. The files' hashes are checked by `Artifact.verify()`.
+    """
+    from edgedeploy.artifacts import read_manifest
+    from edgedeploy.report.schema import load_report_file
+
+    folder = Path(path).absolute()
+    manifest = read_manifest(folder)
+    report = load_report_file(folder / "report.json")
+    convert = report.get("convert") or {}
+    return Artifact(
+        path=folder,
+        chip=report["target"].get("chip") or manifest.get("target", {}).get("chip", ""),
+        target=report["target"]["target"],
+        model_name=report["model"]["name"],
+        model_sha256=report["model"]["sha256"],
+        status="built" if convert.get("status") == "built" else "generated only",
+        accuracy=report.get("accuracy"),
+        manifest=manifest,
+        document=report,
+    )
+
+
+def build(
+    model: str | Path | None,
+    chip: str,
+    *,
+    calib: str | Path | None = None,
+    eval: str | Path | None = None,  # noqa: A002 - the CLI's --eval, by its name
+    out: str | Path = DEFAULT_OUT,
+    force: bool = False,
+    precision: str | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | Sequence[str] | None = None,
+    calib_count: int | None = None,
+    eval_count: int | None = None,
+    allow_nonfinite: bool = False,
+    preprocess: Any = None,
+    metric: str = "auto",
+    metric_output: str = "auto",
+    fix: bool = False,
+    allow_approx: bool = False,
+    device: str | None = None,
+    timeout_s: float = 1800.0,
+    target_options: Any = None,
+    progress: ProgressCallback | None = None,
+    **options: Any,
+) -> Artifact:
+    """Build `model` for one chip: audit, convert with the vendor's toolchain, generate the project, verify.
+
+    The artifact is written atomically to `out`/<model>/<chip>/ and never replaces an existing
+    one unless `force`. `calib`/`eval`: .npz, a folder of .npy, or a folder of images (with
+    `preprocess`, a spec string like the CLI's --preprocess or a PreprocessSpec); left out for
+    the bundled sample, its own splits. `**options`: the chip's target's own options by field
+    name (as `edgedeploy build --help` lists them per vendor, e.g. `optimization_level=3` for
+    rknn); `target_options`: that target's options object as a whole instead. Raises the
+    failure's EdgedeployError (ToolchainMissing, ModelError, ...), whose exit_code is the CLI's.
+    """
+    from edgedeploy.datasets import PreprocessSpec, parse_preprocess
+    from edgedeploy.pipeline.build import BuildOptions, run_build
+    from edgedeploy.targets import find_chip
+
+    target, chip_info = find_chip(chip)
+    if isinstance(preprocess, str) or preprocess is None:
+        preprocess = parse_preprocess(preprocess)
+    elif not isinstance(preprocess, PreprocessSpec):
+        raise OptionError(f"preprocess must be a spec string or a PreprocessSpec, not {type(preprocess).__name__}.")
+    build_options = BuildOptions(
+        out_root=Path(out),
+        force=force,
+        input_shapes=_input_shapes(input_shapes),
+        precision=precision,
+        calib=_optional_path(calib),
+        calib_count=calib_count,
+        eval=_optional_path(eval),
+        eval_count=eval_count,
+        allow_nonfinite=allow_nonfinite,
+        preprocess=preprocess,
+        metric=metric,
+        metric_output=metric_output,
+        device=device,
+        fix=fix,
+        allow_approx=allow_approx,
+        worker_timeout_s=timeout_s,
+        target_options={target.id: _target_options(target, target_options, options)},
+    )
+    with _Progress(progress).capturing_warnings() as echo:
+        dest = run_build(_model_path(model, echo), chip_info.id, build_options, echo=echo, progress=echo.tool)
+    built = load_artifact(dest)
+    return _with_warnings(built, echo.warnings)
+
+
+def _target_options(target, whole: Any, given: dict):
+    """The target's options object: `whole` as it is, or one made from the field names given."""
+    if whole is not None:
+        if given:
+            raise OptionError("Give the target's options either as target_options= or by name, not both.")
+        if not isinstance(whole, target.options_type):
+            raise OptionError(f"target_options must be a {target.options_type.__name__} for {target.name}, not {type(whole).__name__}.")
+        return whole
+    known = {f.name for f, _ in target.options_type.declared()}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        listed = ", ".join(sorted(known)) or "none"
+        raise OptionError(f"{', '.join(unknown)}: not an option of build or of the {target.name} target (its options: {listed}).")
+    return target.options_type.from_values(given)
+
+
+def _with_warnings(artifact: Artifact, found: list[str]) -> Artifact:
+    import dataclasses
+
+    return dataclasses.replace(artifact, warnings=tuple(found)) if found else artifact
+
+
+# -- measure ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Measurement(_Document):
+    """One artifact measured on one device (schema edgedeploy.measurement/1), also kept in ARTIFACT/measurements/."""
+
+    artifact: Path
+    device: str
+    # Whether fewer sessions than asked completed (the device failed mid-way); `error` says why.
+    partial: bool
+    error: str | None
+    # {"after": edgedeploy.latency/1, "before": ...}: sessions, their statistics, the range across them.
+    latency: dict = field(repr=False)
+    # The before/after ratio, when the two scopes differ in one thing; else why not.
+    comparison: dict | None = field(repr=False)
+    accuracy: dict | None = field(repr=False)
+    warnings: tuple[str, ...] = ()
+    document: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def file(self) -> Path:
+        """Where the record is kept: ARTIFACT/measurements/<time>-<device>.json."""
+        return self.artifact / self.document["file"]
+
+
+def measure(
+    artifact: Artifact | str | Path,
+    device: Any = "local",
+    *,
+    inventory: str | Path | None = None,
+    sessions: int = 3,
+    warmup: int = 10,
+    min_iterations: int = 50,
+    min_duration_s: float = 1.0,
+    timeout_s: float = 600.0,
+    eval: str | Path | None = None,  # noqa: A002 - the CLI's --eval, by its name
+    eval_count: int | None = 200,
+    threads: int = 0,
+    before: bool = True,
+    flash: str = "auto",
+    firmware_build: str | Path | None = None,
+    reset: str = "auto",
+    console: ProgressCallback | None = None,
+    allow_partial: bool = False,
+    progress: ProgressCallback | None = None,
+) -> Measurement:
+    """Run a built artifact on a device: latency before (the reference ONNX model on ONNX Runtime
+    CPU there) and after (the artifact on its runtime), `sessions` (>= 3) separate processes each,
+    and both outputs checked on the same inputs.
+
+    `device`: a name of the device inventory (`inventory`, else the default file), `"local"` for
+    this machine (host figures, labelled so), a board on a serial port as "CHIP@PORT", or a
+    Device object. The record goes into ARTIFACT/measurements/ and ARTIFACT/report.json. When
+    the device fails mid-way, the partial record is kept and DeviceError (exit 10) is raised,
+    unless `allow_partial` (then `result.partial` is True and `result.error` says why).
+    `flash`, `firmware_build`, `reset` and `console` (a callback for the board's console lines)
+    apply to boards on a serial port only.
+    """
+    from edgedeploy.devices import find_device
+    from edgedeploy.measure.harness import SessionSettings
+    from edgedeploy.pipeline.measure import MeasureRequest, partial_error, run_measure
+    from edgedeploy.targets import chip_ids
+
+    folder = artifact.path if isinstance(artifact, Artifact) else Path(artifact).absolute()
+    if isinstance(device, str):
+        device = find_device(device, _optional_path(inventory), chip_ids())
+    settings = SessionSettings(sessions=sessions, warmup=warmup, min_iterations=min_iterations, min_duration_s=min_duration_s, timeout_s=timeout_s)
+    request = MeasureRequest(
+        folder,
+        device,
+        settings,
+        _optional_path(eval),
+        eval_count,
+        threads,
+        before=before,
+        flash=flash,
+        firmware_build=_optional_path(firmware_build),
+        reset=reset,
+        console_echo=console,
+    )
+    with _Progress(progress).capturing_warnings() as echo:
+        record = run_measure(request, echo=echo, raise_on_partial=False)
+    if record["partial"] and not allow_partial:
+        raise partial_error(record, folder)
+    return Measurement(
+        artifact=folder,
+        device=device.name,
+        partial=bool(record["partial"]),
+        error=record.get("error"),
+        latency=record["latency"],
+        comparison=record.get("comparison"),
+        accuracy=record.get("accuracy"),
+        warnings=tuple(echo.warnings),
+        document=record,
+    )
+
+
+def partial_measurement_error(measurement: Measurement):
+    """The DeviceError (exit 10) a partial measurement stands for; the CLI raises it after printing."""
+    from edgedeploy.pipeline.measure import partial_error
+
+    return partial_error(measurement.to_dict(), measurement.artifact)
+
+
+# -- bench --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BenchResult(_Document):
+    """Latency of a model on this machine's backends (schema edgedeploy.bench/1)."""
+
+    model_name: str
+    model_sha256: str
+    # One edgedeploy.latency/1 entry per backend timed; `skipped` and `failed` say why others were not.
+    results: tuple[dict, ...] = field(repr=False)
+    skipped: tuple[dict, ...] = field(repr=False)
+    failed: tuple[dict, ...] = field(repr=False)
+    # The backend with the lowest median, when any was timed (ratios only between same-scope figures).
+    fastest: str | None
+    warnings: tuple[str, ...] = ()
+    document: dict = field(default_factory=dict, repr=False, compare=False)
+
+
+def bench(
+    model: str | Path | None = None,
+    backends: Iterable[str] | str = ("ort-cpu",),
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | Sequence[str] | None = None,
+    batch: int | None = None,
+    precision: str = "fp32",
+    threads: int | None = None,
+    sessions: int = 3,
+    warmup: int | None = None,
+    min_iterations: int | None = None,
+    min_duration_s: float | None = None,
+    keep_samples: bool = False,
+    torch_python: str | Path | None = None,
+    torch_model: str | Path | None = None,
+    shared_compile_cache: bool = False,
+    timeout_s: float = 900.0,
+    progress: ProgressCallback | None = None,
+) -> BenchResult:
+    """Time `model` on this machine's backends: warm-up, timed iterations, `sessions` (>= 3) separate processes each.
+
+    `backends`: names as `edgedeploy bench --help` lists them ("ort-cpu", "torch-compile-cpu",
+    ..., "all" for every one installed here). A backend that cannot run here is in `skipped`,
+    one that failed in `failed`, with the reason; neither raises.
+    """
+    from edgedeploy.measure import protocol
+    from edgedeploy.measure.harness import SessionPlan
+    from edgedeploy.pipeline.bench import BenchOptions, run_bench
+
+    plan = SessionPlan(
+        sessions=sessions,
+        warmup=protocol.DEFAULT_WARMUP if warmup is None else warmup,
+        min_iterations=protocol.DEFAULT_MIN_ITERATIONS if min_iterations is None else min_iterations,
+        min_duration_s=protocol.DEFAULT_MIN_DURATION_S if min_duration_s is None else min_duration_s,
+        keep_samples=keep_samples,
+    )
+    options = BenchOptions(
+        backends=(backends,) if isinstance(backends, str) else tuple(backends),
+        input_shapes=_input_shapes(input_shapes),
+        batch=batch,
+        precision=precision,
+        threads=threads,
+        plan=plan,
+        torch_python=_optional_path(torch_python),
+        torch_model=_optional_path(torch_model),
+        shared_compile_cache=shared_compile_cache,
+        session_timeout_s=timeout_s,
+    )
+    with _Progress(progress).capturing_warnings() as echo:
+        doc = run_bench(_model_path(model, echo), options, echo=echo)
+    return BenchResult(
+        model_name=doc["model"]["name"],
+        model_sha256=doc["model"]["sha256"],
+        results=tuple(doc["results"]),
+        skipped=tuple(doc["skipped"]),
+        failed=tuple(doc["failed"]),
+        fastest=(doc.get("comparison") or {}).get("fastest"),
+        warnings=tuple(echo.warnings),
+        document=doc,
+    )
