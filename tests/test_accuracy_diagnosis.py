@@ -1,0 +1,96 @@
+"""The core of `edgedeploy diagnose` (edgedeploy.accuracy) on ONNX Runtime's QDQ path, on constructed cases
+whose cause is known: the top-ranked node and its cause must be the constructed ones."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edgedeploy.accuracy import absorbed_nodes, diagnose_path, metrics, qdq, tap_numpy
+from edgedeploy.measure.accuracy import fidelity
+
+
+def _conv_model(path, w1, w2, b1=None):
+    """image [1,1,12,12] -> Conv(w1) -> Relu -> Conv(w2) -> Relu -> GlobalAveragePool -> Flatten -> out."""
+    inits = [numpy_helper.from_array(w1.astype(np.float32), "w1"), numpy_helper.from_array(w2.astype(np.float32), "w2")]
+    inits.append(numpy_helper.from_array((b1 if b1 is not None else np.zeros(w1.shape[0])).astype(np.float32), "b1"))
+    nodes = [
+        helper.make_node("Conv", ["image", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+        helper.make_node("GlobalAveragePool", ["r2"], ["g"], name="gap"),
+        helper.make_node("Flatten", ["g"], ["out"], name="flatten"),
+    ]
+    graph = helper.make_graph(nodes, "constructed", [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 1, 12, 12])], [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, w2.shape[0]])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
+
+
+def _feeds(count=24, seed=0, outlier=None):
+    rng = np.random.default_rng(seed)
+    feeds = [{"image": rng.random((1, 1, 12, 12), dtype=np.float32)} for _ in range(count)]
+    if outlier is not None:
+        feeds[3]["image"][0, 0, 5, 5] = outlier
+    return feeds
+
+
+def _diagnose(path, feeds):
+    records, _settings = qdq.diagnose_records(path, feeds)
+    model = onnx.load(str(path))
+    absorbed_nodes(records, [(n.name, list(n.input), list(n.output)) for n in model.graph.node])
+    return diagnose_path({"path": "onnxruntime-qdq"}, records, [o.name for o in model.graph.output], len(feeds))
+
+
+def test_moments_give_the_same_figures_as_measure_fidelity():
+    rng = np.random.default_rng(1)
+    ref = rng.normal(size=(3, 50))
+    got = ref + rng.normal(scale=0.1, size=ref.shape)
+    total = None
+    for a, b in zip(ref, got):  # summed batch by batch, as a tap does
+        total = tap_numpy.merge_moments(total, tap_numpy.moments(a, b))
+    whole = fidelity(ref, got)
+    assert metrics.snr_db(total) == pytest.approx(whole["snr_db"])
+    assert metrics.cosine(total) == pytest.approx(whole["cosine"])
+    assert metrics.fidelity(total)["max_abs_error"] == pytest.approx(whole["max_abs_error"])
+    assert metrics.snr_db(tap_numpy.moments(ref, ref)) == math.inf
+
+
+def test_one_outlier_channel_in_a_weight_is_named_with_its_cause(tmp_path):
+    rng = np.random.default_rng(2)
+    w2 = rng.normal(scale=0.3, size=(8, 8, 3, 3))
+    w2[5] *= 60.0  # one output channel's weights 60x the others: a per-tensor scale leaves the rest a level or two
+    path = _conv_model(tmp_path / "m.onnx", rng.normal(scale=0.5, size=(8, 1, 3, 3)), w2)
+    result = _diagnose(path, _feeds())
+    assert result["worst_isolated"][0]["node"] == "conv2"
+    crushed = [c for c in result["causes"] if c["cause"] == "weight_channel_crushed"]
+    assert [c["node"] for c in crushed] == ["conv2"]
+    assert "channel 5" in crushed[0]["sentence"]
+    # ONNX Runtime writes conv2's output under relu2's name: the Relu is absorbed by the Conv.
+    assert next(n for n in result["nodes"] if n["node"] == "conv2")["absorbs"] == ["relu2"]
+
+
+def test_an_activation_outlier_is_named_with_its_cause(tmp_path):
+    rng = np.random.default_rng(3)
+    w1 = np.abs(rng.normal(scale=0.5, size=(8, 1, 3, 3)))
+    path = _conv_model(tmp_path / "m.onnx", w1, rng.normal(scale=0.3, size=(8, 8, 3, 3)))
+    result = _diagnose(path, _feeds(outlier=400.0))  # one pixel of one calibration sample
+    assert result["first_sharp_drop"]["node"] == "conv1"
+    assert result["worst_isolated"][0]["node"] == "conv1"
+    outliers = [c for c in result["causes"] if c["cause"] == "outlier_range"]
+    assert outliers and outliers[0]["node"] == "conv1"
+
+
+def test_a_clean_model_has_no_sharp_drop_and_no_cause(tmp_path):
+    rng = np.random.default_rng(4)
+    path = _conv_model(tmp_path / "m.onnx", rng.normal(scale=0.5, size=(8, 1, 3, 3)), rng.normal(scale=0.3, size=(8, 8, 3, 3)))
+    result = _diagnose(path, _feeds())
+    assert result["first_sharp_drop"] is None
+    assert result["causes"] == []
+    assert result["outputs"]["out"]["snr_db"] > 30

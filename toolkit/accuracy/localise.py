@@ -1,0 +1,73 @@
+"""Where along the graph int8 goes wrong: the first sharp fall of the accumulated SNR, and the worst nodes alone.
+
+Input: a path's node records in the graph's order (see edgedeploy.accuracy), each with its
+accumulated and isolated fidelity already computed (`fidelity_accumulated`, `fidelity_isolated`).
+"""
+
+from __future__ import annotations
+
+import math
+
+# A node "falls sharply" when its accumulated SNR is this much below the worst of the nodes
+# feeding it...
+SHARP_DROP_DB = 10.0
+# ... and ends under this: 30 dB is an output noise amplitude of about 3% of the signal's RMS,
+# the figure `--int16-layers auto` aims at (docs/espdl.md); a fall from 70 to 45 dB is harmless.
+ALARM_SNR_DB = 30.0
+# A graph input (or a tensor nobody quantised) counts as this clean: an int8 step of the first
+# layer alone gives 35-50 dB, so falls from "perfect" are measured from a finite level.
+CLEAN_SNR_DB = 60.0
+# How many of the worst nodes alone are named.
+WORST_COUNT = 3
+
+
+def _snr(record: dict, key: str) -> float | None:
+    figures = record.get(key)
+    return None if not figures else figures.get("snr_db")
+
+
+def upstream_snr(record: dict, by_tensor: dict) -> float:
+    """The worst accumulated SNR of the records producing this node's inputs (CLEAN_SNR_DB for graph inputs)."""
+    values = []
+    for name in record.get("inputs") or []:
+        producer = by_tensor.get(name)
+        snr = _snr(producer, "fidelity_accumulated") if producer else None
+        if snr is not None:
+            values.append(min(snr, CLEAN_SNR_DB))
+    return min(values) if values else CLEAN_SNR_DB
+
+
+def add_drops(records: list[dict]) -> None:
+    """Set each record's `drop_db`: how far its accumulated SNR falls below the nodes feeding it."""
+    by_tensor = {r["tensor"]: r for r in records if r.get("tensor")}
+    for record in records:
+        snr = _snr(record, "fidelity_accumulated")
+        if snr is None:
+            record["drop_db"] = None
+            continue
+        record["drop_db"] = max(0.0, upstream_snr(record, by_tensor) - min(snr, CLEAN_SNR_DB))
+
+
+def first_sharp_drop(records: list[dict]) -> dict | None:
+    """The first record (graph order) whose accumulated SNR falls by SHARP_DROP_DB or more to under ALARM_SNR_DB."""
+    for record in records:
+        snr = _snr(record, "fidelity_accumulated")
+        drop = record.get("drop_db")
+        if snr is not None and drop is not None and drop >= SHARP_DROP_DB and snr < ALARM_SNR_DB:
+            return record
+    return None
+
+
+def worst_isolated(records: list[dict], count: int = WORST_COUNT) -> tuple[list[dict], str]:
+    """The nodes with the lowest isolated SNR, and what ranked them.
+
+    Where the toolchain offers no isolated figure, the nodes that add the most accumulated error
+    (`drop_db`) stand in, and the second value says so.
+    """
+    isolated = [r for r in records if _snr(r, "fidelity_isolated") is not None]
+    if isolated:
+        ranked = sorted(isolated, key=lambda r: (_snr(r, "fidelity_isolated"), r["node"]))
+        return [r for r in ranked if not math.isinf(_snr(r, "fidelity_isolated"))][:count], "isolated SNR"
+    dropped = [r for r in records if r.get("drop_db")]
+    ranked = sorted(dropped, key=lambda r: (-r["drop_db"], r["node"]))
+    return ranked[:count], "SNR drop in the accumulated run (no isolated figures from this toolchain)"
