@@ -83,7 +83,8 @@ def env_of(chip: str) -> str:
 
 
 def file_of(item: dict) -> Path:
-    base = ROOT / "tests" / "fixtures" / "corpus" if item["where"] == "fixtures" else HOME / "corpus"
+    """Where a manifest's file lies: committed fixtures, or the corpus or trained set made here."""
+    base = {"fixtures": ROOT / "tests" / "fixtures" / "corpus", "trained": HOME / "trained"}.get(item["where"], HOME / "corpus")
     return base / item["file"]
 
 
@@ -169,7 +170,8 @@ class Sweep:
             shutil.rmtree(folder)  # a case cut short (no result.json): start it afresh
         folder.mkdir(parents=True)
         argv = [str(self.cli), "build", str(file_of(model["model"])), "--target", chip,
-                "--calib", str(file_of(model["calib"])), "--eval", str(file_of(model["eval"])), "-o", "out"]
+                "--calib", str(file_of(model["calib"])), "--eval", str(file_of(model["eval"])), "-o", "out",
+                *model.get("build_options", [])]
         started = time.monotonic()
         timed_out = False
         with open(folder / "stdout.txt", "wb") as out, open(folder / "stderr.txt", "wb") as err:
@@ -318,13 +320,14 @@ def main() -> int:
     parser.add_argument("--timeout-s", type=float, default=5400, help="per case; edgedeploy's own --timeout (1800 s per toolchain run) is left at its default")
     parser.add_argument("--edgedeploy", type=Path, default=ROOT / ".venv" / "bin" / "edgedeploy", help="the CLI to run (default: this tree's .venv)")
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--manifest", type=Path, default=MANIFEST, help="the models to build (default: the corpus; the trained set is scripts/trained/manifest.json)")
     parser.add_argument("--reuse-other-commits", action="store_true", help="take a case's newest cached result built at another commit")
     parser.add_argument("--rerun", default="", help="comma-separated MODEL/CHIP (either may be *) or 'failed': build again even if cached")
     parser.add_argument("--cached-only", action="store_true", help="record the cached cases again; run nothing")
     parser.add_argument("--order", choices=("size", "manifest"), default="size")
     args = parser.parse_args()
     args.rerun = [r for r in args.rerun.split(",") if r]
-    manifest = json.loads(MANIFEST.read_text())
+    manifest = json.loads(args.manifest.read_text())
     only = {n for n in args.only.split(",") if n}
     unknown = only - {m["name"] for m in manifest["models"]}
     if unknown:
