@@ -10,6 +10,7 @@ and docs/corpus-agreement.json (whichever exist); standard library only.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -208,8 +209,9 @@ def render_direct(direct: dict, models: list[dict]) -> list[str]:
     return lines
 
 
-def sweep_cell(case: dict | None, direct_case: dict | None) -> str:
-    """One table cell: built (with the task metric's change), x (failed), t/o, or - (not swept yet)."""
+def sweep_cell(case: dict | None, direct_case: dict | None, trained: bool) -> str:
+    """One table cell: built (with the task metric's change on a trained model, else the lowest
+    output SNR), x (failed), t/o, or - (not swept yet)."""
     if case is None:
         return "-"
     if case.get("timed_out"):
@@ -219,9 +221,11 @@ def sweep_cell(case: dict | None, direct_case: dict | None) -> str:
     acc = case.get("accuracy") or {}
     delta = acc.get("delta_percentage_points")
     mark = " w" if case.get("workarounds") else ""
-    if delta is not None:
+    if delta is not None and trained:
         return f"ok {delta:+.1f} pp{mark}"
     snrs = [o["snr_db"] for o in (acc.get("outputs") or {}).values() if o.get("snr_db") is not None]
+    if any(math.isnan(v) for v in snrs):
+        return "ok (output not finite)" + mark
     return (f"ok {min(snrs):.0f} dB" if snrs else "ok") + mark
 
 
@@ -235,17 +239,15 @@ def render_sweep(sweep: dict, direct: dict | None, models: list[dict]) -> list[s
         "",
         "Each model built by `edgedeploy build MODEL --target CHIP --calib CALIB --eval EVAL` with every other option at its "
         f"default, as a user would, by `scripts/corpus/sweep.py` (results in `docs/corpus.json`, edgedeploy at {', '.join(commits)}). "
-        "A cell: `ok` with the task metric's change in percentage points on the output the build chose (or, for a model "
-        "without labels, the lowest output SNR), `w` where edgedeploy applied a workaround the toolchain recommends, `x` the build "
-        "failed (its sentence below; \"tool fails too\" where the toolchain called directly fails as well), `t/o` past the sweep's "
-        "time limit, `-` not swept yet.",
+        "A cell: `ok` with, for a model with trained weights and real labels, the task metric's change in percentage points "
+        "on the output the build chose, and for every other model the lowest output SNR against the fp32 model on the same "
+        "inputs; `w` where edgedeploy applied a workaround the toolchain recommends, `x` the build failed (its sentence below; "
+        "\"tool fails too\" where the toolchain called directly fails as well), `t/o` past the sweep's time limit, `-` not swept yet.",
         "",
-        "Reading the accuracy: the labels of the synthetic-data models are the fp32 model's own top-1 (teacher labels), so "
-        "before is 1.0 by construction and the change is how often int8 flips the fp32 decision. The torchvision and zoo "
-        "architectures carry seeded, untrained weights: their logits are nearly flat across 1000 classes, so small "
-        "quantisation noise flips the top-1 (shufflenet_v2_x0_5 and mnasnet0_5 lose 55-100 pp on every toolchain, at "
-        "output SNRs of 4-9 dB); compare those by their SNR in `docs/corpus.json`, not by top-1. The trained models "
-        "(mnist_box_and_class, digits_token_classifier) have real labels.",
+        "These models are here for placement and conversion. Most carry seeded, untrained weights, and a random network's "
+        "logits are nearly flat and its activation ranges are not a trained one's, so what int8 does to its top-1 says nothing "
+        "about the trained architecture: the table gives their fidelity only. What int8 does to the accuracy of trained "
+        "weights on real or realistic inputs is measured on the trained set, per chip, in `docs/accuracy.md`.",
         "",
         *chip_table_header(),
     ]
@@ -256,7 +258,7 @@ def render_sweep(sweep: dict, direct: dict | None, models: list[dict]) -> list[s
         row = []
         for chip in CHIPS:
             case, d = cases.get((m["name"], chip)), direct_cases.get((m["name"], chip))
-            row.append(sweep_cell(case, d))
+            row.append(sweep_cell(case, d, m.get("data_kind") == "real"))
             if case is None or case.get("timed_out"):
                 continue
             swept += 1
