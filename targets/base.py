@@ -309,6 +309,10 @@ class Target:
     options_type: ClassVar[type[TargetOptions]] = TargetOptions
     # Where `edgedeploy targets` lists it (built-in targets first, in the order users expect).
     listing_order: ClassVar[int] = 100
+    # chip id -> the toolchain's own latency estimate a build reports for it (a build's
+    # toolchain_verdict.estimates.estimated_inference_time_us), named as users know it: shown
+    # beside edgedeploy's estimate (docs/estimate.md). Empty: the toolchain estimates no time.
+    toolchain_latency_estimate: ClassVar[dict[str, str]] = {}
 
     # -- facts ------------------------------------------------------------------------------
     @property

@@ -104,10 +104,16 @@ class Gate:
         return {"gate": self.given, "key": self.kind.key, "chip": self.chip, "limit": self.kind.limit, "threshold": self.threshold, "unit": self.kind.unit}
 
 
-def parse_gate(text: str, command: str, chip_id: Callable[[str], str] | None = None, where: str = "--fail-on") -> Gate:
+# Gates a build can check only on edgedeploy's estimate (edgedeploy.estimate), never measured
+# there: accepted only when the user asks for it (`build --allow-estimate`), and labelled so.
+ESTIMATED_IN_BUILD = ("p50",)
+
+
+def parse_gate(text: str, command: str, chip_id: Callable[[str], str] | None = None, where: str = "--fail-on", allow_estimate: bool = False) -> Gate:
     """`[CHIP:]KEY=VALUE` as a Gate for `command` ("build" or "measure"); OptionError naming the mistake.
 
     `chip_id` turns a chip name (or alias) into its id, raising for an unknown one.
+    `allow_estimate`: a build may gate p50 on the estimate (ESTIMATED_IN_BUILD).
     """
     key_part, sep, value = str(text).partition("=")
     if not sep or not value.strip():
@@ -121,7 +127,9 @@ def parse_gate(text: str, command: str, chip_id: Callable[[str], str] | None = N
         close = difflib.get_close_matches(key, list(KINDS), n=1)
         hint = f" Did you mean {close[0]}?" if close else ""
         raise OptionError(f"{where} {text}: unknown gate '{key}'.{hint} Gates: {', '.join(KINDS)}.")
-    if command not in kind.commands:
+    if command == "build" and key in ESTIMATED_IN_BUILD and not allow_estimate:
+        raise OptionError(f"{where} {text}: a build measures no latency, so this gate could only judge edgedeploy's estimate; pass --allow-estimate to accept that, or gate the measured figure with `edgedeploy measure --fail-on {text}`.")
+    if command not in kind.commands and not (command == "build" and key in ESTIMATED_IN_BUILD):
         raise OptionError(f"{where} {text}: {key} is a gate of `edgedeploy {' and '.join(kind.commands)}`, not of `edgedeploy {command}`.")
     chip = chip.strip() if colon else None
     if chip and chip_id is not None:
@@ -136,8 +144,8 @@ def parse_gate(text: str, command: str, chip_id: Callable[[str], str] | None = N
     return Gate(kind, threshold, chip or None, text.strip())
 
 
-def parse_gates(values, command: str, chip_id=None, where: str = "--fail-on") -> list[Gate]:
-    return [parse_gate(v, command, chip_id, where) for v in values]
+def parse_gates(values, command: str, chip_id=None, where: str = "--fail-on", allow_estimate: bool = False) -> list[Gate]:
+    return [parse_gate(v, command, chip_id, where, allow_estimate) for v in values]
 
 
 def gates_of_command(texts, command: str) -> list[str]:
@@ -247,6 +255,8 @@ def _build_figure(key: str, report: dict, manifest: dict | None) -> tuple[float 
         if str(codegen.get("model_location", "")).startswith("flash") and codegen.get("model_size_bytes") is not None:
             return float(codegen["model_size_bytes"]), "codegen.model_size_bytes (model_location flash)", None
         return None, "codegen.model_location", f"the {report.get('target', {}).get('chip', 'chip')} target does not place the model in flash or does not report it"
+    if key in ESTIMATED_IN_BUILD:
+        return _estimated_latency(report)
     if key == "ram":
         estimates = (report.get("toolchain_verdict") or {}).get("estimates") or {}
         if estimates.get("sram_used_bytes") is not None:
@@ -255,21 +265,35 @@ def _build_figure(key: str, report: dict, manifest: dict | None) -> tuple[float 
     raise AssertionError(key)
 
 
+def _estimated_latency(report: dict) -> tuple[float | None, str, str | None]:
+    """The build's latency estimate in microseconds (report section `estimate`), labelled as one."""
+    estimate = report.get("estimate") or {}
+    if estimate.get("latency_ms") is None:
+        return None, "estimate.latency_ms", f"edgedeploy has no latency estimate for {report.get('target', {}).get('chip', 'this chip')} ({estimate.get('reason') or 'no estimate in the report'})"
+    error = estimate.get("loo_mdape")
+    typical = f", typically within {100 * error:.0f}% on this chip" if error is not None else ""
+    return float(estimate["latency_ms"]) * 1000.0, f"estimate.latency_ms (edgedeploy's estimate, not a measurement{typical})", None
+
+
 def evaluate_build(gates: list[Gate], report: dict, manifest: dict | None = None) -> list[GateResult]:
     """Every gate that applies to this build's chip, judged on its report (and manifest)."""
     chip = (report.get("target") or {}).get("chip")
     results = []
     for gate in gates:
-        if not gate.applies_to(chip) or "build" not in gate.kind.commands:
+        estimated = gate.kind.key in ESTIMATED_IN_BUILD
+        if not gate.applies_to(chip) or ("build" not in gate.kind.commands and not estimated):
             continue
         value, source, missing = _build_figure(gate.kind.key, report, manifest)
-        results.append(_judge(gate, value, source, missing))
+        result = _judge(gate, value, source, missing)
+        if estimated and value is not None:
+            result.reason += " (estimated, not measured)"
+        results.append(result)
     return results
 
 
 def failed_build(gates: list[Gate], chip: str, reason: str) -> list[GateResult]:
     """The gates of a chip whose build failed: none can be checked."""
-    return [_judge(g, None, "build", f"the build failed ({reason})") for g in gates if g.applies_to(chip) and "build" in g.kind.commands]
+    return [_judge(g, None, "build", f"the build failed ({reason})") for g in gates if g.applies_to(chip) and ("build" in g.kind.commands or g.kind.key in ESTIMATED_IN_BUILD)]
 
 
 def evaluate_measurement(gates: list[Gate], record: dict) -> list[GateResult]:

@@ -43,6 +43,8 @@ class EiqTarget(Target):
     name = "NXP eIQ"
     toolchain = TOOLCHAIN
     listing_order = 30
+    # Vela's performance model, run by every int8 build for the i.MX 93 (vela.py); experimental by Arm's own word.
+    toolchain_latency_estimate = {"imx93": "Vela"}
     capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT, Capability.BENCH, Capability.HOST})
     chips = (
         Chip(

@@ -51,13 +51,18 @@ def render_text(report: dict, per_node: bool = False, width: int | None = None) 
         matrix = report["matrix"]
         headers = ["OPERATOR" if matrix["by"] == "op" else "NODE", "NODES"] + matrix["chips"]
         rows = [[r["key"], r["count"]] + [_cell_text(r["cells"].get(c), r["count"]) for c in matrix["chips"]] for r in matrix["rows"]]
+        estimates = _estimate_cells(report, matrix["chips"])
+        if estimates is not None:
+            rows.append(["est. latency", ""] + estimates)
         out.append(table(headers, rows, right_align=[1], width=width, keep=2, what="chips"))
-        out.append(LEGEND)
+        out.append(LEGEND + (ESTIMATE_LEGEND if estimates is not None else ""))
         out.append("")
     for audit in report["audits"]:
         if report["matrix"] is None or per_node:
             out += _text_chip_detail(audit, per_node)
         out.append(audit["summary_line"])
+        if report["matrix"] is None and audit.get("estimate"):
+            out.append(f"  estimated latency (not measured): {audit['estimate']['sentence']}")
         if "confirm" in audit:
             out += _text_confirm(audit, detailed=report["matrix"] is None)
     for missing in report["no_rules"]:
@@ -67,6 +72,25 @@ def render_text(report: dict, per_node: bool = False, width: int | None = None) 
         found = "; ".join(f"{chip}: " + ", ".join(f"{n} {p}" for p, n in counts.items()) for chip, counts in fail["found"].items())
         out.append(f"--fail-on {fail['level']}: failing (exit {fail['exit_code']}): {found}")
     return fit_lines("\n".join(out).rstrip(), width) + "\n"
+
+
+ESTIMATE_LEGEND = "; est. latency = estimated ms per inference, +-the chip's typical (leave-one-out) error (`edgedeploy estimate`, docs/estimate.md)"
+
+
+def _estimate_cells(report: dict, chips: list[str]) -> list[str] | None:
+    """The matrix's estimate row: 'ms +-error%' per chip, '-' where there is none; None when no chip has an estimate entry."""
+    by_chip = {a["chip"]: a.get("estimate") for a in report["audits"]}
+    if not any(by_chip.values()):
+        return None
+    cells = []
+    for chip in chips:
+        e = by_chip.get(chip)
+        if not e or e.get("latency_ms") is None:
+            cells.append("-")
+            continue
+        ms = e["latency_ms"]
+        cells.append((f"{ms:.2f}" if ms < 1 else f"{ms:.1f}" if ms < 10 else f"{ms:.0f}") + f" +-{100 * e['loo_mdape']:.0f}%")
+    return cells
 
 
 def _text_chip_detail(audit: dict, per_node: bool) -> list[str]:

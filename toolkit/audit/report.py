@@ -55,6 +55,7 @@ class ChipAudit:
     notes: list[str] = field(default_factory=list)  # about this run (pinned shapes, precision)
     rules_notes: list[str] = field(default_factory=list)  # what the rule set says about placements on this chip
     confirm: dict | None = None  # {"verdict": ToolchainVerdict.to_dict(), "comparison": compare(...)} or {"skipped": reason}
+    estimate: dict | None = None  # edgedeploy.estimate.ChipEstimate.to_dict(): the latency estimate of this chip
 
 
 def groups_by_reason(result: AuditResult, detail: bool = True) -> list[dict]:
@@ -286,6 +287,8 @@ def chip_entry(ca: ChipAudit, detail: bool = False, parts: dict | None = None) -
         "rules_notes": ca.rules_notes,
         "groups": parts["groups"],
     }
+    if ca.estimate is not None:
+        d["estimate"] = ca.estimate
     if ca.confirm is not None:
         d["confirm"] = ca.confirm
     return d

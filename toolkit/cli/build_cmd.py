@@ -23,7 +23,7 @@ BUILD_RESULT_SCHEMA = "edgedeploy.pipeline.build-result/1"
 FAIL_ON_HELP = (
     "A CI gate (repeatable): fail (exit 7) when a chip's figure misses the threshold, or cannot be checked. "
     "Keys: accuracy-drop=PP (top-1 drop in percentage points), snr=DB, cosine=MIN (every output, compiled vs reference), "
-    "model-size=, artifact-size=, flash=, ram=BYTES (512KiB, 4MiB). CHIP: in front scopes a gate to one chip (imx93:ram=256KiB). "
+    "model-size=, artifact-size=, flash=, ram=BYTES (512KiB, 4MiB); p50=DURATION only with --allow-estimate (judges the estimate). CHIP: in front scopes a gate to one chip (imx93:ram=256KiB). "
     "See docs/cli.md."
 )
 
@@ -117,6 +117,7 @@ def target_options_from(values: dict, chips_built: list) -> dict:
 @click.option("--fail-fast", is_flag=True, help="Stop at the first chip that fails (default: build every chip, then summarise).")
 @click.option("--allow-generated", is_flag=True, help="Count a project generated but not compiled here (TIDL without TI's tools) as built for the exit status.")
 @click.option("--fail-on", "fail_on", multiple=True, metavar="[CHIP:]KEY=VALUE", help=FAIL_ON_HELP)
+@click.option("--allow-estimate", is_flag=True, help="Let --fail-on p50=N judge edgedeploy's latency estimate (docs/estimate.md; the gate's result says it is an estimate); a build measures no latency.")
 @project_options
 @format_option()
 @click.pass_context
@@ -146,11 +147,11 @@ def _build(values: dict, project) -> None:
     from edgedeploy import api
     from edgedeploy.targets import find_chip
 
-    keys = ("model", "targets", "out_root", "force", "input_shapes", "precision", "calib", "calib_count", "eval_data", "eval_count", "allow_nonfinite", "preprocess", "metric", "metric_output", "run_fix", "allow_approx", "device", "timeout_s", "fail_fast", "allow_generated", "output_format", "fail_on")
-    model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, allow_nonfinite, preprocess, metric, metric_output, run_fix, allow_approx, device, timeout_s, fail_fast, allow_generated, output_format, fail_on = (values.pop(k) for k in keys)
+    keys = ("model", "targets", "out_root", "force", "input_shapes", "precision", "calib", "calib_count", "eval_data", "eval_count", "allow_nonfinite", "preprocess", "metric", "metric_output", "run_fix", "allow_approx", "device", "timeout_s", "fail_fast", "allow_generated", "output_format", "fail_on", "allow_estimate")
+    model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, allow_nonfinite, preprocess, metric, metric_output, run_fix, allow_approx, device, timeout_s, fail_fast, allow_generated, output_format, fail_on, allow_estimate = (values.pop(k) for k in keys)
     vendor_values = values
     chip_id = lambda name: find_chip(name)[1].id  # noqa: E731 - a gate's CHIP: prefix, aliases allowed
-    gates = parse_gates(fail_on, "build", chip_id)
+    gates = parse_gates(fail_on, "build", chip_id, allow_estimate=allow_estimate)
     if project is not None:
         gates = merge_gates(parse_gates(gates_of_command(project.gates, "build"), "build", chip_id, where=f"{project.path.name}: [gates]"), gates)
     if not targets:

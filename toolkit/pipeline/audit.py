@@ -111,6 +111,7 @@ def audit_chips(
     notes_all = [f"dynamic batch pinned to 1 for the audit ({', '.join(pinned.auto_pinned)})"] if pinned else []
     # What every chip shares (node views, edges) is made before a fork, so both processes have it.
     shared = ChipIndependent(audited)
+    estimator = chip_estimator(audited)
     explicit = len(chips) == 1
 
     def audit_all(group: list[int], as_parts: bool) -> list[tuple[int, object]]:
@@ -118,7 +119,7 @@ def audit_chips(
         `as_parts`: each audit already made into its report parts (to send from a second process)."""
         done = []
         for i in group:
-            done.append((i, audit_one(audited, shared, chips[i], precision, explicit, notes_all)))
+            done.append((i, audit_one(audited, shared, chips[i], precision, explicit, notes_all, estimator)))
         if as_parts:
             from edgedeploy.audit.report import ChipAudit, report_parts
 
@@ -153,8 +154,24 @@ def audit_chips(
     return build_report(audited, reported, no_rules, by=by, fail_on=fail_on, assumed_shapes=assumed, detail=detail)
 
 
-def audit_one(model, shared, choice: ChipChoice, precision: str | None, explicit: bool, notes_all: list[str]):
-    """One chip's ChipAudit, or its no-rules entry (a dict) when its target has no rules for it."""
+def chip_estimator(model) -> Callable:
+    """estimate(audit result, target) -> the chip's latency estimate as a dict (edgedeploy.estimate):
+    the model's node costs and the fitted parameters are read once for every chip. Cheap: no toolchain runs."""
+    from edgedeploy.estimate import estimate_chip, load_params, node_costs, toolchain_estimate_entry
+
+    costs, params = node_costs(model), load_params()
+
+    def estimate(result, target) -> dict:
+        found = estimate_chip(costs, result, params)
+        found.toolchain_estimate = toolchain_estimate_entry(target, result.chip)
+        return found.to_dict()
+
+    return estimate
+
+
+def audit_one(model, shared, choice: ChipChoice, precision: str | None, explicit: bool, notes_all: list[str], estimator: Callable | None = None):
+    """One chip's ChipAudit, or its no-rules entry (a dict) when its target has no rules for it;
+    `estimator` (chip_estimator): the chip's latency estimate goes into the ChipAudit too."""
     from edgedeploy.audit.engine import audit_model
     from edgedeploy.audit.report import ChipAudit
 
@@ -165,7 +182,8 @@ def audit_one(model, shared, choice: ChipChoice, precision: str | None, explicit
     except KeyError:
         return {"target": target.id, "target_name": target.name, "chips": [chip.id], "reason": "no rules for this chip yet"}
     result = audit_model(model, rules, chosen, shared=shared)
-    return ChipAudit(result, target.name, chip.name, notes=notes_all + notes, rules_notes=list(rules.notes))
+    estimate = estimator(result, target) if estimator is not None else None
+    return ChipAudit(result, target.name, chip.name, notes=notes_all + notes, rules_notes=list(rules.notes), estimate=estimate)
 
 
 def split_by_toolchain(chips: list[ChipChoice]) -> tuple[list[int], list[int]] | None:

@@ -128,6 +128,7 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
 
         # -- audit --------------------------------------------------------------------------
         prediction, report["audit"] = _audit_stage(work, model, target, chip, precision, target_options, echo)
+        report["estimate"] = _estimate_section(model, prediction, target, echo)
 
         # -- data ---------------------------------------------------------------------------
         reference = ReferenceRunner(model.proto, cache_dir=default_cache_dir())
@@ -166,6 +167,7 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
             # The toolchain actually used has a rule table of its own (a device's TensorRT release).
             prediction = audit_model(model, converted.rules, precision)
             report["audit"] = _audit_section(work, prediction, converted.rules, echo)
+            report["estimate"] = _estimate_section(model, prediction, target, echo)
         report["convert"] = _convert_section(converted, work, convert_seconds)
         report.update(converted.sections)
         for workaround in converted.workarounds:
@@ -173,6 +175,7 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
 
         # -- the toolchain's own verdict --------------------------------------------------------
         report["toolchain_verdict"] = _verdict_section(work, prediction, converted, echo)
+        _add_toolchain_estimate(report, target)
 
         # -- verify ----------------------------------------------------------------------------
         report["accuracy"] = _verify(ctx, converted, reference, options, echo)
@@ -306,6 +309,28 @@ def _audit_section(work: Path, prediction, rules, echo) -> dict:
         "summary_line": prediction.summary_line(),
         "predicted_unsupported": unsupported,
     }
+
+
+def _estimate_section(model: LoadedModel, prediction, target, echo) -> dict:
+    """edgedeploy's latency estimate for this chip (edgedeploy.estimate): cheap, no toolchain."""
+    from edgedeploy.estimate import ChipEstimate
+    from edgedeploy.pipeline.estimate import estimate_audits
+
+    if prediction is None:  # a target without audit rules: no placements to estimate from
+        return ChipEstimate(chip="", latency_ms=None, reason="the target declares no audit rules, and the estimate builds on the audit's placements").to_dict()
+    found = estimate_audits(model, [prediction], {prediction.chip: target})[0]
+    echo(f"estimate: {found.sentence()} (an estimate, not a measurement)")
+    return found.to_dict()
+
+
+def _add_toolchain_estimate(report: dict, target) -> None:
+    """The toolchain's own time estimate (Vela's), where the conversion made one, beside edgedeploy's."""
+    from edgedeploy.estimate import toolchain_estimate_entry
+
+    section = report.get("estimate")
+    if section is not None:
+        chip = report["target"]["chip"]
+        section["toolchain_estimate"] = toolchain_estimate_entry(target, chip, (report.get("toolchain_verdict") or {}).get("estimates"))
 
 
 def _add_what_the_audit_foresaw(exc: ToolchainError, prediction) -> None:

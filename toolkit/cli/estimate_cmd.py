@@ -1,0 +1,45 @@
+"""`edgedeploy estimate`: latency per inference on chips you have no board for, with its error."""
+
+from __future__ import annotations
+
+import click
+
+from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
+from edgedeploy.cli.output import output_options, resolve_output, terminal_width, to_json
+
+ESTIMATE_FORMATS = ("text", "json", "md")
+
+
+@click.command("estimate")
+@model_argument
+@click.option("--target", "targets", multiple=True, metavar="CHIP|all", help="Chip to estimate for (repeatable), or 'all' (the default): every chip with audit rules.")
+@input_shape_option
+@click.option("--budget-ms", type=click.FloatRange(min=0, min_open=True), metavar="N", help="Mark which chips meet N ms per inference by the estimate.")
+@click.option("--precision", help="Precision to place nodes in; estimates exist only for the precision of the chip's published figures (int8).")
+@output_options(ESTIMATE_FORMATS, "the estimates")
+def estimate_command(model, targets, input_shapes, budget_ms, precision, output_format, out_path, force) -> None:
+    """Estimate MODEL's latency per inference on each chip, with a range and the chip's typical error.
+
+    The estimate is a cost model on the audit's placements (MACs and bytes per op class on the
+    accelerator, a per-layer overhead, fallback nodes on the CPU, each transition's copy),
+    fitted per chip to the vendors' published device figures; the error printed with it is the
+    leave-one-model-out error over those figures. A chip with too few figures gets no estimate,
+    and says why. No toolchain runs. MODEL defaults to the bundled MNIST sample.
+    """
+    from edgedeploy.pipeline.audit import resolve_chips
+    from edgedeploy.pipeline.estimate import estimate_model
+
+    output = resolve_output(out_path, output_format, force, ESTIMATE_FORMATS, "edgedeploy estimate")
+    chips, no_rules = resolve_chips(targets)
+    report = estimate_model(resolve_model(model), parse_shapes(input_shapes), chips, precision=precision, budget_ms=budget_ms)
+    report["no_rules"] = no_rules + report["no_rules"]
+    if output.format == "json":
+        text = to_json(report)
+    else:
+        from edgedeploy.estimate import render
+
+        text = render.render_markdown(report) if output.format == "md" else render.render_text(report, width=None if output.path else terminal_width())
+    output.write(text)
+
+
+COMMANDS = [estimate_command]
