@@ -439,6 +439,12 @@ class Measurement(_Document):
         """Where the record is kept: ARTIFACT/measurements/<time>-<device>.json."""
         return self.artifact / self.document["file"]
 
+    def partial_error(self):
+        """The DeviceError (exit 10) a partial measurement stands for, naming where the partial record is kept."""
+        from edgedeploy.pipeline.measure import partial_error
+
+        return partial_error(self.document, self.artifact)
+
 
 def measure(
     artifact: Artifact | str | Path,
@@ -475,7 +481,7 @@ def measure(
     """
     from edgedeploy.devices import find_device
     from edgedeploy.measure.harness import SessionSettings
-    from edgedeploy.pipeline.measure import MeasureRequest, partial_error, run_measure
+    from edgedeploy.pipeline.measure import MeasureRequest, run_measure
     from edgedeploy.targets import chip_ids
 
     folder = artifact.path if isinstance(artifact, Artifact) else Path(artifact).absolute()
@@ -497,9 +503,7 @@ def measure(
     )
     with _Progress(progress).capturing_warnings() as echo:
         record = run_measure(request, echo=echo, raise_on_partial=False)
-    if record["partial"] and not allow_partial:
-        raise partial_error(record, folder)
-    return Measurement(
+    measurement = Measurement(
         artifact=folder,
         device=device.name,
         partial=bool(record["partial"]),
@@ -510,13 +514,9 @@ def measure(
         warnings=tuple(echo.warnings),
         document=record,
     )
-
-
-def partial_measurement_error(measurement: Measurement):
-    """The DeviceError (exit 10) a partial measurement stands for; the CLI raises it after printing."""
-    from edgedeploy.pipeline.measure import partial_error
-
-    return partial_error(measurement.to_dict(), measurement.artifact)
+    if measurement.partial and not allow_partial:
+        raise measurement.partial_error()
+    return measurement
 
 
 # -- bench --------------------------------------------------------------------------------------

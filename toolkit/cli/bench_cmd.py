@@ -53,31 +53,36 @@ def bench_command(model, backends, input_shapes, batch, precision, threads, sess
     other one: only between figures whose scope (model, shapes, batch, precision, threads,
     device) differs in the backend alone. Progress goes to stderr.
     """
+    from edgedeploy import api
     from edgedeploy.cli.progress import Reporter
     from edgedeploy.errors import EdgedeployError
-    from edgedeploy.pipeline.bench import BenchOptions, run_bench
-    from edgedeploy.measure.harness import SessionPlan
 
     output = resolve_output(out_path, output_format, force, BENCH_FORMATS, "edgedeploy bench")
-    options = BenchOptions(
-        backends=tuple(backends),
+    # Every line carries the time since bench started: a torch.compile session takes up to a
+    # minute and `--backend all` several (edgedeploy.cli.progress: live line or plain lines).
+    progress = Reporter.for_command(stamp=True)
+    result = api.bench(
+        resolve_model(model),
+        backends,
         input_shapes=parse_shapes(input_shapes),
         batch=batch,
         precision=precision,
         threads=threads,
-        plan=SessionPlan(sessions=sessions, warmup=warmup, min_iterations=min_iterations, min_duration_s=min_duration_s, keep_samples=samples),
+        sessions=sessions,
+        warmup=warmup,
+        min_iterations=min_iterations,
+        min_duration_s=min_duration_s,
+        keep_samples=samples,
         torch_python=torch_python,
         torch_model=torch_model,
         shared_compile_cache=shared_compile_cache,
-        session_timeout_s=timeout_s,
+        timeout_s=timeout_s,
+        progress=progress,
     )
-    # Every line carries the time since bench started: a torch.compile session takes up to a
-    # minute and `--backend all` several (edgedeploy.cli.progress: live line or plain lines).
-    progress = Reporter.for_command(stamp=True)
-    doc = run_bench(resolve_model(model), options, echo=progress)
     progress.close()
+    doc = result.document
     output.write(to_json(doc) if output.format == "json" else render_text(doc))
-    explicit = [b for b in options.backends if "all" not in b.lower().split(",")]
+    explicit = [b for b in backends if "all" not in b.lower().split(",")]
     if not doc["results"]:
         reasons = "; ".join(f"{s['backend']}: {s['reason']}" for s in doc["skipped"]) or "; ".join(f"{f['backend']}: {f['error'].splitlines()[0]}" for f in doc["failed"])
         raise EdgedeployError(f"No backend could be timed ({reasons}).")

@@ -90,8 +90,7 @@ def measure_command(ctx, **values):
     from edgedeploy.cli.progress import Reporter
     from edgedeploy.devices import find_device
     from edgedeploy.gates import gates_of_command, merge_gates, parse_gates
-    from edgedeploy.pipeline.measure import MeasureRequest, partial_error, run_measure
-    from edgedeploy.devices.runners import SessionSettings
+    from edgedeploy import api
     from edgedeploy.targets import find_chip
 
     project = project_file.load_for_command(values.pop("project_path"), values.pop("no_project"))
@@ -134,23 +133,28 @@ def measure_command(ctx, **values):
         wrong = [SERIAL_ONLY_OPTIONS[name] for name in SERIAL_ONLY_OPTIONS if name in given]
         if wrong:
             raise OptionError(f"{', '.join(wrong)} {'applies' if len(wrong) == 1 else 'apply'} only to boards on a serial port, not to device '{device.name}' ({device.transport}).")
-    settings = SessionSettings(sessions=sessions, warmup=warmup, min_iterations=min_iterations, min_duration_s=min_duration_s, timeout_s=timeout_s)
-    request = MeasureRequest(
+    reporter = Reporter.for_command()  # every session runs >= --min-duration, a board's boot longer
+    measurement = api.measure(
         artifact,
         device,
-        settings,
-        eval_path,
-        eval_count,
-        threads,
+        sessions=sessions,
+        warmup=warmup,
+        min_iterations=min_iterations,
+        min_duration_s=min_duration_s,
+        timeout_s=timeout_s,
+        eval=eval_path,
+        eval_count=eval_count,
+        threads=threads,
         before=not skip_before,
         flash=flash,
         firmware_build=firmware_build,
         reset=reset,
-        console_echo=(lambda line: info(f"  console: {line}")) if console else None,
+        console=(lambda line: info(f"  console: {line}")) if console else None,
+        allow_partial=True,  # printed first, then the exit status says it failed
+        progress=reporter,
     )
-    reporter = Reporter.for_command()  # every session runs >= --min-duration, a board's boot longer
-    record = run_measure(request, echo=reporter, raise_on_partial=False)
     reporter.close()
+    record = measurement.document
     results = evaluate_measurement(gates, record) if gates else []
     if gates:
         # The gates are this run's verdict, in the command's output; the artifact keeps the figures.
@@ -163,9 +167,9 @@ def measure_command(ctx, **values):
         from edgedeploy.report.text import render_measurement
 
         output.write(render_measurement(record))
-    if record["partial"]:
+    if measurement.partial:
         # What was gathered is printed and saved; the exit status still says the run failed.
-        raise partial_error(record, artifact)
+        raise measurement.partial_error()
     failed = [r for r in results if not r.passed]
     if failed:
         raise GateFailed(f"--fail-on: {'; '.join(r.reason for r in failed)}.")
