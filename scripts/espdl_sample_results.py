@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = [
     ("int8", []),
-    ("int8 + auto int16", ["--int16-layers", "auto"]),
+    ("int8 + auto int16", ["--espdl-int16-layers", "auto"]),
     ("int16", ["--precision", "int16"]),
 ]
 CHIPS = ["esp32s3", "esp32p4"]

@@ -19,7 +19,8 @@ the atomic artifact — and calls only the vendor-specific stages:
 Optional stages are declared in `capabilities`; the registry checks at load time that every
 declared stage is implemented (and that nothing undeclared is), so the core never probes with
 hasattr. Vendor options are a typed dataclass (`options_type`, fields made with `option()`),
-parsed and validated once by the core and shown grouped per vendor in `build --help`.
+each flag in the target's own namespace (`--<id>-...`), parsed and validated once by the core and
+shown grouped per vendor in `build --help`.
 Nothing in a target package imports a vendor SDK: vendor code runs only in workers, inside the
 toolchain's own environment, through the executor (edgedeploy.toolchains.executor).
 """
@@ -102,18 +103,21 @@ class Chip:
 # -- vendor options --------------------------------------------------------------------------
 
 
-def option(flag: str, help: str, default: Any = None, *, metavar: str | None = None, choices: tuple[str, ...] | None = None, type: Any = str, multiple: bool = False, is_flag: bool = False, minimum: float | None = None, maximum: float | None = None):
+def option(flag: str, help: str, default: Any = None, *, metavar: str | None = None, choices: tuple[str, ...] | None = None, type: Any = str, multiple: bool = False, is_flag: bool = False, minimum: float | None = None, maximum: float | None = None, deprecated: tuple[str, ...] = ()):
     """A field of a target's options dataclass, with what `build --help` shows for it.
 
-    `flag` is the command-line spelling (e.g. "--int16-layers"); `type` is str, int or float;
-    `choices` limits the values; `multiple` makes it repeatable (the field holds a tuple);
-    `is_flag` makes it a switch (the field holds a bool); `minimum`/`maximum` bound numbers.
+    `flag` is the command-line spelling, in the target's own namespace: `--<target id>-...`
+    (e.g. "--acme-turbo"; the registry refuses a target whose flags are not), so two vendors'
+    options never clash. `type` is str, int or float; `choices` limits the values; `multiple`
+    makes it repeatable (the field holds a tuple); `is_flag` makes it a switch (the field holds a
+    bool); `minimum`/`maximum` bound numbers. `deprecated` are former spellings still accepted
+    for one release: hidden from --help, and a warning names the new flag when one is used.
     """
     if multiple:
         default = tuple(default or ())
     if is_flag:
         default = bool(default)
-    meta = {"flag": flag, "help": help, "metavar": metavar, "choices": choices, "type": type, "multiple": multiple, "is_flag": is_flag, "minimum": minimum, "maximum": maximum}
+    meta = {"flag": flag, "help": help, "metavar": metavar, "choices": choices, "type": type, "multiple": multiple, "is_flag": is_flag, "minimum": minimum, "maximum": maximum, "deprecated": tuple(deprecated)}
     return field(default=default, metadata={"edgedeploy_option": meta})
 
 
@@ -476,6 +480,24 @@ def contract_problems(target: Target) -> list[str]:
             problems.append(f"it implements `{method}` but does not declare `{capability.value}` in its capabilities")
     if not issubclass(cls.options_type, TargetOptions) or not dataclasses.is_dataclass(cls.options_type):
         problems.append("its options_type is not a TargetOptions dataclass")
+    elif hasattr(cls, "id"):
+        problems += _option_problems(cls.id, cls.options_type)
+    return problems
+
+
+def option_flags(options_type: type[TargetOptions]) -> list[str]:
+    """Every command-line spelling of a target's options: the flags, then their deprecated aliases."""
+    declared = options_type.declared()
+    return [meta["flag"] for _, meta in declared] + [alias for _, meta in declared for alias in meta.get("deprecated", ())]
+
+
+def _option_problems(target_id: str, options_type: type[TargetOptions]) -> list[str]:
+    """Flags outside the target's namespace (`--<id>-...`), or spelled twice."""
+    prefix = f"--{target_id}-"
+    problems = [f"its option {meta['flag']} is not in its namespace: a target's flags begin with {prefix}" for _, meta in options_type.declared() if not meta["flag"].startswith(prefix)]
+    flags = option_flags(options_type)
+    problems += [f"its option {flag} is declared twice" for flag in sorted({f for f in flags if flags.count(f) > 1})]
+    problems += [f"its deprecated alias {flag!r} is not a long option (--name)" for flag in flags if not flag.startswith("--")]
     return problems
 
 

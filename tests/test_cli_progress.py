@@ -103,10 +103,10 @@ def test_quiet_shows_only_warnings_and_errors_and_no_live_line():
     out, clock = io.StringIO(), FakeClock()
     with Reporter(stream=out, live=True, clock=clock, settings=OutputSettings(quiet=True)) as reporter:
         reporter("build: mnist for esp32s3")
-        reporter("warning: --int16-layers apply to ESP-DL targets only")
+        reporter("warning: --espdl-int16-layers apply to ESP-DL targets only")
         clock.now += 30
         reporter.tick()
-    assert out.getvalue().strip() == "warning: --int16-layers apply to ESP-DL targets only"
+    assert out.getvalue().strip() == "warning: --espdl-int16-layers apply to ESP-DL targets only"
 
 
 def test_verbose_prints_every_line_a_real_tool_writes(tmp_path):

@@ -149,7 +149,7 @@ def build_with_calib(out: Path, model: Path, calib: Path, *options: str) -> Path
 @toolchain
 def test_hostile_model_with_named_int16_layers(tmp_path, hostile):
     model, calib, names = hostile
-    artifact = build_with_calib(tmp_path, model, calib, "--eval", str(calib), "--int16-layers", names["conv"])
+    artifact = build_with_calib(tmp_path, model, calib, "--eval", str(calib), "--espdl-int16-layers", names["conv"])
     quant = json.loads((artifact / "quantization.json").read_text())
     # The named layer and the activation after it moved to int16, reported under their ONNX names.
     assert quant["int16_layers"][:2] == [names["conv"], names["relu"]]
@@ -167,7 +167,7 @@ def test_hostile_model_with_named_int16_layers(tmp_path, hostile):
 @toolchain
 def test_auto_mixed_precision_moves_layers_until_the_target(tmp_path, hostile):
     model, calib, names = hostile
-    artifact = build_with_calib(tmp_path, model, calib, "--int16-layers", "auto=70")
+    artifact = build_with_calib(tmp_path, model, calib, "--espdl-int16-layers", "auto=70")
     quant = json.loads((artifact / "quantization.json").read_text())
     auto = quant["int16_auto"]
     assert auto["target_snr_db"] == 70
@@ -194,9 +194,9 @@ def test_int16_precision(tmp_path, hostile):
     "extra,message",
     [
         (["--precision", "fp16"], "builds int8 or int16"),
-        (["--precision", "int16", "--int16-layers", "auto"], "leave it out with --precision int16"),
-        (["--int16-layers", "no such node"], "has no node named"),
-        (["--int16-layers", "auto=loud"], "not a number"),
+        (["--precision", "int16", "--espdl-int16-layers", "auto"], "leave it out with --precision int16"),
+        (["--espdl-int16-layers", "no such node"], "has no node named"),
+        (["--espdl-int16-layers", "auto=loud"], "not a number"),
         ([], "needs calibration data"),
     ],
 )
@@ -272,13 +272,13 @@ def test_calib_method_auto_keeps_minmax_where_kl_clips_a_trained_model_s_outputs
     calib, evaluation = CORPUS / "mnist_box_and_class.calib.npz", CORPUS / "mnist_box_and_class.eval.npz"
     default = run_cli("build", str(model), "--target", "esp32s3", "--out", str(tmp_path / "kl"), "--calib", str(calib), "--eval", str(evaluation))
     assert default.returncode == 0, default.stderr
-    assert "--calib-method auto also tries minmax" in default.stderr  # the hint, with the default
+    assert "--espdl-calib-method auto also tries minmax" in default.stderr  # the hint, with the default
     kl = json.loads((artifact_of(tmp_path / "kl") / "report.json").read_text())
     assert kl["quantization"]["calibration"] == {"requested": "kl", "method": "kl", "tried": [], "auto_below_snr_db": None}
     assert kl["quantization"]["output_snr_db"] < espdl_build.CALIB_AUTO_SNR_DB
 
     auto_dir = tmp_path / "auto"
-    proc = run_cli("build", str(model), "--target", "esp32s3", "--out", str(auto_dir), "--calib", str(calib), "--eval", str(evaluation), "--calib-method", "auto")
+    proc = run_cli("build", str(model), "--target", "esp32s3", "--out", str(auto_dir), "--calib", str(calib), "--eval", str(evaluation), "--espdl-calib-method", "auto")
     assert proc.returncode == 0, proc.stderr
     artifact = artifact_of(auto_dir)
     report = json.loads((artifact / "report.json").read_text())

@@ -92,3 +92,90 @@ def test_a_target_without_audit_rules_builds_with_no_audit_stage(plugin_site, tm
     assert audit.returncode == 2 and "The Zeta NPU target declares no audit rules, so zeta-z1 cannot be audited" in audit.stderr
     fixed = run_cli("fix", "--target", "zeta-z1", env=env)
     assert fixed.returncode == 2 and "declares no audit rules" in fixed.stderr and "Traceback" not in fixed.stderr
+
+
+# -- vendor options: one namespace per target ------------------------------------------------
+
+
+def test_every_target_option_is_in_its_targets_namespace():
+    from edgedeploy.targets import all_targets
+
+    for target in all_targets():
+        for _, meta in target.options_type.declared():
+            assert meta["flag"].startswith(f"--{target.id}-"), (target.id, meta["flag"])
+
+
+def test_a_flag_outside_the_namespace_breaks_the_contract():
+    from dataclasses import dataclass
+
+    from edgedeploy.targets.base import Target, TargetOptions, contract_problems, option
+
+    @dataclass(frozen=True)
+    class Loose(TargetOptions):
+        speed: int = option("--speed", "Unprefixed.", type=int)
+
+    class Sloppy(Target):
+        id, vendor, name, chips, toolchain = "sloppy", "x", "Sloppy", (), None
+        options_type = Loose
+
+        def convert(self, ctx):
+            return None
+
+        def codegen(self, ctx, converted):
+            return {}
+
+    assert contract_problems(Sloppy()) == ["its option --speed is not in its namespace: a target's flags begin with --sloppy-"]
+
+
+def test_an_old_flag_still_works_for_one_release_with_a_warning():
+    done = run_cli("build", "--target", "rk3588", "--optimization-level", "9")
+    # Renamed before parsing: click judges the value under the new name; the warning names it.
+    assert done.returncode == 2
+    assert "warning: --optimization-level is deprecated and will be removed in the next release; use --rknn-optimization-level" in done.stderr
+    assert "'--rknn-optimization-level': 9 is not in the range 0<=x<=3" in done.stderr
+    help_text = run_cli("build", "--help").stdout
+    assert "--rknn-optimization-level" in help_text and "--optimization-level " not in help_text and "--analyse" not in help_text.replace("--rknn-analyse", "")
+
+
+def test_renaming_deprecated_flags_stops_at_the_double_dash():
+    from edgedeploy.cli.build_cmd import renamed_deprecated_flags
+
+    aliases = {"--analyse": "--rknn-analyse", "--trt-version": "--tensorrt-version"}
+    assert renamed_deprecated_flags(["--analyse", "--trt-version=8.6", "--", "--analyse"], aliases) == ["--rknn-analyse", "--tensorrt-version=8.6", "--", "--analyse"]
+
+
+def _fake_target(target_id: str, *flags: str, deprecated: tuple[str, ...] = ()):
+    from dataclasses import field, make_dataclass
+
+    from edgedeploy.targets.base import Chip, Target, TargetOptions, option
+
+    fields = [(f"f{i}", bool, option(flag, "A switch.", is_flag=True, deprecated=deprecated if i == 0 else ())) for i, flag in enumerate(flags)]
+    options_type = make_dataclass(f"{target_id.title()}Options", fields, bases=(TargetOptions,), frozen=True)
+    chip = Chip(id=f"{target_id}-1", name=f"{target_id} 1", accelerator="none", cpu="none", accelerator_clock_mhz=None, cpu_clock_mhz=1)
+    attrs = {"id": target_id, "vendor": "x", "name": f"{target_id.title()} NPU", "chips": (chip,), "toolchain": None, "options_type": options_type}
+    return type(f"{target_id.title()}Target", (Target,), attrs)()
+
+
+def test_an_option_clash_disables_only_the_targets_involved():
+    import click
+
+    from edgedeploy.cli.build_cmd import VendorOptionsCommand, add_target_options
+
+    alpha = _fake_target("alpha", "--alpha-fast", deprecated=("--fast",))
+    beta = _fake_target("beta", "--beta-fast", deprecated=("--fast",))  # the same old spelling as alpha's
+    gamma = _fake_target("gamma", "--gamma-fast", deprecated=("--calib",))  # an alias that is a shared option
+    delta = _fake_target("delta", "--delta-fast", deprecated=("--dfast",))
+    command = add_target_options(VendorOptionsCommand("build", params=[click.Option(["--calib"])]), [alpha, beta, gamma, delta])
+    assert set(command.disabled_targets) == {"alpha", "beta", "gamma"}
+    assert "its option --fast is also the Beta NPU target's" in command.disabled_targets["alpha"]
+    assert "--calib is also a shared option of `edgedeploy build`" in command.disabled_targets["gamma"]
+    flags = {opt for p in command.params for opt in p.opts}
+    assert "--delta-fast" in flags and not flags & {"--alpha-fast", "--beta-fast", "--gamma-fast"}
+    assert command.deprecated_flags == {"--dfast": "--delta-fast"}
+
+    from edgedeploy.cli.build_cmd import refuse_disabled
+    from edgedeploy.errors import TargetError
+
+    with pytest.raises(TargetError, match=r"The Alpha NPU target is disabled: .* the other targets are not affected"):
+        refuse_disabled(command, [(delta, delta.chips[0]), (alpha, alpha.chips[0])])
+    refuse_disabled(command, [(delta, delta.chips[0])])  # an uninvolved target builds

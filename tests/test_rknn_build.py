@@ -29,7 +29,7 @@ EVAL = "200"
 @pytest.fixture(scope="module")
 def sample_builds(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("rknn-builds")
-    args = ["build", "--out", str(out), "--calib-count", CALIB, "--eval-count", EVAL, "--analyse", "--format", "json"]
+    args = ["build", "--out", str(out), "--calib-count", CALIB, "--eval-count", EVAL, "--rknn-analyse", "--format", "json"]
     for chip in CHIPS:
         args += ["--target", chip]
     proc = run_cli(*args, timeout=900)

@@ -217,7 +217,7 @@ class _Run:
 def _build(tmp_path, trtexec, *extra, force=False):
     from tests.helpers import run_cli
 
-    args = ["build", "--target", "jetson-orin-nx", "--device", "fake-orin-nx", "--trtexec", str(trtexec), "--out", str(tmp_path / "out"), "--format", "json", *extra]
+    args = ["build", "--target", "jetson-orin-nx", "--device", "fake-orin-nx", "--tensorrt-trtexec", str(trtexec), "--out", str(tmp_path / "out"), "--format", "json", *extra]
     if force:
         args.append("--force")
     return _Run(run_cli(*args))
@@ -256,8 +256,8 @@ def test_remote_build_orchestration_over_loopback_ssh(jetson_inventory, tmp_path
     assert len(calls_after) == len(calls) + 1  # only the probe ran
     assert json.loads((art / "manifest.json").read_text())["tensorrt"]["from_cache"] is True
 
-    # --trt-rebuild builds again; GPU only with --dla-core none.
-    rebuilt = _build(tmp_path, trtexec, "--trt-rebuild", "--dla-core", "none", force=True)
+    # --tensorrt-rebuild builds again; GPU only with --tensorrt-dla-core none.
+    rebuilt = _build(tmp_path, trtexec, "--tensorrt-rebuild", "--tensorrt-dla-core", "none", force=True)
     assert rebuilt.exit_code == 0, rebuilt.output
     last = json.loads(record.read_text().splitlines()[-1])
     assert not any(a.startswith("--useDLACore") for a in last)
@@ -291,7 +291,7 @@ def test_local_build_when_trtexec_is_here(tmp_path, monkeypatch):
 
     trtexec, record = _stand_in(tmp_path)
     monkeypatch.setenv("EDGEDEPLOY_HOME", str(tmp_path / "home"))
-    proc = run_cli("build", "--target", "jetson-orin-nano", "--trtexec", str(trtexec), "--out", str(tmp_path / "out"))
+    proc = run_cli("build", "--target", "jetson-orin-nano", "--tensorrt-trtexec", str(trtexec), "--out", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
     art = tmp_path / "out" / "mnist_cnn" / "jetson-orin-nano"
     assert json.loads((art / "manifest.json").read_text())["tensorrt"]["built_on"] == "local"
@@ -313,7 +313,7 @@ def test_no_device_and_no_local_tensorrt(tmp_path, monkeypatch):
     from tests.helpers import run_cli
 
     monkeypatch.delenv("EDGEDEPLOY_TRTEXEC", raising=False)
-    result = _Run(run_cli("build", "--target", "jetson-orin-nano", "--trtexec", str(tmp_path / "none"), "--out", str(tmp_path / "o")))
+    result = _Run(run_cli("build", "--target", "jetson-orin-nano", "--tensorrt-trtexec", str(tmp_path / "none"), "--out", str(tmp_path / "o")))
     assert result.exit_code != 0 and "pass --device NAME" in result.output
 
 
@@ -332,7 +332,7 @@ def test_real_build_on_a_jetson(tmp_path):
     from tests.helpers import run_cli
 
     device = load_inventory(None).get(JETSON)
-    result = _Run(run_cli("build", "--target", device.chip, "--device", JETSON, "--out", str(tmp_path / "out"), "--trt-rebuild"))
+    result = _Run(run_cli("build", "--target", device.chip, "--device", JETSON, "--out", str(tmp_path / "out"), "--tensorrt-rebuild"))
     assert result.exit_code == 0, result.output
     art = tmp_path / "out" / "mnist_cnn" / device.chip
     manifest = json.loads((art / "manifest.json").read_text())
@@ -349,7 +349,7 @@ def test_real_int8_calibration_and_runners_on_a_jetson(tmp_path):
     from tests.helpers import run_cli
 
     device = load_inventory(None).get(JETSON)
-    result = _Run(run_cli("build", "--target", device.chip, "--device", JETSON, "--precision", "int8", "--out", str(tmp_path / "out"), "--trt-rebuild"))
+    result = _Run(run_cli("build", "--target", device.chip, "--device", JETSON, "--precision", "int8", "--out", str(tmp_path / "out"), "--tensorrt-rebuild"))
     assert result.exit_code == 0, result.output
     art = tmp_path / "out" / "mnist_cnn" / device.chip
     from edgedeploy.targets import find_chip

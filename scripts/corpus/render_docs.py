@@ -316,7 +316,7 @@ def render_sweep(sweep: dict, direct: dict | None, models: list[dict]) -> list[s
 # with default options), by (model, chip).
 _KL_CLIPS = (
     "Cause: esp-ppq's default KL calibration clips the activations (the outputs' SNR on the calibration data is -0.5 dB). "
-    "`--calib-method auto` (docs/espdl.md) keeps minmax instead: {snr} dB, top1 0.875 -> {after} ({where})."
+    "`--espdl-calib-method auto` (docs/espdl.md) keeps minmax instead: {snr} dB, top1 0.875 -> {after} ({where})."
 )
 LOSSES_EXPLAINED = {
     ("mnist_box_and_class", "esp32s3"): _KL_CLIPS.format(snr="30.8", after="0.859", where="tests/test_espdl_build.py builds it so"),

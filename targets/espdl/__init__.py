@@ -29,18 +29,20 @@ TOOLCHAIN = VenvToolchain(
 @dataclass(frozen=True)
 class EspDlOptions(TargetOptions):
     int16_layers: tuple[str, ...] = option(
-        "--int16-layers",
+        "--espdl-int16-layers",
         "Mixed precision: put these ONNX nodes in int16 (the rest int8), or `auto`: move the layers that add the most "
         "quantisation error to int16 until the outputs' SNR reaches 30 dB (or DB); see docs/espdl.md.",
         multiple=True,
         metavar="auto[=DB]|NAME,...",
+        deprecated=("--int16-layers",),
     )
     calib_method: str | None = option(
-        "--calib-method",
+        "--espdl-calib-method",
         "How esp-ppq sets the activations' int8/int16 ranges from the calibration data: kl (its default), minmax, "
         "percentile or mse; or auto: kl, and where the outputs' SNR on the calibration data is under 10 dB, minmax too, "
         "keeping the one with less output error; see docs/espdl.md.",
         choices=("kl", "minmax", "percentile", "mse", "auto"),
+        deprecated=("--calib-method",),
     )
 
 

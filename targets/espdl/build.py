@@ -8,7 +8,7 @@
             Runtime reference on the same inputs
   codegen   the ESP-IDF project (codegen.py)
 
-The mixed-precision policy (`--int16-layers auto`) is documented in docs/espdl.md.
+The mixed-precision policy (`--espdl-int16-layers auto`) is documented in docs/espdl.md.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from edgedeploy.targets.espdl.worker_verdict import MIN_CALIB_STEPS as ESPPPQ_MI
 WORKER = Path(__file__).with_name("worker_build.py")
 ESPDL_NAME = "model.espdl"
 
-# `--int16-layers auto`: keep moving layers to int16 until the graph outputs' signal-to-noise
+# `--espdl-int16-layers auto`: keep moving layers to int16 until the graph outputs' signal-to-noise
 # ratio (quantised vs float, on the calibration data) reaches this. 30 dB is an output noise
 # amplitude of about 3% of the signal's RMS, where top-1 / top-k changes are rare; plain int8
 # gives 20-30 dB on small CNNs (21.5 dB on the sample). Override with `auto=DB`.
@@ -41,7 +41,7 @@ INT16_AUTO_SNR_DB = 30.0
 # the layers producing its input): beyond that, `--precision int16` is the honest choice.
 INT16_AUTO_MAX_STEP_FRACTION = 0.25
 
-# `--calib-method auto`: esp-ppq's default calibration (KL divergence, which clips the long tail
+# `--espdl-calib-method auto`: esp-ppq's default calibration (KL divergence, which clips the long tail
 # of each activation's histogram) is kept unless the graph outputs' SNR on the calibration data
 # is under this; then minmax (no clipping) is tried too and the one with less output error kept.
 # Measured: mnist_box_and_class (a trained two-output CNN) on esp32s3 gives -0.5 dB with KL
@@ -68,7 +68,7 @@ def snr_db(noise_to_signal: float | None) -> float | None:
 
 
 def parse_int16_layers(values, names: list[str]):
-    """`--int16-layers` values -> None, ("auto", snr_db) or a list of ONNX node display names.
+    """`--espdl-int16-layers` values -> None, ("auto", snr_db) or a list of ONNX node display names.
 
     Each value is `auto`, `auto=DB`, or node names separated by commas (a value that is itself a
     node name is taken whole, so names containing commas work). Unknown names are an error.
@@ -81,15 +81,15 @@ def parse_int16_layers(values, names: list[str]):
         text = values[0].strip()
         key, sep, number = text.partition("=")
         if key.lower() != "auto":
-            raise OptionError(f"--int16-layers: '{text}' is not 'auto', 'auto=DB' or node names.")
+            raise OptionError(f"--espdl-int16-layers: '{text}' is not 'auto', 'auto=DB' or node names.")
         if not sep:
             return ("auto", INT16_AUTO_SNR_DB)
         try:
             target = float(number)
         except ValueError:
-            raise OptionError(f"--int16-layers: '{number}' in '{text}' is not a number of dB.") from None
+            raise OptionError(f"--espdl-int16-layers: '{number}' in '{text}' is not a number of dB.") from None
         if not 0 < target < 200:
-            raise OptionError(f"--int16-layers: the SNR target must be between 0 and 200 dB, not {number}.")
+            raise OptionError(f"--espdl-int16-layers: the SNR target must be between 0 and 200 dB, not {number}.")
         return ("auto", target)
     known = set(names)
     chosen: list[str] = []
@@ -97,10 +97,10 @@ def parse_int16_layers(values, names: list[str]):
         parts = [value] if value in known else [p.strip() for p in value.split(",") if p.strip()]
         for part in parts:
             if part.lower().startswith("auto"):
-                raise OptionError("--int16-layers: 'auto' cannot be combined with node names.")
+                raise OptionError("--espdl-int16-layers: 'auto' cannot be combined with node names.")
             if part not in known:
                 close = [n for n in names if part.lower() in n.lower()][:5] or names[:5]
-                raise OptionError(f"--int16-layers: the model has no node named {part!r} (nodes include: {', '.join(close)}).")
+                raise OptionError(f"--espdl-int16-layers: the model has no node named {part!r} (nodes include: {', '.join(close)}).")
             if part not in chosen:
                 chosen.append(part)
     return chosen
@@ -124,7 +124,7 @@ def convert(ctx) -> ConvertResult:
     display_names = node_names(ctx.model.graph)
     int16 = parse_int16_layers(ctx.options.int16_layers, display_names)
     if int16 is not None and precision != "int8":
-        raise OptionError("--int16-layers mixes int16 layers into an int8 model; leave it out with --precision int16.")
+        raise OptionError("--espdl-int16-layers mixes int16 layers into an int8 model; leave it out with --precision int16.")
 
     calib, evaluation = ctx.data.calibration, ctx.data.evaluation
     work = ctx.work("convert")
@@ -191,7 +191,7 @@ def convert(ctx) -> ConvertResult:
     calibration = quant["calibration"]
     if len(calibration["tried"]) > 1:
         tried = ", ".join(f"{t['method']} {_fmt_db(t['output_snr_db'])}" for t in calibration["tried"])
-        ctx.echo(f"convert: --calib-method auto: {tried}; kept {calibration['method']}")
+        ctx.echo(f"convert: --espdl-calib-method auto: {tried}; kept {calibration['method']}")
     ctx.echo(
         f"convert: {precision}{' + int16 layers' if quant['int16_layers'] else ''} for {ctx.chip.id}, {calibration['method']} calibration; graph outputs "
         f"SNR {_fmt_db(quant['output_snr_db'])} (quantised vs float, calibration data); "
@@ -201,7 +201,7 @@ def convert(ctx) -> ConvertResult:
     if low and calibration["requested"] == ESPPPQ_DEFAULT_CALIB and not ctx.options.calib_method:
         ctx.echo(
             f"convert: note: the outputs' SNR is under {CALIB_AUTO_SNR_DB:.0f} dB with esp-ppq's default (kl) calibration; "
-            "--calib-method auto also tries minmax and keeps the better (docs/espdl.md)"
+            "--espdl-calib-method auto also tries minmax and keeps the better (docs/espdl.md)"
         )
     simulated = None
     if result.get("eval_outputs"):
@@ -329,7 +329,7 @@ def quantisation_report(result: dict, display_names: list[str], precision: str, 
         "output_snr_db": snr_db(result.get("output_error")),
         "int16_layers": [n for n in result.get("int16_layers", [])],
         "int16_auto": auto,
-        # How the activation ranges were set (esp-ppq's calib_algorithm), and with --calib-method
+        # How the activation ranges were set (esp-ppq's calib_algorithm), and with --espdl-calib-method
         # auto what was tried, each with the outputs' SNR in int8 on the calibration data.
         "calibration": {"requested": calibration.get("requested", ESPPPQ_DEFAULT_CALIB), "method": calibration.get("method", ESPPPQ_DEFAULT_CALIB), "tried": tried, "auto_below_snr_db": CALIB_AUTO_SNR_DB if calibration.get("requested") == "auto" else None},
         "float_ops": [layer["onnx_node"] or layer["esp_ppq_op"] for layer in layers if layer["precision"] == "float32"],

@@ -7,12 +7,12 @@ import edgedeploy). The core sends a request (see `run`), this worker:
    the simplified model;
 2. quantises it for the chip (int8, int16, or int8 with some layers in int16), calibrating on
    the core's calibration arrays with the activation calibration asked for (esp-ppq's
-   calib_algorithm; for `--calib-method auto`, KL and, if the graph outputs' error is over the
+   calib_algorithm; for `--espdl-calib-method auto`, KL and, if the graph outputs' error is over the
    core's threshold, minmax too, keeping the one with less error);
 3. measures the quantisation error: graph-wise (error accumulated up to each layer's output) and
    layer-wise (error at the graph outputs when only that layer is quantised), both as esp-ppq's
    noise:signal power ratio, plus the error at the graph outputs;
-4. for `--int16-layers auto`, moves the layers with the worst layer-wise error to int16, one at a
+4. for `--espdl-int16-layers auto`, moves the layers with the worst layer-wise error to int16, one at a
    time, until the graph-output error is under the threshold the core sends;
 5. runs esp-ppq's quantised simulation on the evaluation inputs (for accuracy before/after);
 6. exports the .espdl (with a test input and the expected outputs embedded) last, so the export
@@ -196,7 +196,7 @@ def run(request, ctx):
         graph = quantise([])
     timings["quantise_s"] = round(time.monotonic() - t0, 2)
 
-    # --calib-method auto: KL (esp-ppq's default) unless the outputs' error is over the threshold;
+    # --espdl-calib-method auto: KL (esp-ppq's default) unless the outputs' error is over the threshold;
     # then minmax too, keeping the one with less output error on the calibration data.
     calibration = {"requested": requested_method, "method": method, "tried": []}
     if requested_method == "auto":
@@ -220,7 +220,7 @@ def run(request, ctx):
         missing = [n for n in requested if n not in op_names]
         if missing:
             user_error = (
-                f"--int16-layers names {', '.join(repr(m) for m in missing[:5])}, which esp-ppq's graph does not have "
+                f"--espdl-int16-layers names {', '.join(repr(m) for m in missing[:5])}, which esp-ppq's graph does not have "
                 f"(folded or removed by the simplifier); layers it has: {', '.join(_computing_names(graph, QuantableOperation)[:8])}"
             )
             return {"user_error": user_error}

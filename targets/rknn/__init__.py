@@ -45,8 +45,8 @@ def _chip(id, name, tops, cpu, cpu_mhz, precisions=("int8", "fp16"), memory=None
 
 @dataclass(frozen=True)
 class RknnOptions(TargetOptions):
-    optimization_level: int | None = option("--optimization-level", "rknn-toolkit2's optimization_level (0-3; default 3, all optimisations).", type=int, minimum=0, maximum=3)
-    analyse: bool = option("--analyse", "Run rknn-toolkit2's per-layer accuracy_analysis and map it to ONNX node names (needs --eval).", is_flag=True)
+    optimization_level: int | None = option("--rknn-optimization-level", "rknn-toolkit2's optimization_level (0-3; default 3, all optimisations).", type=int, minimum=0, maximum=3, deprecated=("--optimization-level",))
+    analyse: bool = option("--rknn-analyse", "Run rknn-toolkit2's per-layer accuracy_analysis and map it to ONNX node names (needs --eval).", is_flag=True, deprecated=("--analyse",))
 
 
 class RknnTarget(Target):

@@ -4,7 +4,7 @@
              with the input's mean/std folded into the model (the board feeds raw pixels); the
              toolkit's own layer table is the verdict (its cycle and memory figures are
              labelled estimates); the RKNN simulator runs the evaluation inputs in the same
-             worker, because it needs the in-memory build; with --analyse, accuracy_analysis
+             worker, because it needs the in-memory build; with --rknn-analyse, accuracy_analysis
              per ONNX node
   simulate   hands on those simulator outputs (the core compares them with the reference)
   codegen    the board runners (Python with rknn-toolkit-lite2, C with rknn_api) and the
@@ -172,7 +172,7 @@ def convert(target, ctx) -> ConvertResult:
         request["batch"] = batch
     if opts.analyse:
         if eval_ds is None:
-            raise OptionError("--analyse needs evaluation data (--eval) to run accuracy_analysis on.")
+            raise OptionError("--rknn-analyse needs evaluation data (--eval) to run accuracy_analysis on.")
         paths = []
         for j, n in enumerate(names):
             path = scratch / f"analysis_i{j}.npy"

@@ -54,17 +54,17 @@ def _orin(id, name, gpu, dla_cores, gpu_mhz, cpu, cpu_mhz, memory_gb):
 
 @dataclass(frozen=True)
 class TensorRtOptions(TargetOptions):
-    trtexec: str | None = option("--trtexec", f"trtexec on the build device (default {JETPACK_TRTEXEC}, or $EDGEDEPLOY_TRTEXEC).", metavar="PATH")
-    dla_core: str | None = option("--dla-core", "DLA core for Orin NX / AGX Orin, with GPU fallback (auto: core 0 where the chip has a DLA; none: GPU only).", metavar="auto|none|N")
-    workspace_mib: int | None = option("--workspace-mib", "Builder workspace in MiB (trtexec --memPoolSize=workspace:N).", type=int, minimum=1)
-    builder_optimization_level: int | None = option("--builder-optimization-level", "TensorRT 8.6+: builder optimisation level 0-5 (trtexec --builderOptimizationLevel).", type=int, minimum=0, maximum=5)
-    trt_version: str | None = option("--trt-version", "Rule table for the audit (auto: the device's TensorRT version).", choices=("auto", "8.5", "8.6", "10.x", "10.15"))
-    trt_rebuild: bool = option("--trt-rebuild", "Build again even if the cache holds this build.", is_flag=True)
+    trtexec: str | None = option("--tensorrt-trtexec", f"trtexec on the build device (default {JETPACK_TRTEXEC}, or $EDGEDEPLOY_TRTEXEC).", metavar="PATH", deprecated=("--trtexec",))
+    dla_core: str | None = option("--tensorrt-dla-core", "DLA core for Orin NX / AGX Orin, with GPU fallback (auto: core 0 where the chip has a DLA; none: GPU only).", metavar="auto|none|N", deprecated=("--dla-core",))
+    workspace_mib: int | None = option("--tensorrt-workspace-mib", "Builder workspace in MiB (trtexec --memPoolSize=workspace:N).", type=int, minimum=1, deprecated=("--workspace-mib",))
+    builder_optimization_level: int | None = option("--tensorrt-builder-optimization-level", "TensorRT 8.6+: builder optimisation level 0-5 (trtexec --builderOptimizationLevel).", type=int, minimum=0, maximum=5, deprecated=("--builder-optimization-level",))
+    trt_version: str | None = option("--tensorrt-version", "Rule table for the audit (auto: the device's TensorRT version).", choices=("auto", "8.5", "8.6", "10.x", "10.15"), deprecated=("--trt-version",))
+    trt_rebuild: bool = option("--tensorrt-rebuild", "Build again even if the cache holds this build.", is_flag=True, deprecated=("--trt-rebuild",))
 
     def validate(self, chip) -> None:
         value = (self.dla_core or "auto").lower()
         if value not in ("auto", "none") and not value.isdigit():
-            raise OptionError(f"--dla-core takes auto, none or a core number, not '{self.dla_core}'.")
+            raise OptionError(f"--tensorrt-dla-core takes auto, none or a core number, not '{self.dla_core}'.")
 
 
 class TensorRtTarget(Target):

@@ -2,14 +2,14 @@
 
 Steps (TensorRtTarget.build calls `build_engine(ctx)`):
 1. plan: precision (fp16 by default; int8 with calibration; fp32), DLA core (0 on chips with a
-   DLA unless --dla-core none; --allowGPUFallback always with it), workspace, builder
-   optimisation level, trtexec path (--trtexec, default JetPack's /usr/src/tensorrt/bin/trtexec).
+   DLA unless --tensorrt-dla-core none; --allowGPUFallback always with it), workspace, builder
+   optimisation level, trtexec path (--tensorrt-trtexec, default JetPack's /usr/src/tensorrt/bin/trtexec).
 2. where: --device NAME (a Jetson from the device inventory, reached through its transport), or
    this machine when trtexec is here. The device is probed (L4T/JetPack, TensorRT, board) and a
    board of another chip is refused.
-3. audit: the rule table of the device's TensorRT version (or --trt-version) predicts placements.
+3. audit: the rule table of the device's TensorRT version (or --tensorrt-version) predicts placements.
 4. cache: (model hash, options, device fingerprint) -> a finished build under
-   $EDGEDEPLOY_HOME/cache/tensorrt/; a hit skips the build (--trt-rebuild forces it).
+   $EDGEDEPLOY_HOME/cache/tensorrt/; a hit skips the build (--tensorrt-rebuild forces it).
 5. build on the device: copy the model (every node named, so TensorRT's layer names are the
    report's node names); for int8 copy the calibration data and run trt_calibrate.py there
    (TensorRT's entropy calibrator) to get a calibration cache; run trtexec with the layer
@@ -88,20 +88,20 @@ def plan_from_options(chip_id: str, precision: str | None, target_options: dict,
         dla_core = None
     else:
         if not dla.isdigit():
-            raise OptionError(f"--dla-core takes auto, none or a core number, not '{dla}'.")
+            raise OptionError(f"--tensorrt-dla-core takes auto, none or a core number, not '{dla}'.")
         dla_core = int(dla)
         if cores == 0:
-            raise OptionError(f"The {chip_id} has no DLA; leave out --dla-core (or use --dla-core none).")
+            raise OptionError(f"The {chip_id} has no DLA; leave out --tensorrt-dla-core (or use --tensorrt-dla-core none).")
         if dla_core >= cores:
-            raise OptionError(f"The {chip_id} has DLA cores 0..{cores - 1}; --dla-core {dla_core} does not exist.")
+            raise OptionError(f"The {chip_id} has DLA cores 0..{cores - 1}; --tensorrt-dla-core {dla_core} does not exist.")
         if precision == "fp32":
-            raise OptionError("The DLA runs fp16 and int8 only; use --precision fp16 or int8 with --dla-core, or --dla-core none.")
+            raise OptionError("The DLA runs fp16 and int8 only; use --precision fp16 or int8 with --tensorrt-dla-core, or --tensorrt-dla-core none.")
     level = target_options.get("builder_optimization_level")
     if level is not None and not 0 <= int(level) <= 5:
-        raise OptionError("--builder-optimization-level takes 0 to 5.")
+        raise OptionError("--tensorrt-builder-optimization-level takes 0 to 5.")
     workspace = target_options.get("workspace_mib")
     if workspace is not None and int(workspace) < 1:
-        raise OptionError("--workspace-mib must be at least 1.")
+        raise OptionError("--tensorrt-workspace-mib must be at least 1.")
     version = target_options.get("trt_version")
     return TrtBuildPlan(
         precision=precision,
@@ -144,7 +144,7 @@ def trtexec_argv(plan: TrtBuildPlan, trt_version: str | None) -> list[str]:
     if plan.builder_optimization_level is not None:
         major_minor = _major_minor(trt_version)
         if major_minor is not None and major_minor < (8, 6):
-            raise OptionError(f"--builder-optimization-level needs TensorRT 8.6 or newer; the device has {trt_version}.")
+            raise OptionError(f"--tensorrt-builder-optimization-level needs TensorRT 8.6 or newer; the device has {trt_version}.")
         argv.append(f"--builderOptimizationLevel={plan.builder_optimization_level}")
     return argv
 
@@ -240,7 +240,7 @@ def probe_device(transport, workdir: str, plan: TrtBuildPlan, device_name: str):
     fingerprint = parse_probe(result.stdout, plan.trtexec)
     if fingerprint.trtexec is None:
         raise ToolchainMissing(
-            f"Device '{device_name}' has no trtexec at {plan.trtexec} (JetPack installs it there with the tensorrt package); pass --trtexec PATH."
+            f"Device '{device_name}' has no trtexec at {plan.trtexec} (JetPack installs it there with the tensorrt package); pass --tensorrt-trtexec PATH."
         )
     return fingerprint
 

@@ -15,7 +15,7 @@ import click
 from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes, resolve_model
 from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
 from edgedeploy.cli.project import project_options
-from edgedeploy.errors import EXIT_GATE_FAILED, EXIT_GENERATED_ONLY, EdgedeployError, OptionError
+from edgedeploy.errors import EXIT_GATE_FAILED, EXIT_GENERATED_ONLY, EdgedeployError, OptionError, TargetError
 from edgedeploy.gates import evaluate_build, failed_build
 from edgedeploy.gates import summary as gate_summary
 
@@ -30,7 +30,18 @@ FAIL_ON_HELP = (
 
 
 class VendorOptionsCommand(click.Command):
-    """A command whose `--help` lists each target's own options in a section of their own."""
+    """A command whose `--help` lists each target's own options in a section of their own.
+
+    `deprecated_flags` maps a target option's former spelling to its namespaced flag: the
+    arguments are renamed before parsing, with a warning. `disabled_targets` maps the id of a
+    target whose options clash with another's to the sentence saying so (add_target_options).
+    """
+
+    deprecated_flags: dict[str, str]
+    disabled_targets: dict[str, str]
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, renamed_deprecated_flags(args, getattr(self, "deprecated_flags", {})))
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         shared, by_target = [], {}
@@ -49,6 +60,25 @@ class VendorOptionsCommand(click.Command):
         for target, records in by_target.items():
             with formatter.section(f"{target.name} options ({', '.join(c.id for c in target.chips)})"):
                 formatter.write_dl(records)
+        disabled = getattr(self, "disabled_targets", {})
+        if disabled:
+            with formatter.section("Disabled targets"):
+                for reason in disabled.values():
+                    formatter.write_text(reason)
+
+
+def renamed_deprecated_flags(args: list[str], deprecated: dict[str, str]) -> list[str]:
+    """The arguments with each deprecated target flag (`--analyse`, `--analyse=...`) renamed to its
+    namespaced flag, a warning for each; nothing after `--` is touched."""
+    out = list(args)
+    end = out.index("--") if "--" in out else len(out)
+    for i, arg in enumerate(out[:end]):
+        old, eq, value = arg.partition("=")
+        new = deprecated.get(old)
+        if new is not None:
+            info(f"warning: {old} is deprecated and will be removed in the next release; use {new}")
+            out[i] = new + eq + value
+    return out
 
 
 def vendor_option_param(target, field_name: str, meta: dict, default) -> click.Option:
@@ -158,6 +188,7 @@ def _build(values: dict, project) -> None:
         raise OptionError("Give the chip(s) to build for with --target CHIP (see `edgedeploy targets`), or list them as targets = [...] in edgedeploy.toml.")
     with project_file.naming_the_field(project, "targets"):
         chips = [find_chip(chip) for chip in targets]  # fail on a typo before any work
+    refuse_disabled(click.get_current_context().command, chips)
     with project_file.naming_the_field(project, "preprocess"):
         preprocess_spec = parse_preprocess(preprocess)
     # What every chip's build shares: edgedeploy.api.build's keyword options.
@@ -287,18 +318,53 @@ def _exit_for(results: list[dict], first_error: EdgedeployError | None, allow_ge
         raise SystemExit(EXIT_GENERATED_ONLY)
 
 
+def add_target_options(command: click.Command, targets) -> click.Command:
+    """Append each target's own options (Target.options_type), grouped per vendor in --help.
+
+    A flag (or deprecated alias) that two targets declare, or that is already a shared option,
+    disables only the targets involved: their options are left out and building their chips
+    says why (`command.disabled_targets`); every other target keeps working.
+    """
+    from edgedeploy.cli import ROOT_FLAGS
+    from edgedeploy.targets.base import option_flags
+
+    shared = {opt for p in command.params for opt in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ()))}
+    shared.update(ROOT_FLAGS, ("-h", "--help"))
+    owners: dict[str, list] = {}
+    for target in targets:
+        for flag in option_flags(target.options_type):
+            owners.setdefault(flag, []).append(target)
+    disabled: dict[str, str] = {}
+    for flag, claimants in owners.items():
+        if flag not in shared and len(claimants) == 1:
+            continue
+        for target in claimants:
+            others = [f"the {t.name} target's" for t in claimants if t is not target] + (["a shared option of `edgedeploy build`"] if flag in shared else [])
+            disabled.setdefault(target.id, f"The {target.name} target is disabled: its option {flag} is also {' and '.join(others)}, so its chips ({', '.join(c.id for c in target.chips)}) cannot be built until one is renamed; the other targets are not affected.")
+    deprecated: dict[str, str] = {}
+    for target in targets:
+        if target.id in disabled:
+            continue
+        for field, meta in target.options_type.declared():
+            command.params.append(vendor_option_param(target, field.name, meta, field.default))
+            deprecated.update({alias: meta["flag"] for alias in meta.get("deprecated", ())})
+    command.deprecated_flags = deprecated  # type: ignore[attr-defined]
+    command.disabled_targets = disabled  # type: ignore[attr-defined]
+    return command
+
+
+def refuse_disabled(command: click.Command, chips: list) -> None:
+    """A TargetError for the first chip asked for whose target add_target_options disabled."""
+    disabled = getattr(command, "disabled_targets", {})
+    for target, _ in chips:
+        if target.id in disabled:
+            raise TargetError(disabled[target.id])
+
+
 def _add_target_options(command: click.Command) -> click.Command:
-    """Append every registered target's own options (Target.options_type), grouped per vendor in --help."""
     from edgedeploy.targets import all_targets
 
-    flags = {opt for p in command.params for opt in getattr(p, "opts", [])}
-    for target in all_targets():
-        for field, meta in target.options_type.declared():
-            if meta["flag"] in flags:
-                raise OptionError(f"The {target.name} target's option {meta['flag']} is already an option of `edgedeploy build`; a target must use a flag of its own.")
-            flags.add(meta["flag"])
-            command.params.append(vendor_option_param(target, field.name, meta, field.default))
-    return command
+    return add_target_options(command, all_targets())
 
 
 COMMANDS = [_add_target_options(build_command)]

@@ -86,17 +86,18 @@ def vendor_values(ctx: click.Context, values: dict, project) -> dict:
         target = targets.get(target_id)
         if target is None:
             raise ConfigError(f"{name}: [options.{target_id}]: unknown target '{target_id}'; targets with options: {', '.join(t.id for t in targets.values())}.")
+        # A key is the option's name (int16-layers) or its flag without dashes (espdl-int16-layers).
         declared = {meta["flag"].lstrip("-"): field for field, meta in target.options_type.declared()}
         declared.update({field.name.replace("_", "-"): field for field, _ in target.options_type.declared()})
         for key, value in options.items():
             field = declared.get(key)
             where = f"{name}: [options.{target_id}] {key}"
             if field is None:
-                known = sorted({meta["flag"].lstrip("-") for _, meta in target.options_type.declared()})
+                known = sorted(field.name.replace("_", "-") for field, _ in target.options_type.declared())
                 raise ConfigError(f"{where}: unknown option of the {target.name} target; its options: {', '.join(known) or 'none'}.")
             parameter = f"{target.id}__{field.name}"
-            if given_on_command_line(ctx, parameter):
-                continue
+            if parameter not in params or given_on_command_line(ctx, parameter):
+                continue  # (not a parameter: the target is disabled, and building its chips says so)
             values[parameter] = convert(ctx, params[parameter], value, where)
     return values
 
