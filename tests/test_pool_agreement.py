@@ -1,0 +1,66 @@
+"""The audit against the real toolchains on the issue-27 pool, in CI, without the toolchains.
+
+The pool's models are built by scripts/pool/build_pool.py (not committed); their graphs are
+committed as skeletons (tests/fixtures/pool/skeletons/) and the toolchains' placements of their
+nodes as data (tests/fixtures/pool/verdicts.json, scripts/pool/collect.py). Pairs that agreed
+exactly when recorded (tests/fixtures/pool/agreement.json, scripts/pool/score.py --record) must
+still agree, and the published figures in docs/audit-agreement.md must be today's.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts" / "pool"))
+
+import catalogue  # noqa: E402
+import score  # noqa: E402
+
+FIXTURES = ROOT / "tests" / "fixtures" / "pool"
+RECORDED = FIXTURES / "agreement.json"
+
+
+@pytest.fixture(scope="module")
+def result():
+    return score.run()
+
+
+def test_the_split_is_the_fixed_hash_and_the_manifest_agrees():
+    manifest = json.loads((FIXTURES / "manifest.json").read_text())
+    assert catalogue.part_of("tv_resnet18") == ("held-out" if int(__import__("hashlib").sha256(b"tv_resnet18").hexdigest(), 16) % 5 == 0 else "tuning")
+    wrong = [m["name"] for m in manifest["models"].values() if m["part"] != catalogue.part_of(m["name"])]
+    assert not wrong, f"manifest parts differ from catalogue.part_of: {wrong[:5]}"
+    held = sum(m["part"] == "held-out" for m in manifest["models"].values())
+    assert 0.1 < held / len(manifest["models"]) < 0.35, "the held-out share is far from one model in five"
+
+
+def test_every_pair_with_a_verdict_is_compared(result):
+    assert result["not_compared"] == [], "a pool model with verdicts has no committed skeleton (scripts/pool/collect.py writes it)"
+    assert {p["part"] for p in result["pairs"].values()} == {"held-out", "tuning"}
+
+
+def test_pairs_that_agreed_still_agree(result):
+    recorded = json.loads(RECORDED.read_text())
+    broken = {k: result["pairs"][k]["disagreements"][:3] or result["pairs"][k]["predicted_off_accelerator"]
+              for k in recorded["exact"] if k in result["pairs"] and not result["pairs"][k]["exact"]}
+    assert not broken, f"pool pairs that agreed exactly no longer do: {json.dumps(broken)[:2000]}"
+
+
+def test_the_recorded_figures_are_current(result):
+    recorded = json.loads(RECORDED.read_text())
+    stale = [k for k in recorded["not_exact"] if k in result["pairs"] and result["pairs"][k]["exact"]]
+    assert not stale, f"these pool pairs agree now; run scripts/pool/score.py --record --markdown docs/audit-agreement.md and commit: {stale}"
+
+
+def test_the_published_section_shows_todays_figures(result):
+    page = (ROOT / "docs" / "audit-agreement.md").read_text()
+    start, end = page.find(score.SECTION_START), page.find(score.SECTION_END)
+    assert start != -1 and end > start, "docs/audit-agreement.md has no pool section"
+    manifest = json.loads((FIXTURES / "manifest.json").read_text())
+    assert page[start : end + len(score.SECTION_END)] == score.render_section(result, manifest), \
+        "re-run scripts/pool/score.py --record --markdown docs/audit-agreement.md and commit"
