@@ -184,7 +184,7 @@ class AuditResult(_Document):
     no_rules: tuple[dict, ...]
     # The --fail-on outcome: {"level", "failed", "exit_code", "found"}; `failed` False when not asked.
     fail_on: dict
-    warnings: tuple[str, ...]
+    warnings: tuple[str, ...] = field(compare=False)
     document: dict = field(repr=False, compare=False)
 
     @property
@@ -283,7 +283,7 @@ class Artifact(_Document):
     # The accuracy section (top-1 before/after, fidelity of every output), when it was checked.
     accuracy: dict | None = field(repr=False)
     manifest: dict = field(repr=False, compare=False)
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default=(), compare=False)
     document: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -431,7 +431,7 @@ class Measurement(_Document):
     # The before/after ratio, when the two scopes differ in one thing; else why not.
     comparison: dict | None = field(repr=False)
     accuracy: dict | None = field(repr=False)
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default=(), compare=False)
     document: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -534,7 +534,7 @@ class BenchResult(_Document):
     failed: tuple[dict, ...] = field(repr=False)
     # The backend with the lowest median, when any was timed (ratios only between same-scope figures).
     fastest: str | None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = field(default=(), compare=False)
     document: dict = field(default_factory=dict, repr=False, compare=False)
 
 
