@@ -199,3 +199,19 @@ def test_a_build_p50_gate_with_allow_estimate_judges_the_estimate_and_says_so():
     assert "estimated, not measured" in result.reason and "typically within 20%" in result.source
     (missing,) = evaluate_build([gate], {"target": {"chip": "esp32s3"}, "estimate": {"latency_ms": None, "reason": "only 3 usable published figures"}})
     assert not missing.passed and "only 3 usable published figures" in missing.reason
+
+
+def test_the_python_api_returns_typed_estimates(fitted_params, monkeypatch):
+    import edgedeploy
+    import edgedeploy.estimate.features  # noqa: F401 - the subpackage imported must not hide the function
+
+    env, params = fitted_params
+    monkeypatch.setenv("EDGEDEPLOY_ESTIMATE_PARAMS", env["EDGEDEPLOY_ESTIMATE_PARAMS"])
+    lines = []
+    result = edgedeploy.estimate(chips=["rk3588", "rk3562"], budget_ms=1000, progress=lines.append)
+    fast, few = result.chip("rk3588"), result.chip("rk3562")
+    assert fast.latency_ms is not None and fast.range_ms[0] <= fast.latency_ms <= fast.range_ms[1]
+    assert fast.loo_mdape == pytest.approx(params["chips"]["rk3588"]["loo"]["mdape"]) and fast.figures == 12
+    assert few.latency_ms is None and "only 5 usable" in few.reason
+    assert result.meeting() == ["rk3588"] and result.to_dict()["estimates"][0]["is_estimate"]
+    assert lines and "bundled sample" in lines[0]

@@ -146,6 +146,7 @@ def test_fix_inspect_and_the_listings(tmp_path):
     check(cli_json("fix", "--target", "esp32s3", "-o", str(fixed), "--format", "json"))
     check(json.loads(fixed.with_suffix(".fix.json").read_text()))
     check(cli_json("inspect", "--format", "json"))
+    check(cli_json("estimate", "--target", "all", "--budget-ms", "10", "--format", "json"))
     check(cli_json("targets", "--format", "json"))
     check(cli_json("devices", "list", "--format", "json"))
     check(cli_json("toolchain", "list", "--format", "json"))

@@ -19,6 +19,7 @@ __version__ = "0.1.0"
 # The names the API exports, each looked up in edgedeploy.api on first use.
 API_NAMES = (
     "audit",
+    "estimate",
     "build",
     "measure",
     "bench",
@@ -28,10 +29,12 @@ API_NAMES = (
     "Artifact",
     "Measurement",
     "BenchResult",
+    "Estimate",
+    "ChipEstimate",
 )
 # API functions whose names are also core subpackages (toolkit/audit, toolkit/measure; issue 28's
 # `estimate` joins them with toolkit/estimate). See _ApiFunction.
-SUBPACKAGE_NAMES = ("audit", "measure")
+SUBPACKAGE_NAMES = ("audit", "measure", "estimate")
 
 __all__ = ["__version__", *API_NAMES]
 

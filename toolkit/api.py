@@ -2,6 +2,7 @@
 
     import edgedeploy
     audit = edgedeploy.audit("model.onnx", chips=["esp32s3", "rk3588"])
+    estimate = edgedeploy.estimate("model.onnx", chips=["rk3566", "rk3588"], budget_ms=30)
     artifact = edgedeploy.build("model.onnx", "esp32s3", calib="calib.npz", eval="eval.npz")
     measurement = edgedeploy.measure(artifact, device="local")
     bench = edgedeploy.bench("model.onnx", backends=["ort-cpu"])
@@ -48,6 +49,7 @@ DEFAULT_OUT = Path("edgedeploy-out")
 
 __all__ = [
     "audit",
+    "estimate",
     "build",
     "measure",
     "bench",
@@ -57,6 +59,8 @@ __all__ = [
     "Artifact",
     "Measurement",
     "BenchResult",
+    "Estimate",
+    "ChipEstimate",
     "ProgressCallback",
 ]
 
@@ -260,10 +264,91 @@ def audit(
 
 
 # -- estimate -----------------------------------------------------------------------------------
-# `edgedeploy.estimate(model, chips=[...]) -> Estimate` (issue 28) goes here, in the same shape:
-# keyword options, `progress=`, a dataclass result whose to_dict() is its JSON document. Add its
-# name to __all__ and to the package's API_NAMES (toolkit/__init__.py); `estimate` is also the
-# name of a core subpackage (toolkit/estimate), so add it to SUBPACKAGE_NAMES there as well.
+
+
+@dataclass(frozen=True)
+class ChipEstimate(_Document):
+    """One chip's latency estimate (schema edgedeploy.estimate/1): an estimate, never a measurement."""
+
+    chip: str
+    # ms per inference; None when the chip has no estimate (`reason` says why).
+    latency_ms: float | None
+    # (low, high) in ms: the estimate times the 10th-90th percentile of the leave-one-out ratios.
+    range_ms: tuple[float, float] | None
+    # The chip's leave-one-model-out median absolute percentage error (0.12 = 12%), and its figures.
+    loo_mdape: float | None
+    figures: int
+    fallback_nodes: int
+    reason: str
+    sentence: str = field(repr=False)
+    document: dict = field(repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> ChipEstimate:
+        span = tuple(doc["range_ms"]) if doc.get("range_ms") else None
+        return cls(doc["chip"], doc["latency_ms"], span, doc["loo_mdape"], doc["figures"], doc["fallback_nodes"], doc["reason"], doc["sentence"], doc)
+
+
+@dataclass(frozen=True)
+class Estimate(_Document):
+    """Latency estimates of one model on one or more chips (schema edgedeploy.estimate-report/1)."""
+
+    model_name: str
+    model_sha256: str
+    chips: tuple[ChipEstimate, ...]
+    budget_ms: float | None
+    warnings: tuple[str, ...]
+    document: dict = field(repr=False, compare=False)
+
+    def chip(self, chip_id: str) -> ChipEstimate:
+        """The estimate of one chip; KeyError naming the chips estimated."""
+        for found in self.chips:
+            if found.chip == chip_id:
+                return found
+        raise KeyError(f"{chip_id} was not estimated here; these were: {', '.join(c.chip for c in self.chips)}")
+
+    def meeting(self, budget_ms: float | None = None) -> list[str]:
+        """The chips whose estimate is at most `budget_ms` (default: the budget asked for)."""
+        budget = self.budget_ms if budget_ms is None else budget_ms
+        if budget is None:
+            raise ValueError("give a budget in ms (or estimate with budget_ms=)")
+        return [c.chip for c in self.chips if c.latency_ms is not None and c.latency_ms <= budget]
+
+
+def estimate(
+    model: str | Path | None = None,
+    chips: Iterable[str] | str = ("all",),
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | Sequence[str] | None = None,
+    precision: str | None = None,
+    budget_ms: float | None = None,
+    progress: ProgressCallback | None = None,
+) -> Estimate:
+    """Estimate the latency per inference of `model` on each chip, with a range and the chip's typical error.
+
+    A cost model on the audit's placements, fitted per chip to the vendors' published figures;
+    the error is leave-one-model-out over those figures (docs/estimate.md). A chip with too few
+    figures gets `latency_ms=None` and the `reason`. No toolchain runs. `budget_ms` marks which
+    chips meet it (`meets_budget` in the document, `meeting()`).
+    """
+    from edgedeploy.pipeline.audit import resolve_chips
+    from edgedeploy.pipeline.estimate import estimate_model
+
+    if budget_ms is not None and not budget_ms > 0:
+        raise OptionError(f"budget_ms must be a positive number of milliseconds, not {budget_ms!r}.")
+    wanted = (chips,) if isinstance(chips, str) else tuple(chips)
+    with _Progress(progress).capturing_warnings() as echo:
+        chosen, no_rules = resolve_chips(wanted)
+        report = estimate_model(_model_path(model, echo), _input_shapes(input_shapes), chosen, precision=precision, budget_ms=budget_ms)
+    report["no_rules"] = no_rules + report["no_rules"]
+    return Estimate(
+        model_name=report["model"]["name"],
+        model_sha256=report["model"]["sha256"],
+        chips=tuple(ChipEstimate.from_dict(doc) for doc in report["estimates"]),
+        budget_ms=budget_ms,
+        warnings=tuple(echo.warnings),
+        document=report,
+    )
 
 
 # -- build and load_artifact --------------------------------------------------------------------

@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,6 +36,24 @@ def model_entries(manifest: dict) -> dict[str, dict]:
     if isinstance(models, list):
         return {m["model_key"]: m for m in models}
     return {k: v for k, v in models.items() if isinstance(v, dict)}
+
+
+def without_unused_domains(path: Path, scratch: Path) -> Path:
+    """The model itself, or a copy without the opset imports of domains no node uses: an export
+    pass that lists onnxruntime's and training's domains makes intake refuse a model that uses none."""
+    import onnx
+
+    proto = onnx.load(str(path), load_external_data=False)
+    used = {node.domain or "" for node in proto.graph.node} | {"", "ai.onnx"}
+    if all((imp.domain or "") in used for imp in proto.opset_import):
+        return path
+    proto = onnx.load(str(path))
+    kept = [imp for imp in proto.opset_import if (imp.domain or "") in used]
+    del proto.opset_import[:]
+    proto.opset_import.extend(kept)
+    copy = scratch / path.name
+    onnx.save(proto, str(copy))
+    return copy
 
 
 def chip_features_of(path: Path, input_shape, chips: list[str]) -> dict:
@@ -80,14 +99,15 @@ def main(argv=None) -> int:
     for key, entry in sorted(entries.items()):
         if args.only and key not in args.only:
             continue
-        path = Path(entry["file"])
+        path = Path(entry.get("file") or f"{key}.onnx")
         path = path if path.is_absolute() else folder / path
         if not path.exists():
             print(f"{key}: {path} is missing; skipped", file=sys.stderr)
             continue
         started = time.monotonic()
         try:
-            found = chip_features_of(path, entry.get("input_shape"), chips)
+            with tempfile.TemporaryDirectory(prefix="edgedeploy-features-") as scratch:
+                found = chip_features_of(without_unused_domains(path, Path(scratch)), entry.get("input_shape"), chips)
         except Exception as exc:  # noqa: BLE001 - one bad model must not stop the rest; it is reported
             print(f"{key}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             continue

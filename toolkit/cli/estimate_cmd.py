@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes, resolve_model
+from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes
 from edgedeploy.cli.output import output_options, resolve_output, terminal_width, to_json
 
 ESTIMATE_FORMATS = ("text", "json", "md")
@@ -26,13 +26,11 @@ def estimate_command(model, targets, input_shapes, budget_ms, precision, output_
     leave-one-model-out error over those figures. A chip with too few figures gets no estimate,
     and says why. No toolchain runs. MODEL defaults to the bundled MNIST sample.
     """
-    from edgedeploy.pipeline.audit import resolve_chips
-    from edgedeploy.pipeline.estimate import estimate_model
+    from edgedeploy.api import estimate
+    from edgedeploy.cli.output import info
 
     output = resolve_output(out_path, output_format, force, ESTIMATE_FORMATS, "edgedeploy estimate")
-    chips, no_rules = resolve_chips(targets)
-    report = estimate_model(resolve_model(model), parse_shapes(input_shapes), chips, precision=precision, budget_ms=budget_ms)
-    report["no_rules"] = no_rules + report["no_rules"]
+    report = estimate(model, targets or ("all",), input_shapes=parse_shapes(input_shapes), precision=precision, budget_ms=budget_ms, progress=info).document
     if output.format == "json":
         text = to_json(report)
     else:

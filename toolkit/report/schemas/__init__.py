@@ -14,6 +14,8 @@
     edgedeploy.bench/1                   bench-1.json         `bench --format json`
     edgedeploy.comparison/1              comparison-1.json    `report --format json`
     edgedeploy.fix/1                     fix-1.json           `fix` reports
+    edgedeploy.estimate-report/1         estimate-report-1.json  `estimate --format json`
+    edgedeploy.estimate/1                estimate-1.json      one chip's latency estimate (also in audit and build reports)
     edgedeploy.inspect/1, .targets/1, .devices/1, .toolchains/1, .doctor/1   the listing commands
 
 Each file's `$id` is https://edgedeploy.invalid/schemas/<file> (an identifier, not a location:
