@@ -832,7 +832,14 @@ def rule_set(chip_id: str, precision: str | None = "int8", **options) -> RuleSet
         # OBSERVED: the toolkit's fold_constant pass evaluates everything computable at
         # conversion time (shapes are pinned): those nodes have no layer and run nowhere.
         folds_constants=True,
+        constant_spellings_refused=CONSTANT_SPELLINGS_REFUSED,
     )
+
+
+# rknn-toolkit2 2.5.0's importer reads a Constant node's attribute as a tensor ("AttributeError:
+# 'list' object has no attribute 'HasField'"): measured on value_int, value_ints, value_float and
+# value_floats (tests/forms_models.py constant_spelling; tests/fixtures/forms/verdicts.json).
+CONSTANT_SPELLINGS_REFUSED = frozenset({"value_int", "value_ints", "value_float", "value_floats"})
 
 
 def rule_set_variants(chip_id: str) -> list[dict]:

@@ -13,9 +13,11 @@ from typing import Any
 
 import numpy as np
 import onnx
+from onnx import helper
 
 from edgedeploy.audit.lowering import ELIMINATED, FOLDED, LoweringResult, lower
 from edgedeploy.audit.rules import NodeView, Offence, Placement, Rule, RuleSet, TensorView, worst
+from edgedeploy.audit.static_values import static_values
 from edgedeploy.model.intake import LoadedModel
 from edgedeploy.model.shapes import dims_of
 from edgedeploy.model.stats import dtype_name, node_names
@@ -43,6 +45,9 @@ precision_not_on_accelerator = _builtin("precision_not_on_accelerator", Placemen
 precision_unsupported = _builtin("precision_unsupported", Placement.UNSUPPORTED, "This operator is not implemented in the requested precision, and there is no fallback unit to run it.")
 folded_at_compile_time = _builtin("folded_at_compile_time", Placement.ACCELERATOR, "Every input is known when the model is compiled: the toolchain folds this node into a constant, so it runs nowhere.")
 opset_out_of_range = _builtin("opset_out_of_range", Placement.UNSUPPORTED, "The toolchain's ONNX importer does not accept this model's opset.")
+constant_spelling_refused = _builtin(
+    "constant_spelling_refused", Placement.UNSUPPORTED, "The toolchain's importer reads a Constant node's value only from a `value` tensor; given in this attribute it crashes, and the build stops."
+)
 ir_version_too_new = _builtin("ir_version_too_new", Placement.UNSUPPORTED, "The toolchain's ONNX package is older than this model's IR version and refuses to load it.")
 
 BUILTIN_RULES = (
@@ -53,6 +58,7 @@ BUILTIN_RULES = (
     precision_unsupported,
     opset_out_of_range,
     ir_version_too_new,
+    constant_spelling_refused,
     folded_at_compile_time,
 )
 
@@ -269,6 +275,10 @@ def node_views(model: LoadedModel) -> list[NodeView]:
             for a in node.attribute:
                 if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                     constants[node.output[0]] = a.t
+    # What a simplifier computes from constants and static shapes (edgedeploy.audit.static_values):
+    # values of shape computations and the shapes ONNX's own inference could not see through.
+    static = static_values(model, infos)
+    constant_nodes = {node.output[0] for node in graph.node if node.op_type == "Constant" and node.output}
 
     model_outputs = {o.name for o in graph.output}
     graph_inputs = {vi.name for vi in graph.input} - set(initializers)
@@ -295,11 +305,20 @@ def node_views(model: LoadedModel) -> list[NodeView]:
             )
         vi = infos.get(name)
         is_graph_input, is_model_output = name in graph_inputs, name in model_outputs
+        value = static.values.get(name)
+        if value is not None and name in constant_nodes:
+            # A Constant node given by value_ints, value_float, ...: a constant like any other.
+            return TensorView(name, tuple(value.shape), dtype_of(helper.np_dtype_to_tensor_dtype(value.dtype)), True, _value=value, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers)
+        learnt = static.shapes.get(name)
         if vi is None:
+            if value is not None or learnt is not None:
+                shape = tuple(value.shape) if value is not None else learnt
+                dtype = dtype_of(helper.np_dtype_to_tensor_dtype(value.dtype)) if value is not None else None
+                return TensorView(name, shape, dtype, False, _value=value, is_graph_input=is_graph_input, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers)
             return TensorView(name, None, None, False, is_graph_input=is_graph_input, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers)
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
         return TensorView(
-            name, dims_of(vi), dtype_of(elem) if elem else None, False, is_graph_input=is_graph_input, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers
+            name, learnt or dims_of(vi), dtype_of(elem) if elem else None, False, _value=value if is_foldable else None, is_graph_input=is_graph_input, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers
         )
 
     opset = model.opset
@@ -509,6 +528,11 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
     """
     name, op_type, index = node.name, node.op_type, node.index
     op = op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{op_type}"
+    if rules.constant_spellings_refused and op_type == "Constant":
+        spelling = next((a.name for a in node.proto.attribute if a.name in rules.constant_spellings_refused), None)
+        if spelling is not None:
+            refused = Violation(name, op_type, constant_spelling_refused.name, constant_spelling_refused.sentence, Placement.UNSUPPORTED, spelling)
+            return NodePlacement(name, op_type, index, Placement.UNSUPPORTED, [refused])
     if rules.folds_constants and (shared.computable(node) if shared is not None else computable_at_compile_time(node)):
         found = shared.placements.get((FOLDED, index)) if shared is not None else None
         if found is None:

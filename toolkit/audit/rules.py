@@ -347,6 +347,10 @@ class RuleSet:
     # The toolchain folds constant subgraphs (onnxsim and the like): a node computable at compile
     # time runs nowhere, so it is placed on the accelerator, whatever its operator.
     folds_constants: bool = False
+    # The spellings of a Constant node's value the toolchain's importer cannot read (value_ints,
+    # value_float, ...: it reads only a `value` tensor): such a Constant stops the build, folded
+    # or not.
+    constant_spellings_refused: frozenset[str] = frozenset()
     notes: list[str] = field(default_factory=list)
     # The toolchain's own graph passes, in the order it applies them: the lowering step that runs
     # before the rules (edgedeploy.audit.lowering). From the target's registry, like `rules`.

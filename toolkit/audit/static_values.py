@@ -1,0 +1,343 @@
+"""Every value a simplifier computes from constants and static input shapes, whatever the exporter's spelling.
+
+Toolchains fold what is known when the model is compiled: esp-ppq and onnx2tf run onnxsim first,
+rknn-toolkit2 folds constants itself. An exporter writes the same static computation many ways
+(PyTorch's `chunk` as Shape, Gather, Add, Div, Mul, Slice; a detector's anchor grid as Shape,
+Range, Unsqueeze, Expand, Concat; weights as ConstantOfShape; Constant nodes given by
+`value_ints` instead of a tensor), and ONNX's shape inference does not see through all of them
+(its data propagation knows no Div, Range or ConstantOfShape): one Slice whose ends it cannot
+read leaves every shape after it unknown, and every Shape of those tensors then looks like a
+run-time operator.
+
+`static_values(model)` does what the simplifier does, in the same loop: compute the value of
+every node whose inputs are known (constants, Constant nodes in any spelling, the shapes of
+tensors whose shape is static), give the computed tensors to ONNX's shape inference as constants,
+and repeat with the shapes it finds, until nothing new is learnt. It returns the values it
+computed (small tensors only: shapes, indices, grids) and the shapes it learnt; the audit's node
+views use both (engine.node_views). Nothing of the model is changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+# A computed tensor larger than this is not kept (a simplifier folds it all the same; the audit
+# only needs the values of shapes, indices and small grids, and knows it is foldable).
+MAX_ELEMENTS = 1 << 16
+# Rounds of evaluate / re-infer: each round resolves everything up to the next static value
+# shape inference could not read; real models need two or three.
+MAX_ROUNDS = 8
+
+
+@dataclass
+class StaticValues:
+    """What folding from constants and static shapes learns about a model's tensors."""
+
+    values: dict[str, np.ndarray] = field(default_factory=dict)  # tensor -> value (computed or constant)
+    shapes: dict[str, tuple] = field(default_factory=dict)  # tensor -> shape learnt beyond the model's own inference
+    computed: set[str] = field(default_factory=set)  # the tensors among `values` that nodes compute
+
+
+def constant_node_value(node: onnx.NodeProto) -> np.ndarray | None:
+    """The value of a Constant node in any of its spellings (value, value_float(s), value_int(s))."""
+    for a in node.attribute:
+        if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+            return numpy_helper.to_array(a.t)
+        if a.name == "value_float":
+            return np.array(a.f, np.float32)
+        if a.name == "value_floats":
+            return np.array(list(a.floats), np.float32)
+        if a.name == "value_int":
+            return np.array(a.i, np.int64)
+        if a.name == "value_ints":
+            return np.array(list(a.ints), np.int64)
+    return None
+
+
+def _numel(dims) -> int:
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n
+
+
+def static_values(model, infos: dict | None = None) -> StaticValues:
+    """Fold `model` (a LoadedModel) as a simplifier would; see the module's docstring."""
+    from edgedeploy.model.shapes import dims_of
+
+    graph = model.graph
+    infos = model.value_infos() if infos is None else infos
+    found = StaticValues()
+    for t in graph.initializer:
+        if _numel(t.dims) <= MAX_ELEMENTS and t.data_location != onnx.TensorProto.EXTERNAL:
+            found.values[t.name] = numpy_helper.to_array(t)
+    shapes = {name: dims_of(vi) for name, vi in infos.items()}
+    for t in graph.initializer:
+        shapes[t.name] = tuple(int(d) for d in t.dims)
+    opset = model.opset
+    for _ in range(MAX_ROUNDS):
+        new = _evaluate(graph.node, found, shapes, opset)
+        if not new:
+            break
+        learnt = _reinfer(model, found, shapes)
+        if not learnt:
+            break
+        found.shapes.update(learnt)
+        shapes.update(learnt)
+    return found
+
+
+def _static(shape) -> bool:
+    return shape is not None and all(isinstance(d, int) for d in shape)
+
+
+def _evaluate(nodes, found: StaticValues, shapes: dict, opset: int) -> int:
+    """Compute every node whose inputs are known and whose value is not yet; how many were new."""
+    new = 0
+    values = found.values
+    for node in nodes:
+        outs = [o for o in node.output if o]
+        if not outs or all(o in values for o in outs) or node.domain not in ("", "ai.onnx"):
+            continue
+        try:
+            result = _compute(node, values, shapes, opset)
+        except Exception:  # noqa: BLE001 - a form the evaluator does not know: left to the toolchain
+            result = None
+        if result is None:
+            continue
+        for name, value in zip(outs, result):
+            value = np.asarray(value)
+            if value.size > MAX_ELEMENTS:
+                continue
+            values[name] = value
+            found.computed.add(name)
+            shapes[name] = tuple(int(d) for d in value.shape)
+            new += 1
+    return new
+
+
+def _reinfer(model, found: StaticValues, shapes: dict) -> dict[str, tuple]:
+    """ONNX's shape inference of the model with the computed tensors given as constants: the
+    shapes it now knows that were not static before."""
+    graph = model.graph
+    computed = found.computed
+    light = onnx.GraphProto()
+    light.name = graph.name
+    inits = {t.name for t in graph.initializer}
+    declared = {vi.name for vi in graph.input}
+    light.input.extend(graph.input)
+    for t in graph.initializer:
+        if t.name in found.values:
+            light.initializer.append(numpy_helper.from_array(found.values[t.name], t.name))
+        elif t.name not in declared:
+            # A weight: shape inference needs its type and dims, not its values.
+            light.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    for name in computed:
+        if name not in inits:
+            light.initializer.append(numpy_helper.from_array(np.ascontiguousarray(found.values[name]), name))
+    light.node.extend(n for n in graph.node if not (n.output and all((not o) or o in computed for o in n.output)))
+    light.output.extend(graph.output)
+    copy = helper.make_model(light, opset_imports=list(model.proto.opset_import))
+    copy.ir_version = max(int(model.proto.ir_version), 4)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(copy, data_prop=True)
+    except Exception:  # noqa: BLE001 - the model's own inference succeeded; this is a bonus
+        return {}
+    from edgedeploy.model.shapes import dims_of
+
+    learnt = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        shape = dims_of(vi)
+        if _static(shape) and not _static(shapes.get(vi.name)):
+            learnt[vi.name] = shape
+    return learnt
+
+
+# ---- the evaluator: numpy versions of the operators exporters write static computations with
+
+
+def _attr(node, name, default=None):
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _ins(node, values) -> list | None:
+    """The node's input values (None for an absent optional input); None when one is unknown."""
+    out = []
+    for name in node.input:
+        if not name:
+            out.append(None)
+        elif name in values:
+            out.append(values[name])
+        else:
+            return None
+    return out
+
+
+def _axes_input(node, ins, opset, since):
+    """Axes given as an attribute before opset `since`, as input 1 from it on."""
+    if opset < since:
+        return _attr(node, "axes")
+    return None if len(ins) < 2 or ins[1] is None else [int(a) for a in ins[1].reshape(-1)]
+
+
+def _int_div(a, b):
+    if np.issubdtype(np.asarray(a).dtype, np.integer):
+        return (np.trunc(np.asarray(a, np.float64) / np.asarray(b, np.float64))).astype(np.asarray(a).dtype)
+    return np.divide(a, b).astype(np.result_type(a, b))
+
+
+ELEMENTWISE = {
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Div": _int_div,
+    "Pow": lambda a, b: np.power(a, b).astype(np.asarray(a).dtype),
+    "Mod": np.mod,
+    "Equal": np.equal,
+    "Less": np.less,
+    "Greater": np.greater,
+    "LessOrEqual": np.less_equal,
+    "GreaterOrEqual": np.greater_equal,
+    "And": np.logical_and,
+    "Or": np.logical_or,
+}
+UNARY = {
+    "Neg": np.negative,
+    "Abs": np.abs,
+    "Sqrt": np.sqrt,
+    "Floor": np.floor,
+    "Ceil": np.ceil,
+    "Not": np.logical_not,
+    "Sign": np.sign,
+    "Reciprocal": np.reciprocal,
+    "Identity": lambda a: a,
+    "Relu": lambda a: np.maximum(a, 0).astype(a.dtype),
+    "Sigmoid": lambda a: (1 / (1 + np.exp(-a))).astype(a.dtype),
+    "Exp": np.exp,
+    "Log": np.log,
+}
+
+
+def _compute(node, values, shapes, opset) -> list | None:
+    op = node.op_type
+    if op == "Constant":
+        v = constant_node_value(node)
+        return None if v is None else [v]
+    if op in ("Shape", "Size"):
+        shape = shapes.get(node.input[0])
+        if not _static(shape):
+            return None
+        if op == "Size":
+            return [np.array(_numel(shape), np.int64)]
+        start, end = _attr(node, "start", 0), _attr(node, "end", None)
+        return [np.array(shape[start:end] if end is not None else shape[start:], np.int64)]
+    ins = _ins(node, values)
+    if ins is None:
+        return None
+    return _compute_from_values(node, ins, opset)
+
+
+def _compute_from_values(node, ins, opset) -> list | None:
+    op = node.op_type
+    if op in ELEMENTWISE:
+        return [ELEMENTWISE[op](ins[0], ins[1])]
+    if op in UNARY:
+        return [UNARY[op](ins[0])]
+    if op in ("Min", "Max", "Sum"):
+        fn = {"Min": np.minimum, "Max": np.maximum, "Sum": np.add}[op]
+        result = ins[0]
+        for v in ins[1:]:
+            result = fn(result, v)
+        return [result]
+    if op == "Cast":
+        return [ins[0].astype(helper.tensor_dtype_to_np_dtype(_attr(node, "to")))]
+    if op == "Where":
+        return [np.where(ins[0], ins[1], ins[2])]
+    if op == "Clip":
+        lo = _attr(node, "min") if opset < 11 else (ins[1] if len(ins) > 1 else None)
+        hi = _attr(node, "max") if opset < 11 else (ins[2] if len(ins) > 2 else None)
+        x = ins[0]
+        if lo is not None:
+            x = np.maximum(x, lo)
+        if hi is not None:
+            x = np.minimum(x, hi)
+        return [x.astype(ins[0].dtype)]
+    return _compute_layout(node, ins, opset)
+
+
+def _compute_layout(node, ins, opset) -> list | None:
+    op = node.op_type
+    x = ins[0] if ins else None
+    if op == "Gather":
+        return [np.take(x, ins[1].astype(np.int64), axis=_attr(node, "axis", 0))]
+    if op == "Concat":
+        return [np.concatenate([np.atleast_1d(v) if v.ndim == 0 else v for v in ins if v is not None], axis=_attr(node, "axis"))]
+    if op == "Unsqueeze":
+        axes = _axes_input(node, ins, opset, 13)
+        rank = x.ndim + len(axes)
+        for a in sorted(int(a) % rank for a in axes):
+            x = np.expand_dims(x, a)
+        return [x]
+    if op == "Squeeze":
+        axes = _axes_input(node, ins, opset, 13)
+        return [np.squeeze(x) if axes is None else np.squeeze(x, axis=tuple(int(a) % x.ndim for a in axes))]
+    if op == "Slice":
+        return [_slice(node, ins, opset)]
+    if op == "Range":
+        return [np.arange(ins[0], ins[1], ins[2]).astype(np.result_type(ins[0], ins[1], ins[2]))]
+    if op == "ConstantOfShape":
+        fill = _attr(node, "value")
+        fill = numpy_helper.to_array(fill).reshape(-1)[0] if fill is not None else np.float32(0)
+        shape = [int(d) for d in x.reshape(-1)]
+        return [np.full(shape, fill, dtype=np.asarray(fill).dtype)] if _numel(shape) <= MAX_ELEMENTS else None
+    if op == "Reshape":
+        shape = [int(d) for d in ins[1].reshape(-1)]
+        if not _attr(node, "allowzero", 0):
+            shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+        return [x.reshape(shape)]
+    if op == "Flatten":
+        axis = _attr(node, "axis", 1) % max(x.ndim, 1)
+        return [x.reshape(_numel(x.shape[:axis]), -1)]
+    if op == "Expand":
+        shape = [int(d) for d in ins[1].reshape(-1)]
+        target = np.broadcast_shapes(x.shape, tuple(shape))
+        return [np.broadcast_to(x, target).copy()] if _numel(target) <= MAX_ELEMENTS else None
+    if op == "Tile":
+        return [np.tile(x, [int(r) for r in ins[1].reshape(-1)])]
+    if op == "Transpose":
+        perm = _attr(node, "perm")
+        return [np.transpose(x, perm)]
+    if op in ("ReduceProd", "ReduceSum", "ReduceMin", "ReduceMax"):
+        axes = _axes_input(node, ins, opset, 18 if op != "ReduceSum" else 13)
+        fn = {"ReduceProd": np.prod, "ReduceSum": np.sum, "ReduceMin": np.min, "ReduceMax": np.max}[op]
+        keep = bool(_attr(node, "keepdims", 1))
+        return [np.asarray(fn(x, axis=None if not axes else tuple(int(a) for a in axes), keepdims=keep))]
+    return None
+
+
+def _slice(node, ins, opset):
+    x = ins[0]
+    if opset < 10:
+        starts, ends, axes, steps = _attr(node, "starts"), _attr(node, "ends"), _attr(node, "axes"), None
+    else:
+        starts, ends = ins[1].reshape(-1), ins[2].reshape(-1)
+        axes = ins[3].reshape(-1) if len(ins) > 3 and ins[3] is not None else None
+        steps = ins[4].reshape(-1) if len(ins) > 4 and ins[4] is not None else None
+    axes = list(range(len(starts))) if axes is None else [int(a) % x.ndim for a in axes]
+    index = [slice(None)] * x.ndim
+    for i, a in enumerate(axes):
+        step = int(steps[i]) if steps is not None else 1
+        index[a] = slice(_clamp(int(starts[i])), _clamp(int(ends[i])), step)
+    return x[tuple(index)]
+
+
+def _clamp(i: int) -> int:
+    # ONNX writes "to the end" as INT64_MAX / INT64_MIN; Python slices take any int.
+    return max(min(i, 1 << 62), -(1 << 62))
