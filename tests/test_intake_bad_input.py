@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 
 import numpy as np
@@ -75,6 +77,18 @@ def test_absurd_input_dimension(tmp_path):
     node = helper.make_node("Relu", ["x"], ["y"], name="r")
     save(make_model([node], [tensor("x", [1, 2**40])], [tensor("y", 2)]), tmp_path / "huge.onnx")
     assert_clean_error(run_cli("inspect", str(tmp_path / "huge.onnx")), "absurd dimension")
+
+
+def test_minus_one_dimension_is_read_as_dynamic(tmp_path):
+    """paddle2onnx writes -1 for a dynamic size (PaddleOCR's classifier): the batch is pinned to 1
+    like any dynamic batch, an input dimension pinned with --input-shape, and -2 stays absurd."""
+    node = helper.make_node("Relu", ["x"], ["y"], name="r")
+    save(make_model([node], [tensor("x", [-1, 3, -1])], [tensor("y", [-1, 3, -1])]), tmp_path / "paddle.onnx")
+    result = run_cli("inspect", str(tmp_path / "paddle.onnx"), "--input-shape", "x=1x3x8", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["inputs"][0]["shape"] == [1, 3, 8]
+    save(make_model([node], [tensor("x", [-2, 3])], [tensor("y", [-2, 3])]), tmp_path / "bad.onnx")
+    assert_clean_error(run_cli("inspect", str(tmp_path / "bad.onnx")), "absurd dimension -2")
 
 
 def test_absurd_element_count(tmp_path):

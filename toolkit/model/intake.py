@@ -148,6 +148,7 @@ def load_model(
             _run_checker(path, proto)
         else:
             checking.result()
+        _unknown_for_minus_one(proto)
         _check_dims(path, proto)
 
         pinned: dict[str, tuple[int, ...]] = {}
@@ -590,6 +591,21 @@ def _run_checker(path: Path, model: onnx.ModelProto | bytes) -> None:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as exc:
         raise ModelError(f"{path.name} fails ONNX's model checker: {quoted(exc)}") from exc
+
+
+def _unknown_for_minus_one(proto: onnx.ModelProto) -> None:
+    """Read a dimension of -1 on a graph input or output as unknown, as exporters mean it.
+
+    ONNX asks for a symbol or nothing where a size is not fixed, but paddle2onnx and older
+    exporters write -1 (PaddleOCR's text-direction classifier in rapidocr-onnxruntime has
+    [-1, 3, ?, ?]); ONNX Runtime and the toolchains run such models, so it becomes a dynamic
+    dimension here, which the batch pin or `--input-shape` then fixes. Other negatives stay absurd.
+    """
+    for vi in [*proto.graph.input, *proto.graph.output]:
+        if vi.type.HasField("tensor_type"):
+            for d in vi.type.tensor_type.shape.dim:
+                if d.HasField("dim_value") and d.dim_value == -1:
+                    d.Clear()
 
 
 def _check_dims(path: Path, proto: onnx.ModelProto) -> None:
