@@ -63,6 +63,7 @@ class Capability(str, enum.Enum):
     VERDICT = "verdict"  # toolchain_verdicts: the toolchain's own placement (audit --confirm)
     BENCH = "bench"  # bench_backends: ways `edgedeploy bench` can time a model with this toolchain
     HOST = "host"  # host_runner_spec: what of an artifact this machine can run (measure --device local), as host figures
+    DIAGNOSE = "diagnose"  # accuracy_taps: the toolchain's quantised tensors per ONNX node (edgedeploy diagnose)
 
 
 # The method each capability needs, for the registry's check.
@@ -74,6 +75,7 @@ CAPABILITY_METHODS = {
     Capability.VERDICT: "toolchain_verdicts",
     Capability.BENCH: "bench_backends",
     Capability.HOST: "host_runner_spec",
+    Capability.DIAGNOSE: "accuracy_taps",
 }
 
 
@@ -297,6 +299,33 @@ class ConvertResult:
 # -- the contract ----------------------------------------------------------------------------
 
 
+@dataclass
+class TapRequest:
+    """What a target's accuracy_taps gets: the artifact's model and build options, and the data, once."""
+
+    artifact: Path
+    model_path: Path  # the artifact's pinned model.onnx
+    chip: Chip
+    precision: str
+    manifest: dict  # the artifact's manifest.json (the options the build used)
+    calibration: "Dataset"
+    evaluation: "Dataset | None"  # the figures are on these inputs when given, else on the calibration data
+    workdir: Path
+    executor: "Executor"
+    tap_helpers: Path  # edgedeploy/accuracy/tap_numpy.py, for the worker to load by path
+    echo: Callable[[str], None] = print
+
+
+@dataclass
+class TapResult:
+    """accuracy_taps' answer: per-node records (graph order), and what the path is."""
+
+    records: list[dict]
+    toolchain: str  # e.g. "esp-ppq 1.3.12"
+    method: str  # one line: how it quantised and what accumulated/isolated mean there
+    notes: list[str] = field(default_factory=list)
+
+
 class Target:
     """Base class of every target: class attributes describe it, methods are its stages.
 
@@ -444,6 +473,15 @@ class Target:
     def toolchain_verdict(self, model_path: Path, chip_id: str, workdir: Path, log_path: Path, *, precision: str | None = None, inputs: Path | None = None, **options):
         """toolchain_verdicts for one model."""
         return self.toolchain_verdicts([Path(model_path)], chip_id, workdir, log_path, precision=precision, inputs=inputs, **options)[0]
+
+    def accuracy_taps(self, request: "TapRequest") -> "TapResult":
+        """The toolchain's quantised simulation tapped per node of the user's model (Capability.DIAGNOSE).
+
+        Requantises the artifact's model as its build did and returns one record per node in the
+        format of edgedeploy.accuracy.diagnosis (node names mapped back to the ONNX model's), with
+        the sums and statistics of edgedeploy.accuracy.tap_numpy; the core does the rest.
+        """
+        raise self.not_available("`edgedeploy diagnose`")
 
     def bench_backends(self) -> list:
         """Ways `edgedeploy bench` can time a model with this target's toolchain (Capability.BENCH)."""

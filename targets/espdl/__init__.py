@@ -52,7 +52,7 @@ class EspDlTarget(Target):
     name = "ESP-DL"
     toolchain = TOOLCHAIN
     listing_order = 10
-    capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.SERIAL, Capability.VERDICT, Capability.BENCH})
+    capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.SERIAL, Capability.VERDICT, Capability.BENCH, Capability.DIAGNOSE})
     host_unavailable = (
         "model.espdl runs only in ESP-DL's C++ runtime, whose kernels are the ESP32-S3/P4's SIMD instructions; "
         "esp-ppq cannot load a .espdl file (its simulator runs the quantised graph in PyTorch only within the conversion, "
@@ -89,6 +89,12 @@ class EspDlTarget(Target):
         from edgedeploy.targets.espdl.board import measure_on_board
 
         return measure_on_board(artifact, manifest, device, **options)
+
+    def accuracy_taps(self, request):
+        """esp-ppq's quantised graph tapped per op (targets/espdl/diagnose.py)."""
+        from edgedeploy.targets.espdl.diagnose import accuracy_taps
+
+        return accuracy_taps(self, request)
 
     def bench_backends(self) -> list:
         """esp-ppq simulates numerics only: listed, with the reason, never timed."""

@@ -34,8 +34,11 @@ PROBABILITY_OPS = ("Softmax", "Sigmoid", "LogSoftmax", "HardSigmoid")
 LEVELS_USED_MIN_SHARE = 0.3
 # Fewer calibration samples than this rarely cover an activation's range.
 MIN_CALIBRATION_SAMPLES = 16
-# The evaluation data clip this many times more often than the calibration data did.
+# The evaluation data clip this many times more often than the calibration data did, and at
+# least this share of values (a min-max range always holds its own calibration data, so a few
+# evaluation values past it are expected).
 UNREPRESENTATIVE_RATIO = 10.0
+UNREPRESENTATIVE_MIN_FRACTION = 0.01
 
 
 @dataclass
@@ -157,7 +160,7 @@ def calibration_unrepresentative(record: dict, context: CauseContext) -> str | N
     """Too few calibration samples, or evaluation data that leave the calibrated range far more often."""
     stats, other = record.get("stats") or {}, record.get("stats_eval") or {}
     calib_clip, eval_clip = stats.get("clipped_fraction"), other.get("clipped_fraction")
-    if calib_clip is not None and eval_clip is not None and eval_clip >= CLIPPED_MIN_FRACTION and eval_clip >= UNREPRESENTATIVE_RATIO * max(calib_clip, 1e-6):
+    if calib_clip is not None and eval_clip is not None and eval_clip >= UNREPRESENTATIVE_MIN_FRACTION and eval_clip >= UNREPRESENTATIVE_RATIO * max(calib_clip, 1e-6):
         return f"unrepresentative calibration samples: the evaluation data leave {record['tensor']}'s range {eval_clip:.1%} of the time, the calibration data {calib_clip:.2%}"
     samples = context.calibration_samples
     if samples is not None and samples < MIN_CALIBRATION_SAMPLES and (calib_clip or eval_clip):

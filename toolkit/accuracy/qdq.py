@@ -15,6 +15,7 @@ is X quantised; one fed by an initializer is a weight or bias of the node it fee
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 
@@ -48,9 +49,22 @@ class _Reader:
 
 def quantise(model_path: Path, feeds: list[dict], out_path: Path, settings: dict | None = None) -> dict:
     """Write the QDQ model of `model_path` calibrated on `feeds`; returns the settings used."""
+    chosen = {**DEFAULT_SETTINGS, **(settings or {})}
+    # quantize_static advises pre-processing through the root logger on every call; the path
+    # quantises the model as given (as the targets do), so the advice is noise on stderr.
+    logger = logging.getLogger()
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        _quantize_static(model_path, out_path, feeds, chosen)
+    finally:
+        logger.setLevel(level)
+    return chosen
+
+
+def _quantize_static(model_path, out_path, feeds, chosen):
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
-    chosen = {**DEFAULT_SETTINGS, **(settings or {})}
     quantize_static(
         str(model_path),
         str(out_path),
@@ -61,7 +75,6 @@ def quantise(model_path: Path, feeds: list[dict], out_path: Path, settings: dict
         per_channel=bool(chosen["per_channel"]),
         calibrate_method=getattr(CalibrationMethod, chosen["calibration"]),
     )
-    return chosen
 
 
 def _all_outputs_session(model: onnx.ModelProto, names: list[str]):
@@ -205,7 +218,7 @@ def records(model_path: Path, feeds: list[dict], qdq_path: Path, eval_feeds: lis
         y, act = node.output[0], structure.activation.get(node.output[0])
         record["isolated"] = _isolated(qdq, record["inputs"], act["dq"] if act else y, float_values[record["tensor"]], float_values, len(measured))
         if eval_feeds and act:
-            record["stats_eval"] = tap_numpy.tensor_stats(float_values[y], act["lo"], act["hi"], act["scale"])
+            record["stats_eval"] = tap_numpy.tensor_stats(float_values[record["tensor"]], act["lo"], act["hi"], act["scale"])
         out.append(record)
     return out
 

@@ -56,11 +56,29 @@ def _sample(values):
     return flat
 
 
+def channel_mode(values, channel_axis=1):
+    """The channel (axis 1 of an [N, C, ...] tensor) most taken up by one non-zero value: a
+    constant output, as a channel's bias gives where the input is flat (an image's background)."""
+    array = np.asarray(values)
+    if array.ndim < 3:
+        return None
+    best = None
+    for channel in range(array.shape[channel_axis]):
+        flat = _sample(np.take(array, channel, axis=channel_axis))
+        found, counts = np.unique(flat, return_counts=True)
+        top = int(np.argmax(counts))
+        share = float(counts[top] / flat.size)
+        if found[top] != 0 and share >= MODE_MIN_SHARE and (best is None or share * abs(found[top]) > best["share"] * abs(best["value"])):
+            best = {"channel": channel, "value": float(found[top]), "share": share}
+    return best
+
+
 def tensor_stats(values, quant_lo=None, quant_hi=None, step=None):
     """Statistics of a float tensor (all calibration samples together) and of its quantised range.
 
     quant_lo/quant_hi: the smallest and largest value the quantised tensor can hold (scale times
     the integer range, offset included); step: the scale. Without them only the float figures.
+    For an [N, C, ...] tensor, `channel_mode` too.
     """
     flat = _sample(values)
     if flat.size == 0:
@@ -82,6 +100,9 @@ def tensor_stats(values, quant_lo=None, quant_hi=None, step=None):
     share = float(counts[top] / flat.size)
     if share >= MODE_MIN_SHARE:
         stats["mode"] = {"value": float(values_found[top]), "share": share}
+    by_channel = channel_mode(values)
+    if by_channel is not None:
+        stats["channel_mode"] = by_channel
     if quant_lo is not None and quant_hi is not None:
         stats["quant_lo"] = float(quant_lo)
         stats["quant_hi"] = float(quant_hi)

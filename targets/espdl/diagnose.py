@@ -1,0 +1,59 @@
+"""ESP-DL's accuracy taps (Capability.DIAGNOSE): esp-ppq requantises the artifact's model as its build
+did, and worker_diagnose.py taps every op (accumulated, isolated, ranges) for `edgedeploy diagnose`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+
+from edgedeploy.arrays import write_arrays
+from edgedeploy.model import named_copy
+from edgedeploy.model.stats import node_names
+from edgedeploy.targets.base import TapRequest, TapResult
+from edgedeploy.targets.espdl.build import ESPPPQ_DEFAULT_CALIB, calibration_batch, explicit_reduce_keepdims
+
+WORKER = Path(__file__).with_name("worker_diagnose.py")
+# The isolated runs (one per op) use this many calibration batches: the op's own error is stable
+# well before the accumulated figures are, and a few hundred ops times every batch was the slow part.
+ISOLATED_BATCHES = 4
+
+
+def accuracy_taps(target, request: TapRequest) -> TapResult:
+    work = request.workdir
+    work.mkdir(parents=True, exist_ok=True)
+    model = onnx.load(str(request.model_path))
+    display_names = node_names(model.graph)
+    named = named_copy(model, display_names)
+    explicit_reduce_keepdims(named)
+    onnx.save(named, str(work / "model_named.onnx"))
+    write_arrays(work / "calib.npz", request.calibration.inputs)
+    if request.evaluation is not None:
+        write_arrays(work / "eval.npz", request.evaluation.inputs)
+    built = request.manifest.get("espdl") or {}
+    options = (request.manifest.get("options") or {}).get("target_options") or {}
+    batchable = len(request.calibration) > 1
+    payload = {
+        "model": str(work / "model_named.onnx"),
+        "chip": request.chip.id,
+        "precision": request.precision,
+        "input_names": list(request.calibration.inputs),
+        "batch_size": calibration_batch(len(request.calibration), batchable),
+        "calib": str(work / "calib.npz"),
+        "eval": str(work / "eval.npz") if request.evaluation is not None else None,
+        "calib_method": built.get("calib_method") or options.get("calib_method") or ESPPPQ_DEFAULT_CALIB,
+        "int16_layers": built.get("int16_layers") or [],
+        "isolated_batches": ISOLATED_BATCHES,
+        "tap_helpers": str(request.tap_helpers),
+    }
+    request.echo(f"diagnose: esp-ppq requantises for {request.chip.id} ({request.precision}, {payload['calib_method']} calibration) and taps every op (log: {work / 'diagnose.log'})")
+    result = request.executor.worker(target.toolchain, WORKER, payload, work)
+    versions = result.get("versions") or {}
+    return TapResult(
+        records=result["records"],
+        toolchain=f"esp-ppq {versions.get('esp-ppq') or '?'}",
+        method=(
+            f"esp-ppq's quantised simulation ({payload['calib_method']} calibration{', int16 layers ' + ', '.join(payload['int16_layers']) if payload['int16_layers'] else ''}); "
+            "accumulated: every op quantised (graph-wise); isolated: that op alone quantised on float inputs (layer-wise, at its own output)"
+        ),
+    )

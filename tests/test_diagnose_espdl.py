@@ -1,0 +1,75 @@
+"""`edgedeploy diagnose` on ESP-DL (esp-ppq in the espdl environment) and ONNX Runtime's QDQ path.
+
+The corpus's mnist_box_and_class (trained on real MNIST) loses 64 pp of top-1 on the ESP chips;
+the diagnosis must name the node and the cause found by hand (docs/corpus.md): the first ReLU's
+KL-calibrated range [-1, 0.99] clips its values, set by channel 7's constant output (its bias,
+0.87, on the image's flat background). The artifact is a manifest and the model, as a build
+writes them: the diagnosis requantises from the manifest's options (one esp-ppq run, ~40 s).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_cli
+
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+
+
+def _artifact(root: Path, name: str, chip: str) -> Path:
+    artifact = root / name / chip
+    artifact.mkdir(parents=True)
+    shutil.copyfile(CORPUS / f"{name}.onnx", artifact / "model.onnx")
+    manifest = {
+        "schema": "edgedeploy.manifest/1",
+        "model": {"name": name},
+        "target": {"target": "espdl", "chip": chip},
+        "options": {"precision": "int8", "calib": str(CORPUS / f"{name}.calib.npz"), "preprocess": None, "target_options": {"calib_method": None, "int16_layers": []}},
+        "espdl": {"precision": "int8", "int16_layers": [], "calib_method": "kl"},
+    }
+    (artifact / "manifest.json").write_text(json.dumps(manifest))
+    return artifact
+
+
+@pytest.fixture(scope="module")
+def box_and_class_diagnosis(tmp_path_factory):
+    root = tmp_path_factory.mktemp("diagnose")
+    artifact = _artifact(root, "mnist_box_and_class", "esp32s3")
+    out = root / "diagnosis.json"
+    done = run_cli("diagnose", str(artifact), "--eval", str(CORPUS / "mnist_box_and_class.eval.npz"), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    return json.loads(out.read_text())
+
+
+@pytest.mark.toolchain("espdl")
+def test_box_and_class_root_cause_on_esp32s3(box_and_class_diagnosis):
+    esp = next(p for p in box_and_class_diagnosis["paths"] if p["path"] == "esp32s3")
+    assert esp["outputs"]["probs"]["snr_db"] < 5  # the collapse the corpus sweep measured (-0.4 dB)
+    first = esp["first_sharp_drop"]
+    assert first["node"] == "/features/features.2/Relu" and first["accumulated_snr_db"] < 10
+    assert esp["worst_isolated"][0]["node"] == "/features/features.2/Relu"
+    cause = next(c for c in esp["causes"] if c["node"] == "/features/features.2/Relu")
+    assert cause["cause"] == "clipped_range"
+    assert "channel 7" in cause["sentence"] and "/features/features.0/Conv's bias" in cause["sentence"]
+    relu = next(n for n in esp["nodes"] if n["node"] == "/features/features.2/Relu")
+    assert relu["stats"]["quant_hi"] < 1.0 < 5.0 < relu["stats"]["max_abs"]
+
+
+@pytest.mark.toolchain("espdl")
+def test_onnxruntime_minmax_keeps_the_same_model(box_and_class_diagnosis):
+    qdq = next(p for p in box_and_class_diagnosis["paths"] if p["path"] == "onnxruntime-qdq")
+    assert qdq["outputs"]["probs"]["snr_db"] > 25
+    assert qdq["first_sharp_drop"] is None
+    # ONNX Runtime folds the ReLU into the Conv's quantised output: the Conv's record absorbs it.
+    conv = next(n for n in qdq["nodes"] if n["node"] == "/features/features.0/Conv")
+    assert conv["absorbs"] == ["/features/features.2/Relu"]
+
+
+def test_diagnose_refuses_a_folder_that_is_no_artifact(tmp_path):
+    done = run_cli("diagnose", str(tmp_path))
+    assert done.returncode == 11
+    assert "is not an edgedeploy artifact" in done.stderr and "Traceback" not in done.stderr

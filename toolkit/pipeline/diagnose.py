@@ -1,0 +1,174 @@
+"""`edgedeploy diagnose ARTIFACT`: where int8 breaks the artifact's model, and why, on every path this host simulates.
+
+Paths: the artifact's own target when it declares Capability.DIAGNOSE (its toolchain requantises
+the model as the build did and taps every node), and ONNX Runtime's QDQ quantisation of the same
+model on the same calibration data, as a toolchain-neutral baseline. Each path's records go
+through edgedeploy.accuracy once (figures, localisation, causes). `build` calls `diagnose_artifact`
+too when an accuracy gate fails.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import onnx
+
+from edgedeploy.accuracy import SCHEMA, absorbed_nodes, diagnose_path
+from edgedeploy.accuracy import qdq
+from edgedeploy.datasets import Dataset, PreprocessSpec, load_dataset, model_input_specs
+from edgedeploy.errors import ArtifactError, EdgedeployError, OptionError
+from edgedeploy.model import load_model
+from edgedeploy.sample import is_sample, sample_calibration_path, sample_preprocess
+from edgedeploy.targets import find_chip
+from edgedeploy.targets.base import Capability, TapRequest
+from edgedeploy.toolchains.executor import Executor
+
+TAP_HELPERS = Path(__file__).resolve().parent.parent / "accuracy" / "tap_numpy.py"
+# Samples the diagnosis uses by default: the taps keep every tensor of these in memory and run
+# each node alone on them; 32 calibration samples are what the corpus builds calibrate on.
+DEFAULT_CALIB_SAMPLES = 32
+DEFAULT_EVAL_SAMPLES = 32
+WORKER_TIMEOUT_S = 1800.0
+
+
+@dataclass
+class DiagnoseOptions:
+    calib: Path | None = None  # default: the data the build calibrated on (its manifest)
+    eval: Path | None = None  # the figures are on these inputs when given, else on the calibration data
+    calib_count: int = DEFAULT_CALIB_SAMPLES
+    eval_count: int = DEFAULT_EVAL_SAMPLES
+    qdq: bool = True  # ONNX Runtime's QDQ path beside the target's
+    worker_timeout_s: float = WORKER_TIMEOUT_S
+
+
+def read_manifest(artifact: Path) -> dict:
+    path = Path(artifact) / "manifest.json"
+    if not path.is_file() or not (Path(artifact) / "model.onnx").is_file():
+        raise ArtifactError(f"{artifact} is not an edgedeploy artifact (no manifest.json and model.onnx); give a folder `edgedeploy build` wrote.")
+    try:
+        return json.loads(path.read_text())
+    except ValueError as exc:
+        raise ArtifactError(f"{path} is not valid JSON ({exc}).") from None
+
+
+def _preprocess(recorded) -> PreprocessSpec | None:
+    if not recorded:
+        return None
+    size = recorded.get("size")
+    return PreprocessSpec(
+        size=tuple(size) if size else None,
+        scale=recorded.get("scale", 1 / 255.0),
+        mean=tuple(recorded.get("mean") or (0.0,)),
+        std=tuple(recorded.get("std") or (1.0,)),
+        layout=recorded.get("layout", "NCHW"),
+        channels=recorded.get("channels", "RGB"),
+    )
+
+
+def resolve_data(model, manifest: dict, options: DiagnoseOptions) -> tuple[Dataset, Dataset | None]:
+    """The calibration data of the build (or --calib) and, with --eval, the evaluation data."""
+    built = manifest.get("options") or {}
+    sample = is_sample(model)
+    preprocess = _preprocess(built.get("preprocess")) or (sample_preprocess() if sample else None)
+    specs = model_input_specs(model)
+    calib = options.calib or (Path(built["calib"]) if built.get("calib") else None) or (sample_calibration_path() if sample else None)
+    if calib is None or not Path(calib).exists():
+        where = f" ({calib} is gone)" if calib else ""
+        raise OptionError(f"The diagnosis requantises the model and needs the calibration data the build used{where}: pass --calib DATA.")
+    calibration = load_dataset(calib, specs, preprocess, options.calib_count)
+    evaluation = None
+    if options.eval is not None:
+        evaluation = load_dataset(options.eval, specs, preprocess, options.eval_count)
+    return calibration, evaluation
+
+
+def _feeds(dataset: Dataset | None) -> list[dict] | None:
+    if dataset is None:
+        return None
+    count = len(dataset)
+    return [{name: array[i : i + 1] for name, array in dataset.inputs.items()} for i in range(count)]
+
+
+def _finish(name: str, meta: dict, records: list[dict], named: onnx.ModelProto, samples: int) -> dict:
+    """One path's diagnosis; `named` is the model with edgedeploy's display names (the taps' node names)."""
+    absorbed_nodes(records, [(n.name, list(n.input), list(n.output)) for n in named.graph.node])
+    return diagnose_path({"path": name, **meta}, records, [o.name for o in named.graph.output], samples)
+
+
+def _target_path(target, chip, manifest, artifact, named, calibration, evaluation, work, options, echo) -> dict:
+    executor = Executor(work / "diagnose.log", options.worker_timeout_s, None)
+    request = TapRequest(
+        artifact=artifact,
+        model_path=artifact / "model.onnx",
+        chip=chip,
+        precision=(manifest.get("options") or {}).get("precision") or chip.precisions[0],
+        manifest=manifest,
+        calibration=calibration,
+        evaluation=evaluation,
+        workdir=work / target.id,
+        executor=executor,
+        tap_helpers=TAP_HELPERS,
+        echo=echo,
+    )
+    started = time.monotonic()
+    tapped = target.accuracy_taps(request)
+    meta = {"target": target.id, "chip": chip.id, "toolchain": tapped.toolchain, "method": tapped.method, "notes": tapped.notes, "seconds": round(time.monotonic() - started, 1)}
+    return _finish(chip.id, meta, tapped.records, named, len(calibration))
+
+
+def _qdq_path(named_path: Path, named, calibration, evaluation, work: Path) -> dict:
+    started = time.monotonic()
+    records, settings = qdq.diagnose_records(named_path, _feeds(calibration), _feeds(evaluation), workdir=work)
+    meta = {
+        "toolchain": "onnxruntime quantize_static",
+        "method": f"ONNX Runtime's QDQ quantisation ({settings['calibration']}, activations {settings['activation_type']}, weights {settings['weight_type']}, "
+        f"{'per channel' if settings['per_channel'] else 'per tensor'}); accumulated: the QDQ model; isolated: the node and its Q/DQ pairs alone on float inputs",
+        "settings": settings,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    return _finish("onnxruntime-qdq", meta, records, named, len(calibration))
+
+
+def diagnose_artifact(artifact: Path, options: DiagnoseOptions, echo: Callable[[str], None]) -> dict:
+    """The `accuracy_diagnosis` document of one artifact (schema edgedeploy.accuracy_diagnosis/1)."""
+    from edgedeploy.model import named_copy
+    from edgedeploy.model.stats import node_names
+
+    artifact = Path(artifact).absolute()
+    manifest = read_manifest(artifact)
+    chip_id = (manifest.get("target") or {}).get("chip")
+    if not isinstance(chip_id, str):
+        raise ArtifactError(f"{artifact}/manifest.json names no chip; it is not an artifact of `edgedeploy build`.")
+    try:
+        target, chip = find_chip(chip_id)
+    except (KeyError, EdgedeployError):
+        raise ArtifactError(f"{artifact} was built for {chip_id!r}, a chip no installed target has.") from None
+    model = load_model(artifact / "model.onnx", require_static=True)
+    calibration, evaluation = resolve_data(model, manifest, options)
+    named = named_copy(model.proto, node_names(model.graph))
+    paths, skipped = [], []
+    with tempfile.TemporaryDirectory(prefix="edgedeploy-diagnose-") as tmp:
+        work = Path(tmp)
+        named_path = work / "model_named.onnx"
+        onnx.save(named, str(named_path))
+        if target.has(Capability.DIAGNOSE):
+            paths.append(_target_path(target, chip, manifest, artifact, named, calibration, evaluation, work, options, echo))
+        else:
+            skipped.append({"path": chip.id, "reason": f"the {target.name} target has no accuracy taps (its toolchain does not simulate on this host, or the taps are not written yet)"})
+        if options.qdq:
+            echo("diagnose: ONNX Runtime quantises the same model (QDQ) and taps every node")
+            paths.append(_qdq_path(named_path, named, calibration, evaluation, work))
+    return {
+        "schema": SCHEMA,
+        "artifact": str(artifact),
+        "model": {"name": (manifest.get("model") or {}).get("name") or model.name, "sha256": model.sha256},
+        "chip": chip.id,
+        "data": {"calibration": calibration.describe(), "evaluation": evaluation.describe() if evaluation is not None else None, "figures_on": "evaluation" if evaluation is not None else "calibration"},
+        "paths": paths,
+        "skipped": skipped,
+    }
