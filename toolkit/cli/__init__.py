@@ -50,6 +50,55 @@ class LazyCommands(click.Group):
         return next((c for c in pending.COMMANDS if c.name == cmd_name), None)
 
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The "Commands:" list of `edgedeploy --help`, from COMMAND_SUMMARIES, no command imported.
+
+        click's own listing would look every command up, importing every command module and what
+        they import at the top (onnx, numpy, the targets): about a second, where `--help` should
+        cost little more than importing click (issue 27; scripts/bench_audit.py times it). A
+        command missing from the table is looked up as click does (right, only slower);
+        tests/test_cli_help_speed.py checks the table against the commands' own help.
+        """
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            summary = COMMAND_SUMMARIES.get(name)
+            if summary is not None:
+                # click's own shortening, on a stand-in command with that help (cheap to make).
+                rows.append((name, click.Command(name, help=summary).get_short_help_str(limit)))
+                continue
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+# Each command's summary: the first sentence of its help, as `edgedeploy --help` lists it (click
+# shortens it to the terminal's width). Kept here so that listing the commands imports none of
+# them; tests/test_cli_help_speed.py fails when one differs from the command's own help.
+COMMAND_SUMMARIES = {
+    "audit": "Place every node of MODEL on each chip: on the accelerator, kept in float, falling back, or unsupported.",
+    "bench": "Time MODEL on this machine's backends: warm-up, timed iterations, >= 3 independent sessions each.",
+    "build": "Build MODEL for each --target: audit, convert with the vendor toolchain, generate the project, verify accuracy.",
+    "devices": "The devices `edgedeploy measure` can run on (the inventory file), and checking one.",
+    "estimate": "Estimate MODEL's latency per inference on each chip, with a range and the chip's typical error.",
+    "fix": "Rewrite MODEL so nodes that fall back or are unsupported on each --target move onto its accelerator.",
+    "inspect": "Load and check MODEL; show its inputs, outputs, operators, parameters, MACs and content hash.",
+    "measure": (
+        "Run a built artifact on a device: latency before (reference ONNX model on the device's ONNX Runtime CPU) and after "
+        "(the artifact on its runtime), >= 3 sessions each in separate processes, and the outputs of both checked on the same inputs."
+    ),
+    "report": "Render the reports of one or more artifacts (or folders of artifacts) as one comparison.",
+    "sample": "The bundled sample (a small CNN trained on real MNIST digits): its card, or its files.",
+    "targets": "List every target chip with its accelerator, toolchain, and whether that toolchain is installed here.",
+    "toolchain": "Manage the vendor toolchain environments (one virtual environment per toolchain, under $EDGEDEPLOY_HOME).",
+}
+
+
 def _command_modules() -> dict[str, str]:
     """command name -> its module in this package: every `<name>_cmd` module (a folder listing, no import)."""
     import pkgutil
@@ -77,7 +126,13 @@ def cli(ctx: click.Context, debug: bool, quiet: bool, verbose: bool) -> None:
     """
     from edgedeploy.cli.progress import OutputSettings
     from edgedeploy.errors import OptionError
+    from edgedeploy.toolchains.process import exit_on_termination_signals
 
+    # SIGTERM/SIGHUP become SystemExit, so the toolchain workers' process groups are killed on
+    # the way out (as Ctrl-C's KeyboardInterrupt already does) instead of running on. Here, when
+    # a command is about to run, not in main(): `edgedeploy --help` needs no handlers, and the
+    # toolchains package costs a tenth of a second to import.
+    exit_on_termination_signals()
     if quiet and verbose:
         raise OptionError("-q/--quiet and -v/--verbose contradict each other; give one.")
     ctx.obj = OutputSettings(quiet=quiet, verbose=verbose)
@@ -134,11 +189,6 @@ def tune_garbage_collector() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from edgedeploy.toolchains.process import exit_on_termination_signals
-
-    # SIGTERM/SIGHUP become SystemExit, so the toolchain workers' process groups are killed on
-    # the way out (as Ctrl-C's KeyboardInterrupt already does) instead of running on.
-    exit_on_termination_signals()
     global _running_as_program
     if argv is None:
         # Run as the program (the console script): a caller running commands in its own
