@@ -84,6 +84,7 @@ COMMAND_SUMMARIES = {
     "audit": "Place every node of MODEL on each chip: on the accelerator, kept in float, falling back, or unsupported.",
     "bench": "Time MODEL on this machine's backends: warm-up, timed iterations, >= 3 independent sessions each.",
     "build": "Build MODEL for each --target: audit, convert with the vendor toolchain, generate the project, verify accuracy.",
+    "diagnose": "Where int8 breaks ARTIFACT's model, node by node, and why.",
     "devices": "The devices `edgedeploy measure` can run on (the inventory file), and checking one.",
     "estimate": "Estimate MODEL's latency per inference on each chip, with a range and the chip's typical error.",
     "fix": "Rewrite MODEL so nodes that fall back or are unsupported on each --target move onto its accelerator.",
