@@ -5,6 +5,7 @@
     python scripts/bench_audit.py --rounds 15 --model other.onnx
     python scripts/bench_audit.py --fail-above 1.5        # exit 1 when a median ratio is over 1.5
     python scripts/bench_audit.py --one-process           # also time --format json in one process
+    python scripts/bench_audit.py --help-only --rounds 20 # only `edgedeploy --help` against `import click`
 
 Issue 16 asks that the audit of a real 700-1000-node model on every chip take at most 1.5 times
 as long as importing onnx and numpy (which it needs anyway), for text and for --format json,
@@ -32,6 +33,11 @@ The audit runs as users get it: on Linux with two CPUs the program runs ONNX's c
 the chips in a forked second process (edgedeploy.forked), so its CPU time is more than its wall
 time. `--one-process` adds a command, `--format json` with EDGEDEPLOY_AUDIT_PROCESSES=1,
 to show what the second process buys.
+
+`edgedeploy --help` is timed in the same rounds against `python -c "import click"` (issue 27
+asks for at most 1.3x): every round also runs that pair --help-repeats times, the two in
+alternating order, and each pair gives one ratio; the figures are the median and range over
+all pairs. `--help-only` times just the pair (no model needed).
 
 The processes run as an installed package runs: with Python's bytecode cached (pip compiles it
 at install; an editable install writes it on first import). PYTHONDONTWRITEBYTECODE, which this
@@ -65,6 +71,8 @@ PARSE = "import sys, onnx, numpy; onnx.load_model_from_string(open(sys.argv[1], 
 CHECKED = "import sys, onnx, numpy; data = open(sys.argv[1], 'rb').read(); onnx.load_model_from_string(data); onnx.checker.check_model(data)"
 FLOORS = ("parse", "checked")
 MAX_RATIO = 1.5
+CLICK_BASE = [sys.executable, "-c", "import click"]
+MAX_HELP_RATIO = 1.3
 MAX_JSON_BYTES = int(1.5 * 1e6)
 
 
@@ -114,9 +122,13 @@ def main(argv=None) -> int:
     parser.add_argument("--compile-each-run", action="store_true", help="keep PYTHONDONTWRITEBYTECODE: every process compiles edgedeploy's sources again")
     parser.add_argument("--fail-above", type=float, metavar="RATIO", help="exit 1 when a median ratio is above RATIO or the JSON is over 1.5 MB")
     parser.add_argument("--one-process", action="store_true", help="also time --format json with EDGEDEPLOY_AUDIT_PROCESSES=1 (every chip in one process)")
+    parser.add_argument("--help-repeats", type=int, default=5, metavar="N", help="`edgedeploy --help` and `import click` pairs per round (default 5)")
+    parser.add_argument("--help-only", action="store_true", help="time only `edgedeploy --help` against `python -c \"import click\"` (no model)")
     args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error("--rounds must be at least 1")
+    if args.rounds < 1 or args.help_repeats < 1:
+        parser.error("--rounds and --help-repeats must be at least 1")
+    if args.help_only:
+        return help_only(args)
 
     expected_sha = None
     if args.model is None:
@@ -138,12 +150,8 @@ def main(argv=None) -> int:
     if args.one_process:
         commands["json1"] = ["env", "EDGEDEPLOY_AUDIT_PROCESSES=1", *commands["json"]]
     cache = Path(tempfile.mkdtemp(prefix="edgedeploy-bench-pycache-"))
-    env = dict(os.environ)
-    if args.compile_each_run:
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-    else:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(cache)
+    env = process_env(args, cache)
+    pairs = HelpPairs(args.help_repeats)
     try:
         out = subprocess.run(commands["json"], capture_output=True, env=env)
         if out.returncode != 0:
@@ -154,6 +162,7 @@ def main(argv=None) -> int:
         detail_bytes = len(subprocess.run(commands["json"] + ["--detail"], capture_output=True, env=env, check=True).stdout)
         for cmd in commands.values():  # warm-up: bytecode cache, page cache
             timed(cmd, env)
+        pairs.warm_up(env)
         load_before = os.getloadavg()
         wall: dict[str, list[float]] = {k: [] for k in commands}
         cpu: dict[str, list[float]] = {k: [] for k in commands}
@@ -163,6 +172,7 @@ def main(argv=None) -> int:
                 w, c = timed(commands[name], env)
                 wall[name].append(w)
                 cpu[name].append(c)
+            pairs.round(env)
         load_after = os.getloadavg()
     finally:
         shutil.rmtree(cache, ignore_errors=True)
@@ -187,12 +197,85 @@ def main(argv=None) -> int:
         kind = "floor " if fmt in FLOORS else ""
         print(f"ratio {kind}{fmt}/base: wall {spread(ratios[fmt], 2)}; CPU {spread(cpu_ratios[fmt], 2)}")
     print(f"JSON: {json_bytes} bytes ({json_bytes / 1e6:.2f} MB; limit 1.5 MB); with --detail {detail_bytes} bytes")
+    pairs.print_figures()
     if args.fail_above is not None:
         over = [fmt for fmt in ("text", "json") if statistics.median(ratios[fmt]) > args.fail_above]
+        over += ["--help"] if pairs.over_limit() else []
         if over or json_bytes > MAX_JSON_BYTES:
             print(f"over the limit: {', '.join(over) or 'JSON size'}", file=sys.stderr)
             return 1
     return 0
+
+
+def process_env(args, cache: Path) -> dict:
+    """The timed processes' environment: bytecode cached under `cache` unless --compile-each-run."""
+    env = dict(os.environ)
+    if args.compile_each_run:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(cache)
+    return env
+
+
+class HelpPairs:
+    """`edgedeploy --help` and `python -c "import click"`, timed as pairs within the rounds.
+
+    A pair runs the two one after the other, in alternating order from pair to pair, so a change
+    in the machine's load falls on both; each pair gives one ratio (help over click).
+    """
+
+    def __init__(self, repeats: int):
+        self.repeats = repeats
+        self.commands = {"click": CLICK_BASE, "help": edgedeploy_command() + ["--help"]}
+        self.wall: dict[str, list[float]] = {"click": [], "help": []}
+        self.cpu: dict[str, list[float]] = {"click": [], "help": []}
+
+    def warm_up(self, env: dict) -> None:
+        for cmd in self.commands.values():
+            timed(cmd, env)
+
+    def round(self, env: dict) -> None:
+        for _ in range(self.repeats):
+            order = ("click", "help") if len(self.wall["help"]) % 2 == 0 else ("help", "click")
+            for name in order:
+                w, c = timed(self.commands[name], env)
+                self.wall[name].append(w)
+                self.cpu[name].append(c)
+
+    def ratios(self, kind: str = "wall") -> list[float]:
+        figures = self.wall if kind == "wall" else self.cpu
+        return [h / c for h, c in zip(figures["help"], figures["click"])]
+
+    def over_limit(self) -> bool:
+        return statistics.median(self.ratios()) > MAX_HELP_RATIO
+
+    def print_figures(self) -> None:
+        print(f"--help: {len(self.wall['help'])} pairs ({self.repeats} per round), each a fresh process, in alternating order")
+        print('  click   python -c "import click"')
+        print(f"          wall {spread(self.wall['click'])} s; CPU {spread(self.cpu['click'])} s")
+        print("  help    edgedeploy --help")
+        print(f"          wall {spread(self.wall['help'])} s; CPU {spread(self.cpu['help'])} s")
+        print(f"ratio help/click: wall {spread(self.ratios('wall'), 2)}; CPU {spread(self.ratios('cpu'), 2)} (goal: median at most {MAX_HELP_RATIO})")
+
+
+def help_only(args) -> int:
+    """--help-only: the pairs alone, `--rounds` rounds of `--help-repeats` pairs."""
+    cache = Path(tempfile.mkdtemp(prefix="edgedeploy-bench-pycache-"))
+    env = process_env(args, cache)
+    pairs = HelpPairs(args.help_repeats)
+    try:
+        pairs.warm_up(env)
+        load_before = os.getloadavg()
+        for _ in range(args.rounds):
+            pairs.round(env)
+        load_after = os.getloadavg()
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    print(f"machine: {os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {load_before[0]:.2f} before, {load_after[0]:.2f} after")
+    print(f"bytecode: {'compiled by every process (PYTHONDONTWRITEBYTECODE=1)' if args.compile_each_run else 'cached, as an installed package'}; {args.rounds} rounds after one warm-up")
+    pairs.print_figures()
+    return 1 if args.fail_above is not None and pairs.over_limit() else 0
 
 
 if __name__ == "__main__":
