@@ -109,8 +109,12 @@ def test_a_target_option_by_name_reaches_the_targets_options(tmp_path):
     assert declared, "rknn declares options"
     field, meta = next((f, m) for f, m in declared if m["type"] is int or m["choices"])
     value = meta["choices"][-1] if meta["choices"] else (meta["maximum"] if meta["maximum"] is not None else 1)
-    options = _target_options(target, None, {field.name: value})
-    assert getattr(options, field.name) == (int(value) if meta["type"] is int and not meta["choices"] else value)
+    expected = int(value) if meta["type"] is int and not meta["choices"] else value
+    assert getattr(_target_options(target, None, {field.name: value}), field.name) == expected
+    # The flag spelled as a keyword: --rknn-optimization-level is rknn_optimization_level=.
+    keyword = meta["flag"].lstrip("-").replace("-", "_")
+    assert keyword != field.name
+    assert getattr(_target_options(target, None, {keyword: value}), field.name) == expected
 
 
 def test_bench_times_the_sample_and_prints_nothing(capfd):

@@ -439,8 +439,9 @@ def build(
     one unless `force`. `calib`/`eval`: .npz, a folder of .npy, or a folder of images (with
     `preprocess`, a spec string like the CLI's --preprocess or a PreprocessSpec); left out for
     the bundled sample, its own splits. `**options`: the chip's target's own options by field
-    name (as `edgedeploy build --help` lists them per vendor, e.g. `optimization_level=3` for
-    rknn); `target_options`: that target's options object as a whole instead. Raises the
+    name, or its flag's as a keyword (`edgedeploy build --help` lists them per vendor:
+    `--rknn-optimization-level` is `optimization_level=` or `rknn_optimization_level=`);
+    `target_options`: that target's options object as a whole instead. Raises the
     failure's EdgedeployError (ToolchainMissing, ModelError, ...), whose exit_code is the CLI's.
     """
     from edgedeploy.datasets import PreprocessSpec, parse_preprocess
@@ -485,12 +486,15 @@ def _target_options(target, whole: Any, given: dict):
         if not isinstance(whole, target.options_type):
             raise OptionError(f"target_options must be a {target.options_type.__name__} for {target.name}, not {type(whole).__name__}.")
         return whole
-    known = {f.name for f, _ in target.options_type.declared()}
-    unknown = sorted(set(given) - known)
+    declared = target.options_type.declared()
+    # A field's name, or its flag's spelled as a keyword (--rknn-optimization-level: rknn_optimization_level).
+    by_name = {f.name: f.name for f, _ in declared}
+    by_name.update({meta["flag"].lstrip("-").replace("-", "_"): f.name for f, meta in declared})
+    unknown = sorted(set(given) - set(by_name))
     if unknown:
-        listed = ", ".join(sorted(known)) or "none"
+        listed = ", ".join(f.name for f, _ in declared) or "none"
         raise OptionError(f"{', '.join(unknown)}: not an option of build or of the {target.name} target (its options: {listed}).")
-    return target.options_type.from_values(given)
+    return target.options_type.from_values({by_name[name]: value for name, value in given.items()})
 
 
 def _with_warnings(artifact: Artifact, found: list[str]) -> Artifact:
