@@ -118,11 +118,11 @@ def test_params_from_a_table_give_each_chip_its_loo_error_or_the_reason():
 
 @pytest.fixture(scope="module")
 def fitted_params(tmp_path_factory):
-    """params.json fitted to a synthetic table for rk3588 (four times slower than its prior) and
-    rk3562 (5 figures: too few); the CLI reads it through EDGEDEPLOY_ESTIMATE_PARAMS."""
+    """params.json fitted to a synthetic table for rk3588 and am62a (four and two times slower than
+    their prior) and rk3562 (5 figures: too few); the CLI reads it through EDGEDEPLOY_ESTIMATE_PARAMS."""
     import os
 
-    rows, features, priors = synthetic_table(12, {"rk3588": 4.0})
+    rows, features, priors = synthetic_table(12, {"rk3588": 4.0, "am62a": 2.0})
     few, few_features, _ = synthetic_table(5, {"rk3562": 1.0})
     priors["chips"]["rk3562"] = PRIOR
     for key, entry in few_features["models"].items():
@@ -215,3 +215,19 @@ def test_the_python_api_returns_typed_estimates(fitted_params, monkeypatch):
     assert few.latency_ms is None and "only 5 usable" in few.reason
     assert result.meeting() == ["rk3588"] and result.to_dict()["estimates"][0]["is_estimate"]
     assert lines and "bundled sample" in lines[0]
+
+
+def test_a_build_report_carries_the_estimate_and_a_p50_gate_judges_it_when_allowed(fitted_params, tmp_path):
+    """am62a builds here as a generated project (no TI tools): quick, and its report has every section."""
+    env, params = fitted_params
+    done = run_cli("build", "--target", "am62a", "--out", str(tmp_path), "--allow-generated", "--fail-on", "p50=100s", "--allow-estimate", "--format", "json", env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (entry,) = json.loads(done.stdout)["builds"]
+    section = entry["report"]["estimate"]
+    assert section["is_estimate"] and section["latency_ms"] > 0 and section["figures"] == 12
+    (gate,) = entry["gates"]["results"]
+    assert gate["passed"] and gate["value"] == pytest.approx(section["latency_ms"] * 1000)
+    assert "estimated, not measured" in gate["reason"] and "not a measurement" in gate["source"]
+    shown = run_cli("report", entry["artifact"], env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert f"am62a: estimated (not measured): {section['sentence']}" in shown.stdout

@@ -87,7 +87,20 @@ def artifact_row(ident: str, art: LoadedArtifact) -> dict:
         "audit_status": audit.get("status") if audit else None,
         "edgedeploy_version": r.get("edgedeploy_version"),
         "build_seconds": r.get("build_seconds"),
+        "estimate": estimate_line(r.get("estimate")),
     }
+
+
+def estimate_line(section) -> str | None:
+    """The build's latency estimate (report section `estimate`) as one sentence that says it is one,
+    with the toolchain's own estimate beside it where there is one; None for a report without it."""
+    if not isinstance(section, dict) or "sentence" not in section:
+        return None
+    line = f"estimated (not measured): {section['sentence']}"
+    tool = section.get("toolchain_estimate")
+    if isinstance(tool, dict) and tool.get("latency_ms") is not None:
+        line += f"; {tool.get('name')}'s own estimate: {tool['latency_ms']:.3g} ms"
+    return line
 
 
 def column_label(row: dict) -> str:

@@ -59,7 +59,12 @@ def _artifacts(comp: dict) -> str:
                 f"<span class='scope'>{esc(a['path'])}</span>",
             ]
         )
-    return "<h2 id='artifacts'>Artifacts</h2>" + _table(["ID", "Model", "SHA-256", "Inputs", "Chip", "Accelerator", "Precision", "Audit (rules' prediction)", "Artifact"], rows, "artifacts")
+    estimates = "".join(f"<li>{esc(a['id'])} {esc(a.get('chip') or a.get('target'))}: {esc(a['estimate'])}</li>" for a in comp["artifacts"] if a.get("estimate"))
+    return (
+        "<h2 id='artifacts'>Artifacts</h2>"
+        + _table(["ID", "Model", "SHA-256", "Inputs", "Chip", "Accelerator", "Precision", "Audit (rules' prediction)", "Artifact"], rows, "artifacts")
+        + (f"<ul class='scope'>{estimates}</ul>" if estimates else "")
+    )
 
 
 def _audit(comp: dict) -> str:

@@ -49,6 +49,8 @@ def render_markdown(comp: dict) -> str:
         audit = f"{s.get('on_accelerator')} of {s.get('nodes')} on the accelerator, {s.get('float', 0)} float, {s.get('fallback', 0)} fallback, {s.get('unsupported', 0)} unsupported; {s.get('transitions_per_inference')} transitions" if s else (a.get("audit_status") or "no audit")
         rows.append([a["id"], a["model"]["name"], f"`{fmt.short_hash(a['model']['sha256'])}`", fmt.shapes(a["model"].get("input_shapes")), a.get("chip") or a.get("target"), a.get("precision"), audit, f"`{a['path']}`"])
     lines += _table(["ID", "Model", "SHA-256", "Inputs", "Chip", "Precision", "Audit (rules' prediction)", "Artifact"], rows) + [""]
+    estimates = [f"- {a['id']} {a.get('chip') or a.get('target')}: {a['estimate']}" for a in comp["artifacts"] if a.get("estimate")]
+    lines += estimates + ([""] if estimates else [])
     for matrix in comp["audit"]:
         lines += ["## Audit matrix", "", f"Scope: {matrix['scope']}.", ""]
         mrows = []

@@ -141,6 +141,7 @@ def render_comparison(comp: dict, width: int | None = None) -> str:
         audit = f"{s.get('on_accelerator')}/{s.get('nodes')} on accel, {s.get('fallback', 0)} fallback, {s.get('transitions_per_inference')} transitions" if s else (a.get("audit_status") or "-")
         rows.append([a["id"], a["model"]["name"], fmt.short_hash(a["model"]["sha256"]), fmt.shapes(a["model"].get("input_shapes")), a["chip"] or a["target"], a.get("precision") or "-", audit])
     lines += ["Artifacts", table(["ID", "MODEL", "SHA256", "INPUTS", "CHIP", "PRECISION", "AUDIT (rules' prediction)"], rows, width=width)]
+    lines += [f"  {a['id']} {a['chip'] or a['target']}: {a['estimate']}" for a in comp["artifacts"] if a.get("estimate")]
     for matrix in comp["audit"]:
         lines += ["", f"Audit matrix: operator types x chips ({matrix['scope']})"]
         headers = ["OP TYPE", "NODES"] + [c["label"] for c in matrix["columns"]]
