@@ -309,15 +309,44 @@ def render_sweep(sweep: dict, direct: dict | None, models: list[dict]) -> list[s
                 + LOSSES_EXPLAINED.get((name, chip), "Not explained yet.")
             )
         lines.append("")
+        lines += ROOT_CAUSE_BOX_AND_CLASS
     return lines
 
 
 # What was found out about a loss in the table above (measured outside the sweep, which builds
 # with default options), by (model, chip).
 _KL_CLIPS = (
-    "Cause: esp-ppq's default KL calibration clips the activations (the outputs' SNR on the calibration data is -0.5 dB). "
+    "Cause: esp-ppq's default KL calibration clips the first ReLU's output to [-1, 0.99] (root cause below; the outputs' SNR on the calibration data is -0.5 dB). "
     "`--espdl-calib-method auto` (docs/espdl.md) keeps minmax instead: {snr} dB, top1 0.875 -> {after} ({where})."
 )
+# Found with `edgedeploy diagnose` (issue 26); tests/test_diagnose_espdl.py asserts the node and the cause.
+# The KL figures come from esp-ppq's own histogram of that tensor, captured in its observer.
+ROOT_CAUSE_BOX_AND_CLASS = [
+    "### Root cause: mnist_box_and_class on esp32s3 and esp32p4",
+    "",
+    "Found with `edgedeploy diagnose ARTIFACT --eval EVAL` (esp-ppq 1.3.12 with its default KL calibration, as the sweep built it; 32 calibration "
+    "and 32 evaluation samples; the same on both chips; `tests/test_diagnose_espdl.py` asserts the node and the cause):",
+    "",
+    "- **Where.** The accumulated SNR (every op quantised) is 39.4 dB at the first Conv's output and falls to 5.5 dB at `/features/features.2/Relu`, "
+    "the first ReLU (one ESP-DL layer with that Conv); no later node recovers, and `probs` ends at -0.4 dB (cosine 0.39). That ReLU quantised alone, "
+    "on float inputs, gives 5.4 dB: the worst op by far (the next: 31.6 dB on esp32s3, 19.3 dB on esp32p4).",
+    "- **Which tensor, what range.** esp-ppq quantises `/features/features.2/Relu_output_0` with the scale 2^-7, range [-1, 0.992]; its float values "
+    "reach 5.54 (99.99th percentile 5.08), so 7.1% of them are clipped to 0.99.",
+    "- **Why KL calibration picks that range.** 81% of the pixels of an MNIST digit are exactly 0. There the first Conv outputs its bias, so each of "
+    "its 8 channels is constant on most of its positions, and after the ReLU channels 4-7 (biases 0.022, 0.212, 0.385, 0.870; channels 0-3 have "
+    "negative biases and give 0) put four spikes of 8.6% of the tensor's values each into the histogram. esp-ppq's KL observer histograms |x| in "
+    "4096 bins over [0, 5.57], drops the bins under 0.2% of the range (the ReLU's zeros), tries clips at multiples of 1/32 of the range and keeps "
+    "the one whose 128-level histogram is closest to the float one: the clip at 0.870, just above channel 7's spike (69% of channel 7 is 0.8696), "
+    "has a KL divergence of 0.62, every wider clip 0.84 or more. Its scale, 0.870/128, is rounded to the power of two ESP-DL needs: 2^-7, a range "
+    "of 0.99.",
+    "- **Why zeroing one bias restores it.** With channel 7's bias (`onnx::Conv_50[7]`, 0.8696) set to 0, channel 7's background falls into the "
+    "dropped zero bins, the spike at 0.87 is gone and so is the dip in the KL curve: the best clip is 2.96 (KL 0.78), the scale 2^-5, the range "
+    "3.97 (0.2% clipped), and `probs` goes from -0.5 to 32.8 dB on the calibration data (esp32s3). (A diagnostic, not a repair: it changes the model.)",
+    "- **Not int8 itself.** The range is the KL search's choice, not int8's limit: ONNX Runtime's min-max QDQ quantisation of "
+    "the same model on the same data keeps `probs` at 32.2 dB (the same diagnosis, its second path), and esp-ppq with min-max calibration "
+    "(`--espdl-calib-method minmax` or `auto`) at 30.8 dB (esp32s3) and 34.0 dB (esp32p4).",
+    "",
+]
 LOSSES_EXPLAINED = {
     ("mnist_box_and_class", "esp32s3"): _KL_CLIPS.format(snr="30.8", after="0.859", where="tests/test_espdl_build.py builds it so"),
     ("mnist_box_and_class", "esp32p4"): _KL_CLIPS.format(snr="34.0", after="0.875", where="one build with edgedeploy ccf379f, not in the sweep"),
