@@ -30,6 +30,11 @@ def result():
     return score.run()
 
 
+@pytest.fixture(scope="module")
+def cases():
+    return score.run_cases()
+
+
 def test_the_split_is_the_fixed_hash_and_the_manifest_agrees():
     manifest = json.loads((FIXTURES / "manifest.json").read_text())
     assert catalogue.part_of("tv_resnet18") == ("held-out" if int(__import__("hashlib").sha256(b"tv_resnet18").hexdigest(), 16) % 5 == 0 else "tuning")
@@ -57,10 +62,20 @@ def test_the_recorded_figures_are_current(result):
     assert not stale, f"these pool pairs agree now; run scripts/pool/score.py --record --markdown docs/audit-agreement.md and commit: {stale}"
 
 
-def test_the_published_section_shows_todays_figures(result):
+def test_every_case_pack_with_a_verdict_is_compared(cases):
+    assert cases["not_compared"] == [], "a case pack with verdicts has no committed skeleton"
+
+
+def test_cases_that_agreed_still_agree(cases):
+    recorded = json.loads(RECORDED.read_text()).get("cases_agree", [])
+    broken = {k: cases["cases"][k]["disagreements"][:2] for k in recorded if k in cases["cases"] and not cases["cases"][k]["agree"]}
+    assert not broken, f"packed cases that agreed no longer do: {json.dumps(broken)[:2000]}"
+
+
+def test_the_published_section_shows_todays_figures(result, cases):
     page = (ROOT / "docs" / "audit-agreement.md").read_text()
     start, end = page.find(score.SECTION_START), page.find(score.SECTION_END)
     assert start != -1 and end > start, "docs/audit-agreement.md has no pool section"
     manifest = json.loads((FIXTURES / "manifest.json").read_text())
-    assert page[start : end + len(score.SECTION_END)] == score.render_section(result, manifest), \
+    assert page[start : end + len(score.SECTION_END)] == score.render_section(result, manifest, cases), \
         "re-run scripts/pool/score.py --record --markdown docs/audit-agreement.md and commit"

@@ -192,8 +192,9 @@ def units(args) -> list[dict]:
     """What to convert: pool models (held-out first, then smallest first), or gen_cases.py's packed models."""
     if args.cases:
         cases = json.loads((FIXTURES / "cases.json").read_text())
+        only = {n for n in args.only.split(",") if n}
         return [{"name": c["name"], "path": HOME / "pool-cases" / f"{c['name']}.onnx", "calib": HOME / "pool-cases" / f"{c['name']}.calib.npz",
-                 "sha256": c["sha256"], "part": c["part"], "bytes": 0} for c in cases["models"]]
+                 "sha256": c["sha256"], "part": c["part"], "bytes": 0} for c in cases["models"] if not only or c["name"] in only]
     manifest = json.loads(MANIFEST.read_text())
     parts = [p for p in args.parts.split(",") if p]
     only = {n for n in args.only.split(",") if n}
@@ -212,8 +213,7 @@ def collect_unit(runner, u: dict, chips: list[str], data: dict, args) -> None:
     graph = audited_graph(u["path"]).graph
     display = node_names(graph)
     data["models"][u["name"]] = {"sha256": u["sha256"], "part": u["part"], "nodes": [[d, n.op_type] for d, n in zip(display, graph.node)]}
-    if not args.cases:
-        write_skeleton(u["name"], u["path"])
+    write_skeleton(u["name"], u["path"])
     for chip in chips:
         key = f"{u['name']}/{chip}"
         if key in data["pairs"] and data["pairs"][key].get("sha256") == u["sha256"]:
@@ -248,7 +248,10 @@ def main() -> int:
     parser.add_argument("--max-minutes", type=float, default=0, help="start no new model after this long (0: no limit)")
     args = parser.parse_args()
     global VERDICTS, SKELETONS
-    VERDICTS, SKELETONS = args.out_dir / VERDICTS.name, args.out_dir / "skeletons"
+    if args.cases:  # the packed cases: their own verdicts file and skeletons
+        VERDICTS, SKELETONS = args.out_dir / "case_verdicts.json", args.out_dir / "case_skeletons"
+    else:
+        VERDICTS, SKELETONS = args.out_dir / VERDICTS.name, args.out_dir / "skeletons"
     chips = [c for c in args.chips.split(",") if c]
     runner = run_direct.Runner(args.timeout_s, HOME / "pool-direct" / "runner.json")
     envs = {e for e, cs in (("rknn", RKNN), ("espdl", ESP)) if set(cs) & set(chips)}

@@ -74,6 +74,66 @@ def run(chips: set[str] | None = None) -> dict:
     return {"pairs": pairs, "not_compared": missing, "summary": {p: summarise([x for x in pairs.values() if x["part"] == p]) for p in PARTS}}
 
 
+def case_model_file(name: str) -> tuple[Path | None, str]:
+    full = Path(os.environ.get("EDGEDEPLOY_HOME", Path.home() / ".cache" / "edgedeploy")) / "pool-cases" / f"{name}.onnx"
+    if full.is_file():
+        return full, "full"
+    skeleton = FIXTURES / "case_skeletons" / f"{name}.onnx"
+    return (skeleton, "skeleton") if skeleton.is_file() else (None, "missing")
+
+
+def run_cases(chips: set[str] | None = None) -> dict:
+    """Per case of gen_cases.py's packs: every node of the case placed as the toolchain placed it.
+
+    A pack the toolchain refused gives no per-case verdict (one case can sink a pack) and is
+    counted apart. A case agrees when each of its nodes the toolchain reports is placed the same.
+    """
+    from edgedeploy.audit.engine import audit_model, node_views
+    from edgedeploy.model.intake import with_batch_pinned
+    from edgedeploy.targets import find_chip
+
+    path = FIXTURES / "case_verdicts.json"
+    if not path.is_file():
+        return {"cases": {}, "refused_packs": [], "not_compared": []}
+    data = json.loads(path.read_text())
+    meta = {c["case"]: {**c, "part": m["part"], "pack": m["name"]} for m in json.loads((FIXTURES / "cases.json").read_text())["models"] for c in m["cases"]}
+    cases, refused, missing = {}, [], []
+    for key, pair in sorted(data["pairs"].items()):
+        name, chip = key.split("/")
+        if chips and chip not in chips:
+            continue
+        file, form = case_model_file(name)
+        if file is None:
+            missing.append(key)
+            continue
+        if pair.get("failed"):
+            refused.append({"pack": key, "message": str(pair["failed"])[:200]})
+            continue
+        model = agreement.load_for_audit(file, form)
+        model = with_batch_pinned(model) or model
+        target, chip_obj = find_chip(chip)
+        audited = audit_model(model, target.rule_set(chip, chip_obj.precisions[0]), chip_obj.precisions[0], views=node_views(model))
+        result = agreement.compare_pair(name, chip, pair, data["models"][name]["nodes"], audited)
+        wrong = defaultdict(list)
+        for d in result["disagreements"]:
+            wrong[d["node"].split("_", 1)[0]].append(d)
+        compared = defaultdict(int)
+        for (node, _op), code in zip(data["models"][name]["nodes"], truth_codes(pair, chip)):
+            if code != ".":
+                compared[node.split("_", 1)[0]] += 1
+        for case in sorted({n.split("_", 1)[0] for n, _ in data["models"][name]["nodes"]}):
+            m = meta.get(case, {})
+            cases[f"{case}/{chip}"] = {"case": case, "chip": chip, "pack": name, "part": m.get("part", "?"), "op": m.get("op", "?"),
+                                       "variant": m.get("variant", "?"), "compared": compared[case] > 0, "agree": not wrong[case],
+                                       "disagreements": wrong[case]}
+    return {"cases": cases, "refused_packs": refused, "not_compared": missing}
+
+
+def truth_codes(pair: dict, chip: str) -> str:
+    codes, _failed, _basis = agreement.truth_of(pair, chip)
+    return codes or ""
+
+
 def summarise(pairs: list[dict]) -> dict:
     per_chip = defaultdict(lambda: {"pairs": 0, "exact": 0, "nodes_compared": 0, "nodes_agree": 0})
     for p in pairs:
@@ -123,7 +183,37 @@ def _pct(a: int, b: int) -> str:
     return f"{100 * a / b:.1f}%" if b else "n/a"
 
 
-def render_section(result: dict, manifest: dict) -> str:
+def case_lines(cases: dict) -> list[str]:
+    """The packed op-in-context cases: per part and chip, and what disagrees, by op and variation."""
+    rows = [c for c in cases["cases"].values() if c["compared"]]
+    lines = ["### Op-in-context cases (scripts/pool/gen_cases.py), packed many to a model", "",
+             "Each case is one node of a pool pattern (op type, attributes, input shapes, constants, neighbours, opset) or a variation of it "
+             "(neighbours, opset, rank, attributes), with its own graph inputs and outputs, packed side by side so one conversion gives many "
+             "verdicts (`tests/fixtures/pool/cases.json`, verdicts in `tests/fixtures/pool/case_verdicts.json`). A case is held out when every "
+             "pool model its pattern came from is held out. A case agrees when every node of it the toolchain reports is placed the same.", "",
+             "| part | chip | cases compared | agree |", "|---|---|---|---|"]
+    for part in PARTS:
+        for chip in sorted({c["chip"] for c in rows}):
+            mine = [c for c in rows if c["part"] == part and c["chip"] == chip]
+            if mine:
+                ok = sum(c["agree"] for c in mine)
+                lines.append(f"| {part} | {chip} | {len(mine)} | {ok} ({_pct(ok, len(mine))}) |")
+    if cases["refused_packs"]:
+        lines += ["", f"Packs the toolchain refused (no per-case verdict): {len(cases['refused_packs'])}: "
+                  + "; ".join(f"{r['pack']}: {r['message'][:100]}" for r in cases["refused_packs"][:6])]
+    kinds: dict = defaultdict(set)
+    for c in rows:
+        for d in c["disagreements"]:
+            kinds[(c["part"], c["chip"], d["op_type"], f"{d['predicted']} -> {d['toolchain']}")].add(f"{c['case']} ({c['op']}, {c['variant']})")
+    lines += ["", "Case disagreements by op type (part, chip, op of the node, predicted -> toolchain; cases, with the case's op and variation):", ""]
+    for (part, chip, op, kind), where in sorted(kinds.items(), key=lambda kv: (PARTS.index(kv[0][0]), -len(kv[1]), kv[0])):
+        lines.append(f"- {part} {chip} {op}: {kind}; {len(where)} cases: " + ", ".join(sorted(where)[:3]) + (" ..." if len(where) > 3 else ""))
+    if not kinds:
+        lines.append("- none")
+    return lines + [""]
+
+
+def render_section(result: dict, manifest: dict, cases: dict | None = None) -> str:
     """docs/audit-agreement.md's pool section: held-out headline, per part and chip, per pair, mechanisms."""
     s = result["summary"]
     h, t = s["held-out"], s["tuning"]
@@ -165,6 +255,7 @@ def render_section(result: dict, manifest: dict) -> str:
             why = f" (audit's reason: {m['reasons'][0]})" if m["reasons"] and m["kind"] != "audit: builds; toolchain: fails" else (f" (toolchain: {m['reasons'][0]})" if m["reasons"] else "")
             lines.append(f"- {m['family']} {m['op_type']}: {m['kind']}; {m['nodes']} nodes in {len(m['pairs'])} pairs: {shown}{why}")
         lines.append("")
+    lines += case_lines(cases or {"cases": {}, "refused_packs": []})
     lines += ["### Per model-chip pair", "", "Cell: `exact` or `differs`, then nodes agreeing of those compared; `refused` = the toolchain refused the model "
               "(and the audit predicted it: exact) or `refused*` (the audit predicted a build).", "",
               "| model | part | source | " + " | ".join(chips) + " |", "|---|---|---|" + "---|" * len(chips)]
@@ -195,22 +286,29 @@ def main() -> int:
     parser.add_argument("--markdown", type=Path, help=f"write the pool section into this page, between {SECTION_START} and {SECTION_END}")
     args = parser.parse_args()
     result = run({c for c in args.chips.split(",") if c} or None)
+    cases = run_cases({c for c in args.chips.split(",") if c} or None)
     manifest = json.loads((FIXTURES / "manifest.json").read_text())
     for part in PARTS:
         s = result["summary"][part]
         print(f"{part}: {s['pairs_exact']}/{s['pairs']} pairs exact ({s['models']} models); nodes {s['nodes_agree']}/{s['nodes_compared']}")
         for m in mechanisms([p for p in result["pairs"].values() if p["part"] == part])[:25]:
             print(f"   {m['family']:8s} {m['op_type']:20s} {m['kind']:42s} {m['nodes']:4d} {len(m['pairs']):3d}  {', '.join(m['pairs'])[:100]}")
+    rows = [c for c in cases["cases"].values() if c["compared"]]
+    print(f"cases: {sum(c['agree'] for c in rows)}/{len(rows)} agree; refused packs {len(cases['refused_packs'])}")
+    for part in PARTS:
+        bad = [c for c in rows if c["part"] == part and not c["agree"]]
+        print(f"  {part}: {len(bad)} cases disagree: " + ", ".join(f"{c['case']}/{c['chip']} {c['op']} ({c['variant']})" for c in bad[:15]))
     if result["not_compared"]:
         print("not compared (model not found): " + ", ".join(result["not_compared"]))
     if args.record:
         exact = sorted(k for k, p in result["pairs"].items() if p["exact"])
-        (FIXTURES / "agreement.json").write_text(json.dumps({"exact": exact, "not_exact": sorted(set(result["pairs"]) - set(exact))}, indent=1) + "\n")
+        agree = sorted(k for k, c in cases["cases"].items() if c["compared"] and c["agree"])
+        (FIXTURES / "agreement.json").write_text(json.dumps({"exact": exact, "not_exact": sorted(set(result["pairs"]) - set(exact)), "cases_agree": agree}, indent=1) + "\n")
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     if args.markdown:
         text = args.markdown.read_text()
-        section = render_section(result, manifest)
+        section = render_section(result, manifest, cases)
         start, end = text.find(SECTION_START), text.find(SECTION_END)
         text = text[:start] + section + text[end + len(SECTION_END):] if start != -1 and end != -1 else text.rstrip("\n") + "\n\n" + section + "\n"
         args.markdown.write_text(text)
