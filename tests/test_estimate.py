@@ -231,3 +231,15 @@ def test_a_build_report_carries_the_estimate_and_a_p50_gate_judges_it_when_allow
     shown = run_cli("report", entry["artifact"], env=env)
     assert shown.returncode == 0, shown.stderr
     assert f"am62a: estimated (not measured): {section['sentence']}" in shown.stdout
+
+
+def test_the_committed_params_are_the_fit_of_the_committed_figures_and_features():
+    """CI re-runs the fit and its leave-one-out error from the committed table and features (no models needed)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "estimate" / "fit.py"
+    done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "params.json is up to date" in done.stderr

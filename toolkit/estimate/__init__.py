@@ -143,6 +143,7 @@ def estimate_chip(costs, audit, params: dict) -> ChipEstimate:
             f"{fallback} node(s) on the {audit.fallback_unit} and {audit.transitions} transition(s): the published models run on the accelerator, "
             f"so these {fmt_ms(grouped_ms(terms)['fallback on the CPU'] + grouped_ms(terms)['transitions'])} come from the chip's priors and are less sure than the stated error"
         )
+    notes += outside_published_range(latency, entry)
     return ChipEstimate(
         latency_ms=latency,
         low_ms=latency * loo["ratio_low"],
@@ -156,6 +157,22 @@ def estimate_chip(costs, audit, params: dict) -> ChipEstimate:
         notes=notes,
         **base,
     )
+
+
+# How far outside the published figures' span an estimate may fall before it says so.
+EXTRAPOLATION_FACTOR = 2.0
+
+
+def outside_published_range(latency_ms: float, entry: dict) -> list[str]:
+    """A note when the estimate lies well outside the latencies of the published models its error was measured on."""
+    span = entry.get("published_ms_range")
+    if not span or span[0] / EXTRAPOLATION_FACTOR <= latency_ms <= span[1] * EXTRAPOLATION_FACTOR:
+        return []
+    side = "faster" if latency_ms < span[0] else "slower"
+    return [
+        f"far {side} than any published model on this chip ({fmt_ms(span[0], unit=False)}-{fmt_ms(span[1])}): the stated error was measured on those, "
+        "so this estimate is an extrapolation and may be further off"
+    ]
 
 
 def toolchain_estimate_entry(target, chip_id: str, verdict_estimates: dict | None = None) -> dict | None:

@@ -13,8 +13,9 @@ the overheads of its runtime; data/priors.json) and the fit finds scales s_j >= 
   overall speed): t is 1 (the data sheet) for a family fitted as a whole, the family's scales
   for one chip. So the figures set the chip's level; the pull keeps the proportions between its
   coefficients near its family's (or its data sheet's) unless the figures say otherwise. The
-  fallback unit's and the transitions' terms (ANCHORED) are pulled towards t itself, not m t: the
-  published models run on the accelerator, so their figures say nothing of the CPU. With 15-40 figures per chip and 11 coefficients, most
+  fallback unit's and the transitions' terms and the fixed overhead (ANCHORED) are pulled towards
+  t itself, not m t: the published models run on the accelerator, so their figures say nothing of
+  the CPU. With 15-40 figures per chip and 11 coefficients, most
   coefficients are barely constrained by the figures (published models rarely fall back to the
   CPU, so cpu_* and transitions stay at their priors); the pull keeps them physical.
 
@@ -29,15 +30,18 @@ share within 25%; the ratios actual/predicted give the range printed with every 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
 from edgedeploy.estimate.features import FEATURES
 
-# Terms of the fallback unit and the transitions: pulled towards their targets themselves, not
-# towards the chip's fitted level (fit_scales).
-ANCHORED = frozenset({"cpu_gmac", "cpu_melem", "transitions", "cross_mbytes"})
+# Terms of the fallback unit, the transitions and the fixed per-inference overhead: pulled towards
+# their targets themselves, not towards the chip's fitted level (fit_scales). The published models
+# never fall back, and a runtime's call overhead does not shrink because its NPU is faster.
+ANCHORED = frozenset({"cpu_gmac", "cpu_melem", "transitions", "cross_mbytes", "fixed"})
 
 # The pull towards the target scales, relative to one figure's squared relative error. Chosen
 # once on the pooled leave-one-out error of all chips (docs/estimate.md), not per chip.
@@ -120,6 +124,9 @@ class ColumnFit:
     coefficients: np.ndarray | None
     figures: int
     loo: dict = field(default_factory=dict)
+    # The same, leaving out every model of one architecture at once (a harsher check: the
+    # published models are mostly sizes of a few architectures).
+    architecture_out: dict = field(default_factory=dict)
     misses: list[dict] = field(default_factory=list)
     reason: str = ""
 
@@ -148,12 +155,17 @@ def fit_family(figures: list[Figure], pull: float = DEFAULT_PULL, min_figures: i
     return family, {c: fit_column(fs, family, pull) for c, fs in by_column.items() if len(fs) >= min_figures}
 
 
-def leave_one_model_out(figures: list[Figure], pull: float = DEFAULT_PULL, min_figures: int = MIN_FIGURES) -> dict[str, list[dict]]:
-    """Per column, for each of its figures: the prediction of a fit without that model anywhere in the family."""
+def leave_one_model_out(figures: list[Figure], pull: float = DEFAULT_PULL, min_figures: int = MIN_FIGURES, group_of: Callable[[str], str] | None = None) -> dict[str, list[dict]]:
+    """Per column, for each of its figures: the prediction of a fit without that model anywhere in the family.
+
+    `group_of`: model key -> the group left out together (default: the model itself); with
+    architecture_of, every size and task of one architecture is left out at once.
+    """
+    group_of = group_of or (lambda key: key)
     out: dict[str, list[dict]] = {}
-    for model in sorted({f.model_key for f in figures}):
-        kept = [f for f in figures if f.model_key != model]
-        held = [f for f in figures if f.model_key == model]
+    for group in sorted({group_of(f.model_key) for f in figures}):
+        kept = [f for f in figures if group_of(f.model_key) != group]
+        held = [f for f in figures if group_of(f.model_key) == group]
         if not kept:
             continue
         _, columns = fit_family(kept, pull, min_figures - 1)
@@ -162,8 +174,15 @@ def leave_one_model_out(figures: list[Figure], pull: float = DEFAULT_PULL, min_f
             if coefficients is None:
                 continue
             predicted = float(f.features @ coefficients)
-            out.setdefault(f.column, []).append({"model_key": model, "published_ms": f.latency_ms, "predicted_ms": predicted})
+            out.setdefault(f.column, []).append({"model_key": f.model_key, "published_ms": f.latency_ms, "predicted_ms": predicted})
     return out
+
+
+def architecture_of(model_key: str) -> str:
+    """'yolov8n_seg_640' -> 'yolov8', 'yolo11m_640' -> 'yolo11', 'mobilenet_v2_224' -> 'mobilenet':
+    the first word of the key without its size letter."""
+    first = model_key.split("_")[0]
+    return re.sub(r"(\d)[nsmlxt]$", r"\1", first)
 
 
 def loo_summary(predictions: list[dict]) -> dict:
@@ -202,6 +221,7 @@ def fit_all(figures: list[Figure], families: dict[str, str], pull: float = DEFAU
             counts[f.column] = counts.get(f.column, 0) + 1
         _, coefficients = fit_family(members, pull, min_figures) if members else (None, {})
         loo = leave_one_model_out(members, pull, min_figures) if members else {}
+        by_architecture = leave_one_model_out(members, pull, min_figures, architecture_of) if members else {}
         for column in sorted(c for c, fam in families.items() if fam == family):
             n = counts.get(column, 0)
             if n < min_figures:
@@ -209,5 +229,8 @@ def fit_all(figures: list[Figure], families: dict[str, str], pull: float = DEFAU
                 results.append(ColumnFit(column, family, None, n, reason=f"{have} for this chip (an estimate needs at least {min_figures})"))
                 continue
             predictions = loo.get(column, [])
-            results.append(ColumnFit(column, family, coefficients[column], n, loo=loo_summary(predictions), misses=worst_misses(predictions)))
+            held_out = by_architecture.get(column)
+            results.append(
+                ColumnFit(column, family, coefficients[column], n, loo=loo_summary(predictions), architecture_out=loo_summary(held_out) if held_out else {}, misses=worst_misses(predictions))
+            )
     return results
