@@ -3,14 +3,13 @@
 The corpus's mnist_box_and_class (trained on real MNIST) loses 64 pp of top-1 on the ESP chips;
 the diagnosis must name the node and the cause found by hand (docs/corpus.md): the first ReLU's
 KL-calibrated range [-1, 0.99] clips its values, set by channel 7's constant output (its bias,
-0.87, on the image's flat background). The artifact is a manifest and the model, as a build
-writes them: the diagnosis requantises from the manifest's options (one esp-ppq run, ~40 s).
+0.87, on the image's flat background). One build with a failing accuracy gate, whose report
+carries the diagnosis (one esp-ppq build and one requantisation, about 100 s on 2 cores).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -20,29 +19,19 @@ from tests.helpers import run_cli
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 
 
-def _artifact(root: Path, name: str, chip: str) -> Path:
-    artifact = root / name / chip
-    artifact.mkdir(parents=True)
-    shutil.copyfile(CORPUS / f"{name}.onnx", artifact / "model.onnx")
-    manifest = {
-        "schema": "edgedeploy.manifest/1",
-        "model": {"name": name},
-        "target": {"target": "espdl", "chip": chip},
-        "options": {"precision": "int8", "calib": str(CORPUS / f"{name}.calib.npz"), "preprocess": None, "target_options": {"calib_method": None, "int16_layers": []}},
-        "espdl": {"precision": "int8", "int16_layers": [], "calib_method": "kl"},
-    }
-    (artifact / "manifest.json").write_text(json.dumps(manifest))
-    return artifact
-
-
 @pytest.fixture(scope="module")
 def box_and_class_diagnosis(tmp_path_factory):
+    """`build --fail-on accuracy-drop=1` of the corpus model on esp32s3: the gate fails (exit 7) and the
+    build writes the diagnosis into its report (the same analysis as `edgedeploy diagnose`)."""
     root = tmp_path_factory.mktemp("diagnose")
-    artifact = _artifact(root, "mnist_box_and_class", "esp32s3")
-    out = root / "diagnosis.json"
-    done = run_cli("diagnose", str(artifact), "--eval", str(CORPUS / "mnist_box_and_class.eval.npz"), "-o", str(out))
-    assert done.returncode == 0, done.stderr
-    return json.loads(out.read_text())
+    done = run_cli(
+        "build", str(CORPUS / "mnist_box_and_class.onnx"), "--target", "esp32s3", "--calib", str(CORPUS / "mnist_box_and_class.calib.npz"),
+        "--eval", str(CORPUS / "mnist_box_and_class.eval.npz"), "--fail-on", "accuracy-drop=1", "-o", str(root / "out"),
+    )
+    assert done.returncode == 7, done.stderr
+    assert "diagnose: esp32s3: esp-ppq" in done.stderr and "likely cause at /features/features.2/Relu" in done.stderr
+    report = json.loads((root / "out" / "mnist_box_and_class" / "esp32s3" / "report.json").read_text())
+    return report["accuracy_diagnosis"]
 
 
 @pytest.mark.toolchain("espdl")

@@ -24,7 +24,7 @@ BUILD_WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_
 PARAMETRIC = ("Conv", "ConvTranspose", "Gemm", "MatMul")
 
 
-def _quantise(request, ctx, build, calib_batches, input_shapes, test_tensors):
+def _quantise(request, ctx, calib_batches, input_shapes, test_tensors):
     """espdl_quantize_onnx with the settings of the artifact's build (see worker_build.run's quantise)."""
     from esp_ppq.api import espdl_quantize_onnx, get_target_platform
     from esp_ppq.api.setting import QuantizationSettingFactory
@@ -167,7 +167,7 @@ def run(request, ctx):
     measured = build._batches(torch, build._load_inputs(np, request["eval"], names), names, int(request["batch_size"])) if request.get("eval") else calib
     test_tensors = [t[:1] for t in calib[0]]
     ctx.log(f"quantising for {request['chip']} ({request['precision']}, {request['calib_method']} calibration) as the build did")
-    graph = _quantise(request, ctx, build, calib, [list(t.shape) for t in test_tensors], test_tensors)
+    graph = _quantise(request, ctx, calib, [list(t.shape) for t in test_tensors], test_tensors)
 
     executor = TorchExecutor(graph=graph, device="cpu")
     ops = [op for op in graph.topological_sort() if op.outputs]

@@ -174,6 +174,7 @@ def _build(values: dict, project) -> None:
     from edgedeploy.datasets import parse_preprocess
     from edgedeploy.cli.progress import Reporter
     from edgedeploy.gates import gates_of_command, merge_gates, parse_gates
+    from edgedeploy.pipeline.diagnose import diagnose_failed_accuracy_gates
     from edgedeploy import api
     from edgedeploy.targets import find_chip
 
@@ -230,7 +231,9 @@ def _build(values: dict, project) -> None:
         report = artifact.document
         entry = {"chip": chip.id, "status": artifact.status, "artifact": str(artifact.path), "wall_seconds": round(time.monotonic() - started, 2), "report": report}
         if gates:
-            entry["gates"] = gate_summary(evaluate_build(gates, report, artifact.manifest))
+            judged = evaluate_build(gates, report, artifact.manifest)
+            entry["gates"] = gate_summary(judged)
+            diagnose_failed_accuracy_gates(artifact.path, judged, eval_data, info)
         results.append(entry)
     reporter.close()
     for entry in results:

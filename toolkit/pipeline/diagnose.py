@@ -172,3 +172,33 @@ def diagnose_artifact(artifact: Path, options: DiagnoseOptions, echo: Callable[[
         "paths": paths,
         "skipped": skipped,
     }
+
+
+# The gates whose failure the diagnosis explains: the accuracy figures of the quantised model.
+ACCURACY_GATES = ("accuracy-drop", "snr", "cosine")
+
+
+def diagnose_failed_accuracy_gates(artifact: Path, gate_results: list, evaluation: Path | None, echo: Callable[[str], None]) -> dict | None:
+    """`build`'s diagnosis stage: when an accuracy gate of this artifact failed, the same analysis as
+    `edgedeploy diagnose`, written into its report.json (`accuracy_diagnosis`) and summarised on `echo`.
+
+    A diagnosis that cannot run changes nothing of the build's outcome: its reason is recorded.
+    """
+    from edgedeploy.accuracy.render import render_path
+    from edgedeploy.report.artifact import update_report_section
+
+    failed = [r for r in gate_results if not r.passed and r.gate.kind.key in ACCURACY_GATES and r.value is not None]
+    if not failed:
+        return None
+    echo(f"diagnose: {', '.join(r.gate.given or r.gate.kind.key for r in failed)} failed; looking for where int8 breaks the model")
+    try:
+        document = diagnose_artifact(artifact, DiagnoseOptions(eval=evaluation), echo)
+    except EdgedeployError as exc:
+        document = {"schema": SCHEMA, "error": str(exc).splitlines()[0]}
+        echo(f"diagnose: could not run: {document['error']}")
+    else:
+        for path in document["paths"]:
+            for line in render_path(path, nodes=False).splitlines():
+                echo(f"diagnose: {line.strip()}")
+    update_report_section(artifact, ("accuracy_diagnosis",), document)
+    return document
