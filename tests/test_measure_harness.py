@@ -45,9 +45,9 @@ def test_sessions_are_separate_processes_and_time_what_they_run(tmp_path):
 
 def test_a_repeated_pid_is_refused(tmp_path, monkeypatch):
     fake = {"schema": protocol.RUN_SCHEMA, "pid": 4242, "latency_us": {"p50": 1.0, "p90": 1.0}, "iterations": 5, "first_inference_us": 1.0}
-    import edgedeploy.toolchains.worker as worker_module
+    from edgedeploy.toolchains.executor import Executor
 
-    monkeypatch.setattr(worker_module, "run_worker", lambda *a, **k: dict(fake))
+    monkeypatch.setattr(Executor, "run_worker", lambda *a, **k: dict(fake))
     with pytest.raises(WorkerFailed, match="separate processes"):
         run_sessions(Path(sys.executable), tmp_path / "unused.py", {}, PLAN, tmp_path, "fake", 10)
 

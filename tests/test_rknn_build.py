@@ -193,10 +193,14 @@ def test_a_tensor_in_the_toolkits_error_is_named_by_its_node():
     graph = helper.make_graph(
         [helper.make_node("GRU", ["x", "w", "r"], ["/gru/GRU_output_0", "/gru/GRU_output_1"], name="/gru/GRU")], "g", [], []
     )
-    said = "The rknn toolchain failed: KeyError: '/gru/GRU_output_1' (in rknn-toolkit2's fold_constant) (full log: x)."
-    assert with_failing_node(said, graph).startswith("The rknn toolchain failed at node '/gru/GRU' (GRU): KeyError: '/gru/GRU_output_1'")
-    other = "The rknn toolchain failed: ValueError: Not support 'Dropout' of opset-9! (full log: x)."
-    assert with_failing_node(other, graph) == other
+    from edgedeploy.errors import ToolchainFailed
+
+    said = ToolchainFailed("The rknn toolchain failed", toolchain="rknn", final_line="KeyError: '/gru/GRU_output_1'", source_location="rknn-toolkit2's fold_constant", log_path="x")
+    named = with_failing_node(said, graph)
+    assert (named.node, named.op_type, named.final_line, named.log_path) == ("/gru/GRU", "GRU", said.final_line, "x")
+    assert str(named) == "The rknn toolchain failed at node '/gru/GRU' (GRU): KeyError: '/gru/GRU_output_1' (in rknn-toolkit2's fold_constant) (full log: x)."
+    other = said.replace(final_line="ValueError: Not support 'Dropout' of opset-9!")
+    assert with_failing_node(other, graph) is other
 
 
 def test_a_refusal_the_audit_foresaw_names_the_node_and_the_workaround(tmp_path):

@@ -18,8 +18,13 @@ import pytest
 
 from edgedeploy.errors import ToolchainError, ToolchainMissing, WorkerFailed
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
-from edgedeploy.toolchains.worker import run_worker
+from edgedeploy.toolchains.executor import Executor
 from tests.helpers import run_cli
+
+
+def run_worker(python: Path, worker: Path, request: dict, workdir: Path, log_path: Path, timeout_s: float, label: str) -> dict:
+    """The executor's one worker path with an interpreter's path as the environment."""
+    return Executor(log_path, timeout_s).run_worker(python, worker, request, workdir, label=label)
 
 
 def write_worker(tmp_path: Path, body: str) -> Path:
@@ -271,7 +276,7 @@ def test_round_trip_through_the_espdl_environment(tmp_path):
         """,
     )
     log = tmp_path / "build.log"
-    result = tc.run_worker(worker, {"values": [0.5, 1.5, 2.0]}, workdir=tmp_path / "w", log_path=log, timeout_s=300)
+    result = Executor(log, 300).run_worker(tc, worker, {"values": [0.5, 1.5, 2.0]}, tmp_path / "w")
     assert result["sum"] == 4.0
     assert Path(result["python"]).parent == tc.python().parent
     assert "envs/espdl" in result["esp_ppq"]
@@ -329,7 +334,7 @@ def test_an_exception_in_the_caller_kills_the_workers_whole_process_group(tmp_pa
             raise KeyboardInterrupt  # what Ctrl-C does in the CLI while it waits
 
     with pytest.raises(KeyboardInterrupt):
-        Executor(log, 60, progress).worker_with_python(Path(sys.executable), worker, {}, tmp_path / "w", "test")
+        Executor(log, 60, progress).run_worker(Path(sys.executable), worker, {}, tmp_path / "w", "test")
     assert "child" in seen, log.read_text()
     # The group got SIGTERM then SIGKILL before the call returned; a signal is delivered
     # asynchronously, so allow the kernel a moment to finish the grandchild off.

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from edgedeploy import __version__
-from edgedeploy.errors import ArtifactError, EdgedeployError
+from edgedeploy.errors import ArtifactError, ToolchainFailed
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = "edgedeploy.manifest/1"
@@ -206,9 +206,11 @@ class ArtifactBuilder:
 
 
 def _point_at(exc: BaseException | None, old: Path, new: Path) -> None:
-    """Make an error's sentence name the folder that exists: the kept `.failed` one, not the work folder."""
-    if isinstance(exc, EdgedeployError) and exc.args and isinstance(exc.args[0], str) and str(old) in exc.args[0]:
-        exc.args = (exc.args[0].replace(str(old), str(new)),) + exc.args[1:]
+    """Make a failed run's log path name the folder that exists: the kept `.failed` one, not the work folder."""
+    while exc is not None:
+        if isinstance(exc, ToolchainFailed):
+            exc.relocate(old, new)
+        exc = exc.__cause__
 
 
 def read_manifest(artifact: Path) -> dict:

@@ -23,7 +23,7 @@ EXIT_CODES: dict[int, tuple[str, str]] = {
     6: ("build: a project was generated but not compiled here (TIDL without TI's tools); --allow-generated accepts it", "build"),
     7: ("a --fail-on gate of build or measure failed (a threshold on accuracy, fidelity, latency or size, or a figure it needs is missing)", "GateFailed"),
     8: ("the model cannot be used: missing, malformed, unsafe, or with shapes that cannot be pinned", "ModelError"),
-    9: ("a toolchain is missing, or its worker or command failed", "ToolchainError, ToolchainMissing, WorkerFailed"),
+    9: ("a toolchain is missing, or its worker or command failed", "ToolchainError, ToolchainMissing, WorkerFailed, ToolchainFailed"),
     10: ("a device is unreachable, failed or lied during a run", "DeviceError"),
     11: ("an artifact or output file is missing, damaged, exists already (no --force) or was built for something else", "ArtifactError"),
     12: ("a registered target package is broken", "TargetError"),
@@ -90,6 +90,66 @@ class ToolchainMissing(ToolchainError):
 
 class WorkerFailed(ToolchainError):
     """A toolchain worker crashed, timed out, or reported an error."""
+
+
+class ToolchainFailed(WorkerFailed):
+    """A toolchain run failed: the facts as fields, the user's sentence built from them.
+
+    Code that adds to a failure (a target naming the node behind a tensor, the audit's
+    foreseen reason, a known remedy) changes a field with `replace()`; nobody parses or edits
+    the sentence. Fields:
+      headline         what happened, e.g. "The rknn toolchain failed", "The eiq worker timed out after 60 s"
+      toolchain        the toolchain's name (the label of the run)
+      node, op_type    the model node the toolchain failed on, where it is known
+      source_location  where inside the toolchain (a function, a file:line), where the worker could tell
+      final_line       the toolchain's own last error line
+      log_path         the full log (with the traceback)
+      hints            sentences appended after the log's path (a remedy, what the audit foresaw)
+    """
+
+    def __init__(self, headline: str, *, toolchain: str, node: str | None = None, op_type: str | None = None, source_location: str | None = None, final_line: str | None = None, log_path: object = None, hints: tuple[str, ...] = ()):
+        self.headline = headline
+        self.toolchain = toolchain
+        self.node = node
+        self.op_type = op_type
+        self.source_location = source_location
+        self.final_line = final_line
+        self.log_path = log_path
+        self.hints = tuple(h for h in hints if h and h.strip())
+        super().__init__(self.sentence())
+
+    FIELDS = ("headline", "toolchain", "node", "op_type", "source_location", "final_line", "log_path", "hints")
+
+    def sentence(self) -> str:
+        at = f" at node '{self.node}'" + (f" ({self.op_type})" if self.op_type else "") if self.node else ""
+        own = self.final_line.rstrip(".") if self.final_line else ""
+        if own and self.source_location:
+            own = f"{own} (in {self.source_location})"
+        said = f": {own.rstrip('.')}" if own else ""
+        log = f" (full log: {self.log_path})" if self.log_path else ""
+        text = f"{self.headline}{at}{said}{log}."
+        for hint in self.hints:
+            text = f"{text.rstrip()} {hint.strip()}"
+        return text
+
+    def __str__(self) -> str:
+        return self.sentence()
+
+    def to_dict(self) -> dict:
+        """The fields as JSON-ready data (the report's record of a failed conversion)."""
+        return {name: (list(v) if isinstance(v, tuple) else (str(v) if name == "log_path" and v is not None else v)) for name in self.FIELDS for v in [getattr(self, name)]}
+
+    def replace(self, **changes) -> "ToolchainFailed":
+        """A copy with some fields changed (raise it `from` this one)."""
+        fields = {name: getattr(self, name) for name in self.FIELDS}
+        fields.update(changes)
+        return ToolchainFailed(fields.pop("headline"), **fields)
+
+    def relocate(self, old: object, new: object) -> None:
+        """The log moved (a failed artifact kept as `<dest>.failed`): point at where it is now."""
+        if self.log_path is not None and str(self.log_path).startswith(str(old)):
+            self.log_path = str(new) + str(self.log_path)[len(str(old)) :]
+            self.args = (self.sentence(),)
 
 
 class DeviceError(EdgedeployError):

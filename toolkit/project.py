@@ -81,7 +81,10 @@ MEASURE_KEYS: dict[str, tuple[str, str]] = {
     "timeout": ("timeout_s", "number"),
 }
 PREPROCESS_KEYS = ("size", "scale", "mean", "std", "layout", "channels")
-TABLES = ("data", "gates", "options", "measure")
+TABLES = ("data", "gates", "options", "measure", "toolchains")
+# [toolchains.<name>]: where a toolchain's worker runs instead of edgedeploy's managed venv
+# (edgedeploy.toolchains.kinds): one of python, command, ssh (with remote-python).
+TOOLCHAIN_KEYS = ("python", "command", "ssh", "remote-python")
 
 
 @dataclass
@@ -95,6 +98,7 @@ class Project:
     measure: dict[str, Any] = field(default_factory=dict)
     gates: list[str] = field(default_factory=list)
     target_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    toolchains: dict[str, dict[str, Any]] = field(default_factory=dict)
     # where each value came from, for messages: parameter -> "edgedeploy.toml: [data] calib"
     fields: dict[str, str] = field(default_factory=dict)
 
@@ -141,7 +145,29 @@ def load_project(path: Path) -> Project:
         if not isinstance(options, dict):
             raise ConfigError(f"{name}: [options] {target_id} must be a table of that target's options ([options.{target_id}]).")
         project.target_options[str(target_id)] = {_key(k): v for k, v in options.items()}
+    project.toolchains = _toolchains(_table(data, "toolchains", name), name)
     return project
+
+
+def toolchain_tables(path: Path) -> dict[str, dict[str, Any]]:
+    """The checked [toolchains.<name>] tables of a project file, by toolchain name."""
+    return load_project(path).toolchains
+
+
+def _toolchains(table: dict, filename: str) -> dict[str, dict[str, Any]]:
+    out = {}
+    for name, entry in table.items():
+        where = f"{filename}: [toolchains.{name}]"
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where} must be a table (python = ..., command = [...] or ssh = ...).")
+        entry = {_key(k): v for k, v in entry.items()}
+        for key in entry:
+            if key not in TOOLCHAIN_KEYS:
+                raise _unknown(where, key, TOOLCHAIN_KEYS)
+        if sum(key in entry for key in ("python", "command", "ssh")) != 1:
+            raise ConfigError(f"{where} needs exactly one of python, command or ssh.")
+        out[str(name)] = entry
+    return out
 
 
 def _key(key: str) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgedeploy.errors import ToolchainError, WorkerFailed
+from edgedeploy.errors import ToolchainFailed
 from edgedeploy.model import named_copy
 from edgedeploy.targets.eiq.confirm import tokens_for
 from edgedeploy.targets.eiq.workarounds import SOFTMAX_2D, softmax_in_2d
@@ -75,10 +75,9 @@ def convert(target, ctx) -> ConvertResult:
     ctx.echo(f"convert: onnx2tf converts to float32 and full-int8 TFLite{' and Vela compiles for the Ethos-U65' if chip == 'imx93' else ''} (log: build.log)")
     started = time.monotonic()
     try:
-        result = ctx.executor.worker(target.toolchain, WORKER, request, work)
-    except WorkerFailed as exc:
-        message = with_node_names(str(exc), token_names)
-        raise WorkerFailed(message + known_remedy(message)) from exc
+        result = ctx.executor.run_worker(target.toolchain, WORKER, request, work)
+    except ToolchainFailed as exc:
+        raise with_user_names(exc, token_names) from exc
     conversion = {
         "converter": f"onnx2tf {result['versions'].get('onnx2tf')} + tensorflow-cpu {result['versions'].get('tensorflow-cpu')}",
         "float32_tflite": "model_float32.tflite",
@@ -116,7 +115,7 @@ def convert(target, ctx) -> ConvertResult:
             )
         if vela["returncode"] or not vela.get("vela_tflite"):
             own = final_error_line(vela.get("stdout") or "") or verdict.failed
-            raise ToolchainError(f"Vela could not compile the model for the i.MX 93: {own or 'see vela/vela_stdout.txt'}.")
+            raise ToolchainFailed("Vela could not compile the model for the i.MX 93", toolchain="vela", final_line=own, log_path=str(ctx.workdir / "vela" / "vela_stdout.txt"))
         sections["vela"] = section
         files["npu_model"] = "model_int8_vela.tflite"
     else:
@@ -156,7 +155,7 @@ def simulate(target, ctx, converted: ConvertResult, evaluation) -> SimulationRes
         "int8_tflite": str(ctx.workdir / "model_int8.tflite"),
         **{k: io[k] for k in ("onnx_inputs", "onnx_outputs", "input_layouts")},
     }
-    result = ctx.executor.worker(target.toolchain, WORKER, request, work)
+    result = ctx.executor.run_worker(target.toolchain, WORKER, request, work)
     backend = f"TFLite CPU interpreter (ai-edge-litert {result['versions'].get('ai-edge-litert')}), model_int8.tflite"
     if "int8" not in result["eval_outputs"]:
         return SimulationResult({}, backend, notes=result["notes"], failed=f"the TFLite interpreter could not run model_int8.tflite: {result['errors'].get('int8')}")
@@ -200,6 +199,14 @@ _TOKEN = re.compile(r"\bedn\d+(?:_(?:2d|nd|shape))?\b")
 def with_node_names(message: str, token_names: dict[str, str]) -> str:
     """onnx2tf saw the nodes under tokens (edn<index>); the user knows them by their names."""
     return _TOKEN.sub(lambda m: token_names.get(m.group(0), m.group(0)), message)
+
+
+def with_user_names(exc: ToolchainFailed, token_names: dict[str, str]) -> ToolchainFailed:
+    """The failure with the user's node names for onnx2tf's tokens, and the documented remedy as a hint."""
+    renamed = {f: with_node_names(getattr(exc, f), token_names) for f in ("node", "final_line", "source_location") if getattr(exc, f)}
+    named = exc.replace(**renamed)
+    remedy = known_remedy(" ".join(filter(None, (named.final_line, named.source_location))))
+    return named.replace(hints=named.hints + (remedy,)) if remedy else named
 
 
 def known_remedy(message: str) -> str:

@@ -22,6 +22,7 @@ import onnx
 from edgedeploy.audit.confirm import ToolchainVerdict
 from edgedeploy.errors import OptionError, WorkerFailed
 from edgedeploy.model.stats import node_names
+from edgedeploy.toolchains.executor import Executor
 
 WORKER = Path(__file__).with_name("worker.py")
 PER_MODEL_TIMEOUT_S = 300.0
@@ -112,7 +113,7 @@ def run_verdicts(target, model_paths: list[Path], chip_id: str, workdir: Path, l
             "keep_files": keep_files,
         }
         try:
-            target.toolchain.run_worker(WORKER, request, workdir=workdir / "worker", log_path=log_path, timeout_s=per_model_timeout_s * len(pending) + 120)
+            Executor(log_path, per_model_timeout_s * len(pending) + 120).run_worker(target.toolchain, WORKER, request, workdir / "worker")
             crashed = None
         except WorkerFailed as exc:
             crashed = str(exc).splitlines()[0]

@@ -168,7 +168,7 @@ def convert(ctx) -> ConvertResult:
         request["auto_threshold"] = 10 ** (-int16[1] / 10.0)
         request["auto_max_steps"] = max(1, math.ceil(computing * INT16_AUTO_MAX_STEP_FRACTION))
     ctx.echo(f"convert: esp-ppq quantises for {ctx.chip.id} ({precision}), {len(calib) // batch} calibration steps of {batch} (log: build.log)")
-    result = ctx.executor.worker(ctx.target.toolchain, WORKER, request, work)
+    result = ctx.executor.run_worker(ctx.target.toolchain, WORKER, request, work)
     if result.get("user_error"):
         raise OptionError(result["user_error"] + ".")
     worker_notes = list(result.get("notes") or [])

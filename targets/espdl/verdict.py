@@ -24,6 +24,7 @@ from edgedeploy.audit.layers import ToolchainLayer, map_layers
 from edgedeploy.audit.rules import Placement
 from edgedeploy.errors import OptionError, WorkerFailed
 from edgedeploy.model.stats import node_names
+from edgedeploy.toolchains.executor import Executor
 from edgedeploy.targets.espdl.passes import BN_FOLD_TARGETS
 
 WORKER = Path(__file__).with_name("worker_verdict.py")
@@ -161,14 +162,8 @@ def run_verdicts(
             "cases": pending,
         }
         try:
-            result = toolchain.run_worker(
-                WORKER,
-                request,
-                workdir=workdir,
-                log_path=log_path,
-                timeout_s=WORKER_START_S + case_timeout_s * len(pending) * 1.5,
-                home=home,
-            )
+            executor = Executor(log_path, WORKER_START_S + case_timeout_s * len(pending) * 1.5)
+            result = executor.run_worker(toolchain.worker_environment(home), WORKER, request, workdir)
             version = result.get("esp_ppq_version", version)
             results.update(result["cases"])
             if progress:

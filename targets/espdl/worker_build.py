@@ -99,11 +99,11 @@ def run(request, ctx):
     out_dir = request["out_dir"]
     os.makedirs(out_dir, exist_ok=True)
 
-    calib = _load_inputs(np, request["calib"], input_names)
+    calib = ctx.arrays.read_arrays(request["calib"], input_names)
     calib_batches = _batches(torch, calib, input_names, batch_size)
     if not calib_batches:
         raise ValueError("no calibration batch could be formed")
-    test_inputs = _load_inputs(np, request["test_input"], input_names)
+    test_inputs = ctx.arrays.read_arrays(request["test_input"], input_names)
     test_tensors = [torch.from_numpy(np.ascontiguousarray(test_inputs[n][:1])) for n in input_names]
     input_shapes = [list(t.shape) for t in test_tensors]
 
@@ -286,7 +286,7 @@ def run(request, ctx):
     if request.get("eval"):
         ctx.log("running esp-ppq's quantised simulation on the evaluation inputs")
         t0 = time.monotonic()
-        data = _load_inputs(np, request["eval"], input_names)
+        data = ctx.arrays.read_arrays(request["eval"], input_names)
         executor = TorchExecutor(graph=graph, device="cpu")
         outputs = {name: [] for name in graph.outputs}
         count = len(data[input_names[0]])
@@ -297,7 +297,7 @@ def run(request, ctx):
             for name, value in zip(graph.outputs, got):
                 outputs[name].append(value.detach().cpu().numpy().astype(np.float32))
         eval_path = os.path.join(ctx.workdir, "quantised_outputs.npz")
-        _save_arrays(np, eval_path, {name: np.concatenate(parts, axis=0) for name, parts in outputs.items()})
+        ctx.arrays.write_arrays(eval_path, {name: np.concatenate(parts, axis=0) for name, parts in outputs.items()})
         eval_result = eval_path
         timings["simulate_s"] = round(time.monotonic() - t0, 2)
 
@@ -345,26 +345,6 @@ def run(request, ctx):
         "calibration": calibration,
         "versions": {d: ctx.package_version(d) for d in ("esp-ppq", "torch", "onnx", "onnxsim", "numpy")},
     }
-
-
-def _load_inputs(np, path, names):
-    """Arrays written by edgedeploy.arrays.write_arrays: array i under `t<i>`, the names in `names_json`."""
-    import json
-
-    with np.load(path, allow_pickle=False) as archive:
-        table = json.loads(bytes(archive["names_json"]).decode("ascii"))
-        by_name = {n: np.asarray(archive[f"t{i}"]) for i, n in enumerate(table)}
-    return {n: by_name[n] for n in names}
-
-
-def _save_arrays(np, path, arrays):
-    """The format of edgedeploy.arrays.write_arrays (this file cannot import edgedeploy): array i under `t<i>`, names in `names_json`."""
-    import json
-
-    names = list(arrays)
-    payload = {f"t{i}": arrays[n] for i, n in enumerate(names)}
-    payload["names_json"] = np.frombuffer(json.dumps(names, ensure_ascii=True).encode("ascii"), dtype=np.uint8)
-    np.savez(path, **payload)
 
 
 def _batches(torch, arrays, names, batch_size):

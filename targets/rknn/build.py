@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from edgedeploy.arrays import read_arrays, write_arrays
+from edgedeploy.arrays import read_arrays, write_arrays, write_npy_list
 from edgedeploy.artifacts import sha256_file
 from edgedeploy.datasets import Dataset, PreprocessSpec, model_input_specs
-from edgedeploy.errors import OptionError, ToolchainError, WorkerFailed
+from edgedeploy.errors import OptionError, ToolchainFailed
 from edgedeploy.targets.base import ConvertResult, SimulationResult
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -115,19 +115,8 @@ def _per_channel(values: tuple[float, ...], channels: int, what: str) -> list[fl
 
 
 def _write_dataset(ds: Dataset, norm: InputNormalisation, folder: Path, names: list[str], batch: int) -> Path:
-    """rknn-toolkit2's dataset file: one line per sample, the absolute .npy path of each input."""
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for k, b in enumerate(ds.batches(batch)):
-        paths = []
-        for j, name in enumerate(names):
-            p = folder / f"s{k:05d}_i{j}.npy"
-            np.save(p, norm.to_board_domain(name, b[name]))
-            paths.append(str(p.resolve()))
-        lines.append(" ".join(paths))
-    dataset = folder / "dataset.txt"
-    dataset.write_text("\n".join(lines) + "\n")
-    return dataset
+    """rknn-toolkit2's dataset file: one line per sample, the absolute .npy path of each input (edgedeploy.arrays)."""
+    return Path(write_npy_list(folder, ([norm.to_board_domain(name, b[name]) for name in names] for b in ds.batches(batch))))
 
 
 def convert(target, ctx) -> ConvertResult:
@@ -182,9 +171,12 @@ def convert(target, ctx) -> ConvertResult:
 
     ctx.echo(f"convert: rknn-toolkit2 builds {RKNN_FILE} for {chip.id} ({precision}) (log: build.log)")
     try:
-        result = ctx.executor.worker(target.toolchain, WORKER, request, ctx.work("convert"))
-    except WorkerFailed as exc:
-        raise WorkerFailed(with_failing_node(str(exc), ctx.model.graph)) from exc
+        result = ctx.executor.run_worker(target.toolchain, WORKER, request, ctx.work("convert"))
+    except ToolchainFailed as exc:
+        named = with_failing_node(exc, ctx.model.graph)
+        if named is exc:
+            raise
+        raise named from exc
     version = result.get("toolkit_version") or target.TOOLKIT_VERSION
     ctx.echo(f"convert: {RKNN_FILE} ({result.get('rknn_size_bytes')} bytes, rknn-toolkit2 {version}, {precision})")
 
@@ -241,14 +233,21 @@ def convert(target, ctx) -> ConvertResult:
 
 
 def _analysis_section(result: dict, work: Path, graph, echo) -> dict:
-    """accuracy_analysis's per-layer cosines mapped to ONNX node names."""
+    """accuracy_analysis's per-layer cosines mapped to ONNX node names.
+
+    A check after a good conversion: when it failed or wrote nothing, the section records why
+    ({"status": "failed"}) and the .rknn is kept (the core's one failure policy).
+    """
     from edgedeploy.targets.rknn.accuracy_table import parse_error_analysis, per_node_errors
 
     report_path = result.get("analysis_report")
-    if not report_path:
-        raise ToolchainError("accuracy_analysis wrote no error_analysis.txt; see the build log.")
+    if result.get("analysis_error") or not report_path:
+        reason = f"accuracy_analysis failed: {result['analysis_error']}" if result.get("analysis_error") else "accuracy_analysis wrote no error_analysis.txt"
+        echo(f"analyse: {reason}; the artifact is kept (see build.log)")
+        return {"status": "failed", "reason": reason}
     shutil.copyfile(report_path, work / "accuracy_analysis.txt")
     analysis = per_node_errors(parse_error_analysis(Path(report_path).read_text(errors="replace")), graph)
+    analysis["status"] = "done"
     analysis["file"] = "accuracy_analysis.txt"
     analysis["samples"] = ANALYSIS_SAMPLES
     analysis["note"] = "cosine of the simulator's layer outputs vs the float model's: entire = accumulated from the input, single = this layer alone"
@@ -258,23 +257,23 @@ def _analysis_section(result: dict, work: Path, graph, echo) -> dict:
     return analysis
 
 
-def with_failing_node(message: str, graph) -> str:
+def with_failing_node(exc: ToolchainFailed, graph) -> ToolchainFailed:
     """Name the node behind a tensor the toolkit's error quotes (`KeyError: '/gru/GRU_output_1'`).
 
     rknn-toolkit2 names tensors, not nodes, in its errors; the node producing the tensor is
-    what the user can look up in the model. Messages that name a node already stay as they are.
+    what the user can look up in the model. A failure that names a node already is returned as is.
     """
-    if not message.startswith("The rknn toolchain failed:"):
-        return message
+    if exc.node or not exc.final_line:
+        return exc
     from edgedeploy.model.stats import node_names
 
     display = node_names(graph)
     producers = {out: (display[i], node.op_type) for i, node in enumerate(graph.node) for out in node.output if out}
-    for quoted in re.findall(r"'([^']+)'", message):
+    for quoted in re.findall(r"'([^']+)'", exc.final_line):
         if quoted in producers:
             name, op_type = producers[quoted]
-            return message.replace("The rknn toolchain failed:", f"The rknn toolchain failed at node '{name}' ({op_type}):", 1)
-    return message
+            return exc.replace(node=name, op_type=op_type)
+    return exc
 
 
 def codegen(ctx, converted: ConvertResult) -> dict:

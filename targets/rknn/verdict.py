@@ -16,6 +16,7 @@ import onnx
 
 from edgedeploy.audit.confirm import ToolchainVerdict
 from edgedeploy.errors import EdgedeployError
+from edgedeploy.toolchains.executor import Executor
 
 WORKER = Path(__file__).with_name("worker.py")
 # Random calibration samples per model when the caller gives no data (placement does not
@@ -36,28 +37,16 @@ VERDICT_CALIBRATION_SAMPLES = 8
 
 def _rknn_dataset(model, data: Path, folder: Path) -> Path:
     """edgedeploy data -> rknn-toolkit2's dataset file (absolute .npy paths, one line per sample)."""
-    import numpy as np
-
+    from edgedeploy.arrays import write_npy_list
     from edgedeploy.datasets import load_dataset, model_input_specs
 
     specs = model_input_specs(model)
     ds = load_dataset(data, specs, None, None)
     batch = int(specs[0].shape[0]) if specs and specs[0].shape and specs[0].shape[0] else 1
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for k, b in enumerate(ds.batches(batch)):
-        if k >= VERDICT_CALIBRATION_SAMPLES:
-            break
-        paths = []
-        for j, s in enumerate(specs):
-            p = folder / f"s{k}_i{j}.npy"
-            np.save(p, b[s.name])
-            paths.append(str(p.resolve()))
-        lines.append(" ".join(paths))
-    if not lines:
+    samples = [[b[s.name] for s in specs] for k, b in zip(range(VERDICT_CALIBRATION_SAMPLES), ds.batches(batch))]
+    if not samples:
         raise EdgedeployError(f"{data} has fewer samples than one batch")
-    (folder / "dataset.txt").write_text("\n".join(lines) + "\n")
-    return folder / "dataset.txt"
+    return Path(write_npy_list(folder, samples))
 
 
 def toolchain_verdicts(
@@ -135,9 +124,8 @@ def toolchain_verdicts(
             "case_timeout_s": VERDICT_TIMEOUT_PER_MODEL_S,
             "cases": todo,
         }
-        result = target.toolchain.run_worker(
-            WORKER, request, workdir=workdir / "worker", log_path=log_path, timeout_s=60 + VERDICT_TIMEOUT_PER_MODEL_S * len(todo)
-        )
+        executor = Executor(log_path, 60 + VERDICT_TIMEOUT_PER_MODEL_S * len(todo))
+        result = executor.run_worker(target.toolchain, WORKER, request, workdir / "worker")
         version = result.get("toolkit_version") or version
         for case, status in zip(todo, result["cases"]):
             statuses[case["index"]] = status

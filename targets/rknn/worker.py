@@ -110,34 +110,23 @@ def _load(rknn, case):
     return rknn.load_onnx(model=case["model"])
 
 
-def _write_random_dataset(case, folder, count, seed=0):
+def _write_random_dataset(case, folder, count, ctx, seed=0):
     """A calibration set of `count` random samples for models without data (audit --confirm).
 
     Placement does not depend on the values; quantisation needs some. Floats uniform in [0, 1),
-    integers 0, booleans False.
+    integers 0, booleans False. Written in the one .npy-list format (ctx.arrays.write_npy_list).
     """
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    lines = []
-    os.makedirs(folder, exist_ok=True)
-    for k in range(count):
-        paths = []
-        for j, inp in enumerate(case.get("inputs") or []):
+
+    def sample():
+        for inp in case.get("inputs") or []:
             dtype = np.dtype(inp.get("dtype") or "float32")
             shape = tuple(inp["shape"])
-            if dtype.kind == "f":
-                arr = rng.random(shape).astype(dtype)
-            else:
-                arr = np.zeros(shape, dtype=dtype)
-            path = os.path.join(folder, "s%d_i%d.npy" % (k, j))
-            np.save(path, arr)
-            paths.append(path)
-        lines.append(" ".join(paths))
-    dataset = os.path.join(folder, "dataset.txt")
-    with open(dataset, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
-    return dataset
+            yield rng.random(shape).astype(dtype) if dtype.kind == "f" else np.zeros(shape, dtype=dtype)
+
+    return ctx.arrays.write_npy_list(folder, (list(sample()) for _ in range(count)))
 
 
 def _config_kwargs(request, case):
@@ -166,7 +155,7 @@ def _verdict_case(request, case, ctx):
     try:
         dataset = None
         if quantize:
-            dataset = case.get("dataset") or _write_random_dataset(case, case["output"] + ".data", int(request.get("random_samples", 2)))
+            dataset = case.get("dataset") or _write_random_dataset(case, case["output"] + ".data", int(request.get("random_samples", 2)), ctx)
         rknn, workarounds = _build_following_advice(request, case, ctx, case["output"], dataset)
         status["stage"] = "done"
         if workarounds:
@@ -251,8 +240,11 @@ def _wait_child(pid, timeout_s):
 
 
 def _run_build(request, ctx):
-    import numpy as np
+    """Convert and export the .rknn; then the checks after a good conversion (simulator, accuracy_analysis).
 
+    A check that fails is recorded in the result (`simulator_error`, `analysis_error`) and never
+    costs the .rknn already exported: the core's one failure policy decides what it means.
+    """
     case = request["case"]
     result = {"toolkit_version": _toolkit_version(), "chip": request["chip"]}
     rknn = None
@@ -267,64 +259,60 @@ def _run_build(request, ctx):
             result["sdk_version"] = rknn.get_sdk_version()
         except Exception:  # noqa: BLE001 - only available with a connected board
             result["sdk_version"] = None
-
-        eval_in = request.get("eval_inputs")
-        if eval_in:
-            # The simulator is a check after a good conversion: its failure is reported, and
-            # never costs the .rknn already exported.
-            try:
-                ctx.log("simulator: init_runtime(target=None)")
-                if rknn.init_runtime(target=None) != 0:
-                    raise RuntimeError("the RKNN simulator did not start (init_runtime failed)")
-                # edgedeploy.arrays' format: array i under `t<i>`, the tensor names in `names_json`.
-                with np.load(eval_in, allow_pickle=False) as archive:
-                    table = json.loads(bytes(archive["names_json"]).decode("ascii"))
-                    data = {n: np.asarray(archive["t%d" % i]) for i, n in enumerate(table)}
-                names = request["input_names"]
-                formats = request["data_formats"]
-                if not any(formats):
-                    formats = None
-                batch = int(request.get("batch") or 1)
-                count = len(data[names[0]]) // batch
-                outputs = None
-                started = time.monotonic()
-                for i in range(count):
-                    feed = [data[n][i * batch : (i + 1) * batch] for n in names]
-                    outs = rknn.inference(inputs=feed, data_format=formats)
-                    if outs is None:
-                        raise RuntimeError("the RKNN simulator returned no outputs for sample %d" % i)
-                    if outputs is None:
-                        outputs = [[] for _ in outs]
-                    for k, o in enumerate(outs):
-                        outputs[k].append(np.asarray(o))
-                    if (i + 1) % 200 == 0:
-                        ctx.log("simulator: %d/%d samples" % (i + 1, count))
-                result["simulator_seconds"] = round(time.monotonic() - started, 2)
-                out_names = request["output_names"]
-                arrays = {}
-                for k, name in enumerate(out_names):
-                    if outputs is not None and k < len(outputs):
-                        arrays[name] = np.concatenate(outputs[k], axis=0)
-                payload = {"t%d" % i: arrays[n] for i, n in enumerate(arrays)}
-                payload["names_json"] = np.frombuffer(json.dumps(list(arrays), ensure_ascii=True).encode("ascii"), dtype=np.uint8)
-                np.savez(request["simulator_outputs"], **payload)
-                result["simulator_outputs"] = request["simulator_outputs"]
-                result["simulated_samples"] = count * batch
-
-            except Exception as exc:  # noqa: BLE001 - recorded for the core, the artifact stays
-                traceback.print_exc()
-                result["simulator_error"] = "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[-1] if str(exc).strip() else "")
-
+        if request.get("eval_inputs"):
+            _after_conversion(result, "simulator_error", _simulate, rknn, request, ctx)
         if request.get("analyse"):
-            ctx.log("accuracy_analysis on one evaluation sample")
-            with _Captured(ctx, request["analysis_output"]):
-                rknn.accuracy_analysis(inputs=request["analysis_inputs"], output_dir=request["analysis_dir"])
-            result["analysis_dir"] = request["analysis_dir"]
-            report = os.path.join(request["analysis_dir"], "error_analysis.txt")
-            result["analysis_report"] = report if os.path.exists(report) else None
+            _after_conversion(result, "analysis_error", _accuracy_analysis, rknn, request, ctx)
     finally:
         _release(rknn)
     return result
+
+
+def _after_conversion(result, error_key, check, rknn, request, ctx):
+    """Run one check after the conversion; its failure goes into result[error_key], never up."""
+    try:
+        result.update(check(rknn, request, ctx))
+    except Exception as exc:  # noqa: BLE001 - recorded for the core, the artifact stays
+        traceback.print_exc()
+        result[error_key] = "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[-1] if str(exc).strip() else "")
+
+
+def _simulate(rknn, request, ctx):
+    """The RKNN simulator (init_runtime(target=None)) on the evaluation inputs, batch by batch."""
+    import numpy as np
+
+    ctx.log("simulator: init_runtime(target=None)")
+    if rknn.init_runtime(target=None) != 0:
+        raise RuntimeError("the RKNN simulator did not start (init_runtime failed)")
+    names = request["input_names"]
+    data = ctx.arrays.read_arrays(request["eval_inputs"], names)
+    formats = request["data_formats"] if any(request["data_formats"]) else None
+    batch = int(request.get("batch") or 1)
+    count = len(data[names[0]]) // batch
+    outputs = None
+    started = time.monotonic()
+    for i in range(count):
+        outs = rknn.inference(inputs=[data[n][i * batch : (i + 1) * batch] for n in names], data_format=formats)
+        if outs is None:
+            raise RuntimeError("the RKNN simulator returned no outputs for sample %d" % i)
+        outputs = outputs if outputs is not None else [[] for _ in outs]
+        for k, o in enumerate(outs):
+            outputs[k].append(np.asarray(o))
+        if (i + 1) % 200 == 0:
+            ctx.log("simulator: %d/%d samples" % (i + 1, count))
+    seconds = round(time.monotonic() - started, 2)
+    arrays = {name: np.concatenate(outputs[k], axis=0) for k, name in enumerate(request["output_names"]) if outputs is not None and k < len(outputs)}
+    ctx.arrays.write_arrays(request["simulator_outputs"], arrays)
+    return {"simulator_seconds": seconds, "simulator_outputs": request["simulator_outputs"], "simulated_samples": count * batch}
+
+
+def _accuracy_analysis(rknn, request, ctx):
+    """rknn-toolkit2's accuracy_analysis on one evaluation sample: its error_analysis.txt."""
+    ctx.log("accuracy_analysis on one evaluation sample")
+    with _Captured(ctx, request["analysis_output"]):
+        rknn.accuracy_analysis(inputs=request["analysis_inputs"], output_dir=request["analysis_dir"])
+    report = os.path.join(request["analysis_dir"], "error_analysis.txt")
+    return {"analysis_dir": request["analysis_dir"], "analysis_report": report if os.path.exists(report) else None}
 
 
 # rknn-toolkit2's advice in its build log, e.g. "... config(disable_rules=['seperate_conv_rs_split'])".

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgedeploy.errors import DeviceError, OptionError, ToolchainMissing, WorkerFailed
+from edgedeploy.errors import DeviceError, OptionError, ToolchainFailed, ToolchainMissing
 from edgedeploy.records import record_fields
 
 JETPACK_TRTEXEC = "/usr/src/tensorrt/bin/trtexec"
@@ -293,7 +293,7 @@ def run_remote_build(
                 calibrate_log = res.stdout + res.stderr
                 (dest / CALIB_LOG_FILE).write_text(calibrate_log)
                 if res.returncode != 0:
-                    raise WorkerFailed(f"int8 calibration failed on '{device_name}': {_tail(calibrate_log)}")
+                    raise ToolchainFailed(f"int8 calibration failed on '{device_name}'", toolchain="tensorrt", final_line=_tail(calibrate_log))
                 transport.get(CALIB_CACHE_FILE, dest / CALIB_CACHE_FILE)
             argv = trtexec_argv(plan, trt_version)
             echo(f"tensorrt: building on '{device_name}': {' '.join(argv[1:])}")

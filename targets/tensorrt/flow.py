@@ -11,7 +11,7 @@ from pathlib import Path
 import onnx
 
 from edgedeploy.artifacts import atomic_write_json, check_manifest
-from edgedeploy.errors import ArtifactError, DeviceError, WorkerFailed
+from edgedeploy.errors import ArtifactError, DeviceError, ToolchainFailed
 from edgedeploy.model import named_copy
 from edgedeploy.targets.base import ConvertResult, RunnerSpec
 from edgedeploy.toolchains.executor import Executor
@@ -99,7 +99,7 @@ def convert(ctx) -> ConvertResult:
     log = parse_trtexec_log(log_text)
     failure = build_failure(log) or (None if (engine_dir / b.ENGINE_FILE).is_file() else "trtexec wrote no engine")
     if failure is not None:
-        raise WorkerFailed(f"TensorRT could not build the engine on '{device.name}': {failure} (full log: {b.ENGINE_DIR}/{b.LOG_FILE} in the failed artifact).")
+        raise ToolchainFailed(f"TensorRT could not build the engine on '{device.name}'", toolchain="tensorrt", final_line=failure, log_path=f"{b.ENGINE_DIR}/{b.LOG_FILE} in the failed artifact")
     layers = parse_layer_info((engine_dir / b.LAYERS_FILE).read_text()) if (engine_dir / b.LAYERS_FILE).is_file() else None
     profile = parse_profile_json((engine_dir / b.PROFILE_FILE).read_text()) if (engine_dir / b.PROFILE_FILE).is_file() else None
     if not from_cache:

@@ -153,7 +153,7 @@ def run_sessions(
     The worker gets the request plus `protocol_path` (the stdlib protocol it loads by path, as a
     generated runner does), `settings` and `session_index`, and returns a protocol result.
     """
-    from edgedeploy.toolchains.worker import run_worker
+    from edgedeploy.toolchains.executor import Executor
 
     results = []
     for index in range(plan.sessions):
@@ -161,7 +161,7 @@ def run_sessions(
         req = dict(request, protocol_path=str(PROTOCOL_FILE), settings=plan.settings(), session_index=index)
         echo(StepStarted(f"  {label} session {index + 1}/{plan.sessions}: running", log_path=workdir / "sessions.log"))
         started = time.monotonic()
-        result = run_worker(python, worker_file, req, session_dir, workdir / "sessions.log", timeout_s, label=f"{label} session")
+        result = Executor(workdir / "sessions.log", timeout_s).run_worker(python, worker_file, req, session_dir, label=f"{label} session")
         if result.get("schema") != protocol.RUN_SCHEMA or "latency_us" not in result or "pid" not in result:
             raise WorkerFailed(f"The {label} session returned no {protocol.RUN_SCHEMA} result; see {workdir / 'sessions.log'}.")
         lat = result["latency_us"]

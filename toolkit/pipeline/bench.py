@@ -128,11 +128,9 @@ class BenchRun:
             else:
                 self.echo("bench: probing the torch environment (torch, onnx2torch, CUDA)")
                 try:
-                    from edgedeploy.toolchains.worker import run_worker
+                    from edgedeploy.toolchains.executor import Executor
 
-                    self._torch_probe = run_worker(
-                        python, B.TORCH_WORKER, {"action": "probe"}, self.workdir / "torch-probe", self.workdir / "torch-probe.log", 300, label="torch"
-                    )
+                    self._torch_probe = Executor(self.workdir / "torch-probe.log", 300).run_worker(python, B.TORCH_WORKER, {"action": "probe"}, self.workdir / "torch-probe", label="torch")
                 except ToolchainError as exc:
                     self._torch_probe_error = f"the torch environment does not work: {_first_line(str(exc))}"
         return self._torch_probe, self._torch_probe_error
@@ -214,11 +212,11 @@ class BenchRun:
             )
             sessions = run_sessions(python, B.TORCH_WORKER, request, plan, work, backend.name, timeout, self.echo)
         elif backend.toolchain is not None:
-            from edgedeploy.toolchains.worker import run_worker
+            from edgedeploy.toolchains.executor import Executor
 
             python = backend.toolchain.require()
             self.echo(f"  {backend.name}: converting the model in the {backend.toolchain.name} environment")
-            converted = run_worker(python, backend.worker, {"action": "convert", "model_path": str(model.run_path)}, work / "convert", work / "convert.log", timeout, label=backend.toolchain.name)
+            converted = Executor(work / "convert.log", timeout).run_worker(python, backend.worker, {"action": "convert", "model_path": str(model.run_path)}, work / "convert", label=backend.toolchain.name)
             request = dict(base, action="session", **converted)
             sessions = run_sessions(python, backend.worker, request, plan, work, backend.name, timeout, self.echo)
         else:  # pragma: no cover - skip_reason stops these first
@@ -347,10 +345,10 @@ def _load_pt2(path: Path, options: BenchOptions, run: BenchRun) -> ModelUnderTes
     python, why = run.torch_python()
     if python is None:
         raise ToolchainError(f"A .pt2 model runs only on the torch backends, and {why}.")
-    from edgedeploy.toolchains.worker import run_worker
+    from edgedeploy.toolchains.executor import Executor
 
     try:
-        described = run_worker(python, B.TORCH_WORKER, {"action": "describe_pt2", "path": str(path.resolve())}, run.workdir / "pt2", run.workdir / "pt2.log", 300, label="torch")
+        described = Executor(run.workdir / "pt2.log", 300).run_worker(python, B.TORCH_WORKER, {"action": "describe_pt2", "path": str(path.resolve())}, run.workdir / "pt2", label="torch")
     except ToolchainError as exc:
         raise ModelError(f"{path.name} could not be loaded with torch.export.load: {_first_line(str(exc)).split(': ', 1)[-1]}") from None
     run._torch_probe = described.get("probe")
@@ -401,10 +399,11 @@ def verify_torch_program(model: ModelUnderTest, pt2: Path, run: BenchRun) -> dic
     work.mkdir(parents=True, exist_ok=True)
     np.savez(work / "inputs.npz", *[feeds[i["name"]] for i in model.inputs])
     reference = list(ReferenceRunner(model.run_path).run(feeds).outputs.values())
-    from edgedeploy.toolchains.worker import run_worker
+    from edgedeploy.toolchains.executor import Executor
 
     python, _ = run.torch_python()
-    got = run_worker(python, B.TORCH_WORKER, {"action": "outputs", "path": str(pt2.resolve()), "inputs_npz": str(work / "inputs.npz"), "out_npz": str(work / "outputs.npz")}, work, work / "check.log", 600, label="torch")
+    request = {"action": "outputs", "path": str(pt2.resolve()), "inputs_npz": str(work / "inputs.npz"), "out_npz": str(work / "outputs.npz")}
+    got = Executor(work / "check.log", 600).run_worker(python, B.TORCH_WORKER, request, work, label="torch")
     with np.load(got["out_npz"]) as archive:
         outputs = [archive[f"arr_{k}"] for k in range(len(archive.files))]
     if len(outputs) != len(reference):

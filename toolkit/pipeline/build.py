@@ -32,7 +32,7 @@ from edgedeploy.artifacts import DEFAULT_OUT, ArtifactBuilder, artifact_dir, ato
 from edgedeploy.audit.confirm import compare
 from edgedeploy.audit.engine import audit_model
 from edgedeploy.datasets import Dataset, PreprocessSpec, load_dataset, model_input_specs
-from edgedeploy.errors import EdgedeployError, OptionError, ToolchainError, ToolchainMissing
+from edgedeploy.errors import EdgedeployError, OptionError, ToolchainFailed, ToolchainMissing
 from edgedeploy.measure.reference import ReferenceError, ReferenceRunner, default_cache_dir
 from edgedeploy.measure.verify import headline_line, output_producers, verify
 from edgedeploy.model import InputShapes, LoadedModel, load_model
@@ -158,10 +158,10 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
         convert_started = time.monotonic()
         try:
             converted = target.convert(ctx)
-        except ToolchainError as exc:
-            if prediction is not None:
-                _add_what_the_audit_foresaw(exc, prediction)
-            raise
+        except ToolchainFailed as exc:
+            if prediction is None:
+                raise
+            raise _with_what_the_audit_foresaw(exc, prediction) from exc
         convert_seconds = round(time.monotonic() - convert_started, 2)
         if converted.rules is not None:
             # The toolchain actually used has a rule table of its own (a device's TensorRT release).
@@ -173,12 +173,10 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
         for workaround in converted.workarounds:
             echo(f"convert: applied the documented workaround {workaround['name']}: {workaround['why']}")
 
-        # -- the toolchain's own verdict --------------------------------------------------------
-        report["toolchain_verdict"] = _verdict_section(work, prediction, converted, echo)
+        # -- the checks after a good conversion: recorded, never fatal (after_conversion) --------
+        report["toolchain_verdict"] = after_conversion("verdict", echo, _verdict_section, work, prediction, converted, echo)
         _add_toolchain_estimate(report, target)
-
-        # -- verify ----------------------------------------------------------------------------
-        report["accuracy"] = _verify(ctx, converted, reference, options, echo)
+        report["accuracy"] = after_conversion("verify", echo, _verify, ctx, converted, reference, options, echo)
 
         # -- codegen ----------------------------------------------------------------------------
         report["codegen"] = target.codegen(ctx, converted)
@@ -333,14 +331,29 @@ def _add_toolchain_estimate(report: dict, target) -> None:
         section["toolchain_estimate"] = toolchain_estimate_entry(target, chip, (report.get("toolchain_verdict") or {}).get("estimates"))
 
 
-def _add_what_the_audit_foresaw(exc: ToolchainError, prediction) -> None:
+def _with_what_the_audit_foresaw(exc: ToolchainFailed, prediction) -> ToolchainFailed:
     """A toolchain that fails where the rules predicted it would: the failure also names the node
     and gives the rule's sentence, which carries the known workaround (the toolchain's own message
     seldom names the node, and never the way around it)."""
     foreseen = next((n for n in prediction.nodes if n.placement.value == "unsupported" and n.reason), None)
-    if foreseen is None or not exc.args:
-        return
-    exc.args = (f"{exc.args[0].rstrip()} The audit foresaw this at node '{foreseen.node}' ({foreseen.op_type}): {foreseen.reason}",) + exc.args[1:]
+    if foreseen is None:
+        return exc
+    return exc.replace(hints=exc.hints + (f"The audit foresaw this at node '{foreseen.node}' ({foreseen.op_type}): {foreseen.reason}",))
+
+
+def after_conversion(stage: str, echo, check: Callable[..., dict], *args) -> dict:
+    """The one failure policy for a check after a good conversion (verdict, simulator, analysis).
+
+    The artifact is already converted: a check that fails is recorded as its report section
+    ({"status": "failed", "reason": the error's sentence}) and never discards the artifact;
+    the gates (--fail-on) decide what a missing figure means for the exit code.
+    """
+    try:
+        return check(*args)
+    except EdgedeployError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        echo(f"{stage}: the check could not run ({reason}); the artifact is kept")
+        return {"status": "failed", "reason": reason}
 
 
 def _verdict_section(work: Path, prediction, converted: ConvertResult, echo) -> dict:

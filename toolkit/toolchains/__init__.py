@@ -3,7 +3,9 @@
 The vendor toolchains cannot share a Python environment (their pins conflict; see
 shared/toolchains.md), so each lives in its own venv under `$EDGEDEPLOY_HOME/envs/NAME`,
 created from pinned requirement files that the target package ships. The core never imports a
-vendor SDK; it starts a worker subprocess with the environment's interpreter (worker.py).
+vendor SDK; it starts a worker subprocess in the toolchain's environment kind (kinds.py: the
+managed venv, a user-supplied Python, an external command, or a Python over SSH), always
+through executor.Executor.run_worker.
 
 Two kinds of toolchain exist:
 - `VenvToolchain`: edgedeploy installs it from PyPI (espdl, rknn, eiq).
@@ -19,7 +21,7 @@ from edgedeploy.toolchains.environments import (
     VenvToolchain,
     edgedeploy_home,
 )
-from edgedeploy.toolchains.worker import run_worker
+from edgedeploy.toolchains.kinds import ExternalCommand, ManagedVenv, RemoteSsh, UserPython, WorkerEnvironment, configured_environment
 
 __all__ = [
     "ExternalToolchain",
@@ -28,5 +30,10 @@ __all__ = [
     "ToolchainStatus",
     "VenvToolchain",
     "edgedeploy_home",
-    "run_worker",
+    "ExternalCommand",
+    "ManagedVenv",
+    "RemoteSsh",
+    "UserPython",
+    "WorkerEnvironment",
+    "configured_environment",
 ]

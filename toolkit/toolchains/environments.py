@@ -127,11 +127,11 @@ class VenvToolchain(Toolchain):
             raise ToolchainMissing(f"The {self.name} toolchain is {st.detail}.")
         return self.python(home)
 
-    def run_worker(self, worker_file: Path, request: dict, workdir: Path, log_path: Path, timeout_s: float, home: Path | None = None, progress=None) -> dict:
-        """Run a worker in this environment (see toolchains.executor); ToolchainMissing if not installed."""
-        from edgedeploy.toolchains.executor import Executor
+    def worker_environment(self, home: Path | None = None):
+        """The environment kind its workers run in: its managed venv (toolchains.kinds.ManagedVenv)."""
+        from edgedeploy.toolchains.kinds import ManagedVenv
 
-        return Executor(log_path, timeout_s, progress).worker_with_python(self.require(home), worker_file, request, workdir, self.name)
+        return ManagedVenv(toolchain=self, home=home)
 
     def install(
         self,

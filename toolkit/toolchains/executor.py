@@ -1,16 +1,18 @@
 """One executor for every vendor tool edgedeploy runs.
 
 Three kinds of run, one behaviour:
-  worker    vendor Python code in a pinned toolchain environment (espdl, rknn, eiq): the
-            stdlib-only worker protocol of worker_main.py, request and result as JSON files;
+  worker    vendor Python code through the stdlib-only worker protocol of worker_main.py
+            (request and result as JSON files), in any environment kind of toolchains/kinds.py
+            (the managed venv, a user's Python, an external command, a Python over SSH): ONE
+            path, `Executor.run_worker`, whatever the kind;
   command   an external program (TI's compile script under TIDL_TOOLS_PATH, a user's
             container command);
   remote    a command on a device over its transport (trtexec on a Jetson over SSH).
 For all three: the same time-out (the build's --timeout), the same process lifecycle
 (process.ManagedProcess: the child's whole process group is killed and reaped on time-out,
 error, Ctrl-C or SIGTERM, before the call returns), the same progress callback (elapsed time
-and the tool's last log line, for live progress), and the same failure: one sentence with the
-tool's own final error line and the path of the full log. A traceback never reaches the user;
+and the tool's last log line, for live progress), and the same failure: a ToolchainFailed whose fields
+(toolchain, node, op type, source location, final line, log path) make one sentence. A traceback never reaches the user;
 it stays in the log.
 """
 
@@ -24,15 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from edgedeploy.errors import ToolchainMissing, WorkerFailed
+from edgedeploy.errors import ToolchainFailed, ToolchainMissing
 from edgedeploy.progress import FollowsLog
+from edgedeploy.toolchains.kinds import WORKER_MAIN, PythonInterpreter, WorkerEnvironment, worker_environment
 from edgedeploy.toolchains.process import ManagedProcess, ProcessTimedOut, last_line, open_log
 
 if TYPE_CHECKING:
     from edgedeploy.devices.base import CommandResult, Transport
-    from edgedeploy.toolchains.environments import VenvToolchain
 
-WORKER_MAIN = Path(__file__).with_name("worker_main.py")
+__all__ = ["WORKER_MAIN", "CommandOutcome", "Executor", "Progress", "final_error_line", "worker_environment"]
 # Lines the worker protocol itself writes into the log; never a tool's "own" message.
 _PROTOCOL_LINE = re.compile(r"^(\[edgedeploy-worker [^\]]*\]|\$ )")
 # What a tool's error line looks like: a Python exception line, or a line that says error/failed.
@@ -64,15 +66,6 @@ def last_progress(log_text: str) -> str | None:
         if m and not m.group(1).startswith(("worker ", "worker finished")):
             return _one_line(m.group(1), 160)
     return None
-
-
-def _at_node(payload: dict) -> str:
-    """' at node NAME (OpType)' where the worker could name the node its toolchain failed on."""
-    node = payload.get("node")
-    if not isinstance(node, str) or not node:
-        return ""
-    op_type = payload.get("op_type")
-    return f" at node '{_one_line(node, 160)}'" + (f" ({_one_line(str(op_type), 40)})" if op_type else "")
 
 
 def _signal_name(number: int) -> str:
@@ -134,48 +127,77 @@ class Executor:
 
     # -- the three kinds --------------------------------------------------------------------
 
-    def worker(self, toolchain: "VenvToolchain", worker_file: Path, request: dict, workdir: Path, label: str | None = None) -> dict:
-        """Run `worker_file`'s run(request, ctx) in the toolchain's pinned environment; its result dict."""
-        return self.worker_with_python(toolchain.require(), worker_file, request, workdir, label or toolchain.name)
+    def run_worker(self, environment, worker_file: Path, request: dict, workdir: Path, label: str | None = None) -> dict:
+        """Run `worker_file`'s run(request, ctx) in `environment`; its result dict. The one worker path.
 
-    def worker_with_python(self, python: Path, worker_file: Path, request: dict, workdir: Path, label: str) -> dict:
-        """The worker protocol with a given interpreter (an environment being installed, a user's torch)."""
+        `environment` is a toolchains.kinds.WorkerEnvironment (managed venv, user Python,
+        external command, SSH), a VenvToolchain (its managed venv) or an interpreter's path.
+        Any failure is a ToolchainFailed (or ToolchainMissing when the environment is not usable).
+        """
+        env = as_environment(environment)
+        label = label or getattr(getattr(env, "toolchain", None), "name", None) or env.kind
+        env.check(self)
         # The worker runs with cwd=workdir: every path it gets must be absolute.
         workdir, worker_file = Path(workdir).absolute(), Path(worker_file).absolute()
         workdir.mkdir(parents=True, exist_ok=True)
-        request_path = workdir / "request.json"
-        result_path = workdir / "result.json"
+        request_path, result_path = workdir / "request.json", workdir / "result.json"
         result_path.unlink(missing_ok=True)
         request_path.write_text(json.dumps(request, indent=2))
-        cmd = [str(python), str(WORKER_MAIN), str(worker_file), str(request_path), str(result_path)]
-        outcome = self._run_logged(cmd, cwd=workdir, env=worker_environment(Path(python)), label=f"the {label} worker", missing=f"the {label} toolchain environment")
+        if env.remote:
+            from edgedeploy.toolchains.remote import run_remote_worker
+
+            outcome = run_remote_worker(self, env, worker_file, request, workdir, label)
+        else:
+            cmd = env.argv(WORKER_MAIN, worker_file, request_path, result_path)
+            outcome = self._run_logged(cmd, cwd=workdir, env=env.process_env(), label=f"the {label} worker", missing=f"the {label} toolchain environment ({env.describe()})", toolchain=label)
+        return self._read_result(outcome, result_path, label)
+
+    def _read_result(self, outcome: "CommandOutcome", result_path: Path, label: str) -> dict:
+        """The worker's result dict, checked for shape; a ToolchainFailed with its fields otherwise."""
+        line = outcome.error_line
         if not result_path.exists():
             stage = last_progress(outcome.log_text)
             during = f" while {stage}" if stage else ""
             if outcome.returncode < 0:
                 # A native crash inside the toolchain (a segfault in TensorFlow, an abort in C++).
                 how = f"crashed ({_signal_name(-outcome.returncode)}) in the toolchain's native code{during}"
-                line = outcome.error_line
-                raise WorkerFailed(self._sentence(f"The {label} worker {how}, without a result" + ("; its last log line was" if line else ""), line))
-            raise WorkerFailed(self._sentence(f"The {label} worker exited with status {outcome.returncode} without a result", outcome.error_line))
+                raise self.failed(f"The {label} worker {how}, without a result" + ("; its last log line was" if line else ""), label, line)
+            raise self.failed(f"The {label} worker exited with status {outcome.returncode} without a result", label, line)
         try:
             payload = json.loads(result_path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError, OSError):
-            raise WorkerFailed(self._sentence(f"The {label} worker wrote an unreadable result", outcome.error_line)) from None
+            raise self.failed(f"The {label} worker wrote an unreadable result", label, line) from None
         # The result is the toolchain environment's word: checked for shape before it is used.
         if not isinstance(payload, dict) or not isinstance(payload.get("ok"), bool) or (payload["ok"] and not isinstance(payload.get("result"), dict)):
-            raise WorkerFailed(self._sentence(f"The {label} worker wrote a result of the wrong shape (not an object with ok and result)", outcome.error_line))
+            raise self.failed(f"The {label} worker wrote a result of the wrong shape (not an object with ok and result)", label, line)
         if not payload.get("ok"):
             own = f"{payload.get('error_type')}: {payload.get('error')}" if payload.get("error_type") else payload.get("error")
-            own = _one_line(str(own)) if own else outcome.error_line
-            if own and payload.get("where"):
-                own = f"{own.rstrip('.')} (in {_one_line(str(payload['where']), 160)})"
-            raise WorkerFailed(self._sentence(f"The {label} toolchain failed{_at_node(payload)}", own))
+            node = payload.get("node") if isinstance(payload.get("node"), str) and payload.get("node") else None
+            raise ToolchainFailed(
+                f"The {label} toolchain failed",
+                toolchain=label,
+                node=_one_line(node, 160) if node else None,
+                op_type=_one_line(str(payload["op_type"]), 40) if node and payload.get("op_type") else None,
+                source_location=_one_line(str(payload["where"]), 160) if payload.get("where") else None,
+                final_line=_one_line(str(own)) if own else line,
+                log_path=str(self.log_path),
+            )
         return payload["result"]
+
+    def log_offset(self) -> int:
+        """Where the log ends now; `outcome_since` reads what a run appended after it."""
+        return _size(self.log_path)
+
+    def outcome_since(self, returncode: int, offset: int, started: float) -> "CommandOutcome":
+        return CommandOutcome(returncode, _log_since(self.log_path, offset), round(time.monotonic() - started, 2))
+
+    def child(self, log_path: Path, timeout_s: float) -> "Executor":
+        """An executor for a side run (an environment check) with a log and time-out of its own."""
+        return Executor(log_path, timeout_s, None)
 
     def command(self, argv: Sequence[str], cwd: Path, label: str, env: Mapping[str, str] | None = None, log_path: Path | None = None) -> CommandOutcome:
         """Run an external program with its output into the log; the outcome (a non-zero exit is the caller's to judge)."""
-        return self._run_logged(list(argv), cwd=Path(cwd), env=dict(env if env is not None else os.environ), label=label, log_path=log_path, missing=argv[0])
+        return self._run_logged(list(argv), cwd=Path(cwd), env=dict(env if env is not None else os.environ), label=label, log_path=log_path, missing=argv[0], toolchain=label)
 
     def remote(self, transport: "Transport", argv: Sequence[str], cwd: str, label: str) -> "CommandResult":
         """Run argv on the transport's device (its ssh client is a ManagedProcess too), output appended to the log."""
@@ -192,18 +214,22 @@ class Executor:
             if result.stderr:
                 log.write(result.stderr.encode(errors="replace"))
         if result.returncode is None:
-            raise WorkerFailed(self._sentence(f"{label} did not finish within {self.timeout_s:.0f} s and was stopped", final_error_line(result.stdout + "\n" + result.stderr)))
+            raise self.failed(f"{label} did not finish within {self.timeout_s:.0f} s and was stopped", label, final_error_line(result.stdout + "\n" + result.stderr))
         if self.progress is not None:
             self.progress(time.monotonic() - started, f"{label}: exit {result.returncode}")
         return result
 
-    def failure(self, what: str, outcome: CommandOutcome | None = None) -> WorkerFailed:
-        """The one-sentence error for a run the caller judged failed (e.g. a non-zero exit)."""
-        return WorkerFailed(self._sentence(what, outcome.error_line if outcome else None))
+    def failure(self, what: str, outcome: CommandOutcome | None = None, toolchain: str = "") -> ToolchainFailed:
+        """The error for a run the caller judged failed (e.g. a non-zero exit), with the tool's own last line."""
+        return self.failed(what, toolchain, outcome.error_line if outcome else None)
+
+    def failed(self, headline: str, toolchain: str, final_line: str | None, log_path: Path | None = None) -> ToolchainFailed:
+        """A ToolchainFailed for this executor's log (or `log_path`)."""
+        return ToolchainFailed(headline, toolchain=toolchain, final_line=final_line, log_path=str(log_path or self.log_path))
 
     # -- shared ---------------------------------------------------------------------------
 
-    def _run_logged(self, argv: list[str], cwd: Path, env: dict, label: str, missing: str, log_path: Path | None = None) -> CommandOutcome:
+    def _run_logged(self, argv: list[str], cwd: Path, env: dict, label: str, missing: str, log_path: Path | None = None, toolchain: str = "") -> CommandOutcome:
         log_path = Path(log_path).absolute() if log_path else self.log_path
         offset = _size(log_path)
         started = time.monotonic()
@@ -223,31 +249,22 @@ class Executor:
                     except ProcessTimedOut:
                         log.flush()
                         text = _log_since(log_path, offset)
-                        raise WorkerFailed(self._sentence(f"{label[0].upper()}{label[1:]} timed out after {self.timeout_s:.0f} s and was stopped", final_error_line(text), log_path)) from None
+                        raise self.failed(f"{label[0].upper()}{label[1:]} timed out after {self.timeout_s:.0f} s and was stopped", toolchain or label, final_error_line(text), log_path) from None
             except FileNotFoundError as exc:
                 raise ToolchainMissing(f"Cannot start {missing}: {exc.strerror} ({argv[0]}).") from exc
             except PermissionError as exc:
                 raise ToolchainMissing(f"Cannot start {missing}: {exc.strerror} ({argv[0]}).") from exc
         return CommandOutcome(rc, _log_since(log_path, offset), round(time.monotonic() - started, 2))
 
-    def _sentence(self, what: str, own_line: str | None, log_path: Path | None = None) -> str:
-        said = f": {own_line.rstrip('.')}" if own_line else ""
-        return f"{what}{said} (full log: {log_path or self.log_path})."
 
 
-def worker_environment(python: Path) -> dict[str, str]:
-    """The environment a worker runs in: the toolchain's venv, nothing of edgedeploy's own."""
-    env = dict(os.environ)
-    for var in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"):
-        env.pop(var, None)
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONNOUSERSITE"] = "1"
-    env["EDGEDEPLOY_WORKER"] = "1"
-    # Toolchains iterate over sets and dicts of names when they lay out their files (esp-ppq's
-    # initializer order): a fixed hash seed makes the same input give the same bytes.
-    env.setdefault("PYTHONHASHSEED", "0")
-    # Some toolchains shell out to executables of their own environment (onnx2tf runs onnxsim).
-    env["PATH"] = str(python.parent) + os.pathsep + env.get("PATH", "")
-    env["VIRTUAL_ENV"] = str(python.parent.parent)
-    return env
+def as_environment(environment) -> WorkerEnvironment:
+    """A WorkerEnvironment for what callers hand the executor: a kind, a VenvToolchain, or an interpreter path."""
+    if isinstance(environment, WorkerEnvironment):
+        return environment
+    if isinstance(environment, (str, Path)):
+        return PythonInterpreter(Path(environment))
+    if hasattr(environment, "worker_environment"):  # a Toolchain: the environment it runs in
+        return environment.worker_environment()
+    raise TypeError(f"not a worker environment: {environment!r}")
 

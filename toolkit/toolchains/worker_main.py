@@ -27,6 +27,7 @@ class WorkerContext:
         self.workdir = workdir
         self.result_path = result_path
         self.started = time.monotonic()
+        self._arrays = None
 
     def log(self, message: str) -> None:
         """A progress line in the build log, prefixed so the core can pick it out."""
@@ -55,6 +56,13 @@ class WorkerContext:
             return importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             return None
+
+    @property
+    def arrays(self):
+        """The one array format (worker_arrays.py, shipped beside this file): read_arrays, write_arrays, write_npy_list."""
+        if self._arrays is None:
+            self._arrays = load_module_from_path("edgedeploy_worker_arrays", os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_arrays.py"))
+        return self._arrays
 
     @staticmethod
     def load_module(path: str, name: str = "edgedeploy_protocol"):

@@ -1,0 +1,77 @@
+"""The one array format between the core and every toolchain worker. numpy and the standard library only.
+
+This file ships beside worker_main.py and is loaded by path in the toolchain environments
+(which do not have edgedeploy installed): a worker reaches it as `ctx.arrays`; the core
+imports it through edgedeploy.arrays. One implementation on both sides, so the format cannot
+drift.
+
+A model's tensor names are untrusted: as .npz keys they break (a NUL ends the key early, more
+than 65,535 bytes do not fit a zip entry's name field). So array i is stored under `t<i>` and
+the names, JSON-encoded, as the uint8 array `names_json`; extra arrays (labels) keep fixed,
+safe keys.
+
+Some toolchains read a list of .npy files instead (rknn-toolkit2's dataset file: one line per
+sample, the absolute .npy path of each input, space-separated): `write_npy_list` writes it.
+"""
+
+import io
+import json
+import os
+
+import numpy as np
+
+NAMES_KEY = "names_json"
+INDEX_KEY = "t{}"
+
+
+def _atomic_write(path, data):
+    path = os.fspath(path)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+def write_arrays(path, arrays, extra=None):
+    """Write `arrays` (by tensor name) to `path` atomically, keyed by index with a name table; returns path."""
+    names = list(arrays)
+    payload = {INDEX_KEY.format(i): np.ascontiguousarray(arrays[name]) for i, name in enumerate(names)}
+    payload[NAMES_KEY] = np.frombuffer(json.dumps(names, ensure_ascii=True).encode("ascii"), dtype=np.uint8)
+    for key, value in (extra or {}).items():
+        if key in payload or not key.isidentifier():
+            raise ValueError(f"extra array key {key!r} clashes or is not a plain identifier")
+        payload[key] = value
+    buf = io.BytesIO()
+    np.savez(buf, **payload)
+    _atomic_write(path, buf.getvalue())
+    return path
+
+
+def read_arrays(path, names=None):
+    """The arrays of a `write_arrays` file by tensor name (extras left out); only `names`, in that order, when given."""
+    with np.load(path, allow_pickle=False) as archive:
+        table = json.loads(bytes(archive[NAMES_KEY]).decode("ascii"))
+        by_name = {name: np.asarray(archive[INDEX_KEY.format(i)]) for i, name in enumerate(table)}
+    return by_name if names is None else {name: by_name[name] for name in names}
+
+
+def write_npy_list(folder, samples, list_name="dataset.txt"):
+    """One .npy per input of each sample and a list file naming them, one line per sample.
+
+    `samples` yields, per sample, the list of its input arrays in the model's input order.
+    Returns the list file's absolute path; an empty `samples` writes an empty list.
+    """
+    folder = os.path.abspath(os.fspath(folder))
+    os.makedirs(folder, exist_ok=True)
+    lines = []
+    for k, arrays in enumerate(samples):
+        paths = []
+        for j, array in enumerate(arrays):
+            path = os.path.join(folder, f"s{k:05d}_i{j}.npy")
+            np.save(path, array)
+            paths.append(path)
+        lines.append(" ".join(paths))
+    list_path = os.path.join(folder, list_name)
+    with open(list_path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return list_path
