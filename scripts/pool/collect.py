@@ -59,6 +59,22 @@ def load_verdicts() -> dict:
     return {"models": {}, "pairs": {}}
 
 
+def record(data: dict, model_name: str, key: str | None, pair: dict | None) -> None:
+    """Add one model's nodes (and one pair) to the verdicts file under a lock, re-reading it first:
+    two collectors (other chips) may write the same file."""
+    import fcntl
+
+    VERDICTS.parent.mkdir(parents=True, exist_ok=True)
+    with open(VERDICTS.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        current = load_verdicts()
+        current["models"][model_name] = data["models"][model_name]
+        if key is not None:
+            current["pairs"][key] = pair
+        save_verdicts(current)
+    data["pairs"].update(current["pairs"])
+
+
 def save_verdicts(data: dict) -> None:
     data["about"] = (
         "Each toolchain's own placement of every ONNX node of the issue-27 pool models and packed case models "
@@ -231,8 +247,7 @@ def collect_unit(runner, u: dict, chips: list[str], data: dict, args) -> None:
             print(f"{key}: timed out (not a verdict; not recorded)", flush=True)
             continue
         pair["sha256"] = u["sha256"]
-        data["pairs"][key] = pair
-        save_verdicts(data)
+        record(data, u["name"], key, pair)
         state = "converts" if not pair["failed"] else f"fails: {pair['failed'][:120]}" + (" (workaround converts)" if pair.get("workaround", {}).get("converted") else "")
         print(f"{key}: {state} ({time.monotonic() - started:.0f} s)", flush=True)
 
