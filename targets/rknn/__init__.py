@@ -56,7 +56,7 @@ class RknnTarget(Target):
     toolchain = TOOLCHAIN
     TOOLKIT_VERSION = RKNN_TOOLKIT_VERSION
     listing_order = 20
-    capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT, Capability.BENCH})
+    capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT, Capability.BENCH, Capability.DIAGNOSE})
     host_unavailable = (
         "model.rknn runs only on the NPU's runtime (librknnrt on the board); rknn-toolkit2 2.5.0's simulator refuses a model "
         "loaded from a .rknn file ('RKNN model that loaded by load_rknn not support inference on the simulator') "
@@ -112,6 +112,12 @@ class RknnTarget(Target):
         from edgedeploy.targets.rknn.runner import runner_spec
 
         return runner_spec(self, Path(artifact), manifest, device)
+
+    def accuracy_taps(self, request):
+        """rknn-toolkit2's accuracy_analysis mapped to ONNX nodes (targets/rknn/diagnose.py)."""
+        from edgedeploy.targets.rknn.diagnose import accuracy_taps
+
+        return accuracy_taps(self, request)
 
     def bench_backends(self) -> list:
         """The RKNN simulator reports no time: listed, with the reason, never timed."""

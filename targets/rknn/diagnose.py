@@ -1,0 +1,136 @@
+"""RKNN's accuracy taps (Capability.DIAGNOSE): rknn-toolkit2 rebuilds the artifact's model as its build did
+and runs accuracy_analysis on a few samples (worker_diagnose.py); here its layers become ONNX nodes.
+
+`entire` of accuracy_analysis is the accumulated figure (golden vs simulator dumps, summed over
+the samples); `single` (that layer alone on golden inputs) is given by the toolkit as a cosine and
+a Euclidean distance only, from which the isolated SNR follows exactly (the golden tensor's norm
+over the distance) and the rest of the sums are reconstructed to give that cosine back; its max
+abs error is not known. Rows without figures were fused into the next row's layer (`absorbs`).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import onnx
+
+from edgedeploy.datasets import model_input_specs
+from edgedeploy.model import load_model
+from edgedeploy.model.stats import node_names
+from edgedeploy.targets.base import TapRequest, TapResult
+from edgedeploy.targets.rknn.accuracy_table import _node_for_tensor, _producer_index, parse_error_analysis
+from edgedeploy.targets.rknn.build import PRECISIONS, InputNormalisation, _write_dataset
+
+WORKER = Path(__file__).with_name("worker_diagnose.py")
+# accuracy_analysis runs one sample per call and dumps every layer (about 1-2 s each on a small
+# model): a few samples give stable figures at a bounded cost.
+ANALYSIS_SAMPLES = 4
+
+
+def _isolated_moments(ref_sq: float, cosine: float | None, euclidean: float | None) -> dict | None:
+    """tap_numpy.moments that give back the toolkit's `single` cosine and distance.
+
+    With a = |golden|^2, e2 = distance^2 and x = golden.(q - golden): |q|^2 = a + e2 + 2x and
+    golden.q = a + x; x is the root that makes golden.q / (|golden| |q|) the reported cosine.
+    """
+    if cosine is None or euclidean is None or not (math.isfinite(cosine) and math.isfinite(euclidean)):
+        return None
+    a, e2, c2 = ref_sq, euclidean**2, min(1.0, cosine**2)
+    disc = max(0.0, (a * (1 - c2)) ** 2 - (a * a * (1 - c2) - c2 * a * e2))
+    x = -a * (1 - c2) + (math.sqrt(disc) if cosine >= 0 else -math.sqrt(disc))
+    return {"count": 0, "dot": a + x, "ref_sq": a, "got_sq": max(0.0, a + e2 + 2 * x), "err_sq": e2, "max_abs_error": None}
+
+
+def _merge(a: dict | None, b: dict | None) -> dict | None:
+    if a is None or b is None:
+        return b if a is None else a
+    return {k: (a[k] + b[k] if k != "max_abs_error" else None) for k in a}
+
+
+def _request(target, request: TapRequest, work: Path) -> dict:
+    specs = model_input_specs(load_model(request.model_path, require_static=True))
+    names = [s.name for s in specs]
+    norm = InputNormalisation(specs, request.calibration.preprocess)
+    options = (request.manifest.get("options") or {}).get("target_options") or {}
+    settings = PRECISIONS[request.precision]
+    measured = request.evaluation if request.evaluation is not None else request.calibration
+    samples = []
+    for k in range(min(ANALYSIS_SAMPLES, len(measured))):
+        paths = []
+        for j, name in enumerate(names):
+            path = work / "samples" / f"s{k}_i{j}.npy"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            np.save(path, norm.to_board_domain(name, measured.inputs[name][k : k + 1]))
+            paths.append(str(path))
+        samples.append(paths)
+    return {
+        "chip": request.chip.id,
+        "quantize": settings["quantize"],
+        "quantized_dtype": settings["quantized_dtype"],
+        "optimization_level": options.get("optimization_level"),
+        "case": {"model": str(request.model_path), "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in specs], "mean_values": norm.mean_values, "std_values": norm.std_values},
+        "dataset": str(_write_dataset(request.calibration, norm, work / "calib", names, 1)),
+        "samples": samples,
+        "tap_helpers": str(request.tap_helpers),
+    }
+
+
+def _single_by_layer(reports: list[str], ref_sq: dict) -> dict:
+    """Per toolkit layer: the isolated sums over the samples, from each sample's `single` figures."""
+    isolated: dict[str, dict | None] = {}
+    for index, text in enumerate(reports):
+        for row in parse_error_analysis(text):
+            norms = ref_sq.get(row["tensor"]) or []
+            if row["single_cosine"] is None or index >= len(norms):
+                continue
+            isolated[row["tensor"]] = _merge(isolated.get(row["tensor"]), _isolated_moments(norms[index], row["single_cosine"], row["single_euclidean"]))
+    return isolated
+
+
+def records_from(result: dict, graph: onnx.GraphProto) -> list[dict]:
+    """One record per ONNX node the toolkit's rows map to (in the rows' order); a row without figures
+    was fused into a later layer: its node is absorbed by the first later record that reads its output."""
+    layers = result["layers"]
+    isolated = _single_by_layer(result["reports"], {k: v["ref_sq"] for k, v in layers.items()})
+    producer, inputs = _producer_index(graph)
+    by_name = dict(zip(node_names(graph), graph.node))
+    records: dict[str, dict] = {}
+    pending: list[str] = []
+    for row in parse_error_analysis(result["reports"][0]) if result["reports"] else []:
+        node = _node_for_tensor(row["tensor"], producer, inputs)
+        if node is None:
+            continue
+        if row["entire_cosine"] is None:
+            pending.append(node)
+            continue
+        proto, layer = by_name[node], layers.get(row["tensor"]) or {}
+        record = records.pop(node, None) or {
+            "node": node, "op_type": proto.op_type, "tensor": proto.output[0], "absorbs": [],
+            "inputs": [x for x in proto.input if x in producer or x in inputs],
+            "precision": "float16" if "float16" in row["tensor"] else "int8",
+        }
+        record.update(toolkit_tensor=row["tensor"], accumulated=layer.get("accumulated"), isolated=isolated.get(row["tensor"]), stats=layer.get("stats"))
+        fused_in = [p for p in pending if p != node and set(by_name[p].output) & set(proto.input)]
+        record["absorbs"] += [p for p in fused_in if p not in record["absorbs"]]
+        pending = [p for p in pending if p not in fused_in]
+        records[node] = record  # re-inserted: a node's last row (its output after conversions) wins, in its place
+    return list(records.values())
+
+
+def accuracy_taps(target, request: TapRequest) -> TapResult:
+    work = request.workdir
+    work.mkdir(parents=True, exist_ok=True)
+    payload = _request(target, request, work)
+    request.echo(f"diagnose: rknn-toolkit2 builds for {request.chip.id} ({request.precision}) and runs accuracy_analysis on {len(payload['samples'])} samples (log: {work.parent / 'diagnose.log'})")
+    result = request.executor.worker(target.toolchain, WORKER, payload, work)
+    model = onnx.load(str(request.model_path))
+    notes = [f"rknn-toolkit2's advised workaround applied: {w['name']}" for w in result.get("workarounds") or []]
+    notes.append("accuracy_analysis reports no quantisation ranges, so the causes that need them (clipping, unused range) are not looked for on this path; it reports no isolated max abs error either")
+    return TapResult(
+        records=records_from(result, model.graph),
+        toolchain=f"rknn-toolkit2 {result.get('toolkit_version') or '?'}",
+        method=f"rknn-toolkit2's accuracy_analysis on {len(payload['samples'])} samples: accumulated = its `entire` (simulator vs golden dumps); isolated = its `single` (that layer alone on golden inputs)",
+        notes=notes,
+    )

@@ -1,0 +1,50 @@
+"""`edgedeploy diagnose` on RKNN (rknn-toolkit2's accuracy_analysis in the rknn environment), on a
+constructed case whose cause is known: one pixel of one calibration sample at 400 stretches the
+first layer's range, so the evaluation data (no outlier) lose nearly everything there.
+
+rknn-toolkit2 fuses the Conv into its ReLU (the ReLU's row carries the figures): the diagnosis must
+name that ReLU, with the Conv absorbed, as the first sharp fall and the worst node alone; ONNX
+Runtime's QDQ path names the Conv (it writes the ReLU's tensor) and the outlier-dominated range.
+One build and one diagnosis, about 35 s.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.helpers import run_cli
+from tests.test_accuracy_diagnosis import _conv_model, _feeds
+
+
+@pytest.fixture(scope="module")
+def outlier_diagnosis(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rknn-diagnose")
+    rng = np.random.default_rng(3)
+    _conv_model(root / "m.onnx", np.abs(rng.normal(scale=0.5, size=(8, 1, 3, 3))), rng.normal(scale=0.3, size=(8, 8, 3, 3)))
+    np.savez(root / "calib.npz", image=np.concatenate([f["image"] for f in _feeds(outlier=400.0)]))
+    np.savez(root / "eval.npz", image=np.concatenate([f["image"] for f in _feeds(count=16, seed=9)]))
+    built = run_cli("build", str(root / "m.onnx"), "--target", "rk3588", "--calib", str(root / "calib.npz"), "--eval", str(root / "eval.npz"), "-o", str(root / "out"))
+    assert built.returncode == 0, built.stderr
+    done = run_cli("diagnose", str(root / "out" / "m" / "rk3588"), "--eval", str(root / "eval.npz"), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.toolchain("rknn")
+def test_rknn_names_the_fused_first_layer(outlier_diagnosis):
+    rknn = next(p for p in outlier_diagnosis["paths"] if p["path"] == "rk3588")
+    assert rknn["first_sharp_drop"]["node"] == "relu1"
+    assert rknn["worst_isolated"][0]["node"] == "relu1"
+    relu1 = next(n for n in rknn["nodes"] if n["node"] == "relu1")
+    assert relu1["absorbs"] == ["conv1"] and relu1["isolated"]["snr_db"] < 10
+    assert rknn["outputs"]["out"]["snr_db"] < 15
+
+
+@pytest.mark.toolchain("rknn")
+def test_onnxruntime_path_agrees_and_names_the_outlier(outlier_diagnosis):
+    qdq = next(p for p in outlier_diagnosis["paths"] if p["path"] == "onnxruntime-qdq")
+    assert qdq["first_sharp_drop"]["node"] == "conv1"
+    assert any(c["node"] == "conv1" and c["cause"] == "outlier_range" for c in qdq["causes"])
