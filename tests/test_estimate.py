@@ -243,3 +243,26 @@ def test_the_committed_params_are_the_fit_of_the_committed_figures_and_features(
     done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "params.json is up to date" in done.stderr
+
+
+def test_estimate_reuses_the_toolchains_own_estimate_from_an_earlier_build_of_the_same_model(tmp_path):
+    """imx93's Vela figure is read from ARTIFACTS/<model>/imx93/report.json when its sha256 is the model's."""
+    import hashlib
+    import os
+
+    from edgedeploy.sample import sample_model_path
+
+    sha = hashlib.sha256(sample_model_path().read_bytes()).hexdigest()
+    folder = tmp_path / "out" / "mnist_cnn" / "imx93"
+    folder.mkdir(parents=True)
+    report = {"model": {"sha256": sha}, "toolchain_verdict": {"estimates": {"estimated_inference_time_us": 1234.0}}}
+    (folder / "report.json").write_text(json.dumps(report))
+    wide = dict(os.environ, COLUMNS="500")
+    done = run_cli("estimate", "--target", "imx93", "--artifacts", str(tmp_path / "out"), env=wide)
+    assert done.returncode == 0, done.stderr
+    assert "imx93: Vela's own estimate: 1.2 ms" in done.stdout and str(folder / "report.json") in done.stdout
+    report["model"]["sha256"] = "0" * 64  # another model's build: not used
+    (folder / "report.json").write_text(json.dumps(report))
+    again = run_cli("estimate", "--target", "imx93", "--artifacts", str(tmp_path / "out"), "--format", "json")
+    (entry,) = json.loads(again.stdout)["estimates"]
+    assert entry["toolchain_estimate"]["latency_ms"] is None and "found no build of this model" in entry["toolchain_estimate"]["not_run"]

@@ -322,6 +322,7 @@ def estimate(
     input_shapes: Mapping[str, Sequence[int]] | Sequence[str] | None = None,
     precision: str | None = None,
     budget_ms: float | None = None,
+    artifacts: str | Path | None = DEFAULT_OUT,
     progress: ProgressCallback | None = None,
 ) -> Estimate:
     """Estimate the latency per inference of `model` on each chip, with a range and the chip's typical error.
@@ -329,7 +330,9 @@ def estimate(
     A cost model on the audit's placements, fitted per chip to the vendors' published figures;
     the error is leave-one-model-out over those figures (docs/estimate.md). A chip with too few
     figures gets `latency_ms=None` and the `reason`. No toolchain runs. `budget_ms` marks which
-    chips meet it (`meets_budget` in the document, `meeting()`).
+    chips meet it (`meets_budget` in the document, `meeting()`). `artifacts`: the build folder
+    whose earlier builds of this model give the toolchain's own estimate beside edgedeploy's
+    (Vela's for the i.MX 93), read from their reports; None looks nowhere.
     """
     from edgedeploy.pipeline.audit import resolve_chips
     from edgedeploy.pipeline.estimate import estimate_model
@@ -339,7 +342,7 @@ def estimate(
     wanted = (chips,) if isinstance(chips, str) else tuple(chips)
     with _Progress(progress).capturing_warnings() as echo:
         chosen, no_rules = resolve_chips(wanted)
-        report = estimate_model(_model_path(model, echo), _input_shapes(input_shapes), chosen, precision=precision, budget_ms=budget_ms)
+        report = estimate_model(_model_path(model, echo), _input_shapes(input_shapes), chosen, precision=precision, budget_ms=budget_ms, artifacts_root=_optional_path(artifacts))
     report["no_rules"] = no_rules + report["no_rules"]
     return Estimate(
         model_name=report["model"]["name"],

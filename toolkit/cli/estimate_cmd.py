@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from edgedeploy.cli.options import input_shape_option, model_argument, parse_shapes
+from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes
 from edgedeploy.cli.output import output_options, resolve_output, terminal_width, to_json
 
 ESTIMATE_FORMATS = ("text", "json", "md")
@@ -16,8 +18,9 @@ ESTIMATE_FORMATS = ("text", "json", "md")
 @input_shape_option
 @click.option("--budget-ms", type=click.FloatRange(min=0, min_open=True), metavar="N", help="Mark which chips meet N ms per inference by the estimate.")
 @click.option("--precision", help="Precision to place nodes in; estimates exist only for the precision of the chip's published figures (int8).")
+@click.option("--artifacts", type=AbsolutePath(file_okay=False, path_type=Path), default=Path("edgedeploy-out"), show_default=True, metavar="DIR", help="The build folder (build --out) whose builds of this model give the toolchain's own estimate beside edgedeploy's (Vela's for imx93).")
 @output_options(ESTIMATE_FORMATS, "the estimates")
-def estimate_command(model, targets, input_shapes, budget_ms, precision, output_format, out_path, force) -> None:
+def estimate_command(model, targets, input_shapes, budget_ms, precision, artifacts, output_format, out_path, force) -> None:
     """Estimate MODEL's latency per inference on each chip, with a range and the chip's typical error.
 
     The estimate is a cost model on the audit's placements (MACs and bytes per op class on the
@@ -30,7 +33,7 @@ def estimate_command(model, targets, input_shapes, budget_ms, precision, output_
     from edgedeploy.cli.output import info
 
     output = resolve_output(out_path, output_format, force, ESTIMATE_FORMATS, "edgedeploy estimate")
-    report = estimate(model, targets or ("all",), input_shapes=parse_shapes(input_shapes), precision=precision, budget_ms=budget_ms, progress=info).document
+    report = estimate(model, targets or ("all",), input_shapes=parse_shapes(input_shapes), precision=precision, budget_ms=budget_ms, artifacts=artifacts, progress=info).document
     if output.format == "json":
         text = to_json(report)
     else:

@@ -175,13 +175,15 @@ def outside_published_range(latency_ms: float, entry: dict) -> list[str]:
     ]
 
 
-def toolchain_estimate_entry(target, chip_id: str, verdict_estimates: dict | None = None) -> dict | None:
-    """The toolchain's own time estimate for the chip, where its target declares one: its figure
-    from a build's toolchain verdict when given, else why it is not here."""
+def toolchain_estimate_entry(target, chip_id: str, verdict_estimates: dict | None = None, source: str = "") -> dict | None:
+    """The toolchain's own time estimate for the chip, where its target declares one
+    (Target.toolchain_latency_estimate): its figure from a build's toolchain verdict when given
+    (`source`: which build), else why it is not here."""
     name = getattr(target, "toolchain_latency_estimate", {}).get(chip_id)
     if name is None:
         return None
     micros = (verdict_estimates or {}).get("estimated_inference_time_us")
     if micros is not None:
-        return {"name": name, "latency_ms": micros / 1000.0, "note": f"{name}'s own estimate of the compiled model (the toolchain's performance model, not a measurement)"}
-    return {"name": name, "latency_ms": None, "not_run": f"{name} runs in `edgedeploy build --target {chip_id}` (its int8 conversion); `estimate` runs no toolchain"}
+        where = f", from {source}" if source else ""
+        return {"name": name, "latency_ms": micros / 1000.0, "note": f"{name}'s own estimate of the compiled model (the toolchain's performance model, not a measurement{where})"}
+    return {"name": name, "latency_ms": None, "not_run": f"{name} runs in `edgedeploy build --target {chip_id}` (its int8 conversion); `estimate` runs no toolchain and found no build of this model"}

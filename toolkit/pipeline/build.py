@@ -328,7 +328,10 @@ def _add_toolchain_estimate(report: dict, target) -> None:
     section = report.get("estimate")
     if section is not None:
         chip = report["target"]["chip"]
-        section["toolchain_estimate"] = toolchain_estimate_entry(target, chip, (report.get("toolchain_verdict") or {}).get("estimates"))
+        entry = toolchain_estimate_entry(target, chip, (report.get("toolchain_verdict") or {}).get("estimates"), "this build")
+        if entry is not None and entry["latency_ms"] is None:
+            entry["not_run"] = f"{entry['name']} gave no time estimate in this build"
+        section["toolchain_estimate"] = entry
 
 
 def _with_what_the_audit_foresaw(exc: ToolchainFailed, prediction) -> ToolchainFailed:

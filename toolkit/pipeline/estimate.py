@@ -12,8 +12,29 @@ ESTIMATE_REPORT_SCHEMA = "edgedeploy.estimate-report/1"
 FIGURES_DOC = "docs/estimate-figures.md"
 
 
-def estimate_audits(model, audits: list, targets_by_chip: dict, params: dict | None = None) -> list:
-    """A ChipEstimate per AuditResult in `audits` (one model); `targets_by_chip`: chip id -> its target."""
+def built_estimates(model, chip_id: str, artifacts_root: Path | None) -> tuple[dict | None, str]:
+    """The toolchain's estimates of an earlier build of this very model for the chip
+    (ARTIFACTS/<model>/<chip>/report.json, the same sha256), and that report's path; else (None, "")."""
+    import json
+
+    from edgedeploy.artifacts import artifact_dir
+
+    if artifacts_root is None:
+        return None, ""
+    path = artifact_dir(artifacts_root, model.name, chip_id) / "report.json"
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None, ""
+    made_from = report.get("model") or {}
+    if model.sha256 not in (made_from.get("sha256"), made_from.get("source_sha256")):
+        return None, ""
+    return (report.get("toolchain_verdict") or {}).get("estimates"), str(path)
+
+
+def estimate_audits(model, audits: list, targets_by_chip: dict, params: dict | None = None, artifacts_root: Path | None = None) -> list:
+    """A ChipEstimate per AuditResult in `audits` (one model); `targets_by_chip`: chip id -> its
+    target; `artifacts_root`: where earlier builds are looked for, for the toolchain's own estimate."""
     from edgedeploy.estimate import estimate_chip, load_params, node_costs, toolchain_estimate_entry
 
     params = load_params() if params is None else params
@@ -22,14 +43,18 @@ def estimate_audits(model, audits: list, targets_by_chip: dict, params: dict | N
     for audit in audits:
         est = estimate_chip(costs, audit, params)
         target = targets_by_chip.get(audit.chip)
-        if target is not None:
-            est.toolchain_estimate = toolchain_estimate_entry(target, audit.chip)
+        if target is not None and getattr(target, "toolchain_latency_estimate", {}).get(audit.chip):
+            estimates, source = built_estimates(model, audit.chip, artifacts_root)
+            est.toolchain_estimate = toolchain_estimate_entry(target, audit.chip, estimates, source)
         found.append(est)
     return found
 
 
-def estimate_model(model_path: Path, input_shapes: dict, chips: list, precision: str | None = None, budget_ms: float | None = None, params: dict | None = None) -> dict:
-    """Audit the model on `chips` (edgedeploy.pipeline.audit.ChipChoice) and estimate each; the report dict."""
+def estimate_model(model_path: Path, input_shapes: dict, chips: list, precision: str | None = None, budget_ms: float | None = None, params: dict | None = None, artifacts_root: Path | None = None) -> dict:
+    """Audit the model on `chips` (edgedeploy.pipeline.audit.ChipChoice) and estimate each; the report dict.
+
+    `artifacts_root`: a build folder (`build --out`) whose builds of this model give the
+    toolchain's own estimate beside edgedeploy's (Vela's for the i.MX 93)."""
     from edgedeploy import __version__
     from edgedeploy.audit.engine import ChipIndependent
     from edgedeploy.estimate import load_params
@@ -46,7 +71,7 @@ def estimate_model(model_path: Path, input_shapes: dict, chips: list, precision:
     for choice in chips:
         found = audit_one(audited, shared, choice, precision, explicit, [])
         (no_rules if isinstance(found, dict) else audits).append(found if isinstance(found, dict) else found.result)
-    estimates = estimate_audits(audited, audits, {c.chip.id: c.target for c in chips}, params)
+    estimates = estimate_audits(audited, audits, {c.chip.id: c.target for c in chips}, params, artifacts_root)
     rows = []
     for est in estimates:
         row = est.to_dict()
