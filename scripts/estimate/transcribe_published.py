@@ -150,13 +150,15 @@ def espressif(ESP_REPO):
             chip = {"s3": "esp32s3", "p4": "esp32p4"}[target]
             key = ESP_KEYS.get(base_name)
             precision = "int16" if "_s16" in base_name else "int8"
+            if comp == "yolo26":  # the quantisation tutorial: backbone int8, heads and neck exits int16
+                precision = "int8+int16"
             shape = cells[1].replace("\\*", "*").replace("×", "*").replace(" ", "")
             cores = 2 if mode == "RUNTIME_MODE_MULTI_CORE" else 1
             note, usable = [], "yes"
-            if mode:
-                note.append(f"{mode}")
             if cores == 2:
-                usable = "no"; note.append("dual-core runtime mode; the single-core row of this model is the fit figure")
+                usable = "no"; note.append("dual-core runtime mode: the single-core row of this model is the fit figure")
+            if mode:
+                note.append(f"runtime mode {mode}")
             dup = (chip, key, precision, cores)
             if key and dup in seen:
                 usable = "no"; note.append("same architecture and input size as an earlier row (other weights/dataset or QAT): a repeat, not an independent model")
@@ -273,8 +275,9 @@ def gate_on_manifest(manifest_path):
         entry = models.get(r["model_key"])
         if r["usable"] != "yes":
             continue
-        if entry is None:
-            r["usable"] = "no"; r["note"] = "not rebuilt here (no public definition reproduced yet); " + r["note"]
+        if entry is None or not entry.get("file"):
+            why = entry.get("fidelity_note") if entry else "no faithful rebuild of this architecture in scripts/estimate/models.py"
+            r["usable"] = "no"; r["note"] = f"not rebuilt here ({why}); " + r["note"]
         elif not entry.get("faithful", False):
             r["usable"] = "no"; r["note"] = f"rebuilt only approximately ({entry.get('fidelity_note', '')}); " + r["note"]
 

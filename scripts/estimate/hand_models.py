@@ -1,0 +1,675 @@
+"""Architectures for scripts/estimate/models.py that no library builds as the vendors measured
+them: YOLO heads as deployed (raw convolutions, no decoding), pre-activation ResNet-50 v2, the
+Keras ResNet-50 stride placement, EfficientNet-Lite0, CLIP's encoders and a few detectors.
+
+Each is written here from the architecture its paper or reference repository publishes; only the
+shapes and operators matter (weights are random), so the docstrings say what was followed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+# --- YOLO heads as the vendors deploy them ----------------------------------------------------
+
+
+def _run_to_head(layers, save, x):
+    """Ultralytics' layer loop (BaseModel._predict_once) up to the head; returns the head inputs."""
+    y = []
+    for m in layers[:-1]:
+        if m.f != -1:
+            x = y[m.f] if isinstance(m.f, int) else [x if j == -1 else y[j] for j in m.f]
+        x = m(x)
+        y.append(x if m.i in save else None)
+    head = layers[-1]
+    return [x if j == -1 else y[j] for j in head.f]
+
+
+class RawYoloHead(nn.Module):
+    """An Ultralytics detection/segment/pose/OBB model whose outputs are the head convolutions'
+    own outputs per scale (box, class [, mask coefficients | keypoints | angle], [prototypes]).
+    One-to-one heads (YOLOv10, YOLO26) are used where the model has them, as at inference."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.layers = model.model
+        self.save = set(model.save)
+        head = model.model[-1]
+        self.box = getattr(head, "one2one_cv2", None) or head.cv2
+        self.cls = getattr(head, "one2one_cv3", None) or head.cv3
+        self.extra = getattr(head, "one2one_cv4", None) or getattr(head, "cv4", None)
+        self.proto = getattr(head, "proto", None)
+
+    def forward(self, x):
+        feats = _run_to_head(self.layers, self.save, x)
+        outs = []
+        for i, f in enumerate(feats):
+            outs += [self.box[i](f), self.cls[i](f)]
+            if self.extra is not None:
+                outs.append(self.extra[i](f))
+        if self.proto is not None:
+            outs.append(self.proto(feats[0]))
+        return tuple(outs)
+
+
+class YoloV5AnchorHead(nn.Module):
+    """YOLOv5 v6.x: the backbone and neck of Ultralytics' yolov5 yaml with the original anchor
+    head, a 1x1 convolution per scale to 3 anchors x (5 + 80 classes [+ 32 masks]) channels and
+    its sigmoid, the box decoding left out (airockchip/yolov5 exports it so: rknn_model_zoo's
+    yolov5.py post-processing decodes the model's [1,255,80,80] outputs without a sigmoid). The -seg variant adds YOLOv5's Proto: 3x3 conv to
+    npr = 256 x width channels, nearest 2x upsample, 3x3 conv, 1x1 conv to 32 prototypes."""
+
+    def __init__(self, model, seg: bool = False, width: float = 1.0):
+        super().__init__()
+        from ultralytics.nn.modules import Conv
+
+        self.layers = model.model
+        self.save = set(model.save)
+        head = model.model[-1]
+        chans = [seq[0].conv.in_channels for seq in head.cv2]
+        per_anchor = 5 + 80 + (32 if seg else 0)
+        self.convs = nn.ModuleList(nn.Conv2d(c, 3 * per_anchor, 1) for c in chans)
+        self.proto = None
+        if seg:
+            npr = int(math.ceil(256 * width / 8) * 8)
+            self.proto = nn.Sequential(Conv(chans[0], npr, 3), nn.Upsample(scale_factor=2, mode="nearest"), Conv(npr, npr, 3), Conv(npr, 32, 1))
+
+    def forward(self, x):
+        feats = _run_to_head(self.layers, self.save, x)
+        outs = [torch.sigmoid(conv(f)) for conv, f in zip(self.convs, feats)]
+        if self.proto is not None:
+            outs.append(self.proto(feats[0]))
+        return tuple(outs)
+
+
+# --- classifiers ---------------------------------------------------------------------------------
+
+
+def resnet50_keras():
+    """Keras ResNet50 (v1): the stride of a downsampling bottleneck is on its first 1x1
+    convolution, where torchvision's ResNet-50 (v1.5) has it on the 3x3."""
+    import torchvision
+
+    model = torchvision.models.resnet50(weights=None)
+    for stage in (model.layer2, model.layer3, model.layer4):
+        block = stage[0]
+        block.conv1.stride, block.conv2.stride = (2, 2), (1, 1)
+    return model
+
+
+class _BottleneckV2(nn.Module):
+    """Gluon BottleneckV2: BN-ReLU before each of 1x1, 3x3 (strided), 1x1; the projection
+    shortcut takes the first pre-activation."""
+
+    def __init__(self, c_in, c_out, stride):
+        super().__init__()
+        mid = c_out // 4
+        self.bn1, self.conv1 = nn.BatchNorm2d(c_in), nn.Conv2d(c_in, mid, 1, bias=False)
+        self.bn2, self.conv2 = nn.BatchNorm2d(mid), nn.Conv2d(mid, mid, 3, stride, 1, bias=False)
+        self.bn3, self.conv3 = nn.BatchNorm2d(mid), nn.Conv2d(mid, c_out, 1, bias=False)
+        self.down = nn.Conv2d(c_in, c_out, 1, stride, bias=False) if stride != 1 or c_in != c_out else None
+
+    def forward(self, x):
+        act = F.relu(self.bn1(x))
+        shortcut = x if self.down is None else self.down(act)
+        y = self.conv1(act)
+        y = self.conv2(F.relu(self.bn2(y)))
+        y = self.conv3(F.relu(self.bn3(y)))
+        return y + shortcut
+
+
+class ResNet50V2(nn.Module):
+    """Pre-activation ResNet-50 (He et al. 2016, "Identity Mappings"), in MXNet Gluon's layout,
+    which the ONNX model zoo's resnet50-v2-7 was converted from: an input BatchNorm, 7x7/2 stem,
+    BN-ReLU, 3x3/2 max pool, stages of 3/4/6/3 bottlenecks, final BN-ReLU, pool, dense 1000."""
+
+    def __init__(self, classes: int = 1000):
+        super().__init__()
+        self.data_bn = nn.BatchNorm2d(3, affine=False)
+        self.stem = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        blocks, c_in = [], 64
+        for repeats, c_out, stride in ((3, 256, 1), (4, 512, 2), (6, 1024, 2), (3, 2048, 2)):
+            for r in range(repeats):
+                blocks.append(_BottleneckV2(c_in, c_out, stride if r == 0 else 1))
+                c_in = c_out
+        self.blocks = nn.Sequential(*blocks)
+        self.final_bn = nn.BatchNorm2d(2048)
+        self.fc = nn.Linear(2048, classes)
+
+    def forward(self, x):
+        x = self.blocks(self.stem(self.data_bn(x)))
+        x = F.adaptive_avg_pool2d(F.relu(self.final_bn(x)), 1)
+        return self.fc(torch.flatten(x, 1))
+
+
+def efficientnet_lite0():
+    """EfficientNet-Lite0 (tensorflow/tpu efficientnet/lite): EfficientNet-B0's blocks without
+    squeeze-and-excitation and with ReLU6 in place of swish; stem and head widths as B0's."""
+    import torchvision
+    from torchvision.ops.misc import SqueezeExcitation
+
+    model = torchvision.models.efficientnet_b0(weights=None)
+
+    def strip(module):
+        for name, child in module.named_children():
+            if isinstance(child, SqueezeExcitation):
+                setattr(module, name, nn.Identity())
+            elif isinstance(child, nn.SiLU):
+                setattr(module, name, nn.ReLU6())
+            else:
+                strip(child)
+
+    strip(model)
+    return model
+
+
+# --- CLIP (openai/CLIP clip/model.py): ViT-B/32 image tower and the text tower ---------------------
+
+
+class _QuickGELU(nn.Module):
+    def forward(self, x):
+        return x * torch.sigmoid(1.702 * x)
+
+
+class _ClipBlock(nn.Module):
+    """CLIP's ResidualAttentionBlock: pre-LayerNorm attention and a 4x MLP with quickGELU."""
+
+    def __init__(self, width, heads, causal_len=0):
+        super().__init__()
+        self.heads = heads
+        self.ln_1, self.ln_2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.out = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), _QuickGELU(), nn.Linear(4 * width, width))
+        mask = torch.full((causal_len, causal_len), float("-inf")).triu(1) if causal_len else None
+        self.register_buffer("mask", mask, persistent=False)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.heads
+        q, k, v = self.qkv(self.ln_1(x)).reshape(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d // h)
+        if self.mask is not None:
+            scores = scores + self.mask
+        x = x + self.out((torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp(self.ln_2(x))
+
+
+class ClipImage(nn.Module):
+    """CLIP ViT-B/32 image encoder: 32x32 patch convolution (no bias) to width 768, class token,
+    positional embedding, ln_pre, 12 blocks of 12 heads, ln_post on the class token, 768->512."""
+
+    def __init__(self, size=224, patch=32, width=768, layers=12, heads=12, dim=512):
+        super().__init__()
+        tokens = (size // patch) ** 2 + 1
+        self.conv1 = nn.Conv2d(3, width, patch, patch, bias=False)
+        self.cls = nn.Parameter(torch.randn(1, 1, width) * 0.02)
+        self.pos = nn.Parameter(torch.randn(1, tokens, width) * 0.01)
+        self.ln_pre, self.ln_post = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.blocks = nn.Sequential(*[_ClipBlock(width, heads) for _ in range(layers)])
+        self.proj = nn.Linear(width, dim, bias=False)
+
+    def forward(self, x):
+        x = self.conv1(x).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1) + self.pos
+        x = self.blocks(self.ln_pre(x))
+        return self.proj(self.ln_post(x[:, 0]))
+
+
+class ClipText(nn.Module):
+    """CLIP text encoder (ViT-B/32 model): token embedding 49408x512, positional embedding, 12
+    causal blocks of 8 heads, ln_final, the end-of-text feature projected 512->512."""
+
+    def __init__(self, length=20, vocab=49408, width=512, layers=12, heads=8):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.pos = nn.Parameter(torch.randn(1, length, width) * 0.01)
+        self.blocks = nn.Sequential(*[_ClipBlock(width, heads, causal_len=length) for _ in range(layers)])
+        self.ln_final = nn.LayerNorm(width)
+        self.proj = nn.Linear(width, width, bias=False)
+
+    def forward(self, tokens):
+        x = self.blocks(self.embed(tokens) + self.pos)
+        return self.proj(self.ln_final(x)[:, -1])
+
+
+# --- small models of NXP's and Espressif's zoos ----------------------------------------------------
+
+
+class DeepfaceEmotion(nn.Module):
+    """serengil/deepface's facial-expression model on 48x48 grey faces (Keras Sequential, 'valid'
+    padding): conv 64 5x5, max pool 5/2, conv 64 3x3 x2, avg pool 3/2, conv 128 3x3 x2, avg pool
+    3/2, flatten (128), dense 1024 x2, dense 7 with softmax; ReLU throughout."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 64, 5), nn.ReLU(), nn.MaxPool2d(5, 2),
+            nn.Conv2d(64, 64, 3), nn.ReLU(), nn.Conv2d(64, 64, 3), nn.ReLU(), nn.AvgPool2d(3, 2),
+            nn.Conv2d(64, 128, 3), nn.ReLU(), nn.Conv2d(128, 128, 3), nn.ReLU(), nn.AvgPool2d(3, 2),
+        )
+        self.classifier = nn.Sequential(nn.Linear(128, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 7))
+
+    def forward(self, x):
+        return torch.softmax(self.classifier(torch.flatten(self.features(x), 1)), dim=1)
+
+
+def _conv_bn(c_in, c_out, k=3, s=1, groups=1, act=nn.ReLU):
+    layers = [nn.Conv2d(c_in, c_out, k, s, k // 2, groups=groups, bias=False), nn.BatchNorm2d(c_out)]
+    return nn.Sequential(*layers, act()) if act else nn.Sequential(*layers)
+
+
+def _dw_sep(c_in, c_out, s=1, act=nn.ReLU):
+    """Depthwise 3x3 + BN + act, pointwise 1x1 + BN + act (MobileNetV1's unit)."""
+    return nn.Sequential(_conv_bn(c_in, c_in, 3, s, groups=c_in, act=act), _conv_bn(c_in, c_out, 1, act=act))
+
+
+class UltraFaceSlim(nn.Module):
+    """Linzaer Ultra-Light-Fast-Generic-Face-Detector-1MB, version-slim at 320x240: a MobileNetV1-
+    like body of depthwise-separable units (16..256 channels), four detection levels (strides 8,
+    16, 32, 64) with separable regression and classification headers (3/2/2/3 priors), softmax
+    on the scores. The prior-box decoding of the published ONNX is left out (elementwise)."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.ModuleList([
+            nn.Sequential(_conv_bn(3, 16, 3, 2), _dw_sep(16, 32), _dw_sep(32, 32, 2), _dw_sep(32, 32), _dw_sep(32, 64, 2),
+                          _dw_sep(64, 64), _dw_sep(64, 64), _dw_sep(64, 64)),
+            nn.Sequential(_dw_sep(64, 128, 2), _dw_sep(128, 128), _dw_sep(128, 128)),
+            nn.Sequential(_dw_sep(128, 256, 2), _dw_sep(256, 256)),
+            nn.Sequential(nn.Conv2d(256, 64, 1), nn.ReLU(), nn.Conv2d(64, 64, 3, 2, 1, groups=64), nn.ReLU(), nn.Conv2d(64, 256, 1), nn.ReLU()),
+        ])
+        chans, priors = (64, 128, 256, 256), (3, 2, 2, 3)
+
+        def head(c, out, last):
+            if last:
+                return nn.Conv2d(c, out, 3, 1, 1)
+            return nn.Sequential(nn.Conv2d(c, c, 3, 1, 1, groups=c), nn.ReLU(), nn.Conv2d(c, out, 1))
+
+        self.reg = nn.ModuleList(head(c, p * 4, i == 3) for i, (c, p) in enumerate(zip(chans, priors)))
+        self.cls = nn.ModuleList(head(c, p * 2, i == 3) for i, (c, p) in enumerate(zip(chans, priors)))
+
+    def forward(self, x):
+        scores, boxes = [], []
+        for stage, reg, cls in zip(self.body, self.reg, self.cls):
+            x = stage(x)
+            boxes.append(reg(x).permute(0, 2, 3, 1).reshape(1, -1, 4))
+            scores.append(cls(x).permute(0, 2, 3, 1).reshape(1, -1, 2))
+        return torch.softmax(torch.cat(scores, 1), dim=2), torch.cat(boxes, 1)
+
+
+def _leaky(c_in, c_out, k=3, s=1):
+    return nn.Sequential(nn.Conv2d(c_in, c_out, k, s, k // 2, bias=False), nn.BatchNorm2d(c_out), nn.LeakyReLU(0.1))
+
+
+class _TinyCsp(nn.Module):
+    """yolov4-tiny.cfg's CSP block: 3x3 conv, route the second half of its channels through two
+    3x3 convs, concat, 1x1 conv, concat with the first conv's output, 2x2 max pool."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.conv, self.a, self.b, self.mix = _leaky(c, c), _leaky(c // 2, c // 2), _leaky(c // 2, c // 2), _leaky(c, c, 1)
+        self.pool = nn.MaxPool2d(2, 2)
+
+    def forward(self, x):
+        x = self.conv(x)
+        a = self.a(x[:, x.shape[1] // 2:])
+        mixed = self.mix(torch.cat([self.b(a), a], 1))
+        return self.pool(torch.cat([x, mixed], 1)), mixed
+
+
+class YoloV4Tiny(nn.Module):
+    """AlexeyAB darknet yolov4-tiny.cfg at 416x416 (leaky ReLU 0.1): two stride-2 3x3 convs,
+    three CSP blocks (64, 128, 256), 3x3 conv 512, 1x1 256, 3x3 512, 1x1 255 (13x13 head); 1x1
+    128, 2x upsample, concat with the last CSP block's 1x1 output, 3x3 256, 1x1 255 (26x26 head).
+    The yolo layers' decoding is left out."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(_leaky(3, 32, 3, 2), _leaky(32, 64, 3, 2))
+        self.csp = nn.ModuleList([_TinyCsp(64), _TinyCsp(128), _TinyCsp(256)])
+        self.conv5, self.neck = _leaky(512, 512), _leaky(512, 256, 1)
+        self.head13 = nn.Sequential(_leaky(256, 512), nn.Conv2d(512, 255, 1))
+        self.lateral = _leaky(256, 128, 1)
+        self.head26 = nn.Sequential(_leaky(384, 256), nn.Conv2d(256, 255, 1))
+
+    def forward(self, x):
+        x = self.stem(x)
+        for block in self.csp:
+            x, route = block(x)
+        p5 = self.neck(self.conv5(x))
+        up = F.interpolate(self.lateral(p5), scale_factor=2.0, mode="nearest")
+        return self.head13(p5), self.head26(torch.cat([up, route], 1))
+
+
+# --- Rockchip's model zoo: RetinaFace and LPRNet ------------------------------------------------
+
+
+def _cb(c_in, c_out, k=3, s=1, leaky=0.0, act=True):
+    layers = [nn.Conv2d(c_in, c_out, k, s, k // 2, bias=False), nn.BatchNorm2d(c_out)]
+    if act:
+        layers.append(nn.LeakyReLU(leaky) if leaky else nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+class _Ssh(nn.Module):
+    """RetinaFace's context module: 3x3 (out/2) || 5x5 as two 3x3 (out/4) || 7x7 as three (out/4)."""
+
+    def __init__(self, c_in, c_out, leaky):
+        super().__init__()
+        self.c3 = _cb(c_in, c_out // 2, act=False)
+        self.c5_1, self.c5_2 = _cb(c_in, c_out // 4, leaky=leaky), _cb(c_out // 4, c_out // 4, act=False)
+        self.c7_2, self.c7_3 = _cb(c_out // 4, c_out // 4, leaky=leaky), _cb(c_out // 4, c_out // 4, act=False)
+
+    def forward(self, x):
+        a = self.c5_1(x)
+        b = self.c7_2(a)
+        return F.relu(torch.cat([self.c3(x), self.c5_2(a), self.c7_3(b)], 1))
+
+
+class RetinaFace(nn.Module):
+    """biubug6/Pytorch_Retinaface at 320x320: a backbone's stride-8/16/32 features, an FPN (1x1
+    lateral, nearest upsample + add, 3x3 merge), an SSH context module per level, and per level
+    1x1 heads for 2 anchors (classes 2, boxes 4, landmarks 10), concatenated; softmax on the
+    classes. mobilenet0.25: MobileNetV1 x0.25 with leaky ReLU 0.1, FPN width 64; resnet50:
+    torchvision ResNet-50 layers 2-4, FPN width 256 (ReLU)."""
+
+    def __init__(self, backbone: str):
+        super().__init__()
+        if backbone == "mobilenet0.25":
+            lk = 0.1
+
+            def dw(a, b, s=1):  # Pytorch_Retinaface's conv_dw: depthwise 3x3 and pointwise 1x1, BN, leaky ReLU 0.1
+                return nn.Sequential(nn.Conv2d(a, a, 3, s, 1, groups=a, bias=False), nn.BatchNorm2d(a), nn.LeakyReLU(lk), _cb(a, b, 1, 1, lk))
+
+            self.stages = nn.ModuleList([
+                nn.Sequential(_cb(3, 8, 3, 2, lk), dw(8, 16), dw(16, 32, 2), dw(32, 32), dw(32, 64, 2), dw(64, 64)),
+                nn.Sequential(dw(64, 128, 2), *[dw(128, 128) for _ in range(5)]),
+                nn.Sequential(dw(128, 256, 2), dw(256, 256)),
+            ])
+            chans, width = (64, 128, 256), 64
+        else:
+            import torchvision
+
+            r = torchvision.models.resnet50(weights=None)
+            self.stages = nn.ModuleList([nn.Sequential(r.conv1, r.bn1, r.relu, r.maxpool, r.layer1, r.layer2), r.layer3, r.layer4])
+            chans, width = (512, 1024, 2048), 256
+        leaky = 0.1 if width <= 64 else 0.0
+        self.lateral = nn.ModuleList(_cb(c, width, 1, 1, leaky) for c in chans)
+        self.merge = nn.ModuleList(_cb(width, width, 3, 1, leaky) for _ in range(2))
+        self.ssh = nn.ModuleList(_Ssh(width, width, leaky) for _ in range(3))
+        self.cls = nn.ModuleList(nn.Conv2d(width, 2 * 2, 1) for _ in range(3))
+        self.box = nn.ModuleList(nn.Conv2d(width, 2 * 4, 1) for _ in range(3))
+        self.ldm = nn.ModuleList(nn.Conv2d(width, 2 * 10, 1) for _ in range(3))
+
+    def forward(self, x):
+        feats = []
+        for stage in self.stages:
+            x = stage(x)
+            feats.append(x)
+        p = [lat(f) for lat, f in zip(self.lateral, feats)]
+        p[1] = self.merge[1](p[1] + F.interpolate(p[2], size=p[1].shape[-2:], mode="nearest"))
+        p[0] = self.merge[0](p[0] + F.interpolate(p[1], size=p[0].shape[-2:], mode="nearest"))
+        p = [ssh(f) for ssh, f in zip(self.ssh, p)]
+
+        def flat(heads, n):
+            return torch.cat([h(f).permute(0, 2, 3, 1).reshape(1, -1, n) for h, f in zip(heads, p)], 1)
+
+        return flat(self.box, 4), torch.softmax(flat(self.cls, 2), dim=-1), flat(self.ldm, 10)
+
+
+class _LprBlock(nn.Module):
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        m = c_out // 4
+        self.body = nn.Sequential(nn.Conv2d(c_in, m, 1), nn.ReLU(), nn.Conv2d(m, m, (3, 1), padding=(1, 0)), nn.ReLU(),
+                                  nn.Conv2d(m, m, (1, 3), padding=(0, 1)), nn.ReLU(), nn.Conv2d(m, c_out, 1))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class LPRNet(nn.Module):
+    """sirius-ai/LPRNet_Pytorch on 24x94 plates, 68 classes: small basic blocks (1x1, 3x1, 1x3, 1x1)
+    with BN-ReLU, max pools over (channel, h, w) of kernel (1,3,3) and strides (1,1,1), (2,1,2),
+    (4,1,2), a 1x4 conv to 256 and a 13x1 conv to the classes; four intermediate maps average-
+    pooled to the final size, each divided by its mean square, concatenated, 1x1 conv, mean over H."""
+
+    def __init__(self, classes: int = 68):
+        super().__init__()
+        self.backbone = nn.ModuleList([
+            nn.Conv2d(3, 64, 3), nn.BatchNorm2d(64), nn.ReLU(),  # 2
+            nn.MaxPool3d((1, 3, 3), (1, 1, 1)), _LprBlock(64, 128), nn.BatchNorm2d(128), nn.ReLU(),  # 6
+            nn.MaxPool3d((1, 3, 3), (2, 1, 2)), _LprBlock(64, 256), nn.BatchNorm2d(256), nn.ReLU(),
+            _LprBlock(256, 256), nn.BatchNorm2d(256), nn.ReLU(),  # 13
+            nn.MaxPool3d((1, 3, 3), (4, 1, 2)), nn.Dropout(0.5), nn.Conv2d(64, 256, (1, 4)), nn.BatchNorm2d(256), nn.ReLU(),
+            nn.Dropout(0.5), nn.Conv2d(256, classes, (13, 1)), nn.BatchNorm2d(classes), nn.ReLU(),  # 22
+        ])
+        self.container = nn.Conv2d(64 + 128 + 256 + classes, classes, 1)
+
+    def forward(self, x):
+        kept = []
+        for i, layer in enumerate(self.backbone):
+            x = layer(x.unsqueeze(1)).squeeze(1) if isinstance(layer, nn.MaxPool3d) else layer(x)
+            if i in (2, 6, 13, 22):
+                kept.append(x)
+        ctx = []
+        for i, f in enumerate(kept):
+            if i < 2:
+                f = F.avg_pool2d(f, 5, 5)
+            elif i == 2:
+                f = F.avg_pool2d(f, (4, 10), (4, 2))
+            ctx.append(f / torch.mean(f * f))
+        return torch.mean(self.container(torch.cat(ctx, 1)), dim=2)
+
+
+class _MfnBottleneck(nn.Module):
+    def __init__(self, c_in, c_out, s, t):
+        super().__init__()
+        m = c_in * t
+        self.residual = s == 1 and c_in == c_out
+        self.body = nn.Sequential(_conv_bn(c_in, m, 1, act=nn.PReLU), _conv_bn(m, m, 3, s, groups=m, act=nn.PReLU), _conv_bn(m, c_out, 1, act=None))
+
+    def forward(self, x):
+        return x + self.body(x) if self.residual else self.body(x)
+
+
+class MobileFaceNet(nn.Module):
+    """MobileFaceNet (Chen et al. 2018, table 1) on 112x112: 3x3/2 conv 64, depthwise 3x3 64,
+    bottlenecks (t, c, n, s) = (2,64,5,2) (4,128,1,2) (2,128,6,1) (4,128,1,2) (2,128,2,1), 1x1 512,
+    linear global depthwise 7x7, linear 1x1 to the embedding; PReLU. With a 512-d embedding
+    (as InsightFace trains it) it has 1.2 M parameters, as Espressif's README states for mfn."""
+
+    def __init__(self, embedding: int = 512):
+        super().__init__()
+        layers = [_conv_bn(3, 64, 3, 2, act=nn.PReLU), _conv_bn(64, 64, 3, 1, groups=64, act=nn.PReLU)]
+        c = 64
+        for t, c_out, n, s in ((2, 64, 5, 2), (4, 128, 1, 2), (2, 128, 6, 1), (4, 128, 1, 2), (2, 128, 2, 1)):
+            for i in range(n):
+                layers.append(_MfnBottleneck(c, c_out, s if i == 0 else 1, t))
+                c = c_out
+        gdc = nn.Sequential(nn.Conv2d(512, 512, 7, groups=512, bias=False), nn.BatchNorm2d(512))  # 'valid': 7x7 -> 1x1
+        layers += [_conv_bn(c, 512, 1, act=nn.PReLU), gdc]
+        self.features = nn.Sequential(*layers)
+        self.embed = nn.Sequential(nn.Conv2d(512, embedding, 1, bias=False), nn.BatchNorm2d(embedding))
+
+    def forward(self, x):
+        return torch.flatten(self.embed(self.features(x)), 1)
+
+
+# --- YOLOX and YOLOv7-tiny (Rockchip's model zoo) ---------------------------------------------------
+
+
+def _silu_conv(c_in, c_out, k=1, s=1):
+    """YOLOX BaseConv: conv without bias, BN, SiLU."""
+    return nn.Sequential(nn.Conv2d(c_in, c_out, k, s, k // 2, bias=False), nn.BatchNorm2d(c_out), nn.SiLU())
+
+
+class _XBottleneck(nn.Module):
+    def __init__(self, c_in, c_out, shortcut):
+        super().__init__()
+        self.conv1, self.conv2 = _silu_conv(c_in, c_out, 1), _silu_conv(c_out, c_out, 3)
+        self.add = shortcut and c_in == c_out
+
+    def forward(self, x):
+        y = self.conv2(self.conv1(x))
+        return x + y if self.add else y
+
+
+class _XCsp(nn.Module):
+    """YOLOX CSPLayer: two 1x1 branches of out/2, n bottlenecks on one, concat, 1x1."""
+
+    def __init__(self, c_in, c_out, n, shortcut=True):
+        super().__init__()
+        h = int(c_out * 0.5)
+        self.conv1, self.conv2, self.conv3 = _silu_conv(c_in, h), _silu_conv(c_in, h), _silu_conv(2 * h, c_out)
+        self.m = nn.Sequential(*[_XBottleneck(h, h, shortcut) for _ in range(n)])
+
+    def forward(self, x):
+        return self.conv3(torch.cat([self.m(self.conv1(x)), self.conv2(x)], 1))
+
+
+class _XSpp(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv1, self.conv2 = _silu_conv(c, c // 2), _silu_conv(c // 2 * 4, c)
+        self.pools = nn.ModuleList(nn.MaxPool2d(k, 1, k // 2) for k in (5, 9, 13))
+
+    def forward(self, x):
+        x = self.conv1(x)
+        return self.conv2(torch.cat([x] + [p(x) for p in self.pools], 1))
+
+
+class YoloX(nn.Module):
+    """Megvii YOLOX (yolox/models: darknet.py CSPDarknet, yolo_pafpn.py, yolo_head.py) at 640x640:
+    Focus stem (space-to-depth + 3x3), CSP stages of 3/9/9/3 x depth bottlenecks, SPP (5, 9, 13) in
+    the last stage, PAFPN, and a decoupled head per level (1x1 stem to 256 x width, two 3x3 convs
+    each for classes and boxes, 1x1 predictions). Outputs per level cat(box, sigmoid(obj),
+    sigmoid(cls)) with the grid decoding left out, as the deploy export keeps it outside."""
+
+    def __init__(self, depth: float, width: float, classes: int = 80):
+        super().__init__()
+        b, d = int(64 * width), max(round(3 * depth), 1)
+        self.stem = _silu_conv(12, b, 3)
+        self.dark2 = nn.Sequential(_silu_conv(b, 2 * b, 3, 2), _XCsp(2 * b, 2 * b, d))
+        self.dark3 = nn.Sequential(_silu_conv(2 * b, 4 * b, 3, 2), _XCsp(4 * b, 4 * b, 3 * d))
+        self.dark4 = nn.Sequential(_silu_conv(4 * b, 8 * b, 3, 2), _XCsp(8 * b, 8 * b, 3 * d))
+        self.dark5 = nn.Sequential(_silu_conv(8 * b, 16 * b, 3, 2), _XSpp(16 * b), _XCsp(16 * b, 16 * b, d, shortcut=False))
+        c3, c4, c5 = int(256 * width), int(512 * width), int(1024 * width)
+        n = round(3 * depth)
+        self.lateral0, self.c3_p4 = _silu_conv(c5, c4), _XCsp(2 * c4, c4, n, False)
+        self.reduce1, self.c3_p3 = _silu_conv(c4, c3), _XCsp(2 * c3, c3, n, False)
+        self.bu2, self.c3_n3 = _silu_conv(c3, c3, 3, 2), _XCsp(2 * c3, c4, n, False)
+        self.bu1, self.c3_n4 = _silu_conv(c4, c4, 3, 2), _XCsp(2 * c4, c5, n, False)
+        hw = int(256 * width)
+        self.heads = nn.ModuleList()
+        for c in (c3, c4, c5):
+            self.heads.append(nn.ModuleDict({
+                "stem": _silu_conv(c, hw), "cls": nn.Sequential(_silu_conv(hw, hw, 3), _silu_conv(hw, hw, 3)),
+                "reg": nn.Sequential(_silu_conv(hw, hw, 3), _silu_conv(hw, hw, 3)),
+                "cls_pred": nn.Conv2d(hw, classes, 1), "reg_pred": nn.Conv2d(hw, 4, 1), "obj_pred": nn.Conv2d(hw, 1, 1)}))
+
+    def forward(self, x):
+        x = torch.cat([x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1)  # Focus
+        x2 = self.dark3(self.dark2(self.stem(x)))
+        x1 = self.dark4(x2)
+        x0 = self.dark5(x1)
+        up = lambda t: F.interpolate(t, scale_factor=2.0, mode="nearest")
+        fpn0 = self.lateral0(x0)
+        f0 = self.c3_p4(torch.cat([up(fpn0), x1], 1))
+        fpn1 = self.reduce1(f0)
+        pan2 = self.c3_p3(torch.cat([up(fpn1), x2], 1))
+        pan1 = self.c3_n3(torch.cat([self.bu2(pan2), fpn1], 1))
+        pan0 = self.c3_n4(torch.cat([self.bu1(pan1), fpn0], 1))
+        outs = []
+        for head, f in zip(self.heads, (pan2, pan1, pan0)):
+            f = head["stem"](f)
+            c, r = head["cls"](f), head["reg"](f)
+            outs.append(torch.cat([head["reg_pred"](r), torch.sigmoid(head["obj_pred"](r)), torch.sigmoid(head["cls_pred"](c))], 1))
+        return tuple(outs)
+
+
+class _ElanTiny(nn.Module):
+    """yolov7-tiny's ELAN block: two 1x1 branches of h, two 3x3 convs on the second, concat of
+    the four, 1x1 to out (leaky ReLU 0.1 throughout)."""
+
+    def __init__(self, c_in, h, c_out):
+        super().__init__()
+        self.a, self.b, self.c, self.d = _leaky(c_in, h, 1), _leaky(c_in, h, 1), _leaky(h, h), _leaky(h, h)
+        self.out = _leaky(4 * h, c_out, 1)
+
+    def forward(self, x):
+        b = self.b(x)
+        c = self.c(b)
+        return self.out(torch.cat([self.d(c), c, b, self.a(x)], 1))
+
+
+class YoloV7Tiny(nn.Module):
+    """WongKinYiu yolov7 cfg/deploy/yolov7-tiny.yaml at 640x640: ELAN-tiny backbone (64/128/256/
+    512), SPPCSPC-tiny (max pools 5, 9, 13), a top-down and bottom-up ELAN-tiny neck, 3x3 convs to
+    128/256/512 and the 1x1 detection convolutions (3 x 85 channels per level), raw."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(_leaky(3, 32, 3, 2), _leaky(32, 64, 3, 2), _ElanTiny(64, 32, 64))
+        self.p3 = nn.Sequential(nn.MaxPool2d(2, 2), _ElanTiny(64, 64, 128))
+        self.p4 = nn.Sequential(nn.MaxPool2d(2, 2), _ElanTiny(128, 128, 256))
+        self.p5 = nn.Sequential(nn.MaxPool2d(2, 2), _ElanTiny(256, 256, 512))
+        self.spp_a, self.spp_b = _leaky(512, 256, 1), _leaky(512, 256, 1)
+        self.spp_pools = nn.ModuleList(nn.MaxPool2d(k, 1, k // 2) for k in (5, 9, 13))
+        self.spp_mix, self.spp_out = _leaky(1024, 256, 1), _leaky(512, 256, 1)
+        self.td4_a, self.td4_lat, self.td4 = _leaky(256, 128, 1), _leaky(256, 128, 1), _ElanTiny(256, 64, 128)
+        self.td3_a, self.td3_lat, self.td3 = _leaky(128, 64, 1), _leaky(128, 64, 1), _ElanTiny(128, 32, 64)
+        self.bu4_down, self.bu4 = _leaky(64, 128, 3, 2), _ElanTiny(256, 64, 128)
+        self.bu5_down, self.bu5 = _leaky(128, 256, 3, 2), _ElanTiny(512, 128, 256)
+        self.outs = nn.ModuleList([_leaky(64, 128), _leaky(128, 256), _leaky(256, 512)])
+        self.detect = nn.ModuleList(nn.Conv2d(c, 255, 1) for c in (128, 256, 512))
+
+    def forward(self, x):
+        up = lambda t: F.interpolate(t, scale_factor=2.0, mode="nearest")
+        c3 = self.p3(self.stem(x))
+        c4 = self.p4(c3)
+        c5 = self.p5(c4)
+        a = self.spp_a(c5)
+        spp = self.spp_mix(torch.cat([p(a) for p in reversed(self.spp_pools)] + [a], 1))
+        p5 = self.spp_out(torch.cat([spp, self.spp_b(c5)], 1))
+        p4 = self.td4(torch.cat([up(self.td4_a(p5)), self.td4_lat(c4)], 1))
+        p3 = self.td3(torch.cat([up(self.td3_a(p4)), self.td3_lat(c3)], 1))
+        n4 = self.bu4(torch.cat([self.bu4_down(p3), p4], 1))
+        n5 = self.bu5(torch.cat([self.bu5_down(n4), p5], 1))
+        return tuple(det(conv(f)) for det, conv, f in zip(self.detect, self.outs, (p3, n4, n5)))
+
+
+def extra_builds(Build, image) -> list:
+    """The hand-written detectors and small models, with where their architecture is published."""
+    return [
+        Build("deepface_emotion_48", DeepfaceEmotion, image(48, c=1), "hand-written deepface facial-expression CNN",
+              "https://github.com/serengil/deepface/blob/master/deepface/models/demography/Emotion.py"),
+        Build("ultraface_slim_240x320", UltraFaceSlim, image(240, 320), "hand-written Ultra-Light-Fast face detector, version-slim, 320x240",
+              "https://github.com/Linzaer/Ultra-Light-Fast-Generic-Face-Detector-1MB/blob/master/vision/nn/mb_tiny.py",
+              fidelity_note="prior-box decoding left out (elementwise, after the last convolutions)"),
+        Build("yolov4_tiny_416", YoloV4Tiny, image(416), "hand-written darknet yolov4-tiny.cfg",
+              "https://github.com/AlexeyAB/darknet/blob/master/cfg/yolov4-tiny.cfg",
+              fidelity_note="yolo-layer decoding left out"),
+        Build("retinaface_mobilenet025_320", lambda: RetinaFace("mobilenet0.25"), image(320), "hand-written RetinaFace, MobileNetV1 x0.25 backbone",
+              "https://github.com/biubug6/Pytorch_Retinaface/blob/master/models/retinaface.py"),
+        Build("retinaface_resnet50_320", lambda: RetinaFace("resnet50"), image(320), "hand-written RetinaFace, torchvision ResNet-50 backbone",
+              "https://github.com/biubug6/Pytorch_Retinaface/blob/master/models/retinaface.py"),
+        Build("lprnet_24x94", LPRNet, image(24, 94), "hand-written LPRNet (68 classes)",
+              "https://github.com/sirius-ai/LPRNet_Pytorch/blob/master/model/LPRNet.py",
+              fidelity_note="the 3-D max pools are exported as MaxPool on an unsqueezed 5-D tensor"),
+        Build("yolox_s_640", lambda: YoloX(0.33, 0.50), image(640), "hand-written YOLOX-s (depth 0.33, width 0.50)",
+              "https://github.com/Megvii-BaseDetection/YOLOX/tree/main/yolox/models",
+              fidelity_note="grid decoding left out, as Rockchip's export (airockchip/YOLOX) keeps it outside the model"),
+        Build("yolox_m_640", lambda: YoloX(0.67, 0.75), image(640), "hand-written YOLOX-m (depth 0.67, width 0.75)",
+              "https://github.com/Megvii-BaseDetection/YOLOX/tree/main/yolox/models",
+              fidelity_note="grid decoding left out, as Rockchip's export (airockchip/YOLOX) keeps it outside the model"),
+        Build("yolov7_tiny_640", YoloV7Tiny, image(640), "hand-written yolov7-tiny (deploy yaml)",
+              "https://github.com/WongKinYiu/yolov7/blob/main/cfg/deploy/yolov7-tiny.yaml"),
+        Build("mobilefacenet_112", MobileFaceNet, image(112), "hand-written MobileFaceNet, 512-d embedding",
+              "https://arxiv.org/abs/1804.07573"),
+    ]

@@ -1,0 +1,348 @@
+"""Rebuild, from their public definitions, the models whose device latencies the vendors publish
+(toolkit/estimate/data/published_figures.csv), at the published input size, as ONNX files.
+
+Only the architecture matters for latency: weights are random (seeded), nothing is downloaded.
+Writes one ONNX per model_key to ~/.cache/edgedeploy/estimate-models (not committed) and the
+committed manifest toolkit/estimate/data/models_manifest.json: file, input shapes, opset, node
+count, parameters, MACs (from `edgedeploy inspect`), sha256, how the model was built and whether
+the rebuild is faithful to what the vendor measured. A model whose rebuild is not faithful stays
+in the manifest with `faithful: false` and its reason, and the transcriber leaves its rows out of
+the fit.
+
+Runs in the corpus environment (torch, torchvision, ultralytics):
+    ~/.cache/edgedeploy/envs/corpus/bin/python scripts/estimate/models.py [--only KEY,...]
+        [--edgedeploy .venv/bin/edgedeploy]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import onnx
+import torch
+from torch import nn
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+import hand_models as H  # noqa: E402  (this folder)
+
+
+def _load_corpus_models():
+    """scripts/corpus/models.py (the MLPerf Tiny references), by path: it shares this file's name."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("corpus_models", ROOT / "scripts" / "corpus" / "models.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+corpus_models = _load_corpus_models()
+
+OUT_DIR = Path(os.environ.get("EDGEDEPLOY_ESTIMATE_MODELS", Path.home() / ".cache" / "edgedeploy" / "estimate-models"))
+MANIFEST = ROOT / "toolkit" / "estimate" / "data" / "models_manifest.json"
+OPSET = 13  # the opset every toolchain here accepts (scripts/corpus/make_corpus.py)
+
+
+@dataclass
+class Build:
+    key: str
+    make: object  # () -> nn.Module, or () -> onnx.ModelProto for Ultralytics' own export
+    inputs: list  # [(name, shape, dtype)]
+    how: str
+    definition: str  # where the architecture is published
+    faithful: bool = True
+    fidelity_note: str = ""
+    opset: int = OPSET
+    extras: dict = field(default_factory=dict)
+
+
+def image(h, w=None, c=3):
+    return [("images", [1, c, h, w or h], "float32")]
+
+
+# --- Ultralytics: YOLO families from the package's own yaml ----------------------------------
+
+
+def _with_default_act(build):
+    """Ultralytics' parse_model sets Conv.default_act for the whole process when a yaml names an
+    activation (the ReLU YOLOv5): restore it so the next model gets SiLU again."""
+    from ultralytics.nn.modules import Conv
+
+    saved = Conv.default_act
+    try:
+        return build()
+    finally:
+        Conv.default_act = saved
+
+
+def ultra_raw(yaml_name: str, task: str = "detect", relu: bool = False):
+    """Backbone, neck and the head's convolutions with no box decoding: the form the vendors
+    deploy (Rockchip's model zoo and Espressif's yolo11n tutorial move the decode to C code)."""
+
+    def make():
+        from ultralytics.nn.tasks import DetectionModel, OBBModel, PoseModel, SegmentationModel, yaml_model_load
+
+        cfg = yaml_model_load(yaml_name)
+        if relu:
+            cfg["activation"] = "nn.ReLU()"
+        cls = {"detect": DetectionModel, "segment": SegmentationModel, "pose": PoseModel, "obb": OBBModel}[task]
+        return _with_default_act(lambda: H.RawYoloHead(cls(cfg, verbose=False)))
+
+    return make
+
+
+def ultra_v5_anchor(yaml_name: str, relu: bool = False, seg: bool = False):
+    """YOLOv5 (v6.0+ layout, which Ultralytics' yolov5 yaml keeps for backbone and neck) with
+    the original anchor-based head: one 1x1 convolution per scale to 3 x (5 + 80 [+ 32]) channels."""
+
+    def make():
+        from ultralytics.nn.tasks import DetectionModel, yaml_model_load
+
+        cfg = yaml_model_load(yaml_name)
+        if relu:
+            cfg["activation"] = "nn.ReLU()"
+        width = cfg["scales"][cfg["scale"]][1]
+        return _with_default_act(lambda: H.YoloV5AnchorHead(DetectionModel(cfg, verbose=False), seg=seg, width=width))
+
+    return make
+
+
+def ultra_export(yaml_name: str, imgsz: int):
+    """Ultralytics' own ONNX export (decoding head included), as NXP's model zoo exports yolov8n."""
+
+    def make():
+        from ultralytics import YOLO
+
+        with tempfile.TemporaryDirectory(prefix="estimate-yolo-") as tmp:
+            cwd = os.getcwd()
+            os.chdir(tmp)
+            try:
+                path = YOLO(yaml_name).export(format="onnx", imgsz=imgsz, opset=OPSET, simplify=False, dynamic=False, verbose=False)
+                proto = onnx.load(path)
+            finally:
+                os.chdir(cwd)
+        keep = [p for p in proto.metadata_props if p.key != "date"]
+        del proto.metadata_props[:]
+        proto.metadata_props.extend(keep)
+        return proto
+
+    return make
+
+
+ULTRA = "https://github.com/ultralytics/ultralytics/tree/main/ultralytics/cfg/models"
+RAW_HOW = "Ultralytics {yaml} built from the package's yaml (random init); head convolutions' outputs taken raw, box decoding left out"
+RK_HEAD_NOTE = "Rockchip's export adds a ReduceSum+Clip score-sum per scale (<0.1% of the MACs), not included"
+
+
+def yolo_builds() -> list[Build]:
+    b = []
+    for s in "nsm":
+        b.append(Build(f"yolov5{s}_640", ultra_v5_anchor(f"yolov5{s}.yaml"), image(640),
+                       f"YOLOv5{s} v6-layout backbone/neck from Ultralytics' yolov5{s}.yaml, original anchor head (3 x 85 channels per scale, raw)",
+                       "https://github.com/ultralytics/yolov5/blob/master/models/yolov5s.yaml (airockchip/yolov5 export: head convs raw)"))
+        b.append(Build(f"yolov5{s}_seg_640", ultra_v5_anchor(f"yolov5{s}.yaml", seg=True), image(640),
+                       f"YOLOv5{s}-seg: as yolov5{s}_640 with 3 x 117 channels per scale and the 32-mask prototype branch (nearest upsample)",
+                       "https://github.com/ultralytics/yolov5/blob/master/models/segment/yolov5s-seg.yaml"))
+    b.append(Build("yolov5s_relu_640", ultra_v5_anchor("yolov5s.yaml", relu=True), image(640),
+                   "as yolov5s_640 with ReLU in place of SiLU (Rockchip's yolov5s_relu)", "https://github.com/airockchip/yolov5"))
+    for fam, sizes in (("yolov8", "nsm"), ("yolo11", "nsm")):
+        for s in sizes:
+            b.append(Build(f"{fam}{s}_640", ultra_raw(f"{fam}{s}.yaml"), image(640), RAW_HOW.format(yaml=f"{fam}{s}.yaml"),
+                           f"{ULTRA}/{fam[-2:] if fam == 'yolov8' else '11'}", fidelity_note=RK_HEAD_NOTE))
+    for s in "nsm":
+        b.append(Build(f"yolov8{s}_seg_640", ultra_raw(f"yolov8{s}-seg.yaml", "segment"), image(640),
+                       RAW_HOW.format(yaml=f"yolov8{s}-seg.yaml") + "; mask prototype branch included", f"{ULTRA}/v8"))
+    b += [
+        Build("yolov8n_pose_640", ultra_raw("yolov8n-pose.yaml", "pose"), image(640), RAW_HOW.format(yaml="yolov8n-pose.yaml"), f"{ULTRA}/v8"),
+        Build("yolov8n_obb_640", ultra_raw("yolov8n-obb.yaml", "obb"), image(640), RAW_HOW.format(yaml="yolov8n-obb.yaml"), f"{ULTRA}/v8"),
+        Build("yolov10n_640", ultra_raw("yolov10n.yaml"), image(640), RAW_HOW.format(yaml="yolov10n.yaml") + " (one-to-one head)", f"{ULTRA}/v10"),
+        Build("yolov10s_640", ultra_raw("yolov10s.yaml"), image(640), RAW_HOW.format(yaml="yolov10s.yaml") + " (one-to-one head)", f"{ULTRA}/v10"),
+        Build("yolo11n_320", ultra_raw("yolo11n.yaml"), image(320), RAW_HOW.format(yaml="yolo11n.yaml") + " at 320x320", f"{ULTRA}/11"),
+        Build("yolo11n_pose_640", ultra_raw("yolo11n-pose.yaml", "pose"), image(640), RAW_HOW.format(yaml="yolo11n-pose.yaml"), f"{ULTRA}/11"),
+        Build("yolo11n_seg_640", ultra_raw("yolo11n-seg.yaml", "segment"), image(640), RAW_HOW.format(yaml="yolo11n-seg.yaml"), f"{ULTRA}/11"),
+        Build("yolo26n_512", ultra_raw("yolo26n.yaml"), image(512), RAW_HOW.format(yaml="yolo26n.yaml") + " (one-to-one head, reg_max 1) at 512x512", f"{ULTRA}/26",
+              fidelity_note="Espressif runs the box/class heads and neck exits in int16, the backbone in int8"),
+        Build("yolo26n_640", ultra_raw("yolo26n.yaml"), image(640), RAW_HOW.format(yaml="yolo26n.yaml") + " (one-to-one head, reg_max 1)", f"{ULTRA}/26",
+              fidelity_note="Espressif runs the box/class heads and neck exits in int16, the backbone in int8"),
+        Build("yolov8n_640_decode", ultra_export("yolov8n.yaml", 640), image(640),
+              "Ultralytics' own ONNX export of yolov8n.yaml (decoding head included), as NXP's yolov8n_full_integer_quant.tflite",
+              f"{ULTRA}/v8"),
+    ]
+    return b
+
+
+# --- torchvision and hand-written classifiers -------------------------------------------------
+
+
+def tv(name, **kw):
+    def make():
+        import torchvision
+
+        return getattr(torchvision.models, name)(weights=None, **kw)
+
+    return make
+
+
+TV = "https://github.com/pytorch/vision/tree/main/torchvision/models"
+
+
+def classifier_builds() -> list[Build]:
+    return [
+        Build("mobilenet_v2_224", tv("mobilenet_v2"), image(224), "torchvision mobilenet_v2 (width 1.0)", f"{TV}/mobilenetv2.py"),
+        Build("mobilenet_v2_050_128", tv("mobilenet_v2", width_mult=0.5), image(128), "torchvision mobilenet_v2, width_mult 0.5, at 128x128",
+              f"{TV}/mobilenetv2.py"),
+        Build("resnet50_v1_keras_224", H.resnet50_keras, image(224),
+              "torchvision resnet50 with the stride moved from the 3x3 to the first 1x1 of each downsampling block (Keras ResNet50 v1)",
+              "https://github.com/keras-team/keras/blob/master/keras/src/applications/resnet.py"),
+        Build("resnet50_v2_224", H.ResNet50V2, image(224), "hand-written pre-activation ResNet-50 v2 (MXNet Gluon resnet50_v2, the ONNX model zoo's resnet50-v2-7)",
+              "https://github.com/onnx/models/tree/main/validated/vision/classification/resnet"),
+        Build("efficientnet_lite0_224", H.efficientnet_lite0, image(224),
+              "torchvision efficientnet_b0 without squeeze-excitation and with ReLU6 for SiLU (EfficientNet-Lite0)",
+              "https://github.com/tensorflow/tpu/tree/master/models/official/efficientnet/lite"),
+        Build("mobilenet_v1_025_128", lambda: corpus_models.MobileNetV1Vww(alpha=0.25, classes=1001), image(128),
+              "MobileNetV1 alpha 0.25, 1001 classes (scripts/corpus/models.py MobileNetV1Vww)",
+              "https://github.com/tensorflow/models/blob/master/research/slim/nets/mobilenet_v1.md"),
+        Build("mlperf_tiny_vww_mobilenet_v1_025_96", corpus_models.MobileNetV1Vww, image(96), "MLPerf Tiny VWW MobileNetV1 0.25 (scripts/corpus/models.py)",
+              "https://github.com/mlcommons/tiny/tree/master/benchmark/training/visual_wake_words"),
+        Build("mlperf_tiny_resnet8_32", corpus_models.ResNet8, image(32), "MLPerf Tiny ResNet-8 (scripts/corpus/models.py)",
+              "https://github.com/mlcommons/tiny/tree/master/benchmark/training/image_classification"),
+        Build("mlperf_tiny_dscnn_kws_49x10", corpus_models.DsCnnKws, [("mfcc", [1, 1, 49, 10], "float32")], "MLPerf Tiny DS-CNN (scripts/corpus/models.py)",
+              "https://github.com/mlcommons/tiny/tree/master/benchmark/training/keyword_spotting"),
+        Build("mlperf_tiny_autoencoder_640", corpus_models.AnomalyAutoencoder, [("features", [1, 640], "float32")],
+              "MLPerf Tiny dense autoencoder (scripts/corpus/models.py)", "https://github.com/mlcommons/tiny/tree/master/benchmark/training/anomaly_detection"),
+        Build("clip_vit_b32_image_224", H.ClipImage, image(224), "hand-written CLIP ViT-B/32 image encoder (12 layers, width 768, patch 32, quickGELU, 512-d projection)",
+              "https://github.com/openai/CLIP/blob/main/clip/model.py"),
+        Build("clip_text_20", H.ClipText, [("tokens", [1, 20], "int64")], "hand-written CLIP text encoder (12 layers, width 512, 8 heads, causal mask) on 20 tokens",
+              "https://github.com/openai/CLIP/blob/main/clip/model.py",
+              fidelity_note="the end-of-text feature is taken at a fixed position (Rockchip's export cannot know the argmax either)"),
+    ]
+
+
+def all_builds() -> dict[str, Build]:
+    builds = yolo_builds() + classifier_builds() + H.extra_builds(Build, image)
+    return {b.key: b for b in builds}
+
+
+# --- export, inspect, manifest ----------------------------------------------------------------
+
+
+def fold(model: onnx.ModelProto) -> onnx.ModelProto:
+    """ONNX Runtime's basic offline optimisation: folds the Shape/Gather/Slice chains the
+    TorchScript exporter leaves for tensor.chunk and x.shape (every input shape is fixed here),
+    drops Identity nodes and folds BatchNormalization into the Conv before it, as every vendor
+    converter does. Only ONNX-domain operators come out of this level."""
+    import onnxruntime as ort
+
+    with tempfile.TemporaryDirectory(prefix="estimate-fold-") as tmp:
+        opts = ort.SessionOptions()
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        opts.optimized_model_filepath = str(Path(tmp) / "folded.onnx")
+        ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        folded = onnx.load(opts.optimized_model_filepath)
+    foreign = {n.domain for n in folded.graph.node if n.domain not in ("", "ai.onnx")}
+    if foreign:
+        raise RuntimeError(f"folding produced operators of domain(s) {sorted(foreign)}")
+    # ONNX Runtime declares every domain it knows (ai.onnx.training, com.microsoft, ...): keep ONNX's.
+    keep = [o for o in folded.opset_import if o.domain in ("", "ai.onnx")]
+    del folded.opset_import[:]
+    folded.opset_import.extend(keep)
+    return folded
+
+
+def export(build: Build) -> onnx.ModelProto:
+    torch.manual_seed(0)
+    made = build.make()
+    if isinstance(made, onnx.ModelProto):
+        return fold(made)
+    made.eval()
+    args = tuple(torch.zeros(shape, dtype=getattr(torch, dtype)) if dtype != "float32" else torch.rand(shape) for _, shape, dtype in build.inputs)
+    buf = io.BytesIO()
+    with torch.no_grad():
+        torch.onnx.export(made, args, buf, input_names=[n for n, _, _ in build.inputs], opset_version=build.opset,
+                          do_constant_folding=True, dynamo=False)
+    return fold(onnx.load_from_string(buf.getvalue()))
+
+
+def inspect(edgedeploy: str | None, path: Path) -> dict:
+    if not edgedeploy:
+        return {}
+    done = subprocess.run([edgedeploy, "inspect", str(path), "--format", "json"], capture_output=True, text=True)
+    if done.returncode != 0:
+        return {"inspect_error": done.stderr.strip()[-300:]}
+    report = json.loads(done.stdout)
+    return {"nodes": report.get("node_count"), "op_histogram": report.get("op_histogram"),
+            "parameters": report.get("parameters", {}).get("count"), "macs": report.get("macs")}
+
+
+def build_one(build: Build, edgedeploy: str | None) -> dict:
+    t0 = time.time()
+    model = export(build)
+    path = OUT_DIR / f"{build.key}.onnx"
+    tmp = path.with_suffix(".tmp")
+    onnx.save(model, tmp)
+    tmp.replace(path)
+    entry = {
+        "file": path.name, "inputs": {n: s for n, s, _ in build.inputs}, "opset": build.opset,
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "built_by": build.how, "definition": build.definition,
+        "faithful": build.faithful, "fidelity_note": build.fidelity_note, "build_seconds": round(time.time() - t0, 1),
+    }
+    entry.update(inspect(edgedeploy, path))
+    return entry
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="", help="comma-separated model_keys (default: all)")
+    ap.add_argument("--edgedeploy", default=str(ROOT / ".venv" / "bin" / "edgedeploy"), help="CLI used for inspect (MACs)")
+    args = ap.parse_args()
+    builds = all_builds()
+    wanted = [k for k in args.only.split(",") if k] or list(builds)
+    unknown = [k for k in wanted if k not in builds]
+    if unknown:
+        print(f"models.py: unknown model_key(s): {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    manifest = json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {}
+    models = {k: v for k, v in manifest.get("models", {}).items() if v.get("file")}  # drop placeholders
+    edgedeploy = args.edgedeploy if Path(args.edgedeploy).exists() else None
+    for key in wanted:
+        try:
+            models[key] = build_one(builds[key], edgedeploy)
+            print(f"{key}: {models[key].get('nodes')} nodes, {models[key].get('build_seconds')} s", flush=True)
+        except Exception as exc:  # noqa: BLE001 - one model failing must not lose the others
+            models[key] = {"file": None, "faithful": False, "fidelity_note": f"build failed: {type(exc).__name__}: {exc}"[:300]}
+            print(f"{key}: FAILED {exc}", file=sys.stderr, flush=True)
+    out = {"_about": "model_key -> the model rebuilt by scripts/estimate/models.py from its public definition at the published input size "
+                     "(random weights: only the architecture matters for latency). Files are under ~/.cache/edgedeploy/estimate-models, not committed.",
+           "generator": {"torch": torch.__version__, "onnx": onnx.__version__, "ultralytics": _ultra_version()},
+           "models": dict(sorted(models.items()))}
+    tmp = MANIFEST.with_suffix(".tmp")
+    tmp.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    tmp.replace(MANIFEST)
+    return 0
+
+
+def _ultra_version() -> str:
+    try:
+        import ultralytics
+
+        return ultralytics.__version__
+    except ImportError:
+        return "absent"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
