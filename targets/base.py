@@ -7,7 +7,13 @@ as a third-party vendor package would register. The core (edgedeploy.pipeline) r
 shared stage once — intake, audit, data, the ONNX Runtime reference, verification, the report,
 the atomic artifact — and calls only the vendor-specific stages:
 
-    convert(ctx)                      -> ConvertResult   the compiled artifact + the toolchain's own verdict
+    build_request(ctx)                -> ConvertRequest  the conversion's worker request (the core stages
+                                                         nothing else, runs it through the executor in the
+                                                         toolchain's environment kind, pipeline/convert.py)
+    read_result(ctx, WorkerResult)    -> ConvertResult   the compiled artifact + the toolchain's own verdict
+    explain_failure(ctx, req, exc)    -> ToolchainFailed a failure with the fields the target knows better
+    convert(ctx)                      -> ConvertResult   instead of the three above, for tools that are not a
+                                                         Python worker (an external command, a device)
     simulate(ctx, converted, data)    -> SimulationResult  outputs of the compiled model on the host
                                                          (only with Capability.SIMULATE)
     codegen(ctx, converted)           -> dict            the generated project / runners (report section)
@@ -50,7 +56,9 @@ if TYPE_CHECKING:
     from edgedeploy.datasets import Dataset, PreprocessSpec
     from edgedeploy.measure.reference import ReferenceRunner
     from edgedeploy.model import LoadedModel
+    from edgedeploy.errors import ToolchainFailed
     from edgedeploy.toolchains.executor import Executor
+    from edgedeploy.toolchains.kinds import WorkerEnvironment
 
 
 class Capability(str, enum.Enum):
@@ -224,6 +232,7 @@ class BuildContext:
     reference: "ReferenceRunner"  # ONNX Runtime fp32 on this host, cached per inputs (for runners' expected outputs)
     echo: Callable[[str], None]
     device: str | None = None  # an inventory device to build on (toolchains that run on the device)
+    environment: "WorkerEnvironment | None" = None  # where the toolchain's worker runs (toolchains.kinds); None: its managed venv
 
     @property
     def log_path(self) -> Path:
@@ -255,6 +264,34 @@ class SimulationResult:
     notes: list[str] = field(default_factory=list)
     failed: str | None = None
     unquantised: str | None = None
+
+
+@dataclass
+class ConvertRequest:
+    """What a target's conversion sends its worker (Target.build_request); the core runs it.
+
+    worker    the worker file (`run(request, ctx) -> dict`, run by worker_main in the toolchain's
+              environment); shipped in the target's package
+    payload   the JSON request: absolute paths only, arrays staged with edgedeploy.arrays
+    stage     the scratch folder under work/ the worker runs in
+    announce  the progress line shown before the run
+    keep      what read_result needs besides the worker's result (never sent to the worker)
+    """
+
+    worker: Path
+    payload: dict
+    stage: str = "convert"
+    announce: str = ""
+    keep: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class WorkerResult:
+    """What read_result gets: the request that ran, the worker's result dict, the run's seconds."""
+
+    request: ConvertRequest
+    values: dict
+    seconds: float
 
 
 @dataclass
@@ -418,10 +455,24 @@ class Target:
             return CalibrationNeed(True, 1, f"{precision} quantisation is calibrated on real inputs")
         return CalibrationNeed(False)
 
-    # -- the stages -------------------------------------------------------------------------
-    def convert(self, ctx: BuildContext) -> ConvertResult:
-        """Convert ctx.model_path with the vendor toolchain into ctx.workdir."""
+    # -- the conversion (the core runs it: pipeline/convert.py) -----------------------------
+    def build_request(self, ctx: BuildContext) -> ConvertRequest | None:
+        """The worker request that converts ctx.model_path into ctx.workdir; None when convert(ctx) runs the tools."""
+        return None
+
+    def read_result(self, ctx: BuildContext, result: WorkerResult) -> ConvertResult:
+        """What the worker's result means: the ConvertResult (with build_request)."""
         raise NotImplementedError
+
+    def explain_failure(self, ctx: BuildContext, request: ConvertRequest, failure: "ToolchainFailed") -> "ToolchainFailed":
+        """The toolchain's failure with the fields this target knows better filled in (failure.replace); as is by default."""
+        return failure
+
+    def convert(self, ctx: BuildContext) -> ConvertResult:
+        """Convert with tools that are not a Python worker (an external command, a device); build_request returns None then."""
+        raise NotImplementedError
+
+    # -- the other stages -------------------------------------------------------------------
 
     def codegen(self, ctx: BuildContext, converted: ConvertResult) -> dict:
         """Generate the deployment project or runners into ctx.workdir; returns the report's codegen section."""
@@ -503,9 +554,13 @@ def contract_problems(target: Target) -> list[str]:
     for attr in ("id", "vendor", "name", "chips", "toolchain"):
         if not hasattr(cls, attr):
             problems.append(f"it sets no `{attr}`")
-    for required in ("convert", "codegen"):
-        if getattr(cls, required) is getattr(Target, required):
-            problems.append(f"it does not implement `{required}`")
+    if getattr(cls, "codegen") is getattr(Target, "codegen"):
+        problems.append("it does not implement `codegen`")
+    declares_request = getattr(cls, "build_request") is not getattr(Target, "build_request")
+    if declares_request and getattr(cls, "read_result") is getattr(Target, "read_result"):
+        problems.append("it implements `build_request` but not `read_result`")
+    if not declares_request and getattr(cls, "convert") is getattr(Target, "convert"):
+        problems.append("it implements neither `build_request` and `read_result` nor `convert`")
     for capability, method in CAPABILITY_METHODS.items():
         implemented = getattr(cls, method) is not getattr(Target, method)
         if capability is Capability.AUDIT and not implemented:

@@ -188,7 +188,7 @@ def test_a_tensor_in_the_toolkits_error_is_named_by_its_node():
     """rknn-toolkit2 says `KeyError: '/gru/GRU_output_1'`; the sentence names the node producing it."""
     from onnx import helper
 
-    from edgedeploy.targets.rknn.build import with_failing_node
+    from edgedeploy.targets.rknn.convert import with_failing_node
 
     graph = helper.make_graph(
         [helper.make_node("GRU", ["x", "w", "r"], ["/gru/GRU_output_0", "/gru/GRU_output_1"], name="/gru/GRU")], "g", [], []

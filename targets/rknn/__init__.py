@@ -7,7 +7,6 @@ runs with rknn-toolkit-lite2 (Python) or the rknn_api C library.
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgedeploy.errors import OptionError
 from edgedeploy.targets.base import Capability, Chip, Target, TargetOptions, option
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
@@ -86,20 +85,24 @@ class RknnTarget(Target):
         """The int8 and fp16 tables of a chip (rules.py), default first."""
         return self.module("rules").rule_set_variants(chip_id)
 
-    def convert(self, ctx):
-        """rknn-toolkit2: the .rknn, its layer table and the simulator's outputs (build.py)."""
-        from edgedeploy.targets.rknn.build import PRECISIONS, convert
+    def build_request(self, ctx):
+        """rknn-toolkit2's worker request: the model, the staged calibration and evaluation data (convert.py)."""
+        return self.module("convert").build_request(ctx)
 
-        if ctx.precision not in PRECISIONS:
-            raise OptionError(f"RKNN NPUs compute in int8 or fp16, not {ctx.precision}; use --precision int8 or --precision fp16.")
-        return convert(self, ctx)
+    def read_result(self, ctx, result):
+        """The .rknn, its layer table (the verdict) and the simulator's outputs (convert.py)."""
+        return self.module("convert").read_result(self, ctx, result)
+
+    def explain_failure(self, ctx, request, failure):
+        """The node behind a tensor rknn-toolkit2's error quotes (convert.py)."""
+        return self.module("convert").with_failing_node(failure, ctx.model.graph)
 
     def simulate(self, ctx, converted, evaluation):
         """The RKNN simulator's outputs, computed in the conversion worker (it needs the in-memory build)."""
         return converted.simulated
 
     def codegen(self, ctx, converted):
-        from edgedeploy.targets.rknn.build import codegen
+        from edgedeploy.targets.rknn.codegen import codegen
 
         return codegen(ctx, converted)
 

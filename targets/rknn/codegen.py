@@ -175,3 +175,12 @@ def generate_runners(ctx, rknn_meta: dict, eval_ds, norm, names: list[str], batc
             "baseline": "edgedeploy's onnx-cpu runner: model.onnx on ONNX Runtime CPU on the board, same inputs (runner/inputs.npz)",
         },
     }
+
+
+def codegen(ctx, converted) -> dict:
+    """The board runners (runner/), with the measurement protocol and the baseline's inputs."""
+    from edgedeploy.targets.rknn.convert import model_io
+
+    input_specs, _, batch, norm = model_io(ctx)
+    names = [s.name for s in input_specs]
+    return generate_runners(ctx, converted.manifest, ctx.data.evaluation, norm, names, batch)

@@ -32,10 +32,11 @@ from edgedeploy.artifacts import DEFAULT_OUT, ArtifactBuilder, artifact_dir, ato
 from edgedeploy.audit.confirm import compare
 from edgedeploy.audit.engine import audit_model
 from edgedeploy.datasets import Dataset, PreprocessSpec, load_dataset, model_input_specs
-from edgedeploy.errors import EdgedeployError, OptionError, ToolchainFailed, ToolchainMissing
+from edgedeploy.errors import EdgedeployError, OptionError, ToolchainFailed
 from edgedeploy.measure.reference import ReferenceError, ReferenceRunner, default_cache_dir
 from edgedeploy.measure.verify import headline_line, output_producers, verify
 from edgedeploy.model import InputShapes, LoadedModel, load_model
+from edgedeploy.pipeline.convert import run_conversion, toolchain_environment
 from edgedeploy.records import record_fields
 from edgedeploy.sample import is_sample, sample_calibration_path, sample_eval_path, sample_preprocess
 from edgedeploy.targets import find_chip
@@ -111,8 +112,7 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
     fix_report = None
     if options.fix:
         model, fix_report = _fix_for_chip(model, target, chip, precision, options, echo)
-    if target.toolchain.managed and not target.toolchain.status().installed:
-        raise ToolchainMissing(f"Building for {chip.id} needs the {target.toolchain.name} toolchain, which is {target.toolchain.status().detail}.")
+    environment = toolchain_environment(target, chip.id)
 
     dest = artifact_dir(options.out_root, model.name, chip.id)
     with ArtifactBuilder(dest, options.force) as art:
@@ -154,10 +154,11 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
             reference=reference,
             echo=echo,
             device=options.device,
+            environment=environment,
         )
         convert_started = time.monotonic()
         try:
-            converted = target.convert(ctx)
+            converted = run_conversion(ctx)
         except ToolchainFailed as exc:
             if prediction is None:
                 raise

@@ -190,13 +190,14 @@ def _version_key(text: str) -> tuple:
 # -- choosing the kind -----------------------------------------------------------------------
 
 
-def configured_environment(toolchain, target_id: str | None = None, project_file: Path | None = None, open_device: Callable[[str], "Transport"] | None = None) -> WorkerEnvironment:
+def configured_environment(toolchain, target_id: str | None = None, project_file: Path | None = None, open_device: Callable[[str], "Transport"] | None = None, required: bool = True) -> WorkerEnvironment | None:
     """The environment a target's toolchain runs in: the user's choice, else the managed venv.
 
     Looked up in this order: `EDGEDEPLOY_<TARGET>_PYTHON` (the target id upper-cased), then
     `[toolchains.<toolchain name>]` in ./edgedeploy.toml (or `project_file`), then the managed
     venv of a toolchain edgedeploy installs. `open_device(name)` opens an inventory device's
     transport for the ssh kind (the layers above know the inventory; this module does not).
+    A toolchain the user installs, with nothing configured: ToolchainMissing, or None when not `required`.
     """
     modules = tuple(getattr(toolchain, "import_modules", ()) or ())
     requirement = getattr(toolchain, "minimum_version", None)
@@ -208,6 +209,8 @@ def configured_environment(toolchain, target_id: str | None = None, project_file
         return _from_table(table, where, modules, requirement, open_device)
     if getattr(toolchain, "managed", False):
         return toolchain.worker_environment()
+    if not required:
+        return None
     raise ToolchainMissing(f"The {toolchain.name} toolchain is not installed by edgedeploy: set {var}, or `python = ...` under [toolchains.{toolchain.name}] in edgedeploy.toml.")
 
 

@@ -1,14 +1,13 @@
-"""The RKNN target's own stages of `edgedeploy build --target rk3588` (and the other RKNN chips).
+"""The RKNN target's conversion, declared for the core's skeleton (toolkit/pipeline/convert.py).
 
-  convert    rknn-toolkit2 in its environment: int8 (w8a8, calibrated) or fp16 -> model.rknn,
-             with the input's mean/std folded into the model (the board feeds raw pixels); the
-             toolkit's own layer table is the verdict (its cycle and memory figures are
-             labelled estimates); the RKNN simulator runs the evaluation inputs in the same
-             worker, because it needs the in-memory build; with --rknn-analyse, accuracy_analysis
-             per ONNX node
-  simulate   hands on those simulator outputs (the core compares them with the reference)
-  codegen    the board runners (Python with rknn-toolkit-lite2, C with rknn_api) and the
-             ONNX Runtime baseline runner, with the measurement protocol
+  build_request  stages the calibration set (rknn-toolkit2's dataset file), the evaluation
+                 inputs (for the simulator, which needs the in-memory build and so runs in the
+                 same worker) and, with --rknn-analyse, one sample for accuracy_analysis; the input's
+                 mean/std are folded into the model (the board feeds raw pixels)
+  read_result    the .rknn, the toolkit's own layer table as the verdict (its cycle and memory
+                 figures are labelled estimates), the simulator's outputs, and the per-node
+                 accuracy_analysis; a simulator or analysis that failed is recorded, the .rknn kept
+  explain_failure names the node behind a tensor the toolkit's error quotes
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from edgedeploy.arrays import read_arrays, write_arrays, write_npy_list
 from edgedeploy.artifacts import sha256_file
 from edgedeploy.datasets import Dataset, PreprocessSpec, model_input_specs
 from edgedeploy.errors import OptionError, ToolchainFailed
-from edgedeploy.targets.base import ConvertResult, SimulationResult
+from edgedeploy.targets.base import ConvertRequest, ConvertResult, SimulationResult, WorkerResult
 
 WORKER = Path(__file__).with_name("worker.py")
 RKNN_FILE = "model.rknn"
@@ -119,99 +118,82 @@ def _write_dataset(ds: Dataset, norm: InputNormalisation, folder: Path, names: l
     return Path(write_npy_list(folder, ([norm.to_board_domain(name, b[name]) for name in names] for b in ds.batches(batch))))
 
 
-def convert(target, ctx) -> ConvertResult:
-    """rknn-toolkit2 in its environment: the .rknn, its layer table (the verdict) and the simulator's outputs."""
-    chip, opts, precision = ctx.chip, ctx.options, ctx.precision
-    settings = PRECISIONS[precision]
-    work = ctx.workdir
+def model_io(ctx) -> tuple[list, list[str], int, InputNormalisation]:
+    """(input specs, output names, batch, the input normalisation) of the model being built."""
     input_specs = model_input_specs(ctx.model)
-    names = [s.name for s in input_specs]
     batch = int(input_specs[0].shape[0]) if input_specs and input_specs[0].shape else 1
-    output_names = [o.name for o in ctx.model.graph.output]
-    norm = InputNormalisation(input_specs, ctx.data.preprocess)
-    calib = ctx.data.calibration if settings["quantize"] else None
-    eval_ds = ctx.data.evaluation
-    scratch = ctx.work("data")
-    request = {
+    return input_specs, [o.name for o in ctx.model.graph.output], batch, InputNormalisation(input_specs, ctx.data.preprocess)
+
+
+def build_request(ctx) -> ConvertRequest:
+    """The worker's "build" request: settings, the model with its pinned shapes, and the staged data."""
+    if ctx.precision not in PRECISIONS:
+        raise OptionError(f"RKNN NPUs compute in int8 or fp16, not {ctx.precision}; use --precision int8 or --precision fp16.")
+    if ctx.options.analyse and ctx.data.evaluation is None:
+        raise OptionError("--rknn-analyse needs evaluation data (--eval) to run accuracy_analysis on.")
+    settings = PRECISIONS[ctx.precision]
+    input_specs, output_names, batch, norm = model_io(ctx)
+    names = [s.name for s in input_specs]
+    payload = {
         "mode": "build",
-        "chip": chip.id,
+        "chip": ctx.chip.id,
         "quantize": settings["quantize"],
         "quantized_dtype": settings["quantized_dtype"],
-        "optimization_level": opts.optimization_level,
-        "case": {
-            "model": str(ctx.model_path),
-            "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in input_specs],
-            "mean_values": norm.mean_values,
-            "std_values": norm.std_values,
-        },
-        "rknn_path": str(work / RKNN_FILE),
-        "build_output": str(work / "rknn_build_output.txt"),
+        "optimization_level": ctx.options.optimization_level,
+        "case": {"model": str(ctx.model_path), "inputs": _inputs(input_specs), "mean_values": norm.mean_values, "std_values": norm.std_values},
+        "rknn_path": str(ctx.workdir / RKNN_FILE),
+        "build_output": str(ctx.workdir / "rknn_build_output.txt"),
         "input_names": names,
         "output_names": output_names,
         "data_formats": ["nchw" if len(s.shape) == 4 else None for s in input_specs],
     }
-    if calib is not None:
-        request["dataset"] = str(_write_dataset(calib, norm, scratch / "calib", names, batch))
-    if eval_ds is not None:
-        usable = (len(eval_ds) // batch) * batch
-        eval_ds = eval_ds.take(usable)
-        write_arrays(scratch / "eval_inputs.npz", {n: norm.to_board_domain(n, eval_ds.inputs[n]) for n in names})
-        request["eval_inputs"] = str(scratch / "eval_inputs.npz")
-        request["simulator_outputs"] = str(scratch / "simulator_outputs.npz")
-        request["batch"] = batch
-    if opts.analyse:
-        if eval_ds is None:
-            raise OptionError("--rknn-analyse needs evaluation data (--eval) to run accuracy_analysis on.")
+    payload.update(_stage_data(ctx, norm, names, batch, settings["quantize"]))
+    announce = f"convert: rknn-toolkit2 builds {RKNN_FILE} for {ctx.chip.id} ({ctx.precision}) (log: build.log)"
+    return ConvertRequest(WORKER, payload, announce=announce, keep={"input_specs": input_specs, "output_names": output_names, "norm": norm})
+
+
+def _inputs(input_specs) -> list[dict]:
+    return [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in input_specs]
+
+
+def _stage_data(ctx, norm: InputNormalisation, names: list[str], batch: int, quantize: bool) -> dict:
+    """The data files of the request: calibration set, simulator inputs, accuracy_analysis inputs."""
+    scratch = ctx.work("data")
+    staged: dict = {}
+    if quantize and ctx.data.calibration is not None:
+        staged["dataset"] = str(_write_dataset(ctx.data.calibration, norm, scratch / "calib", names, batch))
+    eval_ds = ctx.data.evaluation
+    if eval_ds is None:
+        return staged
+    eval_ds = eval_ds.take((len(eval_ds) // batch) * batch)
+    write_arrays(scratch / "eval_inputs.npz", {n: norm.to_board_domain(n, eval_ds.inputs[n]) for n in names})
+    staged.update(eval_inputs=str(scratch / "eval_inputs.npz"), simulator_outputs=str(scratch / "simulator_outputs.npz"), batch=batch)
+    if ctx.options.analyse:
         paths = []
         for j, n in enumerate(names):
-            path = scratch / f"analysis_i{j}.npy"
-            np.save(path, norm.to_board_domain(n, eval_ds.inputs[n][:batch]))
-            paths.append(str(path))
-        request.update(analyse=True, analysis_inputs=paths, analysis_dir=str(scratch / "analysis"), analysis_output=str(scratch / "analysis_output.txt"))
+            np.save(scratch / f"analysis_i{j}.npy", norm.to_board_domain(n, eval_ds.inputs[n][:batch]))
+            paths.append(str(scratch / f"analysis_i{j}.npy"))
+        staged.update(analyse=True, analysis_inputs=paths, analysis_dir=str(scratch / "analysis"), analysis_output=str(scratch / "analysis_output.txt"))
+    return staged
 
-    ctx.echo(f"convert: rknn-toolkit2 builds {RKNN_FILE} for {chip.id} ({precision}) (log: build.log)")
-    try:
-        result = ctx.executor.run_worker(target.toolchain, WORKER, request, ctx.work("convert"))
-    except ToolchainFailed as exc:
-        named = with_failing_node(exc, ctx.model.graph)
-        if named is exc:
-            raise
-        raise named from exc
-    version = result.get("toolkit_version") or target.TOOLKIT_VERSION
-    ctx.echo(f"convert: {RKNN_FILE} ({result.get('rknn_size_bytes')} bytes, rknn-toolkit2 {version}, {precision})")
 
-    # The toolkit's own verdict: its layer table.
+def read_result(target, ctx, result: WorkerResult) -> ConvertResult:
+    """The .rknn with its verdict (the layer table), the simulator's outputs and the analysis section."""
     from edgedeploy.targets.rknn.layer_table import verdict_from_output
 
+    values, keep, work = result.values, result.request.keep, ctx.workdir
+    settings = PRECISIONS[ctx.precision]
+    version = values.get("toolkit_version") or target.TOOLKIT_VERSION
+    ctx.echo(f"convert: {RKNN_FILE} ({values.get('rknn_size_bytes')} bytes, rknn-toolkit2 {version}, {ctx.precision})")
     text = (work / "rknn_build_output.txt").read_text(errors="replace")
     verdict = verdict_from_output(text, ctx.model.graph, settings["quantize"], version)
-
-    simulated = None
-    if result.get("simulator_error"):
-        simulated = SimulationResult({}, backend=f"RKNN simulator (rknn-toolkit2 {version})", failed=f"the RKNN simulator failed: {result['simulator_error']}")
-    elif result.get("simulator_outputs"):
-        outputs = read_arrays(result["simulator_outputs"])
-        simulated = SimulationResult(outputs, backend=f"RKNN simulator (rknn-toolkit2 {version}, init_runtime(target=None)), {precision}, host")
-
-    sections = {}
-    if opts.analyse:
-        sections["accuracy_analysis"] = _analysis_section(result, work, ctx.model.graph, ctx.echo)
+    simulated = _simulation(values, version, ctx.precision)
+    sections = {"accuracy_analysis": _analysis_section(values, work, ctx.model.graph, ctx.echo)} if ctx.options.analyse else {}
     shutil.rmtree(work / "work" / "data", ignore_errors=True)
     # rknn-toolkit2 leaves its intermediate graphs (check*.onnx) in the worker's folder.
     for leftover in (work / "work").glob("*/check*.onnx"):
         leftover.unlink(missing_ok=True)
-    manifest = {
-        "toolkit_version": version,
-        "target_platform": chip.id,
-        "precision": precision,
-        "quantized_dtype": settings["quantized_dtype"],
-        "optimization_level": opts.optimization_level,
-        "rknn_file": RKNN_FILE,
-        "rknn_sha256": sha256_file(work / RKNN_FILE),
-        "inputs": [{"name": s.name, "shape": list(s.shape), "dtype": s.dtype} for s in input_specs],
-        "outputs": output_names,
-        "normalisation": norm.describe(),
-    }
+    norm = keep["norm"]
     return ConvertResult(
         status="built",
         toolchain=f"rknn-toolkit2 {version}",
@@ -220,16 +202,42 @@ def convert(target, ctx) -> ConvertResult:
         verdict=verdict,
         sections=sections,
         details={
-            "precision": precision,
+            "precision": ctx.precision,
             "quantized_dtype": settings["quantized_dtype"],
-            "optimization_level": opts.optimization_level if opts.optimization_level is not None else 3,
+            "optimization_level": ctx.options.optimization_level if ctx.options.optimization_level is not None else 3,
             "normalisation": norm.describe(),
-            "simulated_samples": result.get("simulated_samples"),
+            "simulated_samples": values.get("simulated_samples"),
         },
-        manifest=manifest,
+        manifest=_manifest(ctx, version, keep),
         simulated=simulated,
-        workarounds=result.get("workarounds", []),
+        workarounds=values.get("workarounds", []),
     )
+
+
+def _manifest(ctx, version: str, keep: dict) -> dict:
+    settings = PRECISIONS[ctx.precision]
+    return {
+        "toolkit_version": version,
+        "target_platform": ctx.chip.id,
+        "precision": ctx.precision,
+        "quantized_dtype": settings["quantized_dtype"],
+        "optimization_level": ctx.options.optimization_level,
+        "rknn_file": RKNN_FILE,
+        "rknn_sha256": sha256_file(ctx.workdir / RKNN_FILE),
+        "inputs": _inputs(keep["input_specs"]),
+        "outputs": keep["output_names"],
+        "normalisation": keep["norm"].describe(),
+    }
+
+
+def _simulation(values: dict, version: str, precision: str) -> SimulationResult | None:
+    """The simulator's outputs (computed in the conversion worker), or its recorded failure."""
+    if values.get("simulator_error"):
+        return SimulationResult({}, backend=f"RKNN simulator (rknn-toolkit2 {version})", failed=f"the RKNN simulator failed: {values['simulator_error']}")
+    if values.get("simulator_outputs"):
+        outputs = read_arrays(values["simulator_outputs"])
+        return SimulationResult(outputs, backend=f"RKNN simulator (rknn-toolkit2 {version}, init_runtime(target=None)), {precision}, host")
+    return None
 
 
 def _analysis_section(result: dict, work: Path, graph, echo) -> dict:
@@ -274,14 +282,3 @@ def with_failing_node(exc: ToolchainFailed, graph) -> ToolchainFailed:
             name, op_type = producers[quoted]
             return exc.replace(node=name, op_type=op_type)
     return exc
-
-
-def codegen(ctx, converted: ConvertResult) -> dict:
-    """The board runners (runner/), with the measurement protocol and the baseline's inputs."""
-    from edgedeploy.targets.rknn.codegen import generate_runners
-
-    input_specs = model_input_specs(ctx.model)
-    names = [s.name for s in input_specs]
-    batch = int(input_specs[0].shape[0]) if input_specs and input_specs[0].shape else 1
-    norm = InputNormalisation(input_specs, ctx.data.preprocess)
-    return generate_runners(ctx, converted.manifest, ctx.data.evaluation, norm, names, batch)
