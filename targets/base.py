@@ -379,6 +379,12 @@ class Target:
     options_type: ClassVar[type[TargetOptions]] = TargetOptions
     # Where `edgedeploy targets` lists it (built-in targets first, in the order users expect).
     listing_order: ClassVar[int] = 100
+    # At worst, how long preparing a board reached over a serial port takes before it measures
+    # (building and flashing its firmware; Capability.SERIAL): a farm gives each of its
+    # measurements this long on top of the session time-out.
+    board_setup_worst_case_s: ClassVar[float] = 0.0
+    # The ways it can put firmware on a serial board, besides "auto" and "none" (`measure --flash`).
+    serial_flash_modes: ClassVar[tuple[str, ...]] = ()
     # chip id -> the toolchain's own latency estimate a build reports for it (a build's
     # toolchain_verdict.estimates.estimated_inference_time_us), named as users know it: shown
     # beside edgedeploy's estimate (docs/estimate.md). Empty: the toolchain estimates no time.
@@ -537,6 +543,23 @@ class Target:
     def bench_backends(self) -> list:
         """Ways `edgedeploy bench` can time a model with this target's toolchain (Capability.BENCH)."""
         raise self.not_available("`edgedeploy bench`")
+
+    # -- what the target adds to the shared report and gates ----------------------------------
+    def report_contribution(self, report: dict, artifact: Path) -> dict:
+        """What this target adds to `edgedeploy report`'s comparison of one of its artifacts
+        (`report` is its report.json, `artifact` its folder), in the shapes of
+        edgedeploy.report.combine's tables: {"memory": [{"what", "bytes", "source"}],
+        "quantization": [{"kind", "worst", "layers", "output_snr_db", "metric", "tool"}]}.
+        Text, Markdown and HTML are rendered from these; nothing by default."""
+        return {}
+
+    def gate_figures(self, report: dict) -> dict[str, tuple[float, str]]:
+        """The figures of a fresh build (its report) that `--fail-on` gates read beyond the shared
+        ones, as {gate key: (value, where in the report it comes from)}: "flash" (the model's bytes
+        in flash, where the target places it there) and "ram" (the accelerator's working memory,
+        where the toolchain estimates it). A gate whose figure the target does not give fails as
+        unchecked, saying so. Nothing by default."""
+        return {}
 
     def not_available(self, what: str) -> NotAvailableYet:
         return NotAvailableYet(f"{what} is not available for the {self.name} target.")

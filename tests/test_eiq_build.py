@@ -293,7 +293,7 @@ def test_measure_device_local_runs_the_tflite_models_here_as_host_figures(artifa
 
     from edgedeploy.cli import cli
     from edgedeploy.report.artifact import load_artifact
-    from edgedeploy.report.combine import combine
+    from edgedeploy.pipeline.report import combine_reports
     from edgedeploy.report.html import render_html
 
     built, _ = artifacts
@@ -318,7 +318,7 @@ def test_measure_device_local_runs_the_tflite_models_here_as_host_figures(artifa
     assert text.exit_code == 0, text.output
     assert "HOST FIGURES: this imx93 artifact run on this machine" in text.stdout
     assert "scope: HOST FIGURES: tflite-cpu" in text.stdout and "not the imx93's latency" in text.stdout
-    page = render_html(combine([load_artifact(built["imx93"])]))
+    page = render_html(combine_reports([load_artifact(built["imx93"])]))
     assert "class='note host-figures'" in page and "not the imx93&#x27;s latency" in page
 
 

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from edgedeploy.report.artifact import load_artifact, update_report_section
-from edgedeploy.report.combine import combine
+from edgedeploy.pipeline.report import combine_reports
 from edgedeploy.report.html import render_html
 from edgedeploy.report.markdown import render_markdown
 from tests.measure_helpers import add_test_audit, fast_settings, make_artifact
@@ -103,12 +103,14 @@ def comparison(tmp_path_factory):
         update_report_section(copy, ("audit",), audit_model(model, rules, choice.chip.precisions[0]).to_dict())
         update_report_section(copy, ("target",), {"target": choice.target.id, "chip": choice.chip.id, "chip_name": choice.chip.name, "vendor": choice.target.vendor, "accelerator": choice.chip.accelerator})
         arts.append(copy)
-    update_report_section(arts[1], ("vela",), {"estimates": {"system_config": "Ethos_U65_High_End", "memory_mode": "Dedicated_Sram_384KB", "sram_used_bytes": 17200, "dram_used_bytes": 27968}})
-    update_report_section(arts[1], ("convert",), {"files": {"model": "model_int8.tflite"}, "size_bytes": {"model": 32952}})
-    update_report_section(arts[2], ("codegen",), {"model_location": "flash_rodata", "model_size_bytes": 35264, "flash_bytes": 8388608, "flash_used_bytes": 3276800, "dev_kit": "ESP32-S3-DevKitC-1 N8R8", "compiled": False, "note": "not compiled here", "partitions": [{"name": "factory", "type": "app", "subtype": "factory", "offset": 65536, "size": 3211264}]})
+    # Each section goes to a copy of the target that writes it: the target contributes it to the comparison.
+    eiq_copy, espdl_copy = tmp / "copies" / "imx93", tmp / "copies" / "esp32s3"
+    update_report_section(eiq_copy, ("vela",), {"estimates": {"system_config": "Ethos_U65_High_End", "memory_mode": "Dedicated_Sram_384KB", "sram_used_bytes": 17200, "dram_used_bytes": 27968}})
+    update_report_section(eiq_copy, ("convert",), {"files": {"model": "model_int8.tflite"}, "size_bytes": {"model": 32952}})
+    update_report_section(espdl_copy, ("codegen",), {"model_location": "flash_rodata", "model_size_bytes": 35264, "flash_bytes": 8388608, "flash_used_bytes": 3276800, "dev_kit": "ESP32-S3-DevKitC-1 N8R8", "compiled": False, "note": "not compiled here", "partitions": [{"name": "factory", "type": "app", "subtype": "factory", "offset": 65536, "size": 3211264}]})
     layers = [{"onnx_node": f"/conv{i}", "op_type": "Conv", "precision": "int8", "graphwise_snr_db": 20.0 + i, "layerwise_snr_db": 40.0 + i} for i in range(8)]
-    update_report_section(arts[2], ("quantization",), {"output_snr_db": 21.5, "metric": "esp-ppq noise:signal power ratio.", "layers": layers})
-    return combine([load_artifact(a) for a in arts]), tmp
+    update_report_section(espdl_copy, ("quantization",), {"output_snr_db": 21.5, "metric": "esp-ppq noise:signal power ratio.", "layers": layers})
+    return combine_reports([load_artifact(a) for a in arts]), tmp
 
 
 def test_chromium_renders_tables_and_plots(comparison, tmp_path):

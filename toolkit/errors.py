@@ -20,13 +20,13 @@ EXIT_CODES: dict[int, tuple[str, str]] = {
     3: ("audit --fail-on: nodes kept in float (the worst placement found)", "audit"),
     4: ("audit --fail-on: nodes fall back to the CPU (GPU for DLA)", "audit"),
     5: ("audit --fail-on: nodes no unit can run (unsupported)", "audit"),
-    6: ("build: a project was generated but not compiled here (TIDL without TI's tools); --allow-generated accepts it", "build"),
+    6: ("build: a project was generated but not compiled here (the vendor's compiler is not on this machine); --allow-generated accepts it", "build"),
     7: ("a --fail-on gate of build or measure failed (a threshold on accuracy, fidelity, latency or size, or a figure it needs is missing)", "GateFailed"),
     8: ("the model cannot be used: missing, malformed, unsafe, or with shapes that cannot be pinned", "ModelError"),
     9: ("a toolchain is missing, or its worker or command failed", "ToolchainError, ToolchainMissing, WorkerFailed, ToolchainFailed"),
     10: ("a device is unreachable, failed or lied during a run", "DeviceError"),
     11: ("an artifact or output file is missing, damaged, exists already (no --force) or was built for something else", "ArtifactError"),
-    12: ("a registered target package is broken", "TargetError"),
+    12: ("a target cannot be used: no target is registered, or the chip's target is disabled (its options clash with another's)", "TargetError"),
     70: ("internal error: a bug in edgedeploy (rerun with --debug for the traceback)", "any other exception"),
     130: ("interrupted (Ctrl-C, SIGTERM, SIGHUP); every worker was stopped", "every command"),
 }
@@ -173,7 +173,8 @@ class ArtifactError(EdgedeployError):
 
 
 class TargetError(EdgedeployError):
-    """A registered target package is broken (it cannot be loaded or breaks the target contract)."""
+    """A target cannot be used: none is registered, or the chip's target is disabled (its options
+    clash with another target's). A plug-in that fails to load is listed as broken instead."""
 
     exit_code = 12
 

@@ -84,8 +84,8 @@ KINDS: dict[str, GateKind] = {
         GateKind("p99", ("measure",), "max", "us", parse_duration_us, "the after model's p99 latency in every session at most N"),
         GateKind("model-size", ("build",), "max", "bytes", parse_size_bytes, "the compiled model file (report convert.size_bytes.model) at most N bytes (512KiB, 4MiB, 2MB)"),
         GateKind("artifact-size", ("build",), "max", "bytes", parse_size_bytes, "every file of the artifact folder together (its manifest) at most N bytes"),
-        GateKind("flash", ("build",), "max", "bytes", parse_size_bytes, "the model's bytes in flash at most N, where the target places it there (ESP-DL: codegen.model_size_bytes in flash_rodata)"),
-        GateKind("ram", ("build",), "max", "bytes", parse_size_bytes, "the accelerator's working memory at most N bytes, where the toolchain estimates it (Vela: SRAM used)"),
+        GateKind("flash", ("build",), "max", "bytes", parse_size_bytes, "the model's bytes in flash at most N, where the target places it there and reports it (report figures.flash)"),
+        GateKind("ram", ("build",), "max", "bytes", parse_size_bytes, "the accelerator's working memory at most N bytes, where the target's toolchain estimates it (report figures.ram)"),
     )
 }
 
@@ -250,19 +250,23 @@ def _build_figure(key: str, report: dict, manifest: dict | None) -> tuple[float 
         if not files:
             return None, "manifest.files", "the artifact has no manifest"
         return float(sum(f["size_bytes"] for f in files.values())), "manifest.files.*.size_bytes (sum)", None
-    if key == "flash":
-        codegen = report.get("codegen") or {}
-        if str(codegen.get("model_location", "")).startswith("flash") and codegen.get("model_size_bytes") is not None:
-            return float(codegen["model_size_bytes"]), "codegen.model_size_bytes (model_location flash)", None
-        return None, "codegen.model_location", f"the {report.get('target', {}).get('chip', 'chip')} target does not place the model in flash or does not report it"
     if key in ESTIMATED_IN_BUILD:
         return _estimated_latency(report)
-    if key == "ram":
-        estimates = (report.get("toolchain_verdict") or {}).get("estimates") or {}
-        if estimates.get("sram_used_bytes") is not None:
-            return float(estimates["sram_used_bytes"]), "toolchain_verdict.estimates.sram_used_bytes (the toolchain's estimate)", None
-        return None, "toolchain_verdict.estimates", f"the toolchain of {report.get('target', {}).get('chip', 'this chip')} reports no working-memory estimate (scope the gate to a chip that does: CHIP:ram=N)"
+    if key in TARGET_FIGURES:
+        # The target's own figures (Target.gate_figures), which the build keeps in `figures`.
+        figure = (report.get("figures") or {}).get(key)
+        if isinstance(figure, dict) and isinstance(figure.get("value"), (int, float)):
+            return float(figure["value"]), f"figures.{key}: {figure.get('source') or 'the target'}", None
+        chip = (report.get("target") or {}).get("chip") or "this chip"
+        return None, f"figures.{key}", TARGET_FIGURES[key].format(chip=chip)
     raise AssertionError(key)
+
+
+# Gates whose figure only a target can give, and the sentence when it gives none.
+TARGET_FIGURES = {
+    "flash": "the {chip} target does not place the model in flash or does not report it",
+    "ram": "the toolchain of {chip} reports no working-memory estimate (scope the gate to a chip that does: CHIP:ram=N)",
+}
 
 
 def _estimated_latency(report: dict) -> tuple[float | None, str, str | None]:
@@ -329,8 +333,3 @@ def evaluate_measurement(gates: list[Gate], record: dict) -> list[GateResult]:
 def summary(results: list[GateResult]) -> dict:
     """The gates section of a build result or measurement record."""
     return {"schema": GATE_SCHEMA, "passed": all(r.passed for r in results), "results": [r.to_dict() for r in results]}
-
-
-def describe_kinds() -> list[dict]:
-    """Every gate kind as data (for docs/cli.md and `--help`)."""
-    return [{"key": k.key, "commands": list(k.commands), "limit": k.limit, "unit": k.unit, "meaning": k.meaning} for k in KINDS.values()]

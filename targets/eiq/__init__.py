@@ -116,6 +116,21 @@ class EiqTarget(Target):
             ),
         ]
 
+    def report_contribution(self, report, artifact) -> dict:
+        """Vela's memory estimates (report.py)."""
+        from edgedeploy.targets.eiq.report import report_contribution
+
+        return report_contribution(report, artifact)
+
+    def gate_figures(self, report) -> dict:
+        """ram: the SRAM Vela estimates the Ethos-U uses (i.MX 93; the chips without Vela give none)."""
+        from edgedeploy.targets.eiq.report import vela_estimates
+
+        estimates = vela_estimates(report) or {}
+        if estimates.get("sram_used_bytes") is None:
+            return {}
+        return {"ram": (float(estimates["sram_used_bytes"]), f"vela.estimates.sram_used_bytes (Vela's estimate, {estimates.get('memory_mode') or '?'})")}
+
     def host_runner_spec(self, artifact, manifest, settings, stage_dir):
         """The int8 and float32 TFLite models on this machine's TFLite interpreter (CPU), in the eiq environment."""
         from edgedeploy.targets.eiq.runner import host_runner_spec

@@ -59,6 +59,8 @@ class EspDlTarget(Target):
         "as `build` does for accuracy), and PyTorch's time on this host would be no figure of the artifact"
     )
     options_type = EspDlOptions
+    # measure --flash: build and flash with ESP-IDF's idf.py, or flash a build the user made (board.py).
+    serial_flash_modes = ("idf", "prebuilt")
 
     def calibration_need(self, chip, precision) -> CalibrationNeed:
         from edgedeploy.targets.espdl.worker_verdict import MIN_CALIB_STEPS
@@ -82,6 +84,27 @@ class EspDlTarget(Target):
         from edgedeploy.targets.espdl.build import codegen
 
         return codegen(ctx, converted)
+
+    @property
+    def board_setup_worst_case_s(self) -> float:
+        """Building the firmware with idf.py, then flashing it: board.py's two time limits."""
+        from edgedeploy.targets.espdl.board import FLASH_TIMEOUT_S, IDF_BUILD_TIMEOUT_S
+
+        return float(IDF_BUILD_TIMEOUT_S + FLASH_TIMEOUT_S)
+
+    def report_contribution(self, report, artifact) -> dict:
+        """esp-ppq's worst-quantised layers (report.py)."""
+        from edgedeploy.targets.espdl.report import report_contribution
+
+        return report_contribution(report, artifact)
+
+    def gate_figures(self, report) -> dict:
+        """flash: the .espdl's bytes where codegen placed the model in flash (flash_rodata or a partition)."""
+        codegen = report.get("codegen") or {}
+        location = str(codegen.get("model_location") or "")
+        if location.startswith("flash") and codegen.get("model_size_bytes") is not None:
+            return {"flash": (float(codegen["model_size_bytes"]), f"codegen.model_size_bytes (the model in {location})")}
+        return {}
 
     def measure_serial(self, artifact, manifest, device, **options) -> dict:
         """Flash the artifact's firmware (idf.py where ESP-IDF is installed, or binaries the user built) and

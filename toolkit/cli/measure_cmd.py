@@ -33,6 +33,13 @@ RUNNER_ONLY_OPTIONS = {
 }
 # --eval and --eval-count apply to both: a board on a serial port gets the samples streamed to it.
 # Options only a board on a serial port reads.
+def serial_flash_modes() -> list[str]:
+    """The ways the targets can put firmware on a serial board (Target.serial_flash_modes), each once."""
+    from edgedeploy.targets import all_targets
+
+    return list(dict.fromkeys(mode for target in all_targets() for mode in target.serial_flash_modes))
+
+
 SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build", "reset": "--reset", "console": "--console"}
 
 
@@ -61,7 +68,7 @@ SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build",
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, help="Seconds one session may take on the device (serial: the whole boot's run, reset to last result).")
 @click.option(
     "--flash",
-    type=click.Choice(["auto", "idf", "prebuilt", "none"]),
+    type=click.Choice(["auto", *serial_flash_modes(), "none"]),
     default="auto",
     show_default=True,
     help="Serial boards: build and flash with ESP-IDF's idf.py (idf), flash --firmware-build with esptool (prebuilt), flash nothing (none), or auto: idf where ESP-IDF is installed, else prebuilt when given, else none.",

@@ -26,13 +26,14 @@ def report_command(dirs: tuple[Path, ...], output_format: str | None, out_path: 
     """
     from edgedeploy.errors import ArtifactError
     from edgedeploy.report.artifact import load_artifact
-    from edgedeploy.report.combine import artifact_paths, combine
+    from edgedeploy.pipeline.report import combine_reports
+    from edgedeploy.report.combine import artifact_paths
 
     output = resolve_output(out_path, output_format, force, REPORT_FORMATS, "edgedeploy report")
     paths = artifact_paths(list(dirs))
     if not paths:
         raise ArtifactError("No artifact reports found in " + ", ".join(map(str, dirs)) + ".")
-    comp = combine([load_artifact(p) for p in paths])
+    comp = combine_reports([load_artifact(p) for p in paths])
     if output.format == "json":
         text = to_json(comp)
     elif output.format == "md":

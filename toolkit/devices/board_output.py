@@ -110,7 +110,8 @@ def check_result(obj, expected_model_sha256: str | None) -> str | None:
         return f"scope.model_sha256 is {_shown(sha)}, not a sha256 (64 hex digits)"
     if expected_model_sha256 and sha != expected_model_sha256:
         return f"it is for another model (sha256 {sha[:16]}...), not this artifact's ({expected_model_sha256[:16]}...)"
-    loaded = scope.get("espdl_model_sha256")
+    # The hash the model the board loaded carries, where its firmware reports one (`<runtime>_model_sha256`).
+    loaded = next((value for key, value in scope.items() if key.endswith("_model_sha256")), None)
     if loaded not in (None, "") and (not isinstance(loaded, str) or (expected_model_sha256 and loaded != expected_model_sha256)):
         return f"the model the board loaded is another one (sha256 {_shown(loaded)[:18]}...), not this artifact's"
     return None

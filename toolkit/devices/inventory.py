@@ -248,7 +248,7 @@ CHIP_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 def _check_chip(where: str, chip: object) -> str:
     """The chip's form; whether it is a known chip is checked by `check_chips` (the device layer knows no targets)."""
     if not isinstance(chip, str) or not CHIP_PATTERN.match(chip.strip().lower()):
-        raise InventoryError(f"{where}: chip must be a chip id such as \"rk3588\", not {_shown(chip)} (leave chip out for a generic CPU host).")
+        raise InventoryError(f"{where}: chip must be a chip id as `edgedeploy targets` lists them, not {_shown(chip)} (leave chip out for a generic CPU host).")
     return chip.strip().lower()
 
 

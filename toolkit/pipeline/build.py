@@ -181,6 +181,8 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
 
         # -- codegen ----------------------------------------------------------------------------
         report["codegen"] = target.codegen(ctx, converted)
+        # The target's own figures that --fail-on gates read (flash, ram), with where they come from.
+        report["figures"] = {key: {"value": value, "source": source} for key, (value, source) in target.gate_figures(report).items()}
 
         # -- report and manifest ------------------------------------------------------------
         art.manifest_fields.update(

@@ -74,7 +74,6 @@ INTERRUPT_GRACE_S = 15.0
 RECONNECT_S = 10.0
 # What one child measure may take beyond its own time-outs before it is stopped.
 CHILD_MARGIN_S = 300.0
-IDF_WORST_CASE_S = 2400.0  # building and flashing with idf.py (targets/espdl/board.py limits)
 
 
 class FarmInterrupted(EdgedeployError):
@@ -112,6 +111,7 @@ class FarmJob:
     artifact: Path
     chip: str | None
     transport: str  # "ssh" | "serial"
+    setup_s: float = 0.0  # the board's worst-case preparation before it measures (Target.board_setup_worst_case_s)
     candidates: list[str] = field(default_factory=list)
     status: str = "waiting"  # waiting | running | measured | partial | failed | waited out | not started | interrupted | timed out
     place: str | None = None
@@ -135,15 +135,19 @@ class FarmJob:
         return f"{self.artifact.parent.name}/{self.artifact.name}"
 
 
-def board_transport(chip: str | None) -> str:
-    """serial for a chip whose target flashes and reads board firmware (Capability.SERIAL), else ssh."""
+def board_transport(chip: str | None) -> tuple[str, float]:
+    """(transport, worst-case board preparation in seconds) for a chip: serial for a chip whose
+    target flashes and reads board firmware (Capability.SERIAL), with the target's own build and
+    flash time limits (Target.board_setup_worst_case_s); else ssh, with none."""
     if chip is None:
-        return "ssh"
+        return "ssh", 0.0
     from edgedeploy.targets import find_chip
     from edgedeploy.targets.base import Capability
 
     target, _ = find_chip(chip)
-    return "serial" if target.has(Capability.SERIAL) else "ssh"
+    if target.has(Capability.SERIAL):
+        return "serial", float(target.board_setup_worst_case_s)
+    return "ssh", 0.0
 
 
 def plan_jobs(artifacts: list[Path]) -> list[FarmJob]:
@@ -159,7 +163,8 @@ def plan_jobs(artifacts: list[Path]) -> list[FarmJob]:
         chip = (manifest.get("target") or {}).get("chip")
         if chip is None and (manifest.get("runner") or {}).get("kind") != "onnx-cpu":
             raise ArtifactError(f"{artifact} names no chip and no runner; it cannot be measured on a farm board.")
-        jobs.append(FarmJob(index=index, artifact=artifact, chip=chip, transport=board_transport(chip)))
+        transport, setup_s = board_transport(chip)
+        jobs.append(FarmJob(index=index, artifact=artifact, chip=chip, transport=transport, setup_s=setup_s))
     return jobs
 
 
@@ -216,7 +221,7 @@ def device_name_for(place: str, index: int, taken: set[str]) -> str:
 
 def child_deadline_s(job: FarmJob, request: FarmRequest) -> float:
     if job.transport == "serial":
-        return IDF_WORST_CASE_S + request.session_timeout_s + CHILD_MARGIN_S
+        return job.setup_s + request.session_timeout_s + CHILD_MARGIN_S
     return (2 * request.sessions + 2) * request.session_timeout_s + CHILD_MARGIN_S
 
 

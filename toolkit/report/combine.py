@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 from edgedeploy import __version__
 from edgedeploy.artifacts import now_iso
@@ -221,12 +222,21 @@ def _output_rows(section: dict) -> list[dict]:
 
 # -- memory and size ---------------------------------------------------------------------------
 
-WORST_LAYERS = 5
+# What a target adds to the comparison of one of its artifacts (Target.report_contribution,
+# handed in by the layer that knows the targets): {"memory": [{"what", "bytes", "source"}, ...],
+# "quantization": [{"kind", "worst", "layers", "output_snr_db", "metric", "tool"}, ...]}, in the
+# shapes of this module's tables, so the renderers show them without knowing the vendor.
+Contribution = Callable[[LoadedArtifact], dict]
 
 
-def memory_rows(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict]) -> list[dict]:
+def _no_contribution(art: LoadedArtifact) -> dict:
+    return {}
+
+
+def memory_rows(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict], contributed: dict[str, dict] | None = None) -> list[dict]:
     """Per artifact: the files it deploys, the toolchain's memory figures, the flash it takes, each with its source."""
     out = []
+    contributed = contributed or {}
     for ident, art in arts:
         r = art.report
         label = column_label(rows[ident])
@@ -239,14 +249,9 @@ def memory_rows(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict]) -
         files = convert.get("files") if isinstance(convert.get("files"), dict) else {}
         for role, size in (convert.get("size_bytes") or {}).items():
             add(f"{role.replace('_', ' ')} ({files.get(role, role)})", size, "file size in the artifact")
-        vela = (r.get("vela") or {}).get("estimates") if isinstance(r.get("vela"), dict) else None
-        if isinstance(vela, dict):
-            where = f"Vela's estimate ({vela.get('system_config') or '?'}, {vela.get('memory_mode') or '?'})"
-            add("SRAM used (Vela)", vela.get("sram_used_bytes"), where)
-            add("DRAM used (Vela)", vela.get("dram_used_bytes"), where)
-            add("weights, NPU-encoded (Vela)", vela.get("weights_npu_encoded_bytes"), where)
-            add("SRAM traffic per inference (Vela)", vela.get("sram_total_bytes_per_inference"), where)
-            add("DRAM traffic per inference (Vela)", vela.get("dram_total_bytes_per_inference"), where)
+        for row in contributed.get(ident, {}).get("memory") or []:
+            if isinstance(row, dict):
+                add(str(row.get("what")), row.get("bytes"), str(row.get("source")))
         codegen = r.get("codegen") if isinstance(r.get("codegen"), dict) else {}
         if codegen.get("model_size_bytes") is not None:
             add(f"model in the firmware ({codegen.get('model_location') or '?'})", codegen.get("model_size_bytes"), "the generated project")
@@ -279,44 +284,14 @@ def flash_layouts(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict])
     return layouts
 
 
-def quantization_entries(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict]) -> list[dict]:
-    """esp-ppq's per-layer error: the WORST_LAYERS layers of lowest SNR, graph-wise and layer-wise."""
+def quantization_entries(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict], contributed: dict[str, dict] | None = None) -> list[dict]:
+    """The layers a quantiser hurt most, as each artifact's target reports them (its contribution)."""
     entries = []
-    for ident, art in arts:
-        section = art.report.get("quantization")
-        if not isinstance(section, dict):
-            continue
-        layers = section.get("layers")
-        if not isinstance(layers, list):
-            layers = _quantization_file(art).get("layers") or []
-        for kind in ("graphwise", "layerwise"):
-            scored = [
-                {"layer": layer.get("onnx_node") or layer.get("esp_ppq_op"), "op_type": layer.get("op_type"), "precision": layer.get("precision"), "snr_db": layer[f"{kind}_snr_db"]}
-                for layer in layers
-                if isinstance(layer, dict) and isinstance(layer.get(f"{kind}_snr_db"), (int, float))
-            ]
-            if scored:
-                entries.append(
-                    {
-                        "artifact": ident,
-                        "label": column_label(rows[ident]),
-                        "kind": kind,
-                        "output_snr_db": section.get("output_snr_db"),
-                        "worst": sorted(scored, key=lambda x: x["snr_db"])[:WORST_LAYERS],
-                        "layers": len(scored),
-                        "metric": section.get("metric"),
-                    }
-                )
+    for ident, _ in arts:
+        for entry in (contributed or {}).get(ident, {}).get("quantization") or []:
+            if isinstance(entry, dict) and isinstance(entry.get("worst"), list):
+                entries.append({"artifact": ident, "label": column_label(rows[ident]), **entry})
     return entries
-
-
-def _quantization_file(art: LoadedArtifact) -> dict:
-    path = art.path / "quantization.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def latency_groups(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict]) -> list[dict]:
@@ -370,10 +345,15 @@ def latency_groups(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict]
     return list(groups.values())
 
 
-def combine(artifacts: list[LoadedArtifact]) -> dict:
-    """The comparison of several artifacts (one artifact is a comparison of one)."""
+def combine(artifacts: list[LoadedArtifact], contribution: Contribution = _no_contribution) -> dict:
+    """The comparison of several artifacts (one artifact is a comparison of one).
+
+    `contribution(artifact)` is what the artifact's target adds (see Contribution): the
+    pipeline's `combine_reports` asks the targets; without it, only the shared sections.
+    """
     arts = [(f"A{i + 1}", art) for i, art in enumerate(artifacts)]
     rows = {ident: artifact_row(ident, art) for ident, art in arts}
+    contributed = {ident: contribution(art) or {} for ident, art in arts}
     models = {row["model"]["sha256"] for row in rows.values()}
     notes = [NEVER_DIVIDED, "Before/after ratios are computed inside one measurement only: same device, model, inputs and batch; they differ in one part of the deployment alone (backend, precision or threads)."]
     if len(models) > 1:
@@ -385,9 +365,9 @@ def combine(artifacts: list[LoadedArtifact]) -> dict:
         "artifacts": list(rows.values()),
         "audit": audit_matrices(arts, rows),
         "accuracy": accuracy_entries(arts, rows),
-        "memory": memory_rows(arts, rows),
+        "memory": memory_rows(arts, rows, contributed),
         "flash_layout": flash_layouts(arts, rows),
-        "quantization": quantization_entries(arts, rows),
+        "quantization": quantization_entries(arts, rows, contributed),
         "latency": latency_groups(arts, rows),
         "notes": notes,
         "reports": {ident: art.report for ident, art in arts},

@@ -229,7 +229,7 @@ def memory_lines(comp: dict, width: int | None = None) -> list[str]:
     for e in quantization:
         worst = ", ".join(f"{layer['layer']} ({layer['op_type']}) {fmt.num(layer['snr_db'], 3)} dB" for layer in e["worst"])
         kind = {"graphwise": "graph-wise", "layerwise": "layer-wise"}.get(e["kind"], e["kind"])
-        lines.append(f"  {e['label']}: lowest {kind} SNR, {len(e['worst'])} of {e['layers']} quantised layers (esp-ppq, on the calibration data): {worst}")
+        lines.append(f"  {e['label']}: lowest {kind} SNR, {len(e['worst'])} of {e['layers']} quantised layers ({e.get('tool') or 'the quantiser'}, on the calibration data): {worst}")
     return lines
 
 
