@@ -14,6 +14,7 @@ and CI's leave-one-out test read that file, so neither needs the models.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -106,13 +107,15 @@ def main(argv=None) -> int:
             continue
         started = time.monotonic()
         try:
+            shapes = entry.get("inputs") or entry.get("input_shape")
             with tempfile.TemporaryDirectory(prefix="edgedeploy-features-") as scratch:
-                found = chip_features_of(without_unused_domains(path, Path(scratch)), entry.get("input_shape"), chips)
+                found = chip_features_of(without_unused_domains(path, Path(scratch)), shapes, chips)
+            found["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()  # of the file the manifest names
         except Exception as exc:  # noqa: BLE001 - one bad model must not stop the rest; it is reported
             print(f"{key}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             continue
         found["file"] = path.name
-        found["input_shape"] = entry.get("input_shape")
+        found["input_shape"] = shapes
         done[key] = found
         print(f"{key}: {found['nodes']} nodes, {len(chips)} chips, {time.monotonic() - started:.1f} s", file=sys.stderr)
     from edgedeploy.estimate.features import FEATURES

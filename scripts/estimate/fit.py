@@ -57,10 +57,14 @@ def doc_block(params: dict, figures, left_out, rows) -> str:
     for chip, e in params["chips"].items():
         if e["coefficients"] is None or e["column"] != chip:
             continue
-        misses = "; ".join(f"{m['model_key']} {m['published_ms']:.3g} ms published, {m['predicted_ms']:.3g} ms estimated ({100 * m['ape']:.0f}% off)" for m in e["worst_misses"])
+        misses = "; ".join(f"{m['model_key']} {ms(m['published_ms'])} published, {ms(m['predicted_ms'])} estimated ({100 * m['ape']:.0f}% off)" for m in e["worst_misses"])
         lines.append(f"- {chip}: {misses}")
     lines += ["", END]
     return "\n".join(lines)
+
+
+def ms(value: float) -> str:
+    return f"{value:.3g} ms" if value < 1000 else f"{value:,.0f} ms"
 
 
 def write_doc(block: str) -> None:
