@@ -47,7 +47,7 @@ def accuracy_taps(target, request: TapRequest) -> TapResult:
         "tap_helpers": str(request.tap_helpers),
     }
     request.echo(f"diagnose: esp-ppq requantises for {request.chip.id} ({request.precision}, {payload['calib_method']} calibration) and taps every op (log: {work / 'diagnose.log'})")
-    result = request.executor.worker(target.toolchain, WORKER, payload, work)
+    result = request.executor.run_worker(target.toolchain, WORKER, payload, work)
     versions = result.get("versions") or {}
     return TapResult(
         records=result["records"],

@@ -163,8 +163,8 @@ def run(request, ctx):
     build = ctx.load_module(BUILD_WORKER, "espdl_worker_build")
     torch.manual_seed(0)
     names = request["input_names"]
-    calib = build._batches(torch, build._load_inputs(np, request["calib"], names), names, int(request["batch_size"]))
-    measured = build._batches(torch, build._load_inputs(np, request["eval"], names), names, int(request["batch_size"])) if request.get("eval") else calib
+    calib = build._batches(torch, ctx.arrays.read_arrays(request["calib"], names), names, int(request["batch_size"]))
+    measured = build._batches(torch, ctx.arrays.read_arrays(request["eval"], names), names, int(request["batch_size"])) if request.get("eval") else calib
     test_tensors = [t[:1] for t in calib[0]]
     ctx.log(f"quantising for {request['chip']} ({request['precision']}, {request['calib_method']} calibration) as the build did")
     graph = _quantise(request, ctx, calib, [list(t.shape) for t in test_tensors], test_tensors)

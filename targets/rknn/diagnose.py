@@ -124,7 +124,7 @@ def accuracy_taps(target, request: TapRequest) -> TapResult:
     work.mkdir(parents=True, exist_ok=True)
     payload = _request(target, request, work)
     request.echo(f"diagnose: rknn-toolkit2 builds for {request.chip.id} ({request.precision}) and runs accuracy_analysis on {len(payload['samples'])} samples (log: {work.parent / 'diagnose.log'})")
-    result = request.executor.worker(target.toolchain, WORKER, payload, work)
+    result = request.executor.run_worker(target.toolchain, WORKER, payload, work)
     model = onnx.load(str(request.model_path))
     notes = [f"rknn-toolkit2's advised workaround applied: {w['name']}" for w in result.get("workarounds") or []]
     notes.append("accuracy_analysis reports no quantisation ranges, so the causes that need them (clipping, unused range) are not looked for on this path; it reports no isolated max abs error either")
