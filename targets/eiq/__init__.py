@@ -45,7 +45,7 @@ class EiqTarget(Target):
     listing_order = 30
     # Vela's performance model, run by every int8 build for the i.MX 93 (vela.py); experimental by Arm's own word.
     toolchain_latency_estimate = {"imx93": "Vela"}
-    capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT, Capability.BENCH, Capability.HOST})
+    capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT, Capability.BENCH, Capability.HOST, Capability.DIAGNOSE})
     chips = (
         Chip(
             id="imx8mp",
@@ -91,6 +91,12 @@ class EiqTarget(Target):
         from edgedeploy.targets.eiq.build import codegen
 
         return codegen(ctx, converted)
+
+    def accuracy_taps(self, request):
+        """The float32 and int8 TFLite models tapped tensor by tensor (targets/eiq/diagnose.py)."""
+        from edgedeploy.targets.eiq.diagnose import accuracy_taps
+
+        return accuracy_taps(self, request)
 
     def bench_backends(self) -> list:
         """The ONNX model through onnx2tf on the TFLite CPU interpreter; Vela's estimate listed, not timed."""

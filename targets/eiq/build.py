@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from edgedeploy.artifacts import atomic_write_json
 from edgedeploy.errors import ToolchainFailed
 from edgedeploy.model import named_copy
 from edgedeploy.targets.eiq.confirm import tokens_for
@@ -35,6 +36,15 @@ RUNNER_SAMPLE_COUNT = 100
 FLOAT32_TFLITE = "float32 TFLite (the conversion alone)"
 # What the runner and the simulation need to know of the converted model's inputs and outputs.
 TFLITE_IO_KEYS = ("onnx_inputs", "onnx_outputs", "input_layouts", "int8_ops")
+TFLITE_MAP = "tflite_layers.json"
+
+
+def _layers_by_node(layers: dict[str, list[str]], token_names: dict[str, str]) -> dict[str, list[str]]:
+    """onnx2tf's layers per node token -> per display name (several tokens name one node where a workaround split it)."""
+    found: dict[str, list[str]] = {}
+    for token, names in layers.items():
+        found.setdefault(token_names.get(token, token), []).extend(names)
+    return found
 
 
 def _save_inputs(dataset, folder: Path, tag: str) -> dict[str, str]:
@@ -90,6 +100,13 @@ def convert(target, ctx) -> ConvertResult:
         "wall_seconds": round(time.monotonic() - started, 2),
     }
     ctx.echo(f"convert: model_float32.tflite ({_size(ctx.workdir / 'model_float32.tflite')}), model_int8.tflite ({_size(ctx.workdir / 'model_int8.tflite')})")
+    # Which Keras layers (TFLite tensor names) each ONNX node became, and the TFLite I/O: what
+    # `edgedeploy diagnose` maps the int8 model's tensors back to the user's nodes with.
+    atomic_write_json(ctx.workdir / TFLITE_MAP, {
+        "layers_by_node": _layers_by_node(result["layers"], token_names),
+        "output_producers": producers,
+        **{k: result[k] for k in ("onnx_inputs", "onnx_outputs", "input_layouts")},
+    })
     sections = {"conversion": conversion}
     files = {"model": "model_int8.tflite", "float32_model": "model_float32.tflite"}
     if chip == "imx93":

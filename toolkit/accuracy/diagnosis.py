@@ -45,6 +45,20 @@ def absorbed_nodes(records: list[dict], onnx_nodes: list[tuple[str, list[str], l
         owner = next((by_tensor[o] for o in outputs if o in by_tensor), None) or next((readers[o] for o in outputs if o in readers), None)
         if owner is not None and name != owner["node"] and name not in owner["absorbs"]:
             owner["absorbs"].append(name)
+    _inputs_of_fused_groups(records, onnx_nodes)
+
+
+def _inputs_of_fused_groups(records: list[dict], onnx_nodes) -> None:
+    """A record that absorbed nodes reads what the group reads: its absorbed nodes' inputs, less
+    the tensors made inside the group (so the accumulated fall is measured from the group's inputs)."""
+    by_name = {name: (inputs, outputs) for name, inputs, outputs in onnx_nodes}
+    for record in records:
+        group = [record["node"]] + list(record.get("absorbs") or [])
+        made = {o for n in group if n in by_name for o in by_name[n][1]}
+        reads = list(record.get("inputs") or [])
+        for name in group[1:]:
+            reads += [x for x in by_name.get(name, ([], []))[0] if x and x not in reads]
+        record["inputs"] = [x for x in reads if x not in made]
 
 
 def diagnose_path(path: dict, records: list[dict], graph_outputs: list[str], calibration_samples: int | None = None) -> dict:

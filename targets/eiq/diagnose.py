@@ -1,0 +1,85 @@
+"""eIQ's accuracy taps (Capability.DIAGNOSE): the artifact's float32 and int8 TFLite models tapped tensor by
+tensor (worker_diagnose.py), mapped to ONNX nodes through the layers each node became (tflite_layers.json,
+written by the build) with the same tracing as the Vela verdict (vela.trace_ops).
+
+A TFLite operator that several ONNX nodes went into (Conv+Add+Relu fused) is the record of the
+last of them in the graph, which lists the others as absorbed. TFLite offers no run with one
+operator alone quantised: there are no isolated figures on this path.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from edgedeploy.errors import ArtifactError
+from edgedeploy.model.stats import node_names
+from edgedeploy.targets.base import TapRequest, TapResult
+from edgedeploy.targets.eiq.build import TFLITE_MAP
+from edgedeploy.targets.eiq.vela import trace_ops
+
+WORKER = Path(__file__).with_name("worker_diagnose.py")
+
+
+def _save(dataset, folder: Path, tag: str) -> dict[str, str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for i, (name, array) in enumerate(dataset.inputs.items()):
+        files[name] = str(folder / f"{tag}_input{i}.npy")
+        np.save(files[name], np.ascontiguousarray(array))
+    return files
+
+
+def records_from(result: dict, mapping: dict, graph) -> list[dict]:
+    """One record per ONNX node that owns an int8 operator's output tensor, in the order of the operators."""
+    owners, _unmapped = trace_ops(result["ops"], mapping["layers_by_node"], mapping["output_producers"], [o["name"] for o in mapping["onnx_outputs"]])
+    order = {name: i for i, name in enumerate(node_names(graph))}
+    by_name = dict(zip(node_names(graph), graph.node))
+    producers = {out: name for name, node in by_name.items() for out in node.output}
+    records: dict[str, dict] = {}
+    for op in result["ops"]["ops"]:
+        nodes = sorted(owners.get(op["index"]) or [], key=lambda n: order.get(n, -1))
+        tensor = op["outputs"][0]["name"] if op["outputs"] else None
+        if not nodes or tensor not in result["tensors"]:
+            continue
+        node = nodes[-1]
+        proto, tap = by_name[node], result["tensors"][tensor]
+        record = records.pop(node, None) or {"node": node, "op_type": proto.op_type, "tensor": proto.output[0], "absorbs": [], "precision": "int8",
+                                            "inputs": [x for x in proto.input if x in producers or x in {i.name for i in graph.input}]}
+        record.update(toolkit_tensor=tensor, accumulated=tap["accumulated"], isolated=None, stats=tap["stats"], stats_eval=tap.get("stats_eval"))
+        record["absorbs"] += [n for n in nodes[:-1] if n not in record["absorbs"]]
+        records[node] = record
+    return list(records.values())
+
+
+def accuracy_taps(target, request: TapRequest) -> TapResult:
+    artifact, work = request.artifact, request.workdir
+    map_path = artifact / TFLITE_MAP
+    if not map_path.is_file():
+        raise ArtifactError(f"{artifact} has no {TFLITE_MAP} (built by an edgedeploy older than the diagnosis); build it again to diagnose it.")
+    mapping = json.loads(map_path.read_text())
+    measured = request.evaluation if request.evaluation is not None else request.calibration
+    payload = {
+        "float32_tflite": str(artifact / "model_float32.tflite"),
+        "int8_tflite": str(artifact / "model_int8.tflite"),
+        "data": _save(measured, work / "data", "measured"),
+        "calib": _save(request.calibration, work / "data", "calib"),
+        "has_eval": request.evaluation is not None,
+        "onnx_inputs": mapping["onnx_inputs"],
+        "input_layouts": mapping["input_layouts"],
+        "tap_helpers": str(request.tap_helpers),
+    }
+    request.echo(f"diagnose: the TFLite interpreter runs the float32 and int8 models and keeps every tensor ({len(measured)} samples)")
+    result = request.executor.run_worker(target.toolchain, WORKER, payload, work)
+    import onnx
+
+    graph = onnx.load(str(request.model_path)).graph
+    versions = result.get("versions") or {}
+    return TapResult(
+        records=records_from(result, mapping, graph),
+        toolchain=f"onnx2tf {versions.get('onnx2tf') or '?'} + TFLite (ai-edge-litert {versions.get('ai-edge-litert') or '?'})",
+        method="the int8 TFLite model's tensors (dequantised) against the float32 TFLite model's of the same name (accumulated); TFLite runs no operator alone quantised, so no isolated figures",
+        notes=[],
+    )

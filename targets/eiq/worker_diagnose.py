@@ -1,0 +1,110 @@
+"""eIQ accuracy taps: the artifact's float32 and full-int8 TFLite models, every intermediate tensor (`edgedeploy diagnose`).
+
+Runs in the eiq environment (never imported by edgedeploy; it must not import edgedeploy). Both
+models come from the same onnx2tf SavedModel, so a tensor of the int8 model and the float32
+model's tensor of the same name hold the same value: the TFLite interpreter keeps every
+intermediate tensor (experimental_preserve_all_tensors, builtin kernels: XNNPACK would hide
+them), the int8 ones are dequantised with their own scale and zero point, and per tensor this
+returns the sums of float vs int8 over the samples (tap_numpy.moments, accumulated: the whole
+int8 model up to it) and the float values' statistics against the int8 tensor's range. TFLite
+has no run with one operator alone quantised, so there is no isolated figure. The operators'
+list (for the core's mapping to ONNX nodes, targets/eiq/vela.py trace_ops) comes from worker.py.
+"""
+
+import os
+
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
+
+
+def _interpreter(path):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    interpreter = Interpreter(model_path=path, num_threads=1, experimental_preserve_all_tensors=True, experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    interpreter.allocate_tensors()
+    return interpreter
+
+
+def _feed(np, interpreter, base, request, data, index):
+    """Set one sample (ONNX layout) on the interpreter's inputs, transposed and quantised as they need."""
+    details = interpreter.get_input_details()
+    for position, spec in enumerate(request["onnx_inputs"]):
+        layout = request["input_layouts"][spec["name"]]
+        arr = data[spec["name"]][index : index + 1]
+        if layout["perm"]:
+            arr = arr.transpose(layout["perm"])
+        names = [d["name"] for d in details]
+        key = base.tflite_key(spec["name"], layout["key"], names, position, len(request["onnx_inputs"]))
+        detail = details[names.index(key)] if key in names else details[position]
+        scale, zero = detail["quantization"]
+        if np.issubdtype(detail["dtype"], np.integer) and scale:
+            info = np.iinfo(detail["dtype"])
+            arr = np.clip(np.round(arr / scale + zero), info.min, info.max)
+        interpreter.set_tensor(detail["index"], arr.astype(detail["dtype"]))
+
+
+def _tensors(np, interpreter, names):
+    """Every named tensor's value after invoke, dequantised when it is an integer tensor with a scale."""
+    values = {}
+    for detail in interpreter.get_tensor_details():
+        if detail["name"] not in names:
+            continue
+        try:
+            value = np.asarray(interpreter.get_tensor(detail["index"]))
+        except ValueError:  # a tensor the interpreter did not keep
+            continue
+        scale, zero = detail["quantization"]
+        if np.issubdtype(value.dtype, np.integer) and scale:
+            value = (value.astype(np.float64) - zero) * scale
+        values[detail["name"]] = value.astype(np.float64)
+    return values
+
+
+def _ranges(np, interpreter):
+    """name -> (lo, hi, step) of every int8/int16 tensor with one scale."""
+    found = {}
+    for detail in interpreter.get_tensor_details():
+        scale, zero = detail["quantization"]
+        if scale and np.issubdtype(detail["dtype"], np.integer) and detail["dtype"] in (np.int8, np.int16, np.uint8):
+            info = np.iinfo(detail["dtype"])
+            found[detail["name"]] = ((info.min - zero) * scale, (info.max - zero) * scale, scale)
+    return found
+
+
+def run(request, ctx):
+    import numpy as np
+
+    tap = ctx.load_module(request["tap_helpers"], "edgedeploy_tap_numpy")
+    base = ctx.load_module(WORKER, "eiq_worker")
+    ops = base.tflite_ops(request["int8_tflite"])
+    wanted = {t["name"] for op in ops["ops"] for t in op["outputs"]}
+    data = base.load_arrays(request["data"])
+    calib = base.load_arrays(request["calib"])
+    float_model, int8_model = _interpreter(request["float32_tflite"]), _interpreter(request["int8_tflite"])
+    ranges = _ranges(np, int8_model)
+    sums, float_values, calib_values = {}, {}, {}
+    count = min(len(a) for a in data.values())
+    ctx.log("tapping %d int8 tensors on %d samples" % (len(wanted), count))
+    for index in range(count):
+        for model in (float_model, int8_model):
+            _feed(np, model, base, request, data, index)
+            model.invoke()
+        ref, got = _tensors(np, float_model, wanted), _tensors(np, int8_model, wanted)
+        for name, value in got.items():
+            if name in ref and ref[name].size == value.size:
+                sums[name] = tap.merge_moments(sums.get(name), tap.moments(ref[name], value))
+                float_values.setdefault(name, []).append(ref[name].reshape(-1))
+    for index in range(min(len(a) for a in calib.values())):
+        _feed(np, float_model, base, request, calib, index)
+        float_model.invoke()
+        for name, value in _tensors(np, float_model, wanted).items():
+            calib_values.setdefault(name, []).append(value.reshape(-1))
+    tensors = {}
+    for name in sums:
+        lo_hi_step = ranges.get(name)
+        stats_on = calib_values.get(name) or float_values[name]
+        tensors[name] = {
+            "accumulated": sums[name],
+            "stats": tap.tensor_stats(np.concatenate(stats_on), *lo_hi_step) if lo_hi_step else tap.tensor_stats(np.concatenate(stats_on)),
+            "stats_eval": tap.tensor_stats(np.concatenate(float_values[name]), *lo_hi_step) if lo_hi_step and request.get("has_eval") else None,
+        }
+    return {"ops": ops, "tensors": tensors, "versions": base.versions()}

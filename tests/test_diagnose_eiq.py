@@ -1,0 +1,43 @@
+"""`edgedeploy diagnose` on eIQ (the artifact's float32 and int8 TFLite models in the eiq environment), on a
+constructed case whose cause is known: one pixel of one calibration sample at 400 stretches the first
+layer's range, so the evaluation data (no outlier) lose nearly everything there.
+
+TFLite fuses Conv+Relu into one operator: the diagnosis must name the ReLU with the Conv absorbed as the
+first sharp fall, and, since TFLite's tensors carry their scales, the outlier-dominated range as the cause.
+One onnx2tf build (about 40 s) and one diagnosis (seconds).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.helpers import run_cli
+from tests.test_accuracy_diagnosis import _conv_model, _feeds
+
+
+@pytest.fixture(scope="module")
+def outlier_diagnosis(tmp_path_factory):
+    root = tmp_path_factory.mktemp("eiq-diagnose")
+    rng = np.random.default_rng(3)
+    _conv_model(root / "m.onnx", np.abs(rng.normal(scale=0.5, size=(8, 1, 3, 3))), rng.normal(scale=0.3, size=(8, 8, 3, 3)))
+    np.savez(root / "calib.npz", image=np.concatenate([f["image"] for f in _feeds(outlier=400.0)]))
+    np.savez(root / "eval.npz", image=np.concatenate([f["image"] for f in _feeds(count=16, seed=9)]))
+    built = run_cli("build", str(root / "m.onnx"), "--target", "imx8mp", "--calib", str(root / "calib.npz"), "--eval", str(root / "eval.npz"), "-o", str(root / "out"))
+    assert built.returncode == 0, built.stderr
+    done = run_cli("diagnose", str(root / "out" / "m" / "imx8mp"), "--eval", str(root / "eval.npz"), "--no-qdq", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.toolchain("eiq")
+def test_eiq_names_the_fused_first_layer_and_the_outlier(outlier_diagnosis):
+    (eiq,) = outlier_diagnosis["paths"]
+    assert eiq["path"] == "imx8mp"
+    first = eiq["first_sharp_drop"]
+    assert first["node"] == "relu1" and first["accumulated_snr_db"] < 10
+    relu1 = next(n for n in eiq["nodes"] if n["node"] == "relu1")
+    assert relu1["absorbs"] == ["conv1"] and relu1["isolated"] is None
+    assert any(c["node"] == "relu1" and c["cause"] in ("outlier_range", "calibration_unrepresentative") for c in eiq["causes"])
