@@ -125,3 +125,30 @@ def test_bench_times_the_sample_and_prints_nothing(capfd):
     assert [r["backend"]["name"] for r in result.results] == ["ort-cpu"] and result.fastest == "ort-cpu"
     assert len(result.results[0]["sessions"]) == 3
     validate(result.to_dict())
+
+
+def test_edgedeploys_warnings_reach_the_callback_and_the_result_not_stderr(tmp_path, capfd):
+    """A model with ONNX Runtime's own com.microsoft operators is audited with a warning (intake)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Gelu", ["x"], ["y"], domain="com.microsoft")],
+        "ms_gelu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    path = tmp_path / "ms_gelu.onnx"
+    onnx.save(model, str(path))
+    lines: list[str] = []
+    result = edgedeploy.audit(path, chips=["esp32s3"], progress=lines.append)
+    assert capfd.readouterr() == ("", "")
+    assert len(result.warnings) == 1 and "com.microsoft" in result.warnings[0]
+    assert f"warning: {result.warnings[0]}" in lines
+    # The command shows it once on stderr, as before the API took the warnings over.
+    from tests.helpers import run_cli
+
+    proc = run_cli("audit", str(path), "--target", "esp32s3")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count(f"warning: {result.warnings[0]}") == 1
