@@ -43,8 +43,28 @@ def plugin_site(tmp_path_factory):
     return site
 
 
-def _env(site: Path) -> dict:
-    return dict(os.environ, PYTHONPATH=str(site))
+def _env(site: Path, **extra: str) -> dict:
+    """The plug-ins' site on the path; the Zeta SDK's Python only where a test gives it."""
+    env = {key: value for key, value in os.environ.items() if key != "EDGEDEPLOY_ZETA_PYTHON"}
+    env.update(PYTHONPATH=str(site), **extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def zeta_python(tmp_path_factory) -> Path:
+    """A Python the 'user' installed the Zeta SDK into: a venv (no pip) holding `zeta_sdk` 1.4.0,
+    with its distribution metadata, so the user-supplied-Python kind's import and version check
+    run for real. The SDK is a stand-in module, like the target."""
+    root = tmp_path_factory.mktemp("zeta-python")
+    done = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root / "env")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    python = root / "env" / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
+    (site / "zeta_sdk").mkdir(parents=True)
+    (site / "zeta_sdk" / "__init__.py").write_text('"""A stand-in vendor SDK."""\n__version__ = "1.4.0"\n')
+    (site / "zeta_sdk-1.4.0.dist-info").mkdir()
+    (site / "zeta_sdk-1.4.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: zeta-sdk\nVersion: 1.4.0\n")
+    return python
 
 
 def test_a_plugin_that_fails_to_import_is_listed_as_broken_and_stops_nothing(plugin_site):
@@ -71,8 +91,16 @@ def test_a_plugin_that_fails_to_import_is_listed_as_broken_and_stops_nothing(plu
     assert unknown.returncode == 2 and "could not be loaded: broken" in unknown.stderr and "Traceback" not in unknown.stderr
 
 
-def test_a_target_without_audit_rules_builds_with_no_audit_stage(plugin_site, tmp_path):
-    env = _env(plugin_site)
+def test_a_target_without_audit_rules_builds_with_no_audit_stage(plugin_site, zeta_python, tmp_path):
+    """The extension exercise: a third-party target with a user-supplied-Python SDK, its own
+    template, no AUDIT and namespaced options is listed, built and code-generated with no core
+    edit, beside a plug-in whose import raises."""
+    env = _env(plugin_site, EDGEDEPLOY_ZETA_PYTHON=str(zeta_python))
+    listed = run_cli("targets", "--format", "json", env=env)
+    assert [b["name"] for b in json.loads(listed.stdout)["broken"]] == ["broken"]  # installed beside it
+    row = next(r for r in json.loads(listed.stdout)["targets"] if r["target"] == "zeta-z1")
+    assert row["toolchain_installed"] and str(zeta_python) in row["toolchain_status"] and row["capabilities"] == []
+
     built = run_cli("build", "--target", "zeta-z1", "--zeta-lanes", "3", "--out", str(tmp_path / "out"), "--format", "json", env=env)
     assert built.returncode == 0, built.stderr
     assert built.stderr.count("audit:") == 1 and "audit: skipped: the Zeta NPU target declares no audit rules" in built.stderr
@@ -80,7 +108,12 @@ def test_a_target_without_audit_rules_builds_with_no_audit_stage(plugin_site, tm
     report = json.loads((artifact / "report.json").read_text())
     assert report["audit"] == {"status": "skipped", "reason": "the Zeta NPU target declares no audit rules"}
     assert not (artifact / "audit.json").exists()
-    assert report["convert"]["toolchain"].startswith("Zeta stand-in") and "stand-in" in built.stderr
+    # The core ran the declared worker in the user's Python: the SDK's version came back from there.
+    assert report["convert"]["toolchain"] == "Zeta stand-in (zeta_sdk 1.4.0, copies the model)"
+    assert "stand-in conversion: zeta_sdk 1.4.0 imported, no compiler ran" in built.stderr
+    assert (artifact / "model.zeta").read_bytes() == (artifact / "model.onnx").read_bytes()
+    assert "zeta_sdk 1.4.0 imported from " + str(zeta_python.parent.parent) in (artifact / "build.log").read_text()
+    assert report["options"]["target_options"] == {"zeta_lanes": 3}
 
     # The runner comes from the template in the plug-in's own package, with the option's value in it.
     runner = (artifact / "zeta_runner.py").read_text()
@@ -92,6 +125,20 @@ def test_a_target_without_audit_rules_builds_with_no_audit_stage(plugin_site, tm
     assert audit.returncode == 2 and "The Zeta NPU target declares no audit rules, so zeta-z1 cannot be audited" in audit.stderr
     fixed = run_cli("fix", "--target", "zeta-z1", env=env)
     assert fixed.returncode == 2 and "declares no audit rules" in fixed.stderr and "Traceback" not in fixed.stderr
+
+
+def test_the_user_supplied_python_is_checked_before_use(plugin_site, tmp_path):
+    env = _env(plugin_site)
+    unset = run_cli("targets", "--format", "json", env=env)
+    row = next(r for r in json.loads(unset.stdout)["targets"] if r["target"] == "zeta-z1")
+    assert not row["toolchain_installed"] and "set $EDGEDEPLOY_ZETA_PYTHON" in row["toolchain_status"]
+    missing = run_cli("build", "--target", "zeta-z1", "--out", str(tmp_path / "a"), env=env)
+    assert missing.returncode == 9 and "EDGEDEPLOY_ZETA_PYTHON" in missing.stderr and "Traceback" not in missing.stderr
+
+    # A Python without the SDK: one sentence naming the interpreter and the module, exit 9.
+    without = run_cli("build", "--target", "zeta-z1", "--out", str(tmp_path / "b"), env=_env(plugin_site, EDGEDEPLOY_ZETA_PYTHON=sys.executable))
+    assert without.returncode == 9, without.stderr
+    assert f"The Python {sys.executable} (from $EDGEDEPLOY_ZETA_PYTHON) cannot import zeta_sdk" in without.stderr and "Traceback" not in without.stderr
 
 
 # -- vendor options: one namespace per target ------------------------------------------------

@@ -11,6 +11,8 @@ Two kinds of toolchain exist:
 - `VenvToolchain`: edgedeploy installs it from PyPI (espdl, rknn, eiq).
 - `ExternalToolchain`: the user installs it (TensorRT on a Jetson, TI's edgeai-tidl-tools);
   edgedeploy only detects it.
+- `UserPythonToolchain`: a vendor SDK the user installed into a Python of their own; its workers
+  run there (`EDGEDEPLOY_<NAME>_PYTHON` or [toolchains.<name>] python), checked before use.
 """
 
 from edgedeploy.toolchains.environments import (
@@ -22,6 +24,7 @@ from edgedeploy.toolchains.environments import (
     edgedeploy_home,
 )
 from edgedeploy.toolchains.kinds import ExternalCommand, ManagedVenv, RemoteSsh, UserPython, WorkerEnvironment, configured_environment
+from edgedeploy.toolchains.user_python import UserPythonToolchain
 
 __all__ = [
     "ExternalToolchain",
@@ -34,6 +37,7 @@ __all__ = [
     "ManagedVenv",
     "RemoteSsh",
     "UserPython",
+    "UserPythonToolchain",
     "WorkerEnvironment",
     "configured_environment",
 ]
