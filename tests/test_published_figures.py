@@ -115,3 +115,22 @@ def test_the_figures_page_is_rendered_from_the_data():
     spec.loader.exec_module(render)
     expected = render.render(*render.load())
     assert (ROOT / "docs" / "estimate-figures.md").read_text() == expected, "run scripts/estimate/render_figures_doc.py"
+
+
+SIZED = {k: e for k, e in MANIFEST.items() if e.get("published_size") and e.get("parameters")}
+
+
+@pytest.mark.parametrize("key", sorted(SIZED))
+def test_a_rebuilt_model_has_the_size_its_authors_publish(key):
+    """Parameters within 8% (BatchNormalization is folded here, counted in Keras' totals) and
+    FLOPs = 2 x MACs within 10% (counting conventions differ) of the published figures."""
+    entry = SIZED[key]
+    size = entry["published_size"]
+    assert entry["parameters"] / 1e6 == pytest.approx(size["params_millions"], rel=0.08)
+    if size.get("gflops"):
+        assert 2 * entry["macs"]["known_total"] / 1e9 == pytest.approx(size["gflops"], rel=0.10)
+
+
+def test_the_size_check_covers_two_thirds_of_the_fitted_models():
+    fitted = {r["model_key"] for r in USABLE}
+    assert len(fitted & set(SIZED)) >= 2 / 3 * len(fitted), sorted(fitted - set(SIZED))

@@ -644,6 +644,23 @@ class YoloV7Tiny(nn.Module):
         return tuple(det(conv(f)) for det, conv, f in zip(self.detect, self.outs, (p3, n4, n5)))
 
 
+class WHENet(nn.Module):
+    """WHENet (Zhou & Gregson 2020, Ascend-Research/HeadPoseEstimation-WHENet): EfficientNet-B0
+    without its top on 224x224, global average pool, and three dense heads of yaw (120 bins),
+    pitch and roll (66 bins each); torchvision's EfficientNet-B0 stands for Keras' here."""
+
+    def __init__(self):
+        super().__init__()
+        import torchvision
+
+        self.features = torchvision.models.efficientnet_b0(weights=None).features
+        self.yaw, self.pitch, self.roll = nn.Linear(1280, 120), nn.Linear(1280, 66), nn.Linear(1280, 66)
+
+    def forward(self, x):
+        f = torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1)
+        return self.yaw(f), self.pitch(f), self.roll(f)
+
+
 def extra_builds(Build, image) -> list:
     """The hand-written detectors and small models, with where their architecture is published."""
     return [
@@ -670,6 +687,8 @@ def extra_builds(Build, image) -> list:
               fidelity_note="grid decoding left out, as Rockchip's export (airockchip/YOLOX) keeps it outside the model"),
         Build("yolov7_tiny_640", YoloV7Tiny, image(640), "hand-written yolov7-tiny (deploy yaml)",
               "https://github.com/WongKinYiu/yolov7/blob/main/cfg/deploy/yolov7-tiny.yaml"),
+        Build("whenet_224", WHENet, image(224), "hand-written WHENet head-pose net on torchvision's EfficientNet-B0",
+              "https://github.com/Ascend-Research/HeadPoseEstimation-WHENet"),
         Build("mobilefacenet_112", MobileFaceNet, image(112), "hand-written MobileFaceNet, 512-d embedding",
               "https://arxiv.org/abs/1804.07573"),
     ]

@@ -231,6 +231,44 @@ def classifier_builds() -> list[Build]:
     ]
 
 
+# Published size of the architectures (parameters in millions, GFLOPs = 2 x GMACs at the listed
+# input, where given), from the model's own documentation: the rebuild is checked against them
+# (tests/test_published_figures.py) so a "faithful" claim rests on more than a name.
+ULTRA_DOCS = "https://docs.ultralytics.com/models/"
+NXP_TABLES = "https://github.com/NXP/eiq-model-zoo/tree/58c2b002e9f64f39b8c43e896e00446298544a33/tasks"
+REFERENCES = {
+    "yolov8n_640": (3.2, 8.7, ULTRA_DOCS + "yolov8/"), "yolov8s_640": (11.2, 28.6, ULTRA_DOCS + "yolov8/"),
+    "yolov8m_640": (25.9, 78.9, ULTRA_DOCS + "yolov8/"), "yolov8n_640_decode": (3.2, 8.7, ULTRA_DOCS + "yolov8/"),
+    "yolov8n_seg_640": (3.4, 12.6, ULTRA_DOCS + "yolov8/"), "yolov8s_seg_640": (11.8, 42.6, ULTRA_DOCS + "yolov8/"),
+    "yolov8m_seg_640": (27.3, 110.2, ULTRA_DOCS + "yolov8/"), "yolov8n_pose_640": (3.3, 9.2, ULTRA_DOCS + "yolov8/"),
+    "yolov8n_obb_640": (3.1, None, ULTRA_DOCS + "yolov8/ (FLOPs published at 1024 only)"),
+    "yolo11n_640": (2.6, 6.5, ULTRA_DOCS + "yolo11/"), "yolo11s_640": (9.4, 21.5, ULTRA_DOCS + "yolo11/"),
+    "yolo11m_640": (20.1, 68.0, ULTRA_DOCS + "yolo11/"), "yolo11n_seg_640": (2.9, 10.4, ULTRA_DOCS + "yolo11/"),
+    "yolo11n_pose_640": (2.9, 7.6, ULTRA_DOCS + "yolo11/"), "yolov10n_640": (2.3, 6.7, ULTRA_DOCS + "yolov10/"),
+    "yolov10s_640": (7.2, 21.6, ULTRA_DOCS + "yolov10/"), "yolo26n_640": (2.4, 5.4, ULTRA_DOCS + "yolo26/"),
+    "yolov5n_640": (1.9, 4.5, "https://github.com/ultralytics/yolov5#pretrained-checkpoints"),
+    "yolov5s_640": (7.2, 16.5, "https://github.com/ultralytics/yolov5#pretrained-checkpoints"),
+    "yolov5m_640": (21.2, 49.0, "https://github.com/ultralytics/yolov5#pretrained-checkpoints"),
+    "yolov5n_seg_640": (2.0, 7.1, "https://github.com/ultralytics/yolov5#pretrained-checkpoints (segmentation)"),
+    "yolov5s_seg_640": (7.6, 26.4, "https://github.com/ultralytics/yolov5#pretrained-checkpoints (segmentation)"),
+    "yolov5m_seg_640": (22.0, 70.8, "https://github.com/ultralytics/yolov5#pretrained-checkpoints (segmentation)"),
+    "yolox_s_640": (9.0, 26.8, "https://github.com/Megvii-BaseDetection/YOLOX#benchmark"),
+    "yolox_m_640": (25.3, 73.8, "https://github.com/Megvii-BaseDetection/YOLOX#benchmark"),
+    "yolov7_tiny_640": (6.2, 13.8, "https://github.com/WongKinYiu/yolov7#performance"),
+    "mobilefacenet_112": (1.2, 0.46, "https://github.com/espressif/esp-dl/blob/12c0616de145b704e1149c474b9a1e852e631d67/models/human_face_recognition/README.md"),
+    "mobilenet_v2_224": (3.539, 0.608, NXP_TABLES + "/vision/classification/README.md"),
+    "efficientnet_lite0_224": (4.7, 0.814, NXP_TABLES + "/vision/classification/README.md"),
+    "resnet50_v1_keras_224": (25.6, None, NXP_TABLES + "/vision/classification/resnet/README.md"),
+    "mobilenet_v1_025_128": (0.47, 0.028, NXP_TABLES + "/vision/classification/README.md"),
+    "mlperf_tiny_resnet8_32": (0.078, 0.025, NXP_TABLES + "/vision/classification/README.md"),
+    "mlperf_tiny_vww_mobilenet_v1_025_96": (0.221, 0.015, NXP_TABLES + "/vision/classification/README.md"),
+    "deepface_emotion_48": (1.49, 0.0585, NXP_TABLES + "/vision/classification/README.md"),
+    "ultraface_slim_240x320": (0.265, 0.168, NXP_TABLES + "/vision/object-detection/README.md"),
+    "yolov4_tiny_416": (6.05, 6.9, NXP_TABLES + "/vision/object-detection/README.md"),
+    "clip_text_20": (63.0, None, "https://arxiv.org/abs/2103.00020 (section 2.4: a 63M-parameter 12-layer 512-wide text transformer)"),
+}
+
+
 def all_builds() -> dict[str, Build]:
     builds = yolo_builds() + classifier_builds() + H.extra_builds(Build, image)
     return {b.key: b for b in builds}
@@ -284,7 +322,15 @@ def inspect(edgedeploy: str | None, path: Path) -> dict:
         return {"inspect_error": done.stderr.strip()[-300:]}
     report = json.loads(done.stdout)
     return {"nodes": report.get("node_count"), "op_histogram": report.get("op_histogram"),
-            "parameters": report.get("parameters", {}).get("count"), "macs": report.get("macs")}
+            "parameters": report.get("parameters", {}).get("count"), "macs": _mac_totals(report.get("macs"))}
+
+
+def _mac_totals(macs: dict | None) -> dict | None:
+    """The totals of inspect's MACs; the per-node list stays out of the committed manifest (the
+    estimator computes its own per-node features from the ONNX files)."""
+    if not macs:
+        return macs
+    return {k: macs[k] for k in ("known_total", "complete") if k in macs}
 
 
 def build_one(build: Build, edgedeploy: str | None) -> dict:
@@ -301,6 +347,18 @@ def build_one(build: Build, edgedeploy: str | None) -> dict:
     }
     entry.update(inspect(edgedeploy, path))
     return entry
+
+
+def with_published_size(models: dict) -> dict:
+    """Every built entry gets its architecture's published size (REFERENCES), also on a partial run."""
+    for key, entry in models.items():
+        entry.pop("published_size", None)
+        if entry.get("macs"):
+            entry["macs"] = _mac_totals(entry["macs"])
+        if entry.get("file") and key in REFERENCES:
+            params_m, gflops, source = REFERENCES[key]
+            entry["published_size"] = {"params_millions": params_m, "gflops": gflops, "source": source}
+    return models
 
 
 def main() -> int:
@@ -328,7 +386,7 @@ def main() -> int:
     out = {"_about": "model_key -> the model rebuilt by scripts/estimate/models.py from its public definition at the published input size "
                      "(random weights: only the architecture matters for latency). Files are under ~/.cache/edgedeploy/estimate-models, not committed.",
            "generator": {"torch": torch.__version__, "onnx": onnx.__version__, "ultralytics": _ultra_version()},
-           "models": dict(sorted(models.items()))}
+           "models": dict(sorted(with_published_size(models).items()))}
     tmp = MANIFEST.with_suffix(".tmp")
     tmp.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     tmp.replace(MANIFEST)
