@@ -92,15 +92,22 @@ def test_two_artifacts_measure_in_parallel_on_two_places(two_boards, loopback_ss
     both = run_cli("measure", *map(str, artifacts), "--device", "farm", "--inventory", str(inventory), "--format", "json", *FARM_SESSION_ARGS)
     two_places_s = time.monotonic() - started
     assert both.returncode == 0, both.stderr
-    print(f"\nfarm wall time: one artifact on one place {one_place_s:.1f} s; two artifacts on two places in parallel {two_places_s:.1f} s ({two_places_s / one_place_s:.2f}x)")
-    assert two_places_s < 1.5 * one_place_s
-
     report = json.loads(both.stdout)
     assert report["schema"] == "edgedeploy.farm-measurement/1" and report["partial"] is False and report["error"] is None
     runs = report["runs"]
     assert sorted(r["place"] for r in runs) == ["cpu-a", "cpu-b"]  # one place each
     assert [r["artifact"] for r in runs] == [str(a) for a in artifacts]
-    # The two ran at once: each started before the other finished (from the records' own clocks).
+    # The two places measured at once: each run started before the other ended (the runs' own
+    # unix-time windows), which holds however loaded the machine is; one after the other, the
+    # windows would not meet. The wall-time ratio is a figure, printed, not asserted.
+    (a_start, a_end), (b_start, b_end) = ((r["started_unix"], r["ended_unix"]) for r in runs)
+    assert a_start < a_end and b_start < b_end
+    assert a_start < b_end and b_start < a_end, f"the runs did not overlap: {runs[0]['place']} {a_start:.2f}-{a_end:.2f}, {runs[1]['place']} {b_start:.2f}-{b_end:.2f}"
+    overlap_s = min(a_end, b_end) - max(a_start, b_start)
+    print(
+        f"\nfarm: one artifact on one place {one_place_s:.1f} s; two artifacts on two places {two_places_s:.1f} s ({two_places_s / one_place_s:.2f}x the one); "
+        f"the two runs overlapped {overlap_s:.1f} s of {a_end - a_start:.1f} s and {b_end - b_start:.1f} s"
+    )
     for run in runs:
         assert run["status"] == "measured" and run["lock_lost"] is False
         record = json.loads(Path(run["record_file"]).read_text())

@@ -125,6 +125,10 @@ class FarmJob:
     waited_s: float = 0.0
     started: float | None = None
     wall_s: float | None = None
+    # The child measure's window in unix time (from its start to its exit): two runs measured in
+    # parallel have overlapping windows, whatever else loads the machine.
+    started_unix: float | None = None
+    ended_unix: float | None = None
     process: subprocess.Popen | None = None
     thread: threading.Thread | None = None
     done: threading.Event = field(default_factory=threading.Event)
@@ -373,6 +377,7 @@ class FarmRun:
         self.echo(f"farm: {job.label}: acquired place {info.name} ({info.describe_tags()}); measuring over {job.transport} at {where}")
         job.status = "running"
         job.started = time.monotonic()
+        job.started_unix = time.time()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.pop("EDGEDEPLOY_DEVICES", None)
         job.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, start_new_session=True)
@@ -392,6 +397,7 @@ class FarmRun:
                 last_error = line[len("error: ") :]
             self.echo(f"  [{job.place}] {terminal_safe(line)}")
         proc.wait()
+        job.ended_unix = time.time()
         reader.join()
         out = b"".join(chunks).decode("utf-8", "replace")
         try:
@@ -629,6 +635,8 @@ def run_summary(job: FarmJob) -> dict:
         "error": job.error,
         "waited_s": round(job.waited_s, 2),
         "wall_s": job.wall_s,
+        "started_unix": round(job.started_unix, 3) if job.started_unix is not None else None,
+        "ended_unix": round(job.ended_unix, 3) if job.ended_unix is not None else None,
         "record_file": str(job.record_file) if job.record_file else None,
         "latency": latency,
         "comparison_on_this_board": record.get("comparison"),
