@@ -661,6 +661,53 @@ class WHENet(nn.Module):
         return self.yaw(f), self.pitch(f), self.roll(f)
 
 
+def _relu6_conv(c_in, c_out, k=1, s=1, groups=1):
+    return nn.Sequential(nn.Conv2d(c_in, c_out, k, s, k // 2, groups=groups, bias=False), nn.BatchNorm2d(c_out), nn.ReLU6())
+
+
+class SsdLiteMobileNetV2(nn.Module):
+    """TF1 detection zoo ssdlite_mobilenet_v2_coco at 300x300 (object_detection's
+    ssd_mobilenet_v2_feature_extractor, use_depthwise): MobileNetV2's layer_15 expansion output
+    (576 channels, 19x19) and layer_19 (1280, 10x10), four extra layers (1x1 to d/2, depthwise
+    3x3/2, 1x1 to d for d = 512, 256, 256, 128), and per map a depthwise-separable box predictor
+    (3, then 6 anchors; 4 box and 91 class channels). Outputs 1917 boxes and 1917 x 91 scores,
+    undecoded, as NXP's model (decoding and NMS outside)."""
+
+    def __init__(self):
+        super().__init__()
+        import torchvision
+
+        f = torchvision.models.mobilenet_v2(weights=None).features
+        self.to_layer15 = f[:14]
+        self.expand15 = f[14].conv[0]  # the 1x1 expansion of block 15: 96 -> 576 channels at 19x19
+        self.rest15 = nn.Sequential(*list(f[14].conv.children())[1:])
+        self.to_layer19 = f[15:]
+        extras, c = [], 1280
+        for d in (512, 256, 256, 128):
+            extras.append(nn.Sequential(_relu6_conv(c, d // 2), _relu6_conv(d // 2, d // 2, 3, 2, groups=d // 2), _relu6_conv(d // 2, d)))
+            c = d
+        self.extras = nn.ModuleList(extras)
+        chans, anchors = (576, 1280, 512, 256, 256, 128), (3, 6, 6, 6, 6, 6)
+
+        def head(ch, out):
+            return nn.Sequential(_relu6_conv(ch, ch, 3, groups=ch), nn.Conv2d(ch, out, 1))
+
+        self.box = nn.ModuleList(head(ch, a * 4) for ch, a in zip(chans, anchors))
+        self.cls = nn.ModuleList(head(ch, a * 91) for ch, a in zip(chans, anchors))
+
+    def forward(self, x):
+        x = self.to_layer15(x)
+        e15 = self.expand15(x)
+        x = self.to_layer19(self.rest15(e15))
+        maps = [e15, x]
+        for extra in self.extras:
+            x = extra(x)
+            maps.append(x)
+        boxes = torch.cat([b(m).permute(0, 2, 3, 1).reshape(1, -1, 4) for b, m in zip(self.box, maps)], 1)
+        scores = torch.cat([c(m).permute(0, 2, 3, 1).reshape(1, -1, 91) for c, m in zip(self.cls, maps)], 1)
+        return boxes, torch.sigmoid(scores)
+
+
 def extra_builds(Build, image) -> list:
     """The hand-written detectors and small models, with where their architecture is published."""
     return [
@@ -687,6 +734,9 @@ def extra_builds(Build, image) -> list:
               fidelity_note="grid decoding left out, as Rockchip's export (airockchip/YOLOX) keeps it outside the model"),
         Build("yolov7_tiny_640", YoloV7Tiny, image(640), "hand-written yolov7-tiny (deploy yaml)",
               "https://github.com/WongKinYiu/yolov7/blob/main/cfg/deploy/yolov7-tiny.yaml"),
+        Build("ssdlite_mobilenet_v2_300", SsdLiteMobileNetV2, image(300), "hand-written TF1 SSDLite MobileNetV2 (torchvision MobileNetV2 body)",
+              "https://github.com/tensorflow/models/blob/master/research/object_detection/models/ssd_mobilenet_v2_feature_extractor.py",
+              fidelity_note="box decoding and NMS outside the model, as in NXP's"),
         Build("whenet_224", WHENet, image(224), "hand-written WHENet head-pose net on torchvision's EfficientNet-B0",
               "https://github.com/Ascend-Research/HeadPoseEstimation-WHENet"),
         Build("mobilefacenet_112", MobileFaceNet, image(112), "hand-written MobileFaceNet, 512-d embedding",
