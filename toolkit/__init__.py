@@ -32,8 +32,8 @@ API_NAMES = (
     "Estimate",
     "ChipEstimate",
 )
-# API functions whose names are also core subpackages (toolkit/audit, toolkit/measure; issue 28's
-# `estimate` joins them with toolkit/estimate). See _ApiFunction.
+# API functions whose names are also core subpackages (toolkit/audit, toolkit/measure,
+# toolkit/estimate): a new one of that kind goes here too. See _ApiFunction.
 SUBPACKAGE_NAMES = ("audit", "measure", "estimate")
 
 __all__ = ["__version__", *API_NAMES]
