@@ -266,3 +266,17 @@ def test_estimate_reuses_the_toolchains_own_estimate_from_an_earlier_build_of_th
     again = run_cli("estimate", "--target", "imx93", "--artifacts", str(tmp_path / "out"), "--format", "json")
     (entry,) = json.loads(again.stdout)["estimates"]
     assert entry["toolchain_estimate"]["latency_ms"] is None and "found no build of this model" in entry["toolchain_estimate"]["not_run"]
+
+
+def test_audit_of_several_chips_carries_the_estimate_in_every_format(fitted_params, tmp_path):
+    env, params = fitted_params
+    as_json = json.loads(run_cli("audit", "--target", "rk3588", "--target", "rk3562", "--format", "json", env=env).stdout)
+    by_chip = {a["chip"]: a["estimate"] for a in as_json["audits"]}
+    assert by_chip["rk3588"]["latency_ms"] > 0 and by_chip["rk3562"]["latency_ms"] is None
+    text = run_cli("audit", "--target", "rk3588", "--target", "rk3562", env=dict(env, COLUMNS="300")).stdout
+    row = next(l for l in text.splitlines() if l.startswith("est. latency"))
+    assert f"+-{100 * params['chips']['rk3588']['loo']['mdape']:.0f}%" in row and row.rstrip().endswith("-")
+    markdown = run_cli("audit", "--target", "rk3588", "--target", "rk3562", "--format", "md", env=env).stdout
+    from edgedeploy.escape import markdown_cell
+
+    assert f"Estimated latency (not measured): {markdown_cell(by_chip['rk3588']['sentence'])}" in markdown

@@ -177,11 +177,16 @@ def render_markdown(report: dict) -> str:
         out.append("|" + "---|" * (2 + len(matrix["chips"])))
         for r in matrix["rows"]:
             out.append("| " + " | ".join([_md(r["key"]), str(r["count"])] + [_cell_text(r["cells"].get(c), r["count"]) for c in matrix["chips"]]) + " |")
-        out += ["", _md(LEGEND), ""]
+        estimates = _estimate_cells(report, matrix["chips"])
+        if estimates is not None:
+            out.append("| " + " | ".join(["est. latency", ""] + estimates) + " |")
+        out += ["", _md(LEGEND + (ESTIMATE_LEGEND if estimates is not None else "")), ""]
     for audit in report["audits"]:
         out += [f"## {_md(audit['target_name'])} {_md(audit['chip_name'])} ({audit['chip']})", ""]
         out += [f"Rules for {_md(audit['toolchain_version'])}, precision {audit['precision'] or 'default'}. Source: {_md(audit['source'])}.", ""]
         out += [f"**{_md(audit['summary_line'])}**", ""]
+        if audit.get("estimate"):
+            out += [f"Estimated latency (not measured): {_md(audit['estimate']['sentence'])}", ""]
         out += ["| placement | nodes | operators | reason | examples |", "|---|---|---|---|---|"]
         for g in audit["groups"]:
             reason = g["reason"] + (f" ({g['rule']})" if g["rule"] else "")
@@ -297,6 +302,8 @@ def render_html(report: dict) -> str:
         parts.append(f"<h2>{_h(audit['target_name'])} {_h(audit['chip_name'])} ({_h(audit['chip'])})</h2>")
         parts.append(f"<p class=\"muted\">Rules for {_h(audit['toolchain_version'])}, precision {_h(audit['precision'] or 'default')}. Source: {_h(audit['source'])}.</p>")
         parts.append(f"<p class=\"summary\">{_h(audit['summary_line'])}</p>")
+        if audit.get("estimate"):
+            parts.append(f"<p>Estimated latency (not measured): {_h(audit['estimate']['sentence'])}</p>")
         parts.append("<table><tr><th>placement</th><th>nodes</th><th>operators</th><th>reason</th><th>examples</th></tr>")
         for g in audit["groups"]:
             reason = g["reason"] + (f" ({g['rule']})" if g["rule"] else "")
