@@ -179,11 +179,6 @@ class TargetError(EdgedeployError):
     exit_code = 12
 
 
-def exit_code_for(error: BaseException) -> int:
-    """The exit status for an exception: its class's code, 70 for anything that is not an EdgedeployError."""
-    return getattr(error, "exit_code", EXIT_INTERNAL) if isinstance(error, EdgedeployError) else EXIT_INTERNAL
-
-
 class EdgedeployWarning(UserWarning):
     """Something the user should know that does not stop the command (the CLI prints `warning: ...`).
 

@@ -665,10 +665,6 @@ def _placements_of_original_nodes(views: list[NodeView], lowering: LoweringResul
     return placed
 
 
-def _unit(placement: Placement) -> str:
-    return "accelerator" if placement is Placement.ACCELERATOR else "fallback"
-
-
 # Where a node runs, for partitions and crossings (ChipIndependent.layout): on a unit, nowhere
 # (folded at compile time), or nowhere but as a wire (eliminated: its input passes through).
 RUNS_ON_ACCELERATOR, RUNS_ON_FALLBACK, RUNS_NOWHERE, RUNS_AS_WIRE = 0, 1, 2, 3

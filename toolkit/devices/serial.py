@@ -28,7 +28,7 @@ import collections
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Callable
 
 from edgedeploy.devices.board_output import MAX_SESSIONS, check_result, terminal_safe
 from edgedeploy.errors import DeviceError
@@ -104,9 +104,6 @@ class SerialRun:
     def partial(self) -> bool:
         """Some sessions were read but the run did not finish: the figures are kept and marked."""
         return bool(self.results) and not self.complete
-
-    def tail_lines(self, lines: int = 20) -> list[str]:
-        return list(self.transcript)[-lines:]
 
     def last_line(self) -> str:
         """The last non-empty console line, escaped and cut for a one-line message."""
@@ -466,18 +463,6 @@ def open_console(port: str, baud: int = DEFAULT_BAUD, reset: str = "auto", progr
             if progress:
                 progress(f"serial: {port} has no RTS line to reset the board; press the board's RESET button now")
     return console
-
-
-def iter_lines(console, timeout_s: float) -> Iterator[str]:
-    """Every console line until the time-out (for tools that only want to watch the console)."""
-    splitter = LineSplitter()
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            data = console.read_chunk()
-        except SerialDisconnected:
-            break
-        yield from splitter.feed(data)
 
 
 def serial_device_from_spec(spec: str, baud: int = DEFAULT_BAUD, known_chips=None):

@@ -8,7 +8,7 @@ nodes and initializers nothing uses any more and puts the nodes back in topologi
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -189,9 +189,3 @@ def opset_of(model: onnx.ModelProto) -> int:
         if imp.domain in ("", "ai.onnx"):
             return imp.version
     return 0
-
-
-@dataclass
-class PassOutcome:
-    model: onnx.ModelProto
-    changes: list[Change] = field(default_factory=list)
