@@ -58,13 +58,13 @@ class _Constants:
 # ---- (a) a detector's decode head and a channel split computed from static shapes --------------
 
 
-def yolo_decode_head(spelling: str = "tensor", size: int = 16) -> onnx.ModelProto:
+def yolo_decode_head(spelling: str = "tensor", size: int | str = 16) -> onnx.ModelProto:
     """YOLOv8's forms under a static input: C2f's `chunk(2, 1)` as Shape, Gather, Add, Div, Mul,
     Slice; the anchor grid as Shape, Gather, Cast, Range, Add, Unsqueeze, Expand, Concat,
     ConstantOfShape; the stride as Div of two Gathers of Shapes; a Reshape whose shape is a
     Concat of Unsqueezed Gathers. `spelling`: how the constants are written (tensor: Constant
     nodes with a value tensor, as torch.onnx does; ints: Constant nodes with value_ints;
-    initializer)."""
+    initializer). `size`: the input's height and width, or a name to leave them dynamic."""
     rng = np.random.default_rng(1)
     k = _Constants(spelling)
     n: list = []
@@ -127,7 +127,7 @@ def yolo_decode_head(spelling: str = "tensor", size: int = 16) -> onnx.ModelProt
         helper.make_node("Sigmoid", ["rest"], ["cls"], name="head_sigmoid"),
         helper.make_node("Concat", ["xys", "cls"], ["y"], name="head_concat", axis=1),
     ]
-    cells = (size) * (size)
+    cells = size * size if isinstance(size, int) else "cells"
     return _model(k.nodes + n, [_vi("x", [1, 3, size, size])], [_vi("y", [1, 6, cells])], inits + k.inits)
 
 
@@ -173,3 +173,277 @@ def constant_spelling(attribute: str) -> onnx.ModelProto:
 
 
 CASES += [Case(f"constant_{a}", "a: Constant spellings", lambda a=a: constant_spelling(a), ("esp32s3", "imx93", "rk3588")) for a in ("value_ints", "value_float", "value_floats", "value_int")]
+
+
+# ---- (c) Pad by mode and rank ------------------------------------------------------------------
+
+
+def pad_first(mode: str, rank: int) -> onnx.ModelProto:
+    """A Pad of `mode` as the graph's first node, on a rank-`rank` input, its pads from an
+    initializer (silero-vad pads its [1, 576] audio input so, reflect mode, before its STFT Conv),
+    then a Conv over what it made of the input."""
+    rng = np.random.default_rng(3)
+    width = 64
+    shape = {2: [1, width], 3: [1, 4, width], 4: [1, 4, 8, width]}[rank]
+    pads = [0] * (2 * rank)
+    pads[rank - 1], pads[2 * rank - 1] = 8, 8  # only the last axis, as an STFT's centring
+    to4 = {2: [1, 1, 1, width + 16], 3: [1, 4, 1, width + 16], 4: [1, 4, 8, width + 16]}[rank]
+    cin = to4[1]
+    nodes = [
+        helper.make_node("Pad", ["x", "pads"], ["p"], name="pad", mode=mode),
+        helper.make_node("Reshape", ["p", "shape4"], ["p4"], name="to_4d"),
+        helper.make_node("Conv", ["p4", "w"], ["y"], name="conv", kernel_shape=[1, 16], strides=[1, 8]),
+    ]
+    out_w = (width + 16 - 16) // 8 + 1
+    inits = [_const("pads", np.array(pads, np.int64)), _const("shape4", np.array(to4, np.int64)), _const("w", _weights(rng, 8, cin, 1, 16))]
+    return _model(nodes, [_vi("x", shape)], [_vi("y", [1, 8, to4[2], out_w])], inits)
+
+
+CASES += [Case(f"pad_{mode}_rank{rank}", "c: Pad by mode and rank", lambda m=mode, r=rank: pad_first(m, r), ("rk3588", "rk3566")) for mode in ("constant", "reflect", "edge") for rank in (2, 3, 4)]
+
+
+# ---- (b) L2 normalisation written out -----------------------------------------------------------
+
+
+def l2_normalise(variant: str) -> onnx.ModelProto:
+    """An embedding [1, 256] after Gemm and Relu, L2-normalised: ReduceL2(axes=[1], keepdims=1)
+    feeding Div directly (`plain`), or with the eps spellings exporters use: Clip(min=eps)
+    (`clip`, torch's F.normalize), Max with an eps constant (`max`), Add of eps (`add`), and
+    Expand of the norm to the embedding's shape before the Div (`expand`, F.normalize at opset 13)."""
+    rng = np.random.default_rng(4)
+    k = _Constants("initializer")
+    nodes = [
+        helper.make_node("Gemm", ["x", "w", "b"], ["g"], name="fc", transB=1),
+        helper.make_node("Relu", ["g"], ["e"], name="relu"),
+        helper.make_node("ReduceL2", ["e"], ["norm"], name="l2", axes=[1], keepdims=1),
+    ]
+    denominator = "norm"
+    if variant in ("clip", "expand"):
+        nodes.append(helper.make_node("Clip", ["norm", k(1e-12, np.float32)], ["normc"], name="eps_clip"))
+        denominator = "normc"
+    elif variant == "max":
+        nodes.append(helper.make_node("Max", ["norm", k([1e-12], np.float32)], ["normc"], name="eps_max"))
+        denominator = "normc"
+    elif variant == "add":
+        nodes.append(helper.make_node("Add", ["norm", k([1e-12], np.float32)], ["normc"], name="eps_add"))
+        denominator = "normc"
+    if variant == "expand":
+        nodes.append(helper.make_node("Expand", ["normc", k([1, 256])], ["norme"], name="expand"))
+        denominator = "norme"
+    nodes.append(helper.make_node("Div", ["e", denominator], ["y"], name="div"))
+    inits = [_const("w", _weights(rng, 256, 64)), _const("b", np.zeros(256, np.float32))] + k.inits
+    return _model(nodes, [_vi("x", [1, 64])], [_vi("y", [1, 256])], inits)
+
+
+CASES += [Case(f"l2norm_{v}", "b: L2 normalisation", lambda v=v: l2_normalise(v), ("rk3588", "rk3566")) for v in ("plain", "clip", "max", "add", "expand")]
+
+
+# ---- (d) a Transpose between PRelu and the flatten into a Gemm -----------------------------------
+
+
+def transpose_before_flatten(perm: tuple, activation: str = "PRelu") -> onnx.ModelProto:
+    """A small face detector's tail: Conv, PRelu, Transpose(perm), Flatten, Gemm."""
+    rng = np.random.default_rng(5)
+    c, h, w = 16, 3, 3
+    nodes = [
+        helper.make_node("Conv", ["x", "wc"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node(activation, ["c", "slope"] if activation == "PRelu" else ["c"], ["a"], name="act"),
+        helper.make_node("Transpose", ["a"], ["t"], name="transpose", perm=list(perm)),
+        helper.make_node("Flatten", ["t"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], name="fc", transB=1),
+    ]
+    inits = [_const("wc", _weights(rng, c, 8, 3, 3)), _const("wg", _weights(rng, 10, c * h * w)), _const("bg", np.zeros(10, np.float32))]
+    if activation == "PRelu":
+        inits.append(_const("slope", np.full((c, 1, 1), 0.25, np.float32)))
+    return _model(nodes, [_vi("x", [1, 8, h, w])], [_vi("y", [1, 10])], inits)
+
+
+CASES += [
+    Case(f"transpose_{''.join(map(str, perm))}_flatten_{act.lower()}", "d: Transpose before a flatten into Gemm", lambda p=perm, a=act: transpose_before_flatten(p, a), ("rk3588", "rk3566"))
+    for perm, act in (((0, 3, 2, 1), "PRelu"), ((0, 2, 3, 1), "PRelu"), ((0, 3, 2, 1), "Relu"), ((0, 1, 3, 2), "PRelu"))
+]
+
+
+# ---- (e) an SVTR block as Paddle2ONNX writes it (PP-OCRv4's recogniser, opset 12) ----------------
+
+
+def svtr_block(channels: int = 64, tokens: int = 40, heads: int = 2) -> onnx.ModelProto:
+    """PP-OCRv4 rec's SVTR mixing block in Paddle2ONNX's spelling, opset 12: the feature map
+    flattened to tokens by a Reshape whose shape is Shape, Slice, Concat; a layer norm written out
+    (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add); attention whose Reshape shapes
+    are Concats of int32 constants and a token count taken by Shape, Cast(int32), Slice and cast
+    back to int64; q, k, v by Slice and Squeeze; Transpose, MatMul, Softmax, MatMul, Transpose."""
+    rng = np.random.default_rng(6)
+    k = _Constants("tensor")
+    d = channels // heads
+    i32 = np.int32
+    inits = [
+        _const("wc", _weights(rng, channels, channels, 1, 1)),
+        _const("ln_w", 1 + _weights(rng, channels)),
+        _const("ln_b", _weights(rng, channels)),
+        _const("w_qkv", _weights(rng, channels, 3 * channels)),
+        _const("b_qkv", _weights(rng, 3 * channels)),
+        _const("w_proj", _weights(rng, channels, channels)),
+        _const("b_proj", _weights(rng, channels)),
+    ]
+    n = [
+        helper.make_node("Conv", ["x", "wc"], ["c"], name="conv"),
+        helper.make_node("Sigmoid", ["c"], ["cs"], name="swish_sigmoid"),
+        helper.make_node("Mul", ["c", "cs"], ["sw"], name="swish_mul"),
+        # flatten(2): Reshape(sw, Concat(Shape(sw)[0:2], [-1])), then the tokens
+        helper.make_node("Shape", ["sw"], ["sw_shape"], name="flatten_shape"),
+        helper.make_node("Slice", ["sw_shape", k([0]), k([2]), k([0])], ["sw_nc"], name="flatten_slice"),
+        helper.make_node("Concat", ["sw_nc", k([-1])], ["flat_shape"], name="flatten_concat", axis=0),
+        helper.make_node("Reshape", ["sw", "flat_shape"], ["flat"], name="flatten_reshape"),
+        helper.make_node("Transpose", ["flat"], ["t0"], name="to_tokens", perm=[0, 2, 1]),
+        # the layer norm, written out
+        helper.make_node("ReduceMean", ["t0"], ["mu"], name="ln_mean", axes=[-1]),
+        helper.make_node("Sub", ["t0", "mu"], ["dev"], name="ln_sub"),
+        helper.make_node("Pow", ["dev", k(2.0, np.float32)], ["sq"], name="ln_pow"),
+        helper.make_node("ReduceMean", ["sq"], ["var"], name="ln_var", axes=[-1]),
+        helper.make_node("Add", ["var", k(1e-6, np.float32)], ["var_eps"], name="ln_add_eps"),
+        helper.make_node("Sqrt", ["var_eps"], ["std"], name="ln_sqrt"),
+        helper.make_node("Div", ["dev", "std"], ["normed"], name="ln_div"),
+        helper.make_node("Mul", ["normed", "ln_w"], ["scaled"], name="ln_mul"),
+        helper.make_node("Add", ["scaled", "ln_b"], ["ln"], name="ln_add"),
+        # the token count, through int32
+        helper.make_node("Shape", ["ln"], ["ln_shape"], name="count_shape"),
+        helper.make_node("Cast", ["ln_shape"], ["ln_shape32"], name="count_cast32", to=TensorProto.INT32),
+        helper.make_node("Slice", ["ln_shape32", k([1]), k([2]), k([0]), k([1])], ["count32"], name="count_slice"),
+        helper.make_node("Cast", ["count32"], ["count"], name="count_cast64", to=TensorProto.INT64),
+        # attention
+        helper.make_node("MatMul", ["ln", "w_qkv"], ["qkv0"], name="qkv_matmul"),
+        helper.make_node("Add", ["qkv0", "b_qkv"], ["qkv"], name="qkv_add"),
+    ]
+    parts = []
+    for i, v in enumerate((0, None, 3, heads, d)):
+        if v is None:
+            parts.append("count")
+        else:
+            n.append(helper.make_node("Cast", [k([v], i32)], [f"qkv_dim{i}"], name=f"qkv_dim_cast{i}", to=TensorProto.INT64))
+            parts.append(f"qkv_dim{i}")
+    n += [
+        helper.make_node("Concat", parts, ["qkv_shape"], name="qkv_shape", axis=0),
+        helper.make_node("Reshape", ["qkv", "qkv_shape"], ["qkv5"], name="qkv_reshape"),
+        helper.make_node("Transpose", ["qkv5"], ["qkvt"], name="qkv_transpose", perm=[2, 0, 3, 1, 4]),
+    ]
+    for i, part in enumerate("qkv"):
+        n.append(helper.make_node("Slice", ["qkvt", k([i]), k([i + 1]), k([0]), k([1])], [f"{part}_sliced"], name=f"{part}_slice"))
+        n.append(helper.make_node("Squeeze", [f"{part}_sliced"], [f"{part}_"], name=f"{part}_squeeze", axes=[0]))
+    n += [
+        helper.make_node("Mul", ["q_", k(d**-0.5, np.float32)], ["qs"], name="q_scale"),
+        helper.make_node("Transpose", ["k_"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["qs", "kt"], ["scores"], name="scores"),
+        helper.make_node("Softmax", ["scores"], ["attn"], name="softmax", axis=3),
+        helper.make_node("MatMul", ["attn", "v_"], ["ctx"], name="context"),
+        helper.make_node("Transpose", ["ctx"], ["ctxt"], name="merge_transpose", perm=[0, 2, 1, 3]),
+        helper.make_node("Cast", [k([0], i32)], ["m0"], name="merge_dim_cast0", to=TensorProto.INT64),
+        helper.make_node("Cast", [k([channels], i32)], ["m2"], name="merge_dim_cast2", to=TensorProto.INT64),
+        helper.make_node("Concat", ["m0", "count", "m2"], ["merge_shape"], name="merge_shape", axis=0),
+        helper.make_node("Reshape", ["ctxt", "merge_shape"], ["merged"], name="merge_reshape"),
+        helper.make_node("MatMul", ["merged", "w_proj"], ["proj0"], name="proj_matmul"),
+        helper.make_node("Add", ["proj0", "b_proj"], ["proj"], name="proj_add"),
+        helper.make_node("Add", ["t0", "proj"], ["y"], name="residual"),
+    ]
+    return _model(k.nodes + n, [_vi("x", [1, channels, 1, tokens])], [_vi("y", [1, tokens, channels])], inits + k.inits, opset=12, ir_version=7)
+
+
+CASES.append(Case("svtr_block", "e: SVTR attention block (Paddle2ONNX, opset 12)", svtr_block, ("rk3588", "rk3566", "imx93")))
+
+
+# ---- (g) an FPN neck's upsampling Resize as Paddle2ONNX writes it (PP-OCR det, opset 12) ---------
+
+
+def fpn_resize(roi: str = "constant", size: int = 16) -> onnx.ModelProto:
+    """Two levels of a PP-OCR text detector's FPN neck: the coarse level upsampled x2 by Resize
+    (opset 12, nearest, asymmetric, floor; roi an empty Constant node, scales a Constant node
+    [1, 1, 2, 2], no sizes) and added to the fine level, as PP-OCRv4 det's neck does. `roi`: the
+    empty roi as a Constant node (Paddle2ONNX) or an initializer (at opset 12 it cannot be left out)."""
+    rng = np.random.default_rng(7)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["fine"], name="fine_conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["fine", "w2"], ["coarse"], name="coarse_conv", pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Constant", [], ["scales"], name="scales_constant", value=numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32))),
+        helper.make_node("Resize", ["coarse", "roi", "scales"], ["up"], name="upsample", mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        helper.make_node("Add", ["fine", "up"], ["merged"], name="merge"),
+        helper.make_node("Conv", ["merged", "w3"], ["y"], name="out_conv", pads=[1, 1, 1, 1]),
+    ]
+    inits = [_const("w1", _weights(rng, 8, 3, 3, 3)), _const("w2", _weights(rng, 8, 8, 3, 3)), _const("w3", _weights(rng, 4, 8, 3, 3))]
+    empty = np.array([], np.float32)
+    if roi == "constant":
+        nodes.insert(2, helper.make_node("Constant", [], ["roi"], name="roi_constant", value=numpy_helper.from_array(empty)))
+    elif roi == "initializer":
+        inits.append(_const("roi", empty))
+    return _model(nodes, [_vi("x", [1, 3, size, size])], [_vi("y", [1, 4, size, size])], inits, opset=12, ir_version=7)
+
+
+CASES += [Case(f"fpn_resize_roi_{r}", "g: FPN upsampling Resize (Paddle2ONNX, opset 12)", lambda r=r: fpn_resize(r), ("esp32s3",)) for r in ("constant", "initializer")]
+
+
+# ---- (f) the onnx package's opset-9 model-zoo form (IR 3, weights as ConstantOfShape) ------------
+
+
+def zoo_shuffle_unit(group: int = 2) -> onnx.ModelProto:
+    """A ShuffleNet unit in the form of the onnx package's light model zoo: IR 3, opset 9, every
+    initializer also listed as a graph input, the weights computed by ConstantOfShape from an
+    initializer holding their shape, BatchNormalization at opset 9 after each Conv (1x1 grouped,
+    depthwise 3x3, 1x1 grouped), a channel shuffle (Reshape, Transpose, Reshape), a residual Sum."""
+    c = 8
+    inits, inputs, nodes = [], [_vi("data", [1, c, 8, 8])], []
+
+    def initializer(name, array):
+        inits.append(_const(name, array))
+        inputs.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.asarray(array).dtype), list(np.asarray(array).shape)))
+
+    def weight(name, shape, fill):
+        initializer(f"{name}__SHAPE", np.array(shape, np.int64))
+        nodes.append(helper.make_node("ConstantOfShape", [f"{name}__SHAPE"], [name], value=numpy_helper.from_array(np.array([fill], np.float32))))
+
+    def conv_bn(x, out, cout, cin_per_group, k, groups, relu):
+        weight(f"{out}_w", [cout, cin_per_group, k, k], 0.02)
+        nodes.append(helper.make_node("Conv", [x, f"{out}_w"], [f"{out}_c"], kernel_shape=[k, k], pads=[k // 2] * 4, group=groups))
+        for p, v in (("s", 1.0), ("b", 0.0), ("rm", 0.0), ("riv", 1.0)):
+            initializer(f"{out}_bn_{p}", np.full(cout, v, np.float32))
+        nodes.append(helper.make_node("BatchNormalization", [f"{out}_c", f"{out}_bn_s", f"{out}_bn_b", f"{out}_bn_rm", f"{out}_bn_riv"], [f"{out}_bn" if relu else out], epsilon=1e-5))
+        if relu:
+            nodes.append(helper.make_node("Relu", [f"{out}_bn"], [out]))
+
+    conv_bn("data", "a", c, c // group, 1, group, True)
+    initializer("shuffle_split", np.array([1, group, c // group, 8, 8], np.int64))
+    initializer("shuffle_back", np.array([1, c, 8, 8], np.int64))
+    nodes += [
+        helper.make_node("Reshape", ["a", "shuffle_split"], ["a5"]),
+        helper.make_node("Transpose", ["a5"], ["a5t"], perm=[0, 2, 1, 3, 4]),
+        helper.make_node("Reshape", ["a5t", "shuffle_back"], ["sh"]),
+    ]
+    conv_bn("sh", "d", c, 1, 3, c, False)
+    conv_bn("d", "e", c, c // group, 1, group, False)
+    conv_bn("e", "f", c, c, 1, 1, False)
+    nodes += [helper.make_node("Sum", ["data", "f"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
+    for i, node in enumerate(nodes):
+        node.name = f"n{i}"
+    model = _model(nodes, inputs, [_vi("y", [1, c, 8, 8])], inits, opset=9, ir_version=3)
+    return model
+
+
+CASES.append(Case("zoo_shuffle_unit", "f: opset-9 model-zoo form (IR 3, ConstantOfShape weights)", zoo_shuffle_unit, ("esp32s3", "rk3588", "imx93")))
+
+
+def stft_pad(mode: str, rank: int = 2) -> onnx.ModelProto:
+    """silero-vad's front end: the [1, 576] audio (rank 2; rank 3: [1, 1, 576]) padded by 64 on
+    the right with Pad(`mode`) as the first node, pads from an initializer, then Unsqueeze (rank 2)
+    and the STFT as a Conv1d (kernel 256, stride 128)."""
+    rng = np.random.default_rng(8)
+    pads = [0, 0, 0, 64] if rank == 2 else [0, 0, 0, 0, 0, 64]
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["p"], name="pad", mode=mode)]
+    if rank == 2:
+        nodes.append(helper.make_node("Unsqueeze", ["p", "axes"], ["p3"], name="unsqueeze"))
+    nodes.append(helper.make_node("Conv", ["p3" if rank == 2 else "p", "w"], ["y"], name="stft", kernel_shape=[256], strides=[128]))
+    inits = [_const("pads", np.array(pads, np.int64)), _const("w", _weights(rng, 16, 1, 256))]
+    if rank == 2:
+        inits.append(_const("axes", np.array([1], np.int64)))
+    return _model(nodes, [_vi("x", [1, 576] if rank == 2 else [1, 1, 576])], [_vi("y", [1, 16, 4])], inits)
+
+
+CASES += [Case(f"stft_pad_{mode}_rank{rank}", "c: Pad by mode and rank", lambda m=mode, r=rank: stft_pad(m, r), ("rk3588", "rk3566")) for mode in ("reflect", "constant", "edge") for rank in (2, 3)]
+

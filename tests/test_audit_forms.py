@@ -20,7 +20,7 @@ from edgedeploy.audit.rules import Placement
 from edgedeploy.model import load_model
 from edgedeploy.pipeline.audit import rules_for
 from edgedeploy.targets import find_chip
-from tests.forms_models import CASES
+from tests.forms_models import CASES, yolo_decode_head
 from tests.helpers import save
 
 VERDICTS = json.loads((Path(__file__).parent / "fixtures" / "forms" / "verdicts.json").read_text())
@@ -59,6 +59,44 @@ def test_the_audit_places_each_form_as_the_toolchain_did(tmp_path, name, chip):
     found = compare(result, verdict)
     assert found["disagreements"] == [], f"{name} on {chip}: {found['disagreements']}"
     if verdict.failed is None:
-        # The same set of nodes off the accelerator, among those the toolchain reports.
-        off = {n.node for n in result.nodes if n.placement is not Placement.ACCELERATOR and n.node in verdict.nodes}
-        assert off == {n for n, v in verdict.nodes.items() if v.placement is not Placement.ACCELERATOR}
+        # The same set of nodes off the accelerator, among those the toolchain reports and can
+        # observe (esp-ppq cannot tell what the ESP-DL runtime lacks: those are unverifiable).
+        unverifiable = set(found["unverifiable"])
+        off = {n.node for n in result.nodes if n.placement is not Placement.ACCELERATOR and n.node in verdict.nodes and n.node not in unverifiable}
+        assert off == {n for n, v in verdict.nodes.items() if v.placement is not Placement.ACCELERATOR and n not in unverifiable}
+
+
+def test_the_model_zoo_form_is_unsupported_on_esp_dl_only_where_its_runtime_lacks_the_kernel(tmp_path):
+    """esp-ppq converts every node of the zoo's ShuffleNet unit and keeps only Sum in float; the
+    audit agrees on everything esp-ppq can observe, and says unsupported where the ESP-DL runtime
+    itself cannot run what esp-ppq exported: its Conv runs any group other than 1 with the
+    depthwise kernel (dl_module_conv.hpp), and it has no Sum module."""
+    result = {n.node: n for n in audit(tmp_path, "zoo_shuffle_unit", "esp32s3").nodes}
+    grouped = ("n1", "n2", "n11", "n12")  # the grouped 1x1 Convs and the BatchNormalizations folded into them
+    assert all(result[n].placement is Placement.UNSUPPORTED for n in grouped)
+    assert result["n16"].op_type == "Sum" and result["n16"].placement is Placement.UNSUPPORTED
+    others = [n for n in result.values() if n.node not in (*grouped, "n16")]
+    assert others and all(n.placement is Placement.ACCELERATOR for n in others)
+
+
+# ---- what the audit cannot know: values that follow from shapes the model leaves open ----------
+
+
+def test_a_value_computed_from_a_dynamic_dimension_is_uncertain_until_the_shape_is_fixed(tmp_path):
+    """With its height and width left open, the decode head's chunk and grid follow from shapes
+    the audit cannot know: their placement is uncertain, with the dimension as the reason. Fixed
+    (--input-shape), the same model folds them and agrees with esp-ppq (the recorded verdict)."""
+    path = save(yolo_decode_head(size="side"), tmp_path / "dynamic.onnx")
+    target, chip = find_chip("esp32s3")
+    rules = rules_for(target, chip.id, chip.precisions[0])
+    result = audit_model(load_model(path), rules, chip.precisions[0])
+    placed = {n.node: n for n in result.nodes}
+    for name in ("chunk_shape", "chunk_div", "chunk_slice0", "grid_range_x", "stride_div"):
+        node = placed[name]
+        assert node.placement is not Placement.ACCELERATOR and node.uncertain, name
+        assert "--input-shape" in node.uncertain and "side" in node.violations[0].detail
+    assert result.summary()["uncertain"] >= 5
+    # Nodes that do not depend on the open dimension are as certain as before.
+    assert not placed["conv1"].uncertain and placed["conv1"].placement is Placement.ACCELERATOR
+    fixed = audit_model(load_model(path, input_shapes={"x": (1, 3, 16, 16)}), rules, chip.precisions[0])
+    assert all(n.placement is Placement.ACCELERATOR and not n.uncertain for n in fixed.nodes)

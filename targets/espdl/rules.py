@@ -234,12 +234,14 @@ def maxpool_without_indices(node: NodeView, chip: str):
 
 @RULES.rule(placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
 def no_empty_tensors(node: NodeView, chip: str):
-    """esp-ppq {VERSION} cannot calibrate a tensor with a zero-sized dimension."""
+    """esp-ppq {VERSION} cannot calibrate a tensor with a zero-sized dimension computed at run time (an empty constant, such as the roi of a Resize, is a parameter it does not calibrate)."""
     for tensors in (node.inputs, node.outputs):
         for t in tensors:
-            if t.shape and 0 in t.shape:
+            if t.shape and 0 in t.shape and not (t.is_constant or t.foldable):
                 return Offence(list(t.shape), f"tensor '{t.name}'")
     return None
+# Measured: PP-OCR det's upsampling Resize with its empty roi from a Constant node or an
+# initializer converts (tests/forms_models.py fpn_resize).
 
 
 REDUCE_OPS = tuple(op for op in RANK_LIMITED_OPS if op.startswith("Reduce"))

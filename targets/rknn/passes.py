@@ -180,6 +180,65 @@ def fuse_decomposed_layernorm(graph, chip):
             graph.fuse(members, "LayerNormalization", leader=mean, attributes={"axis": -1, "epsilon": eps})
 
 
+# Chips the L2-normalisation fusion was measured on, and those whose NPU has the exNorm it makes
+# (DOC_COMPILER 3.4: none on RV1106, where the audit leaves the chain as it is).
+L2_NORM_CHIPS = ("rk3588", "rk3576", "rk3568", "rk3566", "rk3562")
+
+
+def _reduces_last_axis_l2(node) -> bool:
+    """A ReduceL2 over the last axis only, keeping it (axes attribute, or input 1 from opset 18)."""
+    x = node.inputs[0] if node.inputs else None
+    if x is None or x.rank is None:
+        return False
+    axes = node.attr("axes")
+    if axes is None and node.input(1) is not None and node.input(1).value is not None:
+        axes = [int(a) for a in node.input(1).value.reshape(-1)]
+    return axes is not None and [int(a) % x.rank for a in axes] == [x.rank - 1] and int(node.attr("keepdims", 1)) == 1
+
+
+def _match_l2_normalisation(graph, l2):
+    """The nodes of x / ReduceL2(x) in the spellings the toolkit fuses, from `l2`; else None.
+
+    Fused: the norm straight into the Div; through an Add of a constant eps; through a Clip and an
+    Expand. Not fused (measured): through a Clip alone, or a Max with an eps.
+    """
+    if not _reduces_last_axis_l2(l2):
+        return None
+    x = l2.inputs[0].name
+    chain, node = [l2], l2
+    for op in ("Add", "Clip", "Expand"):
+        nxt = _next(graph, node, op)
+        if nxt is None:
+            continue
+        if op == "Add" and (len(chain) > 1 or not _known(_other_input(nxt, node.outputs[0].name))):
+            return None
+        if op == "Clip" and (nxt.inputs[0].name != node.outputs[0].name or not all(_known(t) for t in nxt.inputs[1:] if t.present)):
+            return None
+        if op == "Expand" and not _known(nxt.input(1)):
+            return None
+        chain.append(nxt)
+        node = nxt
+    if [n.op_type for n in chain[1:]] == ["Clip"]:
+        return None  # Clip without the Expand: the toolkit leaves it (measured)
+    div = _next(graph, node, "Div")
+    if div is None or div.inputs[0].name != x or div.inputs[1].name != node.outputs[0].name:
+        return None
+    return [*chain, div]
+
+
+@RULES.graph_pass("ReduceL2", chips=L2_NORM_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def fuse_l2_normalisation(graph, chip):
+    """{OBSERVED} fuses an L2 normalisation over the last axis, x / ReduceL2(x) with keepdims, into one exNorm layer on the NPU, when the norm goes into the Div directly, through an Add of a constant eps, or through a Clip and an Expand (its passes fuse_reducel2_div_to_lpnormalization2, replace_pixel_norm2, fuse_reducel2_div_to_lpnormalization); through a Clip alone or a Max it leaves the chain as it is.
+
+    Measured on a [1, 256] embedding after Gemm and Relu (axes [1]) on RK3588 and RK3566
+    (tests/forms_models.py l2_normalise): the fused chain is one exNorm layer of the layer table.
+    """
+    for l2 in [n for n in graph.nodes if n.op_type == "ReduceL2"]:
+        members = _match_l2_normalisation(graph, l2)
+        if members:
+            graph.fuse(members, "LpNormalization", leader=l2, attributes={"axis": -1, "p": 2})
+
+
 # ---------------------------------------------------------------------------------------------
 # Layout: the Transposes the toolkit turns into reshapes, merges into its MatMuls, or cancels.
 # On RK3566/RK3568 an NPU Transpose layer is rare (DOC_COMPILER 3.1.58 allows few perms), so a
@@ -241,6 +300,40 @@ def channel_shuffle_to_conv(graph, chip):
         n, c, h, w = return_shape
         if split[0] == n and split[1] * split[2] == c and split[3:] == (h, w) and perm == [0, 2, 1, 3, 4]:
             graph.fuse([before, node, after], "Conv", leader=node, attributes={"kernel_shape": [1, 1]})
+
+
+def _merges_moved_axes(perm: list[int], transposed: tuple, out: tuple) -> bool:
+    """Whether reshaping `transposed` to `out` merges every axis `perm` moves into one output axis:
+    some output axis spans input axes a..b with a <= the first moved axis and b >= the last."""
+    moved = [i for i, p in enumerate(perm) if p != i]
+    if not moved:
+        return False
+    lo, hi = min(moved), max(moved)
+    starts = {int(np.prod(transposed[:a], dtype=np.int64)) for a in range(lo + 1)}  # where a span may begin
+    ends = {int(np.prod(transposed[: b + 1], dtype=np.int64)) for b in range(hi, len(transposed))}  # and end
+    size = 1
+    for d in out:
+        if size in starts and size * d in ends:
+            return True
+        size *= d
+    return False
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
+def transpose_then_flatten_to_conv(graph, chip):
+    """{OBSERVED} turns a Transpose whose result is reshaped (a Reshape or Flatten that merges every axis the Transpose moves into one) into a Gather of that merged axis and then a 1x1 convolution on the NPU, merged with the reshape (its passes replace_inner_dim_shuffle_tp_rs_to_rs_gather, gather_to_conv and fuse_reshape_into_conv): a face detector's Transpose before the flatten into its Gemm runs on the NPU, even on RK3566/RK3568 where a Transpose layer would run on the CPU.
+
+    Measured on Conv, PRelu (or Relu), Transpose (perm [0, 3, 2, 1], [0, 2, 3, 1], [0, 1, 3, 2]),
+    Flatten, Gemm on RK3588 and RK3566 (tests/forms_models.py transpose_before_flatten).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        perm = _perm(node)
+        after = graph.only_consumer(node.outputs[0].name) if node.outputs and perm is not None else None
+        if after is None or after.op_type not in ("Reshape", "Flatten") or after.inputs[0].name != node.outputs[0].name:
+            continue
+        transposed, out = _static_shape(node.outputs[0]), _static_shape(after.outputs[0])
+        if transposed is not None and out is not None and _merges_moved_axes(perm, transposed, out):
+            graph.fuse([node, after], "Conv", leader=node, attributes={"kernel_shape": [1, 1]})
 
 
 # Operators that work on each position of the tensor alone, along its last axis: a pair of
@@ -319,6 +412,15 @@ LAYOUT_OPS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Split", "Flatten"})
 MAX_LAYOUT_HOPS = 2
 
 
+def _parallel_slice(graph, node) -> bool:
+    """One of several Slices of the same tensor, which the toolkit makes one Split (its pass
+    replace_parallel_slice_by_split): attention's q, k and v taken from one projection."""
+    if node.op_type != "Slice" or not node.inputs:
+        return False
+    readers = graph.consumers(node.inputs[0].name)
+    return len(readers) > 1 and all(r.op_type == "Slice" for r in readers)
+
+
 def _reaches_matmul(graph, node, forward: bool) -> bool:
     """Whether `node`'s output (forward) or input (backward) reaches a MatMul on a computed operand through at most MAX_LAYOUT_HOPS layout operators."""
     frontier = [node]
@@ -332,7 +434,7 @@ def _reaches_matmul(graph, node, forward: bool) -> bool:
             for m in near:
                 if m.op_type == "MatMul" and all(not _known(t) for t in m.inputs[:2]):
                     return True
-                if m.op_type in LAYOUT_OPS:
+                if m.op_type in LAYOUT_OPS or (forward and _parallel_slice(graph, m)):
                     nxt.append(m)
         frontier = nxt
     return False
@@ -340,10 +442,11 @@ def _reaches_matmul(graph, node, forward: bool) -> bool:
 
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS)
 def transposes_merged_into_matmul(graph, chip):
-    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} Reshape, Squeeze or Split nodes, into the layout changes of its exMatMul (its passes fuse_two_transpose, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own.
+    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} Reshape, Squeeze or Split nodes (or parallel Slices of one tensor, which it makes a Split), into the layout changes of its exMatMul (its passes fuse_two_transpose, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own.
 
     Measured on the transformer encoders of the corpus (the query-key-value split, the key
-    transpose, the merge of the heads) and on yolo11n's attention.
+    transpose, the merge of the heads), on yolo11n's attention, and on PP-OCRv4 rec's SVTR block
+    form, whose q, k and v are three Slices of the heads' Transpose (tests/forms_models.py).
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if _reaches_matmul(graph, node, forward=True) or _reaches_matmul(graph, node, forward=False):
@@ -407,3 +510,61 @@ def detection_head_concat_layout(graph, chip):
         form = CONCAT_BY_CELLS if any(h * w == 1 for h, w, _, _ in shapes) else CONCAT_BY_ANCHORS
         for reshape in levels:
             graph.fuse([reshape], "Reshape", leader=reshape, attributes={CONCAT_FORM_ATTRIBUTE: form})
+
+
+# ---------------------------------------------------------------------------------------------
+# Pad: where the toolkit folds it into the Conv after it.
+# ---------------------------------------------------------------------------------------------
+
+# The attribute the pass below gives a constant Pad the toolkit folds into a Conv (the rule
+# constant_pad_of_a_low_rank_input_folded_into_conv reads it).
+PAD_INTO_CONV_ATTRIBUTE = "rknn_pad_into_conv"
+# Kernels the toolkit keeps whole, with the Pad folded in (measured: [1, 16]); one of 256 it first
+# splits into slices (seperate_large_kernel_conv) and the Pad keeps a layer of its own.
+PAD_FOLDED_KERNEL_MAX = 16
+PAD_KEPT_KERNEL_MIN = 256
+RESHAPING_OPS = ("Reshape", "Unsqueeze", "Squeeze", "Flatten")
+
+
+def _conv_after(graph, node, hops: int = 2):
+    """The Conv `node`'s result reaches through at most `hops` reshapes, each its input's only reader; else None."""
+    for _ in range(hops + 1):
+        out = node.outputs[0] if node.outputs else None
+        node = graph.only_consumer(out.name) if out is not None and out.name else None
+        if node is None:
+            return None
+        if node.op_type == "Conv":
+            return node if node.inputs[0].name == out.name else None
+        if node.op_type not in RESHAPING_OPS:
+            return None
+    return None
+
+
+@RULES.graph_pass("Pad", OBSERVED=TOOLKIT_OBSERVED, FOLDED=PAD_FOLDED_KERNEL_MAX, KEPT=PAD_KEPT_KERNEL_MIN)
+def constant_pad_folded_into_conv(graph, chip):
+    """{OBSERVED} folds a constant-mode Pad into the Conv its result goes to (through reshapes) by widening the Conv's own padding (its pass fuse_pad_into_conv), when it keeps that Conv whole: measured with a kernel of {FOLDED} elements; one of {KEPT} or more it first splits into slices and the Pad keeps its own layer. The audit notes the folding on the Pad (where its placement depends on it); in between it cannot tell.
+
+    Measured on a Pad of a [1, 64], [1, 4, 64] and [1, 4, 8, 64] input before a [1, 16] Conv, and
+    of a [1, 576] or [1, 1, 576] audio input before a Conv1d of kernel 256 (tests/forms_models.py).
+    """
+    for pad in [n for n in graph.nodes if n.op_type == "Pad"]:
+        if pad.attr("mode", "constant") != "constant":
+            continue
+        conv = _conv_after(graph, pad)
+        if conv is None:
+            continue
+        weights = conv.input(1)
+        if weights is None or weights.shape is None or not all(isinstance(d, int) for d in weights.shape[2:]):
+            continue
+        kernel = int(np.prod(weights.shape[2:], dtype=np.int64))
+        if kernel >= PAD_KEPT_KERNEL_MIN:
+            continue
+        attributes = {a.name: helper_value(a) for a in pad.proto.attribute}
+        attributes[PAD_INTO_CONV_ATTRIBUTE] = "folded" if kernel <= PAD_FOLDED_KERNEL_MAX else "uncertain"
+        graph.fuse([pad], "Pad", attributes=attributes)
+
+
+def helper_value(attribute):
+    from onnx import helper
+
+    return helper.get_attribute_value(attribute)

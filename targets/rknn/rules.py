@@ -93,6 +93,7 @@ LOWERING: dict[str, tuple[str, ...]] = {
     "BatchNormalization": ("BatchNormalization",),
     "InstanceNormalization": ("exNorm",),  # OBSERVED
     "LayerNormalization": ("exNorm",),  # 3.x exNorm (layer / rms / mean_var); OBSERVED int8
+    "LpNormalization": ("exNorm",),  # OBSERVED: the fused L2 normalisation (passes.fuse_l2_normalisation)
     "Concat": ("Concat",),
     "Conv": ("Convolution",),  # depthwise: DepthwiseConvolution (on every chip too)
     "ConvTranspose": ("ConvTranspose",),
@@ -655,6 +656,66 @@ def reshape_into_cpu_softmax(node: NodeView, chip: str):
     """
     out = node.output(0)
     return Offence("Softmax", "read by") if out is not None and out.consumers == ("Softmax",) and not out.is_model_output else None
+
+
+# How the toolkit makes a Pad's input 4-D before placing it (its pass unsqueeze_to_4d_pad), as
+# measured: [1, L] -> [1, 1, 1, L]; [1, C, L] -> [1, C, 1, L] for C > 1 but [1, L, 1, 1] for C = 1;
+# 4-D inputs as they are. Other forms were not measured.
+PAD_NPU_AXES_4D = (2, 3)
+PAD_MODES_NPU_LIMITED = ("reflect", "edge")
+
+
+def _pad_axes_in_4d(shape) -> dict[int, int] | None:
+    """Input axis -> the axis of the toolkit's 4-D form, for the measured input forms; else None."""
+    if shape is None or not all(isinstance(d, int) for d in shape) or shape[0] != 1:
+        return None
+    if len(shape) == 4:
+        return {0: 0, 1: 1, 2: 2, 3: 3}
+    if len(shape) == 3:
+        return {0: 0, 1: 1, 2: 3} if shape[1] > 1 else {0: 0, 1: 2, 2: 1}
+    if len(shape) == 2:
+        return {0: 0, 1: 3}
+    return None
+
+
+def _pads(node: NodeView) -> list[int] | None:
+    pads = node.attr("pads") if node.opset < 11 else None
+    if pads is None and node.input(1) is not None and node.input(1).value is not None:
+        pads = [int(p) for p in node.input(1).value.reshape(-1)]
+    return [int(p) for p in pads] if pads is not None else None
+
+
+@RULES.rule("Pad", MODES=PAD_MODES_NPU_LIMITED, AXES="the last two")
+def pad_mode_outside_last_two_axes(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 (observed) runs a {MODES} Pad on the NPU only when it pads {AXES} axes of the 4-D form it makes of the input ("Pad: mode reflect only support 2 dims pads!"); elsewhere the Pad runs on the CPU. A [1, L] input becomes [1, 1, 1, L] and a [1, C, L] one [1, C, 1, L], but a [1, 1, L] one [1, L, 1, 1]: padding its length puts the Pad on the CPU.
+
+    Measured on reflect and edge Pads of [1, 64], [1, 4, 64], [1, 4, 8, 64], [1, 576], [1, 1, 576]
+    and [1, 4, 576] inputs on RK3588 and RK3566 (tests/forms_models.py pad_first, stft_pad).
+    """
+    if node.attr("mode", "constant") not in PAD_MODES_NPU_LIMITED:
+        return None
+    x, pads = node.input(0), _pads(node)
+    axes = _pad_axes_in_4d(x.shape if x is not None else None)
+    if axes is None or pads is None or len(pads) != 2 * len(axes):
+        return None
+    rank = len(axes)
+    padded = [axes[i] for i in range(rank) if pads[i] or pads[i + rank]]
+    outside = [a for a in padded if a not in PAD_NPU_AXES_4D]
+    return Offence(tuple(x.shape), f"pads axis {outside[0]} of the 4-D form") if outside else None
+
+
+@RULES.rule("Pad", chips=("rk3566", "rk3568"))
+def constant_pad_of_a_low_rank_input_folded_into_conv(node: NodeView, chip: str):
+    """On this chip the toolkit converts a 2-D or 3-D model input to the NPU's layout with a Reshape on the CPU; a constant Pad of that input it folds into the Conv after it (passes.constant_pad_folded_into_conv) keeps only that Reshape as its own layer, on the CPU (rknn-toolkit2 2.5.0, observed; RK3588 converts the input on the NPU).
+
+    Measured on a Pad of a [1, 64] and a [1, 4, 64] model input before a [1, 16] Conv (CPU), and
+    of a [1, 4, 8, 64] one (NPU), on RK3566 and RK3588 (tests/forms_models.py pad_first).
+    """
+    folded = node.attr("rknn_pad_into_conv")
+    x = node.input(0)
+    if folded is None or x is None or not x.is_graph_input or x.rank not in (2, 3):
+        return None
+    return Offence(x.name, "2-D or 3-D model input", uncertain=folded != "folded")
 
 
 # Producers of an Add's other operand whose layer the Add joins (the toolkit's MatMul/Conv

@@ -43,6 +43,11 @@ operator_unsupported = _builtin("operator_unsupported", Placement.UNSUPPORTED, "
 operator_float_only = _builtin("operator_float_only", Placement.FLOAT, "The toolchain cannot quantise this operator; it is kept in float inside the quantised graph.")
 precision_not_on_accelerator = _builtin("precision_not_on_accelerator", Placement.FALLBACK, "The accelerator runs this operator, but not in the requested precision.")
 precision_unsupported = _builtin("precision_unsupported", Placement.UNSUPPORTED, "This operator is not implemented in the requested precision, and there is no fallback unit to run it.")
+shape_not_known = _builtin(
+    "shape_not_known",
+    Placement.FALLBACK,
+    "The toolchain computes this when it compiles the model if the shapes it follows from are fixed by then; the model leaves them open, so the audit cannot tell, and this placement is its guess for shapes left open. Fix them with --input-shape, or run --confirm.",
+)
 folded_at_compile_time = _builtin("folded_at_compile_time", Placement.ACCELERATOR, "Every input is known when the model is compiled: the toolchain folds this node into a constant, so it runs nowhere.")
 opset_out_of_range = _builtin("opset_out_of_range", Placement.UNSUPPORTED, "The toolchain's ONNX importer does not accept this model's opset.")
 constant_spelling_refused = _builtin(
@@ -59,6 +64,7 @@ BUILTIN_RULES = (
     opset_out_of_range,
     ir_version_too_new,
     constant_spelling_refused,
+    shape_not_known,
     folded_at_compile_time,
 )
 
@@ -310,15 +316,26 @@ def node_views(model: LoadedModel) -> list[NodeView]:
             # A Constant node given by value_ints, value_float, ...: a constant like any other.
             return TensorView(name, tuple(value.shape), dtype_of(helper.np_dtype_to_tensor_dtype(value.dtype)), True, _value=value, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers)
         learnt = static.shapes.get(name)
+        unknown = static.unknown.get(name)
         if vi is None:
             if value is not None or learnt is not None:
                 shape = tuple(value.shape) if value is not None else learnt
                 dtype = dtype_of(helper.np_dtype_to_tensor_dtype(value.dtype)) if value is not None else None
                 return TensorView(name, shape, dtype, False, _value=value, is_graph_input=is_graph_input, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers)
-            return TensorView(name, None, None, False, is_graph_input=is_graph_input, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers)
+            return TensorView(name, None, None, False, is_graph_input=is_graph_input, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers, shape_unknown=unknown)
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
         return TensorView(
-            name, learnt or dims_of(vi), dtype_of(elem) if elem else None, False, _value=value if is_foldable else None, is_graph_input=is_graph_input, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers
+            name,
+            learnt or dims_of(vi),
+            dtype_of(elem) if elem else None,
+            False,
+            _value=value if is_foldable else None,
+            is_graph_input=is_graph_input,
+            is_model_output=is_model_output,
+            foldable=is_foldable,
+            producer=producer,
+            consumers=consumers,
+            shape_unknown=unknown,
         )
 
     opset = model.opset
@@ -574,9 +591,23 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
     if found and found[0].rule == operator_unsupported.name and any(v.placement is Placement.UNSUPPORTED for v in found[1:]):
         found.append(found.pop(0))
     placed = NodePlacement(name, op_type, index, placement, found)
+    if placement is not Placement.ACCELERATOR:
+        placed = _uncertain_when_shape_unknown(node, placed)
     if memo is not None:
         shared.placements[memo] = placed
     return placed
+
+
+def _uncertain_when_shape_unknown(node: NodeView, placed: NodePlacement) -> NodePlacement:
+    """A node off the accelerator that reads or makes a value computed from shapes the model
+    leaves open is placed uncertain: given those shapes, the toolchain may compute it when it
+    compiles the model (TensorView.shape_unknown says which shape, and why it is open)."""
+    reason = next((t.shape_unknown for t in (*node.outputs, *node.inputs) if t.shape_unknown), None)
+    if reason is None:
+        return placed
+    note = Violation(placed.node, placed.op_type, shape_not_known.name, shape_not_known.sentence, placed.placement, reason, reason, uncertain=True)
+    others = [replace(v, uncertain=True) if v.placement == placed.placement else v for v in placed.violations]
+    return NodePlacement(placed.node, placed.op_type, placed.index, placed.placement, [note, *others])
 
 
 @dataclass

@@ -92,6 +92,10 @@ class TensorView:
     # though it may still be a model output; None: not known). Some toolchain crashes depend on
     # what follows a node (a GRU whose sequence output nothing reads, a Conv -> Reshape -> Slice).
     consumers: tuple[str, ...] | None = None
+    # Why the tensor's value is unknown to the audit though a toolchain may compute it when it
+    # compiles the model: it follows from a shape the model leaves open (a dynamic dimension, a
+    # data-dependent shape). None: known, or computed at run time whatever the shapes.
+    shape_unknown: str | None = None
 
     @property
     def value(self) -> np.ndarray | None:

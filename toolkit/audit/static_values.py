@@ -40,6 +40,10 @@ class StaticValues:
     values: dict[str, np.ndarray] = field(default_factory=dict)  # tensor -> value (computed or constant)
     shapes: dict[str, tuple] = field(default_factory=dict)  # tensor -> shape learnt beyond the model's own inference
     computed: set[str] = field(default_factory=set)  # the tensors among `values` that nodes compute
+    # tensor -> why its value is not known: it is computed from the shape of a tensor whose shape
+    # the model leaves open (a dynamic dimension) or that depends on the data. A toolchain that is
+    # given those shapes folds it; the audit cannot tell.
+    unknown: dict[str, str] = field(default_factory=dict)
 
 
 def constant_node_value(node: onnx.NodeProto) -> np.ndarray | None:
@@ -88,7 +92,48 @@ def static_values(model, infos: dict | None = None) -> StaticValues:
             break
         found.shapes.update(learnt)
         shapes.update(learnt)
+    _shape_dependent(graph.node, found, shapes, _open_inputs(graph, shapes))
     return found
+
+
+def _open_inputs(graph, shapes: dict) -> str:
+    """The model inputs whose shape is left open, with their open dimensions: "'x' (height, width)"."""
+    inits = {t.name for t in graph.initializer}
+    found = []
+    for vi in graph.input:
+        shape = shapes.get(vi.name)
+        if vi.name in inits or shape is None or _static(shape):
+            continue
+        found.append(f"'{vi.name}' ({', '.join(str(d) if d else '?' for d in shape if not isinstance(d, int))})")
+    return ", ".join(found)
+
+
+def _why_unknown(name: str, shape, open_inputs: str) -> str:
+    named = [d for d in (shape or ()) if isinstance(d, str) and d and not d.startswith("unk__")]
+    if named:
+        return f"dimension '{named[0]}' of '{name}' is not fixed in the model"
+    if open_inputs:
+        return f"the shape of '{name}' follows from the model's open input dimensions: {open_inputs}"
+    return f"the shape of '{name}' depends on the data (shape inference cannot determine it)"
+
+
+def _shape_dependent(nodes, found: StaticValues, shapes: dict, open_inputs: str) -> None:
+    """Mark the tensors computed from shapes the model leaves open (StaticValues.unknown)."""
+    values, unknown = found.values, found.unknown
+    for node in nodes:
+        outs = [o for o in node.output if o and o not in values]
+        if not outs or node.op_type not in EVALUATED or node.domain not in ("", "ai.onnx"):
+            continue
+        if node.op_type in ("Shape", "Size"):
+            reason = _why_unknown(node.input[0], shapes.get(node.input[0]), open_inputs) if node.input else None
+        else:
+            inputs = [i for i in node.input if i]
+            if not inputs or not all(i in values or i in unknown for i in inputs):
+                continue
+            reason = next((unknown[i] for i in inputs if i in unknown), None)
+        if reason:
+            for o in outs:
+                unknown[o] = reason
 
 
 def _static(shape) -> bool:
@@ -223,6 +268,12 @@ UNARY = {
     "Exp": np.exp,
     "Log": np.log,
 }
+
+
+# Every operator the evaluator computes (what _compute knows).
+EVALUATED = frozenset(ELEMENTWISE) | frozenset(UNARY) | frozenset(
+    {"Constant", "Shape", "Size", "Min", "Max", "Sum", "Cast", "Where", "Clip", "Gather", "Concat", "Unsqueeze", "Squeeze", "Slice", "Range", "ConstantOfShape", "Reshape", "Flatten", "Expand", "Tile", "Transpose", "ReduceProd", "ReduceSum", "ReduceMin", "ReduceMax"}
+)
 
 
 def _compute(node, values, shapes, opset) -> list | None:

@@ -35,3 +35,19 @@ def onnxsim_computes_static_values(graph, chip):
         computed = [t.name for t in node.inputs if t.present and t.foldable and not t.is_constant]
         if computed:
             graph.known_inputs(node, computed)
+
+
+@RULES.graph_pass("Sqrt", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}")
+def sqrt_divisor_becomes_rsqrt(graph, chip):
+    """{CONVERTER} rewrites x / Sqrt(v) as x * Rsqrt(v) (a written-out layer norm's last step): a Sqrt read only as a Div's divisor has no operator of its own and runs where that Div's RSQRT and MUL run.
+
+    Measured on PP-OCRv4's recogniser's SVTR block form (tests/forms_models.py svtr_block): the
+    Sqrt is on the NPU with the Div, where a Sqrt of its own would be TFLite SQRT, kept in float.
+    """
+    for sqrt in [n for n in graph.nodes if n.op_type == "Sqrt"]:
+        out = sqrt.outputs[0] if sqrt.outputs else None
+        div = graph.only_consumer(out.name) if out is not None and out.name else None
+        if div is None or div.op_type != "Div" or len(div.inputs) != 2 or div.inputs[1].name != out.name or div.inputs[0].name == out.name:
+            continue
+        # The Div keeps the Sqrt's result as its divisor, so it is still seen as x / Sqrt(v).
+        graph.fuse([sqrt, div], "Div", leader=div, inputs=list(div.inputs), outputs=list(div.outputs))
