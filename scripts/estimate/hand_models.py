@@ -708,6 +708,64 @@ class SsdLiteMobileNetV2(nn.Module):
         return boxes, torch.sigmoid(scores)
 
 
+class _SqueezeExcite(nn.Module):
+    def __init__(self, c, reduced):
+        super().__init__()
+        self.reduce, self.expand = nn.Conv2d(c, reduced, 1), nn.Conv2d(reduced, c, 1)
+
+    def forward(self, x):
+        return x * torch.sigmoid(self.expand(F.relu(self.reduce(F.adaptive_avg_pool2d(x, 1)))))
+
+
+class _MnasBlock(nn.Module):
+    """MBConv: 1x1 expansion (t > 1), k x k depthwise, squeeze-excite on a quarter of the input
+    filters where the block has one, linear 1x1 projection; residual when shapes allow."""
+
+    def __init__(self, c_in, c_out, k, s, t, se):
+        super().__init__()
+        m = c_in * t
+        layers = ([_conv_bn(c_in, m, 1)] if t != 1 else []) + [_conv_bn(m, m, k, s, groups=m)]
+        if se:
+            layers.append(_SqueezeExcite(m, max(1, int(c_in * 0.25))))
+        layers.append(_conv_bn(m, c_out, 1, act=None))
+        self.body = nn.Sequential(*layers)
+        self.residual = s == 1 and c_in == c_out
+
+    def forward(self, x):
+        return x + self.body(x) if self.residual else self.body(x)
+
+
+def _round_filters(filters, multiplier, divisor=8):
+    """tensorflow/tpu mnasnet_model.round_filters."""
+    new = max(divisor, int(filters * multiplier + divisor / 2) // divisor * divisor)
+    return int(new + divisor if new < 0.9 * filters * multiplier else new)
+
+
+class MnasNetA1(nn.Module):
+    """MnasNet-A1 (Tan et al. 2019, fig. 7; tensorflow/tpu models/official/mnasnet) with depth
+    multiplier 0.75 on 224x224: 3x3/2 stem, SepConv 16, MBConv6 k3 x2 (24), MBConv3 k5 SE x3 (40),
+    MBConv6 k3 x4 (80), MBConv6 k3 SE x2 (112), MBConv6 k5 SE x3 (160), MBConv6 k3 (320), 1x1
+    conv 1280 (not scaled), pool, dense 1000; ReLU. 2.91 M parameters and 447 MFLOPs, as NXP states."""
+
+    BLOCKS = ((1, 3, 1, 16, 1, False), (6, 3, 2, 24, 2, False), (3, 5, 2, 40, 3, True), (6, 3, 2, 80, 4, False),
+              (6, 3, 1, 112, 2, True), (6, 5, 2, 160, 3, True), (6, 3, 1, 320, 1, False))
+
+    def __init__(self, multiplier: float = 0.75):
+        super().__init__()
+        c = _round_filters(32, multiplier)
+        layers = [_conv_bn(3, c, 3, 2)]
+        for t, k, s, c_out, n, se in self.BLOCKS:
+            c_out = _round_filters(c_out, multiplier)
+            for i in range(n):
+                layers.append(_MnasBlock(c, c_out, k, s if i == 0 else 1, t, se))
+                c = c_out
+        self.features = nn.Sequential(*layers, _conv_bn(c, 1280, 1))
+        self.fc = nn.Linear(1280, 1000)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
+
+
 def extra_builds(Build, image) -> list:
     """The hand-written detectors and small models, with where their architecture is published."""
     return [
@@ -737,6 +795,8 @@ def extra_builds(Build, image) -> list:
         Build("ssdlite_mobilenet_v2_300", SsdLiteMobileNetV2, image(300), "hand-written TF1 SSDLite MobileNetV2 (torchvision MobileNetV2 body)",
               "https://github.com/tensorflow/models/blob/master/research/object_detection/models/ssd_mobilenet_v2_feature_extractor.py",
               fidelity_note="box decoding and NMS outside the model, as in NXP's"),
+        Build("mnasnet_a1_075_224", MnasNetA1, image(224), "hand-written MnasNet-A1, depth multiplier 0.75",
+              "https://github.com/tensorflow/tpu/tree/master/models/official/mnasnet"),
         Build("whenet_224", WHENet, image(224), "hand-written WHENet head-pose net on torchvision's EfficientNet-B0",
               "https://github.com/Ascend-Research/HeadPoseEstimation-WHENet"),
         Build("mobilefacenet_112", MobileFaceNet, image(112), "hand-written MobileFaceNet, 512-d embedding",
