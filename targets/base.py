@@ -351,6 +351,7 @@ class TapRequest:
     executor: "Executor"
     tap_helpers: Path  # edgedeploy/accuracy/tap_numpy.py, for the worker to load by path
     echo: Callable[[str], None] = print
+    batchable: bool = False  # the model computes each sample of a batch as alone (ONNX Runtime's probe, as at build time)
 
 
 @dataclass

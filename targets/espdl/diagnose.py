@@ -32,7 +32,7 @@ def accuracy_taps(target, request: TapRequest) -> TapResult:
         write_arrays(work / "eval.npz", request.evaluation.inputs)
     built = request.manifest.get("espdl") or {}
     options = (request.manifest.get("options") or {}).get("target_options") or {}
-    batchable = len(request.calibration) > 1
+    batchable = request.batchable
     payload = {
         "model": str(work / "model_named.onnx"),
         "chip": request.chip.id,
@@ -46,7 +46,7 @@ def accuracy_taps(target, request: TapRequest) -> TapResult:
         "isolated_batches": ISOLATED_BATCHES,
         "tap_helpers": str(request.tap_helpers),
     }
-    request.echo(f"diagnose: esp-ppq requantises for {request.chip.id} ({request.precision}, {payload['calib_method']} calibration) and taps every op (log: {work / 'diagnose.log'})")
+    request.echo(f"diagnose: esp-ppq requantises for {request.chip.id} ({request.precision}, {payload['calib_method']} calibration) and taps every op")
     result = request.executor.run_worker(target.toolchain, WORKER, payload, work)
     versions = result.get("versions") or {}
     return TapResult(

@@ -164,7 +164,9 @@ def run(request, ctx):
     torch.manual_seed(0)
     names = request["input_names"]
     calib = build._batches(torch, ctx.arrays.read_arrays(request["calib"], names), names, int(request["batch_size"]))
-    measured = build._batches(torch, ctx.arrays.read_arrays(request["eval"], names), names, int(request["batch_size"])) if request.get("eval") else calib
+    # Quantised on every calibration sample; figures and statistics on at most tap.STAT_SAMPLES of them.
+    stat_batches = calib[: max(1, -(-tap.STAT_SAMPLES // int(request["batch_size"])))]
+    measured = build._batches(torch, ctx.arrays.read_arrays(request["eval"], names), names, int(request["batch_size"])) if request.get("eval") else stat_batches
     test_tensors = [t[:1] for t in calib[0]]
     ctx.log(f"quantising for {request['chip']} ({request['precision']}, {request['calib_method']} calibration) as the build did")
     graph = _quantise(request, ctx, calib, [list(t.shape) for t in test_tensors], test_tensors)
@@ -183,7 +185,7 @@ def run(request, ctx):
         out = op.outputs[0].name
         got = [_forward(executor, quantable, [op], b, [out]) for b in measured[:steps]]
         isolated[op.name] = _sums(tap, [{out: f[out]} for f in float_runs[:steps]], got).get(out)
-    float_calib = _concat(np, [_forward(executor, quantable, [], b, tensors) for b in calib]) if request.get("eval") else _concat(np, float_runs)
+    float_calib = _concat(np, [_forward(executor, quantable, [], b, tensors) for b in stat_batches]) if request.get("eval") else _concat(np, float_runs)
     float_eval = _concat(np, float_runs) if request.get("eval") else None
     precision_of = lambda op: build._precision_of(getattr(op, "platform", None), None) if isinstance(op, QuantableOperation) else "float32"  # noqa: E731
     records = [_record(op, tap, accumulated, isolated, float_calib, float_eval, precision_of) for op in ops]

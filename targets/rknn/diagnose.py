@@ -21,7 +21,7 @@ from edgedeploy.model import load_model
 from edgedeploy.model.stats import node_names
 from edgedeploy.targets.base import TapRequest, TapResult
 from edgedeploy.targets.rknn.accuracy_table import _node_for_tensor, _producer_index, parse_error_analysis
-from edgedeploy.targets.rknn.build import PRECISIONS, InputNormalisation, _write_dataset
+from edgedeploy.targets.rknn.convert import PRECISIONS, InputNormalisation, _write_dataset
 
 WORKER = Path(__file__).with_name("worker_diagnose.py")
 # accuracy_analysis runs one sample per call and dumps every layer (about 1-2 s each on a small
@@ -123,7 +123,7 @@ def accuracy_taps(target, request: TapRequest) -> TapResult:
     work = request.workdir
     work.mkdir(parents=True, exist_ok=True)
     payload = _request(target, request, work)
-    request.echo(f"diagnose: rknn-toolkit2 builds for {request.chip.id} ({request.precision}) and runs accuracy_analysis on {len(payload['samples'])} samples (log: {work.parent / 'diagnose.log'})")
+    request.echo(f"diagnose: rknn-toolkit2 builds for {request.chip.id} ({request.precision}) and runs accuracy_analysis on {len(payload['samples'])} samples")
     result = request.executor.run_worker(target.toolchain, WORKER, payload, work)
     model = onnx.load(str(request.model_path))
     notes = [f"rknn-toolkit2's advised workaround applied: {w['name']}" for w in result.get("workarounds") or []]

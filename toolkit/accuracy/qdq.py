@@ -203,11 +203,13 @@ def records(model_path: Path, feeds: list[dict], qdq_path: Path, eval_feeds: lis
     float_init = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     float_nodes = {n.name: n for n in model.graph.node if n.name}
     tensors = [o for n in model.graph.node for o in n.output if o]
-    measured = eval_feeds or feeds
+    # Quantised on every calibration sample (as the build calibrates); the figures and statistics
+    # on at most tap_numpy.STAT_SAMPLES of them (each node is also run alone on every one).
+    measured = eval_feeds or feeds[: tap_numpy.STAT_SAMPLES]
     float_values = _run_all(model, tensors, measured)
     float_values.update({k: np.concatenate([f[k] for f in measured]) for k in measured[0]})
     quantised = _run_all(qdq, tensors + [a["dq"] for a in structure.activation.values()], measured)
-    calib_values = _run_all(model, tensors, feeds) if eval_feeds else float_values
+    calib_values = _run_all(model, tensors, feeds[: tap_numpy.STAT_SAMPLES]) if eval_feeds else float_values
     out = []
     for node in qdq.graph.node:
         if node.op_type in ("QuantizeLinear", "DequantizeLinear") or node.name not in float_nodes:

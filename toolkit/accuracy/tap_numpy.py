@@ -13,6 +13,10 @@ import math
 
 import numpy as np
 
+# The figures and statistics of a path are taken on at most this many calibration samples (when no
+# evaluation data are given): taps keep every tensor of them in memory and run each node alone on
+# them; quantisation itself uses every calibration sample the build used.
+STAT_SAMPLES = 64
 # Quantiles of |x| are taken over at most this many values (a deterministic stride through the
 # tensor): p99.99 needs about 10^4 values to mean anything and 10^6 keeps a big feature map cheap.
 MAX_STAT_VALUES = 1_000_000

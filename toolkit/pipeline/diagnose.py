@@ -23,15 +23,15 @@ from edgedeploy.accuracy import qdq
 from edgedeploy.datasets import Dataset, PreprocessSpec, load_dataset, model_input_specs
 from edgedeploy.errors import ArtifactError, EdgedeployError, OptionError
 from edgedeploy.model import load_model
-from edgedeploy.sample import is_sample, sample_calibration_path, sample_preprocess
+from edgedeploy.sample import is_sample, sample_calibration_path, sample_card, sample_preprocess
 from edgedeploy.targets import find_chip
 from edgedeploy.targets.base import Capability, TapRequest
 from edgedeploy.toolchains.executor import Executor
 
 TAP_HELPERS = Path(__file__).resolve().parent.parent / "accuracy" / "tap_numpy.py"
-# Samples the diagnosis uses by default: the taps keep every tensor of these in memory and run
-# each node alone on them; 32 calibration samples are what the corpus builds calibrate on.
-DEFAULT_CALIB_SAMPLES = 32
+# Evaluation samples the diagnosis uses by default: the taps keep every tensor of these in memory
+# and run each node alone on them. Calibration: as many as the build used (its manifest), since
+# the diagnosis requantises as the build did.
 DEFAULT_EVAL_SAMPLES = 32
 WORKER_TIMEOUT_S = 1800.0
 
@@ -40,7 +40,7 @@ WORKER_TIMEOUT_S = 1800.0
 class DiagnoseOptions:
     calib: Path | None = None  # default: the data the build calibrated on (its manifest)
     eval: Path | None = None  # the figures are on these inputs when given, else on the calibration data
-    calib_count: int = DEFAULT_CALIB_SAMPLES
+    calib_count: int | None = None  # default: the build's --calib-count (all samples when it had none)
     eval_count: int = DEFAULT_EVAL_SAMPLES
     qdq: bool = True  # ONNX Runtime's QDQ path beside the target's
     worker_timeout_s: float = WORKER_TIMEOUT_S
@@ -70,17 +70,26 @@ def _preprocess(recorded) -> PreprocessSpec | None:
     )
 
 
-def resolve_data(model, manifest: dict, options: DiagnoseOptions) -> tuple[Dataset, Dataset | None]:
+def _build_data(artifact: Path) -> dict:
+    """The data section of the artifact's report: where the build's calibration came from, and its preprocessing."""
+    try:
+        return json.loads((Path(artifact) / "report.json").read_text()).get("data") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def resolve_data(model, artifact: Path, manifest: dict, options: DiagnoseOptions) -> tuple[Dataset, Dataset | None]:
     """The calibration data of the build (or --calib) and, with --eval, the evaluation data."""
-    built = manifest.get("options") or {}
-    sample = is_sample(model)
-    preprocess = _preprocess(built.get("preprocess")) or (sample_preprocess() if sample else None)
+    built, data = manifest.get("options") or {}, _build_data(artifact)
+    sample = is_sample(model) or (manifest.get("model") or {}).get("sha256") == sample_card().get("sha256")
+    preprocess = _preprocess(built.get("preprocess") or data.get("preprocess")) or (sample_preprocess() if sample else None)
     specs = model_input_specs(model)
-    calib = options.calib or (Path(built["calib"]) if built.get("calib") else None) or (sample_calibration_path() if sample else None)
+    recorded = built.get("calib") or (data.get("calibration") or {}).get("source")
+    calib = options.calib or (Path(recorded) if recorded else None) or (sample_calibration_path() if sample else None)
     if calib is None or not Path(calib).exists():
         where = f" ({calib} is gone)" if calib else ""
         raise OptionError(f"The diagnosis requantises the model and needs the calibration data the build used{where}: pass --calib DATA.")
-    calibration = load_dataset(calib, specs, preprocess, options.calib_count)
+    calibration = load_dataset(calib, specs, preprocess, options.calib_count or built.get("calib_count"))
     evaluation = None
     if options.eval is not None:
         evaluation = load_dataset(options.eval, specs, preprocess, options.eval_count)
@@ -114,11 +123,22 @@ def _target_path(target, chip, manifest, artifact, named, calibration, evaluatio
         executor=executor,
         tap_helpers=TAP_HELPERS,
         echo=echo,
+        batchable=_batchable(named, calibration),
     )
     started = time.monotonic()
     tapped = target.accuracy_taps(request)
     meta = {"target": target.id, "chip": chip.id, "toolchain": tapped.toolchain, "method": tapped.method, "notes": tapped.notes, "seconds": round(time.monotonic() - started, 1)}
     return _finish(chip.id, meta, tapped.records, named, len(calibration))
+
+
+def _batchable(named: onnx.ModelProto, calibration: Dataset) -> bool:
+    """Whether the toolchain may calibrate in batches: ONNX Runtime's probe, as the build decides it."""
+    from edgedeploy.measure.reference import ReferenceRunner
+
+    try:
+        return bool(ReferenceRunner(named).accepts_batches(calibration.inputs))
+    except Exception:  # noqa: BLE001 - a model the probe cannot run is calibrated one sample at a time
+        return False
 
 
 def _qdq_path(named_path: Path, named, calibration, evaluation, work: Path) -> dict:
@@ -149,7 +169,7 @@ def diagnose_artifact(artifact: Path, options: DiagnoseOptions, echo: Callable[[
     except (KeyError, EdgedeployError):
         raise ArtifactError(f"{artifact} was built for {chip_id!r}, a chip no installed target has.") from None
     model = load_model(artifact / "model.onnx", require_static=True)
-    calibration, evaluation = resolve_data(model, manifest, options)
+    calibration, evaluation = resolve_data(model, artifact, manifest, options)
     named = named_copy(model.proto, node_names(model.graph))
     paths, skipped = [], []
     with tempfile.TemporaryDirectory(prefix="edgedeploy-diagnose-") as tmp:
