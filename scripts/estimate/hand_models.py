@@ -766,6 +766,44 @@ class MnasNetA1(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
 
 
+class NanoDetM05Coarse(nn.Module):
+    """NanoDet-m-0.5x (RangiLyu/nanodet config nanodet-m-0.5x.yml) at 320x320 as NXP ships it,
+    with only the coarsest output (stride 32) kept: ShuffleNetV2 0.5x stages 2-4 (48/96/192) with
+    leaky ReLU, PAN without convolutions in the fusion (1x1 lateral convs to 96, bilinear 2x up
+    and 0.5x down with adds), and the stride-32 head: two depthwise-separable 3x3 convs of 96
+    with BN and leaky ReLU, a 1x1 conv to 80 scores + 32 box distribution values (undecoded)."""
+
+    def __init__(self):
+        super().__init__()
+        import torchvision
+
+        net = torchvision.models.shufflenet_v2_x0_5(weights=None)
+
+        def leaky(module):
+            for name, child in module.named_children():
+                setattr(module, name, nn.LeakyReLU(0.1)) if isinstance(child, nn.ReLU) else leaky(child)
+
+        leaky(net)
+        self.stem, self.stages = nn.Sequential(net.conv1, net.maxpool), nn.ModuleList([net.stage2, net.stage3, net.stage4])
+        self.laterals = nn.ModuleList(nn.Conv2d(c, 96, 1) for c in (48, 96, 192))
+        dw = lambda: nn.Sequential(_conv_bn(96, 96, 3, groups=96, act=lambda: nn.LeakyReLU(0.1)), _conv_bn(96, 96, 1, act=lambda: nn.LeakyReLU(0.1)))
+        self.head = nn.Sequential(dw(), dw(), nn.Conv2d(96, 80 + 32, 1))
+
+    def forward(self, x):
+        feats, x = [], self.stem(x)
+        for stage in self.stages:
+            x = stage(x)
+            feats.append(x)
+        lat = [conv(f) for conv, f in zip(self.laterals, feats)]
+        resize = lambda t, s: F.interpolate(t, scale_factor=s, mode="bilinear", align_corners=False)
+        lat[1] = lat[1] + resize(lat[2], 2.0)
+        lat[0] = lat[0] + resize(lat[1], 2.0)
+        p4 = lat[1] + resize(lat[0], 0.5)
+        p5 = lat[2] + resize(p4, 0.5)
+        out = self.head(p5)
+        return torch.sigmoid(out[:, :80]), out[:, 80:]
+
+
 def extra_builds(Build, image) -> list:
     """The hand-written detectors and small models, with where their architecture is published."""
     return [
@@ -797,6 +835,9 @@ def extra_builds(Build, image) -> list:
               fidelity_note="box decoding and NMS outside the model, as in NXP's"),
         Build("mnasnet_a1_075_224", MnasNetA1, image(224), "hand-written MnasNet-A1, depth multiplier 0.75",
               "https://github.com/tensorflow/tpu/tree/master/models/official/mnasnet"),
+        Build("nanodet_m_050_320", NanoDetM05Coarse, image(320), "hand-written NanoDet-m-0.5x with NXP's coarsest-stride-only head",
+              "https://github.com/RangiLyu/nanodet/blob/main/config/legacy_v0.x_configs/nanodet-m-0.5x.yml",
+              fidelity_note="NXP's README says only the stride-32 output is kept; the box distribution is left undecoded as in NXP's"),
         Build("whenet_224", WHENet, image(224), "hand-written WHENet head-pose net on torchvision's EfficientNet-B0",
               "https://github.com/Ascend-Research/HeadPoseEstimation-WHENet"),
         Build("mobilefacenet_112", MobileFaceNet, image(112), "hand-written MobileFaceNet, 512-d embedding",

@@ -267,6 +267,8 @@ REFERENCES = {
     "yolov4_tiny_416": (6.05, 6.9, NXP_TABLES + "/vision/object-detection/README.md"),
     "ssdlite_mobilenet_v2_300": (4.3, 1.5, NXP_TABLES + "/vision/object-detection/ssdlite-mobilenetv2/README.md"),
     "mnasnet_a1_075_224": (2.9, 0.447, NXP_TABLES + "/vision/classification/MNasNet/README.md"),
+    "nanodet_m_050_320": (0.204, 0.158, NXP_TABLES + "/vision/object-detection/README.md"),
+    "whenet_224": (4.4, 0.781, NXP_TABLES + "/vision/pose-estimation/README.md"),
     "clip_text_20": (63.0, None, "https://arxiv.org/abs/2103.00020 (section 2.4: a 63M-parameter 12-layer 512-wide text transformer)"),
 }
 
