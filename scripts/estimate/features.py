@@ -1,7 +1,7 @@
 """Compute the cost model's features of every published model on every chip, once, and commit them.
 
     .venv/bin/python scripts/estimate/features.py [--manifest toolkit/estimate/data/models_manifest.json]
-        [--models ~/.cache/edgedeploy/estimate-models] [--only KEY...]
+        [--models ~/.cache/edgedeploy/estimate-models] [--only KEY... | --stale]
 
 Reads the models manifest (model_key -> ONNX file and input shape, written by
 scripts/estimate/models.py, which rebuilds each published model from its public definition),
@@ -91,12 +91,17 @@ def main(argv=None) -> int:
     parser.add_argument("--models", type=Path, default=None, help="folder of the ONNX files (default: $EDGEDEPLOY_HOME/estimate-models)")
     parser.add_argument("--out", type=Path, default=DATA / "features.json")
     parser.add_argument("--only", nargs="*", help="recompute only these model keys (the others are kept)")
+    parser.add_argument("--stale", action="store_true", help="recompute only the models new to the manifest or whose sha256 there changed (the others are kept)")
     args = parser.parse_args(argv)
     folder = args.models or models_dir()
     entries = model_entries(json.loads(args.manifest.read_text()))
     chips = sorted(json.loads((DATA / "priors.json").read_text())["chips"])
     old = json.loads(args.out.read_text()) if args.out.exists() else {}
-    done = dict(old.get("models", {})) if args.only else {}
+    done = dict(old.get("models", {})) if args.only or args.stale else {}
+    if args.stale:
+        args.only = [k for k, e in entries.items() if k not in done or (e.get("sha256") and e["sha256"] != done[k].get("sha256"))]
+        for gone in set(done) - set(entries):
+            del done[gone]
     for key, entry in sorted(entries.items()):
         if args.only and key not in args.only:
             continue
