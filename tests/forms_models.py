@@ -447,3 +447,21 @@ def stft_pad(mode: str, rank: int = 2) -> onnx.ModelProto:
 
 CASES += [Case(f"stft_pad_{mode}_rank{rank}", "c: Pad by mode and rank", lambda m=mode, r=rank: stft_pad(m, r), ("rk3588", "rk3566")) for mode in ("reflect", "constant", "edge") for rank in (2, 3)]
 
+
+# ---- a Cast to the type its input already has ------------------------------------------------------
+
+
+def cast_to_same_type() -> onnx.ModelProto:
+    """A Cast to float32 of a float32 tensor between two Convs (silero-vad's STFT magnitude, as
+    torch.onnx writes `.float()`)."""
+    rng = np.random.default_rng(9)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Cast", ["c"], ["cf"], name="cast", to=TensorProto.FLOAT),
+        helper.make_node("Conv", ["cf", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]),
+    ]
+    inits = [_const("w1", _weights(rng, 8, 3, 3, 3)), _const("w2", _weights(rng, 4, 8, 3, 3))]
+    return _model(nodes, [_vi("x", [1, 3, 8, 8])], [_vi("y", [1, 4, 8, 8])], inits)
+
+
+CASES.append(Case("cast_to_same_type", "e: a Cast that changes nothing", cast_to_same_type, ("rk3588", "rk3566", "esp32s3", "imx93")))

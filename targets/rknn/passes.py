@@ -239,6 +239,23 @@ def fuse_l2_normalisation(graph, chip):
             graph.fuse(members, "LpNormalization", leader=l2, attributes={"axis": -1, "p": 2})
 
 
+@RULES.graph_pass("Cast", OBSERVED=TOOLKIT_OBSERVED)
+def cast_to_its_own_type_removed(graph, chip):
+    """{OBSERVED} removes a Cast to the element type its input already has (its pass remove_invalid_cast): it runs nowhere.
+
+    Measured on a float32 Cast of a float32 Conv result (tests/forms_models.py cast_to_same_type)
+    and on the Casts of silero-vad's STFT (silero_vad_openvino_16k.onnx), on RK3588 and RK3566.
+    """
+    from onnx import helper
+
+    for cast in [n for n in graph.nodes if n.op_type == "Cast"]:
+        x, to = cast.input(0), cast.attr("to")
+        if x is None or x.dtype is None or to is None or (cast.outputs and cast.outputs[0].is_model_output):
+            continue
+        if str(helper.tensor_dtype_to_np_dtype(int(to))) == x.dtype:
+            graph.eliminate(cast)
+
+
 # ---------------------------------------------------------------------------------------------
 # Layout: the Transposes the toolkit turns into reshapes, merges into its MatMuls, or cancels.
 # On RK3566/RK3568 an NPU Transpose layer is rare (DOC_COMPILER 3.1.58 allows few perms), so a
