@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from edgedeploy.report.schemas import validate
 from tests.helpers import run_cli
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
@@ -31,6 +32,7 @@ def box_and_class_diagnosis(tmp_path_factory):
     assert done.returncode == 7, done.stderr
     assert "diagnose: esp32s3: esp-ppq" in done.stderr and "likely cause at /features/features.2/Relu" in done.stderr
     report = json.loads((root / "out" / "mnist_box_and_class" / "esp32s3" / "report.json").read_text())
+    validate(report)  # report-1.json, and accuracy_diagnosis-1.json for the section
     return report["accuracy_diagnosis"]
 
 

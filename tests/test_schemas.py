@@ -79,6 +79,12 @@ def test_a_real_rknn_build_its_report_manifest_and_audit(tmp_path):
     artifact = Path(entry["artifact"])
     for name in ("report.json", "manifest.json", "audit.json"):
         check(json.loads((artifact / name).read_text()))
+    # The diagnosis of the same artifact (rknn-toolkit2's accuracy_analysis and ONNX Runtime's QDQ path).
+    diagnosis = check(cli_json("diagnose", str(artifact), "--format", "json"))
+    assert {p["path"] for p in diagnosis["paths"]} == {"rk3588", "onnxruntime-qdq"}
+    diagnosis["paths"][0]["causes"] = [{"node": "x", "cause": "bad luck", "sentence": "?"}]
+    with pytest.raises(jsonschema.ValidationError):
+        validate(diagnosis)
     # A wrong document fails: the schema is not a rubber stamp.
     report = json.loads((artifact / "report.json").read_text())
     report["convert"]["status"] = "compiled"
