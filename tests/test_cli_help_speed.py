@@ -53,7 +53,9 @@ def test_a_subcommands_help_still_loads_what_it_shows():
 
 def test_every_command_has_its_summary_and_it_is_the_commands_own():
     commands = all_commands()
-    assert set(COMMAND_SUMMARIES) == set(commands), "add (or remove) the command in edgedeploy.cli.COMMAND_SUMMARIES"
+    missing = {name: commands[name].get_short_help_str(10_000) for name in set(commands) - set(COMMAND_SUMMARIES)}
+    assert not missing, f"add to edgedeploy.cli.COMMAND_SUMMARIES: {missing}"
+    assert set(COMMAND_SUMMARIES) <= set(commands), f"remove from edgedeploy.cli.COMMAND_SUMMARIES: {set(COMMAND_SUMMARIES) - set(commands)}"
     for name, command in commands.items():
         assert not command.hidden and not command.short_help and not command.deprecated, name
         for limit in (20, 45, 60, 80, 10_000):
@@ -75,3 +77,11 @@ def test_a_command_missing_from_the_table_is_looked_up(monkeypatch):
     formatter = click.HelpFormatter(width=200)
     LazyCommands.format_commands(cli, ctx, formatter)
     assert "Place every node of MODEL on each chip" in formatter.getvalue()
+
+
+def test_no_arguments_shows_the_help_as_it_is():
+    """`edgedeploy` alone: the help on stderr, laid out as `--help` lays it out, and usage's exit status."""
+    proc = subprocess.run([sys.executable, "-m", "edgedeploy"], capture_output=True, text=True, timeout=120)
+    shown = subprocess.run([sys.executable, "-m", "edgedeploy", "--help"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == shown.stdout.strip() and "\nCommands:\n" in proc.stderr

@@ -213,6 +213,11 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("Aborted.", err=True)
         sys.exit(EXIT_INTERRUPTED)
     except click.UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            # `edgedeploy` alone (click >= 8.2 raises this): the help as it is, not squeezed into
+            # one error line; the exit status still says no command ran.
+            click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message(), err=True)
+            sys.exit(exc.exit_code)
         # One sentence, like every other error: what was wrong, and where the help is.
         message = " ".join(exc.format_message().split()).rstrip(".")
         command = exc.ctx.command_path if exc.ctx is not None else "edgedeploy"
