@@ -94,3 +94,22 @@ def test_a_clean_model_has_no_sharp_drop_and_no_cause(tmp_path):
     assert result["first_sharp_drop"] is None
     assert result["causes"] == []
     assert result["outputs"]["out"]["snr_db"] > 30
+
+
+def test_a_fall_is_not_measured_from_an_exact_constant_when_the_noisy_input_is_unknown():
+    """A Squeeze of a Split's second output: the Split's record is of its first output, so the
+    Squeeze's noisy input has no record, and its axes constant is exact. Measured from the
+    constant, a 35 dB 'fall' appeared at a node that adds no error (a transformer's attention
+    in the trained set; brute force ranked it 53rd of 56)."""
+    from edgedeploy.accuracy import localise
+
+    def record(node, tensor, inputs, snr):
+        return {"node": node, "tensor": tensor, "inputs": inputs, "fidelity_accumulated": {"snr_db": snr}, "fidelity_isolated": None}
+
+    records = [record("split", "split_out0", ["x"], 26.8), record("axes", "axes_out", [], math.inf),
+               record("squeeze_1", "squeeze_1_out", ["split_out1", "axes_out"], 25.1)]
+    localise.add_drops(records, graph_inputs={"x"})
+    assert records[2]["drop_db"] is None
+    assert localise.first_sharp_drop(records) is None
+    localise.add_drops(records)  # without the graph's inputs: every unknown input counts as clean, as before
+    assert records[2]["drop_db"] == pytest.approx(60 - 25.1)

@@ -61,12 +61,16 @@ def _inputs_of_fused_groups(records: list[dict], onnx_nodes) -> None:
         record["inputs"] = [x for x in reads if x not in made]
 
 
-def diagnose_path(path: dict, records: list[dict], graph_outputs: list[str], calibration_samples: int | None = None) -> dict:
-    """The `accumulated_diagnosis` entry of one path: every node's figures, where it falls, and why."""
+def diagnose_path(path: dict, records: list[dict], graph_outputs: list[str], calibration_samples: int | None = None,
+                  graph_inputs: list[str] | None = None) -> dict:
+    """The `accumulated_diagnosis` entry of one path: every node's figures, where it falls, and why.
+
+    `graph_inputs` lets a fall be measured only from what is known upstream (see localise.upstream_snr).
+    """
     for record in records:
         record["fidelity_accumulated"] = metrics.fidelity(record.get("accumulated"))
         record["fidelity_isolated"] = metrics.fidelity(record.get("isolated"))
-    localise.add_drops(records)
+    localise.add_drops(records, None if graph_inputs is None else set(graph_inputs))
     first = localise.first_sharp_drop(records)
     worst, ranked_by = localise.worst_isolated(records)
     context = cause_rules.CauseContext(

@@ -26,26 +26,37 @@ def _snr(record: dict, key: str) -> float | None:
     return None if not figures else figures.get("snr_db")
 
 
-def upstream_snr(record: dict, by_tensor: dict) -> float:
-    """The worst accumulated SNR of the records producing this node's inputs (CLEAN_SNR_DB for graph inputs)."""
+def upstream_snr(record: dict, by_tensor: dict, graph_inputs: set[str] | None = None) -> float | None:
+    """The worst accumulated SNR of the records producing this node's inputs (CLEAN_SNR_DB for graph inputs).
+
+    With `graph_inputs` given, an input that is neither a graph input nor a record's tensor (the
+    second output of a Split, say: a record is of its node's first output) makes the upstream
+    unknown (None): the noisy input may be that one, and the others (an axes constant, exact)
+    would make a fall appear where none is.
+    """
     values = []
     for name in record.get("inputs") or []:
         producer = by_tensor.get(name)
         snr = _snr(producer, "fidelity_accumulated") if producer else None
         if snr is not None:
             values.append(min(snr, CLEAN_SNR_DB))
+        elif graph_inputs is None or name in graph_inputs:
+            values.append(CLEAN_SNR_DB)
+        else:
+            return None
     return min(values) if values else CLEAN_SNR_DB
 
 
-def add_drops(records: list[dict]) -> None:
+def add_drops(records: list[dict], graph_inputs: set[str] | None = None) -> None:
     """Set each record's `drop_db`: how far its accumulated SNR falls below the nodes feeding it."""
     by_tensor = {r["tensor"]: r for r in records if r.get("tensor")}
     for record in records:
         snr = _snr(record, "fidelity_accumulated")
-        if snr is None:
+        upstream = upstream_snr(record, by_tensor, graph_inputs)
+        if snr is None or upstream is None:
             record["drop_db"] = None
             continue
-        record["drop_db"] = max(0.0, upstream_snr(record, by_tensor) - min(snr, CLEAN_SNR_DB))
+        record["drop_db"] = max(0.0, upstream - min(snr, CLEAN_SNR_DB))
 
 
 def first_sharp_drop(records: list[dict]) -> dict | None:

@@ -106,7 +106,8 @@ def _feeds(dataset: Dataset | None) -> list[dict] | None:
 def _finish(name: str, meta: dict, records: list[dict], named: onnx.ModelProto, samples: int) -> dict:
     """One path's diagnosis; `named` is the model with edgedeploy's display names (the taps' node names)."""
     absorbed_nodes(records, [(n.name, list(n.input), list(n.output)) for n in named.graph.node])
-    return diagnose_path({"path": name, **meta}, records, [o.name for o in named.graph.output], samples)
+    return diagnose_path({"path": name, **meta}, records, [o.name for o in named.graph.output], samples,
+                         graph_inputs=[i.name for i in named.graph.input])
 
 
 def _target_path(target, chip, manifest, artifact, named, calibration, evaluation, work, options, echo) -> dict:
