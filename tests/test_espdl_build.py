@@ -17,7 +17,7 @@ from edgedeploy.errors import OptionError
 from edgedeploy.model import load_model
 from edgedeploy.model.stats import node_names
 from edgedeploy.sample import sample_card, sample_model_path
-from edgedeploy.targets.espdl import build as espdl_build
+from edgedeploy.targets.espdl import convert as espdl_build
 from tests.espdl_models import HOSTILE, make_hostile_model
 from tests.helpers import run_cli
 

@@ -69,11 +69,13 @@ class EspDlTarget(Target):
         # one sample per step is the least data that satisfies it.
         return CalibrationNeed(True, MIN_CALIB_STEPS, f"esp-ppq {ESP_PPQ_VERSION} calibrates {precision} in at least {MIN_CALIB_STEPS} steps")
 
-    def convert(self, ctx):
-        """Quantise with esp-ppq, export the .espdl, simulate the evaluation inputs (build.py)."""
-        from edgedeploy.targets.espdl.build import convert
+    def build_request(self, ctx):
+        """esp-ppq's worker request: quantise, export the .espdl, simulate the evaluation inputs (convert.py)."""
+        return self.module("convert").build_request(ctx)
 
-        return convert(ctx)
+    def read_result(self, ctx, result):
+        """The .espdl, esp-ppq's verdict (.info), the quantisation report and the simulated outputs (convert.py)."""
+        return self.module("convert").read_result(ctx, result)
 
     def simulate(self, ctx, converted, evaluation):
         """esp-ppq's quantised simulation of the evaluation inputs, computed in the conversion worker:
@@ -81,7 +83,7 @@ class EspDlTarget(Target):
         return converted.simulated
 
     def codegen(self, ctx, converted):
-        from edgedeploy.targets.espdl.build import codegen
+        from edgedeploy.targets.espdl.codegen import codegen
 
         return codegen(ctx, converted)
 

@@ -264,6 +264,36 @@ def _match(board_items: list, onnx_names: list[str], what: str) -> list[tuple[di
     return list(zip(board_items, onnx_names))
 
 
+def _io_plan(ready: dict, specs, reference_outputs: dict):
+    """(input name and layout, per input; output name, board shape and layout, per output) from the
+    board's ready line, matched to the model's inputs and outputs (DeviceError when they differ)."""
+    inputs = _match(ready.get("inputs"), [spec.name for spec in specs], "input")
+    outputs = _match(ready.get("outputs"), list(reference_outputs), "output")
+    input_layouts = [(name, _layout(item["shape"], next(s.shape for s in specs if s.name == name), f"input {name}")) for item, name in inputs]
+    output_plan = []
+    for item, name in outputs:
+        per_sample = (1, *reference_outputs[name].shape[1:])
+        output_plan.append((name, [int(d) for d in item["shape"]], _layout(item["shape"], per_sample, f"output {name}")))
+    return input_layouts, output_plan
+
+
+def _board_outputs(payloads: list[bytes], output_plan) -> dict:
+    """The board's output bytes of every sample as arrays in the model's layout, by output name."""
+    import numpy as np
+
+    board_outputs: dict[str, list] = {name: [] for name, _, _ in output_plan}
+    for payload in payloads:
+        offset = 0
+        for name, shape, layout in output_plan:
+            count = int(np.prod(shape))
+            value = np.frombuffer(payload, dtype="<f4", count=count, offset=offset).reshape(shape)
+            offset += count * 4
+            if layout:
+                value = value.transpose(np.argsort(layout))
+            board_outputs[name].append(value)
+    return {name: np.concatenate(values).astype(np.float32) for name, values in board_outputs.items()}
+
+
 def evaluate_on_board(console, section: dict, artifact: Path, manifest: dict, eval_path: Path, eval_count: int | None, echo, console_echo) -> None:
     """Stream the user's evaluation samples to the board and put accuracy and fidelity into `section`."""
     import numpy as np
@@ -284,7 +314,6 @@ def evaluate_on_board(console, section: dict, artifact: Path, manifest: dict, ev
     except ReferenceError as exc:
         section["accuracy_error"] = f"the ONNX Runtime reference could not run: {exc}"
         return
-    output_names = list(reference.outputs)  # in the model's order
     section["evaluation_inputs"] = data.describe()
     echo(f"board: evaluating {reference.samples} samples of {eval_path} on the board (the host reference: {reference.runtime})")
     ready, reader, problem = wait_for_ready(console, echo=console_echo)
@@ -293,13 +322,7 @@ def evaluate_on_board(console, section: dict, artifact: Path, manifest: dict, ev
         section["evaluation"] = {"error": problem, "samples_done": 0, "samples_requested": reference.samples}
         return
     try:
-        inputs = _match(ready.get("inputs"), [spec.name for spec in specs], "input")
-        outputs = _match(ready.get("outputs"), output_names, "output")
-        input_layouts = [(name, _layout(item["shape"], next(s.shape for s in specs if s.name == name), f"input {name}")) for item, name in inputs]
-        output_plan = []
-        for item, name in outputs:
-            per_sample = (1, *reference.outputs[name].shape[1:])
-            output_plan.append((name, [int(d) for d in item["shape"]], _layout(item["shape"], per_sample, f"output {name}")))
+        input_layouts, output_plan = _io_plan(ready, specs, reference.outputs)
     except DeviceError as exc:
         section["accuracy_error"] = str(exc)
         section["evaluation"] = {"error": str(exc), "samples_done": 0, "samples_requested": reference.samples}
@@ -321,19 +344,7 @@ def evaluate_on_board(console, section: dict, artifact: Path, manifest: dict, ev
     if not done:
         section["accuracy_error"] = stream.error or "the board returned no output"
         return
-    board_outputs: dict[str, np.ndarray] = {}
-    for name, shape, layout in output_plan:
-        board_outputs[name] = []
-    for payload in stream.outputs:
-        offset = 0
-        for name, shape, layout in output_plan:
-            count = int(np.prod(shape))
-            value = np.frombuffer(payload, dtype="<f4", count=count, offset=offset).reshape(shape)
-            offset += count * 4
-            if layout:
-                value = value.transpose(np.argsort(layout))
-            board_outputs[name].append(value)
-    board_outputs = {name: np.concatenate(values).astype(np.float32) for name, values in board_outputs.items()}
+    board_outputs = _board_outputs(stream.outputs, output_plan)
     ref_outputs = {name: values[:done] for name, values in reference.outputs.items()}
     labels = data.labels[:done] if data.labels is not None else None
     # The build's own verification (measure/verify.py), with the board in the simulator's place.

@@ -189,6 +189,24 @@ TEMPLATES = (
 )
 
 
+def _write_project_files(dest: Path, context: dict, chip_id: str) -> list[str]:
+    """The rendered templates and the verbatim firmware sources in `dest`; their paths relative to it."""
+    env = _template_env()
+    written = []
+    for template, out in TEMPLATES:
+        rel = out.format(chip=chip_id)
+        text = env.get_template(template).render(**context)
+        atomic_write_text(dest / rel, text)
+        written.append(rel)
+    for src in sorted(firmware_source_dir().rglob("*")):
+        if src.is_file() and "__pycache__" not in src.parts and src.suffix != ".pyc":
+            rel = src.relative_to(firmware_source_dir()).as_posix()
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest / rel)
+            written.append(rel)
+    return written
+
+
 def generate_project(dest: Path, espdl_path: Path, chip, model, precision: str, int16_layers: list[str]) -> dict:
     """Write the ESP-IDF project into `dest`; return its description for the report."""
     dest = Path(dest)
@@ -240,19 +258,7 @@ def generate_project(dest: Path, espdl_path: Path, chip, model, precision: str, 
         "sessions": SESSIONS_PER_BOOT,
         "embed_max_bytes": EMBED_MAX_BYTES,
     }
-    env = _template_env()
-    written = []
-    for template, out in TEMPLATES:
-        rel = out.format(chip=chip.id)
-        text = env.get_template(template).render(**context)
-        atomic_write_text(dest / rel, text)
-        written.append(rel)
-    for src in sorted(firmware_source_dir().rglob("*")):
-        if src.is_file() and "__pycache__" not in src.parts and src.suffix != ".pyc":
-            rel = src.relative_to(firmware_source_dir()).as_posix()
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dest / rel)
-            written.append(rel)
+    written = _write_project_files(dest, context, chip.id)
     shutil.copyfile(espdl_path, dest / "main" / "model.espdl")
     written.append("main/model.espdl")
     return {
@@ -270,3 +276,28 @@ def generate_project(dest: Path, espdl_path: Path, chip, model, precision: str, 
         "compiled": False,
         "note": "not compiled here: building needs ESP-IDF (idf.py); `edgedeploy measure` builds and flashes it where ESP-IDF is installed.",
     }
+
+
+def codegen(ctx, converted) -> dict:
+    """The ESP-IDF project in firmware/ (codegen.py)."""
+    from edgedeploy.targets.espdl.convert import ESPDL_NAME
+
+    try:
+        project = generate_project(
+            ctx.workdir / "firmware",
+            espdl_path=ctx.workdir / ESPDL_NAME,
+            chip=ctx.chip,
+            model=ctx.model,
+            precision=ctx.precision,
+            int16_layers=converted.manifest["int16_layers"],
+        )
+    except ModelError as exc:
+        # The conversion is good; the dev kit's flash is too small for the project around it
+        # (checked before anything is written). The artifact keeps model.espdl, for a module
+        # with more flash, and says why it has no firmware/.
+        reason = str(exc).rstrip(".")
+        ctx.echo(f"codegen: warning: {reason}; no firmware project was generated, {ESPDL_NAME} is kept")
+        return {"kind": "esp-idf project", "status": "skipped", "reason": reason + ".", "folder": None}
+    converted.manifest["esp_dl_version"] = project["esp_dl_version"]
+    ctx.echo(f"codegen: {ESPDL_NAME} {converted.details['espdl_size_bytes']} bytes; ESP-IDF project in firmware/ ({project['model_location']})")
+    return {"kind": "esp-idf project", "folder": "firmware", **project}

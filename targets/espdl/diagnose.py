@@ -11,7 +11,7 @@ from edgedeploy.arrays import write_arrays
 from edgedeploy.model import named_copy
 from edgedeploy.model.stats import node_names
 from edgedeploy.targets.base import TapRequest, TapResult
-from edgedeploy.targets.espdl.build import ESPPPQ_DEFAULT_CALIB, calibration_batch, explicit_reduce_keepdims
+from edgedeploy.targets.espdl.convert import ESPPPQ_DEFAULT_CALIB, calibration_batch, explicit_reduce_keepdims
 
 WORKER = Path(__file__).with_name("worker_diagnose.py")
 # The isolated runs (one per op) use this many calibration batches: the op's own error is stable

@@ -70,99 +70,110 @@ def layerwise_error(graph, batches, collate):
     return results
 
 
-def run(request, ctx):
-    import numpy as np
-    import torch
+class _EspPpq:
+    """The esp-ppq names this worker uses, imported once (importing esp_ppq takes seconds)."""
 
-    timings = {}
-    started = time.monotonic()
-    ctx.log("importing esp_ppq")
-    from esp_ppq.api import espdl_quantize_onnx, get_target_platform
-    from esp_ppq.api.espdl_interface import generate_test_value
-    from esp_ppq.api.setting import QuantizationSettingFactory
-    from esp_ppq.core import TargetPlatform
-    from esp_ppq.executor import TorchExecutor
-    from esp_ppq.IR import QuantableOperation
-    from esp_ppq.quantization.analyse import graphwise_error_analyse
-    import esp_ppq.lib as PFL
+    def __init__(self):
+        from esp_ppq.api import espdl_quantize_onnx, get_target_platform
+        from esp_ppq.api.espdl_interface import generate_test_value
+        from esp_ppq.api.setting import QuantizationSettingFactory
+        from esp_ppq.core import TargetPlatform
+        from esp_ppq.executor import TorchExecutor
+        from esp_ppq.IR import QuantableOperation
+        from esp_ppq.quantization.analyse import graphwise_error_analyse
+        import esp_ppq.lib as PFL
 
-    timings["import_s"] = round(time.monotonic() - started, 2)
-    torch.manual_seed(0)
+        self.espdl_quantize_onnx, self.get_target_platform = espdl_quantize_onnx, get_target_platform
+        self.generate_test_value, self.QuantizationSettingFactory = generate_test_value, QuantizationSettingFactory
+        self.TargetPlatform, self.TorchExecutor, self.QuantableOperation = TargetPlatform, TorchExecutor, QuantableOperation
+        self.graphwise_error_analyse, self.PFL = graphwise_error_analyse, PFL
 
-    chip = request["chip"]
-    precision = request["precision"]
-    bits = 16 if precision == "int16" else 8
-    input_names = request["input_names"]
-    batch_size = int(request.get("batch_size") or 1)
-    analysis_steps = int(request.get("analysis_steps", 4))
-    eval_batch_size = int(request.get("eval_batch_size") or batch_size)
-    out_dir = request["out_dir"]
-    os.makedirs(out_dir, exist_ok=True)
 
-    calib = ctx.arrays.read_arrays(request["calib"], input_names)
-    calib_batches = _batches(torch, calib, input_names, batch_size)
-    if not calib_batches:
-        raise ValueError("no calibration batch could be formed")
-    test_inputs = ctx.arrays.read_arrays(request["test_input"], input_names)
-    test_tensors = [torch.from_numpy(np.ascontiguousarray(test_inputs[n][:1])) for n in input_names]
-    input_shapes = [list(t.shape) for t in test_tensors]
+class _Conversion:
+    """One conversion's settings, data and esp-ppq calls; `run` says in which order they happen."""
 
-    def collate(batch):
+    def __init__(self, request, ctx, ppq, torch, np):
+        self.request, self.ctx, self.ppq, self.torch, self.np = request, ctx, ppq, torch, np
+        self.chip = request["chip"]
+        self.precision = request["precision"]
+        self.bits = 16 if self.precision == "int16" else 8
+        self.input_names = request["input_names"]
+        self.batch_size = int(request.get("batch_size") or 1)
+        self.analysis_steps = int(request.get("analysis_steps", 4))
+        self.eval_batch_size = int(request.get("eval_batch_size") or self.batch_size)
+        self.requested_method = request.get("calib_method") or "kl"
+        self.method = "kl" if self.requested_method == "auto" else self.requested_method
+        self.timings, self.notes = {}, []
+        self.calib = ctx.arrays.read_arrays(request["calib"], self.input_names)
+        self.calib_batches = _batches(torch, self.calib, self.input_names, self.batch_size)
+        if not self.calib_batches:
+            raise ValueError("no calibration batch could be formed")
+        test_inputs = ctx.arrays.read_arrays(request["test_input"], self.input_names)
+        self.test_tensors = [torch.from_numpy(np.ascontiguousarray(test_inputs[n][:1])) for n in self.input_names]
+        self.input_shapes = [list(t.shape) for t in self.test_tensors]
+
+    def timed(self, key, started):
+        self.timings[key] = round(time.monotonic() - started, 2)
+
+    def collate(self, batch):
+        torch = self.torch
         if isinstance(batch, (list, tuple)):
             return [b.to(torch.float32) if b.dtype != torch.bool else b for b in batch]
         return batch.to(torch.float32)
 
-    requested_method = request.get("calib_method") or "kl"
-    method = "kl" if requested_method == "auto" else requested_method
-
-    def quantise(int16_layers, calib_method=None):
+    def quantise(self, int16_layers, calib_method=None):
         """Quantise a fresh copy of the model; int16_layers: ppq op names dispatched to int16;
         calib_method: esp-ppq's calib_algorithm for the activations (default: the one chosen)."""
+        ppq, ctx = self.ppq, self.ctx
         scratch = os.path.join(ctx.workdir, "scratch.onnx")
-        shutil.copyfile(request["model"], scratch)  # esp-ppq overwrites its input ONNX
-        setting = QuantizationSettingFactory.espdl_setting(num_of_bits=bits)
-        setting.quantize_activation_setting.calib_algorithm = calib_method or method
+        shutil.copyfile(self.request["model"], scratch)  # esp-ppq overwrites its input ONNX
+        setting = ppq.QuantizationSettingFactory.espdl_setting(num_of_bits=self.bits)
+        setting.quantize_activation_setting.calib_algorithm = calib_method or self.method
         for name in int16_layers:
-            setting.dispatching_table.append(name, get_target_platform(chip, 16))
+            setting.dispatching_table.append(name, ppq.get_target_platform(self.chip, 16))
             # esp-ppq's own int16 setting calibrates with minmax; the int8 default (KL) clips
             # outliers, an error that int16 alone would not remove.
             setting.quantize_activation_setting.calib_algorithm_per_layer[name] = "minmax"
             setting.quantize_parameter_setting.calib_algorithm_per_layer[name] = "minmax"
-        single = len(input_names) == 1
-        graph = espdl_quantize_onnx(
+        single = len(self.input_names) == 1
+        return ppq.espdl_quantize_onnx(
             onnx_import_file=scratch,
             espdl_export_file=os.path.join(ctx.workdir, "unused.espdl"),
-            calib_dataloader=[b[0] if single else b for b in calib_batches],
-            calib_steps=len(calib_batches),
-            input_shape=input_shapes[0] if single else input_shapes,
-            inputs=test_tensors,
-            target=chip,
-            num_of_bits=bits,
-            collate_fn=collate,
+            calib_dataloader=[b[0] if single else b for b in self.calib_batches],
+            calib_steps=len(self.calib_batches),
+            input_shape=self.input_shapes[0] if single else self.input_shapes,
+            inputs=self.test_tensors,
+            target=self.chip,
+            num_of_bits=self.bits,
+            collate_fn=self.collate,
             setting=setting,
             device="cpu",
             error_report=False,
             skip_export=True,
         )
-        return graph
 
-    def analysis_loader():
-        single = len(input_names) == 1
-        return [b[0] if single else b for b in calib_batches[: analysis_steps + 1]]
+    def analysis_loader(self):
+        single = len(self.input_names) == 1
+        return [b[0] if single else b for b in self.calib_batches[: self.analysis_steps + 1]]
 
-    def output_error(graph):
+    def graphwise(self, graph):
+        """esp-ppq's graph-wise error analysis on the analysis batches."""
+        loader = self.analysis_loader()
+        return self.ppq.graphwise_error_analyse(graph=graph, running_device="cpu", collate_fn=self.collate, dataloader=loader, steps=self.analysis_steps, verbose=False) or {}
+
+    def output_error(self, graph):
         """Noise:signal power ratio at the graph outputs (worst output), quantised vs float, on calibration data."""
-        executor = TorchExecutor(graph=graph, device="cpu")
-        quantable = [op for op in graph.operations.values() if isinstance(op, QuantableOperation)]
+        executor = self.ppq.TorchExecutor(graph=graph, device="cpu")
+        quantable = [op for op in graph.operations.values() if isinstance(op, self.ppq.QuantableOperation)]
         noise = {}
         signal = {}
-        for batch in analysis_loader():
+        for batch in self.analysis_loader():
             for op in quantable:
                 op.dequantize()
-            ref = executor.forward(inputs=collate(batch))
+            ref = executor.forward(inputs=self.collate(batch))
             for op in quantable:
                 op.restore_quantize_state()
-            got = executor.forward(inputs=collate(batch))
+            got = executor.forward(inputs=self.collate(batch))
             for i, (r, g) in enumerate(zip(ref, got)):
                 r64 = r.detach().double()
                 g64 = g.detach().double()
@@ -171,161 +182,201 @@ def run(request, ctx):
         ratios = [noise[i] / signal[i] if signal[i] > 0 else (0.0 if noise[i] == 0 else float("inf")) for i in noise]
         return max(ratios) if ratios else 0.0
 
-    # Which requested int16 layers exist in the graph esp-ppq quantises.
-    requested = request.get("int16_layers")
-    ctx.log(f"quantising for {chip} ({precision}{', mixed int16' if requested else ''}), calibration {len(calib_batches)} batches of {batch_size}")
-    t0 = time.monotonic()
-    notes = []
-    try:
-        graph = quantise([])
-    except Exception as exc:  # noqa: BLE001 - retried once; a second failure is raised as it is
-        if batch_size == 1:
-            raise
-        # esp-ppq's simplifier folds the model's shape computations at the deployment shape
-        # (batch 1): a Resize whose sizes or a Reshape whose target come from Shape ops then
-        # cannot run batched in its executor (measured: lraspp_mobilenet_v3_large's Resize
-        # asserts), although ONNX Runtime runs the model batched. One sample per step works.
-        message = (str(exc).strip().splitlines() or [""])[-1]
-        ctx.log(f"batched calibration failed ({type(exc).__name__}: {message}); calibrating again one sample per step")
-        notes.append(
-            f"calibration in batches of {batch_size} failed in esp-ppq ({type(exc).__name__}: {message}): its simplifier "
-            "folds the model's shape computations for batch 1, so calibration and simulation ran one sample per step"
-        )
-        batch_size, eval_batch_size = 1, 1
-        calib_batches = _batches(torch, calib, input_names, 1)
-        graph = quantise([])
-    timings["quantise_s"] = round(time.monotonic() - t0, 2)
+    def quantise_first(self):
+        """The first quantisation; once more one sample per step when batched calibration fails."""
+        t0 = time.monotonic()
+        try:
+            graph = self.quantise([])
+        except Exception as exc:  # noqa: BLE001 - retried once; a second failure is raised as it is
+            if self.batch_size == 1:
+                raise
+            # esp-ppq's simplifier folds the model's shape computations at the deployment shape
+            # (batch 1): a Resize whose sizes or a Reshape whose target come from Shape ops then
+            # cannot run batched in its executor (measured: lraspp_mobilenet_v3_large's Resize
+            # asserts), although ONNX Runtime runs the model batched. One sample per step works.
+            message = (str(exc).strip().splitlines() or [""])[-1]
+            self.ctx.log(f"batched calibration failed ({type(exc).__name__}: {message}); calibrating again one sample per step")
+            self.notes.append(
+                f"calibration in batches of {self.batch_size} failed in esp-ppq ({type(exc).__name__}: {message}): its simplifier "
+                "folds the model's shape computations for batch 1, so calibration and simulation ran one sample per step"
+            )
+            self.batch_size, self.eval_batch_size = 1, 1
+            self.calib_batches = _batches(self.torch, self.calib, self.input_names, 1)
+            graph = self.quantise([])
+        self.timed("quantise_s", t0)
+        return graph
 
-    # --espdl-calib-method auto: KL (esp-ppq's default) unless the outputs' error is over the threshold;
-    # then minmax too, keeping the one with less output error on the calibration data.
-    calibration = {"requested": requested_method, "method": method, "tried": []}
-    if requested_method == "auto":
-        kl_error = output_error(graph)
+    def choose_calibration(self, graph):
+        """--espdl-calib-method auto: KL (esp-ppq's default) unless the outputs' error is over the
+        threshold; then minmax too, keeping the one with less output error on the calibration data."""
+        calibration = {"requested": self.requested_method, "method": self.method, "tried": []}
+        if self.requested_method != "auto":
+            return graph, calibration
+        kl_error = self.output_error(graph)
         calibration["tried"].append({"method": "kl", "output_error": kl_error})
-        if kl_error > float(request["calib_auto_threshold"]):
-            ctx.log(f"calibration: kl leaves an output noise:signal ratio of {kl_error:.3g}; trying minmax")
+        if kl_error > float(self.request["calib_auto_threshold"]):
+            self.ctx.log(f"calibration: kl leaves an output noise:signal ratio of {kl_error:.3g}; trying minmax")
             t0 = time.monotonic()
-            candidate = quantise([], "minmax")
-            minmax_error = output_error(candidate)
+            candidate = self.quantise([], "minmax")
+            minmax_error = self.output_error(candidate)
             calibration["tried"].append({"method": "minmax", "output_error": minmax_error})
-            timings["quantise_minmax_s"] = round(time.monotonic() - t0, 2)
+            self.timed("quantise_minmax_s", t0)
             if minmax_error < kl_error:
-                graph, method = candidate, "minmax"
-                calibration["method"] = method
-    op_names = [op.name for op in graph.operations.values()]
-    user_error = None
-    int16_layers = []
-    auto_steps = []
-    if isinstance(requested, list):
+                graph, self.method = candidate, "minmax"
+                calibration["method"] = self.method
+        return graph, calibration
+
+    def named_int16(self, graph, requested):
+        """(graph with the user's --espdl-int16-layers in int16, the int16 op names), or (None, the user's error)."""
+        op_names = [op.name for op in graph.operations.values()]
         missing = [n for n in requested if n not in op_names]
         if missing:
-            user_error = (
+            return None, (
                 f"--espdl-int16-layers names {', '.join(repr(m) for m in missing[:5])}, which esp-ppq's graph does not have "
-                f"(folded or removed by the simplifier); layers it has: {', '.join(_computing_names(graph, QuantableOperation)[:8])}"
+                f"(folded or removed by the simplifier); layers it has: {', '.join(_computing_names(graph, self.ppq.QuantableOperation)[:8])}"
             )
-            return {"user_error": user_error}
         int16_layers = _with_activations(graph, requested)
         t0 = time.monotonic()
-        graph = quantise(int16_layers)
-        timings["quantise_mixed_s"] = round(time.monotonic() - t0, 2)
+        graph = self.quantise(int16_layers)
+        self.timed("quantise_mixed_s", t0)
+        return graph, int16_layers
 
-    ctx.log("measuring layer-wise and graph-wise quantisation error")
-    t0 = time.monotonic()
-    layerwise = layerwise_error(graph, analysis_loader(), collate)
-    timings["layerwise_s"] = round(time.monotonic() - t0, 2)
-    base_error = output_error(graph)
-
-    graphwise = None
-    if requested == "auto" and precision == "int8":
-        threshold = float(request["auto_threshold"])
-        max_steps = int(request["auto_max_steps"])
-        current_error = base_error
-        auto_steps.append({"int16_layers": [], "output_error": current_error})
+    def auto_int16(self, graph, base_error):
+        """--espdl-int16-layers auto: move the layer adding the most error (and its producers) to
+        int16, one at a time, until the outputs' error is under the threshold or the steps run out.
+        Returns (graph, int16 layers, the steps, the last graph-wise analysis or None)."""
+        QuantableOperation = self.ppq.QuantableOperation
+        threshold, max_steps = float(self.request["auto_threshold"]), int(self.request["auto_max_steps"])
+        current_error, int16_layers, graphwise = base_error, [], None
+        auto_steps = [{"int16_layers": [], "output_error": current_error}]
         t0 = time.monotonic()
         while current_error > threshold and len(auto_steps) <= max_steps:
-            graphwise = graphwise_error_analyse(graph=graph, running_device="cpu", collate_fn=collate, dataloader=analysis_loader(), steps=analysis_steps, verbose=False) or {}
+            graphwise = self.graphwise(graph)
             added = _error_added(graph, graphwise, QuantableOperation)
             candidates = [(err, name) for name, err in added.items() if name not in int16_layers]
             if not candidates:
                 break
             worst_added, worst = max(candidates)
             candidate_layers = _move_to_int16(graph, int16_layers, worst, QuantableOperation)
-            ctx.log(f"auto int16: {worst} adds the most error ({worst_added:.3g}); trying {len(candidate_layers)} ops in int16")
-            candidate = quantise(candidate_layers)
-            err = output_error(candidate)
+            self.ctx.log(f"auto int16: {worst} adds the most error ({worst_added:.3g}); trying {len(candidate_layers)} ops in int16")
+            candidate = self.quantise(candidate_layers)
+            err = self.output_error(candidate)
             auto_steps.append({"worst_layer": worst, "error_added": worst_added, "int16_layers": list(candidate_layers), "output_error": err})
             graph, current_error, int16_layers, graphwise = candidate, err, candidate_layers, None
-        timings["auto_int16_s"] = round(time.monotonic() - t0, 2)
-        if int16_layers:
-            layerwise = layerwise_error(graph, analysis_loader(), collate)
+        self.timed("auto_int16_s", t0)
+        return graph, int16_layers, auto_steps, graphwise
 
-    t0 = time.monotonic()
-    if graphwise is None:
-        graphwise = graphwise_error_analyse(graph=graph, running_device="cpu", collate_fn=collate, dataloader=analysis_loader(), steps=analysis_steps, verbose=False) or {}
-    # The graph changed since base_error only if auto moved layers to int16.
-    final_error = auto_steps[-1]["output_error"] if len(auto_steps) > 1 else base_error
-    timings["graphwise_s"] = round(time.monotonic() - t0, 2)
+    def op_table(self, graph):
+        """Every op of the quantised graph: its type, platform and precision."""
+        ops = []
+        for op in graph.operations.values():
+            platform = getattr(op, "platform", None)
+            ops.append(
+                {
+                    "name": op.name,
+                    "op_type": op.type,
+                    "platform": platform.name if platform is not None else None,
+                    "quantised": isinstance(op, self.ppq.QuantableOperation),
+                    "precision": _precision_of(platform, self.ppq.TargetPlatform),
+                    "computing": bool(getattr(op, "is_computing_op", False)),
+                }
+            )
+        return ops
 
-    ops = []
-    for op in graph.operations.values():
-        platform = getattr(op, "platform", None)
-        quantised = isinstance(op, QuantableOperation)
-        ops.append(
-            {
-                "name": op.name,
-                "op_type": op.type,
-                "platform": platform.name if platform is not None else None,
-                "quantised": quantised,
-                "precision": _precision_of(platform, TargetPlatform),
-                "computing": bool(getattr(op, "is_computing_op", False)),
-            }
-        )
-
-    # Quantised simulation on the evaluation inputs (the "after" of accuracy before/after).
-    eval_result = None
-    if request.get("eval"):
+    def simulate(self, graph):
+        """esp-ppq's quantised simulation on the evaluation inputs (the "after" of accuracy before/after); the outputs' file."""
+        np, torch, ctx, names = self.np, self.torch, self.ctx, self.input_names
         ctx.log("running esp-ppq's quantised simulation on the evaluation inputs")
         t0 = time.monotonic()
-        data = ctx.arrays.read_arrays(request["eval"], input_names)
-        executor = TorchExecutor(graph=graph, device="cpu")
+        data = ctx.arrays.read_arrays(self.request["eval"], names)
+        executor = self.ppq.TorchExecutor(graph=graph, device="cpu")
         outputs = {name: [] for name in graph.outputs}
-        count = len(data[input_names[0]])
-        step = max(1, eval_batch_size)
+        count = len(data[names[0]])
+        step = max(1, self.eval_batch_size)
         for start in range(0, count, step):
-            feed = [torch.from_numpy(np.ascontiguousarray(data[n][start : start + step])).to(torch.float32) for n in input_names]
+            feed = [torch.from_numpy(np.ascontiguousarray(data[n][start : start + step])).to(torch.float32) for n in names]
             got = executor.forward(inputs=feed[0] if len(feed) == 1 else feed)
             for name, value in zip(graph.outputs, got):
                 outputs[name].append(value.detach().cpu().numpy().astype(np.float32))
         eval_path = os.path.join(ctx.workdir, "quantised_outputs.npz")
         ctx.arrays.write_arrays(eval_path, {name: np.concatenate(parts, axis=0) for name, parts in outputs.items()})
-        eval_result = eval_path
-        timings["simulate_s"] = round(time.monotonic() - t0, 2)
+        self.timed("simulate_s", t0)
+        return eval_path
 
-    # Export last: the .espdl with the test input and the simulation's expected outputs embedded.
-    ctx.log("exporting the .espdl with the test input and expected outputs embedded")
+    def export(self, graph, out_dir):
+        """The .espdl, with the test input and the simulation's expected outputs embedded: (path, platform, expected outputs)."""
+        ppq, ctx = self.ppq, self.ctx
+        ctx.log("exporting the .espdl with the test input and expected outputs embedded")
+        t0 = time.monotonic()
+        espdl_path = os.path.join(out_dir, self.request.get("espdl_name", "model.espdl"))
+        tests = self.test_tensors
+        values_for_test = ppq.generate_test_value(graph, "cpu", tests if len(tests) > 1 else tests[0])
+        platform = ppq.get_target_platform(self.chip, self.bits)
+        # model.info without the weights' values: printing them was most of a real model's build (worker_info_export.py).
+        with ctx.load_module(INFO_EXPORT, "espdl_info_export").info_without_weight_values():
+            ppq.PFL.Exporter(platform=platform).export(
+                file_path=espdl_path,
+                graph=graph,
+                values_for_test=values_for_test,
+                export_config=True,
+                metadata_props={str(k): str(v) for k, v in (self.request.get("metadata") or {}).items()},
+            )
+        self.timed("export_s", t0)
+        expected = {name: value.detach().cpu().numpy().astype("float32").tolist() for name, value in values_for_test["outputs"].items()}
+        return espdl_path, platform, expected
+
+
+def run(request, ctx):
+    """The conversion, in the order of the module docstring; esp-ppq's results for the core."""
+    import numpy as np
+    import torch
+
+    started = time.monotonic()
+    ctx.log("importing esp_ppq")
+    ppq = _EspPpq()
+    import_s = round(time.monotonic() - started, 2)
+    torch.manual_seed(0)
+    out_dir = request["out_dir"]
+    os.makedirs(out_dir, exist_ok=True)
+    job = _Conversion(request, ctx, ppq, torch, np)
+    job.timings["import_s"] = import_s
+    requested = request.get("int16_layers")
+    ctx.log(f"quantising for {job.chip} ({job.precision}{', mixed int16' if requested else ''}), calibration {len(job.calib_batches)} batches of {job.batch_size}")
+    graph = job.quantise_first()
+    graph, calibration = job.choose_calibration(graph)
+    int16_layers, auto_steps = [], []
+    if isinstance(requested, list):
+        graph, int16_layers = job.named_int16(graph, requested)
+        if graph is None:
+            return {"user_error": int16_layers}
+    ctx.log("measuring layer-wise and graph-wise quantisation error")
     t0 = time.monotonic()
-    espdl_path = os.path.join(out_dir, request.get("espdl_name", "model.espdl"))
-    values_for_test = generate_test_value(graph, "cpu", test_tensors if len(test_tensors) > 1 else test_tensors[0])
-    platform = get_target_platform(chip, bits)
-    # model.info without the weights' values: printing them was most of a real model's build (worker_info_export.py).
-    with ctx.load_module(INFO_EXPORT, "espdl_info_export").info_without_weight_values():
-        PFL.Exporter(platform=platform).export(
-            file_path=espdl_path,
-            graph=graph,
-            values_for_test=values_for_test,
-            export_config=True,
-            metadata_props={str(k): str(v) for k, v in (request.get("metadata") or {}).items()},
-        )
-    timings["export_s"] = round(time.monotonic() - t0, 2)
-    expected = {name: value.detach().cpu().numpy().astype("float32").tolist() for name, value in values_for_test["outputs"].items()}
+    layerwise = layerwise_error(graph, job.analysis_loader(), job.collate)
+    job.timed("layerwise_s", t0)
+    base_error = job.output_error(graph)
+    graphwise = None
+    if requested == "auto" and job.precision == "int8":
+        graph, int16_layers, auto_steps, graphwise = job.auto_int16(graph, base_error)
+        if int16_layers:
+            layerwise = layerwise_error(graph, job.analysis_loader(), job.collate)
+    t0 = time.monotonic()
+    if graphwise is None:
+        graphwise = job.graphwise(graph)
+    # The graph changed since base_error only if auto moved layers to int16.
+    final_error = auto_steps[-1]["output_error"] if len(auto_steps) > 1 else base_error
+    job.timed("graphwise_s", t0)
+    ops = job.op_table(graph)
+    eval_result = job.simulate(graph) if request.get("eval") else None
+    # Export last, so that it cannot disturb the graph the analysis and the simulation used.
+    espdl_path, platform, expected = job.export(graph, out_dir)
     base = os.path.splitext(espdl_path)[0]
-    timings["total_s"] = round(time.monotonic() - started, 2)
+    job.timings["total_s"] = round(time.monotonic() - started, 2)
     return {
         "espdl": espdl_path,
         "info": base + ".info" if os.path.exists(base + ".info") else None,
         "config": base + ".json" if os.path.exists(base + ".json") else None,
         "platform": platform.name,
-        "bits": bits,
+        "bits": job.bits,
         "graph_inputs": list(graph.inputs.keys()),
         "graph_outputs": list(graph.outputs.keys()),
         "ops": ops,
@@ -337,11 +388,11 @@ def run(request, ctx):
         "auto_steps": auto_steps,
         "test_expected_outputs": expected,
         "eval_outputs": eval_result,
-        "timings_s": timings,
-        "calibration_batch": batch_size,
-        "calibration_steps": len(calib_batches),
-        "eval_batch_size": eval_batch_size,
-        "notes": notes,
+        "timings_s": job.timings,
+        "calibration_batch": job.batch_size,
+        "calibration_steps": len(job.calib_batches),
+        "eval_batch_size": job.eval_batch_size,
+        "notes": job.notes,
         "calibration": calibration,
         "versions": {d: ctx.package_version(d) for d in ("esp-ppq", "torch", "onnx", "onnxsim", "numpy")},
     }

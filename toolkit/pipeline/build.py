@@ -100,18 +100,10 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
     """Build one artifact for one chip; return its directory."""
     target, chip = find_chip(chip_id)
     started = time.monotonic()
-    model_path = Path(model_path).absolute()
     target_options = options.options_for(target)
     target_options.validate(chip)
     precision = _precision(target, chip, options.precision)
-
-    # -- intake ---------------------------------------------------------------------------
-    model = load_model(model_path, options.input_shapes, require_static=True)
-    for name, dims in model.auto_pinned.items():
-        echo(f"intake: input '{name}' has a dynamic batch dimension; building for {'x'.join(map(str, dims))} (pin another with --input-shape)")
-    fix_report = None
-    if options.fix:
-        model, fix_report = _fix_for_chip(model, target, chip, precision, options, echo)
+    model, fix_report = _intake(Path(model_path).absolute(), target, chip, precision, options, echo)
     environment = toolchain_environment(target, chip.id)
 
     dest = artifact_dir(options.out_root, model.name, chip.id)
@@ -137,8 +129,7 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
         for note in data.notes:
             echo(f"data: {note}")
 
-        # -- convert ------------------------------------------------------------------------
-        executor = Executor(work / "build.log", options.worker_timeout_s, progress)
+        # -- convert (the core's skeleton: pipeline/convert.py) -------------------------------
         ctx = BuildContext(
             model=model,
             model_path=pinned_path,
@@ -150,29 +141,13 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
             final_dir=dest.absolute(),
             data=data,
             audit=prediction,
-            executor=executor,
+            executor=Executor(work / "build.log", options.worker_timeout_s, progress),
             reference=reference,
             echo=echo,
             device=options.device,
             environment=environment,
         )
-        convert_started = time.monotonic()
-        try:
-            converted = run_conversion(ctx)
-        except ToolchainFailed as exc:
-            if prediction is None:
-                raise
-            raise _with_what_the_audit_foresaw(exc, prediction) from exc
-        convert_seconds = round(time.monotonic() - convert_started, 2)
-        if converted.rules is not None:
-            # The toolchain actually used has a rule table of its own (a device's TensorRT release).
-            prediction = audit_model(model, converted.rules, precision)
-            report["audit"] = _audit_section(work, prediction, converted.rules, echo)
-            report["estimate"] = _estimate_section(model, prediction, target, echo)
-        report["convert"] = _convert_section(converted, work, convert_seconds)
-        report.update(converted.sections)
-        for workaround in converted.workarounds:
-            echo(f"convert: applied the documented workaround {workaround['name']}: {workaround['why']}")
+        converted, prediction = _convert_stage(ctx, report, prediction)
 
         # -- the checks after a good conversion: recorded, never fatal (after_conversion) --------
         report["toolchain_verdict"] = after_conversion("verdict", echo, _verdict_section, work, prediction, converted, echo)
@@ -183,20 +158,56 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
         report["codegen"] = target.codegen(ctx, converted)
         # The target's own figures that --fail-on gates read (flash, ram), with where they come from.
         report["figures"] = {key: {"value": value, "source": source} for key, (value, source) in target.gate_figures(report).items()}
-
-        # -- report and manifest ------------------------------------------------------------
-        art.manifest_fields.update(
-            model=report["model"],
-            target=report["target"],
-            options=report["options"],
-            toolchain={"name": target.toolchain.name, "versions": {**target.toolchain.status().versions, **converted.versions}},
-        )
-        if converted.manifest:
-            art.manifest_fields[target.id] = converted.manifest
-        report["build_seconds"] = round(time.monotonic() - started, 2)
-        atomic_write_json(work / "report.json", report)
+        _write_report_and_manifest(art, work, report, target, converted, started)
     echo(f"build: wrote {dest} in {time.monotonic() - started:.1f} s")
     return dest
+
+
+def _intake(model_path: Path, target, chip, precision: str, options: BuildOptions, echo):
+    """(the loaded, checked model with its shapes pinned, the fix report or None): intake, and `--fix` for this chip."""
+    model = load_model(model_path, options.input_shapes, require_static=True)
+    for name, dims in model.auto_pinned.items():
+        echo(f"intake: input '{name}' has a dynamic batch dimension; building for {'x'.join(map(str, dims))} (pin another with --input-shape)")
+    if not options.fix:
+        return model, None
+    return _fix_for_chip(model, target, chip, precision, options, echo)
+
+
+def _convert_stage(ctx: BuildContext, report: dict, prediction):
+    """(the conversion's result, the prediction it is compared with): the convert section and the
+    target's sections in the report; the audit again with the toolchain's own rule table when it has one."""
+    started = time.monotonic()
+    try:
+        converted = run_conversion(ctx)
+    except ToolchainFailed as exc:
+        if prediction is None:
+            raise
+        raise _with_what_the_audit_foresaw(exc, prediction) from exc
+    seconds = round(time.monotonic() - started, 2)
+    if converted.rules is not None:
+        # The toolchain actually used has a rule table of its own (a device's TensorRT release).
+        prediction = audit_model(ctx.model, converted.rules, ctx.precision)
+        report["audit"] = _audit_section(ctx.workdir, prediction, converted.rules, ctx.echo)
+        report["estimate"] = _estimate_section(ctx.model, prediction, ctx.target, ctx.echo)
+    report["convert"] = _convert_section(converted, ctx.workdir, seconds)
+    report.update(converted.sections)
+    for workaround in converted.workarounds:
+        ctx.echo(f"convert: applied the documented workaround {workaround['name']}: {workaround['why']}")
+    return converted, prediction
+
+
+def _write_report_and_manifest(art, work: Path, report: dict, target, converted: ConvertResult, started: float) -> None:
+    """report.json, and the manifest's fields (the builder writes the manifest when the block ends)."""
+    art.manifest_fields.update(
+        model=report["model"],
+        target=report["target"],
+        options=report["options"],
+        toolchain={"name": target.toolchain.name, "versions": {**target.toolchain.status().versions, **converted.versions}},
+    )
+    if converted.manifest:
+        art.manifest_fields[target.id] = converted.manifest
+    report["build_seconds"] = round(time.monotonic() - started, 2)
+    atomic_write_json(work / "report.json", report)
 
 
 def _precision(target, chip, requested: str | None) -> str:

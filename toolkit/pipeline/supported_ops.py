@@ -42,8 +42,27 @@ def _precisions(support) -> str:
 
 
 def target_page(target) -> str:
+    """The supported-operators page of one target (Markdown), from its rule tables."""
     rule_sets = _rule_sets(target)
     covered = [(c, r) for c, r in rule_sets if r is not None]
+    lines = _versions_section(target, rule_sets, covered)
+    lines += _operators_section(covered)
+    lines += _fallback_section(covered)
+    lines += _rules_section(covered)
+    lines += _variant_sections(target, covered)
+    notes = []
+    for _, rules in covered:
+        for n in rules.notes:
+            if n not in notes:
+                notes.append(n)
+    if notes:
+        lines += ["", "## Notes", ""] + [f"- {_md(n)}" for n in notes]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _versions_section(target, rule_sets, covered) -> list[str]:
+    """The page's header and the rule tables' versions per chip, with their sources."""
     lines = [
         HEADER.format(module=_rules_path(target)),
         "",
@@ -67,9 +86,11 @@ def target_page(target) -> str:
     for _, rules in covered:
         if rules.source not in sources:
             sources.append(rules.source)
-    lines += ["", "Sources: " + "; ".join(_md(s) for s in sources) + "."]
+    return lines + ["", "Sources: " + "; ".join(_md(s) for s in sources) + "."]
 
-    # Operators x chips.
+
+def _operators_section(covered) -> list[str]:
+    """Operators x chips: the precisions each chip's accelerator runs them in, and the ops kept in float."""
     ops: list[str] = []
     for _, rules in covered:
         for op in sorted(rules.accelerator_ops, key=str.lower):
@@ -77,7 +98,7 @@ def target_page(target) -> str:
                 ops.append(op)
     ops.sort(key=str.lower)
     chips = [c for c, _ in covered]
-    lines += ["", "## Operators on the accelerator", "", "Precisions per chip; a note is a limit the table states."]
+    lines = ["", "## Operators on the accelerator", "", "Precisions per chip; a note is a limit the table states."]
     lines += ["", "| operator | " + " | ".join(c.id for c in chips) + " | notes |", "|---|" + "---|" * (len(chips) + 1)]
     for op in ops:
         cells = []
@@ -88,11 +109,14 @@ def target_page(target) -> str:
             if support and support.note and support.note not in notes:
                 notes.append(support.note)
         lines.append(f"| {_md(op)} | " + " | ".join(cells) + f" | {_md('; '.join(notes))} |")
-
     float_only = sorted({op for _, r in covered for op in r.float_only_ops}, key=str.lower)
     if float_only:
         lines += ["", "## Kept in float", "", ", ".join(f"`{op}`" for op in float_only) + "."]
-    lines += ["", "## Operators not on the accelerator", ""]
+    return lines
+
+
+def _fallback_section(covered) -> list[str]:
+    lines = ["", "## Operators not on the accelerator", ""]
     for chip, rules in covered:
         if rules.fallback_ops is None:
             lines.append(f"- {chip.id}: any other operator the runtime knows runs on the {_md(rules.fallback_unit)}.")
@@ -100,9 +124,12 @@ def target_page(target) -> str:
             lines.append(f"- {chip.id}: no fallback unit; any other operator is unsupported (the build fails).")
         else:
             lines.append(f"- {chip.id}: on the {_md(rules.fallback_unit)}: " + ", ".join(f"`{op}`" for op in sorted(rules.fallback_ops, key=str.lower)) + "; any other operator is unsupported.")
+    return lines
 
-    # Rules: one entry per distinct rule (the same function usually serves every chip).
-    lines += ["", "## Rules", "", "| rule | operators | consequence | chips | what users read |", "|---|---|---|---|---|"]
+
+def _rules_section(covered) -> list[str]:
+    """One entry per distinct rule (the same function usually serves every chip)."""
+    lines = ["", "## Rules", "", "| rule | operators | consequence | chips | what users read |", "|---|---|---|---|---|"]
     seen: dict[tuple, list[str]] = {}
     order: list[tuple] = []
     for chip, rules in covered:
@@ -117,16 +144,7 @@ def target_page(target) -> str:
         ops_text = ", ".join(ops_tuple) if ops_tuple else "every operator"
         chips_text = "all" if len(seen[key]) == len(covered) else ", ".join(seen[key])
         lines.append(f"| `{name}` | {_md(ops_text)} | {placement} | {chips_text} | {_md(sentence)} |")
-    lines += _variant_sections(target, covered)
-    notes = []
-    for _, rules in covered:
-        for n in rules.notes:
-            if n not in notes:
-                notes.append(n)
-    if notes:
-        lines += ["", "## Notes", ""] + [f"- {_md(n)}" for n in notes]
-    lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 def _variants(target, chip_id: str) -> list[dict]:

@@ -1,12 +1,13 @@
-"""The ESP-DL target's own stages of `edgedeploy build --target esp32s3|esp32p4`.
+"""The ESP-DL target's conversion for `edgedeploy build --target esp32s3|esp32p4`, declared for
+the core's skeleton (toolkit/pipeline/convert.py).
 
-  convert   worker_build.py in the espdl environment: esp-ppq quantises, analyses the error,
-            simulates the quantised model on the evaluation inputs (its quantised graph exists
-            only inside that worker, so the simulation happens there) and exports the .espdl;
-            the .info file it writes beside the .espdl is esp-ppq's own verdict per layer
-  simulate  hands on the worker's simulated outputs; the core compares them with the ONNX
-            Runtime reference on the same inputs
-  codegen   the ESP-IDF project (codegen.py)
+  build_request  the named model copy and the staged data for worker_build.py in the espdl
+                 environment: esp-ppq quantises, analyses the error, simulates the quantised
+                 model on the evaluation inputs (its quantised graph exists only inside that
+                 worker, so the simulation happens there) and exports the .espdl
+  read_result    the .info file beside the .espdl as esp-ppq's own verdict per layer, the
+                 quantisation report, and the simulated outputs (which `simulate` hands on; the
+                 core compares them with the ONNX Runtime reference on the same inputs)
 
 The mixed-precision policy (`--espdl-int16-layers auto`) is documented in docs/espdl.md.
 """
@@ -22,10 +23,10 @@ import onnx
 from edgedeploy import __version__
 from edgedeploy.arrays import read_arrays, write_arrays
 from edgedeploy.artifacts import atomic_write_json
-from edgedeploy.errors import ModelError, OptionError
+from edgedeploy.errors import OptionError
 from edgedeploy.model import named_copy
 from edgedeploy.model.stats import node_names
-from edgedeploy.targets.base import ConvertResult, SimulationResult
+from edgedeploy.targets.base import ConvertRequest, ConvertResult, SimulationResult, WorkerResult
 from edgedeploy.targets.espdl.verdict import verdict_from_info
 from edgedeploy.targets.espdl.worker_verdict import MIN_CALIB_STEPS as ESPPPQ_MIN_CALIB_STEPS, parse_info
 
@@ -118,44 +119,28 @@ def calibration_batch(samples: int, batchable: bool) -> int:
     return max(1, min(CALIB_BATCH, samples // ESPPPQ_MIN_CALIB_STEPS))
 
 
-def convert(ctx) -> ConvertResult:
-    """Quantise with esp-ppq and export the .espdl (and simulate the evaluation inputs, see module docstring)."""
+def build_request(ctx) -> ConvertRequest:
+    """The worker's request: the named model copy, the staged data and the quantisation settings."""
     precision = ctx.precision
     display_names = node_names(ctx.model.graph)
     int16 = parse_int16_layers(ctx.options.int16_layers, display_names)
     if int16 is not None and precision != "int8":
         raise OptionError("--espdl-int16-layers mixes int16 layers into an int8 model; leave it out with --precision int16.")
-
-    calib, evaluation = ctx.data.calibration, ctx.data.evaluation
     work = ctx.work("convert")
-    input_names = [vi.name for vi in ctx.model.graph_inputs()]
-    batchable = ctx.data.batchable
-    calib_path = work / "calib.npz"
-    # Keyed by index with a name table (edgedeploy.arrays): tensor names are not safe .npz keys.
-    write_arrays(calib_path, calib.inputs)
-    eval_path = None
-    if evaluation is not None:
-        eval_path = work / "eval.npz"
-        write_arrays(eval_path, evaluation.inputs)
-    test_source = evaluation if evaluation is not None else calib
-    test_path = work / "test_input.npz"
-    write_arrays(test_path, {k: v[:1] for k, v in test_source.inputs.items()})
+    staged, test_source = _stage_data(ctx, work)
     named_path = work / "model_named.onnx"
     for_esp_ppq = named_copy(ctx.model.proto, display_names)
     workarounds = explicit_reduce_keepdims(for_esp_ppq)
     onnx.save(for_esp_ppq, str(named_path))
-
-    batch = calibration_batch(len(calib), batchable)
-    request = {
+    batch = calibration_batch(len(ctx.data.calibration), ctx.data.batchable)
+    payload = {
         "model": str(named_path),
         "chip": ctx.chip.id,
         "precision": precision,
-        "input_names": input_names,
+        "input_names": [vi.name for vi in ctx.model.graph_inputs()],
         "batch_size": batch,
-        "eval_batch_size": EVAL_BATCH if batchable else 1,
-        "calib": str(calib_path),
-        "eval": str(eval_path) if eval_path else None,
-        "test_input": str(test_path),
+        "eval_batch_size": EVAL_BATCH if ctx.data.batchable else 1,
+        **staged,
         "out_dir": str(ctx.workdir),
         "espdl_name": ESPDL_NAME,
         "int16_layers": "auto" if isinstance(int16, tuple) else int16,
@@ -165,35 +150,90 @@ def convert(ctx) -> ConvertResult:
     }
     if isinstance(int16, tuple):
         computing = sum(1 for n in ctx.model.graph.node if n.op_type in ("Conv", "ConvTranspose", "Gemm", "MatMul"))
-        request["auto_threshold"] = 10 ** (-int16[1] / 10.0)
-        request["auto_max_steps"] = max(1, math.ceil(computing * INT16_AUTO_MAX_STEP_FRACTION))
-    ctx.echo(f"convert: esp-ppq quantises for {ctx.chip.id} ({precision}), {len(calib) // batch} calibration steps of {batch} (log: build.log)")
-    result = ctx.executor.run_worker(ctx.target.toolchain, WORKER, request, work)
-    if result.get("user_error"):
-        raise OptionError(result["user_error"] + ".")
-    worker_notes = list(result.get("notes") or [])
+        payload["auto_threshold"] = 10 ** (-int16[1] / 10.0)
+        payload["auto_max_steps"] = max(1, math.ceil(computing * INT16_AUTO_MAX_STEP_FRACTION))
+    announce = f"convert: esp-ppq quantises for {ctx.chip.id} ({precision}), {len(ctx.data.calibration) // batch} calibration steps of {batch} (log: build.log)"
+    keep = {"display_names": display_names, "int16": int16, "batch": batch, "test_source": test_source, "named_path": named_path, "workarounds": workarounds, "work": work}
+    return ConvertRequest(WORKER, payload, announce=announce, keep=keep)
+
+
+def _stage_data(ctx, work: Path) -> tuple[dict, object]:
+    """calib.npz, eval.npz and test_input.npz (edgedeploy.arrays: tensor names are not safe .npz keys)."""
+    calib, evaluation = ctx.data.calibration, ctx.data.evaluation
+    write_arrays(work / "calib.npz", calib.inputs)
+    staged = {"calib": str(work / "calib.npz"), "eval": None, "test_input": str(work / "test_input.npz")}
+    if evaluation is not None:
+        write_arrays(work / "eval.npz", evaluation.inputs)
+        staged["eval"] = str(work / "eval.npz")
+    test_source = evaluation if evaluation is not None else calib
+    write_arrays(work / "test_input.npz", {k: v[:1] for k, v in test_source.inputs.items()})
+    return staged, test_source
+
+
+def read_result(ctx, result: WorkerResult) -> ConvertResult:
+    """The .espdl with esp-ppq's verdict (its .info file), the quantisation report and the simulated outputs."""
+    values, keep = result.values, result.request.keep
+    if values.get("user_error"):
+        raise OptionError(values["user_error"] + ".")
+    worker_notes = list(values.get("notes") or [])
     for note in worker_notes:
         ctx.echo(f"convert: note: {note}")
-    batch = int(result.get("calibration_batch") or batch)
-    batched_simulation = batchable and int(result.get("eval_batch_size") or 1) > 1
-
-    versions = result.get("versions") or {}
-    quant = quantisation_report(result, display_names, precision, int16)
-    verdict = None
-    if result.get("info"):
-        # What the board runs, after esp-ppq's fusions and layout transposes; an F32 layer is one
-        # esp-ppq could not quantise and left in float without saying so.
-        layers, _ = parse_info(Path(result["info"]).read_text(errors="replace"))
-        quant["espdl_ops"] = [{"op_type": l["op_type"], "outputs": l["outputs"], "quant_type": l.get("quant_type")} for l in layers]
-        quant["espdl_float_ops"] = [op for op in quant["espdl_ops"] if op["quant_type"] == "F32"]
-        verdict = verdict_from_info(named_path, Path(result["info"]), versions.get("esp-ppq") or "?")
+    batch = int(values.get("calibration_batch") or keep["batch"])
+    versions = values.get("versions") or {}
+    quant = quantisation_report(values, keep["display_names"], ctx.precision, keep["int16"])
+    verdict = _verdict(values, quant, keep["named_path"], versions)
     atomic_write_json(ctx.workdir / "quantization.json", quant)
+    _announce_quantisation(ctx, quant)
+    simulated = None
+    if values.get("eval_outputs"):
+        simulated = SimulationResult(read_arrays(values["eval_outputs"]), backend="esp-ppq quantised simulation (CPU, torch)")
+    _cleanup_work(keep["work"])
+    calibration = quant["calibration"]
+    return ConvertResult(
+        status="built",
+        toolchain=f"esp-ppq {versions.get('esp-ppq', '')}".strip(),
+        versions=versions,
+        files={"model": ESPDL_NAME},
+        verdict=verdict,
+        sections={"quantization": {k: v for k, v in quant.items() if k != "layers"}},
+        details={
+            "platform": values.get("platform"),
+            "calibration_steps": int(values.get("calibration_steps") or len(ctx.data.calibration) // batch),
+            "calibration_batch": batch,
+            "batched_simulation": ctx.data.batchable and int(values.get("eval_batch_size") or 1) > 1,
+            "test_input": {"source": keep["test_source"].source, "index": 0},
+            "worker_timings_s": values.get("timings_s"),
+            "espdl_size_bytes": (ctx.workdir / ESPDL_NAME).stat().st_size,
+        },
+        manifest={"file": ESPDL_NAME, "platform": values.get("platform"), "precision": ctx.precision, "int16_layers": quant["int16_layers"], "calib_method": calibration["method"]},
+        simulated=simulated,
+        workarounds=keep["workarounds"],
+        notes=worker_notes,
+    )
+
+
+def _verdict(values: dict, quant: dict, named_path: Path, versions: dict):
+    """esp-ppq's own placement from the .info file beside the .espdl (None when it wrote none).
+
+    What the board runs, after esp-ppq's fusions and layout transposes; an F32 layer is one
+    esp-ppq could not quantise and left in float without saying so.
+    """
+    if not values.get("info"):
+        return None
+    layers, _ = parse_info(Path(values["info"]).read_text(errors="replace"))
+    quant["espdl_ops"] = [{"op_type": l["op_type"], "outputs": l["outputs"], "quant_type": l.get("quant_type")} for l in layers]
+    quant["espdl_float_ops"] = [op for op in quant["espdl_ops"] if op["quant_type"] == "F32"]
+    return verdict_from_info(named_path, Path(values["info"]), versions.get("esp-ppq") or "?")
+
+
+def _announce_quantisation(ctx, quant: dict) -> None:
+    """The progress lines about the quantisation: what calibration was kept, the outputs' SNR."""
     calibration = quant["calibration"]
     if len(calibration["tried"]) > 1:
         tried = ", ".join(f"{t['method']} {_fmt_db(t['output_snr_db'])}" for t in calibration["tried"])
         ctx.echo(f"convert: --espdl-calib-method auto: {tried}; kept {calibration['method']}")
     ctx.echo(
-        f"convert: {precision}{' + int16 layers' if quant['int16_layers'] else ''} for {ctx.chip.id}, {calibration['method']} calibration; graph outputs "
+        f"convert: {ctx.precision}{' + int16 layers' if quant['int16_layers'] else ''} for {ctx.chip.id}, {calibration['method']} calibration; graph outputs "
         f"SNR {_fmt_db(quant['output_snr_db'])} (quantised vs float, calibration data); "
         f"{len(quant.get('espdl_float_ops', quant['float_ops']))} ops left in float"
     )
@@ -203,33 +243,6 @@ def convert(ctx) -> ConvertResult:
             f"convert: note: the outputs' SNR is under {CALIB_AUTO_SNR_DB:.0f} dB with esp-ppq's default (kl) calibration; "
             "--espdl-calib-method auto also tries minmax and keeps the better (docs/espdl.md)"
         )
-    simulated = None
-    if result.get("eval_outputs"):
-        outputs = read_arrays(result["eval_outputs"])
-        simulated = SimulationResult(outputs, backend="esp-ppq quantised simulation (CPU, torch)")
-    espdl = ctx.workdir / ESPDL_NAME
-    _cleanup_work(work)
-    return ConvertResult(
-        status="built",
-        toolchain=f"esp-ppq {versions.get('esp-ppq', '')}".strip(),
-        versions=versions,
-        files={"model": ESPDL_NAME},
-        verdict=verdict,
-        sections={"quantization": {k: v for k, v in quant.items() if k != "layers"}},
-        details={
-            "platform": result.get("platform"),
-            "calibration_steps": int(result.get("calibration_steps") or len(calib) // batch),
-            "calibration_batch": batch,
-            "batched_simulation": batched_simulation,
-            "test_input": {"source": test_source.source, "index": 0},
-            "worker_timings_s": result.get("timings_s"),
-            "espdl_size_bytes": espdl.stat().st_size,
-        },
-        manifest={"file": ESPDL_NAME, "platform": result.get("platform"), "precision": precision, "int16_layers": quant["int16_layers"], "calib_method": calibration["method"]},
-        simulated=simulated,
-        workarounds=workarounds,
-        notes=worker_notes,
-    )
 
 
 # Operators whose `keepdims` attribute esp-ppq 1.3.12 reads without ONNX's default (1).
@@ -259,31 +272,6 @@ def explicit_reduce_keepdims(proto: onnx.ModelProto) -> list[dict]:
             "nodes": changed[:20],
         }
     ]
-
-
-def codegen(ctx, converted: ConvertResult) -> dict:
-    """The ESP-IDF project in firmware/ (codegen.py)."""
-    from edgedeploy.targets.espdl import codegen as project_codegen
-
-    try:
-        project = project_codegen.generate_project(
-            ctx.workdir / "firmware",
-            espdl_path=ctx.workdir / ESPDL_NAME,
-            chip=ctx.chip,
-            model=ctx.model,
-            precision=ctx.precision,
-            int16_layers=converted.manifest["int16_layers"],
-        )
-    except ModelError as exc:
-        # The conversion is good; the dev kit's flash is too small for the project around it
-        # (checked before anything is written). The artifact keeps model.espdl, for a module
-        # with more flash, and says why it has no firmware/.
-        reason = str(exc).rstrip(".")
-        ctx.echo(f"codegen: warning: {reason}; no firmware project was generated, {ESPDL_NAME} is kept")
-        return {"kind": "esp-idf project", "status": "skipped", "reason": reason + ".", "folder": None}
-    converted.manifest["esp_dl_version"] = project["esp_dl_version"]
-    ctx.echo(f"codegen: {ESPDL_NAME} {converted.details['espdl_size_bytes']} bytes; ESP-IDF project in firmware/ ({project['model_location']})")
-    return {"kind": "esp-idf project", "folder": "firmware", **project}
 
 
 def quantisation_report(result: dict, display_names: list[str], precision: str, int16) -> dict:
