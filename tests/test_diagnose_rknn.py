@@ -5,7 +5,8 @@ first layer's range, so the evaluation data (no outlier) lose nearly everything 
 rknn-toolkit2 fuses the Conv into its ReLU (the ReLU's row carries the figures): the diagnosis must
 name that ReLU, with the Conv absorbed, as the first sharp fall and the worst node alone; ONNX
 Runtime's QDQ path names the Conv (it writes the ReLU's tensor) and the outlier-dominated range.
-One build and one diagnosis, about 35 s.
+One build whose `--fail-on snr=20` fails, so that it diagnoses the artifact itself (about 35 s);
+`edgedeploy report` shows the diagnosis.
 """
 
 from __future__ import annotations
@@ -26,11 +27,12 @@ def outlier_diagnosis(tmp_path_factory):
     _conv_model(root / "m.onnx", np.abs(rng.normal(scale=0.5, size=(8, 1, 3, 3))), rng.normal(scale=0.3, size=(8, 8, 3, 3)))
     np.savez(root / "calib.npz", image=np.concatenate([f["image"] for f in _feeds(outlier=400.0)]))
     np.savez(root / "eval.npz", image=np.concatenate([f["image"] for f in _feeds(count=16, seed=9)]))
-    built = run_cli("build", str(root / "m.onnx"), "--target", "rk3588", "--calib", str(root / "calib.npz"), "--eval", str(root / "eval.npz"), "-o", str(root / "out"))
-    assert built.returncode == 0, built.stderr
-    done = run_cli("diagnose", str(root / "out" / "m" / "rk3588"), "--eval", str(root / "eval.npz"), "--format", "json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    built = run_cli("build", str(root / "m.onnx"), "--target", "rk3588", "--calib", str(root / "calib.npz"), "--eval", str(root / "eval.npz"), "--fail-on", "snr=20", "-o", str(root / "out"))
+    assert built.returncode == 7, built.stderr  # the gate fails: the build diagnoses the artifact itself
+    artifact = root / "out" / "m" / "rk3588"
+    shown = run_cli("report", str(artifact))
+    assert shown.returncode == 0 and "Accuracy diagnosis of A1" in shown.stdout and "first sharp fall: relu1" in shown.stdout, shown.stdout
+    return json.loads((artifact / "report.json").read_text())["accuracy_diagnosis"]
 
 
 @pytest.mark.toolchain("rknn")

@@ -173,6 +173,7 @@ def render_comparison(comp: dict, width: int | None = None) -> str:
             )
             lines += [f"    {line}" for line in output_metric_lines(e)]
             lines.append(f"    scope: {e['scope']}")
+    lines += diagnosis_lines(comp)
     lines += memory_lines(comp, width)
     for group in comp["latency"]:
         lines += ["", f"Latency on {fmt.device_text(group.get('identity') or {'name': group['device']})}"]
@@ -192,6 +193,23 @@ def render_comparison(comp: dict, width: int | None = None) -> str:
             lines += ["  " + c["label"] + ": " + line for line in first]
     lines += [""] + [f"note: {n}" for n in comp["notes"]]
     return fmt.fit_lines("\n".join(lines), width)
+
+
+def diagnosis_lines(comp: dict) -> list[str]:
+    """The accuracy diagnosis a build wrote when an accuracy gate failed (edgedeploy.accuracy), per artifact."""
+    from edgedeploy.accuracy.render import render_path
+
+    lines = []
+    for artifact in comp["artifacts"]:
+        document = (comp.get("reports", {}).get(artifact["id"]) or {}).get("accuracy_diagnosis")
+        if not document:
+            continue
+        lines += ["", f"Accuracy diagnosis of {artifact['id']} (an accuracy gate failed at build time; docs/diagnose.md)"]
+        if document.get("error"):
+            lines.append(f"  could not run: {document['error']}")
+        for path in document.get("paths") or []:
+            lines += [f"  {line}" for line in render_path(path, nodes=False).splitlines()]
+    return lines
 
 
 def output_metric_lines(entry: dict) -> list[str]:
