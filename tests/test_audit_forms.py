@@ -100,3 +100,19 @@ def test_a_value_computed_from_a_dynamic_dimension_is_uncertain_until_the_shape_
     assert not placed["conv1"].uncertain and placed["conv1"].placement is Placement.ACCELERATOR
     fixed = audit_model(load_model(path, input_shapes={"x": (1, 3, 16, 16)}), rules, chip.precisions[0])
     assert all(n.placement is Placement.ACCELERATOR and not n.uncertain for n in fixed.nodes)
+
+
+def test_confirm_asks_the_toolchain_about_the_model_with_the_shapes_the_audit_pinned(tmp_path):
+    """`--confirm` settles an uncertain placement only if the toolchain sees the shapes the audit
+    was given: with --input-shape, it gets a copy of the model with them; without, the user's file."""
+    import onnx
+
+    from edgedeploy.pipeline.audit import model_as_audited
+
+    path = save(yolo_decode_head(size="side"), tmp_path / "dynamic.onnx")
+    assert model_as_audited(load_model(path), tmp_path / "a") == path
+    (tmp_path / "b").mkdir()
+    copy = model_as_audited(load_model(path, input_shapes={"x": (1, 3, 16, 16)}), tmp_path / "b")
+    assert copy != path and copy.name == path.name
+    dims = [d.dim_value for d in onnx.load(copy).graph.input[0].type.tensor_type.shape.dim]
+    assert dims == [1, 3, 16, 16]

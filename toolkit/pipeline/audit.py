@@ -209,6 +209,23 @@ def split_by_toolchain(chips: list[ChipChoice]) -> tuple[list[int], list[int]] |
     return sorted(first), sorted(second)
 
 
+def model_as_audited(model, work: Path) -> Path:
+    """The model file the toolchain is to confirm: the user's own, or, where the audit pinned input
+    shapes (--input-shape, a dynamic batch), a copy with those shapes in `work`, so the toolchain
+    is asked about the model the audit placed."""
+    if not (model.pinned or model.auto_pinned):
+        return model.path
+    import onnx
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model.proto)
+    del copy.graph.value_info[:]  # the toolchain infers its own; only the inputs' shapes are pinned
+    path = work / "pinned" / model.path.name
+    path.parent.mkdir()
+    onnx.save(copy, str(path))
+    return path
+
+
 def confirm_chip(ca, model, chips: list[ChipChoice], calib: str | None, single: bool, echo) -> dict:
     """Run the chip's real toolchain on the model and compare its verdict with the prediction."""
     from edgedeploy.audit.confirm import compare
@@ -229,7 +246,8 @@ def confirm_chip(ca, model, chips: list[ChipChoice], calib: str | None, single: 
         work = Path(tmp)
         echo(StepStarted(f"{ca.result.chip}: running {target.toolchain.name} on the model for its own verdict ...", log_path=work / "toolchain.log"))
         try:
-            verdict = target.toolchain_verdict(model.path, ca.result.chip, work, work / "toolchain.log", precision=ca.result.precision, inputs=Path(calib) if calib else None)
+            source = model_as_audited(model, work)
+            verdict = target.toolchain_verdict(source, ca.result.chip, work, work / "toolchain.log", precision=ca.result.precision, inputs=Path(calib) if calib else None)
         except NotAvailableYet as exc:
             if single:
                 raise
