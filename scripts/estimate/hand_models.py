@@ -804,6 +804,62 @@ class NanoDetM05Coarse(nn.Module):
         return torch.sigmoid(out[:, :80]), out[:, 80:]
 
 
+def _bc(c_in, c_out, k, s=1, p=0):
+    """Inception's BasicConv2d: conv without bias, BN, ReLU (k may be a (h, w) pair)."""
+    return nn.Sequential(nn.Conv2d(c_in, c_out, k, s, p, bias=False), nn.BatchNorm2d(c_out), nn.ReLU())
+
+
+class _ResBlock(nn.Module):
+    """An Inception-ResNet block: parallel branches, concat, linear 1x1 up to the input width,
+    scaled residual add, ReLU (none on the very last block)."""
+
+    def __init__(self, branches, mixed, c, scale, relu=True):
+        super().__init__()
+        self.branches, self.up, self.scale, self.relu = nn.ModuleList(branches), nn.Conv2d(mixed, c, 1), scale, relu
+
+    def forward(self, x):
+        y = x + self.scale * self.up(torch.cat([b(x) for b in self.branches], 1))
+        return F.relu(y) if self.relu else y
+
+
+class _Parallel(nn.Module):
+    def __init__(self, *branches):
+        super().__init__()
+        self.branches = nn.ModuleList(branches)
+
+    def forward(self, x):
+        return torch.cat([b(x) for b in self.branches], 1)
+
+
+class InceptionResNetV1(nn.Module):
+    """Inception-ResNet-v1 (Szegedy et al. 2016) as FaceNet uses it (davidsandberg/facenet,
+    deepface's Facenet512) on 160x160: stem to 256 channels, 5 x Block35 (scale 0.17), reduction A
+    (896), 10 x Block17 (0.10), reduction B (1792), 5 x Block8 (0.20) + a last Block8 without ReLU,
+    global pool, a 1792->512 bottleneck with BN."""
+
+    def __init__(self, embedding: int = 512):
+        super().__init__()
+        b35 = lambda: _ResBlock([_bc(256, 32, 1), nn.Sequential(_bc(256, 32, 1), _bc(32, 32, 3, p=1)),
+                                 nn.Sequential(_bc(256, 32, 1), _bc(32, 32, 3, p=1), _bc(32, 32, 3, p=1))], 96, 256, 0.17)
+        b17 = lambda: _ResBlock([_bc(896, 128, 1), nn.Sequential(_bc(896, 128, 1), _bc(128, 128, (1, 7), p=(0, 3)), _bc(128, 128, (7, 1), p=(3, 0)))],
+                                256, 896, 0.10)
+        b8 = lambda relu=True: _ResBlock([_bc(1792, 192, 1), nn.Sequential(_bc(1792, 192, 1), _bc(192, 192, (1, 3), p=(0, 1)), _bc(192, 192, (3, 1), p=(1, 0)))],
+                                         384, 1792, 0.20, relu)
+        self.features = nn.Sequential(
+            _bc(3, 32, 3, 2), _bc(32, 32, 3), _bc(32, 64, 3, p=1), nn.MaxPool2d(3, 2), _bc(64, 80, 1), _bc(80, 192, 3), _bc(192, 256, 3, 2),
+            *[b35() for _ in range(5)],
+            _Parallel(_bc(256, 384, 3, 2), nn.Sequential(_bc(256, 192, 1), _bc(192, 192, 3, p=1), _bc(192, 256, 3, 2)), nn.MaxPool2d(3, 2)),
+            *[b17() for _ in range(10)],
+            _Parallel(nn.Sequential(_bc(896, 256, 1), _bc(256, 384, 3, 2)), nn.Sequential(_bc(896, 256, 1), _bc(256, 256, 3, 2)),
+                      nn.Sequential(_bc(896, 256, 1), _bc(256, 256, 3, p=1), _bc(256, 256, 3, 2)), nn.MaxPool2d(3, 2)),
+            *[b8() for _ in range(5)], b8(relu=False),
+        )
+        self.bottleneck = nn.Sequential(nn.Linear(1792, embedding, bias=False), nn.BatchNorm1d(embedding))
+
+    def forward(self, x):
+        return self.bottleneck(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
+
+
 def extra_builds(Build, image) -> list:
     """The hand-written detectors and small models, with where their architecture is published."""
     return [
@@ -838,6 +894,8 @@ def extra_builds(Build, image) -> list:
         Build("nanodet_m_050_320", NanoDetM05Coarse, image(320), "hand-written NanoDet-m-0.5x with NXP's coarsest-stride-only head",
               "https://github.com/RangiLyu/nanodet/blob/main/config/legacy_v0.x_configs/nanodet-m-0.5x.yml",
               fidelity_note="NXP's README says only the stride-32 output is kept; the box distribution is left undecoded as in NXP's"),
+        Build("facenet512_160", InceptionResNetV1, image(160), "hand-written Inception-ResNet-v1 with a 512-d embedding (FaceNet512)",
+              "https://github.com/serengil/deepface/blob/master/deepface/models/facial_recognition/Facenet.py"),
         Build("whenet_224", WHENet, image(224), "hand-written WHENet head-pose net on torchvision's EfficientNet-B0",
               "https://github.com/Ascend-Research/HeadPoseEstimation-WHENet"),
         Build("mobilefacenet_112", MobileFaceNet, image(112), "hand-written MobileFaceNet, 512-d embedding",

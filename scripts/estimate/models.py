@@ -269,6 +269,7 @@ REFERENCES = {
     "mnasnet_a1_075_224": (2.9, 0.447, NXP_TABLES + "/vision/classification/MNasNet/README.md"),
     "nanodet_m_050_320": (0.204, 0.158, NXP_TABLES + "/vision/object-detection/README.md"),
     "whenet_224": (4.4, 0.781, NXP_TABLES + "/vision/pose-estimation/README.md"),
+    "facenet512_160": (23.0, 2.84, NXP_TABLES + "/vision/face-recognition/README.md"),
     "clip_text_20": (63.0, None, "https://arxiv.org/abs/2103.00020 (section 2.4: a 63M-parameter 12-layer 512-wide text transformer)"),
 }
 
