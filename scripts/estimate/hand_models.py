@@ -860,6 +860,43 @@ class InceptionResNetV1(nn.Module):
         return self.bottleneck(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
 
 
+class _CausalTcnBlock(nn.Module):
+    """A TCN residual block: two dilated causal 1-D convs with BN and ELU, 1x1 shortcut where widths differ."""
+
+    def __init__(self, c_in, c_out, k, dilation):
+        super().__init__()
+        self.pad = (k - 1) * dilation
+        self.c1, self.b1 = nn.Conv1d(c_in, c_out, k, dilation=dilation), nn.BatchNorm1d(c_out)
+        self.c2, self.b2 = nn.Conv1d(c_out, c_out, k, dilation=dilation), nn.BatchNorm1d(c_out)
+        self.shortcut = nn.Conv1d(c_in, c_out, 1) if c_in != c_out else None
+
+    def forward(self, x):
+        y = F.elu(self.b1(self.c1(F.pad(x, (self.pad, 0)))))
+        y = F.elu(self.b2(self.c2(F.pad(y, (self.pad, 0)))))
+        return F.elu(y + (x if self.shortcut is None else self.shortcut(x)))
+
+
+class EEGTCNet(nn.Module):
+    """EEG-TCNet (Ingolfsson et al. 2020, iis-eth-zurich/eeg-tcnet) on 22 channels x 1125 samples:
+    EEGNet (F1 = 8 temporal 1x32 filters, depthwise 22x1 spatial x2, ELU, avg pool 8, separable
+    1x16 to 16, ELU, avg pool 8; Keras 'same' padding) and a TCN of two blocks (12 filters,
+    kernel 4, dilations 1 and 2), dense 4 on the last step. 4,096 parameters, as NXP states."""
+
+    def __init__(self, chans=22, classes=4):
+        super().__init__()
+        self.temporal = nn.Sequential(nn.ZeroPad2d((15, 16, 0, 0)), nn.Conv2d(1, 8, (1, 32), bias=False), nn.BatchNorm2d(8))
+        self.spatial = nn.Sequential(nn.Conv2d(8, 16, (chans, 1), groups=8, bias=False), nn.BatchNorm2d(16), nn.ELU(), nn.AvgPool2d((1, 8)))
+        self.separable = nn.Sequential(nn.ZeroPad2d((7, 8, 0, 0)), nn.Conv2d(16, 16, (1, 16), groups=16, bias=False), nn.Conv2d(16, 16, 1, bias=False),
+                                       nn.BatchNorm2d(16), nn.ELU(), nn.AvgPool2d((1, 8)))
+        self.tcn = nn.Sequential(_CausalTcnBlock(16, 12, 4, 1), _CausalTcnBlock(12, 12, 4, 2))
+        self.fc = nn.Linear(12, classes)
+
+    def forward(self, x):
+        x = self.separable(self.spatial(self.temporal(x)))
+        x = self.tcn(x.squeeze(2))
+        return torch.softmax(self.fc(x[:, :, -1]), dim=1)
+
+
 def extra_builds(Build, image) -> list:
     """The hand-written detectors and small models, with where their architecture is published."""
     return [
@@ -896,6 +933,8 @@ def extra_builds(Build, image) -> list:
               fidelity_note="NXP's README says only the stride-32 output is kept; the box distribution is left undecoded as in NXP's"),
         Build("facenet512_160", InceptionResNetV1, image(160), "hand-written Inception-ResNet-v1 with a 512-d embedding (FaceNet512)",
               "https://github.com/serengil/deepface/blob/master/deepface/models/facial_recognition/Facenet.py"),
+        Build("eegtcnet_22x1125", EEGTCNet, [("eeg", [1, 1, 22, 1125], "float32")], "hand-written EEG-TCNet",
+              "https://github.com/iis-eth-zurich/eeg-tcnet"),
         Build("whenet_224", WHENet, image(224), "hand-written WHENet head-pose net on torchvision's EfficientNet-B0",
               "https://github.com/Ascend-Research/HeadPoseEstimation-WHENet"),
         Build("mobilefacenet_112", MobileFaceNet, image(112), "hand-written MobileFaceNet, 512-d embedding",

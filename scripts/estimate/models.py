@@ -270,6 +270,7 @@ REFERENCES = {
     "nanodet_m_050_320": (0.204, 0.158, NXP_TABLES + "/vision/object-detection/README.md"),
     "whenet_224": (4.4, 0.781, NXP_TABLES + "/vision/pose-estimation/README.md"),
     "facenet512_160": (23.0, 2.84, NXP_TABLES + "/vision/face-recognition/README.md"),
+    "eegtcnet_22x1125": (0.004096, 0.014, NXP_TABLES + "/misc/README.md"),
     "clip_text_20": (63.0, None, "https://arxiv.org/abs/2103.00020 (section 2.4: a 63M-parameter 12-layer 512-wide text transformer)"),
 }
 
