@@ -17,6 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "scripts" / "trained" / "manifest.json"
 RESULTS = ROOT / "docs" / "accuracy.json"
+BRUTE_FORCE = ROOT / "docs" / "accuracy-bruteforce.json"
 PAGE = ROOT / "docs" / "accuracy.md"
 CHIPS = ("esp32s3", "esp32p4", "rk3588", "rk3576", "rk3568", "rk3566", "rk3562", "rv1106", "imx93", "imx8mp")
 BEGIN, END = "<!-- generated: render_accuracy.py -->", "<!-- end generated -->"
@@ -96,6 +97,18 @@ def tables(manifest: dict, sweep: dict) -> list[str]:
     return lines
 
 
+def brute_force_table(results: dict) -> list[str]:
+    """scripts/accuracy/brute_force.py's comparison, one row a model."""
+    lines = ["", "### The diagnosis against brute force (ONNX Runtime's QDQ path)", "",
+             "| model | nodes quantised | output SNR, every node int8 | diagnosis's first node | its brute-force rank: kept float / alone | brute-force top 3 (kept float) |",
+             "|---|---|---|---|---|---|"]
+    for name, r in results.get("models", {}).items():
+        top3 = ", ".join(f"`{n}`" for n in r["brute_force_top3_by_gain"])
+        lines.append(f"| {name} | {r['nodes_quantised']} | {r['snr_every_node_db']:.1f} dB | `{r['diagnosis_top']}` | "
+                     f"{r['diagnosis_top_rank_by_gain']} / {r['diagnosis_top_rank_alone']} | {top3} |")
+    return lines
+
+
 def main() -> int:
     manifest, sweep = json.loads(MANIFEST.read_text()), json.loads(RESULTS.read_text())
     page = PAGE.read_text()
@@ -103,7 +116,10 @@ def main() -> int:
         sys.exit(f"{PAGE} has no {BEGIN} ... {END} block")
     head, rest = page.split(BEGIN, 1)
     tail = rest.split(END, 1)[1]
-    PAGE.write_text(head + BEGIN + "\n" + "\n".join(tables(manifest, sweep)) + "\n" + END + tail)
+    lines = tables(manifest, sweep)
+    if BRUTE_FORCE.exists():
+        lines += brute_force_table(json.loads(BRUTE_FORCE.read_text()))
+    PAGE.write_text(head + BEGIN + "\n" + "\n".join(lines) + "\n" + END + tail)
     print(f"wrote {PAGE}")
     return 0
 

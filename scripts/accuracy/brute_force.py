@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Check the diagnosis's ranking by brute force, on ONNX Runtime's QDQ path (docs/accuracy.md).
+
+For each model and every node ONNX Runtime quantises: the model quantised with that node left in
+float (everything else int8), and the model with that node alone quantised; the task output's SNR
+against the float model on the same evaluation inputs. The brute-force ranking puts first the
+node whose float keeping gains most, and is compared with what `edgedeploy diagnose` ranks first
+on the same path (its first sharp fall, else its worst node alone).
+
+    .venv/bin/python scripts/accuracy/brute_force.py [--models a,b] [--calib 32] [--eval 32]
+
+Models come from the trained set (scripts/trained/manifest.json, files under
+$EDGEDEPLOY_HOME/trained). Writes docs/accuracy-bruteforce.json (per model: the diagnosis's
+top node, every node's two SNRs, the ranks). Quantisation settings are the diagnosis path's own
+(ONNX Runtime's defaults: MinMax, uint8 activations, int8 weights, per tensor).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from edgedeploy.accuracy import diagnosis, qdq
+
+ROOT = Path(__file__).resolve().parents[2]
+HOME = Path(os.environ.get("EDGEDEPLOY_HOME", Path.home() / ".cache" / "edgedeploy")) / "trained"
+MANIFEST = ROOT / "scripts" / "trained" / "manifest.json"
+RESULTS = ROOT / "docs" / "accuracy-bruteforce.json"
+
+
+def feeds_of(path: Path, inputs: list[str], count: int) -> list[dict]:
+    """One feed per sample (some models take batch 1 only), the data file's first `count`."""
+    data = np.load(path)
+    keys = inputs if all(k in data.files for k in inputs) else [next(k for k in data.files if k not in ("labels", "label", "y"))]
+    arrays = {name: data[key][:count].astype(np.float32) for name, key in zip(inputs, keys)}
+    return [{name: a[i:i + 1] for name, a in arrays.items()} for i in range(len(next(iter(arrays.values()))))]
+
+
+class Reader:
+    def __init__(self, feeds):
+        self.feeds, self.position = feeds, 0
+
+    def get_next(self):
+        self.position += 1
+        return self.feeds[self.position - 1] if self.position <= len(self.feeds) else None
+
+    def rewind(self):
+        self.position = 0
+
+
+def quantised_snr(model: Path, calib: list[dict], evaluation: list[dict], reference: np.ndarray, output: str, **which) -> float:
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    with tempfile.TemporaryDirectory(prefix="bruteforce-") as tmp:
+        out = Path(tmp) / "q.onnx"
+        quantize_static(str(model), str(out), Reader(calib), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8, per_channel=False, calibrate_method=CalibrationMethod.MinMax, **which)
+        got = run(out, evaluation, output)
+    noise = np.sum((got.astype(np.float64) - reference) ** 2)
+    return float(10 * np.log10(np.sum(reference.astype(np.float64) ** 2) / max(noise, 1e-30)))
+
+
+def run(model: Path, feeds: list[dict], output: str) -> np.ndarray:
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    return np.concatenate([session.run([output], f)[0] for f in feeds])
+
+
+def diagnosis_top(model: Path, calib: list[dict], evaluation: list[dict], outputs: list[str]) -> tuple[str | None, list[dict]]:
+    records, _ = qdq.diagnose_records(model, calib, evaluation)
+    found = diagnosis.diagnose_path({"path": "qdq"}, records, outputs, len(calib), graph_inputs=list(evaluation[0]))
+    first = found.get("first_sharp_drop")
+    ranked = ([first] if first else []) + [w for w in found["worst_isolated"] if not first or w["node"] != first["node"]]
+    return (ranked[0]["node"] if ranked else None), [r for r in records if r.get("precision") == "int8"]
+
+
+def brute_force(entry: dict, calib_count: int, eval_count: int) -> dict:
+    model = HOME / entry["model"]["file"]
+    proto = onnx.load(str(model), load_external_data=False)
+    inits = {i.name for i in proto.graph.initializer}
+    inputs = [i.name for i in proto.graph.input if i.name not in inits]
+    output = entry.get("task_output") if entry.get("task_output") in [o.name for o in proto.graph.output] else proto.graph.output[0].name
+    calib = feeds_of(HOME / entry["calib"]["file"], inputs, calib_count)
+    evaluation = feeds_of(HOME / entry["eval"]["file"], inputs, eval_count)
+    reference = run(model, evaluation, output)
+    started = time.monotonic()
+    top, quantised = diagnosis_top(model, calib, evaluation, [output])
+    every = quantised_snr(model, calib, evaluation, reference, output)
+    nodes = []
+    for record in quantised:
+        name = record["node"]
+        nodes.append({"node": name, "op_type": record["op_type"],
+                      "snr_all_but_this_db": quantised_snr(model, calib, evaluation, reference, output, nodes_to_exclude=[name]),
+                      "snr_this_alone_db": quantised_snr(model, calib, evaluation, reference, output, nodes_to_quantize=[name])})
+    by_gain = sorted(nodes, key=lambda n: -n["snr_all_but_this_db"])
+    by_alone = sorted(nodes, key=lambda n: n["snr_this_alone_db"])
+    rank = {n["node"]: i + 1 for i, n in enumerate(by_gain)}
+    rank_alone = {n["node"]: i + 1 for i, n in enumerate(by_alone)}
+    return {"model": entry["name"], "output": output, "calibration_samples": len(calib), "evaluation_samples": len(evaluation),
+            "snr_every_node_db": every, "nodes_quantised": len(nodes), "diagnosis_top": top,
+            "diagnosis_top_rank_by_gain": rank.get(top), "diagnosis_top_rank_alone": rank_alone.get(top),
+            "brute_force_top3_by_gain": [n["node"] for n in by_gain[:3]], "brute_force_top3_alone": [n["node"] for n in by_alone[:3]],
+            "seconds": round(time.monotonic() - started, 1), "nodes": nodes}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="", help="comma-separated names from the trained set (default: all)")
+    parser.add_argument("--calib", type=int, default=32)
+    parser.add_argument("--eval", type=int, default=32)
+    args = parser.parse_args()
+    logging.getLogger().setLevel(logging.ERROR)  # quantize_static's advice on every call
+    manifest = json.loads(MANIFEST.read_text())
+    wanted = {m for m in args.models.split(",") if m}
+    done = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"about": __doc__.splitlines()[0], "models": {}}
+    for entry in manifest["models"]:
+        if wanted and entry["name"] not in wanted:
+            continue
+        result = brute_force(entry, args.calib, args.eval)
+        done["models"][entry["name"]] = result
+        RESULTS.write_text(json.dumps(done, indent=1) + "\n")
+        print(f"{entry['name']}: every node int8 {result['snr_every_node_db']:.1f} dB; diagnosis top {result['diagnosis_top']} "
+              f"(brute-force rank {result['diagnosis_top_rank_by_gain']} by gain, {result['diagnosis_top_rank_alone']} alone; "
+              f"{result['nodes_quantised']} nodes, {result['seconds']} s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
