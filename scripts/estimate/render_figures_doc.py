@@ -81,14 +81,18 @@ def usable_tables(rows: list[dict], manifest: dict) -> list[str]:
             by_chip[r["chip"]].append(r)
     for chip in sorted(by_chip, key=_chip_key):
         chip_rows = sorted(by_chip[chip], key=lambda r: float(r["latency_ms"]))
-        first = chip_rows[0]
+        runtimes = sorted({r["runtime_and_version"] for r in chip_rows})
+        toolchains = sorted({r["toolchain_version"] for r in chip_rows})
+        scopes = sorted({r["scope"] for r in chip_rows})
         out += ["", f"### {chip}: {len(chip_rows)} figures", "",
-                f"Runtime: {_cell(first['runtime_and_version'])}. Toolchain: {_cell(first['toolchain_version'])}. Scope: {first['scope']}.", "",
-                "| model_key | as published | input | precision | cores | published | latency ms | GMACs (rebuilt) |",
-                "|---|---|---|---|---:|---|---:|---:|"]
+                f"Runtime{'s' if len(runtimes) > 1 else ''}: {_cell('; '.join(runtimes))}. "
+                f"Toolchain/BSP: {_cell('; '.join(toolchains))}. Scope: {', '.join(scopes)}.", "",
+                "| model_key | as published | input | precision | cores | published | unit | latency ms | GMACs (rebuilt) |",
+                "|---|---|---|---|---:|---|---|---:|---:|"]
         for r in chip_rows:
             out.append(f"| {r['model_key']} | [{_cell(r['model_name_as_published'])}]({r['source']}) | {_cell(r['input_shape'])} | {r['precision']} "
-                       f"| {r['npu_cores']} | {_cell(r['published_value'])} {_cell(r['published_unit'])} | {float(r['latency_ms']):.3f} | {_gmacs(manifest.get(r['model_key']))} |")
+                       f"| {r['npu_cores']} | {_cell(r['published_value'])} | {_cell(r['published_unit'])} | {float(r['latency_ms']):.3f} "
+                       f"| {_gmacs(manifest.get(r['model_key']))} |")
     return out
 
 
@@ -102,12 +106,16 @@ def left_out_tables(rows: list[dict]) -> list[str]:
 
 def manifest_table(manifest: dict, rows: list[dict]) -> list[str]:
     used = Counter(r["model_key"] for r in rows if r["usable"] == "yes")
-    out = ["| model_key | input | nodes | GMACs | faithful | figures | built from |", "|---|---|---:|---:|---|---:|---|"]
+    out = ["| model_key | input | nodes | GMACs | params M (published) | faithful | figures | built from |",
+           "|---|---|---:|---:|---|---|---:|---|"]
     for key, e in sorted(manifest.items()):
         shapes = "; ".join(f"{n} {s}" for n, s in (e.get("inputs") or {}).items())
-        faithful = "yes" if e.get("faithful") else "no: " + _cell(e.get("fidelity_note", ""))
+        faithful = ("yes" if e.get("faithful") else "no") + (f": {_cell(e['fidelity_note'])}" if e.get("fidelity_note") else "")
         how = _cell(e.get("built_by", "")) + (f" ([definition]({e['definition']}))" if e.get("definition") else "")
-        out.append(f"| {key} | {_cell(shapes)} | {e.get('nodes', '?')} | {_gmacs(e)} | {faithful} | {used.get(key, 0)} | {how} |")
+        size = e.get("published_size") or {}
+        params = f"{e['parameters'] / 1e6:.3g}" if e.get("parameters") else "?"
+        params += f" ({size['params_millions']:g})" if size else ""
+        out.append(f"| {key} | {_cell(shapes)} | {e.get('nodes', '?')} | {_gmacs(e)} | {params} | {faithful} | {used.get(key, 0)} | {how} |")
     return out
 
 

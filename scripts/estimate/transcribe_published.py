@@ -255,7 +255,7 @@ def nxp(NXP_REPO):
             tflite = re.search(r"tensorflow-lite-([\d.]+)", cmd)
             runtime = f"TFLite benchmark_model{(' ' + tflite.group(1)) if tflite else ''}"
             if accel == "npu":
-                runtime += " + " + ("libethosu_delegate (Ethos-U65)" if chip == "imx93" and "ethosu" in cmd else "libvx_delegate (VeriSilicon NPU)" if "vx_delegate" in cmd else "TFLite + Vela-compiled model")
+                runtime += " + " + ("libethosu_delegate (Ethos-U65)" if chip == "imx93" and "ethosu" in cmd else "libvx_delegate (VeriSilicon NPU)" if "vx_delegate" in cmd else "a Vela-compiled model (Ethos-U custom operator; no delegate named)")
             else:
                 runtime += f" on CPU, {threads.group(1) if threads else '?'} thread(s), XNNPACK default"
             add(chip=chip, model_key=this_key, model_name_as_published=f"{folder.split('/')[-1]} ({graph})",
