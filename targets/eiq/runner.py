@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -39,7 +38,9 @@ RUNNER_DIR = "runner"
 
 
 def _template_text() -> str:
-    return resources.files("edgedeploy.templates").joinpath("eiq/runner.py.j2").read_text()
+    from edgedeploy.targets.eiq import TARGET
+
+    return (TARGET.templates_dir / "runner.py.j2").read_text()
 
 
 def _protocol_source() -> Path:

@@ -159,7 +159,9 @@ def flash_layout(model_bytes: int, chip_id: str) -> dict:
 
 
 def _template_env() -> jinja2.Environment:
-    root = Path(str(resources.files("edgedeploy.templates"))) / "espdl"
+    from edgedeploy.targets.espdl import TARGET
+
+    root = TARGET.templates_dir
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(root)),
         undefined=jinja2.StrictUndefined,

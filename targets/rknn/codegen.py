@@ -51,7 +51,9 @@ def _environment() -> Environment:
 
 
 def _template_text(name: str) -> str:
-    return resources.files("edgedeploy.templates").joinpath("rknn", name + ".j2").read_text()
+    from edgedeploy.targets.rknn import TARGET
+
+    return (TARGET.templates_dir / (name + ".j2")).read_text()
 
 
 def _board_array(norm, name: str, x: np.ndarray) -> tuple[np.ndarray, str, str]:

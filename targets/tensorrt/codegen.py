@@ -1,6 +1,6 @@
 """Generated code for the Jetson: the Python and C++ runners, the int8 calibrator, the ORT baseline.
 
-Templates live in templates/tensorrt/ (package data `edgedeploy.templates`). Every generated
+Templates live in templates/tensorrt/ (TARGET.templates_dir, package data `edgedeploy.templates`). Every generated
 file begins with a header naming edgedeploy's version and the model's hash and saying not to
 edit it. Nothing a model names (tensor or node names) is written into code: the runners read
 tensor names from the engine; the one model-derived string that reaches C++ (the scope JSON,
@@ -13,14 +13,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from importlib import resources
 from pathlib import Path
 
 import jinja2
 
 from edgedeploy import __version__, escape
 
-TEMPLATE_DIR = "tensorrt"
 RUNNER_DIR = "runner"
 # Files the Python runner needs next to it on the device.
 PY_RUNNER_FILES = ("trt_runner.py", "cudart.py", "protocol.py")
@@ -37,7 +35,9 @@ def _environment() -> jinja2.Environment:
 
 
 def _load_template(name: str) -> str:
-    return resources.files("edgedeploy.templates").joinpath(TEMPLATE_DIR, name).read_text(encoding="utf-8")
+    from edgedeploy.targets.tensorrt import TARGET
+
+    return (TARGET.templates_dir / name).read_text(encoding="utf-8")
 
 
 def header_lines(model_sha256: str | None) -> list[str]:

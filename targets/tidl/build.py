@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from importlib import resources
 from pathlib import Path
 
 import jinja2
@@ -81,7 +80,9 @@ EXIT_NO_ARTIFACTS = 5
 
 
 def _templates() -> jinja2.Environment:
-    folder = Path(str(resources.files("edgedeploy.templates"))) / "tidl"
+    from edgedeploy.targets.tidl import TARGET
+
+    folder = TARGET.templates_dir
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(folder)),
         undefined=jinja2.StrictUndefined,
