@@ -134,3 +134,19 @@ def test_a_rebuilt_model_has_the_size_its_authors_publish(key):
 def test_the_size_check_covers_two_thirds_of_the_fitted_models():
     fitted = {r["model_key"] for r in USABLE}
     assert len(fitted & set(SIZED)) >= 2 / 3 * len(fitted), sorted(fitted - set(SIZED))
+
+
+def test_the_transcriber_keeps_a_row_it_cannot_fit_and_says_why():
+    spec = importlib.util.spec_from_file_location("transcribe_published", ROOT / "scripts" / "estimate" / "transcribe_published.py")
+    transcriber = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(transcriber)
+    table = [{"model_key": key, "usable": "yes", "note": "as published"} for key in ("built", "approximate", "failed", "absent")]
+    table.append({"model_key": "built", "usable": "no", "note": "ambiguous scope"})
+    models = {"built": {"file": "built.onnx", "faithful": True}, "approximate": {"file": "a.onnx", "faithful": False, "fidelity_note": "head differs"},
+              "failed": {"file": None, "faithful": False, "fidelity_note": "build failed: X"}}
+    transcriber.gate_on_manifest(table, models)
+    assert [r["usable"] for r in table] == ["yes", "no", "no", "no", "no"]
+    assert table[1]["note"].startswith("rebuilt only approximately (head differs)")
+    assert table[2]["note"].startswith("not rebuilt here (build failed: X)")
+    assert table[3]["note"].startswith("not rebuilt here (no faithful rebuild")
+    assert table[4]["note"] == "ambiguous scope" and table[0]["note"] == "as published"

@@ -15,6 +15,7 @@ the table with the reason in `note`, so the table shows everything the vendors p
 """
 import argparse
 import csv
+import json
 import re
 import subprocess
 import sys
@@ -85,12 +86,15 @@ def rockchip(RK_REPO):
                 continue
             note, usable = [], "yes"
             if rtf:
-                usable = "no"; note.append("published as a real-time factor of a multi-model audio pipeline, not the latency of one model inference")
+                usable = "no"
+                note.append("published as a real-time factor of a multi-model audio pipeline, not the latency of one model inference")
             if key is None:
-                usable = "no"; note.append("no model_key: not rebuilt here")
+                usable = "no"
+                note.append("no model_key: not rebuilt here")
             dup = (chip, key, precision)
             if dup in seen:
-                usable = "no"; note.append(f"same model listed again under the {demo} demo (kept the first row for the fit)")
+                usable = "no"
+                note.append(f"same model listed again under the {demo} demo (kept the first row for the fit)")
             seen.add(dup)
             base = dict(model_key=key or "", model_name_as_published=f"{demo}/{name}", input_shape=shape, precision=precision,
                         batch=1, npu_cores=1, accelerator="npu", scope="inference_only",
@@ -134,7 +138,8 @@ def espressif(ESP_REPO):
         for line in lines:
             cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
             if cells[0] == "name":
-                header = cells; continue
+                header = cells
+                continue
             if header is None or set(cells[0]) <= set("-: ") or "model(ms)" not in header:
                 continue
             mi = header.index("model(ms)")
@@ -156,12 +161,14 @@ def espressif(ESP_REPO):
             cores = 2 if mode == "RUNTIME_MODE_MULTI_CORE" else 1
             note, usable = [], "yes"
             if cores == 2:
-                usable = "no"; note.append("dual-core runtime mode: the single-core row of this model is the fit figure")
+                usable = "no"
+                note.append("dual-core runtime mode: the single-core row of this model is the fit figure")
             if mode:
                 note.append(f"runtime mode {mode}")
             dup = (chip, key, precision, cores)
             if key and dup in seen:
-                usable = "no"; note.append("same architecture and input size as an earlier row (other weights/dataset or QAT): a repeat, not an independent model")
+                usable = "no"
+                note.append("same architecture and input size as an earlier row (other weights/dataset or QAT): a repeat, not an independent model")
             seen.add(dup)
             if "_s16" in base_name:
                 note.append("int16 quantisation")
@@ -236,17 +243,23 @@ def nxp(NXP_REPO):
             threads = re.search(r"(\d+) thread", acc_cell)
             cmd = cells[4]
             if accel == "cpu":
-                usable = "no"; note.append(f"CPU figure ({acc_cell}): for the CPU-fallback cost, not the NPU fit")
+                usable = "no"
+                note.append(f"CPU figure ({acc_cell}): for the CPU-fallback cost, not the NPU fit")
             if not lat:
-                usable = "no"; note.append(f"no figure published ('{cells[1]}')")
+                usable = "no"
+                note.append(f"no figure published ('{cells[1]}')")
             if chip == "imx93" and accel == "npu" and "vx_delegate" in cmd.lower():
-                usable = "no"; note.append("i.MX 93 row names libvx_delegate (the 8M Plus GPU/NPU delegate): the command cannot have run on the Ethos-U65; ambiguous")
+                usable = "no"
+                note.append("i.MX 93 row names libvx_delegate (the 8M Plus GPU/NPU delegate): the command cannot have run on the Ethos-U65; ambiguous")
             if chip == "imx93" and accel == "npu" and "delegate" not in cmd and "vela" not in cmd:
-                usable = "no"; note.append("no Ethos-U delegate and no Vela-compiled model in the command: unclear whether the NPU ran")
+                usable = "no"
+                note.append("no Ethos-U delegate and no Vela-compiled model in the command: unclear whether the NPU ran")
             if folder.endswith(("SCI", "Fast-SRGAN")):
-                usable = "no"; note.append("SCI and Fast-SRGAN READMEs publish the same figures (216/222 ms) word for word: likely a copy error")
+                usable = "no"
+                note.append("SCI and Fast-SRGAN READMEs publish the same figures (216/222 ms) word for word: likely a copy error")
             if key in ("nxp_yolo_face_detect", "fast_srgan") or not shape:
-                usable = "no"; note.append("input size not published")
+                usable = "no"
+                note.append("input size not published")
             graph = re.search(r"--graph=(\S+?\.tflite)", cmd)
             graph = graph.group(1).split("/")[-1] if graph else cmd
             this_key, this_shape = row_key, shape
@@ -267,19 +280,19 @@ def nxp(NXP_REPO):
                 note="; ".join(note + ["benchmark_model average over repeated runs after warm-up: interpreter invoke only"]))
 
 
-def gate_on_manifest(manifest_path):
-    """A row stays usable only when its model was rebuilt here faithfully (models_manifest.json)."""
-    import json, os
-    models = json.load(open(manifest_path))["models"] if os.path.exists(manifest_path) else {}
-    for r in rows:
-        entry = models.get(r["model_key"])
+def gate_on_manifest(table: list[dict], models: dict) -> None:
+    """A row stays usable only when its model was rebuilt here faithfully (models_manifest.json);
+    otherwise it is kept, marked not usable, with the reason first in its note."""
+    for r in table:
         if r["usable"] != "yes":
             continue
+        entry = models.get(r["model_key"])
         if entry is None or not entry.get("file"):
             why = entry.get("fidelity_note") if entry else "no faithful rebuild of this architecture in scripts/estimate/models.py"
-            r["usable"] = "no"; r["note"] = f"not rebuilt here ({why}); " + r["note"]
+            r["usable"], r["note"] = "no", f"not rebuilt here ({why}); " + r["note"]
         elif not entry.get("faithful", False):
-            r["usable"] = "no"; r["note"] = f"rebuilt only approximately ({entry.get('fidelity_note', '')}); " + r["note"]
+            r["usable"], r["note"] = "no", f"rebuilt only approximately ({entry.get('fidelity_note', '')}); " + r["note"]
+
 
 def add_extra(path):
     """Hand-transcribed rows (NVIDIA, TI): same columns, each with its source."""
@@ -301,7 +314,8 @@ def main():
     espressif(args.espressif)
     nxp(args.nxp)
     add_extra(Path(__file__).with_name("extra_figures.csv"))
-    gate_on_manifest(args.manifest)
+    manifest = Path(args.manifest)
+    gate_on_manifest(rows, json.loads(manifest.read_text())["models"] if manifest.exists() else {})
     tmp = Path(args.out).with_suffix(".tmp")
     with open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, COLUMNS, lineterminator="\n")
