@@ -350,9 +350,10 @@ def build_one(build: Build, edgedeploy: str | None) -> dict:
     entry = {
         "file": path.name, "inputs": {n: s for n, s, _ in build.inputs}, "opset": build.opset,
         "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "built_by": build.how, "definition": build.definition,
-        "faithful": build.faithful, "fidelity_note": build.fidelity_note, "build_seconds": round(time.time() - t0, 1),
+        "faithful": build.faithful, "fidelity_note": build.fidelity_note,
     }
     entry.update(inspect(edgedeploy, path))
+    print(f"{build.key}: {entry.get('nodes')} nodes, {time.time() - t0:.1f} s", flush=True)
     return entry
 
 
@@ -360,6 +361,7 @@ def with_published_size(models: dict) -> dict:
     """Every built entry gets its architecture's published size (REFERENCES), also on a partial run."""
     for key, entry in models.items():
         entry.pop("published_size", None)
+        entry.pop("build_seconds", None)  # a timing, not a property of the model: it made every run a diff
         if entry.get("macs"):
             entry["macs"] = _mac_totals(entry["macs"])
         if entry.get("file") and key in REFERENCES:
@@ -386,7 +388,6 @@ def main() -> int:
     for key in wanted:
         try:
             models[key] = build_one(builds[key], edgedeploy)
-            print(f"{key}: {models[key].get('nodes')} nodes, {models[key].get('build_seconds')} s", flush=True)
         except Exception as exc:  # noqa: BLE001 - one model failing must not lose the others
             models[key] = {"file": None, "faithful": False, "fidelity_note": f"build failed: {type(exc).__name__}: {exc}"[:300]}
             print(f"{key}: FAILED {exc}", file=sys.stderr, flush=True)
