@@ -22,7 +22,7 @@ SHA = "ab" * 32
 MODEL_INFO = {"name": "mnist_cnn", "sha256": SHA, "input_shapes": {"input": [1, 1, 28, 28]}}
 JETSON = Device(name="orin", chip="jetson-agx-orin", transport="ssh", host="orin.lan")
 ENVIRONMENT = {"hostname": "orin", "cpu_model": "ARMv8 Processor rev 1 (v8l)", "cpu_cores": 12}
-# What targets/tensorrt/flow.py writes into engine_info.json's scope.
+# What targets/tensorrt/convert.py writes into engine_info.json's scope.
 ENGINE_SCOPE = {"model_sha256": SHA, "input_shapes": {"input": [1, 1, 28, 28]}, "batch": 1, "precision": "fp16", "backend": "tensorrt-gpu", "chip": "jetson-agx-orin", "device": "orin"}
 
 

@@ -102,19 +102,19 @@ class TensorRtTarget(Target):
         return CalibrationNeed(False)
 
     def convert(self, ctx):
-        """The engine, built where TensorRT is (the Jetson over SSH, or here), with its placement (flow.py)."""
-        return self.module("flow").convert(ctx)
+        """The engine, built where TensorRT is (the Jetson over SSH, or here), with its placement (convert.py)."""
+        return self.module("convert").convert(ctx)
 
     def codegen(self, ctx, converted):
-        return self.module("flow").codegen(ctx, converted)
+        return self.module("convert").codegen(ctx, converted)
 
     def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
-        return self.module("flow").runner_spec(artifact, manifest, device)
+        return self.module("convert").runner_spec(artifact, manifest, device)
 
     def toolchain_verdicts(self, model_paths, chip_id, workdir, log_path, *, precision=None, inputs=None, **options) -> list:
         """TensorRT's placement, building each model on the device (options: device, dla, trtexec)."""
-        flow = self.module("flow")
-        return [flow.toolchain_verdict(p, chip_id, (Path(workdir) if len(model_paths) == 1 else Path(workdir) / f"case{i}"), log_path, precision=precision, **options) for i, p in enumerate(model_paths)]
+        converter = self.module("convert")
+        return [converter.toolchain_verdict(p, chip_id, (Path(workdir) if len(model_paths) == 1 else Path(workdir) / f"case{i}"), log_path, precision=precision, **options) for i, p in enumerate(model_paths)]
 
 
 TARGET = TensorRtTarget()

@@ -89,21 +89,21 @@ class TidlTarget(Target):
         return self.module("rules").rule_set_variants(chip_id)
 
     def convert(self, ctx):
-        """The TIDL compile project, compiled where TI's tools are (build.py)."""
-        from edgedeploy.targets.tidl import build
+        """The TIDL compile project, compiled where TI's tools are (convert.py)."""
+        from edgedeploy.targets.tidl import convert as tidl_convert
 
-        return build.convert(self, ctx)
+        return tidl_convert.convert(self, ctx)
 
     def simulate(self, ctx, converted, evaluation):
         """TI's host emulation of the compiled model, written by the compile."""
-        from edgedeploy.targets.tidl import build
+        from edgedeploy.targets.tidl import convert as tidl_convert
 
-        return build.simulate(ctx, converted, evaluation)
+        return tidl_convert.simulate(ctx, converted, evaluation)
 
     def codegen(self, ctx, converted):
-        from edgedeploy.targets.tidl import build
+        from edgedeploy.targets.tidl import convert as tidl_convert
 
-        return build.codegen(ctx, converted)
+        return tidl_convert.codegen(ctx, converted)
 
     def toolchain_verdicts(self, model_paths, chip_id, workdir, log_path, *, precision=None, inputs=None, **options) -> list:
         """Compile each model with TIDL (TIDL_TOOLS_PATH or tidl_compile_command) and parse its placement."""
@@ -114,12 +114,12 @@ class TidlTarget(Target):
     def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
         """ONNX Runtime with TIDLExecutionProvider on the board; baseline: ONNX Runtime CPU on the same board."""
         from edgedeploy.errors import ArtifactError
-        from edgedeploy.targets.tidl import build
+        from edgedeploy.targets.tidl import convert as tidl_convert
 
         built_for = manifest.get("target", {}).get("chip")
         if device is not None and getattr(device, "chip", None) and device.chip != built_for:
             raise ArtifactError(f"{artifact} was built for {built_for}, but device {device.name} is a {device.chip}; rebuild with --target {device.chip}.")
-        files = build.runner_files(Path(artifact))
+        files = tidl_convert.runner_files(Path(artifact))
         missing = [remote for remote, local in files.items() if not local.is_file()]
         if missing:
             raise ArtifactError(f"{artifact} lacks the runner files {', '.join(missing)}; rebuild it.")
@@ -127,7 +127,7 @@ class TidlTarget(Target):
         def spec(provider: str, outputs: str, backend: str) -> RunnerSpec:
             return RunnerSpec(
                 files=files,
-                command=["{python}", build.RUNNER_SCRIPT, "--provider", provider, "--outputs", outputs],
+                command=["{python}", tidl_convert.RUNNER_SCRIPT, "--provider", provider, "--outputs", outputs],
                 result_files=[outputs],
                 backend=backend,
             )

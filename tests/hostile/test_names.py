@@ -82,7 +82,7 @@ def generated(case: str) -> dict:
     from edgedeploy.targets.espdl.codegen import generate_project
     from edgedeploy.targets.rknn.codegen import render_runner_sources
     from edgedeploy.targets.tensorrt.codegen import write_runners
-    from edgedeploy.targets.tidl import build as tidl_build
+    from edgedeploy.targets.tidl import convert as tidl_convert
 
     name = NAMES[case]
     root = Path(tempfile.mkdtemp(prefix="edgedeploy-hostile-names-"))
@@ -103,7 +103,7 @@ def generated(case: str) -> dict:
     build_info = {"model_sha256": loaded.sha256, "inputs": name, "chip": "am62a"}
     header = {"edgedeploy_version": "0", "model_sha256": loaded.sha256, "chip": "am62a", "soc": "am62a", "tidl_version": "10"}
     (root / "tidl").mkdir()
-    (root / "tidl" / "run_tidl.py").write_text(tidl_build.render("run_tidl.py.j2", build_json=json.dumps(build_info, sort_keys=True), **header))
+    (root / "tidl" / "run_tidl.py").write_text(tidl_convert.render("run_tidl.py.j2", build_json=json.dumps(build_info, sort_keys=True), **header))
     return {"name": name, "root": root, "model": model_path, "sha256": loaded.sha256, "build_info": build_info}
 
 

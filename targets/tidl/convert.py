@@ -1,4 +1,4 @@
-"""The TIDL target's own stages of `edgedeploy build --target tda4vm|am62a|am68a|am69a`: the
+"""The TIDL target's conversion and its other stages for `edgedeploy build --target tda4vm|am62a|am68a|am69a`: the
 compile configuration and script (with the audit's fallbacks as deny list), the compilation
 itself where TI's tools are reachable (through the executor), its verdict, TI's host emulation
 (simulate) and the board runner (codegen).
@@ -70,9 +70,6 @@ RUNNER_SCRIPT = "run_tidl.py"
 RUNNER_INPUTS = "inputs.npz"
 REFERENCE_OUTPUTS = "reference_outputs.npz"
 PROTOCOL_FILE = "protocol.py"
-# TI's host emulation is slow; the emulated accuracy uses at most this many evaluation frames
-# unless --eval-count asks for more.
-DEFAULT_EVAL_FRAMES = 200
 # Exit codes of the generated compile script (see the template).
 EXIT_NO_TIDL_RUNTIME = 3
 EXIT_BAD_ENVIRONMENT = 4
@@ -144,82 +141,24 @@ def manual_command(tidl_dir: Path, soc: str) -> str:
 
 
 def convert(target, ctx) -> ConvertResult:
-    """The TIDL compile project in tidl/, compiled where TI's tools are reachable (module docstring)."""
-    chip = ctx.chip.id
-    soc = TI_SOC[chip]
-    opts = ctx.options
-    settings = _settings(opts)
-    settings.tensor_bits = tensor_bits(ctx.precision)
-    settings.check()
-    precision = "int16" if settings.tensor_bits == 16 else "int8"
-    version = str(opts.tidl_version or DEFAULT_TIDL_VERSION)
+    """The TIDL compile project in tidl/, compiled where TI's tools are reachable (module docstring).
+
+    TI's tools are an external command (a compile script in TI's Python or container), not an
+    edgedeploy worker: this target converts itself (build_request is None) through the executor.
+    """
+    soc = TI_SOC[ctx.chip.id]
+    settings, version = _settings_for(ctx)
     tidl_dir = ctx.workdir / TIDL_DIR
     tidl_dir.mkdir()
-
-    # Deny list: the audited fallbacks stay on the Arm cores whatever TIDL's importer thinks.
-    deny = None if opts.tidl_no_deny else deny_list_from_audit(ctx.audit, ctx.model.proto)
-    if deny is not None and deny.nodes:
-        ctx.echo(f"convert: deny list keeps {len(deny.nodes)} node(s) on the Arm cores: {', '.join(d.node for d in deny.nodes[:5])}{' ...' if len(deny.nodes) > 5 else ''}")
-    # The model TIDL compiles lives inside tidl/, so that folder alone is the compile project a
-    # TI container needs; it is the pinned model, with unsafe node names renamed if any.
-    if deny is not None and deny.renamed:
-        # Only the unsafe names change; a nameless node stays nameless (TIDL knows it by its output).
-        model_for_tidl = named_copy(ctx.model.proto, [deny.renamed.get(display, node.name) for display, node in zip(node_names(ctx.model.graph), ctx.model.graph.node)])
-    else:
-        model_for_tidl = ctx.model.proto
-    onnx.save(model_for_tidl, str(tidl_dir / TIDL_MODEL_FILE))
-
-    # Calibration frames for TIDL, evaluation frames for emulation.
-    batch = _input_batch(ctx.model)
-    calib = ctx.data.calibration
-    available = len(calib) // batch
-    if available < 1:
-        raise OptionError(f"The calibration data has {len(calib)} samples, fewer than one batch of {batch}.")
-    if settings.calibration_frames > available:
-        ctx.echo(f"convert: only {available} calibration frames available; using {available} instead of {settings.calibration_frames}")
-        settings.calibration_frames = available
-    write_arrays(tidl_dir / CALIBRATION_FILE, _frames(calib, batch, settings.calibration_frames))
-    eval_frames = _eval_frames(ctx, batch)
-    if eval_frames:
-        write_arrays(tidl_dir / EVAL_INPUTS_FILE, _frames(ctx.data.evaluation, batch, eval_frames))
-
-    config = compile_config(
-        chip=chip,
-        model_file=TIDL_MODEL_FILE,
-        calibration_file=CALIBRATION_FILE,
-        eval_file=EVAL_INPUTS_FILE if eval_frames else None,
-        artifacts_folder=ARTIFACTS_FOLDER,
-        settings=settings,
-        deny=deny,
-        model_sha256=ctx.model.sha256,
-        edgedeploy_version=__version__,
-        tidl_version=version,
-    )
-    atomic_write_json(tidl_dir / COMPILE_CONFIG, config)
-    header = _header(ctx, soc, version)
-    atomic_write_text(tidl_dir / COMPILE_SCRIPT, render("compile_tidl.py.j2", script_name=COMPILE_SCRIPT, config_name=COMPILE_CONFIG, **header))
-    (tidl_dir / COMPILE_SCRIPT).chmod(0o755)
-
-    section = {
-        "soc": soc,
-        "tidl_version": version,
-        "tensor_bits": settings.tensor_bits,
-        "calibration_frames": settings.calibration_frames,
-        "calibration_iterations": settings.calibration_iterations,
-        "max_num_subgraphs": settings.max_num_subgraphs,
-        "accuracy_level": settings.accuracy_level,
-        "provider_options": config["provider_options"],
-        "deny_list": config["denied_nodes"],
-        "renamed_nodes": config["renamed_nodes"],
-        "model_compiled": TIDL_MODEL_FILE,
-        "eval_frames": eval_frames,
-        "graph_optimization_level": config["graph_optimization_level"],
-    }
+    deny, model_for_tidl = _model_for_tidl(ctx, tidl_dir)
+    eval_frames = _stage_frames(ctx, tidl_dir, settings)
+    config = _write_compile_project(ctx, tidl_dir, settings, deny, eval_frames, version)
+    section = _tidl_section(soc, version, settings, config, eval_frames)
+    precision = "int16" if settings.tensor_bits == 16 else "int8"
     manifest = {"soc": soc, "tidl_version": version, "tensor_bits": settings.tensor_bits, "model": TIDL_MODEL_FILE, "precision": precision}
     files = {"project": TIDL_DIR, "compile_script": f"{TIDL_DIR}/{COMPILE_SCRIPT}", "model": f"{TIDL_DIR}/{TIDL_MODEL_FILE}"}
-
     # Compile where TI's tools are reachable; otherwise say how.
-    plan = compile_plan(opts)
+    plan = compile_plan(ctx.options)
     if plan["how"] == "generate":
         command = manual_command(ctx.final_dir / TIDL_DIR, soc)
         ctx.echo(f"convert: TI's tools are not here ({plan['reason']}); generated the compile project. Compile with:\n    {command}")
@@ -234,17 +173,8 @@ def convert(target, ctx) -> ConvertResult:
             reason=f"TI's tools are not here ({plan['reason']}); compile with: {command}",
         )
     result = run_compile(ctx.executor, tidl_dir, plan, soc, ctx.echo)
-    verdict, compiled = read_verdict(tidl_dir, model_for_tidl, version, log_text=result["log_text"])
-    # TIDL compiled the copy with safe names; report under the names the audit (and the user) use.
-    for original, safe in (deny.renamed.items() if deny is not None else ()):
-        if safe in verdict.nodes:
-            verdict.nodes[original] = verdict.nodes.pop(safe)
+    verdict, compiled = _compiled_verdict(ctx, tidl_dir, model_for_tidl, version, deny, section, result)
     manifest["compiled"] = True
-    leaked = [d.node for d in (deny.nodes if deny else []) if verdict.nodes.get(d.node) and verdict.nodes[d.node].placement is Placement.ACCELERATOR]
-    if leaked:
-        section["deny_list_ignored"] = leaked
-        ctx.echo(f"convert: warning: TIDL offloaded denied node(s) anyway: {', '.join(leaked)}")
-    ctx.echo(f"convert: TIDL made {len(compiled.subgraphs)} subgraph(s), {sum(len(s) for s in compiled.subgraphs)} of {len(model_for_tidl.graph.node)} nodes on the C7x/MMA")
     return ConvertResult(
         status="built",
         toolchain=f"TIDL {version}",
@@ -255,6 +185,105 @@ def convert(target, ctx) -> ConvertResult:
         details={"how": plan["how"], "seconds": result["seconds"], "artifacts": compiled.summary()},
         manifest=manifest,
     )
+
+
+def _settings_for(ctx) -> tuple[CompileSettings, str]:
+    """TIDL's compile settings from the options and precision (checked), and the TIDL release."""
+    settings = _settings(ctx.options)
+    settings.tensor_bits = tensor_bits(ctx.precision)
+    settings.check()
+    return settings, str(ctx.options.tidl_version or DEFAULT_TIDL_VERSION)
+
+
+def _model_for_tidl(ctx, tidl_dir: Path):
+    """(the deny list, the model TIDL compiles), the model saved as tidl/model_tidl.onnx.
+
+    Deny list: the audited fallbacks stay on the Arm cores whatever TIDL's importer thinks. The
+    model TIDL compiles lives inside tidl/, so that folder alone is the compile project a TI
+    container needs; it is the pinned model, with unsafe node names renamed if any.
+    """
+    deny = None if ctx.options.tidl_no_deny else deny_list_from_audit(ctx.audit, ctx.model.proto)
+    if deny is not None and deny.nodes:
+        ctx.echo(f"convert: deny list keeps {len(deny.nodes)} node(s) on the Arm cores: {', '.join(d.node for d in deny.nodes[:5])}{' ...' if len(deny.nodes) > 5 else ''}")
+    if deny is not None and deny.renamed:
+        # Only the unsafe names change; a nameless node stays nameless (TIDL knows it by its output).
+        model_for_tidl = named_copy(ctx.model.proto, [deny.renamed.get(display, node.name) for display, node in zip(node_names(ctx.model.graph), ctx.model.graph.node)])
+    else:
+        model_for_tidl = ctx.model.proto
+    onnx.save(model_for_tidl, str(tidl_dir / TIDL_MODEL_FILE))
+    return deny, model_for_tidl
+
+
+def _stage_frames(ctx, tidl_dir: Path, settings: CompileSettings) -> int:
+    """Calibration frames for TIDL, evaluation frames for emulation (edgedeploy.arrays); the evaluation frames' count."""
+    batch = _input_batch(ctx.model)
+    calib = ctx.data.calibration
+    available = len(calib) // batch
+    if available < 1:
+        raise OptionError(f"The calibration data has {len(calib)} samples, fewer than one batch of {batch}.")
+    if settings.calibration_frames > available:
+        ctx.echo(f"convert: only {available} calibration frames available; using {available} instead of {settings.calibration_frames}")
+        settings.calibration_frames = available
+    write_arrays(tidl_dir / CALIBRATION_FILE, _frames(calib, batch, settings.calibration_frames))
+    eval_frames = _eval_frames(ctx, batch)
+    if eval_frames:
+        write_arrays(tidl_dir / EVAL_INPUTS_FILE, _frames(ctx.data.evaluation, batch, eval_frames))
+    return eval_frames
+
+
+def _write_compile_project(ctx, tidl_dir: Path, settings: CompileSettings, deny, eval_frames: int, version: str) -> dict:
+    """tidl/compile_config.json and the generated tidl/compile_tidl.py; the configuration."""
+    soc = TI_SOC[ctx.chip.id]
+    config = compile_config(
+        chip=ctx.chip.id,
+        model_file=TIDL_MODEL_FILE,
+        calibration_file=CALIBRATION_FILE,
+        eval_file=EVAL_INPUTS_FILE if eval_frames else None,
+        artifacts_folder=ARTIFACTS_FOLDER,
+        settings=settings,
+        deny=deny,
+        model_sha256=ctx.model.sha256,
+        edgedeploy_version=__version__,
+        tidl_version=version,
+    )
+    atomic_write_json(tidl_dir / COMPILE_CONFIG, config)
+    header = _header(ctx, soc, version)
+    atomic_write_text(tidl_dir / COMPILE_SCRIPT, render("compile_tidl.py.j2", script_name=COMPILE_SCRIPT, config_name=COMPILE_CONFIG, **header))
+    (tidl_dir / COMPILE_SCRIPT).chmod(0o755)
+    return config
+
+
+def _tidl_section(soc: str, version: str, settings: CompileSettings, config: dict, eval_frames: int) -> dict:
+    return {
+        "soc": soc,
+        "tidl_version": version,
+        "tensor_bits": settings.tensor_bits,
+        "calibration_frames": settings.calibration_frames,
+        "calibration_iterations": settings.calibration_iterations,
+        "max_num_subgraphs": settings.max_num_subgraphs,
+        "accuracy_level": settings.accuracy_level,
+        "provider_options": config["provider_options"],
+        "deny_list": config["denied_nodes"],
+        "renamed_nodes": config["renamed_nodes"],
+        "model_compiled": TIDL_MODEL_FILE,
+        "eval_frames": eval_frames,
+        "graph_optimization_level": config["graph_optimization_level"],
+    }
+
+
+def _compiled_verdict(ctx, tidl_dir: Path, model_for_tidl, version: str, deny, section: dict, result: dict):
+    """(TIDL's verdict under the user's node names, what it compiled); denied nodes it offloaded anyway are recorded."""
+    verdict, compiled = read_verdict(tidl_dir, model_for_tidl, version, log_text=result["log_text"])
+    # TIDL compiled the copy with safe names; report under the names the audit (and the user) use.
+    for original, safe in (deny.renamed.items() if deny is not None else ()):
+        if safe in verdict.nodes:
+            verdict.nodes[original] = verdict.nodes.pop(safe)
+    leaked = [d.node for d in (deny.nodes if deny else []) if verdict.nodes.get(d.node) and verdict.nodes[d.node].placement is Placement.ACCELERATOR]
+    if leaked:
+        section["deny_list_ignored"] = leaked
+        ctx.echo(f"convert: warning: TIDL offloaded denied node(s) anyway: {', '.join(leaked)}")
+    ctx.echo(f"convert: TIDL made {len(compiled.subgraphs)} subgraph(s), {sum(len(s) for s in compiled.subgraphs)} of {len(model_for_tidl.graph.node)} nodes on the C7x/MMA")
+    return verdict, compiled
 
 
 def _eval_frames(ctx, batch: int) -> int:

@@ -1,14 +1,14 @@
-"""The TensorRT target's stages: convert (the engine on the device, its placement and provenance),
+"""The TensorRT target's conversion and other stages: convert (the engine on the device, its placement and provenance),
 codegen (the runners), the runner for `edgedeploy measure`, and `audit --confirm`. See build.py
 for the build's steps."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
-
-import onnx
 
 from edgedeploy.artifacts import atomic_write_json, check_manifest
 from edgedeploy.errors import ArtifactError, DeviceError, ToolchainFailed
@@ -43,73 +43,37 @@ def _input_shapes(model) -> dict:
     return {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in model.graph_inputs()}
 
 
-def convert(ctx) -> ConvertResult:
-    """The TensorRT build (build.py's module docstring lists the steps)."""
-    from edgedeploy.targets.tensorrt.rules import normalize_trt_version
+@dataclass
+class _Built:
+    """What the build on the device gave: where, for which device, from the cache or not."""
 
-    target, chip = ctx.target, ctx.chip
-    plan = b.plan_from_options(chip.id, ctx.precision, ctx.options.to_dict(), ctx.executor.timeout_s)
-    device, transport = b.open_build_device(ctx.device, chip.id, plan)
+    device: object
+    fingerprint: object
+    ruleset: object
+    key: str
+    from_cache: bool
+    wall_s: float
+
+
+def convert(ctx) -> ConvertResult:
+    """The TensorRT build (build.py's module docstring lists the steps).
+
+    TensorRT runs where it is installed (trtexec on the Jetson over SSH): not an edgedeploy
+    worker, so this target converts itself (build_request is None) through the executor's
+    `remote` (one time-out, the remote process group stopped, the log kept).
+    """
+    plan = b.plan_from_options(ctx.chip.id, ctx.precision, ctx.options.to_dict(), ctx.executor.timeout_s)
     engine_dir = ctx.workdir / b.ENGINE_DIR
     engine_dir.mkdir(parents=True, exist_ok=True)
     proto = named_copy(ctx.model.proto)
     model_bytes = proto.SerializeToString()
     model_sha = b.sha256_bytes(model_bytes)
-    try:
-        fingerprint = _probe(transport, plan, device)
-        check_device_chip(fingerprint, chip.id, device.name)
-        ctx.echo(
-            f"tensorrt: '{device.name}' is {fingerprint.board or 'a machine'} with TensorRT {fingerprint.trt_version or '?'}"
-            + (f", JetPack {fingerprint.jetpack}" if fingerprint.jetpack else "")
-            + (f", L4T {fingerprint.l4t}" if fingerprint.l4t else "")
-        )
-        # The rule table of the device's TensorRT (or the one asked for), for the core's audit.
-        rules_version = plan.rules_version or normalize_trt_version(fingerprint.trt_version)
-        ruleset = target.module("rules").rule_set(chip.id, trt_version=rules_version, dla=plan.dla_core is not None)
-
-        calib = b.calibration_arrays(ctx) if plan.precision == "int8" else None
-        calib_sha = None
-        if calib is not None:
-            import hashlib
-
-            digest = hashlib.sha256()
-            for name in sorted(calib):
-                digest.update(name.encode())
-                digest.update(calib[name].tobytes())
-            calib_sha = digest.hexdigest()
-        key = b.cache_key(model_sha, plan, fingerprint.digest(), calib_sha)
-        cached = None if plan.rebuild else b.cache_lookup(key)
-        if cached is not None:
-            ctx.echo(f"tensorrt: reusing the engine built earlier for this model, options and device (cache {key[:12]})")
-            for path in cached.iterdir():
-                if path.name != "cache_entry.json":
-                    shutil.copyfile(path, engine_dir / path.name)
-            from_cache = True
-            wall_s = 0.0
-        else:
-            result = b.run_remote_build(ctx.executor, transport, device.name, plan, model_bytes, calib, fingerprint.trt_version, engine_dir, ctx.echo)
-            from_cache = False
-            wall_s = result.wall_s
-    finally:
-        close = getattr(transport, "close", None)
-        if close is not None:
-            close()
-
-    log_text = (engine_dir / b.LOG_FILE).read_text(errors="replace")
-    log = parse_trtexec_log(log_text)
-    failure = build_failure(log) or (None if (engine_dir / b.ENGINE_FILE).is_file() else "trtexec wrote no engine")
-    if failure is not None:
-        raise ToolchainFailed(f"TensorRT could not build the engine on '{device.name}'", toolchain="tensorrt", final_line=failure, log_path=f"{b.ENGINE_DIR}/{b.LOG_FILE} in the failed artifact")
-    layers = parse_layer_info((engine_dir / b.LAYERS_FILE).read_text()) if (engine_dir / b.LAYERS_FILE).is_file() else None
-    profile = parse_profile_json((engine_dir / b.PROFILE_FILE).read_text()) if (engine_dir / b.PROFILE_FILE).is_file() else None
-    if not from_cache:
-        b.cache_store(
-            key,
-            engine_dir,
-            [p.name for p in engine_dir.iterdir() if p.is_file()],
-            {"model_sha256": model_sha, "plan": plan.cache_fields(), "device": fingerprint.to_dict(), "built_on": device.name},
-        )
-
+    built = _build_on_device(ctx, plan, model_bytes, model_sha, engine_dir)
+    device, fingerprint = built.device, built.fingerprint
+    log, layers, profile = _read_engine(engine_dir, device.name)
+    if not built.from_cache:
+        meta = {"model_sha256": model_sha, "plan": plan.cache_fields(), "device": fingerprint.to_dict(), "built_on": device.name}
+        b.cache_store(built.key, engine_dir, [p.name for p in engine_dir.iterdir() if p.is_file()], meta)
     verdict = verdict_from_build(proto.graph, log, layers, dla=plan.dla_core is not None, trt_version=fingerprint.trt_version)
     provenance = Provenance(
         trt_version=log.trt_version or fingerprint.trt_version,
@@ -121,23 +85,105 @@ def convert(ctx) -> ConvertResult:
         dla_core=plan.dla_core,
         precision=plan.precision,
     )
-    batch = _batch_of(ctx.model)
-    backend = "tensorrt" + (f"-dla{plan.dla_core}" if plan.dla_core is not None else "-gpu")
-    scope = {
+    scope = _scope(ctx, plan, device.name)
+    _write_engine_info(ctx, engine_dir, provenance, fingerprint, scope, model_sha, built.key)
+    return ConvertResult(
+        status="built",
+        toolchain=f"TensorRT {provenance.trt_version or '?'}",
+        versions={"tensorrt": provenance.trt_version},
+        files={"model": f"{b.ENGINE_DIR}/{b.ENGINE_FILE}", "log": f"{b.ENGINE_DIR}/{b.LOG_FILE}"},
+        verdict=verdict,
+        rules=built.ruleset,
+        sections={"tensorrt": _tensorrt_section(built, provenance, scope, log, layers, profile)},
+        details={"plan": b.plan_to_dict(plan), "scope": scope},
+        manifest={
+            "provenance": provenance.to_dict(),
+            "fingerprint": fingerprint.to_dict(),
+            "plan": b.plan_to_dict(plan),
+            "trtexec_argv": b.trtexec_argv(plan, fingerprint.trt_version),
+            "cache_key": built.key,
+            "from_cache": built.from_cache,
+            "built_on": device.name,
+        },
+    )
+
+
+def _build_on_device(ctx, plan, model_bytes: bytes, model_sha: str, engine_dir: Path) -> _Built:
+    """Probe the device, pick its rule table, and build the engine there (or take it from the cache)."""
+    from edgedeploy.targets.tensorrt.rules import normalize_trt_version
+
+    device, transport = b.open_build_device(ctx.device, ctx.chip.id, plan)
+    try:
+        fingerprint = _probe(transport, plan, device)
+        check_device_chip(fingerprint, ctx.chip.id, device.name)
+        ctx.echo(
+            f"tensorrt: '{device.name}' is {fingerprint.board or 'a machine'} with TensorRT {fingerprint.trt_version or '?'}"
+            + (f", JetPack {fingerprint.jetpack}" if fingerprint.jetpack else "")
+            + (f", L4T {fingerprint.l4t}" if fingerprint.l4t else "")
+        )
+        # The rule table of the device's TensorRT (or the one asked for), for the core's audit.
+        rules_version = plan.rules_version or normalize_trt_version(fingerprint.trt_version)
+        ruleset = ctx.target.module("rules").rule_set(ctx.chip.id, trt_version=rules_version, dla=plan.dla_core is not None)
+        calib = b.calibration_arrays(ctx) if plan.precision == "int8" else None
+        key = b.cache_key(model_sha, plan, fingerprint.digest(), _calibration_sha(calib))
+        cached = None if plan.rebuild else b.cache_lookup(key)
+        if cached is not None:
+            ctx.echo(f"tensorrt: reusing the engine built earlier for this model, options and device (cache {key[:12]})")
+            for path in cached.iterdir():
+                if path.name != "cache_entry.json":
+                    shutil.copyfile(path, engine_dir / path.name)
+            return _Built(device, fingerprint, ruleset, key, True, 0.0)
+        result = b.run_remote_build(ctx.executor, transport, device.name, plan, model_bytes, calib, fingerprint.trt_version, engine_dir, ctx.echo)
+        return _Built(device, fingerprint, ruleset, key, False, result.wall_s)
+    finally:
+        close = getattr(transport, "close", None)
+        if close is not None:
+            close()
+
+
+def _calibration_sha(calib: dict | None) -> str | None:
+    """The calibration data's digest (a part of the engine cache's key)."""
+    if calib is None:
+        return None
+    digest = hashlib.sha256()
+    for name in sorted(calib):
+        digest.update(name.encode())
+        digest.update(calib[name].tobytes())
+    return digest.hexdigest()
+
+
+def _read_engine(engine_dir: Path, device_name: str):
+    """(trtexec's log, its layer table, its profile); a build that failed is a ToolchainFailed with trtexec's reason."""
+    log = parse_trtexec_log((engine_dir / b.LOG_FILE).read_text(errors="replace"))
+    failure = build_failure(log) or (None if (engine_dir / b.ENGINE_FILE).is_file() else "trtexec wrote no engine")
+    if failure is not None:
+        raise ToolchainFailed(f"TensorRT could not build the engine on '{device_name}'", toolchain="tensorrt", final_line=failure, log_path=f"{b.ENGINE_DIR}/{b.LOG_FILE} in the failed artifact")
+    layers = parse_layer_info((engine_dir / b.LAYERS_FILE).read_text()) if (engine_dir / b.LAYERS_FILE).is_file() else None
+    profile = parse_profile_json((engine_dir / b.PROFILE_FILE).read_text()) if (engine_dir / b.PROFILE_FILE).is_file() else None
+    return log, layers, profile
+
+
+def _scope(ctx, plan, device_name: str) -> dict:
+    """What the engine's figures are figures of (the measurement scope)."""
+    return {
         "model_sha256": ctx.model.sha256,
         "input_shapes": _input_shapes(ctx.model),
-        "batch": batch,
+        "batch": _batch_of(ctx.model),
         "precision": plan.precision,
-        "backend": backend,
-        "chip": chip.id,
-        "device": device.name,
+        "backend": "tensorrt" + (f"-dla{plan.dla_core}" if plan.dla_core is not None else "-gpu"),
+        "chip": ctx.chip.id,
+        "device": device_name,
     }
+
+
+def _write_engine_info(ctx, engine_dir: Path, provenance, fingerprint, scope: dict, model_sha: str, key: str) -> None:
+    """engine/engine_info.json: the engine's provenance, the device's fingerprint and the scope."""
     info = {
         "schema": "edgedeploy.tensorrt-engine/1",
         "provenance": provenance.to_dict(),
         "fingerprint": fingerprint.to_dict(),
         "scope": scope,
-        "batch": batch,
+        "batch": scope["batch"],
         "engine_sha256": b.sha256_bytes((engine_dir / b.ENGINE_FILE).read_bytes()),
         "onnx_sha256_sent": model_sha,
         "cache_key": key,
@@ -147,40 +193,25 @@ def convert(ctx) -> ConvertResult:
         f"tensorrt: engine {b.ENGINE_DIR}/{b.ENGINE_FILE} for TensorRT {provenance.trt_version} on {provenance.gpu_name or '?'} "
         f"(compute {provenance.compute_capability or '?'})"
     )
-    section = {
-        "built_on": device.name,
-        "from_cache": from_cache,
-        "build_wall_s": round(wall_s, 2),
+
+
+def _tensorrt_section(built: _Built, provenance, scope: dict, log, layers, profile) -> dict:
+    device_name = built.device.name
+    return {
+        "built_on": device_name,
+        "from_cache": built.from_cache,
+        "build_wall_s": round(built.wall_s, 2),
         "provenance": provenance.to_dict(),
         # trtexec's own timing of the engine on the device right after the build: one process,
         # its own warm-up and duration. Figures of the measurement protocol come from `measure`.
         "trtexec_performance": {
-            "note": f"trtexec's own timing on '{device.name}' after the build (one session; not edgedeploy's measurement protocol)",
+            "note": f"trtexec's own timing on '{device_name}' after the build (one session; not edgedeploy's measurement protocol)",
             "scope": scope,
             **{k: v for k, v in log.to_dict().items() if k in ("throughput_qps", "summary_us", "total_host_walltime_s", "total_gpu_compute_s", "warmup_queries", "timed_queries")},
         },
         "layer_profile": profile.to_dict() if profile else None,
         "engine_layers": len(layers) if layers is not None else None,
     }
-    return ConvertResult(
-        status="built",
-        toolchain=f"TensorRT {provenance.trt_version or '?'}",
-        versions={"tensorrt": provenance.trt_version},
-        files={"model": f"{b.ENGINE_DIR}/{b.ENGINE_FILE}", "log": f"{b.ENGINE_DIR}/{b.LOG_FILE}"},
-        verdict=verdict,
-        rules=ruleset,
-        sections={"tensorrt": section},
-        details={"plan": b.plan_to_dict(plan), "scope": scope},
-        manifest={
-            "provenance": provenance.to_dict(),
-            "fingerprint": fingerprint.to_dict(),
-            "plan": b.plan_to_dict(plan),
-            "trtexec_argv": b.trtexec_argv(plan, fingerprint.trt_version),
-            "cache_key": key,
-            "from_cache": from_cache,
-            "built_on": device.name,
-        },
-    )
 
 
 def codegen(ctx, converted: ConvertResult) -> dict:
@@ -267,16 +298,3 @@ def toolchain_verdict(model_path: Path, chip_id: str, workdir: Path, log_path: P
     log_text = (workdir / b.LOG_FILE).read_text(errors="replace")
     layers = parse_layer_info((workdir / b.LAYERS_FILE).read_text()) if (workdir / b.LAYERS_FILE).is_file() else None
     return verdict_from_build(proto.graph, parse_trtexec_log(log_text), layers, dla=plan.dla_core is not None, trt_version=fingerprint.trt_version)
-
-
-def verdict_from_artifact(artifact: Path):
-    """TensorRT's placement read back from an existing build (no device needed)."""
-    artifact = Path(artifact)
-    manifest = check_manifest(artifact, verify_files=False)
-    model = onnx.load(str(artifact / "model.onnx"))
-    proto = named_copy(model)
-    log = parse_trtexec_log((artifact / b.ENGINE_DIR / b.LOG_FILE).read_text(errors="replace"))
-    layers_path = artifact / b.ENGINE_DIR / b.LAYERS_FILE
-    layers = parse_layer_info(layers_path.read_text()) if layers_path.is_file() else None
-    dla = manifest.get("tensorrt", {}).get("plan", {}).get("dla_core") is not None
-    return verdict_from_build(proto.graph, log, layers, dla=dla)
