@@ -10,6 +10,7 @@ One onnx2tf build (about 40 s) and one diagnosis (seconds).
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -29,15 +30,30 @@ def outlier_diagnosis(tmp_path_factory):
     assert built.returncode == 0, built.stderr
     done = run_cli("diagnose", str(root / "out" / "m" / "imx8mp"), "--eval", str(root / "eval.npz"), "--no-qdq", "--format", "json")
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return root / "out" / "m" / "imx8mp", json.loads(done.stdout)
 
 
 @pytest.mark.toolchain("eiq")
 def test_eiq_names_the_fused_first_layer_and_the_outlier(outlier_diagnosis):
-    (eiq,) = outlier_diagnosis["paths"]
+    (eiq,) = outlier_diagnosis[1]["paths"]
     assert eiq["path"] == "imx8mp"
     first = eiq["first_sharp_drop"]
     assert first["node"] == "relu1" and first["accumulated_snr_db"] < 10
     relu1 = next(n for n in eiq["nodes"] if n["node"] == "relu1")
     assert relu1["absorbs"] == ["conv1"] and relu1["isolated"] is None
     assert any(c["node"] == "relu1" and c["cause"] in ("outlier_range", "calibration_unrepresentative") for c in eiq["causes"])
+
+
+@pytest.mark.toolchain("eiq")
+def test_a_target_path_that_cannot_run_leaves_the_other(outlier_diagnosis, tmp_path):
+    """An artifact from before tflite_layers.json: the eIQ path is skipped with its reason, ONNX Runtime's still runs."""
+    old = tmp_path / "imx8mp"
+    shutil.copytree(outlier_diagnosis[0], old)
+    (old / "tflite_layers.json").unlink()
+    done = run_cli("diagnose", str(old), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert [p["path"] for p in document["paths"]] == ["onnxruntime-qdq"]
+    assert document["skipped"][0]["path"] == "imx8mp" and "build it again" in document["skipped"][0]["reason"]
+    refused = run_cli("diagnose", str(old), "--no-qdq")
+    assert refused.returncode == 11 and "build it again" in refused.stderr and "Traceback" not in refused.stderr

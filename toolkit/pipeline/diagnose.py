@@ -105,7 +105,8 @@ def _feeds(dataset: Dataset | None) -> list[dict] | None:
 
 def _finish(name: str, meta: dict, records: list[dict], named: onnx.ModelProto, samples: int) -> dict:
     """One path's diagnosis; `named` is the model with edgedeploy's display names (the taps' node names)."""
-    absorbed_nodes(records, [(n.name, list(n.input), list(n.output)) for n in named.graph.node])
+    weights = {i.name for i in named.graph.initializer}  # a fused group reads activations; its weights are no upstream
+    absorbed_nodes(records, [(n.name, [x for x in n.input if x and x not in weights], list(n.output)) for n in named.graph.node])
     return diagnose_path({"path": name, **meta}, records, [o.name for o in named.graph.output], samples,
                          graph_inputs=[i.name for i in named.graph.input])
 
@@ -172,18 +173,26 @@ def diagnose_artifact(artifact: Path, options: DiagnoseOptions, echo: Callable[[
     model = load_model(artifact / "model.onnx", require_static=True)
     calibration, evaluation = resolve_data(model, artifact, manifest, options)
     named = named_copy(model.proto, node_names(model.graph))
-    paths, skipped = [], []
+    paths, skipped, failed = [], [], None
     with tempfile.TemporaryDirectory(prefix="edgedeploy-diagnose-") as tmp:
         work = Path(tmp)
         named_path = work / "model_named.onnx"
         onnx.save(named, str(named_path))
         if target.has(Capability.DIAGNOSE):
-            paths.append(_target_path(target, chip, manifest, artifact, named, calibration, evaluation, work, options, echo))
+            try:
+                paths.append(_target_path(target, chip, manifest, artifact, named, calibration, evaluation, work, options, echo))
+            except EdgedeployError as exc:
+                # The other path still runs: its figures are what the user has to go on then.
+                failed = exc
+                skipped.append({"path": chip.id, "reason": str(exc).splitlines()[0]})
+                echo(f"diagnose: {chip.id}: {skipped[-1]['reason']}")
         else:
             skipped.append({"path": chip.id, "reason": f"the {target.name} target has no accuracy taps (its toolchain does not simulate on this host, or the taps are not written yet)"})
         if options.qdq:
             echo("diagnose: ONNX Runtime quantises the same model (QDQ) and taps every node")
             paths.append(_qdq_path(named_path, named, calibration, evaluation, work))
+    if failed is not None and not paths:
+        raise failed
     return {
         "schema": SCHEMA,
         "artifact": str(artifact),
