@@ -284,7 +284,7 @@ def node_views(model: LoadedModel) -> list[NodeView]:
     # What a simplifier computes from constants and static shapes (edgedeploy.audit.static_values):
     # values of shape computations and the shapes ONNX's own inference could not see through.
     static = static_values(model, infos)
-    constant_nodes = {node.output[0] for node in graph.node if node.op_type == "Constant" and node.output}
+    constant_nodes = static.constant_nodes
 
     model_outputs = {o.name for o in graph.output}
     graph_inputs = {vi.name for vi in graph.input} - set(initializers)
@@ -326,7 +326,7 @@ def node_views(model: LoadedModel) -> list[NodeView]:
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
         return TensorView(
             name,
-            learnt or dims_of(vi),
+            static.shape_of(name),
             dtype_of(elem) if elem else None,
             False,
             _value=value if is_foldable else None,

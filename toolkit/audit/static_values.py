@@ -28,9 +28,6 @@ from onnx import helper, numpy_helper
 # A computed tensor larger than this is not kept (a simplifier folds it all the same; the audit
 # only needs the values of shapes, indices and small grids, and knows it is foldable).
 MAX_ELEMENTS = 1 << 16
-# Rounds of evaluate / re-infer: each round resolves everything up to the next static value
-# shape inference could not read; real models need two or three.
-MAX_ROUNDS = 8
 
 
 @dataclass
@@ -44,6 +41,13 @@ class StaticValues:
     # the model leaves open (a dynamic dimension) or that depends on the data. A toolchain that is
     # given those shapes folds it; the audit cannot tell.
     unknown: dict[str, str] = field(default_factory=dict)
+    # Every tensor's shape as far as it is known (the model's inference, then what was learnt),
+    # read on demand: the node views take their shapes from here.
+    all_shapes: dict = field(default_factory=dict)
+    constant_nodes: set[str] = field(default_factory=set)  # the outputs of Constant nodes
+
+    def shape_of(self, name: str):
+        return self.all_shapes.get(name)
 
 
 def constant_node_value(node: onnx.NodeProto) -> np.ndarray | None:
@@ -71,29 +75,114 @@ def _numel(dims) -> int:
 
 def static_values(model, infos: dict | None = None) -> StaticValues:
     """Fold `model` (a LoadedModel) as a simplifier would; see the module's docstring."""
-    from edgedeploy.model.shapes import dims_of
-
     graph = model.graph
     infos = model.value_infos() if infos is None else infos
     found = StaticValues()
-    for t in graph.initializer:
-        if _numel(t.dims) <= MAX_ELEMENTS and t.data_location != onnx.TensorProto.EXTERNAL:
-            found.values[t.name] = numpy_helper.to_array(t)
-    shapes = {name: dims_of(vi) for name, vi in infos.items()}
-    for t in graph.initializer:
-        shapes[t.name] = tuple(int(d) for d in t.dims)
-    opset = model.opset
-    for _ in range(MAX_ROUNDS):
-        new = _evaluate(graph.node, found, shapes, opset)
-        if not new:
-            break
-        learnt = _reinfer(model, found, shapes)
-        if not learnt:
-            break
-        found.shapes.update(learnt)
-        shapes.update(learnt)
-    _shape_dependent(graph.node, found, shapes, _open_inputs(graph, shapes))
+    # Small initializers are read only when a computation needs them (most are weights and
+    # normalisation parameters no shape computation reads).
+    found.values = _Initializers({t.name: t for t in graph.initializer if _numel(t.dims) <= MAX_ELEMENTS and t.data_location != onnx.TensorProto.EXTERNAL})
+    starts_from_shapes = False
+    for node in graph.node:
+        op = node.op_type
+        if op in SHAPE_OPS:
+            starts_from_shapes = True
+        if op == "Constant" and node.output and node.domain in ("", "ai.onnx"):
+            found.constant_nodes.add(node.output[0])
+            tensor = next((a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR), None)
+            if tensor is not None:
+                if _numel(tensor.dims) <= MAX_ELEMENTS:
+                    found.values.protos[node.output[0]] = tensor  # read when needed, as an initializer
+            else:
+                value = constant_node_value(node)
+                if value is not None:
+                    found.values[node.output[0]] = value
+    shapes = _Shapes(infos, graph.initializer)
+    found.all_shapes = shapes
+    if not starts_from_shapes:
+        return found  # no computation starts from a shape: ONNX's inference knew all there is
+    producers = {o: n for n in graph.node for o in n.output if o}
+    _evaluate(graph.node, found, shapes, model, producers)
+    if any(n.op_type in SHAPE_OPS and n.input and not _static(shapes.get(n.input[0])) for n in graph.node):
+        _shape_dependent(graph.node, found, shapes, _open_inputs(graph, shapes))
     return found
+
+
+SHAPE_OPS = ("Shape", "Size")
+SEEDS = SHAPE_OPS  # where a computation from static shapes starts
+
+
+class _Shapes(dict):
+    """Tensor name -> shape (ints, or str/None for open dimensions), read from the model's value
+    infos on first use, and the shapes learnt since; and the tensors' element types."""
+
+    def __init__(self, infos: dict, initializers):
+        super().__init__()
+        self.infos = infos
+        self.initializers = initializers
+        self.elems: dict[str, int] = {}  # element types learnt (computed values, inferred results)
+
+    def get(self, name, default=None):
+        if dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        if self.initializers is not None and not isinstance(self.initializers, dict):
+            self.initializers = {t.name: t for t in self.initializers}  # only once a shape is asked for
+        t = self.initializers.get(name)
+        if t is not None:
+            shape = tuple(int(d) for d in t.dims)
+            dict.__setitem__(self, name, shape)
+            return shape
+        vi = self.infos.get(name)
+        if vi is None:
+            return default
+        from edgedeploy.model.shapes import dims_of
+
+        shape = dims_of(vi)
+        dict.__setitem__(self, name, shape)
+        return shape
+
+    def elem_type(self, name: str) -> int:
+        if name in self.elems:
+            return self.elems[name]
+        t = self.initializers.get(name) if isinstance(self.initializers, dict) else None
+        vi = self.infos.get(name)
+        if t is not None:
+            return t.data_type
+        if vi is not None and vi.type.HasField("tensor_type"):
+            return vi.type.tensor_type.elem_type
+        return 0
+
+    def open_outputs(self, node) -> bool:
+        return any(o and not _static(self.get(o)) for o in node.output)
+
+    def infer(self, node, values, model) -> dict[str, tuple]:
+        """The static shapes ONNX's shape function of `node` gives its results, from its inputs'
+        static shapes and the values known so far; {} when an input's shape is open."""
+        types, data = {}, {}
+        for name in node.input:
+            if not name:
+                continue
+            shape, elem = self.get(name), self.elem_type(name)
+            if not _static(shape) or not elem:
+                return {}
+            types[name] = helper.make_tensor_type_proto(elem, list(shape))
+            if name in values:
+                data[name] = numpy_helper.from_array(np.ascontiguousarray(values[name]), name)
+        try:
+            schema = onnx.defs.get_schema(node.op_type, model.opset, node.domain)
+            inferred = onnx.shape_inference.infer_node_outputs(schema, node, types, data, opset_imports=list(model.proto.opset_import), ir_version=max(int(model.proto.ir_version), 4))
+        except Exception:  # noqa: BLE001 - a node ONNX cannot infer alone (subgraphs, functions): left open
+            return {}
+        learnt = {}
+        for name, t in inferred.items():
+            if not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
+                continue
+            dims = t.tensor_type.shape.dim
+            if all(d.HasField("dim_value") for d in dims):
+                shape = tuple(int(d.dim_value) for d in dims)
+                dict.__setitem__(self, name, shape)
+                self.elems[name] = t.tensor_type.elem_type
+                learnt[name] = shape
+        return learnt
 
 
 def _open_inputs(graph, shapes: dict) -> str:
@@ -136,70 +225,76 @@ def _shape_dependent(nodes, found: StaticValues, shapes: dict, open_inputs: str)
                 unknown[o] = reason
 
 
+class _Initializers(dict):
+    """Tensor name -> value: the small initializers, converted from their TensorProto on first use,
+    and the values computed so far."""
+
+    def __init__(self, protos: dict):
+        super().__init__()
+        self.protos = protos
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, name) or name in self.protos
+
+    def __getitem__(self, name):
+        if not dict.__contains__(self, name) and name in self.protos:
+            dict.__setitem__(self, name, numpy_helper.to_array(self.protos[name]))
+        return dict.__getitem__(self, name)
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+
 def _static(shape) -> bool:
     return shape is not None and all(isinstance(d, int) for d in shape)
 
 
-def _evaluate(nodes, found: StaticValues, shapes: dict, opset: int) -> int:
-    """Compute every node whose inputs are known and whose value is not yet; how many were new."""
-    new = 0
-    values = found.values
+def _evaluate(nodes, found: StaticValues, shapes: "_Shapes", model, producers: dict) -> None:
+    """One pass in graph order: learn the shapes of a node's results that inference left open
+    (ONNX's shape function of that node, given the values computed so far), then compute the node
+    if it starts a static computation (Shape, Size) or reads a value computed so.
+    Inputs no such node made (an Unsqueeze of an initializer) are computed on demand."""
+    values, computed = found.values, found.computed
+    opset = model.opset
     for node in nodes:
+        if shapes.open_outputs(node):
+            learnt = shapes.infer(node, values, model)
+            found.shapes.update(learnt)
+        if node.op_type not in SEEDS and not (computed and any(i in computed for i in node.input)):
+            continue
         outs = [o for o in node.output if o]
         if not outs or all(o in values for o in outs) or node.domain not in ("", "ai.onnx"):
             continue
-        try:
-            result = _compute(node, values, shapes, opset)
-        except Exception:  # noqa: BLE001 - a form the evaluator does not know: left to the toolchain
-            result = None
-        if result is None:
-            continue
-        for name, value in zip(outs, result):
-            value = np.asarray(value)
-            if value.size > MAX_ELEMENTS:
-                continue
-            values[name] = value
-            found.computed.add(name)
-            shapes[name] = tuple(int(d) for d in value.shape)
-            new += 1
-    return new
+        _run(node, found, shapes, opset, producers, depth=0)
 
 
-def _reinfer(model, found: StaticValues, shapes: dict) -> dict[str, tuple]:
-    """ONNX's shape inference of the model with the computed tensors given as constants: the
-    shapes it now knows that were not static before."""
-    graph = model.graph
-    computed = found.computed
-    light = onnx.GraphProto()
-    light.name = graph.name
-    inits = {t.name for t in graph.initializer}
-    declared = {vi.name for vi in graph.input}
-    light.input.extend(graph.input)
-    for t in graph.initializer:
-        if t.name in found.values:
-            light.initializer.append(numpy_helper.from_array(found.values[t.name], t.name))
-        elif t.name not in declared:
-            # A weight: shape inference needs its type and dims, not its values.
-            light.input.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
-    for name in computed:
-        if name not in inits:
-            light.initializer.append(numpy_helper.from_array(np.ascontiguousarray(found.values[name]), name))
-    light.node.extend(n for n in graph.node if not (n.output and all((not o) or o in computed for o in n.output)))
-    light.output.extend(graph.output)
-    copy = helper.make_model(light, opset_imports=list(model.proto.opset_import))
-    copy.ir_version = max(int(model.proto.ir_version), 4)
+# How far back an input is computed on demand (initializer -> Unsqueeze -> Cast -> ...).
+MAX_BACKFILL_DEPTH = 6
+
+
+def _run(node, found: StaticValues, shapes: dict, opset: int, producers: dict, depth: int) -> list[str]:
+    """Compute `node` (its unknown inputs first, from their producers); the tensors it gave values."""
+    values = found.values
+    if node.op_type not in SHAPE_OPS:
+        for name in node.input:
+            producer = producers.get(name)
+            if name and name not in values and producer is not None and producer.op_type in EVALUATED and depth < MAX_BACKFILL_DEPTH:
+                _run(producer, found, shapes, opset, producers, depth + 1)
     try:
-        inferred = onnx.shape_inference.infer_shapes(copy, data_prop=True)
-    except Exception:  # noqa: BLE001 - the model's own inference succeeded; this is a bonus
-        return {}
-    from edgedeploy.model.shapes import dims_of
-
-    learnt = {}
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
-        shape = dims_of(vi)
-        if _static(shape) and not _static(shapes.get(vi.name)):
-            learnt[vi.name] = shape
-    return learnt
+        result = _compute(node, values, shapes, opset)
+    except Exception:  # noqa: BLE001 - a form the evaluator does not know: left to the toolchain
+        result = None
+    made = []
+    for name, value in zip([o for o in node.output if o], result or ()):
+        value = np.asarray(value)
+        if value.size > MAX_ELEMENTS:
+            continue
+        values[name] = value
+        found.computed.add(name)
+        shapes[name] = tuple(int(d) for d in value.shape)
+        shapes.elems[name] = helper.np_dtype_to_tensor_dtype(value.dtype)
+        made.append(name)
+    return made
 
 
 # ---- the evaluator: numpy versions of the operators exporters write static computations with
