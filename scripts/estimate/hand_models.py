@@ -897,6 +897,95 @@ class EEGTCNet(nn.Module):
         return torch.softmax(self.fc(x[:, :, -1]), dim=1)
 
 
+# --- YOLOv6 3.0 n/s (meituan/YOLOv6 configs/yolov6n.py, yolov6s.py), deploy form ---------------
+
+
+def _simconv(c_in, c_out, k=1, s=1, act=nn.ReLU):
+    """YOLOv6 SimConv (ConvBNSiLU with act=nn.SiLU): conv without bias, BN, activation."""
+    return nn.Sequential(nn.Conv2d(c_in, c_out, k, s, k // 2, bias=False), nn.BatchNorm2d(c_out), act())
+
+
+def _repvgg(c_in, c_out, s=1):
+    """A RepVGGBlock after reparameterisation (deploy): one 3x3 conv with bias, ReLU."""
+    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, s, 1), nn.ReLU())
+
+
+def _repblock(c_in, c_out, n):
+    return nn.Sequential(_repvgg(c_in, c_out), *[_repvgg(c_out, c_out) for _ in range(n - 1)])
+
+
+class _CspSppf(nn.Module):
+    """YOLOv6 SimCSPSPPF: a 1x1 shortcut branch and a 1x1-3x3-1x1 branch through three chained
+    5x5 max pools, concat, 1x1-3x3, concat with the shortcut, 1x1."""
+
+    def __init__(self, c_in, c_out):
+        super().__init__()
+        c = int(c_out * 0.5)
+        self.cv1, self.cv2, self.cv3, self.cv4 = _simconv(c_in, c), _simconv(c_in, c), _simconv(c, c, 3), _simconv(c, c)
+        self.cv5, self.cv6, self.cv7 = _simconv(4 * c, c), _simconv(c, c, 3), _simconv(2 * c, c_out)
+        self.pool = nn.MaxPool2d(5, 1, 2)
+
+    def forward(self, x):
+        x1 = self.cv4(self.cv3(self.cv1(x)))
+        y1 = self.pool(x1)
+        y2 = self.pool(y1)
+        return self.cv7(torch.cat([self.cv2(x), self.cv6(self.cv5(torch.cat([x1, y1, y2, self.pool(y2)], 1)))], 1))
+
+
+class _BiFusion(nn.Module):
+    """YOLOv6 BiFusion: the coarser map up by a 2x2 transposed conv, the same-level map by 1x1,
+    the finer map by 1x1 then 3x3/2, concat, 1x1."""
+
+    def __init__(self, c_same, c_fine, c_out):
+        super().__init__()
+        self.cv1, self.cv2, self.cv3 = _simconv(c_same, c_out), _simconv(c_fine, c_out), _simconv(3 * c_out, c_out)
+        self.up, self.down = nn.ConvTranspose2d(c_out, c_out, 2, 2), _simconv(c_out, c_out, 3, 2)
+
+    def forward(self, coarse, same, fine):
+        return self.cv3(torch.cat([self.up(coarse), self.cv1(same), self.down(self.cv2(fine))], 1))
+
+
+class YoloV6(nn.Module):
+    """YOLOv6 3.0 -n/-s at 640x640 in deploy form: EfficientRep backbone (RepVGG blocks, repeats
+    1/6/12/18/6 x depth, SimCSPSPPF), RepBiFPAN neck using P2 (BiFusion, RepBlocks of 12 x depth),
+    EffiDeHead per level (1x1 stem, 3x3 cls and reg convs with SiLU, 80 + 4 outputs, reg_max 0),
+    left raw. Checked: 4.65 M / 11.3 GFLOPs (n) and 18.5 M / 45.0 GFLOPs (s), as published."""
+
+    def __init__(self, depth: float, width: float):
+        super().__init__()
+        div8 = lambda c: int(math.ceil(c * width / 8) * 8)
+        b = [div8(c) for c in (64, 128, 256, 512, 1024)]
+        n = [div8(c) for c in (256, 128, 128, 256, 256, 512)]
+        reps = [max(round(r * depth), 1) for r in (6, 12, 18, 6)]
+        neck = max(round(12 * depth), 1)
+        self.stem = _repvgg(3, b[0], 2)
+        self.stages = nn.ModuleList([nn.Sequential(_repvgg(b[i], b[i + 1], 2), _repblock(b[i + 1], b[i + 1], reps[i])) for i in range(4)])
+        self.stages[3].append(_CspSppf(b[4], b[4]))
+        self.reduce0, self.bif0, self.rep_p4 = _simconv(b[4], n[0]), _BiFusion(b[3], b[2], n[0]), _repblock(n[0], n[0], neck)
+        self.reduce1, self.bif1, self.rep_p3 = _simconv(n[0], n[1]), _BiFusion(b[2], b[1], n[1]), _repblock(n[1], n[1], neck)
+        self.down2, self.rep_n3 = _simconv(n[1], n[2], 3, 2), _repblock(n[1] + n[2], n[3], neck)
+        self.down1, self.rep_n4 = _simconv(n[3], n[4], 3, 2), _repblock(n[0] + n[4], n[5], neck)
+        self.heads = nn.ModuleList(nn.ModuleDict({
+            "stem": _simconv(c, c, act=nn.SiLU), "cls": _simconv(c, c, 3, act=nn.SiLU), "reg": _simconv(c, c, 3, act=nn.SiLU),
+            "cls_pred": nn.Conv2d(c, 80, 1), "reg_pred": nn.Conv2d(c, 4, 1)}) for c in (n[1], n[3], n[5]))
+
+    def forward(self, x):
+        p2 = self.stages[0](self.stem(x))
+        p3 = self.stages[1](p2)
+        p4 = self.stages[2](p3)
+        p5 = self.stages[3](p4)
+        f0 = self.reduce0(p5)
+        f1 = self.reduce1(self.rep_p4(self.bif0(f0, p4, p3)))
+        pan2 = self.rep_p3(self.bif1(f1, p3, p2))
+        pan1 = self.rep_n3(torch.cat([self.down2(pan2), f1], 1))
+        pan0 = self.rep_n4(torch.cat([self.down1(pan1), f0], 1))
+        outs = []
+        for head, f in zip(self.heads, (pan2, pan1, pan0)):
+            f = head["stem"](f)
+            outs += [head["reg_pred"](head["reg"](f)), torch.sigmoid(head["cls_pred"](head["cls"](f)))]
+        return tuple(outs)
+
+
 def extra_builds(Build, image) -> list:
     """The hand-written detectors and small models, with where their architecture is published."""
     return [
@@ -921,6 +1010,10 @@ def extra_builds(Build, image) -> list:
         Build("yolox_m_640", lambda: YoloX(0.67, 0.75), image(640), "hand-written YOLOX-m (depth 0.67, width 0.75)",
               "https://github.com/Megvii-BaseDetection/YOLOX/tree/main/yolox/models",
               fidelity_note="grid decoding left out, as Rockchip's export (airockchip/YOLOX) keeps it outside the model"),
+        Build("yolov6n_640", lambda: YoloV6(0.33, 0.25), image(640), "hand-written YOLOv6 3.0 -n, deploy form (RepVGG blocks fused)",
+              "https://github.com/meituan/YOLOv6/blob/main/configs/yolov6n.py", fidelity_note="box decoding left out"),
+        Build("yolov6s_640", lambda: YoloV6(0.33, 0.50), image(640), "hand-written YOLOv6 3.0 -s, deploy form (RepVGG blocks fused)",
+              "https://github.com/meituan/YOLOv6/blob/main/configs/yolov6s.py", fidelity_note="box decoding left out"),
         Build("yolov7_tiny_640", YoloV7Tiny, image(640), "hand-written yolov7-tiny (deploy yaml)",
               "https://github.com/WongKinYiu/yolov7/blob/main/cfg/deploy/yolov7-tiny.yaml"),
         Build("ssdlite_mobilenet_v2_300", SsdLiteMobileNetV2, image(300), "hand-written TF1 SSDLite MobileNetV2 (torchvision MobileNetV2 body)",

@@ -255,6 +255,8 @@ REFERENCES = {
     "yolov5m_seg_640": (22.0, 70.8, "https://github.com/ultralytics/yolov5#pretrained-checkpoints (segmentation)"),
     "yolox_s_640": (9.0, 26.8, "https://github.com/Megvii-BaseDetection/YOLOX#benchmark"),
     "yolox_m_640": (25.3, 73.8, "https://github.com/Megvii-BaseDetection/YOLOX#benchmark"),
+    "yolov6n_640": (4.7, 11.4, "https://github.com/meituan/YOLOv6#benchmark"),
+    "yolov6s_640": (18.5, 45.3, "https://github.com/meituan/YOLOv6#benchmark"),
     "yolov7_tiny_640": (6.2, 13.8, "https://github.com/WongKinYiu/yolov7#performance"),
     "mobilefacenet_112": (1.2, 0.46, "https://github.com/espressif/esp-dl/blob/12c0616de145b704e1149c474b9a1e852e631d67/models/human_face_recognition/README.md"),
     "mobilenet_v2_224": (3.539, 0.608, NXP_TABLES + "/vision/classification/README.md"),
