@@ -3,7 +3,10 @@ per-chip leave-one-model-out errors.
 
     .venv/bin/python scripts/estimate/fit.py               # fit, print the errors, write params.json
     .venv/bin/python scripts/estimate/fit.py --check       # fit and compare with the committed params.json (CI)
-    .venv/bin/python scripts/estimate/fit.py --pulls 0.03 0.1 0.3 1 3   # pooled LOO error per pull (how DEFAULT_PULL was chosen)
+    .venv/bin/python scripts/estimate/fit.py --pulls 0.03 0.1 0.3 1 3   # only the pooled LOO error per pull
+
+The pull is chosen on each fit: of PULL_GRID (edgedeploy.estimate.fit), the one with the lowest
+median over chips of their leave-one-out MdAPE (the sweep is kept in params.json, pull_sweep).
 
 Inputs (all committed): toolkit/estimate/data/published_figures.csv (the figures, with
 provenance), data/features.json (scripts/estimate/features.py: each model's features on each
@@ -77,9 +80,22 @@ def write_doc(block: str) -> None:
     DOC.write_text(text)
 
 
+def sweep_pulls(figures, priors, pulls, min_figures: int) -> dict[float, float]:
+    """pull -> the median over chips of their leave-one-out MdAPE (each pull a full fit)."""
+    from edgedeploy.estimate.fit import fit_all
+
+    families = {c: s["family"] for c, s in priors["chips"].items() if c not in priors.get("shared_columns", {})}
+    found = {}
+    for pull in pulls:
+        fits = [f for f in fit_all(figures, families, pull, min_figures) if f.coefficients is not None]
+        found[pull] = float(np.median([f.loo["mdape"] for f in fits])) if fits else float("nan")
+        print(f"pull {pull:g}: per-chip LOO MdAPE " + ", ".join(f"{f.column} {100 * f.loo['mdape']:.1f}%" for f in fits) + f"; median over chips {100 * found[pull]:.1f}%", file=sys.stderr)
+    return found
+
+
 def main(argv=None) -> int:
     from edgedeploy.estimate.calibration import loo_table, params_from
-    from edgedeploy.estimate.fit import DEFAULT_PULL, MIN_FIGURES, fit_all
+    from edgedeploy.estimate.fit import MIN_FIGURES, PULL_GRID
     from edgedeploy.report.fmt import table
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -87,30 +103,35 @@ def main(argv=None) -> int:
     parser.add_argument("--features", type=Path, default=DATA / "features.json")
     parser.add_argument("--priors", type=Path, default=DATA / "priors.json")
     parser.add_argument("--out", type=Path, default=DATA / "params.json")
-    parser.add_argument("--pull", type=float, default=DEFAULT_PULL)
+    parser.add_argument("--pull", type=float, default=None, help="the pull (default: the one of PULL_GRID with the lowest median LOO error over chips; --check: the one params.json was fitted with)")
     parser.add_argument("--min-figures", type=int, default=MIN_FIGURES)
     parser.add_argument("--pulls", type=float, nargs="*", help="only print the pooled leave-one-out error for each of these pulls")
-    parser.add_argument("--check", action="store_true", help="fit and compare with the committed params.json; write nothing")
+    parser.add_argument("--check", action="store_true", help="fit with params.json's pull and compare with it; write nothing")
     parser.add_argument("--doc", action="store_true", help="also rewrite the generated block of docs/estimate.md")
     args = parser.parse_args(argv)
 
     rows, figures, left_out, scopes, priors = load(args.figures, args.features, args.priors)
     if args.pulls:
-        families = {c: s["family"] for c, s in priors["chips"].items() if c not in priors.get("shared_columns", {})}
-        for pull in args.pulls:
-            fits = [f for f in fit_all(figures, families, pull, args.min_figures) if f.coefficients is not None]
-            mdapes = [f.loo["mdape"] for f in fits]
-            print(f"pull {pull:g}: per-chip LOO MdAPE " + ", ".join(f"{f.column} {100 * f.loo['mdape']:.1f}%" for f in fits) + f"; median over chips {100 * float(np.median(mdapes)):.1f}%")
+        sweep_pulls(figures, priors, args.pulls, args.min_figures)
         return 0
+    committed = json.loads(args.out.read_text()) if args.out.exists() else {}
+    sweep = committed.get("pull_sweep", {})
+    pull = args.pull
+    if pull is None and args.check:
+        pull = committed.get("pull")
+    if pull is None:
+        sweep = {f"{p:g}": m for p, m in sweep_pulls(figures, priors, PULL_GRID, args.min_figures).items()}
+        pull = float(min(PULL_GRID, key=lambda p: (sweep[f"{p:g}"], -p)))  # ties: the stronger pull
     provenance = {
         "figures_sha256": sha256(args.figures) if args.figures.exists() else None,
         "features_sha256": sha256(args.features) if args.features.exists() else None,
-        "priors_sha256": sha256(args.priors),
+        "priors_sha256": sha256(args.priors) if args.priors.exists() else None,
         "rows": len(rows),
         "figures_used": len(figures),
         "left_out": dict(left_out),
     }
-    params = params_from(figures, priors, scopes, args.pull, args.min_figures, provenance)
+    params = params_from(figures, priors, scopes, pull, args.min_figures, provenance)
+    params["pull_sweep"] = sweep
     print(table(["CHIP", "FITTED ON", "FIGURES", "LOO MDAPE", "WITHIN 25%", "RANGE", "ARCH. OUT", "NO ESTIMATE BECAUSE"], loo_table(params), right_align=[2]))
     text = json.dumps(params, indent=1) + "\n"
     if args.check:
@@ -118,7 +139,7 @@ def main(argv=None) -> int:
         print("params.json is " + ("up to date" if same else "OUT OF DATE: run scripts/estimate/fit.py"), file=sys.stderr)
         return 0 if same else 1
     args.out.write_text(text)
-    print(f"wrote {args.out}", file=sys.stderr)
+    print(f"wrote {args.out} (pull {pull:g})", file=sys.stderr)
     if args.doc:
         write_doc(doc_block(params, figures, left_out, rows))
         print(f"wrote {DOC}", file=sys.stderr)

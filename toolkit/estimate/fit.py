@@ -43,11 +43,12 @@ from edgedeploy.estimate.features import FEATURES
 # never fall back, and a runtime's call overhead does not shrink because its NPU is faster.
 ANCHORED = frozenset({"cpu_gmac", "cpu_melem", "transitions", "cross_mbytes", "fixed"})
 
-# The pull towards the target scales, relative to one figure's squared relative error. Chosen
-# once for every chip on the pooled leave-one-out error (`scripts/estimate/fit.py --pulls`): the
-# median over chips is flat (6.5-6.6%) from 0.003 to 0.1 and rises above; 0.1 is the strongest
-# pull in the flat region, the one that keeps the coefficients nearest their data sheet's proportions.
-DEFAULT_PULL = 0.1
+# The pull towards the target scales, relative to one figure's squared relative error. The fit
+# script tries each of PULL_GRID and keeps the one with the lowest median over chips of their
+# leave-one-out MdAPE (one pull for every chip, never chosen per chip); params.json records it
+# and the whole sweep. DEFAULT_PULL is for callers that fit without choosing (tests).
+PULL_GRID = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
+DEFAULT_PULL = 0.3
 # Fewer figures than this on a chip: no estimate (its leave-one-out error would say too little).
 MIN_FIGURES = 8
 # The range printed with an estimate: these quantiles of the leave-one-out ratios actual/predicted.
