@@ -232,24 +232,75 @@ def collect_unit(runner, u: dict, chips: list[str], data: dict, args) -> None:
     write_skeleton(u["name"], u["path"])
     for chip in chips:
         key = f"{u['name']}/{chip}"
-        if key in data["pairs"] and data["pairs"][key].get("sha256") == u["sha256"]:
-            continue
-        started = time.monotonic()
-        if chip in RKNN:
-            pair = rknn_pair(runner, u["sha256"], u["path"], u["calib"], chip, graph, display)
-        elif chip in ESP:
-            pair = esp_pair(runner, u["sha256"], u["path"], u["calib"], chip, display)
-        elif chip == "imx93":
-            pair = imx93_pair(u["sha256"], u["path"], u["calib"], display, args.timeout_s)
-        else:
-            raise SystemExit(f"no host verdict for {chip}")
-        if (pair.get("failed") or "").startswith("timed out"):
-            print(f"{key}: timed out (not a verdict; not recorded)", flush=True)
-            continue
-        pair["sha256"] = u["sha256"]
-        record(data, u["name"], key, pair)
-        state = "converts" if not pair["failed"] else f"fails: {pair['failed'][:120]}" + (" (workaround converts)" if pair.get("workaround", {}).get("converted") else "")
-        print(f"{key}: {state} ({time.monotonic() - started:.0f} s)", flush=True)
+        pair = data["pairs"].get(key)
+        if pair is None or pair.get("sha256") != u["sha256"]:
+            pair = collect_pair(runner, u, chip, graph, display, args)
+            if pair is None:
+                continue
+            record(data, u["name"], key, pair)
+        if args.cases and pair["failed"] and not (pair.get("workaround") or {}).get("converted"):
+            bisect(runner, u, chip, data, args)
+
+
+def collect_pair(runner, u: dict, chip: str, graph, display: list[str], args) -> dict | None:
+    """One model on one chip (None: timed out, which is not a verdict)."""
+    started = time.monotonic()
+    if chip in RKNN:
+        pair = rknn_pair(runner, u["sha256"], u["path"], u["calib"], chip, graph, display)
+    elif chip in ESP:
+        pair = esp_pair(runner, u["sha256"], u["path"], u["calib"], chip, display)
+    elif chip == "imx93":
+        pair = imx93_pair(u["sha256"], u["path"], u["calib"], display, args.timeout_s)
+    else:
+        raise SystemExit(f"no host verdict for {chip}")
+    key = f"{u['name']}/{chip}"
+    if (pair.get("failed") or "").startswith("timed out"):
+        print(f"{key}: timed out (not a verdict; not recorded)", flush=True)
+        return None
+    pair["sha256"] = u["sha256"]
+    state = "converts" if not pair["failed"] else f"fails: {pair['failed'][:120]}" + (" (workaround converts)" if pair.get("workaround", {}).get("converted") else "")
+    print(f"{key}: {state} ({time.monotonic() - started:.0f} s)", flush=True)
+    return pair
+
+
+def case_tags(model) -> list[str]:
+    return list(dict.fromkeys(n.name.split("_", 1)[0] for n in model.graph.node))
+
+
+def bisect(runner, u: dict, chip: str, data: dict, args) -> None:
+    """A pack the toolchain refused gives no per-case verdict: convert its two halves apart, and so
+    on down to single cases, so that one refused case does not cost the others their verdicts."""
+    import numpy as np
+    import onnx
+
+    model = onnx.load(str(u["path"]))
+    tags = case_tags(model)
+    if len(tags) < 2:
+        return
+    calib = dict(np.load(u["calib"]))
+    for half in (tags[: len(tags) // 2], tags[len(tags) // 2 :]):
+        name = f"{u['name'].split('__')[0]}__{half[0]}-{half[-1]}"
+        path = HOME / "pool-cases" / "sub" / f"{name}.onnx"
+        sub = sub_model(model, set(half))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(sub.SerializeToString())
+        calib_path = path.with_suffix(".calib.npz")
+        np.savez(calib_path, **{k: v for k, v in calib.items() if k.split("_", 1)[0] in half})
+        unit = {"name": name, "path": path, "calib": calib_path, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "part": u["part"], "bytes": 0}
+        collect_unit(runner, unit, [chip], data, args)
+
+
+def sub_model(model, tags: set[str]):
+    """The cases `tags` of a pack, as a model of their own (same opset, same names)."""
+    from onnx import helper
+
+    mine = lambda name: name.split("_", 1)[0] in tags  # noqa: E731
+    g = model.graph
+    graph = helper.make_graph([n for n in g.node if mine(n.name)], g.name, [i for i in g.input if mine(i.name)],
+                              [o for o in g.output if mine(o.name)], [t for t in g.initializer if mine(t.name)])
+    out = helper.make_model(graph, opset_imports=list(model.opset_import), producer_name=model.producer_name)
+    out.ir_version = model.ir_version
+    return out
 
 
 def main() -> int:
