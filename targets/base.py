@@ -184,6 +184,36 @@ class TargetOptions:
         return cls(**kwargs)
 
 
+# -- repair knobs (`build --recover`) ---------------------------------------------------------
+
+# The cost classes of a repair, cheapest first: `build --recover` tries them in this order.
+REPAIR_COSTS = ("calibration", "per-channel", "equalisation", "bias-correction", "mixed-precision")
+# A knob's `values` placeholder: the core fills in the nodes the accuracy diagnosis ranks first
+# (1, 2, 4, ... of them), each value a tuple of ONNX node names.
+RANKED_NODES = "ranked-nodes"
+
+
+@dataclass(frozen=True)
+class RepairKnob:
+    """One of the toolchain's own means of trading cost for accuracy, declared by a target
+    (Target.repair_knobs) and tried by the core's `build --recover` in the order of REPAIR_COSTS.
+
+    option       a field of the target's options dataclass the attempt sets
+    values       the values to try, in order (RANKED_NODES: node lists from the diagnosis ranking)
+    cost         one of REPAIR_COSTS
+    what         what the knob does, in the toolchain's words (one line of the report)
+    unavailable  when set, the knob is not tried and this sentence (the toolchain's reason) is reported
+    max_nodes    for RANKED_NODES: the most nodes taken off int8
+    """
+
+    option: str
+    values: tuple | str
+    cost: str
+    what: str
+    unavailable: str = ""
+    max_nodes: int = 8
+
+
 # -- what the core hands a target, and what it gets back --------------------------------------
 
 
@@ -561,6 +591,12 @@ class Target:
         where the toolchain estimates it). A gate whose figure the target does not give fails as
         unchecked, saying so. Nothing by default."""
         return {}
+
+    def repair_knobs(self, chip: Chip, precision: str, options: TargetOptions) -> list[RepairKnob]:
+        """What `build --recover` may change when a build misses its accuracy gates (RepairKnob),
+        given the options the user built with; also the means the toolchain lacks, with
+        `unavailable` saying why. Nothing by default: the build cannot be repaired."""
+        return []
 
     def not_available(self, what: str) -> NotAvailableYet:
         return NotAvailableYet(f"{what} is not available for the {self.name} target.")

@@ -96,7 +96,7 @@ def test_a_real_rknn_build_its_report_manifest_and_audit(tmp_path):
 
 
 def test_a_generated_only_build_with_a_gate_that_cannot_be_checked(tmp_path):
-    done = run_cli("build", "--target", "am62a", "--out", str(tmp_path), "--allow-generated", "--fail-on", "accuracy-drop=1", "--format", "json")
+    done = run_cli("build", "--target", "am62a", "--out", str(tmp_path), "--allow-generated", "--fail-on", "accuracy-drop=1", "--recover", "--format", "json")
     assert done.returncode == 7, done.stderr[-2000:]
     result = check(json.loads(done.stdout))
     [entry] = result["builds"]
@@ -104,6 +104,10 @@ def test_a_generated_only_build_with_a_gate_that_cannot_be_checked(tmp_path):
     [gate] = entry["gates"]["results"]
     assert gate["value"] is None and "not compiled here" in gate["reason"]
     check(json.loads((Path(entry["artifact"]) / "manifest.json").read_text()))
+    # --recover: nothing can be tried on a figure that is missing, and the report says so (recovery-1.json).
+    recovery = json.loads((Path(entry["artifact"]) / "report.json").read_text())["recovery"]
+    assert check(recovery)["met"] is False and [a["id"] for a in recovery["attempts"]] == ["a0"]
+    assert "cannot be checked" in recovery["sentence"]
 
 
 def test_audit_report_and_comparison(tmp_path):

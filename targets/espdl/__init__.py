@@ -8,7 +8,7 @@ generated from templates/espdl and firmware/espdl.
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgedeploy.targets.base import CalibrationNeed, Capability, Chip, Target, TargetOptions, option
+from edgedeploy.targets.base import RANKED_NODES, CalibrationNeed, Capability, Chip, RepairKnob, Target, TargetOptions, option
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -99,6 +99,30 @@ class EspDlTarget(Target):
         from edgedeploy.targets.espdl.report import report_contribution
 
         return report_contribution(report, artifact)
+
+    def repair_knobs(self, chip, precision, options) -> list:
+        """What `build --recover` may change in esp-ppq's quantisation, cheapest first."""
+        if precision != "int8":
+            return []
+        return [
+            RepairKnob("calib_method", ("minmax", "percentile", "mse"), "calibration", "esp-ppq's calib_algorithm for the activations' ranges (its default: kl)"),
+            RepairKnob(
+                "calib_method", (), "per-channel", "per-channel weight scales",
+                unavailable=f"ESP-DL {ESP_DL_VERSION}'s kernels take one power-of-two exponent per tensor, and esp-ppq's espdl platform quantises so",
+            ),
+            RepairKnob(
+                "calib_method", (), "equalisation", "esp-ppq's layer-wise equalisation",
+                unavailable="esp-ppq has it (QuantizationSetting.equalization) but this target does not expose it yet",
+            ),
+            RepairKnob(
+                "calib_method", (), "bias-correction", "esp-ppq's bias correction",
+                unavailable="esp-ppq has it (QuantizationSetting.bias_correct) but this target does not expose it yet",
+            ),
+            RepairKnob(
+                "int16_layers", RANKED_NODES, "mixed-precision", "the nodes the diagnosis ranks first dispatched to int16 (esp-ppq's dispatching table)",
+                max_nodes=8, unavailable="--espdl-int16-layers auto already chose the int16 layers" if any(str(v).startswith("auto") for v in options.int16_layers) else "",
+            ),
+        ]
 
     def gate_figures(self, report) -> dict:
         """flash: the .espdl's bytes where codegen placed the model in flash (flash_rodata or a partition)."""

@@ -7,7 +7,7 @@ runs with rknn-toolkit-lite2 (Python) or the rknn_api C library.
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgedeploy.targets.base import Capability, Chip, Target, TargetOptions, option
+from edgedeploy.targets.base import RepairKnob, Capability, Chip, Target, TargetOptions, option
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -45,6 +45,16 @@ def _chip(id, name, tops, cpu, cpu_mhz, precisions=("int8", "fp16"), memory=None
 @dataclass(frozen=True)
 class RknnOptions(TargetOptions):
     optimization_level: int | None = option("--rknn-optimization-level", "rknn-toolkit2's optimization_level (0-3; default 3, all optimisations).", type=int, minimum=0, maximum=3, deprecated=("--optimization-level",))
+    quantized_algorithm: str | None = option(
+        "--rknn-quantized-algorithm",
+        "rknn-toolkit2's quantized_algorithm for the activations' ranges: normal (its default, min/max), mmse or kl_divergence.",
+        choices=("normal", "mmse", "kl_divergence"),
+    )
+    quantized_method: str | None = option(
+        "--rknn-quantized-method",
+        "rknn-toolkit2's quantized_method: channel (its default, one weight scale per output channel) or layer (one per tensor).",
+        choices=("channel", "layer"),
+    )
     analyse: bool = option("--rknn-analyse", "Run rknn-toolkit2's per-layer accuracy_analysis and map it to ONNX node names (needs --eval).", is_flag=True, deprecated=("--analyse",))
 
 
@@ -115,6 +125,34 @@ class RknnTarget(Target):
         from edgedeploy.targets.rknn.runner import runner_spec
 
         return runner_spec(self, Path(artifact), manifest, device)
+
+    def repair_knobs(self, chip, precision, options) -> list:
+        """What `build --recover` may change in rknn-toolkit2's quantisation, cheapest first."""
+        if precision != "int8":
+            return []
+        per_channel = ("channel",) if options.quantized_method == "layer" else ()
+        return [
+            RepairKnob("quantized_algorithm", ("mmse", "kl_divergence", "normal"), "calibration", "rknn-toolkit2's quantized_algorithm (its default: normal, min/max)"),
+            RepairKnob(
+                "quantized_method", per_channel, "per-channel", "rknn-toolkit2's quantized_method='channel'",
+                unavailable="" if per_channel else "already per channel (rknn-toolkit2's default quantized_method is 'channel')",
+            ),
+            RepairKnob(
+                "quantized_algorithm", (), "equalisation", "activation equalisation",
+                unavailable=f"rknn-toolkit2 {RKNN_TOOLKIT_VERSION}'s config() takes no equalisation setting",
+            ),
+            RepairKnob(
+                "quantized_algorithm", (), "bias-correction", "bias correction",
+                unavailable=f"rknn-toolkit2 {RKNN_TOOLKIT_VERSION}'s config() takes no bias-correction setting",
+            ),
+            RepairKnob(
+                "quantized_algorithm", (), "mixed-precision", "nodes left in float16 (hybrid quantisation)",
+                unavailable=(
+                    f"rknn-toolkit2 {RKNN_TOOLKIT_VERSION} keeps nodes in float16 only through hybrid_quantization_step1/step2 "
+                    "(custom_hybrid), a two-step build this target does not drive yet"
+                ),
+            ),
+        ]
 
     def accuracy_taps(self, request):
         """rknn-toolkit2's accuracy_analysis mapped to ONNX nodes (targets/rknn/diagnose.py)."""

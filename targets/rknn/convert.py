@@ -140,6 +140,9 @@ def build_request(ctx) -> ConvertRequest:
         "quantize": settings["quantize"],
         "quantized_dtype": settings["quantized_dtype"],
         "optimization_level": ctx.options.optimization_level,
+        # None: rknn-toolkit2's defaults (quantized_algorithm 'normal', quantized_method 'channel').
+        "quantized_algorithm": ctx.options.quantized_algorithm if settings["quantize"] else None,
+        "quantized_method": ctx.options.quantized_method if settings["quantize"] else None,
         "case": {"model": str(ctx.model_path), "inputs": _inputs(input_specs), "mean_values": norm.mean_values, "std_values": norm.std_values},
         "rknn_path": str(ctx.workdir / RKNN_FILE),
         "build_output": str(ctx.workdir / "rknn_build_output.txt"),

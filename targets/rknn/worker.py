@@ -140,6 +140,8 @@ def _config_kwargs(request, case):
         kw["quantized_dtype"] = request["quantized_dtype"]
     if request.get("quantized_algorithm"):
         kw["quantized_algorithm"] = request["quantized_algorithm"]
+    if request.get("quantized_method"):
+        kw["quantized_method"] = request["quantized_method"]
     return kw
 
 

@@ -147,6 +147,7 @@ def target_options_from(values: dict, chips_built: list) -> dict:
 @click.option("--fail-fast", is_flag=True, help="Stop at the first chip that fails (default: build every chip, then summarise).")
 @click.option("--allow-generated", is_flag=True, help="Count a project generated but not compiled here (TIDL without TI's tools) as built for the exit status.")
 @click.option("--fail-on", "fail_on", multiple=True, metavar="[CHIP:]KEY=VALUE", help=FAIL_ON_HELP)
+@click.option("--recover", is_flag=True, help="When the accuracy gates of --fail-on (accuracy-drop, snr, cosine) fail, try the toolchain's own means in order of cost (calibration method, per-channel, equalisation, bias correction, then mixed precision on the nodes the diagnosis ranks first) until they hold; the best attempt that meets them becomes the artifact (docs/accuracy.md).")
 @click.option("--allow-estimate", is_flag=True, help="Let --fail-on p50=N judge edgedeploy's latency estimate (docs/estimate.md; the gate's result says it is an estimate); a build measures no latency.")
 @project_options
 @format_option()
@@ -175,16 +176,19 @@ def _build(values: dict, project) -> None:
     from edgedeploy.cli.progress import Reporter
     from edgedeploy.gates import gates_of_command, merge_gates, parse_gates
     from edgedeploy.pipeline.diagnose import diagnose_failed_accuracy_gates
+    from edgedeploy.pipeline.recover import goals_of
     from edgedeploy import api
     from edgedeploy.targets import find_chip
 
-    keys = ("model", "targets", "out_root", "force", "input_shapes", "precision", "calib", "calib_count", "eval_data", "eval_count", "allow_nonfinite", "preprocess", "metric", "metric_output", "run_fix", "allow_approx", "device", "timeout_s", "fail_fast", "allow_generated", "output_format", "fail_on", "allow_estimate")
-    model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, allow_nonfinite, preprocess, metric, metric_output, run_fix, allow_approx, device, timeout_s, fail_fast, allow_generated, output_format, fail_on, allow_estimate = (values.pop(k) for k in keys)
+    keys = ("model", "targets", "out_root", "force", "input_shapes", "precision", "calib", "calib_count", "eval_data", "eval_count", "allow_nonfinite", "preprocess", "metric", "metric_output", "run_fix", "allow_approx", "device", "timeout_s", "fail_fast", "allow_generated", "output_format", "fail_on", "allow_estimate", "recover")
+    model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, allow_nonfinite, preprocess, metric, metric_output, run_fix, allow_approx, device, timeout_s, fail_fast, allow_generated, output_format, fail_on, allow_estimate, recover = (values.pop(k) for k in keys)
     vendor_values = values
     chip_id = lambda name: find_chip(name)[1].id  # noqa: E731 - a gate's CHIP: prefix, aliases allowed
     gates = parse_gates(fail_on, "build", chip_id, allow_estimate=allow_estimate)
     if project is not None:
         gates = merge_gates(parse_gates(gates_of_command(project.gates, "build"), "build", chip_id, where=f"{project.path.name}: [gates]"), gates)
+    if recover and not goals_of(gates):
+        raise OptionError("--recover turns the accuracy gates into goals: give at least one with --fail-on accuracy-drop=PP, snr=DB or cosine=MIN.")
     if not targets:
         raise OptionError("Give the chip(s) to build for with --target CHIP (see `edgedeploy targets`), or list them as targets = [...] in edgedeploy.toml.")
     with project_file.naming_the_field(project, "targets"):
@@ -232,8 +236,12 @@ def _build(values: dict, project) -> None:
         entry = {"chip": chip.id, "status": artifact.status, "artifact": str(artifact.path), "wall_seconds": round(time.monotonic() - started, 2), "report": report}
         if gates:
             judged = evaluate_build(gates, report, artifact.manifest)
+            if recover and _missed_goals(judged):
+                judged, report = _recover_chip(artifact.path, target, chip, model_path, options, target_options[target.id], gates, eval_data, reporter)
+                entry["report"] = report
             entry["gates"] = gate_summary(judged)
-            diagnose_failed_accuracy_gates(artifact.path, judged, eval_data, info)
+            if not (recover and (report.get("recovery") or {}).get("met")):
+                diagnose_failed_accuracy_gates(artifact.path, judged, eval_data, info)
         results.append(entry)
     reporter.close()
     for entry in results:
@@ -244,6 +252,42 @@ def _build(values: dict, project) -> None:
     else:
         _print_summary(results, bool(gates))
     _exit_for(results, first_error, allow_generated)
+
+
+def _missed_goals(judged) -> bool:
+    from edgedeploy.pipeline.recover import GOAL_GATES
+
+    return any(not r.passed and r.gate.kind.key in GOAL_GATES for r in judged)
+
+
+def _recover_chip(artifact: Path, target, chip, model_path, options: dict, target_options, gates, eval_data, reporter):
+    """`--recover` for one chip whose build missed its accuracy goals: (the gates judged on the artifact
+    it leaves, its report). Attempts are built with the same shared options, the target's changed."""
+    import json
+
+    from edgedeploy import api
+    from edgedeploy.pipeline.diagnose import DiagnoseOptions, diagnose_artifact
+    from edgedeploy.pipeline.recover import RecoverPlan, attempts_table, recover
+    from edgedeploy.report.artifact import update_report_section
+
+    report = json.loads((artifact / "report.json").read_text())
+    plan = RecoverPlan(
+        target=target,
+        chip=chip,
+        precision=report["options"]["precision"],
+        options=target_options if target_options is not None else target.options_type(),
+        gates=gates,
+        build=lambda out, opts: api.build(model_path, chip.id, **{**options, "out": out, "force": True}, target_options=opts, progress=reporter).path,
+        diagnose=lambda path: diagnose_artifact(path, DiagnoseOptions(eval=eval_data, qdq=False), info),
+        echo=info,
+    )
+    outcome = recover(artifact, plan)
+    report = update_report_section(outcome.artifact, ("recovery",), outcome.section)
+    for line in attempts_table(outcome.section).splitlines():
+        info(line)
+    info(outcome.sentence)
+    manifest = json.loads((outcome.artifact / "manifest.json").read_text())
+    return evaluate_build(gates, report, manifest), report
 
 
 def _failed_folder(out_root: Path, model_path: Path, chip_id: str) -> str | None:

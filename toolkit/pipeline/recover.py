@@ -1,0 +1,301 @@
+"""`build --recover`: the accuracy gates of --fail-on become goals, and when the int8 build misses
+them the toolchain's own means are tried in order of cost until they hold or nothing is left.
+
+The core owns the loop and the order (REPAIR_COSTS: calibration method, per-channel quantisation,
+equalisation, bias correction, then mixed precision on the fewest nodes the accuracy diagnosis
+ranks first); each target only declares its knobs (Target.repair_knobs). Each stage starts from
+the best attempt so far, so a better calibration is kept under the mixed precision that follows.
+The first attempt that meets every gate wins (attempts go cheapest first, so it is the cheapest
+that does) and replaces the artifact; every attempt, with its figures and its cost, goes into the
+report's `recovery` section (schema recovery-1.json). Attempts are built beside the artifact in
+`.<chip>.recover/` and removed at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from edgedeploy.errors import EdgedeployError
+from edgedeploy.gates import Gate, GateResult, evaluate_build
+from edgedeploy.targets.base import RANKED_NODES, REPAIR_COSTS, RepairKnob, TargetOptions
+
+RECOVERY_SCHEMA = "edgedeploy.recovery/1"
+# The gates --recover turns into goals; the others (sizes) are judged on every attempt too.
+GOAL_GATES = ("accuracy-drop", "snr", "cosine")
+
+
+@dataclass
+class Attempt:
+    """One build tried: what it changed, what it reached, what it costs."""
+
+    id: str
+    cost: str  # a REPAIR_COSTS class, or "as built"
+    options: TargetOptions
+    changes: dict
+    artifact: Path | None = None
+    gates: list[GateResult] = field(default_factory=list)
+    figures: dict = field(default_factory=dict)
+    cost_figures: dict = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def met(self) -> bool:
+        return self.artifact is not None and bool(self.gates) and all(g.passed for g in self.gates)
+
+    def merit(self) -> tuple:
+        """What makes one attempt better than another that misses too: more gates held, a smaller
+        drop of the task metric, a higher lowest SNR."""
+        if self.artifact is None:
+            return (-1, -math.inf, -math.inf)
+        drop = self.figures.get("task_metric_drop_pp")
+        snr = self.figures.get("lowest_snr_db")
+        return (sum(g.passed for g in self.gates), -(drop if drop is not None else 0.0), snr if snr is not None else -math.inf)
+
+    def to_dict(self, flags: dict[str, str]) -> dict:
+        return {
+            "id": self.id,
+            "cost": self.cost,
+            "changes": {name: _jsonable(value) for name, value in self.changes.items()},
+            "flags": _flags_line(self.changes, flags),
+            "status": "built" if self.artifact is not None else "failed",
+            "reason": self.error,
+            "met": self.met,
+            "figures": self.figures,
+            "cost_figures": self.cost_figures,
+            "gates": [g.to_dict() for g in self.gates],
+        }
+
+
+@dataclass
+class Recovery:
+    met: bool
+    artifact: Path  # the artifact the command leaves (the winner, or the build as it was)
+    section: dict  # the report's `recovery` section
+    sentence: str  # one line: what won, or why the goals cannot be met
+
+
+@dataclass
+class RecoverPlan:
+    """What the loop needs from the command: how to build one attempt, and how to diagnose one."""
+
+    target: object
+    chip: object
+    precision: str
+    options: TargetOptions
+    gates: list[Gate]
+    build: Callable[[Path, TargetOptions], Path]  # (out root, options) -> the attempt's artifact
+    diagnose: Callable[[Path], dict | None]  # artifact -> its accuracy_diagnosis document
+    echo: Callable[[str], None]
+
+
+def goals_of(gates: list[Gate]) -> list[Gate]:
+    return [g for g in gates if g.kind.key in GOAL_GATES]
+
+
+def recover(initial: Path, plan: RecoverPlan) -> Recovery:
+    """Try the target's knobs, cheapest first, from the build `initial` that missed its goals."""
+    initial = Path(initial)
+    scratch = initial.parent / f".{initial.name}.recover"
+    shutil.rmtree(scratch, ignore_errors=True)
+    knobs = plan.target.repair_knobs(plan.chip, plan.precision, plan.options)
+    flags = {f.name: meta["flag"] for f, meta in plan.options.declared()}
+    attempts = [_judged(Attempt("a0", "as built", plan.options, {}, artifact=initial), plan, knobs)]
+    best, ranking = attempts[0], None
+    unchecked = [g for g in attempts[0].gates if g.value is None and g.gate.kind.key in GOAL_GATES]
+    if unchecked:
+        # No attempt could be judged either: the figure is missing, not bad.
+        sentence = f"recover: the goals cannot be met on {plan.chip.id}: they cannot be checked on this build ({unchecked[0].reason})"
+        return Recovery(False, initial, _section(attempts, knobs, flags, plan, None, sentence), sentence)
+    try:
+        for cost in REPAIR_COSTS:
+            for knob in (k for k in knobs if k.cost == cost and not k.unavailable):
+                if knob.values == RANKED_NODES and ranking is None:
+                    ranking = _ranked_nodes(best, plan)
+                for value in _values_to_try(knob, best.options, ranking or []):
+                    attempt = _try(len(attempts), knob, value, best, scratch, plan, knobs)
+                    attempts.append(attempt)
+                    if attempt.met:
+                        return _won(initial, attempt, attempts, knobs, flags, plan, scratch)
+            best = max(attempts, key=Attempt.merit)  # the next, costlier stage starts from the best so far
+        return _lost(initial, best, attempts, knobs, flags, plan)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _values_to_try(knob: RepairKnob, base: TargetOptions, ranking: list[str]) -> list:
+    """The values of one knob to try from `base`: its declared ones, less the one `base` already has;
+    for RANKED_NODES, the first 1, 2, 4, ... ranked nodes (added to any the user gave)."""
+    current = getattr(base, knob.option)
+    if knob.values != RANKED_NODES:
+        return [v for v in knob.values if v != current]
+    given = tuple(current or ())
+    fresh = [n for n in ranking if n not in given]
+    counts, count = [], 1
+    while count < min(len(fresh), knob.max_nodes):
+        counts.append(count)
+        count *= 2
+    counts.append(min(len(fresh), knob.max_nodes))
+    return [given + tuple(fresh[:n]) for n in counts if n > 0]
+
+
+def _try(index: int, knob: RepairKnob, value, base: Attempt, scratch: Path, plan: RecoverPlan, knobs) -> Attempt:
+    changes = {**base.changes, knob.option: value}
+    attempt = Attempt(f"a{index}", knob.cost, dataclasses.replace(base.options, **{knob.option: value}), changes)
+    plan.echo(f"recover: attempt {attempt.id} ({knob.cost}): {_describe_changes(changes)}")
+    try:
+        attempt.artifact = plan.build(scratch / attempt.id, attempt.options)
+    except EdgedeployError as exc:
+        attempt.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        plan.echo(f"recover: attempt {attempt.id} failed: {attempt.error}")
+        return attempt
+    _judged(attempt, plan, knobs)
+    plan.echo(f"recover: attempt {attempt.id}: {_figures_line(attempt)}; goals {'met' if attempt.met else 'missed'}")
+    return attempt
+
+
+def _judged(attempt: Attempt, plan: RecoverPlan, knobs: list[RepairKnob]) -> Attempt:
+    """The attempt's gates, figures (task metric, lowest SNR and cosine) and cost, from its report."""
+    report = json.loads((attempt.artifact / "report.json").read_text())
+    manifest = json.loads((attempt.artifact / "manifest.json").read_text())
+    attempt.gates = evaluate_build(plan.gates, report, manifest)
+    accuracy = report.get("accuracy") or {}
+    fidelity = [f for f in (accuracy.get("fidelity") or {}).values()]
+    drop = accuracy.get("delta_percentage_points")
+    attempt.figures = {
+        "task_metric": accuracy.get("metric"),
+        "task_metric_after": (accuracy.get("after") or {}).get(accuracy.get("metric") or "", None),
+        "task_metric_drop_pp": round(-float(drop), 4) if drop is not None else None,
+        "lowest_snr_db": _finite(min((f["snr_db"] for f in fidelity), default=None)),
+        "lowest_cosine": min((f["cosine"] for f in fidelity), default=None),
+    }
+    mixed = [k.option for k in knobs if k.values == RANKED_NODES and not k.unavailable]
+    attempt.cost_figures = {
+        "model_size_bytes": ((report.get("convert") or {}).get("size_bytes") or {}).get("model"),
+        "nodes_off_int8": sum(len(getattr(attempt.options, name) or ()) for name in mixed),
+        "latency_ms": None,
+        "latency": "not measured: a build times nothing; `edgedeploy measure` the artifact on the chip",
+    }
+    return attempt
+
+
+def _ranked_nodes(best: Attempt, plan: RecoverPlan) -> list[str]:
+    """The nodes the accuracy diagnosis of the best attempt ranks first: the first sharp fall, then the
+    worst alone, then the nodes with a stated cause."""
+    plan.echo(f"recover: diagnosing attempt {best.id} to rank the nodes for mixed precision")
+    try:
+        document = plan.diagnose(best.artifact) or {}
+    except EdgedeployError as exc:
+        plan.echo(f"recover: the diagnosis could not run ({str(exc).splitlines()[0]}); no mixed precision")
+        return []
+    path = next((p for p in document.get("paths", []) if p.get("path") == plan.chip.id), None)
+    if path is None:
+        return []
+    ranked = [(path.get("first_sharp_drop") or {}).get("node")]
+    ranked += [r.get("node") for r in path.get("worst_isolated") or []]
+    ranked += [c.get("node") for c in path.get("causes") or []]
+    return list(dict.fromkeys(n for n in ranked if n))
+
+
+def _won(initial: Path, winner: Attempt, attempts, knobs, flags, plan: RecoverPlan, scratch: Path) -> Recovery:
+    """The winner replaces the build that missed its goals (both were made by this command)."""
+    kept = scratch / "as-built"
+    os.replace(initial, kept)
+    os.replace(winner.artifact, initial)
+    winner.artifact = initial
+    sentence = f"recover: goals met by attempt {winner.id} ({_describe_changes(winner.changes)}): {_figures_line(winner)}"
+    return Recovery(True, initial, _section(attempts, knobs, flags, plan, winner, sentence), sentence)
+
+
+def _lost(initial: Path, best: Attempt, attempts, knobs, flags, plan: RecoverPlan) -> Recovery:
+    tried = sorted({a.cost for a in attempts[1:]}, key=REPAIR_COSTS.index)
+    lacking = [f"{k.cost} ({k.unavailable})" for k in knobs if k.unavailable]
+    if not knobs:
+        why = f"the {plan.target.name} target declares no means of repair"
+    else:
+        why = f"tried {len(attempts) - 1} attempt(s) ({', '.join(tried) or 'none'})"
+        if lacking:
+            why += "; not available: " + "; ".join(lacking)
+    sentence = f"recover: the goals cannot be met on {plan.chip.id}: {why}; the best, {best.id} ({_describe_changes(best.changes) or 'as built'}), reaches {_figures_line(best)}"
+    return Recovery(False, initial, _section(attempts, knobs, flags, plan, None, sentence), sentence)
+
+
+def _section(attempts, knobs, flags, plan: RecoverPlan, winner: Attempt | None, sentence: str) -> dict:
+    return {
+        "schema": RECOVERY_SCHEMA,
+        "goals": [g.to_dict() for g in plan.gates],
+        "met": winner is not None,
+        "chosen": winner.id if winner is not None else None,
+        "sentence": sentence.removeprefix("recover: "),
+        "order": list(REPAIR_COSTS),
+        "knobs": [
+            {"option": k.option, "flag": flags.get(k.option, k.option), "cost": k.cost, "what": k.what,
+             "values": k.values if isinstance(k.values, str) else [_jsonable(v) for v in k.values], "unavailable": k.unavailable or None}
+            for k in knobs
+        ],
+        "attempts": [a.to_dict(flags) for a in attempts],
+    }
+
+
+def attempts_table(section: dict) -> str:
+    """The attempts as text lines (the build's output and `edgedeploy report`)."""
+    lines = ["recover: attempts (cheapest first):"]
+    for a in section.get("attempts", []):
+        f, c = a["figures"], a["cost_figures"]
+        mark = "*" if a["id"] == section.get("chosen") else " "
+        if a["status"] != "built":
+            lines.append(f" {mark}{a['id']:<4} {a['cost']:<16} {a['flags'] or '(as built)'}: failed: {a['reason']}")
+            continue
+        lines.append(
+            f" {mark}{a['id']:<4} {a['cost']:<16} {a['flags'] or '(as built)'}: {_show_figures(f)}; "
+            f"{c.get('model_size_bytes')} B, {c.get('nodes_off_int8')} node(s) off int8; goals {'met' if a['met'] else 'missed'}"
+        )
+    for k in section.get("knobs", []):
+        if k.get("unavailable"):
+            lines.append(f"  not tried: {k['cost']} ({k['flag']}): {k['unavailable']}")
+    return "\n".join(lines)
+
+
+# -- small helpers ----------------------------------------------------------------------------
+
+
+def _finite(value):
+    return None if value is None or not math.isfinite(value) else round(float(value), 3)
+
+
+def _jsonable(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _flags_line(changes: dict, flags: dict[str, str]) -> str:
+    parts = []
+    for name, value in changes.items():
+        flag = flags.get(name, name)
+        values = value if isinstance(value, (tuple, list)) else [value]
+        parts += [f"{flag} {v}" if not isinstance(v, bool) else flag for v in values]
+    return " ".join(parts)
+
+
+def _describe_changes(changes: dict) -> str:
+    return ", ".join(f"{name}={','.join(map(str, v)) if isinstance(v, (tuple, list)) else v}" for name, v in changes.items())
+
+
+def _show_figures(f: dict) -> str:
+    parts = []
+    if f.get("task_metric_drop_pp") is not None:
+        parts.append(f"{f['task_metric']} drop {f['task_metric_drop_pp']:.2f} pp")
+    if f.get("lowest_snr_db") is not None:
+        parts.append(f"lowest SNR {f['lowest_snr_db']:.1f} dB")
+    if f.get("lowest_cosine") is not None:
+        parts.append(f"lowest cosine {f['lowest_cosine']:.5f}")
+    return ", ".join(parts) or "no accuracy figures"
+
+
+def _figures_line(attempt: Attempt) -> str:
+    return _show_figures(attempt.figures)
