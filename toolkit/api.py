@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from edgedeploy import API_NAMES
 from edgedeploy.errors import EdgedeployWarning, OptionError
 
 # A progress callback: called with one line of text at a time (a str; edgedeploy.progress.StepStarted
@@ -47,22 +48,9 @@ ProgressCallback = Callable[[str], None]
 # The default output folder of build, as the CLI's `--out`.
 DEFAULT_OUT = Path("edgedeploy-out")
 
-__all__ = [
-    "audit",
-    "estimate",
-    "build",
-    "measure",
-    "bench",
-    "load_artifact",
-    "AuditResult",
-    "ChipAudit",
-    "Artifact",
-    "Measurement",
-    "BenchResult",
-    "Estimate",
-    "ChipEstimate",
-    "ProgressCallback",
-]
+# The names edgedeploy's package __init__ exports (edgedeploy.API_NAMES, looked up here on first
+# use), and the callback type.
+__all__ = [*API_NAMES, "ProgressCallback"]
 
 
 # -- the shared plumbing ------------------------------------------------------------------------
