@@ -47,6 +47,7 @@ from onnx import helper, numpy_helper  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import models as M  # noqa: E402
+from yolo_export import export_yolo  # noqa: E402
 
 torch.set_num_threads(1)
 torch.use_deterministic_algorithms(True)
@@ -276,23 +277,8 @@ def ultralytics_yolo(yaml_name: str, imgsz: int, seed: int):
     """Ultralytics' own ONNX export of a model built from its yaml (random init, no weights)."""
 
     def build():
-        from ultralytics import YOLO
-
         seeded(seed)
-        with tempfile.TemporaryDirectory(prefix="corpus-yolo-") as tmp:
-            cwd = os.getcwd()
-            os.chdir(tmp)
-            try:
-                model = YOLO(yaml_name)
-                path = model.export(format="onnx", imgsz=imgsz, opset=OPSET, simplify=False, dynamic=False, verbose=False)
-                proto = onnx.load(path)
-            finally:
-                os.chdir(cwd)
-        # The export stamps the date into the metadata: drop it so a re-run is byte-identical.
-        keep = [p for p in proto.metadata_props if p.key != "date"]
-        del proto.metadata_props[:]
-        proto.metadata_props.extend(keep)
-        return proto
+        return export_yolo(yaml_name, imgsz, OPSET)
 
     return build
 

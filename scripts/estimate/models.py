@@ -38,6 +38,10 @@ sys.path.insert(0, str(HERE))
 
 import hand_models as H  # noqa: E402  (this folder)
 
+# scripts/corpus last on the path: its models.py shares this file's name (see _load_corpus_models).
+sys.path.append(str(ROOT / "scripts" / "corpus"))
+from yolo_export import export_yolo  # noqa: E402  (scripts/corpus)
+
 
 def _load_corpus_models():
     """scripts/corpus/models.py (the MLPerf Tiny references), by path: it shares this file's name."""
@@ -124,20 +128,7 @@ def ultra_export(yaml_name: str, imgsz: int):
     """Ultralytics' own ONNX export (decoding head included), as NXP's model zoo exports yolov8n."""
 
     def make():
-        from ultralytics import YOLO
-
-        with tempfile.TemporaryDirectory(prefix="estimate-yolo-") as tmp:
-            cwd = os.getcwd()
-            os.chdir(tmp)
-            try:
-                path = YOLO(yaml_name).export(format="onnx", imgsz=imgsz, opset=OPSET, simplify=False, dynamic=False, verbose=False)
-                proto = onnx.load(path)
-            finally:
-                os.chdir(cwd)
-        keep = [p for p in proto.metadata_props if p.key != "date"]
-        del proto.metadata_props[:]
-        proto.metadata_props.extend(keep)
-        return proto
+        return export_yolo(yaml_name, imgsz, OPSET)
 
     return make
 

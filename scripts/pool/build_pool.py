@@ -183,21 +183,10 @@ def build_transformers(e: Entry):
 
 
 def build_ultralytics(e: Entry) -> onnx.ModelProto:
-    from ultralytics import YOLO
+    sys.path.insert(0, str(ROOT / "scripts" / "corpus"))
+    from yolo_export import export_yolo
 
-    with tempfile.TemporaryDirectory(prefix="pool-yolo-") as tmp:
-        cwd = os.getcwd()
-        os.chdir(tmp)
-        try:
-            model = YOLO(e.arch + ".yaml")
-            path = model.export(format="onnx", imgsz=e.size, opset=e.opset, simplify=False, dynamic=False, verbose=False)
-            proto = onnx.load(path)
-        finally:
-            os.chdir(cwd)
-    keep = [p for p in proto.metadata_props if p.key != "date"]
-    del proto.metadata_props[:]
-    proto.metadata_props.extend(keep)
-    return proto
+    return export_yolo(e.arch + ".yaml", e.size, e.opset)
 
 
 def build_onnx_zoo(e: Entry) -> onnx.ModelProto:
