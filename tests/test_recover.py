@@ -130,3 +130,17 @@ def test_recover_needs_an_accuracy_gate():
     done = run_cli("build", "--target", "esp32s3", "--recover", "--fail-on", "model-size=1MiB")
     assert done.returncode == 2, done.stderr
     assert "--recover turns the accuracy gates into goals" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_target_whose_toolchain_has_no_means_left_says_so_without_building(tmp_path):
+    """eIQ declares every knob with the TFLite converter's reason it cannot be tried (yet)."""
+    from edgedeploy.targets import find_chip
+
+    target, chip = find_chip("imx93")
+    plan, initial, built, _ = plan_for(tmp_path, [])
+    plan.target, plan.chip, plan.options = target, chip, target.options_type()
+    initial = write_artifact(tmp_path / "out2" / "model" / "imx93", {**fake_report(3.0, 19.0), "target": {"chip": "imx93"}})
+    outcome = recover(initial, plan)
+    assert not outcome.met and built == []
+    assert "tried 0 attempt(s)" in outcome.sentence and "calibrates by min/max only" in outcome.sentence
+    validate(outcome.section)

@@ -4,7 +4,7 @@ delegate for the i.MX 8M Plus NPU. Conversion runs in the `eiq` toolchain enviro
 
 from pathlib import Path
 
-from edgedeploy.targets.base import Capability, Chip, Target
+from edgedeploy.targets.base import Capability, Chip, RepairKnob, Target
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -91,6 +91,23 @@ class EiqTarget(Target):
         from edgedeploy.targets.eiq.build import codegen
 
         return codegen(ctx, converted)
+
+    def repair_knobs(self, chip, precision, options) -> list:
+        """What `build --recover` could change in the TFLite converter's quantisation: nothing yet,
+        each with the converter's reason (the build quantises in quantize_full_int8, worker.py)."""
+        if precision != "int8":
+            return []
+        return [
+            RepairKnob("", (), "calibration", "the calibration method", unavailable="the TFLite converter calibrates by min/max only; it offers no other method"),
+            RepairKnob("", (), "per-channel", "per-channel weight scales", unavailable="already per channel (the build's TFLite converter quantises Conv and FullyConnected weights per channel)"),
+            RepairKnob("", (), "equalisation", "equalisation", unavailable="the TFLite converter has no equalisation"),
+            RepairKnob("", (), "bias-correction", "bias correction", unavailable="the TFLite converter has no bias correction"),
+            RepairKnob(
+                "", (), "mixed-precision", "nodes left in float or int16x8",
+                unavailable="the TFLite converter can leave nodes in float (QuantizationDebugger's denylisted_nodes) or quantise to int16x8, "
+                "which Vela and the NPU take for fewer operators; this target does not drive either yet",
+            ),
+        ]
 
     def accuracy_taps(self, request):
         """The float32 and int8 TFLite models tapped tensor by tensor (targets/eiq/diagnose.py)."""
