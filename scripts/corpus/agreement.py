@@ -166,20 +166,22 @@ def uncertain_ops(audited) -> set[str]:
     return {op for op, all_uncertain in _all_nodes(audited, lambda n: bool(n.uncertain)).items() if all_uncertain}
 
 
-def run(chips: set[str] | None = None, models: set[str] | None = None) -> dict:
+def audited_pairs(data: dict, find_model, chips: set[str] | None = None, models: set[str] | None = None):
+    """Each pair of a verdicts document (`data`) as (key, the audit of its model for its chip), in
+    key order; the audit is None where `find_model(name)` -> (path, form) finds no model. Each
+    model is loaded once (batch pinned, as intake does) and audited in the chip's first precision.
+    Shared by this corpus and the issue-27 pool (scripts/pool/score.py)."""
     from edgedeploy.audit.engine import audit_model, node_views
     from edgedeploy.model.intake import with_batch_pinned
     from edgedeploy.targets import find_chip
 
-    data = json.loads(VERDICTS.read_text())
-    pairs, missing = {}, []
     loaded: dict[str, object] = {}
-    for key, pair in sorted(data["pairs"].items()):
+    for key in sorted(data["pairs"]):
         name, chip = key.split("/")
         if (chips and chip not in chips) or (models and name not in models):
             continue
         if name not in loaded:
-            path, form = model_file(name)
+            path, form = find_model(name)
             if path is None:
                 loaded[name] = None
             else:
@@ -187,15 +189,24 @@ def run(chips: set[str] | None = None, models: set[str] | None = None) -> dict:
                 model = with_batch_pinned(model) or model
                 loaded[name] = (model, node_views(model))
         if loaded[name] is None:
-            missing.append(key)
+            yield key, None
             continue
         model, views = loaded[name]
         target, chip_obj = find_chip(chip)
         precision = chip_obj.precisions[0]
-        audited = audit_model(model, target.rule_set(chip, precision), precision, views=views)
-        pairs[key] = compare_pair(name, chip, pair, data["models"][name]["nodes"], audited)
-    return {"pairs": pairs, "not_compared": missing, "summary": summarise(pairs)}
+        yield key, audit_model(model, target.rule_set(chip, precision), precision, views=views)
 
+
+def run(chips: set[str] | None = None, models: set[str] | None = None) -> dict:
+    data = json.loads(VERDICTS.read_text())
+    pairs, missing = {}, []
+    for key, audited in audited_pairs(data, model_file, chips, models):
+        if audited is None:
+            missing.append(key)
+            continue
+        name, chip = key.split("/")
+        pairs[key] = compare_pair(name, chip, data["pairs"][key], data["models"][name]["nodes"], audited)
+    return {"pairs": pairs, "not_compared": missing, "summary": summarise(pairs)}
 
 def summarise(pairs: dict) -> dict:
     per_chip = defaultdict(lambda: [0, 0])

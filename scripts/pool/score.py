@@ -47,34 +47,17 @@ def model_file(name: str, skeletons_only: bool = False) -> tuple[Path | None, st
 def run(chips: set[str] | None = None, skeletons_only: bool = False) -> dict:
     """Every pair of the committed verdicts, audited with today's rules; skeletons_only: read the
     committed skeletons even where the full models are built here (what CI has)."""
-    from edgedeploy.audit.engine import audit_model, node_views
-    from edgedeploy.model.intake import with_batch_pinned
-    from edgedeploy.targets import find_chip
-
     data = json.loads(VERDICTS.read_text())
-    pairs, missing, loaded = {}, [], {}
-    for key, pair in sorted(data["pairs"].items()):
-        name, chip = key.split("/")
-        if chips and chip not in chips:
-            continue
-        if name not in loaded:
-            path, form = model_file(name, skeletons_only)
-            model = None if path is None else agreement.load_for_audit(path, form)
-            loaded[name] = None if model is None else ((with_batch_pinned(model) or model), None)
-            if loaded[name]:
-                loaded[name] = (loaded[name][0], node_views(loaded[name][0]))
-        if loaded[name] is None:
+    pairs, missing = {}, []
+    for key, audited in agreement.audited_pairs(data, lambda name: model_file(name, skeletons_only), chips):
+        if audited is None:
             missing.append(key)
             continue
-        model, views = loaded[name]
-        target, chip_obj = find_chip(chip)
-        precision = chip_obj.precisions[0]
-        audited = audit_model(model, target.rule_set(chip, precision), precision, views=views)
-        result = agreement.compare_pair(name, chip, pair, data["models"][name]["nodes"], audited)
+        name, chip = key.split("/")
+        result = agreement.compare_pair(name, chip, data["pairs"][key], data["models"][name]["nodes"], audited)
         result["part"] = part_of(name)
         pairs[key] = result
     return {"pairs": pairs, "not_compared": missing, "summary": {p: summarise([x for x in pairs.values() if x["part"] == p]) for p in PARTS}}
-
 
 def case_model_file(name: str, skeletons_only: bool = False) -> tuple[Path | None, str]:
     folder = Path(os.environ.get("EDGEDEPLOY_HOME", Path.home() / ".cache" / "edgedeploy")) / "pool-cases"
