@@ -465,3 +465,42 @@ def cast_to_same_type() -> onnx.ModelProto:
 
 
 CASES.append(Case("cast_to_same_type", "e: a Cast that changes nothing", cast_to_same_type, ("rk3588", "rk3566", "esp32s3", "imx93")))
+
+
+# ---- PP-LCNet's learnable affine block after a hard swish (PP-OCRv4 rec's backbone) ---------------
+
+
+def affine_after_hardswish(variant: str = "scale_first") -> onnx.ModelProto:
+    """Conv, a hard swish as Paddle2ONNX writes it (Add 3, Clip 0..6, Mul, Div 6), then the
+    learnable affine block: Mul by a scalar and Add of a scalar, before the next Conv. `variant`:
+    scale_first (the scalar as the Mul's first operand, as Paddle2ONNX writes it), scale_second,
+    scale_only (no Add), no_hardswish (the affine block after a Relu)."""
+    rng = np.random.default_rng(10)
+    k = _Constants("tensor")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], name="conv1", pads=[1, 1, 1, 1])]
+    if variant == "no_hardswish":
+        nodes.append(helper.make_node("Relu", ["c"], ["h"], name="relu"))
+    else:
+        nodes += [
+            helper.make_node("Add", ["c", k(3.0, np.float32)], ["c3"], name="hs_add"),
+            helper.make_node("Clip", ["c3", k(0.0, np.float32), k(6.0, np.float32)], ["c3c"], name="hs_clip"),
+            helper.make_node("Mul", ["c", "c3c"], ["cm"], name="hs_mul"),
+            helper.make_node("Div", ["cm", k(6.0, np.float32)], ["h"], name="hs_div"),
+        ]
+    scale = k(0.1675, np.float32)
+    nodes.append(helper.make_node("Mul", [scale, "h"] if variant != "scale_second" else ["h", scale], ["s"], name="lab_mul"))
+    last = "s"
+    if variant != "scale_only":
+        nodes.append(helper.make_node("Add", ["s", k(0.02, np.float32)], ["a"], name="lab_add"))
+        last = "a"
+    nodes.append(helper.make_node("Conv", [last, "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]))
+    inits = [_const("w1", _weights(rng, 8, 3, 3, 3)), _const("w2", _weights(rng, 4, 8, 3, 3))]
+    return _model(k.nodes + nodes, [_vi("x", [1, 3, 8, 8])], [_vi("y", [1, 4, 8, 8])], inits, opset=12, ir_version=7)
+
+
+CASES += [Case(f"affine_{v}", "e: PP-LCNet's learnable affine block", lambda v=v: affine_after_hardswish(v), ("rk3588", "rk3566")) for v in ("scale_first", "scale_second", "scale_only", "no_hardswish")]
+
+CASES += [
+    Case(f"svtr_block_c{c}_h{h}", "e: SVTR attention block (Paddle2ONNX, opset 12)", lambda c=c, h=h: svtr_block(channels=c, heads=h), ("rk3566",))
+    for c, h in ((120, 8), (128, 8), (64, 8))
+]

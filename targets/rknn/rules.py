@@ -718,6 +718,24 @@ def constant_pad_of_a_low_rank_input_folded_into_conv(node: NodeView, chip: str)
     return Offence(x.name, "2-D or 3-D model input", uncertain=folded != "folded")
 
 
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"), ALIGN=8)
+def reshape_of_unaligned_attention_heads(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU a Reshape beside a Transpose that splits the last axis into attention heads, or merges the heads back, when a head's size is not a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed).
+
+    Measured on PP-OCRv4 rec's SVTR blocks (8 heads of 15: the qkv split and the merge on the
+    CPU) and on the SVTR block form with heads of 15 (CPU), 8, 16 and 32 (NPU), on RK3566
+    (tests/forms_models.py svtr_block).
+    """
+    x, out = node.input(0), node.output(0)
+    if x is None or out is None or not x.is_static or not out.is_static or not x.shape or not out.shape:
+        return None
+    beside_transpose = x.producer == "Transpose" or out.consumers == ("Transpose",)
+    small, large = (out.shape[-1], x.shape[-1]) if len(out.shape) > len(x.shape) else (x.shape[-1], out.shape[-1])
+    if not beside_transpose or len(out.shape) == len(x.shape) or small >= large or large % small or small % 8 == 0:
+        return None
+    return Offence(small, "values per head")
+
+
 # Producers of an Add's other operand whose layer the Add joins (the toolkit's MatMul/Conv
 # with an added tensor, as ConvAdd layers show it): measured.
 ADD_JOINS_LAYER_OF = ("MatMul", "Add", "Gemm")
@@ -817,6 +835,25 @@ def softmax_at_model_output(node: NodeView, chip: str):
     """A Softmax that produces a model output is computed in float16 on the NPU (kept in float inside the int8 graph); inside the graph it runs in int8."""
     out = node.output(0)
     return Offence(out.name, "model output") if out is not None and out.is_model_output else None
+
+
+@RULES.rule("Mul", placement=Placement.FLOAT, precisions=("int8",))
+def scalar_first_mul_before_an_add(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 (observed) makes x * a + b, with constants a and b, one BatchNormalization layer (its pass replace_mul_add_by_bn) only when the constant is the Mul's second operand; written a * x + b (PP-LCNet's learnable affine block after each hard swish, as Paddle2ONNX exports it) the Mul keeps a layer of its own, computed in float on the NPU.
+
+    Measured on Conv, hard swish (or Relu), Mul, Add, Conv on RK3588 and RK3566
+    (tests/forms_models.py affine_after_hardswish) and on the 28 such Muls of PP-OCRv4's
+    recogniser. A scalar Mul read only by a Conv is folded into it (fuse_mul_into_conv2), and
+    one of a Conv's result that nothing else reads into that Conv (fuse_mul_into_conv).
+    """
+    a, b, out = node.input(0), node.input(1), node.output(0)
+    if a is None or b is None or out is None or not _known(a) or _known(b) or a.numel != 1:
+        return None
+    if out.is_model_output or out.consumers != ("Add",):
+        return None
+    if b.producer == "Conv" and b.consumers == ("Mul",):
+        return None  # folded into the Conv before it (fuse_mul_into_conv), as measured on PP-OCRv4 rec
+    return Offence(a.name, "constant first operand, read by an Add")
 
 
 def accelerator_ops(chip: str) -> dict[str, OpSupport]:
