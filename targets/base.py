@@ -204,6 +204,9 @@ class RepairKnob:
     what         what the knob does, in the toolchain's words (one line of the report)
     unavailable  when set, the knob is not tried and this sentence (the toolchain's reason) is reported
     max_nodes    for RANKED_NODES: the most nodes taken off int8
+    producers    for RANKED_NODES: also take the layers that compute each ranked node's input, up to the
+                 first with weights (a toolchain that quantises an activation's input at the layer before
+                 gains nothing from the activation alone in a wider type)
     """
 
     option: str
@@ -212,6 +215,7 @@ class RepairKnob:
     what: str
     unavailable: str = ""
     max_nodes: int = 8
+    producers: bool = False
 
 
 # -- what the core hands a target, and what it gets back --------------------------------------

@@ -120,7 +120,7 @@ class EspDlTarget(Target):
             ),
             RepairKnob(
                 "int16_layers", RANKED_NODES, "mixed-precision", "the nodes the diagnosis ranks first dispatched to int16 (esp-ppq's dispatching table)",
-                max_nodes=8, unavailable="--espdl-int16-layers auto already chose the int16 layers" if any(str(v).startswith("auto") for v in options.int16_layers) else "",
+                max_nodes=8, producers=True, unavailable="--espdl-int16-layers auto already chose the int16 layers" if any(str(v).startswith("auto") for v in options.int16_layers) else "",
             ),
         ]
 

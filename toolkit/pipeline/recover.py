@@ -118,7 +118,8 @@ def recover(initial: Path, plan: RecoverPlan) -> Recovery:
             for knob in (k for k in knobs if k.cost == cost and not k.unavailable):
                 if knob.values == RANKED_NODES and ranking is None:
                     ranking = _ranked_nodes(best, plan)
-                for value in _values_to_try(knob, best.options, ranking or []):
+                groups = _with_producers(initial / "model.onnx", ranking or []) if knob.producers else [(n,) for n in ranking or []]
+                for value in _values_to_try(knob, best.options, groups):
                     attempt = _try(len(attempts), knob, value, best, scratch, plan, knobs)
                     attempts.append(attempt)
                     if attempt.met:
@@ -129,20 +130,28 @@ def recover(initial: Path, plan: RecoverPlan) -> Recovery:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _values_to_try(knob: RepairKnob, base: TargetOptions, ranking: list[str]) -> list:
+def _values_to_try(knob: RepairKnob, base: TargetOptions, groups: list[tuple[str, ...]]) -> list:
     """The values of one knob to try from `base`: its declared ones, less the one `base` already has;
-    for RANKED_NODES, the first 1, 2, 4, ... ranked nodes (added to any the user gave)."""
+    for RANKED_NODES, the nodes of the first 1, 2, 4, ... ranked groups (a ranked node with the
+    layers computing its input, for a knob that asks for them), added to any the user gave."""
     current = getattr(base, knob.option)
     if knob.values != RANKED_NODES:
         return [v for v in knob.values if v != current]
     given = tuple(current or ())
-    fresh = [n for n in ranking if n not in given]
+    fresh = [g for g in groups if any(n not in given for n in g)]
+    most = min(len(fresh), knob.max_nodes)
     counts, count = [], 1
-    while count < min(len(fresh), knob.max_nodes):
+    while count < most:
         counts.append(count)
         count *= 2
-    counts.append(min(len(fresh), knob.max_nodes))
-    return [given + tuple(fresh[:n]) for n in counts if n > 0]
+    counts.append(most)
+    values = []
+    for n in dict.fromkeys(c for c in counts if c > 0):
+        chosen = list(given)
+        for group in fresh[:n]:
+            chosen += [name for name in group if name not in chosen]
+        values.append(tuple(chosen))
+    return values
 
 
 def _try(index: int, knob: RepairKnob, value, base: Attempt, scratch: Path, plan: RecoverPlan, knobs) -> Attempt:
@@ -201,6 +210,31 @@ def _ranked_nodes(best: Attempt, plan: RecoverPlan) -> list[str]:
     ranked += [r.get("node") for r in path.get("worst_isolated") or []]
     ranked += [c.get("node") for c in path.get("causes") or []]
     return list(dict.fromkeys(n for n in ranked if n))
+
+
+def _with_producers(model_path: Path, ranked: list[str]) -> list[tuple[str, ...]]:
+    """Each ranked node preceded by the nodes that compute its input, back to the first with weights
+    (an initializer input: Conv, Gemm, MatMul with a constant): ReLU -> its BatchNorm -> its Conv."""
+    import onnx
+
+    from edgedeploy.model.stats import node_names
+
+    graph = onnx.load(str(model_path), load_external_data=False).graph
+    names = node_names(graph)
+    weights = {i.name for i in graph.initializer}
+    producer = {out: (name, node) for name, node in zip(names, graph.node) for out in node.output}
+    by_name = dict(zip(names, graph.node))
+    groups: list[tuple[str, ...]] = []
+    for name in ranked:
+        chain, node = [name], by_name.get(name)
+        while node is not None and not any(i in weights for i in node.input):
+            data = [i for i in node.input if i in producer]
+            if len(data) != 1:
+                break
+            upstream, node = producer[data[0]]
+            chain.append(upstream)
+        groups.append(tuple(reversed(chain)))
+    return groups
 
 
 def _won(initial: Path, winner: Attempt, attempts, knobs, flags, plan: RecoverPlan, scratch: Path) -> Recovery:
