@@ -71,3 +71,37 @@ def render_text(document: dict, nodes: bool = True) -> str:
     parts.extend(render_path(p, nodes) for p in document["paths"])
     parts.extend(f"{s['path']}: not diagnosed: {s['reason']}" for s in document.get("skipped") or [])
     return "\n\n".join(parts) + "\n"
+
+
+# -- build --recover's attempts (the report's `recovery` section, edgedeploy.recovery/1) ----------
+
+
+def attempts_table(section: dict) -> str:
+    """The attempts as text lines (the build's output and `edgedeploy report`)."""
+    lines = ["recover: attempts (cheapest first):"]
+    for a in section.get("attempts", []):
+        f, c = a["figures"], a["cost_figures"]
+        mark = "*" if a["id"] == section.get("chosen") else " "
+        if a["status"] != "built":
+            lines.append(f" {mark}{a['id']:<4} {a['cost']:<16} {a['flags'] or '(as built)'}: failed: {a['reason']}")
+            continue
+        lines.append(
+            f" {mark}{a['id']:<4} {a['cost']:<16} {a['flags'] or '(as built)'}: {show_attempt_figures(f)}; "
+            f"{c.get('model_size_bytes')} B, {c.get('nodes_off_int8')} node(s) off int8; goals {'met' if a['met'] else 'missed'}"
+        )
+    for k in section.get("knobs", []):
+        if k.get("unavailable"):
+            lines.append(f"  not tried: {k['cost']} ({k['flag']}): {k['unavailable']}")
+    return "\n".join(lines)
+
+
+def show_attempt_figures(f: dict) -> str:
+    """An attempt's figures of `build --recover` in one phrase."""
+    parts = []
+    if f.get("task_metric_drop_pp") is not None:
+        parts.append(f"{f['task_metric']} drop {f['task_metric_drop_pp']:.2f} pp")
+    if f.get("lowest_snr_db") is not None:
+        parts.append(f"lowest SNR {f['lowest_snr_db']:.1f} dB")
+    if f.get("lowest_cosine") is not None:
+        parts.append(f"lowest cosine {f['lowest_cosine']:.5f}")
+    return ", ".join(parts) or "no accuracy figures"

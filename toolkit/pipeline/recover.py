@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from edgedeploy.errors import EdgedeployError
+from edgedeploy.accuracy.render import attempts_table, show_attempt_figures  # noqa: F401 - attempts_table: the CLI prints it
 from edgedeploy.gates import Gate, GateResult, evaluate_build
 from edgedeploy.targets.base import RANKED_NODES, REPAIR_COSTS, RepairKnob, TargetOptions
 
@@ -277,25 +278,6 @@ def _section(attempts, knobs, flags, plan: RecoverPlan, winner: Attempt | None, 
     }
 
 
-def attempts_table(section: dict) -> str:
-    """The attempts as text lines (the build's output and `edgedeploy report`)."""
-    lines = ["recover: attempts (cheapest first):"]
-    for a in section.get("attempts", []):
-        f, c = a["figures"], a["cost_figures"]
-        mark = "*" if a["id"] == section.get("chosen") else " "
-        if a["status"] != "built":
-            lines.append(f" {mark}{a['id']:<4} {a['cost']:<16} {a['flags'] or '(as built)'}: failed: {a['reason']}")
-            continue
-        lines.append(
-            f" {mark}{a['id']:<4} {a['cost']:<16} {a['flags'] or '(as built)'}: {_show_figures(f)}; "
-            f"{c.get('model_size_bytes')} B, {c.get('nodes_off_int8')} node(s) off int8; goals {'met' if a['met'] else 'missed'}"
-        )
-    for k in section.get("knobs", []):
-        if k.get("unavailable"):
-            lines.append(f"  not tried: {k['cost']} ({k['flag']}): {k['unavailable']}")
-    return "\n".join(lines)
-
-
 # -- small helpers ----------------------------------------------------------------------------
 
 
@@ -320,16 +302,5 @@ def _describe_changes(changes: dict) -> str:
     return ", ".join(f"{name}={','.join(map(str, v)) if isinstance(v, (tuple, list)) else v}" for name, v in changes.items())
 
 
-def _show_figures(f: dict) -> str:
-    parts = []
-    if f.get("task_metric_drop_pp") is not None:
-        parts.append(f"{f['task_metric']} drop {f['task_metric_drop_pp']:.2f} pp")
-    if f.get("lowest_snr_db") is not None:
-        parts.append(f"lowest SNR {f['lowest_snr_db']:.1f} dB")
-    if f.get("lowest_cosine") is not None:
-        parts.append(f"lowest cosine {f['lowest_cosine']:.5f}")
-    return ", ".join(parts) or "no accuracy figures"
-
-
 def _figures_line(attempt: Attempt) -> str:
-    return _show_figures(attempt.figures)
+    return show_attempt_figures(attempt.figures)

@@ -197,7 +197,7 @@ def render_comparison(comp: dict, width: int | None = None) -> str:
 
 def diagnosis_lines(comp: dict) -> list[str]:
     """The accuracy diagnosis a build wrote when an accuracy gate failed (edgedeploy.accuracy), per artifact."""
-    from edgedeploy.accuracy.render import render_path
+    from edgedeploy.accuracy.render import attempts_table, render_path
 
     lines = []
     for artifact in comp["artifacts"]:
@@ -209,6 +209,11 @@ def diagnosis_lines(comp: dict) -> list[str]:
             lines.append(f"  could not run: {document['error']}")
         for path in document.get("paths") or []:
             lines += [f"  {line}" for line in render_path(path, nodes=False).splitlines()]
+    for artifact in comp["artifacts"]:
+        recovery = (comp.get("reports", {}).get(artifact["id"]) or {}).get("recovery")
+        if recovery:
+            lines += ["", f"build --recover of {artifact['id']}: {recovery.get('sentence', '')}"]
+            lines += [f"  {line}" for line in attempts_table(recovery).splitlines()[1:]]
     return lines
 
 
