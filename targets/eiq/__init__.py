@@ -129,13 +129,11 @@ class EiqTarget(Target):
                 worker=Path(__file__).with_name("worker_bench.py"),
                 precisions=("fp32",),
             ),
-            Backend(
+            Backend.untimed_simulator(
                 "vela-estimate",
                 "Arm Vela performance estimate (Ethos-U65)",
-                "simulator",
                 "npu-estimate",
-                kind="simulator",
-                not_timed="Vela estimates time only for a full-int8 TFLite model compiled for the Ethos-U; `edgedeploy build --target imx93` reports it, labelled as an estimate",
+                why="Vela estimates time only for a full-int8 TFLite model compiled for the Ethos-U; `edgedeploy build --target imx93` reports it, labelled as an estimate",
             ),
         ]
 

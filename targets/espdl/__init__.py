@@ -150,13 +150,11 @@ class EspDlTarget(Target):
         from edgedeploy.measure.backends import Backend
 
         return [
-            Backend(
+            Backend.untimed_simulator(
                 "espdl-sim",
                 "ESP-DL quantised simulation (esp-ppq)",
-                "simulator",
                 "npu-simulator",
-                kind="simulator",
-                not_timed="esp-ppq simulates the quantised numerics on the host and reports no time; time it on the chip with `edgedeploy measure`",
+                why="esp-ppq simulates the quantised numerics on the host and reports no time; time it on the chip with `edgedeploy measure`",
             )
         ]
 

@@ -165,13 +165,11 @@ class RknnTarget(Target):
         from edgedeploy.measure.backends import Backend
 
         return [
-            Backend(
+            Backend.untimed_simulator(
                 "rknn-sim",
                 "RKNN simulator (rknn-toolkit2)",
-                "simulator",
                 "npu-simulator",
-                kind="simulator",
-                not_timed=(
+                why=(
                     "the RKNN simulator reports no time: rknn-toolkit2 2.5.0 refuses eval_perf and eval_memory without a board "
                     "('Not support in simulator environment'), and its host wall time is not an NPU latency; time it on a board with `edgedeploy measure`"
                 ),

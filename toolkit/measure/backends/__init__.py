@@ -64,6 +64,11 @@ class Backend:
     precisions: tuple[str, ...] = ("fp32",)
     not_timed: str | None = None
 
+    @classmethod
+    def untimed_simulator(cls, name: str, label: str, unit: str, why: str) -> "Backend":
+        """A target's simulator that `edgedeploy bench` lists with `why` it reports no time, and never times."""
+        return cls(name, label, "simulator", unit, kind="simulator", not_timed=why)
+
     def describe(self) -> dict:
         return {"name": self.name, "label": self.label, "family": self.family, "unit": self.unit, "kind": self.kind}
 
