@@ -139,11 +139,11 @@ class RknnTarget(Target):
             ),
             RepairKnob(
                 "quantized_algorithm", (), "equalisation", "activation equalisation",
-                unavailable=f"rknn-toolkit2 {RKNN_TOOLKIT_VERSION}'s config() takes no equalisation setting",
+                unavailable=f"rknn-toolkit2 {RKNN_TOOLKIT_VERSION}'s config() documents no equalisation setting (it ships an act_equalization module that no documented option reaches)",
             ),
             RepairKnob(
                 "quantized_algorithm", (), "bias-correction", "bias correction",
-                unavailable=f"rknn-toolkit2 {RKNN_TOOLKIT_VERSION}'s config() takes no bias-correction setting",
+                unavailable=f"rknn-toolkit2 {RKNN_TOOLKIT_VERSION}'s config() documents no bias-correction setting (it ships a bias_correction module that no documented option reaches)",
             ),
             RepairKnob(
                 "quantized_algorithm", (), "mixed-precision", "nodes left in float16 (hybrid quantisation)",
