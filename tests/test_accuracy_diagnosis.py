@@ -41,6 +41,17 @@ def _feeds(count=24, seed=0, outlier=None):
     return feeds
 
 
+def write_outlier_case(folder):
+    """The activation-outlier case as files for a build (tests/test_diagnose_eiq.py, _rknn.py): m.onnx
+    (the model of test_an_activation_outlier_is_named_with_its_cause), calib.npz (one pixel of one
+    sample at 400) and eval.npz (16 samples without the outlier). Returns the three paths."""
+    rng = np.random.default_rng(3)
+    model = _conv_model(folder / "m.onnx", np.abs(rng.normal(scale=0.5, size=(8, 1, 3, 3))), rng.normal(scale=0.3, size=(8, 8, 3, 3)))
+    np.savez(folder / "calib.npz", image=np.concatenate([f["image"] for f in _feeds(outlier=400.0)]))
+    np.savez(folder / "eval.npz", image=np.concatenate([f["image"] for f in _feeds(count=16, seed=9)]))
+    return model, folder / "calib.npz", folder / "eval.npz"
+
+
 def _diagnose(path, feeds):
     records, _settings = qdq.diagnose_records(path, feeds)
     model = onnx.load(str(path))

@@ -12,23 +12,19 @@ from __future__ import annotations
 import json
 import shutil
 
-import numpy as np
 import pytest
 
 from tests.helpers import run_cli
-from tests.test_accuracy_diagnosis import _conv_model, _feeds
+from tests.test_accuracy_diagnosis import write_outlier_case
 
 
 @pytest.fixture(scope="module")
 def outlier_diagnosis(tmp_path_factory):
     root = tmp_path_factory.mktemp("eiq-diagnose")
-    rng = np.random.default_rng(3)
-    _conv_model(root / "m.onnx", np.abs(rng.normal(scale=0.5, size=(8, 1, 3, 3))), rng.normal(scale=0.3, size=(8, 8, 3, 3)))
-    np.savez(root / "calib.npz", image=np.concatenate([f["image"] for f in _feeds(outlier=400.0)]))
-    np.savez(root / "eval.npz", image=np.concatenate([f["image"] for f in _feeds(count=16, seed=9)]))
-    built = run_cli("build", str(root / "m.onnx"), "--target", "imx8mp", "--calib", str(root / "calib.npz"), "--eval", str(root / "eval.npz"), "-o", str(root / "out"))
+    model, calib, evaluation = write_outlier_case(root)
+    built = run_cli("build", str(model), "--target", "imx8mp", "--calib", str(calib), "--eval", str(evaluation), "-o", str(root / "out"))
     assert built.returncode == 0, built.stderr
-    done = run_cli("diagnose", str(root / "out" / "m" / "imx8mp"), "--eval", str(root / "eval.npz"), "--no-qdq", "--format", "json")
+    done = run_cli("diagnose", str(root / "out" / "m" / "imx8mp"), "--eval", str(evaluation), "--no-qdq", "--format", "json")
     assert done.returncode == 0, done.stderr
     return root / "out" / "m" / "imx8mp", json.loads(done.stdout)
 

@@ -13,21 +13,17 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from tests.helpers import run_cli
-from tests.test_accuracy_diagnosis import _conv_model, _feeds
+from tests.test_accuracy_diagnosis import write_outlier_case
 
 
 @pytest.fixture(scope="module")
 def outlier_diagnosis(tmp_path_factory):
     root = tmp_path_factory.mktemp("rknn-diagnose")
-    rng = np.random.default_rng(3)
-    _conv_model(root / "m.onnx", np.abs(rng.normal(scale=0.5, size=(8, 1, 3, 3))), rng.normal(scale=0.3, size=(8, 8, 3, 3)))
-    np.savez(root / "calib.npz", image=np.concatenate([f["image"] for f in _feeds(outlier=400.0)]))
-    np.savez(root / "eval.npz", image=np.concatenate([f["image"] for f in _feeds(count=16, seed=9)]))
-    built = run_cli("build", str(root / "m.onnx"), "--target", "rk3588", "--calib", str(root / "calib.npz"), "--eval", str(root / "eval.npz"), "--fail-on", "snr=20", "-o", str(root / "out"))
+    model, calib, evaluation = write_outlier_case(root)
+    built = run_cli("build", str(model), "--target", "rk3588", "--calib", str(calib), "--eval", str(evaluation), "--fail-on", "snr=20", "-o", str(root / "out"))
     assert built.returncode == 7, built.stderr  # the gate fails: the build diagnoses the artifact itself
     artifact = root / "out" / "m" / "rk3588"
     shown = run_cli("report", str(artifact))
