@@ -725,11 +725,7 @@ def evaluate(request, ctx):
 def failure_context(exc):
     """The ONNX node onnx2tf failed on (its token, edn<index>: the core maps it back to the node's
     name) and where in the toolchain (worker_main's hook)."""
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
+    frames = [frame for frame, _line in traceback.walk_tb(exc.__traceback__)]
     found = {}
     # onnx2tf's make_node(graph_node=...) is the conversion of one ONNX node.
     for frame in reversed(frames):

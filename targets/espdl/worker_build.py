@@ -25,6 +25,7 @@ ctx.log.
 import os
 import shutil
 import time
+import traceback
 
 INFO_EXPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_info_export.py")
 
@@ -514,11 +515,7 @@ def failure_context(exc):
         from esp_ppq.IR import Operation
     except Exception:  # noqa: BLE001 - esp-ppq itself may be what failed to import
         return {}
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
+    frames = [frame for frame, _line in traceback.walk_tb(exc.__traceback__)]
     found = {}
     for frame in reversed(frames):
         for name in ("op", "operation"):
