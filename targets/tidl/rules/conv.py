@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from edgedeploy.audit.rules import NodeView, Offence
 from edgedeploy.targets.tidl.rules.documents import AM62A_FAMILY, RULES
-from edgedeploy.targets.tidl.rules.helpers import kernel_of, non_default_dilations, pads_of, spatial_of, strides_of, variable_inputs
+from edgedeploy.targets.tidl.rules.helpers import kernel_of, non_default_attr, non_default_dilations, pads_of, spatial_of, strides_of, variable_inputs
 
 
 MAX_VARIABLE_INPUTS = 1
@@ -134,7 +134,4 @@ def conv_input_narrower_than_padding(node, chip):
 @RULES.rule("ConvTranspose", releases="11.00")
 def deconv_group(node, chip):
     """TIDL's ConvTranspose supports only group 1."""
-    group = int(node.attr("group", 1))
-    if group != 1:
-        return Offence(group)
-    return None
+    return non_default_attr(node, "group", 1)

@@ -10,7 +10,7 @@ import numpy as np
 
 from edgedeploy.audit.rules import Offence
 from edgedeploy.targets.tidl.rules.documents import RULES
-from edgedeploy.targets.tidl.rules.helpers import non_singleton, variable_inputs
+from edgedeploy.targets.tidl.rules.helpers import non_default_attr, non_singleton, variable_inputs
 
 
 @RULES.rule("PRelu")
@@ -83,10 +83,7 @@ QDQ_AXIS = 1
 @RULES.rule("QuantizeLinear", "DequantizeLinear", AXIS=QDQ_AXIS)
 def qdq_default_axis(node, chip):
     """TIDL reads QuantizeLinear/DequantizeLinear only with the default axis {AXIS}."""
-    axis = int(node.attr("axis", QDQ_AXIS))
-    if axis != QDQ_AXIS:
-        return Offence(axis)
-    return None
+    return non_default_attr(node, "axis", QDQ_AXIS)
 
 
 @RULES.rule("PRelu", releases="11.02")

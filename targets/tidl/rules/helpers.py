@@ -89,6 +89,14 @@ def negative_axis(axis: int, rank: int) -> int:
     return axis - rank if axis >= 0 else axis
 
 
+def non_default_attr(node: NodeView, attr: str, default: int) -> Offence | None:
+    """An Offence naming an integer attribute's value where it is not `default`, the only value TIDL takes."""
+    value = int(node.attr(attr, default))
+    if value != default:
+        return Offence(value)
+    return None
+
+
 def non_default_dilations(node: NodeView):
     dilations = node.attr("dilations")
     if dilations and any(int(d) != 1 for d in dilations):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from edgedeploy.audit.rules import Offence
 from edgedeploy.targets.tidl.rules.documents import RULES
-from edgedeploy.targets.tidl.rules.helpers import non_default_dilations, rank_outside, strides_of
+from edgedeploy.targets.tidl.rules.helpers import non_default_attr, non_default_dilations, rank_outside, strides_of
 
 
 GLOBAL_POOL_MAX_PLANE = 1024
@@ -80,7 +80,4 @@ def max_pool_single_output(node, chip):
 @RULES.rule("MaxPool", releases="11.00")
 def max_pool_storage_order(node, chip):
     """TIDL's MaxPool supports only the default storage_order 0."""
-    order = int(node.attr("storage_order", 0))
-    if order != 0:
-        return Offence(order)
-    return None
+    return non_default_attr(node, "storage_order", 0)
