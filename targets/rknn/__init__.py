@@ -132,7 +132,7 @@ class RknnTarget(Target):
             return []
         per_channel = ("channel",) if options.quantized_method == "layer" else ()
         return [
-            RepairKnob("quantized_algorithm", ("mmse", "kl_divergence", "normal"), "calibration", "rknn-toolkit2's quantized_algorithm (its default: normal, min/max)"),
+            RepairKnob("quantized_algorithm", ("kl_divergence", "mmse", "normal"), "calibration", "rknn-toolkit2's quantized_algorithm (its default: normal, min/max); mmse last, its search is the slowest"),
             RepairKnob(
                 "quantized_method", per_channel, "per-channel", "rknn-toolkit2's quantized_method='channel'",
                 unavailable="" if per_channel else "already per channel (rknn-toolkit2's default quantized_method is 'channel')",

@@ -91,7 +91,7 @@ def attempts_table(section: dict) -> str:
         )
     for k in section.get("knobs", []):
         if k.get("unavailable"):
-            lines.append(f"  not tried: {k['cost']} ({k['flag']}): {k['unavailable']}")
+            lines.append(f"  not tried: {k['cost']}: {k['unavailable']}")
     return "\n".join(lines)
 
 

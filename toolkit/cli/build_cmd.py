@@ -238,7 +238,7 @@ def _build(values: dict, project) -> None:
             judged = evaluate_build(gates, report, artifact.manifest)
             if recover and _missed_goals(judged):
                 judged, report = _recover_chip(artifact.path, target, chip, model_path, options, target_options[target.id], gates, eval_data, reporter)
-                entry["report"] = report
+                entry.update(report=report, wall_seconds=round(time.monotonic() - started, 2))
             entry["gates"] = gate_summary(judged)
             if not (recover and (report.get("recovery") or {}).get("met")):
                 diagnose_failed_accuracy_gates(artifact.path, judged, eval_data, info)

@@ -181,7 +181,7 @@ def _judged(attempt: Attempt, plan: RecoverPlan, knobs: list[RepairKnob]) -> Att
     attempt.figures = {
         "task_metric": accuracy.get("metric"),
         "task_metric_after": (accuracy.get("after") or {}).get(accuracy.get("metric") or "", None),
-        "task_metric_drop_pp": round(-float(drop), 4) if drop is not None else None,
+        "task_metric_drop_pp": round(-float(drop), 4) + 0.0 if drop is not None else None,  # + 0.0: no -0.0
         "lowest_snr_db": _finite(min((f["snr_db"] for f in fidelity), default=None)),
         "lowest_cosine": min((f["cosine"] for f in fidelity), default=None),
     }
