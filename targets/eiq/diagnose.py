@@ -40,7 +40,8 @@ def records_from(result: dict, mapping: dict, graph) -> list[dict]:
     producers = {out: name for name, node in by_name.items() for out in node.output}
     records: dict[str, dict] = {}
     for op in result["ops"]["ops"]:
-        nodes = sorted(owners.get(op["index"]) or [], key=lambda n: order.get(n, -1))
+        # Owners outside the user's graph (nodes onnx2tf's own simplifier named, sng_*) are left out.
+        nodes = sorted((n for n in owners.get(op["index"]) or [] if n in by_name), key=lambda n: order[n])
         tensor = op["outputs"][0]["name"] if op["outputs"] else None
         if not nodes or tensor not in result["tensors"]:
             continue

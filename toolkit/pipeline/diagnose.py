@@ -156,6 +156,21 @@ def _qdq_path(named_path: Path, named, calibration, evaluation, work: Path) -> d
     return _finish("onnxruntime-qdq", meta, records, named, len(calibration))
 
 
+def _run_path(name: str, run: Callable[[], dict], paths: list, skipped: list, echo) -> Exception | None:
+    """One path into `paths`; a path that fails goes to `skipped` with its sentence, so the other still
+    runs (the exception is returned, raised by the caller only when no path is left)."""
+    try:
+        paths.append(run())
+        return None
+    except Exception as exc:  # noqa: BLE001 - see the docstring; an unexpected one is named a bug
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if not isinstance(exc, EdgedeployError):
+            reason = f"internal error: {type(exc).__name__}: {reason} (a bug in edgedeploy's diagnosis)"
+        skipped.append({"path": name, "reason": reason})
+        echo(f"diagnose: {name}: {reason}")
+        return exc
+
+
 def diagnose_artifact(artifact: Path, options: DiagnoseOptions, echo: Callable[[str], None]) -> dict:
     """The `accuracy_diagnosis` document of one artifact (schema edgedeploy.accuracy_diagnosis/1)."""
     from edgedeploy.model import named_copy
@@ -179,18 +194,12 @@ def diagnose_artifact(artifact: Path, options: DiagnoseOptions, echo: Callable[[
         named_path = work / "model_named.onnx"
         onnx.save(named, str(named_path))
         if target.has(Capability.DIAGNOSE):
-            try:
-                paths.append(_target_path(target, chip, manifest, artifact, named, calibration, evaluation, work, options, echo))
-            except EdgedeployError as exc:
-                # The other path still runs: its figures are what the user has to go on then.
-                failed = exc
-                skipped.append({"path": chip.id, "reason": str(exc).splitlines()[0]})
-                echo(f"diagnose: {chip.id}: {skipped[-1]['reason']}")
+            failed = _run_path(chip.id, lambda: _target_path(target, chip, manifest, artifact, named, calibration, evaluation, work, options, echo), paths, skipped, echo)
         else:
             skipped.append({"path": chip.id, "reason": f"the {target.name} target has no accuracy taps (its toolchain does not simulate on this host, or the taps are not written yet)"})
         if options.qdq:
             echo("diagnose: ONNX Runtime quantises the same model (QDQ) and taps every node")
-            paths.append(_qdq_path(named_path, named, calibration, evaluation, work))
+            failed = _run_path("onnxruntime-qdq", lambda: _qdq_path(named_path, named, calibration, evaluation, work), paths, skipped, echo) or failed
     if failed is not None and not paths:
         raise failed
     return {
@@ -223,8 +232,9 @@ def diagnose_failed_accuracy_gates(artifact: Path, gate_results: list, evaluatio
     echo(f"diagnose: {', '.join(r.gate.given or r.gate.kind.key for r in failed)} failed; looking for where int8 breaks the model")
     try:
         document = diagnose_artifact(artifact, DiagnoseOptions(eval=evaluation), echo)
-    except EdgedeployError as exc:
-        document = {"schema": SCHEMA, "error": str(exc).splitlines()[0]}
+    except Exception as exc:  # noqa: BLE001 - the build is done and judged: a diagnosis failure is recorded, never raised
+        reason = str(exc).splitlines()[0] if str(exc) else ""
+        document = {"schema": SCHEMA, "error": reason if isinstance(exc, EdgedeployError) else f"internal error: {type(exc).__name__}: {reason} (a bug in edgedeploy's diagnosis)"}
         echo(f"diagnose: could not run: {document['error']}")
     else:
         for path in document["paths"]:
