@@ -144,6 +144,8 @@ def estimate_chip(costs, audit, params: dict) -> ChipEstimate:
             f"so these {fmt_ms(grouped_ms(terms)['fallback on the CPU'] + grouped_ms(terms)['transitions'])} come from the chip's priors and are less sure than the stated error"
         )
     notes += outside_published_range(latency, entry)
+    if entry.get("coefficients_from", "fit") != "fit":
+        notes.append(f"from the chip's data sheet, not a fit: it predicts the {entry['figures']} published figures better than a fit to them does when each is left out")
     return ChipEstimate(
         latency_ms=latency,
         low_ms=latency * loo["ratio_low"],

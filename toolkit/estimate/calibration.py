@@ -17,7 +17,7 @@ import numpy as np
 
 from edgedeploy.estimate.costmodel import as_vector, prior_coefficients
 from edgedeploy.estimate.features import FEATURES
-from edgedeploy.estimate.fit import DEFAULT_PULL, MIN_FIGURES, RANGE_QUANTILES, Figure, fit_all
+from edgedeploy.estimate.fit import DEFAULT_PULL, MIN_FIGURES, RANGE_QUANTILES, Figure, fit_all, loo_summary, worst_misses
 
 FITTED_PRECISION = "int8"
 
@@ -100,11 +100,22 @@ def params_from(figures: list[Figure], priors: dict, scopes: dict[str, Counter],
             entry["coefficients"] = None
             entry["reason"] = fit.reason if fit else "no published figures"
         else:
+            prior = prior_coefficients(priors["chips"][column])
             entry["coefficients"] = {k: float(v) for k, v in zip(FEATURES, fit.coefficients)}
-            entry["prior_coefficients"] = prior_coefficients(priors["chips"][column])
+            entry["prior_coefficients"] = prior
             entry["loo"] = fit.loo
             entry["leave_architecture_out"] = fit.architecture_out
             entry["worst_misses"] = fit.misses
+            entry["coefficients_from"] = "fit"
+            on_prior = prior_predictions([f for f in figures if f.column == column])
+            if loo_summary(on_prior)["mdape"] < fit.loo["mdape"]:
+                # The data sheet alone predicts this chip's figures better than the fit does when
+                # each is left out: keep the data sheet, and state its (out-of-sample) error.
+                entry["coefficients"] = dict(prior)
+                entry["coefficients_from"] = "data sheet (its error on the published figures is lower than the fit's leave-one-out error)"
+                entry["loo"] = loo_summary(on_prior)
+                entry["leave_architecture_out"] = {}  # nothing is fitted, so nothing to leave out
+                entry["worst_misses"] = worst_misses(on_prior)
             entry["scope"] = scopes.get(column, Counter()).most_common(1)[0][0] if scopes.get(column) else ""
             published = [f.latency_ms for f in figures if f.column == column]
             entry["published_ms_range"] = [min(published), max(published)]
@@ -132,6 +143,11 @@ def loo_table(params: dict) -> list[list]:
         harsher = f"{100 * arch['mdape']:.1f}%" if arch else "-"
         rows.append([chip, e["column"], e["figures"], f"{100 * loo['mdape']:.1f}%", f"{100 * loo['within_25']:.0f}%", f"x{loo['ratio_low']:.2f}-x{loo['ratio_high']:.2f}", harsher, ""])
     return rows
+
+
+def prior_predictions(figures: list[Figure]) -> list[dict]:
+    """Each figure predicted by its chip's data-sheet coefficients alone (no fit: every one out of sample)."""
+    return [{"model_key": f.model_key, "published_ms": f.latency_ms, "predicted_ms": float(f.features @ f.prior)} for f in figures]
 
 
 def prior_only_error(figures: list[Figure]) -> dict[str, float]:
