@@ -225,6 +225,9 @@ def test_a_build_report_carries_the_estimate_and_a_p50_gate_judges_it_when_allow
     (entry,) = json.loads(done.stdout)["builds"]
     section = entry["report"]["estimate"]
     assert section["is_estimate"] and section["latency_ms"] > 0 and section["figures"] == 12
+    from edgedeploy.report.schemas import validate
+
+    validate(entry["report"])  # report-1.json, its estimate section by estimate-1.json
     (gate,) = entry["gates"]["results"]
     assert gate["passed"] and gate["value"] == pytest.approx(section["latency_ms"] * 1000)
     assert "estimated, not measured" in gate["reason"] and "not a measurement" in gate["source"]
