@@ -116,3 +116,14 @@ def test_confirm_asks_the_toolchain_about_the_model_with_the_shapes_the_audit_pi
     assert copy != path and copy.name == path.name
     dims = [d.dim_value for d in onnx.load(copy).graph.input[0].type.tensor_type.shape.dim]
     assert dims == [1, 3, 16, 16]
+
+
+def test_esp_ppq_verdict_leaves_out_weights_the_simplifier_computes():
+    """The zoo form's weights are ConstantOfShape of shape initializers: onnxsim (run by esp-ppq
+    first) computes them, so the verdict does not give them the placement of the layer that reads
+    them (the model zoo's ShuffleNet had 52 such nodes "fused into Sum F32")."""
+    from edgedeploy.targets.espdl.verdict import _computed_from_constants
+
+    graph = BUILDERS["zoo_shuffle_unit"].build().graph
+    weights = {n.name for n in graph.node if n.op_type == "ConstantOfShape"}
+    assert weights and _computed_from_constants(graph) == weights

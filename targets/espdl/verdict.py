@@ -58,8 +58,11 @@ def verdict_from_case(model_path: Path, case: dict, version: str) -> ToolchainVe
     graph = onnx.load(str(model_path), load_external_data=False).graph
     mapping = map_layers(graph, layers, constants=set(case.get("initializers", [])))
     _batchnorm_into_its_producer(graph, layers, mapping)
+    simplified = _computed_from_constants(graph)
     nodes = {}
     for name, (index, how) in mapping.nodes.items():
+        if name in simplified:
+            continue  # computed by esp-ppq's simplifier before it converts anything: runs nowhere
         layer = layers[index]
         quant = layer.info.get("quant_type")
         detail = f"{layer.op_type} {quant or '(no quant_type)'}"
@@ -75,6 +78,23 @@ def verdict_from_case(model_path: Path, case: dict, version: str) -> ToolchainVe
         estimates={"folded_nodes": mapping.folded_nodes} if mapping.folded_nodes else {},
         observes=observes,
     )
+
+
+def _computed_from_constants(graph: onnx.GraphProto) -> set[str]:
+    """The nodes whose every input is a constant of the model or computed from constants only (the
+    model zoo's weights written as ConstantOfShape of a shape initializer): onnxsim, which esp-ppq
+    runs first, computes them, so their outputs reach esp-ppq as weights. map_layers would give
+    such a node to the layer that reads the weight ("fused into Sum F32")."""
+    known = {t.name for t in graph.initializer}
+    outputs = {o.name for o in graph.output}
+    found = set()
+    for name, node in zip(node_names(graph), graph.node):
+        inputs = [i for i in node.input if i]
+        if node.op_type in ("Constant", "ConstantOfShape", "Identity", "Cast", "Reshape", "Unsqueeze", "Squeeze", "Transpose") and all(i in known for i in inputs) and not outputs.intersection(node.output):
+            if inputs or node.op_type == "Constant":
+                known.update(o for o in node.output if o)
+                found.add(name)
+    return found
 
 
 def _batchnorm_into_its_producer(graph: onnx.GraphProto, layers: list[ToolchainLayer], mapping) -> None:
