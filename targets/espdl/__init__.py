@@ -44,6 +44,17 @@ class EspDlOptions(TargetOptions):
         choices=("kl", "minmax", "percentile", "mse", "auto"),
         deprecated=("--calib-method",),
     )
+    equalization: bool = option(
+        "--espdl-equalization",
+        "Run esp-ppq's layer-wise equalisation (QuantizationSetting.equalization) before calibrating: rescales consecutive layers' "
+        "weights so their channels share one range better.",
+        is_flag=True,
+    )
+    bias_correction: bool = option(
+        "--espdl-bias-correction",
+        "Run esp-ppq's bias correction (QuantizationSetting.bias_correct): shifts each layer's bias by the mean error int8 adds to its output.",
+        is_flag=True,
+    )
 
 
 class EspDlTarget(Target):
@@ -110,14 +121,8 @@ class EspDlTarget(Target):
                 "calib_method", (), "per-channel", "per-channel weight scales",
                 unavailable=f"ESP-DL {ESP_DL_VERSION}'s kernels take one power-of-two exponent per tensor, and esp-ppq's espdl platform quantises so",
             ),
-            RepairKnob(
-                "calib_method", (), "equalisation", "esp-ppq's layer-wise equalisation",
-                unavailable="esp-ppq has it (QuantizationSetting.equalization) but this target does not expose it yet",
-            ),
-            RepairKnob(
-                "calib_method", (), "bias-correction", "esp-ppq's bias correction",
-                unavailable="esp-ppq has it (QuantizationSetting.bias_correct) but this target does not expose it yet",
-            ),
+            RepairKnob("equalization", (True,), "equalisation", "esp-ppq's layer-wise equalisation (QuantizationSetting.equalization)"),
+            RepairKnob("bias_correction", (True,), "bias-correction", "esp-ppq's bias correction (QuantizationSetting.bias_correct)"),
             RepairKnob(
                 "int16_layers", RANKED_NODES, "mixed-precision", "the nodes the diagnosis ranks first dispatched to int16 (esp-ppq's dispatching table)",
                 max_nodes=8, producers=True, unavailable="--espdl-int16-layers auto already chose the int16 layers" if any(str(v).startswith("auto") for v in options.int16_layers) else "",

@@ -146,6 +146,8 @@ def build_request(ctx) -> ConvertRequest:
         "int16_layers": "auto" if isinstance(int16, tuple) else int16,
         "calib_method": ctx.options.calib_method or ESPPPQ_DEFAULT_CALIB,
         "calib_auto_threshold": 10 ** (-CALIB_AUTO_SNR_DB / 10.0),
+        "equalization": ctx.options.equalization,
+        "bias_correction": ctx.options.bias_correction,
         "metadata": {"edgedeploy_version": __version__, "edgedeploy_model_sha256": ctx.model.sha256, "edgedeploy_chip": ctx.chip.id},
     }
     if isinstance(int16, tuple):

@@ -130,6 +130,9 @@ class _Conversion:
         shutil.copyfile(self.request["model"], scratch)  # esp-ppq overwrites its input ONNX
         setting = ppq.QuantizationSettingFactory.espdl_setting(num_of_bits=self.bits)
         setting.quantize_activation_setting.calib_algorithm = calib_method or self.method
+        # esp-ppq's own passes, off by default (--espdl-equalization, --espdl-bias-correction).
+        setting.equalization = bool(self.request.get("equalization"))
+        setting.bias_correct = bool(self.request.get("bias_correction"))
         for name in int16_layers:
             setting.dispatching_table.append(name, ppq.get_target_platform(self.chip, 16))
             # esp-ppq's own int16 setting calibrates with minmax; the int8 default (KL) clips
