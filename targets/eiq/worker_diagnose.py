@@ -2,7 +2,7 @@
 
 Runs in the eiq environment (never imported by edgedeploy; it must not import edgedeploy). Both
 models come from the same onnx2tf SavedModel, so a tensor of the int8 model and the float32
-model's tensor of the same name hold the same value: the TFLite interpreter keeps every
+model's tensor of the same name (or of the same fused layers, constants aside) hold the same value: the TFLite interpreter keeps every
 intermediate tensor (experimental_preserve_all_tensors, builtin kernels: XNNPACK would hide
 them), the int8 ones are dequantised with their own scale and zero point, and per tensor this
 returns the sums of float vs int8 over the samples (tap_numpy.moments, accumulated: the whole
@@ -59,6 +59,32 @@ def _tensors(np, interpreter, names):
     return values
 
 
+def _layer_key(name):
+    """A fused tensor's name without the constants' parts: the two converters name the same fused
+    tensor `model/conv;model/add;Const_143` and `model/conv;model/add;Const_13`, or in another order."""
+    parts = frozenset(p for p in name.split(";") if p.startswith("model"))
+    return parts or name
+
+
+def _counterparts(float_model, int8_model):
+    """int8 tensor name -> the float32 model's tensor holding the same value: the same name, else
+    the same layers (constants aside), else, for the model's outputs, the same position."""
+    float_names = [d["name"] for d in float_model.get_tensor_details()]
+    by_key = {}
+    for name in float_names:
+        by_key.setdefault(_layer_key(name), []).append(name)
+    found = {}
+    for detail in int8_model.get_tensor_details():
+        name = detail["name"]
+        if name in float_names:
+            found[name] = name
+        elif len(by_key.get(_layer_key(name), [])) == 1:
+            found[name] = by_key[_layer_key(name)][0]
+    for mine, theirs in zip(int8_model.get_output_details(), float_model.get_output_details()):
+        found.setdefault(mine["name"], theirs["name"])
+    return found
+
+
 def _ranges(np, interpreter):
     """name -> (lo, hi, step) of every int8/int16 tensor with one scale."""
     found = {}
@@ -81,6 +107,7 @@ def run(request, ctx):
     calib = base.load_arrays(request["calib"])
     float_model, int8_model = _interpreter(request["float32_tflite"]), _interpreter(request["int8_tflite"])
     ranges = _ranges(np, int8_model)
+    twin = {k: v for k, v in _counterparts(float_model, int8_model).items() if k in wanted}
     sums, float_values, calib_values = {}, {}, {}
     count = min(len(a) for a in data.values())
     ctx.log("tapping %d int8 tensors on %d samples" % (len(wanted), count))
@@ -88,7 +115,8 @@ def run(request, ctx):
         for model in (float_model, int8_model):
             _feed(np, model, base, request, data, index)
             model.invoke()
-        ref, got = _tensors(np, float_model, wanted), _tensors(np, int8_model, wanted)
+        ref, got = _tensors(np, float_model, set(twin.values())), _tensors(np, int8_model, wanted)
+        ref = {mine: ref[theirs] for mine, theirs in twin.items() if theirs in ref}
         for name, value in got.items():
             if name in ref and ref[name].size == value.size:
                 sums[name] = tap.merge_moments(sums.get(name), tap.moments(ref[name], value))
@@ -96,8 +124,10 @@ def run(request, ctx):
     for index in range(min(len(a) for a in calib.values())):
         _feed(np, float_model, base, request, calib, index)
         float_model.invoke()
-        for name, value in _tensors(np, float_model, wanted).items():
-            calib_values.setdefault(name, []).append(value.reshape(-1))
+        values = _tensors(np, float_model, set(twin.values()))
+        for mine, theirs in twin.items():
+            if theirs in values:
+                calib_values.setdefault(mine, []).append(values[theirs].reshape(-1))
     tensors = {}
     for name in sums:
         lo_hi_step = ranges.get(name)
