@@ -27,6 +27,8 @@ import sys
 import time
 import traceback
 
+from graph_inputs import graph_inputs
+
 
 def main():
     model, calib = sys.argv[1:3]
@@ -48,11 +50,8 @@ def main():
     tflite = None
     try:
         import numpy as np
-        import onnx
 
-        graph = onnx.load(model, load_external_data=False).graph
-        inits = {t.name for t in graph.initializer}
-        specs = [i for i in graph.input if i.name not in inits]
+        specs = graph_inputs(model)
         data = np.load(calib)
         custom = []
         for j, spec in enumerate(specs):

@@ -16,6 +16,8 @@ import sys
 import time
 import traceback
 
+from graph_inputs import graph_inputs
+
 
 def main():
     model, calib, chip, out = sys.argv[1:5]
@@ -24,7 +26,6 @@ def main():
     started = time.monotonic()
     try:
         import numpy as np
-        import onnx
         import torch
         from torch.utils.data import DataLoader, Dataset
 
@@ -33,9 +34,7 @@ def main():
         import importlib.metadata as md
 
         result["toolchain_version"] = "esp-ppq " + md.version("esp-ppq")
-        graph = onnx.load(model, load_external_data=False).graph
-        inits = {t.name for t in graph.initializer}
-        names = [i.name for i in graph.input if i.name not in inits]
+        names = [i.name for i in graph_inputs(model)]
         data = np.load(calib)
         arrays = [data[n] for n in names]
         count = len(arrays[0])

@@ -17,6 +17,8 @@ import sys
 import time
 import traceback
 
+from graph_inputs import graph_inputs
+
 
 def main():
     model, calib, chip = sys.argv[1:4]
@@ -28,15 +30,12 @@ def main():
     stage = "import"
     try:
         import numpy as np
-        import onnx
         import importlib.metadata as md
 
         from rknn.api import RKNN
 
         result["toolchain_version"] = "rknn-toolkit2 " + md.version("rknn-toolkit2")
-        graph = onnx.load(model, load_external_data=False).graph
-        inits = {t.name for t in graph.initializer}
-        names = [i.name for i in graph.input if i.name not in inits]
+        names = [i.name for i in graph_inputs(model)]
         data = np.load(calib)
         lines = []
         folder = os.path.join(out, "dataset")
