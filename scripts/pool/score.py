@@ -218,8 +218,8 @@ def render_section(result: dict, manifest: dict, cases: dict | None = None) -> s
         "## Models nobody here tuned on: the issue-27 pool, held-out and tuning parts",
         "",
         "Written by `scripts/pool/score.py --markdown docs/audit-agreement.md` (offline: today's audit against the toolchain placements "
-        "committed in `tests/fixtures/pool/verdicts.json`, collected by `scripts/pool/collect.py` from rknn-toolkit2 called directly, "
-        "as the corpus's are). The pool (`tests/fixtures/pool/manifest.json`, built by `scripts/pool/build_pool.py`) holds "
+        "committed in `tests/fixtures/pool/verdicts.json`, collected by `scripts/pool/collect.py` as the corpus's are: rknn-toolkit2 2.5.0 and esp-ppq 1.3.12 "
+        "called directly, onnx2tf 1.29.24 + Vela 5.2.0 through the audit's --confirm path). The pool (`tests/fixtures/pool/manifest.json`, built by `scripts/pool/build_pool.py`) holds "
         "public architectures with seeded random weights at small static inputs (at least 150 when complete): torchvision, timm, "
         "transformers, Ultralytics, the onnx package's light zoo models and models shipped in PyPI wheels (PP-OCR, silero-vad). "
         "The split is fixed in `scripts/pool/catalogue.py`: a model is held out when sha256(name) % 5 == 0. Rules and passes may be "
