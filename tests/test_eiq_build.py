@@ -349,7 +349,7 @@ def test_model_zoo_tensor_names_with_slashes_build(tmp_path):
 
 def test_onnx2tf_node_tokens_in_a_failure_are_the_models_node_names():
     """onnx2tf converts a copy whose nodes are named edn<index>; the user reads the real names."""
-    from edgedeploy.targets.eiq.build import with_node_names
+    from edgedeploy.targets.eiq.convert import with_node_names
 
     names = {"edn1": "/lstm/LSTM", "edn12": "/fc/Gemm"}
     said = "The eiq toolchain failed at node 'edn1' (LSTM): ValueError: x; then edn12, not edn123."

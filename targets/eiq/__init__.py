@@ -75,20 +75,26 @@ class EiqTarget(Target):
         """The other rule tables of a chip (the rules package), default first."""
         return self.module("rules").rule_set_variants(chip_id)
 
-    def convert(self, ctx):
-        """onnx2tf float32 + full-int8 TFLite, Vela for the i.MX 93; the toolchain's verdict (build.py)."""
-        from edgedeploy.targets.eiq.build import convert
+    def build_request(self, ctx):
+        """The eiq worker's request: the model with node-name tokens, the calibration data (convert.py)."""
+        return self.module("convert").build_request(ctx)
 
-        return convert(self, ctx)
+    def read_result(self, ctx, result):
+        """onnx2tf float32 + full-int8 TFLite, Vela for the i.MX 93; the toolchain's verdict (convert.py)."""
+        return self.module("convert").read_result(ctx, result)
+
+    def explain_failure(self, ctx, request, failure):
+        """onnx2tf's failure with the user's node names and the known remedy (convert.py)."""
+        return self.module("convert").explain_failure(ctx, request, failure)
 
     def simulate(self, ctx, converted, evaluation):
         """The int8 TFLite in the TFLite CPU interpreter (and the float32 one beside it)."""
-        from edgedeploy.targets.eiq.build import simulate
+        from edgedeploy.targets.eiq.convert import simulate
 
         return simulate(self, ctx, converted, evaluation)
 
     def codegen(self, ctx, converted):
-        from edgedeploy.targets.eiq.build import codegen
+        from edgedeploy.targets.eiq.runner import codegen
 
         return codegen(ctx, converted)
 

@@ -21,6 +21,7 @@ import onnx
 
 from edgedeploy.audit.confirm import ToolchainVerdict
 from edgedeploy.errors import OptionError, WorkerFailed
+from edgedeploy.arrays import write_arrays
 from edgedeploy.model.stats import node_names
 from edgedeploy.toolchains.executor import Executor
 
@@ -50,8 +51,8 @@ def named_copy(model_path: Path, dest: Path) -> tuple[dict[str, str], list[str |
     return token_names, producers
 
 
-def calibration_files(calib: Path | dict | None, dest_dir: Path) -> dict[str, str] | None:
-    """Calibration inputs for one model as {input name: .npy path}, from an .npz (keys = input names) or a dict of arrays."""
+def calibration_files(calib: Path | dict | None, dest_dir: Path) -> str | None:
+    """Calibration inputs for one model in the workers' one array format (edgedeploy.arrays), from an .npz (keys = input names) or a dict of arrays."""
     if calib is None:
         return None
     if isinstance(calib, (str, Path)):
@@ -60,15 +61,9 @@ def calibration_files(calib: Path | dict | None, dest_dir: Path) -> dict[str, st
     else:
         arrays = dict(calib)
     dest_dir.mkdir(parents=True, exist_ok=True)
-    files = {}
-    for i, (name, array) in enumerate(arrays.items()):
-        array = np.asarray(array)
-        if array.dtype.kind not in "biuf":
-            continue  # strings and objects: TFLite has no such inputs, the converter refuses them itself
-        path = dest_dir / f"calib_input{i}.npy"
-        np.save(path, array)
-        files[name] = str(path)
-    return files or None
+    # Strings and objects: TFLite has no such inputs, the converter refuses them itself.
+    numeric = {name: np.asarray(array) for name, array in arrays.items() if np.asarray(array).dtype.kind in "biuf"}
+    return str(write_arrays(dest_dir / "calib.npz", numeric)) if numeric else None
 
 
 def run_verdicts(target, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, calibration=None, per_model_timeout_s: float = PER_MODEL_TIMEOUT_S, keep_files: bool = False) -> list[ToolchainVerdict]:

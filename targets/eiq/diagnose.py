@@ -14,22 +14,20 @@ from pathlib import Path
 
 import numpy as np
 
+from edgedeploy.arrays import write_arrays
 from edgedeploy.errors import ArtifactError
 from edgedeploy.model.stats import node_names
 from edgedeploy.targets.base import TapRequest, TapResult
-from edgedeploy.targets.eiq.build import TFLITE_MAP
+from edgedeploy.targets.eiq.convert import TFLITE_MAP
 from edgedeploy.targets.eiq.vela import trace_ops
 
 WORKER = Path(__file__).with_name("worker_diagnose.py")
 
 
-def _save(dataset, folder: Path, tag: str) -> dict[str, str]:
+def _save(dataset, folder: Path, tag: str) -> str:
+    """The dataset's inputs in the workers' one array format (edgedeploy.arrays)."""
     folder.mkdir(parents=True, exist_ok=True)
-    files = {}
-    for i, (name, array) in enumerate(dataset.inputs.items()):
-        files[name] = str(folder / f"{tag}_input{i}.npy")
-        np.save(files[name], np.ascontiguousarray(array))
-    return files
+    return str(write_arrays(folder / f"{tag}.npz", dataset.inputs))
 
 
 def records_from(result: dict, mapping: dict, graph) -> list[dict]:

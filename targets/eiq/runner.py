@@ -210,3 +210,15 @@ def runner_spec(target, artifact: Path, manifest: dict, device):
     main = spec("int8", "auto", settings["delegate"]["backend"])
     main.baseline = spec("float32", "none", "cpu")
     return main
+
+
+def codegen(ctx, converted) -> dict:
+    """runner/: the generated Python runner for the board, with the models and sample inputs."""
+    import shutil
+
+    from edgedeploy.targets.eiq.convert import RUNNER_SAMPLE_COUNT
+
+    section = generate_runner(ctx, converted.details["tflite_io"], ctx.data.evaluation, RUNNER_SAMPLE_COUNT, converted.simulated)
+    ctx.echo(f"codegen: runner/runner.py ({section['delegate']})")
+    shutil.rmtree(ctx.workdir / "work", ignore_errors=True)
+    return section

@@ -635,8 +635,9 @@ def run_tflite(path, inputs, layouts, data, outputs_onnx, default_delegates=True
 # Actions
 
 
-def load_arrays(mapping):
-    return {name: np.load(path, allow_pickle=False) for name, path in (mapping or {}).items()}
+def load_arrays(ctx, path):
+    """The arrays of a request's .npz (the one array format, ctx.arrays), by input name; none without one."""
+    return ctx.arrays.read_arrays(path) if path else {}
 
 
 def versions():
@@ -655,7 +656,7 @@ def build(request, ctx):
     out = request["out_dir"]
     os.makedirs(out, exist_ok=True)
     os.chdir(ctx.workdir)
-    calib = load_arrays(request.get("calib"))
+    calib = load_arrays(ctx, request.get("calib"))
     ctx.log(f"onnx2tf: converting {os.path.basename(request['model'])} (calibration: {', '.join(f'{k} {list(v.shape)}' for k, v in calib.items())})")
     conv = convert(request["model"], os.path.join(ctx.workdir, "onnx2tf"), calib, ctx)
     float_dest = os.path.join(out, "model_float32.tflite")
@@ -693,7 +694,7 @@ def evaluate(request, ctx):
     model ("failed to prepare"), the run is retried with the builtin kernels alone and says so;
     a model neither can run is reported per model, never raised, so the conversion is kept.
     """
-    evaluation = load_arrays(request["eval"])
+    evaluation = load_arrays(ctx, request["eval"])
     started = time.monotonic()
     eval_dir = request["eval_out_dir"]
     os.makedirs(eval_dir, exist_ok=True)
@@ -714,11 +715,7 @@ def evaluate(request, ctx):
                     errors[tag] = message
         if outs is None:
             continue
-        written[tag] = {}
-        for i, (name, value) in enumerate(outs.items()):
-            dest = os.path.join(eval_dir, f"{tag}_output{i}.npy")
-            np.save(dest, value)
-            written[tag][name] = dest
+        written[tag] = ctx.arrays.write_arrays(os.path.join(eval_dir, f"{tag}_outputs.npz"), outs)
     return {"eval_outputs": written, "notes": notes, "errors": errors, "seconds": round(time.monotonic() - started, 3), "versions": versions()}
 
 
@@ -783,7 +780,7 @@ def verdicts(request, ctx):
         try:
             case_dir = os.path.join(ctx.workdir, f"case{item['index']}")
             os.makedirs(case_dir, exist_ok=True)
-            calib = load_arrays(item.get("calib"))
+            calib = load_arrays(ctx, item.get("calib"))
             conv = convert(item["model"], case_dir, calib, ctx)
             entry.update(
                 layers=conv["layers"],

@@ -103,8 +103,8 @@ def run(request, ctx):
     base = ctx.load_module(WORKER, "eiq_worker")
     ops = base.tflite_ops(request["int8_tflite"])
     wanted = {t["name"] for op in ops["ops"] for t in op["outputs"]}
-    data = base.load_arrays(request["data"])
-    calib = base.load_arrays(request["calib"])
+    data = base.load_arrays(ctx, request["data"])
+    calib = base.load_arrays(ctx, request["calib"])
     float_model, int8_model = _interpreter(request["float32_tflite"]), _interpreter(request["int8_tflite"])
     ranges = _ranges(np, int8_model)
     twin = {k: v for k, v in _counterparts(float_model, int8_model).items() if k in wanted}

@@ -98,33 +98,8 @@ def generate_runners(ctx, rknn_meta: dict, eval_ds, norm, names: list[str], batc
     out = ctx.workdir / RUNNER_DIR
     (out / "inputs").mkdir(parents=True, exist_ok=True)
     model_sha = ctx.model.sha256
-    if eval_ds is None:
-        from edgedeploy.datasets import Dataset
-
-        rng = np.random.default_rng(0)
-        specs = rknn_meta["inputs"]
-        eval_ds = Dataset({s["name"]: rng.random(s["shape"]).astype(np.float32) for s in specs}, None, "random (no --eval data)")
-    per_sample = sum(int(np.prod(eval_ds.inputs[n].shape[1:])) * 4 for n in names) or 1
-    count = max(batch, min(BOARD_SAMPLES_MAX, BOARD_INPUT_BYTES_MAX // per_sample, len(eval_ds)) // batch * batch)
-    count = min(count, len(eval_ds) // batch * batch) or batch
-    subset = eval_ds.take(count)
-
-    inputs_meta = []
-    for j, name in enumerate(names):
-        board, dtype, layout = _board_array(norm, name, subset.inputs[name])
-        np.save(out / "inputs" / f"input{j}.npy", board)
-        (out / "inputs" / f"input{j}.bin").write_bytes(board.tobytes())
-        inputs_meta.append(
-            {
-                "name": name,
-                "board_dtype": dtype,
-                "board_layout": layout,
-                "board_shape": [batch, *board.shape[1:]],
-                "bytes_per_inference": int(board[:batch].nbytes),
-                "npy_file": f"inputs/input{j}.npy",
-                "bin_file": f"inputs/input{j}.bin",
-            }
-        )
+    subset, count = _board_samples(eval_ds, rknn_meta, names, batch)
+    inputs_meta = [_write_board_input(out, j, name, norm, subset.inputs[name], batch) for j, name in enumerate(names)]
 
     from edgedeploy.devices.runners import write_inputs_npz
 
@@ -161,12 +136,46 @@ def generate_runners(ctx, rknn_meta: dict, eval_ds, norm, names: list[str], batc
         "scope": scope,
     }
     atomic_write_json(out / "runner.json", meta)
-
     for name, text in render_runner_sources(model_sha, rknn_meta, inputs_meta, output_names, count, batch, scope).items():
         atomic_write_text(out / name, text)
     protocol_src = Path(str(resources.files("edgedeploy.measure").joinpath("protocol.py")))
     shutil.copyfile(protocol_src, out / "protocol.py")
     ctx.echo(f"codegen: {RUNNER_DIR}/ (rknn_runner.py, rknn_runner.c; {count} test inputs)")
+    return _codegen_section(ctx, out, count)
+
+
+def _board_samples(eval_ds, rknn_meta: dict, names: list[str], batch: int):
+    """(the test inputs shipped to the board, their count): whole batches, at most BOARD_SAMPLES_MAX
+    and BOARD_INPUT_BYTES_MAX (random inputs, said so, without evaluation data)."""
+    if eval_ds is None:
+        from edgedeploy.datasets import Dataset
+
+        rng = np.random.default_rng(0)
+        specs = rknn_meta["inputs"]
+        eval_ds = Dataset({s["name"]: rng.random(s["shape"]).astype(np.float32) for s in specs}, None, "random (no --eval data)")
+    per_sample = sum(int(np.prod(eval_ds.inputs[n].shape[1:])) * 4 for n in names) or 1
+    count = max(batch, min(BOARD_SAMPLES_MAX, BOARD_INPUT_BYTES_MAX // per_sample, len(eval_ds)) // batch * batch)
+    count = min(count, len(eval_ds) // batch * batch) or batch
+    return eval_ds.take(count), count
+
+
+def _write_board_input(out: Path, j: int, name: str, norm, values: np.ndarray, batch: int) -> dict:
+    """inputs/input<j>.npy and .bin as the NPU model takes them; the runner's description of the input."""
+    board, dtype, layout = _board_array(norm, name, values)
+    np.save(out / "inputs" / f"input{j}.npy", board)
+    (out / "inputs" / f"input{j}.bin").write_bytes(board.tobytes())
+    return {
+        "name": name,
+        "board_dtype": dtype,
+        "board_layout": layout,
+        "board_shape": [batch, *board.shape[1:]],
+        "bytes_per_inference": int(board[:batch].nbytes),
+        "npy_file": f"inputs/input{j}.npy",
+        "bin_file": f"inputs/input{j}.bin",
+    }
+
+
+def _codegen_section(ctx, out: Path, count: int) -> dict:
     return {
         "folder": RUNNER_DIR,
         "files": sorted(p.relative_to(ctx.workdir).as_posix() for p in out.rglob("*") if p.is_file()),

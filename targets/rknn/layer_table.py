@@ -364,72 +364,9 @@ def _place_fused_nodes(
     has nothing to report for it); else the nearest placed neighbour (producers first).
     """
     by_node = by_node or {}
-    graph = index.graph
-    constant_tensors = {t.name for t in graph.initializer}
     display = index.display
     position = {disp: i for i, disp in enumerate(display)}
-    # Constant folding: with pinned shapes the toolkit evaluates, at conversion time, every node
-    # whose inputs are constants or shapes. Such nodes never run, so the table says nothing about
-    # them and they get no verdict (they are "not reported", not guessed).
-    folded: set[str] = set()
-    for i, node in enumerate(graph.node):
-        computable = node.op_type in CONVERSION_TIME_OPS or (node.input and all((not x) or x in constant_tensors for x in node.input))
-        if computable and display[i] not in verdict.nodes:
-            constant_tensors.update(o for o in node.output if o)
-            folded.add(display[i])
-    def neighbour(start: int) -> tuple[str, NodeVerdict] | None:
-        frontier = [start]
-        seen = {start}
-        for _ in range(FUSED_SEARCH_DEPTH):
-            nxt = []
-            for i in frontier:
-                for x in graph.node[i].input:
-                    producer = index.tensor_producer.get(x)
-                    if producer is None:
-                        continue
-                    if producer in verdict.nodes and not verdict.nodes[producer].detail.startswith("fused"):
-                        return producer, verdict.nodes[producer]
-                    j = position[producer]
-                    if j not in seen:
-                        seen.add(j)
-                        nxt.append(j)
-            frontier = nxt
-        frontier = [start]
-        for _ in range(FUSED_SEARCH_DEPTH):
-            nxt = []
-            for i in frontier:
-                for out in graph.node[i].output:
-                    for j in index.consumers.get(out, []):
-                        if display[j] in verdict.nodes and not verdict.nodes[display[j]].detail.startswith("fused"):
-                            return display[j], verdict.nodes[display[j]]
-                        if j not in seen:
-                            seen.add(j)
-                            nxt.append(j)
-            frontier = nxt
-        return None
-
-    def named_target(start: int, pass_name: str) -> tuple[str, NodeVerdict] | None:
-        """For passes named fuse_<x>_into_<y>: the nearest placed node of kind <y>, either direction."""
-        m = re.search(r"_into_([a-z]+)", pass_name)
-        kinds = FUSION_TARGETS.get(m.group(1)) if m else None
-        if not kinds:
-            return None
-        frontier, seen = [start], {start}
-        for _ in range(FUSED_SEARCH_DEPTH):
-            nxt = []
-            for i in frontier:
-                near = [position[index.tensor_producer[x]] for x in graph.node[i].input if x in index.tensor_producer]
-                near += [j for out in graph.node[i].output for j in index.consumers.get(out, [])]
-                for j in near:
-                    if j in seen:
-                        continue
-                    seen.add(j)
-                    nxt.append(j)
-                    if graph.node[j].op_type in kinds and display[j] in verdict.nodes:
-                        return display[j], verdict.nodes[display[j]]
-            frontier = nxt
-        return None
-
+    folded = _folded_at_conversion(verdict, index)
     for i, disp in enumerate(display):
         if disp in verdict.nodes or disp in folded:
             continue
@@ -441,10 +378,89 @@ def _place_fused_nodes(
             continue
         if disp in index.cancelled:
             continue
-        found = named_target(i, index.absorbed_by[disp]) if disp in index.absorbed_by else None
-        found = found or neighbour(i)
+        found = _named_fusion_target(verdict, index, position, i, index.absorbed_by[disp]) if disp in index.absorbed_by else None
+        found = found or _placed_neighbour(verdict, index, position, i)
         if found is None:
             continue
         other, seen = found
         how = f" by {index.absorbed_by[disp]}" if disp in index.absorbed_by else ""
         verdict.nodes[disp] = NodeVerdict(seen.placement, f"fused{how} (no layer of its own); runs with {other}")
+
+
+def _folded_at_conversion(verdict: ToolchainVerdict, index: _NameIndex) -> set[str]:
+    """The nodes the toolkit evaluates at conversion time.
+
+    Constant folding: with pinned shapes the toolkit evaluates, at conversion time, every node
+    whose inputs are constants or shapes. Such nodes never run, so the table says nothing about
+    them and they get no verdict (they are "not reported", not guessed).
+    """
+    graph, display = index.graph, index.display
+    constant_tensors = {t.name for t in graph.initializer}
+    folded: set[str] = set()
+    for i, node in enumerate(graph.node):
+        computable = node.op_type in CONVERSION_TIME_OPS or (node.input and all((not x) or x in constant_tensors for x in node.input))
+        if computable and display[i] not in verdict.nodes:
+            constant_tensors.update(o for o in node.output if o)
+            folded.add(display[i])
+    return folded
+
+
+def _is_placed(verdict: ToolchainVerdict, name: str) -> bool:
+    return name in verdict.nodes and not verdict.nodes[name].detail.startswith("fused")
+
+
+def _placed_neighbour(verdict: ToolchainVerdict, index: _NameIndex, position: dict[str, int], start: int) -> tuple[str, NodeVerdict] | None:
+    """The nearest node with a layer of its own: producers first, then consumers."""
+    graph, display = index.graph, index.display
+    frontier, seen = [start], {start}
+    for _ in range(FUSED_SEARCH_DEPTH):
+        nxt = []
+        for i in frontier:
+            for x in graph.node[i].input:
+                producer = index.tensor_producer.get(x)
+                if producer is None:
+                    continue
+                if _is_placed(verdict, producer):
+                    return producer, verdict.nodes[producer]
+                j = position[producer]
+                if j not in seen:
+                    seen.add(j)
+                    nxt.append(j)
+        frontier = nxt
+    frontier = [start]
+    for _ in range(FUSED_SEARCH_DEPTH):
+        nxt = []
+        for i in frontier:
+            for out in graph.node[i].output:
+                for j in index.consumers.get(out, []):
+                    if _is_placed(verdict, display[j]):
+                        return display[j], verdict.nodes[display[j]]
+                    if j not in seen:
+                        seen.add(j)
+                        nxt.append(j)
+        frontier = nxt
+    return None
+
+
+def _named_fusion_target(verdict: ToolchainVerdict, index: _NameIndex, position: dict[str, int], start: int, pass_name: str) -> tuple[str, NodeVerdict] | None:
+    """For passes named fuse_<x>_into_<y>: the nearest placed node of kind <y>, either direction."""
+    graph, display = index.graph, index.display
+    m = re.search(r"_into_([a-z]+)", pass_name)
+    kinds = FUSION_TARGETS.get(m.group(1)) if m else None
+    if not kinds:
+        return None
+    frontier, seen = [start], {start}
+    for _ in range(FUSED_SEARCH_DEPTH):
+        nxt = []
+        for i in frontier:
+            near = [position[index.tensor_producer[x]] for x in graph.node[i].input if x in index.tensor_producer]
+            near += [j for out in graph.node[i].output for j in index.consumers.get(out, [])]
+            for j in near:
+                if j in seen:
+                    continue
+                seen.add(j)
+                nxt.append(j)
+                if graph.node[j].op_type in kinds and display[j] in verdict.nodes:
+                    return display[j], verdict.nodes[display[j]]
+        frontier = nxt
+    return None

@@ -71,7 +71,6 @@ def toolchain_verdicts(
     toolkit refuses gets a verdict with `failed` set; it does not stop the batch. `resume`:
     reuse the toolkit output already in `workdir` for the same model (long sweeps).
     """
-    from edgedeploy.model import load_model
     from edgedeploy.targets.rknn.layer_table import verdict_from_output
 
     workdir = Path(workdir)
@@ -84,35 +83,13 @@ def toolchain_verdicts(
     graphs: dict[int, onnx.GraphProto] = {}
     cases = []
     for i, path in enumerate(model_paths):
-        try:
-            model = load_model(path, input_shapes or None, require_static=True)
-        except EdgedeployError as exc:
-            verdicts[i] = ToolchainVerdict(toolchain="rknn-toolkit2", version=version, failed=f"edgedeploy intake: {exc}")
-            continue
-        pinned = workdir / f"case{i}.onnx"
-        onnx.save(model.proto, str(pinned))
-        graphs[i] = model.graph
-        case = {"index": i, "model": str(pinned), "inputs": _input_specs(model), "output": str(workdir / f"case{i}.txt")}
         data = inputs[i] if isinstance(inputs, (list, tuple)) and i < len(inputs) else (inputs if not isinstance(inputs, (list, tuple)) else None)
-        if data:
-            try:
-                case["dataset"] = str(_rknn_dataset(model, Path(data), workdir / f"case{i}.data"))
-            except EdgedeployError:
-                pass  # data that does not fit the model: random data, as without any
-        elif datasets and i < len(datasets) and datasets[i]:
-            case["dataset"] = str(Path(datasets[i]).resolve())
-        # What a resumed sweep checks before reusing an earlier build of case i: the same model
-        # (content), chip, precision and calibration data.
-        case["key"] = hashlib.sha256(f"{model.sha256} {chip_id} {precision} {optimization_level} {case.get('dataset')}".encode()).hexdigest()
-        cases.append(case)
-    statuses: dict[int, dict] = {}
-    if resume:
-        for case in cases:
-            done = Path(case["output"] + ".status.json")
-            if done.is_file() and Path(case["output"]).is_file():
-                previous = json.loads(done.read_text())
-                if previous.get("key") == case["key"]:
-                    statuses[case["index"]] = previous
+        dataset = datasets[i] if datasets and i < len(datasets) else None
+        case, verdicts[i], graph = _verdict_case(i, Path(path), workdir, version, input_shapes, data, dataset, f"{chip_id} {precision} {optimization_level}")
+        if case is not None:
+            graphs[i] = graph
+            cases.append(case)
+    statuses = _reusable_statuses(cases) if resume else {}
     todo = [c for c in cases if c["index"] not in statuses]
     if todo:
         request = {
@@ -137,3 +114,43 @@ def toolchain_verdicts(
             text = ""
         verdicts[i] = verdict_from_output(text, graphs[i], quantize, version, statuses[i].get("error"))
     return [v for v in verdicts if v is not None]
+
+
+def _verdict_case(i: int, path: Path, workdir: Path, version: str, input_shapes, data, dataset, settings: str):
+    """(the worker's case for model i, None, its graph), or (None, a failed verdict, None) when the intake refuses it.
+
+    Calibration: edgedeploy `data` made into a dataset file, else a given rknn-toolkit2
+    `dataset` file, else (neither, or data that does not fit the model) random data.
+    """
+    from edgedeploy.model import load_model
+
+    try:
+        model = load_model(path, input_shapes or None, require_static=True)
+    except EdgedeployError as exc:
+        return None, ToolchainVerdict(toolchain="rknn-toolkit2", version=version, failed=f"edgedeploy intake: {exc}"), None
+    pinned = workdir / f"case{i}.onnx"
+    onnx.save(model.proto, str(pinned))
+    case = {"index": i, "model": str(pinned), "inputs": _input_specs(model), "output": str(workdir / f"case{i}.txt")}
+    if data:
+        try:
+            case["dataset"] = str(_rknn_dataset(model, Path(data), workdir / f"case{i}.data"))
+        except EdgedeployError:
+            pass  # data that does not fit the model: random data, as without any
+    elif dataset:
+        case["dataset"] = str(Path(dataset).resolve())
+    # What a resumed sweep checks before reusing an earlier build of case i: the same model
+    # (content), chip, precision and calibration data.
+    case["key"] = hashlib.sha256(f"{model.sha256} {settings} {case.get('dataset')}".encode()).hexdigest()
+    return case, None, model.graph
+
+
+def _reusable_statuses(cases: list[dict]) -> dict[int, dict]:
+    """The statuses of cases whose earlier build (same key) left its toolkit output in the work folder."""
+    statuses = {}
+    for case in cases:
+        done = Path(case["output"] + ".status.json")
+        if done.is_file() and Path(case["output"]).is_file():
+            previous = json.loads(done.read_text())
+            if previous.get("key") == case["key"]:
+                statuses[case["index"]] = previous
+    return statuses

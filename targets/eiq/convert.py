@@ -1,6 +1,7 @@
-"""The NXP eIQ target's own stages of `edgedeploy build` (i.MX 93 and i.MX 8M Plus).
+"""The NXP eIQ target's conversion for `edgedeploy build` (i.MX 93 and i.MX 8M Plus), declared
+for the core's skeleton (toolkit/pipeline/convert.py), and its host simulation.
 
-  convert    the eiq worker: onnx2tf -> model_float32.tflite; full-int8 -> model_int8.tflite,
+  convert    build_request / read_result / explain_failure, the eiq worker: onnx2tf -> model_float32.tflite; full-int8 -> model_int8.tflite,
              calibrated on the calibration split in the converted model's layout (NHWC);
              i.MX 93: Vela -> model_int8_vela.tflite + vela/ (printout, summary CSV), whose CPU
              operators are the toolchain's verdict; i.MX 8M Plus: the int8 model's operators
@@ -9,24 +10,23 @@
              the conversion alone changed) in the TFLite CPU interpreter, on the evaluation
              inputs; an interpreter that refuses the model is retried without XNNPACK and, if
              it still cannot run, reported — the conversion is kept either way
-  codegen    runner/: the generated Python runner, protocol.py, runner.json
+  (codegen, runner/ with the generated Python runner, is in runner.py)
 Report sections: conversion, vela (i.MX 93; every figure Vela's estimate), vx_delegate (i.MX 8M Plus).
 """
 
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
-import numpy as np
 
+from edgedeploy.arrays import read_arrays, write_arrays
 from edgedeploy.artifacts import atomic_write_json
 from edgedeploy.errors import ToolchainFailed
 from edgedeploy.model import named_copy
 from edgedeploy.targets.eiq.confirm import tokens_for
 from edgedeploy.targets.eiq.workarounds import SOFTMAX_2D, softmax_in_2d
-from edgedeploy.targets.base import ConvertResult, SimulationResult
+from edgedeploy.targets.base import ConvertRequest, ConvertResult, SimulationResult, WorkerResult
 from edgedeploy.toolchains.executor import final_error_line
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -47,26 +47,19 @@ def _layers_by_node(layers: dict[str, list[str]], token_names: dict[str, str]) -
     return found
 
 
-def _save_inputs(dataset, folder: Path, tag: str) -> dict[str, str]:
+def _save_inputs(dataset, folder: Path, tag: str) -> str:
+    """The dataset's inputs in the workers' one array format (edgedeploy.arrays)."""
     folder.mkdir(parents=True, exist_ok=True)
-    files = {}
-    for i, (name, array) in enumerate(dataset.inputs.items()):
-        path = folder / f"{tag}_input{i}.npy"
-        np.save(path, np.ascontiguousarray(array))
-        files[name] = str(path)
-    return files
+    return str(write_arrays(folder / f"{tag}.npz", dataset.inputs))
 
 
-def convert(target, ctx) -> ConvertResult:
-    """onnx2tf (float32 + full-int8 TFLite), Vela for the i.MX 93; the toolchain's verdict."""
+def build_request(ctx) -> ConvertRequest:
+    """The worker's "build" request: a copy of the model with tokens for node names, the calibration data."""
     import onnx
 
-    from edgedeploy.targets.eiq import VELA_IMX93, vela_version
-    from edgedeploy.targets.eiq.vela import parse_summary_csv, parse_vela_stdout, verdict_from_entry, vx_verdict
+    from edgedeploy.targets.eiq import VELA_IMX93
 
-    chip = ctx.chip.id
     work = ctx.work("convert")
-    calib = ctx.data.calibration
     tokens, token_names, producers = tokens_for(ctx.model.graph)
     named = work / "named" / "model.onnx"
     named.parent.mkdir(parents=True, exist_ok=True)
@@ -79,85 +72,105 @@ def convert(target, ctx) -> ConvertResult:
         workarounds.append({**SOFTMAX_2D, "nodes": rewritten})
     onnx.save(copy, str(named))
     # Data in the ONNX layout; the worker transposes it to the converted model's layout (NHWC).
-    request = {"action": "build", "out_dir": str(ctx.workdir), "calib": _save_inputs(calib, work / "data", "calib"), "model": str(named)}
-    if chip == "imx93":
-        request["vela"] = dict(VELA_IMX93)
-    ctx.echo(f"convert: onnx2tf converts to float32 and full-int8 TFLite{' and Vela compiles for the Ethos-U65' if chip == 'imx93' else ''} (log: build.log)")
-    started = time.monotonic()
-    try:
-        result = ctx.executor.run_worker(target.toolchain, WORKER, request, work)
-    except ToolchainFailed as exc:
-        raise with_user_names(exc, token_names) from exc
+    payload = {"action": "build", "out_dir": str(ctx.workdir), "calib": _save_inputs(ctx.data.calibration, work / "data", "calib"), "model": str(named)}
+    if ctx.chip.id == "imx93":
+        payload["vela"] = dict(VELA_IMX93)
+    announce = f"convert: onnx2tf converts to float32 and full-int8 TFLite{' and Vela compiles for the Ethos-U65' if ctx.chip.id == 'imx93' else ''} (log: build.log)"
+    return ConvertRequest(WORKER, payload, announce=announce, keep={"token_names": token_names, "producers": producers, "workarounds": workarounds})
+
+
+def explain_failure(ctx, request: ConvertRequest, failure: ToolchainFailed) -> ToolchainFailed:
+    """onnx2tf's failure with the user's node names for its tokens, and the documented remedy."""
+    return with_user_names(failure, request.keep["token_names"])
+
+
+def read_result(ctx, result: WorkerResult) -> ConvertResult:
+    """The TFLite models, the conversion section, and the verdict: Vela's (i.MX 93) or the VX delegate list's."""
+    values, keep = result.values, result.request.keep
     conversion = {
-        "converter": f"onnx2tf {result['versions'].get('onnx2tf')} + tensorflow-cpu {result['versions'].get('tensorflow-cpu')}",
+        "converter": f"onnx2tf {values['versions'].get('onnx2tf')} + tensorflow-cpu {values['versions'].get('tensorflow-cpu')}",
         "float32_tflite": "model_float32.tflite",
         "int8_tflite": "model_int8.tflite",
         "int8_settings": "full integer: Optimize.DEFAULT, TFLITE_BUILTINS_INT8, per-channel weights, int8 input and output (onnx2tf -oiqt's full_integer_quant settings)",
-        "calibration": {**calib.describe(), "layout_given_to_converter": {k: ("channels-last (NHWC)" if v["perm"] else "as in the ONNX model") for k, v in result["input_layouts"].items()}},
-        "input_layouts": result["input_layouts"],
-        "int8_operators": _op_histogram(result["int8_ops"]),
-        "seconds": result["seconds"],
-        "wall_seconds": round(time.monotonic() - started, 2),
+        "calibration": {**ctx.data.calibration.describe(), "layout_given_to_converter": {k: ("channels-last (NHWC)" if v["perm"] else "as in the ONNX model") for k, v in values["input_layouts"].items()}},
+        "input_layouts": values["input_layouts"],
+        "int8_operators": _op_histogram(values["int8_ops"]),
+        "seconds": values["seconds"],
+        "wall_seconds": result.seconds,
     }
     ctx.echo(f"convert: model_float32.tflite ({_size(ctx.workdir / 'model_float32.tflite')}), model_int8.tflite ({_size(ctx.workdir / 'model_int8.tflite')})")
     # Which Keras layers (TFLite tensor names) each ONNX node became, and the TFLite I/O: what
     # `edgedeploy diagnose` maps the int8 model's tensors back to the user's nodes with.
     atomic_write_json(ctx.workdir / TFLITE_MAP, {
-        "layers_by_node": _layers_by_node(result["layers"], token_names),
-        "output_producers": producers,
-        **{k: result[k] for k in ("onnx_inputs", "onnx_outputs", "input_layouts")},
+        "layers_by_node": _layers_by_node(values["layers"], keep["token_names"]),
+        "output_producers": keep["producers"],
+        **{k: values[k] for k in ("onnx_inputs", "onnx_outputs", "input_layouts")},
     })
     sections = {"conversion": conversion}
     files = {"model": "model_int8.tflite", "float32_model": "model_float32.tflite"}
-    if chip == "imx93":
-        vela = result["vela"]
-        verdict = verdict_from_entry(result, token_names, producers, toolchain="onnx2tf+vela", version=vela_version())
-        printout = parse_vela_stdout(vela.get("stdout") or "")
-        section = {
-            "command": "vela " + " ".join(_relative_args(vela["args"], ctx.workdir)),
-            "configuration": dict(VELA_IMX93),
-            "returncode": vela["returncode"],
-            "compiled_model": "model_int8_vela.tflite" if vela.get("vela_tflite") else None,
-            "cpu_operators": [{"vela_op": o.kind, "tensor": o.tensor, "shape": o.shape, "reasons": printout.reasons.get(o.tensor, [])} for o in printout.cpu_ops],
-            "npu_operator_count": printout.npu_operator_count,
-            "cpu_operator_count": printout.cpu_operator_count,
-        }
-        if vela.get("summary_csv"):
-            section["estimates"] = parse_summary_csv(vela["summary_csv"])
-            est = section["estimates"]
-            ctx.echo(
-                f"vela: {printout.npu_operator_count} NPU / {printout.cpu_operator_count} CPU operators; "
-                f"estimated {est['estimated_inference_time_us']:.1f} us per inference ({est['estimated_cycles_total']} cycles at "
-                f"{est['core_clock_hz'] / 1e6:.0f} MHz), SRAM {est['sram_used_bytes']} B, DRAM {est['dram_used_bytes']} B (Vela's estimates)"
-            )
-        if vela["returncode"] or not vela.get("vela_tflite"):
-            own = final_error_line(vela.get("stdout") or "") or verdict.failed
-            raise ToolchainFailed("Vela could not compile the model for the i.MX 93", toolchain="vela", final_line=own, log_path=str(ctx.workdir / "vela" / "vela_stdout.txt"))
-        sections["vela"] = section
+    if ctx.chip.id == "imx93":
+        verdict, sections["vela"] = _vela(ctx, values, keep)
         files["npu_model"] = "model_int8_vela.tflite"
     else:
-        from edgedeploy.targets.eiq.rules import VX_DELEGATE_OPS, VX_DELEGATE_RELEASE
-
-        verdict = vx_verdict(result, token_names, producers, VX_DELEGATE_OPS, version=f"VX delegate op list {VX_DELEGATE_RELEASE}")
-        ops = result["int8_ops"]["ops"]
-        sections["vx_delegate"] = {
-            "source": f"nxp-imx/tflite-vx-delegate-imx op_status.md ({VX_DELEGATE_RELEASE})",
-            "note": "The delegate decides at load time on the board; this checks the int8 model's operators against its list.",
-            "operators": [{"op": op["op"], "in_delegate_list": op["op"] in VX_DELEGATE_OPS, "tensor": op["outputs"][0]["name"] if op["outputs"] else ""} for op in ops],
-            "in_list": sum(op["op"] in VX_DELEGATE_OPS for op in ops),
-            "not_in_list": sorted({op["op"] for op in ops if op["op"] not in VX_DELEGATE_OPS}),
-        }
+        verdict, sections["vx_delegate"] = _vx_delegate(values, keep)
     return ConvertResult(
         status="built",
-        toolchain=conversion["converter"] + (f", Vela {result['versions'].get('ethos-u-vela')}" if chip == "imx93" else ""),
-        versions=result["versions"],
+        toolchain=conversion["converter"] + (f", Vela {values['versions'].get('ethos-u-vela')}" if ctx.chip.id == "imx93" else ""),
+        versions=values["versions"],
         files=files,
         verdict=verdict,
         sections=sections,
-        details={"tflite_io": {k: result[k] for k in TFLITE_IO_KEYS}},
-        manifest={"worker_versions": result["versions"], "models": files},
-        workarounds=workarounds,
+        details={"tflite_io": {k: values[k] for k in TFLITE_IO_KEYS}},
+        manifest={"worker_versions": values["versions"], "models": files},
+        workarounds=keep["workarounds"],
     )
+
+
+def _vela(ctx, values: dict, keep: dict):
+    """(the verdict, the vela section) of the i.MX 93: Vela's CPU operators and its estimates; a failed compile is a ToolchainFailed."""
+    from edgedeploy.targets.eiq import VELA_IMX93, vela_version
+    from edgedeploy.targets.eiq.vela import parse_summary_csv, parse_vela_stdout, verdict_from_entry
+
+    vela = values["vela"]
+    verdict = verdict_from_entry(values, keep["token_names"], keep["producers"], toolchain="onnx2tf+vela", version=vela_version())
+    printout = parse_vela_stdout(vela.get("stdout") or "")
+    section = {
+        "command": "vela " + " ".join(_relative_args(vela["args"], ctx.workdir)),
+        "configuration": dict(VELA_IMX93),
+        "returncode": vela["returncode"],
+        "compiled_model": "model_int8_vela.tflite" if vela.get("vela_tflite") else None,
+        "cpu_operators": [{"vela_op": o.kind, "tensor": o.tensor, "shape": o.shape, "reasons": printout.reasons.get(o.tensor, [])} for o in printout.cpu_ops],
+        "npu_operator_count": printout.npu_operator_count,
+        "cpu_operator_count": printout.cpu_operator_count,
+    }
+    if vela.get("summary_csv"):
+        section["estimates"] = parse_summary_csv(vela["summary_csv"])
+        est = section["estimates"]
+        ctx.echo(
+            f"vela: {printout.npu_operator_count} NPU / {printout.cpu_operator_count} CPU operators; "
+            f"estimated {est['estimated_inference_time_us']:.1f} us per inference ({est['estimated_cycles_total']} cycles at "
+            f"{est['core_clock_hz'] / 1e6:.0f} MHz), SRAM {est['sram_used_bytes']} B, DRAM {est['dram_used_bytes']} B (Vela's estimates)"
+        )
+    if vela["returncode"] or not vela.get("vela_tflite"):
+        own = final_error_line(vela.get("stdout") or "") or verdict.failed
+        raise ToolchainFailed("Vela could not compile the model for the i.MX 93", toolchain="vela", final_line=own, log_path=str(ctx.workdir / "vela" / "vela_stdout.txt"))
+    return verdict, section
+
+
+def _vx_delegate(values: dict, keep: dict):
+    """(the verdict, the vx_delegate section) of the i.MX 8M Plus: the int8 model's operators against the delegate's list."""
+    from edgedeploy.targets.eiq.rules import VX_DELEGATE_OPS, VX_DELEGATE_RELEASE
+    from edgedeploy.targets.eiq.vela import vx_verdict
+
+    verdict = vx_verdict(values, keep["token_names"], keep["producers"], VX_DELEGATE_OPS, version=f"VX delegate op list {VX_DELEGATE_RELEASE}")
+    ops = values["int8_ops"]["ops"]
+    return verdict, {
+        "source": f"nxp-imx/tflite-vx-delegate-imx op_status.md ({VX_DELEGATE_RELEASE})",
+        "note": "The delegate decides at load time on the board; this checks the int8 model's operators against its list.",
+        "operators": [{"op": op["op"], "in_delegate_list": op["op"] in VX_DELEGATE_OPS, "tensor": op["outputs"][0]["name"] if op["outputs"] else ""} for op in ops],
+        "in_list": sum(op["op"] in VX_DELEGATE_OPS for op in ops),
+        "not_in_list": sorted({op["op"] for op in ops if op["op"] not in VX_DELEGATE_OPS}),
+    }
 
 
 def simulate(target, ctx, converted: ConvertResult, evaluation) -> SimulationResult:
@@ -176,27 +189,15 @@ def simulate(target, ctx, converted: ConvertResult, evaluation) -> SimulationRes
     backend = f"TFLite CPU interpreter (ai-edge-litert {result['versions'].get('ai-edge-litert')}), model_int8.tflite"
     if "int8" not in result["eval_outputs"]:
         return SimulationResult({}, backend, notes=result["notes"], failed=f"the TFLite interpreter could not run model_int8.tflite: {result['errors'].get('int8')}")
-    int8 = {name: np.load(path) for name, path in result["eval_outputs"]["int8"].items()}
+    int8 = read_arrays(result["eval_outputs"]["int8"])
     extra = {}
     if "float32" in result["eval_outputs"]:
-        extra[FLOAT32_TFLITE] = {name: np.load(path) for name, path in result["eval_outputs"]["float32"].items()}
+        extra[FLOAT32_TFLITE] = read_arrays(result["eval_outputs"]["float32"])
     import shutil
 
     shutil.rmtree(work, ignore_errors=True)
     notes = result["notes"] + [f"float32 TFLite: {e}" for k, e in result["errors"].items() if k == "float32"]
     return SimulationResult(int8, backend, extra=extra, notes=notes, unquantised=FLOAT32_TFLITE if extra else None)
-
-
-def codegen(ctx, converted: ConvertResult) -> dict:
-    """runner/: the generated Python runner for the board, with the models and sample inputs."""
-    import shutil
-
-    from edgedeploy.targets.eiq.runner import generate_runner
-
-    section = generate_runner(ctx, converted.details["tflite_io"], ctx.data.evaluation, RUNNER_SAMPLE_COUNT, converted.simulated)
-    ctx.echo(f"codegen: runner/runner.py ({section['delegate']})")
-    shutil.rmtree(ctx.workdir / "work", ignore_errors=True)
-    return section
 
 
 # onnx2tf failures whose cause and remedy are known: (what the message contains, the advice).
