@@ -159,8 +159,9 @@ def test_a_ranked_activation_brings_the_layer_that_computes_its_input():
 @pytest.mark.toolchain("espdl")
 def test_box_and_class_on_esp32s3_recovers_within_1pp(tmp_path):
     """KL collapses it (-64 pp); minmax, percentile and mse each leave one of the 64 samples wrong
-    (-1.56 pp); int16 on the diagnosis's first-ranked node with its Conv meets the goal. Five esp-ppq
-    builds and one diagnosis: 6.5 min on this machine under load (by hand, 08:49-08:56 UTC)."""
+    (-1.56 pp); esp-ppq's equalisation on top of minmax meets the goal (mixed precision on the
+    diagnosis's first node with its Conv did too, before equalisation was a knob). Five esp-ppq
+    builds: about 4 min on this machine under load (docs/accuracy.md)."""
     out = tmp_path / "out"
     done = run_cli(
         "build", str(CORPUS / "mnist_box_and_class.onnx"), "--target", "esp32s3", "--calib", str(CORPUS / "mnist_box_and_class.calib.npz"),
