@@ -5,16 +5,19 @@
     audit      the chip's rules predict every node's placement             (edgedeploy.audit)
     data       calibration / evaluation resolved once; the sample decided once; the toolchain's
                calibration minimum checked before it runs                  (edgedeploy.datasets)
-    convert    target.convert(ctx) through the executor                    (the target)
+    convert    the target's declared request run by the core's skeleton: build_request,
+               Executor.run_worker in the toolchain's environment kind, read_result
+               (or the target's own convert for tools that are not a worker) (pipeline/convert.py)
     verdict    the toolchain's own placement beside the prediction         (edgedeploy.audit.confirm)
     verify     target.simulate(...) against the ONNX Runtime reference, the same inputs, one
                verification for every target                               (edgedeploy.measure.verify)
     codegen    target.codegen(ctx, converted)                              (the target)
     report     one shape per section, report.json + manifest.json, atomically (edgedeploy.artifacts)
 
-A target implements only convert, simulate (where a host simulator exists) and codegen. A
-check that fails after a good conversion (a host interpreter that refuses the model) never
-throws the artifact away: the failure is recorded in the report and the build goes on.
+A target declares only its conversion, simulate (where a host simulator exists) and codegen.
+One failure policy (after_conversion): a check that fails after a good conversion (the
+verdict, a host interpreter that refuses the model) never throws the artifact away: the
+failure is recorded in the report, the build goes on, and the gates decide the exit code.
 """
 
 from __future__ import annotations
