@@ -119,7 +119,12 @@ class EspDlTarget(Target):
             RepairKnob("calib_method", ("minmax", "percentile", "mse"), "calibration", "esp-ppq's calib_algorithm for the activations' ranges (its default: kl)"),
             RepairKnob(
                 "calib_method", (), "per-channel", "per-channel weight scales",
-                unavailable=f"ESP-DL {ESP_DL_VERSION}'s kernels take one power-of-two exponent per tensor, and esp-ppq's espdl platform quantises so",
+                # esp-ppq's EspdlQuantizer fixes the granularity by platform, with no setting to change it.
+                unavailable=(
+                    f"already per channel (esp-ppq {ESP_PPQ_VERSION} quantises the ESP32-P4's Conv and Gemm weights per channel)"
+                    if chip.id == "esp32p4"
+                    else f"esp-ppq {ESP_PPQ_VERSION} quantises {chip.name} weights per tensor (one power-of-two exponent), with no setting to change it"
+                ),
             ),
             RepairKnob("equalization", (True,), "equalisation", "esp-ppq's layer-wise equalisation (QuantizationSetting.equalization)"),
             RepairKnob("bias_correction", (True,), "bias-correction", "esp-ppq's bias correction (QuantizationSetting.bias_correct)"),
