@@ -111,7 +111,6 @@ class _Conversion:
             raise ValueError("no calibration batch could be formed")
         test_inputs = ctx.arrays.read_arrays(request["test_input"], self.input_names)
         self.test_tensors = [torch.from_numpy(np.ascontiguousarray(test_inputs[n][:1])) for n in self.input_names]
-        self.input_shapes = [list(t.shape) for t in self.test_tensors]
 
     def timed(self, key, started):
         self.timings[key] = round(time.monotonic() - started, 2)
@@ -125,36 +124,7 @@ class _Conversion:
     def quantise(self, int16_layers, calib_method=None):
         """Quantise a fresh copy of the model; int16_layers: ppq op names dispatched to int16;
         calib_method: esp-ppq's calib_algorithm for the activations (default: the one chosen)."""
-        ppq, ctx = self.ppq, self.ctx
-        scratch = os.path.join(ctx.workdir, "scratch.onnx")
-        shutil.copyfile(self.request["model"], scratch)  # esp-ppq overwrites its input ONNX
-        setting = ppq.QuantizationSettingFactory.espdl_setting(num_of_bits=self.bits)
-        setting.quantize_activation_setting.calib_algorithm = calib_method or self.method
-        # esp-ppq's own passes, off by default (--espdl-equalization, --espdl-bias-correction).
-        setting.equalization = bool(self.request.get("equalization"))
-        setting.bias_correct = bool(self.request.get("bias_correction"))
-        for name in int16_layers:
-            setting.dispatching_table.append(name, ppq.get_target_platform(self.chip, 16))
-            # esp-ppq's own int16 setting calibrates with minmax; the int8 default (KL) clips
-            # outliers, an error that int16 alone would not remove.
-            setting.quantize_activation_setting.calib_algorithm_per_layer[name] = "minmax"
-            setting.quantize_parameter_setting.calib_algorithm_per_layer[name] = "minmax"
-        single = len(self.input_names) == 1
-        return ppq.espdl_quantize_onnx(
-            onnx_import_file=scratch,
-            espdl_export_file=os.path.join(ctx.workdir, "unused.espdl"),
-            calib_dataloader=[b[0] if single else b for b in self.calib_batches],
-            calib_steps=len(self.calib_batches),
-            input_shape=self.input_shapes[0] if single else self.input_shapes,
-            inputs=self.test_tensors,
-            target=self.chip,
-            num_of_bits=self.bits,
-            collate_fn=self.collate,
-            setting=setting,
-            device="cpu",
-            error_report=False,
-            skip_export=True,
-        )
+        return quantise_copy(self.ppq, self.request, self.ctx.workdir, self.calib_batches, self.test_tensors, self.collate, calib_method or self.method, int16_layers)
 
     def analysis_loader(self):
         single = len(self.input_names) == 1
@@ -400,6 +370,44 @@ def run(request, ctx):
         "calibration": calibration,
         "versions": {d: ctx.package_version(d) for d in ("esp-ppq", "torch", "onnx", "onnxsim", "numpy")},
     }
+
+
+def quantise_copy(ppq, request, workdir, batches, test_tensors, collate, calib_method, int16_layers):
+    """esp-ppq's quantised graph of a fresh copy of request["model"] (esp-ppq overwrites its input
+    ONNX) for request's chip and precision: `calib_method` is esp-ppq's calib_algorithm for the
+    activations, `int16_layers` ppq op names dispatched to int16. The build's settings, in one
+    place: worker_diagnose.py requantises the artifact's model through it, as the build did."""
+    bits = 16 if request["precision"] == "int16" else 8
+    scratch = os.path.join(workdir, "scratch.onnx")
+    shutil.copyfile(request["model"], scratch)
+    setting = ppq.QuantizationSettingFactory.espdl_setting(num_of_bits=bits)
+    setting.quantize_activation_setting.calib_algorithm = calib_method
+    # esp-ppq's own passes, off by default (--espdl-equalization, --espdl-bias-correction).
+    setting.equalization = bool(request.get("equalization"))
+    setting.bias_correct = bool(request.get("bias_correction"))
+    for name in int16_layers:
+        setting.dispatching_table.append(name, ppq.get_target_platform(request["chip"], 16))
+        # esp-ppq's own int16 setting calibrates with minmax; the int8 default (KL) clips
+        # outliers, an error that int16 alone would not remove.
+        setting.quantize_activation_setting.calib_algorithm_per_layer[name] = "minmax"
+        setting.quantize_parameter_setting.calib_algorithm_per_layer[name] = "minmax"
+    single = len(request["input_names"]) == 1
+    input_shapes = [list(t.shape) for t in test_tensors]
+    return ppq.espdl_quantize_onnx(
+        onnx_import_file=scratch,
+        espdl_export_file=os.path.join(workdir, "unused.espdl"),
+        calib_dataloader=[b[0] if single else b for b in batches],
+        calib_steps=len(batches),
+        input_shape=input_shapes[0] if single else input_shapes,
+        inputs=test_tensors,
+        target=request["chip"],
+        num_of_bits=bits,
+        collate_fn=collate,
+        setting=setting,
+        device="cpu",
+        error_report=False,
+        skip_export=True,
+    )
 
 
 def _batches(torch, arrays, names, batch_size):

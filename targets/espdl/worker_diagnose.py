@@ -18,42 +18,9 @@ the core's numpy-only tap_numpy.py (request["tap_helpers"]).
 """
 
 import os
-import shutil
 
 BUILD_WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker_build.py")
 PARAMETRIC = ("Conv", "ConvTranspose", "Gemm", "MatMul")
-
-
-def _quantise(request, ctx, calib_batches, input_shapes, test_tensors):
-    """espdl_quantize_onnx with the settings of the artifact's build (see worker_build.run's quantise)."""
-    from esp_ppq.api import espdl_quantize_onnx, get_target_platform
-    from esp_ppq.api.setting import QuantizationSettingFactory
-
-    bits = 16 if request["precision"] == "int16" else 8
-    scratch = os.path.join(ctx.workdir, "scratch.onnx")
-    shutil.copyfile(request["model"], scratch)  # esp-ppq overwrites its input ONNX
-    setting = QuantizationSettingFactory.espdl_setting(num_of_bits=bits)
-    setting.quantize_activation_setting.calib_algorithm = request["calib_method"]
-    for name in request.get("int16_layers") or []:
-        setting.dispatching_table.append(name, get_target_platform(request["chip"], 16))
-        setting.quantize_activation_setting.calib_algorithm_per_layer[name] = "minmax"
-        setting.quantize_parameter_setting.calib_algorithm_per_layer[name] = "minmax"
-    single = len(request["input_names"]) == 1
-    return espdl_quantize_onnx(
-        onnx_import_file=scratch,
-        espdl_export_file=os.path.join(ctx.workdir, "unused.espdl"),
-        calib_dataloader=[b[0] if single else b for b in calib_batches],
-        calib_steps=len(calib_batches),
-        input_shape=input_shapes[0] if single else input_shapes,
-        inputs=test_tensors,
-        target=request["chip"],
-        num_of_bits=bits,
-        collate_fn=_collate,
-        setting=setting,
-        device="cpu",
-        error_report=False,
-        skip_export=True,
-    )
 
 
 def _collate(batch):
@@ -169,7 +136,7 @@ def run(request, ctx):
     measured = build._batches(torch, ctx.arrays.read_arrays(request["eval"], names), names, int(request["batch_size"])) if request.get("eval") else stat_batches
     test_tensors = [t[:1] for t in calib[0]]
     ctx.log(f"quantising for {request['chip']} ({request['precision']}, {request['calib_method']} calibration) as the build did")
-    graph = _quantise(request, ctx, calib, [list(t.shape) for t in test_tensors], test_tensors)
+    graph = build.quantise_copy(build._EspPpq(), request, ctx.workdir, calib, test_tensors, _collate, request["calib_method"], request.get("int16_layers") or [])
 
     executor = TorchExecutor(graph=graph, device="cpu")
     ops = [op for op in graph.topological_sort() if op.outputs]
