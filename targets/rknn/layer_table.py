@@ -322,6 +322,35 @@ def verdict_from_output(
     return verdict
 
 
+def _nearest_first(start: int, neighbours, expand=lambda j: True, seen: set[int] | None = None):
+    """Positions of the nodes around node `start`, nearest first, each once, up to FUSED_SEARCH_DEPTH
+    steps away: `neighbours(i)` gives the positions next to node i, and the walk goes on only
+    through the nodes `expand` accepts. `seen` (with `start` in it) may be shared by two walks."""
+    seen = {start} if seen is None else seen
+    frontier = [start]
+    for _ in range(FUSED_SEARCH_DEPTH):
+        nxt = []
+        for i in frontier:
+            for j in neighbours(i):
+                if j in seen:
+                    continue
+                seen.add(j)
+                yield j
+                if expand(j):
+                    nxt.append(j)
+        frontier = nxt
+
+
+def _producers(index: _NameIndex, position: dict[str, int]):
+    """Node i -> the positions of the nodes that compute its inputs, in input order."""
+    return lambda i: [position[index.tensor_producer[x]] for x in index.graph.node[i].input if x in index.tensor_producer]
+
+
+def _consumers(index: _NameIndex):
+    """Node i -> the positions of the nodes that read its outputs."""
+    return lambda i: [j for out in index.graph.node[i].output for j in index.consumers.get(out, [])]
+
+
 def _fused_into_compound_layer(
     start: int, index: _NameIndex, by_node: dict[str, list[Layer]]
 ) -> tuple[str, Layer] | None:
@@ -334,23 +363,13 @@ def _fused_into_compound_layer(
     op type is part of a compound layer type, read from a node placed on that layer (through nodes
     without layers, up to FUSED_SEARCH_DEPTH), runs in that layer.
     """
-    graph, display, position = index.graph, index.display, {d: i for i, d in enumerate(index.display)}
-    op = graph.node[start].op_type
-    frontier, seen = [start], {start}
-    for _ in range(FUSED_SEARCH_DEPTH):
-        nxt = []
-        for i in frontier:
-            for x in graph.node[i].input:
-                producer = index.tensor_producer.get(x)
-                if producer is None or position[producer] in seen:
-                    continue
-                for layer in by_node.get(producer, []):
-                    if layer.op_type != op and layer.op_type.startswith("Conv") and op in layer.op_type[len("Conv"):]:
-                        return producer, layer
-                if producer not in by_node:
-                    seen.add(position[producer])
-                    nxt.append(position[producer])
-        frontier = nxt
+    display, position = index.display, {d: i for i, d in enumerate(index.display)}
+    op = index.graph.node[start].op_type
+    # The walk goes on through nodes without a layer only: a node on a layer of its own ends that path.
+    for j in _nearest_first(start, _producers(index, position), expand=lambda j: display[j] not in by_node):
+        for layer in by_node.get(display[j], []):
+            if layer.op_type != op and layer.op_type.startswith("Conv") and op in layer.op_type[len("Conv"):]:
+                return display[j], layer
     return None
 
 
@@ -411,34 +430,11 @@ def _is_placed(verdict: ToolchainVerdict, name: str) -> bool:
 
 def _placed_neighbour(verdict: ToolchainVerdict, index: _NameIndex, position: dict[str, int], start: int) -> tuple[str, NodeVerdict] | None:
     """The nearest node with a layer of its own: producers first, then consumers."""
-    graph, display = index.graph, index.display
-    frontier, seen = [start], {start}
-    for _ in range(FUSED_SEARCH_DEPTH):
-        nxt = []
-        for i in frontier:
-            for x in graph.node[i].input:
-                producer = index.tensor_producer.get(x)
-                if producer is None:
-                    continue
-                if _is_placed(verdict, producer):
-                    return producer, verdict.nodes[producer]
-                j = position[producer]
-                if j not in seen:
-                    seen.add(j)
-                    nxt.append(j)
-        frontier = nxt
-    frontier = [start]
-    for _ in range(FUSED_SEARCH_DEPTH):
-        nxt = []
-        for i in frontier:
-            for out in graph.node[i].output:
-                for j in index.consumers.get(out, []):
-                    if _is_placed(verdict, display[j]):
-                        return display[j], verdict.nodes[display[j]]
-                    if j not in seen:
-                        seen.add(j)
-                        nxt.append(j)
-        frontier = nxt
+    display, seen = index.display, {start}
+    for walk in (_producers(index, position), _consumers(index)):  # one `seen`: a node is looked at once
+        for j in _nearest_first(start, walk, seen=seen):
+            if _is_placed(verdict, display[j]):
+                return display[j], verdict.nodes[display[j]]
     return None
 
 
@@ -449,18 +445,8 @@ def _named_fusion_target(verdict: ToolchainVerdict, index: _NameIndex, position:
     kinds = FUSION_TARGETS.get(m.group(1)) if m else None
     if not kinds:
         return None
-    frontier, seen = [start], {start}
-    for _ in range(FUSED_SEARCH_DEPTH):
-        nxt = []
-        for i in frontier:
-            near = [position[index.tensor_producer[x]] for x in graph.node[i].input if x in index.tensor_producer]
-            near += [j for out in graph.node[i].output for j in index.consumers.get(out, [])]
-            for j in near:
-                if j in seen:
-                    continue
-                seen.add(j)
-                nxt.append(j)
-                if graph.node[j].op_type in kinds and display[j] in verdict.nodes:
-                    return display[j], verdict.nodes[display[j]]
-        frontier = nxt
+    producers, consumers = _producers(index, position), _consumers(index)
+    for j in _nearest_first(start, lambda i: producers(i) + consumers(i)):
+        if graph.node[j].op_type in kinds and display[j] in verdict.nodes:
+            return display[j], verdict.nodes[display[j]]
     return None
