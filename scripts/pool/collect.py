@@ -257,6 +257,10 @@ def collect_pair(runner, u: dict, chip: str, graph, display: list[str], args) ->
     if (pair.get("failed") or "").startswith("timed out"):
         print(f"{key}: timed out (not a verdict; not recorded)", flush=True)
         return None
+    if "corpus/direct/" in (pair.get("failed") or ""):
+        # Our own direct script broke (e.g. esp-ppq's loader on a rank-1 input), not the toolchain.
+        print(f"{key}: the direct script failed, not the toolchain (not recorded): {pair['failed'][:160]}", flush=True)
+        return None
     pair["sha256"] = u["sha256"]
     state = "converts" if not pair["failed"] else f"fails: {pair['failed'][:120]}" + (" (workaround converts)" if pair.get("workaround", {}).get("converted") else "")
     print(f"{key}: {state} ({time.monotonic() - started:.0f} s)", flush=True)

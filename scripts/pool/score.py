@@ -191,10 +191,12 @@ def case_lines(cases: dict) -> list[str]:
             if mine:
                 ok = sum(c["agree"] for c in mine)
                 lines.append(f"| {part} | {chip} | {len(mine)} | {ok} ({_pct(ok, len(mine))}) |")
-    if cases["refused_packs"]:
-        lines += ["", f"Packs the toolchain refused ({len(cases['refused_packs'])}; `collect.py` converts their halves apart, down to the refused "
-                  "case, which agrees when the audit predicts an unsupported node): "
-                  + "; ".join(f"{r['pack']}: {r['message'][:100]}" for r in cases["refused_packs"][:6])]
+    top = [r for r in cases["refused_packs"] if "__" not in r["pack"]]  # "__": a half of a refused pack
+    if top:
+        single = [c for c in cases["cases"].values() if c.get("refused")]
+        lines += ["", f"Packs the toolchain refused: {len(top)} (`collect.py` converts their halves apart, down to the refused case, which agrees "
+                  f"when the audit predicts an unsupported node; {len(single)} single cases refused so far): "
+                  + "; ".join(f"{r['pack']}: {r['message'][:100]}" for r in top[:6])]
     kinds: dict = defaultdict(set)
     for c in rows:
         for d in c["disagreements"]:
@@ -288,7 +290,8 @@ def main() -> int:
         for m in mechanisms([p for p in result["pairs"].values() if p["part"] == part])[:25]:
             print(f"   {m['family']:8s} {m['op_type']:20s} {m['kind']:42s} {m['nodes']:4d} {len(m['pairs']):3d}  {', '.join(m['pairs'])[:100]}")
     rows = [c for c in cases["cases"].values() if c["compared"]]
-    print(f"cases: {sum(c['agree'] for c in rows)}/{len(rows)} agree; refused packs {len(cases['refused_packs'])}")
+    print(f"cases: {sum(c['agree'] for c in rows)}/{len(rows)} agree; refused packs {sum('__' not in r['pack'] for r in cases['refused_packs'])}, "
+          f"single cases refused {sum(bool(c.get('refused')) for c in cases['cases'].values())}")
     for part in PARTS:
         bad = [c for c in rows if c["part"] == part and not c["agree"]]
         print(f"  {part}: {len(bad)} cases disagree: " + ", ".join(f"{c['case']}/{c['chip']} {c['op']} ({c['variant']})" for c in bad[:15]))

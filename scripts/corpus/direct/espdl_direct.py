@@ -44,7 +44,7 @@ def main():
                 return count
 
             def __getitem__(self, k):
-                items = [torch.from_numpy(a[k]) for a in arrays]
+                items = [torch.from_numpy(np.asarray(a[k])) for a in arrays]  # asarray: a rank-1 input gives a numpy scalar
                 return items[0] if len(items) == 1 else items
 
         def collate_fn(batch):
