@@ -124,3 +124,21 @@ def test_a_fall_is_not_measured_from_an_exact_constant_when_the_noisy_input_is_u
     assert localise.first_sharp_drop(records) is None
     localise.add_drops(records)  # without the graph's inputs: every unknown input counts as clean, as before
     assert records[2]["drop_db"] == pytest.approx(60 - 25.1)
+
+
+def test_a_weight_written_as_a_constant_node_is_not_ranked_as_where_int8_goes_wrong():
+    """Silero VAD's weights are Constant nodes: each quantised weight 'fell' from clean and the
+    first one was ranked first; brute force puts the Conv reading the worst-quantised activation first."""
+    from edgedeploy.accuracy import localise
+
+    def record(node, op_type, tensor, inputs, accumulated, isolated):
+        return {"node": node, "op_type": op_type, "tensor": tensor, "inputs": inputs,
+                "fidelity_accumulated": {"snr_db": accumulated}, "fidelity_isolated": {"snr_db": isolated}}
+
+    records = [record("w0", "Constant", "w0_out", [], 22.8, 22.8),
+               record("conv0", "Conv", "conv0_out", ["x", "w0_out"], 35.0, 36.0),
+               record("conv3", "Conv", "conv3_out", ["conv0_out"], -1.4, -1.9)]
+    localise.add_drops(records, graph_inputs={"x"})
+    assert localise.first_sharp_drop(records)["node"] == "conv3"
+    worst, _ = localise.worst_isolated(records)
+    assert [r["node"] for r in worst] == ["conv3", "conv0"]

@@ -17,9 +17,11 @@ top node, every node's two SNRs, the ranks). Quantisation settings are the diagn
 from __future__ import annotations
 
 import argparse
+import concurrent.futures as cf
 import json
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -61,8 +63,9 @@ def quantised_snr(model: Path, calib: list[dict], evaluation: list[dict], refere
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
 
     with tempfile.TemporaryDirectory(prefix="bruteforce-") as tmp:
-        out = Path(tmp) / "q.onnx"
-        quantize_static(str(model), str(out), Reader(calib), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+        out, own = Path(tmp) / "q.onnx", Path(tmp) / "model.onnx"
+        shutil.copyfile(model, own)  # quantize_static writes '<model>-inferred.onnx' beside its input: one copy per process
+        quantize_static(str(own), str(out), Reader(calib), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
                         weight_type=QuantType.QInt8, per_channel=False, calibrate_method=CalibrationMethod.MinMax, **which)
         got = run(out, evaluation, output)
     noise = np.sum((got.astype(np.float64) - reference) ** 2)
@@ -82,7 +85,16 @@ def diagnosis_top(model: Path, calib: list[dict], evaluation: list[dict], output
     return (ranked[0]["node"] if ranked else None), [r for r in records if r.get("precision") == "int8"]
 
 
-def brute_force(entry: dict, calib_count: int, eval_count: int) -> dict:
+def one_node(work: tuple) -> dict:
+    """One node's two brute-force figures (a process of the pool: quantize_static is single-threaded)."""
+    logging.getLogger().setLevel(logging.ERROR)
+    model, calib, evaluation, reference, output, name, op_type = work
+    return {"node": name, "op_type": op_type,
+            "snr_all_but_this_db": quantised_snr(model, calib, evaluation, reference, output, nodes_to_exclude=[name]),
+            "snr_this_alone_db": quantised_snr(model, calib, evaluation, reference, output, nodes_to_quantize=[name])}
+
+
+def brute_force(entry: dict, calib_count: int, eval_count: int, jobs: int) -> dict:
     model = HOME / entry["model"]["file"]
     proto = onnx.load(str(model), load_external_data=False)
     inits = {i.name for i in proto.graph.initializer}
@@ -94,12 +106,9 @@ def brute_force(entry: dict, calib_count: int, eval_count: int) -> dict:
     started = time.monotonic()
     top, quantised = diagnosis_top(model, calib, evaluation, [output])
     every = quantised_snr(model, calib, evaluation, reference, output)
-    nodes = []
-    for record in quantised:
-        name = record["node"]
-        nodes.append({"node": name, "op_type": record["op_type"],
-                      "snr_all_but_this_db": quantised_snr(model, calib, evaluation, reference, output, nodes_to_exclude=[name]),
-                      "snr_this_alone_db": quantised_snr(model, calib, evaluation, reference, output, nodes_to_quantize=[name])})
+    work = [(model, calib, evaluation, reference, output, r["node"], r["op_type"]) for r in quantised]
+    with cf.ProcessPoolExecutor(max_workers=jobs) as pool:
+        nodes = list(pool.map(one_node, work))
     by_gain = sorted(nodes, key=lambda n: -n["snr_all_but_this_db"])
     by_alone = sorted(nodes, key=lambda n: n["snr_this_alone_db"])
     rank = {n["node"]: i + 1 for i, n in enumerate(by_gain)}
@@ -108,7 +117,26 @@ def brute_force(entry: dict, calib_count: int, eval_count: int) -> dict:
             "snr_every_node_db": every, "nodes_quantised": len(nodes), "diagnosis_top": top,
             "diagnosis_top_rank_by_gain": rank.get(top), "diagnosis_top_rank_alone": rank_alone.get(top),
             "brute_force_top3_by_gain": [n["node"] for n in by_gain[:3]], "brute_force_top3_alone": [n["node"] for n in by_alone[:3]],
-            "seconds": round(time.monotonic() - started, 1), "nodes": nodes}
+            "seconds": round(time.monotonic() - started, 1), "onnxruntime": ort.__version__, "nodes": nodes}
+
+
+def result_count(done: dict, entry: dict, key: str) -> int:
+    return done["models"][entry["name"]][key]
+
+
+def rediagnose(entry: dict, result: dict, calib_count: int, eval_count: int) -> dict:
+    """The diagnosis's top node and its ranks again (today's diagnosis), on the brute-force figures kept."""
+    model = HOME / entry["model"]["file"]
+    proto = onnx.load(str(model), load_external_data=False)
+    inits = {i.name for i in proto.graph.initializer}
+    inputs = [i.name for i in proto.graph.input if i.name not in inits]
+    calib = feeds_of(HOME / entry["calib"]["file"], inputs, calib_count)
+    evaluation = feeds_of(HOME / entry["eval"]["file"], inputs, eval_count)
+    top, _ = diagnosis_top(model, calib, evaluation, [result["output"]])
+    by_gain = [n["node"] for n in sorted(result["nodes"], key=lambda n: -n["snr_all_but_this_db"])]
+    by_alone = [n["node"] for n in sorted(result["nodes"], key=lambda n: n["snr_this_alone_db"])]
+    return {**result, "diagnosis_top": top, "diagnosis_top_rank_by_gain": by_gain.index(top) + 1 if top in by_gain else None,
+            "diagnosis_top_rank_alone": by_alone.index(top) + 1 if top in by_alone else None}
 
 
 def main() -> int:
@@ -116,6 +144,8 @@ def main() -> int:
     parser.add_argument("--models", default="", help="comma-separated names from the trained set (default: all)")
     parser.add_argument("--calib", type=int, default=32)
     parser.add_argument("--eval", type=int, default=32)
+    parser.add_argument("--rediagnose", action="store_true", help="only the diagnosis again, against the brute-force figures kept")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes quantising nodes at once")
     args = parser.parse_args()
     logging.getLogger().setLevel(logging.ERROR)  # quantize_static's advice on every call
     manifest = json.loads(MANIFEST.read_text())
@@ -124,7 +154,12 @@ def main() -> int:
     for entry in manifest["models"]:
         if wanted and entry["name"] not in wanted:
             continue
-        result = brute_force(entry, args.calib, args.eval)
+        if args.rediagnose:
+            if entry["name"] not in done["models"]:
+                continue
+            result = rediagnose(entry, done["models"][entry["name"]], result_count(done, entry, "calibration_samples"), result_count(done, entry, "evaluation_samples"))
+        else:
+            result = brute_force(entry, args.calib, args.eval, args.jobs)
         done["models"][entry["name"]] = result
         RESULTS.write_text(json.dumps(done, indent=1) + "\n")
         print(f"{entry['name']}: every node int8 {result['snr_every_node_db']:.1f} dB; diagnosis top {result['diagnosis_top']} "

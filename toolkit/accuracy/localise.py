@@ -59,9 +59,19 @@ def add_drops(records: list[dict], graph_inputs: set[str] | None = None) -> None
         record["drop_db"] = max(0.0, upstream - min(snr, CLEAN_SNR_DB))
 
 
+# Nodes that hold parameters, not activations: a weight written as a Constant node (Silero VAD's
+# inlined branches) is quantised as a weight, and its error belongs to the node that reads it,
+# whose isolated figure includes it; ranked itself, a weight "falls" from clean at every layer.
+PARAMETER_OPS = frozenset({"Constant"})
+
+
+def _activation_records(records: list[dict]) -> list[dict]:
+    return [r for r in records if r.get("op_type") not in PARAMETER_OPS]
+
+
 def first_sharp_drop(records: list[dict]) -> dict | None:
     """The first record (graph order) whose accumulated SNR falls by SHARP_DROP_DB or more to under ALARM_SNR_DB."""
-    for record in records:
+    for record in _activation_records(records):
         snr = _snr(record, "fidelity_accumulated")
         drop = record.get("drop_db")
         if snr is not None and drop is not None and drop >= SHARP_DROP_DB and snr < ALARM_SNR_DB:
@@ -75,6 +85,7 @@ def worst_isolated(records: list[dict], count: int = WORST_COUNT) -> tuple[list[
     Where the toolchain offers no isolated figure, the nodes that add the most accumulated error
     (`drop_db`) stand in, and the second value says so.
     """
+    records = _activation_records(records)
     isolated = [r for r in records if _snr(r, "fidelity_isolated") is not None]
     if isolated:
         ranked = sorted(isolated, key=lambda r: (_snr(r, "fidelity_isolated"), r["node"]))
