@@ -206,8 +206,14 @@ class ArtifactBuilder:
 
 
 def _point_at(exc: BaseException | None, old: Path, new: Path) -> None:
-    """Make a failed run's log path name the folder that exists: the kept `.failed` one, not the work folder."""
-    while exc is not None:
+    """Make a failed run's log path name the folder that exists: the kept `.failed` one, not the work folder.
+
+    Each error of the chain once: a chain can loop (an error re-raised from its own copy), and
+    the walk must end (a broken toolchain environment made the build hang here).
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
         if isinstance(exc, ToolchainFailed):
             exc.relocate(old, new)
         exc = exc.__cause__
