@@ -158,7 +158,7 @@ def test_flags_win_over_the_project_file(project, tmp_path):
         ('targets = ["am62a"]\n[data]\npreprocess = "layout=NCWH"', "edgedeploy.toml: [data] preprocess: --preprocess: layout must be NCHW or NHWC"),
         ('[gates]\nsnr = "high"', "edgedeploy.toml: [gates] snr=high: 'high' is not a number"),
         ('[gates.rk3599]\nsnr = 3', "edgedeploy.toml: [gates] rk3599:snr=3: Unknown target"),
-        ('[options.espdl]\nint16-layer = "auto"', "edgedeploy.toml: [options.espdl] int16-layer: unknown option of the ESP-DL target; its options: calib-method, int16-layers"),
+        ('[options.espdl]\nint16-layer = "auto"', "edgedeploy.toml: [options.espdl] int16-layer: unknown option of the ESP-DL target; its options: bias-correction, calib-method, equalization, int16-layers"),
         ('[options.rknn]\noptimization-level = 9', "edgedeploy.toml: [options.rknn] optimization-level: 9 is not in the range 0<=x<=3"),
         ('timeout = "soon"', "edgedeploy.toml: timeout: must be a number"),
         ("model = ", "edgedeploy.toml is not valid TOML"),
