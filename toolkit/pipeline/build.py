@@ -183,9 +183,10 @@ def _convert_stage(ctx: BuildContext, report: dict, prediction):
     try:
         converted = run_conversion(ctx)
     except ToolchainFailed as exc:
-        if prediction is None:
-            raise
-        raise _with_what_the_audit_foresaw(exc, prediction) from exc
+        named = exc if prediction is None else _with_what_the_audit_foresaw(exc, prediction)
+        if named is exc:
+            raise  # `raise exc from exc` would make the error its own cause: a chain that loops
+        raise named from exc
     seconds = round(time.monotonic() - started, 2)
     if converted.rules is not None:
         # The toolchain actually used has a rule table of its own (a device's TensorRT release).
