@@ -110,6 +110,27 @@ class Chip:
     aliases: tuple[str, ...] = ()
 
 
+def chip_table(columns: str, *rows: tuple, **shared: Any) -> tuple[Chip, ...]:
+    """A target's chips declared as a table: one row per chip, what the family shares said once.
+
+    `columns` names the Chip fields each row gives, in order ("id name accelerator cpu ...");
+    `shared` are the fields every chip of the table has. A row may end with a dict of fields that
+    chip alone sets (its own precisions or memory, say), which win over `shared`. Declaring the
+    chips as data keeps a target's family facts in one place, instead of a Chip(...) call (or a
+    private helper) per target restating the same field list.
+    """
+    names = columns.split()
+    chips = []
+    for row in rows:
+        # One value more than the columns: the row's own fields (a dict) close it.
+        own = row[-1] if len(row) == len(names) + 1 and isinstance(row[-1], dict) else {}
+        values = row[: len(names)]
+        if len(row) != len(names) + (1 if own else 0):
+            raise ValueError(f"chip_table: a row gives {len(row)} values for {len(names)} columns ({columns}): {row!r}")
+        chips.append(Chip(**{**shared, **dict(zip(names, values)), **own}))
+    return tuple(chips)
+
+
 # -- vendor options --------------------------------------------------------------------------
 
 

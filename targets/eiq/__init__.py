@@ -4,7 +4,7 @@ delegate for the i.MX 8M Plus NPU. Conversion runs in the `eiq` toolchain enviro
 
 from pathlib import Path
 
-from edgedeploy.targets.base import Capability, Chip, RepairKnob, Target
+from edgedeploy.targets.base import Capability, RepairKnob, Target, chip_table
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -46,28 +46,19 @@ class EiqTarget(Target):
     # Vela's performance model, run by every int8 build for the i.MX 93 (vela.py); experimental by Arm's own word.
     toolchain_latency_estimate = {"imx93": "Vela"}
     capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT, Capability.BENCH, Capability.HOST, Capability.DIAGNOSE})
-    chips = (
-        Chip(
-            id="imx8mp",
-            name="i.MX 8M Plus",
-            accelerator="VeriSilicon VIP8000 NPU (2.3 TOPS), TFLite VX delegate",
-            cpu="4x Cortex-A53",
-            accelerator_clock_mhz=1000,
-            cpu_clock_mhz=1800,
-            precisions=("int8",),
-            toolchain_version=f"onnx2tf {ONNX2TF_VERSION}; VX delegate op list lf-6.6.3_1.0.0",
+    chips = chip_table(
+        "id name accelerator cpu cpu_clock_mhz toolchain_version",
+        (
+            "imx8mp", "i.MX 8M Plus", "VeriSilicon VIP8000 NPU (2.3 TOPS), TFLite VX delegate", "4x Cortex-A53", 1800,
+            f"onnx2tf {ONNX2TF_VERSION}; VX delegate op list lf-6.6.3_1.0.0",
         ),
-        Chip(
-            id="imx93",
-            name="i.MX 93",
-            accelerator="Arm Ethos-U65-256 NPU (0.5 TOPS)",
-            cpu="2x Cortex-A55",
-            accelerator_clock_mhz=1000,
-            cpu_clock_mhz=1700,
-            memory={"npu_sram_bytes": 384 * 1024},
-            precisions=("int8",),
-            toolchain_version=f"onnx2tf {ONNX2TF_VERSION}; Vela {VELA_VERSION}",
+        (
+            "imx93", "i.MX 93", "Arm Ethos-U65-256 NPU (0.5 TOPS)", "2x Cortex-A55", 1700,
+            f"onnx2tf {ONNX2TF_VERSION}; Vela {VELA_VERSION}",
+            {"memory": {"npu_sram_bytes": 384 * 1024}},
         ),
+        accelerator_clock_mhz=1000,
+        precisions=("int8",),
     )
 
 

@@ -8,7 +8,7 @@ generated from templates/espdl and firmware/espdl.
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgedeploy.targets.base import RANKED_NODES, CalibrationNeed, Capability, Chip, RepairKnob, Target, TargetOptions, option
+from edgedeploy.targets.base import RANKED_NODES, CalibrationNeed, Capability, RepairKnob, Target, TargetOptions, chip_table, option
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -168,33 +168,22 @@ class EspDlTarget(Target):
             )
         ]
 
-    chips = (
-        Chip(
-            id="esp32s3",
-            name="ESP32-S3",
-            accelerator="Xtensa LX7 AI vector instructions (no NPU)",
-            cpu="2x Xtensa LX7",
-            accelerator_clock_mhz=None,
-            cpu_clock_mhz=240,
-            memory={"sram_bytes": 512 * 1024, "psram_bytes": 8 * 1024 * 1024, "flash_bytes": 8 * 1024 * 1024},
-            precisions=("int8", "int16"),
-            toolchain_version=f"esp-dl {ESP_DL_VERSION} / esp-ppq {ESP_PPQ_VERSION}",
-            fallback_unit="CPU (scalar)",
-            notes="memory: ESP32-S3-DevKitC-1 N8R8 (8 MB octal PSRAM, 8 MB flash)",
+    chips = chip_table(
+        "id name accelerator cpu cpu_clock_mhz memory notes",
+        (
+            "esp32s3", "ESP32-S3", "Xtensa LX7 AI vector instructions (no NPU)", "2x Xtensa LX7", 240,
+            {"sram_bytes": 512 * 1024, "psram_bytes": 8 * 1024 * 1024, "flash_bytes": 8 * 1024 * 1024},
+            "memory: ESP32-S3-DevKitC-1 N8R8 (8 MB octal PSRAM, 8 MB flash)",
         ),
-        Chip(
-            id="esp32p4",
-            name="ESP32-P4",
-            accelerator="RISC-V AI/SIMD (PIE) extensions (no NPU)",
-            cpu="2x RISC-V HP",
-            accelerator_clock_mhz=None,
-            cpu_clock_mhz=400,
-            memory={"sram_bytes": 768 * 1024, "psram_bytes": 32 * 1024 * 1024, "flash_bytes": 16 * 1024 * 1024},
-            precisions=("int8", "int16"),
-            toolchain_version=f"esp-dl {ESP_DL_VERSION} / esp-ppq {ESP_PPQ_VERSION}",
-            fallback_unit="CPU (scalar)",
-            notes="memory: ESP32-P4-Function-EV-Board (32 MB PSRAM, 16 MB flash)",
+        (
+            "esp32p4", "ESP32-P4", "RISC-V AI/SIMD (PIE) extensions (no NPU)", "2x RISC-V HP", 400,
+            {"sram_bytes": 768 * 1024, "psram_bytes": 32 * 1024 * 1024, "flash_bytes": 16 * 1024 * 1024},
+            "memory: ESP32-P4-Function-EV-Board (32 MB PSRAM, 16 MB flash)",
         ),
+        accelerator_clock_mhz=None,
+        precisions=("int8", "int16"),
+        toolchain_version=f"esp-dl {ESP_DL_VERSION} / esp-ppq {ESP_PPQ_VERSION}",
+        fallback_unit="CPU (scalar)",
     )
 
     def toolchain_verdicts(self, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, *, precision=None, inputs=None, **options) -> list:

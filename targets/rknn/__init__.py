@@ -7,7 +7,7 @@ runs with rknn-toolkit-lite2 (Python) or the rknn_api C library.
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgedeploy.targets.base import RepairKnob, Capability, Chip, Target, TargetOptions, option
+from edgedeploy.targets.base import RepairKnob, Capability, Target, TargetOptions, chip_table, option
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -25,21 +25,6 @@ TOOLCHAIN = VenvToolchain(
 )
 
 _VERSION = f"rknn-toolkit2 {RKNN_TOOLKIT_VERSION} (rules: RKNN docs {RKNN_DOC_VERSION})"
-
-
-def _chip(id, name, tops, cpu, cpu_mhz, precisions=("int8", "fp16"), memory=None, notes=""):
-    return Chip(
-        id=id,
-        name=name,
-        accelerator=f"RKNPU ({tops} TOPS int8)",
-        cpu=cpu,
-        accelerator_clock_mhz=None,
-        cpu_clock_mhz=cpu_mhz,
-        memory=memory or {},
-        precisions=precisions,
-        toolchain_version=_VERSION,
-        notes=notes,
-    )
 
 
 @dataclass(frozen=True)
@@ -72,22 +57,20 @@ class RknnTarget(Target):
         "and reports no time (eval_perf needs a board)"
     )
     options_type = RknnOptions
-    chips = (
-        _chip("rk3588", "RK3588", 6, "4x Cortex-A76 + 4x Cortex-A55", 2400, notes="3 NPU cores"),
-        _chip("rk3576", "RK3576", 6, "4x Cortex-A72 + 4x Cortex-A53", 2200, notes="2 NPU cores"),
-        _chip("rk3568", "RK3568", 1, "4x Cortex-A55", 2000),
-        _chip("rk3566", "RK3566", 1, "4x Cortex-A55", 1800),
-        _chip("rk3562", "RK3562", 1, "4x Cortex-A53", 2000),
-        _chip(
-            "rv1106",
-            "RV1106",
-            0.5,
-            "1x Cortex-A7",
-            1200,
-            precisions=("int8",),
-            memory={"dram_bytes": 256 * 1024 * 1024},
-            notes="int8 only; RV1106G3 has 256 MB of in-package DRAM",
+    chips = chip_table(
+        "id name accelerator cpu cpu_clock_mhz",
+        ("rk3588", "RK3588", "RKNPU (6 TOPS int8)", "4x Cortex-A76 + 4x Cortex-A55", 2400, {"notes": "3 NPU cores"}),
+        ("rk3576", "RK3576", "RKNPU (6 TOPS int8)", "4x Cortex-A72 + 4x Cortex-A53", 2200, {"notes": "2 NPU cores"}),
+        ("rk3568", "RK3568", "RKNPU (1 TOPS int8)", "4x Cortex-A55", 2000),
+        ("rk3566", "RK3566", "RKNPU (1 TOPS int8)", "4x Cortex-A55", 1800),
+        ("rk3562", "RK3562", "RKNPU (1 TOPS int8)", "4x Cortex-A53", 2000),
+        (
+            "rv1106", "RV1106", "RKNPU (0.5 TOPS int8)", "1x Cortex-A7", 1200,
+            {"precisions": ("int8",), "memory": {"dram_bytes": 256 * 1024 * 1024}, "notes": "int8 only; RV1106G3 has 256 MB of in-package DRAM"},
         ),
+        accelerator_clock_mhz=None,
+        precisions=("int8", "fp16"),
+        toolchain_version=_VERSION,
     )
 
 

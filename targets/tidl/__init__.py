@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgedeploy.targets.base import Capability, Chip, RunnerSpec, Target, TargetOptions, option
+from edgedeploy.targets.base import Capability, RunnerSpec, Target, TargetOptions, chip_table, option
 from edgedeploy.toolchains import ExternalToolchain, ToolchainStatus
 
 # The TIDL release whose operator documents (shared/reference/tidl) the rules follow.
@@ -35,20 +35,6 @@ TOOLCHAIN = ExternalToolchain(
 )
 
 
-def _soc(id, name, tops, c7x, cpu, cpu_mhz):
-    return Chip(
-        id=id,
-        name=name,
-        accelerator=f"{c7x}x C7x DSP + MMA ({tops} TOPS)",
-        cpu=cpu,
-        accelerator_clock_mhz=None,
-        cpu_clock_mhz=cpu_mhz,
-        precisions=("int8", "int16"),
-        toolchain_version=f"TIDL {TIDL_VERSION}",
-        fallback_unit="Arm CPU (ONNX Runtime)",
-    )
-
-
 @dataclass(frozen=True)
 class TidlOptions(TargetOptions):
     tidl_calibration_frames: int | None = option("--tidl-calibration-frames", "Calibration frames (TI's advanced_options:calibration_frames; default 20, capped at the frames --calib holds).", type=int, minimum=1)
@@ -74,11 +60,16 @@ class TidlTarget(Target):
         "TI's x86 emulation of them (edgeai-tidl-tools) reproduces their outputs, not their time"
     )
     options_type = TidlOptions
-    chips = (
-        _soc("tda4vm", "TDA4VM", 8, 1, "2x Cortex-A72", 2000),
-        _soc("am62a", "AM62A", 2, 1, "4x Cortex-A53", 1400),
-        _soc("am68a", "AM68A", 8, 2, "2x Cortex-A72", 2000),
-        _soc("am69a", "AM69A", 32, 4, "8x Cortex-A72", 2000),
+    chips = chip_table(
+        "id name accelerator cpu cpu_clock_mhz",
+        ("tda4vm", "TDA4VM", "1x C7x DSP + MMA (8 TOPS)", "2x Cortex-A72", 2000),
+        ("am62a", "AM62A", "1x C7x DSP + MMA (2 TOPS)", "4x Cortex-A53", 1400),
+        ("am68a", "AM68A", "2x C7x DSP + MMA (8 TOPS)", "2x Cortex-A72", 2000),
+        ("am69a", "AM69A", "4x C7x DSP + MMA (32 TOPS)", "8x Cortex-A72", 2000),
+        accelerator_clock_mhz=None,
+        precisions=("int8", "int16"),
+        toolchain_version=f"TIDL {TIDL_VERSION}",
+        fallback_unit="Arm CPU (ONNX Runtime)",
     )
 
     def rule_set_arguments(self, chip_id, precision, options) -> dict:
