@@ -7,7 +7,7 @@ runs with rknn-toolkit-lite2 (Python) or the rknn_api C library.
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgedeploy.targets.base import RepairKnob, Capability, Target, TargetOptions, chip_table, option
+from edgedeploy.targets.base import RANKED_NODES, RepairKnob, Capability, Target, TargetOptions, chip_table, option
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -39,6 +39,13 @@ class RknnOptions(TargetOptions):
         "--rknn-quantized-method",
         "rknn-toolkit2's quantized_method: channel (its default, one weight scale per output channel) or layer (one per tensor).",
         choices=("channel", "layer"),
+    )
+    float16_nodes: tuple[str, ...] = option(
+        "--rknn-float16-nodes",
+        "Hybrid quantisation: keep these ONNX nodes in float16, the rest int8 (rknn-toolkit2's hybrid_quantization_step1 "
+        "custom_hybrid, then step2); names separated by commas or the option repeated.",
+        multiple=True,
+        metavar="NAME,...",
     )
     analyse: bool = option("--rknn-analyse", "Run rknn-toolkit2's per-layer accuracy_analysis and map it to ONNX node names (needs --eval).", is_flag=True, deprecated=("--analyse",))
 
@@ -129,11 +136,8 @@ class RknnTarget(Target):
                 unavailable=f"rknn-toolkit2 {RKNN_TOOLKIT_VERSION}'s config() documents no bias-correction setting (it ships a bias_correction module that no documented option reaches)",
             ),
             RepairKnob(
-                "quantized_algorithm", (), "mixed-precision", "nodes left in float16 (hybrid quantisation)",
-                unavailable=(
-                    f"rknn-toolkit2 {RKNN_TOOLKIT_VERSION} keeps nodes in float16 only through hybrid_quantization_step1/step2 "
-                    "(custom_hybrid), a two-step build this target does not drive yet"
-                ),
+                "float16_nodes", RANKED_NODES, "mixed-precision",
+                "the nodes the diagnosis ranks first kept in float16 (hybrid_quantization_step1 custom_hybrid, then step2)", max_nodes=8,
             ),
         ]
 

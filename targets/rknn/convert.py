@@ -143,6 +143,7 @@ def build_request(ctx) -> ConvertRequest:
         # None: rknn-toolkit2's defaults (quantized_algorithm 'normal', quantized_method 'channel').
         "quantized_algorithm": ctx.options.quantized_algorithm if settings["quantize"] else None,
         "quantized_method": ctx.options.quantized_method if settings["quantize"] else None,
+        "float16_pairs": float16_pairs(ctx.options.float16_nodes, ctx.model.graph, settings["quantize"]),
         "case": {"model": str(ctx.model_path), "inputs": _inputs(input_specs), "mean_values": norm.mean_values, "std_values": norm.std_values},
         "rknn_path": str(ctx.workdir / RKNN_FILE),
         "build_output": str(ctx.workdir / "rknn_build_output.txt"),
@@ -153,6 +154,43 @@ def build_request(ctx) -> ConvertRequest:
     payload.update(_stage_data(ctx, norm, names, batch, settings["quantize"]))
     announce = f"convert: rknn-toolkit2 builds {RKNN_FILE} for {ctx.chip.id} ({ctx.precision}) (log: build.log)"
     return ConvertRequest(WORKER, payload, announce=announce, keep={"input_specs": input_specs, "output_names": output_names, "norm": norm})
+
+
+def float16_nodes(values, graph) -> list[str]:
+    """`--rknn-float16-nodes` values -> ONNX node display names: separated by commas unless a value
+    is itself a node name; an unknown name is an error."""
+    from edgedeploy.model.stats import node_names
+
+    known = set(node_names(graph))
+    names = []
+    for value in values or ():
+        for name in [value] if value in known else [p.strip() for p in value.split(",") if p.strip()]:
+            if name not in known:
+                raise OptionError(f"--rknn-float16-nodes: the model has no node named {name!r}.")
+            names.append(name)
+    return list(dict.fromkeys(names))
+
+
+def float16_pairs(values, graph, quantize: bool) -> list[list[str]]:
+    """`--rknn-float16-nodes` -> rknn-toolkit2's custom_hybrid: per node, [its first data input, its
+    first output] (tensor names; the toolkit keeps every layer between the two in float16, and a
+    layer it fused goes whole: the ReLU's pair puts a fused Conv+ReLU in float16)."""
+    if not values:
+        return []
+    if not quantize:
+        raise OptionError("--rknn-float16-nodes keeps nodes of an int8 build in float16; an fp16 build has every node in float16 already.")
+    from edgedeploy.model.stats import node_names
+
+    by_name = dict(zip(node_names(graph), graph.node))
+    weights = {i.name for i in graph.initializer}
+    pairs = []
+    for name in float16_nodes(values, graph):
+        node = by_name[name]
+        data = [i for i in node.input if i and i not in weights]
+        if not data or not node.output:
+            raise OptionError(f"--rknn-float16-nodes: node {name!r} has no input tensor to start a float16 region from.")
+        pairs.append([data[0], node.output[0]])
+    return pairs
 
 
 def _inputs(input_specs) -> list[dict]:
@@ -193,6 +231,7 @@ def read_result(target, ctx, result: WorkerResult) -> ConvertResult:
     simulated = _simulation(values, version, ctx.precision)
     sections = {"accuracy_analysis": _analysis_section(values, work, ctx.model.graph, ctx.echo)} if ctx.options.analyse else {}
     shutil.rmtree(work / "work" / "data", ignore_errors=True)
+    shutil.rmtree(work / "hybrid", ignore_errors=True)  # hybrid quantisation's step1 files (worker.py)
     # rknn-toolkit2 leaves its intermediate graphs (check*.onnx) in the worker's folder.
     for leftover in (work / "work").glob("*/check*.onnx"):
         leftover.unlink(missing_ok=True)
@@ -210,6 +249,7 @@ def read_result(target, ctx, result: WorkerResult) -> ConvertResult:
             "optimization_level": ctx.options.optimization_level if ctx.options.optimization_level is not None else 3,
             "normalisation": norm.describe(),
             "simulated_samples": values.get("simulated_samples"),
+            "float16_nodes": float16_nodes(ctx.options.float16_nodes, ctx.model.graph),
         },
         manifest=_manifest(ctx, version, keep),
         simulated=simulated,
@@ -225,6 +265,7 @@ def _manifest(ctx, version: str, keep: dict) -> dict:
         "precision": ctx.precision,
         "quantized_dtype": settings["quantized_dtype"],
         "optimization_level": ctx.options.optimization_level,
+        "float16_nodes": float16_nodes(ctx.options.float16_nodes, ctx.model.graph),
         "rknn_file": RKNN_FILE,
         "rknn_sha256": sha256_file(ctx.workdir / RKNN_FILE),
         "inputs": _inputs(keep["input_specs"]),

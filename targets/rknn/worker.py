@@ -382,7 +382,9 @@ def _build_once(request, case, ctx, output_path, dataset, export_path, disable_r
             if _load(rknn, case) != 0:
                 raise RuntimeError("rknn-toolkit2 could not load the model (load_onnx failed); see the build log")
             quantize = bool(request.get("quantize", True))
-            if rknn.build(do_quantization=quantize, dataset=dataset) != 0:
+            if quantize and request.get("float16_pairs"):
+                rknn = _build_hybrid(rknn, request, case, dataset, os.path.dirname(output_path))
+            elif rknn.build(do_quantization=quantize, dataset=dataset) != 0:
                 raise RuntimeError("rknn-toolkit2 could not build the model; see the build log")
             if export_path and rknn.export_rknn(export_path) != 0:
                 raise RuntimeError("export_rknn failed")
@@ -390,6 +392,33 @@ def _build_once(request, case, ctx, output_path, dataset, export_path, disable_r
         _release(rknn)
         raise
     return rknn
+
+
+def _build_hybrid(rknn, request, case, dataset, folder):
+    """Hybrid quantisation (rknn-toolkit2's two steps): step1 quantises with the listed regions
+    ([first input, last output] tensor pairs, custom_hybrid) marked float16 in its
+    <model>.quantization.cfg, written with <model>.model and <model>.data into the working folder;
+    step2, on a fresh RKNN object, builds from those three. Returns the object step2 built."""
+    hybrid_dir = os.path.join(folder, "hybrid")
+    os.makedirs(hybrid_dir, exist_ok=True)
+    here = os.getcwd()
+    os.chdir(hybrid_dir)  # step1 writes its three files into the working folder
+    try:
+        if rknn.hybrid_quantization_step1(dataset=dataset, custom_hybrid=[list(p) for p in request["float16_pairs"]]) != 0:
+            raise RuntimeError("rknn-toolkit2's hybrid_quantization_step1 failed; see the build log")
+        _release(rknn)
+        rknn = None
+        stem = os.path.splitext(os.path.basename(case["model"]))[0]
+        rknn = _new_rknn()
+        files = [os.path.join(hybrid_dir, stem + suffix) for suffix in (".model", ".data", ".quantization.cfg")]
+        if rknn.hybrid_quantization_step2(model_input=files[0], data_input=files[1], model_quantization_cfg=files[2]) != 0:
+            raise RuntimeError("rknn-toolkit2's hybrid_quantization_step2 failed; see the build log")
+        return rknn
+    except BaseException:
+        _release(rknn)
+        raise
+    finally:
+        os.chdir(here)
 
 
 if __name__ == "__main__":  # pragma: no cover - manual debugging aid
