@@ -601,13 +601,13 @@ class Target:
         raise self.not_available("`edgedeploy bench`")
 
     # -- what the target adds to the shared report and gates ----------------------------------
-    def report_contribution(self, report: dict, artifact: Path) -> dict:
-        """What this target adds to `edgedeploy report`'s comparison of one of its artifacts
-        (`report` is its report.json, `artifact` its folder), in the shapes of
-        edgedeploy.report.combine's tables: {"memory": [{"what", "bytes", "source"}],
-        "quantization": [{"kind", "worst", "layers", "output_snr_db", "metric", "tool"}]}.
-        Text, Markdown and HTML are rendered from these; nothing by default."""
-        return {}
+    def report_sections(self, report: dict, artifact: Path) -> list:
+        """What this target adds to `edgedeploy report` for one of its artifacts (`report` is its
+        report.json, `artifact` its folder): a list of edgedeploy.report.sections.Section, data
+        only (titled facts and tables with units and notes). The core checks them, writes them
+        into the comparison JSON and renders them into text, Markdown and HTML; a target
+        renders nothing itself. Nothing by default."""
+        return []
 
     def gate_figures(self, report: dict) -> dict[str, tuple[float, str]]:
         """The figures of a fresh build (its report) that `--fail-on` gates read beyond the shared

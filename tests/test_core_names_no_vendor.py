@@ -1,7 +1,7 @@
 """The core (toolkit/) names no vendor or vendor toolchain outside docstrings and help text.
 
 What differs per vendor comes through the target contract (targets/base.py): report sections
-(Target.report_contribution), the figures gates read (Target.gate_figures), board timings
+(Target.report_sections), the figures gates read (Target.gate_figures), board timings
 (Target.board_setup_worst_case_s), serial flashing modes (Target.serial_flash_modes). This test
 reads every module of toolkit/ with `ast` and looks at the string literals and identifiers that
 are code: a docstring, the text of a `help=` (or `short_help=`, `epilog=`) argument, and a

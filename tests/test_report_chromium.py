@@ -136,19 +136,21 @@ def test_chromium_renders_tables_and_plots(comparison, tmp_path):
     ticks = [float(t.rstrip("%")) for t in re.findall(r'<text class="tick"[^>]*>([\d.]+)%</text>', html)]
     assert ticks and min(ticks) > 50 and max(ticks) - min(ticks) < 20
     assert "it does not start at 0" in html
-    # The memory section names its sources; the targets' rows (Vela's, esp-ppq's) came through their contributions.
-    assert "SRAM used (Vela)" in html and "flash_rodata" in html and "/conv0" in html
-    assert {"SRAM used (Vela)", "DRAM used (Vela)"} <= {m["what"] for m in comp["memory"] if m["label"].endswith("imx93")}
-    assert {e["tool"] for e in comp["quantization"]} == {"esp-ppq"}
-    # The contributed shapes are those comparison-1.json describes (the whole comparison holds
-    # this test's hand-patched sections, so only these two tables are checked here).
+    # The memory section names its sources; the targets' sections (Vela's, esp-ppq's) came as data (Target.report_sections).
+    assert "Vela&#x27;s memory estimates" in html or "Vela's memory estimates" in html
+    assert "SRAM used" in html and "flash_rodata" in html and "/conv0" in html
+    by_target = {e["target"]: e for e in comp["sections"]}
+    assert {"SRAM used", "DRAM used"} <= {f["label"] for f in by_target["eiq"]["facts"]} and by_target["eiq"]["label"].endswith("imx93")
+    assert by_target["espdl"]["title"] == "esp-ppq's quantisation error" and len(by_target["espdl"]["tables"]) == 2
+    # The memory table and the targets' sections are what comparison-1.json describes (the whole
+    # comparison holds this test's hand-patched sections, so only these two are checked here).
     import jsonschema
 
     import edgedeploy.report.schemas as shipped
 
     schema = json.loads((Path(shipped.__file__).parent / "comparison-1.json").read_text())
-    for table in ("memory", "quantization"):
-        jsonschema.validate(comp[table], schema["properties"][table])
+    for table in ("memory", "sections"):
+        jsonschema.validate(comp[table], {**schema["properties"][table], "$defs": schema["$defs"]})
     # The accuracy scope reads as text, never a Python dict.
     assert "{'" not in html.split('id="edgedeploy-data"')[0]
 

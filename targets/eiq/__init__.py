@@ -134,11 +134,11 @@ class EiqTarget(Target):
             ),
         ]
 
-    def report_contribution(self, report, artifact) -> dict:
+    def report_sections(self, report, artifact) -> list:
         """Vela's memory estimates (report.py)."""
-        from edgedeploy.targets.eiq.report import report_contribution
+        from edgedeploy.targets.eiq.report import report_sections
 
-        return report_contribution(report, artifact)
+        return report_sections(report, artifact)
 
     def gate_figures(self, report) -> dict:
         """ram: the SRAM Vela estimates the Ethos-U uses (i.MX 93; the chips without Vela give none)."""

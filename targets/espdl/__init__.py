@@ -105,11 +105,11 @@ class EspDlTarget(Target):
 
         return float(IDF_BUILD_TIMEOUT_S + FLASH_TIMEOUT_S)
 
-    def report_contribution(self, report, artifact) -> dict:
+    def report_sections(self, report, artifact) -> list:
         """esp-ppq's worst-quantised layers (report.py)."""
-        from edgedeploy.targets.espdl.report import report_contribution
+        from edgedeploy.targets.espdl.report import report_sections
 
-        return report_contribution(report, artifact)
+        return report_sections(report, artifact)
 
     def repair_knobs(self, chip, precision, options) -> list:
         """What `build --recover` may change in esp-ppq's quantisation, cheapest first."""

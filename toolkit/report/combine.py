@@ -8,7 +8,9 @@ tables, each with its scope:
   with the inputs and the backends it compared;
 - `latency`: per device, every measured figure side by side, and the before/after ratio of
   each measurement (computed on that device, between figures that differ only in the
-  deployment). Figures from different devices sit in different groups and are never divided.
+  deployment). Figures from different devices sit in different groups and are never divided;
+- `memory` and `flash_layout`: the files and firmware layout each artifact records;
+- `sections`: what each artifact's target adds (edgedeploy.report.sections), as data.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from edgedeploy import __version__
 from edgedeploy.artifacts import now_iso
 from edgedeploy.report.artifact import LoadedArtifact
 from edgedeploy.report.schema import COMPARISON_SCHEMA
+from edgedeploy.report.sections import ReportSectionError, checked_section
 
 PLACEMENTS = ("accelerator", "float", "fallback", "unsupported")
 NEVER_DIVIDED = "Figures from different devices are shown side by side and never divided."
@@ -222,21 +225,37 @@ def _output_rows(section: dict) -> list[dict]:
 
 # -- memory and size ---------------------------------------------------------------------------
 
-# What a target adds to the comparison of one of its artifacts (Target.report_contribution,
-# handed in by the layer that knows the targets): {"memory": [{"what", "bytes", "source"}, ...],
-# "quantization": [{"kind", "worst", "layers", "output_snr_db", "metric", "tool"}, ...]}, in the
-# shapes of this module's tables, so the renderers show them without knowing the vendor.
-Contribution = Callable[[LoadedArtifact], dict]
+# What a target adds to the comparison of one of its artifacts (Target.report_sections, handed
+# in by the layer that knows the targets): a list of edgedeploy.report.sections.Section, data the
+# core renders into every format. A section not in that shape is left out with a note saying why.
+Contribution = Callable[[LoadedArtifact], list]
 
 
-def _no_contribution(art: LoadedArtifact) -> dict:
-    return {}
+def _no_contribution(art: LoadedArtifact) -> list:
+    return []
 
 
-def memory_rows(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict], contributed: dict[str, dict] | None = None) -> list[dict]:
-    """Per artifact: the files it deploys, the toolchain's memory figures, the flash it takes, each with its source."""
+def target_sections(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict], contribution: Contribution) -> tuple[list[dict], list[str]]:
+    """Every section the artifacts' targets add, checked, as comparison entries; and a note for each left out."""
+    entries, problems = [], []
+    for ident, art in arts:
+        label = column_label(rows[ident])
+        try:
+            sections = contribution(art) or []
+            if not isinstance(sections, (list, tuple)):
+                raise ReportSectionError(f"the target returned a {type(sections).__name__}, not a list of sections")
+            checked = [checked_section(s, f"section {i + 1}") for i, s in enumerate(sections)]
+        except ReportSectionError as exc:
+            problems.append(f"{label}: what its target adds to the report is left out: {str(exc).rstrip('.')}.")
+            continue
+        entries += [{"artifact": ident, "label": label, "target": rows[ident]["target"], **s.to_dict()} for s in checked]
+    return entries, problems
+
+
+def memory_rows(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict]) -> list[dict]:
+    """Per artifact: the files it deploys, the model's place in a generated firmware, the flash it takes, each with its source.
+    A toolchain's own memory figures are a target's section (target_sections)."""
     out = []
-    contributed = contributed or {}
     for ident, art in arts:
         r = art.report
         label = column_label(rows[ident])
@@ -249,9 +268,6 @@ def memory_rows(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict], c
         files = convert.get("files") if isinstance(convert.get("files"), dict) else {}
         for role, size in (convert.get("size_bytes") or {}).items():
             add(f"{role.replace('_', ' ')} ({files.get(role, role)})", size, "file size in the artifact")
-        for row in contributed.get(ident, {}).get("memory") or []:
-            if isinstance(row, dict):
-                add(str(row.get("what")), row.get("bytes"), str(row.get("source")))
         codegen = r.get("codegen") if isinstance(r.get("codegen"), dict) else {}
         if codegen.get("model_size_bytes") is not None:
             add(f"model in the firmware ({codegen.get('model_location') or '?'})", codegen.get("model_size_bytes"), "the generated project")
@@ -282,16 +298,6 @@ def flash_layouts(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict])
                 }
             )
     return layouts
-
-
-def quantization_entries(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict], contributed: dict[str, dict] | None = None) -> list[dict]:
-    """The layers a quantiser hurt most, as each artifact's target reports them (its contribution)."""
-    entries = []
-    for ident, _ in arts:
-        for entry in (contributed or {}).get(ident, {}).get("quantization") or []:
-            if isinstance(entry, dict) and isinstance(entry.get("worst"), list):
-                entries.append({"artifact": ident, "label": column_label(rows[ident]), **entry})
-    return entries
 
 
 def latency_groups(arts: list[tuple[str, LoadedArtifact]], rows: dict[str, dict]) -> list[dict]:
@@ -353,11 +359,12 @@ def combine(artifacts: list[LoadedArtifact], contribution: Contribution = _no_co
     """
     arts = [(f"A{i + 1}", art) for i, art in enumerate(artifacts)]
     rows = {ident: artifact_row(ident, art) for ident, art in arts}
-    contributed = {ident: contribution(art) or {} for ident, art in arts}
+    sections, left_out = target_sections(arts, rows, contribution)
     models = {row["model"]["sha256"] for row in rows.values()}
     notes = [NEVER_DIVIDED, "Before/after ratios are computed inside one measurement only: same device, model, inputs and batch; they differ in one part of the deployment alone (backend, precision or threads)."]
     if len(models) > 1:
         notes.append(f"The artifacts come from {len(models)} different models; their figures are not comparable with each other.")
+    notes += left_out
     return {
         "schema": COMPARISON_SCHEMA,
         "edgedeploy_version": __version__,
@@ -365,9 +372,9 @@ def combine(artifacts: list[LoadedArtifact], contribution: Contribution = _no_co
         "artifacts": list(rows.values()),
         "audit": audit_matrices(arts, rows),
         "accuracy": accuracy_entries(arts, rows),
-        "memory": memory_rows(arts, rows, contributed),
+        "memory": memory_rows(arts, rows),
         "flash_layout": flash_layouts(arts, rows),
-        "quantization": quantization_entries(arts, rows, contributed),
+        "sections": sections,
         "latency": latency_groups(arts, rows),
         "notes": notes,
         "reports": {ident: art.report for ident, art in arts},

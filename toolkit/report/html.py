@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 
-from edgedeploy.report import fmt, svg
+from edgedeploy.escape import html_text, terminal_safe
+from edgedeploy.report import fmt, sections, svg
 from edgedeploy.report.svg import esc
 
 CSS = """
@@ -156,9 +157,9 @@ def _accuracy_outputs(entries: list[dict]) -> str:
 
 
 def _memory(comp: dict) -> str:
-    """Files, the toolchains' memory figures, the flash layout of generated firmware, and esp-ppq's worst layers."""
-    memory, layouts, quantization = comp.get("memory") or [], comp.get("flash_layout") or [], comp.get("quantization") or []
-    if not (memory or layouts or quantization):
+    """The artifacts' files and the flash layout of generated firmware."""
+    memory, layouts = comp.get("memory") or [], comp.get("flash_layout") or []
+    if not (memory or layouts):
         return "<h2 id='memory'>Memory and size</h2><p>No artifact records sizes or memory figures.</p>"
     parts = ["<h2 id='memory'>Memory and size</h2>"]
     if memory:
@@ -170,12 +171,37 @@ def _memory(comp: dict) -> str:
         rows = [[esc(p.get("name")), esc(p.get("type")), esc(p.get("subtype")), esc(f"0x{p['offset']:x}" if isinstance(p.get("offset"), int) else "-"), esc(fmt.bytes_text(p.get("size")))] for p in layout["partitions"]]
         parts.append(_table(["Partition", "Type", "Subtype", "Offset", "Size"], rows, "flash-layout", numeric=(3, 4)))
         parts.append(f"<p class='scope'>The model is placed in {esc(layout.get('model_location') or '?')}; flash of the dev kit {esc(fmt.bytes_text(layout.get('flash_bytes')))}.</p>")
-    for e in quantization:
-        kind = {"graphwise": "graph-wise", "layerwise": "layer-wise"}.get(e["kind"], e["kind"])
-        parts.append(f"<h3>{esc(e['label'])}: lowest {esc(kind)} SNR ({len(e['worst'])} of {e['layers']} quantised layers)</h3>")
-        rows = [[f"<code>{esc(layer['layer'])}</code>", esc(layer.get("op_type")), esc(layer.get("precision")), esc(fmt.num(layer["snr_db"], 4))] for layer in e["worst"]]
-        parts.append(_table(["Layer", "Op", "Precision", "SNR (dB)"], rows, "worst-layers", numeric=(3,)))
-        parts.append(f"<p class='scope'>{esc(e.get('metric') or '')} Graph outputs: SNR {esc(fmt.num(e.get('output_snr_db'), 4))} dB.</p>")
+    return "".join(parts)
+
+
+def _section_cell(value, column: dict) -> str:
+    text = html_text(sections.value_text(value, column.get("unit")))
+    return f"<code>{text}</code>" if column.get("kind") == "name" and value is not None else text
+
+
+def _table_class(name) -> str:
+    """A target's table name as the class (checked when the comparison was made; checked again: it goes into markup)."""
+    return name if isinstance(name, str) and sections.TABLE_NAME.match(name) else "section-table"
+
+
+def _sections(comp: dict) -> str:
+    """What the artifacts' targets add (edgedeploy.report.sections), rendered from their data; every value escaped."""
+    parts = []
+    for entry in comp.get("sections") or []:
+        parts.append(f"<h2 class='target-section'>{html_text(entry['label'])}: {html_text(entry['title'])}</h2>")
+        if entry.get("source"):
+            parts.append(f"<p class='scope'>Source: {html_text(entry['source'])}.</p>")
+        if entry["facts"]:
+            rows = [[html_text(f["label"]), html_text(sections.fact_text(f)), f"<span class='scope'>{html_text(f.get('note') or '')}</span>"] for f in entry["facts"]]
+            parts.append(_table(["What", "Value", "Note"], rows, "facts", numeric=(1,)))
+        for tab in entry["tables"]:
+            columns = tab["columns"]
+            parts.append(f"<h3>{html_text(tab['title'])}</h3>")
+            rows = [[_section_cell(v, c) for v, c in zip(row, columns)] for row in tab["rows"]]
+            numeric = tuple(i for i, c in enumerate(columns) if sections.is_numeric(c))
+            parts.append(_table([terminal_safe(sections.column_header(c)) for c in columns], rows, _table_class(tab.get("name")), numeric=numeric))
+            parts += [f"<p class='scope'>{html_text(note)}</p>" for note in tab["notes"]]
+        parts += [f"<p class='note'>{html_text(note)}</p>" for note in entry["notes"]]
     return "".join(parts)
 
 
@@ -247,7 +273,7 @@ def render_html(comp: dict) -> str:
         f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{esc(title)}</title><style>{CSS}</style></head><body>"
         f"<h1>{esc(title)}</h1>"
         f"<p class='scope'>edgedeploy {esc(comp['edgedeploy_version'])}, rendered {esc(comp['created_at'])} from {len(comp['artifacts'])} report(s) ({esc(comp['schema'])}).</p>"
-        f"{notes}{_artifacts(comp)}{_audit(comp)}{_accuracy(comp)}{_memory(comp)}{_latency(comp)}"
+        f"{notes}{_artifacts(comp)}{_audit(comp)}{_accuracy(comp)}{_memory(comp)}{_sections(comp)}{_latency(comp)}"
         f"<script type='application/json' id='edgedeploy-data'>{data}</script>"
         "</body></html>\n"
     )

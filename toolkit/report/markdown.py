@@ -5,8 +5,8 @@ Plots are in the HTML page only (Markdown viewers differ in what they draw).
 
 from __future__ import annotations
 
-from edgedeploy.escape import markdown_cell
-from edgedeploy.report import fmt
+from edgedeploy.escape import markdown_cell, markdown_code
+from edgedeploy.report import fmt, sections
 from edgedeploy.report.text import comparison_lines
 
 
@@ -21,8 +21,8 @@ def _table(headers: list[str], rows: list[list]) -> list[str]:
 
 
 def _memory(comp: dict) -> list[str]:
-    memory, layouts, quantization = comp.get("memory") or [], comp.get("flash_layout") or [], comp.get("quantization") or []
-    if not (memory or layouts or quantization):
+    memory, layouts = comp.get("memory") or [], comp.get("flash_layout") or []
+    if not (memory or layouts):
         return []
     lines = ["## Memory and size", ""]
     if memory:
@@ -31,12 +31,39 @@ def _memory(comp: dict) -> list[str]:
         lines += [f"### {layout['label']}: flash layout", "", f"The model is placed in {layout.get('model_location') or '?'}; flash of the dev kit {fmt.bytes_text(layout.get('flash_bytes'))}.", ""]
         rows = [[p.get("name"), p.get("type"), p.get("subtype"), f"0x{p['offset']:x}" if isinstance(p.get("offset"), int) else "-", fmt.bytes_text(p.get("size"))] for p in layout["partitions"]]
         lines += _table(["Partition", "Type", "Subtype", "Offset", "Size"], rows) + [""]
-    for e in quantization:
-        kind = {"graphwise": "graph-wise", "layerwise": "layer-wise"}.get(e["kind"], e["kind"])
-        lines += [f"### {e['label']}: lowest {kind} SNR ({len(e['worst'])} of {e['layers']} quantised layers)", ""]
-        lines += _table(["Layer", "Op", "Precision", "SNR (dB)"], [[f"`{layer['layer']}`", layer.get("op_type"), layer.get("precision"), fmt.num(layer["snr_db"], 4)] for layer in e["worst"]]) + [""]
-        lines += [f"{e.get('metric') or ''} Graph outputs: SNR {fmt.num(e.get('output_snr_db'), 4)} dB.", ""]
     return lines
+
+
+def _section_cell(value, column: dict) -> str:
+    """A table cell of a target's section: a model-supplied name as an escaped code span, the rest as text."""
+    if column.get("kind") == "name" and value is not None:
+        return markdown_code(str(value)).replace("|", "\\|")
+    return markdown_cell(sections.value_text(value, column.get("unit")))
+
+
+def _sections(comp: dict) -> list[str]:
+    """What the artifacts' targets add (edgedeploy.report.sections), rendered from their data."""
+    lines = []
+    for entry in comp.get("sections") or []:
+        lines += [f"## {markdown_cell(entry['label'])}: {markdown_cell(entry['title'])}", ""]
+        if entry.get("source"):
+            lines += [f"Source: {markdown_cell(entry['source'])}.", ""]
+        if entry["facts"]:
+            rows = [[markdown_cell(f["label"]), markdown_cell(sections.fact_text(f)), markdown_cell(f.get("note") or "")] for f in entry["facts"]]
+            lines += _raw_table(["What", "Value", "Note"], rows) + [""]
+        for tab in entry["tables"]:
+            lines += [f"### {markdown_cell(tab['title'])}", ""]
+            rows = [[_section_cell(v, c) for v, c in zip(row, tab["columns"])] for row in tab["rows"]]
+            lines += _raw_table([markdown_cell(sections.column_header(c)) for c in tab["columns"]], rows) + [""]
+            lines += [markdown_cell(note) for note in tab["notes"]] + ([""] if tab["notes"] else [])
+        lines += [markdown_cell(note) for note in entry["notes"]] + ([""] if entry["notes"] else [])
+    return lines
+
+
+def _raw_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """A table of cells that are Markdown already."""
+    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    return out + ["| " + " | ".join(row) + " |" for row in rows]
 
 
 def render_markdown(comp: dict) -> str:
@@ -91,6 +118,7 @@ def render_markdown(comp: dict) -> str:
             lines += ["### Every output", ""]
             lines += _table(["Artifact", "Where", "Output", "Produced by", "Shape (per sample)", "Cosine", "SNR (dB)", "Max abs error", "Task metric before → after", "Headline metric?"], orows) + [""]
     lines += _memory(comp)
+    lines += _sections(comp)
     for group in comp["latency"]:
         lines += [f"## Latency on {fmt.device_text(group.get('identity') or {'name': group['device']})}", ""]
         lines += [f"> **{note.partition(': ')[0]}**: {note.partition(': ')[2]}." for note in group.get("host_notes") or []] + ([""] if group.get("host_notes") else [])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from edgedeploy.report import fmt
+from edgedeploy.report import fmt, sections
 from edgedeploy.report.fmt import table
 
 
@@ -175,6 +175,7 @@ def render_comparison(comp: dict, width: int | None = None) -> str:
             lines.append(f"    scope: {e['scope']}")
     lines += diagnosis_lines(comp)
     lines += memory_lines(comp, width)
+    lines += section_lines(comp, width)
     for group in comp["latency"]:
         lines += ["", f"Latency on {fmt.device_text(group.get('identity') or {'name': group['device']})}"]
         lines += [f"  {note.replace('host figures', 'HOST FIGURES', 1)}" for note in group.get("host_notes") or []]
@@ -235,11 +236,10 @@ def output_metric_lines(entry: dict) -> list[str]:
 
 
 def memory_lines(comp: dict, width: int | None = None) -> list[str]:
-    """The memory and size section: files, the toolchain's memory figures, flash layout, worst quantised layers."""
+    """The memory and size section: the files, the flash layout of a generated firmware."""
     memory = comp.get("memory") or []
     layouts = comp.get("flash_layout") or []
-    quantization = comp.get("quantization") or []
-    if not (memory or layouts or quantization):
+    if not (memory or layouts):
         return []
     lines = ["", "Memory and size"]
     if memory:
@@ -249,11 +249,28 @@ def memory_lines(comp: dict, width: int | None = None) -> list[str]:
         lines.append(f"  {layout['label']}: flash layout (model in {layout.get('model_location') or '?'}; flash {fmt.bytes_text(layout.get('flash_bytes'))})")
         prows = [[p.get("name"), p.get("type"), p.get("subtype"), _hex(p.get("offset")), fmt.bytes_text(p.get("size"))] for p in layout["partitions"]]
         lines += ["    " + line for line in table(["PARTITION", "TYPE", "SUBTYPE", "OFFSET", "SIZE"], prows, right_align=(3, 4)).splitlines()]
-    for e in quantization:
-        worst = ", ".join(f"{layer['layer']} ({layer['op_type']}) {fmt.num(layer['snr_db'], 3)} dB" for layer in e["worst"])
-        kind = {"graphwise": "graph-wise", "layerwise": "layer-wise"}.get(e["kind"], e["kind"])
-        lines.append(f"  {e['label']}: lowest {kind} SNR, {len(e['worst'])} of {e['layers']} quantised layers ({e.get('tool') or 'the quantiser'}, on the calibration data): {worst}")
     return lines
+
+
+def section_lines(comp: dict, width: int | None = None) -> list[str]:
+    """What the artifacts' targets add (edgedeploy.report.sections): per section its facts, tables
+    and notes; every line terminal-safe (a value may hold a model's names)."""
+    from edgedeploy.escape import terminal_safe
+
+    lines = []
+    for entry in comp.get("sections") or []:
+        lines += ["", f"{entry['label']}: {entry['title']}" + (f" ({entry['source']})" if entry.get("source") else "")]
+        for fact in entry["facts"]:
+            lines.append(f"  {fact['label']}: {sections.fact_text(fact)}" + (f" ({fact['note']})" if fact.get("note") else ""))
+        for tab in entry["tables"]:
+            columns = tab["columns"]
+            numeric = tuple(i for i, c in enumerate(columns) if sections.is_numeric(c))
+            rows = [[sections.value_text(v, c.get("unit")) for v, c in zip(row, columns)] for row in tab["rows"]]
+            lines.append(f"  {tab['title']}")
+            lines += ["    " + line for line in table([sections.column_header(c, upper=True) for c in columns], rows, right_align=numeric, width=width).splitlines()]
+            lines += [f"    {note}" for note in tab["notes"]]
+        lines += [f"  {note}" for note in entry["notes"]]
+    return [terminal_safe(line) for line in lines]
 
 
 def _hex(value) -> str:
