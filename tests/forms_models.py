@@ -504,3 +504,69 @@ CASES += [
     Case(f"svtr_block_c{c}_h{h}", "e: SVTR attention block (Paddle2ONNX, opset 12)", lambda c=c, h=h: svtr_block(channels=c, heads=h), ("rk3566",))
     for c, h in ((120, 8), (128, 8), (64, 8))
 ]
+
+
+# ---- pool (issue 27, rk3588 tuning part): TF-"same" padding computed by the exporter ---------------
+
+
+def _tf_same_pads(k: "_Constants", nodes: list, prefix: str, size, kernel: int, stride: int) -> str:
+    """timm's pad_same as torch.onnx traces it: the padding of each side computed from the input
+    size (`size`: a float tensor name, or a number written as a Constant) with Ceil, Sub, Mul,
+    Add, Clip, Div and Cast, then F.pad's (left, right, top, bottom) turned into ONNX pads by
+    Concat with zeros, Reshape to pairs, a Slice with step -1, Transpose and Reshape, and a Cast."""
+    def node(op, inputs, **attrs):
+        out = f"{prefix}_{op.lower()}{len(nodes)}"
+        nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        return out
+
+    if not isinstance(size, str):
+        size = k(float(size), np.float32)
+    steps = node("Ceil", [node("Div", [size, k(float(stride), np.float32)])])
+    total = node("Sub", [node("Add", [node("Add", [node("Mul", [node("Sub", [steps, k(1.0, np.float32)]), k(float(stride), np.float32)]), k(float(kernel - 1), np.float32)]), k(1.0, np.float32)]), size])
+    total = node("Clip", [total, k(0.0, np.float32)])
+    before = node("Cast", [node("Cast", [node("Div", [total, k(2.0, np.float32)])], to=TensorProto.INT64)], to=TensorProto.FLOAT)
+    after = node("Sub", [total, before])
+    sides = [node("Unsqueeze", [v, k([0])]) for v in (before, after, before, after)]
+    torch_pads = node("Cast", [node("Concat", sides, axis=0)], to=TensorProto.INT64)
+    pairs = node("Reshape", [node("Concat", [torch_pads, k([0, 0, 0, 0])], axis=0), k([-1, 2])])
+    flipped = node("Slice", [pairs, k([-1]), k([-(1 << 62)]), k([0]), k([-1])])
+    return node("Cast", [node("Reshape", [node("Transpose", [flipped], perm=[1, 0]), k([-1])])], to=TensorProto.INT64)
+
+
+def tf_same_pad(spelling: str = "traced") -> onnx.ModelProto:
+    """Two Conv stages with TF-"same" padding written out (timm's tf_* models, opset 13): a stride-2
+    Conv on the input, a Relu, then a stride-2 depthwise Conv. `spelling`: traced (the sizes the
+    tracer saw written as Constants), shape (the sizes read with Shape and Gather from the tensor
+    padded), traced_then_shape (the stem's from Constants, the next from Shape, as timm's
+    tf_efficientnet_lite0 has them: the next Pad's size is known only once the first Pad's pads are
+    computed from the Constants)."""
+    rng = np.random.default_rng(11)
+    k = _Constants("tensor")
+    nodes: list = []
+    size_in, size_mid = 17, 9
+    if spelling != "traced":
+        def size_of(tensor):
+            out = f"{tensor}_size"
+            nodes.append(helper.make_node("Shape", [tensor], [f"{tensor}_shape"], name=f"{tensor}_shape"))
+            nodes.append(helper.make_node("Gather", [f"{tensor}_shape", k(2)], [f"{tensor}_h"], name=f"{tensor}_gather", axis=0))
+            nodes.append(helper.make_node("Cast", [f"{tensor}_h"], [out], name=f"{tensor}_cast", to=TensorProto.FLOAT))
+            return out
+        size_in = size_of("x") if spelling == "shape" else size_in
+        size_mid = None
+    pads1 = _tf_same_pads(k, nodes, "p1", size_in, 3, 2)
+    nodes += [
+        helper.make_node("Pad", ["x", pads1, k(0.0, np.float32)], ["xp"], name="pad1", mode="constant"),
+        helper.make_node("Conv", ["xp", "w1"], ["c1"], name="conv1", strides=[2, 2]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+    ]
+    pads2 = _tf_same_pads(k, nodes, "p2", size_of("r1") if size_mid is None else size_mid, 3, 2)
+    nodes += [
+        helper.make_node("Pad", ["r1", pads2, k(0.0, np.float32)], ["rp"], name="pad2", mode="constant"),
+        helper.make_node("Conv", ["rp", "w2"], ["c2"], name="conv2", strides=[2, 2], group=8),
+        helper.make_node("Conv", ["c2", "w3"], ["y"], name="conv3"),
+    ]
+    inits = [_const("w1", _weights(rng, 8, 3, 3, 3)), _const("w2", _weights(rng, 8, 1, 3, 3)), _const("w3", _weights(rng, 4, 8, 1, 1))]
+    return _model(k.nodes + nodes, [_vi("x", [1, 3, 17, 17])], [_vi("y", [1, 4, 5, 5])], inits)
+
+
+CASES += [Case(f"tf_same_pad_{s}", "pool: TF-'same' padding computed by the exporter", lambda s=s: tf_same_pad(s), ("rk3588",)) for s in ("traced", "shape", "traced_then_shape")]

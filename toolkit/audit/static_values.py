@@ -84,7 +84,7 @@ def static_values(model, infos: dict | None = None) -> StaticValues:
     starts_from_shapes = False
     for node in graph.node:
         op = node.op_type
-        if op in SHAPE_OPS:
+        if op in SHAPE_OPS or (not starts_from_shapes and _from_constants(node, found.values)):
             starts_from_shapes = True
         if op == "Constant" and node.output and node.domain in ("", "ai.onnx"):
             found.constant_nodes.add(node.output[0])
@@ -109,6 +109,16 @@ def static_values(model, infos: dict | None = None) -> StaticValues:
 
 SHAPE_OPS = ("Shape", "Size")
 SEEDS = SHAPE_OPS  # where a computation from static shapes starts
+
+
+def _from_constants(node, values) -> bool:
+    """A node that computes from constants alone also starts a static computation: a tracing
+    exporter writes the sizes it saw as Constant nodes and the arithmetic on them as nodes (timm's
+    TF-"same" padding: Ceil of a Constant, then Sub, Mul, Clip, Div, Cast, Concat, Reshape, Slice,
+    Transpose into a Pad's pads). ONNX's inference computes none of that; a simplifier does, and
+    so does rknn-toolkit2's constant folding (the Pad then runs on its NPU)."""
+    inputs = [i for i in node.input if i]
+    return bool(inputs) and node.op_type in EVALUATED and node.op_type != "Constant" and node.domain in ("", "ai.onnx") and all(i in values for i in inputs)
 
 
 class _Shapes(dict):
@@ -260,7 +270,7 @@ def _evaluate(nodes, found: StaticValues, shapes: "_Shapes", model, producers: d
         if shapes.open_outputs(node):
             learnt = shapes.infer(node, values, model)
             found.shapes.update(learnt)
-        if node.op_type not in SEEDS and not (computed and any(i in computed for i in node.input)):
+        if node.op_type not in SEEDS and not (computed and any(i in computed for i in node.input)) and not _from_constants(node, values):
             continue
         outs = [o for o in node.output if o]
         if not outs or all(o in values for o in outs) or node.domain not in ("", "ai.onnx"):
