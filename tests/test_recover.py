@@ -223,3 +223,19 @@ def test_speech_lstm_on_rk3588_meets_snr_25_with_another_calibration(tmp_path):
     assert report["options"]["target_options"]["quantized_algorithm"] == chosen["changes"]["quantized_algorithm"]
     # hybrid quantisation is declared (not needed here: the calibration met the goals first)
     assert any(k["cost"] == "mixed-precision" and k["option"] == "float16_nodes" and not k["unavailable"] for k in report["recovery"]["knobs"])
+
+
+def test_the_attempts_table_shows_each_attempt_with_its_figures_and_cost_in_every_format(tmp_path):
+    from edgedeploy.report.diagnosis_pages import ATTEMPT_HEADERS, attempt_rows, attempts_html, attempts_markdown
+
+    plan, initial, _built, _ = plan_for(tmp_path, KNOBS)
+    section = recover(initial, plan).section
+    rows = attempt_rows(section)
+    assert [r[0] for r in rows] == ["a0", "a1", "a2", "a3", "a4", "a5 (chosen)"]
+    chosen = dict(zip(ATTEMPT_HEADERS, rows[-1]))
+    assert chosen["Method"] == "mixed-precision" and chosen["Nodes off int8"] == "2" and chosen["Model size"] == "1200 B"
+    assert chosen["Goals"] == "met" and "drop 0.50 pp" in chosen["Figures"] and chosen["Latency"] == "not measured"
+    markdown = attempts_markdown(section)
+    assert sum(line.startswith("| a") for line in markdown) == 6 and all(line.count(" | ") == len(ATTEMPT_HEADERS) - 1 for line in markdown if line.startswith("| a"))
+    assert "not tried: equalisation: the toolchain has none" in attempts_html(section)
+    assert "1200 B, 2 node(s) off int8, latency not measured; goals met" in attempts_table(section)

@@ -132,7 +132,7 @@ def _brief(record: dict | None) -> dict | None:
 
 
 def _node_entry(record: dict) -> dict:
-    keep = ("node", "op_type", "tensor", "precision", "absorbs", "drop_db", "stats", "stats_eval", "weight", "bias", "input_steps")
+    keep = ("node", "op_type", "tensor", "inputs", "precision", "absorbs", "drop_db", "stats", "stats_eval", "weight", "bias", "input_steps")
     entry = {k: record[k] for k in keep if record.get(k) is not None}
     entry["accumulated"] = _json_figures(record.get("fidelity_accumulated"))
     entry["isolated"] = _json_figures(record.get("fidelity_isolated"))

@@ -9,7 +9,7 @@ import click
 from edgedeploy.cli.options import AbsolutePath
 from edgedeploy.cli.output import info, output_options, resolve_output, to_json
 
-DIAGNOSE_FORMATS = ("text", "json")
+DIAGNOSE_FORMATS = ("text", "md", "html", "json")
 
 
 @click.command("diagnose")
@@ -31,13 +31,16 @@ def diagnose_command(artifact, calib, eval_path, calib_count, eval_count, no_qdq
     accumulated SNR falls sharply, the worst nodes alone, and the likely cause where the data
     show it. The artifact is not changed.
     """
-    from edgedeploy.accuracy.render import render_text
+    from edgedeploy.report.diagnosis import render_text
+    from edgedeploy.report.diagnosis_pages import diagnosis_markdown_page
+    from edgedeploy.report.html import render_diagnosis_page
     from edgedeploy.pipeline.diagnose import DiagnoseOptions, diagnose_artifact
 
     output = resolve_output(out_path, output_format, force, DIAGNOSE_FORMATS, "edgedeploy diagnose")
     options = DiagnoseOptions(calib=calib, eval=eval_path, calib_count=calib_count, eval_count=eval_count, qdq=not no_qdq)
     document = diagnose_artifact(artifact, options, info)
-    output.write(to_json(document) if output.format == "json" else render_text(document, nodes=not summary))
+    renderers = {"json": to_json, "md": diagnosis_markdown_page, "html": render_diagnosis_page}
+    output.write(renderers.get(output.format, lambda doc: render_text(doc, nodes=not summary))(document))
 
 
 COMMANDS = [diagnose_command]

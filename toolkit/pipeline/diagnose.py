@@ -223,7 +223,7 @@ def diagnose_failed_accuracy_gates(artifact: Path, gate_results: list, evaluatio
 
     A diagnosis that cannot run changes nothing of the build's outcome: its reason is recorded.
     """
-    from edgedeploy.accuracy.render import render_path
+    from edgedeploy.report.diagnosis import render_path
     from edgedeploy.report.artifact import update_report_section
 
     failed = [r for r in gate_results if not r.passed and r.gate.kind.key in ACCURACY_GATES and r.value is not None]

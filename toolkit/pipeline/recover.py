@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from edgedeploy.errors import EdgedeployError
-from edgedeploy.accuracy.render import attempts_table, show_attempt_figures  # noqa: F401 - attempts_table: the CLI prints it
+from edgedeploy.report.diagnosis import attempts_table, show_attempt_figures  # noqa: F401 - attempts_table: the CLI prints it
 from edgedeploy.gates import Gate, GateResult, evaluate_build
 from edgedeploy.targets.base import RANKED_NODES, REPAIR_COSTS, RepairKnob, TargetOptions
 

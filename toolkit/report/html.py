@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from edgedeploy.escape import html_text, terminal_safe
-from edgedeploy.report import fmt, sections, svg
+from edgedeploy.report import diagnosis_pages, fmt, sections, svg
 from edgedeploy.report.svg import esc
 
 CSS = """
@@ -273,7 +273,32 @@ def render_html(comp: dict) -> str:
         f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{esc(title)}</title><style>{CSS}</style></head><body>"
         f"<h1>{esc(title)}</h1>"
         f"<p class='scope'>edgedeploy {esc(comp['edgedeploy_version'])}, rendered {esc(comp['created_at'])} from {len(comp['artifacts'])} report(s) ({esc(comp['schema'])}).</p>"
-        f"{notes}{_artifacts(comp)}{_audit(comp)}{_accuracy(comp)}{_memory(comp)}{_sections(comp)}{_latency(comp)}"
+        f"{notes}{_artifacts(comp)}{_audit(comp)}{_accuracy(comp)}{_diagnoses(comp)}{_memory(comp)}{_sections(comp)}{_latency(comp)}"
         f"<script type='application/json' id='edgedeploy-data'>{data}</script>"
         "</body></html>\n"
+    )
+
+
+def _diagnoses(comp: dict) -> str:
+    """Per artifact, the accuracy diagnosis its build wrote (an accuracy gate failed) and build --recover's attempts."""
+    parts = []
+    for artifact in comp["artifacts"]:
+        report = comp.get("reports", {}).get(artifact["id"]) or {}
+        if report.get("accuracy_diagnosis"):
+            parts.append(f"<h2 id='diagnosis-{html_text(artifact['id'])}'>Accuracy diagnosis of {html_text(artifact['id'])}</h2>")
+            parts.append("<p class='scope'>An accuracy gate failed at build time: where int8 breaks the model, node by node (docs/diagnose.md).</p>")
+            parts.append(diagnosis_pages.diagnosis_html(report["accuracy_diagnosis"]))
+        if report.get("recovery"):
+            parts.append(f"<h2 id='recover-{html_text(artifact['id'])}'>build --recover of {html_text(artifact['id'])}</h2>" + diagnosis_pages.attempts_html(report["recovery"]))
+    return "".join(parts)
+
+
+def render_diagnosis_page(document: dict) -> str:
+    """`edgedeploy diagnose --format html`: one accuracy_diagnosis document as a self-contained page."""
+    title, generated = diagnosis_pages.page_title(document)
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+        f"<title>{html_text(title)}</title><style>{CSS}</style></head><body><h1>{html_text(title)}</h1>"
+        f"<p class='scope'>{html_text(generated)}</p>{diagnosis_pages.diagnosis_html(document)}</body></html>\n"
     )

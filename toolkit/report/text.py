@@ -198,7 +198,7 @@ def render_comparison(comp: dict, width: int | None = None) -> str:
 
 def diagnosis_lines(comp: dict) -> list[str]:
     """The accuracy diagnosis a build wrote when an accuracy gate failed (edgedeploy.accuracy), per artifact."""
-    from edgedeploy.accuracy.render import attempts_table, render_path
+    from edgedeploy.report.diagnosis import attempts_table, render_path
 
     lines = []
     for artifact in comp["artifacts"]:

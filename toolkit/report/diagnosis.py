@@ -1,6 +1,9 @@
-"""The text form of an `accuracy_diagnosis` document (the JSON is the source)."""
+"""The text form of an `accuracy_diagnosis` document (the JSON is the source), and of build --recover's attempts."""
 
 from __future__ import annotations
+
+from edgedeploy.escape import terminal_safe
+from edgedeploy.report.snr_curve import text_chart
 
 
 def _db(value) -> str:
@@ -39,10 +42,24 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def render_path(path: dict, nodes: bool = True) -> str:
+def terminal_safe_copy(value):
+    """The document with every string terminal-safe: node names, tensor names and the sentences that
+    quote them come from the model (a newline or an escape sequence in a name stays visible text)."""
+    if isinstance(value, dict):
+        return {k: terminal_safe_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [terminal_safe_copy(v) for v in value]
+    return terminal_safe(value) if isinstance(value, str) else value
+
+
+def render_path(path: dict, nodes: bool = True, chart: bool = True) -> str:
+    """One path in text: its outputs, the SNR chart, where it falls, the worst nodes, the causes (and every node)."""
+    path = terminal_safe_copy(path)
     lines = [f"{path['path']}: {path.get('toolchain', '')}", f"  {path.get('method', '')}"]
     outputs = ", ".join(f"{name} {_db((f or {}).get('snr_db'))} dB (cosine {_num((f or {}).get('cosine'), 3)})" for name, f in path["outputs"].items())
     lines.append(f"  outputs (accumulated, quantised vs float): {outputs or '-'}")
+    if chart:
+        lines += [f"  {line}" for line in text_chart(path)]
     first = path.get("first_sharp_drop")
     if first:
         lines.append(f"  first sharp fall: {first['node']} ({first['op_type']}) on {first['tensor']}: accumulated SNR {_db(first['accumulated_snr_db'])} dB, {first['drop_db']:.1f} dB below its inputs")
@@ -87,12 +104,28 @@ def attempts_table(section: dict) -> str:
             continue
         lines.append(
             f" {mark}{a['id']:<4} {a['cost']:<16} {a['flags'] or '(as built)'}: {show_attempt_figures(f)}; "
-            f"{c.get('model_size_bytes')} B, {c.get('nodes_off_int8')} node(s) off int8; goals {'met' if a['met'] else 'missed'}"
+            f"{c.get('model_size_bytes')} B, {c.get('nodes_off_int8')} node(s) off int8{_latency_text(c)}; goals {'met' if a['met'] else 'missed'}"
         )
     for k in section.get("knobs", []):
         if k.get("unavailable"):
             lines.append(f"  not tried: {k['cost']}: {k['unavailable']}")
+    lines += [f"  {note}" for note in latency_notes(section)]
     return "\n".join(lines)
+
+
+def _latency_text(cost: dict) -> str:
+    """An attempt's latency where it was measured (a build times nothing: latency_notes says why)."""
+    return f", {cost['latency_ms']:.3g} ms" if cost.get("latency_ms") is not None else ", latency not measured"
+
+
+def latency_notes(section: dict) -> list[str]:
+    """Why the attempts have no latency, said once (each attempt carries the same sentence)."""
+    notes = []
+    for a in section.get("attempts", []):
+        cost = a.get("cost_figures") or {}
+        if cost.get("latency_ms") is None and cost.get("latency") and f"latency: {cost['latency']}" not in notes:
+            notes.append(f"latency: {cost['latency']}")
+    return notes
 
 
 def show_attempt_figures(f: dict) -> str:
