@@ -66,6 +66,21 @@ def _raw_table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return out + ["| " + " | ".join(row) + " |" for row in rows]
 
 
+def _diagnoses(comp: dict) -> list[str]:
+    """Per artifact, the accuracy diagnosis its build wrote (an accuracy gate failed) and build --recover's attempts."""
+    from edgedeploy.report.diagnosis_pages import attempts_markdown, diagnosis_markdown
+
+    lines = []
+    for artifact in comp["artifacts"]:
+        report = comp.get("reports", {}).get(artifact["id"]) or {}
+        if report.get("accuracy_diagnosis"):
+            lines += [f"## Accuracy diagnosis of {markdown_cell(artifact['id'])}", "", "An accuracy gate failed at build time: where int8 breaks the model, node by node (docs/diagnose.md).", ""]
+            lines += diagnosis_markdown(report["accuracy_diagnosis"])
+        if report.get("recovery"):
+            lines += [f"## build --recover of {markdown_cell(artifact['id'])}", ""] + attempts_markdown(report["recovery"]) + [""]
+    return lines
+
+
 def render_markdown(comp: dict) -> str:
     lines = ["# edgedeploy report", "", f"edgedeploy {comp['edgedeploy_version']}, rendered {comp['created_at']} ({comp['schema']}).", ""]
     lines += [f"> {n}" for n in comp["notes"]] + [""]
@@ -117,6 +132,7 @@ def render_markdown(comp: dict) -> str:
         if orows:
             lines += ["### Every output", ""]
             lines += _table(["Artifact", "Where", "Output", "Produced by", "Shape (per sample)", "Cosine", "SNR (dB)", "Max abs error", "Task metric before → after", "Headline metric?"], orows) + [""]
+    lines += _diagnoses(comp)
     lines += _memory(comp)
     lines += _sections(comp)
     for group in comp["latency"]:
