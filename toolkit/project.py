@@ -48,13 +48,13 @@ PROJECT_FILE = "edgedeploy.toml"
 BUILD_KEYS: dict[str, tuple[str, str]] = {
     "model": ("model", "path"),
     "targets": ("targets", "strings"),
-    "out": ("out_root", "path"),
+    "out": ("out", "path"),
     "force": ("force", "bool"),
     "precision": ("precision", "string"),
     "input-shape": ("input_shapes", "strings"),
     "metric": ("metric", "string"),
     "metric-output": ("metric_output", "string"),
-    "fix": ("run_fix", "bool"),
+    "fix": ("fix", "bool"),
     "allow-approx": ("allow_approx", "bool"),
     "device": ("device", "string"),
     "timeout": ("timeout_s", "number"),
@@ -63,7 +63,7 @@ BUILD_KEYS: dict[str, tuple[str, str]] = {
 }
 DATA_KEYS: dict[str, tuple[str, str]] = {
     "calib": ("calib", "path"),
-    "eval": ("eval_data", "path"),
+    "eval": ("eval", "path"),
     "calib-count": ("calib_count", "integer"),
     "eval-count": ("eval_count", "integer"),
     "preprocess": ("preprocess", "preprocess"),

@@ -42,9 +42,9 @@ SPREAD_WARNING_PERCENT = 10.0
 @click.option("--torch-model", type=AbsolutePath(dir_okay=False, exists=True, path_type=Path), help="A torch.export .pt2 of the same model for the torch backends (instead of converting the ONNX with onnx2torch). Its outputs are checked against the ONNX model's on one seeded input first; a mismatch is an error.")
 @click.option("--shared-compile-cache", is_flag=True, help="Let torch.compile sessions share one compile cache (later sessions compile warm). Default: each session compiles from cold, like a fresh deployment.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=900, show_default=True, help="Time-out in seconds for each session (torch.compile compiles inside it).")
-@click.option("--samples/--no-samples", default=False, show_default=True, help="Keep every timed sample in the JSON (large), not only the statistics.")
+@click.option("--samples/--no-samples", "keep_samples", default=False, show_default=True, help="Keep every timed sample in the JSON (large), not only the statistics.")
 @output_options(BENCH_FORMATS, "the result")
-def bench_command(model, backends, input_shapes, batch, precision, threads, sessions, warmup, min_iterations, min_duration_s, torch_python, torch_model, shared_compile_cache, timeout_s, samples, out_path, force, output_format) -> None:
+def bench_command(model, backends, out_path, force, output_format, **values) -> None:
     """Time MODEL on this machine's backends: warm-up, timed iterations, >= 3 independent sessions each.
 
     MODEL (an .onnx file, or a torch.export .pt2 for the torch backends) defaults to the bundled
@@ -61,24 +61,9 @@ def bench_command(model, backends, input_shapes, batch, precision, threads, sess
     # Every line carries the time since bench started: a torch.compile session takes up to a
     # minute and `--backend all` several (edgedeploy.cli.progress: live line or plain lines).
     progress = Reporter.for_command(stamp=True)
-    result = api.bench(
-        resolve_model(model),
-        backends,
-        input_shapes=parse_shapes(input_shapes),
-        batch=batch,
-        precision=precision,
-        threads=threads,
-        sessions=sessions,
-        warmup=warmup,
-        min_iterations=min_iterations,
-        min_duration_s=min_duration_s,
-        keep_samples=samples,
-        torch_python=torch_python,
-        torch_model=torch_model,
-        shared_compile_cache=shared_compile_cache,
-        timeout_s=timeout_s,
-        progress=progress,
-    )
+    # Every other option is edgedeploy.api.bench's keyword of the same name.
+    values["input_shapes"] = parse_shapes(values["input_shapes"])
+    result = api.bench(resolve_model(model), backends, **values, progress=progress)
     progress.close()
     doc = result.document
     output.write(to_json(doc) if output.format == "json" else render_text(doc))

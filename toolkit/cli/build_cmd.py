@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from edgedeploy.cli.options import AbsolutePath, input_shape_option, model_argument, parse_shapes, resolve_model
+from edgedeploy.cli.options import AbsolutePath, api_keywords, input_shape_option, model_argument, parse_shapes, resolve_model
 from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
 from edgedeploy.cli.project import project_options
 from edgedeploy.errors import EXIT_GATE_FAILED, EXIT_GENERATED_ONLY, EdgedeployError, OptionError, TargetError
@@ -128,19 +128,19 @@ def target_options_from(values: dict, chips_built: list) -> dict:
 @click.command("build", cls=VendorOptionsCommand)
 @model_argument
 @click.option("--target", "targets", multiple=True, metavar="CHIP", help="Target chip (repeatable); see `edgedeploy targets`. Default: the project file's targets.")
-@click.option("--out", "-o", "out_root", type=AbsolutePath(file_okay=False, path_type=Path), default=Path("edgedeploy-out"), show_default=True, help="Artifacts go to OUT/<model>/<chip>/.")
+@click.option("--out", "-o", "out", type=AbsolutePath(file_okay=False, path_type=Path), default=Path("edgedeploy-out"), show_default=True, help="Artifacts go to OUT/<model>/<chip>/.")
 @click.option("--force", is_flag=True, help="Replace an existing artifact directory.")
 @input_shape_option
 @click.option("--precision", type=click.Choice(["int8", "int16", "fp16", "fp32"]), default=None, help="Quantisation precision (default: the chip's first, usually int8).")
 @click.option("--calib", type=AbsolutePath(exists=True, path_type=Path), help="Calibration data: .npz, a folder of .npy, or a folder of images (with --preprocess). Default: the sample's calibration split.")
 @click.option("--calib-count", type=click.IntRange(min=1), help="Use the first N calibration samples.")
-@click.option("--eval", "eval_data", type=AbsolutePath(exists=True, path_type=Path), help="Evaluation data for accuracy before/after (same formats). Default: the sample's held-out split.")
+@click.option("--eval", "eval", type=AbsolutePath(exists=True, path_type=Path), help="Evaluation data for accuracy before/after (same formats). Default: the sample's held-out split.")
 @click.option("--eval-count", type=click.IntRange(min=1), help="Use the first N evaluation samples.")
 @click.option("--allow-nonfinite", is_flag=True, help="Accept NaN, infinite or complex values in --calib and --eval data (refused by default); a warning says so.")
 @click.option("--preprocess", metavar="SPEC", help="Image preprocessing: size=HxW,scale=1/255,mean=a;b;c,std=a;b;c,layout=NCHW|NHWC,channels=RGB|BGR|GRAY, or a .json file (quote it in a shell: ';' ends a command).")
 @click.option("--metric", type=click.Choice(["auto", "top1", "auroc", "fidelity"]), default="auto", show_default=True, help="Task metric for accuracy before/after: top-1 for classifiers, macro-AUROC for multi-label outputs, or output fidelity only.")
 @click.option("--metric-output", default="auto", show_default=True, metavar="NAME|auto", help="The output the task metric is computed on; auto prefers a Softmax/Sigmoid output whose width fits the labels.")
-@click.option("--fix", "run_fix", is_flag=True, help="Run `edgedeploy fix` for each chip first: rewrites that move nodes onto its accelerator, kept only within their tolerance.")
+@click.option("--fix", "fix", is_flag=True, help="Run `edgedeploy fix` for each chip first: rewrites that move nodes onto its accelerator, kept only within their tolerance.")
 @click.option("--allow-approx", is_flag=True, help="With --fix: also allow approximations (e.g. tanh GELU); their error is reported.")
 @click.option("--device", metavar="NAME", help="Device (from the inventory) to build on, for toolchains that run on the device (TensorRT).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=1800, show_default=True, help="Time-out in seconds for each toolchain run.")
@@ -180,9 +180,9 @@ def _build(values: dict, project) -> None:
     from edgedeploy import api
     from edgedeploy.targets import find_chip
 
-    keys = ("model", "targets", "out_root", "force", "input_shapes", "precision", "calib", "calib_count", "eval_data", "eval_count", "allow_nonfinite", "preprocess", "metric", "metric_output", "run_fix", "allow_approx", "device", "timeout_s", "fail_fast", "allow_generated", "output_format", "fail_on", "allow_estimate", "recover")
-    model, targets, out_root, force, input_shapes, precision, calib, calib_count, eval_data, eval_count, allow_nonfinite, preprocess, metric, metric_output, run_fix, allow_approx, device, timeout_s, fail_fast, allow_generated, output_format, fail_on, allow_estimate, recover = (values.pop(k) for k in keys)
-    vendor_values = values
+    # The command's own options; each shared one is edgedeploy.api.build's keyword of the same name.
+    keys = ("model", "targets", "fail_fast", "allow_generated", "output_format", "fail_on", "allow_estimate", "recover")
+    model, targets, fail_fast, allow_generated, output_format, fail_on, allow_estimate, recover = (values.pop(k) for k in keys)
     chip_id = lambda name: find_chip(name)[1].id  # noqa: E731 - a gate's CHIP: prefix, aliases allowed
     gates = parse_gates(fail_on, "build", chip_id, allow_estimate=allow_estimate)
     if project is not None:
@@ -195,26 +195,12 @@ def _build(values: dict, project) -> None:
         chips = [find_chip(chip) for chip in targets]  # fail on a typo before any work
     refuse_disabled(click.get_current_context().command, chips)
     with project_file.naming_the_field(project, "preprocess"):
-        preprocess_spec = parse_preprocess(preprocess)
-    # What every chip's build shares: edgedeploy.api.build's keyword options.
-    options = dict(
-        out=out_root,
-        force=force,
-        input_shapes=parse_shapes(input_shapes),
-        precision=precision,
-        calib=calib,
-        calib_count=calib_count,
-        eval=eval_data,
-        eval_count=eval_count,
-        allow_nonfinite=allow_nonfinite,
-        preprocess=preprocess_spec,
-        metric=metric,
-        metric_output=metric_output,
-        device=device,
-        fix=run_fix,
-        allow_approx=allow_approx,
-        timeout_s=timeout_s,
-    )
+        values["preprocess"] = parse_preprocess(values["preprocess"])
+    values["input_shapes"] = parse_shapes(values["input_shapes"])  # a bad one stops the command before any chip
+    # What every chip's build shares, forwarded by name; what is left are the targets' own options.
+    options = api_keywords(api.build, values)
+    out_root, eval_data = options["out"], options["eval"]
+    vendor_values = values
     target_options = target_options_from(vendor_values, chips)
     model_path = resolve_model(model)
     reporter = Reporter.for_command()

@@ -39,3 +39,15 @@ def resolve_model(model: Path | None) -> Path:
 
 def parse_shapes(values: tuple[str, ...]) -> InputShapes:
     return parse_input_shape_options(values)
+
+
+def api_keywords(function, values: dict) -> dict:
+    """The command's parsed values that are `function`'s keyword-only parameters, taken out of `values`.
+
+    A command whose options are named as its edgedeploy.api function's keywords forwards them by
+    name, so a new option is added to the API and its click option, never to a third list here.
+    """
+    import inspect
+
+    names = [name for name, p in inspect.signature(function).parameters.items() if p.kind is p.KEYWORD_ONLY]
+    return {name: values.pop(name) for name in names if name in values}
