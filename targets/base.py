@@ -228,6 +228,8 @@ class RepairKnob:
     producers    for RANKED_NODES: also take the layers that compute each ranked node's input, up to the
                  first with weights (a toolchain that quantises an activation's input at the layer before
                  gains nothing from the activation alone in a wider type)
+    every_node   a whole-model wider type (TFLite's 16x8): an attempt that sets it counts every node of
+                 the model as off int8
     """
 
     option: str
@@ -237,6 +239,7 @@ class RepairKnob:
     unavailable: str = ""
     max_nodes: int = 8
     producers: bool = False
+    every_node: bool = False
 
 
 # -- what the core hands a target, and what it gets back --------------------------------------
@@ -622,6 +625,12 @@ class Target:
         given the options the user built with; also the means the toolchain lacks, with
         `unavailable` saying why. Nothing by default: the build cannot be repaired."""
         return []
+
+    def repair_costs(self, report: dict) -> dict:
+        """What an attempt of `build --recover` costs on the chip beyond the core's figures (model
+        size, nodes off int8), read from its report: e.g. the operators left on the CPU and the
+        toolchain's own time estimate, each named for what it is. Nothing by default."""
+        return {}
 
     def not_available(self, what: str) -> NotAvailableYet:
         return NotAvailableYet(f"{what} is not available for the {self.name} target.")

@@ -132,18 +132,26 @@ def test_recover_needs_an_accuracy_gate():
     assert "--recover turns the accuracy gates into goals" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_a_target_whose_toolchain_has_no_means_left_says_so_without_building(tmp_path):
-    """eIQ declares every knob with the TFLite converter's reason it cannot be tried (yet)."""
+def test_eiq_declares_float_nodes_then_16x8_and_the_converters_reasons_for_the_rest():
+    """The TFLite converter has no other calibration, equalisation or bias correction (said, not
+    tried); its mixed precision is nodes left in float (ranked), then the whole model in 16x8,
+    which counts every node as off int8 and is exclusive with float nodes."""
+    from edgedeploy.errors import OptionError
     from edgedeploy.targets import find_chip
 
     target, chip = find_chip("imx93")
-    plan, initial, built, _ = plan_for(tmp_path, [])
-    plan.target, plan.chip, plan.options = target, chip, target.options_type()
-    initial = write_artifact(tmp_path / "out2" / "model" / "imx93", {**fake_report(3.0, 19.0), "target": {"chip": "imx93"}})
-    outcome = recover(initial, plan)
-    assert not outcome.met and built == []
-    assert "tried 0 attempt(s)" in outcome.sentence and "calibrates by min/max only" in outcome.sentence
-    validate(outcome.section)
+    knobs = target.repair_knobs(chip, "int8", target.options_type())
+    tried = [(k.option, k.values, k.cost) for k in knobs if not k.unavailable]
+    assert tried == [("float_nodes", RANKED_NODES, "mixed-precision"), ("activations", ("int16",), "mixed-precision")]
+    assert next(k for k in knobs if k.option == "activations").every_node
+    assert "min/max only" in next(k.unavailable for k in knobs if k.cost == "calibration")
+    wide = target.options_type(activations="int16")
+    assert all(k.unavailable for k in target.repair_knobs(chip, "int8", wide) if k.cost == "mixed-precision")
+    with pytest.raises(OptionError, match="cannot be combined"):
+        target.options_type(activations="int16", float_nodes=("a",)).validate(chip)
+    # what an attempt costs on the i.MX 93: operators on the CPU and Vela's time estimate
+    report = {"vela": {"npu_operator_count": 188, "cpu_operator_count": 12, "estimates": {"estimated_inference_time_us": 240.5}}}
+    assert target.repair_costs(report) == {"npu_operators": 188, "cpu_operators": 12, "npu_time_us_vela_estimate": 240.5}
 
 
 def test_a_ranked_activation_brings_the_layer_that_computes_its_input():

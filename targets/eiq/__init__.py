@@ -2,9 +2,11 @@
 delegate for the i.MX 8M Plus NPU. Conversion runs in the `eiq` toolchain environment.
 """
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from edgedeploy.targets.base import Capability, RepairKnob, Target, chip_table
+from edgedeploy.errors import OptionError
+from edgedeploy.targets.base import RANKED_NODES, Capability, RepairKnob, Target, TargetOptions, chip_table, option
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -37,12 +39,34 @@ TOOLCHAIN = VenvToolchain(
 )
 
 
+@dataclass(frozen=True)
+class EiqOptions(TargetOptions):
+    activations: str | None = option(
+        "--eiq-activations",
+        "int8 (the default) or int16: TFLite's 16x8 mode, int16 activations with int8 weights (onnx2tf's "
+        "full_integer_quant_with_int16_act settings); Vela runs int16 for fewer operators than int8.",
+        choices=("int8", "int16"),
+    )
+    float_nodes: tuple[str, ...] = option(
+        "--eiq-float-nodes",
+        "Keep these ONNX nodes' operators in float (the TFLite converter's denylisted_nodes, as its QuantizationDebugger "
+        "does): they run on the CPU, not the NPU; names separated by commas or the option repeated.",
+        multiple=True,
+        metavar="NAME,...",
+    )
+
+    def validate(self, chip) -> None:
+        if self.activations == "int16" and self.float_nodes:
+            raise OptionError("--eiq-float-nodes and --eiq-activations int16 cannot be combined: the TFLite converter's 16x8 mode has no denylist.")
+
+
 class EiqTarget(Target):
     id = "eiq"
     vendor = "NXP"
     name = "NXP eIQ"
     toolchain = TOOLCHAIN
     listing_order = 30
+    options_type = EiqOptions
     # Vela's performance model, run by every int8 build for the i.MX 93 (vela.py); experimental by Arm's own word.
     toolchain_latency_estimate = {"imx93": "Vela"}
     capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT, Capability.BENCH, Capability.HOST, Capability.DIAGNOSE})
@@ -90,21 +114,40 @@ class EiqTarget(Target):
         return codegen(ctx, converted)
 
     def repair_knobs(self, chip, precision, options) -> list:
-        """What `build --recover` could change in the TFLite converter's quantisation: nothing yet,
-        each with the converter's reason (the build quantises in quantize_full_int8, worker.py)."""
+        """What `build --recover` may change in the TFLite converter's quantisation (worker.py's
+        quantize_full_int8), with the converter's reason where it has no such means."""
         if precision != "int8":
             return []
+        wide = options.activations == "int16"
         return [
-            RepairKnob("", (), "calibration", "the calibration method", unavailable="the TFLite converter calibrates by min/max only; it offers no other method"),
+            RepairKnob("", (), "calibration", "the calibration method", unavailable="the TFLite converter calibrates by min/max only (its calibrator records each tensor's minimum and maximum over the representative dataset); it offers no other method"),
             RepairKnob("", (), "per-channel", "per-channel weight scales", unavailable="already per channel (the build's TFLite converter quantises Conv and FullyConnected weights per channel)"),
             RepairKnob("", (), "equalisation", "equalisation", unavailable="the TFLite converter has no equalisation"),
             RepairKnob("", (), "bias-correction", "bias correction", unavailable="the TFLite converter has no bias correction"),
             RepairKnob(
-                "", (), "mixed-precision", "nodes left in float or int16x8",
-                unavailable="the TFLite converter can leave nodes in float (QuantizationDebugger's denylisted_nodes) or quantise to int16x8, "
-                "which Vela and the NPU take for fewer operators; this target does not drive either yet",
+                "float_nodes", RANKED_NODES, "mixed-precision",
+                "the nodes the diagnosis ranks first kept in float (the converter's denylisted_nodes): on the CPU, not the NPU", max_nodes=8,
+                unavailable="the build is in 16x8 already (--eiq-activations int16), which has no denylist" if wide else "",
+            ),
+            RepairKnob(
+                "activations", ("int16",), "mixed-precision", "every activation in int16, weights int8 (TFLite's 16x8 mode)", every_node=True,
+                unavailable="the build is in 16x8 already" if wide else "",
             ),
         ]
+
+    def repair_costs(self, report) -> dict:
+        """Where the operators of an attempt run and Vela's time estimate (i.MX 93): a node left in float runs on the CPU."""
+        from edgedeploy.targets.eiq.report import vela_estimates
+
+        vela = report.get("vela")
+        if not isinstance(vela, dict):
+            return {}
+        estimates = vela_estimates(report) or {}
+        return {
+            "npu_operators": vela.get("npu_operator_count"),
+            "cpu_operators": vela.get("cpu_operator_count"),
+            "npu_time_us_vela_estimate": estimates.get("estimated_inference_time_us"),
+        }
 
     def accuracy_taps(self, request):
         """The float32 and int8 TFLite models tapped tensor by tensor (targets/eiq/diagnose.py)."""

@@ -73,10 +73,39 @@ def build_request(ctx) -> ConvertRequest:
     onnx.save(copy, str(named))
     # Data in the ONNX layout; the worker transposes it to the converted model's layout (NHWC).
     payload = {"action": "build", "out_dir": str(ctx.workdir), "calib": _save_inputs(ctx.data.calibration, work / "data", "calib"), "model": str(named)}
+    mix = mixed_precision(ctx.options, ctx.model.graph, token_names)
+    if mix:
+        payload["mix"] = mix
     if ctx.chip.id == "imx93":
         payload["vela"] = dict(VELA_IMX93)
     announce = f"convert: onnx2tf converts to float32 and full-int8 TFLite{' and Vela compiles for the Ethos-U65' if ctx.chip.id == 'imx93' else ''} (log: build.log)"
     return ConvertRequest(WORKER, payload, announce=announce, keep={"token_names": token_names, "producers": producers, "workarounds": workarounds})
+
+
+def float_node_names(values, graph) -> list[str]:
+    """`--eiq-float-nodes` values -> ONNX node display names: separated by commas unless a value is
+    itself a node name; an unknown name is an error."""
+    from edgedeploy.errors import OptionError
+    from edgedeploy.model.stats import node_names
+
+    known = set(node_names(graph))
+    names = []
+    for value in values or ():
+        for name in [value] if value in known else [p.strip() for p in value.split(",") if p.strip()]:
+            if name not in known:
+                raise OptionError(f"--eiq-float-nodes: the model has no node named {name!r}.")
+            names.append(name)
+    return list(dict.fromkeys(names))
+
+
+def mixed_precision(options, graph, token_names: dict[str, str]) -> dict | None:
+    """The worker's `mix`: 16x8 activations, or per node kept in float the tokens onnx2tf knows it by."""
+    if options.activations == "int16":
+        return {"activations": "int16"}
+    names = float_node_names(options.float_nodes, graph)
+    if not names:
+        return None
+    return {"float_nodes": {name: [token for token, owner in token_names.items() if owner == name] for name in names}}
 
 
 def explain_failure(ctx, request: ConvertRequest, failure: ToolchainFailed) -> ToolchainFailed:
@@ -91,7 +120,7 @@ def read_result(ctx, result: WorkerResult) -> ConvertResult:
         "converter": f"onnx2tf {values['versions'].get('onnx2tf')} + tensorflow-cpu {values['versions'].get('tensorflow-cpu')}",
         "float32_tflite": "model_float32.tflite",
         "int8_tflite": "model_int8.tflite",
-        "int8_settings": "full integer: Optimize.DEFAULT, TFLITE_BUILTINS_INT8, per-channel weights, int8 input and output (onnx2tf -oiqt's full_integer_quant settings)",
+        "int8_settings": _int8_settings(values.get("mixed"), keep["token_names"]),
         "calibration": {**ctx.data.calibration.describe(), "layout_given_to_converter": {k: ("channels-last (NHWC)" if v["perm"] else "as in the ONNX model") for k, v in values["input_layouts"].items()}},
         "input_layouts": values["input_layouts"],
         "int8_operators": _op_histogram(values["int8_ops"]),
@@ -121,9 +150,20 @@ def read_result(ctx, result: WorkerResult) -> ConvertResult:
         verdict=verdict,
         sections=sections,
         details={"tflite_io": {k: values[k] for k in TFLITE_IO_KEYS}},
-        manifest={"worker_versions": values["versions"], "models": files},
+        manifest={"worker_versions": values["versions"], "models": files, "activations": ctx.options.activations or "int8", "float_nodes": float_node_names(ctx.options.float_nodes, ctx.model.graph)},
         workarounds=keep["workarounds"],
     )
+
+
+def _int8_settings(mixed: dict | None, token_names: dict[str, str]) -> str:
+    """What the quantiser was asked for, in one line (mixed precision from `build --recover` or its flags)."""
+    if mixed and mixed.get("activations") == "int16":
+        return "16x8: EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8, int16 activations, int8 per-channel weights, int16 input and output (onnx2tf's full_integer_quant_with_int16_act settings)"
+    base = "full integer: Optimize.DEFAULT, TFLITE_BUILTINS_INT8, per-channel weights, int8 input and output (onnx2tf -oiqt's full_integer_quant settings)"
+    if mixed and mixed.get("float_nodes"):
+        nodes = list(mixed["float_nodes"])
+        return base + f"; kept in float (the converter's denylisted_nodes, {len(mixed.get('denylisted_tensors') or [])} operators): " + ", ".join(nodes)
+    return base
 
 
 def _vela(ctx, values: dict, keep: dict):

@@ -357,7 +357,7 @@ def tflite_key(onnx_name, saved_model_key, tflite_keys, position, count):
     return match_signature_key(onnx_name, set(tflite_keys), position, count)
 
 
-def convert(onnx_path, outdir, calib, ctx, precision="int8", quantize=True):
+def convert(onnx_path, outdir, calib, ctx, precision="int8", quantize=True, mix=None):
     """onnx2tf -> saved_model + float32 .tflite, then the full-int8 .tflite.
 
     `calib`: ONNX input name -> array in the ONNX layout (N first). Returns a dict with the
@@ -423,7 +423,7 @@ def convert(onnx_path, outdir, calib, ctx, precision="int8", quantize=True):
             # and the board's TFLite runtime could not run these operators either.
             raise RuntimeError(f"full-int8 quantisation impossible: the converted model needs TensorFlow Select (Flex) operators {', '.join(flex)}")
         ctx.log(f"TFLite converter: quantising the saved model to full int8 ({min(len(v) for v in calib.values()) if calib else 0} calibration samples)")
-        quantize_full_int8(tf_dir, int8_path, inputs, layouts, calib)
+        result["mixed"] = quantize_full_int8(tf_dir, int8_path, inputs, layouts, calib, mix=mix, layers=recorder.layers)
         result["int8_tflite"] = int8_path
         result["int8_ops"] = tflite_ops(int8_path)
         result["quantize_s"] = round(time.monotonic() - started, 3)
@@ -479,17 +479,40 @@ def generated_input(spec, layout):
     return np.zeros([reps * shape[0]] + shape[1:], dtype=np_dtype)
 
 
-def quantize_full_int8(tf_dir, out_path, inputs, layouts, calib):
-    """Full-integer int8 TFLite from onnx2tf's saved_model.
+def quantize_full_int8(tf_dir, out_path, inputs, layouts, calib, mix=None, layers=None):
+    """Full-integer TFLite from onnx2tf's saved_model; returns what mixed precision did (None without).
 
     The converter settings are those of onnx2tf 1.29.24's `-oiqt` full-integer output
     (onnx2tf.py: Optimize.DEFAULT, TFLITE_BUILTINS_INT8 + SELECT_TF_OPS, per-channel weights,
     int8 input and output). It is called directly rather than through `-oiqt` because onnx2tf
     casts every calibration input to float32 (so models with integer inputs cannot be
     calibrated) and computes three other variants we do not use.
+
+    `mix` (build --recover's mixed precision): {"activations": "int16"} is TFLite's 16x8 mode (int16
+    activations, int8 weights: onnx2tf's `full_integer_quant_with_int16_act` settings, in and out
+    int16); {"float_nodes": {ONNX node: its tokens}} keeps the operators of those ONNX nodes in float, through
+    the converter's own two steps (calibrate, then mlir_quantize with denylisted_nodes, what
+    QuantizationDebugger does).
     """
     import tensorflow as tf
 
+    mix = mix or {}
+    converter = _int8_converter(tf, tf_dir, inputs, layouts, calib)
+    if mix.get("activations") == "int16":
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8]
+        converter.inference_input_type = tf.int16
+        converter.inference_output_type = tf.int16
+        model, done = converter.convert(), {"activations": "int16"}
+    elif mix.get("float_nodes"):
+        model, done = _with_float_nodes(tf, converter, out_path, mix["float_nodes"], layers or {})
+    else:
+        model, done = converter.convert(), None
+    with open(out_path, "wb") as fh:
+        fh.write(model)
+    return done
+
+
+def _int8_converter(tf, tf_dir, inputs, layouts, calib):
     names = {layouts[spec["name"]]["key"]: spec["name"] for spec in inputs}
 
     def representative():
@@ -511,9 +534,36 @@ def quantize_full_int8(tf_dir, out_path, inputs, layouts, calib):
     converter.representative_dataset = representative
     converter.inference_input_type = tf.int8
     converter.inference_output_type = tf.int8
-    model = converter.convert()
-    with open(out_path, "wb") as fh:
-        fh.write(model)
+    return converter
+
+
+def _with_float_nodes(tf, converter, out_path, nodes, layers):
+    """The calibrated float model, then mlir_quantize with the operators of these nodes denylisted
+    (their output tensors: `model/<layer>/...` names of the Keras layers onnx2tf made for them)."""
+    from tensorflow.lite.python import convert as tf_convert
+
+    converter._experimental_calibrate_only = True
+    calibrated = converter.convert()
+    calibrated_path = out_path + ".calibrated.tflite"
+    with open(calibrated_path, "wb") as fh:
+        fh.write(calibrated)
+    try:
+        ops = tflite_ops(calibrated_path)
+    finally:
+        os.remove(calibrated_path)
+    wanted = {layer: name for name, tokens in nodes.items() for token in tokens for layer in layers.get(token, [])}
+    denied, found = [], set()
+    for op in ops["ops"]:
+        for tensor in op["outputs"]:
+            owners = {wanted[m.group(1)] for part in tensor["name"].split(";") for m in [re.match(r"model(?:_\d+)?/([^/]+)", part)] if m and m.group(1) in wanted}
+            if owners:
+                denied.append(tensor["name"])
+                found |= owners
+    missing = [name for name in nodes if name not in found]
+    if missing:
+        raise RuntimeError("float nodes: the TFLite model has no operator of node(s) %s (fused into a neighbour or folded by onnx2tf)" % ", ".join(missing))
+    model = tf_convert.mlir_quantize(calibrated, disable_per_channel=False, input_data_type=tf.int8, output_data_type=tf.int8, denylisted_nodes=denied)
+    return model, {"float_nodes": list(nodes), "denylisted_tensors": denied}
 
 
 # --------------------------------------------------------------------------------------------
@@ -658,7 +708,7 @@ def build(request, ctx):
     os.chdir(ctx.workdir)
     calib = load_arrays(ctx, request.get("calib"))
     ctx.log(f"onnx2tf: converting {os.path.basename(request['model'])} (calibration: {', '.join(f'{k} {list(v.shape)}' for k, v in calib.items())})")
-    conv = convert(request["model"], os.path.join(ctx.workdir, "onnx2tf"), calib, ctx)
+    conv = convert(request["model"], os.path.join(ctx.workdir, "onnx2tf"), calib, ctx, mix=request.get("mix"))
     float_dest = os.path.join(out, "model_float32.tflite")
     int8_dest = os.path.join(out, "model_int8.tflite")
     shutil.copyfile(conv["float32_tflite"], float_dest)
@@ -674,6 +724,7 @@ def build(request, ctx):
         "float32_ops": conv["float32_ops"],
         "int8_ops": conv["int8_ops"],
         "seconds": {"onnx2tf": conv["convert_s"], "quantize": conv["quantize_s"]},
+        "mixed": conv.get("mixed"),
     }
     if request.get("vela"):
         ctx.log("vela: compiling for " + request["vela"]["accelerator_config"])

@@ -185,14 +185,27 @@ def _judged(attempt: Attempt, plan: RecoverPlan, knobs: list[RepairKnob]) -> Att
         "lowest_snr_db": _finite(min((f["snr_db"] for f in fidelity), default=None)),
         "lowest_cosine": min((f["cosine"] for f in fidelity), default=None),
     }
-    mixed = [k.option for k in knobs if k.values == RANKED_NODES and not k.unavailable]
     attempt.cost_figures = {
         "model_size_bytes": ((report.get("convert") or {}).get("size_bytes") or {}).get("model"),
-        "nodes_off_int8": sum(len(getattr(attempt.options, name) or ()) for name in mixed),
+        "nodes_off_int8": _nodes_off_int8(attempt, knobs),
         "latency_ms": None,
         "latency": "not measured: a build times nothing; `edgedeploy measure` the artifact on the chip",
     }
+    on_chip = plan.target.repair_costs(report) if hasattr(plan.target, "repair_costs") else {}
+    if on_chip:
+        attempt.cost_figures["toolchain"] = on_chip
     return attempt
+
+
+def _nodes_off_int8(attempt: Attempt, knobs: list[RepairKnob]) -> int:
+    """The nodes an attempt's mixed precision takes off int8: the ranked nodes it names, or every node
+    of the model for a whole-model wider type the attempt changed (RepairKnob.every_node)."""
+    ranked = [k.option for k in knobs if k.values == RANKED_NODES and not k.unavailable]
+    if any(k.every_node and k.option in attempt.changes for k in knobs):
+        import onnx
+
+        return len(onnx.load(str(attempt.artifact / "model.onnx"), load_external_data=False).graph.node)
+    return sum(len(getattr(attempt.options, name) or ()) for name in ranked)
 
 
 def _ranked_nodes(best: Attempt, plan: RecoverPlan) -> list[str]:

@@ -104,7 +104,7 @@ def attempts_table(section: dict) -> str:
             continue
         lines.append(
             f" {mark}{a['id']:<4} {a['cost']:<16} {a['flags'] or '(as built)'}: {show_attempt_figures(f)}; "
-            f"{c.get('model_size_bytes')} B, {c.get('nodes_off_int8')} node(s) off int8{_latency_text(c)}; goals {'met' if a['met'] else 'missed'}"
+            f"{c.get('model_size_bytes')} B, {c.get('nodes_off_int8')} node(s) off int8{_on_chip(c.get('toolchain'))}{_latency_text(c)}; goals {'met' if a['met'] else 'missed'}"
         )
     for k in section.get("knobs", []):
         if k.get("unavailable"):
@@ -126,6 +126,11 @@ def latency_notes(section: dict) -> list[str]:
         if cost.get("latency_ms") is None and cost.get("latency") and f"latency: {cost['latency']}" not in notes:
             notes.append(f"latency: {cost['latency']}")
     return notes
+
+
+def _on_chip(figures: dict | None) -> str:
+    """The target's own cost figures of an attempt (Target.repair_costs), as `, key value` pairs."""
+    return "".join(f", {key.replace('_', ' ')} {value}" for key, value in (figures or {}).items() if value is not None)
 
 
 def show_attempt_figures(f: dict) -> str:
