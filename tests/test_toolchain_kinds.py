@@ -9,6 +9,7 @@ one time-out and process-group kill, and the one failure: a ToolchainFailed with
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -223,3 +224,67 @@ def test_a_failure_over_ssh_is_the_same_toolchain_failure(tmp_path, loopback_ssh
     with pytest.raises(ToolchainFailed) as info:
         Executor(tmp_path / "build.log", 120).run_worker(env, _worker(tmp_path, FAILING_WORKER), {}, tmp_path / "w", label="vendorx")
     assert (info.value.node, info.value.final_line) == ("/conv/Conv", "ValueError: cannot quantise this layer")
+
+
+# A worker that reads a calibration folder of .npy files and a templates folder, writes a new
+# folder of results (nested), adds a file to a folder that already exists here, and names paths
+# inside those folders in its result.
+FOLDER_WORKER = """
+import os
+import numpy as np
+def run(request, ctx):
+    calib = request["calib"]
+    total = sum(float(np.load(os.path.join(calib, name)).sum()) for name in sorted(os.listdir(calib)))
+    template = open(os.path.join(request["templates"], "sub", "main.c.j2")).read()
+    os.makedirs(os.path.join(request["out_dir"], "nested"))
+    np.save(os.path.join(request["out_dir"], "nested", "sum.npy"), np.array([total]))
+    open(os.path.join(request["out_dir"], "main.c"), "w").write(template.replace("{{ n }}", str(len(os.listdir(calib)))))
+    open(os.path.join(request["results"], "summary.txt"), "w").write(f"total {total}")
+    open(os.path.join(request["results"], "previous.txt"), "w").write("rewritten")
+    return {"sum": os.path.join(request["out_dir"], "nested", "sum.npy"), "summary": os.path.join(request["results"], "summary.txt"), "calib": calib}
+"""
+
+
+def test_a_python_over_ssh_copies_folders_there_and_results_back(tmp_path, loopback_ssh_device):
+    calib, templates, results = tmp_path / "calib", tmp_path / "templates", tmp_path / "results"
+    calib.mkdir()
+    for i in range(3):
+        np.save(calib / f"sample_{i}.npy", np.full((2, 3), float(i + 1), dtype=np.float32))
+    (templates / "sub").mkdir(parents=True)
+    (templates / "sub" / "main.c.j2").write_text("int samples = {{ n }};\n")
+    results.mkdir()
+    (results / "previous.txt").write_text("old")
+    (results / "kept.txt").write_text("untouched")
+    kept_inode = (results / "kept.txt").stat().st_ino
+    request = {"calib": str(calib), "templates": str(templates), "out_dir": str(tmp_path / "out"), "results": str(results)}
+    env = RemoteSsh(lambda: open_transport(loopback_ssh_device), python=sys.executable, name="loopback")
+
+    result = Executor(tmp_path / "build.log", 120).run_worker(env, _worker(tmp_path, FOLDER_WORKER), request, tmp_path / "w", label="vendorx")
+
+    remote_request = json.loads((tmp_path / "w" / "request.remote.json").read_text())
+    assert all(remote_request[key].startswith("/") and not remote_request[key].startswith(str(tmp_path)) for key in request)  # the worker saw remote folders
+    # The output folder came back whole, nested file included; the result names local paths.
+    assert result["sum"] == str(tmp_path / "out" / "nested" / "sum.npy") and result["calib"] == str(calib)
+    assert np.load(tmp_path / "out" / "nested" / "sum.npy").tolist() == [6 * (1 + 2 + 3)]
+    assert (tmp_path / "out" / "main.c").read_text() == "int samples = 3;\n"
+    # What the worker wrote into an existing folder came back; what it did not touch was not copied over.
+    assert result["summary"] == str(results / "summary.txt") and (results / "summary.txt").read_text() == "total 36.0"
+    assert (results / "previous.txt").read_text() == "rewritten"
+    assert (results / "kept.txt").read_text() == "untouched" and (results / "kept.txt").stat().st_ino == kept_inode
+    assert sorted(p.name for p in calib.iterdir()) == ["sample_0.npy", "sample_1.npy", "sample_2.npy"]
+
+
+def test_a_folder_archive_that_leaves_its_destination_is_refused(tmp_path):
+    import io
+    import tarfile
+
+    from edgedeploy.toolchains import worker_folders
+
+    archive = tmp_path / "bad.tar"
+    with tarfile.open(archive, "w") as tar:
+        info = tarfile.TarInfo("../escaped.txt")
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"no"))
+    with pytest.raises(ValueError, match="not a file or folder inside"):
+        worker_folders.unpack(archive, tmp_path / "dest")
+    assert not (tmp_path / "escaped.txt").exists()

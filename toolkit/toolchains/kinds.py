@@ -12,8 +12,8 @@ log tail; a kind only says how the interpreter is started:
             script): `command = [...]` under `[toolchains.<name>]`; it gets worker_main.py's
             arguments appended
   ssh       a Python on another machine reached over SSH (devices.ssh's transport): the
-            protocol's files and the request's input files are copied there, its output files
-            copied back
+            protocol's files and the request's input files and folders are copied there, its
+            output files and folders (and what it wrote into the request's folders) copied back
 """
 
 from __future__ import annotations
