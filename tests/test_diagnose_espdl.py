@@ -10,11 +10,14 @@ carries the diagnosis (one esp-ppq build and one requantisation, about 100 s on 
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from edgedeploy.report.schemas import validate
+from edgedeploy.report.snr_curve import output_curves
+from edgedeploy.report.snr_svg import curve_svg
 from tests.helpers import run_cli
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
@@ -72,7 +75,9 @@ def test_the_trained_sample_on_esp32s3(esp32s3_sample_build):
     milder scale, the first ReLU's range clipped by a channel whose bias is its output on the flat background."""
     done = run_cli("diagnose", str(esp32s3_sample_build), "--format", "json")
     assert done.returncode == 0, done.stderr
-    paths = {p["path"]: p for p in json.loads(done.stdout)["paths"]}
+    document = json.loads(done.stdout)
+    validate(document)  # accuracy_diagnosis-1.json, closed: every field the ESP-DL and QDQ paths write is described
+    paths = {p["path"]: p for p in document["paths"]}
     esp, qdq = paths["esp32s3"], paths["onnxruntime-qdq"]
     assert esp["first_sharp_drop"]["node"] == "/features/features.1/Relu"
     assert esp["worst_isolated"][0]["node"] == "/features/features.1/Relu"
@@ -80,3 +85,9 @@ def test_the_trained_sample_on_esp32s3(esp32s3_sample_build):
     assert cause["cause"] == "clipped_range" and "/features/features.0/Conv's bias" in cause["sentence"]
     # ONNX Runtime's min-max quantisation of the same model keeps it: the fall is the range's, not int8's.
     assert qdq["outputs"]["logits"]["snr_db"] > esp["outputs"]["logits"]["snr_db"] + 10
+    # the report's curve: one point per esp-ppq op, the first fall ringed
+    [curve] = output_curves(esp)
+    svg = ET.fromstring(curve_svg(curve, esp))
+    assert len(svg.findall(".//{http://www.w3.org/2000/svg}circle[@class='node']")) == len(esp["nodes"])
+    ringed = {g.get("data-node"): g.get("data-roles") for g in svg.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == "culprit"}
+    assert "F" in ringed["/features/features.1/Relu"].split()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from edgedeploy import __version__
 from edgedeploy.escape import html_text, markdown_cell
 from edgedeploy.report.diagnosis import latency_notes, show_attempt_figures
-from edgedeploy.report.snr_curve import GOAL_SNR_DB, output_curves, snr_value, worst_role
+from edgedeploy.report.snr_curve import GOAL_SNR_DB, output_curves, snr_value, text_chart, worst_role
 from edgedeploy.report.snr_svg import curve_svg
 
 
@@ -113,8 +113,6 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 def diagnosis_markdown(document: dict) -> list[str]:
     """One accuracy_diagnosis document as Markdown lines: per path the outputs, the text curve, the findings."""
-    from edgedeploy.report.snr_curve import text_chart
-
     if document.get("error"):
         return [f"The diagnosis could not run: {markdown_cell(document['error'])}", ""]
     lines = []
