@@ -270,78 +270,93 @@ def _jsonable(value: Any) -> Any:
 CONSTANT_VALUE_MAX_ELEMENTS = 1 << 16
 
 
-def node_views(model: LoadedModel) -> list[NodeView]:
-    """A NodeView per node of the main graph, in the graph's (topological) order."""
-    graph = model.graph
-    infos = model.value_infos()
-    initializers = {t.name: t for t in graph.initializer}
+def _constant_node_tensors(graph) -> dict[str, onnx.TensorProto]:
+    """The tensors Constant nodes give by their `value` attribute, by output name."""
     constants: dict[str, onnx.TensorProto] = {}
     for node in graph.node:
         if node.op_type == "Constant" and node.output:
             for a in node.attribute:
                 if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                     constants[node.output[0]] = a.t
-    # What a simplifier computes from constants and static shapes (edgedeploy.audit.static_values):
-    # values of shape computations and the shapes ONNX's own inference could not see through.
-    static = static_values(model, infos)
-    constant_nodes = static.constant_nodes
+    return constants
 
-    model_outputs = {o.name for o in graph.output}
-    graph_inputs = {vi.name for vi in graph.input} - set(initializers)
-    dtype_names: dict[int, str] = {}
 
-    def dtype_of(elem: int) -> str:
+class _TensorViewMaker:
+    """Makes a tensor's TensorView from what the graph, shape inference and the static analysis know of it."""
+
+    def __init__(self, model: LoadedModel):
+        graph = model.graph
+        self.infos = model.value_infos()
+        self.initializers = {t.name: t for t in graph.initializer}
+        self.constants = _constant_node_tensors(graph)
+        # What a simplifier computes from constants and static shapes (edgedeploy.audit.static_values):
+        # values of shape computations and the shapes ONNX's own inference could not see through.
+        self.static = static_values(model, self.infos)
+        self.model_outputs = {o.name for o in graph.output}
+        self.graph_inputs = {vi.name for vi in graph.input} - set(self.initializers)
+        self._dtype_names: dict[int, str] = {}
+
+    def dtype_of(self, elem: int) -> str:
         # numpy's dtype naming is slow; a model has a handful of element types.
-        if elem not in dtype_names:
-            dtype_names[elem] = dtype_name(elem)
-        return dtype_names[elem]
+        if elem not in self._dtype_names:
+            self._dtype_names[elem] = dtype_name(elem)
+        return self._dtype_names[elem]
 
-    def view(name: str, is_foldable: bool, producer: str | None, consumers: tuple[str, ...]) -> TensorView:
+    def view(self, name: str, is_foldable: bool, producer: str | None, consumers: tuple[str, ...]) -> TensorView:
         if not name:
             return TensorView("", None, None, False, foldable=is_foldable, producer=producer)
-        tensor = initializers.get(name) or constants.get(name)
+        tensor = self.initializers.get(name) or self.constants.get(name)
         if tensor is not None:
-            n = 1
-            for d in tensor.dims:
-                n *= int(d)
-            # Large constants (weights) never get a value: rules only need small ones (axes, shapes).
-            lazy = tensor if n <= CONSTANT_VALUE_MAX_ELEMENTS else None
-            return TensorView(
-                name, tuple(int(d) for d in tensor.dims), dtype_of(tensor.data_type), True, _tensor=lazy, is_model_output=name in model_outputs, foldable=is_foldable, producer=producer, consumers=consumers
-            )
-        vi = infos.get(name)
-        is_graph_input, is_model_output = name in graph_inputs, name in model_outputs
-        value = static.values.get(name)
-        if value is not None and name in constant_nodes:
+            return self._stored_constant(name, tensor, is_foldable, producer, consumers)
+        value = self.static.values.get(name)
+        if value is not None and name in self.static.constant_nodes:
             # A Constant node given by value_ints, value_float, ...: a constant like any other.
-            return TensorView(name, tuple(value.shape), dtype_of(helper.np_dtype_to_tensor_dtype(value.dtype)), True, _value=value, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers)
-        learnt = static.shapes.get(name)
-        unknown = static.unknown.get(name)
+            dtype = self.dtype_of(helper.np_dtype_to_tensor_dtype(value.dtype))
+            return TensorView(name, tuple(value.shape), dtype, True, _value=value, is_model_output=name in self.model_outputs, foldable=is_foldable, producer=producer, consumers=consumers)
+        where = dict(is_graph_input=name in self.graph_inputs, is_model_output=name in self.model_outputs, foldable=is_foldable, producer=producer, consumers=consumers)
+        vi = self.infos.get(name)
         if vi is None:
-            if value is not None or learnt is not None:
-                shape = tuple(value.shape) if value is not None else learnt
-                dtype = dtype_of(helper.np_dtype_to_tensor_dtype(value.dtype)) if value is not None else None
-                return TensorView(name, shape, dtype, False, _value=value, is_graph_input=is_graph_input, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers)
-            return TensorView(name, None, None, False, is_graph_input=is_graph_input, is_model_output=is_model_output, foldable=is_foldable, producer=producer, consumers=consumers, shape_unknown=unknown)
+            return self._uninferred(name, value, where)
         elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
         return TensorView(
             name,
-            static.shape_of(name),
-            dtype_of(elem) if elem else None,
+            self.static.shape_of(name),
+            self.dtype_of(elem) if elem else None,
             False,
             _value=value if is_foldable else None,
-            is_graph_input=is_graph_input,
-            is_model_output=is_model_output,
-            foldable=is_foldable,
-            producer=producer,
-            consumers=consumers,
-            shape_unknown=unknown,
+            shape_unknown=self.static.unknown.get(name),
+            **where,
         )
 
+    def _stored_constant(self, name: str, tensor, is_foldable: bool, producer: str | None, consumers: tuple[str, ...]) -> TensorView:
+        """An initializer or a Constant node's tensor."""
+        n = 1
+        for d in tensor.dims:
+            n *= int(d)
+        # Large constants (weights) never get a value: rules only need small ones (axes, shapes).
+        lazy = tensor if n <= CONSTANT_VALUE_MAX_ELEMENTS else None
+        return TensorView(
+            name, tuple(int(d) for d in tensor.dims), self.dtype_of(tensor.data_type), True, _tensor=lazy, is_model_output=name in self.model_outputs, foldable=is_foldable, producer=producer, consumers=consumers
+        )
+
+    def _uninferred(self, name: str, value, where: dict) -> TensorView:
+        """A tensor ONNX's shape inference says nothing of: what the static analysis learnt, if anything."""
+        learnt = self.static.shapes.get(name)
+        if value is not None or learnt is not None:
+            shape = tuple(value.shape) if value is not None else learnt
+            dtype = self.dtype_of(helper.np_dtype_to_tensor_dtype(value.dtype)) if value is not None else None
+            return TensorView(name, shape, dtype, False, _value=value, **where)
+        return TensorView(name, None, None, False, shape_unknown=self.static.unknown.get(name), **where)
+
+
+def node_views(model: LoadedModel) -> list[NodeView]:
+    """A NodeView per node of the main graph, in the graph's (topological) order."""
+    graph = model.graph
+    maker = _TensorViewMaker(model)
     opset = model.opset
     ir_version = int(model.proto.ir_version)
     views = []
-    foldable: set[str] = set(initializers)
+    foldable: set[str] = set(maker.initializers)
     # A graph output must still be produced by the compiled model, so its node is never folded away.
     graph_outputs = {o.name for o in graph.output}
     # One view per tensor, made when first seen: a producer comes before its consumers, so a
@@ -357,7 +372,7 @@ def node_views(model: LoadedModel) -> list[NodeView]:
     def get(name: str) -> TensorView:
         found = cache.get(name)
         if found is None:
-            found = cache[name] = view(name, name in foldable, producer_of.get(name), tuple(consumers_of.get(name, ())))
+            found = cache[name] = maker.view(name, name in foldable, producer_of.get(name), tuple(consumers_of.get(name, ())))
         return found
 
     for index, (name, node) in enumerate(zip(node_names(graph), graph.node)):
@@ -366,19 +381,7 @@ def node_views(model: LoadedModel) -> list[NodeView]:
             foldable.update(o for o in node.output if o)
         producer_of.update((o, node.op_type) for o in node.output if o)
         outputs = tuple(get(o) for o in node.output)
-        views.append(
-            NodeView(
-                name=name,
-                op_type=node.op_type,
-                domain=node.domain,
-                index=index,
-                opset=opset,
-                inputs=inputs,
-                outputs=outputs,
-                proto=node,
-                ir_version=ir_version,
-            )
-        )
+        views.append(NodeView(name=name, op_type=node.op_type, domain=node.domain, index=index, opset=opset, inputs=inputs, outputs=outputs, proto=node, ir_version=ir_version))
     return views
 
 

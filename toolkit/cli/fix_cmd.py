@@ -37,37 +37,14 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
     """
     from edgedeploy.artifacts import atomic_write_bytes, atomic_write_json
     from edgedeploy.cli.progress import Reporter
-    from edgedeploy.errors import OptionError, UnknownName
     from edgedeploy.fix.engine import evaluation_feeds, fix_model
     from edgedeploy.pipeline.fix import confirm_fix
-    from edgedeploy.fix.passes import REWRITES
     from edgedeploy.model import load_model
-    from edgedeploy.targets import find_chip
-    from edgedeploy.targets.base import Capability
 
     if list_rewrites:
-        rows = [{"name": r.name, "exact": r.exact, "max_abs_error": r.max_abs_error, "min_opset": r.min_opset or None, "summary": r.summary} for r in REWRITES]
-        if output_format == "json":
-            emit_json({"rewrites": rows})
-        else:
-            echo_text(table(["REWRITE", "EXACT", "TOLERANCE", "OPSET", "WHAT"], [[r["name"], "yes" if r["exact"] else "approx", r["max_abs_error"], r["min_opset"] or "-", r["summary"]] for r in rows]))
-        return
-    if not targets:
-        raise OptionError("Give the chip(s) to fix for with --target CHIP (see `edgedeploy targets`), or --list for the rewrites.")
-    known = {r.name for r in REWRITES}
-    for name in only:
-        if name not in known:
-            raise UnknownName(f"Unknown rewrite '{name}'; see `edgedeploy fix --list`.")
-    if out_path is not None and out_path.suffix.lower() != ".onnx":
-        raise OptionError(f"-o {out_path.name}: fix writes the rewritten ONNX model; name it .onnx (the report goes beside it as .fix.json).")
-    rule_sets = {}
-    precisions = {}
-    for chip_id in targets:
-        target, chip = find_chip(chip_id)
-        precisions[chip.id] = chip.precisions[0]
-        if not target.has(Capability.AUDIT):
-            raise OptionError(f"The {target.name} target declares no audit rules, so `fix` cannot judge rewrites for {chip.id}.")
-        rule_sets[chip.id] = target.rule_set(chip.id)
+        return _print_rewrites(output_format)
+    _refuse_bad_request(targets, only, out_path)
+    rule_sets, precisions = _rule_sets_of(targets)
     model_path = resolve_model(model)
     loaded = load_model(model_path, parse_shapes(input_shapes), require_static=True)
     out_path = out_path or Path.cwd() / f"{loaded.name}.fixed.onnx"
@@ -89,6 +66,55 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
     if output_format == "json":
         emit_json(report)
         return
+    _print_fix_report(report)
+    echo_text(f"wrote {out_path} and {report_path}")
+
+
+def _print_rewrites(output_format: str) -> None:
+    """`fix --list`: every rewrite, its exactness, tolerance and the opset it needs."""
+    from edgedeploy.fix.passes import REWRITES
+
+    rows = [{"name": r.name, "exact": r.exact, "max_abs_error": r.max_abs_error, "min_opset": r.min_opset or None, "summary": r.summary} for r in REWRITES]
+    if output_format == "json":
+        emit_json({"rewrites": rows})
+    else:
+        echo_text(table(["REWRITE", "EXACT", "TOLERANCE", "OPSET", "WHAT"], [[r["name"], "yes" if r["exact"] else "approx", r["max_abs_error"], r["min_opset"] or "-", r["summary"]] for r in rows]))
+
+
+def _refuse_bad_request(targets, only, out_path: Path | None) -> None:
+    """What the user got wrong in the options, before the model is read."""
+    from edgedeploy.errors import OptionError, UnknownName
+    from edgedeploy.fix.passes import REWRITES
+
+    if not targets:
+        raise OptionError("Give the chip(s) to fix for with --target CHIP (see `edgedeploy targets`), or --list for the rewrites.")
+    known = {r.name for r in REWRITES}
+    for name in only:
+        if name not in known:
+            raise UnknownName(f"Unknown rewrite '{name}'; see `edgedeploy fix --list`.")
+    if out_path is not None and out_path.suffix.lower() != ".onnx":
+        raise OptionError(f"-o {out_path.name}: fix writes the rewritten ONNX model; name it .onnx (the report goes beside it as .fix.json).")
+
+
+def _rule_sets_of(targets) -> tuple[dict, dict]:
+    """({chip id: its audit rules}, {chip id: its first precision}): what a rewrite is judged by."""
+    from edgedeploy.errors import OptionError
+    from edgedeploy.targets import find_chip
+    from edgedeploy.targets.base import Capability
+
+    rule_sets = {}
+    precisions = {}
+    for chip_id in targets:
+        target, chip = find_chip(chip_id)
+        precisions[chip.id] = chip.precisions[0]
+        if not target.has(Capability.AUDIT):
+            raise OptionError(f"The {target.name} target declares no audit rules, so `fix` cannot judge rewrites for {chip.id}.")
+        rule_sets[chip.id] = target.rule_set(chip.id)
+    return rule_sets, precisions
+
+
+def _print_fix_report(report: dict) -> None:
+    """The text view of a fix report: placements before and after, what was applied or not and why, fidelity."""
     for chip, data in report["chips"].items():
         echo_text(f"before  {data['before_line']}")
         echo_text(f"after   {data['after_line']}")
@@ -115,7 +141,6 @@ def fix_command(model, targets, out_path, force, allow_approx, only, eval_data, 
             echo_text(f"toolchain {chip} ({c['toolchain']}): before {c['before']['line']}; after {c['after']['line']}; rules vs toolchain after: {c['after']['agreement_line']}")
     for name, f in report["fidelity"]["per_output"].items():
         echo_text(f"fidelity {name}: cosine {f['cosine']:.6f}, max abs error {f['max_abs_error']:.3g} on {report['fidelity']['evaluation_data']}")
-    echo_text(f"wrote {out_path} and {report_path}")
 
 
 COMMANDS = [fix_command]
