@@ -219,20 +219,39 @@ def test_a_checker_child_that_dies_is_replaced_by_the_checker_here(tmp_path, mon
 
 @needs_fork
 def test_the_program_uses_two_processes_and_prints_what_one_prints(tmp_path):
-    """As a user runs it: the console script forks (unless EDGEDEPLOY_AUDIT_PROCESSES=1); a caller
-    of main(argv) in its own process does not."""
+    """As a user runs it: the console script forks (unless EDGEDEPLOY_AUDIT_PROCESSES=1, or every
+    CPU is busy; =2 forks all the same); a caller of main(argv) in its own process does not."""
     from edgedeploy.cli import audit_cmd
 
     path = CORPUS / "transformer_encoder.onnx"
     command = [sys.executable, "-m", "edgedeploy", "audit", str(path), "--target", "all", "--format", "json"]
     env = {k: v for k, v in os.environ.items() if k != audit_cmd.PROCESSES_VARIABLE}
-    two = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    two = subprocess.run(command, capture_output=True, text=True, env={**env, audit_cmd.PROCESSES_VARIABLE: "2"}, cwd=tmp_path, timeout=300)
     one = subprocess.run(command, capture_output=True, text=True, env={**env, audit_cmd.PROCESSES_VARIABLE: "1"}, cwd=tmp_path, timeout=300)
     assert two.returncode == one.returncode == 0, two.stderr + one.stderr
     assert two.stdout == one.stdout and json.loads(two.stdout)["audits"]
     code = "from edgedeploy.cli import audit_cmd\nprint(audit_cmd.audit_processes())"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout.strip() == "1"
     as_program = "import sys\nfrom edgedeploy import cli\nfrom edgedeploy.cli import audit_cmd\nsys.argv = ['edgedeploy', '--version']\ntry:\n    cli.main()\nexcept SystemExit:\n    pass\nprint(audit_cmd.audit_processes())"
-    assert subprocess.run([sys.executable, "-c", as_program], capture_output=True, text=True, check=True, env=env).stdout.strip().endswith("2")
+    forced = subprocess.run([sys.executable, "-c", as_program], capture_output=True, text=True, check=True, env={**env, audit_cmd.PROCESSES_VARIABLE: "2"})
+    assert forced.stdout.strip().endswith("2")
+    # Without the variable: two where a CPU is free, one where all are busy (the machine decides).
+    unset = subprocess.run([sys.executable, "-c", as_program], capture_output=True, text=True, check=True, env=env)
+    assert unset.stdout.strip()[-1] in "12"
     off = subprocess.run([sys.executable, "-c", as_program], capture_output=True, text=True, check=True, env={**env, audit_cmd.PROCESSES_VARIABLE: "1"})
     assert off.stdout.strip().endswith("1")
+
+
+@needs_fork
+@pytest.mark.parametrize(
+    "loadavg, idle",
+    [("0.50 0.40 0.30 1/312 4242\n", True), ("19.10 18.00 17.00 4096/5120 4242\n", False), ("garbled\n", True)],
+)
+def test_a_second_process_only_where_a_cpu_is_free(tmp_path, loadavg, idle):
+    """/proc/loadavg's runnable count (this process included) against the usable CPUs (two or
+    more here): with every CPU busy a fork would only add CPU time; an unreadable count does not
+    stop the fork."""
+    fake = tmp_path / "loadavg"
+    fake.write_text(loadavg)
+    assert forked.idle_cpu(str(fake)) is idle
+    assert forked.idle_cpu(str(tmp_path / "missing")) is True

@@ -79,13 +79,15 @@ def audit_command(model, targets, input_shapes, output_format, out_path, force, 
         raise FailOnTripped(f"--fail-on {outcome['level']}: nodes leave the accelerator ({found}).", outcome["exit_code"])
 
 
-# Set to 1 to audit every chip in this one process (for measuring, or debugging the rules).
+# Set to 1 to audit every chip in this one process (for measuring, or debugging the rules), to 2
+# to fork the second process even when every CPU is busy.
 PROCESSES_VARIABLE = "EDGEDEPLOY_AUDIT_PROCESSES"
 
 
 def audit_processes() -> int:
     """2 when the program runs where a second process can share the work (edgedeploy.forked:
-    Linux, two CPUs usable) and EDGEDEPLOY_AUDIT_PROCESSES is not 1; else 1.
+    Linux, two CPUs usable) and a CPU is free for it now (forked.idle_cpu); else 1.
+    EDGEDEPLOY_AUDIT_PROCESSES=1 keeps one process, =2 takes two wherever forking is available.
 
     Only the program itself forks: a test or script calling the command in its own process
     (main(argv)) audits in that process.
@@ -95,9 +97,10 @@ def audit_processes() -> int:
     from edgedeploy import forked
     from edgedeploy.cli import running_as_program
 
-    if os.environ.get(PROCESSES_VARIABLE, "").strip() == "1":
+    wanted = os.environ.get(PROCESSES_VARIABLE, "").strip()
+    if wanted == "1" or not (running_as_program() and forked.available()):
         return 1
-    return 2 if running_as_program() and forked.available() else 1
+    return 2 if wanted == "2" or forked.idle_cpu() else 1
 
 
 @contextmanager
