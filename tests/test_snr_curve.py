@@ -146,3 +146,26 @@ def test_real_diagnoses_follow_the_schema_which_names_every_field(hostile_diagno
     undescribed["paths"][0]["nodes"][0]["new_figure"] = 1.0
     with pytest.raises(Exception, match="new_figure"):
         validate(undescribed)
+
+
+def test_edgedeploy_report_shows_the_diagnosis_a_build_wrote_in_every_format(hostile_diagnosis, tmp_path):
+    """An artifact whose report.json carries accuracy_diagnosis (as `build` writes it when an accuracy gate fails)."""
+    from click.testing import CliRunner
+
+    from edgedeploy.cli import cli
+    from edgedeploy.report.artifact import update_report_section
+    from tests.measure_helpers import make_artifact
+
+    artifact = make_artifact(tmp_path, "fp32")
+    update_report_section(artifact, ("accuracy_diagnosis",), hostile_diagnosis)
+    pages = {}
+    for fmt in ("html", "md", "text"):
+        done = CliRunner().invoke(cli, ["report", str(artifact), "--format", fmt, "-o", str(tmp_path / f"r.{fmt}")])
+        assert done.exit_code == 0, done.output
+        pages[fmt] = (tmp_path / f"r.{fmt}").read_text()
+    figure = pages["html"].split("<svg class='plot snr-curve'", 1)[1].split("</svg>", 1)[0]
+    svg = ET.fromstring("<svg class='plot snr-curve'" + figure + "</svg>")
+    assert len(svg.findall(f".//{SVG}circle[@class='node']")) == len(hostile_diagnosis["paths"][0]["nodes"])
+    assert "<b>" not in pages["html"] and "<script>x()" not in pages["html"]
+    assert "## Accuracy diagnosis of" in pages["md"] and "F first sharp fall + 1 worst alone" in pages["md"]
+    assert f"F first sharp fall + 1 worst alone: {terminal_safe(HOSTILE_NODE)}" in pages["text"]
