@@ -16,7 +16,7 @@ from edgedeploy.report.snr_curve import GOAL_SNR_DB, db_range, worst_role
 
 FONT = "font-family='system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif' font-size='11'"
 CHAR_W = 6.2  # average glyph width at 11 px, for laying labels out
-LABEL_CHARS = 34  # a label longer than this is cut (the full name is in its <title>)
+LABEL_CHARS = 34  # a name longer than this is cut in its label (the full name is in the <title>)
 LABEL_ROW_H = 13
 LEFT, RIGHT, PLOT_H, BOTTOM = 52, 16, 170, 34
 
@@ -42,7 +42,8 @@ def _label_rows(marks: list[dict], frame: Frame, path: dict) -> list[tuple[dict,
     ends: list[float] = []  # per row, the right edge of its last label
     for mark in sorted(marks, key=lambda m: m["position"]):
         roles = " + ".join("first sharp fall" if r == "F" else f"{worst_role(path)} #{r}" for r in mark["roles"])
-        name = mark["node"] if len(mark["node"]) <= LABEL_CHARS else mark["node"][: LABEL_CHARS - 1] + "…"
+        # A long name keeps its end: a path-like name's last parts tell the nodes apart.
+        name = mark["node"] if len(mark["node"]) <= LABEL_CHARS else "…" + mark["node"][-(LABEL_CHARS - 1) :]
         text = f"{roles}: {name}"
         start = min(frame.x(mark["index"]), frame.width - RIGHT - len(text) * CHAR_W)
         row = next((i for i, end in enumerate(ends) if start > end + 8), len(ends))
