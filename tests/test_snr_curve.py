@@ -123,6 +123,14 @@ def test_the_text_chart_marks_and_names_the_culprits(hostile_diagnosis):
     assert spark[3 + first * columns] in "▁▂▃▄"
 
 
+def test_a_path_without_isolated_figures_names_its_ranked_nodes_the_largest_falls(hostile_diagnosis):
+    # the eIQ path's ranking (TFLite runs no operator alone quantised), in localise.worst_isolated's words
+    path = dict(hostile_diagnosis["paths"][0], worst_ranked_by="SNR drop in the accumulated run (no isolated figures from this toolchain)")
+    names = text_chart(path)[3]
+    assert "1 largest fall" in names and "worst alone" not in names
+    assert "largest fall #2" in curve_svg(output_curves(path)[0], path)
+
+
 def test_each_output_gets_the_curve_of_the_nodes_it_depends_on(box_and_class_diagnosis):
     path = box_and_class_diagnosis["paths"][0]
     curves = {c["output"]: c for c in output_curves(path)}

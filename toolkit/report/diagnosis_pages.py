@@ -11,7 +11,7 @@ from __future__ import annotations
 from edgedeploy import __version__
 from edgedeploy.escape import html_text, markdown_cell
 from edgedeploy.report.diagnosis import latency_notes, show_attempt_figures
-from edgedeploy.report.snr_curve import GOAL_SNR_DB, output_curves, snr_value, text_chart, worst_role
+from edgedeploy.report.snr_curve import GOAL_SNR_DB, output_curves, snr_value, text_chart
 from edgedeploy.report.snr_svg import curve_svg
 
 
@@ -31,7 +31,7 @@ def _findings(path: dict) -> list[str]:
         else "First sharp fall: none (no node falls 10 dB or more to under 30 dB)."
     ]
     worst = ", ".join(f"{w['node']} ({_db(w['isolated_snr_db'] if w.get('isolated_snr_db') is not None else w['accumulated_snr_db'])})" for w in path.get("worst_isolated") or [])
-    lines.append(f"{worst_role(path).capitalize()} (by {path.get('worst_ranked_by', 'isolated SNR')}): {worst or '-'}.")
+    lines.append(f"Worst by {path.get('worst_ranked_by', 'isolated SNR')}: {worst or '-'}.")
     lines += [f"Likely cause at {c['node']}: {c['sentence']}" for c in path.get("causes") or []] or ["Likely cause: none the statistics show."]
     return lines
 

@@ -40,8 +40,9 @@ def culprit_marks(path: dict) -> dict[str, list[str]]:
 
 
 def worst_role(path: dict) -> str:
-    """What the ranked nodes are, in words: the worst alone, or (no isolated figures) the largest falls."""
-    return "worst alone" if "isolated" in (path.get("worst_ranked_by") or "isolated") else "largest falls"
+    """What a ranked node is, in words: worst alone, or (a path without isolated figures) a largest fall."""
+    # localise.worst_isolated: "isolated SNR", or "SNR drop in the accumulated run (no isolated figures ...)"
+    return "worst alone" if (path.get("worst_ranked_by") or "isolated SNR").startswith("isolated") else "largest fall"
 
 
 def _upstream(nodes: list[dict], output: str) -> set[int] | None:
