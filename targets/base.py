@@ -410,6 +410,9 @@ class TapRequest:
     tap_helpers: Path  # edgedeploy/accuracy/tap_numpy.py, for the worker to load by path
     echo: Callable[[str], None] = print
     batchable: bool = False  # the model computes each sample of a batch as alone (ONNX Runtime's probe, as at build time)
+    # scripts/accuracy/brute_force.py: these graph outputs measured per node with that node alone kept
+    # in float and with it alone quantised (TapResult.brute_force); empty for a diagnosis.
+    brute_force_outputs: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -420,6 +423,10 @@ class TapResult:
     toolchain: str  # e.g. "esp-ppq 1.3.12"
     method: str  # one line: how it quantised and what accumulated/isolated mean there
     notes: list[str] = field(default_factory=list)
+    # When TapRequest.brute_force_outputs was given and the target can: {"float_argmax", "every_argmax":
+    # [int] per sample, "ops": per quantised node {"node", "op_type", "all_but", "alone": {output:
+    # tap_numpy moments}, "all_but_argmax", "alone_argmax"}} (argmax of the first output).
+    brute_force: dict | None = None
 
 
 class Target:

@@ -91,3 +91,24 @@ def test_the_trained_sample_on_esp32s3(esp32s3_sample_build):
     assert len(svg.findall(".//{http://www.w3.org/2000/svg}circle[@class='node']")) == len(esp["nodes"])
     ringed = {g.get("data-node"): g.get("data-roles") for g in svg.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == "culprit"}
     assert "F" in ringed["/features/features.1/Relu"].split()
+
+
+@pytest.mark.toolchain("espdl")
+def test_brute_force_on_esp32s3_puts_the_diagnosed_node_first(tmp_path):
+    """scripts/accuracy/brute_force.py --chip on the bundled sample: esp-ppq quantises it once, keeps
+    each op in float alone and quantises each alone; the op the diagnosis ranks first (the first
+    ReLU, its range clipped) must be among the three whose float keeping gains most."""
+    import importlib.util
+
+    from edgedeploy.sample import sample_calibration_path, sample_eval_path, sample_model_path, sample_preprocess
+
+    spec = importlib.util.spec_from_file_location("brute_force", Path(__file__).parents[1] / "scripts" / "accuracy" / "brute_force.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    model = sample_model_path()
+    found = script.on_chip(model, sample_calibration_path(), sample_eval_path(), "esp32s3", None, 64, preprocess=sample_preprocess())
+    assert found["diagnosis_top"] == "/features/features.1/Relu"
+    assert found["diagnosis_top_rank_by_gain"] <= 3, found["brute_force_top3_by_gain"]
+    kept = next(n for n in found["nodes"] if n["node"] == found["diagnosis_top"])
+    assert kept["snr_all_but_this_db"] > found["snr_every_node_db"] + 3
+    assert len(found["nodes"]) == found["nodes_quantised"] > 3 and found["evaluation_samples"] == 64

@@ -8,6 +8,14 @@ node whose float keeping gains most, and is compared with what `edgedeploy diagn
 on the same path (its first sharp fall, else its worst node alone).
 
     .venv/bin/python scripts/accuracy/brute_force.py [--models a,b] [--calib 32] [--eval 32]
+    .venv/bin/python scripts/accuracy/brute_force.py --chip esp32s3 --models a,b [--calib 128] [--eval 64]
+
+With --chip (a target whose accuracy taps can brute-force: ESP-DL), the same on the chip's own
+quantised simulation, in one toolchain worker: esp-ppq quantises the model as `build` does by
+default (kl calibration), the diagnosis is taken from that run, and each op is kept in float alone
+(every other op quantised: esp-ppq dequantises that op) and quantised alone; the figures are the
+task output's SNR and top-1 against the labels. Written under "targets" ("model/chip") in the same
+file.
 
 Models come from the trained set (scripts/trained/manifest.json, files under
 $EDGEDEPLOY_HOME/trained). Writes docs/accuracy-bruteforce.json (per model: the diagnosis's
@@ -120,6 +128,86 @@ def brute_force(entry: dict, calib_count: int, eval_count: int, jobs: int) -> di
             "seconds": round(time.monotonic() - started, 1), "onnxruntime": ort.__version__, "nodes": nodes}
 
 
+def on_target(entry: dict, chip_id: str, calib_count: int, eval_count: int) -> dict:
+    """The brute force of one trained-set model on a chip's own quantised simulation."""
+    found = on_chip(HOME / entry["model"]["file"], HOME / entry["calib"]["file"], HOME / entry["eval"]["file"], chip_id,
+                    calib_count, eval_count, entry.get("task_output"))
+    return {"model": entry["name"], **found}
+
+
+def on_chip(model_path: Path, calib_path: Path, eval_path: Path, chip_id: str, calib_count: int | None, eval_count: int | None,
+            output: str | None = None, preprocess=None) -> dict:
+    """Per op, the task output with that op alone kept in float and alone quantised, on the chip's
+    quantised simulation (TapRequest.brute_force_outputs), and the diagnosis of the same run."""
+    from edgedeploy.datasets import load_dataset, model_input_specs
+    from edgedeploy.model import load_model, named_copy
+    from edgedeploy.model.stats import node_names
+    from edgedeploy.pipeline.diagnose import TAP_HELPERS, _batchable, _finish
+    from edgedeploy.targets import find_chip
+    from edgedeploy.targets.base import TapRequest
+    from edgedeploy.toolchains.executor import Executor
+
+    target, chip = find_chip(chip_id)
+    model = load_model(model_path, require_static=True)
+    named = named_copy(model.proto, node_names(model.graph))
+    specs = model_input_specs(model)
+    calibration = load_dataset(calib_path, specs, preprocess, calib_count)
+    evaluation = load_dataset(eval_path, specs, preprocess, eval_count)
+    labels = np.load(eval_path)["labels"][: len(evaluation)]
+    output = output or named.graph.output[0].name
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="bruteforce-") as tmp:
+        work = Path(tmp)
+        request = TapRequest(artifact=work, model_path=Path(model_path), chip=chip, precision="int8", manifest={},
+                             calibration=calibration, evaluation=evaluation, workdir=work / target.id,
+                             executor=Executor(work / "worker.log", 7200.0, None), tap_helpers=TAP_HELPERS, echo=print,
+                             batchable=_batchable(named, calibration), brute_force_outputs=[output])
+        tapped = target.accuracy_taps(request)
+    found = _finish(chip.id, {}, tapped.records, named, len(calibration))
+    every = next(r for r in found["nodes"] if r.get("tensor") == output)["accumulated"]["snr_db"]
+    brute = tapped.brute_force
+    nodes = [{"node": b["node"], "op_type": b["op_type"],
+              "snr_all_but_this_db": _snr(b["all_but"][output]), "snr_this_alone_db": _snr(b["alone"][output]),
+              "top1_all_but_this": _top1(b["all_but_argmax"], labels), "top1_this_alone": _top1(b["alone_argmax"], labels)}
+             for b in brute["ops"]]
+    return {"chip": chip.id, "toolchain": tapped.toolchain, "output": output,
+            "calibration_samples": len(calibration), "evaluation_samples": len(brute["float_argmax"]), "snr_every_node_db": every,
+            "top1_float": _top1(brute["float_argmax"], labels), "top1_every_node": _top1(brute["every_argmax"], labels),
+            "nodes_quantised": len(nodes), **ranks(found, nodes), "seconds": round(time.monotonic() - started, 1), "nodes": nodes}
+
+
+def _snr(moments: dict) -> float:
+    from edgedeploy.accuracy import metrics
+
+    value = metrics.snr_db(moments)
+    return value if np.isfinite(value) else (999.0 if value > 0 else -999.0)
+
+
+def _top1(argmax: list[int], labels: np.ndarray) -> float:
+    return float(np.mean(np.asarray(argmax) == labels[: len(argmax)]))
+
+
+def diagnosis_ranking(found: dict) -> list[str]:
+    """What `build --recover` ranks first from a diagnosis: the first sharp fall, the worst alone, the nodes with a cause."""
+    ranked = [(found.get("first_sharp_drop") or {}).get("node")]
+    ranked += [w["node"] for w in found.get("worst_isolated") or []]
+    return list(dict.fromkeys(n for n in ranked if n))
+
+
+def ranks(found: dict, nodes: list[dict]) -> dict:
+    """The diagnosis's top node and its ranks among the brute-force figures (kept float: most gain first)."""
+    ranked = diagnosis_ranking(found)
+    top = ranked[0] if ranked else None
+    by_gain = [n["node"] for n in sorted(nodes, key=lambda n: -n["snr_all_but_this_db"])]
+    by_alone = [n["node"] for n in sorted(nodes, key=lambda n: n["snr_this_alone_db"])]
+    return {"diagnosis_top": top, "diagnosis_ranking": ranked,
+            "first_sharp_drop": (found.get("first_sharp_drop") or {}).get("node"),
+            "causes": [c.get("sentence") or c.get("cause") for c in found.get("causes") or []],
+            "diagnosis_top_rank_by_gain": by_gain.index(top) + 1 if top in by_gain else None,
+            "diagnosis_top_rank_alone": by_alone.index(top) + 1 if top in by_alone else None,
+            "brute_force_top3_by_gain": by_gain[:3], "brute_force_top3_alone": by_alone[:3]}
+
+
 def result_count(done: dict, entry: dict, key: str) -> int:
     return done["models"][entry["name"]][key]
 
@@ -145,6 +233,7 @@ def main() -> int:
     parser.add_argument("--calib", type=int, default=32)
     parser.add_argument("--eval", type=int, default=32)
     parser.add_argument("--rediagnose", action="store_true", help="only the diagnosis again, against the brute-force figures kept")
+    parser.add_argument("--chip", default="", help="brute force on this chip's own quantised simulation (ESP-DL) instead of ONNX Runtime's QDQ")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes quantising nodes at once")
     args = parser.parse_args()
     logging.getLogger().setLevel(logging.ERROR)  # quantize_static's advice on every call
@@ -153,6 +242,14 @@ def main() -> int:
     done = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"about": __doc__.splitlines()[0], "models": {}}
     for entry in manifest["models"]:
         if wanted and entry["name"] not in wanted:
+            continue
+        if args.chip:
+            result = on_target(entry, args.chip, args.calib, args.eval)
+            done.setdefault("targets", {})[f"{entry['name']}/{args.chip}"] = result
+            RESULTS.write_text(json.dumps(done, indent=1) + "\n")
+            print(f"{entry['name']} on {args.chip}: every node int8 {result['snr_every_node_db']:.1f} dB; diagnosis top {result['diagnosis_top']} "
+                  f"(brute-force rank {result['diagnosis_top_rank_by_gain']} by gain, {result['diagnosis_top_rank_alone']} alone; "
+                  f"{result['nodes_quantised']} ops, {result['seconds']} s); top 3 kept float: {result['brute_force_top3_by_gain']}", flush=True)
             continue
         if args.rediagnose:
             if entry["name"] not in done["models"]:

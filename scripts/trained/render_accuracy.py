@@ -106,6 +106,22 @@ def brute_force_table(results: dict) -> list[str]:
         top3 = ", ".join(f"`{n}`" for n in r["brute_force_top3_by_gain"])
         lines.append(f"| {name} | {r['nodes_quantised']} | {r['snr_every_node_db']:.1f} dB | `{r['diagnosis_top']}` | "
                      f"{r['diagnosis_top_rank_by_gain']} / {r['diagnosis_top_rank_alone']} | {top3} |")
+    return lines + target_brute_force_table(results.get("targets") or {})
+
+
+def target_brute_force_table(targets: dict) -> list[str]:
+    """brute_force.py --chip: the same comparison on a chip's own quantised simulation, with top-1."""
+    if not targets:
+        return []
+    lines = ["", "### The diagnosis against brute force (the chip's own quantised simulation)", "",
+             "| model on chip | ops quantised | evaluation samples | every op int8: SNR, top-1 | diagnosis's first node | its brute-force rank: kept float / alone | brute-force top 3 (kept float: SNR, top-1) |",
+             "|---|---|---|---|---|---|---|"]
+    for case, r in targets.items():
+        by_node = {n["node"]: n for n in r["nodes"]}
+        top3 = ", ".join(f"`{n}` ({by_node[n]['snr_all_but_this_db']:.1f} dB, {100 * by_node[n]['top1_all_but_this']:.1f}%)" for n in r["brute_force_top3_by_gain"])
+        every = f"{r['snr_every_node_db']:.1f} dB, {100 * r['top1_every_node']:.1f}%"
+        lines.append(f"| {case} ({r['toolchain']}) | {r['nodes_quantised']} | {r['evaluation_samples']} | {every} | `{r['diagnosis_top']}` | "
+                     f"{r['diagnosis_top_rank_by_gain']} / {r['diagnosis_top_rank_alone']} | {top3} |")
     return lines
 
 

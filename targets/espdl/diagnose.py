@@ -45,12 +45,14 @@ def accuracy_taps(target, request: TapRequest) -> TapResult:
         "int16_layers": built.get("int16_layers") or [],
         "isolated_batches": ISOLATED_BATCHES,
         "tap_helpers": str(request.tap_helpers),
+        "brute_force_outputs": list(request.brute_force_outputs),
     }
     request.echo(f"diagnose: esp-ppq requantises for {request.chip.id} ({request.precision}, {payload['calib_method']} calibration) and taps every op")
     result = request.executor.run_worker(target.toolchain, WORKER, payload, work)
     versions = result.get("versions") or {}
     return TapResult(
         records=result["records"],
+        brute_force=result.get("brute_force"),
         toolchain=f"esp-ppq {versions.get('esp-ppq') or '?'}",
         method=(
             f"esp-ppq's quantised simulation ({payload['calib_method']} calibration{', int16 layers ' + ', '.join(payload['int16_layers']) if payload['int16_layers'] else ''}); "

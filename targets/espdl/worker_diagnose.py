@@ -120,6 +120,35 @@ def _sums(tap, reference_batches, quantised_batches):
     return sums
 
 
+def _brute_force(executor, quantable, measured, float_runs, outputs, tap, ctx, batchable):
+    """Per quantised op, the graph outputs with that op alone kept in float (every other op quantised)
+    and with it alone quantised: moments against the float run, and the first output's argmax per
+    sample (scripts/accuracy/brute_force.py ranks the ops on them); the argmax of the float and of
+    the all-quantised runs beside them."""
+    import torch
+
+    if batchable and len(measured) > 1:
+        # One forward per run: esp-ppq's executor costs about the same per call at batch 2 or 64.
+        measured = [[torch.cat([b[i] for b in measured]) for i in range(len(measured[0]))]]
+        float_runs = [_forward(executor, quantable, [], measured[0], outputs)]
+
+    def argmax(runs):
+        return [int(i) for g in runs for i in g[outputs[0]].reshape(len(g[outputs[0]]), -1).argmax(axis=1)]
+
+    every = [_forward(executor, quantable, quantable, b, outputs) for b in measured]
+    found = {"float_argmax": argmax(float_runs), "every_argmax": argmax(every), "ops": []}
+    for index, op in enumerate(quantable):
+        entry = {"node": op.name, "op_type": op.type}
+        for key, active in (("all_but", [o for o in quantable if o is not op]), ("alone", [op])):
+            got = [_forward(executor, quantable, active, b, outputs) for b in measured]
+            entry[key] = _sums(tap, [{n: f[n] for n in outputs} for f in float_runs], got)
+            entry[key + "_argmax"] = argmax(got)
+        found["ops"].append(entry)
+        if index % 20 == 19:
+            ctx.log(f"brute force: {index + 1} of {len(quantable)} ops")
+    return found
+
+
 def run(request, ctx):
     import numpy as np
     import torch
@@ -156,4 +185,7 @@ def run(request, ctx):
     float_eval = _concat(np, float_runs) if request.get("eval") else None
     precision_of = lambda op: build._precision_of(getattr(op, "platform", None), None) if isinstance(op, QuantableOperation) else "float32"  # noqa: E731
     records = [_record(op, tap, accumulated, isolated, float_calib, float_eval, precision_of) for op in ops]
-    return {"records": records, "graph_outputs": list(graph.outputs.keys()), "versions": {d: ctx.package_version(d) for d in ("esp-ppq", "torch")}}
+    outputs = request.get("brute_force_outputs") or []
+    brute = _brute_force(executor, quantable, measured, float_runs, outputs, tap, ctx, int(request["batch_size"]) > 1) if outputs else None
+    return {"records": records, "graph_outputs": list(graph.outputs.keys()), "brute_force": brute,
+            "versions": {d: ctx.package_version(d) for d in ("esp-ppq", "torch")}}
