@@ -116,92 +116,103 @@ def headline(cmp: dict, scope: dict) -> str:
 
 def render_text(doc: dict) -> str:
     """The terminal view of an `edgedeploy.bench/1` document: every figure under its scope."""
-    out: list[str] = []
+    out = _header_lines(doc)
+    for m in doc["results"]:
+        out.extend(_backend_lines(m))
+    out.extend(_not_timed_lines(doc))
+    if doc["comparison"]["fastest"]:
+        out.extend(_comparison_lines(doc["comparison"]))
+    return "\n".join(out)
+
+
+def _header_lines(doc: dict) -> list[str]:
+    """What was timed where, and how: the model, the machine and the protocol."""
     model = doc["model"]
-    out.append(f"model     {model['name']} ({model['format']}) sha256 {model['sha256']}")
     dev = doc["device"]
     gov = ", ".join(dev.get("frequency_governors") or []) or "not readable"
-    out.append(
+    p = doc["request"]["protocol"]
+    return [
+        f"model     {model['name']} ({model['format']}) sha256 {model['sha256']}",
         f"device    {dev['cpu_model']}, {dev['cpu_cores']} cores ({dev['cpu_cores_usable']} usable), governor {gov}"
         + (f", GPUs: {', '.join(dev['accelerators'])}" if dev.get("accelerators") else ", no GPU")
-        + f"; host {dev['hostname']}, Python {dev['python']}"
-    )
-    p = doc["request"]["protocol"]
-    out.append(
+        + f"; host {dev['hostname']}, Python {dev['python']}",
         f"protocol  {p['sessions']} sessions per backend, each a separate process: first inference timed apart, "
-        f"{p['warmup']} warm-up runs, then >= {p['min_iterations']} iterations and >= {p['min_duration_s']:g} s; each column's unit is in its header"
+        f"{p['warmup']} warm-up runs, then >= {p['min_iterations']} iterations and >= {p['min_duration_s']:g} s; each column's unit is in its header",
+    ]
+
+
+def _backend_lines(m: dict) -> list[str]:
+    """One backend's sessions as a table, then the figures across them (and a warning when they disagree)."""
+    b = m["backend"]
+    libs = ", ".join(f"{k} {v}" for k, v in b["libraries"].items() if v)
+    kind = " [SIMULATOR]" if b["kind"] != "runtime" else ""
+    out = ["", f"{m['scope']['backend']}: {b['label']}{kind} ({libs})", f"  scope: {scope_line(m['scope'])}"]
+    columns = (("MEAN", "mean"), ("MEDIAN", "p50"), ("P90", "p90"), ("P99", "p99"), ("MIN", "min"), ("MAX", "max"))
+    # One unit per column, named in its header (a MAX of 35 ms must not turn a 75 us median into 0.07).
+    units = [unit_for([s["latency_us"][key] for s in m["sessions"]]) for _, key in columns]
+    first_unit = unit_for([s["first_inference_us"] for s in m["sessions"]])
+    rows = []
+    for i, s in enumerate(m["sessions"], start=1):
+        lat = s["latency_us"]
+        cells = [in_unit(lat[key], unit) for (_, key), unit in zip(columns, units)]
+        rows.append([i, s["pid"], s["iterations"], *cells, in_unit(s["first_inference_us"], first_unit), f"{s['throughput_items_per_s']:.0f}"])
+    headers = ["SESSION", "PID", "ITER", *(f"{name} ({unit[0]})" for (name, _), unit in zip(columns, units)), f"FIRST ({first_unit[0]})", "ITEMS/S"]
+    out.extend("  " + line for line in table(headers, rows, right_align=range(11)).splitlines())
+    sm = m["summary"]
+    out.append(
+        f"  across sessions: median {with_unit(sm['median_us'])} (session medians {range_with_unit(sm['session_median_range_us'])}, spread {sm['spread_percent']:.1f}%), "
+        f"mean {range_with_unit(sm['session_mean_range_us'])}, p99 {range_with_unit(sm['session_p99_range_us'])}, first inference {range_with_unit(sm['first_inference_range_us'])}"
+        + (f", {sm['throughput_items_per_s']:.0f} items/s" if m["scope"]["batch"] > 1 else "")
     )
-    for m in doc["results"]:
-        b = m["backend"]
-        libs = ", ".join(f"{k} {v}" for k, v in b["libraries"].items() if v)
-        kind = " [SIMULATOR]" if b["kind"] != "runtime" else ""
-        out.append("")
-        out.append(f"{m['scope']['backend']}: {b['label']}{kind} ({libs})")
-        out.append(f"  scope: {scope_line(m['scope'])}")
-        columns = (("MEAN", "mean"), ("MEDIAN", "p50"), ("P90", "p90"), ("P99", "p99"), ("MIN", "min"), ("MAX", "max"))
-        # One unit per column, named in its header (a MAX of 35 ms must not turn a 75 us median into 0.07).
-        units = [unit_for([s["latency_us"][key] for s in m["sessions"]]) for _, key in columns]
-        first_unit = unit_for([s["first_inference_us"] for s in m["sessions"]])
-        rows = []
-        for i, s in enumerate(m["sessions"], start=1):
-            lat = s["latency_us"]
-            cells = [in_unit(lat[key], unit) for (_, key), unit in zip(columns, units)]
-            rows.append([i, s["pid"], s["iterations"], *cells, in_unit(s["first_inference_us"], first_unit), f"{s['throughput_items_per_s']:.0f}"])
-        headers = ["SESSION", "PID", "ITER", *(f"{name} ({unit[0]})" for (name, _), unit in zip(columns, units)), f"FIRST ({first_unit[0]})", "ITEMS/S"]
-        for line in table(headers, rows, right_align=range(11)).splitlines():
-            out.append("  " + line)
-        sm = m["summary"]
+    if sm["spread_percent"] is not None and sm["spread_percent"] > SPREAD_WARNING_PERCENT:
         out.append(
-            f"  across sessions: median {with_unit(sm['median_us'])} (session medians {range_with_unit(sm['session_median_range_us'])}, spread {sm['spread_percent']:.1f}%), "
-            f"mean {range_with_unit(sm['session_mean_range_us'])}, p99 {range_with_unit(sm['session_p99_range_us'])}, first inference {range_with_unit(sm['first_inference_range_us'])}"
-            + (f", {sm['throughput_items_per_s']:.0f} items/s" if m["scope"]["batch"] > 1 else "")
+            f"  warning: the session medians differ by {sm['spread_percent']:.0f}%: the machine was busy or this backend is unstable; "
+            "trust the range, not the single figure, or rerun on a quiet machine"
         )
-        if sm["spread_percent"] is not None and sm["spread_percent"] > SPREAD_WARNING_PERCENT:
-            out.append(
-                f"  warning: the session medians differ by {sm['spread_percent']:.0f}%: the machine was busy or this backend is unstable; "
-                "trust the range, not the single figure, or rerun on a quiet machine"
-            )
+    return out
+
+
+def _not_timed_lines(doc: dict) -> list[str]:
+    """The backends skipped (with the reason) and those that failed (with the first lines of the error)."""
+    out: list[str] = []
     if doc["skipped"]:
-        out.append("")
-        out.append("skipped:")
-        for s in doc["skipped"]:
-            out.append(f"  {s['backend']}: {s['reason']}")
+        out += ["", "skipped:"]
+        out.extend(f"  {s['backend']}: {s['reason']}" for s in doc["skipped"])
     if doc["failed"]:
-        out.append("")
-        out.append("failed:")
+        out += ["", "failed:"]
         for f in doc["failed"]:
             lines = f["error"].splitlines()
             out.append(f"  {f['backend']}: {lines[0]}")
             out.extend("    " + line.strip() for line in lines[1:6])
-    cmp = doc["comparison"]
-    if cmp["fastest"]:
-        out.append("")
-        scope = dict(cmp["scope"], backend="*")
-        out.append(f"comparison: {scope_line(scope)}")
-        unit = unit_for([v for e in cmp["entries"] for v in (e["median_us"], *e["session_median_range_us"])])
-        fastest = next(e for e in cmp["entries"] if e["backend"] == cmp["fastest"])
-        tied = any(within_session_noise(e) for e in cmp["entries"] if e is not fastest)
-        rows = []
-        for e in cmp["entries"]:
-            if e is fastest:
-                ratio_cell, note = "1.00", "lowest median" if tied else "fastest"
-            elif within_session_noise(e):
-                # The sessions disagree more than the backends do: the ratio is no finding.
-                ratio_cell, note = "~", "within session noise (session ranges overlap)"
-            else:
-                ratio_cell, note = f"{e['ratio_to_fastest']:.2f}", f"{e['ratio_to_fastest']:.2f}x slower"
-            lo, hi = e["session_median_range_us"]
-            rows.append([e["backend"], in_unit(e["median_us"], unit), f"{in_unit(lo, unit)}-{in_unit(hi, unit)}", ratio_cell, note])
-        for line in table(["BACKEND", f"MEDIAN ({unit[0]})", f"SESSION MEDIANS ({unit[0]})", "X FASTEST", ""], rows, right_align=(1, 2, 3)).splitlines():
-            out.append("  " + line)
-        out.append(headline(cmp, scope))
-        out.append(
-            "Ratios divide medians of session medians, between results whose scopes differ only in the backend "
-            "(same model sha256, input shapes, batch, precision, threads and device)."
-        )
-        for e in cmp["excluded"]:
-            out.append(f"  not compared: {e['backend']}: {e['reason']}")
-    return "\n".join(out)
+    return out
+
+
+def _comparison_lines(cmp: dict) -> list[str]:
+    """The backends side by side, a ratio only where it is a finding, and the headline verdict."""
+    scope = dict(cmp["scope"], backend="*")
+    out = ["", f"comparison: {scope_line(scope)}"]
+    unit = unit_for([v for e in cmp["entries"] for v in (e["median_us"], *e["session_median_range_us"])])
+    fastest = next(e for e in cmp["entries"] if e["backend"] == cmp["fastest"])
+    tied = any(within_session_noise(e) for e in cmp["entries"] if e is not fastest)
+    rows = []
+    for e in cmp["entries"]:
+        if e is fastest:
+            ratio_cell, note = "1.00", "lowest median" if tied else "fastest"
+        elif within_session_noise(e):
+            # The sessions disagree more than the backends do: the ratio is no finding.
+            ratio_cell, note = "~", "within session noise (session ranges overlap)"
+        else:
+            ratio_cell, note = f"{e['ratio_to_fastest']:.2f}", f"{e['ratio_to_fastest']:.2f}x slower"
+        lo, hi = e["session_median_range_us"]
+        rows.append([e["backend"], in_unit(e["median_us"], unit), f"{in_unit(lo, unit)}-{in_unit(hi, unit)}", ratio_cell, note])
+    out.extend("  " + line for line in table(["BACKEND", f"MEDIAN ({unit[0]})", f"SESSION MEDIANS ({unit[0]})", "X FASTEST", ""], rows, right_align=(1, 2, 3)).splitlines())
+    out.append(headline(cmp, scope))
+    out.append(
+        "Ratios divide medians of session medians, between results whose scopes differ only in the backend "
+        "(same model sha256, input shapes, batch, precision, threads and device)."
+    )
+    out.extend(f"  not compared: {e['backend']}: {e['reason']}" for e in cmp["excluded"])
+    return out
 
 
 COMMANDS = [bench_command]

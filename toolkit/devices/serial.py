@@ -266,79 +266,116 @@ def read_sessions(
     (the protocol's fields, types and ranges, and `expected_model_sha256` when given); `echo`
     gets every console line with its control characters escaped.
     """
-    run = SerialRun(port=console.port, expected_sessions=expected_sessions, expected_model_sha256=expected_model_sha256)
-    splitter = LineSplitter()
-    started = clock()
-    deadline = started + timeout_s
-    grace_deadline = deadline
+    reader = _BootReader(SerialRun(port=console.port, expected_sessions=expected_sessions, expected_model_sha256=expected_model_sha256), timeout_s, echo, clock)
+    while True:
+        ended = reader.out_of_time()
+        if ended is not None:
+            return ended
+        try:
+            data = console.read_chunk()
+        except SerialDisconnected as exc:
+            return reader.disconnected(exc)
+        if not data:
+            continue
+        ended = reader.take(data, max_bytes)
+        if ended is not None:
+            return ended
 
-    def finish(error: str | None = None) -> SerialRun:
-        run.error = error
-        run.wall_s = clock() - started
-        return run
 
-    def reset_error() -> SerialRun:
+class _BootReader:
+    """One boot being read (read_sessions): the run so far, the line splitter and the deadlines.
+
+    Each step returns the finished SerialRun when the run ends there, else None.
+    """
+
+    def __init__(self, run: SerialRun, timeout_s: float, echo: Callable[[str], None] | None, clock: Callable[[], float]):
+        self.run = run
+        self.splitter = LineSplitter()
+        self.timeout_s = timeout_s
+        self.echo = echo
+        self.clock = clock
+        self.started = clock()
+        self.deadline = self.started + timeout_s
+        # After a reset, how long to wait for the ROM's reset-reason line (never past the deadline).
+        self.grace_deadline = self.deadline
+
+    def finish(self, error: str | None = None) -> SerialRun:
+        self.run.error = error
+        self.run.wall_s = self.clock() - self.started
+        return self.run
+
+    def reset_error(self) -> SerialRun:
+        run = self.run
         what = f"reset reason {run.reset_reason}" if run.reset_reason else "no reset reason printed"
         crash = f"; before it: {run.crash_line!r}" if run.crash_line else ""
-        return finish(
+        return self.finish(
             f"The board on {run.port} reset during the run ({what}{crash}) after {len(run.results)} of "
             f"{run.expected_sessions or '?'} sessions{_kept(run)}."
         )
 
-    while True:
-        if run.resetting and (clock() >= grace_deadline or run.reset_reason):
-            return reset_error()
-        if clock() >= deadline:
-            pending = splitter.pending()
-            if pending:
-                run.transcript.append(pending)
-            return finish(_timeout_message(run, timeout_s))
-        try:
-            data = console.read_chunk()
-        except SerialDisconnected as exc:
-            pending = splitter.pending()
-            if pending:
-                run.transcript.append(pending)
-            return finish(
-                f"The serial port {run.port} disconnected ({exc}) after {len(run.results)} of "
-                f"{run.expected_sessions or '?'} sessions{_kept(run)}."
-            )
-        if not data:
-            continue
+    def keep_pending(self) -> None:
+        """A last line without its newline still goes into the transcript (it is often the crash)."""
+        pending = self.splitter.pending()
+        if pending:
+            self.run.transcript.append(pending)
+
+    def out_of_time(self) -> SerialRun | None:
+        """The end of the run when the reset grace or the time-out has passed."""
+        if self.run.resetting and (self.clock() >= self.grace_deadline or self.run.reset_reason):
+            return self.reset_error()
+        if self.clock() >= self.deadline:
+            self.keep_pending()
+            return self.finish(_timeout_message(self.run, self.timeout_s))
+        return None
+
+    def disconnected(self, exc: SerialDisconnected) -> SerialRun:
+        run = self.run
+        self.keep_pending()
+        return self.finish(
+            f"The serial port {run.port} disconnected ({exc}) after {len(run.results)} of "
+            f"{run.expected_sessions or '?'} sessions{_kept(run)}."
+        )
+
+    def take(self, data: bytes, max_bytes: int) -> SerialRun | None:
+        """Bytes from the console: counted against `max_bytes`, then taken line by line."""
+        run = self.run
         run.bytes_read += len(data)
         if run.bytes_read > max_bytes:
-            return finish(
+            return self.finish(
                 f"The board on {run.port} flooded its console (more than {max_bytes // (1024 * 1024)} MiB without finishing its run) after "
                 f"{len(run.results)} of {run.expected_sessions or '?'} sessions{_kept(run)}."
             )
-        for line in splitter.feed(data):
-            run.transcript.append(line)
-            if echo is not None:
-                echo(terminal_safe(line))
-            outcome = _take_line(run, line)
-            if outcome == "lie":
-                return finish(
-                    f"The board on {run.port} announced {run.announced_sessions} sessions, more than a run can have ({MAX_SESSIONS}); "
-                    "it is not running edgedeploy's harness as built."
-                )
-            if outcome == "reset" and not run.resetting:
-                # The ROM prints the reset reason a line or two after its banner: wait briefly for it.
-                run.resetting = True
-                grace_deadline = min(deadline, clock() + RESET_REASON_WAIT_S)
-            if run.resetting:
-                if run.reset_reason:
-                    return reset_error()
-                continue
-            if outcome == "done":
-                if run.complete:
-                    return finish()
-                why = run.rejected_clause() or " (a line was corrupted on the way)"
-                return finish(
-                    f"The harness on {run.port} finished, but only {len(run.results)} of {run.expected_sessions or '?'} result "
-                    f"lines could be taken{why}{_kept(run)}."
-                )
-            if run.complete:
-                return finish()
+        for line in self.splitter.feed(data):
+            ended = self.take_line(line)
+            if ended is not None:
+                return ended
+        return None
+
+    def take_line(self, line: str) -> SerialRun | None:
+        run = self.run
+        run.transcript.append(line)
+        if self.echo is not None:
+            self.echo(terminal_safe(line))
+        outcome = _take_line(run, line)
+        if outcome == "lie":
+            return self.finish(
+                f"The board on {run.port} announced {run.announced_sessions} sessions, more than a run can have ({MAX_SESSIONS}); "
+                "it is not running edgedeploy's harness as built."
+            )
+        if outcome == "reset" and not run.resetting:
+            # The ROM prints the reset reason a line or two after its banner: wait briefly for it.
+            run.resetting = True
+            self.grace_deadline = min(self.deadline, self.clock() + RESET_REASON_WAIT_S)
+        if run.resetting:
+            # Nothing after a reset counts; only its reason is awaited.
+            return self.reset_error() if run.reset_reason else None
+        if outcome == "done" and not run.complete:
+            why = run.rejected_clause() or " (a line was corrupted on the way)"
+            return self.finish(
+                f"The harness on {run.port} finished, but only {len(run.results)} of {run.expected_sessions or '?'} result "
+                f"lines could be taken{why}{_kept(run)}."
+            )
+        return self.finish() if run.complete else None
 
 
 def _take_line(run: SerialRun, line: str) -> str | None:

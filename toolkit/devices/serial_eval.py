@@ -32,7 +32,7 @@ import json
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from edgedeploy.devices.board_output import terminal_safe
 from edgedeploy.devices.serial import BOOT_BANNER, LineSplitter, SerialDisconnected
@@ -181,99 +181,131 @@ def stream_samples(
     it is waited for. Returns an EvalStream; never raises for what the board does (its `error`
     says what stopped the stream).
     """
-    stream = EvalStream(port=console.port, samples=len(payloads))
-    reader = reader or _Reader(console, clock, echo)
-    started = clock()
+    streamer = _Streamer(console, payloads, output_bytes, reader or _Reader(console, clock, echo), clock, progress, reply_timeout_s, ready_timeout_s)
+    try:
+        return streamer.run(ready)
+    except SerialDisconnected as exc:
+        stream = streamer.stream
+        return streamer.finish(
+            f"The serial port {console.port} disconnected ({terminal_safe(str(exc), max_chars=120)}) during the evaluation, "
+            f"after {len(stream.outputs)} of {len(payloads)} samples{streamer.kept()}."
+        )
 
-    def finish(error: str | None = None) -> EvalStream:
-        stream.error = error
-        stream.wall_s = clock() - started
-        return stream
 
-    def send(data: bytes) -> None:
-        console.write(data)
-        stream.bytes_sent += len(data)
+@dataclass
+class _Streamer:
+    """One evaluation stream (stream_samples): the samples to send, the board's replies, the stream so far."""
 
-    def kept() -> str:
-        return f"; the outputs of the {len(stream.outputs)} sample(s) done are kept and marked partial" if stream.outputs else ""
+    console: Any
+    payloads: list[bytes]
+    output_bytes: int
+    reader: _Reader
+    clock: Callable[[], float]
+    progress: Callable[[str], None] | None
+    reply_timeout_s: float
+    ready_timeout_s: float
+    stream: EvalStream = field(init=False)
+    started: float = field(init=False)
 
-    def await_ready() -> str | None:
-        deadline = clock() + ready_timeout_s
+    def __post_init__(self):
+        self.stream = EvalStream(port=self.console.port, samples=len(self.payloads))
+        self.started = self.clock()
+
+    def finish(self, error: str | None = None) -> EvalStream:
+        self.stream.error = error
+        self.stream.wall_s = self.clock() - self.started
+        return self.stream
+
+    def send(self, data: bytes) -> None:
+        self.console.write(data)
+        self.stream.bytes_sent += len(data)
+
+    def kept(self) -> str:
+        return f"; the outputs of the {len(self.stream.outputs)} sample(s) done are kept and marked partial" if self.stream.outputs else ""
+
+    def run(self, ready: dict | None) -> EvalStream:
+        """Every sample in order; after a reset the board is awaited and the stream resumes where it stopped."""
+        stream = self.stream
+        if ready is None:
+            problem = self.await_ready()
+        else:
+            stream.ready = ready
+            problem = self.check_ready(ready)
+        if problem:
+            return self.finish(problem)
+        part_bytes = min(DEFAULT_PART_BYTES, _int(stream.ready.get("max_part_bytes")) or DEFAULT_PART_BYTES)
+        need_begin = True
+        seq = 0
+        while seq < len(self.payloads):
+            if need_begin:
+                outcome = self.begin(seq)
+                if outcome == "reset":
+                    problem = self.after_reset()
+                    if problem:
+                        return self.finish(problem)
+                    continue
+                if outcome:
+                    return self.finish(outcome + self.kept() + ".")
+                need_begin = False
+            frames = frame_lines(seq, self.payloads[seq], part_bytes)
+            result = _send_sample(stream, self.reader, self.send, frames, seq, self.output_bytes, self.reply_timeout_s, self.clock)
+            if result == "reset":
+                if self.progress:
+                    self.progress(f"eval: the board on {self.console.port} reset at sample {seq}; resuming there after it is ready again")
+                problem = self.after_reset()
+                if problem:
+                    return self.finish(problem)
+                need_begin = True
+                continue
+            if isinstance(result, str):
+                return self.finish(result + self.kept() + ".")
+            stream.outputs.append(result)
+            if self.progress and (seq + 1) % 50 == 0:
+                self.progress(f"eval: {seq + 1} of {len(self.payloads)} samples done on the board")
+            seq += 1
+        self.send(f"{FRAME_PREFIX} END\n".encode("ascii"))
+        return self.finish()
+
+    def after_reset(self) -> str | None:
+        """The board reset: counted, then awaited until ready again; the sentence that ends the stream, if it does."""
+        stream = self.stream
+        stream.resets += 1
+        if stream.resets > MAX_RESETS:
+            return f"The board on {self.console.port} reset {stream.resets} times during the evaluation, after {len(stream.outputs)} of {len(self.payloads)} samples{self.kept()}."
+        problem = self.await_ready()
+        return problem.rstrip(".") + self.kept() + "." if problem else None
+
+    def await_ready(self) -> str | None:
+        deadline = self.clock() + self.ready_timeout_s
         while True:
-            event = reader.next_event(deadline)
+            event = self.reader.next_event(deadline)
             if event is None:
-                return f"The board on {console.port} did not announce its evaluation loop (ready) within {ready_timeout_s:.0f} s; is this artifact's firmware (edgedeploy {PROTOCOL_VERSION} protocol) flashed?"
+                return f"The board on {self.console.port} did not announce its evaluation loop (ready) within {self.ready_timeout_s:.0f} s; is this artifact's firmware (edgedeploy {PROTOCOL_VERSION} protocol) flashed?"
             if event["event"] == "ready":
-                stream.ready = event
-                return check_ready(event)
+                self.stream.ready = event
+                return self.check_ready(event)
 
-    def check_ready(event: dict) -> str | None:
+    def check_ready(self, event: dict) -> str | None:
+        """The ready reply must speak this protocol and announce this model's output size."""
+        port = self.console.port
         if event.get("protocol") != PROTOCOL_VERSION:
-            return f"The board on {console.port} speaks evaluation protocol {terminal_safe(repr(event.get('protocol')))}, not {PROTOCOL_VERSION}; rebuild and flash this artifact's firmware."
-        if _int(event.get("output_bytes")) != output_bytes:
-            return f"The board on {console.port} announces {terminal_safe(repr(event.get('output_bytes')))} output bytes per sample, but the model's outputs are {output_bytes}; it runs another model."
+            return f"The board on {port} speaks evaluation protocol {terminal_safe(repr(event.get('protocol')))}, not {PROTOCOL_VERSION}; rebuild and flash this artifact's firmware."
+        if _int(event.get("output_bytes")) != self.output_bytes:
+            return f"The board on {port} announces {terminal_safe(repr(event.get('output_bytes')))} output bytes per sample, but the model's outputs are {self.output_bytes}; it runs another model."
         return None
 
-    def begin(start: int) -> str | None:
-        send(f"{FRAME_PREFIX} BEGIN {len(payloads)} {start}\n".encode("ascii"))
-        deadline = clock() + reply_timeout_s
+    def begin(self, start: int) -> str | None:
+        """BEGIN at sample `start`: None when acknowledged, "reset" when the board rebooted, else the error clause."""
+        self.send(f"{FRAME_PREFIX} BEGIN {len(self.payloads)} {start}\n".encode("ascii"))
+        deadline = self.clock() + self.reply_timeout_s
         while True:
-            event = reader.next_event(deadline)
+            event = self.reader.next_event(deadline)
             if event is None:
-                return f"The board on {console.port} did not answer BEGIN within {reply_timeout_s:.0f} s"
+                return f"The board on {self.console.port} did not answer BEGIN within {self.reply_timeout_s:.0f} s"
             if event["event"] == "begin" and _int(event.get("next")) == start:
                 return None
             if event["event"] in ("reset", "ready"):
                 return "reset"
-
-    try:
-        if ready is None:
-            problem = await_ready()
-        else:
-            stream.ready = ready
-            problem = check_ready(ready)
-        if problem:
-            return finish(problem)
-        part_bytes = min(DEFAULT_PART_BYTES, _int(stream.ready.get("max_part_bytes")) or DEFAULT_PART_BYTES)
-        need_begin = True
-        seq = 0
-        while seq < len(payloads):
-            if need_begin:
-                outcome = begin(seq)
-                if outcome == "reset":
-                    stream.resets += 1
-                    if stream.resets > MAX_RESETS:
-                        return finish(f"The board on {console.port} reset {stream.resets} times during the evaluation, after {len(stream.outputs)} of {len(payloads)} samples{kept()}.")
-                    problem = await_ready()
-                    if problem:
-                        return finish(problem.rstrip(".") + kept() + ".")
-                    continue
-                if outcome:
-                    return finish(outcome + kept() + ".")
-                need_begin = False
-            frames = frame_lines(seq, payloads[seq], part_bytes)
-            result = _send_sample(stream, reader, send, frames, seq, output_bytes, reply_timeout_s, clock)
-            if result == "reset":
-                stream.resets += 1
-                if progress:
-                    progress(f"eval: the board on {console.port} reset at sample {seq}; resuming there after it is ready again")
-                if stream.resets > MAX_RESETS:
-                    return finish(f"The board on {console.port} reset {stream.resets} times during the evaluation, after {len(stream.outputs)} of {len(payloads)} samples{kept()}.")
-                problem = await_ready()
-                if problem:
-                    return finish(problem.rstrip(".") + kept() + ".")
-                need_begin = True
-                continue
-            if isinstance(result, str):
-                return finish(result + kept() + ".")
-            stream.outputs.append(result)
-            if progress and (seq + 1) % 50 == 0:
-                progress(f"eval: {seq + 1} of {len(payloads)} samples done on the board")
-            seq += 1
-        send(f"{FRAME_PREFIX} END\n".encode("ascii"))
-        return finish()
-    except SerialDisconnected as exc:
-        return finish(f"The serial port {console.port} disconnected ({terminal_safe(str(exc), max_chars=120)}) during the evaluation, after {len(stream.outputs)} of {len(payloads)} samples{kept()}.")
 
 
 def _send_sample(stream: EvalStream, reader: _Reader, send, frames: list[bytes], seq: int, output_bytes: int, reply_timeout_s: float, clock):
