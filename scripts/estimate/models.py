@@ -228,44 +228,54 @@ def classifier_builds() -> list[Build]:
 # (tests/test_published_figures.py) so a "faithful" claim rests on more than a name.
 ULTRA_DOCS = "https://docs.ultralytics.com/models/"
 NXP_TABLES = "https://github.com/NXP/eiq-model-zoo/tree/58c2b002e9f64f39b8c43e896e00446298544a33/tasks"
+YOLOV5_TABLE = "https://github.com/ultralytics/yolov5#pretrained-checkpoints"
+
+
+def _published_in(source: str, sizes: dict) -> dict:
+    """{architecture: (parameters M, GFLOPs, source)} for the sizes one document publishes: its address said once."""
+    return {key: (*size, source) for key, size in sizes.items()}
+
+
 REFERENCES = {
-    "yolov8n_640": (3.2, 8.7, ULTRA_DOCS + "yolov8/"), "yolov8s_640": (11.2, 28.6, ULTRA_DOCS + "yolov8/"),
-    "yolov8m_640": (25.9, 78.9, ULTRA_DOCS + "yolov8/"), "yolov8n_640_decode": (3.2, 8.7, ULTRA_DOCS + "yolov8/"),
-    "yolov8n_seg_640": (3.4, 12.6, ULTRA_DOCS + "yolov8/"), "yolov8s_seg_640": (11.8, 42.6, ULTRA_DOCS + "yolov8/"),
-    "yolov8m_seg_640": (27.3, 110.2, ULTRA_DOCS + "yolov8/"), "yolov8n_pose_640": (3.3, 9.2, ULTRA_DOCS + "yolov8/"),
-    "yolov8n_obb_640": (3.1, None, ULTRA_DOCS + "yolov8/ (FLOPs published at 1024 only)"),
-    "yolo11n_640": (2.6, 6.5, ULTRA_DOCS + "yolo11/"), "yolo11s_640": (9.4, 21.5, ULTRA_DOCS + "yolo11/"),
-    "yolo11m_640": (20.1, 68.0, ULTRA_DOCS + "yolo11/"), "yolo11n_seg_640": (2.9, 10.4, ULTRA_DOCS + "yolo11/"),
-    "yolo11n_pose_640": (2.9, 7.6, ULTRA_DOCS + "yolo11/"), "yolov10n_640": (2.3, 6.7, ULTRA_DOCS + "yolov10/"),
-    "yolov10s_640": (7.2, 21.6, ULTRA_DOCS + "yolov10/"), "yolo26n_640": (2.4, 5.4, ULTRA_DOCS + "yolo26/"),
-    "yolov5n_640": (1.9, 4.5, "https://github.com/ultralytics/yolov5#pretrained-checkpoints"),
-    "yolov5s_640": (7.2, 16.5, "https://github.com/ultralytics/yolov5#pretrained-checkpoints"),
-    "yolov5m_640": (21.2, 49.0, "https://github.com/ultralytics/yolov5#pretrained-checkpoints"),
-    "yolov5n_seg_640": (2.0, 7.1, "https://github.com/ultralytics/yolov5#pretrained-checkpoints (segmentation)"),
-    "yolov5s_seg_640": (7.6, 26.4, "https://github.com/ultralytics/yolov5#pretrained-checkpoints (segmentation)"),
-    "yolov5m_seg_640": (22.0, 70.8, "https://github.com/ultralytics/yolov5#pretrained-checkpoints (segmentation)"),
-    "yolox_s_640": (9.0, 26.8, "https://github.com/Megvii-BaseDetection/YOLOX#benchmark"),
-    "yolox_m_640": (25.3, 73.8, "https://github.com/Megvii-BaseDetection/YOLOX#benchmark"),
-    "yolov6n_640": (4.7, 11.4, "https://github.com/meituan/YOLOv6#benchmark"),
-    "yolov6s_640": (18.5, 45.3, "https://github.com/meituan/YOLOv6#benchmark"),
-    "yolov7_tiny_640": (6.2, 13.8, "https://github.com/WongKinYiu/yolov7#performance"),
-    "mobilefacenet_112": (1.2, 0.46, "https://github.com/espressif/esp-dl/blob/12c0616de145b704e1149c474b9a1e852e631d67/models/human_face_recognition/README.md"),
-    "mobilenet_v2_224": (3.539, 0.608, NXP_TABLES + "/vision/classification/README.md"),
-    "efficientnet_lite0_224": (4.7, 0.814, NXP_TABLES + "/vision/classification/README.md"),
-    "resnet50_v1_keras_224": (25.6, None, NXP_TABLES + "/vision/classification/resnet/README.md"),
-    "mobilenet_v1_025_128": (0.47, 0.028, NXP_TABLES + "/vision/classification/README.md"),
-    "mlperf_tiny_resnet8_32": (0.078, 0.025, NXP_TABLES + "/vision/classification/README.md"),
-    "mlperf_tiny_vww_mobilenet_v1_025_96": (0.221, 0.015, NXP_TABLES + "/vision/classification/README.md"),
-    "deepface_emotion_48": (1.49, 0.0585, NXP_TABLES + "/vision/classification/README.md"),
-    "ultraface_slim_240x320": (0.265, 0.168, NXP_TABLES + "/vision/object-detection/README.md"),
-    "yolov4_tiny_416": (6.05, 6.9, NXP_TABLES + "/vision/object-detection/README.md"),
-    "ssdlite_mobilenet_v2_300": (4.3, 1.5, NXP_TABLES + "/vision/object-detection/ssdlite-mobilenetv2/README.md"),
-    "mnasnet_a1_075_224": (2.9, 0.447, NXP_TABLES + "/vision/classification/MNasNet/README.md"),
-    "nanodet_m_050_320": (0.204, 0.158, NXP_TABLES + "/vision/object-detection/README.md"),
-    "whenet_224": (4.4, 0.781, NXP_TABLES + "/vision/pose-estimation/README.md"),
-    "facenet512_160": (23.0, 2.84, NXP_TABLES + "/vision/face-recognition/README.md"),
-    "eegtcnet_22x1125": (0.004096, 0.014, NXP_TABLES + "/misc/README.md"),
-    "clip_text_20": (63.0, None, "https://arxiv.org/abs/2103.00020 (section 2.4: a 63M-parameter 12-layer 512-wide text transformer)"),
+    **_published_in(
+        ULTRA_DOCS + "yolov8/",
+        {"yolov8n_640": (3.2, 8.7), "yolov8s_640": (11.2, 28.6), "yolov8m_640": (25.9, 78.9), "yolov8n_640_decode": (3.2, 8.7),
+         "yolov8n_seg_640": (3.4, 12.6), "yolov8s_seg_640": (11.8, 42.6), "yolov8m_seg_640": (27.3, 110.2),
+         "yolov8n_pose_640": (3.3, 9.2)},
+    ),
+    **_published_in(ULTRA_DOCS + "yolov8/ (FLOPs published at 1024 only)", {"yolov8n_obb_640": (3.1, None)}),
+    **_published_in(
+        ULTRA_DOCS + "yolo11/",
+        {"yolo11n_640": (2.6, 6.5), "yolo11s_640": (9.4, 21.5), "yolo11m_640": (20.1, 68.0), "yolo11n_seg_640": (2.9, 10.4),
+         "yolo11n_pose_640": (2.9, 7.6)},
+    ),
+    **_published_in(ULTRA_DOCS + "yolov10/", {"yolov10n_640": (2.3, 6.7), "yolov10s_640": (7.2, 21.6)}),
+    **_published_in(ULTRA_DOCS + "yolo26/", {"yolo26n_640": (2.4, 5.4)}),
+    **_published_in(YOLOV5_TABLE, {"yolov5n_640": (1.9, 4.5), "yolov5s_640": (7.2, 16.5), "yolov5m_640": (21.2, 49.0)}),
+    **_published_in(YOLOV5_TABLE + " (segmentation)", {"yolov5n_seg_640": (2.0, 7.1), "yolov5s_seg_640": (7.6, 26.4), "yolov5m_seg_640": (22.0, 70.8)}),
+    **_published_in("https://github.com/Megvii-BaseDetection/YOLOX#benchmark", {"yolox_s_640": (9.0, 26.8), "yolox_m_640": (25.3, 73.8)}),
+    **_published_in("https://github.com/meituan/YOLOv6#benchmark", {"yolov6n_640": (4.7, 11.4), "yolov6s_640": (18.5, 45.3)}),
+    **_published_in("https://github.com/WongKinYiu/yolov7#performance", {"yolov7_tiny_640": (6.2, 13.8)}),
+    **_published_in(
+        "https://github.com/espressif/esp-dl/blob/12c0616de145b704e1149c474b9a1e852e631d67/models/human_face_recognition/README.md",
+        {"mobilefacenet_112": (1.2, 0.46)},
+    ),
+    **_published_in(
+        NXP_TABLES + "/vision/classification/README.md",
+        {"mobilenet_v2_224": (3.539, 0.608), "efficientnet_lite0_224": (4.7, 0.814), "mobilenet_v1_025_128": (0.47, 0.028),
+         "mlperf_tiny_resnet8_32": (0.078, 0.025), "mlperf_tiny_vww_mobilenet_v1_025_96": (0.221, 0.015), "deepface_emotion_48": (1.49, 0.0585)},
+    ),
+    **_published_in(NXP_TABLES + "/vision/classification/resnet/README.md", {"resnet50_v1_keras_224": (25.6, None)}),
+    **_published_in(
+        NXP_TABLES + "/vision/object-detection/README.md",
+        {"ultraface_slim_240x320": (0.265, 0.168), "yolov4_tiny_416": (6.05, 6.9), "nanodet_m_050_320": (0.204, 0.158)},
+    ),
+    **_published_in(NXP_TABLES + "/vision/object-detection/ssdlite-mobilenetv2/README.md", {"ssdlite_mobilenet_v2_300": (4.3, 1.5)}),
+    **_published_in(NXP_TABLES + "/vision/classification/MNasNet/README.md", {"mnasnet_a1_075_224": (2.9, 0.447)}),
+    **_published_in(NXP_TABLES + "/vision/pose-estimation/README.md", {"whenet_224": (4.4, 0.781)}),
+    **_published_in(NXP_TABLES + "/vision/face-recognition/README.md", {"facenet512_160": (23.0, 2.84)}),
+    **_published_in(NXP_TABLES + "/misc/README.md", {"eegtcnet_22x1125": (0.004096, 0.014)}),
+    **_published_in("https://arxiv.org/abs/2103.00020 (section 2.4: a 63M-parameter 12-layer 512-wide text transformer)", {"clip_text_20": (63.0, None)}),
 }
 
 

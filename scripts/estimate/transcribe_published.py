@@ -39,25 +39,23 @@ def add(**kw):
 
 # ---------------- Rockchip rknn_model_zoo v2.3.2 ----------------
 RK_COMMIT = "bad6c7334531becaf90a561988519b7bec34d0ab"
-RK_KEYS = {  # published name -> (model_key, rebuilt?) ; None key = not rebuilt here
+# The zoo's 640x640 detectors: the key is the published name with "_" for "-", and the input size.
+RK_DETECTORS_640 = (
+    "yolov5s_relu", "yolov5n", "yolov5s", "yolov5m", "yolov6n", "yolov6s", "yolov6m", "yolov7-tiny", "yolov7", "yolov8n",
+    "yolov8s", "yolov8m", "yolov8n-obb", "yolov10n", "yolov10s", "yolo11n", "yolo11s", "yolo11m", "yolox_s", "yolox_m",
+    "ppyoloe_s", "ppyoloe_m", "yolo_world_v2s", "yolov8n-pose", "yolov5n-seg", "yolov5s-seg", "yolov5m-seg", "yolov8n-seg",
+    "yolov8s-seg", "yolov8m-seg",
+)
+RK_KEYS = {  # published name -> model key
+    **{name: name.replace("-", "_") + "_640" for name in RK_DETECTORS_640},
     "mobilenetv2-12": "mobilenet_v2_224", "resnet50-v2-7": "resnet50_v2_224",
-    "yolov5s_relu": "yolov5s_relu_640", "yolov5n": "yolov5n_640", "yolov5s": "yolov5s_640", "yolov5m": "yolov5m_640",
-    "yolov6n": "yolov6n_640", "yolov6s": "yolov6s_640", "yolov6m": "yolov6m_640",
-    "yolov7-tiny": "yolov7_tiny_640", "yolov7": "yolov7_640",
-    "yolov8n": "yolov8n_640", "yolov8s": "yolov8s_640", "yolov8m": "yolov8m_640", "yolov8n-obb": "yolov8n_obb_640",
-    "yolov10n": "yolov10n_640", "yolov10s": "yolov10s_640",
-    "yolo11n": "yolo11n_640", "yolo11s": "yolo11s_640", "yolo11m": "yolo11m_640",
-    "yolox_s": "yolox_s_640", "yolox_m": "yolox_m_640", "ppyoloe_s": "ppyoloe_s_640", "ppyoloe_m": "ppyoloe_m_640",
-    "yolo_world_v2s": "yolo_world_v2s_640", "yolov8n-pose": "yolov8n_pose_640",
-    "deeplab-v3-plus-mobilenet-v2": "deeplabv3plus_mobilenet_v2_513",
-    "yolov5n-seg": "yolov5n_seg_640", "yolov5s-seg": "yolov5s_seg_640", "yolov5m-seg": "yolov5m_seg_640",
-    "yolov8n-seg": "yolov8n_seg_640", "yolov8s-seg": "yolov8s_seg_640", "yolov8m-seg": "yolov8m_seg_640",
-    "ppseg_lite_1024x512": "ppliteseg_512", "mobilesam_encoder_tiny": "mobilesam_encoder_tiny_448",
-    "mobilesam_decoder": "mobilesam_decoder", "RetinaFace_mobile320": "retinaface_mobilenet025_320",
-    "RetinaFace_resnet50_320": "retinaface_resnet50_320", "lprnet": "lprnet_24x94",
-    "ppocrv4_det": "ppocrv4_det_480", "ppocrv4_rec": "ppocrv4_rec_48x320",
-    "lite-transformer-encoder-16": "lite_transformer_encoder_16", "lite-transformer-decoder-16": "lite_transformer_decoder_16",
-    "clip_images": "clip_vit_b32_image_224", "clip_text": "clip_text_20",
+    "deeplab-v3-plus-mobilenet-v2": "deeplabv3plus_mobilenet_v2_513", "ppseg_lite_1024x512": "ppliteseg_512",
+    "mobilesam_encoder_tiny": "mobilesam_encoder_tiny_448", "mobilesam_decoder": "mobilesam_decoder",
+    "RetinaFace_mobile320": "retinaface_mobilenet025_320", "RetinaFace_resnet50_320": "retinaface_resnet50_320",
+    "lprnet": "lprnet_24x94", "ppocrv4_det": "ppocrv4_det_480", "ppocrv4_rec": "ppocrv4_rec_48x320",
+    "lite-transformer-encoder-16": "lite_transformer_encoder_16",
+    "lite-transformer-decoder-16": "lite_transformer_decoder_16", "clip_images": "clip_vit_b32_image_224",
+    "clip_text": "clip_text_20",
 }
 # The RV1109, RV1126 and RK1808 columns are left out: no edgedeploy target chip.
 RK_COLS = [("rk3566", "RK3566/RK3568"), ("rk3562", "RK3562"), ("rk3588", "RK3588 @single_core"), ("rk3576", "RK3576 @single_core")]
@@ -114,17 +112,18 @@ def rockchip(RK_REPO):
 
 # ---------------- Espressif esp-dl ----------------
 ESP_COMMIT = "12c0616de145b704e1149c474b9a1e852e631d67"
+# ESP-Detection's pico detectors, one per subject and input size: the key is the architecture at that size.
+ESP_PICO_DETECTORS = ((224, "cat"), (416, "cat"), (224, "dog"), (416, "dog"), (224, "hand"), (224, "face"), (416, "face"))
 ESP_KEYS = {
+    **{f"espdet_pico_{size}_{size}_{subject}_s8": f"espdet_pico_{size}" for size, subject in ESP_PICO_DETECTORS},
     "mobilenetv2_s8_v1": "mobilenet_v2_224", "yolo11n_s8_v1": "yolo11n_640", "yolo11n_320_s8_v1": "yolo11n_320",
-    "yolo11n_pose_s8_v1": "yolo11n_pose_640", "yolo11n_pose_s8_v2": "yolo11n_pose_640", "yolo11n_seg_s8_v1": "yolo11n_seg_640",
-    "yolo26n_512_s8": "yolo26n_512", "yolo26n_640_s8": "yolo26n_640", "mobilenetv2_0_5_s8_v1": "mobilenet_v2_050_128",
-    "espdet_pico_224_224_cat_s8": "espdet_pico_224", "espdet_pico_416_416_cat_s8": "espdet_pico_416",
-    "espdet_pico_224_224_dog_s8": "espdet_pico_224", "espdet_pico_416_416_dog_s8": "espdet_pico_416",
-    "espdet_pico_224_224_hand_s8": "espdet_pico_224", "espdet_pico_224_224_face_s8": "espdet_pico_224",
-    "espdet_pico_416_416_face_s8": "espdet_pico_416", "pico_s8_v1": "esp_pedestrian_pico_224",
+    "yolo11n_pose_s8_v1": "yolo11n_pose_640", "yolo11n_pose_s8_v2": "yolo11n_pose_640",
+    "yolo11n_seg_s8_v1": "yolo11n_seg_640", "yolo26n_512_s8": "yolo26n_512", "yolo26n_640_s8": "yolo26n_640",
+    "mobilenetv2_0_5_s8_v1": "mobilenet_v2_050_128", "pico_s8_v1": "esp_pedestrian_pico_224",
     "msr_s8_v1": "esp_face_msr_120x160", "mnp_s8_v1": "esp_face_mnp_48", "mfn_s8_v1": "mobilefacenet_112",
     "mbf_s8_v1": "esp_mbf_112", "osn_s8_v1": "osnet_192x96", "pp_ocr_v6_det_s8": "ppocrv6_det_736",
-    "pp_ocr_v6_rec_s8": "ppocrv6_rec_48x320", "pp_ocr_v6_rec_s16": "ppocrv6_rec_48x320", "pp_ocr_v6_rec_s16_w640": "ppocrv6_rec_48x640",
+    "pp_ocr_v6_rec_s8": "ppocrv6_rec_48x320", "pp_ocr_v6_rec_s16": "ppocrv6_rec_48x320",
+    "pp_ocr_v6_rec_s16_w640": "ppocrv6_rec_48x640",
 }
 ESP_MODELS = ["imagenet_cls", "coco_detect", "coco_pose", "coco_seg", "yolo26", "hand_gesture_recognition", "cat_detect",
               "dog_detect", "hand_detect", "human_face_detect", "pedestrian_detect", "human_face_recognition", "person_reid", "pp_ocr_v6"]
