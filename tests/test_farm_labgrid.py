@@ -130,6 +130,36 @@ def test_two_artifacts_measure_in_parallel_on_two_places(two_boards, loopback_ss
     assert farm.holders() == {"cpu-a": None, "cpu-b": None}  # every place released
 
 
+def test_the_api_pages_farm_block_runs_on_the_farm_as_the_cli_does(two_boards, loopback_sshd, artifacts, tmp_path, monkeypatch, capfd):
+    """docs/api.md's edgedeploy.measure_farm block, run as written on the loopback farm (its
+    artifacts, inventory entry and session lengths swapped for the test's): the call the CLI's
+    farm path makes (cli/measure_farm.py), printing nothing of its own."""
+    import edgedeploy
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    block = page.split("tests/test_farm_labgrid.py runs this block")[1].split("```python\n", 1)[1].split("```", 1)[0]
+    swaps = {
+        '["out/model/rk3588", "out/model/imx93"]': repr([str(a) for a in artifacts]),
+        'device="lab"': 'device="farm"',
+        "sessions=3": "sessions=3, min_duration_s=0.2, min_iterations=20, warmup=3, eval_count=100, threads=1",
+    }
+    code = block
+    for old, new in swaps.items():
+        assert old in code, old
+        code = code.replace(old, new)
+    monkeypatch.setenv("EDGEDEPLOY_DEVICES", str(farm_inventory(tmp_path, two_boards, loopback_sshd)))
+    capfd.readouterr()
+    exec(compile(code, "docs/api.md", "exec"), {"edgedeploy": edgedeploy})
+    out, err = capfd.readouterr()
+    assert err == ""  # the API prints nothing; the boards' runs report through the result
+    lines = out.splitlines()
+    assert lines[-1] == "False edgedeploy.farm-measurement/1"
+    runs = sorted(line.split() for line in lines[:-1])
+    assert [(r[0], r[1], r[3]) for r in runs] == [("cpu-a", "measured", "us"), ("cpu-b", "measured", "us")]
+    assert all(float(r[2]) > 0 and Path(r[4]).is_file() and Path(r[4]).parent.parent in artifacts for r in runs)
+    assert two_boards.holders() == {"cpu-a": None, "cpu-b": None}
+
+
 def test_a_place_held_by_another_user_is_waited_for_then_one_sentence(two_boards, loopback_sshd, artifacts, tmp_path):
     farm = two_boards
     farm.hold("cpu-a", "alice")

@@ -599,6 +599,124 @@ def measure(
     return measurement
 
 
+# -- measure on a labgrid farm ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FarmMeasurement(_Document):
+    """Artifacts measured on the boards of a labgrid farm (schema edgedeploy.farm-measurement/1):
+    one run per artifact, each on a place of its own; figures of different boards never divided."""
+
+    farm: str  # the coordinator, labgrid://HOST:PORT
+    # One per artifact: place, board, status, latency summaries, the record kept in the artifact.
+    runs: tuple[dict, ...] = field(repr=False)
+    # Whether some artifact was not measured, or only partly; `error` says why, in one sentence.
+    partial: bool
+    error: str | None
+    wall_s: float
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+    document: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def partial_error(self):
+        """The DeviceError (exit 10) a farm run that did not measure everything stands for."""
+        from edgedeploy.errors import DeviceError
+
+        return DeviceError(self.error or "Not every artifact was measured on the labgrid farm.")
+
+
+def _farm_address(farm: str | None, device: Any, inventory: str | Path | None):
+    """The coordinator's HOST:PORT and the labgrid inventory entry (None with a bare URL)."""
+    from edgedeploy.devices import find_device
+    from edgedeploy.devices.labgrid import parse_farm_url
+    from edgedeploy.targets import chip_ids
+
+    if farm and device is not None:
+        raise OptionError("Give either a farm (labgrid://HOST:PORT) or a device of the inventory, not both.")
+    if farm:
+        return parse_farm_url(farm), None
+    if device is None:
+        raise OptionError("Give the labgrid farm: farm='labgrid://HOST:PORT', or device=NAME of a labgrid entry of the inventory.")
+    if isinstance(device, str):
+        device = find_device(device, _optional_path(inventory), chip_ids())
+    if device.transport != "labgrid":
+        raise OptionError(f"Device '{device.name}' is not a labgrid farm (its transport is {device.transport}); measure it with edgedeploy.measure.")
+    return device.coordinator, device
+
+
+def measure_farm(
+    artifacts: Artifact | str | Path | Sequence[Artifact | str | Path],
+    farm: str | None = None,
+    *,
+    device: Any = None,
+    inventory: str | Path | None = None,
+    place: str | None = None,
+    parallel: int = 0,
+    place_wait_s: float = 600.0,
+    sessions: int | None = None,
+    warmup: int | None = None,
+    min_iterations: int | None = None,
+    min_duration_s: float | None = None,
+    timeout_s: float | None = None,
+    eval: str | Path | None = None,  # noqa: A002 - the CLI's --eval, by its name
+    eval_count: int | None = None,
+    threads: int | None = None,
+    before: bool = True,
+    flash: str | None = None,
+    firmware_build: str | Path | None = None,
+    reset: str | None = None,
+    console: bool = False,
+    allow_partial: bool = False,
+    progress: ProgressCallback | None = None,
+) -> FarmMeasurement:
+    """Measure artifacts on the boards of a labgrid farm, `parallel` at once (0: one per artifact):
+    per artifact, a place tagged with its chip (chip=NAME; a generic artifact takes a Linux board)
+    whose name matches `place` is acquired, measured on as `edgedeploy.measure` would, released.
+
+    The farm is `farm` ("labgrid://HOST:PORT") or `device`, a labgrid entry of the inventory (its
+    name, or a Device) that also says how to log in to its boards. A place someone else holds is
+    waited for at most `place_wait_s`. The measuring options are measure's; one left None is the
+    board run's default (a serial board's firmware has its sessions built in: `flash`,
+    `firmware_build`, `reset`, `console` are for those). Each record goes into its artifact (its
+    measurements/ and report.json, with the board's identity). When not every artifact was
+    measured, DeviceError (exit 10) is raised after keeping what was, unless `allow_partial`
+    (then `result.partial` is True and `result.error` says why).
+    """
+    from edgedeploy.pipeline.farm import FarmRequest, child_arguments, measure_on_farm
+
+    if parallel < 0:
+        raise OptionError("parallel must be 0 (one board per artifact) or more.")
+    if place_wait_s < 0:
+        raise OptionError("place_wait_s must be 0 or more seconds.")
+    address, entry = _farm_address(farm, device, inventory)
+    if isinstance(artifacts, (str, Path, Artifact)):
+        artifacts = [artifacts]
+    folders = [a.path if isinstance(a, Artifact) else Path(a).absolute() for a in artifacts]
+    given = dict(sessions=sessions, warmup=warmup, min_iterations=min_iterations, min_duration_s=min_duration_s, timeout_s=timeout_s, eval=_optional_path(eval), eval_count=eval_count, threads=threads, before=before)
+    ssh_args, serial_args = child_arguments({**given, "flash": flash, "firmware_build": _optional_path(firmware_build), "reset": reset, "console": console})
+    request = FarmRequest(
+        artifacts=folders,
+        address=address,
+        place_pattern=place or (entry.place if entry is not None else None),
+        parallel=parallel,
+        place_wait_s=place_wait_s,
+        python=entry.python if entry is not None else "python3",
+        ssh_options=tuple(entry.ssh_options) if entry is not None else (),
+        allow_commands=entry.allow_commands if entry is not None else False,
+        workdir=entry.workdir if entry is not None else None,
+        user=entry.user if entry is not None else None,
+        ssh_args=ssh_args,
+        serial_args=serial_args,
+        session_timeout_s=timeout_s if timeout_s is not None else 600.0,
+        sessions=sessions if sessions is not None else 3,
+    )
+    with _Progress(progress).capturing_warnings() as echo:
+        report = measure_on_farm(request, echo=echo)
+    result = FarmMeasurement(report["farm"]["url"], tuple(report["runs"]), bool(report["partial"]), report["error"], report["wall_s"], tuple(echo.warnings), report)
+    if report["error"] and not allow_partial:
+        raise result.partial_error()
+    return result
+
+
 # -- bench --------------------------------------------------------------------------------------
 
 

@@ -1,7 +1,8 @@
 """`edgedeploy measure ARTIFACT... --farm labgrid://HOST:PORT` (or --device NAME of a labgrid inventory entry).
 
-The CLI side of pipeline/farm.py: which of measure's options go to the boards' runs, the merged
-report on stdout (JSON with --format json), and the one sentence when something was not measured.
+The CLI side of edgedeploy.measure_farm (the Python API, which runs pipeline/farm.py): which of
+measure's options the user gave (those go to the boards' runs), the merged report on stdout (JSON
+with --format json), and the one sentence when something was not measured.
 """
 
 from __future__ import annotations
@@ -12,88 +13,55 @@ import click
 from click.core import ParameterSource
 
 from edgedeploy.cli.output import echo_text, emit_json, info, table
-from edgedeploy.errors import DeviceError, OptionError
 
-# measure's options as the child `edgedeploy measure` of each board takes them, by transport.
-SSH_PASSTHROUGH = {
-    "sessions": "--sessions",
-    "warmup": "--warmup",
-    "min_iterations": "--min-iterations",
-    "min_duration_s": "--min-duration",
-    "eval_path": "--eval",
-    "eval_count": "--eval-count",
-    "threads": "--threads",
-    "skip_before": "--no-before",
-    "timeout_s": "--timeout",
+# measure's options (the CLI's parameter names) that go to the boards' runs when given, by
+# their edgedeploy.measure_farm keyword; pipeline/farm.py turns them into the child's flags.
+FARM_OPTIONS = {
+    "sessions": "sessions",
+    "warmup": "warmup",
+    "min_iterations": "min_iterations",
+    "min_duration_s": "min_duration_s",
+    "eval_path": "eval",
+    "eval_count": "eval_count",
+    "threads": "threads",
+    "timeout_s": "timeout_s",
+    "flash": "flash",
+    "firmware_build": "firmware_build",
+    "reset": "reset",
+    "console": "console",
 }
-SERIAL_PASSTHROUGH = {
-    "flash": "--flash",
-    "firmware_build": "--firmware-build",
-    "reset": "--reset",
-    "console": "--console",
-    "timeout_s": "--timeout",
-}
-# Options that a serial board's run takes too once it streams the user's data (issue 19 item 3).
-SERIAL_EVAL_OPTIONS = ("eval_path", "eval_count")
 
 
 def _given(ctx: click.Context, name: str) -> bool:
     return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 
 
-def _args(ctx: click.Context, mapping: dict[str, str]) -> list[str]:
-    argv: list[str] = []
-    for name, flag in mapping.items():
-        if not _given(ctx, name):
-            continue
-        value = ctx.params[name]
-        if isinstance(value, bool):
-            if value:
-                argv.append(flag)
-            continue
-        argv += [flag, str(value)]
-    return argv
-
-
 def run_farm_measure(ctx: click.Context, artifacts: tuple[Path, ...], device, farm: str | None, place: str | None, parallel: int, place_wait_s: float, output_format: str) -> None:
-    from edgedeploy.pipeline.farm import FarmRequest, measure_on_farm
-    from edgedeploy.devices.labgrid import parse_farm_url
+    """The farm run through the Python API (edgedeploy.measure_farm), the merged report printed,
+    and the exit status: 10 when not every artifact was measured."""
+    from edgedeploy import api
 
-    if farm and device is not None:
-        raise OptionError("Give either --farm or --device, not both.")
-    if parallel < 0:
-        raise OptionError("--parallel must be 0 (one board per artifact) or more.")
-    if place_wait_s < 0:
-        raise OptionError("--place-wait must be 0 or more seconds.")
-    serial_passthrough = dict(SERIAL_PASSTHROUGH)
-    if _given(ctx, "eval_path"):
-        # A serial board runs the user's data only when given some (--eval-count alone is for the runners).
-        for name in SERIAL_EVAL_OPTIONS:
-            serial_passthrough[name] = SSH_PASSTHROUGH[name]
-    request = FarmRequest(
-        artifacts=[Path(a) for a in artifacts],
-        address=parse_farm_url(farm) if farm else device.coordinator,
-        place_pattern=place or (device.place if device is not None else None),
+    options = {keyword: ctx.params[name] for name, keyword in FARM_OPTIONS.items() if _given(ctx, name)}
+    measured = api.measure_farm(
+        list(artifacts),
+        farm,
+        device=device,
+        place=place,
         parallel=parallel,
         place_wait_s=place_wait_s,
-        python=(device.python if device is not None else "python3"),
-        ssh_options=(tuple(device.ssh_options) if device is not None else ()),
-        allow_commands=(device.allow_commands if device is not None else False),
-        workdir=(device.workdir if device is not None else None),
-        user=(device.user if device is not None else None),
-        ssh_args=_args(ctx, SSH_PASSTHROUGH),
-        serial_args=_args(ctx, serial_passthrough),
-        session_timeout_s=ctx.params["timeout_s"],
-        sessions=ctx.params["sessions"],
+        before=not ctx.params["skip_before"],
+        allow_partial=True,  # printed first, then the exit status says it failed
+        progress=info,
+        **options,
     )
-    report = measure_on_farm(request, echo=info)
+    report = measured.document
     if output_format == "json":
         emit_json(report)
     else:
         echo_text(render_farm_report(report))
-    if report["error"]:
+    if measured.error:
         # What was gathered is printed and kept; the exit status still says not everything was measured.
-        raise DeviceError(report["error"])
+        raise measured.partial_error()
 
 
 def _us(value) -> str:

@@ -105,6 +105,47 @@ class FarmRequest:
     sessions: int = 3
 
 
+# measure's options as the child `edgedeploy measure` of each board takes them, by transport
+# (edgedeploy.measure_farm's keyword: the child's flag). A serial board's firmware has the
+# sessions built in; it takes the user's data only when given some (--eval-count alone is for
+# the runners).
+SSH_CHILD_OPTIONS = {
+    "sessions": "--sessions",
+    "warmup": "--warmup",
+    "min_iterations": "--min-iterations",
+    "min_duration_s": "--min-duration",
+    "eval": "--eval",
+    "eval_count": "--eval-count",
+    "threads": "--threads",
+    "before": "--no-before",
+    "timeout_s": "--timeout",
+}
+SERIAL_CHILD_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build", "reset": "--reset", "console": "--console", "timeout_s": "--timeout"}
+SERIAL_EVAL_OPTIONS = ("eval", "eval_count")
+
+
+def child_arguments(options: dict) -> tuple[list[str], list[str]]:
+    """The child measure's arguments for SSH boards and for serial boards, from the options the
+    caller gave (a None value, or `before` left True, is not given: the child uses its default)."""
+
+    def argv(mapping: dict[str, str]) -> list[str]:
+        out: list[str] = []
+        for name, flag in mapping.items():
+            value = options.get(name)
+            if name == "before":
+                out += [flag] if value is False else []
+            elif isinstance(value, bool):
+                out += [flag] if value else []
+            elif value is not None:
+                out += [flag, str(value)]
+        return out
+
+    serial = dict(SERIAL_CHILD_OPTIONS)
+    if options.get("eval") is not None:
+        serial.update({name: SSH_CHILD_OPTIONS[name] for name in SERIAL_EVAL_OPTIONS})
+    return argv(SSH_CHILD_OPTIONS), argv(serial)
+
+
 @dataclass
 class FarmJob:
     index: int
