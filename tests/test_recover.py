@@ -126,6 +126,19 @@ def test_a_ranking_longer_than_max_nodes_stops_there(tmp_path):
     assert [o.nodes for o in built] == [("n1",), ("n1", "n2"), ("n1", "n2", "n3")]
 
 
+def test_the_ranking_goes_on_with_the_accumulated_falls_where_no_node_falls_sharply(tmp_path):
+    """eIQ's diagnosis has no isolated figures and, on a transformer, no sharp fall: the ranking
+    continues past the worst three with every node whose accumulated SNR falls, largest first."""
+    from edgedeploy.pipeline.recover import _ranked_nodes
+
+    plan, initial, _, _ = plan_for(tmp_path, KNOBS)
+    nodes = [{"node": "ln", "drop_db": 12.5}, {"node": "mm", "drop_db": 4.2}, {"node": "flat", "drop_db": 0.0}, {"node": "emb", "drop_db": 23.9}, {"node": "sq", "drop_db": None}]
+    plan.diagnose = lambda artifact: {"paths": [{"path": "fakechip", "first_sharp_drop": None, "worst_isolated": [{"node": "emb"}], "nodes": nodes}]}
+    from edgedeploy.pipeline.recover import Attempt
+
+    assert _ranked_nodes(Attempt("a0", "as built", FakeOptions(), {}, artifact=initial), plan) == ["emb", "ln", "mm"]
+
+
 def test_recover_needs_an_accuracy_gate():
     done = run_cli("build", "--target", "esp32s3", "--recover", "--fail-on", "model-size=1MiB")
     assert done.returncode == 2, done.stderr

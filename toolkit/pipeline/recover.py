@@ -166,6 +166,9 @@ def _try(index: int, knob: RepairKnob, value, base: Attempt, scratch: Path, plan
         plan.echo(f"recover: attempt {attempt.id} failed: {attempt.error}")
         return attempt
     _judged(attempt, plan, knobs)
+    unchecked = next((g for g in attempt.gates if g.value is None and g.gate.kind.key in GOAL_GATES), None)
+    if unchecked is not None:
+        attempt.error = unchecked.reason  # built, but its figures could not be had: say why
     plan.echo(f"recover: attempt {attempt.id}: {_figures_line(attempt)}; goals {'met' if attempt.met else 'missed'}")
     return attempt
 
@@ -210,7 +213,7 @@ def _nodes_off_int8(attempt: Attempt, knobs: list[RepairKnob]) -> int:
 
 def _ranked_nodes(best: Attempt, plan: RecoverPlan) -> list[str]:
     """The nodes the accuracy diagnosis of the best attempt ranks first: the first sharp fall, then the
-    worst alone, then the nodes with a stated cause."""
+    worst alone, then the nodes with a stated cause, then the others whose accumulated SNR falls."""
     plan.echo(f"recover: diagnosing attempt {best.id} to rank the nodes for mixed precision")
     try:
         document = plan.diagnose(best.artifact) or {}
@@ -223,6 +226,10 @@ def _ranked_nodes(best: Attempt, plan: RecoverPlan) -> list[str]:
     ranked = [(path.get("first_sharp_drop") or {}).get("node")]
     ranked += [r.get("node") for r in path.get("worst_isolated") or []]
     ranked += [c.get("node") for c in path.get("causes") or []]
+    # Then the rest by how far each one's accumulated SNR falls below its inputs': where no node
+    # falls sharply the error builds up over many (a transformer's LayerNorms and MatMuls on eIQ).
+    falls = sorted((r for r in path.get("nodes") or [] if (r.get("drop_db") or 0) > 0), key=lambda r: -r["drop_db"])
+    ranked += [r.get("node") for r in falls]
     return list(dict.fromkeys(n for n in ranked if n))
 
 

@@ -102,8 +102,9 @@ def attempts_table(section: dict) -> str:
         if a["status"] != "built":
             lines.append(f" {mark}{a['id']:<4} {a['cost']:<16} {a['flags'] or '(as built)'}: failed: {a['reason']}")
             continue
+        why = f" ({a['reason']})" if a.get("reason") else ""  # built, but no figures: why
         lines.append(
-            f" {mark}{a['id']:<4} {a['cost']:<16} {a['flags'] or '(as built)'}: {show_attempt_figures(f)}; "
+            f" {mark}{a['id']:<4} {a['cost']:<16} {a['flags'] or '(as built)'}: {show_attempt_figures(f)}{why}; "
             f"{c.get('model_size_bytes')} B, {c.get('nodes_off_int8')} node(s) off int8{_on_chip(c.get('toolchain'))}{_latency_text(c)}; goals {'met' if a['met'] else 'missed'}"
         )
     for k in section.get("knobs", []):
