@@ -31,7 +31,7 @@ HOSTILE_NODE = 'a<b>&"c\n\'d</svg>'
 HOSTILE_OUTPUT = "</title><script>x()</script>&amp;"
 
 
-def _qdq_diagnosis(model_path: Path, feeds: list[dict]) -> dict:
+def qdq_diagnosis(model_path: Path, feeds: list[dict]) -> dict:
     """ONNX Runtime's QDQ path of `edgedeploy diagnose`, in process, as a whole accuracy_diagnosis document."""
     records, _settings = qdq.diagnose_records(model_path, feeds)
     model = onnx.load(str(model_path))
@@ -53,7 +53,7 @@ def hostile_diagnosis(tmp_path_factory):
     next(n for n in model.graph.node if n.name == "flatten").output[0] = HOSTILE_OUTPUT
     model.graph.output[0].name = HOSTILE_OUTPUT
     onnx.save(model, str(model_path))
-    return _qdq_diagnosis(model_path, _feeds(outlier=400.0))
+    return qdq_diagnosis(model_path, _feeds(outlier=400.0))
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def box_and_class_diagnosis():
     """The corpus's two-output model (a shared trunk, a `probs` head and a `box` head) on its calibration data."""
     with np.load(CORPUS / "mnist_box_and_class.calib.npz") as data:
         images = data["image"][:16]
-    return _qdq_diagnosis(CORPUS / "mnist_box_and_class.onnx", [{"image": images[i : i + 1]} for i in range(len(images))])
+    return qdq_diagnosis(CORPUS / "mnist_box_and_class.onnx", [{"image": images[i : i + 1]} for i in range(len(images))])
 
 
 def _svgs(document: dict) -> list[tuple[dict, ET.Element]]:

@@ -61,7 +61,7 @@ NAMES = {
     "long name (70000 chars)": "n" * 70000,
 }
 
-LANGUAGES = ["C header", "C", "C++", "Python", "CMake", "Makefile", "JSON", "Markdown", "HTML", "terminal"]
+LANGUAGES = ["C header", "C", "C++", "Python", "CMake", "Makefile", "JSON", "Markdown", "HTML", "terminal", "diagnosis"]
 
 
 def _stem(name: str) -> str:
@@ -236,9 +236,38 @@ def check_terminal(hostile, gen) -> None:
         assert not bad, sorted(map(hex, map(ord, bad)))
 
 
+def check_diagnosis(gen) -> None:
+    """A real diagnosis of the model (ONNX Runtime's QDQ path) in every rendering: the SNR curve's SVG
+    parses as XML with the node name as text, and the HTML, Markdown and text carry no markup or
+    control character from the name."""
+    import xml.etree.ElementTree as ET
+
+    import numpy as np
+
+    from edgedeploy.escape import terminal_safe
+    from edgedeploy.report.diagnosis import render_text
+    from edgedeploy.report.diagnosis_pages import diagnosis_markdown_page
+    from edgedeploy.report.html import render_diagnosis_page
+    from edgedeploy.report.snr_curve import output_curves
+    from edgedeploy.report.snr_svg import curve_svg
+    from tests.test_snr_curve import qdq_diagnosis
+
+    document = qdq_diagnosis(gen["model"], [{gen["name"]: np.random.default_rng(i).normal(size=(1, 4)).astype(np.float32)} for i in range(4)])
+    path = document["paths"][0]
+    [curve] = output_curves(path)
+    svg = ET.fromstring(curve_svg(curve, path))
+    points = [c.get("data-node") for c in svg.iter("{http://www.w3.org/2000/svg}circle") if c.get("class") == "node"]
+    assert points == [terminal_safe(gen["name"] + " node")]
+    page, markdown, text = render_diagnosis_page(document), diagnosis_markdown_page(document), render_text(document)
+    assert "<script>alert" not in page and "<script>alert" not in "".join(markdown.split("```")[0::2])
+    for out in (page, markdown, text):
+        bad = {c for c in out if (ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029\u202e"}
+        assert not bad, sorted(map(hex, map(ord, bad)))
+
+
 CHECKS = {
     "C header": check_c_header, "C": check_c, "C++": check_cpp, "Python": check_python, "CMake": check_cmake, "Makefile": check_makefile,
-    "JSON": check_json, "Markdown": check_markdown, "HTML": check_html, "terminal": check_terminal,
+    "JSON": check_json, "Markdown": check_markdown, "HTML": check_html, "terminal": check_terminal, "diagnosis": check_diagnosis,
 }
 
 

@@ -46,7 +46,7 @@ def terminal_safe_copy(value):
     """The document with every string terminal-safe: node names, tensor names and the sentences that
     quote them come from the model (a newline or an escape sequence in a name stays visible text)."""
     if isinstance(value, dict):
-        return {k: terminal_safe_copy(v) for k, v in value.items()}
+        return {terminal_safe_copy(k): terminal_safe_copy(v) for k, v in value.items()}  # keys: output names
     if isinstance(value, list):
         return [terminal_safe_copy(v) for v in value]
     return terminal_safe(value) if isinstance(value, str) else value
@@ -78,6 +78,8 @@ def render_path(path: dict, nodes: bool = True, chart: bool = True) -> str:
 
 
 def render_text(document: dict, nodes: bool = True) -> str:
+    """The whole document in text (`edgedeploy diagnose`): what it ran on, then each path."""
+    document = terminal_safe_copy(document)  # the model's name and the artifact's path too
     data = document.get("data") or {}
     head = [
         f"diagnosis of {document['model']['name']} for {document['chip']} ({document['artifact']})",

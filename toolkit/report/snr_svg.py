@@ -21,6 +21,11 @@ LABEL_ROW_H = 13
 LEFT, RIGHT, PLOT_H, BOTTOM = 52, 16, 170, 34
 
 
+def _attr(text) -> str:
+    """An attribute value that parses back to the text: a tab written as a reference (XML reads a raw one as a space)."""
+    return html_text(text).replace("\t", "&#9;")
+
+
 class Frame:
     """The plot's pixel frame: node positions to x, dB to y (values beyond the range drawn at its edge)."""
 
@@ -107,7 +112,7 @@ def _curve(points: list[dict], frame: Frame) -> list[str]:
         title = f"node {point['position']}: {html_text(point['node'])} ({html_text(point.get('op_type') or '?')}), accumulated SNR {figure}"
         cy = frame.top + PLOT_H if y is None else y
         fill = "#ffffff' stroke='#8c8c8c" if y is None else "#1f6feb"
-        parts.append(f"<circle class='node' data-node='{html_text(point['node'])}' cx='{frame.x(i):.1f}' cy='{cy:.1f}' r='{radius}' fill='{fill}'><title>{title}</title></circle>")
+        parts.append(f"<circle class='node' data-node='{_attr(point['node'])}' cx='{frame.x(i):.1f}' cy='{cy:.1f}' r='{radius}' fill='{fill}'><title>{title}</title></circle>")
     return parts
 
 
@@ -120,7 +125,7 @@ def _marks(placed: list[tuple[dict, str, int]], frame: Frame) -> list[str]:
         label_y = 14 + 16 + row * LABEL_ROW_H
         start = min(x, frame.width - RIGHT - len(text) * CHAR_W)
         node = html_text(mark["node"])
-        parts.append(f"<g class='culprit' data-node='{node}' data-roles='{html_text(' '.join(mark['roles']))}'><title>{html_text(text.split(': ')[0])}: {node}</title>")
+        parts.append(f"<g class='culprit' data-node='{_attr(mark['node'])}' data-roles='{html_text(' '.join(mark['roles']))}'><title>{html_text(text.split(': ')[0])}: {node}</title>")
         parts.append(f"<line x1='{x:.1f}' y1='{label_y + 3}' x2='{x:.1f}' y2='{y - 6:.1f}' stroke='#cf222e' stroke-dasharray='1 2'/>")
         parts.append(f"<circle cx='{x:.1f}' cy='{y:.1f}' r='6' fill='none' stroke='#cf222e' stroke-width='2'/>")
         parts.append(f"<text x='{max(start, 2):.1f}' y='{label_y}' fill='#cf222e' {FONT}>{html_text(text)}</text></g>")
