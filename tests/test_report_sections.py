@@ -8,6 +8,7 @@ raises, is left out with a note and stops nothing.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -41,9 +42,14 @@ def all_formats(comp: dict) -> dict[str, str]:
     return {"json": json.dumps(comp), "text": render_comparison(comp), "markdown": render_markdown(comp), "html": render_html(comp)}
 
 
-def unescaped(markdown: str) -> str:
-    """Markdown text as read: its backslash escapes (of '(', '_', '|', ...) resolved."""
-    return re.sub(r"\\(.)", r"\1", markdown)
+def readable(fmt: str, page: str) -> str:
+    """The text a reader sees: Markdown's backslash escapes resolved; the HTML page's entities
+    resolved, without the comparison JSON it embeds (which would hold every word anyway)."""
+    if fmt == "markdown":
+        return re.sub(r"\\(.)", r"\1", page)
+    if fmt == "html":
+        return html.unescape(page.split("edgedeploy-data")[0])
+    return page
 
 
 def made_up_section() -> Section:
@@ -58,11 +64,12 @@ def test_a_targets_data_appears_in_all_four_formats(tmp_path):
     assert entry["artifact"] == "A1" and entry["target"] == "madeup" and entry["facts"][0] == {"label": "peak scratch", "value": 1536, "unit": "bytes", "note": None}
     out = all_formats(comp)
     for fmt, page in out.items():
+        page = readable(fmt, page)
         for words in ("Made-up toolchain's figures", "peak scratch", "scratch use per layer", "two layers only", "made up for the test", "the made-up compiler 9.9"):
             assert words in page, (fmt, words)
     # Units: bytes for people in every rendering, other units after the number or in the header.
     for fmt in ("text", "markdown", "html"):
-        page = unescaped(out[fmt]) if fmt == "markdown" else out[fmt]
+        page = readable(fmt, out[fmt])
         assert "1.5 KiB (1536 B)" in page and "68.4 KiB (70000 B)" in page and "400 MHz" in page and "12.25" in page, fmt
     assert "ERROR (dB)" in out["text"] and "Error \\(dB\\)" in out["markdown"] and "<th>Error (dB)</th>" in out["html"]
     # The model-supplied name is escaped for each format: no markup, no escape sequence gets through.
@@ -72,13 +79,31 @@ def test_a_targets_data_appears_in_all_four_formats(tmp_path):
 
 
 def test_the_real_targets_sections_come_from_their_report_data(tmp_path):
-    """eIQ's Vela estimates and ESP-DL's worst layers, from report sections alone, in all four formats."""
+    """eIQ's Vela estimates, ESP-DL's and RKNN's worst layers, TensorRT's engine, from report sections alone, in all four formats."""
     vela = {"estimates": {"system_config": "Ethos_U65_High_End", "memory_mode": "Dedicated_Sram_384KB", "sram_used_bytes": 17200, "dram_used_bytes": 27968}}
     layers = [{"onnx_node": f"/conv{i}", "op_type": "Conv", "precision": "int8", "graphwise_snr_db": 20.0 + i, "layerwise_snr_db": 40.0 + i} for i in range(8)]
     quantization = {"output_snr_db": 21.5, "metric": "noise:signal power ratio.", "layers": layers}
-    arts = [artifact(tmp_path, "eiq", "imx93", vela=vela), artifact(tmp_path, "espdl", "esp32s3", quantization=quantization), artifact(tmp_path, "rknn", "rk3588")]
+    nodes = {f"/layer{i}/Conv": {"tensor": f"t{i}", "op_type": "Conv", "single_cosine": 0.999 - i / 1000, "entire_cosine": 0.99 - i / 100, "single_euclidean": 1.0, "entire_euclidean": 2.0} for i in range(7)}
+    analysis = {"status": "done", "nodes": nodes, "samples": 1, "file": "accuracy_analysis.txt", "note": "cosine of the simulator's layer outputs vs the float model's"}
+    arts = [
+        artifact(tmp_path, "eiq", "imx93", vela=vela),
+        artifact(tmp_path, "espdl", "esp32s3", quantization=quantization),
+        artifact(tmp_path, "rknn", "rk3588"),
+        artifact(tmp_path, "rknn", "rk3566", accuracy_analysis=analysis),
+        artifact(tmp_path, "rknn", "rk3568", accuracy_analysis={"status": "failed", "reason": "accuracy_analysis failed: out of memory"}),
+    ]
+    stats = {"min_us": 810.0, "max_us": 1400.0, "mean_us": 905.5, "median_us": 901.25, "percentiles_us": {"99": 1300.0}}
+    trtexec = {"note": "trtexec's own timing on 'orin' after the build", "throughput_qps": 1100.5, "summary_us": {"latency": stats, "gpu_compute_time": stats}}
+    tensorrt = {"built_on": "orin", "from_cache": False, "build_wall_s": 42.5, "provenance": {"trt_version": "10.3.0", "gpu_name": "Orin"}, "trtexec_performance": trtexec, "engine_layers": 12}
+    arts.append(artifact(tmp_path, "tensorrt", "orin", tensorrt=tensorrt))
     comp = combine_reports(arts)
-    assert [(e["artifact"], e["target"]) for e in comp["sections"]] == [("A1", "eiq"), ("A2", "espdl")]
+    assert [(e["artifact"], e["target"]) for e in comp["sections"]] == [("A1", "eiq"), ("A2", "espdl"), ("A4", "rknn"), ("A5", "rknn"), ("A6", "tensorrt")]
+    trt = comp["sections"][4]
+    assert {f["label"]: f["value"] for f in trt["facts"]} == {"built on": "orin", "TensorRT": "10.3.0", "GPU": "Orin", "layers in the engine": 12, "build time": 42.5, "trtexec throughput": 1100.5}
+    assert [row[0] for row in trt["tables"][0]["rows"]] == ["latency", "GPU compute"]
+    [rknn_table] = comp["sections"][2]["tables"]
+    assert [row[0] for row in rknn_table["rows"]] == ["/layer6/Conv", "/layer5/Conv", "/layer4/Conv", "/layer3/Conv", "/layer2/Conv"] and rknn_table["title"].endswith("5 of 7 analysed nodes")
+    assert comp["sections"][3]["facts"] == [{"label": "status", "value": "failed", "unit": None, "note": "accuracy_analysis failed: out of memory"}]
     vela_facts = {f["label"]: (f["value"], f["unit"]) for f in comp["sections"][0]["facts"]}
     assert vela_facts == {"SRAM used": (17200, "bytes"), "DRAM used": (27968, "bytes")}
     worst = comp["sections"][1]["tables"]
@@ -86,9 +111,10 @@ def test_the_real_targets_sections_come_from_their_report_data(tmp_path):
     assert [row[0] for row in worst[0]["rows"]] == ["/conv0", "/conv1", "/conv2", "/conv3", "/conv4"]
     out = all_formats(comp)
     for fmt, page in out.items():
-        page = unescaped(page) if fmt == "markdown" else page
-        for words in ("SRAM used", "Dedicated_Sram_384KB", "lowest graph-wise SNR", "/conv4", "noise:signal power ratio."):
+        page = readable(fmt, page)
+        for words in ("SRAM used", "Dedicated_Sram_384KB", "lowest graph-wise SNR", "/conv4", "noise:signal power ratio.", "/layer6/Conv", "0.993", "out of memory", "trtexec's own timing after the build", "901.2"):
             assert words in page, (fmt, words)
+        assert fmt == "json" or "1100 inferences/s" in page, fmt
     # Only the worst five of each kind are shown (the source reports, verbatim in the JSON and the page's embedded copy, hold all).
     shown = {"json": json.dumps(comp["sections"]), "text": out["text"], "markdown": out["markdown"], "html": out["html"].split("edgedeploy-data")[0]}
     assert all("/conv5" not in page for page in shown.values())

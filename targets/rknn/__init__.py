@@ -141,6 +141,12 @@ class RknnTarget(Target):
             ),
         ]
 
+    def report_sections(self, report, artifact) -> list:
+        """rknn-toolkit2's accuracy analysis, with --rknn-analyse (report.py)."""
+        from edgedeploy.targets.rknn.report import report_sections
+
+        return report_sections(report, artifact)
+
     def accuracy_taps(self, request):
         """rknn-toolkit2's accuracy_analysis mapped to ONNX nodes (targets/rknn/diagnose.py)."""
         from edgedeploy.targets.rknn.diagnose import accuracy_taps

@@ -108,6 +108,12 @@ class TensorRtTarget(Target):
     def codegen(self, ctx, converted):
         return self.module("convert").codegen(ctx, converted)
 
+    def report_sections(self, report, artifact) -> list:
+        """The engine build and trtexec's own timing of it (report.py)."""
+        from edgedeploy.targets.tensorrt.report import report_sections
+
+        return report_sections(report, artifact)
+
     def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
         return self.module("convert").runner_spec(artifact, manifest, device)
 
