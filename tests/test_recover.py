@@ -176,21 +176,23 @@ def test_a_ranked_activation_brings_the_layer_that_computes_its_input():
     assert groups == [("/features/features.4/Conv", "/features/features.6/Relu"), ("/features/features.0/Conv",)]
 
 
-def test_rknn_float16_nodes_become_custom_hybrid_tensor_pairs():
-    """rknn-toolkit2's custom_hybrid takes [input tensor, output tensor] regions; a name that is not a
-    node of the model is one sentence, not a toolkit error later."""
+def test_rknn_float16_nodes_are_looked_up_by_their_tensors_and_those_they_fuse_into():
+    """Hybrid quantisation keys a layer by its output tensor in rknn-toolkit2's own graph, after its
+    fusions: each node's own output first, then its consumers' (a Conv fused with its ReLU is the
+    ReLU's layer). A name that is not a node of the model is one sentence, not a toolkit error later."""
     import onnx
 
     from edgedeploy.errors import OptionError
-    from edgedeploy.targets.rknn.convert import float16_pairs
+    from edgedeploy.targets.rknn.convert import float16_layers
 
     graph = onnx.load(str(CORPUS / "mnist_box_and_class.onnx")).graph
-    pairs = float16_pairs(("/features/features.2/Relu,/features/features.4/Conv",), graph, True)
-    assert pairs == [["/features/features.0/Conv_output_0", "/features/features.2/Relu_output_0"], ["/features/features.3/MaxPool_output_0", "/features/features.4/Conv_output_0"]]
+    layers = float16_layers(("/features/features.0/Conv,/features/features.4/Conv",), graph, True)
+    assert [entry["node"] for entry in layers] == ["/features/features.0/Conv", "/features/features.4/Conv"]
+    assert layers[0]["candidates"][:3] == ["/features/features.0/Conv_output_0", "/features/features.2/Relu_output_0", "/features/features.3/MaxPool_output_0"]
     with pytest.raises(OptionError, match="no node named 'nope'"):
-        float16_pairs(("nope",), graph, True)
+        float16_layers(("nope",), graph, True)
     with pytest.raises(OptionError, match="fp16 build"):
-        float16_pairs(("/features/features.4/Conv",), graph, False)
+        float16_layers(("/features/features.4/Conv",), graph, False)
 
 
 @pytest.mark.slow

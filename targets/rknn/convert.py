@@ -143,7 +143,7 @@ def build_request(ctx) -> ConvertRequest:
         # None: rknn-toolkit2's defaults (quantized_algorithm 'normal', quantized_method 'channel').
         "quantized_algorithm": ctx.options.quantized_algorithm if settings["quantize"] else None,
         "quantized_method": ctx.options.quantized_method if settings["quantize"] else None,
-        "float16_pairs": float16_pairs(ctx.options.float16_nodes, ctx.model.graph, settings["quantize"]),
+        "float16_layers": float16_layers(ctx.options.float16_nodes, ctx.model.graph, settings["quantize"]),
         "case": {"model": str(ctx.model_path), "inputs": _inputs(input_specs), "mean_values": norm.mean_values, "std_values": norm.std_values},
         "rknn_path": str(ctx.workdir / RKNN_FILE),
         "build_output": str(ctx.workdir / "rknn_build_output.txt"),
@@ -171,10 +171,11 @@ def float16_nodes(values, graph) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def float16_pairs(values, graph, quantize: bool) -> list[list[str]]:
-    """`--rknn-float16-nodes` -> rknn-toolkit2's custom_hybrid: per node, [its first data input, its
-    first output] (tensor names; the toolkit keeps every layer between the two in float16, and a
-    layer it fused goes whole: the ReLU's pair puts a fused Conv+ReLU in float16)."""
+def float16_layers(values, graph, quantize: bool) -> list[dict]:
+    """`--rknn-float16-nodes` -> per node, the tensors that may name its layer in rknn-toolkit2's
+    quantization config, best first: its outputs, then those of the nodes it may be fused into (its
+    only consumer, twice over: Conv -> BatchNormalization -> Relu). The worker keeps the first that
+    the toolkit's graph has (hybrid quantisation names a layer by its output tensor)."""
     if not values:
         return []
     if not quantize:
@@ -182,15 +183,21 @@ def float16_pairs(values, graph, quantize: bool) -> list[list[str]]:
     from edgedeploy.model.stats import node_names
 
     by_name = dict(zip(node_names(graph), graph.node))
-    weights = {i.name for i in graph.initializer}
-    pairs = []
+    consumers: dict[str, list] = {}
+    for node in graph.node:
+        for tensor in node.input:
+            consumers.setdefault(tensor, []).append(node)
+    layers = []
     for name in float16_nodes(values, graph):
-        node = by_name[name]
-        data = [i for i in node.input if i and i not in weights]
-        if not data or not node.output:
-            raise OptionError(f"--rknn-float16-nodes: node {name!r} has no input tensor to start a float16 region from.")
-        pairs.append([data[0], node.output[0]])
-    return pairs
+        node, candidates = by_name[name], []
+        for _ in range(3):
+            candidates += [t for t in node.output if t]
+            following = consumers.get(node.output[0], []) if node.output else []
+            if len(following) != 1:
+                break
+            node = following[0]
+        layers.append({"node": name, "candidates": candidates})
+    return layers
 
 
 def _inputs(input_specs) -> list[dict]:
@@ -250,6 +257,7 @@ def read_result(target, ctx, result: WorkerResult) -> ConvertResult:
             "normalisation": norm.describe(),
             "simulated_samples": values.get("simulated_samples"),
             "float16_nodes": float16_nodes(ctx.options.float16_nodes, ctx.model.graph),
+            "float16_layers": values.get("float16_layers"),  # the toolkit's layer each one is, in its config
         },
         manifest=_manifest(ctx, version, keep),
         simulated=simulated,

@@ -255,6 +255,8 @@ def _run_build(request, ctx):
         rknn, workarounds = _build_following_advice(request, case, ctx, request["build_output"], request.get("dataset") if quantize else None, request["rknn_path"])
         if workarounds:
             result["workarounds"] = workarounds
+        if request.get("float16_kept"):
+            result["float16_layers"] = request["float16_kept"]  # ONNX node -> the toolkit's layer kept in float16
         result["rknn_path"] = request["rknn_path"]
         result["rknn_size_bytes"] = os.path.getsize(request["rknn_path"])
         try:
@@ -382,8 +384,8 @@ def _build_once(request, case, ctx, output_path, dataset, export_path, disable_r
             if _load(rknn, case) != 0:
                 raise RuntimeError("rknn-toolkit2 could not load the model (load_onnx failed); see the build log")
             quantize = bool(request.get("quantize", True))
-            if quantize and request.get("float16_pairs"):
-                rknn = _build_hybrid(rknn, request, case, dataset, os.path.dirname(output_path))
+            if quantize and request.get("float16_layers"):
+                rknn, request["float16_kept"] = _build_hybrid(rknn, request, case, dataset, os.path.dirname(output_path))
             elif rknn.build(do_quantization=quantize, dataset=dataset) != 0:
                 raise RuntimeError("rknn-toolkit2 could not build the model; see the build log")
             if export_path and rknn.export_rknn(export_path) != 0:
@@ -395,30 +397,55 @@ def _build_once(request, case, ctx, output_path, dataset, export_path, disable_r
 
 
 def _build_hybrid(rknn, request, case, dataset, folder):
-    """Hybrid quantisation (rknn-toolkit2's two steps): step1 quantises with the listed regions
-    ([first input, last output] tensor pairs, custom_hybrid) marked float16 in its
-    <model>.quantization.cfg, written with <model>.model and <model>.data into the working folder;
-    step2, on a fresh RKNN object, builds from those three. Returns the object step2 built."""
+    """Hybrid quantisation (rknn-toolkit2's two steps): step1 quantises and writes <model>.model,
+    <model>.data and <model>.quantization.cfg into the working folder; the asked layers are set to
+    float16 in the config's custom_quantize_layers (keyed, as the toolkit keys them itself, by the
+    layer's output tensor in its own graph, after its fusions); step2, on a fresh RKNN object,
+    builds from the three files. Returns (the object step2 built, {ONNX node: the layer kept})."""
     hybrid_dir = os.path.join(folder, "hybrid")
     os.makedirs(hybrid_dir, exist_ok=True)
     here = os.getcwd()
     os.chdir(hybrid_dir)  # step1 writes its three files into the working folder
     try:
-        if rknn.hybrid_quantization_step1(dataset=dataset, custom_hybrid=[list(p) for p in request["float16_pairs"]]) != 0:
+        if rknn.hybrid_quantization_step1(dataset=dataset) != 0:
             raise RuntimeError("rknn-toolkit2's hybrid_quantization_step1 failed; see the build log")
         _release(rknn)
         rknn = None
         stem = os.path.splitext(os.path.basename(case["model"]))[0]
-        rknn = _new_rknn()
         files = [os.path.join(hybrid_dir, stem + suffix) for suffix in (".model", ".data", ".quantization.cfg")]
+        kept = _mark_float16(files[2], request["float16_layers"])
+        rknn = _new_rknn()
         if rknn.hybrid_quantization_step2(model_input=files[0], data_input=files[1], model_quantization_cfg=files[2]) != 0:
             raise RuntimeError("rknn-toolkit2's hybrid_quantization_step2 failed; see the build log")
-        return rknn
+        return rknn, kept
     except BaseException:
         _release(rknn)
         raise
     finally:
         os.chdir(here)
+
+
+def _mark_float16(cfg_path, wanted):
+    """Write the layers into the config's custom_quantize_layers as float16; a node none of whose
+    tensors names a layer of the toolkit's graph is an error naming it."""
+    with open(cfg_path) as fh:
+        text = fh.read()
+    keys = re.findall(r"^    (\S.*):$", text.split("quantize_parameters:", 1)[-1], flags=re.M)
+    layers = {k[1:-1].replace("''", "'") if k[:1] == "'" == k[-1:] else k.strip('"') for k in keys}
+    kept, missing = {}, []
+    for entry in wanted:
+        found = next((t for t in entry["candidates"] if t in layers), None)
+        if found is None:
+            missing.append(entry["node"])
+        else:
+            kept[entry["node"]] = found
+    if missing:
+        raise RuntimeError("hybrid quantisation: rknn-toolkit2's graph has no layer for node(s) %s (their tensors were fused or renamed)" % ", ".join(missing))
+    lines = "".join("    %s: float16\n" % json.dumps(layer) for layer in dict.fromkeys(kept.values()))
+    text = re.sub(r"^custom_quantize_layers:.*$", "custom_quantize_layers:\n" + lines.rstrip("\n"), text, count=1, flags=re.M)
+    with open(cfg_path, "w") as fh:
+        fh.write(text)
+    return kept
 
 
 if __name__ == "__main__":  # pragma: no cover - manual debugging aid
