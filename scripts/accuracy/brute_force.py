@@ -245,6 +245,7 @@ def main() -> int:
             continue
         if args.chip:
             result = on_target(entry, args.chip, args.calib, args.eval)
+            done = json.loads(RESULTS.read_text()) if RESULTS.exists() else done  # another run may have written meanwhile
             done.setdefault("targets", {})[f"{entry['name']}/{args.chip}"] = result
             RESULTS.write_text(json.dumps(done, indent=1) + "\n")
             print(f"{entry['name']} on {args.chip}: every node int8 {result['snr_every_node_db']:.1f} dB; diagnosis top {result['diagnosis_top']} "
