@@ -79,7 +79,7 @@ def test_a_targets_data_appears_in_all_four_formats(tmp_path):
 
 
 def test_the_real_targets_sections_come_from_their_report_data(tmp_path):
-    """eIQ's Vela estimates, ESP-DL's and RKNN's worst layers, TensorRT's engine, from report sections alone, in all four formats."""
+    """eIQ's Vela estimates, ESP-DL's and RKNN's worst layers, TensorRT's engine, TIDL's settings, from report sections alone, in all four formats."""
     vela = {"estimates": {"system_config": "Ethos_U65_High_End", "memory_mode": "Dedicated_Sram_384KB", "sram_used_bytes": 17200, "dram_used_bytes": 27968}}
     layers = [{"onnx_node": f"/conv{i}", "op_type": "Conv", "precision": "int8", "graphwise_snr_db": 20.0 + i, "layerwise_snr_db": 40.0 + i} for i in range(8)]
     quantization = {"output_snr_db": 21.5, "metric": "noise:signal power ratio.", "layers": layers}
@@ -96,8 +96,12 @@ def test_the_real_targets_sections_come_from_their_report_data(tmp_path):
     trtexec = {"note": "trtexec's own timing on 'orin' after the build", "throughput_qps": 1100.5, "summary_us": {"latency": stats, "gpu_compute_time": stats}}
     tensorrt = {"built_on": "orin", "from_cache": False, "build_wall_s": 42.5, "provenance": {"trt_version": "10.3.0", "gpu_name": "Orin"}, "trtexec_performance": trtexec, "engine_layers": 12}
     arts.append(artifact(tmp_path, "tensorrt", "orin", tensorrt=tensorrt))
+    denied = [{"node": "/head/Softmax", "layer_name": "n7", "op_type": "Softmax", "reason": "Softmax on a non-last axis runs on the Arm cores"}]
+    arts.append(artifact(tmp_path, "tidl", "am62a", tidl={"soc": "am62a", "tidl_version": "10_01_04_00", "tensor_bits": 8, "deny_list": denied, "deny_list_ignored": ["/head/Softmax"]}))
     comp = combine_reports(arts)
-    assert [(e["artifact"], e["target"]) for e in comp["sections"]] == [("A1", "eiq"), ("A2", "espdl"), ("A4", "rknn"), ("A5", "rknn"), ("A6", "tensorrt")]
+    assert [(e["artifact"], e["target"]) for e in comp["sections"]] == [("A1", "eiq"), ("A2", "espdl"), ("A4", "rknn"), ("A5", "rknn"), ("A6", "tensorrt"), ("A7", "tidl")]
+    tidl = comp["sections"][5]
+    assert [f["label"] for f in tidl["facts"]] == ["SoC", "TIDL release", "tensor bits"] and tidl["tables"][0]["rows"] == [["/head/Softmax", "Softmax", denied[0]["reason"]]]
     trt = comp["sections"][4]
     assert {f["label"]: f["value"] for f in trt["facts"]} == {"built on": "orin", "TensorRT": "10.3.0", "GPU": "Orin", "layers in the engine": 12, "build time": 42.5, "trtexec throughput": 1100.5}
     assert [row[0] for row in trt["tables"][0]["rows"]] == ["latency", "GPU compute"]
@@ -112,7 +116,7 @@ def test_the_real_targets_sections_come_from_their_report_data(tmp_path):
     out = all_formats(comp)
     for fmt, page in out.items():
         page = readable(fmt, page)
-        for words in ("SRAM used", "Dedicated_Sram_384KB", "lowest graph-wise SNR", "/conv4", "noise:signal power ratio.", "/layer6/Conv", "0.993", "out of memory", "trtexec's own timing after the build", "901.2"):
+        for words in ("SRAM used", "Dedicated_Sram_384KB", "lowest graph-wise SNR", "/conv4", "noise:signal power ratio.", "/layer6/Conv", "0.993", "out of memory", "trtexec's own timing after the build", "901.2", "10_01_04_00", "non-last axis", "offloaded denied node(s) anyway: /head/Softmax"):
             assert words in page, (fmt, words)
         assert fmt == "json" or "1100 inferences/s" in page, fmt
     # Only the worst five of each kind are shown (the source reports, verbatim in the JSON and the page's embedded copy, hold all).

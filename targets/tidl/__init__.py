@@ -102,6 +102,12 @@ class TidlTarget(Target):
 
         return [compile_and_parse(self, Path(p), chip_id, (Path(workdir) if len(model_paths) == 1 else Path(workdir) / f"case{i}"), Path(log_path), **options) for i, p in enumerate(model_paths)]
 
+    def report_sections(self, report, artifact) -> list:
+        """The compile settings and the deny list (report.py)."""
+        from edgedeploy.targets.tidl.report import report_sections
+
+        return report_sections(report, artifact)
+
     def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
         """ONNX Runtime with TIDLExecutionProvider on the board; baseline: ONNX Runtime CPU on the same board."""
         from edgedeploy.errors import ArtifactError

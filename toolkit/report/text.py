@@ -259,7 +259,7 @@ def section_lines(comp: dict, width: int | None = None) -> list[str]:
 
     lines = []
     for entry in comp.get("sections") or []:
-        lines += ["", f"{entry['label']}: {entry['title']}" + (f" ({entry['source']})" if entry.get("source") else "")]
+        lines += ["", f"{entry['label']}: {entry['title']}"] + ([f"  source: {entry['source']}"] if entry.get("source") else [])
         for fact in entry["facts"]:
             lines.append(f"  {fact['label']}: {sections.fact_text(fact)}" + (f" ({fact['note']})" if fact.get("note") else ""))
         for tab in entry["tables"]:
