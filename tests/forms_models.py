@@ -570,3 +570,73 @@ def tf_same_pad(spelling: str = "traced") -> onnx.ModelProto:
 
 
 CASES += [Case(f"tf_same_pad_{s}", "pool: TF-'same' padding computed by the exporter", lambda s=s: tf_same_pad(s), ("rk3588",)) for s in ("traced", "shape", "traced_then_shape")]
+
+
+# ---- pool (issue 27, rk3588 tuning part): a * x + b beside the PP-LCNet form -----------------------
+
+
+def affine_variants(variant: str) -> onnx.ModelProto:
+    """Conv, then an activation, then `a * x + b` with the constant first, then a Conv, in the
+    forms the pool's models write it. `variant`: add_computed (GELU-tanh's x + 0.0447 * x^3: the
+    Add's other operand is computed, timm's test_convnext), starrelu (Relu, Pow 2, then scale and
+    bias as (1,) initializers, timm's poolformerv2 StarReLU), relu_vec1 (Relu, then scale and bias as
+    (1,) initializers, timm's hgnetv2 learnable affine block), relu_unit (the same with the values
+    timm initialises them to, 1 and 0; relu_scale1, relu_bias0: one of them so), gelu_tanh (timm's
+    GELUTanh, whose x + 0.044715 * x^3 is the add_computed form)."""
+    rng = np.random.default_rng(12)
+    k = _Constants("tensor")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], name="conv1", pads=[1, 1, 1, 1])]
+    inits = [_const("w1", _weights(rng, 8, 3, 3, 3)), _const("w2", _weights(rng, 4, 8, 3, 3))]
+    if variant == "gelu_tanh_matmul":
+        # ConvNeXt's MLP: channels last, Linear (MatMul + Add), the activation, Linear, channels first.
+        nodes += [
+            helper.make_node("Transpose", ["c"], ["ct"], name="to_last", perm=[0, 2, 3, 1]),
+            helper.make_node("MatMul", ["ct", "fc1"], ["cm"], name="fc1"),
+            helper.make_node("Add", ["fc1_b", "cm"], ["cl"], name="fc1_add"),
+        ]
+        inits += [_const("fc1", _weights(rng, 8, 16)), _const("fc1_b", _weights(rng, 16)), _const("fc2", _weights(rng, 16, 8))]
+        nodes.append(helper.make_node("Identity", ["cl"], ["c_in"], name="fc1_out"))
+    if variant.startswith("gelu_tanh"):
+        c = "c_in" if variant == "gelu_tanh_matmul" else "c"
+        # timm's GELUTanh as torch.onnx writes it: 0.5 * x * (1 + tanh(0.79788 * (x + 0.044715 * x * x * x))).
+        nodes += [
+            helper.make_node("Mul", [c, c], ["c2"], name="cube_mul"),
+            helper.make_node("Mul", [c, "c2"], ["c3"], name="cube_mul2"),
+            helper.make_node("Mul", [k(0.044715, np.float32), "c3"], ["s"], name="lab_mul"),
+            helper.make_node("Add", [c, "s"], ["inner"], name="lab_add"),
+            helper.make_node("Mul", [k(0.7978846, np.float32), "inner"], ["t_in"], name="tanh_scale"),
+            helper.make_node("Tanh", ["t_in"], ["t"], name="tanh"),
+            helper.make_node("Add", [k(1.0, np.float32), "t"], ["t1"], name="tanh_add"),
+            helper.make_node("Mul", [k(0.5, np.float32), c], ["half"], name="half_mul"),
+            helper.make_node("Mul", ["half", "t1"], ["a" if variant == "gelu_tanh" else "g"], name="gelu_mul"),
+        ]
+        if variant == "gelu_tanh_matmul":
+            nodes += [
+                helper.make_node("MatMul", ["g", "fc2"], ["gm"], name="fc2"),
+                helper.make_node("Transpose", ["gm"], ["a"], name="to_first", perm=[0, 3, 1, 2]),
+            ]
+    elif variant == "add_computed":
+        nodes += [
+            helper.make_node("Mul", ["c", "c"], ["c2"], name="cube_mul"),
+            helper.make_node("Mul", ["c", "c2"], ["c3"], name="cube_mul2"),
+            helper.make_node("Mul", [k(0.044715, np.float32), "c3"], ["s"], name="lab_mul"),
+            helper.make_node("Add", ["c", "s"], ["a"], name="lab_add"),
+        ]
+    else:
+        nodes.append(helper.make_node("Relu", ["c"], ["r"], name="relu"))
+        x = "r"
+        if variant == "starrelu":
+            nodes.append(helper.make_node("Pow", ["r", k(2.0, np.float32)], ["p"], name="pow"))
+            x = "p"
+        scale = 1.0 if variant in ("relu_unit", "relu_scale1") else 0.8944
+        bias = 0.0 if variant in ("relu_unit", "relu_bias0") else 0.4472
+        inits += [_const("scale", np.array([scale], np.float32)), _const("bias", np.array([bias], np.float32))]
+        nodes += [helper.make_node("Mul", ["scale", x], ["s"], name="lab_mul"), helper.make_node("Add", ["s", "bias"], ["a"], name="lab_add")]
+    nodes.append(helper.make_node("Conv", ["a", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]))
+    return _model(k.nodes + nodes, [_vi("x", [1, 3, 8, 8])], [_vi("y", [1, 4, 8, 8])], inits)
+
+
+CASES += [Case(f"affine_{v}", "pool: a * x + b in the pool's spellings", lambda v=v: affine_variants(v), ("rk3588", "rk3566")) for v in ("add_computed", "starrelu", "relu_vec1", "relu_unit", "relu_scale1", "relu_bias0")]
+# Not recorded: gelu_tanh and gelu_tanh_matmul (rknn-toolkit2 2.5.0 keeps every constant-first scalar
+# Mul of the chain in float there, read by an Add, a Tanh or a Mul, where timm's test_convnext has
+# the same chain on the NPU; what differs is not found yet).

@@ -593,6 +593,60 @@ def constant_pad_folded_into_conv(graph, chip):
         graph.fuse([pad], "Pad", attributes=attributes)
 
 
+ZERO_ADD_ATTRIBUTE = "rknn_zero_add"
+ZERO_ADD_INTO_CONV = "into_conv"
+ZERO_ADD_KEPT = "kept"
+
+
+# A bias or scale is small; a larger constant's value is not read (a skeleton model leaves it out).
+SMALL_CONSTANT_MAX_ELEMENTS = 1024  # what the pool's skeletons keep (scripts/corpus/make_skeletons.py)
+
+
+def _value_of(t):
+    """The value of a small constant or foldable tensor (an Identity of an initializer), else None."""
+    if t is None or not t.present or not (t.is_constant or t.foldable):
+        return None
+    if t.numel is None or t.numel > SMALL_CONSTANT_MAX_ELEMENTS:
+        return None
+    return t.value
+
+
+def _reaches_conv_alone(graph, node) -> bool:
+    """`node`'s result is read by one Conv alone, directly or through one constant Pad that
+    constant_pad_folded_into_conv folds into it (the Pad read by that Conv alone)."""
+    out = node.outputs[0] if node.outputs else None
+    reader = graph.only_consumer(out.name) if out is not None and out.name else None
+    if reader is not None and reader.op_type == "Pad" and reader.attr("mode", "constant") == "constant":
+        out = reader.outputs[0] if reader.outputs else None
+        reader = graph.only_consumer(out.name) if out is not None and out.name else None
+    return reader is not None and reader.op_type == "Conv" and reader.inputs[0].name == out.name
+
+
+@RULES.graph_pass("Add", OBSERVED=TOOLKIT_OBSERVED)
+def zero_add_after_a_scalar_first_mul(graph, chip):
+    """{OBSERVED} drops an Add of zeros after a * x with a constant scalar first (timm's learnable affine block and StarReLU at their initial bias 0): the Add shares the Mul's layer, and the Mul is folded into the Conv that alone reads the result (directly, or through a constant Pad folded into it), on the NPU; read by anything else, both keep a float layer.
+
+    Measured on Conv, Relu, scale * x + bias, Conv with bias 0 and bias 0.4472 (scale 1 or 0.8944:
+    only the bias decides) on RK3588 and RK3566 (tests/forms_models.py affine_relu_*), and on
+    timm's hgnetv2_b0 (the stem's affine block before a Pad read by a Conv and a MaxPool keeps a
+    float layer; before a Pad read by a Conv alone, or a Conv, it is folded) and poolformerv2_s12.
+    """
+    for add in [n for n in graph.nodes if n.op_type == "Add" and len(n.inputs) == 2]:
+        for i, x in enumerate(add.inputs):
+            mul = graph.producer(x.name) if x.name else None
+            zero = _value_of(add.inputs[1 - i])
+            if mul is None or mul.op_type != "Mul" or zero is None or np.any(np.asarray(zero) != 0):
+                continue
+            scale = _value_of(mul.inputs[0])
+            if scale is None or np.asarray(scale).size != 1 or _known(mul.inputs[1]) or graph.only_consumer(x.name) is not add:
+                continue
+            kept = ZERO_ADD_INTO_CONV if _reaches_conv_alone(graph, add) else ZERO_ADD_KEPT
+            attributes = {a.name: helper_value(a) for a in mul.proto.attribute}
+            attributes[ZERO_ADD_ATTRIBUTE] = kept
+            graph.fuse([mul, add], "Mul", leader=mul, attributes=attributes, inputs=list(mul.inputs), outputs=list(add.outputs))
+            break
+
+
 def helper_value(attribute):
     from onnx import helper
 

@@ -849,6 +849,9 @@ def scalar_first_mul_before_an_add(node: NodeView, chip: str):
     a, b, out = node.input(0), node.input(1), node.output(0)
     if a is None or b is None or out is None or not _known(a) or _known(b) or a.numel != 1:
         return None
+    zero_add = node.attr("rknn_zero_add")  # the Add of zeros it shares a layer with (zero_add_after_a_scalar_first_mul)
+    if zero_add is not None:
+        return None if zero_add == "into_conv" else Offence(a.name, "constant first operand, then an Add of zeros")
     if out.is_model_output or out.consumers != ("Add",):
         return None
     if b.producer == "Conv" and b.consumers == ("Mul",):
