@@ -14,6 +14,7 @@ import shutil
 
 import pytest
 
+from edgedeploy.report.schemas import validate
 from tests.helpers import run_cli
 from tests.test_accuracy_diagnosis import write_outlier_case
 
@@ -26,7 +27,9 @@ def outlier_diagnosis(tmp_path_factory):
     assert built.returncode == 0, built.stderr
     done = run_cli("diagnose", str(root / "out" / "m" / "imx8mp"), "--eval", str(evaluation), "--no-qdq", "--format", "json")
     assert done.returncode == 0, done.stderr
-    return root / "out" / "m" / "imx8mp", json.loads(done.stdout)
+    document = json.loads(done.stdout)
+    validate(document)  # the eIQ path against accuracy_diagnosis-1.json (closed: every field described)
+    return root / "out" / "m" / "imx8mp", document
 
 
 @pytest.mark.toolchain("eiq")
@@ -38,6 +41,10 @@ def test_eiq_names_the_fused_first_layer_and_the_outlier(outlier_diagnosis):
     relu1 = next(n for n in eiq["nodes"] if n["node"] == "relu1")
     assert relu1["absorbs"] == ["conv1"] and relu1["isolated"] is None
     assert any(c["node"] == "relu1" and c["cause"] in ("outlier_range", "calibration_unrepresentative") for c in eiq["causes"])
+    # no isolated figures: the SNR curve labels the ranked nodes as the largest falls
+    from edgedeploy.report.snr_curve import text_chart
+
+    assert "F first sharp fall + 1 largest fall: relu1" in text_chart(eiq)[3]
 
 
 @pytest.mark.toolchain("eiq")

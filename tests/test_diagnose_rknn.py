@@ -15,6 +15,7 @@ import json
 
 import pytest
 
+from edgedeploy.report.schemas import validate
 from tests.helpers import run_cli
 from tests.test_accuracy_diagnosis import write_outlier_case
 
@@ -28,7 +29,10 @@ def outlier_diagnosis(tmp_path_factory):
     artifact = root / "out" / "m" / "rk3588"
     shown = run_cli("report", str(artifact))
     assert shown.returncode == 0 and "Accuracy diagnosis of A1" in shown.stdout and "first sharp fall: relu1" in shown.stdout, shown.stdout
-    return json.loads((artifact / "report.json").read_text())["accuracy_diagnosis"]
+    assert "F first sharp fall + 1 worst alone: relu1" in shown.stdout  # the SNR curve's text chart names it
+    report = json.loads((artifact / "report.json").read_text())
+    validate(report)  # the RKNN path against accuracy_diagnosis-1.json (closed: every field described)
+    return report["accuracy_diagnosis"]
 
 
 @pytest.mark.toolchain("rknn")
