@@ -174,7 +174,6 @@ def _build(values: dict, project) -> None:
     from edgedeploy.cli import project as project_file
     from edgedeploy.datasets import parse_preprocess
     from edgedeploy.cli.progress import Reporter
-    from edgedeploy.gates import gates_of_command, merge_gates, parse_gates
     from edgedeploy.pipeline.diagnose import diagnose_failed_accuracy_gates
     from edgedeploy.pipeline.recover import goals_of
     from edgedeploy import api
@@ -183,10 +182,7 @@ def _build(values: dict, project) -> None:
     # The command's own options; each shared one is edgedeploy.api.build's keyword of the same name.
     keys = ("model", "targets", "fail_fast", "allow_generated", "output_format", "fail_on", "allow_estimate", "recover")
     model, targets, fail_fast, allow_generated, output_format, fail_on, allow_estimate, recover = (values.pop(k) for k in keys)
-    chip_id = lambda name: find_chip(name)[1].id  # noqa: E731 - a gate's CHIP: prefix, aliases allowed
-    gates = parse_gates(fail_on, "build", chip_id, allow_estimate=allow_estimate)
-    if project is not None:
-        gates = merge_gates(parse_gates(gates_of_command(project.gates, "build"), "build", chip_id, where=f"{project.path.name}: [gates]"), gates)
+    gates = project_file.command_gates(fail_on, "build", project, allow_estimate=allow_estimate)
     if recover and not goals_of(gates):
         raise OptionError("--recover turns the accuracy gates into goals: give at least one with --fail-on accuracy-drop=PP, snr=DB or cosine=MIN.")
     if not targets:

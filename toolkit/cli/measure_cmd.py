@@ -43,6 +43,39 @@ def serial_flash_modes() -> list[str]:
 SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build", "reset": "--reset", "console": "--console"}
 
 
+def _option_group(*options):
+    """One decorator for several click options, listed in --help in the order given."""
+
+    def apply(func):
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return apply
+
+
+# A labgrid farm (pipeline/farm.py, cli/measure_farm.py): where the boards come from.
+farm_options = _option_group(
+    click.option("--farm", "farm_url", default=None, metavar="labgrid://HOST:PORT", help="Measure on the boards of a labgrid farm: per artifact, a place tagged with its chip (chip=NAME) is acquired, used and released."),
+    click.option("--place", "place_pattern", default=None, metavar="PATTERN", help="Farm: only places whose name (or alias) contains PATTERN, or matches it as a glob (rock5b-*)."),
+    click.option("--parallel", type=int, default=0, show_default=True, help="Farm: boards in use at once (0: one per artifact)."),
+    click.option("--place-wait", "place_wait_s", type=float, default=600.0, show_default=True, help="Farm: seconds to wait for a place someone else holds before giving up on that artifact."),
+)
+# A board on a serial port: how its firmware is flashed and its console read.
+serial_board_options = _option_group(
+    click.option(
+        "--flash",
+        type=click.Choice(["auto", *serial_flash_modes(), "none"]),
+        default="auto",
+        show_default=True,
+        help="Serial boards: build and flash with ESP-IDF's idf.py (idf), flash --firmware-build with esptool (prebuilt), flash nothing (none), or auto: idf where ESP-IDF is installed, else prebuilt when given, else none.",
+    ),
+    click.option("--firmware-build", type=AbsolutePath(exists=True, file_okay=False, path_type=Path), default=None, help="Serial boards: an ESP-IDF build folder of this artifact's firmware that you built (holds flash_args)."),
+    click.option("--reset", type=click.Choice(["auto", "rts", "none"]), default="auto", show_default=True, help="Serial boards: reset through the RTS line (rts), ask for the RESET button where there is none (auto), or just listen (none)."),
+    click.option("--console", is_flag=True, help="Serial boards: print the board's console lines to stderr as they arrive."),
+)
+
+
 @click.command("measure")
 @click.argument("artifacts", nargs=-1, required=True, type=AbsolutePath(file_okay=False, path_type=Path))
 @click.option(
@@ -51,11 +84,7 @@ SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build",
     default=None,
     help="A device of the inventory (`edgedeploy devices`), `local` for this machine, or a board on a serial port as CHIP@PORT (esp32s3@/dev/ttyUSB0); an inventory entry of transport labgrid is a farm (as --farm). Default: [measure] device of the project file.",
 )
-# -- a labgrid farm (pipeline/farm.py, cli/measure_farm.py) --
-@click.option("--farm", "farm_url", default=None, metavar="labgrid://HOST:PORT", help="Measure on the boards of a labgrid farm: per artifact, a place tagged with its chip (chip=NAME) is acquired, used and released.")
-@click.option("--place", "place_pattern", default=None, metavar="PATTERN", help="Farm: only places whose name (or alias) contains PATTERN, or matches it as a glob (rock5b-*).")
-@click.option("--parallel", type=int, default=0, show_default=True, help="Farm: boards in use at once (0: one per artifact).")
-@click.option("--place-wait", "place_wait_s", type=float, default=600.0, show_default=True, help="Farm: seconds to wait for a place someone else holds before giving up on that artifact.")
+@farm_options
 @inventory_option
 @click.option("--sessions", type=int, default=3, show_default=True, help="Independent sessions (separate processes) per runner; at least 3.")
 @click.option("--warmup", type=int, default=10, show_default=True, help="Untimed runs per session after the first (timed apart) one.")
@@ -66,16 +95,7 @@ SERIAL_ONLY_OPTIONS = {"flash": "--flash", "firmware_build": "--firmware-build",
 @click.option("--threads", type=int, default=0, show_default=True, help="CPU threads for the ONNX Runtime runners (0: ONNX Runtime's default).")
 @click.option("--no-before", "skip_before", is_flag=True, help="Skip the baseline (the reference ONNX model on ONNX Runtime CPU on the device).")
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, help="Seconds one session may take on the device (serial: the whole boot's run, reset to last result).")
-@click.option(
-    "--flash",
-    type=click.Choice(["auto", *serial_flash_modes(), "none"]),
-    default="auto",
-    show_default=True,
-    help="Serial boards: build and flash with ESP-IDF's idf.py (idf), flash --firmware-build with esptool (prebuilt), flash nothing (none), or auto: idf where ESP-IDF is installed, else prebuilt when given, else none.",
-)
-@click.option("--firmware-build", type=AbsolutePath(exists=True, file_okay=False, path_type=Path), default=None, help="Serial boards: an ESP-IDF build folder of this artifact's firmware that you built (holds flash_args).")
-@click.option("--reset", type=click.Choice(["auto", "rts", "none"]), default="auto", show_default=True, help="Serial boards: reset through the RTS line (rts), ask for the RESET button where there is none (auto), or just listen (none).")
-@click.option("--console", is_flag=True, help="Serial boards: print the board's console lines to stderr as they arrive.")
+@serial_board_options
 @click.option("--fail-on", "fail_on", multiple=True, metavar="[CHIP:]KEY=VALUE", help=FAIL_ON_HELP)
 @project_options
 @output_options(MEASURE_FORMATS, "the measurement record (it is also kept in ARTIFACT/measurements/)")
@@ -96,28 +116,35 @@ def measure_command(ctx, **values):
     from edgedeploy.cli import project as project_file
     from edgedeploy.cli.progress import Reporter
     from edgedeploy.devices import find_device
-    from edgedeploy.gates import gates_of_command, merge_gates, parse_gates
-    from edgedeploy import api
-    from edgedeploy.targets import find_chip
 
     project = project_file.load_for_command(values.pop("project_path"), values.pop("no_project"))
     if project is not None:
         values = project_file.apply(ctx, values, project.measure, project)
-    keys = ("artifacts", "device_name", "farm_url", "place_pattern", "parallel", "place_wait_s", "inventory", "sessions", "warmup", "min_iterations", "min_duration_s", "eval_path", "eval_count", "threads", "skip_before", "timeout_s", "flash", "firmware_build", "reset", "console", "output_format", "out_path", "force", "fail_on")
-    artifacts, device_name, farm_url, place_pattern, parallel, place_wait_s, inventory, sessions, warmup, min_iterations, min_duration_s, eval_path, eval_count, threads, skip_before, timeout_s, flash, firmware_build, reset, console, output_format, out_path, force, fail_on = (values[k] for k in keys)
-    chip_id = lambda name: find_chip(name)[1].id  # noqa: E731 - a gate's CHIP: prefix, aliases allowed
-    gates = parse_gates(fail_on, "measure", chip_id)
-    if project is not None:
-        gates = merge_gates(parse_gates(gates_of_command(project.gates, "measure"), "measure", chip_id, where=f"{project.path.name}: [gates]"), gates)
-    output = resolve_output(out_path, output_format, force, MEASURE_FORMATS, "edgedeploy measure")
-    device = find_device(device_name, inventory, chip_ids()) if device_name else None
-    if farm_url or (device is not None and device.transport == "labgrid"):
-        from edgedeploy.cli.measure_farm import run_farm_measure
+    gates = project_file.command_gates(values["fail_on"], "measure", project)
+    output = resolve_output(values["out_path"], values["output_format"], values["force"], MEASURE_FORMATS, "edgedeploy measure")
+    device = find_device(values["device_name"], values["inventory"], chip_ids()) if values["device_name"] else None
+    if values["farm_url"] or (device is not None and device.transport == "labgrid"):
+        return _measure_on_farm(ctx, values, device, gates, output)
+    artifact = _the_one_artifact(ctx, values["artifacts"], device)
+    _refuse_options_not_for(device, _given_options(ctx))
+    reporter = Reporter.for_command()  # every session runs >= --min-duration, a board's boot longer
+    measurement = _measure(artifact, device, values, reporter)
+    reporter.close()
+    _write_and_judge(measurement, gates, output)
 
-        if gates or output.path is not None:
-            # Not joined yet: the farm's merged report has its own shape (pipeline/farm.py).
-            raise OptionError("--fail-on and -o apply to one artifact on one device, not yet to a labgrid farm; each artifact's report.json holds its farm measurement.")
-        return run_farm_measure(ctx, artifacts, device, farm_url, place_pattern, parallel, place_wait_s, output.format)
+
+def _measure_on_farm(ctx, values: dict, device, gates, output):
+    """Several artifacts on the boards of a labgrid farm (cli/measure_farm.py)."""
+    from edgedeploy.cli.measure_farm import run_farm_measure
+
+    if gates or output.path is not None:
+        # Not joined yet: the farm's merged report has its own shape (pipeline/farm.py).
+        raise OptionError("--fail-on and -o apply to one artifact on one device, not yet to a labgrid farm; each artifact's report.json holds its farm measurement.")
+    return run_farm_measure(ctx, values["artifacts"], device, values["farm_url"], values["place_pattern"], values["parallel"], values["place_wait_s"], output.format)
+
+
+def _the_one_artifact(ctx, artifacts, device) -> Path:
+    """The artifact to measure on one device: a farm's options and several artifacts are refused here."""
     for name, flag in (("place_pattern", "--place"), ("parallel", "--parallel"), ("place_wait_s", "--place-wait")):
         if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE:
             raise OptionError(f"{flag} applies only to a labgrid farm (--farm labgrid://HOST:PORT).")
@@ -125,8 +152,16 @@ def measure_command(ctx, **values):
         raise OptionError("Give the device to measure on: --device NAME, [measure] device in edgedeploy.toml, or a labgrid farm: --farm labgrid://HOST:PORT.")
     if len(artifacts) != 1:
         raise OptionError(f"{len(artifacts)} artifacts were given for one device; measure them one at a time, or on a labgrid farm (--farm), which runs several at once.")
-    (artifact,) = artifacts
-    given = {name for name in (*RUNNER_ONLY_OPTIONS, *SERIAL_ONLY_OPTIONS) if ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)}
+    return artifacts[0]
+
+
+def _given_options(ctx) -> set[str]:
+    """The runner-only and serial-only options the user set (on the command line or in the environment)."""
+    return {name for name in (*RUNNER_ONLY_OPTIONS, *SERIAL_ONLY_OPTIONS) if ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)}
+
+
+def _refuse_options_not_for(device, given: set[str]) -> None:
+    """A board's firmware has its sessions built in; a copied runner has no firmware to flash."""
     if device.transport == "serial":
         wrong = [RUNNER_ONLY_OPTIONS[name] for name in RUNNER_ONLY_OPTIONS if name in given]
         if wrong:
@@ -140,27 +175,28 @@ def measure_command(ctx, **values):
         wrong = [SERIAL_ONLY_OPTIONS[name] for name in SERIAL_ONLY_OPTIONS if name in given]
         if wrong:
             raise OptionError(f"{', '.join(wrong)} {'applies' if len(wrong) == 1 else 'apply'} only to boards on a serial port, not to device '{device.name}' ({device.transport}).")
-    reporter = Reporter.for_command()  # every session runs >= --min-duration, a board's boot longer
-    measurement = api.measure(
-        artifact,
-        device,
-        sessions=sessions,
-        warmup=warmup,
-        min_iterations=min_iterations,
-        min_duration_s=min_duration_s,
-        timeout_s=timeout_s,
-        eval=eval_path,
-        eval_count=eval_count,
-        threads=threads,
-        before=not skip_before,
-        flash=flash,
-        firmware_build=firmware_build,
-        reset=reset,
-        console=(lambda line: info(f"  console: {line}")) if console else None,
+
+
+def _measure(artifact: Path, device, values: dict, reporter):
+    """edgedeploy.api.measure with the command's options (a partial record is returned, not raised)."""
+    from edgedeploy import api
+
+    from edgedeploy.cli.options import api_keywords
+
+    # The session and board options are api.measure's keywords by name; these four are spelled
+    # differently on the command line (console: a switch there, a callback in the API).
+    options = api_keywords(api.measure, dict(values))
+    options.update(
+        eval=values["eval_path"],
+        before=not values["skip_before"],
+        console=(lambda line: info(f"  console: {line}")) if values["console"] else None,
         allow_partial=True,  # printed first, then the exit status says it failed
-        progress=reporter,
     )
-    reporter.close()
+    return api.measure(artifact, device, **options, progress=reporter)
+
+
+def _write_and_judge(measurement, gates, output) -> None:
+    """Write the record, then exit non-zero for a partial run or a failed gate."""
     record = measurement.document
     results = evaluate_measurement(gates, record) if gates else []
     if gates:
@@ -180,7 +216,6 @@ def measure_command(ctx, **values):
     failed = [r for r in results if not r.passed]
     if failed:
         raise GateFailed(f"--fail-on: {'; '.join(r.reason for r in failed)}.")
-
 
 
 COMMANDS = [measure_command]

@@ -113,3 +113,18 @@ def naming_the_field(project, parameter: str):
         if project is None or parameter not in project.fields or isinstance(exc, ConfigError):
             raise
         raise ConfigError(f"{project.where(parameter)}: {exc}") from None
+
+
+def command_gates(fail_on, command: str, project, **options) -> list:
+    """The --fail-on gates of `command` (build or measure), with the project file's [gates] merged in.
+
+    `options` go to parse_gates for the command line's gates (build's allow_estimate).
+    """
+    from edgedeploy.gates import gates_of_command, merge_gates, parse_gates
+    from edgedeploy.targets import find_chip
+
+    chip_id = lambda name: find_chip(name)[1].id  # noqa: E731 - a gate's CHIP: prefix, aliases allowed
+    gates = parse_gates(fail_on, command, chip_id, **options)
+    if project is not None:
+        gates = merge_gates(parse_gates(gates_of_command(project.gates, command), command, chip_id, where=f"{project.path.name}: [gates]"), gates)
+    return gates
