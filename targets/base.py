@@ -152,6 +152,31 @@ def option(flag: str, help: str, default: Any = None, *, metavar: str | None = N
     return field(default=default, metadata={"edgedeploy_option": meta})
 
 
+def node_names_option(flag: str, help: str, **kwargs: Any):
+    """A target option that names ONNX nodes: repeated, or names separated by commas (read them with
+    given_node_names, which checks them against the model)."""
+    return option(flag, help, multiple=True, metavar="NAME,...", **kwargs)
+
+
+def given_node_names(values, graph, flag: str) -> list[str]:
+    """A node_names_option's values -> ONNX node display names, each once, in the order given.
+
+    A value is split at commas unless it is itself a node's name (names may hold commas); a name
+    the model does not have is an OptionError naming `flag`.
+    """
+    from edgedeploy.errors import OptionError
+    from edgedeploy.model.stats import node_names
+
+    known = set(node_names(graph))
+    names = []
+    for value in values or ():
+        for name in [value] if value in known else [p.strip() for p in value.split(",") if p.strip()]:
+            if name not in known:
+                raise OptionError(f"{flag}: the model has no node named {name!r}.")
+            names.append(name)
+    return list(dict.fromkeys(names))
+
+
 @dataclass(frozen=True)
 class TargetOptions:
     """Base of every target's options dataclass; a target without options uses it as is.

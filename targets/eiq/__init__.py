@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgedeploy.errors import OptionError
-from edgedeploy.targets.base import RANKED_NODES, Capability, RepairKnob, Target, TargetOptions, chip_table, option
+from edgedeploy.targets.base import RANKED_NODES, Capability, RepairKnob, Target, TargetOptions, chip_table, node_names_option, option
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -47,12 +47,10 @@ class EiqOptions(TargetOptions):
         "full_integer_quant_with_int16_act settings); Vela runs int16 for fewer operators than int8.",
         choices=("int8", "int16"),
     )
-    float_nodes: tuple[str, ...] = option(
+    float_nodes: tuple[str, ...] = node_names_option(
         "--eiq-float-nodes",
         "Keep these ONNX nodes' operators in float (the TFLite converter's denylisted_nodes, as its QuantizationDebugger "
         "does): they run on the CPU, not the NPU; names separated by commas or the option repeated.",
-        multiple=True,
-        metavar="NAME,...",
     )
 
     def validate(self, chip) -> None:

@@ -26,7 +26,7 @@ from edgedeploy.errors import ToolchainFailed
 from edgedeploy.model import named_copy
 from edgedeploy.targets.eiq.confirm import tokens_for
 from edgedeploy.targets.eiq.workarounds import SOFTMAX_2D, softmax_in_2d
-from edgedeploy.targets.base import ConvertRequest, ConvertResult, SimulationResult, WorkerResult
+from edgedeploy.targets.base import ConvertRequest, ConvertResult, SimulationResult, WorkerResult, given_node_names
 from edgedeploy.toolchains.executor import final_error_line
 
 WORKER = Path(__file__).with_name("worker.py")
@@ -83,19 +83,8 @@ def build_request(ctx) -> ConvertRequest:
 
 
 def float_node_names(values, graph) -> list[str]:
-    """`--eiq-float-nodes` values -> ONNX node display names: separated by commas unless a value is
-    itself a node name; an unknown name is an error."""
-    from edgedeploy.errors import OptionError
-    from edgedeploy.model.stats import node_names
-
-    known = set(node_names(graph))
-    names = []
-    for value in values or ():
-        for name in [value] if value in known else [p.strip() for p in value.split(",") if p.strip()]:
-            if name not in known:
-                raise OptionError(f"--eiq-float-nodes: the model has no node named {name!r}.")
-            names.append(name)
-    return list(dict.fromkeys(names))
+    """`--eiq-float-nodes` values -> ONNX node display names (targets.base.given_node_names)."""
+    return given_node_names(values, graph, "--eiq-float-nodes")
 
 
 def mixed_precision(options, graph, token_names: dict[str, str]) -> dict | None:

@@ -7,7 +7,7 @@ runs with rknn-toolkit-lite2 (Python) or the rknn_api C library.
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgedeploy.targets.base import RANKED_NODES, RepairKnob, Capability, Target, TargetOptions, chip_table, option
+from edgedeploy.targets.base import RANKED_NODES, RepairKnob, Capability, Target, TargetOptions, chip_table, node_names_option, option
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -40,12 +40,10 @@ class RknnOptions(TargetOptions):
         "rknn-toolkit2's quantized_method: channel (its default, one weight scale per output channel) or layer (one per tensor).",
         choices=("channel", "layer"),
     )
-    float16_nodes: tuple[str, ...] = option(
+    float16_nodes: tuple[str, ...] = node_names_option(
         "--rknn-float16-nodes",
         "Hybrid quantisation: keep these ONNX nodes in float16, the rest int8 (rknn-toolkit2's hybrid_quantization_step1 "
         "custom_hybrid, then step2); names separated by commas or the option repeated.",
-        multiple=True,
-        metavar="NAME,...",
     )
     analyse: bool = option("--rknn-analyse", "Run rknn-toolkit2's per-layer accuracy_analysis and map it to ONNX node names (needs --eval).", is_flag=True, deprecated=("--analyse",))
 

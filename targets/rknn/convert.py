@@ -22,7 +22,7 @@ from edgedeploy.arrays import read_arrays, write_arrays, write_npy_list
 from edgedeploy.artifacts import sha256_file
 from edgedeploy.datasets import Dataset, PreprocessSpec, model_input_specs
 from edgedeploy.errors import OptionError, ToolchainFailed
-from edgedeploy.targets.base import ConvertRequest, ConvertResult, SimulationResult, WorkerResult
+from edgedeploy.targets.base import ConvertRequest, ConvertResult, SimulationResult, WorkerResult, given_node_names
 
 WORKER = Path(__file__).with_name("worker.py")
 RKNN_FILE = "model.rknn"
@@ -157,18 +157,8 @@ def build_request(ctx) -> ConvertRequest:
 
 
 def float16_nodes(values, graph) -> list[str]:
-    """`--rknn-float16-nodes` values -> ONNX node display names: separated by commas unless a value
-    is itself a node name; an unknown name is an error."""
-    from edgedeploy.model.stats import node_names
-
-    known = set(node_names(graph))
-    names = []
-    for value in values or ():
-        for name in [value] if value in known else [p.strip() for p in value.split(",") if p.strip()]:
-            if name not in known:
-                raise OptionError(f"--rknn-float16-nodes: the model has no node named {name!r}.")
-            names.append(name)
-    return list(dict.fromkeys(names))
+    """`--rknn-float16-nodes` values -> ONNX node display names (targets.base.given_node_names)."""
+    return given_node_names(values, graph, "--rknn-float16-nodes")
 
 
 def float16_layers(values, graph, quantize: bool) -> list[dict]:
