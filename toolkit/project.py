@@ -43,43 +43,38 @@ from edgedeploy.toml_support import toml_module
 
 PROJECT_FILE = "edgedeploy.toml"
 
-# key -> (the `build` parameter it sets, kind). Keys are written as the flags are (kebab-case);
-# snake_case is accepted too.
-BUILD_KEYS: dict[str, tuple[str, str]] = {
-    "model": ("model", "path"),
-    "targets": ("targets", "strings"),
-    "out": ("out", "path"),
-    "force": ("force", "bool"),
-    "precision": ("precision", "string"),
-    "input-shape": ("input_shapes", "strings"),
-    "metric": ("metric", "string"),
-    "metric-output": ("metric_output", "string"),
-    "fix": ("fix", "bool"),
-    "allow-approx": ("allow_approx", "bool"),
-    "device": ("device", "string"),
-    "timeout": ("timeout_s", "number"),
-    "fail-fast": ("fail_fast", "bool"),
-    "allow-generated": ("allow_generated", "bool"),
-}
-DATA_KEYS: dict[str, tuple[str, str]] = {
-    "calib": ("calib", "path"),
-    "eval": ("eval", "path"),
-    "calib-count": ("calib_count", "integer"),
-    "eval-count": ("eval_count", "integer"),
-    "preprocess": ("preprocess", "preprocess"),
-}
-MEASURE_KEYS: dict[str, tuple[str, str]] = {
-    "device": ("device_name", "string"),
-    "inventory": ("inventory", "path"),
-    "sessions": ("sessions", "integer"),
-    "warmup": ("warmup", "integer"),
-    "min-iterations": ("min_iterations", "integer"),
-    "min-duration": ("min_duration_s", "number"),
-    "eval": ("eval_path", "path"),
-    "eval-count": ("eval_count", "integer"),
-    "threads": ("threads", "integer"),
-    "timeout": ("timeout_s", "number"),
-}
+def _keys(kinds: dict[str, str], **renamed: str) -> dict[str, tuple[str, str]]:
+    """key -> (the command parameter it sets, kind). A key is written as its flag is (kebab-case);
+    its parameter is the same name in snake_case unless `renamed` gives another (by the key in
+    snake_case)."""
+    out = {}
+    for key, kind in kinds.items():
+        snake = key.replace("-", "_")
+        out[key] = (renamed.get(snake, snake), kind)
+    return out
+
+
+# The `build` parameters the top level of the file sets; snake_case keys are accepted too.
+BUILD_KEYS = _keys(
+    {
+        "model": "path", "targets": "strings", "out": "path", "force": "bool", "precision": "string", "input-shape": "strings",
+        "metric": "string", "metric-output": "string", "fix": "bool", "allow-approx": "bool", "device": "string",
+        "timeout": "number", "fail-fast": "bool", "allow-generated": "bool",
+    },
+    input_shape="input_shapes",
+    timeout="timeout_s",
+)
+DATA_KEYS = _keys({"calib": "path", "eval": "path", "calib-count": "integer", "eval-count": "integer", "preprocess": "preprocess"})
+MEASURE_KEYS = _keys(
+    {
+        "device": "string", "inventory": "path", "sessions": "integer", "warmup": "integer", "min-iterations": "integer",
+        "min-duration": "number", "eval": "path", "eval-count": "integer", "threads": "integer", "timeout": "number",
+    },
+    device="device_name",
+    min_duration="min_duration_s",
+    eval="eval_path",
+    timeout="timeout_s",
+)
 PREPROCESS_KEYS = ("size", "scale", "mean", "std", "layout", "channels")
 TABLES = ("data", "gates", "options", "measure", "toolchains")
 # [toolchains.<name>]: where a toolchain's worker runs instead of edgedeploy's managed venv
