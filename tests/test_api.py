@@ -87,8 +87,12 @@ def test_the_cli_prints_the_api_result(tmp_path):
         (lambda tmp: edgedeploy.load_artifact(tmp), ArtifactError),
         (lambda tmp: edgedeploy.build(None, "esp32s3", out=tmp, no_such_option=1), OptionError),
         (lambda tmp: edgedeploy.measure(tmp, device="no-such-device"), UnknownName),
+        (lambda tmp: edgedeploy.measure_farm([tmp]), OptionError),
+        (lambda tmp: edgedeploy.measure_farm([tmp], device="local"), OptionError),
+        (lambda tmp: edgedeploy.measure_farm([tmp], "http://example.invalid"), OptionError),
+        (lambda tmp: edgedeploy.measure_farm([tmp], "labgrid://127.0.0.1:1", parallel=-1), OptionError),
     ],
-    ids=["missing-model", "unknown-chip", "bad-fail-on", "not-an-artifact", "unknown-target-option", "unknown-device"],
+    ids=["missing-model", "unknown-chip", "bad-fail-on", "not-an-artifact", "unknown-target-option", "unknown-device", "farm-missing", "farm-not-labgrid", "farm-bad-url", "farm-bad-parallel"],
 )
 def test_errors_are_the_hierarchys_with_their_exit_codes(tmp_path, capfd, call, error):
     with pytest.raises(error) as raised:

@@ -13,6 +13,7 @@ import click
 from click.core import ParameterSource
 
 from edgedeploy.cli.output import echo_text, emit_json, info, table
+from edgedeploy.errors import OptionError
 
 # measure's options (the CLI's parameter names) that go to the boards' runs when given, by
 # their edgedeploy.measure_farm keyword; pipeline/farm.py turns them into the child's flags.
@@ -41,6 +42,13 @@ def run_farm_measure(ctx: click.Context, artifacts: tuple[Path, ...], device, fa
     and the exit status: 10 when not every artifact was measured."""
     from edgedeploy import api
 
+    # The API checks these too, by its keywords; the command says them by its flags.
+    if farm and device is not None:
+        raise OptionError("Give either --farm or --device, not both.")
+    if parallel < 0:
+        raise OptionError("--parallel must be 0 (one board per artifact) or more.")
+    if place_wait_s < 0:
+        raise OptionError("--place-wait must be 0 or more seconds.")
     options = {keyword: ctx.params[name] for name, keyword in FARM_OPTIONS.items() if _given(ctx, name)}
     measured = api.measure_farm(
         list(artifacts),
