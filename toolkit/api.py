@@ -136,6 +136,12 @@ class _Document:
         return json.loads(json.dumps(self.document, default=_json_value))
 
 
+def _model_result(doc: dict, warnings: Iterable[str] = ()) -> dict:
+    """The fields every result about one model has: the model's name and sha256 (from the
+    document's `model`), the warnings of the run, and the document itself."""
+    return {"model_name": doc["model"]["name"], "model_sha256": doc["model"]["sha256"], "warnings": tuple(warnings), "document": doc}
+
+
 def _json_value(value: Any) -> Any:
     """What the CLI's JSON writer makes of a value JSON has no type for (numpy values, sets, paths)."""
     if hasattr(value, "tolist"):
@@ -241,13 +247,10 @@ def audit(
             processes=processes,
         )
     return AuditResult(
-        model_name=report["model"]["name"],
-        model_sha256=report["model"]["sha256"],
         chips=tuple(ChipAudit.from_dict(doc) for doc in report["audits"]),
         no_rules=tuple(report["no_rules"]),
         fail_on=dict(report["fail_on"]),
-        warnings=tuple(echo.warnings),
-        document=report,
+        **_model_result(report, echo.warnings),
     )
 
 
@@ -333,12 +336,9 @@ def estimate(
         report = estimate_model(_model_path(model, echo), _input_shapes(input_shapes), chosen, precision=precision, budget_ms=budget_ms, artifacts_root=_optional_path(artifacts))
     report["no_rules"] = no_rules + report["no_rules"]
     return Estimate(
-        model_name=report["model"]["name"],
-        model_sha256=report["model"]["sha256"],
         chips=tuple(ChipEstimate.from_dict(doc) for doc in report["estimates"]),
         budget_ms=budget_ms,
-        warnings=tuple(echo.warnings),
-        document=report,
+        **_model_result(report, echo.warnings),
     )
 
 
@@ -391,12 +391,10 @@ def load_artifact(path: str | Path) -> Artifact:
         path=folder,
         chip=report["target"].get("chip") or manifest.get("target", {}).get("chip", ""),
         target=report["target"]["target"],
-        model_name=report["model"]["name"],
-        model_sha256=report["model"]["sha256"],
         status="built" if convert.get("status") == "built" else "generated only",
         accuracy=report.get("accuracy"),
         manifest=manifest,
-        document=report,
+        **_model_result(report),
     )
 
 
@@ -787,12 +785,9 @@ def bench(
     with _Progress(progress).capturing_warnings() as echo:
         doc = run_bench(_model_path(model, echo), options, echo=echo)
     return BenchResult(
-        model_name=doc["model"]["name"],
-        model_sha256=doc["model"]["sha256"],
         results=tuple(doc["results"]),
         skipped=tuple(doc["skipped"]),
         failed=tuple(doc["failed"]),
         fastest=(doc.get("comparison") or {}).get("fastest"),
-        warnings=tuple(echo.warnings),
-        document=doc,
+        **_model_result(doc, echo.warnings),
     )
