@@ -35,13 +35,17 @@ class RowTransformer(nn.Module):
         self.head = nn.Linear(dim, classes)
 
     def forward(self, x):
-        return self.head(self.block(self.embed(x) + self.pos).mean(dim=1))
+        rows = x.reshape(x.shape[0], 8, 8)  # the image's rows as tokens
+        return self.head(self.block(self.embed(rows) + self.pos).mean(dim=1))
 
 
 def main(out: Path) -> None:
     torch.manual_seed(0)
+    torch.set_num_threads(1)  # a model this small gains nothing from threads, and a shared machine loses
     digits = load_digits()
-    x = (digits.images / 16.0).astype(np.float32)
+    # One-channel images (N, 1, 8, 8), as the trained set's MNIST models take them: onnx2tf lays a
+    # 3-D input out channels-last, which a (N, 8, 8) row sequence is not.
+    x = (digits.images / 16.0).astype(np.float32)[:, None]
     y = digits.target.astype(np.int64)
     order = np.random.default_rng(0).permutation(len(x))
     train, held = order[HELD_OUT:], order[:HELD_OUT]
@@ -54,6 +58,8 @@ def main(out: Path) -> None:
             optimiser.zero_grad()
             nn.functional.cross_entropy(model(xt[batch]), yt[batch]).backward()
             optimiser.step()
+        if epoch % 10 == 9:
+            print(f"epoch {epoch + 1}", flush=True)
     model.eval()
     with torch.no_grad():
         accuracy = float((model(torch.from_numpy(x[held])).argmax(1).numpy() == y[held]).mean())

@@ -133,7 +133,7 @@ def latency_notes(section: dict) -> list[str]:
 
 def _on_chip(figures: dict | None) -> str:
     """The target's own cost figures of an attempt (Target.repair_costs), as `, key value` pairs."""
-    return "".join(f", {key.replace('_', ' ')} {value}" for key, value in (figures or {}).items() if value is not None)
+    return "".join(f", {key.replace('_', ' ')} {value:.6g}" if isinstance(value, float) else f", {key.replace('_', ' ')} {value}" for key, value in (figures or {}).items() if value is not None)
 
 
 def show_attempt_figures(f: dict) -> str:
