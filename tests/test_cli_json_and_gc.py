@@ -59,3 +59,26 @@ def test_the_program_tunes_the_collector_but_a_caller_s_process_keeps_its_own(ca
     code = "import gc, sys; from edgedeploy.cli import main; sys.argv = ['edgedeploy', '--version']\ntry:\n    main()\nexcept SystemExit:\n    pass\nprint(gc.get_threshold()[0])"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(done.stdout.split()[-1]) == GC_YOUNG_THRESHOLD
+
+
+def test_after_the_audit_the_program_freezes_what_it_made_but_a_caller_s_collector_sees_all(capsys):
+    """The audit pauses the collector; the program then freezes the objects made meanwhile (no
+    scan of them on its way out), while a caller of main(argv) gets its collector back as it was."""
+    frozen = gc.get_freeze_count()
+    with pytest.raises(SystemExit) as ended:
+        main(["audit", "--target", "rk3588", "--format", "json"])  # the bundled sample model
+    assert ended.value.code in (0, None)
+    assert json.loads(capsys.readouterr().out)["audits"]
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    code = (
+        "import gc, sys; from edgedeploy.cli import main; sys.argv = ['edgedeploy', {args}]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\nprint(gc.isenabled(), gc.get_freeze_count(), file=sys.stderr)"
+    )
+    counts = {}
+    for name, args in (("version", "'--version'"), ("audit", "'audit', '--target', 'rk3588', '--format', 'json'")):
+        done = subprocess.run([sys.executable, "-c", code.format(args=args)], capture_output=True, text=True, check=True)
+        enabled, count = done.stderr.split()[-2:]
+        assert enabled == "True"
+        counts[name] = int(count)
+    # The audit's own objects (node views, placements, the report) join the frozen imports.
+    assert counts["audit"] > counts["version"] + 1000
