@@ -640,3 +640,57 @@ CASES += [Case(f"affine_{v}", "pool: a * x + b in the pool's spellings", lambda 
 # Not recorded: gelu_tanh and gelu_tanh_matmul (rknn-toolkit2 2.5.0 keeps every constant-first scalar
 # Mul of the chain in float there, read by an Add, a Tanh or a Mul, where timm's test_convnext has
 # the same chain on the NPU; what differs is not found yet).
+
+
+# ---- pool (issue 27, rk3566 tuning part): attention's heads, split and merged around MatMuls -----
+
+
+def attention_block(tokens: int = 16, heads: int = 2, head: int = 32, style: str = "hf") -> onnx.ModelProto:
+    """One self-attention block on a [1, tokens, heads*head] input, as torch.onnx writes it.
+    style "hf" (transformers' ViT/BERT): q, k and v each a Linear, a Reshape to [1, T, H, D] and a
+    Transpose [0, 2, 1, 3]; q scaled by a constant Mul; k transposed again [0, 1, 3, 2].
+    style "timm": one qkv Linear, a Reshape to [1, T, 3, H, D], a Transpose [2, 0, 3, 1, 4] and
+    three Gathers (qkv.unbind(0)). Then MatMul, Softmax, MatMul, the heads merged back by a
+    Transpose and a Reshape, the output Linear, and a mean over the tokens: the model's output is
+    2-D, so no layout change for a 3-D output is mixed into what is measured."""
+    rng = np.random.default_rng(27)
+    c = heads * head
+    inits = [_const("heads_shape", np.array([1, tokens, heads, head], np.int64)), _const("merged_shape", np.array([1, tokens, c], np.int64)),
+             _const("scale", np.array(head**-0.5, np.float32)), _const("w_out", _weights(rng, c, c)), _const("b_out", _weights(rng, c))]
+    n = []
+    if style == "hf":
+        for p in "qkv":
+            inits += [_const(f"w_{p}", _weights(rng, c, c)), _const(f"b_{p}", _weights(rng, c))]
+            n += [helper.make_node("MatMul", ["x", f"w_{p}"], [f"{p}0"], name=f"{p}_matmul"),
+                  helper.make_node("Add", [f"{p}0", f"b_{p}"], [f"{p}1"], name=f"{p}_add"),
+                  helper.make_node("Reshape", [f"{p}1", "heads_shape"], [f"{p}4"], name=f"{p}_split_heads"),
+                  helper.make_node("Transpose", [f"{p}4"], [f"{p}h"], name=f"{p}_heads_transpose", perm=[0, 2, 1, 3])]
+    else:
+        inits += [_const("w_qkv", _weights(rng, c, 3 * c)), _const("b_qkv", _weights(rng, 3 * c)),
+                  _const("qkv_shape", np.array([1, tokens, 3, heads, head], np.int64))]
+        n += [helper.make_node("MatMul", ["x", "w_qkv"], ["qkv0"], name="qkv_matmul"),
+              helper.make_node("Add", ["qkv0", "b_qkv"], ["qkv1"], name="qkv_add"),
+              helper.make_node("Reshape", ["qkv1", "qkv_shape"], ["qkv5"], name="qkv_split_heads"),
+              helper.make_node("Transpose", ["qkv5"], ["qkvt"], name="qkv_heads_transpose", perm=[2, 0, 3, 1, 4])]
+        for i, p in enumerate("qkv"):
+            inits.append(_const(f"i_{p}", np.array(i, np.int64)))
+            n.append(helper.make_node("Gather", ["qkvt", f"i_{p}"], [f"{p}h"], name=f"{p}_unbind", axis=0))
+    n += [helper.make_node("Mul", ["qh", "scale"], ["qs"], name="q_scale"),
+          helper.make_node("Transpose", ["kh"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
+          helper.make_node("MatMul", ["qs", "kt"], ["scores"], name="scores"),
+          helper.make_node("Softmax", ["scores"], ["attn"], name="softmax", axis=-1),
+          helper.make_node("MatMul", ["attn", "vh"], ["ctx"], name="context"),
+          helper.make_node("Transpose", ["ctx"], ["ctxt"], name="merge_transpose", perm=[0, 2, 1, 3]),
+          helper.make_node("Reshape", ["ctxt", "merged_shape"], ["merged"], name="merge_heads"),
+          helper.make_node("MatMul", ["merged", "w_out"], ["o0"], name="out_matmul"),
+          helper.make_node("Add", ["o0", "b_out"], ["o1"], name="out_add"),
+          helper.make_node("ReduceMean", ["o1"], ["y"], name="token_mean", axes=[1], keepdims=0)]
+    return _model(n, [_vi("x", [1, tokens, c])], [_vi("y", [1, c])], inits)
+
+
+# Tokens and head sizes either side of RK3566's 8-alignment of a Transpose layer and a head split.
+ATTENTION_FORMS = (("hf", 16, 32), ("hf", 20, 32), ("hf", 65, 32), ("hf", 32, 12), ("hf", 32, 24), ("timm", 65, 32))
+CASES += [
+    Case(f"attention_{s}_t{t}_d{d}", "pool: attention's heads split and merged around MatMuls", lambda s=s, t=t, d=d: attention_block(tokens=t, head=d, style=s), ("rk3588", "rk3566"))
+    for s, t, d in ATTENTION_FORMS
+]

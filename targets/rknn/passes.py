@@ -424,9 +424,14 @@ def transpose_of_a_cpu_softmax_joins_it(graph, chip):
             graph.fuse([softmax, node], "Softmax", leader=softmax)
 
 
-# Layout operators a Transpose may reach a MatMul through and still be merged into it.
-LAYOUT_OPS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Split", "Flatten"})
-MAX_LAYOUT_HOPS = 2
+# Layout operators a Transpose may reach a MatMul through and still be merged into it: reshapes,
+# other Transposes (fuse_two_transpose), a Gather of one slice of a leading axis (the toolkit's
+# convert_gather_to_slice_reshape: timm's q, k, v = qkv.unbind(0)), and arithmetic with a
+# one-element constant, which the toolkit moves to the other side of the Transpose
+# (swap_transpose_mul, swap_reshape_mul: attention's q * scale or k / sqrt(d)).
+LAYOUT_OPS = frozenset({"Reshape", "Squeeze", "Unsqueeze", "Split", "Flatten", "Transpose"})
+SCALAR_SWAPPED_OPS = frozenset({"Mul", "Div"})
+MAX_LAYOUT_HOPS = 3
 
 
 def _parallel_slice(graph, node) -> bool:
@@ -438,15 +443,29 @@ def _parallel_slice(graph, node) -> bool:
     return len(readers) > 1 and all(r.op_type == "Slice" for r in readers)
 
 
-# The head size the toolkit merges attention's heads Transpose at, through the parallel Slices
-# of q, k and v (measured on RK3566: heads of 8, 16 and 32 merged; of 15, PP-OCRv4 rec's, not).
-HEAD_SIZE_ALIGN = 8
+def _leading_gather(node) -> bool:
+    """A Gather of one index (a constant scalar) along an axis that is not the last."""
+    if node.op_type != "Gather" or len(node.inputs) < 2 or node.inputs[0].rank is None:
+        return False
+    axis, index = int(node.attr("axis", 0)), node.inputs[1]
+    return _known(index) and index.shape == () and axis % node.inputs[0].rank != node.inputs[0].rank - 1
 
 
-def _aligned_heads(node) -> bool:
-    out = node.outputs[0] if node.outputs else None
-    size = out.shape[-1] if out is not None and out.shape else None
-    return isinstance(size, int) and size % HEAD_SIZE_ALIGN == 0
+def _scalar_swapped(node, data: str) -> bool:
+    """Mul or Div of `data` by a one-element constant (Div only as the dividend)."""
+    if node.op_type not in SCALAR_SWAPPED_OPS or len(node.inputs) != 2:
+        return False
+    other = _other_input(node, data)
+    return other is not None and _scalar(other) is not None and (node.op_type == "Mul" or node.inputs[0].name == data)
+
+
+def _layout_hop(graph, node, data: str) -> bool:
+    """Whether the toolkit moves a Transpose through `node` (reading `data`) on its way to a MatMul."""
+    return node.op_type in LAYOUT_OPS or _parallel_slice(graph, node) or _leading_gather(node) or _scalar_swapped(node, data)
+
+
+def _product_of_computed(node) -> bool:
+    return node.op_type == "MatMul" and all(not _known(t) for t in node.inputs[:2])
 
 
 def _reaches_matmul(graph, node, forward: bool) -> bool:
@@ -456,29 +475,99 @@ def _reaches_matmul(graph, node, forward: bool) -> bool:
         nxt = []
         for n in frontier:
             if forward:
-                near = [c for o in n.outputs if o.name for c in graph.consumers(o.name)]
+                near = [(c, o.name) for o in n.outputs if o.name for c in graph.consumers(o.name)]
             else:
-                near = [p for p in (graph.producer(t.name) for t in n.inputs[:1]) if p is not None]
-            for m in near:
-                if m.op_type == "MatMul" and all(not _known(t) for t in m.inputs[:2]):
+                near = [(p, p.outputs[0].name) for p in (graph.producer(t.name) for t in n.inputs[:1]) if p is not None and p.outputs]
+            for m, data in near:
+                if _product_of_computed(m):
                     return True
-                if m.op_type in LAYOUT_OPS or (forward and _parallel_slice(graph, m) and _aligned_heads(n)):
+                if _layout_hop(graph, m, data if forward else (m.inputs[0].name if m.inputs else "")):
                     nxt.append(m)
         frontier = nxt
     return False
 
 
-@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS)
-def transposes_merged_into_matmul(graph, chip):
-    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} Reshape, Squeeze or Split nodes (or parallel Slices of one tensor, which it makes a Split), into the layout changes of its exMatMul (its passes fuse_two_transpose, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own.
+# On RK3566/RK3568 the NPU swaps a tensor's channels and width (a real Transpose layer) only when
+# both are multiples of this; otherwise that layer runs on the CPU (measured, see below).
+TRANSPOSE_LAYER_ALIGN = {"rk3566": 8, "rk3568": 8}
 
-    Measured on the transformer encoders of the corpus (the query-key-value split, the key
-    transpose, the merge of the heads), on yolo11n's attention, and on PP-OCRv4 rec's SVTR block
-    form, whose q, k and v are three Slices of the heads' Transpose (tests/forms_models.py): merged
-    with heads of 8, 16 or 32 values, not with PP-OCRv4's heads of 15 (HEAD_SIZE_ALIGN).
+
+def _value_operand(graph, node) -> tuple[int, int] | None:
+    """(K, N) when `node`'s result reaches, through single readers that keep its last axis last,
+    the second operand of a product of computed tensors [.., K, N] (attention's attn @ v): the
+    toolkit holds a tensor with its last axis as channels, and takes a product's second operand
+    with K as channels, so it swaps them with a Transpose layer of its own."""
+    perm = _perm(node)
+    if perm is None or perm[-1] != len(perm) - 1:
+        return None
+    tensor = node.outputs[0]
+    for _ in range(MAX_LAYOUT_HOPS + 1):
+        reader = graph.only_consumer(tensor.name)
+        if reader is None:
+            return None
+        if _product_of_computed(reader):
+            b = reader.inputs[1]
+            if b.name != tensor.name or reader.inputs[0].name == b.name or not b.is_static or b.rank < 2:
+                return None
+            return int(b.shape[-2]), int(b.shape[-1])
+        perm = _perm(reader) if reader.op_type == "Transpose" else None
+        keeps_last = (perm is not None and perm[-1] == len(perm) - 1) or _scalar_swapped(reader, tensor.name)
+        if not keeps_last:
+            return None
+        tensor = reader.outputs[0]
+    return None
+
+
+def _heads_reshape(graph, node):
+    """The Reshape that splits the last axis into heads right before `node`, when `node` is its only reader."""
+    before = graph.producer(node.inputs[0].name) if node.inputs else None
+    if before is None or before.op_type != "Reshape" or graph.only_consumer(before.outputs[0].name) is not node:
+        return None
+    return before
+
+
+def _head_size(reshape) -> int | None:
+    """The head size of a Reshape that splits the last axis into heads (the smaller last axis)."""
+    x, out = reshape.inputs[0], reshape.outputs[0]
+    if not (x.is_static and out.is_static and x.shape and out.shape) or len(out.shape) <= len(x.shape):
+        return None
+    small, large = out.shape[-1], x.shape[-1]
+    return int(small) if small < large and large % small == 0 else None
+
+
+def _following_transposes(graph, node) -> list:
+    chain = []
+    nxt = _next(graph, node, "Transpose")
+    while nxt is not None:
+        chain.append(nxt)
+        nxt = _next(graph, nxt, "Transpose")
+    return chain
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8)
+def transposes_merged_into_matmul(graph, chip):
+    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, parallel Slices of one tensor (which it makes a Split) or products with a one-element constant, into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}.
+
+    Measured with attention blocks of 2 heads (tests/forms_models.py attention_block): tokens
+    8, 16, 24, 32, 40, 48, 64 (NPU) and 12, 17, 20, 65 (CPU) with heads of 32; heads of 8, 16,
+    24, 32, 40, 64 (NPU) and 12, 15, 20 (every split Reshape and its Transposes on the CPU) with
+    32 tokens; on the transformer encoders of the corpus, yolo11n's attention and PP-OCRv4
+    rec's SVTR block form (q, k and v three Slices of the heads' Transpose).
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
-        if _reaches_matmul(graph, node, forward=True) or _reaches_matmul(graph, node, forward=False):
+        if not node.outputs or graph.producer(node.outputs[0].name) is not node:
+            continue  # joined the heads' Reshape with the Transpose before it
+        if not (_reaches_matmul(graph, node, forward=True) or _reaches_matmul(graph, node, forward=False)):
+            continue
+        heads = _heads_reshape(graph, node)
+        value = _value_operand(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
+        if value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in value):
+            graph.fuse([heads, node] if heads is not None else [node], "Transpose", leader=node,
+                       attributes={"perm": _perm(node), "rknn_value_transpose": list(value)})
+        elif heads is not None and _head_size(heads) is not None:
+            graph.fuse([heads, node, *_following_transposes(graph, node)], "Reshape", leader=heads,
+                       attributes={"rknn_head_size": _head_size(heads)})
+        else:
             graph.eliminate(node)
 
 

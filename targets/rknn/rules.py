@@ -726,6 +726,9 @@ def reshape_of_unaligned_attention_heads(node: NodeView, chip: str):
     CPU) and on the SVTR block form with heads of 15 (CPU), 8, 16 and 32 (NPU), on RK3566
     (tests/forms_models.py svtr_block).
     """
+    joined = node.attr("rknn_head_size")  # the Transposes after it joined it (passes.transposes_merged_into_matmul)
+    if joined is not None:
+        return Offence(int(joined), "values per head") if int(joined) % 8 else None
     x, out = node.input(0), node.output(0)
     if x is None or out is None or not x.is_static or not out.is_static or not x.shape or not out.shape:
         return None
@@ -734,6 +737,20 @@ def reshape_of_unaligned_attention_heads(node: NodeView, chip: str):
     if not beside_transpose or len(out.shape) == len(x.shape) or small >= large or large % small or small % 8 == 0:
         return None
     return Offence(small, "values per head")
+
+
+@RULES.rule("Transpose", chips=("rk3566", "rk3568"), ALIGN=8)
+def transpose_layer_of_unaligned_value(node: NodeView, chip: str):
+    """On this chip the toolkit swaps the channels and width of attention's value (the second operand of attn @ v, which it holds with its last axis as channels) with a Transpose layer of its own, which runs on the CPU unless both are multiples of {ALIGN}; the Reshape that split the value into heads runs there with it (rknn-toolkit2 2.5.0, observed).
+
+    Measured on attention blocks with 2 heads of 32 and 12, 17, 20 or 65 tokens (CPU) or 8, 16,
+    24 ... 64 tokens (NPU), and heads of 12, 15, 20 (CPU) (tests/forms_models.py attention_block;
+    the pass transposes_merged_into_matmul marks the Transpose).
+    """
+    value = node.attr("rknn_value_transpose")
+    if value is None or len(value) != 2:
+        return None
+    return Offence(f"{value[0]}x{value[1]}", "tokens x values per head of the value")
 
 
 # Producers of an Add's other operand whose layer the Add joins (the toolkit's MatMul/Conv
