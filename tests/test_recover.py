@@ -129,14 +129,58 @@ def test_a_ranking_longer_than_max_nodes_stops_there(tmp_path):
 def test_the_ranking_goes_on_with_the_accumulated_falls_where_no_node_falls_sharply(tmp_path):
     """eIQ's diagnosis has no isolated figures and, on a transformer, no sharp fall: the ranking
     continues past the worst three with every node whose accumulated SNR falls, largest first."""
-    from edgedeploy.pipeline.recover import _ranked_nodes
+    from edgedeploy.pipeline.recover import ranked_nodes
 
-    plan, initial, _, _ = plan_for(tmp_path, KNOBS)
     nodes = [{"node": "ln", "drop_db": 12.5}, {"node": "mm", "drop_db": 4.2}, {"node": "flat", "drop_db": 0.0}, {"node": "emb", "drop_db": 23.9}, {"node": "sq", "drop_db": None}]
-    plan.diagnose = lambda artifact: {"paths": [{"path": "fakechip", "first_sharp_drop": None, "worst_isolated": [{"node": "emb"}], "nodes": nodes}]}
-    from edgedeploy.pipeline.recover import Attempt
+    document = {"paths": [{"path": "fakechip", "first_sharp_drop": None, "worst_isolated": [{"node": "emb"}], "nodes": nodes}]}
+    assert ranked_nodes(document, "fakechip") == ["emb", "ln", "mm"]
+    assert ranked_nodes(document, "otherchip") == [] and ranked_nodes(None, "fakechip") == []
 
-    assert _ranked_nodes(Attempt("a0", "as built", FakeOptions(), {}, artifact=initial), plan) == ["emb", "ln", "mm"]
+
+def test_a_recovered_build_keeps_the_diagnosis_of_its_failing_attempt_for_the_report(tmp_path, monkeypatch):
+    """The diagnosis recover ran to rank the nodes (of attempt a2, the best calibration, which missed
+    the goal) goes into the recovered artifact's report, marked as that attempt's, so `edgedeploy
+    report` shows its SNR curve beside the attempts; build's own wiring (_recover_chip) writes it."""
+    from click.testing import CliRunner
+
+    from edgedeploy.cli import cli
+    from edgedeploy.cli.build_cmd import _recover_chip
+    from edgedeploy.pipeline import recover as recover_module
+    from tests.measure_helpers import make_artifact
+    from tests.test_accuracy_diagnosis import _feeds, write_outlier_case
+    from tests.test_snr_curve import qdq_diagnosis
+
+    model_path, _calib, _eval = write_outlier_case(tmp_path)
+    real = qdq_diagnosis(model_path, _feeds(outlier=400.0))  # a real QDQ diagnosis: conv1 falls first
+    real["paths"][0]["path"] = "fakechip"
+    real["paths"][0]["first_sharp_drop"] = {**real["paths"][0]["first_sharp_drop"], "node": "n1"}  # the ranking the fake builds need
+    real["paths"][0]["worst_isolated"] = [{**real["paths"][0]["worst_isolated"][0], "node": "n2"}]
+    plan, initial, _built, _diagnosed = plan_for(tmp_path, KNOBS)
+    plan.diagnose = lambda artifact: real
+    outcome = recover(initial, plan)
+    assert outcome.met and outcome.section["chosen"] == "a5"
+    assert outcome.diagnosis["attempt"] == {"id": "a2", "changes": "method=b"} and outcome.diagnosis["paths"] == real["paths"]
+    validate(outcome.diagnosis)
+    # a goal missed keeps no stale diagnosis for build's: build diagnoses the artifact it leaves
+    lost_plan, lost_initial, _, _ = plan_for(tmp_path / "lost", KNOBS[1:])
+    assert recover(lost_initial, lost_plan).diagnosis is None
+
+    artifact = make_artifact(tmp_path / "art", "fp32")
+    monkeypatch.setattr(recover_module, "recover", lambda path, plan: recover_module.Recovery(True, path, outcome.section, outcome.sentence, outcome.diagnosis))
+    _recover_chip(artifact, FakeTarget(KNOBS), FakeChip(), model_path, {}, FakeOptions(), plan.gates, None, None)
+    report = json.loads((artifact / "report.json").read_text())
+    assert report["accuracy_diagnosis"]["attempt"]["id"] == "a2" and report["recovery"]["chosen"] == "a5"
+    pages = {}
+    for fmt in ("html", "md", "text"):
+        done = CliRunner().invoke(cli, ["report", str(artifact), "--format", fmt, "-o", str(tmp_path / f"r.{fmt}")])
+        assert done.exit_code == 0, done.output
+        pages[fmt] = (tmp_path / f"r.{fmt}").read_text()
+    assert "<svg class='plot snr-curve'" in pages["html"] and "build --recover diagnosed its attempt a2 (method=b)" in pages["html"]
+    assert "F first sharp fall + 1 worst alone" not in pages["text"]  # n1 and n2: two different culprits
+    for page in pages.values():
+        page = page.replace("\\", "").replace("**", "")  # Markdown's escapes and emphasis
+        assert "attempt a2 (method=b), which missed the goals" in page and "goals met by attempt a5" in page
+    assert "first sharp fall: n1" in pages["text"] and "An accuracy gate failed at build time" not in pages["text"]
 
 
 def test_recover_needs_an_accuracy_gate():

@@ -264,6 +264,10 @@ def _recover_chip(artifact: Path, target, chip, model_path, options: dict, targe
         echo=info,
     )
     outcome = recover(artifact, plan)
+    if outcome.met and outcome.diagnosis is not None:
+        # The diagnosis that ranked the nodes (of the failing attempt) gives the report its SNR curve;
+        # when the goals are missed, build diagnoses the artifact it leaves instead.
+        update_report_section(outcome.artifact, ("accuracy_diagnosis",), outcome.diagnosis)
     report = update_report_section(outcome.artifact, ("recovery",), outcome.section)
     for line in attempts_table(outcome.section).splitlines():
         info(line)

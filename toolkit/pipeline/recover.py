@@ -80,6 +80,9 @@ class Recovery:
     artifact: Path  # the artifact the command leaves (the winner, or the build as it was)
     section: dict  # the report's `recovery` section
     sentence: str  # one line: what won, or why the goals cannot be met
+    # The accuracy diagnosis recover ran to rank the nodes for mixed precision (of a failing attempt,
+    # named in its `attempt`), None when no stage needed it: the report keeps it for its SNR curve.
+    diagnosis: dict | None = None
 
 
 @dataclass
@@ -108,7 +111,7 @@ def recover(initial: Path, plan: RecoverPlan) -> Recovery:
     knobs = plan.target.repair_knobs(plan.chip, plan.precision, plan.options)
     flags = {f.name: meta["flag"] for f, meta in plan.options.declared()}
     attempts = [_judged(Attempt("a0", "as built", plan.options, {}, artifact=initial), plan, knobs)]
-    best, ranking = attempts[0], None
+    best, ranking, diagnosis = attempts[0], None, None
     unchecked = [g for g in attempts[0].gates if g.value is None and g.gate.kind.key in GOAL_GATES]
     if unchecked:
         # No attempt could be judged either: the figure is missing, not bad.
@@ -118,15 +121,16 @@ def recover(initial: Path, plan: RecoverPlan) -> Recovery:
         for cost in REPAIR_COSTS:
             for knob in (k for k in knobs if k.cost == cost and not k.unavailable):
                 if knob.values == RANKED_NODES and ranking is None:
-                    ranking = _ranked_nodes(best, plan)
+                    diagnosis = _diagnosis_of(best, plan)
+                    ranking = ranked_nodes(diagnosis, plan.chip.id)
                 groups = _with_producers(initial / "model.onnx", ranking or []) if knob.producers else [(n,) for n in ranking or []]
                 for value in _values_to_try(knob, best.options, groups):
                     attempt = _try(len(attempts), knob, value, best, scratch, plan, knobs)
                     attempts.append(attempt)
                     if attempt.met:
-                        return _won(initial, attempt, attempts, knobs, flags, plan, scratch)
+                        return dataclasses.replace(_won(initial, attempt, attempts, knobs, flags, plan, scratch), diagnosis=diagnosis)
             best = max(attempts, key=Attempt.merit)  # the next, costlier stage starts from the best so far
-        return _lost(initial, best, attempts, knobs, flags, plan)
+        return dataclasses.replace(_lost(initial, best, attempts, knobs, flags, plan), diagnosis=diagnosis)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -211,16 +215,25 @@ def _nodes_off_int8(attempt: Attempt, knobs: list[RepairKnob]) -> int:
     return sum(len(getattr(attempt.options, name) or ()) for name in ranked)
 
 
-def _ranked_nodes(best: Attempt, plan: RecoverPlan) -> list[str]:
-    """The nodes the accuracy diagnosis of the best attempt ranks first: the first sharp fall, then the
-    worst alone, then the nodes with a stated cause, then the others whose accumulated SNR falls."""
+def _diagnosis_of(best: Attempt, plan: RecoverPlan) -> dict | None:
+    """The accuracy diagnosis of the best attempt so far (it missed the goals), stamped with the
+    attempt it is of; None when it could not run (then no mixed precision)."""
     plan.echo(f"recover: diagnosing attempt {best.id} to rank the nodes for mixed precision")
     try:
-        document = plan.diagnose(best.artifact) or {}
+        document = plan.diagnose(best.artifact)
     except EdgedeployError as exc:
         plan.echo(f"recover: the diagnosis could not run ({str(exc).splitlines()[0]}); no mixed precision")
-        return []
-    path = next((p for p in document.get("paths", []) if p.get("path") == plan.chip.id), None)
+        return None
+    if not document:
+        return None
+    # Its artifact folder is the attempt's, gone (or, for a0, now the winner's) when recover ends.
+    return {**document, "attempt": {"id": best.id, "changes": _describe_changes(best.changes) or "as built"}}
+
+
+def ranked_nodes(document: dict | None, chip_id: str) -> list[str]:
+    """The nodes a diagnosis ranks first on the chip's path: the first sharp fall, then the worst
+    alone, then the nodes with a stated cause, then the others whose accumulated SNR falls."""
+    path = next((p for p in (document or {}).get("paths", []) if p.get("path") == chip_id), None)
     if path is None:
         return []
     ranked = [(path.get("first_sharp_drop") or {}).get("node")]

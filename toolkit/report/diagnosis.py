@@ -77,6 +77,16 @@ def render_path(path: dict, nodes: bool = True, chart: bool = True) -> str:
     return "\n".join(lines)
 
 
+def diagnosis_scope(document: dict) -> str:
+    """One sentence: which build the report's diagnosis is of (an accuracy gate failed on the artifact,
+    or build --recover diagnosed an attempt that missed its goals before another met them)."""
+    attempt = document.get("attempt")
+    if attempt:
+        return (f"build --recover diagnosed its attempt {attempt.get('id')} ({attempt.get('changes')}), which missed the goals, "
+                "to rank the nodes for mixed precision; the artifact is the attempt that met them (docs/diagnose.md).")
+    return "An accuracy gate failed at build time: where int8 breaks the model, node by node (docs/diagnose.md)."
+
+
 def render_text(document: dict, nodes: bool = True) -> str:
     """The whole document in text (`edgedeploy diagnose`): what it ran on, then each path."""
     document = terminal_safe_copy(document)  # the model's name and the artifact's path too

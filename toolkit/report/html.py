@@ -10,6 +10,7 @@ import json
 
 from edgedeploy.escape import html_text, terminal_safe
 from edgedeploy.report import diagnosis_pages, fmt, sections, svg
+from edgedeploy.report.diagnosis import diagnosis_scope
 from edgedeploy.report.svg import esc
 
 CSS = """
@@ -286,7 +287,7 @@ def _diagnoses(comp: dict) -> str:
         report = comp.get("reports", {}).get(artifact["id"]) or {}
         if report.get("accuracy_diagnosis"):
             parts.append(f"<h2 id='diagnosis-{html_text(artifact['id'])}'>Accuracy diagnosis of {html_text(artifact['id'])}</h2>")
-            parts.append("<p class='scope'>An accuracy gate failed at build time: where int8 breaks the model, node by node (docs/diagnose.md).</p>")
+            parts.append(f"<p class='scope'>{html_text(diagnosis_scope(report['accuracy_diagnosis']))}</p>")
             parts.append(diagnosis_pages.diagnosis_html(report["accuracy_diagnosis"]))
         if report.get("recovery"):
             parts.append(f"<h2 id='recover-{html_text(artifact['id'])}'>build --recover of {html_text(artifact['id'])}</h2>" + diagnosis_pages.attempts_html(report["recovery"]))

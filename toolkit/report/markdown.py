@@ -68,13 +68,14 @@ def _raw_table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 def _diagnoses(comp: dict) -> list[str]:
     """Per artifact, the accuracy diagnosis its build wrote (an accuracy gate failed) and build --recover's attempts."""
+    from edgedeploy.report.diagnosis import diagnosis_scope
     from edgedeploy.report.diagnosis_pages import attempts_markdown, diagnosis_markdown
 
     lines = []
     for artifact in comp["artifacts"]:
         report = comp.get("reports", {}).get(artifact["id"]) or {}
         if report.get("accuracy_diagnosis"):
-            lines += [f"## Accuracy diagnosis of {markdown_cell(artifact['id'])}", "", "An accuracy gate failed at build time: where int8 breaks the model, node by node (docs/diagnose.md).", ""]
+            lines += [f"## Accuracy diagnosis of {markdown_cell(artifact['id'])}", "", markdown_cell(diagnosis_scope(report["accuracy_diagnosis"])), ""]
             lines += diagnosis_markdown(report["accuracy_diagnosis"])
         if report.get("recovery"):
             lines += [f"## build --recover of {markdown_cell(artifact['id'])}", ""] + attempts_markdown(report["recovery"]) + [""]

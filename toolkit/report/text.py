@@ -198,14 +198,15 @@ def render_comparison(comp: dict, width: int | None = None) -> str:
 
 def diagnosis_lines(comp: dict) -> list[str]:
     """The accuracy diagnosis a build wrote when an accuracy gate failed (edgedeploy.accuracy), per artifact."""
-    from edgedeploy.report.diagnosis import attempts_table, render_path
+    from edgedeploy.escape import terminal_safe
+    from edgedeploy.report.diagnosis import attempts_table, diagnosis_scope, render_path
 
     lines = []
     for artifact in comp["artifacts"]:
         document = (comp.get("reports", {}).get(artifact["id"]) or {}).get("accuracy_diagnosis")
         if not document:
             continue
-        lines += ["", f"Accuracy diagnosis of {artifact['id']} (an accuracy gate failed at build time; docs/diagnose.md)"]
+        lines += ["", f"Accuracy diagnosis of {artifact['id']}: {terminal_safe(diagnosis_scope(document))}"]
         if document.get("error"):
             lines.append(f"  could not run: {document['error']}")
         for path in document.get("paths") or []:
