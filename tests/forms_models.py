@@ -694,3 +694,94 @@ CASES += [
     Case(f"attention_{s}_t{t}_d{d}", "pool: attention's heads split and merged around MatMuls", lambda s=s, t=t, d=d: attention_block(tokens=t, head=d, style=s), ("rk3588", "rk3566"))
     for s, t, d in ATTENTION_FORMS
 ]
+
+
+# ---- pool (issue 27, rk3588 tuning part): a division by a computed tensor, Sqrt -------------------
+
+
+def div_by_computed(variant: str) -> onnx.ModelProto:
+    """Conv, then a Div whose divisor is computed, then a Conv (NCHW 1x8x8x8). `variant`: same
+    (x / (|x| + 1), the divisor the dividend's shape), same_cast (then a Cast to float32 of that
+    float32 quotient, as EfficientViT's LiteMLA writes `.float()`), one (x / (mean over everything + eps), a one-element
+    divisor), channel (x / (GlobalAveragePool(|x|) + eps), [1, 8, 1, 1]), grn (ConvNeXt-V2's GRN:
+    ReduceL2 over H, W then / (its channel mean + eps), [1, 8, 1, 1] by [1, 1, 1, 1]), grn_full
+    (the same with timm's x + bias + weight * (x * Nx) after it), last_axis
+    (x / (ReduceMean over the last axis + eps), [1, 8, 8, 1]: EfficientViT's LiteMLA divides by
+    the attention's last column so), rsqrt (T5's RMSNorm: 1 / Sqrt(mean(x^2) + eps) times x, over
+    the last axis), rsqrt_only (1 / Sqrt(|x| + eps) alone), rsqrt_channel (the RMSNorm over the
+    channel axis), sqrt (a Sqrt of |x| + eps on its own)."""
+    rng = np.random.default_rng(13)
+    k = _Constants("tensor")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], name="conv1", pads=[1, 1, 1, 1])]
+    inits = [_const("w1", _weights(rng, 8, 3, 3, 3)), _const("w2", _weights(rng, 4, 8, 3, 3))]
+    eps = k(1e-6, np.float32)
+    if variant in ("same", "same_cast"):
+        nodes += [helper.make_node("Abs", ["c"], ["ab"], name="abs"), helper.make_node("Add", ["ab", k(1.0, np.float32)], ["d"], name="eps_add")]
+    elif variant in ("one", "last_axis"):
+        axes = [1, 2, 3] if variant == "one" else [3]
+        nodes += [helper.make_node("Abs", ["c"], ["ab"], name="abs"), helper.make_node("ReduceMean", ["ab"], ["m"], name="mean", axes=axes, keepdims=1), helper.make_node("Add", ["m", eps], ["d"], name="eps_add")]
+    elif variant == "channel":
+        nodes += [helper.make_node("Abs", ["c"], ["ab"], name="abs"), helper.make_node("GlobalAveragePool", ["ab"], ["m"], name="gap"), helper.make_node("Add", ["m", eps], ["d"], name="eps_add")]
+    if variant == "same_cast":
+        nodes += [helper.make_node("Div", ["c", "d"], ["qd"], name="div"), helper.make_node("Cast", ["qd"], ["q"], name="cast", to=TensorProto.FLOAT)]
+        nodes.append(helper.make_node("Conv", ["q", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]))
+    if variant in ("same", "one", "last_axis", "channel"):
+        nodes += [helper.make_node("Div", ["c", "d"], ["q"], name="div"), helper.make_node("Conv", ["q", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1])]
+    elif variant in ("grn", "grn_full"):
+        nodes += [
+            helper.make_node("ReduceL2", ["c"], ["g"], name="l2", axes=[2, 3], keepdims=1),
+            helper.make_node("ReduceMean", ["g"], ["gm"], name="mean", axes=[1], keepdims=1),
+            helper.make_node("Add", ["gm", eps], ["d"], name="eps_add"),
+            helper.make_node("Div", ["g", "d"], ["n"], name="div"),
+            helper.make_node("Mul", ["c", "n"], ["q" if variant == "grn" else "xn"], name="apply"),
+        ]
+        if variant == "grn_full":
+            # timm's GlobalResponseNorm: x + addcmul(bias, weight, x * Nx), as torch.onnx writes it.
+            inits += [_const("gamma", _weights(rng, 1, 8, 1, 1)), _const("beta", _weights(rng, 1, 8, 1, 1))]
+            nodes += [
+                helper.make_node("Mul", ["gamma", "xn"], ["gx"], name="gamma_mul"),
+                helper.make_node("Mul", ["gx", k([1.0], np.float32)], ["gx1"], name="value_mul"),
+                helper.make_node("Add", ["beta", "gx1"], ["gb"], name="beta_add"),
+                helper.make_node("Add", ["c", "gb"], ["q"], name="residual"),
+            ]
+        nodes.append(helper.make_node("Conv", ["q", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]))
+    elif variant == "rsqrt":
+        nodes += [
+            helper.make_node("Pow", ["c", k(2.0, np.float32)], ["p"], name="pow"),
+            helper.make_node("ReduceMean", ["p"], ["m"], name="mean", axes=[-1], keepdims=1),
+            helper.make_node("Add", ["m", eps], ["d"], name="eps_add"),
+            helper.make_node("Sqrt", ["d"], ["s"], name="sqrt"),
+            helper.make_node("Div", [k(1.0, np.float32), "s"], ["r"], name="div"),
+            helper.make_node("Mul", ["c", "r"], ["q"], name="apply"),
+            helper.make_node("Conv", ["q", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]),
+        ]
+    elif variant == "rsqrt_only":
+        nodes += [
+            helper.make_node("Abs", ["c"], ["ab"], name="abs"),
+            helper.make_node("Add", ["ab", eps], ["d"], name="eps_add"),
+            helper.make_node("Sqrt", ["d"], ["s"], name="sqrt"),
+            helper.make_node("Div", [k(1.0, np.float32), "s"], ["q"], name="div"),
+            helper.make_node("Conv", ["q", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]),
+        ]
+    elif variant == "rsqrt_channel":
+        nodes += [
+            helper.make_node("Pow", ["c", k(2.0, np.float32)], ["p"], name="pow"),
+            helper.make_node("ReduceMean", ["p"], ["m"], name="mean", axes=[1], keepdims=1),
+            helper.make_node("Add", ["m", eps], ["d"], name="eps_add"),
+            helper.make_node("Sqrt", ["d"], ["s"], name="sqrt"),
+            helper.make_node("Div", [k(1.0, np.float32), "s"], ["r"], name="div"),
+            helper.make_node("Mul", ["c", "r"], ["q"], name="apply"),
+            helper.make_node("Conv", ["q", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]),
+        ]
+    elif variant == "sqrt":
+        nodes += [
+            helper.make_node("Abs", ["c"], ["ab"], name="abs"),
+            helper.make_node("Add", ["ab", eps], ["d"], name="eps_add"),
+            helper.make_node("Sqrt", ["d"], ["q"], name="sqrt"),
+            helper.make_node("Conv", ["q", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]),
+        ]
+    return _model(k.nodes + nodes, [_vi("x", [1, 3, 8, 8])], [_vi("y", [1, 4, 8, 8])], inits)
+
+
+DIV_VARIANTS = ("same", "same_cast", "one", "channel", "grn", "grn_full", "last_axis", "rsqrt", "rsqrt_only", "rsqrt_channel", "sqrt")
+CASES += [Case(f"div_by_computed_{v}", "pool: a division by a computed tensor, Sqrt", lambda v=v: div_by_computed(v), ("rk3588", "rk3566")) for v in DIV_VARIANTS]

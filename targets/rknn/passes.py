@@ -239,12 +239,62 @@ def fuse_l2_normalisation(graph, chip):
             graph.fuse(members, "LpNormalization", leader=l2, attributes={"axis": -1, "p": 2})
 
 
+def _reduces_one_axis(node) -> bool:
+    """A ReduceMean over one axis, keeping it (axes attribute, or input 1 from opset 18)."""
+    if node is None or node.op_type != "ReduceMean" or not node.inputs:
+        return False
+    axes = node.attr("axes")
+    if axes is None and node.input(1) is not None and node.input(1).value is not None:
+        axes = [int(a) for a in node.input(1).value.reshape(-1)]
+    return axes is not None and len(axes) == 1 and int(node.attr("keepdims", 1)) == 1
+
+
+def _match_rms_normalisation(graph, sqrt):
+    """The nodes of x * (1 / Sqrt(ReduceMean(x ^ 2) + eps)) around `sqrt` (T5's RMSNorm as torch.onnx writes it), else None."""
+    add_eps = graph.producer(sqrt.inputs[0].name)
+    if add_eps is None or add_eps.op_type != "Add" or len(add_eps.inputs) != 2:
+        return None
+    mean = next((graph.producer(t.name) for t in add_eps.inputs if not _known(t)), None)
+    if not _reduces_one_axis(mean) or not _known(_other_input(add_eps, mean.outputs[0].name)):
+        return None
+    square = graph.producer(mean.inputs[0].name)
+    if square is None or not ((square.op_type == "Pow" and _near(_scalar(square.input(1)), 2.0)) or (square.op_type == "Mul" and square.inputs[0].name == square.inputs[1].name)):
+        return None
+    x = square.inputs[0].name
+    div = _next(graph, sqrt, "Div")
+    if div is None or div.inputs[1].name != sqrt.outputs[0].name or not _near(_scalar(div.inputs[0]), 1.0):
+        return None
+    mul = _next(graph, div, "Mul")
+    if mul is None or _other_input(mul, div.outputs[0].name) is None or _other_input(mul, div.outputs[0].name).name != x:
+        return None
+    if any(graph.only_consumer(n.outputs[0].name) is None for n in (square, mean, add_eps)):
+        return None
+    return [square, mean, add_eps, sqrt, div, mul]
+
+
+@RULES.graph_pass("Sqrt", chips=L2_NORM_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def fuse_rms_normalisation(graph, chip):
+    """{OBSERVED} fuses an RMS normalisation written out, x * (1 / Sqrt(ReduceMean(x ^ 2, one axis) + eps)) (Pow or Mul, ReduceMean, Add, Sqrt, Div, Mul: T5's layer norm), into one NPU layer; a Sqrt, or 1 / Sqrt, of anything else runs on the CPU, as does a division by any other computed tensor.
+
+    Measured on the chain over the last axis and over the channel axis of a [1, 8, 8, 8] Conv
+    output, and on 1 / Sqrt(|x| + eps) and Sqrt(|x| + eps) alone, on RK3588 and RK3566
+    (tests/forms_models.py div_by_computed_*): the fused chain's six nodes are all on the NPU.
+    """
+    for sqrt in [n for n in graph.nodes if n.op_type == "Sqrt"]:
+        members = _match_rms_normalisation(graph, sqrt)
+        if members:
+            mean = members[1]
+            graph.fuse(members, "RMSNormalization", leader=sqrt, attributes={"axis": int((mean.attr("axes") or [-1])[0])}, inputs=[members[0].inputs[0]], outputs=list(members[-1].outputs))
+
+
 @RULES.graph_pass("Cast", OBSERVED=TOOLKIT_OBSERVED)
 def cast_to_its_own_type_removed(graph, chip):
-    """{OBSERVED} removes a Cast to the element type its input already has (its pass remove_invalid_cast): it runs nowhere.
+    """{OBSERVED} removes a Cast to the element type its input already has (its pass remove_invalid_cast): it runs nowhere, and its layer table names it in the layer of the node it reads (that node's only reader), on the CPU where that node is.
 
-    Measured on a float32 Cast of a float32 Conv result (tests/forms_models.py cast_to_same_type)
-    and on the Casts of silero-vad's STFT (silero_vad_openvino_16k.onnx), on RK3588 and RK3566.
+    Measured on a float32 Cast of a float32 Conv result (tests/forms_models.py cast_to_same_type:
+    on the NPU) and of a division by a computed tensor (div_by_computed_same_cast: on the CPU with
+    the Div), on the Casts of silero-vad's STFT (silero_vad_openvino_16k.onnx), on RK3588 and RK3566;
+    seen on T5's Cast of its embedding Gather and EfficientViT's of its LiteMLA Div (pool).
     """
     from onnx import helper
 
@@ -252,7 +302,12 @@ def cast_to_its_own_type_removed(graph, chip):
         x, to = cast.input(0), cast.attr("to")
         if x is None or x.dtype is None or to is None or (cast.outputs and cast.outputs[0].is_model_output):
             continue
-        if str(helper.tensor_dtype_to_np_dtype(int(to))) == x.dtype:
+        if str(helper.tensor_dtype_to_np_dtype(int(to))) != x.dtype:
+            continue
+        producer = graph.producer(x.name)
+        if producer is not None and len(producer.outputs) == 1 and graph.only_consumer(x.name) is cast:
+            graph.fuse([producer, cast], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(cast.outputs))
+        else:
             graph.eliminate(cast)
 
 

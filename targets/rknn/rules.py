@@ -94,6 +94,7 @@ LOWERING: dict[str, tuple[str, ...]] = {
     "InstanceNormalization": ("exNorm",),  # OBSERVED
     "LayerNormalization": ("exNorm",),  # 3.x exNorm (layer / rms / mean_var); OBSERVED int8
     "LpNormalization": ("exNorm",),  # OBSERVED: the fused L2 normalisation (passes.fuse_l2_normalisation)
+    "RMSNormalization": ("exNorm",),  # OBSERVED: the fused RMS normalisation (passes.fuse_rms_normalisation)
     "Concat": ("Concat",),
     "Conv": ("Convolution",),  # depthwise: DepthwiseConvolution (on every chip too)
     "ConvTranspose": ("ConvTranspose",),

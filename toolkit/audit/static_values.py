@@ -291,7 +291,8 @@ def _run(node, found: StaticValues, shapes: dict, opset: int, producers: dict, d
             if name and name not in values and producer is not None and producer.op_type in EVALUATED and depth < MAX_BACKFILL_DEPTH:
                 _run(producer, found, shapes, opset, producers, depth + 1)
     try:
-        result = _compute(node, values, shapes, opset)
+        with np.errstate(all="ignore"):  # a constant's Log of 0 or Cast of inf: computed as the toolchain would
+            result = _compute(node, values, shapes, opset)
     except Exception:  # noqa: BLE001 - a form the evaluator does not know: left to the toolchain
         result = None
     made = []
