@@ -211,6 +211,20 @@ def test_eiq_declares_float_nodes_then_16x8_and_the_converters_reasons_for_the_r
     assert target.repair_costs(report) == {"npu_operators": 188, "cpu_operators": 12, "npu_time_us_vela_estimate": 240.5}
 
 
+def test_rknn_does_not_rebuild_its_default_calibration_and_declares_hybrid_float16():
+    """A build without --rknn-quantized-algorithm used normal already (rknn-toolkit2's default): trying
+    it again rebuilt a0 (silero_vad_16k: 4 min for the same 10.1 dB)."""
+    from edgedeploy.targets import find_chip
+
+    target, chip = find_chip("rk3588")
+    knobs = target.repair_knobs(chip, "int8", target.options_type())
+    assert next(k.values for k in knobs if k.cost == "calibration") == ("kl_divergence", "mmse")
+    asked = target.repair_knobs(chip, "int8", target.options_type(quantized_algorithm="mmse"))
+    assert next(k.values for k in asked if k.cost == "calibration") == ("kl_divergence", "normal")
+    hybrid = next(k for k in knobs if k.cost == "mixed-precision")
+    assert hybrid.option == "float16_nodes" and hybrid.values == RANKED_NODES and not hybrid.unavailable
+
+
 def test_a_ranked_activation_brings_the_layer_that_computes_its_input():
     """esp-ppq quantises a ReLU's input at the Conv before it: the ReLU alone in int16 changed nothing
     on mnist_box_and_class (the same 32.7 dB and 1.56 pp as all-int8), so ESP-DL's knob asks for producers."""

@@ -119,8 +119,10 @@ class RknnTarget(Target):
         if precision != "int8":
             return []
         per_channel = ("channel",) if options.quantized_method == "layer" else ()
+        # The build as asked already used its algorithm (None: rknn-toolkit2's default, normal): not tried again.
+        algorithms = tuple(a for a in ("kl_divergence", "mmse", "normal") if a != (options.quantized_algorithm or "normal"))
         return [
-            RepairKnob("quantized_algorithm", ("kl_divergence", "mmse", "normal"), "calibration", "rknn-toolkit2's quantized_algorithm (its default: normal, min/max); mmse last, its search is the slowest"),
+            RepairKnob("quantized_algorithm", algorithms, "calibration", "rknn-toolkit2's quantized_algorithm (its default: normal, min/max); mmse last, its search is the slowest"),
             RepairKnob(
                 "quantized_method", per_channel, "per-channel", "rknn-toolkit2's quantized_method='channel'",
                 unavailable="" if per_channel else "already per channel (rknn-toolkit2's default quantized_method is 'channel')",
