@@ -745,41 +745,28 @@ def div_by_computed(variant: str) -> onnx.ModelProto:
                 helper.make_node("Add", ["c", "gb"], ["q"], name="residual"),
             ]
         nodes.append(helper.make_node("Conv", ["q", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]))
-    elif variant == "rsqrt":
+    elif variant in ("rsqrt", "rsqrt_channel"):
+        # The root mean square over the last axis, or over the channels.
         nodes += [
             helper.make_node("Pow", ["c", k(2.0, np.float32)], ["p"], name="pow"),
-            helper.make_node("ReduceMean", ["p"], ["m"], name="mean", axes=[-1], keepdims=1),
+            helper.make_node("ReduceMean", ["p"], ["m"], name="mean", axes=[1] if variant == "rsqrt_channel" else [-1], keepdims=1),
             helper.make_node("Add", ["m", eps], ["d"], name="eps_add"),
             helper.make_node("Sqrt", ["d"], ["s"], name="sqrt"),
             helper.make_node("Div", [k(1.0, np.float32), "s"], ["r"], name="div"),
             helper.make_node("Mul", ["c", "r"], ["q"], name="apply"),
             helper.make_node("Conv", ["q", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]),
         ]
-    elif variant == "rsqrt_only":
+    elif variant in ("rsqrt_only", "sqrt"):
+        # sqrt(|c| + eps), and for rsqrt_only its reciprocal, feeds the next Conv.
+        root = "s" if variant == "rsqrt_only" else "q"
         nodes += [
             helper.make_node("Abs", ["c"], ["ab"], name="abs"),
             helper.make_node("Add", ["ab", eps], ["d"], name="eps_add"),
-            helper.make_node("Sqrt", ["d"], ["s"], name="sqrt"),
-            helper.make_node("Div", [k(1.0, np.float32), "s"], ["q"], name="div"),
-            helper.make_node("Conv", ["q", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]),
+            helper.make_node("Sqrt", ["d"], [root], name="sqrt"),
         ]
-    elif variant == "rsqrt_channel":
-        nodes += [
-            helper.make_node("Pow", ["c", k(2.0, np.float32)], ["p"], name="pow"),
-            helper.make_node("ReduceMean", ["p"], ["m"], name="mean", axes=[1], keepdims=1),
-            helper.make_node("Add", ["m", eps], ["d"], name="eps_add"),
-            helper.make_node("Sqrt", ["d"], ["s"], name="sqrt"),
-            helper.make_node("Div", [k(1.0, np.float32), "s"], ["r"], name="div"),
-            helper.make_node("Mul", ["c", "r"], ["q"], name="apply"),
-            helper.make_node("Conv", ["q", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]),
-        ]
-    elif variant == "sqrt":
-        nodes += [
-            helper.make_node("Abs", ["c"], ["ab"], name="abs"),
-            helper.make_node("Add", ["ab", eps], ["d"], name="eps_add"),
-            helper.make_node("Sqrt", ["d"], ["q"], name="sqrt"),
-            helper.make_node("Conv", ["q", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]),
-        ]
+        if variant == "rsqrt_only":
+            nodes.append(helper.make_node("Div", [k(1.0, np.float32), "s"], ["q"], name="div"))
+        nodes.append(helper.make_node("Conv", ["q", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1]))
     return _model(k.nodes + nodes, [_vi("x", [1, 3, 8, 8])], [_vi("y", [1, 4, 8, 8])], inits)
 
 
