@@ -14,15 +14,16 @@ import pytest
 CATEGORY = "inventory"
 
 SSH = '[devices.board]\nhost = "board.lan"\n'
+SERIAL = '[devices.board]\ntransport = "serial"\nserial_port = "/dev/ttyUSB0"\n'
 
 TOML_CASES = {
-    "baud is a word": ('[devices.board]\ntransport = "serial"\nserial_port = "/dev/ttyUSB0"\nbaud = "fast"\n', "baud"),
-    "baud negative": ('[devices.board]\ntransport = "serial"\nserial_port = "/dev/ttyUSB0"\nbaud = -9600\n', "baud"),
-    "baud zero": ('[devices.board]\ntransport = "serial"\nserial_port = "/dev/ttyUSB0"\nbaud = 0\n', "baud"),
-    "baud float": ('[devices.board]\ntransport = "serial"\nserial_port = "/dev/ttyUSB0"\nbaud = 115200.5\n', "baud"),
-    "baud bool": ('[devices.board]\ntransport = "serial"\nserial_port = "/dev/ttyUSB0"\nbaud = true\n', "baud"),
-    "baud absurd": ('[devices.board]\ntransport = "serial"\nserial_port = "/dev/ttyUSB0"\nbaud = 99999999999\n', "baud"),
-    "baud a list": ('[devices.board]\ntransport = "serial"\nserial_port = "/dev/ttyUSB0"\nbaud = [1]\n', "baud"),
+    "baud is a word": (SERIAL + 'baud = "fast"\n', "baud"),
+    "baud negative": (SERIAL + "baud = -9600\n", "baud"),
+    "baud zero": (SERIAL + "baud = 0\n", "baud"),
+    "baud float": (SERIAL + "baud = 115200.5\n", "baud"),
+    "baud bool": (SERIAL + "baud = true\n", "baud"),
+    "baud absurd": (SERIAL + "baud = 99999999999\n", "baud"),
+    "baud a list": (SERIAL + "baud = [1]\n", "baud"),
     "port a string": (SSH + 'port = "22"\n', "port"),
     "port zero": (SSH + "port = 0\n", "port"),
     "port too big": (SSH + "port = 65536\n", "port"),
