@@ -425,6 +425,13 @@ def _build_hybrid(rknn, request, case, dataset, folder):
         os.chdir(here)
 
 
+def _layers_of(tensor, layers):
+    """The toolkit's layers made from one ONNX tensor: its name, or its name followed by the suffixes
+    rknn-toolkit2 adds when it splits or reshapes a layer (`_mm`, `-rs`, `_slice`, `#1`, `_conv`),
+    as the accuracy diagnosis maps them back (targets/rknn/diagnose.py)."""
+    return sorted(l for l in layers if l == tensor or (l.startswith(tensor) and l[len(tensor)] in "_-#"))
+
+
 def _mark_float16(cfg_path, wanted):
     """Write the layers into the config's custom_quantize_layers as float16; a node none of whose
     tensors names a layer of the toolkit's graph is an error naming it."""
@@ -434,14 +441,14 @@ def _mark_float16(cfg_path, wanted):
     layers = {k[1:-1].replace("''", "'") if k[:1] == "'" == k[-1:] else k.strip('"') for k in keys}
     kept, missing = {}, []
     for entry in wanted:
-        found = next((t for t in entry["candidates"] if t in layers), None)
+        found = next((hits for hits in (_layers_of(t, layers) for t in entry["candidates"]) if hits), None)
         if found is None:
             missing.append(entry["node"])
         else:
             kept[entry["node"]] = found
     if missing:
         raise RuntimeError("hybrid quantisation: rknn-toolkit2's graph has no layer for node(s) %s (their tensors were fused or renamed)" % ", ".join(missing))
-    lines = "".join("    %s: float16\n" % json.dumps(layer) for layer in dict.fromkeys(kept.values()))
+    lines = "".join("    %s: float16\n" % json.dumps(layer) for layer in dict.fromkeys(l for hits in kept.values() for l in hits))
     text = re.sub(r"^custom_quantize_layers:.*$", "custom_quantize_layers:\n" + lines.rstrip("\n"), text, count=1, flags=re.M)
     with open(cfg_path, "w") as fh:
         fh.write(text)
