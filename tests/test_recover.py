@@ -211,6 +211,25 @@ def test_eiq_declares_float_nodes_then_16x8_and_the_converters_reasons_for_the_r
     assert target.repair_costs(report) == {"npu_operators": 188, "cpu_operators": 12, "npu_time_us_vela_estimate": 240.5}
 
 
+def test_rknn_marks_every_layer_the_toolkit_made_of_a_node_float16(tmp_path):
+    """step1's quantization.cfg keys layers by tensor; rknn-toolkit2 splits silero_vad_16k's STFT Conv
+    into slices named after its input (`..._slice#1-rs`): every layer made from the tensor is marked,
+    a name with '::' is quoted, and a node with no layer is one sentence."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rknn_worker", Path(__file__).parents[1] / "targets" / "rknn" / "worker.py")
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    cfg = tmp_path / "m.quantization.cfg"
+    cfg.write_text("custom_quantize_layers: {}\nquantize_parameters:\n    F0::a/U_output_0_slice-rs:\n        dtype: int8\n    F0::a/U_output_0_slice#1_conv:\n"
+                   "        dtype: int8\n    F0::a/U_output_00:\n        dtype: int8\n    /c/Relu_output_0:\n        dtype: int8\n")
+    kept = worker._mark_float16(str(cfg), [{"node": "U", "candidates": ["F0::a/U_output_0"]}, {"node": "C", "candidates": ["/c/Conv_output_0", "/c/Relu_output_0"]}])
+    assert kept == {"U": ["F0::a/U_output_0_slice#1_conv", "F0::a/U_output_0_slice-rs"], "C": ["/c/Relu_output_0"]}
+    assert cfg.read_text().startswith('custom_quantize_layers:\n    "F0::a/U_output_0_slice#1_conv": float16\n    "F0::a/U_output_0_slice-rs": float16\n    "/c/Relu_output_0": float16\nquantize_parameters:')
+    with pytest.raises(RuntimeError, match="no layer for node.s. X"):
+        worker._mark_float16(str(cfg), [{"node": "X", "candidates": ["/x_output_0"]}])
+
+
 def test_rknn_does_not_rebuild_its_default_calibration_and_declares_hybrid_float16():
     """A build without --rknn-quantized-algorithm used normal already (rknn-toolkit2's default): trying
     it again rebuilt a0 (silero_vad_16k: 4 min for the same 10.1 dB)."""
