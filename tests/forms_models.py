@@ -772,3 +772,33 @@ def div_by_computed(variant: str) -> onnx.ModelProto:
 
 DIV_VARIANTS = ("same", "same_cast", "one", "channel", "grn", "grn_full", "last_axis", "rsqrt", "rsqrt_only", "rsqrt_channel", "sqrt")
 CASES += [Case(f"div_by_computed_{v}", "pool: a division by a computed tensor, Sqrt", lambda v=v: div_by_computed(v), ("rk3588", "rk3566")) for v in DIV_VARIANTS]
+
+
+# ---- pool (issue 27, rk3588 tuning part): a training-mode BatchNormalization the toolkit could fold --
+
+
+def weight_standardised_conv() -> onnx.ModelProto:
+    """NF-Net's ScaledStdConv2d as torch.onnx writes F.batch_norm(weight, training=True) at opset 17:
+    the Conv's weight [16, 3, 3, 3] standardised by a BatchNormalization with training_mode=1 whose
+    mean and variance are ReduceMeans of that constant weight, so every input of it is known when
+    the model is compiled. Then a Relu."""
+    rng = np.random.default_rng(14)
+    k = _Constants("tensor")
+    w = _weights(rng, 1, 16, 27)
+    nodes = [
+        helper.make_node("ReduceMean", ["w"], ["mean"], name="mean", axes=[0, 2], keepdims=0),
+        helper.make_node("Transpose", ["w"], ["wt"], name="to_rows", perm=[0, 2, 1]),
+        helper.make_node("ReduceMean", ["wt"], ["m2"], name="mean_rows", axes=[0, 1], keepdims=1),
+        helper.make_node("Sub", ["wt", "m2"], ["d"], name="centre"),
+        helper.make_node("Mul", ["d", "d"], ["d2"], name="square"),
+        helper.make_node("ReduceMean", ["d2"], ["var"], name="var", axes=[0, 1], keepdims=0),
+        helper.make_node("BatchNormalization", ["w", "gain", "zero", "mean", "var"], ["wn", "rm", "rv"], name="standardise", epsilon=1e-5, momentum=1.0, training_mode=1),
+        helper.make_node("Reshape", ["wn", k([16, 3, 3, 3])], ["w4"], name="to_kernel"),
+        helper.make_node("Conv", ["x", "w4", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["y"], name="relu"),
+    ]
+    inits = [_const("w", w), _const("gain", np.ones(16, np.float32)), _const("zero", np.zeros(16, np.float32)), _const("b", np.zeros(16, np.float32))]
+    return _model(k.nodes + nodes, [_vi("x", [1, 3, 8, 8])], [_vi("y", [1, 16, 8, 8])], inits, opset=17)
+
+
+CASES.append(Case("weight_standardised_conv", "pool: a training-mode BatchNormalization of constants", weight_standardised_conv, ("rk3588",)))

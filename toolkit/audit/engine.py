@@ -538,6 +538,20 @@ def _producers_through_wires(views: list[NodeView], producer: dict[str, int], co
     return by_output
 
 
+def _checked_before_folding(node: NodeView, rules: RuleSet) -> NodePlacement | None:
+    """The placement of a node the toolchain would fold, where a rule it checks before folding
+    (Rule.before_folding) holds on it: a refusal as it reads the model; else None."""
+    found, placement = [], Placement.ACCELERATOR
+    for r in rules.rules:
+        if not r.before_folding or not r.applies_to(node.op_type):
+            continue
+        for offence in r.evaluate(node, rules.chip):
+            found.append(Violation(node.name, node.op_type, r.name, r.sentence, r.placement, offence.value, offence.detail, offence.uncertain))
+            if r.placement.severity > placement.severity:
+                placement = r.placement
+    return NodePlacement(node.name, node.op_type, node.index, placement, found) if found else None
+
+
 def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_op: dict | None = None, shared: LoweredViews | None = None) -> NodePlacement:
     """Decide where one node runs, with every violation that led there.
 
@@ -554,6 +568,9 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
             refused = Violation(name, op_type, constant_spelling_refused.name, constant_spelling_refused.sentence, Placement.UNSUPPORTED, spelling)
             return NodePlacement(name, op_type, index, Placement.UNSUPPORTED, [refused])
     if rules.folds_constants and (shared.computable(node) if shared is not None else computable_at_compile_time(node)):
+        refused = _checked_before_folding(node, rules)
+        if refused is not None:
+            return refused
         found = shared.placements.get((FOLDED, index)) if shared is not None else None
         if found is None:
             folded = Violation(name, op_type, folded_at_compile_time.name, folded_at_compile_time.sentence, Placement.ACCELERATOR, op)

@@ -100,7 +100,7 @@ class RuleRegistry:
 
     # --- declaring -------------------------------------------------------------------------------
 
-    def rule(self, *ops: str, placement: Placement = Placement.FALLBACK, **options: Any) -> Callable[[RuleFunction], Rule]:
+    def rule(self, *ops: str, placement: Placement = Placement.FALLBACK, before_folding: bool = False, **options: Any) -> Callable[[RuleFunction], Rule]:
         """`edgedeploy.audit.rules.rule`, registered here with where it applies.
 
         `options`: chips, releases, precisions, units (each left out: everywhere), and the named
@@ -109,7 +109,7 @@ class RuleRegistry:
         scope, constants = self._split(options)
 
         def wrap(func: RuleFunction) -> Rule:
-            declared = rule(*ops, placement=placement, **constants)(func)
+            declared = rule(*ops, placement=placement, before_folding=before_folding, **constants)(func)
             self._rules.append((declared, scope))
             return declared
 

@@ -199,6 +199,9 @@ class Rule:
     constants: dict[str, Any]
     check: RuleFunction
     template: str
+    # Checked when the toolchain reads the model, before it folds constants: it holds on a node
+    # whose every input is known too (such a node is otherwise folded and never checked).
+    before_folding: bool = False
 
     @functools.cached_property
     def sentence(self) -> str:
@@ -275,11 +278,13 @@ def _show_constant(value: Any) -> str:
     return str(value)
 
 
-def rule(*ops: str, placement: Placement = Placement.FALLBACK, **constants: Any) -> Callable[[RuleFunction], Rule]:
+def rule(*ops: str, placement: Placement = Placement.FALLBACK, before_folding: bool = False, **constants: Any) -> Callable[[RuleFunction], Rule]:
     """Declare a rule on `ops` (none: every op) whose violation puts the node at `placement`.
 
     The decorated function's docstring is the user-facing sentence; write limits as {NAME} and
     pass NAME=value here, so the check reads the same constant the sentence shows.
+    `before_folding`: the toolchain checks it as it reads the model, before folding constants
+    (Rule.before_folding).
     """
 
     def wrap(func: RuleFunction) -> Rule:
@@ -290,6 +295,7 @@ def rule(*ops: str, placement: Placement = Placement.FALLBACK, **constants: Any)
             constants=dict(constants),
             check=func,
             template=sentence_template(func, "rule"),
+            before_folding=before_folding,
         )
         r.sentence  # fail at import time if a placeholder has no constant
         return r
