@@ -438,6 +438,8 @@ class TapRequest:
     # scripts/accuracy/brute_force.py: these graph outputs measured per node with that node alone kept
     # in float and with it alone quantised (TapResult.brute_force); empty for a diagnosis.
     brute_force_outputs: list[str] = field(default_factory=list)
+    # Limits the brute force to these ONNX nodes (a sweep too long for every node); empty: every node.
+    brute_force_nodes: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -33,3 +33,25 @@ def test_maps_to_onnx_nodes_including_fused_convolutions():
     assert {r["tensor"] for r in analysis["unmapped"]} == {"input", "input_int8"}
     worst = analysis["worst_single_cosine"]
     assert worst["cosine"] == min(v["single_cosine"] for v in nodes.values())
+
+
+def test_a_conv_the_toolkit_splits_is_named_by_the_conv_not_by_the_node_before_it():
+    """rknn-toolkit2 2.5.0 splits silero_vad_16k's STFT Conv (256 taps) into slices of its input,
+    convolutions and Adds named after that input ('<Unsqueeze output>_slice#3_rs_conv'): those
+    layers are the Conv's. A reshaped copy of the input ('<x>-rs') stays its producer's; a brute
+    force keeps every layer of the Conv in float16 together (targets.rknn.diagnose._layer_groups)."""
+    from onnx import helper
+
+    from edgedeploy.targets.rknn.accuracy_table import _node_for_tensor, _producer_index, conv_inputs
+    from edgedeploy.targets.rknn.diagnose import _layer_groups
+
+    nodes = [helper.make_node("Unsqueeze", ["x", "axes"], ["u"], name="unsq"), helper.make_node("Conv", ["u", "w"], ["c"], name="stft"),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 1, 512])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    producer, inputs = _producer_index(graph)
+    convs = conv_inputs(graph)
+    owner = {t: _node_for_tensor(t, producer, inputs, convs) for t in ("u-rs", "u_slice#3_rs_conv_conv", "u_slice-rs", "u_slice_conv_add_add-rs", "c-rs", "y")}
+    assert owner == {"u-rs": "unsq", "u_slice#3_rs_conv_conv": "stft", "u_slice-rs": "stft", "u_slice_conv_add_add-rs": "stft", "c-rs": "stft", "y": "relu"}
+    groups = _layer_groups(list(owner), graph, ["stft", "relu", "unsq"])
+    assert [(g["node"], len(g["layers"])) for g in groups] == [("stft", 4), ("relu", 1), ("unsq", 1)]

@@ -128,17 +128,22 @@ def brute_force(entry: dict, calib_count: int, eval_count: int, jobs: int) -> di
             "seconds": round(time.monotonic() - started, 1), "onnxruntime": ort.__version__, "nodes": nodes}
 
 
-def on_target(entry: dict, chip_id: str, calib_count: int, eval_count: int) -> dict:
-    """The brute force of one trained-set model on a chip's own quantised simulation."""
-    found = on_chip(HOME / entry["model"]["file"], HOME / entry["calib"]["file"], HOME / entry["eval"]["file"], chip_id,
-                    calib_count, eval_count, entry.get("task_output"))
+def on_target(entry: dict, chip_id: str, calib_count: int, eval_count: int, artifact: Path | None = None, only: list[str] | None = None) -> dict:
+    """The brute force of one trained-set model on a chip's own quantised simulation; with `artifact`,
+    on the model that artifact's build converted (its passes applied) and with its manifest."""
+    model = artifact / "model.onnx" if artifact else HOME / entry["model"]["file"]
+    manifest = json.loads((artifact / "manifest.json").read_text()) if artifact else {}
+    found = on_chip(model, HOME / entry["calib"]["file"], HOME / entry["eval"]["file"], chip_id,
+                    calib_count, eval_count, entry.get("task_output"), manifest=manifest, only=only, metric=entry.get("metric"))
     return {"model": entry["name"], **found}
 
 
 def on_chip(model_path: Path, calib_path: Path, eval_path: Path, chip_id: str, calib_count: int | None, eval_count: int | None,
-            output: str | None = None, preprocess=None) -> dict:
+            output: str | None = None, preprocess=None, manifest: dict | None = None, only: list[str] | None = None, metric: str | None = None) -> dict:
     """Per op, the task output with that op alone kept in float and alone quantised, on the chip's
-    quantised simulation (TapRequest.brute_force_outputs), and the diagnosis of the same run."""
+    quantised simulation (TapRequest.brute_force_outputs), and the diagnosis of the same run.
+    `only`: the nodes to measure (default every one); metric "auroc": the task metric is the AUROC
+    of the output's single value per sample (a detector's score), else top-1 of its argmax."""
     from edgedeploy.datasets import load_dataset, model_input_specs
     from edgedeploy.model import load_model, named_copy
     from edgedeploy.model.stats import node_names
@@ -156,23 +161,28 @@ def on_chip(model_path: Path, calib_path: Path, eval_path: Path, chip_id: str, c
     labels = np.load(eval_path)["labels"][: len(evaluation)]
     output = output or named.graph.output[0].name
     started = time.monotonic()
+    keep = os.environ.get("EDGEDEPLOY_BRUTE_FORCE_KEEP")  # a folder to keep the workers' files in (a long sweep's outputs)
     with tempfile.TemporaryDirectory(prefix="bruteforce-") as tmp:
-        work = Path(tmp)
-        request = TapRequest(artifact=work, model_path=Path(model_path), chip=chip, precision="int8", manifest={},
+        work = Path(keep or tmp)
+        request = TapRequest(artifact=work, model_path=Path(model_path), chip=chip, precision="int8", manifest=manifest or {},
                              calibration=calibration, evaluation=evaluation, workdir=work / target.id,
                              executor=Executor(work / "worker.log", 7200.0, None), tap_helpers=TAP_HELPERS, echo=print,
-                             batchable=_batchable(named, calibration), brute_force_outputs=[output])
+                             batchable=_batchable(named, calibration), brute_force_outputs=[output], brute_force_nodes=list(only or []))
         tapped = target.accuracy_taps(request)
     found = _finish(chip.id, {}, tapped.records, named, len(calibration))
-    every = next(r for r in found["nodes"] if r.get("tensor") == output)["accumulated"]["snr_db"]
     brute = tapped.brute_force
-    nodes = [{"node": b["node"], "op_type": b["op_type"],
+    every = _snr(brute["every"][output]) if "every" in brute else next(r for r in found["nodes"] if r.get("tensor") == output)["accumulated"]["snr_db"]
+    task, name = (_auroc, "auroc") if metric == "auroc" and "every_values" in brute else (_top1, "top1")
+    key = "values" if name == "auroc" else "argmax"
+    nodes = [{"node": b["node"], "op_type": b["op_type"], **({"toolkit_layers": len(b["layers"])} if "layers" in b else {}),
               "snr_all_but_this_db": _snr(b["all_but"][output]), "snr_this_alone_db": _snr(b["alone"][output]),
-              "top1_all_but_this": _top1(b["all_but_argmax"], labels), "top1_this_alone": _top1(b["alone_argmax"], labels)}
+              f"{name}_all_but_this": task(b[f"all_but_{key}"], labels), f"{name}_this_alone": task(b[f"alone_{key}"], labels)}
              for b in brute["ops"]]
-    return {"chip": chip.id, "toolchain": tapped.toolchain, "output": output,
+    return {"chip": chip.id, "toolchain": tapped.toolchain, "output": output, "task_metric": name,
             "calibration_samples": len(calibration), "evaluation_samples": len(brute["float_argmax"]), "snr_every_node_db": every,
-            "top1_float": _top1(brute["float_argmax"], labels), "top1_every_node": _top1(brute["every_argmax"], labels),
+            f"{name}_float": task(brute[f"float_{key}"], labels), f"{name}_every_node": task(brute[f"every_{key}"], labels),
+            "nodes_measured": "every node" if not only else f"{len(only)} of {len(named.graph.node)} nodes (--only)",
+            **{key: brute[key] for key in ("without_layers", "not_reached") if key in brute},
             "nodes_quantised": len(nodes), **ranks(found, nodes), "seconds": round(time.monotonic() - started, 1), "nodes": nodes}
 
 
@@ -185,6 +195,16 @@ def _snr(moments: dict) -> float:
 
 def _top1(argmax: list[int], labels: np.ndarray) -> float:
     return float(np.mean(np.asarray(argmax) == labels[: len(argmax)]))
+
+
+def _auroc(scores: list[float], labels: np.ndarray) -> float:
+    """The AUROC of one score per sample against 0/1 labels (ties count half), as build's auroc metric."""
+    scores, truth = np.asarray(scores, dtype=np.float64), np.asarray(labels[: len(scores)]).reshape(-1) > 0.5
+    positive, negative = scores[truth], scores[~truth]
+    if not len(positive) or not len(negative):
+        return float("nan")
+    wins = (positive[:, None] > negative[None, :]).sum() + 0.5 * (positive[:, None] == negative[None, :]).sum()
+    return float(wins / (len(positive) * len(negative)))
 
 
 def diagnosis_ranking(found: dict) -> list[str]:
@@ -234,6 +254,8 @@ def main() -> int:
     parser.add_argument("--eval", type=int, default=32)
     parser.add_argument("--rediagnose", action="store_true", help="only the diagnosis again, against the brute-force figures kept")
     parser.add_argument("--chip", default="", help="brute force on this chip's own quantised simulation (ESP-DL) instead of ONNX Runtime's QDQ")
+    parser.add_argument("--artifact", type=Path, help="with --chip: the model an `edgedeploy build` artifact converted (its passes applied), with its manifest")
+    parser.add_argument("--only", default="", help="with --chip: only these ONNX nodes (comma-separated), when every node does not fit")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes quantising nodes at once")
     args = parser.parse_args()
     logging.getLogger().setLevel(logging.ERROR)  # quantize_static's advice on every call
@@ -244,7 +266,7 @@ def main() -> int:
         if wanted and entry["name"] not in wanted:
             continue
         if args.chip:
-            result = on_target(entry, args.chip, args.calib, args.eval)
+            result = on_target(entry, args.chip, args.calib, args.eval, args.artifact, [n for n in args.only.split(",") if n])
             done = json.loads(RESULTS.read_text()) if RESULTS.exists() else done  # another run may have written meanwhile
             done.setdefault("targets", {})[f"{entry['name']}/{args.chip}"] = result
             RESULTS.write_text(json.dumps(done, indent=1) + "\n")

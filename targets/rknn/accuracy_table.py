@@ -62,11 +62,28 @@ def _producer_index(graph: onnx.GraphProto) -> tuple[dict[str, str], set[str]]:
     return producer, {i.name for i in graph.input}
 
 
-def _node_for_tensor(tensor: str, producer: dict[str, str], inputs: set[str]) -> str | None:
-    """The ONNX node whose output the toolkit's tensor descends from (longest known prefix)."""
+def conv_inputs(graph: onnx.GraphProto) -> dict[str, str]:
+    """Tensor -> the Conv that alone reads it (display name): whose decomposition the toolkit names after that input."""
+    readers: dict[str, list[tuple[str, onnx.NodeProto]]] = {}
+    for disp, node in zip(node_names(graph), graph.node):
+        for tensor in node.input[:1]:
+            readers.setdefault(tensor, []).append((disp, node))
+    return {t: r[0][0] for t, r in readers.items() if len(r) == 1 and r[0][1].op_type == "Conv"}
+
+
+def _node_for_tensor(tensor: str, producer: dict[str, str], inputs: set[str], convs: dict[str, str] | None = None) -> str | None:
+    """The ONNX node whose output the toolkit's tensor descends from (longest known prefix).
+
+    rknn-toolkit2 2.5.0 splits a Conv with a long kernel (silero_vad_16k's STFT, 256 taps) into
+    slices of its input, convolutions of each and Adds, and names those layers after the Conv's
+    INPUT ('<input>_slice#3_rs_conv_conv', '<input>_slice_conv_add-rs'): such a name (a slice or a
+    conv after the prefix) belongs to the Conv that reads the prefix (`convs`, conv_inputs), not to
+    the node that wrote it (the Unsqueeze before the STFT, where the diagnosis put the STFT's error)."""
     if tensor in producer:
         return producer[tensor]
     for cut in range(len(tensor) - 1, 0, -1):
+        if tensor[cut] in "#_-" and tensor[:cut] in (convs or {}) and ("_slice" in tensor[cut:] or "_conv" in tensor[cut:]):
+            return convs[tensor[:cut]]
         if tensor[cut] in "#_-" and tensor[:cut] in producer:
             return producer[tensor[:cut]]
         if tensor[cut] in "#_-" and tensor[:cut] in inputs:
@@ -81,13 +98,14 @@ def per_node_errors(rows: list[dict], graph: onnx.GraphProto) -> dict:
     inputs and conversions], "fused": [tensors whose row had no figures]}.
     """
     producer, inputs = _producer_index(graph)
+    convs = conv_inputs(graph)
     nodes: dict[str, dict] = {}
     unmapped = []
     fused = []
     pending: list[str] = []  # nodes whose row had no figures: fused with the next row's layer
     figures = ("entire_cosine", "entire_euclidean", "single_cosine", "single_euclidean")
     for row in rows:
-        node = _node_for_tensor(row["tensor"], producer, inputs)
+        node = _node_for_tensor(row["tensor"], producer, inputs, convs)
         if row["entire_cosine"] is None:
             fused.append(row["tensor"])
             if node is not None:

@@ -11,6 +11,7 @@ abs error is not known. Rows without figures were fused into the next row's laye
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -20,13 +21,16 @@ from edgedeploy.datasets import model_input_specs
 from edgedeploy.model import load_model
 from edgedeploy.model.stats import node_names
 from edgedeploy.targets.base import TapRequest, TapResult
-from edgedeploy.targets.rknn.accuracy_table import _node_for_tensor, _producer_index, parse_error_analysis
+from edgedeploy.targets.rknn.accuracy_table import _node_for_tensor, _producer_index, conv_inputs, parse_error_analysis
 from edgedeploy.targets.rknn.convert import PRECISIONS, InputNormalisation, _write_dataset
 
 WORKER = Path(__file__).with_name("worker_diagnose.py")
 # accuracy_analysis runs one sample per call and dumps every layer (about 1-2 s each on a small
 # model): a few samples give stable figures at a bounded cost.
 ANALYSIS_SAMPLES = 4
+# The brute force starts no layer's pair of builds after this many seconds (each pair is two
+# hybrid_quantization_step2 builds and two simulator runs); the layers not reached are said.
+BRUTE_FORCE_DEADLINE_S = float(os.environ.get("EDGEDEPLOY_BRUTE_FORCE_DEADLINE_S", "2400"))
 
 
 def _isolated_moments(ref_sq: float, cosine: float | None, euclidean: float | None) -> dict | None:
@@ -95,11 +99,12 @@ def records_from(result: dict, graph: onnx.GraphProto) -> list[dict]:
     layers = result["layers"]
     isolated = _single_by_layer(result["reports"], {k: v["ref_sq"] for k, v in layers.items()})
     producer, inputs = _producer_index(graph)
+    convs = conv_inputs(graph)
     by_name = dict(zip(node_names(graph), graph.node))
     records: dict[str, dict] = {}
     pending: list[str] = []
     for row in parse_error_analysis(result["reports"][0]) if result["reports"] else []:
-        node = _node_for_tensor(row["tensor"], producer, inputs)
+        node = _node_for_tensor(row["tensor"], producer, inputs, convs)
         if node is None:
             continue
         if row["entire_cosine"] is None:
@@ -119,6 +124,63 @@ def records_from(result: dict, graph: onnx.GraphProto) -> list[dict]:
     return list(records.values())
 
 
+def _layer_groups(layers: list[str], graph: onnx.GraphProto, wanted: list[str]) -> list[dict]:
+    """Per wanted ONNX node, every layer of the toolkit's quantization config that maps to it (as the
+    diagnosis maps the toolkit's tensors: a split Conv is many layers); nodes with none are left out."""
+    producer, inputs = _producer_index(graph)
+    convs = conv_inputs(graph)
+    owner = {layer: _node_for_tensor(layer, producer, inputs, convs) for layer in layers}
+    groups = [{"node": node, "layers": [layer for layer in layers if owner[layer] == node]} for node in wanted]
+    return [g for g in groups if g["layers"]]
+
+
+def _brute_force(target, request: TapRequest, work: Path) -> dict:
+    """TapRequest.brute_force_outputs on the simulator (worker_brute_force.py): per ONNX node, the
+    outputs with its layers alone kept in float16 and alone in int8 (every other measured node's
+    layers float16), against ONNX Runtime's float model on the same evaluation inputs
+    (TapResult.brute_force, plus each run's first output per sample as `*_values` for a task metric
+    that is not an argmax)."""
+    from edgedeploy.accuracy import tap_numpy
+    from edgedeploy.arrays import read_arrays, write_arrays
+    from edgedeploy.measure.reference import ReferenceRunner
+
+    specs = model_input_specs(load_model(request.model_path, require_static=True))
+    names = [s.name for s in specs]
+    norm = InputNormalisation(specs, request.calibration.preprocess)
+    measured = request.evaluation if request.evaluation is not None else request.calibration
+    graph = onnx.load(str(request.model_path)).graph
+    outputs = list(request.brute_force_outputs)
+    write_arrays(work / "bf_eval.npz", {n: norm.to_board_domain(n, measured.inputs[n]) for n in names})
+    step1 = request.executor.run_worker(target.toolchain, WORKER.with_name("worker_brute_force.py"),
+                                        {**_request(target, request, work), "mode": "step1", "hybrid_dir": str(work / "hybrid")}, work / "brute1")
+    wanted = list(request.brute_force_nodes or node_names(graph))
+    groups = _layer_groups(step1["layers"], graph, wanted)
+    payload = {"mode": "variants", "files": step1["files"], "groups": groups, "eval_inputs": str(work / "bf_eval.npz"), "input_names": names,
+               "output_names": [o.name for o in graph.output], "deadline_s": BRUTE_FORCE_DEADLINE_S,
+               "data_formats": ["nchw" if len(s.shape) == 4 else None for s in specs]}
+    request.echo(f"brute force: rknn-toolkit2 hybrid quantisation, {len(groups)} of {len(wanted)} nodes with layers of their own, two builds each, on {len(measured)} samples")
+    result = request.executor.run_worker(target.toolchain, WORKER.with_name("worker_brute_force.py"), payload, work / "brute2")
+    reference = {o: ReferenceRunner(request.model_path).run(dict(measured.inputs)).outputs[o] for o in outputs}
+
+    def first(values: dict) -> np.ndarray:
+        return values[outputs[0]].reshape(len(measured), -1)
+
+    runs = [(v, read_arrays(Path(v["outputs"]))) for v in result["variants"]]
+    by_group: dict[int, dict] = {}
+    for variant, got in runs[1:]:
+        key = "all_but" if variant["kind"] == "keep" else "alone"
+        by_group.setdefault(variant["group"], {}).update({key: {o: tap_numpy.moments(reference[o], got[o]) for o in outputs},
+                                                          key + "_argmax": first(got).argmax(axis=1).tolist(), key + "_values": first(got)[:, 0].tolist()})
+    op_type = {name: node.op_type for name, node in zip(node_names(graph), graph.node)}
+    ops = [{"node": groups[i]["node"], "op_type": op_type[groups[i]["node"]], "layers": groups[i]["layers"], **figures} for i, figures in sorted(by_group.items())]
+    every = runs[0][1]
+    return {"float_argmax": first(reference).argmax(axis=1).tolist(), "every_argmax": first(every).argmax(axis=1).tolist(),
+            "float_values": first(reference)[:, 0].tolist(), "every_values": first(every)[:, 0].tolist(),
+            "every": {o: tap_numpy.moments(reference[o], every[o]) for o in outputs}, "ops": ops,
+            "without_layers": [n for n in wanted if n not in {g["node"] for g in groups}],
+            "not_reached": [g["node"] for i, g in enumerate(groups) if i not in by_group], "toolkit_version": step1.get("toolkit_version")}
+
+
 def accuracy_taps(target, request: TapRequest) -> TapResult:
     work = request.workdir
     work.mkdir(parents=True, exist_ok=True)
@@ -128,7 +190,9 @@ def accuracy_taps(target, request: TapRequest) -> TapResult:
     model = onnx.load(str(request.model_path))
     notes = [f"rknn-toolkit2's advised workaround applied: {w['name']}" for w in result.get("workarounds") or []]
     notes.append("accuracy_analysis reports no quantisation ranges, so the causes that need them (clipping, unused range) are not looked for on this path; it reports no isolated max abs error either")
+    brute = _brute_force(target, request, work) if request.brute_force_outputs else None
     return TapResult(
+        brute_force=brute,
         records=records_from(result, model.graph),
         toolchain=f"rknn-toolkit2 {result.get('toolkit_version') or '?'}",
         method=f"rknn-toolkit2's accuracy_analysis on {len(payload['samples'])} samples: accumulated = its `entire` (simulator vs golden dumps); isolated = its `single` (that layer alone on golden inputs)",
