@@ -142,3 +142,28 @@ def test_a_weight_written_as_a_constant_node_is_not_ranked_as_where_int8_goes_wr
     assert localise.first_sharp_drop(records)["node"] == "conv3"
     worst, _ = localise.worst_isolated(records)
     assert [r["node"] for r in worst] == ["conv3", "conv0"]
+
+
+def test_a_node_much_worse_alone_than_the_first_fall_is_ranked_before_it():
+    """mnist_mobilenet_v3_small's figures on esp32s3: the stem Conv (its range clipped at 4) falls
+    from clean to 27.8 dB and is the first sharp fall; the Hardswish Mul after it alone gives 2.1 dB
+    (range [-0.5, 0.5] for values up to 6). (Silero VAD's QDQ brute force is the case measured: the
+    node far worse alone is the one whose float keeping gains most.) A first fall that is also the
+    worst alone, or no more than 10 dB better alone, stays first."""
+    from edgedeploy.accuracy import localise
+
+    def record(node, tensor, inputs, accumulated, isolated):
+        return {"node": node, "op_type": "Op", "tensor": tensor, "inputs": inputs,
+                "fidelity_accumulated": {"snr_db": accumulated}, "fidelity_isolated": {"snr_db": isolated}}
+
+    records = [record("stem", "stem_out", ["x"], 27.8, 27.8), record("hardsigmoid", "hs_out", ["stem_out"], 27.0, 46.8),
+               record("mul", "mul_out", ["stem_out", "hs_out"], 2.1, 2.1), record("gemm", "logits", ["mul_out"], 1.5, 19.0)]
+    localise.add_drops(records, graph_inputs={"x"})
+    first = localise.first_sharp_drop(records)
+    worst, _ = localise.worst_isolated(records)
+    assert first["node"] == "stem" and [w["node"] for w in worst] == ["mul", "gemm", "stem"]
+    assert [r["node"] for r in localise.ranked(first, worst)] == ["mul", "stem", "gemm"]
+    records[2]["fidelity_isolated"]["snr_db"] = 20.0  # 7.8 dB worse alone than the stem: the first fall leads
+    worst, _ = localise.worst_isolated(records)
+    assert [r["node"] for r in localise.ranked(first, worst)] == ["stem", "gemm", "mul"]
+    assert [r["node"] for r in localise.ranked(None, worst)] == ["gemm", "mul", "stem"]

@@ -155,6 +155,7 @@ def test_a_recovered_build_keeps_the_diagnosis_of_its_failing_attempt_for_the_re
     real["paths"][0]["path"] = "fakechip"
     real["paths"][0]["first_sharp_drop"] = {**real["paths"][0]["first_sharp_drop"], "node": "n1"}  # the ranking the fake builds need
     real["paths"][0]["worst_isolated"] = [{**real["paths"][0]["worst_isolated"][0], "node": "n2"}]
+    real["paths"][0]["ranked"] = ["n1", "n2"]
     plan, initial, _built, _diagnosed = plan_for(tmp_path, KNOBS)
     plan.diagnose = lambda artifact: real
     outcome = recover(initial, plan)

@@ -88,9 +88,8 @@ def run(model: Path, feeds: list[dict], output: str) -> np.ndarray:
 def diagnosis_top(model: Path, calib: list[dict], evaluation: list[dict], outputs: list[str]) -> tuple[str | None, list[dict]]:
     records, _ = qdq.diagnose_records(model, calib, evaluation)
     found = diagnosis.diagnose_path({"path": "qdq"}, records, outputs, len(calib), graph_inputs=list(evaluation[0]))
-    first = found.get("first_sharp_drop")
-    ranked = ([first] if first else []) + [w for w in found["worst_isolated"] if not first or w["node"] != first["node"]]
-    return (ranked[0]["node"] if ranked else None), [r for r in records if r.get("precision") == "int8"]
+    ranked = diagnosis_ranking(found)
+    return (ranked[0] if ranked else None), [r for r in records if r.get("precision") == "int8"]
 
 
 def one_node(work: tuple) -> dict:
@@ -209,7 +208,8 @@ def _auroc(scores: list[float], labels: np.ndarray) -> float:
 
 def diagnosis_ranking(found: dict) -> list[str]:
     """What `build --recover` ranks first from a diagnosis: the first sharp fall, the worst alone, the nodes with a cause."""
-    ranked = [(found.get("first_sharp_drop") or {}).get("node")]
+    ranked = list(found.get("ranked") or [])
+    ranked += [(found.get("first_sharp_drop") or {}).get("node")]
     ranked += [w["node"] for w in found.get("worst_isolated") or []]
     return list(dict.fromkeys(n for n in ranked if n))
 

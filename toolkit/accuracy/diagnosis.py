@@ -90,6 +90,7 @@ def diagnose_path(path: dict, records: list[dict], graph_outputs: list[str], cal
         "first_sharp_drop": _brief(first),
         "worst_isolated": [_brief(r) for r in worst],
         "worst_ranked_by": ranked_by,
+        "ranked": [r["node"] for r in localise.ranked(first, worst)],
         "causes": found,
     }
 

@@ -236,7 +236,8 @@ def ranked_nodes(document: dict | None, chip_id: str) -> list[str]:
     path = next((p for p in (document or {}).get("paths", []) if p.get("path") == chip_id), None)
     if path is None:
         return []
-    ranked = [(path.get("first_sharp_drop") or {}).get("node")]
+    ranked = list(path.get("ranked") or [])  # the first sharp fall and the worst alone, in the diagnosis's order
+    ranked += [(path.get("first_sharp_drop") or {}).get("node")]
     ranked += [r.get("node") for r in path.get("worst_isolated") or []]
     ranked += [c.get("node") for c in path.get("causes") or []]
     # Then the rest by how far each one's accumulated SNR falls below its inputs': where no node
