@@ -53,5 +53,6 @@ def test_a_conv_the_toolkit_splits_is_named_by_the_conv_not_by_the_node_before_i
     convs = conv_inputs(graph)
     owner = {t: _node_for_tensor(t, producer, inputs, convs) for t in ("u-rs", "u_slice#3_rs_conv_conv", "u_slice-rs", "u_slice_conv_add_add-rs", "c-rs", "y")}
     assert owner == {"u-rs": "unsq", "u_slice#3_rs_conv_conv": "stft", "u_slice-rs": "stft", "u_slice_conv_add_add-rs": "stft", "c-rs": "stft", "y": "relu"}
-    groups = _layer_groups(list(owner), graph, ["stft", "relu", "unsq"])
+    # the model's input and the int8 conversions at its edges are no operands custom_quantize_layers takes
+    groups = _layer_groups(list(owner) + ["x", "x_int8", "y_int8"], graph, ["stft", "relu", "unsq"])
     assert [(g["node"], len(g["layers"])) for g in groups] == [("stft", 4), ("relu", 1), ("unsq", 1)]

@@ -181,7 +181,7 @@ def on_chip(model_path: Path, calib_path: Path, eval_path: Path, chip_id: str, c
             "calibration_samples": len(calibration), "evaluation_samples": len(brute["float_argmax"]), "snr_every_node_db": every,
             f"{name}_float": task(brute[f"float_{key}"], labels), f"{name}_every_node": task(brute[f"every_{key}"], labels),
             "nodes_measured": "every node" if not only else f"{len(only)} of {len(named.graph.node)} nodes (--only)",
-            **{key: brute[key] for key in ("without_layers", "not_reached") if key in brute},
+            **{key: brute[key] for key in ("without_layers", "not_reached", "refused") if key in brute},
             "nodes_quantised": len(nodes), **ranks(found, nodes), "seconds": round(time.monotonic() - started, 1), "nodes": nodes}
 
 

@@ -129,8 +129,11 @@ def _layer_groups(layers: list[str], graph: onnx.GraphProto, wanted: list[str]) 
     diagnosis maps the toolkit's tensors: a split Conv is many layers); nodes with none are left out."""
     producer, inputs = _producer_index(graph)
     convs = conv_inputs(graph)
-    owner = {layer: _node_for_tensor(layer, producer, inputs, convs) for layer in layers}
-    groups = [{"node": node, "layers": [layer for layer in layers if owner[layer] == node]} for node in wanted]
+    # The model's inputs and the toolkit's int8 conversions at its edges are no operands that
+    # custom_quantize_layers accepts ("Invalid operands name 'state_batch_first'").
+    edges = inputs | {f"{t}_int8" for t in inputs | {o.name for o in graph.output}}
+    owner = {layer: _node_for_tensor(layer, producer, inputs, convs) for layer in layers if layer not in edges}
+    groups = [{"node": node, "layers": [layer for layer in owner if owner[layer] == node]} for node in wanted]
     return [g for g in groups if g["layers"]]
 
 
@@ -165,20 +168,24 @@ def _brute_force(target, request: TapRequest, work: Path) -> dict:
     def first(values: dict) -> np.ndarray:
         return values[outputs[0]].reshape(len(measured), -1)
 
-    runs = [(v, read_arrays(Path(v["outputs"]))) for v in result["variants"]]
+    runs = [(v, read_arrays(Path(v["outputs"]))) for v in result["variants"] if "outputs" in v]
+    refused = {(v["group"], v["kind"]): v["error"] for v in result["variants"] if "error" in v}
     by_group: dict[int, dict] = {}
     for variant, got in runs[1:]:
         key = "all_but" if variant["kind"] == "keep" else "alone"
         by_group.setdefault(variant["group"], {}).update({key: {o: tap_numpy.moments(reference[o], got[o]) for o in outputs},
                                                           key + "_argmax": first(got).argmax(axis=1).tolist(), key + "_values": first(got)[:, 0].tolist()})
     op_type = {name: node.op_type for name, node in zip(node_names(graph), graph.node)}
-    ops = [{"node": groups[i]["node"], "op_type": op_type[groups[i]["node"]], "layers": groups[i]["layers"], **figures} for i, figures in sorted(by_group.items())]
+    # A node is ranked only when both its variants ran; one the toolkit refused is said with its reason.
+    ops = [{"node": groups[i]["node"], "op_type": op_type[groups[i]["node"]], "layers": groups[i]["layers"], **figures}
+           for i, figures in sorted(by_group.items()) if "all_but" in figures and "alone" in figures]
     every = runs[0][1]
     return {"float_argmax": first(reference).argmax(axis=1).tolist(), "every_argmax": first(every).argmax(axis=1).tolist(),
             "float_values": first(reference)[:, 0].tolist(), "every_values": first(every)[:, 0].tolist(),
             "every": {o: tap_numpy.moments(reference[o], every[o]) for o in outputs}, "ops": ops,
             "without_layers": [n for n in wanted if n not in {g["node"] for g in groups}],
-            "not_reached": [g["node"] for i, g in enumerate(groups) if i not in by_group], "toolkit_version": step1.get("toolkit_version")}
+            "not_reached": [g["node"] for i, g in enumerate(groups) if i not in by_group and (i, "keep") not in refused],
+            "refused": {f"{groups[i]['node']} ({kind})": error for (i, kind), error in refused.items()}, "toolkit_version": step1.get("toolkit_version")}
 
 
 def accuracy_taps(target, request: TapRequest) -> TapResult:

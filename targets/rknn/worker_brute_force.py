@@ -97,7 +97,14 @@ def run(request, ctx):
         if kind != "alone" and time.monotonic() - started > deadline:
             ctx.log("brute force: deadline of %.0f s reached after %d of %d variants" % (deadline, index, len(variants)))
             break
-        outs = _variant(base, ctx, files, float16, data, names, formats, index)
+        try:
+            outs = _variant(base, ctx, files, float16, data, names, formats, index)
+        except Exception as exc:  # noqa: BLE001 - one variant the toolkit refuses is said, the sweep goes on
+            if kind == "every":
+                raise
+            results.append({"kind": kind, "group": group, "error": "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[-1] if str(exc).strip() else "")})
+            ctx.log("brute force: variant %d failed: %s" % (index + 1, results[-1]["error"]))
+            continue
         path = os.path.join(ctx.workdir, "variant_%d.npz" % index)
         ctx.arrays.write_arrays(path, {name: o for name, o in zip(request["output_names"], outs)})
         results.append({"kind": kind, "group": group, "outputs": path})
