@@ -650,7 +650,8 @@ def attention_block(tokens: int = 16, heads: int = 2, head: int = 32, style: str
     style "hf" (transformers' ViT/BERT): q, k and v each a Linear, a Reshape to [1, T, H, D] and a
     Transpose [0, 2, 1, 3]; q scaled by a constant Mul; k transposed again [0, 1, 3, 2].
     style "timm": one qkv Linear, a Reshape to [1, T, 3, H, D], a Transpose [2, 0, 3, 1, 4] and
-    three Gathers (qkv.unbind(0)). Then MatMul, Softmax, MatMul, the heads merged back by a
+    three Gathers (qkv.unbind(0)). style "sdpa": as "hf", with F.scaled_dot_product_attention's
+    scale, computed from q's shape and multiplied into q and k's transpose. Then MatMul, Softmax, MatMul, the heads merged back by a
     Transpose and a Reshape, the output Linear, and a mean over the tokens: the model's output is
     2-D, so no layout change for a 3-D output is mixed into what is measured."""
     rng = np.random.default_rng(27)
@@ -658,7 +659,7 @@ def attention_block(tokens: int = 16, heads: int = 2, head: int = 32, style: str
     inits = [_const("heads_shape", np.array([1, tokens, heads, head], np.int64)), _const("merged_shape", np.array([1, tokens, c], np.int64)),
              _const("scale", np.array(head**-0.5, np.float32)), _const("w_out", _weights(rng, c, c)), _const("b_out", _weights(rng, c))]
     n = []
-    if style == "hf":
+    if style in ("hf", "sdpa"):
         for p in "qkv":
             inits += [_const(f"w_{p}", _weights(rng, c, c)), _const(f"b_{p}", _weights(rng, c))]
             n += [helper.make_node("MatMul", ["x", f"w_{p}"], [f"{p}0"], name=f"{p}_matmul"),
@@ -675,9 +676,23 @@ def attention_block(tokens: int = 16, heads: int = 2, head: int = 32, style: str
         for i, p in enumerate("qkv"):
             inits.append(_const(f"i_{p}", np.array(i, np.int64)))
             n.append(helper.make_node("Gather", ["qkvt", f"i_{p}"], [f"{p}h"], name=f"{p}_unbind", axis=0))
-    n += [helper.make_node("Mul", ["qh", "scale"], ["qs"], name="q_scale"),
-          helper.make_node("Transpose", ["kh"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
-          helper.make_node("MatMul", ["qs", "kt"], ["scores"], name="scores"),
+    if style == "sdpa":
+        # scaled_dot_product_attention's export: sqrt(1 / sqrt(D)) computed from q's static shape,
+        # multiplied into q and into k's transpose.
+        inits += [_const("last", np.array([-1], np.int64)), _const("end", np.array([2**62], np.int64)), _const("one", np.array([1.0], np.float32))]
+        n += [helper.make_node("Shape", ["qh"], ["q_shape"], name="scale_shape"),
+              helper.make_node("Slice", ["q_shape", "last", "end"], ["q_d"], name="scale_slice"),
+              helper.make_node("Cast", ["q_d"], ["q_df"], name="scale_cast", to=TensorProto.FLOAT),
+              helper.make_node("Sqrt", ["q_df"], ["q_sqrt"], name="scale_sqrt"),
+              helper.make_node("Div", ["one", "q_sqrt"], ["q_inv"], name="scale_div"),
+              helper.make_node("Sqrt", ["q_inv"], ["half_scale"], name="scale_sqrt_half"),
+              helper.make_node("Mul", ["qh", "half_scale"], ["qs"], name="q_scale"),
+              helper.make_node("Transpose", ["kh"], ["kt0"], name="k_transpose", perm=[0, 1, 3, 2]),
+              helper.make_node("Mul", ["kt0", "half_scale"], ["kt"], name="k_scale")]
+    else:
+        n += [helper.make_node("Mul", ["qh", "scale"], ["qs"], name="q_scale"),
+              helper.make_node("Transpose", ["kh"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2])]
+    n += [helper.make_node("MatMul", ["qs", "kt"], ["scores"], name="scores"),
           helper.make_node("Softmax", ["scores"], ["attn"], name="softmax", axis=-1),
           helper.make_node("MatMul", ["attn", "vh"], ["ctx"], name="context"),
           helper.make_node("Transpose", ["ctx"], ["ctxt"], name="merge_transpose", perm=[0, 2, 1, 3]),
@@ -689,7 +704,7 @@ def attention_block(tokens: int = 16, heads: int = 2, head: int = 32, style: str
 
 
 # Tokens and head sizes either side of RK3566's 8-alignment of a Transpose layer and a head split.
-ATTENTION_FORMS = (("hf", 16, 32), ("hf", 20, 32), ("hf", 65, 32), ("hf", 32, 12), ("hf", 32, 24), ("timm", 65, 32))
+ATTENTION_FORMS = (("hf", 16, 32), ("hf", 20, 32), ("hf", 65, 32), ("hf", 32, 12), ("hf", 32, 24), ("timm", 65, 32), ("sdpa", 16, 32))
 CASES += [
     Case(f"attention_{s}_t{t}_d{d}", "pool: attention's heads split and merged around MatMuls", lambda s=s, t=t, d=d: attention_block(tokens=t, head=d, style=s), ("rk3588", "rk3566"))
     for s, t, d in ATTENTION_FORMS

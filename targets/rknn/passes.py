@@ -507,11 +507,13 @@ def _leading_gather(node) -> bool:
 
 
 def _scalar_swapped(node, data: str) -> bool:
-    """Mul or Div of `data` by a one-element constant (Div only as the dividend)."""
+    """Mul or Div of `data` by a one-element constant, or one computed from constants and static shapes (Div only as the dividend)."""
     if node.op_type not in SCALAR_SWAPPED_OPS or len(node.inputs) != 2:
         return False
     other = _other_input(node, data)
-    return other is not None and _scalar(other) is not None and (node.op_type == "Mul" or node.inputs[0].name == data)
+    # The scale may be computed from the static shapes (SDPA's export: Shape, Slice, Cast, Sqrt, Div).
+    one_element = other is not None and _known(other) and other.shape is not None and all(d == 1 for d in other.shape)
+    return one_element and (node.op_type == "Mul" or node.inputs[0].name == data)
 
 
 def _layout_hop(graph, node, data: str) -> bool:
@@ -601,7 +603,7 @@ def _following_transposes(graph, node) -> list:
 
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8)
 def transposes_merged_into_matmul(graph, chip):
-    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, parallel Slices of one tensor (which it makes a Split) or products with a one-element constant, into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}.
+    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}.
 
     Measured with attention blocks of 2 heads (tests/forms_models.py attention_block): tokens
     8, 16, 24, 32, 40, 48, 64 (NPU) and 12, 17, 20, 65 (CPU) with heads of 32; heads of 8, 16,
