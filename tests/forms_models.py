@@ -817,3 +817,100 @@ def weight_standardised_conv() -> onnx.ModelProto:
 
 
 CASES.append(Case("weight_standardised_conv", "pool: a training-mode BatchNormalization of constants", weight_standardised_conv, ("rk3588",)))
+
+
+# ---- pool (issue 27, rk3588 tuning part): Slice with a step larger than 1 -------------------------
+
+
+def strided_slice(shape: tuple, axis: int, step: int, start: int = 0, then: str = "Relu") -> onnx.ModelProto:
+    """A Conv (1x1, to `shape`'s channels) on an input of `shape`, a Slice of its result along
+    `axis` from `start` with `step` (to the end; from the end for a negative step), a Relu (or the
+    same 1x1 Conv, `then`="Conv"): as
+    EVA-02's rotate_half (x[..., ::2], x[..., 1::2]) and LeViT's subsampled queries
+    (x[:, ::2, ::2]) are written by torch.onnx (opset 13, INT64_MAX as the end)."""
+    rng = np.random.default_rng(15)
+    k = _Constants("tensor")
+    end = -(1 << 62) if step < 0 else (1 << 62)
+    rank = len(shape)
+    conv_in = "x" if rank == 4 else "x4"
+    nodes = []
+    if rank != 4:
+        nodes.append(helper.make_node("Unsqueeze", ["x", k([0])], ["x4"], name="to_4d"))
+    nodes.append(helper.make_node("Conv", [conv_in, "w"], ["c4"], name="conv"))
+    c = "c4"
+    if rank != 4:
+        nodes.append(helper.make_node("Squeeze", ["c4", k([0])], ["c"], name="to_rank"))
+        c = "c"
+    nodes += [
+        helper.make_node("Slice", [c, k([start]), k([end]), k([axis]), k([step])], ["s"], name="slice"),
+        helper.make_node("Relu", ["s"], ["y"], name="relu") if then == "Relu" else helper.make_node("Conv", ["s", "w"], ["y"], name="conv2"),
+    ]
+    channels = shape[1] if rank == 4 else shape[0]
+    inits = [_const("w", _weights(rng, channels, channels, 1, 1))]
+    sliced = list(shape)
+    n = shape[axis]
+    sliced[axis] = len(range(start % n if start >= 0 else n + start, n if step > 0 else -1, step))
+    return _model(k.nodes + nodes, [_vi("x", list(shape))], [_vi("y", sliced)], inits)
+
+
+SLICE_FORMS = {
+    "last_axis_step2": ((1, 4, 8, 16), 3, 2, 0),
+    "last_axis_step2_from1": ((1, 4, 8, 16), 3, 2, 1),
+    "channels_step2": ((1, 4, 8, 16), 1, 2, 0),
+    "height_step3": ((1, 4, 8, 16), 2, 3, 0),
+    "last_axis_step_minus2": ((1, 4, 8, 16), 3, -2, -1),
+    "channels_step4_to_one": ((1, 4, 8, 16), 1, 4, 0),
+    "channels2_step2_to_one": ((1, 2, 8, 16), 1, 2, 0),
+    "height2_step2_to_one": ((1, 4, 2, 16), 2, 2, 0),
+    "channels3_step2": ((1, 3, 8, 16), 1, 2, 0),
+    "last_axis_step2_conv": ((1, 4, 8, 16), 3, 2, 0, "Conv"),
+    "height_step2_conv": ((1, 4, 8, 16), 2, 2, 0, "Conv"),
+}
+CASES += [Case(f"slice_{name}", "pool: Slice with a step larger than 1", lambda f=f: strided_slice(*f), ("rk3588",)) for name, f in SLICE_FORMS.items()]
+
+
+def strided_slice_in_context(form: str) -> onnx.ModelProto:
+    """A step-2 Slice in the context a pool model has it. `form`: rotate_half (EVA-02's rotary
+    embedding: x[..., 1::2] negated and x[..., ::2], each Unsqueezed, stacked on a new last axis by
+    Concat and Reshaped back, then x * cos + rotated * sin) on a [1, 4, 8, 16] Conv output;
+    subsample4, subsample2 (LeViT's queries x[:, ::2, ::2] on tokens Reshaped to a 4x4 or 2x2 grid,
+    Reshaped back to tokens, then a MatMul)."""
+    rng = np.random.default_rng(16)
+    k = _Constants("tensor")
+    big = 1 << 62
+    if form == "rotate_half":
+        nodes = [
+            helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+            helper.make_node("Slice", ["c", k([1]), k([big]), k([3]), k([2])], ["odd"], name="slice_odd"),
+            helper.make_node("Neg", ["odd"], ["neg"], name="neg"),
+            helper.make_node("Unsqueeze", ["neg", k([-1])], ["u0"], name="unsqueeze0"),
+            helper.make_node("Slice", ["c", k([0]), k([big]), k([3]), k([2])], ["even"], name="slice_even"),
+            helper.make_node("Unsqueeze", ["even", k([-1])], ["u1"], name="unsqueeze1"),
+            helper.make_node("Concat", ["u0", "u1"], ["st"], name="stack", axis=-1),
+            helper.make_node("Reshape", ["st", k([1, 4, 8, 16])], ["rot"], name="merge"),
+            helper.make_node("Mul", ["c", k(_weights(rng, 8, 16), np.float32)], ["xc"], name="cos_mul"),
+            helper.make_node("Mul", ["rot", k(_weights(rng, 8, 16), np.float32)], ["xs"], name="sin_mul"),
+            helper.make_node("Add", ["xc", "xs"], ["y"], name="rope_add"),
+        ]
+        inits = [_const("w", _weights(rng, 4, 4, 1, 1))]
+        return _model(k.nodes + nodes, [_vi("x", [1, 4, 8, 16])], [_vi("y", [1, 4, 8, 16])], inits)
+    side = 4 if form == "subsample4" else 2
+    ch = 32
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["t"], name="proj"),
+        helper.make_node("Reshape", ["t", k([1, side, side, ch])], ["g"], name="to_grid"),
+        helper.make_node("Slice", ["g", k([0]), k([big]), k([1]), k([2])], ["r"], name="rows"),
+        helper.make_node("Slice", ["r", k([0]), k([big]), k([2]), k([2])], ["rc"], name="cols"),
+        helper.make_node("Reshape", ["rc", k([1, -1, ch])], ["q"], name="to_tokens"),
+        helper.make_node("MatMul", ["q", "w2"], ["y"], name="out"),
+    ]
+    inits = [_const("w1", _weights(rng, ch, ch)), _const("w2", _weights(rng, ch, ch))]
+    half = (side + 1) // 2
+    return _model(k.nodes + nodes, [_vi("x", [1, side * side, ch])], [_vi("y", [1, half * half, ch])], inits)
+
+
+# Not recorded (the audit disagrees; the mechanism is not found yet): rknn-toolkit2 2.5.0 runs both
+# step-2 Slices of rotate_half and of subsample4 on the NPU (as in EVA-02 and LeViT's first
+# subsampling), and those of subsample2 on the CPU with the Reshape after them (LeViT's second),
+# where every step-2 Slice alone (strided_slice: between two Convs, before a Relu, any axis, step
+# 2, 3, 4 or -2) runs on the CPU.
