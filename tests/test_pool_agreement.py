@@ -56,6 +56,18 @@ def test_pairs_that_agreed_still_agree(result):
     assert not broken, f"pool pairs that agreed exactly no longer do: {json.dumps(broken)[:2000]}"
 
 
+def test_recording_refuses_to_drop_a_held_out_pair_unnoticed():
+    """score.py --record stops (exit 1, the pairs named) when a held-out pair recorded as exact no
+    longer is, unless --accept-held-out-loss is given: a rule tuned on the tuning part must not
+    lower the held-out figure silently."""
+    recorded = json.loads(RECORDED.read_text())
+    held = [k for k in recorded["exact"] if catalogue.part_of(k.split("/")[0]) == "held-out"]
+    assert held, "no held-out pair is recorded as exact"
+    tuning = next(k for k in recorded["exact"] if catalogue.part_of(k.split("/")[0]) == "tuning")
+    pairs = {held[0]: {"part": "held-out", "exact": False}, held[1]: {"part": "held-out", "exact": True}, tuning: {"part": "tuning", "exact": False}}
+    assert score.held_out_lost({"pairs": pairs}) == [held[0]]
+
+
 def test_the_recorded_figures_are_current(result):
     recorded = json.loads(RECORDED.read_text())
     stale = [k for k in recorded["not_exact"] if k in result["pairs"] and result["pairs"][k]["exact"]]

@@ -274,12 +274,24 @@ def render_section(result: dict, manifest: dict, cases: dict | None = None) -> s
     return "\n".join(lines)
 
 
+def held_out_lost(result: dict) -> list[str]:
+    """Held-out pairs recorded as exact (tests/fixtures/pool/agreement.json) that no longer are: a
+    rule tuned on the tuning part broke one, which --record must not write over unnoticed."""
+    recorded = FIXTURES / "agreement.json"
+    if not recorded.is_file():
+        return []
+    before = set(json.loads(recorded.read_text())["exact"])
+    return sorted(k for k, p in result["pairs"].items() if p["part"] == "held-out" and k in before and not p["exact"])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chips", default="")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--record", action="store_true", help="write tests/fixtures/pool/agreement.json: the pairs that agree exactly now (tests/test_pool_agreement.py)")
     parser.add_argument("--markdown", type=Path, help=f"write the pool section into this page, between {SECTION_START} and {SECTION_END}")
+    parser.add_argument("--accept-held-out-loss", action="store_true",
+                        help="let --record drop held-out pairs that agreed when last recorded (say which, and why, in the commit message)")
     args = parser.parse_args()
     result = run({c for c in args.chips.split(",") if c} or None)
     cases = run_cases({c for c in args.chips.split(",") if c} or None)
@@ -298,6 +310,10 @@ def main() -> int:
     if result["not_compared"]:
         print("not compared (model not found): " + ", ".join(result["not_compared"]))
     if args.record:
+        lost = held_out_lost(result)
+        if lost and not args.accept_held_out_loss:
+            print(f"held-out pairs that agreed no longer do: {', '.join(lost)}; not recorded (--accept-held-out-loss to record it anyway, and say so)", file=sys.stderr)
+            return 1
         exact = sorted(k for k, p in result["pairs"].items() if p["exact"])
         agree = sorted(k for k, c in cases["cases"].items() if c["compared"] and c["agree"])
         (FIXTURES / "agreement.json").write_text(json.dumps({"exact": exact, "not_exact": sorted(set(result["pairs"]) - set(exact)), "cases_agree": agree}, indent=1) + "\n")
