@@ -56,3 +56,28 @@ def test_a_conv_the_toolkit_splits_is_named_by_the_conv_not_by_the_node_before_i
     # the model's input and the int8 conversions at its edges are no operands custom_quantize_layers takes
     groups = _layer_groups(list(owner) + ["x", "x_int8", "y_int8"], graph, ["stft", "relu", "unsq"])
     assert [(g["node"], len(g["layers"])) for g in groups] == [("stft", 4), ("relu", 1), ("unsq", 1)]
+
+
+def test_a_weight_written_as_a_constant_node_is_no_upstream_of_the_fall():
+    """silero_vad_16k's inlined branches hold their weights in Constant nodes: read as inputs they
+    made every Conv's accumulated fall unknown (no record computes them), so RKNN's diagnosis found
+    no first sharp fall; the STFT Conv (absorbing the Unsqueeze before it, whose axes are a Constant
+    too) now falls from the Pad's SNR."""
+    from onnx import helper
+
+    from edgedeploy.pipeline.diagnose import _finish
+
+    def moments(err_sq):
+        return {"count": 4, "dot": 1.0, "ref_sq": 1.0, "got_sq": 1.0, "err_sq": err_sq, "max_abs_error": 0.1}
+
+    nodes = [helper.make_node("Relu", ["x"], ["p"], name="pad"), helper.make_node("Constant", [], ["axes"], name="c_axes", value=helper.make_tensor("a", onnx.TensorProto.INT64, [1], [2])),
+             helper.make_node("Unsqueeze", ["p", "axes"], ["u"], name="unsq"), helper.make_node("Constant", [], ["w"], name="c_w", value=helper.make_tensor("w", onnx.TensorProto.FLOAT, [1, 1, 1, 1], [1.0])),
+             helper.make_node("Conv", ["u", "w"], ["y"], name="conv")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 1, 8])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)])
+    records = [{"node": "pad", "op_type": "Relu", "tensor": "p", "inputs": ["x"], "accumulated": moments(1e-3), "isolated": moments(1e-3), "absorbs": []},
+               {"node": "conv", "op_type": "Conv", "tensor": "y", "inputs": ["u"], "accumulated": moments(0.1), "isolated": moments(0.01), "absorbs": []}]
+    found = _finish("rk3588", {"toolchain": "t", "method": "m"}, records, helper.make_model(graph), 4)
+    conv = next(r for r in found["nodes"] if r["node"] == "conv")
+    assert conv["absorbs"] == ["unsq"] and conv["inputs"] == ["p"]
+    assert round(conv["drop_db"], 1) == 20.0 and found["first_sharp_drop"]["node"] == "conv"

@@ -113,7 +113,9 @@ def records_from(result: dict, graph: onnx.GraphProto) -> list[dict]:
         proto, layer = by_name[node], layers.get(row["tensor"]) or {}
         record = records.pop(node, None) or {
             "node": node, "op_type": proto.op_type, "tensor": proto.output[0], "absorbs": [],
-            "inputs": [x for x in proto.input if x in producer or x in inputs],
+            # activations only: a weight written as a Constant node (silero_vad_16k's inlined
+            # branches) has no row, and as an input it left every Conv's fall unknown
+            "inputs": [x for x in proto.input if (x in producer and by_name[producer[x]].op_type != "Constant") or x in inputs],
             "precision": "float16" if "float16" in row["tensor"] else "int8",
         }
         record.update(toolkit_tensor=row["tensor"], accumulated=layer.get("accumulated"), isolated=isolated.get(row["tensor"]), stats=layer.get("stats"))

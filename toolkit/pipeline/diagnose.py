@@ -105,7 +105,9 @@ def _feeds(dataset: Dataset | None) -> list[dict] | None:
 
 def _finish(name: str, meta: dict, records: list[dict], named: onnx.ModelProto, samples: int) -> dict:
     """One path's diagnosis; `named` is the model with edgedeploy's display names (the taps' node names)."""
-    weights = {i.name for i in named.graph.initializer}  # a fused group reads activations; its weights are no upstream
+    # A fused group reads activations; its weights (initializers, or Constant nodes' outputs: silero_vad_16k's
+    # inlined branches) are no upstream, else the group's fall is unknown (localise.upstream_snr).
+    weights = {i.name for i in named.graph.initializer} | {o for n in named.graph.node if n.op_type == "Constant" for o in n.output}
     absorbed_nodes(records, [(n.name, [x for x in n.input if x and x not in weights], list(n.output)) for n in named.graph.node])
     return diagnose_path({"path": name, **meta}, records, [o.name for o in named.graph.output], samples,
                          graph_inputs=[i.name for i in named.graph.input])
