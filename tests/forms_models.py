@@ -914,3 +914,31 @@ def strided_slice_in_context(form: str) -> onnx.ModelProto:
 # subsampling), and those of subsample2 on the CPU with the Reshape after them (LeViT's second),
 # where every step-2 Slice alone (strided_slice: between two Convs, before a Relu, any axis, step
 # 2, 3, 4 or -2) runs on the CPU.
+
+
+# ---- pool (issue 27, rk3588 tuning part): the token ids Reshaped before the embedding Gather ------
+
+
+def ids_reshaped_before_embedding(op: str = "Reshape") -> onnx.ModelProto:
+    """transformers' input_ids.view(-1, T) before the embedding lookup (GPT-2, T5): an int64 [1, 16]
+    model input Reshaped to [-1, 16] (or `op`="Identity": not reshaped), Gathered from a [100, 32]
+    embedding table, then a MatMul; `op`="Reshape_cast": Reshaped, then Cast to float and into a
+    MatMul, no Gather."""
+    rng = np.random.default_rng(17)
+    k = _Constants("tensor")
+    nodes = []
+    if op == "Reshape":
+        nodes.append(helper.make_node("Reshape", ["ids", k([-1, 16])], ["ids2"], name="view"))
+    else:
+        nodes.append(helper.make_node("Identity", ["ids"], ["ids2"], name="view"))
+    if op == "Reshape_cast":
+        nodes = [helper.make_node("Reshape", ["ids", k([-1, 16])], ["ids2"], name="view")]
+        nodes += [helper.make_node("Cast", ["ids2"], ["f"], name="to_float", to=TensorProto.FLOAT), helper.make_node("Unsqueeze", ["f", k([2])], ["e"], name="unsqueeze"),
+                  helper.make_node("MatMul", ["e", "w1"], ["y"], name="proj")]
+    else:
+        nodes += [helper.make_node("Gather", ["table", "ids2"], ["e"], name="embed", axis=0), helper.make_node("MatMul", ["e", "w"], ["y"], name="proj")]
+    inits = [_const("table", _weights(rng, 100, 32)), _const("w", _weights(rng, 32, 32)), _const("w1", _weights(rng, 1, 32))]
+    return _model(k.nodes + nodes, [_vi("ids", [1, 16], TensorProto.INT64)], [_vi("y", [1, 16, 32])], inits)
+
+
+CASES += [Case(f"ids_{op.lower()}_before_embedding", "pool: token ids reshaped before the embedding Gather", lambda op=op: ids_reshaped_before_embedding(op), ("rk3588",)) for op in ("Reshape", "Identity", "Reshape_cast")]

@@ -467,6 +467,20 @@ def slice_step(node: NodeView, chip: str):
     return Offence(tuple(int(s) for s in steps.value.reshape(-1))) if big else None
 
 
+@RULES.rule("Reshape", "Identity")
+def int64_layout_at_run_time(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 (observed) runs on the CPU a Reshape or Identity of a run-time int64 tensor (token ids before their embedding Gather): the NPU has no 64-bit integer data.
+
+    Measured on transformers' input_ids.view(-1, T) before an embedding Gather, an Identity in
+    its place, and the Reshape before a Cast to float, on RK3588 (tests/forms_models.py
+    ids_*_before_embedding); seen on GPT-2 and T5 (pool).
+    """
+    x = node.input(0)
+    if x is None or _known(x) or x.dtype != "int64":
+        return None
+    return Offence(x.name, "int64 data computed at run time")
+
+
 @RULES.rule("Gather")
 def gather_runtime_indices(node: NodeView, chip: str):
     """The NPU gathers with constant indices only; indices computed at run time run on the CPU."""
