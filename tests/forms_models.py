@@ -704,9 +704,12 @@ def attention_block(tokens: int = 16, heads: int = 2, head: int = 32, style: str
 
 
 # Tokens and head sizes either side of RK3566's 8-alignment of a Transpose layer and a head split.
+# RK3568 (the RK3566's NPU) checked on one of each: aligned, tokens unaligned, heads unaligned.
+ATTENTION_ON_RK3568 = (("hf", 16, 32), ("hf", 20, 32), ("hf", 32, 12))
 ATTENTION_FORMS = (("hf", 16, 32), ("hf", 20, 32), ("hf", 65, 32), ("hf", 32, 12), ("hf", 32, 24), ("timm", 65, 32), ("sdpa", 16, 32))
 CASES += [
-    Case(f"attention_{s}_t{t}_d{d}", "pool: attention's heads split and merged around MatMuls", lambda s=s, t=t, d=d: attention_block(tokens=t, head=d, style=s), ("rk3588", "rk3566"))
+    Case(f"attention_{s}_t{t}_d{d}", "pool: attention's heads split and merged around MatMuls", lambda s=s, t=t, d=d: attention_block(tokens=t, head=d, style=s),
+         ("rk3588", "rk3566", "rk3568") if (s, t, d) in ATTENTION_ON_RK3568 else ("rk3588", "rk3566"))
     for s, t, d in ATTENTION_FORMS
 ]
 
