@@ -945,3 +945,30 @@ def ids_reshaped_before_embedding(op: str = "Reshape") -> onnx.ModelProto:
 
 
 CASES += [Case(f"ids_{op.lower()}_before_embedding", "pool: token ids reshaped before the embedding Gather", lambda op=op: ids_reshaped_before_embedding(op), ("rk3588",)) for op in ("Reshape", "Identity", "Reshape_cast")]
+
+
+# ---- pool (issue 27, rk3588 tuning part): a MatMul whose batch dimensions broadcast ----------------
+
+
+def broadcast_matmul(a_shape: tuple, b_shape: tuple) -> onnx.ModelProto:
+    """A MatMul of two computed tensors whose batch dimensions broadcast (LambdaNetworks' content
+    and position lambdas, timm's lambda_resnet26t): each operand a Relu of its own model input,
+    the product a model output through a Relu."""
+    nodes = [
+        helper.make_node("Relu", ["a"], ["ra"], name="relu_a"),
+        helper.make_node("Relu", ["b"], ["rb"], name="relu_b"),
+        helper.make_node("MatMul", ["ra", "rb"], ["m"], name="matmul"),
+        helper.make_node("Relu", ["m"], ["y"], name="relu"),
+    ]
+    out = list(np.broadcast_shapes(tuple(a_shape[:-2]), tuple(b_shape[:-2]))) + [a_shape[-2], b_shape[-1]]
+    return _model(nodes, [_vi("a", list(a_shape)), _vi("b", list(b_shape))], [_vi("y", out)])
+
+
+MATMUL_FORMS = {
+    "heads_by_one": ((1, 4, 16, 16), (1, 1, 16, 64)),
+    "rank5_by_one": ((1, 4, 16, 1, 16), (1, 1, 16, 16, 64)),
+    "one_by_heads": ((1, 1, 16, 16), (1, 4, 16, 64)),
+    "mutual": ((1, 4, 1, 16, 16), (1, 1, 3, 16, 8)),
+    "rank3_by_rank4": ((4, 16, 16), (2, 1, 16, 8)),
+}
+CASES += [Case(f"matmul_broadcast_{n}", "pool: a MatMul whose batch dimensions broadcast", lambda f=f: broadcast_matmul(*f), ("rk3588",)) for n, f in MATMUL_FORMS.items()]

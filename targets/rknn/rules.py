@@ -23,6 +23,8 @@ computed at run time.
 
 from __future__ import annotations
 
+import numpy as np
+
 from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, RuleSet
 
 # The toolkit's own graph passes register on RULES when passes.py is imported.
@@ -497,15 +499,28 @@ def normalization_runtime_scale(node: NodeView, chip: str):
 
 @RULES.rule("MatMul")
 def matmul_broadcast_batch(node: NodeView, chip: str):
-    """The NPU multiplies matrices whose batch dimensions match (or one side has none); broadcasting batch dimensions run on the CPU as an Einsum."""
+    """The NPU multiplies matrices when one operand's batch dimensions are the product's (the other's, where they differ, are 1 and broadcast to them); where both operands broadcast, the MatMul runs on the CPU as an Einsum.
+
+    Measured (rknn-toolkit2 2.5.0, RK3588) on MatMuls of two computed tensors
+    (tests/forms_models.py matmul_broadcast_*): [1, 4, 16, 16] x [1, 1, 16, 64], its mirror and
+    LambdaNetworks' [1, 4, 16, 1, 16] x [1, 1, 16, 16, 64] on the NPU (the toolkit's
+    convert_2in_einsum_to_exmatmul); [1, 4, 1, ...] x [1, 1, 3, ...] and [4, ...] x [2, 1, ...] on the CPU.
+    """
     a, b = node.input(0), node.input(1)
     if a is None or b is None or a.shape is None or b.shape is None or len(a.shape) < 3 or len(b.shape) < 3:
         return None
     if _known(b):
         return None
-    if tuple(a.shape[:-2]) != tuple(b.shape[:-2]):
-        return Offence((tuple(a.shape[:-2]), tuple(b.shape[:-2])))
-    return None
+    batch_a, batch_b = tuple(a.shape[:-2]), tuple(b.shape[:-2])
+    if batch_a == batch_b or not all(isinstance(d, int) for d in batch_a + batch_b):
+        return None
+    try:
+        product = tuple(np.broadcast_shapes(batch_a, batch_b))
+    except ValueError:
+        return None
+    if batch_a == product or batch_b == product:
+        return None
+    return Offence((batch_a, batch_b))
 
 
 @RULES.rule("Split", placement=Placement.UNSUPPORTED)
