@@ -495,8 +495,9 @@ class LoweredViews:
         """Equal for two rule sets only when their lowering of a model is bound to be identical."""
         passes = tuple(rules.passes)
         key = tuple(id(p) for p in passes)
-        if any(p.reads_chip for p in passes):
-            key += (rules.chip,)
+        for p in passes:
+            if p.reads_chip:
+                key += ((id(p), rules.chip if p.chip_key is None else p.chip_key(rules.chip)),)
         return key
 
     def remembered(self, rule: Rule) -> dict[int, list[Offence]] | None:

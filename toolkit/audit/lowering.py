@@ -39,6 +39,9 @@ class GraphPass:
     constants: dict[str, Any]
     apply: Callable[..., Any]
     template: str
+    # For a pass that reads its chip: what of the chip it reads (e.g. an alignment per chip), so
+    # chips that agree on it share one lowering. None: the chip itself.
+    chip_key: Callable[[str], Any] | None = None
 
     @functools.cached_property
     def sentence(self) -> str:
@@ -53,11 +56,12 @@ class GraphPass:
         return reads_argument(self.apply, 1)
 
 
-def graph_pass(*ops: str, **constants: Any) -> Callable[[Callable[..., Any]], GraphPass]:
-    """Declare a graph pass on `ops`; its docstring is the sentence users read, with {NAME} from `constants`."""
+def graph_pass(*ops: str, chip_key: Callable[[str], Any] | None = None, **constants: Any) -> Callable[[Callable[..., Any]], GraphPass]:
+    """Declare a graph pass on `ops`; its docstring is the sentence users read, with {NAME} from `constants`.
+    `chip_key`: for a pass that reads its chip, what of the chip it reads (GraphPass.chip_key)."""
 
     def wrap(func: Callable[..., Any]) -> GraphPass:
-        declared = GraphPass(func.__name__, frozenset(ops), dict(constants), func, sentence_template(func, "graph pass"))
+        declared = GraphPass(func.__name__, frozenset(ops), dict(constants), func, sentence_template(func, "graph pass"), chip_key)
         declared.sentence  # fail at import time if a placeholder has no constant
         return declared
 

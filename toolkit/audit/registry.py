@@ -117,10 +117,11 @@ class RuleRegistry:
 
     def graph_pass(self, *ops: str, **options: Any) -> Callable[[Callable], GraphPass]:
         """`edgedeploy.audit.lowering.graph_pass`, registered here with where the toolchain applies it (options as for rule)."""
+        chip_key = options.pop("chip_key", None)
         scope, constants = self._split(options)
 
         def wrap(func: Callable) -> GraphPass:
-            declared = graph_pass(*ops, **constants)(func)
+            declared = graph_pass(*ops, chip_key=chip_key, **constants)(func)
             self._passes.append((declared, scope))
             return declared
 
