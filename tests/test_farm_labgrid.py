@@ -19,8 +19,10 @@ import threading
 import time
 from pathlib import Path
 
+import jsonschema  # the test extra installs it with labgrid
 import pytest
 
+from edgedeploy.report.schemas import validate
 from tests.helpers import copy_artifact, run_cli
 from tests.measure_helpers import FAST_SESSION_ARGS, make_artifact, write_inventory
 
@@ -94,6 +96,7 @@ def test_two_artifacts_measure_in_parallel_on_two_places(two_boards, loopback_ss
     assert both.returncode == 0, both.stderr
     report = json.loads(both.stdout)
     assert report["schema"] == "edgedeploy.farm-measurement/1" and report["partial"] is False and report["error"] is None
+    validate(report)  # farm-measurement-1.json, closed: every field the merged report has is described
     runs = report["runs"]
     assert sorted(r["place"] for r in runs) == ["cpu-a", "cpu-b"]  # one place each
     assert [r["artifact"] for r in runs] == [str(a) for a in artifacts]
@@ -149,7 +152,8 @@ def test_the_api_pages_farm_block_runs_on_the_farm_as_the_cli_does(two_boards, l
         code = code.replace(old, new)
     monkeypatch.setenv("EDGEDEPLOY_DEVICES", str(farm_inventory(tmp_path, two_boards, loopback_sshd)))
     capfd.readouterr()
-    exec(compile(code, "docs/api.md", "exec"), {"edgedeploy": edgedeploy})
+    namespace = {"edgedeploy": edgedeploy}
+    exec(compile(code, "docs/api.md", "exec"), namespace)
     out, err = capfd.readouterr()
     assert err == ""  # the API prints nothing; the boards' runs report through the result
     lines = out.splitlines()
@@ -158,6 +162,10 @@ def test_the_api_pages_farm_block_runs_on_the_farm_as_the_cli_does(two_boards, l
     assert [(r[0], r[1], r[3]) for r in runs] == [("cpu-a", "measured", "us"), ("cpu-b", "measured", "us")]
     assert all(float(r[2]) > 0 and Path(r[4]).is_file() and Path(r[4]).parent.parent in artifacts for r in runs)
     assert two_boards.holders() == {"cpu-a": None, "cpu-b": None}
+    document = namespace["farm"].to_dict()
+    validate(document)  # the API's result is the document farm-measurement-1.json describes
+    assert [run["board"]["place"] for run in document["runs"]] == [run["place"] for run in document["runs"]]
+    assert all(run["latency"]["after"]["scope"]["device"]["place"] == run["place"] for run in document["runs"])
 
 
 def test_a_place_held_by_another_user_is_waited_for_then_one_sentence(two_boards, loopback_sshd, artifacts, tmp_path):
@@ -235,6 +243,7 @@ def test_coordinator_killed_mid_run_keeps_partial_results_and_restart_frees_plac
     assert "1 of 2 artifact(s) have results, kept and marked partial" in error and "1 were not started" in error
     assert "Traceback" not in stderr
     report = json.loads(out)
+    validate(report)  # a partial report too: a run marked lock_lost, one not started
     first, second = report["runs"]
     assert report["partial"] is True and report["farm"]["coordinator_lost"] is True
     assert first["status"] == "partial" and first["lock_lost"] is True
@@ -330,7 +339,9 @@ def test_a_board_that_fails_ends_in_one_sentence_and_its_place_is_released(two_b
     assert proc.returncode == 10
     (error,) = error_lines(proc.stderr)
     assert "not in known_hosts" in error and "Traceback" not in proc.stderr
-    (run,) = json.loads(proc.stdout)["runs"]
+    report = json.loads(proc.stdout)
+    validate(report)  # a failed run: no latency, its board's record kept
+    (run,) = report["runs"]
     assert run["place"] == "cpu-b" and run["status"] == "failed"
     record = json.loads(Path(run["record_file"]).read_text())  # measure's own record of the failure, with the place
     assert record["partial"] is True and record["latency"]["after"] is None and record["farm"]["place"] == "cpu-b"

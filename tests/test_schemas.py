@@ -163,6 +163,39 @@ def test_fix_inspect_and_the_listings(tmp_path):
     check(cli_json("toolchain", "doctor", "tidl", "--format", "json"))
 
 
+def test_a_broken_farm_measurement_fails_its_schema():
+    """farm-measurement-1.json is not a rubber stamp: a valid report (pipeline.farm's own, of a
+    run whose coordinator was lost before any place was taken) breaks it when a field is wrong,
+    missing or one the schema does not describe. Real farm runs (labgrid's own coordinator and
+    exporter, boards over ssh) are validated in tests/test_farm_labgrid.py."""
+    import copy
+
+    from edgedeploy.pipeline.farm import FarmJob, FarmRequest, FarmRun
+
+    run = FarmRun(FarmRequest(artifacts=[], address="127.0.0.1:20408"), echo=lambda line: None)
+    run.stage.rmdir()  # made for child runs; none is started here
+    run.jobs = [FarmJob(index=0, artifact=Path("/nowhere/model/rk3588"), chip="rk3588", transport="ssh", status="not started", error="not started: the coordinator was lost")]
+    run.lost_error = "the labgrid coordinator at 127.0.0.1:20408 was lost"
+    report = run.report()
+    check(report)
+    assert report["partial"] is True and report["runs"][0]["board"] is None
+    breakages = {
+        "an undescribed field": lambda r: r["runs"][0].update(place_temperature_c=41.5),
+        "an undescribed farm field": lambda r: r["farm"].update(exporters=2),
+        "a status no run ends with": lambda r: r["runs"][0].update(status="running"),
+        "a required field missing": lambda r: r["runs"][0].pop("record_file"),
+        "boards divided": lambda r: r["across_boards"].update(divided=True),
+        "a latency label that is not before/after": lambda r: r["runs"][0]["latency"].update(during={}),
+        "a wrong type": lambda r: r.update(partial="yes"),
+    }
+    for what, breaking in breakages.items():
+        broken = copy.deepcopy(report)
+        breaking(broken)
+        with pytest.raises(jsonschema.ValidationError):
+            validate(broken)
+            pytest.fail(f"{what} passed the schema")
+
+
 def test_every_shipped_schema_was_exercised_by_a_real_document():
     """Runs last in this module: a schema no real output reaches would be a schema of nothing."""
     if len(VALIDATED) < 3:

@@ -9,6 +9,7 @@
     edgedeploy.pipeline.build-result/1   build-result-1.json  `build --format json`
     edgedeploy.gates/1                   gates-1.json         the --fail-on results of build and measure
     edgedeploy.measurement/1             measurement-1.json   `measure` records
+    edgedeploy.farm-measurement/1        farm-measurement-1.json  `measure A B ... --farm` (edgedeploy.measure_farm)
     edgedeploy.latency/1                 latency-1.json       one backend/runner on one device
     edgedeploy.run/1                     run-1.json           one session's result line of a runner
     edgedeploy.bench/1                   bench-1.json         `bench --format json`
