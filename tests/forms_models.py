@@ -972,3 +972,72 @@ MATMUL_FORMS = {
     "rank3_by_rank4": ((4, 16, 16), (2, 1, 16, 8)),
 }
 CASES += [Case(f"matmul_broadcast_{n}", "pool: a MatMul whose batch dimensions broadcast", lambda f=f: broadcast_matmul(*f), ("rk3588",)) for n, f in MATMUL_FORMS.items()]
+
+
+# ---- ESP-DL: grouped Conv (neither group 1 nor depthwise) and opset-9 BatchNormalization ------
+
+
+def grouped_conv(cin: int, cout: int, group: int, kernel: int = 3, stride: int = 1, dilation: int = 1, pad: int | None = None, rank: int = 4) -> onnx.ModelProto:
+    """A plain Conv, then a Conv with `group` groups (cin / group input channels per group), then
+    a Relu: the grouped Conv sits inside the graph, as in ShuffleNet, RegNet and ResNeXt. `pad`:
+    the same on every side (default: kernel // 2 * dilation); `rank` 3 makes the Convs 1-D."""
+    rng = np.random.default_rng(cin * 1000 + cout * 10 + group)
+    pad = kernel // 2 * dilation if pad is None else pad
+    spatial = [10] * (rank - 2)
+    ones = [1] * (rank - 2)
+    inits = [_const("w0", _weights(rng, cin, cin, *ones)), _const("w1", _weights(rng, cout, cin // group, *([kernel] * (rank - 2)))), _const("b1", _weights(rng, cout))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], name="conv_plain", kernel_shape=ones),
+        helper.make_node("Conv", ["c0", "w1", "b1"], ["c1"], name="conv_grouped", kernel_shape=[kernel] * (rank - 2), group=group,
+                         strides=[stride] * (rank - 2), dilations=[dilation] * (rank - 2), pads=[pad] * (2 * (rank - 2))),
+        helper.make_node("Relu", ["c1"], ["y"], name="relu"),
+    ]
+    out = [(s + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1 for s in spatial]
+    return _model(nodes, [_vi("x", [1, cin, *spatial])], [_vi("y", [1, cout, *out])], inits)
+
+
+GROUPED_CONV_FORMS = {
+    # name: (cin, cout, group, kernel, stride, dilation, pad, rank)
+    "group1": (16, 16, 1, 3, 1, 1, None, 4),
+    "depthwise": (16, 16, 16, 3, 1, 1, None, 4),
+    "depthwise_x2": (8, 16, 8, 3, 1, 1, None, 4),
+    "g2_c16": (16, 16, 2, 3, 1, 1, None, 4),
+    "g4_1x1_24to56": (24, 56, 4, 1, 1, 1, None, 4),
+    "g4_cpg8_s2": (32, 32, 4, 3, 2, 1, None, 4),
+    "g4_dil2": (16, 16, 4, 3, 1, 2, None, 4),
+    "g2_nopad": (16, 16, 2, 3, 1, 1, 0, 4),
+    "g8_16to8": (16, 8, 8, 1, 1, 1, None, 4),
+    "g2_1d": (8, 8, 2, 3, 1, 1, None, 3),
+}
+CASES += [Case(f"conv_{name}", "espdl: grouped Conv", lambda f=f: grouped_conv(*f), ("esp32s3",)) for name, f in GROUPED_CONV_FORMS.items()]
+
+
+def batchnorm_probe(opset: int, after: str, rank: int = 4) -> onnx.ModelProto:
+    """A BatchNormalization at `opset` after a plain Conv (`after` conv), a grouped Conv
+    (gconv, 2 groups) or a Relu (relu: nothing to fold it into), on a `rank`-D tensor."""
+    rng = np.random.default_rng(opset * 10 + rank)
+    c = 8
+    spatial = [6] * (rank - 2)
+    ones = [1] * (rank - 2)
+    group = 2 if after == "gconv" else 1
+    inits = [_const("w0", _weights(rng, c, c // group, *ones))]
+    inits += [_const(p, v) for p, v in (("s", 1 + _weights(rng, c)), ("b", _weights(rng, c)), ("m", _weights(rng, c)), ("v", 1 + np.abs(_weights(rng, c))))]
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], name="conv", kernel_shape=ones, group=group)]
+    x = "c0"
+    if after == "relu":
+        nodes.append(helper.make_node("Relu", ["c0"], ["r0"], name="relu0"))
+        x = "r0"
+    attrs = {"spatial": 1} if opset < 9 else {}
+    nodes += [
+        helper.make_node("BatchNormalization", [x, "s", "b", "m", "v"], ["bn"], name="bn", epsilon=1e-5, **attrs),
+        helper.make_node("Relu", ["bn"], ["y"], name="relu1"),
+    ]
+    inputs = [_vi("x", [1, c, *spatial])]
+    if opset <= 9:  # the model zoo's IR 3: every initializer is also a graph input
+        inputs += [_vi(t.name, list(t.dims)) for t in inits]
+    return _model(nodes, inputs, [_vi("y", [1, c, *spatial])], inits, opset=opset, ir_version=3 if opset <= 9 else 8)
+
+
+BATCHNORM_FORMS = {f"bn_op{o}_after_{a}{'' if r == 4 else f'_rank{r}'}": (o, a, r) for o, a, r in [
+    (9, "conv", 4), (9, "gconv", 4), (9, "relu", 4), (9, "relu", 3), (7, "relu", 4), (15, "relu", 4), (15, "gconv", 4)]}
+CASES += [Case(name, "espdl: BatchNormalization by opset and producer", lambda f=f: batchnorm_probe(*f), ("esp32s3",)) for name, f in BATCHNORM_FORMS.items()]

@@ -20,7 +20,7 @@ from edgedeploy.audit.rules import Placement
 from edgedeploy.model import load_model
 from edgedeploy.pipeline.audit import rules_for
 from edgedeploy.targets import find_chip
-from tests.forms_models import CASES, yolo_decode_head
+from tests.forms_models import BATCHNORM_FORMS, CASES, GROUPED_CONV_FORMS, yolo_decode_head
 from tests.helpers import save
 
 VERDICTS = json.loads((Path(__file__).parent / "fixtures" / "forms" / "verdicts.json").read_text())
@@ -77,6 +77,24 @@ def test_the_model_zoo_form_is_unsupported_on_esp_dl_only_where_its_runtime_lack
     assert result["n16"].op_type == "Sum" and result["n16"].placement is Placement.UNSUPPORTED
     others = [n for n in result.values() if n.node not in (*grouped, "n16")]
     assert others and all(n.placement is Placement.ACCELERATOR for n in others)
+
+
+def test_batchnorm_is_placed_alike_at_every_opset_as_esp_ppq_did(tmp_path):
+    """esp-ppq 1.3.12 folds a BatchNormalization of opset 7, 9 or 15 into the Conv before it
+    (grouped or not) and makes a lone one on a 4-D tensor a 1x1 depthwise Conv; a lone one on a
+    3-D tensor stops it. The audit places the BatchNormalization as its producer or esp-ppq did:
+    the opset plays no part."""
+    for name, (opset, after, rank) in BATCHNORM_FORMS.items():
+        toolchain = VERDICTS["cases"][name]["chips"]["esp32s3"]
+        node = {n.node: n for n in audit(tmp_path, name, "esp32s3").nodes}["bn"]
+        if rank == 3 and after == "relu":
+            assert toolchain["failed"] and node.placement is Placement.UNSUPPORTED, name
+        elif after == "gconv":
+            # Folded into a grouped Conv: converted by esp-ppq, run wrongly by ESP-DL (see above).
+            assert toolchain["nodes"]["bn"] == "A" and node.placement is Placement.UNSUPPORTED, name
+        else:
+            assert toolchain["nodes"]["bn"] == "A" and node.placement is Placement.ACCELERATOR, name
+    assert {opset for opset, _, _ in BATCHNORM_FORMS.values()} == {7, 9, 15}
 
 
 # ---- what the audit cannot know: values that follow from shapes the model leaves open ----------
