@@ -79,6 +79,24 @@ def test_the_model_zoo_form_is_unsupported_on_esp_dl_only_where_its_runtime_lack
     assert others and all(n.placement is Placement.ACCELERATOR for n in others)
 
 
+def test_esp_ppq_converts_every_grouped_conv_and_the_audit_says_which_esp_dl_cannot_run(tmp_path):
+    """Probed with esp-ppq 1.3.12 (scripts/probe_forms.py): every grouped Conv came out as an int8
+    layer, whatever its groups, channels per group, kernel, stride, dilation, padding or rank. The
+    ESP-DL runtime runs any group other than 1 with its depthwise kernel (one filter and one
+    output channel per input channel), so the audit keeps the Conv on the accelerator only where
+    that is what the model says: group 1, or group = input channels = output channels."""
+    kinds = set()
+    for name, (cin, cout, group, *_rest) in GROUPED_CONV_FORMS.items():
+        toolchain = VERDICTS["cases"][f"conv_{name}"]["chips"]["esp32s3"]
+        assert toolchain["failed"] is None and toolchain["nodes"]["conv_grouped"] == "A", name
+        node = {n.node: n for n in audit(tmp_path, f"conv_{name}", "esp32s3").nodes}["conv_grouped"]
+        as_written = group == 1 or group == cin == cout
+        kinds.add(as_written)
+        assert node.placement is (Placement.ACCELERATOR if as_written else Placement.UNSUPPORTED), name
+        assert ([v.rule for v in node.violations] == ["conv_group_1_or_depthwise"]) is not as_written, name
+    assert kinds == {True, False}
+
+
 def test_batchnorm_is_placed_alike_at_every_opset_as_esp_ppq_did(tmp_path):
     """esp-ppq 1.3.12 folds a BatchNormalization of opset 7, 9 or 15 into the Conv before it
     (grouped or not) and makes a lone one on a 4-D tensor a 1x1 depthwise Conv; a lone one on a

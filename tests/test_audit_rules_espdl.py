@@ -36,6 +36,7 @@ CASES = [
     ("Add of 5-D tensors", lambda: single("Add", [x4(shape=(1, 2, 2, 2, 2)), x4("z", (1, 2, 2, 2, 2))], [tensor("y", 5)]), "esp32s3", "int8", Placement.UNSUPPORTED, "at_most_4d", 5),
     ("3-D convolution", lambda: single("Conv", [x4(shape=(1, 4, 4, 4, 4)), "w"], [tensor("y", 5)], [const("w", np.zeros((4, 4, 1, 1, 1), np.float32))]), "esp32s3", "int8", Placement.UNSUPPORTED, "spatial_1d_or_2d", 3),
     ("grouped convolution", lambda: single("Conv", [x4(), "w"], [tensor("y", 4)], [const("w", np.zeros((4, 2, 3, 3), np.float32))], group=2, pads=[1, 1, 1, 1]), "esp32p4", "int8", Placement.UNSUPPORTED, "conv_group_1_or_depthwise", 2),
+    ("depthwise convolution with a channel multiplier", lambda: single("Conv", [x4(), "w"], [tensor("y", 4)], [const("w", np.zeros((8, 1, 3, 3), np.float32))], group=4, pads=[1, 1, 1, 1]), "esp32s3", "int8", Placement.UNSUPPORTED, "conv_group_1_or_depthwise", 4),
     ("dilated max pooling", lambda: single("MaxPool", [x4()], [tensor("y", 4)], kernel_shape=[2, 2], dilations=[2, 2]), "esp32s3", "int8", Placement.UNSUPPORTED, "pool_without_dilation", [2, 2]),
     ("pad in wrap mode", lambda: single("Pad", [x4(), "pads"], [tensor("y", 4)], [const("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))], opset=19, mode="wrap"), "esp32s3", "int8", Placement.UNSUPPORTED, "pad_not_wrap", "wrap"),
     ("cubic resize", lambda: single("Resize", [x4(), "", "scales"], [tensor("y", 4)], [const("scales", np.array([1, 1, 2, 2], np.float32))], mode="cubic"), "esp32s3", "int8", Placement.UNSUPPORTED, "resize_limits", "cubic"),

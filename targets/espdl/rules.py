@@ -359,21 +359,39 @@ def spatial_1d_or_2d(node: NodeView, chip: str):
 
 
 # ESP-DL's Conv module (esp-dl dl/module/include/dl_module_conv.hpp, forward_args_impl and
-# get_output_shape) calls its depthwise kernel for every group other than 1. esp-ppq does not
-# check this: it quantises and exports a grouped Conv like a depthwise one (its export_patterns.py
-# lays out every group > 1 filter as depthwise), so the corpus verdicts of onnx_zoo_shufflenet
-# (group 4) and regnet_y_400mf (8 channels per group) show these Convs converted to int8.
-@RULES.rule("Conv", placement=Placement.UNSUPPORTED, ALLOWED="1 or the number of input channels (depthwise)", VERSION=ESP_DL_VERSION, PPQ=ESP_PPQ_VERSION)
+# get_output_shape) calls its depthwise kernel for every group other than 1, and gives such a
+# Conv as many output channels as input channels; its depthwise kernels take one filter per
+# channel (dl_c_dwconv.hpp: hwc1). esp-ppq does not check any of this: it quantises and exports
+# every grouped Conv like a depthwise one (export_patterns.py lays out every group > 1 filter as
+# depthwise). Probed with esp-ppq 1.3.12 (tests/forms_models.py GROUPED_CONV_FORMS, verdicts in
+# tests/fixtures/forms/verdicts.json): groups of 2, 4 and 8 with 2 to 8 channels per group,
+# 1x1 and 3x3 kernels, stride 2, dilation 2, no padding, 1-D, and a depthwise Conv with two
+# output channels per input channel all come out as int8 layers; so do the corpus's
+# onnx_zoo_shufflenet (group 4) and regnet_y_400mf (8 channels per group). The placement here
+# is what the ESP-DL runtime does with them, which esp-ppq's verdict cannot show (unverifiable).
+@RULES.rule("Conv", placement=Placement.UNSUPPORTED, ALLOWED="1, or the number of input channels with as many output channels (depthwise)", VERSION=ESP_DL_VERSION, PPQ=ESP_PPQ_VERSION)
 def conv_group_1_or_depthwise(node: NodeView, chip: str):
-    """ESP-DL {VERSION}'s Conv takes group = {ALLOWED}: it runs every other group with its depthwise kernel, so a grouped convolution in between does not compute what the model says, although esp-ppq {PPQ} converts it without a word. Workaround: split it into one Conv per group on channel slices (Split, Convs, Concat), or train with group 1 or depthwise."""
+    """ESP-DL {VERSION}'s Conv takes group = {ALLOWED}: it runs every other group with its depthwise kernel, one filter and one output channel per input channel, so a grouped convolution in between, or a depthwise one with a channel multiplier, does not compute what the model says, although esp-ppq {PPQ} converts it without a word. Workaround: split it into one Conv per group on channel slices (Split, Convs, Concat), or train with group 1 or a plain depthwise Conv."""
     group = int(node.attr("group", 1))
     if group == 1:
         return None
-    x = node.input(0)
-    channels = x.shape[1] if x is not None and x.shape is not None and len(x.shape) > 1 else None
-    if isinstance(channels, int) and group == channels:
+    channels = _channels(node.input(0))
+    outputs = _channels(node.output(0))
+    weight = node.input(1)
+    if outputs is None and weight is not None and weight.shape:
+        outputs = weight.shape[0] if isinstance(weight.shape[0], int) else None
+    if isinstance(channels, int) and group == channels and outputs in (channels, None):
         return None
-    return Offence(group, f"group {group}, input channels {channels if channels is not None else 'unknown'}")
+    return Offence(group, f"group {group}, input channels {_known(channels)}, output channels {_known(outputs)}")
+
+
+def _channels(t: TensorView | None) -> int | None:
+    c = t.shape[1] if t is not None and t.shape is not None and len(t.shape) > 1 else None
+    return c if isinstance(c, int) else None
+
+
+def _known(value) -> str:
+    return "unknown" if value is None else str(value)
 
 
 @RULES.rule("AveragePool", "MaxPool", placement=Placement.UNSUPPORTED, VERSION=ESP_DL_VERSION)
