@@ -10,6 +10,7 @@ import inspect
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -119,6 +120,72 @@ def test_a_target_option_by_name_reaches_the_targets_options(tmp_path):
     keyword = meta["flag"].lstrip("-").replace("-", "_")
     assert keyword != field.name
     assert getattr(_target_options(target, None, {keyword: value}), field.name) == expected
+
+
+def test_builds_keywords_and_the_commands_options_come_from_one_definition():
+    """Every shared option of BuildOptions is a keyword of edgedeploy.build (with its default) and
+    a parameter of `edgedeploy build` by the same name; so is one added once, to a BuildOptions of
+    its own: nothing else is edited for it to reach the API and the command."""
+    import dataclasses
+
+    import click
+    from click.testing import CliRunner
+
+    from edgedeploy.api import _shared_build_keywords
+    from edgedeploy.cli.build_cmd import build_command, shared_build_options
+    from edgedeploy.pipeline.build_options import BuildOptions, shared_option
+
+    keywords = {name: p.default for name, p in inspect.signature(edgedeploy.build).parameters.items() if p.kind is p.KEYWORD_ONLY}
+    declared = {name: default for name, default, _ in BuildOptions.keyword_options()}
+    assert len(declared) >= 16 and {"out", "calib", "eval", "timeout_s", "input_shapes"} <= set(declared)
+    assert {name: keywords[name] for name in declared} == declared
+    assert set(declared) <= {p.name for p in build_command.params}
+    for name in declared:
+        assert f"    {name}: " in edgedeploy.build.__doc__
+
+    @dataclasses.dataclass
+    class WithAKnob(BuildOptions):
+        knob_level: int = shared_option("--knob-level", "How far to turn the knob.", 3, type=int, minimum=0)
+
+    def build(model, chip, *, progress=None, **options):
+        """A stand-in for edgedeploy.build."""
+
+    wrapped = _shared_build_keywords(build, WithAKnob)
+    assert inspect.signature(wrapped).parameters["knob_level"].default == 3 and "knob_level: How far" in wrapped.__doc__
+    command = click.command()(shared_build_options(lambda **values: print(values["knob_level"], values["timeout_s"]), WithAKnob))
+    assert "--knob-level" in CliRunner().invoke(command, ["--help"]).output
+    ran = CliRunner().invoke(command, ["--knob-level", "5"])
+    knob, timeout = ran.output.split()
+    assert ran.exit_code == 0 and int(knob) == 5 and float(timeout) == declared["timeout_s"], ran.output  # given, and the shared default
+    assert "--knob-level" in CliRunner().invoke(command, ["--knob-level", "-1"]).output  # its bounds hold on the command line
+    assert WithAKnob.from_keywords({"knob_level": 5, "timeout_s": 9}).knob_level == 5
+
+
+def test_the_api_pages_list_of_builds_keywords_is_the_declared_one():
+    import re
+
+    from edgedeploy.pipeline.build_options import BuildOptions
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    listed = page.split("`build`'s keyword options are the command's shared options (", 1)[1].split(")", 1)[0]
+    assert re.findall(r"`(\w+)`", listed) == [name for name, _, _ in BuildOptions.keyword_options()]
+
+
+@pytest.mark.parametrize(
+    "keyword, nearest",
+    [("calib_cont", "calib_count"), ("timeout", "timeout_s"), ("optimisation_level", "optimization_level"), ("rknn_optimisation_level", "rknn_optimization_level"), ("colour_space", None)],
+)
+def test_an_unknown_build_keyword_is_one_sentence_naming_it_and_the_nearest(tmp_path, capfd, keyword, nearest):
+    with pytest.raises(OptionError) as raised:
+        edgedeploy.build(None, "rk3588", out=tmp_path, **{keyword: 1})
+    sentence = str(raised.value)
+    assert "\n" not in sentence and sentence.startswith(f"{keyword}= is not an option of edgedeploy.build or of the RKNN target")
+    if nearest:
+        assert sentence.endswith(f"did you mean {nearest}=?")
+    else:  # nothing close: the options, the shared ones and the target's
+        assert "the options are: out, force," in sentence and "optimization_level" in sentence
+    assert not any(tmp_path.iterdir())  # refused before any work
+    assert capfd.readouterr() == ("", "")
 
 
 def test_bench_times_the_sample_and_prints_nothing(capfd):

@@ -105,16 +105,10 @@ def _model_path(model: str | Path | None, progress: _Progress) -> Path:
 
 
 def _input_shapes(shapes: Mapping[str, Sequence[int]] | Sequence[str] | None) -> dict:
-    """{input name: dims} from a mapping, or from the CLI's NAME=1x3x224x224 strings."""
-    if not shapes:
-        return {}
-    if isinstance(shapes, Mapping):
-        return {str(name): tuple(int(d) for d in dims) for name, dims in shapes.items()}
-    if isinstance(shapes, str):
-        shapes = [shapes]
-    from edgedeploy.model import parse_input_shape_options
+    """{input name: dims} from a mapping, or from the CLI's NAME=1x3x224x224 strings (as build reads them)."""
+    from edgedeploy.pipeline.build_options import input_shapes_from
 
-    return parse_input_shape_options(list(shapes))
+    return input_shapes_from(shapes)
 
 
 def _optional_path(value: str | Path | None) -> Path | None:
@@ -398,91 +392,77 @@ def load_artifact(path: str | Path) -> Artifact:
     )
 
 
-def build(
-    model: str | Path | None,
-    chip: str,
-    *,
-    calib: str | Path | None = None,
-    eval: str | Path | None = None,  # noqa: A002 - the CLI's --eval, by its name
-    out: str | Path = DEFAULT_OUT,
-    force: bool = False,
-    precision: str | None = None,
-    input_shapes: Mapping[str, Sequence[int]] | Sequence[str] | None = None,
-    calib_count: int | None = None,
-    eval_count: int | None = None,
-    allow_nonfinite: bool = False,
-    preprocess: Any = None,
-    metric: str = "auto",
-    metric_output: str = "auto",
-    fix: bool = False,
-    allow_approx: bool = False,
-    device: str | None = None,
-    timeout_s: float = 1800.0,
-    target_options: Any = None,
-    progress: ProgressCallback | None = None,
-    **options: Any,
-) -> Artifact:
+def build(model: str | Path | None, chip: str, *, target_options: Any = None, progress: ProgressCallback | None = None, **options: Any) -> Artifact:
     """Build `model` for one chip: audit, convert with the vendor's toolchain, generate the project, verify.
 
     The artifact is written atomically to `out`/<model>/<chip>/ and never replaces an existing
     one unless `force`. `calib`/`eval`: .npz, a folder of .npy, or a folder of images (with
     `preprocess`, a spec string like the CLI's --preprocess or a PreprocessSpec); left out for
-    the bundled sample, its own splits. `**options`: the chip's target's own options by field
-    name, or its flag's as a keyword (`edgedeploy build --help` lists them per vendor:
+    the bundled sample, its own splits. `input_shapes`: a mapping, or the CLI's NAME=1x3x224x224
+    strings. Any other keyword is an option of the chip's target, by its field name or its
+    flag's as a keyword (`edgedeploy build --help` lists them per vendor:
     `--rknn-optimization-level` is `optimization_level=` or `rknn_optimization_level=`);
-    `target_options`: that target's options object as a whole instead. Raises the
-    failure's EdgedeployError (ToolchainMissing, ModelError, ...), whose exit_code is the CLI's.
+    `target_options`: that target's options object as a whole instead. A keyword that is
+    neither is an OptionError naming it (and the nearest valid one). Raises the failure's
+    EdgedeployError (ToolchainMissing, ModelError, ...), whose exit_code is the CLI's.
+
+    The shared keywords (the signature) are `edgedeploy build`'s options, declared once in
+    edgedeploy.pipeline.build_options.BuildOptions:
     """
-    from edgedeploy.datasets import PreprocessSpec, parse_preprocess
-    from edgedeploy.pipeline.build import BuildOptions, run_build
+    from edgedeploy.pipeline.build import run_build
+    from edgedeploy.pipeline.build_options import BuildOptions
     from edgedeploy.targets import find_chip
 
     target, chip_info = find_chip(chip)
-    if isinstance(preprocess, str) or preprocess is None:
-        preprocess = parse_preprocess(preprocess)
-    elif not isinstance(preprocess, PreprocessSpec):
-        raise OptionError(f"preprocess must be a spec string or a PreprocessSpec, not {type(preprocess).__name__}.")
-    build_options = BuildOptions(
-        out_root=Path(out),
-        force=force,
-        input_shapes=_input_shapes(input_shapes),
-        precision=precision,
-        calib=_optional_path(calib),
-        calib_count=calib_count,
-        eval=_optional_path(eval),
-        eval_count=eval_count,
-        allow_nonfinite=allow_nonfinite,
-        preprocess=preprocess,
-        metric=metric,
-        metric_output=metric_output,
-        device=device,
-        fix=fix,
-        allow_approx=allow_approx,
-        worker_timeout_s=timeout_s,
-        target_options={target.id: _target_options(target, target_options, options)},
-    )
+    shared = BuildOptions.keywords()
+    own = {name: value for name, value in options.items() if name not in shared}
+    chosen = _target_options(target, target_options, own, shared)
+    build_options = BuildOptions.from_keywords({name: value for name, value in options.items() if name in shared}, target_options={target.id: chosen})
     with _Progress(progress).capturing_warnings() as echo:
         dest = run_build(_model_path(model, echo), chip_info.id, build_options, echo=echo, progress=echo.tool)
     built = load_artifact(dest)
     return _with_warnings(built, echo.warnings)
 
 
-def _target_options(target, whole: Any, given: dict):
-    """The target's options object: `whole` as it is, or one made from the field names given."""
+def _shared_build_keywords(function: Callable, options_type=None) -> Callable:
+    """`function` (build) with its signature and docstring showing the shared options of
+    BuildOptions (or `options_type`) as keywords, with their defaults and help: what
+    `help(edgedeploy.build)`, an editor and the CLI (cli.options.api_keywords) read."""
+    import inspect
+
+    from edgedeploy.pipeline.build_options import BuildOptions
+
+    shared = (options_type or BuildOptions).keyword_options()
+    signature = inspect.signature(function)
+    params = list(signature.parameters.values())
+    keywords = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default) for name, default, _ in shared]
+    function.__signature__ = signature.replace(parameters=params[:2] + keywords + params[2:])
+    function.__doc__ = f"{function.__doc__.rstrip()}\n\n" + "\n".join(f"    {name}: {meta['help']}" for name, _, meta in shared) + "\n"
+    return function
+
+
+build = _shared_build_keywords(build)
+
+
+def _target_options(target, whole: Any, given: dict, shared: Mapping[str, Any] = ()):
+    """The target's options object: `whole` as it is, or one made from the field names given; a
+    keyword that is neither the target's nor one of `shared` (build's) is one OptionError sentence."""
     if whole is not None:
         if given:
             raise OptionError("Give the target's options either as target_options= or by name, not both.")
         if not isinstance(whole, target.options_type):
             raise OptionError(f"target_options must be a {target.options_type.__name__} for {target.name}, not {type(whole).__name__}.")
         return whole
+    from edgedeploy.pipeline.build_options import unknown_keyword_error
+
     declared = target.options_type.declared()
     # A field's name, or its flag's spelled as a keyword (--rknn-optimization-level: rknn_optimization_level).
     by_name = {f.name: f.name for f, _ in declared}
     by_name.update({meta["flag"].lstrip("-").replace("-", "_"): f.name for f, meta in declared})
-    unknown = sorted(set(given) - set(by_name))
-    if unknown:
-        listed = ", ".join(f.name for f, _ in declared) or "none"
-        raise OptionError(f"{', '.join(unknown)}: not an option of build or of the {target.name} target (its options: {listed}).")
+    for name in given:
+        if name not in by_name:
+            listed = [*shared, *(f.name for f, _ in declared)]
+            raise unknown_keyword_error(name, [*shared, *by_name], listed, f"edgedeploy.build or of the {target.name} target")
     return target.options_type.from_values({by_name[name]: value for name, value in given.items()})
 
 

@@ -1,8 +1,9 @@
 """`edgedeploy build`: audit, convert, generate and verify a model for one or more target chips.
 
-The shared options are declared here; each target's own options come from its options
-dataclass (Target.options_type), are parsed once into that dataclass, and are shown in
-`--help` in a section per vendor. This command names no vendor option itself.
+The shared options are BuildOptions' fields (pipeline/build_options.py, declared once for this
+command and edgedeploy.build); each target's own options come from its options dataclass
+(Target.options_type), are parsed once into that dataclass, and are shown in `--help` in a
+section per vendor. This command names no vendor option itself.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from edgedeploy.cli.options import AbsolutePath, api_keywords, input_shape_option, model_argument, parse_shapes, resolve_model
+from edgedeploy.cli.options import AbsolutePath, api_keywords, model_argument, parse_shapes, resolve_model
 from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
 from edgedeploy.cli.project import project_options
 from edgedeploy.errors import EXIT_GATE_FAILED, EXIT_GENERATED_ONLY, EdgedeployError, OptionError, TargetError
@@ -106,6 +107,38 @@ def vendor_option_param(target, field_name: str, meta: dict, default) -> click.O
     return option
 
 
+def shared_click_option(name: str, meta: dict, default):
+    """One shared build option (a BuildOptions field made with pipeline.build_options.shared_option)
+    as a click option decorator; the parameter is named as edgedeploy.build's keyword, so its
+    value is forwarded by that name (api_keywords)."""
+    kwargs: dict = {"help": meta["help"], "show_default": meta.get("show_default", False)}
+    if meta.get("is_flag"):
+        kwargs["is_flag"] = True
+    elif meta.get("multiple"):
+        kwargs["multiple"] = True
+    else:
+        kwargs["default"] = default
+    if meta.get("choices"):
+        kwargs["type"] = click.Choice(list(meta["choices"]))
+    elif meta.get("path"):
+        kwargs["type"] = AbsolutePath(exists=True, path_type=Path) if meta["path"] == "exists" else AbsolutePath(file_okay=False, path_type=Path)
+    elif meta.get("type") in (int, float):
+        kwargs["type"] = (click.IntRange if meta["type"] is int else click.FloatRange)(min=meta.get("minimum"))
+    if meta.get("metavar"):
+        kwargs["metavar"] = meta["metavar"]
+    return click.option(meta["flag"], *([meta["short"]] if meta.get("short") else []), name, **kwargs)
+
+
+def shared_build_options(func, options_type=None):
+    """build's shared options, one per field of BuildOptions (or `options_type`): declared once
+    (pipeline/build_options.py) for this command and edgedeploy.build alike, in the fields' order."""
+    from edgedeploy.pipeline.build_options import BuildOptions
+
+    for name, default, meta in reversed((options_type or BuildOptions).keyword_options()):
+        func = shared_click_option(name, meta, default)(func)
+    return func
+
+
 def target_options_from(values: dict, chips_built: list) -> dict:
     """{target id: its options dataclass} from the command's parsed values; a warning for options of targets not built."""
     from edgedeploy.targets import all_targets
@@ -128,22 +161,7 @@ def target_options_from(values: dict, chips_built: list) -> dict:
 @click.command("build", cls=VendorOptionsCommand)
 @model_argument
 @click.option("--target", "targets", multiple=True, metavar="CHIP", help="Target chip (repeatable); see `edgedeploy targets`. Default: the project file's targets.")
-@click.option("--out", "-o", "out", type=AbsolutePath(file_okay=False, path_type=Path), default=Path("edgedeploy-out"), show_default=True, help="Artifacts go to OUT/<model>/<chip>/.")
-@click.option("--force", is_flag=True, help="Replace an existing artifact directory.")
-@input_shape_option
-@click.option("--precision", type=click.Choice(["int8", "int16", "fp16", "fp32"]), default=None, help="Quantisation precision (default: the chip's first, usually int8).")
-@click.option("--calib", type=AbsolutePath(exists=True, path_type=Path), help="Calibration data: .npz, a folder of .npy, or a folder of images (with --preprocess). Default: the sample's calibration split.")
-@click.option("--calib-count", type=click.IntRange(min=1), help="Use the first N calibration samples.")
-@click.option("--eval", "eval", type=AbsolutePath(exists=True, path_type=Path), help="Evaluation data for accuracy before/after (same formats). Default: the sample's held-out split.")
-@click.option("--eval-count", type=click.IntRange(min=1), help="Use the first N evaluation samples.")
-@click.option("--allow-nonfinite", is_flag=True, help="Accept NaN, infinite or complex values in --calib and --eval data (refused by default); a warning says so.")
-@click.option("--preprocess", metavar="SPEC", help="Image preprocessing: size=HxW,scale=1/255,mean=a;b;c,std=a;b;c,layout=NCHW|NHWC,channels=RGB|BGR|GRAY, or a .json file (quote it in a shell: ';' ends a command).")
-@click.option("--metric", type=click.Choice(["auto", "top1", "auroc", "fidelity"]), default="auto", show_default=True, help="Task metric for accuracy before/after: top-1 for classifiers, macro-AUROC for multi-label outputs, or output fidelity only.")
-@click.option("--metric-output", default="auto", show_default=True, metavar="NAME|auto", help="The output the task metric is computed on; auto prefers a Softmax/Sigmoid output whose width fits the labels.")
-@click.option("--fix", "fix", is_flag=True, help="Run `edgedeploy fix` for each chip first: rewrites that move nodes onto its accelerator, kept only within their tolerance.")
-@click.option("--allow-approx", is_flag=True, help="With --fix: also allow approximations (e.g. tanh GELU); their error is reported.")
-@click.option("--device", metavar="NAME", help="Device (from the inventory) to build on, for toolchains that run on the device (TensorRT).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=1800, show_default=True, help="Time-out in seconds for each toolchain run.")
+@shared_build_options
 @click.option("--fail-fast", is_flag=True, help="Stop at the first chip that fails (default: build every chip, then summarise).")
 @click.option("--allow-generated", is_flag=True, help="Count a project generated but not compiled here (TIDL without TI's tools) as built for the exit status.")
 @click.option("--fail-on", "fail_on", multiple=True, metavar="[CHIP:]KEY=VALUE", help=FAIL_ON_HELP)

@@ -45,7 +45,8 @@ def api_keywords(function, values: dict) -> dict:
     """The command's parsed values that are `function`'s keyword-only parameters, taken out of `values`.
 
     A command whose options are named as its edgedeploy.api function's keywords forwards them by
-    name, so a new option is added to the API and its click option, never to a third list here.
+    name, so a new option is added to the API and its click option, never to a third list here
+    (build's are both made from one declaration, pipeline/build_options.py's BuildOptions).
     """
     import inspect
 

@@ -24,79 +24,28 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import onnx
 
 from edgedeploy import __version__
-from edgedeploy.artifacts import DEFAULT_OUT, ArtifactBuilder, artifact_dir, atomic_write_json
+from edgedeploy.artifacts import ArtifactBuilder, artifact_dir, atomic_write_json
 from edgedeploy.audit.confirm import compare
 from edgedeploy.audit.engine import audit_model
-from edgedeploy.datasets import Dataset, PreprocessSpec, load_dataset, model_input_specs
+from edgedeploy.datasets import Dataset, load_dataset, model_input_specs
 from edgedeploy.errors import EdgedeployError, OptionError, ToolchainFailed
 from edgedeploy.measure.reference import ReferenceError, ReferenceRunner, default_cache_dir
 from edgedeploy.measure.verify import headline_line, output_producers, verify
-from edgedeploy.model import InputShapes, LoadedModel, load_model
+from edgedeploy.model import LoadedModel, load_model
 from edgedeploy.pipeline.convert import run_conversion, toolchain_environment
-from edgedeploy.records import record_fields
 from edgedeploy.sample import is_sample, sample_calibration_path, sample_eval_path, sample_preprocess
 from edgedeploy.targets import find_chip
 from edgedeploy.targets.base import BuildContext, BuildData, Capability, ConvertResult, SimulationResult, TargetOptions
 from edgedeploy.toolchains.executor import Executor, Progress
 
 from edgedeploy.report.schema import REPORT_SCHEMA  # noqa: E402,F401 - one definition, in the report schema
-
-
-@dataclass
-class BuildOptions:
-    """What the user asked for, shared by every target; `target_options` maps a target id to its own options."""
-
-    out_root: Path = DEFAULT_OUT
-    force: bool = False
-    input_shapes: InputShapes = field(default_factory=dict)
-    precision: str | None = None
-    calib: Path | None = None
-    calib_count: int | None = None
-    eval: Path | None = None
-    eval_count: int | None = None
-    allow_nonfinite: bool = False  # let NaN, infinities and complex data through, with a warning
-    preprocess: PreprocessSpec | None = None
-    metric: str = "auto"
-    metric_output: str = "auto"
-    device: str | None = None
-    worker_timeout_s: float = 1800.0
-    fix: bool = False  # run `edgedeploy fix` for this chip before converting
-    allow_approx: bool = False  # let that fix use approximations (their error is reported)
-    target_options: dict[str, TargetOptions] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        # Workers run in folders of their own: every path a build hands on must be absolute
-        # (the CLI makes them so; this covers callers of the Python API).
-        self.out_root = Path(self.out_root).absolute()
-        self.calib = Path(self.calib).absolute() if self.calib is not None else None
-        self.eval = Path(self.eval).absolute() if self.eval is not None else None
-
-    def options_for(self, target) -> TargetOptions:
-        """The target's own options (its defaults when the user gave none)."""
-        given = self.target_options.get(target.id)
-        return given if given is not None else target.options_type()
-
-    def to_dict(self, target=None) -> dict:
-        data = {
-            "input_shapes": {k: list(v) for k, v in self.input_shapes.items()},
-            "precision": self.precision,
-            "calib": str(self.calib) if self.calib else None,
-            "calib_count": self.calib_count,
-            "eval": str(self.eval) if self.eval else None,
-            **record_fields(self, "eval_count", "allow_nonfinite"),
-            "preprocess": self.preprocess.to_dict() if self.preprocess else None,
-            **record_fields(self, "metric", "metric_output", "device", "fix", "allow_approx"),
-        }
-        if target is not None:
-            data["target_options"] = self.options_for(target).to_dict()
-        return data
+from edgedeploy.pipeline.build_options import BuildOptions  # noqa: E402 - declared apart: `build --help` reads it without onnx
 
 
 def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Callable[[str], None], progress: Progress | None = None) -> Path:
