@@ -57,13 +57,16 @@ def test_the_audit_places_each_form_as_the_toolchain_did(tmp_path, name, chip):
     result = audit(tmp_path, name, chip)
     verdict = recorded(name, chip)
     found = compare(result, verdict)
-    assert found["disagreements"] == [], f"{name} on {chip}: {found['disagreements']}"
+    # A node the audit places only as a best guess (uncertain, with its reason) is what --confirm
+    # settles; it is counted apart, as the pool's score does (scripts/corpus/agreement.py).
+    uncertain = {n.node for n in result.nodes if n.uncertain}
+    assert [d for d in found["disagreements"] if d["node"] not in uncertain] == [], f"{name} on {chip}: {found['disagreements']}"
     if verdict.failed is None:
         # The same set of nodes off the accelerator, among those the toolchain reports and can
         # observe (esp-ppq cannot tell what the ESP-DL runtime lacks: those are unverifiable).
-        unverifiable = set(found["unverifiable"])
-        off = {n.node for n in result.nodes if n.placement is not Placement.ACCELERATOR and n.node in verdict.nodes and n.node not in unverifiable}
-        assert off == {n for n, v in verdict.nodes.items() if v.placement is not Placement.ACCELERATOR and n not in unverifiable}
+        apart = set(found["unverifiable"]) | uncertain
+        off = {n.node for n in result.nodes if n.placement is not Placement.ACCELERATOR and n.node in verdict.nodes and n.node not in apart}
+        assert off == {n for n, v in verdict.nodes.items() if v.placement is not Placement.ACCELERATOR and n not in apart}
 
 
 def test_the_model_zoo_form_is_unsupported_on_esp_dl_only_where_its_runtime_lacks_the_kernel(tmp_path):

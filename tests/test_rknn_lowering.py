@@ -398,3 +398,38 @@ def test_a_detection_heads_levels_laid_out_by_anchors_reshape_on_the_cpu_when_k_
     for flat in ("flat0", "flat1"):
         assert (on_3588[flat].placement is Placement.FALLBACK) is (anchors > 1 and k % 16 != 0), flat
         assert on_3566[flat].placement is Placement.FALLBACK, flat
+
+
+# --- a feature map's swap into tokens (issue 27 pool, rk3566) ----------------------------------
+
+
+@pytest.mark.parametrize("form,side", [("pooled", 4), ("round_trip", 4), ("round_trip", 5)])
+def test_a_token_swap_beside_the_maps_reshape_has_no_cpu_layer(tmp_path, form, side):
+    from tests.forms_models import token_swap
+
+    placed = place(tmp_path, token_swap(form, 32, side), "rk3566")
+    swaps = [n for n in placed.values() if n.op_type == "Transpose"]
+    assert swaps and all(n.placement is Placement.ACCELERATOR and n.folded for n in swaps)
+    # The maps's flattening Reshape is no head split: no unaligned-head CPU Reshape (4 or 5 wide).
+    assert placed["flatten"].placement is Placement.ACCELERATOR
+
+
+def test_a_token_swap_that_reaches_a_3d_model_output_is_uncertain(tmp_path):
+    from tests.forms_models import token_swap
+
+    swap = place(tmp_path, token_swap("tokens_out", 32, 4), "rk3566")["to_tokens"]
+    assert swap.placement is Placement.FALLBACK and swap.uncertain and "3-D model output" in swap.uncertain
+
+
+@pytest.mark.parametrize("side,one_row", [(10, False), (6, False), (8, False), (4, True)])
+def test_tokens_regrouped_into_areas_reshape_on_the_cpu_unless_each_area_is_one_row(tmp_path, side, one_row):
+    from tests.forms_models import token_swap
+
+    placed = place(tmp_path, token_swap("areas", 32, side), "rk3566")
+    regroup, swap = placed["to_areas"], placed["to_tokens"]
+    if one_row:
+        assert regroup.placement is Placement.ACCELERATOR and swap.placement is Placement.ACCELERATOR
+    else:
+        assert regroup.placement is Placement.FALLBACK and not regroup.uncertain and "not single rows" in regroup.reason
+        assert swap.uncertain  # the CPU layers are named after the Reshape, and the Transpose or not
+    assert all(n.placement is Placement.ACCELERATOR for n in place(tmp_path, token_swap("areas", 32, side), "rk3588").values())

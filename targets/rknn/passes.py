@@ -643,6 +643,139 @@ def transpose_between_reshape_and_softmax_joins_the_reshape(graph, chip):
             graph.fuse([before, node], "Reshape", leader=before)
 
 
+# A 3-D tensor [N, T, C] is held by the toolkit as the 4-D (N, C, 1, T): its last axis as the
+# channels. So [N, C, H, W] -> Reshape [N, C, H*W] -> Transpose [0, 2, 1] -> [N, H*W, C] (a
+# feature map flattened into tokens) is the same memory as the map, and the way back too.
+TOKEN_SWAP = [0, 2, 1]
+TOKEN_STREAM_ATTRIBUTE = "rknn_token_stream_output"
+TOKEN_REGROUP_ATTRIBUTE = "rknn_token_swap_regrouped"
+
+
+def _map_flatten(node) -> tuple[int, ...] | None:
+    """The map [N, C, H, W] of a Reshape [N, C, H, W] -> [N, C, H*W] (read before a token swap: an
+    output shape the exporter computed and inference left open is taken to be that one); else None."""
+    x, out = _static_shape(node.inputs[0]) if node.inputs else None, _static_shape(node.outputs[0]) if node.outputs else None
+    if node.op_type != "Reshape" or x is None or len(x) != 4:
+        return None
+    return x if not out or out == (x[0], x[1], x[2] * x[3]) else None
+
+
+def _map_unflatten(node) -> bool:
+    """A Reshape [N, C, H*W] -> [N, C, H, W]."""
+    x, out = _static_shape(node.inputs[0]) if node.inputs else None, _static_shape(node.outputs[0]) if node.outputs else None
+    return node.op_type == "Reshape" and x is not None and out is not None and len(out) == 4 and x == (out[0], out[1], out[2] * out[3])
+
+
+def _keeps_batch(node, batch: int, forward: bool) -> bool:
+    """A reshape on the token side that keeps the leading axis (else the tokens are regrouped,
+    as area attention does, and the swap is a real Transpose layer)."""
+    if node.op_type not in ("Reshape", "Flatten"):
+        return True
+    other = _static_shape(node.outputs[0] if forward else node.inputs[0])
+    return other is not None and len(other) > 0 and other[0] == batch
+
+
+def _regroups_tokens(node, batch: int) -> bool:
+    """A Reshape [N, T, C] -> [N*A, T/A, C] (the tokens regrouped on the leading axis)."""
+    out = _static_shape(node.outputs[0]) if node.outputs else None
+    return node.op_type == "Reshape" and out is not None and len(out) == 3 and out[0] != batch
+
+
+def _reaches_3d_output(graph, node, limit: int = 4000) -> bool:
+    """Whether the token stream from `node` (through rank-3 tensors only) reaches a 3-D model output."""
+    frontier, seen = [node.outputs[0]], set()
+    while frontier and len(seen) < limit:
+        tensor = frontier.pop()
+        if tensor.name in seen:
+            continue
+        seen.add(tensor.name)
+        if tensor.is_model_output and tensor.rank == 3:
+            return True
+        for reader in graph.consumers(tensor.name):
+            frontier += [o for o in reader.outputs if o.name and o.rank == 3]
+    return False
+
+
+def _tokens_to_nhwc(node) -> bool:
+    """A Reshape [N, H*W, C] -> [N, H, W, C]."""
+    x, out = _static_shape(node.inputs[0]) if node.inputs else None, _static_shape(node.outputs[0]) if node.outputs else None
+    return node.op_type == "Reshape" and bool(x) and bool(out) and len(x) == 3 and len(out) == 4 and x == (out[0], out[1] * out[2], out[3])
+
+
+def _nhwc_to_tokens(node) -> bool:
+    """A Reshape [N, H, W, C] -> [N, H*W, C]."""
+    x, out = _static_shape(node.inputs[0]) if node.inputs else None, _static_shape(node.outputs[0]) if node.outputs else None
+    return node.op_type == "Reshape" and bool(x) and bool(out) and len(x) == 4 and len(out) == 3 and out == (x[0], x[1] * x[2], x[3])
+
+
+@RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def nhwc_swap_beside_a_token_reshape(graph, chip):
+    """{OBSERVED} holds tokens [N, H*W, C] as (N, C, 1, H*W), so tokens viewed as a channels-last map (Reshape [N, H, W, C]) and permuted to [N, C, H, W] (Transpose [0, 3, 1, 2]) before a convolution, or a map permuted channels-last (Transpose [0, 2, 3, 1]) and viewed as tokens, move no data: the Transpose has no layer of its own (its passes fuse_reshape_transpose, fuse_transpose_reshape), even on RK3566/RK3568 where a Transpose layer runs on the CPU.
+
+    Measured on PVT-v2's, CoaT's and TinyViT's token/map round trips and on small models of both
+    directions (tests/forms_models.py nhwc_swap, 32 channels on a 4x4 map). Tokens regrouped on the
+    way (area attention merging its areas back) are left as they are.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        perm = _perm(node)
+        if not node.outputs or graph.producer(node.outputs[0].name) is not node or perm not in ([0, 3, 1, 2], [0, 2, 3, 1]):
+            continue
+        if perm == [0, 3, 1, 2]:
+            before = graph.producer(node.inputs[0].name)
+            source = graph.producer(before.inputs[0].name) if before is not None and before.inputs else None
+            free = before is not None and _tokens_to_nhwc(before) and (source is None or _keeps_batch(source, _static_shape(before.outputs[0])[0], False))
+        else:
+            reader = graph.only_consumer(node.outputs[0].name)
+            free = reader is not None and _nhwc_to_tokens(reader)
+        if free:
+            graph.eliminate(node)
+
+
+def _swap_then_regroup(graph, node, regroup, fmap) -> None:
+    """Tokens of a map [N, C, H, W] regrouped into areas of T/A tokens: areas of one row each
+    (T/A == W, held as (N*H, C, 1, W)) are the map's rows moved to the leading axis, a layout the
+    NPU reshapes to; else (rows merged into one width, or split) the toolkit lays the data out
+    again with a Reshape and a Transpose layer on the CPU."""
+    out = _static_shape(regroup.outputs[0])
+    if out[1] == fmap[3]:
+        graph.eliminate(node)
+        return
+    graph.fuse([node], "Reshape", attributes={TOKEN_REGROUP_ATTRIBUTE: 1})
+    graph.fuse([regroup], "Reshape", attributes={TOKEN_REGROUP_ATTRIBUTE: 2})
+
+
+@RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def token_swap_beside_a_map_reshape(graph, chip):
+    """{OBSERVED} holds a 3-D tensor [N, T, C] with its last axis as channels, so a Transpose [0, 2, 1] that turns a flattened feature map [N, C, H*W] into tokens [N, H*W, C], or tokens back into the map before a Reshape to [N, C, H, W], moves no data: it has no layer of its own (its passes bypass_two_reshape, fuse_transpose_reshape, reduce_tp_in_mesh_forward), even on RK3566/RK3568 where a Transpose layer runs on the CPU. When the tokens are regrouped on the leading axis (area attention's Reshape [N, T, C] -> [N*A, T/A, C]) into areas that are not single rows of the map (T/A other than W), the swap is moved after that Reshape and becomes a Reshape and a Transpose layer, on the CPU, named after the Reshape and, by the order its passes ran, this Transpose or not: uncertain. Where the token stream ends in a 3-D model output, the toolkit makes a Transpose layer there, on the CPU, and names it after this Transpose or not, by the order its passes ran: uncertain.
+
+    Measured on the patch embeddings of ViT, DeiT, CLIP, DINOv2, BEiT and EVA-02, SegFormer's
+    and PVT-v2's token/map round trips (Mix-FFN, spatial-reduction attention) and YOLO12's area
+    attention (a 10x10 map's 100 tokens regrouped into 4 areas of 25: a CPU Transpose layer named
+    after the Transpose; a 4x4 map's into 4 areas of 4, one row each: no layer); on small models
+    of each form (tests/forms_models.py token_swap: 4 areas of a 10x10, 8x8 or 6x6 map on the CPU,
+    named after the Reshape; of a 4x4 map on the NPU; BEiT's 3-D output named after the patch
+    embedding's Transpose, CLIP's, DINOv2's and this model's not).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if _perm(node) != TOKEN_SWAP or not node.outputs or graph.producer(node.outputs[0].name) is not node:
+            continue
+        before = graph.producer(node.inputs[0].name)
+        readers = graph.consumers(node.outputs[0].name)
+        fmap = _map_flatten(before) if before is not None else None
+        if fmap is not None and len(readers) == 1 and _regroups_tokens(readers[0], fmap[0]):
+            _swap_then_regroup(graph, node, readers[0], fmap)
+            continue
+        shape = _static_shape(node.inputs[0])
+        if not shape or not readers:
+            continue
+        to_tokens = fmap is not None and all(_keeps_batch(r, shape[0], True) for r in readers)
+        to_map = len(readers) == 1 and _map_unflatten(readers[0]) and (before is None or _keeps_batch(before, shape[0], False))
+        if to_tokens and _reaches_3d_output(graph, node):
+            graph.fuse([node], "Reshape", attributes={TOKEN_STREAM_ATTRIBUTE: 1})
+        elif to_tokens or to_map:
+            graph.eliminate(node)
+
+
 # The attribute the pass below gives a detection head's anchor-merge Reshape: how the toolkit lays
 # out the levels it concatenates (the rule anchor_merge_into_concat reads it).
 CONCAT_FORM_ATTRIBUTE = "rknn_concat_form"

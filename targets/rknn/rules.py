@@ -693,6 +693,38 @@ def reshape_into_cpu_softmax(node: NodeView, chip: str):
     return Offence("Softmax", "read by") if out is not None and out.consumers == ("Softmax",) and not out.is_model_output else None
 
 
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def token_swap_carried_to_a_3d_output(node: NodeView, chip: str):
+    """On this chip the toolkit carries a feature map's swap into tokens (Transpose [0, 2, 1] after the flattening Reshape) down the token stream and, where the stream ends in a 3-D model output, makes a Transpose layer there, on the CPU; whether it names that layer after this Transpose depends on the order its passes ran (rknn-toolkit2 2.5.0, observed: BEiT's patch embedding named, CLIP's not).
+
+    Marked by passes.token_swap_beside_a_map_reshape.
+    """
+    if node.attr("rknn_token_stream_output") is None:
+        return None
+    return Offence("3-D model output", "token stream ends in", uncertain=True)
+
+
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def token_swap_moved_past_a_regroup(node: NodeView, chip: str):
+    """On this chip a feature map's swap into tokens (Transpose [0, 2, 1] after the flattening Reshape) followed by a Reshape that regroups the tokens on the leading axis ([N, T, C] -> [N*A, T/A, C], area attention) is moved after that Reshape by the toolkit, as a Reshape and a Transpose layer on the CPU; which of the two ONNX nodes it names the CPU layers after depends on the order its passes ran (rknn-toolkit2 2.5.0, observed: YOLO12's area attention names the Transpose, a small model of the form the Reshape).
+
+    Marked by passes.token_swap_beside_a_map_reshape on the Transpose; the Reshape itself is
+    placed by token_regroup_after_a_swap.
+    """
+    if node.attr("rknn_token_swap_regrouped") != 1:
+        return None
+    return Offence("regrouped tokens", "swap moved past", uncertain=True)
+
+
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def token_regroup_after_a_swap(node: NodeView, chip: str):
+    """On this chip a Reshape that regroups a feature map's tokens, right after their swap (Transpose [0, 2, 1]), on the leading axis into areas that are not single rows of the map ([N, H*W, C] -> [N*A, H*W/A, C], H*W/A other than W: area attention) runs on the CPU: the toolkit moves the swap after it and lays the data out again with a Reshape and a Transpose layer there (rknn-toolkit2 2.5.0, observed on YOLO12's area attention and tests/forms_models.py token_swap "areas").
+
+    Marked by passes.token_swap_beside_a_map_reshape.
+    """
+    return Offence(tuple(node.output(0).shape), "areas not single rows of the map") if node.attr("rknn_token_swap_regrouped") == 2 else None
+
+
 # How the toolkit makes a Pad's input 4-D before placing it (its pass unsqueeze_to_4d_pad), as
 # measured: [1, L] -> [1, 1, 1, L]; [1, C, L] -> [1, C, 1, L] for C > 1 but [1, L, 1, 1] for C = 1;
 # 4-D inputs as they are. Other forms were not measured.
@@ -767,8 +799,11 @@ def reshape_of_unaligned_attention_heads(node: NodeView, chip: str):
     x, out = node.input(0), node.output(0)
     if x is None or out is None or not x.is_static or not out.is_static or not x.shape or not out.shape:
         return None
-    beside_transpose = x.producer == "Transpose" or out.consumers == ("Transpose",)
-    small, large = (out.shape[-1], x.shape[-1]) if len(out.shape) > len(x.shape) else (x.shape[-1], out.shape[-1])
+    # Heads are split before their Transpose and merged after it; a feature map flattened before
+    # a Transpose (or unflattened after one) is a token swap (passes.token_swap_beside_a_map_reshape).
+    splits = len(out.shape) > len(x.shape)
+    beside_transpose = out.consumers == ("Transpose",) if splits else x.producer == "Transpose"
+    small, large = (out.shape[-1], x.shape[-1]) if splits else (x.shape[-1], out.shape[-1])
     if not beside_transpose or len(out.shape) == len(x.shape) or small >= large or large % small or small % 8 == 0:
         return None
     return Offence(small, "values per head")

@@ -711,8 +711,9 @@ def _placements_of_original_nodes(views: list[NodeView], lowering: LoweringResul
         group = by_name[done.group]
         members = lowering.groups.get(done.group, [])
         copied = [replace(x, node=v.name, op_type=v.op_type) for x in group.violations]
-        # Last, so that the group's own decisive reason (if it is off the accelerator) stays the reason.
-        copied.append(Violation(v.name, v.op_type, by.name, by.sentence, group.placement, group.op_type, f"fused into {group.op_type} '{done.group}' with {len(members) - 1} other node(s)"))
+        # Last, so that the group's own decisive reason (if it is off the accelerator) stays the reason;
+        # a group placed only as a best guess leaves its members a best guess too.
+        copied.append(Violation(v.name, v.op_type, by.name, by.sentence, group.placement, group.op_type, f"fused into {group.op_type} '{done.group}' with {len(members) - 1} other node(s)", group.uncertain is not None))
         placed.append(NodePlacement(v.name, v.op_type, v.index, group.placement, copied, lowered="fused", lowered_by=by.name, fused_into=done.group))
     return placed
 
