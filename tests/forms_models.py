@@ -1124,3 +1124,54 @@ CASES += [Case(f"nhwc_swap_{d}_c32_s4", "pool: tokens viewed as a channels-last 
 # nhwc_swap("to_map", 20, 5) the Reshape and the Transpose run on the CPU on RK3588 (on the NPU on
 # RK3566); in nhwc_swap("to_tokens", 20, 5) the Reshape runs on the CPU on both. The audit places
 # them on the NPU; the alignment that decides it is not measured.
+
+
+# ---- pool (issue 27, rk3566 tuning part): a key/value projection of its own -----------------------
+
+
+def kv_attention(side: int = 4, stride: int = 2, heads: int = 2, head: int = 32, unbind: str = "split") -> onnx.ModelProto:
+    """PVT-v2's spatial-reduction attention on a map [1, C, H, W]: q from the map's tokens (Reshape,
+    Transpose [0, 2, 1], Linear), k and v from one Linear of a strided Conv's tokens, split into heads
+    (Reshape [1, S, 2, heads, head], Transpose [2, 0, 3, 1, 4]) and unbound by a Split and Squeezes
+    (unbind "split") or two Gathers ("gather"); k transposed [0, 1, 3, 2]; Softmax, heads merged, a
+    Linear and a mean over the tokens."""
+    rng = np.random.default_rng(27)
+    c, t, s = heads * head, side * side, (side // stride) ** 2
+    inits = [_const("w_q", _weights(rng, c, c)), _const("w_kv", _weights(rng, c, 2 * c)), _const("w_o", _weights(rng, c, c)), _const("w_sr", _weights(rng, c, c, stride, stride)),
+             _const("flat_t", np.array([1, c, t], np.int64)), _const("flat_s", np.array([1, c, s], np.int64)), _const("q_shape", np.array([1, t, heads, head], np.int64)),
+             _const("kv_shape", np.array([1, s, 2, heads, head], np.int64)), _const("merged", np.array([1, t, c], np.int64)), _const("scale", np.array(head**-0.5, np.float32)),
+             _const("split", np.array([1, 1], np.int64)), _const("ax0", np.array([0], np.int64)), _const("i0", np.array(0, np.int64)), _const("i1", np.array(1, np.int64))]
+    n = [helper.make_node("Reshape", ["x", "flat_t"], ["xf"], name="x_flatten"),
+         helper.make_node("Transpose", ["xf"], ["tok"], name="x_to_tokens", perm=[0, 2, 1]),
+         helper.make_node("Conv", ["x", "w_sr"], ["sr"], name="sr_conv", kernel_shape=[stride, stride], strides=[stride, stride]),
+         helper.make_node("Reshape", ["sr", "flat_s"], ["srf"], name="sr_flatten"),
+         helper.make_node("Transpose", ["srf"], ["m"], name="sr_to_tokens", perm=[0, 2, 1]),
+         helper.make_node("MatMul", ["tok", "w_q"], ["q0"], name="q_proj"),
+         helper.make_node("Reshape", ["q0", "q_shape"], ["q1"], name="q_split_heads"),
+         helper.make_node("Transpose", ["q1"], ["q"], name="q_heads_transpose", perm=[0, 2, 1, 3]),
+         helper.make_node("MatMul", ["m", "w_kv"], ["kv0"], name="kv_proj"),
+         helper.make_node("Reshape", ["kv0", "kv_shape"], ["kv1"], name="kv_split_heads"),
+         helper.make_node("Transpose", ["kv1"], ["kv"], name="kv_heads_transpose", perm=[2, 0, 3, 1, 4])]
+    if unbind == "split":
+        n += [helper.make_node("Split", ["kv", "split"], ["k5", "v5"], name="kv_unbind", axis=0),
+              helper.make_node("Squeeze", ["k5", "ax0"], ["k"], name="k_squeeze"),
+              helper.make_node("Squeeze", ["v5", "ax0"], ["v"], name="v_squeeze")]
+    else:
+        n += [helper.make_node("Gather", ["kv", "i0"], ["k"], name="k_unbind", axis=0), helper.make_node("Gather", ["kv", "i1"], ["v"], name="v_unbind", axis=0)]
+    n += [helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
+          helper.make_node("Mul", ["q", "scale"], ["qs"], name="q_scale"),
+          helper.make_node("MatMul", ["qs", "kt"], ["scores"], name="scores"),
+          helper.make_node("Softmax", ["scores"], ["attn"], name="softmax", axis=-1),
+          helper.make_node("MatMul", ["attn", "v"], ["ctx"], name="context"),
+          helper.make_node("Transpose", ["ctx"], ["ctxt"], name="merge_transpose", perm=[0, 2, 1, 3]),
+          helper.make_node("Reshape", ["ctxt", "merged"], ["mg"], name="merge_heads"),
+          helper.make_node("MatMul", ["mg", "w_o"], ["o"], name="out_proj"),
+          helper.make_node("ReduceMean", ["o"], ["y"], name="token_mean", axes=[1], keepdims=0)]
+    used = {i for node in n for i in node.input}
+    return _model(n, [_vi("x", [1, c, side, side])], [_vi("y", [1, c])], [i for i in inits if i.name in used])
+
+
+# Keys: 4 of a 4x4 map (Split), 16 of an 8x8 map (Gather), 4 with 1 head (no Transpose layer in PVT).
+KV_FORMS = (("split", 4, 2, 2), ("gather", 8, 2, 2), ("split", 8, 4, 2), ("split", 4, 2, 1))
+CASES += [Case(f"kv_attention_{u}_s{s}_r{r}_h{h}", "pool: a key/value projection of its own (spatial-reduction attention)",
+               lambda u=u, s=s, r=r, h=h: kv_attention(s, r, heads=h, head=64 // h, unbind=u), ("rk3566", "rk3588")) for u, s, r, h in KV_FORMS]

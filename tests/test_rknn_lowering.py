@@ -433,3 +433,17 @@ def test_tokens_regrouped_into_areas_reshape_on_the_cpu_unless_each_area_is_one_
         assert regroup.placement is Placement.FALLBACK and not regroup.uncertain and "not single rows" in regroup.reason
         assert swap.uncertain  # the CPU layers are named after the Reshape, and the Transpose or not
     assert all(n.placement is Placement.ACCELERATOR for n in place(tmp_path, token_swap("areas", 32, side), "rk3588").values())
+
+
+@pytest.mark.parametrize("unbind", ["split", "gather"])
+def test_the_key_of_a_separate_kv_projection_is_a_cpu_transpose_with_its_maps_flatten(tmp_path, unbind):
+    from tests.forms_models import kv_attention
+
+    placed = place(tmp_path, kv_attention(4, 2, heads=2, head=32, unbind=unbind), "rk3566")
+    key = placed["k_transpose"]
+    assert key.placement is Placement.FALLBACK and any(v.rule == "key_transpose_of_a_kv_projection" for v in key.violations)
+    assert placed["sr_flatten"].placement is Placement.FALLBACK
+    # The query's own map flatten and heads are not affected.
+    assert placed["x_flatten"].placement is Placement.ACCELERATOR and placed["q_heads_transpose"].placement is Placement.ACCELERATOR
+    one_head = place(tmp_path, kv_attention(4, 2, heads=1, head=64, unbind=unbind), "rk3566")
+    assert one_head["k_transpose"].placement is Placement.ACCELERATOR and one_head["sr_flatten"].placement is Placement.ACCELERATOR

@@ -601,6 +601,39 @@ def _following_transposes(graph, node) -> list:
     return chain
 
 
+# The attribute the pass below gives the key's Transpose of a separate key/value projection (the
+# rule key_transpose_of_a_kv_projection reads it, transposes_merged_into_matmul leaves it).
+KV_KEY_ATTRIBUTE = "rknn_kv_key_transpose"
+
+
+def _kv_stack(graph, node) -> bool:
+    """`node` reads one half of a key/value projection split into heads: Reshape [N, S, 2, H, D]
+    (H > 1), Transpose [2, 0, 3, 1, 4], then a Split or one-index Gathers (and Squeezes)."""
+    for _ in range(3):
+        node = graph.producer(node.inputs[0].name) if node.inputs else None
+        if node is None or node.op_type not in ("Squeeze", "Split", "Gather", "Transpose"):
+            return False
+        if node.op_type == "Transpose":
+            split = graph.producer(node.inputs[0].name)
+            heads = _static_shape(split.outputs[0]) if split is not None and split.op_type == "Reshape" else None
+            return _perm(node) == [2, 0, 3, 1, 4] and heads is not None and len(heads) == 5 and heads[2] == 2 and heads[3] > 1
+    return False
+
+
+@RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def key_transpose_of_a_kv_projection(graph, chip):
+    """{OBSERVED} splits a joint query/key/value projection into three convolutions that write the key already transposed, but a key/value projection of its own (PVT's spatial-reduction attention: q from the tokens, k and v from one Linear of the reduced map) it keeps whole: the key's Transpose [0, 1, 3, 2] of more than one head is then a Transpose layer of its own, on the CPU on RK3566/RK3568.
+
+    Measured on PVT-v2's attention (2, 5 and 8 heads: CPU; 1 head: no layer) and on small
+    spatial-reduction attention models (2 heads of 32, 4 or 16 keys, Split or Gather: CPU), against
+    the joint projection (timm's qkv, Split or Gather, 16 or 65 tokens: no layer).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        perm = _perm(node)
+        if perm is not None and len(perm) == 4 and perm == [0, 1, 3, 2] and _kv_stack(graph, node):
+            graph.fuse([node], "Transpose", attributes={"perm": perm, KV_KEY_ATTRIBUTE: 1})
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
 def transposes_merged_into_matmul(graph, chip):
     """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}.
@@ -614,6 +647,8 @@ def transposes_merged_into_matmul(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node:
             continue  # joined the heads' Reshape with the Transpose before it
+        if node.attr(KV_KEY_ATTRIBUTE) is not None:
+            continue  # a layer of its own (key_transpose_of_a_kv_projection)
         if not (_reaches_matmul(graph, node, forward=True) or _reaches_matmul(graph, node, forward=False)):
             continue
         heads = _heads_reshape(graph, node)
@@ -649,6 +684,7 @@ def transpose_between_reshape_and_softmax_joins_the_reshape(graph, chip):
 TOKEN_SWAP = [0, 2, 1]
 TOKEN_STREAM_ATTRIBUTE = "rknn_token_stream_output"
 TOKEN_REGROUP_ATTRIBUTE = "rknn_token_swap_regrouped"
+TOKEN_KV_ATTRIBUTE = "rknn_tokens_of_a_kv_projection"
 
 
 def _map_flatten(node) -> tuple[int, ...] | None:
@@ -679,6 +715,24 @@ def _regroups_tokens(node, batch: int) -> bool:
     """A Reshape [N, T, C] -> [N*A, T/A, C] (the tokens regrouped on the leading axis)."""
     out = _static_shape(node.outputs[0]) if node.outputs else None
     return node.op_type == "Reshape" and out is not None and len(out) == 3 and out[0] != batch
+
+
+def _feeds_kv_stack(graph, node, hops: int = 4) -> bool:
+    """Whether the tokens out of `node` reach, through at most `hops` nodes of rank-3 results (a
+    layer norm, the projection), the key/value heads' split of key_transpose_of_a_kv_projection."""
+    frontier = [node]
+    for _ in range(hops):
+        nxt = []
+        for n in frontier:
+            for reader in graph.consumers(n.outputs[0].name) if n.outputs else []:
+                out = _static_shape(reader.outputs[0]) if reader.outputs else None
+                # The heads' Transpose after it is merged away by now (transposes_merged_into_matmul).
+                if reader.op_type == "Reshape" and out is not None and len(out) == 5 and out[2] == 2 and out[3] > 1:
+                    return True
+                if out is not None and len(out) == 3:
+                    nxt.append(reader)
+        frontier = nxt
+    return False
 
 
 def _reaches_3d_output(graph, node, limit: int = 4000) -> bool:
@@ -746,7 +800,7 @@ def _swap_then_regroup(graph, node, regroup, fmap) -> None:
 
 @RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
 def token_swap_beside_a_map_reshape(graph, chip):
-    """{OBSERVED} holds a 3-D tensor [N, T, C] with its last axis as channels, so a Transpose [0, 2, 1] that turns a flattened feature map [N, C, H*W] into tokens [N, H*W, C], or tokens back into the map before a Reshape to [N, C, H, W], moves no data: it has no layer of its own (its passes bypass_two_reshape, fuse_transpose_reshape, reduce_tp_in_mesh_forward), even on RK3566/RK3568 where a Transpose layer runs on the CPU. When the tokens are regrouped on the leading axis (area attention's Reshape [N, T, C] -> [N*A, T/A, C]) into areas that are not single rows of the map (T/A other than W), the swap is moved after that Reshape and becomes a Reshape and a Transpose layer, on the CPU, named after the Reshape and, by the order its passes ran, this Transpose or not: uncertain. Where the token stream ends in a 3-D model output, the toolkit makes a Transpose layer there, on the CPU, and names it after this Transpose or not, by the order its passes ran: uncertain.
+    """{OBSERVED} holds a 3-D tensor [N, T, C] with its last axis as channels, so a Transpose [0, 2, 1] that turns a flattened feature map [N, C, H*W] into tokens [N, H*W, C], or tokens back into the map before a Reshape to [N, C, H, W], moves no data: it has no layer of its own (its passes bypass_two_reshape, fuse_transpose_reshape, reduce_tp_in_mesh_forward), even on RK3566/RK3568 where a Transpose layer runs on the CPU. When the tokens are regrouped on the leading axis (area attention's Reshape [N, T, C] -> [N*A, T/A, C]) into areas that are not single rows of the map (T/A other than W), the swap is moved after that Reshape and becomes a Reshape and a Transpose layer, on the CPU, named after the Reshape and, by the order its passes ran, this Transpose or not: uncertain. Where the token stream ends in a 3-D model output, the toolkit makes a Transpose layer there, on the CPU, and names it after this Transpose or not, by the order its passes ran: uncertain. Tokens that go (through a layer norm) into a key/value projection of its own whose key is a CPU Transpose layer (key_transpose_of_a_kv_projection) are flattened with the swap on the CPU.
 
     Measured on the patch embeddings of ViT, DeiT, CLIP, DINOv2, BEiT and EVA-02, SegFormer's
     and PVT-v2's token/map round trips (Mix-FFN, spatial-reduction attention) and YOLO12's area
@@ -770,7 +824,9 @@ def token_swap_beside_a_map_reshape(graph, chip):
             continue
         to_tokens = fmap is not None and all(_keeps_batch(r, shape[0], True) for r in readers)
         to_map = len(readers) == 1 and _map_unflatten(readers[0]) and (before is None or _keeps_batch(before, shape[0], False))
-        if to_tokens and _reaches_3d_output(graph, node):
+        if to_tokens and _feeds_kv_stack(graph, node):
+            graph.fuse([before, node], "Reshape", leader=before, attributes={TOKEN_KV_ATTRIBUTE: 1})
+        elif to_tokens and _reaches_3d_output(graph, node):
             graph.fuse([node], "Reshape", attributes={TOKEN_STREAM_ATTRIBUTE: 1})
         elif to_tokens or to_map:
             graph.eliminate(node)
