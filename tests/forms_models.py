@@ -1175,3 +1175,41 @@ def kv_attention(side: int = 4, stride: int = 2, heads: int = 2, head: int = 32,
 KV_FORMS = (("split", 4, 2, 2), ("gather", 8, 2, 2), ("split", 8, 4, 2), ("split", 4, 2, 1))
 CASES += [Case(f"kv_attention_{u}_s{s}_r{r}_h{h}", "pool: a key/value projection of its own (spatial-reduction attention)",
                lambda u=u, s=s, r=r, h=h: kv_attention(s, r, heads=h, head=64 // h, unbind=u), ("rk3566", "rk3588")) for u, s, r, h in KV_FORMS]
+
+
+# ---- pool (issue 27, rk3566 tuning part): CaiT's talking heads ---------------------------------------
+
+
+def talking_heads(heads: int = 4, source: str = "product", tokens: int = 16) -> onnx.ModelProto:
+    """CaiT's talking-heads attention on scores [1, heads, T, T]: Transpose [0, 2, 3, 1], a Linear over
+    the heads, Transpose [0, 3, 1, 2], Softmax, and again (Transpose, Linear, Transpose back), then a
+    mean. source "product": the scores are a product of two computed tensors (q @ k, each a 1x1 Conv
+    of its own model input); "conv": a 1x1 Conv of one input."""
+    rng = np.random.default_rng(27)
+    h, t = heads, tokens
+    inits = [_const("w_l", _weights(rng, h, h)), _const("b_l", _weights(rng, h)), _const("w_w", _weights(rng, h, h)), _const("b_w", _weights(rng, h)),
+             _const("w_q", _weights(rng, h, h, 1, 1)), _const("w_k", _weights(rng, h, h, 1, 1))]
+    if source == "product":
+        n = [helper.make_node("Conv", ["q", "w_q"], ["q1"], name="q_conv", kernel_shape=[1, 1]),
+             helper.make_node("Conv", ["k", "w_k"], ["k1"], name="k_conv", kernel_shape=[1, 1]),
+             helper.make_node("MatMul", ["q1", "k1"], ["a"], name="scores")]
+        inputs = [_vi("q", [1, h, t, 16]), _vi("k", [1, h, 16, t])]
+    else:
+        n = [helper.make_node("Conv", ["q", "w_q"], ["a"], name="scores", kernel_shape=[1, 1])]
+        inputs = [_vi("q", [1, h, t, t])]
+    n += [helper.make_node("Transpose", ["a"], ["a1"], name="to_last", perm=[0, 2, 3, 1]),
+          helper.make_node("MatMul", ["a1", "w_l"], ["a2"], name="proj_l"),
+          helper.make_node("Add", ["a2", "b_l"], ["a3"], name="proj_l_bias"),
+          helper.make_node("Transpose", ["a3"], ["a4"], name="back", perm=[0, 3, 1, 2]),
+          helper.make_node("Softmax", ["a4"], ["a5"], name="softmax", axis=-1),
+          helper.make_node("Transpose", ["a5"], ["a6"], name="to_last_2", perm=[0, 2, 3, 1]),
+          helper.make_node("MatMul", ["a6", "w_w"], ["a7"], name="proj_w"),
+          helper.make_node("Add", ["a7", "b_w"], ["a8"], name="proj_w_bias"),
+          helper.make_node("Transpose", ["a8"], ["a9"], name="back_2", perm=[0, 3, 1, 2]),
+          helper.make_node("ReduceMean", ["a9"], ["y"], name="mean", axes=[2, 3], keepdims=0)]
+    used = {i for node in n for i in node.input}
+    return _model(n, inputs, [_vi("y", [1, h])], [i for i in inits if i.name in used])
+
+
+CASES += [Case(f"talking_heads_{s}_h{h}", "pool: CaiT's talking heads (a Linear over the heads between Transposes)", lambda s=s, h=h: talking_heads(h, s), ("rk3566", "rk3588"))
+          for s, h in (("product", 4), ("product", 16), ("conv", 4), ("conv", 12))]

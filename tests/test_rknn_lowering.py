@@ -441,9 +441,22 @@ def test_the_key_of_a_separate_kv_projection_is_a_cpu_transpose_with_its_maps_fl
 
     placed = place(tmp_path, kv_attention(4, 2, heads=2, head=32, unbind=unbind), "rk3566")
     key = placed["k_transpose"]
-    assert key.placement is Placement.FALLBACK and any(v.rule == "key_transpose_of_a_kv_projection" for v in key.violations)
+    assert key.placement is Placement.FALLBACK and key.lowered_by == "key_transpose_of_a_kv_projection"
     assert placed["sr_flatten"].placement is Placement.FALLBACK
     # The query's own map flatten and heads are not affected.
     assert placed["x_flatten"].placement is Placement.ACCELERATOR and placed["q_heads_transpose"].placement is Placement.ACCELERATOR
     one_head = place(tmp_path, kv_attention(4, 2, heads=1, head=64, unbind=unbind), "rk3566")
     assert one_head["k_transpose"].placement is Placement.ACCELERATOR and one_head["sr_flatten"].placement is Placement.ACCELERATOR
+
+
+@pytest.mark.parametrize("heads", [4, 16])
+def test_talking_heads_keep_the_transpose_of_a_product_and_of_a_cpu_softmax_on_rk3566(tmp_path, heads):
+    from tests.forms_models import talking_heads
+
+    placed = place(tmp_path, talking_heads(heads, "product"), "rk3566")
+    assert placed["to_last"].placement is Placement.FALLBACK and not placed["to_last"].folded
+    assert placed["to_last_2"].placement is Placement.FALLBACK and placed["to_last_2"].fused_into == "softmax"
+    assert placed["back"].folded and placed["back_2"].folded
+    after_conv = place(tmp_path, talking_heads(heads, "conv"), "rk3566")
+    assert after_conv["to_last"].folded and after_conv["to_last_2"].placement is Placement.FALLBACK
+    assert all(n.placement is not Placement.FALLBACK or n.op_type == "Softmax" for n in place(tmp_path, talking_heads(heads, "product"), "rk3588").values())

@@ -435,14 +435,33 @@ def _positionwise(node) -> bool:
 MAX_POSITIONWISE_CHAIN = 12
 
 
-@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, MAX_CHAIN=MAX_POSITIONWISE_CHAIN)
+# Chips whose NPU has no Softmax (DOC_COMPILER 3.1): the Softmax is a CPU layer there.
+SOFTMAX_ON_CPU_CHIPS = ("rk3566", "rk3568")
+# The attribute the pass below gives the first Transpose of a cancelled pair that reads a product
+# of computed tensors on those chips, so that transposes_merged_into_matmul leaves it.
+PRODUCT_TRANSPOSE_ATTRIBUTE = "rknn_product_transpose_layer"
+
+
+def _cancel_pair(graph, chip, first, source, inverse) -> None:
+    """Remove a Transpose and its inverse; on the chips whose Softmax runs on the CPU the first stays
+    when it reads a Softmax (written from the Softmax's own layer, transpose_of_a_cpu_softmax_joins_it)
+    or a product of computed tensors (a Transpose layer of its own); the inverse goes either way."""
+    if chip in SOFTMAX_ON_CPU_CHIPS and source is not None and _product_of_computed(source):
+        graph.fuse([first], "Transpose", attributes={"perm": _perm(first), PRODUCT_TRANSPOSE_ATTRIBUTE: 1})
+    elif not (chip in SOFTMAX_ON_CPU_CHIPS and source is not None and source.op_type == "Softmax"):
+        graph.eliminate(first)
+    graph.eliminate(inverse)
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, MAX_CHAIN=MAX_POSITIONWISE_CHAIN, chip_key=SOFTMAX_ON_CPU_CHIPS.__contains__)
 def cancel_transposes_around_positionwise_ops(graph, chip):
     """{OBSERVED} removes a Transpose and its inverse when only position-wise operators lie between them (a layer norm over the last axis, a MatMul by a constant matrix, GELU and other activations, arithmetic with a per-channel constant; at most {MAX_CHAIN} nodes): it moves the Transposes through those operators and cancels them (its passes swap_transpose_add, swap_transpose_mul, swap_conv_transpose, fuse_two_transpose, remove_invalid_transpose), so the channels-last blocks of a ConvNeXt run in the NPU's own layout.
 
-    Measured on convnext_tiny: none of its 46 Transposes has a layer of its own in the table.
+    Measured on convnext_tiny: none of its 46 Transposes has a layer of its own in the table. On RK3566/RK3568 a Transpose that reads a Softmax's result is written from the Softmax's CPU layer first (transpose_of_a_cpu_softmax_joins_it), and the first Transpose of a pair around a product of two computed tensors (attention's scores) stays a Transpose layer (the inverse is removed): CaiT's talking heads (scores, Transpose, Linear over the heads, Transpose back, Softmax, and again) and small models of them (4, 8, 12 and 16 heads).
     """
     for first in [n for n in graph.nodes if n.op_type == "Transpose"]:
         perm = _perm(first)
+        source = graph.producer(first.inputs[0].name) if first.inputs else None
         if perm is None:
             continue
         chain, node = [], first
@@ -453,18 +472,13 @@ def cancel_transposes_around_positionwise_ops(graph, chip):
             if nxt.op_type == "Transpose":
                 back = _perm(nxt)
                 if back is not None and [perm[i] for i in back] == list(range(len(perm))):
-                    graph.eliminate(first)
-                    graph.eliminate(nxt)
+                    _cancel_pair(graph, chip, first, source, nxt)
                 break
             # MatMul, Sub and Div are position-wise only with the data as their first operand.
             if not _positionwise(nxt) or (nxt.op_type in ("MatMul", "Sub", "Div") and nxt.inputs[0].name != node.outputs[0].name):
                 break
             chain.append(nxt)
             node = nxt
-
-
-# Chips whose NPU has no Softmax (DOC_COMPILER 3.1): the Softmax is a CPU layer there.
-SOFTMAX_ON_CPU_CHIPS = ("rk3566", "rk3568")
 
 
 @RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
@@ -601,8 +615,8 @@ def _following_transposes(graph, node) -> list:
     return chain
 
 
-# The attribute the pass below gives the key's Transpose of a separate key/value projection (the
-# rule key_transpose_of_a_kv_projection reads it, transposes_merged_into_matmul leaves it).
+# The attribute the pass below gives the key's Transpose of a separate key/value projection, so that
+# transposes_merged_into_matmul leaves it (a Transpose layer, placed by the chip's own rules).
 KV_KEY_ATTRIBUTE = "rknn_kv_key_transpose"
 
 
@@ -647,8 +661,8 @@ def transposes_merged_into_matmul(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node:
             continue  # joined the heads' Reshape with the Transpose before it
-        if node.attr(KV_KEY_ATTRIBUTE) is not None:
-            continue  # a layer of its own (key_transpose_of_a_kv_projection)
+        if node.attr(KV_KEY_ATTRIBUTE) is not None or node.attr(PRODUCT_TRANSPOSE_ATTRIBUTE) is not None:
+            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops)
         if not (_reaches_matmul(graph, node, forward=True) or _reaches_matmul(graph, node, forward=False)):
             continue
         heads = _heads_reshape(graph, node)

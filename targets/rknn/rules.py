@@ -725,12 +725,6 @@ def token_regroup_after_a_swap(node: NodeView, chip: str):
     return Offence(tuple(node.output(0).shape), "areas not single rows of the map") if node.attr("rknn_token_swap_regrouped") == 2 else None
 
 
-@RULES.rule("Transpose", chips=("rk3566", "rk3568"))
-def key_transpose_of_a_kv_projection(node: NodeView, chip: str):
-    """On this chip the key's Transpose of a key/value projection of its own (not a joint query/key/value one) is a Transpose layer, which runs on the CPU (rknn-toolkit2 2.5.0, observed; passes.key_transpose_of_a_kv_projection marks it)."""
-    return Offence(node.attr("perm"), "key of a separate key/value projection") if node.attr("rknn_kv_key_transpose") is not None else None
-
-
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
 def map_flattened_into_a_kv_projection(node: NodeView, chip: str):
     """On this chip a feature map flattened into tokens (Reshape and Transpose [0, 2, 1]) for a key/value projection of its own, whose key is a CPU Transpose layer (PVT's spatial reduction), is flattened on the CPU (rknn-toolkit2 2.5.0, observed; passes.token_swap_beside_a_map_reshape marks it)."""
