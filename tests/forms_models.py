@@ -1213,3 +1213,47 @@ def talking_heads(heads: int = 4, source: str = "product", tokens: int = 16) -> 
 
 CASES += [Case(f"talking_heads_{s}_h{h}", "pool: CaiT's talking heads (a Linear over the heads between Transposes)", lambda s=s, h=h: talking_heads(h, s), ("rk3566", "rk3588"))
           for s, h in (("product", 4), ("product", 16), ("conv", 4), ("conv", 12))]
+
+
+# ---- pool (issue 27, rk3566 tuning part): a joint q/k/v projection the toolkit does not split --------
+
+
+def factorized_attention(tokens: int = 17, heads: int = 2, head: int = 32, norm: str = "softmax_k") -> onnx.ModelProto:
+    """A joint q/k/v projection split into heads (Reshape [1, T, 3, H, D], Transpose [2, 0, 3, 1, 4],
+    three Gathers) whose k is not taken straight into a product. norm "softmax_k": CoaT's factorised
+    attention (k.softmax(dim=2), k^T @ v, q @ (k^T v)); "cosine": Swin-V2's cosine attention (q and k
+    divided by their L2 norm over D, then q @ k^T, Softmax, @ v)."""
+    rng = np.random.default_rng(27)
+    c = heads * head
+    inits = [_const("w_qkv", _weights(rng, c, 3 * c)), _const("qkv_shape", np.array([1, tokens, 3, heads, head], np.int64)),
+             _const("merged", np.array([1, tokens, c], np.int64)), _const("w_o", _weights(rng, c, c)), _const("scale", np.array(head**-0.5, np.float32)),
+             _const("last", np.array([-1], np.int64))]
+    inits += [_const(f"i_{p}", np.array(i, np.int64)) for i, p in enumerate("qkv")]
+    n = [helper.make_node("MatMul", ["x", "w_qkv"], ["qkv0"], name="qkv_matmul"),
+         helper.make_node("Reshape", ["qkv0", "qkv_shape"], ["qkv5"], name="qkv_split_heads"),
+         helper.make_node("Transpose", ["qkv5"], ["qkvt"], name="qkv_heads_transpose", perm=[2, 0, 3, 1, 4])]
+    n += [helper.make_node("Gather", ["qkvt", f"i_{p}"], [f"{p}h"], name=f"{p}_unbind", axis=0) for p in "qkv"]
+    if norm == "softmax_k":
+        n += [helper.make_node("Softmax", ["kh"], ["ks"], name="k_softmax", axis=2),
+              helper.make_node("Transpose", ["ks"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["kt", "vh"], ["kv"], name="k_v"),
+              helper.make_node("MatMul", ["qh", "kv"], ["ctx0"], name="q_kv"),
+              helper.make_node("Mul", ["ctx0", "scale"], ["ctx"], name="ctx_scale")]
+    else:
+        for p in "qk":
+            n += [helper.make_node("ReduceL2", [f"{p}h"], [f"{p}n"], name=f"{p}_norm", axes=[-1], keepdims=1),
+                  helper.make_node("Div", [f"{p}h", f"{p}n"], [f"{p}u"], name=f"{p}_unit")]
+        n += [helper.make_node("Transpose", ["ku"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["qu", "kt"], ["s"], name="scores"),
+              helper.make_node("Softmax", ["s"], ["a"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["a", "vh"], ["ctx"], name="context")]
+    n += [helper.make_node("Transpose", ["ctx"], ["ctxt"], name="merge_transpose", perm=[0, 2, 1, 3]),
+          helper.make_node("Reshape", ["ctxt", "merged"], ["mg"], name="merge_heads"),
+          helper.make_node("MatMul", ["mg", "w_o"], ["o"], name="out_proj"),
+          helper.make_node("ReduceMean", ["o"], ["y"], name="token_mean", axes=[1], keepdims=0)]
+    used = {i for node in n for i in node.input}
+    return _model(n, [_vi("x", [1, tokens, c])], [_vi("y", [1, c])], [i for i in inits if i.name in used])
+
+
+CASES += [Case(f"factorized_attention_{m}_t{t}", "pool: a joint q/k/v projection whose k is not taken straight into a product", lambda m=m, t=t: factorized_attention(t, norm=m), ("rk3566", "rk3588"))
+          for m, t in (("softmax_k", 17), ("softmax_k", 16), ("cosine", 16))]

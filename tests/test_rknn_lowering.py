@@ -460,3 +460,16 @@ def test_talking_heads_keep_the_transpose_of_a_product_and_of_a_cpu_softmax_on_r
     after_conv = place(tmp_path, talking_heads(heads, "conv"), "rk3566")
     assert after_conv["to_last"].folded and after_conv["to_last_2"].placement is Placement.FALLBACK
     assert all(n.placement is not Placement.FALLBACK or n.op_type == "Softmax" for n in place(tmp_path, talking_heads(heads, "product"), "rk3588").values())
+
+
+@pytest.mark.parametrize("tokens", [16, 17])
+def test_a_joint_qkv_projection_whose_k_is_softmaxed_first_keeps_its_heads_layers_on_the_cpu(tmp_path, tokens):
+    from tests.forms_models import attention_block, factorized_attention
+
+    placed = place(tmp_path, factorized_attention(tokens, norm="softmax_k"), "rk3566")
+    assert placed["qkv_split_heads"].placement is Placement.FALLBACK and placed["qkv_heads_transpose"].placement is Placement.FALLBACK
+    assert place(tmp_path, factorized_attention(tokens, norm="softmax_k"), "rk3588")["qkv_split_heads"].placement is Placement.ACCELERATOR
+    # Norms over D (cosine attention) and the plain form leave the projection split: no layers.
+    for model in (factorized_attention(tokens, norm="cosine"), attention_block(tokens=tokens, style="timm")):
+        plain = place(tmp_path, model, "rk3566")
+        assert plain["qkv_split_heads"].placement is Placement.ACCELERATOR and plain["qkv_heads_transpose"].placement is Placement.ACCELERATOR

@@ -606,6 +606,69 @@ def _head_size(reshape) -> int | None:
     return int(small) if small < large and large % small == 0 else None
 
 
+# The attribute transposes_merged_into_matmul gives a joint q/k/v projection's heads that the
+# toolkit does not split into three convolutions (a Reshape and a Transpose layer of their own).
+JOINT_PROJECTION_ATTRIBUTE = "rknn_joint_projection_kept"
+
+
+def _joint_projection_not_split(graph, node) -> bool:
+    """`node` stacks a joint q/k/v (or k/v) projection's parts on the leading axis (Transpose
+    [2, 0, ...] after the heads' Reshape [N, T, parts, H, D]) and some part, once unbound (Gather, or
+    Split and Squeeze), is not taken straight into a product of computed tensors (through scalar
+    scales, Transposes, reshapes): the toolkit's seperate_exmatmul_rs_split needs every part so."""
+    perm = _perm(node)
+    if perm is None or len(perm) != 5 or perm[0] != 2:
+        return False
+    parts = []
+    for reader in graph.consumers(node.outputs[0].name):
+        if reader.op_type == "Split":
+            parts += [c for o in reader.outputs if o.name for c in graph.consumers(o.name)]
+        elif reader.op_type == "Gather":
+            parts.append(reader)
+        else:
+            return False
+    d_axis = perm.index(4) - 1  # the head dimension D once the parts' axis is taken away
+    return any(_mixes_tokens_before_a_product(graph, p, d_axis) for p in parts)
+
+
+# Operators that reduce or normalise along an axis (attribute axis or axes; ReduceL2 and friends
+# as a normalisation's first step).
+AXIS_OPS = frozenset({"Softmax", "LogSoftmax", "ReduceL2", "ReduceSum", "ReduceMean", "ReduceMax", "LpNormalization"})
+
+
+def _reduced_axes(node, rank: int) -> list[int] | None:
+    axes = node.attr("axes") if node.op_type.startswith("Reduce") else [node.attr("axis", -1)]
+    if axes is None and len(node.inputs) > 1 and node.inputs[1].value is not None:
+        axes = [int(a) for a in node.inputs[1].value.reshape(-1)]
+    return None if axes is None else [int(a) % rank for a in axes]
+
+
+def _mixes_tokens_before_a_product(graph, part, d_axis: int, limit: int = 16) -> bool:
+    """Whether a q/k/v part [.., T, D] meets, before a product of computed tensors, a Softmax or
+    reduction along another axis than its head dimension D (CoaT's k.softmax(dim=2), XCiT's norm
+    over the tokens of the transposed q and k); reductions along D (a cosine attention's norms) and
+    element-wise operators (rotary embeddings) leave the split possible."""
+    rank = part.outputs[0].rank if part.outputs else None
+    if rank != 4:
+        return False
+    frontier, seen = [(part, d_axis)], 0
+    while frontier and seen < limit:
+        node, d_axis = frontier.pop()
+        seen += 1
+        for reader in [c for o in node.outputs if o.name for c in graph.consumers(o.name)]:
+            if _product_of_computed(reader):
+                continue
+            axis = d_axis
+            if reader.op_type == "Transpose" and _perm(reader) is not None and d_axis in _perm(reader):
+                axis = _perm(reader).index(d_axis)
+            elif reader.op_type in AXIS_OPS:
+                reduced = _reduced_axes(reader, rank)
+                if reduced is not None and any(a != d_axis for a in reduced):
+                    return True
+            frontier.append((reader, axis))
+    return False
+
+
 def _following_transposes(graph, node) -> list:
     chain = []
     nxt = _next(graph, node, "Transpose")
@@ -650,7 +713,7 @@ def key_transpose_of_a_kv_projection(graph, chip):
 
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
 def transposes_merged_into_matmul(graph, chip):
-    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}.
+    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split).
 
     Measured with attention blocks of 2 heads (tests/forms_models.py attention_block): tokens
     8, 16, 24, 32, 40, 48, 64 (NPU) and 12, 17, 20, 65 (CPU) with heads of 32; heads of 8, 16,
@@ -667,7 +730,9 @@ def transposes_merged_into_matmul(graph, chip):
             continue
         heads = _heads_reshape(graph, node)
         value = _value_operand(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
-        if value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in value):
+        if chip in TRANSPOSE_LAYER_ALIGN and heads is not None and _joint_projection_not_split(graph, node):
+            graph.fuse([heads, node], "Transpose", leader=node, attributes={"perm": _perm(node), JOINT_PROJECTION_ATTRIBUTE: 1})
+        elif value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in value):
             graph.fuse([heads, node] if heads is not None else [node], "Transpose", leader=node,
                        attributes={"perm": _perm(node), "rknn_value_transpose": list(value)})
         elif heads is not None and _head_size(heads) is not None:
