@@ -24,6 +24,7 @@ from typing import Any
 
 from edgedeploy import __version__
 from edgedeploy.errors import ArtifactError, ToolchainFailed
+from edgedeploy.fs_errors import file_system_error, is_file_system_error
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = "edgedeploy.manifest/1"
@@ -145,10 +146,13 @@ class ArtifactBuilder:
             raise ArtifactError(f"{named} exists already; use --force to replace it (or --out for another folder).")
         if self.dest.exists() and not (self.dest.is_dir() and (self.dest / MANIFEST_NAME).is_file()):
             raise ArtifactError(f"{named} exists and is not an edgedeploy artifact (no {MANIFEST_NAME}); refusing to replace it.")
+        self._made = _first_missing(self.dest.parent)
         try:
             self.dest.parent.mkdir(parents=True, exist_ok=True)
             self.path = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.building-", dir=self.dest.parent))
         except OSError as exc:
+            if is_file_system_error(exc):
+                raise file_system_error(exc, exc.filename or named, lead="Cannot create the artifact folder", option="--out") from exc
             raise ArtifactError(f"Cannot create the artifact folder {named}: {exc.strerror or exc} ({exc.filename or self.dest.parent}).") from exc
         # mkdtemp makes the folder 0700, and the rename keeps that: give the artifact the mode
         # of a plain mkdir (0777 minus umask), so a CI job's other users and a web server can read it.
@@ -156,6 +160,14 @@ class ArtifactBuilder:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is not None and is_file_system_error(exc):
+            # A full disk, `ulimit -f`, a path too long...: the partial folder holds nothing worth
+            # keeping as `.failed` (and on a full disk it holds the space the user needs back).
+            shutil.rmtree(self.path, ignore_errors=True)
+            _remove_made(self.dest.parent, self._made)
+            if exc.filename is not None and not os.path.abspath(os.fsdecode(exc.filename)).startswith(os.path.abspath(self.path)):
+                return False  # another file (a cache, an input): the CLI names that one
+            raise file_system_error(exc, self.dest, lead="Cannot write the artifact", option="--out") from exc
         if exc_type is not None:
             failed = self.dest.with_name(self.dest.name + ".failed")
             if failed.exists():
@@ -203,6 +215,29 @@ class ArtifactBuilder:
         kept = self.dest.with_name(f"{self.dest.name}.unplaced-{os.getpid()}")
         self.path.rename(kept)
         return ArtifactError(f"{self.dest} was written by another build while this one ran; this build is kept in {kept} (use --force to replace, or --out for another folder).")
+
+
+def _first_missing(folder: Path) -> Path | None:
+    """The outermost folder of `folder`'s path that does not exist yet (None if it exists)."""
+    missing = None
+    while not folder.exists() and folder != folder.parent:
+        missing, folder = folder, folder.parent
+    return missing
+
+
+def _remove_made(folder: Path, made: Path | None) -> None:
+    """Remove the empty folders this build made, from `folder` up to `made`, so that a failed
+    build leaves nothing in place (OUT/<model>/ made for it included)."""
+    if made is None:
+        return
+    while True:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        if folder == made or folder == folder.parent:
+            return
+        folder = folder.parent
 
 
 def _point_at(exc: BaseException | None, old: Path, new: Path) -> None:

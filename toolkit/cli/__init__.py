@@ -18,6 +18,7 @@ import click
 from edgedeploy import __version__
 from edgedeploy.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EdgedeployError, EdgedeployWarning
 from edgedeploy.escape import terminal_safe
+from edgedeploy.fs_errors import file_system_error
 
 
 class LazyCommands(click.Group):
@@ -236,17 +237,35 @@ def main(argv: list[str] | None = None) -> None:
         # stdout closed early (piped into head): not an error of ours.
         sys.stderr.close()
         sys.exit(0)
-    except Exception as exc:  # noqa: BLE001 - last resort: still one sentence, not a traceback
+    except OSError as exc:
+        # The one translation point for what the file system refuses (full disk, `ulimit -f`,
+        # a path too long, a file in the way, a link loop, no permission, read-only): the
+        # user's environment, one sentence with the exit code of its class. Anything else is a bug.
+        from edgedeploy.toolchains.environments import home_path
+
+        error = file_system_error(exc, home=home_path())
+        if error is None:
+            _internal_error(exc, debug)
         if debug:
             traceback.print_exc()
-            click.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
-        else:
-            click.echo(
-                f"internal error: {type(exc).__name__}: {exc} (this is a bug in edgedeploy; rerun with --debug for the traceback)",
-                err=True,
-            )
-        sys.exit(EXIT_INTERNAL)
+        click.echo(f"error: {terminal_safe(str(error))}", err=True)
+        sys.exit(error.exit_code)
+    except Exception as exc:  # noqa: BLE001 - last resort: still one sentence, not a traceback
+        _internal_error(exc, debug)
     sys.exit(0)
+
+
+def _internal_error(exc: BaseException, debug: bool) -> None:
+    """A bug: its one line (and its traceback under --debug), exit 70."""
+    if debug:
+        traceback.print_exc()
+        click.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
+    else:
+        click.echo(
+            f"internal error: {type(exc).__name__}: {exc} (this is a bug in edgedeploy; rerun with --debug for the traceback)",
+            err=True,
+        )
+    sys.exit(EXIT_INTERNAL)
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

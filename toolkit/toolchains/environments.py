@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from edgedeploy.errors import ToolchainError, ToolchainMissing
+from edgedeploy.fs_errors import check_home, check_home_writable
 from edgedeploy.toolchains.process import ManagedProcess, ProcessTimedOut
 
 # Where an environment records what it was built from; its absence marks an incomplete install.
@@ -25,7 +26,17 @@ DOCTOR_TIMEOUT_S = 300
 
 
 def edgedeploy_home() -> Path:
-    """$EDGEDEPLOY_HOME, else the user's cache directory ($XDG_CACHE_HOME or ~/.cache) /edgedeploy."""
+    """$EDGEDEPLOY_HOME, else the user's cache directory ($XDG_CACHE_HOME or ~/.cache) /edgedeploy.
+
+    Checked before use: a file or a link loop there is one sentence saying so (exit 9), not
+    "not installed, run install", which cannot help."""
+    home = home_path()
+    check_home(home)
+    return home
+
+
+def home_path() -> Path:
+    """Where EDGEDEPLOY_HOME points, unchecked (for naming it, and for telling whether a path lies under it)."""
     env = os.environ.get("EDGEDEPLOY_HOME")
     if env:
         return Path(env).expanduser()
@@ -147,6 +158,8 @@ class VenvToolchain(Toolchain):
         from edgedeploy.toolchains.worker import run_probe
 
         home = home or edgedeploy_home()
+        # Before anything is removed or made: a home this user cannot write fails now, in one sentence.
+        check_home_writable(home)
         st = self.status(home)
         if st.installed and not force:
             echo(f"{self.name}: already installed ({self.env_dir(home)}); nothing to do (use --force to rebuild).")

@@ -1,0 +1,163 @@
+"""File-system faults in real CLI processes: a file-size limit, a full disk, paths too long, a
+read-only file system, an EDGEDEPLOY_HOME that is a file or a symbolic-link loop.
+
+Each case runs `python -m edgedeploy` as a user would and checks: the exit code of the error's
+class (11 for an output, 9 for the toolchains' home), exactly one `error:` sentence naming the
+path, no traceback and no "internal error", and nothing partial left (no artifact, no
+`.building-*` or `.failed` folder, not even the OUT/<model> folder the build made).
+
+The full disk and the read-only disk are real tmpfs mounts in a private mount namespace
+(`unshare -m`, or `unshare -rm` for a user without root); where neither works the case is
+skipped, saying so, rather than faked.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgedeploy.fs_errors import short_path
+
+pytestmark = pytest.mark.slow
+
+EXIT_TOOLCHAIN, EXIT_ARTIFACT = 9, 11
+
+
+def _cli(*args: str, env_extra: dict | None = None, fsize_kb: int | None = None, cwd=None):
+    env = dict(os.environ, **(env_extra or {}))
+
+    def limit():
+        # The shell's `ulimit -f`: past it a write fails with EFBIG (SIGXFSZ ignored, as Python does).
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize_kb * 1024, fsize_kb * 1024))
+
+    return subprocess.run(
+        [sys.executable, "-m", "edgedeploy", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300,
+        preexec_fn=limit if fsize_kb else None,
+    )
+
+
+def _assert_one_sentence(result, code: int, path: object) -> str:
+    assert result.returncode == code, (result.returncode, result.stderr[-2000:])
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.stderr[-2000:]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr[-2000:]
+    line = errors[0]
+    assert short_path(path) in line, line
+    assert line.endswith(".") and line.count(". ") == 0, line
+    return line
+
+
+def _assert_nothing_left(out: Path) -> None:
+    left = [str(p) for p in out.rglob("*")] if out.exists() else []
+    assert not left, left
+
+
+@pytest.mark.toolchain("espdl")
+def test_file_size_limit_during_a_build(tmp_path):
+    out = tmp_path / "out"
+    result = _cli("build", "--target", "esp32s3", "--out", str(out), fsize_kb=50)
+    line = _assert_one_sentence(result, EXIT_ARTIFACT, out / "mnist_cnn" / "esp32s3")
+    assert "ulimit -f" in line
+    _assert_nothing_left(out)
+
+
+@pytest.mark.toolchain("espdl")
+def test_output_path_longer_than_the_system_takes(tmp_path):
+    # Every name within NAME_MAX, the whole path past PATH_MAX (4096) once the artifact's folders are added.
+    out = tmp_path / "out" / "/".join(["d" * 200] * 20)
+    result = _cli("build", "--target", "esp32s3", "--out", str(out))
+    line = _assert_one_sentence(result, EXIT_ARTIFACT, out / "mnist_cnn" / "esp32s3")
+    assert "too long" in line and len(line) < 600
+    _assert_nothing_left(tmp_path / "out")
+
+
+def test_output_name_longer_than_name_max(tmp_path):
+    out = tmp_path / ("n" * 300)
+    result = _cli("build", "--target", "esp32s3", "--out", str(out))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    assert "255 bytes" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def _home_cases(tmp_path: Path) -> dict[str, Path]:
+    as_file = tmp_path / "home-file"
+    as_file.write_text("not a folder\n")
+    loop_a, loop_b = tmp_path / "loop-a", tmp_path / "loop-b"
+    loop_a.symlink_to(loop_b)
+    loop_b.symlink_to(loop_a)
+    return {"a file": as_file, "a symlink loop": loop_a}
+
+
+@pytest.mark.parametrize("case", ["a file", "a symlink loop"])
+@pytest.mark.parametrize("command", [("toolchain", "install", "espdl"), ("build", "--target", "esp32s3"), ("toolchain", "doctor", "espdl")])
+def test_edgedeploy_home_that_cannot_hold_environments(tmp_path, case, command):
+    home = _home_cases(tmp_path)[case]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    args = (*command, "--out", str(tmp_path / "out")) if command[0] == "build" else command
+    result = _cli(*args, env_extra={"EDGEDEPLOY_HOME": str(home)})
+    line = _assert_one_sentence(result, EXIT_TOOLCHAIN, home)
+    assert "EDGEDEPLOY_HOME" in line and "not installed" not in line
+    assert ("is a file" in line) if case == "a file" else ("loop" in line)
+    # Nothing made or removed: the file is still a file, the links still links, no output.
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    if case == "a file":
+        assert home.read_text() == "not a folder\n"
+
+
+def _build_in_mount(tmp_path: Path, options: str, target: str):
+    """A build with OUT on a fresh tmpfs (mount options `options`), in a private mount namespace.
+
+    The mount lives only as long as the namespace, so the shell inside it lists what the build
+    left there before it ends. Returns (exit code, stderr, what is left on the mount)."""
+    if not shutil.which("unshare"):
+        pytest.skip("unshare is not on this machine: no private tmpfs mount")
+    mnt, err = tmp_path / "mnt", tmp_path / "stderr.txt"
+    mnt.mkdir()
+    script = (
+        'mount -t tmpfs -o "$1" tmpfs "$2" || exit 97; "$3" -m edgedeploy build --target "$4" --out "$2/out" 2>"$5"; '
+        'echo "rc=$?"; find "$2" -mindepth 1'
+    )
+    args = ["sh", "-c", script, "sh", options, str(mnt), sys.executable, target, str(err)]
+    for unshare in (["unshare", "-m"], ["unshare", "-rm"]):
+        result = subprocess.run([*unshare, *args], capture_output=True, text=True, timeout=300)
+        if result.stdout.startswith("rc="):
+            first, *left = result.stdout.splitlines()
+            return int(first[3:]), err.read_text(), left
+    pytest.skip(f"cannot mount a tmpfs here (neither unshare -m nor -rm): {result.stderr.strip()[:200]}")
+
+
+class _Result:
+    def __init__(self, returncode: int, stderr: str):
+        self.returncode, self.stderr = returncode, stderr
+
+
+@pytest.mark.toolchain("rknn")
+def test_full_disk_while_building_for_rk3588(tmp_path):
+    code, stderr, left = _build_in_mount(tmp_path, "size=1m", "rk3588")
+    line = _assert_one_sentence(_Result(code, stderr), EXIT_ARTIFACT, tmp_path / "mnt" / "out" / "mnist_cnn" / "rk3588")
+    assert "no space" in line
+    assert left == [], left
+
+
+@pytest.mark.toolchain("espdl")
+def test_full_disk_while_building_for_esp32s3(tmp_path):
+    code, stderr, left = _build_in_mount(tmp_path, "size=300k", "esp32s3")
+    line = _assert_one_sentence(_Result(code, stderr), EXIT_ARTIFACT, tmp_path / "mnt" / "out" / "mnist_cnn" / "esp32s3")
+    assert "no space" in line
+    assert left == [], left
+
+
+@pytest.mark.toolchain("espdl")
+def test_read_only_file_system(tmp_path):
+    code, stderr, left = _build_in_mount(tmp_path, "ro,size=1m", "esp32s3")
+    line = _assert_one_sentence(_Result(code, stderr), EXIT_ARTIFACT, tmp_path / "mnt" / "out")
+    assert "read-only" in line
+    assert left == [], left
