@@ -350,3 +350,41 @@ def test_final_error_line_skips_the_protocol_and_prefers_the_error():
     log = "$ python worker.py\nloading\nTraceback (most recent call last):\n  File x\nIndexError: list index out of range\n[edgedeploy-worker +1.0s] worker finished\n"
     assert final_error_line(log) == "IndexError: list index out of range"
     assert final_error_line("$ cmd\n") is None
+
+
+# The message of an exception whose text ends in a listing of the failing call's arguments
+# (shaped like the message of a layer that fails inside a TensorFlow conversion).
+LAYER_MESSAGE = (
+    'Exception encountered when calling layer "tf.reshape" (type TFOpLambda).\n\n'
+    "Dimensions must be equal, but are 3 and 4.\n\n"
+    'Call arguments received by layer "tf.reshape" (type TFOpLambda):\n'
+    "  \u2022 tensor=tf.Tensor(shape=(1, 3), dtype=float32)\n"
+    "  \u2022 shape=[1, 4]\n"
+    "  \u2022 name='no error here'\n"
+)
+
+
+def test_a_worker_failure_quotes_the_exceptions_message_not_its_argument_listing(tmp_path):
+    """The sentence once quoted "ValueError: \u2022 name='...'" (the message's last line) as the reason."""
+    with pytest.raises(WorkerFailed) as info:
+        run_source_worker(tmp_path, f"def run(request, ctx):\n    raise ValueError({LAYER_MESSAGE!r})\n", label="eiq")
+    assert info.value.final_line == 'ValueError: Exception encountered when calling layer "tf.reshape" (type TFOpLambda). Dimensions must be equal, but are 3 and 4.'
+    assert "name=" not in str(info.value) and "\u2022" not in str(info.value)
+
+
+def test_final_error_line_is_the_last_tracebacks_message_with_its_continuation_lines():
+    from edgedeploy.toolchains.executor import final_error_line
+
+    frames = 'Traceback (most recent call last):\n  File "/env/site-packages/conv/run.py", line 88, in convert\n    raise error\n'
+    # A frame's code ("raise error") looks like an error line; the exception's name does not.
+    log = f"$ python worker.py\nloading\n{frames}conv.errors.UnsupportedOp: no kernel for\n  GridSample with mode 'bicubic'\n[edgedeploy-worker +2.0s] worker finished\n"
+    assert final_error_line(log) == "conv.errors.UnsupportedOp: no kernel for GridSample with mode 'bicubic'"
+    # A message that spans lines and ends in an argument listing: the message, not the listing's last line.
+    log = f"{frames}ValueError: {LAYER_MESSAGE}"
+    assert final_error_line(log) == 'ValueError: Exception encountered when calling layer "tf.reshape" (type TFOpLambda). Dimensions must be equal, but are 3 and 4.'
+    # Of a chain, the last exception (the one the process died of).
+    chained = f"{frames}KeyError: 'x'\n\nDuring handling of the above exception, another exception occurred:\n\n{frames}RuntimeError: the range of 'x' is infinite\n"
+    assert final_error_line(chained) == "RuntimeError: the range of 'x' is infinite"
+    # A traceback the tool logged and went past is not its last word: its final error line is.
+    went_on = f"{frames}KeyError: 'x'\n" + "".join(f"step {i}\n" for i in range(20)) + "build failed: the graph has no outputs\n"
+    assert final_error_line(went_on) == "build failed: the graph has no outputs"

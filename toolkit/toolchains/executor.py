@@ -30,6 +30,7 @@ from edgedeploy.errors import ToolchainFailed, ToolchainMissing
 from edgedeploy.progress import FollowsLog
 from edgedeploy.toolchains.kinds import WORKER_MAIN, PythonInterpreter, WorkerEnvironment, worker_environment
 from edgedeploy.toolchains.process import ManagedProcess, ProcessTimedOut, last_line, open_log
+from edgedeploy.toolchains.worker_main import exception_message
 
 if TYPE_CHECKING:
     from edgedeploy.devices.base import CommandResult, Transport
@@ -46,14 +47,43 @@ Progress = Callable[[float, str], None]
 
 
 def final_error_line(log_text: str) -> str | None:
-    """The tool's own last word in a log: its final error line, else its last line (None if silent)."""
-    lines = [line.strip() for line in log_text.splitlines() if line.strip() and not _PROTOCOL_LINE.match(line.strip()) and not _GLOG_NOTE.match(line.strip())]
+    """The tool's own last word in a log: the message of its last traceback's exception, else its
+    final error line, else its last line (None if silent)."""
+    kept = [line.rstrip() for line in log_text.splitlines() if not _PROTOCOL_LINE.match(line.strip()) and not _GLOG_NOTE.match(line.strip())]
+    message = _traceback_message(kept)
+    if message:
+        return _one_line(message)
+    lines = [line.strip() for line in kept if line.strip()]
     if not lines:
         return None
     for line in reversed(lines):
         if _ERROR_LINE.match(line):
             return _one_line(line)
     return _one_line(lines[-1])
+
+
+# The exception line that ends a Python traceback: "ValueError: ...", "pkg.mod.Failed", unindented.
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(:\s|:?$)")
+# A message of more lines than this is taken to be a traceback followed by other output.
+_MESSAGE_LINES = 12
+# Lines that end one traceback's message: the next traceback of a chain.
+_CHAIN_LINE = re.compile(r"^(Traceback \(most recent call last\):|During handling of the above exception|The above exception was the direct cause)")
+
+
+def _traceback_message(lines: list[str]) -> str | None:
+    """The exception's message of the last traceback in `lines`, with the lines it spans: the first
+    unindented line after the frames (a frame's code may itself look like an error: it is indented)."""
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
+    if not starts:
+        return None
+    at = next((i for i in range(starts[-1] + 1, len(lines)) if lines[i].strip() and not lines[i][0].isspace()), None)
+    if at is None or not _EXCEPTION_LINE.match(lines[at]):
+        return None
+    end = next((i for i in range(at + 1, len(lines)) if _CHAIN_LINE.match(lines[i])), len(lines))
+    block = lines[at:end]
+    if sum(1 for line in block if line.strip()) > _MESSAGE_LINES:
+        return None  # the tool went on logging after the traceback: it was not its last word
+    return exception_message("\n".join(block))
 
 
 _PROGRESS_LINE = re.compile(r"^\[edgedeploy-worker [^\]]*\] (.+)$")

@@ -15,6 +15,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -135,6 +136,24 @@ def _failure_context(module, exc) -> dict:
     return {k: str(v)[:500] for k, v in found.items() if k in CONTEXT_KEYS and v}
 
 
+# A bullet that gives an argument's value: "• name='x'", "- shape=(1, 3)".
+_ARGUMENT_BULLET = re.compile(r"^(\u2022|-|\*)\s*\w+=")
+
+
+def exception_message(text: str) -> str:
+    """An exception's own message as one line: its lines joined, less a closing listing of the
+    failing call's arguments (a line ending in ':' and the bullet lines after it), which gives
+    the values the call got, never what went wrong. Its last line alone can be such a bullet."""
+    lines = [line.strip() for line in text.strip().splitlines()]
+    end = len(lines)
+    while end and (not lines[end - 1] or _ARGUMENT_BULLET.match(lines[end - 1])):
+        end -= 1
+    if any(lines[end:]) and end and lines[end - 1].endswith(":"):
+        end -= 1  # the listing's heading ("Call arguments received by ...:")
+    kept = [line for line in lines[:end] if line] or [line for line in lines if line]
+    return " ".join(kept)
+
+
 def main(argv: list) -> int:
     if len(argv) != 4:
         print("usage: worker_main.py WORKER_FILE REQUEST_JSON RESULT_JSON", file=sys.stderr)
@@ -155,12 +174,7 @@ def main(argv: list) -> int:
     except BaseException as exc:  # noqa: BLE001 - everything must become a result the core can read
         traceback.print_exc()
         sys.stdout.flush()
-        message = str(exc).strip().splitlines()
-        payload = {
-            "ok": False,
-            "error_type": type(exc).__name__,
-            "error": message[-1] if message else type(exc).__name__,
-        }
+        payload = {"ok": False, "error_type": type(exc).__name__, "error": exception_message(str(exc)) or type(exc).__name__}
         payload.update(_failure_context(module, exc))
     ctx.log("worker finished")
     sys.stdout.flush()
