@@ -23,6 +23,7 @@ failure is recorded in the report, the build goes on, and the gates decide the e
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Callable
@@ -304,11 +305,25 @@ def _add_toolchain_estimate(report: dict, target) -> None:
 def _with_what_the_audit_foresaw(exc: ToolchainFailed, prediction) -> ToolchainFailed:
     """A toolchain that fails where the rules predicted it would: the failure also names the node
     and gives the rule's sentence, which carries the known workaround (the toolchain's own message
-    seldom names the node, and never the way around it)."""
-    foreseen = next((n for n in prediction.nodes if n.placement.value == "unsupported" and n.reason), None)
+    seldom names the node, and never the way around it). Only the flagged node the failure is at:
+    a failure elsewhere (a calibration range, a file) was not foreseen, and saying so would mislead."""
+    flagged = (n for n in prediction.nodes if n.placement.value == "unsupported" and n.reason)
+    foreseen = next((n for n in flagged if failure_is_at(exc, n.node, n.op_type)), None)
     if foreseen is None:
         return exc
     return exc.replace(hints=exc.hints + (f"The audit foresaw this at node '{foreseen.node}' ({foreseen.op_type}): {foreseen.reason}",))
+
+
+def failure_is_at(exc: ToolchainFailed, node: str, op_type: str) -> bool:
+    """Whether a toolchain failure is at this node: the node the toolchain named, else the operator
+    type it named, else the node's name or its operator type quoted in the toolchain's own words."""
+    if exc.node:
+        return exc.node == node
+    if exc.op_type:
+        return exc.op_type == op_type
+    said = " ".join(filter(None, (exc.final_line, exc.source_location)))
+    # A whole name: 'Conv' is not in '/stem/Conv_1' nor 'ConvTranspose', 'Add' not in 'Address'.
+    return any(re.search(rf"(?<![\w/.]){re.escape(name)}(?![\w/.])", said) for name in (node, op_type) if name)
 
 
 def after_conversion(stage: str, echo, check: Callable[..., dict], *args) -> dict:
