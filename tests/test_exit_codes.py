@@ -101,3 +101,34 @@ def test_an_existing_output_needs_force(tmp_path):
 def test_usage_mistakes_exit_2_before_any_work(args, fragment, tmp_path):
     _clean(run_cli(*args, cwd=tmp_path), 2, fragment)
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
+
+
+def _json_build(tmp_path, *targets: str):
+    """`build --format json` of a file that is no ONNX model: every chip fails at intake (exit 8)."""
+    import importlib.util
+    import json
+
+    model = tmp_path / "broken.onnx"
+    model.write_bytes(b"not a model")
+    args = [a for t in targets for a in ("--target", t)]
+    result = run_cli("build", str(model), *args, "--out", str(tmp_path / "out"), "--format", "json")
+    document = json.loads(result.stdout)  # the summary is printed, whatever the exit code
+    if importlib.util.find_spec("jsonschema"):
+        from edgedeploy.report.schemas import validate
+
+        validate(document)
+    return result, document
+
+
+@pytest.mark.parametrize("targets", [("esp32s3",), ("esp32s3", "rk3588")], ids=["one chip", "two chips"])
+def test_build_format_json_prints_every_failed_chip_with_its_reason_and_exits_with_its_code(tmp_path, targets):
+    """docs/cli.md: one entry per chip with its status and reason; with one --target that failed,
+    stdout once had nothing."""
+    result, document = _json_build(tmp_path, *targets)
+    assert result.returncode == errors.ModelError.exit_code and "Traceback" not in result.stderr
+    assert [b["chip"] for b in document["builds"]] == list(targets)
+    error = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    for entry in document["builds"]:
+        assert entry["status"] == "failed" and entry["exit_code"] == errors.ModelError.exit_code
+        assert "broken.onnx" in entry["reason"] and "\n" not in entry["reason"]
+        assert len(targets) > 1 or error == [f"error: {entry['reason']}"]  # one chip: the same sentence as without --format json

@@ -221,11 +221,15 @@ def test_a_refusal_the_audit_foresaw_names_the_node_and_the_workaround(tmp_path)
     model = save(proto, tmp_path / "dropout9.onnx")
     np.savez(tmp_path / "calib.npz", x=np.random.default_rng(1).standard_normal((8, 3, 8, 8)).astype(np.float32))
     common = ("build", str(model), "--target", "rk3588", "--calib", str(tmp_path / "calib.npz"))
-    proc = run_cli(*common, "--out", str(tmp_path / "out"))
+    proc = run_cli(*common, "--out", str(tmp_path / "out"), "--format", "json")
     assert proc.returncode == 9, proc.stderr[-2000:]
     error = [line for line in proc.stderr.splitlines() if line.startswith("error:")][-1]
     assert "Not support 'Dropout' of opset-9" in error  # the toolchain's own words
     assert "node 'head_dropout' (Dropout)" in error and "edgedeploy fix" in error
+    # --format json prints the summary of the chip that failed too: its status and the same sentence.
+    [entry] = json.loads(proc.stdout)["builds"]
+    assert (entry["chip"], entry["status"], entry["exit_code"]) == ("rk3588", "failed", 9) and error == f"error: {entry['reason']}"
+    assert entry["failed_folder"] == str(tmp_path / "out" / "dropout9" / "rk3588.failed")
     proc = run_cli(*common, "--fix", "--out", str(tmp_path / "fixed"))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "fixed" / "dropout9" / "rk3588" / "model.rknn").is_file()

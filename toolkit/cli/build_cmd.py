@@ -225,12 +225,11 @@ def _build(values: dict, project) -> None:
         try:
             artifact = api.build(model_path, chip.id, **options, target_options=target_options[target.id], progress=reporter)
         except EdgedeployError as exc:
-            if len(chips) == 1 or fail_fast:
-                raise
             first_error = first_error or exc
-            failed = _failed_folder(out_root, model_path, chip.id)
-            info(f"build: {chip.id} failed: {str(exc).splitlines()[0]}")
-            results.append({"chip": chip.id, "status": "failed", "reason": str(exc).splitlines()[0], "exit_code": exc.exit_code, "failed_folder": failed, "wall_seconds": round(time.monotonic() - started, 2)})
+            results.append(_failed_entry(exc, out_root, model_path, chip.id, started))
+            if len(chips) == 1 or fail_fast:
+                break  # the error itself is the message (after the JSON summary, with --format json)
+            info(f"build: {chip.id} failed: {results[-1]['reason']}")
             continue
         report = artifact.document
         entry = {"chip": chip.id, "status": artifact.status, "artifact": str(artifact.path), "wall_seconds": round(time.monotonic() - started, 2), "report": report}
@@ -247,11 +246,22 @@ def _build(values: dict, project) -> None:
     for entry in results:
         if gates and entry["status"] == "failed":
             entry["gates"] = gate_summary(failed_build(gates, entry["chip"], entry["reason"]))
+    stopped = first_error is not None and (len(chips) == 1 or fail_fast)
     if output_format == "json":
+        # Always the summary, failed chips included: a script reads stdout, whatever the exit code.
         emit_json({"schema": BUILD_RESULT_SCHEMA, "builds": results})
-    else:
+    elif not stopped:
         _print_summary(results, bool(gates))
+    if stopped:
+        raise first_error  # one sentence on stderr and the error's own exit code, as without --format json
     _exit_for(results, first_error, allow_generated)
+
+
+def _failed_entry(exc: EdgedeployError, out_root: Path, model_path: Path, chip_id: str, started: float) -> dict:
+    """A failed chip's entry in the summary: the error's sentence, its exit code, the kept `.failed` folder."""
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    failed = _failed_folder(out_root, model_path, chip_id)
+    return {"chip": chip_id, "status": "failed", "reason": reason, "exit_code": exc.exit_code, "failed_folder": failed, "wall_seconds": round(time.monotonic() - started, 2)}
 
 
 def _missed_goals(judged) -> bool:
