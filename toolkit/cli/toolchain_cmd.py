@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import click
 
 from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
@@ -78,52 +75,35 @@ def install_command(names: tuple[str, ...], force: bool) -> None:
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @format_option()
 def doctor_command(names: tuple[str, ...], output_format: str) -> None:
-    """Check that each installed environment imports its toolchain, and print the versions.
+    """Check each installed environment: its interpreter runs, its toolchain imports, its versions are the pinned ones.
 
-    Exits 9 (a toolchain error) if an installed environment is broken; toolchains that are not installed are listed, not failed.
+    A broken environment gets one line with what is wrong, its log (kept in $EDGEDEPLOY_HOME/envs)
+    and the command that repairs it, and the command exits 9 (a toolchain error). Toolchains that
+    are not installed are listed, not failed: with nothing broken it exits 0.
     """
-    import tempfile
-
     from edgedeploy.errors import ToolchainError
     from edgedeploy.targets import all_toolchains, find_toolchain
-    from edgedeploy.toolchains.worker import run_probe
+    from edgedeploy.toolchains.doctor import doctor_entry
 
     chosen = [find_toolchain(n) for n in names] if names else all_toolchains()
-    results = []
-    broken = False
-    for tc in chosen:
-        st = tc.status()
-        entry = {"name": tc.name, "installed": st.installed, "status": st.detail, "ok": None, "versions": {}, "python": None}
-        if tc.managed and st.installed:
-            with tempfile.TemporaryDirectory(prefix=f"edgedeploy-doctor-{tc.name}-") as tmp:
-                try:
-                    probe = run_probe(tc, None, workdir=Path(tmp))
-                    entry.update(ok=True, versions=probe["versions"], python=probe["python"], imported=list(probe["imported"]))
-                except ToolchainError as exc:
-                    entry.update(ok=False, error=str(exc))
-                    broken = True
-        elif not tc.managed:
-            entry["ok"] = st.installed or None
-        results.append(entry)
+    results = [doctor_entry(tc) for tc in chosen]
     if output_format == "json":
         emit_json({"schema": "edgedeploy.doctor/1", "toolchains": results})
     else:
         for e in results:
-            if e["ok"] is True and e["versions"]:
-                verdict = "ok"
-            elif e["ok"] is False:
-                verdict = "BROKEN"
-            elif e["installed"]:
-                verdict = "ok"
-            else:
-                verdict = "not installed"
-            echo_text(f"{e['name']:<9} {verdict:<14} {e['status']}")
-            if e["versions"]:
+            verdict = {True: "ok", False: "BROKEN"}.get(e["ok"], "ok" if e["installed"] else "not installed")
+            repair = f"; repair: {e['repair']}" if e["ok"] is False else ""
+            echo_text(f"{e['name']:<9} {verdict:<14} {e['status']}{repair}")
+            if e["versions"] and e["ok"]:
                 echo_text("          python " + str(e["python"]) + ", " + ", ".join(f"{k} {v}" for k, v in e["versions"].items()))
-            if e.get("error"):
-                echo_text("          " + e["error"].replace("\n", "\n          "))
+    broken = [e for e in results if e["ok"] is False]
     if broken:
-        sys.exit(ToolchainError.exit_code)  # printed above; the status says a toolchain is broken
+        # Each line above says what is wrong and how to repair it; stderr gets the one sentence.
+        raise ToolchainError(
+            f"{len(broken)} toolchain environment{'s are' if len(broken) > 1 else ' is'} broken ({', '.join(e['name'] for e in broken)}): "
+            + "; ".join(f"repair {e['name']} with `{e['repair']}`" for e in broken)
+            + "."
+        )
 
 
 COMMANDS = [toolchain_group]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -124,12 +125,43 @@ class VenvToolchain(Toolchain):
                 return ToolchainStatus(self.name, False, f"incomplete install in {env}; run `edgedeploy toolchain install {self.name}`")
             return ToolchainStatus(self.name, False, f"not installed; run `edgedeploy toolchain install {self.name}`")
         if not self.python(home).exists():
-            return ToolchainStatus(self.name, False, f"broken: {self.python(home)} is missing; reinstall with --force")
+            return ToolchainStatus(self.name, False, f"broken: {self.python(home)} is missing; run `{self.repair_command()}`")
         if stamp.get("spec_hash") != self.spec_hash():
             return ToolchainStatus(
                 self.name, False, f"outdated: built from other pins; run `edgedeploy toolchain install {self.name}`", stamp.get("versions", {})
             )
         return ToolchainStatus(self.name, True, f"installed in {env}", stamp.get("versions", {}))
+
+    def repair_command(self) -> str:
+        """The one command that rebuilds this environment from its pins, whatever is wrong with it."""
+        return f"edgedeploy toolchain install {self.name} --force"
+
+    def doctor_log(self, home: Path | None = None) -> Path:
+        """Where `doctor` writes its check of this environment; beside the install log, and kept."""
+        return self.env_dir(home).parent / f"{self.name}-doctor.log"
+
+    def pinned_versions(self) -> dict[str, str]:
+        """The `name==version` pins of the requirement files, by normalised distribution name."""
+        pins: dict[str, str] = {}
+        for step in self.steps:
+            for line in step.requirements_file.read_text().splitlines():
+                spec = line.split("#", 1)[0].split(";", 1)[0].strip()
+                if "==" in spec and not spec.startswith("-"):
+                    name, version = spec.split("==", 1)
+                    pins[_normalise_name(name.split("[", 1)[0])] = version.strip()
+        return pins
+
+    def version_mismatches(self, versions: dict) -> list[str]:
+        """Each recorded distribution whose installed version is not its pin, as 'NAME X installed, Y pinned'."""
+        pins = self.pinned_versions()
+        wrong = []
+        for dist in self.distributions:
+            pin = pins.get(_normalise_name(dist))
+            found = versions.get(dist)
+            # A local label (torch's "+cpu") names the build, not the release the pin asks for.
+            if pin is not None and (found is None or str(found).split("+", 1)[0] != pin.split("+", 1)[0]):
+                wrong.append(f"{dist} {found or 'missing'} installed, {pin} pinned")
+        return wrong
 
     def require(self, home: Path | None = None) -> Path:
         """The environment's interpreter; ToolchainMissing with the fix if it is not usable."""
@@ -208,6 +240,11 @@ class ExternalToolchain(Toolchain):
 
     def status(self, home: Path | None = None) -> ToolchainStatus:
         return self.detect()
+
+
+def _normalise_name(name: str) -> str:
+    """A distribution's name as pip compares them (PEP 503): case and the runs of -_. do not matter."""
+    return re.sub(r"[-_.]+", "-", name.strip()).lower()
 
 
 def _base_python() -> str:

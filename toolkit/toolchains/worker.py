@@ -21,10 +21,11 @@ if TYPE_CHECKING:
 __all__ = ["WORKER_MAIN", "PROBE_WORKER", "run_probe"]
 
 
-def run_probe(toolchain: "VenvToolchain", home: Path | None, workdir: Path, timeout_s: float = 300) -> dict:
+def run_probe(toolchain: "VenvToolchain", home: Path | None, workdir: Path, timeout_s: float = 300, log_path: Path | None = None) -> dict:
     """Import the toolchain's modules in its environment and return the versions it reports.
 
-    Runs on an environment whose stamp is not written yet: install verifies with it.
+    Runs on an environment whose stamp is not written yet: install verifies with it. The log is
+    workdir/probe.log unless `log_path` puts it where it outlives the workdir (doctor's).
     """
     request = {"modules": list(toolchain.import_modules), "distributions": list(toolchain.distributions)}
-    return Executor(workdir / "probe.log", timeout_s).run_worker(PythonInterpreter(toolchain.python(home)), PROBE_WORKER, request, workdir, label=toolchain.name)
+    return Executor(log_path or workdir / "probe.log", timeout_s).run_worker(PythonInterpreter(toolchain.python(home)), PROBE_WORKER, request, workdir, label=toolchain.name)
