@@ -158,3 +158,14 @@ def test_every_broken_environment_is_named_and_the_working_ones_still_pass(home)
     for name in NAMES:
         assert_broken(result, name, "is missing")
     assert "not installed" in line_of(result, "rknn")
+
+
+def test_an_interpreter_that_does_not_run(home):
+    """The interpreter is there but cannot run Python (replaced by a program that fails): the check runs it, not just looks."""
+    fake_environment(home, "espdl")
+    python = find_toolchain("espdl").python(home)
+    python.unlink()  # a link to the base interpreter: replace the link, never touch what it points to
+    python.write_text("#!/bin/sh\necho 'cannot execute: corrupt interpreter' >&2\nexit 3\n")
+    python.chmod(0o755)
+    line = assert_broken(doctor(home, "espdl"), "espdl", "exited with status 3")
+    assert "cannot execute: corrupt interpreter" in line
