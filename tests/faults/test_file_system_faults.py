@@ -161,3 +161,19 @@ def test_read_only_file_system(tmp_path):
     line = _assert_one_sentence(_Result(code, stderr), EXIT_ARTIFACT, tmp_path / "mnt" / "out")
     assert "read-only" in line
     assert left == [], left
+
+
+def test_the_class_follows_the_path():
+    """Under EDGEDEPLOY_HOME a file-system error is the toolchains' (9), elsewhere an output's (11);
+    any other OSError is left to the internal-error handler (a bug)."""
+    import errno
+
+    from edgedeploy.fs_errors import file_system_error
+
+    home = Path("/srv/edgedeploy-home")
+    full = OSError(errno.ENOSPC, "No space left on device", str(home / "envs" / "espdl" / "lib"))
+    assert file_system_error(full, home=home).exit_code == EXIT_TOOLCHAIN
+    assert "EDGEDEPLOY_HOME" in str(file_system_error(full, home=home))
+    assert file_system_error(full, home=Path("/elsewhere")).exit_code == EXIT_ARTIFACT
+    assert file_system_error(OSError(errno.EIO, "Input/output error", "/x"), home=home) is None
+    assert file_system_error(ValueError("not an OSError")) is None
