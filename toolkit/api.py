@@ -368,17 +368,22 @@ class Artifact(_Document):
         return check_manifest(self.path, self.chip)
 
 
-def load_artifact(path: str | Path) -> Artifact:
-    """The artifact at `path` (a folder `build` wrote), its report and manifest read and checked for shape.
+NOT_VERIFIED = "NOT VERIFIED: loaded with verify=False; the artifact's files were not checked against its manifest."
 
-    ArtifactError (exit 11) when it is not an artifact, is damaged, or has a report schema this
-    edgedeploy does not read. The files' hashes are checked by `Artifact.verify()`.
+
+def load_artifact(path: str | Path, verify: bool = True) -> Artifact:
+    """The artifact at `path` (a folder `build` wrote), its report and manifest read and checked.
+
+    ArtifactError (exit 11) when it is not an artifact, is damaged, has a file changed, missing
+    or added since the build (the manifest's hashes are checked first, as `measure` does), or
+    has a report schema this edgedeploy does not read. `verify=False` skips the hashes: the
+    Artifact's `warnings` then say it was not verified.
     """
-    from edgedeploy.artifacts import read_manifest
+    from edgedeploy.artifacts import check_manifest
     from edgedeploy.report.schema import load_report_file
 
     folder = Path(path).absolute()
-    manifest = read_manifest(folder)
+    manifest = check_manifest(folder, None, verify_files=verify)
     report = load_report_file(folder / "report.json")
     convert = report.get("convert") or {}
     return Artifact(
@@ -388,7 +393,7 @@ def load_artifact(path: str | Path) -> Artifact:
         status="built" if convert.get("status") == "built" else "generated only",
         accuracy=report.get("accuracy"),
         manifest=manifest,
-        **_model_result(report),
+        **_model_result(report, () if verify else (NOT_VERIFIED,)),
     )
 
 

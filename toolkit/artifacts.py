@@ -283,7 +283,11 @@ def read_manifest(artifact: Path) -> dict:
 
 
 def check_manifest(artifact: Path, chip_id: str | None = None, verify_files: bool = True) -> dict:
-    """The manifest, after checking the artifact is intact and (if given) built for `chip_id`."""
+    """The manifest, after checking the artifact is intact and (if given) built for `chip_id`.
+
+    Every reader (report, measure, diagnose, load_artifact) calls this one function before it
+    uses a file of the artifact; `verify_files=False` only checks the manifest's shape and chip.
+    """
     manifest = read_manifest(artifact)
     built_for = manifest.get("target", {}).get("chip")
     if chip_id is not None and built_for != chip_id:
@@ -291,10 +295,32 @@ def check_manifest(artifact: Path, chip_id: str | None = None, verify_files: boo
             f"{artifact} was built for {built_for}, not {chip_id}; rebuild it with --target {chip_id}."
         )
     if verify_files:
-        for rel, info in manifest.get("files", {}).items():
-            path = Path(artifact) / rel
-            if not path.is_file():
-                raise ArtifactError(f"{artifact}: {rel} is listed in the manifest but missing.")
-            if sha256_file(path) != info["sha256"]:
-                raise ArtifactError(f"{artifact}: {rel} changed since the build (sha256 differs); rebuild the artifact.")
+        _check_listed_files(Path(artifact), manifest.get("files", {}))
+        _check_no_added_files(Path(artifact), manifest.get("files", {}))
     return manifest
+
+
+def _check_listed_files(artifact: Path, files: dict) -> None:
+    for rel, info in files.items():
+        path = artifact / rel
+        if not path.is_file():
+            raise ArtifactError(f"{artifact}: {rel} is listed in the manifest but missing.")
+        if sha256_file(path) != info["sha256"]:
+            raise ArtifactError(f"{artifact}: {rel} changed since the build (sha256 differs); rebuild the artifact.")
+
+
+# Files an artifact may hold beyond its manifest's table: what edgedeploy writes into it after the
+# build (measurement records, the lock of a report update) and what a compiler writes into a
+# `build` folder when the generated project is built in place; nothing a reader takes figures from.
+UNLISTED_TOP = (MANIFEST_NAME, "measurements", ".edgedeploy.lock")
+UNLISTED_FOLDER = "build"
+
+
+def _check_no_added_files(artifact: Path, files: dict) -> None:
+    for path in sorted(artifact.rglob("*")):
+        rel = path.relative_to(artifact)
+        if path.is_dir() or rel.as_posix() in files:
+            continue
+        if rel.parts[0] in UNLISTED_TOP or UNLISTED_FOLDER in rel.parts[:-1]:
+            continue
+        raise ArtifactError(f"{artifact}: {rel.as_posix()} is not in the manifest (added after the build); remove it or rebuild the artifact.")

@@ -20,8 +20,9 @@ DIAGNOSE_FORMATS = ("text", "md", "html", "json")
 @click.option("--eval-count", type=click.IntRange(min=1), default=32, show_default=True, help="Evaluation samples used.")
 @click.option("--no-qdq", is_flag=True, help="Leave out ONNX Runtime's QDQ quantisation (the toolchain-neutral path beside the target's).")
 @click.option("--summary", is_flag=True, help="Text: leave out the table of every node.")
+@click.option("--no-verify", is_flag=True, help="Skip checking the artifact's files against its manifest (the output says so).")
 @output_options(DIAGNOSE_FORMATS, "the diagnosis")
-def diagnose_command(artifact, calib, eval_path, calib_count, eval_count, no_qdq, summary, output_format, out_path, force) -> None:
+def diagnose_command(artifact, calib, eval_path, calib_count, eval_count, no_qdq, summary, no_verify, output_format, out_path, force) -> None:
     """Where int8 breaks ARTIFACT's model, node by node, and why.
 
     For the artifact's target (when its toolchain simulates on this host) and for ONNX Runtime's
@@ -37,7 +38,7 @@ def diagnose_command(artifact, calib, eval_path, calib_count, eval_count, no_qdq
     from edgedeploy.pipeline.diagnose import DiagnoseOptions, diagnose_artifact
 
     output = resolve_output(out_path, output_format, force, DIAGNOSE_FORMATS, "edgedeploy diagnose")
-    options = DiagnoseOptions(calib=calib, eval=eval_path, calib_count=calib_count, eval_count=eval_count, qdq=not no_qdq)
+    options = DiagnoseOptions(calib=calib, eval=eval_path, calib_count=calib_count, eval_count=eval_count, qdq=not no_qdq, verify=not no_verify)
     document = diagnose_artifact(artifact, options, info)
     renderers = {"json": to_json, "md": diagnosis_markdown_page, "html": render_diagnosis_page}
     output.write(renderers.get(output.format, lambda doc: render_text(doc, nodes=not summary))(document))

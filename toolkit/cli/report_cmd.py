@@ -16,8 +16,9 @@ REPORT_FORMATS = ("text", "md", "html", "json")
 
 @click.command("report")
 @click.argument("dirs", nargs=-1, required=True, type=AbsolutePath(exists=True, path_type=Path))
+@click.option("--no-verify", is_flag=True, help="Read the artifacts without checking their files against the manifest (the output says so).")
 @output_options(REPORT_FORMATS, "the comparison", aliases=("--output",))
-def report_command(dirs: tuple[Path, ...], output_format: str | None, out_path: Path | None, force: bool) -> None:
+def report_command(dirs: tuple[Path, ...], no_verify: bool, output_format: str | None, out_path: Path | None, force: bool) -> None:
     """Render the reports of one or more artifacts (or folders of artifacts) as one comparison.
 
     The JSON reports are the source; text, Markdown and a self-contained HTML page (inline SVG
@@ -33,7 +34,9 @@ def report_command(dirs: tuple[Path, ...], output_format: str | None, out_path: 
     paths = artifact_paths(list(dirs))
     if not paths:
         raise ArtifactError("No artifact reports found in " + ", ".join(map(str, dirs)) + ".")
-    comp = combine_reports([load_artifact(p) for p in paths])
+    comp = combine_reports([load_artifact(p, verify=not no_verify) for p in paths])
+    if no_verify:
+        info(f"report: NOT VERIFIED: --no-verify: the files of {len(paths)} artifact(s) were not checked against their manifests")
     if output.format == "json":
         text = to_json(comp)
     elif output.format == "md":

@@ -43,17 +43,17 @@ class DiagnoseOptions:
     calib_count: int | None = None  # default: the build's --calib-count (all samples when it had none)
     eval_count: int = DEFAULT_EVAL_SAMPLES
     qdq: bool = True  # ONNX Runtime's QDQ path beside the target's
+    verify: bool = True  # check the artifact's files against its manifest first (--no-verify: False)
     worker_timeout_s: float = WORKER_TIMEOUT_S
 
 
-def read_manifest(artifact: Path) -> dict:
-    path = Path(artifact) / "manifest.json"
-    if not path.is_file() or not (Path(artifact) / "model.onnx").is_file():
+def read_manifest(artifact: Path, verify: bool = True) -> dict:
+    """The manifest, after checking every file against it (check_manifest, as measure does) unless not `verify`."""
+    from edgedeploy.artifacts import check_manifest
+
+    if not (Path(artifact) / "manifest.json").is_file() or not (Path(artifact) / "model.onnx").is_file():
         raise ArtifactError(f"{artifact} is not an edgedeploy artifact (no manifest.json and model.onnx); give a folder `edgedeploy build` wrote.")
-    try:
-        return json.loads(path.read_text())
-    except ValueError as exc:
-        raise ArtifactError(f"{path} is not valid JSON ({exc}).") from None
+    return check_manifest(artifact, None, verify_files=verify)
 
 
 def _preprocess(recorded) -> PreprocessSpec | None:
@@ -179,7 +179,9 @@ def diagnose_artifact(artifact: Path, options: DiagnoseOptions, echo: Callable[[
     from edgedeploy.model.stats import node_names
 
     artifact = Path(artifact).absolute()
-    manifest = read_manifest(artifact)
+    manifest = read_manifest(artifact, options.verify)
+    if not options.verify:
+        echo("diagnose: NOT VERIFIED: --no-verify: the artifact's files were not checked against its manifest")
     chip_id = (manifest.get("target") or {}).get("chip")
     if not isinstance(chip_id, str):
         raise ArtifactError(f"{artifact}/manifest.json names no chip; it is not an artifact of `edgedeploy build`.")
@@ -212,6 +214,7 @@ def diagnose_artifact(artifact: Path, options: DiagnoseOptions, echo: Callable[[
         "data": {"calibration": calibration.describe(), "evaluation": evaluation.describe() if evaluation is not None else None, "figures_on": "evaluation" if evaluation is not None else "calibration"},
         "paths": paths,
         "skipped": skipped,
+        "verified": options.verify,
     }
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from edgedeploy.artifacts import MANIFEST_NAME, atomic_write_json, now_iso, read_manifest, sha256_file
+from edgedeploy.artifacts import MANIFEST_NAME, atomic_write_json, check_manifest, now_iso, read_manifest, sha256_file
 from edgedeploy.errors import ArtifactError
 from edgedeploy.report.schema import load_report_file
 
@@ -28,16 +28,24 @@ class LoadedArtifact:
     path: Path
     report: dict
     manifest: dict | None
+    # False when read with --no-verify: its files were not checked against the manifest.
+    verified: bool = True
 
 
-def load_artifact(path: Path) -> LoadedArtifact:
-    """An artifact folder (or its report.json) with its validated report and, if present, its manifest."""
+def load_artifact(path: Path, verify: bool = True) -> LoadedArtifact:
+    """An artifact folder (or its report.json) with its validated report and its manifest.
+
+    With `verify` the manifest's hashes are checked first (check_manifest, as measure does): a
+    changed, missing or added file, or no manifest at all, is an ArtifactError naming it.
+    """
     path = Path(path)
-    if path.is_file() and path.name.endswith(".json"):
-        return LoadedArtifact(path.parent, load_report_file(path), _manifest_or_none(path.parent))
-    if not path.is_dir():
+    is_file = path.is_file() and path.name.endswith(".json")
+    if not is_file and not path.is_dir():
         raise ArtifactError(f"{path} is neither an artifact folder nor a report.json.")
-    return LoadedArtifact(path, load_report_file(path / REPORT_NAME), _manifest_or_none(path))
+    folder = path.parent if is_file else path
+    manifest = check_manifest(folder) if verify else _manifest_or_none(folder)
+    report = load_report_file(path if is_file else path / REPORT_NAME)
+    return LoadedArtifact(folder, report, manifest, verify)
 
 
 def _manifest_or_none(folder: Path) -> dict | None:

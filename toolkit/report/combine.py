@@ -365,6 +365,8 @@ def combine(artifacts: list[LoadedArtifact], contribution: Contribution = _no_co
     if len(models) > 1:
         notes.append(f"The artifacts come from {len(models)} different models; their figures are not comparable with each other.")
     notes += left_out
+    # First, so that no one takes an unchecked report's figures for checked ones.
+    notes[:0] = [f"NOT VERIFIED: {ident} ({art.path}) was read with --no-verify; its files were not checked against its manifest, so its figures may have been changed since the build." for ident, art in arts if not art.verified]
     return {
         "schema": COMPARISON_SCHEMA,
         "edgedeploy_version": __version__,

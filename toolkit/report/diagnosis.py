@@ -96,6 +96,8 @@ def render_text(document: dict, nodes: bool = True) -> str:
         f"figures on the {data.get('figures_on', 'calibration')} data ({((data.get(data.get('figures_on', 'calibration')) or {}).get('count'))} samples); "
         f"ranges from {(data.get('calibration') or {}).get('count')} calibration samples",
     ]
+    if document.get("verified") is False:
+        head.insert(0, "NOT VERIFIED: read with --no-verify; the artifact's files were not checked against its manifest")
     parts = ["\n".join(head)]
     parts.extend(render_path(p, nodes) for p in document["paths"])
     parts.extend(f"{s['path']}: not diagnosed: {s['reason']}" for s in document.get("skipped") or [])

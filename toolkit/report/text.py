@@ -134,7 +134,9 @@ def render_measurement(record: dict) -> str:
 
 def render_comparison(comp: dict, width: int | None = None) -> str:
     """The terminal view of a comparison; `width` (the terminal's columns) wraps wide tables into blocks."""
-    lines = ["edgedeploy report: " + ", ".join(f"{a['id']} = {a['path']}" for a in comp["artifacts"]), ""]
+    lines = ["edgedeploy report: " + ", ".join(f"{a['id']} = {a['path']}" for a in comp["artifacts"])]
+    # An unchecked artifact is said at the top too, not only among the closing notes.
+    lines += [n for n in comp["notes"] if n.startswith("NOT VERIFIED")] + [""]
     rows = []
     for a in comp["artifacts"]:
         s = a.get("audit_summary") or {}
