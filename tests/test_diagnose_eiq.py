@@ -53,6 +53,10 @@ def test_a_target_path_that_cannot_run_leaves_the_other(outlier_diagnosis, tmp_p
     old = tmp_path / "imx8mp"
     shutil.copytree(outlier_diagnosis[0], old)
     (old / "tflite_layers.json").unlink()
+    # An artifact from before it never listed it: its manifest, as then, so the artifact is intact.
+    manifest = json.loads((old / "manifest.json").read_text())
+    del manifest["files"]["tflite_layers.json"]
+    (old / "manifest.json").write_text(json.dumps(manifest))
     done = run_cli("diagnose", str(old), "--format", "json")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
