@@ -167,3 +167,5 @@ def test_the_issues_case_top1_edited_on_an_esp32s3_build(esp32s3_sample_build, t
     diagnosed = run_cli("diagnose", "--no-verify", str(art), "--no-qdq", "--calib-count", "8", "--eval-count", "8", "--summary")
     assert diagnosed.returncode == 0, diagnosed.stderr
     assert diagnosed.stdout.startswith("NOT VERIFIED") and "NOT VERIFIED" in diagnosed.stderr
+    page = run_cli("diagnose", "--no-verify", str(art), "--no-qdq", "--calib-count", "8", "--eval-count", "8", "--format", "md")
+    assert page.returncode == 0 and "NOT VERIFIED: read with --no-verify" in page.stdout.split("\n## ")[0]
