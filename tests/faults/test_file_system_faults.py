@@ -139,18 +139,16 @@ class _Result:
         self.returncode, self.stderr = returncode, stderr
 
 
-@pytest.mark.toolchain("rknn")
-def test_full_disk_while_building_for_rk3588(tmp_path):
-    code, stderr, left = _build_in_mount(tmp_path, "size=1m", "rk3588")
-    line = _assert_one_sentence(_Result(code, stderr), EXIT_ARTIFACT, tmp_path / "mnt" / "out" / "mnist_cnn" / "rk3588")
-    assert "no space" in line
-    assert left == [], left
-
-
-@pytest.mark.toolchain("espdl")
-def test_full_disk_while_building_for_esp32s3(tmp_path):
-    code, stderr, left = _build_in_mount(tmp_path, "size=300k", "esp32s3")
-    line = _assert_one_sentence(_Result(code, stderr), EXIT_ARTIFACT, tmp_path / "mnt" / "out" / "mnist_cnn" / "esp32s3")
+@pytest.mark.parametrize(
+    "size, chip",
+    [
+        pytest.param("size=1m", "rk3588", marks=pytest.mark.toolchain("rknn"), id="rk3588"),
+        pytest.param("size=300k", "esp32s3", marks=pytest.mark.toolchain("espdl"), id="esp32s3"),
+    ],
+)
+def test_full_disk_while_building(tmp_path, size, chip):
+    code, stderr, left = _build_in_mount(tmp_path, size, chip)
+    line = _assert_one_sentence(_Result(code, stderr), EXIT_ARTIFACT, tmp_path / "mnt" / "out" / "mnist_cnn" / chip)
     assert "no space" in line
     assert left == [], left
 
