@@ -310,10 +310,13 @@ def _check_listed_files(artifact: Path, files: dict) -> None:
 
 
 # Files an artifact may hold beyond its manifest's table: what edgedeploy writes into it after the
-# build (measurement records, the lock of a report update) and what a compiler writes into a
-# `build` folder when the generated project is built in place; nothing a reader takes figures from.
+# build (measurement records, the lock of a report update), what a compiler writes into a `build`
+# folder when the generated project is built in place, and the bytecode Python caches in
+# `__pycache__` when the artifact's runner is run in place (a local device measures from the
+# artifact folder; the sources it is compiled from are listed and checked); nothing a reader takes
+# figures from.
 UNLISTED_TOP = (MANIFEST_NAME, "measurements", ".edgedeploy.lock")
-UNLISTED_FOLDER = "build"
+UNLISTED_FOLDERS = ("build", "__pycache__")
 
 
 def _check_no_added_files(artifact: Path, files: dict) -> None:
@@ -321,6 +324,6 @@ def _check_no_added_files(artifact: Path, files: dict) -> None:
         rel = path.relative_to(artifact)
         if path.is_dir() or rel.as_posix() in files:
             continue
-        if rel.parts[0] in UNLISTED_TOP or UNLISTED_FOLDER in rel.parts[:-1]:
+        if rel.parts[0] in UNLISTED_TOP or any(folder in rel.parts[:-1] for folder in UNLISTED_FOLDERS):
             continue
         raise ArtifactError(f"{artifact}: {rel.as_posix()} is not in the manifest (added after the build); remove it or rebuild the artifact.")

@@ -128,6 +128,20 @@ def test_measurements_are_an_allowed_addition(cpu_artifact, tmp_path):
     assert "NOT VERIFIED" not in done.stdout + done.stderr
 
 
+def test_bytecode_of_a_runner_run_in_place_is_an_allowed_addition_and_nothing_beside_it(cpu_artifact, tmp_path):
+    """A local device runs the artifact's runner in place, and Python caches its bytecode in
+    __pycache__ (seen in CI: a second measure of such an artifact was refused); a source file added
+    beside it is still refused."""
+    art = copy_artifact(cpu_artifact, tmp_path / "out")
+    cache = art / "runner" / "__pycache__"
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "protocol.cpython-311.pyc").write_bytes(b"bytecode")
+    done = run_cli("report", str(art), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    (art / "runner" / "extra.py").write_text("print('not built here')\n")
+    _assert_refused(run_cli("report", str(art), "--format", "json"), "runner/extra.py", "not in the manifest")
+
+
 def test_no_verify_reads_the_edit_and_says_so(cpu_artifact, tmp_path):
     art = copy_artifact(cpu_artifact, tmp_path / "out")
     _edit_report(art)
