@@ -13,6 +13,7 @@ skipped, saying so, rather than faked.
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 import shutil
@@ -175,3 +176,66 @@ def test_the_class_follows_the_path():
     assert file_system_error(full, home=Path("/elsewhere")).exit_code == EXIT_ARTIFACT
     assert file_system_error(OSError(errno.EIO, "Input/output error", "/x"), home=home) is None
     assert file_system_error(ValueError("not an OSError")) is None
+
+
+# -- inside a toolchain worker: the file system's refusal reaches the user as the core's own ------
+
+
+def _run_worker_source(tmp_path: Path, body: str):
+    """Run a worker (this interpreter as its environment) through the executor's one worker path."""
+    import textwrap
+
+    from edgedeploy.toolchains.executor import Executor
+
+    worker = tmp_path / "worker_fs.py"
+    worker.write_text(textwrap.dedent(body))
+    return Executor(tmp_path / "log.txt", 60).run_worker(Path(sys.executable), worker, {}, tmp_path / "w", label="test")
+
+
+def test_a_worker_on_a_full_disk_is_a_file_system_error_not_a_toolchain_failure(tmp_path):
+    # /dev/full: every write is refused with ENOSPC, as a full disk would.
+    with pytest.raises(OSError) as info:
+        _run_worker_source(tmp_path, "def run(request, ctx):\n    with open('/dev/full', 'wb') as fh:\n        fh.write(b'x' * 10)\n")
+    assert info.value.errno == errno.ENOSPC
+
+
+def test_a_worker_past_the_file_size_limit_is_a_file_system_error(tmp_path):
+    with pytest.raises(OSError) as info:
+        _run_worker_source(
+            tmp_path,
+            """
+            import os, resource, signal
+            def run(request, ctx):
+                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+                resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+                with open(os.path.join(ctx.workdir, "weights.bin"), "wb") as fh:
+                    fh.write(b"x" * 8192)
+            """,
+        )
+    assert info.value.errno == errno.EFBIG
+
+
+def test_a_worker_that_cannot_write_its_result_says_why_in_its_exit_status(tmp_path):
+    # A limit of 0 bytes: the worker's log line and its result file both fail with EFBIG, so only
+    # its exit status (worker_main's OS_ERROR_EXIT_BASE + errno) can carry the cause.
+    with pytest.raises(OSError) as info:
+        _run_worker_source(
+            tmp_path,
+            """
+            import resource, signal
+            def run(request, ctx):
+                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+                resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+                return {"done": True}
+            """,
+        )
+    assert info.value.errno == errno.EFBIG
+    assert info.value.filename == str(tmp_path / "w" / "result.json")
+
+
+def test_a_worker_error_with_another_errno_stays_a_toolchain_failure(tmp_path):
+    from edgedeploy.errors import WorkerFailed
+
+    with pytest.raises(WorkerFailed) as info:
+        _run_worker_source(tmp_path, "def run(request, ctx):\n    raise ConnectionResetError(104, 'Connection reset by peer')\n")
+    assert "Connection reset by peer" in str(info.value)

@@ -30,7 +30,7 @@ from edgedeploy.errors import ToolchainFailed, ToolchainMissing
 from edgedeploy.progress import FollowsLog
 from edgedeploy.toolchains.kinds import WORKER_MAIN, PythonInterpreter, WorkerEnvironment, worker_environment
 from edgedeploy.toolchains.process import ManagedProcess, ProcessTimedOut, last_line, open_log
-from edgedeploy.toolchains.worker_main import exception_message
+from edgedeploy.toolchains.worker_main import OS_ERROR_EXIT_BASE, exception_message
 
 if TYPE_CHECKING:
     from edgedeploy.devices.base import CommandResult, Transport
@@ -84,6 +84,21 @@ def _traceback_message(lines: list[str]) -> str | None:
     if sum(1 for line in block if line.strip()) > _MESSAGE_LINES:
         return None  # the tool went on logging after the traceback: it was not its last word
     return exception_message("\n".join(block))
+
+
+def raise_file_system_error(number: object, filename: object) -> None:
+    """Raise the OSError a worker met in the file system (a full disk, `ulimit -f`, a read-only
+    folder...), so the caller says it as it says its own (fs_errors: the path and what to do)
+    instead of as a toolchain failure; nothing for any other errno."""
+    from edgedeploy.fs_errors import FILE_SYSTEM_ERRNOS
+
+    if isinstance(number, int) and not isinstance(number, bool) and number in FILE_SYSTEM_ERRNOS:
+        raise OSError(number, os.strerror(number), os.fspath(filename) if isinstance(filename, (str, Path)) else None)
+
+
+def errno_of_exit(returncode: int) -> int | None:
+    """The errno a worker that could not write its result file gave as its exit status (worker_main)."""
+    return returncode - OS_ERROR_EXIT_BASE if returncode > OS_ERROR_EXIT_BASE else None
 
 
 _PROGRESS_LINE = re.compile(r"^\[edgedeploy-worker [^\]]*\] (.+)$")
@@ -185,6 +200,8 @@ class Executor:
     def _read_result(self, outcome: "CommandOutcome", result_path: Path, label: str) -> dict:
         """The worker's result dict, checked for shape; a ToolchainFailed with its fields otherwise."""
         line = outcome.error_line
+        # The result file could not be written: its folder's file system is the one that refused.
+        raise_file_system_error(errno_of_exit(outcome.returncode), result_path)
         if not result_path.exists():
             stage = last_progress(outcome.log_text)
             during = f" while {stage}" if stage else ""
@@ -201,6 +218,7 @@ class Executor:
         if not isinstance(payload, dict) or not isinstance(payload.get("ok"), bool) or (payload["ok"] and not isinstance(payload.get("result"), dict)):
             raise self.failed(f"The {label} worker wrote a result of the wrong shape (not an object with ok and result)", label, line)
         if not payload.get("ok"):
+            raise_file_system_error(payload.get("errno"), payload.get("filename"))
             own = f"{payload.get('error_type')}: {payload.get('error')}" if payload.get("error_type") else payload.get("error")
             node = payload.get("node") if isinstance(payload.get("node"), str) and payload.get("node") else None
             raise ToolchainFailed(

@@ -114,6 +114,22 @@ def _write_result(path: str, payload: dict) -> None:
     os.replace(tmp, path)
 
 
+# A worker that cannot write its result (a full disk, `ulimit -f`) says why in its exit status:
+# OS_ERROR_EXIT_BASE + errno. The result file is in the worker's folder, so the core knows which
+# file system refused it; the log, on the same disk, may have lost the traceback too.
+OS_ERROR_EXIT_BASE = 100
+
+
+def _os_error_fields(exc: BaseException) -> dict:
+    """The errno and file of an OSError, so the core can say what the file system refused."""
+    if not isinstance(exc, OSError) or not isinstance(exc.errno, int):
+        return {}
+    fields = {"errno": exc.errno}
+    if exc.filename is not None:
+        fields["filename"] = os.fsdecode(exc.filename)
+    return fields
+
+
 # What a worker's failure_context(exc) may say about a failure, beside the exception's last line:
 # the toolchain's node it failed on, that node's operator type, and where in the toolchain.
 CONTEXT_KEYS = ("node", "op_type", "where", "error", "error_type")
@@ -176,9 +192,16 @@ def main(argv: list) -> int:
         sys.stdout.flush()
         payload = {"ok": False, "error_type": type(exc).__name__, "error": exception_message(str(exc)) or type(exc).__name__}
         payload.update(_failure_context(module, exc))
-    ctx.log("worker finished")
-    sys.stdout.flush()
-    _write_result(result_path, payload)
+        payload.update(_os_error_fields(exc))
+    try:
+        ctx.log("worker finished")
+        sys.stdout.flush()
+        _write_result(result_path, payload)
+    except OSError as exc:
+        if not isinstance(exc.errno, int) or exc.errno >= 256 - OS_ERROR_EXIT_BASE:
+            raise
+        # os._exit: a normal exit would flush stdout into the same full disk and exit 120 instead.
+        os._exit(OS_ERROR_EXIT_BASE + exc.errno)
     return 0 if payload["ok"] else 1
 
 
