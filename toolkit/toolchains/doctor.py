@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from edgedeploy.errors import ToolchainError
-from edgedeploy.toolchains.environments import DOCTOR_TIMEOUT_S, STAMP_NAME, Toolchain, VenvToolchain
+from edgedeploy.toolchains.environments import DOCTOR_TIMEOUT_S, Toolchain, VenvToolchain
 
 
 def doctor_entry(tc: Toolchain, home: Path | None = None) -> dict:
@@ -43,14 +43,9 @@ def _check(tc: VenvToolchain, home: Path | None, entry: dict, log: Path) -> str 
     """What is wrong with the environment, as one sentence that names the log; None when it works."""
     from edgedeploy.toolchains.worker import run_probe
 
-    stamp = tc.read_stamp(home)
-    python = tc.python(home)
-    if stamp is None:
-        return f"incomplete install in {tc.env_dir(home)} (no {STAMP_NAME}: an install was interrupted or failed) (full log: {log})"
-    if not python.exists():
-        return f"its interpreter {python} is missing (full log: {log})"
-    if stamp.get("spec_hash") != tc.spec_hash():
-        return f"built from other pins than this edgedeploy's requirement files (full log: {log})"
+    found = tc.install_problem(home)
+    if found is not None:
+        return f"{found[1]} (full log: {log})"
     # The probe's request and result are scratch; its output goes to the kept log.
     with tempfile.TemporaryDirectory(prefix=f"edgedeploy-doctor-{tc.name}-") as tmp:
         try:

@@ -117,20 +117,31 @@ class VenvToolchain(Toolchain):
         except (OSError, ValueError):
             return None
 
-    def status(self, home: Path | None = None) -> ToolchainStatus:
+    def install_problem(self, home: Path | None = None) -> tuple[str, str] | None:
+        """What is wrong with the install as found on disk, without running it: (state, why), or
+        None. `status` and `toolchain doctor` both start from it (doctor then runs the environment)."""
         stamp = self.read_stamp(home)
         env = self.env_dir(home)
+        if stamp is None and not env.exists():
+            return "not installed", "not installed"
         if stamp is None:
-            if env.exists():
-                return ToolchainStatus(self.name, False, f"incomplete install in {env}; run `edgedeploy toolchain install {self.name}`")
-            return ToolchainStatus(self.name, False, f"not installed; run `edgedeploy toolchain install {self.name}`")
+            return "incomplete", f"incomplete install in {env} (no {STAMP_NAME}: an install was interrupted or failed)"
         if not self.python(home).exists():
-            return ToolchainStatus(self.name, False, f"broken: {self.python(home)} is missing; run `{self.repair_command()}`")
+            return "broken", f"its interpreter {self.python(home)} is missing"
         if stamp.get("spec_hash") != self.spec_hash():
-            return ToolchainStatus(
-                self.name, False, f"outdated: built from other pins; run `edgedeploy toolchain install {self.name}`", stamp.get("versions", {})
-            )
-        return ToolchainStatus(self.name, True, f"installed in {env}", stamp.get("versions", {}))
+            return "outdated", "built from other pins than this edgedeploy's requirement files"
+        return None
+
+    def status(self, home: Path | None = None) -> ToolchainStatus:
+        problem = self.install_problem(home)
+        if problem is None:
+            return ToolchainStatus(self.name, True, f"installed in {self.env_dir(home)}", (self.read_stamp(home) or {}).get("versions", {}))
+        state, why = problem
+        # A broken environment is rebuilt from scratch (--force); the others install over what is there.
+        remedy = self.repair_command() if state == "broken" else f"edgedeploy toolchain install {self.name}"
+        versions = (self.read_stamp(home) or {}).get("versions", {}) if state == "outdated" else {}
+        said = why if why.startswith(state) else f"{state}: {why}"
+        return ToolchainStatus(self.name, False, f"{said}; run `{remedy}`", versions)
 
     def repair_command(self) -> str:
         """The one command that rebuilds this environment from its pins, whatever is wrong with it."""
