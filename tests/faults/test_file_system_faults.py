@@ -88,6 +88,33 @@ def test_output_name_longer_than_name_max(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def _as_an_unprivileged_user() -> list[str]:
+    """The prefix that runs a command as `nobody` when the tests run as root (root may write
+    anywhere, so it never meets EACCES); nothing for another user."""
+    if os.geteuid() != 0:
+        return []
+    if not shutil.which("setpriv"):
+        pytest.skip("running as root without setpriv: no unprivileged user to meet a permission error")
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@pytest.mark.parametrize("command", [["sample", "-o"], ["audit", "--target", "esp32s3", "-o"]], ids=["sample", "audit"])
+def test_an_output_folder_without_write_permission(tmp_path, command):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    os.chmod(tmp_path, 0o755)  # pytest's folders are 0700: the unprivileged user must reach `locked`
+    model = [] if command[0] == "sample" else [str(Path(__file__).parents[2] / "toolkit" / "samples" / "mnist_cnn.onnx")]
+    out = locked / ("x" if command[0] == "sample" else "audit.md")
+    result = subprocess.run(
+        [*_as_an_unprivileged_user(), sys.executable, "-m", "edgedeploy", *command[:1], *model, *command[1:], str(out)],
+        capture_output=True, text=True, timeout=120,
+    )
+    line = _assert_one_sentence(result, EXIT_ARTIFACT, out if command[0] == "sample" else locked)
+    assert "permission is denied" in line
+    assert list(locked.iterdir()) == []
+
+
 def _home_cases(tmp_path: Path) -> dict[str, Path]:
     as_file = tmp_path / "home-file"
     as_file.write_text("not a folder\n")
