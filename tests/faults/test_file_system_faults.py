@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from edgedeploy.fs_errors import short_path
+from edgedeploy.sample import sample_model_path
 
 pytestmark = pytest.mark.slow
 
@@ -104,7 +105,7 @@ def test_an_output_folder_without_write_permission(tmp_path, command):
     locked.mkdir()
     locked.chmod(0o555)
     os.chmod(tmp_path, 0o755)  # pytest's folders are 0700: the unprivileged user must reach `locked`
-    model = [] if command[0] == "sample" else [str(Path(__file__).parents[2] / "toolkit" / "samples" / "mnist_cnn.onnx")]
+    model = [] if command[0] == "sample" else [str(sample_model_path())]
     out = locked / ("x" if command[0] == "sample" else "audit.md")
     result = subprocess.run(
         [*_as_an_unprivileged_user(), sys.executable, "-m", "edgedeploy", *command[:1], *model, *command[1:], str(out)],
