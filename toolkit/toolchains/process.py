@@ -10,13 +10,23 @@ therefore never go on writing into an artifact folder after the build has given 
 
 A process group of its own also means the terminal's Ctrl-C does not reach the child
 directly; the parent receives it and kills the group here, once, in order.
+
+A parent killed outright (kill -9, the OOM killer) runs no cleanup, so the child is tied to its
+parent's life in two ways that need no cleanup code: the kernel sends it SIGKILL when the parent
+dies (prctl PR_SET_PDEATHSIG, Linux; it fires when the *thread* that started the child ends,
+which the `with` block makes outlive the child), and it inherits the read end of a pipe whose
+write end only the parent holds (the lifeline, its fd in EDGEDEPLOY_LIFELINE_FD): the kernel
+closes it when the parent dies, and a worker's guard (worker_main.py) then kills the worker's
+whole group, its compilers and helpers included.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import IO, Callable, Sequence
@@ -25,6 +35,37 @@ from typing import IO, Callable, Sequence
 TERMINATE_GRACE_S = 5.0
 # How often a waiting parent looks at the child (and calls the progress callback).
 POLL_INTERVAL_S = 0.5
+
+
+# The environment variable that gives a child the fd of its lifeline's read end (worker_main.py reads it).
+LIFELINE_ENV = "EDGEDEPLOY_LIFELINE_FD"
+_PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl():
+    """libc's prctl, looked up once here: the child calls it between fork and exec, where
+    nothing that might need a lock (a dlopen) may run."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def _die_with_parent(parent_pid: int):
+    """The child's preexec step: SIGKILL when its parent dies, and at once if that already happened."""
+    kill = int(signal.SIGKILL)
+
+    def preexec() -> None:
+        _PRCTL(_PR_SET_PDEATHSIG, kill, 0, 0, 0)
+        if os.getppid() != parent_pid:
+            os.kill(os.getpid(), kill)
+
+    return preexec
 
 
 class ProcessTimedOut(Exception):
@@ -48,10 +89,30 @@ class ManagedProcess:
         popen_kwargs["start_new_session"] = True
         self.popen_kwargs = popen_kwargs
         self.proc: subprocess.Popen | None = None
+        self._lifeline: int | None = None
 
     def __enter__(self) -> "ManagedProcess":
-        self.proc = subprocess.Popen(self.argv, **self.popen_kwargs)
+        # Both ends are non-inheritable: only this child gets the read end (pass_fds), and no
+        # other child ever holds the write end, so it closes exactly when this process dies.
+        read_end, self._lifeline = os.pipe()
+        kwargs = dict(self.popen_kwargs)
+        kwargs["env"] = {**(os.environ if kwargs.get("env") is None else kwargs["env"]), LIFELINE_ENV: str(read_end)}
+        kwargs["pass_fds"] = (*kwargs.get("pass_fds", ()), read_end)
+        if _PRCTL is not None:
+            kwargs["preexec_fn"] = _die_with_parent(os.getpid())
+        try:
+            self.proc = subprocess.Popen(self.argv, **kwargs)
+        except BaseException:
+            self._close_lifeline()
+            raise
+        finally:
+            os.close(read_end)
         return self
+
+    def _close_lifeline(self) -> None:
+        if self._lifeline is not None:
+            os.close(self._lifeline)
+            self._lifeline = None
 
     @property
     def pid(self) -> int:
@@ -126,12 +187,15 @@ class ManagedProcess:
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         proc = self.proc
-        if proc is not None:
-            if proc.poll() is None or exc_type is not None:
-                self.kill_group()
-            else:
-                # The leader exited on its own; children it left in the group must not linger.
-                _kill_rest_of_group(proc.pid)
+        try:
+            if proc is not None:
+                if proc.poll() is None or exc_type is not None:
+                    self.kill_group()
+                else:
+                    # The leader exited on its own; children it left in the group must not linger.
+                    _kill_rest_of_group(proc.pid)
+        finally:
+            self._close_lifeline()
         return False
 
 

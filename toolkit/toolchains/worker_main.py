@@ -16,9 +16,14 @@ import importlib.util
 import json
 import os
 import re
+import signal
+import stat
 import sys
 import time
 import traceback
+
+# Set by the core's process.ManagedProcess: the fd of the read end of a pipe only the core holds open.
+LIFELINE_ENV = "EDGEDEPLOY_LIFELINE_FD"
 
 
 class WorkerContext:
@@ -170,10 +175,67 @@ def exception_message(text: str) -> str:
     return " ".join(kept)
 
 
+def guard_process_group():
+    """Start the guard that kills this worker's whole process group when the core dies; its pid, or None.
+
+    The core gave this process the read end of a pipe whose write end only the core holds: the
+    kernel closes it when the core dies, kill -9 included, and the guard, blocked reading it,
+    then kills the group (the worker, the compilers and helpers it started, the guard itself).
+    The guard is a process, not a thread of the worker: the kernel's parent-death SIGKILL
+    reaches the worker right after the pipe closes, before a thread of it could act, and a
+    toolchain's C code holding the GIL could stall a thread too. Only a group that is its
+    session's own (how the core starts workers) is guarded, so a stray variable kills nothing else.
+    """
+    value = os.environ.pop(LIFELINE_ENV, "")  # the worker's own children are not guarded by it
+    if not value.isdigit() or os.getpgrp() != os.getsid(0):
+        return None
+    fd = int(value)
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return None
+    except OSError:
+        return None
+    pid = os.fork()  # before any vendor code: one thread, nothing but the standard library loaded
+    if pid == 0:
+        # Only the pipe's end means the core is gone; a Ctrl-C sent to the group is the worker's business.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            while os.read(fd, 64):  # nothing is ever written: read returns b"" at end of file
+                pass
+        except OSError:
+            os._exit(0)
+        os.killpg(0, signal.SIGKILL)
+        os._exit(0)
+    os.close(fd)
+    return pid
+
+
+_GUARD = None  # this worker's guard's pid
+
+
+def stop_guard(pid) -> None:
+    """End the guard of a worker that finished (and reap it, so no zombie is left)."""
+    if pid:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+
+
 def main(argv: list) -> int:
     if len(argv) != 4:
         print("usage: worker_main.py WORKER_FILE REQUEST_JSON RESULT_JSON", file=sys.stderr)
         return 2
+    global _GUARD
+    _GUARD = guard_process_group()
+    try:
+        return _run(argv)
+    finally:
+        stop_guard(_GUARD)
+
+
+def _run(argv: list) -> int:
     worker_file, request_path, result_path = argv[1:4]
     # Python put this file's folder first on sys.path; nothing of ours may shadow a vendor package.
     here = os.path.dirname(os.path.abspath(__file__))
@@ -201,6 +263,7 @@ def main(argv: list) -> int:
         if not isinstance(exc.errno, int) or exc.errno >= 256 - OS_ERROR_EXIT_BASE:
             raise
         # os._exit: a normal exit would flush stdout into the same full disk and exit 120 instead.
+        stop_guard(_GUARD)
         os._exit(OS_ERROR_EXIT_BASE + exc.errno)
     return 0 if payload["ok"] else 1
 
