@@ -18,13 +18,16 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from edgedeploy import __version__
 from edgedeploy.errors import ArtifactError, ToolchainFailed
 from edgedeploy.fs_errors import file_system_error, is_file_system_error
+from edgedeploy.locks import LOCK_NAME, LockBusy, held, lock_beside
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_SCHEMA = "edgedeploy.manifest/1"
@@ -128,11 +131,13 @@ class ArtifactBuilder:
         # dest now exists with manifest.json; on an exception nothing at dest changed.
     """
 
-    def __init__(self, dest: Path, force: bool = False):
+    def __init__(self, dest: Path, force: bool = False, echo: Callable[[str], None] | None = None):
         self.dest = Path(dest)
         self.force = force
         self.path: Path = Path()
         self.manifest_fields: dict[str, Any] = {}
+        self.echo = echo or (lambda line: print(line, file=sys.stderr))
+        self._lock = ExitStack()
 
     def __enter__(self) -> "ArtifactBuilder":
         named = self.dest
@@ -142,28 +147,48 @@ class ArtifactBuilder:
             if not named.exists():
                 raise ArtifactError(f"{named} is a link to {os.readlink(named)}, which does not exist; remove the link or point it at a folder.")
             self.dest = named.resolve()
-        if self.dest.exists() and not self.force:
-            raise ArtifactError(f"{named} exists already; use --force to replace it (or --out for another folder).")
-        if self.dest.exists() and not (self.dest.is_dir() and (self.dest / MANIFEST_NAME).is_file()):
-            raise ArtifactError(f"{named} exists and is not an edgedeploy artifact (no {MANIFEST_NAME}); refusing to replace it.")
         self._made = _first_missing(self.dest.parent)
         try:
             self.dest.parent.mkdir(parents=True, exist_ok=True)
+            # One build per destination at a time (a second job with the same --out waits here).
+            self._lock.enter_context(held(lock_beside(self.dest), on_wait=self._say_waiting))
+            self._check_destination(named)
+            _remove_stale_builds(self.dest, self.echo)
             self.path = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.building-", dir=self.dest.parent))
+            _BUILDING.add(os.path.abspath(self.path))
+            self._lock.callback(_BUILDING.discard, os.path.abspath(self.path))
         except OSError as exc:
+            self._lock.close()
             if is_file_system_error(exc):
                 raise file_system_error(exc, exc.filename or named, lead="Cannot create the artifact folder", option="--out") from exc
             raise ArtifactError(f"Cannot create the artifact folder {named}: {exc.strerror or exc} ({exc.filename or self.dest.parent}).") from exc
+        except BaseException:
+            self._lock.close()
+            raise
         # mkdtemp makes the folder 0700, and the rename keeps that: give the artifact the mode
         # of a plain mkdir (0777 minus umask), so a CI job's other users and a web server can read it.
         os.chmod(self.path, 0o777 & ~current_umask())
         return self
 
+    def _say_waiting(self, holders: str) -> None:
+        self.echo(f"build: waiting for {holders}, which is writing the artifact {self.dest}")
+
+    def _check_destination(self, named: Path) -> None:
+        if self.dest.exists() and not self.force:
+            raise ArtifactError(f"{named} exists already; use --force to replace it (or --out for another folder).")
+        if self.dest.exists() and not (self.dest.is_dir() and (self.dest / MANIFEST_NAME).is_file()):
+            raise ArtifactError(f"{named} exists and is not an edgedeploy artifact (no {MANIFEST_NAME}); refusing to replace it.")
+
     def __exit__(self, exc_type, exc, tb) -> bool:
+        with self._lock:
+            return self._finish(exc_type, exc)
+
+    def _finish(self, exc_type, exc) -> bool:
         if exc_type is not None and is_file_system_error(exc):
             # A full disk, `ulimit -f`, a path too long...: the partial folder holds nothing worth
             # keeping as `.failed` (and on a full disk it holds the space the user needs back).
             shutil.rmtree(self.path, ignore_errors=True)
+            self._lock.close()  # its file beside the artifact goes too, so the folders made can go
             _remove_made(self.dest.parent, self._made)
             if exc.filename is not None and not os.path.abspath(os.fsdecode(exc.filename)).startswith(os.path.abspath(self.path)):
                 return False  # another file (a cache, an input): the CLI names that one
@@ -215,6 +240,29 @@ class ArtifactBuilder:
         kept = self.dest.with_name(f"{self.dest.name}.unplaced-{os.getpid()}")
         self.path.rename(kept)
         return ArtifactError(f"{self.dest} was written by another build while this one ran; this build is kept in {kept} (use --force to replace, or --out for another folder).")
+
+
+# The `.building-*` folders of this process's own builds (a build inside another's block): live.
+_BUILDING: set[str] = set()
+
+
+def _remove_stale_builds(dest: Path, echo: Callable[[str], None]) -> None:
+    """Remove the `.NAME.building-*` folders beside `dest` whose build is gone (killed, the machine
+    rebooted), in one line. The caller holds dest's lock, so a folder of dest's own name is no live
+    build's; another name's is removed only when its lock is free (no build of it runs)."""
+    removed = []
+    for folder in sorted(dest.parent.glob(".*.building-*")):
+        name = folder.name[1:].rpartition(".building-")[0]
+        if folder.is_symlink() or not folder.is_dir() or not name or os.path.abspath(folder) in _BUILDING:
+            continue
+        try:
+            with held(lock_beside(dest.parent / name), wait=False):
+                shutil.rmtree(folder, ignore_errors=True)
+        except (LockBusy, OSError):
+            continue  # its build is running (or the lock cannot be made): not ours to remove
+        removed.append(folder.name)
+    if removed:
+        echo(f"build: removed {', '.join(removed)} in {dest.parent}: left by {'builds' if len(removed) > 1 else 'a build'} that stopped without cleaning up (killed, or the machine went down)")
 
 
 def _first_missing(folder: Path) -> Path | None:
@@ -315,7 +363,7 @@ def _check_listed_files(artifact: Path, files: dict) -> None:
 # `__pycache__` when the artifact's runner is run in place (a local device measures from the
 # artifact folder; the sources it is compiled from are listed and checked); nothing a reader takes
 # figures from.
-UNLISTED_TOP = (MANIFEST_NAME, "measurements", ".edgedeploy.lock")
+UNLISTED_TOP = (MANIFEST_NAME, "measurements", LOCK_NAME)
 UNLISTED_FOLDERS = ("build", "__pycache__")
 
 

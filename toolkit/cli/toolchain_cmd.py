@@ -51,11 +51,14 @@ def list_command(output_format: str) -> None:
 @toolchain_group.command("install")
 @click.argument("names", nargs=-1, required=True, metavar="NAME...")
 @click.option("--force", is_flag=True, help="Rebuild the environment even if it is up to date.")
-def install_command(names: tuple[str, ...], force: bool) -> None:
+@click.option("--no-wait", is_flag=True, help="Refuse at once, naming the process, when another install or a build holds the environment.")
+def install_command(names: tuple[str, ...], force: bool, no_wait: bool) -> None:
     """Create the virtual environment of toolchain NAME from its pinned requirements (idempotent).
 
     NAME is one of the managed toolchains (espdl, rknn, eiq, torch) or `all`. pip runs with your own
-    configuration (pip.conf, PIP_* variables), so mirrors and wheel folders apply.
+    configuration (pip.conf, PIP_* variables), so mirrors and wheel folders apply. While another
+    install of NAME, or a build using it, runs, this waits for it (saying which process it is);
+    `--force` never removes an environment another process is installing or building with.
     """
     from edgedeploy.errors import OptionError
     from edgedeploy.targets import all_toolchains, find_toolchain
@@ -68,7 +71,7 @@ def install_command(names: tuple[str, ...], force: bool) -> None:
         if not tc.managed:
             raise OptionError(f"The {tc.name} toolchain is installed by you, not by edgedeploy: {tc.status().detail}.")
     for tc in chosen:
-        tc.install(force=force, echo=info)
+        tc.install(force=force, echo=info, wait=not no_wait)
 
 
 @toolchain_group.command("doctor")

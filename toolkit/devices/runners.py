@@ -150,7 +150,7 @@ def make_onnx_cpu_artifact(model_path: Path, out_root: Path, variant: str = "int
     model = load_model(model_path, {}, require_static=True)
     dest = artifact_dir(out_root, model.name, f"onnx-cpu-{variant}")
     input_shapes = {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in model.graph_inputs()}
-    with ArtifactBuilder(dest, force) as art:
+    with ArtifactBuilder(dest, force, echo=echo) as art:
         pinned = art.path / "model.onnx"
         onnx.save(model.proto, str(pinned))
         deployed = pinned

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Callable
 
@@ -60,7 +61,9 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
     environment = toolchain_environment(target, chip.id)
 
     dest = artifact_dir(options.out_root, model.name, chip.id)
-    with ArtifactBuilder(dest, options.force) as art:
+    # The toolchain's environment is held for the whole build (an install --force waits for it).
+    held_env = environment.in_use(on_wait=lambda who: echo(f"build: waiting for {who}, which is installing the {target.toolchain.name} toolchain")) if environment is not None else nullcontext()
+    with held_env, ArtifactBuilder(dest, options.force, echo=echo) as art:
         work = art.path.absolute()
         pinned_path = work / "model.onnx"
         onnx.save(model.proto, str(pinned_path))

@@ -8,19 +8,16 @@ artifact never lose each other's sections.
 
 from __future__ import annotations
 
-import fcntl
-import os
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from edgedeploy.artifacts import MANIFEST_NAME, atomic_write_json, check_manifest, now_iso, read_manifest, sha256_file
 from edgedeploy.errors import ArtifactError
+from edgedeploy.locks import LOCK_NAME, held
 from edgedeploy.report.schema import load_report_file
 
 REPORT_NAME = "report.json"
-LOCK_NAME = ".edgedeploy.lock"
 
 
 @dataclass
@@ -54,17 +51,9 @@ def _manifest_or_none(folder: Path) -> dict | None:
     return read_manifest(folder)
 
 
-@contextmanager
-def artifact_lock(artifact: Path) -> Iterator[None]:
-    """An exclusive lock on the artifact for a read-modify-write of its report."""
-    lock_path = Path(artifact) / LOCK_NAME
-    fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+def artifact_lock(artifact: Path):
+    """An exclusive lock on the artifact for a read-modify-write of its report (edgedeploy.locks)."""
+    return held(Path(artifact) / LOCK_NAME)
 
 
 def update_report_section(artifact: Path, keys: tuple[str, ...], value: Any) -> dict:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from edgedeploy.errors import ToolchainError
+from edgedeploy.locks import LockBusy, held
 from edgedeploy.toolchains.environments import DOCTOR_TIMEOUT_S, Toolchain, VenvToolchain
 
 
@@ -27,6 +28,17 @@ def doctor_entry(tc: Toolchain, home: Path | None = None) -> dict:
     env = tc.env_dir(home)
     if tc.read_stamp(home) is None and not env.exists():
         return entry  # never installed: listed, not broken
+    try:
+        # Not while it is being installed: half an environment is not a broken one.
+        with held(tc.lock_path(home), shared=True, wait=False, optional=True):
+            return _checked_entry(tc, home, entry)
+    except LockBusy as busy:
+        entry.update(status=f"being installed by {busy.holders}; run doctor again when it has finished")
+        return entry
+
+
+def _checked_entry(tc: VenvToolchain, home: Path | None, entry: dict) -> dict:
+    env = tc.env_dir(home)
     log = _start_log(tc, home)
     entry.update(log=str(log), repair=tc.repair_command())
     problem = _check(tc, home, entry, log)

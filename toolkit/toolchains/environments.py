@@ -16,6 +16,7 @@ from typing import Callable
 
 from edgedeploy.errors import ToolchainError, ToolchainMissing
 from edgedeploy.fs_errors import check_home, check_home_writable
+from edgedeploy.locks import LOCK_NAME, LockBusy, held
 from edgedeploy.toolchains.process import ManagedProcess, ProcessTimedOut
 
 # Where an environment records what it was built from; its absence marks an incomplete install.
@@ -192,26 +193,41 @@ class VenvToolchain(Toolchain):
         home: Path | None = None,
         force: bool = False,
         echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+        wait: bool = True,
     ) -> ToolchainStatus:
         """Create or update the environment; a no-op when it is already built from the same pins.
 
         pip runs with the user's own configuration and environment (PIP_INDEX_URL, pip.conf,
         constraints), so mirrors and local wheel folders keep working; no index is hard-coded.
+        The environment's lock is held throughout: another install, or a build using the
+        environment, makes this one wait (or, without `wait`, refuse, naming the process).
         """
-        from edgedeploy.toolchains.worker import run_probe
-
         home = home or edgedeploy_home()
         # Before anything is removed or made: a home this user cannot write fails now, in one sentence.
         check_home_writable(home)
         st = self.status(home)
         if st.installed and not force:
-            echo(f"{self.name}: already installed ({self.env_dir(home)}); nothing to do (use --force to rebuild).")
-            return st
+            # Nothing to change, so nothing to wait for (a build may hold the environment for minutes).
+            return self._already_installed(home, st, echo)
+        env = self.env_dir(home)
+        env.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with held(self.lock_path(home), wait=wait, on_wait=lambda who: echo(f"{self.name}: waiting for {who}, which is installing this toolchain or building with it")):
+                return self._install_locked(home, force, echo)
+        except LockBusy as busy:
+            raise ToolchainError(f"The {self.name} environment is in use by {busy.holders}; wait for it to finish, or install without --no-wait to wait for it.") from None
+
+    def _install_locked(self, home: Path, force: bool, echo: Callable[[str], None]) -> ToolchainStatus:
+        from edgedeploy.toolchains.worker import run_probe
+
+        # Read under the lock: an install that held it may just have built this environment.
+        st = self.status(home)
+        if st.installed and not force:
+            return self._already_installed(home, st, echo)
         env = self.env_dir(home)
         if env.exists():
             echo(f"{self.name}: removing the previous environment {env}")
             shutil.rmtree(env)
-        env.parent.mkdir(parents=True, exist_ok=True)
         log_path = env.parent / f"{self.name}-install.log"
         total = len(self.steps) + 2
         started = time.monotonic()
@@ -238,6 +254,19 @@ class VenvToolchain(Toolchain):
         (env / STAMP_NAME).write_text(json.dumps(stamp, indent=2))
         echo(f"{self.name}: installed in {time.monotonic() - started:.0f} s: " + ", ".join(f"{k} {v}" for k, v in probe["versions"].items()))
         return self.status(home)
+
+    def _already_installed(self, home: Path, st: ToolchainStatus, echo: Callable[[str], None]) -> ToolchainStatus:
+        echo(f"{self.name}: already installed ({self.env_dir(home)}); nothing to do (use --force to rebuild).")
+        return st
+
+    def in_use(self, home: Path | None = None, on_wait: Callable[[str], None] | None = None):
+        """The environment's lock, shared, for a build or a worker run that uses it: an install
+        of it (`--force` included) waits until the block ends, and the block waits for one."""
+        return held(self.lock_path(home), shared=True, on_wait=on_wait, optional=True)
+
+    def lock_path(self, home: Path | None = None) -> Path:
+        """The environment's lock file: in the home's locks/ folder, so that envs/ holds environments only."""
+        return (home or edgedeploy_home()) / "locks" / f"{self.name}{LOCK_NAME}"
 
 
 @dataclass(frozen=True, eq=False)

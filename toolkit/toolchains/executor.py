@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,6 +182,11 @@ class Executor:
         """
         env = as_environment(environment)
         label = label or getattr(getattr(env, "toolchain", None), "name", None) or env.kind
+        # The environment is held while the worker runs: `toolchain install --force` waits.
+        with env.in_use(on_wait=lambda who: self._tell(f"waiting for {who}, which is installing the {label} toolchain")):
+            return self._run_worker_in(env, worker_file, request, workdir, label)
+
+    def _run_worker_in(self, env: WorkerEnvironment, worker_file: Path, request: dict, workdir: Path, label: str) -> dict:
         env.check(self)
         # The worker runs with cwd=workdir: every path it gets must be absolute.
         workdir, worker_file = Path(workdir).absolute(), Path(worker_file).absolute()
@@ -196,6 +202,13 @@ class Executor:
             cmd = env.argv(WORKER_MAIN, worker_file, request_path, result_path)
             outcome = self._run_logged(cmd, cwd=workdir, env=env.process_env(), label=f"the {label} worker", missing=f"the {label} toolchain environment ({env.describe()})", toolchain=label)
         return self._read_result(outcome, result_path, label)
+
+    def _tell(self, line: str) -> None:
+        """A line for the user while nothing runs yet (the progress line, else stderr)."""
+        if self.progress is not None:
+            self.progress(0.0, line)
+        else:
+            print(line, file=sys.stderr)
 
     def _read_result(self, outcome: "CommandOutcome", result_path: Path, label: str) -> dict:
         """The worker's result dict, checked for shape; a ToolchainFailed with its fields otherwise."""

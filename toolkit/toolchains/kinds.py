@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -66,6 +67,11 @@ class WorkerEnvironment:
     def check(self, executor) -> None:
         """Raise ToolchainMissing (one sentence) when this environment cannot run the worker."""
 
+    def in_use(self, on_wait: Callable[[str], None] | None = None):
+        """Hold the environment for the block, so that it is not rebuilt under a running worker
+        (the managed venv's lock; other kinds are the user's to manage: nothing)."""
+        return nullcontext()
+
     def argv(self, worker_main: Path, worker_file: Path, request: Path, result: Path) -> list[str]:
         raise NotImplementedError
 
@@ -104,6 +110,9 @@ class ManagedVenv(PythonInterpreter):
 
     def check(self, executor) -> None:
         self.python = self.toolchain.require(self.home)
+
+    def in_use(self, on_wait: Callable[[str], None] | None = None):
+        return self.toolchain.in_use(self.home, on_wait=on_wait)
 
     def describe(self) -> str:
         return f"managed venv {self.python.parent.parent}"
