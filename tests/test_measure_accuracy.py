@@ -12,7 +12,7 @@ import pytest
 
 from edgedeploy.measure.accuracy import choose_metric, fidelity, macro_auroc, top_k
 from edgedeploy.measure.reference import ReferenceRunner
-from edgedeploy.measure.verify import choose_metric_output, detection_split, output_producers, verify
+from edgedeploy.measure.verify import choose_metric_output, output_producers, verify
 
 
 def test_top1_and_topk_by_hand():
@@ -129,17 +129,19 @@ def test_no_output_fits_the_labels_means_fidelity_only():
     assert choose_metric_output("auto", "top1", ref, labels, {})[0] is None
 
 
-def test_detection_outputs_get_box_and_score_fidelity_apart():
+def test_detection_outputs_get_box_and_score_fidelity_apart_only_with_evidence():
     rng = np.random.default_rng(1)
     yolo = rng.standard_normal((2, 84, 400))  # [N, 4 + 80 classes, anchors], as YOLO heads emit
-    assert detection_split(yolo) == (1, 4)
-    assert detection_split(rng.standard_normal((2, 10))) is None
     cand = yolo.copy()
     cand[:, :4, :] += 0.5  # only the boxes are off
-    section = verify({"out": yolo}, {"out": cand}, None)
-    detection = section["outputs"]["out"]["detection"]
-    assert detection["scores"]["max_abs_error"] == 0.0
-    assert detection["boxes"]["max_abs_error"] == pytest.approx(0.5)
+    # The shape alone is no evidence: the output is compared as a whole.
+    plain = verify({"out": yolo}, {"out": cand}, None)["outputs"]["out"]
+    assert "detection" not in plain and "guessed" not in str(plain)
+    layout = {"axis": 1, "parts": [{"role": "boxes", "start": 0, "stop": 4}, {"role": "scores", "start": 4, "stop": 84}], "evidence": "declared with --detection out:1=boxes:0-3,scores:4-"}
+    detection = verify({"out": yolo}, {"out": cand}, None, layouts={"out": layout})["outputs"]["out"]["detection"]
+    assert detection["parts"]["scores"]["max_abs_error"] == 0.0
+    assert detection["parts"]["boxes"]["max_abs_error"] == pytest.approx(0.5)
+    assert detection["evidence"].startswith("declared with --detection")
 
 
 def test_output_producers_look_through_shape_only_ops():

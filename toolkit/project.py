@@ -58,7 +58,7 @@ def _keys(kinds: dict[str, str], **renamed: str) -> dict[str, tuple[str, str]]:
 BUILD_KEYS = _keys(
     {
         "model": "path", "targets": "strings", "out": "path", "force": "bool", "precision": "string", "input-shape": "strings",
-        "metric": "string", "metric-output": "string", "fix": "bool", "allow-approx": "bool", "device": "string",
+        "metric": "string", "metric-output": "string", "detection": "strings", "fix": "bool", "allow-approx": "bool", "device": "string",
         "timeout": "number", "fail-fast": "bool", "allow-generated": "bool",
     },
     input_shape="input_shapes",

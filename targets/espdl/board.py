@@ -302,7 +302,7 @@ def evaluate_on_board(console, section: dict, artifact: Path, manifest: dict, ev
     from edgedeploy.datasets import load_dataset, model_input_specs
     from edgedeploy.devices.serial_eval import stream_samples, wait_for_ready
     from edgedeploy.measure.reference import ReferenceError, ReferenceRunner
-    from edgedeploy.measure.verify import output_producers, verify
+    from edgedeploy.measure.verify import declared_detection, model_evidence, verify
     from edgedeploy.model import load_model
 
     model_path = Path(artifact) / "model.onnx"
@@ -348,7 +348,7 @@ def evaluate_on_board(console, section: dict, artifact: Path, manifest: dict, ev
     ref_outputs = {name: values[:done] for name, values in reference.outputs.items()}
     labels = data.labels[:done] if data.labels is not None else None
     # The build's own verification (measure/verify.py), with the board in the simulator's place.
-    result = verify(ref_outputs, board_outputs, labels, "auto", "auto", output_producers(model.graph))
+    result = verify(ref_outputs, board_outputs, labels, "auto", "auto", *model_evidence(model.proto, declared_detection(artifact)))
     result["reference"] = reference.describe()
     result["scope"] = {
         "samples": done,

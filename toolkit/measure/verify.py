@@ -7,9 +7,14 @@ The headline task metric is computed on ONE named output, chosen so:
   auto                   an output produced by Softmax or Sigmoid (through shape-only ops)
                          whose width fits the labels; else the first output whose width fits;
                          else fidelity only. The report says which output and why.
-Detection outputs (rank 3, a channel axis of 4 box coordinates + class scores beside a much
-longer anchor axis, as YOLO heads emit) also get the fidelity of their boxes and of their
-scores apart: a box error and a score error mean different things.
+An output's task metric is computed only where the output fits it: one row of class scores per
+sample ([N, C], [N, 1, C] or a 1x1 NCHW head [N, C, 1, 1]) with at least the labels' classes, and
+no evidence that it holds boxes or keypoints; otherwise the entry says in one line why not (a CTC
+sequence [N, T, C] or a box regression gets no top-1).
+Outputs split into boxes and scores (and keypoints) get the fidelity of each part apart, but
+only where the model or the user says what the channels are (measure/output_roles.py: a
+--detection declaration, a Concat of a box branch and a score branch, the output's name); the
+report says from what evidence. Without it, the output is compared as a whole.
 """
 
 from __future__ import annotations
@@ -19,11 +24,8 @@ import numpy as np
 from edgedeploy.errors import OptionError
 from edgedeploy.measure.accuracy import choose_metric, fidelity, task_metric
 
-# Ops through which a probability output keeps its meaning (shape only).
-SHAPE_ONLY_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose"}
-PROBABILITY_OPS = {"Softmax", "Sigmoid", "LogSoftmax"}
-# A detection axis is 4 box coordinates + at least one score, and much shorter than the anchors.
-DETECTION_MIN_ANCHORS_RATIO = 4
+# Ops through which a probability output keeps its meaning (shape only): one list with the roles'.
+from edgedeploy.measure.output_roles import PROBABILITY_OPS, ROLE_TEXT, SHAPE_ONLY_OPS, output_layouts, parse_detection
 
 
 def output_producers(graph) -> dict[str, str]:
@@ -43,51 +45,100 @@ def output_producers(graph) -> dict[str, str]:
     return result
 
 
-def _width(array: np.ndarray, samples: int) -> int:
-    return int(np.asarray(array).reshape(samples, -1).shape[1]) if samples else 0
+def model_evidence(model, detection=()) -> tuple[dict[str, str], dict[str, dict]]:
+    """(producers, layouts) of a model for verify(): the op behind each output, and what each
+    output holds where the user (--detection) or the graph says so."""
+    return output_producers(model.graph), output_layouts(model, parse_detection(detection, model.graph))
 
 
-def _fits(metric: str, array: np.ndarray, labels: np.ndarray) -> bool:
+def declared_detection(artifact) -> list[str]:
+    """The --detection declarations an artifact was built with (its report.json), [] if none or unreadable."""
+    import json
+    from pathlib import Path
+
+    try:
+        options = json.loads((Path(artifact) / "report.json").read_text()).get("options") or {}
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(v) for v in options.get("detection") or [] if isinstance(v, str)]
+
+
+def class_count(per_sample: tuple) -> int | None:
+    """The number of class scores in one sample's output when it is one row of them, else None:
+    [C], [1, .., 1, C], or [C, 1, 1] (an NCHW head pooled to 1x1)."""
+    if not per_sample:
+        return None
+    if all(d == 1 for d in per_sample[:-1]):
+        return int(per_sample[-1])
+    if len(per_sample) == 3 and tuple(per_sample[1:]) == (1, 1):
+        return int(per_sample[0])
+    return None
+
+
+def layout_text(layout: dict) -> str:
+    """'boxes 0-3, scores 4-83 on axis 1' or 'box regression', for a report line."""
+    if "parts" in layout:
+        return ", ".join(f"{p['role']} {p['start']}-{p['stop'] - 1}" for p in layout["parts"]) + f" on axis {layout['axis']}"
+    return ROLE_TEXT.get(layout["role"], layout["role"])
+
+
+def metric_misfit(metric: str, array: np.ndarray, labels: np.ndarray, layout: dict | None = None) -> str | None:
+    """None when `metric` fits this output; else one line saying why it is not computed on it."""
+    if layout is not None and ("parts" in layout or layout.get("role") not in (None, "scores")):
+        return f"it holds {layout_text(layout)} ({layout['evidence']}), not one score per class"
+    array, labels = np.asarray(array), np.asarray(labels)
     n = len(labels)
-    if np.asarray(array).shape[:1] != (n,) and np.asarray(array).size % max(n, 1):
-        return False
-    width = _width(array, n)
+    if not n or array.shape[:1] != (n,):
+        return "its samples do not line up with the labels"
+    per_sample = tuple(array.shape[1:])
+    classes = class_count(per_sample)
+    if classes is None:
+        rows = int(np.prod(per_sample[:-1])) if per_sample else 0
+        return f"its shape {list(per_sample)} is {rows} rows of {per_sample[-1] if per_sample else 0} values per sample (a sequence, a map or per-anchor values), not one row of class scores"
     if metric == "top1":
-        return width > int(np.max(labels)) if len(labels) else False
+        needed = int(np.max(labels)) + 1
+        if classes < max(needed, 2):
+            return f"its {classes} value(s) per sample cannot score the labels' {needed} classes"
+        return None
     if metric == "auroc":
-        return width == int(np.asarray(labels).reshape(n, -1).shape[1])
-    return False
+        columns = int(labels.reshape(n, -1).shape[1])
+        return None if classes == columns else f"its {classes} values per sample do not match the labels' {columns} columns"
+    return f"no task metric {metric!r}"
 
 
-def choose_metric_output(requested: str, metric: str, reference: dict[str, np.ndarray], labels, producers: dict[str, str]) -> tuple[str | None, str]:
+def choose_metric_output(requested: str, metric: str, reference: dict[str, np.ndarray], labels, producers: dict[str, str], layouts: dict | None = None) -> tuple[str | None, str]:
     """(output name or None, why) for the headline task metric."""
     names = list(reference)
+    layouts = layouts or {}
     if requested not in (None, "", "auto"):
         if requested not in reference:
             raise OptionError(f"--metric-output: the model has no output named {requested!r} (outputs: {', '.join(names)}).")
         return requested, "chosen with --metric-output"
     if metric == "fidelity" or labels is None:
         return None, "no labels: fidelity only"
-    fitting = [n for n in names if _fits(metric, reference[n], labels)]
+    fitting = [n for n in names if metric_misfit(metric, reference[n], labels, layouts.get(n)) is None]
     probability = [n for n in fitting if producers.get(n) in PROBABILITY_OPS]
     if probability:
-        return probability[0], f"produced by {producers[probability[0]]} and its width fits the labels"
+        return probability[0], f"produced by {producers[probability[0]]} and one score per class of the labels"
     if fitting:
         if len(names) == 1:
             return fitting[0], "the model's only output"
-        return fitting[0], "the first output whose width fits the labels (no Softmax/Sigmoid output fits)"
-    return None, "no output's width fits the labels: fidelity only"
+        return fitting[0], "the first output with one score per class of the labels (no Softmax/Sigmoid output fits)"
+    return None, "no output holds one score per class of the labels: fidelity only"
 
 
-def detection_split(array: np.ndarray) -> tuple[int, int] | None:
-    """(channel axis, 4) when `array` [N, A, C] or [N, C, A] looks like boxes + scores; else None."""
-    if array.ndim != 3:
+def split_fidelity(layout: dict, reference: np.ndarray, candidate: np.ndarray) -> dict | None:
+    """Each part's fidelity of an output split by evidence, or None when the split does not fit
+    the output's real shape (the evidence came from the graph's shapes, the arrays are what ran)."""
+    axis = layout["axis"]
+    if reference.ndim <= axis or layout["parts"][-1]["stop"] > reference.shape[axis]:
         return None
-    _, a, b = array.shape
-    for axis, channels, anchors in ((2, b, a), (1, a, b)):
-        if channels >= 5 and anchors >= DETECTION_MIN_ANCHORS_RATIO * channels:
-            return axis, 4
-    return None
+    parts = {}
+    for part in layout["parts"]:
+        index = np.arange(part["start"], part["stop"])
+        key = part["role"] if part["role"] not in parts else f"{part['role']} {part['start']}-{part['stop'] - 1}"
+        parts[key] = fidelity(np.take(reference, index, axis=axis), np.take(candidate, index, axis=axis))
+    return {"layout": layout_text(layout), "evidence": layout["evidence"], "parts": parts}
 
 
 def _align(reference: np.ndarray, candidate: np.ndarray) -> np.ndarray:
@@ -98,6 +149,28 @@ def _align(reference: np.ndarray, candidate: np.ndarray) -> np.ndarray:
     return candidate
 
 
+def _output_entry(name: str, ref: np.ndarray, got: np.ndarray, labels, chosen_metric: str, producers: dict, layout: dict | None, requested: bool) -> dict:
+    """One output's fidelity, its task metric where it fits (else why not), and its parts or role."""
+    entry: dict = {"producer": producers.get(name), "fidelity": fidelity(ref, got), "shape": list(ref.shape[1:])}
+    if labels is not None and chosen_metric != "fidelity":
+        # An output named with --metric-output is the user's evidence of what it holds: only its shape is checked.
+        why_not = metric_misfit(chosen_metric, ref, labels, None if requested else layout)
+        if why_not is None:
+            entry["before"] = task_metric(chosen_metric, ref, labels)
+            entry["after"] = task_metric(chosen_metric, got, labels)
+        else:
+            entry["metric_not_reported"] = why_not
+    if layout is not None and "parts" in layout:
+        split = split_fidelity(layout, ref, got)
+        if split is not None:
+            entry["detection"] = split
+        else:
+            entry["detection_not_used"] = f"{layout_text(layout)} ({layout['evidence']}) does not fit the output's shape {list(ref.shape[1:])}"
+    elif layout is not None:
+        entry["role"] = {"role": layout["role"], "evidence": layout["evidence"]}
+    return entry
+
+
 def verify(
     reference: dict[str, np.ndarray],
     candidate: dict[str, np.ndarray],
@@ -105,13 +178,15 @@ def verify(
     metric: str = "auto",
     metric_output: str = "auto",
     producers: dict[str, str] | None = None,
+    layouts: dict[str, dict] | None = None,
 ) -> dict:
     """The accuracy section: per-output fidelity and task metrics, and the headline on one named output.
 
     Both sides must hold the same samples in the same order; the first min(N) samples of each
     are compared (a fixed-batch model may drop a short last batch) and `samples` says how many.
+    `layouts` (measure/output_roles.output_layouts): what each output holds, from evidence.
     """
-    producers = producers or {}
+    producers, layouts = producers or {}, layouts or {}
     shared = [n for n in reference if n in candidate]
     missing = [n for n in reference if n not in candidate]
     count = min([len(reference[n]) for n in shared] + [len(candidate[n]) for n in shared]) if shared else 0
@@ -121,28 +196,12 @@ def verify(
     ref = {n: np.asarray(reference[n])[:count] for n in reference}
     got = {n: _align(ref[n], np.asarray(candidate[n])[:count]) for n in shared}
     chosen_metric = choose_metric(metric, (), labels)
-    headline, why = choose_metric_output(metric_output, chosen_metric, ref, labels, producers)
+    headline, why = choose_metric_output(metric_output, chosen_metric, ref, labels, producers, layouts)
     section: dict = {"metric": chosen_metric if headline else "fidelity", "metric_output": headline, "metric_output_reason": why, "samples": int(count)}
     if chosen_metric != "fidelity" and headline is None and metric != "auto":
         section["metric_requested"] = metric
-    per_output: dict[str, dict] = {}
-    for name in shared:
-        entry: dict = {"producer": producers.get(name), "fidelity": fidelity(ref[name], got[name]), "shape": list(ref[name].shape[1:])}
-        if labels is not None and chosen_metric != "fidelity" and _fits(chosen_metric, ref[name], labels):
-            entry["before"] = task_metric(chosen_metric, ref[name], labels)
-            entry["after"] = task_metric(chosen_metric, got[name], labels)
-        split = detection_split(ref[name])
-        if split is not None:
-            axis, boxes = split
-            take = lambda a, idx: np.take(a, idx, axis=axis)  # noqa: E731 - index along the channel axis
-            box_idx = np.arange(boxes)
-            score_idx = np.arange(boxes, ref[name].shape[axis])
-            entry["detection"] = {
-                "layout": f"axis {axis}: {boxes} box coordinates, then {ref[name].shape[axis] - boxes} scores (guessed from the shape)",
-                "boxes": fidelity(take(ref[name], box_idx), take(got[name], box_idx)),
-                "scores": fidelity(take(ref[name], score_idx), take(got[name], score_idx)),
-            }
-        per_output[name] = entry
+    requested = metric_output not in (None, "", "auto")
+    per_output = {name: _output_entry(name, ref[name], got[name], labels, chosen_metric, producers, layouts.get(name), requested and name == headline) for name in shared}
     section["outputs"] = per_output
     # The flat per-output fidelity every report renderer reads.
     section["fidelity"] = {name: entry["fidelity"] for name, entry in per_output.items()}
@@ -176,7 +235,8 @@ def headline_line(section: dict) -> str:
         line = f"{name}: cosine {fid['cosine']:.5f}, SNR {_db(fid['snr_db'])} dB"
         detection = (section.get("outputs", {}).get(name) or {}).get("detection")
         if detection:
-            line += f" (boxes SNR {_db(detection['boxes']['snr_db'])} dB, scores SNR {_db(detection['scores']['snr_db'])} dB)"
+            each = ", ".join(f"{role} SNR {_db(part['snr_db'])} dB" for role, part in detection["parts"].items())
+            line += f" ({each}; split from {detection['evidence']})"
         parts.append(line)
     return f"{section['metric']} on {section['samples']} samples: " + "; ".join(parts)
 

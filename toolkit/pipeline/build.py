@@ -38,7 +38,8 @@ from edgedeploy.audit.engine import audit_model
 from edgedeploy.datasets import Dataset, load_dataset, model_input_specs
 from edgedeploy.errors import EdgedeployError, OptionError, ToolchainFailed
 from edgedeploy.measure.reference import ReferenceError, ReferenceRunner, default_cache_dir
-from edgedeploy.measure.verify import headline_line, output_producers, verify
+from edgedeploy.measure.output_roles import parse_detection
+from edgedeploy.measure.verify import headline_line, model_evidence, verify
 from edgedeploy.model import LoadedModel, load_model
 from edgedeploy.pipeline.convert import run_conversion, toolchain_environment
 from edgedeploy.sample import is_sample, sample_calibration_path, sample_eval_path, sample_preprocess
@@ -122,6 +123,7 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
 def _intake(model_path: Path, target, chip, precision: str, options: BuildOptions, echo):
     """(the loaded, checked model with its shapes pinned, the fix report or None): intake, and `--fix` for this chip."""
     model = load_model(model_path, options.input_shapes, require_static=True)
+    parse_detection(options.detection, model.graph)  # a wrong --detection is refused before any work
     for name, dims in model.auto_pinned.items():
         echo(f"intake: input '{name}' has a dynamic batch dimension; building for {'x'.join(map(str, dims))} (pin another with --input-shape)")
     if not options.fix:
@@ -426,8 +428,8 @@ def _verify(ctx: BuildContext, converted: ConvertResult, reference: ReferenceRun
     except ReferenceError as exc:
         echo(f"verify: the ONNX Runtime reference could not run ({exc}); the artifact is kept")
         return {"status": "failed", "reason": f"the reference could not run: {exc}"}
-    producers = output_producers(ctx.model.graph)
-    section = verify(before.outputs, simulated.outputs, evaluation.labels, options.metric, options.metric_output, producers)
+    producers, layouts = model_evidence(ctx.model.proto, options.detection)
+    section = verify(before.outputs, simulated.outputs, evaluation.labels, options.metric, options.metric_output, producers, layouts)
     section["status"] = "done"
     section["before_backend"] = before.runtime
     section["after_backend"] = simulated.backend

@@ -68,6 +68,13 @@ class BuildOptions:
         "--metric", "Task metric for accuracy before/after: top-1 for classifiers, macro-AUROC for multi-label outputs, or output fidelity only.", "auto", choices=("auto", "top1", "auroc", "fidelity"), show_default=True
     )
     metric_output: str = shared_option("--metric-output", "The output the task metric is computed on; auto prefers a Softmax/Sigmoid output whose width fits the labels.", "auto", metavar="NAME|auto", show_default=True)
+    detection: tuple[str, ...] = shared_option(
+        "--detection",
+        "Declare what an output's channels hold, e.g. output0:1=boxes:0-3,scores:4- (AXIS defaults to the last; roles: boxes, scores, keypoints, other; repeat per output). Verify then reports each part's fidelity apart.",
+        tuple,
+        multiple=True,
+        metavar="OUTPUT[:AXIS]=ROLE:RANGE,...",
+    )
     # `edgedeploy fix` for this chip before converting; `allow_approx` lets it use approximations.
     fix: bool = shared_option("--fix", "Run `edgedeploy fix` for each chip first: rewrites that move nodes onto its accelerator, kept only within their tolerance.", False, is_flag=True)
     allow_approx: bool = shared_option("--allow-approx", "With --fix: also allow approximations (e.g. tanh GELU); their error is reported.", False, is_flag=True)
@@ -83,6 +90,7 @@ class BuildOptions:
         self.eval = Path(self.eval).absolute() if self.eval is not None else None
         self.input_shapes = input_shapes_from(self.input_shapes)
         self.preprocess = _preprocess_from(self.preprocess)
+        self.detection = (self.detection,) if isinstance(self.detection, str) else tuple(self.detection or ())
 
     @classmethod
     def declared(cls) -> list[tuple[Field, dict]]:
@@ -121,6 +129,7 @@ class BuildOptions:
             **record_fields(self, "eval_count", "allow_nonfinite"),
             "preprocess": self.preprocess.to_dict() if self.preprocess else None,
             **record_fields(self, "metric", "metric_output", "device", "fix", "allow_approx"),
+            "detection": list(self.detection),
         }
         if target is not None:
             data["target_options"] = self.options_for(target).to_dict()

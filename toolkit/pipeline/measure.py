@@ -48,7 +48,7 @@ from edgedeploy.devices.runners import (
 from edgedeploy.errors import ArtifactError, DeviceError
 from edgedeploy.measure.harness import SessionSettings, make_measurement
 from edgedeploy.measure.reference import ReferenceRunner
-from edgedeploy.measure.verify import verify
+from edgedeploy.measure.verify import declared_detection, model_evidence, verify
 from edgedeploy.progress import StepStarted
 from edgedeploy.targets import find_chip
 from edgedeploy.targets.base import Capability
@@ -631,7 +631,9 @@ def accuracy_section(artifact: Path, runs: dict[str, RunnerRun], inputs_path: Pa
     with np.load(inputs_path, allow_pickle=False) as archive:
         labels = archive["labels"][:count] if "labels" in archive.files else None
     reference = before if before is not None else host_ref
-    section = verify(reference, after, labels, "auto", "auto")
+    import onnx
+
+    section = verify(reference, after, labels, "auto", "auto", *model_evidence(onnx.load(str(artifact / "model.onnx")), declared_detection(artifact)))
     section["scope"] = {
         "samples": count,
         "device": device.name,

@@ -197,6 +197,16 @@ def _accuracy_entry(ident: str, row: dict, kind: str, section: dict, fallback_sc
     return entry
 
 
+def output_holds(out: dict) -> str | None:
+    """'boxes 0-3, scores 4-83 on axis 1 (from a Concat ...)' or 'box regression (from its name ...)', else None."""
+    detection, role = out.get("detection"), out.get("role")
+    if isinstance(detection, dict) and detection.get("layout"):
+        return f"{detection['layout']} (from {detection.get('evidence')})"
+    if isinstance(role, dict) and role.get("role"):
+        return f"{role['role']} (from {role.get('evidence')})"
+    return None
+
+
 def _output_rows(section: dict) -> list[dict]:
     """Every output's fidelity (and task metric where the labels fit it), as rows."""
     outputs = section.get("outputs")
@@ -215,6 +225,9 @@ def _output_rows(section: dict) -> list[dict]:
                     "after": out.get("after"),
                     "parts": out.get("parts"),
                     "is_metric_output": name == section.get("metric_output"),
+                    # What the output holds, only where evidence says so, and why it has no task metric.
+                    "holds": output_holds(out),
+                    "metric_not_reported": out.get("metric_not_reported"),
                 }
             )
     else:

@@ -138,12 +138,12 @@ def _accuracy_outputs(entries: list[dict]) -> str:
                     esc(e["label"]),
                     esc(e["kind"]),
                     f"<code>{esc(out['output'])}</code>",
-                    esc(out.get("producer") or "-"),
+                    esc((out.get("producer") or "-") + (f"; holds {out['holds']}" if out.get("holds") else "")),
                     esc(fmt.scope_value(out["shape"])) if out.get("shape") else "-",
                     esc(fmt.num(fid.get("cosine"), 6)),
                     esc(fmt.num(fid.get("snr_db"), 4)),
                     esc(fmt.num(fid.get("max_abs_error"), 4)),
-                    task or "-",
+                    task or (esc(f"- ({out['metric_not_reported']})") if out.get("metric_not_reported") else "-"),
                     used,
                 ]
             )

@@ -127,9 +127,9 @@ def render_markdown(comp: dict) -> str:
         for e in comp["accuracy"]:
             for out in e.get("outputs") or []:
                 fid = out.get("fidelity") or {}
-                task = ", ".join(f"{k} {fmt.num(out['before'][k], 4)} → {fmt.num(out['after'].get(k), 4)}" for k in out["before"] if k in out["after"]) if out.get("before") and out.get("after") else "-"
+                task = ", ".join(f"{k} {fmt.num(out['before'][k], 4)} → {fmt.num(out['after'].get(k), 4)}" for k in out["before"] if k in out["after"]) if out.get("before") and out.get("after") else (f"- ({out['metric_not_reported']})" if out.get("metric_not_reported") else "-")
                 used = f"yes: {e.get('metric_output_reason') or 'chosen with --metric-output'}" if out.get("is_metric_output") else "no"
-                orows.append([e["label"], e["kind"], f"`{out['output']}`", out.get("producer") or "-", fmt.scope_value(out["shape"]) if out.get("shape") else "-", fmt.num(fid.get("cosine"), 6), fmt.num(fid.get("snr_db"), 4), fmt.num(fid.get("max_abs_error"), 4), task, used])
+                orows.append([e["label"], e["kind"], f"`{out['output']}`", (out.get("producer") or "-") + (f"; holds {out['holds']}" if out.get("holds") else ""), fmt.scope_value(out["shape"]) if out.get("shape") else "-", fmt.num(fid.get("cosine"), 6), fmt.num(fid.get("snr_db"), 4), fmt.num(fid.get("max_abs_error"), 4), task, used])
         if orows:
             lines += ["### Every output", ""]
             lines += _table(["Artifact", "Where", "Output", "Produced by", "Shape (per sample)", "Cosine", "SNR (dB)", "Max abs error", "Task metric before → after", "Headline metric?"], orows) + [""]

@@ -235,6 +235,10 @@ def output_metric_lines(entry: dict) -> list[str]:
                 task = "; " + ", ".join(f"{k} {fmt.num(out['before'][k], 4)} -> {fmt.num(out['after'].get(k), 4)}" for k in out["before"] if k in out["after"])
             mark = " (task metric)" if out.get("is_metric_output") else ""
             lines.append(f"output {out['output']!r}{mark}: cosine {fmt.num(fid.get('cosine'), 6)}, SNR {fmt.num(fid.get('snr_db'), 4)} dB, max abs error {fmt.num(fid.get('max_abs_error'), 4)}{task}")
+            if out.get("holds"):
+                lines.append(f"  holds {out['holds']}")
+            if out.get("metric_not_reported"):
+                lines.append(f"  no task metric: {out['metric_not_reported']}")
     return lines
 
 
