@@ -622,6 +622,10 @@ def run_vela(tflite_path, outdir, vela, ctx):
 # Running TFLite on the host (CPU interpreter)
 
 
+class NoSignature(ValueError):
+    """A .tflite without the signature its inputs are fed by: retrying without XNNPACK cannot help."""
+
+
 def run_tflite(path, inputs, layouts, data, outputs_onnx, default_delegates=True):
     """Run a .tflite on every sample of `data` (ONNX layout); return outputs per ONNX output (ONNX layout).
 
@@ -635,6 +639,10 @@ def run_tflite(path, inputs, layouts, data, outputs_onnx, default_delegates=True
         interpreter = Interpreter(model_path=path, num_threads=1)
     else:
         interpreter = Interpreter(model_path=path, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    signatures = interpreter.get_signature_list()
+    if "serving_default" not in signatures:
+        # No kernel or delegate can help here: the model has no entry point to feed by name.
+        raise NoSignature(f"it has no 'serving_default' signature (signatures: {', '.join(signatures) or 'none'}), so its inputs cannot be fed by name; not retried without XNNPACK, which cannot help")
     runner = interpreter.get_signature_runner("serving_default")
     details_in = runner.get_input_details()
     details_out = runner.get_output_details()
@@ -742,8 +750,9 @@ def evaluate(request, ctx):
     """Run the float32 and int8 TFLite models on the evaluation inputs with the CPU interpreter.
 
     A check after the conversion: when the interpreter's default XNNPACK delegate refuses a
-    model ("failed to prepare"), the run is retried with the builtin kernels alone and says so;
-    a model neither can run is reported per model, never raised, so the conversion is kept.
+    model ("failed to prepare"), the run is retried with the builtin kernels alone and says so
+    (run_with_fallback); a model neither can run is reported per model, never raised, so the
+    conversion is kept.
     """
     evaluation = load_arrays(ctx, request["eval"])
     started = time.monotonic()
@@ -752,22 +761,36 @@ def evaluate(request, ctx):
     written, notes, errors = {}, [], {}
     for tag, path in (("float32", request["float32_tflite"]), ("int8", request["int8_tflite"])):
         ctx.log(f"tflite: running the {tag} model on {min(len(a) for a in evaluation.values())} evaluation samples (CPU interpreter)")
-        outs = None
-        for default_delegates in (True, False):
-            try:
-                outs = run_tflite(path, request["onnx_inputs"], request["input_layouts"], evaluation, request["onnx_outputs"], default_delegates)
-                break
-            except Exception as exc:  # noqa: BLE001 - the interpreter's refusal is reported, not raised
-                traceback.print_exc()
-                message = failure_message(exc)
-                if default_delegates:
-                    notes.append(f"the {tag} model failed with the interpreter's default XNNPACK delegate ({message}); retried with the builtin kernels only")
-                else:
-                    errors[tag] = message
+        outs, note, error = run_with_fallback(path, request, evaluation, tag)
+        notes += [note] if note else []
+        if error:
+            errors[tag] = error
         if outs is None:
             continue
         written[tag] = ctx.arrays.write_arrays(os.path.join(eval_dir, f"{tag}_outputs.npz"), outs)
     return {"eval_outputs": written, "notes": notes, "errors": errors, "seconds": round(time.monotonic() - started, 3), "versions": versions()}
+
+
+def run_with_fallback(path, request, evaluation, tag):
+    """(outputs or None, note or None, error or None) of one TFLite model on the evaluation inputs.
+
+    With the interpreter's default XNNPACK delegate first; when that fails for a reason the
+    builtin kernels could get round, retried without it. The note says only what was tried and
+    how it ended; a model without a signature is not retried (no kernel can help) and says so.
+    """
+    try:
+        return run_tflite(path, request["onnx_inputs"], request["input_layouts"], evaluation, request["onnx_outputs"], True), None, None
+    except NoSignature as exc:
+        return None, None, str(exc)
+    except Exception as exc:  # noqa: BLE001 - the interpreter's refusal is reported, not raised
+        traceback.print_exc()
+        first = failure_message(exc)
+    try:
+        outs = run_tflite(path, request["onnx_inputs"], request["input_layouts"], evaluation, request["onnx_outputs"], False)
+    except Exception as exc:  # noqa: BLE001 - as above
+        traceback.print_exc()
+        return None, None, f"{failure_message(exc)} (with the builtin kernels only; with the default XNNPACK delegate: {first})"
+    return outs, f"the {tag} model failed with the interpreter's default XNNPACK delegate ({first}); the builtin kernels alone ran it", None
 
 
 def failure_context(exc):
