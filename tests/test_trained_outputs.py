@@ -1,0 +1,74 @@
+"""Reports claim no box/score split and no task metric that the model does not support, on models
+with trained weights (issue 29, part 7): a face detector (BlazeFace, MediaPipe's short-range
+model, converted by scripts/trained/blazeface_to_onnx.py; committed) and a text recogniser
+(PP-OCRv4 rec from the PyPI wheel rapidocr-onnxruntime 1.4.4; 10.9 MB, not committed: the test
+skips, saying so, unless the file is there).
+
+The verification is the build's own (measure/verify.py) on ONNX Runtime's outputs against the
+same outputs with a small error added, with labels that a careless check could score."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from edgedeploy.measure.verify import headline_line, model_evidence, verify
+from edgedeploy.report.combine import output_holds
+
+FIXTURES = Path(__file__).parent / "fixtures" / "trained"
+BLAZEFACE = FIXTURES / "blazeface_short_range.onnx"
+
+
+def _ppocr_rec() -> Path | None:
+    """The PP-OCRv4 recogniser: $EDGEDEPLOY_PPOCR_REC, else the trained set's copy (scripts/trained/make_set.py)."""
+    home = Path(os.environ.get("EDGEDEPLOY_HOME", Path.home() / ".cache" / "edgedeploy"))
+    for path in (os.environ.get("EDGEDEPLOY_PPOCR_REC"), home / "trained" / "ppocr_rec_v4.onnx"):
+        if path and Path(path).is_file():
+            return Path(path)
+    return None
+
+
+def _check(model_path: Path, feeds: dict[str, np.ndarray], labels: np.ndarray) -> dict:
+    proto = onnx.load(str(model_path))
+    session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+    count = len(next(iter(feeds.values())))
+    runs = [session.run(None, {k: v[i : i + 1] for k, v in feeds.items()}) for i in range(count)]
+    names = [o.name for o in session.get_outputs()]
+    reference = {name: np.concatenate([r[j] for r in runs]) for j, name in enumerate(names)}
+    rng = np.random.default_rng(5)
+    candidate = {name: a + 0.01 * np.std(a) * rng.standard_normal(a.shape) for name, a in reference.items()}
+    producers, layouts = model_evidence(proto)
+    return verify(reference, candidate, labels, "auto", "auto", producers, layouts)
+
+
+def test_face_detector_no_split_of_its_regressors_and_no_top1():
+    x = np.random.default_rng(0).uniform(-1, 1, (6, 3, 128, 128)).astype(np.float32)
+    section = _check(BLAZEFACE, {"input": x}, np.array([0, 1, 1, 0, 1, 0]))  # face / no face
+    regressors, classificators = section["outputs"]["regressors"], section["outputs"]["classificators"]
+    # 16 regressors (4 box + 12 keypoint values): the shape guess called them 4 box coordinates then 12 scores.
+    assert "detection" not in regressors and "detection" not in classificators
+    assert output_holds(regressors) == "boxes (from its name 'regressors')"
+    # No top-1 on the box regression, nor on 896 per-anchor scores; each says why.
+    assert section["metric"] == "fidelity" and section["metric_output"] is None and "before" not in section
+    assert "box regression" in regressors["metric_not_reported"]
+    assert "896 rows of 1 values" in classificators["metric_not_reported"]
+    line = headline_line(section)
+    assert "scores SNR" not in line and "guessed" not in line
+
+
+@pytest.mark.skipif(_ppocr_rec() is None, reason="PP-OCRv4 rec is not here: set EDGEDEPLOY_PPOCR_REC to ch_PP-OCRv4_rec_infer.onnx from the wheel rapidocr-onnxruntime==1.4.4 (pip download --no-deps), or make the trained set")
+def test_text_recogniser_ctc_output_no_split_and_no_top1():
+    x = np.random.default_rng(1).uniform(-1, 1, (4, 3, 48, 320)).astype(np.float32)
+    section = _check(_ppocr_rec(), {"x": x}, np.array([3, 7, 120, 5]))
+    out = section["outputs"]["softmax_11.tmp_0"]
+    assert out["shape"] == [40, 6625]
+    # [1, 40, 6625]: the shape guess said "axis 1: 4 box coordinates, then 36 scores"; top-1 was taken over 40 x 6625 values.
+    assert "detection" not in out and output_holds(out) is None
+    assert section["metric"] == "fidelity" and "before" not in out
+    assert out["metric_not_reported"].startswith("its shape [40, 6625] is 40 rows of 6625 values per sample")
+    assert "box" not in headline_line(section)
