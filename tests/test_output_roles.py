@@ -5,6 +5,8 @@ sample, else one line says why not. Small synthetic graphs for each kind of evid
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from onnx import helper
@@ -142,3 +144,17 @@ def test_top1_only_on_one_row_of_class_scores_per_sample():
     # Fewer scores than the labels' classes: no top-1.
     few = verify({"p": logits[:, :4]}, {"p": logits[:, :4]}, labels)
     assert "cannot score the labels'" in few["outputs"]["p"]["metric_not_reported"]
+
+
+def test_real_exports_yolo_head_split_ssd_roles_by_name():
+    """The corpus's skeletons (the real exporters' graphs): ultralytics' YOLO11n head is a Concat of
+    the decoded boxes and the Sigmoid class scores; torchvision's SSDlite head names its outputs."""
+    import onnx
+
+    skeletons = Path(__file__).parent / "fixtures" / "corpus" / "skeletons"
+    yolo = output_layouts(onnx.load(str(skeletons / "yolo11n.onnx"), load_external_data=False))["output0"]
+    assert [(p["role"], p["start"], p["stop"]) for p in yolo["parts"]] == [("boxes", 0, 4), ("scores", 4, 84)]
+    assert yolo["evidence"] == "a Concat on axis 1 of boxes 0-3 (the one other input, 4 wide), scores 4-83 (produced by Sigmoid)"
+    ssd = output_layouts(onnx.load(str(skeletons / "ssdlite320_mobilenet_v3_large_head.onnx"), load_external_data=False))
+    assert ssd["bbox_regression"]["role"] == "boxes" and ssd["cls_logits"]["role"] == "scores"
+    assert output_layouts(onnx.load(str(skeletons / "deeplabv3_mobilenet_v3_large.onnx"), load_external_data=False)) == {}
