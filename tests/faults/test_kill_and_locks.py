@@ -5,6 +5,8 @@ after the same thing (one artifact destination, one toolchain environment).
   build is left (no worker, nothing in the worker's process group), nothing is written into the
   abandoned `.building-*` folder any more, and the next build into the same folder removes it,
   says so in one line and succeeds.
+- kill -9 of a process running a worker that started a child of its own (a compiler's stand-in):
+  the child dies too (the worker's whole process group).
 - two builds into the same OUT/<model>/<chip>: the second waits for the first (a line naming its
   pid), then is refused in one sentence, since the artifact exists; nothing partial is left and
   the artifact passes its manifest.
@@ -136,6 +138,52 @@ def test_kill_9_during_conversion_leaves_no_process_and_the_next_build_cleans_up
     assert len(said) == 1 and said[0].startswith("build: removed ") and "stopped" in said[0], again.stderr[-2000:]
     assert _leftovers(model_dir) == []
     check_manifest(model_dir / "esp32s3")
+
+
+CHILD_STARTING_WORKER = """
+import subprocess, time
+def run(request, ctx):
+    # A stand-in for a toolchain that runs a compiler of its own.
+    child = subprocess.Popen(["sleep", "300"])
+    with open(request["pids"], "w") as fh:
+        fh.write(f"{child.pid}\\n")
+    time.sleep(300)
+    return {}
+"""
+
+PARENT_RUNNING_THE_WORKER = """
+import sys
+from pathlib import Path
+from edgedeploy.toolchains.executor import Executor
+from edgedeploy.toolchains.kinds import PythonInterpreter
+tmp = Path(sys.argv[1])
+Executor(tmp / "worker.log", 600).run_worker(PythonInterpreter(Path(sys.executable)), tmp / "worker.py", {"pids": str(tmp / "pids")}, tmp / "work")
+"""
+
+
+def test_kill_9_of_the_parent_kills_the_workers_own_children_too(tmp_path):
+    """The worker's compiler (here `sleep`) dies with it: the parent-death signal alone would kill
+    only the worker, so this shows the guard killing the worker's whole process group."""
+    (tmp_path / "worker.py").write_text(CHILD_STARTING_WORKER)
+    (tmp_path / "parent.py").write_text(PARENT_RUNNING_THE_WORKER)
+    parent = subprocess.Popen([sys.executable, str(tmp_path / "parent.py"), str(tmp_path)], start_new_session=True)
+    try:
+        _wait_for(lambda: (tmp_path / "pids").is_file() and (tmp_path / "pids").read_text().endswith("\n"), 60, "the worker's child to start")
+        child = int((tmp_path / "pids").read_text())
+        worker = _stat_of(child)[1]
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(pid in _live_pids() for pid in (child, worker)):
+        time.sleep(0.1)
+    left = [pid for pid in (child, worker) if pid in _live_pids()]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, [(pid, _cmdline(pid)) for pid in left]
 
 
 @pytest.mark.toolchain("espdl")
