@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from edgedeploy.devices.base import RunnerSpec  # noqa: F401 - part of the contract: what runner_spec returns
 from edgedeploy.errors import NotAvailableYet, OptionError
+from edgedeploy.reproducible import Variation
 from edgedeploy.toolchains import Toolchain
 
 if TYPE_CHECKING:
@@ -478,6 +479,10 @@ class Target:
     board_setup_worst_case_s: ClassVar[float] = 0.0
     # The ways it can put firmware on a serial board, besides "auto" and "none" (`measure --flash`).
     serial_flash_modes: ClassVar[tuple[str, ...]] = ()
+    # What of its artifact differs from build to build beyond the core's own files (the build
+    # log, the report's durations): its toolchain's logs and durations, and files the toolchain
+    # writes with different bytes every time; the manifest declares them (edgedeploy.reproducible).
+    variation: ClassVar[Variation] = Variation()
     # chip id -> the toolchain's own latency estimate a build reports for it (a build's
     # toolchain_verdict.estimates.estimated_inference_time_us), named as users know it: shown
     # beside edgedeploy's estimate (docs/estimate.md). Empty: the toolchain estimates no time.

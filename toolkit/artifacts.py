@@ -138,6 +138,9 @@ class ArtifactBuilder:
         self.manifest_fields: dict[str, Any] = {}
         self.echo = echo or (lambda line: print(line, file=sys.stderr))
         self._lock = ExitStack()
+        # Called with (the work folder, the manifest) before the manifest is written: the build
+        # declares there what varies between builds (edgedeploy.reproducible.declare).
+        self.describe: Callable[[Path, dict], None] | None = None
 
     def __enter__(self) -> "ArtifactBuilder":
         named = self.dest
@@ -211,6 +214,8 @@ class ArtifactBuilder:
             **self.manifest_fields,
             "files": file_table(self.path),
         }
+        if self.describe is not None:
+            self.describe(self.path, manifest)
         atomic_write_json(self.path / MANIFEST_NAME, manifest)
         old = None
         if self.dest.exists():

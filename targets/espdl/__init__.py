@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgedeploy.targets.base import RANKED_NODES, CalibrationNeed, Capability, RepairKnob, Target, TargetOptions, chip_table, option
+from edgedeploy.reproducible import Variation
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -72,6 +73,9 @@ class EspDlTarget(Target):
     options_type = EspDlOptions
     # measure --flash: build and flash with ESP-IDF's idf.py, or flash a build the user made (board.py).
     serial_flash_modes = ("idf", "prebuilt")
+    # The worker's stage durations; the .espdl and model.json are byte-identical between builds
+    # (the worker seeds esp-ppq's config numbering, which esp-ppq seeds from the clock).
+    variation = Variation(time_fields={"work/convert/result.json": ("result.timings_s",)})
 
     def calibration_need(self, chip, precision) -> CalibrationNeed:
         from edgedeploy.targets.espdl.worker_verdict import MIN_CALIB_STEPS

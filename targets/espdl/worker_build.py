@@ -83,6 +83,12 @@ class _EspPpq:
         from esp_ppq.IR import QuantableOperation
         from esp_ppq.quantization.analyse import graphwise_error_analyse
         import esp_ppq.lib as PFL
+        from esp_ppq.core import TensorQuantizationConfig
+
+        # esp-ppq numbers its quantisation configs from the clock (a seed of int(time.time()) at
+        # import) and model.json lists those numbers: a fixed seed makes two builds write the same file.
+        if isinstance(getattr(TensorQuantizationConfig, "_hash_seed", None), int):
+            TensorQuantizationConfig._hash_seed = 1
 
         self.espdl_quantize_onnx, self.get_target_platform = espdl_quantize_onnx, get_target_platform
         self.generate_test_value, self.QuantizationSettingFactory = generate_test_value, QuantizationSettingFactory

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgedeploy.targets.base import RANKED_NODES, RepairKnob, Capability, Target, TargetOptions, chip_table, node_names_option, option
+from edgedeploy.reproducible import Variation
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -62,6 +63,20 @@ class RknnTarget(Target):
         "and reports no time (eval_perf needs a board)"
     )
     options_type = RknnOptions
+    # rknn_build_output.txt is the toolkit's log (clock times, progress bars), so the report's
+    # size of it varies too. The .rknn differs on every build (docs/reliability.md, "Reproducible
+    # artifacts"): no normalisation of it is known to be sound, so it is declared not reproducible.
+    variation = Variation(
+        time_files=("rknn_build_output.txt",),
+        time_fields={"report.json": ("convert.size_bytes.layer_table",), "work/convert/result.json": ("result.simulator_seconds",)},
+        not_reproducible={
+            "model.rknn": (
+                "rknn-toolkit2 writes uninitialised memory into the file: two builds of the sample differ in about 1.5 KB, "
+                "in two of its data segments (all but their first 32 bytes) and in host addresses inside per-layer tables; "
+                "no normalisation is known to be sound, so it is not compared between builds"
+            )
+        },
+    )
     chips = chip_table(
         "id name accelerator cpu cpu_clock_mhz",
         ("rk3588", "RK3588", "RKNPU (6 TOPS int8)", "4x Cortex-A76 + 4x Cortex-A55", 2400, {"notes": "3 NPU cores"}),

@@ -22,6 +22,7 @@ failure is recorded in the report, the build goes on, and the gates decide the e
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -42,6 +43,7 @@ from edgedeploy.measure.output_roles import parse_detection
 from edgedeploy.measure.verify import headline_line, model_evidence, verify
 from edgedeploy.model import LoadedModel, load_model
 from edgedeploy.pipeline.convert import run_conversion, toolchain_environment
+from edgedeploy.reproducible import CORE, declare, forget_work_folder
 from edgedeploy.sample import is_sample, sample_calibration_path, sample_eval_path, sample_preprocess
 from edgedeploy.targets import find_chip
 from edgedeploy.targets.base import BuildContext, BuildData, Capability, ConvertResult, SimulationResult, TargetOptions
@@ -116,6 +118,10 @@ def run_build(model_path: Path, chip_id: str, options: BuildOptions, echo: Calla
         # The target's own figures that --fail-on gates read (flash, ram), with where they come from.
         report["figures"] = {key: {"value": value, "source": source} for key, (value, source) in target.gate_figures(report).items()}
         _write_report_and_manifest(art, work, report, target, converted, started)
+        # The work folder is renamed into place: no file keeps a path into it, and the manifest
+        # says what differs from one build to the next (edgedeploy.reproducible).
+        forget_work_folder(work)
+        art.describe = functools.partial(declare, variation=CORE.merged(target.variation))
     echo(f"build: wrote {dest} in {time.monotonic() - started:.1f} s")
     return dest
 
