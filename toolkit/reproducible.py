@@ -27,6 +27,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edgedeploy.artifacts import atomic_write_bytes
+
 TIME = "time"
 TOOLCHAIN = "toolchain"
 
@@ -82,11 +84,9 @@ def forget_work_folder(root: Path) -> list[str]:
 
 
 def _rewrite(path: Path, data: bytes) -> None:
-    mode = path.stat().st_mode
-    tmp = path.with_name(f".{path.name}.relative")
-    tmp.write_bytes(data)
-    os.chmod(tmp, mode & 0o7777)
-    os.replace(tmp, path)
+    mode = path.stat().st_mode & 0o7777
+    atomic_write_bytes(path, data)
+    os.chmod(path, mode)  # as the build made it (a script stays executable)
 
 
 def declare(root: Path, manifest: dict, variation: Variation) -> None:
