@@ -120,7 +120,7 @@ def test_two_outputs_the_metric_is_on_the_probabilities_the_second_output(tmp_pa
         accuracy = check_built(tmp_path, "mnist_box_and_class", builds[chip], chip)
         assert accuracy["metric"] == "top1"
         assert accuracy["metric_output"] == "probs", "the task metric must not be computed on the box regression"
-        assert "Softmax" in accuracy["metric_output_reason"] and "width fits the labels" in accuracy["metric_output_reason"]
+        assert "Softmax" in accuracy["metric_output_reason"] and "one score per class of the labels" in accuracy["metric_output_reason"]
         # Real MNIST labels: the fp32 model's own accuracy on the 64 held-out digits, the same for every chip.
         assert 0.8 <= accuracy["before"]["top1"] <= 0.95
         assert accuracy["after"]["top1"] >= TOP1_FLOOR["mnist_box_and_class"][chip]

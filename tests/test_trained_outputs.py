@@ -72,3 +72,20 @@ def test_text_recogniser_ctc_output_no_split_and_no_top1():
     assert section["metric"] == "fidelity" and "before" not in out
     assert out["metric_not_reported"].startswith("its shape [40, 6625] is 40 rows of 6625 values per sample")
     assert "box" not in headline_line(section)
+
+
+def test_the_text_report_says_what_it_holds_and_why_no_metric():
+    """The comparison's rows (report/combine.py) and the text report's lines for the face detector."""
+    from edgedeploy.report import fmt
+    from edgedeploy.report.combine import _output_rows
+    from edgedeploy.report.text import output_metric_lines
+
+    x = np.random.default_rng(0).uniform(-1, 1, (3, 3, 128, 128)).astype(np.float32)
+    section = _check(BLAZEFACE, {"input": x}, np.array([0, 1, 1]))
+    lines = output_metric_lines({"outputs": _output_rows(section), "metric_output": section["metric_output"]})
+    assert "  holds boxes (from its name 'regressors')" in lines
+    assert "  no task metric: it holds box regression (its name 'regressors'), not one score per class" in lines
+    assert not any("top1" in line or "scores SNR" in line for line in lines)
+    # Labels were given: the report does not say "no labels", it says why no output fits them.
+    assert fmt.why_fidelity_only(section) == "no output holds one score per class of the labels"
+    assert fmt.why_fidelity_only({"metric_output_reason": "no labels: fidelity only"}) == "no labels"

@@ -271,6 +271,13 @@ def metric_text(metric: str, value: float | None) -> str:
     return pct(value, 2) if metric == "top1" else num(value)
 
 
+def why_fidelity_only(section: dict) -> str:
+    """Why an accuracy section has no task metric: the verification's own reason ('no labels', or
+    labels that no output fits), without its closing ': fidelity only'."""
+    reason = section.get("metric_output_reason") or "no labels"
+    return reason[: -len(": fidelity only")] if reason.endswith(": fidelity only") else reason
+
+
 METRIC_NAMES = {"top1": "top-1", "auroc": "macro-AUROC", "fidelity": "fidelity only"}
 
 

@@ -92,7 +92,7 @@ def accuracy_lines(section: dict | None, error: str | None = None) -> list[str]:
         delta_text = f" ({delta:+.2f} points)" if delta is not None else ""
         lines.append(f"accuracy ({fmt.METRIC_NAMES.get(metric, metric)}, {section.get('samples')} samples): before {fmt.metric_text(metric, b)}, after {fmt.metric_text(metric, a)}{delta_text}")
     else:
-        lines.append(f"accuracy: output fidelity only ({section.get('samples')} samples, no labels)")
+        lines.append(f"accuracy: output fidelity only ({section.get('samples')} samples, {fmt.why_fidelity_only(section)})")
     for name, fid in (section.get("fidelity") or {}).items():
         lines.append(f"  output {name!r} after vs before: cosine {fmt.num(fid['cosine'], 6)}, SNR {fmt.num(fid['snr_db'], 4)} dB, max abs error {fmt.num(fid['max_abs_error'], 4)}")
     for name, fid in (section.get("before_vs_host_reference") or {}).items():
@@ -164,7 +164,7 @@ def render_comparison(comp: dict, width: int | None = None) -> str:
             metric = e.get("metric") or "fidelity"
             b, a = fmt.metric_value(metric, e.get("before")), fmt.metric_value(metric, e.get("after"))
             fid = e.get("fidelity") or {}
-            task = f"before {fmt.metric_text(metric, b)}, after {fmt.metric_text(metric, a)}" if metric != "fidelity" else "no labels"
+            task = f"before {fmt.metric_text(metric, b)}, after {fmt.metric_text(metric, a)}" if metric != "fidelity" else f"({fmt.why_fidelity_only(e)})"
             delta = e.get("delta_percentage_points")
             if delta is not None:
                 task += f" ({delta:+.2f} pp)"
