@@ -7,6 +7,7 @@ from pathlib import Path
 
 from edgedeploy.errors import OptionError
 from edgedeploy.targets.base import RANKED_NODES, Capability, RepairKnob, Target, TargetOptions, chip_table, node_names_option, option
+from edgedeploy.reproducible import Variation
 from edgedeploy.toolchains import RequirementStep, VenvToolchain
 
 _REQ = Path(__file__).parent / "requirements"
@@ -65,6 +66,8 @@ class EiqTarget(Target):
     toolchain = TOOLCHAIN
     listing_order = 30
     options_type = EiqOptions
+    # The durations of onnx2tf, the quantiser and Vela (docs/reliability.md, "Reproducible artifacts").
+    variation = Variation(time_fields={"report.json": ("conversion.seconds", "conversion.wall_seconds")})
     # Vela's performance model, run by every int8 build for the i.MX 93 (vela.py); experimental by Arm's own word.
     toolchain_latency_estimate = {"imx93": "Vela"}
     capabilities = frozenset({Capability.AUDIT, Capability.SIMULATE, Capability.RUNNER, Capability.VERDICT, Capability.BENCH, Capability.HOST, Capability.DIAGNOSE})

@@ -328,7 +328,9 @@ def _place_nodes(verdict: ToolchainVerdict, entry: dict, token_names, output_pro
         if why and placement is not Placement.ACCELERATOR:
             detail += f" (Vela: {'; '.join(why[:2])})"
         placed[op["index"]] = (placement, detail)
-        for node in owners[op["index"]]:
+        # Sorted: a set of names iterates in another order in every process (hash randomisation),
+        # and the verdict's node order is written to toolchain_verdict.json.
+        for node in sorted(owners[op["index"]]):
             by_node.setdefault(node, []).append((placement, detail, op["op"] in HELPER_OPS))
     for node, found in by_node.items():
         main = [f for f in found if not f[2]] or found
