@@ -179,3 +179,43 @@ def test_grayscale_model_fed_rgb_images_is_told_channels_gray(tmp_path):
     order = np.argsort(labels, kind="stable")  # the image folders are one per class, in class order
     assert np.array_equal(images.labels, labels[order])
     assert np.abs(images.inputs["input"] - arrays[order]).max() < 1e-6
+
+
+HOLD_A_BUILDS_LOCK = """
+import sys, time
+from pathlib import Path
+from edgedeploy.locks import held, lock_beside
+with held(lock_beside(Path(sys.argv[1]))):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_build_removes_what_killed_builds_left_and_nothing_of_a_live_one(tmp_path):
+    import subprocess
+    import sys
+
+    model = tmp_path / "out" / "m"
+    build(model / "a", "v1")
+    # Left by builds killed with SIGKILL: work folders, and an old artifact moved aside whose replacement is in place.
+    stale = [model / ".a.building-x1", model / ".c.building-y2", model / ".a.replaced-123"]
+    maybe_only_copy = model / ".d.replaced-456"  # d is not in place: the user's to look at
+    live = model / ".b.building-z3"  # another process builds b now (it holds b's lock)
+    for folder in (*stale, maybe_only_copy, live):
+        folder.mkdir()
+        (folder / "model.bin").write_text("x")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_A_BUILDS_LOCK, str(model / "b")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        lines: list[str] = []
+        with ArtifactBuilder(model / "a", force=True, echo=lines.append) as art:
+            (art.path / "model.bin").write_text("v2")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert [f.name for f in stale if f.exists()] == []
+    assert live.exists() and maybe_only_copy.exists()
+    assert len(lines) == 1 and all(f.name in lines[0] for f in stale), lines
+    assert (model / "a" / "model.bin").read_text() == "v2"
+    # The locks this build took are gone (b's holder was killed: its file stays, its lock does not).
+    assert sorted(p.name for p in model.glob(".*.edgedeploy.lock")) == [".b.edgedeploy.lock"]

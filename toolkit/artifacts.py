@@ -252,14 +252,18 @@ _BUILDING: set[str] = set()
 
 
 def _remove_stale_builds(dest: Path, echo: Callable[[str], None]) -> None:
-    """Remove the `.NAME.building-*` folders beside `dest` whose build is gone (killed, the machine
-    rebooted), in one line. The caller holds dest's lock, so a folder of dest's own name is no live
-    build's; another name's is removed only when its lock is free (no build of it runs)."""
+    """Remove what builds beside `dest` left when they were killed (or the machine went down), in
+    one line: `.NAME.building-*` folders, and `.NAME.replaced-PID` ones (an old artifact moved
+    aside) once NAME is in place again. The caller holds dest's lock, so a folder of dest's own
+    name is no live build's; another name's is removed only when its lock is free."""
     removed = []
-    for folder in sorted(dest.parent.glob(".*.building-*")):
-        name = folder.name[1:].rpartition(".building-")[0]
+    for folder in sorted([*dest.parent.glob(".*.building-*"), *dest.parent.glob(".*.replaced-*")]):
+        replaced = ".replaced-" in folder.name
+        name = folder.name[1:].rpartition(".replaced-" if replaced else ".building-")[0]
         if folder.is_symlink() or not folder.is_dir() or not name or os.path.abspath(folder) in _BUILDING:
             continue
+        if replaced and not (dest.parent / name / MANIFEST_NAME).is_file():
+            continue  # maybe the only copy of that artifact: the user's to look at
         try:
             with held(lock_beside(dest.parent / name), wait=False):
                 shutil.rmtree(folder, ignore_errors=True)
