@@ -99,18 +99,25 @@ def declare(root: Path, manifest: dict, variation: Variation) -> None:
     for name, paths in variation.time_fields.items():
         if name in files:
             files[name].update(varies=TIME, time_fields=list(paths))
-            try:
-                data = _without_fields(json.loads((Path(root) / name).read_text(encoding="utf-8")), paths)
-            except (ValueError, UnicodeDecodeError):
-                files[name]["note"] = "not JSON, so its time fields cannot be taken out; not compared between builds"
-                continue
-            files[name].update(sha256_normalised=_sha256(_canonical(data)),
-                               normalised="the fields listed in time_fields removed, the rest hashed as compact JSON with sorted keys")
+            normalise_json_entry(Path(root) / name, files[name])
     for name, why in variation.not_reproducible.items():
         if name in files:
             files[name].update(varies=TOOLCHAIN, note=why)
             _declare_embedders(root, manifest, name, varies)
     manifest["varies"] = varies
+
+
+def normalise_json_entry(path: Path, entry: dict) -> None:
+    """Set the normalised hash of a JSON file whose entry lists its time_fields (at the build, and
+    again when `measure` rewrites report.json, so its entry keeps its declarations)."""
+    try:
+        data = _without_fields(json.loads(Path(path).read_text(encoding="utf-8")), entry.get("time_fields", []))
+    except (ValueError, UnicodeDecodeError):
+        entry.pop("sha256_normalised", None)
+        entry["note"] = "not JSON, so its time fields cannot be taken out; not compared between builds"
+        return
+    entry.update(sha256_normalised=_sha256(_canonical(data)),
+                 normalised="the fields listed in time_fields removed, the rest hashed as compact JSON with sorted keys")
 
 
 def _declare_embedders(root: Path, manifest: dict, source: str, varies: dict) -> None:

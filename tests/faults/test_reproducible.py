@@ -90,3 +90,22 @@ def test_the_rknn_file_is_declared_not_reproducible_and_still_verified(two_build
     (art / "model.rknn").write_bytes(bytes(data))
     done = run_cli("report", str(art))
     assert done.returncode == 11 and "model.rknn changed since the build" in done.stderr
+
+
+@pytest.mark.parametrize("two_builds", CHIPS[:1], indirect=True)
+def test_a_report_section_added_later_keeps_the_entry_s_declarations(two_builds, tmp_path):
+    """`measure` adds its section to report.json and renews its manifest entry: the entry keeps what
+    the build declared (varies, time_fields) with a normalised hash of the new report, and the
+    manifest declares report_updated_at as time."""
+    from edgedeploy.artifacts import check_manifest
+    from edgedeploy.report.artifact import update_report_section
+
+    art = copy_artifact(two_builds[0], tmp_path)
+    before = _manifest(art)["files"]["report.json"]
+    update_report_section(art, ("measurements", "bench"), {"p50_ms": 1.0})
+    manifest = _manifest(art)
+    after = manifest["files"]["report.json"]
+    assert after["varies"] == TIME and after["time_fields"] == before["time_fields"]
+    assert after["sha256_normalised"] != before["sha256_normalised"]  # the new section is compared
+    assert manifest["varies"]["report_updated_at"] == TIME
+    check_manifest(art, None)  # still verifies

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from edgedeploy.artifacts import MANIFEST_NAME, atomic_write_json, check_manifest, now_iso, read_manifest, sha256_file
+from edgedeploy.reproducible import normalise_json_entry
 from edgedeploy.errors import ArtifactError
 from edgedeploy.locks import LOCK_NAME, held
 from edgedeploy.report.schema import load_report_file
@@ -74,7 +75,13 @@ def update_report_section(artifact: Path, keys: tuple[str, ...], value: Any) -> 
         if (artifact / MANIFEST_NAME).exists():
             manifest = read_manifest(artifact)
             files = manifest.setdefault("files", {})
-            files[REPORT_NAME] = {"sha256": sha256_file(artifact / REPORT_NAME), "size_bytes": (artifact / REPORT_NAME).stat().st_size}
+            # The entry keeps what the build declared of it (varies, time_fields), its hashes renewed.
+            entry = files.setdefault(REPORT_NAME, {})
+            entry.update(sha256=sha256_file(artifact / REPORT_NAME), size_bytes=(artifact / REPORT_NAME).stat().st_size)
+            if "time_fields" in entry:
+                normalise_json_entry(artifact / REPORT_NAME, entry)
             manifest["report_updated_at"] = report["updated_at"]
+            if isinstance(manifest.get("varies"), dict):
+                manifest["varies"]["report_updated_at"] = "time"
             atomic_write_json(artifact / MANIFEST_NAME, manifest)
     return report
