@@ -227,38 +227,33 @@ def test_a_worker_on_a_full_disk_is_a_file_system_error_not_a_toolchain_failure(
     assert info.value.errno == errno.ENOSPC
 
 
-def test_a_worker_past_the_file_size_limit_is_a_file_system_error(tmp_path):
-    with pytest.raises(OSError) as info:
-        _run_worker_source(
-            tmp_path,
-            """
-            import os, resource, signal
-            def run(request, ctx):
-                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-                resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
-                with open(os.path.join(ctx.workdir, "weights.bin"), "wb") as fh:
-                    fh.write(b"x" * 8192)
-            """,
-        )
-    assert info.value.errno == errno.EFBIG
+# The worker limits its own file size (`ulimit -f`, SIGXFSZ ignored as Python does), then writes.
+_LIMITED_WORKER = """
+import os, resource, signal
+def run(request, ctx):
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))
+    {then}
+"""
 
 
-def test_a_worker_that_cannot_write_its_result_says_why_in_its_exit_status(tmp_path):
-    # A limit of 0 bytes: the worker's log line and its result file both fail with EFBIG, so only
-    # its exit status (worker_main's OS_ERROR_EXIT_BASE + errno) can carry the cause.
+@pytest.mark.parametrize(
+    "limit, then, result_file",
+    [
+        # Past a 4 KB limit in its own file: the result (small) still says errno EFBIG.
+        (4096, "fh = open(os.path.join(ctx.workdir, 'weights.bin'), 'wb'); fh.write(b'x' * 8192); fh.close()", False),
+        # A limit of 0 bytes: its log line and its result file both fail, so only its exit status
+        # (worker_main's OS_ERROR_EXIT_BASE + errno) can carry the cause; the result file is named.
+        (0, "return {'done': True}", True),
+    ],
+    ids=["own-file", "result-file"],
+)
+def test_a_worker_past_the_file_size_limit_is_a_file_system_error(tmp_path, limit, then, result_file):
     with pytest.raises(OSError) as info:
-        _run_worker_source(
-            tmp_path,
-            """
-            import resource, signal
-            def run(request, ctx):
-                signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-                resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-                return {"done": True}
-            """,
-        )
+        _run_worker_source(tmp_path, _LIMITED_WORKER.format(limit=limit, then=then))
     assert info.value.errno == errno.EFBIG
-    assert info.value.filename == str(tmp_path / "w" / "result.json")
+    if result_file:
+        assert info.value.filename == str(tmp_path / "w" / "result.json")
 
 
 def test_a_worker_error_with_another_errno_stays_a_toolchain_failure(tmp_path):
