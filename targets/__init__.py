@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from edgedeploy.errors import TargetError, UnknownName
+from edgedeploy.interrupts import reraise_if_interrupted
 
 ENTRY_POINT_GROUP = "edgedeploy.targets"
 
@@ -63,6 +64,7 @@ def _load_entry(entry) -> tuple[object | None, str | None]:
     try:
         target = entry.load()
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plug-in must not take the others down
+        reraise_if_interrupted(exc)
         return None, f"it could not be imported: {type(exc).__name__}: {exc}"
     problems = contract_problems(target)
     if problems:

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from edgedeploy.devices.base import RunnerSpec  # noqa: F401 - part of the contract: what runner_spec returns
 from edgedeploy.errors import NotAvailableYet, OptionError
+from edgedeploy.interrupts import reraise_if_interrupted
 from edgedeploy.reproducible import Variation
 from edgedeploy.toolchains import Toolchain
 
@@ -731,5 +732,6 @@ def _has_module(name: str) -> bool:
     """Whether `name` can be imported (without importing it)."""
     try:
         return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):  # a parent that is a module, not a package
+    except (ImportError, ValueError) as exc:  # a parent that is a module, not a package
+        reraise_if_interrupted(exc)
         return False

@@ -24,7 +24,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable
 
-from edgedeploy import __version__
+from edgedeploy import __version__, interrupts
 from edgedeploy.errors import ArtifactError, ToolchainFailed
 from edgedeploy.fs_errors import file_system_error, is_file_system_error
 from edgedeploy.locks import LOCK_NAME, LockBusy, held, lock_beside
@@ -60,11 +60,18 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     if path.is_dir():
         raise ArtifactError(f"Cannot write {path}: a folder is in the way.")
+    fd, tmp = -1, ""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with interrupts.deferred():  # the temporary file and its name together (no stray `.NAME.*` file)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     except OSError as exc:
         raise ArtifactError(f"Cannot write {path}: {exc.strerror or exc} ({exc.filename or path.parent}).") from exc
+    except interrupts.Interrupted:
+        if tmp:
+            os.close(fd)
+            Path(tmp).unlink(missing_ok=True)
+        raise
     try:
         # mkstemp creates the file 0600; give it the mode a plain open() would (0666 minus umask).
         os.fchmod(fd, 0o666 & ~current_umask())
@@ -157,20 +164,27 @@ class ArtifactBuilder:
             self._lock.enter_context(held(lock_beside(self.dest), on_wait=self._say_waiting))
             self._check_destination(named)
             _remove_stale_builds(self.dest, self.echo)
-            self.path = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.building-", dir=self.dest.parent))
-            _BUILDING.add(os.path.abspath(self.path))
-            self._lock.callback(_BUILDING.discard, os.path.abspath(self.path))
+            # The folder and the name it is known by come together: a signal in between would
+            # leave a `.building-*` folder that nothing of this run removes.
+            with interrupts.deferred():
+                self.path = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.building-", dir=self.dest.parent))
+                _BUILDING.add(os.path.abspath(self.path))
+                self._lock.callback(_BUILDING.discard, os.path.abspath(self.path))
+            # mkdtemp makes the folder 0700, and the rename keeps that: give the artifact the mode
+            # of a plain mkdir (0777 minus umask), so a CI job's other users and a web server can read it.
+            os.chmod(self.path, 0o777 & ~current_umask())
         except OSError as exc:
             self._lock.close()
             if is_file_system_error(exc):
                 raise file_system_error(exc, exc.filename or named, lead="Cannot create the artifact folder", option="--out") from exc
             raise ArtifactError(f"Cannot create the artifact folder {named}: {exc.strerror or exc} ({exc.filename or self.dest.parent}).") from exc
-        except BaseException:
-            self._lock.close()
+        except BaseException:  # Ctrl-C or SIGTERM while the folder is made: no `.building-*` stays
+            with interrupts.deferred():
+                if self.path != Path():
+                    shutil.rmtree(self.path, ignore_errors=True)
+                self._lock.close()
+                _remove_made(self.dest.parent, self._made)
             raise
-        # mkdtemp makes the folder 0700, and the rename keeps that: give the artifact the mode
-        # of a plain mkdir (0777 minus umask), so a CI job's other users and a web server can read it.
-        os.chmod(self.path, 0o777 & ~current_umask())
         return self
 
     def _say_waiting(self, holders: str) -> None:
@@ -187,36 +201,56 @@ class ArtifactBuilder:
             return self._finish(exc_type, exc)
 
     def _finish(self, exc_type, exc) -> bool:
-        if exc_type is not None and is_file_system_error(exc):
+        if exc_type is not None:
+            # Also on Ctrl-C or SIGTERM: a second signal must not cut this short (a `.building-*`
+            # folder would be left where the user sees only that the command stopped).
+            with interrupts.deferred():
+                self._set_aside(exc)
+            return False
+        try:
+            manifest = {
+                "schema": MANIFEST_SCHEMA,
+                "edgedeploy_version": __version__,
+                "created_at": now_iso(),
+                **self.manifest_fields,
+                "files": file_table(self.path),
+            }
+            if self.describe is not None:
+                self.describe(self.path, manifest)
+            atomic_write_json(self.path / MANIFEST_NAME, manifest)
+        except BaseException as error:  # a signal while the files are hashed, a full disk: not placed
+            with interrupts.deferred():
+                self._set_aside(error)
+            raise
+        # Once the rename starts, the old artifact's and the `.failed` folder's removal runs to
+        # its end before a signal is raised.
+        with interrupts.deferred():
+            self._place()
+        return False
+
+    def _set_aside(self, exc: BaseException) -> None:
+        """A failed build: its folder removed (a file-system error) or kept as `<chip>.failed`."""
+        if is_file_system_error(exc):
             # A full disk, `ulimit -f`, a path too long...: the partial folder holds nothing worth
             # keeping as `.failed` (and on a full disk it holds the space the user needs back).
             shutil.rmtree(self.path, ignore_errors=True)
             self._lock.close()  # its file beside the artifact goes too, so the folders made can go
             _remove_made(self.dest.parent, self._made)
             if exc.filename is not None and not os.path.abspath(os.fsdecode(exc.filename)).startswith(os.path.abspath(self.path)):
-                return False  # another file (a cache, an input): the CLI names that one
+                return  # another file (a cache, an input): the CLI names that one
             raise file_system_error(exc, self.dest, lead="Cannot write the artifact", option="--out") from exc
-        if exc_type is not None:
-            failed = self.dest.with_name(self.dest.name + ".failed")
-            if failed.exists():
-                shutil.rmtree(failed, ignore_errors=True)
-            try:
-                self.path.rename(failed)
-            except OSError:
-                shutil.rmtree(self.path, ignore_errors=True)
-            else:
-                _point_at(exc, self.path, failed)
-            return False
-        manifest = {
-            "schema": MANIFEST_SCHEMA,
-            "edgedeploy_version": __version__,
-            "created_at": now_iso(),
-            **self.manifest_fields,
-            "files": file_table(self.path),
-        }
-        if self.describe is not None:
-            self.describe(self.path, manifest)
-        atomic_write_json(self.path / MANIFEST_NAME, manifest)
+        failed = self.dest.with_name(self.dest.name + ".failed")
+        if failed.exists():
+            shutil.rmtree(failed, ignore_errors=True)
+        try:
+            self.path.rename(failed)
+        except OSError:
+            shutil.rmtree(self.path, ignore_errors=True)
+        else:
+            _point_at(exc, self.path, failed)
+
+    def _place(self) -> None:
+        """Rename the finished folder to the destination (the old artifact moved aside, then removed)."""
         old = None
         if self.dest.exists():
             if not self.force:
@@ -237,8 +271,6 @@ class ArtifactBuilder:
         failed = self.dest.with_name(self.dest.name + ".failed")
         if failed.exists():
             shutil.rmtree(failed, ignore_errors=True)
-        return False
-
 
     def _lost_race(self) -> ArtifactError:
         """The error for a destination another build filled while this one ran; this build is kept."""

@@ -38,6 +38,7 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from edgedeploy.errors import EdgedeployWarning, ModelError, OptionError
+from edgedeploy.interrupts import reraise_if_interrupted
 from edgedeploy.records import record_fields
 
 LABEL_KEYS = ("labels", "label", "y", "targets")
@@ -476,6 +477,7 @@ def _load_images(root: Path, images: list[Path], inputs: list[InputSpec], spec: 
     try:
         from PIL import Image
     except ImportError as exc:
+        reraise_if_interrupted(exc)
         raise OptionError("Reading images needs Pillow: pip install 'edgedeploy[images]'.") from exc
     model_in = inputs[0]
     size = spec.size

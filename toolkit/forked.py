@@ -26,6 +26,8 @@ import signal
 import sys
 from typing import Any, Callable
 
+from edgedeploy.interrupts import reraise_if_interrupted
+
 # The child's exit status when its function raised (its result is not written).
 CHILD_FAILED = 70
 
@@ -96,7 +98,8 @@ class ForkedCall:
             return None
         try:
             return pickle.loads(b"".join(chunks))
-        except Exception:  # noqa: BLE001 - a truncated or garbled result is a failed child
+        except Exception as exc:  # noqa: BLE001 - a truncated or garbled result is a failed child
+            reraise_if_interrupted(exc)
             return None
 
     def close(self) -> None:

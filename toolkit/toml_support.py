@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from edgedeploy.interrupts import reraise_if_interrupted
+
 
 def toml_module() -> ModuleType | None:
     """tomllib (Python 3.11+) or tomli (the backport, same API); None when neither is installed."""
@@ -15,10 +17,12 @@ def toml_module() -> ModuleType | None:
         import tomllib  # Python 3.11+
 
         return tomllib
-    except ImportError:
+    except ImportError as exc:
+        reraise_if_interrupted(exc)
         try:
             import tomli  # type: ignore[import-not-found]
 
             return tomli
-        except ImportError:
+        except ImportError as exc:
+            reraise_if_interrupted(exc)
             return None

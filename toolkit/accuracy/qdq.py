@@ -24,6 +24,7 @@ import onnx
 from onnx import numpy_helper
 
 from edgedeploy.accuracy import tap_numpy
+from edgedeploy.interrupts import reraise_if_interrupted
 
 INTEGER_RANGES = {onnx.TensorProto.INT8: (-128, 127), onnx.TensorProto.UINT8: (0, 255), onnx.TensorProto.INT16: (-32768, 32767), onnx.TensorProto.UINT16: (0, 65535)}
 # What ONNX Runtime quantises with when nothing else is asked: its defaults (MinMax, uint8
@@ -203,7 +204,8 @@ def _isolated(model, inputs, output, reference, float_values, count) -> dict | N
         sub = _cut(model, inputs, output)
         values = _run_all(sub, [output], [{x: float_values[x][i] for x in inputs} for i in range(count)])
         return _sums(reference, values[output])
-    except Exception:  # noqa: BLE001 - a node that cannot be cut out and run alone gets no isolated figure, the rest still does
+    except Exception as exc:  # noqa: BLE001 - a node that cannot be cut out and run alone gets no isolated figure, the rest still does
+        reraise_if_interrupted(exc)
         return None
 
 

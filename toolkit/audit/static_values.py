@@ -25,6 +25,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from edgedeploy.interrupts import reraise_if_interrupted
+
 # A computed tensor larger than this is not kept (a simplifier folds it all the same; the audit
 # only needs the values of shapes, indices and small grids, and knows it is foldable).
 MAX_ELEMENTS = 1 << 16
@@ -180,7 +182,8 @@ class _Shapes(dict):
         try:
             schema = onnx.defs.get_schema(node.op_type, model.opset, node.domain)
             inferred = onnx.shape_inference.infer_node_outputs(schema, node, types, data, opset_imports=list(model.proto.opset_import), ir_version=max(int(model.proto.ir_version), 4))
-        except Exception:  # noqa: BLE001 - a node ONNX cannot infer alone (subgraphs, functions): left open
+        except Exception as exc:  # noqa: BLE001 - a node ONNX cannot infer alone (subgraphs, functions): left open
+            reraise_if_interrupted(exc)
             return {}
         learnt = {}
         for name, t in inferred.items():
@@ -293,7 +296,8 @@ def _run(node, found: StaticValues, shapes: dict, opset: int, producers: dict, d
     try:
         with np.errstate(all="ignore"):  # a constant's Log of 0 or Cast of inf: computed as the toolchain would
             result = _compute(node, values, shapes, opset)
-    except Exception:  # noqa: BLE001 - a form the evaluator does not know: left to the toolchain
+    except Exception as exc:  # noqa: BLE001 - a form the evaluator does not know: left to the toolchain
+        reraise_if_interrupted(exc)
         result = None
     made = []
     for name, value in zip([o for o in node.output if o], result or ()):

@@ -15,7 +15,7 @@ import warnings
 
 import click
 
-from edgedeploy import __version__
+from edgedeploy import __version__, interrupts
 from edgedeploy.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EdgedeployError, EdgedeployWarning
 from edgedeploy.escape import terminal_safe
 from edgedeploy.fs_errors import file_system_error
@@ -128,13 +128,7 @@ def cli(ctx: click.Context, debug: bool, quiet: bool, verbose: bool) -> None:
     """
     from edgedeploy.cli.progress import OutputSettings
     from edgedeploy.errors import OptionError
-    from edgedeploy.toolchains.process import exit_on_termination_signals
 
-    # SIGTERM/SIGHUP become SystemExit, so the toolchain workers' process groups are killed on
-    # the way out (as Ctrl-C's KeyboardInterrupt already does) instead of running on. Here, when
-    # a command is about to run, not in main(): `edgedeploy --help` needs no handlers, and the
-    # toolchains package costs a tenth of a second to import.
-    exit_on_termination_signals()
     if quiet and verbose:
         raise OptionError("-q/--quiet and -v/--verbose contradict each other; give one.")
     ctx.obj = OutputSettings(quiet=quiet, verbose=verbose)
@@ -194,11 +188,32 @@ def main(argv: list[str] | None = None) -> None:
     global _running_as_program
     if argv is None:
         # Run as the program (the console script): a caller running commands in its own
-        # long-lived process (tests, scripts) keeps its collector as it was.
+        # long-lived process (tests, scripts) keeps its collector and its signal handlers.
         _running_as_program = True
+        # Already done by the console script (edgedeploy.__main__.run) before click was imported.
+        interrupts.install()
         tune_garbage_collector()
     argv = _hoist_root_flags(list(sys.argv[1:] if argv is None else argv))
     debug = _debug_requested(argv)
+    try:
+        code, message = _run(argv, debug)
+        interrupts.hold()
+    except (KeyboardInterrupt, interrupts.Interrupted):
+        # Also raised while an error was being turned into its sentence: the signal wins.
+        interrupts.hold()
+        code, message = EXIT_INTERRUPTED, None
+    if (code != EXIT_INTERRUPTED and interrupts.received() is not None) or (code == EXIT_INTERRUPTED and message is None):
+        # Whatever the command did after a signal (an error its cleanup caused, a result it
+        # completed), the outcome is the interruption: exit 130 and its one sentence. A command
+        # that says more about its own interruption (the farm: which places it released) says it.
+        interrupts.exit_interrupted()
+    if message is not None:
+        click.echo(message, err=True)
+    sys.exit(code)
+
+
+def _run(argv: list[str], debug: bool) -> tuple[int, str | None]:
+    """Run the command: its exit status, and the one line to print on stderr (None: nothing more)."""
     try:
         with warnings.catch_warnings():
             # Warnings for the user (intake, the dataset loader) are one line each on stderr, every time.
@@ -206,66 +221,78 @@ def main(argv: list[str] | None = None) -> None:
             warnings.showwarning = _show_warning
             cli.main(args=argv, prog_name="edgedeploy", standalone_mode=False)
     except EdgedeployError as exc:
+        if exc.exit_code != EXIT_INTERRUPTED:  # else the command's own sentence about the interruption
+            interrupts.reraise_if_interrupted(exc)
         if debug:
             traceback.print_exc()
-        click.echo(f"error: {terminal_safe(str(exc))}", err=True)
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        return exc.exit_code, f"error: {terminal_safe(str(exc))}"
+    except click.exceptions.Abort as exc:
+        # Ctrl-C before the handlers were installed (main() called by a caller's own program)
+        # is click's Abort from a KeyboardInterrupt; Interrupted passes through click untouched.
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            return EXIT_INTERRUPTED, None
+        return EXIT_INTERRUPTED, "Aborted."
     except click.UsageError as exc:
-        if type(exc).__name__ == "NoArgsIsHelpError":
-            # `edgedeploy` alone (click >= 8.2 raises this): the help as it is, not squeezed into
-            # one error line; the exit status still says no command ran.
-            click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message(), err=True)
-            sys.exit(exc.exit_code)
-        # One sentence, like every other error: what was wrong, and where the help is.
-        message = " ".join(exc.format_message().split()).rstrip(".")
-        command = exc.ctx.command_path if exc.ctx is not None else "edgedeploy"
-        joiner = " See" if message.endswith("?") else "; see"
-        click.echo(f"error: {message}{joiner} `{command} --help`.", err=True)
-        sys.exit(exc.exit_code)
+        return exc.exit_code, _usage_sentence(exc)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(exc.exit_code)
+        return exc.exit_code, None
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        click.echo("Interrupted.", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        return exc.exit_code, None
+    except SystemExit as exc:
+        # A command's own exit status (build's failed chips, gates): already reported.
+        return _exit_status(exc.code), None
     except BrokenPipeError:
         # stdout closed early (piped into head): not an error of ours.
         sys.stderr.close()
-        sys.exit(0)
+        return 0, None
     except OSError as exc:
-        # The one translation point for what the file system refuses (full disk, `ulimit -f`,
-        # a path too long, a file in the way, a link loop, no permission, read-only): the
-        # user's environment, one sentence with the exit code of its class. Anything else is a bug.
-        from edgedeploy.toolchains.environments import home_path
-
-        error = file_system_error(exc, home=home_path())
-        if error is None:
-            _internal_error(exc, debug)
-        if debug:
-            traceback.print_exc()
-        click.echo(f"error: {terminal_safe(str(error))}", err=True)
-        sys.exit(error.exit_code)
+        interrupts.reraise_if_interrupted(exc)
+        return _file_system_outcome(exc, debug)
     except Exception as exc:  # noqa: BLE001 - last resort: still one sentence, not a traceback
-        _internal_error(exc, debug)
-    sys.exit(0)
+        interrupts.reraise_if_interrupted(exc)
+        return EXIT_INTERNAL, _internal_error(exc, debug)
+    return 0, None
 
 
-def _internal_error(exc: BaseException, debug: bool) -> None:
-    """A bug: its one line (and its traceback under --debug), exit 70."""
+def _exit_status(code) -> int:
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
+
+
+def _usage_sentence(exc: click.UsageError) -> str:
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        # `edgedeploy` alone (click >= 8.2 raises this): the help as it is, not squeezed into
+        # one error line; the exit status still says no command ran.
+        return exc.ctx.get_help() if exc.ctx is not None else exc.format_message()
+    # One sentence, like every other error: what was wrong, and where the help is.
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    command = exc.ctx.command_path if exc.ctx is not None else "edgedeploy"
+    joiner = " See" if message.endswith("?") else "; see"
+    return f"error: {message}{joiner} `{command} --help`."
+
+
+def _file_system_outcome(exc: OSError, debug: bool) -> tuple[int, str]:
+    """The one translation point for what the file system refuses (full disk, `ulimit -f`, a path
+    too long, a file in the way, a link loop, no permission, read-only): the user's environment,
+    one sentence with the exit code of its class. Any other OSError is a bug."""
+    from edgedeploy.toolchains.environments import home_path
+
+    error = file_system_error(exc, home=home_path())
+    if error is None:
+        return EXIT_INTERNAL, _internal_error(exc, debug)
     if debug:
         traceback.print_exc()
-        click.echo(f"internal error: {type(exc).__name__}: {exc}", err=True)
-    else:
-        click.echo(
-            f"internal error: {type(exc).__name__}: {exc} (this is a bug in edgedeploy; rerun with --debug for the traceback)",
-            err=True,
-        )
-    sys.exit(EXIT_INTERNAL)
+    return error.exit_code, f"error: {terminal_safe(str(error))}"
+
+
+def _internal_error(exc: BaseException, debug: bool) -> str:
+    """A bug: its one line (exit 70), and its traceback printed now under --debug."""
+    if debug:
+        traceback.print_exc()
+        return f"internal error: {type(exc).__name__}: {exc}"
+    return f"internal error: {type(exc).__name__}: {exc} (this is a bug in edgedeploy; rerun with --debug for the traceback)"
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:

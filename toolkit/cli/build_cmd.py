@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from edgedeploy import interrupts
 from edgedeploy.cli.options import AbsolutePath, api_keywords, model_argument, parse_shapes, resolve_model
 from edgedeploy.cli.output import echo_text, emit_json, format_option, info, table
 from edgedeploy.cli.project import project_options
@@ -225,6 +226,7 @@ def _build(values: dict, project) -> None:
         try:
             artifact = api.build(model_path, chip.id, **options, target_options=target_options[target.id], progress=reporter)
         except EdgedeployError as exc:
+            interrupts.reraise_if_interrupted(exc)  # a signal's failure is not a chip's: no next chip
             first_error = first_error or exc
             results.append(_failed_entry(exc, out_root, model_path, chip.id, started))
             if len(chips) == 1 or fail_fast:

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 import click
 
+from edgedeploy import interrupts
 from edgedeploy.escape import terminal_safe, terminal_text
 from edgedeploy.report.fmt import table  # noqa: F401 - the CLI prints the same tables as the reports
 
@@ -53,6 +54,7 @@ def info(message: str) -> None:
     """
     from edgedeploy.cli.progress import active_reporter, current_settings, is_warning_or_error
 
+    interrupts.check()  # no further step's line after a signal (edgedeploy.interrupts.check)
     reporter = active_reporter()
     if reporter is not None:
         reporter(message)

@@ -30,6 +30,7 @@ from typing import IO, Callable
 
 import click
 
+from edgedeploy import interrupts
 from edgedeploy.progress import StepStarted
 
 # Escape sequences (colours, cursor moves) and other control characters in a tool's output.
@@ -176,6 +177,8 @@ class Reporter:
     # -- lines ----------------------------------------------------------------------------
     def __call__(self, line: str) -> None:
         """A pipeline's progress line: printed (not with --quiet), and the start of the next step."""
+        # A step's line after a signal: the command stops here rather than start the step.
+        interrupts.check()
         with self._lock:
             self._read_log()
             now = self.clock()

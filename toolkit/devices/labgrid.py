@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from edgedeploy.errors import DeviceError, OptionError
+from edgedeploy.interrupts import reraise_if_interrupted
 
 URL_SCHEME = "labgrid"
 DEFAULT_COORDINATOR_PORT = 20408
@@ -246,6 +247,7 @@ def _import_labgrid():
         from labgrid.remote import client as lg_client
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
     except ImportError as exc:
+        reraise_if_interrupted(exc)
         raise DeviceError(f"Using a labgrid farm needs labgrid: {FARM_EXTRA_HINT} (it was not importable: {exc}).") from exc
     return lg_client, pb
 
@@ -279,6 +281,7 @@ class FarmClient:
             raise FarmUnavailable(f"The labgrid coordinator at {address} did not answer within {connect_timeout_s:.0f} s.") from None
         except Exception as exc:  # noqa: BLE001 - gRPC and labgrid raise many kinds; the user gets one sentence
             self.close()
+            reraise_if_interrupted(exc)
             raise FarmUnavailable(f"Cannot connect to the labgrid coordinator at {address}: {self._reason(exc)}.") from exc
 
     # -- the event loop thread ----------------------------------------------------------------

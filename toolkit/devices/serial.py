@@ -32,6 +32,7 @@ from typing import Callable
 
 from edgedeploy.devices.board_output import MAX_SESSIONS, check_result, terminal_safe
 from edgedeploy.errors import DeviceError
+from edgedeploy.interrupts import reraise_if_interrupted
 from edgedeploy.measure.protocol import RESULT_PREFIX, parse_result_lines
 from edgedeploy.records import record_fields
 
@@ -173,6 +174,7 @@ class SerialConsole:
         try:
             import serial  # pyserial
         except ImportError as exc:  # pragma: no cover - pyserial is a test and `serial` extra dependency
+            reraise_if_interrupted(exc)
             raise DeviceError("Talking to a board over a serial port needs pyserial: pip install 'edgedeploy[serial]'.") from exc
         self._serial_mod = serial
         self.port = port

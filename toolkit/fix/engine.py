@@ -24,6 +24,7 @@ from edgedeploy.audit.engine import AuditResult, audit_model
 from edgedeploy.audit.rules import Placement
 from edgedeploy.fix.graph import Change, opset_of
 from edgedeploy.fix.passes import REWRITES, Rewrite
+from edgedeploy.interrupts import reraise_if_interrupted
 from edgedeploy.measure.accuracy import fidelity
 from edgedeploy.model import LoadedModel
 from edgedeploy.model.intake import from_proto
@@ -177,6 +178,12 @@ def _run_reference(proto: onnx.ModelProto, feeds: list[dict[str, np.ndarray]]) -
         raise ModelError(f"The model does not run on its evaluation inputs: {exc}.") from exc
 
 
+def _copy(proto: onnx.ModelProto) -> onnx.ModelProto:
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    return copy
+
+
 def fix_model(
     original: LoadedModel,
     rule_sets: dict,
@@ -208,12 +215,12 @@ def fix_model(
     for round_index in range(MAX_ROUNDS):
         improved = False
         for rewrite in candidates:
-            trial_proto = onnx.ModelProto()
-            trial_proto.CopyFrom(current.proto)
+            trial_proto = _copy(current.proto)
             started = time.monotonic()
             try:
                 changes = rewrite.apply(trial_proto)
             except Exception as exc:  # noqa: BLE001 - a pass that cannot handle this model is reported, not fatal
+                reraise_if_interrupted(exc)
                 tried_reasons[rewrite.name] = Attempt(rewrite.name, False, f"could not be applied: {type(exc).__name__}: {exc}", exact=rewrite.exact)
                 continue
             if not changes:
@@ -227,6 +234,7 @@ def fix_model(
             try:
                 trial = from_proto(trial_proto, current.path, None)
             except Exception as exc:  # noqa: BLE001 - an invalid result must never be kept
+                reraise_if_interrupted(exc)
                 tried_reasons[rewrite.name] = Attempt(rewrite.name, False, f"produced an invalid model: {exc}", changes, exact=rewrite.exact)
                 continue
             trial_audit = {chip: audit(trial, chip) for chip in rule_sets}

@@ -17,6 +17,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from edgedeploy.fix.graph import Change, GraphIndex, cleanup, make_node, node_label, opset_of
+from edgedeploy.interrupts import reraise_if_interrupted
 
 SQRT2 = math.sqrt(2.0)
 # Float constants in exported graphs are rounded to float32; patterns match within this.
@@ -650,7 +651,8 @@ def fold_constants(model: onnx.ModelProto) -> list[Change]:
                         position += 1
                 sub = helper.make_graph([renamed], "fold", sub.input, sub.output)
                 result = ReferenceEvaluator(helper.make_model(sub, opset_imports=model.opset_import)).run(None, {f"in{k}": v for k, v in enumerate(inputs)})
-            except Exception:  # noqa: BLE001 - an op the reference cannot run is simply not folded
+            except Exception as exc:  # noqa: BLE001 - an op the reference cannot run is simply not folded
+                reraise_if_interrupted(exc)
                 continue
             if any(np.asarray(r).size > FOLD_MAX_ELEMENTS for r in result):
                 continue

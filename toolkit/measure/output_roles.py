@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from edgedeploy.errors import OptionError
+from edgedeploy.interrupts import reraise_if_interrupted
 
 ROLES = ("boxes", "scores", "keypoints", "other")
 # Whole words (tokens) and word beginnings that name a role. Short words match whole only
@@ -116,7 +117,8 @@ def _shapes(model) -> dict[str, list[int | None]]:
     if not graph.value_info:
         try:
             graph = onnx.shape_inference.infer_shapes(model).graph
-        except Exception:  # noqa: BLE001 - no inferred shapes means no Concat evidence, nothing worse
+        except Exception as exc:  # noqa: BLE001 - no inferred shapes means no Concat evidence, nothing worse
+            reraise_if_interrupted(exc)
             graph = model.graph
     shapes = {vi.name: [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim] for vi in (*graph.value_info, *graph.input, *graph.output)}
     shapes.update({init.name: list(init.dims) for init in graph.initializer})

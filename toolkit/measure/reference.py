@@ -24,6 +24,7 @@ import numpy as np
 import onnx
 
 from edgedeploy.artifacts import atomic_write_bytes, atomic_write_json
+from edgedeploy.interrupts import reraise_if_interrupted
 
 # Samples per run for models whose batch axis can be freed: amortises the call overhead while
 # the activations of edge-sized models stay modest.
@@ -134,11 +135,16 @@ class ReferenceRunner:
     def _probe_batches(self, inputs: dict[str, np.ndarray]) -> bool:
         if not inputs or min(len(v) for v in inputs.values()) < 2:
             return False
+        # Outside the try: an ONNX Runtime that cannot be imported (or whose import a signal cut
+        # short) is not an answer about this model, and the build must not go on one sample at a time.
+        import onnxruntime  # noqa: F401
+
         try:
             free = _session(_batch_free_copy(self.proto).SerializeToString(), self.threads)
             two = free.run(None, {k: v[:2] for k, v in inputs.items()})
             one = free.run(None, {k: v[:1] for k, v in inputs.items()})
-        except Exception:  # noqa: BLE001 - any failure of the probe means: one sample at a time
+        except Exception as exc:  # noqa: BLE001 - any failure of the probe means: one sample at a time
+            reraise_if_interrupted(exc)
             return False
         if not all(np.asarray(a).ndim and np.asarray(a).shape[0] == 2 and np.allclose(np.asarray(a)[:1], b, rtol=1e-4, atol=1e-5) for a, b in zip(two, one)):
             return False
@@ -191,6 +197,7 @@ class ReferenceRunner:
                     value = np.asarray(value)
                     parts[name].append(value.reshape(1, -1) if value.ndim == 0 else value)
         except Exception as exc:  # noqa: BLE001 - ONNX Runtime's own error, as one sentence
+            reraise_if_interrupted(exc)
             raise ReferenceError(f"ONNX Runtime could not run the model on these inputs: {_first_line(exc)}") from exc
         outputs = {n: np.concatenate(p, axis=0) for n, p in parts.items()}
         return ReferenceOutputs(outputs, used, size, f"onnxruntime {ort.__version__} CPUExecutionProvider fp32", notes)

@@ -21,6 +21,7 @@ from google.protobuf.message import DecodeError
 from onnx import external_data_helper
 
 from edgedeploy.errors import EdgedeployWarning, ModelError, OptionError
+from edgedeploy.interrupts import reraise_if_interrupted
 from edgedeploy.model.shapes import InputShapes, dynamic_axes, pin_input_shapes
 
 # Protobuf cannot serialise a message over 2 GiB, so a larger .onnx file is not a model file.
@@ -143,6 +144,7 @@ def load_model(
             try:
                 external_data_helper.load_external_data_for_model(proto, str(path.parent))
             except Exception as exc:  # noqa: BLE001 - onnx raises several types here
+                reraise_if_interrupted(exc)
                 raise ModelError(f"{path.name}: its external data could not be read ({exc}).") from exc
         if checking is None:
             _run_checker(path, proto)

@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from edgedeploy.interrupts import reraise_if_interrupted
 from edgedeploy.model.intake import LoadedModel
 from edgedeploy.model.shapes import Shape, numel
 
@@ -57,7 +58,8 @@ def dtype_name(elem_type: int) -> str:
     """ONNX element type as a short lower-case name (float32, int8, ...)."""
     try:
         return str(np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)))
-    except Exception:  # noqa: BLE001 - types numpy has no dtype for (bfloat16, float8, ...)
+    except Exception as exc:  # noqa: BLE001 - types numpy has no dtype for (bfloat16, float8, ...)
+        reraise_if_interrupted(exc)
         return onnx.TensorProto.DataType.Name(elem_type).lower()
 
 
@@ -90,7 +92,8 @@ def parameter_stats(graph: onnx.GraphProto) -> ParameterStats:
         count += n
         try:
             itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type)).itemsize
-        except Exception:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001
+            reraise_if_interrupted(exc)
             itemsize = len(t.raw_data) // max(n, 1) if t.raw_data else 4
         size += n * itemsize
     return ParameterStats(count=count, size_bytes=size)

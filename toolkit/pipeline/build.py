@@ -38,6 +38,7 @@ from edgedeploy.audit.confirm import compare
 from edgedeploy.audit.engine import audit_model
 from edgedeploy.datasets import Dataset, load_dataset, model_input_specs
 from edgedeploy.errors import EdgedeployError, OptionError, ToolchainFailed
+from edgedeploy.interrupts import reraise_if_interrupted
 from edgedeploy.measure.reference import ReferenceError, ReferenceRunner, default_cache_dir
 from edgedeploy.measure.output_roles import parse_detection
 from edgedeploy.measure.verify import headline_line, model_evidence, verify
@@ -347,6 +348,7 @@ def after_conversion(stage: str, echo, check: Callable[..., dict], *args) -> dic
     try:
         return check(*args)
     except EdgedeployError as exc:
+        reraise_if_interrupted(exc)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         echo(f"{stage}: the check could not run ({reason}); the artifact is kept")
         return {"status": "failed", "reason": reason}
@@ -422,6 +424,7 @@ def _verify(ctx: BuildContext, converted: ConvertResult, reference: ReferenceRun
     try:
         simulated = ctx.target.simulate(ctx, converted, evaluation)
     except EdgedeployError as exc:
+        reraise_if_interrupted(exc)
         simulated = SimulationResult({}, backend="(not run)", failed=str(exc).splitlines()[0])
     if simulated is None or simulated.failed:
         reason = simulated.failed if simulated is not None else "the simulation gave no outputs"

@@ -22,6 +22,7 @@ from edgedeploy.accuracy import SCHEMA, absorbed_nodes, diagnose_path
 from edgedeploy.accuracy import qdq
 from edgedeploy.datasets import Dataset, PreprocessSpec, load_dataset, model_input_specs
 from edgedeploy.errors import ArtifactError, EdgedeployError, OptionError
+from edgedeploy.interrupts import reraise_if_interrupted
 from edgedeploy.model import load_model
 from edgedeploy.sample import is_sample, sample_calibration_path, sample_card, sample_preprocess
 from edgedeploy.targets import find_chip
@@ -141,7 +142,8 @@ def _batchable(named: onnx.ModelProto, calibration: Dataset) -> bool:
 
     try:
         return bool(ReferenceRunner(named).accepts_batches(calibration.inputs))
-    except Exception:  # noqa: BLE001 - a model the probe cannot run is calibrated one sample at a time
+    except Exception as exc:  # noqa: BLE001 - a model the probe cannot run is calibrated one sample at a time
+        reraise_if_interrupted(exc)
         return False
 
 
@@ -165,6 +167,7 @@ def _run_path(name: str, run: Callable[[], dict], paths: list, skipped: list, ec
         paths.append(run())
         return None
     except Exception as exc:  # noqa: BLE001 - see the docstring; an unexpected one is named a bug
+        reraise_if_interrupted(exc)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if not isinstance(exc, EdgedeployError):
             reason = f"internal error: {type(exc).__name__}: {reason} (a bug in edgedeploy's diagnosis)"
@@ -238,6 +241,7 @@ def diagnose_failed_accuracy_gates(artifact: Path, gate_results: list, evaluatio
     try:
         document = diagnose_artifact(artifact, DiagnoseOptions(eval=evaluation), echo)
     except Exception as exc:  # noqa: BLE001 - the build is done and judged: a diagnosis failure is recorded, never raised
+        reraise_if_interrupted(exc)
         reason = str(exc).splitlines()[0] if str(exc) else ""
         document = {"schema": SCHEMA, "error": reason if isinstance(exc, EdgedeployError) else f"internal error: {type(exc).__name__}: {reason} (a bug in edgedeploy's diagnosis)"}
         echo(f"diagnose: could not run: {document['error']}")

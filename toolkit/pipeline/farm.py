@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from edgedeploy import __version__
+from edgedeploy import __version__, interrupts
 from edgedeploy.artifacts import atomic_write_json, check_manifest, now_iso
 from edgedeploy.devices.board_output import terminal_safe
 from edgedeploy.devices.labgrid import (
@@ -63,6 +63,7 @@ from edgedeploy.devices.labgrid import (
     place_matches_pattern,
 )
 from edgedeploy.errors import ArtifactError, DeviceError, EdgedeployError
+from edgedeploy.interrupts import Interrupted
 
 FARM_SCHEMA = "edgedeploy.farm-measurement/1"
 DEFAULT_PLACE_WAIT_S = 600.0
@@ -308,21 +309,26 @@ class FarmRun:
                 + "; ".join(f"{job.label} ({job.chip or 'generic'}, {job.transport}) on one of {', '.join(job.candidates)}" for job in self.jobs)
             )
             self._schedule(parallel)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Interrupted):
             interrupted = True
         finally:
-            try:
-                # Children first (a board is never left running for a released place), then the places.
-                self._stop_children("interrupted" if interrupted else "stopped")
-                self._release_all()
-            finally:
-                if self.client is not None:
-                    self.client.close()
-                _restore_sigterm(previous_term)
-                shutil.rmtree(self.stage, ignore_errors=True)
+            # Run to its end, whatever signal comes meanwhile (its progress lines included).
+            with interrupts.deferred():
+                self._clean_up(interrupted, previous_term)
         if interrupted:
             raise FarmInterrupted(self._interrupted_sentence())
         return self.report()
+
+    def _clean_up(self, interrupted: bool, previous_term) -> None:
+        try:
+            # Children first (a board is never left running for a released place), then the places.
+            self._stop_children("interrupted" if interrupted else "stopped")
+            self._release_all()
+        finally:
+            if self.client is not None:
+                self.client.close()
+            _restore_sigterm(previous_term)
+            shutil.rmtree(self.stage, ignore_errors=True)
 
     def _schedule(self, parallel: int) -> None:
         request = self.request

@@ -46,6 +46,7 @@ from edgedeploy.devices.runners import (
     write_inputs_npz,
 )
 from edgedeploy.errors import ArtifactError, DeviceError
+from edgedeploy.interrupts import reraise_if_interrupted
 from edgedeploy.measure.harness import SessionSettings, make_measurement
 from edgedeploy.measure.reference import ReferenceRunner
 from edgedeploy.measure.verify import declared_detection, model_evidence, verify
@@ -685,6 +686,7 @@ def build_record(artifact, manifest, report, device, settings, runs, fatal, inpu
     try:
         accuracy = accuracy_section(artifact, runs, stage / INPUTS_REMOTE_NAME if (stage / INPUTS_REMOTE_NAME).exists() else _spec_inputs(runs), device)
     except Exception as exc:  # noqa: BLE001 - the check is secondary: the latency record must still be written
+        reraise_if_interrupted(exc)
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         accuracy_error = f"the output check could not be computed: {detail}"
     return {

@@ -9,6 +9,7 @@ target whose report_sections raises is named in a note and stops nothing.
 
 from __future__ import annotations
 
+from edgedeploy.interrupts import reraise_if_interrupted
 from edgedeploy.report.artifact import LoadedArtifact
 from edgedeploy.report.combine import combine
 from edgedeploy.report.sections import ReportSectionError
@@ -25,6 +26,7 @@ def target_sections(art: LoadedArtifact) -> list:
     try:
         return target.report_sections(art.report, art.path)
     except Exception as exc:  # a plug-in's bug: the report goes on without its sections, saying so
+        reraise_if_interrupted(exc)
         raise ReportSectionError(f"the {target.id} target's report_sections raised {type(exc).__name__}: {exc}") from exc
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
+from edgedeploy import interrupts
 from edgedeploy.errors import ToolchainFailed, ToolchainMissing
 from edgedeploy.progress import FollowsLog
 from edgedeploy.toolchains.kinds import WORKER_MAIN, PythonInterpreter, WorkerEnvironment, worker_environment
@@ -180,6 +181,8 @@ class Executor:
         external command, SSH), a VenvToolchain (its managed venv) or an interpreter's path.
         Any failure is a ToolchainFailed (or ToolchainMissing when the environment is not usable).
         """
+        # No new worker once a signal arrived, even if something on the way swallowed it.
+        interrupts.check()
         env = as_environment(environment)
         label = label or getattr(getattr(env, "toolchain", None), "name", None) or env.kind
         # The environment is held while the worker runs: `toolchain install --force` waits.

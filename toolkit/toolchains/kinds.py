@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from edgedeploy.errors import ConfigError, ToolchainMissing
+from edgedeploy.interrupts import reraise_if_interrupted
 
 if TYPE_CHECKING:
     from edgedeploy.devices.base import Transport
@@ -141,6 +142,7 @@ class UserPython(PythonInterpreter):
         except ToolchainMissing:
             raise
         except Exception as exc:  # noqa: BLE001 - any failure of the check is one sentence about the interpreter
+            reraise_if_interrupted(exc)
             said = str(getattr(exc, "final_line", None) or exc).rstrip(".")
             raise ToolchainMissing(f"The Python {self.python}{where} cannot import {', '.join(self.modules) or 'the worker protocol'}: {said} (full log: {probe.log_path}).") from None
         self._check_version(found.get("versions", {}), where)

@@ -4,7 +4,7 @@ Every vendor tool, worker and remote command edgedeploy starts goes through `Man
 the child gets a session (and so a process group) of its own, so that a toolchain's own
 children (onnx2tf shelling out to onnxsim, a compile script's helpers) are one group; and on
 ANY way out of the `with` block — the command finished, a time-out, an exception, Ctrl-C, a
-SIGTERM turned into SystemExit by `exit_on_termination_signals` — the whole group is sent
+SIGTERM or SIGHUP (edgedeploy.interrupts turns all three into Interrupted) — the whole group is sent
 SIGTERM, then SIGKILL after a grace period, and reaped before the block is left. A worker can
 therefore never go on writing into an artifact folder after the build has given up on it.
 
@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 from typing import IO, Callable, Sequence
+
+from edgedeploy import interrupts
 
 # How long a group gets between SIGTERM and SIGKILL: enough for a toolchain to flush its log.
 TERMINATE_GRACE_S = 5.0
@@ -158,7 +160,15 @@ class ManagedProcess:
                 pass
 
     def kill_group(self) -> None:
-        """SIGTERM to the child's whole group, SIGKILL after the grace period, then reap the child."""
+        """SIGTERM to the child's whole group, SIGKILL after the grace period, then reap the child.
+
+        A signal to this process meanwhile (Ctrl-C pressed during the grace period) waits for
+        the end: cut short, the group would get SIGTERM but never its SIGKILL.
+        """
+        with interrupts.deferred():
+            self._kill_group()
+
+    def _kill_group(self) -> None:
         proc = self.proc
         if proc is None:
             return
@@ -204,24 +214,6 @@ def _kill_rest_of_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def exit_on_termination_signals() -> None:
-    """Turn SIGTERM and SIGHUP into SystemExit in the main thread, so cleanup code runs.
-
-    Python's default for SIGTERM ends the process at once, skipping every `finally` and
-    `with` exit: the toolchain workers (in process groups of their own) would run on. The CLI
-    calls this once at start; SIGINT already arrives as KeyboardInterrupt.
-    """
-
-    def _raise(signum, _frame):
-        raise SystemExit(128 + signum)
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        try:
-            signal.signal(sig, _raise)
-        except (ValueError, OSError):  # not the main thread, or not supported here
-            pass
 
 
 def last_line(path: Path, max_bytes: int = 8192) -> str:
