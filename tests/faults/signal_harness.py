@@ -30,6 +30,8 @@ GROUP_SIGNALS = (signal.SIGINT,)
 # `after=HANDLERS`: the moment the command catches SIGTERM (its handlers are installed, per
 # /proc/PID/status), its first instant of edgedeploy code, before any stderr line.
 HANDLERS = "<handlers installed>"
+# The second signal's delay after the first: inside the cleanup the first one started.
+AGAIN_AFTER_S = 0.05
 
 
 @dataclass
@@ -49,8 +51,11 @@ class Interrupted:
         return "\n".join(self.lines_before + self.lines_after)
 
 
-def interrupt(argv: list[str], out: Path, sig: int, after: str | None, delay_s: float, timeout_s: float = 240, env: dict | None = None) -> Interrupted:
-    """Run `python -m edgedeploy ARGV` and interrupt it; see the module's docstring."""
+def interrupt(
+    argv: list[str], out: Path, sig: int, after: str | None, delay_s: float, again: int | None = None, timeout_s: float = 240, env: dict | None = None
+) -> Interrupted:
+    """Run `python -m edgedeploy ARGV` and interrupt it; see the module's docstring. `again`: a
+    second signal AGAIN_AFTER_S after the first (Ctrl-C pressed twice, SIGTERM during cleanup)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "edgedeploy", *argv],
         stdin=subprocess.DEVNULL,
@@ -82,6 +87,9 @@ def interrupt(argv: list[str], out: Path, sig: int, after: str | None, delay_s: 
             time.sleep(delay_s)
             sent_at = time.monotonic()
             _send(proc, sig)
+            if again is not None:
+                time.sleep(AGAIN_AFTER_S)
+                _send(proc, again)
         proc.wait(timeout=timeout_s)
         ended_at = time.monotonic()
         for reader in readers:
