@@ -73,7 +73,7 @@ def install() -> None:
             pass
 
 
-def _on_signal(signum: int, _frame) -> None:
+def _on_signal(signum: int, frame) -> None:
     global _received, _pending
     if _received is not None or _holding:
         _received = _received or signum
@@ -82,7 +82,46 @@ def _on_signal(signum: int, _frame) -> None:
     if _deferring:
         _pending = True
         return
+    if _in_extension_init(frame):
+        # An exception raised while an extension module initialises (the Python code its C
+        # init calls: an import) is not survivable: onnx's (nanobind) aborted or crashed the
+        # process (status -6 or -11; once in 116 tries 0.03-0.6 s into a build), pybind11's leaves
+        # a module that can never be imported again. Raised as soon as the init has returned.
+        _pending = True
+        _retry_soon()
+        return
     raise Interrupted(signum)
+
+
+def _in_extension_init(frame) -> bool:
+    """Whether `frame` runs inside the initialisation of an extension module (C code)."""
+    from importlib.machinery import ExtensionFileLoader
+
+    while frame is not None:
+        if frame.f_code.co_name in ("create_module", "exec_module") and isinstance(frame.f_locals.get("self"), ExtensionFileLoader):
+            return True
+        frame = frame.f_back
+    return False
+
+
+# How often a signal held back by an extension module's initialisation is tried again.
+RETRY_S = 0.005
+
+
+def _retry_soon() -> None:
+    signal.signal(signal.SIGALRM, _retry)
+    signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+
+
+def _retry(_signum: int, frame) -> None:
+    global _pending
+    if not _pending or _holding or _deferring:
+        return  # raised meanwhile, or a deferred() block raises it when it ends
+    if _in_extension_init(frame):
+        _retry_soon()
+        return
+    _pending = False
+    raise Interrupted(_received)
 
 
 class deferred:
@@ -123,10 +162,16 @@ def hold() -> None:
     if not _installed:
         return
     _holding = True
+    if threading.current_thread() is not threading.main_thread():
+        return
     for name in SIGNALS:
         sig = getattr(signal, name, None)
-        if sig is not None and threading.current_thread() is threading.main_thread():
+        if sig is not None:
             signal.signal(sig, signal.SIG_IGN)
+    if signal.getsignal(signal.SIGALRM) is _retry:
+        # A retry still armed would fire after finalisation restored SIGALRM's default: exit -14.
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
 
 
 def check() -> None:
@@ -141,7 +186,7 @@ def check() -> None:
     """
     if _received is None or _holding or _deferring or sys.exc_info()[0] is not None:
         return
-    if threading.current_thread() is threading.main_thread():
+    if threading.current_thread() is threading.main_thread() and not _in_extension_init(sys._getframe(1)):
         raise Interrupted(_received)
 
 

@@ -2,7 +2,8 @@
 
 Real builds of the sample, interrupted by tests/faults/signal_harness.py a set delay after a
 given stderr line, for esp32s3 (esp-ppq) and rk3588 (rknn-toolkit2): at the first instant the
-command catches signals, while its modules are imported, at the `build:` line, while ONNX
+command catches signals, while its modules are imported (onnx's extension module among them,
+where a signal once aborted the process), at the `build:` line, while ONNX
 Runtime is imported (the reported case: the build went on and exited 0 with "256 calibration
 steps of 1", or 70 with `generic_type: ... already registered`), during the conversion, with a
 second signal during the cleanup, and after codegen (the artifact's placement). Each asserts:
@@ -40,6 +41,7 @@ INT, TERM, HUP = signal.SIGINT, signal.SIGTERM, signal.SIGHUP
 # sample takes 1-2 s; `codegen:` is followed by the placement within about 20 ms).
 POINTS = [
     pytest.param("esp32s3", TERM, HANDLERS, 0.0, None, False, id="esp32s3-TERM-first-instant", marks=pytest.mark.toolchain("espdl")),
+    pytest.param("esp32s3", INT, HANDLERS, 0.06, None, False, id="esp32s3-INT-extension-import", marks=pytest.mark.toolchain("espdl")),
     pytest.param("esp32s3", INT, HANDLERS, 0.3, None, False, id="esp32s3-INT-while-importing", marks=pytest.mark.toolchain("espdl")),
     pytest.param("esp32s3", INT, "build:", 0.0, None, False, id="esp32s3-INT-build-line", marks=pytest.mark.toolchain("espdl")),
     pytest.param("esp32s3", TERM, "estimate:", 0.03, None, False, id="esp32s3-TERM-onnxruntime-import", marks=pytest.mark.toolchain("espdl")),
