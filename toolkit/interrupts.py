@@ -95,10 +95,11 @@ def _on_signal(signum: int, frame) -> None:
 
 def _in_extension_init(frame) -> bool:
     """Whether `frame` runs inside the initialisation of an extension module (C code)."""
-    from importlib.machinery import ExtensionFileLoader
-
+    # importlib.machinery's class, from the bootstrap module the interpreter always has: no
+    # import here, where an import would run check() inside the signal handler.
+    extension_loader = sys.modules["_frozen_importlib_external"].ExtensionFileLoader
     while frame is not None:
-        if frame.f_code.co_name in ("create_module", "exec_module") and isinstance(frame.f_locals.get("self"), ExtensionFileLoader):
+        if frame.f_code.co_name in ("create_module", "exec_module") and isinstance(frame.f_locals.get("self"), extension_loader):
             return True
         frame = frame.f_back
     return False
