@@ -91,6 +91,24 @@ def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if ".building-" in p.name or ".unplaced-" in p.name or p.name.endswith((".failed", ".lock")))
 
 
+def _reap(proc: subprocess.Popen) -> None:
+    """A process the test started is never left running, whatever happened in the test."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def _left_after(survivors, seconds: float = 5.0) -> list[int]:
+    """The pids `survivors()` still finds after `seconds`; each is then killed, whatever the verdict."""
+    deadline = time.monotonic() + seconds
+    while survivors() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = survivors()
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    return left
+
+
 @pytest.mark.toolchain("espdl")
 def test_kill_9_during_conversion_leaves_no_process_and_the_next_build_cleans_up(tmp_path):
     out = tmp_path / "out"
@@ -109,20 +127,13 @@ def test_kill_9_during_conversion_leaves_no_process_and_the_next_build_cleans_up
         cli.send_signal(signal.SIGKILL)
         cli.wait(10)
     finally:
-        if cli.poll() is None:
-            cli.kill()
-            cli.wait()
+        _reap(cli)
         log.close()
 
     def survivors():
         return [pid for pid in _live_pids() if (_stat_of(pid) or ("", 0, 0))[2] == group or "worker_main.py" in _cmdline(pid) and str(out) in _cmdline(pid)]
 
-    deadline = time.monotonic() + 5
-    while survivors() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = survivors()
-    for pid in left:  # never leave them running, whatever the verdict
-        os.kill(pid, signal.SIGKILL)
+    left = _left_after(survivors)
     assert not left, [(pid, _cmdline(pid)[:200]) for pid in left]
 
     model_dir = out / "mnist_cnn"
@@ -174,15 +185,8 @@ def test_kill_9_of_the_parent_kills_the_workers_own_children_too(tmp_path):
         parent.send_signal(signal.SIGKILL)
         parent.wait(10)
     finally:
-        if parent.poll() is None:
-            parent.kill()
-            parent.wait()
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(pid in _live_pids() for pid in (child, worker)):
-        time.sleep(0.1)
-    left = [pid for pid in (child, worker) if pid in _live_pids()]
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
+        _reap(parent)
+    left = _left_after(lambda: [pid for pid in (child, worker) if pid in _live_pids()])
     assert not left, [(pid, _cmdline(pid)) for pid in left]
 
 
