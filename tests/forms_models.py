@@ -1257,3 +1257,43 @@ def factorized_attention(tokens: int = 17, heads: int = 2, head: int = 32, norm:
 
 CASES += [Case(f"factorized_attention_{m}_t{t}", "pool: a joint q/k/v projection whose k is not taken straight into a product", lambda m=m, t=t: factorized_attention(t, norm=m), ("rk3566", "rk3588"))
           for m, t in (("softmax_k", 17), ("softmax_k", 16), ("cosine", 16))]
+
+
+# ---- pool: a product by zeros (timm's MLP-Mixer family initialises its classifier to zero) ----
+
+
+def zero_weight_head(variant: str, classes: int = 10) -> onnx.ModelProto:
+    """Conv, Relu, GlobalAveragePool, Flatten, then a classifier whose weights are all zero (as
+    timm's mlp_mixer.py initialises ResMLP's, gMLP's and MLP-Mixer's head): a Gemm (bias zero, or
+    random: "gemm_bias"), a MatMul, a 1x1 Conv on the map, a Mul by zeros; "two_outputs": the zero
+    Gemm's result and the pooled features; "tiny": weights of standard deviation 1e-6, not zero."""
+    rng = np.random.default_rng(27)
+    c = 16
+    inits = [_const("cw", _weights(rng, c, 3, 3, 3)), _const("cb", np.zeros(c, np.float32))]
+    n = [helper.make_node("Conv", ["x", "cw", "cb"], ["c"], name="stem", pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["r"], name="stem_relu")]
+    zeros = np.zeros((classes, c), np.float32)
+    bias = (rng.standard_normal(classes) if variant == "gemm_bias" else np.zeros(classes)).astype(np.float32)
+    outputs = [_vi("y", [1, classes, 8, 8] if variant == "conv" else [1, c if variant == "mul" else classes])]
+    if variant == "conv":
+        inits += [_const("w", zeros.reshape(classes, c, 1, 1)), _const("b", bias)]
+        n.append(helper.make_node("Conv", ["r", "w", "b"], ["y"], name="head"))
+        return _model(n, [_vi("x", [1, 3, 8, 8])], outputs, inits)
+    n += [helper.make_node("GlobalAveragePool", ["r"], ["g"], name="pool"), helper.make_node("Flatten", ["g"], ["f"], name="flatten")]
+    if variant == "matmul":
+        inits.append(_const("w", zeros.T.copy()))
+        n.append(helper.make_node("MatMul", ["f", "w"], ["y"], name="head"))
+    elif variant == "mul":
+        inits.append(_const("w", np.zeros((1, c), np.float32)))
+        n.append(helper.make_node("Mul", ["f", "w"], ["y"], name="head"))
+    else:
+        weights = (rng.standard_normal((classes, c)) * 1e-6).astype(np.float32) if variant == "tiny" else zeros
+        inits += [_const("w", weights), _const("b", bias)]
+        n.append(helper.make_node("Gemm", ["f", "w", "b"], ["y"], name="head", transB=1))
+    if variant == "two_outputs":
+        outputs.append(_vi("f", [1, c]))
+    return _model(n, [_vi("x", [1, 3, 8, 8])], outputs, inits)
+
+
+CASES += [Case(f"zero_weight_head_{v}", "pool: a classifier initialised to zero (timm's MLP-Mixer family)", lambda v=v: zero_weight_head(v), ("rk3588", "rk3566"))
+          for v in ("gemm", "gemm_bias", "matmul", "conv", "mul", "two_outputs", "tiny")]

@@ -1065,3 +1065,50 @@ def helper_value(attribute):
     from onnx import helper
 
     return helper.get_attribute_value(attribute)
+
+
+# ---------------------------------------------------------------------------------------------
+# Products by zeros, folded: a model whose every output they decide is refused.
+# ---------------------------------------------------------------------------------------------
+
+# The operand positions whose constant zeros make a product's result a constant (its bias, or zeros).
+ZERO_OPERANDS = {"Gemm": (0, 1), "MatMul": (0, 1), "Conv": (1,), "Mul": (0, 1)}
+CONSTANT_OUTPUT_OP = "ConstantModelOutput"  # the node a refused model's output comes from (rules.all_outputs_constant)
+
+
+def _product_by_zeros(node) -> bool:
+    positions = ZERO_OPERANDS.get(node.op_type, ())
+    return any(i < len(node.inputs) and node.inputs[i].present and node.inputs[i].is_constant and node.inputs[i].all_zero for i in positions)
+
+
+@RULES.graph_pass(*ZERO_OPERANDS, OBSERVED=TOOLKIT_OBSERVED)
+def product_by_zeros_folded(graph, chip):
+    """{OBSERVED} computes at conversion time a product by a constant of zeros (a Gemm, MatMul or Conv weight, or a Mul operand, that a library initialises to zero, as timm does for the classifier of its MLP-Mixer family) and everything computed from it and constants alone (its fold_constant pass); a model output so computed is dropped from the model, and when every output is, the toolkit refuses the model.
+
+    Measured on Conv, Relu, GlobalAveragePool, Flatten, then a Gemm with zero weights (bias zero
+    or not), a MatMul or a 1x1 Conv with zero weights, or a Mul by zeros, as the only output:
+    "ValueError: All outputs ['y'] of model are constants, The model is invalid!" on RK3588 and
+    RK3566; with a second output from before the Gemm the model builds without the Gemm's output
+    ("These outputs ['y'] of model are constants, remove it from RKNN model!"); weights of
+    standard deviation 1e-6 are kept (tests/forms_models.py zero_weight_head).
+    """
+    constant: set[str] = set()
+    folded = []
+    for node in graph.nodes:
+        data = [t for t in node.inputs if t.present]
+        if node.op_type not in ZERO_OPERANDS and not data:
+            continue
+        inputs_known = all(t.name in constant or t.is_constant or t.foldable for t in data)
+        if (node.op_type in ZERO_OPERANDS and _product_by_zeros(node)) or (inputs_known and any(t.name in constant for t in data)):
+            constant.update(o.name for o in node.outputs if o.name)
+            folded.append(node)
+    if not folded:
+        return
+    producers = {o.name: n.name for n in folded for o in n.outputs if o.is_model_output}
+    outputs = {o.name for n in graph.nodes for o in n.outputs if o.is_model_output}
+    refused = bool(outputs) and outputs <= set(producers)
+    for node in folded:
+        if refused and node.name in producers.values():
+            graph.fuse([node], CONSTANT_OUTPUT_OP, attributes={})
+        else:
+            graph.fold(node)

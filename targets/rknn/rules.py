@@ -952,6 +952,13 @@ def scalar_first_mul_before_an_add(node: NodeView, chip: str):
     return Offence(a.name, "constant first operand, read by an Add")
 
 
+@RULES.rule(_passes.CONSTANT_OUTPUT_OP, placement=Placement.UNSUPPORTED)
+def all_outputs_constant(node: NodeView, chip: str):
+    """Every output of the model is computed from constants alone once products by zeros are folded (product_by_zeros_folded): rknn-toolkit2 2.5.0 (observed) refuses such a model ("All outputs [...] of model are constants, The model is invalid!")."""
+    out = node.output(0)
+    return Offence(out.name if out is not None else node.name, "a constant model output")
+
+
 def accelerator_ops(chip: str) -> dict[str, OpSupport]:
     """ONNX operators whose lowering lands on this chip's NPU, with the precisions they run in."""
     available = npu_ops(chip)

@@ -334,9 +334,10 @@ class _TensorViewMaker:
         for d in tensor.dims:
             n *= int(d)
         # Large constants (weights) never get a value: rules only need small ones (axes, shapes).
-        lazy = tensor if n <= CONSTANT_VALUE_MAX_ELEMENTS else None
+        small = n <= CONSTANT_VALUE_MAX_ELEMENTS
         return TensorView(
-            name, tuple(int(d) for d in tensor.dims), self.dtype_of(tensor.data_type), True, _tensor=lazy, is_model_output=name in self.model_outputs, foldable=is_foldable, producer=producer, consumers=consumers
+            name, tuple(int(d) for d in tensor.dims), self.dtype_of(tensor.data_type), True, _tensor=tensor if small else None, is_model_output=name in self.model_outputs, foldable=is_foldable, producer=producer, consumers=consumers,
+            _stored=None if small else tensor,
         )
 
     def _uninferred(self, name: str, value, where: dict) -> TensorView:

@@ -96,6 +96,8 @@ class TensorView:
     # compiles the model: it follows from a shape the model leaves open (a dynamic dimension, a
     # data-dependent shape). None: known, or computed at run time whatever the shapes.
     shape_unknown: str | None = None
+    # A large constant's TensorProto (weights): never converted to `value`, only scanned by all_zero.
+    _stored: onnx.TensorProto | None = field(default=None, repr=False, compare=False)
 
     @property
     def value(self) -> np.ndarray | None:
@@ -103,6 +105,23 @@ class TensorView:
         if self._value is None and self._tensor is not None:
             object.__setattr__(self, "_value", numpy_helper.to_array(self._tensor))
         return self._value
+
+    @functools.cached_property
+    def all_zero(self) -> bool:
+        """Whether the tensor is a constant holding only zeros (a layer a library initialises to
+        zero): read from its stored bytes, whose first ones decide for nearly every weight; False
+        when the values are not stored here (external data, a skeleton) or not known."""
+        tensor = self._tensor if self._tensor is not None else self._stored
+        if tensor is None:
+            v = self._value
+            return v is not None and v.size > 0 and not np.any(v)
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            return False
+        raw = tensor.raw_data
+        if raw:
+            return not raw[:64].strip(b"\0") and not raw.strip(b"\0")
+        v = self.value if self._tensor is not None else numpy_helper.to_array(tensor)
+        return v.size > 0 and not np.any(v)
 
     @property
     def rank(self) -> int | None:
