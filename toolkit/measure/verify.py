@@ -10,7 +10,9 @@ The headline task metric is computed on ONE named output, chosen so:
 An output's task metric is computed only where the output fits it: one row of class scores per
 sample ([N, C], [N, 1, C] or a 1x1 NCHW head [N, C, 1, 1]) with at least the labels' classes, and
 no evidence that it holds boxes or keypoints; otherwise the entry says in one line why not (a CTC
-sequence [N, T, C] or a box regression gets no top-1).
+sequence [N, T, C] or a box regression gets no top-1). One exception, for an output named with
+--metric-output only: AUROC on one-column labels over an output of one score per anchor
+([N, A, 1], a detector's classificators) scores each sample by its highest anchor (face presence).
 Outputs split into boxes and scores (and keypoints) get the fidelity of each part apart, but
 only where the model or the user says what the channels are (measure/output_roles.py: a
 --detection declaration, a Concat of a box branch and a score branch, the output's name); the
@@ -149,10 +151,29 @@ def _align(reference: np.ndarray, candidate: np.ndarray) -> np.ndarray:
     return candidate
 
 
+def highest_per_sample(metric: str, array: np.ndarray, labels) -> np.ndarray | None:
+    """One score per sample, [N, 1], for AUROC on one-column labels (is there one in this sample)
+    from an output of one score per anchor ([N, A, 1], A > 1: a detector's classificators): each
+    sample's highest score, as a detector's own threshold on its best anchor decides. None where
+    the output or the labels are not of that kind. Only for an output named with --metric-output."""
+    array, labels = np.asarray(array), np.asarray(labels)
+    n = len(labels)
+    if metric != "auroc" or not n or array.ndim != 3 or array.shape[0] != n or array.shape[2] != 1 or array.shape[1] < 2:
+        return None
+    if labels.reshape(n, -1).shape[1] != 1:
+        return None
+    return array.reshape(n, -1).max(axis=1, keepdims=True)
+
+
 def _output_entry(name: str, ref: np.ndarray, got: np.ndarray, labels, chosen_metric: str, producers: dict, layout: dict | None, requested: bool) -> dict:
     """One output's fidelity, its task metric where it fits (else why not), and its parts or role."""
     entry: dict = {"producer": producers.get(name), "fidelity": fidelity(ref, got), "shape": list(ref.shape[1:])}
-    if labels is not None and chosen_metric != "fidelity":
+    highest = highest_per_sample(chosen_metric, ref, labels) if requested and labels is not None else None
+    if highest is not None:
+        entry["before"] = task_metric(chosen_metric, highest, labels)
+        entry["after"] = task_metric(chosen_metric, highest_per_sample(chosen_metric, got, labels), labels)
+        entry["metric_on"] = f"each sample's highest of its {ref.shape[1]} per-anchor scores"
+    elif labels is not None and chosen_metric != "fidelity":
         # An output named with --metric-output is the user's evidence of what it holds: only its shape is checked.
         why_not = metric_misfit(chosen_metric, ref, labels, None if requested else layout)
         if why_not is None:
@@ -203,6 +224,8 @@ def verify(
     requested = metric_output not in (None, "", "auto")
     per_output = {name: _output_entry(name, ref[name], got[name], labels, chosen_metric, producers, layouts.get(name), requested and name == headline) for name in shared}
     section["outputs"] = per_output
+    if headline in per_output and per_output[headline].get("metric_on"):
+        section["metric_output_reason"] += f"; scored on {per_output[headline]['metric_on']}"
     # The flat per-output fidelity every report renderer reads.
     section["fidelity"] = {name: entry["fidelity"] for name, entry in per_output.items()}
     if missing:
