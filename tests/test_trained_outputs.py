@@ -89,3 +89,32 @@ def test_the_text_report_says_what_it_holds_and_why_no_metric():
     # Labels were given: the report does not say "no labels", it says why no output fits them.
     assert fmt.why_fidelity_only(section) == "no output holds one score per class of the labels"
     assert fmt.why_fidelity_only({"metric_output_reason": "no labels: fidelity only"}) == "no labels"
+
+
+def test_face_presence_auroc_on_the_highest_anchor_when_the_score_output_is_named():
+    """--metric auroc --metric-output classificators with one-column face / no-face labels: each
+    sample's score is its highest anchor logit (the trained set's BlazeFace case, docs/accuracy.md)."""
+    from edgedeploy.measure.accuracy import macro_auroc
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (8, 3, 128, 128)).astype(np.float32)
+    session = ort.InferenceSession(str(BLAZEFACE), providers=["CPUExecutionProvider"])
+    runs = [session.run(None, {"input": x[i : i + 1]}) for i in range(len(x))]
+    reference = {"regressors": np.concatenate([r[0] for r in runs]), "classificators": np.concatenate([r[1] for r in runs])}
+    highest = reference["classificators"].reshape(8, -1).max(axis=1)
+    labels = (highest > np.median(highest)).astype(np.int64)[:, None]  # the upper half "faces": AUROC 1 before
+    candidate = {k: v.copy() for k, v in reference.items()}
+    flat = candidate["classificators"].reshape(8, -1)
+    flat -= 50.0 * labels  # every anchor of the faces knocked down
+    flat[0, 5] += 100.0  # one anchor of one sample up: its highest, not its first or mean, decides
+    producers, layouts = model_evidence(onnx.load(str(BLAZEFACE)))
+    section = verify(reference, candidate, labels, "auroc", "classificators", producers, layouts)
+    assert section["metric"] == "auroc" and section["before"]["macro_auroc"] == 1.0
+    expected = macro_auroc(flat.max(axis=1, keepdims=True), labels)["macro_auroc"]
+    assert section["after"]["macro_auroc"] == expected < 1.0
+    assert section["delta"] == expected - 1.0
+    assert "highest of its 896 per-anchor scores" in section["metric_output_reason"]
+    # Not named with --metric-output, or labels of two columns: no metric on 896 anchors.
+    assert verify(reference, candidate, labels, "auroc", "auto", producers, layouts)["metric"] == "fidelity"
+    two = verify(reference, candidate, np.hstack([labels, labels]), "auroc", "classificators", producers, layouts)
+    assert "before" not in two and "896 rows of 1 values" in two["outputs"]["classificators"]["metric_not_reported"]
