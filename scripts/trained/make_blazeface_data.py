@@ -129,21 +129,16 @@ def presence(model: Path, x: np.ndarray) -> np.ndarray:
     return run(model, {"input": x})[1].reshape(len(x), -1).max(axis=1)
 
 
-def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
-    truth = labels.reshape(-1) > 0
-    positive, negative = scores[truth], scores[~truth]
-    wins = (positive[:, None] > negative[None, :]).sum() + 0.5 * (positive[:, None] == negative[None, :]).sum()
-    return float(wins / (len(positive) * len(negative)))
-
-
 def main() -> None:
+    from sklearn.metrics import roc_auc_score
+
     envs = Path(sys.argv[1]) if len(sys.argv) > 1 else HOME.parent / "envs"
     rng = np.random.default_rng(SEED)
     photos = find_photos(envs)
     x, labels, _ = make_samples(photos, rng)
     calib, evaluation = x[:CALIB_COUNT], x[CALIB_COUNT:]
     scores = presence(MODEL, evaluation)
-    area, accuracy = auroc(scores, labels[CALIB_COUNT:]), float(((scores > 0) == (labels[CALIB_COUNT:, 0] > 0)).mean())
+    area, accuracy = float(roc_auc_score(labels[CALIB_COUNT:, 0], scores)), float(((scores > 0) == (labels[CALIB_COUNT:, 0] > 0)).mean())
     print(f"{NAME}: float face-presence AUROC {area:.4f}, accuracy at 0.5 {accuracy:.4f} on {len(evaluation)} crops ({int(labels[CALIB_COUNT:].sum())} faces)")
     HOME.mkdir(parents=True, exist_ok=True)
     entry = write_case(NAME, MODEL, {"input": calib}, {"input": evaluation}, labels[CALIB_COUNT:], {
