@@ -1297,3 +1297,42 @@ def zero_weight_head(variant: str, classes: int = 10) -> onnx.ModelProto:
 
 CASES += [Case(f"zero_weight_head_{v}", "pool: a classifier initialised to zero (timm's MLP-Mixer family)", lambda v=v: zero_weight_head(v), ("rk3588", "rk3566"))
           for v in ("gemm", "gemm_bias", "matmul", "conv", "mul", "two_outputs", "tiny")]
+
+
+def flattened_levels(channels: int = 4, sides: tuple = (20, 10, 5), base: int = 20, tail: str = "sigmoid") -> onnx.ModelProto:
+    """An anchor-free detection head's levels as Ultralytics exports them: per level a Conv of
+    `channels` outputs on a side x side map (a Conv of stride base/side on one [1, 8, base, base]
+    input), a Reshape [1, C, H, W] -> [1, C, H*W], and one Concat of the levels along the last axis.
+    tail "sigmoid": then a Sigmoid, the model's output; "slices": the box decode's two Slices of
+    the channels (halves) subtracted, then a Concat of both along the channels (the model's output)."""
+    rng = np.random.default_rng(27)
+    inits, n, pieces = [], [], []
+    for i, side in enumerate(sides):
+        h, w = side if isinstance(side, tuple) else (side, side)  # a map of h x w
+        stride = [base // h, base // w]
+        inits += [_const(f"w{i}", _weights(rng, channels, 8, *stride)), _const(f"s{i}", np.array([1, channels, h * w], np.int64))]
+        n += [helper.make_node("Conv", ["x", f"w{i}"], [f"m{i}"], name=f"level{i}_conv", kernel_shape=stride, strides=stride),
+              helper.make_node("Reshape", [f"m{i}", f"s{i}"], [f"f{i}"], name=f"level{i}_flatten")]
+        pieces.append(f"f{i}")
+    cells = sum(s[0] * s[1] if isinstance(s, tuple) else s * s for s in sides)
+    n.append(helper.make_node("Concat", pieces, ["cat"], name="levels_concat", axis=-1))
+    if tail == "sigmoid":
+        n.append(helper.make_node("Sigmoid", ["cat"], ["y"], name="sigmoid"))
+        return _model(n, [_vi("x", [1, 8, base, base])], [_vi("y", [1, channels, cells])], inits)
+    half = channels // 2
+    inits += [_const("z", np.array([0], np.int64)), _const("h", np.array([half], np.int64)), _const("e", np.array([2 * half], np.int64)), _const("ax", np.array([1], np.int64))]
+    n += [helper.make_node("Slice", ["cat", "z", "h", "ax"], ["lt"], name="slice_lt"),
+          helper.make_node("Slice", ["cat", "h", "e", "ax"], ["rb"], name="slice_rb"),
+          helper.make_node("Sub", ["rb", "lt"], ["wh"], name="sub"),
+          helper.make_node("Add", ["rb", "lt"], ["c2"], name="add"),
+          helper.make_node("Concat", ["c2", "wh"], ["y"], name="box_concat", axis=1)]
+    return _model(n, [_vi("x", [1, 8, base, base])], [_vi("y", [1, 2 * half, cells])], inits)
+
+
+# Not recorded, since the audit does not model them: the "sigmoid" tail (a 3-D model output right
+# after the Concat), where the toolkit puts the last level's Reshape on the CPU too (RK3588 and
+# RK3566, C = 4, 16, 80), and (4, (20, (5, 1), 5), 20), whose 5x5 level ran on the CPU on RK3588
+# (other 5x5 levels: NPU), not explained.
+LEVEL_FORMS = ((4, (20, 10, 5), 20), (8, (20, 10, 5), 20), (16, (20, 10, 5), 20), (24, (20, 10, 5), 20), (4, (10, 20, 5), 20), (4, (10, 5, 20), 20), (4, (12, 6, 3), 12), (4, (20, 5), 20), (4, (20, 5, 10), 20), (4, (20, (5, 4), 5), 20), (4, (12, (4, 6), 3), 12), (4, (12, (2, 3), 3), 12))
+CASES += [Case(f"levels_c{c}_{'_'.join(f'{x[0]}x{x[1]}' if isinstance(x, tuple) else str(x) for x in s)}", "pool: a detection head's flattened levels concatenated along the last axis", lambda c=c, s=s, b=b: flattened_levels(c, s, b, "slices"), ("rk3588", "rk3566"))
+          for c, s, b in LEVEL_FORMS]

@@ -955,6 +955,41 @@ def detection_head_concat_layout(graph, chip):
             graph.fuse([reshape], "Reshape", leader=reshape, attributes={CONCAT_FORM_ATTRIBUTE: form})
 
 
+# The attribute the pass below gives each flattened level of a Concat along the last axis:
+# [C, H, W, its offset in the Concat] (rules.flattened_level_of_unaligned_channels reads it).
+LEVEL_PIECE_ATTRIBUTE = "rknn_level_piece"
+
+
+def _flattened_level(graph, node, concat):
+    """(C, H, W) when `node` is a Reshape [N, C, H, W] -> [N, C, H*W] read only by `concat`; else None."""
+    if node is None or node.op_type != "Reshape" or graph.only_consumer(node.outputs[0].name) is not concat:
+        return None
+    x, out = _static_shape(node.inputs[0]), _static_shape(node.outputs[0])
+    if x is None or out is None or len(x) != 4 or len(out) != 3 or out != (x[0], x[1], x[2] * x[3]):
+        return None
+    return int(x[1]), int(x[2]), int(x[3])
+
+
+@RULES.graph_pass("Reshape", chips=("rk3588",), OBSERVED=TOOLKIT_OBSERVED)
+def flattened_levels_concatenated(graph, chip):
+    """{OBSERVED} concatenates an anchor-free detection head's levels (Reshape [N, C, H, W] -> [N, C, H*W] per level, then Concat along the last axis, as Ultralytics' heads export it); the audit notes on each level's Reshape its channels, map and offset in the Concat, on which the Reshape's placement depends (rules.flattened_level_of_unaligned_channels).
+
+    Measured on RK3588 (tests/forms_models.py flattened_levels).
+    """
+    for concat in [n for n in graph.nodes if n.op_type == "Concat"]:
+        out = _static_shape(concat.outputs[0]) if concat.outputs else None
+        if out is None or len(out) != 3 or int(concat.attr("axis", 0)) % 3 != 2 or len(concat.inputs) < 2:
+            continue
+        levels = [graph.producer(t.name) for t in concat.inputs]
+        shapes = [_flattened_level(graph, r, concat) for r in levels]
+        if any(s is None for s in shapes):
+            continue
+        offset = 0
+        for reshape, (channels, h, w) in zip(levels, shapes):
+            graph.fuse([reshape], "Reshape", leader=reshape, attributes={LEVEL_PIECE_ATTRIBUTE: [channels, h, w, offset]})
+            offset += h * w
+
+
 # ---------------------------------------------------------------------------------------------
 # Pad: where the toolkit folds it into the Conv after it.
 # ---------------------------------------------------------------------------------------------

@@ -681,6 +681,32 @@ def anchor_merge_into_concat(node: NodeView, chip: str):
     return Offence(values, "values per anchor") if anchors > 1 and values % 16 else None
 
 
+LEVEL_CHANNEL_ALIGN = 16  # OBSERVED (RK3588): channels or cells of a flattened level the Concat takes as they are
+LEVEL_CELLS_STEP = 4  # OBSERVED (RK3588): a level whose cells are a multiple of this (and not of 16) is moved on the CPU
+
+
+@RULES.rule("Reshape", chips=("rk3588",), ALIGN=LEVEL_CHANNEL_ALIGN, STEP=LEVEL_CELLS_STEP)
+def flattened_level_of_unaligned_channels(node: NodeView, chip: str):
+    """On RK3588 the toolkit runs on the CPU the Reshape that flattens one level of an anchor-free detection head ([N, C, H, W] -> [N, C, H*W], then a Concat of the levels along the last axis) when C is not a multiple of {ALIGN} and the level's H*W cells are a multiple of {STEP} but not of {ALIGN} (rknn-toolkit2 2.5.0, observed; RK3566 keeps every such Reshape on the NPU).
+
+    Measured with heads of two or three levels after the box decode's Slices (tests/forms_models.py
+    flattened_levels): C = 4, 8, 24 with maps of 10x10, 6x6, 5x4, 4x6 (100, 36, 20, 24 cells: CPU,
+    as the first, middle or last level) and 20x20, 12x12, 5x5, 3x3, 2x3, 5x1 (NPU); C = 16: all on
+    the NPU; on Ultralytics' heads in the pool (C = 1, 4 and 51 at 10x10: CPU; C = 32, 64, 80:
+    NPU). Not explained: a 5x5 level after a 20x20 and a 5x1 one (offset 405) ran on the CPU, where
+    four other 5x5 levels ran on the NPU; a Concat straight into a 3-D model output puts the last
+    level on the CPU too. Neither is modelled.
+    """
+    piece = node.attr("rknn_level_piece")  # passes.flattened_levels_concatenated
+    if piece is None:
+        return None
+    channels, h, w, _offset = (int(v) for v in piece)
+    cells = h * w
+    if channels % LEVEL_CHANNEL_ALIGN == 0 or cells % LEVEL_CHANNEL_ALIGN == 0 or cells % LEVEL_CELLS_STEP:
+        return None
+    return Offence(f"{channels}x{cells}", "channels x cells of the level")
+
+
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
 def reshape_into_cpu_softmax(node: NodeView, chip: str):
     """On this chip Softmax runs on the CPU, and a Reshape whose only reader is a Softmax goes to the CPU with it (rknn-toolkit2 2.5.0, observed).
