@@ -127,7 +127,9 @@ def test_build_stopping_rules(tmp_path):
 
 
 def test_softmax_is_float16_only_at_the_model_output(tmp_path):
-    w = const("w", np.zeros((8, 8, 1, 1), np.float32))
+    # Weights of ones, not zeros: a Conv by zeros is folded to a constant (product_by_zeros_folded),
+    # which would leave the last Softmax nothing computed to read.
+    w = const("w", np.ones((8, 8, 1, 1), np.float32))
     nodes = [
         helper.make_node("Softmax", ["x"], ["s"], name="inner", axis=1),
         helper.make_node("Conv", ["s", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
