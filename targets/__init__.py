@@ -15,7 +15,6 @@ command works as before.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -50,6 +49,8 @@ class Registry:
         found = self.chips.get(wanted) or self.chips.get(wanted.replace("_", "-")) or self.chips.get(wanted.replace("-", ""))
         if found is not None:
             return found
+        import difflib  # only for the did-you-mean: not imported by every command
+
         ids = [c.id for t in self.targets for c in t.chips]
         close = difflib.get_close_matches(wanted, list(self.chips), n=3, cutoff=0.6)
         hint = f" Did you mean {' or '.join(dict.fromkeys(self.chips[c][1].id for c in close))}?" if close else ""

@@ -43,7 +43,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
-from edgedeploy.devices.base import RunnerSpec  # noqa: F401 - part of the contract: what runner_spec returns
 from edgedeploy.errors import NotAvailableYet, OptionError
 from edgedeploy.interrupts import reraise_if_interrupted
 from edgedeploy.reproducible import Variation
@@ -51,6 +50,8 @@ from edgedeploy.toolchains import Toolchain
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from edgedeploy.devices.base import RunnerSpec
 
     from edgedeploy.audit.confirm import ToolchainVerdict
     from edgedeploy.audit.engine import AuditResult
@@ -735,3 +736,13 @@ def _has_module(name: str) -> bool:
     except (ImportError, ValueError) as exc:  # a parent that is a module, not a package
         reraise_if_interrupted(exc)
         return False
+
+
+def __getattr__(name: str):
+    """`RunnerSpec`, what runner_spec returns (part of the contract), from edgedeploy.devices on
+    first use: importing the devices package on every command cost the audit 2-3 ms (PEP 562)."""
+    if name == "RunnerSpec":
+        from edgedeploy.devices.base import RunnerSpec
+
+        return RunnerSpec
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -106,7 +106,7 @@ def _model_path(model: str | Path | None, progress: _Progress) -> Path:
 
 def _input_shapes(shapes: Mapping[str, Sequence[int]] | Sequence[str] | None) -> dict:
     """{input name: dims} from a mapping, or from the CLI's NAME=1x3x224x224 strings (as build reads them)."""
-    from edgedeploy.pipeline.build_options import input_shapes_from
+    from edgedeploy.model import input_shapes_from
 
     return input_shapes_from(shapes)
 
@@ -446,7 +446,18 @@ def _shared_build_keywords(function: Callable, options_type=None) -> Callable:
     return function
 
 
-build = _shared_build_keywords(build)
+# `build` gets its shared keywords (BuildOptions' fields) on first use, not when this module is
+# imported: working them out imports edgedeploy.pipeline.build_options and builds its dataclass,
+# 2-3 ms that `edgedeploy audit`, which imports this module, never needs (PEP 562).
+_build_without_keywords = build
+del build
+
+
+def __getattr__(name: str):
+    if name == "build":
+        found = globals()["build"] = _shared_build_keywords(_build_without_keywords)
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _target_options(target, whole: Any, given: dict, shared: Mapping[str, Any] = ()):

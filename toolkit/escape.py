@@ -17,7 +17,6 @@ one of these functions; tests/hostile/test_escaping.py checks each with hypothes
 
 from __future__ import annotations
 
-import html
 import json
 
 
@@ -100,6 +99,8 @@ def markdown_cell(text) -> str:
 
 def html_text(text) -> str:
     """A value as HTML text or attribute content."""
+    import html  # only the HTML report needs it (html.entities comes with it: 1 ms)
+
     return html.escape(terminal_safe(str(text)), quote=True)
 
 

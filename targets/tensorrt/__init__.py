@@ -8,10 +8,14 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edgedeploy.errors import OptionError
-from edgedeploy.targets.base import CalibrationNeed, Capability, Chip, RunnerSpec, Target, TargetOptions, option
+from edgedeploy.targets.base import CalibrationNeed, Capability, Chip, Target, TargetOptions, option
 from edgedeploy.toolchains import ExternalToolchain, ToolchainStatus
+
+if TYPE_CHECKING:
+    from edgedeploy.devices.base import RunnerSpec
 
 # Where JetPack installs trtexec.
 JETPACK_TRTEXEC = "/usr/src/tensorrt/bin/trtexec"
@@ -114,7 +118,7 @@ class TensorRtTarget(Target):
 
         return report_sections(report, artifact)
 
-    def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
+    def runner_spec(self, artifact: Path, manifest: dict, device) -> "RunnerSpec":
         return self.module("convert").runner_spec(artifact, manifest, device)
 
     def toolchain_verdicts(self, model_paths, chip_id, workdir, log_path, *, precision=None, inputs=None, **options) -> list:

@@ -5,9 +5,13 @@ AM6xA processors. Users install edgeai-tidl-tools themselves and point TIDL_TOOL
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from edgedeploy.targets.base import Capability, RunnerSpec, Target, TargetOptions, chip_table, option
+from edgedeploy.targets.base import Capability, Target, TargetOptions, chip_table, option
 from edgedeploy.toolchains import ExternalToolchain, ToolchainStatus
+
+if TYPE_CHECKING:
+    from edgedeploy.devices.base import RunnerSpec
 
 # The TIDL release whose operator documents (shared/reference/tidl) the rules follow.
 TIDL_VERSION = "11.02"
@@ -108,8 +112,9 @@ class TidlTarget(Target):
 
         return report_sections(report, artifact)
 
-    def runner_spec(self, artifact: Path, manifest: dict, device) -> RunnerSpec:
+    def runner_spec(self, artifact: Path, manifest: dict, device) -> "RunnerSpec":
         """ONNX Runtime with TIDLExecutionProvider on the board; baseline: ONNX Runtime CPU on the same board."""
+        from edgedeploy.devices.base import RunnerSpec
         from edgedeploy.errors import ArtifactError
         from edgedeploy.targets.tidl import convert as tidl_convert
 

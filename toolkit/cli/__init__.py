@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-import traceback
 import warnings
 
 import click
@@ -224,7 +223,7 @@ def _run(argv: list[str], debug: bool) -> tuple[int, str | None]:
         if exc.exit_code != EXIT_INTERRUPTED:  # else the command's own sentence about the interruption
             interrupts.reraise_if_interrupted(exc)
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         return exc.exit_code, f"error: {terminal_safe(str(exc))}"
     except click.exceptions.Abort as exc:
         # Ctrl-C before the handlers were installed (main() called by a caller's own program)
@@ -283,14 +282,21 @@ def _file_system_outcome(exc: OSError, debug: bool) -> tuple[int, str]:
     if error is None:
         return EXIT_INTERNAL, _internal_error(exc, debug)
     if debug:
-        traceback.print_exc()
+        _print_traceback()
     return error.exit_code, f"error: {terminal_safe(str(error))}"
+
+
+def _print_traceback() -> None:
+    """The exception being handled, with its traceback (--debug); the module only imported here."""
+    import traceback
+
+    traceback.print_exc()
 
 
 def _internal_error(exc: BaseException, debug: bool) -> str:
     """A bug: its one line (exit 70), and its traceback printed now under --debug."""
     if debug:
-        traceback.print_exc()
+        _print_traceback()
         return f"internal error: {type(exc).__name__}: {exc}"
     return f"internal error: {type(exc).__name__}: {exc} (this is a bug in edgedeploy; rerun with --debug for the traceback)"
 

@@ -14,6 +14,7 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping, Sequence
 
 import onnx
 from google.protobuf.descriptor import FieldDescriptor
@@ -829,3 +830,12 @@ def parse_input_shape_options(values: tuple[str, ...] | list[str]) -> InputShape
             raise OptionError(f"--input-shape names input '{name or '(the only input)'}' twice.")
         shapes[name] = dims
     return shapes
+
+
+def input_shapes_from(shapes: Mapping[str, Sequence[int]] | list[str] | tuple[str, ...] | str | None) -> dict:
+    """{input name: dims} from a mapping, or from the CLI's NAME=1x3x224x224 strings."""
+    if not shapes:
+        return {}
+    if isinstance(shapes, Mapping):
+        return {str(name): tuple(int(d) for d in dims) for name, dims in shapes.items()}
+    return parse_input_shape_options([shapes] if isinstance(shapes, str) else list(shapes))

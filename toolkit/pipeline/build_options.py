@@ -83,6 +83,8 @@ class BuildOptions:
     target_options: dict[str, TargetOptions] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        from edgedeploy.model import input_shapes_from  # onnx with it: not at import (`build --help`)
+
         # Workers run in folders of their own: every path a build hands on must be absolute
         # (the CLI makes them so; this covers callers of the Python API).
         self.out_root = Path(self.out_root).absolute()
@@ -134,17 +136,6 @@ class BuildOptions:
         if target is not None:
             data["target_options"] = self.options_for(target).to_dict()
         return data
-
-
-def input_shapes_from(shapes: Mapping[str, Any] | list[str] | tuple[str, ...] | str | None) -> dict:
-    """{input name: dims} from a mapping, or from the CLI's NAME=1x3x224x224 strings."""
-    if not shapes:
-        return {}
-    if isinstance(shapes, Mapping):
-        return {str(name): tuple(int(d) for d in dims) for name, dims in shapes.items()}
-    from edgedeploy.model import parse_input_shape_options
-
-    return parse_input_shape_options([shapes] if isinstance(shapes, str) else list(shapes))
 
 
 def _preprocess_from(value: Any):
