@@ -70,9 +70,12 @@ def test_after_the_audit_the_program_freezes_what_it_made_but_a_caller_s_collect
     assert ended.value.code in (0, None)
     assert json.loads(capsys.readouterr().out)["audits"]
     assert gc.isenabled() and gc.get_freeze_count() == frozen
+    # Read at exit (an atexit handler): the program may end inside main() once the audit is
+    # written (edgedeploy.cli.skip_teardown), so nothing after main() would run.
     code = (
-        "import gc, sys; from edgedeploy.cli import main; sys.argv = ['edgedeploy', {args}]\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\nprint(gc.isenabled(), gc.get_freeze_count(), file=sys.stderr)"
+        "import atexit, gc, sys; from edgedeploy.cli import main; sys.argv = ['edgedeploy', {args}]\n"
+        "atexit.register(lambda: print(gc.isenabled(), gc.get_freeze_count(), file=sys.stderr))\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
     )
     counts = {}
     for name, args in (("version", "'--version'"), ("audit", "'audit', '--target', 'rk3588', '--format', 'json'")):

@@ -73,6 +73,10 @@ def audit_command(model, targets, input_shapes, output_format, out_path, force, 
                 # Fit the terminal (wrapping the chip matrix) on stdout; a file keeps the full width.
                 text = render.render_text(report, per_node=per_node, width=None if output.path else terminal_width())
     output.write(text)
+    # What the audit made is only freed by the process's end: skip freeing it object by object.
+    from edgedeploy.cli import skip_teardown
+
+    skip_teardown()
     outcome = report["fail_on"]
     if outcome["failed"]:
         found = "; ".join(f"{chip}: " + ", ".join(f"{n} {p}" for p, n in counts.items()) for chip, counts in outcome["found"].items())
