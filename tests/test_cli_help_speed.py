@@ -85,3 +85,23 @@ def test_no_arguments_shows_the_help_as_it_is():
     shown = subprocess.run([sys.executable, "-m", "edgedeploy", "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip() == shown.stdout.strip() and "\nCommands:\n" in proc.stderr
+
+
+# What the audit does not use and must not import (scripts/bench_audit.py times it on every
+# chip): each cost it 1-6 ms; together about 10 ms of its CPU on DenseNet-121 (2026-12-03).
+NOT_FOR_THE_AUDIT = (
+    "edgedeploy.devices",  # RunnerSpec: edgedeploy.targets.base's __getattr__
+    "edgedeploy.toolchains.kinds",  # the worker environments: edgedeploy.toolchains' __getattr__
+    "edgedeploy.toolchains.user_python",
+    "edgedeploy.pipeline.build_options",  # api.build's keywords: edgedeploy.api's __getattr__
+    "edgedeploy.targets.stages",  # the build stages' dataclasses: edgedeploy.targets.base's __getattr__
+    "difflib",
+    "traceback",
+    "html",
+)
+
+
+def test_the_audit_of_every_chip_imports_none_of_what_only_other_commands_use():
+    names = imported_by("audit", "--target", "all", "--format", "json")
+    assert {"edgedeploy.audit.engine", "edgedeploy.targets.base", "edgedeploy.toolchains.environments"} <= names
+    assert {n for n in names if any(n == m or n.startswith(m + ".") for m in NOT_FOR_THE_AUDIT)} == set()
