@@ -1336,3 +1336,34 @@ def flattened_levels(channels: int = 4, sides: tuple = (20, 10, 5), base: int = 
 LEVEL_FORMS = ((4, (20, 10, 5), 20), (8, (20, 10, 5), 20), (16, (20, 10, 5), 20), (24, (20, 10, 5), 20), (4, (10, 20, 5), 20), (4, (10, 5, 20), 20), (4, (12, 6, 3), 12), (4, (20, 5), 20), (4, (20, 5, 10), 20), (4, (20, (5, 4), 5), 20), (4, (12, (4, 6), 3), 12), (4, (12, (2, 3), 3), 12))
 CASES += [Case(f"levels_c{c}_{'_'.join(f'{x[0]}x{x[1]}' if isinstance(x, tuple) else str(x) for x in s)}", "pool: a detection head's flattened levels concatenated along the last axis", lambda c=c, s=s, b=b: flattened_levels(c, s, b, "slices"), ("rk3588", "rk3566"))
           for c, s, b in LEVEL_FORMS]
+
+
+# ---- pool: AveragePool whose padding is as large as its input (Inception-v3's pools at 64x64) ----
+
+# (name, input height and width, kernel, pads [top, left, bottom, right], stride); count_include_pad=1
+AVERAGE_POOL_PADS = (
+    ("1x1_k3p1", (1, 1), 3, (1, 1, 1, 1), 1), ("1x1_k3p1_s2", (1, 1), 3, (1, 1, 1, 1), 2), ("1x4_k3p1", (1, 4), 3, (1, 1, 1, 1), 1),
+    ("1x1_k2_end1", (1, 1), 2, (0, 0, 1, 1), 1), ("1x1_k2_begin1", (1, 1), 2, (1, 1, 0, 0), 1), ("2x2_k5p2", (2, 2), 5, (2, 2, 2, 2), 1),
+    ("2x2_k3_top2", (2, 2), 3, (2, 1, 0, 1), 1), ("2x2_k3p1", (2, 2), 3, (1, 1, 1, 1), 1), ("2x2_k4p1", (2, 2), 4, (1, 1, 1, 1), 1),
+    ("2x2_k3_end1", (2, 2), 3, (0, 0, 1, 1), 1), ("3x3_k5p2_s2", (3, 3), 5, (2, 2, 2, 2), 2), ("3x3_k3_end2", (3, 3), 3, (0, 0, 2, 2), 1),
+    ("4x4_k7p3", (4, 4), 7, (3, 3, 3, 3), 1), ("2x2_k3_p1212", (2, 2), 3, (1, 2, 1, 2), 1), ("2x2_k3_p1122", (2, 2), 3, (1, 1, 2, 2), 1),
+    ("4x1_k3p1", (4, 1), 3, (1, 1, 1, 1), 1), ("2x4_k3_p2020", (2, 4), 3, (2, 0, 2, 0), 1), ("3x2_k3_right1", (3, 2), 3, (0, 0, 0, 1), 1),
+    ("2x3_k3_bottom1", (2, 3), 3, (0, 0, 1, 0), 1), ("4x4_k5_end1", (4, 4), 5, (0, 0, 1, 1), 1), ("4x4_k3_end1", (4, 4), 3, (0, 0, 1, 1), 1),
+)
+
+
+def average_pool_pads(channels: int = 16) -> onnx.ModelProto:
+    """Independent AveragePools (count_include_pad=1), one per AVERAGE_POOL_PADS entry, each on
+    its own input: one conversion places them all."""
+    nodes, inputs, outputs = [], [], []
+    for name, (h, w), k, pads, stride in AVERAGE_POOL_PADS:
+        out_h = (h + pads[0] + pads[2] - k) // stride + 1
+        out_w = (w + pads[1] + pads[3] - k) // stride + 1
+        inputs.append(_vi(f"x_{name}", [1, channels, h, w]))
+        outputs.append(_vi(f"y_{name}", [1, channels, out_h, out_w]))
+        nodes.append(helper.make_node("AveragePool", [f"x_{name}"], [f"y_{name}"], name=f"pool_{name}", kernel_shape=[k, k],
+                                      pads=list(pads), strides=[stride, stride], count_include_pad=1))
+    return _model(nodes, inputs, outputs)
+
+
+CASES.append(Case("average_pool_pads", "pool: AveragePool padded as wide as its input", average_pool_pads, ("rk3588", "rk3566")))

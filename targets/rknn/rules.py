@@ -459,6 +459,57 @@ def average_pool_ceil_mode(node: NodeView, chip: str):
     return Offence(tuple(sizes[1]), f"floor would give {tuple(sizes[0])}")
 
 
+def _pool_axes_4d(node: NodeView):
+    """(size, kernel, pad at the start, pad at the end) per spatial axis of a 2-D pooling of a
+    static 4-D input, height first; None otherwise."""
+    x = node.input(0)
+    pads = _ints(node.attr("pads")) or [0, 0, 0, 0]
+    kernel = _ints(node.attr("kernel_shape"))
+    if x is None or not x.is_static or len(x.shape) != 4 or len(kernel) != 2 or len(pads) != 4:
+        return None
+    return [(x.shape[2 + i], kernel[i], pads[i], pads[i + 2]) for i in range(2)]
+
+
+@RULES.rule("AveragePool", chips=("rk3588",))
+def average_pool_height_padded_beyond_input(node: NodeView, chip: str):
+    """On this chip an AveragePool padded along the height by at least the input's height on one side (a 3x3 window with pad 1 on a 1x1 or 1x4 map, as Inception-v3's pools at 64x64) runs on the CPU, whatever its stride or ceil_mode; padding along the width alone does not move it.
+
+    Measured with rknn-toolkit2 2.5.0 on packs of independent AveragePools (count_include_pad=1,
+    16 or 1280 channels; tests/forms_models.py average_pool_pads, 33 shapes): CPU for 1x1 with k3
+    p1 (stride 1 or 2), k2 pads (t,l,b,r) (0,0,1,1) and (1,1,0,0), 1x2 and 1x4 with k2 (0,0,1,1)
+    or k3 p1, 2x2 with k5 p2, k3 (2,1,0,1), (0,0,2,2), (1,1,2,2), 2x4 with k3 (2,0,2,0); NPU for
+    2x2 with k3 (1,2,1,2) (width pad 2 on width 2), 4x1 with k3 p1, 3x1 with k3 (0,1,0,1), 4x2
+    with k3 (0,2,0,2), 2x2 with k3 p1 or k4 p1, 3x3 with k4 p1 or k5 p2, 4x4 with k5 (0,0,1,1)
+    and k7 p3, 5x5 with k7 p3. The last batch (seven shapes) was predicted before it was run.
+    """
+    axes = _pool_axes_4d(node)
+    if axes is None:
+        return None
+    size, _, before, after = axes[0]
+    return Offence((before, after), f"height pads on a height of {size}") if max(before, after) >= size else None
+
+
+@RULES.rule("AveragePool", chips=("rk3566", "rk3568"))
+def average_pool_end_padded_window_beyond_input(node: NodeView, chip: str):
+    """On this chip an AveragePool padded only at the end of a spatial axis (bottom or right, none at the start), whose window is longer than the input along that axis, runs on the CPU; symmetric padding, or padding at the start, keeps it on the NPU whatever the window.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 on the packs of average_pool_height_padded_beyond_input
+    (tests/forms_models.py average_pool_pads): CPU for 1x1 with k2 pads (t,l,b,r) (0,0,1,1) or k3
+    (0,0,2,2), 1x2 and 1x4 with k2 (0,0,1,1), 2x2 with k3 (0,0,1,1), (0,0,2,2), (0,1,1,0),
+    (1,0,0,1), 3x3 with k4 (0,0,1,1) or (0,0,2,2) and k5 (0,0,2,2), 4x4 with k5 (0,0,1,1), 3x2 with
+    k3 (0,0,0,1), 2x3 and 2x5 with k3 (0,0,1,0); NPU for 1x1 with k3 p1 or k2 (1,1,0,0), 2x2 with
+    k3 (2,1,0,1), (1,1,2,2), (1,2,1,2) or k5 p2, 4x4 with windows k2 to k4 and end-only pads
+    (0,0,1,1), (0,0,1,0), (0,0,2,2), (0,0,3,3), 4x4 with k5 (1,1,2,2). The last batch (seven shapes) was predicted before it was run.
+    """
+    axes = _pool_axes_4d(node)
+    if axes is None:
+        return None
+    for name, (size, kernel, before, after) in zip(("height", "width"), axes):
+        if before == 0 and after > 0 and kernel > size:
+            return Offence((before, after), f"{name} padded at its end only, window {kernel} on {size}")
+    return None
+
+
 @RULES.rule("Slice", STEP_MAX=SLICE_STEP_MAX)
 def slice_step(node: NodeView, chip: str):
     """The NPU slices with a step of at most {STEP_MAX} (either direction); larger steps run on the CPU."""
