@@ -711,6 +711,42 @@ def key_transpose_of_a_kv_projection(graph, chip):
             graph.fuse([node], "Transpose", attributes={"perm": perm, KV_KEY_ATTRIBUTE: 1})
 
 
+# The attribute transposes_merged_into_matmul gives a feature map's tokens swapped and unsqueezed
+# into attention's value (MobileNetV4's multi-query attention): a CPU layer on RK3566/RK3568.
+UNSQUEEZED_VALUE_ATTRIBUTE = "rknn_unsqueezed_tokens_value"
+
+
+def _map_value_operand(graph, node):
+    """For a Transpose that swaps the two last axes of what a Reshape of a feature map wrote
+    ([N, H, D, T] -> [N, H, T, D], or the tokens [N, D, T] -> [N, T, D]) and reaches, through
+    single readers that keep its last axis last (one-element scales, an Unsqueeze of a leading
+    axis), the second operand of a product of computed tensors (attention's value):
+    (the Reshape, the Unsqueezes on the way, (K, N) of the operand); else None."""
+    perm, before = _perm(node), graph.producer(node.inputs[0].name) if node.inputs else None
+    if perm is None or len(perm) < 3 or perm != [*range(len(perm) - 2), len(perm) - 1, len(perm) - 2]:
+        return None
+    if before is None or before.op_type != "Reshape" or graph.only_consumer(before.outputs[0].name) is not node:
+        return None
+    tensor, unsqueezes = node.outputs[0], []
+    for _ in range(MAX_LAYOUT_HOPS + 1):
+        reader = graph.only_consumer(tensor.name)
+        if reader is None:
+            return None
+        if _product_of_computed(reader):
+            b = reader.inputs[1]
+            if b.name != tensor.name or reader.inputs[0].name == b.name or not b.is_static or b.rank < 2:
+                return None
+            return before, unsqueezes, (int(b.shape[-2]), int(b.shape[-1]))
+        out = _static_shape(reader.outputs[0]) if reader.outputs else None
+        shape = _static_shape(tensor)
+        if reader.op_type == "Unsqueeze" and out is not None and shape is not None and len(out) == len(shape) + 1 and out[-2:] == shape[-2:]:
+            unsqueezes.append(reader)
+        elif not _scalar_swapped(reader, tensor.name):
+            return None
+        tensor = reader.outputs[0]
+    return None
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
 def transposes_merged_into_matmul(graph, chip):
     """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split).
@@ -730,8 +766,13 @@ def transposes_merged_into_matmul(graph, chip):
             continue
         heads = _heads_reshape(graph, node)
         value = _value_operand(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
+        map_value = _map_value_operand(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
         if chip in TRANSPOSE_LAYER_ALIGN and heads is not None and _joint_projection_not_split(graph, node):
             graph.fuse([heads, node], "Transpose", leader=node, attributes={"perm": _perm(node), JOINT_PROJECTION_ATTRIBUTE: 1})
+        elif map_value is not None and map_value[1]:
+            graph.fuse([map_value[0], node, *map_value[1]], "Transpose", leader=node, attributes={"perm": _perm(node), UNSQUEEZED_VALUE_ATTRIBUTE: list(map_value[2])})
+        elif map_value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in map_value[2]):
+            graph.fuse([map_value[0], node], "Transpose", leader=node, attributes={"perm": _perm(node), "rknn_value_transpose": list(map_value[2])})
         elif value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in value):
             graph.fuse([heads, node] if heads is not None else [node], "Transpose", leader=node,
                        attributes={"perm": _perm(node), "rknn_value_transpose": list(value)})
@@ -830,9 +871,12 @@ def _reaches_3d_output(graph, node, limit: int = 4000) -> bool:
 
 
 def _tokens_to_nhwc(node) -> bool:
-    """A Reshape [N, H*W, C] -> [N, H, W, C]."""
+    """A Reshape [N, H*W, C] -> [N, H, W, C], or [N, H*W, heads, D] -> [N, H, W, heads*D] (the heads
+    merged on the way: the same memory as the tokens)."""
     x, out = _static_shape(node.inputs[0]) if node.inputs else None, _static_shape(node.outputs[0]) if node.outputs else None
-    return node.op_type == "Reshape" and bool(x) and bool(out) and len(x) == 3 and len(out) == 4 and x == (out[0], out[1] * out[2], out[3])
+    if node.op_type != "Reshape" or not x or not out or len(out) != 4 or len(x) not in (3, 4):
+        return False
+    return x[:2] == (out[0], out[1] * out[2]) and int(np.prod(x[2:])) == out[3]
 
 
 def _nhwc_to_tokens(node) -> bool:
@@ -846,8 +890,10 @@ def nhwc_swap_beside_a_token_reshape(graph, chip):
     """{OBSERVED} holds tokens [N, H*W, C] as (N, C, 1, H*W), so tokens viewed as a channels-last map (Reshape [N, H, W, C]) and permuted to [N, C, H, W] (Transpose [0, 3, 1, 2]) before a convolution, or a map permuted channels-last (Transpose [0, 2, 3, 1]) and viewed as tokens, move no data: the Transpose has no layer of its own (its passes fuse_reshape_transpose, fuse_transpose_reshape), even on RK3566/RK3568 where a Transpose layer runs on the CPU.
 
     Measured on PVT-v2's, CoaT's and TinyViT's token/map round trips and on small models of both
-    directions (tests/forms_models.py nhwc_swap, 32 channels on a 4x4 map). Tokens regrouped on the
-    way (area attention merging its areas back) are left as they are.
+    directions (tests/forms_models.py nhwc_swap, 32 channels on a 4x4 map); with attention's heads
+    merged by that Reshape ([N, H*W, heads, D] -> [N, H, W, heads*D]: MobileNetV4's multi-query
+    attention, tests/forms_models.py map_attention "mqa", 4, 9 and 16 tokens). Tokens regrouped on
+    the way (area attention merging its areas back) are left as they are.
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         perm = _perm(node)

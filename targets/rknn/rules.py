@@ -898,12 +898,26 @@ def transpose_layer_of_unaligned_value(node: NodeView, chip: str):
 
     Measured on attention blocks with 2 heads of 32 and 12, 17, 20 or 65 tokens (CPU) or 8, 16,
     24 ... 64 tokens (NPU), and heads of 12, 15, 20 (CPU) (tests/forms_models.py attention_block;
-    the pass transposes_merged_into_matmul marks the Transpose).
+    the pass transposes_merged_into_matmul marks the Transpose); and where the value is a feature
+    map's heads with the tokens last ([N, H, D, T], EfficientFormerV2) swapped by a Transpose
+    [0, 1, 3, 2]: 4 or 9 tokens of 32 (CPU), 16 of 32 (NPU) (tests/forms_models.py map_attention).
     """
     value = node.attr("rknn_value_transpose")
     if value is None or len(value) != 2:
         return None
     return Offence(f"{value[0]}x{value[1]}", "tokens x values per head of the value")
+
+
+@RULES.rule("Transpose", chips=("rk3566", "rk3568"))
+def tokens_unsqueezed_into_a_value(node: NodeView, chip: str):
+    """On this chip a feature map's tokens made attention's value by a Reshape [N, D, H*W], a Transpose [0, 2, 1] and an Unsqueeze of a leading axis (MobileNetV4's multi-query attention: one value head for every query head) run on the CPU, all three, whatever the sizes (rknn-toolkit2 2.5.0, observed; the pass transposes_merged_into_matmul joins them).
+
+    Measured on tests/forms_models.py map_attention "mqa": 4, 9 and 16 tokens of 32 values, with
+    one or two query heads (CPU), where the key, spelled the same but transposed again into the
+    scores' product, stays on the NPU; on MobileNetV4-hybrid's attention (4 tokens).
+    """
+    value = node.attr("rknn_unsqueezed_tokens_value")
+    return Offence(f"{value[0]}x{value[1]}", "tokens x values of the unsqueezed value") if value is not None and len(value) == 2 else None
 
 
 # Producers of an Add's other operand whose layer the Add joins (the toolkit's MatMul/Conv
