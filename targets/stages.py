@@ -195,5 +195,7 @@ class TapResult:
     notes: list[str] = field(default_factory=list)
     # When TapRequest.brute_force_outputs was given and the target can: {"float_argmax", "every_argmax":
     # [int] per sample, "ops": per quantised node {"node", "op_type", "all_but", "alone": {output:
-    # tap_numpy moments}, "all_but_argmax", "alone_argmax"}} (argmax of the first output).
+    # tap_numpy moments}, "all_but_argmax", "alone_argmax"}} (argmax of the first output); where the
+    # target gives them, "*_values" beside each "*_argmax": one score per sample of the first output
+    # (ESP-DL: its highest value; RKNN: its first), for an AUROC.
     brute_force: dict | None = None

@@ -112,3 +112,19 @@ def test_brute_force_on_esp32s3_puts_the_diagnosed_node_first(tmp_path):
     kept = next(n for n in found["nodes"] if n["node"] == found["diagnosis_top"])
     assert kept["snr_all_but_this_db"] > found["snr_every_node_db"] + 3
     assert len(found["nodes"]) == found["nodes_quantised"] > 3 and found["evaluation_samples"] == 64
+
+
+def test_brute_force_gives_each_samples_argmax_and_highest_value():
+    """The ESP-DL worker's per-sample figures for brute_force.py: top-1 from the argmax, and an AUROC
+    from the highest value (a detector's best anchor of [N, 896, 1])."""
+    import importlib.util
+
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location("espdl_worker_diagnose", Path(__file__).parents[1] / "targets" / "espdl" / "worker_diagnose.py")
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    first, second = np.zeros((2, 896, 1), np.float32) - 5, np.zeros((1, 896, 1), np.float32) - 5
+    first[0, 300, 0], first[1, 7, 0], second[0, 895, 0] = 2.5, -1.0, 0.25
+    argmax, highest = worker._argmax_and_highest([{"classificators": first, "other": first}, {"classificators": second}], "classificators")
+    assert argmax == [300, 7, 895] and highest == [2.5, -1.0, 0.25]

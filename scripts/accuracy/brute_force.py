@@ -142,7 +142,8 @@ def on_chip(model_path: Path, calib_path: Path, eval_path: Path, chip_id: str, c
     """Per op, the task output with that op alone kept in float and alone quantised, on the chip's
     quantised simulation (TapRequest.brute_force_outputs), and the diagnosis of the same run.
     `only`: the nodes to measure (default every one); metric "auroc": the task metric is the AUROC
-    of the output's single value per sample (a detector's score), else top-1 of its argmax."""
+    of one score per sample (a detector's score; on ESP-DL the output's highest value, so a
+    per-anchor output is scored by its best anchor, as build's --metric-output does), else top-1."""
     from edgedeploy.datasets import load_dataset, model_input_specs
     from edgedeploy.model import load_model, named_copy
     from edgedeploy.model.stats import node_names

@@ -120,11 +120,17 @@ def _sums(tap, reference_batches, quantised_batches):
     return sums
 
 
+def _argmax_and_highest(runs, output):
+    """Per sample of `output` over the runs (batches): the index and the value of its largest element."""
+    flat = [g[output].reshape(len(g[output]), -1) for g in runs]
+    return [int(i) for f in flat for i in f.argmax(axis=1)], [float(v) for f in flat for v in f.max(axis=1)]
+
+
 def _brute_force(executor, quantable, measured, float_runs, outputs, tap, ctx, batchable):
     """Per quantised op, the graph outputs with that op alone kept in float (every other op quantised)
-    and with it alone quantised: moments against the float run, and the first output's argmax per
-    sample (scripts/accuracy/brute_force.py ranks the ops on them); the argmax of the float and of
-    the all-quantised runs beside them."""
+    and with it alone quantised: moments against the float run, and the first output's argmax and
+    highest value per sample (scripts/accuracy/brute_force.py ranks the ops on them: top-1, or the
+    AUROC of a score, a detector's best anchor); those of the float and all-quantised runs beside them."""
     import torch
 
     if batchable and len(measured) > 1:
@@ -132,17 +138,16 @@ def _brute_force(executor, quantable, measured, float_runs, outputs, tap, ctx, b
         measured = [[torch.cat([b[i] for b in measured]) for i in range(len(measured[0]))]]
         float_runs = [_forward(executor, quantable, [], measured[0], outputs)]
 
-    def argmax(runs):
-        return [int(i) for g in runs for i in g[outputs[0]].reshape(len(g[outputs[0]]), -1).argmax(axis=1)]
-
     every = [_forward(executor, quantable, quantable, b, outputs) for b in measured]
-    found = {"float_argmax": argmax(float_runs), "every_argmax": argmax(every), "ops": []}
+    found = {"ops": []}
+    for key, runs in (("float", float_runs), ("every", every)):
+        found[key + "_argmax"], found[key + "_values"] = _argmax_and_highest(runs, outputs[0])
     for index, op in enumerate(quantable):
         entry = {"node": op.name, "op_type": op.type}
         for key, active in (("all_but", [o for o in quantable if o is not op]), ("alone", [op])):
             got = [_forward(executor, quantable, active, b, outputs) for b in measured]
             entry[key] = _sums(tap, [{n: f[n] for n in outputs} for f in float_runs], got)
-            entry[key + "_argmax"] = argmax(got)
+            entry[key + "_argmax"], entry[key + "_values"] = _argmax_and_highest(got, outputs[0])
         found["ops"].append(entry)
         if index % 20 == 19:
             ctx.log(f"brute force: {index + 1} of {len(quantable)} ops")
