@@ -1422,3 +1422,29 @@ MAP_ATTENTION_FORMS = (("efficientformer", 2, 32, 2, ("rk3566", "rk3588")), ("ef
                        ("mqa", 3, 32, 2, ("rk3566",)), ("mqa", 4, 32, 1, ("rk3566", "rk3588")), ("mqa", 2, 32, 1, ("rk3566", "rk3588")))
 CASES += [Case(f"map_attention_{s}_t{side * side}_d{d}" + ("" if h == 2 else f"_h{h}"), "pool: attention over a feature map's positions (EfficientFormerV2, MobileNetV4)",
                lambda s=s, side=side, d=d, h=h: map_attention(side, h, d, s), chips) for s, side, d, h, chips in MAP_ATTENTION_FORMS]
+
+
+def selective_kernel_attention(paths: int = 2, channels: int = 64, opset: int = 11) -> onnx.ModelProto:
+    """timm's SelectiveKernelAttn at opset 11/12: the paths' features [1, P, C, H, W] summed and
+    pooled, two 1x1 Convs to [1, P*C, 1, 1], a Reshape [1, P, C, 1, 1] and softmax(dim=1), which
+    torch.onnx writes below opset 13 as Transpose [0, 4, 2, 3, 1], Softmax(axis=-1) and the same
+    Transpose back; then the paths weighted (Mul) and summed (ReduceSum)."""
+    rng = np.random.default_rng(27)
+    inits = [_const("w_reduce", _weights(rng, 16, channels, 1, 1)), _const("w_select", _weights(rng, paths * channels, 16, 1, 1)),
+             _const("attn_shape", np.array([1, paths, channels, 1, 1], np.int64))]
+    n = [helper.make_node("ReduceSum", ["x"], ["s"], name="paths_sum", axes=[1], keepdims=0),
+         helper.make_node("ReduceMean", ["s"], ["p"], name="pool", axes=[2, 3], keepdims=1),
+         helper.make_node("Conv", ["p", "w_reduce"], ["r"], name="fc_reduce", kernel_shape=[1, 1]),
+         helper.make_node("Relu", ["r"], ["rr"], name="relu"),
+         helper.make_node("Conv", ["rr", "w_select"], ["a"], name="fc_select", kernel_shape=[1, 1]),
+         helper.make_node("Reshape", ["a", "attn_shape"], ["a5"], name="attn_reshape"),
+         helper.make_node("Transpose", ["a5"], ["at"], name="attn_transpose", perm=[0, 4, 2, 3, 1]),
+         helper.make_node("Softmax", ["at"], ["sm"], name="softmax", axis=-1),
+         helper.make_node("Transpose", ["sm"], ["w"], name="attn_transpose_back", perm=[0, 4, 2, 3, 1]),
+         helper.make_node("Mul", ["x", "w"], ["xw"], name="weigh"),
+         helper.make_node("ReduceSum", ["xw"], ["y"], name="select_sum", axes=[1], keepdims=0)]
+    return _model(n, [_vi("x", [1, paths, channels, 8, 8])], [_vi("y", [1, channels, 8, 8])], inits, opset=opset)
+
+
+CASES += [Case(f"sk_attention_p{p}_c{c}", "pool: softmax across selective-kernel paths, written below opset 13", lambda p=p, c=c: selective_kernel_attention(p, c), ("rk3566", "rk3588"))
+          for p, c in ((2, 64), (3, 64), (2, 60), (2, 24))]

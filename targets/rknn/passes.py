@@ -481,6 +481,47 @@ def cancel_transposes_around_positionwise_ops(graph, chip):
             node = nxt
 
 
+# The attribute softmax_across_an_inner_axis gives, on the chips whose Softmax runs on the NPU, the
+# Transpose before the Softmax (rules.softmax_axis_transpose_layer places it).
+SOFTMAX_AXIS_ATTRIBUTE = "rknn_softmax_axis_transpose"
+
+
+def _softmax_between_swaps(graph, softmax):
+    """(first, back) when `softmax` reads only a Transpose and is read only by the same Transpose,
+    whose perm swaps two axes one of which is the last, and normalises the last axis: a softmax
+    along an inner axis as torch.onnx writes it below opset 13; else None."""
+    first = graph.producer(softmax.inputs[0].name) if softmax.inputs else None
+    back = graph.only_consumer(softmax.outputs[0].name) if softmax.outputs else None
+    if first is None or back is None or first.op_type != "Transpose" or back.op_type != "Transpose":
+        return None
+    perm, rank = _perm(first), softmax.inputs[0].rank
+    if perm is None or rank is None or perm != _perm(back) or graph.only_consumer(first.outputs[0].name) is not softmax:
+        return None
+    moved = [i for i, p in enumerate(perm) if p != i]
+    if len(moved) != 2 or moved[1] != rank - 1 or int(softmax.attr("axis", -1)) % rank != rank - 1:
+        return None
+    return first, back
+
+
+@RULES.graph_pass("Softmax", OBSERVED=TOOLKIT_OBSERVED)
+def softmax_across_an_inner_axis(graph, chip):
+    """{OBSERVED} computes a softmax along an inner axis written as a Transpose that swaps that axis with the last, a Softmax over the last axis and the same Transpose back (torch.onnx below opset 13: timm's SelectiveKernelAttn, softmax over its paths): on RK3566/RK3568, where the Softmax runs on the CPU, both Transposes stay on the NPU (and the Reshape before them); on the other chips the first Transpose is a Transpose layer of its own on the CPU (rules.softmax_axis_transpose_layer) and the rest runs on the NPU.
+
+    Measured on tests/forms_models.py selective_kernel_attention (Reshape [1, P, C, 1, 1], Transpose
+    [0, 4, 2, 3, 1]: P = 2, 3; C = 24, 60, 64) and on skresnet18's eight blocks, RK3566 and RK3588.
+    """
+    for softmax in [n for n in graph.nodes if n.op_type == "Softmax"]:
+        pair = _softmax_between_swaps(graph, softmax)
+        if pair is None:
+            continue
+        first, back = pair
+        if chip in SOFTMAX_ON_CPU_CHIPS:
+            graph.eliminate(first)
+            graph.eliminate(back)
+        else:
+            graph.fuse([first], "Transpose", attributes={"perm": _perm(first), SOFTMAX_AXIS_ATTRIBUTE: 1})
+
+
 @RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
 def transpose_of_a_cpu_softmax_joins_it(graph, chip):
     """{OBSERVED} writes a Transpose that reads only a Softmax's result from the Softmax's own layer (it has no layer of its own), so on RK3566/RK3568, where Softmax runs on the CPU, it runs on the CPU with it (attention's attn.transpose(-2, -1) before attn @ v).
@@ -794,7 +835,7 @@ def transpose_between_reshape_and_softmax_joins_the_reshape(graph, chip):
         before = graph.producer(node.inputs[0].name) if node.inputs else None
         if before is None or before.op_type != "Reshape" or graph.only_consumer(before.outputs[0].name) is not node:
             continue
-        if _next(graph, node, "Softmax") is not None:
+        if _next(graph, node, "Softmax") is not None and node.attr(SOFTMAX_AXIS_ATTRIBUTE) is None:
             graph.fuse([before, node], "Reshape", leader=before)
 
 

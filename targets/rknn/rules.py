@@ -920,6 +920,16 @@ def tokens_unsqueezed_into_a_value(node: NodeView, chip: str):
     return Offence(f"{value[0]}x{value[1]}", "tokens x values of the unsqueezed value") if value is not None and len(value) == 2 else None
 
 
+@RULES.rule("Transpose", chips=("rk3588", "rk3576", "rk3562"))
+def softmax_axis_transpose_layer(node: NodeView, chip: str):
+    """The toolkit runs on the CPU the Transpose that brings an inner axis last for a Softmax and is undone after it (a softmax along that axis as torch.onnx writes it below opset 13; rknn-toolkit2 2.5.0, observed on RK3588; the pass softmax_across_an_inner_axis marks it).
+
+    Measured on tests/forms_models.py selective_kernel_attention (P = 2, 3 paths; C = 24, 60, 64)
+    and skresnet18's eight selective-kernel blocks.
+    """
+    return Offence(tuple(node.attr("perm") or ()), "softmax axis brought last by") if node.attr("rknn_softmax_axis_transpose") is not None else None
+
+
 # Producers of an Add's other operand whose layer the Add joins (the toolkit's MatMul/Conv
 # with an added tensor, as ConvAdd layers show it): measured.
 ADD_JOINS_LAYER_OF = ("MatMul", "Add", "Gemm")
