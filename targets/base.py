@@ -49,7 +49,6 @@ from edgedeploy.reproducible import Variation
 from edgedeploy.toolchains import Toolchain
 
 if TYPE_CHECKING:
-    from edgedeploy.audit.confirm import ToolchainVerdict
     from edgedeploy.audit.rules import RuleSet
     from edgedeploy.datasets import Dataset
     from edgedeploy.devices.base import RunnerSpec

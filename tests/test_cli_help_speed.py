@@ -95,6 +95,7 @@ NOT_FOR_THE_AUDIT = (
     "edgedeploy.toolchains.user_python",
     "edgedeploy.pipeline.build_options",  # api.build's keywords: edgedeploy.api's __getattr__
     "edgedeploy.targets.stages",  # the build stages' dataclasses: edgedeploy.targets.base's __getattr__
+    "edgedeploy.api_results",  # the other commands' results: edgedeploy.api's __getattr__
     "difflib",
     "traceback",
     "html",

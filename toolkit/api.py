@@ -31,15 +31,18 @@ Heavy modules (onnx, numpy, the pipelines, the targets) are imported inside the 
 
 from __future__ import annotations
 
-import json
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from edgedeploy import API_NAMES
+from edgedeploy.documents import Document as _Document
 from edgedeploy.errors import EdgedeployWarning, OptionError
+
+if TYPE_CHECKING:
+    from edgedeploy.api_results import Artifact, BenchResult, Estimate, FarmMeasurement, Measurement
 
 # A progress callback: called with one line of text at a time (a str; edgedeploy.progress.StepStarted
 # for a line that opens a long step). It may also have `tool(elapsed_s, last_log_line)`.
@@ -115,34 +118,10 @@ def _optional_path(value: str | Path | None) -> Path | None:
     return Path(value).absolute() if value is not None else None
 
 
-class _Document:
-    """A result that is a JSON document underneath.
-
-    `document` is that document as the pipeline made it (read it, do not change it; it may hold
-    tuples where the JSON has arrays): the CLI renders it without a copy, which matters for the
-    audit's speed. `to_dict()` is a copy in JSON's own types, exactly what `--format json` writes.
-    """
-
-    document: dict
-
-    def to_dict(self) -> dict:
-        """The JSON document, a fresh copy in JSON's types: the shape of its `schema`'s shipped JSON Schema."""
-        return json.loads(json.dumps(self.document, default=_json_value))
-
-
 def _model_result(doc: dict, warnings: Iterable[str] = ()) -> dict:
     """The fields every result about one model has: the model's name and sha256 (from the
     document's `model`), the warnings of the run, and the document itself."""
     return {"model_name": doc["model"]["name"], "model_sha256": doc["model"]["sha256"], "warnings": tuple(warnings), "document": doc}
-
-
-def _json_value(value: Any) -> Any:
-    """What the CLI's JSON writer makes of a value JSON has no type for (numpy values, sets, paths)."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if isinstance(value, (set, frozenset)):
-        return list(value)
-    return str(value)
 
 
 # -- audit ------------------------------------------------------------------------------------
@@ -251,55 +230,6 @@ def audit(
 # -- estimate -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ChipEstimate(_Document):
-    """One chip's latency estimate (schema edgedeploy.estimate/1): an estimate, never a measurement."""
-
-    chip: str
-    # ms per inference; None when the chip has no estimate (`reason` says why).
-    latency_ms: float | None
-    # (low, high) in ms: the estimate times the 10th-90th percentile of the leave-one-out ratios.
-    range_ms: tuple[float, float] | None
-    # The chip's leave-one-model-out median absolute percentage error (0.12 = 12%), and its figures.
-    loo_mdape: float | None
-    figures: int
-    fallback_nodes: int
-    reason: str
-    sentence: str = field(repr=False)
-    document: dict = field(repr=False, compare=False)
-
-    @classmethod
-    def from_dict(cls, doc: dict) -> ChipEstimate:
-        span = tuple(doc["range_ms"]) if doc.get("range_ms") else None
-        return cls(doc["chip"], doc["latency_ms"], span, doc["loo_mdape"], doc["figures"], doc["fallback_nodes"], doc["reason"], doc["sentence"], doc)
-
-
-@dataclass(frozen=True)
-class Estimate(_Document):
-    """Latency estimates of one model on one or more chips (schema edgedeploy.estimate-report/1)."""
-
-    model_name: str
-    model_sha256: str
-    chips: tuple[ChipEstimate, ...]
-    budget_ms: float | None
-    warnings: tuple[str, ...]
-    document: dict = field(repr=False, compare=False)
-
-    def chip(self, chip_id: str) -> ChipEstimate:
-        """The estimate of one chip; KeyError naming the chips estimated."""
-        for found in self.chips:
-            if found.chip == chip_id:
-                return found
-        raise KeyError(f"{chip_id} was not estimated here; these were: {', '.join(c.chip for c in self.chips)}")
-
-    def meeting(self, budget_ms: float | None = None) -> list[str]:
-        """The chips whose estimate is at most `budget_ms` (default: the budget asked for)."""
-        budget = self.budget_ms if budget_ms is None else budget_ms
-        if budget is None:
-            raise ValueError("give a budget in ms (or estimate with budget_ms=)")
-        return [c.chip for c in self.chips if c.latency_ms is not None and c.latency_ms <= budget]
-
-
 def estimate(
     model: str | Path | None = None,
     chips: Iterable[str] | str = ("all",),
@@ -319,6 +249,8 @@ def estimate(
     whose earlier builds of this model give the toolchain's own estimate beside edgedeploy's
     (Vela's for the i.MX 93), read from their reports; None looks nowhere.
     """
+    from edgedeploy.api_results import ChipEstimate, Estimate
+
     from edgedeploy.pipeline.audit import resolve_chips
     from edgedeploy.pipeline.estimate import estimate_model
 
@@ -339,35 +271,6 @@ def estimate(
 # -- build and load_artifact --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Artifact(_Document):
-    """A built artifact directory, OUT/<model>/<chip>/ (its report.json: schema edgedeploy.report/1)."""
-
-    path: Path
-    chip: str
-    target: str
-    model_name: str
-    model_sha256: str
-    # "built", or "generated only" (a project generated but not compiled here: CLI exit 6).
-    status: str
-    # The accuracy section (top-1 before/after, fidelity of every output), when it was checked.
-    accuracy: dict | None = field(repr=False)
-    manifest: dict = field(repr=False, compare=False)
-    warnings: tuple[str, ...] = field(default=(), compare=False)
-    document: dict = field(default_factory=dict, repr=False, compare=False)
-
-    @property
-    def report(self) -> dict:
-        """The artifact's report.json (a copy), as `to_dict()`."""
-        return self.to_dict()
-
-    def verify(self) -> dict:
-        """Check every file against the manifest's sha256 (ArtifactError when one changed); the manifest."""
-        from edgedeploy.artifacts import check_manifest
-
-        return check_manifest(self.path, self.chip)
-
-
 NOT_VERIFIED = "NOT VERIFIED: loaded with verify=False; the artifact's files were not checked against its manifest."
 
 
@@ -379,6 +282,8 @@ def load_artifact(path: str | Path, verify: bool = True) -> Artifact:
     has a report schema this edgedeploy does not read. `verify=False` skips the hashes: the
     Artifact's `warnings` then say it was not verified.
     """
+    from edgedeploy.api_results import Artifact
+
     from edgedeploy.artifacts import check_manifest
     from edgedeploy.report.schema import load_report_file
 
@@ -453,10 +358,18 @@ _build_without_keywords = build
 del build
 
 
+# The results only other functions make, from edgedeploy.api_results on first use.
+_RESULT_TYPES = ("ChipEstimate", "Estimate", "Artifact", "Measurement", "FarmMeasurement", "BenchResult")
+
+
 def __getattr__(name: str):
     if name == "build":
         found = globals()["build"] = _shared_build_keywords(_build_without_keywords)
         return found
+    if name in _RESULT_TYPES:
+        from edgedeploy import api_results
+
+        return getattr(api_results, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -489,35 +402,6 @@ def _with_warnings(artifact: Artifact, found: list[str]) -> Artifact:
 
 
 # -- measure ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Measurement(_Document):
-    """One artifact measured on one device (schema edgedeploy.measurement/1), also kept in ARTIFACT/measurements/."""
-
-    artifact: Path
-    device: str
-    # Whether fewer sessions than asked completed (the device failed mid-way); `error` says why.
-    partial: bool
-    error: str | None
-    # {"after": edgedeploy.latency/1, "before": ...}: sessions, their statistics, the range across them.
-    latency: dict = field(repr=False)
-    # The before/after ratio, when the two scopes differ in one thing; else why not.
-    comparison: dict | None = field(repr=False)
-    accuracy: dict | None = field(repr=False)
-    warnings: tuple[str, ...] = field(default=(), compare=False)
-    document: dict = field(default_factory=dict, repr=False, compare=False)
-
-    @property
-    def file(self) -> Path:
-        """Where the record is kept: ARTIFACT/measurements/<time>-<device>.json."""
-        return self.artifact / self.document["file"]
-
-    def partial_error(self):
-        """The DeviceError (exit 10) a partial measurement stands for, naming where the partial record is kept."""
-        from edgedeploy.pipeline.measure import partial_error
-
-        return partial_error(self.document, self.artifact)
 
 
 def measure(
@@ -553,6 +437,8 @@ def measure(
     `flash`, `firmware_build`, `reset` and `console` (a callback for the board's console lines)
     apply to boards on a serial port only.
     """
+    from edgedeploy.api_results import Artifact, Measurement
+
     from edgedeploy.devices import find_device
     from edgedeploy.measure.harness import SessionSettings
     from edgedeploy.pipeline.measure import MeasureRequest, run_measure
@@ -594,28 +480,6 @@ def measure(
 
 
 # -- measure on a labgrid farm ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FarmMeasurement(_Document):
-    """Artifacts measured on the boards of a labgrid farm (schema edgedeploy.farm-measurement/1):
-    one run per artifact, each on a place of its own; figures of different boards never divided."""
-
-    farm: str  # the coordinator, labgrid://HOST:PORT
-    # One per artifact: place, board, status, latency summaries, the record kept in the artifact.
-    runs: tuple[dict, ...] = field(repr=False)
-    # Whether some artifact was not measured, or only partly; `error` says why, in one sentence.
-    partial: bool
-    error: str | None
-    wall_s: float
-    warnings: tuple[str, ...] = field(default=(), compare=False)
-    document: dict = field(default_factory=dict, repr=False, compare=False)
-
-    def partial_error(self):
-        """The DeviceError (exit 10) a farm run that did not measure everything stands for."""
-        from edgedeploy.errors import DeviceError
-
-        return DeviceError(self.error or "Not every artifact was measured on the labgrid farm.")
 
 
 def _farm_address(farm: str | None, device: Any, inventory: str | Path | None):
@@ -675,6 +539,8 @@ def measure_farm(
     measured, DeviceError (exit 10) is raised after keeping what was, unless `allow_partial`
     (then `result.partial` is True and `result.error` says why).
     """
+    from edgedeploy.api_results import Artifact, FarmMeasurement
+
     from edgedeploy.pipeline.farm import FarmRequest, child_arguments, measure_on_farm
 
     if parallel < 0:
@@ -714,22 +580,6 @@ def measure_farm(
 # -- bench --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class BenchResult(_Document):
-    """Latency of a model on this machine's backends (schema edgedeploy.bench/1)."""
-
-    model_name: str
-    model_sha256: str
-    # One edgedeploy.latency/1 entry per backend timed; `skipped` and `failed` say why others were not.
-    results: tuple[dict, ...] = field(repr=False)
-    skipped: tuple[dict, ...] = field(repr=False)
-    failed: tuple[dict, ...] = field(repr=False)
-    # The backend with the lowest median, when any was timed (ratios only between same-scope figures).
-    fastest: str | None
-    warnings: tuple[str, ...] = field(default=(), compare=False)
-    document: dict = field(default_factory=dict, repr=False, compare=False)
-
-
 def bench(
     model: str | Path | None = None,
     backends: Iterable[str] | str = ("ort-cpu",),
@@ -755,6 +605,8 @@ def bench(
     ..., "all" for every one installed here). A backend that cannot run here is in `skipped`,
     one that failed in `failed`, with the reason; neither raises.
     """
+    from edgedeploy.api_results import BenchResult
+
     from edgedeploy.measure import protocol
     from edgedeploy.measure.harness import SessionPlan
     from edgedeploy.pipeline.bench import BenchOptions, run_bench
