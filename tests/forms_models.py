@@ -582,12 +582,13 @@ def affine_variants(variant: str) -> onnx.ModelProto:
     bias as (1,) initializers, timm's poolformerv2 StarReLU), relu_vec1 (Relu, then scale and bias as
     (1,) initializers, timm's hgnetv2 learnable affine block), relu_unit (the same with the values
     timm initialises them to, 1 and 0; relu_scale1, relu_bias0: one of them so), gelu_tanh (timm's
-    GELUTanh, whose x + 0.044715 * x^3 is the add_computed form)."""
+    GELUTanh, whose x + 0.044715 * x^3 is the add_computed form, with 0.5 * x first), gelu_tanh_torch
+    (ConvNeXt's MLP with nn.GELU(approximate="tanh") as torch.onnx writes it: (x * (1 + tanh)) * 0.5)."""
     rng = np.random.default_rng(12)
     k = _Constants("tensor")
     nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], name="conv1", pads=[1, 1, 1, 1])]
     inits = [_const("w1", _weights(rng, 8, 3, 3, 3)), _const("w2", _weights(rng, 4, 8, 3, 3))]
-    if variant == "gelu_tanh_matmul":
+    if variant in ("gelu_tanh_matmul", "gelu_tanh_torch"):
         # ConvNeXt's MLP: channels last, Linear (MatMul + Add), the activation, Linear, channels first.
         nodes += [
             helper.make_node("Transpose", ["c"], ["ct"], name="to_last", perm=[0, 2, 3, 1]),
@@ -597,7 +598,7 @@ def affine_variants(variant: str) -> onnx.ModelProto:
         inits += [_const("fc1", _weights(rng, 8, 16)), _const("fc1_b", _weights(rng, 16)), _const("fc2", _weights(rng, 16, 8))]
         nodes.append(helper.make_node("Identity", ["cl"], ["c_in"], name="fc1_out"))
     if variant.startswith("gelu_tanh"):
-        c = "c_in" if variant == "gelu_tanh_matmul" else "c"
+        c = "c_in" if variant != "gelu_tanh" else "c"
         # timm's GELUTanh as torch.onnx writes it: 0.5 * x * (1 + tanh(0.79788 * (x + 0.044715 * x * x * x))).
         nodes += [
             helper.make_node("Mul", [c, c], ["c2"], name="cube_mul"),
@@ -607,10 +608,13 @@ def affine_variants(variant: str) -> onnx.ModelProto:
             helper.make_node("Mul", [k(0.7978846, np.float32), "inner"], ["t_in"], name="tanh_scale"),
             helper.make_node("Tanh", ["t_in"], ["t"], name="tanh"),
             helper.make_node("Add", [k(1.0, np.float32), "t"], ["t1"], name="tanh_add"),
-            helper.make_node("Mul", [k(0.5, np.float32), c], ["half"], name="half_mul"),
-            helper.make_node("Mul", ["half", "t1"], ["a" if variant == "gelu_tanh" else "g"], name="gelu_mul"),
         ]
-        if variant == "gelu_tanh_matmul":
+        if variant == "gelu_tanh_torch":
+            nodes += [helper.make_node("Mul", [c, "t1"], ["m"], name="gelu_mul"), helper.make_node("Mul", [k(0.5, np.float32), "m"], ["g"], name="half_mul")]
+        else:
+            nodes += [helper.make_node("Mul", [k(0.5, np.float32), c], ["half"], name="half_mul"),
+                      helper.make_node("Mul", ["half", "t1"], ["a" if variant == "gelu_tanh" else "g"], name="gelu_mul")]
+        if variant != "gelu_tanh":
             nodes += [
                 helper.make_node("MatMul", ["g", "fc2"], ["gm"], name="fc2"),
                 helper.make_node("Transpose", ["gm"], ["a"], name="to_first", perm=[0, 3, 1, 2]),
@@ -637,9 +641,14 @@ def affine_variants(variant: str) -> onnx.ModelProto:
 
 
 CASES += [Case(f"affine_{v}", "pool: a * x + b in the pool's spellings", lambda v=v: affine_variants(v), ("rk3588", "rk3566")) for v in ("add_computed", "starrelu", "relu_vec1", "relu_unit", "relu_scale1", "relu_bias0")]
+# RK3588 only: on RK3566 the toolkit fuses the chain as well, but runs this small MLP's two
+# channels-last Transposes on the NPU where the audit says CPU (not explained yet).
+CASES.append(Case("affine_gelu_tanh_torch", "pool: a * x + b in the pool's spellings", lambda: affine_variants("gelu_tanh_torch"), ("rk3588",)))
 # Not recorded: gelu_tanh and gelu_tanh_matmul (rknn-toolkit2 2.5.0 keeps every constant-first scalar
 # Mul of the chain in float there, read by an Add, a Tanh or a Mul, where timm's test_convnext has
-# the same chain on the NPU; what differs is not found yet).
+# the same chain on the NPU). What differs is the order: they write 0.5 * x first, which the
+# toolkit's replace_torch_tanh_gelu does not match; torch.onnx's (x * (1 + tanh)) * 0.5 is fused
+# (gelu_tanh_torch, rknn passes.fuse_tanh_gelu). The unfused chain's float Muls are not modelled yet.
 
 
 # ---- pool (issue 27, rk3566 tuning part): attention's heads, split and merged around MatMuls -----

@@ -115,6 +115,65 @@ def fuse_exact_gelu(graph, chip):
             graph.fuse(members, "Gelu", leader=erf, attributes={})
 
 
+TANH_GELU_SCALE = float(np.sqrt(2.0 / np.pi))  # 0.7978846
+TANH_GELU_CUBE = 0.044715
+
+
+def _cube_of(graph, node):
+    """x when `node` is x * (x * x) (either operand order), else None."""
+    if node is None or node.op_type != "Mul" or len(node.inputs) != 2:
+        return None
+    for i in (0, 1):
+        square = graph.producer(node.inputs[1 - i].name)
+        x = node.inputs[i]
+        if square is not None and square.op_type == "Mul" and [t.name for t in square.inputs] == [x.name, x.name]:
+            return x
+    return None
+
+
+def _match_tanh_gelu(graph, tanh):
+    """The nodes of (x * (1 + Tanh(0.79788 * (x + 0.044715 * x * x * x)))) * 0.5 around `tanh`, in
+    the order torch.onnx writes nn.GELU(approximate="tanh"), else None."""
+    scale = graph.producer(tanh.inputs[0].name)
+    inner = graph.producer(_scaled_by(scale, "Mul", TANH_GELU_SCALE).name) if _scaled_by(scale, "Mul", TANH_GELU_SCALE) is not None else None
+    if inner is None or inner.op_type != "Add" or len(inner.inputs) != 2:
+        return None
+    for i in (0, 1):
+        x, cubed = inner.inputs[i], graph.producer(inner.inputs[1 - i].name)
+        c3 = graph.producer(_scaled_by(cubed, "Mul", TANH_GELU_CUBE).name) if _scaled_by(cubed, "Mul", TANH_GELU_CUBE) is not None else None
+        cube_of = _cube_of(graph, c3)
+        if cube_of is not None and cube_of.name == x.name:
+            break
+    else:
+        return None
+    add = _next(graph, tanh, "Add")
+    if add is None or not _near(_scalar(_other_input(add, tanh.outputs[0].name)), 1.0):
+        return None
+    mul = _next(graph, add, "Mul")
+    other = _other_input(mul, add.outputs[0].name) if mul is not None else None
+    half = _next(graph, mul, "Mul") if other is not None and other.name == x.name else None
+    if _scaled_by(half, "Mul", 0.5) is None:
+        return None
+    square = graph.producer([t.name for t in c3.inputs if t.name != x.name][0])
+    return [square, c3, cubed, inner, scale, tanh, add, mul, half]
+
+
+@RULES.graph_pass("Tanh", OBSERVED=TOOLKIT_OBSERVED)
+def fuse_tanh_gelu(graph, chip):
+    """{OBSERVED} fuses the tanh GELU chain as torch.onnx writes it, (x * (1 + Tanh(0.79788 * (x + 0.044715 * x * x * x)))) * 0.5 (Mul, Mul, Mul, Add, Mul, Tanh, Add, Mul, Mul; each constant on either side), into one exGelu NPU layer (its pass replace_torch_tanh_gelu); written with 0.5 * x first it is not fused, and its constant-first Muls keep float layers.
+
+    Measured on RK3588 with Conv, Transpose, MatMul + Add (bias zero or not), the chain, MatMul,
+    Transpose (ConvNeXt's MLP, timm's test_convnext): the build log's replace_torch_tanh_gelu
+    removes all nine nodes and the layer table has ConvExGelu INT8 on the NPU; with 0.5 * x first,
+    no fusion: Mul layers FLOAT16 for the constant-first ones (tests/forms_models.py affine_variants
+    gelu_tanh_matmul and gelu_tanh_torch).
+    """
+    for tanh in [n for n in graph.nodes if n.op_type == "Tanh"]:
+        members = _match_tanh_gelu(graph, tanh)
+        if members:
+            graph.fuse(members, "Gelu", leader=tanh, attributes={})
+
+
 # A decomposed layer norm's epsilon when the Add's constant is unreadable (a skeleton model).
 DEFAULT_EPSILON = 1e-5
 
