@@ -979,6 +979,8 @@ MATMUL_FORMS = {
     "one_by_heads": ((1, 1, 16, 16), (1, 4, 16, 64)),
     "mutual": ((1, 4, 1, 16, 16), (1, 1, 3, 16, 8)),
     "rank3_by_rank4": ((4, 16, 16), (2, 1, 16, 8)),
+    "two_heads_by_one": ((1, 2, 16, 16), (1, 1, 16, 32)),
+    "two_heads_by_one_keys": ((1, 2, 16, 32), (1, 1, 32, 16)),
 }
 CASES += [Case(f"matmul_broadcast_{n}", "pool: a MatMul whose batch dimensions broadcast", lambda f=f: broadcast_matmul(*f), ("rk3588",)) for n, f in MATMUL_FORMS.items()]
 
@@ -1385,10 +1387,12 @@ def map_attention(side: int = 2, heads: int = 2, head: int = 32, style: str = "e
     as it is; q @ k, Softmax, @ v, Transpose [0, 1, 3, 2] and Reshape back to the map. style "mqa"
     (MobileNetV4's multi-query attention): q Reshape [1, H, D, T], Transpose [0, 1, 3, 2]; k and v one
     head each, Reshape [1, D, T], Transpose [0, 2, 1], Unsqueeze(1), k transposed again [0, 1, 3, 2];
-    the product's heads Transposed [0, 2, 1, 3], Reshape [1, side, side, H*D], Transpose to the map."""
+    the product's heads Transposed [0, 2, 1, 3], Reshape [1, side, side, H*D], Transpose to the map;
+    "mqa4": as "mqa" with k and v Reshaped straight to [1, 1, D, T] (no Unsqueeze), v Transposed
+    [0, 1, 3, 2]."""
     rng = np.random.default_rng(27)
     c, t = heads * head, side * side
-    kv = head if style == "mqa" else c
+    kv = head if style in ("mqa", "mqa4") else c
     inits = [_const("wq", _weights(rng, c, 32, 1, 1)), _const("wk", _weights(rng, kv, 32, 1, 1)), _const("wv", _weights(rng, kv, 32, 1, 1)),
              _const("wo", _weights(rng, 32, c, 1, 1)), _const("heads", np.array([1, heads, head, t], np.int64)), _const("one", np.array([1, head, t], np.int64)),
              _const("ax1", np.array([1], np.int64)), _const("scale", np.array(head**-0.5, np.float32))]
@@ -1396,12 +1400,18 @@ def map_attention(side: int = 2, heads: int = 2, head: int = 32, style: str = "e
     n += [helper.make_node("Reshape", ["qm", "heads"], ["q4"], name="q_split"),
           helper.make_node("Transpose", ["q4"], ["qt"], name="q_transpose", perm=[0, 1, 3, 2]),
           helper.make_node("Mul", ["qt", "scale"], ["qs"], name="q_scale")]
+    if style == "mqa4":  # the multi-query form with k and v made 4-D by their Reshape, no Unsqueeze
+        inits.append(_const("one4", np.array([1, 1, head, t], np.int64)))
+        n += [helper.make_node("Reshape", ["km", "one4"], ["kk"], name="k_flatten"),
+              helper.make_node("Reshape", ["vm", "one4"], ["v4"], name="v_flatten"),
+              helper.make_node("Transpose", ["v4"], ["vh"], name="v_transpose", perm=[0, 1, 3, 2])]
     if style == "mqa":
         for p in "kv":
             n += [helper.make_node("Reshape", [f"{p}m", "one"], [f"{p}3"], name=f"{p}_flatten"),
                   helper.make_node("Transpose", [f"{p}3"], [f"{p}t"], name=f"{p}_transpose", perm=[0, 2, 1]),
                   helper.make_node("Unsqueeze", [f"{p}t", "ax1"], [f"{p}h"], name=f"{p}_unsqueeze")]
         n.append(helper.make_node("Transpose", ["kh"], ["kk"], name="k_transpose_again", perm=[0, 1, 3, 2]))
+    if style in ("mqa", "mqa4"):
         merged = [_const("nhwc", np.array([1, side, side, c], np.int64))]
         tail = [helper.make_node("Transpose", ["ctx"], ["ctxt"], name="merge_transpose", perm=[0, 2, 1, 3]),
                 helper.make_node("Reshape", ["ctxt", "nhwc"], ["ctxm"], name="merge_heads"),
@@ -1422,13 +1432,12 @@ def map_attention(side: int = 2, heads: int = 2, head: int = 32, style: str = "e
     return _model(n, [_vi("x", [1, 32, side, side])], [_vi("y", [1, 32, side, side])], [i for i in inits + merged if i.name in used])
 
 
-# Not recorded, since the audit does not model them (rknn-toolkit2 2.5.0): "efficientformer" with 2
-# heads of 12 on a 4x4 map, where RK3566 runs q, k and v's head splits and the merge on the CPU;
-# and "mqa" with 2 query heads on RK3588, where the scale, both products and the Softmax run on
-# the CPU (4, 9 and 16 tokens; with one query head, all on the NPU).
+# Not recorded, since the audit does not model it (rknn-toolkit2 2.5.0): "efficientformer" with 2
+# heads of 12 on a 4x4 map, where RK3566 runs q, k and v's head splits and the merge on the CPU.
 MAP_ATTENTION_FORMS = (("efficientformer", 2, 32, 2, ("rk3566", "rk3588")), ("efficientformer", 4, 32, 2, ("rk3566", "rk3588")),
-                       ("efficientformer", 3, 32, 2, ("rk3566", "rk3588")), ("mqa", 2, 32, 2, ("rk3566",)), ("mqa", 4, 32, 2, ("rk3566",)),
-                       ("mqa", 3, 32, 2, ("rk3566",)), ("mqa", 4, 32, 1, ("rk3566", "rk3588")), ("mqa", 2, 32, 1, ("rk3566", "rk3588")))
+                       ("efficientformer", 3, 32, 2, ("rk3566", "rk3588")), ("mqa", 2, 32, 2, ("rk3566", "rk3588")), ("mqa", 4, 32, 2, ("rk3566", "rk3588")),
+                       ("mqa", 3, 32, 2, ("rk3566", "rk3588")), ("mqa", 4, 32, 1, ("rk3566", "rk3588")), ("mqa", 2, 32, 1, ("rk3566", "rk3588")),
+                       ("mqa4", 4, 32, 2, ("rk3566", "rk3588")))
 CASES += [Case(f"map_attention_{s}_t{side * side}_d{d}" + ("" if h == 2 else f"_h{h}"), "pool: attention over a feature map's positions (EfficientFormerV2, MobileNetV4)",
                lambda s=s, side=side, d=d, h=h: map_attention(side, h, d, s), chips) for s, side, d, h, chips in MAP_ATTENTION_FORMS]
 
@@ -1457,3 +1466,19 @@ def selective_kernel_attention(paths: int = 2, channels: int = 64, opset: int = 
 
 CASES += [Case(f"sk_attention_p{p}_c{c}", "pool: softmax across selective-kernel paths, written below opset 13", lambda p=p, c=c: selective_kernel_attention(p, c), ("rk3566", "rk3588"))
           for p, c in ((2, 64), (3, 64), (2, 60), (2, 24))]
+
+
+def broadcast_attention(between: str = "Softmax", heads: int = 2, tokens: int = 16, head: int = 32) -> onnx.ModelProto:
+    """Multi-query attention from model inputs: q [1, H, T, D] @ k [1, 1, D, T] (k broadcast over the
+    heads), then `between` (Softmax, or Relu), then @ v [1, 1, T, D]; each input through a Relu, the
+    result a model output through a Relu."""
+    nodes = [helper.make_node("Relu", [p], [f"r{p}"], name=f"relu_{p}") for p in "qkv"]
+    nodes += [helper.make_node("MatMul", ["rq", "rk"], ["s"], name="scores"),
+              helper.make_node(between, ["s"], ["a"], name="between", **({"axis": -1} if between == "Softmax" else {})),
+              helper.make_node("MatMul", ["a", "rv"], ["ctx"], name="context"),
+              helper.make_node("Relu", ["ctx"], ["y"], name="relu")]
+    return _model(nodes, [_vi("q", [1, heads, tokens, head]), _vi("k", [1, 1, head, tokens]), _vi("v", [1, 1, tokens, head])], [_vi("y", [1, heads, tokens, head])])
+
+
+CASES += [Case(f"broadcast_attention_{b.lower()}", "pool: multi-query attention, k and v broadcast over the heads", lambda b=b: broadcast_attention(b), ("rk3588",))
+          for b in ("Softmax", "Relu")]

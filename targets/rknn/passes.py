@@ -898,6 +898,49 @@ def transpose_between_reshape_and_softmax_joins_the_reshape(graph, chip):
             graph.fuse([before, node], "Reshape", leader=before)
 
 
+# The attribute multi_query_attention_layer gives the group it makes (rules.multi_query_attention_on_cpu).
+MULTI_QUERY_ATTRIBUTE = "rknn_multi_query_heads"
+
+
+def _broadcast_second(matmul) -> bool:
+    """A product of computed tensors whose second operand's batch dimensions broadcast to the first's."""
+    a, b = matmul.inputs[0].shape, matmul.inputs[1].shape
+    if a is None or b is None or len(a) != len(b) or len(a) < 3 or not all(isinstance(d, int) for d in (*a, *b)):
+        return False
+    return tuple(a[:-2]) != tuple(b[:-2]) and all(db in (1, da) for da, db in zip(a[:-2], b[:-2]))
+
+
+def _scales_into(graph, matmul) -> list:
+    """The products by a one-element constant that are the only writers of `matmul`'s operands (q * scale, k * scale)."""
+    scales = []
+    for t in matmul.inputs[:2]:
+        writer = graph.producer(t.name)
+        if writer is not None and writer.inputs and _scalar_swapped(writer, writer.inputs[0].name) and graph.only_consumer(t.name) is matmul:
+            scales.append(writer)
+    return scales
+
+
+@RULES.graph_pass("Softmax", chips=("rk3588",), OBSERVED=TOOLKIT_OBSERVED)
+def multi_query_attention_layer(graph, chip):
+    """{OBSERVED} makes attention whose key and value are shared by the query's heads (a MatMul of computed tensors whose second operand broadcasts over the heads, a Softmax, and a second such MatMul; MobileNetV4's multi-query attention) one layer with the scales of q and k before it, and runs it on the CPU (rules.multi_query_attention_on_cpu).
+
+    Measured on RK3588: tests/forms_models.py broadcast_attention (2 heads: both products and the
+    Softmax on the CPU; a Relu instead of the Softmax: all on the NPU) and map_attention "mqa"/"mqa4"
+    (2 query heads, 4, 9 and 16 tokens: q's scale joins them; 1 query head, nothing broadcast: NPU);
+    MobileNetV4-hybrid-medium's attention (q and k each scaled).
+    """
+    for softmax in [n for n in graph.nodes if n.op_type == "Softmax"]:
+        scores = graph.producer(softmax.inputs[0].name) if softmax.inputs else None
+        context = graph.only_consumer(softmax.outputs[0].name) if softmax.outputs else None
+        if scores is None or context is None or not (_product_of_computed(scores) and _product_of_computed(context)):
+            continue
+        if graph.only_consumer(scores.outputs[0].name) is not softmax or context.inputs[0].name != softmax.outputs[0].name:
+            continue
+        if _broadcast_second(scores) and _broadcast_second(context):
+            heads = int(np.prod(scores.inputs[0].shape[:-2]))
+            graph.fuse([*_scales_into(graph, scores), scores, softmax, context], "MatMul", leader=context, attributes={MULTI_QUERY_ATTRIBUTE: heads})
+
+
 # A 3-D tensor [N, T, C] is held by the toolkit as the 4-D (N, C, 1, T): its last axis as the
 # channels. So [N, C, H, W] -> Reshape [N, C, H*W] -> Transpose [0, 2, 1] -> [N, H*W, C] (a
 # feature map flattened into tokens) is the same memory as the map, and the way back too.

@@ -930,6 +930,13 @@ def softmax_axis_transpose_layer(node: NodeView, chip: str):
     return Offence(tuple(node.attr("perm") or ()), "softmax axis brought last by") if node.attr("rknn_softmax_axis_transpose") is not None else None
 
 
+@RULES.rule("MatMul", chips=("rk3588",))
+def multi_query_attention_on_cpu(node: NodeView, chip: str):
+    """On RK3588 the toolkit runs on the CPU attention whose key and value are shared by the query's heads (MatMul, Softmax, MatMul with the key and value broadcast over the heads, with q's and k's scales), which it makes one layer (rknn-toolkit2 2.5.0, observed; the pass multi_query_attention_layer groups it). Measured with 2 and 4 query heads; with one head it runs on the NPU."""
+    heads = node.attr("rknn_multi_query_heads")
+    return Offence(int(heads), "query heads sharing one key and value") if heads is not None else None
+
+
 # Producers of an Add's other operand whose layer the Add joins (the toolkit's MatMul/Conv
 # with an added tensor, as ConvAdd layers show it): measured.
 ADD_JOINS_LAYER_OF = ("MatMul", "Add", "Gemm")
