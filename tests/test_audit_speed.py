@@ -183,3 +183,20 @@ def test_the_report_command_reads_node_level_audits_only(tmp_path):
     assert audit_of(LoadedArtifact(tmp_path, {"audit": full}, None)) is full
     abridged = LoadedArtifact(tmp_path, {"audit": short}, None)
     assert audit_of(abridged) is None and audit_summary(abridged) == short["summary"]
+
+
+def test_every_built_in_pass_that_reads_its_chip_says_what_of_it_it_reads():
+    """A pass that reads its chip without a chip_key gives every chip a lowering of its own: one
+    that tests only `chip in SOME_CHIPS` (softmax_across_an_inner_axis, before its chip_key) took
+    the six RKNN chips from three lowerings to six and added about 25 ms of CPU to the audit of
+    DenseNet-121 on every chip (scripts/bench_audit.py). chip_key=SOME_CHIPS.__contains__ (or a
+    table's .get) keeps the chips it treats alike together; a pass that truly differs per chip
+    says so with chip_key=str."""
+    unkeyed = set()
+    for target in all_targets():
+        if not target.has(Capability.AUDIT):
+            continue
+        for chip in target.chips:
+            rules = rules_for(target, chip.id, chip.precisions[0])
+            unkeyed |= {f"{target.id}: {p.name}" for p in rules.passes if p.reads_chip and p.chip_key is None}
+    assert unkeyed == set()

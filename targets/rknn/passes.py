@@ -562,7 +562,7 @@ def _softmax_between_swaps(graph, softmax):
     return first, back
 
 
-@RULES.graph_pass("Softmax", OBSERVED=TOOLKIT_OBSERVED)
+@RULES.graph_pass("Softmax", OBSERVED=TOOLKIT_OBSERVED, chip_key=SOFTMAX_ON_CPU_CHIPS.__contains__)
 def softmax_across_an_inner_axis(graph, chip):
     """{OBSERVED} computes a softmax along an inner axis written as a Transpose that swaps that axis with the last, a Softmax over the last axis and the same Transpose back (torch.onnx below opset 13: timm's SelectiveKernelAttn, softmax over its paths): on RK3566/RK3568, where the Softmax runs on the CPU, both Transposes stay on the NPU (and the Reshape before them); on the other chips the first Transpose is a Transpose layer of its own on the CPU (rules.softmax_axis_transpose_layer) and the rest runs on the NPU.
 
