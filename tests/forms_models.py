@@ -660,7 +660,9 @@ def attention_block(tokens: int = 16, heads: int = 2, head: int = 32, style: str
     Transpose [0, 2, 1, 3]; q scaled by a constant Mul; k transposed again [0, 1, 3, 2].
     style "timm": one qkv Linear, a Reshape to [1, T, 3, H, D], a Transpose [2, 0, 3, 1, 4] and
     three Gathers (qkv.unbind(0)). style "sdpa": as "hf", with F.scaled_dot_product_attention's
-    scale, computed from q's shape and multiplied into q and k's transpose. Then MatMul, Softmax, MatMul, the heads merged back by a
+    scale, computed from q's shape and multiplied into q and k's transpose. style "present": as "hf",
+    k and v read through a Concat of that one tensor (transformers' GPT-2: its cache with no past).
+    Then MatMul, Softmax, MatMul, the heads merged back by a
     Transpose and a Reshape, the output Linear, and a mean over the tokens: the model's output is
     2-D, so no layout change for a 3-D output is mixed into what is measured."""
     rng = np.random.default_rng(27)
@@ -668,7 +670,7 @@ def attention_block(tokens: int = 16, heads: int = 2, head: int = 32, style: str
     inits = [_const("heads_shape", np.array([1, tokens, heads, head], np.int64)), _const("merged_shape", np.array([1, tokens, c], np.int64)),
              _const("scale", np.array(head**-0.5, np.float32)), _const("w_out", _weights(rng, c, c)), _const("b_out", _weights(rng, c))]
     n = []
-    if style in ("hf", "sdpa"):
+    if style in ("hf", "sdpa", "present"):
         for p in "qkv":
             inits += [_const(f"w_{p}", _weights(rng, c, c)), _const(f"b_{p}", _weights(rng, c))]
             n += [helper.make_node("MatMul", ["x", f"w_{p}"], [f"{p}0"], name=f"{p}_matmul"),
@@ -685,7 +687,16 @@ def attention_block(tokens: int = 16, heads: int = 2, head: int = 32, style: str
         for i, p in enumerate("qkv"):
             inits.append(_const(f"i_{p}", np.array(i, np.int64)))
             n.append(helper.make_node("Gather", ["qkvt", f"i_{p}"], [f"{p}h"], name=f"{p}_unbind", axis=0))
-    if style == "sdpa":
+    outputs = [_vi("y", [1, c])]
+    if style == "present":
+        # Probed as model outputs too (use_cache's present key and value), not recorded: RK3566 then
+        # puts the heads' Transposes, the value's split and both Concats on the CPU (32 tokens), which
+        # the audit does not model.
+        for p in "kv":
+            n.append(helper.make_node("Concat", [f"{p}h"], [f"{p}_present"], name=f"{p}_present_concat", axis=-2))
+        n += [helper.make_node("Mul", ["qh", "scale"], ["qs"], name="q_scale"),
+              helper.make_node("Transpose", ["k_present"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2])]
+    elif style == "sdpa":
         # scaled_dot_product_attention's export: sqrt(1 / sqrt(D)) computed from q's static shape,
         # multiplied into q and into k's transpose.
         inits += [_const("last", np.array([-1], np.int64)), _const("end", np.array([2**62], np.int64)), _const("one", np.array([1.0], np.float32))]
@@ -703,19 +714,19 @@ def attention_block(tokens: int = 16, heads: int = 2, head: int = 32, style: str
               helper.make_node("Transpose", ["kh"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2])]
     n += [helper.make_node("MatMul", ["qs", "kt"], ["scores"], name="scores"),
           helper.make_node("Softmax", ["scores"], ["attn"], name="softmax", axis=-1),
-          helper.make_node("MatMul", ["attn", "vh"], ["ctx"], name="context"),
+          helper.make_node("MatMul", ["attn", "v_present" if style == "present" else "vh"], ["ctx"], name="context"),
           helper.make_node("Transpose", ["ctx"], ["ctxt"], name="merge_transpose", perm=[0, 2, 1, 3]),
           helper.make_node("Reshape", ["ctxt", "merged_shape"], ["merged"], name="merge_heads"),
           helper.make_node("MatMul", ["merged", "w_out"], ["o0"], name="out_matmul"),
           helper.make_node("Add", ["o0", "b_out"], ["o1"], name="out_add"),
           helper.make_node("ReduceMean", ["o1"], ["y"], name="token_mean", axes=[1], keepdims=0)]
-    return _model(n, [_vi("x", [1, tokens, c])], [_vi("y", [1, c])], inits)
+    return _model(n, [_vi("x", [1, tokens, c])], outputs, inits)
 
 
 # Tokens and head sizes either side of RK3566's 8-alignment of a Transpose layer and a head split.
 # RK3568 (the RK3566's NPU) checked on one of each: aligned, tokens unaligned, heads unaligned.
 ATTENTION_ON_RK3568 = (("hf", 16, 32), ("hf", 20, 32), ("hf", 32, 12))
-ATTENTION_FORMS = (("hf", 16, 32), ("hf", 20, 32), ("hf", 65, 32), ("hf", 32, 12), ("hf", 32, 24), ("timm", 65, 32), ("sdpa", 16, 32))
+ATTENTION_FORMS = (("hf", 16, 32), ("hf", 20, 32), ("hf", 65, 32), ("hf", 32, 12), ("hf", 32, 24), ("timm", 65, 32), ("sdpa", 16, 32), ("present", 32, 32), ("present", 20, 32))
 CASES += [
     Case(f"attention_{s}_t{t}_d{d}", "pool: attention's heads split and merged around MatMuls", lambda s=s, t=t, d=d: attention_block(tokens=t, head=d, style=s),
          ("rk3588", "rk3566", "rk3568") if (s, t, d) in ATTENTION_ON_RK3568 else ("rk3588", "rk3566"))

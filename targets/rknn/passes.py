@@ -630,9 +630,23 @@ def _scalar_swapped(node, data: str) -> bool:
     return one_element and (node.op_type == "Mul" or node.inputs[0].name == data)
 
 
+def _lone_concat(node) -> bool:
+    """A Concat of one tensor (transformers' GPT-2 writes its present key and value so): a copy."""
+    return node.op_type == "Concat" and len([t for t in node.inputs if t.present]) == 1
+
+
+def _lone_concats_after(graph, node) -> list:
+    """The Concats of one tensor that copy `node`'s result, one after the other."""
+    chain, reader = [], graph.only_consumer(node.outputs[0].name) if node.outputs else None
+    while reader is not None and _lone_concat(reader):
+        chain.append(reader)
+        reader = graph.only_consumer(reader.outputs[0].name)
+    return chain
+
+
 def _layout_hop(graph, node, data: str) -> bool:
     """Whether the toolkit moves a Transpose through `node` (reading `data`) on its way to a MatMul."""
-    return node.op_type in LAYOUT_OPS or _parallel_slice(graph, node) or _leading_gather(node) or _scalar_swapped(node, data)
+    return node.op_type in LAYOUT_OPS or _parallel_slice(graph, node) or _leading_gather(node) or _scalar_swapped(node, data) or _lone_concat(node)
 
 
 def _product_of_computed(node) -> bool:
@@ -682,7 +696,7 @@ def _value_operand(graph, node) -> tuple[int, int] | None:
                 return None
             return int(b.shape[-2]), int(b.shape[-1])
         perm = _perm(reader) if reader.op_type == "Transpose" else None
-        keeps_last = (perm is not None and perm[-1] == len(perm) - 1) or _scalar_swapped(reader, tensor.name)
+        keeps_last = (perm is not None and perm[-1] == len(perm) - 1) or _scalar_swapped(reader, tensor.name) or _lone_concat(reader)
         if not keeps_last:
             return None
         tensor = reader.outputs[0]
@@ -849,13 +863,15 @@ def _map_value_operand(graph, node):
 
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
 def transposes_merged_into_matmul(graph, chip):
-    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split).
+    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, Concats of one tensor (GPT-2's key/value cache with no past), parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split).
 
     Measured with attention blocks of 2 heads (tests/forms_models.py attention_block): tokens
     8, 16, 24, 32, 40, 48, 64 (NPU) and 12, 17, 20, 65 (CPU) with heads of 32; heads of 8, 16,
     24, 32, 40, 64 (NPU) and 12, 15, 20 (every split Reshape and its Transposes on the CPU) with
     32 tokens; on the transformer encoders of the corpus, yolo11n's attention and PP-OCRv4
-    rec's SVTR block form (q, k and v three Slices of the heads' Transpose).
+    rec's SVTR block form (q, k and v three Slices of the heads' Transpose); k and v through a
+    Concat of one tensor (attention_present: 32 tokens NPU, 20 tokens the value's on the CPU with
+    its Concat; GPT-2's blocks).
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node:
@@ -874,8 +890,8 @@ def transposes_merged_into_matmul(graph, chip):
         elif map_value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in map_value[2]):
             graph.fuse([map_value[0], node], "Transpose", leader=node, attributes={"perm": _perm(node), "rknn_value_transpose": list(map_value[2])})
         elif value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in value):
-            graph.fuse([heads, node] if heads is not None else [node], "Transpose", leader=node,
-                       attributes={"perm": _perm(node), "rknn_value_transpose": list(value)})
+            graph.fuse([heads, node, *_lone_concats_after(graph, node)] if heads is not None else [node, *_lone_concats_after(graph, node)], "Transpose",
+                       leader=node, attributes={"perm": _perm(node), "rknn_value_transpose": list(value)})
         elif heads is not None and _head_size(heads) is not None:
             graph.fuse([heads, node, *_following_transposes(graph, node)], "Reshape", leader=heads,
                        attributes={"rknn_head_size": _head_size(heads)})
