@@ -1493,3 +1493,34 @@ def broadcast_attention(between: str = "Softmax", heads: int = 2, tokens: int = 
 
 CASES += [Case(f"broadcast_attention_{b.lower()}", "pool: multi-query attention, k and v broadcast over the heads", lambda b=b: broadcast_attention(b), ("rk3588",))
           for b in ("Softmax", "Relu")]
+
+
+# ---- pool: a learnable affine block (bias 0) before a pooling or a classifier (timm's hgnetv2) ----
+
+
+def affine_before_reader(reader: str) -> onnx.ModelProto:
+    """Conv, Relu, then scale * x + 0 with the scale first as (1,) initializers (timm's hgnetv2
+    learnable affine block at bias 0, scale 0.8944), read by `reader`: "gap" (GlobalAveragePool, the
+    model's output), "gap_gemm" (GlobalAveragePool, Flatten, Gemm), "flatten_gemm" (on a 1x1 map:
+    Flatten, Gemm), "maxpool" (a MaxPool, the model's output)."""
+    rng = np.random.default_rng(31)
+    side = 1 if reader == "flatten_gemm" else 4
+    inits = [_const("w1", _weights(rng, 16, 3, side if side == 1 else 3, side if side == 1 else 3)), _const("scale", np.array([0.8944], np.float32)),
+             _const("bias", np.array([0.0], np.float32)), _const("fc", _weights(rng, 10, 16)), _const("fc_b", _weights(rng, 10))]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], name="conv1", pads=[0, 0, 0, 0] if side == 1 else [1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Mul", ["scale", "r"], ["s"], name="lab_mul"), helper.make_node("Add", ["s", "bias"], ["a"], name="lab_add")]
+    if reader == "maxpool":
+        nodes.append(helper.make_node("MaxPool", ["a"], ["y"], name="pool", kernel_shape=[2, 2], strides=[2, 2]))
+        return _model(nodes, [_vi("x", [1, 3, 4, 4])], [_vi("y", [1, 16, 2, 2])], inits[:3])
+    if reader.startswith("gap"):
+        nodes.append(helper.make_node("GlobalAveragePool", ["a"], ["g" if reader == "gap_gemm" else "y"], name="gap"))
+        if reader == "gap":
+            return _model(nodes, [_vi("x", [1, 3, 4, 4])], [_vi("y", [1, 16, 1, 1])], inits[:3])
+    nodes += [helper.make_node("Flatten", ["g" if reader == "gap_gemm" else "a"], ["f"], name="flatten"),
+              helper.make_node("Gemm", ["f", "fc", "fc_b"], ["y"], name="fc", transB=1)]
+    return _model(nodes, [_vi("x", [1, 3, side if side == 1 else 4, side if side == 1 else 4])], [_vi("y", [1, 10])], inits)
+
+
+CASES += [Case(f"affine_before_{r}", "pool: a * x + 0 read by a pooling or a classifier", lambda r=r: affine_before_reader(r), ("rk3588", "rk3566"))
+          for r in ("gap", "gap_gemm", "flatten_gemm", "maxpool")]

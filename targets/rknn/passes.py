@@ -1265,25 +1265,43 @@ def _value_of(t):
     return t.value
 
 
+def _flattened_into_a_product(graph, reader, out) -> bool:
+    """`reader` flattens a map of one position (Flatten or Reshape of [N, C, 1, 1]) for one Gemm
+    or MatMul with constant weights alone, which the toolkit makes a Conv (convert_gemm_by_exmatmul,
+    convert_exmatmul_to_conv)."""
+    if reader.op_type not in ("Flatten", "Reshape") or out.shape is None or len(out.shape) < 3 or any(d != 1 for d in out.shape[2:]):
+        return False
+    flat = reader.outputs[0] if reader.outputs else None
+    product = graph.only_consumer(flat.name) if flat is not None and flat.name else None
+    return product is not None and product.op_type in ("Gemm", "MatMul") and product.inputs[0].name == flat.name and product.inputs[1].is_constant
+
+
 def _reaches_conv_alone(graph, node) -> bool:
     """`node`'s result is read by one Conv alone, directly or through one constant Pad that
-    constant_pad_folded_into_conv folds into it (the Pad read by that Conv alone)."""
+    constant_pad_folded_into_conv folds into it (the Pad read by that Conv alone), or by what the
+    toolkit makes a Conv: a GlobalAveragePool (convert_global_avgpool_to_conv), a one-position
+    map's flatten into a product with constant weights."""
     out = node.outputs[0] if node.outputs else None
     reader = graph.only_consumer(out.name) if out is not None and out.name else None
     if reader is not None and reader.op_type == "Pad" and reader.attr("mode", "constant") == "constant":
         out = reader.outputs[0] if reader.outputs else None
         reader = graph.only_consumer(out.name) if out is not None and out.name else None
-    return reader is not None and reader.op_type == "Conv" and reader.inputs[0].name == out.name
+    if reader is None or not reader.inputs or reader.inputs[0].name != out.name:
+        return False
+    return reader.op_type in ("Conv", "GlobalAveragePool") or _flattened_into_a_product(graph, reader, out)
 
 
 @RULES.graph_pass("Add", OBSERVED=TOOLKIT_OBSERVED)
 def zero_add_after_a_scalar_first_mul(graph, chip):
-    """{OBSERVED} drops an Add of zeros after a * x with a constant scalar first (timm's learnable affine block and StarReLU at their initial bias 0): the Add shares the Mul's layer, and the Mul is folded into the Conv that alone reads the result (directly, or through a constant Pad folded into it), on the NPU; read by anything else, both keep a float layer.
+    """{OBSERVED} drops an Add of zeros after a * x with a constant scalar first (timm's learnable affine block and StarReLU at their initial bias 0): the Add shares the Mul's layer, and the Mul is folded into the Conv that alone reads the result (directly, or through a constant Pad folded into it; a GlobalAveragePool, or the flatten of a one-position map into a Gemm, which the toolkit makes Convs, counts as one), on the NPU; read by anything else, both keep a float layer.
 
     Measured on Conv, Relu, scale * x + bias, Conv with bias 0 and bias 0.4472 (scale 1 or 0.8944:
     only the bias decides) on RK3588 and RK3566 (tests/forms_models.py affine_relu_*), and on
     timm's hgnetv2_b0 (the stem's affine block before a Pad read by a Conv and a MaxPool keeps a
-    float layer; before a Pad read by a Conv alone, or a Conv, it is folded) and poolformerv2_s12.
+    float layer; before a Pad read by a Conv alone, or a Conv, it is folded) and poolformerv2_s12;
+    read by a GlobalAveragePool (the model's output, or before Flatten and Gemm) or by the Flatten of
+    a 1x1 map into a Gemm: INT8 on the NPU; by a MaxPool: float (tests/forms_models.py
+    affine_before_*, RK3588 and RK3566).
     """
     for add in [n for n in graph.nodes if n.op_type == "Add" and len(n.inputs) == 2]:
         for i, x in enumerate(add.inputs):
