@@ -158,3 +158,22 @@ def test_shape_arithmetic_counts_as_constant(tmp_path):
     model = make_model(nodes, [X], [tensor("y", 2)], [const("zero", np.array([0], np.int64)), const("minus1", np.array([-1], np.int64))])
     placed = place(tmp_path, model, "rk3588")
     assert placed["reshape"].placement is Placement.ACCELERATOR
+
+
+def _split_then_transpose(x_shape, split_shape, perm) -> onnx.ModelProto:
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Reshape", ["r", "shape"], ["s"], name="split"),
+             helper.make_node("Transpose", ["s"], ["t"], name="transpose", perm=perm),
+             helper.make_node("Relu", ["t"], ["y"], name="out")]
+    out = [split_shape[p] for p in perm]
+    return make_model(nodes, [tensor("x", list(x_shape))], [tensor("y", out)], [const("shape", np.array(split_shape, np.int64))])
+
+
+def test_only_a_split_of_the_last_axis_into_heads_is_an_unaligned_head_split(tmp_path):
+    # tokens [1, 32, 60] split into 4 heads of 15 before their Transpose: the RK3566 toolkit runs the split on the CPU
+    heads = place(tmp_path, _split_then_transpose((1, 32, 60), (1, 32, 4, 15), [0, 2, 1, 3]), "rk3566")["split"]
+    assert [v.rule for v in heads.violations] == ["reshape_of_unaligned_attention_heads"]
+    # a map unfolded into 2x2 patches (MobileViT-v2: [1, 64, 8, 8] -> [1, 64, 4, 2, 4, 2]) splits the
+    # width too, into a last axis of 2, but is no head split: the pool's RK3566 verdicts have it on the NPU
+    unfold = place(tmp_path, _split_then_transpose((1, 64, 8, 8), (1, 64, 4, 2, 4, 2), [0, 1, 3, 5, 2, 4]), "rk3566")["split"]
+    assert "reshape_of_unaligned_attention_heads" not in [v.rule for v in unfold.violations]

@@ -874,7 +874,9 @@ def reshape_of_unaligned_attention_heads(node: NodeView, chip: str):
 
     Measured on PP-OCRv4 rec's SVTR blocks (8 heads of 15: the qkv split and the merge on the
     CPU) and on the SVTR block form with heads of 15 (CPU), 8, 16 and 32 (NPU), on RK3566
-    (tests/forms_models.py svtr_block).
+    (tests/forms_models.py svtr_block). A Reshape that splits more than the last axis (a map
+    unfolded into patches, MobileViT-v2's [1, C, H, W] -> [1, C, H/2, 2, W/2, 2]) is no head split:
+    the pool's RK3566 verdicts have those on the NPU.
     """
     joined = node.attr("rknn_head_size")  # the Transposes after it joined it (passes.transposes_merged_into_matmul)
     if joined is not None:
@@ -886,10 +888,13 @@ def reshape_of_unaligned_attention_heads(node: NodeView, chip: str):
     # a Transpose (or unflattened after one) is a token swap (passes.token_swap_beside_a_map_reshape).
     splits = len(out.shape) > len(x.shape)
     beside_transpose = out.consumers == ("Transpose",) if splits else x.producer == "Transpose"
-    small, large = (out.shape[-1], x.shape[-1]) if splits else (x.shape[-1], out.shape[-1])
-    if not beside_transpose or len(out.shape) == len(x.shape) or small >= large or large % small or small % 8 == 0:
+    heads, tokens = (tuple(out.shape), tuple(x.shape)) if splits else (tuple(x.shape), tuple(out.shape))
+    # Only the last axis split into (heads, head size), the others as they are: a map unfolded
+    # into patches ([1, C, H, W] -> [1, C, H/p, p, W/p, p], MobileViT-v2) is no head split.
+    if not beside_transpose or len(heads) != len(tokens) + 1 or heads[:-2] != tokens[:-1] or heads[-2] * heads[-1] != tokens[-1]:
         return None
-    return Offence(small, "values per head")
+    small = heads[-1]
+    return Offence(small, "values per head") if heads[-2] > 1 and small % 8 else None
 
 
 @RULES.rule("Transpose", chips=("rk3566", "rk3568"), ALIGN=8)
