@@ -1524,3 +1524,49 @@ def affine_before_reader(reader: str) -> onnx.ModelProto:
 
 CASES += [Case(f"affine_before_{r}", "pool: a * x + 0 read by a pooling or a classifier", lambda r=r: affine_before_reader(r), ("rk3588", "rk3566"))
           for r in ("gap", "gap_gemm", "flatten_gemm", "maxpool")]
+
+
+# ---- pool: a per-channel layer scale written constant first, read by a residual Add ----
+
+
+def layer_scale_first(variant: str, channels: int = 16) -> onnx.ModelProto:
+    """Conv, Relu, then gamma * x with gamma a per-channel constant written first (transformers'
+    PoolFormer: gamma [C, 1, 1] = 1e-5; XCiT's class-attention blocks: gamma [C] on tokens), added
+    to the Conv's result (the residual), then a Conv. `variant`: "map_1e-5", "map_unit" (gamma 1),
+    "map_second" (x * gamma, the constant second, as timm's LayerScale), "after_conv" and
+    "after_linear" (gamma first, of a 1x1 Conv's result, or of a channels-last Linear's: torchvision's
+    ConvNeXt), "tokens" ([1, 16, C] tokens, gamma [C] = 1, then MatMul)."""
+    rng = np.random.default_rng(41)
+    c = channels
+    inits = [_const("w1", _weights(rng, c, 3, 3, 3)), _const("w2", _weights(rng, 4, c, 3, 3))]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], name="conv1", pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"], name="relu")]
+    if variant == "tokens":
+        inits += [_const("gamma", np.ones(c, np.float32)), _const("shape", np.array([1, c, 16], np.int64)), _const("fc", _weights(rng, c, 8))]
+        nodes += [helper.make_node("Reshape", ["c", "shape"], ["cf"], name="flatten_map"), helper.make_node("Transpose", ["cf"], ["t"], name="to_tokens", perm=[0, 2, 1]),
+                  helper.make_node("Relu", ["t"], ["rt"], name="token_relu"),
+                  helper.make_node("Mul", ["gamma", "rt"], ["s"], name="ls_mul"), helper.make_node("Add", ["t", "s"], ["a"], name="ls_add"),
+                  helper.make_node("MatMul", ["a", "fc"], ["y"], name="fc")]
+        return _model(nodes, [_vi("x", [1, 3, 4, 4])], [_vi("y", [1, 16, 8])], inits)
+    gamma = np.full((c, 1, 1), 1.0 if variant == "map_unit" else 1e-5, np.float32)
+    inits.append(_const("gamma", gamma))
+    data = "r"
+    if variant == "after_conv":  # the scale of a Conv's result, as after ConvNeXt's last projection
+        inits.append(_const("wp", _weights(rng, c, c, 1, 1)))
+        nodes.append(helper.make_node("Conv", ["r", "wp"], ["p"], name="proj"))
+        data = "p"
+    elif variant == "after_linear":  # channels last: Linear (MatMul + bias Add), back to channels first
+        inits += [_const("fc", _weights(rng, c, c)), _const("fc_b", _weights(rng, c))]
+        nodes += [helper.make_node("Transpose", ["r"], ["rt"], name="to_last", perm=[0, 2, 3, 1]), helper.make_node("MatMul", ["rt", "fc"], ["m"], name="fc"),
+                  helper.make_node("Add", ["m", "fc_b"], ["mb"], name="fc_bias"), helper.make_node("Transpose", ["mb"], ["p"], name="to_first", perm=[0, 3, 1, 2])]
+        data = "p"
+    operands = [data, "gamma"] if variant == "map_second" else ["gamma", data]
+    nodes += [helper.make_node("Mul", operands, ["s"], name="ls_mul"), helper.make_node("Add", ["c", "s"], ["a"], name="ls_add"),
+              helper.make_node("Conv", ["a", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1])]
+    return _model(nodes, [_vi("x", [1, 3, 8, 8])], [_vi("y", [1, 4, 8, 8])], inits)
+
+
+CASES += [Case(f"layer_scale_{v}", "pool: a per-channel layer scale, constant first, read by a residual Add", lambda v=v: layer_scale_first(v), ("rk3588", "rk3566"))
+          for v in ("map_1e-5", "map_unit", "map_second", "after_conv", "after_linear")]
+# Not recorded: "tokens" (its gamma * x is float on both chips, as the audit says, but the toolkit
+# runs the tokens' Transpose on the NPU on RK3566 and the MatMul on the NPU on RK3588 where the
+# audit says CPU: other mechanisms, not explained).

@@ -1043,6 +1043,12 @@ def softmax_at_model_output(node: NodeView, chip: str):
     return Offence(out.name, "model output") if out is not None and out.is_model_output else None
 
 
+# What a per-channel constant-first Mul may follow and still run in int8 on the NPU: a product with
+# constant weights, its bias Add, or a layout change of one (torchvision's ConvNeXt, BEiT, CaiT in
+# the pool's tuning part); after a Relu, a Sub (PoolFormer) or a Concat (XCiT) it is float.
+PER_CHANNEL_SCALE_FOLDED_AFTER = ("Conv", "MatMul", "Gemm", "Add", "Transpose", "Reshape")
+
+
 @RULES.rule("Mul", placement=Placement.FLOAT, precisions=("int8",))
 def scalar_first_mul_before_an_add(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 (observed) makes x * a + b, with constants a and b, one BatchNormalization layer (its pass replace_mul_add_by_bn) only when the constant is the Mul's second operand; written a * x + b (PP-LCNet's learnable affine block after each hard swish, as Paddle2ONNX exports it) the Mul keeps a layer of its own, computed in float on the NPU.
@@ -1051,9 +1057,15 @@ def scalar_first_mul_before_an_add(node: NodeView, chip: str):
     (tests/forms_models.py affine_after_hardswish) and on the 28 such Muls of PP-OCRv4's
     recogniser. A scalar Mul read only by a Conv is folded into it (fuse_mul_into_conv2), and
     one of a Conv's result that nothing else reads into that Conv (fuse_mul_into_conv).
+    A per-channel constant first (a layer scale gamma [C, 1, 1] written gamma * x, as
+    transformers' PoolFormer does) is float as well after a Relu, whether gamma is 1e-5 or 1, and
+    int8 when written x * gamma (tests/forms_models.py layer_scale_*, RK3588 and RK3566); after a
+    product with constant weights, its bias Add or a layout change of one it runs in int8
+    (PER_CHANNEL_SCALE_FOLDED_AFTER: probes layer_scale_after_conv and after_linear, a Linear's
+    MatMul + Add + Transpose; torchvision's ConvNeXt, BEiT and CaiT in the pool).
     """
     a, b, out = node.input(0), node.input(1), node.output(0)
-    if a is None or b is None or out is None or not _known(a) or _known(b) or a.numel != 1:
+    if a is None or b is None or out is None or not _known(a) or _known(b) or a.numel is None:
         return None
     zero_add = node.attr("rknn_zero_add")  # the Add of zeros it shares a layer with (zero_add_after_a_scalar_first_mul)
     if zero_add is not None:
@@ -1062,6 +1074,8 @@ def scalar_first_mul_before_an_add(node: NodeView, chip: str):
         return None
     if b.producer == "Conv" and b.consumers == ("Mul",):
         return None  # folded into the Conv before it (fuse_mul_into_conv), as measured on PP-OCRv4 rec
+    if a.numel != 1 and b.producer in PER_CHANNEL_SCALE_FOLDED_AFTER:
+        return None  # a layer scale after a projection (ConvNeXt, BEiT, CaiT): on the NPU in the pool
     return Offence(a.name, "constant first operand, read by an Add")
 
 
