@@ -1570,3 +1570,29 @@ CASES += [Case(f"layer_scale_{v}", "pool: a per-channel layer scale, constant fi
 # Not recorded: "tokens" (its gamma * x is float on both chips, as the audit says, but the toolkit
 # runs the tokens' Transpose on the NPU on RK3566 and the MatMul on the NPU on RK3588 where the
 # audit says CPU: other mechanisms, not explained).
+
+
+def patch_unfold(channels: int = 64, side: int = 8, patch: int = 2) -> onnx.ModelProto:
+    """MobileViT-v2's unfolding of a map into patches and folding back, as torch.onnx writes it:
+    a 1x1 Conv, Reshape [1, C, H/p, p, W/p, p], Transpose [0, 1, 3, 5, 2, 4], Reshape
+    [1, C, p*p, N] (N = H*W/p^2 patches), a 1x1 Conv on that, Reshape [1, C, p, p, H/p, W/p],
+    Transpose [0, 1, 4, 2, 5, 3], Reshape [1, C, H, W] and a 1x1 Conv."""
+    rng = np.random.default_rng(27)
+    g, c, n = side // patch, channels, (side // patch) ** 2
+    inits = [_const(f"w{i}", _weights(rng, c, c, 1, 1)) for i in range(3)]
+    inits += [_const("s6", np.array([1, c, g, patch, g, patch], np.int64)), _const("s4", np.array([1, c, patch * patch, n], np.int64)),
+              _const("b6", np.array([1, c, patch, patch, g, g], np.int64)), _const("m4", np.array([1, c, side, side], np.int64))]
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="conv_in", kernel_shape=[1, 1]),
+             helper.make_node("Reshape", ["a", "s6"], ["a6"], name="unfold_split"),
+             helper.make_node("Transpose", ["a6"], ["at"], name="unfold_transpose", perm=[0, 1, 3, 5, 2, 4]),
+             helper.make_node("Reshape", ["at", "s4"], ["p"], name="unfold_merge"),
+             helper.make_node("Conv", ["p", "w1"], ["q"], name="conv_patches", kernel_shape=[1, 1]),
+             helper.make_node("Reshape", ["q", "b6"], ["q6"], name="fold_split"),
+             helper.make_node("Transpose", ["q6"], ["qt"], name="fold_transpose", perm=[0, 1, 4, 2, 5, 3]),
+             helper.make_node("Reshape", ["qt", "m4"], ["m"], name="fold_merge"),
+             helper.make_node("Conv", ["m", "w2"], ["y"], name="conv_out", kernel_shape=[1, 1])]
+    return _model(nodes, [_vi("x", [1, c, side, side])], [_vi("y", [1, c, side, side])], inits)
+
+
+CASES += [Case(f"patch_unfold_c{c}_s{s}", "pool: a map unfolded into patches and folded back (MobileViT-v2)", lambda c=c, s=s: patch_unfold(c, s), ("rk3566", "rk3588"))
+          for c, s in ((64, 8), (24, 4), (96, 4))]

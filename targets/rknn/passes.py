@@ -1370,3 +1370,42 @@ def product_by_zeros_folded(graph, chip):
             graph.fuse([node], CONSTANT_OUTPUT_OP, attributes={})
         else:
             graph.fold(node)
+
+
+# MobileViT-v2's unfolding of a map into patches and folding back (torch.onnx's spelling): the
+# Transpose between a Reshape [N, C, H, W] -> [N, C, H/p, p, W/p, p] and a Reshape back to 4-D.
+PATCH_UNFOLD = [0, 1, 3, 5, 2, 4]
+PATCH_FOLD = [0, 1, 4, 2, 5, 3]
+# The attribute the pass below gives the Reshape before a fold (rules.patch_fold_reshape_layer).
+PATCH_FOLD_ATTRIBUTE = "rknn_patch_fold_channels"
+
+
+def _patch_reshapes(graph, node):
+    """(the Reshape before, the Reshape after) when `node` moves patches of a map between two
+    Reshapes that keep the batch and channel axes ([N, C, a, b] -> 6-D -> [N, C, c, d]); else None."""
+    before = graph.producer(node.inputs[0].name) if node.inputs else None
+    after = graph.only_consumer(node.outputs[0].name) if node.outputs else None
+    if before is None or after is None or before.op_type != "Reshape" or after.op_type != "Reshape" or graph.only_consumer(before.outputs[0].name) is not node:
+        return None
+    x, six, out = _static_shape(before.inputs[0]), _static_shape(before.outputs[0]), _static_shape(after.outputs[0])
+    if not x or not six or not out or len(x) != 4 or len(six) != 6 or len(out) != 4 or not (x[:2] == six[:2] == out[:2]):
+        return None
+    return before, after
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
+def patches_unfolded_and_folded(graph, chip):
+    """{OBSERVED} moves a map's patches between two Reshapes that keep the batch and channel axes (MobileViT-v2's unfolding, Transpose [0, 1, 3, 5, 2, 4], and folding back, [0, 1, 4, 2, 5, 3]) on the NPU, even on RK3566/RK3568 where a Transpose layer runs on the CPU; the Reshape before the fold is a layer of its own (rules.patch_fold_reshape_layer).
+
+    Measured on tests/forms_models.py patch_unfold (2x2 patches; 64 channels on an 8x8 map, 24
+    and 96 on 4x4) and MobileViT-v2-0.5's blocks, RK3566 and RK3588.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if not node.outputs or graph.producer(node.outputs[0].name) is not node or _perm(node) not in (PATCH_UNFOLD, PATCH_FOLD):
+            continue
+        pair = _patch_reshapes(graph, node)
+        if pair is None:
+            continue
+        graph.eliminate(node)
+        if _perm(node) == PATCH_FOLD:
+            graph.fuse([pair[0]], "Reshape", attributes={PATCH_FOLD_ATTRIBUTE: int(_static_shape(pair[0].inputs[0])[1])})

@@ -942,6 +942,19 @@ def multi_query_attention_on_cpu(node: NodeView, chip: str):
     return Offence(int(heads), "query heads sharing one key and value") if heads is not None else None
 
 
+@RULES.rule("Reshape", chips=("rk3566", "rk3568", "rk3588"), ALIGN=16)
+def patch_fold_reshape_layer(node: NodeView, chip: str):
+    """The toolkit runs on the CPU the Reshape that splits patches for folding them back into a map ([N, C, p*p, patches] -> [N, C, p, p, H/p, W/p] before a Transpose [0, 1, 4, 2, 5, 3], MobileViT-v2): on RK3566/RK3568 always, on RK3588 when C is not a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed; the pass patches_unfolded_and_folded marks it).
+
+    Measured on tests/forms_models.py patch_unfold: C = 24, 64, 96 (RK3566: CPU; RK3588: CPU for
+    24, NPU for 64 and 96); the unfolding's Reshape of the same shape stays on the NPU.
+    """
+    channels = node.attr("rknn_patch_fold_channels")
+    if channels is None or (chip == "rk3588" and int(channels) % 16 == 0):
+        return None
+    return Offence(int(channels), "channels of the folded patches")
+
+
 # Producers of an Add's other operand whose layer the Add joins (the toolkit's MatMul/Conv
 # with an added tensor, as ConvAdd layers show it): measured.
 ADD_JOINS_LAYER_OF = ("MatMul", "Add", "Gemm")
