@@ -1339,6 +1339,37 @@ def _product_by_zeros(node) -> bool:
     return any(i < len(node.inputs) and node.inputs[i].present and node.inputs[i].is_constant and node.inputs[i].all_zero for i in positions)
 
 
+def _constant_after_folding(graph, name: str, memo: dict) -> bool:
+    """Whether the tensor is computed from constants alone once products by zeros are folded.
+    Walked back from a model output (not forward over the graph), so only the products on the
+    way have their weights scanned: one path to the model's input settles most models."""
+    stack = [name]
+    while stack:
+        tensor = stack[-1]
+        node = graph.producer(tensor) if tensor not in memo else None
+        if node is None:
+            memo.setdefault(tensor, False)
+            stack.pop()
+            continue
+        view = next((o for o in node.outputs if o.name == tensor), None)
+        if (view is not None and view.foldable) or _product_by_zeros(node):
+            memo[tensor] = True
+            stack.pop()
+            continue
+        computed = [t.name for t in node.inputs if t.present and not (t.is_constant or t.foldable)]
+        if any(memo.get(t) is False for t in computed):
+            memo[tensor] = False
+            stack.pop()
+            continue
+        pending = [t for t in computed if t not in memo]
+        if pending:
+            stack.append(pending[0])  # one at a time: the first computed one that is not constant settles it
+            continue
+        memo[tensor] = True
+        stack.pop()
+    return memo[name]
+
+
 @RULES.graph_pass(*ZERO_OPERANDS, OBSERVED=TOOLKIT_OBSERVED)
 def product_by_zeros_folded(graph, chip):
     """{OBSERVED} computes at conversion time a product by a constant of zeros (a Gemm, MatMul or Conv weight, or a Mul operand, that a library initialises to zero, as timm does for the classifier of its MLP-Mixer family) and everything computed from it and constants alone (its fold_constant pass); a model output so computed is dropped from the model, and when every output is, the toolkit refuses the model.
@@ -1350,23 +1381,16 @@ def product_by_zeros_folded(graph, chip):
     ("These outputs ['y'] of model are constants, remove it from RKNN model!"); weights of
     standard deviation 1e-6 are kept (tests/forms_models.py zero_weight_head).
     """
-    constant: set[str] = set()
-    folded = []
-    for node in graph.nodes:
-        data = [t for t in node.inputs if t.present]
-        if node.op_type not in ZERO_OPERANDS and not data:
-            continue
-        inputs_known = all(t.name in constant or t.is_constant or t.foldable for t in data)
-        if (node.op_type in ZERO_OPERANDS and _product_by_zeros(node)) or (inputs_known and any(t.name in constant for t in data)):
-            constant.update(o.name for o in node.outputs if o.name)
-            folded.append(node)
-    if not folded:
+    outputs = [o for n in graph.nodes for o in n.outputs if o.is_model_output]
+    memo: dict[str, bool] = {}
+    constant = [o.name for o in outputs if _constant_after_folding(graph, o.name, memo)]
+    if not constant:
         return
-    producers = {o.name: n.name for n in folded for o in n.outputs if o.is_model_output}
-    outputs = {o.name for n in graph.nodes for o in n.outputs if o.is_model_output}
-    refused = bool(outputs) and outputs <= set(producers)
-    for node in folded:
-        if refused and node.name in producers.values():
+    refused = len(constant) == len(outputs)
+    output_nodes = {graph.producer(name).name for name in constant}
+    folded = {graph.producer(name).name: graph.producer(name) for name, known in memo.items() if known and graph.producer(name) is not None}
+    for name, node in folded.items():
+        if refused and name in output_nodes:
             graph.fuse([node], CONSTANT_OUTPUT_OP, attributes={})
         else:
             graph.fold(node)
