@@ -1596,3 +1596,29 @@ def patch_unfold(channels: int = 64, side: int = 8, patch: int = 2) -> onnx.Mode
 
 CASES += [Case(f"patch_unfold_c{c}_s{s}", "pool: a map unfolded into patches and folded back (MobileViT-v2)", lambda c=c, s=s: patch_unfold(c, s), ("rk3566", "rk3588"))
           for c, s in ((64, 8), (24, 4), (96, 4))]
+
+
+# ---- pool: a cubic Resize of a run-time tensor (timm's CrossViT resizes its input so) ----
+
+
+def cubic_resize(coords: str, after_conv: bool = False, side: int = 96) -> onnx.ModelProto:
+    """[1, 3, 64, 64] (or a Conv's [1, 8, 64, 64]) resized to side x side with mode cubic and
+    `coords`, then a Conv of stride 2."""
+    rng = np.random.default_rng(51)
+    c = 8 if after_conv else 3
+    inits = [_const("roi", np.zeros(0, np.float32)), _const("scales", np.zeros(0, np.float32)), _const("sizes", np.array([1, c, side, side], np.int64)),
+             _const("w", _weights(rng, 8, c, 3, 3))]
+    nodes, src = [], "x"
+    if after_conv:
+        inits.append(_const("w0", _weights(rng, 8, 3, 3, 3)))
+        nodes.append(helper.make_node("Conv", ["x", "w0"], ["c0"], name="conv0", pads=[1, 1, 1, 1]))
+        src = "c0"
+    nodes += [helper.make_node("Resize", [src, "roi", "scales", "sizes"], ["r"], name="resize", mode="cubic", coordinate_transformation_mode=coords),
+              helper.make_node("Conv", ["r", "w"], ["y"], name="conv", strides=[2, 2])]
+    out = (side - 3) // 2 + 1
+    return _model(nodes, [_vi("x", [1, 3, 64, 64])], [_vi("y", [1, 8, out, out])], inits)
+
+
+CASES += [Case(f"cubic_resize_{name}", "pool: a cubic Resize of a run-time tensor", build, ("rk3588", "rk3566")) for name, build in (
+    ("half_pixel", lambda: cubic_resize("half_pixel")), ("asymmetric", lambda: cubic_resize("asymmetric")),
+    ("align_corners", lambda: cubic_resize("align_corners")), ("half_pixel_after_conv", lambda: cubic_resize("half_pixel", after_conv=True)))]

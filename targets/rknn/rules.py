@@ -616,6 +616,27 @@ def resize_mode(node: NodeView, chip: str):
     return None
 
 
+CUBIC_CRASH_COORDS = ("half_pixel", "asymmetric")  # OBSERVED; align_corners builds (CPU)
+
+
+@RULES.rule("Resize", placement=Placement.UNSUPPORTED, COORDS=CUBIC_CRASH_COORDS)
+def resize_cubic_crashes_the_compiler(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 (observed) crashes (SIGSEGV in its compiler's OpEmit step, no message) on a cubic Resize of a run-time tensor with coordinate_transformation_mode {COORDS}; with align_corners it builds, the Resize on the CPU. A cubic Resize of constants (a position embedding's) is folded and harmless.
+
+    Measured on RK3588 and RK3566 (tests/forms_models.py cubic_resize): [1, 3, 64, 64] resized to
+    96x96 or 240x240 at the model's input, or [1, 8, 64, 64] after a Conv, then a Conv: half_pixel
+    and asymmetric crash, align_corners builds; as timm's CrossViT at 64x64 resizes its input
+    (bicubic, half_pixel) for its second branch. Other modes (pytorch_half_pixel, ...) were not
+    measured: uncertain.
+    """
+    if node.attr("mode", "nearest") != "cubic":
+        return None
+    coords = node.attr("coordinate_transformation_mode", "half_pixel")
+    if coords == "align_corners":
+        return None
+    return Offence(coords, "cubic", uncertain=coords not in CUBIC_CRASH_COORDS)
+
+
 @RULES.rule("Greater")
 def greater_broadcast(node: NodeView, chip: str):
     """The NPU compares tensors of the same shape only (RK3576, the one chip with an NPU Greater); a broadcasting comparison runs on the CPU."""
