@@ -375,3 +375,21 @@ def test_digits_transformer_on_imx93_recovers_with_nodes_left_in_float(tmp_path)
     diagnosed = run_cli("diagnose", str(artifact), "--eval", str(TRAINED / "digits_transformer.eval.npz"), "--no-qdq", "--summary", timeout=600)
     assert diagnosed.returncode == 0, diagnosed.stderr[-2000:]
     assert "imx93" in diagnosed.stdout
+
+
+def test_an_auroc_drop_is_an_attempts_figure_and_ranks_it(tmp_path):
+    """A face detector's AUROC (--metric auroc): each attempt's drop in points and its AUROC after are
+    its figures (they were empty, so the best attempt was chosen on SNR alone)."""
+    def auroc_report(options: FakeOptions) -> dict:
+        report = figures_of(options)
+        drop = -report["accuracy"].pop("delta_percentage_points")
+        report["accuracy"].update(metric="auroc", after={"macro_auroc": 0.99 - drop / 100}, delta=-drop / 100)
+        return report
+
+    plan, initial, built, _ = plan_for(tmp_path, KNOBS)
+    plan.build = lambda out, options: built.append(options) or write_artifact(out / "model" / "fakechip", auroc_report(options))
+    (initial / "report.json").write_text(json.dumps(auroc_report(FakeOptions())))
+    outcome = recover(initial, plan)
+    first = outcome.section["attempts"][0]["figures"]
+    assert first["task_metric_drop_pp"] == 60.0 and abs(first["task_metric_after"] - 0.39) < 1e-9
+    assert outcome.met and [(o.method, o.nodes) for o in built][3:] == [("b", ("n1",)), ("b", ("n1", "n2"))]

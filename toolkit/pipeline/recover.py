@@ -185,9 +185,12 @@ def _judged(attempt: Attempt, plan: RecoverPlan, knobs: list[RepairKnob]) -> Att
     accuracy = report.get("accuracy") or {}
     fidelity = [f for f in (accuracy.get("fidelity") or {}).values()]
     drop = accuracy.get("delta_percentage_points")
+    if drop is None and accuracy.get("delta") is not None:
+        drop = 100.0 * float(accuracy["delta"])  # AUROC's change in points, as the accuracy-drop gate reads it
+    key = {"auroc": "macro_auroc"}.get(accuracy.get("metric") or "", accuracy.get("metric") or "")
     attempt.figures = {
         "task_metric": accuracy.get("metric"),
-        "task_metric_after": (accuracy.get("after") or {}).get(accuracy.get("metric") or "", None),
+        "task_metric_after": (accuracy.get("after") or {}).get(key, None),
         "task_metric_drop_pp": round(-float(drop), 4) + 0.0 if drop is not None else None,  # + 0.0: no -0.0
         "lowest_snr_db": _finite(min((f["snr_db"] for f in fidelity), default=None)),
         "lowest_cosine": min((f["cosine"] for f in fidelity), default=None),
