@@ -677,6 +677,15 @@ def _reaches_matmul(graph, node, forward: bool) -> bool:
 TRANSPOSE_LAYER_ALIGN = {"rk3566": 8, "rk3568": 8}
 
 
+def _value_dims(product, tensor) -> tuple[int, int] | None:
+    """(K, N) of `product`'s second operand [.., K, N] when `tensor` is that operand alone (attention's
+    value; a product of a tensor with itself is not attention), else None."""
+    b = product.inputs[1]
+    if b.name != tensor.name or product.inputs[0].name == b.name or not b.is_static or b.rank < 2:
+        return None
+    return int(b.shape[-2]), int(b.shape[-1])
+
+
 def _value_operand(graph, node) -> tuple[int, int] | None:
     """(K, N) when `node`'s result reaches, through single readers that keep its last axis last,
     the second operand of a product of computed tensors [.., K, N] (attention's attn @ v): the
@@ -691,10 +700,7 @@ def _value_operand(graph, node) -> tuple[int, int] | None:
         if reader is None:
             return None
         if _product_of_computed(reader):
-            b = reader.inputs[1]
-            if b.name != tensor.name or reader.inputs[0].name == b.name or not b.is_static or b.rank < 2:
-                return None
-            return int(b.shape[-2]), int(b.shape[-1])
+            return _value_dims(reader, tensor)
         perm = _perm(reader) if reader.op_type == "Transpose" else None
         keeps_last = (perm is not None and perm[-1] == len(perm) - 1) or _scalar_swapped(reader, tensor.name) or _lone_concat(reader)
         if not keeps_last:
@@ -847,10 +853,8 @@ def _map_value_operand(graph, node):
         if reader is None:
             return None
         if _product_of_computed(reader):
-            b = reader.inputs[1]
-            if b.name != tensor.name or reader.inputs[0].name == b.name or not b.is_static or b.rank < 2:
-                return None
-            return before, unsqueezes, (int(b.shape[-2]), int(b.shape[-1]))
+            dims = _value_dims(reader, tensor)
+            return (before, unsqueezes, dims) if dims else None
         out = _static_shape(reader.outputs[0]) if reader.outputs else None
         shape = _static_shape(tensor)
         if reader.op_type == "Unsqueeze" and out is not None and shape is not None and len(out) == len(shape) + 1 and out[-2:] == shape[-2:]:
