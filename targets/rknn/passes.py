@@ -76,19 +76,27 @@ def _scaled_by(node, op: str, factor: float):
     return None
 
 
+def _one_plus_then_product(graph, node):
+    """(the Add of 1 and `node`'s result, the Mul reading that sum, the Mul's other operand): the
+    tail both GELU spellings share; else None."""
+    add = _next(graph, node, "Add")
+    if add is None or not _near(_scalar(_other_input(add, node.outputs[0].name)), 1.0):
+        return None
+    mul = _next(graph, add, "Mul")
+    other = _other_input(mul, add.outputs[0].name) if mul is not None else None
+    return (add, mul, other) if other is not None else None
+
+
 def _match_exact_gelu(graph, erf):
     """The nodes of x * 0.5 * (1 + Erf(x / sqrt(2))) around `erf`, in PyTorch's export orders, else None."""
     scale = graph.producer(erf.inputs[0].name)
     x = _scaled_by(scale, "Div", SQRT2) or _scaled_by(scale, "Mul", 1 / SQRT2)
     if x is None:
         return None
-    add = _next(graph, erf, "Add")
-    if add is None or not _near(_scalar(_other_input(add, erf.outputs[0].name)), 1.0):
+    found = _one_plus_then_product(graph, erf)
+    if found is None:
         return None
-    mul = _next(graph, add, "Mul")
-    other = _other_input(mul, add.outputs[0].name) if mul is not None else None
-    if other is None:
-        return None
+    add, mul, other = found
     if other.name == x.name:  # (x * (1 + erf)) * 0.5
         half = _next(graph, mul, "Mul")
         return [scale, erf, add, mul, half] if _scaled_by(half, "Mul", 0.5) is not None else None
@@ -146,12 +154,11 @@ def _match_tanh_gelu(graph, tanh):
             break
     else:
         return None
-    add = _next(graph, tanh, "Add")
-    if add is None or not _near(_scalar(_other_input(add, tanh.outputs[0].name)), 1.0):
+    found = _one_plus_then_product(graph, tanh)
+    if found is None:
         return None
-    mul = _next(graph, add, "Mul")
-    other = _other_input(mul, add.outputs[0].name) if mul is not None else None
-    half = _next(graph, mul, "Mul") if other is not None and other.name == x.name else None
+    add, mul, other = found
+    half = _next(graph, mul, "Mul") if other.name == x.name else None
     if _scaled_by(half, "Mul", 0.5) is None:
         return None
     square = graph.producer([t.name for t in c3.inputs if t.name != x.name][0])
