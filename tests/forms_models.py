@@ -1622,3 +1622,88 @@ def cubic_resize(coords: str, after_conv: bool = False, side: int = 96) -> onnx.
 CASES += [Case(f"cubic_resize_{name}", "pool: a cubic Resize of a run-time tensor", build, ("rk3588", "rk3566")) for name, build in (
     ("half_pixel", lambda: cubic_resize("half_pixel")), ("asymmetric", lambda: cubic_resize("asymmetric")),
     ("align_corners", lambda: cubic_resize("align_corners")), ("half_pixel_after_conv", lambda: cubic_resize("half_pixel", after_conv=True)))]
+
+
+# ---- pool: MobileViT(-v1)'s unfolding into patches through the batch axis, then heads -------------
+
+
+def _tokens_attention(p: str, node, tokens: str, c: int, n: int, pp: int, heads: int, rng) -> tuple[list, list, str]:
+    """Attention over the n patches of each of the pp pixel positions (a batch of pp), as timm's
+    MobileViT writes it: a joint q/k/v Linear, Reshape [pp, n, 3, heads, d], Transpose
+    [2, 0, 3, 1, 4], Split and Squeeze, q scaled, k Transposed [0, 1, 3, 2], Softmax, the heads
+    swapped back [0, 2, 1, 3] and merged. Returns nodes, initializers and the output name."""
+    d = c // heads
+    inits = [_const(p + "w_qkv", _weights(rng, c, 3 * c)), _const(p + "scale", np.array(d ** -0.5, np.float32)),
+             _const(p + "s_heads", np.array([pp, n, 3, heads, d], np.int64)), _const(p + "s_merge", np.array([pp, n, c], np.int64)),
+             _const(p + "axis0", np.array([0], np.int64))]
+    nodes = [node("MatMul", [tokens, "w_qkv"], "qkv"),
+             node("Reshape", ["qkv", "s_heads"], "heads_split"),
+             node("Transpose", ["heads_split"], "heads_stack", perm=[2, 0, 3, 1, 4]),
+             helper.make_node("Split", [p + "heads_stack"], [p + "q5", p + "k5", p + "v5"], name=p + "split", axis=0)]
+    nodes += [helper.make_node("Squeeze", [p + part + "5", p + "axis0"], [p + part], name=p + part + "_squeeze") for part in ("q", "k", "v")]
+    nodes += [node("Mul", ["q", "scale"], "q_scaled"),
+              node("Transpose", ["k"], "k_t", perm=[0, 1, 3, 2]),
+              node("MatMul", ["q_scaled", "k_t"], "scores"),
+              node("Softmax", ["scores"], "attn", axis=-1),
+              node("MatMul", ["attn", "v"], "context"),
+              node("Transpose", ["context"], "heads_swap", perm=[0, 2, 1, 3]),
+              node("Reshape", ["heads_swap", "s_merge"], "heads_merge")]
+    return nodes, inits, "heads_merge"
+
+
+def _patch_unfold_v1(prefix: str, rng, c: int, side: int, patch: int, heads: int) -> tuple[list, list, str, str]:
+    """One branch: timm's and transformers' MobileViT unfolding as torch.onnx writes it (a 1x1 Conv,
+    Reshape [C*H/p, p, W/p, p] (the channels and rows go to the batch axis), Transpose [0, 2, 1, 3],
+    Reshape [1, C, N, p*p], Transpose [0, 3, 2, 1], Reshape [p*p, N, C]), attention over the N
+    patches (heads > 0, _tokens_attention) and a Linear, then the fold back (Reshape
+    [1, p*p, N, C], Transpose [0, 3, 2, 1], Reshape [C*H/p, W/p, p, p], Transpose [0, 2, 1, 3],
+    Reshape [1, C, H, W]) and a 1x1 Conv. Returns nodes, initializers, the input and output names."""
+    g, pp, p = side // patch, patch * patch, prefix
+    n = g * g
+    k = lambda name, v: _const(p + name, np.array(v, np.int64))  # noqa: E731
+    inits = [_const(p + "w_in", _weights(rng, c, c, 1, 1)), _const(p + "w_out", _weights(rng, c, c, 1, 1)), _const(p + "w_proj", _weights(rng, c, c)),
+             k("s_unfold", [c * g, patch, g, patch]), k("s_patches", [1, c, n, pp]), k("s_tokens", [pp, n, c]),
+             k("s_back", [1, pp, n, c]), k("s_fold", [c * g, g, patch, patch]), k("s_map", [1, c, side, side])]
+    node = lambda op, ins, name, **kw: helper.make_node(op, [i if i.startswith(p) else p + i for i in ins], [p + name], name=p + name, **kw)  # noqa: E731
+    nodes = [node("Conv", ["x", "w_in"], "conv_in", kernel_shape=[1, 1]),
+             node("Reshape", ["conv_in", "s_unfold"], "unfold_rows"),
+             node("Transpose", ["unfold_rows"], "unfold_swap", perm=[0, 2, 1, 3]),
+             node("Reshape", ["unfold_swap", "s_patches"], "unfold_patches"),
+             node("Transpose", ["unfold_patches"], "unfold_pixels", perm=[0, 3, 2, 1]),
+             node("Reshape", ["unfold_pixels", "s_tokens"], "unfold_tokens")]
+    tokens = "unfold_tokens"
+    if heads:
+        more, more_inits, tokens = _tokens_attention(p, node, tokens, c, n, pp, heads, rng)
+        nodes, inits = nodes + more, inits + more_inits
+    nodes += [node("MatMul", [tokens, "w_proj"], "proj"),
+              node("Reshape", ["proj", "s_back"], "fold_tokens"),
+              node("Transpose", ["fold_tokens"], "fold_pixels", perm=[0, 3, 2, 1]),
+              node("Reshape", ["fold_pixels", "s_fold"], "fold_rows"),
+              node("Transpose", ["fold_rows"], "fold_swap", perm=[0, 2, 1, 3]),
+              node("Reshape", ["fold_swap", "s_map"], "fold_map"),
+              node("Conv", ["fold_map", "w_out"], "y", kernel_shape=[1, 1])]
+    return nodes, inits, p + "x", p + "y"
+
+
+def patch_unfold_v1(variants: tuple) -> onnx.ModelProto:
+    """Independent MobileViT unfoldings ((channels, side, patch, heads) each; heads 0: no attention)
+    packed into one model, one input and one output each, so one conversion gives all their placements."""
+    rng = np.random.default_rng(27)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for c, side, patch, heads in variants:
+        n, i, x, y = _patch_unfold_v1(f"c{c}s{side}p{patch}h{heads}_", rng, c, side, patch, heads)
+        nodes, inits = nodes + n, inits + i
+        inputs.append(_vi(x, [1, c, side, side]))
+        outputs.append(_vi(y, [1, c, side, side]))
+    return _model(nodes, inputs, outputs, inits)
+
+
+# The unfolding and fold alone (a Linear between): the map's width, the patches, the patch size.
+PATCH_UNFOLD_V1_PACKS = {
+    "sizes": ((64, 8, 2, 0), (80, 4, 2, 0), (96, 2, 2, 0), (32, 8, 2, 0)),
+    "widths": ((80, 8, 2, 0), (64, 4, 2, 0), (40, 8, 2, 0), (96, 4, 2, 0), (24, 6, 2, 0), (64, 4, 4, 0)),
+    "patches": ((64, 10, 2, 0), (64, 12, 2, 0), (32, 16, 2, 0), (32, 12, 2, 0)),
+    "patch4": ((64, 16, 4, 0), (32, 32, 4, 0), (64, 8, 4, 0)),
+}
+CASES += [Case(f"patch_unfold_v1_{name}", "pool: a map unfolded into patches through the batch axis and folded back (MobileViT)",
+               lambda v=v: patch_unfold_v1(v), ("rk3566", "rk3588")) for name, v in PATCH_UNFOLD_V1_PACKS.items()]

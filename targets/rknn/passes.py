@@ -1444,3 +1444,79 @@ def patches_unfolded_and_folded(graph, chip):
         graph.eliminate(node)
         if _perm(node) == PATCH_FOLD:
             graph.fuse([pair[0]], "Reshape", attributes={PATCH_FOLD_ATTRIBUTE: int(_static_shape(pair[0].inputs[0])[1])})
+
+
+# MobileViT's unfolding of a map into patches through the batch axis (timm's and transformers'
+# spelling): Reshape [N, C, H, W] -> [N*C*H/p, p, W/p, p], Transpose [0, 2, 1, 3], Reshape
+# [N, C, patches, p*p], Transpose [0, 3, 2, 1], Reshape [N*p*p, patches, C]; the fold mirrors it.
+# The attributes the pass below gives each node of the chain (rules.patches_through_the_batch):
+# its role, and (W/p, W, patches).
+BATCH_PATCHES_ATTRIBUTE = "rknn_batch_patches"
+BATCH_PATCHES_DIMS = "rknn_batch_patches_dims"
+# The layout ops after the unfolding's first Reshape, and before the fold's last one, with their
+# roles (the fold's first Reshape, [p*p, patches, C] -> [1, p*p, patches, C], has none).
+UNFOLD_ROLES = (("Transpose", "between"), ("Reshape", "between"), ("Transpose", "pixels"), ("Reshape", "after_pixels"))
+FOLD_ROLES = (("Reshape", None), ("Transpose", "between"), ("Reshape", "after_pixels"), ("Transpose", "between"))
+
+
+def _rows_in_batch(map_shape, rows) -> bool:
+    """Whether `rows` is the map [N, C, H, W] with its channels and rows of patches moved to the
+    batch axis: [N*C*H/p, p, W/p, p]."""
+    if map_shape is None or rows is None or len(map_shape) != 4 or len(rows) != 4:
+        return False
+    n, c, h, w = map_shape
+    return rows[0] * rows[1] == n * c * h and rows[2] * rows[3] == w and rows[0] > n and rows[0] % (n * c) == 0
+
+
+def _layout_chain(graph, node, roles, forward: bool) -> list | None:
+    """The layout nodes after (forward) or before `node`, one reader each, with the op types of
+    `roles` in order (nearest first going forward, farthest first going back); else None. A
+    Transpose of unit axes may already read as a Reshape (transpose_of_unit_axes_is_a_reshape)."""
+    chain, current = [], node
+    for op_type, _ in roles if forward else reversed(roles):
+        if forward:
+            nxt = graph.only_consumer(current.outputs[0].name) if current.outputs else None
+        else:
+            nxt = graph.producer(current.inputs[0].name) if current.inputs else None
+            nxt = nxt if nxt is not None and graph.only_consumer(nxt.outputs[0].name) is current else None
+        if nxt is None or nxt.op_type not in (op_type, "Reshape"):
+            return None
+        chain.append(nxt)
+        current = nxt
+    return chain if forward else chain[::-1]
+
+
+def _batch_patch_chains(graph):
+    """(the map's Reshape, its rows [N*C*H/p, p, W/p, p], the map [N, C, H, W], the chain's nodes
+    with their roles) for each unfolding and fold."""
+    found = []
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        x, out = _static_shape(node.inputs[0]) if node.inputs else None, _static_shape(node.outputs[0]) if node.outputs else None
+        unfolds, folds = _rows_in_batch(x, out), _rows_in_batch(out, x)
+        roles = UNFOLD_ROLES if unfolds else FOLD_ROLES if folds else None
+        chain = _layout_chain(graph, node, roles, forward=unfolds) if roles else None
+        if chain is not None:
+            found.append((node, out if unfolds else x, x if unfolds else out, list(zip(chain, (r for _, r in roles)))))
+    return found
+
+
+@RULES.graph_pass("Reshape", "Transpose", OBSERVED=TOOLKIT_OBSERVED)
+def patches_through_the_batch(graph, chip):
+    """{OBSERVED} reads MobileViT's unfolding of a map into patches through the batch axis (Reshape [N, C, H, W] -> [N*C*H/p, p, W/p, p], Transpose [0, 2, 1, 3], Reshape [N, C, patches, p*p], Transpose [0, 3, 2, 1], Reshape [N*p*p, patches, C]) and the fold back as one chain of layout layers; where the map is one patch wide (W = p) the chain moves no data and its Transposes have no layer. Each other node is marked with its place in the chain (rules.patches_through_the_batch_on_cpu places it).
+
+    Measured on tests/forms_models.py patch_unfold_v1 (C = 24 to 96, maps of 2x2 to 32x32, 2x2
+    and 4x4 patches, 2 or 4 heads; RK3566 and RK3588) and MobileViT-XXS's three blocks.
+    """
+    for rows, rows_shape, map_shape, chain in _batch_patch_chains(graph):
+        grid = _static_shape(chain[1][0].outputs[0])  # [N, C, patches, p*p]
+        dims = [int(rows_shape[2]), int(map_shape[3]), int(grid[2]) if grid and len(grid) == 4 else 0]
+        for node, role in [(rows, "map"), *chain]:
+            if role is None:
+                continue
+            if dims[0] == 1 and node.op_type == "Transpose":
+                graph.eliminate(node)
+                continue
+            attributes = {BATCH_PATCHES_ATTRIBUTE: role, BATCH_PATCHES_DIMS: dims}
+            if node.op_type == "Transpose":
+                attributes["perm"] = _perm(node)
+            graph.fuse([node], node.op_type, attributes=attributes)

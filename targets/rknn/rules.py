@@ -976,6 +976,29 @@ def patch_fold_reshape_layer(node: NodeView, chip: str):
     return Offence(int(channels), "channels of the folded patches")
 
 
+@RULES.rule("Reshape", "Transpose", chips=("rk3566", "rk3568", "rk3588"), ALIGN=16)
+def patches_through_the_batch_on_cpu(node: NodeView, chip: str):
+    """The toolkit runs on the CPU MobileViT's unfolding of a map more than one patch wide into patches through the batch axis, and the fold back: on RK3566/RK3568 every layout layer of the chain but the fold's first Reshape; on RK3588 the Reshapes to and from [N*C*H/p, p, W/p, p] unless the map's width is a multiple of {ALIGN}, and the patch-pixel Transpose [0, 3, 2, 1] and the Reshape after it (on the fold, that Reshape) unless the patches are a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed; the pass patches_through_the_batch marks the chain).
+
+    Measured on tests/forms_models.py patch_unfold_v1 with 2x2 patches: width 4, 6, 8, 10, 12
+    (RK3588: its Reshapes on the CPU) and 16 (NPU); 4, 9, 25, 36 patches (RK3588: the pixels'
+    Transpose on the CPU) and 16, 64 (NPU); 4x4 patches of 8x8 (CPU), 16x16 and 32x32 maps (NPU);
+    a map one patch wide (2x2 map, 2x2 patches; 4x4 map, 4x4 patches): all on the NPU, both chips.
+    Matches MobileViT-XXS's three blocks (8x8, 4x4 and 2x2 maps) on RK3566 and RK3588.
+    """
+    role, dims = node.attr("rknn_batch_patches"), node.attr("rknn_batch_patches_dims")
+    if role is None or dims is None or len(dims) != 3 or int(dims[0]) <= 1:
+        return None
+    wide, width, patches = (int(d) for d in dims)
+    if chip != "rk3588":
+        return Offence(f"{wide} patches wide", "map unfolded through the batch axis")
+    if role == "map" and width % 16:
+        return Offence(width, "map width unfolded through the batch axis")
+    if role in ("pixels", "after_pixels") and patches % 16:
+        return Offence(patches, "patches unfolded through the batch axis")
+    return None
+
+
 # Producers of an Add's other operand whose layer the Add joins (the toolkit's MatMul/Conv
 # with an added tensor, as ConvAdd layers show it): measured.
 ADD_JOINS_LAYER_OF = ("MatMul", "Add", "Gemm")
