@@ -197,5 +197,5 @@ class TapResult:
     # [int] per sample, "ops": per quantised node {"node", "op_type", "all_but", "alone": {output:
     # tap_numpy moments}, "all_but_argmax", "alone_argmax"}} (argmax of the first output); where the
     # target gives them, "*_values" beside each "*_argmax": one score per sample of the first output
-    # (ESP-DL: its highest value; RKNN: its first), for an AUROC.
+    # (its highest value: a detector's best anchor), for an AUROC.
     brute_force: dict | None = None

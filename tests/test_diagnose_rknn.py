@@ -50,3 +50,14 @@ def test_onnxruntime_path_agrees_and_names_the_outlier(outlier_diagnosis):
     qdq = next(p for p in outlier_diagnosis["paths"] if p["path"] == "onnxruntime-qdq")
     assert qdq["first_sharp_drop"]["node"] == "conv1"
     assert any(c["node"] == "conv1" and c["cause"] == "outlier_range" for c in qdq["causes"])
+
+
+def test_brute_force_scores_each_sample_by_its_highest_value():
+    """A per-anchor output (BlazeFace's 896 classificators) is scored by its best anchor, as build's
+    --metric-output and ESP-DL's brute force score it; not by its first value."""
+    import numpy as np
+
+    from edgedeploy.targets.rknn.diagnose import per_sample
+
+    found = per_sample(np.array([[0.1, 3.0, -1.0], [2.0, 0.5, 0.0]]), "alone")
+    assert found == {"alone_argmax": [1, 0], "alone_values": [3.0, 2.0]}

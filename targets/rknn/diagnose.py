@@ -139,11 +139,18 @@ def _layer_groups(layers: list[str], graph: onnx.GraphProto, wanted: list[str]) 
     return [g for g in groups if g["layers"]]
 
 
+def per_sample(flat: np.ndarray, key: str) -> dict:
+    """`key`_argmax and `key`_values of a run's first output ([samples, values]): per sample its largest
+    element's index and its highest value (a detector's best anchor, as build's --metric-output and
+    ESP-DL's brute force score it; a one-score output's own value)."""
+    return {key + "_argmax": flat.argmax(axis=1).tolist(), key + "_values": flat.max(axis=1).tolist()}
+
+
 def _brute_force(target, request: TapRequest, work: Path) -> dict:
     """TapRequest.brute_force_outputs on the simulator (worker_brute_force.py): per ONNX node, the
     outputs with its layers alone kept in float16 and alone in int8 (every other measured node's
     layers float16), against ONNX Runtime's float model on the same evaluation inputs
-    (TapResult.brute_force, plus each run's first output per sample as `*_values` for a task metric
+    (TapResult.brute_force, plus per sample the first output's highest value as `*_values` for a task metric
     that is not an argmax)."""
     from edgedeploy.accuracy import tap_numpy
     from edgedeploy.arrays import read_arrays, write_arrays
@@ -176,14 +183,13 @@ def _brute_force(target, request: TapRequest, work: Path) -> dict:
     for variant, got in runs[1:]:
         key = "all_but" if variant["kind"] == "keep" else "alone"
         by_group.setdefault(variant["group"], {}).update({key: {o: tap_numpy.moments(reference[o], got[o]) for o in outputs},
-                                                          key + "_argmax": first(got).argmax(axis=1).tolist(), key + "_values": first(got)[:, 0].tolist()})
+                                                          **per_sample(first(got), key)})
     op_type = {name: node.op_type for name, node in zip(node_names(graph), graph.node)}
     # A node is ranked only when both its variants ran; one the toolkit refused is said with its reason.
     ops = [{"node": groups[i]["node"], "op_type": op_type[groups[i]["node"]], "layers": groups[i]["layers"], **figures}
            for i, figures in sorted(by_group.items()) if "all_but" in figures and "alone" in figures]
     every = runs[0][1]
-    return {"float_argmax": first(reference).argmax(axis=1).tolist(), "every_argmax": first(every).argmax(axis=1).tolist(),
-            "float_values": first(reference)[:, 0].tolist(), "every_values": first(every)[:, 0].tolist(),
+    return {**per_sample(first(reference), "float"), **per_sample(first(every), "every"),
             "every": {o: tap_numpy.moments(reference[o], every[o]) for o in outputs}, "ops": ops,
             "without_layers": [n for n in wanted if n not in {g["node"] for g in groups}],
             "not_reached": [g["node"] for i, g in enumerate(groups) if i not in by_group and (i, "keep") not in refused],
