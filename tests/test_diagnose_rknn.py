@@ -57,7 +57,7 @@ def test_brute_force_scores_each_sample_by_its_highest_value():
     --metric-output and ESP-DL's brute force score it; not by its first value."""
     import numpy as np
 
-    from edgedeploy.targets.rknn.diagnose import per_sample
+    from edgedeploy.targets.brute_force import per_sample
 
     found = per_sample(np.array([[0.1, 3.0, -1.0], [2.0, 0.5, 0.0]]), "alone")
     assert found == {"alone_argmax": [1, 0], "alone_values": [3.0, 2.0]}

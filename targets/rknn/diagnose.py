@@ -11,7 +11,6 @@ abs error is not known. Rows without figures were fused into the next row's laye
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +27,6 @@ WORKER = Path(__file__).with_name("worker_diagnose.py")
 # accuracy_analysis runs one sample per call and dumps every layer (about 1-2 s each on a small
 # model): a few samples give stable figures at a bounded cost.
 ANALYSIS_SAMPLES = 4
-# The brute force starts no layer's pair of builds after this many seconds (each pair is two
-# hybrid_quantization_step2 builds and two simulator runs); the layers not reached are said.
-BRUTE_FORCE_DEADLINE_S = float(os.environ.get("EDGEDEPLOY_BRUTE_FORCE_DEADLINE_S", "2400"))
 
 
 def _isolated_moments(ref_sq: float, cosine: float | None, euclidean: float | None) -> dict | None:
@@ -139,21 +135,14 @@ def _layer_groups(layers: list[str], graph: onnx.GraphProto, wanted: list[str]) 
     return [g for g in groups if g["layers"]]
 
 
-def per_sample(flat: np.ndarray, key: str) -> dict:
-    """`key`_argmax and `key`_values of a run's first output ([samples, values]): per sample its largest
-    element's index and its highest value (a detector's best anchor, as build's --metric-output and
-    ESP-DL's brute force score it; a one-score output's own value)."""
-    return {key + "_argmax": flat.argmax(axis=1).tolist(), key + "_values": flat.max(axis=1).tolist()}
-
-
 def _brute_force(target, request: TapRequest, work: Path) -> dict:
     """TapRequest.brute_force_outputs on the simulator (worker_brute_force.py): per ONNX node, the
     outputs with its layers alone kept in float16 and alone in int8 (every other measured node's
     layers float16), against ONNX Runtime's float model on the same evaluation inputs
     (TapResult.brute_force, plus per sample the first output's highest value as `*_values` for a task metric
     that is not an argmax)."""
-    from edgedeploy.accuracy import tap_numpy
-    from edgedeploy.arrays import read_arrays, write_arrays
+    from edgedeploy.arrays import write_arrays
+    from edgedeploy.targets.brute_force import DEADLINE_S, figures
     from edgedeploy.measure.reference import ReferenceRunner
 
     specs = model_input_specs(load_model(request.model_path, require_static=True))
@@ -168,32 +157,13 @@ def _brute_force(target, request: TapRequest, work: Path) -> dict:
     wanted = list(request.brute_force_nodes or node_names(graph))
     groups = _layer_groups(step1["layers"], graph, wanted)
     payload = {"mode": "variants", "files": step1["files"], "groups": groups, "eval_inputs": str(work / "bf_eval.npz"), "input_names": names,
-               "output_names": [o.name for o in graph.output], "deadline_s": BRUTE_FORCE_DEADLINE_S,
+               "output_names": [o.name for o in graph.output], "deadline_s": DEADLINE_S,
                "data_formats": ["nchw" if len(s.shape) == 4 else None for s in specs]}
     request.echo(f"brute force: rknn-toolkit2 hybrid quantisation, {len(groups)} of {len(wanted)} nodes with layers of their own, two builds each, on {len(measured)} samples")
     result = request.executor.run_worker(target.toolchain, WORKER.with_name("worker_brute_force.py"), payload, work / "brute2")
     reference = {o: ReferenceRunner(request.model_path).run(dict(measured.inputs)).outputs[o] for o in outputs}
-
-    def first(values: dict) -> np.ndarray:
-        return values[outputs[0]].reshape(len(measured), -1)
-
-    runs = [(v, read_arrays(Path(v["outputs"]))) for v in result["variants"] if "outputs" in v]
-    refused = {(v["group"], v["kind"]): v["error"] for v in result["variants"] if "error" in v}
-    by_group: dict[int, dict] = {}
-    for variant, got in runs[1:]:
-        key = "all_but" if variant["kind"] == "keep" else "alone"
-        by_group.setdefault(variant["group"], {}).update({key: {o: tap_numpy.moments(reference[o], got[o]) for o in outputs},
-                                                          **per_sample(first(got), key)})
     op_type = {name: node.op_type for name, node in zip(node_names(graph), graph.node)}
-    # A node is ranked only when both its variants ran; one the toolkit refused is said with its reason.
-    ops = [{"node": groups[i]["node"], "op_type": op_type[groups[i]["node"]], "layers": groups[i]["layers"], **figures}
-           for i, figures in sorted(by_group.items()) if "all_but" in figures and "alone" in figures]
-    every = runs[0][1]
-    return {**per_sample(first(reference), "float"), **per_sample(first(every), "every"),
-            "every": {o: tap_numpy.moments(reference[o], every[o]) for o in outputs}, "ops": ops,
-            "without_layers": [n for n in wanted if n not in {g["node"] for g in groups}],
-            "not_reached": [g["node"] for i, g in enumerate(groups) if i not in by_group and (i, "keep") not in refused],
-            "refused": {f"{groups[i]['node']} ({kind})": error for (i, kind), error in refused.items()}, "toolkit_version": step1.get("toolkit_version")}
+    return {**figures(result["variants"], groups, reference, outputs, len(measured), op_type, wanted), "toolkit_version": step1.get("toolkit_version")}
 
 
 def accuracy_taps(target, request: TapRequest) -> TapResult:

@@ -16,9 +16,9 @@ with the float model.
 import os
 import re
 import shutil
-import time
 
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")
+SWEEP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "brute_force_sweep.py")
 
 
 def _layers_of(cfg_path):
@@ -87,26 +87,13 @@ def run(request, ctx):
     names = request["input_names"]
     data = ctx.arrays.read_arrays(request["eval_inputs"], names)
     formats = request["data_formats"] if any(request["data_formats"]) else None
-    # Per node its two variants together, so that a sweep stopped by the deadline leaves whole pairs.
-    variants = [("every", None, [])]
-    for index, group in enumerate(groups):
-        variants.append(("keep", index, group["layers"]))
-        variants.append(("alone", index, [layer for other in groups if other is not group for layer in other["layers"]]))
-    results, started, deadline = [], time.monotonic(), float(request.get("deadline_s") or 1e9)
-    for index, (kind, group, float16) in enumerate(variants):
-        if kind != "alone" and time.monotonic() - started > deadline:
-            ctx.log("brute force: deadline of %.0f s reached after %d of %d variants" % (deadline, index, len(variants)))
-            break
-        try:
-            outs = _variant(base, ctx, files, float16, data, names, formats, index)
-        except Exception as exc:  # noqa: BLE001 - one variant the toolkit refuses is said, the sweep goes on
-            if kind == "every":
-                raise
-            results.append({"kind": kind, "group": group, "error": "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[-1] if str(exc).strip() else "")})
-            ctx.log("brute force: variant %d failed: %s" % (index + 1, results[-1]["error"]))
-            continue
+    sweep = ctx.load_module(SWEEP, "brute_force_sweep")
+
+    def measure(float16, index):
+        outs = _variant(base, ctx, files, float16, data, names, formats, index)
         path = os.path.join(ctx.workdir, "variant_%d.npz" % index)
         ctx.arrays.write_arrays(path, {name: o for name, o in zip(request["output_names"], outs)})
-        results.append({"kind": kind, "group": group, "outputs": path})
-        ctx.log("brute force: variant %d of %d (%s %s) after %.0f s" % (index + 1, len(variants), kind, groups[group]["node"] if group is not None else "", time.monotonic() - started))
-    return {"variants": results}
+        return path
+
+    everything = [layer for group in groups for layer in group["layers"]]
+    return {"variants": sweep.sweep(groups, everything, measure, ctx, float(request.get("deadline_s") or 1e9))}
