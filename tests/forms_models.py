@@ -1627,13 +1627,15 @@ CASES += [Case(f"cubic_resize_{name}", "pool: a cubic Resize of a run-time tenso
 # ---- pool: MobileViT(-v1)'s unfolding into patches through the batch axis, then heads -------------
 
 
-def _tokens_attention(p: str, node, tokens: str, c: int, n: int, pp: int, heads: int, rng) -> tuple[list, list, str]:
+def _tokens_attention(p: str, node, tokens: str, c: int, n: int, pp: int, heads: int, rng, scale_both: bool = False) -> tuple[list, list, str]:
     """Attention over the n patches of each of the pp pixel positions (a batch of pp), as timm's
     MobileViT writes it: a joint q/k/v Linear, Reshape [pp, n, 3, heads, d], Transpose
-    [2, 0, 3, 1, 4], Split and Squeeze, q scaled, k Transposed [0, 1, 3, 2], Softmax, the heads
-    swapped back [0, 2, 1, 3] and merged. Returns nodes, initializers and the output name."""
+    [2, 0, 3, 1, 4], Split and Squeeze, q scaled (`scale_both`: q and the transposed k each by the
+    scale's square root, as scaled_dot_product_attention's export does), k Transposed
+    [0, 1, 3, 2], Softmax, the heads swapped back [0, 2, 1, 3] and merged. Returns nodes,
+    initializers and the output name."""
     d = c // heads
-    inits = [_const(p + "w_qkv", _weights(rng, c, 3 * c)), _const(p + "scale", np.array(d ** -0.5, np.float32)),
+    inits = [_const(p + "w_qkv", _weights(rng, c, 3 * c)), _const(p + "scale", np.array(d ** (-0.25 if scale_both else -0.5), np.float32)),
              _const(p + "s_heads", np.array([pp, n, 3, heads, d], np.int64)), _const(p + "s_merge", np.array([pp, n, c], np.int64)),
              _const(p + "axis0", np.array([0], np.int64))]
     nodes = [node("MatMul", [tokens, "w_qkv"], "qkv"),
@@ -1642,8 +1644,10 @@ def _tokens_attention(p: str, node, tokens: str, c: int, n: int, pp: int, heads:
              helper.make_node("Split", [p + "heads_stack"], [p + "q5", p + "k5", p + "v5"], name=p + "split", axis=0)]
     nodes += [helper.make_node("Squeeze", [p + part + "5", p + "axis0"], [p + part], name=p + part + "_squeeze") for part in ("q", "k", "v")]
     nodes += [node("Mul", ["q", "scale"], "q_scaled"),
-              node("Transpose", ["k"], "k_t", perm=[0, 1, 3, 2]),
-              node("MatMul", ["q_scaled", "k_t"], "scores"),
+              node("Transpose", ["k"], "k_t", perm=[0, 1, 3, 2])]
+    if scale_both:
+        nodes.append(node("Mul", ["k_t", "scale"], "k_scaled"))
+    nodes += [node("MatMul", ["q_scaled", "k_scaled" if scale_both else "k_t"], "scores"),
               node("Softmax", ["scores"], "attn", axis=-1),
               node("MatMul", ["attn", "v"], "context"),
               node("Transpose", ["context"], "heads_swap", perm=[0, 2, 1, 3]),
@@ -1707,3 +1711,32 @@ PATCH_UNFOLD_V1_PACKS = {
 }
 CASES += [Case(f"patch_unfold_v1_{name}", "pool: a map unfolded into patches through the batch axis and folded back (MobileViT)",
                lambda v=v: patch_unfold_v1(v), ("rk3566", "rk3588")) for name, v in PATCH_UNFOLD_V1_PACKS.items()]
+
+
+def batched_attention(variants: tuple) -> onnx.ModelProto:
+    """Independent attention blocks over a batch of token sets ((batch, tokens, heads, head size)
+    each: MobileViT's attention over the patches of each pixel position, _tokens_attention),
+    between two Linears, packed into one model, one input [batch, tokens, C] and output each."""
+    rng = np.random.default_rng(27)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for b, n, heads, d, *both in variants:
+        p, c = f"b{b}n{n}h{heads}d{d}{'s' if both else ''}_", heads * d
+        node = lambda op, ins, name, p=p, **kw: helper.make_node(op, [i if i.startswith(p) else p + i for i in ins], [p + name], name=p + name, **kw)  # noqa: E731
+        more, more_inits, tokens = _tokens_attention(p, node, "lin_in", c, n, b, heads, rng, scale_both=bool(both))
+        nodes += [node("MatMul", ["x", "w_in"], "lin_in"), *more, node("MatMul", [tokens, "w_out"], "y")]
+        inits += [_const(p + "w_in", _weights(rng, c, c)), _const(p + "w_out", _weights(rng, c, c)), *more_inits]
+        inputs.append(_vi(p + "x", [b, n, c]))
+        outputs.append(_vi(p + "y", [b, n, c]))
+    return _model(nodes, inputs, outputs, inits)
+
+
+BATCHED_ATTENTION_PACKS = {
+    "heads": ((4, 4, 4, 20), (4, 16, 4, 20), (4, 16, 4, 16), (1, 16, 4, 20), (4, 9, 2, 16), (4, 1, 4, 24)),
+    "tokens": ((4, 8, 2, 16), (4, 12, 2, 16), (2, 16, 2, 24), (1, 16, 4, 12), (4, 16, 4, 12), (4, 1, 4, 16)),
+    "scaled": ((4, 4, 4, 20, "both"), (4, 16, 4, 16, "both"), (2, 9, 2, 16, "both"), (2, 16, 4, 20), (9, 49, 2, 16), (9, 16, 2, 16, "both")),
+}
+# (batch, tokens, heads, head size[, q and k both scaled]). Not recorded: 2 heads of 12 (C = 24) on
+# RK3588, where the toolkit runs the last Linear (a 3-D model output 24 wide) on the NPU and the
+# audit says CPU (unaligned_3d_model_output, another mechanism: not studied here).
+CASES += [Case(f"batched_attention_{name}", "pool: attention over a batch of token sets (MobileViT's patches of each pixel position)",
+               lambda v=v: batched_attention(v), ("rk3566", "rk3588")) for name, v in BATCHED_ATTENTION_PACKS.items()]

@@ -872,6 +872,69 @@ def _map_value_operand(graph, node):
     return None
 
 
+# The attribute the pass below gives a batched attention's layout layers of their own, so that
+# transposes_merged_into_matmul leaves them (Transpose layers, placed by the chip's own rules).
+BATCHED_HEADS_ATTRIBUTE = "rknn_batched_heads_layer"
+
+
+def _batched_heads(t) -> tuple[int, int] | None:
+    """(tokens, head size) of a 4-D [B, heads, tokens, head size] with a batch B > 1 (MobileViT's
+    attention over each pixel position's patches, windowed attention), else None."""
+    shape = _static_shape(t)
+    return (int(shape[2]), int(shape[3])) if shape is not None and len(shape) == 4 and shape[0] > 1 else None
+
+
+def _key_scales(graph, node) -> list | None:
+    """The scalar Muls/Divs between `node` and the product it is the second operand of (attention's
+    key, transposed), or None when its result is not that operand."""
+    tensor, scales = node.outputs[0], []
+    for _ in range(MAX_LAYOUT_HOPS):
+        reader = graph.only_consumer(tensor.name)
+        if reader is not None and _product_of_computed(reader):
+            return scales if reader.inputs[1].name == tensor.name and reader.inputs[0].name != tensor.name else None
+        if reader is None or not _scalar_swapped(reader, tensor.name):
+            return None
+        scales.append(reader)
+        tensor = reader.outputs[0]
+    return None
+
+
+def _batched_split_heads(graph, node):
+    """The heads' Reshape [B, T, C] -> [B, T, parts, H, D] (B > 1) before `node`, a Transpose
+    [2, 0, 3, 1, 4] whose parts are unbound by a Split; else None."""
+    heads = _heads_reshape(graph, node)
+    x = _static_shape(heads.inputs[0]) if heads is not None else None
+    readers = graph.consumers(node.outputs[0].name)
+    if x is None or len(x) != 3 or x[0] <= 1 or _perm(node) != [2, 0, 3, 1, 4] or [r.op_type for r in readers] != ["Split"]:
+        return None
+    return heads
+
+
+@RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED, ALIGN=8)
+def batched_attention_layouts(graph, chip):
+    """{OBSERVED} lays out attention over a batch of token sets (B > 1: MobileViT's attention over the patches of each pixel position) otherwise than attention over one: the heads' split of a joint q/k/v projection (Reshape, Transpose [2, 0, 3, 1, 4], Split) stays on the NPU whatever the head size; the key's Transpose [0, 1, 3, 2] into the scores' product, with the scalar scales after it, is a Transpose layer of its own unless its tokens and head size are multiples of {ALIGN}; and so is the Transpose [0, 2, 1, 3] after attn @ v unless the head size is. On RK3566/RK3568 those Transpose layers run on the CPU.
+
+    Measured on tests/forms_models.py batched_attention on RK3566 (batch 2, 4, 9; tokens 1, 4, 8,
+    9, 12, 16, 49; heads of 12, 16, 20, 24; q alone or q and k scaled): the key's Transpose on the
+    CPU for 4, 9, 12, 49 tokens or heads of 12 and 20; the heads' swap back for heads of 12 and 20;
+    the split on the NPU. With a batch of 1 (the same builder) none of this: the split of heads of
+    12 or 20 on the CPU, the Transposes merged. The pass runs before transposes_merged_into_matmul.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if not node.outputs or graph.producer(node.outputs[0].name) is not node:
+            continue
+        perm, dims = _perm(node), _batched_heads(node.inputs[0])
+        split = _batched_split_heads(graph, node)
+        if split is not None:
+            graph.fuse([split, node], "Reshape", leader=split, attributes={BATCHED_HEADS_ATTRIBUTE: 0})
+        elif dims is None:
+            continue
+        elif perm == [0, 1, 3, 2] and (dims[0] % 8 or dims[1] % 8) and _key_scales(graph, node) is not None:
+            graph.fuse([node, *_key_scales(graph, node)], "Transpose", leader=node, attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(dims)})
+        elif perm == [0, 2, 1, 3] and dims[1] % 8 and (before := graph.producer(node.inputs[0].name)) is not None and _product_of_computed(before):
+            graph.fuse([node], "Transpose", attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(dims)})
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
 def transposes_merged_into_matmul(graph, chip):
     """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, Concats of one tensor (GPT-2's key/value cache with no past), parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split).
@@ -887,8 +950,8 @@ def transposes_merged_into_matmul(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node:
             continue  # joined the heads' Reshape with the Transpose before it
-        if node.attr(KV_KEY_ATTRIBUTE) is not None or node.attr(PRODUCT_TRANSPOSE_ATTRIBUTE) is not None:
-            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops)
+        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE)):
+            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts)
         if not (_reaches_matmul(graph, node, forward=True) or _reaches_matmul(graph, node, forward=False)):
             continue
         heads = _heads_reshape(graph, node)
