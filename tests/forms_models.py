@@ -933,10 +933,10 @@ def strided_slice_in_context(form: str) -> onnx.ModelProto:
 
 
 # Not recorded (the audit disagrees; the mechanism is not found yet): rknn-toolkit2 2.5.0 runs both
-# step-2 Slices of rotate_half and of subsample4 on the NPU (as in EVA-02 and LeViT's first
-# subsampling), and those of subsample2 on the CPU with the Reshape after them (LeViT's second),
-# where every step-2 Slice alone (strided_slice: between two Convs, before a Relu, any axis, step
-# 2, 3, 4 or -2) runs on the CPU.
+# step-2 Slices of rotate_half on the NPU (as in EVA-02), where every step-2 Slice alone
+# (strided_slice: between two Convs, before a Relu, any axis, step 2, 3, 4 or -2) runs on the CPU.
+# subsample4 (NPU) and subsample2 (CPU with the Reshape after them) are LeViT's subsampling, kept
+# to more than one token or to one: probed and recorded as subsample_pack (passes.subsampled_token_grid).
 
 
 # ---- pool (issue 27, rk3588 tuning part): the token ids Reshaped before the embedding Gather ------
@@ -1740,3 +1740,33 @@ BATCHED_ATTENTION_PACKS = {
 # audit says CPU (unaligned_3d_model_output, another mechanism: not studied here).
 CASES += [Case(f"batched_attention_{name}", "pool: attention over a batch of token sets (MobileViT's patches of each pixel position)",
                lambda v=v: batched_attention(v), ("rk3566", "rk3588")) for name, v in BATCHED_ATTENTION_PACKS.items()]
+
+
+def subsample_pack(variants: tuple) -> onnx.ModelProto:
+    """LeViT's subsampled queries, (side, channels, step) each, packed one input and output each: a
+    Linear on [1, side*side, C] tokens, Reshape to the [1, side, side, C] grid, Slice of the rows and
+    of the columns with `step` (x[:, ::step, ::step], INT64_MAX as the end), Reshape back to tokens
+    [1, -1, C], a Linear."""
+    rng = np.random.default_rng(16)
+    k = _Constants("tensor")
+    big, nodes, inits, inputs, outputs = 1 << 62, [], [], [], []
+    for side, ch, step in variants:
+        p, kept = f"s{side}c{ch}t{step}_", len(range(0, side, step))
+        nodes += [helper.make_node("MatMul", [p + "x", p + "w1"], [p + "t"], name=p + "proj"),
+                  helper.make_node("Reshape", [p + "t", k([1, side, side, ch])], [p + "g"], name=p + "to_grid"),
+                  helper.make_node("Slice", [p + "g", k([0]), k([big]), k([1]), k([step])], [p + "r"], name=p + "rows"),
+                  helper.make_node("Slice", [p + "r", k([0]), k([big]), k([2]), k([step])], [p + "rc"], name=p + "cols"),
+                  helper.make_node("Reshape", [p + "rc", k([1, -1, ch])], [p + "q"], name=p + "to_tokens"),
+                  helper.make_node("MatMul", [p + "q", p + "w2"], [p + "y"], name=p + "out")]
+        inits += [_const(p + "w1", _weights(rng, ch, ch)), _const(p + "w2", _weights(rng, ch, ch))]
+        inputs.append(_vi(p + "x", [1, side * side, ch]))
+        outputs.append(_vi(p + "y", [1, kept * kept, ch]))
+    return _model(k.nodes + nodes, inputs, outputs, inits)
+
+
+SUBSAMPLE_PACKS = {
+    "sides": ((2, 32, 2), (4, 32, 2), (3, 32, 2), (6, 32, 2), (8, 32, 2), (2, 128, 2), (4, 128, 2), (7, 64, 2)),
+    "steps": ((4, 32, 4), (4, 32, 3), (6, 32, 3), (5, 32, 4), (3, 32, 3), (8, 32, 8), (8, 32, 4)),
+}
+CASES += [Case(f"subsample_{name}", "pool: LeViT's subsampled queries (a token grid sliced with a step, back to tokens)",
+               lambda v=v: subsample_pack(v), ("rk3566", "rk3588")) for name, v in SUBSAMPLE_PACKS.items()]

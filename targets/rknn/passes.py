@@ -1583,3 +1583,54 @@ def patches_through_the_batch(graph, chip):
             if node.op_type == "Transpose":
                 attributes["perm"] = _perm(node)
             graph.fuse([node], node.op_type, attributes=attributes)
+
+
+# The attribute the pass below gives the Reshape of LeViT's tokens into a grid that is subsampled
+# to a single token (rules.grid_reshape_before_a_one_token_subsample).
+ONE_TOKEN_GRID_ATTRIBUTE = "rknn_one_token_grid"
+
+
+def _ints(t) -> list[int] | None:
+    return [int(v) for v in t.value.reshape(-1)] if t is not None and t.present and t.value is not None else None
+
+
+def _subsampled_grid(graph, rows):
+    """(the Reshape to the grid, the columns' Slice, the Reshape back, tokens kept) when `rows` is
+    the first of LeViT's subsampling Slices: tokens [1, T, C] Reshaped to a grid [1, H, W, C],
+    Slices with a step > 1 along axes 1 and 2 (one each, one reader each), Reshaped back to
+    [1, T', C]; else None."""
+    grid = graph.producer(rows.inputs[0].name) if rows.inputs else None
+    cols = graph.only_consumer(rows.outputs[0].name) if rows.outputs else None
+    back = graph.only_consumer(cols.outputs[0].name) if cols is not None and cols.op_type == "Slice" else None
+    if grid is None or back is None or grid.op_type != "Reshape" or back.op_type != "Reshape":
+        return None
+    tokens, shape, kept = _static_shape(grid.inputs[0]), _static_shape(grid.outputs[0]), _static_shape(back.outputs[0])
+    if not tokens or not shape or not kept or len(tokens) != 3 or len(shape) != 4 or len(kept) != 3:
+        return None
+    axes = [(_ints(s.inputs[3]) if len(s.inputs) > 3 else None) for s in (rows, cols)]
+    steps = [(_ints(s.inputs[4]) if len(s.inputs) > 4 else None) for s in (rows, cols)]
+    if sorted(a[0] % 4 for a in axes if a and len(a) == 1) != [1, 2] or not all(s and len(s) == 1 and s[0] > 1 for s in steps):
+        return None
+    return grid, cols, back, int(kept[1])
+
+
+@RULES.graph_pass("Slice", OBSERVED=TOOLKIT_OBSERVED)
+def subsampled_token_grid(graph, chip):
+    """{OBSERVED} takes LeViT's subsampled queries (tokens Reshaped to a grid, x[:, ::s, ::s] as two Slices with a step, Reshaped back to tokens) as one strided slice on the NPU, whatever the step, while more than one token is kept; where a single token is kept it runs both Slices on the CPU, and the Reshape back to tokens with them (its pass fuse_two_reshape names it so).
+
+    Measured on tests/forms_models.py subsample_pack on RK3566 and RK3588: grids of 3 to 8 with
+    steps 2, 3, 4 keeping 4 to 16 tokens (NPU), and 2x2 step 2, 3x3 step 3, 4x4 step 4, 8x8 step
+    8 (one token: CPU); LeViT-128S's two subsamplings (4x4 and 2x2, step 2) in the pool.
+    """
+    for rows in [n for n in graph.nodes if n.op_type == "Slice"]:
+        if graph.producer(rows.outputs[0].name) is not rows:
+            continue
+        found = _subsampled_grid(graph, rows)
+        if found is None:
+            continue
+        grid, cols, back, kept = found
+        if kept > 1:
+            graph.fuse([rows, cols], "Slice", leader=rows, attributes={}, inputs=[rows.inputs[0]])
+        else:
+            graph.fuse([cols, back], "Slice", leader=cols)
+            graph.fuse([grid], "Reshape", attributes={ONE_TOKEN_GRID_ATTRIBUTE: int(_static_shape(grid.outputs[0])[1])})

@@ -976,6 +976,17 @@ def patch_fold_reshape_layer(node: NodeView, chip: str):
     return Offence(int(channels), "channels of the folded patches")
 
 
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def grid_reshape_before_a_one_token_subsample(node: NodeView, chip: str):
+    """On this chip the Reshape of tokens into a grid that LeViT's subsampling then slices down to a single token runs on the CPU for some grids and on the NPU for others, by what the audit does not model: uncertain (rknn-toolkit2 2.5.0, observed; the pass subsampled_token_grid marks it).
+
+    Measured on tests/forms_models.py subsample_pack: 4x4 step 4 and 8x8 step 8 on the CPU, 2x2
+    step 2 and 3x3 step 3 on the NPU after a Linear; LeViT-128S's 2x2 grid on the CPU.
+    """
+    side = node.attr("rknn_one_token_grid")
+    return Offence(int(side), "grid side subsampled to one token", uncertain=True) if side is not None else None
+
+
 @RULES.rule("Reshape", "Transpose", chips=("rk3566", "rk3568", "rk3588"), ALIGN=16)
 def patches_through_the_batch_on_cpu(node: NodeView, chip: str):
     """The toolkit runs on the CPU MobileViT's unfolding of a map more than one patch wide into patches through the batch axis, and the fold back: on RK3566/RK3568 every layout layer of the chain but the fold's first Reshape; on RK3588 the Reshapes to and from [N*C*H/p, p, W/p, p] unless the map's width is a multiple of {ALIGN}, and the patch-pixel Transpose [0, 3, 2, 1] and the Reshape after it (on the fold, that Reshape) unless the patches are a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed; the pass patches_through_the_batch marks the chain).
