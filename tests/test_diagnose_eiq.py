@@ -64,3 +64,36 @@ def test_a_target_path_that_cannot_run_leaves_the_other(outlier_diagnosis, tmp_p
     assert document["skipped"][0]["path"] == "imx8mp" and "build it again" in document["skipped"][0]["reason"]
     refused = run_cli("diagnose", str(old), "--no-qdq")
     assert refused.returncode == 11 and "build it again" in refused.stderr and "Traceback" not in refused.stderr
+
+
+@pytest.mark.toolchain("eiq")
+def test_brute_force_on_eiq_keeps_each_node_in_float_through_the_converter(outlier_diagnosis, tmp_path):
+    """scripts/accuracy/brute_force.py --chip on this artifact: the TFLite converter calibrates once,
+    then quantises with each node's operators denylisted (kept in float) and with every other
+    operator denylisted (that node alone quantised); the outputs against ONNX Runtime's float model."""
+    import importlib.util
+    from pathlib import Path
+
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location("brute_force", Path(__file__).parents[1] / "scripts" / "accuracy" / "brute_force.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    artifact, root = outlier_diagnosis[0], outlier_diagnosis[0].parents[2]
+    with np.load(root / "eval.npz") as data:  # the script scores a task metric: labels of no meaning here
+        np.savez(tmp_path / "eval.npz", image=data["image"], labels=np.zeros(len(data["image"]), dtype=np.int64))
+    found = script.on_chip(artifact / "model.onnx", root / "calib.npz", tmp_path / "eval.npz", "imx8mp", None, None, artifact=artifact)
+    by_node = {n["node"]: n for n in found["nodes"]}
+    # TFLite fuses Conv+Relu into one operator: both nodes own it, so both have its figures.
+    assert {"conv1", "relu1", "conv2", "relu2"} <= set(by_node) and found["nodes_measured"] == "every node"
+    assert by_node["conv1"]["snr_all_but_this_db"] == by_node["relu1"]["snr_all_but_this_db"]
+    assert by_node["conv1"]["snr_this_alone_db"] == by_node["relu1"]["snr_this_alone_db"]
+    # Its own calibration gives back the build's int8 model (the diagnosis's output figure, there
+    # against the float32 TFLite model rather than ONNX Runtime).
+    (eiq,) = outlier_diagnosis[1]["paths"]
+    built = next(n for n in eiq["nodes"] if n["tensor"] == "out")["accumulated"]["snr_db"]
+    assert abs(found["snr_every_node_db"] - built) < 1, (found["snr_every_node_db"], built)
+    # The outlier stretched the int8 *input* (400 in one pixel): every variant keeps the model's
+    # int8 input, so no node kept in float recovers it; a node alone quantised loses no more.
+    assert all(abs(n["snr_all_but_this_db"] - found["snr_every_node_db"]) < 1 for n in by_node.values())
+    assert all(n["snr_this_alone_db"] >= found["snr_every_node_db"] - 0.1 for n in by_node.values())

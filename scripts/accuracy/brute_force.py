@@ -10,12 +10,15 @@ on the same path (its first sharp fall, else its worst node alone).
     .venv/bin/python scripts/accuracy/brute_force.py [--models a,b] [--calib 32] [--eval 32]
     .venv/bin/python scripts/accuracy/brute_force.py --chip esp32s3 --models a,b [--calib 128] [--eval 64]
 
-With --chip (a target whose accuracy taps can brute-force: ESP-DL), the same on the chip's own
+With --chip (a target whose accuracy taps can brute-force: ESP-DL, RKNN, eIQ), the same on the chip's own
 quantised simulation, in one toolchain worker: esp-ppq quantises the model as `build` does by
 default (kl calibration), the diagnosis is taken from that run, and each op is kept in float alone
 (every other op quantised: esp-ppq dequantises that op) and quantised alone; the figures are the
 task output's SNR and top-1 against the labels. Written under "targets" ("model/chip") in the same
-file.
+file. RKNN (targets/rknn/worker_brute_force.py): rknn-toolkit2's hybrid quantisation keeps a node's
+layers in float16. eIQ (targets/eiq/worker_brute_force.py; needs --artifact, an `edgedeploy build
+--target imx93` of the model with the same calibration data, whose TFLite models the diagnosis
+reads): the TFLite converter's denylisted_nodes keep a node's operators in float.
 
 Models come from the trained set (scripts/trained/manifest.json, files under
 $EDGEDEPLOY_HOME/trained). Writes docs/accuracy-bruteforce.json (per model: the diagnosis's
@@ -133,17 +136,19 @@ def on_target(entry: dict, chip_id: str, calib_count: int, eval_count: int, arti
     model = artifact / "model.onnx" if artifact else HOME / entry["model"]["file"]
     manifest = json.loads((artifact / "manifest.json").read_text()) if artifact else {}
     found = on_chip(model, HOME / entry["calib"]["file"], HOME / entry["eval"]["file"], chip_id,
-                    calib_count, eval_count, entry.get("task_output"), manifest=manifest, only=only, metric=entry.get("metric"))
+                    calib_count, eval_count, entry.get("task_output"), manifest=manifest, only=only, metric=entry.get("metric"), artifact=artifact)
     return {"model": entry["name"], **found}
 
 
 def on_chip(model_path: Path, calib_path: Path, eval_path: Path, chip_id: str, calib_count: int | None, eval_count: int | None,
-            output: str | None = None, preprocess=None, manifest: dict | None = None, only: list[str] | None = None, metric: str | None = None) -> dict:
+            output: str | None = None, preprocess=None, manifest: dict | None = None, only: list[str] | None = None, metric: str | None = None,
+            artifact: Path | None = None) -> dict:
     """Per op, the task output with that op alone kept in float and alone quantised, on the chip's
     quantised simulation (TapRequest.brute_force_outputs), and the diagnosis of the same run.
     `only`: the nodes to measure (default every one); metric "auroc": the task metric is the AUROC
     of one score per sample (a detector's score; on ESP-DL the output's highest value, so a
-    per-anchor output is scored by its best anchor, as build's --metric-output does), else top-1."""
+    per-anchor output is scored by its best anchor, as build's --metric-output does), else top-1.
+    `artifact`: the build's artifact, for targets whose diagnosis reads its files (eIQ's TFLite models)."""
     from edgedeploy.datasets import load_dataset, model_input_specs
     from edgedeploy.model import load_model, named_copy
     from edgedeploy.model.stats import node_names
@@ -164,7 +169,7 @@ def on_chip(model_path: Path, calib_path: Path, eval_path: Path, chip_id: str, c
     keep = os.environ.get("EDGEDEPLOY_BRUTE_FORCE_KEEP")  # a folder to keep the workers' files in (a long sweep's outputs)
     with tempfile.TemporaryDirectory(prefix="bruteforce-") as tmp:
         work = Path(keep or tmp)
-        request = TapRequest(artifact=work, model_path=Path(model_path), chip=chip, precision="int8", manifest=manifest or {},
+        request = TapRequest(artifact=artifact or work, model_path=Path(model_path), chip=chip, precision="int8", manifest=manifest or {},
                              calibration=calibration, evaluation=evaluation, workdir=work / target.id,
                              executor=Executor(work / "worker.log", 7200.0, None), tap_helpers=TAP_HELPERS, echo=print,
                              batchable=_batchable(named, calibration), brute_force_outputs=[output], brute_force_nodes=list(only or []))
@@ -254,7 +259,7 @@ def main() -> int:
     parser.add_argument("--calib", type=int, default=32)
     parser.add_argument("--eval", type=int, default=32)
     parser.add_argument("--rediagnose", action="store_true", help="only the diagnosis again, against the brute-force figures kept")
-    parser.add_argument("--chip", default="", help="brute force on this chip's own quantised simulation (ESP-DL) instead of ONNX Runtime's QDQ")
+    parser.add_argument("--chip", default="", help="brute force on this chip's own quantised simulation (ESP-DL, RKNN, eIQ: eIQ needs --artifact) instead of ONNX Runtime's QDQ")
     parser.add_argument("--artifact", type=Path, help="with --chip: the model an `edgedeploy build` artifact converted (its passes applied), with its manifest")
     parser.add_argument("--only", default="", help="with --chip: only these ONNX nodes (comma-separated), when every node does not fit")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes quantising nodes at once")

@@ -53,24 +53,31 @@ def _save_inputs(dataset, folder: Path, tag: str) -> str:
     return str(write_arrays(folder / f"{tag}.npz", dataset.inputs))
 
 
-def build_request(ctx) -> ConvertRequest:
-    """The worker's "build" request: a copy of the model with tokens for node names, the calibration data."""
+def tokenised_model(proto, dest: Path) -> tuple[dict[str, str], list[str | None], list[dict]]:
+    """Write the copy of the model onnx2tf gets (node names as tokens, the workarounds applied) at
+    `dest`; return token -> display name, the producers of the graph outputs, the workarounds."""
     import onnx
 
-    from edgedeploy.targets.eiq import VELA_IMX93
-
-    work = ctx.work("convert")
-    tokens, token_names, producers = tokens_for(ctx.model.graph)
-    named = work / "named" / "model.onnx"
-    named.parent.mkdir(parents=True, exist_ok=True)
-    copy = named_copy(ctx.model.proto, tokens)
+    tokens, token_names, producers = tokens_for(proto.graph)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    copy = named_copy(proto, tokens)
     workarounds = []
     rewritten, added = softmax_in_2d(copy, token_names)
     if rewritten:
         # What onnx2tf reports of the added Flatten/Reshape is placed on the node they came from.
         token_names = {**token_names, **added}
         workarounds.append({**SOFTMAX_2D, "nodes": rewritten})
-    onnx.save(copy, str(named))
+    onnx.save(copy, str(dest))
+    return token_names, producers, workarounds
+
+
+def build_request(ctx) -> ConvertRequest:
+    """The worker's "build" request: a copy of the model with tokens for node names, the calibration data."""
+    from edgedeploy.targets.eiq import VELA_IMX93
+
+    work = ctx.work("convert")
+    named = work / "named" / "model.onnx"
+    token_names, producers, workarounds = tokenised_model(ctx.model.proto, named)
     # Data in the ONNX layout; the worker transposes it to the converted model's layout (NHWC).
     payload = {"action": "build", "out_dir": str(ctx.workdir), "calib": _save_inputs(ctx.data.calibration, work / "data", "calib"), "model": str(named)}
     mix = mixed_precision(ctx.options, ctx.model.graph, token_names)

@@ -4,7 +4,9 @@ written by the build) with the same tracing as the Vela verdict (vela.trace_ops)
 
 A TFLite operator that several ONNX nodes went into (Conv+Add+Relu fused) is the record of the
 last of them in the graph, which lists the others as absorbed. TFLite offers no run with one
-operator alone quantised: there are no isolated figures on this path.
+operator alone quantised: there are no isolated figures on this path. (scripts/accuracy/brute_force.py's
+brute force, TapRequest.brute_force_outputs, quantises afresh with every other operator
+denylisted, worker_brute_force.py: a conversion per node, too slow for a diagnosis.)
 """
 
 from __future__ import annotations
@@ -53,6 +55,31 @@ def records_from(result: dict, mapping: dict, graph) -> list[dict]:
     return list(records.values())
 
 
+def _brute_force(target, request: TapRequest, work: Path) -> dict:
+    """TapRequest.brute_force_outputs through the TFLite converter (worker_brute_force.py): per ONNX
+    node, the outputs with its operators alone kept in float and alone quantised (the converter's
+    denylisted_nodes), against ONNX Runtime's float model on the same evaluation inputs."""
+    import onnx
+
+    from edgedeploy.measure.reference import ReferenceRunner
+    from edgedeploy.targets.brute_force import DEADLINE_S, figures
+    from edgedeploy.targets.eiq.convert import tokenised_model
+
+    proto = onnx.load(str(request.model_path))
+    token_names, _, _ = tokenised_model(proto, work / "brute" / "named" / "model.onnx")
+    wanted = list(request.brute_force_nodes or node_names(proto.graph))
+    measured = request.evaluation if request.evaluation is not None else request.calibration
+    payload = {"model": str(work / "brute" / "named" / "model.onnx"), "calib": _save(request.calibration, work / "brute", "calib"),
+               "eval": _save(measured, work / "brute", "eval"), "deadline_s": DEADLINE_S,
+               "nodes": {name: [token for token, owner in token_names.items() if owner == name] for name in wanted}}
+    request.echo(f"brute force: the TFLite converter quantises {len(wanted)} nodes two ways each (denylisted operators), on {len(measured)} samples")
+    result = request.executor.run_worker(target.toolchain, WORKER.with_name("worker_brute_force.py"), payload, work / "brute")
+    outputs = list(request.brute_force_outputs)
+    reference = {o: ReferenceRunner(request.model_path).run(dict(measured.inputs)).outputs[o] for o in outputs}
+    op_type = {name: node.op_type for name, node in zip(node_names(proto.graph), proto.graph.node)}
+    return {**figures(result["variants"], result["groups"], reference, outputs, len(measured), op_type, wanted), "operators": result["operators"]}
+
+
 def accuracy_taps(target, request: TapRequest) -> TapResult:
     artifact, work = request.artifact, request.workdir
     map_path = artifact / TFLITE_MAP
@@ -77,6 +104,7 @@ def accuracy_taps(target, request: TapRequest) -> TapResult:
     graph = onnx.load(str(request.model_path)).graph
     versions = result.get("versions") or {}
     return TapResult(
+        brute_force=_brute_force(target, request, work) if request.brute_force_outputs else None,
         records=records_from(result, mapping, graph),
         toolchain=f"onnx2tf {versions.get('onnx2tf') or '?'} + TFLite (ai-edge-litert {versions.get('ai-edge-litert') or '?'})",
         method="the int8 TFLite model's tensors (dequantised) against the float32 TFLite model's of the same name (accumulated); TFLite runs no operator alone quantised, so no isolated figures",

@@ -540,17 +540,30 @@ def _int8_converter(tf, tf_dir, inputs, layouts, calib):
 def _with_float_nodes(tf, converter, out_path, nodes, layers):
     """The calibrated float model, then mlir_quantize with the operators of these nodes denylisted
     (their output tensors: `model/<layer>/...` names of the Keras layers onnx2tf made for them)."""
-    from tensorflow.lite.python import convert as tf_convert
+    calibrated, ops = calibrated_model(converter, out_path)
+    denied, found = node_tensors(ops, nodes, layers)
+    missing = [name for name in nodes if name not in found]
+    if missing:
+        raise RuntimeError("float nodes: the TFLite model has no operator of node(s) %s (fused into a neighbour or folded by onnx2tf)" % ", ".join(missing))
+    return quantize_except(tf, calibrated, denied), {"float_nodes": list(nodes), "denylisted_tensors": denied}
 
+
+def calibrated_model(converter, out_path):
+    """The converter's first step alone (calibrate, no quantisation): the model and its operators."""
     converter._experimental_calibrate_only = True
     calibrated = converter.convert()
     calibrated_path = out_path + ".calibrated.tflite"
     with open(calibrated_path, "wb") as fh:
         fh.write(calibrated)
     try:
-        ops = tflite_ops(calibrated_path)
+        return calibrated, tflite_ops(calibrated_path)
     finally:
         os.remove(calibrated_path)
+
+
+def node_tensors(ops, nodes, layers):
+    """The output tensors of the operators that {ONNX node: its tokens} became (through `layers`,
+    token -> Keras layers), and the nodes that own at least one."""
     wanted = {layer: name for name, tokens in nodes.items() for token in tokens for layer in layers.get(token, [])}
     denied, found = [], set()
     for op in ops["ops"]:
@@ -559,11 +572,14 @@ def _with_float_nodes(tf, converter, out_path, nodes, layers):
             if owners:
                 denied.append(tensor["name"])
                 found |= owners
-    missing = [name for name in nodes if name not in found]
-    if missing:
-        raise RuntimeError("float nodes: the TFLite model has no operator of node(s) %s (fused into a neighbour or folded by onnx2tf)" % ", ".join(missing))
-    model = tf_convert.mlir_quantize(calibrated, disable_per_channel=False, input_data_type=tf.int8, output_data_type=tf.int8, denylisted_nodes=denied)
-    return model, {"float_nodes": list(nodes), "denylisted_tensors": denied}
+    return denied, found
+
+
+def quantize_except(tf, calibrated, denied):
+    """The converter's second step: full int8 (per-channel weights, int8 in and out) except the operators writing `denied`."""
+    from tensorflow.lite.python import convert as tf_convert
+
+    return tf_convert.mlir_quantize(calibrated, disable_per_channel=False, input_data_type=tf.int8, output_data_type=tf.int8, denylisted_nodes=denied)
 
 
 # --------------------------------------------------------------------------------------------
