@@ -1770,3 +1770,52 @@ SUBSAMPLE_PACKS = {
 }
 CASES += [Case(f"subsample_{name}", "pool: LeViT's subsampled queries (a token grid sliced with a step, back to tokens)",
                lambda v=v: subsample_pack(v), ("rk3566", "rk3588")) for name, v in SUBSAMPLE_PACKS.items()]
+
+
+def _l2_normalised(p: str, x: str, shape: list, name: str) -> list:
+    """F.normalize(x, dim=-1) as torch.onnx writes it: ReduceL2 over the last axis (kept), Clip at
+    1e-12, Expand to x's shape, Div."""
+    return [helper.make_node("ReduceL2", [p + x], [p + name + "_norm"], name=p + name + "_l2", axes=[-1], keepdims=1),
+            helper.make_node("Clip", [p + name + "_norm", p + "eps"], [p + name + "_clip"], name=p + name + "_clip"),
+            helper.make_node("Expand", [p + name + "_clip", p + "full"], [p + name + "_exp"], name=p + name + "_expand"),
+            helper.make_node("Div", [p + x, p + name + "_exp"], [p + name + "n"], name=p + name + "_div")]
+
+
+def xca_pack(variants: tuple) -> onnx.ModelProto:
+    """Cross-covariance attention (XCiT's and EdgeNeXt's XCA, timm's spelling), (tokens, heads, head
+    size) each, packed one input [1, T, C] and output each: a qkv Linear, Reshape [1, T, 3, H, D],
+    Transpose [2, 0, 3, 4, 1] (q, k, v as [1, H, D, T]), Split and Squeeze, q and k L2-normalised
+    over the tokens, q @ k.transpose(-2, -1) times a per-head temperature, Softmax, @ v, Transpose
+    [0, 3, 1, 2], Reshape [1, T, C], a Linear."""
+    rng = np.random.default_rng(28)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for t, h, d in variants:
+        p, c = f"t{t}h{h}d{d}_", h * d
+        inits += [_const(p + "w_qkv", _weights(rng, c, 3 * c)), _const(p + "w_out", _weights(rng, c, c)),
+                  _const(p + "s5", np.array([1, t, 3, h, d], np.int64)), _const(p + "s3", np.array([1, t, c], np.int64)),
+                  _const(p + "axis0", np.array([0], np.int64)), _const(p + "eps", np.array(1e-12, np.float32)),
+                  _const(p + "full", np.array([1, h, d, t], np.int64)), _const(p + "temperature", np.ones((h, 1, 1), np.float32))]
+        nodes += [helper.make_node("MatMul", [p + "x", p + "w_qkv"], [p + "qkv"], name=p + "qkv"),
+                  helper.make_node("Reshape", [p + "qkv", p + "s5"], [p + "qkv5"], name=p + "heads_split"),
+                  helper.make_node("Transpose", [p + "qkv5"], [p + "qkvt"], name=p + "heads_stack", perm=[2, 0, 3, 4, 1]),
+                  helper.make_node("Split", [p + "qkvt"], [p + "q5", p + "k5", p + "v5"], name=p + "split", axis=0)]
+        nodes += [helper.make_node("Squeeze", [p + s + "5", p + "axis0"], [p + s], name=p + s + "_squeeze") for s in "qkv"]
+        nodes += _l2_normalised(p, "q", [1, h, d, t], "q") + _l2_normalised(p, "k", [1, h, d, t], "k")
+        nodes += [helper.make_node("Transpose", [p + "kn"], [p + "kt"], name=p + "k_t", perm=[0, 1, 3, 2]),
+                  helper.make_node("MatMul", [p + "qn", p + "kt"], [p + "scores"], name=p + "scores"),
+                  helper.make_node("Mul", [p + "scores", p + "temperature"], [p + "scaled"], name=p + "temperature_mul"),
+                  helper.make_node("Softmax", [p + "scaled"], [p + "attn"], name=p + "softmax", axis=-1),
+                  helper.make_node("MatMul", [p + "attn", p + "v"], [p + "ctx"], name=p + "context"),
+                  helper.make_node("Transpose", [p + "ctx"], [p + "ctxt"], name=p + "tokens_back", perm=[0, 3, 1, 2]),
+                  helper.make_node("Reshape", [p + "ctxt", p + "s3"], [p + "merged"], name=p + "heads_merge"),
+                  helper.make_node("MatMul", [p + "merged", p + "w_out"], [p + "y"], name=p + "out")]
+        inputs.append(_vi(p + "x", [1, t, c]))
+        outputs.append(_vi(p + "y", [1, t, c]))
+    return _model(nodes, inputs, outputs, inits)
+
+
+XCA_PACKS = {
+    "sizes": ((16, 4, 32), (64, 4, 16), (20, 2, 32), (16, 2, 24), (4, 4, 16), (49, 2, 32)),
+}
+CASES += [Case(f"xca_{name}", "pool: cross-covariance attention (XCiT, EdgeNeXt): q and k L2-normalised over the tokens",
+               lambda v=v: xca_pack(v), ("rk3566", "rk3588")) for name, v in XCA_PACKS.items()]

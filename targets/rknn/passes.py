@@ -935,6 +935,40 @@ def batched_attention_layouts(graph, chip):
             graph.fuse([node], "Transpose", attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(dims)})
 
 
+# The attribute the pass below gives the key's Transpose of a joint projection the toolkit keeps
+# whole, so that transposes_merged_into_matmul leaves it (a Transpose layer, placed by the chip's rules).
+JOINT_KEY_ATTRIBUTE = "rknn_joint_projection_key"
+
+
+def _stacked_parts_before(graph, node, hops: int = 6):
+    """The Transpose that stacks a joint projection's parts ([2, 0, ...] after the heads' Reshape)
+    that `node` reads through at most `hops` producers (first inputs), or None."""
+    for _ in range(hops):
+        node = graph.producer(node.inputs[0].name) if node.inputs else None
+        if node is None or _product_of_computed(node):
+            return None
+        perm = _perm(node) if node.op_type == "Transpose" else None
+        if perm is not None and len(perm) == 5 and perm[0] == 2:
+            return node
+    return None
+
+
+@RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED)
+def key_transpose_of_a_joint_projection_kept_whole(graph, chip):
+    """{OBSERVED} keeps a joint q/k/v projection whole when some part is not taken straight into a product (XCiT's and EdgeNeXt's cross-covariance attention: q and k L2-normalised over the tokens; see transposes_merged_into_matmul), and the key's Transpose [0, 1, 3, 2] into the scores' product is then a Transpose layer of its own, whatever its sizes: on RK3566/RK3568 it runs on the CPU.
+
+    Measured on tests/forms_models.py xca_pack on RK3566 (4 to 64 tokens, heads of 16 to 32, 2 or 4
+    heads: the key's Transpose on the CPU in all six; RK3588: on the NPU) and XCiT-nano's twelve
+    blocks (tuning part of the pool).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if _perm(node) != [0, 1, 3, 2] or not node.outputs or _key_scales(graph, node) is None:
+            continue
+        stacked = _stacked_parts_before(graph, node)
+        if stacked is not None and _heads_reshape(graph, stacked) is not None and _joint_projection_not_split(graph, stacked):
+            graph.fuse([node], "Transpose", attributes={"perm": _perm(node), JOINT_KEY_ATTRIBUTE: 1})
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
 def transposes_merged_into_matmul(graph, chip):
     """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, Concats of one tensor (GPT-2's key/value cache with no past), parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split).
@@ -950,8 +984,8 @@ def transposes_merged_into_matmul(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node:
             continue  # joined the heads' Reshape with the Transpose before it
-        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE)):
-            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts)
+        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE)):
+            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole)
         if not (_reaches_matmul(graph, node, forward=True) or _reaches_matmul(graph, node, forward=False)):
             continue
         heads = _heads_reshape(graph, node)
