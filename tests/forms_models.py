@@ -1819,3 +1819,165 @@ XCA_PACKS = {
 }
 CASES += [Case(f"xca_{name}", "pool: cross-covariance attention (XCiT, EdgeNeXt): q and k L2-normalised over the tokens",
                lambda v=v: xca_pack(v), ("rk3566", "rk3588")) for name, v in XCA_PACKS.items()]
+
+
+# ---- (c) Pad by axis, amount, mode, rank, spelling and position, packed (BlazeFace's channel pads) ----
+
+# Independent Pads, one per entry, each on its own input: (name, input shape, pads (ONNX order:
+# all starts, then all ends), mode, constant value or None, where it sits, spelling of pads/value).
+# "block": Conv 1x1 -> Relu -> Pad -> Add with a Conv 1x1 of the input to the padded channels
+# (MediaPipe's BlazeBlock: zero channels appended before the residual Add); "conv": Conv 1x1 ->
+# Pad -> output; "first": the model input -> Pad -> Relu; "relu": Relu -> Pad -> Relu;
+# "before_conv": Relu -> Pad -> Conv 1x1 (where the toolkit may fold the Pad into the Conv);
+# "nhwc": Conv 1x1 -> Transpose [0, 2, 3, 1] -> Pad -> Relu (the shape given is the Pad's
+# channels-last input); "tokens": Conv 1x1 -> Reshape [N, C, H*W] -> Transpose [0, 2, 1] ->
+# MatMul -> Reshape [N, H, W, C] -> Pad -> Relu.
+PAD_PACK = (
+    ("c8_end8", (1, 8, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "block", "init"),
+    ("c12_end4", (1, 12, 8, 8), (0, 0, 0, 0, 0, 4, 0, 0), "constant", None, "block", "init"),
+    ("c16_end4", (1, 16, 8, 8), (0, 0, 0, 0, 0, 4, 0, 0), "constant", None, "block", "init"),
+    ("c16_end16", (1, 16, 8, 8), (0, 0, 0, 0, 0, 16, 0, 0), "constant", None, "block", "init"),
+    ("c24_end4", (1, 24, 8, 8), (0, 0, 0, 0, 0, 4, 0, 0), "constant", None, "block", "init"),
+    ("c24_end8", (1, 24, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "block", "init"),
+    ("c24_end24", (1, 24, 8, 8), (0, 0, 0, 0, 0, 24, 0, 0), "constant", None, "block", "init"),
+    ("c32_end4", (1, 32, 8, 8), (0, 0, 0, 0, 0, 4, 0, 0), "constant", None, "block", "init"),
+    ("c32_end5", (1, 32, 8, 8), (0, 0, 0, 0, 0, 5, 0, 0), "constant", None, "block", "init"),
+    ("c32_end16", (1, 32, 8, 8), (0, 0, 0, 0, 0, 16, 0, 0), "constant", None, "block", "init"),
+    ("c40_end8", (1, 40, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "block", "init"),
+    ("c48_end8", (1, 48, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "block", "init"),
+    ("c56_end8", (1, 56, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "block", "init"),
+    ("c64_end8", (1, 64, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "block", "init"),
+    ("c72_end8", (1, 72, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "block", "init"),
+    ("c24_end8_const", (1, 24, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "block", "node"),
+    ("c32_end8_const", (1, 32, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "block", "node"),
+    ("c32_start4", (1, 32, 8, 8), (0, 4, 0, 0, 0, 0, 0, 0), "constant", None, "block", "init"),
+    ("c32_start16", (1, 32, 8, 8), (0, 16, 0, 0, 0, 0, 0, 0), "constant", None, "block", "init"),
+    ("c32_both2", (1, 32, 8, 8), (0, 2, 0, 0, 0, 2, 0, 0), "constant", None, "block", "init"),
+    ("c32_end4_value1", (1, 32, 8, 8), (0, 0, 0, 0, 0, 4, 0, 0), "constant", 1.0, "block", "init"),
+    ("c24_end8_value1", (1, 24, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", 1.0, "block", "node"),
+    ("c24_end8_conv", (1, 24, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "conv", "init"),
+    ("c32_end8_conv", (1, 32, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "conv", "init"),
+    ("c24_end8_first", (1, 24, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "first", "init"),
+    ("c32_end8_first", (1, 32, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "first", "init"),
+    ("c24_hw1", (1, 24, 8, 8), (0, 0, 1, 1, 0, 0, 1, 1), "constant", None, "conv", "init"),
+    ("c24_hw1_value1", (1, 24, 8, 8), (0, 0, 1, 1, 0, 0, 1, 1), "constant", 1.0, "conv", "init"),
+    ("c32_h1_end4", (1, 32, 8, 8), (0, 0, 1, 0, 0, 4, 1, 0), "constant", None, "conv", "init"),
+    ("c16_n1", (1, 16, 8, 8), (1, 0, 0, 0, 0, 0, 0, 0), "constant", None, "relu", "init"),
+    ("c24_reflect_hw1", (1, 24, 8, 8), (0, 0, 1, 1, 0, 0, 1, 1), "reflect", None, "conv", "init"),
+    ("c32_edge_end4", (1, 32, 8, 8), (0, 0, 0, 0, 0, 4, 0, 0), "edge", None, "conv", "init"),
+    ("c24_edge_end4", (1, 24, 8, 8), (0, 0, 0, 0, 0, 4, 0, 0), "edge", None, "conv", "init"),
+    ("r3_c24_end8", (1, 24, 16), (0, 0, 0, 0, 8, 0), "constant", None, "relu", "init"),
+    ("r3_c32_end8", (1, 32, 16), (0, 0, 0, 0, 8, 0), "constant", None, "relu", "init"),
+    ("r3_c24_len4", (1, 24, 16), (0, 0, 0, 0, 0, 4), "constant", None, "relu", "init"),
+    ("r2_l24_end8", (1, 24), (0, 0, 0, 8), "constant", None, "relu", "init"),
+    ("c24_start8", (1, 24, 8, 8), (0, 8, 0, 0, 0, 0, 0, 0), "constant", None, "block", "init"),
+    ("c12_start4", (1, 12, 8, 8), (0, 4, 0, 0, 0, 0, 0, 0), "constant", None, "block", "init"),
+    ("c24_h1_end8", (1, 24, 8, 8), (0, 0, 1, 0, 0, 8, 1, 0), "constant", None, "conv", "init"),
+    ("c24_n1", (1, 24, 8, 8), (1, 0, 0, 0, 0, 0, 0, 0), "constant", None, "relu", "init"),
+    ("c12_hw1", (1, 12, 8, 8), (0, 0, 1, 1, 0, 0, 1, 1), "constant", None, "conv", "init"),
+    ("c4_end4", (1, 4, 8, 8), (0, 0, 0, 0, 0, 4, 0, 0), "constant", None, "block", "init"),
+    ("c20_end4", (1, 20, 8, 8), (0, 0, 0, 0, 0, 4, 0, 0), "constant", None, "block", "init"),
+    ("c36_end4", (1, 36, 8, 8), (0, 0, 0, 0, 0, 4, 0, 0), "constant", None, "block", "init"),
+    ("c44_end4", (1, 44, 8, 8), (0, 0, 0, 0, 0, 4, 0, 0), "constant", None, "block", "init"),
+    ("c12_end8_value1", (1, 12, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", 1.0, "block", "node"),
+    ("c24_end8_before_conv", (1, 24, 8, 8), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "before_conv", "init"),
+    ("c12_end4_before_conv", (1, 12, 8, 8), (0, 0, 0, 0, 0, 4, 0, 0), "constant", None, "before_conv", "init"),
+    ("c24_hw1_before_conv", (1, 24, 8, 8), (0, 0, 1, 1, 0, 0, 1, 1), "constant", None, "before_conv", "init"),
+    ("r3_c12_end4", (1, 12, 16), (0, 0, 0, 0, 4, 0), "constant", None, "relu", "init"),
+    ("r3_one_len8_of24", (1, 1, 24), (0, 0, 0, 0, 0, 8), "constant", None, "relu", "init"),
+    ("r3_one_len8_of32", (1, 1, 32), (0, 0, 0, 0, 0, 8), "constant", None, "relu", "init"),
+    ("r3_one_len4_of12", (1, 1, 12), (0, 0, 0, 0, 0, 4), "constant", None, "relu", "init"),
+    ("c24_both4", (1, 24, 8, 8), (0, 4, 0, 0, 0, 4, 0, 0), "constant", None, "block", "init"),
+    ("c12_both2", (1, 12, 8, 8), (0, 2, 0, 0, 0, 2, 0, 0), "constant", None, "block", "init"),
+    ("c24_start4", (1, 24, 8, 8), (0, 4, 0, 0, 0, 0, 0, 0), "constant", None, "block", "init"),
+    ("c20_start4", (1, 20, 8, 8), (0, 4, 0, 0, 0, 0, 0, 0), "constant", None, "block", "init"),
+    ("c24_reflect_end4", (1, 24, 8, 8), (0, 0, 0, 0, 0, 4, 0, 0), "reflect", None, "conv", "init"),
+    ("c24_end8_wide", (1, 24, 3, 5), (0, 0, 0, 0, 0, 8, 0, 0), "constant", None, "block", "init"),
+    ("c24_end8_h_end8", (1, 24, 8, 8), (0, 0, 0, 0, 0, 8, 8, 0), "constant", None, "conv", "init"),
+    ("c24_end8_hw_end8", (1, 24, 8, 8), (0, 0, 0, 0, 0, 8, 8, 8), "constant", None, "conv", "init"),
+    ("as_nhwc_8x8x128_hw6", (1, 8, 8, 128), (0, 0, 0, 0, 0, 6, 6, 0), "constant", None, "relu", "init"),
+    ("as_nhwc_8x8x128_h6", (1, 8, 8, 128), (0, 0, 0, 0, 0, 6, 0, 0), "constant", None, "relu", "init"),
+    ("nhwc_8x8x128_hw6", (1, 8, 8, 128), (0, 0, 0, 0, 0, 6, 6, 0), "constant", None, "nhwc", "init"),
+    ("nhwc_8x8x128_h6", (1, 8, 8, 128), (0, 0, 0, 0, 0, 6, 0, 0), "constant", None, "nhwc", "init"),
+    ("nhwc_4x4x24_hw3", (1, 4, 4, 24), (0, 0, 0, 0, 0, 3, 3, 0), "constant", None, "nhwc", "init"),
+    ("tokens_8x8x128_hw6", (1, 8, 8, 128), (0, 0, 0, 0, 0, 6, 6, 0), "constant", None, "tokens", "init"),
+    ("tokens_8x8x128_h6", (1, 8, 8, 128), (0, 0, 0, 0, 0, 6, 0, 0), "constant", None, "tokens", "init"),
+    ("tokens_4x4x24_hw3", (1, 4, 4, 24), (0, 0, 0, 0, 0, 3, 3, 0), "constant", None, "tokens", "init"),
+)
+
+
+def _pad_operands(spec) -> tuple[list[str], list, list]:
+    """The Pad's pads and (if given) constant value: their names, and the Constant nodes or
+    initializers that hold them (a pack has one namespace: names carry the entry's)."""
+    name, _shape, pads, _mode, value, _where, spelling = spec
+    values = [(f"pads_{name}", np.array(pads, np.int64))] + ([] if value is None else [(f"value_{name}", np.array(value, np.float32))])
+    if spelling == "init":
+        return [n for n, _ in values], [], [_const(n, v) for n, v in values]
+    nodes = [helper.make_node("Constant", [], [n], name=f"constant_{n}", value=numpy_helper.from_array(v)) for n, v in values]
+    return [n for n, _ in values], nodes, []
+
+
+def _pad_source(rng, spec, nodes: list, inits: list) -> tuple[list, str]:
+    """The nodes before an entry's Pad: the model input's shape and the Pad's input."""
+    name, shape, _pads, _mode, _value, where, _spelling = spec
+    x, src = f"x_{name}", f"x_{name}"
+    if where == "nhwc":  # a Conv's map turned channels-last (Transpose [0, 2, 3, 1]), as Swin's windows
+        inits.append(_const(f"w_{name}", _weights(rng, shape[3], shape[3], 1, 1)))
+        nodes += [helper.make_node("Conv", [x, f"w_{name}"], [f"c_{name}"], name=f"conv_{name}"),
+                  helper.make_node("Transpose", [f"c_{name}"], [f"t_{name}"], name=f"nhwc_{name}", perm=[0, 2, 3, 1])]
+        return [1, shape[3], shape[1], shape[2]], f"t_{name}"
+    if where == "tokens":  # a map flattened into tokens, a Linear over them, viewed as a map again (TinyViT's windows)
+        h, w, c = shape[1:]
+        inits += [_const(f"flat_{name}", np.array([1, c, h * w], np.int64)), _const(f"shape_{name}", np.array(shape, np.int64)),
+                  _const(f"w_{name}", _weights(rng, c, c, 1, 1)), _const(f"fc_{name}", _weights(rng, c, c))]
+        nodes += [helper.make_node("Conv", [x, f"w_{name}"], [f"c_{name}"], name=f"conv_{name}"),
+                  helper.make_node("Reshape", [f"c_{name}", f"flat_{name}"], [f"f_{name}"], name=f"flatten_{name}"),
+                  helper.make_node("Transpose", [f"f_{name}"], [f"t_{name}"], name=f"tokens_{name}", perm=[0, 2, 1]),
+                  helper.make_node("MatMul", [f"t_{name}", f"fc_{name}"], [f"m_{name}"], name=f"linear_{name}"),
+                  helper.make_node("Reshape", [f"m_{name}", f"shape_{name}"], [f"v_{name}"], name=f"map_{name}")]
+        return [1, c, h, w], f"v_{name}"
+    if where in ("block", "conv"):
+        inits.append(_const(f"w_{name}", _weights(rng, shape[1], shape[1], 1, 1)))
+        nodes.append(helper.make_node("Conv", [x, f"w_{name}"], [f"c_{name}"], name=f"conv_{name}"))
+        src = f"c_{name}"
+    if where in ("block", "relu", "before_conv"):
+        nodes.append(helper.make_node("Relu", [src], [f"r_{name}"], name=f"relu_{name}"))
+        src = f"r_{name}"
+    return list(shape), src
+
+
+def _pad_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of PAD_PACK: its nodes, initializers, input and output."""
+    name, shape, pads, mode, _value, where, _spelling = spec
+    rank = len(shape)
+    out = [d + pads[i] + pads[i + rank] for i, d in enumerate(shape)]
+    operands, nodes, inits = _pad_operands(spec)
+    x_shape, src = _pad_source(rng, spec, nodes, inits)
+    y = f"y_{name}"
+    padded = y if where == "conv" else f"p_{name}"
+    nodes.append(helper.make_node("Pad", [src, *operands], [padded], name=f"pad_{name}", mode=mode))
+    if where == "block":
+        inits.append(_const(f"ws_{name}", _weights(rng, out[1], shape[1], 1, 1)))
+        nodes += [helper.make_node("Conv", [f"x_{name}", f"ws_{name}"], [f"s_{name}"], name=f"shortcut_{name}"),
+                  helper.make_node("Add", [padded, f"s_{name}"], [y], name=f"add_{name}")]
+    elif where == "before_conv":
+        inits.append(_const(f"wa_{name}", _weights(rng, 8, out[1], 1, 1)))
+        nodes.append(helper.make_node("Conv", [padded, f"wa_{name}"], [y], name=f"conv_after_{name}"))
+        out = [1, 8, *out[2:]]
+    elif where != "conv":
+        nodes.append(helper.make_node("Relu", [padded], [y], name=f"after_{name}"))
+    return nodes, inits, [_vi(f"x_{name}", x_shape)], [_vi(y, out)]
+
+
+def pad_pack(opset: int = 13, entries: tuple = PAD_PACK) -> onnx.ModelProto:
+    """Every PAD_PACK entry in one model at `opset` (11 or later: pads as an input): one
+    conversion places them all."""
+    rng = np.random.default_rng(61)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for spec in entries:
+        for whole, part in zip((nodes, inits, inputs, outputs), _pad_case(rng, spec)):
+            whole += part
+    return _model(nodes, inputs, outputs, inits, opset=opset)
+
+
+CASES += [Case(f"pad_pack_opset{o}", "c: Pad by axis, amount, mode, rank and position", lambda o=o: pad_pack(o), ("rk3588", "rk3566")) for o in (13, 11)]
