@@ -1355,6 +1355,58 @@ def constant_pad_folded_into_conv(graph, chip):
         graph.fuse([pad], "Pad", attributes=attributes)
 
 
+# The attribute the pass below gives a Pad whose input the toolkit holds with its last axis as
+# channels (the rule constant_pad_appending_to_unaligned_channels reads it).
+PAD_CHANNELS_LAST_ATTRIBUTE = "rknn_pad_channels_last"
+# Producers of a channels-first map (the NPU's own layout) and the Transposes that make a map
+# channels-last or channels-first again; other operators pass their input's layout on.
+CHANNELS_FIRST_PRODUCERS = frozenset({"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+                                      "BatchNormalization", "InstanceNormalization", "Resize", "Upsample", "DepthToSpace", "SpaceToDepth"})
+TRANSPOSE_LAYOUT = {(0, 2, 3, 1): True, (0, 3, 1, 2): False}
+LAYOUT_SEARCH_NODES = 32  # a residual stream doubles the paths at each Add: 8 missed Swin V2's later blocks
+
+
+def _held_channels_last(graph, tensor) -> bool | None:
+    """Whether the toolkit holds `tensor` with its last axis as channels: breadth-first back through
+    the operators that pass a layout on, to the nearest that decides it (a MatMul's result: True;
+    a convolution or pooling, a model input: False; a Transpose of a 4-D map by its perm); None
+    when none is found within LAYOUT_SEARCH_NODES nodes."""
+    frontier, visited = [tensor], 0
+    while frontier and visited < LAYOUT_SEARCH_NODES:
+        t = frontier.pop(0)
+        node = graph.producer(t.name) if t.name else None
+        if node is None:
+            if t.is_graph_input:
+                return False
+            continue
+        visited += 1
+        if node.op_type == "MatMul" or node.op_type in CHANNELS_FIRST_PRODUCERS:
+            return node.op_type == "MatMul"
+        if node.op_type == "Transpose" and tuple(node.attr("perm") or ()) in TRANSPOSE_LAYOUT:
+            return TRANSPOSE_LAYOUT[tuple(node.attr("perm"))]
+        frontier += [i for i in node.inputs if i.present and not i.is_constant and not i.foldable]
+    return None
+
+
+@RULES.graph_pass("Pad", OBSERVED=TOOLKIT_OBSERVED)
+def pad_of_a_channels_last_map(graph, chip):
+    """{OBSERVED} holds a 4-D tensor made from a MatMul's result (tokens viewed as a map [N, H, W, C]) or by a Transpose [0, 2, 3, 1] of a feature map with its last axis as channels, as it holds the tokens: a Pad of such a map pads positions, not channels. The audit notes this on the Pad (where its placement depends on the channel axis).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (tests/forms_models.py pad_pack): a
+    constant Pad of axes 1 and 2 (or 1 alone) at their end of a Conv's map after Transpose
+    [0, 2, 3, 1] ([1, 8, 8, 128], [1, 4, 4, 24]): NPU; the same of tokens that were a 3-D model
+    input, reshaped to the map: CPU where axis 1 is not aligned, as a channels-first map; in the
+    pool, TinyViT's and Swin's window Pads of [N, H, W, C] maps from MatMuls: NPU.
+    """
+    for pad in [n for n in graph.nodes if n.op_type == "Pad"]:
+        x = pad.inputs[0] if pad.inputs else None
+        if x is None or x.shape is None or len(x.shape) != 4 or not _held_channels_last(graph, x):
+            continue
+        attributes = {a.name: helper_value(a) for a in pad.proto.attribute}
+        attributes[PAD_CHANNELS_LAST_ATTRIBUTE] = 1
+        graph.fuse([pad], "Pad", attributes=attributes)
+
+
 ZERO_ADD_ATTRIBUTE = "rknn_zero_add"
 ZERO_ADD_INTO_CONV = "into_conv"
 ZERO_ADD_KEPT = "kept"

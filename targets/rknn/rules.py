@@ -856,6 +856,16 @@ def _pads(node: NodeView) -> list[int] | None:
     return [int(p) for p in pads] if pads is not None else None
 
 
+def _pads_in_4d(node: NodeView) -> dict[int, tuple[int, int, int]] | None:
+    """Axis of the toolkit's 4-D form -> (the input's size there, pad at its start, pad at its
+    end), for a Pad whose input has a measured form and whose pads are known; else None."""
+    x, pads = node.input(0), _pads(node)
+    axes = _pad_axes_in_4d(x.shape if x is not None else None)
+    if axes is None or pads is None or len(pads) != 2 * len(axes):
+        return None
+    return {a: (x.shape[i], pads[i], pads[i + len(axes)]) for i, a in axes.items()}
+
+
 @RULES.rule("Pad", MODES=PAD_MODES_NPU_LIMITED, AXES="the last two")
 def pad_mode_outside_last_two_axes(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 (observed) runs a {MODES} Pad on the NPU only when it pads {AXES} axes of the 4-D form it makes of the input ("Pad: mode reflect only support 2 dims pads!"); elsewhere the Pad runs on the CPU. A [1, L] input becomes [1, 1, 1, L] and a [1, C, L] one [1, C, 1, L], but a [1, 1, L] one [1, L, 1, 1]: padding its length puts the Pad on the CPU.
@@ -865,14 +875,35 @@ def pad_mode_outside_last_two_axes(node: NodeView, chip: str):
     """
     if node.attr("mode", "constant") not in PAD_MODES_NPU_LIMITED:
         return None
-    x, pads = node.input(0), _pads(node)
-    axes = _pad_axes_in_4d(x.shape if x is not None else None)
-    if axes is None or pads is None or len(pads) != 2 * len(axes):
+    form = _pads_in_4d(node)
+    if form is None:
         return None
-    rank = len(axes)
-    padded = [axes[i] for i in range(rank) if pads[i] or pads[i + rank]]
-    outside = [a for a in padded if a not in PAD_NPU_AXES_4D]
-    return Offence(tuple(x.shape), f"pads axis {outside[0]} of the 4-D form") if outside else None
+    outside = sorted(a for a, (_size, start, end) in form.items() if (start or end) and a not in PAD_NPU_AXES_4D)
+    return Offence(tuple(node.input(0).shape), f"pads axis {outside[0]} of the 4-D form") if outside else None
+
+
+@RULES.rule("Pad", chips=tuple(OUTPUT_CHANNEL_ALIGN), precisions=("int8",), ALIGN="16 on RK3588, 8 on RK3566/RK3568")
+def constant_pad_appending_to_unaligned_channels(node: NodeView, chip: str):
+    """A constant Pad that appends channels (pads the channel axis of the toolkit's 4-D form at its end only, as MediaPipe's BlazeBlocks zero-pad before their residual Add) runs on the CPU when the input's channel count is not a multiple of the NPU's channel block ({ALIGN}); padding at the start or on both sides, or an aligned input, keeps it on the NPU.
+
+    Measured with rknn-toolkit2 2.5.0, int8, on packs of independent Pads (tests/forms_models.py
+    pad_pack, 70 cases, opset 11 and 13 alike; tests/fixtures/forms/verdicts.json): channel pads
+    of 4 to 72 channels by 4, 5, 8, 16 or 24 at the end: CPU for 8, 24, 40, 56, 72 on RK3588 only
+    and 4, 12, 20, 36, 44 on both chips, NPU for 16, 32, 48, 64; the same whatever the amount,
+    the value (0 or 1), pads and value as initializers or Constant nodes, a first node or after a
+    Conv or Relu, before an Add, a Conv or the output, with height also padded, and for 3-D inputs
+    as their 4-D form ([1, C, L]: C; [1, 1, L]: L). Start-only or both-sides channel pads (24 by
+    4+4, 12 by 2+2, 24, 20 and 12 at the start) and height/width/batch pads: NPU. A map the
+    toolkit holds with its last axis as channels (passes.pad_of_a_channels_last_map) has no
+    channels on axis 1: its Pads there stayed on the NPU. Not measured: fp16 builds, RK3576,
+    RK3562, RV1106 (RK3568 takes RK3566's block: the same NPU).
+    """
+    if node.attr("mode", "constant") != "constant":
+        return None
+    channels, start, end = (_pads_in_4d(node) or {}).get(1, (1, 0, 0))
+    if start or not end or node.attr("rknn_pad_channels_last") == 1:
+        return None
+    return Offence(channels, "channels padded at the end") if channels % OUTPUT_CHANNEL_ALIGN[chip] else None
 
 
 @RULES.rule("Pad", chips=("rk3566", "rk3568"))
