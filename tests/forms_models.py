@@ -1981,3 +1981,40 @@ def pad_pack(opset: int = 13, entries: tuple = PAD_PACK) -> onnx.ModelProto:
 
 
 CASES += [Case(f"pad_pack_opset{o}", "c: Pad by axis, amount, mode, rank and position", lambda o=o: pad_pack(o), ("rk3588", "rk3566")) for o in (13, 11)]
+
+
+def separate_projections_pack(variants: tuple) -> onnx.ModelProto:
+    """Attention with q, k and v each its own Linear (transformers' spelling: Linear, Reshape
+    [B, T, H, D], Transpose [0, 2, 1, 3]; k transposed again [0, 1, 3, 2]; the scores divided by
+    sqrt(D); Softmax; @ v; Transpose [0, 2, 1, 3]; Reshape [B, T, C]; a Linear), (batch, tokens,
+    heads, head size) each, packed one input [B, T, C] and output each."""
+    rng = np.random.default_rng(29)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for b, t, h, d in variants:
+        p, c = f"b{b}t{t}h{h}d{d}_", h * d
+        inits += [_const(p + "s4", np.array([b, t, h, d], np.int64)), _const(p + "s3", np.array([b, t, c], np.int64)),
+                  _const(p + "root", np.array(d ** 0.5, np.float32)), _const(p + "w_out", _weights(rng, c, c))]
+        for part in "qkv":
+            inits += [_const(p + "w_" + part, _weights(rng, c, c)), _const(p + "b_" + part, _weights(rng, c))]
+            nodes += [helper.make_node("MatMul", [p + "x", p + "w_" + part], [p + part + "0"], name=p + part + "_matmul"),
+                      helper.make_node("Add", [p + part + "0", p + "b_" + part], [p + part + "1"], name=p + part + "_add"),
+                      helper.make_node("Reshape", [p + part + "1", p + "s4"], [p + part + "4"], name=p + part + "_split_heads"),
+                      helper.make_node("Transpose", [p + part + "4"], [p + part + "h"], name=p + part + "_heads_transpose", perm=[0, 2, 1, 3])]
+        nodes += [helper.make_node("Transpose", [p + "kh"], [p + "kt"], name=p + "k_transpose", perm=[0, 1, 3, 2]),
+                  helper.make_node("MatMul", [p + "qh", p + "kt"], [p + "scores"], name=p + "scores"),
+                  helper.make_node("Div", [p + "scores", p + "root"], [p + "scaled"], name=p + "scale"),
+                  helper.make_node("Softmax", [p + "scaled"], [p + "attn"], name=p + "softmax", axis=-1),
+                  helper.make_node("MatMul", [p + "attn", p + "vh"], [p + "ctx"], name=p + "context"),
+                  helper.make_node("Transpose", [p + "ctx"], [p + "ctxt"], name=p + "merge_transpose", perm=[0, 2, 1, 3]),
+                  helper.make_node("Reshape", [p + "ctxt", p + "s3"], [p + "merged"], name=p + "merge_heads"),
+                  helper.make_node("MatMul", [p + "merged", p + "w_out"], [p + "y"], name=p + "out")]
+        inputs.append(_vi(p + "x", [b, t, c]))
+        outputs.append(_vi(p + "y", [b, t, c]))
+    return _model(nodes, inputs, outputs, inits)
+
+
+SEPARATE_PROJECTION_PACKS = {
+    "batch": ((4, 16, 4, 20), (4, 4, 4, 20), (4, 16, 4, 16), (1, 16, 4, 20), (4, 9, 2, 16), (2, 16, 2, 24)),
+}
+CASES += [Case(f"separate_projections_{name}", "pool: attention with q, k and v each its own Linear over a batch of token sets (transformers' MobileViT)",
+               lambda v=v: separate_projections_pack(v), ("rk3566", "rk3588")) for name, v in SEPARATE_PROJECTION_PACKS.items()]

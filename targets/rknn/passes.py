@@ -717,11 +717,12 @@ def _value_operand(graph, node) -> tuple[int, int] | None:
 
 
 def _heads_reshape(graph, node):
-    """The Reshape that splits the last axis into heads right before `node`, when `node` is its only reader."""
+    """The Reshape that splits the last axis into heads right before `node`, when `node` is its only
+    reader (not one batched_attention_layouts placed: a batch of token sets splits on the NPU)."""
     before = graph.producer(node.inputs[0].name) if node.inputs else None
     if before is None or before.op_type != "Reshape" or graph.only_consumer(before.outputs[0].name) is not node:
         return None
-    return before
+    return before if before.attr("rknn_batched_heads_layer") is None else None
 
 
 def _head_size(reshape) -> int | None:
@@ -899,6 +900,32 @@ def _key_scales(graph, node) -> list | None:
     return None
 
 
+def _batched_tokens(reshape) -> bool:
+    """Whether `reshape` reads tokens [B, T, C] with a batch B > 1."""
+    x = _static_shape(reshape.inputs[0]) if reshape is not None and reshape.inputs else None
+    return x is not None and len(x) == 3 and x[0] > 1
+
+
+def _batched_separate_heads(graph, node, perm) -> bool:
+    """`node` is a Transpose [0, 2, 1, 3] right after one projection's heads' Reshape [B, T, C] ->
+    [B, T, H, D] with B > 1 (q, k and v each their own Linear): the Reshape splits on the NPU, and
+    the value's Transpose is a layer of its own unless its two last axes are multiples of 8."""
+    heads = _heads_reshape(graph, node)
+    if perm != [0, 2, 1, 3] or not _batched_tokens(heads):
+        return False
+    value = _value_operand(graph, node)
+    graph.fuse([heads], "Reshape", attributes={BATCHED_HEADS_ATTRIBUTE: 0})
+    if value is not None and any(d % 8 for d in value):
+        graph.fuse([node], "Transpose", attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(value)})
+    return True
+
+
+def _after_transpose(graph, node) -> bool:
+    """Whether `node` reads a Transpose's result (the toolkit composes the two into one)."""
+    before = graph.producer(node.inputs[0].name) if node.inputs else None
+    return before is not None and before.op_type == "Transpose"
+
+
 def _batched_split_heads(graph, node):
     """The heads' Reshape [B, T, C] -> [B, T, parts, H, D] (B > 1) before `node`, a Transpose
     [2, 0, 3, 1, 4] whose parts are unbound by a Split; else None."""
@@ -912,13 +939,16 @@ def _batched_split_heads(graph, node):
 
 @RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED, ALIGN=8)
 def batched_attention_layouts(graph, chip):
-    """{OBSERVED} lays out attention over a batch of token sets (B > 1: MobileViT's attention over the patches of each pixel position) otherwise than attention over one: the heads' split of a joint q/k/v projection (Reshape, Transpose [2, 0, 3, 1, 4], Split) stays on the NPU whatever the head size; the key's Transpose [0, 1, 3, 2] into the scores' product, with the scalar scales after it, is a Transpose layer of its own unless its tokens and head size are multiples of {ALIGN}; and so is the Transpose [0, 2, 1, 3] after attn @ v unless the head size is. On RK3566/RK3568 those Transpose layers run on the CPU.
+    """{OBSERVED} lays out attention over a batch of token sets (B > 1: MobileViT's attention over the patches of each pixel position) otherwise than attention over one: the heads' split of a joint q/k/v projection (Reshape, Transpose [2, 0, 3, 1, 4], Split) or of separate q, k and v projections (Reshape [B, T, H, D]; the value's Transpose [0, 2, 1, 3] a layer of its own unless its tokens and head size are multiples of {ALIGN}) stays on the NPU whatever the head size; the key's Transpose [0, 1, 3, 2] into the scores' product (of a part unbound from the joint projection, not right after another Transpose), with the scalar scales after it, is a Transpose layer of its own unless its tokens and head size are multiples of {ALIGN}; and so is the Transpose [0, 2, 1, 3] after attn @ v unless the head size is. On RK3566/RK3568 those Transpose layers run on the CPU.
 
     Measured on tests/forms_models.py batched_attention on RK3566 (batch 2, 4, 9; tokens 1, 4, 8,
     9, 12, 16, 49; heads of 12, 16, 20, 24; q alone or q and k scaled): the key's Transpose on the
     CPU for 4, 9, 12, 49 tokens or heads of 12 and 20; the heads' swap back for heads of 12 and 20;
     the split on the NPU. With a batch of 1 (the same builder) none of this: the split of heads of
-    12 or 20 on the CPU, the Transposes merged. The pass runs before transposes_merged_into_matmul.
+    12 or 20 on the CPU, the Transposes merged. Separate projections (separate_projections_pack,
+    batch 2 and 4, 4, 9, 16 tokens, heads of 16, 20, 24): every heads' Reshape on the NPU, q's and
+    k's Transposes merged, the value's on the CPU for heads of 20 or 9 tokens. The pass runs before
+    transposes_merged_into_matmul.
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node:
@@ -927,9 +957,9 @@ def batched_attention_layouts(graph, chip):
         split = _batched_split_heads(graph, node)
         if split is not None:
             graph.fuse([split, node], "Reshape", leader=split, attributes={BATCHED_HEADS_ATTRIBUTE: 0})
-        elif dims is None:
+        elif _batched_separate_heads(graph, node, perm) or dims is None:
             continue
-        elif perm == [0, 1, 3, 2] and (dims[0] % 8 or dims[1] % 8) and _key_scales(graph, node) is not None:
+        elif perm == [0, 1, 3, 2] and (dims[0] % 8 or dims[1] % 8) and _key_scales(graph, node) is not None and not _after_transpose(graph, node):
             graph.fuse([node, *_key_scales(graph, node)], "Transpose", leader=node, attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(dims)})
         elif perm == [0, 2, 1, 3] and dims[1] % 8 and (before := graph.producer(node.inputs[0].name)) is not None and _product_of_computed(before):
             graph.fuse([node], "Transpose", attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(dims)})

@@ -930,6 +930,8 @@ def reshape_of_unaligned_attention_heads(node: NodeView, chip: str):
     unfolded into patches, MobileViT-v2's [1, C, H, W] -> [1, C, H/2, 2, W/2, 2]) is no head split:
     the pool's RK3566 verdicts have those on the NPU.
     """
+    if node.attr("rknn_batched_heads_layer") is not None:
+        return None  # a batch of token sets splits its heads on the NPU (passes.batched_attention_layouts)
     joined = node.attr("rknn_head_size")  # the Transposes after it joined it (passes.transposes_merged_into_matmul)
     if joined is not None:
         return Offence(int(joined), "values per head") if int(joined) % 8 else None
