@@ -5,7 +5,7 @@
 
 Each case is one model built by a builder of tests/forms_models.py and the chips whose toolchain
 it is checked with. For each, this runs `edgedeploy audit MODEL --target CHIP ... --confirm
---format json` (esp-ppq in the espdl environment, rknn-toolkit2 in the rknn one, onnx2tf + Vela
+--format json` (with `--precision` where the case names one) (esp-ppq in the espdl environment, rknn-toolkit2 in the rknn one, onnx2tf + Vela
 in the eiq one) and keeps the toolchain's own verdict: its placement of every ONNX node it
 reports, or its failure. Writes tests/fixtures/forms/verdicts.json, the data
 tests/test_audit_forms.py compares the audit with (no toolchain needed there), and prints the
@@ -36,6 +36,8 @@ def run_case(case, work: Path) -> dict:
     cmd = [str(ROOT / ".venv" / "bin" / "edgedeploy"), "audit", str(path), "--confirm", "--format", "json", "-o", str(out), "--force"]
     for chip in case.chips:
         cmd += ["--target", chip]
+    if case.precision:
+        cmd += ["--precision", case.precision]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if not out.exists():
         raise SystemExit(f"{case.name}: edgedeploy audit --confirm failed (exit {done.returncode}): {done.stderr.strip()[-2000:]}")
@@ -52,6 +54,7 @@ def run_case(case, work: Path) -> dict:
             "failed": verdict.get("failed"),
             "nodes": {name: CODES[v["placement"]] for name, v in sorted(verdict["nodes"].items())},
             "observes": verdict.get("observes"),
+            **({"precision": case.precision} if case.precision else {}),
         }
         disagreements = confirm["comparison"]["disagreements"]
         shown = ", ".join(f"{d['node']} {d['predicted']}/{d['toolchain']}" for d in disagreements[:8])

@@ -135,10 +135,11 @@ def yolo_decode_head(spelling: str = "tensor", size: int | str = 16) -> onnx.Mod
 
 
 class Case:
-    """One model of a form and the chips its toolchains are asked about."""
+    """One model of a form, the chips its toolchains are asked about and the build's precision
+    (None: each chip's default)."""
 
-    def __init__(self, name: str, form: str, build, chips: tuple[str, ...]):
-        self.name, self.form, self.build, self.chips = name, form, build, chips
+    def __init__(self, name: str, form: str, build, chips: tuple[str, ...], precision: str | None = None):
+        self.name, self.form, self.build, self.chips, self.precision = name, form, build, chips, precision
 
 
 CASES = [
@@ -1903,6 +1904,9 @@ PAD_PACK = (
     ("tokens_8x8x128_hw6", (1, 8, 8, 128), (0, 0, 0, 0, 0, 6, 6, 0), "constant", None, "tokens", "init"),
     ("tokens_8x8x128_h6", (1, 8, 8, 128), (0, 0, 0, 0, 0, 6, 0, 0), "constant", None, "tokens", "init"),
     ("tokens_4x4x24_hw3", (1, 4, 4, 24), (0, 0, 0, 0, 0, 3, 3, 0), "constant", None, "tokens", "init"),
+    ("c2_end2", (1, 2, 8, 8), (0, 0, 0, 0, 0, 2, 0, 0), "constant", None, "block", "init"),
+    ("c6_end2", (1, 6, 8, 8), (0, 0, 0, 0, 0, 2, 0, 0), "constant", None, "block", "init"),
+    ("c10_end6", (1, 10, 8, 8), (0, 0, 0, 0, 0, 6, 0, 0), "constant", None, "block", "init"),
 )
 
 
@@ -1981,6 +1985,7 @@ def pad_pack(opset: int = 13, entries: tuple = PAD_PACK) -> onnx.ModelProto:
 
 
 CASES += [Case(f"pad_pack_opset{o}", "c: Pad by axis, amount, mode, rank and position", lambda o=o: pad_pack(o), ("rk3588", "rk3566")) for o in (13, 11)]
+CASES.append(Case("pad_pack_fp16", "c: Pad by axis, amount, mode, rank and position", pad_pack, ("rk3588", "rk3566"), precision="fp16"))
 
 
 def separate_projections_pack(variants: tuple) -> onnx.ModelProto:

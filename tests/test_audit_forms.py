@@ -32,7 +32,7 @@ PAIRS = [(name, chip) for name, entry in VERDICTS["cases"].items() for chip in e
 def audit(tmp_path: Path, name: str, chip: str):
     loaded = load_model(save(BUILDERS[name].build(), tmp_path / f"{name}.onnx"), require_static=True)
     target, found = find_chip(chip)
-    precision = found.precisions[0]
+    precision = BUILDERS[name].precision or found.precisions[0]
     return audit_model(loaded, rules_for(target, found.id, precision), precision)
 
 
