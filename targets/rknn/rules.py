@@ -882,28 +882,49 @@ def pad_mode_outside_last_two_axes(node: NodeView, chip: str):
     return Offence(tuple(node.input(0).shape), f"pads axis {outside[0]} of the 4-D form") if outside else None
 
 
-@RULES.rule("Pad", chips=tuple(OUTPUT_CHANNEL_ALIGN), precisions=("int8",), ALIGN="16 on RK3588, 8 on RK3566/RK3568")
-def constant_pad_appending_to_unaligned_channels(node: NodeView, chip: str):
-    """A constant Pad that appends channels (pads the channel axis of the toolkit's 4-D form at its end only, as MediaPipe's BlazeBlocks zero-pad before their residual Add) runs on the CPU when the input's channel count is not a multiple of the NPU's channel block ({ALIGN}); padding at the start or on both sides, or an aligned input, keeps it on the NPU.
+# OBSERVED: the channel block of a Pad that appends channels in an fp16 build, half the int8 one
+# (the same 16 bytes on RK3588, 8 on RK3566): RK3588 runs 4, 12, 20, 36, 44, 2, 6, 10 channels on
+# the CPU and 8, 16, 24 ... on the NPU; RK3566 2, 6, 10 on the CPU and 4, 8, 12, 20 ... on the NPU.
+PAD_CHANNEL_BLOCK_FP16 = {"rk3588": 8, "rk3566": 4, "rk3568": 4}
 
-    Measured with rknn-toolkit2 2.5.0, int8, on packs of independent Pads (tests/forms_models.py
-    pad_pack, 70 cases, opset 11 and 13 alike; tests/fixtures/forms/verdicts.json): channel pads
-    of 4 to 72 channels by 4, 5, 8, 16 or 24 at the end: CPU for 8, 24, 40, 56, 72 on RK3588 only
-    and 4, 12, 20, 36, 44 on both chips, NPU for 16, 32, 48, 64; the same whatever the amount,
-    the value (0 or 1), pads and value as initializers or Constant nodes, a first node or after a
-    Conv or Relu, before an Add, a Conv or the output, with height also padded, and for 3-D inputs
-    as their 4-D form ([1, C, L]: C; [1, 1, L]: L). Start-only or both-sides channel pads (24 by
-    4+4, 12 by 2+2, 24, 20 and 12 at the start) and height/width/batch pads: NPU. A map the
-    toolkit holds with its last axis as channels (passes.pad_of_a_channels_last_map) has no
-    channels on axis 1: its Pads there stayed on the NPU. Not measured: fp16 builds, RK3576,
-    RK3562, RV1106 (RK3568 takes RK3566's block: the same NPU).
-    """
+
+def _appended_unaligned_channels(node: NodeView, block: int):
+    """The channel count of a constant Pad that appends channels to an input whose count is not
+    a multiple of `block`, as an Offence; else None."""
     if node.attr("mode", "constant") != "constant":
         return None
     channels, start, end = (_pads_in_4d(node) or {}).get(1, (1, 0, 0))
     if start or not end or node.attr("rknn_pad_channels_last") == 1:
         return None
-    return Offence(channels, "channels padded at the end") if channels % OUTPUT_CHANNEL_ALIGN[chip] else None
+    return Offence(channels, "channels padded at the end") if channels % block else None
+
+
+@RULES.rule("Pad", chips=tuple(OUTPUT_CHANNEL_ALIGN), precisions=("int8",), ALIGN="16 on RK3588, 8 on RK3566/RK3568")
+def constant_pad_appending_to_unaligned_channels(node: NodeView, chip: str):
+    """A constant Pad that appends channels (pads the channel axis of the toolkit's 4-D form at its end only, as MediaPipe's BlazeBlocks zero-pad before their residual Add) runs on the CPU when the input's channel count is not a multiple of the NPU's channel block ({ALIGN} in an int8 build); padding at the start or on both sides, or an aligned input, keeps it on the NPU.
+
+    Measured with rknn-toolkit2 2.5.0, int8, on packs of independent Pads (tests/forms_models.py
+    pad_pack, 73 cases, opset 11 and 13 alike; tests/fixtures/forms/verdicts.json): channel pads
+    of 2 to 72 channels by 2 to 24 at the end: CPU for 8, 24, 40, 56, 72 on RK3588 only and 2, 4,
+    6, 10, 12, 20, 36, 44 on both chips, NPU for 16, 32, 48, 64; the same whatever the amount,
+    the value (0 or 1), pads and value as initializers or Constant nodes, a first node or after a
+    Conv or Relu, before an Add, a Conv or the output, with height also padded, and for 3-D inputs
+    as their 4-D form ([1, C, L]: C; [1, 1, L]: L). Start-only or both-sides channel pads (24 by
+    4+4, 12 by 2+2, 24, 20 and 12 at the start) and height/width/batch pads: NPU. A map the
+    toolkit holds with its last axis as channels (passes.pad_of_a_channels_last_map) has no
+    channels on axis 1: its Pads there stayed on the NPU. Not measured: RK3576, RK3562, RV1106
+    (RK3568 takes RK3566's block: the same NPU).
+    """
+    return _appended_unaligned_channels(node, OUTPUT_CHANNEL_ALIGN[chip])
+
+
+@RULES.rule("Pad", chips=tuple(PAD_CHANNEL_BLOCK_FP16), precisions=("fp16",), ALIGN="8 on RK3588, 4 on RK3566/RK3568")
+def constant_pad_appending_to_unaligned_channels_fp16(node: NodeView, chip: str):
+    """In an fp16 build a constant Pad that appends channels (at the end of the channel axis of the toolkit's 4-D form only) runs on the CPU when the input's channel count is not a multiple of the channel block ({ALIGN}: half the int8 block, the same bytes).
+
+    Measured with rknn-toolkit2 2.5.0, fp16, on the same pack (tests/forms_models.py pad_pack_fp16).
+    """
+    return _appended_unaligned_channels(node, PAD_CHANNEL_BLOCK_FP16[chip])
 
 
 @RULES.rule("Pad", chips=("rk3566", "rk3568"))
