@@ -262,8 +262,12 @@ def main() -> int:
     parser.add_argument("--chip", default="", help="brute force on this chip's own quantised simulation (ESP-DL, RKNN, eIQ: eIQ needs --artifact) instead of ONNX Runtime's QDQ")
     parser.add_argument("--artifact", type=Path, help="with --chip: the model an `edgedeploy build` artifact converted (its passes applied), with its manifest")
     parser.add_argument("--only", default="", help="with --chip: only these ONNX nodes (comma-separated), when every node does not fit")
+    parser.add_argument("--trained-dir", type=Path, help="the trained set's files from this folder instead of $EDGEDEPLOY_HOME/trained (files made apart, e.g. scripts/trained/make_cls_data.py's)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes quantising nodes at once")
     args = parser.parse_args()
+    if args.trained_dir:
+        global HOME
+        HOME = args.trained_dir
     logging.getLogger().setLevel(logging.ERROR)  # quantize_static's advice on every call
     manifest = json.loads(MANIFEST.read_text())
     wanted = {m for m in args.models.split(",") if m}
