@@ -2023,3 +2023,37 @@ SEPARATE_PROJECTION_PACKS = {
 }
 CASES += [Case(f"separate_projections_{name}", "pool: attention with q, k and v each its own Linear over a batch of token sets (transformers' MobileViT)",
                lambda v=v: separate_projections_pack(v), ("rk3566", "rk3588")) for name, v in SEPARATE_PROJECTION_PACKS.items()]
+
+
+def tokens_to_nhwc_pack(variants: tuple) -> onnx.ModelProto:
+    """EdgeNeXt's SDTA block layout, (channels, side[, "direct"]) each, packed one input [1, C, s, s]
+    and output each: a 1x1 Conv, the map flattened into tokens (Reshape [1, C, s*s], Transpose
+    [0, 2, 1]), a Linear on the tokens with a residual Add, the tokens Reshaped to a channels-last
+    map [1, s, s, C], a Linear there (not with "direct"), Transpose [0, 3, 1, 2] back to
+    [1, C, s, s] and a residual Add."""
+    rng = np.random.default_rng(30)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for c, s, *direct in variants:
+        p = f"c{c}s{s}{'d' if direct else ''}_"
+        inits += [_const(p + "w_conv", _weights(rng, c, c, 1, 1)), _const(p + "w_tok", _weights(rng, c, c)), _const(p + "w_map", _weights(rng, c, c)),
+                  _const(p + "flat", np.array([1, c, s * s], np.int64)), _const(p + "nhwc", np.array([1, s, s, c], np.int64))]
+        nodes += [helper.make_node("Conv", [p + "x", p + "w_conv"], [p + "f"], name=p + "conv", kernel_shape=[1, 1]),
+                  helper.make_node("Reshape", [p + "f", p + "flat"], [p + "f3"], name=p + "flatten"),
+                  helper.make_node("Transpose", [p + "f3"], [p + "tok"], name=p + "to_tokens", perm=[0, 2, 1]),
+                  helper.make_node("MatMul", [p + "tok", p + "w_tok"], [p + "lin"], name=p + "token_linear"),
+                  helper.make_node("Add", [p + "tok", p + "lin"], [p + "res"], name=p + "token_residual"),
+                  helper.make_node("Reshape", [p + "res", p + "nhwc"], [p + "m"], name=p + "to_nhwc"),
+                  *([] if direct else [helper.make_node("MatMul", [p + "m", p + "w_map"], [p + "ml"], name=p + "map_linear")]),
+                  helper.make_node("Transpose", [p + ("m" if direct else "ml")], [p + "back"], name=p + "to_nchw", perm=[0, 3, 1, 2]),
+                  helper.make_node("Add", [p + "x", p + "back"], [p + "y"], name=p + "map_residual")]
+        inputs.append(_vi(p + "x", [1, c, s, s]))
+        outputs.append(_vi(p + "y", [1, c, s, s]))
+    return _model(nodes, inputs, outputs, inits)
+
+
+TOKENS_TO_NHWC_PACKS = {
+    "sizes": ((168, 2), (88, 4), (160, 2), (176, 2), (168, 4), (48, 2), (64, 2), (24, 8)),
+    "direct": ((168, 2, "direct"), (64, 10, "direct"), (32, 4, "direct"), (64, 10)),
+}
+CASES += [Case(f"tokens_to_nhwc_{name}", "pool: a map flattened into tokens, the tokens reshaped to a channels-last map (EdgeNeXt's SDTA block)",
+               lambda v=v: tokens_to_nhwc_pack(v), ("rk3566", "rk3588")) for name, v in TOKENS_TO_NHWC_PACKS.items()]

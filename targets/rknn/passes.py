@@ -1750,3 +1750,36 @@ def subsampled_token_grid(graph, chip):
         else:
             graph.fuse([cols, back], "Slice", leader=cols)
             graph.fuse([grid], "Reshape", attributes={ONE_TOKEN_GRID_ATTRIBUTE: int(_static_shape(grid.outputs[0])[1])})
+
+
+def _tokens_reshaped_to_nhwc(graph, node) -> bool:
+    """Whether `node` reads, through 1 to MAX_POSITIONWISE_CHAIN position-wise operators (first
+    data inputs), a Reshape of tokens into a channels-last map (_tokens_to_nhwc) whose tokens were
+    not regrouped on the way (_keeps_batch; nhwc_swap_beside_a_token_reshape takes the Transpose
+    right after such a Reshape)."""
+    for hops in range(MAX_POSITIONWISE_CHAIN + 1):
+        data = [t for t in node.inputs if not _known(t)] if node.inputs else []
+        before = graph.producer(data[0].name) if data else None
+        if before is None:
+            return False
+        if before.op_type == "Reshape":
+            source = graph.producer(before.inputs[0].name) if before.inputs else None
+            return hops > 0 and _tokens_to_nhwc(before) and (source is None or _keeps_batch(source, _static_shape(before.outputs[0])[0], False))
+        if not _positionwise(before):
+            return False
+        node = before
+    return False
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, MAX_CHAIN=MAX_POSITIONWISE_CHAIN)
+def channels_last_tokens_back_to_a_map(graph, chip):
+    """{OBSERVED} holds tokens [N, T, C] with C as channels, so tokens Reshaped into a channels-last map [N, H, W, C] and, after at most {MAX_CHAIN} position-wise operators (a layer norm, Linears, GELU, a layer scale), Transposed [0, 3, 1, 2] back to [N, C, H, W] (EdgeNeXt's SDTA blocks) need no data moved: that Transpose has no layer of its own, even on RK3566/RK3568 where a Transpose layer runs on the CPU.
+
+    Measured on tests/forms_models.py tokens_to_nhwc_pack (C = 24 to 176 on 2x2 to 10x10 maps, a
+    Linear between, or none: nhwc_swap_beside_a_token_reshape) on RK3566 and RK3588. Where the
+    tokens were regrouped first (YOLO12's area attention merging its areas back) the Transpose
+    runs on the CPU on RK3566 (pool, tuning part): left to the chip's rules.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if _perm(node) == [0, 3, 1, 2] and _tokens_reshaped_to_nhwc(graph, node):
+            graph.eliminate(node)
