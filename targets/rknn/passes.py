@@ -965,6 +965,45 @@ def batched_attention_layouts(graph, chip):
             graph.fuse([node], "Transpose", attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(dims)})
 
 
+# The attribute the pass below gives the heads' merge Transpose it keeps, so that
+# transposes_merged_into_matmul leaves it (a Transpose layer, placed by the chip's rules).
+MERGE_BEFORE_ACTIVATION_ATTRIBUTE = "rknn_merge_before_activation"
+# The readers of the merged heads measured to keep the Transpose (other activations not probed).
+MERGE_READERS_MEASURED = frozenset({"HardSwish"})
+
+
+def _part_of_a_last_axis_split(graph, node) -> bool:
+    """Whether `node` reads one of three parts Split on the last axis of [N, T, H, 2*kd + vd] (LeViT's
+    q, k and v from one projection, per head): the toolkit splits that projection into three
+    convolutions and writes the value in its layout (no Transpose layer of its own)."""
+    split = graph.producer(node.inputs[0].name) if node.inputs else None
+    if split is None or split.op_type != "Split" or len([o for o in split.outputs if o.name]) != 3:
+        return False
+    rank = split.inputs[0].rank
+    return rank == 4 and int(split.attr("axis", 0)) % rank == rank - 1
+
+
+@RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED)
+def merge_transpose_before_an_activation(graph, chip):
+    """{OBSERVED} merges the heads' Transpose [0, 2, 1, 3] after attn @ v into the Linear that reads the merged heads, but where the merged heads go first to an activation (LeViT's projection: a HardSwish, then the Linear) that Transpose is a layer of its own: on RK3566/RK3568 it runs on the CPU.
+
+    Measured on tests/forms_models.py levit_attention_pack on RK3566: 9 and 16 tokens, 4 or 8 heads,
+    values of 32 or 64, with the HardSwish (CPU) and without it (merged); one query token (the
+    Transpose moves a unit axis: a reshape). LeViT-128S's attention-downsample block (tuning).
+    The same probe: a value Split with q and k from one projection on the last axis per head
+    (_part_of_a_last_axis_split) has no Transpose layer at 9 tokens, where k and v alone (the
+    downsample block) make one at 4 tokens (transposes_merged_into_matmul).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        before = graph.producer(node.inputs[0].name) if node.inputs else None
+        merge = _next(graph, node, "Reshape")
+        reader = graph.only_consumer(merge.outputs[0].name) if merge is not None and merge.outputs else None
+        if _perm(node) != [0, 2, 1, 3] or before is None or not _product_of_computed(before) or reader is None:
+            continue
+        if reader.op_type in MERGE_READERS_MEASURED:
+            graph.fuse([node], "Transpose", attributes={"perm": _perm(node), MERGE_BEFORE_ACTIVATION_ATTRIBUTE: 1})
+
+
 # The attribute the pass below gives the key's Transpose of a joint projection the toolkit keeps
 # whole, so that transposes_merged_into_matmul leaves it (a Transpose layer, placed by the chip's rules).
 JOINT_KEY_ATTRIBUTE = "rknn_joint_projection_key"
@@ -1014,8 +1053,8 @@ def transposes_merged_into_matmul(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node:
             continue  # joined the heads' Reshape with the Transpose before it
-        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE)):
-            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole)
+        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE)):
+            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation)
         if not (_reaches_matmul(graph, node, forward=True) or _reaches_matmul(graph, node, forward=False)):
             continue
         heads = _heads_reshape(graph, node)
@@ -1027,7 +1066,7 @@ def transposes_merged_into_matmul(graph, chip):
             graph.fuse([map_value[0], node, *map_value[1]], "Transpose", leader=node, attributes={"perm": _perm(node), UNSQUEEZED_VALUE_ATTRIBUTE: list(map_value[2])})
         elif map_value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in map_value[2]):
             graph.fuse([map_value[0], node], "Transpose", leader=node, attributes={"perm": _perm(node), "rknn_value_transpose": list(map_value[2])})
-        elif value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in value):
+        elif value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in value) and not _part_of_a_last_axis_split(graph, node):
             graph.fuse([heads, node, *_lone_concats_after(graph, node)] if heads is not None else [node, *_lone_concats_after(graph, node)], "Transpose",
                        leader=node, attributes={"perm": _perm(node), "rknn_value_transpose": list(value)})
         elif heads is not None and _head_size(heads) is not None:
