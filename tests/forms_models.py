@@ -1628,6 +1628,14 @@ CASES += [Case(f"cubic_resize_{name}", "pool: a cubic Resize of a run-time tenso
 # ---- pool: MobileViT(-v1)'s unfolding into patches through the batch axis, then heads -------------
 
 
+def _prefixed(p: str):
+    """A node maker for one packed case: the node, its output and every input not already named
+    with the case's prefix `p` get it."""
+    def node(op, ins, name, **kw):
+        return helper.make_node(op, [i if i.startswith(p) else p + i for i in ins], [p + name], name=p + name, **kw)
+    return node
+
+
 def _tokens_attention(p: str, node, tokens: str, c: int, n: int, pp: int, heads: int, rng, scale_both: bool = False) -> tuple[list, list, str]:
     """Attention over the n patches of each of the pp pixel positions (a batch of pp), as timm's
     MobileViT writes it: a joint q/k/v Linear, Reshape [pp, n, 3, heads, d], Transpose
@@ -1669,7 +1677,7 @@ def _patch_unfold_v1(prefix: str, rng, c: int, side: int, patch: int, heads: int
     inits = [_const(p + "w_in", _weights(rng, c, c, 1, 1)), _const(p + "w_out", _weights(rng, c, c, 1, 1)), _const(p + "w_proj", _weights(rng, c, c)),
              k("s_unfold", [c * g, patch, g, patch]), k("s_patches", [1, c, n, pp]), k("s_tokens", [pp, n, c]),
              k("s_back", [1, pp, n, c]), k("s_fold", [c * g, g, patch, patch]), k("s_map", [1, c, side, side])]
-    node = lambda op, ins, name, **kw: helper.make_node(op, [i if i.startswith(p) else p + i for i in ins], [p + name], name=p + name, **kw)  # noqa: E731
+    node = _prefixed(p)
     nodes = [node("Conv", ["x", "w_in"], "conv_in", kernel_shape=[1, 1]),
              node("Reshape", ["conv_in", "s_unfold"], "unfold_rows"),
              node("Transpose", ["unfold_rows"], "unfold_swap", perm=[0, 2, 1, 3]),
@@ -1722,7 +1730,7 @@ def batched_attention(variants: tuple) -> onnx.ModelProto:
     nodes, inits, inputs, outputs = [], [], [], []
     for b, n, heads, d, *both in variants:
         p, c = f"b{b}n{n}h{heads}d{d}{'s' if both else ''}_", heads * d
-        node = lambda op, ins, name, p=p, **kw: helper.make_node(op, [i if i.startswith(p) else p + i for i in ins], [p + name], name=p + name, **kw)  # noqa: E731
+        node = _prefixed(p)
         more, more_inits, tokens = _tokens_attention(p, node, "lin_in", c, n, b, heads, rng, scale_both=bool(both))
         nodes += [node("MatMul", ["x", "w_in"], "lin_in"), *more, node("MatMul", [tokens, "w_out"], "y")]
         inits += [_const(p + "w_in", _weights(rng, c, c)), _const(p + "w_out", _weights(rng, c, c)), *more_inits]
@@ -2071,7 +2079,7 @@ def levit_attention_pack(variants: tuple) -> onnx.ModelProto:
     nodes, inits, inputs, outputs = [], [], [], []
     for t, tq, h, kd, vd, *act in variants:
         p, c = f"t{t}q{tq}h{h}k{kd}v{vd}{'a' if act else ''}_", 64
-        node = lambda op, ins, name, p=p, **kw: helper.make_node(op, [p + i for i in ins], [p + name], name=p + name, **kw)  # noqa: E731
+        node = _prefixed(p)
         parts = [kd, kd, vd] if tq == t else [kd, vd]
         inits += [_const(p + "w_qkv", _weights(rng, c, h * sum(parts))), _const(p + "heads", np.array([1, t, h, sum(parts)], np.int64)),
                   _const(p + "parts", np.array(parts, np.int64)), _const(p + "scale", np.array(kd ** -0.5, np.float32)),
