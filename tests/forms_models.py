@@ -1717,9 +1717,15 @@ PATCH_UNFOLD_V1_PACKS = {
     "widths": ((80, 8, 2, 0), (64, 4, 2, 0), (40, 8, 2, 0), (96, 4, 2, 0), (24, 6, 2, 0), (64, 4, 4, 0)),
     "patches": ((64, 10, 2, 0), (64, 12, 2, 0), (32, 16, 2, 0), (32, 12, 2, 0)),
     "patch4": ((64, 16, 4, 0), (32, 32, 4, 0), (64, 8, 4, 0)),
+    "attention": ((96, 2, 2, 4), (80, 2, 2, 4), (128, 2, 2, 4), (64, 4, 4, 4), (96, 4, 2, 4), (64, 8, 2, 4)),
 }
+# "attention" (MobileViT's whole block) is recorded on RK3566 only. On RK3588 the toolkit runs the
+# heads' merge Reshape on the CPU where one patch token is left (2x2 map, 2x2 patches) with heads of
+# 20 or 24 (NPU with 16 or 32, or 4 tokens), as in MobileViT-XXS's last stage (pool, tuning), but
+# batched_attention's 4 x 1 tokens, 4 heads of 24 (the same attention, from a model input) keeps it
+# on the NPU: not explained, not modelled.
 CASES += [Case(f"patch_unfold_v1_{name}", "pool: a map unfolded into patches through the batch axis and folded back (MobileViT)",
-               lambda v=v: patch_unfold_v1(v), ("rk3566", "rk3588")) for name, v in PATCH_UNFOLD_V1_PACKS.items()]
+               lambda v=v: patch_unfold_v1(v), ("rk3566",) if name == "attention" else ("rk3566", "rk3588")) for name, v in PATCH_UNFOLD_V1_PACKS.items()]
 
 
 def batched_attention(variants: tuple) -> onnx.ModelProto:
