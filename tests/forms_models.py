@@ -2118,3 +2118,42 @@ LEVIT_ATTENTION_PACKS = {
 # the downsample form's value (4 tokens of 64) runs on the CPU as it says: not explained.
 CASES += [Case(f"levit_attention_{name}", "pool: LeViT's attention (key size other than value size, an attention bias Add; the downsample block's fewer queries)",
                lambda v=v: levit_attention_pack(v), ("rk3566", "rk3588")) for name, v in LEVIT_ATTENTION_PACKS.items()]
+
+
+# ---- pool: an SSD-style head whose levels go channels-last before their Concat (MediaPipe's BlazeFace) ----
+
+
+def channels_last_levels(heads: tuple) -> onnx.ModelProto:
+    """Independent detection heads on one [1, 8, 16, 16] input, each as MediaPipe's BlazeFace
+    exports it: per level a Conv of k*d outputs on a side x side map, a Transpose [0, 2, 3, 1],
+    a Reshape [1, H*W*k, d]; the levels of a head concatenated along axis 1 ("concat", the
+    model's output) or each level a model output of its own ("output"). `heads`: tuples
+    (name, ((side, k), ...), d, reader)."""
+    rng = np.random.default_rng(28)
+    inits, n, outputs = [], [], []
+    for name, levels, d, reader in heads:
+        pieces = []
+        for i, (side, k) in enumerate(levels):
+            stride = 16 // side
+            p = f"{name}_l{i}"
+            inits += [_const(f"{p}_w", _weights(rng, k * d, 8, stride, stride)), _const(f"{p}_s", np.array([1, side * side * k, d], np.int64))]
+            n += [helper.make_node("Conv", ["x", f"{p}_w"], [f"{p}_m"], name=f"{p}_conv", kernel_shape=[stride, stride], strides=[stride, stride]),
+                  helper.make_node("Transpose", [f"{p}_m"], [f"{p}_t"], name=f"{p}_transpose", perm=[0, 2, 3, 1]),
+                  helper.make_node("Reshape", [f"{p}_t", f"{p}_s"], [f"{p}_f"], name=f"{p}_reshape")]
+            pieces.append((f"{p}_f", side * side * k))
+        if reader == "concat":
+            n.append(helper.make_node("Concat", [t for t, _ in pieces], [f"{name}_y"], name=f"{name}_concat", axis=1))
+            outputs.append(_vi(f"{name}_y", [1, sum(c for _, c in pieces), d]))
+        else:
+            outputs += [_vi(t, [1, c, d]) for t, c in pieces]
+    return _model(n, [_vi("x", [1, 8, 16, 16])], outputs, inits)
+
+
+CHANNELS_LAST_HEADS = {
+    "blazeface": (("cls", ((16, 2), (8, 6)), 1, "concat"), ("reg", ((16, 2), (8, 6)), 16, "concat")),
+    "widths": (("d4", ((16, 2), (8, 6)), 4, "concat"), ("d8", ((16, 2), (8, 6)), 8, "concat"), ("d2", ((16, 1), (8, 1)), 2, "concat"), ("d32", ((8, 1), (4, 2)), 32, "concat")),
+    "outputs": (("o1", ((16, 2), (8, 6)), 1, "output"), ("o16", ((16, 2), (8, 6)), 16, "output"), ("o8k1", ((8, 1),), 8, "output")),
+    "aligned": (("a1", ((16, 8), (8, 16)), 1, "concat"), ("a16", ((16, 1), (8, 1)), 16, "concat"), ("a2", ((4, 2), (2, 4)), 2, "concat")),
+}
+CASES += [Case(f"channels_last_levels_{key}", "pool: a detection head's levels made channels-last (Transpose, Reshape) before their Concat", lambda h=heads: channels_last_levels(h), ("rk3588", "rk3566"))
+          for key, heads in CHANNELS_LAST_HEADS.items()]

@@ -457,6 +457,67 @@ def _merges_moved_axes(perm: list[int], transposed: tuple, out: tuple) -> bool:
     return False
 
 
+# Chips where a Transpose layer runs on the CPU (DOC_COMPILER 3.1.58 allows few perms there).
+CHANNELS_LAST_LEVEL_CHIPS = ("rk3566", "rk3568")
+# The attribute the pass below gives the Reshape of a channels-last level that Concats read
+# (rules.channels_last_level_into_concat reads it).
+CHANNELS_LAST_LEVEL_ATTRIBUTE = "rknn_channels_last_level"
+
+
+def _channels_last_level(graph, node):
+    """The Reshape after `node` when `node` is a Transpose [0, 2, 3, 1] of a map whose only reader
+    flattens it to [N, X, d] (one level of a detection head, MediaPipe's BlazeFace) and that
+    Reshape's result is a model output or read only by Concats of such levels; else None."""
+    if node.op_type != "Transpose" or not node.outputs or _perm(node) != [0, 2, 3, 1]:
+        return None
+    reshape = graph.only_consumer(node.outputs[0].name)
+    if reshape is None or reshape.op_type != "Reshape" or reshape.inputs[0].name != node.outputs[0].name:
+        return None
+    x, out = _static_shape(node.outputs[0]), _static_shape(reshape.outputs[0])
+    if x is None or out is None or len(x) != 4 or len(out) != 3 or out[0] != x[0]:
+        return None
+    readers = graph.consumers(reshape.outputs[0].name)
+    if readers and all(_concat_of_channels_last_levels(graph, r) for r in readers) or (not readers and reshape.outputs[0].is_model_output):
+        return reshape
+    return None
+
+
+def _concat_of_channels_last_levels(graph, concat) -> bool:
+    """Whether every input of `concat` is a Reshape of a Transpose [0, 2, 3, 1] (a head's levels;
+    a ViT's class token before its patch tokens is not: that Transpose has no layer, timm's test_vit)."""
+    if concat.op_type != "Concat":
+        return False
+    for t in concat.inputs:
+        reshape = graph.producer(t.name)
+        before = graph.producer(reshape.inputs[0].name) if reshape is not None and reshape.op_type == "Reshape" and reshape.inputs else None
+        if before is None or before.op_type != "Transpose" or _perm(before) != [0, 2, 3, 1]:
+            return False
+    return True
+
+
+def _writes_channels_last_level(graph, node, chip) -> bool:
+    """Whether the toolkit keeps `node` a Transpose layer of its own: a channels-last level
+    (_channels_last_level) on a chip where no layout pass removes it."""
+    return chip in CHANNELS_LAST_LEVEL_CHIPS and _channels_last_level(graph, node) is not None
+
+
+@RULES.graph_pass("Reshape", chips=CHANNELS_LAST_LEVEL_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def channels_last_levels_concatenated(graph, chip):
+    """{OBSERVED} writes out a detection head's level made channels-last (Conv [N, C, H, W], Transpose [0, 2, 3, 1], Reshape [N, H*W*C/d, d]) with a Transpose layer of its own when the Reshape's result is a model output or concatenated with other such levels only: it neither turns the pair into a convolution (transpose_then_flatten_to_conv) nor drops the Transpose as a token view (nhwc_swap_beside_a_token_reshape), so on RK3566/RK3568 the Transpose runs on the CPU; the audit notes on the Reshape that Concats read it (rules.channels_last_level_into_concat).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 on MediaPipe's BlazeFace (16x16 and 8x8 levels of 2
+    and 6 scores, 32 and 96 box values) and tests/forms_models.py channels_last_levels: d = 1, 2,
+    4, 8, 16, 32; 1, 2, 6, 8, 16 anchors per cell; 16x16 to 2x2 maps; C aligned to 8 and 16 or
+    not; every Transpose on the CPU whatever the sizes (RK3568 not measured: taken as RK3566); on
+    RK3588 all on the NPU. A ViT's patch tokens made the same way but concatenated after its class
+    token (timm's test_vit in the pool) keep the Transpose off any layer: left to the other passes.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        reshape = _channels_last_level(graph, node)
+        if reshape is not None and graph.consumers(reshape.outputs[0].name):
+            graph.fuse([reshape], "Reshape", leader=reshape, attributes={CHANNELS_LAST_LEVEL_ATTRIBUTE: 1})
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
 def transpose_then_flatten_to_conv(graph, chip):
     """{OBSERVED} turns a Transpose whose result is reshaped (a Reshape or Flatten that merges every axis the Transpose moves into one) into a Gather of that merged axis and then a 1x1 convolution on the NPU, merged with the reshape (its passes replace_inner_dim_shuffle_tp_rs_to_rs_gather, gather_to_conv and fuse_reshape_into_conv): a face detector's Transpose before the flatten into its Gemm runs on the NPU, even on RK3566/RK3568 where a Transpose layer would run on the CPU.
@@ -468,6 +529,8 @@ def transpose_then_flatten_to_conv(graph, chip):
         perm = _perm(node)
         after = graph.only_consumer(node.outputs[0].name) if node.outputs and perm is not None else None
         if after is None or after.op_type not in ("Reshape", "Flatten") or after.inputs[0].name != node.outputs[0].name:
+            continue
+        if _writes_channels_last_level(graph, node, chip):
             continue
         transposed, out = _static_shape(node.outputs[0]), _static_shape(after.outputs[0])
         if transposed is not None and out is not None and _merges_moved_axes(perm, transposed, out):
@@ -1241,7 +1304,7 @@ def nhwc_swap_beside_a_token_reshape(graph, chip):
             free = before is not None and _tokens_to_nhwc(before) and (source is None or _keeps_batch(source, _static_shape(before.outputs[0])[0], False))
         else:
             reader = graph.only_consumer(node.outputs[0].name)
-            free = reader is not None and _nhwc_to_tokens(reader)
+            free = reader is not None and _nhwc_to_tokens(reader) and not _writes_channels_last_level(graph, node, chip)
         if free:
             graph.eliminate(node)
 

@@ -780,6 +780,17 @@ def flattened_level_of_unaligned_channels(node: NodeView, chip: str):
 
 
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def channels_last_level_into_concat(node: NodeView, chip: str):
+    """On this chip the Reshape that flattens a detection head's channels-last level ([N, H, W, C] from a Transpose [0, 2, 3, 1] layer on the CPU, to [N, H*W*C/d, d]) runs on the CPU when a Concat reads it (the toolkit merges it into the Transpose layer or gives it a Reshape layer of its own there); as a model output it runs on the NPU (rknn-toolkit2 2.5.0, observed; passes.channels_last_levels_concatenated marks it).
+
+    Measured on RK3566 on MediaPipe's BlazeFace (its four level Reshapes, two Concats) and
+    tests/forms_models.py channels_last_levels: Concat-read levels of d = 1, 2, 4, 8, 16, 32,
+    aligned channels or not, 16x16 to 2x2 maps: all CPU; the same levels as model outputs: NPU.
+    """
+    return Offence(tuple(node.output(0).shape), "level concatenated after a channels-last Transpose") if node.attr("rknn_channels_last_level") is not None else None
+
+
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
 def reshape_into_cpu_softmax(node: NodeView, chip: str):
     """On this chip Softmax runs on the CPU, and a Reshape whose only reader is a Softmax goes to the CPU with it (rknn-toolkit2 2.5.0, observed).
 
