@@ -19,6 +19,31 @@ import numpy as np
 DEADLINE_S = float(os.environ.get("EDGEDEPLOY_BRUTE_FORCE_DEADLINE_S", "2400"))
 
 
+def with_producers(members: dict[str, list[str]], graph) -> dict[str, list[str]]:
+    """Per node of `members` (ONNX node name: its layers or operators), its own members followed by those
+    of the nodes producing its data inputs (initialisers are no data), without repeats. A node alone kept
+    in float still reads an int8 tensor on a toolchain that quantises the tensor between two layers unless
+    both are float: this is the fair single-node form there (docs/accuracy.md, brute force). A producer
+    with no members of its own (a Relu the toolchain fused into the Conv before it) stands for its own
+    producers, whose layers compute that tensor."""
+    from edgedeploy.model.stats import node_names
+
+    names = node_names(graph)
+    constants = {i.name for i in graph.initializer}
+    made_by = {out: name for name, node in zip(names, graph.node) for out in node.output if out}
+    inputs_of = {name: [made_by[t] for t in node.input if t and t not in constants and t in made_by] for name, node in zip(names, graph.node)}
+
+    def producing(name: str, seen: set) -> list[str]:
+        found = []
+        for producer in inputs_of[name]:
+            if producer not in seen:
+                seen.add(producer)
+                found += members.get(producer) or producing(producer, seen)
+        return found
+
+    return {name: list(dict.fromkeys(members[name] + producing(name, {name}))) for name in names if name in members}
+
+
 def per_sample(flat: np.ndarray, key: str) -> dict:
     """`key`_argmax and `key`_values of a run's first output ([samples, values]): per sample its largest
     element's index and its highest value (a detector's best anchor, as build's --metric-output and

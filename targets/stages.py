@@ -183,6 +183,10 @@ class TapRequest:
     brute_force_outputs: list[str] = field(default_factory=list)
     # Limits the brute force to these ONNX nodes (a sweep too long for every node); empty: every node.
     brute_force_nodes: list[str] = field(default_factory=list)
+    # The brute force's second form (--with-producers): each node kept in float together with the nodes
+    # producing its data inputs, so that the tensor entering it is float too (rknn-toolkit2 keeps the
+    # tensor between two layers int8 unless both are float16); where the target supports it (RKNN).
+    brute_force_with_producers: bool = False
 
 
 @dataclass

@@ -130,25 +130,27 @@ def brute_force(entry: dict, calib_count: int, eval_count: int, jobs: int) -> di
             "seconds": round(time.monotonic() - started, 1), "onnxruntime": ort.__version__, "nodes": nodes}
 
 
-def on_target(entry: dict, chip_id: str, calib_count: int, eval_count: int, artifact: Path | None = None, only: list[str] | None = None) -> dict:
+def on_target(entry: dict, chip_id: str, calib_count: int, eval_count: int, artifact: Path | None = None, only: list[str] | None = None,
+              producers: bool = False) -> dict:
     """The brute force of one trained-set model on a chip's own quantised simulation; with `artifact`,
     on the model that artifact's build converted (its passes applied) and with its manifest."""
     model = artifact / "model.onnx" if artifact else HOME / entry["model"]["file"]
     manifest = json.loads((artifact / "manifest.json").read_text()) if artifact else {}
     found = on_chip(model, HOME / entry["calib"]["file"], HOME / entry["eval"]["file"], chip_id,
-                    calib_count, eval_count, entry.get("task_output"), manifest=manifest, only=only, metric=entry.get("metric"), artifact=artifact)
+                    calib_count, eval_count, entry.get("task_output"), manifest=manifest, only=only, metric=entry.get("metric"), artifact=artifact, producers=producers)
     return {"model": entry["name"], **found}
 
 
 def on_chip(model_path: Path, calib_path: Path, eval_path: Path, chip_id: str, calib_count: int | None, eval_count: int | None,
             output: str | None = None, preprocess=None, manifest: dict | None = None, only: list[str] | None = None, metric: str | None = None,
-            artifact: Path | None = None) -> dict:
+            artifact: Path | None = None, producers: bool = False) -> dict:
     """Per op, the task output with that op alone kept in float and alone quantised, on the chip's
     quantised simulation (TapRequest.brute_force_outputs), and the diagnosis of the same run.
     `only`: the nodes to measure (default every one); metric "auroc": the task metric is the AUROC
     of one score per sample (a detector's score; on ESP-DL the output's highest value, so a
     per-anchor output is scored by its best anchor, as build's --metric-output does), else top-1.
-    `artifact`: the build's artifact, for targets whose diagnosis reads its files (eIQ's TFLite models)."""
+    `artifact`: the build's artifact, for targets whose diagnosis reads its files (eIQ's TFLite models).
+    `producers`: each node kept in float with the nodes producing its data inputs (RKNN and eIQ)."""
     from edgedeploy.datasets import load_dataset, model_input_specs
     from edgedeploy.model import load_model, named_copy
     from edgedeploy.model.stats import node_names
@@ -158,6 +160,8 @@ def on_chip(model_path: Path, calib_path: Path, eval_path: Path, chip_id: str, c
     from edgedeploy.toolchains.executor import Executor
 
     target, chip = find_chip(chip_id)
+    if producers and target.id not in ("rknn", "eiq"):
+        raise SystemExit(f"--with-producers keeps sets of nodes in float on RKNN and eIQ chips only, not on {chip_id}.")
     model = load_model(model_path, require_static=True)
     named = named_copy(model.proto, node_names(model.graph))
     specs = model_input_specs(model)
@@ -172,7 +176,8 @@ def on_chip(model_path: Path, calib_path: Path, eval_path: Path, chip_id: str, c
         request = TapRequest(artifact=artifact or work, model_path=Path(model_path), chip=chip, precision="int8", manifest=manifest or {},
                              calibration=calibration, evaluation=evaluation, workdir=work / target.id,
                              executor=Executor(work / "worker.log", 7200.0, None), tap_helpers=TAP_HELPERS, echo=print,
-                             batchable=_batchable(named, calibration), brute_force_outputs=[output], brute_force_nodes=list(only or []))
+                             batchable=_batchable(named, calibration), brute_force_outputs=[output], brute_force_nodes=list(only or []),
+                             brute_force_with_producers=producers)
         tapped = target.accuracy_taps(request)
     found = _finish(chip.id, {}, tapped.records, named, len(calibration))
     brute = tapped.brute_force
@@ -262,6 +267,9 @@ def main() -> int:
     parser.add_argument("--chip", default="", help="brute force on this chip's own quantised simulation (ESP-DL, RKNN, eIQ: eIQ needs --artifact) instead of ONNX Runtime's QDQ")
     parser.add_argument("--artifact", type=Path, help="with --chip: the model an `edgedeploy build` artifact converted (its passes applied), with its manifest")
     parser.add_argument("--only", default="", help="with --chip: only these ONNX nodes (comma-separated), when every node does not fit")
+    parser.add_argument("--with-producers", action="store_true",
+                        help="with --chip (RKNN, eIQ): keep each node in float together with the producers of its data inputs (its input tensor float too); "
+                             "written under \"targets_with_producers\", beside the single-node form")
     parser.add_argument("--trained-dir", type=Path, help="the trained set's files from this folder instead of $EDGEDEPLOY_HOME/trained (files made apart, e.g. scripts/trained/make_cls_data.py's)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes quantising nodes at once")
     args = parser.parse_args()
@@ -276,9 +284,9 @@ def main() -> int:
         if wanted and entry["name"] not in wanted:
             continue
         if args.chip:
-            result = on_target(entry, args.chip, args.calib, args.eval, args.artifact, [n for n in args.only.split(",") if n])
+            result = on_target(entry, args.chip, args.calib, args.eval, args.artifact, [n for n in args.only.split(",") if n], args.with_producers)
             done = json.loads(RESULTS.read_text()) if RESULTS.exists() else done  # another run may have written meanwhile
-            done.setdefault("targets", {})[f"{entry['name']}/{args.chip}"] = result
+            done.setdefault("targets_with_producers" if args.with_producers else "targets", {})[f"{entry['name']}/{args.chip}"] = result
             RESULTS.write_text(json.dumps(done, indent=1) + "\n")
             print(f"{entry['name']} on {args.chip}: every node int8 {result['snr_every_node_db']:.1f} dB; diagnosis top {result['diagnosis_top']} "
                   f"(brute-force rank {result['diagnosis_top_rank_by_gain']} by gain, {result['diagnosis_top_rank_alone']} alone; "

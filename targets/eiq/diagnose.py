@@ -55,6 +55,17 @@ def records_from(result: dict, mapping: dict, graph) -> list[dict]:
     return list(records.values())
 
 
+def _measured_tokens(token_names: dict, graph, wanted: list[str], producers: bool) -> dict:
+    """Per wanted ONNX node, the tokens naming its operators in the tokenised model; with `producers`
+    (TapRequest.brute_force_with_producers) also those of the nodes producing its data inputs, so that
+    the tensor entering it is float too (the brute force's second form)."""
+    from edgedeploy.targets.brute_force import with_producers
+
+    owned = {name: [token for token, owner in token_names.items() if owner == name] for name in node_names(graph)}
+    members = with_producers(owned, graph) if producers else owned
+    return {name: members[name] for name in wanted}
+
+
 def _brute_force(target, request: TapRequest, work: Path) -> dict:
     """TapRequest.brute_force_outputs through the TFLite converter (worker_brute_force.py): per ONNX
     node, the outputs with its operators alone kept in float and alone quantised (the converter's
@@ -71,7 +82,7 @@ def _brute_force(target, request: TapRequest, work: Path) -> dict:
     measured = request.evaluation if request.evaluation is not None else request.calibration
     payload = {"model": str(work / "brute" / "named" / "model.onnx"), "calib": _save(request.calibration, work / "brute", "calib"),
                "eval": _save(measured, work / "brute", "eval"), "deadline_s": DEADLINE_S,
-               "nodes": {name: [token for token, owner in token_names.items() if owner == name] for name in wanted}}
+               "nodes": _measured_tokens(token_names, proto.graph, wanted, request.brute_force_with_producers)}
     request.echo(f"brute force: the TFLite converter quantises {len(wanted)} nodes two ways each (denylisted operators), on {len(measured)} samples")
     result = request.executor.run_worker(target.toolchain, WORKER.with_name("worker_brute_force.py"), payload, work / "brute")
     outputs = list(request.brute_force_outputs)

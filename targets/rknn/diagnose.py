@@ -135,6 +135,19 @@ def _layer_groups(layers: list[str], graph: onnx.GraphProto, wanted: list[str]) 
     return [g for g in groups if g["layers"]]
 
 
+def _measured_groups(layers: list[str], graph: onnx.GraphProto, wanted: list[str], producers: bool) -> list[dict]:
+    """The brute force's groups of layers, one per wanted node with layers of its own; with `producers`
+    (TapRequest.brute_force_with_producers) each also holds the layers of the nodes producing its data
+    inputs, even when --only leaves those nodes out of `wanted`."""
+    from edgedeploy.targets.brute_force import with_producers
+
+    groups = _layer_groups(layers, graph, wanted)
+    if not producers:
+        return groups
+    members = with_producers({g["node"]: g["layers"] for g in _layer_groups(layers, graph, node_names(graph))}, graph)
+    return [{"node": g["node"], "layers": members[g["node"]]} for g in groups]
+
+
 def _brute_force(target, request: TapRequest, work: Path) -> dict:
     """TapRequest.brute_force_outputs on the simulator (worker_brute_force.py): per ONNX node, the
     outputs with its layers alone kept in float16 and alone in int8 (every other measured node's
@@ -155,7 +168,7 @@ def _brute_force(target, request: TapRequest, work: Path) -> dict:
     step1 = request.executor.run_worker(target.toolchain, WORKER.with_name("worker_brute_force.py"),
                                         {**_request(target, request, work), "mode": "step1", "hybrid_dir": str(work / "hybrid")}, work / "brute1")
     wanted = list(request.brute_force_nodes or node_names(graph))
-    groups = _layer_groups(step1["layers"], graph, wanted)
+    groups = _measured_groups(step1["layers"], graph, wanted, request.brute_force_with_producers)
     payload = {"mode": "variants", "files": step1["files"], "groups": groups, "eval_inputs": str(work / "bf_eval.npz"), "input_names": names,
                "output_names": [o.name for o in graph.output], "deadline_s": DEADLINE_S,
                "data_formats": ["nchw" if len(s.shape) == 4 else None for s in specs]}

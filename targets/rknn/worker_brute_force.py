@@ -95,5 +95,6 @@ def run(request, ctx):
         ctx.arrays.write_arrays(path, {name: o for name, o in zip(request["output_names"], outs)})
         return path
 
-    everything = [layer for group in groups for layer in group["layers"]]
+    # With producers (--with-producers) groups share layers: each is kept in float once.
+    everything = list(dict.fromkeys(layer for group in groups for layer in group["layers"]))
     return {"variants": sweep.sweep(groups, everything, measure, ctx, float(request.get("deadline_s") or 1e9))}
