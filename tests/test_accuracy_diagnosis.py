@@ -167,3 +167,24 @@ def test_a_node_much_worse_alone_than_the_first_fall_is_ranked_before_it():
     worst, _ = localise.worst_isolated(records)
     assert [r["node"] for r in localise.ranked(first, worst)] == ["stem", "gemm", "mul"]
     assert [r["node"] for r in localise.ranked(None, worst)] == ["gemm", "mul", "stem"]
+
+
+def test_the_samples_are_cut_to_what_the_memory_budget_holds_and_the_path_says_so(tmp_path, monkeypatch):
+    """Every node's output of every sample is held at once (a 320x320 detector on 64+32 samples grew
+    past 23 GB and was killed): the QDQ path takes the samples the budget holds and records how many."""
+    from edgedeploy.pipeline.diagnose import _samples_note
+
+    rng = np.random.default_rng(5)
+    path = _conv_model(tmp_path / "m.onnx", rng.normal(size=(8, 1, 3, 3)), rng.normal(size=(8, 8, 3, 3)))
+    feeds, evaluation = _feeds(count=24), _feeds(count=16, seed=9)
+    per_sample = qdq.bytes_per_sample(path, feeds[0])
+    assert per_sample > 8 * 12 * 12 * 4  # at least one [1,8,12,12] float tensor
+    _records, settings = qdq.diagnose_records(path, feeds, evaluation)
+    assert settings["samples"] == {"calibration": 24, "calibration_available": 24, "evaluation": 16, "evaluation_available": 16,
+                                   "node_output_bytes_per_sample": per_sample}
+    assert _samples_note(settings["samples"]) == ""
+    monkeypatch.setattr(qdq, "MEMORY_BUDGET_BYTES", per_sample * 12)  # 6 calibration samples (2 copies), 3 evaluation (4)
+    records, settings = qdq.diagnose_records(path, feeds, evaluation)
+    assert (settings["samples"]["calibration"], settings["samples"]["evaluation"]) == (6, 3)
+    assert records and all(r["accumulated"] is not None for r in records if r["precision"])
+    assert "6 of 24 calibration samples and 3 of 16 evaluation samples" in _samples_note(settings["samples"])

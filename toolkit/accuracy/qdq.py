@@ -268,9 +268,38 @@ def _record(node, float_node, structure, original_of, float_init, float_values, 
     return record
 
 
+# Every node's output of every sample is held at once: ONNX Runtime's MinMax calibration keeps them
+# all until it computes the ranges, and the figures compare whole tensors. On a large input that
+# exhausts memory (PP-OCR's 320x320 detector grew past 23 GB on 64 calibration and 32 evaluation
+# samples and was killed), so the path takes as many samples as this budget holds, and says so.
+MEMORY_BUDGET_BYTES = 2 << 30
+# Copies of a sample's node outputs held per sample: calibration (ONNX Runtime's, then the float
+# statistics); evaluation (the float model's, the QDQ model's, its DequantizeLinear outputs, a slack).
+CALIBRATION_COPIES, EVALUATION_COPIES = 2, 4
+
+
+def bytes_per_sample(model_path: Path, feed: dict) -> int:
+    """What every node's float output of one sample takes (one run of the float model)."""
+    model = onnx.load(str(model_path))
+    tensors = [o for n in model.graph.node for o in n.output if o]
+    return sum(v[0].nbytes for v in _run_all(model, tensors, [feed]).values())
+
+
+def affordable(available: int, per_sample: int, copies: int) -> int:
+    """How many samples of `per_sample` bytes, held `copies` times, fit MEMORY_BUDGET_BYTES (at least one)."""
+    return max(1, min(available, MEMORY_BUDGET_BYTES // max(1, per_sample * copies)))
+
+
 def diagnose_records(model_path: Path, feeds: list[dict], eval_feeds: list[dict] | None = None, settings: dict | None = None, workdir: Path | None = None) -> tuple[list[dict], dict]:
-    """Quantise with ONNX Runtime and tap every node; returns (records, the settings used)."""
+    """Quantise with ONNX Runtime and tap every node; returns (records, the settings used, with the
+    samples used and available under "samples")."""
+    per_sample = bytes_per_sample(model_path, feeds[0])
+    calibration = feeds[: affordable(len(feeds), per_sample, CALIBRATION_COPIES)]
+    evaluation = eval_feeds[: affordable(len(eval_feeds), per_sample, EVALUATION_COPIES)] if eval_feeds else eval_feeds
     with tempfile.TemporaryDirectory(prefix="edgedeploy-qdq-", dir=workdir) as tmp:
         qdq_path = Path(tmp) / "model.qdq.onnx"
-        used = quantise(model_path, feeds, qdq_path, settings)
-        return records(model_path, feeds, qdq_path, eval_feeds), used
+        used = quantise(model_path, calibration, qdq_path, settings)
+        found = records(model_path, calibration, qdq_path, evaluation)
+    used["samples"] = {"calibration": len(calibration), "calibration_available": len(feeds), "evaluation": len(evaluation or []),
+                       "evaluation_available": len(eval_feeds or []), "node_output_bytes_per_sample": per_sample}
+    return found, used

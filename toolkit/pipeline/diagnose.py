@@ -153,11 +153,21 @@ def _qdq_path(named_path: Path, named, calibration, evaluation, work: Path) -> d
     meta = {
         "toolchain": "onnxruntime quantize_static",
         "method": f"ONNX Runtime's QDQ quantisation ({settings['calibration']}, activations {settings['activation_type']}, weights {settings['weight_type']}, "
-        f"{'per channel' if settings['per_channel'] else 'per tensor'}); accumulated: the QDQ model; isolated: the node and its Q/DQ pairs alone on float inputs",
+        f"{'per channel' if settings['per_channel'] else 'per tensor'}); accumulated: the QDQ model; isolated: the node and its Q/DQ pairs alone on float inputs"
+        + _samples_note(settings["samples"]),
         "settings": settings,
         "seconds": round(time.monotonic() - started, 1),
     }
     return _finish("onnxruntime-qdq", meta, records, named, len(calibration))
+
+
+def _samples_note(samples: dict) -> str:
+    """Said only when the memory budget cut the samples: which figures rest on fewer inputs."""
+    cut = [f"{samples[k]} of {samples[k + '_available']} {k} samples" for k in ("calibration", "evaluation") if samples[k] < samples[k + "_available"]]
+    if not cut:
+        return ""
+    return (f"; on {' and '.join(cut)}: every node's output takes {samples['node_output_bytes_per_sample'] / 2**20:.0f} MB a sample, "
+            f"and the path holds them all within {qdq.MEMORY_BUDGET_BYTES / 2**30:.0f} GB")
 
 
 def _run_path(name: str, run: Callable[[], dict], paths: list, skipped: list, echo) -> Exception | None:
