@@ -518,7 +518,7 @@ def channels_last_levels_concatenated(graph, chip):
             graph.fuse([reshape], "Reshape", leader=reshape, attributes={CHANNELS_LAST_LEVEL_ATTRIBUTE: 1})
 
 
-@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, chip_key=CHANNELS_LAST_LEVEL_CHIPS.__contains__)
 def transpose_then_flatten_to_conv(graph, chip):
     """{OBSERVED} turns a Transpose whose result is reshaped (a Reshape or Flatten that merges every axis the Transpose moves into one) into a Gather of that merged axis and then a 1x1 convolution on the NPU, merged with the reshape (its passes replace_inner_dim_shuffle_tp_rs_to_rs_gather, gather_to_conv and fuse_reshape_into_conv): a face detector's Transpose before the flatten into its Gemm runs on the NPU, even on RK3566/RK3568 where a Transpose layer would run on the CPU.
 
@@ -1284,7 +1284,7 @@ def _nhwc_to_tokens(node) -> bool:
     return node.op_type == "Reshape" and bool(x) and bool(out) and len(x) == 4 and len(out) == 3 and out == (x[0], x[1] * x[2], x[3])
 
 
-@RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+@RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED, chip_key=CHANNELS_LAST_LEVEL_CHIPS.__contains__)
 def nhwc_swap_beside_a_token_reshape(graph, chip):
     """{OBSERVED} holds tokens [N, H*W, C] as (N, C, 1, H*W), so tokens viewed as a channels-last map (Reshape [N, H, W, C]) and permuted to [N, C, H, W] (Transpose [0, 3, 1, 2]) before a convolution, or a map permuted channels-last (Transpose [0, 2, 3, 1]) and viewed as tokens, move no data: the Transpose has no layer of its own (its passes fuse_reshape_transpose, fuse_transpose_reshape), even on RK3566/RK3568 where a Transpose layer runs on the CPU.
 
