@@ -44,6 +44,14 @@ def with_producers(members: dict[str, list[str]], graph) -> dict[str, list[str]]
     return {name: list(dict.fromkeys(members[name] + producing(name, {name}))) for name in names if name in members}
 
 
+def float_reference(model_path: Path, measured, outputs: list[str]) -> dict:
+    """The float model's `outputs` on the evaluation inputs (ONNX Runtime), one run for all of them."""
+    from edgedeploy.measure.reference import ReferenceRunner
+
+    found = ReferenceRunner(model_path).run(dict(measured.inputs)).outputs
+    return {o: found[o] for o in outputs}
+
+
 def per_sample(flat: np.ndarray, key: str) -> dict:
     """`key`_argmax and `key`_values of a run's first output ([samples, values]): per sample its largest
     element's index and its highest value (a detector's best anchor, as build's --metric-output and

@@ -72,8 +72,7 @@ def _brute_force(target, request: TapRequest, work: Path) -> dict:
     denylisted_nodes), against ONNX Runtime's float model on the same evaluation inputs."""
     import onnx
 
-    from edgedeploy.measure.reference import ReferenceRunner
-    from edgedeploy.targets.brute_force import DEADLINE_S, figures
+    from edgedeploy.targets.brute_force import DEADLINE_S, figures, float_reference
     from edgedeploy.targets.eiq.convert import tokenised_model
 
     proto = onnx.load(str(request.model_path))
@@ -86,7 +85,7 @@ def _brute_force(target, request: TapRequest, work: Path) -> dict:
     request.echo(f"brute force: the TFLite converter quantises {len(wanted)} nodes two ways each (denylisted operators), on {len(measured)} samples")
     result = request.executor.run_worker(target.toolchain, WORKER.with_name("worker_brute_force.py"), payload, work / "brute")
     outputs = list(request.brute_force_outputs)
-    reference = {o: ReferenceRunner(request.model_path).run(dict(measured.inputs)).outputs[o] for o in outputs}
+    reference = float_reference(request.model_path, measured, outputs)
     op_type = {name: node.op_type for name, node in zip(node_names(proto.graph), proto.graph.node)}
     return {**figures(result["variants"], result["groups"], reference, outputs, len(measured), op_type, wanted), "operators": result["operators"]}
 

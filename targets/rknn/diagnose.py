@@ -155,8 +155,7 @@ def _brute_force(target, request: TapRequest, work: Path) -> dict:
     (TapResult.brute_force, plus per sample the first output's highest value as `*_values` for a task metric
     that is not an argmax)."""
     from edgedeploy.arrays import write_arrays
-    from edgedeploy.targets.brute_force import DEADLINE_S, figures
-    from edgedeploy.measure.reference import ReferenceRunner
+    from edgedeploy.targets.brute_force import DEADLINE_S, figures, float_reference
 
     specs = model_input_specs(load_model(request.model_path, require_static=True))
     names = [s.name for s in specs]
@@ -174,7 +173,7 @@ def _brute_force(target, request: TapRequest, work: Path) -> dict:
                "data_formats": ["nchw" if len(s.shape) == 4 else None for s in specs]}
     request.echo(f"brute force: rknn-toolkit2 hybrid quantisation, {len(groups)} of {len(wanted)} nodes with layers of their own, two builds each, on {len(measured)} samples")
     result = request.executor.run_worker(target.toolchain, WORKER.with_name("worker_brute_force.py"), payload, work / "brute2")
-    reference = {o: ReferenceRunner(request.model_path).run(dict(measured.inputs)).outputs[o] for o in outputs}
+    reference = float_reference(request.model_path, measured, outputs)
     op_type = {name: node.op_type for name, node in zip(node_names(graph), graph.node)}
     return {**figures(result["variants"], groups, reference, outputs, len(measured), op_type, wanted), "toolkit_version": step1.get("toolkit_version")}
 
