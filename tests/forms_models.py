@@ -2157,3 +2157,73 @@ CHANNELS_LAST_HEADS = {
 }
 CASES += [Case(f"channels_last_levels_{key}", "pool: a detection head's levels made channels-last (Transpose, Reshape) before their Concat", lambda h=heads: channels_last_levels(h), ("rk3588", "rk3566"))
           for key, heads in CHANNELS_LAST_HEADS.items()]
+
+
+# ---- pool: a pose head's keypoints viewed per keypoint and back (Ultralytics' Pose.kpts_decode) ----
+
+
+def keypoint_view_pack(variants: tuple, size: int = 16) -> onnx.ModelProto:
+    """Independent pose heads on one [1, 8, size, size] input, each as Ultralytics' Pose head exports
+    its keypoint decode under a static input: per level a Conv of k*d outputs, a Reshape to
+    [1, k*d, cells] and a Concat of the levels along the last axis; the view per keypoint
+    (Reshape [1, k, d, -1]); the coordinates Sliced, scaled and offset, the visibility Sliced
+    through a Sigmoid and Concatenated back along axis 2 (d == 3); the view back (Reshape
+    [1, k*d, -1]); then a Concat along axis 1 with a box branch ("concat", the model's output) or
+    the model's output itself ("output"). `variants`: tuples (name, k, d, sides, reader); the
+    sides are the levels' widths, made by Convs of stride size/side."""
+    rng = np.random.default_rng(29)
+    inits, n, outputs = [], [], []
+    for name, k, d, sides, reader in variants:
+        node = _prefixed(f"{name}_")
+        cells = sum(s * s for s in sides)
+        levels, boxes = [], []
+        for i, side in enumerate(sides):
+            stride = size // side
+            for branch, width, into in (("kp", k * d, levels), ("box", 5, boxes)):
+                if branch == "box" and reader != "concat":
+                    continue
+                w = f"{name}_{branch}{i}_w"
+                inits += [_const(w, _weights(rng, width, 8, stride, stride)), _const(f"{name}_{branch}{i}_s", np.array([1, width, side * side], np.int64))]
+                n += [helper.make_node("Conv", ["x", w], [f"{name}_{branch}{i}_m"], name=f"{name}_{branch}{i}_conv", kernel_shape=[stride, stride], strides=[stride, stride]),
+                      node("Reshape", [f"{branch}{i}_m", f"{branch}{i}_s"], f"{branch}{i}_flat")]
+                into.append(f"{name}_{branch}{i}_flat")
+        kp = levels[0]
+        if len(levels) > 1:
+            n.append(node("Concat", levels, "kp_levels", axis=2))
+            kp = f"{name}_kp_levels"
+        inits += [_const(f"{name}_{c}", v) for c, v in (
+            ("view", np.array([1, k, d, -1], np.int64)), ("back", np.array([1, k * d, -1], np.int64)),
+            ("s0", np.array([0], np.int64)), ("s2", np.array([2], np.int64)), ("s3", np.array([3], np.int64)), ("ax", np.array([2], np.int64)),
+            ("two", np.array(2.0, np.float32)), ("grid", rng.standard_normal((2, cells)).astype(np.float32)), ("stride", np.abs(rng.standard_normal((1, cells))).astype(np.float32)))]
+        n += [node("Reshape", ["kp_levels" if len(levels) > 1 else kp, "view"], "view_kp"),
+              node("Slice", ["view_kp", "s0", "s2", "ax"], "xy"),
+              node("Mul", ["xy", "two"], "xy2"), node("Add", ["xy2", "grid"], "xyg"), node("Mul", ["xyg", "stride"], "xys")]
+        merged = f"{name}_xys"
+        if d == 3:
+            n += [node("Slice", ["view_kp", "s2", "s3", "ax"], "vis"), node("Sigmoid", ["vis"], "vis_s"), node("Concat", ["xys", "vis_s"], "kp_cat", axis=2)]
+            merged = f"{name}_kp_cat"
+        n.append(node("Reshape", [merged, "back"], "kp_back"))
+        if reader == "concat":
+            n += [node("Concat", boxes, "box_levels", axis=2), node("Sigmoid", ["box_levels"], "box_s"), node("Concat", ["box_s", "kp_back"], "y", axis=1)]
+            outputs.append(_vi(f"{name}_y", [1, 5 + k * d, cells]))
+        else:
+            outputs.append(_vi(f"{name}_kp_back", [1, k * d, cells]))
+    used = {i for x in n for i in x.input}
+    return _model(n, [_vi("x", [1, 8, size, size])], outputs, [t for t in inits if t.name in used])
+
+
+# Varied one at a time from the COCO pose head (17 keypoints of 3 values, three levels, read by
+# the head's Concat): the keypoint count (channels 51, 48, 24, 15, 96, 12), the levels (cells 336
+# or one level of 256), the reader. (2 values per keypoint, probed first, made the toolkit name
+# its CPU layers after other nodes; see rules.keypoints_viewed_per_keypoint.)
+KEYPOINT_VIEW_PACKS = {
+    "coco": (("k17d3", 17, 3, (16, 8, 4), "concat"), ("k16d3", 16, 3, (16, 8, 4), "concat"), ("k8d3", 8, 3, (16, 8, 4), "concat"), ("k5d3", 5, 3, (16, 8, 4), "concat")),
+    "counts": tuple((f"k{k}d3", k, 3, (16, 8, 4), "concat") for k in (3, 5, 6, 7, 9, 10, 11, 15)),
+    "shapes": (("k32d3", 32, 3, (16, 8, 4), "concat"), ("k17d3one", 17, 3, (16,), "concat"), ("k17d3out", 17, 3, (16, 8, 4), "output"), ("k4d3", 4, 3, (16, 8, 4), "concat")),
+}
+# The cells, on a 20x20 input: 525 as the pool's 160x160 pose models have them (20, 10, 5), 400
+# (one level), 100, 125, 500 (20 and 10).
+KEYPOINT_VIEW_CELLS = (("c525", 17, 3, (20, 10, 5), "concat"), ("c400", 17, 3, (20,), "concat"), ("c100", 17, 3, (10,), "concat"), ("c125", 17, 3, (10, 5), "concat"), ("c500", 17, 3, (20, 10), "concat"))
+CASES += [Case(f"keypoint_view_{key}", "pool: a pose head's keypoints viewed per keypoint and back (Ultralytics' Pose)", lambda v=v: keypoint_view_pack(v), ("rk3588", "rk3566"))
+          for key, v in KEYPOINT_VIEW_PACKS.items()]
+CASES.append(Case("keypoint_view_cells", "pool: a pose head's keypoints viewed per keypoint and back (Ultralytics' Pose)", lambda: keypoint_view_pack(KEYPOINT_VIEW_CELLS, 20), ("rk3588", "rk3566")))

@@ -1885,3 +1885,50 @@ def channels_last_tokens_back_to_a_map(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if _perm(node) == [0, 3, 1, 2] and _tokens_reshaped_to_nhwc(graph, node):
             graph.eliminate(node)
+
+
+# The attribute the pass below gives a pose head's per-keypoint view and the view back:
+# [cells, 0 for the view or 1 for the view back] (rules.keypoints_viewed_per_keypoint).
+KEYPOINT_VIEW_ATTRIBUTE = "rknn_keypoint_view"
+
+
+def _slices_the_values(graph, reshape) -> bool:
+    """True when every reader of `reshape`'s output is a Slice along axis 2 (of 4) with step 1."""
+    readers = graph.consumers(reshape.outputs[0].name)
+    for s in readers:
+        axes = _ints(s.inputs[3]) if s.op_type == "Slice" and len(s.inputs) > 3 else None
+        steps = _ints(s.inputs[4]) if len(s.inputs) > 4 and s.inputs[4].name else [1]
+        if axes is None or [a % 4 for a in axes] != [2] or steps != [1]:
+            return False
+    return bool(readers)
+
+
+def _keypoint_view(graph, node) -> list[int] | None:
+    """[cells, back] when `node` is a Reshape [N, k*d, W] -> [N, k, d, W] (k, d > 1) read by Slices
+    of the d values (back = 0), or [N, k, d, W] -> [N, k*d, W] of a Concat along axis 2 (back = 1)."""
+    x, out = _static_shape(node.inputs[0]) if node.inputs else None, _static_shape(node.outputs[0]) if node.outputs else None
+    if not x or not out or {len(x), len(out)} != {3, 4}:
+        return None
+    back = len(x) == 4
+    three, four = (out, x) if back else (x, out)
+    if four[0] != three[0] or four[3] != three[2] or four[1] <= 1 or four[2] <= 1 or four[1] * four[2] != three[1]:
+        return None
+    if back:
+        concat = graph.producer(node.inputs[0].name)
+        if concat is None or concat.op_type != "Concat" or int(concat.attr("axis", 0)) % 4 != 2:
+            return None
+    elif not _slices_the_values(graph, node):
+        return None
+    return [int(three[2]), int(back)]
+
+
+@RULES.graph_pass("Reshape", OBSERVED=TOOLKIT_OBSERVED)
+def keypoint_views(graph, chip):
+    """{OBSERVED} lays out a pose head's view of its keypoints per keypoint (Ultralytics' Pose.kpts_decode: Reshape [N, k*d, W] -> [N, k, d, W], Slices of the d values along axis 2, their Concat back along axis 2, Reshape [N, k*d, W]) with Reshape layers of their own, placed by the cells W (rules.keypoints_viewed_per_keypoint); the same split before a Transpose and a Softmax (a distribution-focal-loss decode) is no such view.
+
+    Measured on tests/forms_models.py keypoint_view_pack and the pool's Ultralytics pose heads.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        view = _keypoint_view(graph, node)
+        if view is not None:
+            graph.fuse([node], "Reshape", attributes={KEYPOINT_VIEW_ATTRIBUTE: view})

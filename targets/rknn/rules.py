@@ -1041,6 +1041,32 @@ def patch_fold_reshape_layer(node: NodeView, chip: str):
     return Offence(int(channels), "channels of the folded patches")
 
 
+KEYPOINT_CELLS_ALIGN = 16  # OBSERVED (RK3588): the cells a per-keypoint view keeps on the NPU
+
+
+@RULES.rule("Reshape", chips=("rk3566", "rk3568", "rk3588"), ALIGN=KEYPOINT_CELLS_ALIGN)
+def keypoints_viewed_per_keypoint(node: NodeView, chip: str):
+    """The toolkit runs on the CPU a pose head's view of its keypoints per keypoint ([N, k*d, W] -> [N, k, d, W], read by Slices of the d values): on RK3566/RK3568 always, on RK3588 when the W cells are not a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed; the pass keypoint_views marks it). The view back after their Concat ([N, k, d, W] -> [N, k*d, W]) mostly goes with it, but not always, by what the audit does not model: uncertain where the view is on the CPU.
+
+    Measured on RK3566 and RK3588 with tests/forms_models.py keypoint_view_pack (Ultralytics'
+    Pose.kpts_decode: view, Slices, Sigmoid, Concat along axis 2, view back) and d = 3 values:
+    the view on RK3566 on the CPU for every k of 3 to 11, 15, 16, 17, 32, at 336, 256 and 400
+    cells to 525, read by the head's Concat or as a model output; on RK3588 on the NPU at W = 336,
+    256, 400 and on the CPU at 525, 500, 125, 100. The view back: with the view in every probe
+    except k = 5 on RK3566 (NPU, in two packs); on RK3588 the pool's three Ultralytics pose heads
+    (525 cells) have it on the NPU where the probes had it on the CPU. With d = 2 (no Concat back)
+    the toolkit names its CPU layers after other nodes (the coordinates' Slice, a box level's
+    Reshape): not modelled, not in the packs. RK3568 is taken to behave as RK3566 (not measured).
+    """
+    view = node.attr("rknn_keypoint_view")  # passes.keypoint_views: [cells, 1 for the view back]
+    if view is None:
+        return None
+    cells, back = (int(v) for v in view)
+    if chip == "rk3588" and cells % KEYPOINT_CELLS_ALIGN == 0:
+        return None
+    return Offence(cells, f"cells of the keypoints' {'view back' if back else 'view'}", uncertain=bool(back))
+
+
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
 def grid_reshape_before_a_one_token_subsample(node: NodeView, chip: str):
     """On this chip the Reshape of tokens into a grid that LeViT's subsampling then slices down to a single token runs on the CPU for some grids and on the NPU for others, by what the audit does not model: uncertain (rknn-toolkit2 2.5.0, observed; the pass subsampled_token_grid marks it).
