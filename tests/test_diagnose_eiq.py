@@ -97,3 +97,21 @@ def test_brute_force_on_eiq_keeps_each_node_in_float_through_the_converter(outli
     # int8 input, so no node kept in float recovers it; a node alone quantised loses no more.
     assert all(abs(n["snr_all_but_this_db"] - found["snr_every_node_db"]) < 1 for n in by_node.values())
     assert all(n["snr_this_alone_db"] >= found["snr_every_node_db"] - 0.1 for n in by_node.values())
+
+
+@pytest.mark.toolchain("eiq")
+def test_the_statistics_hold_the_samples_the_budget_allows_and_the_figures_use_every_one(outlier_diagnosis, monkeypatch):
+    """The worker held every tensor's float values of every calibration and evaluation sample until the end
+    (PP-OCRv4's recogniser grew past 21 GB and was killed inside build --recover): it keeps only the samples
+    its budget holds for the statistics, says so in the method, and sums the figures over every sample."""
+    from edgedeploy.pipeline.diagnose import DiagnoseOptions, diagnose_artifact
+    from edgedeploy.targets.eiq import diagnose as eiq_diagnose
+
+    artifact, document = outlier_diagnosis
+    monkeypatch.setattr(eiq_diagnose, "STATS_BUDGET_BYTES", 1, raising=False)  # less than one sample: the first of each kept
+    cut = diagnose_artifact(artifact, DiagnoseOptions(eval=artifact.parents[2] / "eval.npz", qdq=False), lambda line: None)
+    (eiq,), (full,) = cut["paths"], document["paths"]
+    assert "statistics on 1 of 24 calibration samples and 1 of 16 evaluation samples" in eiq["method"]
+    assert "statistics on" not in full["method"]
+    figures = {n["node"]: n["accumulated"] for n in full["nodes"]}
+    assert figures and {n["node"]: n["accumulated"] for n in eiq["nodes"]} == figures

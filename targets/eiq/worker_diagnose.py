@@ -6,7 +6,9 @@ model's tensor of the same name (or of the same fused layers, constants aside) h
 intermediate tensor (experimental_preserve_all_tensors, builtin kernels: XNNPACK would hide
 them), the int8 ones are dequantised with their own scale and zero point, and per tensor this
 returns the sums of float vs int8 over the samples (tap_numpy.moments, accumulated: the whole
-int8 model up to it) and the float values' statistics against the int8 tensor's range. TFLite
+int8 model up to it) and the float values' statistics against the int8 tensor's range. The
+statistics need the values themselves, held until the end: only as many samples as the request's
+stats_budget_bytes holds are kept for them (the sums run over every sample). TFLite
 has no run with one operator alone quantised, so there is no isolated figure. The operators'
 list (for the core's mapping to ONNX nodes, targets/eiq/vela.py trace_ops) comes from worker.py.
 """
@@ -96,6 +98,25 @@ def _ranges(np, interpreter):
     return found
 
 
+class _Held:
+    """The float values one phase keeps for the statistics, within its share of the memory budget:
+    whole samples, the first always (the moments go on over every sample, held or not)."""
+
+    def __init__(self, budget):
+        self.budget, self.bytes, self.last, self.samples = budget, 0, 0, 0
+
+    def room(self):
+        return self.samples == 0 or self.bytes + self.last <= self.budget
+
+    def add(self, store, name, value, np):
+        kept = value.reshape(-1).astype(np.float32)  # the float model's own precision: half of float64
+        store.setdefault(name, []).append(kept)
+        return kept.nbytes
+
+    def done(self, sample_bytes):
+        self.bytes, self.last, self.samples = self.bytes + sample_bytes, sample_bytes, self.samples + 1
+
+
 def run(request, ctx):
     import numpy as np
 
@@ -109,6 +130,8 @@ def run(request, ctx):
     ranges = _ranges(np, int8_model)
     twin = {k: v for k, v in _counterparts(float_model, int8_model).items() if k in wanted}
     sums, float_values, calib_values = {}, {}, {}
+    # Half the budget each for the evaluation and the calibration samples' values.
+    held_eval, held_calib = _Held(request["stats_budget_bytes"] // 2), _Held(request["stats_budget_bytes"] // 2)
     count = min(len(a) for a in data.values())
     ctx.log("tapping %d int8 tensors on %d samples" % (len(wanted), count))
     for index in range(count):
@@ -117,17 +140,21 @@ def run(request, ctx):
             model.invoke()
         ref, got = _tensors(np, float_model, set(twin.values())), _tensors(np, int8_model, wanted)
         ref = {mine: ref[theirs] for mine, theirs in twin.items() if theirs in ref}
+        keep, sample_bytes = held_eval.room(), 0
         for name, value in got.items():
             if name in ref and ref[name].size == value.size:
                 sums[name] = tap.merge_moments(sums.get(name), tap.moments(ref[name], value))
-                float_values.setdefault(name, []).append(ref[name].reshape(-1))
-    for index in range(min(len(a) for a in calib.values())):
+                sample_bytes += held_eval.add(float_values, name, ref[name], np) if keep else 0
+        if keep:
+            held_eval.done(sample_bytes)
+    available = min(len(a) for a in calib.values())
+    for index in range(available):
+        if not held_calib.room():
+            break
         _feed(np, float_model, base, request, calib, index)
         float_model.invoke()
         values = _tensors(np, float_model, set(twin.values()))
-        for mine, theirs in twin.items():
-            if theirs in values:
-                calib_values.setdefault(mine, []).append(values[theirs].reshape(-1))
+        held_calib.done(sum(held_calib.add(calib_values, mine, values[theirs], np) for mine, theirs in twin.items() if theirs in values))
     tensors = {}
     for name in sums:
         lo_hi_step = ranges.get(name)
@@ -137,4 +164,6 @@ def run(request, ctx):
             "stats": tap.tensor_stats(np.concatenate(stats_on), *lo_hi_step) if lo_hi_step else tap.tensor_stats(np.concatenate(stats_on)),
             "stats_eval": tap.tensor_stats(np.concatenate(float_values[name]), *lo_hi_step) if lo_hi_step and request.get("has_eval") else None,
         }
-    return {"ops": ops, "tensors": tensors, "versions": base.versions()}
+    samples = {"evaluation": count, "evaluation_held": held_eval.samples, "calibration_available": available, "calibration_held": held_calib.samples,
+               "bytes_per_sample": held_eval.last or held_calib.last}
+    return {"ops": ops, "tensors": tensors, "versions": base.versions(), "samples": samples}
