@@ -2227,3 +2227,28 @@ KEYPOINT_VIEW_CELLS = (("c525", 17, 3, (20, 10, 5), "concat"), ("c400", 17, 3, (
 CASES += [Case(f"keypoint_view_{key}", "pool: a pose head's keypoints viewed per keypoint and back (Ultralytics' Pose)", lambda v=v: keypoint_view_pack(v), ("rk3588", "rk3566"))
           for key, v in KEYPOINT_VIEW_PACKS.items()]
 CASES.append(Case("keypoint_view_cells", "pool: a pose head's keypoints viewed per keypoint and back (Ultralytics' Pose)", lambda: keypoint_view_pack(KEYPOINT_VIEW_CELLS, 20), ("rk3588", "rk3566")))
+
+
+# ---- the range a model-output Softmax is calibrated to -------------------------------------------
+
+
+def softmax_output_range(peaks: tuple, opset: int = 13) -> onnx.ModelProto:
+    """Independent Gemm -> Softmax heads, each Softmax a model output, whose logits reach the
+    signed peak of `peaks` (a bias on one class; the input is the [0, 1) calibration the audit's
+    --confirm uses, so the other logits stay within a few units). Seeded random weights blow a
+    classifier's logits up to +-150,000 (the pool's zoo_shufflenet), which trained ones never reach."""
+    rng = np.random.default_rng(29)
+    nodes, inits, outputs = [], [], []
+    for i, peak in enumerate(peaks):
+        bias = np.zeros(16, np.float32)
+        bias[0] = peak
+        inits += [_const(f"h{i}_w", (rng.standard_normal((8, 16)) * 0.1).astype(np.float32)), _const(f"h{i}_b", bias)]
+        nodes += [helper.make_node("Gemm", ["x", f"h{i}_w", f"h{i}_b"], [f"h{i}_l"], name=f"h{i}_gemm"),
+                  helper.make_node("Softmax", [f"h{i}_l"], [f"h{i}_y"], name=f"h{i}_softmax", **({} if opset < 13 else {"axis": 1}))]
+        outputs.append(_vi(f"h{i}_y", [1, 16]))
+    return _model(nodes, [_vi("x", [1, 8])], outputs, inits, opset=opset)
+
+
+SOFTMAX_OUTPUT_PEAKS = (10.0, 60000.0, 65000.0, 66000.0, -70000.0, 150000.0)
+CASES += [Case(f"softmax_output_range_opset{o}", "pool: a model-output Softmax on logits within and beyond float16's range", lambda o=o: softmax_output_range(SOFTMAX_OUTPUT_PEAKS, o), ("rk3588", "rk3566"))
+          for o in (9, 13)]

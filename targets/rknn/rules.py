@@ -1195,11 +1195,26 @@ def dilated_conv_split_in_float16(node: NodeView, chip: str):
     return None
 
 
-@RULES.rule("Softmax", placement=Placement.FLOAT, precisions=("int8",))
+# The largest finite float16: a Softmax input beyond it cannot be held in float16.
+FLOAT16_MAX = 65504
+
+
+@RULES.rule("Softmax", placement=Placement.FLOAT, precisions=("int8",), FLOAT16_MAX=FLOAT16_MAX)
 def softmax_at_model_output(node: NodeView, chip: str):
-    """A Softmax that produces a model output is computed in float16 on the NPU (kept in float inside the int8 graph); inside the graph it runs in int8."""
+    """A Softmax that produces a model output is computed in float16 on the NPU (kept in float inside the int8 graph) while its calibrated input stays within float16's range (|x| <= {FLOAT16_MAX}); beyond it, and inside the graph, it runs in int8.
+
+    The range is the calibration data's, which the audit does not see, so the placement is
+    uncertain; --confirm settles it on the data it quantises with. Measured with rknn-toolkit2
+    2.5.0 on RK3588 (tests/forms_models.py softmax_output_range, opsets 9 and 13): peaks of
+    10, 60,000 and 65,000 give FLOAT16, 66,000, -70,000 and 150,000 INT8; the pool's
+    zoo_shufflenet, whose seeded random weights give logits of about +-150,000 on the
+    calibration inputs, has it in INT8, and scaled to 0.4 of those weights (peak 61,000) FLOAT16.
+    Trained classifiers' logits stay far below, so float16 is what a user's model gets.
+    """
     out = node.output(0)
-    return Offence(out.name, "model output") if out is not None and out.is_model_output else None
+    if out is None or not out.is_model_output:
+        return None
+    return Offence(out.name, f"model output; float16 while the calibrated input stays within +-{FLOAT16_MAX}, int8 beyond", uncertain=True)
 
 
 # What a per-channel constant-first Mul may follow and still run in int8 on the NPU: a product with
