@@ -2252,3 +2252,63 @@ def softmax_output_range(peaks: tuple, opset: int = 13) -> onnx.ModelProto:
 SOFTMAX_OUTPUT_PEAKS = (10.0, 60000.0, 65000.0, 66000.0, -70000.0, 150000.0)
 CASES += [Case(f"softmax_output_range_opset{o}", "pool: a model-output Softmax on logits within and beyond float16's range", lambda o=o: softmax_output_range(SOFTMAX_OUTPUT_PEAKS, o), ("rk3588", "rk3566"))
           for o in (9, 13)]
+
+
+# ---- pool: a Reshape that changes nothing, the model's last node (GPT-2's output view) ----------
+
+
+def _layer_norm(node, p: str, x: str, width: int, inits: list) -> list:
+    """LayerNorm over the last axis as torch.onnx writes it below opset 17 (ReduceMean, Sub, Pow,
+    ReduceMean, Add, Sqrt, Div, Mul, Add)."""
+    inits += [_const(p + "two", np.array(2.0, np.float32)), _const(p + "eps", np.array(1e-5, np.float32)),
+              _const(p + "gamma", np.ones(width, np.float32)), _const(p + "beta", np.zeros(width, np.float32))]
+    return [node("ReduceMean", [x], "mean", axes=[-1]), node("Sub", [x, "mean"], "centred"), node("Pow", ["centred", "two"], "square"),
+            node("ReduceMean", ["square"], "var", axes=[-1]), node("Add", ["var", "eps"], "var_eps"), node("Sqrt", ["var_eps"], "std"),
+            node("Div", ["centred", "std"], "normed"), node("Mul", ["normed", "gamma"], "scaled"), node("Add", ["scaled", "beta"], "ln")]
+
+
+def output_view_pack(variants: tuple) -> onnx.ModelProto:
+    """Independent cases on one [1, 32, 64] input (and [1, 32, 24]), each a Linear, then `source`
+    (ln: a decomposed LayerNorm; linear: nothing more; bias: the Linear's bias Add; residual: an
+    Add of two Linears), then a
+    Reshape to `shape` (GPT-2's hidden_states.view(output_shape): the same shape, written
+    [-1, 32, 64]), then `after` (out: the Reshape is the model's output; relu: a Relu is).
+    `variants`: tuples (name, width, source, shape, after)."""
+    rng = np.random.default_rng(30)
+    inits, n, outputs = [], [], []
+    for name, width, source, shape, after in variants:
+        p = f"{name}_"
+        node = _prefixed(p)
+        x = "x" if width == 64 else f"x{width}"
+        inits.append(_const(p + "w", _weights(rng, width, width)))
+        n.append(helper.make_node("MatMul", [x, p + "w"], [p + "lin"], name=p + "lin"))
+        tail = p + "lin"
+        if source == "ln":
+            n += _layer_norm(node, p, "lin", width, inits)
+            tail = p + "ln"
+        elif source == "residual":  # two computed tensors: an Add of the model's input is placed by a rule of its own
+            inits.append(_const(p + "w2", _weights(rng, width, width)))
+            n += [helper.make_node("MatMul", [x, p + "w2"], [p + "lin2"], name=p + "lin2"), helper.make_node("Add", [p + "lin", p + "lin2"], [p + "res"], name=p + "res")]
+            tail = p + "res"
+        elif source == "bias":
+            inits.append(_const(p + "b", _weights(rng, width)))
+            n.append(helper.make_node("Add", [p + "lin", p + "b"], [p + "biased"], name=p + "bias"))
+            tail = p + "biased"
+        inits.append(_const(p + "shape", np.array(shape, np.int64)))
+        n.append(helper.make_node("Reshape", [tail, p + "shape"], [p + "view"], name=p + "view"))
+        final = np.empty((1, 32, width)).reshape(shape).shape
+        if after == "relu":
+            n.append(node("Relu", ["view"], "y"))
+        outputs.append(_vi(p + ("y" if after == "relu" else "view"), list(final)))
+    inputs = [_vi("x", [1, 32, 64])] + ([_vi("x24", [1, 32, 24])] if any(v[1] == 24 for v in variants) else [])
+    return _model(n, inputs, outputs, inits)
+
+
+# GPT-2's last node and one change at a time: the source (a LayerNorm, a Linear, its bias, a residual Add),
+# the shape (the same, written with -1 as GPT-2 does; the last axis changed; 2-D), the width
+# (64, 24), a reader after it.
+OUTPUT_VIEW_CASES = (("gpt2", 64, "ln", [-1, 32, 64], "out"), ("linear", 64, "linear", [-1, 32, 64], "out"), ("residual", 64, "residual", [-1, 32, 64], "out"),
+                     ("lnlast", 64, "ln", [1, 64, 32], "out"), ("ln2d", 64, "ln", [32, 64], "out"), ("lnrelu", 64, "ln", [-1, 32, 64], "relu"),
+                     ("ln24", 24, "ln", [-1, 32, 24], "out"), ("lnsame", 64, "ln", [1, 32, 64], "out"), ("bias", 64, "bias", [-1, 32, 64], "out"),
+                     ("linear24", 24, "linear", [-1, 32, 24], "out"), ("residual24", 24, "residual", [-1, 32, 24], "out"))
+CASES.append(Case("output_view", "pool: a Reshape that changes nothing, the model's last node (GPT-2)", lambda: output_view_pack(OUTPUT_VIEW_CASES), ("rk3566", "rk3588")))

@@ -1932,3 +1932,50 @@ def keypoint_views(graph, chip):
         view = _keypoint_view(graph, node)
         if view is not None:
             graph.fuse([node], "Reshape", attributes={KEYPOINT_VIEW_ATTRIBUTE: view})
+
+
+# The attribute the pass below gives a Reshape that changes nothing and is a 3-D model output:
+# what computes its input (rules.unchanged_3d_output_view).
+OUTPUT_VIEW_SOURCE_ATTRIBUTE = "rknn_output_view_source"
+PRODUCT_OPS = frozenset({"MatMul", "Gemm"})
+
+
+def _view_source(graph, x) -> str | None:
+    """What computes `x`, as the toolkit's output layout tells them apart: "norm" (a LayerNorm,
+    decomposed or not), "biased" (a product's bias Add), "product" (a MatMul or Gemm),
+    "sum" (an Add of two computed tensors); None for anything else (not measured)."""
+    src = graph.producer(x.name)
+    if src is None:
+        return None
+    if src.op_type == "LayerNormalization":
+        return "norm"
+    if src.op_type in PRODUCT_OPS:
+        return "product"
+    if src.op_type != "Add" or len(src.inputs) != 2:
+        return None
+    makers = [graph.producer(t.name) for t in src.inputs]
+    computed = [m for m in makers if m is not None and not (m.op_type == "Constant")]
+    constants = [t for t, m in zip(src.inputs, makers) if m is None and t.value is not None]
+    if len(computed) == 2:
+        return "sum"
+    if len(computed) == 1 and constants and computed[0].op_type in PRODUCT_OPS:
+        return "biased"
+    return None
+
+
+@RULES.graph_pass("Reshape", OBSERVED=TOOLKIT_OBSERVED)
+def unchanged_output_views(graph, chip):
+    """{OBSERVED} turns a model's 3-D output back from its own layout with a layer it names after a Reshape that changes nothing there (GPT-2's last node, hidden_states.view(output_shape)); whether that layer runs on the CPU depends on what computed the tensor (rules.unchanged_3d_output_view), which this pass notes on the Reshape.
+
+    Measured on tests/forms_models.py output_view_pack.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        x, out = (node.inputs[0] if node.inputs else None), (node.outputs[0] if node.outputs else None)
+        if x is None or out is None or not out.is_model_output:
+            continue
+        shape = _static_shape(out)
+        if not shape or len(shape) != 3 or _static_shape(x) != shape:
+            continue
+        source = _view_source(graph, x)
+        if source is not None:
+            graph.fuse([node], "Reshape", attributes={OUTPUT_VIEW_SOURCE_ATTRIBUTE: source})

@@ -1041,6 +1041,35 @@ def patch_fold_reshape_layer(node: NodeView, chip: str):
     return Offence(int(channels), "channels of the folded patches")
 
 
+# OBSERVED: what computes a 3-D model output that a Reshape changing nothing then names the
+# layout layer of, and where that layer runs: on RK3566/RK3568 on the CPU from these sources...
+UNCHANGED_VIEW_CPU_SOURCES = frozenset({"norm", "biased"})
+# ...and on RK3588 from these when the width is not a multiple of 16.
+UNCHANGED_VIEW_UNALIGNED_SOURCES = frozenset({"norm", "sum"})
+
+
+@RULES.rule("Reshape", chips=("rk3566", "rk3568", "rk3588"), ALIGN=16)
+def unchanged_3d_output_view(node: NodeView, chip: str):
+    """A Reshape that changes nothing and is a 3-D model output [N, T, K] (GPT-2's last node) names the layer the toolkit turns the output back to the caller's layout with; that layer runs on the CPU on RK3566/RK3568 when a LayerNorm or a product's bias Add computed the tensor, and on RK3588 when a LayerNorm or an Add of two computed tensors did and K is not a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed; the pass unchanged_output_views notes the source).
+
+    Measured on RK3566 and RK3588 with tests/forms_models.py output_view_pack ([1, 32, K] after a
+    Linear): from a decomposed LayerNorm (K = 64: RK3566 CPU, RK3588 NPU; K = 24: CPU on both), a
+    Linear's bias Add (K = 64: RK3566 CPU, RK3588 NPU), a MatMul without bias (K = 64 and 24: NPU
+    on both), an Add of two Linears (K = 64: NPU on both; K = 24: RK3566 NPU, RK3588 CPU); the
+    same LayerNorm's Reshape that changes the last axis, makes 2-D, or is read by a Relu: NPU. The
+    bias Add at K = 24 was not measured; RK3568 is taken to behave as RK3566 (not measured).
+    """
+    source = node.attr("rknn_output_view_source")
+    if source is None:
+        return None
+    width = node.output(0).shape[2] if node.output(0) is not None else None
+    if chip != "rk3588":
+        return Offence(source, "output computed by") if source in UNCHANGED_VIEW_CPU_SOURCES else None
+    if source in UNCHANGED_VIEW_UNALIGNED_SOURCES and isinstance(width, int) and width % 16:
+        return Offence(width, f"output width ({source})")
+    return None
+
+
 KEYPOINT_CELLS_ALIGN = 16  # OBSERVED (RK3588): the cells a per-keypoint view keeps on the NPU
 
 
