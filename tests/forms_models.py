@@ -2312,3 +2312,73 @@ OUTPUT_VIEW_CASES = (("gpt2", 64, "ln", [-1, 32, 64], "out"), ("linear", 64, "li
                      ("ln24", 24, "ln", [-1, 32, 24], "out"), ("lnsame", 64, "ln", [1, 32, 64], "out"), ("bias", 64, "bias", [-1, 32, 64], "out"),
                      ("linear24", 24, "linear", [-1, 32, 24], "out"), ("residual24", 24, "residual", [-1, 32, 24], "out"))
 CASES.append(Case("output_view", "pool: a Reshape that changes nothing, the model's last node (GPT-2)", lambda: output_view_pack(OUTPUT_VIEW_CASES), ("rk3566", "rk3588")))
+
+
+# ---- a ReduceMean reading an Add (RepGhostNet's squeeze-and-excitation, onnx2tf + Vela) ----------
+
+
+def _mean_source(n, inits, rng, p: str, a: str, variant: str, c: int) -> tuple[str, list]:
+    """The tensor the branch's ReduceMean reads, built from `a` [1, c, 8, 8], and its axes."""
+    def conv(x, name, out_c=c, k=1):
+        inits.append(_const(f"{p}{name}_w", _weights(rng, out_c, c, k, k)))
+        n.append(helper.make_node("Conv", [x, f"{p}{name}_w"], [f"{p}{name}"], name=f"{p}{name}", pads=[k // 2] * 4))
+        return f"{p}{name}"
+
+    def node(op, ins, name, **kw):
+        n.append(helper.make_node(op, ins, [f"{p}{name}"], name=f"{p}{name}", **kw))
+        return f"{p}{name}"
+
+    kind, _, tail = variant.partition(":")
+    left, right = conv(a, "conv1", k=3), conv(a, "conv2")
+    if kind == "conv":
+        return left, [2, 3]
+    if kind == "const":  # an Add of a constant bias
+        inits.append(_const(f"{p}bias", _weights(rng, 1, c, 1, 1)))
+        return node("Add", [left, f"{p}bias"], "add"), [2, 3]
+    if kind in ("Sub", "Mul"):
+        return node(kind, [left, right], kind.lower()), [2, 3]
+    if kind == "concat":
+        return node("Concat", [left, right], "concat", axis=1), [2, 3]
+    if kind == "residual":  # a Conv's result added to its own input
+        return node("Add", [left, a], "add"), [2, 3]
+    if kind == "c1":
+        return node("Add", [conv(a, "conv3", out_c=1), conv(a, "conv4", out_c=1)], "add"), [2, 3]
+    x = node("Add", [left, right], "add")
+    for j, op in enumerate(o for o in tail.split(",") if o):
+        extra = {"LeakyRelu": {"alpha": 0.1}, "MaxPool": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}}.get(op, {})
+        if op == "Clip":  # ReLU6: onnx2tf needs the bounds as inputs
+            inits += [_const(f"{p}lo", np.array(0, np.float32)), _const(f"{p}hi", np.array(6, np.float32))]
+        bounds = [f"{p}lo", f"{p}hi"] if op == "Clip" else []
+        x = conv(x, f"conv{5 + j}") if op == "Conv" else node(op, [x, *bounds], f"act{j}_{op.lower()}", **extra)
+    axes = {"add1": [1], "add3": [3]}.get(kind, [2, 3])
+    return x, axes
+
+
+def mean_after_add_pack(variants: tuple) -> onnx.ModelProto:
+    """Independent branches from one [1, 32, 8, 8] input: Conv, Relu, then the tensor a ReduceMean
+    (keepdims) reads (`variant`: "add:Relu" an Add of two Convs' results then a Relu, "conv" a
+    Conv's result, "Sub" a Sub of two, "const" an Add of a constant bias, ...), read by the
+    squeeze-and-excitation Mul too where the variant ends in "+se"."""
+    rng = np.random.default_rng(30)
+    c, n, inits, outputs = 32, [], [], []
+    for i, variant in enumerate(variants):
+        p = f"v{i}_"
+        inits.append(_const(f"{p}w0", _weights(rng, c, c, 1, 1)))
+        n += [helper.make_node("Conv", ["x", f"{p}w0"], [f"{p}c0"], name=f"{p}conv0"), helper.make_node("Relu", [f"{p}c0"], [f"{p}a"], name=f"{p}relu0")]
+        source, axes = _mean_source(n, inits, rng, p, f"{p}a", variant.removesuffix("+gap").removesuffix("+se"), c)
+        op = "GlobalAveragePool" if variant.endswith("+gap") else "ReduceMean"
+        n.append(helper.make_node(op, [source], [f"{p}mean"], name=f"{p}{op.lower()}", **({"axes": axes, "keepdims": 1} if op == "ReduceMean" else {})))
+        if variant.endswith("+se"):
+            n.append(helper.make_node("Mul", [source, f"{p}mean"], [f"{p}y"], name=f"{p}se_mul"))
+        outputs.append(f"{p}y" if variant.endswith("+se") else f"{p}mean")
+    inferred = onnx.shape_inference.infer_shapes(_model(n, [_vi("x", [1, c, 8, 8])], [], inits, opset=14))
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in inferred.graph.value_info}
+    return _model(n, [_vi("x", [1, c, 8, 8])], [_vi(o, shapes[o]) for o in outputs], inits, opset=14)  # HardSwish
+
+
+MEAN_AFTER_ADD_PACKS = {
+    "producers": ("add:Relu+se", "add:", "conv", "conv+se", "Sub", "Mul", "const", "concat", "residual", "add:+gap", "add:Relu,Relu"),
+    "between": ("add:Sigmoid", "add:HardSwish", "add:Clip", "add:LeakyRelu", "add:Tanh", "add:MaxPool", "add:Conv", "add1:", "add3:", "c1"),
+}
+CASES += [Case(f"mean_after_add_{key}", "pool: a ReduceMean reading an Add of two run-time tensors (onnx2tf's layout)", lambda v=v: mean_after_add_pack(v), ("imx93",))
+          for key, v in MEAN_AFTER_ADD_PACKS.items()]

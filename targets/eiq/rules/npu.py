@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from edgedeploy.audit.rules import NodeView, Offence, Placement
 from edgedeploy.targets.eiq.rules.documents import NPU_TABLES, RULES, TENSORFLOW_VERSION, VELA_VERSION
+from edgedeploy.targets.eiq.rules.passes import MEAN_IN_ONNX_ORDER_ATTRIBUTE
 from edgedeploy.targets.eiq.rules.onnx2tf import float_only_ops, input_rank, node_tflite_ops, static_shape, tf_axis, tf_shape
 
 IMX93 = ("imx93",)
@@ -150,6 +151,8 @@ def pool_limits(node, chip):
 @RULES.rule("ReduceMean", "GlobalAveragePool", "RMSNormalization", placement=Placement.FALLBACK, chips=IMX93)
 def mean_limits(node, chip):
     """Vela runs MEAN only with a batch of 1, and reduces over the depth (channels-last) axis only when height, width or depth is 1."""
+    # Depth is the last axis of the tensor the MEAN reads: channels-last as a rule, but the ONNX
+    # order after an Add of run-time tensors (passes.mean_after_an_add_in_onnx_order).
     shape = static_shape(node)
     if shape is None or len(shape) < 3:
         return None
@@ -166,8 +169,10 @@ def mean_limits(node, chip):
         if axes is None and node.input(1) is not None and node.input(1).value is not None:
             axes = [int(a) for a in node.input(1).value.reshape(-1)]
         rank = len(shape)
-        tf_axes = {tf_axis(int(a), rank) for a in (axes if axes is not None else range(rank))}
-        tf = tf_shape(shape)
+        # After an Add onnx2tf hands the MEAN the ONNX order (passes.mean_after_an_add_in_onnx_order).
+        onnx_order = bool(node.attr(MEAN_IN_ONNX_ORDER_ATTRIBUTE))
+        tf_axes = {int(a) % rank if onnx_order else tf_axis(int(a), rank) for a in (axes if axes is not None else range(rank))}
+        tf = list(shape) if onnx_order else tf_shape(shape)
         if rank - 1 in tf_axes and all(d > 1 for d in tf[1:]):
             return Offence(sorted(tf_axes), "depth reduction with H, W and C above 1")
     return None

@@ -51,3 +51,39 @@ def sqrt_divisor_becomes_rsqrt(graph, chip):
             continue
         # The Div keeps the Sqrt's result as its divisor, so it is still seen as x / Sqrt(v).
         graph.fuse([sqrt, div], "Div", leader=div, inputs=list(div.inputs), outputs=list(div.outputs))
+
+
+# A ReduceMean whose MEAN onnx2tf writes in ONNX's own axis order (mean_after_an_add_in_onnx_order).
+MEAN_IN_ONNX_ORDER_ATTRIBUTE = "onnx2tf_mean_in_onnx_order"
+# Element-wise activations between the Add and the ReduceMean that keep the Add's order (measured).
+ACTIVATIONS_AFTER_AN_ADD = ("Relu", "Sigmoid", "HardSwish", "Clip", "LeakyRelu", "Tanh")
+
+
+def _add_of_run_time_tensors_behind(graph, tensor: str):
+    """The Add of two run-time tensors that `tensor` comes from, through element-wise activations, or None."""
+    node = graph.producer(tensor)
+    while node is not None and node.op_type in ACTIVATIONS_AFTER_AN_ADD and node.inputs:
+        node = graph.producer(node.inputs[0].name)
+    if node is None or node.op_type != "Add" or len(node.inputs) != 2:
+        return None
+    return node if not any(t.is_constant or t.foldable for t in node.inputs) else None
+
+
+@RULES.graph_pass("ReduceMean", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}", ACTIVATIONS=", ".join(ACTIVATIONS_AFTER_AN_ADD))
+def mean_after_an_add_in_onnx_order(graph, chip):
+    """{CONVERTER} gives the MEAN of a 4-D ReduceMean that reads an Add of two run-time tensors (directly or through {ACTIVATIONS}) the tensor in ONNX's NCHW order, a TRANSPOSE back before it, with the ONNX axes: the channels-last rules of the MEAN then apply to that order (rules mean_limits).
+
+    Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py mean_after_add_pack, 21
+    branches on [1, 32, 8, 8]; the float TFLite shows ADD, TRANSPOSE [1, 8, 8, 32] -> [1, 32, 8, 8],
+    MEAN): the spatial mean after such an Add is a depth reduction to Vela ("IFM 1, 32, 8, 8"), on
+    the CPU, whether Relu, two Relus or another listed activation come between and whatever else
+    reads the Add (RepGhostNet's squeeze-and-excitation, its Relu read by the Mul too); a mean over
+    axis 1 there is on the NPU. A Conv's result, Relu(Conv), Sub, Mul, Concat, an Add of a constant
+    bias, a MaxPool or Conv after the Add, and GlobalAveragePool keep the channels-last MEAN (NPU).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "ReduceMean"]:
+        data = node.inputs[0] if node.inputs else None
+        if data is None or data.rank != 4 or _add_of_run_time_tensors_behind(graph, data.name) is None:
+            continue
+        kept = {a.name: node.attr(a.name) for a in node.proto.attribute}
+        graph.fuse([node], "ReduceMean", attributes={**kept, MEAN_IN_ONNX_ORDER_ATTRIBUTE: 1})
