@@ -2382,3 +2382,71 @@ MEAN_AFTER_ADD_PACKS = {
 }
 CASES += [Case(f"mean_after_add_{key}", "pool: a ReduceMean reading an Add of two run-time tensors (onnx2tf's layout)", lambda v=v: mean_after_add_pack(v), ("imx93",))
           for key, v in MEAN_AFTER_ADD_PACKS.items()]
+
+
+# ---- pool: CoaT's convolutional relative position encoding beside its factorised attention ------
+
+
+def _crpe_block(name: str, rng, heads: int, head: int, side: int, cls: bool) -> tuple[list, list, str, int]:
+    """One CoaT-Lite factorised attention block with its ConvRelPosEnc (timm's coat.py): joint
+    q/k/v, heads unbound; k Softmaxed over the tokens, q @ (k^T @ v) scaled; v's image tokens
+    (the class token Sliced off when `cls`) Transposed [0, 1, 3, 2] and Reshaped into a map
+    [1, heads*head, side, side], a depthwise Conv, Reshaped back [1, heads, head, side*side] and
+    Transposed back, times q's image tokens, zero-Padded for the class token; the sum's heads
+    merged (Transpose [0, 2, 1, 3], Reshape) into the output Linear. Returns nodes, initializers,
+    the output and the tokens."""
+    node, p = _prefixed(f"{name}_"), f"{name}_"
+    c, hw = heads * head, side * side
+    t = hw + (1 if cls else 0)
+    inits = [_const(p + "w_qkv", _weights(rng, c, 3 * c)), _const(p + "w_o", _weights(rng, c, c)), _const(p + "w_dw", _weights(rng, c, 1, 3, 3)),
+             _const(p + "s_qkv", np.array([1, t, 3, heads, head], np.int64)), _const(p + "s_map", np.array([1, c, side, side], np.int64)),
+             _const(p + "s_tokens", np.array([1, heads, head, hw], np.int64)), _const(p + "s_merge", np.array([1, t, c], np.int64)),
+             _const(p + "scale", np.array(head**-0.5, np.float32)), _const(p + "one", np.array([1], np.int64)), _const(p + "end", np.array([t], np.int64)),
+             _const(p + "axis2", np.array([2], np.int64)), _const(p + "pads", np.array([0, 0, 1, 0, 0, 0, 0, 0], np.int64))]
+    inits += [_const(f"{p}i_{q}", np.array(i, np.int64)) for i, q in enumerate("qkv")]
+    n = [node("MatMul", ["x", "w_qkv"], "qkv"), node("Reshape", ["qkv", "s_qkv"], "qkv5"), node("Transpose", ["qkv5"], "qkvt", perm=[2, 0, 3, 1, 4])]
+    n += [node("Gather", ["qkvt", f"i_{q}"], q, axis=0) for q in "qkv"]
+    n += [node("Softmax", ["k"], "ks", axis=2), node("Transpose", ["ks"], "kt", perm=[0, 1, 3, 2]), node("MatMul", ["kt", "v"], "kv"),
+          node("MatMul", ["q", "kv"], "qkv_att"), node("Mul", ["qkv_att", "scale"], "factor")]
+    q_img, v_img = "q", "v"
+    if cls:
+        n += [node("Slice", ["q", "one", "end", "axis2"], "q_img"), node("Slice", ["v", "one", "end", "axis2"], "v_img")]
+        q_img, v_img = "q_img", "v_img"
+    n += [node("Transpose", [v_img], "crpe_t", perm=[0, 1, 3, 2]), node("Reshape", ["crpe_t", "s_map"], "crpe_map"),
+          node("Conv", ["crpe_map", "w_dw"], "crpe_conv", group=c, kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+          node("Reshape", ["crpe_conv", "s_tokens"], "crpe_tokens"), node("Transpose", ["crpe_tokens"], "crpe_back", perm=[0, 1, 3, 2]),
+          node("Mul", [q_img, "crpe_back"], "crpe_q")]
+    rel = "crpe_q"
+    if cls:
+        n.append(node("Pad", ["crpe_q", "pads"], "crpe_pad", mode="constant"))
+        rel = "crpe_pad"
+    n += [node("Add", ["factor", rel], "sum"), node("Transpose", ["sum"], "merge_t", perm=[0, 2, 1, 3]), node("Reshape", ["merge_t", "s_merge"], "merge"),
+          node("MatMul", ["merge", "w_o"], "y")]
+    return n, inits, p + "y", t
+
+
+def crpe_pack(variants: tuple) -> onnx.ModelProto:
+    """Independent CoaT-Lite attention blocks (_crpe_block), each on an input [1, tokens, C] of its
+    own. `variants`: tuples (name, heads, head size, side, class token)."""
+    rng = np.random.default_rng(31)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for name, heads, head, side, cls in variants:
+        more, more_inits, y, t = _crpe_block(name, rng, heads, head, side, cls)
+        nodes += more
+        inits += more_inits
+        inputs.append(_vi(f"{name}_x", [1, t, heads * head]))
+        outputs.append(_vi(y, [1, t, heads * head]))
+    used = {i for x in nodes for i in x.input}
+    return _model(nodes, inputs, outputs, [i for i in inits if i.name in used])
+
+
+# CoaT-Lite Tiny's four stages at the pool's 64x64 input (8 heads of 8, 16, 32, 40 values on maps
+# of 16, 8, 4, 2), then the map of the first and the last changed. (Without the class token,
+# probed first, RK3566 runs the whole block but k's Softmax on the NPU, head split and Transposes
+# included, where the audit puts those Transposes on the CPU: another mechanism, not modelled.)
+CRPE_PACKS = {
+    "stages": (("s1", 8, 8, 16, True), ("s2", 8, 16, 8, True), ("s3", 8, 32, 4, True), ("s4", 8, 40, 2, True)),
+    "maps": (("s4side4", 8, 40, 4, True), ("s1side4", 8, 8, 4, True), ("s1side2", 8, 8, 2, True), ("s2side2", 8, 16, 2, True), ("s4side3", 8, 40, 3, True)),
+}
+CASES += [Case(f"crpe_{key}", "pool: CoaT's convolutional relative position encoding beside its factorised attention", lambda v=v: crpe_pack(v), ("rk3566", "rk3588"))
+          for key, v in CRPE_PACKS.items()]

@@ -1979,3 +1979,108 @@ def unchanged_output_views(graph, chip):
         source = _view_source(graph, x)
         if source is not None:
             graph.fuse([node], "Reshape", attributes={OUTPUT_VIEW_SOURCE_ATTRIBUTE: source})
+
+
+def _map_round_trip(graph, swap):
+    """(the Reshape into a map, the Reshape back to tokens, the Transpose swapping back) when
+    `swap` (a Transpose [0, 1, 3, 2]) starts a position encoding's round trip: Reshape into a map
+    [N, C, H, W], a Conv (or a Split into Convs and their Concat, as CoaT writes it), Reshape back
+    to [N, heads, head, H*W], Transpose [0, 1, 3, 2]; else None."""
+    into = _lone_reshape_beside(graph, swap, False)
+    if into is None or _tokens_map_reshape(into, True) is None:
+        return None
+    step = graph.only_consumer(into.outputs[0].name)
+    if step is not None and step.op_type == "Split":
+        convs = [graph.only_consumer(o.name) for o in step.outputs]
+        if not convs or any(c is None or c.op_type != "Conv" for c in convs):
+            return None
+        joins = {id(graph.only_consumer(c.outputs[0].name)) for c in convs}
+        step = graph.only_consumer(convs[0].outputs[0].name) if len(joins) == 1 else None
+        if step is None or step.op_type != "Concat":
+            return None
+    elif step is None or step.op_type != "Conv":
+        return None
+    back = _lone_reshape_beside(graph, step, False)
+    if back is None or _tokens_map_reshape(back, False) is None:
+        return None
+    swap_back = graph.only_consumer(back.outputs[0].name)
+    if swap_back is None or swap_back.op_type != "Transpose" or list(swap_back.attr("perm") or []) != [0, 1, 3, 2]:
+        return None
+    return into, back, swap_back
+
+
+def _lone_reshape_beside(graph, node, before: bool):
+    """The Reshape `node` reads that only it reads (before) or the Reshape that alone reads `node`
+    (after); None otherwise."""
+    if before:
+        r = graph.producer(node.inputs[0].name) if node.inputs else None
+        return r if r is not None and r.op_type == "Reshape" and graph.only_consumer(r.outputs[0].name) is node else None
+    r = graph.only_consumer(node.outputs[0].name) if node.outputs else None
+    return r if r is not None and r.op_type == "Reshape" else None
+
+
+@RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED, chip_key=CHANNELS_LAST_LEVEL_CHIPS.__contains__)
+def position_encoding_reshapes_join_their_transposes(graph, chip):
+    """{OBSERVED} on RK3566/RK3568 runs CoaT's convolutional relative position encoding's round trip through a map (v's image tokens swapped [0, 1, 3, 2] and Reshaped into a map, a depthwise Conv, Reshaped back to [1, heads, head, tokens] and swapped back) with the Reshapes in the Transposes' CPU layers; and the heads' merge of the sum of the two attentions (an Add, Transpose [0, 2, 1, 3], Reshape) likewise.
+
+    Measured on RK3566 with tests/forms_models.py crpe_pack (CoaT-Lite Tiny's four stages: 8 heads
+    of 8, 16, 32, 40 values on 16x16 to 2x2 maps, and 4x4, 3x3, 2x2 maps) and on the pool's
+    timm_coat_lite_tiny. Only the round trip is joined: a Reshape beside a Transpose of the same
+    perm elsewhere (EfficientViT's linear attention, LambdaNetworks' output) and the heads' merge
+    of a product's result (LeViT's) keep their Reshapes on the NPU in the pool's RK3566 verdicts.
+    Without the class token's Slice and Pad the toolkit ran the whole block on the NPU but k's
+    Softmax (probed first; not modelled: the audit keeps those Transposes on the CPU).
+    """
+    if chip not in CHANNELS_LAST_LEVEL_CHIPS:
+        return
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        perm = list(node.attr("perm") or [])
+        group = [node]
+        if perm == [0, 1, 3, 2]:
+            trip = _map_round_trip(graph, node)
+            if trip is not None:
+                into, back, swap_back = trip
+                graph.fuse([into, node], "Transpose", leader=node)
+                graph.fuse([back, swap_back], "Transpose", leader=swap_back)
+            continue
+        if perm == [0, 2, 1, 3]:
+            source = graph.producer(node.inputs[0].name) if node.inputs else None
+            after = _lone_reshape_beside(graph, node, False)
+            if source is not None and source.op_type == "Add" and after is not None:
+                group.append(after)
+        if len(group) > 1:
+            graph.fuse(group, "Transpose", leader=node)
+
+
+# The attribute the pass below gives the Reshapes between a position encoding's tokens and its
+# map, and the Transpose that swaps the map's tokens back: the map's cells
+# (rules.position_encoding_map_reshape, rules.position_encoding_swap_back).
+POSITION_MAP_ATTRIBUTE = "rknn_position_map_cells"
+
+
+def _tokens_map_reshape(reshape, to_map: bool) -> int | None:
+    """The map's cells when `reshape` turns [N, h, d, H*W] into a map [N, h*d, H, W] (to_map) or
+    back; else None."""
+    a, b = _static_shape(reshape.inputs[0]), _static_shape(reshape.outputs[0])
+    tokens, fmap = (a, b) if to_map else (b, a)
+    if not tokens or not fmap or len(tokens) != 4 or len(fmap) != 4 or tokens[0] != fmap[0]:
+        return None
+    ok = tokens[1] * tokens[2] == fmap[1] and tokens[3] == fmap[2] * fmap[3] and tokens[1] > 1 and fmap[2] * fmap[3] > 1
+    return int(tokens[3]) if ok else None
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
+def position_encoding_maps(graph, chip):
+    """{OBSERVED} keeps CoaT's convolutional relative position encoding (v's tokens swapped [0, 1, 3, 2] and Reshaped into a map for a depthwise Conv, Reshaped back and swapped back) in its layout; the audit notes the map's cells on both Reshapes and on the swap back, on which their placement on RK3588 depends (rules.position_encoding_map_reshape). On RK3566/RK3568 the Reshapes have joined their CPU Transposes before this pass (position_encoding_reshapes_join_their_transposes).
+
+    Measured on tests/forms_models.py crpe_pack.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose" and list(n.attr("perm") or []) == [0, 1, 3, 2]]:
+        trip = _map_round_trip(graph, node)
+        if trip is None:
+            continue
+        into, back, swap_back = trip
+        cells = _tokens_map_reshape(into, True)
+        graph.fuse([into], "Reshape", attributes={POSITION_MAP_ATTRIBUTE: cells})
+        graph.fuse([back], "Reshape", attributes={POSITION_MAP_ATTRIBUTE: cells})
+        graph.fuse([swap_back], "Transpose", attributes={"perm": [0, 1, 3, 2], POSITION_MAP_ATTRIBUTE: cells})

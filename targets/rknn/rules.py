@@ -1070,6 +1070,33 @@ def unchanged_3d_output_view(node: NodeView, chip: str):
     return None
 
 
+POSITION_MAP_CELLS_ALIGN = 16  # OBSERVED (RK3588): the cells of a position encoding's map kept on the NPU
+
+
+@RULES.rule("Reshape", chips=("rk3588",), ALIGN=POSITION_MAP_CELLS_ALIGN)
+def position_encoding_map_reshape(node: NodeView, chip: str):
+    """On RK3588 the toolkit runs on the CPU the Reshapes between CoaT's convolutional relative position encoding's tokens and its map ([1, heads, head, H*W] -> [1, heads*head, H, W] and back) when the map's H*W cells are not a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed; the pass position_encoding_maps marks them).
+
+    Measured with tests/forms_models.py crpe_pack: maps of 2x2 (64, 128 and 320 channels) and 3x3
+    (320): CPU; 4x4 (64, 320), 8x8 (128), 16x16 (64): NPU; and on the pool's timm_coat_lite_tiny
+    (its 2x2 last stage on the CPU). On RK3566/RK3568 they run on the CPU at every size, with the
+    Transposes beside them (passes.position_encoding_reshapes_join_their_transposes).
+    """
+    cells = node.attr("rknn_position_map_cells")
+    if cells is None or int(cells) % POSITION_MAP_CELLS_ALIGN == 0:
+        return None
+    return Offence(int(cells), "cells of the position encoding's map")
+
+
+@RULES.rule("Transpose", chips=("rk3588",), placement=Placement.ACCELERATOR, ALIGN=POSITION_MAP_CELLS_ALIGN)
+def position_encoding_swap_back(node: NodeView, chip: str):
+    """On RK3588 the Transpose that swaps CoaT's position encoding's tokens back after a map of cells not a multiple of {ALIGN} ran on the NPU in three of four probes and on the CPU in one (128 channels on a 2x2 map; 64 and 320 there, and 320 on 3x3, on the NPU), by what the audit does not model: uncertain (rknn-toolkit2 2.5.0, observed; tests/forms_models.py crpe_pack)."""
+    cells = node.attr("rknn_position_map_cells")
+    if cells is None or int(cells) % POSITION_MAP_CELLS_ALIGN == 0:
+        return None
+    return Offence(int(cells), "cells of the position encoding's map", uncertain=True)
+
+
 KEYPOINT_CELLS_ALIGN = 16  # OBSERVED (RK3588): the cells a per-keypoint view keeps on the NPU
 
 
