@@ -2450,3 +2450,64 @@ CRPE_PACKS = {
 }
 CASES += [Case(f"crpe_{key}", "pool: CoaT's convolutional relative position encoding beside its factorised attention", lambda v=v: crpe_pack(v), ("rk3566", "rk3588"))
           for key, v in CRPE_PACKS.items()]
+
+
+# ---- pool: a Transpose in a chain of layout operators that together move nothing (YOLO12's v) ----
+
+
+def moveless_chain_pack(variants: tuple) -> onnx.ModelProto:
+    """Independent cases, each on an input [1, h*d, side, side] of its own: a 1x1 Conv, a Reshape
+    to [1, h, d, side*side] (attention's value, heads first), then `form`: "map" (YOLO12's area
+    attention: Transpose [0, 3, 1, 2], Reshape [1, side, side, h*d], Transpose [0, 3, 1, 2] back to
+    a map, read by a depthwise Conv: together they move nothing), "split" (the same for v of a joint
+    q/k/v projection as YOLO12 writes it: Reshape [1, 3C, side*side], Transpose [0, 2, 1], Reshape
+    [1, side*side, h, 3d], Transpose [0, 2, 3, 1], Split along axis 2; the attention's result made a
+    map likewise and added), or "tokens" (Transpose [0, 3, 1, 2] and Reshape
+    [1, side*side, h*d] into a Linear: the data move). `variants`: tuples (name, h, d, side, form)."""
+    rng = np.random.default_rng(32)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for name, h, d, side, form in variants:
+        node, p = _prefixed(f"{name}_"), f"{name}_"
+        c, n = h * d, side * side
+        width = 3 * c if form == "split" else c
+        inits += [_const(p + "w", _weights(rng, width, c, 1, 1)), _const(p + "heads", np.array([1, h, width // h, n], np.int64)),
+                  _const(p + "nhwc", np.array([1, side, side, c], np.int64)), _const(p + "tokens", np.array([1, n, c], np.int64)),
+                  _const(p + "w_dw", _weights(rng, c, 1, 3, 3)), _const(p + "w_lin", _weights(rng, c, c)), _const(p + "parts", np.array([d, d, d], np.int64))]
+        nodes.append(node("Conv", ["x", "w"], "proj", kernel_shape=[1, 1]))
+        v = "v"
+        if form == "split":  # as YOLO12 writes it: flattened, swapped into tokens, heads split, swapped back
+            inits += [_const(p + "flat3", np.array([1, width, n], np.int64)), _const(p + "heads3", np.array([1, n, h, 3 * d], np.int64))]
+            nodes += [node("Reshape", ["proj", "flat3"], "qkv_flat"), node("Transpose", ["qkv_flat"], "qkv_tokens", perm=[0, 2, 1]),
+                      node("Reshape", ["qkv_tokens", "heads3"], "qkv_heads"), node("Transpose", ["qkv_heads"], "qkv", perm=[0, 2, 3, 1]),
+                      helper.make_node("Split", [p + "qkv", p + "parts"], [p + "q", p + "k", p + "vv"], name=p + "split", axis=2)]
+            v = "vv"
+        else:
+            nodes.append(node("Reshape", ["proj", "heads"], "v"))
+        nodes.append(node("Transpose", [v], "swap", perm=[0, 3, 1, 2]))
+        if form == "tokens":
+            nodes += [node("Reshape", ["swap", "tokens"], "flat"), node("MatMul", ["flat", "w_lin"], "y")]
+            outputs.append(_vi(p + "y", [1, n, c]))
+        else:
+            nodes += [node("Reshape", ["swap", "nhwc"], "grid"), node("Transpose", ["grid"], "map", perm=[0, 3, 1, 2]),
+                      node("Conv", ["map", "w_dw"], "y", group=c, kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+            if form == "split":  # the rest of YOLO12's AAttn: attention over the tokens, its result made a map and added
+                inits.append(_const(p + "scale", np.array(d**-0.5, np.float32)))
+                nodes += [node("Transpose", ["q"], "q_t", perm=[0, 1, 3, 2]), node("MatMul", ["q_t", "k"], "scores"), node("Mul", ["scores", "scale"], "scaled"),
+                          node("Softmax", ["scaled"], "attn", axis=-1), node("Transpose", ["attn"], "attn_t", perm=[0, 1, 3, 2]),
+                          node("MatMul", ["vv", "attn_t"], "ctx"), node("Transpose", ["ctx"], "ctx_swap", perm=[0, 3, 1, 2]),
+                          node("Reshape", ["ctx_swap", "nhwc"], "ctx_grid"), node("Transpose", ["ctx_grid"], "ctx_map", perm=[0, 3, 1, 2]),
+                          node("Add", ["ctx_map", "y"], "y2")]
+                outputs.append(_vi(p + "y2", [1, c, side, side]))
+            else:
+                outputs.append(_vi(p + "y", [1, c, side, side]))
+        inputs.append(_vi(p + "x", [1, c, side, side]))
+    used = {i for x in nodes for i in x.input}
+    return _model(nodes, inputs, outputs, [i for i in inits if i.name in used])
+
+
+# YOLO12n's model.8 value (4 heads of 32 on a 5x5 map, after the Split), then the map and heads
+# changed, the Split left out, and the data moved (into tokens) as the control.
+MOVELESS_CHAIN_CASES = (("y12", 4, 32, 5, "split"), ("map5", 4, 32, 5, "map"), ("map4", 2, 16, 4, "map"), ("map8", 4, 32, 8, "map"),
+                        ("map3h8", 8, 8, 3, "map"), ("tokens5", 4, 32, 5, "tokens"), ("tokens4", 2, 16, 4, "tokens"))
+CASES.append(Case("moveless_chain", "pool: a Transpose in a chain of layout operators that together move nothing (YOLO12's area attention)",
+                  lambda: moveless_chain_pack(MOVELESS_CHAIN_CASES), ("rk3566", "rk3588")))

@@ -1284,6 +1284,67 @@ def _nhwc_to_tokens(node) -> bool:
     return node.op_type == "Reshape" and bool(x) and bool(out) and len(x) == 4 and len(out) == 3 and out == (x[0], x[1] * x[2], x[3])
 
 
+
+MAX_MOVELESS_CHAIN = 3  # layout operators on either side of a Transpose tried for a chain that moves nothing
+MAX_MOVELESS_ELEMENTS = 1 << 20
+
+
+def _apply_layout(node, data):
+    """`data` through one Reshape or Transpose (the shapes the model states), or None."""
+    if node.op_type == "Reshape":
+        out = _static_shape(node.outputs[0]) if node.outputs else None
+        return data.reshape(out) if out and int(np.prod(out)) == data.size else None
+    perm = _perm(node)
+    return data.transpose(perm) if perm is not None and len(perm) == data.ndim else None
+
+
+def _moves_nothing(chain) -> bool:
+    """True when the Reshapes and Transposes of `chain` (in order) together only reshape: every
+    element keeps its place in row-major order."""
+    start = _static_shape(chain[0].inputs[0]) if chain[0].inputs else None
+    if not start or int(np.prod(start)) > MAX_MOVELESS_ELEMENTS:
+        return False
+    data = np.arange(int(np.prod(start))).reshape(start)
+    for node in chain:
+        data = _apply_layout(node, data)
+        if data is None:
+            return False
+    return bool((data.reshape(-1) == np.arange(data.size)).all())
+
+
+def _layout_neighbours(graph, node, forward: bool) -> list:
+    """Up to MAX_MOVELESS_CHAIN lone Reshapes/Transposes after (forward) or before `node`."""
+    found, here = [], node
+    for _ in range(MAX_MOVELESS_CHAIN):
+        if forward:
+            nxt = graph.only_consumer(here.outputs[0].name) if here.outputs else None
+        else:
+            nxt = graph.producer(here.inputs[0].name) if here.inputs else None
+            nxt = nxt if nxt is not None and graph.only_consumer(nxt.outputs[0].name) is here else None
+        if nxt is None or nxt.op_type not in ("Reshape", "Transpose"):
+            break
+        found.append(nxt)
+        here = nxt
+    return found
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, MAX_CHAIN=MAX_MOVELESS_CHAIN)
+def transpose_in_a_chain_that_moves_nothing(graph, chip):
+    """{OBSERVED} merges a Transpose into the Reshapes and Transposes around it (up to {MAX_CHAIN} on either side, each read only by the next) when together they move no element from its place in row-major order (its passes fuse_transpose_reshape, fuse_reshape_transpose, fuse_two_reshape): the Transpose is a reshape then, on the NPU even on RK3566/RK3568 where a Transpose layer runs on the CPU.
+
+    Measured on YOLO12's area attention (its value [1, heads, head, tokens], Transpose [0, 3, 1, 2],
+    Reshape [1, H, W, heads*head], Transpose [0, 3, 1, 2] into the positional Conv: the pool's
+    yolo12n, -cls and -seg on RK3566) and tests/forms_models.py moveless_chain_pack on RK3566 and
+    RK3588 (that chain after a Split, and alone on maps of 3x3 to 8x8, where the toolkit reports
+    none of its nodes; the same Transpose into tokens, which moves the data, as the control).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        before, after = _layout_neighbours(graph, node, False)[::-1], _layout_neighbours(graph, node, True)
+        chains = [before[i:] + [node] + after[:j] for i in range(len(before) + 1) for j in range(len(after) + 1)]
+        if any(len(c) > 1 and _moves_nothing(c) for c in chains):
+            graph.fuse([node], "Reshape", attributes={})
+
+
 @RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED, chip_key=CHANNELS_LAST_LEVEL_CHIPS.__contains__)
 def nhwc_swap_beside_a_token_reshape(graph, chip):
     """{OBSERVED} holds tokens [N, H*W, C] as (N, C, 1, H*W), so tokens viewed as a channels-last map (Reshape [N, H, W, C]) and permuted to [N, C, H, W] (Transpose [0, 3, 1, 2]) before a convolution, or a map permuted channels-last (Transpose [0, 2, 3, 1]) and viewed as tokens, move no data: the Transpose has no layer of its own (its passes fuse_reshape_transpose, fuse_transpose_reshape), even on RK3566/RK3568 where a Transpose layer runs on the CPU.
@@ -2084,3 +2145,4 @@ def position_encoding_maps(graph, chip):
         graph.fuse([into], "Reshape", attributes={POSITION_MAP_ATTRIBUTE: cells})
         graph.fuse([back], "Reshape", attributes={POSITION_MAP_ATTRIBUTE: cells})
         graph.fuse([swap_back], "Transpose", attributes={"perm": [0, 1, 3, 2], POSITION_MAP_ATTRIBUTE: cells})
+
