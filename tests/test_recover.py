@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from edgedeploy.errors import ToolchainError
 from edgedeploy.gates import parse_gates
 from edgedeploy.pipeline.recover import RecoverPlan, attempts_table, recover
 from edgedeploy.report.schemas import validate
@@ -116,6 +117,25 @@ def test_goals_that_cannot_be_met_keep_the_build_and_say_why(tmp_path):
     assert json.loads((initial / "report.json").read_text())["accuracy"]["delta_percentage_points"] == -60.0  # as built
     assert "cannot be met on fakechip" in outcome.sentence and "equalisation (the toolchain has none)" in outcome.sentence
     assert "the best, a2 (method=b)" in outcome.sentence
+    validate(outcome.section)
+
+
+def test_goals_not_met_name_the_attempts_that_gave_no_figures(tmp_path):
+    """An attempt stopped by a time-out (ppocr_rec_v4 on rk3588: mmse past 1800 s) is no answer from
+    the toolchain: the sentence says which attempt gave no figures and why, not only "cannot be met"."""
+    plan, initial, built, _ = plan_for(tmp_path, KNOBS[1:], gates=("accuracy-drop=1",))
+    build = plan.build
+
+    def timing_out(out: Path, options: FakeOptions) -> Path:
+        if options.method == "b":
+            raise ToolchainError("The fake worker timed out after 1800 s and was stopped: last line")
+        return build(out, options)
+
+    plan = RecoverPlan(plan.target, plan.chip, plan.precision, plan.options, plan.gates, timing_out, plan.diagnose, plan.echo)
+    outcome = recover(initial, plan)
+    assert not outcome.met and outcome.section["attempts"][2]["status"] == "failed"
+    assert "no figures from a2 (method=b: The fake worker timed out after 1800 s and was stopped: last line)" in outcome.sentence
+    assert "the best, a3 (method=c)" in outcome.sentence
     validate(outcome.section)
 
 

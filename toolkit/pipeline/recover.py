@@ -294,6 +294,10 @@ def _lost(initial: Path, best: Attempt, attempts, knobs, flags, plan: RecoverPla
         why = f"tried {len(attempts) - 1} attempt(s) ({', '.join(tried) or 'none'})"
         if lacking:
             why += "; not available: " + "; ".join(lacking)
+        # An attempt that failed (a time-out, a crash) is no answer from the toolchain: say which, and why.
+        silent = [f"{a.id} ({_describe_changes(a.changes)}: {a.error})" for a in attempts[1:] if a.error]
+        if silent:
+            why += "; no figures from " + "; ".join(silent)
     sentence = f"recover: the goals cannot be met on {plan.chip.id}: {why}; the best, {best.id} ({_describe_changes(best.changes) or 'as built'}), reaches {_figures_line(best)}"
     return Recovery(False, initial, _section(attempts, knobs, flags, plan, None, sentence), sentence)
 
