@@ -2511,3 +2511,87 @@ MOVELESS_CHAIN_CASES = (("y12", 4, 32, 5, "split"), ("map5", 4, 32, 5, "map"), (
                         ("map3h8", 8, 8, 3, "map"), ("tokens5", 4, 32, 5, "tokens"), ("tokens4", 2, 16, 4, "tokens"))
 CASES.append(Case("moveless_chain", "pool: a Transpose in a chain of layout operators that together move nothing (YOLO12's area attention)",
                   lambda: moveless_chain_pack(MOVELESS_CHAIN_CASES), ("rk3566", "rk3588")))
+
+
+# ---- pool: a channels-last stage's downsample (timm's MambaOut: Transpose, Conv, Transpose) ----
+
+
+def channels_last_downsample_pack(variants: tuple) -> onnx.ModelProto:
+    """Independent cases, each on its own channels-last input [1, side, side, c]: `source` (input:
+    the model's input itself; relu: a Relu of it; linear: a MatMul [c, c] of that Relu; bias: the
+    MatMul's bias Add; residual: that biased MatMul Added to the Relu, as MambaOut's block ends;
+    ln: a decomposed LayerNorm of the Relu; resln: a biased MatMul of that LayerNorm Added to
+    it, as MambaOut's first block; res2: two biased MatMuls of the Relu Added; chain: two such
+    blocks in a row after the LayerNorm), then a Transpose [0, 3, 1, 2] into a Conv of `k` x `k`,
+    stride `stride`, 2c outputs, then `after` (out: the Conv is the model's output; back: a
+    Transpose [0, 2, 3, 1] is; ln: that Transpose into a decomposed LayerNorm, as MambaOut's
+    downsample). `variants`: tuples (name, source, c, side, k, stride, after)."""
+    rng = np.random.default_rng(31)
+    inits, n, inputs, outputs = [], [], [], []
+    for name, source, c, side, k, stride, after in variants:
+        p = f"{name}_"
+        node = _prefixed(p)
+        inputs.append(_vi(p + "x", [1, side, side, c]))
+        tail = "x"
+        if source != "input":
+            n.append(node("Relu", ["x"], "r"))
+            tail = "r"
+        if source in ("ln", "resln"):
+            n += _layer_norm(node, p, "r", c, inits)
+            tail = "ln"
+        if source in ("linear", "bias", "residual", "res2", "resln"):
+            into = tail
+            inits += [_const(p + "w", _weights(rng, c, c)), _const(p + "b", _weights(rng, c))]
+            n.append(node("MatMul", [into, "w"], "lin"))
+            tail = "lin"
+            if source != "linear":
+                n.append(node("Add", ["b", "lin"], "biased"))
+                tail = "biased"
+            if source == "res2":
+                inits += [_const(p + "w2", _weights(rng, c, c)), _const(p + "b2", _weights(rng, c))]
+                n += [node("MatMul", [into, "w2"], "lin2"), node("Add", ["b2", "lin2"], "biased2")]
+            if source != "linear" and source != "bias":
+                n.append(node("Add", ["biased", "biased2" if source == "res2" else into], "res"))
+                tail = "res"
+        if source == "chain":  # two of MambaOut's blocks after its stem's LayerNorm
+            n += _layer_norm(node, p, "r", c, inits)
+            tail = "ln"
+            for i in range(2):
+                inits += [_const(f"{p}w{i}", _weights(rng, c, c)), _const(f"{p}b{i}", _weights(rng, c))]
+                n += [node("MatMul", [tail, f"w{i}"], f"lin{i}"), node("Add", [f"b{i}", f"lin{i}"], f"biased{i}"), node("Add", [f"biased{i}", tail], f"res{i}")]
+                tail = f"res{i}"
+        out_side = (side + 2 * (k // 2) - k) // stride + 1
+        inits += [_const(p + "cw", _weights(rng, 2 * c, c, k, k)), _const(p + "cb", _weights(rng, 2 * c))]
+        n += [node("Transpose", [tail], "to_nchw", perm=[0, 3, 1, 2]),
+              node("Conv", ["to_nchw", "cw", "cb"], "conv", kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4)]
+        if after == "out":
+            outputs.append(_vi(p + "conv", [1, 2 * c, out_side, out_side]))
+            continue
+        n.append(node("Transpose", ["conv"], "o_to_nhwc", perm=[0, 2, 3, 1]))
+        if after == "ln":  # its own prefix: a LayerNorm may feed the Transpose too
+            n += _layer_norm(_prefixed(p + "o_"), p + "o_", p + "o_to_nhwc", 2 * c, inits)
+        outputs.append(_vi(p + ("o_ln" if after == "ln" else "o_to_nhwc"), [1, out_side, out_side, 2 * c]))
+    return _model(n, inputs, outputs, inits)
+
+
+# One change at a time from MambaOut's stage-1 downsample (48 channels on a 16x16 map, a residual
+# Add before it, a 3x3 stride-2 Conv, a LayerNorm after it): what feeds the Transpose, the Conv's
+# kernel and stride and what reads it, the channels and the map.
+CHANNELS_LAST_DOWNSAMPLE_PACKS = {
+    "source": tuple((f"{s}", s, 48, 16, 3, 2, "ln") for s in ("input", "relu", "linear", "bias", "residual", "ln")),
+    "conv": (("k3s1", "residual", 48, 16, 3, 1, "ln"), ("k1s2", "residual", 48, 16, 1, 2, "ln"),
+             ("out", "residual", 48, 16, 3, 2, "out"), ("back", "residual", 48, 16, 3, 2, "back")),
+    "sizes": (("c20", "residual", 20, 16, 3, 2, "ln"), ("c12", "residual", 12, 16, 3, 2, "ln"), ("c64", "residual", 64, 16, 3, 2, "ln"),
+              ("s8", "residual", 48, 8, 3, 2, "ln"), ("s5", "residual", 48, 5, 3, 2, "ln"), ("c96s4", "residual", 96, 4, 3, 2, "ln")),
+}
+CHANNELS_LAST_DOWNSAMPLE_PACKS["linear"] = (
+    ("resln", "resln", 48, 16, 3, 2, "ln"), ("res2", "res2", 48, 16, 3, 2, "ln"), ("bk1s1", "bias", 48, 16, 1, 1, "ln"), ("bout", "bias", 48, 16, 3, 2, "out"),
+    ("bc20", "bias", 20, 16, 3, 2, "ln"), ("bs5", "bias", 48, 5, 3, 2, "ln"), ("bc12s8", "bias", 12, 8, 3, 2, "ln"), ("bback", "bias", 48, 16, 3, 2, "back"))
+# Not recorded: a 1x1 stride-1 Conv read by a Transpose back and a layer norm, after a biased
+# MatMul Added to a Relu, or after a MatMul without its bias: RK3566 runs the Transpose into the
+# Conv on the NPU, where the audit says CPU (the same sources into a 3x3 stride-2 Conv, or into a
+# 1x1 Conv that is the model's output: on the CPU, as it says): not explained.
+CHANNELS_LAST_DOWNSAMPLE_PACKS["reader"] = (
+    ("chain", "chain", 48, 16, 3, 2, "ln"), ("ik1s1", "input", 48, 16, 1, 1, "ln"), ("rk1s1", "relu", 48, 16, 1, 1, "ln"), ("rk1s1out", "relu", 48, 16, 1, 1, "out"), ("resk1s1out", "residual", 48, 16, 1, 1, "out"))
+CASES += [Case(f"channels_last_downsample_{key}", "pool: a channels-last stage's downsample, Transpose into a Conv and back (timm's MambaOut)",
+               lambda v=v: channels_last_downsample_pack(v), ("rk3588", "rk3566")) for key, v in CHANNELS_LAST_DOWNSAMPLE_PACKS.items()]
