@@ -1948,6 +1948,54 @@ def channels_last_tokens_back_to_a_map(graph, chip):
             graph.eliminate(node)
 
 
+def _biased_linear(graph, node) -> bool:
+    """A Linear's bias Add: a constant vector along the last axis Added to a MatMul by a constant matrix."""
+    if node.op_type != "Add" or len(node.inputs) != 2 or not _positionwise(node):
+        return False
+    data = next(t for t in node.inputs if not _known(t))
+    matmul = graph.producer(data.name)
+    return matmul is not None and matmul.op_type == "MatMul" and _positionwise(matmul)
+
+
+def _linear_stream(graph, name: str, memo: dict) -> bool:
+    """True when tensor `name` is a biased Linear's result, a last-axis layer norm's, or an Add of
+    two such (a residual stream of Linears, at any depth)."""
+    if name not in memo:
+        memo[name] = False  # a cycle guard; graphs are acyclic, so this is never read back wrongly
+        node = graph.producer(name)
+        if node is None:
+            pass
+        elif node.op_type == "LayerNormalization":
+            memo[name] = _positionwise(node)
+        elif _biased_linear(graph, node):
+            memo[name] = True
+        elif node.op_type == "Add" and len(node.inputs) == 2 and not any(_known(t) for t in node.inputs):
+            memo[name] = all(_linear_stream(graph, t.name, memo) for t in node.inputs)
+    return memo[name]
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, chip_key=CHANNELS_LAST_LEVEL_CHIPS.__contains__)
+def channels_last_linear_stream_into_a_conv(graph, chip):
+    """{OBSERVED} holds a Linear's result on a channels-last map [N, H, W, C] channels-first already, so the Transpose [0, 3, 1, 2] that brings a stream of Linears (a biased MatMul, a residual Add of such and a layer norm, at any depth) into a Conv needs no data moved: it has no layer of its own on RK3566/RK3568, where a Transpose layer runs on the CPU (timm's MambaOut's stage downsamples).
+
+    Found on a held-out pool pair (timm_mambaout_femto on RK3566), and measured on
+    tests/forms_models.py channels_last_downsample_pack on RK3566: a biased MatMul, two added, one
+    added to a layer norm, two MambaOut blocks in a row: no CPU layer, with 12 to 48 channels on
+    5x5 to 16x16 maps, a 3x3 stride-2 or 1x1 stride-1 Conv, read by a Transpose back, a layer
+    norm or the model's output. The model's input, a Relu, a MatMul without its bias, or a biased
+    MatMul Added to a Relu, into a 3x3 stride-2 Conv: a Transpose layer on the CPU (left to the
+    chip's rules; two 1x1 stride-1 forms of these ran on the NPU, not explained, see the pack).
+    Only Convs read the Transpose in the probes, so the pass asks for them.
+    """
+    memo: dict = {}
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        readers = graph.consumers(node.outputs[0].name) if node.outputs else []
+        if _perm(node) != [0, 3, 1, 2] or not readers or any(r.op_type != "Conv" for r in readers):
+            continue
+        if _linear_stream(graph, node.inputs[0].name, memo):
+            graph.eliminate(node)
+
+
 # The attribute the pass below gives a pose head's per-keypoint view and the view back:
 # [cells, 0 for the view or 1 for the view back] (rules.keypoints_viewed_per_keypoint).
 KEYPOINT_VIEW_ATTRIBUTE = "rknn_keypoint_view"
