@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -115,3 +116,21 @@ def test_the_statistics_hold_the_samples_the_budget_allows_and_the_figures_use_e
     assert "statistics on" not in full["method"]
     figures = {n["node"]: n["accumulated"] for n in full["nodes"]}
     assert figures and {n["node"]: n["accumulated"] for n in eiq["nodes"]} == figures
+
+
+def test_a_fused_operand_named_after_its_op_still_finds_the_int8_tensor():
+    """The float32 converter names a fused Add's constant `.../Add/y`, the int8 one `Const_281`
+    (PP-OCRv4's stem and first depthwise block): both are the same layers, so the int8 tensor must
+    find its float counterpart, or the block's fall is never measured."""
+    import importlib.util
+
+    from edgedeploy.targets import eiq
+
+    spec = importlib.util.spec_from_file_location("eiq_worker_diagnose", Path(eiq.__file__).with_name("worker_diagnose.py"))
+    worker = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(worker)
+    float_name = "model_62/tf.math.add/Add;model_62/tf.nn.convolution/convolution;model_62/tf.math.add/Add/y"
+    int8_name = "model_62/tf.math.add/Add;model_62/tf.nn.convolution/convolution;Const_281"
+    assert worker._layer_key(float_name) == worker._layer_key(int8_name)
+    # Different layers stay apart.
+    assert worker._layer_key("model_62/tf.math.add_1/Add;Const_3") != worker._layer_key(int8_name)

@@ -63,8 +63,12 @@ def _tensors(np, interpreter, names):
 
 def _layer_key(name):
     """A fused tensor's name without the constants' parts: the two converters name the same fused
-    tensor `model/conv;model/add;Const_143` and `model/conv;model/add;Const_13`, or in another order."""
-    parts = frozenset(p for p in name.split(";") if p.startswith("model"))
+    tensor `model/conv;model/add;Const_143` and `model/conv;model/add;Const_13`, or in another order.
+    The float converter may name a fused operand after its op (`model/add/Add/y` beside
+    `model/add/Add`, where the int8 one writes `Const_281`): a part under another part is dropped
+    too (PP-OCRv4's fused depthwise Conv, Mul and Add had no counterpart without it)."""
+    layers = {p for p in name.split(";") if p.startswith("model")}
+    parts = frozenset(p for p in layers if not any(p.startswith(q + "/") for q in layers))
     return parts or name
 
 
