@@ -342,7 +342,7 @@ def _gates_cell(result: dict) -> str:
     failed = [g for g in gates["results"] if not g["passed"]]
     if not failed:
         return f"passed ({len(gates['results'])})"
-    return "FAILED: " + "; ".join(g["reason"].split(": ", 1)[-1] if g["value"] is not None else g["reason"] for g in failed)
+    return "FAILED: " + "; ".join(g["reason"].split(": ", 2)[-1] if g["value"] is not None else g["reason"] for g in failed)
 
 
 def _print_summary(results: list[dict], with_gates: bool = False) -> None:
