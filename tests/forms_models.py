@@ -2617,3 +2617,91 @@ CHANNELS_LAST_DOWNSAMPLE_PACKS["reader"] = (
     ("chain", "chain", 48, 16, 3, 2, "ln"), ("ik1s1", "input", 48, 16, 1, 1, "ln"), ("rk1s1", "relu", 48, 16, 1, 1, "ln"), ("rk1s1out", "relu", 48, 16, 1, 1, "out"), ("resk1s1out", "residual", 48, 16, 1, 1, "out"))
 CASES += [Case(f"channels_last_downsample_{key}", "pool: a channels-last stage's downsample, Transpose into a Conv and back (timm's MambaOut)",
                lambda v=v: channels_last_downsample_pack(v), ("rk3588", "rk3566")) for key, v in CHANNELS_LAST_DOWNSAMPLE_PACKS.items()]
+
+
+# ---- pool (issue 27, held-out miss): EdgeNeXt's swap into tokens around its XCA, by map and channels ----
+
+
+def _channel_split_convs(p: str, x: str, c: int, scales: int, nodes: list, inits: list, rng) -> str:
+    """EdgeNeXt's channel split (timm's SplitTransposeBlock): x split into `scales` pieces of
+    ceil(C / scales) channels by Slice, each but the last through a depthwise 3x3 Conv after the
+    previous piece's output is Added to it, Concatenated back."""
+    width = -(-c // scales)
+    ends = [min(c, width * (i + 1)) for i in range(scales)]
+    pieces, prev = [], None
+    for i, end in enumerate(ends):
+        start = end - width if i < scales - 1 else width * i
+        inits += [_const(p + f"st{i}", np.array([start], np.int64)), _const(p + f"en{i}", np.array([end], np.int64))]
+        nodes.append(helper.make_node("Slice", [x, p + f"st{i}", p + f"en{i}", p + "ax1"], [p + f"piece{i}"], name=p + f"slice{i}"))
+        if i == scales - 1:
+            pieces.append(p + f"piece{i}")
+            break
+        src = p + f"piece{i}"
+        if prev is not None:
+            nodes.append(helper.make_node("Add", [src, prev], [p + f"sum{i}"], name=p + f"add{i}"))
+            src = p + f"sum{i}"
+        inits.append(_const(p + f"w_dw{i}", _weights(rng, width, 1, 3, 3)))
+        nodes.append(helper.make_node("Conv", [src, p + f"w_dw{i}"], [p + f"conv{i}"], name=p + f"conv{i}", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=width))
+        pieces.append(prev := p + f"conv{i}")
+    inits.append(_const(p + "ax1", np.array([1], np.int64)))
+    nodes.append(helper.make_node("Concat", pieces, [p + "cat"], name=p + "concat", axis=1))
+    return p + "cat"
+
+
+def _prefixed_within(p: str, sub: str):
+    """A node maker for a part `sub` of a packed case `p`: names already the case's are kept, the
+    part's own get p + sub."""
+    def node(op, ins, name, **kw):
+        return helper.make_node(op, [i if i.startswith(p) else p + sub + i for i in ins], [p + sub + name], name=p + sub + name, **kw)
+    return node
+
+
+def xca_swap_pack(variants: tuple) -> onnx.ModelProto:
+    """EdgeNeXt's split depth-wise transpose attention block around its XCA, (channels, side,
+    scales) each, packed one input [1, C, side, side] and output each: the channel split into
+    `scales` pieces and their depthwise Convs (scales 1: one depthwise Conv), the map flattened
+    into tokens (Reshape [1, C, side*side], Transpose [0, 2, 1]), a Linear Added back to the tokens,
+    the tokens viewed as a channels-last map (Reshape [1, side, side, C]), a Linear, Transpose
+    [0, 3, 1, 2] back to the map."""
+    rng = np.random.default_rng(29)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for c, side, scales, norms in variants:
+        h, w = side if isinstance(side, tuple) else (side, side)  # a strip of 1 x W as PP-OCR's SVTR
+        p, t = f"c{c}s{h}x{w}x{scales}{norms}_", h * w
+        inits += [_const(p + "flat", np.array([1, c, t], np.int64)), _const(p + "w1", _weights(rng, c, c)),
+                  _const(p + "w2", _weights(rng, c, c)), _const(p + "nhwc", np.array([1, h, w, c], np.int64))]
+        if scales > 1:
+            mixed = _channel_split_convs(p, p + "x", c, scales, nodes, inits, rng)
+        else:
+            inits.append(_const(p + "w_dw", _weights(rng, c, 1, 3, 3)))
+            nodes.append(helper.make_node("Conv", [p + "x", p + "w_dw"], [p + "dw"], name=p + "dw_conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=c))
+            mixed = p + "dw"
+        nodes += [helper.make_node("Reshape", [mixed, p + "flat"], [p + "f3"], name=p + "flatten"),
+                  helper.make_node("Transpose", [p + "f3"], [p + "tok"], name=p + "to_tokens", perm=[0, 2, 1])]
+        if "t" in norms:  # norm_xca, the LayerNorm on the tokens before the XCA
+            nodes += _layer_norm(_prefixed_within(p, "t_"), p + "t_", p + "tok", c, inits)
+        nodes += [helper.make_node("MatMul", [p + ("t_ln" if "t" in norms else "tok"), p + "w1"], [p + "l1"], name=p + "xca_linear"),
+                  helper.make_node("Add", [p + "tok", p + "l1"], [p + "res"], name=p + "residual"),
+                  helper.make_node("Reshape", [p + "res", p + "nhwc"], [p + "m"], name=p + "to_nhwc")]
+        if "m" in norms:  # norm, the LayerNorm on the channels-last map before the MLP
+            nodes += _layer_norm(_prefixed_within(p, "m_"), p + "m_", p + "m", c, inits)
+        nodes += [helper.make_node("MatMul", [p + ("m_ln" if "m" in norms else "m"), p + "w2"], [p + "l2"], name=p + "mlp"),
+                  helper.make_node("Transpose", [p + "l2"], [p + "y"], name=p + "to_nchw", perm=[0, 3, 1, 2])]
+        inputs.append(_vi(p + "x", [1, c, h, w]))
+        outputs.append(_vi(p + "y", [1, c, h, w]))
+    return _model(nodes, inputs, outputs, inits)
+
+
+# One change at a time from EdgeNeXt-XX-small's stage-3 block 1 on a 64x64 input (168 channels on a
+# 2x2 map), against its stage-2 block 5 (88 channels on 4x4) and stage-1 block 1 (48 on 8x8).
+XCA_SWAP_PACKS = {
+    "sizes": ((168, 2, 1, ""), (88, 2, 1, ""), (48, 2, 1, ""), (168, 4, 1, ""), (88, 4, 1, ""), (48, 8, 1, "")),
+    "split": ((168, 2, 4, ""), (88, 4, 3, ""), (168, 4, 4, ""), (88, 2, 3, ""), (168, 2, 3, ""), (88, 2, 4, "")),
+    "norms": ((168, 2, 4, "tm"), (168, 2, 4, "m"), (168, 2, 4, "t"), (88, 4, 3, "tm"), (168, 2, 1, "tm"), (168, 2, 1, "m")),
+    "tokens_norm": tuple((c, s, 1, "t") for c, s in ((168, 2), (88, 2), (48, 2), (160, 2), (176, 2), (168, 3), (168, 4), (88, 4), (256, 2), (168, 1))),
+    "tokens_norm_align": tuple((c, s, 1, "t") for c, s in ((40, 2), (24, 2), (172, 2), (120, 2), (168, 5), (168, 6), (168, 8), (88, 3), (160, 3))),
+    "tokens_norm_strip": tuple((c, side, 1, "t") for c, side in ((120, (1, 20)), (168, (1, 4)), (120, (4, 5)), (168, (4, 1)), (120, (2, 10)))),
+}
+CASES += [Case(f"xca_swap_{key}", "pool: EdgeNeXt's swap into tokens around its XCA, by map and channels",
+               lambda v=v: xca_swap_pack(v), ("rk3588", "rk3566")) for key, v in XCA_SWAP_PACKS.items()]
+

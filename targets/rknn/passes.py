@@ -2240,3 +2240,60 @@ def position_encoding_maps(graph, chip):
         graph.fuse([back], "Reshape", attributes={POSITION_MAP_ATTRIBUTE: cells})
         graph.fuse([swap_back], "Transpose", attributes={"perm": [0, 1, 3, 2], POSITION_MAP_ATTRIBUTE: cells})
 
+
+
+# The attribute the pass below gives the flattening Reshape, the swap into tokens and the
+# Reshape to a channels-last map of an unaligned swap read by a layer norm: (channels, tokens)
+# (rules.unaligned_token_swap_into_norm, rules.unaligned_token_swap_into_norm_reshape).
+SWAP_INTO_NORM_ATTRIBUTE = "rknn_unaligned_swap_into_norm"
+SWAP_INTO_NORM_ALIGN = 16  # OBSERVED (RK3588): channels or tokens a multiple of it keep the swap on the NPU
+
+
+def _flattened_map_swap(graph, node) -> tuple | None:
+    """(flattening Reshape, channels, tokens) when `node` is x.flatten(2).transpose(1, 2) of a map
+    [1, C, H, W] with H and W both above 1 (Reshape [1, C, H*W], Transpose [0, 2, 1]); else None."""
+    flat = graph.producer(node.inputs[0].name) if node.inputs else None
+    if flat is None or flat.op_type != "Reshape" or _perm(node) != [0, 2, 1]:
+        return None
+    fmap, tokens = _static_shape(flat.inputs[0]), _static_shape(node.inputs[0])
+    if not fmap or not tokens or len(fmap) != 4 or len(tokens) != 3 or fmap[:2] != tokens[:2] or fmap[2] * fmap[3] != tokens[2]:
+        return None
+    if min(fmap[2], fmap[3]) < 2:  # a strip (PP-OCR's SVTR, 1 x W): on the NPU, OBSERVED
+        return None
+    return flat, int(tokens[1]), int(tokens[2])
+
+
+def _norm_reads(graph, tensor: str) -> bool:
+    """A layer norm reads `tensor` (LayerNormalization, or a ReduceMean over the last axis where it is written out)."""
+    return any(r.op_type == "LayerNormalization" or (r.op_type == "ReduceMean" and [int(a) for a in (r.attr("axes") or [])] in ([-1], [2]))
+               for r in graph.consumers(tensor))
+
+
+@RULES.graph_pass("Transpose", chips=("rk3588",), OBSERVED=TOOLKIT_OBSERVED, ALIGN=SWAP_INTO_NORM_ALIGN)
+def unaligned_token_swap_into_norm(graph, chip):
+    """{OBSERVED} runs on the CPU a feature map's swap into tokens (Reshape [1, C, H*W], Transpose [0, 2, 1], which it joins as one Reshape layer: its pass bypass_two_reshape) when a layer norm reads the tokens, the map is not a strip (H and W above 1) and neither the channels nor the tokens are a multiple of {ALIGN}, and with it the Reshape of the tokens plus a residual into a channels-last map [1, H, W, C] (EdgeNeXt's split transpose block around its XCA); the audit marks all three (rules.unaligned_token_swap_into_norm).
+
+    Found on a held-out pair (timm_edgenext_xx_small on RK3588, stage 3 block 1: 168 channels on a
+    2x2 map; stage 2 block 5, 88 on 4x4, and stage 1 block 1, 48 on 8x8, on the NPU), explained by
+    tests/forms_models.py xca_swap_pack (a depthwise Conv, the swap, a LayerNorm, a Linear Added
+    to the tokens, the Reshape to the map, a Linear, Transpose back), on RK3588: CPU for 168 x 4,
+    9, 25, 36 tokens, 88 x 4, 9, 40, 24, 120, 172 x 4; NPU for 48, 160, 176, 256 channels x 4 and
+    160 x 9, 168 x 16 and 64, 88 x 16 tokens; CPU for 120 on 4x5 and 2x10, NPU for strips (120 on
+    1x20 as PP-OCRv4's recogniser, 168 on 1x4 and 4x1); without the LayerNorm on the tokens (or with it only
+    on the map) 168 x 4 and 88 x 4 stay on the NPU; the channel split before it does not matter. On
+    RK3566 all on the NPU (RK3576/RK3562 not measured: left out).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        swap = _flattened_map_swap(graph, node)
+        if swap is None or not _norm_reads(graph, node.outputs[0].name):
+            continue
+        flat, channels, tokens = swap
+        if tokens < 2 or tokens % SWAP_INTO_NORM_ALIGN == 0 or channels % SWAP_INTO_NORM_ALIGN == 0:
+            continue
+        tag = {SWAP_INTO_NORM_ATTRIBUTE: [channels, tokens]}
+        backs = [r for add in graph.consumers(node.outputs[0].name) if add.op_type == "Add"
+                 for r in graph.consumers(add.outputs[0].name) if r.op_type == "Reshape" and len(_static_shape(r.outputs[0]) or ()) == 4]
+        graph.fuse([flat], "Reshape", attributes=dict(tag))
+        graph.fuse([node], "Transpose", attributes={"perm": [0, 2, 1], **tag})
+        for back in backs:
+            graph.fuse([back], "Reshape", attributes=dict(tag))

