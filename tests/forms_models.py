@@ -2013,7 +2013,9 @@ def separate_projections_pack(variants: tuple) -> onnx.ModelProto:
     """Attention with q, k and v each its own Linear (transformers' spelling: Linear, Reshape
     [B, T, H, D], Transpose [0, 2, 1, 3]; k transposed again [0, 1, 3, 2]; the scores divided by
     sqrt(D); Softmax; @ v; Transpose [0, 2, 1, 3]; Reshape [B, T, C]; a Linear), (batch, tokens,
-    heads, head size) each, packed one input [B, T, C] and output each."""
+    heads, head size[, context...]) each, packed one input [B, T, C] and output each; context "ln"
+    centres the input first, "res" adds it to the result, "k231" transposes the key once
+    [0, 2, 3, 1] (transformers' export) instead of [0, 2, 1, 3] then [0, 1, 3, 2]."""
     rng = np.random.default_rng(29)
     nodes, inits, inputs, outputs = [], [], [], []
     for b, t, h, d, *context in variants:
@@ -2023,12 +2025,15 @@ def separate_projections_pack(variants: tuple) -> onnx.ModelProto:
                   _const(p + "root", np.array(d ** 0.5, np.float32)), _const(p + "w_out", _weights(rng, c, c))]
         for part in "qkv":
             inits += [_const(p + "w_" + part, _weights(rng, c, c)), _const(p + "b_" + part, _weights(rng, c))]
+            once = part == "k" and "k231" in context  # the key transposed once [0, 2, 3, 1] (transformers' MobileViT export)
             nodes += [helper.make_node("MatMul", [x, p + "w_" + part], [p + part + "0"], name=p + part + "_matmul"),
                       helper.make_node("Add", [p + part + "0", p + "b_" + part], [p + part + "1"], name=p + part + "_add"),
                       helper.make_node("Reshape", [p + part + "1", p + "s4"], [p + part + "4"], name=p + part + "_split_heads"),
-                      helper.make_node("Transpose", [p + part + "4"], [p + part + "h"], name=p + part + "_heads_transpose", perm=[0, 2, 1, 3])]
-        nodes += [helper.make_node("Transpose", [p + "kh"], [p + "kt"], name=p + "k_transpose", perm=[0, 1, 3, 2]),
-                  helper.make_node("MatMul", [p + "qh", p + "kt"], [p + "scores"], name=p + "scores"),
+                      helper.make_node("Transpose", [p + part + "4"], [p + ("kt" if once else part + "h")], name=p + part + "_heads_transpose",
+                                       perm=[0, 2, 3, 1] if once else [0, 2, 1, 3])]
+        if "k231" not in context:
+            nodes.append(helper.make_node("Transpose", [p + "kh"], [p + "kt"], name=p + "k_transpose", perm=[0, 1, 3, 2]))
+        nodes += [helper.make_node("MatMul", [p + "qh", p + "kt"], [p + "scores"], name=p + "scores"),
                   helper.make_node("Div", [p + "scores", p + "root"], [p + "scaled"], name=p + "scale"),
                   helper.make_node("Softmax", [p + "scaled"], [p + "attn"], name=p + "softmax", axis=-1),
                   helper.make_node("MatMul", [p + "attn", p + "vh"], [p + "ctx"], name=p + "context"),
@@ -2057,6 +2062,17 @@ MOBILEVIT_STAGE_PACKS = {
     "residual": ((4, 4, 4, 60, "res"), (4, 1, 4, 56, "res"), (4, 1, 4, 64, "res"), (4, 16, 4, 36, "res"), (4, 4, 4, 48, "res"), (2, 1, 4, 60, "res"), (4, 1, 4, 36, "res")),
     "batch": ((1, 1, 4, 60, "res"), (3, 1, 4, 60, "res"), (8, 1, 4, 60, "res"), (4, 2, 4, 60, "res"), (4, 1, 2, 56, "res"), (4, 1, 1, 60, "res")),
 }
+# The same attention on RK3566 (held-out pair hf_mobilevit/rk3566), one thing varied at a time from its
+# stages: "k231" the key transposed once [0, 2, 3, 1], as transformers exports it; the block's input
+# centred first ("ln": a residual Add of a 3-D model input is a case of its own on RK3566).
+MOBILEVIT_KEY_PACKS = {
+    "tokens": ((4, 16, 4, 36, "k231", "ln", "res"), (4, 16, 4, 36, "ln", "res"), (4, 1, 4, 60, "k231", "ln", "res"), (4, 1, 4, 60, "ln", "res"),
+               (4, 4, 4, 48, "k231", "ln", "res"), (1, 16, 4, 36, "k231", "ln", "res"), (4, 16, 4, 20, "k231", "ln", "res"), (4, 4, 4, 60, "k231", "ln", "res")),
+    "one_token": ((3, 1, 4, 60, "ln", "res"), (8, 1, 4, 60, "ln", "res"), (2, 1, 4, 60, "ln", "res"), (4, 1, 4, 60, "ln"), (4, 1, 4, 60, "k231", "ln"),
+                  (4, 1, 2, 36, "k231", "ln", "res"), (4, 2, 4, 60, "k231", "ln", "res")),
+}
+CASES += [Case(f"mobilevit_key_{name}", "held-out pool pair hf_mobilevit/rk3566: its attention over a batch of token sets, the key transposed once or twice",
+               lambda v=v: separate_projections_pack(v), ("rk3566",)) for name, v in MOBILEVIT_KEY_PACKS.items()]
 CASES += [Case(f"mobilevit_stage_{name}", "held-out pool pair hf_mobilevit/rk3588: its stages' attention over a batch of token sets",
                lambda v=v: separate_projections_pack(v), ("rk3588",)) for name, v in MOBILEVIT_STAGE_PACKS.items()]
 

@@ -1020,13 +1020,28 @@ def _batched_separate_heads(graph, node, perm) -> bool:
     [B, T, H, D] with B > 1 (q, k and v each their own Linear): the Reshape splits on the NPU, and
     the value's Transpose is a layer of its own unless its two last axes are multiples of 8."""
     heads = _heads_reshape(graph, node)
-    if perm != [0, 2, 1, 3] or not _batched_tokens(heads):
-        return False
+    if perm not in ([0, 2, 1, 3], [0, 2, 3, 1]) or not _batched_tokens(heads):
+        return False  # [0, 2, 3, 1]: the key transposed once (transformers' export), on the NPU
     value = _value_operand(graph, node)
     graph.fuse([heads], "Reshape", attributes={BATCHED_HEADS_ATTRIBUTE: 0})
     if value is not None and any(d % 8 for d in value):
         graph.fuse([node], "Transpose", attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(value)})
     return True
+
+
+def _batched_one_token_heads(graph) -> None:
+    """Marks the heads' split [B, 1, C] -> [B, 1, H, D] and, where a residual Linear reads it, the
+    merge [B, 1, H, D] -> [B, 1, H*D] of attention over B > 1 token sets of one token each: the
+    Transposes beside them move only unit axes and are Reshapes by now, so the Transpose loop of
+    batched_attention_layouts does not reach them."""
+    for node in [n for n in graph.nodes if n.op_type == "Reshape" and n.attr(BATCHED_HEADS_ATTRIBUTE) is None]:
+        x, out = _static_shape(node.inputs[0]) if node.inputs else None, _static_shape(node.outputs[0]) if node.outputs else None
+        if not x or not out or x[0] <= 1:
+            continue
+        split = len(x) == 3 and len(out) == 4 and out[:2] == (x[0], 1) and x[1] == 1 and out[2] > 1 and out[2] * out[3] == x[2]
+        merge = len(x) == 4 and x[1] == 1 and x[2] > 1 and out == (x[0], 1, x[2] * x[3]) and _residual_linear(graph, node)
+        if split or merge:
+            graph.fuse([node], "Reshape", attributes={BATCHED_HEADS_ATTRIBUTE: 0})
 
 
 def _after_transpose(graph, node) -> bool:
@@ -1058,6 +1073,15 @@ def batched_attention_layouts(graph, chip):
     batch 2 and 4, 4, 9, 16 tokens, heads of 16, 20, 24): every heads' Reshape on the NPU, q's and
     k's Transposes merged, the value's on the CPU for heads of 20 or 9 tokens. The pass runs before
     transposes_merged_into_matmul.
+
+    Found on the held-out pool pair hf_mobilevit/rk3566 (its 16 heads' Reshapes and key
+    Transposes the audit had on the CPU) and measured on its attention form on RK3566
+    (tests/forms_models.py MOBILEVIT_KEY_PACKS, one thing varied at a time): the key transposed
+    once [0, 2, 3, 1] (transformers' export) splits on the NPU, Reshape and Transpose, with batch
+    4, 1, 2, 4 or 16 tokens, heads of 20, 36, 48, 60 (batch 1: on the CPU); with one token per
+    set (batch 2, 3, 4, 8; heads of 60 or 36) every split is on the NPU, and so is the merge
+    where a Linear added residually reads it (without: on the CPU); with 2, 4 or 16 tokens the
+    merge of heads of 20, 36 or 60 stays on the CPU.
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node:
@@ -1072,6 +1096,7 @@ def batched_attention_layouts(graph, chip):
             graph.fuse([node, *_key_scales(graph, node)], "Transpose", leader=node, attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(dims)})
         elif perm == [0, 2, 1, 3] and dims[1] % 8 and (before := graph.producer(node.inputs[0].name)) is not None and _product_of_computed(before):
             graph.fuse([node], "Transpose", attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(dims)})
+    _batched_one_token_heads(graph)
 
 
 # The attribute the pass below gives the heads' merge Transpose it keeps, so that
