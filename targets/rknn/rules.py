@@ -1141,6 +1141,24 @@ def grid_reshape_before_a_one_token_subsample(node: NodeView, chip: str):
     return Offence(int(side), "grid side subsampled to one token", uncertain=True) if side is not None else None
 
 
+UNIT_BATCHNORM_TOKENS_ALIGN = 8  # OBSERVED (RK3566): tokens at which the Reshape back runs on the CPU
+
+
+@RULES.rule("Reshape", chips=_passes.UNIT_BATCHNORM_RESHAPE_CHIPS, ALIGN=UNIT_BATCHNORM_TOKENS_ALIGN)
+def reshape_back_of_a_dropped_batchnorm(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU the Reshape back to tokens of a LeViT Linear whose untrained BatchNorm1d (weight 1, bias 0, mean 0, variance 1) it dropped, when a HardSwish reads it and the tokens are a multiple of {ALIGN}, in a plain build; a build with its fusion rule fuse_conv_conv_add disabled (its own advice where that rule crashes) kept it on the NPU: uncertain (rknn-toolkit2 2.5.0, observed; the pass reshape_back_after_a_unit_batchnorm marks it).
+
+    Measured on tests/forms_models.py levit_mlp_pack: CPU at 8, 16, 24, 32, 64 tokens, NPU at 1,
+    4, 9, 49 (opsets 14 and 17); found on the held-out hf_levit/rk3566 (16 tokens: CPU). The tuning
+    timm_levit_128s/rk3566, the same spelling at 16 tokens but built with
+    disable_rules=['fuse_conv_conv_add'], has them on the NPU: that build was not probed.
+    """
+    tokens = node.attr(_passes.UNIT_BATCHNORM_TOKENS_ATTRIBUTE)
+    if tokens is None or int(tokens) % UNIT_BATCHNORM_TOKENS_ALIGN:
+        return None
+    return Offence(int(tokens), "tokens through a dropped untrained BatchNorm1d, read by a HardSwish", uncertain=True)
+
+
 @RULES.rule("Reshape", "Transpose", chips=("rk3566", "rk3568", "rk3588"), ALIGN=16)
 def patches_through_the_batch_on_cpu(node: NodeView, chip: str):
     """The toolkit runs on the CPU MobileViT's unfolding of a map more than one patch wide into patches through the batch axis, and the fold back: on RK3566/RK3568 every layout layer of the chain but the fold's first Reshape; on RK3588 the Reshapes to and from [N*C*H/p, p, W/p, p] unless the map's width is a multiple of {ALIGN}, and the patch-pixel Transpose [0, 3, 2, 1] and the Reshape after it (on the fold, that Reshape) unless the patches are a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed; the pass patches_through_the_batch marks the chain).

@@ -106,6 +106,13 @@ class TensorView:
             object.__setattr__(self, "_value", numpy_helper.to_array(self._tensor))
         return self._value
 
+    @property
+    def stored_elsewhere(self) -> bool:
+        """Whether the constant's values are external data (a skeleton leaves them out): reading
+        `value` would load them."""
+        tensor = self._tensor if self._tensor is not None else self._stored
+        return tensor is not None and tensor.data_location == onnx.TensorProto.EXTERNAL
+
     @functools.cached_property
     def all_zero(self) -> bool:
         """Whether the tensor is a constant holding only zeros (a layer a library initialises to
