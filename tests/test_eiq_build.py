@@ -354,3 +354,15 @@ def test_onnx2tf_node_tokens_in_a_failure_are_the_models_node_names():
     names = {"edn1": "/lstm/LSTM", "edn12": "/fc/Gemm"}
     said = "The eiq toolchain failed at node 'edn1' (LSTM): ValueError: x; then edn12, not edn123."
     assert with_node_names(said, names) == "The eiq toolchain failed at node '/lstm/LSTM' (LSTM): ValueError: x; then /fc/Gemm, not edn123."
+
+
+def test_a_node_that_writes_a_model_output_can_be_kept_in_float(tmp_path):
+    """The converter renames a model output's tensor (StatefulPartitionedCall:0), so the operator
+    of the node that writes it is found by the output's position, not by its Keras layer's name:
+    the sample's last Gemm (its logits) kept in float. Before, the build stopped with "the TFLite
+    model has no operator of node(s) ...", and `build --recover` lost every mixed-precision attempt
+    whose ranked nodes included an output's writer (PP-OCRv4's Softmax)."""
+    done = run_cli("build", "--target", "imx93", "--eiq-float-nodes", "/classifier/classifier.3/Gemm", "-o", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "out" / "mnist_cnn" / "imx93" / "report.json").read_text())
+    assert "kept in float (the converter's denylisted_nodes, 1 operators): /classifier/classifier.3/Gemm" in report["conversion"]["int8_settings"]

@@ -80,7 +80,7 @@ def build_request(ctx) -> ConvertRequest:
     token_names, producers, workarounds = tokenised_model(ctx.model.proto, named)
     # Data in the ONNX layout; the worker transposes it to the converted model's layout (NHWC).
     payload = {"action": "build", "out_dir": str(ctx.workdir), "calib": _save_inputs(ctx.data.calibration, work / "data", "calib"), "model": str(named)}
-    mix = mixed_precision(ctx.options, ctx.model.graph, token_names)
+    mix = mixed_precision(ctx.options, ctx.model.graph, token_names, producers)
     if mix:
         payload["mix"] = mix
     if ctx.chip.id == "imx93":
@@ -94,14 +94,17 @@ def float_node_names(values, graph) -> list[str]:
     return given_node_names(values, graph, "--eiq-float-nodes")
 
 
-def mixed_precision(options, graph, token_names: dict[str, str]) -> dict | None:
-    """The worker's `mix`: 16x8 activations, or per node kept in float the tokens onnx2tf knows it by."""
+def mixed_precision(options, graph, token_names: dict[str, str], producers: list[str | None] = ()) -> dict | None:
+    """The worker's `mix`: 16x8 activations, or per node kept in float the tokens onnx2tf knows it
+    by, and which graph outputs (by position) those nodes write: the converter renames an output's
+    tensor (StatefulPartitionedCall:0), so only its position finds the operator that writes it."""
     if options.activations == "int16":
         return {"activations": "int16"}
     names = float_node_names(options.float_nodes, graph)
     if not names:
         return None
-    return {"float_nodes": {name: [token for token, owner in token_names.items() if owner == name] for name in names}}
+    outputs = {str(i): node for i, node in enumerate(producers) if node in names}
+    return {"float_nodes": {name: [token for token, owner in token_names.items() if owner == name] for name in names}, "output_writers": outputs}
 
 
 def explain_failure(ctx, request: ConvertRequest, failure: ToolchainFailed) -> ToolchainFailed:

@@ -504,7 +504,7 @@ def quantize_full_int8(tf_dir, out_path, inputs, layouts, calib, mix=None, layer
         converter.inference_output_type = tf.int16
         model, done = converter.convert(), {"activations": "int16"}
     elif mix.get("float_nodes"):
-        model, done = _with_float_nodes(tf, converter, out_path, mix["float_nodes"], layers or {})
+        model, done = _with_float_nodes(tf, converter, out_path, mix, layers or {})
     else:
         model, done = converter.convert(), None
     with open(out_path, "wb") as fh:
@@ -537,11 +537,13 @@ def _int8_converter(tf, tf_dir, inputs, layouts, calib):
     return converter
 
 
-def _with_float_nodes(tf, converter, out_path, nodes, layers):
+def _with_float_nodes(tf, converter, out_path, mix, layers):
     """The calibrated float model, then mlir_quantize with the operators of these nodes denylisted
-    (their output tensors: `model/<layer>/...` names of the Keras layers onnx2tf made for them)."""
+    (their output tensors: `model/<layer>/...` names of the Keras layers onnx2tf made for them, and
+    the graph outputs they write, found by position)."""
+    nodes = mix["float_nodes"]
     calibrated, ops = calibrated_model(converter, out_path)
-    denied, found = node_tensors(ops, nodes, layers)
+    denied, found = node_tensors(ops, nodes, layers, mix.get("output_writers") or {})
     missing = [name for name in nodes if name not in found]
     if missing:
         raise RuntimeError("float nodes: the TFLite model has no operator of node(s) %s (fused into a neighbour or folded by onnx2tf)" % ", ".join(missing))
@@ -561,14 +563,18 @@ def calibrated_model(converter, out_path):
         os.remove(calibrated_path)
 
 
-def node_tensors(ops, nodes, layers):
+def node_tensors(ops, nodes, layers, output_writers=None):
     """The output tensors of the operators that {ONNX node: its tokens} became (through `layers`,
-    token -> Keras layers), and the nodes that own at least one."""
+    token -> Keras layers; `output_writers`: graph output position -> the node writing it), and the
+    nodes that own at least one."""
     wanted = {layer: name for name, tokens in nodes.items() for token in tokens for layer in layers.get(token, [])}
+    graph_outputs = [t["name"] for t in ops.get("outputs") or []]
+    by_output = {graph_outputs[int(i)]: node for i, node in (output_writers or {}).items() if int(i) < len(graph_outputs)}
     denied, found = [], set()
     for op in ops["ops"]:
         for tensor in op["outputs"]:
             owners = {wanted[m.group(1)] for part in tensor["name"].split(";") for m in [re.match(r"model(?:_\d+)?/([^/]+)", part)] if m and m.group(1) in wanted}
+            owners |= {by_output[tensor["name"]]} if tensor["name"] in by_output else set()
             if owners:
                 denied.append(tensor["name"])
                 found |= owners
