@@ -2777,3 +2777,68 @@ CASES += [Case(f"levit_mlp_{name}", "pool: LeViT's MLP as transformers writes it
                lambda v=v: levit_mlp_pack(v), ("rk3566", "rk3588")) for name, v in LEVIT_MLP_PACKS.items()]
 CASES.append(Case("levit_mlp_unitbn_opset17", "pool: LeViT's MLP as transformers writes it, at opset 17 (timm's LeViT-128S's)",
                   lambda: levit_mlp_pack(LEVIT_MLP_PACKS["unitbn"], opset=17), ("rk3566", "rk3588")))
+
+
+# ---- pool: a text encoder's embeddings, the sum of Gathers (transformers' BERT, ALBERT, ELECTRA) ----
+
+
+def _embedding_operand(node, p: str, kind: str, dim: int, tokens: int, ids_type, rng, inits: list, inputs: list) -> tuple[list, str]:
+    """What one embedding Add adds: tok (a token-type table [2, dim] gathered at constant zeros, as
+    transformers' default token_type_ids), pos (a position table [512, dim] gathered at constant
+    positions 0..T-1), const (a [1, T, dim] initializer), vec (a [dim] initializer), rt (a second
+    table gathered at run-time ids of its own); (nodes, the operand's name)."""
+    if kind in ("tok", "pos"):
+        rows = 2 if kind == "tok" else 512
+        ids = np.zeros((1, tokens)) if kind == "tok" else np.arange(tokens).reshape(1, tokens)
+        inits += [_const(p + f"{kind}_table", _weights(rng, rows, dim)), _const(p + f"{kind}_ids", ids.astype(np.int64))]
+        return [node("Gather", [f"{kind}_table", f"{kind}_ids"], f"{kind}_emb")], p + f"{kind}_emb"
+    if kind in ("const", "vec"):
+        inits.append(_const(p + f"{kind}{len(inits)}", _weights(rng, *((1, tokens, dim) if kind == "const" else (dim,)))))
+        return [], inits[-1].name
+    inits.append(_const(p + "rt_table", _weights(rng, 100, dim)))
+    inputs.append(_vi(p + "rt_ids", [1, tokens], ids_type))
+    return [node("Gather", ["rt_table", "rt_ids"], "rt_emb")], p + "rt_emb"
+
+
+def embeddings_add_pack(variants: tuple, tokens: int = 32) -> onnx.ModelProto:
+    """Text encoders' embeddings, (kinds, dim, flags) each, packed: a word table [1000, dim]
+    gathered at run-time ids [1, T] (flag "mm": a Linear of a float input instead, an NPU
+    producer; "int32": int32 ids), then one Add per kind in `kinds` (_embedding_operand), then a
+    decomposed LayerNorm and a Linear (as BERT's embeddings go into its first layer); flag
+    "branch": the first sum is also a model output; "cfirst": each Add takes the operand first."""
+    rng = np.random.default_rng(27)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for i, (kinds, dim, *flags) in enumerate(variants):
+        p = f"e{i}_{'_'.join(kinds)}_{dim}{''.join('_' + f for f in flags)}_"
+        node = _prefixed(p)
+        ids_type = TensorProto.INT32 if "int32" in flags else TensorProto.INT64
+        if "mm" in flags:
+            inputs.append(_vi(p + "x", [1, tokens, dim]))
+            inits.append(_const(p + "w_in", _weights(rng, dim, dim)))
+            nodes.append(node("MatMul", ["x", "w_in"], "word_emb"))
+        else:
+            inputs.append(_vi(p + "ids", [1, tokens], ids_type))
+            inits.append(_const(p + "word_table", _weights(rng, 1000, dim)))
+            nodes.append(node("Gather", ["word_table", "ids"], "word_emb"))
+        prev = p + "word_emb"
+        for k, kind in enumerate(kinds):
+            more, operand = _embedding_operand(node, p, kind, dim, tokens, ids_type, rng, inits, inputs)
+            nodes += more + [node("Add", [operand, prev] if "cfirst" in flags else [prev, operand], f"sum{k}")]
+            prev = p + f"sum{k}"
+            if k == 0 and "branch" in flags:
+                outputs.append(_vi(prev, [1, tokens, dim]))
+        nodes += _layer_norm(node, p, prev, dim, inits)
+        inits.append(_const(p + "w_out", _weights(rng, dim, dim)))
+        nodes.append(node("MatMul", ["ln", "w_out"], "out"))
+        outputs.append(_vi(p + "out", [1, tokens, dim]))
+    return _model(nodes, inputs, outputs, inits, opset=14)
+
+
+EMBEDDINGS_ADD_PACKS = {
+    "bert": ((("tok", "pos"), 64), (("pos",), 64), (("pos", "tok"), 64), (("tok", "pos"), 128), (("tok", "pos"), 64, "int32")),
+    "consts": ((("const", "const"), 64), (("vec", "vec"), 64), (("const",), 64), (("tok", "pos", "const"), 64), (("tok", "pos"), 64, "branch")),
+    "producers": ((("rt",), 64), (("rt", "pos"), 64), (("pos", "rt"), 64), (("tok", "pos"), 64, "mm"), (("tok",), 64, "mm")),
+    "orders": ((("tok", "pos"), 64, "cfirst"), (("vec", "const"), 64), (("const", "vec"), 64), (("vec", "vec", "vec", "vec"), 32), (("tok", "pos"), 16, "int32")),
+}
+CASES += [Case(f"embeddings_add_{name}", "pool: a text encoder's embeddings, the sum of Gathers (BERT, ALBERT, ELECTRA)",
+               lambda v=v: embeddings_add_pack(v), ("rk3566", "rk3588")) for name, v in EMBEDDINGS_ADD_PACKS.items()]

@@ -2359,3 +2359,43 @@ def reshape_back_after_a_unit_batchnorm(graph, chip):
         readers = graph.consumers(node.outputs[0].name)
         if tokens and len(tokens) == 3 and readers and all(r.op_type == "HardSwish" for r in readers):
             graph.fuse([node], "Reshape", attributes={UNIT_BATCHNORM_TOKENS_ATTRIBUTE: int(tokens[1])})
+
+
+def _constant_add_operand(node):
+    """The run-time operand of an Add whose other operand is a constant (or computed from
+    constants and static shapes), else None."""
+    if node is None or node.op_type != "Add" or len(node.inputs) != 2:
+        return None
+    a, b = node.inputs
+    if _known(b) and not _known(a):
+        return a
+    if _known(a) and not _known(b):
+        return b
+    return None
+
+
+@RULES.graph_pass("Add", OBSERVED=TOOLKIT_OBSERVED)
+def constant_adds_merged(graph, chip):
+    """{OBSERVED} merges an Add of a constant (or of a value computed from constants, such as an embedding table gathered at constant positions) whose result only another Add of a constant reads into that Add, adding the two constants at conversion (its pass fuse_two_add): the first Add has no layer of its own, and the toolkit reports it with the layer that computes its other operand (BERT's embeddings: the word embeddings' Gather, on the CPU).
+
+    Measured with rknn-toolkit2 2.5.0 on 2026-12-04 on RK3588 and RK3566 (tests/forms_models.py
+    embeddings_add_pack; found on transformers' BERT, ALBERT and ELECTRA, whose word + token-type
+    + position embeddings are such a chain after a CPU Gather): a CPU Gather's result plus a
+    token-type table gathered at zeros plus a position table gathered at 0..T-1, in either order
+    and with the constant first or second, with dims 16, 64 and 128, int64 and int32 ids; plus two
+    [1, T, D] or [D] constants, either mix of them, or four [D] constants (every Add but the last
+    reported with the Gather). One Add of a constant (DistilBERT's word + position), a first sum
+    also read elsewhere (a model output), or a second Add of a run-time operand (a second table
+    gathered at run-time ids) leave each Add a layer of its own on the NPU; after a Linear (an NPU
+    layer) the merged Add is reported with it, on the NPU. Not modelled: a model input as the
+    operand; the toolkit then gives the input a layout Reshape named after the first Add (on the
+    CPU on RK3566, on the NPU on RK3588) and reports the merged Adds with it.
+    """
+    for add in [n for n in graph.nodes if n.op_type == "Add"]:
+        x = _constant_add_operand(add)
+        after = graph.only_consumer(add.outputs[0].name) if x is not None and add.outputs else None
+        if after is None or _constant_add_operand(after) is None:
+            continue
+        source = graph.producer(x.name)
+        if source is not None:  # a model input: its layout Reshape takes the Add's name (not modelled)
+            graph.fuse([source, add], source.op_type, leader=source, inputs=list(source.inputs))
