@@ -2842,3 +2842,81 @@ EMBEDDINGS_ADD_PACKS = {
 }
 CASES += [Case(f"embeddings_add_{name}", "pool: a text encoder's embeddings, the sum of Gathers (BERT, ALBERT, ELECTRA)",
                lambda v=v: embeddings_add_pack(v), ("rk3566", "rk3588")) for name, v in EMBEDDINGS_ADD_PACKS.items()]
+
+
+# ---- pool: YOLO12's area attention (AAttn), as torch.onnx writes it ----
+
+
+def _area_attention_block(node, p: str, x: str, rng, c: int, area: int, side: int, d: int) -> tuple[list, list, str]:
+    """One AAttn on the map `x` [1, c, side, side] with heads of `d` (Ultralytics' AAttn.forward as
+    exported: qkv 1x1 Conv, flatten, Transpose [0, 2, 1], the tokens regrouped into `area` areas
+    when area > 1, heads split with Transpose [0, 2, 3, 1] and Split, attention, both the result and
+    v permuted back [0, 3, 1, 2], merged into the map (channels-last Reshape, Transpose [0, 3, 1, 2]),
+    a 7x7 depthwise positional Conv on v Added, a 1x1 projection). Returns nodes, inits, output."""
+    h, n = c // d, side * side
+    b, t = area, n // area
+    inits = [_const(p + "w_qkv", _weights(rng, 3 * c, c, 1, 1)), _const(p + "b_qkv", _weights(rng, 3 * c)),
+             _const(p + "flat", np.array([1, 3 * c, n], np.int64)), _const(p + "areas", np.array([b, t, 3 * c], np.int64)),
+             _const(p + "heads", np.array([b, t, h, 3 * d], np.int64)), _const(p + "parts", np.array([d, d, d], np.int64)),
+             _const(p + "scale", np.array(d**-0.5, np.float32)), _const(p + "merged", np.array([1, n, c], np.int64)),
+             _const(p + "nhwc", np.array([1, side, side, c], np.int64)), _const(p + "w_pe", _weights(rng, c, 1, 7, 7)),
+             _const(p + "b_pe", _weights(rng, c)), _const(p + "w_proj", _weights(rng, c, c, 1, 1)), _const(p + "b_proj", _weights(rng, c))]
+    nodes = [node("Conv", [x, "w_qkv", "b_qkv"], "qkv", kernel_shape=[1, 1]), node("Reshape", ["qkv", "flat"], "qkv_flat"),
+             node("Transpose", ["qkv_flat"], "qkv_tokens", perm=[0, 2, 1])]
+    tokens = "qkv_tokens"
+    if area > 1:
+        nodes.append(node("Reshape", ["qkv_tokens", "areas"], "qkv_areas"))
+        tokens = "qkv_areas"
+    nodes += [node("Reshape", [tokens, "heads"], "qkv_heads"), node("Transpose", ["qkv_heads"], "qkv_t", perm=[0, 2, 3, 1]),
+              helper.make_node("Split", [p + "qkv_t", p + "parts"], [p + "q", p + "k", p + "v"], name=p + "split", axis=2),
+              node("Mul", ["q", "scale"], "q_scaled"), node("Transpose", ["q_scaled"], "q_t", perm=[0, 1, 3, 2]),
+              node("MatMul", ["q_t", "k"], "scores"), node("Softmax", ["scores"], "attn", axis=-1),
+              node("Transpose", ["attn"], "attn_t", perm=[0, 1, 3, 2]), node("MatMul", ["v", "attn_t"], "ctx"),
+              node("Transpose", ["ctx"], "ctx_swap", perm=[0, 3, 1, 2]), node("Transpose", ["v"], "v_swap", perm=[0, 3, 1, 2])]
+    ctx, v = "ctx_swap", "v_swap"
+    if area > 1:
+        nodes += [node("Reshape", ["ctx_swap", "merged"], "ctx_merged"), node("Reshape", ["v_swap", "merged"], "v_merged")]
+        ctx, v = "ctx_merged", "v_merged"
+    nodes += [node("Reshape", [ctx, "nhwc"], "ctx_grid"), node("Transpose", ["ctx_grid"], "ctx_map", perm=[0, 3, 1, 2]),
+              node("Reshape", [v, "nhwc"], "v_grid"), node("Transpose", ["v_grid"], "v_map", perm=[0, 3, 1, 2]),
+              node("Conv", ["v_map", "w_pe", "b_pe"], "pe", group=c, kernel_shape=[7, 7], pads=[3, 3, 3, 3]),
+              node("Add", ["ctx_map", "pe"], "sum"), node("Conv", ["sum", "w_proj", "b_proj"], "proj", kernel_shape=[1, 1])]
+    return nodes, inits, p + "proj"
+
+
+def area_attention_pack(variants: tuple) -> onnx.ModelProto:
+    """Independent cases, each on an input [1, c, side, side] of its own: a 1x1 Conv (A2C2f's cv1),
+    then `blocks` area-attention blocks in a row, each Added to its input (ABlock's residual).
+    `variants`: tuples (name, c, area, side, head size, blocks)."""
+    rng = np.random.default_rng(37)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for name, c, area, side, d, blocks, *flags in variants:
+        p = f"{name}_"
+        node = _prefixed(p)
+        inits += [_const(p + "w_in", _weights(rng, c, c, 1, 1))]
+        nodes.append(node("Conv", ["x", "w_in"], "b0", kernel_shape=[1, 1]))
+        if "add_in" in flags:  # the first block reads a residual Add, as every later one does
+            nodes[-1] = node("Conv", ["x", "w_in"], "c0", kernel_shape=[1, 1])
+            nodes.append(node("Add", ["x", "c0"], "b0"))
+        for i in range(blocks):
+            more, more_inits, out = _area_attention_block(_prefixed_within(p, f"a{i}_"), f"{p}a{i}_", f"{p}b{i}", rng, c, area, side, d)
+            nodes += more + [node("Identity" if "no_residual" in flags else "Add", [out] if "no_residual" in flags else [f"b{i}", out], f"b{i + 1}")]
+            inits += more_inits
+        inputs.append(_vi(p + "x", [1, c, side, side]))
+        outputs.append(_vi(f"{p}b{blocks}", [1, c, side, side]))
+    used = {i for x in nodes for i in x.input}
+    return _model(nodes, inputs, outputs, [i for i in inits if i.name in used])
+
+
+# YOLO12n's model.6 at the pool's 160x160 input (2 heads of 32 on a 10x10 map, 4 areas of 25
+# tokens, two blocks in a row) and its model.8 (4 heads of 32 on 5x5, one area); then the map
+# (320 and 640 inputs: 20x20, 40x40), the tokens per area and the heads changed.
+AREA_ATTENTION_PACKS = {
+    "y12n": (("s10a4", 64, 4, 10, 32, 2), ("s5a1", 128, 1, 5, 32, 1)),
+    "maps": (("s20a4", 64, 4, 20, 32, 2), ("s8a4", 64, 4, 8, 32, 1), ("s4a4", 64, 4, 4, 32, 1), ("s16a4", 64, 4, 16, 32, 1)),
+    "heads": (("s10a4h4", 128, 4, 10, 32, 2), ("s10a4d16", 64, 4, 10, 16, 1), ("s10a1", 64, 1, 10, 32, 1), ("s20a1", 128, 1, 20, 32, 1)),
+    "s40": (("s40a4", 64, 4, 40, 32, 2),),
+    "rows": (("first", 64, 4, 8, 32, 1), ("addin", 64, 4, 10, 32, 1, "add_in"), ("nores", 64, 4, 10, 32, 3, "no_residual")),
+}
+CASES += [Case(f"area_attention_{key}", "pool: YOLO12's area attention (AAttn) as torch.onnx writes it",
+               lambda v=v: area_attention_pack(v), ("rk3566", "rk3588")) for key, v in AREA_ATTENTION_PACKS.items()]

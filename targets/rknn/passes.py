@@ -1061,6 +1061,83 @@ def _batched_split_heads(graph, node):
     return heads
 
 
+# The attribute area_attention_layouts gives the layout nodes of area attention it places: the
+# Transposes are layers of their own (transposes_merged_into_matmul and batched_attention_layouts
+# leave them; the chip's rules place them), the Reshapes run on the CPU (rules.area_attention_reshape_on_cpu).
+AREA_ATTENTION_ATTRIBUTE = "rknn_area_attention_layout"
+AREA_PARTS = 3  # q, k and v unbound from one projection
+
+
+def _ungroups_areas(node) -> bool:
+    """A Reshape that merges the leading axis back: [N*A, ...] -> [N, ...] (A > 1)."""
+    x, out = _static_shape(node.inputs[0]) if node.inputs else None, _static_shape(node.outputs[0]) if node.outputs else None
+    return node.op_type == "Reshape" and bool(x) and bool(out) and out[0] < x[0] and x[0] % out[0] == 0
+
+
+def _area_merge(graph, swap):
+    """The nodes after `swap` (a Transpose [0, 3, 1, 2] of a part or of attn @ v, [B, H, D, T] ->
+    [B, T, H, D]) that merge the areas back ([B, T, H, D] -> [B/A, A*T, H*D]), make the tokens a
+    channels-last map ([.., H, W, C]) and permute that to NCHW: (swap, ungroup, to_map, back), or None."""
+    if swap is None or _perm(swap) != [0, 3, 1, 2]:
+        return None
+    ungroup = _next(graph, swap, "Reshape")
+    to_map = _next(graph, ungroup, "Reshape") if ungroup is not None and _ungroups_areas(ungroup) else None
+    back = _next(graph, to_map, "Transpose") if to_map is not None and _tokens_to_nhwc(to_map) else None
+    return (swap, ungroup, to_map, back) if back is not None and _perm(back) == [0, 3, 1, 2] else None
+
+
+def _area_attention_block(graph, node):
+    """For a Transpose [0, 2, 3, 1] that splits the heads of area-regrouped tokens ([B, T, 3C] from a
+    Reshape that regroups [N, A*T, 3C] into B = N*A areas; heads [B, T, H, 3D]; read by a Split of
+    q, k and v on axis 2): (heads' Reshape, q's Transpose [0, 1, 3, 2] into the scores' product, the
+    value's merge, the result's merge: see _area_merge); else None."""
+    heads = graph.producer(node.inputs[0].name) if node.inputs else None
+    regroup = graph.producer(heads.inputs[0].name) if heads is not None and heads.op_type == "Reshape" and heads.inputs else None
+    split = graph.only_consumer(node.outputs[0].name) if node.outputs else None
+    x = _static_shape(regroup.inputs[0]) if regroup is not None and regroup.inputs else None
+    if _perm(node) != [0, 2, 3, 1] or regroup is None or not x or not _regroups_tokens(regroup, x[0]) or split is None or split.op_type != "Split":
+        return None
+    parts = [o for o in split.outputs if o.name]
+    if len(parts) != AREA_PARTS or int(split.attr("axis", 0)) % 4 != 2:
+        return None
+    query = graph.only_consumer(parts[0].name)
+    if query is not None and query.op_type in SCALAR_SWAPPED_OPS and _scalar_swapped(query, parts[0].name):
+        query = _next(graph, query, "Transpose")
+    value_readers = graph.consumers(parts[2].name)
+    product = next((r for r in value_readers if _product_of_computed(r) and r.inputs[0].name == parts[2].name), None)
+    swaps = [r for r in value_readers if r.op_type == "Transpose"]
+    result_swap = _next(graph, product, "Transpose") if product is not None else None
+    merges = (_area_merge(graph, swaps[0]) if len(swaps) == 1 else None, _area_merge(graph, result_swap))
+    if query is None or _perm(query) != [0, 1, 3, 2] or None in merges:
+        return None
+    return heads, query, merges[0], merges[1]
+
+
+@RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED)
+def area_attention_layouts(graph, chip):
+    """{OBSERVED} lays out area attention (YOLO12's AAttn with more than one area: a map's tokens regrouped on the leading axis into areas, [N, A*T, 3C] -> [N*A, T, 3C], heads split by a Reshape [N*A, T, H, 3D] and a Transpose [0, 2, 3, 1], q, k and v Split on axis 2; the result of attn @ v and v each swapped back by a Transpose [0, 3, 1, 2], the areas merged by a Reshape [N, A*T, C] and made a channels-last map [N, H, W, C]) with Transpose and Reshape layers of their own, which on RK3566/RK3568 run on the CPU: the heads' Transpose, the result's swap back, and the Reshapes that merge the areas and make the result a map. Of the heads' Reshape, q's Transpose [0, 1, 3, 2] into the scores and the Reshape that makes v a map, it moves the heads' Transpose past the Split in the first such block of the graph (node order): q's Transpose is a CPU layer there and both Reshapes run on the NPU; in every later block the heads' Transpose stays before the Split, both Reshapes are CPU layers and q's Transpose merges into the product.
+
+    Measured on RK3566 with tests/forms_models.py area_attention_* (as torch.onnx writes
+    Ultralytics' AAttn: 4 areas of 4x4 to 40x40 maps, 4 to 400 tokens per area, heads of 16 and
+    32, 2 or 4 heads, one to three blocks in a row, with or without the residual Add, the first
+    block reading a Conv or an Add, two independent rows of blocks in one model: the first block
+    of the graph only differs) and the pool's yolo12n, -cls and -seg (model.6, 10x10 map at the
+    pool's 160x160 input). With one area (YOLO12's model.8) none of this: all on the NPU but the
+    Softmax. RK3588 keeps all of it on the NPU.
+    """
+    first = True
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        block = _area_attention_block(graph, node) if node.attr(AREA_ATTENTION_ATTRIBUTE) is None else None
+        if block is None:
+            continue
+        heads, query, (value_swap, value_merge, value_map, value_back), (result_swap, result_merge, result_map, result_back) = block
+        for transpose in (node, value_swap, value_back, result_swap, result_back) + ((query,) if first else ()):
+            graph.fuse([transpose], "Transpose", attributes={"perm": _perm(transpose), AREA_ATTENTION_ATTRIBUTE: 1})
+        for reshape in (value_merge, result_merge, result_map) + (() if first else (heads, value_map)):
+            graph.fuse([reshape], "Reshape", attributes={AREA_ATTENTION_ATTRIBUTE: 1})
+        first = False
+
+
 @RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED, ALIGN=8)
 def batched_attention_layouts(graph, chip):
     """{OBSERVED} lays out attention over a batch of token sets (B > 1: MobileViT's attention over the patches of each pixel position) otherwise than attention over one: the heads' split of a joint q/k/v projection (Reshape, Transpose [2, 0, 3, 1, 4], Split) or of separate q, k and v projections (Reshape [B, T, H, D]; the value's Transpose [0, 2, 1, 3] a layer of its own unless its tokens and head size are multiples of {ALIGN}) stays on the NPU whatever the head size; the key's Transpose [0, 1, 3, 2] into the scores' product (of a part unbound from the joint projection, not right after another Transpose), with the scalar scales after it, is a Transpose layer of its own unless its tokens and head size are multiples of {ALIGN}; and so is the Transpose [0, 2, 1, 3] after attn @ v unless the head size is. On RK3566/RK3568 those Transpose layers run on the CPU.
@@ -1084,8 +1161,8 @@ def batched_attention_layouts(graph, chip):
     merge of heads of 20, 36 or 60 stays on the CPU.
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
-        if not node.outputs or graph.producer(node.outputs[0].name) is not node:
-            continue
+        if not node.outputs or graph.producer(node.outputs[0].name) is not node or node.attr(AREA_ATTENTION_ATTRIBUTE) is not None:
+            continue  # area_attention_layouts placed it
         perm, dims = _perm(node), _batched_heads(node.inputs[0])
         split = _batched_split_heads(graph, node)
         if split is not None:
@@ -1187,8 +1264,8 @@ def transposes_merged_into_matmul(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node:
             continue  # joined the heads' Reshape with the Transpose before it
-        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE)):
-            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation)
+        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE)):
+            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts)
         if not (_reaches_matmul(graph, node, forward=True) or _reaches_matmul(graph, node, forward=False)):
             continue
         heads = _heads_reshape(graph, node)
@@ -1408,6 +1485,8 @@ def transpose_in_a_chain_that_moves_nothing(graph, chip):
     yolo12n, -cls and -seg on RK3566) and tests/forms_models.py moveless_chain_pack on RK3566 and
     RK3588 (that chain after a Split, and alone on maps of 3x3 to 8x8, where the toolkit reports
     none of its nodes; the same Transpose into tokens, which moves the data, as the control).
+    That is YOLO12's attention with one area; with more (its areas merged back on the way, which
+    moves the data) area_attention_layouts places the chain.
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         before, after = _layout_neighbours(graph, node, False)[::-1], _layout_neighbours(graph, node, True)

@@ -835,6 +835,12 @@ def token_regroup_after_a_swap(node: NodeView, chip: str):
 
 
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def area_attention_reshape_on_cpu(node: NodeView, chip: str):
+    """On this chip the Reshapes that merge area attention's areas back ([N*A, T, H, D] -> [N, A*T, H*D]) and make its result a channels-last map run on the CPU, and so do the heads' split and the value's map Reshape of every block of the graph but the first (rknn-toolkit2 2.5.0, observed on YOLO12's area attention; passes.area_attention_layouts marks them)."""
+    return Offence("area attention", "layout of") if node.attr("rknn_area_attention_layout") is not None else None
+
+
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
 def map_flattened_into_a_kv_projection(node: NodeView, chip: str):
     """On this chip a feature map flattened into tokens (Reshape and Transpose [0, 2, 1]) for a key/value projection of its own, whose key is a CPU Transpose layer (PVT's spatial reduction), is flattened on the CPU (rknn-toolkit2 2.5.0, observed; passes.token_swap_beside_a_map_reshape marks it)."""
     return Offence("key/value projection", "tokens flattened for") if node.attr("rknn_tokens_of_a_kv_projection") is not None else None
