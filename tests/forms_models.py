@@ -933,9 +933,10 @@ def strided_slice_in_context(form: str) -> onnx.ModelProto:
     return _model(k.nodes + nodes, [_vi("x", [1, side * side, ch])], [_vi("y", [1, half * half, ch])], inits)
 
 
-# Not recorded (the audit disagrees; the mechanism is not found yet): rknn-toolkit2 2.5.0 runs both
-# step-2 Slices of rotate_half on the NPU (as in EVA-02), where every step-2 Slice alone
-# (strided_slice: between two Convs, before a Relu, any axis, step 2, 3, 4 or -2) runs on the CPU.
+# Not recorded: rknn-toolkit2 2.5.0 runs both step-2 Slices of rotate_half on the NPU (as in
+# EVA-02), where every step-2 Slice alone (strided_slice: between two Convs, before a Relu, any
+# axis, step 2, 3, 4 or -2) runs on the CPU: probed and recorded as rope_pack
+# (passes.interleaved_pair_rejoined).
 # subsample4 (NPU) and subsample2 (CPU with the Reshape after them) are LeViT's subsampling, kept
 # to more than one token or to one: probed and recorded as subsample_pack (passes.subsampled_token_grid).
 
@@ -2920,3 +2921,177 @@ AREA_ATTENTION_PACKS = {
 }
 CASES += [Case(f"area_attention_{key}", "pool: YOLO12's area attention (AAttn) as torch.onnx writes it",
                lambda v=v: area_attention_pack(v), ("rk3566", "rk3588")) for key, v in AREA_ATTENTION_PACKS.items()]
+
+
+# ---- pool (issue 27, tuning part): ConvNeXt-V2's global response norm at timm's initial weights --
+
+
+def _grn_case(rng, spec) -> tuple[list, list, list, list]:
+    """One GRN_PACK entry: Conv, timm's GlobalResponseNorm as torch.onnx writes it
+    (x + addcmul(bias, weight, x * Nx), Nx = ||x||_spatial / (mean over channels + eps)), Conv.
+    `layout` nchw: ReduceL2 over axes [2, 3], the mean over axis 1 (timm's conv_mlp blocks);
+    nhwc: between Transposes to and from channels-last, ReduceL2 over [1, 2], the mean over -1.
+    `params`: zero_shared (weight and bias zeros, the weight an Identity of the bias as torch.onnx
+    writes two equal parameters: timm's initial values), zero (two zero initializers), gamma0
+    (weight zeros, bias not), beta0 (bias zeros, weight not), random; `reader` "used": the
+    normalised map Nx is also a model output of its own (a Relu of it)."""
+    name, channels, side, layout, params, *reader = spec
+    p = f"{name}_"
+    shape = [1, channels, 1, 1] if layout == "nchw" else [channels]
+    inits = [_const(p + "w1", _weights(rng, channels, 3, 3, 3)), _const(p + "w2", _weights(rng, 4, channels, 3, 3)),
+             _const(p + "eps", np.array(1e-6, np.float32)), _const(p + "one", np.array([1.0], np.float32))]
+    weight = np.zeros(shape, np.float32) if params in ("zero_shared", "zero", "gamma0") else _weights(rng, *shape)
+    bias = np.zeros(shape, np.float32) if params in ("zero_shared", "zero", "beta0") else _weights(rng, *shape)
+    inits.append(_const(p + "bias", bias))
+    nodes = [helper.make_node("Conv", [p + "x", p + "w1"], [p + "c"], name=p + "conv1", pads=[1, 1, 1, 1])]
+    if params == "zero_shared":
+        nodes.append(helper.make_node("Identity", [p + "bias"], [p + "weight"], name=p + "weight_identity"))
+    else:
+        inits.append(_const(p + "weight", weight))
+    x, spatial, across = p + "c", [2, 3], [1]
+    if layout == "nhwc":
+        nodes.append(helper.make_node("Transpose", [p + "c"], [p + "t"], name=p + "to_nhwc", perm=[0, 2, 3, 1]))
+        x, spatial, across = p + "t", [1, 2], [-1]
+    nodes += [
+        helper.make_node("ReduceL2", [x], [p + "g"], name=p + "l2", axes=spatial, keepdims=1),
+        helper.make_node("ReduceMean", [p + "g"], [p + "gm"], name=p + "mean", axes=across, keepdims=1),
+        helper.make_node("Add", [p + "gm", p + "eps"], [p + "d"], name=p + "eps_add"),
+        helper.make_node("Div", [p + "g", p + "d"], [p + "n"], name=p + "div"),
+        helper.make_node("Mul", [x, p + "n"], [p + "xn"], name=p + "apply"),
+        helper.make_node("Mul", [p + "weight", p + "xn"], [p + "gx"], name=p + "gamma_mul"),
+        helper.make_node("Mul", [p + "gx", p + "one"], [p + "gx1"], name=p + "value_mul"),
+        helper.make_node("Add", [p + "bias", p + "gx1"], [p + "gb"], name=p + "beta_add"),
+        helper.make_node("Add", [x, p + "gb"], [p + "r"], name=p + "residual"),
+    ]
+    y = p + "r"
+    if layout == "nhwc":
+        nodes.append(helper.make_node("Transpose", [p + "r"], [p + "rt"], name=p + "to_nchw", perm=[0, 3, 1, 2]))
+        y = p + "rt"
+    nodes.append(helper.make_node("Conv", [y, p + "w2"], [p + "y"], name=p + "conv2", pads=[1, 1, 1, 1]))
+    outputs = [_vi(p + "y", [1, 4, side, side])]
+    if reader == ["used"]:
+        nodes.append(helper.make_node("Relu", [p + "n"], [p + "n_out"], name=p + "n_relu"))
+        outputs.append(_vi(p + "n_out", [1, channels, 1, 1] if layout == "nchw" else [1, 1, 1, channels]))
+    return nodes, inits, [_vi(p + "x", [1, 3, side, side])], outputs
+
+
+GRN_PACK = (
+    ("c160s16_zero_shared", 160, 16, "nchw", "zero_shared"),  # convnextv2_atto's first stage, as exported
+    ("c8s8_zero_shared", 8, 8, "nchw", "zero_shared"),
+    ("c8s8_zero", 8, 8, "nchw", "zero"),
+    ("c8s8_gamma0", 8, 8, "nchw", "gamma0"),
+    ("c8s8_beta0", 8, 8, "nchw", "beta0"),
+    ("c8s8_random", 8, 8, "nchw", "random"),
+    ("c160s16_random", 160, 16, "nchw", "random"),
+    ("c8s8_zero_used", 8, 8, "nchw", "zero", "used"),
+    ("c32s8_nhwc_random", 32, 8, "nhwc", "random"),
+)
+# Not recorded (probed 2026-12-04, the audit disagrees): the channels-last GRN at a zero weight
+# (bias zero or not) runs its two Transposes on the NPU of RK3566 too: after the fold the block is
+# x + a constant [1, H, W, C], and the toolkit cancels the Transposes around it; the audit cancels
+# a pair only around arithmetic with a scalar or a per-channel constant, so keeps them on the CPU.
+
+
+def grn_pack(entries: tuple = GRN_PACK) -> onnx.ModelProto:
+    """Every GRN_PACK entry in one model (opset 13): one conversion places them all."""
+    rng = np.random.default_rng(71)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for spec in entries:
+        for whole, part in zip((nodes, inits, inputs, outputs), _grn_case(rng, spec)):
+            whole += part
+    return _model(nodes, inputs, outputs, inits)
+
+
+CASES.append(Case("grn_pack", "pool: ConvNeXt-V2's global response norm, by weights, layout and size", grn_pack, ("rk3588", "rk3566")))
+
+
+# ---- pool (issue 27, tuning part): rotary position embeddings (EVA-02) ---------------------------
+
+
+def _rope_rotated(p: str, x: str, form: str, axis: int, nodes: list, node) -> str:
+    """The rotated half of `x` for `form` (see _rope_case), appended to `nodes`; its name."""
+    if form == "halves":
+        nodes += [node("Slice", [x, p + "half", p + "end", p + "axis", p + "one"], "slice_second"), node("Neg", [p + "slice_second"], "neg"),
+                  node("Slice", [x, p + "zero", p + "half", p + "axis", p + "one"], "slice_first"), node("Concat", [p + "neg", p + "slice_first"], "rot", axis=axis)]
+        return p + "rot"
+    nodes += [node("Slice", [x, p + "one", p + "end", p + "axis", p + "two"], "slice_odd"), node("Slice", [x, p + "zero", p + "end", p + "axis", p + "two"], "slice_even")]
+    odd = p + "slice_odd"
+    if form in ("stack", "cat", "stack_even_first"):
+        nodes.append(node("Neg", [odd], "neg"))
+        odd = p + "neg"
+    elif form in ("stack_mulneg", "stack_relu"):
+        nodes.append(node("Mul", [odd, p + "minus_one"], "neg") if form == "stack_mulneg" else node("Relu", [odd], "relu"))
+        odd = p + ("neg" if form == "stack_mulneg" else "relu")
+    pair = [odd, p + "slice_even"][:: -1 if form.endswith("even_first") else 1]
+    if form.startswith("cat"):
+        nodes.append(node("Concat", pair, "rot", axis=axis))
+        return p + "rot"
+    nodes += [node("Unsqueeze", [pair[0], p + "new_axis"], "unsqueeze_first"), node("Unsqueeze", [pair[1], p + "new_axis"], "unsqueeze_second"),
+              node("Concat", [p + "unsqueeze_first", p + "unsqueeze_second"], "stack", axis=-1), node("Reshape", [p + "stack", p + "shape"], "rot")]
+    return p + "rot"
+
+
+def _rope_case(rng, spec) -> tuple[list, list, list, list]:
+    """One ROPE_PACK entry on an input of `shape` ([B, H, T, D] or [B, T, D]) plus a constant (a
+    computed tensor), then x * cos + rotate(x) * sin with constant tables, as timm's EVA-02 and
+    LLaMA-style models write it. `form`: stack (EVA-02: x[..., 1::2] negated and x[..., ::2], each
+    Unsqueezed, Concat on a new last axis, Reshaped back), stack_mulneg (the negation a Mul by -1),
+    stack_noneg (no negation), stack_relu (a Relu in its place), stack_even_first (the even
+    elements first), cat (-x[..., 1::2] and x[..., ::2] Concatenated on the sliced axis),
+    cat_even_first (x[..., ::2] and x[..., 1::2]), halves (-x[..., D/2:] and x[..., :D/2]
+    Concatenated: step 1), pair_add (x[..., ::2] + x[..., 1::2]: no Concat). `axis`: the axis
+    sliced (the last by default)."""
+    name, shape, form, *rest = spec
+    p, rank = f"{name}_", len(shape)
+    axis = rest[0] if rest else rank - 1
+    node = lambda op, ins, out, **kw: helper.make_node(op, ins, [p + out], name=p + out, **kw)  # noqa: E731
+    half_shape = [d // 2 if i == axis else d for i, d in enumerate(shape)]
+    inits = [_const(p + "shift", _weights(rng, *shape[1:])), _const(p + "cos", _weights(rng, *shape[-2:])),
+             _const(p + "sin", _weights(rng, *shape[-2:])), _const(p + "axis", np.array([axis], np.int64)), _const(p + "two", np.array([2], np.int64)),
+             _const(p + "zero", np.array([0], np.int64)), _const(p + "one", np.array([1], np.int64)), _const(p + "end", np.array([1 << 62], np.int64)),
+             _const(p + "half", np.array([shape[axis] // 2], np.int64)), _const(p + "minus_one", np.array(-1.0, np.float32)),
+             _const(p + "new_axis", np.array([-1], np.int64)), _const(p + "shape", np.array(shape, np.int64))]
+    nodes = [node("Add", [p + "x", p + "shift"], "xs")]
+    x = p + "xs"
+    if form == "pair_add":
+        nodes += [node("Slice", [x, p + "one", p + "end", p + "axis", p + "two"], "slice_odd"), node("Slice", [x, p + "zero", p + "end", p + "axis", p + "two"], "slice_even"),
+                  node("Add", [p + "slice_odd", p + "slice_even"], "y")]
+        return nodes, inits, [_vi(p + "x", list(shape))], [_vi(p + "y", half_shape)]
+    rot = _rope_rotated(p, x, form, axis, nodes, node)
+    nodes += [node("Mul", [x, p + "cos"], "cos_mul"), node("Mul", [rot, p + "sin"], "sin_mul"), node("Add", [p + "cos_mul", p + "sin_mul"], "y")]
+    return nodes, inits, [_vi(p + "x", list(shape))], [_vi(p + "y", list(shape))]
+
+
+ROPE_PACK = (
+    ("h3t16d64_stack", (1, 3, 16, 64), "stack"),  # EVA-02 tiny's q and k after the class token
+    ("h3t16d64_stack_mulneg", (1, 3, 16, 64), "stack_mulneg"),
+    ("h3t16d64_stack_noneg", (1, 3, 16, 64), "stack_noneg"),
+    ("h3t16d64_stack_relu", (1, 3, 16, 64), "stack_relu"),
+    ("h3t16d64_stack_even_first", (1, 3, 16, 64), "stack_even_first"),
+    ("h3t16d64_cat", (1, 3, 16, 64), "cat"),
+    ("h3t16d64_cat_even_first", (1, 3, 16, 64), "cat_even_first"),
+    ("h3t16d64_cat_axis2", (1, 3, 16, 64), "cat", 2),
+    ("h4t8d16_cat_axis1", (1, 4, 8, 16), "cat", 1),
+    ("h3t16d64_halves", (1, 3, 16, 64), "halves"),
+    ("h3t16d64_pair_add", (1, 3, 16, 64), "pair_add"),
+    ("h4t8d16_stack", (1, 4, 8, 16), "stack"),
+    ("h2t16d32_stack", (1, 2, 16, 32), "stack"),
+)
+# Not recorded (probed 2026-12-04, RK3588 and RK3566 alike; the audit disagrees, not explained):
+# the same stack form on a 3-D [1, 16, 64] input runs both Slices and the even elements'
+# Unsqueeze on the CPU (the audit: the Unsqueeze on the NPU); x[..., 1::2] negated alone and
+# times a table runs the Slice and the Neg on the CPU (the audit: the Neg on the NPU).
+
+
+def rope_pack(entries: tuple = ROPE_PACK) -> onnx.ModelProto:
+    """Every ROPE_PACK entry in one model (opset 13): one conversion places them all."""
+    rng = np.random.default_rng(72)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for spec in entries:
+        for whole, part in zip((nodes, inits, inputs, outputs), _rope_case(rng, spec)):
+            whole += part
+    used = {name for n in nodes for name in n.input}
+    return _model(nodes, inputs, outputs, [t for t in inits if t.name in used])
+
+
+CASES.append(Case("rope_pack", "pool: rotary position embeddings (EVA-02's rotate_half and its variants)", rope_pack, ("rk3588", "rk3566")))

@@ -1839,64 +1839,64 @@ CONSTANT_OUTPUT_OP = "ConstantModelOutput"  # the node a refused model's output 
 
 def _product_by_zeros(node) -> bool:
     positions = ZERO_OPERANDS.get(node.op_type, ())
-    return any(i < len(node.inputs) and node.inputs[i].present and node.inputs[i].is_constant and node.inputs[i].all_zero for i in positions)
+    # A foldable operand: an Identity of a zero initializer, as torch.onnx writes a parameter equal to another.
+    return any(i < len(node.inputs) and node.inputs[i].present and (node.inputs[i].is_constant or node.inputs[i].foldable) and node.inputs[i].all_zero for i in positions)
 
 
-def _constant_after_folding(graph, name: str, memo: dict) -> bool:
-    """Whether the tensor is computed from constants alone once products by zeros are folded.
-    Walked back from a model output (not forward over the graph), so only the products on the
-    way have their weights scanned: one path to the model's input settles most models."""
-    stack = [name]
-    while stack:
-        tensor = stack[-1]
-        node = graph.producer(tensor) if tensor not in memo else None
-        if node is None:
-            memo.setdefault(tensor, False)
-            stack.pop()
-            continue
-        view = next((o for o in node.outputs if o.name == tensor), None)
-        if (view is not None and view.foldable) or _product_by_zeros(node):
-            memo[tensor] = True
-            stack.pop()
-            continue
+def _zeroed_nodes(graph) -> dict:
+    """The nodes whose results are computed from constants alone once products by zeros are
+    folded: each product by zeros, and each node whose computed inputs all come from such nodes,
+    in graph order (name -> node). Every product's constant operand is checked: its first stored
+    bytes settle nearly every weight (TensorView.all_zero)."""
+    zeroed, tensors = {}, set()
+    for node in graph.nodes:
         computed = [t.name for t in node.inputs if t.present and not (t.is_constant or t.foldable)]
-        if any(memo.get(t) is False for t in computed):
-            memo[tensor] = False
-            stack.pop()
-            continue
-        pending = [t for t in computed if t not in memo]
-        if pending:
-            stack.append(pending[0])  # one at a time: the first computed one that is not constant settles it
-            continue
-        memo[tensor] = True
-        stack.pop()
-    return memo[name]
+        if _product_by_zeros(node) or (computed and all(t in tensors for t in computed)):
+            zeroed[node.name] = node
+            tensors.update(o.name for o in node.outputs if o.name)
+    return zeroed
 
 
 @RULES.graph_pass(*ZERO_OPERANDS, OBSERVED=TOOLKIT_OBSERVED)
 def product_by_zeros_folded(graph, chip):
-    """{OBSERVED} computes at conversion time a product by a constant of zeros (a Gemm, MatMul or Conv weight, or a Mul operand, that a library initialises to zero, as timm does for the classifier of its MLP-Mixer family) and everything computed from it and constants alone (its fold_constant pass); a model output so computed is dropped from the model, and when every output is, the toolkit refuses the model.
+    """{OBSERVED} computes at conversion time a product by a constant of zeros (a Gemm, MatMul or Conv weight, or a Mul operand, that a library initialises to zero, as timm does for the classifier of its MLP-Mixer family and the weight of ConvNeXt-V2's global response norm) and everything computed from it and constants alone (its fold_constant pass), and removes what only those products read (a GRN's ReduceL2 and Div: they run nowhere); a model output so computed is dropped from the model, and when every output is, the toolkit refuses the model.
 
     Measured on Conv, Relu, GlobalAveragePool, Flatten, then a Gemm with zero weights (bias zero
     or not), a MatMul or a 1x1 Conv with zero weights, or a Mul by zeros, as the only output:
     "ValueError: All outputs ['y'] of model are constants, The model is invalid!" on RK3588 and
     RK3566; with a second output from before the Gemm the model builds without the Gemm's output
     ("These outputs ['y'] of model are constants, remove it from RKNN model!"); weights of
-    standard deviation 1e-6 are kept (tests/forms_models.py zero_weight_head).
+    standard deviation 1e-6 are kept (tests/forms_models.py zero_weight_head). timm's
+    GlobalResponseNorm at its initial weight and bias (zeros; the weight an Identity of the bias)
+    after a Conv, 8 or 160 channels: its ReduceL2 and Div have no layer, on RK3588 and RK3566, as
+    with a zero weight alone; with a weight not zero, or with Nx also read elsewhere, both run on
+    the CPU (tests/forms_models.py grn_pack; ConvNeXt-V2-atto's 12 GRNs in the pool).
     """
-    outputs = [o for n in graph.nodes for o in n.outputs if o.is_model_output]
-    memo: dict[str, bool] = {}
-    constant = [o.name for o in outputs if _constant_after_folding(graph, o.name, memo)]
-    if not constant:
+    folded = _zeroed_nodes(graph)
+    if not folded:
         return
-    refused = len(constant) == len(outputs)
-    output_nodes = {graph.producer(name).name for name in constant}
-    folded = {graph.producer(name).name: graph.producer(name) for name, known in memo.items() if known and graph.producer(name) is not None}
+    outputs = [o for n in graph.nodes for o in n.outputs if o.is_model_output]
+    output_nodes = {n.name for n in folded.values() if any(o.is_model_output for o in n.outputs)}
+    refused = bool(outputs) and all(graph.producer(o.name) is not None and graph.producer(o.name).name in output_nodes for o in outputs)
     for name, node in folded.items():
         if refused and name in output_nodes:
             graph.fuse([node], CONSTANT_OUTPUT_OP, attributes={})
         else:
             graph.fold(node)
+    _drop_what_only_folded_nodes_read(graph, [t for node in folded.values() for t in node.inputs])
+
+
+def _drop_what_only_folded_nodes_read(graph, inputs) -> None:
+    """The nodes whose results nothing reads any more once the products by zeros are folded (a
+    Div whose quotient only a product by zeros read, and what it alone read, back up the graph)
+    are removed with them (the toolkit's dead-node removal): they run nowhere."""
+    stack = [t.name for t in inputs if t.present and t.name]
+    while stack:
+        node = graph.producer(stack.pop())
+        if node is None or any(o.is_model_output or (o.name and graph.consumers(o.name)) for o in node.outputs):
+            continue
+        graph.fold(node)
+        stack += [t.name for t in node.inputs if t.present and t.name]
 
 
 # MobileViT-v2's unfolding of a map into patches and folding back (torch.onnx's spelling): the
@@ -2063,6 +2063,68 @@ def subsampled_token_grid(graph, chip):
         else:
             graph.fuse([cols, back], "Slice", leader=cols)
             graph.fuse([grid], "Reshape", attributes={ONE_TOKEN_GRID_ATTRIBUTE: int(_static_shape(grid.outputs[0])[1])})
+
+
+# The attribute the pass below gives each Slice of an interleaved pair rejoined by a Concat
+# (rules.slice_step leaves those on the NPU).
+INTERLEAVE_ATTRIBUTE = "rknn_interleaved_pair_rejoined"
+INTERLEAVE_RANK = 4  # measured: the pair of a 4-D tensor on the NPU, of a 3-D one on the CPU
+INTERLEAVE_LINKS = frozenset({"Neg", "Mul", "Unsqueeze"})  # what may lie between a Slice and the Concat
+
+
+def _half_by_step_two(node) -> tuple[str, int, int] | None:
+    """(the tensor sliced, the axis, the start) when `node` takes every second element of one axis
+    of a 4-D tensor from 0 or from 1 to its end (x[..., ::2] or x[..., 1::2]); else None."""
+    x = node.inputs[0] if node.inputs else None
+    shape = _static_shape(x) if x is not None else None
+    if node.op_type != "Slice" or not shape or len(shape) != INTERLEAVE_RANK or len(node.inputs) < 5:
+        return None
+    starts, ends, axes, steps = (_ints(node.inputs[i]) for i in (1, 2, 3, 4))
+    if not (starts and ends and axes and steps) or not len(starts) == len(ends) == len(axes) == len(steps) == 1:
+        return None
+    axis = axes[0] % len(shape)
+    if steps[0] != 2 or starts[0] not in (0, 1) or ends[0] < shape[axis]:
+        return None
+    return x.name, axis, starts[0]
+
+
+def _rejoining_concat(graph, node):
+    """The Concat that reads `node`'s result, directly or through up to two of a Neg, a Mul by a
+    constant scalar or an Unsqueeze (each read by the next alone); else None."""
+    for _ in range(3):
+        nxt = graph.only_consumer(node.outputs[0].name) if node.outputs else None
+        if nxt is None or nxt.op_type == "Concat":
+            return nxt
+        if nxt.op_type not in INTERLEAVE_LINKS or (nxt.op_type == "Mul" and _scalar(_other_input(nxt, node.outputs[0].name)) is None):
+            return None
+        node = nxt
+    return None
+
+
+@RULES.graph_pass("Slice", OBSERVED=TOOLKIT_OBSERVED, RANK=INTERLEAVE_RANK)
+def interleaved_pair_rejoined(graph, chip):
+    """{OBSERVED} runs on the NPU the two halves of a {RANK}-D tensor taken by a step of 2 along one axis (x[..., ::2] and x[..., 1::2]) when one Concat rejoins them, each directly or through a Neg, a Mul by a constant or an Unsqueeze (the rotate_half of EVA-02's rotary position embedding: the odd half negated, both stacked on a new last axis and reshaped back), where a Slice with a step of 2 otherwise runs on the CPU.
+
+    Measured on tests/forms_models.py rope_pack on RK3588 and RK3566: [1, 3, 16, 64], [1, 4, 8, 16]
+    and [1, 2, 16, 32] stacked, either half first, negated by Neg or by a Mul by -1, or not;
+    concatenated along the sliced axis (the last, the third or the channels): NPU. The same pair
+    through a Relu, added instead of concatenated, or stacked from a 3-D [1, 16, 64]: CPU.
+    Seen on EVA-02's 24 rotary embeddings (pool).
+    """
+    halves: dict[tuple[str, int], dict[int, object]] = {}
+    for node in [n for n in graph.nodes if n.op_type == "Slice"]:
+        found = _half_by_step_two(node)
+        if found is not None:
+            halves.setdefault(found[:2], {})[found[2]] = node
+    for pair in halves.values():
+        if len(pair) != 2:
+            continue
+        concats = [_rejoining_concat(graph, pair[start]) for start in (0, 1)]
+        if concats[0] is None or concats[0] is not concats[1] or len(concats[0].inputs) != 2:
+            continue
+        for half in pair.values():
+            attributes = {a.name: helper_value(a) for a in half.proto.attribute}
+            graph.fuse([half], "Slice", attributes={**attributes, INTERLEAVE_ATTRIBUTE: 1})
 
 
 def _tokens_reshaped_to_nhwc(graph, node) -> bool:

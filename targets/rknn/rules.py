@@ -512,9 +512,9 @@ def average_pool_end_padded_window_beyond_input(node: NodeView, chip: str):
 
 @RULES.rule("Slice", STEP_MAX=SLICE_STEP_MAX)
 def slice_step(node: NodeView, chip: str):
-    """The NPU slices with a step of at most {STEP_MAX} (either direction); larger steps run on the CPU."""
+    """The NPU slices with a step of at most {STEP_MAX} (either direction); larger steps run on the CPU (but see passes.interleaved_pair_rejoined)."""
     steps = node.input(4)
-    if steps is None or steps.value is None:
+    if steps is None or steps.value is None or node.attr("rknn_interleaved_pair_rejoined") == 1:
         return None
     big = [int(s) for s in steps.value.reshape(-1) if abs(int(s)) > SLICE_STEP_MAX]
     return Offence(tuple(int(s) for s in steps.value.reshape(-1))) if big else None
