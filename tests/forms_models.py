@@ -3095,3 +3095,67 @@ def rope_pack(entries: tuple = ROPE_PACK) -> onnx.ModelProto:
 
 
 CASES.append(Case("rope_pack", "pool: rotary position embeddings (EVA-02's rotate_half and its variants)", rope_pack, ("rk3588", "rk3566")))
+# ---- pool: integer arithmetic at run time (RoBERTa's position ids from input_ids) ---------------
+
+_ONNX_INT = {"int64": TensorProto.INT64, "int32": TensorProto.INT32}
+
+
+def _roberta_position_ids(node, k: "_Constants", ids: str, dtype: str) -> list:
+    """transformers' create_position_ids_from_input_ids as torch.onnx writes it: mask = (ids !=
+    padding_idx) as Equal and Not, Cast to int32, CumSum along the tokens, times the mask, Cast
+    back to the ids' type, plus padding_idx; the result is "pos"."""
+    one, axis, pad = k(1, np.int64 if dtype == "int64" else np.int32), k(1, np.int32), k(1, np.int64 if dtype == "int64" else np.int32)
+    return [node("Equal", [ids, one], "eq"), node("Not", ["eq"], "mask"), node("Cast", ["mask"], "mask_i", to=TensorProto.INT32),
+            node("CumSum", ["mask_i", axis], "cum"), node("Mul", ["cum", "mask_i"], "incr"),
+            node("Cast", ["incr"], "incr_ids", to=_ONNX_INT[dtype]), node("Add", ["incr_ids", pad], "pos")]
+
+
+def _integer_binary(node, k: "_Constants", variant: str, dtype: str, inputs: list, tokens: int) -> list:
+    """`op`_`operand`: the ids Added to (Sub, Mul) a second ids input (ids) or a constant 1 (one)."""
+    op, operand = variant.split("_")[:2]
+    if operand == "ids":
+        inputs.append(_vi("ids2", [1, tokens], _ONNX_INT[dtype]))
+        other = "ids2"
+    else:
+        other = k(1, np.int64 if dtype == "int64" else np.int32)
+    return [node(op.capitalize(), ["ids", other], "pos")]
+
+
+def integer_path(variant: str, tokens: int = 32, dim: int = 64) -> onnx.ModelProto:
+    """One integer computation on run-time ids [1, T] and where its result goes: into a position
+    table's Gather, added to the word embeddings, a LayerNorm and a Linear; with the suffix _out a
+    model output instead (_cast_out: Cast to float first). variant: roberta (RoBERTa's position
+    ids), add_ids / sub_ids / mul_ids (the ids and a second ids input), add_one / sub_one /
+    mul_one (the ids and a constant 1), mask (Equal and Not of the ids, a bool result), cumsum
+    (CumSum of the ids); _int32: int32 ids (else int64)."""
+    rng = np.random.default_rng(28)
+    dtype = "int32" if "_int32" in variant else "int64"
+    k, node = _Constants(), _prefixed("")
+    inputs, inits, nodes = [_vi("ids", [1, tokens], _ONNX_INT[dtype])], [_const("table", _weights(rng, 512, dim))], []
+    out_type, result = _ONNX_INT[dtype], "pos"
+    if variant.startswith("roberta"):
+        nodes = _roberta_position_ids(node, k, "ids", dtype)
+    elif variant.split("_")[0] in ("add", "sub", "mul"):
+        nodes = _integer_binary(node, k, variant, dtype, inputs, tokens)
+    elif variant.startswith("mask"):
+        nodes, out_type, result = [node("Equal", ["ids", k(1, np.int64 if dtype == "int64" else np.int32)], "eq"), node("Not", ["eq"], "mask")], TensorProto.BOOL, "mask"
+    elif variant.startswith("cumsum"):
+        nodes = [node("CumSum", ["ids", k(1, np.int32)], "pos")]
+    if variant.endswith("_cast_out"):
+        nodes.append(node("Cast", [result], "as_float", to=TensorProto.FLOAT))
+        out_type, result = TensorProto.FLOAT, "as_float"
+    if variant.endswith("_out"):
+        return _model(k.nodes + nodes, inputs, [_vi(result, [1, tokens], out_type)], k.inits + inits, opset=14)
+    inits += [_const("word", _weights(rng, 1000, dim)), _const("w_out", _weights(rng, dim, dim))]
+    nodes += [node("Gather", ["table", "pos"], "pos_emb"), node("Gather", ["word", "ids"], "word_emb"), node("Add", ["word_emb", "pos_emb"], "emb")]
+    nodes += _layer_norm(node, "", "emb", dim, inits) + [node("MatMul", ["ln", "w_out"], "out")]
+    return _model(k.nodes + nodes, inputs, [_vi("out", [1, tokens, dim])], k.inits + inits, opset=14)
+
+
+INTEGER_PATH_VARIANTS = (
+    "roberta", "roberta_int32", "roberta_out", "add_ids", "add_ids_out", "add_one", "add_one_out", "mask_out", "cumsum_int32",
+    "add_one_int32", "add_ids_int32", "sub_one_int32", "mul_one_int32", "mul_ids_int32", "sub_one", "mul_one", "cumsum",
+    "add_one_cast_out", "add_one_int32_out",
+)  # fmt: skip
+CASES += [Case(f"integer_path_{v}", "pool: integer arithmetic at run time (RoBERTa's position ids)", lambda v=v: integer_path(v), ("rk3566", "rk3588"))
+          for v in INTEGER_PATH_VARIANTS]

@@ -1232,14 +1232,50 @@ def rv1106_runtime_lacks_cpu_kernel(node: NodeView, chip: str):
 # ----------------------------------------------------------------------------------------------
 
 
-@RULES.rule(*INTEGER_ARITHMETIC_OPS, placement=Placement.UNSUPPORTED, precisions=("int8",), TYPES=INTEGER_DTYPES)
-def integer_data_in_int8_build(node: NodeView, chip: str):
-    """In an int8 build the RKNN compiler aborts on this operator when a data input is a run-time tensor of type {TYPES} (it finds no quantisation for it)."""
+def _integer_data(node: NodeView):
+    """The first run-time data input of `node` of an integer or boolean type, else None."""
     positions = INTEGER_DATA_INPUTS.get(node.op_type, range(len(node.inputs)))
-    for t in _runtime_inputs(node, positions):
-        if t.dtype in INTEGER_DTYPES:
-            return Offence(t.dtype, f"input {t.name}")
-    return None
+    return next((t for t in _runtime_inputs(node, positions) if t.dtype in INTEGER_DTYPES), None)
+
+
+@RULES.rule(*INTEGER_ARITHMETIC_OPS, placement=Placement.UNSUPPORTED, precisions=("int8",), TYPES=INTEGER_DTYPES)
+def integer_result_as_model_output(node: NodeView, chip: str):
+    """In an int8 build the RKNN compiler aborts ("Can not find quantize information") when this operator, computing on a run-time tensor of type {TYPES}, writes a model output.
+
+    Measured with rknn-toolkit2 2.5.0 on 2026-12-04 on RK3588 and RK3566 (tests/forms_models.py
+    integer_path): ids + 1 (int64 and int32), ids + ids, Equal and Not of the ids (bool) and
+    RoBERTa's position ids as model outputs crash the compiler (signal 6); the same computations
+    read by a Gather, or Cast to float before the output, convert (integer_arithmetic_on_the_cpu).
+    """
+    t = _integer_data(node)
+    out = node.output(0)
+    if t is None or out is None or not out.is_model_output:
+        return None
+    return Offence(t.dtype, f"input {t.name}; writes the model output {out.name}")
+
+
+# OBSERVED: the integer arithmetic RK3588's NPU runs (in an int8 build), and on which element types.
+NPU_INTEGER_OPS = {"rk3588": frozenset({"Add", "Sub"})}
+NPU_INTEGER_TYPES = ("int32",)
+
+
+@RULES.rule(*INTEGER_ARITHMETIC_OPS, "CumSum", precisions=("int8",), TYPES=INTEGER_DTYPES)
+def integer_arithmetic_on_the_cpu(node: NodeView, chip: str):
+    """In an int8 build this operator, computing on a run-time tensor of type {TYPES} inside the graph (RoBERTa's position ids from input_ids, read by a Gather), runs on the CPU in that integer type; on RK3588 an Add or Sub of int32 tensors runs on the NPU.
+
+    Measured with rknn-toolkit2 2.5.0 on 2026-12-04 on RK3588 and RK3566 (tests/forms_models.py
+    integer_path, each result read by a Gather of a position table): Equal, Not, CumSum, Mul and
+    Add of RoBERTa's position ids (int64 and int32 ids); ids + 1, ids - 1, ids * 1 and ids + ids
+    in int64, and CumSum of int64 or int32 ids: CPU on both; in int32, Add and Sub (of a constant
+    or of a second ids input) on the NPU on RK3588 and the CPU on RK3566, Mul on the CPU on both.
+    Other chips were not measured (the CPU is assumed, as on RK3566).
+    """
+    t = _integer_data(node)
+    if t is None:
+        return None
+    if node.op_type in NPU_INTEGER_OPS.get(chip, ()) and all(i.dtype in NPU_INTEGER_TYPES for i in node.inputs if i.present):
+        return None
+    return Offence(t.dtype, f"input {t.name}")
 
 
 @RULES.rule("Pow", placement=Placement.UNSUPPORTED, precisions=("int8",), TYPES=INTEGER_DTYPES)
