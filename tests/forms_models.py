@@ -3159,3 +3159,86 @@ INTEGER_PATH_VARIANTS = (
 )  # fmt: skip
 CASES += [Case(f"integer_path_{v}", "pool: integer arithmetic at run time (RoBERTa's position ids)", lambda v=v: integer_path(v), ("rk3566", "rk3588"))
           for v in INTEGER_PATH_VARIANTS]
+
+
+
+
+# ---- pool: a speech encoder's front (wav2vec2 / HuBERT as transformers writes them) ----
+
+FEATURES = 32  # the feature extractor's channels (the pool's tiny wav2vec2/HuBERT configs)
+
+
+def _erf_gelu(node, x: str, out: str) -> list:
+    """GELU as torch.onnx writes the exact form: x * 0.5 * (1 + erf(x / sqrt(2)))."""
+    return [node("Div", [x, "sqrt2"], out + "_d"), node("Erf", [out + "_d"], out + "_e"), node("Add", [out + "_e", "one"], out + "_a"),
+            node("Mul", [x, out + "_a"], out + "_m"), node("Mul", [out + "_m", "half"], out)]
+
+
+def speech_front_pack(variants: tuple) -> onnx.ModelProto:
+    """Independent cases, each on an input of its own. `form` "wave": a waveform [1, L] made
+    [1, 1, L] (Unsqueeze axis 1; "wave_reshape": a Reshape; "wave_relu": after a Relu) and read by
+    the feature extractor's first Conv1d (1 -> c channels, kernel 10, stride 5), as wav2vec2's
+    ("wave_noconv": read by a Relu instead);
+    "posconv": the extractor's features [1, 32, L] swapped into tokens, layer-normed and projected
+    to [1, L, c] (the feature projection), swapped to [1, c, L] (Transpose [0, 2, 1]), the
+    positional grouped Conv1d (kernel k, padding k/2, `groups`), the extra last step dropped by a
+    Slice, GELU, swapped back (Transpose [0, 2, 1]), Added to the tokens, then the encoder's layer
+    norm and a Linear ("posconv_noslice": no Slice, odd k; "posconv_nogelu": no GELU;
+    "posconv_out": the Add is the model's output). `variants`: tuples (name,
+    form, L, c, k, groups)."""
+    rng = np.random.default_rng(38)
+    nodes, inputs, outputs = [], [], []
+    inits = [_const("sqrt2", np.array(np.sqrt(2.0), np.float32)), _const("one", np.array(1.0, np.float32)),
+             _const("half", np.array(0.5, np.float32)), _const("axis1", np.array([1], np.int64))]
+    for name, form, length, c, k, groups in variants:
+        p = f"{name}_"
+        node = _prefixed(p)
+        if form.startswith("wave"):
+            out = (length - 10) // 5 + 1
+            inits += [_const(p + "w", _weights(rng, c, 1, 10)), _const(p + "shape", np.array([1, 1, length], np.int64))]
+            x = "x"
+            if form == "wave_relu":
+                nodes.append(node("Relu", ["x"], "r"))
+                x = "r"
+            nodes.append(node("Reshape", [x, "shape"], "u") if form == "wave_reshape" else helper.make_node("Unsqueeze", [p + x, "axis1"], [p + "u"], name=p + "u"))
+            if form == "wave_noconv":  # not read by a convolution: a Relu
+                nodes.append(node("Relu", ["u"], "y"))
+            else:
+                nodes.append(node("Conv", ["u", "w"], "y", kernel_shape=[10], strides=[5]))
+            inputs.append(_vi(p + "x", [1, length]))
+            outputs.append(_vi(p + "y", [1, 1, length] if form == "wave_noconv" else [1, c, out]))
+            continue
+        inits += [_const(p + "w_lin", _weights(rng, FEATURES, c)), _const(p + "b_lin", _weights(rng, c)), _const(p + "w_out", _weights(rng, c, c)),
+                  _const(p + "w_pos", _weights(rng, c, c // groups, k)), _const(p + "b_pos", _weights(rng, c)),
+                  _const(p + "s0", np.array([0], np.int64)), _const(p + "s1", np.array([-1], np.int64)), _const(p + "s2", np.array([2], np.int64))]
+        nodes += [node("Transpose", ["x"], "feat", perm=[0, 2, 1])] + _layer_norm(_prefixed_within(p, "f_"), p + "f_", p + "feat", FEATURES, inits)
+        nodes += [node("MatMul", ["f_ln", "w_lin"], "lin"), node("Add", ["b_lin", "lin"], "tok"), node("Transpose", ["tok"], "swap", perm=[0, 2, 1]),
+                  node("Conv", ["swap", "w_pos", "b_pos"], "pos", group=groups, kernel_shape=[k], pads=[k // 2, k // 2])]
+        pos = "pos"
+        if form in ("posconv", "posconv_nogelu", "posconv_out"):
+            nodes.append(node("Slice", ["pos", "s0", "s1", "s2"], "trim"))
+            pos = "trim"
+        if form != "posconv_nogelu":
+            nodes += _erf_gelu(lambda op, ins, n: helper.make_node(op, [i if i in ("sqrt2", "one", "half") or i.startswith(p) else p + i for i in ins], [p + n], name=p + n), pos, "act")
+            pos = "act"
+        nodes += [node("Transpose", [pos], "back", perm=[0, 2, 1]), node("Add", ["tok", "back"], "y" if form == "posconv_out" else "res")]
+        if form != "posconv_out":  # the encoder's layer norm and a Linear after it
+            nodes += _layer_norm(_prefixed_within(p, "e_"), p + "e_", p + "res", c, inits) + [node("MatMul", ["e_ln", "w_out"], "y")]
+        inputs.append(_vi(p + "x", [1, FEATURES, length]))
+        outputs.append(_vi(p + "y", [1, length, c]))
+    used = {i for x in nodes for i in x.input}
+    return _model(nodes, inputs, outputs, [i for i in inits if i.name in used])
+
+
+# The pool's hf_wav2vec2/hf_hubert (tiny configs at a [1, 4000] waveform: 32 channels, 199 tokens
+# of 64, a kernel-16 Conv of 4 groups), then the lengths, channels and spellings changed.
+SPEECH_FRONT_PACKS = {
+    "pool": (("wave4000", "wave", 4000, 32, 0, 0), ("pos199", "posconv", 199, 64, 16, 4)),
+    "posconv": (("p49", "posconv", 49, 64, 16, 4), ("p64", "posconv", 64, 64, 16, 4), ("p100c48", "posconv", 100, 48, 16, 16),
+                ("ns", "posconv_noslice", 199, 64, 15, 4), ("ng", "posconv_nogelu", 199, 64, 16, 4), ("c96", "posconv", 49, 96, 16, 16)),
+    "waves": (("w576", "wave", 576, 32, 0, 0), ("w1600", "wave", 1600, 32, 0, 0), ("w400", "wave", 400, 16, 0, 0),
+              ("wr4000", "wave_reshape", 4000, 32, 0, 0), ("wl4000", "wave_relu", 4000, 32, 0, 0), ("w16000", "wave", 16000, 64, 0, 0)),
+    "controls": (("nc576", "wave_noconv", 576, 1, 0, 0), ("nc4000", "wave_noconv", 4000, 1, 0, 0), ("out199", "posconv_out", 199, 64, 16, 4)),
+}
+CASES += [Case(f"speech_front_{key}", "pool: a speech encoder's front (wav2vec2's waveform Unsqueeze and positional Conv1d)",
+               lambda v=v: speech_front_pack(v), ("rk3566", "rk3588")) for key, v in SPEECH_FRONT_PACKS.items()]

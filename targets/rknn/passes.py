@@ -1567,6 +1567,47 @@ def token_swap_beside_a_map_reshape(graph, chip):
             graph.eliminate(node)
 
 
+def _last_axis_slice(node) -> bool:
+    """A Slice of a 3-D tensor along its last axis only (a Conv1d's extra step dropped)."""
+    axes = node.inputs[3] if node.op_type == "Slice" and len(node.inputs) > 3 else None
+    rank = node.inputs[0].rank if node.inputs else None
+    return axes is not None and axes.value is not None and rank == 3 and [int(a) % 3 for a in axes.value.reshape(-1)] == [2]
+
+
+def _conv1d_before(graph, node):
+    """The 1-D convolution ([N, C, L] result) that `node` reads through at most MAX_POSITIONWISE_CHAIN
+    position-wise operators or Slices along the last axis (first data inputs), or None."""
+    here = graph.producer(node.inputs[0].name) if node.inputs else None
+    for _ in range(MAX_POSITIONWISE_CHAIN + 1):
+        if here is None:
+            return None
+        if here.op_type == "Conv" and here.outputs and here.outputs[0].rank == 3:
+            return here
+        if not (_positionwise(here) or _last_axis_slice(here)):
+            return None
+        data = next((t for t in here.inputs if not _known(t)), None)
+        here = graph.producer(data.name) if data is not None else None
+    return None
+
+
+@RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED, MAX_CHAIN=MAX_POSITIONWISE_CHAIN)
+def conv1d_result_swapped_into_tokens(graph, chip):
+    """{OBSERVED} holds a 1-D convolution's result [N, C, L] as (N, C, 1, L), and tokens [N, L, C] the same way, so a Transpose [0, 2, 1] that turns the one into the other (through up to {MAX_CHAIN} position-wise operators or Slices along the last axis: wav2vec2's and HuBERT's positional convolution, its extra step dropped, GELU) moves no data and has no layer of its own (its pass bypass_two_reshape), even on RK3566/RK3568 where a Transpose layer runs on the CPU; but where the tokens go straight to a model output (the Transpose's reader writes one) it is a Transpose layer, on the CPU.
+
+    Measured on RK3566 and RK3588 with tests/forms_models.py speech_front_* (the pool's tiny
+    wav2vec2/HuBERT: 199 tokens of 64, a kernel-16 Conv of 4 groups; 49, 64 and 100 tokens, 48, 64
+    and 96 channels, 4 or 16 groups, an odd kernel without the Slice, no GELU; the residual Add as
+    the model's output: CPU) and the pool's hf_wav2vec2 and hf_hubert.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if _perm(node) != TOKEN_SWAP or not node.outputs or graph.producer(node.outputs[0].name) is not node:
+            continue
+        readers = graph.consumers(node.outputs[0].name)
+        to_output = node.outputs[0].is_model_output or any(o.is_model_output for r in readers for o in r.outputs if o.name)
+        if readers and not to_output and _conv1d_before(graph, node) is not None:
+            graph.eliminate(node)
+
+
 # The attribute the pass below gives a detection head's anchor-merge Reshape: how the toolkit lays
 # out the levels it concatenates (the rule anchor_merge_into_concat reads it).
 CONCAT_FORM_ATTRIBUTE = "rknn_concat_form"

@@ -834,6 +834,20 @@ def token_regroup_after_a_swap(node: NodeView, chip: str):
     return Offence(tuple(node.output(0).shape), "areas not single rows of the map") if node.attr("rknn_token_swap_regrouped") == 2 else None
 
 
+@RULES.rule("Reshape", "Unsqueeze", chips=("rk3566", "rk3568"))
+def two_d_input_made_a_conv1d_input(node: NodeView, chip: str):
+    """On this chip a 2-D model input [N, L] made a 1-D convolution's input [N, 1, L] (an Unsqueeze or a Reshape; wav2vec2's and HuBERT's waveform) is converted by a Reshape layer on the CPU (rknn-toolkit2 2.5.0, observed; RK3588 runs it on the NPU).
+
+    Measured with tests/forms_models.py speech_front_* (L = 400 to 16000, 16 to 64 channels out
+    of a kernel-10 stride-5 Conv, Unsqueeze or Reshape: CPU; the same read by a Relu instead of the
+    Conv, or a Relu of the input made [N, 1, L]: NPU) and the pool's hf_wav2vec2 and hf_hubert.
+    """
+    x, out = node.input(0), node.output(0)
+    if x is None or out is None or not x.is_graph_input or x.rank != 2 or out.rank != 3 or "Conv" not in (out.consumers or ()):
+        return None
+    return Offence(x.name, "2-D model input made a Conv1d's input")
+
+
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
 def area_attention_reshape_on_cpu(node: NodeView, chip: str):
     """On this chip the Reshapes that merge area attention's areas back ([N*A, T, H, D] -> [N, A*T, H*D]) and make its result a channels-last map run on the CPU, and so do the heads' split and the value's map Reshape of every block of the graph but the first (rknn-toolkit2 2.5.0, observed on YOLO12's area attention; passes.area_attention_layouts marks them)."""
