@@ -3242,3 +3242,72 @@ SPEECH_FRONT_PACKS = {
 }
 CASES += [Case(f"speech_front_{key}", "pool: a speech encoder's front (wav2vec2's waveform Unsqueeze and positional Conv1d)",
                lambda v=v: speech_front_pack(v), ("rk3566", "rk3588")) for key, v in SPEECH_FRONT_PACKS.items()]
+# ---- pool: an Identity on a run-time tensor (Paddle2ONNX's classifier head: Softmax, Identity, output) ----
+
+
+def _identity_source(node, p: str, before: str, rank: int, rng, inits: list, inputs: list) -> tuple[list, str]:
+    """What the Identity reads: softmax (a Linear with its bias, then Softmax over the last axis),
+    linear (the biased Linear), relu (a Linear, then Relu), conv (a 3x3 Conv), gather (a table
+    gathered at run-time ids), input (the model input itself); (nodes, the tensor's name)."""
+    shape = {2: [1, 64], 3: [1, 16, 32], 4: [1, 8, 16, 16]}[rank]
+    if before == "gather":
+        inputs.append(_vi(p + "ids", [1, 16], TensorProto.INT64))
+        inits.append(_const(p + "table", _weights(rng, 100, 32)))
+        return [node("Gather", ["table", "ids"], "src")], p + "src"
+    inputs.append(_vi(p + "x", shape))
+    if before == "input":
+        return [], p + "x"
+    if before == "conv":
+        inits.append(_const(p + "k", _weights(rng, 8, 8, 3, 3)))
+        return [node("Conv", ["x", "k"], "src", pads=[1, 1, 1, 1])], p + "src"
+    width = shape[-1]
+    inits += [_const(p + "w", _weights(rng, width, width)), _const(p + "b", _weights(rng, width))]
+    nodes = [node("MatMul", ["x", "w"], "lin")]
+    if before == "relu":
+        return nodes + [node("Relu", ["lin"], "src")], p + "src"
+    nodes.append(node("Add", ["lin", "b"], "src" if before == "linear" else "biased"))
+    if before == "softmax":
+        nodes.append(node("Softmax", ["biased"], "src", axis=rank - 1))
+    return nodes, p + "src"
+
+
+def identity_pack(variants: tuple, opset: int = 11) -> onnx.ModelProto:
+    """An Identity on a run-time tensor, (before, where, rank) each, packed: `before` computes the
+    tensor (_identity_source), the Identity reads it, and `where` is out (the Identity writes the
+    model output, as Paddle2ONNX ends PP-OCR's direction classifier after its Softmax), twice (two
+    Identities, the second writes the output) or mid (a Linear, or a 1x1 Conv at rank 4, reads
+    it)."""
+    rng = np.random.default_rng(29)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for before, where, rank in variants:
+        p = f"{before}_{where}_{rank}d_"
+        node = _prefixed(p)
+        more, src = _identity_source(node, p, before, rank, rng, inits, inputs)
+        nodes += more + [node("Identity", [src], "id")]
+        last = p + "id"
+        if where == "twice":
+            nodes.append(node("Identity", ["id"], "id2"))
+            last = p + "id2"
+        elif where == "mid" and rank == 4:
+            inits.append(_const(p + "k2", _weights(rng, 8, 8, 1, 1)))
+            nodes.append(node("Conv", ["id", "k2"], "after"))
+            last = p + "after"
+        elif where == "mid":
+            width = 32 if rank == 3 else 64
+            inits.append(_const(p + "w2", _weights(rng, width, width)))
+            nodes.append(node("MatMul", ["id", "w2"], "after"))
+            last = p + "after"
+        outputs.append(_vi(last, [1, 16, 32] if before == "gather" else {2: [1, 64], 3: [1, 16, 32], 4: [1, 8, 16, 16]}[rank]))
+    return _model(nodes, inputs, outputs, inits, opset=opset)
+
+
+IDENTITY_PACKS = {
+    "outputs": (("softmax", "out", 2), ("linear", "out", 2), ("relu", "out", 2), ("softmax", "out", 3), ("conv", "out", 4), ("gather", "out", 3)),
+    "inside": (("softmax", "mid", 2), ("softmax", "mid", 3), ("relu", "mid", 3), ("conv", "mid", 4), ("input", "mid", 3), ("softmax", "twice", 2)),
+}
+# Not recorded: ("relu", "out", 3) on RK3566, where a Linear and Relu writing a 3-D model output
+# have the output's layout Reshape named after the Relu, on the CPU, with or without the Identity
+# (a miss of its own, not the Identity's); ("gather", "mid", 3), a CPU Gather's [1, 16, 32] result through the Identity into
+# a Linear: on RK3588 the toolkit names its layout Reshape into the NPU after the Identity (NPU).
+CASES += [Case(f"identity_{name}", "pool: an Identity on a run-time tensor (PP-OCR's direction classifier ends Softmax, Identity)",
+               lambda v=v: identity_pack(v), ("rk3566", "rk3588")) for name, v in IDENTITY_PACKS.items()]

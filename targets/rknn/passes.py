@@ -2581,3 +2581,23 @@ def constant_adds_merged(graph, chip):
         source = graph.producer(x.name)
         if source is not None:  # a model input: its layout Reshape takes the Add's name (not modelled)
             graph.fuse([source, add], source.op_type, leader=source, inputs=list(source.inputs))
+
+
+@RULES.graph_pass("Identity", OBSERVED=TOOLKIT_OBSERVED)
+def identity_joins_its_producer(graph, chip):
+    """{OBSERVED} removes an Identity on a run-time tensor (its passes remove_invalid_dataconvert, bypass_two_reshape): the Identity has no layer of its own and the toolkit reports it with the layer that computes its input, whose result then is what the Identity wrote; a Softmax read by an Identity that writes the model output is a model-output Softmax (Paddle2ONNX ends PP-OCR's direction classifier so: float16 on RK3588's NPU, on the CPU on RK3566).
+
+    Measured with rknn-toolkit2 2.5.0 on 2026-12-04 on RK3588 and RK3566 (tests/forms_models.py
+    identity_pack, opset 11): after a Softmax over the last axis (2-D and 3-D, writing the model
+    output, read by a Linear, or two Identities in a row), a biased Linear, a Linear and Relu, a
+    3x3 Conv and a Gather at run-time ids, the Identity goes with its producer, and at a 3-D
+    model output the producer takes the output's layout layer (a Relu's, on the CPU on RK3566).
+    An Identity of a model input is left to the rules (identity_of_a_3d_model_input). Seen, not
+    modelled: after a CPU Gather of 3-D embeddings, read by a Linear, RK3588 gives the Identity
+    the layout Reshape into the NPU's layout, on the NPU.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Identity"]:
+        x = node.inputs[0] if node.inputs else None
+        source = graph.producer(x.name) if x is not None and x.name and not _known(x) else None
+        if source is not None:
+            graph.fuse([source, node], source.op_type, leader=source, inputs=list(source.inputs))

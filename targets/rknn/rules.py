@@ -1202,6 +1202,17 @@ def patches_through_the_batch_on_cpu(node: NodeView, chip: str):
     return None
 
 
+@RULES.rule("Identity", chips=("rk3566", "rk3568"))
+def identity_of_a_3d_model_input(node: NodeView, chip: str):
+    """On this chip the toolkit converts a 3-D model input to the NPU's layout with a Reshape on the CPU, which it names after an Identity that reads the input (rknn-toolkit2 2.5.0, observed).
+
+    Measured on tests/forms_models.py identity_pack (a [1, 16, 32] input, Identity, Linear) on
+    RK3566 (RK3588: that Reshape on the NPU); RK3568 is taken to behave as RK3566.
+    """
+    x = node.inputs[0] if node.inputs else None
+    return Offence(x.name, "3-D model input") if x is not None and x.is_graph_input and x.rank == 3 else None
+
+
 # Producers of an Add's other operand whose layer the Add joins (the toolkit's MatMul/Conv
 # with an added tensor, as ConvAdd layers show it): measured.
 ADD_JOINS_LAYER_OF = ("MatMul", "Add", "Gemm")
