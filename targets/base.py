@@ -248,6 +248,9 @@ class RepairKnob:
     producers    for RANKED_NODES: also take the layers that compute each ranked node's input, up to the
                  first with weights (a toolchain that quantises an activation's input at the layer before
                  gains nothing from the activation alone in a wider type)
+    input_producers  for RANKED_NODES: also take the nodes writing each ranked node's data inputs (a
+                 toolchain that keeps the tensor between two layers in int8 unless both are in the wider
+                 type gains nothing from the reading layer alone)
     every_node   a whole-model wider type (TFLite's 16x8): an attempt that sets it counts every node of
                  the model as off int8
     """
@@ -259,6 +262,7 @@ class RepairKnob:
     unavailable: str = ""
     max_nodes: int = 8
     producers: bool = False
+    input_producers: bool = False
     every_node: bool = False
 
 

@@ -274,6 +274,24 @@ def test_a_ranked_activation_brings_the_layer_that_computes_its_input():
     assert groups == [("/features/features.4/Conv", "/features/features.6/Relu"), ("/features/features.0/Conv",)]
 
 
+def test_rknn_keeps_a_ranked_node_in_float16_with_the_nodes_writing_its_inputs():
+    """rknn-toolkit2 keeps the tensor between two layers int8 unless both are float16: BlazeFace's
+    Conv_77 alone in float16 gave 10.9 dB on rk3588, with Conv_76 (its input's writer) 15.6 dB
+    (docs/accuracy.md), so the hybrid knob takes a ranked node with its inputs' writers."""
+    from edgedeploy.pipeline.recover import _groups_of, _values_to_try
+    from edgedeploy.targets import find_chip
+
+    target, chip = find_chip("rk3588")
+    hybrid = next(k for k in target.repair_knobs(chip, "int8", target.options_type()) if k.cost == "mixed-precision")
+    ranked = ["/features/features.4/Conv", "/cls/Gemm", "/features/features.0/Conv"]
+    groups = _groups_of(hybrid, CORPUS / "mnist_box_and_class.onnx", ranked)
+    # The model's input and the weights write no layer: the first Conv stays alone.
+    assert groups == [("/features/features.3/MaxPool", "/features/features.4/Conv"), ("/Flatten", "/cls/Gemm"), ("/features/features.0/Conv",)]
+    values = _values_to_try(hybrid, target.options_type(), groups)
+    assert values[0] == ("/features/features.3/MaxPool", "/features/features.4/Conv")
+    assert values[-1] == ("/features/features.3/MaxPool", "/features/features.4/Conv", "/Flatten", "/cls/Gemm", "/features/features.0/Conv")
+
+
 def test_rknn_float16_nodes_are_looked_up_by_their_tensors_and_those_they_fuse_into():
     """Hybrid quantisation keys a layer by its output tensor in rknn-toolkit2's own graph, after its
     fusions: each node's own output first, then its consumers' (a Conv fused with its ReLU is the

@@ -152,7 +152,10 @@ class RknnTarget(Target):
             ),
             RepairKnob(
                 "float16_nodes", RANKED_NODES, "mixed-precision",
-                "the nodes the diagnosis ranks first kept in float16 (hybrid_quantization_step1 custom_hybrid, then step2)", max_nodes=8,
+                "the nodes the diagnosis ranks first kept in float16 with the nodes writing their inputs (hybrid_quantization_step1 custom_hybrid, then step2)",
+                # The toolkit keeps the tensor between two layers int8 unless both are float16: BlazeFace's
+                # Conv_77 alone in float16 gave 10.9 dB, with Conv_76 15.6 dB (docs/accuracy.md).
+                max_nodes=8, input_producers=True,
             ),
         ]
 

@@ -123,7 +123,7 @@ def recover(initial: Path, plan: RecoverPlan) -> Recovery:
                 if knob.values == RANKED_NODES and ranking is None:
                     diagnosis = _diagnosis_of(best, plan)
                     ranking = ranked_nodes(diagnosis, plan.chip.id)
-                groups = _with_producers(initial / "model.onnx", ranking or []) if knob.producers else [(n,) for n in ranking or []]
+                groups = _groups_of(knob, initial / "model.onnx", ranking or [])
                 for value in _values_to_try(knob, best.options, groups):
                     attempt = _try(len(attempts), knob, value, best, scratch, plan, knobs)
                     attempts.append(attempt)
@@ -250,18 +250,33 @@ def ranked_nodes(document: dict | None, chip_id: str) -> list[str]:
     return list(dict.fromkeys(n for n in ranked if n))
 
 
-def _with_producers(model_path: Path, ranked: list[str]) -> list[tuple[str, ...]]:
-    """Each ranked node preceded by the nodes that compute its input, back to the first with weights
-    (an initializer input: Conv, Gemm, MatMul with a constant): ReLU -> its BatchNorm -> its Conv."""
+def _groups_of(knob: RepairKnob, model_path: Path, ranked: list[str]) -> list[tuple[str, ...]]:
+    """The ranked nodes as the knob takes them: alone, with the chain computing their input back to
+    the first layer with weights (`producers`), or with the nodes producing their data inputs
+    (`input_producers`)."""
+    if knob.producers:
+        return _with_producers(model_path, ranked)
+    if knob.input_producers:
+        return _with_input_producers(model_path, ranked)
+    return [(n,) for n in ranked]
+
+
+def _graph_index(model_path: Path):
+    """(node by name, (name, node) by the tensor it writes, the initialisers' names) of an ONNX file."""
     import onnx
 
     from edgedeploy.model.stats import node_names
 
     graph = onnx.load(str(model_path), load_external_data=False).graph
     names = node_names(graph)
-    weights = {i.name for i in graph.initializer}
     producer = {out: (name, node) for name, node in zip(names, graph.node) for out in node.output}
-    by_name = dict(zip(names, graph.node))
+    return dict(zip(names, graph.node)), producer, {i.name for i in graph.initializer}
+
+
+def _with_producers(model_path: Path, ranked: list[str]) -> list[tuple[str, ...]]:
+    """Each ranked node preceded by the nodes that compute its input, back to the first with weights
+    (an initializer input: Conv, Gemm, MatMul with a constant): ReLU -> its BatchNorm -> its Conv."""
+    by_name, producer, weights = _graph_index(model_path)
     groups: list[tuple[str, ...]] = []
     for name in ranked:
         chain, node = [name], by_name.get(name)
@@ -272,6 +287,19 @@ def _with_producers(model_path: Path, ranked: list[str]) -> list[tuple[str, ...]
             upstream, node = producer[data[0]]
             chain.append(upstream)
         groups.append(tuple(reversed(chain)))
+    return groups
+
+
+def _with_input_producers(model_path: Path, ranked: list[str]) -> list[tuple[str, ...]]:
+    """Each ranked node preceded by the nodes that write its data inputs (not initialisers): on a
+    toolchain that keeps the tensor between two layers in int8 unless both are in the wider type,
+    the node alone would still read an int8 tensor (docs/accuracy.md, the brute force's second form)."""
+    by_name, producer, weights = _graph_index(model_path)
+    groups: list[tuple[str, ...]] = []
+    for name in ranked:
+        node = by_name.get(name)
+        inputs = [i for i in (node.input if node is not None else ()) if i and i not in weights and i in producer]
+        groups.append(tuple(dict.fromkeys([producer[i][0] for i in inputs] + [name])))
     return groups
 
 
