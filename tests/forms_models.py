@@ -3311,3 +3311,125 @@ IDENTITY_PACKS = {
 # a Linear: on RK3588 the toolkit names its layout Reshape into the NPU after the Identity (NPU).
 CASES += [Case(f"identity_{name}", "pool: an Identity on a run-time tensor (PP-OCR's direction classifier ends Softmax, Identity)",
                lambda v=v: identity_pack(v), ("rk3566", "rk3588")) for name, v in IDENTITY_PACKS.items()]
+
+
+
+
+# ---- pool (issue 27, tuning part): how a token stream from a patch embedding is pooled (EVA-02) ----
+
+
+def _token_pool_case(rng, spec) -> tuple[list, list, list, list]:
+    """One TOKEN_POOL_PACK entry: a patch embedding (Conv 2x2 stride 2, Reshape [1, C, H*W],
+    Transpose [0, 2, 1]), a class token Concatenated in front (`cls`) and a position Add, a Linear
+    and a Relu, then the pooling `ending`: gather (x[:, 0], ViT), mean (x.mean(1), LeViT),
+    slice_mean (x[:, 1:].mean(1), or x[:, 1:] of the tokens without a class token: EVA-02's
+    avg pooling), slice_gather (x[:, 1:] then x[:, 0]); a 2-D output [1, C]."""
+    name, c, side, cls, ending = spec
+    p, t = f"{name}_", side * side
+    node = lambda op, ins, out, **kw: helper.make_node(op, ins, [p + out], name=p + out, **kw)  # noqa: E731
+    tokens = t + 1 if cls else t
+    inits = [_const(p + "w_patch", _weights(rng, c, 3, 2, 2)), _const(p + "flat", np.array([1, c, t], np.int64)), _const(p + "w_lin", _weights(rng, c, c)),
+             _const(p + "pos", _weights(rng, 1, tokens, c)), _const(p + "first", np.array(0, np.int64)), _const(p + "one", np.array([1], np.int64)),
+             _const(p + "end", np.array([1 << 62], np.int64)), _const(p + "axis", np.array([1], np.int64))]
+    nodes = [node("Conv", [p + "x", p + "w_patch"], "patch_conv", kernel_shape=[2, 2], strides=[2, 2]), node("Reshape", [p + "patch_conv", p + "flat"], "flatten"),
+             node("Transpose", [p + "flatten"], "to_tokens", perm=[0, 2, 1])]
+    x = p + "to_tokens"
+    if cls:
+        inits.append(_const(p + "cls", _weights(rng, 1, 1, c)))
+        nodes.append(node("Concat", [p + "cls", x], "cls_concat", axis=1))
+        x = p + "cls_concat"
+    nodes += [node("Add", [x, p + "pos"], "pos_add"), node("MatMul", [p + "pos_add", p + "w_lin"], "linear"), node("Relu", [p + "linear"], "act")]
+    x = p + "act"
+    if ending in ("slice_mean", "slice_gather"):
+        nodes.append(node("Slice", [x, p + "one", p + "end", p + "axis"], "drop_first"))
+        x = p + "drop_first"
+    if ending in ("gather", "slice_gather"):
+        nodes.append(node("Gather", [x, p + "first"], "y", axis=1))
+    else:
+        nodes.append(node("ReduceMean", [x], "y", axes=[1], keepdims=0))
+    return nodes, inits, [_vi(p + "x", [1, 3, 2 * side, 2 * side])], [_vi(p + "y", [1, c])]
+
+
+TOKEN_POOL_PACK = (
+    ("cls_slice_mean", 32, 4, True, "slice_mean"),  # EVA-02's ending
+    ("cls_mean", 32, 4, True, "mean"),
+    ("cls_gather", 32, 4, True, "gather"),
+    ("cls_slice_gather", 32, 4, True, "slice_gather"),
+    ("slice_mean", 32, 4, False, "slice_mean"),
+    ("mean", 32, 4, False, "mean"),
+    ("cls_slice_mean_c192", 192, 4, True, "slice_mean"),
+)
+
+
+def token_pool_pack(entries: tuple = TOKEN_POOL_PACK) -> onnx.ModelProto:
+    """Every TOKEN_POOL_PACK entry in one model (opset 13): one conversion places them all."""
+    rng = np.random.default_rng(73)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for spec in entries:
+        for whole, part in zip((nodes, inits, inputs, outputs), _token_pool_case(rng, spec)):
+            whole += part
+    return _model(nodes, inputs, outputs, inits)
+
+
+CASES.append(Case("token_pool_pack", "pool: a patch embedding's token stream pooled (class token, mean, EVA-02's x[:, 1:].mean(1))", token_pool_pack, ("rk3566", "rk3588")))
+
+
+# ---- pool (issue 27, tuning part): ReduceL2 by axes, rank and keepdims, alone or dividing --------
+
+
+def _l2_case(rng, spec) -> tuple[list, list, list, list]:
+    """One L2_PACK entry: an input of `shape` plus a constant (a computed tensor), ReduceL2 over
+    `axes` (None: all) with `keepdims`, then `then`: div (the tensor divided by it, as
+    F.normalize without its eps), div_eps (divided by the norm plus a constant eps), alone (the
+    norm itself); a Relu before the output."""
+    name, shape, axes, keepdims, then = spec
+    p = f"{name}_"
+    node = lambda op, ins, out, **kw: helper.make_node(op, ins, [p + out], name=p + out, **kw)  # noqa: E731
+    inits = [_const(p + "shift", _weights(rng, *shape[1:]))]
+    reduce_kw = {"keepdims": keepdims} if axes is None else {"axes": list(axes), "keepdims": keepdims}
+    nodes = [node("Add", [p + "x", p + "shift"], "xs"), node("ReduceL2", [p + "xs"], "l2", **reduce_kw)]
+    if then == "div":
+        nodes.append(node("Div", [p + "xs", p + "l2"], "div"))
+        out = list(shape)
+    elif then == "div_eps":
+        inits.append(_const(p + "eps", np.array(1e-12, np.float32)))
+        nodes += [node("Add", [p + "l2", p + "eps"], "eps_add"), node("Div", [p + "xs", p + "eps_add"], "div")]
+        out = list(shape)
+    else:
+        kept = set(range(len(shape))) if axes is None else {a % len(shape) for a in axes}
+        out = [1 if i in kept else d for i, d in enumerate(shape)] if keepdims else [d for i, d in enumerate(shape) if i not in kept]
+    nodes.append(node("Relu", [nodes[-1].output[0]], "y"))
+    return nodes, inits, [_vi(p + "x", list(shape))], [_vi(p + "y", out)]
+
+
+L2_PACK = (
+    ("r2_a1_div", (1, 256), (1,), 1, "div"),
+    ("r4_a1_div", (1, 32, 8, 8), (1,), 1, "div"),
+    ("r4_am1_div", (1, 32, 8, 8), (-1,), 1, "div"),
+    ("r4_a23_div", (1, 32, 8, 8), (2, 3), 1, "div"),
+    ("r4_a12_div", (1, 8, 8, 32), (1, 2), 1, "div"),
+    ("r3_am1_div", (1, 16, 64), (-1,), 1, "div"),
+    ("r3_a1_div", (1, 16, 64), (1,), 1, "div"),
+    ("r4_all_div", (1, 32, 8, 8), None, 1, "div"),
+    ("r2_a1_k0_alone", (1, 256), (1,), 0, "alone"),
+    ("r4_a23_k0_alone", (1, 32, 8, 8), (2, 3), 0, "alone"),
+    ("r4_a23_k1_alone", (1, 32, 8, 8), (2, 3), 1, "alone"),
+    ("r4_a1_k1_alone", (1, 32, 8, 8), (1,), 1, "alone"),
+    ("r3_am1_k1_alone", (1, 16, 64), (-1,), 1, "alone"),
+    ("r4_a1_div_eps", (1, 32, 8, 8), (1,), 1, "div_eps"),
+    ("r4_a23_div_eps", (1, 32, 8, 8), (2, 3), 1, "div_eps"),
+    ("r3_am1_div_eps", (1, 16, 64), (-1,), 1, "div_eps"),
+)
+
+
+def l2_pack(entries: tuple = L2_PACK) -> onnx.ModelProto:
+    """Every L2_PACK entry in one model (opset 13): one conversion places them all."""
+    rng = np.random.default_rng(74)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for spec in entries:
+        for whole, part in zip((nodes, inits, inputs, outputs), _l2_case(rng, spec)):
+            whole += part
+    return _model(nodes, inputs, outputs, inits)
+
+
+CASES.append(Case("l2_pack", "b: ReduceL2 by axes, rank and keepdims, alone or dividing its input", l2_pack, ("rk3588", "rk3566")))

@@ -251,15 +251,10 @@ def fuse_decomposed_layernorm(graph, chip):
 L2_NORM_CHIPS = ("rk3588", "rk3576", "rk3568", "rk3566", "rk3562")
 
 
-def _reduces_last_axis_l2(node) -> bool:
-    """A ReduceL2 over the last axis only, keeping it (axes attribute, or input 1 from opset 18)."""
+def _reduces_keeping_dims_l2(node) -> bool:
+    """A ReduceL2 keeping the reduced axes (any of them, or all), whose result can divide its input."""
     x = node.inputs[0] if node.inputs else None
-    if x is None or x.rank is None:
-        return False
-    axes = node.attr("axes")
-    if axes is None and node.input(1) is not None and node.input(1).value is not None:
-        axes = [int(a) for a in node.input(1).value.reshape(-1)]
-    return axes is not None and [int(a) % x.rank for a in axes] == [x.rank - 1] and int(node.attr("keepdims", 1)) == 1
+    return x is not None and x.rank is not None and int(node.attr("keepdims", 1)) == 1
 
 
 def _match_l2_normalisation(graph, l2):
@@ -268,7 +263,7 @@ def _match_l2_normalisation(graph, l2):
     Fused: the norm straight into the Div; through an Add of a constant eps; through a Clip and an
     Expand. Not fused (measured): through a Clip alone, or a Max with an eps.
     """
-    if not _reduces_last_axis_l2(l2):
+    if not _reduces_keeping_dims_l2(l2):
         return None
     x = l2.inputs[0].name
     chain, node = [l2], l2
@@ -294,15 +289,21 @@ def _match_l2_normalisation(graph, l2):
 
 @RULES.graph_pass("ReduceL2", chips=L2_NORM_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
 def fuse_l2_normalisation(graph, chip):
-    """{OBSERVED} fuses an L2 normalisation over the last axis, x / ReduceL2(x) with keepdims, into one exNorm layer on the NPU, when the norm goes into the Div directly, through an Add of a constant eps, or through a Clip and an Expand (its passes fuse_reducel2_div_to_lpnormalization2, replace_pixel_norm2, fuse_reducel2_div_to_lpnormalization); through a Clip alone or a Max it leaves the chain as it is.
+    """{OBSERVED} fuses an L2 normalisation, x / ReduceL2(x) with keepdims over any axes, into one exNorm layer on the NPU, when the norm goes into the Div directly, through an Add of a constant eps, or through a Clip and an Expand (its passes fuse_reducel2_div_to_lpnormalization2, replace_pixel_norm2, fuse_reducel2_div_to_lpnormalization); through a Clip alone or a Max it leaves the chain as it is, and a ReduceL2 that divides nothing runs on the CPU.
 
     Measured on a [1, 256] embedding after Gemm and Relu (axes [1]) on RK3588 and RK3566
     (tests/forms_models.py l2_normalise): the fused chain is one exNorm layer of the layer table.
+    tests/forms_models.py l2_pack (RK3588 and RK3566): x / ReduceL2(x) directly over axis 1 or
+    the last of [1, 256], [1, 16, 64] and [1, 32, 8, 8], over axes [2, 3] and all of the 4-D one,
+    [1, 2] of a [1, 8, 8, 32] one, and through an Add of an eps over [1], [2, 3] and the last axis:
+    ReduceL2 and Div on the NPU; the ReduceL2 alone (keepdims 0 or 1): on the CPU.
     """
     for l2 in [n for n in graph.nodes if n.op_type == "ReduceL2"]:
         members = _match_l2_normalisation(graph, l2)
         if members:
-            graph.fuse(members, "LpNormalization", leader=l2, attributes={"axis": -1, "p": 2})
+            rank = l2.inputs[0].rank
+            axes = _reduced_axes(l2, rank) or list(range(rank))  # no axes: all of them
+            graph.fuse(members, "LpNormalization", leader=l2, attributes={"axis": axes[-1], "axes": axes, "p": 2})
 
 
 def _reduces_one_axis(node) -> bool:
@@ -874,7 +875,8 @@ AXIS_OPS = frozenset({"Softmax", "LogSoftmax", "ReduceL2", "ReduceSum", "ReduceM
 
 
 def _reduced_axes(node, rank: int) -> list[int] | None:
-    axes = node.attr("axes") if node.op_type.startswith("Reduce") else [node.attr("axis", -1)]
+    # The fused L2 normalisation keeps every axis it reduces (fuse_l2_normalisation).
+    axes = node.attr("axes") if node.op_type.startswith("Reduce") or node.attr("axes") is not None else [node.attr("axis", -1)]
     if axes is None and len(node.inputs) > 1 and node.inputs[1].value is not None:
         axes = [int(a) for a in node.inputs[1].value.reshape(-1)]
     return None if axes is None else [int(a) % rank for a in axes]
@@ -1402,19 +1404,42 @@ def _feeds_kv_stack(graph, node, hops: int = 4) -> bool:
     return False
 
 
-def _reaches_3d_output(graph, node, limit: int = 4000) -> bool:
-    """Whether the token stream from `node` (through rank-3 tensors only) reaches a 3-D model output."""
-    frontier, seen = [node.outputs[0]], set()
+# Where a token stream carried from a feature map's swap ends, as TOKEN_STREAM_ATTRIBUTE's value.
+STREAM_TO_3D_OUTPUT = 1
+STREAM_TO_TOKEN_MEAN = 2
+
+
+def _token_axis_only(node, i: int) -> bool:
+    """Whether `node` works along axis 1 alone of its 3-D input (axes attribute, or input `i`)."""
+    axes = _ints(node.input(i)) if node.attr("axes") is None and len(node.inputs) > i else node.attr("axes")
+    return axes is not None and [int(a) % 3 for a in axes] == [1]
+
+
+def _averages_sliced_tokens(graph, node, tensor) -> bool:
+    """A ReduceMean over the tokens of a 3-D tensor [N, T, C] that a Slice along the tokens wrote
+    (EVA-02's x[:, 1:].mean(1): the class token left out)."""
+    if node.op_type != "ReduceMean" or tensor.rank != 3 or not _token_axis_only(node, 1):
+        return False
+    sliced = graph.producer(tensor.name)
+    return sliced is not None and sliced.op_type == "Slice" and _token_axis_only(sliced, 3)
+
+
+def _token_stream_end(graph, node, limit: int = 4000) -> int | None:
+    """Where the token stream from `node` (through rank-3 tensors only) ends in what makes the
+    toolkit lay the tokens out again: a 3-D model output (STREAM_TO_3D_OUTPUT, first), or a mean
+    over tokens sliced along their axis (STREAM_TO_TOKEN_MEAN); None if neither."""
+    frontier, seen, mean = [node.outputs[0]], set(), False
     while frontier and len(seen) < limit:
         tensor = frontier.pop()
         if tensor.name in seen:
             continue
         seen.add(tensor.name)
         if tensor.is_model_output and tensor.rank == 3:
-            return True
+            return STREAM_TO_3D_OUTPUT
         for reader in graph.consumers(tensor.name):
+            mean = mean or _averages_sliced_tokens(graph, reader, tensor)
             frontier += [o for o in reader.outputs if o.name and o.rank == 3]
-    return False
+    return STREAM_TO_TOKEN_MEAN if mean else None
 
 
 def _tokens_to_nhwc(node) -> bool:
@@ -1535,7 +1560,7 @@ def _swap_then_regroup(graph, node, regroup, fmap) -> None:
 
 @RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
 def token_swap_beside_a_map_reshape(graph, chip):
-    """{OBSERVED} holds a 3-D tensor [N, T, C] with its last axis as channels, so a Transpose [0, 2, 1] that turns a flattened feature map [N, C, H*W] into tokens [N, H*W, C], or tokens back into the map before a Reshape to [N, C, H, W], moves no data: it has no layer of its own (its passes bypass_two_reshape, fuse_transpose_reshape, reduce_tp_in_mesh_forward), even on RK3566/RK3568 where a Transpose layer runs on the CPU. When the tokens are regrouped on the leading axis (area attention's Reshape [N, T, C] -> [N*A, T/A, C]) into areas that are not single rows of the map (T/A other than W), the swap is moved after that Reshape and becomes a Reshape and a Transpose layer, on the CPU, named after the Reshape and, by the order its passes ran, this Transpose or not: uncertain. Where the token stream ends in a 3-D model output, the toolkit makes a Transpose layer there, on the CPU, and names it after this Transpose or not, by the order its passes ran: uncertain. Tokens that go (through a layer norm) into a key/value projection of its own whose key is a CPU Transpose layer (key_transpose_of_a_kv_projection) are flattened with the swap on the CPU.
+    """{OBSERVED} holds a 3-D tensor [N, T, C] with its last axis as channels, so a Transpose [0, 2, 1] that turns a flattened feature map [N, C, H*W] into tokens [N, H*W, C], or tokens back into the map before a Reshape to [N, C, H, W], moves no data: it has no layer of its own (its passes bypass_two_reshape, fuse_transpose_reshape, reduce_tp_in_mesh_forward), even on RK3566/RK3568 where a Transpose layer runs on the CPU. When the tokens are regrouped on the leading axis (area attention's Reshape [N, T, C] -> [N*A, T/A, C]) into areas that are not single rows of the map (T/A other than W), the swap is moved after that Reshape and becomes a Reshape and a Transpose layer, on the CPU, named after the Reshape and, by the order its passes ran, this Transpose or not: uncertain. Where the token stream ends in a 3-D model output, the toolkit makes a Transpose layer there, on the CPU, and names it after this Transpose or not, by the order its passes ran: uncertain; likewise where it ends in a mean over tokens sliced along their axis (EVA-02's x[:, 1:].mean(1)), which the toolkit computes as a Transpose, a Conv and a Reshape (that Transpose on the CPU or the NPU by the shapes). Tokens that go (through a layer norm) into a key/value projection of its own whose key is a CPU Transpose layer (key_transpose_of_a_kv_projection) are flattened with the swap on the CPU.
 
     Measured on the patch embeddings of ViT, DeiT, CLIP, DINOv2, BEiT and EVA-02, SegFormer's
     and PVT-v2's token/map round trips (Mix-FFN, spatial-reduction attention) and YOLO12's area
@@ -1543,7 +1568,12 @@ def token_swap_beside_a_map_reshape(graph, chip):
     after the Transpose; a 4x4 map's into 4 areas of 4, one row each: no layer); on small models
     of each form (tests/forms_models.py token_swap: 4 areas of a 10x10, 8x8 or 6x6 map on the CPU,
     named after the Reshape; of a 4x4 map on the NPU; BEiT's 3-D output named after the patch
-    embedding's Transpose, CLIP's, DINOv2's and this model's not).
+    embedding's Transpose, CLIP's, DINOv2's and this model's not). The token mean: EVA-02's
+    x[:, 1:].mean(1) (its CPU Transpose layer named after the patch embedding's swap, RK3566; a
+    copy of the pool's skeleton with random weights, audit --confirm) and tests/forms_models.py
+    token_pool_pack (the mean's Transpose layer named after the Linear before it, on the CPU for
+    15 and 17 tokens, on the NPU for 16; the mean of tokens not sliced, as LeViT's and
+    EfficientFormer's, was not seen named after the swap and is left on the NPU).
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if _perm(node) != TOKEN_SWAP or not node.outputs or graph.producer(node.outputs[0].name) is not node:
@@ -1561,8 +1591,8 @@ def token_swap_beside_a_map_reshape(graph, chip):
         to_map = len(readers) == 1 and _map_unflatten(readers[0]) and (before is None or _keeps_batch(before, shape[0], False))
         if to_tokens and _feeds_kv_stack(graph, node):
             graph.fuse([before, node], "Reshape", leader=before, attributes={TOKEN_KV_ATTRIBUTE: 1})
-        elif to_tokens and _reaches_3d_output(graph, node):
-            graph.fuse([node], "Reshape", attributes={TOKEN_STREAM_ATTRIBUTE: 1})
+        elif to_tokens and (end := _token_stream_end(graph, node)) is not None:
+            graph.fuse([node], "Reshape", attributes={TOKEN_STREAM_ATTRIBUTE: end})
         elif to_tokens or to_map:
             graph.eliminate(node)
 

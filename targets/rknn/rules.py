@@ -804,13 +804,14 @@ def reshape_into_cpu_softmax(node: NodeView, chip: str):
 
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
 def token_swap_carried_to_a_3d_output(node: NodeView, chip: str):
-    """On this chip the toolkit carries a feature map's swap into tokens (Transpose [0, 2, 1] after the flattening Reshape) down the token stream and, where the stream ends in a 3-D model output, makes a Transpose layer there, on the CPU; whether it names that layer after this Transpose depends on the order its passes ran (rknn-toolkit2 2.5.0, observed: BEiT's patch embedding named, CLIP's not).
+    """On this chip the toolkit carries a feature map's swap into tokens (Transpose [0, 2, 1] after the flattening Reshape) down the token stream and, where the stream ends in a 3-D model output or a mean over tokens sliced along their axis (x[:, 1:].mean(1)), makes a Transpose layer there (on the CPU; for the mean, on the CPU or the NPU by the shapes); whether it names that layer after this Transpose depends on the order its passes ran (rknn-toolkit2 2.5.0, observed: BEiT's patch embedding named, CLIP's not; EVA-02's named before its token mean).
 
     Marked by passes.token_swap_beside_a_map_reshape.
     """
-    if node.attr("rknn_token_stream_output") is None:
+    end = node.attr("rknn_token_stream_output")
+    if end is None:
         return None
-    return Offence("3-D model output", "token stream ends in", uncertain=True)
+    return Offence("3-D model output" if end == 1 else "mean over the tokens", "token stream ends in", uncertain=True)
 
 
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
