@@ -122,3 +122,15 @@ def test_a_residual_add_fused_into_a_convadd_layer_runs_on_it_and_cancelled_pair
     for deleted in ("to_last", "to_first", "flatten"):
         assert deleted not in v.nodes
     assert v.nodes["fc"].placement is Placement.ACCELERATOR
+
+
+def test_nodes_needed_only_by_a_folded_product_by_zeros_are_not_reported():
+    # rk3566: fold_constant removes branch_last (a 1x1 Conv by zeros); attn_mul, read only by it,
+    # gets no layer. Both run nowhere: neither takes the placement of a neighbour (attn_mul's
+    # nearest placed one is the CPU softmax), as a node fused into a layer would.
+    v = verdict_from_output(text("zero_branch_shared.rk3566.int8.txt"), graph("zero_branch_shared.onnx"), True, "2.5.0")
+    assert "branch_last" not in v.nodes and "attn_mul" not in v.nodes
+    assert v.nodes["attn_softmax"].placement is Placement.FALLBACK
+    assert v.nodes["branch_conv"].placement is Placement.ACCELERATOR
+    # The Add of zeros the toolkit removed (remove_invalid_add) is a wire between placed nodes.
+    assert v.nodes["residual_add"].placement is Placement.ACCELERATOR

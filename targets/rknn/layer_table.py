@@ -41,6 +41,8 @@ _ROW = re.compile(
 )
 _REWRITE = re.compile(r"^D\s{3,}(?P<pass>[A-Za-z0-9_]+): remove node = (?P<removed>\[.*?\])(?:, add node = (?P<added>\[.*\]))?\s*$")
 _MEMORY = re.compile(r"Total (?P<kind>Internal|Weight) Memory Size: (?P<kb>[0-9.]+)\s*KB")
+# The optimiser's constant folding, at the top level and inside fuse_ops: the nodes it computed.
+_FOLDED = re.compile(r"^D\s+fold_constant remove nodes = (?P<removed>\[.*\])\s*$")
 
 # Layers the compiler adds to move data between layouts and types. They follow the operator
 # they serve wherever the runtime finds convenient (the same Reshape lands on the NPU on one
@@ -165,6 +167,20 @@ def parse_rewrites(text: str) -> list[Rewrite]:
             continue
         rewrites.append(Rewrite(m["pass"], removed, added))
     return rewrites
+
+
+def parse_folded(text: str) -> set[str]:
+    """The node names the optimiser's fold_constant passes removed (computed at conversion time)."""
+    names: set[str] = set()
+    for line in clean_lines(text):
+        m = _FOLDED.match(line)
+        if m is None:
+            continue
+        try:
+            names.update(str(x) for x in ast.literal_eval(m["removed"]))
+        except (ValueError, SyntaxError):
+            continue
+    return names
 
 
 def parse_memory_kb(text: str) -> dict:
@@ -308,7 +324,7 @@ def verdict_from_output(
         placement, detail = _placement_of(node_layers, quantized)
         verdict.nodes[disp] = NodeVerdict(placement, detail)
 
-    _place_fused_nodes(verdict, index, by_node, quantized)
+    _place_fused_nodes(verdict, index, by_node, quantized, _unread_nodes(index, by_node, parse_folded(text)))
 
     memory = parse_memory_kb(text)
     verdict.estimates = {
@@ -373,19 +389,56 @@ def _fused_into_compound_layer(
     return None
 
 
+def _unread_nodes(index: _NameIndex, by_node: dict[str, list[Layer]], folded_names: set[str]) -> set[str]:
+    """The nodes the toolkit computed at conversion time (its fold_constant log) and those, without a
+    layer of their own, whose results only such nodes read: no layer and no model output needs them.
+
+    A Conv whose weights are all zero (a residual branch's last Conv, its zero-initialised
+    BatchNorm folded in) is folded to a constant, and the toolkit then compiles nothing of the
+    branch that fed it; those nodes run nowhere and have no placement to report.
+    """
+    graph, display = index.graph, index.display
+    unread = {d for name in folded_names for d in index.origins.get(name, ())}
+    if not unread:
+        return unread
+    # Model outputs, and tensors a subgraph (If, Loop) reads from the graph around it: needed.
+    needed = {o.name for o in graph.output} | _read_by_subgraphs(graph)
+    for i in range(len(graph.node) - 1, -1, -1):  # readers come after their producers
+        node, disp = graph.node[i], display[i]
+        if disp in by_node or disp in unread or any(o in needed for o in node.output):
+            continue
+        readers = [display[j] for o in node.output if o for j in index.consumers.get(o, [])]
+        if readers and all(r in unread for r in readers):
+            unread.add(disp)
+    return unread
+
+
+def _read_by_subgraphs(graph: onnx.GraphProto) -> set[str]:
+    """The tensor names the subgraphs of the graph's nodes (If branches, Loop bodies) read."""
+    names: set[str] = set()
+    for node in graph.node:
+        for attribute in node.attribute:
+            for sub in ([attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)):
+                names.update(x for n in sub.node for x in n.input)
+                names |= _read_by_subgraphs(sub)
+    return names
+
+
 def _place_fused_nodes(
-    verdict: ToolchainVerdict, index: _NameIndex, by_node: dict[str, list[Layer]] | None = None, quantized: bool = True
+    verdict: ToolchainVerdict, index: _NameIndex, by_node: dict[str, list[Layer]] | None = None, quantized: bool = True, unread: set[str] = frozenset()
 ) -> None:
     """Give nodes without a layer the placement of the layer that computes them.
 
-    In order: a compound layer that names the node's op type (`_fused_into_compound_layer`);
-    none, when a cancelling `bypass_two_*` pass deleted the node (it runs nowhere, so the toolkit
-    has nothing to report for it); else the nearest placed neighbour (producers first).
+    In order: none for the nodes `unread` (folded at conversion time, or needed only by such
+    nodes: they run nowhere); a compound layer that names the node's op type
+    (`_fused_into_compound_layer`); none, when a cancelling `bypass_two_*` pass deleted the node
+    (it runs nowhere, so the toolkit has nothing to report for it); else the nearest placed
+    neighbour (producers first).
     """
     by_node = by_node or {}
     display = index.display
     position = {disp: i for i, disp in enumerate(display)}
-    folded = _folded_at_conversion(verdict, index)
+    folded = _folded_at_conversion(verdict, index) | set(unread)
     for i, disp in enumerate(display):
         if disp in verdict.nodes or disp in folded:
             continue
