@@ -3433,3 +3433,76 @@ def l2_pack(entries: tuple = L2_PACK) -> onnx.ModelProto:
 
 
 CASES.append(Case("l2_pack", "b: ReduceL2 by axes, rank and keepdims, alone or dividing its input", l2_pack, ("rk3588", "rk3566")))
+
+
+def zero_residual_branch(variant: str) -> onnx.ModelProto:
+    """A residual block whose branch ends in a product by zeros, as timm initialises the last
+    BatchNorm of a bottleneck (zero_init_last; torch.onnx folds it into the Conv, whose weights and
+    bias are then zeros, negative zeros where a weight was negative): stem Conv, Relu; branch Conv,
+    Relu, a channel softmax (GlobalAveragePool, Softmax over the channels, Mul with the branch:
+    ResNeSt's split attention, reduced), then a 1x1 Conv by zeros; Add of the stem's output, Relu,
+    a head Conv. Variants: "zero" as written; "negative_zero": the zero weights carry the signs of
+    random ones (-0.0); "identity": the zero weights reach the Conv through an Identity (torch.onnx's
+    spelling of a weight shared by value); "identity_large": so, with 96 channels and a 3x3 Conv by
+    zeros (a weight too large for the audit's view of the Identity to carry its value); "bias": the last Conv's bias is not zero; "mul": the branch
+    ends in a Mul by a zero per-channel scale (a layer scale initialised to zero); "attention": the
+    branch is self-attention over the map's positions (Reshape, Transpose, MatMul, Softmax, MatMul,
+    Reshape back) before the Conv by zeros; "attention_scaled": the query its own 1x1 Conv, scaled by a
+    constant and transposed into the scores' MatMul (EfficientViT-M's heads: the Transpose joins the
+    MatMul, so the query reaches the rest only through it); "shared": the softmax's output is also a model output;
+    "tiny": the last Conv's weights have standard deviation 1e-6 (not zero: a control)."""
+    rng = np.random.default_rng(27)
+    c = 96 if variant == "identity_large" else 16
+    inits = [_const("sw", _weights(rng, c, 3, 3, 3)), _const("bw", _weights(rng, c, c, 3, 3)), _const("hw", _weights(rng, 8, c, 1, 1))]
+    n = [helper.make_node("Conv", ["x", "sw"], ["stem"], name="stem_conv", pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["stem"], ["r"], name="stem_relu"),
+         helper.make_node("Conv", ["r", "bw"], ["b"], name="branch_conv", pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["b"], ["br"], name="branch_relu")]
+    if variant == "attention_scaled":
+        inits += [_const("wq", _weights(rng, c, c, 1, 1)), _const("wk", _weights(rng, c, c, 1, 1)), _const("scale", np.array(0.25, np.float32)),
+                  _const("tokens", np.array([1, c, 64], np.int64)), _const("map", np.array([1, c, 8, 8], np.int64))]
+        n += [helper.make_node("Conv", ["br", "wq"], ["q4"], name="attn_q"), helper.make_node("Reshape", ["q4", "tokens"], ["q"], name="attn_q_tokens"),
+              helper.make_node("Mul", ["q", "scale"], ["qs"], name="attn_q_scale"),
+              helper.make_node("Transpose", ["qs"], ["qt"], name="attn_q_transpose", perm=[0, 2, 1]),
+              helper.make_node("Conv", ["br", "wk"], ["k4"], name="attn_k"), helper.make_node("Reshape", ["k4", "tokens"], ["k"], name="attn_k_tokens"),
+              helper.make_node("MatMul", ["qt", "k"], ["scores"], name="attn_scores"),
+              helper.make_node("Softmax", ["scores"], ["a"], name="attn_softmax", axis=-1),
+              helper.make_node("Reshape", ["br", "tokens"], ["v"], name="attn_v_tokens"),
+              helper.make_node("MatMul", ["v", "a"], ["o"], name="attn_values"),
+              helper.make_node("Reshape", ["o", "map"], ["m"], name="attn_map")]
+    elif variant == "attention":
+        inits += [_const("tokens", np.array([1, c, 64], np.int64)), _const("map", np.array([1, c, 8, 8], np.int64))]
+        n += [helper.make_node("Reshape", ["br", "tokens"], ["t"], name="attn_tokens"),
+              helper.make_node("Transpose", ["t"], ["tt"], name="attn_transpose", perm=[0, 2, 1]),
+              helper.make_node("MatMul", ["tt", "t"], ["scores"], name="attn_scores"),
+              helper.make_node("Softmax", ["scores"], ["a"], name="attn_softmax", axis=-1),
+              helper.make_node("MatMul", ["t", "a"], ["o"], name="attn_values"),
+              helper.make_node("Reshape", ["o", "map"], ["m"], name="attn_map")]
+    else:
+        n += [helper.make_node("GlobalAveragePool", ["br"], ["g"], name="attn_pool"),
+              helper.make_node("Softmax", ["g"], ["a"], name="attn_softmax", axis=1),
+              helper.make_node("Mul", ["br", "a"], ["m"], name="attn_mul")]
+    if variant == "mul":
+        inits.append(_const("gamma", np.zeros((1, c, 1, 1), np.float32)))
+        n.append(helper.make_node("Mul", ["m", "gamma"], ["z"], name="branch_last"))
+    else:
+        k = 3 if variant == "identity_large" else 1  # 96 x 96 x 3 x 3: more elements than a view carries the value of
+        weights = rng.standard_normal((c, c, k, k)).astype(np.float32) * (1e-6 if variant == "tiny" else 0.0)
+        bias = (rng.standard_normal(c) * 0.1).astype(np.float32) if variant == "bias" else np.zeros(c, np.float32)
+        if variant != "negative_zero" and variant != "tiny":
+            weights = np.abs(weights)  # +0.0 only
+        inits += [_const("zw", weights), _const("zb", bias)]
+        shared = variant.startswith("identity")
+        if shared:
+            n.append(helper.make_node("Identity", ["zw"], ["zw_shared"], name="shared_weight"))
+        n.append(helper.make_node("Conv", ["m", "zw_shared" if shared else "zw", "zb"], ["z"], name="branch_last", **({"pads": [1] * 4} if k == 3 else {})))
+    n += [helper.make_node("Add", ["r", "z"], ["s"], name="residual_add"),
+          helper.make_node("Relu", ["s"], ["sr"], name="residual_relu"),
+          helper.make_node("Conv", ["sr", "hw"], ["y"], name="head_conv")]
+    outputs = [_vi("y", [1, 8, 8, 8])] + ([_vi("a", [1, c, 1, 1])] if variant == "shared" else [])
+    return _model(n, [_vi("x", [1, 3, 8, 8])], outputs, inits)
+
+
+ZERO_BRANCH_VARIANTS = ("zero", "negative_zero", "identity", "identity_large", "bias", "mul", "attention", "attention_scaled", "shared", "tiny")
+CASES += [Case(f"zero_residual_branch_{v}", "pool: a residual branch ending in a product by zeros (timm's zero_init_last)", lambda v=v: zero_residual_branch(v), ("rk3588", "rk3566"))
+          for v in ZERO_BRANCH_VARIANTS]

@@ -166,3 +166,19 @@ def test_esp_ppq_verdict_leaves_out_weights_the_simplifier_computes():
     graph = BUILDERS["zoo_shuffle_unit"].build().graph
     weights = {n.name for n in graph.node if n.op_type == "ConstantOfShape"}
     assert weights and _computed_from_constants(graph) == weights
+
+
+ZERO_BRANCH_PAIRS = [(name, chip) for name, chip in PAIRS if name.startswith("zero_residual_branch_")]
+
+
+@pytest.mark.parametrize("name,chip", ZERO_BRANCH_PAIRS)
+def test_a_branch_needed_only_by_a_product_by_zeros_runs_nowhere(tmp_path, name, chip):
+    """rknn-toolkit2 folds a Conv (or Mul) by zeros inside the graph and compiles nothing that only
+    it needed: those nodes are the ones its verdict leaves out, and the audit says they run nowhere
+    (not, say, a Softmax on RK3566's CPU, which the per-node comparison above cannot see)."""
+    result = audit(tmp_path, name, chip)
+    verdict = recorded(name, chip)
+    assert ZERO_BRANCH_PAIRS and verdict.failed is None
+    unreported = {n.node for n in result.nodes if n.node not in verdict.nodes}
+    assert unreported == {n.node for n in result.nodes if n.folded}
+    assert not [n.node for n in result.nodes if n.node in unreported and n.placement is not Placement.ACCELERATOR]

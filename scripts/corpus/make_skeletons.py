@@ -21,17 +21,14 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto
 
+from edgedeploy.audit.rules import stored_all_zero
+
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "tests" / "fixtures" / "corpus" / "corpus.json"
 OUT = ROOT / "tests" / "fixtures" / "corpus" / "skeletons"
 # Tensors the audit's rules may read (the engine's CONSTANT_VALUE_MAX_ELEMENTS is far larger,
 # but only small integer and scalar tensors are ever looked at: axes, shapes, pads, scales).
 SMALL_ELEMENTS = 1024
-
-
-def _all_zero(tensor) -> bool:
-    raw = tensor.raw_data
-    return bool(raw) and tensor.data_location != TensorProto.EXTERNAL and not raw.strip(b"\0")
 
 
 def strip(model: onnx.ModelProto, name: str) -> int:
@@ -41,9 +38,14 @@ def strip(model: onnx.ModelProto, name: str) -> int:
         n = 1
         for d in tensor.dims:
             n *= int(d)
-        # A tensor of zeros is kept: toolchains fold a product by zeros (a classifier a library
-        # initialises to zero), and git stores its bytes compressed to almost nothing.
-        if n <= SMALL_ELEMENTS or _all_zero(tensor):
+        # A tensor of zeros (negative zeros too) is kept: toolchains fold a product by zeros (a
+        # classifier a library initialises to zero, a Conv with a zero-initialised BatchNorm folded
+        # in), and git stores its bytes compressed to almost nothing.
+        if n <= SMALL_ELEMENTS:
+            continue
+        if stored_all_zero(tensor):
+            if tensor.raw_data:
+                tensor.raw_data = bytes(len(tensor.raw_data))  # -0.0 as 0.0: the same zeros, compressed to nothing
             continue
         saved += len(tensor.raw_data) or n * 4
         for field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data"):

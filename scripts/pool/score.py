@@ -39,6 +39,7 @@ PARTS = ("held-out", "tuning")
 HELD_OUT_LOOKED_AT = (
     "timm_edgenext_xx_small/rk3566", "zoo_shufflenet/rk3588", "timm_repghostnet_050/imx93", "timm_mambaout_femto/rk3566",
     "hf_mobilevit/rk3588", "timm_edgenext_xx_small/rk3588", "hf_mobilevit/rk3566", "hf_levit/rk3566",
+    "timm_botnet26t_256/rk3566",
 )
 
 

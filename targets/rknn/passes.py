@@ -1908,10 +1908,19 @@ ZERO_OPERANDS = {"Gemm": (0, 1), "MatMul": (0, 1), "Conv": (1,), "Mul": (0, 1)}
 CONSTANT_OUTPUT_OP = "ConstantModelOutput"  # the node a refused model's output comes from (rules.all_outputs_constant)
 
 
-def _product_by_zeros(node) -> bool:
+def _product_by_zeros(node, graph) -> bool:
     positions = ZERO_OPERANDS.get(node.op_type, ())
-    # A foldable operand: an Identity of a zero initializer, as torch.onnx writes a parameter equal to another.
-    return any(i < len(node.inputs) and node.inputs[i].present and (node.inputs[i].is_constant or node.inputs[i].foldable) and node.inputs[i].all_zero for i in positions)
+    return any(i < len(node.inputs) and node.inputs[i].present and _zeros(node.inputs[i], graph) for i in positions)
+
+
+def _zeros(tensor, graph, depth: int = 4) -> bool:
+    """A constant of zeros, or a foldable one passed through Identity nodes: torch.onnx writes a
+    parameter equal to another (the zero weights of several blocks, a GRN's weight and bias) as an
+    Identity of one initializer, whose view carries the value only when it is small."""
+    if tensor.is_constant or (tensor.foldable and tensor.all_zero):
+        return tensor.all_zero
+    producer = graph.producer(tensor.name) if tensor.foldable and depth else None
+    return producer is not None and producer.op_type == "Identity" and bool(producer.inputs) and _zeros(producer.inputs[0], graph, depth - 1)
 
 
 def _zeroed_nodes(graph) -> dict:
@@ -1922,7 +1931,7 @@ def _zeroed_nodes(graph) -> dict:
     zeroed, tensors = {}, set()
     for node in graph.nodes:
         computed = [t.name for t in node.inputs if t.present and not (t.is_constant or t.foldable)]
-        if _product_by_zeros(node) or (computed and all(t in tensors for t in computed)):
+        if _product_by_zeros(node, graph) or (computed and all(t in tensors for t in computed)):
             zeroed[node.name] = node
             tensors.update(o.name for o in node.outputs if o.name)
     return zeroed
@@ -1930,7 +1939,7 @@ def _zeroed_nodes(graph) -> dict:
 
 @RULES.graph_pass(*ZERO_OPERANDS, OBSERVED=TOOLKIT_OBSERVED)
 def product_by_zeros_folded(graph, chip):
-    """{OBSERVED} computes at conversion time a product by a constant of zeros (a Gemm, MatMul or Conv weight, or a Mul operand, that a library initialises to zero, as timm does for the classifier of its MLP-Mixer family and the weight of ConvNeXt-V2's global response norm) and everything computed from it and constants alone (its fold_constant pass), and removes what only those products read (a GRN's ReduceL2 and Div: they run nowhere); a model output so computed is dropped from the model, and when every output is, the toolkit refuses the model.
+    """{OBSERVED} computes at conversion time a product by a constant of zeros (a Gemm, MatMul or Conv weight, or a Mul operand, that a library initialises to zero, as timm does for the classifier of its MLP-Mixer family and the weight of ConvNeXt-V2's global response norm) and everything computed from it and constants alone (its fold_constant pass), and removes what only those products read (a GRN's ReduceL2 and Div, a residual branch whose last Conv timm's zero-initialised BatchNorm made a product by zeros, its Softmax on the CPU of RK3566 included: they run nowhere); a model output so computed is dropped from the model, and when every output is, the toolkit refuses the model.
 
     Measured on Conv, Relu, GlobalAveragePool, Flatten, then a Gemm with zero weights (bias zero
     or not), a MatMul or a 1x1 Conv with zero weights, or a Mul by zeros, as the only output:
@@ -1941,7 +1950,15 @@ def product_by_zeros_folded(graph, chip):
     GlobalResponseNorm at its initial weight and bias (zeros; the weight an Identity of the bias)
     after a Conv, 8 or 160 channels: its ReduceL2 and Div have no layer, on RK3588 and RK3566, as
     with a zero weight alone; with a weight not zero, or with Nx also read elsewhere, both run on
-    the CPU (tests/forms_models.py grn_pack; ConvNeXt-V2-atto's 12 GRNs in the pool).
+    the CPU (tests/forms_models.py grn_pack; ConvNeXt-V2-atto's 12 GRNs in the pool). A residual
+    branch ending in a product by zeros (tests/forms_models.py zero_residual_branch: a branch Conv,
+    Relu, a channel softmax and Mul or a self-attention, then a 1x1 Conv by zeros added to the
+    stem's output; timm's zero_init_last BatchNorm folded into the Conv), RK3566 and RK3588:
+    fold_constant removes the Conv (weights +0.0 or -0.0, given directly or through an Identity,
+    96x96x3x3 too, bias zero or not; or a Mul by a zero scale), remove_invalid_add the Add of
+    zeros, and the layer table has no layer of the branch (nor of a query scaled and transposed
+    into the scores' MatMul); a softmax that is also a model output stays (on the CPU of RK3566)
+    and only what follows it goes; weights of standard deviation 1e-6 keep it all.
     """
     folded = _zeroed_nodes(graph)
     if not folded:
@@ -1963,7 +1980,13 @@ def _drop_what_only_folded_nodes_read(graph, inputs) -> None:
     are removed with them (the toolkit's dead-node removal): they run nowhere."""
     stack = [t.name for t in inputs if t.present and t.name]
     while stack:
-        node = graph.producer(stack.pop())
+        tensor = stack.pop()
+        node = graph.producer(tensor)
+        if node is None and graph.wire(tensor) is not None and not graph.consumers(tensor):
+            # A node an earlier pass eliminated (a Transpose merged into a MatMul: EfficientViT-M's
+            # cascaded heads) passes its input through: what it read is read no more either.
+            stack += [t.name for t in graph.wire(tensor).inputs if t.present and t.name]
+            continue
         if node is None or any(o.is_model_output or (o.name and graph.consumers(o.name)) for o in node.outputs):
             continue
         graph.fold(node)

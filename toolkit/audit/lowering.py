@@ -116,6 +116,8 @@ class LoweringGraph:
         # topological order), kept up to date node by node: a pass asks after every change.
         self._producer: dict[str, Any] = {}
         self._consumers: dict[str, list] = {}
+        # tensor -> the eliminated node that wrote it: its readers now read what it read.
+        self._wires: dict[str, Any] = {}
         # The views come in topological order, so appending keeps every reader list in order
         # (what _index does, without its sort per node).
         for v in views:
@@ -237,7 +239,14 @@ class LoweringGraph:
 
     def eliminate(self, node) -> None:
         """The toolchain removes `node` (a layout no-op, an identity at inference): it runs nowhere."""
+        for o in node.outputs:
+            if o.name:
+                self._wires[o.name] = node
         self._drop(node, ELIMINATED)
+
+    def wire(self, tensor: str):
+        """The node an earlier pass eliminated that wrote `tensor` (its input passes through), or None."""
+        return self._wires.get(tensor) if tensor not in self._producer else None
 
     def _drop(self, node, how: str) -> None:
         for name in self.groups.pop(node.name, [node.name]):

@@ -65,6 +65,20 @@ class Offence:
     uncertain: bool = False
 
 
+def stored_all_zero(tensor: onnx.TensorProto) -> bool:
+    """Whether a stored tensor holds only zeros, negative zeros included (an exporter that folds a
+    BatchNorm whose scale is zero into a Conv writes -0.0 wherever a weight was negative, and
+    toolchains fold such a product all the same). A byte other than 0x00 and 0x80 (a float's sign
+    byte) in the first ones settles nearly every weight at once; False for external data."""
+    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        return False
+    raw = tensor.raw_data
+    if raw and raw[:64].strip(b"\0\x80"):
+        return False
+    v = numpy_helper.to_array(tensor)
+    return v.size > 0 and not np.any(v)
+
+
 @dataclass(frozen=True)
 class TensorView:
     """One input or output of a node, as rules see it."""
@@ -122,13 +136,7 @@ class TensorView:
         if tensor is None:
             v = self._value
             return v is not None and v.size > 0 and not np.any(v)
-        if tensor.data_location == onnx.TensorProto.EXTERNAL:
-            return False
-        raw = tensor.raw_data
-        if raw:
-            return not raw[:64].strip(b"\0") and not raw.strip(b"\0")
-        v = self.value if self._tensor is not None else numpy_helper.to_array(tensor)
-        return v.size > 0 and not np.any(v)
+        return stored_all_zero(tensor)
 
     @property
     def rank(self) -> int | None:
