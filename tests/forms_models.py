@@ -3506,3 +3506,89 @@ def zero_residual_branch(variant: str) -> onnx.ModelProto:
 ZERO_BRANCH_VARIANTS = ("zero", "negative_zero", "identity", "identity_large", "bias", "mul", "attention", "attention_scaled", "shared", "tiny")
 CASES += [Case(f"zero_residual_branch_{v}", "pool: a residual branch ending in a product by zeros (timm's zero_init_last)", lambda v=v: zero_residual_branch(v), ("rk3588", "rk3566"))
           for v in ZERO_BRANCH_VARIANTS]
+
+
+# ---- pool (issue 27, rk3566 tuning part): Swin's patch merging (four step-2 Slices, one Concat) --
+
+
+def _patch_merge_case(rng, spec) -> tuple[list, list, list, list]:
+    """One PATCH_MERGE_PACK entry on an input of `shape` plus a constant (a computed tensor). `form`:
+    tv (torchvision's PatchMerging on [B, H, W, C]: x[:, 0::2] and x[:, 1::2] along H, each sliced
+    again along W; the four quarters x0 (0,0), x1 (1,0), x2 (0,1), x3 (1,1) Concatenated on the
+    last axis, then a Linear 4C -> 2C), tv_reordered (x0, x2, x1, x3), tv_three (x3 left out),
+    tv_relu (a Relu between x1 and the Concat), tv_add (x0 + x1 + x2 + x3: no Concat), focus
+    (YOLOv5's Focus on [B, C, H, W]: the quarters on axes 2 and 3, Concatenated on the channels,
+    then a 1x1 Conv), rows_only (x[:, 0::2] and x[:, 1::2] along H, each sliced along W from 0:
+    two quarters)."""
+    name, shape, form = spec
+    p = f"{name}_"
+    node = lambda op, ins, out, **kw: helper.make_node(op, ins, [p + out], name=p + out, **kw)  # noqa: E731
+    nchw = form.startswith("focus")
+    ha, wa = (2, 3) if nchw else (1, 2)
+    if form.endswith("_wfirst"):  # W sliced first, then H (the quarters named by (h, w) still)
+        ha, wa = wa, ha
+    ch = shape[1] if nchw else shape[3]
+    inits = [_const(p + "shift", _weights(rng, *shape[1:])), _const(p + "zero", np.array([0], np.int64)), _const(p + "one", np.array([1], np.int64)),
+             _const(p + "two", np.array([2], np.int64)), _const(p + "end", np.array([(1 << 63) - 1], np.int64)),
+             _const(p + "ha", np.array([ha], np.int64)), _const(p + "wa", np.array([wa], np.int64))]
+    nodes = [node("Add", [p + "x", p + "shift"], "xs")]
+    nodes += [node("Slice", [p + "xs", p + "zero", p + "end", p + "ha", p + "two"], "h0"), node("Slice", [p + "xs", p + "one", p + "end", p + "ha", p + "two"], "h1")]
+    order = {"tv_reordered": [(0, 0), (0, 1), (1, 0), (1, 1)], "focus_reordered": [(0, 0), (0, 1), (1, 0), (1, 1)], "tv_three": [(0, 0), (1, 0), (0, 1)], "rows_only": [(0, 0), (1, 0)]}.get(form, [(0, 0), (1, 0), (0, 1), (1, 1)])
+    for hs, ws in order:
+        nodes.append(node("Slice", [p + f"h{hs}", p + ("one" if ws else "zero"), p + "end", p + "wa", p + "two"], f"q{hs}{ws}"))
+    parts = [p + (f"q{ws}{hs}" if form.endswith("_wfirst") else f"q{hs}{ws}") for hs, ws in order]
+    if form == "tv_relu":
+        nodes.append(node("Relu", [parts[1]], "relu"))
+        parts[1] = p + "relu"
+    half = [shape[0], shape[1] // 2, shape[2] // 2, ch] if not nchw else [shape[0], ch, shape[2] // 2, shape[3] // 2]
+    if form == "tv_add":
+        nodes += [node("Add", [parts[0], parts[1]], "a01"), node("Add", [p + "a01", parts[2]], "a012"), node("Add", [p + "a012", parts[3]], "y")]
+        return nodes, inits, [_vi(p + "x", list(shape))], [_vi(p + "y", half)]
+    nodes.append(node("Concat", parts, "cat", axis=1 if nchw else -1))
+    n = len(parts) * ch
+    if nchw:
+        inits.append(_const(p + "w", _weights(rng, 2 * ch, n, 1, 1)))
+        nodes.append(node("Conv", [p + "cat", p + "w"], "y"))
+        out = [shape[0], 2 * ch, shape[2] // 2, shape[3] // 2]
+    else:
+        inits.append(_const(p + "w", _weights(rng, n, 2 * ch)))
+        nodes.append(node("MatMul", [p + "cat", p + "w"], "y"))
+        out = [shape[0], shape[1] // 2, shape[2] // 2, 2 * ch]
+    return nodes, inits, [_vi(p + "x", list(shape))], [_vi(p + "y", out)]
+
+
+PATCH_MERGE_PACK = (
+    ("s16c96_tv", (1, 16, 16, 96), "tv"),  # Swin-T's first merging at a 64x64 input
+    ("s8c192_tv", (1, 8, 8, 192), "tv"),
+    ("s4c384_tv", (1, 4, 4, 384), "tv"),
+    ("s14c24_tv", (1, 14, 14, 24), "tv"),
+    ("s8x16c32_tv", (1, 8, 16, 32), "tv"),
+    ("s8c32_tv_reordered", (1, 8, 8, 32), "tv_reordered"),
+    ("s8c32_tv_three", (1, 8, 8, 32), "tv_three"),
+    ("s8c32_tv_relu", (1, 8, 8, 32), "tv_relu"),
+    ("s8c32_tv_add", (1, 8, 8, 32), "tv_add"),
+    ("s8c32_rows_only", (1, 8, 8, 32), "rows_only"),
+    ("c8s16_focus", (1, 8, 16, 16), "focus"),
+    ("s8c32_tv", (1, 8, 8, 32), "tv"),
+    ("s8x16c96_tv", (1, 8, 16, 96), "tv"),
+    ("s16x8c32_tv", (1, 16, 8, 32), "tv"),
+    ("s8c32_tv_wfirst", (1, 8, 8, 32), "tv_wfirst"),
+    ("c8h16w8_focus", (1, 8, 16, 8), "focus"),
+    ("c8s16_focus_reordered", (1, 8, 16, 16), "focus_reordered"),
+    ("s2c768_tv", (1, 2, 2, 768), "tv"),
+    ("s12c64_tv", (1, 12, 12, 64), "tv"),
+)
+
+
+def patch_merge_pack(entries: tuple = PATCH_MERGE_PACK) -> onnx.ModelProto:
+    """Every PATCH_MERGE_PACK entry in one model (opset 13): one conversion places them all."""
+    rng = np.random.default_rng(75)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for spec in entries:
+        for whole, part in zip((nodes, inits, inputs, outputs), _patch_merge_case(rng, spec)):
+            whole += part
+    used = {name for n in nodes for name in n.input}
+    return _model(nodes, inputs, outputs, [t for t in inits if t.name in used])
+
+
+CASES.append(Case("patch_merge_pack", "pool: Swin's patch merging (four step-2 Slices rejoined by one Concat) and its variants", patch_merge_pack, ("rk3588", "rk3566")))

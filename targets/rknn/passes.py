@@ -2221,6 +2221,56 @@ def interleaved_pair_rejoined(graph, chip):
             graph.fuse([half], "Slice", attributes={**attributes, INTERLEAVE_ATTRIBUTE: 1})
 
 
+# The quarters of a space-to-depth in the order rknn-toolkit2 2.5.0 matches it: (start along the
+# outer axis, start along the inner one), YOLOv5's Focus and torchvision's Swin PatchMerging.
+SPACE_TO_DEPTH_ORDER = ((0, 0), (1, 0), (0, 1), (1, 1))
+
+
+def _space_to_depth_slices(graph, concat) -> list | None:
+    """The six Slices of a space-to-depth `concat` rejoins: x[.., 0::2, :] and x[.., 1::2, :] along
+    an axis, each sliced again by 2 along the next one, the four quarters read by `concat` alone in
+    SPACE_TO_DEPTH_ORDER on an axis neither sliced nor the batch, the two axes of one size; else None."""
+    if len(concat.inputs) != len(SPACE_TO_DEPTH_ORDER):
+        return None
+    quarters = [graph.producer(t.name) for t in concat.inputs]
+    if any(q is None or graph.only_consumer(q.outputs[0].name) is not concat for q in quarters):
+        return None
+    inner = [_half_by_step_two(q) for q in quarters]
+    if None in inner:
+        return None
+    outer_nodes = [graph.producer(q.inputs[0].name) for q in quarters]
+    outer = [_half_by_step_two(h) if h is not None else None for h in outer_nodes]
+    if None in outer or len({o[:2] for o in outer}) != 1 or len({i[1] for i in inner}) != 1:
+        return None
+    axis, shape = outer[0][1], _static_shape(outer_nodes[0].inputs[0])
+    if not shape or inner[0][1] != axis + 1 or shape[axis] != shape[axis + 1] or shape[axis] % 2:
+        return None
+    if int(concat.attr("axis", 0)) % len(shape) in (0, axis, axis + 1) or [(o[2], i[2]) for o, i in zip(outer, inner)] != list(SPACE_TO_DEPTH_ORDER):
+        return None
+    halves = list({h.name: h for h in outer_nodes}.values())
+    if any(c not in quarters for h in halves for c in graph.consumers(h.outputs[0].name)):
+        return None
+    return halves + quarters
+
+
+@RULES.graph_pass("Slice", OBSERVED=TOOLKIT_OBSERVED)
+def space_to_depth_by_slices(graph, chip):
+    """{OBSERVED} runs on the NPU the six step-2 Slices of a space-to-depth written with them (YOLOv5's Focus on [N, C, H, W], torchvision's Swin PatchMerging on [N, H, W, C]): x[.., 0::2, :] and x[.., 1::2, :] along one axis, each sliced by 2 along the next, the four quarters Concatenated by one node (on the channels), in the order (0, 0), (1, 0), (0, 1), (1, 1), on a square map; where a Slice with a step of 2 otherwise runs on the CPU.
+
+    Measured on tests/forms_models.py patch_merge_pack on RK3588 and RK3566 alike: [1, S, S, C]
+    with S, C = 16, 96; 8, 192; 4, 384; 2, 768; 14, 24; 12, 64; 8, 32 and Focus [1, 8, 16, 16]: NPU.
+    CPU (all six): a non-square map ([1, 8, 16, C], [1, 16, 8, 32], Focus [1, 8, 16, 8]), the
+    quarters in another order ((0, 0), (0, 1), (1, 0), (1, 1)), the inner axis sliced first, three
+    quarters only, two (rows only), a Relu between a quarter and the Concat, the quarters added.
+    Seen on torchvision's Swin-T and Swin-V2-T patch merging (pool, RK3566).
+    """
+    for concat in [n for n in graph.nodes if n.op_type == "Concat"]:
+        found = _space_to_depth_slices(graph, concat)
+        for node in found or ():
+            attributes = {a.name: helper_value(a) for a in node.proto.attribute}
+            graph.fuse([node], "Slice", attributes={**attributes, INTERLEAVE_ATTRIBUTE: 1})
+
+
 def _tokens_reshaped_to_nhwc(graph, node) -> bool:
     """Whether `node` reads, through 1 to MAX_POSITIONWISE_CHAIN position-wise operators (first
     data inputs), a Reshape of tokens into a channels-last map (_tokens_to_nhwc) whose tokens were

@@ -512,7 +512,7 @@ def average_pool_end_padded_window_beyond_input(node: NodeView, chip: str):
 
 @RULES.rule("Slice", STEP_MAX=SLICE_STEP_MAX)
 def slice_step(node: NodeView, chip: str):
-    """The NPU slices with a step of at most {STEP_MAX} (either direction); larger steps run on the CPU (but see passes.interleaved_pair_rejoined)."""
+    """The NPU slices with a step of at most {STEP_MAX} (either direction); larger steps run on the CPU (but see passes.interleaved_pair_rejoined and passes.space_to_depth_by_slices)."""
     steps = node.input(4)
     if steps is None or steps.value is None or node.attr("rknn_interleaved_pair_rejoined") == 1:
         return None
