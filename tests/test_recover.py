@@ -287,6 +287,9 @@ def test_rknn_keeps_a_ranked_node_in_float16_with_the_nodes_writing_its_inputs()
     groups = _groups_of(hybrid, CORPUS / "mnist_box_and_class.onnx", ranked)
     # The model's input and the weights write no layer: the first Conv stays alone.
     assert groups == [("/features/features.3/MaxPool", "/features/features.4/Conv"), ("/Flatten", "/cls/Gemm"), ("/features/features.0/Conv",)]
+    # A Constant node writes a weight or a shape, not a layer: the Reshape keeps only its data's writer.
+    reshape = _groups_of(hybrid, CORPUS / "shufflenet_v2_x0_5.onnx", ["/stage2/stage2.0/Reshape"])
+    assert reshape == [("/stage2/stage2.0/Concat", "/stage2/stage2.0/Reshape")]
     values = _values_to_try(hybrid, target.options_type(), groups)
     assert values[0] == ("/features/features.3/MaxPool", "/features/features.4/Conv")
     assert values[-1] == ("/features/features.3/MaxPool", "/features/features.4/Conv", "/Flatten", "/cls/Gemm", "/features/features.0/Conv")

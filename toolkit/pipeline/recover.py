@@ -293,13 +293,15 @@ def _with_producers(model_path: Path, ranked: list[str]) -> list[tuple[str, ...]
 def _with_input_producers(model_path: Path, ranked: list[str]) -> list[tuple[str, ...]]:
     """Each ranked node preceded by the nodes that write its data inputs (not initialisers): on a
     toolchain that keeps the tensor between two layers in int8 unless both are in the wider type,
-    the node alone would still read an int8 tensor (docs/accuracy.md, the brute force's second form)."""
+    the node alone would still read an int8 tensor (docs/accuracy.md, the brute force's second form).
+    Constant nodes write weights, not layers: they are left out."""
     by_name, producer, weights = _graph_index(model_path)
     groups: list[tuple[str, ...]] = []
     for name in ranked:
         node = by_name.get(name)
         inputs = [i for i in (node.input if node is not None else ()) if i and i not in weights and i in producer]
-        groups.append(tuple(dict.fromkeys([producer[i][0] for i in inputs] + [name])))
+        writers = [producer[i][0] for i in inputs if producer[i][1].op_type != "Constant"]
+        groups.append(tuple(dict.fromkeys(writers + [name])))
     return groups
 
 
