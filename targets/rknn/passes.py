@@ -1052,15 +1052,19 @@ def _after_transpose(graph, node) -> bool:
     return before is not None and before.op_type == "Transpose"
 
 
-def _batched_split_heads(graph, node):
+def _batched_split_heads(graph, node, by: str = "Split"):
     """The heads' Reshape [B, T, C] -> [B, T, parts, H, D] (B > 1) before `node`, a Transpose
-    [2, 0, 3, 1, 4] whose parts are unbound by a Split; else None."""
+    [2, 0, 3, 1, 4] whose parts are unbound `by` a Split (or, by="Gather", each by a one-index
+    Gather on the first axis); else None."""
     heads = _heads_reshape(graph, node)
     x = _static_shape(heads.inputs[0]) if heads is not None else None
     readers = graph.consumers(node.outputs[0].name)
-    if x is None or len(x) != 3 or x[0] <= 1 or _perm(node) != [2, 0, 3, 1, 4] or [r.op_type for r in readers] != ["Split"]:
+    if x is None or len(x) != 3 or x[0] <= 1 or _perm(node) != [2, 0, 3, 1, 4] or not readers:
         return None
-    return heads
+    if by == "Gather":  # each part straight into a product (through layout hops and scalar scales)
+        one_index = all(r.op_type == "Gather" and int(r.attr("axis", 0)) == 0 and len(_ints(r.inputs[1]) or ()) == 1 for r in readers)
+        return heads if one_index and all(_reaches_matmul(graph, r, forward=True) for r in readers) else None
+    return heads if [r.op_type for r in readers] == ["Split"] else None
 
 
 # The attribute area_attention_layouts gives the layout nodes of area attention it places: the
@@ -1142,7 +1146,7 @@ def area_attention_layouts(graph, chip):
 
 @RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED, ALIGN=8)
 def batched_attention_layouts(graph, chip):
-    """{OBSERVED} lays out attention over a batch of token sets (B > 1: MobileViT's attention over the patches of each pixel position) otherwise than attention over one: the heads' split of a joint q/k/v projection (Reshape, Transpose [2, 0, 3, 1, 4], Split) or of separate q, k and v projections (Reshape [B, T, H, D]; the value's Transpose [0, 2, 1, 3] a layer of its own unless its tokens and head size are multiples of {ALIGN}) stays on the NPU whatever the head size; the key's Transpose [0, 1, 3, 2] into the scores' product (of a part unbound from the joint projection, not right after another Transpose), with the scalar scales after it, is a Transpose layer of its own unless its tokens and head size are multiples of {ALIGN}; and so is the Transpose [0, 2, 1, 3] after attn @ v unless the head size is. On RK3566/RK3568 those Transpose layers run on the CPU.
+    """{OBSERVED} lays out attention over a batch of token sets (B > 1: MobileViT's attention over the patches of each pixel position) otherwise than attention over one: the heads' split of a joint q/k/v projection (Reshape, Transpose [2, 0, 3, 1, 4], Split) or of separate q, k and v projections (Reshape [B, T, H, D]; the value's Transpose [0, 2, 1, 3] a layer of its own unless its tokens and head size are multiples of {ALIGN}) stays on the NPU whatever the head size; the key's Transpose [0, 1, 3, 2] into the scores' product (of a part unbound from the joint projection, not right after another Transpose), with the scalar scales after it, is a Transpose layer of its own unless its tokens and head size are multiples of {ALIGN}; and so is the Transpose [0, 2, 1, 3] after attn @ v unless the head size is. A joint projection whose parts are taken by one-index Gathers (torchvision's Swin: qkv[0], qkv[1], qkv[2]), each straight into a product, keeps its heads' Reshape and Transpose as one Transpose layer. On RK3566/RK3568 those Transpose layers run on the CPU.
 
     Measured on tests/forms_models.py batched_attention on RK3566 (batch 2, 4, 9; tokens 1, 4, 8,
     9, 12, 16, 49; heads of 12, 16, 20, 24; q alone or q and k scaled): the key's Transpose on the
@@ -1161,6 +1165,11 @@ def batched_attention_layouts(graph, chip):
     set (batch 2, 3, 4, 8; heads of 60 or 36) every split is on the NPU, and so is the merge
     where a Linear added residually reads it (without: on the CPU); with 2, 4 or 16 tokens the
     merge of heads of 20, 36 or 60 stays on the CPU.
+
+    Swin's window attention (tests/forms_models.py window_pack, RK3566, 2026-12-04): q, k and v
+    Gathered from the Transpose [2, 0, 3, 1, 4] of 4 or 9 windows (49 tokens, heads of 32; 64
+    tokens with windows of 8): that Reshape and Transpose on the CPU; one window: NPU. Swin-V2's
+    parts, L2-normalised before their products, split on the NPU (pool, 4 windows of 64 tokens).
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node or node.attr(AREA_ATTENTION_ATTRIBUTE) is not None:
@@ -1169,6 +1178,8 @@ def batched_attention_layouts(graph, chip):
         split = _batched_split_heads(graph, node)
         if split is not None:
             graph.fuse([split, node], "Reshape", leader=split, attributes={BATCHED_HEADS_ATTRIBUTE: 0})
+        elif (gathered := _batched_split_heads(graph, node, by="Gather")) is not None:
+            graph.fuse([gathered, node], "Transpose", leader=node, attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: 0})
         elif _batched_separate_heads(graph, node, perm) or dims is None:
             continue
         elif perm == [0, 1, 3, 2] and (dims[0] % 8 or dims[1] % 8) and _key_scales(graph, node) is not None and not _after_transpose(graph, node):
@@ -1517,6 +1528,28 @@ def transpose_in_a_chain_that_moves_nothing(graph, chip):
         before, after = _layout_neighbours(graph, node, False)[::-1], _layout_neighbours(graph, node, True)
         chains = [before[i:] + [node] + after[:j] for i in range(len(before) + 1) for j in range(len(after) + 1)]
         if any(len(c) > 1 and _moves_nothing(c) for c in chains):
+            graph.fuse([node], "Reshape", attributes={})
+
+
+WINDOW_SWAP = [0, 1, 3, 2, 4, 5]  # [N, H/w, w, W/w, w, C] <-> [N, H/w, W/w, w, w, C]
+
+
+@RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED)
+def window_partition_between_reshapes(graph, chip):
+    """{OBSERVED} runs on the NPU, even on RK3566/RK3568 where a Transpose layer runs on the CPU, the 6-D Transpose [0, 1, 3, 2, 4, 5] of Swin's window partition and window reverse between two Reshapes (a channels-last map [N, H, W, C] viewed as [N, H/w, w, W/w, w, C], swapped, viewed as windows [N*nW, w*w, C]; and back): it is placed as a Reshape.
+
+    Measured on tests/forms_models.py window_pack on RK3566 and RK3588 (2026-12-04): maps of 21,
+    14 and 28 with windows of 7, 16 with windows of 8, 32 to 192 channels, a Linear or window
+    attention between partition and reverse: both Transposes on the NPU. Not probed: other ranks
+    and perms, other neighbours than the two Reshapes (a run of such variants did not finish
+    within the probe's 300 s under load).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        before = graph.producer(node.inputs[0].name) if node.inputs else None
+        after = graph.only_consumer(node.outputs[0].name) if node.outputs else None
+        if _perm(node) != WINDOW_SWAP or before is None or after is None or before.op_type != "Reshape" or after.op_type != "Reshape":
+            continue
+        if graph.only_consumer(before.outputs[0].name) is node:
             graph.fuse([node], "Reshape", attributes={})
 
 

@@ -796,10 +796,18 @@ def reshape_into_cpu_softmax(node: NodeView, chip: str):
 
     Measured on the distribution-focal-loss decode of yolo11n and yolov5nu (Reshape, Transpose,
     Softmax: the Transpose joins the Reshape, see passes.py) and on small Conv -> Reshape ->
-    Softmax models, with and without the Transpose.
+    Softmax models, with and without the Transpose. Not so a Reshape that only merges the two
+    leading axes of attention's scores ([1, nW, heads, T, T] -> [nW, heads, T, T], the shifted
+    windows' mask Added between: Swin), which stays on the NPU (tests/forms_models.py window_pack
+    "masked", 9 and 4 windows of 49 tokens, RK3566).
     """
-    out = node.output(0)
-    return Offence("Softmax", "read by") if out is not None and out.consumers == ("Softmax",) and not out.is_model_output else None
+    out, x = node.output(0), node.input(0)
+    if out is None or out.consumers != ("Softmax",) or out.is_model_output:
+        return None
+    merged = x is not None and x.is_static and out.is_static and len(x.shape) == 5 and len(out.shape) == 4
+    if merged and x.shape[0] == 1 and tuple(out.shape) == (x.shape[1], *x.shape[2:]):
+        return None
+    return Offence("Softmax", "read by")
 
 
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
