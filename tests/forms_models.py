@@ -3679,3 +3679,67 @@ def window_pack(entries: tuple = WINDOW_PACK) -> onnx.ModelProto:
 
 CASES.append(Case("window_pack", "pool: Swin's window partition, window attention (with the shifted windows' mask) and window reverse", window_pack, ("rk3588", "rk3566")))
 
+
+
+# ---- pool (issue 27, rk3566 tuning part): TinyViT's window block between its convolutions -------
+
+
+def _tinyvit_case(rng, spec) -> tuple[list, list, list, list]:
+    """One TINYVIT_PACK entry. `form`: residual_tokens (two token streams [1, T, C], one through a
+    Linear, each Reshaped to a channels-last map [1, S, S, C], Added, Transposed [0, 3, 1, 2] into a
+    1x1 Conv); block (timm's TinyViT block on a Conv's [1, C, S, S]: Transpose [0, 2, 3, 1], Pad to
+    `padded` when larger, the window partition of one window, a Linear, the reverse, the pad cropped
+    by two Slices, the residual Add of the Transposed map, Transpose [0, 3, 1, 2] into a 1x1 Conv)."""
+    name, form, side, ch, *rest = spec
+    p = f"{name}_"
+    node = lambda op, ins, out, **kw: helper.make_node(op, ins, [p + out], name=p + out, **kw)  # noqa: E731
+    inits: list = []
+    c = lambda key, value, dtype=np.int64: inits.append(_const(p + "k_" + key, np.asarray(value, dtype))) or p + "k_" + key  # noqa: E731
+    t = side * side
+    if form == "residual_tokens":
+        nodes = [node("Add", [p + "x", c("shift", _weights(rng, t, ch), np.float32)], "xs"), node("MatMul", [p + "xs", c("w", _weights(rng, ch, ch), np.float32)], "lin"),
+                 node("Reshape", [p + "xs", c("map", [1, side, side, ch])], "map_a"), node("Reshape", [p + "lin", p + "k_map"], "map_b"),
+                 node("Add", [p + "map_a", p + "map_b"], "res")]
+        inputs = [_vi(p + "x", [1, t, ch])]
+    else:
+        padded = rest[0]
+        nodes = [node("Conv", [p + "x", c("w0", _weights(rng, ch, ch, 1, 1), np.float32)], "conv0"), node("Transpose", [p + "conv0"], "to_nhwc", perm=[0, 2, 3, 1])]
+        x = p + "to_nhwc"
+        if padded > side:
+            nodes.append(node("Pad", [x, c("pads", [0, 0, 0, 0, 0, padded - side, padded - side, 0])], "pad"))
+            x = p + "pad"
+        nodes += [node("Reshape", [x, c("grid", [1, 1, padded, 1, padded, ch])], "grid"), node("Transpose", [p + "grid"], "partition", perm=[0, 1, 3, 2, 4, 5]),
+                  node("Reshape", [p + "partition", c("windows", [1, padded * padded, ch])], "windows"),
+                  node("MatMul", [p + "windows", c("w", _weights(rng, ch, ch), np.float32)], "lin"),
+                  node("Reshape", [p + "lin", c("back_grid", [1, 1, 1, padded, padded, ch])], "back_grid"), node("Transpose", [p + "back_grid"], "reverse", perm=[0, 1, 3, 2, 4, 5]),
+                  node("Reshape", [p + "reverse", c("map", [1, padded, padded, ch])], "map")]
+        x = p + "map"
+        if padded > side:
+            nodes += [node("Slice", [x, c("zero", [0]), c("side", [side]), c("h", [1]), c("one", [1])], "crop_h"),
+                      node("Slice", [p + "crop_h", p + "k_zero", p + "k_side", c("w_axis", [2]), p + "k_one"], "crop_w")]
+            x = p + "crop_w"
+        nodes.append(node("Add", [p + "to_nhwc", x], "res"))
+        inputs = [_vi(p + "x", [1, ch, side, side])]
+    nodes += [node("Transpose", [p + "res"], "to_nchw", perm=[0, 3, 1, 2]), node("Conv", [p + "to_nchw", c("w1", _weights(rng, ch, ch, 1, 1), np.float32)], "y")]
+    return nodes, inits, inputs, [_vi(p + "y", [1, ch, side, side])]
+
+
+TINYVIT_PACK = (
+    ("s4c160_residual_tokens", "residual_tokens", 4, 160),
+    ("s4c160_block_pad14", "block", 4, 160, 14),  # TinyViT-5M's third stage at a 64x64 input
+    ("s8c128_block_pad14", "block", 8, 128, 14),
+    ("s7c64_block", "block", 7, 64, 7),
+)
+
+
+def tinyvit_pack(entries: tuple = TINYVIT_PACK) -> onnx.ModelProto:
+    """Every TINYVIT_PACK entry in one model (opset 13): one conversion places them all."""
+    rng = np.random.default_rng(78)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for spec in entries:
+        for whole, part in zip((nodes, inits, inputs, outputs), _tinyvit_case(rng, spec)):
+            whole += part
+    return _model(nodes, inputs, outputs, inits)
+
+
+CASES.append(Case("tinyvit_pack", "pool: TinyViT's window block between its convolutions (the channels-last map's Transposes)", tinyvit_pack, ("rk3566",)))

@@ -2337,6 +2337,59 @@ def channels_last_tokens_back_to_a_map(graph, chip):
             graph.eliminate(node)
 
 
+def _crop_of_a_map(node) -> bool:
+    """A Slice of a 4-D map along its height or width with a step of 1 (a window padding cropped)."""
+    if node.op_type != "Slice" or len(node.inputs) < 4 or len(_static_shape(node.inputs[0]) or ()) != 4:
+        return False
+    axes, steps = _ints(node.inputs[3]), _ints(node.inputs[4]) if len(node.inputs) > 4 else [1]
+    return bool(axes) and all(a % 4 in (1, 2) for a in axes) and all(s == 1 for s in steps or [1])
+
+
+def _channels_last_source(graph, tensor) -> str | None:
+    """What wrote the channels-last map `tensor`, through at most two crops: "tokens" (a Reshape of
+    tokens, _tokens_to_nhwc), "windows" (a Reshape of 6-D windows back to the map: a window
+    reverse), "map" (a map's Transpose [0, 2, 3, 1]); else None."""
+    writer = graph.producer(tensor.name)
+    for _ in range(2):
+        if writer is None or not _crop_of_a_map(writer):
+            break
+        writer = graph.producer(writer.inputs[0].name)
+    if writer is None:
+        return None
+    if writer.op_type == "Transpose" and _perm(writer) == [0, 2, 3, 1]:
+        return "map"
+    if writer.op_type == "Reshape" and _tokens_to_nhwc(writer):
+        return "tokens"
+    x, out = _static_shape(writer.inputs[0]) if writer.inputs else None, _static_shape(writer.outputs[0])
+    return "windows" if writer.op_type == "Reshape" and x and out and len(x) == 6 and len(out) == 4 else None
+
+
+@RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED)
+def channels_last_residual_back_to_a_map(graph, chip):
+    """{OBSERVED} holds a channels-last map added residually to another (TinyViT's window block: the block's input, a Conv's map Transposed [0, 2, 3, 1] or tokens Reshaped to [N, H, W, C], plus the window attention's map put back from its windows and cropped) without moving data: the Transpose [0, 3, 1, 2] of the sum into the next convolution, and the Transpose [0, 2, 3, 1] that made the block's input when only that sum and the window partition (a Pad or a Reshape) read it, have no layer of their own, even on RK3566/RK3568 where a Transpose layer runs on the CPU.
+
+    Measured on tests/forms_models.py tinyvit_pack on RK3566 (2026-12-04): two token streams of
+    16 tokens of 160 Reshaped to a 4x4 map and added; a Conv's 4x4 map of 160 or 8x8 of 128
+    padded to one window of 14, a Linear on it, put back and cropped, and 7x7 of 64 unpadded: both
+    Transposes on the NPU. Seen on TinyViT-5M's stages (pool, RK3566: one window, and four windows
+    of 7 on its second stage). Not probed: other readers of the sum, several windows, other chips
+    (their NPU runs these Transposes anyway).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose" and _perm(n) == [0, 3, 1, 2]]:
+        add = graph.producer(node.inputs[0].name) if node.inputs else None
+        if add is None or add.op_type != "Add" or len(add.inputs) != 2 or graph.only_consumer(add.outputs[0].name) is not node:
+            continue
+        sources = [_channels_last_source(graph, t) for t in add.inputs]
+        if None in sources or not set(sources) <= {"map", "tokens", "windows"} or sources.count("windows") > 1:
+            continue
+        for t in add.inputs:
+            swap = graph.producer(t.name)
+            readers = graph.consumers(t.name) if swap is not None and swap.op_type == "Transpose" else []
+            if readers and all(r is add or r.op_type in ("Pad", "Reshape") for r in readers):
+                graph.eliminate(swap)
+        graph.eliminate(node)
+
+
 def _biased_linear(graph, node) -> bool:
     """A Linear's bias Add: a constant vector along the last axis Added to a MatMul by a constant matrix."""
     if node.op_type != "Add" or len(node.inputs) != 2 or not _positionwise(node):
