@@ -3743,3 +3743,52 @@ def tinyvit_pack(entries: tuple = TINYVIT_PACK) -> onnx.ModelProto:
 
 
 CASES.append(Case("tinyvit_pack", "pool: TinyViT's window block between its convolutions (the channels-last map's Transposes)", tinyvit_pack, ("rk3566",)))
+
+
+def _last_axis_split_case(rng, spec) -> tuple[list, list, list, list]:
+    """One LAST_AXIS_SPLIT_PACK entry: timm's TinyViT attention on `batch` token sets of `tokens`
+    tokens: a joint Linear C -> 3C, Reshape [B, T, heads, 3D], Split on the last axis into q, k, v,
+    q and v Transposed [0, 2, 1, 3], k [0, 2, 3, 1], q and k each times sqrt(scale) (`scaled`),
+    MatMul, Softmax, MatMul by v, Transpose [0, 2, 1, 3], Reshape [B, T, C], a Linear."""
+    name, batch, tokens, heads, hd, scaled = spec
+    p, ch = f"{name}_", heads * hd
+    node = lambda op, ins, out, **kw: helper.make_node(op, ins, [p + out], name=p + out, **kw)  # noqa: E731
+    inits: list = []
+    c = lambda key, value, dtype=np.int64: inits.append(_const(p + "k_" + key, np.asarray(value, dtype))) or p + "k_" + key  # noqa: E731
+    nodes = [node("MatMul", [p + "x", c("wqkv", _weights(rng, ch, 3 * ch), np.float32)], "qkv"),
+             node("Reshape", [p + "qkv", c("heads", [batch, tokens, heads, 3 * hd])], "heads"),
+             helper.make_node("Split", [p + "heads", c("parts", [hd, hd, hd])], [p + "q", p + "k", p + "v"], name=p + "split", axis=3),
+             node("Transpose", [p + "q"], "qt", perm=[0, 2, 1, 3]), node("Transpose", [p + "k"], "kt", perm=[0, 2, 3, 1]),
+             node("Transpose", [p + "v"], "vt", perm=[0, 2, 1, 3])]
+    q, k = p + "qt", p + "kt"
+    if scaled:
+        root = c("root", np.float32(hd ** -0.25), np.float32)
+        nodes += [node("Mul", [q, root], "qs"), node("Mul", [k, root], "ks")]
+        q, k = p + "qs", p + "ks"
+    nodes += [node("MatMul", [q, k], "scores"), node("Softmax", [p + "scores"], "attn", axis=-1), node("MatMul", [p + "attn", p + "vt"], "ctx"),
+              node("Transpose", [p + "ctx"], "merge_t", perm=[0, 2, 1, 3]), node("Reshape", [p + "merge_t", c("merged", [batch, tokens, ch])], "merged"),
+              node("MatMul", [p + "merged", c("wo", _weights(rng, ch, ch), np.float32)], "y")]
+    return nodes, inits, [_vi(p + "x", [batch, tokens, ch])], [_vi(p + "y", [batch, tokens, ch])]
+
+
+LAST_AXIS_SPLIT_PACK = (
+    ("b4t49h4", 4, 49, 4, 32, True),  # TinyViT-5M's second stage at a 64x64 input: 4 windows of 7x7
+    ("b1t196h5", 1, 196, 5, 32, True),  # its third stage: one window of 14x14
+    ("b4t64h4", 4, 64, 4, 32, True),
+    ("b2t16h2", 2, 16, 2, 32, True),
+    ("b4t49h4_unscaled", 4, 49, 4, 32, False),
+    ("b4t49h2d16", 4, 49, 2, 16, True),
+)
+
+
+def last_axis_split_pack(entries: tuple = LAST_AXIS_SPLIT_PACK) -> onnx.ModelProto:
+    """Every LAST_AXIS_SPLIT_PACK entry in one model (opset 13): one conversion places them all."""
+    rng = np.random.default_rng(79)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for spec in entries:
+        for whole, part in zip((nodes, inits, inputs, outputs), _last_axis_split_case(rng, spec)):
+            whole += part
+    return _model(nodes, inputs, outputs, inits)
+
+
+CASES.append(Case("last_axis_split_pack", "pool: TinyViT's attention (q, k, v Split on the last axis after the heads' Reshape) over one or several windows", last_axis_split_pack, ("rk3566",)))

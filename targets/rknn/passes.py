@@ -1144,6 +1144,43 @@ def area_attention_layouts(graph, chip):
         first = False
 
 
+def _batched_last_axis_part(graph, node) -> list | None:
+    """For a Transpose [0, 2, 1, 3] or [0, 2, 3, 1] of one of three parts Split on the last axis of a
+    joint projection's heads [B, T, H, 2*kd + vd] with B > 1 and T not a multiple of 8 (TinyViT's
+    windowed attention): the Transpose and the scalar scales right after it; else None."""
+    split = graph.producer(node.inputs[0].name) if node.inputs else None
+    shape = _static_shape(split.inputs[0]) if split is not None and split.op_type == "Split" else None
+    if not shape or len(shape) != 4 or shape[0] <= 1 or shape[1] % 8 == 0 or _perm(node) not in ([0, 2, 1, 3], [0, 2, 3, 1]) or not _part_of_a_last_axis_split(graph, node):
+        return None
+    members, tensor = [node], node.outputs[0]
+    for _ in range(MAX_LAYOUT_HOPS):
+        # A Shape beside the scale reads only the static shape (SDPA's export: the scale from q.size(-1)).
+        readers = [r for r in graph.consumers(tensor.name) if r.op_type != "Shape"]
+        reader = readers[0] if len(readers) == 1 else None
+        if reader is None or not _scalar_swapped(reader, tensor.name):
+            break
+        members.append(reader)
+        tensor = reader.outputs[0]
+    return members
+
+
+# The attribute batched_attention_layouts gives the heads' Reshape [B, T, C] -> [B, T, H, 2*kd + vd]
+# (B > 1) before a Split on the last axis (rules.batched_last_axis_heads: uncertain).
+BATCHED_LAST_AXIS_HEADS_ATTRIBUTE = "rknn_batched_last_axis_heads"
+
+
+def _batched_last_axis_heads(graph) -> None:
+    """Marks the heads' Reshape of each joint projection Split on the last axis over B > 1 token sets."""
+    for split in [n for n in graph.nodes if n.op_type == "Split"]:
+        heads = graph.producer(split.inputs[0].name) if split.inputs else None
+        shape = _static_shape(split.inputs[0]) if split.inputs else None
+        parts = [o for o in split.outputs if o.name]
+        if heads is None or heads.op_type != "Reshape" or not shape or len(shape) != 4 or shape[0] <= 1 or len(parts) != 3:
+            continue
+        if int(split.attr("axis", 0)) % 4 == 3 and graph.only_consumer(heads.outputs[0].name) is split:
+            graph.fuse([heads], "Reshape", attributes={BATCHED_LAST_AXIS_HEADS_ATTRIBUTE: 1})
+
+
 @RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED, ALIGN=8)
 def batched_attention_layouts(graph, chip):
     """{OBSERVED} lays out attention over a batch of token sets (B > 1: MobileViT's attention over the patches of each pixel position) otherwise than attention over one: the heads' split of a joint q/k/v projection (Reshape, Transpose [2, 0, 3, 1, 4], Split) or of separate q, k and v projections (Reshape [B, T, H, D]; the value's Transpose [0, 2, 1, 3] a layer of its own unless its tokens and head size are multiples of {ALIGN}) stays on the NPU whatever the head size; the key's Transpose [0, 1, 3, 2] into the scores' product (of a part unbound from the joint projection, not right after another Transpose), with the scalar scales after it, is a Transpose layer of its own unless its tokens and head size are multiples of {ALIGN}; and so is the Transpose [0, 2, 1, 3] after attn @ v unless the head size is. A joint projection whose parts are taken by one-index Gathers (torchvision's Swin: qkv[0], qkv[1], qkv[2]), each straight into a product, keeps its heads' Reshape and Transpose as one Transpose layer. On RK3566/RK3568 those Transpose layers run on the CPU.
@@ -1170,6 +1207,10 @@ def batched_attention_layouts(graph, chip):
     Gathered from the Transpose [2, 0, 3, 1, 4] of 4 or 9 windows (49 tokens, heads of 32; 64
     tokens with windows of 8): that Reshape and Transpose on the CPU; one window: NPU. Swin-V2's
     parts, L2-normalised before their products, split on the NPU (pool, 4 windows of 64 tokens).
+    TinyViT's q, k and v Split on the last axis of the heads' [B, T, H, 3D] (last_axis_split_pack,
+    RK3566): with 4 windows of 49 tokens (4 heads of 32, 2 of 16, scaled or not) the three
+    Transposes, with the scales after q's and k's, are Transpose layers on the CPU; with 64 or 16
+    tokens, or one window of 196, merged (NPU).
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node or node.attr(AREA_ATTENTION_ATTRIBUTE) is not None:
@@ -1180,6 +1221,8 @@ def batched_attention_layouts(graph, chip):
             graph.fuse([split, node], "Reshape", leader=split, attributes={BATCHED_HEADS_ATTRIBUTE: 0})
         elif (gathered := _batched_split_heads(graph, node, by="Gather")) is not None:
             graph.fuse([gathered, node], "Transpose", leader=node, attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: 0})
+        elif (part := _batched_last_axis_part(graph, node)) is not None:
+            graph.fuse(part, "Transpose", leader=node, attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: 0})
         elif _batched_separate_heads(graph, node, perm) or dims is None:
             continue
         elif perm == [0, 1, 3, 2] and (dims[0] % 8 or dims[1] % 8) and _key_scales(graph, node) is not None and not _after_transpose(graph, node):
@@ -1187,6 +1230,7 @@ def batched_attention_layouts(graph, chip):
         elif perm == [0, 2, 1, 3] and dims[1] % 8 and (before := graph.producer(node.inputs[0].name)) is not None and _product_of_computed(before):
             graph.fuse([node], "Transpose", attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(dims)})
     _batched_one_token_heads(graph)
+    _batched_last_axis_heads(graph)
 
 
 # The attribute the pass below gives the heads' merge Transpose it keeps, so that

@@ -981,6 +981,19 @@ def constant_pad_of_a_low_rank_input_folded_into_conv(node: NodeView, chip: str)
     return Offence(x.name, "2-D or 3-D model input", uncertain=folded != "folded")
 
 
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def batched_last_axis_heads(node: NodeView, chip: str):
+    """On this chip the heads' Reshape [B, T, C] -> [B, T, H, 2*kd + vd] of a joint projection whose q, k and v are Split on the last axis, over B > 1 token sets (TinyViT's windowed attention), runs on the CPU or the NPU by a rule not found (rknn-toolkit2 2.5.0, observed): uncertain.
+
+    Measured on tests/forms_models.py last_axis_split_pack on RK3566 (2026-12-04): CPU for 4
+    windows of 49 or 64 tokens with 4 heads of 32 (scaled or not); NPU for 2 windows of 16 tokens
+    with 2 heads of 32 and 4 windows of 49 with 2 heads of 16. Marked by passes.batched_attention_layouts.
+    """
+    if node.attr("rknn_batched_last_axis_heads") is None:
+        return None
+    return Offence(tuple(node.output(0).shape or ()), "heads of a batched joint projection split on the last axis", uncertain=True)
+
+
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"), ALIGN=8)
 def reshape_of_unaligned_attention_heads(node: NodeView, chip: str):
     """On this chip the toolkit runs on the CPU a Reshape beside a Transpose that splits the last axis into attention heads, or merges the heads back, when a head's size is not a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed).
