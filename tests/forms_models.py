@@ -1153,12 +1153,13 @@ CASES += [Case(f"nhwc_swap_{d}_c32_s4", "pool: tokens viewed as a channels-last 
 # ---- pool (issue 27, rk3566 tuning part): a key/value projection of its own -----------------------
 
 
-def kv_attention(side: int = 4, stride: int = 2, heads: int = 2, head: int = 32, unbind: str = "split") -> onnx.ModelProto:
+def kv_attention(side: int = 4, stride: int = 2, heads: int = 2, head: int = 32, unbind: str = "split", key_scaled: bool = False) -> onnx.ModelProto:
     """PVT-v2's spatial-reduction attention on a map [1, C, H, W]: q from the map's tokens (Reshape,
     Transpose [0, 2, 1], Linear), k and v from one Linear of a strided Conv's tokens, split into heads
     (Reshape [1, S, 2, heads, head], Transpose [2, 0, 3, 1, 4]) and unbound by a Split and Squeezes
     (unbind "split") or two Gathers ("gather"); k transposed [0, 1, 3, 2]; Softmax, heads merged, a
-    Linear and a mean over the tokens."""
+    Linear and a mean over the tokens. `key_scaled`: q and the transposed k each times sqrt(scale)
+    (PVT-v2's export) instead of q times the scale."""
     rng = np.random.default_rng(27)
     c, t, s = heads * head, side * side, (side // stride) ** 2
     inits = [_const("w_q", _weights(rng, c, c)), _const("w_kv", _weights(rng, c, 2 * c)), _const("w_o", _weights(rng, c, c)), _const("w_sr", _weights(rng, c, c, stride, stride)),
@@ -1182,10 +1183,14 @@ def kv_attention(side: int = 4, stride: int = 2, heads: int = 2, head: int = 32,
               helper.make_node("Squeeze", ["v5", "ax0"], ["v"], name="v_squeeze")]
     else:
         n += [helper.make_node("Gather", ["kv", "i0"], ["k"], name="k_unbind", axis=0), helper.make_node("Gather", ["kv", "i1"], ["v"], name="v_unbind", axis=0)]
-    n += [helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
-          helper.make_node("Mul", ["q", "scale"], ["qs"], name="q_scale"),
-          helper.make_node("MatMul", ["qs", "kt"], ["scores"], name="scores"),
-          helper.make_node("Softmax", ["scores"], ["attn"], name="softmax", axis=-1),
+    n.append(helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]))
+    if key_scaled:
+        inits.append(_const("root", np.array(head**-0.25, np.float32)))
+        n += [helper.make_node("Mul", ["q", "root"], ["qs"], name="q_scale"), helper.make_node("Mul", ["kt", "root"], ["kts"], name="k_scale"),
+              helper.make_node("MatMul", ["qs", "kts"], ["scores"], name="scores")]
+    else:
+        n += [helper.make_node("Mul", ["q", "scale"], ["qs"], name="q_scale"), helper.make_node("MatMul", ["qs", "kt"], ["scores"], name="scores")]
+    n += [helper.make_node("Softmax", ["scores"], ["attn"], name="softmax", axis=-1),
           helper.make_node("MatMul", ["attn", "v"], ["ctx"], name="context"),
           helper.make_node("Transpose", ["ctx"], ["ctxt"], name="merge_transpose", perm=[0, 2, 1, 3]),
           helper.make_node("Reshape", ["ctxt", "merged"], ["mg"], name="merge_heads"),
@@ -1199,6 +1204,8 @@ def kv_attention(side: int = 4, stride: int = 2, heads: int = 2, head: int = 32,
 KV_FORMS = (("split", 4, 2, 2), ("gather", 8, 2, 2), ("split", 8, 4, 2), ("split", 4, 2, 1))
 CASES += [Case(f"kv_attention_{u}_s{s}_r{r}_h{h}", "pool: a key/value projection of its own (spatial-reduction attention)",
                lambda u=u, s=s, r=r, h=h: kv_attention(s, r, heads=h, head=64 // h, unbind=u), ("rk3566", "rk3588")) for u, s, r, h in KV_FORMS]
+CASES += [Case(f"kv_attention_{u}_s{s}_r{r}_h{h}_key_scaled", "pool: a key/value projection of its own, the key scaled after its Transpose (PVT-v2)",
+               lambda u=u, s=s, r=r, h=h: kv_attention(s, r, heads=h, head=64 // h, unbind=u, key_scaled=True), ("rk3566",)) for u, s, r, h in (("split", 4, 2, 2), ("gather", 8, 2, 2))]
 
 
 # ---- pool (issue 27, rk3566 tuning part): CaiT's talking heads ---------------------------------------

@@ -942,12 +942,14 @@ def key_transpose_of_a_kv_projection(graph, chip):
 
     Measured on PVT-v2's attention (2, 5 and 8 heads: CPU; 1 head: no layer) and on small
     spatial-reduction attention models (2 heads of 32, 4 or 16 keys, Split or Gather: CPU), against
-    the joint projection (timm's qkv, Split or Gather, 16 or 65 tokens: no layer).
+    the joint projection (timm's qkv, Split or Gather, 16 or 65 tokens: no layer). A scalar scale
+    between that Transpose and the product (PVT-v2's k * sqrt(scale)) joins its layer (the
+    toolkit's fuse_mul_exmatmul, named so in its build log: PVT-v2-b0's three stages, pool).
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         perm = _perm(node)
         if perm is not None and len(perm) == 4 and perm == [0, 1, 3, 2] and _kv_stack(graph, node):
-            graph.fuse([node], "Transpose", attributes={"perm": perm, KV_KEY_ATTRIBUTE: 1})
+            graph.fuse([node, *(_key_scales(graph, node) or [])], "Transpose", leader=node, attributes={"perm": perm, KV_KEY_ATTRIBUTE: 1})
 
 
 # The attribute transposes_merged_into_matmul gives a feature map's tokens swapped and unsqueezed
