@@ -1146,6 +1146,13 @@ def area_attention_layouts(graph, chip):
         first = False
 
 
+def _normalised(graph, node) -> bool:
+    """Whether `node` reads an L2-normalised tensor (F.normalize: Swin-V2's key; fuse_l2_normalisation
+    has made it an LpNormalization by now)."""
+    writer = graph.producer(node.inputs[0].name) if node.inputs else None
+    return writer is not None and writer.op_type == "LpNormalization"
+
+
 def _batched_last_axis_part(graph, node) -> list | None:
     """For a Transpose [0, 2, 1, 3] or [0, 2, 3, 1] of one of three parts Split on the last axis of a
     joint projection's heads [B, T, H, 2*kd + vd] with B > 1 and T not a multiple of 8 (TinyViT's
@@ -1209,6 +1216,8 @@ def batched_attention_layouts(graph, chip):
     Gathered from the Transpose [2, 0, 3, 1, 4] of 4 or 9 windows (49 tokens, heads of 32; 64
     tokens with windows of 8): that Reshape and Transpose on the CPU; one window: NPU. Swin-V2's
     parts, L2-normalised before their products, split on the NPU (pool, 4 windows of 64 tokens).
+    Swin-V2's key, L2-normalised before its Transpose (window_cosine_pack, RK3566): that Transpose
+    on the CPU for 4 windows of 64 tokens and 9 of 49 (heads of 32), aligned or not; one window: NPU.
     TinyViT's q, k and v Split on the last axis of the heads' [B, T, H, 3D] (last_axis_split_pack,
     RK3566): with 4 windows of 49 tokens (4 heads of 32, 2 of 16, scaled or not) the three
     Transposes, with the scales after q's and k's, are Transpose layers on the CPU; with 64 or 16
@@ -1227,7 +1236,7 @@ def batched_attention_layouts(graph, chip):
             graph.fuse(part, "Transpose", leader=node, attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: 0})
         elif _batched_separate_heads(graph, node, perm) or dims is None:
             continue
-        elif perm == [0, 1, 3, 2] and (dims[0] % 8 or dims[1] % 8) and _key_scales(graph, node) is not None and not _after_transpose(graph, node):
+        elif perm == [0, 1, 3, 2] and (dims[0] % 8 or dims[1] % 8 or _normalised(graph, node)) and _key_scales(graph, node) is not None and not _after_transpose(graph, node):
             graph.fuse([node, *_key_scales(graph, node)], "Transpose", leader=node, attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(dims)})
         elif perm == [0, 2, 1, 3] and dims[1] % 8 and (before := graph.producer(node.inputs[0].name)) is not None and _product_of_computed(before):
             graph.fuse([node], "Transpose", attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(dims)})
