@@ -18,6 +18,20 @@ def _const(name, array) -> onnx.TensorProto:
     return numpy_helper.from_array(np.asarray(array), name)
 
 
+def _packed(case, entries: tuple, seed: int, used_only: bool = False, **model_options) -> onnx.ModelProto:
+    """Every entry of a pack as `case(rng, entry)` makes it (nodes, initialisers, inputs, outputs), all
+    in one model, so that one conversion places them all; `used_only` drops initialisers no node reads."""
+    rng = np.random.default_rng(seed)
+    nodes, inits, inputs, outputs = [], [], [], []
+    for spec in entries:
+        for whole, part in zip((nodes, inits, inputs, outputs), case(rng, spec)):
+            whole += part
+    if used_only:
+        used = {name for n in nodes for name in n.input}
+        inits = [t for t in inits if t.name in used]
+    return _model(nodes, inputs, outputs, inits, **model_options)
+
+
 def _model(nodes, inputs, outputs, inits=(), opset=13, ir_version=8) -> onnx.ModelProto:
     graph = helper.make_graph(list(nodes), "form", list(inputs), list(outputs), initializer=list(inits))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
@@ -1998,12 +2012,7 @@ def _pad_case(rng, spec) -> tuple[list, list, list, list]:
 def pad_pack(opset: int = 13, entries: tuple = PAD_PACK) -> onnx.ModelProto:
     """Every PAD_PACK entry in one model at `opset` (11 or later: pads as an input): one
     conversion places them all."""
-    rng = np.random.default_rng(61)
-    nodes, inits, inputs, outputs = [], [], [], []
-    for spec in entries:
-        for whole, part in zip((nodes, inits, inputs, outputs), _pad_case(rng, spec)):
-            whole += part
-    return _model(nodes, inputs, outputs, inits, opset=opset)
+    return _packed(_pad_case, entries, 61, opset=opset)
 
 
 CASES += [Case(f"pad_pack_opset{o}", "c: Pad by axis, amount, mode, rank and position", lambda o=o: pad_pack(o), ("rk3588", "rk3566")) for o in (13, 11)]
@@ -3001,12 +3010,7 @@ GRN_PACK = (
 
 def grn_pack(entries: tuple = GRN_PACK) -> onnx.ModelProto:
     """Every GRN_PACK entry in one model (opset 13): one conversion places them all."""
-    rng = np.random.default_rng(71)
-    nodes, inits, inputs, outputs = [], [], [], []
-    for spec in entries:
-        for whole, part in zip((nodes, inits, inputs, outputs), _grn_case(rng, spec)):
-            whole += part
-    return _model(nodes, inputs, outputs, inits)
+    return _packed(_grn_case, entries, 71)
 
 
 CASES.append(Case("grn_pack", "pool: ConvNeXt-V2's global response norm, by weights, layout and size", grn_pack, ("rk3588", "rk3566")))
@@ -3092,13 +3096,7 @@ ROPE_PACK = (
 
 def rope_pack(entries: tuple = ROPE_PACK) -> onnx.ModelProto:
     """Every ROPE_PACK entry in one model (opset 13): one conversion places them all."""
-    rng = np.random.default_rng(72)
-    nodes, inits, inputs, outputs = [], [], [], []
-    for spec in entries:
-        for whole, part in zip((nodes, inits, inputs, outputs), _rope_case(rng, spec)):
-            whole += part
-    used = {name for n in nodes for name in n.input}
-    return _model(nodes, inputs, outputs, [t for t in inits if t.name in used])
+    return _packed(_rope_case, entries, 72, used_only=True)
 
 
 CASES.append(Case("rope_pack", "pool: rotary position embeddings (EVA-02's rotate_half and its variants)", rope_pack, ("rk3588", "rk3566")))
@@ -3370,12 +3368,7 @@ TOKEN_POOL_PACK = (
 
 def token_pool_pack(entries: tuple = TOKEN_POOL_PACK) -> onnx.ModelProto:
     """Every TOKEN_POOL_PACK entry in one model (opset 13): one conversion places them all."""
-    rng = np.random.default_rng(73)
-    nodes, inits, inputs, outputs = [], [], [], []
-    for spec in entries:
-        for whole, part in zip((nodes, inits, inputs, outputs), _token_pool_case(rng, spec)):
-            whole += part
-    return _model(nodes, inputs, outputs, inits)
+    return _packed(_token_pool_case, entries, 73)
 
 
 CASES.append(Case("token_pool_pack", "pool: a patch embedding's token stream pooled (class token, mean, EVA-02's x[:, 1:].mean(1))", token_pool_pack, ("rk3566", "rk3588")))
@@ -3431,12 +3424,7 @@ L2_PACK = (
 
 def l2_pack(entries: tuple = L2_PACK) -> onnx.ModelProto:
     """Every L2_PACK entry in one model (opset 13): one conversion places them all."""
-    rng = np.random.default_rng(74)
-    nodes, inits, inputs, outputs = [], [], [], []
-    for spec in entries:
-        for whole, part in zip((nodes, inits, inputs, outputs), _l2_case(rng, spec)):
-            whole += part
-    return _model(nodes, inputs, outputs, inits)
+    return _packed(_l2_case, entries, 74)
 
 
 CASES.append(Case("l2_pack", "b: ReduceL2 by axes, rank and keepdims, alone or dividing its input", l2_pack, ("rk3588", "rk3566")))
@@ -3589,13 +3577,7 @@ PATCH_MERGE_PACK = (
 
 def patch_merge_pack(entries: tuple = PATCH_MERGE_PACK) -> onnx.ModelProto:
     """Every PATCH_MERGE_PACK entry in one model (opset 13): one conversion places them all."""
-    rng = np.random.default_rng(75)
-    nodes, inits, inputs, outputs = [], [], [], []
-    for spec in entries:
-        for whole, part in zip((nodes, inits, inputs, outputs), _patch_merge_case(rng, spec)):
-            whole += part
-    used = {name for n in nodes for name in n.input}
-    return _model(nodes, inputs, outputs, [t for t in inits if t.name in used])
+    return _packed(_patch_merge_case, entries, 75, used_only=True)
 
 
 CASES.append(Case("patch_merge_pack", "pool: Swin's patch merging (four step-2 Slices rejoined by one Concat) and its variants", patch_merge_pack, ("rk3588", "rk3566")))
@@ -3685,12 +3667,7 @@ WINDOW_PACK = (
 
 def window_pack(entries: tuple = WINDOW_PACK) -> onnx.ModelProto:
     """Every WINDOW_PACK entry in one model (opset 13): one conversion places them all."""
-    rng = np.random.default_rng(76)
-    nodes, inits, inputs, outputs = [], [], [], []
-    for spec in entries:
-        for whole, part in zip((nodes, inits, inputs, outputs), _window_case(rng, spec)):
-            whole += part
-    return _model(nodes, inputs, outputs, inits)
+    return _packed(_window_case, entries, 76)
 
 
 CASES.append(Case("window_pack", "pool: Swin's window partition, window attention (with the shifted windows' mask) and window reverse", window_pack, ("rk3588", "rk3566")))
@@ -3757,12 +3734,7 @@ TINYVIT_PACK = (
 
 def tinyvit_pack(entries: tuple = TINYVIT_PACK) -> onnx.ModelProto:
     """Every TINYVIT_PACK entry in one model (opset 13): one conversion places them all."""
-    rng = np.random.default_rng(78)
-    nodes, inits, inputs, outputs = [], [], [], []
-    for spec in entries:
-        for whole, part in zip((nodes, inits, inputs, outputs), _tinyvit_case(rng, spec)):
-            whole += part
-    return _model(nodes, inputs, outputs, inits)
+    return _packed(_tinyvit_case, entries, 78)
 
 
 CASES.append(Case("tinyvit_pack", "pool: TinyViT's window block between its convolutions (the channels-last map's Transposes)", tinyvit_pack, ("rk3566",)))
@@ -3806,12 +3778,7 @@ LAST_AXIS_SPLIT_PACK = (
 
 def last_axis_split_pack(entries: tuple = LAST_AXIS_SPLIT_PACK) -> onnx.ModelProto:
     """Every LAST_AXIS_SPLIT_PACK entry in one model (opset 13): one conversion places them all."""
-    rng = np.random.default_rng(79)
-    nodes, inits, inputs, outputs = [], [], [], []
-    for spec in entries:
-        for whole, part in zip((nodes, inits, inputs, outputs), _last_axis_split_case(rng, spec)):
-            whole += part
-    return _model(nodes, inputs, outputs, inits)
+    return _packed(_last_axis_split_case, entries, 79)
 
 
 CASES.append(Case("last_axis_split_pack", "pool: TinyViT's attention (q, k, v Split on the last axis after the heads' Reshape) over one or several windows", last_axis_split_pack, ("rk3566",)))
