@@ -106,3 +106,15 @@ def test_packed_cases_are_independent_of_each_other():
         crossing = [n.name for n in graph.node if any(i and tag(i) != tag(n.name) for i in n.input) or any(tag(o) != tag(n.name) for o in n.output)]
         assert not crossing, f"{path.name}: nodes that touch another case's tensors: {crossing[:5]}"
         assert len({tag(i.name) for i in graph.input}) == len({tag(n.name) for n in graph.node}), f"{path.name}: a case without its own input"
+
+
+def test_the_fresh_set_is_apart_and_every_pair_is_compared():
+    """The fresh set (scored blind, score.py --fresh) shares no model with the pool the rules were
+    tuned on, and each of its pairs with a verdict has its committed skeleton."""
+    pool = {e.name for e in catalogue.entries()}
+    fresh = {e.name for e in catalogue.fresh_entries()}
+    assert fresh and not fresh & pool, f"fresh models also in the pool: {sorted(fresh & pool)}"
+    result = score.run(skeletons_only=True, fresh=True)
+    assert result["not_compared"] == [], "a fresh model with verdicts has no committed skeleton (collect.py --fresh writes it)"
+    assert result["pairs"] and {p["part"] for p in result["pairs"].values()} == {"fresh"}
+    assert {k.split("/")[0] for k in result["pairs"]} <= fresh

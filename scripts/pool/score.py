@@ -31,6 +31,9 @@ from catalogue import part_of  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "pool"
 VERDICTS = FIXTURES / "verdicts.json"
+# The fresh set: models in no list the rules or passes were tuned or looked at against, collected
+# once (collect.py --fresh) and scored blind (--fresh); nothing may be changed against it.
+FRESH = FIXTURES / "fresh"
 SECTION_START = "<!-- pool-agreement:start -->"
 SECTION_END = "<!-- pool-agreement:end -->"
 PARTS = ("held-out", "tuning")
@@ -43,28 +46,31 @@ HELD_OUT_LOOKED_AT = (
 )
 
 
-def model_file(name: str, skeletons_only: bool = False) -> tuple[Path | None, str]:
+def model_file(name: str, skeletons_only: bool = False, folder: Path = FIXTURES) -> tuple[Path | None, str]:
     full = Path(os.environ.get("EDGEDEPLOY_HOME", Path.home() / ".cache" / "edgedeploy")) / "pool" / f"{name}.onnx"
     if full.is_file() and not skeletons_only:
         return full, "full"
-    skeleton = FIXTURES / "skeletons" / f"{name}.onnx"
+    skeleton = folder / "skeletons" / f"{name}.onnx"
     return (skeleton, "skeleton") if skeleton.is_file() else (None, "missing")
 
 
-def run(chips: set[str] | None = None, skeletons_only: bool = False) -> dict:
+def run(chips: set[str] | None = None, skeletons_only: bool = False, fresh: bool = False) -> dict:
     """Every pair of the committed verdicts, audited with today's rules; skeletons_only: read the
-    committed skeletons even where the full models are built here (what CI has)."""
-    data = json.loads(VERDICTS.read_text())
+    committed skeletons even where the full models are built here (what CI has); fresh: the fresh
+    set (tests/fixtures/pool/fresh/, catalogue.fresh_entries), one part of its own, "fresh"."""
+    folder = FRESH if fresh else FIXTURES
+    data = json.loads((folder / VERDICTS.name).read_text())
     pairs, missing = {}, []
-    for key, audited in agreement.audited_pairs(data, lambda name: model_file(name, skeletons_only), chips):
+    for key, audited in agreement.audited_pairs(data, lambda name: model_file(name, skeletons_only, folder), chips):
         if audited is None:
             missing.append(key)
             continue
         name, chip = key.split("/")
         result = agreement.compare_pair(name, chip, data["pairs"][key], data["models"][name]["nodes"], audited)
-        result["part"] = part_of(name)
+        result["part"] = "fresh" if fresh else part_of(name)
         pairs[key] = result
-    return {"pairs": pairs, "not_compared": missing, "summary": {p: summarise([x for x in pairs.values() if x["part"] == p]) for p in PARTS}}
+    parts = ("fresh",) if fresh else PARTS
+    return {"pairs": pairs, "not_compared": missing, "summary": {p: summarise([x for x in pairs.values() if x["part"] == p]) for p in parts}}
 
 def case_model_file(name: str, skeletons_only: bool = False) -> tuple[Path | None, str]:
     folder = Path(os.environ.get("EDGEDEPLOY_HOME", Path.home() / ".cache" / "edgedeploy")) / "pool-cases"
@@ -302,6 +308,23 @@ def held_out_lost(result: dict) -> list[str]:
     return sorted(k for k, p in result["pairs"].items() if p["part"] == "held-out" and k in before and not p["exact"])
 
 
+def score_fresh(chips: set[str] | None, out: Path | None) -> int:
+    """The fresh set's figure and every disagreement, printed (and with --json, written per pair)."""
+    result = run(chips, fresh=True)
+    s = result["summary"]["fresh"]
+    print(f"fresh: {s['pairs_exact']}/{s['pairs']} pairs exact ({s['models']} models); nodes {s['nodes_agree']}/{s['nodes_compared']}")
+    for key, p in sorted(result["pairs"].items()):
+        if not p["exact"]:
+            nodes = "; ".join(f"{d['node']} ({d['op_type']}) {d['predicted']} -> {d['toolchain']}" for d in p["disagreements"])
+            print(f"  {key}: off the accelerator, audit {sorted(p['predicted_off_accelerator'])}, toolchain "
+                  f"{sorted(p.get('toolchain_off_accelerator') or [])}; {nodes or p['toolchain_failed']}")
+    if result["not_compared"]:
+        print("not compared (model not found): " + ", ".join(result["not_compared"]))
+    if out:
+        out.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chips", default="")
@@ -310,7 +333,10 @@ def main() -> int:
     parser.add_argument("--markdown", type=Path, help=f"write the pool section into this page, between {SECTION_START} and {SECTION_END}")
     parser.add_argument("--accept-held-out-loss", action="store_true",
                         help="let --record drop held-out pairs that agreed when last recorded (say which, and why, in the commit message)")
+    parser.add_argument("--fresh", action="store_true", help="score the fresh set (tests/fixtures/pool/fresh/) only: the figure and each disagreement")
     args = parser.parse_args()
+    if args.fresh:
+        return score_fresh({c for c in args.chips.split(",") if c} or None, args.json)
     result = run({c for c in args.chips.split(",") if c} or None)
     cases = run_cases({c for c in args.chips.split(",") if c} or None)
     manifest = json.loads((FIXTURES / "manifest.json").read_text())
