@@ -27,6 +27,7 @@ import onnx
 
 from edgedeploy.audit.confirm import NodeVerdict, ToolchainVerdict
 from edgedeploy.audit.rules import Placement
+from edgedeploy.model.intake import iter_graphs
 from edgedeploy.model.stats import node_names
 from edgedeploy.records import record_fields
 
@@ -415,13 +416,7 @@ def _unread_nodes(index: _NameIndex, by_node: dict[str, list[Layer]], folded_nam
 
 def _read_by_subgraphs(graph: onnx.GraphProto) -> set[str]:
     """The tensor names the subgraphs of the graph's nodes (If branches, Loop bodies) read."""
-    names: set[str] = set()
-    for node in graph.node:
-        for attribute in node.attribute:
-            for sub in ([attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)):
-                names.update(x for n in sub.node for x in n.input)
-                names |= _read_by_subgraphs(sub)
-    return names
+    return {x for sub in iter_graphs(graph) if sub is not graph for n in sub.node for x in n.input}
 
 
 def _place_fused_nodes(

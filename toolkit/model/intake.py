@@ -255,16 +255,16 @@ def _parse(path: Path, data: bytes) -> onnx.ModelProto:
     return proto
 
 
-def _iter_graphs(graph: onnx.GraphProto):
+def iter_graphs(graph: onnx.GraphProto):
     """The graph and every subgraph (If/Loop/Scan bodies), depth first."""
     yield graph
     for node in graph.node:
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.GRAPH:
-                yield from _iter_graphs(attr.g)
+                yield from iter_graphs(attr.g)
             elif attr.type == onnx.AttributeProto.GRAPHS:
                 for sub in attr.graphs:
-                    yield from _iter_graphs(sub)
+                    yield from iter_graphs(sub)
 
 
 def _check_structure(path: Path, proto: onnx.ModelProto) -> None:
@@ -286,7 +286,7 @@ def _check_structure(path: Path, proto: onnx.ModelProto) -> None:
             )
     _check_element_types(path, proto)
     microsoft_ops: dict[str, str] = {}
-    for graph in _iter_graphs(proto.graph):
+    for graph in iter_graphs(proto.graph):
         for index, node in enumerate(graph.node):
             if node.domain not in KNOWN_DOMAINS:
                 raise ModelError(
@@ -302,7 +302,7 @@ def _check_structure(path: Path, proto: onnx.ModelProto) -> None:
 def _check_element_types(path: Path, proto: onnx.ModelProto) -> None:
     """Every declared tensor type must be one ONNX defines (its checker lets any number through)."""
     valid = set(onnx.TensorProto.DataType.values())
-    for graph in _iter_graphs(proto.graph):
+    for graph in iter_graphs(proto.graph):
         for kind, infos in (("input", graph.input), ("output", graph.output), ("value_info", graph.value_info)):
             for vi in infos:
                 if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type not in valid:
@@ -446,7 +446,7 @@ def _check_total_size(path: Path, data: bytes, proto: onnx.ModelProto) -> None:
 
 
 def _external_tensors(proto: onnx.ModelProto):
-    for graph in _iter_graphs(proto.graph):
+    for graph in iter_graphs(proto.graph):
         for tensor in graph.initializer:
             yield tensor
         for node in graph.node:
