@@ -106,24 +106,27 @@ def brute_force_table(results: dict) -> list[str]:
         top3 = ", ".join(f"`{n}`" for n in r["brute_force_top3_by_gain"])
         lines.append(f"| {name} | {r['nodes_quantised']} | {r['snr_every_node_db']:.1f} dB | `{r['diagnosis_top']}` | "
                      f"{r['diagnosis_top_rank_by_gain']} / {r['diagnosis_top_rank_alone']} | {top3} |")
-    return lines + target_brute_force_table(results.get("targets") or {})
+    return lines + target_brute_force_table(results.get("targets") or {}, results.get("targets_with_producers") or {})
 
 
-def target_brute_force_table(targets: dict) -> list[str]:
-    """brute_force.py --chip: the same comparison on a chip's own quantised simulation, with top-1."""
+def target_brute_force_table(targets: dict, with_producers: dict | None = None) -> list[str]:
+    """brute_force.py --chip: the same comparison on a chip's own quantised simulation, with top-1;
+    the ranks of the second form (--with-producers) beside the single-node ones where it was run."""
     if not targets:
         return []
     lines = ["", "### The diagnosis against brute force (the chip's own quantised simulation)", "",
-             "| model on chip | ops quantised (measured) | evaluation samples | every op int8: SNR, task metric | diagnosis's first node | its brute-force rank: kept float / alone | brute-force top 3 (kept float: SNR, task metric) |",
-             "|---|---|---|---|---|---|---|"]
+             "| model on chip | ops quantised (measured) | evaluation samples | every op int8: SNR, task metric | diagnosis's first node | its brute-force rank: kept float / alone | the same, kept with its producers (`--with-producers`) | brute-force top 3 (kept float: SNR, task metric) |",
+             "|---|---|---|---|---|---|---|---|"]
     for case, r in targets.items():
         by_node = {n["node"]: n for n in r["nodes"]}
         metric = r.get("task_metric", "top1")  # top-1 %, or a detector's AUROC in %
         top3 = ", ".join(f"`{n}` ({by_node[n]['snr_all_but_this_db']:.1f} dB, {100 * by_node[n][metric + '_all_but_this']:.1f}%)" for n in r["brute_force_top3_by_gain"])
         every = f"{r['snr_every_node_db']:.1f} dB, {100 * r[metric + '_every_node']:.1f}% {metric}"
         measured = f"{r['nodes_quantised']}" + (f" ({r['nodes_measured']})" if r.get("nodes_measured", "every node") != "every node" else "")
+        paired = (with_producers or {}).get(case)
+        second = f"{paired['diagnosis_top_rank_by_gain']} / {paired['diagnosis_top_rank_alone']}" if paired else "not run"
         lines.append(f"| {case} ({r['toolchain']}) | {measured} | {r['evaluation_samples']} | {every} | `{r['diagnosis_top']}` | "
-                     f"{r['diagnosis_top_rank_by_gain']} / {r['diagnosis_top_rank_alone']} | {top3} |")
+                     f"{r['diagnosis_top_rank_by_gain']} / {r['diagnosis_top_rank_alone']} | {second} | {top3} |")
     return lines
 
 
