@@ -434,3 +434,44 @@ def test_an_auroc_drop_is_an_attempts_figure_and_ranks_it(tmp_path):
     first = outcome.section["attempts"][0]["figures"]
     assert first["task_metric_drop_pp"] == 60.0 and abs(first["task_metric_after"] - 0.39) < 1e-9
     assert outcome.met and [(o.method, o.nodes) for o in built][3:] == [("b", ("n1",)), ("b", ("n1", "n2"))]
+
+
+def _calibration_then_nodes(options: FakeOptions, tied: dict) -> dict:
+    """figures_of's shape with the calibrations' (drop, SNR) from `tied`, and int16 on n1 gaining
+    1 pp and 6 dB over whichever calibration it is put on."""
+    drop, snr = tied[options.method]
+    if "n1" in options.nodes:
+        drop, snr = drop - 1.0, snr + 6.0
+    return fake_report(drop, snr, 1000 + 100 * len(options.nodes))
+
+
+@pytest.mark.parametrize("tied, start", [
+    # neither calibration meets the 1 pp goal: the one with the higher SNR (b) carries the nodes
+    ({None: (1.03, 11.0), "a": (4.66, 9.6), "b": (1.44, 15.0), "c": (1.5, 12.0)}, "b"),
+    # as built meets the task goal: it stays the start, whatever SNR another calibration has
+    ({None: (0.8, 11.0), "a": (4.66, 9.6), "b": (1.44, 15.0), "c": (1.5, 12.0)}, None),
+])
+def test_mixed_precision_starts_from_the_best_snr_while_no_attempt_meets_the_task_goal(tmp_path, tied, start):
+    """BlazeFace on rk3588 (docs/accuracy.md): normal calibration misses by 1.03 pp at 11.0 dB, mmse by
+    1.44 pp at 15.0 dB; float16 nodes went on the first (merit: the smaller drop) and reached 15.9 dB,
+    on mmse they reach 18 dB."""
+    plan, initial, built, diagnosed = plan_for(tmp_path, KNOBS, gates=("accuracy-drop=1", "snr=20"))
+    plan.build = lambda out, options: built.append(options) or write_artifact(out / "model" / "fakechip", _calibration_then_nodes(options, tied))
+    (initial / "report.json").write_text(json.dumps(_calibration_then_nodes(FakeOptions(), tied)))
+    outcome = recover(initial, plan)
+    assert [o.method for o in built][3:] == [start] * (len(built) - 3) and built[3].nodes == ("n1",)
+    assert diagnosed[0] == (initial.parent / ".fakechip.recover" / "a2" / "model" / "fakechip" if start == "b" else initial)  # the start's diagnosis
+    assert outcome.met == (start == "b")  # on b, n1 gives 0.44 pp and 21 dB
+
+
+def test_the_other_stages_start_from_the_best_by_merit_even_when_no_attempt_meets_the_task_goal(tmp_path):
+    """Only mixed precision takes the best SNR: equalisation starts from the smaller drop (a face
+    detector on esp32s3 met its task goal by equalising percentile calibration, 2.2 pp at 1.7 dB,
+    not KL, 4.7 pp at 3.0 dB)."""
+    tied = {None: (4.7, 3.0), "a": (27.9, -1.6), "b": (2.2, 1.7), "c": (29.7, -2.9)}
+    knobs = [*KNOBS[1:2], RepairKnob("nodes", (("eq",),), "equalisation", "equalisation")]
+    plan, initial, built, _ = plan_for(tmp_path, knobs, gates=("accuracy-drop=1", "snr=20"))
+    plan.build = lambda out, options: built.append(options) or write_artifact(out / "model" / "fakechip", _calibration_then_nodes(options, tied))
+    (initial / "report.json").write_text(json.dumps(_calibration_then_nodes(FakeOptions(), tied)))
+    recover(initial, plan)
+    assert [(o.method, o.nodes) for o in built][3:] == [("b", ("eq",))]
