@@ -133,6 +133,47 @@ def fresh_entries() -> list[Entry]:
     return out
 
 
+# The second fresh set, "fresh2" (issue 27): one timm architecture from each timm model module
+# (timm.models.<module>) that no entry above comes from, chosen on 2026-12-04 before any was built
+# or converted, and never tuned on. timm 1.0.22; the smallest member of the module, up to ~30 M
+# parameters (tresnet_m, 31.4 M, is that module's smallest). Modules left out: beit, naflexvit,
+# vision_transformer_sam, mobilenetv5, nasnet, pnasnet, inception_v4, inception_resnet_v2, vgg and
+# hieradet_sam2 (no member under ~40 M), inception_v3 and swin_transformer/_v2/_v2_cr (the same
+# architecture as torchvision's inception_v3, swin_t, swin_v2_t in the pool). Why each (its form):
+FRESH2_TIMM_WHY = {
+    "fasternet_t0": "partial convolution: a Conv on a channel slice, concatenated back",
+    "swiftformer_xs": "efficient additive attention (a learned global query, no softmax over tokens)",
+    "convit_tiny": "gated positional self-attention (a sigmoid gate mixing content and position attention)",
+    "vit_tiny_r_s16_p8_224": "hybrid: a ResNet stem and stages feeding a ViT (vision_transformer_hybrid)",
+    "densenetblur121d": "timm's DenseNet with a deep stem and blur-pool downsampling (a fixed depthwise filter)",
+    "resnetv2_18": "pre-activation ResNet: BatchNorm and ReLU before each Conv, a norm after the last stage",
+    "gcvit_xxtiny": "global context attention: queries made once per stage and broadcast over windows",
+    "maxvit_nano_rw_256": "MBConv with block and grid attention (two window partitions) and relative position bias",
+    "nest_tiny": "nested blocks: local attention within blocks, block aggregation by Conv and MaxPool",
+    "convmixer_768_32": "patch-embedding Conv, then depthwise and pointwise Convs with GELU and residuals only",
+    "vit_relpos_small_patch16_224": "ViT with a relative position bias table gathered into the attention",
+    "vitamin_small_224": "MBConv stages, then a ViT with GeGLU MLPs",
+    "legacy_xception": "the original Xception: separable Convs with ReLU before and inside the residual",
+    "tnt_s_patch16_224": "Transformer in Transformer: pixel tokens inside patch tokens, two attention levels",
+    "rdnet_tiny": "RDNet (DenseNet revisited): dense concatenation with channels-last LayerNorm and transition",
+    "mvitv2_tiny": "multiscale ViT: pooled queries, keys and values (Conv pooling) with decomposed relative position",
+    "twins_svt_small": "locally grouped and global sub-sampled attention, with a positional Conv generator",
+    "volo_d1_224": "outlook attention (unfold and fold of local windows), then class attention",
+    "xception41": "aligned Xception: depthwise separable Convs with BatchNorm between (xception_aligned)",
+    "sequencer2d_s": "bidirectional LSTMs along the height and the width instead of attention",
+    "hiera_tiny_224": "Hiera: mask-unit attention with query pooling, tokens reordered by unrolling",
+    "davit_tiny": "dual attention: spatial window attention alternating with channel group attention",
+    "focalnet_tiny_srf": "focal modulation: gated depthwise context aggregation instead of attention",
+    "tresnet_m": "TResNet: a space-to-depth stem, anti-aliased downsampling, SE, in-place-ABN-style blocks",
+}
+FRESH2_TIMM = tuple(FRESH2_TIMM_WHY)
+
+
+def fresh2_entries() -> list[Entry]:
+    """The second fresh set, built exactly as the pool's timm entries are."""
+    return [Entry(f"timm_{a}", "timm", a, "classification", 64, _opset(f"timm_{a}")) for a in FRESH2_TIMM]
+
+
 def entries() -> list[Entry]:
     out = [Entry(f"tv_{a}", "torchvision", a, "classification", 96 if a in ("inception_v3", "googlenet") else 64, _opset(f"tv_{a}")) for a in TV_CLASSIFIERS]
     out += [Entry(f"tv_{a}", "torchvision", a, "segmentation", 128, 13) for a in TV_SEGMENTATION]
