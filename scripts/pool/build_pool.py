@@ -34,7 +34,7 @@ import numpy as np
 import onnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from catalogue import Entry, entries, fresh_entries, part_of  # noqa: E402
+from catalogue import FRESH_SETS, Entry, entries, part_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 HOME = Path(os.environ.get("EDGEDEPLOY_HOME", Path.home() / ".cache" / "edgedeploy"))
@@ -352,11 +352,13 @@ def main() -> int:
     parser.add_argument("--only", default="", help="comma-separated pool names")
     parser.add_argument("--sources", default="", help="comma-separated sources (torchvision, timm, ...)")
     parser.add_argument("--retry-failed", action="store_true")
-    parser.add_argument("--fresh", action="store_true", help="build catalogue.fresh_entries() (manifest: tests/fixtures/pool/fresh/manifest.json)")
+    parser.add_argument("--fresh", action="store_true", help="build catalogue.fresh_entries() (manifest: tests/fixtures/pool/fresh/manifest.json); --set fresh")
+    parser.add_argument("--set", choices=sorted(FRESH_SETS), help="build a fresh set of catalogue.FRESH_SETS (manifest: tests/fixtures/pool/<SET>/manifest.json)")
     args = parser.parse_args()
     global MANIFEST
-    if args.fresh:
-        MANIFEST = MANIFEST.parent / "fresh" / "manifest.json"
+    fresh = "fresh" if args.fresh else args.set
+    if fresh:
+        MANIFEST = MANIFEST.parent / fresh / "manifest.json"
     only = {n for n in args.only.split(",") if n}
     sources = {s for s in args.sources.split(",") if s}
     manifest = load_manifest()
@@ -364,7 +366,7 @@ def main() -> int:
     import torch
 
     torch.set_num_threads(1)
-    for e in fresh_entries() if args.fresh else entries():
+    for e in FRESH_SETS[fresh]() if fresh else entries():
         if (only and e.name not in only) or (sources and e.source not in sources):
             continue
         done = e.name in manifest["models"] and (POOL / f"{e.name}.onnx").is_file()

@@ -174,6 +174,11 @@ def fresh2_entries() -> list[Entry]:
     return [Entry(f"timm_{a}", "timm", a, "classification", 64, _opset(f"timm_{a}")) for a in FRESH2_TIMM]
 
 
+# The fresh sets by name: build_pool.py, collect.py and score.py take --set NAME (--fresh: "fresh");
+# each lives in tests/fixtures/pool/<NAME>/ (manifest, verdicts, skeletons), apart from the pool.
+FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries}
+
+
 def entries() -> list[Entry]:
     out = [Entry(f"tv_{a}", "torchvision", a, "classification", 96 if a in ("inception_v3", "googlenet") else 64, _opset(f"tv_{a}")) for a in TV_CLASSIFIERS]
     out += [Entry(f"tv_{a}", "torchvision", a, "segmentation", 128, 13) for a in TV_SEGMENTATION]

@@ -39,6 +39,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "scripts" / "corpus"))
 sys.path.insert(0, str(HERE))
 import run_direct  # noqa: E402  (stdlib only)
+from catalogue import FRESH_SETS  # noqa: E402  (plain data)
 
 HOME = Path(os.environ.get("EDGEDEPLOY_HOME", Path.home() / ".cache" / "edgedeploy"))
 POOL = HOME / "pool"
@@ -315,12 +316,14 @@ def main() -> int:
     parser.add_argument("--cases", action="store_true", help="convert gen_cases.py's packed case models instead of the pool")
     parser.add_argument("--timeout-s", type=float, default=900)
     parser.add_argument("--out-dir", type=Path, default=FIXTURES, help="where verdicts.json and skeletons/ go (default tests/fixtures/pool)")
-    parser.add_argument("--fresh", action="store_true", help="the fresh set (catalogue.fresh_entries): tests/fixtures/pool/fresh/ (manifest, verdicts, skeletons)")
+    parser.add_argument("--fresh", action="store_true", help="the fresh set (catalogue.fresh_entries): tests/fixtures/pool/fresh/ (manifest, verdicts, skeletons); --set fresh")
+    parser.add_argument("--set", choices=sorted(FRESH_SETS), help="a fresh set of catalogue.FRESH_SETS: tests/fixtures/pool/<SET>/ (manifest, verdicts, skeletons)")
     parser.add_argument("--max-minutes", type=float, default=0, help="start no new model after this long (0: no limit)")
     args = parser.parse_args()
     global VERDICTS, SKELETONS, MANIFEST
-    if args.fresh:  # scored blind, apart from the pool (score.py --fresh)
-        args.out_dir, MANIFEST = FIXTURES / "fresh", FIXTURES / "fresh" / "manifest.json"
+    fresh = "fresh" if args.fresh else args.set
+    if fresh:  # scored blind, apart from the pool (score.py --set)
+        args.out_dir, MANIFEST = FIXTURES / fresh, FIXTURES / fresh / "manifest.json"
     if args.cases:  # the packed cases: their own verdicts file and skeletons
         VERDICTS, SKELETONS = args.out_dir / "case_verdicts.json", args.out_dir / "case_skeletons"
     else:

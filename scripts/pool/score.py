@@ -27,13 +27,13 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "scripts" / "corpus"))
 sys.path.insert(0, str(HERE))
 import agreement  # noqa: E402
-from catalogue import part_of  # noqa: E402
+from catalogue import FRESH_SETS, part_of  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "pool"
 VERDICTS = FIXTURES / "verdicts.json"
-# The fresh set: models in no list the rules or passes were tuned or looked at against, collected
-# once (collect.py --fresh) and scored blind (--fresh); nothing may be changed against it.
-FRESH = FIXTURES / "fresh"
+# The fresh sets (catalogue.FRESH_SETS, each in FIXTURES / name): models in no list the rules or
+# passes were tuned or looked at against, collected once (collect.py --set NAME) and scored blind
+# (--set NAME; --fresh is --set fresh); nothing may be changed against them.
 SECTION_START = "<!-- pool-agreement:start -->"
 SECTION_END = "<!-- pool-agreement:end -->"
 PARTS = ("held-out", "tuning")
@@ -54,11 +54,13 @@ def model_file(name: str, skeletons_only: bool = False, folder: Path = FIXTURES)
     return (skeleton, "skeleton") if skeleton.is_file() else (None, "missing")
 
 
-def run(chips: set[str] | None = None, skeletons_only: bool = False, fresh: bool = False) -> dict:
+def run(chips: set[str] | None = None, skeletons_only: bool = False, fresh: bool = False, fresh_set: str | None = None) -> dict:
     """Every pair of the committed verdicts, audited with today's rules; skeletons_only: read the
     committed skeletons even where the full models are built here (what CI has); fresh: the fresh
-    set (tests/fixtures/pool/fresh/, catalogue.fresh_entries), one part of its own, "fresh"."""
-    folder = FRESH if fresh else FIXTURES
+    set (tests/fixtures/pool/fresh/, catalogue.fresh_entries), one part of its own, "fresh";
+    fresh_set: a fresh set by name (catalogue.FRESH_SETS), its folder and part named so."""
+    fresh_set = "fresh" if fresh else fresh_set
+    folder = FIXTURES / fresh_set if fresh_set else FIXTURES
     data = json.loads((folder / VERDICTS.name).read_text())
     pairs, missing = {}, []
     for key, audited in agreement.audited_pairs(data, lambda name: model_file(name, skeletons_only, folder), chips):
@@ -67,9 +69,9 @@ def run(chips: set[str] | None = None, skeletons_only: bool = False, fresh: bool
             continue
         name, chip = key.split("/")
         result = agreement.compare_pair(name, chip, data["pairs"][key], data["models"][name]["nodes"], audited)
-        result["part"] = "fresh" if fresh else part_of(name)
+        result["part"] = fresh_set or part_of(name)
         pairs[key] = result
-    parts = ("fresh",) if fresh else PARTS
+    parts = (fresh_set,) if fresh_set else PARTS
     return {"pairs": pairs, "not_compared": missing, "summary": {p: summarise([x for x in pairs.values() if x["part"] == p]) for p in parts}}
 
 def case_model_file(name: str, skeletons_only: bool = False) -> tuple[Path | None, str]:
@@ -308,20 +310,62 @@ def held_out_lost(result: dict) -> list[str]:
     return sorted(k for k, p in result["pairs"].items() if p["part"] == "held-out" and k in before and not p["exact"])
 
 
-def score_fresh(chips: set[str] | None, out: Path | None) -> int:
-    """The fresh set's figure and every disagreement, printed (and with --json, written per pair)."""
-    result = run(chips, fresh=True)
-    s = result["summary"]["fresh"]
-    print(f"fresh: {s['pairs_exact']}/{s['pairs']} pairs exact ({s['models']} models); nodes {s['nodes_agree']}/{s['nodes_compared']}")
+def miss_line(key: str, p: dict) -> str:
+    """One differing pair: the op types off the accelerator on each side and each node that differs."""
+    nodes = "; ".join(f"{d['node']} ({d['op_type']}) {d['predicted']} -> {d['toolchain']}" for d in p["disagreements"])
+    return (f"{key}: off the accelerator, audit {sorted(p['predicted_off_accelerator'])}, toolchain "
+            f"{sorted(p.get('toolchain_off_accelerator') or [])}; {nodes or p['toolchain_failed']}")
+
+
+def score_fresh(chips: set[str] | None, out: Path | None, name: str = "fresh") -> int:
+    """A fresh set's figure and every disagreement, printed (and with --json, written per pair)."""
+    result = run(chips, fresh_set=name)
+    s = result["summary"][name]
+    print(f"{name}: {s['pairs_exact']}/{s['pairs']} pairs exact ({s['models']} models); nodes {s['nodes_agree']}/{s['nodes_compared']}")
     for key, p in sorted(result["pairs"].items()):
         if not p["exact"]:
-            nodes = "; ".join(f"{d['node']} ({d['op_type']}) {d['predicted']} -> {d['toolchain']}" for d in p["disagreements"])
-            print(f"  {key}: off the accelerator, audit {sorted(p['predicted_off_accelerator'])}, toolchain "
-                  f"{sorted(p.get('toolchain_off_accelerator') or [])}; {nodes or p['toolchain_failed']}")
+            print("  " + miss_line(key, p))
     if result["not_compared"]:
         print("not compared (model not found): " + ", ".join(result["not_compared"]))
     if out:
         out.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+def blind_lines(blind: dict) -> list[str]:
+    """One line per chip of a fresh set's blind figures (blind.json), as docs/audit-agreement.md quotes them."""
+    return [f"{chip}: {c['exact']} of {c['pairs']} pairs exact, nodes {c['nodes_agree']} of {c['nodes_compared']} "
+            f"({c['nodes_uncertain']} uncertain), scored blind at {c['scored_at'][:7]}" for chip, c in blind["chips"].items()]
+
+
+def record_blind(name: str, chips: set[str]) -> int:
+    """Score a fresh set's newly collected chips once, blind, and keep that first figure in
+    tests/fixtures/pool/<name>/blind.json (per chip: the commit scored at, pairs, nodes, each
+    differing pair); a chip already recorded is refused, so the blind figure is never rewritten."""
+    import subprocess
+
+    path = FIXTURES / name / "blind.json"
+    blind = json.loads(path.read_text()) if path.is_file() else {"chips": {}}
+    again = sorted(chips & set(blind["chips"]))
+    if not chips or again:
+        print(f"--blind needs --chips, each not scored blind before (already: {', '.join(again) or 'none'}); the first figure stays", file=sys.stderr)
+        return 1
+    result = run(chips, fresh_set=name)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    for chip in sorted(chips):
+        mine = {k: p for k, p in result["pairs"].items() if p["chip"] == chip}
+        s = summarise(list(mine.values()))
+        blind["chips"][chip] = {"scored_at": commit, "models": s["models"], "pairs": s["pairs"], "exact": s["pairs_exact"],
+                                "nodes_compared": s["nodes_compared"], "nodes_agree": s["nodes_agree"], "nodes_uncertain": s["nodes_uncertain"],
+                                "pairs_scored": sorted(mine), "misses": [miss_line(k, p) for k, p in sorted(mine.items()) if not p["exact"]]}
+        print(f"{name} {chip} (blind, at {commit[:7]}): {s['pairs_exact']}/{s['pairs']} pairs exact; nodes {s['nodes_agree']}/{s['nodes_compared']}, "
+              f"{s['nodes_uncertain']} uncertain")
+        for line in blind["chips"][chip]["misses"]:
+            print("  " + line)
+    blind["about"] = ("The first score of each chip's verdicts of this fresh set (scripts/pool/score.py --set NAME --chips CHIPS --blind), "
+                      "taken once after collecting, before anything was looked at or changed against it; never rewritten.")
+    blind["chips"] = dict(sorted(blind["chips"].items()))
+    path.write_text(json.dumps(blind, indent=1) + "\n")
     return 0
 
 
@@ -334,9 +378,16 @@ def main() -> int:
     parser.add_argument("--accept-held-out-loss", action="store_true",
                         help="let --record drop held-out pairs that agreed when last recorded (say which, and why, in the commit message)")
     parser.add_argument("--fresh", action="store_true", help="score the fresh set (tests/fixtures/pool/fresh/) only: the figure and each disagreement")
+    parser.add_argument("--set", choices=sorted(FRESH_SETS), help="score a fresh set (tests/fixtures/pool/<SET>/) only; --fresh is --set fresh")
+    parser.add_argument("--blind", action="store_true", help="with --set and --chips: keep this first score of those chips in <SET>/blind.json (refused once kept)")
     args = parser.parse_args()
-    if args.fresh:
-        return score_fresh({c for c in args.chips.split(",") if c} or None, args.json)
+    fresh = "fresh" if args.fresh else args.set
+    if args.blind:
+        if not fresh:
+            parser.error("--blind scores a fresh set: give --set")
+        return record_blind(fresh, {c for c in args.chips.split(",") if c})
+    if fresh:
+        return score_fresh({c for c in args.chips.split(",") if c} or None, args.json, fresh)
     result = run({c for c in args.chips.split(",") if c} or None)
     cases = run_cases({c for c in args.chips.split(",") if c} or None)
     manifest = json.loads((FIXTURES / "manifest.json").read_text())
