@@ -118,3 +118,31 @@ def test_the_fresh_set_is_apart_and_every_pair_is_compared():
     assert result["not_compared"] == [], "a fresh model with verdicts has no committed skeleton (collect.py --fresh writes it)"
     assert result["pairs"] and {p["part"] for p in result["pairs"].values()} == {"fresh"}
     assert {k.split("/")[0] for k in result["pairs"]} <= fresh
+
+
+def test_the_second_fresh_set_is_apart_and_every_pair_is_compared():
+    """fresh2 (score.py --set fresh2) shares no model with the pool or the first fresh set, and each
+    of its pairs with a verdict has its committed skeleton and is audited today."""
+    pool = {e.name for e in catalogue.entries()}
+    fresh = {e.name for e in catalogue.fresh_entries()}
+    fresh2 = {e.name for e in catalogue.fresh2_entries()}
+    assert fresh2 and not fresh2 & (pool | fresh), f"fresh2 models also in the pool or fresh: {sorted(fresh2 & (pool | fresh))}"
+    result = score.run(skeletons_only=True, fresh_set="fresh2")
+    assert result["not_compared"] == [], "a fresh2 model with verdicts has no committed skeleton (collect.py --set fresh2 writes it)"
+    assert result["pairs"] and {p["part"] for p in result["pairs"].values()} == {"fresh2"}
+    assert {k.split("/")[0] for k in result["pairs"]} <= fresh2
+
+
+def test_the_second_fresh_sets_blind_figures_are_kept_and_published():
+    """Every fresh2 pair collected was scored blind once (score.py --set fresh2 --chips C --blind,
+    into fresh2/blind.json), and docs/audit-agreement.md quotes each chip's blind figure."""
+    verdicts = json.loads((FIXTURES / "fresh2" / "verdicts.json").read_text())
+    blind = json.loads((FIXTURES / "fresh2" / "blind.json").read_text())
+    scored = [k for c in blind["chips"].values() for k in c["pairs_scored"]]
+    assert len(scored) == len(set(scored)) and set(scored) == set(verdicts["pairs"]), \
+        f"fresh2 pairs collected but not scored blind: {sorted(set(verdicts['pairs']) - set(scored))[:5]}"
+    for chip, c in blind["chips"].items():
+        assert c["pairs"] == len(c["pairs_scored"]) and c["exact"] == c["pairs"] - len(c["misses"]), chip
+    page = (ROOT / "docs" / "audit-agreement.md").read_text()
+    missing = [line for line in score.blind_lines(blind) if line not in page]
+    assert not missing, f"docs/audit-agreement.md does not quote these fresh2 blind figures: {missing}"

@@ -351,7 +351,9 @@ def record_blind(name: str, chips: set[str]) -> int:
         print(f"--blind needs --chips, each not scored blind before (already: {', '.join(again) or 'none'}); the first figure stays", file=sys.stderr)
         return 1
     result = run(chips, fresh_set=name)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    # The main commit whose rules are scored: where this tree meets origin/main (a scoring branch adds no rule).
+    git = lambda *a: subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()  # noqa: E731
+    commit = git("merge-base", "HEAD", "origin/main") or git("rev-parse", "HEAD")
     for chip in sorted(chips):
         mine = {k: p for k, p in result["pairs"].items() if p["chip"] == chip}
         s = summarise(list(mine.values()))
