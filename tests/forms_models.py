@@ -2442,14 +2442,16 @@ CASES += [Case(f"mean_after_add_{key}", "pool: a ReduceMean reading an Add of tw
 # ---- pool: CoaT's convolutional relative position encoding beside its factorised attention ------
 
 
-def _crpe_block(name: str, rng, heads: int, head: int, side: int, cls: bool) -> tuple[list, list, str, int]:
+def _crpe_block(name: str, rng, heads: int, head: int, side: int, cls: bool, op11: bool = False) -> tuple[list, list, str, int]:
     """One CoaT-Lite factorised attention block with its ConvRelPosEnc (timm's coat.py): joint
     q/k/v, heads unbound; k Softmaxed over the tokens, q @ (k^T @ v) scaled; v's image tokens
     (the class token Sliced off when `cls`) Transposed [0, 1, 3, 2] and Reshaped into a map
     [1, heads*head, side, side], a depthwise Conv, Reshaped back [1, heads, head, side*side] and
     Transposed back, times q's image tokens, zero-Padded for the class token; the sum's heads
-    merged (Transpose [0, 2, 1, 3], Reshape) into the output Linear. Returns nodes, initializers,
-    the output and the tokens."""
+    merged (Transpose [0, 2, 1, 3], Reshape) into the output Linear. `op11`: as torch.onnx writes it
+    at opset 11 (timm_coat_lite_mini in the fresh set): q, k, v by a Split and Squeezes, k's softmax
+    as a Transpose [0, 1, 3, 2] and a Softmax over the last axis read by the product (the Transpose
+    back cancelled by k^T). Returns nodes, initializers, the output and the tokens."""
     node, p = _prefixed(f"{name}_"), f"{name}_"
     c, hw = heads * head, side * side
     t = hw + (1 if cls else 0)
@@ -2460,9 +2462,14 @@ def _crpe_block(name: str, rng, heads: int, head: int, side: int, cls: bool) -> 
              _const(p + "axis2", np.array([2], np.int64)), _const(p + "pads", np.array([0, 0, 1, 0, 0, 0, 0, 0], np.int64))]
     inits += [_const(f"{p}i_{q}", np.array(i, np.int64)) for i, q in enumerate("qkv")]
     n = [node("MatMul", ["x", "w_qkv"], "qkv"), node("Reshape", ["qkv", "s_qkv"], "qkv5"), node("Transpose", ["qkv5"], "qkvt", perm=[2, 0, 3, 1, 4])]
-    n += [node("Gather", ["qkvt", f"i_{q}"], q, axis=0) for q in "qkv"]
-    n += [node("Softmax", ["k"], "ks", axis=2), node("Transpose", ["ks"], "kt", perm=[0, 1, 3, 2]), node("MatMul", ["kt", "v"], "kv"),
-          node("MatMul", ["q", "kv"], "qkv_att"), node("Mul", ["qkv_att", "scale"], "factor")]
+    if op11:
+        n += [helper.make_node("Split", [p + "qkvt"], [p + f"{q}3" for q in "qkv"], name=p + "unbind", axis=0, split=[1, 1, 1])]
+        n += [node("Squeeze", [f"{q}3"], q, axes=[0]) for q in "qkv"]
+        n += [node("Transpose", ["k"], "kt", perm=[0, 1, 3, 2]), node("Softmax", ["kt"], "ks", axis=3), node("MatMul", ["ks", "v"], "kv")]
+    else:
+        n += [node("Gather", ["qkvt", f"i_{q}"], q, axis=0) for q in "qkv"]
+        n += [node("Softmax", ["k"], "ks", axis=2), node("Transpose", ["ks"], "kt", perm=[0, 1, 3, 2]), node("MatMul", ["kt", "v"], "kv")]
+    n += [node("MatMul", ["q", "kv"], "qkv_att"), node("Mul", ["qkv_att", "scale"], "factor")]
     q_img, v_img = "q", "v"
     if cls:
         n += [node("Slice", ["q", "one", "end", "axis2"], "q_img"), node("Slice", ["v", "one", "end", "axis2"], "v_img")]
@@ -2480,19 +2487,20 @@ def _crpe_block(name: str, rng, heads: int, head: int, side: int, cls: bool) -> 
     return n, inits, p + "y", t
 
 
-def crpe_pack(variants: tuple) -> onnx.ModelProto:
+def crpe_pack(variants: tuple, op11: bool = False) -> onnx.ModelProto:
     """Independent CoaT-Lite attention blocks (_crpe_block), each on an input [1, tokens, C] of its
-    own. `variants`: tuples (name, heads, head size, side, class token)."""
+    own. `variants`: tuples (name, heads, head size, side, class token); `op11`: the blocks and the
+    model as torch.onnx writes them at opset 11."""
     rng = np.random.default_rng(31)
     nodes, inits, inputs, outputs = [], [], [], []
     for name, heads, head, side, cls in variants:
-        more, more_inits, y, t = _crpe_block(name, rng, heads, head, side, cls)
+        more, more_inits, y, t = _crpe_block(name, rng, heads, head, side, cls, op11)
         nodes += more
         inits += more_inits
         inputs.append(_vi(f"{name}_x", [1, t, heads * head]))
         outputs.append(_vi(y, [1, t, heads * head]))
     used = {i for x in nodes for i in x.input}
-    return _model(nodes, inputs, outputs, [i for i in inits if i.name in used])
+    return _model(nodes, inputs, outputs, [i for i in inits if i.name in used], **({"opset": 11} if op11 else {}))
 
 
 # CoaT-Lite Tiny's four stages at the pool's 64x64 input (8 heads of 8, 16, 32, 40 values on maps
@@ -2505,6 +2513,22 @@ CRPE_PACKS = {
 }
 CASES += [Case(f"crpe_{key}", "pool: CoaT's convolutional relative position encoding beside its factorised attention", lambda v=v: crpe_pack(v), ("rk3566", "rk3588"))
           for key, v in CRPE_PACKS.items()]
+# CoaT-Lite Mini's four stages at 64x64 (8 heads of 8, 16, 40, 64 values) as torch.onnx writes them
+# at opset 11 (the fresh set's timm_coat_lite_mini); and the swap back after a 2x2 map for more
+# channels and heads (RK3588).
+CRPE_PACKS_MORE = {
+    "mini_op11": ((("m1", 8, 8, 16, True), ("m2", 8, 16, 8, True), ("m3", 8, 40, 4, True), ("m4", 8, 64, 2, True)), True),
+    "back": ((("c256", 8, 32, 2, True), ("c512", 8, 64, 2, True), ("c192", 8, 24, 2, True), ("c384", 8, 48, 2, True),
+              ("c128h4", 4, 32, 2, True), ("c512s3", 8, 64, 3, True), ("c96", 8, 12, 2, True)), False),
+    # Head size against channels: 16-value heads in 64 and 96 channels, 24- and 8-value heads in 384 and 128.
+    "heads": ((("h4d16", 4, 16, 2, True), ("h2d32", 2, 32, 2, True), ("h16d24", 16, 24, 2, True), ("h16d8", 16, 8, 2, True),
+               ("h6d16", 6, 16, 2, True), ("h4d16s3", 4, 16, 3, True)), False),
+    # Heads a multiple of 16 or not, with 8- and 16-value heads.
+    "heads16": ((("h32d8", 32, 8, 2, True), ("h16d16", 16, 16, 2, True), ("h16d8s3", 16, 8, 3, True), ("h12d8", 12, 8, 2, True),
+                 ("h24d8", 24, 8, 2, True)), False),
+}
+CASES += [Case(f"crpe_{key}", "fresh: CoaT's position encoding and factorised attention, at opset 11 and more sizes", lambda v=v, o=o: crpe_pack(v, o), ("rk3566", "rk3588"))
+          for key, (v, o) in CRPE_PACKS_MORE.items()]
 
 
 # ---- pool: a Transpose in a chain of layout operators that together move nothing (YOLO12's v) ----
@@ -3782,3 +3806,101 @@ def last_axis_split_pack(entries: tuple = LAST_AXIS_SPLIT_PACK) -> onnx.ModelPro
 
 
 CASES.append(Case("last_axis_split_pack", "pool: TinyViT's attention (q, k, v Split on the last axis after the heads' Reshape) over one or several windows", last_axis_split_pack, ("rk3566",)))
+
+
+# ---- fresh set (issue 27): a Transpose that brings the tokens last for a Softmax, not undone ------
+# torch.onnx below opset 13 writes k.softmax(dim=2) as Transpose [0, 1, 3, 2], Softmax(axis=-1) and
+# the Transpose back; CoaT's k_softmax.transpose(-1, -2) then cancels the Transpose back (the
+# exporter's peephole), leaving Transpose, Softmax over the last axis, MatMul by v.
+
+
+def _transposed_softmax_case(rng, spec):
+    """(name, shape, perm, axis, after): an input through a Relu, Transposed by perm, a Softmax over
+    `axis`, then `after`: "matmul" (times a second input through a Relu, [.., T, 16]), "second" (the
+    Softmax the second operand of such a product), "two" (the Softmax read by a product and a Relu),
+    "weights" (a MatMul by a constant), "relu", "output" (the Softmax is a model output) or "both"
+    (the Transpose also read by a Relu)."""
+    name, shape, perm, axis, after = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    t_shape = [shape[i] for i in perm]
+    n = [node("Relu", ["x"], "r"), node("Transpose", ["r"], "t", perm=list(perm)), node("Softmax", ["t"], "s", axis=axis)]
+    inputs, inits = [_vi(p + "x", shape)], []
+    out, out_shape = p + "s", t_shape
+    if after in ("matmul", "two"):
+        n += [node("Relu", ["v"], "rv"), node("MatMul", ["s", "rv"], "y")]
+        inputs.append(_vi(p + "v", t_shape[:-2] + [t_shape[-1], 16]))
+        out, out_shape = p + "y", t_shape[:-1] + [16]
+    elif after == "second":
+        n += [node("Relu", ["v"], "rv"), node("MatMul", ["rv", "s"], "y")]
+        inputs.append(_vi(p + "v", t_shape[:-2] + [16, t_shape[-2]]))
+        out, out_shape = p + "y", t_shape[:-2] + [16, t_shape[-1]]
+    elif after == "weights":
+        inits.append(_const(p + "w", _weights(rng, t_shape[-1], 16)))
+        n.append(node("MatMul", ["s", "w"], "y"))
+        out, out_shape = p + "y", t_shape[:-1] + [16]
+    elif after in ("relu", "both"):
+        n.append(node("Relu", ["s"], "y"))
+        out, out_shape = p + "y", t_shape
+    outputs = [_vi(out, out_shape)]
+    if after in ("both", "two"):
+        n.append(node("Relu", ["t" if after == "both" else "s"], "y2"))
+        outputs.append(_vi(p + "y2", t_shape))
+    return n, inits, inputs, outputs
+
+
+TRANSPOSED_SOFTMAX_PACKS = {
+    # CoaT-Lite's k at its first and last stage (8 heads of 8 and 64 values; 257 and 5 tokens), then the neighbour changed.
+    "after": (("coat1", [1, 8, 257, 8], [0, 1, 3, 2], 3, "matmul"), ("coat4", [1, 8, 5, 64], [0, 1, 3, 2], 3, "matmul"),
+              ("relu", [1, 8, 17, 16], [0, 1, 3, 2], 3, "relu"), ("out", [1, 8, 17, 16], [0, 1, 3, 2], 3, "output"),
+              ("weights", [1, 8, 17, 16], [0, 1, 3, 2], 3, "weights"), ("both", [1, 8, 17, 16], [0, 1, 3, 2], 3, "both")),
+    # The perm and the axis: the moved axis last or not, the Softmax over the last axis or not, rank 3 and 5.
+    "perms": (("r3", [1, 17, 16], [0, 2, 1], 2, "matmul"), ("p0213", [1, 8, 17, 16], [0, 2, 1, 3], 3, "matmul"),
+              ("p0321", [1, 8, 17, 16], [0, 3, 2, 1], 3, "matmul"), ("ax2", [1, 8, 17, 16], [0, 1, 3, 2], 2, "matmul"),
+              ("p0231", [1, 8, 17, 16], [0, 2, 3, 1], 3, "matmul"), ("r5", [1, 2, 4, 17, 16], [0, 1, 2, 4, 3], 4, "matmul")),
+    # The Softmax's readers, and other sizes (tokens and values not multiples of 8, one head).
+    "readers": (("second", [1, 8, 17, 16], [0, 1, 3, 2], 3, "second"), ("two", [1, 8, 17, 16], [0, 1, 3, 2], 3, "two"),
+                ("h1", [1, 1, 50, 24], [0, 1, 3, 2], 3, "matmul"), ("odd", [1, 3, 7, 5], [0, 1, 3, 2], 3, "matmul"),
+                ("big", [1, 4, 64, 32], [0, 1, 3, 2], 3, "matmul")),
+}
+CASES += [Case(f"transposed_softmax_{key}_op{opset}", "fresh: a Transpose that brings the tokens last for a Softmax, not undone (CoaT below opset 13)",
+               lambda v=v, o=opset: _packed(_transposed_softmax_case, v, 41, opset=o), ("rk3566", "rk3588"))
+          for key, v in TRANSPOSED_SOFTMAX_PACKS.items() for opset in (11, 13) if key != "readers" or opset == 13]
+
+
+# ---- fresh set (issue 27): InstanceNormalization on the i.MX 93 (GroupNorm as torch.onnx writes it) --
+
+
+def _instance_norm_case(rng, spec):
+    """(name, shape, groups): an input through a Relu, then an InstanceNormalization. groups None: on
+    the input itself, with a scale and bias per channel (initializers); groups G: GroupNorm(G) as
+    torch.onnx writes it below opset 18 (timm's SHViT pre_norm: Reshape [N, G, -1], an
+    InstanceNormalization of scale 1 and bias 0 from Constant nodes, Reshape back, Mul and Add by
+    the affine per channel); then a 1x1 Conv."""
+    name, shape, groups = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    c = shape[1]
+    inits = [_const(p + "w", _weights(rng, c, c, *([1] * (len(shape) - 2))))]
+    n = [node("Relu", ["x"], "r")]
+    if groups is None:
+        inits += [_const(p + "scale", (1 + 0.1 * rng.standard_normal(c)).astype(np.float32)), _const(p + "bias", _weights(rng, c))]
+        n.append(node("InstanceNormalization", ["r", "scale", "bias"], "norm", epsilon=1e-5))
+    else:
+        affine = [c] + [1] * (len(shape) - 2)
+        inits += [_const(p + "grouped", np.array([shape[0], groups, -1], np.int64)), _const(p + "back", np.array(shape, np.int64)),
+                  _const(p + "gamma", (1 + 0.1 * rng.standard_normal(affine)).astype(np.float32)), _const(p + "beta", _weights(rng, *affine))]
+        n += [helper.make_node("Constant", [], [p + "one"], name=p + "one", value=_const("v", np.ones(groups, np.float32))),
+              helper.make_node("Constant", [], [p + "zero"], name=p + "zero", value=_const("v", np.zeros(groups, np.float32))),
+              node("Reshape", ["r", "grouped"], "g"), node("InstanceNormalization", ["g", "one", "zero"], "gnorm", epsilon=1e-5),
+              node("Reshape", ["gnorm", "back"], "ungrouped"), node("Mul", ["ungrouped", "gamma"], "scaled"), node("Add", ["scaled", "beta"], "norm")]
+    n.append(node("Conv", ["norm", "w"], "y", kernel_shape=[1] * (len(shape) - 2)))
+    return n, inits, [_vi(p + "x", shape)], [_vi(p + "y", shape)]
+
+
+INSTANCE_NORM_PACK = (
+    ("gn1", [1, 32, 4, 4], 1), ("gn1big", [1, 64, 8, 8], 1), ("gn4", [1, 32, 8, 8], 4),  # SHViT's GroupNorm(1), and 4 groups
+    ("in4", [1, 16, 8, 8], None), ("in4big", [1, 8, 32, 32], None), ("in3", [1, 16, 32], None),  # InstanceNorm itself, rank 4 and 3
+)
+CASES += [Case(f"instance_norm_op{o}", "fresh: InstanceNormalization, and GroupNorm as torch.onnx writes it (SHViT)",
+               lambda o=o: _packed(_instance_norm_case, INSTANCE_NORM_PACK, 43, opset=o), ("imx93",)) for o in (17,)]

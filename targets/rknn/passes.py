@@ -1355,6 +1355,37 @@ def transposes_merged_into_matmul(graph, chip):
             graph.eliminate(node)
 
 
+def _swap_into_softmax_of_products(graph, softmax):
+    """The Transpose when `softmax` normalises the last axis of a tensor whose last two axes a
+    Transpose read only by it swapped, and only products (MatMul) read the Softmax; else None."""
+    first = graph.producer(softmax.inputs[0].name) if softmax.inputs else None
+    rank = softmax.inputs[0].rank if softmax.inputs else None
+    if first is None or first.op_type != "Transpose" or rank is None or rank < 3 or graph.only_consumer(first.outputs[0].name) is not softmax:
+        return None
+    if _perm(first) != list(range(rank - 2)) + [rank - 1, rank - 2] or int(softmax.attr("axis", -1)) % rank != rank - 1:
+        return None
+    readers = graph.consumers(softmax.outputs[0].name)
+    return first if readers and all(r.op_type == "MatMul" for r in readers) else None
+
+
+@RULES.graph_pass("Softmax", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def swap_into_a_cpu_softmax_of_products(graph, chip):
+    """{OBSERVED} on RK3566/RK3568, where Softmax runs on the CPU, gives no layer of its own to a Transpose that swaps the last two axes for a Softmax over the last axis when no Transpose undoes it and only products (MatMul, either operand, by a computed tensor or a constant) read the Softmax (CoaT's k.softmax(dim=2) before k^T @ v as torch.onnx writes it below opset 13, the Transpose back cancelled against k^T): it does not run on the CPU. Read by anything else (a Relu, a model output, a product and a Relu), or read by more than the Softmax, it is a CPU Transpose layer.
+
+    Measured on RK3566 with tests/forms_models.py transposed_softmax packs (opsets 11 and 13;
+    [1, H, T, D] of 8x257x8, 8x5x64, 8x17x16, 1x50x24, 3x7x5, 4x64x32: NPU; read by a Relu, a
+    model output, a product and a Relu, or the Transpose also read by a Relu: CPU; perms [0, 2, 1,
+    3], [0, 3, 2, 1] and [0, 2, 3, 1]: CPU; rank 3 and 5: not reported) and crpe_mini_op11
+    (CoaT-Lite Mini's four stages at opset 11). RK3568 is taken to behave as RK3566 (not measured).
+    Runs after transposes_merged_into_matmul, which reads the swap's axes (a Softmax of k over the
+    tokens keeps the joint projection whole).
+    """
+    for softmax in [n for n in graph.nodes if n.op_type == "Softmax"]:
+        swap = _swap_into_softmax_of_products(graph, softmax)
+        if swap is not None:
+            graph.eliminate(swap)
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
 def transpose_between_reshape_and_softmax_joins_the_reshape(graph, chip):
     """{OBSERVED} folds a Transpose that lies between a Reshape and a Softmax (the distribution-focal-loss decode of YOLOv5u/v8/11: Reshape, Transpose, Softmax) into the Reshape's layer (its pass reduce_tp_in_mesh_forward): it runs where that Reshape runs.
@@ -2662,6 +2693,10 @@ def position_encoding_reshapes_join_their_transposes(graph, chip):
 # map, and the Transpose that swaps the map's tokens back: the map's cells
 # (rules.position_encoding_map_reshape, rules.position_encoding_swap_back).
 POSITION_MAP_ATTRIBUTE = "rknn_position_map_cells"
+# And the heads on the Reshape into the map, the head size on the swap back (rules.position_encoding_map_reshape,
+# rules.position_encoding_swap_back).
+POSITION_HEADS_ATTRIBUTE = "rknn_position_map_heads"
+POSITION_HEAD_ATTRIBUTE = "rknn_position_map_head"
 
 
 def _tokens_map_reshape(reshape, to_map: bool) -> int | None:
@@ -2677,7 +2712,7 @@ def _tokens_map_reshape(reshape, to_map: bool) -> int | None:
 
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
 def position_encoding_maps(graph, chip):
-    """{OBSERVED} keeps CoaT's convolutional relative position encoding (v's tokens swapped [0, 1, 3, 2] and Reshaped into a map for a depthwise Conv, Reshaped back and swapped back) in its layout; the audit notes the map's cells on both Reshapes and on the swap back, on which their placement on RK3588 depends (rules.position_encoding_map_reshape). On RK3566/RK3568 the Reshapes have joined their CPU Transposes before this pass (position_encoding_reshapes_join_their_transposes).
+    """{OBSERVED} keeps CoaT's convolutional relative position encoding (v's tokens swapped [0, 1, 3, 2] and Reshaped into a map for a depthwise Conv, Reshaped back and swapped back) in its layout; the audit notes the map's cells on both Reshapes and on the swap back, the heads on the Reshape into the map and the head size on the swap back, on which their placement on RK3588 depends (rules.position_encoding_map_reshape, rules.position_encoding_swap_back). On RK3566/RK3568 the Reshapes have joined their CPU Transposes before this pass (position_encoding_reshapes_join_their_transposes).
 
     Measured on tests/forms_models.py crpe_pack.
     """
@@ -2687,9 +2722,10 @@ def position_encoding_maps(graph, chip):
             continue
         into, back, swap_back = trip
         cells = _tokens_map_reshape(into, True)
-        graph.fuse([into], "Reshape", attributes={POSITION_MAP_ATTRIBUTE: cells})
+        heads, head = _static_shape(into.inputs[0])[1:3]  # [N, heads, head, H*W] (checked by _tokens_map_reshape)
+        graph.fuse([into], "Reshape", attributes={POSITION_MAP_ATTRIBUTE: cells, POSITION_HEADS_ATTRIBUTE: int(heads)})
         graph.fuse([back], "Reshape", attributes={POSITION_MAP_ATTRIBUTE: cells})
-        graph.fuse([swap_back], "Transpose", attributes={"perm": [0, 1, 3, 2], POSITION_MAP_ATTRIBUTE: cells})
+        graph.fuse([swap_back], "Transpose", attributes={"perm": [0, 1, 3, 2], POSITION_MAP_ATTRIBUTE: cells, POSITION_HEAD_ATTRIBUTE: int(head)})
 
 
 

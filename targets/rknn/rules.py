@@ -1120,30 +1120,44 @@ def unchanged_3d_output_view(node: NodeView, chip: str):
 
 
 POSITION_MAP_CELLS_ALIGN = 16  # OBSERVED (RK3588): the cells of a position encoding's map kept on the NPU
+POSITION_HEADS_ALIGN = 16  # OBSERVED (RK3588): heads that keep the Reshape into an unaligned map on the NPU
+POSITION_HEAD_ALIGN = 16  # OBSERVED (RK3588): a head size that puts the swap back after an unaligned map on the CPU
 
 
-@RULES.rule("Reshape", chips=("rk3588",), ALIGN=POSITION_MAP_CELLS_ALIGN)
+@RULES.rule("Reshape", chips=("rk3588",), ALIGN=POSITION_MAP_CELLS_ALIGN, HEADS_ALIGN=POSITION_HEADS_ALIGN)
 def position_encoding_map_reshape(node: NodeView, chip: str):
-    """On RK3588 the toolkit runs on the CPU the Reshapes between CoaT's convolutional relative position encoding's tokens and its map ([1, heads, head, H*W] -> [1, heads*head, H, W] and back) when the map's H*W cells are not a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed; the pass position_encoding_maps marks them).
+    """On RK3588 the toolkit runs on the CPU the Reshapes between CoaT's convolutional relative position encoding's tokens and its map ([1, heads, head, H*W] -> [1, heads*head, H, W] and back) when the map's H*W cells are not a multiple of {ALIGN}, but the Reshape into the map when the heads are a multiple of {HEADS_ALIGN} (rknn-toolkit2 2.5.0, observed; the pass position_encoding_maps marks them).
 
     Measured with tests/forms_models.py crpe_pack: maps of 2x2 (64, 128 and 320 channels) and 3x3
     (320): CPU; 4x4 (64, 320), 8x8 (128), 16x16 (64): NPU; and on the pool's timm_coat_lite_tiny
     (its 2x2 last stage on the CPU). On RK3566/RK3568 they run on the CPU at every size, with the
-    Transposes beside them (passes.position_encoding_reshapes_join_their_transposes).
+    Transposes beside them (passes.position_encoding_reshapes_join_their_transposes). The heads
+    (crpe_heads, crpe_heads16: 2x2 and 3x3 maps): the Reshape into the map on the NPU with 16 and
+    32 heads (8, 16 and 24 values), on the CPU with 2, 4, 6, 8, 12 and 24; the Reshape back on the
+    CPU with every one of them.
     """
     cells = node.attr("rknn_position_map_cells")
     if cells is None or int(cells) % POSITION_MAP_CELLS_ALIGN == 0:
         return None
+    heads = node.attr("rknn_position_map_heads")
+    if heads is not None and int(heads) % POSITION_HEADS_ALIGN == 0:
+        return None
     return Offence(int(cells), "cells of the position encoding's map")
 
 
-@RULES.rule("Transpose", chips=("rk3588",), placement=Placement.ACCELERATOR, ALIGN=POSITION_MAP_CELLS_ALIGN)
+@RULES.rule("Transpose", chips=("rk3588",), ALIGN=POSITION_MAP_CELLS_ALIGN, HEAD_ALIGN=POSITION_HEAD_ALIGN)
 def position_encoding_swap_back(node: NodeView, chip: str):
-    """On RK3588 the Transpose that swaps CoaT's position encoding's tokens back after a map of cells not a multiple of {ALIGN} ran on the NPU in three of four probes and on the CPU in one (128 channels on a 2x2 map; 64 and 320 there, and 320 on 3x3, on the NPU), by what the audit does not model: uncertain (rknn-toolkit2 2.5.0, observed; tests/forms_models.py crpe_pack)."""
-    cells = node.attr("rknn_position_map_cells")
-    if cells is None or int(cells) % POSITION_MAP_CELLS_ALIGN == 0:
+    """On RK3588 the toolkit runs on the CPU the Transpose that swaps CoaT's position encoding's tokens back after a map of cells not a multiple of {ALIGN} when the head size is a multiple of {HEAD_ALIGN}; with other head sizes it runs on the NPU (rknn-toolkit2 2.5.0, observed; the pass position_encoding_maps marks it).
+
+    Measured with tests/forms_models.py crpe_pack on 2x2 and 3x3 maps: heads of 16, 32, 48 and 64
+    values (2 to 16 heads, 64 to 512 channels): CPU; of 8, 12, 24 and 40 (8 to 32 heads): NPU; 4x4
+    and larger maps: NPU. Found on the fresh pair timm_coat_lite_mini/rk3588 (8 heads of 64 on a
+    2x2 map), after which the probes were made.
+    """
+    cells, head = node.attr("rknn_position_map_cells"), node.attr("rknn_position_map_head")
+    if cells is None or head is None or int(cells) % POSITION_MAP_CELLS_ALIGN == 0 or int(head) % POSITION_HEAD_ALIGN:
         return None
-    return Offence(int(cells), "cells of the position encoding's map", uncertain=True)
+    return Offence(int(head), "head size of the position encoding's swap back")
 
 
 KEYPOINT_CELLS_ALIGN = 16  # OBSERVED (RK3588): the cells a per-keypoint view keeps on the NPU

@@ -39,6 +39,7 @@ CONSTANT_INPUTS = {
     "Clip": (1, 2),
     "Trilu": (1,),
     "Dropout": (1, 2),
+    "InstanceNormalization": (1, 2),  # measured: ONNX's instancenorm node tests (scale and B model inputs)
 }
 
 

@@ -74,6 +74,9 @@ ONNX_TO_TFLITE: dict[str, tuple[str, ...]] = {
     "Hardmax": ("ARG_MAX", "ONE_HOT"),
     "HardSwish": ("HARD_SWISH",),
     "Identity": (),
+    # tf.nn.moments, then (x - mean) * rsqrt(variance + epsilon) * scale + bias (measured on
+    # tests/forms_models.py instance_norm_op17; scale and bias must be constants, conversion.py).
+    "InstanceNormalization": ("MEAN", "SUB", "SQUARED_DIFFERENCE", "MUL", "ADD", "RSQRT"),
     "LeakyRelu": ("LEAKY_RELU",),
     "Less": ("LESS",),
     "LessOrEqual": ("LESS_EQUAL",),
