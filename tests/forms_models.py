@@ -442,6 +442,7 @@ def zoo_shuffle_unit(group: int = 2) -> onnx.ModelProto:
 
 
 CASES.append(Case("zoo_shuffle_unit", "f: opset-9 model-zoo form (IR 3, ConstantOfShape weights)", zoo_shuffle_unit, ("esp32s3", "rk3588", "imx93")))
+CASES.append(Case("zoo_shuffle_unit_g4_block_diagonal", "f: the zoo unit (group 4) as edgedeploy writes it for esp-ppq", lambda: block_diagonal(zoo_shuffle_unit(4)), ("esp32s3",)))
 
 
 def stft_pad(mode: str, rank: int = 2) -> onnx.ModelProto:
@@ -1048,6 +1049,20 @@ GROUPED_CONV_FORMS = {
     "g2_1d": (8, 8, 2, 3, 1, 1, None, 3),
 }
 CASES += [Case(f"conv_{name}", "espdl: grouped Conv", lambda f=f: grouped_conv(*f), ("esp32s3",)) for name, f in GROUPED_CONV_FORMS.items()]
+
+
+def block_diagonal(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model as `edgedeploy build` hands it to esp-ppq: every Conv ESP-DL cannot run written
+    as a group-1 Conv with block-diagonal weights (targets/espdl/grouped_conv.py)."""
+    from edgedeploy.targets.espdl.grouped_conv import rewrite_grouped_convs
+
+    rewrite_grouped_convs(model)
+    return model
+
+
+# The grouped forms above (those ESP-DL cannot run as written) and form f's zoo unit, rewritten.
+REWRITTEN_FORMS = [name for name, (cin, cout, group, *_rest) in GROUPED_CONV_FORMS.items() if group != 1 and not group == cin == cout]
+CASES += [Case(f"conv_{name}_block_diagonal", "espdl: grouped Conv as edgedeploy writes it for esp-ppq", lambda f=GROUPED_CONV_FORMS[name]: block_diagonal(grouped_conv(*f)), ("esp32s3",)) for name in REWRITTEN_FORMS]
 
 
 def batchnorm_probe(opset: int, after: str, rank: int = 4) -> onnx.ModelProto:

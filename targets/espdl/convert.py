@@ -27,6 +27,7 @@ from edgedeploy.errors import OptionError
 from edgedeploy.model import named_copy
 from edgedeploy.model.stats import node_names
 from edgedeploy.targets.base import ConvertRequest, ConvertResult, SimulationResult, WorkerResult
+from edgedeploy.targets.espdl.grouped_conv import rewrite_grouped_convs, workaround_record
 from edgedeploy.targets.espdl.verdict import verdict_from_info
 from edgedeploy.targets.espdl.worker_verdict import MIN_CALIB_STEPS as ESPPPQ_MIN_CALIB_STEPS, parse_info
 
@@ -131,6 +132,10 @@ def build_request(ctx) -> ConvertRequest:
     named_path = work / "model_named.onnx"
     for_esp_ppq = named_copy(ctx.model.proto, display_names)
     workarounds = explicit_reduce_keepdims(for_esp_ppq)
+    rewrites = workaround_record(rewrite_grouped_convs(for_esp_ppq))
+    workarounds += rewrites
+    for line in (line for w in rewrites for line in w["per_node"]):
+        ctx.echo(f"convert: {line}")
     onnx.save(for_esp_ppq, str(named_path))
     batch = calibration_batch(len(ctx.data.calibration), ctx.data.batchable)
     payload = {

@@ -12,6 +12,7 @@ from edgedeploy.model import named_copy
 from edgedeploy.model.stats import node_names
 from edgedeploy.targets.base import TapRequest, TapResult
 from edgedeploy.targets.espdl.convert import ESPPPQ_DEFAULT_CALIB, calibration_batch, explicit_reduce_keepdims
+from edgedeploy.targets.espdl.grouped_conv import rewrite_grouped_convs
 
 WORKER = Path(__file__).with_name("worker_diagnose.py")
 # The isolated runs (one per op) use this many calibration batches: the op's own error is stable
@@ -26,6 +27,7 @@ def accuracy_taps(target, request: TapRequest) -> TapResult:
     display_names = node_names(model.graph)
     named = named_copy(model, display_names)
     explicit_reduce_keepdims(named)
+    rewrite_grouped_convs(named)  # as the build did: the taps see the Convs the artifact runs
     onnx.save(named, str(work / "model_named.onnx"))
     write_arrays(work / "calib.npz", request.calibration.inputs)
     if request.evaluation is not None:

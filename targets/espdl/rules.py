@@ -20,6 +20,7 @@ from __future__ import annotations
 from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, RuleSet, TensorView
 
 # The graph passes esp-ppq applies before placing register on RULES when passes.py is imported.
+from edgedeploy.targets.espdl.grouped_conv import block_diagonal_cost, needs_block_diagonal
 from edgedeploy.targets.espdl.passes import BN_AS_CONV_RANK, DROPOUT_TRAINING_MODE_OPSET
 from edgedeploy.targets.espdl.registry import CHIPS, ESP_DL_VERSION, ESP_PPQ_VERSION, ONNXSIM_VERSION, RULES
 
@@ -47,7 +48,7 @@ OPERATORS: dict[str, OpSupport] = {
     "AveragePool": op(ALL, "1-D/2-D, no dilation"),
     "Clip": op(ALL),
     "Concat": op(ALL),
-    "Conv": op(INT, "1-D/2-D; group 1 or depthwise"),
+    "Conv": op(INT, "1-D/2-D; group 1 or depthwise (other groups: written as group 1 by edgedeploy)"),
     "ConvTranspose": op(INT, "run as InsertZeros + Conv"),
     "DepthToSpace": op(ALL),
     "Div": op(ALL, "up to 4-D"),
@@ -367,11 +368,15 @@ def spatial_1d_or_2d(node: NodeView, chip: str):
 # tests/fixtures/forms/verdicts.json): groups of 2, 4 and 8 with 2 to 8 channels per group,
 # 1x1 and 3x3 kernels, stride 2, dilation 2, no padding, 1-D, and a depthwise Conv with two
 # output channels per input channel all come out as int8 layers; so do the corpus's
-# onnx_zoo_shufflenet (group 4) and regnet_y_400mf (8 channels per group). The placement here
-# is what the ESP-DL runtime does with them, which esp-ppq's verdict cannot show (unverifiable).
-@RULES.rule("Conv", placement=Placement.UNSUPPORTED, ALLOWED="1, or the number of input channels with as many output channels (depthwise)", VERSION=ESP_DL_VERSION, PPQ=ESP_PPQ_VERSION)
-def conv_group_1_or_depthwise(node: NodeView, chip: str):
-    """ESP-DL {VERSION}'s Conv takes group = {ALLOWED}: it runs every other group with its depthwise kernel, one filter and one output channel per input channel, so a grouped convolution in between, or a depthwise one with a channel multiplier, does not compute what the model says, although esp-ppq {PPQ} converts it without a word. Workaround: split it into one Conv per group on channel slices (Split, Convs, Concat), or train with group 1 or a plain depthwise Conv."""
+# onnx_zoo_shufflenet (group 4) and regnet_y_400mf (8 channels per group). `edgedeploy build`
+# therefore rewrites each such Conv with constant weights, before esp-ppq sees it, as one group-1
+# Conv with block-diagonal weights (grouped_conv.py: exact in float; esp-ppq 1.3.12 converts the
+# rewritten forms to int8, docs/audit.md), and the audit places the Conv as that rewrite makes
+# it. Only a grouped Conv whose weights are computed at run time cannot be rewritten.
+
+
+def _grouped_conv(node: NodeView):
+    """(group, input channels, output channels) of a Conv ESP-DL would run wrongly as written, else None."""
     group = int(node.attr("group", 1))
     if group == 1:
         return None
@@ -380,9 +385,37 @@ def conv_group_1_or_depthwise(node: NodeView, chip: str):
     weight = node.input(1)
     if outputs is None and weight is not None and weight.shape:
         outputs = weight.shape[0] if isinstance(weight.shape[0], int) else None
-    if isinstance(channels, int) and group == channels and outputs in (channels, None):
+    return (group, channels, outputs) if needs_block_diagonal(group, channels, outputs) else None
+
+
+def _constant_weights(node: NodeView) -> bool:
+    weight = node.input(1)
+    return weight is not None and (weight.is_constant or weight.foldable)
+
+
+@RULES.rule("Conv", placement=Placement.ACCELERATOR, ALLOWED="1 or depthwise (group = input channels = output channels)", VERSION=ESP_DL_VERSION)
+def grouped_conv_written_block_diagonal(node: NodeView, chip: str):
+    """ESP-DL {VERSION} runs a Conv only with group {ALLOWED}, and any other group with its depthwise kernel (which computes something else), so edgedeploy writes this Conv, before esp-ppq sees it, as one group-1 Conv with block-diagonal weights (zeros outside each group's block; same name, bias and per-channel weight ranges): exact, at the cost of the group's factor in MACs and weights."""
+    found = _grouped_conv(node)
+    if found is None or not _constant_weights(node):
         return None
-    return Offence(group, f"group {group}, input channels {_known(channels)}, output channels {_known(outputs)}")
+    group, channels, outputs = found
+    weight = node.input(1)
+    shape = weight.shape if weight is not None and weight.shape and all(isinstance(d, int) for d in weight.shape) else None
+    if shape is None:
+        return Offence(group, f"group-{group} Conv written as group 1: {group}x its MACs and weights")
+    added = block_diagonal_cost(group, shape)["added_weights"]
+    return Offence(group, f"group-{group} Conv ({_known(channels)} -> {_known(outputs)} channels) written as group 1: {group}x its MACs, +{added} weight bytes at int8")
+
+
+@RULES.rule("Conv", placement=Placement.UNSUPPORTED, ALLOWED="1, or the number of input channels with as many output channels (depthwise)", VERSION=ESP_DL_VERSION, PPQ=ESP_PPQ_VERSION)
+def conv_group_1_or_depthwise(node: NodeView, chip: str):
+    """ESP-DL {VERSION}'s Conv takes group = {ALLOWED}: it runs every other group with its depthwise kernel, one filter and one output channel per input channel, so a grouped convolution in between, or a depthwise one with a channel multiplier, does not compute what the model says, although esp-ppq {PPQ} converts it without a word. edgedeploy rewrites such a Conv as a block-diagonal group-1 Conv only when its weights are constants; these are computed at run time. Workaround: make the weights constants, or split it into one Conv per group on channel slices (Split, Convs, Concat)."""
+    found = _grouped_conv(node)
+    if found is None or _constant_weights(node):
+        return None
+    group, channels, outputs = found
+    return Offence(group, f"group {group}, input channels {_known(channels)}, output channels {_known(outputs)}, weights computed at run time")
 
 
 def _channels(t: TensorView | None) -> int | None:
