@@ -91,6 +91,14 @@ def test_builds_conversion_request_carries_the_rewritten_model_and_reports_each_
     (record,) = [w for w in request.keep["workarounds"] if "block-diagonal" in w["name"]]
     assert record["nodes"] == ["conv_grouped"]
     assert record["per_node"] == ["conv_grouped: group-4 Conv (24 -> 56 channels) as a group-1 Conv: 4x its MACs, +1008 weights (+1008 bytes at int8)"]
-    assert any("conv_grouped: group-4 Conv" in line for line in echoed)
+    assert any("conv_grouped: group-4 Conv" in line for line in echoed)  # announced on the console too
     x = np.random.default_rng(1).standard_normal((1, 24, 10, 10)).astype(np.float32)
     assert np.abs(run(handed, x) - run(model.proto, x)).max() <= 1e-5
+
+
+def test_the_console_names_the_first_rewrites_and_counts_the_rest():
+    echoed: list[str] = []
+    lines = [f"n{i}: group-4 Conv" for i in range(espdl_convert.ANNOUNCED_REWRITES + 2)]
+    espdl_convert._announce_rewrites(SimpleNamespace(echo=echoed.append), lines)
+    assert echoed[:-1] == [f"convert: {line}" for line in lines[: espdl_convert.ANNOUNCED_REWRITES]]
+    assert "... and 2 more grouped Conv(s)" in echoed[-1] and "report.json" in echoed[-1]

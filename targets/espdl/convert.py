@@ -134,8 +134,7 @@ def build_request(ctx) -> ConvertRequest:
     workarounds = explicit_reduce_keepdims(for_esp_ppq)
     rewrites = workaround_record(rewrite_grouped_convs(for_esp_ppq))
     workarounds += rewrites
-    for line in (line for w in rewrites for line in w["per_node"]):
-        ctx.echo(f"convert: {line}")
+    _announce_rewrites(ctx, [line for w in rewrites for line in w["per_node"]])
     onnx.save(for_esp_ppq, str(named_path))
     batch = calibration_batch(len(ctx.data.calibration), ctx.data.batchable)
     payload = {
@@ -162,6 +161,17 @@ def build_request(ctx) -> ConvertRequest:
     announce = f"convert: esp-ppq quantises for {ctx.chip.id} ({precision}), {len(ctx.data.calibration) // batch} calibration steps of {batch} (log: build.log)"
     keep = {"display_names": display_names, "int16": int16, "batch": batch, "test_source": test_source, "named_path": named_path, "workarounds": workarounds, "work": work}
     return ConvertRequest(WORKER, payload, announce=announce, keep=keep)
+
+
+# Rewritten Convs named on the console, one a line; the rest are in report.json (convert.workarounds).
+ANNOUNCED_REWRITES = 4
+
+
+def _announce_rewrites(ctx, lines: list[str]) -> None:
+    for line in lines[:ANNOUNCED_REWRITES]:
+        ctx.echo(f"convert: {line}")
+    if len(lines) > ANNOUNCED_REWRITES:
+        ctx.echo(f"convert: ... and {len(lines) - ANNOUNCED_REWRITES} more grouped Conv(s) written as group 1 (each in report.json, convert.workarounds)")
 
 
 def _stage_data(ctx, work: Path) -> tuple[dict, object]:
