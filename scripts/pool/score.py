@@ -49,7 +49,14 @@ HELD_OUT_LOOKED_AT = (
 )
 # Per fresh set, the pairs whose disagreement was looked at (after the set's figure was published
 # blind) to choose what to probe; its figure is then given with and without them, as the held-out one.
-FRESH_LOOKED_AT = {"fresh": ("timm_coat_lite_mini/rk3566", "timm_coat_lite_mini/rk3588", "timm_shvit_s1/imx93")}
+FRESH_LOOKED_AT = {
+    "fresh": (
+        "timm_coat_lite_mini/rk3566", "timm_coat_lite_mini/rk3588", "timm_shvit_s1/imx93",
+        # Known to differ by grouped Conv alone when the ESP-DL grouped-Conv rewrite was decided
+        # (on issue 27's form f, not on these pairs): no longer blind.
+        "timm_dla46x_c/esp32s3", "timm_regnety_004/esp32s3", "timm_fastvit_t12/esp32s3", "timm_nf_regnet_b0/esp32s3",
+    ),
+}
 
 
 def model_file(name: str, skeletons_only: bool = False, folder: Path = FIXTURES) -> tuple[Path | None, str]:
