@@ -1237,6 +1237,54 @@ CASES += [Case(f"kv_attention_{u}_s{s}_r{r}_h{h}_key_scaled", "pool: a key/value
                lambda u=u, s=s, r=r, h=h: kv_attention(s, r, heads=h, head=64 // h, unbind=u, key_scaled=True), ("rk3566",)) for u, s, r, h in (("split", 4, 2, 2), ("gather", 8, 2, 2))]
 
 
+def qk_attention(tokens: int = 16, heads: int = 4, head: int = 48, unbind: str = "gather", key_first: bool = False) -> onnx.ModelProto:
+    """ConViT's gated attention's patch half on tokens [1, T, C]: q and k from one Linear, split into
+    heads (Reshape [1, T, 2, heads, head], Transpose [2, 0, 3, 1, 4]) and unbound by two Gathers
+    ("gather") or a Split and Squeezes ("split"); v from a Linear of its own; k transposed
+    [0, 1, 3, 2], scores scaled, Softmax, heads merged, a Linear and a mean over the tokens: the
+    counterpart of kv_attention with the query, not the value, beside the key. `key_first`: the key
+    is the projection's first half, the query its second."""
+    rng = np.random.default_rng(27)
+    c, t = heads * head, tokens
+    inits = [_const("w_qk", _weights(rng, c, 2 * c)), _const("w_v", _weights(rng, c, c)), _const("w_o", _weights(rng, c, c)),
+             _const("qk_shape", np.array([1, t, 2, heads, head], np.int64)), _const("v_shape", np.array([1, t, heads, head], np.int64)),
+             _const("merged", np.array([1, t, c], np.int64)), _const("scale", np.array(head**-0.5, np.float32)),
+             _const("split", np.array([1, 1], np.int64)), _const("ax0", np.array([0], np.int64)), _const("i0", np.array(0, np.int64)), _const("i1", np.array(1, np.int64))]
+    n = [helper.make_node("MatMul", ["x", "w_qk"], ["qk0"], name="qk_proj"),
+         helper.make_node("Reshape", ["qk0", "qk_shape"], ["qk1"], name="qk_split_heads"),
+         helper.make_node("Transpose", ["qk1"], ["qk"], name="qk_heads_transpose", perm=[2, 0, 3, 1, 4]),
+         helper.make_node("MatMul", ["x", "w_v"], ["v0"], name="v_proj"),
+         helper.make_node("Reshape", ["v0", "v_shape"], ["v1"], name="v_split_heads"),
+         helper.make_node("Transpose", ["v1"], ["v"], name="v_heads_transpose", perm=[0, 2, 1, 3])]
+    if unbind == "split":
+        halves = ["k5", "q5"] if key_first else ["q5", "k5"]
+        n += [helper.make_node("Split", ["qk", "split"], halves, name="qk_unbind", axis=0),
+              helper.make_node("Squeeze", ["q5", "ax0"], ["q"], name="q_squeeze"),
+              helper.make_node("Squeeze", ["k5", "ax0"], ["k"], name="k_squeeze")]
+    else:
+        first, second = ("i1", "i0") if key_first else ("i0", "i1")
+        n += [helper.make_node("Gather", ["qk", first], ["q"], name="q_unbind", axis=0), helper.make_node("Gather", ["qk", second], ["k"], name="k_unbind", axis=0)]
+    n += [helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
+          helper.make_node("MatMul", ["q", "kt"], ["s0"], name="scores"),
+          helper.make_node("Mul", ["s0", "scale"], ["s1"], name="scores_scale"),
+          helper.make_node("Softmax", ["s1"], ["attn"], name="softmax", axis=-1),
+          helper.make_node("MatMul", ["attn", "v"], ["ctx"], name="context"),
+          helper.make_node("Transpose", ["ctx"], ["ctxt"], name="merge_transpose", perm=[0, 2, 1, 3]),
+          helper.make_node("Reshape", ["ctxt", "merged"], ["mg"], name="merge_heads"),
+          helper.make_node("MatMul", ["mg", "w_o"], ["o"], name="out_proj"),
+          helper.make_node("ReduceMean", ["o"], ["y"], name="token_mean", axes=[1], keepdims=0)]
+    used = {i for node in n for i in node.input}
+    return _model(n, [_vi("x", [1, t, c])], [_vi("y", [1, c])], [i for i in inits if i.name in used])
+
+
+# ConViT-tiny's form (16 tokens, 4 heads of 48, Gathers) and variants: Split, 2 heads, 65 tokens, 1 head.
+QK_FORMS = (("gather", 16, 4, 48), ("split", 16, 4, 48), ("gather", 16, 2, 32), ("gather", 65, 4, 16), ("gather", 16, 1, 64))
+CASES += [Case(f"qk_attention_{u}_t{t}_h{h}_d{d}", "pool: a joint query/key projection, the value of its own (ConViT)",
+               lambda u=u, t=t, h=h, d=d: qk_attention(t, h, d, unbind=u), ("rk3566", "rk3588")) for u, t, h, d in QK_FORMS]
+CASES += [Case(f"qk_attention_{u}_t16_h4_d48_key_first", "pool: a joint key/query projection (the key its first half), the value of its own",
+               lambda u=u: qk_attention(16, 4, 48, unbind=u, key_first=True), ("rk3566",)) for u in ("gather", "split")]
+
+
 # ---- pool (issue 27, rk3566 tuning part): CaiT's talking heads ---------------------------------------
 
 

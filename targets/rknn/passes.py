@@ -922,17 +922,40 @@ def _following_transposes(graph, node) -> list:
 KV_KEY_ATTRIBUTE = "rknn_kv_key_transpose"
 
 
-def _kv_stack(graph, node) -> bool:
-    """`node` reads one half of a key/value projection split into heads: Reshape [N, S, 2, H, D]
-    (H > 1), Transpose [2, 0, 3, 1, 4], then a Split or one-index Gathers (and Squeezes)."""
+def _kv_stack(graph, node):
+    """The heads' Transpose when `node` reads one half of a two-part projection split into heads:
+    Reshape [N, S, 2, H, D] (H > 1), Transpose [2, 0, 3, 1, 4], then a Split or one-index Gathers
+    (and Squeezes); else None."""
     for _ in range(3):
         node = graph.producer(node.inputs[0].name) if node.inputs else None
         if node is None or node.op_type not in ("Squeeze", "Split", "Gather", "Transpose"):
-            return False
+            return None
         if node.op_type == "Transpose":
             split = graph.producer(node.inputs[0].name)
             heads = _static_shape(split.outputs[0]) if split is not None and split.op_type == "Reshape" else None
-            return _perm(node) == [2, 0, 3, 1, 4] and heads is not None and len(heads) == 5 and heads[2] == 2 and heads[3] > 1
+            return node if _perm(node) == [2, 0, 3, 1, 4] and heads is not None and len(heads) == 5 and heads[2] == 2 and heads[3] > 1 else None
+    return None
+
+
+def _query_beside_key(graph, stack, key) -> bool:
+    """Whether the other half of the two-part projection `stack` reaches, without passing `key`
+    (the key's Transpose), the product the key is the second operand of: a joint query/key
+    projection (ConViT's qk), which the toolkit splits like a joint query/key/value one."""
+    tensor, product = key.outputs[0], None
+    for _ in range(MAX_LAYOUT_HOPS + 1):
+        reader = graph.only_consumer(tensor.name)
+        if reader is None or not reader.outputs:
+            return False
+        if _product_of_computed(reader):
+            product = reader
+            break
+        tensor = reader.outputs[0]
+    frontier = [stack]
+    # Split, Squeeze, the scales: the query meets its product within a few hops, as the key does.
+    for _ in range(MAX_LAYOUT_HOPS + 2):
+        frontier = [c for n in frontier for o in n.outputs if o.name for c in graph.consumers(o.name) if c is not key]
+        if product is not None and any(c is product for c in frontier):
+            return True
     return False
 
 
@@ -945,10 +968,14 @@ def key_transpose_of_a_kv_projection(graph, chip):
     the joint projection (timm's qkv, Split or Gather, 16 or 65 tokens: no layer). A scalar scale
     between that Transpose and the product (PVT-v2's k * sqrt(scale)) joins its layer (the
     toolkit's fuse_mul_exmatmul, named so in its build log: PVT-v2-b0's three stages, pool).
+    A joint query/key projection with a value of its own (ConViT's qk) it splits like the joint
+    query/key/value one: no layer (rknn-toolkit2 2.5.0 on RK3566: 16 or 65 tokens, 2 or 4 heads,
+    Gather or Split, the key the first or the second half).
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         perm = _perm(node)
-        if perm is not None and len(perm) == 4 and perm == [0, 1, 3, 2] and _kv_stack(graph, node):
+        stack = _kv_stack(graph, node) if perm == [0, 1, 3, 2] else None
+        if stack is not None and not _query_beside_key(graph, stack, node):
             graph.fuse([node, *(_key_scales(graph, node) or [])], "Transpose", leader=node, attributes={"perm": perm, KV_KEY_ATTRIBUTE: 1})
 
 
