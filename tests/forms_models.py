@@ -2039,6 +2039,19 @@ def _pad_source(rng, spec, nodes: list, inits: list) -> tuple[list, str]:
                   helper.make_node("MatMul", [f"t_{name}", f"fc_{name}"], [f"m_{name}"], name=f"linear_{name}"),
                   helper.make_node("Reshape", [f"m_{name}", f"shape_{name}"], [f"v_{name}"], name=f"map_{name}")]
         return [1, c, h, w], f"v_{name}"
+    if where in ("conv_tokens", "conv_tokens_scaled"):  # a Conv's map as tokens, no MatMul, viewed as a map (Twins', DaViT's windows)
+        h, w, c = shape[1:]
+        inits += [_const(f"flat_{name}", np.array([1, c, h * w], np.int64)), _const(f"shape_{name}", np.array(shape, np.int64)),
+                  _const(f"w_{name}", _weights(rng, c, c, 1, 1)), _const(f"g_{name}", rng.standard_normal(c).astype(np.float32))]
+        nodes += [helper.make_node("Conv", [x, f"w_{name}"], [f"c_{name}"], name=f"conv_{name}"),
+                  helper.make_node("Reshape", [f"c_{name}", f"flat_{name}"], [f"f_{name}"], name=f"flatten_{name}"),
+                  helper.make_node("Transpose", [f"f_{name}"], [f"t_{name}"], name=f"tokens_{name}", perm=[0, 2, 1])]
+        src = f"t_{name}"
+        if where == "conv_tokens_scaled":  # a per-channel scale between, as a LayerNorm's gain
+            nodes.append(helper.make_node("Mul", [src, f"g_{name}"], [f"s_{name}"], name=f"gain_{name}"))
+            src = f"s_{name}"
+        nodes.append(helper.make_node("Reshape", [src, f"shape_{name}"], [f"v_{name}"], name=f"map_{name}"))
+        return [1, c, h, w], f"v_{name}"
     if where in ("block", "conv"):
         inits.append(_const(f"w_{name}", _weights(rng, shape[1], shape[1], 1, 1)))
         nodes.append(helper.make_node("Conv", [x, f"w_{name}"], [f"c_{name}"], name=f"conv_{name}"))
@@ -2080,6 +2093,17 @@ def pad_pack(opset: int = 13, entries: tuple = PAD_PACK) -> onnx.ModelProto:
 
 CASES += [Case(f"pad_pack_opset{o}", "c: Pad by axis, amount, mode, rank and position", lambda o=o: pad_pack(o), ("rk3588", "rk3566")) for o in (13, 11)]
 CASES.append(Case("pad_pack_fp16", "c: Pad by axis, amount, mode, rank and position", pad_pack, ("rk3588", "rk3566"), precision="fp16"))
+
+# A Conv's map flattened into tokens (Reshape, Transpose [0, 2, 1]) and viewed as a map [1, H, W, C]
+# with no MatMul between, padded at the end of H and W (Twins' and DaViT's windows), by sizes,
+# axes and neighbours.
+PAD_TOKENS_PACK = tuple(
+    (f"{where}_{h}x{h}x{c}_{axes}{p}", (1, h, h, c), (0, 0, 0, 0, 0, p, p if axes == "hw" else 0, 0), "constant", None, where, "init")
+    for where in ("conv_tokens", "conv_tokens_scaled")
+    for h, c, p, axes in ((8, 128, 6, "hw"), (8, 128, 6, "h"), (4, 24, 3, "hw"), (4, 256, 3, "hw"), (2, 40, 5, "hw"))
+)
+CASES.append(Case("pad_tokens_pack", "pool: a Pad of a Conv's map as tokens viewed as a map (Twins, DaViT)",
+                  lambda: pad_pack(13, PAD_TOKENS_PACK), ("rk3588",)))
 
 
 def _centred(p: str, nodes: list) -> str:

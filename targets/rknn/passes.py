@@ -1923,6 +1923,7 @@ PAD_CHANNELS_LAST_ATTRIBUTE = "rknn_pad_channels_last"
 CHANNELS_FIRST_PRODUCERS = frozenset({"Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
                                       "BatchNormalization", "InstanceNormalization", "Resize", "Upsample", "DepthToSpace", "SpaceToDepth"})
 TRANSPOSE_LAYOUT = {(0, 2, 3, 1): True, (0, 3, 1, 2): False}
+TOKENS_TRANSPOSE = (0, 2, 1)  # [N, C, L] -> [N, L, C]: a flattened map's positions made tokens
 LAYOUT_SEARCH_NODES = 32  # a residual stream doubles the paths at each Add: 8 missed Swin V2's later blocks
 
 
@@ -1930,10 +1931,12 @@ def _held_channels_last(graph, tensor) -> bool | None:
     """Whether the toolkit holds `tensor` with its last axis as channels: breadth-first back through
     the operators that pass a layout on, to the nearest that decides it (a MatMul's result: True;
     a convolution or pooling, a model input: False; a Transpose of a 4-D map by its perm); None
-    when none is found within LAYOUT_SEARCH_NODES nodes."""
-    frontier, visited = [tensor], 0
+    when none is found within LAYOUT_SEARCH_NODES nodes. Behind a Transpose [0, 2, 1] (a map
+    flattened into tokens, as Twins' and DaViT's patch embeddings) a convolution's map is held
+    channels-last; tokens that are a model input stay channels-first."""
+    frontier, visited = [(tensor, False)], 0
     while frontier and visited < LAYOUT_SEARCH_NODES:
-        t = frontier.pop(0)
+        t, tokens = frontier.pop(0)
         node = graph.producer(t.name) if t.name else None
         if node is None:
             if t.is_graph_input:
@@ -1941,10 +1944,12 @@ def _held_channels_last(graph, tensor) -> bool | None:
             continue
         visited += 1
         if node.op_type == "MatMul" or node.op_type in CHANNELS_FIRST_PRODUCERS:
-            return node.op_type == "MatMul"
-        if node.op_type == "Transpose" and tuple(node.attr("perm") or ()) in TRANSPOSE_LAYOUT:
-            return TRANSPOSE_LAYOUT[tuple(node.attr("perm"))]
-        frontier += [i for i in node.inputs if i.present and not i.is_constant and not i.foldable]
+            return node.op_type == "MatMul" or tokens
+        perm = tuple(node.attr("perm") or ()) if node.op_type == "Transpose" else ()
+        if perm in TRANSPOSE_LAYOUT:
+            return TRANSPOSE_LAYOUT[perm]
+        flips = perm == TOKENS_TRANSPOSE
+        frontier += [(i, tokens != flips) for i in node.inputs if i.present and not i.is_constant and not i.foldable]
     return None
 
 
@@ -1956,7 +1961,12 @@ def pad_of_a_channels_last_map(graph, chip):
     constant Pad of axes 1 and 2 (or 1 alone) at their end of a Conv's map after Transpose
     [0, 2, 3, 1] ([1, 8, 8, 128], [1, 4, 4, 24]): NPU; the same of tokens that were a 3-D model
     input, reshaped to the map: CPU where axis 1 is not aligned, as a channels-first map; in the
-    pool, TinyViT's and Swin's window Pads of [N, H, W, C] maps from MatMuls: NPU.
+    pool, TinyViT's and Swin's window Pads of [N, H, W, C] maps from MatMuls: NPU. A Conv's map
+    flattened into tokens (Reshape [1, C, H*W], Transpose [0, 2, 1]) and viewed as [1, H, W, C]
+    with no MatMul between, alone or through a per-channel Mul (Twins', DaViT's window Pads): NPU
+    on RK3588 for [1, 8, 8, 128] by 6 on H and W or H alone, [1, 4, 4, 24] and [1, 4, 4, 256] by
+    3, [1, 2, 2, 40] by 5 (tests/forms_models.py pad_tokens_pack); the same Pads of tokens that
+    are a model input [1, C, H*W] ran on the CPU where H is not aligned, as channels-first.
     """
     for pad in [n for n in graph.nodes if n.op_type == "Pad"]:
         x = pad.inputs[0] if pad.inputs else None
