@@ -1237,18 +1237,19 @@ CASES += [Case(f"kv_attention_{u}_s{s}_r{r}_h{h}_key_scaled", "pool: a key/value
                lambda u=u, s=s, r=r, h=h: kv_attention(s, r, heads=h, head=64 // h, unbind=u, key_scaled=True), ("rk3566",)) for u, s, r, h in (("split", 4, 2, 2), ("gather", 8, 2, 2))]
 
 
-def qk_attention(tokens: int = 16, heads: int = 4, head: int = 48, unbind: str = "gather", key_first: bool = False) -> onnx.ModelProto:
+def qk_attention(tokens: int = 16, heads: int = 4, head: int = 48, unbind: str = "gather", key_first: bool = False, batch: int = 1) -> onnx.ModelProto:
     """ConViT's gated attention's patch half on tokens [1, T, C]: q and k from one Linear, split into
     heads (Reshape [1, T, 2, heads, head], Transpose [2, 0, 3, 1, 4]) and unbound by two Gathers
     ("gather") or a Split and Squeezes ("split"); v from a Linear of its own; k transposed
     [0, 1, 3, 2], scores scaled, Softmax, heads merged, a Linear and a mean over the tokens: the
     counterpart of kv_attention with the query, not the value, beside the key. `key_first`: the key
-    is the projection's first half, the query its second."""
+    is the projection's first half, the query its second. `batch` > 1: attention over a batch of
+    token sets (TNT's inner attention over each patch's pixels)."""
     rng = np.random.default_rng(27)
-    c, t = heads * head, tokens
+    c, t, b = heads * head, tokens, batch
     inits = [_const("w_qk", _weights(rng, c, 2 * c)), _const("w_v", _weights(rng, c, c)), _const("w_o", _weights(rng, c, c)),
-             _const("qk_shape", np.array([1, t, 2, heads, head], np.int64)), _const("v_shape", np.array([1, t, heads, head], np.int64)),
-             _const("merged", np.array([1, t, c], np.int64)), _const("scale", np.array(head**-0.5, np.float32)),
+             _const("qk_shape", np.array([b, t, 2, heads, head], np.int64)), _const("v_shape", np.array([b, t, heads, head], np.int64)),
+             _const("merged", np.array([b, t, c], np.int64)), _const("scale", np.array(head**-0.5, np.float32)),
              _const("split", np.array([1, 1], np.int64)), _const("ax0", np.array([0], np.int64)), _const("i0", np.array(0, np.int64)), _const("i1", np.array(1, np.int64))]
     n = [helper.make_node("MatMul", ["x", "w_qk"], ["qk0"], name="qk_proj"),
          helper.make_node("Reshape", ["qk0", "qk_shape"], ["qk1"], name="qk_split_heads"),
@@ -1274,7 +1275,7 @@ def qk_attention(tokens: int = 16, heads: int = 4, head: int = 48, unbind: str =
           helper.make_node("MatMul", ["mg", "w_o"], ["o"], name="out_proj"),
           helper.make_node("ReduceMean", ["o"], ["y"], name="token_mean", axes=[1], keepdims=0)]
     used = {i for node in n for i in node.input}
-    return _model(n, [_vi("x", [1, t, c])], [_vi("y", [1, c])], [i for i in inits if i.name in used])
+    return _model(n, [_vi("x", [b, t, c])], [_vi("y", [b, c])], [i for i in inits if i.name in used])
 
 
 # ConViT-tiny's form (16 tokens, 4 heads of 48, Gathers) and variants: Split, 2 heads, 65 tokens, 1 head.
@@ -1283,6 +1284,10 @@ CASES += [Case(f"qk_attention_{u}_t{t}_h{h}_d{d}", "pool: a joint query/key proj
                lambda u=u, t=t, h=h, d=d: qk_attention(t, h, d, unbind=u), ("rk3566", "rk3588")) for u, t, h, d in QK_FORMS]
 CASES += [Case(f"qk_attention_{u}_t16_h4_d48_key_first", "pool: a joint key/query projection (the key its first half), the value of its own",
                lambda u=u: qk_attention(16, 4, 48, unbind=u, key_first=True), ("rk3566",)) for u in ("gather", "split")]
+# TNT's inner attention (16 token sets of 16 pixels, 4 heads of 6, Split) and variants: heads of 8, 12 tokens, Gather.
+QK_BATCHED = (("split", 16, 16, 4, 6), ("split", 16, 16, 4, 8), ("split", 16, 12, 4, 6), ("gather", 16, 16, 4, 6), ("split", 4, 16, 2, 6))
+CASES += [Case(f"qk_attention_{u}_b{b}_t{t}_h{h}_d{d}", "pool: a joint query/key projection over a batch of token sets (TNT's inner attention)",
+               lambda u=u, b=b, t=t, h=h, d=d: qk_attention(t, h, d, unbind=u, batch=b), ("rk3566", "rk3588")) for u, b, t, h, d in QK_BATCHED]
 
 
 # ---- pool (issue 27, rk3566 tuning part): CaiT's talking heads ---------------------------------------

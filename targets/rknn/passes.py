@@ -937,6 +937,24 @@ def _kv_stack(graph, node):
     return None
 
 
+def _joint_query_key_key(graph, node) -> bool:
+    """Whether `node` is the key's Transpose [0, 1, 3, 2] of a joint query/key projection (the
+    other half of its two-part stack reaching the key's own product, _query_beside_key)."""
+    stack = _kv_stack(graph, node) if _perm(node) == [0, 1, 3, 2] else None
+    return stack is not None and _query_beside_key(graph, stack, node)
+
+
+def _joint_query_key_stack(graph, stack) -> bool:
+    """Whether the heads' Transpose `stack` splits a joint query/key projection: a key's Transpose
+    [0, 1, 3, 2] within two hops of it (a Gather, or a Split and a Squeeze) is _joint_query_key_key."""
+    frontier = [stack]
+    for _ in range(3):
+        frontier = [c for n in frontier for o in n.outputs if o.name for c in graph.consumers(o.name)]
+        if any(c.op_type == "Transpose" and _joint_query_key_key(graph, c) for c in frontier):
+            return True
+    return False
+
+
 def _query_beside_key(graph, stack, key) -> bool:
     """Whether the other half of the two-part projection `stack` reaches, without passing `key`
     (the key's Transpose), the product the key is the second operand of: a joint query/key
@@ -974,8 +992,7 @@ def key_transpose_of_a_kv_projection(graph, chip):
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         perm = _perm(node)
-        stack = _kv_stack(graph, node) if perm == [0, 1, 3, 2] else None
-        if stack is not None and not _query_beside_key(graph, stack, node):
+        if _kv_stack(graph, node) is not None and perm == [0, 1, 3, 2] and not _joint_query_key_key(graph, node):
             graph.fuse([node, *(_key_scales(graph, node) or [])], "Transpose", leader=node, attributes={"perm": perm, KV_KEY_ATTRIBUTE: 1})
 
 
@@ -1249,21 +1266,30 @@ def batched_attention_layouts(graph, chip):
     RK3566): with 4 windows of 49 tokens (4 heads of 32, 2 of 16, scaled or not) the three
     Transposes, with the scales after q's and k's, are Transpose layers on the CPU; with 64 or 16
     tokens, or one window of 196, merged (NPU).
+    TNT's inner attention, a joint query/key projection with a value of its own (qk_attention
+    batched, RK3566, 2026-12-04: 16 or 4 sets of 16 or 12 tokens, heads of 6 or 8, Split or
+    Gather): the key's Transpose and the Gathered heads' split on the NPU, as the audit of a
+    joint q/k/v Split has them; the value's and the merge's Transposes on the CPU as above.
     """
-    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+    transposes = [n for n in graph.nodes if n.op_type == "Transpose"]
+    # Found before the loop fuses the heads' split, which hides the stack from the key.
+    qk_keys = {n.name for n in transposes if _joint_query_key_key(graph, n)}
+    for node in transposes:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node or node.attr(AREA_ATTENTION_ATTRIBUTE) is not None:
             continue  # area_attention_layouts placed it
         perm, dims = _perm(node), _batched_heads(node.inputs[0])
         split = _batched_split_heads(graph, node)
         if split is not None:
             graph.fuse([split, node], "Reshape", leader=split, attributes={BATCHED_HEADS_ATTRIBUTE: 0})
-        elif (gathered := _batched_split_heads(graph, node, by="Gather")) is not None:
+        elif (gathered := _batched_split_heads(graph, node, by="Gather")) is not None and _joint_query_key_stack(graph, node):
+            graph.fuse([gathered, node], "Reshape", leader=gathered, attributes={BATCHED_HEADS_ATTRIBUTE: 0})  # split like a Split
+        elif gathered is not None:
             graph.fuse([gathered, node], "Transpose", leader=node, attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: 0})
         elif (part := _batched_last_axis_part(graph, node)) is not None:
             graph.fuse(part, "Transpose", leader=node, attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: 0})
         elif _batched_separate_heads(graph, node, perm) or dims is None:
             continue
-        elif perm == [0, 1, 3, 2] and (dims[0] % 8 or dims[1] % 8 or _normalised(graph, node)) and _key_scales(graph, node) is not None and not _after_transpose(graph, node):
+        elif perm == [0, 1, 3, 2] and (dims[0] % 8 or dims[1] % 8 or _normalised(graph, node)) and _key_scales(graph, node) is not None and not _after_transpose(graph, node) and node.name not in qk_keys:
             graph.fuse([node, *_key_scales(graph, node)], "Transpose", leader=node, attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(dims)})
         elif perm == [0, 2, 1, 3] and dims[1] % 8 and (before := graph.producer(node.inputs[0].name)) is not None and _product_of_computed(before):
             graph.fuse([node], "Transpose", attributes={"perm": perm, BATCHED_HEADS_ATTRIBUTE: list(dims)})
