@@ -3996,3 +3996,42 @@ INSTANCE_NORM_PACK = (
 )
 CASES += [Case(f"instance_norm_op{o}", "fresh: InstanceNormalization, and GroupNorm as torch.onnx writes it (SHViT)",
                lambda o=o: _packed(_instance_norm_case, INSTANCE_NORM_PACK, 43, opset=o), ("imx93",)) for o in (17,)]
+
+
+# A Tile whose repeats are all 1 (GC ViT's global query, tiled to the windows when a stage has
+# one window), by rank, producer and beside a Tile that repeats; each read by a Relu.
+TILE_ONES_PACK = (
+    ("ones4_relu", (1, 8, 4, 4), (1, 1, 1, 1), "relu"),
+    ("ones4_conv", (1, 16, 4, 4), (1, 1, 1, 1), "conv"),
+    ("ones4_input", (1, 8, 4, 4), (1, 1, 1, 1), "input"),
+    ("ones4_expand_nhwc", (1, 4, 4, 32), (1, 1, 1, 1), "expand"),
+    ("ones3_relu", (1, 16, 32), (1, 1, 1), "relu"),
+    ("twos4_relu", (1, 8, 4, 4), (2, 1, 1, 1), "relu"),
+    ("twos4_expand_nhwc", (1, 4, 4, 32), (4, 1, 1, 1), "expand"),
+)
+
+
+def _tile_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of TILE_ONES_PACK: its nodes, initializers, input and output."""
+    name, shape, repeats, source = spec
+    x, src, nodes = f"x_{name}", f"x_{name}", []
+    inits = [_const(f"repeats_{name}", np.array(repeats, np.int64))]
+    if source == "conv":
+        inits.append(_const(f"w_{name}", _weights(rng, shape[1], shape[1], 1, 1)))
+        nodes.append(helper.make_node("Conv", [x, f"w_{name}"], [f"c_{name}"], name=f"conv_{name}"))
+        src = f"c_{name}"
+    elif source in ("relu", "expand"):
+        nodes.append(helper.make_node("Relu", [x], [f"r_{name}"], name=f"relu_{name}"))
+        src = f"r_{name}"
+    if source == "expand":
+        inits.append(_const(f"shape_{name}", np.array(shape, np.int64)))
+        nodes.append(helper.make_node("Expand", [src, f"shape_{name}"], [f"e_{name}"], name=f"expand_{name}"))
+        src = f"e_{name}"
+    out = [d * r for d, r in zip(shape, repeats)]
+    nodes += [helper.make_node("Tile", [src, f"repeats_{name}"], [f"t_{name}"], name=f"tile_{name}"),
+              helper.make_node("Relu", [f"t_{name}"], [f"y_{name}"], name=f"after_{name}")]
+    return nodes, inits, [_vi(x, list(shape))], [_vi(f"y_{name}", out)]
+
+
+CASES.append(Case("tile_ones_pack", "fresh2: a Tile whose repeats are all 1 (GC ViT)",
+                  lambda: _packed(_tile_case, TILE_ONES_PACK, 67), ("rk3588",)))

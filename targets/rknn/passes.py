@@ -460,6 +460,25 @@ def transpose_of_unit_axes_is_a_reshape(graph, chip):
             graph.fuse([node], "Reshape", attributes={})
 
 
+# Chips the Tile below was measured on (RK3566's NPU runs every Tile: nothing to change there).
+TILE_OF_ONES_CHIPS = ("rk3588",)
+
+
+@RULES.graph_pass("Tile", chips=TILE_OF_ONES_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def tile_of_ones_is_a_reshape(graph, chip):
+    """{OBSERVED} runs on the NPU a Tile whose repeats are all 1 (a copy: GC ViT tiles its global query to the windows, one window in its last stages), where every other Tile runs on the CPU: it is placed as a Reshape.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 (tests/forms_models.py tile_ones_pack, opset 13):
+    repeats [1, 1, 1, 1] of a model input, after a Relu, a Conv or an Expand of a [1, 4, 4, 32]
+    map, and [1, 1, 1] of a [1, 16, 32] tensor: NPU; repeats [2, 1, 1, 1] and [4, 1, 1, 1]: CPU.
+    Not measured: other chips, other opsets, repeats given at run time.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Tile"]:
+        repeats = _value_of(node.inputs[1]) if len(node.inputs) > 1 else None
+        if repeats is not None and repeats.size and bool(np.all(repeats == 1)):
+            graph.fuse([node], "Reshape", attributes={})
+
+
 def _static_shape(t) -> tuple[int, ...] | None:
     return tuple(t.shape) if t is not None and t.shape is not None and all(isinstance(d, int) for d in t.shape) else None
 
