@@ -58,10 +58,10 @@ FRESH_LOOKED_AT = {
     ),
     # h38-rk66fix looked at these rk3566 misses (a joint query/key projection's key, docs/audit.md);
     # h38-rk88fix at the Pad of tokens viewed as a map (davit_tiny, twins_svt_small, both chips)
-    # and GC ViT's Tile of ones (rk3588).
+    # and GC ViT's Tile of ones (rk3588); swiftformer_xs/rk3588 probed, not fixed (docs/audit.md).
     "fresh2": ("timm_convit_tiny/rk3566", "timm_tnt_s_patch16_224/rk3566",
                "timm_davit_tiny/rk3588", "timm_twins_svt_small/rk3588", "timm_davit_tiny/rk3566", "timm_twins_svt_small/rk3566",
-               "timm_gcvit_xxtiny/rk3588"),
+               "timm_gcvit_xxtiny/rk3588", "timm_swiftformer_xs/rk3588"),
 }
 
 
