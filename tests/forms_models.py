@@ -1219,15 +1219,22 @@ def kv_attention(side: int = 4, stride: int = 2, heads: int = 2, head: int = 32,
               helper.make_node("MatMul", ["qs", "kts"], ["scores"], name="scores")]
     else:
         n += [helper.make_node("Mul", ["q", "scale"], ["qs"], name="q_scale"), helper.make_node("MatMul", ["qs", "kt"], ["scores"], name="scores")]
-    n += [helper.make_node("Softmax", ["scores"], ["attn"], name="softmax", axis=-1),
-          helper.make_node("MatMul", ["attn", "v"], ["ctx"], name="context"),
-          helper.make_node("Transpose", ["ctx"], ["ctxt"], name="merge_transpose", perm=[0, 2, 1, 3]),
-          helper.make_node("Reshape", ["ctxt", "merged"], ["mg"], name="merge_heads"),
-          helper.make_node("MatMul", ["mg", "w_o"], ["o"], name="out_proj"),
-          helper.make_node("ReduceMean", ["o"], ["y"], name="token_mean", axes=[1], keepdims=0)]
+    n += _softmax_merge_and_token_mean("scores")
     used = {i for node in n for i in node.input}
     return _model(n, [_vi("x", [1, c, side, side])], [_vi("y", [1, c])], [i for i in inits if i.name in used])
 
+
+
+def _softmax_merge_and_token_mean(scores: str) -> list:
+    """The attention's end shared by kv_attention and qk_attention: Softmax over the keys, the
+    product by v ("v"), the heads merged back ("merged"), the output Linear ("w_o") and the mean
+    over the tokens into "y"."""
+    return [helper.make_node("Softmax", [scores], ["attn"], name="softmax", axis=-1),
+            helper.make_node("MatMul", ["attn", "v"], ["ctx"], name="context"),
+            helper.make_node("Transpose", ["ctx"], ["ctxt"], name="merge_transpose", perm=[0, 2, 1, 3]),
+            helper.make_node("Reshape", ["ctxt", "merged"], ["mg"], name="merge_heads"),
+            helper.make_node("MatMul", ["mg", "w_o"], ["o"], name="out_proj"),
+            helper.make_node("ReduceMean", ["o"], ["y"], name="token_mean", axes=[1], keepdims=0)]
 
 # Keys: 4 of a 4x4 map (Split), 16 of an 8x8 map (Gather), 4 with 1 head (no Transpose layer in PVT).
 KV_FORMS = (("split", 4, 2, 2), ("gather", 8, 2, 2), ("split", 8, 4, 2), ("split", 4, 2, 1))
@@ -1267,13 +1274,8 @@ def qk_attention(tokens: int = 16, heads: int = 4, head: int = 48, unbind: str =
         n += [helper.make_node("Gather", ["qk", first], ["q"], name="q_unbind", axis=0), helper.make_node("Gather", ["qk", second], ["k"], name="k_unbind", axis=0)]
     n += [helper.make_node("Transpose", ["k"], ["kt"], name="k_transpose", perm=[0, 1, 3, 2]),
           helper.make_node("MatMul", ["q", "kt"], ["s0"], name="scores"),
-          helper.make_node("Mul", ["s0", "scale"], ["s1"], name="scores_scale"),
-          helper.make_node("Softmax", ["s1"], ["attn"], name="softmax", axis=-1),
-          helper.make_node("MatMul", ["attn", "v"], ["ctx"], name="context"),
-          helper.make_node("Transpose", ["ctx"], ["ctxt"], name="merge_transpose", perm=[0, 2, 1, 3]),
-          helper.make_node("Reshape", ["ctxt", "merged"], ["mg"], name="merge_heads"),
-          helper.make_node("MatMul", ["mg", "w_o"], ["o"], name="out_proj"),
-          helper.make_node("ReduceMean", ["o"], ["y"], name="token_mean", axes=[1], keepdims=0)]
+          helper.make_node("Mul", ["s0", "scale"], ["s1"], name="scores_scale")]
+    n += _softmax_merge_and_token_mean("s1")
     used = {i for node in n for i in node.input}
     return _model(n, [_vi("x", [b, t, c])], [_vi("y", [b, c])], [i for i in inits if i.name in used])
 
