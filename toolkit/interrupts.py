@@ -25,11 +25,17 @@ first ImportError for a capability answer ("this model cannot run batched") went
   SIGTERM and SIGKILL of a worker's group, the rename of a failed build folder); `deferred()`
   holds a first one back for a block that must finish;
 - `check()` raises again where new work starts (an import, a progress line, a worker), in
-  case the first one's exception was lost on the way.
+  case the first one's exception was lost on the way;
+- a forked copy of the process (a subprocess between fork and exec, edgedeploy.forked's child)
+  inherits the handler but not the job: there a signal is left to the process that forked it,
+  which stops the copy itself (its worker group, its SIGKILL). Raised there, it came out of
+  threading's after-fork hook as an ignored exception with a traceback on stderr (a farm run's
+  Ctrl-C, its SIGINT to each place's process group, caught one of them forking an ssh client).
 """
 from __future__ import annotations
 
 # Only what the interpreter has loaded already or costs little: this module is imported first.
+import os
 import signal
 import sys
 import threading
@@ -40,6 +46,7 @@ from edgedeploy.errors import EXIT_INTERRUPTED
 SIGNALS = {"SIGINT": "SIGINT (Ctrl-C)", "SIGTERM": "SIGTERM", "SIGHUP": "SIGHUP (hang-up)"}
 
 _installed = False
+_owner_pid: int | None = None  # the process install() ran in; its forked copies leave signals to it
 _received: int | None = None
 _holding = False  # the outcome is being reported: signals are only recorded
 _deferring = 0  # depth of `deferred()` blocks
@@ -59,8 +66,9 @@ class Interrupted(BaseException):
 
 def install() -> None:
     """Make SIGINT, SIGTERM and SIGHUP raise Interrupted in this (main) thread; idempotent."""
-    global _installed
+    global _installed, _owner_pid
     _installed = True
+    _owner_pid = os.getpid()
     if _ImportCheckpoint not in sys.meta_path:
         sys.meta_path.insert(0, _ImportCheckpoint)
     for name in SIGNALS:
@@ -75,6 +83,8 @@ def install() -> None:
 
 def _on_signal(signum: int, frame) -> None:
     global _received, _pending
+    if os.getpid() != _owner_pid:
+        return  # a forked copy: the process that forked it stops it
     if _received is not None or _holding:
         _received = _received or signum
         return

@@ -201,3 +201,29 @@ def test_a_signal_while_the_manifest_is_written_leaves_no_building_folder(tmp_pa
     assert [p.name for p in dest.parent.iterdir() if "building" in p.name] == []
     assert not dest.exists()
     assert (dest.parent / "chip.failed" / "model.onnx").is_file()
+
+
+# A process that forks, with every fork's child sent SIGINT at its first step (Python's after-fork
+# hooks): a subprocess between fork and exec (the preexec step the worker groups use), and
+# edgedeploy.forked's child. The child must leave the signal to this process: raised in the hook,
+# it was printed as an ignored exception with a traceback (the farm's Ctrl-C, CI of stop 37).
+FORKS_WITH_A_SIGNAL_IN_EACH_CHILD = """
+import os, signal, subprocess, sys
+from edgedeploy import interrupts
+interrupts.install()
+from edgedeploy.forked import ForkedCall
+os.register_at_fork(after_in_child=lambda: os.kill(os.getpid(), signal.SIGINT))
+rc = subprocess.run([sys.executable, "-c", "pass"], preexec_fn=lambda: None).returncode
+with ForkedCall(lambda: 6 * 7) as call:
+    value = call.result()
+print(rc, value, interrupts.received())
+"""
+
+
+def test_a_forked_copy_leaves_a_signal_to_the_process_that_forked_it():
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", FORKS_WITH_A_SIGNAL_IN_EACH_CHILD], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr
+    assert done.stdout.split() == ["0", "42", "None"]
