@@ -13,19 +13,20 @@ import tempfile
 import onnx
 
 
-def export_yolo(yaml_name: str, imgsz: int, opset: int) -> onnx.ModelProto:
+def export_yolo(yaml_name: str, imgsz: int, opset: int, model_class: str = "YOLO") -> onnx.ModelProto:
     """The exported model, loaded, with the export date dropped from its metadata.
 
     Ultralytics writes the export next to the working folder, so the export runs in a temporary
     folder; the date it stamps into the metadata would make every re-run differ byte for byte.
     """
-    from ultralytics import YOLO
+    import ultralytics
 
     with tempfile.TemporaryDirectory(prefix="yolo-export-") as tmp:
         cwd = os.getcwd()
         os.chdir(tmp)
         try:
-            path = YOLO(yaml_name).export(format="onnx", imgsz=imgsz, opset=opset, simplify=False, dynamic=False, verbose=False)
+            # model_class "RTDETR" for the RT-DETR yamls: YOLO() cannot tell their task from the yaml.
+            path = getattr(ultralytics, model_class)(yaml_name).export(format="onnx", imgsz=imgsz, opset=opset, simplify=False, dynamic=False, verbose=False)
             proto = onnx.load(path)
         finally:
             os.chdir(cwd)

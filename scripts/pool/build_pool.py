@@ -74,6 +74,8 @@ def build_torchvision(e: Entry):
     if e.task == "detection":
         det = torchvision.models.get_model(e.arch, weights=None, weights_backbone=None)
         return DetectionHeads(det), image(e.size)
+    if e.task == "optical-flow":  # two frames in, the last of a few flow updates out
+        return FlowLast(torchvision.models.get_model(e.arch, weights=None), e.extra["updates"]), {"image1": image(e.size)["input"], "image2": image(e.size)["input"]}
     frames = e.extra["frames"] if e.arch != "s3d" else 16
     del torch
     return torchvision.models.get_model(e.arch, weights=None), {"input": np.zeros((1, 3, frames, e.size, e.size), np.float32)}
@@ -112,11 +114,25 @@ def _torch_wrappers():
                 return tuple(out[k] for k in sorted(out))
             return tuple(out)
 
-    return _Out, _DetectionHeads
+    class _FlowLast(nn.Module):
+        """torchvision's RAFT with a fixed number of recurrent flow updates, returning the last flow."""
+
+        def __init__(self, model, updates):
+            super().__init__()
+            self.model, self.updates = model, updates
+
+        def forward(self, image1, image2):
+            return self.model(image1, image2, num_flow_updates=self.updates)[-1]
+
+    return _Out, _DetectionHeads, _FlowLast
 
 
 def Out(model, key):
     return _torch_wrappers()[0](model, key)
+
+
+def FlowLast(model, updates):
+    return _torch_wrappers()[2](model, updates)
 
 
 def DetectionHeads(det):
@@ -141,6 +157,29 @@ def build_timm(e: Entry):
     raise RuntimeError(f"no input size works: {last}")
 
 
+_NARROW = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=2, intermediate_size=128, vocab_size=1000)
+_SPEECH = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=2, intermediate_size=128, conv_dim=(32, 32, 32),
+               conv_kernel=(10, 3, 3), conv_stride=(5, 2, 2), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4)
+# The third fresh set's transformers classes (catalogue.FRESH3): small as the pool's, 2 layers of
+# width 64 where the class has such layers; the convolutional ones at their library default.
+FRESH3_SMALL = {
+    "deberta_v2": dict(_NARROW, max_position_embeddings=64),
+    "convbert": dict(_NARROW, embedding_size=64),
+    "squeezebert": dict(_NARROW, embedding_size=64, q_groups=4, k_groups=4, v_groups=4, intermediate_groups=4, output_groups=4),
+    "roformer": dict(_NARROW, max_position_embeddings=64),
+    "llama": dict(_NARROW, num_key_value_heads=1, max_position_embeddings=64, use_cache=False),
+    "bloom": dict(n_layer=2, hidden_size=64, n_head=2, vocab_size=1000, use_cache=False),
+    "cvt": {},
+    "bit": {},
+    "yolos": dict(_NARROW, image_size=[64, 64], patch_size=8, num_detection_tokens=10),
+    "glpn": {},
+    "swin2sr": dict(image_size=64, embed_dim=60, depths=[2, 2], num_heads=[2, 2], window_size=8, upscale=2),
+    "wavlm": dict(_SPEECH),
+    "wav2vec2_conformer": dict(_SPEECH),
+    "sew": dict(_SPEECH, squeeze_factor=2),
+}
+
+
 def build_transformers(e: Entry):
     import transformers
 
@@ -163,12 +202,14 @@ def build_transformers(e: Entry):
         small.update(image_size=e.size, **({"patch_size": 8} if e.arch in ("vit", "deit", "beit", "dinov2", "clip_vision") else {}))
     if e.arch == "ast":
         small.update(num_mel_bins=32, max_length=64)
+    small = FRESH3_SMALL.get(e.arch, small)  # the third fresh set's classes (catalogue.FRESH3)
     if "vocab_size" not in small and kind == "text":
         small["vocab_size"] = 1000
     if e.arch == "whisper_encoder":
         model = transformers.WhisperModel(cfg_cls(**small)).encoder
     else:
-        model = getattr(transformers, e.extra["model"])(cfg_cls(**small, attn_implementation="eager") if e.arch not in ("mobilevit", "levit", "convnext", "resnet", "regnet", "poolformer", "segformer") else cfg_cls(**small))
+        convnets = ("mobilevit", "levit", "convnext", "resnet", "regnet", "poolformer", "segformer", "cvt", "bit", "glpn", "swin2sr")
+        model = getattr(transformers, e.extra["model"])(cfg_cls(**small, attn_implementation="eager") if e.arch not in convnets else cfg_cls(**small))
     model.config.return_dict = True
     if kind == "text":
         return Out(model, "last_hidden_state"), {"input_ids": np.ones((1, e.size), np.int64)}
@@ -178,6 +219,8 @@ def build_transformers(e: Entry):
         return Out(model, "last_hidden_state"), {"input_features": np.zeros((1, 40, 100), np.float32)}
     if kind == "mel-ast":
         return Out(model, "last_hidden_state"), {"input_values": np.zeros((1, 64, 32), np.float32)}
+    if kind in ("depth", "super-resolution"):
+        return Out(model, "predicted_depth" if kind == "depth" else "reconstruction"), {"pixel_values": np.zeros((1, 3, e.size, e.size), np.float32)}
     key = "logits" if e.arch == "segformer" else "last_hidden_state"
     return Out(model, key), {"pixel_values": np.zeros((1, 3, e.size, e.size), np.float32)}
 
@@ -186,7 +229,7 @@ def build_ultralytics(e: Entry) -> onnx.ModelProto:
     sys.path.insert(0, str(ROOT / "scripts" / "corpus"))
     from yolo_export import export_yolo
 
-    return export_yolo(e.arch + ".yaml", e.size, e.opset)
+    return export_yolo(e.arch + ".yaml", e.size, e.opset, "RTDETR" if e.arch.startswith("rtdetr") else "YOLO")
 
 
 def build_onnx_zoo(e: Entry) -> onnx.ModelProto:

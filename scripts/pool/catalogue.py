@@ -197,7 +197,8 @@ FRESH3 = {
     "hf_wavlm": ("transformers", "wavlm", "audio", 32, {"config": "WavLMConfig", "model": "WavLMModel"}),
     "hf_wav2vec2_conformer": ("transformers", "wav2vec2_conformer", "audio", 32, {"config": "Wav2Vec2ConformerConfig", "model": "Wav2Vec2ConformerModel"}),
     "hf_sew": ("transformers", "sew", "audio", 32, {"config": "SEWConfig", "model": "SEWModel"}),
-    "tv_raft_small": ("torchvision", "raft_small", "optical-flow", 64, {"updates": 3}),
+    # RAFT's correlation pyramid needs feature maps of 16 or more: 128x128 frames, its smallest.
+    "tv_raft_small": ("torchvision", "raft_small", "optical-flow", 128, {"updates": 3}),
     "tv_swin3d_t": ("torchvision", "swin3d_t", "video", 64, {"frames": 8}),
     "tv_ssd300_vgg16": ("torchvision", "ssd300_vgg16", "detection", 300, {}),
     "yolo_rtdetr_l": ("ultralytics", "rtdetr-l", "detection", 160, {}),
