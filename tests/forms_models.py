@@ -4037,3 +4037,49 @@ def _tile_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("tile_ones_pack", "fresh2: a Tile whose repeats are all 1 (GC ViT)",
                   lambda: _packed(_tile_case, TILE_ONES_PACK, 67), ("rk3588",)))
+
+
+# ---- fresh2 (MViTv2): a ScatterND that writes every element in order -----------------------------
+
+# (name, data shape, indices, axes the indices cover, first element of each covered axis, reversed axis)
+SCATTER_PACK = (
+    ("all_1x2x16x16", (1, 2, 16, 16), 4, None),
+    ("all_1x8x4x4", (1, 8, 4, 4), 4, None),
+    ("all_1x3x9x9", (1, 3, 9, 9), 4, None),
+    ("all_leading_two_axes", (1, 2, 16, 16), 2, None),
+    ("class_token_block", (1, 2, 17, 17), 4, "block"),
+    ("two_rows", (1, 2, 16, 16), 3, "rows"),
+    ("all_reversed", (1, 2, 16, 16), 4, "reversed"),
+)
+
+
+def _scatter_indices(shape: tuple, k: int, variant: str | None) -> np.ndarray:
+    """ScatterND's indices: every element of the first k axes in row-major order, or the variant."""
+    if variant == "rows":
+        return np.array([[[[0, 0, 3], [0, 0, 5]]]], np.int64)
+    lows = [0, 0, 1, 1] if variant == "block" else [0] * k
+    grid = np.stack(np.meshgrid(*[np.arange(lo, d) for lo, d in zip(lows, shape[:k])], indexing="ij"), axis=-1).astype(np.int64)
+    return grid[:, :, ::-1].copy() if variant == "reversed" else grid
+
+
+def _scatter_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of SCATTER_PACK, as MViTv2 writes `attn[:, :, i:, i:] = attn[...].view(...) + rel`:
+    the data a Sigmoid of the input, the updates computed from the data (so that the data stays
+    read where the toolkit drops the ScatterND), a Softmax after."""
+    name, shape, k, variant = spec
+    indices = _scatter_indices(shape, k, variant)
+    updates_shape = list(indices.shape[:-1]) + list(shape[indices.shape[-1]:])
+    starts = [0, 0, 1, 1] if variant == "block" else [0] * len(shape)
+    ends = [1, 1, 2, shape[3]] if variant == "rows" else list(shape)  # the updates' own shape
+    inits = [_const(f"indices_{name}", indices), _const(f"starts_{name}", np.array(starts, np.int64)), _const(f"ends_{name}", np.array(ends, np.int64)),
+             _const(f"rel_{name}", _weights(rng, *updates_shape[-1:]))]
+    nodes = [helper.make_node("Sigmoid", [f"x_{name}"], [f"d_{name}"], name=f"attn_{name}"),
+             helper.make_node("Slice", [f"d_{name}", f"starts_{name}", f"ends_{name}"], [f"s_{name}"], name=f"slice_{name}"),
+             helper.make_node("Add", [f"s_{name}", f"rel_{name}"], [f"u_{name}"], name=f"add_{name}"),
+             helper.make_node("ScatterND", [f"d_{name}", f"indices_{name}", f"u_{name}"], [f"o_{name}"], name=f"scatter_{name}"),
+             helper.make_node("Softmax", [f"o_{name}"], [f"y_{name}"], name=f"softmax_{name}", axis=-1)]
+    return nodes, inits, [_vi(f"x_{name}", list(shape))], [_vi(f"y_{name}", list(shape))]
+
+
+CASES.append(Case("scatter_pack", "fresh2: a ScatterND that writes every element in order (MViTv2)",
+                  lambda: _packed(_scatter_case, SCATTER_PACK, 71), ("rk3588", "rk3566")))

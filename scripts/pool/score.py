@@ -62,7 +62,9 @@ FRESH_LOOKED_AT = {
     # and GC ViT's Tile of ones (rk3588); swiftformer_xs/rk3588 probed, not fixed (docs/audit.md).
     "fresh2": ("timm_convit_tiny/rk3566", "timm_tnt_s_patch16_224/rk3566", "timm_vit_relpos_small_patch16_224/rk3566",
                "timm_vitamin_small_224/rk3566", "timm_davit_tiny/rk3588", "timm_twins_svt_small/rk3588", "timm_davit_tiny/rk3566",
-               "timm_twins_svt_small/rk3566", "timm_gcvit_xxtiny/rk3588", "timm_swiftformer_xs/rk3588"),
+               "timm_twins_svt_small/rk3566", "timm_gcvit_xxtiny/rk3588", "timm_swiftformer_xs/rk3588",
+               # h3-rk88: MViTv2's ScatterND of every element, MaxViT's grid Transposes and BatchNorms.
+               "timm_mvitv2_tiny/rk3588", "timm_maxvit_nano_rw_256/rk3588"),
 }
 
 

@@ -479,6 +479,42 @@ def tile_of_ones_is_a_reshape(graph, chip):
             graph.fuse([node], "Reshape", attributes={})
 
 
+# The largest index tensor read (the engine computes values up to 1 << 16 elements: MViTv2's
+# [1, 2, 64, 64, 4] grid is 32768).
+SCATTER_INDICES_MAX_ELEMENTS = 1 << 16
+
+
+def _every_element_in_order(indices: np.ndarray, data_shape: tuple) -> bool:
+    """Whether `indices` (ScatterND's, [..., k]) name every element of the data's first k axes
+    once, in row-major order: the grid np.indices would make for those axes."""
+    k = indices.shape[-1] if indices.ndim else 0
+    if not 0 < k <= len(data_shape) or tuple(indices.shape[:-1]) != tuple(data_shape[:k]):
+        return False
+    grid = np.stack(np.meshgrid(*[np.arange(d) for d in data_shape[:k]], indexing="ij"), axis=-1)
+    return bool(np.array_equal(indices, grid))
+
+
+@RULES.graph_pass("ScatterND", OBSERVED=TOOLKIT_OBSERVED)
+def scatter_of_every_element_is_its_updates(graph, chip):
+    """{OBSERVED} replaces a ScatterND whose constant indices name every element of the data once, in order (MViTv2's `attn[:, :, sp_idx:, sp_idx:] = ...` with no class token), by its updates, where every other ScatterND runs on the CPU: it has no layer of its own.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (tests/forms_models.py scatter_pack,
+    opset 13): indices of every element of [1, 2, 16, 16], [1, 8, 4, 4] and [1, 3, 9, 9] in
+    row-major order: NPU (a model input read only by the overwritten data is dropped from the
+    converted model: the rewrite is in the graph optimiser); the same grid reversed along one
+    axis, the [:, :, 1:, 1:] block of [1, 2, 17, 17] (a class token) and two rows: CPU.
+    Not measured: RK3576, RK3562, RV1106, the `reduction` attribute (opset 16).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "ScatterND"]:
+        if len(node.inputs) < 3 or node.attr("reduction") not in (None, "none", b"none"):
+            continue
+        shape, indices = _static_shape(node.inputs[0]), node.inputs[1]
+        if shape is None or not (indices.is_constant or indices.foldable) or (indices.numel or 0) > SCATTER_INDICES_MAX_ELEMENTS:
+            continue
+        if indices.value is not None and _every_element_in_order(indices.value, shape):
+            graph.eliminate(node)
+
+
 def _static_shape(t) -> tuple[int, ...] | None:
     return tuple(t.shape) if t is not None and t.shape is not None and all(isinstance(d, int) for d in t.shape) else None
 
