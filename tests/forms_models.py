@@ -4083,3 +4083,109 @@ def _scatter_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("scatter_pack", "fresh2: a ScatterND that writes every element in order (MViTv2)",
                   lambda: _packed(_scatter_case, SCATTER_PACK, 71), ("rk3588", "rk3566")))
+
+
+# A map taken channels-last for a layer norm whose result forks, every branch going back to
+# channels-first (FocalNet's stem and downsamples: the norm's output is Transposed back for the
+# block's shortcut and read, still channels-last, by the block's first norm, whose Transpose back
+# feeds a Conv). `branches`: what reads the first norm: "back" (Transpose back, then Add into
+# the sum), "norm_back" (a second norm, Transpose back, 1x1 Conv), "scale_back" (a per-channel
+# Mul, Transpose back), "relu_nhwc" (a Relu, kept channels-last as a model output of its own:
+# measured, not modelled, so not in the pack: docs/audit.md).
+FORKED_NHWC_NORM_PACK = (
+    ("focal96", 96, 16, ("back", "norm_back")),
+    ("focal40", 40, 8, ("back", "norm_back")),
+    ("focal24", 24, 4, ("back", "norm_back")),
+    ("three", 32, 8, ("back", "norm_back", "scale_back")),
+)
+
+
+def _forked_nhwc_norm_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of FORKED_NHWC_NORM_PACK: its nodes, initializers, inputs and outputs."""
+    name, c, side, branches = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, c, 3, 3, 3))]
+    n = [node("Conv", ["x", "w"], "conv", pads=[1, 1, 1, 1]), node("Transpose", ["conv"], "to_nhwc", perm=[0, 2, 3, 1])]
+    n += _layer_norm(node, p, "to_nhwc", c, inits)
+    summed, outputs = [], [_vi(p + "y", [1, c, side, side])]
+    for i, branch in enumerate(branches):
+        b = f"b{i}_"
+        bn = _prefixed_within(p, b)
+        src = p + "ln"
+        if branch == "norm_back":
+            n += _layer_norm(bn, p + b, src, c, inits)
+            src = p + b + "ln"
+        elif branch == "scale_back":
+            inits.append(_const(p + b + "scale", (rng.standard_normal(c) * 0.3 + 1).astype(np.float32)))
+            n.append(bn("Mul", [src, "scale"], "scaled"))
+            src = p + b + "scaled"
+        elif branch == "relu_nhwc":
+            n.append(bn("Relu", [src], "nhwc_out"))
+            outputs.append(_vi(p + b + "nhwc_out", [1, side, side, c]))
+            continue
+        n.append(bn("Transpose", [src], "back", perm=[0, 3, 1, 2]))
+        src = p + b + "back"
+        if branch == "norm_back":
+            inits.append(_const(p + b + "w", _weights(rng, c, c, 1, 1)))
+            n.append(bn("Conv", [src, "w"], "conv"))
+            src = p + b + "conv"
+        summed.append(src)
+    total = summed[0]
+    for i, other in enumerate(summed[1:]):
+        n.append(node("Add", [total, other], f"sum{i}"))
+        total = p + f"sum{i}"
+    n.append(node("Relu", [total], "y"))
+    return n, inits, [_vi(p + "x", [1, 3, side, side])], outputs
+
+
+CASES.append(Case("forked_nhwc_norm_pack", "fresh2: a channels-last layer norm whose result forks, each branch Transposed back (FocalNet)",
+                  lambda: _packed(_forked_nhwc_norm_case, FORKED_NHWC_NORM_PACK, 71), ("rk3566", "rk3588")))
+
+
+# A space-to-depth written as Reshape, Transpose and Reshape (TResNet's stem: x.view(N, C, H/b,
+# b, W/b, b).permute(0, 3, 5, 1, 2, 4).reshape(N, C*b*b, H/b, W/b)), and depth-to-space the same
+# way, by block size, channels, what feeds it (a model input, a Conv, a Relu) and the order of
+# the moved axes; each read by a 3x3 Conv. (name, channels, side, block, source, perm). Not here:
+# space-to-depth with the block axes after the channels (perm [0, 1, 3, 5, 2, 4]), measured and
+# not modelled (docs/audit.md).
+SPACE_TO_DEPTH_PACK = (
+    ("s2d_b4_input", 3, 64, 4, "input", (0, 3, 5, 1, 2, 4)),
+    ("s2d_b2_input", 3, 32, 2, "input", (0, 3, 5, 1, 2, 4)),
+    ("s2d_b2_conv", 16, 16, 2, "conv", (0, 3, 5, 1, 2, 4)),
+    ("s2d_b4_relu", 8, 32, 4, "relu", (0, 3, 5, 1, 2, 4)),
+    ("d2s_b2_conv", 32, 8, 2, "conv", (0, 3, 4, 1, 5, 2)),
+    ("d2s_crd_b2_conv", 32, 8, 2, "conv", (0, 1, 4, 2, 5, 3)),
+    ("s2d_b2_conv64", 64, 8, 2, "conv", (0, 3, 5, 1, 2, 4)),
+    ("s2d_b3_conv", 16, 12, 3, "conv", (0, 3, 5, 1, 2, 4)),
+)
+
+
+def _space_to_depth_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of SPACE_TO_DEPTH_PACK: its nodes, initializers, input and output."""
+    name, c, side, b, source, perm = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    inits, n, src = [], [], p + "x"
+    if source == "conv":
+        inits.append(_const(p + "w0", _weights(rng, c, c, 3, 3)))
+        n.append(node("Conv", ["x", "w0"], "c0", pads=[1, 1, 1, 1]))
+        src = p + "c0"
+    elif source == "relu":
+        n.append(node("Relu", ["x"], "r0"))
+        src = p + "r0"
+    if name.startswith("d2s_crd"):  # PixelShuffle: [N, C/b^2, b, b, H, W] -> [N, C/b^2, H, b, W, b] -> [N, C/b^2, H*b, W*b]
+        split, out_c, out_side = [1, c // (b * b), b, b, side, side], c // (b * b), side * b
+    elif name.startswith("d2s"):  # [N, b, b, C/b^2, H, W] -> [N, C/b^2, H, b, W, b] -> [N, C/b^2, H*b, W*b]
+        split, out_c, out_side = [1, b, b, c // (b * b), side, side], c // (b * b), side * b
+    else:  # [N, C, H/b, b, W/b, b] -> [N, b, b, C, H/b, W/b] -> [N, C*b*b, H/b, W/b]
+        split, out_c, out_side = [1, c, side // b, b, side // b, b], c * b * b, side // b
+    inits += [_const(p + "split", np.array(split, np.int64)), _const(p + "merged", np.array([1, out_c, out_side, out_side], np.int64)),
+              _const(p + "w", _weights(rng, 16, out_c, 3, 3))]
+    n += [node("Reshape", [src, "split"], "split_r"), node("Transpose", ["split_r"], "moved", perm=list(perm)),
+          node("Reshape", ["moved", "merged"], "merged_r"), node("Conv", ["merged_r", "w"], "y", pads=[1, 1, 1, 1])]
+    return n, inits, [_vi(p + "x", [1, c, side, side])], [_vi(p + "y", [1, 16, out_side, out_side])]
+
+
+CASES.append(Case("space_to_depth_pack", "fresh2: space-to-depth and depth-to-space as Reshape, Transpose, Reshape (TResNet's stem)",
+                  lambda: _packed(_space_to_depth_case, SPACE_TO_DEPTH_PACK, 73), ("rk3566", "rk3588")))

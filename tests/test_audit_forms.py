@@ -204,3 +204,23 @@ def test_a_branch_needed_only_by_a_product_by_zeros_runs_nowhere(tmp_path, name,
     unreported = {n.node for n in result.nodes if n.node not in verdict.nodes}
     assert unreported == {n.node for n in result.nodes if n.folded}
     assert not [n.node for n in result.nodes if n.node in unreported and n.placement is not Placement.ACCELERATOR]
+
+
+@pytest.mark.parametrize("chip", ["rk3566", "rk3588"])
+def test_a_forked_channels_last_norm_keeps_no_transpose_layer(tmp_path, chip):
+    """rknn-toolkit2 2.5.0 gives no layer to the Transposes around a channels-last norm whose result
+    forks, every branch Transposed back (FocalNet): its verdict leaves them out, and the audit has
+    them run nowhere, not on RK3566's CPU (which the per-node comparison above cannot see)."""
+    result = audit(tmp_path, "forked_nhwc_norm_pack", chip)
+    verdict = recorded("forked_nhwc_norm_pack", chip)
+    transposes = [n for n in result.nodes if n.op_type == "Transpose" and n.node not in verdict.nodes]
+    assert len(transposes) == 12 and verdict.failed is None
+    assert all(n.lowered == "eliminated" and n.placement is Placement.ACCELERATOR for n in transposes)
+
+
+def test_space_to_depth_by_reshapes_runs_on_rk3566s_npu(tmp_path):
+    """Every Transpose on RK3566 is a CPU layer but the block move of a space-to-depth (and depth-to-space)
+    written as Reshape, Transpose, Reshape, which rknn-toolkit2 2.5.0 runs on the NPU (TResNet's stem)."""
+    result = audit(tmp_path, "space_to_depth_pack", "rk3566")
+    moved = [n for n in result.nodes if n.op_type == "Transpose"]
+    assert len(moved) == 8 and all(n.placement is Placement.ACCELERATOR and n.lowered_by == "space_to_depth_by_reshapes" for n in moved)

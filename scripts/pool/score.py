@@ -64,7 +64,9 @@ FRESH_LOOKED_AT = {
                "timm_vitamin_small_224/rk3566", "timm_davit_tiny/rk3588", "timm_twins_svt_small/rk3588", "timm_davit_tiny/rk3566",
                "timm_twins_svt_small/rk3566", "timm_gcvit_xxtiny/rk3588", "timm_swiftformer_xs/rk3588",
                # h3-rk88: MViTv2's ScatterND of every element, MaxViT's grid Transposes and BatchNorms.
-               "timm_mvitv2_tiny/rk3588", "timm_maxvit_nano_rw_256/rk3588"),
+               "timm_mvitv2_tiny/rk3588", "timm_maxvit_nano_rw_256/rk3588",
+               # h2-rk66: a forked channels-last norm's Transposes, a space-to-depth by reshapes (docs/audit.md)
+               "timm_focalnet_tiny_srf/rk3566", "timm_tresnet_m/rk3566"),
 }
 
 

@@ -519,6 +519,50 @@ def _static_shape(t) -> tuple[int, ...] | None:
     return tuple(t.shape) if t is not None and t.shape is not None and all(isinstance(d, int) for d in t.shape) else None
 
 
+# Chips whose NPU runs no Transpose layer but this one (RK3568 taken to behave as RK3566, not measured).
+BLOCK_MOVE_CHIPS = ("rk3566", "rk3568")
+# The orders of a space-to-depth or depth-to-space written as Reshape, Transpose, Reshape that
+# rknn-toolkit2 2.5.0 runs on RK3566's NPU: space-to-depth with the block axes first (DCR, TResNet's
+# stem), depth-to-space with the block axes first (DCR) or after the channels (CRD, PixelShuffle).
+SPACE_TO_DEPTH_DCR = [0, 3, 5, 1, 2, 4]
+DEPTH_TO_SPACE_PERMS = ([0, 3, 4, 1, 5, 2], [0, 1, 4, 2, 5, 3])
+
+
+def _block_move(graph, node) -> bool:
+    """Whether `node`, a rank-6 Transpose, moves the blocks of a space-to-depth (DCR order) or a
+    depth-to-space (DCR or CRD) between a Reshape from a 4-D map and one back to a 4-D map that
+    merges each moved block with its neighbour, the batch left alone."""
+    perm, before, after = _perm(node), graph.producer(node.inputs[0].name), _next(graph, node, "Reshape")
+    if perm is None or before is None or after is None or before.op_type != "Reshape":
+        return False
+    source, moved, merged = _static_shape(before.inputs[0]), _static_shape(node.outputs[0]), _static_shape(after.outputs[0])
+    if source is None or moved is None or merged is None or len(source) != 4 or len(moved) != 6 or merged[0] != source[0]:
+        return False
+    # The map's own axes both ends, so not MobileViT's patches ([N, C, p*p, patches] split into
+    # [N, C, p, p, H/p, W/p], folded with the same Transpose: patches_unfolded_and_folded).
+    if perm == SPACE_TO_DEPTH_DCR:  # [N, C, H, W] -> [N, b, b, C, H/b, W/b] -> [N, b*b*C, H/b, W/b]
+        n, b, b2, c, h, w = moved
+        return b == b2 and source == (n, c, h * b, w * b) and merged == (n, b * b * c, h, w)
+    # [N, b*b*C, H, W] -> [N, C, H, b, W, b] -> [N, C, H*b, W*b]
+    n, c, h, b, w, b2 = moved
+    return perm in DEPTH_TO_SPACE_PERMS and b == b2 and source == (n, b * b * c, h, w) and merged == (n, c, h * b, w * b)
+
+
+@RULES.graph_pass("Transpose", chips=BLOCK_MOVE_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def space_to_depth_by_reshapes(graph, chip):
+    """{OBSERVED} runs on the NPU the Transpose of a space-to-depth written as Reshape [N, C, H/b, b, W/b, b], Transpose [0, 3, 5, 1, 2, 4] and Reshape [N, b*b*C, H/b, W/b] (TResNet's stem), and of a depth-to-space written the same way (block axes first, or after the channels as PixelShuffle writes it), where every other Transpose on this chip is a CPU layer: it is placed as a Reshape.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 (tests/forms_models.py space_to_depth_pack, opset
+    13): space-to-depth by 2, 3 and 4 of a model input, after a Relu or a Conv, 3 to 64 channels,
+    and depth-to-space by 2 in both orders after a Conv: all three nodes on the NPU. Not modelled:
+    space-to-depth with the block axes after the channels (Transpose [0, 1, 3, 5, 2, 4]), whose
+    nodes went to the CPU or the NPU by the shapes (docs/audit.md).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if _block_move(graph, node):
+            graph.fuse([node], "Reshape", attributes={})
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
 def channel_shuffle_to_conv(graph, chip):
     """{OBSERVED} turns a channel shuffle (Reshape of the channels into groups, Transpose of the two group axes, Reshape back) into a Gather of the channels and then a 1x1 convolution on the NPU (its passes replace_inner_dim_shuffle_tp_rs_to_rs_gather and gather_to_conv).
@@ -686,30 +730,59 @@ def _cancel_pair(graph, chip, first, source, inverse) -> None:
 
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, MAX_CHAIN=MAX_POSITIONWISE_CHAIN, chip_key=SOFTMAX_ON_CPU_CHIPS.__contains__)
 def cancel_transposes_around_positionwise_ops(graph, chip):
-    """{OBSERVED} removes a Transpose and its inverse when only position-wise operators lie between them (a layer norm over the last axis, a MatMul by a constant matrix, GELU and other activations, arithmetic with a per-channel constant; at most {MAX_CHAIN} nodes): it moves the Transposes through those operators and cancels them (its passes swap_transpose_add, swap_transpose_mul, swap_conv_transpose, fuse_two_transpose, remove_invalid_transpose), so the channels-last blocks of a ConvNeXt run in the NPU's own layout.
+    """{OBSERVED} removes a Transpose and its inverse when only position-wise operators lie between them (a layer norm over the last axis, a MatMul by a constant matrix, GELU and other activations, arithmetic with a per-channel constant; at most {MAX_CHAIN} nodes): it moves the Transposes through those operators and cancels them (its passes swap_transpose_add, swap_transpose_mul, swap_conv_transpose, fuse_two_transpose, remove_invalid_transpose), so the channels-last blocks of a ConvNeXt run in the NPU's own layout; where those operators fork, when every branch ends in the inverse (FocalNet's channels-last norm read by the Transpose back and by the next block's norm).
 
-    Measured on convnext_tiny: none of its 46 Transposes has a layer of its own in the table. On RK3566/RK3568 a Transpose that reads a Softmax's result is written from the Softmax's CPU layer first (transpose_of_a_cpu_softmax_joins_it), and the first Transpose of a pair around a product of two computed tensors (attention's scores) stays a Transpose layer (the inverse is removed): CaiT's talking heads (scores, Transpose, Linear over the heads, Transpose back, Softmax, and again) and small models of them (4, 8, 12 and 16 heads).
+    Measured on convnext_tiny: none of its 46 Transposes has a layer of its own in the table.
+    Forks: tests/forms_models.py forked_nhwc_norm_pack (rknn-toolkit2 2.5.0, RK3566 and RK3588): a
+    decomposed norm over a Conv's map Transposed channels-last (96, 40, 24, 32 channels), read by
+    the Transpose back and by a second norm Transposed back into a Conv (and a per-channel Mul
+    Transposed back): no layer for the Transposes (with the Mul between, its Transpose back is
+    reported, on the NPU). Not modelled: a branch that stays channels-last to a model output (the
+    toolkit gave the Transposes no layer there either; the audit keeps them). On RK3566/RK3568 a Transpose that reads a Softmax's result is written from the Softmax's CPU layer first (transpose_of_a_cpu_softmax_joins_it), and the first Transpose of a pair around a product of two computed tensors (attention's scores) stays a Transpose layer (the inverse is removed): CaiT's talking heads (scores, Transpose, Linear over the heads, Transpose back, Softmax, and again) and small models of them (4, 8, 12 and 16 heads).
     """
     for first in [n for n in graph.nodes if n.op_type == "Transpose"]:
         perm = _perm(first)
         source = graph.producer(first.inputs[0].name) if first.inputs else None
-        if perm is None:
-            continue
-        chain, node = [], first
-        while len(chain) <= MAX_POSITIONWISE_CHAIN:
-            nxt = graph.only_consumer(node.outputs[0].name) if node.outputs else None
-            if nxt is None:
-                break
-            if nxt.op_type == "Transpose":
-                back = _perm(nxt)
-                if back is not None and [perm[i] for i in back] == list(range(len(perm))):
-                    _cancel_pair(graph, chip, first, source, nxt)
-                break
+        if perm is None or not first.outputs or graph.producer(first.outputs[0].name) is not first:
+            continue  # gone: the inverse of a pair cancelled before it
+        inverses = _inverses_after_positionwise_ops(graph, first, perm)
+        if inverses:
+            _cancel_pair(graph, chip, first, source, inverses[0])
+            for other in inverses[1:]:
+                graph.eliminate(other)
+
+
+def _inverses_after_positionwise_ops(graph, first, perm: list[int]) -> list | None:
+    """The Transposes that undo `first` at every end of the position-wise operators reading it: one
+    after a chain, or one per branch where the chain forks (FocalNet: a channels-last norm read by
+    the Transpose back and by the next block's norm, itself Transposed back); None when a branch
+    ends anywhere else (another operator, a model output) or the operators are more than
+    MAX_POSITIONWISE_CHAIN."""
+    inverses, seen, frontier = [], set(), [first.outputs[0]] if first.outputs else []
+    while frontier:
+        tensor = frontier.pop()
+        readers = {r.name: r for r in graph.consumers(tensor.name)}.values()
+        if not readers or tensor.is_model_output:
+            return None
+        for reader in readers:
+            if reader.op_type == "Transpose":
+                back = _perm(reader)
+                if back is None or [perm[i] for i in back] != list(range(len(perm))):
+                    return None
+                inverses.append(reader)
+                continue
             # MatMul, Sub and Div are position-wise only with the data as their first operand.
-            if not _positionwise(nxt) or (nxt.op_type in ("MatMul", "Sub", "Div") and nxt.inputs[0].name != node.outputs[0].name):
-                break
-            chain.append(nxt)
-            node = nxt
+            if not _positionwise(reader) or (reader.op_type in ("MatMul", "Sub", "Div") and reader.inputs[0].name != tensor.name):
+                return None
+            if reader.name not in seen:
+                seen.add(reader.name)
+                if len(seen) > MAX_POSITIONWISE_CHAIN:
+                    return None
+                frontier.append(reader.outputs[0])
+    if len(inverses) > 1:
+        order = {n.name: i for i, n in enumerate(graph.nodes)}
+        inverses.sort(key=lambda n: order[n.name])
+    return inverses or None
 
 
 # The attribute softmax_across_an_inner_axis gives, on the chips whose Softmax runs on the NPU, the
