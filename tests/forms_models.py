@@ -4189,3 +4189,82 @@ def _space_to_depth_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("space_to_depth_pack", "fresh2: space-to-depth and depth-to-space as Reshape, Transpose, Reshape (TResNet's stem)",
                   lambda: _packed(_space_to_depth_case, SPACE_TO_DEPTH_PACK, 73), ("rk3566", "rk3588")))
+
+
+# ---- fresh2 (MaxViT): the grid reverse's 6-D Transpose and its channels-last map ------------------
+
+_GRID_REVERSE, _GRID_PARTITION = [0, 3, 1, 4, 2, 5], [0, 2, 4, 1, 3, 5]
+# (name, channels, map side, the 6-D view of [1, H, W, C], perm, "map": a Conv's map taken channels-last
+# and back around it, then a BatchNormalization ("unit": untrained parameters, "trained", None))
+GRID_REVERSE_PACK = (
+    ("reverse_8x8x128", 128, 8, (2, 4, 2, 4), _GRID_REVERSE, None),
+    ("reverse_4x4x256", 256, 4, (2, 2, 2, 2), _GRID_REVERSE, None),
+    ("reverse_16x16x64", 64, 16, (2, 8, 2, 8), _GRID_REVERSE, None),
+    ("reverse_8x8x32", 32, 8, (4, 2, 4, 2), _GRID_REVERSE, None),
+    ("reverse_8x8x16", 16, 8, (2, 4, 2, 4), _GRID_REVERSE, None),
+    ("partition_8x8x128", 128, 8, (2, 4, 2, 4), _GRID_PARTITION, None),
+    ("reverse_in_map_unit_norm", 128, 8, (2, 4, 2, 4), _GRID_REVERSE, "unit"),
+    ("reverse_in_map_trained_norm", 128, 8, (2, 4, 2, 4), _GRID_REVERSE, "trained"),
+    ("partition_in_map_unit_norm", 128, 8, (2, 4, 2, 4), _GRID_PARTITION, "unit"),
+    ("reverse_in_layer_normed_map_unit_norm", 128, 8, (2, 4, 2, 4), _GRID_REVERSE, "unit", "layernorm"),
+    ("reverse_in_layer_normed_map_trained_norm", 128, 8, (2, 4, 2, 4), _GRID_REVERSE, "trained", "layernorm"),
+    ("partition_in_layer_normed_map_unit_norm", 128, 8, (2, 4, 2, 4), _GRID_PARTITION, "unit", "layernorm"),
+    ("reverse_in_layer_normed_map_16", 16, 8, (2, 4, 2, 4), _GRID_REVERSE, "unit", "layernorm"),
+)
+
+
+def _batchnorm_params(rng, name: str, c: int, kind: str) -> list:
+    if kind == "unit":
+        values = (np.ones(c), np.zeros(c), np.zeros(c), np.ones(c))
+    else:
+        values = (1 + 0.1 * rng.standard_normal(c), 0.1 * rng.standard_normal(c), 0.1 * rng.standard_normal(c), 1 + 0.1 * rng.random(c))
+    return [_const(f"{p}_{name}", np.asarray(v, np.float32)) for p, v in zip(("gamma", "beta", "mean", "var"), values)]
+
+
+def _grid_layer_norm(x: str, y: str, name: str, inits: list) -> list:
+    """ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div over the last axis (weight 1, bias 0 left out)."""
+    inits += [_const(f"two_{name}", np.array(2.0, np.float32)), _const(f"eps_{name}", np.array(1e-5, np.float32))]
+    return [helper.make_node("ReduceMean", [x], [f"mu_{name}"], name=f"ln_mean_{name}", axes=[-1]),
+            helper.make_node("Sub", [x, f"mu_{name}"], [f"d_{name}"], name=f"ln_sub_{name}"),
+            helper.make_node("Pow", [f"d_{name}", f"two_{name}"], [f"sq_{name}"], name=f"ln_pow_{name}"),
+            helper.make_node("ReduceMean", [f"sq_{name}"], [f"v_{name}"], name=f"ln_var_{name}", axes=[-1]),
+            helper.make_node("Add", [f"v_{name}", f"eps_{name}"], [f"ve_{name}"], name=f"ln_add_{name}"),
+            helper.make_node("Sqrt", [f"ve_{name}"], [f"sd_{name}"], name=f"ln_sqrt_{name}"),
+            helper.make_node("Div", [f"d_{name}", f"sd_{name}"], [y], name=f"ln_div_{name}")]
+
+
+def _grid_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of GRID_REVERSE_PACK: a channels-last map viewed 6-D, permuted, viewed back, as
+    timm's MaxViT writes its grid partition and reverse; with "map", a Conv's map taken channels-last
+    ([0, 2, 3, 1]) with a Sigmoid and a residual Add around the view, back out ([0, 3, 1, 2]), a
+    BatchNormalization and a Conv (MaxViT's next MBConv)."""
+    name, c, h, view, perm, norm, between = (*spec, "sigmoid")[:7]
+    six = [1, *view, c]
+    inits = [_const(f"six_{name}", np.array(six, np.int64)), _const(f"four_{name}", np.array([1, h, h, c], np.int64))]
+    if norm is None:
+        nodes, src = [helper.make_node("Relu", [f"x_{name}"], [f"in_{name}"], name=f"relu_{name}")], f"in_{name}"
+        x_shape = [1, h, h, c]
+    else:
+        inits.append(_const(f"w1_{name}", _weights(rng, c, c, 1, 1)))
+        nodes = [helper.make_node("Conv", [f"x_{name}", f"w1_{name}"], [f"c_{name}"], name=f"conv_{name}"),
+                 helper.make_node("Transpose", [f"c_{name}"], [f"nhwc_{name}"], name=f"to_channels_last_{name}", perm=[0, 2, 3, 1]),
+                 helper.make_node("Sigmoid", [f"nhwc_{name}"], [f"in_{name}"], name=f"sigmoid_{name}")]
+        if between == "layernorm":  # timm's LayerNorm over the channels, as torch.onnx writes it at opset 13
+            nodes = nodes[:-1] + _grid_layer_norm(f"nhwc_{name}", f"in_{name}", name, inits)
+        src, x_shape = f"in_{name}", [1, c, h, h]
+    nodes += [helper.make_node("Reshape", [src, f"six_{name}"], [f"v6_{name}"], name=f"view6_{name}"),
+              helper.make_node("Transpose", [f"v6_{name}"], [f"p_{name}"], name=f"grid_{name}", perm=perm),
+              helper.make_node("Reshape", [f"p_{name}", f"four_{name}"], [f"v4_{name}"], name=f"view4_{name}")]
+    if norm is None:
+        nodes.append(helper.make_node("Relu", [f"v4_{name}"], [f"y_{name}"], name=f"after_{name}"))
+        return nodes, inits, [_vi(f"x_{name}", x_shape)], [_vi(f"y_{name}", [1, h, h, c])]
+    inits += _batchnorm_params(rng, name, c, norm) + [_const(f"w2_{name}", _weights(rng, c, c, 1, 1))]
+    nodes += [helper.make_node("Add", [f"nhwc_{name}", f"v4_{name}"], [f"r_{name}"], name=f"residual_{name}"),
+              helper.make_node("Transpose", [f"r_{name}"], [f"nchw_{name}"], name=f"to_channels_first_{name}", perm=[0, 3, 1, 2]),
+              helper.make_node("BatchNormalization", [f"nchw_{name}"] + [f"{p}_{name}" for p in ("gamma", "beta", "mean", "var")], [f"bn_{name}"], name=f"norm_{name}"),
+              helper.make_node("Conv", [f"bn_{name}", f"w2_{name}"], [f"y_{name}"], name=f"conv2_{name}")]
+    return nodes, inits, [_vi(f"x_{name}", x_shape)], [_vi(f"y_{name}", [1, c, h, h])]
+
+
+CASES.append(Case("grid_reverse_pack", "fresh2: MaxViT's grid reverse and its channels-last map",
+                  lambda: _packed(_grid_case, GRID_REVERSE_PACK, 73), ("rk3588",)))

@@ -3072,3 +3072,67 @@ def identity_joins_its_producer(graph, chip):
         source = graph.producer(x.name) if x is not None and x.name and not _known(x) else None
         if source is not None:
             graph.fuse([source, node], source.op_type, leader=source, inputs=list(source.inputs))
+
+
+GRID_REVERSE = [0, 3, 1, 4, 2, 5]  # [N, H/g, W/g, g, g, C] -> [N, g, H/g, g, W/g, C]: MaxViT's grid reverse
+TO_CHANNELS_LAST, TO_CHANNELS_FIRST = [0, 2, 3, 1], [0, 3, 1, 2]
+GRID_LAYOUT_ATTRIBUTE = "rknn_grid_reverse_layout"
+GRID_REGION_MAX_NODES = 2000  # a bounded walk: one block's channels-last region is a few hundred nodes
+GRID_REVERSE_CHIPS = ("rk3588",)
+
+
+def _region_ends(graph, start, forward: bool) -> tuple[list, bool]:
+    """(The Transposes that end the channels-last region `start` is in, walking from it against the data
+    (forward False: to the [0, 2, 3, 1] that opened it) or with it (True: to the [0, 3, 1, 2] that
+    closes it), through run-time tensors only, at most GRID_REGION_MAX_NODES nodes; whether a layer
+    norm was on the way)."""
+    end_perm = TO_CHANNELS_FIRST if forward else TO_CHANNELS_LAST
+    ends, seen, todo, normed = [], {start.name}, [start], False
+    while todo and len(seen) < GRID_REGION_MAX_NODES:
+        node = todo.pop()
+        if forward:
+            nxt = [r for o in node.outputs if o.name for r in graph.consumers(o.name)]
+        else:
+            # a node an earlier pass removed (graph.wire) is walked through like any other
+            nxt = [p for t in node.inputs if t.present and not _known(t) for p in [graph.producer(t.name) or graph.wire(t.name)] if p is not None]
+        for n in nxt:
+            if n.name in seen:
+                continue
+            seen.add(n.name)
+            if n.op_type == "Transpose" and _perm(n) == end_perm:
+                ends.append(n)
+            else:
+                normed = normed or n.op_type == "LayerNormalization"
+                todo.append(n)
+    return ends, normed
+
+
+@RULES.graph_pass("Transpose", "BatchNormalization", chips=GRID_REVERSE_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def grid_reverse_and_its_channels_last_region(graph, chip):
+    """{OBSERVED} runs on the CPU the 6-D Transpose [0, 3, 1, 4, 2, 5] of MaxViT's grid reverse (windows [N, H/g, W/g, g, g, C] back to [N, g, H/g, g, W/g, C] between two Reshapes), where the grid partition's [0, 2, 4, 1, 3, 5] and the window swap [0, 1, 3, 2, 4, 5] run on the NPU; where that channels-last map is also layer-normed, the Transposes that take it in from a convolution's layout ([0, 2, 3, 1]) and back out ([0, 3, 1, 2]) then run on the CPU too, and an untrained BatchNormalization (weight 1, bias 0, mean 0, variance 1), which the toolkit drops, right after the way out is reported with it, on the CPU. The pass marks them for the rule grid_reverse_layout_on_cpu.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 (2026-12-04, int8; tests/forms_models.py
+    grid_reverse_pack, and timm's own MaxxVitBlock and PartitionAttentionCl in one model): the
+    grid reverse on the CPU for 8x8 maps of 16, 32 and 128 channels, 4x4 of 256, 16x16 of 64,
+    with or without the map's Transposes around it; the Transposes into and out of the
+    channels-last map on the CPU with a layer norm before the grid's view (timm's blocks; the
+    pack, 16 and 128 channels), on the NPU with a Sigmoid there instead, and around a block
+    attention alone (window swap, no grid reverse); a BatchNormalization after the way out: on the
+    CPU with unit parameters (with the layer norm), on the NPU with others. A grid whose axes are all 1
+    moves nothing (transpose_of_unit_axes_is_a_reshape). Seen, not modelled: a [0, 2, 3, 1]
+    Transpose read directly by the 6-D Reshape of a window partition, and that Reshape, ran on
+    the CPU. Not measured: RK3566 (whose Transposes run on the CPU anyway), other chips.
+    """
+    reverses = [n for n in graph.nodes if n.op_type == "Transpose" and _perm(n) == GRID_REVERSE and n.inputs and n.inputs[0].rank == 6]
+    for rev in reverses:
+        (exits, normed_after), (entries, normed_before) = _region_ends(graph, rev, True), _region_ends(graph, rev, False)
+        graph.fuse([rev], "Transpose", attributes={GRID_LAYOUT_ATTRIBUTE: "reverse"})
+        if not (normed_after or normed_before):
+            continue
+        for entry in entries:
+            graph.fuse([entry], "Transpose", attributes={GRID_LAYOUT_ATTRIBUTE: "entry"})
+        for way_out in exits:
+            for norm in graph.consumers(way_out.outputs[0].name):
+                if norm.op_type == "BatchNormalization" and _unit_batchnorm(norm):
+                    graph.fuse([norm], "BatchNormalization", attributes={GRID_LAYOUT_ATTRIBUTE: "dropped norm"})
+            graph.fuse([way_out], "Transpose", attributes={GRID_LAYOUT_ATTRIBUTE: "exit"})
