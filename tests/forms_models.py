@@ -4268,3 +4268,57 @@ def _grid_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("grid_reverse_pack", "fresh2: MaxViT's grid reverse and its channels-last map",
                   lambda: _packed(_grid_case, GRID_REVERSE_PACK, 73), ("rk3588",)))
+
+
+# A batch of token sets made inside the model and joined back by Reshapes (TNT's inner tokens:
+# the pixel embedding reshapes [1, T, C] into a batch of T sets, each block joins them into the
+# outer tokens [1, T, N*C]). Each case: the batch made by a Reshape [1, B*N, C] -> [B, N, C] (or
+# given as the model input, "input"), a Linear, a residual Add, then the Reshape under test to
+# `target`, read by a layer norm and a Linear (or a Relu where the sets are only split), and a
+# Reshape to a 4-D output. (name, B, N, C, target, made)
+BATCH_MERGE_PACK = (
+    ("tnt16", 16, 16, 24, (1, 16, 384), "reshape"),
+    ("b16n4c16", 16, 4, 16, (1, 16, 64), "reshape"),
+    ("b16n4c32", 16, 4, 32, (1, 16, 128), "reshape"),
+    ("b16n4c24", 16, 4, 24, (1, 16, 96), "reshape"),
+    ("b16n8c16", 16, 8, 16, (1, 16, 128), "reshape"),
+    ("b16n16c8", 16, 16, 8, (1, 16, 128), "reshape"),
+    ("b16n2c16", 16, 2, 16, (1, 16, 32), "reshape"),
+    ("b4n4c16", 4, 4, 16, (1, 4, 64), "reshape"),
+    ("b4n16c32", 4, 16, 32, (1, 4, 512), "reshape"),
+    ("b2n16c24", 2, 16, 24, (1, 2, 384), "reshape"),
+    ("flat16", 16, 16, 24, (1, 256, 24), "reshape"),
+    ("lead16", 16, 16, 24, (1, 16, 16, 24), "reshape"),
+    ("lead16n4", 16, 4, 16, (1, 16, 4, 16), "reshape"),
+    ("input16", 16, 16, 24, (1, 16, 384), "input"),
+    ("input4", 4, 16, 32, (1, 4, 512), "input"),
+)
+
+
+def _batch_merge_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of BATCH_MERGE_PACK: its nodes, initializers, input and output."""
+    name, b, n, c, target, made = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w0", _weights(rng, c, c)), _const(p + "w", _weights(rng, c, c)), _const(p + "shape", np.array(target, np.int64))]
+    if made == "input":
+        nodes, x_shape = [node("MatMul", ["x", "w0"], "sets")], [b, n, c]
+    else:
+        inits.append(_const(p + "into", np.array([b, n, c], np.int64)))
+        nodes, x_shape = [node("MatMul", ["x", "w0"], "tokens"), node("Reshape", ["tokens", "into"], "sets")], [1, b * n, c]
+    nodes += [node("MatMul", ["sets", "w"], "lin"), node("Add", ["lin", "sets"], "res"), node("Reshape", ["res", "shape"], "joined")]
+    width = target[-1]
+    if len(target) == 3:  # joined: a layer norm and a Linear read it
+        inits += [_const(p + "g", np.ones(width, np.float32)), _const(p + "b", np.zeros(width, np.float32)), _const(p + "w2", _weights(rng, width, 32))]
+        nodes += [node("LayerNormalization", ["joined", "g", "b"], "ln", axis=-1, epsilon=1e-5), node("MatMul", ["ln", "w2"], "read")]
+        rows, cols = int(np.prod(target[:-1])), 32
+    else:  # only split: a Relu reads it
+        nodes.append(node("Relu", ["joined"], "read"))
+        rows, cols = int(np.prod(target[:-1])), width
+    inits.append(_const(p + "out", np.array([1, rows, cols, 1], np.int64)))
+    nodes.append(node("Reshape", ["read", "out"], "y"))
+    return nodes, inits, [_vi(p + "x", x_shape)], [_vi(p + "y", [1, rows, cols, 1])]
+
+
+CASES.append(Case("batch_merge_pack", "fresh2: a batch of token sets made and joined back by Reshapes (TNT)",
+                  lambda: _packed(_batch_merge_case, BATCH_MERGE_PACK, 79, opset=17), ("rk3566",)))

@@ -3054,6 +3054,84 @@ def constant_adds_merged(graph, chip):
             graph.fuse([source, add], source.op_type, leader=source, inputs=list(source.inputs))
 
 
+# Chips measured (RK3568 taken to behave as RK3566) and the attributes the pass below gives the
+# two Reshapes (rules.batch_made_and_merged_by_reshapes places them).
+BATCH_RESHAPE_CHIPS = ("rk3566", "rk3568")
+BATCH_MADE_ATTRIBUTE = "rknn_batch_made"
+BATCH_MERGED_ATTRIBUTE = "rknn_batch_merged"
+# The most nodes walked back from a joining Reshape to the Reshapes that made its batch (TNT's
+# inner stream through 12 blocks is about 400).
+MAX_BATCH_WALK = 3000
+
+
+def _joins_a_batch(node) -> bool:
+    """A Reshape as written (its shape operand gives its output) that joins each set's tokens and
+    channels of a batch of token sets, [B, N, C] with B above 1, into [.., B, N*C] (unit axes aside)."""
+    x, out = node.inputs[0] if node.inputs else None, node.outputs[0] if node.outputs else None
+    source, target = _static_shape(x), _static_shape(out)
+    shape = _value_of(node.inputs[1]) if len(node.inputs) > 1 else None
+    if source is None or target is None or shape is None or len(source) != 3 or source[0] < 2 or len(shape) != len(target):
+        return False
+    written = [source[i] if d == 0 and i < 3 else int(d) for i, d in enumerate(shape.tolist())]
+    b, n, c = source
+    return all(d in (-1, t) for d, t in zip(written, target)) and [d for d in target if d != 1] == [b, n * c] and min(n, c) > 1
+
+
+def _makes_a_batch(node) -> bool:
+    source, target = _static_shape(node.inputs[0]) if node.inputs else None, _static_shape(node.outputs[0]) if node.outputs else None
+    return node.op_type == "Reshape" and source is not None and target is not None and source[:1] == (1,) and target[:1] != (1,)
+
+
+def _batch_makers(graph, tensor) -> list | None:
+    """The Reshapes that made the batch `tensor` carries (a tensor of batch 1 reshaped into one), found
+    walking back over every computed input; None where a path reaches a model input (its batch is the
+    model's, or something else made it) or the walk passes MAX_BATCH_WALK nodes."""
+    makers, seen, frontier = {}, set(), [tensor]
+    while frontier:
+        t = frontier.pop()
+        producer = graph.producer(t.name) if t.name else None
+        if producer is None:
+            gone = graph.wire(t.name)  # eliminated by an earlier pass: its input passes through
+            if gone is not None:
+                frontier += [x for x in gone.inputs[:1] if x.name and not _known(x)]
+                continue
+            if _known(t):
+                continue
+            return None  # a model input
+        if producer.name in seen:
+            continue
+        seen.add(producer.name)
+        if len(seen) > MAX_BATCH_WALK:
+            return None
+        if _makes_a_batch(producer):
+            makers[producer.name] = producer
+            continue
+        frontier += [x for x in producer.inputs if x.name and not _known(x)]
+    return list(makers.values()) or None
+
+
+@RULES.graph_pass("Reshape", chips=BATCH_RESHAPE_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def batch_made_and_merged_by_reshapes(graph, chip):
+    """{OBSERVED} runs on the CPU both Reshapes of a batch of token sets made inside the model and joined back set by set: the Reshape that made the batch from a tensor of batch 1 ([1, B*N, C] to [B, N, C]; TNT's pixel embedding) and the one that joins each set's tokens and channels ([B, N, C] to [1, B, N*C]; TNT's inner tokens passed to the outer ones); a batch that is the model input's, joined back into [1, B*N, C], or only split again, stays on the NPU.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 (tests/forms_models.py batch_merge_pack, and
+    throwaway packs in docs/audit.md). Not modelled: the same joins of a model input's batch read
+    by a layer norm the toolkit ran on the CPU went to the CPU too (6 of 8), and on RK3588 two of
+    the pack's joins ran on the CPU where TNT's own ran on the NPU.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        if not _joins_a_batch(node):
+            continue
+        makers = _batch_makers(graph, node.inputs[0])
+        if not makers:
+            continue
+        batch = int(node.inputs[0].shape[0])
+        graph.fuse([node], "Reshape", attributes={BATCH_MERGED_ATTRIBUTE: batch})
+        for maker in makers:
+            if graph.producer(maker.outputs[0].name) is maker:  # not marked by an earlier join
+                graph.fuse([maker], "Reshape", attributes={BATCH_MADE_ATTRIBUTE: batch})
+
+
 @RULES.graph_pass("Identity", OBSERVED=TOOLKIT_OBSERVED)
 def identity_joins_its_producer(graph, chip):
     """{OBSERVED} removes an Identity on a run-time tensor (its passes remove_invalid_dataconvert, bypass_two_reshape): the Identity has no layer of its own and the toolkit reports it with the layer that computes its input, whose result then is what the Identity wrote; a Softmax read by an Identity that writes the model output is a model-output Softmax (Paddle2ONNX ends PP-OCR's direction classifier so: float16 on RK3588's NPU, on the CPU on RK3566).

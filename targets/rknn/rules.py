@@ -1197,6 +1197,21 @@ def grid_reshape_before_a_one_token_subsample(node: NodeView, chip: str):
     return Offence(int(side), "grid side subsampled to one token", uncertain=True) if side is not None else None
 
 
+@RULES.rule("Reshape", chips=_passes.BATCH_RESHAPE_CHIPS)
+def batch_made_and_merged_by_reshapes(node: NodeView, chip: str):
+    """On this chip a batch of token sets made inside the model by a Reshape ([1, B*N, C] to [B, N, C], TNT's pixel embedding) and joined back set by set by another ([B, N, C] to [1, B, N*C], TNT's inner tokens passed to the outer ones) has both Reshapes on the CPU, where a batch that is the model input's, or joined back into [1, B*N, C], is joined on the NPU (rknn-toolkit2 2.5.0, observed; the pass batch_made_and_merged_by_reshapes marks them).
+
+    Measured on RK3566 (tests/forms_models.py batch_merge_pack; docs/audit.md): batches of 2, 4
+    and 16 sets of 2 to 16 tokens of 8 to 32 channels, joined into [1, B, N*C] after a residual
+    Add of Linears and read by a layer norm: both Reshapes on the CPU; joined into [1, B*N, C] or
+    split into [1, B, N, C] instead: both on the NPU; the same batches as a model input, joined: NPU.
+    """
+    made, merged = node.attr(_passes.BATCH_MADE_ATTRIBUTE), node.attr(_passes.BATCH_MERGED_ATTRIBUTE)
+    if merged is not None:
+        return Offence(int(merged), "batch made by a Reshape, its token sets joined")
+    return Offence(int(made), "batch made here, its token sets later joined by a Reshape") if made is not None else None
+
+
 UNIT_BATCHNORM_TOKENS_ALIGN = 8  # OBSERVED (RK3566): tokens at which the Reshape back runs on the CPU
 
 
