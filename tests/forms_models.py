@@ -4322,3 +4322,45 @@ def _batch_merge_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("batch_merge_pack", "fresh2: a batch of token sets made and joined back by Reshapes (TNT)",
                   lambda: _packed(_batch_merge_case, BATCH_MERGE_PACK, 79, opset=17), ("rk3566",)))
+
+
+# Attention's heads merged with the heads last (NesT: (attn @ v).permute(0, 2, 3, 4, 1), C = D*H
+# order) against the usual merge. One joint q/k/v Linear, a Reshape [1, (T,) N, 3, H, D], its
+# Transpose, Split and Squeeze (as NesT), q @ k^T scaled, Softmax, @ v, the merge Transpose and
+# Reshape, the output Linear and a mean over the tokens. (name, T (None: no block axis), N, H, D,
+# merge). Not here: 16 blocks of 16 tokens (NesT's first level), where RK3566 also ran the joint
+# projection's Transpose (and with the usual merge, the merge) on the CPU: docs/audit.md.
+HEADS_LAST_PACK = (
+    ("flat_last", None, 16, 4, 16, "last"),
+    ("flat_last_d8", None, 16, 4, 8, "last"),
+    ("flat_usual", None, 16, 4, 16, "usual"),
+    ("block_last", 1, 16, 12, 32, "last"),
+)
+
+
+def _heads_last_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of HEADS_LAST_PACK: its nodes, initializers, input and output."""
+    name, t, n, h, d, merge = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    c, lead = h * d, [1] if t is None else [1, t]
+    inits = [_const(p + "wqkv", _weights(rng, c, 3 * c)), _const(p + "bqkv", _weights(rng, 3 * c)), _const(p + "split", np.array(lead + [n, 3, h, d], np.int64)),
+             _const(p + "merged", np.array(lead + [n, c], np.int64)), _const(p + "scale", np.array(d ** -0.5, np.float32)), _const(p + "wout", _weights(rng, c, c)),
+             _const(p + "parts", np.array([1, 1, 1], np.int64)), _const(p + "axis0", np.array([0], np.int64))]
+    if t is None:
+        qkv_perm, k_perm, merge_perm = [2, 0, 3, 1, 4], [0, 1, 3, 2], [0, 2, 3, 1] if merge == "last" else [0, 2, 1, 3]
+    else:
+        qkv_perm, k_perm, merge_perm = [3, 0, 4, 1, 2, 5], [0, 1, 2, 4, 3], [0, 2, 3, 4, 1] if merge == "last" else [0, 2, 3, 1, 4]
+    nodes = [node("MatMul", ["x", "wqkv"], "qkv0"), node("Add", ["qkv0", "bqkv"], "qkv1"), node("Reshape", ["qkv1", "split"], "qkv_r"),
+             node("Transpose", ["qkv_r"], "qkv_t", perm=qkv_perm),
+             helper.make_node("Split", [p + "qkv_t", p + "parts"], [p + "q0", p + "k0", p + "v0"], name=p + "split_qkv", axis=0)]
+    nodes += [node("Squeeze", [f"{part}0", "axis0"], part) for part in "qkv"]
+    nodes += [node("Transpose", ["k"], "kt", perm=k_perm), node("MatMul", ["q", "kt"], "s0"), node("Mul", ["s0", "scale"], "s"),
+              node("Softmax", ["s"], "a", axis=-1), node("MatMul", ["a", "v"], "o"), node("Transpose", ["o"], "merge_t", perm=merge_perm),
+              node("Reshape", ["merge_t", "merged"], "merge_r"), node("MatMul", ["merge_r", "wout"], "proj"),
+              node("ReduceMean", ["proj"], "y", axes=list(range(1, len(lead) + 1)), keepdims=0)]
+    return nodes, inits, [_vi(p + "x", lead + [n, c])], [_vi(p + "y", [1, c])]
+
+
+CASES.append(Case("heads_last_pack", "fresh2: attention's heads merged with the heads last (NesT)",
+                  lambda: _packed(_heads_last_case, HEADS_LAST_PACK, 83), ("rk3566", "rk3588")))

@@ -1498,9 +1498,17 @@ def key_transpose_of_a_joint_projection_kept_whole(graph, chip):
             graph.fuse([node], "Transpose", attributes={"perm": _perm(node), JOINT_KEY_ATTRIBUTE: 1})
 
 
+def _merges_heads_last(graph, node) -> bool:
+    """Whether `node` takes attention's result [N, H, .., T, D] (a product of computed tensors) and
+    puts the heads last ([N, .., T, D, H], NesT's permute(0, 2, 3, 4, 1)), where the usual merge
+    keeps each head's values last ([N, .., T, H, D])."""
+    perm, source = _perm(node), graph.producer(node.inputs[0].name) if node.inputs else None
+    return perm is not None and len(perm) >= 4 and perm[0] == 0 and perm[-1] == 1 and source is not None and _product_of_computed(source)
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
 def transposes_merged_into_matmul(graph, chip):
-    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, Concats of one tensor (GPT-2's key/value cache with no past), parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split).
+    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, Concats of one tensor (GPT-2's key/value cache with no past), parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split); and so is, on those chips, a merge of attention's result that puts the heads last ([N, H, T, D] to [N, T, D, H], NesT).
 
     Measured with attention blocks of 2 heads (tests/forms_models.py attention_block): tokens
     8, 16, 24, 32, 40, 48, 64 (NPU) and 12, 17, 20, 65 (CPU) with heads of 32; heads of 8, 16,
@@ -1508,7 +1516,10 @@ def transposes_merged_into_matmul(graph, chip):
     32 tokens; on the transformer encoders of the corpus, yolo11n's attention and PP-OCRv4
     rec's SVTR block form (q, k and v three Slices of the heads' Transpose); k and v through a
     Concat of one tensor (attention_present: 32 tokens NPU, 20 tokens the value's on the CPU with
-    its Concat; GPT-2's blocks).
+    its Concat; GPT-2's blocks). Heads merged last: tests/forms_models.py heads_last_pack (RK3566
+    and RK3588, 2026-12-04): [1, H, T, D] to [1, T, D, H] for 4 heads of 16 and 8 and, with a block
+    axis ([1, H, 1, T, D], NesT's last level), 12 heads of 32: a CPU Transpose layer on RK3566
+    (NPU on RK3588); the usual [0, 2, 1, 3]: merged.
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node:
@@ -1517,6 +1528,8 @@ def transposes_merged_into_matmul(graph, chip):
             continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts)
         if not (_reaches_matmul(graph, node, forward=True) or _reaches_matmul(graph, node, forward=False)):
             continue
+        if chip in TRANSPOSE_LAYER_ALIGN and _merges_heads_last(graph, node):
+            continue  # a Transpose layer of its own: on the CPU there (rules place it)
         heads = _heads_reshape(graph, node)
         value = _value_operand(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
         map_value = _map_value_operand(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
