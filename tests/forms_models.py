@@ -4364,3 +4364,44 @@ def _heads_last_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("heads_last_pack", "fresh2: attention's heads merged with the heads last (NesT)",
                   lambda: _packed(_heads_last_case, HEADS_LAST_PACK, 83), ("rk3566", "rk3588")))
+
+
+# ---- fresh2 (SwiftFormer): a small map flattened into tokens for Linears and viewed back ----------
+
+# (name, channels, map side, how the flattening's shape is written: "constant" or "computed" from Shape)
+TOKENS_FOR_LINEARS_PACK = (
+    ("c220_2x2", 220, 2, "computed"), ("c40_3x3", 40, 3, "computed"), ("c56_2x2", 56, 2, "constant"),
+    ("c40_5x5", 40, 5, "constant"), ("c48_2x2", 48, 2, "computed"), ("c40_4x4", 40, 4, "computed"), ("c64_3x3", 64, 3, "constant"),
+)
+
+
+def _tokens_for_linears_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of TOKENS_FOR_LINEARS_PACK, as timm's SwiftFormer writes its attention's ends:
+    x.flatten(2).permute(0, 2, 1), a query and a key Linear, their product, a Linear, then
+    .permute(0, 2, 1).reshape(B, -1, H, W) and the residual Add; the map from a depthwise Conv."""
+    name, c, h, spelling = spec
+    p = f"{name}_"
+    inits = [_const(p + "dw", _weights(rng, c, 1, 3, 3)), _const(p + "wq", _weights(rng, c, c)), _const(p + "wk", _weights(rng, c, c)),
+             _const(p + "wf", _weights(rng, c, c)), _const(p + "back", np.array([1, c, h, h], np.int64))]
+    nodes = [helper.make_node("Conv", [p + "x", p + "dw"], [p + "m"], name=p + "dwconv", group=c, pads=[1, 1, 1, 1])]
+    if spelling == "computed":  # flatten(2) at opset 17: Shape, Slice, Concat with -1
+        inits += [_const(p + "s0", np.array([0], np.int64)), _const(p + "s2", np.array([2], np.int64)), _const(p + "m1", np.array([-1], np.int64))]
+        nodes += [helper.make_node("Shape", [p + "m"], [p + "shape"], name=p + "shape"),
+                  helper.make_node("Slice", [p + "shape", p + "s0", p + "s2"], [p + "nc"], name=p + "slice"),
+                  helper.make_node("Concat", [p + "nc", p + "m1"], [p + "flat_shape"], name=p + "concat", axis=0)]
+    else:
+        inits.append(_const(p + "flat_shape", np.array([1, c, h * h], np.int64)))
+    nodes += [helper.make_node("Reshape", [p + "m", p + "flat_shape"], [p + "f"], name=p + "flatten"),
+              helper.make_node("Transpose", [p + "f"], [p + "t"], name=p + "to_tokens", perm=[0, 2, 1]),
+              helper.make_node("MatMul", [p + "t", p + "wq"], [p + "q"], name=p + "to_query"),
+              helper.make_node("MatMul", [p + "t", p + "wk"], [p + "k"], name=p + "to_key"),
+              helper.make_node("Mul", [p + "q", p + "k"], [p + "qk"], name=p + "product"),
+              helper.make_node("MatMul", [p + "qk", p + "wf"], [p + "o"], name=p + "final"),
+              helper.make_node("Transpose", [p + "o"], [p + "ot"], name=p + "to_map", perm=[0, 2, 1]),
+              helper.make_node("Reshape", [p + "ot", p + "back"], [p + "v"], name=p + "view_back"),
+              helper.make_node("Add", [p + "m", p + "v"], [p + "y"], name=p + "residual")]
+    return nodes, inits, [_vi(p + "x", [1, c, h, h])], [_vi(p + "y", [1, c, h, h])]
+
+
+CASES.append(Case("tokens_for_linears_pack", "fresh2: a small map flattened into tokens for Linears and viewed back (SwiftFormer)",
+                  lambda: _packed(_tokens_for_linears_case, TOKENS_FOR_LINEARS_PACK, 79, opset=17), ("rk3588",)))

@@ -2990,6 +2990,61 @@ def unaligned_token_swap_into_norm(graph, chip):
             graph.fuse([back], "Reshape", attributes=dict(tag))
 
 
+SWAP_FOR_LINEARS_ATTRIBUTE = "rknn_unaligned_map_tokens_for_linears"
+SWAP_FOR_LINEARS_SEARCH = 200  # nodes walked from the tokens to their view back (one attention block)
+
+
+def _linear(node) -> bool:
+    """A MatMul by constant weights (a Linear without its bias Add)."""
+    return node.op_type == "MatMul" and len(node.inputs) == 2 and _known(node.inputs[1])
+
+
+def _view_back(graph, swap, fmap: tuple):
+    """The Reshape [N, C, H*W] -> [N, C, H, W] of the same map after a Transpose [0, 2, 1] that the
+    tokens of `swap` reach within SWAP_FOR_LINEARS_SEARCH nodes, or None."""
+    seen, todo = {swap.name}, [swap]
+    while todo and len(seen) < SWAP_FOR_LINEARS_SEARCH:
+        node = todo.pop(0)
+        for r in [r for o in node.outputs if o.name for r in graph.consumers(o.name)]:
+            if r.name in seen:
+                continue
+            seen.add(r.name)
+            before = graph.producer(r.inputs[0].name) if r.inputs else None
+            if _map_unflatten(r) and _static_shape(r.outputs[0]) == tuple(fmap) and before is not None and before.op_type == "Transpose" and _perm(before) == TOKEN_SWAP:
+                return r
+            todo.append(r)
+    return None
+
+
+@RULES.graph_pass("Reshape", chips=("rk3588",), OBSERVED=TOOLKIT_OBSERVED, ALIGN=SWAP_INTO_NORM_ALIGN)
+def unaligned_map_as_tokens_for_linears(graph, chip):
+    """{OBSERVED} runs on the CPU a feature map's flattening into tokens (Reshape [1, C, H*W], Transpose [0, 2, 1], joined as one layer named after the Reshape; the Transpose is not reported) read only by Linears, and the Reshape that views the tokens back as the map after the attention (Transpose [0, 2, 1], Reshape [1, C, H, W]: SwiftFormer's efficient additive attention), when the map is not a strip (H and W above 1) and neither the channels nor the tokens are a multiple of {ALIGN}; the audit marks both Reshapes (rules.unaligned_map_as_tokens_for_linears).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 (2026-12-04, int8): timm's own SwiftFormer Block
+    (opset 17) with 220 channels on 2x2 and 3x3 maps, 40 on 2x2, 3x3 and 5x5, 56 on 2x2, 24 on
+    3x3: the flattening Reshape and the Reshape back on the CPU; 48 on 2x2, 64 on 3x3, 112 and 40
+    on 4x4: NPU; 220 on 1x1: nothing to flatten. tests/forms_models.py tokens_for_linears_pack
+    (written out, opset 17, the flattening's shape constant or computed from Shape: 220 on 2x2,
+    40 on 3x3 and 5x5, 56 on 2x2: CPU; 48 on 2x2, 40 on 4x4, 64 on 3x3: NPU). Seen, not
+    modelled: in fresh2 swiftformer_xs (and a first probe of the written-out form) the
+    layer-scale Mul after the Reshape back ran on the CPU too; after timm's Block it did not.
+    A layer norm reading the tokens is unaligned_token_swap_into_norm. RK3566: not measured.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        swap = _flattened_map_swap(graph, node)
+        readers = graph.consumers(node.outputs[0].name) if swap is not None else []
+        if not readers or not all(_linear(r) for r in readers):
+            continue
+        flat, channels, tokens = swap
+        if tokens % SWAP_INTO_NORM_ALIGN == 0 or channels % SWAP_INTO_NORM_ALIGN == 0:
+            continue
+        back = _view_back(graph, node, _static_shape(flat.inputs[0]))
+        tag = {SWAP_FOR_LINEARS_ATTRIBUTE: [channels, tokens]}
+        graph.fuse([flat], "Reshape", attributes=dict(tag))
+        if back is not None:
+            graph.fuse([back], "Reshape", attributes=dict(tag))
+
+
 UNIT_BATCHNORM_RESHAPE_CHIPS = ("rk3566", "rk3568")
 UNIT_BATCHNORM_TOKENS_ATTRIBUTE = "rknn_unit_batchnorm_tokens"
 

@@ -1575,3 +1575,10 @@ def grid_reverse_layout_on_cpu(node: NodeView, chip: str):
     """On RK3588 the toolkit runs on the CPU the 6-D Transpose of MaxViT's grid reverse ([0, 3, 1, 4, 2, 5]), the Transposes that take its channels-last map in from a convolution's layout and back out, and reports an untrained BatchNormalization it drops right after the way out with them (rknn-toolkit2 2.5.0, observed; the pass grid_reverse_and_its_channels_last_region marks them)."""
     role = node.attr(_passes.GRID_LAYOUT_ATTRIBUTE)
     return Offence(role, "MaxViT's grid reverse and its channels-last map") if role is not None else None
+
+
+@RULES.rule("Reshape", chips=("rk3588",))
+def unaligned_map_as_tokens_for_linears(node: NodeView, chip: str):
+    """On RK3588 a feature map flattened into tokens read only by Linears, and viewed back as the map after them (SwiftFormer's efficient additive attention), runs its flattening (Reshape and Transpose, one layer named after the Reshape) and the Reshape back on the CPU when the map is not a strip and neither the channels nor the tokens are a multiple of 16 (rknn-toolkit2 2.5.0, observed; passes.unaligned_map_as_tokens_for_linears marks them)."""
+    value = node.attr(_passes.SWAP_FOR_LINEARS_ATTRIBUTE)
+    return Offence(f"{value[0]}x{value[1]}", "channels x tokens of a map flattened for Linears") if value is not None and len(value) == 2 else None
