@@ -4405,3 +4405,32 @@ def _tokens_for_linears_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("tokens_for_linears_pack", "fresh2: a small map flattened into tokens for Linears and viewed back (SwiftFormer)",
                   lambda: _packed(_tokens_for_linears_case, TOKENS_FOR_LINEARS_PACK, 79, opset=17), ("rk3588",)))
+
+
+# A convolution map split into blocks laid along an axis of their own and rebuilt (NesT's levels):
+# Conv, Transpose [0, 2, 3, 1], Reshape [1, H/b, b, W/b, b, C], Transpose [0, 1, 3, 2, 4, 5],
+# Reshape [1, blocks, b*b, C], a position Add, a layer norm and a residual Linear, then the reverse
+# and Transpose [0, 3, 1, 2] into a 1x1 Conv. (name, channels, side, block)
+BLOCK_PARTITION_PACK = (("l0", 96, 16, 4), ("l1", 192, 8, 4), ("l2", 384, 4, 4), ("s32", 32, 16, 4), ("s32b8", 32, 16, 8))
+
+
+def _block_partition_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of BLOCK_PARTITION_PACK: its nodes, initializers, input and output."""
+    name, c, side, b = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    g = side // b
+    inits = [_const(p + "w0", _weights(rng, c, 3, 3, 3)), _const(p + "part", np.array([1, g, b, g, b, c], np.int64)), _const(p + "blocks", np.array([1, g * g, b * b, c], np.int64)),
+             _const(p + "pos", _weights(rng, 1, g * g, b * b, c)), _const(p + "g", np.ones(c, np.float32)), _const(p + "bb", np.zeros(c, np.float32)),
+             _const(p + "w", _weights(rng, c, c)), _const(p + "grid", np.array([1, g, g, b, b, c], np.int64)), _const(p + "map", np.array([1, side, side, c], np.int64)),
+             _const(p + "w1", _weights(rng, 16, c, 1, 1))]
+    nodes = [node("Conv", ["x", "w0"], "conv", pads=[1, 1, 1, 1]), node("Transpose", ["conv"], "nhwc", perm=[0, 2, 3, 1]),
+             node("Reshape", ["nhwc", "part"], "part_r"), node("Transpose", ["part_r"], "part_t", perm=[0, 1, 3, 2, 4, 5]), node("Reshape", ["part_t", "blocks"], "blocks_r"),
+             node("Add", ["blocks_r", "pos"], "posed"), node("LayerNormalization", ["posed", "g", "bb"], "ln", axis=-1, epsilon=1e-6), node("MatMul", ["ln", "w"], "lin"),
+             node("Add", ["lin", "posed"], "res"), node("Reshape", ["res", "grid"], "grid_r"), node("Transpose", ["grid_r"], "grid_t", perm=[0, 1, 3, 2, 4, 5]),
+             node("Reshape", ["grid_t", "map"], "map_r"), node("Transpose", ["map_r"], "nchw", perm=[0, 3, 1, 2]), node("Conv", ["nchw", "w1"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, 3, side, side])], [_vi(p + "y", [1, 16, side, side])]
+
+
+CASES.append(Case("block_partition_pack", "fresh2: a convolution map split into blocks along an axis of their own and rebuilt (NesT)",
+                  lambda: _packed(_block_partition_case, BLOCK_PARTITION_PACK, 11, opset=17), ("rk3566", "rk3588")))

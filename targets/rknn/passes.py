@@ -586,6 +586,47 @@ def channel_shuffle_to_conv(graph, chip):
             graph.fuse([before, node, after], "Conv", leader=node, attributes={"kernel_shape": [1, 1]})
 
 
+# The attribute the pass below gives a Reshape that lays a map's blocks along their own axis
+# ([1, blocks, w*w, C], NesT) when there are several (rules.blocks_along_their_own_axis places it).
+BLOCKS_AXIS_ATTRIBUTE = "rknn_blocks_on_their_own_axis"
+TO_CHANNELS_LAST, TO_CHANNELS_FIRST = [0, 2, 3, 1], [0, 3, 1, 2]
+BLOCK_SWAP = [0, 1, 3, 2, 4, 5]  # [N, H/w, w, W/w, w, C] -> [N, H/w, W/w, w, w, C]
+
+
+def _splits_into_blocks(map_shape, blocks_shape) -> bool:
+    """Whether a channels-last map [N, H, W, C] viewed as `blocks_shape` is [N, H/w, w, W/v, v, C]."""
+    return (map_shape is not None and blocks_shape is not None and len(map_shape) == 4 and len(blocks_shape) == 6
+            and (blocks_shape[0], blocks_shape[1] * blocks_shape[2], blocks_shape[3] * blocks_shape[4], blocks_shape[5]) == tuple(map_shape))
+
+
+@RULES.graph_pass("Transpose", chips=BLOCK_MOVE_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def map_swaps_around_a_block_partition(graph, chip):
+    """{OBSERVED} runs on the NPU, even on RK3566/RK3568 where a Transpose layer runs on the CPU, a convolution map's swap channels-last (Transpose [0, 2, 3, 1]) read only by the Reshape that splits it into blocks ([N, H/w, w, W/w, w, C]), and the swap back ([0, 3, 1, 2]) of the map a Reshape rebuilds from such blocks (NesT): each is placed as a Reshape. When such a partition lays several blocks along an axis of their own (swapped [0, 1, 3, 2, 4, 5], then Reshape [1, blocks, w*w, C]) rather than in the batch (Swin), that last Reshape runs on the CPU.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (tests/forms_models.py block_partition_pack,
+    2026-12-04): Conv maps of 16x16 (96 and 32 channels, blocks of 4 and 8), 8x8 (192) and 4x4 (384)
+    split into blocks of 4x4, a position Add, a layer norm and a residual Linear, then reversed:
+    both swaps on the NPU; the Reshape into [1, blocks, w*w, C] on the CPU for 16 and 4 blocks, on
+    the NPU for one (RK3588: all on the NPU).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        perm = _perm(node)
+        if perm == TO_CHANNELS_LAST:
+            split = graph.only_consumer(node.outputs[0].name) if node.outputs else None
+            if split is None or split.op_type != "Reshape" or not _splits_into_blocks(_static_shape(node.outputs[0]), _static_shape(split.outputs[0])):
+                continue
+            graph.fuse([node], "Reshape", attributes={})
+            swap = graph.only_consumer(split.outputs[0].name)
+            blocks = graph.only_consumer(swap.outputs[0].name) if swap is not None and _perm(swap) == BLOCK_SWAP else None
+            shape = _static_shape(blocks.outputs[0]) if blocks is not None and blocks.op_type == "Reshape" else None
+            if shape is not None and len(shape) == 4 and shape[0] == 1 and shape[1] > 1:
+                graph.fuse([blocks], "Reshape", attributes={BLOCKS_AXIS_ATTRIBUTE: int(shape[1])})
+        elif perm == TO_CHANNELS_FIRST:
+            rebuilt = graph.producer(node.inputs[0].name) if node.inputs else None
+            if rebuilt is not None and rebuilt.op_type == "Reshape" and _splits_into_blocks(_static_shape(rebuilt.outputs[0]), _static_shape(rebuilt.inputs[0])):
+                graph.fuse([node], "Reshape", attributes={})
+
+
 def _merges_moved_axes(perm: list[int], transposed: tuple, out: tuple) -> bool:
     """Whether reshaping `transposed` to `out` merges every axis `perm` moves into one output axis:
     some output axis spans input axes a..b with a <= the first moved axis and b >= the last."""

@@ -1212,6 +1212,17 @@ def batch_made_and_merged_by_reshapes(node: NodeView, chip: str):
     return Offence(int(made), "batch made here, its token sets later joined by a Reshape") if made is not None else None
 
 
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def blocks_along_their_own_axis(node: NodeView, chip: str):
+    """On this chip the Reshape that ends a map's partition into several blocks laid along an axis of their own ([1, blocks, w*w, C], NesT; Swin puts its windows in the batch instead) runs on the CPU (rknn-toolkit2 2.5.0, observed; the pass map_swaps_around_a_block_partition marks it).
+
+    Measured on tests/forms_models.py block_partition_pack: 16 and 4 blocks of 4x4 or 8x8: CPU;
+    one block: NPU.
+    """
+    blocks = node.attr(_passes.BLOCKS_AXIS_ATTRIBUTE)
+    return Offence(int(blocks), "blocks along their own axis") if blocks is not None else None
+
+
 UNIT_BATCHNORM_TOKENS_ALIGN = 8  # OBSERVED (RK3566): tokens at which the Reshape back runs on the CPU
 
 
