@@ -4434,3 +4434,31 @@ def _block_partition_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("block_partition_pack", "fresh2: a convolution map split into blocks along an axis of their own and rebuilt (NesT)",
                   lambda: _packed(_block_partition_case, BLOCK_PARTITION_PACK, 11, opset=17), ("rk3566", "rk3588")))
+
+
+# ---- fresh2 (SwiftFormer, esp32s3): F.normalize as torch.onnx writes it --------------------------
+
+# (name, input shape, the normalised axis, "expand": F.normalize's Clip and Expand; "clip": no Expand)
+LP_NORM_PACK = (("last_axis", (1, 4, 64), -1, "expand"), ("axis_1", (1, 4, 1), 1, "expand"), ("clip_only", (1, 4, 64), -1, "clip"))
+
+
+def _lp_norm_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of LP_NORM_PACK: a Linear, then x / Expand(Clip(ReduceL2(x, axis)), Shape(x)) (SwiftFormer's
+    query and key), or without the Expand."""
+    name, shape, axis, form = spec
+    p = f"{name}_"
+    inits = [_const(p + "w", _weights(rng, shape[-1], shape[-1])), _const(p + "eps", np.array(1e-12, np.float32))]
+    nodes = [helper.make_node("MatMul", [p + "x", p + "w"], [p + "q"], name=p + "linear"),
+             helper.make_node("ReduceL2", [p + "q"], [p + "n"], name=p + "l2", axes=[axis], keepdims=1),
+             helper.make_node("Clip", [p + "n", p + "eps", ""], [p + "nc"], name=p + "clip")]
+    norm = p + "nc"
+    if form == "expand":
+        nodes += [helper.make_node("Shape", [p + "q"], [p + "qs"], name=p + "shape"),
+                  helper.make_node("Expand", [p + "nc", p + "qs"], [p + "ne"], name=p + "expand")]
+        norm = p + "ne"
+    nodes.append(helper.make_node("Div", [p + "q", norm], [p + "y"], name=p + "div"))
+    return nodes, inits, [_vi(p + "x", list(shape))], [_vi(p + "y", list(shape))]
+
+
+CASES.append(Case("lp_norm_pack", "fresh2: F.normalize fused into LpNormalization by esp-ppq (SwiftFormer)",
+                  lambda: _packed(_lp_norm_case, LP_NORM_PACK, 83, opset=17), ("esp32s3",)))

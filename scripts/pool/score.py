@@ -66,7 +66,9 @@ FRESH_LOOKED_AT = {
                # h3-rk88: MViTv2's ScatterND of every element, MaxViT's grid Transposes and BatchNorms.
                "timm_mvitv2_tiny/rk3588", "timm_maxvit_nano_rw_256/rk3588",
                # h2-rk66: a forked channels-last norm's Transposes, a space-to-depth by reshapes (docs/audit.md)
-               "timm_focalnet_tiny_srf/rk3566", "timm_tresnet_m/rk3566", "timm_nest_tiny/rk3566"),
+               "timm_focalnet_tiny_srf/rk3566", "timm_tresnet_m/rk3566", "timm_nest_tiny/rk3566",
+               # h3-rk88: SwiftFormer's F.normalize, whose Expand esp-ppq fuses into LpNormalization.
+               "timm_swiftformer_xs/esp32s3"),
 }
 
 

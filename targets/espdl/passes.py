@@ -140,3 +140,36 @@ def batchnorm_as_depthwise_conv(graph, chip):
             continue
         attributes = {"kernel_shape": [1, 1], "strides": [1, 1], "dilations": [1, 1], "pads": [0, 0, 0, 0], "group": channels}
         graph.fuse([bn], "Conv", attributes=attributes, inputs=[x, bn.input(1), bn.input(2)], outputs=[bn.outputs[0]])
+
+
+# ---- esp-ppq's format_graph: GraphMerger.fuse_lp_normalization (FORMATTER_FUSE_LP_NORMALIZATION, on by default)
+
+
+def _reduced_axes(node) -> list[int] | None:
+    """A ReduceL2's axes: its attribute, or (opset 18) its constant second input; None when not known."""
+    axes = node.attr("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1].present:
+        value = node.inputs[1].value if (node.inputs[1].is_constant or node.inputs[1].foldable) else None
+        axes = None if value is None else [int(a) for a in value.reshape(-1)]
+    return None if axes is None else [int(a) for a in axes]
+
+
+@RULES.graph_pass("ReduceL2", VERSION=ESP_PPQ_VERSION)
+def fuse_lp_normalisation(graph, chip):
+    """esp-ppq {VERSION} fuses F.normalize as torch.onnx writes it, x / Expand(Clip(ReduceL2(x) over one axis), shape), into one LpNormalization layer (its GraphMerger.fuse_lp_normalization, run by format_graph): ReduceL2, Clip, Expand and Div, each read only by the next and the Div reading x itself. The norm over several axes, or a chain without the Clip or the Expand, is left as it is (and ESP-DL has no Expand operator).
+
+    Measured with esp-ppq 1.3.12 (tests/forms_models.py lp_norm_pack, opset 17: F.normalize over
+    the last axis of [1, 4, 64] and over axis 1 of [1, 4, 1], SwiftFormer's three: one
+    LpNormalization S8 layer each; ReduceL2, Clip and Div without an Expand: three layers) and
+    fresh2's timm_swiftformer_xs (its nine Expands fused, esp-ppq 1.3.12).
+    """
+    for l2 in [n for n in graph.nodes if n.op_type == "ReduceL2"]:
+        x, axes = l2.input(0), _reduced_axes(l2)
+        if x is None or x.is_constant or axes is None or len(axes) != 1:
+            continue
+        clip = graph.only_consumer(l2.outputs[0].name)
+        expand = graph.only_consumer(clip.outputs[0].name) if clip is not None and clip.op_type == "Clip" else None
+        div = graph.only_consumer(expand.outputs[0].name) if expand is not None and expand.op_type == "Expand" else None
+        if div is None or div.op_type != "Div" or [t.name for t in div.inputs[:2]] != [x.name, expand.outputs[0].name]:
+            continue
+        graph.fuse([l2, clip, expand, div], "LpNormalization", leader=div, attributes={"axis": axes[0], "p": 2}, inputs=[x], outputs=[div.outputs[0]])
