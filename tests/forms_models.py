@@ -4462,3 +4462,32 @@ def _lp_norm_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("lp_norm_pack", "fresh2: F.normalize fused into LpNormalization by esp-ppq (SwiftFormer)",
                   lambda: _packed(_lp_norm_case, LP_NORM_PACK, 83, opset=17), ("esp32s3",)))
+
+
+# (name, windows along H and W, window side, channels, the swap after the view: MaxViT's grid
+# reverse or Swin's window swap)
+GRID_WINDOWS_VIEW_PACK = (
+    ("windows4_c256", (2, 2), 2, 256, "grid"), ("windows4_c32", (2, 2), 2, 32, "grid"), ("windows8_c128", (2, 4), 2, 128, "grid"),
+    ("windows9_c128", (3, 3), 2, 128, "grid"), ("windows4_of_4x4_c64", (2, 2), 4, 64, "grid"), ("windows16_c128", (4, 4), 2, 128, "grid"),
+    ("windows32_c64", (4, 8), 2, 64, "grid"), ("windows4_c128_swin", (2, 2), 2, 128, "window"),
+)
+
+
+def _grid_windows_view_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of GRID_WINDOWS_VIEW_PACK: attention's output projection over a batch of windows
+    [nW, g, g, C], viewed into [1, a, b, g, g, C], swapped, viewed as the map [1, a*g, b*g, C]."""
+    name, (a, b), g, c, swap = spec
+    p = f"{name}_"
+    perm = _GRID_REVERSE if swap == "grid" else [0, 1, 3, 2, 4, 5]
+    inits = [_const(p + "w", _weights(rng, c, c)), _const(p + "six", np.array([1, a, b, g, g, c], np.int64)),
+             _const(p + "four", np.array([1, a * g, b * g, c], np.int64))]
+    nodes = [helper.make_node("MatMul", [p + "x", p + "w"], [p + "o"], name=p + "proj"),
+             helper.make_node("Reshape", [p + "o", p + "six"], [p + "v6"], name=p + "view6"),
+             helper.make_node("Transpose", [p + "v6"], [p + "t"], name=p + "swap", perm=perm),
+             helper.make_node("Reshape", [p + "t", p + "four"], [p + "v4"], name=p + "view4"),
+             helper.make_node("Relu", [p + "v4"], [p + "y"], name=p + "after")]
+    return nodes, inits, [_vi(p + "x", [a * b, g, g, c])], [_vi(p + "y", [1, a * g, b * g, c])]
+
+
+CASES.append(Case("grid_windows_view_pack", "fresh2: MaxViT's windows viewed back into its grid before the reverse",
+                  lambda: _packed(_grid_windows_view_case, GRID_WINDOWS_VIEW_PACK, 89), ("rk3588",)))

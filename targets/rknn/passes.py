@@ -3294,7 +3294,19 @@ def _region_ends(graph, start, forward: bool) -> tuple[list, bool]:
     return ends, normed
 
 
-@RULES.graph_pass("Transpose", "BatchNormalization", chips=GRID_REVERSE_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+GRID_WINDOWS_ALIGN = 16  # OBSERVED (RK3588): a batch of windows viewed into the grid stays on the NPU at multiples of it
+
+
+def _windows_into_grid(view) -> int:
+    """The window count of a Reshape [nW, g, g, C] -> [1, a, b, g, g, C] with nW = a*b > 1 (attention's
+    windows viewed back into MaxViT's grid before its reverse), else 0."""
+    x, out = _static_shape(view.inputs[0]) if view.op_type == "Reshape" and view.inputs else None, _static_shape(view.outputs[0])
+    if not x or not out or len(x) != 4 or len(out) != 6 or out[0] != 1 or x[1:] != out[3:] or x[0] != out[1] * out[2]:
+        return 0
+    return x[0] if x[0] > 1 else 0
+
+
+@RULES.graph_pass("Transpose", "BatchNormalization", "Reshape", chips=GRID_REVERSE_CHIPS, OBSERVED=TOOLKIT_OBSERVED, ALIGN=GRID_WINDOWS_ALIGN)
 def grid_reverse_and_its_channels_last_region(graph, chip):
     """{OBSERVED} runs on the CPU the 6-D Transpose [0, 3, 1, 4, 2, 5] of MaxViT's grid reverse (windows [N, H/g, W/g, g, g, C] back to [N, g, H/g, g, W/g, C] between two Reshapes), where the grid partition's [0, 2, 4, 1, 3, 5] and the window swap [0, 1, 3, 2, 4, 5] run on the NPU; where that channels-last map is also layer-normed, the Transposes that take it in from a convolution's layout ([0, 2, 3, 1]) and back out ([0, 3, 1, 2]) then run on the CPU too, and an untrained BatchNormalization (weight 1, bias 0, mean 0, variance 1), which the toolkit drops, right after the way out is reported with it, on the CPU. The pass marks them for the rule grid_reverse_layout_on_cpu.
 
@@ -3306,7 +3318,11 @@ def grid_reverse_and_its_channels_last_region(graph, chip):
     pack, 16 and 128 channels), on the NPU with a Sigmoid there instead, and around a block
     attention alone (window swap, no grid reverse); a BatchNormalization after the way out: on the
     CPU with unit parameters (with the layer norm), on the NPU with others. A grid whose axes are all 1
-    moves nothing (transpose_of_unit_axes_is_a_reshape). Seen, not modelled: a [0, 2, 3, 1]
+    moves nothing (transpose_of_unit_axes_is_a_reshape). The Reshape that views a batch of nW
+    windows [nW, g, g, C] into the grid [1, a, b, g, g, C] right before the reverse runs on the CPU
+    when nW is not a multiple of {ALIGN} (tests/forms_models.py grid_windows_view_pack: 4, 8 and 9
+    windows of 32 to 256 channels, windows of 2x2 and 4x4: CPU; 16 and 32: NPU; the same views
+    before Swin's window swap: NPU). Seen, not modelled: a [0, 2, 3, 1]
     Transpose read directly by the 6-D Reshape of a window partition, and that Reshape, ran on
     the CPU. Not measured: RK3566 (whose Transposes run on the CPU anyway), other chips.
     """
@@ -3314,6 +3330,9 @@ def grid_reverse_and_its_channels_last_region(graph, chip):
     for rev in reverses:
         (exits, normed_after), (entries, normed_before) = _region_ends(graph, rev, True), _region_ends(graph, rev, False)
         graph.fuse([rev], "Transpose", attributes={GRID_LAYOUT_ATTRIBUTE: "reverse"})
+        view = graph.producer(rev.inputs[0].name)
+        if view is not None and _windows_into_grid(view) % GRID_WINDOWS_ALIGN:
+            graph.fuse([view], "Reshape", attributes={GRID_LAYOUT_ATTRIBUTE: "windows view"})
         if not (normed_after or normed_before):
             continue
         for entry in entries:

@@ -1581,9 +1581,9 @@ def unaligned_token_swap_into_norm_reshape(node: NodeView, chip: str):
     return Offence(f"{value[0]}x{value[1]}", "channels x tokens of the swap read by a layer norm") if value is not None and len(value) == 2 else None
 
 
-@RULES.rule("Transpose", "BatchNormalization", chips=_passes.GRID_REVERSE_CHIPS)
+@RULES.rule("Transpose", "BatchNormalization", "Reshape", chips=_passes.GRID_REVERSE_CHIPS)
 def grid_reverse_layout_on_cpu(node: NodeView, chip: str):
-    """On RK3588 the toolkit runs on the CPU the 6-D Transpose of MaxViT's grid reverse ([0, 3, 1, 4, 2, 5]), the Transposes that take its channels-last map in from a convolution's layout and back out, and reports an untrained BatchNormalization it drops right after the way out with them (rknn-toolkit2 2.5.0, observed; the pass grid_reverse_and_its_channels_last_region marks them)."""
+    """On RK3588 the toolkit runs on the CPU the 6-D Transpose of MaxViT's grid reverse ([0, 3, 1, 4, 2, 5]), the view of a batch of windows into the grid before it when the window count is not a multiple of 16, the Transposes that take its layer-normed channels-last map in from a convolution's layout and back out, and reports an untrained BatchNormalization it drops right after the way out with them (rknn-toolkit2 2.5.0, observed; the pass grid_reverse_and_its_channels_last_region marks them)."""
     role = node.attr(_passes.GRID_LAYOUT_ATTRIBUTE)
     return Offence(role, "MaxViT's grid reverse and its channels-last map") if role is not None else None
 
