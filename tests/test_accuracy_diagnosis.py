@@ -183,8 +183,8 @@ def test_the_samples_are_cut_to_what_the_memory_budget_holds_and_the_path_says_s
     assert settings["samples"] == {"calibration": 24, "calibration_available": 24, "evaluation": 16, "evaluation_available": 16,
                                    "node_output_bytes_per_sample": per_sample}
     assert _samples_note(settings["samples"]) == ""
-    monkeypatch.setattr(qdq, "MEMORY_BUDGET_BYTES", per_sample * 12)  # 6 calibration samples (2 copies), 3 evaluation (4)
+    monkeypatch.setattr(qdq, "MEMORY_BUDGET_BYTES", per_sample * 12)  # 6 calibration samples (2 copies), 2 evaluation (5)
     records, settings = qdq.diagnose_records(path, feeds, evaluation)
-    assert (settings["samples"]["calibration"], settings["samples"]["evaluation"]) == (6, 3)
+    assert (settings["samples"]["calibration"], settings["samples"]["evaluation"]) == (6, 2)
     assert records and all(r["accumulated"] is not None for r in records if r["precision"])
-    assert "6 of 24 calibration samples and 3 of 16 evaluation samples" in _samples_note(settings["samples"])
+    assert "6 of 24 calibration samples and 2 of 16 evaluation samples" in _samples_note(settings["samples"])

@@ -62,41 +62,63 @@ def _inputs_of_fused_groups(records: list[dict], onnx_nodes) -> None:
 
 
 def diagnose_path(path: dict, records: list[dict], graph_outputs: list[str], calibration_samples: int | None = None,
-                  graph_inputs: list[str] | None = None) -> dict:
+                  graph_inputs: list[str] | None = None, refer=None) -> dict:
     """The `accumulated_diagnosis` entry of one path: every node's figures, where it falls, and why.
 
     `graph_inputs` lets a fall be measured only from what is known upstream (see localise.upstream_snr).
+    `refer(records)`, when given, sets each record's error referred to the outputs (referred.refer_to_outputs)
+    and returns its summary; the ranking then starts from the nodes whose own error costs the outputs most.
     """
     for record in records:
         record["fidelity_accumulated"] = metrics.fidelity(record.get("accumulated"))
         record["fidelity_isolated"] = metrics.fidelity(record.get("isolated"))
     localise.add_drops(records, None if graph_inputs is None else set(graph_inputs))
+    referred_summary = refer(records) if refer is not None else None
+    for record in records:
+        record["referred_output"], record["fidelity_referred"] = _lowest_output(record.get("referred"))
     first = localise.first_sharp_drop(records)
     worst, ranked_by = localise.worst_isolated(records)
+    worst_referred = localise.worst_referred(records)
     context = cause_rules.CauseContext(
         by_tensor={r["tensor"]: r for r in records if r.get("tensor")},
         by_node={r["node"]: r for r in records},
         calibration_samples=calibration_samples,
     )
-    suspects = _suspects(first, worst, context)
+    suspects = _suspects(first, worst + [r for r in worst_referred if all(r is not w for w in worst)], context)
     found = []
     for record in suspects:
         found.extend(c for c in cause_rules.causes_of(record, context) if c not in found)
     outputs = {r["tensor"]: r["fidelity_accumulated"] for r in records if r.get("tensor") in graph_outputs}
-    return {
+    entry = {
         **path,
         "outputs": {name: _json_figures(f) for name, f in outputs.items()},
         "nodes": [_node_entry(r) for r in records],
         "first_sharp_drop": _brief(first),
         "worst_isolated": [_brief(r) for r in worst],
         "worst_ranked_by": ranked_by,
-        "ranked": [r["node"] for r in localise.ranked(first, worst)],
+        "ranked": [r["node"] for r in localise.ranked(first, worst, worst_referred)],
         "causes": found,
     }
+    if referred_summary is not None:
+        entry["worst_referred"] = [_brief(r) for r in worst_referred]
+        entry["referred"] = referred_summary
+    return entry
+
+
+def _lowest_output(referred: dict | None) -> tuple[str | None, dict | None]:
+    """The graph output the node's own error hurts most (lowest SNR), and its figures there."""
+    if not referred:
+        return None, None
+    figures = {name: metrics.fidelity(m) for name, m in referred.items() if m}
+    if not figures:
+        return None, None
+    name = min(figures, key=lambda n: figures[n]["snr_db"])
+    return name, figures[name]
 
 
 def _suspects(first, worst, context) -> list[dict]:
-    """The nodes whose causes are looked for: the first fall, the node feeding it, the worst alone."""
+    """The nodes whose causes are looked for: the first fall, the node feeding it, the worst alone
+    (and the worst referred to the outputs)."""
     chosen = []
     if first is not None:
         chosen.append(first)
@@ -129,6 +151,7 @@ def _brief(record: dict | None) -> dict | None:
         "accumulated_snr_db": metrics.json_number(acc.get("snr_db")),
         "isolated_snr_db": metrics.json_number(iso.get("snr_db")),
         "drop_db": record.get("drop_db"),
+        **({"referred_snr_db": metrics.json_number((record.get("fidelity_referred") or {}).get("snr_db"))} if record.get("fidelity_referred") else {}),
     }
 
 
@@ -137,4 +160,8 @@ def _node_entry(record: dict) -> dict:
     entry = {k: record[k] for k in keep if record.get(k) is not None}
     entry["accumulated"] = _json_figures(record.get("fidelity_accumulated"))
     entry["isolated"] = _json_figures(record.get("fidelity_isolated"))
+    if record.get("fidelity_referred"):
+        entry["referred"] = _json_figures(record["fidelity_referred"])
+        entry["referred_output"] = record["referred_output"]
+        entry["referred_injected"] = record.get("referred_injected")
     return entry

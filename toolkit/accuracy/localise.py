@@ -106,10 +106,36 @@ def worst_isolated(records: list[dict], count: int = WORST_COUNT) -> tuple[list[
 OWN_ERROR_MARGIN_DB = SHARP_DROP_DB
 
 
-def ranked(first: dict | None, worst: list[dict]) -> list[dict]:
-    """The culprits, the one keeping in a wider type most likely repairs first: the first sharp fall,
-    then the worst alone; a worst-alone node whose isolated SNR is OWN_ERROR_MARGIN_DB or more below
-    the first fall's own goes before it."""
+def _left_in_float(record: dict) -> bool:
+    """A node the path computes in float (ONNX Runtime's QDQ leaves a Sqrt or a Pow unquantised): a
+    wider type for it changes nothing; its figures are those of the quantised tensors around it."""
+    return str(record.get("precision") or "").startswith("float")
+
+
+def worst_referred(records: list[dict], count: int = WORST_COUNT) -> list[dict]:
+    """The nodes whose own error, put alone into the float model, leaves the lowest output SNR
+    (referred.refer_to_outputs); none where the path was not referred to its outputs."""
+    referred = [r for r in _activation_records(records) if _snr(r, "fidelity_referred") is not None
+                and not math.isinf(_snr(r, "fidelity_referred")) and not _left_in_float(r)]
+    return sorted(referred, key=lambda r: (_snr(r, "fidelity_referred"), r["node"]))[:count]
+
+
+def ranked(first: dict | None, worst: list[dict], referred: list[dict] | None = None) -> list[dict]:
+    """The culprits, the one keeping in a wider type most likely repairs first.
+
+    With errors referred to the outputs, the nodes whose own error costs the outputs most come
+    first (an error at a node's output says nothing of what the graph after it does to it: the
+    power spectrum's Add before a Sqrt, silero_vad_16k on rk3588, docs/accuracy.md), then the
+    first sharp fall and the worst alone. Without them: the first sharp fall, then the worst
+    alone; a worst-alone node whose isolated SNR is OWN_ERROR_MARGIN_DB or more below the first
+    fall's own goes before it."""
+    if referred:
+        ordered = list(referred) + ([first] if first is not None else []) + list(worst)
+        unique: list[dict] = []
+        for record in ordered:
+            if all(record is not r for r in unique):
+                unique.append(record)
+        return unique
     if first is None:
         return list(worst)
     own = _snr(first, "fidelity_isolated")

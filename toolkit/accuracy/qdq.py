@@ -198,15 +198,16 @@ def _cut(model: onnx.ModelProto, inputs: list[str], output: str) -> onnx.ModelPr
     return onnx.helper.make_model(graph, opset_imports=model.opset_import, ir_version=model.ir_version)
 
 
-def _isolated(model, inputs, output, reference, float_values, count) -> dict | None:
-    """The node alone quantised: the QDQ model cut from its float inputs to its quantised output."""
+def _isolated(model, inputs, output, reference, float_values, count) -> tuple[dict | None, list | None]:
+    """The node alone quantised: the QDQ model cut from its float inputs to its quantised output;
+    its sums and its values (kept for referred.refer_to_outputs, which puts them into the float model)."""
     try:
         sub = _cut(model, inputs, output)
         values = _run_all(sub, [output], [{x: float_values[x][i] for x in inputs} for i in range(count)])
-        return _sums(reference, values[output])
+        return _sums(reference, values[output]), values[output]
     except Exception as exc:  # noqa: BLE001 - a node that cannot be cut out and run alone gets no isolated figure, the rest still does
         reraise_if_interrupted(exc)
-        return None
+        return None, None
 
 
 def records(model_path: Path, feeds: list[dict], qdq_path: Path, eval_feeds: list[dict] | None = None) -> list[dict]:
@@ -237,7 +238,7 @@ def records(model_path: Path, feeds: list[dict], qdq_path: Path, eval_feeds: lis
         if record is None:
             continue
         y, act = node.output[0], structure.activation.get(node.output[0])
-        record["isolated"] = _isolated(qdq, record["inputs"], act["dq"] if act else y, float_values[record["tensor"]], float_values, min(len(measured), ISOLATED_SAMPLES))
+        record["isolated"], record["isolated_values"] = _isolated(qdq, record["inputs"], act["dq"] if act else y, float_values[record["tensor"]], float_values, min(len(measured), ISOLATED_SAMPLES))
         if eval_feeds and act:
             record["stats_eval"] = tap_numpy.tensor_stats(_flat(float_values[record["tensor"]]), act["lo"], act["hi"], act["scale"])
         out.append(record)
@@ -259,7 +260,7 @@ def _record(node, float_node, structure, original_of, float_init, float_values, 
         "op_type": node.op_type,
         "tensor": y,
         "inputs": inputs,
-        "precision": "int8" if act else None,
+        "precision": ("int8" if node.op_type in quantised_op_types() else "float32") if act else None,
         "accumulated": _sums(float_values[y], got) if got is not None else None,
         "stats": tap_numpy.tensor_stats(_flat(calib_values[y]), act and act["lo"], act and act["hi"], act and act["scale"]),
         "input_steps": [structure.activation.get(x, {}).get("scale") for x in inputs],
@@ -268,14 +269,24 @@ def _record(node, float_node, structure, original_of, float_init, float_values, 
     return record
 
 
+def quantised_op_types() -> set[str]:
+    """The operators quantize_static quantises when not told which (its own default, quantize.py:
+    QLinearOpsRegistry and QDQRegistry). Another node (a Pow, a Sqrt) stays float: its output is
+    quantised only where a quantised node reads it, and keeping it in float changes nothing."""
+    from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
+
+    return set(QLinearOpsRegistry) | set(QDQRegistry)
+
+
 # Every node's output of every sample is held at once: ONNX Runtime's MinMax calibration keeps them
 # all until it computes the ranges, and the figures compare whole tensors. On a large input that
 # exhausts memory (PP-OCR's 320x320 detector grew past 23 GB on 64 calibration and 32 evaluation
 # samples and was killed), so the path takes as many samples as this budget holds, and says so.
 MEMORY_BUDGET_BYTES = 2 << 30
 # Copies of a sample's node outputs held per sample: calibration (ONNX Runtime's, then the float
-# statistics); evaluation (the float model's, the QDQ model's, its DequantizeLinear outputs, a slack).
-CALIBRATION_COPIES, EVALUATION_COPIES = 2, 4
+# statistics); evaluation (the float model's, the QDQ model's, its DequantizeLinear outputs, each
+# node's isolated output kept for referred.refer_to_outputs, a slack).
+CALIBRATION_COPIES, EVALUATION_COPIES = 2, 5
 
 
 def bytes_per_sample(model_path: Path, feed: dict) -> int:

@@ -19,7 +19,7 @@ from typing import Callable
 import onnx
 
 from edgedeploy.accuracy import SCHEMA, absorbed_nodes, diagnose_path
-from edgedeploy.accuracy import qdq
+from edgedeploy.accuracy import qdq, referred
 from edgedeploy.datasets import Dataset, PreprocessSpec, load_dataset, model_input_specs
 from edgedeploy.errors import ArtifactError, EdgedeployError, OptionError
 from edgedeploy.interrupts import reraise_if_interrupted
@@ -104,14 +104,23 @@ def _feeds(dataset: Dataset | None) -> list[dict] | None:
     return [{name: array[i : i + 1] for name, array in dataset.inputs.items()} for i in range(count)]
 
 
-def _finish(name: str, meta: dict, records: list[dict], named: onnx.ModelProto, samples: int) -> dict:
-    """One path's diagnosis; `named` is the model with edgedeploy's display names (the taps' node names)."""
+def _finish(name: str, meta: dict, records: list[dict], named: onnx.ModelProto, samples: int,
+            calibration: Dataset | None = None, evaluation: Dataset | None = None) -> dict:
+    """One path's diagnosis; `named` is the model with edgedeploy's display names (the taps' node names).
+
+    With the data, each node's own error is also referred to the model's outputs (referred.py): the
+    figures' inputs are the evaluation data when given, else the calibration data, as the taps'."""
     # A fused group reads activations; its weights (initializers, or Constant nodes' outputs: silero_vad_16k's
     # inlined branches) are no upstream, else the group's fall is unknown (localise.upstream_snr).
     weights = {i.name for i in named.graph.initializer} | {o for n in named.graph.node if n.op_type == "Constant" for o in n.output}
     absorbed_nodes(records, [(n.name, [x for x in n.input if x and x not in weights], list(n.output)) for n in named.graph.node])
+    refer = None
+    if calibration is not None:
+        calib_feeds = _feeds(calibration)
+        figure_feeds = _feeds(evaluation) if evaluation is not None else calib_feeds
+        refer = lambda found: referred.refer_to_outputs(found, named, figure_feeds, calib_feeds)  # noqa: E731
     return diagnose_path({"path": name, **meta}, records, [o.name for o in named.graph.output], samples,
-                         graph_inputs=[i.name for i in named.graph.input])
+                         graph_inputs=[i.name for i in named.graph.input], refer=refer)
 
 
 def _target_path(target, chip, manifest, artifact, named, calibration, evaluation, work, options, echo) -> dict:
@@ -133,7 +142,7 @@ def _target_path(target, chip, manifest, artifact, named, calibration, evaluatio
     started = time.monotonic()
     tapped = target.accuracy_taps(request)
     meta = {"target": target.id, "chip": chip.id, "toolchain": tapped.toolchain, "method": tapped.method, "notes": tapped.notes, "seconds": round(time.monotonic() - started, 1)}
-    return _finish(chip.id, meta, tapped.records, named, len(calibration))
+    return _finish(chip.id, meta, tapped.records, named, len(calibration), calibration, evaluation)
 
 
 def _batchable(named: onnx.ModelProto, calibration: Dataset) -> bool:
@@ -158,7 +167,7 @@ def _qdq_path(named_path: Path, named, calibration, evaluation, work: Path) -> d
         "settings": settings,
         "seconds": round(time.monotonic() - started, 1),
     }
-    return _finish("onnxruntime-qdq", meta, records, named, len(calibration))
+    return _finish("onnxruntime-qdq", meta, records, named, len(calibration), calibration, evaluation)
 
 
 def _samples_note(samples: dict) -> str:

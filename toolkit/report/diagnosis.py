@@ -67,6 +67,9 @@ def render_path(path: dict, nodes: bool = True, chart: bool = True) -> str:
         lines.append("  first sharp fall: none (no node falls 10 dB or more to under 30 dB)")
     worst = ", ".join(f"{w['node']} ({_db(w['isolated_snr_db'] if w['isolated_snr_db'] is not None else w['accumulated_snr_db'])} dB)" for w in path.get("worst_isolated") or [])
     lines.append(f"  worst by {path.get('worst_ranked_by', 'isolated SNR')}: {worst or '-'}")
+    if path.get("worst_referred"):
+        referred = ", ".join(f"{w['node']} ({_db(w.get('referred_snr_db'))} dB)" for w in path["worst_referred"])
+        lines.append(f"  worst referred to the outputs (that node alone quantised in the float model, lowest output SNR; ranked first): {referred}")
     for cause in path.get("causes") or []:
         lines.append(f"  likely cause at {cause['node']}: {cause['sentence']}")
     if not path.get("causes"):

@@ -32,6 +32,9 @@ def _findings(path: dict) -> list[str]:
     ]
     worst = ", ".join(f"{w['node']} ({_db(w['isolated_snr_db'] if w.get('isolated_snr_db') is not None else w['accumulated_snr_db'])})" for w in path.get("worst_isolated") or [])
     lines.append(f"Worst by {path.get('worst_ranked_by', 'isolated SNR')}: {worst or '-'}.")
+    if path.get("worst_referred"):
+        referred = ", ".join(f"{w['node']} ({_db(w.get('referred_snr_db'))})" for w in path["worst_referred"])
+        lines.append(f"Worst referred to the outputs (that node alone quantised in the float model, lowest output SNR; ranked first): {referred}.")
     lines += [f"Likely cause at {c['node']}: {c['sentence']}" for c in path.get("causes") or []] or ["Likely cause: none the statistics show."]
     return lines
 

@@ -1,0 +1,119 @@
+"""The error referred to the outputs (edgedeploy.accuracy.referred) on probe models, ONNX Runtime's QDQ path.
+
+tests/referred_probes.py builds the probes; scripts/accuracy/probe_referred.py checks them against a
+brute force (docs/accuracy.md, "Referred to the outputs").
+"""
+
+from __future__ import annotations
+
+import copy
+
+import onnx
+import pytest
+
+from tests import referred_probes
+from edgedeploy.accuracy import diagnose_path, localise, qdq, referred
+
+
+def _diagnose(path, inputs, strip=False):
+    calib = referred_probes.only(referred_probes.tones(32, 1, spikes=True), inputs)
+    evaluation = referred_probes.only(referred_probes.tones(16, 2), inputs)
+    model = onnx.load(str(path))
+    records, _ = qdq.diagnose_records(path, calib, evaluation)
+    if strip:  # as a path without isolated tensors or ranges sees them (rknn-toolkit2's accuracy_analysis)
+        records = copy.deepcopy(records)
+        for r in records:
+            r.pop("isolated_values", None)
+            (r.get("stats") or {}).pop("step", None)
+            r["precision"] = "int8"  # a toolchain that quantises every node, Sqrt and Pow included
+    found = diagnose_path({"path": "probe", "toolchain": "onnxruntime quantize_static", "method": "QDQ"}, records, [model.graph.output[0].name], len(calib), graph_inputs=inputs,
+                          refer=lambda r: referred.refer_to_outputs(r, model, evaluation, calib))
+    return found, {n["node"]: n for n in found["nodes"]}, records
+
+
+@pytest.fixture(scope="module")
+def spectrum(tmp_path_factory):
+    path = tmp_path_factory.mktemp("spectrum") / "spectrum.onnx"
+    referred_probes.spectrum(path)
+    return path
+
+
+def test_the_power_spectrum_before_a_sqrt_is_ranked_first_not_the_stft_conv_that_falls_first(spectrum):
+    found, nodes, records = _diagnose(spectrum, ["x"])
+    assert found["first_sharp_drop"]["node"] == "stft_Conv"
+    # The Add's own error is no worse than the Conv's where it is made, and far worse at the output.
+    assert nodes["Add_power"]["isolated"]["snr_db"] > nodes["stft_Conv"]["isolated"]["snr_db"]
+    assert nodes["Add_power"]["referred"]["snr_db"] < nodes["stft_Conv"]["referred"]["snr_db"] - 10
+    assert nodes["Add_power"]["referred_injected"] == referred.INJECTED_ISOLATED
+    assert found["ranked"][0] == "Add_power" and found["worst_referred"][0]["node"] == "Add_power"
+    # ONNX Runtime leaves the Sqrt in float: never ranked by its error, which is the Add's tensor.
+    assert nodes["Sqrt_mag"]["precision"] == "float32"
+    assert "Sqrt_mag" not in [w["node"] for w in found["worst_referred"]]
+    # Without referred figures the ranking started from the Sqrt (worst alone, 10 dB under the fall).
+    by_node = {r["node"]: r for r in records}
+    before = localise.ranked(by_node["stft_Conv"], [by_node[w["node"]] for w in found["worst_isolated"]])
+    assert before[0]["node"] == "Sqrt_mag"
+
+
+def test_fake_quantised_inputs_charge_a_bad_tensor_to_its_consumer_as_to_its_producer(spectrum):
+    found, nodes, _ = _diagnose(spectrum, ["x"], strip=True)
+    assert nodes["Add_power"]["referred_injected"] == referred.INJECTED_FAKE
+    add, sqrt, conv = (nodes[n]["referred"]["snr_db"] for n in ("Add_power", "Sqrt_mag", "stft_Conv"))
+    assert abs(sqrt - add) < 3 and max(add, sqrt) < conv - 10
+    assert set(found["ranked"][:2]) == {"Add_power", "Sqrt_mag"}
+
+
+def test_a_node_far_worse_alone_whose_error_reaches_the_output_attenuated_is_not_ranked_first(tmp_path):
+    path = tmp_path / "attenuated.onnx"
+    referred_probes.attenuated(path)
+    found, nodes, _ = _diagnose(path, ["x", "aux"])
+    assert found["worst_isolated"][0]["node"] == "Conv_A"
+    assert nodes["Conv_A"]["isolated"]["snr_db"] < nodes["Conv_B"]["isolated"]["snr_db"] - 20
+    assert nodes["Conv_A"]["referred"]["snr_db"] > nodes["Conv_B"]["referred"]["snr_db"] + 10
+    assert found["ranked"][0] == "Conv_B"
+
+
+def test_without_data_the_ranking_is_the_one_of_the_falls(spectrum):
+    calib = referred_probes.only(referred_probes.tones(8, 1), ["x"])
+    records, _ = qdq.diagnose_records(spectrum, calib, None)
+    found = diagnose_path({"path": "probe"}, records, ["y"], len(calib), graph_inputs=["x"])
+    assert "worst_referred" not in found and found["ranked"][0] in {"Sqrt_mag", "stft_Conv"}
+    assert all("referred" not in n for n in found["nodes"])
+
+
+def test_a_conv_weight_is_quantised_with_the_steps_the_path_reports(tmp_path):
+    """ESP-DL reports each weight's step: a per-tensor step crushed by one channel leaves the others a
+    few levels, which only a quantised weight shows at the outputs (BlazeFace's Conv_44 on esp32s3)."""
+    path = tmp_path / "attenuated.onnx"
+    referred_probes.attenuated(path)
+    inputs = ["x", "aux"]
+    calib = referred_probes.only(referred_probes.tones(32, 1, spikes=True), inputs)
+    evaluation = referred_probes.only(referred_probes.tones(8, 2), inputs)
+    model = onnx.load(str(path))
+    records, _ = qdq.diagnose_records(path, calib, evaluation)
+    figures = {}
+    for label, scale in (("fine", 0.01), ("crushed", 0.25)):
+        bare = copy.deepcopy(records)
+        for r in bare:
+            r.pop("isolated_values", None)
+            if r["node"] == "Conv_B":
+                r["weight"] = {"channels": 8, "channel_absmax": [1.0] * 8, "bits": 8, "per_channel": False, "scale": scale}
+        found = diagnose_path({"path": "probe"}, bare, ["y"], len(calib), graph_inputs=inputs,
+                              refer=lambda r: referred.refer_to_outputs(r, model, evaluation, calib))
+        figures[label] = next(n for n in found["nodes"] if n["node"] == "Conv_B")["referred"]["snr_db"]
+    assert figures["crushed"] < figures["fine"] - 10
+
+
+def test_the_referred_figures_follow_the_schema_and_show_in_the_text(spectrum):
+    import json
+
+    from edgedeploy.accuracy import SCHEMA
+    from edgedeploy.report.diagnosis import render_path
+    from edgedeploy.report.schemas import validate
+
+    found, _, _ = _diagnose(spectrum, ["x"])
+    data = {"calibration": {"count": 32}, "evaluation": None, "figures_on": "evaluation"}
+    document = {"schema": SCHEMA, "artifact": str(spectrum), "model": {"name": "spectrum", "sha256": "0" * 64}, "chip": "esp32s3",
+                "data": data, "paths": [found], "skipped": []}
+    validate(json.loads(json.dumps(document)))
+    assert "worst referred to the outputs" in render_path(found, nodes=False) and "Add_power" in render_path(found, nodes=False)

@@ -1,0 +1,278 @@
+"""Each node's own error referred to the model's outputs: its quantised output put into the float model.
+
+A node's isolated figure is measured at its own output, which does not say how much of that error
+reaches the model's outputs: a Sqrt or a Div downstream magnifies an error in small values
+(d sqrt(x) = dx / (2 sqrt x)), a saturating or averaging layer attenuates it. Here, per node, its
+quantised output replaces its float output in the float model (ONNX Runtime, the rest of the graph
+in float) and the model's outputs are compared with the float ones: what that node alone quantised
+costs at the outputs, which is what a brute force quantising that node alone measures.
+
+What is injected, per node, in order of faithfulness:
+
+- the path's own isolated tensor (`isolated_values` on the record: ONNX Runtime's QDQ path keeps
+  the node run alone on float inputs through its Q/DQ pairs, weights and inputs quantised too);
+- else the node in float on its inputs fake-quantised, its output fake-quantised: each tensor over
+  the quantised range the path's tap reports (`stats` quant_lo, quant_hi, step: ESP-DL, eIQ), else
+  to 8 bits over the float tensor's min/max on the calibration inputs, zero included (the tap
+  reports no range: rknn-toolkit2's accuracy_analysis; its default `normal` quantisation is min/max,
+  asymmetric); a Conv's weight with the steps the path reports (ESP-DL; none reported by
+  rknn-toolkit2, whose weights are then left in float). Its inputs are quantised as a
+  toolchain that runs the node alone in int8 quantises them: a tensor between two nodes is
+  quantised whichever of them is int8 (BlazeFace's tensor between Conv_76 and Conv_77 on rk3588
+  and imx93, docs/accuracy.md), so its consumer carries its error as its producer does.
+
+Written once here for every path (the core's analysis stage); no toolchain is run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import onnx
+
+from edgedeploy.accuracy import tap_numpy
+from edgedeploy.interrupts import reraise_if_interrupted
+
+# Each node is one float run of the whole model per sample: on at most this many samples...
+REFERRED_SAMPLES = 8
+# ... and within this many seconds for the whole path (the nodes most likely to matter first: the
+# worst alone, then the largest falls); the nodes not reached get no referred figure.
+REFERRED_BUDGET_S = 120.0
+# Calibration samples the min/max fallback range is taken on.
+RANGE_SAMPLES = 32
+FLOAT_SUFFIX = "__edgedeploy_float"
+
+
+def _session(model: onnx.ModelProto):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3  # the renamed float tensor has no reader: ONNX Runtime warns
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def _injectable(model: onnx.ModelProto, tensor: str, dtype) -> onnx.ModelProto:
+    """`model` with `tensor` read from a graph input of that name (its producer writes it elsewhere)."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for node in copy.graph.node:
+        for i, name in enumerate(node.output):
+            if name == tensor:
+                node.output[i] = tensor + FLOAT_SUFFIX
+    copy.graph.input.append(onnx.helper.make_tensor_value_info(tensor, onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), None))
+    for value_info in list(copy.graph.value_info):
+        if value_info.name == tensor:
+            copy.graph.value_info.remove(value_info)
+    return copy
+
+
+def _float_runs(model: onnx.ModelProto, tensors: list[str], feeds: list[dict]) -> tuple[list[list[np.ndarray]], dict[str, list[np.ndarray]]]:
+    """The float model's outputs, and the wanted tensors, per feed."""
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(model)
+    outputs = [o.name for o in model.graph.output]
+    for name in tensors:
+        if name not in outputs:
+            exposed.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    session = _session(exposed)
+    names = [o.name for o in session.get_outputs()]
+    found: dict[str, list] = {n: [] for n in tensors}
+    results = []
+    for feed in feeds:
+        values = dict(zip(names, session.run(names, feed)))
+        results.append([values[o] for o in outputs])
+        for name in tensors:
+            found[name].append(values[name])
+    return results, found
+
+
+def calibration_ranges(model: onnx.ModelProto, tensors: list[str], feeds: list[dict]) -> dict[str, tuple[float, float]]:
+    """Each float tensor's (min, max) over the calibration feeds (integer tensors, shapes and indices, are not quantised)."""
+    _, found = _float_runs(model, tensors, feeds[:RANGE_SAMPLES])
+    return {name: (min(float(np.min(v)) for v in arrays), max(float(np.max(v)) for v in arrays)) for name, arrays in found.items()
+            if arrays and all(np.issubdtype(np.asarray(v).dtype, np.floating) and np.asarray(v).size for v in arrays)}
+
+
+def minmax_range(lo: float, hi: float, bits: int = 8) -> tuple[float, float, float]:
+    """An asymmetric `bits`-bit range over [lo, hi] with zero in it: (lo, hi, step)."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    step = (hi - lo) / (2**bits - 1)
+    return lo, hi, step
+
+
+def _priority(record: dict) -> tuple:
+    """The nodes most likely to matter first: the worst alone, then the largest accumulated fall."""
+    iso = (record.get("fidelity_isolated") or {}).get("snr_db")
+    iso = iso if isinstance(iso, (int, float)) and math.isfinite(iso) else math.inf
+    return (iso, -(record.get("drop_db") or 0.0))
+
+
+def refer_to_outputs(records: list[dict], model: onnx.ModelProto, feeds: list[dict], calib_feeds: list[dict] | None,
+                     skip_ops=frozenset({"Constant"}), budget_s: float = REFERRED_BUDGET_S) -> dict:
+    """Set `referred` (per graph output, tap_numpy.moments) and `referred_injected` (what was
+    injected) on the records it can; returns a summary for the path's method sentence.
+
+    `feeds`: the inputs the path's figures are on (its isolated values are of their first ones);
+    `calib_feeds`: for the min/max fallback range. Records are expected with their fidelity and
+    drop already computed (diagnosis.diagnose_path does it first).
+    """
+    started = time.monotonic()
+    feeds = list(feeds[:REFERRED_SAMPLES])
+    outputs = [o.name for o in model.graph.output]
+    produced = {o for n in model.graph.node for o in n.output if o}
+    candidates = [r for r in records if r.get("tensor") in produced and r.get("op_type") not in skip_ops]
+    candidates.sort(key=_priority)
+    reference, _ = _float_runs(model, [], feeds)
+    by_tensor = {r["tensor"]: r for r in records if r.get("tensor")}
+    path_ranges = {t: _path_range(r) for t, r in by_tensor.items() if _path_range(r)}
+    wanted = {x for r in candidates if not r.get("isolated_values") for x in [r["tensor"], *(r.get("inputs") or [])] if x not in path_ranges}
+    graph_tensors = produced | {i.name for i in model.graph.input}
+    ranges = {t: minmax_range(*v) for t, v in calibration_ranges(model, sorted(wanted & graph_tensors), calib_feeds or feeds).items()} if wanted else {}
+    ranges.update(path_ranges)
+    done, kinds, left = 0, set(), 0
+    for record in candidates:
+        if time.monotonic() - started > budget_s:
+            left += 1
+            continue
+        try:
+            figures, kind = _referred(record, model, feeds, reference, outputs, ranges)
+        except Exception as exc:  # noqa: BLE001 - a node whose tensor cannot be fed gets no referred figure, the rest still does
+            reraise_if_interrupted(exc)
+            continue
+        if figures is None:
+            continue
+        record["referred"], record["referred_injected"] = figures, kind
+        kinds.add(kind)
+        done += 1
+    return {"nodes": done, "not_reached": left, "samples": len(feeds), "injected": sorted(kinds), "seconds": round(time.monotonic() - started, 1)}
+
+
+def _path_range(record: dict) -> tuple[float, float, float] | None:
+    stats = record.get("stats") or {}
+    if stats.get("quant_lo") is None or stats.get("quant_hi") is None or not stats.get("step"):
+        return None
+    return float(stats["quant_lo"]), float(stats["quant_hi"]), float(stats["step"])
+
+
+# What `referred_injected` says, per source of the injected tensor.
+INJECTED_ISOLATED = "the path's isolated tensor"
+INJECTED_FAKE = "inputs and output fake-quantised"
+
+
+def _referred(record: dict, model, feeds, reference, outputs, ranges) -> tuple[dict | None, str]:
+    own = record.get("isolated_values")
+    if own:
+        return _run_injected(model, record["tensor"], own, feeds[: len(own)], reference, outputs), INJECTED_ISOLATED
+    if record["tensor"] not in ranges:
+        return None, ""
+    quantised = _fake_quantised_node(model, record, ranges)
+    session = _session(quantised)
+    sums: dict[str, dict | None] = {o: None for o in outputs}
+    for index, feed in enumerate(feeds):
+        for k, got in enumerate(session.run(outputs, feed)):
+            sums[outputs[k]] = tap_numpy.merge_moments(sums[outputs[k]], tap_numpy.moments(reference[index][k], got))
+    return sums, INJECTED_FAKE
+
+
+def _fake_quant_nodes(source: str, target: str, lo: float, hi: float, step: float, prefix: str) -> tuple[list, list]:
+    """Nodes computing target = lo + clip(round((source - lo) / step), 0, levels - 1) * step (float ops only,
+    any number of levels), and their constants."""
+    levels = int(round((hi - lo) / step)) + 1 if step > 0 else 1
+    consts = {f"{prefix}_lo": lo, f"{prefix}_step": step if step > 0 else 1.0, f"{prefix}_zero": 0.0, f"{prefix}_top": float(levels - 1)}
+    inits = [onnx.numpy_helper.from_array(np.array(v, np.float32), k) for k, v in consts.items()]
+    h = onnx.helper
+    nodes = [
+        h.make_node("Sub", [source, f"{prefix}_lo"], [f"{prefix}_a"]),
+        h.make_node("Div", [f"{prefix}_a", f"{prefix}_step"], [f"{prefix}_b"]),
+        h.make_node("Round", [f"{prefix}_b"], [f"{prefix}_c"]),
+        h.make_node("Max", [f"{prefix}_c", f"{prefix}_zero"], [f"{prefix}_d"]),
+        h.make_node("Min", [f"{prefix}_d", f"{prefix}_top"], [f"{prefix}_e"]),
+        h.make_node("Mul", [f"{prefix}_e", f"{prefix}_step"], [f"{prefix}_f"]),
+        h.make_node("Add", [f"{prefix}_f", f"{prefix}_lo"], [target]),
+    ]
+    return nodes, inits
+
+
+def _fake_quantised_node(model: onnx.ModelProto, record: dict, ranges: dict) -> onnx.ModelProto:
+    """`model` with the record's node (with what it absorbed) reading its activation inputs through a
+    fake quantisation and its output tensor fake-quantised; every other node in float."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    group = {record["node"], *(record.get("absorbs") or [])}
+    tensor = record["tensor"]
+    in_nodes, out_nodes, added_inits = [], [], []
+    for k, name in enumerate(x for x in dict.fromkeys(record.get("inputs") or []) if x in ranges):
+        quantised = f"{name}__edgedeploy_q{k}"
+        nodes, inits = _fake_quant_nodes(name, quantised, *ranges[name], prefix=f"edgedeploy_fq_in{k}")
+        in_nodes += nodes
+        added_inits += inits
+        for node in copy.graph.node:
+            if node.name in group:
+                for i, x in enumerate(node.input):
+                    if x == name:
+                        node.input[i] = quantised
+    added_inits += _quantised_weight(copy, record)
+    raw = tensor + FLOAT_SUFFIX
+    for node in copy.graph.node:
+        for i, name in enumerate(node.output):
+            if name == tensor:
+                node.output[i] = raw
+    nodes, inits = _fake_quant_nodes(raw, tensor, *ranges[tensor], prefix="edgedeploy_fq_out")
+    out_nodes += nodes
+    added_inits += inits
+    first_reader = next(node for node in copy.graph.node if node.name in group)
+    writer = next(node for node in copy.graph.node if raw in node.output)
+    ordered = []
+    for node in copy.graph.node:
+        if node is first_reader:
+            ordered += in_nodes
+        ordered.append(node)
+        if node is writer:
+            ordered += out_nodes
+    del copy.graph.node[:]
+    copy.graph.node.extend(ordered)
+    copy.graph.initializer.extend(added_inits)
+    return copy
+
+
+def _quantised_weight(model: onnx.ModelProto, record: dict) -> list:
+    """The Conv's weight quantised with the steps the path reports (`weight` stats: one scale per tensor or
+    per output channel, symmetric, `bits` wide), as a new initializer its node reads; none where the path
+    reports no scale (rknn-toolkit2) or the node is no Conv."""
+    stats = record.get("weight") or {}
+    node = next((n for n in model.graph.node if n.name == record["node"]), None)
+    if stats.get("scale") is None or node is None or node.op_type != "Conv" or len(node.input) < 2:
+        return []
+    source = next((i for i in model.graph.initializer if i.name == node.input[1]), None)
+    if source is None:
+        return []
+    weight = onnx.numpy_helper.to_array(source).astype(np.float64)
+    scale = np.asarray(stats["scale"], dtype=np.float64).reshape(-1)
+    if scale.size not in (1, weight.shape[0]) or not np.all(scale > 0):
+        return []
+    scale = scale.reshape((-1,) + (1,) * (weight.ndim - 1)) if scale.size > 1 else scale.reshape(())
+    top = 2 ** (int(stats.get("bits") or 8) - 1)
+    quantised = np.clip(np.round(weight / scale), -top, top - 1) * scale
+    name = f"{source.name}__edgedeploy_q"
+    node.input[1] = name
+    return [onnx.numpy_helper.from_array(quantised.astype(onnx.helper.tensor_dtype_to_np_dtype(source.data_type)), name)]
+
+
+def _run_injected(model, tensor, injected, feeds, reference, outputs) -> dict:
+    """Per graph output, the moments of the float model with `tensor` replaced by `injected`."""
+    sums: dict[str, dict | None] = {o: None for o in outputs}
+    if tensor in outputs:
+        session = None
+    else:
+        session = _session(_injectable(model, tensor, np.asarray(injected[0]).dtype))
+    for index, (feed, value) in enumerate(zip(feeds, injected)):
+        if session is None:
+            got = [value if o == tensor else reference[index][k] for k, o in enumerate(outputs)]
+        else:
+            got = session.run(outputs, {**feed, tensor: value})
+        for k, name in enumerate(outputs):
+            sums[name] = tap_numpy.merge_moments(sums[name], tap_numpy.moments(reference[index][k], got[k]))
+    return sums
