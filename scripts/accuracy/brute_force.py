@@ -89,8 +89,12 @@ def run(model: Path, feeds: list[dict], output: str) -> np.ndarray:
 
 
 def diagnosis_top(model: Path, calib: list[dict], evaluation: list[dict], outputs: list[str]) -> tuple[str | None, list[dict]]:
+    from edgedeploy.accuracy import referred
+
     records, _ = qdq.diagnose_records(model, calib, evaluation)
-    found = diagnosis.diagnose_path({"path": "qdq"}, records, outputs, len(calib), graph_inputs=list(evaluation[0]))
+    proto = onnx.load(str(model))
+    found = diagnosis.diagnose_path({"path": "qdq"}, records, [o.name for o in proto.graph.output], len(calib), graph_inputs=list(evaluation[0]),
+                                    refer=lambda r: referred.refer_to_outputs(r, proto, evaluation, calib))
     ranked = diagnosis_ranking(found)
     return (ranked[0] if ranked else None), [r for r in records if r.get("precision") == "int8"]
 
@@ -179,7 +183,7 @@ def on_chip(model_path: Path, calib_path: Path, eval_path: Path, chip_id: str, c
                              batchable=_batchable(named, calibration), brute_force_outputs=[output], brute_force_nodes=list(only or []),
                              brute_force_with_producers=producers)
         tapped = target.accuracy_taps(request)
-    found = _finish(chip.id, {}, tapped.records, named, len(calibration))
+    found = _finish(chip.id, {}, tapped.records, named, len(calibration), calibration, evaluation)
     brute = tapped.brute_force
     every = _snr(brute["every"][output]) if "every" in brute else next(r for r in found["nodes"] if r.get("tensor") == output)["accumulated"]["snr_db"]
     task, name = (_auroc, "auroc") if metric == "auroc" and "every_values" in brute else (_top1, "top1")
@@ -225,18 +229,66 @@ def diagnosis_ranking(found: dict) -> list[str]:
     return list(dict.fromkeys(n for n in ranked if n))
 
 
+def ranking_without_referred(found: dict) -> list[str]:
+    """The ranking the diagnosis gave before it referred errors to the outputs (localise.ranked on the
+    first sharp fall and the worst alone), for the comparison."""
+    from edgedeploy.accuracy import localise
+
+    def record(brief):
+        return None if not brief else {"node": brief["node"], "fidelity_isolated": {"snr_db": brief.get("isolated_snr_db")} if brief.get("isolated_snr_db") is not None else None}
+
+    first = record(found.get("first_sharp_drop"))
+    worst = [first if first and w["node"] == first["node"] else record(w) for w in found.get("worst_isolated") or []]
+    return list(dict.fromkeys(r["node"] for r in localise.ranked(first, worst)))
+
+
 def ranks(found: dict, nodes: list[dict]) -> dict:
     """The diagnosis's top node and its ranks among the brute-force figures (kept float: most gain first)."""
     ranked = diagnosis_ranking(found)
     top = ranked[0] if ranked else None
     by_gain = [n["node"] for n in sorted(nodes, key=lambda n: -n["snr_all_but_this_db"])]
     by_alone = [n["node"] for n in sorted(nodes, key=lambda n: n["snr_this_alone_db"])]
-    return {"diagnosis_top": top, "diagnosis_ranking": ranked,
+    return {"diagnosis_top": top, "diagnosis_ranking": ranked, "diagnosis_ranking_without_referred": ranking_without_referred(found),
             "first_sharp_drop": (found.get("first_sharp_drop") or {}).get("node"),
             "causes": [c.get("sentence") or c.get("cause") for c in found.get("causes") or []],
             "diagnosis_top_rank_by_gain": by_gain.index(top) + 1 if top in by_gain else None,
             "diagnosis_top_rank_alone": by_alone.index(top) + 1 if top in by_alone else None,
             "brute_force_top3_by_gain": by_gain[:3], "brute_force_top3_alone": by_alone[:3]}
+
+
+def rediagnose_on_chip(entry: dict, chip_id: str, result: dict, artifact: Path | None) -> dict:
+    """Today's diagnosis on the chip's own taps (no brute force run), ranked against the brute-force
+    figures kept in `result` (the same model, data counts and artifact)."""
+    from edgedeploy.datasets import load_dataset, model_input_specs
+    from edgedeploy.model import load_model, named_copy
+    from edgedeploy.model.stats import node_names
+    from edgedeploy.pipeline.diagnose import TAP_HELPERS, _batchable, _finish
+    from edgedeploy.targets import find_chip
+    from edgedeploy.targets.base import TapRequest
+    from edgedeploy.toolchains.executor import Executor
+
+    target, chip = find_chip(chip_id)
+    model_path = artifact / "model.onnx" if artifact else HOME / entry["model"]["file"]
+    manifest = json.loads((artifact / "manifest.json").read_text()) if artifact else {}
+    model = load_model(model_path, require_static=True)
+    named = named_copy(model.proto, node_names(model.graph))
+    specs = model_input_specs(model)
+    calibration = load_dataset(HOME / entry["calib"]["file"], specs, None, result["calibration_samples"])
+    evaluation = load_dataset(HOME / entry["eval"]["file"], specs, None, result["evaluation_samples"])
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rediagnose-") as tmp:
+        work = Path(tmp)
+        request = TapRequest(artifact=artifact or work, model_path=Path(model_path), chip=chip, precision="int8", manifest=manifest,
+                             calibration=calibration, evaluation=evaluation, workdir=work / target.id,
+                             executor=Executor(work / "worker.log", 7200.0, None), tap_helpers=TAP_HELPERS, echo=print,
+                             batchable=_batchable(named, calibration))
+        tapped = target.accuracy_taps(request)
+    found = _finish(chip.id, {}, tapped.records, named, len(calibration), calibration, evaluation)
+    referred = {n["node"]: (n.get("referred") or {}).get("snr_db") for n in found["nodes"] if n.get("referred")}
+    earlier = {k: result[k] for k in ("diagnosis_top", "diagnosis_ranking", "diagnosis_top_rank_by_gain", "diagnosis_top_rank_alone") if k in result}
+    return {**result, "diagnosis_before_referred": result.get("diagnosis_before_referred") or earlier, **ranks(found, result["nodes"]), "referred_snr_db": referred,
+            "worst_referred": [w["node"] for w in found.get("worst_referred") or []], "referred": found.get("referred"),
+            "rediagnosed": {"seconds": round(time.monotonic() - started, 1)}}
 
 
 def result_count(done: dict, entry: dict, key: str) -> int:
@@ -251,10 +303,11 @@ def rediagnose(entry: dict, result: dict, calib_count: int, eval_count: int) -> 
     inputs = [i.name for i in proto.graph.input if i.name not in inits]
     calib = feeds_of(HOME / entry["calib"]["file"], inputs, calib_count)
     evaluation = feeds_of(HOME / entry["eval"]["file"], inputs, eval_count)
+    earlier = {k: result[k] for k in ("diagnosis_top", "diagnosis_top_rank_by_gain", "diagnosis_top_rank_alone") if k in result}
     top, _ = diagnosis_top(model, calib, evaluation, [result["output"]])
     by_gain = [n["node"] for n in sorted(result["nodes"], key=lambda n: -n["snr_all_but_this_db"])]
     by_alone = [n["node"] for n in sorted(result["nodes"], key=lambda n: n["snr_this_alone_db"])]
-    return {**result, "diagnosis_top": top, "diagnosis_top_rank_by_gain": by_gain.index(top) + 1 if top in by_gain else None,
+    return {**result, "diagnosis_before_referred": result.get("diagnosis_before_referred") or earlier, "diagnosis_top": top, "diagnosis_top_rank_by_gain": by_gain.index(top) + 1 if top in by_gain else None,
             "diagnosis_top_rank_alone": by_alone.index(top) + 1 if top in by_alone else None}
 
 
@@ -282,6 +335,16 @@ def main() -> int:
     done = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"about": __doc__.splitlines()[0], "models": {}}
     for entry in manifest["models"]:
         if wanted and entry["name"] not in wanted:
+            continue
+        if args.chip and args.rediagnose:
+            form = "targets_with_producers" if args.with_producers else "targets"
+            key = f"{entry['name']}/{args.chip}"
+            result = rediagnose_on_chip(entry, args.chip, done[form][key], args.artifact)
+            done = json.loads(RESULTS.read_text())
+            done[form][key] = result
+            RESULTS.write_text(json.dumps(done, indent=1) + "\n")
+            print(f"{key} ({form}): diagnosis top {result['diagnosis_top']} (brute-force rank {result['diagnosis_top_rank_by_gain']} kept float, "
+                  f"{result['diagnosis_top_rank_alone']} alone); ranking {result['diagnosis_ranking'][:5]}", flush=True)
             continue
         if args.chip:
             result = on_target(entry, args.chip, args.calib, args.eval, args.artifact, [n for n in args.only.split(",") if n], args.with_producers)

@@ -100,13 +100,24 @@ def tables(manifest: dict, sweep: dict) -> list[str]:
 def brute_force_table(results: dict) -> list[str]:
     """scripts/accuracy/brute_force.py's comparison, one row a model."""
     lines = ["", "### The diagnosis against brute force (ONNX Runtime's QDQ path)", "",
-             "| model | nodes quantised | output SNR, every node int8 | diagnosis's first node | its brute-force rank: kept float / alone | brute-force top 3 (kept float) |",
-             "|---|---|---|---|---|---|"]
+             "| model | nodes quantised | output SNR, every node int8 | diagnosis's first node | its brute-force rank: kept float / alone | before the referred figures: first node, rank | brute-force top 3 (kept float) |",
+             "|---|---|---|---|---|---|---|"]
     for name, r in results.get("models", {}).items():
         top3 = ", ".join(f"`{n}`" for n in r["brute_force_top3_by_gain"])
         lines.append(f"| {name} | {r['nodes_quantised']} | {r['snr_every_node_db']:.1f} dB | `{r['diagnosis_top']}` | "
-                     f"{r['diagnosis_top_rank_by_gain']} / {r['diagnosis_top_rank_alone']} | {top3} |")
+                     f"{r['diagnosis_top_rank_by_gain']} / {r['diagnosis_top_rank_alone']} | {before_referred(r)} | {top3} |")
     return lines + target_brute_force_table(results.get("targets") or {}, results.get("targets_with_producers") or {})
+
+
+def before_referred(r: dict, paired: dict | None = None) -> str:
+    """The diagnosis's first node and its ranks before it ranked by errors referred to the outputs
+    (kept by brute_force.py --rediagnose); "not re-run" where the row was not diagnosed again since."""
+    before = r.get("diagnosis_before_referred")
+    if not before:
+        return "not re-run"
+    text = f"`{before['diagnosis_top']}`, {before['diagnosis_top_rank_by_gain']} / {before['diagnosis_top_rank_alone']}"
+    second = (paired or {}).get("diagnosis_before_referred")
+    return text + (f" ({second['diagnosis_top_rank_by_gain']} / {second['diagnosis_top_rank_alone']} with producers)" if second else "")
 
 
 def target_brute_force_table(targets: dict, with_producers: dict | None = None) -> list[str]:
@@ -115,8 +126,8 @@ def target_brute_force_table(targets: dict, with_producers: dict | None = None) 
     if not targets:
         return []
     lines = ["", "### The diagnosis against brute force (the chip's own quantised simulation)", "",
-             "| model on chip | ops quantised (measured) | evaluation samples | every op int8: SNR, task metric | diagnosis's first node | its brute-force rank: kept float / alone | the same, kept with its producers (`--with-producers`) | brute-force top 3 (kept float: SNR, task metric) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| model on chip | ops quantised (measured) | evaluation samples | every op int8: SNR, task metric | diagnosis's first node | its brute-force rank: kept float / alone | the same, kept with its producers (`--with-producers`) | before the referred figures: first node, rank | brute-force top 3 (kept float: SNR, task metric) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for case, r in targets.items():
         by_node = {n["node"]: n for n in r["nodes"]}
         metric = r.get("task_metric", "top1")  # top-1 %, or a detector's AUROC in %
@@ -126,7 +137,7 @@ def target_brute_force_table(targets: dict, with_producers: dict | None = None) 
         paired = (with_producers or {}).get(case)
         second = f"{paired['diagnosis_top_rank_by_gain']} / {paired['diagnosis_top_rank_alone']}" if paired else "not run"
         lines.append(f"| {case} ({r['toolchain']}) | {measured} | {r['evaluation_samples']} | {every} | `{r['diagnosis_top']}` | "
-                     f"{r['diagnosis_top_rank_by_gain']} / {r['diagnosis_top_rank_alone']} | {second} | {top3} |")
+                     f"{r['diagnosis_top_rank_by_gain']} / {r['diagnosis_top_rank_alone']} | {second} | {before_referred(r, paired)} | {top3} |")
     return lines
 
 
