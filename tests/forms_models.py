@@ -4491,3 +4491,43 @@ def _grid_windows_view_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("grid_windows_view_pack", "fresh2: MaxViT's windows viewed back into its grid before the reverse",
                   lambda: _packed(_grid_windows_view_case, GRID_WINDOWS_VIEW_PACK, 89), ("rk3588",)))
+
+
+# Channel attention over a joint q/k/v projection (DaViT's ChannelAttention: k scaled, k^T @ v,
+# Softmax, attn @ q^T, transposed back; ChannelAttentionV2: q scaled, q^T @ k, attn @ v^T) beside
+# the usual attention, each on a [1, N, H*D] input: heads merged, output Linear, token mean.
+# (name, N, H, D, kind)
+CHANNEL_ATTENTION_PACK = (("davit64", 64, 3, 32, "davit"), ("davit16", 16, 6, 32, "davit"), ("v2_64", 64, 3, 32, "v2"),
+                          ("usual64", 64, 3, 32, "usual"), ("davit16d16", 16, 4, 16, "davit"))
+
+
+def _channel_attention_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of CHANNEL_ATTENTION_PACK: its nodes, initializers, input and output."""
+    name, n, h, d, kind = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    c = h * d
+    inits = [_const(p + "wqkv", _weights(rng, c, 3 * c)), _const(p + "bqkv", _weights(rng, 3 * c)), _const(p + "split", np.array([1, n, 3, h, d], np.int64)),
+             _const(p + "merged", np.array([1, n, c], np.int64)), _const(p + "scale", np.array(d ** -0.5, np.float32)), _const(p + "wout", _weights(rng, c, c)),
+             _const(p + "parts", np.array([1, 1, 1], np.int64)), _const(p + "axis0", np.array([0], np.int64))]
+    nodes = [node("MatMul", ["x", "wqkv"], "qkv0"), node("Add", ["qkv0", "bqkv"], "qkv1"), node("Reshape", ["qkv1", "split"], "qkv_r"),
+             node("Transpose", ["qkv_r"], "qkv_t", perm=[2, 0, 3, 1, 4]),
+             helper.make_node("Split", [p + "qkv_t", p + "parts"], [p + "q0", p + "k0", p + "v0"], name=p + "split_qkv", axis=0)]
+    nodes += [node("Squeeze", [f"{part}0", "axis0"], part) for part in "qkv"]
+    swap = [0, 1, 3, 2]
+    if kind == "davit":
+        nodes += [node("Mul", ["k", "scale"], "ks"), node("Transpose", ["ks"], "kt", perm=swap), node("MatMul", ["kt", "v"], "s"),
+                  node("Softmax", ["s"], "a", axis=-1), node("Transpose", ["q"], "qt", perm=swap), node("MatMul", ["a", "qt"], "o0"), node("Transpose", ["o0"], "o", perm=swap)]
+    elif kind == "v2":
+        nodes += [node("Mul", ["q", "scale"], "qs"), node("Transpose", ["qs"], "qt", perm=swap), node("MatMul", ["qt", "k"], "s"),
+                  node("Softmax", ["s"], "a", axis=-1), node("Transpose", ["v"], "vt", perm=swap), node("MatMul", ["a", "vt"], "o0"), node("Transpose", ["o0"], "o", perm=swap)]
+    else:
+        nodes += [node("Mul", ["q", "scale"], "qs"), node("Transpose", ["k"], "kt", perm=swap), node("MatMul", ["qs", "kt"], "s"),
+                  node("Softmax", ["s"], "a", axis=-1), node("MatMul", ["a", "v"], "o")]
+    nodes += [node("Transpose", ["o"], "merge_t", perm=[0, 2, 1, 3]), node("Reshape", ["merge_t", "merged"], "merge_r"), node("MatMul", ["merge_r", "wout"], "proj"),
+              node("ReduceMean", ["proj"], "y", axes=[1], keepdims=0)]
+    return nodes, inits, [_vi(p + "x", [1, n, c])], [_vi(p + "y", [1, c])]
+
+
+CASES.append(Case("channel_attention_pack", "fresh2: channel attention over a joint q/k/v projection (DaViT)",
+                  lambda: _packed(_channel_attention_case, CHANNEL_ATTENTION_PACK, 13), ("rk3566", "rk3588")))

@@ -948,7 +948,8 @@ def _reaches_matmul(graph, node, forward: bool) -> bool:
             if forward:
                 near = [(c, o.name) for o in n.outputs if o.name for c in graph.consumers(o.name)]
             else:
-                near = [(p, p.outputs[0].name) for p in (graph.producer(t.name) for t in n.inputs[:1]) if p is not None and p.outputs]
+                # A Transpose an earlier step merged into the product (eliminated) still stands between.
+                near = [(p, p.outputs[0].name) for p in (graph.producer(t.name) or graph.wire(t.name) for t in n.inputs[:1]) if p is not None and p.outputs]
             for m, data in near:
                 if _product_of_computed(m):
                     return True
@@ -1035,7 +1036,32 @@ def _joint_projection_not_split(graph, node) -> bool:
         else:
             return False
     d_axis = perm.index(4) - 1  # the head dimension D once the parts' axis is taken away
-    return any(_mixes_tokens_before_a_product(graph, p, d_axis) for p in parts)
+    if any(_mixes_tokens_before_a_product(graph, p, d_axis) for p in parts):
+        return True
+    # Channel attention (DaViT: k^T @ v, then attn @ q^T): two parts multiplied over their tokens.
+    return sum(_contracts_tokens(graph, p, d_axis) for p in parts) >= 2
+
+
+def _contracts_tokens(graph, part, d_axis: int, limit: int = 8) -> bool:
+    """Whether a q/k/v part [.., T, D] enters its first product of computed tensors (through scalar
+    scales and Transposes) with its tokens as the axis the product sums over, not its head dimension
+    (as the second operand, attention's value does so in every attention: hence two parts above)."""
+    rank = part.outputs[0].rank if part.outputs else None
+    node, axis = part, d_axis
+    for _ in range(limit):
+        readers = [c for o in node.outputs if o.name for c in graph.consumers(o.name)] if rank == 4 else []
+        if len(readers) != 1:
+            return False
+        reader, tensor = readers[0], node.outputs[0].name
+        if _product_of_computed(reader):
+            summed = rank - 1 if reader.inputs[0].name == tensor else rank - 2
+            return summed != axis
+        if reader.op_type == "Transpose" and _perm(reader) is not None:
+            axis = _perm(reader).index(axis)
+        elif not (reader.op_type == "Mul" and _scalar(_other_input(reader, tensor)) is not None):
+            return False
+        node = reader
+    return False
 
 
 # Operators that reduce or normalise along an axis (attribute axis or axes; ReduceL2 and friends
@@ -1523,6 +1549,21 @@ def _stacked_parts_before(graph, node, hops: int = 6):
     return None
 
 
+def _product_after_softmax(graph, node) -> bool:
+    """Whether `node` (through scalar scales) is the second operand of a product whose first is a
+    Softmax's result: attention times its value, not the scores' product."""
+    tensor = node.outputs[0]
+    for _ in range(MAX_LAYOUT_HOPS):
+        reader = graph.only_consumer(tensor.name)
+        if reader is not None and _product_of_computed(reader):
+            first = graph.producer(reader.inputs[0].name)
+            return reader.inputs[1].name == tensor.name and first is not None and first.op_type == "Softmax"
+        if reader is None or not _scalar_swapped(reader, tensor.name):
+            return False
+        tensor = reader.outputs[0]
+    return False
+
+
 @RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED)
 def key_transpose_of_a_joint_projection_kept_whole(graph, chip):
     """{OBSERVED} keeps a joint q/k/v projection whole when some part is not taken straight into a product (XCiT's and EdgeNeXt's cross-covariance attention: q and k L2-normalised over the tokens; see transposes_merged_into_matmul), and the key's Transpose [0, 1, 3, 2] into the scores' product is then a Transpose layer of its own, whatever its sizes: on RK3566/RK3568 it runs on the CPU.
@@ -1534,6 +1575,8 @@ def key_transpose_of_a_joint_projection_kept_whole(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if _perm(node) != [0, 1, 3, 2] or not node.outputs or _key_scales(graph, node) is None:
             continue
+        if _product_after_softmax(graph, node):
+            continue  # the part multiplied by the attention (DaViT's q^T in attn @ q^T), not the scores' key
         stacked = _stacked_parts_before(graph, node)
         if stacked is not None and _heads_reshape(graph, stacked) is not None and _joint_projection_not_split(graph, stacked):
             graph.fuse([node], "Transpose", attributes={"perm": _perm(node), JOINT_KEY_ATTRIBUTE: 1})
@@ -1549,7 +1592,7 @@ def _merges_heads_last(graph, node) -> bool:
 
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
 def transposes_merged_into_matmul(graph, chip):
-    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, Concats of one tensor (GPT-2's key/value cache with no past), parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split); and so is, on those chips, a merge of attention's result that puts the heads last ([N, H, T, D] to [N, T, D, H], NesT).
+    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, Concats of one tensor (GPT-2's key/value cache with no past), parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split), nor where two parts are multiplied over their tokens (channel attention, DaViT); and so is, on those chips, a merge of attention's result that puts the heads last ([N, H, T, D] to [N, T, D, H], NesT).
 
     Measured with attention blocks of 2 heads (tests/forms_models.py attention_block): tokens
     8, 16, 24, 32, 40, 48, 64 (NPU) and 12, 17, 20, 65 (CPU) with heads of 32; heads of 8, 16,
@@ -1560,7 +1603,10 @@ def transposes_merged_into_matmul(graph, chip):
     its Concat; GPT-2's blocks). Heads merged last: tests/forms_models.py heads_last_pack (RK3566
     and RK3588, 2026-12-04): [1, H, T, D] to [1, T, D, H] for 4 heads of 16 and 8 and, with a block
     axis ([1, H, 1, T, D], NesT's last level), 12 heads of 32: a CPU Transpose layer on RK3566
-    (NPU on RK3588); the usual [0, 2, 1, 3]: merged.
+    (NPU on RK3588); the usual [0, 2, 1, 3]: merged. Channel attention: tests/forms_models.py
+    channel_attention_pack (RK3566 and RK3588): DaViT's k^T @ v then attn @ q^T, and q^T @ k then
+    attn @ v^T, over 16 and 64 tokens, heads of 16 and 32: the joint projection's heads Reshape and
+    Transpose on RK3566's CPU, every other Transpose merged (the usual attention beside it: split).
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node:
