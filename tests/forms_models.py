@@ -4531,3 +4531,48 @@ def _channel_attention_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("channel_attention_pack", "fresh2: channel attention over a joint q/k/v projection (DaViT)",
                   lambda: _packed(_channel_attention_case, CHANNEL_ATTENTION_PACK, 13), ("rk3566", "rk3588")))
+
+
+# ---- fresh2 (GC ViT): a global query tiled over the windows and split into heads -----------------
+
+# (name, what makes the query: "tile" of a [1, 4, C] query, "tile4d" of a [1, 2, 2, C] one, "sigmoid"
+# or "mish" of a per-window one; windows, heads, head size, whether q @ k^T follows)
+# Not here: a [1, 4, C] query tiled and split into heads ([B, 4, C] -> [B, 4, h, d]), whose Reshape the
+# toolkit also ran on the CPU (4 and 16 windows, heads of 24 and 32) but which the audit joins with its
+# Transpose into the product (transposes_merged_into_matmul) and leaves on the NPU: docs/audit.md.
+TILED_QUERY_PACK = (
+    ("tile4d_product", "tile4d", 4, 2, 32, True), ("tile4d_relu", "tile4d", 4, 2, 32, False), ("tile4d_16_windows_4_heads", "tile4d", 16, 4, 32, True),
+    ("tile4d_heads_of_24", "tile4d", 4, 2, 24, True), ("sigmoid_product", "sigmoid", 4, 2, 32, True), ("mish_product", "mish", 4, 2, 32, True),
+)
+
+
+def _tiled_query_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of TILED_QUERY_PACK: the query (tiled over the windows as GC ViT's q_global.repeat),
+    Reshape into heads, Transpose [0, 2, 1, 3], the scale, then q @ k^T with k a Linear of the windows'
+    tokens split into heads (or a Relu instead of the product)."""
+    name, source, b, h, d, product = spec
+    p, c, n = f"{name}_", h * d, 4
+    tiled = source.startswith("tile")
+    q_shape = [1, 2, 2, c] if source == "tile4d" else [1 if tiled else b, n, c]
+    inits = [_const(p + "rep", np.array([b] + [1] * (len(q_shape) - 1), np.int64)), _const(p + "heads", np.array([b, n, h, d], np.int64)),
+             _const(p + "scale", np.array(d ** -0.5, np.float32))]
+    make = {"tile": "Tile", "tile4d": "Tile", "sigmoid": "Sigmoid", "mish": "Mish"}[source]
+    nodes = [helper.make_node("Relu", [p + "q"], [p + "r"], name=p + "relu"),
+             helper.make_node(make, [p + "r", p + "rep"] if tiled else [p + "r"], [p + "s"], name=p + make.lower()),
+             helper.make_node("Reshape", [p + "s", p + "heads"], [p + "qh"], name=p + "q_heads"),
+             helper.make_node("Transpose", [p + "qh"], [p + "qt"], name=p + "q_swap", perm=[0, 2, 1, 3]),
+             helper.make_node("Mul", [p + "qt", p + "scale"], [p + "qm"], name=p + "q_scale")]
+    inputs = [_vi(p + "q", q_shape)]
+    if not product:
+        nodes.append(helper.make_node("Relu", [p + "qm"], [p + "y"], name=p + "after"))
+        return nodes, inits, inputs, [_vi(p + "y", [b, h, n, d])]
+    inits.append(_const(p + "wk", _weights(rng, c, c)))
+    nodes += [helper.make_node("MatMul", [p + "x", p + "wk"], [p + "k"], name=p + "key"),
+              helper.make_node("Reshape", [p + "k", p + "heads"], [p + "kh"], name=p + "key_heads"),
+              helper.make_node("Transpose", [p + "kh"], [p + "kt"], name=p + "key_swap", perm=[0, 2, 3, 1]),
+              helper.make_node("MatMul", [p + "qm", p + "kt"], [p + "y"], name=p + "qk")]
+    return nodes, inits, inputs + [_vi(p + "x", [b, n, c])], [_vi(p + "y", [b, h, n, n])]
+
+
+CASES.append(Case("tiled_query_pack", "fresh2: a global query tiled over the windows, split into heads (GC ViT)",
+                  lambda: _packed(_tiled_query_case, TILED_QUERY_PACK, 97, opset=18), ("rk3588",)))

@@ -479,6 +479,43 @@ def tile_of_ones_is_a_reshape(graph, chip):
             graph.fuse([node], "Reshape", attributes={})
 
 
+TILED_QUERY_ATTRIBUTE = "rknn_heads_of_a_cpu_tile"
+TILED_QUERY_HOPS = 3  # Transpose, Mul: what lies between the heads' Reshape and the product (GC ViT)
+
+
+def _reaches_a_product(graph, node, hops: int = TILED_QUERY_HOPS) -> bool:
+    """`node`'s result goes, through at most `hops` Transposes or Muls each read alone, into a MatMul."""
+    for _ in range(hops + 1):
+        reader = graph.only_consumer(node.outputs[0].name) if node.outputs else None
+        if reader is None:
+            return False
+        if reader.op_type == "MatMul":
+            return True
+        if reader.op_type not in ("Transpose", "Mul"):
+            return False
+        node = reader
+    return False
+
+
+@RULES.graph_pass("Reshape", chips=TILE_OF_ONES_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def heads_of_a_cpu_tile(graph, chip):
+    """{OBSERVED} runs on the CPU, with the Tile, the Reshape that splits a tiled query into heads when it goes (through its heads' Transpose and the scale) into a MatMul (GC ViT's global query repeated over the windows); the same Reshape read by other layers stays on the NPU. The pass marks it for the rule heads_of_a_cpu_tile.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 (2026-12-04, int8; tests/forms_models.py
+    tiled_query_pack, opset 18): a [1, 2, 2, C] query tiled 4 or 16 times, split into 2 or 4
+    heads of 24 or 32, swapped, scaled, into q @ k^T: the Reshape on the CPU, the Transpose and
+    Mul on the NPU; the same chain into a Relu instead of the product: NPU; a query from a Sigmoid
+    or a (CPU) Mish instead of the Tile: NPU. Seen, not modelled: a [1, 4, C] query tiled the same
+    way (its Reshape on the CPU; the audit joins it with its Transpose into the product, on the
+    NPU), and in timm's own WindowAttentionGlobal (and fresh2 gcvit_xxtiny) the heads' Transpose
+    after the Reshape ran on the CPU too. A Tile of ones runs on the NPU (tile_of_ones_is_a_reshape).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        source = graph.producer(node.inputs[0].name) if node.inputs else None
+        if source is not None and source.op_type == "Tile" and _reaches_a_product(graph, node):
+            graph.fuse([node], "Reshape", attributes={TILED_QUERY_ATTRIBUTE: 1})
+
+
 # The largest index tensor read (the engine computes values up to 1 << 16 elements: MViTv2's
 # [1, 2, 64, 64, 4] grid is 32768).
 SCATTER_INDICES_MAX_ELEMENTS = 1 << 16

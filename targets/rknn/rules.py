@@ -1593,3 +1593,9 @@ def unaligned_map_as_tokens_for_linears(node: NodeView, chip: str):
     """On RK3588 a feature map flattened into tokens read only by Linears, and viewed back as the map after them (SwiftFormer's efficient additive attention), runs its flattening (Reshape and Transpose, one layer named after the Reshape) and the Reshape back on the CPU when the map is not a strip and neither the channels nor the tokens are a multiple of 16 (rknn-toolkit2 2.5.0, observed; passes.unaligned_map_as_tokens_for_linears marks them)."""
     value = node.attr(_passes.SWAP_FOR_LINEARS_ATTRIBUTE)
     return Offence(f"{value[0]}x{value[1]}", "channels x tokens of a map flattened for Linears") if value is not None and len(value) == 2 else None
+
+
+@RULES.rule("Reshape", chips=_passes.TILE_OF_ONES_CHIPS)
+def heads_of_a_cpu_tile(node: NodeView, chip: str):
+    """On RK3588 the toolkit runs on the CPU, with the Tile before it, the Reshape that splits a tiled query into attention heads on its way into a MatMul (GC ViT's global query; rknn-toolkit2 2.5.0, observed; passes.heads_of_a_cpu_tile marks it)."""
+    return Offence("Tile", "heads of a tiled query, read by a product") if node.attr(_passes.TILED_QUERY_ATTRIBUTE) is not None else None
