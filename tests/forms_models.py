@@ -4576,3 +4576,30 @@ def _tiled_query_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("tiled_query_pack", "fresh2: a global query tiled over the windows, split into heads (GC ViT)",
                   lambda: _packed(_tiled_query_case, TILED_QUERY_PACK, 97, opset=18), ("rk3588",)))
+
+
+# TNT's pixel embedding after its unfold: tokens [1, L, C*k*k] reshaped into a batch of L pixel
+# sets [L, C, k, k], a 1x1 Conv, the sets flattened [L, D, k*k] and swapped [L, k*k, D] (Transpose
+# [0, 2, 1]), then joined into the outer tokens [1, L, k*k*D], a layer norm and a Linear.
+# (name, L, C, k, D)
+PIXEL_SETS_PACK = (("tnt16", 16, 3, 4, 24), ("tnt4", 4, 8, 4, 16))
+
+
+def _pixel_sets_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of PIXEL_SETS_PACK: its nodes, initializers, input and output."""
+    name, sets, c, k, d = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    width = d * k * k
+    inits = [_const(p + "w0", _weights(rng, c * k * k, c * k * k)), _const(p + "sets", np.array([sets, c, k, k], np.int64)), _const(p + "w1", _weights(rng, d, c, 1, 1)),
+             _const(p + "back", np.array([sets, d, k * k], np.int64)), _const(p + "join", np.array([1, sets, width], np.int64)),
+             _const(p + "g", np.ones(width, np.float32)), _const(p + "b", np.zeros(width, np.float32)), _const(p + "w2", _weights(rng, width, 32)),
+             _const(p + "out", np.array([1, sets, 32, 1], np.int64))]
+    nodes = [node("MatMul", ["x", "w0"], "tokens"), node("Reshape", ["tokens", "sets"], "sets_r"), node("Conv", ["sets_r", "w1"], "conv"),
+             node("Reshape", ["conv", "back"], "back_r"), node("Transpose", ["back_r"], "inner", perm=[0, 2, 1]), node("Reshape", ["inner", "join"], "joined"),
+             node("LayerNormalization", ["joined", "g", "b"], "ln", axis=-1, epsilon=1e-5), node("MatMul", ["ln", "w2"], "lin"), node("Reshape", ["lin", "out"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, sets, c * k * k])], [_vi(p + "y", [1, sets, 32, 1])]
+
+
+CASES.append(Case("pixel_sets_pack", "fresh2: TNT's pixel sets made, convolved, swapped and joined back (a batch flattened after a Transpose)",
+                  lambda: _packed(_pixel_sets_case, PIXEL_SETS_PACK, 19, opset=17), ("rk3566", "rk3588")))

@@ -757,6 +757,8 @@ def transpose_then_flatten_to_conv(graph, chip):
         if _writes_channels_last_level(graph, node, chip):
             continue
         transposed, out = _static_shape(node.outputs[0]), _static_shape(after.outputs[0])
+        if transposed is not None and out is not None and transposed[0] > 1 and out[0] != transposed[0]:
+            continue  # the flatten joins a batch of sets (TNT's pixel sets): not this form (batch_made_and_merged_by_reshapes)
         if transposed is not None and out is not None and _merges_moved_axes(perm, transposed, out):
             graph.fuse([node, after], "Conv", leader=node, attributes={"kernel_shape": [1, 1]})
 
@@ -1957,6 +1959,17 @@ def window_partition_between_reshapes(graph, chip):
             graph.fuse([node], "Reshape", attributes={})
 
 
+def _swaps_a_batch_of_sets_then_joins_it(node, readers) -> bool:
+    """Whether `node` swaps a batch of B > 1 sets [B, C, N] and a reader joins that batch into
+    another leading axis (TNT: [16, 24, 16] swapped, then Reshape [1, 16, 384]): rknn-toolkit2 2.5.0
+    gives that swap a Transpose layer (CPU on RK3566, NPU on RK3588; pixel_sets_pack), not the
+    token swap of a map below."""
+    shape = _static_shape(node.inputs[0]) if node.inputs else None
+    if shape is None or len(shape) != 3 or shape[0] < 2:
+        return False
+    return any(r.op_type == "Reshape" and (_static_shape(r.outputs[0]) or shape)[:1] != shape[:1] for r in readers)
+
+
 @RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED, chip_key=CHANNELS_LAST_LEVEL_CHIPS.__contains__)
 def nhwc_swap_beside_a_token_reshape(graph, chip):
     """{OBSERVED} holds tokens [N, H*W, C] as (N, C, 1, H*W), so tokens viewed as a channels-last map (Reshape [N, H, W, C]) and permuted to [N, C, H, W] (Transpose [0, 3, 1, 2]) before a convolution, or a map permuted channels-last (Transpose [0, 2, 3, 1]) and viewed as tokens, move no data: the Transpose has no layer of its own (its passes fuse_reshape_transpose, fuse_transpose_reshape), even on RK3566/RK3568 where a Transpose layer runs on the CPU.
@@ -2017,6 +2030,8 @@ def token_swap_beside_a_map_reshape(graph, chip):
             continue
         before = graph.producer(node.inputs[0].name)
         readers = graph.consumers(node.outputs[0].name)
+        if _swaps_a_batch_of_sets_then_joins_it(node, readers):
+            continue  # a Transpose layer of its own (TNT's pixel sets: tests/forms_models.py pixel_sets_pack)
         fmap = _map_flatten(before) if before is not None else None
         if fmap is not None and len(readers) == 1 and _regroups_tokens(readers[0], fmap[0]):
             _swap_then_regroup(graph, node, readers[0], fmap)
