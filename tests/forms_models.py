@@ -4603,3 +4603,50 @@ def _pixel_sets_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("pixel_sets_pack", "fresh2: TNT's pixel sets made, convolved, swapped and joined back (a batch flattened after a Transpose)",
                   lambda: _packed(_pixel_sets_case, PIXEL_SETS_PACK, 19, opset=17), ("rk3566", "rk3588")))
+
+
+# ---- fresh2 (MViTv2): attention plus decomposed relative positions merged back -----------------
+
+# (name, heads, query grid side, key grid side, head size, positions: "einsum" from the query as timm
+# writes them, or "constant")
+RELATIVE_POSITIONS_PACK = (("keys4_einsum", 8, 2, 2, 32, "einsum"), ("keys16_einsum", 8, 2, 4, 32, "einsum"),
+                           ("keys4_constant", 8, 2, 2, 32, "constant"), ("keys9_einsum", 2, 3, 3, 32, "einsum"))
+
+
+def _relative_positions_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of RELATIVE_POSITIONS_PACK, as timm's cal_rel_pos_type writes it with no class token:
+    attn = q @ k^T viewed [1, h, qh, qw, kh, kw], plus rel_h.unsqueeze(-1) and rel_w.unsqueeze(-2) (Einsums
+    of the query with position tables), merged back to [1, h, Tq, Tk], Expand, Reshape, written over attn
+    by a ScatterND of every element, Softmax, attn @ k (as the value)."""
+    name, h, qs, ks, d, positions = spec
+    p, tq, tk = f"{name}_", qs * qs, ks * ks
+    four, six = [1, h, tq, tk], [1, h, qs, qs, ks, ks]
+    every = np.stack(np.meshgrid(*[np.arange(n) for n in four], indexing="ij"), axis=-1).astype(np.int64)
+    inits = [_const(p + "six", np.array(six, np.int64)), _const(p + "four", np.array(four, np.int64)), _const(p + "every", every)]
+    nodes = [helper.make_node("Transpose", [p + "k"], [p + "kt"], name=p + "k_swap", perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", [p + "q", p + "kt"], [p + "attn"], name=p + "qk"),
+             helper.make_node("Reshape", [p + "attn", p + "six"], [p + "a6"], name=p + "view6")]
+    if positions == "einsum":
+        inits += [_const(p + "q5", np.array([1, h, qs, qs, d], np.int64)), _const(p + "table_h", _weights(rng, qs, ks, d)),
+                  _const(p + "table_w", _weights(rng, qs, ks, d)), _const(p + "last", np.array([5], np.int64)), _const(p + "fifth", np.array([4], np.int64))]
+        nodes += [helper.make_node("Reshape", [p + "q", p + "q5"], [p + "rq"], name=p + "q_view"),
+                  helper.make_node("Einsum", [p + "rq", p + "table_h"], [p + "rh"], name=p + "einsum_h", equation="byhwc,hkc->byhwk"),
+                  helper.make_node("Einsum", [p + "rq", p + "table_w"], [p + "rw"], name=p + "einsum_w", equation="byhwc,wkc->byhwk"),
+                  helper.make_node("Unsqueeze", [p + "rh", p + "last"], [p + "rh6"], name=p + "unsqueeze_h"),
+                  helper.make_node("Unsqueeze", [p + "rw", p + "fifth"], [p + "rw6"], name=p + "unsqueeze_w"),
+                  helper.make_node("Add", [p + "a6", p + "rh6"], [p + "s1"], name=p + "add_h"),
+                  helper.make_node("Add", [p + "s1", p + "rw6"], [p + "s2"], name=p + "add_w")]
+    else:
+        inits.append(_const(p + "positions", _weights(rng, 1, h, qs, qs, ks, 1)))
+        nodes.append(helper.make_node("Add", [p + "a6", p + "positions"], [p + "s2"], name=p + "add_h"))
+    nodes += [helper.make_node("Reshape", [p + "s2", p + "four"], [p + "m"], name=p + "merge"),
+              helper.make_node("Expand", [p + "m", p + "four"], [p + "e"], name=p + "expand"),
+              helper.make_node("Reshape", [p + "e", p + "four"], [p + "u"], name=p + "updates"),
+              helper.make_node("ScatterND", [p + "attn", p + "every", p + "u"], [p + "sc"], name=p + "scatter"),
+              helper.make_node("Softmax", [p + "sc"], [p + "sm"], name=p + "softmax", axis=-1),
+              helper.make_node("MatMul", [p + "sm", p + "k"], [p + "y"], name=p + "av")]
+    return nodes, inits, [_vi(p + "q", [1, h, tq, d]), _vi(p + "k", [1, h, tk, d])], [_vi(p + "y", [1, h, tq, d])]
+
+
+CASES.append(Case("relative_positions_pack", "fresh2: attention plus decomposed relative positions merged back (MViTv2)",
+                  lambda: _packed(_relative_positions_case, RELATIVE_POSITIONS_PACK, 101), ("rk3588",)))

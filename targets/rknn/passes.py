@@ -552,6 +552,59 @@ def scatter_of_every_element_is_its_updates(graph, chip):
             graph.eliminate(node)
 
 
+RELATIVE_POSITIONS_ATTRIBUTE = "rknn_decomposed_relative_positions"
+RELATIVE_POSITIONS_ALIGN = 16  # OBSERVED (RK3588): key tokens a multiple of it keep the merge on the NPU
+
+
+def _merges_query_and_key_grids(node) -> tuple | None:
+    """The output [N, h, Tq, Tk] of a Reshape [N, h, qh, qw, kh, kw] -> [N, h, qh*qw, kh*kw], else None."""
+    x, out = _static_shape(node.inputs[0]) if node.inputs else None, _static_shape(node.outputs[0]) if node.outputs else None
+    if node.op_type != "Reshape" or not x or not out or len(x) != 6 or len(out) != 4:
+        return None
+    return out if out == (x[0], x[1], x[2] * x[3], x[4] * x[5]) else None
+
+
+@RULES.graph_pass("Reshape", "Expand", chips=TILE_OF_ONES_CHIPS, OBSERVED=TOOLKIT_OBSERVED, ALIGN=RELATIVE_POSITIONS_ALIGN)
+def decomposed_relative_positions_merge(graph, chip):
+    """{OBSERVED} runs on the CPU the Reshape that merges MViTv2's attention plus its decomposed relative positions ([N, h, qh, qw, kh, kw], the positions added at run time, from Einsums of the query) back into [N, h, Tq, Tk], and the Expand and Reshape after it, when the key tokens Tk are not a multiple of {ALIGN}. The pass marks them for the rule decomposed_relative_positions_merge.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 (2026-12-04, int8): timm's own MultiScaleAttention
+    (seven blocks in one model) with 4 and 9 key tokens: CPU; 16: NPU; tests/forms_models.py
+    relative_positions_pack (q @ k^T viewed 6-D, plus Einsum-made positions unsqueezed on the last
+    and the fifth axis, merged, Expand, Reshape, the ScatterND of every element, Softmax): CPU at 4
+    and 9 key tokens, NPU at 16; with a constant added instead of the Einsums: NPU at 4.
+    Not measured: RK3566, other ways of computing the positions.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        out = _merges_query_and_key_grids(node)
+        added = graph.producer(node.inputs[0].name) if out is not None else None
+        if added is None or added.op_type != "Add" or all(_known(t) for t in added.inputs[1:]) or out[3] % RELATIVE_POSITIONS_ALIGN == 0:
+            continue
+        if not any(_upstream_einsum(graph, t) for t in added.inputs):
+            continue
+        chain, nxt = [node], graph.only_consumer(node.outputs[0].name)
+        while nxt is not None and nxt.op_type in ("Expand", "Reshape") and len(chain) < 3:
+            chain.append(nxt)
+            nxt = graph.only_consumer(nxt.outputs[0].name)
+        for member in chain:
+            graph.fuse([member], member.op_type, attributes={RELATIVE_POSITIONS_ATTRIBUTE: int(out[3])})
+
+
+def _upstream_einsum(graph, tensor, hops: int = 3) -> bool:
+    """`tensor` is made by an Einsum, through at most `hops` Adds or Unsqueezes."""
+    node = graph.producer(tensor.name) if tensor is not None and tensor.present else None
+    for _ in range(hops + 1):
+        if node is None:
+            return False
+        if node.op_type == "Einsum":
+            return True
+        if node.op_type not in ("Add", "Unsqueeze"):
+            return False
+        node = next((graph.producer(t.name) for t in node.inputs if t.present and not _known(t) and graph.producer(t.name) is not None and graph.producer(t.name).op_type in ("Einsum", "Unsqueeze", "Add")), None)
+    return False
+
+
+
 def _static_shape(t) -> tuple[int, ...] | None:
     return tuple(t.shape) if t is not None and t.shape is not None and all(isinstance(d, int) for d in t.shape) else None
 

@@ -1599,3 +1599,10 @@ def unaligned_map_as_tokens_for_linears(node: NodeView, chip: str):
 def heads_of_a_cpu_tile(node: NodeView, chip: str):
     """On RK3588 the toolkit runs on the CPU, with the Tile before it, the Reshape that splits a tiled query into attention heads on its way into a MatMul (GC ViT's global query; rknn-toolkit2 2.5.0, observed; passes.heads_of_a_cpu_tile marks it)."""
     return Offence("Tile", "heads of a tiled query, read by a product") if node.attr(_passes.TILED_QUERY_ATTRIBUTE) is not None else None
+
+
+@RULES.rule("Reshape", "Expand", chips=_passes.TILE_OF_ONES_CHIPS)
+def decomposed_relative_positions_merge(node: NodeView, chip: str):
+    """On RK3588 the toolkit runs on the CPU the Reshape that merges MViTv2's attention plus its run-time decomposed relative positions back into [N, h, Tq, Tk], and the Expand and Reshape after it, when Tk is not a multiple of 16 (rknn-toolkit2 2.5.0, observed; passes.decomposed_relative_positions_merge marks them)."""
+    tokens = node.attr(_passes.RELATIVE_POSITIONS_ATTRIBUTE)
+    return Offence(int(tokens), "key tokens of a relative-position merge") if tokens is not None else None
