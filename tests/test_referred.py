@@ -117,3 +117,15 @@ def test_the_referred_figures_follow_the_schema_and_show_in_the_text(spectrum):
                 "data": data, "paths": [found], "skipped": []}
     validate(json.loads(json.dumps(document)))
     assert "worst referred to the outputs" in render_path(found, nodes=False) and "Add_power" in render_path(found, nodes=False)
+
+
+def test_a_model_the_float_runs_cannot_take_leaves_the_ranking_as_before(spectrum):
+    """The referred figures are an addition: a failure there is said in the summary, never the path's."""
+    calib = referred_probes.only(referred_probes.tones(8, 1), ["x"])
+    records, _ = qdq.diagnose_records(spectrum, calib, None)
+    model = onnx.load(str(spectrum))
+    wrong = [{"not_x": f["x"]} for f in calib]
+    found = diagnose_path({"path": "probe"}, records, ["y"], len(calib), graph_inputs=["x"],
+                          refer=lambda r: referred.refer_to_outputs(r, model, wrong, wrong))
+    assert found["referred"]["nodes"] == 0 and found["referred"]["error"]
+    assert found["worst_referred"] == [] and found["ranked"][0] in {"Sqrt_mag", "stft_Conv"}

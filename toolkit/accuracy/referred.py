@@ -90,10 +90,27 @@ def _float_runs(model: onnx.ModelProto, tensors: list[str], feeds: list[dict]) -
 
 
 def calibration_ranges(model: onnx.ModelProto, tensors: list[str], feeds: list[dict]) -> dict[str, tuple[float, float]]:
-    """Each float tensor's (min, max) over the calibration feeds (integer tensors, shapes and indices, are not quantised)."""
-    _, found = _float_runs(model, tensors, feeds[:RANGE_SAMPLES])
-    return {name: (min(float(np.min(v)) for v in arrays), max(float(np.max(v)) for v in arrays)) for name, arrays in found.items()
-            if arrays and all(np.issubdtype(np.asarray(v).dtype, np.floating) and np.asarray(v).size for v in arrays)}
+    """Each float tensor's (min, max) over the calibration feeds (integer tensors, shapes and indices, are
+    not quantised), reduced feed by feed: every node's output of 32 samples of a large model would not fit."""
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(model)
+    outputs = {o.name for o in model.graph.output}
+    for name in tensors:
+        if name not in outputs:
+            exposed.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    session = _session(exposed)
+    wanted = [name for name in (o.name for o in session.get_outputs()) if name in set(tensors)]
+    found: dict[str, tuple[float, float] | None] = {}
+    for feed in feeds[:RANGE_SAMPLES]:
+        for name, value in zip(wanted, session.run(wanted, feed)):
+            value = np.asarray(value)
+            if not np.issubdtype(value.dtype, np.floating) or value.size == 0 or found.get(name, 0) is None:
+                found[name] = None
+                continue
+            lo, hi = float(value.min()), float(value.max())
+            seen = found.get(name)
+            found[name] = (min(lo, seen[0]), max(hi, seen[1])) if seen else (lo, hi)
+    return {name: pair for name, pair in found.items() if pair is not None}
 
 
 def minmax_range(lo: float, hi: float, bits: int = 8) -> tuple[float, float, float]:
@@ -120,7 +137,18 @@ def refer_to_outputs(records: list[dict], model: onnx.ModelProto, feeds: list[di
     drop already computed (diagnosis.diagnose_path does it first).
     """
     started = time.monotonic()
-    feeds = list(feeds[:REFERRED_SAMPLES])
+    try:
+        return _refer(records, model, list(feeds[:REFERRED_SAMPLES]), calib_feeds, skip_ops, budget_s, started)
+    except Exception as exc:  # noqa: BLE001 - the referred figures are an addition: without them the path ranks as before
+        reraise_if_interrupted(exc)
+        for record in records:
+            record.pop("referred", None)
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return {"nodes": 0, "not_reached": 0, "samples": 0, "injected": [], "seconds": round(time.monotonic() - started, 1),
+                "error": f"{type(exc).__name__}: {reason}"[:300]}
+
+
+def _refer(records, model, feeds, calib_feeds, skip_ops, budget_s, started) -> dict:
     outputs = [o.name for o in model.graph.output]
     produced = {o for n in model.graph.node for o in n.output if o}
     candidates = [r for r in records if r.get("tensor") in produced and r.get("op_type") not in skip_ops]
@@ -129,7 +157,7 @@ def refer_to_outputs(records: list[dict], model: onnx.ModelProto, feeds: list[di
     by_tensor = {r["tensor"]: r for r in records if r.get("tensor")}
     path_ranges = {t: _path_range(r) for t, r in by_tensor.items() if _path_range(r)}
     wanted = {x for r in candidates if not r.get("isolated_values") for x in [r["tensor"], *(r.get("inputs") or [])] if x not in path_ranges}
-    graph_tensors = produced | {i.name for i in model.graph.input}
+    graph_tensors = produced | ({i.name for i in model.graph.input} - {i.name for i in model.graph.initializer})
     ranges = {t: minmax_range(*v) for t, v in calibration_ranges(model, sorted(wanted & graph_tensors), calib_feeds or feeds).items()} if wanted else {}
     ranges.update(path_ranges)
     done, kinds, left = 0, set(), 0
