@@ -4650,3 +4650,50 @@ def _relative_positions_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("relative_positions_pack", "fresh2: attention plus decomposed relative positions merged back (MViTv2)",
                   lambda: _packed(_relative_positions_case, RELATIVE_POSITIONS_PACK, 101), ("rk3588",)))
+
+
+# ---- fresh2 (Twins' locally-grouped attention): attention over windows kept on an axis of their own ----
+
+# Attention over nW windows kept on an axis of their own ([1, nW, H, T, D], 5-D; Twins' LSA, NesT),
+# as timm writes it: one joint q/k/v Linear, Reshape [1, nW, T, 3, H, D], Transpose [3, 0, 1, 4, 2,
+# 5], Split and Squeeze, then the scores scaled either as scaled_dot_product_attention's export
+# writes it (q * sqrt(s) and the key's Transpose [0, 1, 2, 4, 3] * sqrt(s): "both") or after the
+# product ("after"), Softmax, @ v, the merge Transpose [0, 1, 3, 2, 4] and Reshape [1, nW, T, C],
+# the output Linear. "flat": the same over [1, H, T, D] (no window axis). (name, nW, T, H, D, scale)
+WINDOW_AXIS_ATTENTION_PACK = (
+    ("w9_both", 9, 49, 2, 32, "both"), ("w4_both", 4, 49, 4, 32, "both"), ("w1_both", 1, 49, 8, 32, "both"),
+    ("w1_both_t16", 1, 16, 4, 16, "both"), ("w9_after", 9, 49, 2, 32, "after"), ("w1_after", 1, 49, 8, 32, "after"),
+    ("flat_both", None, 49, 4, 32, "both"), ("w4_both_t24", 4, 24, 2, 32, "both"), ("w1_both_t16_d12", 1, 16, 2, 12, "both"),
+    ("w9_after_t64", 9, 64, 2, 16, "after"), ("w4_after_t20", 4, 20, 2, 32, "after"),
+)
+
+
+def _window_axis_attention_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of WINDOW_AXIS_ATTENTION_PACK: its nodes, initializers, input and output."""
+    name, nw, t, h, d, scale = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    c, lead = h * d, [1] if nw is None else [1, nw]
+    r = len(lead)  # axes before the tokens
+    inits = [_const(p + "wqkv", _weights(rng, c, 3 * c)), _const(p + "bqkv", _weights(rng, 3 * c)), _const(p + "split", np.array(lead + [t, 3, h, d], np.int64)),
+             _const(p + "merged", np.array(lead + [t, c], np.int64)), _const(p + "s", np.array(d ** -0.25 if scale == "both" else d ** -0.5, np.float32)),
+             _const(p + "wout", _weights(rng, c, c)), _const(p + "parts", np.array([1, 1, 1], np.int64)), _const(p + "axis0", np.array([0], np.int64))]
+    qkv_perm = [r + 1, *range(r), r + 2, r, r + 3]  # [3, 0, 1, 4, 2, 5] with a window axis
+    k_perm = list(range(r + 1)) + [r + 2, r + 1]
+    merge_perm = list(range(r)) + [r + 1, r, r + 2]
+    nodes = [node("MatMul", ["x", "wqkv"], "qkv0"), node("Add", ["qkv0", "bqkv"], "qkv1"), node("Reshape", ["qkv1", "split"], "qkv_r"),
+             node("Transpose", ["qkv_r"], "qkv_t", perm=qkv_perm),
+             helper.make_node("Split", [p + "qkv_t", p + "parts"], [p + "q0", p + "k0", p + "v0"], name=p + "split_qkv", axis=0)]
+    nodes += [node("Squeeze", [f"{part}0", "axis0"], part) for part in "qkv"]
+    nodes += [node("Transpose", ["k"], "kt", perm=k_perm)]
+    if scale == "both":
+        nodes += [node("Mul", ["q", "s"], "qs"), node("Mul", ["kt", "s"], "kts"), node("MatMul", ["qs", "kts"], "scores")]
+    else:
+        nodes += [node("MatMul", ["q", "kt"], "s0"), node("Mul", ["s0", "s"], "scores")]
+    nodes += [node("Softmax", ["scores"], "a", axis=-1), node("MatMul", ["a", "v"], "o"), node("Transpose", ["o"], "merge_t", perm=merge_perm),
+              node("Reshape", ["merge_t", "merged"], "merge_r"), node("MatMul", ["merge_r", "wout"], "y")]
+    return nodes, inits, [_vi(p + "x", lead + [t, c])], [_vi(p + "y", lead + [t, c])]
+
+
+CASES.append(Case("window_axis_attention_pack", "fresh2: attention over windows on an axis of their own, scaled as SDPA exports (Twins)",
+                  lambda: _packed(_window_axis_attention_case, WINDOW_AXIS_ATTENTION_PACK, 89, opset=17), ("rk3566", "rk3588")))

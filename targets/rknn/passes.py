@@ -1682,6 +1682,24 @@ def _merges_heads_last(graph, node) -> bool:
     return perm is not None and len(perm) >= 4 and perm[0] == 0 and perm[-1] == 1 and source is not None and _product_of_computed(source)
 
 
+# The attribute transposes_merged_into_matmul gives the key's Transpose of attention over windows
+# on an axis of their own when the toolkit makes it a layer (rules.transpose_layer_of_unaligned_windowed_key).
+WINDOWED_KEY_ATTRIBUTE = "rknn_windowed_key_transpose"
+
+
+def _unaligned_windowed_key(graph, node, align: int) -> tuple[list, tuple[int, int]] | None:
+    """(its scales, (T, D)) when `node` swaps the last two axes of a 5-D key [N, nW, H, T, D] (a
+    window axis of its own: Twins' locally-grouped attention, NesT) on its way, through scalar
+    products, into the scores' product, and T or D is not a multiple of `align`; else None."""
+    shape = _static_shape(node.inputs[0]) if node.inputs else None
+    if _perm(node) != [0, 1, 2, 4, 3] or shape is None or len(shape) != 5 or _product_after_softmax(graph, node):
+        return None
+    scales = _key_scales(graph, node)
+    if scales is None or not (shape[3] % align or shape[4] % align):
+        return None
+    return scales, (shape[3], shape[4])
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
 def transposes_merged_into_matmul(graph, chip):
     """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, Concats of one tensor (GPT-2's key/value cache with no past), parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split), nor where two parts are multiplied over their tokens (channel attention, DaViT); and so is, on those chips, a merge of attention's result that puts the heads last ([N, H, T, D] to [N, T, D, H], NesT).
@@ -1709,6 +1727,10 @@ def transposes_merged_into_matmul(graph, chip):
             continue
         if chip in TRANSPOSE_LAYER_ALIGN and _merges_heads_last(graph, node):
             continue  # a Transpose layer of its own: on the CPU there (rules place it)
+        windowed_key = _unaligned_windowed_key(graph, node, TRANSPOSE_LAYER_ALIGN[chip]) if chip in TRANSPOSE_LAYER_ALIGN else None
+        if windowed_key is not None:  # a Transpose layer of its own, its scales with it (rules place it)
+            graph.fuse([node, *windowed_key[0]], "Transpose", leader=node, attributes={"perm": _perm(node), WINDOWED_KEY_ATTRIBUTE: list(windowed_key[1])})
+            continue
         heads = _heads_reshape(graph, node)
         value = _value_operand(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
         map_value = _map_value_operand(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None

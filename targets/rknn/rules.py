@@ -1048,6 +1048,19 @@ def transpose_layer_of_unaligned_value(node: NodeView, chip: str):
     return Offence(f"{value[0]}x{value[1]}", "tokens x values per head of the value")
 
 
+@RULES.rule("Transpose", chips=("rk3566", "rk3568"), ALIGN=8)
+def transpose_layer_of_unaligned_windowed_key(node: NodeView, chip: str):
+    """On this chip the toolkit does not merge into the scores' product the Transpose that swaps the last two axes of attention's key when the key keeps its windows on an axis of their own ([N, nW, H, T, D], 5-D: Twins' locally-grouped attention; NesT's [N, H, nW, T, D] alike): it is a Transpose layer of its own, which runs on the CPU unless T and D are both multiples of {ALIGN}, and the scalar scale on the swapped key (q * sqrt(s), k^T * sqrt(s), as scaled_dot_product_attention's export writes it) runs there with it (rknn-toolkit2 2.5.0, observed; the pass transposes_merged_into_matmul marks it).
+
+    Measured on tests/forms_models.py window_axis_attention_pack (RK3566, 2026-12-04): 1, 4 and 9
+    windows of 49 tokens, heads of 32, scaled on both operands or after the product; 20 tokens of
+    32, 32 of 20, 16 of 12: CPU; 16 of 16, 24 of 32, 64 of 16: NPU; the same 49 tokens of 32
+    without a window axis ([1, H, T, D]): merged (RK3588: all on the NPU).
+    """
+    key = node.attr(_passes.WINDOWED_KEY_ATTRIBUTE)
+    return Offence(f"{key[0]}x{key[1]}", "tokens x values per head of a key with a window axis") if key is not None and len(key) == 2 else None
+
+
 @RULES.rule("Transpose", chips=("rk3566", "rk3568"))
 def tokens_unsqueezed_into_a_value(node: NodeView, chip: str):
     """On this chip a feature map's tokens made attention's value by a Reshape [N, D, H*W], a Transpose [0, 2, 1] and an Unsqueeze of a leading axis (MobileNetV4's multi-query attention: one value head for every query head) run on the CPU, all three, whatever the sizes (rknn-toolkit2 2.5.0, observed; the pass transposes_merged_into_matmul joins them).
