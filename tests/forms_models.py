@@ -4697,3 +4697,44 @@ def _window_axis_attention_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("window_axis_attention_pack", "fresh2: attention over windows on an axis of their own, scaled as SDPA exports (Twins)",
                   lambda: _packed(_window_axis_attention_case, WINDOW_AXIS_ATTENTION_PACK, 89, opset=17), ("rk3566", "rk3588")))
+
+
+# Twins' locally-grouped attention from its windows on, as timm writes it: a map of side H padded
+# at the end to a multiple of the window ws and partitioned ([1, hp, wp, ws, ws, C], the model
+# input here: the partition before it is not modelled, docs/audit.md), the joint q/k/v Linear, Reshape
+# [1, nW, T, 3, heads, D], Transpose [3, 0, 1, 4, 2, 5], Split, Squeeze, SDPA's scales, Softmax,
+# @ v, the merge Transpose [0, 1, 3, 2, 4], the reverse (Reshape [1, hp, wp, ws, ws, C],
+# Transpose [0, 1, 3, 2, 4, 5], Reshape [1, hp*ws, wp*ws, C]), the crop (Slice) and the tokens
+# again, then the output Linear. (name, side, C, heads, ws)
+LOCAL_GROUPED_ATTENTION_PACK = (
+    ("s16", 16, 64, 2, 7), ("s8", 8, 128, 4, 7), ("s4", 4, 256, 8, 7), ("s2", 2, 512, 16, 7), ("s14", 14, 64, 2, 7),
+    ("s16w8", 16, 64, 8, 8), ("s16w8h2", 16, 64, 2, 8), ("s8w8", 8, 64, 8, 8), ("s7", 7, 64, 2, 7), ("s16w8h8d16", 16, 128, 8, 8),
+)
+
+
+def _local_grouped_attention_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of LOCAL_GROUPED_ATTENTION_PACK: its nodes, initializers, input and output."""
+    name, side, c, h, ws = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    padded = -(-side // ws) * ws
+    g, d, t = padded // ws, c // h, ws * ws
+    inits = [_const(p + "wqkv", _weights(rng, c, 3 * c)), _const(p + "bqkv", _weights(rng, 3 * c)),
+             _const(p + "split", np.array([1, g * g, t, 3, h, d], np.int64)), _const(p + "s", np.array(d ** -0.25, np.float32)),
+             _const(p + "parts", np.array([1, 1, 1], np.int64)), _const(p + "axis0", np.array([0], np.int64)),
+             _const(p + "grid", np.array([1, g, g, ws, ws, c], np.int64)), _const(p + "full", np.array([1, padded, padded, c], np.int64)),
+             _const(p + "starts", np.array([0, 0], np.int64)), _const(p + "ends", np.array([side, side], np.int64)), _const(p + "axes", np.array([1, 2], np.int64)),
+             _const(p + "tokens", np.array([1, side * side, c], np.int64)), _const(p + "wout", _weights(rng, c, c))]
+    nodes = [node("MatMul", ["x", "wqkv"], "qkv0"), node("Add", ["qkv0", "bqkv"], "qkv1"),
+             node("Reshape", ["qkv1", "split"], "qkv_r"), node("Transpose", ["qkv_r"], "qkv_t", perm=[3, 0, 1, 4, 2, 5]),
+             helper.make_node("Split", [p + "qkv_t", p + "parts"], [p + "q0", p + "k0", p + "v0"], name=p + "split_qkv", axis=0)]
+    nodes += [node("Squeeze", [f"{part}0", "axis0"], part) for part in "qkv"]
+    nodes += [node("Transpose", ["k"], "kt", perm=[0, 1, 2, 4, 3]), node("Mul", ["q", "s"], "qs"), node("Mul", ["kt", "s"], "kts"), node("MatMul", ["qs", "kts"], "scores"),
+              node("Softmax", ["scores"], "a", axis=-1), node("MatMul", ["a", "v"], "o"), node("Transpose", ["o"], "merge_t", perm=[0, 1, 3, 2, 4]),
+              node("Reshape", ["merge_t", "grid"], "grid_r"), node("Transpose", ["grid_r"], "grid_t", perm=[0, 1, 3, 2, 4, 5]), node("Reshape", ["grid_t", "full"], "full_r"),
+              node("Slice", ["full_r", "starts", "ends", "axes"], "crop"), node("Reshape", ["crop", "tokens"], "tok"), node("MatMul", ["tok", "wout"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, g, g, ws, ws, c])], [_vi(p + "y", [1, side * side, c])]
+
+
+CASES.append(Case("local_grouped_attention_pack", "fresh2: Twins' locally-grouped attention from its windows (windowed attention, merge, reverse, crop)",
+                  lambda: _packed(_local_grouped_attention_case, LOCAL_GROUPED_ATTENTION_PACK, 97, opset=17), ("rk3566", "rk3588")))

@@ -1700,6 +1700,40 @@ def _unaligned_windowed_key(graph, node, align: int) -> tuple[list, tuple[int, i
     return scales, (shape[3], shape[4])
 
 
+# The attribute transposes_merged_into_matmul gives the heads' merge of attention over windows on
+# an axis of their own when the toolkit keeps it a layer (rules.windowed_merge_layer places it).
+WINDOWED_MERGE_ATTRIBUTE = "rknn_windowed_merge_layer"
+WINDOWED_MERGE = [0, 1, 3, 2, 4]  # [N, nW, H, T, D] -> [N, nW, T, H, D]
+WINDOWED_MERGE_HOPS = 6
+
+
+def _windowed_merge_layer(graph, node) -> list | None:
+    """When `node` merges the heads of attention over windows on an axis of their own (Transpose
+    [0, 1, 3, 2, 4] of attn @ v, Twins' locally-grouped attention) and the toolkit keeps it a
+    Transpose layer: the reshapes after it that run with it (none when a Transpose of longer axes
+    comes after them: the reverse of several windows; all of them when they end in a Slice: the
+    crop of one padded window). None where it is merged into the product (reshapes into a Linear)
+    or the reshapes lead anywhere not measured."""
+    source = graph.producer(node.inputs[0].name) if node.inputs else None
+    if _perm(node) != WINDOWED_MERGE or source is None or not _product_of_computed(source):
+        return None
+    chain, tensor = [], node.outputs[0]
+    for _ in range(WINDOWED_MERGE_HOPS):
+        reader = graph.only_consumer(tensor.name)
+        if reader is None or not reader.outputs:
+            return None
+        if reader.op_type == "Reshape" or (reader.op_type == "Transpose" and _moves_only_unit_axes(reader)):
+            chain.append(reader)
+            tensor = reader.outputs[0]
+        elif reader.op_type == "Slice" and _static_shape(reader.inputs[0]) == _static_shape(reader.outputs[0]):
+            tensor = reader.outputs[0]  # crops nothing (a window not padded): a copy
+        elif reader.op_type == "Transpose":
+            return [] if chain else None
+        else:
+            return chain if reader.op_type == "Slice" and chain else None
+    return None
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
 def transposes_merged_into_matmul(graph, chip):
     """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, Concats of one tensor (GPT-2's key/value cache with no past), parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split), nor where two parts are multiplied over their tokens (channel attention, DaViT); and so is, on those chips, a merge of attention's result that puts the heads last ([N, H, T, D] to [N, T, D, H], NesT).
@@ -1730,6 +1764,10 @@ def transposes_merged_into_matmul(graph, chip):
         windowed_key = _unaligned_windowed_key(graph, node, TRANSPOSE_LAYER_ALIGN[chip]) if chip in TRANSPOSE_LAYER_ALIGN else None
         if windowed_key is not None:  # a Transpose layer of its own, its scales with it (rules place it)
             graph.fuse([node, *windowed_key[0]], "Transpose", leader=node, attributes={"perm": _perm(node), WINDOWED_KEY_ATTRIBUTE: list(windowed_key[1])})
+            continue
+        windowed_merge = _windowed_merge_layer(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
+        if windowed_merge is not None:  # a Transpose layer of its own, with the reshapes of a crop (rules place it)
+            graph.fuse([node, *windowed_merge], "Transpose", leader=node, attributes={"perm": _perm(node), WINDOWED_MERGE_ATTRIBUTE: len(windowed_merge)})
             continue
         heads = _heads_reshape(graph, node)
         value = _value_operand(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None

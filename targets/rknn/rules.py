@@ -1062,6 +1062,22 @@ def transpose_layer_of_unaligned_windowed_key(node: NodeView, chip: str):
 
 
 @RULES.rule("Transpose", chips=("rk3566", "rk3568"))
+def windowed_merge_layer(node: NodeView, chip: str):
+    """On this chip the toolkit merges into attn @ v the Transpose [0, 1, 3, 2, 4] that merges the heads of attention over windows on an axis of their own ([N, nW, H, T, D] -> [N, nW, T, H, D]) only where reshapes take its result straight into a Linear; before a window reverse that moves the windows (Twins' Reshape [1, hp, wp, ws, ws, C], Transpose [0, 1, 3, 2, 4, 5]) it is a Transpose layer on the CPU, and before the crop (Slice) of one padded window it runs there with the reshapes between (rknn-toolkit2 2.5.0, observed; the pass transposes_merged_into_matmul marks it).
+
+    Measured on tests/forms_models.py local_grouped_attention_pack (RK3566, 2026-12-04): 9 and 4
+    windows of 7x7 (padded or not) and 4 of 8x8 (2 heads of 32, 8 of 8 or 16): the merge on the
+    CPU, the reverse on the NPU; one window of 7x7 padded from 4x4 or 2x2 and cropped: the merge
+    and the reverse's Reshapes and Transpose on the CPU; one window not padded (7x7, 8x8), and
+    window_axis_attention_pack's merges into a Linear: merged (RK3588: all on the NPU).
+    """
+    chain = node.attr(_passes.WINDOWED_MERGE_ATTRIBUTE)
+    if chain is None:
+        return None
+    return Offence(int(chain), "reshapes of a cropped window with the heads' merge" if chain else "heads' merge before a window reverse")
+
+
+@RULES.rule("Transpose", chips=("rk3566", "rk3568"))
 def tokens_unsqueezed_into_a_value(node: NodeView, chip: str):
     """On this chip a feature map's tokens made attention's value by a Reshape [N, D, H*W], a Transpose [0, 2, 1] and an Unsqueeze of a leading axis (MobileNetV4's multi-query attention: one value head for every query head) run on the CPU, all three, whatever the sizes (rknn-toolkit2 2.5.0, observed; the pass transposes_merged_into_matmul joins them).
 
