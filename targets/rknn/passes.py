@@ -483,18 +483,28 @@ TILED_QUERY_ATTRIBUTE = "rknn_heads_of_a_cpu_tile"
 TILED_QUERY_HOPS = 3  # Transpose, Mul: what lies between the heads' Reshape and the product (GC ViT)
 
 
+def _chain_meets(first, step, target: str, through: tuple[str, ...], hops: int) -> bool:
+    """Walking from the node `first` by `step` (a node -> the next one, or None), a `target` node
+    comes before anything but at most `hops` nodes of the `through` op types."""
+    node = first
+    for _ in range(hops + 1):
+        if node is None:
+            return False
+        if node.op_type == target:
+            return True
+        if node.op_type not in through:
+            return False
+        node = step(node)
+    return False
+
+
 def _reaches_a_product(graph, node, hops: int = TILED_QUERY_HOPS) -> bool:
     """`node`'s result goes, through at most `hops` Transposes or Muls each read alone, into a MatMul."""
-    for _ in range(hops + 1):
-        reader = graph.only_consumer(node.outputs[0].name) if node.outputs else None
-        if reader is None:
-            return False
-        if reader.op_type == "MatMul":
-            return True
-        if reader.op_type not in ("Transpose", "Mul"):
-            return False
-        node = reader
-    return False
+
+    def reader(n):
+        return graph.only_consumer(n.outputs[0].name) if n.outputs else None
+
+    return _chain_meets(reader(node), reader, "MatMul", ("Transpose", "Mul"), hops)
 
 
 @RULES.graph_pass("Reshape", chips=TILE_OF_ONES_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
@@ -592,17 +602,12 @@ def decomposed_relative_positions_merge(graph, chip):
 
 def _upstream_einsum(graph, tensor, hops: int = 3) -> bool:
     """`tensor` is made by an Einsum, through at most `hops` Adds or Unsqueezes."""
-    node = graph.producer(tensor.name) if tensor is not None and tensor.present else None
-    for _ in range(hops + 1):
-        if node is None:
-            return False
-        if node.op_type == "Einsum":
-            return True
-        if node.op_type not in ("Add", "Unsqueeze"):
-            return False
-        node = next((graph.producer(t.name) for t in node.inputs if t.present and not _known(t) and graph.producer(t.name) is not None and graph.producer(t.name).op_type in ("Einsum", "Unsqueeze", "Add")), None)
-    return False
+    first = graph.producer(tensor.name) if tensor is not None and tensor.present else None
 
+    def writer(n):
+        return next((graph.producer(t.name) for t in n.inputs if t.present and not _known(t) and graph.producer(t.name) is not None and graph.producer(t.name).op_type in ("Einsum", "Unsqueeze", "Add")), None)
+
+    return _chain_meets(first, writer, "Einsum", ("Add", "Unsqueeze"), hops)
 
 
 def _static_shape(t) -> tuple[int, ...] | None:
