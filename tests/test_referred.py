@@ -129,3 +129,16 @@ def test_a_model_the_float_runs_cannot_take_leaves_the_ranking_as_before(spectru
                           refer=lambda r: referred.refer_to_outputs(r, model, wrong, wrong))
     assert found["referred"]["nodes"] == 0 and found["referred"]["error"]
     assert found["worst_referred"] == [] and found["ranked"][0] in {"Sqrt_mag", "stft_Conv"}
+
+
+def test_an_op_that_only_moves_values_on_its_inputs_grid_is_charged_to_its_writer():
+    # esp-ppq reports a range for the stem ReLU's output and none for the MaxPool that reads it
+    # (a passive op): the MaxPool adds no rounding, so it gets no referred figure of its own.
+    grid = (-0.5, 0.49609375, 0.00390625)
+    ranges = {"relu_out": grid, "conv_in": (-1.0, 1.0, 2 / 255)}
+    passive = {"op_type": "MaxPool", "tensor": "pool_out", "inputs": ["relu_out"]}
+    assert referred._on_its_inputs_grid(passive, ranges)
+    assert referred._on_its_inputs_grid(passive, {**ranges, "pool_out": grid})  # the same grid, reported
+    assert not referred._on_its_inputs_grid(passive, {**ranges, "pool_out": (-0.5, 1.5, 2 / 255)})  # a grid of its own
+    assert not referred._on_its_inputs_grid({**passive, "op_type": "Conv"}, ranges)  # a Conv computes: its own error
+    assert not referred._on_its_inputs_grid(passive, {})  # no ranges reported (rknn-toolkit2): charged as before

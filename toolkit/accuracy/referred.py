@@ -151,11 +151,11 @@ def refer_to_outputs(records: list[dict], model: onnx.ModelProto, feeds: list[di
 def _refer(records, model, feeds, calib_feeds, skip_ops, budget_s, started) -> dict:
     outputs = [o.name for o in model.graph.output]
     produced = {o for n in model.graph.node for o in n.output if o}
-    candidates = [r for r in records if r.get("tensor") in produced and r.get("op_type") not in skip_ops]
-    candidates.sort(key=_priority)
-    reference, _ = _float_runs(model, [], feeds)
     by_tensor = {r["tensor"]: r for r in records if r.get("tensor")}
     path_ranges = {t: _path_range(r) for t, r in by_tensor.items() if _path_range(r)}
+    candidates = [r for r in records if r.get("tensor") in produced and r.get("op_type") not in skip_ops and not _on_its_inputs_grid(r, path_ranges)]
+    candidates.sort(key=_priority)
+    reference, _ = _float_runs(model, [], feeds)
     wanted = {x for r in candidates if not r.get("isolated_values") for x in [r["tensor"], *(r.get("inputs") or [])] if x not in path_ranges}
     graph_tensors = produced | ({i.name for i in model.graph.input} - {i.name for i in model.graph.initializer})
     ranges = {t: minmax_range(*v) for t, v in calibration_ranges(model, sorted(wanted & graph_tensors), calib_feeds or feeds).items()} if wanted else {}
@@ -176,6 +176,28 @@ def _refer(records, model, feeds, calib_feeds, skip_ops, budget_s, started) -> d
         kinds.add(kind)
         done += 1
     return {"nodes": done, "not_reached": left, "samples": len(feeds), "injected": sorted(kinds), "seconds": round(time.monotonic() - started, 1)}
+
+
+# Ops whose output values are some of their input values, moved or selected (a zero Pad's zero is on
+# every grid that holds zero). Quantised on their input's grid, they add no error of their own.
+VALUE_MOVING_OPS = frozenset({
+    "MaxPool", "GlobalMaxPool", "ReduceMax", "ReduceMin", "Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze",
+    "Slice", "Gather", "Split", "Identity", "DepthToSpace", "SpaceToDepth", "Tile", "Expand", "Pad", "Concat",
+})
+
+
+def _on_its_inputs_grid(record: dict, path_ranges: dict) -> bool:
+    """Whether the node only moves or selects values, the path reports a grid for each of its activation
+    inputs, and for its output the same grid or none of its own (a toolchain gives such a passive op its
+    writer's steps: esp-ppq reports no range for the MaxPool after the stem ReLU). Its output error is then its writer's: fake-quantising its inputs here would charge it
+    with its writer's error, and the brute force shows that keeping it in float, or it alone int8, changes
+    nothing (mnist_shufflenet_v2_x0_5 on esp32s3: the MaxPool 23rd kept in float and 112th alone while the
+    ReLU writing its input is 1st both ways). Such a node gets no referred figure; its writer carries it."""
+    own = path_ranges.get(record.get("tensor"))
+    inputs = [path_ranges.get(name) for name in record.get("inputs") or []]
+    if record.get("op_type") not in VALUE_MOVING_OPS or not inputs or None in inputs:
+        return False
+    return own is None or all(np.allclose(own, grid, rtol=1e-5, atol=0.0) for grid in inputs)
 
 
 def _path_range(record: dict) -> tuple[float, float, float] | None:
