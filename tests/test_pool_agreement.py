@@ -133,19 +133,20 @@ def test_the_second_fresh_set_is_apart_and_every_pair_is_compared():
     assert {k.split("/")[0] for k in result["pairs"]} <= fresh2
 
 
-def test_the_second_fresh_sets_blind_figures_are_kept_and_published():
-    """Every fresh2 pair collected was scored blind once (score.py --set fresh2 --chips C --blind,
-    into fresh2/blind.json), and docs/audit-agreement.md quotes each chip's blind figure."""
-    verdicts = json.loads((FIXTURES / "fresh2" / "verdicts.json").read_text())
-    blind = json.loads((FIXTURES / "fresh2" / "blind.json").read_text())
+@pytest.mark.parametrize("name", ["fresh2", "fresh3"])
+def test_a_fresh_sets_blind_figures_are_kept_and_published(name):
+    """Every pair of the fresh set collected was scored blind once (score.py --set NAME --chips C
+    --blind, into NAME/blind.json), and docs/audit-agreement.md quotes each chip's blind figure."""
+    verdicts = json.loads((FIXTURES / name / "verdicts.json").read_text())
+    blind = json.loads((FIXTURES / name / "blind.json").read_text())
     scored = [k for c in blind["chips"].values() for k in c["pairs_scored"]]
     assert len(scored) == len(set(scored)) and set(scored) == set(verdicts["pairs"]), \
-        f"fresh2 pairs collected but not scored blind: {sorted(set(verdicts['pairs']) - set(scored))[:5]}"
+        f"{name} pairs collected but not scored blind: {sorted(set(verdicts['pairs']) - set(scored))[:5]}"
     for chip, c in blind["chips"].items():
         assert c["pairs"] == len(c["pairs_scored"]) and c["exact"] == c["pairs"] - len(c["misses"]), chip
     page = (ROOT / "docs" / "audit-agreement.md").read_text()
     missing = [line for line in score.blind_lines(blind) if line not in page]
-    assert not missing, f"docs/audit-agreement.md does not quote these fresh2 blind figures: {missing}"
+    assert not missing, f"docs/audit-agreement.md does not quote these {name} blind figures: {missing}"
 
 
 def test_the_third_fresh_set_is_apart_from_the_pool_and_the_other_fresh_sets():
@@ -158,3 +159,7 @@ def test_the_third_fresh_set_is_apart_from_the_pool_and_the_other_fresh_sets():
     pool_archs = {(e.source, e.arch) for e in catalogue.entries()}
     assert not {(e.source, e.arch) for e in catalogue.fresh3_entries() if e.source != "pypi-wheel"} & pool_archs
     assert catalogue.FRESH_SETS["fresh3"] is catalogue.fresh3_entries
+    result = score.run(skeletons_only=True, fresh_set="fresh3")
+    assert result["not_compared"] == [], "a fresh3 model with verdicts has no committed skeleton (collect.py --set fresh3 writes it)"
+    assert result["pairs"] and {p["part"] for p in result["pairs"].values()} == {"fresh3"}
+    assert {k.split("/")[0] for k in result["pairs"]} <= fresh3
