@@ -89,7 +89,7 @@ def worst_isolated(records: list[dict], count: int = WORST_COUNT) -> tuple[list[
     isolated = [r for r in records if _snr(r, "fidelity_isolated") is not None]
     if isolated:
         ranked = sorted(isolated, key=lambda r: (_snr(r, "fidelity_isolated"), r["node"]))
-        return [r for r in ranked if not math.isinf(_snr(r, "fidelity_isolated"))][:count], "isolated SNR"
+        return [r for r in ranked if not math.isinf(_snr(r, "fidelity_isolated"))][:count], RANKED_BY_ISOLATED
     dropped = [r for r in records if r.get("drop_db")]
     ranked = sorted(dropped, key=lambda r: (-r["drop_db"], r["node"]))
     return ranked[:count], "SNR drop in the accumulated run (no isolated figures from this toolchain)"
@@ -104,6 +104,9 @@ def worst_isolated(records: list[dict], count: int = WORST_COUNT) -> tuple[list[
 # to 27.8 dB (its own clip; brute force's 79th of 141), the Hardswish Mul after it alone gives
 # 2.1 dB and is brute force's first (kept float alone: 1.1 -> 16.1 dB).
 OWN_ERROR_MARGIN_DB = SHARP_DROP_DB
+
+
+RANKED_BY_ISOLATED = "isolated SNR"  # worst_isolated's answer where the path measured each node alone
 
 
 def _left_in_float(record: dict) -> bool:
