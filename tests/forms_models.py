@@ -4738,3 +4738,57 @@ def _local_grouped_attention_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("local_grouped_attention_pack", "fresh2: Twins' locally-grouped attention from its windows (windowed attention, merge, reverse, crop)",
                   lambda: _packed(_local_grouped_attention_case, LOCAL_GROUPED_ATTENTION_PACK, 97, opset=17), ("rk3566", "rk3588")))
+
+
+# ---- fresh3 (Magika, jax2tf): a Max or Min reading a constant -inf ------------------------------
+
+# (name, op, constant, operand order): a MatMul's [1, 32] output, then the op with the constant.
+# "-inf" is the scalar, "half" is [1, 32] with 0 in the first 16 channels and -inf in the rest.
+MINUS_INFINITY_REFUSED = (("max_after", "Max", "-inf", "after"), ("max_before", "Max", "-inf", "before"),
+                          ("max_half", "Max", "half", "after"), ("max_three", "Max", "-inf", "three"),
+                          ("min_half", "Min", "half", "after"), ("softmax_stabiliser", "Max", "-inf", "softmax"))
+MINUS_INFINITY_CONVERTS = (("max_zero", "Max", "0", "after"), ("max_float32_min", "Max", "float32_min", "softmax"),
+                           ("max_minus_1e30", "Max", "-1e30", "after"), ("min_plus_inf", "Min", "+inf", "after"),
+                           ("clip_minus_inf", "Clip", "-inf", "after"), ("add_after_relu", "Add", "half", "relu"),
+                           ("where_minus_inf", "Where", "-inf", "after"))
+_INFINITY_CONSTANTS = {"-inf": -np.inf, "+inf": np.inf, "0": 0.0, "-1e30": -1e30, "float32_min": float(np.finfo(np.float32).min),
+                       "half": np.where(np.arange(32) < 16, 0.0, -np.inf).reshape(1, 32)}
+
+
+def _minus_infinity_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of MINUS_INFINITY_*: x [1, 16] -> MatMul -> h [1, 32] -> the op with its constant k -> y.
+    "softmax" is jax2tf's stabilised softmax: exp(h - max(k, ReduceMax(h)))."""
+    name, op, constant, order = spec
+    p = f"{name}_"
+    inits = [_const(p + "w", _weights(rng, 16, 32)), _const(p + "k", np.asarray(_INFINITY_CONSTANTS[constant], np.float32))]
+    nodes = [helper.make_node("MatMul", [p + "x", p + "w"], [p + "h"], name=p + "matmul")]
+    h, k = p + "h", p + "k"
+    if order == "softmax":
+        nodes += [helper.make_node("ReduceMax", [h], [p + "r"], name=p + "reduce_max", axes=[1], keepdims=1),
+                  helper.make_node(op, [k, p + "r"], [p + "m"], name=p + "op"),
+                  helper.make_node("Sub", [h, p + "m"], [p + "s"], name=p + "sub"),
+                  helper.make_node("Exp", [p + "s"], [p + "y"], name=p + "exp")]
+    elif order == "relu":
+        nodes += [helper.make_node("Relu", [h], [p + "r"], name=p + "relu"), helper.make_node(op, [p + "r", k], [p + "y"], name=p + "op")]
+    elif order == "three":
+        nodes += [helper.make_node("Relu", [h], [p + "r"], name=p + "relu"), helper.make_node(op, [h, p + "r", k], [p + "y"], name=p + "op")]
+    elif op == "Clip":
+        inits.append(_const(p + "hi", np.float32(6.0)))
+        nodes.append(helper.make_node(op, [h, k, p + "hi"], [p + "y"], name=p + "op"))
+    elif op == "Where":
+        inits.append(_const(p + "zero", np.float32(0.0)))
+        nodes += [helper.make_node("Greater", [h, p + "zero"], [p + "g"], name=p + "greater"),
+                  helper.make_node(op, [p + "g", h, k], [p + "y"], name=p + "op")]
+    else:
+        nodes.append(helper.make_node(op, [k, h] if order == "before" else [h, k], [p + "y"], name=p + "op"))
+    return nodes, inits, [_vi(p + "x", [1, 16])], [_vi(p + "y", [1, 32])]
+
+
+# A refused entry refuses its whole model: one model each.
+for _spec in MINUS_INFINITY_REFUSED:
+    CASES.append(Case(f"minus_infinity_{_spec[0]}", "fresh3: a Max or Min reading a constant -inf (Magika's jax2tf softmax)",
+                      lambda s=_spec: _packed(_minus_infinity_case, (s,), 113), ("rk3566", "rk3588")))
+CASES.append(Case("minus_infinity_softmax_stabiliser_fp16", "fresh3: a Max or Min reading a constant -inf (Magika's jax2tf softmax)",
+                  lambda: _packed(_minus_infinity_case, (MINUS_INFINITY_REFUSED[-1],), 113), ("rk3588",), precision="fp16"))
+CASES.append(Case("minus_infinity_converts_pack", "fresh3: a Max or Min reading a constant -inf (Magika's jax2tf softmax)",
+                  lambda: _packed(_minus_infinity_case, MINUS_INFINITY_CONVERTS, 113), ("rk3566", "rk3588")))

@@ -69,6 +69,8 @@ FRESH_LOOKED_AT = {
                "timm_focalnet_tiny_srf/rk3566", "timm_tresnet_m/rk3566", "timm_nest_tiny/rk3566",
                # h3-rk88: SwiftFormer's F.normalize, whose Expand esp-ppq fuses into LpNormalization.
                "timm_swiftformer_xs/esp32s3"),
+    # h2b-rk88 (issue 27): the rk3588 misses and the two refusals, which refuse on rk3566 too (docs/audit.md).
+    "fresh3": ("pypi_magika/rk3588", "pypi_magika/rk3566", "yolo_yolo26n_sem/rk3588", "yolo_yolo26n_sem/rk3566"),
 }
 
 

@@ -663,6 +663,24 @@ def variadic_single_input(node: NodeView, chip: str):
     return Offence(1) if len([t for t in node.inputs if t.present]) == 1 else None
 
 
+@RULES.rule("Max", "Min", placement=Placement.UNSUPPORTED, precisions=("int8",))
+def extreme_with_minus_infinity(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 refuses an int8 build where a Max or Min of a run-time tensor takes a constant holding -inf (`cannot convert float NaN to integer` in quant_utils._cal_scale_zp_min_max: the constant's range [-inf, m] gives an infinite scale and a NaN zero point); workaround: write the largest negative float32 (-3.4e38) instead of -inf, which converts (a jax2tf softmax's max(-inf, max(x)) writes such a Max).
+
+    Probed (tests/forms_models.py minus_infinity_*; RK3588 and RK3566): Max(x, -inf) in either
+    order, a Max of three inputs, a per-channel constant with some -inf, and Min(x, [0 | -inf])
+    refuse; Max(x, 0), Max(x, -3.4e38), Max(x, -1e30), Min(x, +inf), Clip(x, -inf, 6), Add of
+    -inf after a Relu and Where(c, x, -inf) convert; in fp16 Max(x, -inf) converts.
+    """
+    values = [t.value for t in node.inputs if t.present and t.value is not None]
+    if len(values) == len([t for t in node.inputs if t.present]):
+        return None  # all constant: folded before quantisation
+    for v in values:
+        if v.dtype.kind == "f" and v.size and np.isneginf(v).any():
+            return Offence("-inf", "a constant operand holds -inf")
+    return None
+
+
 # ----------------------------------------------------------------------------------------------
 # Limits of some chips only.
 # ----------------------------------------------------------------------------------------------
