@@ -179,8 +179,71 @@ FRESH3_SMALL = {
     "sew": dict(_SPEECH, squeeze_factor=2),
 }
 
+# The fourth fresh set's transformers classes (catalogue.FRESH4): 2 layers of width 64 where the
+# class has such layers, the published smallest config (VAN-b0) or a narrow one where it has not.
+FRESH4_SMALL = {
+    "textnet": {},
+    "van": dict(hidden_sizes=[32, 64, 160, 256], depths=[2, 2, 4, 2], mlp_ratios=[8, 8, 4, 4]),
+    "dac": dict(encoder_hidden_size=8, downsampling_ratios=[2, 4], hidden_size=64),
+    "encodec": dict(num_filters=8, upsampling_ratios=[4, 2], hidden_size=32, num_lstm_layers=1, num_residual_layers=1),
+    "univnet": dict(model_in_channels=32, model_hidden_channels=16, num_mel_bins=32, resblock_stride_sizes=[4, 4], resblock_kernel_sizes=[3, 3],
+                    resblock_dilation_sizes=[[1, 3], [1, 3]], kernel_predictor_hidden_channels=32, kernel_predictor_num_blocks=1),
+    "speecht5_hifigan": dict(model_in_dim=80, upsample_initial_channel=64, upsample_rates=[4, 4], upsample_kernel_sizes=[8, 8],
+                             resblock_kernel_sizes=[3, 7], resblock_dilation_sizes=[[1, 3], [1, 3]]),
+    "mpnet": dict(_NARROW),
+    "funnel": dict(block_sizes=[1, 1], num_decoder_layers=1, d_model=64, n_head=2, d_head=32, d_inner=128, vocab_size=1000),
+    "nystromformer": dict(_NARROW, num_landmarks=8, segment_means_seq_len=32),
+    "dpt": dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=2, intermediate_size=128, image_size=64, patch_size=8,
+                backbone_out_indices=[0, 1, 2, 3], neck_hidden_sizes=[16, 32, 64, 64], fusion_hidden_size=32, head_in_index=-1),
+    "timesformer": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128, image_size=64, patch_size=16, num_frames=4),
+    "groupvit_vision": dict(hidden_size=64, intermediate_size=128, num_attention_heads=2, depths=[1, 1, 1], num_group_tokens=[16, 4, 0],
+                            num_output_groups=[16, 4, 4], image_size=64, patch_size=8),
+    "sam_vision": dict(hidden_size=64, output_channels=32, num_hidden_layers=2, num_attention_heads=2, mlp_dim=128, image_size=64, patch_size=8,
+                       window_size=4, global_attn_indexes=[1]),
+}
+
+
+def fresh4_config(e: Entry):
+    """The configs of FRESH4 entries with a backbone (UperNet, DETR): a small ConvNeXt / ResNet."""
+    import transformers
+
+    if e.arch == "upernet":
+        backbone = transformers.ConvNextConfig(depths=[1, 1, 1, 1], hidden_sizes=[16, 32, 64, 128], out_features=["stage1", "stage2", "stage3", "stage4"])
+        return transformers.UperNetConfig(backbone_config=backbone, hidden_size=64, use_auxiliary_head=False, num_labels=21)
+    if e.arch == "detr":
+        backbone = transformers.ResNetConfig(embedding_size=16, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1], layer_type="basic", out_features=["stage4"])
+        return transformers.DetrConfig(use_timm_backbone=False, use_pretrained_backbone=False, backbone=None, backbone_config=backbone, d_model=64,
+                                       encoder_layers=2, decoder_layers=2, encoder_attention_heads=2, decoder_attention_heads=2,
+                                       encoder_ffn_dim=128, decoder_ffn_dim=128, num_queries=20, attn_implementation="eager")
+    cfg_cls = getattr(transformers, e.extra["config"])
+    attention = e.task in ("text", "depth", "video") or e.arch.endswith("_vision")
+    return cfg_cls(**FRESH4_SMALL[e.arch], **({"attn_implementation": "eager"} if attention else {}))
+
+
+def build_fresh4_transformers(e: Entry):
+    """A FRESH4 transformers class at its small config, with inputs of its kind."""
+    import transformers
+
+    model = getattr(transformers, e.extra["model"])(fresh4_config(e))
+    if "part" in e.extra:  # the codecs' encoder alone (their quantiser and decoder are not a model users deploy)
+        return getattr(model, e.extra["part"]), {"input_values": np.zeros((1, 1, e.size), np.float32)}
+    model.config.return_dict = True
+    if e.arch == "univnet":
+        return Out(model, "waveforms"), {"input_features": np.zeros((1, e.size, 32), np.float32), "noise_sequence": np.zeros((1, e.size, 32), np.float32)}  # model_in_channels (the library ties it to the kernel predictor width)
+    if e.arch == "speecht5_hifigan":  # returns the waveform tensor itself
+        return model, {"spectrogram": np.zeros((1, e.size, 80), np.float32)}
+    if e.task == "text":
+        return Out(model, "last_hidden_state"), {"input_ids": np.ones((1, e.size), np.int64)}
+    if e.task == "video":
+        return Out(model, "last_hidden_state"), {"pixel_values": np.zeros((1, e.extra["frames"], 3, e.size, e.size), np.float32)}
+    key = {"segmentation": "logits", "depth": "predicted_depth"}.get(e.task, "last_hidden_state")
+    return Out(model, key), {"pixel_values": np.zeros((1, 3, e.size, e.size), np.float32)}
+
 
 def build_transformers(e: Entry):
+    if e.arch in FRESH4_SMALL or e.arch in ("upernet", "detr"):
+        return build_fresh4_transformers(e)
+
     import transformers
 
     cfg_cls = getattr(transformers, e.extra["config"])
