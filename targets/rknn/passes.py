@@ -976,6 +976,57 @@ def transpose_of_a_cpu_softmax_joins_it(graph, chip):
             graph.fuse([softmax, node], "Softmax", leader=softmax)
 
 
+# The attribute softmax_views_on_cpu gives the view of attention's scores into a CPU Softmax
+# that the toolkit keeps on the NPU (rules.reshape_into_cpu_softmax reads it).
+SCORES_VIEW_ATTRIBUTE = "rknn_scores_view_kept"
+
+
+def _view_pair_around_softmax(graph, softmax) -> tuple:
+    """(the Reshape that is the Softmax's input, or None; the Reshape that alone reads its result,
+    or None), Casts to the same type already joined to the Softmax."""
+    before = graph.producer(softmax.inputs[0].name) if softmax.inputs else None
+    after = graph.only_consumer(softmax.outputs[0].name) if softmax.outputs else None
+    before = before if before is not None and before.op_type == "Reshape" and graph.only_consumer(before.outputs[0].name) is softmax else None
+    return before, after if after is not None and after.op_type == "Reshape" else None
+
+
+def _reads_product(graph, node) -> bool:
+    source = graph.producer(node.inputs[0].name) if node.inputs else None
+    return source is not None and _product_of_computed(source)
+
+
+def _into_product(graph, tensor: str) -> bool:
+    """Whether only products of two computed tensors read `tensor` (not a model output)."""
+    readers, source = graph.consumers(tensor), graph.producer(tensor)
+    if source is not None and any(o.name == tensor and o.is_model_output for o in source.outputs):
+        return False
+    return bool(readers) and all(_product_of_computed(r) for r in readers)
+
+
+@RULES.graph_pass("Softmax", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def softmax_views_on_cpu(graph, chip):
+    """{OBSERVED} on RK3566/RK3568, where Softmax runs on the CPU, writes a Reshape that alone reads a Softmax's result (through Casts to the same type) from the Softmax's CPU layer: transformers' DeBERTa-v2 and BLOOM view the probabilities [1, H, T, T] back to [H, T, T] for a 3-D batched attn @ v, and that view runs on the CPU, whatever reads it. The view of the scores into that Softmax ([H, T, T] to [1, H, T, T], rules.reshape_into_cpu_softmax) stays on the NPU where a product of two computed tensors made the scores and the probabilities go into a product (directly or through the view back). Where the view before the Softmax runs on the CPU (scores not made by a product) and the view back is its inverse into a product, that view back is not on the CPU: one of the two inverse views is.
+
+    Measured on RK3566 with tests/forms_models.py softmax_view_pack (rknn-toolkit2 2.5.0): T of 7
+    to 64, 1 to 12 heads of 8 to 64, with a mask (Where) or two Casts between: the view back on the
+    CPU; read by a Relu or also a model output: CPU, and then the view of the scores too; scores
+    a 4-D model input: CPU; the 3-D scores a model input: the view before on the CPU, the view back
+    on the NPU; the scores' view into a Softmax read by a 4-D attn @ v: NPU. RK3568 is taken to
+    behave as RK3566 (not measured).
+    """
+    for softmax in [n for n in graph.nodes if n.op_type == "Softmax"]:
+        before, after = _view_pair_around_softmax(graph, softmax)
+        into_product = _into_product(graph, after.outputs[0].name) if after is not None else _into_product(graph, softmax.outputs[0].name)
+        if before is not None and _reads_product(graph, before) and into_product:
+            graph.fuse([before], "Reshape", attributes={SCORES_VIEW_ATTRIBUTE: 1})
+        if after is None:
+            continue
+        inverse = before is not None and _static_shape(after.outputs[0]) == _static_shape(before.inputs[0]) is not None
+        if inverse and into_product and not _reads_product(graph, before):
+            continue  # the view before runs with the Softmax; this one is the NPU's
+        graph.fuse([softmax, after], "Softmax", leader=softmax)
+
+
 # Layout operators a Transpose may reach a MatMul through and still be merged into it: reshapes,
 # other Transposes (fuse_two_transpose), a Gather of one slice of a leading axis (the toolkit's
 # convert_gather_to_slice_reshape: timm's q, k, v = qkv.unbind(0)), and arithmetic with a

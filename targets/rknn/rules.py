@@ -817,10 +817,12 @@ def reshape_into_cpu_softmax(node: NodeView, chip: str):
     Softmax models, with and without the Transpose. Not so a Reshape that only merges the two
     leading axes of attention's scores ([1, nW, heads, T, T] -> [nW, heads, T, T], the shifted
     windows' mask Added between: Swin), which stays on the NPU (tests/forms_models.py window_pack
-    "masked", 9 and 4 windows of 49 tokens, RK3566).
+    "masked", 9 and 4 windows of 49 tokens, RK3566), nor the view of attention's scores made by a
+    product of two computed tensors into a Softmax whose probabilities go into a product (the
+    pass softmax_views_on_cpu marks it; softmax_view_pack).
     """
     out, x = node.output(0), node.input(0)
-    if out is None or out.consumers != ("Softmax",) or out.is_model_output:
+    if out is None or out.consumers != ("Softmax",) or out.is_model_output or node.attr(_passes.SCORES_VIEW_ATTRIBUTE) is not None:
         return None
     merged = x is not None and x.is_static and out.is_static and len(x.shape) == 5 and len(out.shape) == 4
     if merged and x.shape[0] == 1 and tuple(out.shape) == (x.shape[1], *x.shape[2:]):
