@@ -4886,3 +4886,45 @@ def _softmax_view_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("softmax_view_pack", "fresh3: attention over 3-D batched products, the probabilities viewed from [1, H, T, T] to [H, T, T] after the Softmax (DeBERTa-v2, BLOOM)",
                   lambda: _packed(_softmax_view_case, SOFTMAX_VIEW_PACK, 101, used_only=True, opset=17), ("rk3566",)))
+
+
+# ---- fresh3 (YOLO26 semantic segmentation): a Cast of a run-time integer tensor as a model output ----
+
+# (name, source, Cast's target type or None, what reads the Cast): the source is ArgMax over the 19
+# classes of a Conv's [1, 19, 8, 8] map (int64, keepdims 0), the Conv's float map itself, or the map > 0 (bool).
+CAST_OUTPUT_FORMS = (("argmax_uint8", "argmax", TensorProto.UINT8, "output"), ("argmax_int32", "argmax", TensorProto.INT32, "output"),
+                     ("argmax_int8", "argmax", TensorProto.INT8, "output"), ("argmax_float", "argmax", TensorProto.FLOAT, "output"),
+                     ("argmax_alone", "argmax", None, "output"), ("argmax_uint8_then_float", "argmax", TensorProto.UINT8, "float"),
+                     ("float_uint8", "float", TensorProto.UINT8, "output"), ("float_int32", "float", TensorProto.INT32, "output"),
+                     ("bool_uint8_then_float", "bool", TensorProto.UINT8, "float"), ("bool_int32_then_float", "bool", TensorProto.INT32, "float"))
+
+
+def _cast_output_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of CAST_OUTPUT_FORMS: x [1, 16, 8, 8] -> Conv 1x1 -> [1, 19, 8, 8] -> (ArgMax) -> (Cast) -> (Cast to float) -> y."""
+    name, source, to, reader = spec
+    p = f"{name}_"
+    inits = [_const(p + "w", _weights(rng, 19, 16, 1, 1))]
+    nodes = [helper.make_node("Conv", [p + "x", p + "w"], [p + "c"], name=p + "conv")]
+    t, dtype, shape = p + "c", TensorProto.FLOAT, [1, 19, 8, 8]
+    if source == "argmax":
+        nodes.append(helper.make_node("ArgMax", [t], [p + "a"], name=p + "argmax", axis=1, keepdims=0))
+        t, dtype, shape = p + "a", TensorProto.INT64, [1, 8, 8]
+    elif source == "bool":
+        inits.append(_const(p + "zero", np.float32(0.0)))
+        nodes.append(helper.make_node("Greater", [t, p + "zero"], [p + "g"], name=p + "greater"))
+        t, dtype = p + "g", TensorProto.BOOL
+    if to is not None:
+        nodes.append(helper.make_node("Cast", [t], [p + "cast"], name=p + "cast", to=to))
+        t, dtype = p + "cast", to
+    if reader == "float":
+        nodes.append(helper.make_node("Cast", [t], [p + "back"], name=p + "cast_back", to=TensorProto.FLOAT))
+        t, dtype = p + "back", TensorProto.FLOAT
+    return nodes, inits, [_vi(p + "x", [1, 16, 8, 8])], [_vi(t, shape, dtype)]
+
+
+for _spec in CAST_OUTPUT_FORMS:
+    CASES.append(Case(f"cast_output_{_spec[0]}", "fresh3: a Cast of a run-time integer tensor as a model output (YOLO26's semantic map)",
+                      lambda s=_spec: _packed(_cast_output_case, (s,), 127), ("rk3566", "rk3588")))
+for _name in ("argmax_uint8", "float_uint8"):
+    CASES.append(Case(f"cast_output_{_name}_fp16", "fresh3: a Cast of a run-time integer tensor as a model output (YOLO26's semantic map)",
+                      lambda n=_name: _packed(_cast_output_case, tuple(s for s in CAST_OUTPUT_FORMS if s[0] == n), 127), ("rk3588",), precision="fp16"))

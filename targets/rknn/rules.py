@@ -663,6 +663,24 @@ def variadic_single_input(node: NodeView, chip: str):
     return Offence(1) if len([t for t in node.inputs if t.present]) == 1 else None
 
 
+ONNX_UINT8 = 2  # TensorProto.UINT8, Cast's `to`
+
+
+@RULES.rule("Cast", placement=Placement.UNSUPPORTED, TO="uint8")
+def cast_to_uint8(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 crashes (signal 6, no message) on a Cast of a run-time tensor to {TO}; workaround: cast to int32 or int8, or leave the cast to the application (YOLO26's semantic map: ArgMax, then Cast to uint8 as the model output).
+
+    Probed (tests/forms_models.py cast_output_*; RK3588 and RK3566, int8; RK3588 fp16 too): a
+    Cast to uint8 of ArgMax's int64 indices, of a Conv's float map or of a comparison's bool,
+    as the model output or read by a Cast back to float: crash; the same Casts to int32, int8
+    or float convert (the Cast on the CPU).
+    """
+    if node.attr("to") != ONNX_UINT8:
+        return None
+    x = node.input(0)
+    return None if x is None or _known(x) else Offence("uint8", f"input {x.name} ({x.dtype})")
+
+
 @RULES.rule("Max", "Min", placement=Placement.UNSUPPORTED, precisions=("int8",))
 def extreme_with_minus_infinity(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 refuses an int8 build where a Max or Min of a run-time tensor takes a constant holding -inf (`cannot convert float NaN to integer` in quant_utils._cal_scale_zp_min_max: the constant's range [-inf, m] gives an infinite scale and a NaN zero point); workaround: write the largest negative float32 (-3.4e38) instead of -inf, which converts (a jax2tf softmax's max(-inf, max(x)) writes such a Max).
