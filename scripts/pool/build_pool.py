@@ -199,7 +199,7 @@ FRESH4_SMALL = {
     "groupvit_vision": dict(hidden_size=64, intermediate_size=128, num_attention_heads=2, depths=[1, 1, 1], num_group_tokens=[16, 4, 0],
                             num_output_groups=[16, 4, 4], image_size=64, patch_size=8),
     "sam_vision": dict(hidden_size=64, output_channels=32, num_hidden_layers=2, num_attention_heads=2, mlp_dim=128, image_size=64, patch_size=8,
-                       window_size=4, global_attn_indexes=[1]),
+                       window_size=4, global_attn_indexes=[1], initializer_range=0.02),  # the library default, 1e-10, leaves the neck Convs ~0: a constant output
 }
 
 
