@@ -4928,3 +4928,37 @@ for _spec in CAST_OUTPUT_FORMS:
 for _name in ("argmax_uint8", "float_uint8"):
     CASES.append(Case(f"cast_output_{_name}_fp16", "fresh3: a Cast of a run-time integer tensor as a model output (YOLO26's semantic map)",
                       lambda n=_name: _packed(_cast_output_case, tuple(s for s in CAST_OUTPUT_FORMS if s[0] == n), 127), ("rk3588",), precision="fp16"))
+# Attention whose two products are Einsums, as transformers' CvT writes it: q from its own tokens
+# [1, Tq, C], k and v from [1, Tk, C] (CvT's convolutional projections, a class token first),
+# each its own Linear, the heads split (Reshape [1, T, H, D], Transpose [0, 2, 1, 3]), the scores
+# Einsum("bhlk,bhtk->bhlt") (k's swap implicit), scaled by a Mul, Softmax, Einsum("bhlt,bhtv->bhlv"),
+# the heads merged (Transpose [0, 2, 1, 3], Reshape [1, Tq, C]) and the output Linear.
+# (name, Tq, Tk, H, D)
+EINSUM_ATTENTION_PACK = (
+    ("cvt1", 64, 16, 3, 64), ("cvt2", 17, 5, 6, 64), ("t16", 16, 16, 2, 32), ("t49", 49, 49, 2, 32), ("tk12", 32, 12, 2, 32),
+    ("d12", 32, 32, 2, 12), ("d20", 16, 16, 4, 20), ("t17d16", 17, 17, 4, 16), ("t24d8", 24, 8, 8, 8),
+)
+
+
+def _einsum_attention_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of EINSUM_ATTENTION_PACK: its nodes, initializers, inputs and output."""
+    name, tq, tk, h, d = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    c = h * d
+    inits = [_const(p + "hq", np.array([1, tq, h, d], np.int64)), _const(p + "hk", np.array([1, tk, h, d], np.int64)),
+             _const(p + "merged", np.array([1, tq, c], np.int64)), _const(p + "scale", np.array(d ** -0.5, np.float32)),
+             _const(p + "wo", _weights(rng, c, c))]
+    nodes = []
+    for part, src, shape in (("q", "xq", "hq"), ("k", "xkv", "hk"), ("v", "xkv", "hk")):
+        inits += [_const(p + f"w{part}", _weights(rng, c, c)), _const(p + f"b{part}", _weights(rng, c))]
+        nodes += [node("MatMul", [src, f"w{part}"], f"{part}0"), node("Add", [f"{part}0", f"b{part}"], f"{part}1"),
+                  node("Reshape", [f"{part}1", shape], f"{part}2"), node("Transpose", [f"{part}2"], part, perm=[0, 2, 1, 3])]
+    nodes += [node("Einsum", ["q", "k"], "scores", equation="bhlk,bhtk->bhlt"), node("Mul", ["scores", "scale"], "scaled"),
+              node("Softmax", ["scaled"], "probs", axis=-1), node("Einsum", ["probs", "v"], "o4", equation="bhlt,bhtv->bhlv"),
+              node("Transpose", ["o4"], "o_t", perm=[0, 2, 1, 3]), node("Reshape", ["o_t", "merged"], "o"), node("MatMul", ["o", "wo"], "y")]
+    return nodes, inits, [_vi(p + "xq", [1, tq, c]), _vi(p + "xkv", [1, tk, c])], [_vi(p + "y", [1, tq, c])]
+
+
+CASES.append(Case("einsum_attention_pack", "fresh3: attention whose products are Einsums (transformers' CvT)",
+                  lambda: _packed(_einsum_attention_case, EINSUM_ATTENTION_PACK, 103, opset=17), ("rk3566",)))

@@ -73,7 +73,9 @@ FRESH_LOOKED_AT = {
     "fresh3": ("pypi_magika/rk3588", "pypi_magika/rk3566", "yolo_yolo26n_sem/rk3588", "yolo_yolo26n_sem/rk3566",
                # h3b-rk66: the view of a CPU Softmax's probabilities back to 3-D (DeBERTa-v2, BLOOM); roformer's RoPE
                # heads, ConvBERT's span attention and Wav2Vec2-Conformer's relative shift looked at, not fixed (docs/audit.md).
-               "hf_bloom/rk3566", "hf_deberta_v2/rk3566", "hf_roformer/rk3566", "hf_convbert/rk3566", "hf_wav2vec2_conformer/rk3566"),
+               "hf_bloom/rk3566", "hf_deberta_v2/rk3566", "hf_roformer/rk3566", "hf_convbert/rk3566", "hf_wav2vec2_conformer/rk3566",
+               # h3b-rk66: CvT's Einsum products.
+               "hf_cvt/rk3566"),
 }
 
 

@@ -1084,7 +1084,29 @@ def _layout_hop(graph, node, data: str) -> bool:
 
 
 def _product_of_computed(node) -> bool:
-    return node.op_type == "MatMul" and all(not _known(t) for t in node.inputs[:2])
+    """A product of two computed tensors: a MatMul, or an Einsum the toolkit makes one (CvT)."""
+    if node.op_type == "Einsum" and _einsum_product(node) is None:
+        return False
+    return node.op_type in ("MatMul", "Einsum") and len(node.inputs) == 2 and all(not _known(t) for t in node.inputs[:2])
+
+
+def _einsum_product(node) -> str | None:
+    """"plain" when an Einsum's equation is a batched matrix product a @ b ("bhlt,bhtv->bhlv"),
+    "b_swapped" when it is a @ b^T ("bhlk,bhtk->bhlt", attention's scores), else None: the
+    toolkit converts both into its exMatMul, the swap of b merged like a Transpose."""
+    equation = str(node.attr("equation", "")).replace(" ", "")
+    if "->" not in equation or equation.count(",") != 1 or "." in equation:
+        return None
+    operands, out = equation.split("->")
+    a, b = operands.split(",")
+    if not (len(a) == len(b) == len(out) >= 2 and a[:-2] == b[:-2] == out[:-2] and len(set(a)) == len(a) and len(set(b)) == len(b)):
+        return None
+    k = a[-1]
+    if a[-2] != out[-2] or k in out or k not in b:
+        return None
+    if b[-2] == k and b[-1] == out[-1]:
+        return "plain"
+    return "b_swapped" if b[-1] == k and b[-2] == out[-1] else None
 
 
 def _reaches_matmul(graph, node, forward: bool) -> bool:
@@ -1118,6 +1140,8 @@ def _value_dims(product, tensor) -> tuple[int, int] | None:
     b = product.inputs[1]
     if b.name != tensor.name or product.inputs[0].name == b.name or not b.is_static or b.rank < 2:
         return None
+    if product.op_type == "Einsum" and _einsum_product(product) != "plain":
+        return None  # b's last axis is summed over: a key, its swap merged
     return int(b.shape[-2]), int(b.shape[-1])
 
 
@@ -1807,6 +1831,11 @@ def transposes_merged_into_matmul(graph, chip):
     channel_attention_pack (RK3566 and RK3588): DaViT's k^T @ v then attn @ q^T, and q^T @ k then
     attn @ v^T, over 16 and 64 tokens, heads of 16 and 32: the joint projection's heads Reshape and
     Transpose on RK3566's CPU, every other Transpose merged (the usual attention beside it: split).
+    An Einsum of two computed tensors whose equation is a batched matrix product (a @ b, or a @ b^T
+    with b's swap implicit: transformers' CvT) is such a product: tests/forms_models.py
+    einsum_attention_pack (RK3566, 2026-12-04): Tq 16 to 64, Tk 5 to 64, heads of 8 to 64: every
+    heads Transpose merged, the value's with its Reshape on the CPU when Tk or D is not a multiple
+    of 8, and every split on the CPU with D of 12 or 20, as with MatMuls.
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node:
