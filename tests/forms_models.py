@@ -4962,3 +4962,172 @@ def _einsum_attention_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("einsum_attention_pack", "fresh3: attention whose products are Einsums (transformers' CvT)",
                   lambda: _packed(_einsum_attention_case, EINSUM_ATTENTION_PACK, 103, opset=17), ("rk3566",)))
+
+
+# ---- fresh3 (Wav2Vec2-Conformer): the relative shift of Transformer-XL's position scores --------
+
+# (name, heads, T, head size): the whole attention as transformers' Wav2Vec2ConformerSelfAttention
+# writes it with relative positions (q @ pos^T [1, H, T, 2T-1], a zero column concatenated, viewed
+# [1, H, 2T, T], the first row dropped, viewed back [1, H, T, 2T-1], cropped to T keys, added to
+# q @ k^T, scaled, Softmax, @ v).
+RELATIVE_SHIFT_PACK = (("shift_t199", 2, 199, 32), ("shift_t16", 2, 16, 32), ("shift_t32", 4, 32, 16),
+                       ("shift_t50", 2, 50, 32), ("shift_t8", 2, 8, 32), ("alone_t16", 2, 16, 32, "alone"),
+                       ("nocat_t16", 2, 16, 32, "nocat"), ("added_t16", 2, 16, 32, "added"), ("product_t16", 2, 16, 32, "product"),
+                       ("softmax_t16", 2, 16, 32, "softmax"), ("product_softmax_t16", 2, 16, 32, "product_softmax"),
+                       ("product_added_t16", 2, 16, 32, "product_added"), ("no_av_t16", 2, 16, 32, "no_av"), ("no_qk_t16", 2, 16, 32, "no_qk"),
+                       ("bias_split_t16", 2, 16, 32, "bias_split"), ("bias_regroup_t16", 2, 16, 32, "bias_regroup"),
+                       ("bias_crop_t16", 2, 16, 32, "bias_crop"))
+# The forms after the name: "alone" starts at q @ pos^T as a model input and ends at the crop (a
+# Relu after it); "nocat" also takes the padded scores [1, H, T, 2T] as the input; "added" starts
+# at the tall view's [1, H, 2T, T] and adds the crop to a second input; "product" is "alone" with
+# q @ pos^T computed (a MatMul of a query input and constant positions); "softmax" is "alone" with
+# the crop added to a second input, scaled and Softmaxed; "product_softmax" both; "product_added"
+# is "product" with the crop added to q @ k^T of the same query; "no_av" is the whole attention with
+# the Softmax read by a Relu (no product by v); "no_qk" is the whole attention with the scores a
+# model input (no q @ k^T); "bias_split", "bias_regroup" and "bias_crop" are the whole attention with
+# its added bias made from a model input otherwise: a Reshape [1, H, T*(2T-1)] -> [1, H, T, 2T-1]
+# then the crop; a Reshape [1, H, T/2, 2T] -> [1, H, T, T] alone; the crop alone.
+# (name, heads, [a, b] -> [c, d]): a Reshape [1, H, a, b] -> [1, H, c, d] that regroups the last two
+# axes (neither a split nor a merge of them), alone between a Relu and a 1x1 Conv (a Relu as the
+# model output after a CPU Reshape also runs on the CPU).
+LAST_AXES_REGROUP_PACK = (("t199", 2, 199, 398, 398, 199), ("t16", 2, 16, 32, 32, 16), ("t8", 2, 8, 16, 16, 8),
+                          ("in20_out8", 2, 24, 20, 60, 8), ("in16_out12", 2, 12, 16, 16, 12), ("in40_out24", 2, 3, 40, 5, 24),
+                          ("in48_out32", 2, 4, 48, 6, 32), ("in16_out8", 2, 5, 16, 10, 8), ("in8_out16", 2, 10, 8, 5, 16),
+                          ("in24_out8", 2, 7, 24, 21, 8), ("in64_out32", 2, 2, 64, 4, 32), ("in397_out199", 2, 398, 199, 199, 398),
+                          ("in15_out16", 2, 32, 15, 30, 16), ("in32_out48", 1, 6, 32, 4, 48), ("in16_out31", 2, 31, 16, 16, 31),
+                          ("in32_out63", 2, 63, 32, 32, 63), ("in8_out15", 2, 15, 8, 8, 15), ("in16_out31_h4", 4, 31, 16, 16, 31),
+                          ("rows_in16_out31", 2, 31, 16, 16, 31, "rows"), ("rows_in16_out32", 2, 32, 16, 16, 32, "rows"),
+                          ("rows_in32_out16", 2, 16, 32, 32, 16, "rows"), ("cols_in16_out32", 2, 32, 16, 16, 32, "cols"),
+                          ("rows_merge", 2, 16, 32, 1, 512, "rows"), ("rows_split", 2, 16, 32, 16, 32, "rows"),
+                          ("crop_in16_out31", 2, 31, 16, 16, 31, "", "crop"), ("rows_crop_in16_out31", 2, 31, 16, 16, 31, "rows", "crop"),
+                          ("crop_in32_out63", 2, 63, 32, 32, 63, "", "crop"), ("crop_in16_out32", 2, 32, 16, 16, 32, "", "crop"),
+                          ("crop_split", 2, 16, 32, 16, 32, "", "crop"), ("crop_in16_out8", 2, 5, 16, 10, 8, "", "crop"))
+
+
+def _relative_shift_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of RELATIVE_SHIFT_PACK."""
+    name, h, t, d, *form = spec
+    if form and not form[0].startswith(("no_", "bias_")):
+        return _relative_shift_part(spec)
+    p = f"{name}_"
+    inits = [_const(p + "pos", _weights(rng, 1, h, d, 2 * t - 1)), _const(p + "zero", np.zeros((1, h, t, 1), np.float32)),
+             _const(p + "tall", np.array([1, h, 2 * t, t], np.int64)), _const(p + "wide", np.array([1, h, t, 2 * t - 1], np.int64)),
+             _const(p + "one", np.array([1], np.int64)), _const(p + "end", np.array([2 ** 63 - 1], np.int64)),
+             _const(p + "two", np.array([2], np.int64)), _const(p + "zero_i", np.array([0], np.int64)),
+             _const(p + "t", np.array([t], np.int64)), _const(p + "three", np.array([3], np.int64)), _const(p + "scale", np.float32(np.sqrt(d)))]
+    nodes = [helper.make_node("Transpose", [p + "k"], [p + "kt"], name=p + "k_swap", perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", [p + "q", p + "kt"], [p + "ac"], name=p + "qk"),
+             helper.make_node("MatMul", [p + "q", p + "pos"], [p + "bd"], name=p + "q_pos"),
+             helper.make_node("Concat", [p + "zero", p + "bd"], [p + "padded"], name=p + "pad_column", axis=-1),
+             helper.make_node("Reshape", [p + "padded", p + "tall"], [p + "talled"], name=p + "view_tall"),
+             helper.make_node("Slice", [p + "talled", p + "one", p + "end", p + "two", p + "one"], [p + "dropped"], name=p + "drop_row"),
+             helper.make_node("Reshape", [p + "dropped", p + "wide"], [p + "back"], name=p + "view_back"),
+             helper.make_node("Slice", [p + "back", p + "zero_i", p + "t", p + "three", p + "one"], [p + "crop"], name=p + "crop"),
+             helper.make_node("Add", [p + "ac", p + "crop"], [p + "sum"], name=p + "add"),
+             helper.make_node("Div", [p + "sum", p + "scale"], [p + "scaled"], name=p + "scale"),
+             helper.make_node("Softmax", [p + "scaled"], [p + "sm"], name=p + "softmax", axis=-1),
+             helper.make_node("MatMul", [p + "sm", p + "k"], [p + "y"], name=p + "av")]
+    inputs, y_shape = [_vi(p + "q", [1, h, t, d]), _vi(p + "k", [1, h, t, d])], [1, h, t, d]
+    if form == ["no_av"]:
+        nodes[-1] = helper.make_node("Relu", [p + "sm"], [p + "y"], name=p + "relu")
+        y_shape = [1, h, t, t]
+    elif form == ["no_qk"]:
+        nodes = nodes[2:]
+        inputs.append(_vi(p + "ac", [1, h, t, t]))
+    elif form and form[0].startswith("bias_"):
+        keep = [n for n in nodes if n.name in (p + "k_swap", p + "qk", p + "scale", p + "softmax", p + "av")]
+        if form[0] == "bias_split":
+            inputs.append(_vi(p + "b", [1, h, t * (2 * t - 1)]))
+            made = [helper.make_node("Reshape", [p + "b", p + "wide"], [p + "back"], name=p + "bias_view"),
+                    helper.make_node("Slice", [p + "back", p + "zero_i", p + "t", p + "three", p + "one"], [p + "crop"], name=p + "crop")]
+        elif form[0] == "bias_regroup":
+            inputs.append(_vi(p + "b", [1, h, t // 2, 2 * t]))
+            inits.append(_const(p + "square", np.array([1, h, t, t], np.int64)))
+            made = [helper.make_node("Reshape", [p + "b", p + "square"], [p + "crop"], name=p + "bias_view")]
+        else:
+            inputs.append(_vi(p + "b", [1, h, t, 2 * t - 1]))
+            made = [helper.make_node("Slice", [p + "b", p + "zero_i", p + "t", p + "three", p + "one"], [p + "crop"], name=p + "crop")]
+        nodes = keep[:2] + made + [helper.make_node("Add", [p + "ac", p + "crop"], [p + "sum"], name=p + "add")] + keep[2:]
+    return nodes, inits, inputs, [_vi(p + "y", y_shape)]
+
+
+def _relative_shift_part(spec) -> tuple[list, list, list, list]:
+    """An entry of RELATIVE_SHIFT_PACK with a form: part of the shift, see the pack."""
+    name, h, t, d, form = spec
+    p = f"{name}_"
+    inits = [_const(p + "zero", np.zeros((1, h, t, 1), np.float32)), _const(p + "tall", np.array([1, h, 2 * t, t], np.int64)),
+             _const(p + "wide", np.array([1, h, t, 2 * t - 1], np.int64)), _const(p + "one", np.array([1], np.int64)),
+             _const(p + "end", np.array([2 ** 63 - 1], np.int64)), _const(p + "two", np.array([2], np.int64)),
+             _const(p + "zero_i", np.array([0], np.int64)), _const(p + "t", np.array([t], np.int64)), _const(p + "three", np.array([3], np.int64))]
+    nodes, inputs = [], []
+    if form.startswith("product"):
+        inputs.append(_vi(p + "q", [1, h, t, d]))
+        inits.append(_const(p + "pos", _weights(np.random.default_rng(t), 1, h, d, 2 * t - 1)))
+        nodes.append(helper.make_node("MatMul", [p + "q", p + "pos"], [p + "bd"], name=p + "q_pos"))
+    elif form in ("alone", "softmax"):
+        inputs.append(_vi(p + "bd", [1, h, t, 2 * t - 1]))
+    if form not in ("nocat", "added"):
+        nodes.append(helper.make_node("Concat", [p + "zero", p + "bd"], [p + "padded"], name=p + "pad_column", axis=-1))
+    elif form == "nocat":
+        inputs.append(_vi(p + "padded", [1, h, t, 2 * t]))
+    if form != "added":
+        nodes.append(helper.make_node("Reshape", [p + "padded", p + "tall"], [p + "talled"], name=p + "view_tall"))
+    else:
+        inputs.append(_vi(p + "talled", [1, h, 2 * t, t]))
+    nodes += [helper.make_node("Slice", [p + "talled", p + "one", p + "end", p + "two", p + "one"], [p + "dropped"], name=p + "drop_row"),
+              helper.make_node("Reshape", [p + "dropped", p + "wide"], [p + "back"], name=p + "view_back"),
+              helper.make_node("Slice", [p + "back", p + "zero_i", p + "t", p + "three", p + "one"], [p + "crop"], name=p + "crop")]
+    if form == "product_added":
+        inputs.append(_vi(p + "k", [1, h, t, d]))
+        nodes += [helper.make_node("Transpose", [p + "k"], [p + "kt"], name=p + "k_swap", perm=[0, 1, 3, 2]),
+                  helper.make_node("MatMul", [p + "q", p + "kt"], [p + "ac"], name=p + "qk"),
+                  helper.make_node("Add", [p + "ac", p + "crop"], [p + "sum"], name=p + "add"),
+                  helper.make_node("Relu", [p + "sum"], [p + "y"], name=p + "relu")]
+    elif form == "added":
+        inputs.append(_vi(p + "ac", [1, h, t, t]))
+        nodes.append(helper.make_node("Add", [p + "ac", p + "crop"], [p + "sum"], name=p + "add"))
+        nodes.append(helper.make_node("Relu", [p + "sum"], [p + "y"], name=p + "relu"))
+    elif form.endswith("softmax"):
+        inputs.append(_vi(p + "ac", [1, h, t, t]))
+        inits.append(_const(p + "scale", np.float32(np.sqrt(d))))
+        nodes += [helper.make_node("Add", [p + "ac", p + "crop"], [p + "sum"], name=p + "add"),
+                  helper.make_node("Div", [p + "sum", p + "scale"], [p + "scaled"], name=p + "scale"),
+                  helper.make_node("Softmax", [p + "scaled"], [p + "y"], name=p + "softmax", axis=-1)]
+    else:
+        nodes.append(helper.make_node("Relu", [p + "crop"], [p + "y"], name=p + "relu"))
+    return nodes, inits, inputs, [_vi(p + "y", [1, h, t, t])]
+
+
+def _last_axes_regroup_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of LAST_AXES_REGROUP_PACK."""
+    name, h, a, b, c, d, *around = spec
+    before, after = (around + ["", ""])[:2]
+    p = f"regroup_{name}_"
+    inits = [_const(p + "shape", np.array([1, h, c, d], np.int64))]
+    nodes = [helper.make_node("Relu", [p + "x"], [p + "r"], name=p + "relu_in")]
+    x_shape, r = [1, h, a, b], p + "r"
+    if before:  # the first row (or column) dropped by a Slice, as the relative shift does
+        axis = 2 if before == "rows" else 3
+        x_shape[axis] += 1
+        inits += [_const(p + "one", np.array([1], np.int64)), _const(p + "end", np.array([2 ** 63 - 1], np.int64)), _const(p + "axis", np.array([axis], np.int64))]
+        nodes.append(helper.make_node("Slice", [r, p + "one", p + "end", p + "axis", p + "one"], [p + "sliced"], name=p + "slice"))
+        r = p + "sliced"
+    nodes.append(helper.make_node("Reshape", [r, p + "shape"], [p + "v"], name=p + "regroup"))
+    v, y_shape = p + "v", [1, h, c, d]
+    if after == "crop":  # the last axis cropped to its first half by a Slice, as the relative shift does
+        y_shape[3] = (d + 1) // 2
+        inits += [_const(p + "zero", np.array([0], np.int64)), _const(p + "half", np.array([y_shape[3]], np.int64)),
+                  _const(p + "last", np.array([3], np.int64)), _const(p + "step", np.array([1], np.int64))]
+        nodes.append(helper.make_node("Slice", [v, p + "zero", p + "half", p + "last", p + "step"], [p + "cropped"], name=p + "crop"))
+        v = p + "cropped"
+    inits.append(_const(p + "w", _weights(rng, h, h, 1, 1)))
+    nodes.append(helper.make_node("Conv", [v, p + "w"], [p + "y"], name=p + "conv_out"))
+    return nodes, inits, [_vi(p + "x", x_shape)], [_vi(p + "y", y_shape)]
+
+
+# RK3588 only: on RK3566 the key's Transpose and the Softmax of the shift pack also run on the CPU
+# (measured, docs/audit.md), which is the RK3566 attention work's.
+CASES.append(Case("relative_shift_pack", "fresh3: Transformer-XL's relative shift of the position scores (Wav2Vec2-Conformer)",
+                  lambda: _packed(_relative_shift_case, RELATIVE_SHIFT_PACK, 131), ("rk3588",)))
+CASES.append(Case("last_axes_regroup_pack", "fresh3: a Reshape that regroups the last two axes (Wav2Vec2-Conformer's relative shift)",
+                  lambda: _packed(_last_axes_regroup_case, LAST_AXES_REGROUP_PACK, 137), ("rk3588", "rk3566")))

@@ -3638,3 +3638,56 @@ def grid_reverse_and_its_channels_last_region(graph, chip):
                 if norm.op_type == "BatchNormalization" and _unit_batchnorm(norm):
                     graph.fuse([norm], "BatchNormalization", attributes={GRID_LAYOUT_ATTRIBUTE: "dropped norm"})
             graph.fuse([way_out], "Transpose", attributes={GRID_LAYOUT_ATTRIBUTE: "exit"})
+
+
+# ---- fresh3 (Wav2Vec2-Conformer): views of an attention's added scores ---------------------------
+
+REGROUP_PLANE_ALIGN = 16  # OBSERVED (RK3588): a regrouped plane of a multiple of it stays on the NPU
+CROPPED_BIAS_VIEW_ATTRIBUTE = "rknn_cropped_bias_view"
+
+
+def last_axes_regroup(node) -> tuple | None:
+    """(a, b, p, q) when `node` is a Reshape [N, C, a, b] -> [N, C, p, q] that regroups the last two
+    axes (a*b = p*q, a different split, none of them 1), else None."""
+    x, out = (_static_shape(node.inputs[0]), _static_shape(node.outputs[0])) if node.op_type == "Reshape" and node.inputs and node.outputs else (None, None)
+    if not x or not out or len(x) != 4 or len(out) != 4 or x[:2] != out[:2] or x[2:] == out[2:] or 1 in x[2:] + out[2:]:
+        return None
+    return (x[2], x[3], out[2], out[3]) if x[2] * x[3] == out[2] * out[3] else None
+
+
+def _scores_of_a_full_attention(graph, add) -> bool:
+    """`add` adds to q @ k^T (a MatMul of two run-time tensors), and its sum, scaled by at most a Div
+    or Mul by a constant, is a Softmax that only a MatMul reads: the attention rknn-toolkit2 fuses."""
+    scores = [graph.producer(t.name) for t in add.inputs if t.present and not _known(t)]
+    if not any(p is not None and p.op_type == "MatMul" and not any(_known(t) for t in p.inputs) for p in scores):
+        return False
+    nxt = graph.only_consumer(add.outputs[0].name)
+    if nxt is not None and nxt.op_type in ("Div", "Mul") and _known(nxt.inputs[1]):
+        nxt = graph.only_consumer(nxt.outputs[0].name)
+    if nxt is None or nxt.op_type != "Softmax":
+        return False
+    reader = graph.only_consumer(nxt.outputs[0].name)
+    return reader is not None and reader.op_type == "MatMul"
+
+
+@RULES.graph_pass("Reshape", chips=TILE_OF_ONES_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def cropped_view_added_to_attention_scores(graph, chip):
+    """{OBSERVED} runs on the CPU a Reshape whose result, cropped along its last axis by a Slice, is added to an attention's scores (q @ k^T + it, scaled, Softmax, @ v): Transformer-XL's relative shift as Wav2Vec2-Conformer writes it. The pass marks it for the rule cropped_view_added_to_attention_scores.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 (2026-12-04, int8; tests/forms_models.py
+    relative_shift_pack): the shift's view back [1, H, 2T-1, T] -> [1, H, T, 2T-1] before the crop,
+    CPU at T = 8, 16, 32, 50, 199; a split [1, H, T*(2T-1)] -> [1, H, T, 2T-1] before the crop:
+    CPU; the same chain with the Softmax read by a Relu, with the scores a model input instead of
+    q @ k^T, with the crop added to a model input, or with no crop (a regroup added as it is): NPU.
+    Not measured: RK3566 (there the key's Transpose and the Softmax of the same attention run on
+    the CPU as well).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape" and n.outputs]:
+        crop = graph.only_consumer(node.outputs[0].name)
+        if crop is None or crop.op_type != "Slice" or len(_static_shape(node.outputs[0]) or ()) != 4 or len(crop.inputs) < 4:
+            continue
+        if [a % 4 for a in _ints(crop.inputs[3])] != [3]:
+            continue
+        add = graph.only_consumer(crop.outputs[0].name)
+        if add is not None and add.op_type == "Add" and _scores_of_a_full_attention(graph, add):
+            graph.fuse([node], "Reshape", attributes={CROPPED_BIAS_VIEW_ATTRIBUTE: 1})

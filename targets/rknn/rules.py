@@ -1673,3 +1673,24 @@ def decomposed_relative_positions_merge(node: NodeView, chip: str):
     """On RK3588 the toolkit runs on the CPU the Reshape that merges MViTv2's attention plus its run-time decomposed relative positions back into [N, h, Tq, Tk], and the Expand and Reshape after it, when Tk is not a multiple of 16 (rknn-toolkit2 2.5.0, observed; passes.decomposed_relative_positions_merge marks them)."""
     tokens = node.attr(_passes.RELATIVE_POSITIONS_ATTRIBUTE)
     return Offence(int(tokens), "key tokens of a relative-position merge") if tokens is not None else None
+
+
+@RULES.rule("Reshape", chips=_passes.TILE_OF_ONES_CHIPS, ALIGN=_passes.REGROUP_PLANE_ALIGN)
+def unaligned_last_axes_regroup(node: NodeView, chip: str):
+    """On RK3588 a Reshape [N, C, a, b] -> [N, C, p, q] that regroups the last two axes (neither a split nor a merge) runs on the CPU when a*b is not a multiple of {ALIGN} (Wav2Vec2-Conformer's relative shift, [1, H, T, 2T] -> [1, H, 2T, T]).
+
+    Measured with rknn-toolkit2 2.5.0 (2026-12-04, int8; tests/forms_models.py
+    last_axes_regroup_pack, between a Relu and a Conv): (7, 24) -> (21, 8), (3, 40) -> (5, 24), (199, 398)
+    -> (398, 199) and back, (15, 8) -> (8, 15): CPU; 14 regroups of 80 to 2016 elements (multiples
+    of 16), after a Slice of a row or a column or before a crop: NPU. RK3566: NPU in every form.
+    """
+    shape = _passes.last_axes_regroup(node)
+    if shape is None or (shape[0] * shape[1]) % _passes.REGROUP_PLANE_ALIGN == 0:
+        return None
+    return Offence(shape[0] * shape[1], f"[{shape[0]}, {shape[1]}] -> [{shape[2]}, {shape[3]}]")
+
+
+@RULES.rule("Reshape", chips=_passes.TILE_OF_ONES_CHIPS)
+def cropped_view_added_to_attention_scores(node: NodeView, chip: str):
+    """On RK3588 the toolkit runs on the CPU a Reshape whose result, cropped along its last axis, is added to an attention's scores (Transformer-XL's relative shift: rknn-toolkit2 2.5.0, observed; passes.cropped_view_added_to_attention_scores marks it)."""
+    return Offence("crop", "a view cropped into an attention's scores") if node.attr(_passes.CROPPED_BIAS_VIEW_ATTRIBUTE) is not None else None
