@@ -5131,3 +5131,61 @@ CASES.append(Case("relative_shift_pack", "fresh3: Transformer-XL's relative shif
                   lambda: _packed(_relative_shift_case, RELATIVE_SHIFT_PACK, 131), ("rk3588",)))
 CASES.append(Case("last_axes_regroup_pack", "fresh3: a Reshape that regroups the last two axes (Wav2Vec2-Conformer's relative shift)",
                   lambda: _packed(_last_axes_regroup_case, LAST_AXES_REGROUP_PACK, 137), ("rk3588", "rk3566")))
+
+
+# ---- fresh3 (WavLM): the gated relative position bias's split into gates -------------------------
+
+# (name, heads, T, form): WavLM's gru_rel_pos (transformers' WavLMAttention): the query's heads
+# [1, H, T, 32] through a Linear to 8, viewed [1, H, T, 2, 4], summed over the last axis, a Sigmoid,
+# the two gates combined (a * (b * c - 1) + 2) and multiplied into a position bias [1, H, T, T].
+# Forms: "wavlm"; "keepdims" (the sum keeps its axis, then viewed [1, H, T, 2]); "mean" (ReduceMean);
+# "input" (the Linear's output a model input); "relu" (the 5-D view read by a Relu, viewed back).
+GATED_POSITIONS_PACK = (("wavlm_t199", 2, 199, "wavlm"), ("wavlm_t16", 2, 16, "wavlm"), ("wavlm_t32", 2, 32, "wavlm"),
+                        ("wavlm_t199_h12", 12, 199, "wavlm"), ("wavlm_t16_h12", 12, 16, "wavlm"), ("keepdims_t199", 2, 199, "keepdims"),
+                        ("mean_t199", 2, 199, "mean"), ("input_t199", 2, 199, "input"), ("relu_t199", 2, 199, "relu"), ("relu_t16", 2, 16, "relu"),
+                        ("wavlm_t8", 2, 8, "wavlm"), ("wavlm_t24", 2, 24, "wavlm"), ("wavlm_t20", 2, 20, "wavlm"), ("wavlm_t48", 2, 48, "wavlm"),
+                        ("wavlm_t50", 2, 50, "wavlm"), ("wavlm_t4", 2, 4, "wavlm"), ("wavlm_t12", 2, 12, "wavlm"), ("wavlm_t40_h3", 3, 40, "wavlm"))
+
+
+def _gated_positions_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of GATED_POSITIONS_PACK."""
+    name, h, t, form = spec
+    p = f"gated_{name}_"
+    inits = [_const(p + "five", np.array([1, h, t, 2, 4], np.int64)), _const(p + "last", np.array([-1], np.int64))]
+    if form == "input":
+        nodes, inputs, x = [], [_vi(p + "x", [1, h, t, 8])], p + "x"
+    else:
+        inits += [_const(p + "w", _weights(rng, 32, 8)), _const(p + "b", _weights(rng, 8))]
+        nodes = [helper.make_node("MatMul", [p + "q", p + "w"], [p + "lin"], name=p + "linear"),
+                 helper.make_node("Add", [p + "b", p + "lin"], [p + "x"], name=p + "linear_bias")]
+        inputs, x = [_vi(p + "q", [1, h, t, 32])], p + "x"
+    nodes.append(helper.make_node("Reshape", [x, p + "five"], [p + "v5"], name=p + "view_gates"))
+    if form == "relu":
+        inits.append(_const(p + "four", np.array([1, h, t, 8], np.int64)))
+        nodes += [helper.make_node("Relu", [p + "v5"], [p + "r5"], name=p + "relu"),
+                  helper.make_node("Reshape", [p + "r5", p + "four"], [p + "back"], name=p + "view_back"),
+                  helper.make_node("Sigmoid", [p + "back"], [p + "y"], name=p + "sigmoid")]
+        return nodes, inits, inputs, [_vi(p + "y", [1, h, t, 8])]
+    if form == "keepdims":
+        inits.append(_const(p + "four", np.array([1, h, t, 2], np.int64)))
+        nodes += [helper.make_node("ReduceSum", [p + "v5", p + "last"], [p + "s5"], name=p + "sum", keepdims=1),
+                  helper.make_node("Reshape", [p + "s5", p + "four"], [p + "s"], name=p + "view_sum")]
+    elif form == "mean":
+        nodes.append(helper.make_node("ReduceMean", [p + "v5"], [p + "s"], name=p + "sum", axes=[-1], keepdims=0))
+    else:
+        nodes.append(helper.make_node("ReduceSum", [p + "v5", p + "last"], [p + "s"], name=p + "sum", keepdims=0))
+    inits += [_const(p + "zero", np.array([0], np.int64)), _const(p + "one", np.array([1], np.int64)), _const(p + "two", np.array([2], np.int64)),
+              _const(p + "axis", np.array([3], np.int64)), _const(p + "c", np.float32(1.7)), _const(p + "f1", np.float32(1.0)), _const(p + "f2", np.float32(2.0))]
+    nodes += [helper.make_node("Sigmoid", [p + "s"], [p + "g"], name=p + "sigmoid"),
+              helper.make_node("Slice", [p + "g", p + "zero", p + "one", p + "axis"], [p + "ga"], name=p + "gate_a"),
+              helper.make_node("Slice", [p + "g", p + "one", p + "two", p + "axis"], [p + "gb"], name=p + "gate_b"),
+              helper.make_node("Mul", [p + "gb", p + "c"], [p + "gbc"], name=p + "gate_b_scale"),
+              helper.make_node("Sub", [p + "gbc", p + "f1"], [p + "gbm"], name=p + "gate_b_minus"),
+              helper.make_node("Mul", [p + "ga", p + "gbm"], [p + "gab"], name=p + "gates"),
+              helper.make_node("Add", [p + "gab", p + "f2"], [p + "gate"], name=p + "gate_plus"),
+              helper.make_node("Mul", [p + "gate", p + "bias"], [p + "y"], name=p + "gated_bias")]
+    return nodes, inits, inputs + [_vi(p + "bias", [1, h, t, t])], [_vi(p + "y", [1, h, t, t])]
+
+
+CASES.append(Case("gated_positions_pack", "fresh3: WavLM's gated relative position bias (its gates' 5-D view)",
+                  lambda: _packed(_gated_positions_case, GATED_POSITIONS_PACK, 139), ("rk3588",)))

@@ -3686,8 +3686,35 @@ def cropped_view_added_to_attention_scores(graph, chip):
         crop = graph.only_consumer(node.outputs[0].name)
         if crop is None or crop.op_type != "Slice" or len(_static_shape(node.outputs[0]) or ()) != 4 or len(crop.inputs) < 4:
             continue
-        if [a % 4 for a in _ints(crop.inputs[3])] != [3]:
+        if [a % 4 for a in _ints(crop.inputs[3]) or []] != [3]:
             continue
         add = graph.only_consumer(crop.outputs[0].name)
         if add is not None and add.op_type == "Add" and _scores_of_a_full_attention(graph, add):
             graph.fuse([node], "Reshape", attributes={CROPPED_BIAS_VIEW_ATTRIBUTE: 1})
+
+
+GATES_VIEW_ALIGN = 16  # OBSERVED (RK3588): the view's third axis a multiple of it keeps it on the NPU
+GATES_VIEW_ATTRIBUTE = "rknn_gates_view_into_a_sum"
+
+
+@RULES.graph_pass("Reshape", chips=TILE_OF_ONES_CHIPS, OBSERVED=TOOLKIT_OBSERVED, ALIGN=GATES_VIEW_ALIGN)
+def last_axis_split_into_a_sum(graph, chip):
+    """{OBSERVED} runs on the CPU a Reshape that splits the last axis of [N, H, T, C] into [N, H, T, g, C/g] for a ReduceSum over the new last axis (WavLM's gated relative positions: [1, H, T, 8] -> [1, H, T, 2, 4]) when T is not a multiple of {ALIGN}. The pass marks it for the rule last_axis_split_into_a_sum.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 (2026-12-04, int8; tests/forms_models.py
+    gated_positions_pack): CPU at T = 4, 8, 12, 20, 24, 40, 50 and 199 (2, 3 or 12 heads; the
+    sum keeping its axis or not; after a Linear or from a model input); NPU at T = 16, 32, 48; at
+    T = 199, read by a ReduceMean or a Relu instead: NPU. Not measured: other C than 8 = 2 x 4.
+    On RK3566 (measured, not modelled: left to the RK3566 attention work) the view ran on the CPU
+    at T = 16, 32 and 199 as well.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape" and n.outputs]:
+        x, out = _static_shape(node.inputs[0]), _static_shape(node.outputs[0])
+        if not x or not out or len(x) != 4 or len(out) != 5 or out[:3] != x[:3] or out[3] * out[4] != x[3] or out[2] % GATES_VIEW_ALIGN == 0:
+            continue
+        reader = graph.only_consumer(node.outputs[0].name)
+        if reader is None or reader.op_type != "ReduceSum":
+            continue
+        axes = (_ints(reader.inputs[1]) if len(reader.inputs) > 1 else reader.attr("axes")) or []
+        if [int(a) % 5 for a in axes] == [4]:
+            graph.fuse([node], "Reshape", attributes={GATES_VIEW_ATTRIBUTE: int(out[2])})

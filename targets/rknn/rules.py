@@ -1694,3 +1694,10 @@ def unaligned_last_axes_regroup(node: NodeView, chip: str):
 def cropped_view_added_to_attention_scores(node: NodeView, chip: str):
     """On RK3588 the toolkit runs on the CPU a Reshape whose result, cropped along its last axis, is added to an attention's scores (Transformer-XL's relative shift: rknn-toolkit2 2.5.0, observed; passes.cropped_view_added_to_attention_scores marks it)."""
     return Offence("crop", "a view cropped into an attention's scores") if node.attr(_passes.CROPPED_BIAS_VIEW_ATTRIBUTE) is not None else None
+
+
+@RULES.rule("Reshape", chips=_passes.TILE_OF_ONES_CHIPS, ALIGN=_passes.GATES_VIEW_ALIGN)
+def last_axis_split_into_a_sum(node: NodeView, chip: str):
+    """On RK3588 a Reshape that splits the last axis of [N, H, T, C] into [N, H, T, g, C/g] for a ReduceSum over the new last axis (WavLM's gated relative positions) runs on the CPU when T is not a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed; passes.last_axis_split_into_a_sum marks it)."""
+    tokens = node.attr(_passes.GATES_VIEW_ATTRIBUTE)
+    return Offence(int(tokens), "a split of the last axis summed over") if tokens is not None else None
