@@ -5189,3 +5189,48 @@ def _gated_positions_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("gated_positions_pack", "fresh3: WavLM's gated relative position bias (its gates' 5-D view)",
                   lambda: _packed(_gated_positions_case, GATED_POSITIONS_PACK, 139), ("rk3588",)))
+
+
+# ---- fresh3 (ddddocr's detector, YOLOv5's Focus): the space-to-depth by Slices on a model input --
+
+# (name, channels, side, source, outer Slices): "input" slices the model input itself, "add" a
+# computed map (the input plus a constant); "own" gives each quarter its own row Slice (8 Slices,
+# as ddddocr's export), "shared" has the two row halves shared (6 Slices, as patch_merge_pack).
+FOCUS_PACK = (("c3_s416_input_own", 3, 416, "input", "own"), ("c3_s416_add_own", 3, 416, "add", "own"),
+              ("c3_s64_input_own", 3, 64, "input", "own"), ("c3_s64_input_shared", 3, 64, "input", "shared"),
+              ("c16_s64_input_own", 16, 64, "input", "own"), ("c16_s64_add_own", 16, 64, "add", "own"),
+              ("c8_s16_add_shared", 8, 16, "add", "shared"), ("c3_s16_add_shared", 3, 16, "add", "shared"),
+              ("c8_s16_input_shared", 8, 16, "input", "shared"), ("c4_s64_input_own", 4, 64, "input", "own"),
+              ("c8_s64_input_own", 8, 64, "input", "own"), ("c6_s64_input_own", 6, 64, "input", "own"),
+              ("c12_s64_input_own", 12, 64, "input", "own"), ("c32_s16_add_own", 32, 16, "add", "own"),
+              ("c1_s64_input_own", 1, 64, "input", "own"), ("c3_s16_add_own", 3, 16, "add", "own"),
+              ("c24_s16_add_own", 24, 16, "add", "own"), ("c3_s416_input_shared", 3, 416, "input", "shared"))
+
+
+def _focus_case(rng, spec) -> tuple[list, list, list, list]:
+    """One FOCUS_PACK entry: x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]
+    Concatenated on the channels, then a 1x1 Conv (YOLOv5's Focus, opset 11 Slices)."""
+    name, c, s, source, outer = spec
+    p = f"focus_{name}_"
+    inits = [_const(p + "zero", np.array([0], np.int64)), _const(p + "one", np.array([1], np.int64)), _const(p + "two", np.array([2], np.int64)),
+             _const(p + "end", np.array([(1 << 63) - 1], np.int64)), _const(p + "rows", np.array([2], np.int64)),
+             _const(p + "cols", np.array([3], np.int64)), _const(p + "w", _weights(rng, 2 * c, 4 * c, 1, 1))]
+    nodes, x = [], p + "x"
+    if source == "add":
+        inits.append(_const(p + "shift", _weights(rng, c, s, s)))
+        nodes.append(helper.make_node("Add", [x, p + "shift"], [p + "xs"], name=p + "add"))
+        x = p + "xs"
+    parts = []
+    for i, (hs, ws) in enumerate(SPACE_TO_DEPTH_QUARTERS):
+        half = p + (f"h{hs}" if outer == "shared" else f"h{hs}_{i}")
+        if outer == "own" or not any(n.output[0] == half for n in nodes):
+            nodes.append(helper.make_node("Slice", [x, p + ("one" if hs else "zero"), p + "end", p + "rows", p + "two"], [half], name=half))
+        nodes.append(helper.make_node("Slice", [half, p + ("one" if ws else "zero"), p + "end", p + "cols", p + "two"], [p + f"q{hs}{ws}"], name=p + f"q{hs}{ws}"))
+        parts.append(p + f"q{hs}{ws}")
+    nodes += [helper.make_node("Concat", parts, [p + "cat"], name=p + "cat", axis=1), helper.make_node("Conv", [p + "cat", p + "w"], [p + "y"], name=p + "conv")]
+    return nodes, inits, [_vi(p + "x", [1, c, s, s])], [_vi(p + "y", [1, 2 * c, s // 2, s // 2])]
+
+
+SPACE_TO_DEPTH_QUARTERS = ((0, 0), (1, 0), (0, 1), (1, 1))
+CASES.append(Case("focus_pack", "fresh3: YOLOv5's Focus (a space-to-depth by step-2 Slices) on a model input (ddddocr's detector)",
+                  lambda: _packed(_focus_case, FOCUS_PACK, 149, opset=11), ("rk3588", "rk3566")))

@@ -77,7 +77,7 @@ FRESH_LOOKED_AT = {
                # h3b-rk66: CvT's Einsum products.
                "hf_cvt/rk3566",
                # h2b-rk88: Transformer-XL's relative shift (RK3588); WavLM's gated positions looked at.
-               "hf_wav2vec2_conformer/rk3588", "hf_wavlm/rk3588"),
+               "hf_wav2vec2_conformer/rk3588", "hf_wavlm/rk3588", "pypi_ddddocr_det/rk3588", "pypi_ddddocr_det/rk3566"),
 }
 
 

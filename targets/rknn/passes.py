@@ -2884,6 +2884,10 @@ def interleaved_pair_rejoined(graph, chip):
 # The quarters of a space-to-depth in the order rknn-toolkit2 2.5.0 matches it: (start along the
 # outer axis, start along the inner one), YOLOv5's Focus and torchvision's Swin PatchMerging.
 SPACE_TO_DEPTH_ORDER = ((0, 0), (1, 0), (0, 1), (1, 1))
+# OBSERVED (tests/forms_models.py focus_pack, RK3588 and RK3566): written with eight Slices (each
+# quarter its own row Slice, as ddddocr's detector's export), the space-to-depth stays on the NPU
+# only when the channels are a multiple of this; with the two halves shared, at every count measured.
+SPACE_TO_DEPTH_OWN_HALVES_ALIGN = 8
 
 
 def _space_to_depth_slices(graph, concat) -> list | None:
@@ -2910,6 +2914,9 @@ def _space_to_depth_slices(graph, concat) -> list | None:
     halves = list({h.name: h for h in outer_nodes}.values())
     if any(c not in quarters for h in halves for c in graph.consumers(h.outputs[0].name)):
         return None
+    channels = shape[int(concat.attr("axis", 0)) % len(shape)]
+    if len(halves) == len(quarters) and channels % SPACE_TO_DEPTH_OWN_HALVES_ALIGN:
+        return None  # each quarter sliced from a half of its own: on the NPU only with aligned channels
     return halves + quarters
 
 
@@ -2923,6 +2930,10 @@ def space_to_depth_by_slices(graph, chip):
     quarters in another order ((0, 0), (0, 1), (1, 0), (1, 1)), the inner axis sliced first, three
     quarters only, two (rows only), a Relu between a quarter and the Concat, the quarters added.
     Seen on torchvision's Swin-T and Swin-V2-T patch merging (pool, RK3566).
+    Written with eight Slices, each quarter sliced from a row half of its own (ddddocr's detector,
+    fresh3), tests/forms_models.py focus_pack on both chips: NPU with 8, 16, 24 or 32 channels; all
+    eight Slices on the CPU with 1, 3, 4, 6 or 12 (sides 16, 64, 416; a model input or computed);
+    with the halves shared, 3 or 8 channels: NPU.
     """
     for concat in [n for n in graph.nodes if n.op_type == "Concat"]:
         found = _space_to_depth_slices(graph, concat)
