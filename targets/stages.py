@@ -203,3 +203,16 @@ class TapResult:
     # target gives them, "*_values" beside each "*_argmax": one score per sample of the first output
     # (its highest value: a detector's best anchor), for an AUROC.
     brute_force: dict | None = None
+    # How the toolchain rounds the tensor between two nodes of which one is int8 and the other is not,
+    # which the referred step (edgedeploy.accuracy.referred) charges each node with. True: the tensor is
+    # int8 whichever of the two is int8, an int8 reader quantising it where its writer is not (rknn-toolkit2's
+    # exDataConvert layers, scripts/accuracy/probe_rknn_hybrid.py; TFLite's QUANTIZE before a lone int8
+    # operator), so a node's quantisation includes its inputs' rounding. False: a tensor is rounded by its
+    # writer's quantiser alone (esp-ppq: a reader after a float writer reads float), so a node is charged
+    # with its output's rounding and not its inputs'.
+    reader_rounds_input: bool = True
+    # Whether a node the target's mixed-precision repair takes off int8 still reads int8 tensors: readers
+    # round their inputs and the repair takes the node without the writers of its inputs (its RANKED_NODES
+    # knob without input_producers). The referred figures, which charge a node with its inputs' rounding,
+    # then measure what that repair leaves in place, and do not lead the ranking.
+    repair_keeps_inputs_rounded: bool = False

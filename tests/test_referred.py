@@ -15,7 +15,7 @@ from tests import referred_probes
 from edgedeploy.accuracy import diagnose_path, localise, qdq, referred
 
 
-def _diagnose(path, inputs, strip=False):
+def _diagnose(path, inputs, strip=False, reader_rounds_input=True, referred_lead=True):
     calib = referred_probes.only(referred_probes.tones(32, 1, spikes=True), inputs)
     evaluation = referred_probes.only(referred_probes.tones(16, 2), inputs)
     model = onnx.load(str(path))
@@ -27,7 +27,8 @@ def _diagnose(path, inputs, strip=False):
             (r.get("stats") or {}).pop("step", None)
             r["precision"] = "int8"  # a toolchain that quantises every node, Sqrt and Pow included
     found = diagnose_path({"path": "probe", "toolchain": "onnxruntime quantize_static", "method": "QDQ"}, records, [model.graph.output[0].name], len(calib), graph_inputs=inputs,
-                          refer=lambda r: referred.refer_to_outputs(r, model, evaluation, calib))
+                          refer=lambda r: referred.refer_to_outputs(r, model, evaluation, calib, reader_rounds_input=reader_rounds_input),
+                          referred_lead=referred_lead)
     return found, {n["node"]: n for n in found["nodes"]}, records
 
 
@@ -61,6 +62,51 @@ def test_fake_quantised_inputs_charge_a_bad_tensor_to_its_consumer_as_to_its_pro
     add, sqrt, conv = (nodes[n]["referred"]["snr_db"] for n in ("Add_power", "Sqrt_mag", "stft_Conv"))
     assert abs(sqrt - add) < 3 and max(add, sqrt) < conv - 10
     assert set(found["ranked"][:2]) == {"Add_power", "Sqrt_mag"}
+
+
+def test_where_a_tensor_is_its_writers_alone_its_reader_is_not_charged_with_it(spectrum):
+    """esp-ppq rounds a tensor with its writer's quantiser alone (TapResult.reader_rounds_input False): the
+    Sqrt after the power spectrum's Add reads the Add's rounding, which is the Add's error, not the Sqrt's."""
+    charged, charged_nodes, _ = _diagnose(spectrum, ["x"], strip=True)
+    found, nodes, _ = _diagnose(spectrum, ["x"], strip=True, reader_rounds_input=False)
+    assert charged["referred"]["reader_rounds_input"] and not found["referred"]["reader_rounds_input"]
+    add, sqrt = nodes["Add_power"]["referred"]["snr_db"], nodes["Sqrt_mag"]["referred"]["snr_db"]
+    assert sqrt > add + 10  # only its own output's rounding
+    assert abs(charged_nodes["Sqrt_mag"]["referred"]["snr_db"] - charged_nodes["Add_power"]["referred"]["snr_db"]) < 3  # charged: the same tensor
+    assert found["ranked"][0] == "Add_power"
+
+
+def test_a_path_whose_repair_keeps_inputs_int8_reports_the_referred_nodes_without_their_lead(spectrum):
+    """TFLite's denylisted operator still reads its int8 writer's tensor (TapResult.repair_keeps_inputs_rounded):
+    the referred figures are reported, and the ranking is the one of the falls and the worst alone."""
+    from edgedeploy.report.diagnosis import render_path
+
+    led, _, _ = _diagnose(spectrum, ["x"])
+    found, _, records = _diagnose(spectrum, ["x"], referred_lead=False)
+    assert led["referred"]["leads_ranking"] and not found["referred"]["leads_ranking"]
+    assert found["worst_referred"] == led["worst_referred"] and found["ranked"][0] != led["ranked"][0]
+    by_node = {r["node"]: r for r in records}
+    falls = localise.ranked(by_node[found["first_sharp_drop"]["node"]], [by_node[w["node"]] for w in found["worst_isolated"]])
+    assert found["ranked"] == [r["node"] for r in falls]
+    assert "reported, not leading" in render_path(found, nodes=False) and "ranked first" in render_path(led, nodes=False)
+
+
+def test_each_target_declares_its_tensors_rounding_as_its_repair_takes_a_node():
+    """A target whose readers round their inputs and whose mixed precision takes a node without the
+    writers of its inputs says the referred figures cannot lead its ranking (targets/*/diagnose.py)."""
+    import importlib
+
+    from edgedeploy.targets import find_chip
+    from edgedeploy.targets.base import RANKED_NODES
+
+    declared = {}
+    for chip_id in ("esp32s3", "rk3588", "imx93"):
+        target, chip = find_chip(chip_id)
+        module = importlib.import_module(f"edgedeploy.targets.{target.id}.diagnose")
+        knob = next(k for k in target.repair_knobs(chip, "int8", target.options_type()) if k.values == RANKED_NODES)
+        assert module.REPAIR_KEEPS_INPUTS_ROUNDED == (module.READER_ROUNDS_INPUT and not knob.input_producers)
+        declared[target.id] = module.READER_ROUNDS_INPUT
+    assert declared == {"espdl": False, "rknn": True, "eiq": True}
 
 
 def test_a_node_far_worse_alone_whose_error_reaches_the_output_attenuated_is_not_ranked_first(tmp_path):

@@ -158,7 +158,7 @@ def on_chip(model_path: Path, calib_path: Path, eval_path: Path, chip_id: str, c
     from edgedeploy.datasets import load_dataset, model_input_specs
     from edgedeploy.model import load_model, named_copy
     from edgedeploy.model.stats import node_names
-    from edgedeploy.pipeline.diagnose import TAP_HELPERS, _batchable, _finish
+    from edgedeploy.pipeline.diagnose import TAP_HELPERS, _batchable, finish_tapped
     from edgedeploy.targets import find_chip
     from edgedeploy.targets.base import TapRequest
     from edgedeploy.toolchains.executor import Executor
@@ -183,7 +183,7 @@ def on_chip(model_path: Path, calib_path: Path, eval_path: Path, chip_id: str, c
                              batchable=_batchable(named, calibration), brute_force_outputs=[output], brute_force_nodes=list(only or []),
                              brute_force_with_producers=producers)
         tapped = target.accuracy_taps(request)
-    found = _finish(chip.id, {}, tapped.records, named, len(calibration), calibration, evaluation)
+    found = finish_tapped(chip.id, {}, tapped, named, calibration, evaluation)
     brute = tapped.brute_force
     every = _snr(brute["every"][output]) if "every" in brute else next(r for r in found["nodes"] if r.get("tensor") == output)["accumulated"]["snr_db"]
     task, name = (_auroc, "auroc") if metric == "auroc" and "every_values" in brute else (_top1, "top1")
@@ -249,6 +249,7 @@ def ranks(found: dict, nodes: list[dict]) -> dict:
     by_gain = [n["node"] for n in sorted(nodes, key=lambda n: -n["snr_all_but_this_db"])]
     by_alone = [n["node"] for n in sorted(nodes, key=lambda n: n["snr_this_alone_db"])]
     return {"diagnosis_top": top, "diagnosis_ranking": ranked, "diagnosis_ranking_without_referred": ranking_without_referred(found),
+            **({"reader_rounds_input": found["referred"]["reader_rounds_input"]} if "reader_rounds_input" in (found.get("referred") or {}) else {}),
             "first_sharp_drop": (found.get("first_sharp_drop") or {}).get("node"),
             "causes": [c.get("sentence") or c.get("cause") for c in found.get("causes") or []],
             "diagnosis_top_rank_by_gain": by_gain.index(top) + 1 if top in by_gain else None,
@@ -262,7 +263,7 @@ def rediagnose_on_chip(entry: dict, chip_id: str, result: dict, artifact: Path |
     from edgedeploy.datasets import load_dataset, model_input_specs
     from edgedeploy.model import load_model, named_copy
     from edgedeploy.model.stats import node_names
-    from edgedeploy.pipeline.diagnose import TAP_HELPERS, _batchable, _finish
+    from edgedeploy.pipeline.diagnose import TAP_HELPERS, _batchable, finish_tapped
     from edgedeploy.targets import find_chip
     from edgedeploy.targets.base import TapRequest
     from edgedeploy.toolchains.executor import Executor
@@ -283,7 +284,7 @@ def rediagnose_on_chip(entry: dict, chip_id: str, result: dict, artifact: Path |
                              executor=Executor(work / "worker.log", 7200.0, None), tap_helpers=TAP_HELPERS, echo=print,
                              batchable=_batchable(named, calibration))
         tapped = target.accuracy_taps(request)
-    found = _finish(chip.id, {}, tapped.records, named, len(calibration), calibration, evaluation)
+    found = finish_tapped(chip.id, {}, tapped, named, calibration, evaluation)
     referred = {n["node"]: (n.get("referred") or {}).get("snr_db") for n in found["nodes"] if n.get("referred")}
     earlier = {k: result[k] for k in ("diagnosis_top", "diagnosis_ranking", "diagnosis_top_rank_by_gain", "diagnosis_top_rank_alone") if k in result}
     return {**result, "diagnosis_before_referred": result.get("diagnosis_before_referred") or earlier, **ranks(found, result["nodes"]), "referred_snr_db": referred,

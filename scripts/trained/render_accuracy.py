@@ -126,8 +126,8 @@ def target_brute_force_table(targets: dict, with_producers: dict | None = None) 
     if not targets:
         return []
     lines = ["", "### The diagnosis against brute force (the chip's own quantised simulation)", "",
-             "| model on chip | ops quantised (measured) | evaluation samples | every op int8: SNR, task metric | diagnosis's first node | its brute-force rank: kept float / alone | the same, kept with its producers (`--with-producers`) | before the referred figures: first node, rank | brute-force top 3 (kept float: SNR, task metric) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| model on chip | ops quantised (measured) | evaluation samples | every op int8: SNR, task metric | diagnosis's first node | its brute-force rank: kept float / alone | the same, kept with its producers (`--with-producers`) | criterion (top node in the top 3), in the toolchain's form | before the referred figures: first node, rank | brute-force top 3 (kept float: SNR, task metric) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for case, r in targets.items():
         by_node = {n["node"]: n for n in r["nodes"]}
         metric = r.get("task_metric", "top1")  # top-1 %, or a detector's AUROC in %
@@ -137,8 +137,25 @@ def target_brute_force_table(targets: dict, with_producers: dict | None = None) 
         paired = (with_producers or {}).get(case)
         second = f"{paired['diagnosis_top_rank_by_gain']} / {paired['diagnosis_top_rank_alone']}" if paired else "not run"
         lines.append(f"| {case} ({r['toolchain']}) | {measured} | {r['evaluation_samples']} | {every} | `{r['diagnosis_top']}` | "
-                     f"{r['diagnosis_top_rank_by_gain']} / {r['diagnosis_top_rank_alone']} | {second} | {before_referred(r, paired)} | {top3} |")
+                     f"{r['diagnosis_top_rank_by_gain']} / {r['diagnosis_top_rank_alone']} | {second} | {criterion(r, paired)} | {before_referred(r, paired)} | {top3} |")
     return lines
+
+
+def criterion(r: dict, paired: dict | None) -> str:
+    """The criterion of issue 26's part 6 in the form of the brute force that is "everything but that node"
+    on the row's toolchain (docs/accuracy.md, "Which tensor a node is charged with"): the single-node form
+    where a tensor's rounding is its writer's, the form with producers where a reader rounds its input
+    (the tensor entering a node kept off int8 alone is still its int8 writer's). The toolchain's
+    declaration is in the row (`reader_rounds_input`, written by brute_force.py since it was recorded)."""
+    rounds = r.get("reader_rounds_input")
+    if rounds is None:
+        return "form not recorded"
+    judged, form = (paired, "with producers") if rounds else (r, "single node")
+    if judged is None:
+        return f"{form}: not run"
+    ranks = [judged["diagnosis_top_rank_by_gain"], judged["diagnosis_top_rank_alone"]]
+    holds = any(rank is not None and rank <= 3 for rank in ranks)
+    return f"{form}: {'holds' if holds else '**fails**'}"
 
 
 def main() -> int:

@@ -29,6 +29,14 @@ WORKER = Path(__file__).with_name("worker_diagnose.py")
 # 128 calibration and 32 evaluation samples all held, grew past 21 GB and was killed inside
 # `build --recover`. Only the statistics rest on fewer samples; the figures use every one.
 STATS_BUDGET_BYTES = 2 << 30
+# What the referred step charges a node with (TapResult.reader_rounds_input): the converter keeps a
+# denylisted operator's tensors int8 where its neighbours are int8, a DEQUANTIZE of its int8 writer's
+# output before it and a QUANTIZE for its int8 reader after it, and quantises the input of a lone int8
+# operator (BlazeFace's Conv_76 or Conv_77 kept in float alone gain nothing, both together 3.1 dB;
+# docs/accuracy.md). Its repair (repair_knobs' float_nodes) keeps a ranked node in float without the
+# writers of its inputs, which stay int8: the referred figures do not lead its ranking.
+READER_ROUNDS_INPUT = True
+REPAIR_KEEPS_INPUTS_ROUNDED = True
 
 
 def _save(dataset, folder: Path, tag: str) -> str:
@@ -136,4 +144,6 @@ def accuracy_taps(target, request: TapRequest) -> TapResult:
         method="the int8 TFLite model's tensors (dequantised) against the float32 TFLite model's of the same name (accumulated); TFLite runs no operator alone quantised, so no isolated figures"
         + _held_note(result.get("samples") or {}),
         notes=[],
+        reader_rounds_input=READER_ROUNDS_INPUT,
+        repair_keeps_inputs_rounded=REPAIR_KEEPS_INPUTS_ROUNDED,
     )

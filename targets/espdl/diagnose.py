@@ -19,6 +19,15 @@ WORKER = Path(__file__).with_name("worker_diagnose.py")
 # well before the accumulated figures are, and a few hundred ops times every batch was the slow part.
 ISOLATED_BATCHES = 4
 
+# What the referred step charges an op with (TapResult.reader_rounds_input): esp-ppq rounds a tensor with
+# its writer's output quantiser alone (a reader's input config is OVERLAPPED, "this input is not quantised,
+# its quantisation is the parent's": esp_ppq 1.3.12 core/quant.py, QuantizationStates), so its writer kept in
+# float leaves it float and an op alone int8 after a float writer reads it in float (mnist_shufflenet_v2_x0_5:
+# the stem ReLU 1st kept in float and alone, the MaxPool reading it 23rd / 112th; docs/accuracy.md, "Which
+# tensor a node is charged with"). An op is charged with its output's rounding, not its inputs'.
+READER_ROUNDS_INPUT = False
+REPAIR_KEEPS_INPUTS_ROUNDED = False  # no input rounding is charged, so none is left by the repair
+
 
 def accuracy_taps(target, request: TapRequest) -> TapResult:
     work = request.workdir
@@ -60,4 +69,6 @@ def accuracy_taps(target, request: TapRequest) -> TapResult:
             f"esp-ppq's quantised simulation ({payload['calib_method']} calibration{', int16 layers ' + ', '.join(payload['int16_layers']) if payload['int16_layers'] else ''}); "
             "accumulated: every op quantised (graph-wise); isolated: that op alone quantised on float inputs (layer-wise, at its own output)"
         ),
+        reader_rounds_input=READER_ROUNDS_INPUT,
+        repair_keeps_inputs_rounded=REPAIR_KEEPS_INPUTS_ROUNDED,
     )

@@ -27,6 +27,14 @@ WORKER = Path(__file__).with_name("worker_diagnose.py")
 # accuracy_analysis runs one sample per call and dumps every layer (about 1-2 s each on a small
 # model): a few samples give stable figures at a bounded cost.
 ANALYSIS_SAMPLES = 4
+# What the referred step charges a node with (TapResult.reader_rounds_input): hybrid quantisation keeps the
+# tensor between an int8 and a float16 layer int8, through an exDataConvert layer the toolkit puts between
+# them: an int8 writer's values converted for a float16 reader, a float16 writer's quantised for an int8
+# reader (scripts/accuracy/probe_rknn_hybrid.py, rknn-toolkit2 2.5.0; docs/accuracy.md, "Which tensor a
+# node is charged with"). Its repair takes a ranked node with the writers of its inputs (repair_knobs'
+# float16_nodes, input_producers), so the inputs it is charged with go float16 with it.
+READER_ROUNDS_INPUT = True
+REPAIR_KEEPS_INPUTS_ROUNDED = False
 
 
 def _isolated_moments(ref_sq: float, cosine: float | None, euclidean: float | None) -> dict | None:
@@ -194,4 +202,6 @@ def accuracy_taps(target, request: TapRequest) -> TapResult:
         toolchain=f"rknn-toolkit2 {result.get('toolkit_version') or '?'}",
         method=f"rknn-toolkit2's accuracy_analysis on {len(payload['samples'])} samples: accumulated = its `entire` (simulator vs golden dumps); isolated = its `single` (that layer alone on golden inputs)",
         notes=notes,
+        reader_rounds_input=READER_ROUNDS_INPUT,
+        repair_keeps_inputs_rounded=REPAIR_KEEPS_INPUTS_ROUNDED,
     )

@@ -62,12 +62,14 @@ def _inputs_of_fused_groups(records: list[dict], onnx_nodes) -> None:
 
 
 def diagnose_path(path: dict, records: list[dict], graph_outputs: list[str], calibration_samples: int | None = None,
-                  graph_inputs: list[str] | None = None, refer=None) -> dict:
+                  graph_inputs: list[str] | None = None, refer=None, referred_lead: bool = True) -> dict:
     """The `accumulated_diagnosis` entry of one path: every node's figures, where it falls, and why.
 
     `graph_inputs` lets a fall be measured only from what is known upstream (see localise.upstream_snr).
     `refer(records)`, when given, sets each record's error referred to the outputs (referred.refer_to_outputs)
-    and returns its summary; the ranking then starts from the nodes whose own error costs the outputs most.
+    and returns its summary; the ranking then starts from the nodes whose own error costs the outputs most,
+    unless not `referred_lead`: the path's repair leaves in place the roundings those figures charge a
+    node with (TapResult.repair_keeps_inputs_rounded), and the figures are reported without leading.
     """
     for record in records:
         record["fidelity_accumulated"] = metrics.fidelity(record.get("accumulated"))
@@ -96,12 +98,12 @@ def diagnose_path(path: dict, records: list[dict], graph_outputs: list[str], cal
         "first_sharp_drop": _brief(first),
         "worst_isolated": [_brief(r) for r in worst],
         "worst_ranked_by": ranked_by,
-        "ranked": [r["node"] for r in localise.ranked(first, worst, _leading(worst_referred, ranked_by))],
+        "ranked": [r["node"] for r in localise.ranked(first, worst, worst_referred if referred_lead else [])],
         "causes": found,
     }
     if referred_summary is not None:
         entry["worst_referred"] = [_brief(r) for r in worst_referred]
-        entry["referred"] = referred_summary
+        entry["referred"] = {**referred_summary, "leads_ranking": bool(referred_lead and worst_referred)}
     return entry
 
 
@@ -114,15 +116,6 @@ def _lowest_output(referred: dict | None) -> tuple[str | None, dict | None]:
         return None, None
     name = min(figures, key=lambda n: figures[n]["snr_db"])
     return name, figures[name]
-
-
-def _leading(worst_referred: list[dict], ranked_by: str) -> list[dict]:
-    """The referred nodes that lead the ranking: only on a path that also measured each node alone.
-    Where the toolchain runs no operator alone quantised (TFLite's converter: its figures are falls
-    in the accumulated run), the referred figures are shown but the falls keep the lead: led by the
-    referred nodes, `--recover` on digits_transformer/imx93 kept 8 nodes in float and missed the goals
-    that the 8 largest falls meet (tests/test_recover.py)."""
-    return worst_referred if ranked_by == localise.RANKED_BY_ISOLATED else []
 
 
 def _suspects(first, worst, context) -> list[dict]:

@@ -16,10 +16,13 @@ What is injected, per node, in order of faithfulness:
   to 8 bits over the float tensor's min/max on the calibration inputs, zero included (the tap
   reports no range: rknn-toolkit2's accuracy_analysis; its default `normal` quantisation is min/max,
   asymmetric); a Conv's weight with the steps the path reports (ESP-DL; none reported by
-  rknn-toolkit2, whose weights are then left in float). Its inputs are quantised as a
-  toolchain that runs the node alone in int8 quantises them: a tensor between two nodes is
-  quantised whichever of them is int8 (BlazeFace's tensor between Conv_76 and Conv_77 on rk3588
-  and imx93, docs/accuracy.md), so its consumer carries its error as its producer does.
+  rknn-toolkit2, whose weights are then left in float). Its inputs are quantised where the path
+  declares that a reader rounds its input (`reader_rounds_input`, TapResult): there the tensor
+  between two nodes is int8 whichever of them is int8 (rknn-toolkit2's exDataConvert layers,
+  TFLite's QUANTIZE; BlazeFace's tensor between Conv_76 and Conv_77 on rk3588 and imx93,
+  docs/accuracy.md), so its reader carries its error as its writer does. Where a tensor is rounded
+  by its writer's quantiser alone (esp-ppq), a node alone int8 reads its inputs in float: only
+  its output (and weight) is quantised, and the tensor's error is its writer's.
 
 Written once here for every path (the core's analysis stage); no toolchain is run.
 """
@@ -69,16 +72,24 @@ def _injectable(model: onnx.ModelProto, tensor: str, dtype) -> onnx.ModelProto:
     return copy
 
 
-def _float_runs(model: onnx.ModelProto, tensors: list[str], feeds: list[dict]) -> tuple[list[list[np.ndarray]], dict[str, list[np.ndarray]]]:
-    """The float model's outputs, and the wanted tensors, per feed."""
+def _exposed_session(model: onnx.ModelProto, tensors: list[str]):
+    """A session of the float model whose outputs are its graph outputs and these tensors (a copy with
+    them added as outputs), and the names of its outputs in order."""
     exposed = onnx.ModelProto()
     exposed.CopyFrom(model)
-    outputs = [o.name for o in model.graph.output]
+    outputs = {o.name for o in model.graph.output}
     for name in tensors:
         if name not in outputs:
+            outputs.add(name)
             exposed.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
     session = _session(exposed)
-    names = [o.name for o in session.get_outputs()]
+    return session, [o.name for o in session.get_outputs()]
+
+
+def _float_runs(model: onnx.ModelProto, tensors: list[str], feeds: list[dict]) -> tuple[list[list[np.ndarray]], dict[str, list[np.ndarray]]]:
+    """The float model's outputs, and the wanted tensors, per feed."""
+    outputs = [o.name for o in model.graph.output]
+    session, names = _exposed_session(model, tensors)
     found: dict[str, list] = {n: [] for n in tensors}
     results = []
     for feed in feeds:
@@ -92,14 +103,8 @@ def _float_runs(model: onnx.ModelProto, tensors: list[str], feeds: list[dict]) -
 def calibration_ranges(model: onnx.ModelProto, tensors: list[str], feeds: list[dict]) -> dict[str, tuple[float, float]]:
     """Each float tensor's (min, max) over the calibration feeds (integer tensors, shapes and indices, are
     not quantised), reduced feed by feed: every node's output of 32 samples of a large model would not fit."""
-    exposed = onnx.ModelProto()
-    exposed.CopyFrom(model)
-    outputs = {o.name for o in model.graph.output}
-    for name in tensors:
-        if name not in outputs:
-            exposed.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
-    session = _session(exposed)
-    wanted = [name for name in (o.name for o in session.get_outputs()) if name in set(tensors)]
+    session, names = _exposed_session(model, tensors)
+    wanted = [name for name in names if name in set(tensors)]
     found: dict[str, tuple[float, float] | None] = {}
     for feed in feeds[:RANGE_SAMPLES]:
         for name, value in zip(wanted, session.run(wanted, feed)):
@@ -128,27 +133,29 @@ def _priority(record: dict) -> tuple:
 
 
 def refer_to_outputs(records: list[dict], model: onnx.ModelProto, feeds: list[dict], calib_feeds: list[dict] | None,
-                     skip_ops=frozenset({"Constant"}), budget_s: float = REFERRED_BUDGET_S) -> dict:
+                     skip_ops=frozenset({"Constant"}), budget_s: float = REFERRED_BUDGET_S, reader_rounds_input: bool = True) -> dict:
     """Set `referred` (per graph output, tap_numpy.moments) and `referred_injected` (what was
     injected) on the records it can; returns a summary for the path's method sentence.
 
     `feeds`: the inputs the path's figures are on (its isolated values are of their first ones);
     `calib_feeds`: for the min/max fallback range. Records are expected with their fidelity and
-    drop already computed (diagnosis.diagnose_path does it first).
+    drop already computed (diagnosis.diagnose_path does it first). `reader_rounds_input`: the
+    path's declaration (TapResult): whether a node is charged with its inputs' rounding.
     """
     started = time.monotonic()
     try:
-        return _refer(records, model, list(feeds[:REFERRED_SAMPLES]), calib_feeds, skip_ops, budget_s, started)
+        return {**_refer(records, model, list(feeds[:REFERRED_SAMPLES]), calib_feeds, skip_ops, budget_s, started, reader_rounds_input),
+                "reader_rounds_input": reader_rounds_input}
     except Exception as exc:  # noqa: BLE001 - the referred figures are an addition: without them the path ranks as before
         reraise_if_interrupted(exc)
         for record in records:
             record.pop("referred", None)
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return {"nodes": 0, "not_reached": 0, "samples": 0, "injected": [], "seconds": round(time.monotonic() - started, 1),
-                "error": f"{type(exc).__name__}: {reason}"[:300]}
+                "reader_rounds_input": reader_rounds_input, "error": f"{type(exc).__name__}: {reason}"[:300]}
 
 
-def _refer(records, model, feeds, calib_feeds, skip_ops, budget_s, started) -> dict:
+def _refer(records, model, feeds, calib_feeds, skip_ops, budget_s, started, reader_rounds_input) -> dict:
     outputs = [o.name for o in model.graph.output]
     produced = {o for n in model.graph.node for o in n.output if o}
     by_tensor = {r["tensor"]: r for r in records if r.get("tensor")}
@@ -156,7 +163,8 @@ def _refer(records, model, feeds, calib_feeds, skip_ops, budget_s, started) -> d
     candidates = [r for r in records if r.get("tensor") in produced and r.get("op_type") not in skip_ops and not _on_its_inputs_grid(r, path_ranges)]
     candidates.sort(key=_priority)
     reference, _ = _float_runs(model, [], feeds)
-    wanted = {x for r in candidates if not r.get("isolated_values") for x in [r["tensor"], *(r.get("inputs") or [])] if x not in path_ranges}
+    charged = [r for r in candidates if not r.get("isolated_values")]
+    wanted = {x for r in charged for x in [r["tensor"], *(_charged_inputs(r, reader_rounds_input))] if x not in path_ranges}
     graph_tensors = produced | ({i.name for i in model.graph.input} - {i.name for i in model.graph.initializer})
     ranges = {t: minmax_range(*v) for t, v in calibration_ranges(model, sorted(wanted & graph_tensors), calib_feeds or feeds).items()} if wanted else {}
     ranges.update(path_ranges)
@@ -166,7 +174,7 @@ def _refer(records, model, feeds, calib_feeds, skip_ops, budget_s, started) -> d
             left += 1
             continue
         try:
-            figures, kind = _referred(record, model, feeds, reference, outputs, ranges)
+            figures, kind = _referred(record, model, feeds, reference, outputs, ranges, reader_rounds_input)
         except Exception as exc:  # noqa: BLE001 - a node whose tensor cannot be fed gets no referred figure, the rest still does
             reraise_if_interrupted(exc)
             continue
@@ -212,13 +220,19 @@ INJECTED_ISOLATED = "the path's isolated tensor"
 INJECTED_FAKE = "inputs and output fake-quantised"
 
 
-def _referred(record: dict, model, feeds, reference, outputs, ranges) -> tuple[dict | None, str]:
+def _charged_inputs(record: dict, reader_rounds_input: bool) -> list[str]:
+    """The activation inputs whose rounding the node is charged with: all of them where the path's readers
+    round their inputs, none where a tensor's rounding is its writer's."""
+    return list(dict.fromkeys(record.get("inputs") or [])) if reader_rounds_input else []
+
+
+def _referred(record: dict, model, feeds, reference, outputs, ranges, reader_rounds_input: bool) -> tuple[dict | None, str]:
     own = record.get("isolated_values")
     if own:
         return _run_injected(model, record["tensor"], own, feeds[: len(own)], reference, outputs), INJECTED_ISOLATED
     if record["tensor"] not in ranges:
         return None, ""
-    quantised = _fake_quantised_node(model, record, ranges)
+    quantised = _fake_quantised_node(model, record, ranges, _charged_inputs(record, reader_rounds_input))
     session = _session(quantised)
     sums: dict[str, dict | None] = {o: None for o in outputs}
     for index, feed in enumerate(feeds):
@@ -246,15 +260,15 @@ def _fake_quant_nodes(source: str, target: str, lo: float, hi: float, step: floa
     return nodes, inits
 
 
-def _fake_quantised_node(model: onnx.ModelProto, record: dict, ranges: dict) -> onnx.ModelProto:
-    """`model` with the record's node (with what it absorbed) reading its activation inputs through a
-    fake quantisation and its output tensor fake-quantised; every other node in float."""
+def _fake_quantised_node(model: onnx.ModelProto, record: dict, ranges: dict, charged_inputs: list[str]) -> onnx.ModelProto:
+    """`model` with the record's node (with what it absorbed) reading `charged_inputs` through a fake
+    quantisation and its output tensor fake-quantised; every other node in float."""
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     group = {record["node"], *(record.get("absorbs") or [])}
     tensor = record["tensor"]
     in_nodes, out_nodes, added_inits = [], [], []
-    for k, name in enumerate(x for x in dict.fromkeys(record.get("inputs") or []) if x in ranges):
+    for k, name in enumerate(x for x in charged_inputs if x in ranges):
         quantised = f"{name}__edgedeploy_q{k}"
         nodes, inits = _fake_quant_nodes(name, quantised, *ranges[name], prefix=f"edgedeploy_fq_in{k}")
         in_nodes += nodes

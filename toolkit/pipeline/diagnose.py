@@ -105,11 +105,14 @@ def _feeds(dataset: Dataset | None) -> list[dict] | None:
 
 
 def _finish(name: str, meta: dict, records: list[dict], named: onnx.ModelProto, samples: int,
-            calibration: Dataset | None = None, evaluation: Dataset | None = None) -> dict:
+            calibration: Dataset | None = None, evaluation: Dataset | None = None, reader_rounds_input: bool = True,
+            repair_keeps_inputs_rounded: bool = False) -> dict:
     """One path's diagnosis; `named` is the model with edgedeploy's display names (the taps' node names).
 
     With the data, each node's own error is also referred to the model's outputs (referred.py): the
-    figures' inputs are the evaluation data when given, else the calibration data, as the taps'."""
+    figures' inputs are the evaluation data when given, else the calibration data, as the taps'. The
+    two flags are the path's declarations (TapResult): which tensors a node is charged with, and
+    whether the referred figures can lead the ranking."""
     # A fused group reads activations; its weights (initializers, or Constant nodes' outputs: silero_vad_16k's
     # inlined branches) are no upstream, else the group's fall is unknown (localise.upstream_snr).
     weights = {i.name for i in named.graph.initializer} | {o for n in named.graph.node if n.op_type == "Constant" for o in n.output}
@@ -118,9 +121,9 @@ def _finish(name: str, meta: dict, records: list[dict], named: onnx.ModelProto, 
     if calibration is not None:
         calib_feeds = _feeds(calibration)
         figure_feeds = _feeds(evaluation) if evaluation is not None else calib_feeds
-        refer = lambda found: referred.refer_to_outputs(found, named, figure_feeds, calib_feeds)  # noqa: E731
+        refer = lambda found: referred.refer_to_outputs(found, named, figure_feeds, calib_feeds, reader_rounds_input=reader_rounds_input)  # noqa: E731
     return diagnose_path({"path": name, **meta}, records, [o.name for o in named.graph.output], samples,
-                         graph_inputs=[i.name for i in named.graph.input], refer=refer)
+                         graph_inputs=[i.name for i in named.graph.input], refer=refer, referred_lead=not repair_keeps_inputs_rounded)
 
 
 def _target_path(target, chip, manifest, artifact, named, calibration, evaluation, work, options, echo) -> dict:
@@ -142,7 +145,13 @@ def _target_path(target, chip, manifest, artifact, named, calibration, evaluatio
     started = time.monotonic()
     tapped = target.accuracy_taps(request)
     meta = {"target": target.id, "chip": chip.id, "toolchain": tapped.toolchain, "method": tapped.method, "notes": tapped.notes, "seconds": round(time.monotonic() - started, 1)}
-    return _finish(chip.id, meta, tapped.records, named, len(calibration), calibration, evaluation)
+    return finish_tapped(chip.id, meta, tapped, named, calibration, evaluation)
+
+
+def finish_tapped(name: str, meta: dict, tapped, named: onnx.ModelProto, calibration: Dataset, evaluation: Dataset | None) -> dict:
+    """One target path's diagnosis from its TapResult, with what the target declares of its tensors."""
+    return _finish(name, meta, tapped.records, named, len(calibration), calibration, evaluation,
+                   reader_rounds_input=tapped.reader_rounds_input, repair_keeps_inputs_rounded=tapped.repair_keeps_inputs_rounded)
 
 
 def _batchable(named: onnx.ModelProto, calibration: Dataset) -> bool:

@@ -6,6 +6,12 @@ from edgedeploy.escape import terminal_safe
 from edgedeploy.report.snr_curve import text_chart
 
 
+def referred_role(path: dict) -> str:
+    """Whether the worst referred nodes lead the ranking on this path (a path whose repair leaves a node's
+    inputs int8 reports them without; documents older than the flag had them lead)."""
+    return "ranked first" if (path.get("referred") or {}).get("leads_ranking", True) else "reported, not leading: this path's repair keeps a node's inputs int8"
+
+
 def _db(value) -> str:
     if value is None:
         return "-"
@@ -69,7 +75,7 @@ def render_path(path: dict, nodes: bool = True, chart: bool = True) -> str:
     lines.append(f"  worst by {path.get('worst_ranked_by', 'isolated SNR')}: {worst or '-'}")
     if path.get("worst_referred"):
         referred = ", ".join(f"{w['node']} ({_db(w.get('referred_snr_db'))} dB)" for w in path["worst_referred"])
-        lines.append(f"  worst referred to the outputs (that node alone quantised in the float model, lowest output SNR; ranked first): {referred}")
+        lines.append(f"  worst referred to the outputs (that node alone quantised in the float model, lowest output SNR; {referred_role(path)}): {referred}")
     for cause in path.get("causes") or []:
         lines.append(f"  likely cause at {cause['node']}: {cause['sentence']}")
     if not path.get("causes"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from edgedeploy import __version__
 from edgedeploy.escape import html_text, markdown_cell
-from edgedeploy.report.diagnosis import latency_notes, show_attempt_figures
+from edgedeploy.report.diagnosis import latency_notes, referred_role, show_attempt_figures
 from edgedeploy.report.snr_curve import GOAL_SNR_DB, output_curves, snr_value, text_chart
 from edgedeploy.report.snr_svg import curve_svg
 
@@ -34,7 +34,7 @@ def _findings(path: dict) -> list[str]:
     lines.append(f"Worst by {path.get('worst_ranked_by', 'isolated SNR')}: {worst or '-'}.")
     if path.get("worst_referred"):
         referred = ", ".join(f"{w['node']} ({_db(w.get('referred_snr_db'))})" for w in path["worst_referred"])
-        lines.append(f"Worst referred to the outputs (that node alone quantised in the float model, lowest output SNR; ranked first): {referred}.")
+        lines.append(f"Worst referred to the outputs (that node alone quantised in the float model, lowest output SNR; {referred_role(path)}): {referred}.")
     lines += [f"Likely cause at {c['node']}: {c['sentence']}" for c in path.get("causes") or []] or ["Likely cause: none the statistics show."]
     return lines
 
