@@ -163,8 +163,8 @@ def _refer(records, model, feeds, calib_feeds, skip_ops, budget_s, started, read
     candidates = [r for r in records if r.get("tensor") in produced and r.get("op_type") not in skip_ops and not _on_its_inputs_grid(r, path_ranges)]
     candidates.sort(key=_priority)
     reference, _ = _float_runs(model, [], feeds)
-    charged = [r for r in candidates if not r.get("isolated_values")]
-    wanted = {x for r in charged for x in [r["tensor"], *(_charged_inputs(r, reader_rounds_input))] if x not in path_ranges}
+    fake_quantised = [r for r in candidates if not r.get("isolated_values")]
+    wanted = {x for r in fake_quantised for x in [r["tensor"], *(_charged_inputs(r, reader_rounds_input))] if x not in path_ranges}
     graph_tensors = produced | ({i.name for i in model.graph.input} - {i.name for i in model.graph.initializer})
     ranges = {t: minmax_range(*v) for t, v in calibration_ranges(model, sorted(wanted & graph_tensors), calib_feeds or feeds).items()} if wanted else {}
     ranges.update(path_ranges)

@@ -176,7 +176,10 @@ def _qdq_path(named_path: Path, named, calibration, evaluation, work: Path) -> d
         "settings": settings,
         "seconds": round(time.monotonic() - started, 1),
     }
-    return _finish("onnxruntime-qdq", meta, records, named, len(calibration), calibration, evaluation)
+    # The QDQ format quantises a quantised node's inputs (their Q/DQ pairs), and its referred figures are
+    # its own isolated runs, inputs quantised: readers round their inputs; no repair runs on this path.
+    return _finish("onnxruntime-qdq", meta, records, named, len(calibration), calibration, evaluation,
+                   reader_rounds_input=True, repair_keeps_inputs_rounded=False)
 
 
 def _samples_note(samples: dict) -> str:
