@@ -5234,3 +5234,34 @@ def _focus_case(rng, spec) -> tuple[list, list, list, list]:
 SPACE_TO_DEPTH_QUARTERS = ((0, 0), (1, 0), (0, 1), (1, 1))
 CASES.append(Case("focus_pack", "fresh3: YOLOv5's Focus (a space-to-depth by step-2 Slices) on a model input (ddddocr's detector)",
                   lambda: _packed(_focus_case, FOCUS_PACK, 149, opset=11), ("rk3588", "rk3566")))
+
+
+# ---- fresh3 (ddddocr's detector, a YOLOv5 head): flattened levels swapped to [1, cells, C] -------
+
+# (name, channels, sides, base): per level a Conv of C outputs (stride base/side on one
+# [1, 8, base, base] input), a Reshape [1, C, H, W] -> [1, C, H*W], one Concat of the levels along
+# the last axis and a Transpose [0, 2, 1] to [1, cells, C], the model output.
+LEVELS_SWAP_PACK = (("c6_52", 6, (52, 26, 13), 52), ("c6_20", 6, (20, 10, 5), 20), ("c4_20", 4, (20, 10, 5), 20),
+                    ("c8_20", 8, (20, 10, 5), 20), ("c16_20", 16, (20, 10, 5), 20), ("c12_20", 12, (20, 10, 5), 20),
+                    ("c32_20", 32, (20, 10, 5), 20), ("c85_20", 85, (20, 10, 5), 20), ("c6_16", 6, (16, 8, 4), 16))
+
+
+def _levels_swap_case(rng, spec) -> tuple[list, list, list, list]:
+    """One LEVELS_SWAP_PACK entry."""
+    name, c, sides, base = spec
+    p = f"swap_{name}_"
+    inits, nodes, pieces = [], [], []
+    for i, side in enumerate(sides):
+        stride = base // side
+        inits += [_const(p + f"w{i}", _weights(rng, c, 8, stride, stride)), _const(p + f"s{i}", np.array([1, c, -1], np.int64))]
+        nodes += [helper.make_node("Conv", [p + "x", p + f"w{i}"], [p + f"m{i}"], name=p + f"level{i}_conv", kernel_shape=[stride, stride], strides=[stride, stride]),
+                  helper.make_node("Reshape", [p + f"m{i}", p + f"s{i}"], [p + f"f{i}"], name=p + f"level{i}_flatten")]
+        pieces.append(p + f"f{i}")
+    cells = sum(s * s for s in sides)
+    nodes += [helper.make_node("Concat", pieces, [p + "cat"], name=p + "levels_concat", axis=2),
+              helper.make_node("Transpose", [p + "cat"], [p + "y"], name=p + "swap", perm=[0, 2, 1])]
+    return nodes, inits, [_vi(p + "x", [1, 8, base, base])], [_vi(p + "y", [1, cells, c])]
+
+
+CASES.append(Case("levels_swap_pack", "fresh3: a YOLOv5 head's flattened levels swapped to [1, cells, C] as the model output (ddddocr's detector)",
+                  lambda: _packed(_levels_swap_case, LEVELS_SWAP_PACK, 151, opset=11), ("rk3588", "rk3566")))

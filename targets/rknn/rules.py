@@ -1701,3 +1701,18 @@ def last_axis_split_into_a_sum(node: NodeView, chip: str):
     """On RK3588 a Reshape that splits the last axis of [N, H, T, C] into [N, H, T, g, C/g] for a ReduceSum over the new last axis (WavLM's gated relative positions) runs on the CPU when T is not a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed; passes.last_axis_split_into_a_sum marks it)."""
     tokens = node.attr(_passes.GATES_VIEW_ATTRIBUTE)
     return Offence(int(tokens), "a split of the last axis summed over") if tokens is not None else None
+
+
+@RULES.rule("Transpose", chips=tuple(OUTPUT_WIDTH_ALIGN_3D), ALIGN="16 on RK3588")
+def unaligned_swap_as_3d_model_output(node: NodeView, chip: str):
+    """A Transpose [0, 2, 1] of a 3-D tensor that writes the model output [N, T, K] runs on the CPU when K is not a multiple of {ALIGN} (a YOLOv5 head's flattened levels swapped to [1, cells, C]).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 (2026-12-04, int8; tests/forms_models.py
+    levels_swap_pack, the levels of 52/26/13, 20/10/5 and 16/8/4 maps flattened, Concatenated and
+    swapped): K = 4, 6, 8, 12, 85: CPU; 16, 32: NPU (ddddocr's detector, K = 6: CPU).
+    """
+    out, x = node.output(0), node.input(0)
+    if out is None or x is None or not out.is_model_output or out.rank != 3 or list(_ints(node.attr("perm"))) != [0, 2, 1] or not isinstance(out.shape[2], int):
+        return None
+    width = out.shape[2]
+    return Offence(width, "output width") if width % OUTPUT_WIDTH_ALIGN_3D[chip] else None
