@@ -5265,3 +5265,86 @@ def _levels_swap_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("levels_swap_pack", "fresh3: a YOLOv5 head's flattened levels swapped to [1, cells, C] as the model output (ddddocr's detector)",
                   lambda: _packed(_levels_swap_case, LEVELS_SWAP_PACK, 151, opset=11), ("rk3588", "rk3566")))
+
+
+# A one-channel map squeezed to a 3-D model output (transformers' GLPN depth head: Conv, Sigmoid,
+# Mul by the max depth, Squeeze(1)), by what computes the map, its size, the op that drops the
+# channel axis (or the shape a Reshape gives it; "c4": a map of 4 channels) and whether the result
+# is the model's output (False: a Relu reads it; "MatMul": a Linear; else the activations named, the
+# last the output; "product": the second operand of a product with a model input); "pooled": a
+# GlobalAveragePool's [1, C, 1, 1] (then a 1x1 Conv for "pooled_conv"); "c4", "c16": 4 or 16 channels.
+# (name, source, side, drop, output)
+SQUEEZED_MAP_PACK = (
+    ("glpn", "sigmoid_mul", 64, "Squeeze", True), ("s16", "sigmoid_mul", 16, "Squeeze", True), ("s7", "sigmoid_mul", 7, "Squeeze", True),
+    ("conv", "conv", 32, "Squeeze", True), ("relu", "relu", 32, "Squeeze", True), ("sigmoid", "sigmoid", 32, "Squeeze", True),
+    ("reshape", "sigmoid_mul", 32, "Reshape", True), ("inner", "sigmoid_mul", 32, "Squeeze", False),
+    ("flat", "sigmoid_mul", 32, "Flatten", True),
+    ("c4_tokens", "c4", 16, [1, 4, 256], True), ("c4_nobatch", "c4", 16, [4, 16, 16], True), ("c1_tokens", "conv", 16, [1, 1, 256], True),
+    ("c1_nhwc", "conv", 16, [1, 16, 16, 1], True), ("c1_rows", "conv", 16, [1, 16, 16], False),
+    ("pooled", "pooled", 16, "Flatten", True), ("pooled_conv", "pooled_conv", 16, "Flatten", True), ("pooled_rs", "pooled", 16, [1, 4], True),
+    ("then_sigmoid", "conv", 16, "Squeeze", "Sigmoid"), ("then_two", "conv", 16, "Squeeze", "Relu,Sigmoid"),
+    ("into_linear", "c4", 16, [1, 4, 256], "MatMul"), ("pooled16", "pooled16", 16, "Flatten", True),
+    ("into_linear16", "c16", 8, [1, 16, 64], "MatMul"), ("into_product", "c16", 8, [1, 2, 8, 64], "product"),
+    ("into_linear_c4s8", "c4", 8, [1, 4, 64], "MatMul"), ("into_linear_c16s16", "c16", 16, [1, 16, 256], "MatMul"),
+    ("c16_out", "c16", 8, [1, 16, 64], True), ("c16_nobatch", "c16", 8, [16, 8, 8], True), ("c16_relu", "c16", 8, [1, 16, 64], False),
+    ("c16_s16_out", "c16", 16, [1, 16, 256], True), ("c8_out", "c8", 8, [1, 8, 64], True),
+)
+
+
+def _squeezed_map_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of SQUEEZED_MAP_PACK: its nodes, initializers, input and output."""
+    name, source, side, drop, output = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    in_side = side
+    channels = 16 if source.endswith("16") else 8 if source == "c8" else 4 if source.startswith(("c4", "pooled")) else 1
+    target = drop if isinstance(drop, list) else [1, side, side]
+    inits = [_const(p + "w", _weights(rng, channels, 8, 3, 3)), _const(p + "b", np.zeros(channels, np.float32)), _const(p + "ten", np.array(10.0, np.float32)),
+             _const(p + "axis", np.array([1], np.int64)), _const(p + "shape", np.array(target, np.int64))]
+    nodes = [node("Conv", ["x", "w", "b"], "conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    last = "conv"
+    if source in ("sigmoid", "sigmoid_mul"):
+        nodes.append(node("Sigmoid", [last], "sig"))
+        last = "sig"
+    if source == "sigmoid_mul":
+        nodes.append(node("Mul", [last, "ten"], "depth"))
+        last = "depth"
+    if source == "relu":
+        nodes.append(node("Relu", [last], "act"))
+        last = "act"
+    if source.startswith("pooled"):  # a classifier's pooled map [1, C, 1, 1]: nothing spatial left
+        nodes.append(node("GlobalAveragePool", [last], "gap"))
+        last = "gap"
+        side = 1
+        if source == "pooled_conv":
+            inits += [_const(p + "w1", _weights(rng, 4, 4, 1, 1)), _const(p + "b1", _weights(rng, 4))]
+            nodes.append(node("Conv", [last, "w1", "b1"], "fc", kernel_shape=[1, 1]))
+            last = "fc"
+    if drop == "Squeeze":
+        nodes.append(node("Squeeze", [last, "axis"], "y" if output is True else "sq"))
+    elif drop == "Reshape" or isinstance(drop, list):
+        nodes.append(node("Reshape", [last, "shape"], "y" if output is True else "sq"))
+    else:
+        nodes.append(node("Flatten", [last], "y", axis=2 if side > 1 else 1))
+    shape = list(target)
+    if output is False:
+        nodes.append(node("Relu", ["sq"], "y"))
+    elif output == "product":  # the second operand of q @ k with q a model input (EfficientFormerV2's key)
+        nodes.append(node("MatMul", ["q", "sq"], "y"))
+        shape = [1, 2, 8, 64]
+        return nodes, inits, [_vi(p + "x", [1, 8, in_side, in_side]), _vi(p + "q", [1, 2, 8, 8])], [_vi(p + "y", shape)]
+    elif output == "MatMul":
+        inits.append(_const(p + "wl", _weights(rng, target[-1], 8)))
+        nodes.append(node("MatMul", ["sq", "wl"], "y"))
+        shape = target[:-1] + [8]
+    elif isinstance(output, str):  # activations after the view, the last one the model output
+        ops = output.split(",")
+        for i, op in enumerate(ops):
+            nodes.append(node(op, ["sq" if i == 0 else f"a{i - 1}"], "y" if i == len(ops) - 1 else f"a{i}"))
+    if drop == "Flatten":
+        shape = [1, side * side] if side > 1 else [1, channels]
+    return nodes, inits, [_vi(p + "x", [1, 8, in_side, in_side])], [_vi(p + "y", shape)]
+
+
+CASES.append(Case("squeezed_map_pack", "fresh3: a one-channel map squeezed to a 3-D model output (transformers' GLPN depth head)",
+                  lambda: _packed(_squeezed_map_case, SQUEEZED_MAP_PACK, 107, opset=13), ("rk3566",)))

@@ -3729,3 +3729,66 @@ def last_axis_split_into_a_sum(graph, chip):
         axes = (_ints(reader.inputs[1]) if len(reader.inputs) > 1 else reader.attr("axes")) or []
         if [int(a) % 5 for a in axes] == [4]:
             graph.fuse([node], "Reshape", attributes={GATES_VIEW_ATTRIBUTE: int(out[2])})
+
+
+
+# A convolution map viewed into another shape (rules.view_of_a_map_on_cpu places it).
+MAP_VIEW_ATTRIBUTE = "rknn_map_view"
+MAP_VIEW_LINEAR_ALIGN = 8  # channels of a map viewed into a Linear that keep the view on the NPU (4: CPU, 16: NPU; 8 not measured)
+MAP_VIEW_HOPS = 3  # activations, or products and sums with a constant, between the Conv and the view
+VIEW_ACTIVATIONS = frozenset({"Relu", "Sigmoid"})  # measured after the view (one joins it) and before it
+
+
+def _attributes_of(node) -> dict:
+    from onnx import helper
+
+    return {a.name: helper.get_attribute_value(a) for a in node.proto.attribute}
+
+
+def _conv_map(graph, tensor: str) -> bool:
+    """Whether a Conv made `tensor`, through at most MAP_VIEW_HOPS activations or products and sums with a constant."""
+    for _ in range(MAP_VIEW_HOPS + 1):
+        writer = graph.producer(tensor)
+        if writer is None:
+            return False
+        if writer.op_type == "Conv":
+            return True
+        data = [t for t in writer.inputs if t.present and not _known(t)]
+        if not (writer.op_type in VIEW_ACTIVATIONS or writer.op_type in ("Mul", "Add")) or len(data) != 1:
+            return False
+        tensor = data[0].name
+    return False
+
+
+def _linear_of(node, tensor: str) -> bool:
+    """A MatMul of `tensor` by a constant weight (a Linear)."""
+    return node.op_type == "MatMul" and len(node.inputs) == 2 and node.inputs[0].name == tensor and _known(node.inputs[1])
+
+
+@RULES.graph_pass("Reshape", "Squeeze", "Flatten", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED, ALIGN=MAP_VIEW_LINEAR_ALIGN)
+def map_views_on_cpu(graph, chip):
+    """{OBSERVED} on RK3566/RK3568 runs on the CPU a Reshape, Squeeze or Flatten that views a convolution's map [1, C, H, W] (H * W > 1; after the Conv at most a few activations or products and sums with a constant) into another shape when the view is a model output (transformers' GLPN depth head: Squeeze(1) of its one-channel depth map), when one activation reads it (that activation runs there with it), or when a Linear reads it and C is not a multiple of {ALIGN}. A pooled map (H = W = 1, a classifier's Flatten) and a view into a product of two computed tensors (EfficientFormerV2's key) stay on the NPU. The pass marks the view (and joins the activation to it) for rules.view_of_a_map_on_cpu.
+
+    Measured on RK3566 with tests/forms_models.py squeezed_map_pack (rknn-toolkit2 2.5.0, 90 nodes,
+    2026-12-04): as the model output, 1, 4, 8 and 16 channels of 7x7 to 64x64 after a Conv, a
+    Relu, a Sigmoid or GLPN's Sigmoid and Mul, by Squeeze, Reshape (to 3-D, to [C, H, W], to
+    [1, H, W, 1]) or Flatten: CPU; read by a Relu or a Sigmoid: both CPU (by a Relu then a
+    Sigmoid: the Sigmoid on the NPU); into a Linear: CPU with 4 channels (8x8, 16x16), NPU with 16;
+    into q @ k as k: NPU; GlobalAveragePool's [1, 16, 1, 1] flattened: NPU. RK3588 differs (only a
+    7x7 map squeezed to the output was on its CPU; not modelled here). RK3568 is taken to behave as
+    RK3566 (not measured).
+    """
+    for view in [n for n in graph.nodes if n.op_type in ("Reshape", "Squeeze", "Flatten")]:
+        x, out = view.inputs[0] if view.inputs else None, view.outputs[0] if view.outputs else None
+        if x is None or out is None or x.rank != 4 or not x.is_static or x.shape[2] * x.shape[3] == 1 or _static_shape(out) == _static_shape(x):
+            continue
+        if not _conv_map(graph, x.name):
+            continue
+        readers = graph.consumers(out.name)
+        marked = {**_attributes_of(view), MAP_VIEW_ATTRIBUTE: list(x.shape)}
+        if out.is_model_output and not readers:
+            graph.fuse([view], view.op_type, attributes=marked)
+        elif len(readers) == 1 and not out.is_model_output and readers[0].op_type in VIEW_ACTIVATIONS:
+            graph.fuse([view, readers[0]], view.op_type, leader=view, attributes=marked)
+        elif len(readers) == 1 and not out.is_model_output and _linear_of(readers[0], out.name) and x.shape[1] % MAP_VIEW_LINEAR_ALIGN:
+            graph.fuse([view], view.op_type, attributes=marked)

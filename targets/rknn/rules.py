@@ -1716,3 +1716,15 @@ def unaligned_swap_as_3d_model_output(node: NodeView, chip: str):
         return None
     width = out.shape[2]
     return Offence(width, "output width") if width % OUTPUT_WIDTH_ALIGN_3D[chip] else None
+
+
+
+@RULES.rule("Reshape", "Squeeze", "Flatten", chips=("rk3566", "rk3568"))
+def view_of_a_map_on_cpu(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU the view of a convolution's map [1, C, H, W] (H * W > 1) into another shape when it is a model output, when an activation reads it (with that activation) or when a Linear reads it and C is not a multiple of 8 (rknn-toolkit2 2.5.0, observed: transformers' GLPN squeezes its depth map to the output; the pass map_views_on_cpu marks the view).
+
+    Measured on tests/forms_models.py squeezed_map_pack (RK3566, 2026-12-04); RK3568 is taken to
+    behave as RK3566 (not measured).
+    """
+    n = node.attr(_passes.MAP_VIEW_ATTRIBUTE)
+    return None if n is None else Offence(tuple(n), "map viewed")
