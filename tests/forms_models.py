@@ -5348,3 +5348,261 @@ def _squeezed_map_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("squeezed_map_pack", "fresh3: a one-channel map squeezed to a 3-D model output (transformers' GLPN depth head)",
                   lambda: _packed(_squeezed_map_case, SQUEEZED_MAP_PACK, 107, opset=13), ("rk3566",)))
+# ---- fresh3 (issue 27): the i.MX 93 and ESP32-S3 misses' mechanisms ---------------------------
+
+
+def _batched_norm_case(rng, spec):
+    """(name, shape, kind): a Conv 1x1 on the input, then `kind`: "in" an InstanceNormalization
+    (scale and bias per channel, initializers), "gn4" GroupNorm(4) as torch.onnx writes it below
+    opset 18 (Reshape [N, 4, -1], InstanceNormalization of ones and zeros, Reshape back, Mul, Add),
+    "mean" a ReduceMean over the spatial axes read by a Mul (the rule the batch limit came from);
+    then a Relu. RAFT runs its feature encoder on both images as one batch of 2."""
+    name, shape, kind = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    c, n, ones = shape[1], shape[0], [1] * (len(shape) - 2)
+    inits = [_const(p + "w", _weights(rng, c, c, *ones))]
+    nodes = [node("Conv", ["x", "w"], "c", kernel_shape=ones)]
+    if kind == "in":
+        inits += [_const(p + "scale", (1 + 0.1 * rng.standard_normal(c)).astype(np.float32)), _const(p + "bias", _weights(rng, c))]
+        nodes.append(node("InstanceNormalization", ["c", "scale", "bias"], "norm", epsilon=1e-5))
+    elif kind == "gn4":
+        affine = [c] + ones
+        inits += [_const(p + "grouped", np.array([n, 4, -1], np.int64)), _const(p + "back", np.array(shape, np.int64)),
+                  _const(p + "one", np.ones(4, np.float32)), _const(p + "zero", np.zeros(4, np.float32)),
+                  _const(p + "gamma", (1 + 0.1 * rng.standard_normal(affine)).astype(np.float32)), _const(p + "beta", _weights(rng, *affine))]
+        nodes += [node("Reshape", ["c", "grouped"], "g"), node("InstanceNormalization", ["g", "one", "zero"], "gnorm", epsilon=1e-5),
+                  node("Reshape", ["gnorm", "back"], "ungrouped"), node("Mul", ["ungrouped", "gamma"], "scaled"), node("Add", ["scaled", "beta"], "norm")]
+    else:
+        nodes += [node("ReduceMean", ["c"], "m", axes=list(range(2, len(shape))), keepdims=1), node("Mul", ["c", "m"], "norm")]
+    nodes.append(node("Relu", ["norm"], "y"))
+    return nodes, inits, [_vi(p + "x", shape)], [_vi(p + "y", shape)]
+
+
+BATCHED_NORM_PACK = (
+    ("in_b2", [2, 16, 8, 8], "in"), ("in_b1", [1, 16, 8, 8], "in"), ("in3_b2", [2, 16, 32], "in"), ("in_b2_wide", [2, 32, 16, 16], "in"),
+    ("gn4_b2", [2, 32, 8, 8], "gn4"), ("gn4_b1", [1, 32, 8, 8], "gn4"), ("mean_b2", [2, 16, 8, 8], "mean"),
+    ("mean3_b2", [2, 16, 32], "mean"), ("in_b3", [3, 8, 8, 8], "in"),
+)
+CASES.append(Case("batched_norm_pack", "fresh3: InstanceNormalization on a batch of 2 (RAFT's feature encoder)",
+                  lambda: _packed(_batched_norm_case, BATCHED_NORM_PACK, 61, opset=17), ("imx93",)))
+
+
+def _two_images_case(rng, spec):
+    """(name, variant): RAFT's two encoders on two images [1, 3, 32, 32]: "raft" the images joined
+    into a batch (Concat axis 0) for a Conv 7x7/2 (pads 3), InstanceNormalization and Relu, and the
+    first image alone through its own Conv 7x7/2 and Relu (the context encoder, no norm);
+    "alone" that second branch only; "concat_c" the images joined on the channels instead;
+    "raft_3x3" the context branch as a Conv 3x3/1 (pads 1, no PAD of its own)."""
+    name, variant, c = (*spec, 16) if len(spec) == 2 else spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    k, pad, stride = (3, 1, 1) if variant == "raft_3x3" else (7, 3, 2)
+    side = 32 // stride
+    inits = [_const(p + "wc", _weights(rng, c, 3, k, k)), _const(p + "bc", _weights(rng, c))]
+    nodes = [node("Conv", ["x1", "wc", "bc"], "cc", kernel_shape=[k, k], pads=[pad] * 4, strides=[stride] * 2), node("Relu", ["cc"], "ctx")]
+    inputs = [_vi(p + "x1", [1, 3, 32, 32])]
+    outputs = [_vi(p + "ctx", [1, c, side, side])]
+    if variant != "alone":
+        batch = variant != "concat_c"
+        inits += [_const(p + "wf", _weights(rng, c, 3 if batch else 6, 7, 7)), _const(p + "bf", _weights(rng, c))]
+        inputs.append(_vi(p + "x2", [1, 3, 32, 32]))
+        nodes += [node("Concat", ["x1", "x2"], "both", axis=0 if batch else 1),
+                  node("Conv", ["both", "wf", "bf"], "cf", kernel_shape=[7, 7], pads=[3] * 4, strides=[2, 2])]
+        if batch:
+            inits += [_const(p + "scale", np.ones(c, np.float32)), _const(p + "bias", np.zeros(c, np.float32))]
+            nodes.append(node("InstanceNormalization", ["cf", "scale", "bias"], "nf", epsilon=1e-5))
+        nodes.append(node("Relu", ["nf" if batch else "cf"], "feat"))
+        outputs.append(_vi(p + "feat", [2 if batch else 1, c, 16, 16]))
+    return nodes, inits, inputs, outputs
+
+
+CASES += [Case(f"two_images_{v}", "fresh3: RAFT's context encoder on an image also joined into the feature encoder's batch",
+               lambda v=v: _packed(_two_images_case, ((v, v),), 62, opset=17), ("imx93",)) for v in ("raft", "alone", "concat_c", "raft_3x3")]
+
+
+def _l2_norm_imx_case(rng, spec):
+    """(name, variant): a Relu of the input [1, 32, 8, 8] (SSD's conv4_3 map), then its L2 norm
+    over the channels: "ssd" torchvision's F.normalize (ReduceL2 axes [1] keepdims, Clip with a
+    min only, Expand to the input's Shape, Div) and the per-channel scale Mul; "noexpand" ReduceL2,
+    Clip, Div; "alone" ReduceL2 read by a Relu; "k0" ReduceL2 without keepdims; "a23" over H and W,
+    Div; "sqrt_clip_div" the norm written out (Mul, ReduceSum, Sqrt), Clip, Div; "sqrt_relu_div"
+    with a Relu for the Clip; "sqrt_clip_mul" Clip read by a Mul of the input; "l2_clip_conv" the
+    Clip read by a Conv 1x1."""
+    name, variant = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    shape = [1, 32, 8, 8]
+    inits = [_const(p + "eps", np.array(1e-12, np.float32))]
+    nodes = [node("Relu", ["x"], "r")]
+    axes = [2, 3] if variant == "a23" else [1]
+    keep = 0 if variant == "k0" else 1
+    if variant.startswith("sqrt"):
+        inits.append(_const(p + "axes", np.array(axes, np.int64)))
+        nodes += [node("Mul", ["r", "r"], "sq"), node("ReduceSum", ["sq", "axes"], "ss", keepdims=1), node("Sqrt", ["ss"], "norm")]
+    else:
+        nodes.append(node("ReduceL2", ["r"], "norm", axes=axes, keepdims=keep))
+    if variant in ("alone", "k0"):
+        nodes.append(node("Relu", ["norm"], "y"))
+        out = [1, 1, 8, 8] if keep else [1, 8, 8]
+        return nodes, inits, [_vi(p + "x", shape)], [_vi(p + "y", out)]
+    if variant == "sqrt_relu_div":
+        nodes.append(node("Relu", ["norm"], "clipped"))
+    else:
+        nodes.append(helper.make_node("Clip", [p + "norm", p + "eps", ""], [p + "clipped"], name=p + "clipped"))
+    if variant == "ssd":
+        inits.append(_const(p + "gamma", (20 + rng.standard_normal([1, 32, 1, 1])).astype(np.float32)))
+        nodes += [node("Shape", ["r"], "shape"), node("Expand", ["clipped", "shape"], "wide"), node("Div", ["r", "wide"], "d"), node("Mul", ["gamma", "d"], "y")]
+    elif variant == "sqrt_clip_mul":
+        nodes.append(node("Mul", ["r", "clipped"], "y"))
+    elif variant == "l2_clip_conv":
+        inits.append(_const(p + "w", _weights(rng, 32, 1, 1, 1)))
+        nodes.append(node("Conv", ["clipped", "w"], "y", kernel_shape=[1, 1]))
+    else:
+        nodes.append(node("Div", ["r", "clipped"], "y"))
+    return nodes, inits, [_vi(p + "x", shape)], [_vi(p + "y", shape)]
+
+
+L2_NORM_IMX_PACK = tuple((v, v) for v in ("ssd", "noexpand", "alone", "k0", "a23", "sqrt_clip_div", "sqrt_relu_div", "sqrt_clip_mul", "l2_clip_conv"))
+CASES.append(Case("l2_norm_imx_pack", "fresh3: an L2 norm over the channels (SSD's F.normalize) through onnx2tf and Vela",
+                  lambda: _packed(_l2_norm_imx_case, L2_NORM_IMX_PACK, 63, used_only=True, opset=13), ("imx93",)))
+
+
+def _jax_layer_norm_case(rng, spec):
+    """(name, variant): jax2tf's LayerNorm (magika) of a Relu of the input [1, 64, 32] over axis 1:
+    ReduceSum (keepdims 0) of x and of x*x, Muls by 1/n, the variance as E[x^2] - E[x]^2, Max with
+    0; "jax" then Reshape [1, 1, C], Expand to the same shape, Add eps, Sqrt, Reciprocal, Mul by
+    gamma, and x minus the mean (Reshape, Expand) times it, plus beta; "noexpand" without the
+    Expands; "keepdims" reduced with keepdims (no Reshape, no Expand); "vector" the same on a
+    [1, 64] vector (magika's second LayerNorm: a [1] mean Reshaped to [1, 1])."""
+    name, variant = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    shape = [1, 64] if variant == "vector" else [1, 64, 32]
+    n, c = 64, shape[-1] if len(shape) == 3 else None
+    stat = [1, 1, c] if c else [1, 1]
+    keep = 1 if variant == "keepdims" else 0
+    inits = [_const(p + "axes", np.array([1], np.int64)), _const(p + "inv_n", np.array(1.0 / n, np.float32)), _const(p + "zero", np.array(0, np.float32)),
+             _const(p + "eps", np.array(1e-6, np.float32)), _const(p + "stat", np.array(stat, np.int64)),
+             _const(p + "gamma", (1 + 0.1 * rng.standard_normal(shape)).astype(np.float32)), _const(p + "beta", _weights(rng, *shape))]
+    nodes = [node("Relu", ["x"], "r"), node("ReduceSum", ["r", "axes"], "s", keepdims=keep), node("Mul", ["r", "r"], "sq"),
+             node("ReduceSum", ["sq", "axes"], "s2", keepdims=keep), node("Mul", ["s", "inv_n"], "mean"), node("Mul", ["s2", "inv_n"], "mean2"),
+             node("Mul", ["mean", "mean"], "mean_sq"), node("Sub", ["mean2", "mean_sq"], "var0"), node("Max", ["zero", "var0"], "var")]
+
+    def widened(t, tag):
+        if variant == "keepdims":
+            return t
+        nodes.append(node("Reshape", [t, "stat"], f"{tag}_r"))
+        if variant == "noexpand":
+            return f"{tag}_r"
+        nodes.append(node("Expand", [f"{tag}_r", "stat"], f"{tag}_e"))
+        return f"{tag}_e"
+
+    v = widened("var", "var")
+    nodes += [node("Add", [v, "eps"], "ve"), node("Sqrt", ["ve"], "sd"), node("Reciprocal", ["sd"], "inv"), node("Mul", ["inv", "gamma"], "k")]
+    m = widened("mean", "mean")
+    nodes += [node("Sub", ["r", m], "centred"), node("Mul", ["centred", "k"], "scaled"), node("Add", ["scaled", "beta"], "y")]
+    return nodes, inits, [_vi(p + "x", shape)], [_vi(p + "y", shape)]
+
+
+def _one_hot_case(rng, spec):
+    """(name, variant): jax2tf's one-hot of byte values (magika): an int32 input [1, 64] Reshaped to
+    [1, 64, 1], ("expand": Expanded to the same shape, as jax2tf's BroadcastTo), Equal to the
+    constant classes [1, 1, 17], Cast to float, MatMul by weights [17, 16]; "big": 257 classes
+    and weights [257, 64] (magika's); "...bias": the MatMul's result plus a bias (Add)."""
+    name, variant = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    k, d = (257, 64) if variant.startswith("big") else (17, 16)
+    inits = [_const(p + "col", np.array([1, 64, 1], np.int64)), _const(p + "classes", np.arange(k, dtype=np.int32).reshape(1, 1, k)),
+             _const(p + "w", _weights(rng, k, d)), _const(p + "b", _weights(rng, d))]
+    nodes = [node("Reshape", ["x", "col"], "col_x")]
+    src = "col_x"
+    if variant == "expand":
+        nodes.append(node("Expand", ["col_x", "col"], "wide"))
+        src = "wide"
+    nodes += [node("Equal", [src, "classes"], "hot"), node("Cast", ["hot"], "hotf", to=TensorProto.FLOAT)]
+    if variant.endswith("bias"):
+        nodes += [node("MatMul", ["hotf", "w"], "mm"), node("Add", ["mm", "b"], "y")]
+    else:
+        nodes.append(node("MatMul", ["hotf", "w"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 64], TensorProto.INT32)], [_vi(p + "y", [1, 64, d])]
+
+
+def _jax_softmax_case(rng, spec):
+    """(name, variant): jax2tf's softmax over [1, 24] logits (a MatMul of the input [1, 16]):
+    ReduceMax (keepdims 0), Max with a constant, Reshape [1, 1], Expand, Sub, Exp, ReduceSum
+    (keepdims 0), Reshape [1, 1], Expand, Div, a model output; "keepdims" the same with keepdims
+    and no Reshape or Expand."""
+    name, variant = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    keep = 1 if variant == "keepdims" else 0
+    inits = [_const(p + "w", _weights(rng, 16, 24)), _const(p + "axes", np.array([1], np.int64)), _const(p + "floor", np.array(-1e30, np.float32)),
+             _const(p + "stat", np.array([1, 1], np.int64))]
+    nodes = [node("MatMul", ["x", "w"], "logits"), node("ReduceMax", ["logits"], "mx", axes=[1], keepdims=keep), node("Max", ["floor", "mx"], "mx2")]
+
+    def widened(t):
+        if keep:
+            return t
+        nodes.extend([node("Reshape", [t, "stat"], f"{t}_r"), node("Expand", [f"{t}_r", "stat"], f"{t}_e")])
+        return f"{t}_e"
+
+    nodes += [node("Sub", ["logits", widened("mx2")], "shifted"), node("Exp", ["shifted"], "e"), node("ReduceSum", ["e", "axes"], "total", keepdims=keep)]
+    nodes.append(node("Div", ["e", widened("total")], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 16])], [_vi(p + "y", [1, 24])]
+
+
+def _jax_case(rng, spec):
+    kind = spec[0].split("_")[0]
+    return {"ln": _jax_layer_norm_case, "hot": _one_hot_case, "sm": _jax_softmax_case}[kind](rng, spec)
+
+
+JAX_FORMS_PACK = (("ln_jax", "jax"), ("ln_noexpand", "noexpand"), ("ln_keepdims", "keepdims"), ("ln_vector", "vector"),
+                  ("hot_plain", "plain"), ("hot_expand", "expand"), ("sm_jax", "jax"), ("sm_keepdims", "keepdims"))
+# The one-hot's MatMul: with a bias, and at magika's size (257 classes, 64 wide).
+ONE_HOT_PACK = (("hot_bias", "bias"), ("hot_big", "big"), ("hot_big_bias", "big_bias"))
+CASES.append(Case("jax_forms_pack", "fresh3: jax2tf's LayerNorm, one-hot and softmax spellings (magika) through onnx2tf and Vela",
+                  lambda: _packed(_jax_case, JAX_FORMS_PACK, 64, used_only=True, opset=15), ("imx93",)))
+CASES.append(Case("one_hot_pack", "fresh3: jax2tf's one-hot (Equal, Cast) into a MatMul, with a bias and at magika's size",
+                  lambda: _packed(_jax_case, ONE_HOT_PACK, 66, used_only=True, opset=15), ("imx93",)))
+
+
+def _identity_reshape_case(rng, spec):
+    """(name, shape, groups, then): a Conv 1x1 on the input, then a Reshape to [0, groups, -1] (an
+    identity where groups is the channel count of a rank-3 map: SEW's feature-extractor layer
+    norm, GroupNorm(C) as torch.onnx writes it), then `then`: "in" an InstanceNormalization of ones
+    and zeros, the Reshape back to the Conv's Shape, Mul and Add per channel; "conv" a Conv 1x1
+    (on [N, groups, L]); "sigmoid" a Sigmoid. Then a Relu."""
+    name, shape, groups, then = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    c = shape[1]
+    ones = [1] * (len(shape) - 2)
+    inits = [_const(p + "w", _weights(rng, c, c, *ones)), _const(p + "grouped", np.array([0, groups, -1], np.int64))]
+    nodes = [node("Conv", ["x", "w"], "c", kernel_shape=ones), node("Reshape", ["c", "grouped"], "g")]
+    flat = shape[0] * int(np.prod(shape[1:])) // groups
+    if then == "in":
+        affine = [c] + ones
+        inits += [_const(p + "one", np.ones(groups, np.float32)), _const(p + "zero", np.zeros(groups, np.float32)),
+                  _const(p + "gamma", (1 + 0.1 * rng.standard_normal(affine)).astype(np.float32)), _const(p + "beta", _weights(rng, *affine))]
+        nodes += [node("InstanceNormalization", ["g", "one", "zero"], "gn", epsilon=1e-5), node("Shape", ["c"], "shape"),
+                  node("Reshape", ["gn", "shape"], "back"), node("Mul", ["back", "gamma"], "scaled"), node("Add", ["scaled", "beta"], "out")]
+        out = shape
+    elif then == "conv":
+        inits.append(_const(p + "w2", _weights(rng, groups, groups, 1)))
+        nodes.append(node("Conv", ["g", "w2"], "out", kernel_shape=[1]))
+        out = [shape[0], groups, flat]
+    else:
+        nodes.append(node("Sigmoid", ["g"], "out"))
+        out = [shape[0], groups, flat]
+    nodes.append(node("Relu", ["out"], "y"))
+    return nodes, inits, [_vi(p + "x", shape)], [_vi(p + "y", out)]
+
+
+IDENTITY_RESHAPE_PACK = (
+    ("sew", [1, 32, 99], 32, "in"), ("sew16", [1, 16, 40], 16, "in"), ("gn4", [1, 32, 99], 4, "in"), ("map_gn1", [1, 8, 4, 4], 1, "in"),
+    ("id_conv", [1, 16, 40], 16, "conv"), ("id_sigmoid", [1, 16, 40], 16, "sigmoid"),
+)
+CASES.append(Case("identity_reshape_pack", "fresh3: a Reshape to the shape it already has before an InstanceNormalization (SEW's feature-extractor GroupNorm)",
+                  lambda: _packed(_identity_reshape_case, IDENTITY_RESHAPE_PACK, 65, opset=17), ("esp32s3",)))

@@ -173,3 +173,24 @@ def fuse_lp_normalisation(graph, chip):
         if div is None or div.op_type != "Div" or [t.name for t in div.inputs[:2]] != [x.name, expand.outputs[0].name]:
             continue
         graph.fuse([l2, clip, expand, div], "LpNormalization", leader=div, attributes={"axis": axes[0], "p": 2}, inputs=[x], outputs=[div.outputs[0]])
+
+
+@RULES.graph_pass("Reshape", ONNXSIM=ONNXSIM_VERSION, VERSION=ESP_PPQ_VERSION)
+def simplifier_removes_identity_reshape(graph, chip):
+    """esp-ppq {VERSION}'s simplifier (onnxsim {ONNXSIM}) removes a Reshape whose result has the shape of its input (GroupNorm(C) as torch.onnx writes it, Reshape [0, C, -1] of a [N, C, L] map); the node that reads it then reads the input itself, and the Reshape is reported with that node's layer, in its precision.
+
+    Measured with esp-ppq 1.3.12 (tests/forms_models.py identity_reshape_pack, SEW's feature
+    extractor): before an InstanceNormalization of [1, 32, 99] and [1, 16, 40] the Reshape is
+    "fused into InstanceNormalization F32"; before a Conv and a Sigmoid it is fused into their S8
+    layers; a Reshape that changes the shape (GroupNorm(4), GroupNorm(1) of a map) is an S8
+    Reshape layer of its own.
+    """
+    for reshape in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        x, y = reshape.input(0), reshape.output(0)
+        if x is None or y is None or not x.is_static or not y.is_static or tuple(x.shape) != tuple(y.shape) or y.is_model_output:
+            continue
+        reader = graph.only_consumer(y.name)
+        if reader is None:
+            continue
+        inputs = [x if t.name == y.name else t for t in reader.inputs]
+        graph.fuse([reshape, reader], reader.op_type, leader=reader, inputs=inputs, outputs=list(reader.outputs))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from edgedeploy.audit.rules import NodeView, Offence, Placement
 from edgedeploy.targets.eiq.rules.documents import NPU_TABLES, RULES, TENSORFLOW_VERSION, VELA_VERSION
-from edgedeploy.targets.eiq.rules.passes import MEAN_IN_ONNX_ORDER_ATTRIBUTE
-from edgedeploy.targets.eiq.rules.onnx2tf import float_only_ops, input_rank, node_tflite_ops, static_shape, tf_axis, tf_shape
+from edgedeploy.targets.eiq.rules.passes import MEAN_IN_ONNX_ORDER_ATTRIBUTE, PADDED_INPUT_BESIDE_A_CONCAT_ATTRIBUTE
+from edgedeploy.targets.eiq.rules.onnx2tf import float_only_ops, has_float_data, input_rank, node_tflite_ops, static_shape, tf_axis, tf_shape
 
 IMX93 = ("imx93",)
 VELA = f"Vela {VELA_VERSION}"
@@ -62,6 +62,37 @@ def no_int8_kernel(node, chip):
     found = float_only_ops(node)
     if found:
         return Offence(found[0], "TFLite " + ", ".join(found))
+    return None
+
+
+# A Clip with a min only is TFLite MAXIMUM, which the quantiser keeps in float when it reads one of
+# these nodes' float results (their last operator is SQRT, float only); a Relu there is int8.
+FLOAT_RESULT_PRODUCERS = ("Sqrt", "ReduceL2")
+
+
+def _min_only_clip(node: NodeView) -> bool:
+    if node.opset < 11:
+        return node.has_attr("min") and not node.has_attr("max")
+    return node.input(1) is not None and node.input(2) is None
+
+
+@RULES.rule("Clip", placement=Placement.FLOAT, QUANTISER=f"TensorFlow {TENSORFLOW_VERSION}'s int8 quantiser", PRODUCERS=", ".join(FLOAT_RESULT_PRODUCERS))
+def maximum_of_a_float_result(node, chip):
+    """A Clip with a lower bound only becomes TFLite MAXIMUM; reading the float result of a {PRODUCERS} (its SQRT), {QUANTISER} keeps it in float too (F.normalize's clamp of the norm), whatever reads it."""
+    # Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py l2_norm_imx_pack): the
+    # Clip after ReduceL2 or Sqrt is float before a Div, a Mul of the input and a Conv alike; a Relu
+    # in its place is int8 on the NPU.
+    data = node.input(0)
+    if data is not None and data.producer in FLOAT_RESULT_PRODUCERS and has_float_data(node) and _min_only_clip(node):
+        return Offence(data.producer, f"MAXIMUM of the float result of a {data.producer}")
+    return None
+
+
+@RULES.rule("Conv", placement=Placement.FLOAT, QUANTISER=f"TensorFlow {TENSORFLOW_VERSION}'s int8 quantiser")
+def padded_input_shared_with_a_concat(node, chip):
+    """This Conv pads a model input that a Concat also reads; {QUANTISER} leaves its PAD, CONV_2D and fused Relu in float or quantises them by the order it visits the tensors (their names), which the audit does not model: uncertain (float as a guess; --confirm settles it)."""
+    if node.attr(PADDED_INPUT_BESIDE_A_CONCAT_ATTRIBUTE):
+        return Offence(node.input(0).name if node.input(0) is not None else "", "padded model input also joined by a Concat", uncertain=True)
     return None
 
 
@@ -148,16 +179,21 @@ def pool_limits(node, chip):
     return None
 
 
-@RULES.rule("ReduceMean", "GlobalAveragePool", "RMSNormalization", placement=Placement.FALLBACK, chips=IMX93)
+@RULES.rule("ReduceMean", "GlobalAveragePool", "RMSNormalization", "InstanceNormalization", placement=Placement.FALLBACK, chips=IMX93)
 def mean_limits(node, chip):
-    """Vela runs MEAN only with a batch of 1, and reduces over the depth (channels-last) axis only when height, width or depth is 1."""
+    """Vela runs MEAN (also the one of an InstanceNormalization's tf.nn.moments) only with a batch of 1 on a 4-D input, and reduces over the depth (channels-last) axis only when height, width or depth is 1."""
     # Depth is the last axis of the tensor the MEAN reads: channels-last as a rule, but the ONNX
     # order after an Add of run-time tensors (passes.mean_after_an_add_in_onnx_order).
     shape = static_shape(node)
     if shape is None or len(shape) < 3:
         return None
-    if shape[0] != 1:
+    # Vela reads the batch of a 4-D MEAN input; a rank-3 tensor it sees as [1, N, H, C] (measured:
+    # tests/forms_models.py batched_norm_pack, a ReduceMean and an InstanceNormalization of
+    # [2, 16, 32] on the NPU, of [2, 16, 8, 8] and [3, 8, 8, 8] on the CPU).
+    if len(shape) >= 4 and shape[0] != 1:
         return Offence(shape[0], "batch above 1")
+    if node.op_type == "InstanceNormalization":
+        return None  # tf.nn.moments over H and W: no depth reduction
     if node.op_type == "RMSNormalization":
         rank = len(shape)
         tf_axes = {tf_axis(a, rank) for a in range(int(node.attr("axis", -1)) % rank, rank)}

@@ -105,6 +105,10 @@ ONNX_TO_TFLITE: dict[str, tuple[str, ...]] = {
     "QuantizeLinear": ("DIV", "ROUND", "CAST"),
     "Reciprocal": ("DIV",),
     "ReduceLogSum": ("SUM", "LOG"),
+    # sqrt(reduce_sum(square(x))) (onnx2tf's ReduceL2.py; measured on tests/forms_models.py
+    # l2_norm_imx_pack: SQUARE and SQRT in float, on the CPU). Axes given as an input that is not a
+    # constant, or all axes with keepdims from opset 18, fail (conversion.py; ONNX's node tests).
+    "ReduceL2": ("SQUARE", "SUM", "SQRT"),
     "ReduceMax": ("REDUCE_MAX",),
     "ReduceMean": ("MEAN",),
     "ReduceMin": ("REDUCE_MIN",),

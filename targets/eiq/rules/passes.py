@@ -8,6 +8,10 @@ scripts/eiq_node_agreement.py).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
+
 from edgedeploy.targets.eiq.rules.documents import ONNX2TF_VERSION, ONNXSIM_VERSION, RULES
 
 # onnxsim's own ONNX checker stops on a newer IR version ("Your model ir_version 11 is higher
@@ -87,3 +91,163 @@ def mean_after_an_add_in_onnx_order(graph, chip):
             continue
         kept = {a.name: node.attr(a.name) for a in node.proto.attribute}
         graph.fuse([node], "ReduceMean", attributes={**kept, MEAN_IN_ONNX_ORDER_ATTRIBUTE: 1})
+
+
+# Shape-only steps between a reduction without keepdims and its reader: jax2tf writes keepdims as a
+# Reshape back to the reduced rank, then a BroadcastTo (an Expand to the same shape).
+RESHAPES_OF_A_STATISTIC = ("Reshape", "Expand")
+
+
+def _shape_steps_from(graph, tensor: str, source_op: str) -> list:
+    """The Reshape/Expand nodes between `tensor` and the `source_op` node that writes it through them (source first), or []."""
+    chain = []
+    node = graph.producer(tensor)
+    while node is not None and node.op_type in RESHAPES_OF_A_STATISTIC and node.inputs and len(chain) < 2:
+        chain.insert(0, node)
+        node = graph.producer(node.inputs[0].name)
+    if not chain or node is None or node.op_type != source_op:
+        return []
+    if any(graph.only_consumer(n.outputs[0].name) is None for n in [node, *chain[:-1]]):
+        return []
+    return [node, *chain]
+
+
+@RULES.graph_pass("Div", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}")
+def softmax_sum_reshaped_back(graph, chip):
+    """{CONVERTER} sees a softmax's sum reduced without keepdims and Reshaped (and Expanded) back to the reduced rank, as jax2tf writes keepdims, as the sum itself: exp(x) / sum(exp(x)) is still fused into one SOFTMAX (rule node_tflite_ops).
+
+    Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py jax_forms_pack sm_jax,
+    magika's output: ReduceSum keepdims 0, Reshape [1, 1], Expand, Div: SOFTMAX on the NPU, like
+    the keepdims spelling sm_keepdims; the Exp, ReduceSum, Reshape and Expand have no operator of
+    their own).
+    """
+    for div in [n for n in graph.nodes if n.op_type == "Div"]:
+        if len(div.inputs) != 2 or div.inputs[0].producer != "Exp":
+            continue
+        steps = _shape_steps_from(graph, div.inputs[1].name, "ReduceSum")
+        if not steps:
+            continue
+        graph.fuse(steps, "ReduceSum", leader=steps[0], inputs=list(steps[0].inputs), outputs=list(steps[-1].outputs))
+        # The divisor is now the sum's own result: the Div's view of it says so.
+        divisor = replace(div.inputs[1], producer="ReduceSum")
+        graph.fuse([div], "Div", leader=div, inputs=[div.inputs[0], divisor], outputs=list(div.outputs))
+
+
+@RULES.graph_pass("Sqrt", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}")
+def reshaped_variance_runs_with_its_sqrt(graph, chip):
+    """{CONVERTER} and TensorFlow's converter give a Reshape of a variance (jax2tf's keepdims, with its Expand) and the Add of epsilon after it to the SQRT that reads them: they have no operator of their own and run with the SQRT, in float.
+
+    Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py jax_forms_pack, magika's
+    LayerNorm as jax2tf writes it): Reshape [1, 1, C] (with or without jax2tf's Expand to the same
+    shape, which the simplifier removes: no operator) or [1, 1], Add of eps, Sqrt: the Reshape and
+    the Add are reported with the SQRT (float, on the CPU); with the variance kept in its rank
+    (keepdims, no Reshape) the Add is an ADD of its own on the NPU.
+    """
+    for sqrt in [n for n in graph.nodes if n.op_type == "Sqrt"]:
+        add = graph.producer(sqrt.inputs[0].name) if sqrt.inputs else None
+        if add is None or add.op_type != "Add" or len(add.inputs) != 2 or graph.only_consumer(add.outputs[0].name) is None:
+            continue
+        data = [t for t in add.inputs if not (t.is_constant or t.foldable)]
+        if len(data) != 1:
+            continue
+        node = graph.producer(data[0].name)
+        expand = node if node is not None and node.op_type == "Expand" and _same_shape(node) and graph.only_consumer(node.outputs[0].name) is not None else None
+        reshape = graph.producer(expand.inputs[0].name) if expand is not None else node
+        if reshape is None or reshape.op_type != "Reshape" or graph.only_consumer(reshape.outputs[0].name) is None:
+            continue
+        if expand is not None:
+            graph.eliminate(expand)  # an Expand to the shape it has: the simplifier removes it
+        graph.fuse([reshape, add, sqrt], "Sqrt", leader=sqrt, inputs=[reshape.inputs[0]], outputs=list(sqrt.outputs))
+
+
+def _same_shape(node) -> bool:
+    x, y = node.inputs[0] if node.inputs else None, node.outputs[0] if node.outputs else None
+    return x is not None and y is not None and x.is_static and y.is_static and tuple(x.shape) == tuple(y.shape)
+
+
+def _arange_classes(t) -> bool:
+    """A constant [1, ..., 1, K] holding 0 .. K-1 (the classes a one-hot compares with)."""
+    v = t.value if t is not None and t.is_constant else None
+    if v is None or v.ndim == 0 or any(d != 1 for d in v.shape[:-1]):
+        return False
+    return bool(np.array_equal(v.reshape(-1), np.arange(v.shape[-1])))
+
+
+@RULES.graph_pass("Equal", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}")
+def one_hot_of_an_equal(graph, chip):
+    """TensorFlow's converter (after {CONVERTER}) turns integer indices [..., 1] compared with the classes 0..K-1 (Equal) and Cast to float into one ONE_HOT, which runs where the Equal runs; a MatMul by constant weights reading it becomes one EMBEDDING_LOOKUP with them, unless a constant bias is added to its result (then the MatMul is a FULLY_CONNECTED of its own).
+
+    Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py jax_forms_pack hot_*,
+    one_hot_pack; magika's byte one-hot): ONE_HOT and EMBEDDING_LOOKUP on the CPU (not in Vela's
+    list) for 17 and 257 classes, with or without jax2tf's Expand; with a bias the MatMul's
+    FULLY_CONNECTED on the NPU.
+    """
+    for equal in [n for n in graph.nodes if n.op_type == "Equal"]:
+        if len(equal.inputs) != 2 or not _arange_classes(equal.inputs[1]) or equal.inputs[0].dtype not in ("int32", "int64"):
+            continue
+        shape = equal.inputs[0].shape
+        if not shape or shape[-1] != 1:
+            continue
+        cast = graph.only_consumer(equal.outputs[0].name)
+        if cast is None or cast.op_type != "Cast" or cast.outputs[0].dtype not in ("float32", "float16"):
+            continue
+        members = [equal, cast]
+        matmul = graph.only_consumer(cast.outputs[0].name)
+        if matmul is not None and matmul.op_type == "MatMul" and len(matmul.inputs) == 2 and matmul.inputs[1].is_constant and not _biased(graph, matmul):
+            members.append(matmul)
+        graph.fuse(members, "Equal", leader=equal, inputs=list(equal.inputs), outputs=list(members[-1].outputs))
+
+
+def _biased(graph, matmul) -> bool:
+    add = graph.only_consumer(matmul.outputs[0].name)
+    return add is not None and add.op_type == "Add" and any(t.is_constant for t in add.inputs)
+
+
+# A Conv marked by input_padded_beside_a_concat (rules: padded_input_shared_with_a_concat).
+PADDED_INPUT_BESIDE_A_CONCAT_ATTRIBUTE = "onnx2tf_padded_input_beside_a_concat"
+# Activations onnx2tf fuses into the CONV_2D they follow: they run where it runs.
+FUSED_ACTIVATIONS = ("Relu",)
+
+
+def explicit_pad(conv) -> bool:
+    """Whether onnx2tf writes the Conv's padding as a PAD of its own: pads that are neither none (VALID) nor TensorFlow's SAME for this size."""
+    x = conv.inputs[0] if conv.inputs else None
+    pads = list(conv.attr("pads", []) or [])
+    if x is None or not x.is_static or not pads or not any(pads) or conv.attr("auto_pad", "NOTSET") != "NOTSET":
+        return False
+    spatial = list(x.shape[2:])
+    kernel = list(conv.attr("kernel_shape", []) or [])
+    strides = list(conv.attr("strides", []) or [1] * len(spatial))
+    dilations = list(conv.attr("dilations", []) or [1] * len(spatial))
+    if len(kernel) != len(spatial) or len(pads) != 2 * len(spatial):
+        return False
+    for i, size in enumerate(spatial):
+        out = -(-size // strides[i])
+        total = max((out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - size, 0)
+        if (pads[i], pads[i + len(spatial)]) != (total // 2, total - total // 2):
+            return True
+    return False
+
+
+@RULES.graph_pass("Conv", QUANTISER="TensorFlow's int8 quantiser")
+def input_padded_beside_a_concat(graph, chip):
+    """A Conv whose padding becomes a PAD of its own, reading a model input that a Concat also reads (RAFT's context encoder on the first image, its feature encoder on both joined): {QUANTISER} sets that input's scale for one of the two and may leave the PAD, the CONV_2D and its fused Relu in float; which one it does changes with the tensors' names (the order it visits them): the rule marks the Conv and its Relu uncertain.
+
+    Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py two_images_*, RAFT's
+    first layers cut from fresh3's tv_raft_small): a Conv 7x7/2 with pads 3 on [1, 3, 32, 32] and
+    [1, 3, 128, 128], the image joined on the batch or the channels: float with the inputs named
+    image1/image2 or concat_c_x1/x2, int8 on the NPU named raft_x1/x2 or x1/x2 (same graph, same
+    weights); int8 whatever the names with a Conv 3x3/1 (SAME padding, no PAD) or without the Concat.
+    """
+    for conv in [n for n in graph.nodes if n.op_type == "Conv"]:
+        x = conv.inputs[0] if conv.inputs else None
+        if x is None or not x.is_graph_input or not explicit_pad(conv):
+            continue
+        if not any(c.op_type == "Concat" for c in graph.consumers(x.name)):
+            continue
+        members = [conv]
+        after = graph.only_consumer(conv.outputs[0].name)
+        if after is not None and after.op_type in FUSED_ACTIVATIONS:
+            members.append(after)
+        kept = {a.name: conv.attr(a.name) for a in conv.proto.attribute}
+        graph.fuse(members, "Conv", leader=conv, attributes={**kept, PADDED_INPUT_BESIDE_A_CONCAT_ATTRIBUTE: 1}, inputs=list(conv.inputs), outputs=list(members[-1].outputs))
