@@ -71,8 +71,8 @@ FRESH_LOOKED_AT = {
                "timm_swiftformer_xs/esp32s3"),
     # h2b-rk88 (issue 27): the rk3588 misses and the two refusals, which refuse on rk3566 too (docs/audit.md).
     "fresh3": ("pypi_magika/rk3588", "pypi_magika/rk3566", "yolo_yolo26n_sem/rk3588", "yolo_yolo26n_sem/rk3566",
-               # h3b-rk66: the view of a CPU Softmax's probabilities back to 3-D (DeBERTa-v2, BLOOM); roformer's RoPE
-               # heads, ConvBERT's span attention and Wav2Vec2-Conformer's relative shift looked at, not fixed (docs/audit.md).
+               # h3b-rk66: the view of a CPU Softmax's probabilities back to 3-D (DeBERTa-v2, BLOOM); RoFormer's rotary
+               # heads; ConvBERT's span attention and Wav2Vec2-Conformer's relative shift looked at, not fixed (docs/audit.md).
                "hf_bloom/rk3566", "hf_deberta_v2/rk3566", "hf_roformer/rk3566", "hf_convbert/rk3566", "hf_wav2vec2_conformer/rk3566",
                # h3b-rk66: CvT's Einsum products; GLPN's depth map squeezed to the output.
                "hf_cvt/rk3566", "hf_glpn/rk3566",

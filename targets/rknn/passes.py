@@ -1843,7 +1843,8 @@ def transposes_merged_into_matmul(graph, chip):
         if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE)):
             continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts)
         if not (_reaches_matmul(graph, node, forward=True) or _reaches_matmul(graph, node, forward=False)):
-            continue
+            if not (chip in TRANSPOSE_LAYER_ALIGN and _rotated_into_product(graph, node)):
+                continue
         if chip in TRANSPOSE_LAYER_ALIGN and _merges_heads_last(graph, node):
             continue  # a Transpose layer of its own: on the CPU there (rules place it)
         windowed_key = _unaligned_windowed_key(graph, node, TRANSPOSE_LAYER_ALIGN[chip]) if chip in TRANSPOSE_LAYER_ALIGN else None
@@ -1871,6 +1872,41 @@ def transposes_merged_into_matmul(graph, chip):
                        attributes={"rknn_head_size": _head_size(heads)})
         else:
             graph.eliminate(node)
+
+
+# What a rotary position embedding does to attention's heads between their split and the scores'
+# product (RoFormer's x * cos + rotate(x) * sin, the rotation interleaved: x[..., 1::2] negated and
+# x[..., ::2] stacked on a new last axis, viewed back), and the key's swap before the product.
+ROTARY_OPS = frozenset({"Slice", "Neg", "Unsqueeze", "Concat", "Reshape", "Mul", "Add", "Transpose"})
+ROTARY_HOPS = 10  # the interleaved rotation and the key's swap: 9
+
+
+def _rotated_into_product(graph, node) -> bool:
+    """Whether the heads' Transpose [0, 2, 1, 3] `node`, right after their split, reaches a product of
+    two computed tensors only through a rotary embedding's operators (ROTARY_OPS): on RK3566 the
+    toolkit merges it all the same (tests/forms_models.py rotary_heads_pack)."""
+    if _perm(node) != [0, 2, 1, 3] or _heads_reshape(graph, node) is None:
+        return False
+    readers = graph.consumers(node.outputs[0].name)
+    if not any(r.op_type == "Mul" and any(_known(t) for t in r.inputs) for r in readers):
+        return False  # no x * cos: not a rotation (a joint projection split along the last axis stays a CPU layer, MaxViT)
+    frontier, products = [node], 0
+    for _ in range(ROTARY_HOPS):
+        nxt = []
+        for n in frontier:
+            for reader in (c for o in n.outputs if o.name for c in graph.consumers(o.name)):
+                if _product_of_computed(reader):
+                    products += 1
+                elif reader.op_type == "Shape":
+                    continue  # read for the view back's shape (RoFormer's Reshape(x, Shape(x))): computed at conversion
+                elif reader.op_type in ROTARY_OPS and not any(o.is_model_output for o in reader.outputs):
+                    nxt.append(reader)
+                else:
+                    return False
+        if not nxt:
+            return products > 0
+        frontier = nxt
+    return False
 
 
 def _swap_into_softmax_of_products(graph, softmax):
