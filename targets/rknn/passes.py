@@ -2331,6 +2331,13 @@ CONCAT_FORM_ATTRIBUTE = "rknn_concat_form"
 CONCAT_BY_CELLS = "cells"
 # [1, H*W*A, 1, K] per level: the innermost axis changes from A*K to K.
 CONCAT_BY_ANCHORS = "anchors"
+# OBSERVED (RK3588, tests/forms_models.py head_concat_pack): concatenated by cells, levels of unequal
+# widths A*K where a level of more than one cell has a width not a multiple of this put the Concat on the CPU.
+CELLS_WIDTH_ALIGN = 16
+CELLS_OF_UNEQUAL_WIDTHS_ATTRIBUTE = "rknn_cells_of_unequal_widths"
+# OBSERVED (same pack): the one 1x1 level of a head keeps its Reshape on the NPU whatever its width;
+# with two 1x1 levels (SSDlite) both run on the CPU where the width is unaligned.
+ONLY_SINGLE_CELL_LEVEL_ATTRIBUTE = "rknn_only_single_cell_level"
 
 
 def _anchor_merge(graph, node):
@@ -2351,12 +2358,20 @@ def _anchor_merge(graph, node):
     return (h, w, a, k) if out.shape == (n, h * w * a, k) else None
 
 
-@RULES.graph_pass("Reshape", OBSERVED=TOOLKIT_OBSERVED)
+@RULES.graph_pass("Reshape", "Concat", OBSERVED=TOOLKIT_OBSERVED, CELLS_ALIGN=CELLS_WIDTH_ALIGN)
 def detection_head_concat_layout(graph, chip):
     """{OBSERVED} concatenates a detection head's levels (Reshape [N, H, W, A, K] -> [N, H*W*A, K] per level, then Concat) in one of two layouts, decided by all the levels together: as [H*W, A*K, 1, 1] blocks when some level is a 1x1 map, else as [1, H*W*A, 1, K]; the audit notes which on each level's Reshape, where the Reshape's placement depends on it.
 
     Measured on ssdlite320_mobilenet_v3_large's six-level head (10x10 to 1x1 maps) and on small
     heads of 10/5/3/2/1/1, 5/3/2/1, 10/5/3, 5/3/2 and 5/3 maps (their layer tables).
+    Concatenated by cells, on RK3588 the Concat itself runs on the CPU when the levels' widths A*K
+    differ and a level of more than one cell has a width not a multiple of {CELLS_ALIGN}
+    (tests/forms_models.py head_concat_pack: SSD300's levels 38/19/10/5/3/1 with 4/6/6/6/4/4
+    anchors of K = 4 or 91, from 19 or with a first level of 32, 40 or 45: CPU; every level of
+    one width (16 or 24), all widths multiples of 16 (K = 16; 4 and 8 anchors of K = 4), or the
+    unaligned width on the 1x1 level only: NPU). The audit marks it (rule cells_of_unequal_widths).
+    The one 1x1 level of a head keeps its Reshape on the NPU at an unaligned width (24 or 364; four
+    heads), where two 1x1 levels of width 24 run both on the CPU (three heads, SSDlite's form).
     """
     for concat in [n for n in graph.nodes if n.op_type == "Concat"]:
         levels = [graph.producer(t.name) for t in concat.inputs]
@@ -2364,8 +2379,14 @@ def detection_head_concat_layout(graph, chip):
         if len(levels) < 2 or any(s is None for s in shapes) or any(graph.only_consumer(r.outputs[0].name) is not concat for r in levels):
             continue
         form = CONCAT_BY_CELLS if any(h * w == 1 for h, w, _, _ in shapes) else CONCAT_BY_ANCHORS
+        single_cells = [r for r, (h, w, _, _) in zip(levels, shapes) if h * w == 1]
         for reshape in levels:
-            graph.fuse([reshape], "Reshape", leader=reshape, attributes={CONCAT_FORM_ATTRIBUTE: form})
+            only = {ONLY_SINGLE_CELL_LEVEL_ATTRIBUTE: 1} if single_cells == [reshape] else {}
+            graph.fuse([reshape], "Reshape", leader=reshape, attributes={CONCAT_FORM_ATTRIBUTE: form, **only})
+        widths = {a * k for _, _, a, k in shapes}
+        unaligned = [a * k for h, w, a, k in shapes if h * w > 1 and (a * k) % CELLS_WIDTH_ALIGN]
+        if form == CONCAT_BY_CELLS and len(widths) > 1 and unaligned:
+            graph.fuse([concat], "Concat", attributes={CELLS_OF_UNEQUAL_WIDTHS_ATTRIBUTE: unaligned[0]})
 
 
 # The attribute the pass below gives each flattened level of a Concat along the last axis:

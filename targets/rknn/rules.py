@@ -782,6 +782,8 @@ def anchor_merge_into_concat(node: NodeView, chip: str):
     form = form.decode() if isinstance(form, bytes) else form
     anchors, values = x.shape[3], x.shape[4]
     if form == "cells":
+        if node.attr(_passes.ONLY_SINGLE_CELL_LEVEL_ATTRIBUTE) is not None:
+            return None  # the head's one 1x1 level: NPU at any width (tests/forms_models.py head_concat_pack)
         channels = anchors * values
         return Offence(channels, "channels per map cell") if channels % OUTPUT_CHANNEL_ALIGN[chip] else None
     if chip != "rk3588":
@@ -1728,3 +1730,10 @@ def view_of_a_map_on_cpu(node: NodeView, chip: str):
     """
     n = node.attr(_passes.MAP_VIEW_ATTRIBUTE)
     return None if n is None else Offence(tuple(n), "map viewed")
+
+
+@RULES.rule("Concat", chips=("rk3588",), ALIGN=_passes.CELLS_WIDTH_ALIGN)
+def cells_of_unequal_widths(node: NodeView, chip: str):
+    """On RK3588 a detection head's Concat of levels laid out by cells (some level is a 1x1 map) runs on the CPU when the levels' widths A*K differ and a level of more than one cell has a width not a multiple of {ALIGN} (torchvision's SSD300: 4 and 6 anchors of 4 values; rknn-toolkit2 2.5.0, observed; passes.detection_head_concat_layout marks it)."""
+    width = node.attr(_passes.CELLS_OF_UNEQUAL_WIDTHS_ATTRIBUTE)
+    return Offence(int(width), "a level's width among unequal widths") if width is not None else None
