@@ -115,6 +115,8 @@ def before_referred(r: dict, paired: dict | None = None) -> str:
     before = r.get("diagnosis_before_referred")
     if not before:
         return "not re-run"
+    if isinstance(before, str):  # a row brute-forced afresh with the referred diagnosis says so
+        return before
     text = f"`{before['diagnosis_top']}`, {before['diagnosis_top_rank_by_gain']} / {before['diagnosis_top_rank_alone']}"
     second = (paired or {}).get("diagnosis_before_referred")
     return text + (f" ({second['diagnosis_top_rank_by_gain']} / {second['diagnosis_top_rank_alone']} with producers)" if second else "")
