@@ -5717,3 +5717,29 @@ CASES.append(Case("head_concat_pack", "fresh3: a detection head's levels concate
 # 10x10 levels on the NPU: not modelled, docs/audit.md): the one 1x1 level's Reshape on the NPU too.
 CASES.append(Case("head_concat_pack_rk3566", "fresh3: a detection head's levels concatenated (torchvision's SSD300)",
                   lambda: _packed(_head_concat_case, tuple(e for e in HEAD_CONCAT_PACK if e[0] != "k91_ssd300"), 157), ("rk3566",)))
+
+
+# SqueezeBERT's token layout: the embeddings' LayerNorm over [1, T, C], Transpose [0, 2, 1] into
+# [1, C, T] for 1-D convolutions (k = 1) and a residual Add in that layout, then Transpose [0, 2, 1]
+# back for a LayerNorm over the channels. (name, T, C, norm before the first swap)
+TOKENS_FOR_CONV1D_PACK = (("t32c64", 32, 64, True), ("t49c64", 49, 64, True), ("t32c24", 32, 24, True), ("t16c128", 16, 128, True),
+                          ("t32c64_plain", 32, 64, False))
+
+
+def _tokens_for_conv1d_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of TOKENS_FOR_CONV1D_PACK: its nodes, initializers, input and output."""
+    name, t, c, norm = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "g", np.ones(c, np.float32)), _const(p + "b", np.zeros(c, np.float32)),
+             _const(p + "w", _weights(rng, c, c, 1)), _const(p + "wb", _weights(rng, c)),
+             _const(p + "g2", np.ones(c, np.float32)), _const(p + "b2", np.zeros(c, np.float32))]
+    nodes = [node("LayerNormalization", ["x", "g", "b"], "ln", axis=-1, epsilon=1e-12)] if norm else [node("Relu", ["x"], "ln")]
+    nodes += [node("Transpose", ["ln"], "cf", perm=[0, 2, 1]), node("Conv", ["cf", "w", "wb"], "conv", kernel_shape=[1]),
+              node("Add", ["conv", "cf"], "res"), node("Transpose", ["res"], "back", perm=[0, 2, 1]),
+              node("LayerNormalization", ["back", "g2", "b2"], "y", axis=-1, epsilon=1e-12)]
+    return nodes, inits, [_vi(p + "x", [1, t, c])], [_vi(p + "y", [1, t, c])]
+
+
+CASES.append(Case("tokens_for_conv1d_pack", "fresh3: tokens swapped for 1-D convolutions and back around LayerNorms (transformers' SqueezeBERT)",
+                  lambda: _packed(_tokens_for_conv1d_case, TOKENS_FOR_CONV1D_PACK, 113, opset=17), ("rk3566",)))

@@ -75,7 +75,7 @@ FRESH_LOOKED_AT = {
                # heads; ConvBERT's span attention and Wav2Vec2-Conformer's relative shift looked at, not fixed (docs/audit.md).
                "hf_bloom/rk3566", "hf_deberta_v2/rk3566", "hf_roformer/rk3566", "hf_convbert/rk3566", "hf_wav2vec2_conformer/rk3566",
                # h3b-rk66: CvT's Einsum products; GLPN's depth map squeezed to the output.
-               "hf_cvt/rk3566", "hf_glpn/rk3566",
+               "hf_cvt/rk3566", "hf_glpn/rk3566", "hf_squeezebert/rk3566",
                # h2b-rk88: Transformer-XL's relative shift (RK3588); WavLM's gated positions looked at.
                "hf_wav2vec2_conformer/rk3588", "hf_wavlm/rk3588", "pypi_ddddocr_det/rk3588", "pypi_ddddocr_det/rk3566",
                "tv_ssd300_vgg16/rk3588", "tv_ssd300_vgg16/rk3566",

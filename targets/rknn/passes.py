@@ -2299,11 +2299,24 @@ def _conv1d_before(graph, node):
             return None
         if here.op_type == "Conv" and here.outputs and here.outputs[0].rank == 3:
             return here
+        if here.op_type == "Add" and len(here.inputs) == 2 and not any(_known(t) for t in here.inputs):
+            # a residual sum in the convolution's layout (SqueezeBERT): followed through its Conv operand
+            sources = [graph.producer(t.name) for t in here.inputs]
+            here = next((w for w in sources if w is not None and w.op_type == "Conv" and w.outputs and w.outputs[0].rank == 3), None)
+            continue
         if not (_positionwise(here) or _last_axis_slice(here)):
             return None
         data = next((t for t in here.inputs if not _known(t)), None)
         here = graph.producer(data.name) if data is not None else None
     return None
+
+
+def _tokens_into_conv1d(graph, node) -> bool:
+    """Whether the swap `node` of tokens [N, L, C] is read only by 1-D convolutions and residual Adds
+    in their layout, at least one convolution (SqueezeBERT's q, k, v and post-attention Conv1d)."""
+    readers = graph.consumers(node.outputs[0].name)
+    convs = [r for r in readers if r.op_type == "Conv" and r.outputs and r.outputs[0].rank == 3 and r.inputs[0].name == node.outputs[0].name]
+    return bool(convs) and all(r in convs or (r.op_type == "Add" and _conv1d_before(graph, r) is not None) for r in readers)
 
 
 @RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED, MAX_CHAIN=MAX_POSITIONWISE_CHAIN)
@@ -2313,14 +2326,20 @@ def conv1d_result_swapped_into_tokens(graph, chip):
     Measured on RK3566 and RK3588 with tests/forms_models.py speech_front_* (the pool's tiny
     wav2vec2/HuBERT: 199 tokens of 64, a kernel-16 Conv of 4 groups; 49, 64 and 100 tokens, 48, 64
     and 96 channels, 4 or 16 groups, an odd kernel without the Slice, no GELU; the residual Add as
-    the model's output: CPU) and the pool's hf_wav2vec2 and hf_hubert.
+    the model's output: CPU) and the pool's hf_wav2vec2 and hf_hubert. The other way, tokens swapped
+    into 1-D convolutions, and the swap back of a residual sum in their layout (SqueezeBERT: a
+    LayerNorm, the swap, Conv1d and Add, the swap back, a LayerNorm) move no data either:
+    tests/forms_models.py tokens_for_conv1d_pack (RK3566, 2026-12-04; 16 to 49 tokens of 24 to 128:
+    not reported after a LayerNorm, NPU after a Relu); the swap back into a LayerNorm that writes the
+    model output is not reported and no Transpose is off the NPU in the verdict: no layer either.
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if _perm(node) != TOKEN_SWAP or not node.outputs or graph.producer(node.outputs[0].name) is not node:
             continue
         readers = graph.consumers(node.outputs[0].name)
-        to_output = node.outputs[0].is_model_output or any(o.is_model_output for r in readers for o in r.outputs if o.name)
-        if readers and not to_output and _conv1d_before(graph, node) is not None:
+        # A LayerNorm over the tokens writing the model output leaves no Transpose layer (SqueezeBERT's last norm)
+        to_output = node.outputs[0].is_model_output or any(o.is_model_output for r in readers if r.op_type != "LayerNormalization" for o in r.outputs if o.name)
+        if readers and not to_output and (_conv1d_before(graph, node) is not None or _tokens_into_conv1d(graph, node)):
             graph.eliminate(node)
 
 
