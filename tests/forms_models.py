@@ -5743,3 +5743,42 @@ def _tokens_for_conv1d_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("tokens_for_conv1d_pack", "fresh3: tokens swapped for 1-D convolutions and back around LayerNorms (transformers' SqueezeBERT)",
                   lambda: _packed(_tokens_for_conv1d_case, TOKENS_FOR_CONV1D_PACK, 113, opset=17), ("rk3566",)))
+
+
+# ---- fresh3 (torchvision's RAFT): a batch of lookups folded back into a map -----------------------
+
+# (name, side, window, producer, chip note): RAFT's correlation lookup gives [S*S, 1, w, w] (one
+# window per pixel in the batch) and views it [1, S, S, w*w]. producer: "gridsample" (the lookup,
+# bilinear, align_corners, zeros: CPU on RK3588), "relu" (a Relu of a [S*S, 1, w, w] input),
+# "conv" (a 1x1 Conv of it).
+BATCH_FOLD_PACK = (("s16_w7_gridsample", 16, 7, "gridsample"), ("s16_w7_relu", 16, 7, "relu"), ("s16_w7_conv", 16, 7, "conv"),
+                   ("s4_w7_relu", 4, 7, "relu"), ("s4_w4_relu", 4, 4, "relu"), ("s8_w3_gridsample", 8, 3, "gridsample"),
+                   ("s16_w4_relu", 16, 4, "relu"), ("s16_w8_relu", 16, 8, "relu"), ("s8_w5_relu", 8, 5, "relu"), ("s8_w4_gridsample", 8, 4, "gridsample"))
+
+
+def _batch_fold_case(rng, spec) -> tuple[list, list, list, list]:
+    """One BATCH_FOLD_PACK entry, read by a 1x1 Conv after the fold (a Relu as the model output after a
+    CPU Reshape also runs on the CPU)."""
+    name, s, w, producer = spec
+    p = f"fold_{name}_"
+    b = s * s
+    inits = [_const(p + "shape", np.array([1, s, s, -1], np.int64))]
+    if producer == "gridsample":
+        inits.append(_const(p + "grid", np.clip(_weights(rng, b, w, w, 2), -1, 1)))
+        nodes = [helper.make_node("GridSample", [p + "x", p + "grid"], [p + "g"], name=p + "lookup", align_corners=1, mode="bilinear", padding_mode="zeros")]
+        inputs = [_vi(p + "x", [b, 1, s, s])]
+    elif producer == "conv":
+        inits.append(_const(p + "w", _weights(rng, 1, 1, 1, 1)))
+        nodes = [helper.make_node("Conv", [p + "x", p + "w"], [p + "g"], name=p + "conv")]
+        inputs = [_vi(p + "x", [b, 1, w, w])]
+    else:
+        nodes = [helper.make_node("Relu", [p + "x"], [p + "g"], name=p + "relu_in")]
+        inputs = [_vi(p + "x", [b, 1, w, w])]
+    inits.append(_const(p + "wout", _weights(rng, s, s, 1, 1)))
+    nodes += [helper.make_node("Reshape", [p + "g", p + "shape"], [p + "v"], name=p + "fold"),
+              helper.make_node("Conv", [p + "v", p + "wout"], [p + "y"], name=p + "conv_out")]
+    return nodes, inits, inputs, [_vi(p + "y", [1, s, s, w * w])]
+
+
+CASES.append(Case("batch_fold_pack", "fresh3: a batch of per-pixel windows folded back into a map (RAFT's correlation lookup)",
+                  lambda: _packed(_batch_fold_case, BATCH_FOLD_PACK, 163, opset=16), ("rk3588",)))

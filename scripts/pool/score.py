@@ -78,7 +78,7 @@ FRESH_LOOKED_AT = {
                "hf_cvt/rk3566", "hf_glpn/rk3566", "hf_squeezebert/rk3566",
                # h2b-rk88: Transformer-XL's relative shift (RK3588); WavLM's gated positions looked at.
                "hf_wav2vec2_conformer/rk3588", "hf_wavlm/rk3588", "pypi_ddddocr_det/rk3588", "pypi_ddddocr_det/rk3566",
-               "tv_ssd300_vgg16/rk3588", "tv_ssd300_vgg16/rk3566",
+               "tv_ssd300_vgg16/rk3588", "tv_ssd300_vgg16/rk3566", "tv_raft_small/rk3588",
                # h4b-eiq: the i.MX 93 and ESP32-S3 misses of the blind score (docs/audit.md, "fresh3's i.MX 93 and ESP32-S3 misses").
                "tv_raft_small/imx93", "tv_ssd300_vgg16/imx93", "pypi_magika/imx93", "hf_sew/esp32s3"),
 }

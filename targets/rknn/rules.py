@@ -1737,3 +1737,24 @@ def cells_of_unequal_widths(node: NodeView, chip: str):
     """On RK3588 a detection head's Concat of levels laid out by cells (some level is a 1x1 map) runs on the CPU when the levels' widths A*K differ and a level of more than one cell has a width not a multiple of {ALIGN} (torchvision's SSD300: 4 and 6 anchors of 4 values; rknn-toolkit2 2.5.0, observed; passes.detection_head_concat_layout marks it)."""
     width = node.attr(_passes.CELLS_OF_UNEQUAL_WIDTHS_ATTRIBUTE)
     return Offence(int(width), "a level's width among unequal widths") if width is not None else None
+
+
+BATCH_FOLD_ALIGN = 16  # OBSERVED (RK3588): a folded window of a multiple of it stays on the NPU
+
+
+@RULES.rule("Reshape", chips=("rk3588",), ALIGN=BATCH_FOLD_ALIGN)
+def unaligned_batch_of_windows_folded(node: NodeView, chip: str):
+    """On RK3588 a Reshape that folds a batch of one-channel windows [S*S', 1, h, w] back into a map [1, S, S', h*w] (RAFT's correlation lookup, one window per pixel) runs on the CPU when h*w is not a multiple of {ALIGN}.
+
+    Measured with rknn-toolkit2 2.5.0 (2026-12-04, int8; tests/forms_models.py batch_fold_pack,
+    after a GridSample, a Relu or a Conv, read by a Conv): windows of 7x7, 5x5 and 3x3 (16x16,
+    8x8 and 4x4 maps): CPU; 4x4 and 8x8: NPU. A fold into a single row or column ([96, 1, 2, 2]
+    -> [1, 96, 1, 4], MobileViT's in the pool's tuning part) ran on the NPU: not taken.
+    """
+    x, out = node.input(0), node.output(0)
+    if x is None or out is None or x.rank != 4 or out.rank != 4 or not all(isinstance(d, int) for d in (*x.shape, *out.shape)):
+        return None
+    b, c, h, w = x.shape
+    if b < 2 or c != 1 or out.shape[0] != 1 or out.shape[1] * out.shape[2] != b or out.shape[3] != h * w or 1 in out.shape[1:3]:
+        return None  # a map of one row or column (MobileViT's [P*N, 1, ...] -> [1, P*N, 1, ...] fold): NPU in the pool
+    return Offence(h * w, "window folded into the last axis") if (h * w) % BATCH_FOLD_ALIGN else None
