@@ -41,3 +41,41 @@ def test_eiq_tokens_with_producers_hold_the_producers_tokens():
     tokens = {"t0": "conv_a", "t1": "conv_b", "t2": "add"}
     assert _measured_tokens(tokens, _graph(), ["conv_b"], False) == {"conv_b": ["t1"]}
     assert _measured_tokens(tokens, _graph(), ["conv_b"], True) == {"conv_b": ["t1", "t0"]}
+
+
+def _quantised_readers(tmp_path, kept: list[str]) -> dict:
+    """The QDQ model ONNX Runtime makes with `kept` left out of quantisation: per node, whether each of
+    its run-time inputs comes from a DequantizeLinear (a rounded tensor)."""
+    from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
+
+    class Reader:
+        def __init__(self):
+            self.feeds = iter([{"x": np.random.default_rng(i).standard_normal((1, 1, 4, 4)).astype(np.float32)} for i in range(4)])
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    source, out = tmp_path / "m.onnx", tmp_path / "q.onnx"
+    onnx.save(helper.make_model(_graph(), opset_imports=[helper.make_opsetid("", 13)]), source)
+    quantize_static(str(source), str(out), Reader(), quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, per_channel=False, calibrate_method=CalibrationMethod.MinMax, nodes_to_exclude=kept)
+    graph = onnx.load(str(out)).graph
+    writer = {o: n.op_type for n in graph.node for o in n.output}
+    return {n.name: [writer.get(i) == "DequantizeLinear" for i in n.input[:1]] for n in graph.node if n.name in {"conv_a", "relu", "conv_b", "add"}}
+
+
+def test_on_the_qdq_path_a_node_reads_float_only_with_its_writers_left_out_too(tmp_path):
+    """ONNX Runtime's QDQ format rounds a tensor once for all its readers: conv_b left out alone still
+    reads relu's rounded output; left out with its writer (brute_force.py --with-producers, no --chip),
+    it reads float."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("brute_force", Path(__file__).parents[1] / "scripts" / "accuracy" / "brute_force.py")
+    brute = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(brute)
+    alone = _quantised_readers(tmp_path, ["conv_b"])
+    assert alone["conv_b"] == [True], alone
+    kept = brute.with_its_writers(helper.make_model(_graph()), "conv_b")
+    assert kept == ["conv_b", "relu"]
+    assert _quantised_readers(tmp_path, kept)["conv_b"] == [False]

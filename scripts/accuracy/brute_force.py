@@ -100,15 +100,26 @@ def diagnosis_top(model: Path, calib: list[dict], evaluation: list[dict], output
 
 
 def one_node(work: tuple) -> dict:
-    """One node's two brute-force figures (a process of the pool: quantize_static is single-threaded)."""
+    """One node's two brute-force figures (a process of the pool: quantize_static is single-threaded).
+    `kept`: the nodes left in float for the first figure: the node alone, or with its inputs' writers."""
     logging.getLogger().setLevel(logging.ERROR)
-    model, calib, evaluation, reference, output, name, op_type = work
-    return {"node": name, "op_type": op_type,
-            "snr_all_but_this_db": quantised_snr(model, calib, evaluation, reference, output, nodes_to_exclude=[name]),
+    model, calib, evaluation, reference, output, name, op_type, kept = work
+    return {"node": name, "op_type": op_type, **({"kept_float": kept} if kept != [name] else {}),
+            "snr_all_but_this_db": quantised_snr(model, calib, evaluation, reference, output, nodes_to_exclude=kept),
             "snr_this_alone_db": quantised_snr(model, calib, evaluation, reference, output, nodes_to_quantize=[name])}
 
 
-def brute_force(entry: dict, calib_count: int, eval_count: int, jobs: int) -> dict:
+def with_its_writers(proto: onnx.ModelProto, name: str) -> list[str]:
+    """The node and the nodes writing its run-time inputs. ONNX Runtime's QDQ format rounds a tensor
+    once for every reader (one DequantizeLinear replaces it in all of them), so a node left out of
+    quantisation alone still reads its writer's rounded tensor; left out with its writers, it reads
+    float (unless a sibling reader keeps the tensor quantised, as on RKNN)."""
+    writers = {out: n.name for n in proto.graph.node for out in n.output}
+    node = next(n for n in proto.graph.node if n.name == name)
+    return list(dict.fromkeys([name] + [writers[i] for i in node.input if i in writers]))
+
+
+def brute_force(entry: dict, calib_count: int, eval_count: int, jobs: int, producers: bool = False) -> dict:
     model = HOME / entry["model"]["file"]
     proto = onnx.load(str(model), load_external_data=False)
     inits = {i.name for i in proto.graph.initializer}
@@ -120,7 +131,8 @@ def brute_force(entry: dict, calib_count: int, eval_count: int, jobs: int) -> di
     started = time.monotonic()
     top, quantised = diagnosis_top(model, calib, evaluation, [output])
     every = quantised_snr(model, calib, evaluation, reference, output)
-    work = [(model, calib, evaluation, reference, output, r["node"], r["op_type"]) for r in quantised]
+    work = [(model, calib, evaluation, reference, output, r["node"], r["op_type"], with_its_writers(proto, r["node"]) if producers else [r["node"]])
+            for r in quantised]
     with cf.ProcessPoolExecutor(max_workers=jobs) as pool:
         nodes = list(pool.map(one_node, work))
     by_gain = sorted(nodes, key=lambda n: -n["snr_all_but_this_db"])
@@ -165,7 +177,7 @@ def on_chip(model_path: Path, calib_path: Path, eval_path: Path, chip_id: str, c
 
     target, chip = find_chip(chip_id)
     if producers and target.id not in ("rknn", "eiq"):
-        raise SystemExit(f"--with-producers keeps sets of nodes in float on RKNN and eIQ chips only, not on {chip_id}.")
+        raise SystemExit(f"--with-producers keeps sets of nodes in float on RKNN, eIQ and ONNX Runtime's QDQ path only, not on {chip_id}.")
     model = load_model(model_path, require_static=True)
     named = named_copy(model.proto, node_names(model.graph))
     specs = model_input_specs(model)
@@ -322,8 +334,8 @@ def main() -> int:
     parser.add_argument("--artifact", type=Path, help="with --chip: the model an `edgedeploy build` artifact converted (its passes applied), with its manifest")
     parser.add_argument("--only", default="", help="with --chip: only these ONNX nodes (comma-separated), when every node does not fit")
     parser.add_argument("--with-producers", action="store_true",
-                        help="with --chip (RKNN, eIQ): keep each node in float together with the producers of its data inputs (its input tensor float too); "
-                             "written under \"targets_with_producers\", beside the single-node form")
+                        help="RKNN, eIQ and ONNX Runtime's QDQ path: keep each node in float together with the producers of its data inputs (its input tensor "
+                             "float too); written under \"targets_with_producers\" (QDQ: \"models_with_producers\"), beside the single-node form")
     parser.add_argument("--trained-dir", type=Path, help="the trained set's files from this folder instead of $EDGEDEPLOY_HOME/trained (files made apart, e.g. scripts/trained/make_cls_data.py's)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes quantising nodes at once")
     args = parser.parse_args()
@@ -356,13 +368,14 @@ def main() -> int:
                   f"(brute-force rank {result['diagnosis_top_rank_by_gain']} by gain, {result['diagnosis_top_rank_alone']} alone; "
                   f"{result['nodes_quantised']} ops, {result['seconds']} s); top 3 kept float: {result['brute_force_top3_by_gain']}", flush=True)
             continue
+        form = "models_with_producers" if args.with_producers else "models"
         if args.rediagnose:
-            if entry["name"] not in done["models"]:
+            if entry["name"] not in done.get(form, {}):
                 continue
-            result = rediagnose(entry, done["models"][entry["name"]], result_count(done, entry, "calibration_samples"), result_count(done, entry, "evaluation_samples"))
+            result = rediagnose(entry, done[form][entry["name"]], result_count(done, entry, "calibration_samples"), result_count(done, entry, "evaluation_samples"))
         else:
-            result = brute_force(entry, args.calib, args.eval, args.jobs)
-        done["models"][entry["name"]] = result
+            result = brute_force(entry, args.calib, args.eval, args.jobs, args.with_producers)
+        done.setdefault(form, {})[entry["name"]] = result
         RESULTS.write_text(json.dumps(done, indent=1) + "\n")
         print(f"{entry['name']}: every node int8 {result['snr_every_node_db']:.1f} dB; diagnosis top {result['diagnosis_top']} "
               f"(brute-force rank {result['diagnosis_top_rank_by_gain']} by gain, {result['diagnosis_top_rank_alone']} alone; "

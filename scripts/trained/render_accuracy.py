@@ -98,14 +98,20 @@ def tables(manifest: dict, sweep: dict) -> list[str]:
 
 
 def brute_force_table(results: dict) -> list[str]:
-    """scripts/accuracy/brute_force.py's comparison, one row a model."""
+    """scripts/accuracy/brute_force.py's comparison, one row a model; the ranks of the form with
+    producers beside where it was run. ONNX Runtime's QDQ format rounds a tensor once for all its
+    readers, so a reader rounds its input there: the row is judged in the form with producers."""
+    paired_rows = results.get("models_with_producers") or {}
     lines = ["", "### The diagnosis against brute force (ONNX Runtime's QDQ path)", "",
-             "| model | nodes quantised | output SNR, every node int8 | diagnosis's first node | its brute-force rank: kept float / alone | before the referred figures: first node, rank | brute-force top 3 (kept float) |",
-             "|---|---|---|---|---|---|---|"]
+             "| model | nodes quantised | output SNR, every node int8 | diagnosis's first node | its brute-force rank: kept float / alone | the same, kept with its producers (`--with-producers`) | criterion (top node in the top 3), in the toolchain's form | before the referred figures: first node, rank | brute-force top 3 (kept float) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, r in results.get("models", {}).items():
         top3 = ", ".join(f"`{n}`" for n in r["brute_force_top3_by_gain"])
+        paired = paired_rows.get(name)
+        second = f"{paired['diagnosis_top_rank_by_gain']} / {paired['diagnosis_top_rank_alone']}" if paired else "not run"
         lines.append(f"| {name} | {r['nodes_quantised']} | {r['snr_every_node_db']:.1f} dB | `{r['diagnosis_top']}` | "
-                     f"{r['diagnosis_top_rank_by_gain']} / {r['diagnosis_top_rank_alone']} | {before_referred(r)} | {top3} |")
+                     f"{r['diagnosis_top_rank_by_gain']} / {r['diagnosis_top_rank_alone']} | {second} | "
+                     f"{criterion({**r, 'reader_rounds_input': True}, paired)} | {before_referred(r)} | {top3} |")
     return lines + target_brute_force_table(results.get("targets") or {}, results.get("targets_with_producers") or {})
 
 
