@@ -5782,3 +5782,114 @@ def _batch_fold_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("batch_fold_pack", "fresh3: a batch of per-pixel windows folded back into a map (RAFT's correlation lookup)",
                   lambda: _packed(_batch_fold_case, BATCH_FOLD_PACK, 163, opset=16), ("rk3588",)))
+
+
+# ---- fresh4 (DAC's Snake, VAN's layer scale): a per-channel constant times a map, by neighbour -----
+
+# (name, producer, consumer, constant, order, rank): a map r = Relu(Conv(x)) of 16 channels, then
+# d by `producer`: "conv" (a 1x1 Conv of r read only by the Mul), "conv_fork" (that Conv's result
+# also read by the residual Add, as DAC's Snake reads its input twice), "add2" (Conv(r) + r, two
+# computed maps: VAN's attention block before its layer scale), "relu" (r itself); s = the Mul of d
+# by the constant; `consumer`: "add" (Add(residual, s)), "sin" (Sin(s), then the residual Add:
+# the Snake's alpha * x), "relu", "conv" (a 1x1 Conv of s, then the residual Add). constant:
+# "c11_small" [C, 1, 1] of 0.01 (VAN), "c11_unit" of 1 (DAC's alpha as initialised), "c11_huge"
+# of 100, "c11_rand" random in [0.5, 2], "1c11_small" [1, C, 1, 1], "scalar_small"; order "first"
+# (constant * d, as both models) or "second"; rank "2d" (8x8 maps) or "1d" ([1, C, 64], the
+# constant [1, C, 1] or [C, 1]: DAC's Conv1d).
+MUL_SCALE_PACK = (("conv_add", "conv", "add", "c11_small", "first", "2d"),
+                  ("fork_add", "conv_fork", "add", "c11_small", "first", "2d"),
+                  ("add2_add", "add2", "add", "c11_small", "first", "2d"),
+                  ("add2_add_second", "add2", "add", "c11_small", "second", "2d"),
+                  ("add2_add_1c11", "add2", "add", "1c11_small", "first", "2d"),
+                  ("add2_add_scalar", "add2", "add", "scalar_small", "first", "2d"),
+                  ("add2_add_unit", "add2", "add", "c11_unit", "first", "2d"),
+                  ("add2_relu", "add2", "relu", "c11_small", "first", "2d"),
+                  ("fork_sin", "conv_fork", "sin", "c11_unit", "first", "2d"),
+                  ("conv_sin", "conv", "sin", "c11_unit", "first", "2d"),
+                  ("fork_sin_second", "conv_fork", "sin", "c11_unit", "second", "2d"),
+                  ("relu_sin", "relu", "sin", "c11_unit", "first", "2d"),
+                  ("fork_sin_rand", "conv_fork", "sin", "c11_rand", "first", "2d"),
+                  ("fork_sin_huge", "conv_fork", "sin", "c11_huge", "first", "2d"),
+                  ("fork_conv", "conv_fork", "conv", "c11_unit", "first", "2d"),
+                  ("conv_relu", "conv", "relu", "c11_unit", "first", "2d"),
+                  ("fork_sin_1d", "conv_fork", "sin", "c11_unit", "first", "1d"),
+                  ("conv_sin_1d", "conv", "sin", "c11_unit", "first", "1d"),
+                  ("fork_add_1d", "conv_fork", "add", "c11_rand", "first", "1d"))
+# Measured, left out: ("fork_relu", "conv_fork", "relu", "c11_unit"): the Mul float and its Relu float
+# too (the toolkit fuses the Relu into the Mul's layer), which the audit does not model.
+
+
+def _mul_scale_constant(kind: str, c: int, rank: str, rng) -> np.ndarray:
+    shape_name, value = kind.split("_")
+    values = {"small": np.full(c, 0.01), "unit": np.ones(c), "huge": np.full(c, 100.0), "rand": rng.uniform(0.5, 2.0, c), "half": np.full(c, 0.5),
+              "nearly": np.r_[np.full(c - 1, 0.01), 0.02]}[value].astype(np.float32)
+    if shape_name == "scalar":
+        return np.array(values[0], np.float32)
+    if rank == "1d":
+        return values.reshape(1, c, 1) if shape_name == "1c11" else values.reshape(c, 1)
+    return values.reshape(1, c, 1, 1) if shape_name == "1c11" else values.reshape(c, 1, 1)
+
+
+def _mul_scale_case(rng, spec) -> tuple[list, list, list, list]:
+    """One MUL_SCALE_PACK entry, ended by a Conv (the Mul never writes a model output)."""
+    name, producer, consumer, constant, order, rank = spec
+    p, c = f"ms_{name}_", 16
+    k = (3,) if rank == "1d" else (3, 3)
+    one = (1,) if rank == "1d" else (1, 1)
+    space = [64] if rank == "1d" else [8, 8]
+    pads = [1, 1] if rank == "1d" else [1, 1, 1, 1]
+    inits = [_const(p + "w1", _weights(rng, c, 3, *k)), _const(p + "wp", _weights(rng, c, c, *one)), _const(p + "wq", _weights(rng, c, c, *one)),
+             _const(p + "w2", _weights(rng, 4, c, *k)), _const(p + "gamma", _mul_scale_constant(constant, c, rank, rng))]
+    nodes = [helper.make_node("Conv", [p + "x", p + "w1"], [p + "c"], name=p + "conv1", pads=pads), helper.make_node("Relu", [p + "c"], [p + "r"], name=p + "relu1")]
+    residual = p + "r"
+    if producer in ("conv", "conv_fork"):
+        nodes.append(helper.make_node("Conv", [p + "r", p + "wp"], [p + "d"], name=p + "proj"))
+        residual = p + "d" if producer == "conv_fork" else residual
+    elif producer in ("add2", "add2_outer", "add2_bn"):
+        inner = p + "r"
+        if producer == "add2_bn":  # VAN: the block's input c, its BatchNorm n read by the projection and the inner Add
+            inits += [_const(p + "bn_" + k, np.asarray(v, np.float32)) for k, v in (("scale", rng.uniform(0.5, 2, c)), ("bias", _weights(rng, c)), ("mean", _weights(rng, c)), ("var", rng.uniform(0.5, 2, c)))]
+            nodes.append(helper.make_node("BatchNormalization", [p + "c"] + [p + "bn_" + k for k in ("scale", "bias", "mean", "var")], [p + "n"], name=p + "norm"))
+            inner = p + "n"
+        nodes += [helper.make_node("Conv", [inner, p + "wp"], [p + "pc"], name=p + "proj"), helper.make_node("Add", [p + "pc", inner], [p + "d"], name=p + "inner_add")]
+        residual = p + "c" if producer != "add2" else residual  # the outer residual reads the block's input, not the inner Add's
+    else:
+        nodes.append(helper.make_node("Identity", [p + "r"], [p + "d"], name=p + "same"))
+    operands = [p + "gamma", p + "d"] if order == "first" else [p + "d", p + "gamma"]
+    nodes.append(helper.make_node("Mul", operands, [p + "s"], name=p + "scale"))
+    if consumer == "add":
+        reads = p + "s"
+    else:
+        reads = p + "t"
+        if consumer == "conv":
+            nodes.append(helper.make_node("Conv", [p + "s", p + "wq"], [p + "t"], name=p + "after"))
+        else:
+            nodes.append(helper.make_node(consumer.capitalize(), [p + "s"], [p + "t"], name=p + "after"))
+    nodes += [helper.make_node("Add", [residual, reads], [p + "a"], name=p + "residual"),
+              helper.make_node("Conv", [p + "a", p + "w2"], [p + "y"], name=p + "conv2", pads=pads)]
+    return nodes, inits, [_vi(p + "x", [1, 3, *space])], [_vi(p + "y", [1, 4, *space])]
+
+
+# A second round: VAN's block written out (the outer residual reading the block's input; its BatchNorm),
+# constants of one value against varying ones, after a Relu, and esp-ppq's Mul before a Sin.
+MUL_SCALE_PACK_2 = (("outer_add", "add2_outer", "add", "c11_small", "first", "2d"),
+                    ("bn_add", "add2_bn", "add", "c11_small", "first", "2d"),
+                    ("bn_add_rand", "add2_bn", "add", "c11_rand", "first", "2d"),
+                    ("bn_add_second", "add2_bn", "add", "c11_small", "second", "2d"),
+                    ("bn_add_nearly", "add2_bn", "add", "c11_nearly", "first", "2d"),
+                    ("fork_add_rand", "conv_fork", "add", "c11_rand", "first", "2d"),
+                    ("fork_add_nearly", "conv_fork", "add", "c11_nearly", "first", "2d"),
+                    ("fork_add_scalar", "conv_fork", "add", "scalar_small", "first", "2d"),
+                    ("fork_add_second", "conv_fork", "add", "c11_small", "second", "2d"),
+                    ("relu_add_rand", "relu", "add", "c11_rand", "first", "2d"),
+                    ("relu_add_unit", "relu", "add", "c11_unit", "first", "2d"),
+                    ("fork_sin_half", "conv_fork", "sin", "c11_half", "first", "2d"),
+                    ("fork_sin_scalar_unit", "conv_fork", "sin", "scalar_unit", "first", "2d"),
+                    ("relu_sin_rand", "relu", "sin", "c11_rand", "first", "2d"),
+                    ("fork_sin_nearly", "conv_fork", "sin", "c11_nearly", "first", "2d"))
+
+
+CASES.append(Case("mul_scale_pack_2", "fresh4: a per-channel constant times a map, second round (VAN's block written out, constants of one value)",
+                  lambda: _packed(_mul_scale_case, MUL_SCALE_PACK_2, 173, opset=14), ("rk3588", "rk3566")))
+CASES.append(Case("mul_scale_pack", "fresh4: a per-channel constant times a map, by producer and reader (DAC's Snake, VAN's layer scale)",
+                  lambda: _packed(_mul_scale_case, MUL_SCALE_PACK, 167, opset=14), ("rk3588", "rk3566")))

@@ -1500,6 +1500,9 @@ def softmax_at_model_output(node: NodeView, chip: str):
 # constant weights, its bias Add, or a layout change of one (torchvision's ConvNeXt, BEiT, CaiT in
 # the pool's tuning part); after a Relu, a Sub (PoolFormer) or a Concat (XCiT) it is float.
 PER_CHANNEL_SCALE_FOLDED_AFTER = ("Conv", "MatMul", "Gemm", "Add", "Transpose", "Reshape")
+# The readers a constant-first scale of one value is folded into (fuse_mul_into_conv2; T5's RMSNorm
+# weight of ones read by three MatMuls, SSD300's L2Norm scale by two Convs, measured in the pool).
+SCALE_FOLDED_INTO = ("Conv", "MatMul", "Gemm")
 
 
 @RULES.rule("Mul", placement=Placement.FLOAT, precisions=("int8",))
@@ -1516,6 +1519,15 @@ def scalar_first_mul_before_an_add(node: NodeView, chip: str):
     product with constant weights, its bias Add or a layout change of one it runs in int8
     (PER_CHANNEL_SCALE_FOLDED_AFTER: probes layer_scale_after_conv and after_linear, a Linear's
     MatMul + Add + Transpose; torchvision's ConvNeXt, BEiT and CaiT in the pool).
+    What decides is the constant's values, not its shape (tests/forms_models.py mul_scale_pack and
+    mul_scale_pack_2, RK3588 and RK3566): a constant of one value ([C, 1, 1], [1, C, 1, 1] or a
+    scalar, 0.01, 1 or 100) is a scalar to the toolkit, float unless folded: into the product with
+    constant weights before it, its bias Add or a layout change of one, when the Mul alone reads
+    that (a Conv's result also read by the residual Add, as DAC's Snake alpha * x, stays float),
+    into readers that are all such products, or into an Add of two maps it alone reads; whatever
+    reads it (an Add, a Sin, a Relu). A per-channel constant of varying values (0.5-2, or 0.01 with
+    one channel at 0.02) runs in int8 after anything. A constant whose values are not stored here
+    (a skeleton's, a folded one) keeps the earlier reading: float when read by an Add.
     """
     a, b, out = node.input(0), node.input(1), node.output(0)
     if a is None or b is None or out is None or not _known(a) or _known(b) or a.numel is None:
@@ -1523,13 +1535,28 @@ def scalar_first_mul_before_an_add(node: NodeView, chip: str):
     zero_add = node.attr("rknn_zero_add")  # the Add of zeros it shares a layer with (zero_add_after_a_scalar_first_mul)
     if zero_add is not None:
         return None if zero_add == "into_conv" else Offence(a.name, "constant first operand, then an Add of zeros")
-    if out.is_model_output or out.consumers != ("Add",):
-        return None
-    if b.producer == "Conv" and b.consumers == ("Mul",):
+    one_value = _one_value(a)
+    if one_value is False or out.is_model_output or not out.consumers or all(c in SCALE_FOLDED_INTO for c in out.consumers):
+        return None  # a per-channel scale of varying values runs in int8; one read only by products is folded into them
+    if one_value is None and out.consumers != ("Add",):
+        return None  # values not stored here (a skeleton): only the Add reader was measured that way
+    alone = b.consumers == ("Mul",)
+    if b.producer == "Conv" and alone:
         return None  # folded into the Conv before it (fuse_mul_into_conv), as measured on PP-OCRv4 rec
-    if a.numel != 1 and b.producer in PER_CHANNEL_SCALE_FOLDED_AFTER:
-        return None  # a layer scale after a projection (ConvNeXt, BEiT, CaiT): on the NPU in the pool
-    return Offence(a.name, "constant first operand, read by an Add")
+    if b.producer in PER_CHANNEL_SCALE_FOLDED_AFTER and (alone if one_value else a.numel != 1):
+        return None  # a scale after a projection, its bias Add or a layout change of one (ConvNeXt, BEiT, CaiT)
+    return Offence(a.name, f"constant first operand of one value, read by {'/'.join(out.consumers)}")
+
+
+def _one_value(t) -> bool | None:
+    """Whether a constant holds one value throughout (a scalar, or a per-channel scale a library
+    initialises to one value); None when its values are not stored here (a skeleton, a folded tensor)."""
+    if t.numel == 1:
+        return True
+    if t.stored_elsewhere or t.value is None:
+        return None
+    v = np.asarray(t.value)
+    return bool(np.all(v == v.flat[0]))
 
 
 @RULES.rule(_passes.CONSTANT_OUTPUT_OP, placement=Placement.UNSUPPORTED)
