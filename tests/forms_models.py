@@ -5845,6 +5845,10 @@ def _mul_scale_case(rng, spec) -> tuple[list, list, list, list]:
     if producer in ("conv", "conv_fork"):
         nodes.append(helper.make_node("Conv", [p + "r", p + "wp"], [p + "d"], name=p + "proj"))
         residual = p + "d" if producer == "conv_fork" else residual
+    elif producer == "add2_apart":  # VAN's attention: the projection reads another map than the Add's other operand
+        nodes += [helper.make_node("Conv", [p + "r", p + "wq"], [p + "q"], name=p + "pre"), helper.make_node("Relu", [p + "q"], [p + "qr"], name=p + "pre_act"),
+                  helper.make_node("Conv", [p + "qr", p + "wp"], [p + "pc"], name=p + "proj"), helper.make_node("Add", [p + "pc", p + "r"], [p + "d"], name=p + "inner_add")]
+        residual = p + "c"
     elif producer in ("add2", "add2_outer", "add2_bn"):
         inner = p + "r"
         if producer == "add2_bn":  # VAN: the block's input c, its BatchNorm n read by the projection and the inner Add
@@ -5891,5 +5895,18 @@ MUL_SCALE_PACK_2 = (("outer_add", "add2_outer", "add", "c11_small", "first", "2d
 
 CASES.append(Case("mul_scale_pack_2", "fresh4: a per-channel constant times a map, second round (VAN's block written out, constants of one value)",
                   lambda: _packed(_mul_scale_case, MUL_SCALE_PACK_2, 173, opset=14), ("rk3588", "rk3566")))
+# A third round: VAN's attention has the projection read another map than the Add's other operand
+# (Conv(Relu(Conv(r))) + r), where Conv(r) + r above may merge into one Conv.
+MUL_SCALE_PACK_3 = (("apart_add", "add2_apart", "add", "c11_small", "first", "2d"),
+                    ("apart_add_unit", "add2_apart", "add", "c11_unit", "first", "2d"),
+                    ("apart_add_scalar", "add2_apart", "add", "scalar_small", "first", "2d"),
+                    ("apart_add_1c11", "add2_apart", "add", "1c11_small", "first", "2d"),
+                    ("apart_add_rand", "add2_apart", "add", "c11_rand", "first", "2d"),
+                    ("apart_add_second", "add2_apart", "add", "c11_small", "second", "2d"),
+                    ("apart_sin", "add2_apart", "sin", "c11_unit", "first", "2d"))
+
+
+CASES.append(Case("mul_scale_pack_3", "fresh4: a per-channel constant times an Add of two maps, the projection reading another map (VAN's attention)",
+                  lambda: _packed(_mul_scale_case, MUL_SCALE_PACK_3, 179, opset=14), ("rk3588", "rk3566")))
 CASES.append(Case("mul_scale_pack", "fresh4: a per-channel constant times a map, by producer and reader (DAC's Snake, VAN's layer scale)",
                   lambda: _packed(_mul_scale_case, MUL_SCALE_PACK, 167, opset=14), ("rk3588", "rk3566")))

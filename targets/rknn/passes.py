@@ -3868,3 +3868,34 @@ def map_views_on_cpu(graph, chip):
             graph.fuse([view, readers[0]], view.op_type, leader=view, attributes=marked)
         elif len(readers) == 1 and not out.is_model_output and _linear_of(readers[0], out.name) and x.shape[1] % MAP_VIEW_LINEAR_ALIGN:
             graph.fuse([view], view.op_type, attributes=marked)
+
+
+# ---------------------------------------------------------------------------------------------
+# A constant-first scale of an Add of two maps: folded only where the Add merges into a Conv.
+# ---------------------------------------------------------------------------------------------
+
+SCALE_OF_ADD_ATTRIBUTE = "rknn_scale_of_add"
+SCALE_OF_ADD_KEPT = "kept"
+
+
+@RULES.graph_pass("Mul", OBSERVED=TOOLKIT_OBSERVED)
+def scale_of_an_add_of_two_maps(graph, chip):
+    """{OBSERVED} keeps a * x, the constant a of one value first, in a float layer when x is an Add of two computed maps that is not a Conv's result plus that Conv's own input (VAN's layer scale of its attention's projection plus the block's normalised input); Conv(x) + x merges into one Conv, which the scale then folds into (int8).
+
+    Measured on RK3588 and RK3566 (tests/forms_models.py mul_scale_pack_3: Conv(Relu(Conv(r))) + r
+    scaled by 0.01, 1 ([C, 1, 1], [1, C, 1, 1]) or a scalar: float; varying values, or the constant
+    second: int8; mul_scale_pack, mul_scale_pack_2: Conv(r) + r, 1x1 Conv, with or without a
+    BatchNorm giving r: int8). Marks the Mul for rules.scalar_first_mul_before_an_add.
+    """
+    for mul in [n for n in graph.nodes if n.op_type == "Mul" and len(n.inputs) == 2]:
+        x = mul.inputs[1]
+        add = graph.producer(x.name) if x.name else None
+        if add is None or add.op_type != "Add" or len(add.inputs) != 2 or any(_known(t) for t in add.inputs) or not _known(mul.inputs[0]) or _known(x):
+            continue
+        producers = [graph.producer(t.name) if t.name else None for t in add.inputs]
+        conv_of_other = any(p is not None and p.op_type == "Conv" and p.inputs and p.inputs[0].name == add.inputs[1 - i].name for i, p in enumerate(producers))
+        if conv_of_other:
+            continue
+        attributes = {a.name: helper_value(a) for a in mul.proto.attribute}
+        attributes[SCALE_OF_ADD_ATTRIBUTE] = SCALE_OF_ADD_KEPT
+        graph.fuse([mul], "Mul", attributes=attributes)

@@ -1524,7 +1524,8 @@ def scalar_first_mul_before_an_add(node: NodeView, chip: str):
     scalar, 0.01, 1 or 100) is a scalar to the toolkit, float unless folded: into the product with
     constant weights before it, its bias Add or a layout change of one, when the Mul alone reads
     that (a Conv's result also read by the residual Add, as DAC's Snake alpha * x, stays float),
-    into readers that are all such products, or into an Add of two maps it alone reads; whatever
+    into readers that are all such products, or into Conv(x) + x it alone reads (an Add of two other
+    maps keeps it float: passes.scale_of_an_add_of_two_maps, VAN); whatever
     reads it (an Add, a Sin, a Relu). A per-channel constant of varying values (0.5-2, or 0.01 with
     one channel at 0.02) runs in int8 after anything. A constant whose values are not stored here
     (a skeleton's, a folded one) keeps the earlier reading: float when read by an Add.
@@ -1543,6 +1544,8 @@ def scalar_first_mul_before_an_add(node: NodeView, chip: str):
     alone = b.consumers == ("Mul",)
     if b.producer == "Conv" and alone:
         return None  # folded into the Conv before it (fuse_mul_into_conv), as measured on PP-OCRv4 rec
+    if one_value and node.attr("rknn_scale_of_add") == "kept":
+        return Offence(a.name, "constant first operand of one value, of an Add of two maps (passes.scale_of_an_add_of_two_maps)")
     if b.producer in PER_CHANNEL_SCALE_FOLDED_AFTER and (alone if one_value else a.numel != 1):
         return None  # a scale after a projection, its bias Add or a layout change of one (ConvNeXt, BEiT, CaiT)
     return Offence(a.name, f"constant first operand of one value, read by {'/'.join(out.consumers)}")
