@@ -76,6 +76,6 @@ def test_on_the_qdq_path_a_node_reads_float_only_with_its_writers_left_out_too(t
     spec.loader.exec_module(brute)
     alone = _quantised_readers(tmp_path, ["conv_b"])
     assert alone["conv_b"] == [True], alone
-    kept = brute.with_its_writers(helper.make_model(_graph()), "conv_b")
+    kept = brute.kept_float(helper.make_model(_graph()), producers=True)["conv_b"]
     assert kept == ["conv_b", "relu"]
     assert _quantised_readers(tmp_path, kept)["conv_b"] == [False]

@@ -109,14 +109,17 @@ def one_node(work: tuple) -> dict:
             "snr_this_alone_db": quantised_snr(model, calib, evaluation, reference, output, nodes_to_quantize=[name])}
 
 
-def with_its_writers(proto: onnx.ModelProto, name: str) -> list[str]:
-    """The node and the nodes writing its run-time inputs. ONNX Runtime's QDQ format rounds a tensor
-    once for every reader (one DequantizeLinear replaces it in all of them), so a node left out of
-    quantisation alone still reads its writer's rounded tensor; left out with its writers, it reads
-    float (unless a sibling reader keeps the tensor quantised, as on RKNN)."""
-    writers = {out: n.name for n in proto.graph.node for out in n.output}
-    node = next(n for n in proto.graph.node if n.name == name)
-    return list(dict.fromkeys([name] + [writers[i] for i in node.input if i in writers]))
+def kept_float(proto: onnx.ModelProto, producers: bool) -> dict[str, list[str]]:
+    """Per node, the nodes left out of quantisation for its "kept float" figure: the node alone, or
+    with the writers of its run-time inputs (targets.brute_force.with_producers). ONNX Runtime's QDQ
+    format rounds a tensor once for all its readers (one DequantizeLinear replaces it in each), so a
+    node left out alone still reads its writer's rounded tensor; left out with its writers it reads
+    float, unless a sibling reader keeps the tensor quantised, as on RKNN."""
+    from edgedeploy.model.stats import node_names
+    from edgedeploy.targets.brute_force import with_producers
+
+    alone = {name: [name] for name in node_names(proto.graph)}
+    return with_producers(alone, proto.graph) if producers else alone
 
 
 def brute_force(entry: dict, calib_count: int, eval_count: int, jobs: int, producers: bool = False) -> dict:
@@ -131,8 +134,8 @@ def brute_force(entry: dict, calib_count: int, eval_count: int, jobs: int, produ
     started = time.monotonic()
     top, quantised = diagnosis_top(model, calib, evaluation, [output])
     every = quantised_snr(model, calib, evaluation, reference, output)
-    work = [(model, calib, evaluation, reference, output, r["node"], r["op_type"], with_its_writers(proto, r["node"]) if producers else [r["node"]])
-            for r in quantised]
+    kept = kept_float(proto, producers)
+    work = [(model, calib, evaluation, reference, output, r["node"], r["op_type"], kept[r["node"]]) for r in quantised]
     with cf.ProcessPoolExecutor(max_workers=jobs) as pool:
         nodes = list(pool.map(one_node, work))
     by_gain = sorted(nodes, key=lambda n: -n["snr_all_but_this_db"])
