@@ -315,9 +315,77 @@ def fresh4_entries() -> list[Entry]:
     return out
 
 
+
+# The fifth fresh set, "fresh5" (issue 27): chosen on 2026-12-04 before any was built or converted.
+# Selection rule: a public family (architecture, not just a size, version or task head of one) in
+# none of the pool's, fresh's, fresh2's, fresh3's or fresh4's lists, buildable offline from code,
+# small (transformers at 2 layers of width 64 or a narrow config, timm at the smallest side it
+# takes), what a user brings to an edge chip: detector, keypoint, segmenter, matting, small LMs and
+# a text encoder, speech encoders, sensor time series, and edge-minded image backbones (about half
+# convolutional or hybrid). Left out: Ultralytics (every family it ships is in a set: v3, v5, v6,
+# v8, v9, v10, 11, 12, 26, RT-DETR, World, YOLOE; what is left is a size, head or backbone swap of
+# one), torchvision (beyond the pool only large models or families already in a set), the onnx
+# package's vgg19 and zfnet512 (330-550 MB, AlexNet's forms: LRN, opset-9 Dropout, big Gemms),
+# the two wheels under pool-wheels (rapidocr-onnxruntime 1.4.4 and silero-vad 6.2.3 are in the
+# pool's list), transformers classes with data-dependent outputs (EfficientLoFTR, SuperGlue) or
+# recurrences unrolled per token (Mamba), and timm versions of a used family (GhostNetV3, PP-HGNet,
+# EfficientViT-L, MobileCLIP's FastViT).
+# Each: (source, arch, task, input side or length, extra), and why (its form).
+FRESH5 = {
+    "hf_d_fine": ("transformers", "d_fine", "detection", 64, {"config": "DFineConfig", "model": "DFineModel"}),
+    "hf_vitpose": ("transformers", "vitpose", "keypoint", 64, {"config": "VitPoseConfig", "model": "VitPoseForPoseEstimation"}),
+    "hf_mask2former": ("transformers", "mask2former", "segmentation", 64, {"config": "Mask2FormerConfig", "model": "Mask2FormerForUniversalSegmentation"}),
+    "hf_vitmatte": ("transformers", "vitmatte", "matting", 64, {"config": "VitMatteConfig", "model": "VitMatteForImageMatting"}),
+    "hf_modernbert": ("transformers", "modernbert", "text", 32, {"config": "ModernBertConfig", "model": "ModernBertModel"}),
+    "hf_gemma3_text": ("transformers", "gemma3_text", "text", 32, {"config": "Gemma3TextConfig", "model": "Gemma3TextModel"}),
+    "hf_lfm2": ("transformers", "lfm2", "text", 32, {"config": "Lfm2Config", "model": "Lfm2Model"}),
+    "hf_moonshine": ("transformers", "moonshine", "audio", 4000, {"config": "MoonshineConfig", "model": "MoonshineModel", "part": "encoder"}),
+    "hf_parakeet": ("transformers", "parakeet", "mel", 100, {"config": "ParakeetEncoderConfig", "model": "ParakeetEncoder"}),
+    "hf_speech_to_text": ("transformers", "speech_to_text", "mel", 100, {"config": "Speech2TextConfig", "model": "Speech2TextModel", "part": "encoder"}),
+    "hf_patchtsmixer": ("transformers", "patchtsmixer", "time-series", 64, {"config": "PatchTSMixerConfig", "model": "PatchTSMixerModel"}),
+    "hf_patchtst": ("transformers", "patchtst", "time-series", 64, {"config": "PatchTSTConfig", "model": "PatchTSTModel"}),
+    "hf_mimi": ("transformers", "mimi", "audio-codec", 4000, {"config": "MimiConfig", "model": "MimiModel", "part": "encoder"}),
+    "timm_repvgg_a0": ("timm", "repvgg_a0", "classification", 64, {}),
+    "timm_nextvit_small": ("timm", "nextvit_small", "classification", 64, {}),
+    "timm_caformer_s18": ("timm", "caformer_s18", "classification", 64, {}),
+    "timm_coatnet_nano_rw_224": ("timm", "coatnet_nano_rw_224", "classification", 64, {}),
+    "timm_mixer_s16_224": ("timm", "mixer_s16_224", "classification", 64, {}),
+}
+FRESH5_WHY = {
+    "hf_d_fine": "D-FINE real-time detector: HGNetV2 backbone, hybrid encoder, deformable-attention decoder (GridSample) with fine-grained distribution box refinement",
+    "hf_vitpose": "ViTPose keypoint estimation: a plain ViT backbone and a deconvolution heatmap head",
+    "hf_mask2former": "Mask2Former universal segmentation: Swin backbone, multi-scale deformable-attention pixel decoder, masked-attention query decoder",
+    "hf_vitmatte": "ViTMatte image matting: a 4-channel input (image + trimap), ViTDet windowed attention with relative positions, a conv detail-capture decoder",
+    "hf_modernbert": "ModernBERT encoder: rotary positions, GeGLU MLP, no biases, alternating local (sliding-window mask) and global attention",
+    "hf_gemma3_text": "Gemma 3 small LM decoder: sandwich RMSNorms (1 + w), scaled embeddings, GELU-tanh gated MLP, query/key RMSNorm, local sliding-window and global layers",
+    "hf_lfm2": "LFM2 on-device LM: gated short causal depthwise Conv1d blocks interleaved with grouped-query attention, RMSNorm, SwiGLU",
+    "hf_moonshine": "Moonshine edge ASR encoder: a raw-audio Conv1d stem with tanh and GroupNorm, partial rotary attention",
+    "hf_parakeet": "Parakeet FastConformer ASR encoder: 8x depthwise-separable Conv2d subsampling of mel frames, relative-position attention, a conv module with GLU",
+    "hf_speech_to_text": "Speech2Text ASR encoder: a strided Conv1d subsampler with GLU, sinusoidal positions, a pre-norm transformer",
+    "hf_patchtsmixer": "PatchTSMixer sensor time series: patching, MLP-Mixer over patches, features and channels with gated attention",
+    "hf_patchtst": "PatchTST sensor time series: per-channel patching, instance scaling (mean/std), a transformer encoder with BatchNorm",
+    "hf_mimi": "Mimi streaming speech codec encoder: SEANet Conv1d with ELU residuals, a causal transformer with rotary positions and layer scale, a strided downsampling Conv1d",
+    "timm_repvgg_a0": "RepVGG-A0: parallel 3x3, 1x1 and identity-BatchNorm branches summed (train-time form, re-parameterisable into one 3x3 Conv)",
+    "timm_nextvit_small": "Next-ViT: next convolution blocks (multi-head convolutional attention) and next transformer blocks with spatially reduced attention, built for deployment",
+    "timm_caformer_s18": "CAFormer: a MetaFormer with separable-Conv token mixers then attention, StarReLU (s * relu(x)^2 + b) and per-channel scales",
+    "timm_coatnet_nano_rw_224": "CoAtNet: MBConv stages then transformer stages with relative-position attention over the whole map",
+    "timm_mixer_s16_224": "MLP-Mixer: token-mixing and channel-mixing MLPs on transposed patch tokens, no convolution after the patch embedding",
+}
+
+
+def fresh5_entries() -> list[Entry]:
+    """The fifth fresh set, each built as the pool's entries of its source are: transformers at
+    the pool's opset hash from 14, timm at the pool's opset hash."""
+    out = []
+    for name, (source, arch, task, size, extra) in FRESH5.items():
+        opset = _opset(name, 14) if source == "transformers" else _opset(name)
+        out.append(Entry(name, source, arch, task, size, opset, extra))
+    return out
+
+
 # The fresh sets by name: build_pool.py, collect.py and score.py take --set NAME (--fresh: "fresh");
 # each lives in tests/fixtures/pool/<NAME>/ (manifest, verdicts, skeletons), apart from the pool.
-FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries}
+FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries}
 
 
 def entries() -> list[Entry]:
