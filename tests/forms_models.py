@@ -5910,3 +5910,84 @@ CASES.append(Case("mul_scale_pack_3", "fresh4: a per-channel constant times an A
                   lambda: _packed(_mul_scale_case, MUL_SCALE_PACK_3, 179, opset=14), ("rk3588", "rk3566")))
 CASES.append(Case("mul_scale_pack", "fresh4: a per-channel constant times a map, by producer and reader (DAC's Snake, VAN's layer scale)",
                   lambda: _packed(_mul_scale_case, MUL_SCALE_PACK, 167, opset=14), ("rk3588", "rk3566")))
+
+
+# ---- issue 27 (fresh4 DETR, GroupViT): the operands of 3-D batched attention on RK3566 ---------------
+
+# Attention as transformers' CLIP-style classes (DETR, GroupViT, ...) write it: q scaled, then q, k
+# and v each split into heads (Reshape [1, T, H, D], Transpose [0, 2, 1, 3]) and viewed to [H, T, D]
+# for 3-D batched products, k swapped [0, 2, 1], the Softmax over the 3-D scores, attn @ v viewed
+# back to [1, H, T, D], the heads merged, a Linear. Forms: "self" (k and v from the same tokens),
+# "cross" (k and v from a second input of S tokens), "constq" (the query a constant: DETR's first
+# decoder layer, whose queries the compiler folds), "mask4d" (the scores viewed to [1, H, T, S] for a
+# mask Add and back before the Softmax, as DETR), "self4d" (the control: no 3-D views, 4-D products,
+# k swapped [0, 1, 3, 2]). (name, form, T, S, H, D)
+BATCHED_OPERANDS_PACK_SELF = (
+    ("t4d32", "self", 4, 4, 2, 32), ("t20d32", "self", 20, 20, 2, 32), ("t16d32", "self", 16, 16, 2, 32),
+    ("t24d32", "self", 24, 24, 2, 32), ("t16d12", "self", 16, 16, 4, 12), ("t16d16", "self", 16, 16, 2, 16),
+    ("t49d16", "self", 49, 49, 4, 16), ("t12d16", "self", 12, 12, 2, 16), ("t8d8", "self", 8, 8, 2, 8),
+)
+# Measured with the pack above, not held: 2 heads of 20 over 32 tokens (RK3566: q's Transpose on the
+# NPU where 4 heads of 12 over 16 tokens have it on the CPU; RK3588: the output Linear's 3-D [1, 32, 40]
+# on the NPU where unaligned_3d_model_output has it on the CPU). docs/audit.md.
+BATCHED_OPERANDS_UNMODELLED = (("t32d20", "self", 32, 32, 2, 20),)
+BATCHED_OPERANDS_PACK_CROSS = (
+    ("x20s4", "cross", 20, 4, 2, 32), ("x16s20", "cross", 16, 20, 2, 32), ("x20s16", "cross", 20, 16, 2, 32),
+    ("x4s16", "cross", 4, 16, 2, 32), ("c20s4", "constq", 20, 4, 2, 32), ("c20s16", "constq", 20, 16, 2, 32),
+    ("m4", "mask4d", 4, 4, 2, 32), ("m16", "mask4d", 16, 16, 2, 32), ("f20", "self4d", 20, 20, 2, 32),
+    ("f16", "self4d", 16, 16, 2, 32),
+)
+
+
+def _batched_operands_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of BATCHED_OPERANDS_PACK_*: its nodes, initializers, inputs and output."""
+    name, form, t, s, h, d = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    c = h * d
+    four = form == "self4d"
+    inits = [_const(p + "q_heads", np.array([1, t, h, d], np.int64)), _const(p + "kv_heads", np.array([1, s, h, d], np.int64)),
+             _const(p + "shape_q3", np.array([h, t, d], np.int64)), _const(p + "shape_kv3", np.array([h, s, d], np.int64)),
+             _const(p + "out4", np.array([1, h, t, d], np.int64)), _const(p + "merged", np.array([1, t, c], np.int64)),
+             _const(p + "scale", np.array(d ** -0.5, np.float32)), _const(p + "wo", _weights(rng, c, c))]
+    inputs = [_vi(p + "x", [1, t, c])]
+    kv_source = "x"
+    if form in ("cross", "constq"):
+        inputs = [_vi(p + "y", [1, s, c])] if form == "constq" else inputs + [_vi(p + "y", [1, s, c])]
+        kv_source = "y"
+    nodes = []
+    for part in "qkv":
+        src = kv_source if part in "kv" else "x"
+        inits += [_const(p + f"w{part}", _weights(rng, c, c)), _const(p + f"b{part}", _weights(rng, c))]
+        if part == "q" and form == "constq":
+            inits.append(_const(p + "x", _weights(rng, 1, t, c)))
+        nodes += [node("MatMul", [src, f"w{part}"], f"{part}0"), node("Add", [f"{part}0", f"b{part}"], f"{part}1")]
+        first = f"{part}1"
+        if part == "q":
+            nodes.append(node("Mul", ["q1", "scale"], "q1s"))
+            first = "q1s"
+        nodes += [node("Reshape", [first, "q_heads" if part == "q" else "kv_heads"], f"{part}2"),
+                  node("Transpose", [f"{part}2"], f"{part}3", perm=[0, 2, 1, 3])]
+        if not four:
+            nodes.append(node("Reshape", [f"{part}3", "shape_q3" if part == "q" else "shape_kv3"], part))
+    if four:
+        nodes += [node("Transpose", ["k3"], "kt", perm=[0, 1, 3, 2]), node("MatMul", ["q3", "kt"], "scores"),
+                  node("Softmax", ["scores"], "probs", axis=-1), node("MatMul", ["probs", "v3"], "o4")]
+    else:
+        nodes += [node("Transpose", ["k"], "kt", perm=[0, 2, 1]), node("MatMul", ["q", "kt"], "s3")]
+        scores = "s3"
+        if form == "mask4d":
+            mask = np.zeros((1, 1, t, s), np.float32)
+            mask[..., s - 1:] = -100.0
+            inits += [_const(p + "s4", np.array([1, h, t, s], np.int64)), _const(p + "s3b", np.array([h, t, s], np.int64)), _const(p + "mask", mask)]
+            nodes += [node("Reshape", ["s3", "s4"], "s4v"), node("Add", ["s4v", "mask"], "s4m"), node("Reshape", ["s4m", "s3b"], "s3m")]
+            scores = "s3m"
+        nodes += [node("Softmax", [scores], "probs", axis=-1), node("MatMul", ["probs", "v"], "o3"), node("Reshape", ["o3", "out4"], "o4")]
+    nodes += [node("Transpose", ["o4"], "o_t", perm=[0, 2, 1, 3]), node("Reshape", ["o_t", "merged"], "o"), node("MatMul", ["o", "wo"], "y_out")]
+    return nodes, inits, inputs, [_vi(p + "y_out", [1, t, c])]
+
+
+CASES.append(Case("batched_operands_pack_self", "fresh4: the operands of 3-D batched attention (DETR, GroupViT): which swap of k or v is a Transpose layer",
+                  lambda: _packed(_batched_operands_case, BATCHED_OPERANDS_PACK_SELF, 131, used_only=True, opset=17), ("rk3566", "rk3588")))
+CASES.append(Case("batched_operands_pack_cross", "fresh4: the operands of 3-D batched attention (DETR, GroupViT): which swap of k or v is a Transpose layer",
+                  lambda: _packed(_batched_operands_case, BATCHED_OPERANDS_PACK_CROSS, 132, used_only=True, opset=17), ("rk3566", "rk3588")))

@@ -1090,6 +1090,14 @@ def _product_of_computed(node) -> bool:
     return node.op_type in ("MatMul", "Einsum") and len(node.inputs) == 2 and all(not _known(t) for t in node.inputs[:2])
 
 
+def _product_by_a_constant_first(node, data: str) -> bool:
+    """A MatMul of a constant by the computed `data` as its second operand (DETR's first decoder
+    layer: its queries folded at conversion, q @ k^T with only the key computed): the toolkit merges
+    the key's Transposes into it as into a product of two computed tensors (batched_operands_pack_cross)."""
+    return (node.op_type == "MatMul" and len(node.inputs) == 2 and _known(node.inputs[0]) and not _known(node.inputs[1])
+            and node.inputs[1].name == data and node.inputs[0].rank is not None and node.inputs[0].rank >= 3)
+
+
 def _einsum_product(node) -> str | None:
     """"plain" when an Einsum's equation is a batched matrix product a @ b ("bhlt,bhtv->bhlv"),
     "b_swapped" when it is a @ b^T ("bhlk,bhtk->bhlt", attention's scores), else None: the
@@ -1121,7 +1129,7 @@ def _reaches_matmul(graph, node, forward: bool) -> bool:
                 # A Transpose an earlier step merged into the product (eliminated) still stands between.
                 near = [(p, p.outputs[0].name) for p in (graph.producer(t.name) or graph.wire(t.name) for t in n.inputs[:1]) if p is not None and p.outputs]
             for m, data in near:
-                if _product_of_computed(m):
+                if _product_of_computed(m) or (forward and _product_by_a_constant_first(m, data)):
                     return True
                 if _layout_hop(graph, m, data if forward else (m.inputs[0].name if m.inputs else "")):
                     nxt.append(m)
@@ -1145,27 +1153,61 @@ def _value_dims(product, tensor) -> tuple[int, int] | None:
     return int(b.shape[-2]), int(b.shape[-1])
 
 
-def _value_operand(graph, node) -> tuple[int, int] | None:
-    """(K, N) when `node`'s result reaches, through single readers that keep its last axis last,
-    the second operand of a product of computed tensors [.., K, N] (attention's attn @ v): the
-    toolkit holds a tensor with its last axis as channels, and takes a product's second operand
-    with K as channels, so it swaps them with a Transpose layer of its own."""
+def _regroups_leading_axes(node) -> bool:
+    """A Reshape that keeps the last axis as it is and only regroups the axes before it (attention's
+    heads merged into the batch for 3-D batched products, [1, H, T, D] -> [H, T, D]): the channels
+    the toolkit holds last stay last."""
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return False
+    x, out = _static_shape(node.inputs[0]), _static_shape(node.outputs[0])
+    return x is not None and out is not None and len(x) >= 2 and len(out) >= 2 and x[-1] == out[-1]
+
+
+def _value_walk(graph, node) -> tuple[tuple[int, int], list] | None:
+    """((K, N), the leading-axes Reshapes on the way) when `node`'s result reaches, through single
+    readers that keep its last axis last, the second operand of a product of computed tensors
+    [.., K, N] (attention's attn @ v): the toolkit holds a tensor with its last axis as channels,
+    and takes a product's second operand with K as channels, so it swaps them with a Transpose
+    layer of its own. A Reshape that regroups only the leading axes (3-D batched attention's view
+    [1, H, T, D] -> [H, T, D]) keeps the last axis last: it is on the way, and joins that layer."""
     perm = _perm(node)
     if perm is None or perm[-1] != len(perm) - 1:
         return None
-    tensor = node.outputs[0]
+    tensor, views = node.outputs[0], []
     for _ in range(MAX_LAYOUT_HOPS + 1):
         reader = graph.only_consumer(tensor.name)
         if reader is None:
             return None
         if _product_of_computed(reader):
-            return _value_dims(reader, tensor)
+            dims = _value_dims(reader, tensor)
+            return (dims, views) if dims is not None else None
         perm = _perm(reader) if reader.op_type == "Transpose" else None
-        keeps_last = (perm is not None and perm[-1] == len(perm) - 1) or _scalar_swapped(reader, tensor.name) or _lone_concat(reader)
-        if not keeps_last:
+        if _regroups_leading_axes(reader):
+            views.append(reader)
+        elif not ((perm is not None and perm[-1] == len(perm) - 1) or _scalar_swapped(reader, tensor.name) or _lone_concat(reader)):
             return None
         tensor = reader.outputs[0]
     return None
+
+
+# The attribute transposes_merged_into_matmul gives a heads' split whose Transpose joins the view after
+# it (3-D batched attention): the split is no layer beside a Transpose (rules.reshape_of_unaligned_attention_heads).
+SPLIT_BEFORE_A_VIEW_ATTRIBUTE = "rknn_split_before_a_batched_view"
+
+
+def _batched_view_after(graph, node):
+    """The Reshape that alone reads `node`'s result and merges its leading axes, keeping the last
+    (the heads into the batch of 3-D batched products: [1, H, T, D] -> [H, T, D]), else None."""
+    reader = graph.only_consumer(node.outputs[0].name) if node.outputs else None
+    if reader is None or not _regroups_leading_axes(reader) or reader.outputs[0].rank is None or node.outputs[0].rank is None:
+        return None
+    return reader if reader.outputs[0].rank < node.outputs[0].rank else None
+
+
+def _value_operand(graph, node) -> tuple[int, int] | None:
+    """(K, N) of the product's second operand `node` makes (see _value_walk), else None."""
+    walk = _value_walk(graph, node)
+    return walk[0] if walk is not None else None
 
 
 def _heads_reshape(graph, node):
@@ -1379,6 +1421,8 @@ def _map_value_operand(graph, node):
         return None
     if before is None or before.op_type != "Reshape" or graph.only_consumer(before.outputs[0].name) is not node:
         return None
+    if _regroups_leading_axes(before):
+        return None  # the channels stay last: the swap then puts them on K, as a key's k^T (merged)
     tensor, unsqueezes = node.outputs[0], []
     for _ in range(MAX_LAYOUT_HOPS + 1):
         reader = graph.only_consumer(tensor.name)
@@ -1835,7 +1879,12 @@ def transposes_merged_into_matmul(graph, chip):
     with b's swap implicit: transformers' CvT) is such a product: tests/forms_models.py
     einsum_attention_pack (RK3566, 2026-12-04): Tq 16 to 64, Tk 5 to 64, heads of 8 to 64: every
     heads Transpose merged, the value's with its Reshape on the CPU when Tk or D is not a multiple
-    of 8, and every split on the CPU with D of 12 or 20, as with MatMuls.
+    of 8, and every split on the CPU with D of 12 or 20, as with MatMuls. 3-D batched attention
+    (the heads viewed into the batch, [1, H, T, D] -> [H, T, D], before the products: DETR, GroupViT):
+    tests/forms_models.py batched_operands_pack_self/_cross (RK3566, 2026-12-04): the key's view and
+    swap merged at any S (the features end on K of k^T), the value's swap a layer with the view after
+    it (its split on the NPU) when S or D is not a multiple of 8; with unaligned heads each Transpose
+    joins the view after it; a constant query (DETR's first decoder layer) merges the key's all the same.
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node:
@@ -1865,11 +1914,25 @@ def transposes_merged_into_matmul(graph, chip):
         elif map_value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in map_value[2]):
             graph.fuse([map_value[0], node], "Transpose", leader=node, attributes={"perm": _perm(node), "rknn_value_transpose": list(map_value[2])})
         elif value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in value) and not _part_of_a_last_axis_split(graph, node):
-            graph.fuse([heads, node, *_lone_concats_after(graph, node)] if heads is not None else [node, *_lone_concats_after(graph, node)], "Transpose",
+            views = _value_walk(graph, node)[1]
+            # The swap joins the Reshape beside it: the view after it where there is one (3-D batched
+            # attention: the heads' split stays on the NPU), else the heads' split before it.
+            beside = views if views else ([heads] if heads is not None else [])
+            if views and heads is not None:
+                graph.fuse([heads], "Reshape", attributes={SPLIT_BEFORE_A_VIEW_ATTRIBUTE: 1})
+            graph.fuse([*beside, node, *_lone_concats_after(graph, node)], "Transpose",
                        leader=node, attributes={"perm": _perm(node), "rknn_value_transpose": list(value)})
         elif heads is not None and _head_size(heads) is not None:
-            graph.fuse([heads, node, *_following_transposes(graph, node)], "Reshape", leader=heads,
-                       attributes={"rknn_head_size": _head_size(heads)})
+            view = _batched_view_after(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
+            if view is not None and _head_size(heads) % TRANSPOSE_LAYER_ALIGN[chip]:
+                # 3-D batched attention with unaligned heads: the split stays on the NPU; the Transpose
+                # joins the view after it (and a key's swap after that), placed by the head size.
+                size = _head_size(heads)
+                graph.fuse([heads], "Reshape", attributes={SPLIT_BEFORE_A_VIEW_ATTRIBUTE: 1})
+                graph.fuse([view, node, *_following_transposes(graph, view)], "Reshape", leader=view, attributes={"rknn_head_size": size})
+            else:
+                graph.fuse([heads, node, *_following_transposes(graph, node)], "Reshape", leader=heads,
+                           attributes={"rknn_head_size": _head_size(heads)})
         else:
             graph.eliminate(node)
 

@@ -837,15 +837,19 @@ def reshape_into_cpu_softmax(node: NodeView, chip: str):
     Softmax models, with and without the Transpose. Not so a Reshape that only merges the two
     leading axes of attention's scores ([1, nW, heads, T, T] -> [nW, heads, T, T], the shifted
     windows' mask Added between: Swin), which stays on the NPU (tests/forms_models.py window_pack
-    "masked", 9 and 4 windows of 49 tokens, RK3566), nor the view of attention's scores made by a
+    "masked", 9 and 4 windows of 49 tokens, RK3566), nor one that drops the leading axis of one of
+    3-D batched attention's masked scores ([1, H, T, S] -> [H, T, S], DETR: batched_operands_pack_cross
+    "mask4d", 4 and 16 tokens, RK3566), nor the view of attention's scores made by a
     product of two computed tensors into a Softmax whose probabilities go into a product (the
     pass softmax_views_on_cpu marks it; softmax_view_pack).
     """
     out, x = node.output(0), node.input(0)
     if out is None or out.consumers != ("Softmax",) or out.is_model_output or node.attr(_passes.SCORES_VIEW_ATTRIBUTE) is not None:
         return None
-    merged = x is not None and x.is_static and out.is_static and len(x.shape) == 5 and len(out.shape) == 4
-    if merged and x.shape[0] == 1 and tuple(out.shape) == (x.shape[1], *x.shape[2:]):
+    # Dropping a leading axis of one (Swin's [1, nW, heads, T, T] -> [nW, heads, T, T]; DETR's masked
+    # scores [1, H, T, S] -> [H, T, S] back to 3-D) moves nothing: no layer.
+    dropped = x is not None and x.is_static and out.is_static and len(x.shape) in (4, 5) and len(out.shape) == len(x.shape) - 1
+    if dropped and x.shape[0] == 1 and tuple(out.shape) == tuple(x.shape[1:]):
         return None
     return Offence("Softmax", "read by")
 
@@ -1046,6 +1050,8 @@ def reshape_of_unaligned_attention_heads(node: NodeView, chip: str):
     """
     if node.attr("rknn_batched_heads_layer") is not None:
         return None  # a batch of token sets splits its heads on the NPU (passes.batched_attention_layouts)
+    if node.attr(_passes.SPLIT_BEFORE_A_VIEW_ATTRIBUTE) is not None:
+        return None  # 3-D batched attention: the Transpose joins the view after it, not this split (passes.transposes_merged_into_matmul)
     joined = node.attr("rknn_head_size")  # the Transposes after it joined it (passes.transposes_merged_into_matmul)
     if joined is not None:
         return Offence(int(joined), "values per head") if int(joined) % 8 else None
