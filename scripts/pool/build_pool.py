@@ -149,12 +149,28 @@ def build_timm(e: Entry):
         for kwargs in ({"img_size": size}, {}):
             try:
                 model = timm.create_model(e.arch, pretrained=False, **kwargs).eval()
+                if e.name in ZERO_HEAD_REINIT:
+                    _reinit_zero_head(model)
                 with torch.no_grad():
                     model(torch.zeros(1, 3, size, size))
                 return model, image(size)
             except Exception as exc:  # noqa: BLE001 - try the next size
                 last = exc
     raise RuntimeError(f"no input size works: {last}")
+
+
+# timm initialises MLP-Mixer's classifier to zeros, so the random-weight output is its bias whatever
+# the input (rknn-toolkit2: 'All outputs of model are constants'): not a model anyone deploys. The
+# fresh5 entry's head gets seeded normal weights (std 0.02, timm's trunc_normal scale) instead.
+ZERO_HEAD_REINIT = {"timm_mixer_s16_224"}
+
+
+def _reinit_zero_head(model):
+    import torch
+
+    head = model.get_classifier()
+    with torch.no_grad():
+        torch.nn.init.normal_(head.weight, std=0.02)
 
 
 _NARROW = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=2, intermediate_size=128, vocab_size=1000)
@@ -240,7 +256,165 @@ def build_fresh4_transformers(e: Entry):
     return Out(model, key), {"pixel_values": np.zeros((1, 3, e.size, e.size), np.float32)}
 
 
+# The fifth fresh set's transformers classes (catalogue.FRESH5): 2 layers of width 64 where the
+# class has such layers, a narrow config (and a small backbone) where it has not.
+FRESH5_SMALL = {
+    "modernbert": dict(_NARROW, global_attn_every_n_layers=2, local_attention=16, max_position_embeddings=64, reference_compile=False,
+                       pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2),
+    "gemma3_text": dict(_NARROW, num_key_value_heads=1, head_dim=32, sliding_window=16, layer_types=["sliding_attention", "full_attention"],
+                        max_position_embeddings=64, use_cache=False),
+    "lfm2": dict(_NARROW, num_key_value_heads=1, layer_types=["conv", "full_attention"], max_position_embeddings=64, use_cache=False,
+                 block_auto_adjust_ff_dim=False),
+    "moonshine": dict(vocab_size=1000, hidden_size=64, intermediate_size=128, encoder_num_hidden_layers=2, decoder_num_hidden_layers=1,
+                      encoder_num_attention_heads=2, decoder_num_attention_heads=2, max_position_embeddings=64, use_cache=False),
+    "parakeet": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128, subsampling_conv_channels=16, num_mel_bins=80),
+    "speech_to_text": dict(vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+                           encoder_ffn_dim=128, decoder_ffn_dim=128, input_feat_per_channel=80, conv_channels=64, max_source_positions=64),
+    "patchtsmixer": dict(context_length=64, patch_length=8, patch_stride=8, num_input_channels=3, d_model=16, num_layers=2, mode="mix_channel"),
+    "patchtst": dict(context_length=64, patch_length=8, patch_stride=8, num_input_channels=3, d_model=64, num_hidden_layers=2,
+                     num_attention_heads=2, ffn_dim=128, do_mask_input=False),
+    "mimi": dict(hidden_size=64, num_filters=8, upsampling_ratios=[4, 4, 2], num_hidden_layers=2, intermediate_size=128, num_attention_heads=2,
+                 num_key_value_heads=2, codebook_dim=32, vector_quantization_hidden_dimension=32, num_quantizers=2, sliding_window=16,
+                 upsample_groups=64, max_position_embeddings=256),
+}
+_FRESH5_BACKBONED = ("d_fine", "vitpose", "mask2former", "vitmatte")
+
+
+def fresh5_config(e: Entry):
+    """The FRESH5 configs; the ones with a backbone (D-FINE, ViTPose, Mask2Former, ViTMatte) on a
+    small HGNetV2 / ViT / Swin / ViTDet."""
+    import transformers
+
+    if e.arch == "d_fine":  # HGNetV2-B0's block layout, narrower; three levels as D-FINE-S
+        backbone = transformers.HGNetV2Config(stem_channels=[3, 16, 16], stage_in_channels=[16, 32, 64, 128], stage_mid_channels=[16, 16, 32, 64],
+                                              stage_out_channels=[32, 64, 128, 256], stage_num_blocks=[1, 1, 1, 1], stage_numb_of_layers=[3, 3, 3, 3],
+                                              hidden_sizes=[32, 64, 128, 256], use_learnable_affine_block=True, out_features=["stage2", "stage3", "stage4"])
+        return transformers.DFineConfig(backbone_config=backbone, encoder_in_channels=[64, 128, 256], encoder_hidden_dim=64, encoder_ffn_dim=128,
+                                        encoder_attention_heads=2, d_model=64, decoder_in_channels=[64, 64, 64], decoder_ffn_dim=128, decoder_layers=2,
+                                        decoder_attention_heads=2, num_queries=20, num_denoising=0, hidden_expansion=0.5, depth_mult=0.34, lqe_hidden_dim=32)
+    if e.arch == "vitpose":
+        backbone = transformers.VitPoseBackboneConfig(image_size=[e.size, e.size], patch_size=[8, 8], hidden_size=64, num_hidden_layers=2,
+                                                      num_attention_heads=2, mlp_ratio=2, out_indices=[2])
+        return transformers.VitPoseConfig(backbone_config=backbone, num_labels=17)
+    if e.arch == "mask2former":
+        backbone = transformers.SwinConfig(image_size=e.size, embed_dim=32, depths=[1, 1, 1, 1], num_heads=[1, 2, 4, 8], window_size=4,
+                                           out_features=["stage1", "stage2", "stage3", "stage4"])
+        return transformers.Mask2FormerConfig(backbone_config=backbone, feature_size=32, mask_feature_size=32, hidden_dim=32, encoder_feedforward_dim=64,
+                                              encoder_layers=1, decoder_layers=3, num_attention_heads=2, dim_feedforward=64, num_queries=10, num_labels=21)
+    if e.arch == "vitmatte":
+        backbone = transformers.VitDetConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, mlp_ratio=2, image_size=e.size,
+                                             pretrain_image_size=e.size, patch_size=16, num_channels=4, window_block_indices=[0], window_size=2,
+                                             use_relative_position_embeddings=True, out_features=["stage2"])
+        return transformers.VitMatteConfig(backbone_config=backbone, hidden_size=64, convstream_hidden_sizes=[16, 32, 64], fusion_hidden_sizes=[64, 32, 16, 8])
+    cfg_cls = getattr(transformers, e.extra["config"])
+    attention = e.arch not in ("patchtsmixer",)
+    return cfg_cls(**FRESH5_SMALL[e.arch], **({"attn_implementation": "eager"} if attention else {}))
+
+
+def build_fresh5_transformers(e: Entry):
+    """A FRESH5 transformers class at its small config, with inputs of its kind."""
+    import transformers
+
+    _masks_without_vmap()
+    if e.arch == "moonshine":
+        _moonshine_interleave_by_reshape()
+    if e.task == "time-series":
+        _patchify_on_a_positive_axis()
+    model = getattr(transformers, e.extra["model"])(fresh5_config(e))
+    model.config.return_dict = True
+    if e.arch == "mimi":  # what Mimi's encode runs before its quantiser: SEANet, the transformer, the downsampling Conv1d
+        return MimiEncode(model), {"input_values": np.zeros((1, 1, e.size), np.float32)}
+    if e.arch == "moonshine":  # the encoder alone, on raw 16 kHz audio
+        return Out(model.get_encoder(), "last_hidden_state"), {"input_values": np.zeros((1, e.size), np.float32)}
+    if e.arch == "speech_to_text":
+        return Out(model.get_encoder(), "last_hidden_state"), {"input_features": np.zeros((1, e.size, 80), np.float32)}
+    if e.arch == "parakeet":
+        return Out(model, "last_hidden_state"), {"input_features": np.zeros((1, e.size, 80), np.float32)}
+    if e.task == "time-series":  # three sensor channels (an IMU's axes), context of e.size steps
+        return Out(model, "last_hidden_state"), {"past_values": np.zeros((1, e.size, 3), np.float32)}
+    if e.task == "text":
+        return Out(model, "last_hidden_state"), {"input_ids": np.ones((1, e.size), np.int64)}
+    channels = 4 if e.arch == "vitmatte" else 3  # ViTMatte: the image and its trimap
+    key = {"detection": "last_hidden_state", "keypoint": "heatmaps", "segmentation": "masks_queries_logits", "matting": "alphas"}[e.task]
+    return Out(model, key), {"pixel_values": np.zeros((1, channels, e.size, e.size), np.float32)}
+
+
+def _masks_without_vmap():
+    """transformers 4.57 builds attention masks by torch.vmap over the mask functions, which the
+    TorchScript exporter cannot trace ('unordered_map::at'); the same mask by broadcasting the index
+    vectors (the functions are elementwise), as transformers' own sdpa_mask_without_vmap does."""
+    from transformers import masking_utils
+
+    def broadcast(mask_function, bh_indices=True):
+        def mask(batch, head, q, kv):
+            return mask_function(batch[:, None, None, None], head[None, :, None, None], q[None, None, :, None], kv[None, None, None, :])
+        return mask
+
+    masking_utils._vmap_for_bhqkv = broadcast
+    # Under tracing the library cannot tell a single sequence from packed ones and adds a
+    # packed-sequence mask (advanced indexing the exporter also refuses); ours is one sequence at
+    # positions 0..n-1, for which it returns None when not tracing.
+    masking_utils.find_packed_sequence_indices = lambda position_ids: None
+
+
+def _moonshine_interleave_by_reshape():
+    """Moonshine's rotary cos/sin are interleaved by repeat_interleave, whose TorchScript export
+    loses the tensor's rank (the Concat after it is refused); the same values by unsqueeze, expand
+    and reshape, the form an exporter that keeps the rank emits."""
+    import torch
+    from transformers.models.moonshine import modeling_moonshine as mm
+
+    def interleave(x):
+        return x.unsqueeze(-1).expand(*x.shape, 2).reshape(*x.shape[:-1], x.shape[-1] * 2)
+
+    def apply_rotary_pos_emb(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
+        cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+        cos, sin = interleave(cos[..., : cos.shape[-1] // 2]), interleave(sin[..., : sin.shape[-1] // 2])
+        rotary_dim = cos.shape[-1]
+        q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]
+        k_rot, k_pass = k[..., :rotary_dim], k[..., rotary_dim:]
+        q_embed = (q_rot * cos) + (mm.rotate_half(q_rot) * sin)
+        k_embed = (k_rot * cos) + (mm.rotate_half(k_rot) * sin)
+        return torch.cat([q_embed, q_pass], dim=-1), torch.cat([k_embed, k_pass], dim=-1)
+
+    mm.apply_rotary_pos_emb = apply_rotary_pos_emb
+
+
+def _patchify_on_a_positive_axis():
+    """PatchTST/PatchTSMixer patch the series by unfold(dimension=-2): the TorchScript exporter's
+    unfold with a negative axis emits the patches channel-first, so the graph is wrong (ONNX shape
+    inference refuses the next Add/MatMul); the same unfold on axis 1 exports as the library means."""
+    from transformers.models.patchtsmixer import modeling_patchtsmixer
+    from transformers.models.patchtst import modeling_patchtst
+
+    def forward(self, past_values):
+        output = past_values[:, self.sequence_start :, :]
+        output = output.unfold(dimension=1, size=self.patch_length, step=self.patch_stride)  # [bs, patches, channels, patch]
+        return output.transpose(-2, -3).contiguous()
+
+    modeling_patchtst.PatchTSTPatchify.forward = forward
+    modeling_patchtsmixer.PatchTSMixerPatchify.forward = forward
+
+
+def MimiEncode(model):
+    from torch import nn
+
+    class _MimiEncode(nn.Module):
+        def __init__(self, mimi):
+            super().__init__()
+            self.mimi = mimi
+
+        def forward(self, input_values):
+            embeddings = self.mimi.encoder(input_values)
+            hidden = self.mimi.encoder_transformer(embeddings.transpose(1, 2), return_dict=False)[0]
+            return self.mimi.downsample(hidden.transpose(1, 2))
+
+    return _MimiEncode(model)
+
+
 def build_transformers(e: Entry):
+    if e.arch in FRESH5_SMALL or e.arch in _FRESH5_BACKBONED:
+        return build_fresh5_transformers(e)
     if e.arch in FRESH4_SMALL or e.arch in ("upernet", "detr"):
         return build_fresh4_transformers(e)
 
