@@ -87,6 +87,8 @@ FRESH_LOOKED_AT = {
     "fresh4": ("hf_dac/rk3588", "hf_dac/rk3566", "hf_dac/esp32s3", "hf_van/rk3588", "hf_van/rk3566",
                # h7-rk66 (issue 27): RK3566 attention layouts, 3-D batched operands (docs/audit.md).
                "hf_detr/rk3566", "hf_groupvit_vision/rk3566"),
+    # h7-fresh5: chosen, built and collected on 2026-12-04, not yet scored; nothing looked at.
+    "fresh5": (),
 }
 
 
