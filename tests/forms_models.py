@@ -5991,3 +5991,86 @@ CASES.append(Case("batched_operands_pack_self", "fresh4: the operands of 3-D bat
                   lambda: _packed(_batched_operands_case, BATCHED_OPERANDS_PACK_SELF, 131, used_only=True, opset=17), ("rk3566", "rk3588")))
 CASES.append(Case("batched_operands_pack_cross", "fresh4: the operands of 3-D batched attention (DETR, GroupViT): which swap of k or v is a Transpose layer",
                   lambda: _packed(_batched_operands_case, BATCHED_OPERANDS_PACK_CROSS, 132, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+
+# ---- issue 27 (fresh4 YOLO-World, fresh3 WavLM): a Transpose into a product by a constant ---------------
+
+# A Transpose whose result is the first operand of a MatMul by a constant (a Linear), on RK3566:
+# "map" is YOLO-World's max-sigmoid attention (a 1x1 Conv's map [1, H*D, h, w] viewed [1, H, D, h*w],
+# Transposed [0, 1, 3, 2], times the text guide [1, H, D, N], ReduceMax over N, viewed [1, H, h, w],
+# scaled, a Sigmoid, multiplied into a second Conv's heads); "map2" the same viewed in two steps
+# ([1, H, D, h, w] then [1, H, D, h*w]) as Ultralytics writes it; "mapx" that with a Relu of the input
+# for the embedding, no Conv (Ultralytics' ec is None where the channels match); "heads" is WavLM's gates (tokens
+# [1, T, C] through a Linear, the heads split [1, T, H, D] and Transposed [0, 2, 1, 3], a Linear to 8,
+# viewed [1, H, T, 2, 4] and summed over the last axis, a Sigmoid); "heads_relu" the same Linear to 8
+# read by a Relu; "mapt" the map's tokens into the guide, read by a Relu (the output); "mix" the control that moves the channels away from the last axis (tokens swapped
+# [0, 2, 1], a Linear over the tokens, MLP-Mixer's token mixing). (name, form, H, D, h, w or T)
+CONSTANT_PRODUCT_PACK = (
+    ("mapt_h2_10", "mapt", 2, 32, 10, 10), ("mapt_h4_5", "mapt", 4, 32, 5, 5), ("mapt_h2_8", "mapt", 2, 32, 8, 8),
+    ("heads_relu_t199", "heads_relu", 2, 32, 199, None), ("heads_relu_t16", "heads_relu", 2, 32, 16, None),
+    ("heads_relu_t20", "heads_relu", 4, 16, 20, None), ("mix_t20", "mix", 2, 32, 20, None),
+)
+# Measured with the pack (RK3566 and RK3588, 2026-12-04), not held: what follows the product in
+# YOLO-World's block and WavLM's gates view, and one head of a map or heads of 12 (docs/audit.md).
+CONSTANT_PRODUCT_MEASURED = (
+    ("map_h2_10", "map", 2, 32, 10, 10), ("map_h1_20", "map", 1, 32, 20, 20), ("map_h4_5", "map", 4, 32, 5, 5),
+    ("map_h2_8", "map", 2, 32, 8, 8), ("map_h1_5", "map", 1, 32, 5, 5), ("map2_h2_10", "map2", 2, 32, 10, 10),
+    ("map_h2_10_d12", "map", 2, 12, 10, 10), ("map2_h1_20", "map2", 1, 32, 20, 20), ("mapx_h1_20", "mapx", 1, 32, 20, 20),
+    ("mapx_h2_10", "mapx", 2, 32, 10, 10),
+    ("heads_t199", "heads", 2, 32, 199, None), ("heads_t16", "heads", 2, 32, 16, None), ("heads_t20", "heads", 4, 16, 20, None),
+    ("mix_t16", "mix", 2, 32, 16, None),
+)
+
+
+def _constant_product_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of CONSTANT_PRODUCT_PACK."""
+    name, form, h, d, a, b = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    c = h * d
+    if form == "mapt":  # the map's tokens into the guide, read by a Relu, the output
+        hw = a * b
+        inits = [_const(p + "w_embed", _weights(rng, c, c, 1, 1)), _const(p + "guide", _weights(rng, 1, h, d, 8)),
+                 _const(p + "tokens", np.array([1, h, d, hw], np.int64))]
+        nodes = [node("Conv", ["x", "w_embed"], "embed"), node("Reshape", ["embed", "tokens"], "embed_t"),
+                 node("Transpose", ["embed_t"], "embed_s", perm=[0, 1, 3, 2]), node("MatMul", ["embed_s", "guide"], "aw"), node("Relu", ["aw"], "y")]
+        return nodes, inits, [_vi(p + "x", [1, c, a, b])], [_vi(p + "y", [1, h, hw, 8])]
+    if form in ("map", "map2", "mapx"):
+        n, hw = 8, a * b
+        inits = [_const(p + "w_embed", _weights(rng, c, c, 1, 1)), _const(p + "w_proj", _weights(rng, c, c, 1, 1)),
+                 _const(p + "guide", _weights(rng, 1, h, d, n)), _const(p + "tokens", np.array([1, h, d, hw], np.int64)),
+                 _const(p + "grid5", np.array([1, h, d, a, b], np.int64)), _const(p + "grid", np.array([1, h, a, b], np.int64)),
+                 _const(p + "scale", np.float32(d ** 0.5)), _const(p + "bias", _weights(rng, 1, h, 1, 1)), _const(p + "gain", np.float32(1.5)),
+                 _const(p + "axis2", np.array([2], np.int64)), _const(p + "map", np.array([1, c, a, b], np.int64))]
+        # "mapx": the map itself is the embedding (Ultralytics' ec is None when the channels match), in two steps
+        nodes = [node("Conv", ["x", "w_embed"], "embed")] if form != "mapx" else [node("Relu", ["x"], "embed")]
+        if form in ("map2", "mapx"):
+            nodes += [node("Reshape", ["embed", "grid5"], "embed5"), node("Reshape", ["embed5", "tokens"], "embed_t")]
+        else:
+            nodes.append(node("Reshape", ["embed", "tokens"], "embed_t"))
+        nodes += [node("Transpose", ["embed_t"], "embed_s", perm=[0, 1, 3, 2]), node("MatMul", ["embed_s", "guide"], "aw"),
+                  node("ReduceMax", ["aw"], "awm", axes=[-1], keepdims=0), node("Reshape", ["awm", "grid"], "awg"),
+                  node("Div", ["awg", "scale"], "aws"), node("Add", ["aws", "bias"], "awb"), node("Sigmoid", ["awb"], "sig"),
+                  node("Mul", ["sig", "gain"], "gate"), node("Unsqueeze", ["gate", "axis2"], "gate5"),
+                  node("Conv", ["x", "w_proj"], "proj"), node("Reshape", ["proj", "grid5"], "proj5"), node("Mul", ["proj5", "gate5"], "gated"),
+                  node("Reshape", ["gated", "map"], "y")]
+        return nodes, inits, [_vi(p + "x", [1, c, a, b])], [_vi(p + "y", [1, c, a, b])]
+    t = a
+    inits = [_const(p + "w_in", _weights(rng, c, c)), _const(p + "b_in", _weights(rng, c)), _const(p + "heads", np.array([1, t, h, d], np.int64)),
+             _const(p + "w8", _weights(rng, d, 8)), _const(p + "b8", _weights(rng, 8)), _const(p + "five", np.array([1, h, t, 2, 4], np.int64)),
+             _const(p + "last", np.array([-1], np.int64)), _const(p + "w_mix", _weights(rng, t, t))]
+    nodes = [node("MatMul", ["x", "w_in"], "lin0"), node("Add", ["lin0", "b_in"], "lin")]
+    if form == "mix":
+        nodes += [node("Transpose", ["lin"], "swapped", perm=[0, 2, 1]), node("MatMul", ["swapped", "w_mix"], "mixed"), node("Relu", ["mixed"], "y")]
+        return nodes, inits, [_vi(p + "x", [1, t, c])], [_vi(p + "y", [1, c, t])]
+    nodes += [node("Reshape", ["lin", "heads"], "split"), node("Transpose", ["split"], "q", perm=[0, 2, 1, 3]),
+              node("MatMul", ["q", "w8"], "g0"), node("Add", ["g0", "b8"], "g")]
+    if form == "heads_relu":
+        nodes.append(node("Relu", ["g"], "y"))
+        return nodes, inits, [_vi(p + "x", [1, t, c])], [_vi(p + "y", [1, h, t, 8])]
+    nodes += [node("Reshape", ["g", "five"], "g5"), node("ReduceSum", ["g5", "last"], "gs", keepdims=0), node("Sigmoid", ["gs"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, t, c])], [_vi(p + "y", [1, h, t, 2])]
+
+
+CASES.append(Case("constant_product_pack", "fresh4/fresh3: a Transpose into a product by a constant (YOLO-World's max-sigmoid attention, WavLM's gates)",
+                  lambda: _packed(_constant_product_case, CONSTANT_PRODUCT_PACK, 133, used_only=True, opset=13), ("rk3566",)))

@@ -81,12 +81,14 @@ FRESH_LOOKED_AT = {
                "hf_wav2vec2_conformer/rk3588", "hf_wavlm/rk3588", "pypi_ddddocr_det/rk3588", "pypi_ddddocr_det/rk3566",
                "tv_ssd300_vgg16/rk3588", "tv_ssd300_vgg16/rk3566", "tv_raft_small/rk3588",
                "hf_swin2sr/rk3588",
+               # h7-rk66 (issue 27): WavLM's heads into its gates' Linear on RK3566 (docs/audit.md).
+               "hf_wavlm/rk3566",
                # h4b-eiq: the i.MX 93 and ESP32-S3 misses of the blind score (docs/audit.md, "fresh3's i.MX 93 and ESP32-S3 misses").
                "tv_raft_small/imx93", "tv_ssd300_vgg16/imx93", "pypi_magika/imx93", "hf_sew/esp32s3"),
     # h6-mul (issue 27): a Mul the toolchain keeps in float: DAC's Snake activations, VAN's layer scale.
     "fresh4": ("hf_dac/rk3588", "hf_dac/rk3566", "hf_dac/esp32s3", "hf_van/rk3588", "hf_van/rk3566",
                # h7-rk66 (issue 27): RK3566 attention layouts, 3-D batched operands (docs/audit.md).
-               "hf_detr/rk3566", "hf_groupvit_vision/rk3566"),
+               "hf_detr/rk3566", "hf_groupvit_vision/rk3566", "yolo_yolov8n_worldv2/rk3566"),
     # h7-fresh5: chosen, built and collected on 2026-12-04, not yet scored; nothing looked at.
     "fresh5": (),
 }

@@ -1098,6 +1098,30 @@ def _product_by_a_constant_first(node, data: str) -> bool:
             and node.inputs[1].name == data and node.inputs[0].rank is not None and node.inputs[0].rank >= 3)
 
 
+def _product_by_a_constant_second(node, data: str) -> bool:
+    """A MatMul of the computed `data` (rank 3 or more) by a constant (a Linear over its last axis):
+    the toolkit takes a Transpose that it reads directly into its exMatMul as it does before a
+    product of two computed tensors, whichever axes it moves (constant_product_pack: WavLM's heads into its gates'
+    Linear, YOLO-World's map tokens into the text guide, MLP-Mixer's token swap into a Linear)."""
+    return (node.op_type == "MatMul" and len(node.inputs) == 2 and node.inputs[0].name == data and not _known(node.inputs[0])
+            and _known(node.inputs[1]) and node.inputs[0].rank is not None and node.inputs[0].rank >= 3)
+
+
+def _swaps_a_flattened_map(graph, node) -> bool:
+    """Whether the Transpose `node` reads a map [N, C, H, W] flattened to [N, C, H*W] (unit axes
+    added or not, as one head of [N, 1, C, H*W]): a map's swap into tokens, a Transpose layer of
+    its own on RK3566 even into a Linear (PVT-v2's spatial reduction: kv_attention_*; YOLO-World's
+    one-head block: constant_product_pack's map_h1_*), where a map split into heads of two or more
+    ([N, H, D, H*W]) merges."""
+    before = graph.producer(node.inputs[0].name) if node.inputs else None
+    if before is None or before.op_type != "Reshape":
+        return False
+    x, out = _static_shape(before.inputs[0]) if before.inputs else None, _static_shape(before.outputs[0])
+    if x is None or out is None or len(x) != 4:
+        return False
+    return [d for d in out if d != 1] == [d for d in (x[0], x[1], x[2] * x[3]) if d != 1]
+
+
 def _einsum_product(node) -> str | None:
     """"plain" when an Einsum's equation is a batched matrix product a @ b ("bhlt,bhtv->bhlv"),
     "b_swapped" when it is a @ b^T ("bhlk,bhtk->bhlt", attention's scores), else None: the
@@ -1117,10 +1141,10 @@ def _einsum_product(node) -> str | None:
     return "b_swapped" if b[-1] == k and b[-2] == out[-1] else None
 
 
-def _reaches_matmul(graph, node, forward: bool) -> bool:
-    """Whether `node`'s output (forward) or input (backward) reaches a MatMul on a computed operand through at most MAX_LAYOUT_HOPS layout operators."""
+def _reaches_matmul(graph, node, forward: bool, by_constant: bool = False) -> bool:
+    """Whether `node`'s output (forward) or input (backward) reaches a MatMul on a computed operand through at most MAX_LAYOUT_HOPS layout operators; `by_constant` (measured on RK3566): forward, also a product by a constant (see below)."""
     frontier = [node]
-    for _ in range(MAX_LAYOUT_HOPS + 1):
+    for hop in range(MAX_LAYOUT_HOPS + 1):
         nxt = []
         for n in frontier:
             if forward:
@@ -1129,7 +1153,10 @@ def _reaches_matmul(graph, node, forward: bool) -> bool:
                 # A Transpose an earlier step merged into the product (eliminated) still stands between.
                 near = [(p, p.outputs[0].name) for p in (graph.producer(t.name) or graph.wire(t.name) for t in n.inputs[:1]) if p is not None and p.outputs]
             for m, data in near:
-                if _product_of_computed(m) or (forward and _product_by_a_constant_first(m, data)):
+                # A product by a constant (a Linear) takes only its own operand's Transpose, read directly
+                # (CoaT's heads merged by a Transpose and a Reshape into its projection: a CPU layer).
+                by_constant_product = _product_by_a_constant_first(m, data) or (hop == 0 and _product_by_a_constant_second(m, data) and not _swaps_a_flattened_map(graph, node))
+                if _product_of_computed(m) or (forward and by_constant and by_constant_product):
                     return True
                 if _layout_hop(graph, m, data if forward else (m.inputs[0].name if m.inputs else "")):
                     nxt.append(m)
@@ -1891,7 +1918,7 @@ def transposes_merged_into_matmul(graph, chip):
             continue  # joined the heads' Reshape with the Transpose before it
         if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE)):
             continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts)
-        if not (_reaches_matmul(graph, node, forward=True) or _reaches_matmul(graph, node, forward=False)):
+        if not (_reaches_matmul(graph, node, forward=True, by_constant=chip in TRANSPOSE_LAYER_ALIGN) or _reaches_matmul(graph, node, forward=False)):
             if not (chip in TRANSPOSE_LAYER_ALIGN and _rotated_into_product(graph, node)):
                 continue
         if chip in TRANSPOSE_LAYER_ALIGN and _merges_heads_last(graph, node):
