@@ -6074,3 +6074,214 @@ def _constant_product_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("constant_product_pack", "fresh4/fresh3: a Transpose into a product by a constant (YOLO-World's max-sigmoid attention, WavLM's gates)",
                   lambda: _packed(_constant_product_case, CONSTANT_PRODUCT_PACK, 133, used_only=True, opset=13), ("rk3566",)))
+
+
+# ---- fresh4 (transformers' Funnel): a Concat of two Slices of one tensor, by rank -----------------
+
+# (name, shape, slices, slice axis, concat axis, sources): a Relu of the input, two Slices of it
+# ((start, end) each, step 1, or (start, end, step)), Concat, a Relu as the model output. Funnel's
+# pooling shifts its tokens right by one before the mean pool: Concat(x[:, :1], x[:, :-1]) on
+# [1, 32, 64]. rknn-toolkit2 2.5.0's fuse_slice_slice_concat_to_conv rewrites such a pair into one
+# Conv, which fails on a tensor of rank other than 4 (one model each: a crash ends the build).
+# sources: "one" (both Slices read the Relu), "two" (the second reads a Sigmoid of the input).
+SLICE_PAIR_FORMS = {
+    "funnel_shift_r3": ((1, 32, 64), ((0, 1), (0, -1)), 1, 1, "one"),
+    "roll_r3": ((1, 32, 64), ((-1, 32), (0, -1)), 1, 1, "one"),
+    "halves_swapped_r3": ((1, 32, 64), ((16, 32), (0, 16)), 1, 1, "one"),
+    "identity_split_r3": ((1, 32, 64), ((0, 1), (1, 32)), 1, 1, "one"),
+    "last_axis_r3": ((1, 32, 64), ((0, 1), (0, -1)), 2, 2, "one"),
+    "step2_r3": ((1, 32, 64), ((0, 32, 2), (1, 32, 2)), 1, 1, "one"),
+    "shift_r2": ((32, 64), ((0, 1), (0, -1)), 1, 1, "one"),
+    "shift_r5": ((1, 2, 16, 8, 8), ((0, 1), (0, -1)), 2, 2, "one"),
+    "shift_r4": ((1, 16, 8, 8), ((0, 1), (0, -1)), 1, 1, "one"),
+    "shift_r4_axis3": ((1, 16, 8, 8), ((0, 1), (0, -1)), 3, 3, "one"),
+    "two_sources_r3": ((1, 32, 64), ((0, 1), (0, -1)), 1, 1, "two"),
+    "across_axes_r3": ((1, 32, 64), ((0, 16), (16, 32)), 1, 2, "one"),
+    "three_slices_r3": ((1, 32, 64), ((0, 1), (0, 8), (0, -1)), 1, 1, "one"),
+}
+
+
+def slice_pair_concat(shape, slices, axis: int, concat_axis: int, sources: str) -> onnx.ModelProto:
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu_in")]
+    inits = [_const("axes", np.array([axis], np.int64))]
+    if sources == "two":
+        nodes.append(helper.make_node("Sigmoid", ["x"], ["r2"], name="sigmoid_in"))
+    parts = []
+    for i, bounds in enumerate(slices):
+        start, end, step = (*bounds, 1)[:3]
+        inits += [_const(f"start{i}", np.array([start], np.int64)), _const(f"end{i}", np.array([end], np.int64)), _const(f"step{i}", np.array([step], np.int64))]
+        source = "r2" if sources == "two" and i == 1 else "r"
+        nodes.append(helper.make_node("Slice", [source, f"start{i}", f"end{i}", "axes", f"step{i}"], [f"part{i}"], name=f"slice{i}"))
+        parts.append(f"part{i}")
+    nodes += [helper.make_node("Concat", parts, ["c"], name="concat", axis=concat_axis), helper.make_node("Relu", ["c"], ["y"], name="relu_out")]
+    model = _model(nodes, [_vi("x", list(shape))], [_vi("y", None)], inits, opset=14)
+    inferred = onnx.shape_inference.infer_shapes(model).graph.output[0]
+    model.graph.output[0].CopyFrom(inferred)
+    return model
+
+
+CASES += [Case(f"slice_pair_{name}", "fresh4: a Concat of two Slices of one tensor (transformers' Funnel shifts its tokens before pooling)",
+               lambda f=f: slice_pair_concat(*f), ("rk3588", "rk3566")) for name, f in SLICE_PAIR_FORMS.items()]
+
+
+# ---- fresh4 (transformers' TimeSformer): which Tile runs on RK3588's NPU -----------------------
+
+# TimeSformer repeats its class token over the frames: [1, 64] -> Unsqueeze -> Expand [1, 1, 64]
+# -> Tile [1, 4, 1] -> Reshape [4, 1, 64], where GC ViT's query tiled over the windows
+# ([1, 2, 2, C], repeats [4, 1, 1, 1]) runs on RK3588's CPU. Entries as TILE_ONES_PACK's:
+# (name, input shape, repeats, producer), by rank and by the axis repeated.
+TILE_AXIS_PACK = (
+    ("r3_axis1_expand", (1, 1, 64), (1, 4, 1), "expand"),
+    ("r3_axis1_relu", (1, 1, 64), (1, 4, 1), "relu"),
+    ("r3_axis0_relu", (1, 1, 64), (4, 1, 1), "relu"),
+    ("r3_axis0_expand", (1, 1, 64), (4, 1, 1), "expand"),
+    ("r3_axis2_relu", (1, 1, 64), (1, 1, 4), "relu"),
+    ("r3_axis1_wide_relu", (1, 16, 32), (1, 2, 1), "relu"),
+    ("r2_axis0_relu", (1, 64), (4, 1), "relu"),
+    ("r2_axis1_relu", (1, 64), (1, 4), "relu"),
+    ("r4_axis1_relu", (1, 8, 4, 4), (1, 2, 1, 1), "relu"),
+    ("r4_axis2_relu", (1, 8, 4, 4), (1, 1, 2, 1), "relu"),
+    ("r4_axis3_expand_nhwc", (1, 4, 4, 32), (1, 1, 1, 4), "expand"),
+    ("r4_hw_relu", (1, 8, 4, 4), (1, 1, 2, 2), "relu"),
+    ("r4_axis0_relu", (1, 8, 4, 4), (2, 1, 1, 1), "relu"),
+)
+CASES.append(Case("tile_axis_pack", "fresh4: a Tile by rank and by the axis it repeats (TimeSformer's class token over the frames)",
+                  lambda: _packed(_tile_case, TILE_AXIS_PACK, 191), ("rk3588", "rk3566")))
+
+
+# ---- fresh4 (transformers' SpeechT5 HiFi-GAN): a model input normalised by constants ---------------
+
+# The vocoder normalises its spectrogram [1, T, 80] by its mean and scale ([80] each: Sub, Div),
+# swaps it to [1, 80, T] and runs a Conv1d (k = 7). (name, input shape, operations, constant,
+# producer, reader): operations a string of "s" (Sub), "d" (Div), "m" (Mul) in order; constant
+# "vec" (one value per position of the last axis, varying), "scalar", "identity" ([C] zeros to
+# subtract, ones to divide or multiply by: the checkpoint's mean and scale as initialised) or
+# "identity_scalar"; producer "input" (the
+# model input itself) or "relu"; reader "swap_conv" (Transpose [0, 2, 1], Conv1d without a bias),
+# "swap_conv_bias" (with one, as the vocoder's), "relu".
+NORMALISED_INPUT_PACK = (
+    ("hifigan", (1, 32, 80), "sd", "vec", "input", "swap_conv"),
+    ("after_relu", (1, 32, 80), "sd", "vec", "relu", "swap_conv"),
+    ("scalars", (1, 32, 80), "sd", "scalar", "input", "swap_conv"),
+    ("sub_only", (1, 32, 80), "s", "vec", "input", "swap_conv"),
+    ("div_only", (1, 32, 80), "d", "vec", "input", "swap_conv"),
+    ("sub_mul", (1, 32, 80), "sm", "vec", "input", "swap_conv"),
+    ("c64", (1, 32, 64), "sd", "vec", "input", "swap_conv"),
+    ("t16_c80", (1, 16, 80), "sd", "vec", "input", "swap_conv"),
+    ("hifigan_bias", (1, 32, 80), "sd", "vec", "input", "swap_conv_bias"),
+    ("after_relu_bias", (1, 32, 80), "sd", "vec", "relu", "swap_conv_bias"),
+    ("scalars_bias", (1, 32, 80), "sd", "scalar", "input", "swap_conv_bias"),
+    ("sub_only_bias", (1, 32, 80), "s", "vec", "input", "swap_conv_bias"),
+    ("div_only_bias", (1, 32, 80), "d", "vec", "input", "swap_conv_bias"),
+    ("c64_bias", (1, 32, 64), "sd", "vec", "input", "swap_conv_bias"),
+    ("hifigan_initial", (1, 32, 80), "sd", "identity", "input", "swap_conv_bias"),
+    ("initial_after_relu", (1, 32, 80), "sd", "identity", "relu", "swap_conv_bias"),
+    ("initial_read_by_relu", (1, 32, 80), "sd", "identity", "input", "relu"),
+    ("sub_zeros_only", (1, 32, 80), "s", "identity", "input", "swap_conv_bias"),
+    ("div_ones_only", (1, 32, 80), "d", "identity", "input", "swap_conv_bias"),
+    ("mul_ones_only", (1, 32, 80), "m", "identity", "input", "swap_conv_bias"),
+    ("initial_scalars", (1, 32, 80), "sd", "identity_scalar", "input", "swap_conv_bias"),
+)
+
+
+def _normalised_input_case(rng, spec) -> tuple[list, list, list, list]:
+    name, shape, ops, constant, producer, reader = spec
+    p = f"norm_{name}_"
+    c = shape[-1]
+    nodes, inits, x = [], [], p + "x"
+    if producer == "relu":
+        nodes.append(helper.make_node("Relu", [x], [p + "r"], name=p + "relu_in"))
+        x = p + "r"
+    for i, op in enumerate(ops):
+        kind = {"s": "Sub", "d": "Div", "m": "Mul"}[op]
+        if constant.startswith("identity"):  # the vocoder's buffers as transformers initialises them: mean 0, scale 1
+            values = np.full(c if constant == "identity" else (), 0.0 if op == "s" else 1.0)
+        else:
+            values = rng.uniform(0.5, 2.0, c) if constant == "vec" else np.array(rng.uniform(0.5, 2.0))
+        inits.append(_const(p + f"k{i}", values.astype(np.float32)))
+        nodes.append(helper.make_node(kind, [x, p + f"k{i}"], [p + f"o{i}"], name=p + kind.lower()))
+        x = p + f"o{i}"
+    if reader.startswith("swap_conv"):
+        inits.append(_const(p + "w", _weights(rng, 16, c, 7)))
+        weights = [p + "t", p + "w"]
+        if reader == "swap_conv_bias":  # the vocoder's conv_pre has a bias
+            inits.append(_const(p + "b", _weights(rng, 16)))
+            weights.append(p + "b")
+        nodes += [helper.make_node("Transpose", [x], [p + "t"], name=p + "swap", perm=[0, 2, 1]),
+                  helper.make_node("Conv", weights, [p + "y"], name=p + "conv", pads=[3, 3])]
+        out = [1, 16, shape[1]]
+    else:
+        nodes.append(helper.make_node("Relu", [x], [p + "y"], name=p + "relu_out"))
+        out = list(shape)
+    return nodes, inits, [_vi(p + "x", list(shape))], [_vi(p + "y", out)]
+
+
+CASES.append(Case("normalised_input_pack", "fresh4: a model input normalised by per-position constants, then swapped into a Conv1d (SpeechT5's HiFi-GAN)",
+                  lambda: _packed(_normalised_input_case, NORMALISED_INPUT_PACK, 193), ("rk3588", "rk3566")))
+
+
+# ---- fresh4 (transformers' EnCodec): a Slice that keeps its whole input ----------------------------
+
+# EnCodec's reflect padding ends in padded[..., :end] with end the padded length (nothing dropped):
+# a Slice whose result is its input. (name, input shape, producer, pad, end): producer
+# "reflect_pad" (a Relu, then a reflect Pad by `pad` on each side of the last axis: on the CPU for
+# [1, 1, L], the NPU for [1, C, L], C > 1), "input_pad" (the model input padded so, as EnCodec's
+# first layer), "relu"; end "full" (the padded length), "max" (INT64_MAX, as x[..., :] exports),
+# "short" (one step less: a real Slice); read by a Conv1d (k = 7).
+WHOLE_SLICE_PACK = (
+    ("pad_full", (1, 8, 64), "reflect_pad", 3, "full"),
+    ("pad_max", (1, 8, 64), "reflect_pad", 3, "max"),
+    ("pad_short", (1, 8, 64), "reflect_pad", 3, "short"),
+    ("c1_pad64_full", (1, 1, 576), "reflect_pad", 64, "full"),
+    ("c1_pad64_max", (1, 1, 576), "reflect_pad", 64, "max"),
+    ("c1_pad64_short", (1, 1, 576), "reflect_pad", 64, "short"),
+    ("input_c1_pad64_full", (1, 1, 576), "input_pad", 64, "full"),
+    ("input_c1_long_full", (1, 1, 4000), "input_pad", 3, "full"),
+    ("relu_full", (1, 8, 64), "relu", 0, "full"),
+    ("relu_short", (1, 8, 64), "relu", 0, "short"),
+)
+
+
+def _whole_slice_case(rng, spec) -> tuple[list, list, list, list]:
+    name, shape, producer, pad, end = spec
+    p = f"whole_{name}_"
+    c, length = shape[1], shape[2]
+    nodes, x = [], p + "x"
+    inits = [_const(p + "w", _weights(rng, 8, c, 7)), _const(p + "start", np.array([0], np.int64)), _const(p + "axes", np.array([2], np.int64)), _const(p + "step", np.array([1], np.int64))]
+    if producer == "relu":
+        nodes.append(helper.make_node("Relu", [x], [p + "s"], name=p + "relu"))
+    else:
+        if producer == "reflect_pad":
+            nodes.append(helper.make_node("Relu", [x], [p + "r"], name=p + "relu"))
+            x = p + "r"
+        inits.append(_const(p + "pads", np.array([0, 0, pad, 0, 0, pad], np.int64)))
+        nodes.append(helper.make_node("Pad", [x, p + "pads"], [p + "s"], name=p + "pad", mode="reflect"))
+        length += 2 * pad
+    stop = {"full": length, "max": np.iinfo(np.int64).max, "short": length - 1}[end]
+    inits.append(_const(p + "end", np.array([stop], np.int64)))
+    kept = length if end != "short" else length - 1
+    nodes += [helper.make_node("Slice", [p + "s", p + "start", p + "end", p + "axes", p + "step"], [p + "k"], name=p + "slice"),
+              helper.make_node("Conv", [p + "k", p + "w"], [p + "y"], name=p + "conv")]
+    return nodes, inits, [_vi(p + "x", list(shape))], [_vi(p + "y", [1, 8, kept - 6])]
+
+
+CASES.append(Case("whole_slice_pack", "fresh4: a Slice that keeps its whole input, after a CPU reflect Pad (EnCodec's padding)",
+                  lambda: _packed(_whole_slice_case, WHOLE_SLICE_PACK, 197, opset=14), ("rk3588", "rk3566")))
+# A second round: the sizes of the repeated axes (1 or more) at ranks 2 and 3, and one spatial axis at rank 4.
+TILE_AXIS_PACK_2 = (
+    ("r3_last_of_one", (1, 4, 1), (1, 1, 8), "relu"),
+    ("r3_batch2_axis1", (2, 1, 64), (1, 4, 1), "relu"),
+    ("r3_two_axes_of_one", (1, 1, 64), (4, 4, 1), "relu"),
+    ("r3_axis1_of_two", (1, 2, 64), (1, 2, 1), "relu"),
+    ("r3_axis0_of_four", (4, 1, 64), (2, 1, 1), "relu"),
+    ("r2_last_of_one", (4, 1), (1, 8), "relu"),
+    ("r2_axis0_of_four", (4, 64), (2, 1), "relu"),
+    ("r4_h_of_one", (1, 8, 1, 4), (1, 1, 4, 1), "relu"),
+    ("r4_w", (1, 8, 4, 4), (1, 1, 1, 2), "relu"),
+    ("r4_h_by_3", (1, 8, 4, 4), (1, 1, 3, 1), "relu"),
+    ("r4_channel_of_one", (1, 1, 4, 4), (1, 8, 1, 1), "relu"),
+    ("r4_batch2_h", (2, 8, 4, 4), (1, 1, 2, 1), "relu"),
+)
+CASES.append(Case("tile_axis_pack_2", "fresh4: a Tile by the sizes of the axes it repeats (TimeSformer's class token over the frames)",
+                  lambda: _packed(_tile_case, TILE_AXIS_PACK_2, 199), ("rk3588", "rk3566")))
+

@@ -378,6 +378,79 @@ def cast_to_its_own_type_removed(graph, chip):
             graph.eliminate(cast)
 
 
+def _keeps_its_whole_input(node) -> bool:
+    """A Slice (inputs form, opset 10 on) by steps of 1 whose static result has its input's shape."""
+    if node.op_type != "Slice" or len(node.inputs) < 3 or not node.outputs:
+        return False
+    shape_in, shape_out = _static_shape(node.inputs[0]), _static_shape(node.outputs[0])
+    steps = node.input(4)
+    if steps is not None and (not _known(steps) or steps.value is None or any(int(v) != 1 for v in steps.value.reshape(-1))):
+        return False
+    return shape_in is not None and shape_in == shape_out
+
+
+@RULES.graph_pass("Slice", OBSERVED=TOOLKIT_OBSERVED)
+def whole_slice_removed(graph, chip):
+    """{OBSERVED} removes a Slice that keeps its whole input (steps of 1; its pass remove_invalid_slice): it has no layer of its own and its layer table names it with the node it reads (that node's only reader), on the CPU where that node is (EnCodec's reflect padding ends in padded[..., :end], end the padded length, after a Pad of its [1, 1, L] input that runs on the CPU).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-04, int8, opset 14;
+    tests/forms_models.py whole_slice_pack): after a reflect Pad of [1, 1, 576] by 64 or of a
+    [1, 1, 4000] model input by 3 (CPU), the whole Slice (end the padded length or INT64_MAX) on
+    the CPU, one step shorter on the NPU; after a Pad of [1, 8, 64] or a Relu (NPU): NPU.
+    Not measured: a whole Slice of a tensor other nodes read too, or of a model input.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Slice"]:
+        if not _keeps_its_whole_input(node) or node.outputs[0].is_model_output:
+            continue
+        x = node.inputs[0]
+        producer = graph.producer(x.name)
+        # A Shape of the input is computed when the model is compiled (EnCodec reads the padded
+        # length so): the Slice is still the input's only reader at run time.
+        readers = [r for r in graph.consumers(x.name) if r.op_type != "Shape"]
+        if producer is not None and len(producer.outputs) == 1 and not x.is_model_output and readers == [node]:
+            graph.fuse([producer, node], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(node.outputs))
+
+
+# The constant second operand that makes each of these an identity (the toolkit's remove_invalid_sub
+# and remove_invalid_mul; a Div by ones is a Mul by ones to it).
+IDENTITY_OPERAND = {"Sub": 0.0, "Div": 1.0, "Mul": 1.0}
+
+
+def _identity_arithmetic(node) -> bool:
+    """x - 0, x / 1 or x * 1 of a float x with the constant second (all its values), the result x's shape."""
+    if node.op_type not in IDENTITY_OPERAND or len(node.inputs) != 2 or not node.outputs:
+        return False
+    x, k = node.inputs
+    # measured on float tensors; integer ids times 1 stay (int32: on the CPU, integer_path_mul_one_int32)
+    if _known(x) or x.dtype not in ("float32", "float16") or not _known(k) or k.stored_elsewhere or k.value is None or k.value.size == 0:
+        return False
+    shape = _static_shape(x)
+    return shape is not None and shape == _static_shape(node.outputs[0]) and bool(np.all(k.value == IDENTITY_OPERAND[node.op_type]))
+
+
+@RULES.graph_pass("Sub", "Div", "Mul", OBSERVED=TOOLKIT_OBSERVED)
+def identity_arithmetic_removed(graph, chip):
+    """{OBSERVED} removes x - 0, x / 1 and x * 1 of a float x with the constant second (its passes remove_invalid_sub, remove_invalid_mul: SpeechT5's HiFi-GAN normalises its spectrogram by a mean of zeros and a scale of ones, as transformers initialises them): the node has no layer of its own and the toolkit reports it with the layer that computes x; where x is a model input, with the input's layout layer, which on RK3566/RK3568 is a Reshape on the CPU for a 3-D input (placed as an Identity of the input: rules.identity_of_a_3d_model_input).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-04, int8, opset 13;
+    tests/forms_models.py normalised_input_pack): a [1, 32, 80] model input minus zeros ([80] or
+    a scalar), divided or multiplied by ones, then swapped into a Conv1d or read by a Relu: on
+    RK3566 each such node on the CPU, on RK3588 on the NPU; after a Relu: NPU on both; the same
+    chains with other constants: a layer each, on the NPU. The constant first, x * 1 is not
+    removed (fresh4 hf_dac: rules.scalar_first_mul_before_an_add).
+    """
+    for node in [n for n in graph.nodes if n.op_type in IDENTITY_OPERAND]:
+        if not _identity_arithmetic(node) or node.outputs[0].is_model_output:
+            continue
+        x = node.inputs[0]
+        producer = graph.producer(x.name)
+        if producer is None:
+            if x.is_graph_input:
+                graph.fuse([node], "Identity", attributes={}, inputs=[x])
+        elif len(producer.outputs) == 1 and graph.only_consumer(x.name) is node:
+            graph.fuse([producer, node], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(node.outputs))
+
+
 # ---------------------------------------------------------------------------------------------
 # Layout: the Transposes the toolkit turns into reshapes, merges into its MatMuls, or cancels.
 # On RK3566/RK3568 an NPU Transpose layer is rare (DOC_COMPILER 3.1.58 allows few perms), so a
@@ -460,23 +533,38 @@ def transpose_of_unit_axes_is_a_reshape(graph, chip):
             graph.fuse([node], "Reshape", attributes={})
 
 
-# Chips the Tile below was measured on (RK3566's NPU runs every Tile: nothing to change there).
+# RK3588 alone: the chips of the RK3588-only passes that follow (named when the first of them was
+# GC ViT's Tile of ones, which rules.tile_by_its_axes now places with every other Tile).
 TILE_OF_ONES_CHIPS = ("rk3588",)
+# Chips whose Tile placement below was measured (RK3568 taken to behave as RK3566, not measured);
+# other chips keep every Tile on the CPU (rules.OBSERVED_ON_CPU_ALL).
+TILE_BY_AXES_CHIPS = ("rk3588", "rk3566", "rk3568")
+TILE_FOUR_D_CHANNELS_OF_ONE_ONLY = ("rk3588",)  # a 4-D Tile of the channels on the NPU only from one channel
 
 
-@RULES.graph_pass("Tile", chips=TILE_OF_ONES_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
-def tile_of_ones_is_a_reshape(graph, chip):
-    """{OBSERVED} runs on the NPU a Tile whose repeats are all 1 (a copy: GC ViT tiles its global query to the windows, one window in its last stages), where every other Tile runs on the CPU: it is placed as a Reshape.
-
-    Measured with rknn-toolkit2 2.5.0 on RK3588 (tests/forms_models.py tile_ones_pack, opset 13):
-    repeats [1, 1, 1, 1] of a model input, after a Relu, a Conv or an Expand of a [1, 4, 4, 32]
-    map, and [1, 1, 1] of a [1, 16, 32] tensor: NPU; repeats [2, 1, 1, 1] and [4, 1, 1, 1]: CPU.
-    Not measured: other chips, other opsets, repeats given at run time.
-    """
-    for node in [n for n in graph.nodes if n.op_type == "Tile"]:
-        repeats = _value_of(node.inputs[1]) if len(node.inputs) > 1 else None
-        if repeats is not None and repeats.size and bool(np.all(repeats == 1)):
-            graph.fuse([node], "Reshape", attributes={})
+def tile_runs_on_the_npu(node, chip) -> bool | None:
+    """Whether rknn-toolkit2 2.5.0 runs this Tile on the chip's NPU, from its input's shape and its
+    repeats (None: not known, the repeats computed at run time or the shape open). Measured on
+    RK3588 and RK3566 (tests/forms_models.py tile_ones_pack, tile_axis_pack, tile_axis_pack_2):
+    up to 3-D, a Tile that repeats only axes of size 1 (a broadcast: TimeSformer's class token
+    [1, 1, 64] repeated [1, 4, 1]) runs on the NPU, one that repeats an axis of size 2 or more on
+    the CPU; 4-D, one repeated axis among the last three runs on the NPU (the channels, on RK3588,
+    only from one channel), the batch axis or two axes on the CPU; repeats of ones: the NPU."""
+    x = node.inputs[0] if node.inputs else None
+    repeats = _value_of(node.inputs[1]) if len(node.inputs) > 1 else None
+    shape = _static_shape(x)
+    if repeats is None or shape is None or repeats.size != len(shape):
+        return None
+    repeated = [axis for axis, r in enumerate(repeats.reshape(-1).tolist()) if int(r) != 1]
+    if not repeated:
+        return True
+    if len(shape) <= 3:
+        return all(shape[axis] == 1 for axis in repeated)
+    if len(shape) == 4:
+        if len(repeated) != 1 or repeated[0] == 0:
+            return False
+        return repeated[0] != 1 or shape[1] == 1 or chip not in TILE_FOUR_D_CHANNELS_OF_ONE_ONLY
+    return None
 
 
 TILED_QUERY_ATTRIBUTE = "rknn_heads_of_a_cpu_tile"
@@ -507,7 +595,7 @@ def _reaches_a_product(graph, node, hops: int = TILED_QUERY_HOPS) -> bool:
     return _chain_meets(reader(node), reader, "MatMul", ("Transpose", "Mul"), hops)
 
 
-@RULES.graph_pass("Reshape", chips=TILE_OF_ONES_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+@RULES.graph_pass("Reshape", chips=("rk3588",), OBSERVED=TOOLKIT_OBSERVED)
 def heads_of_a_cpu_tile(graph, chip):
     """{OBSERVED} runs on the CPU, with the Tile, the Reshape that splits a tiled query into heads when it goes (through its heads' Transpose and the scale) into a MatMul (GC ViT's global query repeated over the windows); the same Reshape read by other layers stays on the NPU. The pass marks it for the rule heads_of_a_cpu_tile.
 
@@ -518,11 +606,11 @@ def heads_of_a_cpu_tile(graph, chip):
     or a (CPU) Mish instead of the Tile: NPU. Seen, not modelled: a [1, 4, C] query tiled the same
     way (its Reshape on the CPU; the audit joins it with its Transpose into the product, on the
     NPU), and in timm's own WindowAttentionGlobal (and fresh2 gcvit_xxtiny) the heads' Transpose
-    after the Reshape ran on the CPU too. A Tile of ones runs on the NPU (tile_of_ones_is_a_reshape).
+    after the Reshape ran on the CPU too. After a Tile on the NPU (repeats of ones; rules.tile_by_its_axes) the Reshape stays on the NPU.
     """
     for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
         source = graph.producer(node.inputs[0].name) if node.inputs else None
-        if source is not None and source.op_type == "Tile" and _reaches_a_product(graph, node):
+        if source is not None and source.op_type == "Tile" and tile_runs_on_the_npu(source, chip) is False and _reaches_a_product(graph, node):
             graph.fuse([node], "Reshape", attributes={TILED_QUERY_ATTRIBUTE: 1})
 
 
@@ -2427,9 +2515,13 @@ def conv1d_result_swapped_into_tokens(graph, chip):
         if _perm(node) != TOKEN_SWAP or not node.outputs or graph.producer(node.outputs[0].name) is not node:
             continue
         readers = graph.consumers(node.outputs[0].name)
-        # A LayerNorm over the tokens writing the model output leaves no Transpose layer (SqueezeBERT's last norm)
-        to_output = node.outputs[0].is_model_output or any(o.is_model_output for r in readers if r.op_type != "LayerNormalization" for o in r.outputs if o.name)
-        if readers and not to_output and (_conv1d_before(graph, node) is not None or _tokens_into_conv1d(graph, node)):
+        # A LayerNorm over the tokens writing the model output leaves no Transpose layer (SqueezeBERT's
+        # last norm); tokens swapped into a Conv1d that writes the model output neither (HiFi-GAN's
+        # conv_pre cut out of the vocoder: the swap NPU, normalised_input_pack).
+        into_conv1d = _tokens_into_conv1d(graph, node)
+        kept_apart = ("LayerNormalization", "Conv") if into_conv1d else ("LayerNormalization",)
+        to_output = node.outputs[0].is_model_output or any(o.is_model_output for r in readers if r.op_type not in kept_apart for o in r.outputs if o.name)
+        if readers and not to_output and (_conv1d_before(graph, node) is not None or into_conv1d):
             graph.eliminate(node)
 
 
@@ -3989,3 +4081,49 @@ def scale_of_an_add_of_two_maps(graph, chip):
         attributes = {a.name: helper_value(a) for a in mul.proto.attribute}
         attributes[SCALE_OF_ADD_ATTRIBUTE] = SCALE_OF_ADD_KEPT
         graph.fuse([mul], "Mul", attributes=attributes)
+
+
+# ---------------------------------------------------------------------------------------------
+# Two Slices of one tensor rejoined by a Concat: the toolkit's Conv rewrite, which fails unless 4-D.
+# ---------------------------------------------------------------------------------------------
+
+SLICE_PAIR_ATTRIBUTE = "rknn_slice_pair_concat"
+SLICE_PAIR_RANKS_FAILING = (2, 3, 5)  # measured; 4-D builds (rank 1 and 6 not measured)
+
+
+def _slice_along(graph, tensor, axis: int):
+    """The Slice writing `tensor` when it slices one run-time tensor along `axis` only (its axes
+    given as a constant), else None."""
+    node = graph.producer(tensor.name) if tensor.present else None
+    if node is None or node.op_type != "Slice" or len(node.inputs) < 4 or _known(node.inputs[0]):
+        return None
+    axes = _ints(node.inputs[3])
+    rank = node.inputs[0].rank
+    if rank is None or axes is None or len(axes) != 1 or axes[0] % rank != axis:
+        return None
+    return node
+
+
+@RULES.graph_pass("Concat", OBSERVED=TOOLKIT_OBSERVED, RANKS=SLICE_PAIR_RANKS_FAILING)
+def slice_pair_concatenated(graph, chip):
+    """{OBSERVED} rewrites a Concat of exactly two Slices of one run-time tensor, each along the Concat's axis, into one Conv (its pass fuse_slice_slice_concat_to_conv), and on a tensor of rank {RANKS} that rewrite fails: the build crashes (SIGSEGV, SIGFPE) or stops (onnxruntime refuses the Conv or a Transpose it adds, IndexError in _p_fuse_reshape_transpose). The pass marks the Concat for the rule slice_pair_concatenated.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-04, int8, opset 14; also fp16 on
+    RK3588; tests/forms_models.py slice_pair_*, one model each): Concat(x[:, :1], x[:, :-1]) on
+    [1, 32, 64] (transformers' Funnel shifts its tokens so before its mean pool), a roll, the two
+    halves swapped, x[:, :1] and x[:, 1:] (the identity), a shift along the last axis, two step-2
+    halves, a 2-D [32, 64] and a 5-D [1, 2, 16, 8, 8] shift: every one fails; a 4-D [1, 16, 8, 8]
+    shift along axis 1 or 3 builds. Not rewritten, and built: three Slices, Slices of two different
+    tensors, Slices along another axis than the Concat's.
+    """
+    for concat in [n for n in graph.nodes if n.op_type == "Concat" and len(n.inputs) == 2]:
+        out = concat.outputs[0] if concat.outputs else None
+        rank = out.rank if out is not None else None
+        if rank not in SLICE_PAIR_RANKS_FAILING:
+            continue
+        axis = int(concat.attr("axis", 0)) % rank
+        slices = [_slice_along(graph, t, axis) for t in concat.inputs]
+        if any(s is None for s in slices) or slices[0] is slices[1] or slices[0].inputs[0].name != slices[1].inputs[0].name:
+            continue
+        attributes = {a.name: helper_value(a) for a in concat.proto.attribute}
+        graph.fuse([concat], "Concat", attributes={**attributes, SLICE_PAIR_ATTRIBUTE: 1})

@@ -160,6 +160,8 @@ NPU_OBSERVED_EXTRA = {"rk3576": frozenset({"Sin", "Cos", "ReduceMax"})}
 # on RK3566/RK3568 Transpose (3.1 lists it, with layout limits).
 OBSERVED_ON_CPU_ALL = frozenset({"Min", "Mish", "Tile"})
 OBSERVED_ON_CPU = {
+    # RK3588 places a Tile by its axes (tile_by_its_axes), as RK3566 does.
+    "rk3588": frozenset({"Min", "Mish"}),
     "rk3566": frozenset({"Min", "Mish", "Transpose"}),
     "rk3568": frozenset({"Min", "Mish", "Transpose"}),
 }
@@ -679,6 +681,54 @@ def cast_to_uint8(node: NodeView, chip: str):
         return None
     x = node.input(0)
     return None if x is None or _known(x) else Offence("uint8", f"input {x.name} ({x.dtype})")
+
+
+@RULES.rule("Concat", placement=Placement.UNSUPPORTED)
+def slice_pair_concatenated(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 rewrites a Concat of two Slices of one tensor along its axis into a Conv (fuse_slice_slice_concat_to_conv) and that rewrite fails on a tensor of rank other than 4 (a crash, SIGSEGV, or onnxruntime refusing the Conv): the model does not build (transformers' Funnel shifts its tokens so, Concat(x[:, :1], x[:, :-1]), before its mean pool); workaround: rejoin the two parts on a 4-D view of the tensor (a [1, 1, 32, 64] shift built; passes.slice_pair_concatenated marks the Concat).
+
+    Probed (tests/forms_models.py slice_pair_*; RK3588 and RK3566, int8; RK3588 fp16 too).
+    """
+    if node.attr(_passes.SLICE_PAIR_ATTRIBUTE) is None:
+        return None
+    out = node.output(0)
+    return Offence("fuse_slice_slice_concat_to_conv", f"two Slices of one {out.rank}-D tensor rejoined")
+
+
+@RULES.rule("Tile", chips=_passes.TILE_BY_AXES_CHIPS)
+def tile_by_its_axes(node: NodeView, chip: str):
+    """The NPU runs a Tile that only broadcasts (up to 3-D: every repeated axis of size 1; 4-D: one repeated axis, not the batch, the channels on RK3588 only from one channel); any other Tile runs on the CPU (rknn-toolkit2 2.5.0, observed; RK3568 taken as RK3566).
+
+    Probed on RK3588 and RK3566 (tests/forms_models.py tile_ones_pack, tile_axis_pack,
+    tile_axis_pack_2, 2026-12-04, int8): TimeSformer's class token [1, 1, 64] repeated [1, 4, 1],
+    [1, 4, 1] by [1, 1, 8], [4, 1] by [1, 8]: NPU; [1, 1, 64] by [1, 1, 4], [1, 16, 32] by
+    [1, 2, 1], [4, 64] by [2, 1]: CPU; [1, 8, 4, 4] by 2 or 3 on H or W alone: NPU, on H and W,
+    or on the batch (GC ViT's query [1, 2, 2, C] by [4, 1, 1, 1]): CPU.
+    """
+    on_npu = _passes.tile_runs_on_the_npu(node, chip)
+    if on_npu is None:
+        return Offence("repeats or shape not known") if chip == "rk3588" else None
+    if on_npu:
+        return None
+    x, repeats = node.input(0), node.input(1)
+    return Offence(tuple(int(r) for r in repeats.value.reshape(-1)), f"repeats of a {x.rank}-D {tuple(x.shape)} tensor")
+
+
+@RULES.rule("Expand", chips=("rk3566", "rk3568"))
+def shape_keeping_expand_before_a_tile(node: NodeView, chip: str):
+    """On this chip the toolkit removes an Expand that keeps its 3-D input's shape (remove_invalid_expand) and reports it with a layer next to it, which may run on the CPU: where a Tile reads it (TimeSformer's class token [1, 1, 64] expanded to [1, 1, 64], then tiled over the frames), a best guess (rknn-toolkit2 2.5.0, observed; RK3568 taken as RK3566).
+
+    Observed on RK3566: after a Relu of a 3-D model input (tests/forms_models.py tile_axis_pack)
+    it is named for the input's layout Reshape, on the CPU; in fresh4 hf_timesformer it goes with
+    the Unsqueeze before it, on the CPU in the first layer and the NPU in the second. A 4-D one
+    read by a Tile: NPU. Which layer takes it is not known, so the placement is uncertain.
+    """
+    x, y = node.input(0), node.output(0)
+    if x is None or y is None or x.rank != 3 or not x.is_static or x.shape != y.shape or _known(x):
+        return None
+    if y.consumers != ("Tile",):
+        return None
+    return Offence("Tile", f"{tuple(x.shape)} kept, read by a Tile: reported with a layer next to it", uncertain=True)
 
 
 @RULES.rule("Max", "Min", placement=Placement.UNSUPPORTED, precisions=("int8",))
