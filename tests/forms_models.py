@@ -6285,3 +6285,92 @@ TILE_AXIS_PACK_2 = (
 CASES.append(Case("tile_axis_pack_2", "fresh4: a Tile by the sizes of the axes it repeats (TimeSformer's class token over the frames)",
                   lambda: _packed(_tile_case, TILE_AXIS_PACK_2, 199), ("rk3588", "rk3566")))
 
+# ---- issue 27 (fresh4 Nyströmformer): what else reads attention's transposed heads ---------------------------
+
+# 4-D attention over T tokens, heads of D (q, k, v each a Linear, split, Transposed [0, 2, 1, 3], q
+# divided by a scale, k swapped [0, 1, 3, 2], Softmax, attn @ v, merged, a Linear), with one more
+# reader of a transposed tensor: "base" none; "mean_q" q also averaged over the tokens (ReduceMean
+# axis 2, Nyströmformer's landmarks) and Added to the result; "mean_last_q" q also averaged over its
+# last axis and Added to the scores; "conv_v" v also through a depthwise Conv over [1, H, T, D] (its
+# heads as channels, Nyströmformer) Added to the result; "relu_v" v also through a Relu Added to the
+# result; "two_k" the swapped key read by two products (q @ k^T and Relu(q) @ k^T Added); "seg_q" q
+# also viewed into 8 segments of tokens [1, H, 8, T/8, D] and averaged over each (Nyströmformer's
+# landmarks); "seg_q_prod" those landmarks times k^T, a Softmax, times v; "seg_k_two" k's landmarks swapped [0, 1, 3, 2] and read
+# by two products (q @ kl^T and Relu(q) @ kl^T, a Softmax, times v's landmarks);
+# "seg_k_one" the same with one product. The seg_* forms Add their landmarks' mean (one value per
+# head) to the scores.
+# (name, form, T, H, D)
+TRANSPOSE_READERS_PACK = (
+    ("base", "base", 32, 2, 32), ("conv_v", "conv_v", 32, 2, 32), ("two_k", "two_k", 32, 2, 32), ("conv_v16", "conv_v", 16, 2, 32),
+    ("seg_q_prod", "seg_q_prod", 32, 2, 32), ("seg_k_two", "seg_k_two", 32, 2, 32), ("seg_k_one", "seg_k_one", 32, 2, 32),
+)
+# Measured with the pack (RK3566, 2026-12-04), not held (docs/audit.md): q also averaged over the
+# tokens or the value through a Relu, Added to attn @ v (the heads' merge after that Add on the NPU,
+# where the audit has it on the CPU); q also averaged over its last axis (q's Transpose on the CPU);
+# q's landmarks swapped into a product with q (the value, also cut, on the NPU; that product on the CPU).
+TRANSPOSE_READERS_MEASURED = (
+    ("seg_q", "seg_q", 32, 2, 32), ("seg_q16", "seg_q", 16, 2, 32),
+    ("mean_q", "mean_q", 32, 2, 32), ("mean_last_q", "mean_last_q", 32, 2, 32), ("relu_v", "relu_v", 32, 2, 32),
+    ("mean_q16", "mean_q", 16, 2, 32),
+)
+
+
+def _transpose_readers_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of TRANSPOSE_READERS_PACK."""
+    name, form, t, h, d = spec
+    p = f"tr_{name}_"
+    node = _prefixed(p)
+    c = h * d
+    inits = [_const(p + "heads", np.array([1, t, h, d], np.int64)), _const(p + "merged", np.array([1, t, c], np.int64)),
+             _const(p + "scale", np.float32(d ** 0.5)), _const(p + "half", np.float32(2.0)), _const(p + "wo", _weights(rng, c, c)),
+             _const(p + "wconv", _weights(rng, h, 1, 3, 1))]
+    nodes = []
+    for part in "qkv":
+        inits += [_const(p + f"w{part}", _weights(rng, c, c)), _const(p + f"b{part}", _weights(rng, c))]
+        nodes += [node("MatMul", ["x", f"w{part}"], f"{part}0"), node("Add", [f"{part}0", f"b{part}"], f"{part}1"),
+                  node("Reshape", [f"{part}1", "heads"], f"{part}2"), node("Transpose", [f"{part}2"], f"{part}3", perm=[0, 2, 1, 3])]
+    nodes += [node("Div", ["q3", "scale"], "qs"), node("Transpose", ["k3"], "kt", perm=[0, 1, 3, 2]), node("MatMul", ["qs", "kt"], "s0")]
+    scores = "s0"
+    if form == "two_k":
+        nodes += [node("Relu", ["qs"], "q_half"), node("MatMul", ["q_half", "kt"], "s1"), node("Add", ["s0", "s1"], "s2")]
+        scores = "s2"
+    if form == "mean_last_q":
+        nodes += [node("ReduceMean", ["qs"], "q_mean", axes=[-1], keepdims=1), node("Add", ["s0", "q_mean"], "s2")]
+        scores = "s2"
+    if form.startswith("seg_"):
+        inits.append(_const(p + "segments", np.array([1, h, 8, t // 8, d], np.int64)))
+        part = "qs" if form.startswith("seg_q") else "k3"
+        nodes += [node("Reshape", [part, "segments"], "seg"), node("ReduceMean", ["seg"], "landmarks", axes=[-2], keepdims=0)]
+        extra = "landmarks" if form == "seg_q" else "extra"
+        if form == "seg_q_prod":
+            nodes += [node("MatMul", ["landmarks", "kt"], "ls"), node("Softmax", ["ls"], "lp", axis=-1), node("MatMul", ["lp", "v3"], "lo"),
+                      node("ReduceMean", ["lo"], "extra", axes=[2], keepdims=1)]
+        else:
+            nodes += [node("Reshape", ["v3", "segments"], "vseg"), node("ReduceMean", ["vseg"], "vl", axes=[-2], keepdims=0),
+                      node("Transpose", ["landmarks"], "klt", perm=[0, 1, 3, 2]), node("MatMul", ["qs", "klt"], "ks")]
+            ks = "ks"
+            if form == "seg_k_two":
+                nodes += [node("Relu", ["qs"], "q_relu"), node("MatMul", ["q_relu", "klt"], "ks2"), node("Add", ["ks", "ks2"], "ks3")]
+                ks = "ks3"
+            nodes += [node("Softmax", [ks], "kp", axis=-1), node("MatMul", ["kp", "vl"], "extra")]
+        # the landmarks' result averaged to one value per head and Added to the scores (not to the
+        # result, whose heads' merge after an Add is placed by what made the Add's operands)
+        nodes += [node("ReduceMean", [extra], "extra1", axes=[2, 3], keepdims=1), node("Add", ["s0", "extra1"], "s_seg")]
+        scores = "s_seg"
+    nodes += [node("Softmax", [scores], "probs", axis=-1), node("MatMul", ["probs", "v3"], "o4")]
+    out = "o4"
+    if form == "mean_q":
+        nodes += [node("ReduceMean", ["qs"], "q_mean", axes=[2], keepdims=1), node("Add", ["o4", "q_mean"], "o5")]
+        out = "o5"
+    elif form == "conv_v":
+        nodes += [node("Conv", ["v3", "wconv"], "v_conv", group=h, pads=[1, 0, 1, 0]), node("Add", ["o4", "v_conv"], "o5")]
+        out = "o5"
+    elif form == "relu_v":
+        nodes += [node("Relu", ["v3"], "v_relu"), node("Add", ["o4", "v_relu"], "o5")]
+        out = "o5"
+    nodes += [node("Transpose", [out], "o_t", perm=[0, 2, 1, 3]), node("Reshape", ["o_t", "merged"], "o"), node("MatMul", ["o", "wo"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, t, c])], [_vi(p + "y", [1, t, c])]
+
+
+CASES.append(Case("transpose_readers_pack", "fresh4: what else reads attention's transposed heads (Nyströmformer's landmarks and value convolution)",
+                  lambda: _packed(_transpose_readers_case, TRANSPOSE_READERS_PACK, 137, used_only=True, opset=13), ("rk3566", "rk3588")))

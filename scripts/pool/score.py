@@ -88,7 +88,7 @@ FRESH_LOOKED_AT = {
     # h6-mul (issue 27): a Mul the toolchain keeps in float: DAC's Snake activations, VAN's layer scale.
     "fresh4": ("hf_dac/rk3588", "hf_dac/rk3566", "hf_dac/esp32s3", "hf_van/rk3588", "hf_van/rk3566",
                # h7-rk66 (issue 27): RK3566 attention layouts, 3-D batched operands (docs/audit.md).
-               "hf_detr/rk3566", "hf_groupvit_vision/rk3566", "yolo_yolov8n_worldv2/rk3566",
+               "hf_detr/rk3566", "hf_groupvit_vision/rk3566", "yolo_yolov8n_worldv2/rk3566", "hf_nystromformer/rk3566",
                # h7-rk88 (issue 27): Funnel's Slice pair (a crash), EnCodec's whole Slice, TimeSformer's Tile and
                # Expand, HiFi-GAN's identity normalisation (docs/audit.md, fresh4 sections).
                "hf_funnel/rk3588", "hf_funnel/rk3566", "hf_encodec/rk3588", "hf_encodec/rk3566", "hf_timesformer/rk3588",

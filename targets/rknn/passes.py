@@ -1195,6 +1195,58 @@ def _product_by_a_constant_second(node, data: str) -> bool:
             and _known(node.inputs[1]) and node.inputs[0].rank is not None and node.inputs[0].rank >= 3)
 
 
+def _fans_out_by_parts(graph, readers) -> bool:
+    """Whether `readers` of one tensor take it apart (a Split, parallel Slices, one-index Gathers:
+    q, k and v unbound from one projection), which the toolkit splits into its products."""
+    return all(r.op_type == "Split" or _parallel_slice(graph, r) or _leading_gather(r) for r in readers)
+
+
+def _splits_tokens_into_segments(node) -> bool:
+    """A Reshape [N, H, T, D] -> [N, H, L, T/L, D]: the tokens of attention's heads cut into L
+    segments of consecutive tokens (Nyströmformer's landmarks, each a segment's mean)."""
+    if node.op_type != "Reshape" or not node.inputs or not node.outputs:
+        return False
+    x, out = _static_shape(node.inputs[0]), _static_shape(node.outputs[0])
+    return (x is not None and out is not None and len(x) == 4 and len(out) == 5 and out[:2] == x[:2] and out[-1] == x[-1]
+            and out[2] > 1 and out[3] > 1 and out[2] * out[3] == x[2])
+
+
+def _swaps_segment_means(graph, node) -> bool:
+    """Whether the Transpose `node` swaps the last two axes of the means of token segments (a
+    ReduceMean over the segment axis of a _splits_tokens_into_segments view: Nyströmformer's key
+    landmarks, k_landmarks.transpose(-1, -2)); the toolkit keeps it a layer of its own, read by one
+    product or two (transpose_readers_pack seg_k_one, seg_k_two; hf_nystromformer)."""
+    perm, before = _perm(node), graph.producer(node.inputs[0].name) if node.inputs else None
+    if perm is None or len(perm) != 4 or perm != [0, 1, 3, 2] or before is None or before.op_type != "ReduceMean":
+        return False
+    # the segments' axis of [N, H, L, T/L, D] averaged away (the view itself may have joined a layer by now)
+    return bool(before.inputs) and before.inputs[0].rank == 5 and _reduced_axes(before, 5) == [3] and int(before.attr("keepdims", 1)) == 0
+
+
+def _heads_read_as_a_layout(graph, node):
+    """For the heads' Transpose `node` ([N, T, H, D] -> [N, H, T, D] right after their split) whose
+    result, through scalar scales, a product reads and something that needs it laid out so reads
+    too: (the scales, the readers that need the layout, whether a product takes it as its value);
+    else None. What needs the layout: a convolution over the heads as channels (Nyströmformer's
+    value) or a view cutting the tokens into segments (its landmarks), not a reduction or an
+    element-wise operator (transpose_readers_pack: merged)."""
+    if _perm(node) != [0, 2, 1, 3] or _heads_reshape(graph, node) is None:
+        return None
+    scales, tensor = [], node.outputs[0]
+    reader = graph.only_consumer(tensor.name)
+    while reader is not None and _scalar_swapped(reader, tensor.name):
+        scales.append(reader)
+        tensor = reader.outputs[0]
+        reader = graph.only_consumer(tensor.name)
+    readers = [r for r in graph.consumers(tensor.name) if r.op_type != "Shape"]
+    bound = [r for r in readers if r.op_type in ("Conv", "ConvTranspose") or _splits_tokens_into_segments(r)]
+    products = [r for r in readers if _product_of_computed(r) or (r.op_type == "Transpose" and _reaches_matmul(graph, r, forward=True))]
+    if not bound or not products:
+        return None
+    as_value = any(_product_of_computed(r) and r.inputs[1].name == tensor.name and r.inputs[0].name != tensor.name for r in products)
+    return scales, bound, as_value
+
+
 def _swaps_a_flattened_map(graph, node) -> bool:
     """Whether the Transpose `node` reads a map [N, C, H, W] flattened to [N, C, H*W] (unit axes
     added or not, as one head of [N, 1, C, H*W]): a map's swap into tokens, a Transpose layer of
@@ -1304,6 +1356,11 @@ def _value_walk(graph, node) -> tuple[tuple[int, int], list] | None:
         tensor = reader.outputs[0]
     return None
 
+
+# The attributes transposes_merged_into_matmul gives heads whose layout something besides a product
+# reads (_heads_read_as_a_layout), and the scalar scale between (rules.scale_beside_heads_laid_out).
+HEADS_LAID_OUT_ATTRIBUTE = "rknn_heads_laid_out"
+HEADS_LAID_OUT_SCALE_ATTRIBUTE = "rknn_scale_beside_heads_laid_out"
 
 # The attribute transposes_merged_into_matmul gives a heads' split whose Transpose joins the view after
 # it (3-D batched attention): the split is no layer beside a Transpose (rules.reshape_of_unaligned_attention_heads).
@@ -2011,6 +2068,26 @@ def transposes_merged_into_matmul(graph, chip):
                 continue
         if chip in TRANSPOSE_LAYER_ALIGN and _merges_heads_last(graph, node):
             continue  # a Transpose layer of its own: on the CPU there (rules place it)
+        if chip in TRANSPOSE_LAYER_ALIGN and _swaps_segment_means(graph, node):
+            graph.fuse([node], "Transpose", attributes={"perm": _perm(node), HEADS_LAID_OUT_ATTRIBUTE: 1})
+            continue  # a Transpose layer of its own (no kernel on RK3566: the CPU)
+        laid_out = _heads_read_as_a_layout(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
+        if laid_out is not None:
+            scales, bound, as_value = laid_out
+            # A Transpose layer of its own (no kernel on RK3566: the CPU): a value's with its split (as
+            # the value rule has it), q's and k's with the segments' view and the key's swap after them;
+            # the scale between runs with it or not (rules.scale_beside_heads_laid_out: uncertain).
+            beside = [r for r in bound if r.op_type == "Reshape"]
+            swaps = [r for r in graph.consumers((scales[-1] if scales else node).outputs[0].name) if r.op_type == "Transpose"]
+            members = [_heads_reshape(graph, node), node] if as_value else [node, *beside, *swaps]
+            for scale in scales:
+                graph.fuse([scale], scale.op_type, attributes={HEADS_LAID_OUT_SCALE_ATTRIBUTE: 1})
+            # A value cut into segments (no convolution) ran on the CPU in some probes, on the NPU in
+            # others (rules.value_cut_into_segments: uncertain).
+            segments_only = as_value and not any(r.op_type in ("Conv", "ConvTranspose") for r in bound)
+            graph.fuse(members + ([r for r in beside] if as_value else []), "Transpose", leader=node,
+                       attributes={"perm": _perm(node), HEADS_LAID_OUT_ATTRIBUTE: 2 if segments_only else 1})
+            continue
         windowed_key = _unaligned_windowed_key(graph, node, TRANSPOSE_LAYER_ALIGN[chip]) if chip in TRANSPOSE_LAYER_ALIGN else None
         if windowed_key is not None:  # a Transpose layer of its own, its scales with it (rules place it)
             graph.fuse([node, *windowed_key[0]], "Transpose", leader=node, attributes={"perm": _perm(node), WINDOWED_KEY_ATTRIBUTE: list(windowed_key[1])})

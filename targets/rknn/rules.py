@@ -1144,6 +1144,31 @@ def transpose_layer_of_unaligned_value(node: NodeView, chip: str):
     return Offence(f"{value[0]}x{value[1]}", "tokens x values per head of the value")
 
 
+@RULES.rule("Mul", "Div", chips=("rk3566", "rk3568"))
+def scale_beside_heads_laid_out(node: NodeView, chip: str):
+    """On this chip the scalar scale right after attention's heads' Transpose, where that Transpose is a layer of its own because something besides a product reads the heads laid out (passes.transposes_merged_into_matmul: Nyströmformer's q and k cut into segments for their landmarks), runs with that CPU layer or on the NPU by a rule not found (rknn-toolkit2 2.5.0, observed): uncertain.
+
+    Measured: transformers' Nyströmformer (fresh4 hf_nystromformer, RK3566: q / sqrt(sqrt(d)) and k's
+    alike, with the Transpose); tests/forms_models.py transpose_readers_pack seg_q (q / sqrt(d): NPU).
+    """
+    if node.attr(_passes.HEADS_LAID_OUT_SCALE_ATTRIBUTE) is None:
+        return None
+    return Offence("heads' Transpose", "scale beside a CPU", uncertain=True)
+
+
+@RULES.rule("Transpose", chips=("rk3566", "rk3568"))
+def value_cut_into_segments(node: NodeView, chip: str):
+    """On this chip attention's value, also cut into segments of tokens for their means (a view [N, H, L, T/L, D]), keeps its split and Transpose on the CPU or on the NPU by a rule not found (rknn-toolkit2 2.5.0, observed): uncertain.
+
+    Measured on tests/forms_models.py transpose_readers_pack (RK3566, 2026-12-04): CPU with the key
+    also cut into segments (seg_k_one, seg_k_two), NPU with the query cut instead (seg_q, seg_q16).
+    Marked by passes.transposes_merged_into_matmul (_heads_read_as_a_layout).
+    """
+    if node.attr(_passes.HEADS_LAID_OUT_ATTRIBUTE) != 2:
+        return None
+    return Offence("segments of tokens", "value also cut into", uncertain=True)
+
+
 @RULES.rule("Transpose", chips=("rk3566", "rk3568"), ALIGN=8)
 def transpose_layer_of_unaligned_windowed_key(node: NodeView, chip: str):
     """On this chip the toolkit does not merge into the scores' product the Transpose that swaps the last two axes of attention's key when the key keeps its windows on an axis of their own ([N, nW, H, T, D], 5-D: Twins' locally-grouped attention; NesT's [N, H, nW, T, D] alike): it is a Transpose layer of its own, which runs on the CPU unless T and D are both multiples of {ALIGN}, and the scalar scale on the swapped key (q * sqrt(s), k^T * sqrt(s), as scaled_dot_product_attention's export writes it) runs there with it (rknn-toolkit2 2.5.0, observed; the pass transposes_merged_into_matmul marks it).
