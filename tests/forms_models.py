@@ -6374,3 +6374,18 @@ def _transpose_readers_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("transpose_readers_pack", "fresh4: what else reads attention's transposed heads (Nyströmformer's landmarks and value convolution)",
                   lambda: _packed(_transpose_readers_case, TRANSPOSE_READERS_PACK, 137, used_only=True, opset=13), ("rk3566", "rk3588")))
+
+
+# ---- fresh4 (YOLO-World) on RK3588: the max-sigmoid gate after the CPU ReduceMax --------------------
+
+# CONSTANT_PRODUCT_PACK's "map" block (ReduceMax over the guide's N, keepdims 0, viewed [1, H, h, w],
+# scaled, biased, a Sigmoid and a gain, Unsqueezed to [1, H, 1, h, w] for the heads' Mul) by heads and
+# map size: the view joins the CPU ReduceMax, the Unsqueeze runs on the CPU by h*w (RK3588).
+MAX_SIGMOID_PACK = (
+    ("gate_h2_10", "map", 2, 32, 10, 10), ("gate_h2_8", "map", 2, 32, 8, 8), ("gate_h4_5", "map", 4, 32, 5, 5),
+    ("gate_h2_4", "map", 2, 32, 4, 4), ("gate_h2_12", "map", 2, 32, 12, 12), ("gate_h2_6", "map", 2, 32, 6, 6),
+    ("gate_h2_16", "map", 2, 32, 16, 16), ("gate_h4_8", "map", 4, 32, 8, 8), ("gate_h3_10", "map", 3, 32, 10, 10),
+    ("gate_h1_20", "map", 1, 32, 20, 20), ("gate_h2_4x8", "map", 2, 32, 4, 8), ("gate_h2_20", "map", 2, 32, 20, 20),
+)
+CASES.append(Case("max_sigmoid_pack", "fresh4: YOLO-World's max-sigmoid gate after its CPU ReduceMax, by heads and map size",
+                  lambda: _packed(_constant_product_case, MAX_SIGMOID_PACK, 223, used_only=True, opset=13), ("rk3588",)))

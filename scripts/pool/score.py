@@ -92,7 +92,7 @@ FRESH_LOOKED_AT = {
                # h7-rk88 (issue 27): Funnel's Slice pair (a crash), EnCodec's whole Slice, TimeSformer's Tile and
                # Expand, HiFi-GAN's identity normalisation (docs/audit.md, fresh4 sections).
                "hf_funnel/rk3588", "hf_funnel/rk3566", "hf_encodec/rk3588", "hf_encodec/rk3566", "hf_timesformer/rk3588",
-               "hf_timesformer/rk3566", "hf_speecht5_hifigan/rk3566"),
+               "hf_timesformer/rk3566", "hf_speecht5_hifigan/rk3566", "yolo_yolov8n_worldv2/rk3588", "hf_sam_vision/rk3588"),
     # h7-fresh5: chosen, built and collected on 2026-12-04, not yet scored; nothing looked at.
     "fresh5": (),
 }

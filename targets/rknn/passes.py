@@ -451,6 +451,29 @@ def identity_arithmetic_removed(graph, chip):
             graph.fuse([producer, node], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(node.outputs))
 
 
+@RULES.graph_pass("Reshape", OBSERVED=TOOLKIT_OBSERVED)
+def heads_view_joins_the_reduce_max(graph, chip):
+    """{OBSERVED} gives no layer of its own to the view [1, H, T] -> [1, H, h, w] (H of 2 or more, h * w = T) of a ReduceMax over the last axis without its kept axis (YOLO-World's max-sigmoid attention: the text guide's best match per position and head, viewed back to the map): it runs with the ReduceMax, on the CPU.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-04, int8, opset 13;
+    tests/forms_models.py max_sigmoid_pack, 11 blocks of 2, 3 or 4 heads at 4x4 to 20x20, and the
+    10 blocks of CONSTANT_PRODUCT_MEASURED): "fused (no layer of its own); runs with" the
+    ReduceMax in every one. One head ([1, 1, 400] -> [1, 1, 20, 20]) keeps a Reshape layer (NPU on
+    RK3588, CPU on RK3566): left to the rules.
+    """
+    for view in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        x = view.inputs[0] if view.inputs else None
+        reduce = graph.producer(x.name) if x is not None and x.name else None
+        if reduce is None or reduce.op_type != "ReduceMax" or int(reduce.attr("keepdims", 1)) != 0 or graph.only_consumer(x.name) is not view:
+            continue
+        source, reduced, out = _static_shape(reduce.inputs[0]), _static_shape(x), _static_shape(view.outputs[0]) if view.outputs else None
+        axes = reduce.attr("axes") if reduce.has_attr("axes") else _ints(reduce.inputs[1]) if len(reduce.inputs) > 1 else None
+        if not source or not reduced or not out or axes is None or [a % len(source) for a in axes] != [len(source) - 1]:
+            continue
+        if len(reduced) == 3 and reduced[1] >= 2 and len(out) == 4 and out[:2] == reduced[:2] and out[2] * out[3] == reduced[2]:
+            graph.fuse([reduce, view], "ReduceMax", leader=reduce, inputs=list(reduce.inputs), outputs=list(view.outputs))
+
+
 # ---------------------------------------------------------------------------------------------
 # Layout: the Transposes the toolkit turns into reshapes, merges into its MatMuls, or cancels.
 # On RK3566/RK3568 an NPU Transpose layer is rare (DOC_COMPILER 3.1.58 allows few perms), so a

@@ -731,6 +731,28 @@ def shape_keeping_expand_before_a_tile(node: NodeView, chip: str):
     return Offence("Tile", f"{tuple(x.shape)} kept, read by a Tile: reported with a layer next to it", uncertain=True)
 
 
+# OBSERVED (RK3588, tests/forms_models.py max_sigmoid_pack): the map size h * w at which the gate's
+# Unsqueeze stays on the NPU.
+GATE_UNSQUEEZE_ALIGN = 16
+
+
+@RULES.rule("Unsqueeze", chips=("rk3588",), ALIGN=GATE_UNSQUEEZE_ALIGN)
+def unaligned_heads_gate_unsqueezed(node: NodeView, chip: str):
+    """On RK3588 the toolkit runs on the CPU the Unsqueeze of a per-head gate [1, H, h, w] (H of 2 or more) to [1, H, 1, h, w] for a product with the heads' 5-D map when h * w is not a multiple of {ALIGN} (YOLO-World's max-sigmoid attention at 10x10 and 5x5; rknn-toolkit2 2.5.0, observed).
+
+    Probed (tests/forms_models.py max_sigmoid_pack, RK3588, 2026-12-04): 10x10, 6x6 and 5x5 maps
+    of 2, 3 or 4 heads: CPU; 4x4, 4x8, 8x8, 12x12, 16x16, 20x20: NPU. On RK3566 the pack's gate
+    Unsqueeze ran on the CPU at every size (not modelled: the real model's, after a gain of 1 the
+    toolkit removes, on the NPU).
+    """
+    x, y = node.input(0), node.output(0)
+    axes = _ints(node.input(1).value) if node.input(1) is not None and node.input(1).value is not None else _ints(node.attr("axes"))
+    if x is None or y is None or not x.is_static or x.rank != 4 or x.shape[1] < 2 or [a % 5 for a in axes] != [2] or y.consumers != ("Mul",):
+        return None
+    cells = x.shape[2] * x.shape[3]
+    return Offence(cells, f"a {x.shape[2]}x{x.shape[3]} gate of {x.shape[1]} heads") if cells % GATE_UNSQUEEZE_ALIGN else None
+
+
 @RULES.rule("Max", "Min", placement=Placement.UNSUPPORTED, precisions=("int8",))
 def extreme_with_minus_infinity(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 refuses an int8 build where a Max or Min of a run-time tensor takes a constant holding -inf (`cannot convert float NaN to integer` in quant_utils._cal_scale_zp_min_max: the constant's range [-inf, m] gives an infinite scale and a NaN zero point); workaround: write the largest negative float32 (-3.4e38) instead of -inf, which converts (a jax2tf softmax's max(-inf, max(x)) writes such a Max).
