@@ -5189,6 +5189,10 @@ def _gated_positions_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("gated_positions_pack", "fresh3: WavLM's gated relative position bias (its gates' 5-D view)",
                   lambda: _packed(_gated_positions_case, GATED_POSITIONS_PACK, 139), ("rk3588",)))
+# The same on RK3566 without the "keepdims" entry (there the view of the sum and the Sigmoid after it
+# also ran on the CPU: measured, not modelled; docs/audit.md).
+CASES.append(Case("gated_positions_pack_rk3566", "fresh3: WavLM's gated relative position bias (its gates' 5-D view)",
+                  lambda: _packed(_gated_positions_case, tuple(e for e in GATED_POSITIONS_PACK if e[3] != "keepdims"), 139), ("rk3566",)))
 
 
 # ---- fresh3 (ddddocr's detector, YOLOv5's Focus): the space-to-depth by Slices on a model input --

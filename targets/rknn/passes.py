@@ -4064,9 +4064,11 @@ def cropped_view_added_to_attention_scores(graph, chip):
 
 GATES_VIEW_ALIGN = 16  # OBSERVED (RK3588): the view's third axis a multiple of it keeps it on the NPU
 GATES_VIEW_ATTRIBUTE = "rknn_gates_view_into_a_sum"
+GATES_VIEW_CHIPS = ("rk3588", "rk3566", "rk3568")
+GATES_VIEW_ALIGNED_UNKNOWN = ("rk3566", "rk3568")  # where an aligned T is no rule found (uncertain)
 
 
-@RULES.graph_pass("Reshape", chips=TILE_OF_ONES_CHIPS, OBSERVED=TOOLKIT_OBSERVED, ALIGN=GATES_VIEW_ALIGN)
+@RULES.graph_pass("Reshape", chips=GATES_VIEW_CHIPS, OBSERVED=TOOLKIT_OBSERVED, ALIGN=GATES_VIEW_ALIGN)
 def last_axis_split_into_a_sum(graph, chip):
     """{OBSERVED} runs on the CPU a Reshape that splits the last axis of [N, H, T, C] into [N, H, T, g, C/g] for a ReduceSum over the new last axis (WavLM's gated relative positions: [1, H, T, 8] -> [1, H, T, 2, 4]) when T is not a multiple of {ALIGN}. The pass marks it for the rule last_axis_split_into_a_sum.
 
@@ -4074,12 +4076,17 @@ def last_axis_split_into_a_sum(graph, chip):
     gated_positions_pack): CPU at T = 4, 8, 12, 20, 24, 40, 50 and 199 (2, 3 or 12 heads; the
     sum keeping its axis or not; after a Linear or from a model input); NPU at T = 16, 32, 48; at
     T = 199, read by a ReduceMean or a Relu instead: NPU. Not measured: other C than 8 = 2 x 4.
-    On RK3566 (measured, not modelled: left to the RK3566 attention work) the view ran on the CPU
-    at T = 16, 32 and 199 as well.
+    On RK3566 (gated_positions_pack_rk3566, 2026-12-04) on the CPU at every T of the pack, 4 to
+    199, multiples of 16 too (a Linear of a model input's heads), where the same view after a
+    Linear of tokens split into heads (constant_product_pack's CONSTANT_PRODUCT_MEASURED "heads")
+    ran on the CPU at T = 199 and 20 and on the NPU at 16: there an unaligned T is the CPU and an
+    aligned one is marked for an uncertain placement. RK3568 is taken to behave as RK3566.
     """
     for node in [n for n in graph.nodes if n.op_type == "Reshape" and n.outputs]:
         x, out = _static_shape(node.inputs[0]), _static_shape(node.outputs[0])
-        if not x or not out or len(x) != 4 or len(out) != 5 or out[:3] != x[:3] or out[3] * out[4] != x[3] or out[2] % GATES_VIEW_ALIGN == 0:
+        if not x or not out or len(x) != 4 or len(out) != 5 or out[:3] != x[:3] or out[3] * out[4] != x[3]:
+            continue
+        if out[2] % GATES_VIEW_ALIGN == 0 and chip not in GATES_VIEW_ALIGNED_UNKNOWN:
             continue
         reader = graph.only_consumer(node.outputs[0].name)
         if reader is None or reader.op_type != "ReduceSum":

@@ -1831,11 +1831,13 @@ def cropped_view_added_to_attention_scores(node: NodeView, chip: str):
     return Offence("crop", "a view cropped into an attention's scores") if node.attr(_passes.CROPPED_BIAS_VIEW_ATTRIBUTE) is not None else None
 
 
-@RULES.rule("Reshape", chips=_passes.TILE_OF_ONES_CHIPS, ALIGN=_passes.GATES_VIEW_ALIGN)
+@RULES.rule("Reshape", chips=_passes.GATES_VIEW_CHIPS, ALIGN=_passes.GATES_VIEW_ALIGN)
 def last_axis_split_into_a_sum(node: NodeView, chip: str):
-    """On RK3588 a Reshape that splits the last axis of [N, H, T, C] into [N, H, T, g, C/g] for a ReduceSum over the new last axis (WavLM's gated relative positions) runs on the CPU when T is not a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed; passes.last_axis_split_into_a_sum marks it)."""
+    """A Reshape that splits the last axis of [N, H, T, C] into [N, H, T, g, C/g] for a ReduceSum over the new last axis (WavLM's gated relative positions) runs on the CPU when T is not a multiple of {ALIGN}; on RK3566/RK3568 with an aligned T on the CPU or the NPU by a rule not found: uncertain (rknn-toolkit2 2.5.0, observed; passes.last_axis_split_into_a_sum marks it and says what was measured)."""
     tokens = node.attr(_passes.GATES_VIEW_ATTRIBUTE)
-    return Offence(int(tokens), "a split of the last axis summed over") if tokens is not None else None
+    if tokens is None:
+        return None
+    return Offence(int(tokens), "a split of the last axis summed over", uncertain=int(tokens) % _passes.GATES_VIEW_ALIGN == 0)
 
 
 @RULES.rule("Transpose", chips=tuple(OUTPUT_WIDTH_ALIGN_3D), ALIGN="16 on RK3588")
