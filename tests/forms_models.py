@@ -6393,3 +6393,36 @@ MAX_SIGMOID_PACK = (
 )
 CASES.append(Case("max_sigmoid_pack", "fresh4: YOLO-World's max-sigmoid gate after its CPU ReduceMax, by heads and map size",
                   lambda: _packed(_constant_product_case, MAX_SIGMOID_PACK, 223, used_only=True, opset=13), ("rk3588",)))
+
+
+# ---- fresh4 (transformers' SAM) on RK3588: the decomposed relative positions' outer sum ------------
+
+# SAM's vision attention adds rel_h[:, :, :, :, None] + rel_w[:, :, :, None, :] to its scores:
+# q [B, a, b, C] (B windows times heads) with the height and width tables [a, k, C] and [b, k, C]
+# as Einsums bhwc,hkc->bhwk and bhwc,wkc->bhwk, Unsqueezed at 4 and at 3, added ([B, a, b, k, k]),
+# viewed [B, a*b, k*k] and added to the scores (a second input, through a Relu), read by a Relu.
+# (name, B, a (= b = k), C)
+# (Measured, not held: 2 windows of 6x6, whose view [2, 36, 36] and the scores' Add after it also ran on
+# RK3588's CPU; and RK3566, where both Unsqueezes and the 3-D output's Relu ran on the CPU in every block.)
+REL_POS_SUM_PACK = (("sam_windows", 8, 4, 32), ("sam_global", 2, 8, 32), ("b2_s16", 2, 16, 32), ("b4_s4_c16", 4, 4, 16),
+                    ("b1_s8_c64", 1, 8, 64), ("b2_s12", 2, 12, 32))
+
+
+def _rel_pos_sum_case(rng, spec) -> tuple[list, list, list, list]:
+    name, b, s, c = spec
+    p = f"relpos_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "rh", _weights(rng, s, s, c)), _const(p + "rw", _weights(rng, s, s, c)),
+             _const(p + "ax4", np.array([4], np.int64)), _const(p + "ax3", np.array([3], np.int64)),
+             _const(p + "flat", np.array([b, s * s, s * s], np.int64))]
+    nodes = [node("Relu", ["q_in"], "q"), node("Relu", ["scores_in"], "scores"),
+             node("Einsum", ["q", "rh"], "rel_h", equation="bhwc,hkc->bhwk"), node("Einsum", ["q", "rw"], "rel_w", equation="bhwc,wkc->bhwk"),
+             node("Unsqueeze", ["rel_h", "ax4"], "rel_h5"), node("Unsqueeze", ["rel_w", "ax3"], "rel_w5"),
+             node("Add", ["rel_h5", "rel_w5"], "rel"), node("Reshape", ["rel", "flat"], "rel_flat"),
+             node("Add", ["scores", "rel_flat"], "biased"), node("Relu", ["biased"], "y")]
+    return nodes, inits, [_vi(p + "q_in", [b, s, s, c]), _vi(p + "scores_in", [b, s * s, s * s])], [_vi(p + "y", [b, s * s, s * s])]
+
+
+CASES.append(Case("rel_pos_sum_pack", "fresh4: SAM's decomposed relative positions, Unsqueezed and added (its outer sum)",
+                  lambda: _packed(_rel_pos_sum_case, REL_POS_SUM_PACK, 227, opset=13), ("rk3588",)))
+

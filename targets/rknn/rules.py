@@ -753,6 +753,27 @@ def unaligned_heads_gate_unsqueezed(node: NodeView, chip: str):
     return Offence(cells, f"a {x.shape[2]}x{x.shape[3]} gate of {x.shape[1]} heads") if cells % GATE_UNSQUEEZE_ALIGN else None
 
 
+# OBSERVED (RK3588, tests/forms_models.py rel_pos_sum_pack): the last axis at which a trailing unit
+# axis appended for an outer sum stays on the NPU.
+TRAILING_UNIT_AXIS_ALIGN = 16
+
+
+@RULES.rule("Unsqueeze", chips=("rk3588",), ALIGN=TRAILING_UNIT_AXIS_ALIGN)
+def trailing_unit_axis_for_an_outer_sum(node: NodeView, chip: str):
+    """On RK3588 the toolkit runs on the CPU the Unsqueeze that appends a unit axis to a 4-D [B, a, b, k] (B of 2 or more) for an Add that broadcasts it against [B, a, b, 1, k] (SAM's decomposed relative positions, rel_h[..., None] + rel_w[..., None, :]) when k is not a multiple of {ALIGN}; the other operand's Unsqueeze (at axis 3) stays on the NPU (rknn-toolkit2 2.5.0, observed).
+
+    Probed (tests/forms_models.py rel_pos_sum_pack, RK3588, 2026-12-04, int8): k of 4 (8 and 4
+    windows), 6, 8 and 12: CPU; 16: NPU; one window (B = 1): merged, no layer. On RK3566 both
+    Unsqueezes ran on the CPU in every block (not modelled here).
+    """
+    x, y = node.input(0), node.output(0)
+    axes = _ints(node.input(1).value) if node.input(1) is not None and node.input(1).value is not None else _ints(node.attr("axes"))
+    if x is None or y is None or not x.is_static or x.rank != 4 or x.shape[0] < 2 or [a % 5 for a in axes] != [4] or y.consumers != ("Add",):
+        return None
+    k = x.shape[3]
+    return Offence(k, f"a unit axis after {k} for an outer sum") if k % TRAILING_UNIT_AXIS_ALIGN else None
+
+
 @RULES.rule("Max", "Min", placement=Placement.UNSUPPORTED, precisions=("int8",))
 def extreme_with_minus_infinity(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 refuses an int8 build where a Max or Min of a run-time tensor takes a constant holding -inf (`cannot convert float NaN to integer` in quant_utils._cal_scale_zp_min_max: the constant's range [-inf, m] gives an infinite scale and a NaN zero point); workaround: write the largest negative float32 (-3.4e38) instead of -inf, which converts (a jax2tf softmax's max(-inf, max(x)) writes such a Max).
