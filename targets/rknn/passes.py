@@ -3475,9 +3475,13 @@ def keypoint_views(graph, chip):
 
     Measured on tests/forms_models.py keypoint_view_pack and the pool's Ultralytics pose heads.
     """
-    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
-        view = _keypoint_view(graph, node)
-        if view is not None:
+    views = [(node, _keypoint_view(graph, node)) for node in graph.nodes if node.op_type == "Reshape"]
+    # A view back is the pose head's only after its view per keypoint of the same [N, k, d, W]: Swin's
+    # window reverse also flattens a Concat along axis 2 (its cyclic shift undone: fresh3 hf_swin2sr,
+    # that Reshape on RK3588's NPU), with no such view before it.
+    forward = {_static_shape(node.outputs[0]) for node, view in views if view is not None and not view[1]}
+    for node, view in views:
+        if view is not None and (not view[1] or _static_shape(node.inputs[0]) in forward):
             graph.fuse([node], "Reshape", attributes={KEYPOINT_VIEW_ATTRIBUTE: view})
 
 
