@@ -6425,4 +6425,186 @@ def _rel_pos_sum_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("rel_pos_sum_pack", "fresh4: SAM's decomposed relative positions, Unsqueezed and added (its outer sum)",
                   lambda: _packed(_rel_pos_sum_case, REL_POS_SUM_PACK, 227, opset=13), ("rk3588",)))
+# ---- fresh4's i.MX 93 misses: strided and transposed convolutions, Einsum, LayerNormalization, ...
+
+
+def _with_inferred_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with its outputs' shapes filled in by ONNX's shape inference (the packs below give only their names)."""
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    known = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output) if v.type.tensor_type.HasField("shape")}
+    for out in model.graph.output:
+        if out.name in known:
+            out.CopyFrom(known[out.name])
+    return model
+
+
+def _conv_form_case(rng, spec):
+    """(name, op, channels in, out, spatial, kernel, strides, pads): a Relu of the input, the Conv
+    or ConvTranspose (with bias), and a Relu of its result."""
+    name, op, cin, cout, spatial, kernel, strides, pads = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    w = _weights(rng, cout, cin, *kernel) if op == "Conv" else _weights(rng, cin, cout, *kernel)
+    inits = [_const(p + "w", w), _const(p + "b", _weights(rng, cout))]
+    nodes = [node("Relu", ["x"], "r"), node(op, ["r", "w", "b"], "conv", kernel_shape=list(kernel), strides=list(strides), pads=list(pads)), node("Relu", ["conv"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, cin, *spatial])], [helper.make_tensor_value_info(p + "y", TensorProto.FLOAT, None)]
+
+
+def _conv_form(entries: tuple, seed: int) -> onnx.ModelProto:
+    return _with_inferred_outputs(_packed(_conv_form_case, entries, seed, opset=14))
+
+
+# A Conv strided by more than 3, padded or not (DAC's 1-D downsampling Conv 8/4 pads 2), each
+# apart where Vela stops on it; the forms that compile share one model.
+STRIDED_CONV_STOPS = {
+    "1d_k8s4p2": ("Conv", 16, 32, [2000], [8], [4], [2, 2]),
+    "1d_k7s4p3": ("Conv", 16, 32, [2000], [7], [4], [3, 3]),
+    "1d_k10s5p2": ("Conv", 16, 32, [2000], [10], [5], [2, 2]),
+    "2d_k8s4p3": ("Conv", 16, 32, [32, 32], [8, 8], [4, 4], [3] * 4),
+    "2d_k7s4p3": ("Conv", 16, 32, [32, 32], [7, 7], [4, 4], [3] * 4),
+    "2d_k4s4p1": ("Conv", 16, 32, [32, 32], [4, 4], [4, 4], [1] * 4),
+}
+STRIDED_CONV_PACK = (
+    ("s_2d_k8s4p2", "Conv", 16, 32, [32, 32], [8, 8], [4, 4], [2] * 4),
+    ("s_2d_1x8s1x4p2", "Conv", 16, 32, [1, 2000], [1, 8], [1, 4], [0, 2, 0, 2]),
+    ("s_1d_k8s4p0", "Conv", 16, 32, [2000], [8], [4], [0, 0]),
+    ("s_1d_k10s5p0", "Conv", 16, 32, [2000], [10], [5], [0, 0]),
+    ("s_1d_k6s3p1", "Conv", 16, 32, [2000], [6], [3], [1, 1]),
+    ("s_1d_k4s2p1", "Conv", 8, 16, [4000], [4], [2], [1, 1]),
+    ("s_2d_k8s4p0", "Conv", 16, 32, [32, 32], [8, 8], [4, 4], [0] * 4),
+    ("s_2d_k4s4p0", "Conv", 16, 32, [32, 32], [4, 4], [4, 4], [0] * 4),
+)
+CASES += [Case(f"strided_conv_imx_{key}", "fresh4: a padded Conv strided by more than 3 (DAC's 1-D downsampling) through onnx2tf and Vela",
+               lambda k=key, s=spec: _conv_form(((f"c_{k}", *s),), 181), ("imx93",)) for key, spec in STRIDED_CONV_STOPS.items()]
+CASES.append(Case("strided_conv_imx_pack", "fresh4: Convs strided by more than 3, unpadded or SAME-padded, through onnx2tf and Vela",
+                  lambda: _conv_form(STRIDED_CONV_PACK, 182), ("imx93",)))
+# ConvTranspose by stride, kernel and pads, 1-D and 2-D (SpeechT5's HiFi-GAN upsampler: 1-D 8/4 pads 2).
+TRANSPOSE_CONV_PACK = (
+    ("t_1d_k8s4p2", "ConvTranspose", 64, 32, [32], [8], [4], [2, 2]),
+    ("t_1d_k4s4p0", "ConvTranspose", 64, 32, [32], [4], [4], [0, 0]),
+    ("t_1d_k16s8p4", "ConvTranspose", 64, 32, [32], [16], [8], [4, 4]),
+    ("t_1d_k4s2p1", "ConvTranspose", 64, 32, [32], [4], [2], [1, 1]),
+    ("t_1d_k2s2p0", "ConvTranspose", 64, 32, [32], [2], [2], [0, 0]),
+    ("t_1d_k3s1p1", "ConvTranspose", 64, 32, [32], [3], [1], [1, 1]),
+    ("t_2d_k2s2p0", "ConvTranspose", 32, 16, [16, 16], [2, 2], [2, 2], [0] * 4),
+    ("t_2d_k4s4p0", "ConvTranspose", 32, 16, [16, 16], [4, 4], [4, 4], [0] * 4),
+    ("t_2d_k4s2p1", "ConvTranspose", 32, 16, [16, 16], [4, 4], [2, 2], [1] * 4),
+    ("t_2d_k3s2p1", "ConvTranspose", 32, 16, [16, 16], [3, 3], [2, 2], [1] * 4),
+    ("t_2d_1x4s1x2p0", "ConvTranspose", 32, 16, [1, 32], [1, 4], [1, 2], [0] * 4),
+    ("t_2d_1x8s1x4p0", "ConvTranspose", 32, 16, [1, 32], [1, 8], [1, 4], [0] * 4),
+)
+CASES.append(Case("transpose_conv_imx_pack", "fresh4: ConvTranspose by stride, kernel and pads, 1-D and 2-D (HiFi-GAN's upsampler) through onnx2tf and Vela",
+                  lambda: _conv_form(TRANSPOSE_CONV_PACK, 183), ("imx93",)))
+
+
+def _einsum_case(rng, spec):
+    """(name, equation, first operand's shape, second's: a shape (a Relu of an input), ("c", shape)
+    (a constant) or None (one operand)); the Einsum read by a Relu."""
+    name, equation, a, b = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    nodes, inits, inputs, operands = [node("Relu", ["x"], "a")], [], [_vi(p + "x", a)], ["a"]
+    if isinstance(b, tuple):
+        inits.append(_const(p + "wb", _weights(rng, *b[1])))
+        operands.append("wb")
+    elif b is not None:
+        nodes.append(node("Relu", ["x2"], "b"))
+        inputs.append(_vi(p + "x2", b))
+        operands.append("b")
+    nodes += [node("Einsum", operands, "einsum", equation=equation), node("Relu", ["einsum"], "y")]
+    return nodes, inits, inputs, [helper.make_tensor_value_info(p + "y", TensorProto.FLOAT, None)]
+
+
+# funnel's four attention equations (its position terms against constants), CvT's, plain matrix
+# products, a one-operand permutation; apart: a diagonal and a label summed out of one operand.
+EINSUM_PACK = (
+    ("e_bind_bjnd_bnij", "bind,bjnd->bnij", [1, 32, 2, 32], [1, 32, 2, 32]),
+    ("e_binh_tnh_bnit", "binh,tnh->bnit", [1, 32, 2, 32], ("c", [64, 2, 32])),
+    ("e_bind_snd_bnis", "bind,snd->bnis", [1, 32, 2, 32], ("c", [2, 2, 32])),
+    ("e_bnij_bjnd_bind", "bnij,bjnd->bind", [1, 2, 32, 32], [1, 32, 2, 32]),
+    ("e_bhlk_bhtk_bhlt", "bhlk,bhtk->bhlt", [1, 2, 16, 32], [1, 2, 16, 32]),
+    ("e_bhlt_bhtv_bhlv", "bhlt,bhtv->bhlv", [1, 2, 16, 16], [1, 2, 16, 32]),
+    ("e_ij_jk_ik", "ij,jk->ik", [16, 32], [32, 8]),
+    ("e_bij_jk_bik", "bij,jk->bik", [1, 16, 32], ("c", [32, 8])),
+    ("e_bi_bi_b", "bi,bi->b", [1, 16], [1, 16]),
+    ("e_bij_bji", "bij->bji", [1, 8, 16], None),
+)
+EINSUM_REFUSED = {"diagonal": ("e_bii_bi", "bii->bi", [1, 8, 8], None), "summed_out": ("e_bij_bjk_bk", "bij,bjk->bk", [1, 8, 16], [1, 16, 4])}
+CASES.append(Case("einsum_imx_pack", "fresh4: Einsum equations that are matrix products or permutations (funnel's attention) through onnx2tf and Vela",
+                  lambda: _with_inferred_outputs(_packed(_einsum_case, EINSUM_PACK, 184, opset=14)), ("imx93",)))
+CASES += [Case(f"einsum_imx_{key}", "fresh4: an Einsum equation TensorFlow's converter does not lower to builtins",
+               lambda s=spec: _with_inferred_outputs(_packed(_einsum_case, (s,), 185, opset=14)), ("imx93",)) for key, spec in EINSUM_REFUSED.items()]
+
+
+def _layer_norm_imx_case(rng, spec):
+    """(name, shape, axis): a Relu of the input, LayerNormalization (opset 17, constant scale and
+    bias over the normalised axes), a Relu."""
+    name, shape, axis = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    normalised = shape[axis % len(shape):]
+    inits = [_const(p + "g", 1 + _weights(rng, *normalised)), _const(p + "bb", _weights(rng, *normalised))]
+    nodes = [node("Relu", ["x"], "r"), node("LayerNormalization", ["r", "g", "bb"], "ln", axis=axis, epsilon=1e-5), node("Relu", ["ln"], "y")]
+    return nodes, inits, [_vi(p + "x", shape)], [_vi(p + "y", shape)]
+
+
+LAYER_NORM_IMX_PACK = (("ln_2d_last", [4, 64], -1), ("ln_3d_last", [1, 32, 64], -1), ("ln_4d_last", [1, 8, 8, 16], -1))
+CASES.append(Case("layer_norm_imx_pack", "fresh4: LayerNormalization over the last axis (Nystromformer's) through onnx2tf and Vela",
+                  lambda: _packed(_layer_norm_imx_case, LAYER_NORM_IMX_PACK, 186, opset=17), ("imx93",)))
+CASES.append(Case("layer_norm_imx_two_axes", "fresh4: LayerNormalization over the last two axes through onnx2tf",
+                  lambda: _packed(_layer_norm_imx_case, (("ln_3d_axis1", [1, 32, 64], 1),), 187, opset=17), ("imx93",)))
+
+
+def _small_forms_imx_case(rng, spec):
+    """(name, kind, value): "pow" x ** value then x * 0.044715 + x (GELU's tanh form); "mean5" a
+    ReduceMean (keepdims 0) over axis `value[1]` of a 5-D map `value[0]` (Nystromformer's
+    landmarks); "scalar" op `value` of the map and the run-time scalar of a ReduceMax over every
+    axis (through a Reciprocal for "Mul_recip"), read by a Sigmoid; "where" a Where picking a Relu
+    or a Sigmoid of the input by a constant condition `value` ("true", "false", "mixed"),
+    Expanded to the map and read by a Softmax; "mask" a Softmax of q @ k^T plus an upper-triangular
+    mask of `value` (float32's lowest, transformers' causal mask), times the input."""
+    name, kind, value = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    if kind == "pow":
+        inits = [_const(p + "e", np.array(value, np.float32)), _const(p + "k", np.array(0.044715, np.float32))]
+        nodes = [node("Relu", ["x"], "r"), node("Pow", ["r", "e"], "pow"), node("Mul", ["pow", "k"], "mul"), node("Add", ["r", "mul"], "y")]
+        return nodes, inits, [_vi(p + "x", [1, 32, 128])], [_vi(p + "y", [1, 32, 128])]
+    if kind == "mean5":
+        shape, axis = value
+        out = [d for i, d in enumerate(shape) if i != axis % len(shape)]
+        nodes = [node("Relu", ["x"], "r"), node("ReduceMean", ["r"], "mean", axes=[axis], keepdims=0), node("Relu", ["mean"], "y")]
+        return nodes, [], [_vi(p + "x", shape)], [_vi(p + "y", out)]
+    if kind == "scalar":
+        op = value.split("_")[0]
+        nodes = [node("Relu", ["x"], "r"), node("ReduceMax", ["r"], "rmax", keepdims=0)]
+        scalar = "rmax"
+        if value.endswith("recip"):
+            nodes.append(node("Reciprocal", ["rmax"], "recip"))
+            scalar = "recip"
+        nodes += [node(op, [scalar, "r"], "op"), node("Sigmoid", ["op"], "y")]
+        return nodes, [], [_vi(p + "x", [1, 2, 8, 8])], [_vi(p + "y", [1, 2, 8, 8])]
+    if kind == "where":
+        cond = {"true": np.ones([1, 1, 8, 8], bool), "false": np.zeros([1, 1, 8, 8], bool), "mixed": rng.random([1, 1, 8, 8]) > 0.5}[value]
+        inits = [_const(p + "c", cond), _const(p + "shape", np.array([1, 2, 8, 8], np.int64))]
+        nodes = [node("Relu", ["x"], "a"), node("Sigmoid", ["x"], "b"), node("Expand", ["c", "shape"], "ce"), node("Where", ["ce", "a", "b"], "where"), node("Softmax", ["where"], "y", axis=-1)]
+        return nodes, inits, [_vi(p + "x", [1, 2, 8, 8])], [_vi(p + "y", [1, 2, 8, 8])]
+    # "mask"
+    mask = np.triu(np.full([1, 1, 16, 16], value, np.float32), 1)
+    inits = [_const(p + "w", _weights(rng, 1, 2, 32, 16)), _const(p + "mask", mask)]
+    nodes = [node("MatMul", ["x", "w"], "scores"), node("Add", ["scores", "mask"], "masked"), node("Softmax", ["masked"], "softmax", axis=-1), node("MatMul", ["softmax", "x"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, 2, 16, 32])], [_vi(p + "y", [1, 2, 16, 32])]
+
+
+SMALL_FORMS_IMX_PACK = (
+    ("pow_2", "pow", 2.0), ("pow_3", "pow", 3.0), ("pow_4", "pow", 4.0), ("pow_half", "pow", 0.5),
+    ("mean5_b2", "mean5", ([1, 2, 8, 4, 32], -2)), ("mean5_b1", "mean5", ([1, 1, 8, 4, 32], -2)), ("mean5_last", "mean5", ([1, 2, 8, 4, 32], -1)),
+    ("scalar_mul", "scalar", "Mul"), ("scalar_add", "scalar", "Add"), ("scalar_mul_recip", "scalar", "Mul_recip"),
+    ("where_true", "where", "true"), ("where_false", "where", "false"), ("where_mixed", "where", "mixed"),
+    ("mask_1e9", "mask", -1e9),
+)
+CASES.append(Case("small_forms_imx_pack", "fresh4: Pow by 3, 5-D means, run-time scalars, selects by known conditions (funnel, Nystromformer) through onnx2tf and Vela",
+                  lambda: _packed(_small_forms_imx_case, SMALL_FORMS_IMX_PACK, 188, opset=13), ("imx93",)))
+CASES.append(Case("softmax_mask_imx_float_min", "fresh3: a Softmax of scores plus a causal mask of float32's lowest value (BLOOM) through onnx2tf and Vela",
+                  lambda: _packed(_small_forms_imx_case, (("mask_min", "mask", float(np.finfo(np.float32).min)),), 189, opset=13), ("imx93",)))
 

@@ -242,3 +242,35 @@ def test_agreement_with_recorded_vela_verdicts_on_every_node_test(tmp_path):
         compared += result["compared"]
     assert compared > 2500
     assert agree / compared >= MEASURED_AGREEMENT, f"{agree}/{compared}"
+
+
+def test_einsum_equations_tensorflow_lowers_to_builtins():
+    """Measured with onnx2tf 1.29.24 (tests/forms_models.py einsum_imx_pack): matrix products of two
+    operands and one-operand permutations convert; a diagonal or a label summed out of one operand
+    needs FlexEinsum. Spaces are allowed; an implicit output or an ellipsis is not known to convert."""
+    from edgedeploy.targets.eiq.rules.conversion import _einsum_unconvertible
+
+    for equation in ("bind,bjnd->bnij", "binh,tnh->bnit", "bhlk,bhtk->bhlt", "bi,bi->b", "bij->bji", b"bij, bjk -> bik"):
+        assert _einsum_unconvertible(equation) is None, equation
+    for equation in ("bii->bi", "bij,bjk->bk", "ij->i", "i,i", "...ii ->...i", "ab,bc,cd->ad"):
+        assert _einsum_unconvertible(equation) is not None, equation
+
+
+def test_transpose_conv_strides_vela_takes():
+    """Vela 5.2.0's TRANSPOSE_CONV strides (height x width): 1x1, 2x2, and 2 along one axis when the input
+    and kernel are 1 wide across the other; a 1-D ConvTranspose is 2-D of height 1."""
+    from types import SimpleNamespace
+
+    from edgedeploy.targets.eiq.rules.passes import transpose_conv_stride_refused
+
+    def convt(shape, strides, kernel):
+        x = SimpleNamespace(is_static=True, shape=tuple(shape))
+        attrs = {"strides": strides, "kernel_shape": kernel}
+        return SimpleNamespace(inputs=[x], attr=lambda name, default=None: attrs.get(name, default))
+
+    assert transpose_conv_stride_refused(convt([1, 64, 32], [2], [4])) is None
+    assert transpose_conv_stride_refused(convt([1, 64, 32], [4], [8])) == (1, 4)
+    assert transpose_conv_stride_refused(convt([1, 32, 16, 16], [2, 2], [3, 3])) is None
+    assert transpose_conv_stride_refused(convt([1, 32, 16, 16], [4, 4], [4, 4])) == (4, 4)
+    assert transpose_conv_stride_refused(convt([1, 32, 1, 32], [1, 2], [1, 4])) is None
+    assert transpose_conv_stride_refused(convt([1, 32, 8, 32], [1, 2], [3, 4])) == (1, 2)

@@ -40,6 +40,7 @@ CONSTANT_INPUTS = {
     "Trilu": (1,),
     "Dropout": (1, 2),
     "InstanceNormalization": (1, 2),  # measured: ONNX's instancenorm node tests (scale and B model inputs)
+    "LayerNormalization": (1, 2),  # measured: ONNX's layer_normalization node tests (Scale and B model inputs)
 }
 
 
@@ -378,4 +379,64 @@ def narrow_type_arithmetic(node, chip):
     for t in node.inputs:
         if t.present and not t.is_constant and t.dtype in NARROW_TYPES and t.dtype not in allowed:
             return Offence(t.dtype, f"{t.name} is {t.dtype}")
+    return None
+
+
+@RULES.rule("LayerNormalization", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def layer_norm_over_several_axes(node, chip):
+    """{CONVERTER} builds tf_keras' LayerNormalization over one axis, with the scale's shape: a LayerNormalization over more than the last axis (axis other than -1) fails ("has N elements, but got `shape`")."""
+    # Measured (tests/forms_models.py layer_norm_imx_pack): axis -1 of [4, 64], [1, 32, 64] and
+    # [1, 8, 8, 16] converts (MEAN, SQUARED_DIFFERENCE, ADD, RSQRT, MUL, SUB, all on the NPU);
+    # axis 1 of [1, 32, 64] (scale [32, 64]) fails in onnx2tf.
+    rank = input_rank(node)
+    axis = int(node.attr("axis", -1))
+    if rank is not None and rank > 1 and axis % rank != rank - 1:
+        return Offence(axis, f"axis {axis} of a rank-{rank} input: {rank - axis % rank} axes")
+    return None
+
+
+def einsum_terms(equation: str) -> tuple[list[str], str] | None:
+    """The operands' labels and the output's of an explicit Einsum equation ("bij,bjk->bik"), or None (implicit output, ellipsis)."""
+    text = equation.decode() if isinstance(equation, bytes) else str(equation)
+    text = text.replace(" ", "")
+    if "->" not in text or "." in text:
+        return None
+    inputs, output = text.split("->")
+    return inputs.split(","), output
+
+
+def _einsum_unconvertible(equation) -> str | None:
+    """Why TensorFlow's converter cannot lower this equation to a matrix product or a permutation, or None."""
+    terms = einsum_terms(equation)
+    if terms is None:
+        return "implicit output or ellipsis"
+    operands, output = terms
+    if len(operands) > 2:
+        return f"{len(operands)} operands"
+    if any(len(set(t)) != len(t) for t in operands) or len(set(output)) != len(output):
+        return "a label repeated within a term (a diagonal)"
+    if any(c not in "".join(operands) for c in output):
+        return "an output label no operand has"
+    for i, term in enumerate(operands):
+        others = "".join(operands[:i] + operands[i + 1 :])
+        lone = [c for c in term if c not in output and c not in others]
+        if lone:
+            return f"label {lone[0]} summed out of one operand"
+    return None
+
+
+@RULES.rule("Einsum", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def einsum_not_a_matrix_product(node, chip):
+    """{CONVERTER} writes tf.einsum, which TensorFlow's converter lowers to TFLite builtins only as a matrix product of two operands or a permutation of one; a diagonal, a label summed out of one operand, more than two operands or float64 data need TensorFlow's Flex delegate (FlexEinsum) or fail."""
+    # Measured (tests/forms_models.py einsum_imx_pack; funnel's and CvT's equations): "bind,bjnd->bnij",
+    # "bnij,bjnd->bind", "bhlk,bhtk->bhlt", "bhlt,bhtv->bhlv", "ij,jk->ik", "bi,bi->b", with a constant
+    # operand "binh,tnh->bnit", "bind,snd->bnis", "bij,jk->bik", and "bij->bji": BATCH_MATMUL,
+    # FULLY_CONNECTED or TRANSPOSE on the NPU; "bii->bi" and "bij,bjk->bk": FlexEinsum. ONNX's
+    # einsum node tests (float64) all fail.
+    why = _einsum_unconvertible(node.attr("equation", ""))
+    if why:
+        return Offence(why, why)
+    for t in node.inputs:
+        if t.present and t.dtype == "float64":
+            return Offence("float64", f"{t.name} is float64")
     return None

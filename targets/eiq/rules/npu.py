@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from edgedeploy.audit.rules import NodeView, Offence, Placement
 from edgedeploy.targets.eiq.rules.documents import NPU_TABLES, RULES, TENSORFLOW_VERSION, VELA_VERSION
-from edgedeploy.targets.eiq.rules.passes import MEAN_IN_ONNX_ORDER_ATTRIBUTE, PADDED_INPUT_BESIDE_A_CONCAT_ATTRIBUTE
+from edgedeploy.targets.eiq.rules.passes import FLOAT_MIN_MASK_ATTRIBUTE, MEAN_IN_ONNX_ORDER_ATTRIBUTE, PADDED_INPUT_BESIDE_A_CONCAT_ATTRIBUTE, STRIDED_PADDING_ATTRIBUTE, transpose_conv_stride_refused
 from edgedeploy.targets.eiq.rules.onnx2tf import float_only_ops, has_float_data, input_rank, node_tflite_ops, static_shape, tf_axis, tf_shape
 
 IMX93 = ("imx93",)
@@ -27,13 +27,19 @@ def boolean_model_boundary(node, chip):
 
 @RULES.rule(placement=Placement.FALLBACK, chips=IMX93, COMPILER=VELA)
 def scalar_feature_map(node, chip):
-    """{COMPILER} leaves operators that produce scalar (shapeless) feature maps on the CPU ("Tensors must have constant shape")."""
+    """{COMPILER} leaves operators that produce or read scalar (shapeless) feature maps on the CPU ("Tensors must have constant shape")."""
     # E.g. DynamicQuantizeLinear's run-time scale and zero point (measured: Vela leaves it on the CPU).
     if float_only_ops(node):
         return None  # it computes in float on the CPU: no_int8_kernel says so
     for t in node.outputs:
         if t.present and t.rank == 0:
             return Offence(0, f"{t.name} is a scalar")
+    # A scalar it reads at run time is one too (measured: a Mul or an Add of a map and the scalar
+    # of a ReduceMax over every axis, or of a Reciprocal of it, on the CPU, "Operation has shapeless
+    # tensor"; Nystromformer's pseudo-inverse scale); a constant scalar is fine.
+    for t in node.inputs:
+        if t.present and t.rank == 0 and not (t.is_constant or t.foldable):
+            return Offence(0, f"{t.name} is a scalar computed at run time")
     return None
 
 
@@ -121,6 +127,13 @@ def integer_feature_map(node, chip):
     return None
 
 
+def _product(dims) -> int:
+    total = 1
+    for d in dims:
+        total *= d
+    return total
+
+
 def _argmax_on_depth(node: NodeView) -> bool | None:
     rank = input_rank(node)
     if rank is None:
@@ -190,8 +203,16 @@ def mean_limits(node, chip):
     # Vela reads the batch of a 4-D MEAN input; a rank-3 tensor it sees as [1, N, H, C] (measured:
     # tests/forms_models.py batched_norm_pack, a ReduceMean and an InstanceNormalization of
     # [2, 16, 32] on the NPU, of [2, 16, 8, 8] and [3, 8, 8, 8] on the CPU).
-    if len(shape) >= 4 and shape[0] != 1:
+    if len(shape) == 4 and shape[0] != 1:
         return Offence(shape[0], "batch above 1")
+    # Of a 5-D input Vela reads the batch as the product of the axes before the last three: in
+    # channels-last order N and ONNX's axis 2, in ONNX's own order (after some layout changes
+    # onnx2tf keeps it) N and the channels (measured: tests/forms_models.py mean_rank5_imx_pack,
+    # [1, 1, 8, 4, 32] and [1, 2, 8, 4, 32] over axis 3 or 4: "Batch > 1", CPU).
+    if len(shape) >= 5:
+        batch = max(_product(tf_shape(shape)[: len(shape) - 3]), _product(shape[: len(shape) - 3]))
+        if batch != 1:
+            return Offence(batch, "batch above 1 (the axes before the last three)")
     if node.op_type == "InstanceNormalization":
         return None  # tf.nn.moments over H and W: no depth reduction
     if node.op_type == "RMSNormalization":
@@ -299,4 +320,40 @@ def transpose_shape_limits(node, chip):
         product *= d
     if product > 65536:
         return Offence(product, f"{'x'.join(map(str, largest))} = {product} elements across {rank - 2} axes")
+    return None
+
+
+@RULES.rule("Conv", placement=Placement.UNSUPPORTED, chips=IMX93, COMPILER=VELA, MAX_STRIDE=3)
+def strided_conv_after_a_pad(node, chip):
+    """{COMPILER} stops ("Non-passthrough operation (Conv2D) could not run on NPU") on a CONV_2D strided by more than {MAX_STRIDE} whose padding onnx2tf writes as a PAD of its own: a 1-D Conv's always, a 2-D Conv's when the pads are not TensorFlow's SAME for its size."""
+    if node.attr(STRIDED_PADDING_ATTRIBUTE) == "pad":
+        return Offence(list(node.attr("strides")), "stride above 3 after a PAD")
+    return None
+
+
+@RULES.rule("Conv", placement=Placement.FALLBACK, chips=IMX93, COMPILER=VELA, MAX_STRIDE=3)
+def strided_conv_same_padding(node, chip):
+    """{COMPILER} runs a CONV_2D strided by more than {MAX_STRIDE} only with VALID padding (its CONV_2D constraints): a 2-D Conv whose pads are TensorFlow's SAME for its size becomes such a CONV_2D (a Relu after it fused in) and runs on the CPU."""
+    if node.attr(STRIDED_PADDING_ATTRIBUTE) == "same":
+        return Offence(list(node.attr("strides")), "stride above 3 with SAME padding")
+    return None
+
+
+@RULES.rule("ConvTranspose", placement=Placement.FALLBACK, chips=IMX93, COMPILER=VELA)
+def transpose_conv_strides(node, chip):
+    """{COMPILER} runs TRANSPOSE_CONV with strides (height x width) 1x1 or 2x2, or 2 along one axis when the input and the kernel are 1 wide across the other (a 1-D ConvTranspose, which onnx2tf makes 2-D of height 1, by 1 or 2); other strides run on the CPU."""
+    # Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py transpose_conv_imx_*;
+    # SpeechT5's HiFi-GAN upsampler, 1-D 8/4 pads 2): 1-D strides 1 and 2 and 2-D 1x1, 2x2 and 1x2
+    # of height 1 on the NPU; 1-D strides 4 and 8, 2-D 4x4 and 1x4 on the CPU ("stride out of range").
+    refused = transpose_conv_stride_refused(node)
+    if refused is not None:
+        return Offence(list(refused), f"strides {refused[0]}x{refused[1]} (height x width)")
+    return None
+
+
+@RULES.rule("Softmax", placement=Placement.UNSUPPORTED, chips=IMX93, COMPILER=VELA)
+def softmax_scale_overflow(node, chip):
+    """{COMPILER} stops on a SOFTMAX whose input scale divided by its output scale is not a float32 ("Does not have valid TFLite Semantics ... (IFM Scale / OFM Scale)=inf"): its input is scores plus a mask holding float32's lowest value (passes.softmax_of_a_float_min_mask)."""
+    if node.attr(FLOAT_MIN_MASK_ATTRIBUTE):
+        return Offence("inf", "input range beyond float32's largest value")
     return None

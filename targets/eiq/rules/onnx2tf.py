@@ -53,6 +53,11 @@ ONNX_TO_TFLITE: dict[str, tuple[str, ...]] = {
     "DequantizeLinear": ("CAST", "SUB", "MUL"),
     "Div": ("DIV",),
     "Dropout": (),
+    # tf.einsum, which TensorFlow's converter lowers to BATCH_MATMUL (with TRANSPOSE and RESHAPE
+    # around it; FULLY_CONNECTED for a 2-D constant operand) when the equation is a matrix
+    # product; a one-operand permutation is a TRANSPOSE (node_tflite_ops). The equations that
+    # convert: conversion.einsum_not_a_matrix_product (measured on tests/forms_models.py einsum_imx_pack).
+    "Einsum": ("BATCH_MATMUL",),
     "DynamicQuantizeLinear": ("REDUCE_MAX", "REDUCE_MIN", "MINIMUM", "RELU", "MUL", "ADD", "SUB"),
     "Elu": ("ELU",),
     "Equal": ("EQUAL",),
@@ -77,6 +82,10 @@ ONNX_TO_TFLITE: dict[str, tuple[str, ...]] = {
     # tf.nn.moments, then (x - mean) * rsqrt(variance + epsilon) * scale + bias (measured on
     # tests/forms_models.py instance_norm_op17; scale and bias must be constants, conversion.py).
     "InstanceNormalization": ("MEAN", "SUB", "SQUARED_DIFFERENCE", "MUL", "ADD", "RSQRT"),
+    # tf_keras' LayerNormalization over the last axis: tf.nn.moments, then (x - mean) * rsqrt(var +
+    # epsilon) * scale + bias (measured on tests/forms_models.py layer_norm_imx_pack; scale and bias
+    # must be constants and the axis the last: conversion.py).
+    "LayerNormalization": ("MEAN", "SQUARED_DIFFERENCE", "ADD", "RSQRT", "MUL", "SUB"),
     "LeakyRelu": ("LEAKY_RELU",),
     "Less": ("LESS",),
     "LessOrEqual": ("LESS_EQUAL",),
@@ -167,8 +176,16 @@ def node_tflite_ops(node: NodeView) -> tuple[str, ...]:
         return ("LOG_SOFTMAX",)  # measured: (x - max) - log(sum(exp(x - max))) likewise becomes LOG_SOFTMAX
     if op == "Div" and node.input(1) is not None and node.input(1).producer == "Sqrt" and has_float_data(node):
         return ("RSQRT", "MUL")  # measured: the converter rewrites x / sqrt(v) as x * rsqrt(v) (LayerNorm)
-    if op == "Pow" and _constant_value(node, 1) == 2.0:
-        return ("MUL",)  # measured: x ** 2 becomes x * x
+    if op == "Where" and _uniform_condition(node):
+        return ()  # measured: a select by a condition known all true (or all false) is folded to one branch (tests/forms_models.py where_known_imx_pack)
+    if op == "Cast" and _cast_to_own_type(node):
+        return ()  # measured: no operator (tests/forms_models.py cast_to_same_type: not reported on the i.MX 93)
+    if op == "Pow" and _constant_value(node, 1) in (2.0, 3.0):
+        return ("MUL",)  # measured: x ** 2 becomes x * x, x ** 3 (GELU's tanh form) x * x * x (onnx2tf's Pow.py)
+    if op == "Pow" and _constant_value(node, 1) == 0.5:
+        return ("SQRT",)  # measured: x ** 0.5 becomes SQRT (float), any other exponent POW (float)
+    if op == "Einsum" and len([t for t in node.inputs if t.present]) == 1:
+        return ("TRANSPOSE",)  # measured: a one-operand permutation ("bij->bji")
     if op == "LpNormalization" and int(node.attr("p", 2)) == 2:
         return ("MUL", "SUM", "RSQRT")  # measured: x * rsqrt(sum(x*x))
     if op == "LpPool" and any(d != 1 for d in (node.attr("dilations", []) or [])):
@@ -178,6 +195,18 @@ def node_tflite_ops(node: NodeView) -> tuple[str, ...]:
         # Measured: DCR becomes TFLite DEPTH_TO_SPACE; CRD a RESHAPE/TRANSPOSE sequence.
         return ("DEPTH_TO_SPACE",)
     return ONNX_TO_TFLITE.get(op, ())
+
+
+def _uniform_condition(node: NodeView) -> bool:
+    """A Where whose condition is known when the model is compiled and the same everywhere (funnel's token-type mask)."""
+    c = node.input(0)
+    value = c.value if c is not None and (c.is_constant or c.foldable) and not c.stored_elsewhere else None
+    return value is not None and value.size > 0 and bool(value.all() or not value.any())
+
+
+def _cast_to_own_type(node: NodeView) -> bool:
+    x, y = node.input(0), node.output(0)
+    return x is not None and y is not None and x.dtype is not None and x.dtype == y.dtype
 
 
 def _pattern(node: NodeView, first: str, second: str) -> bool:

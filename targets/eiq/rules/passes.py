@@ -251,3 +251,152 @@ def input_padded_beside_a_concat(graph, chip):
             members.append(after)
         kept = {a.name: conv.attr(a.name) for a in conv.proto.attribute}
         graph.fuse(members, "Conv", leader=conv, attributes={**kept, PADDED_INPUT_BESIDE_A_CONCAT_ATTRIBUTE: 1}, inputs=list(conv.inputs), outputs=list(members[-1].outputs))
+
+
+# A Conv strided by more than 3 whose padding TFLite keeps SAME (strided_conv_padding).
+STRIDED_PADDING_ATTRIBUTE = "onnx2tf_strided_padding"
+VELA_MAX_PADDED_STRIDE = 3
+
+
+def strided_padding(conv) -> str | None:
+    """How a Conv strided by more than 3 is padded once converted: "same" when the padding becomes TFLite's SAME, "pad" when a PAD of its own stays before a VALID CONV_2D, None when unpadded or strided by at most 3."""
+    strides = list(conv.attr("strides", []) or [])
+    pads = list(conv.attr("pads", []) or [])
+    x = conv.inputs[0] if conv.inputs else None
+    if not strides or max(strides) <= VELA_MAX_PADDED_STRIDE or not any(pads) or x is None or x.rank is None:
+        return None
+    if conv.attr("auto_pad", "NOTSET") != "NOTSET" or int(conv.attr("group", 1)) != 1:
+        return None  # not measured
+    # onnx2tf pads a strided Conv with a PAD of its own; TensorFlow's converter folds a PAD equal to
+    # SAME into a 2-D CONV_2D, but a 1-D Conv's PAD is before its EXPAND_DIMS (RESHAPE) and stays.
+    if x.rank == 4 and not explicit_pad(conv):
+        return "same"
+    return "pad"
+
+
+@RULES.graph_pass("Conv", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}", MAX_STRIDE=VELA_MAX_PADDED_STRIDE)
+def strided_conv_padding(graph, chip):
+    """{CONVERTER} writes a padded Conv strided by more than {MAX_STRIDE} as a PAD and a VALID CONV_2D; TensorFlow's converter folds that PAD into a 2-D CONV_2D as SAME padding when the pads are SAME's (a Relu reading it fused in), and leaves it otherwise, and always before a 1-D Conv (its EXPAND_DIMS between): the rule strided_conv_padded places each form.
+
+    Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py strided_conv_imx_*):
+    Conv 8x8/4 pads 2 on 32x32 and 1x8/4 pads 2 on 1x2000 become CONV_2D SAME, stride 4, with the
+    Relu after fused (Vela: "Unsupported kernel stride", CPU); 8x8/4 pads 3, 7x7/4 pads 3, 11x11/4
+    pads 2 and 4x4/4 pads 1 keep their PAD, and Vela stops ("Non-passthrough operation (Conv2D)
+    could not run on NPU"), as for every padded 1-D Conv of stride 4 or 5 (DAC's 8/4 pads 2).
+    Unpadded (VALID) stride 4 and 5, and stride 3 padded, run on the NPU.
+    """
+    for conv in [n for n in graph.nodes if n.op_type == "Conv"]:
+        form = strided_padding(conv)
+        if form is None:
+            continue
+        members = [conv]
+        after = graph.only_consumer(conv.outputs[0].name) if form == "same" else None
+        if after is not None and after.op_type in FUSED_ACTIVATIONS:
+            members.append(after)
+        kept = {a.name: conv.attr(a.name) for a in conv.proto.attribute}
+        graph.fuse(members, "Conv", leader=conv, attributes={**kept, STRIDED_PADDING_ATTRIBUTE: form}, inputs=list(conv.inputs), outputs=list(members[-1].outputs))
+
+
+def transpose_conv_stride_refused(node) -> tuple | None:
+    """The (height, width) strides of a ConvTranspose that Vela's TRANSPOSE_CONV refuses, or None: it takes 1x1 and 2x2, and 2 along one axis alone when the input and the kernel are 1 wide across the other (a 1-D ConvTranspose is a 2-D one of height 1)."""
+    x = node.inputs[0] if node.inputs else None
+    strides = list(node.attr("strides", []) or [])
+    kernel = list(node.attr("kernel_shape", []) or [])
+    if x is None or not x.is_static or len(x.shape) not in (3, 4) or len(strides) != len(x.shape) - 2:
+        return None
+    if len(x.shape) == 3:
+        sh, sw, ih, iw, kh, kw = 1, strides[0], 1, x.shape[2], 1, (kernel or [None])[0]
+    else:
+        (sh, sw), (ih, iw) = strides, x.shape[2:]
+        kh, kw = (kernel + [None, None])[:2]
+    if (sh, sw) in ((1, 1), (2, 2)):
+        return None
+    if (sh, sw) == (1, 2) and ih == 1 and kh == 1:
+        return None
+    if (sh, sw) == (2, 1) and iw == 1 and kw == 1:
+        return None
+    return (sh, sw)
+
+
+@RULES.graph_pass("ConvTranspose", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}")
+def transpose_conv_activation(graph, chip):
+    """TensorFlow's converter (after {CONVERTER}) fuses a Relu into the TRANSPOSE_CONV of an unpadded ConvTranspose it alone reads; where Vela leaves that TRANSPOSE_CONV on the CPU (its strides), the Relu goes with it. A padded ConvTranspose ends in a crop (STRIDED_SLICE), and the Relu after it is an operator of its own.
+
+    Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py transpose_conv_imx_*):
+    1-D 4/4 and 2-D 4x4/4 and 1x8/4 without pads: the Relu on the CPU with the TRANSPOSE_CONV;
+    1-D 8/4 pads 2 and 16/8 pads 4: the Relu on the NPU.
+    """
+    for convt in [n for n in graph.nodes if n.op_type == "ConvTranspose"]:
+        if any(convt.attr("pads", []) or []) or any(convt.attr("output_padding", []) or []) or transpose_conv_stride_refused(convt) is None:
+            continue
+        after = graph.only_consumer(convt.outputs[0].name)
+        if after is None or after.op_type not in FUSED_ACTIVATIONS:
+            continue
+        graph.fuse([convt, after], "ConvTranspose", leader=convt, inputs=list(convt.inputs), outputs=list(after.outputs))
+
+
+# A Softmax whose scale Vela cannot represent (rule softmax_scale_overflow).
+FLOAT_MIN_MASK_ATTRIBUTE = "onnx2tf_softmax_of_a_float_min_mask"
+# The int8 input scale is the calibrated range / 255 and SOFTMAX's output scale 1 / 256: their
+# ratio overflows float32 once the range passes float32's largest value * 255 / 256.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+OVERFLOWING_RANGE = FLOAT32_MAX * 255 / 256
+
+
+# Masks are [1, 1, T, T] at most; larger constants (weights) are not read.
+MAX_MASK_ELEMENTS = 1 << 20
+
+
+def known_small_value(t):
+    """The value of a tensor known when the model is compiled, when it is stored here and not large, else None."""
+    if t is None or not (t.is_constant or t.foldable) or t.stored_elsewhere or (t.numel or 0) > MAX_MASK_ELEMENTS:
+        return None
+    return t.value
+
+
+def _known_minimum(t) -> float | None:
+    value = known_small_value(t)
+    if value is None or value.size == 0 or value.dtype.kind != "f":
+        return None
+    return float(value.min())
+
+
+# How far back the constants a mask is computed from are looked for (Where, Expand, ScatterND, Slice, ...).
+MASK_DEPTH = 12
+
+
+def _holds_float_min(graph, t, depth: int = MASK_DEPTH) -> bool:
+    """`t` is known when the model is compiled and holds float32's lowest value, or is computed from a constant that does."""
+    if t is None or not (t.is_constant or t.foldable):
+        return False
+    low = _known_minimum(t)
+    if low is not None:
+        return low <= -OVERFLOWING_RANGE
+    node = graph.producer(t.name)
+    if node is None or depth == 0:
+        return False
+    inputs = [i for i in node.inputs if i.present]
+    condition = known_small_value(node.inputs[0]) if node.op_type == "Where" and node.inputs else None
+    if condition is not None and condition.size:
+        # A condition known when compiled picks its branches: only those reach the mask.
+        inputs = ([node.inputs[1]] if condition.any() else []) + ([node.inputs[2]] if not condition.all() else [])
+    return any(_holds_float_min(graph, i, depth - 1) for i in inputs)
+
+
+@RULES.graph_pass("Softmax", QUANTISER="TensorFlow's int8 quantiser")
+def softmax_of_a_float_min_mask(graph, chip):
+    """A Softmax of scores plus a mask known when the model is compiled that holds float32's lowest value (transformers' causal mask, torch.finfo(float32).min): {QUANTISER} calibrates its input over that whole range, and the ratio of the input's scale to the output's (1/256) overflows float32: the pass marks it for the rule softmax_scale_overflow.
+
+    Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py softmax_mask_imx_pack, an
+    upper-triangular mask added to q @ k^T): with -3.4028235e38 Vela stops ("SOFTMAX ... Does not
+    have valid TFLite Semantics ... (IFM Scale / OFM Scale)=inf"); with -3e38, -1.7e38, -1e38 and
+    -1e9 it compiles (SOFTMAX on the NPU).
+    """
+    for softmax in [n for n in graph.nodes if n.op_type == "Softmax"]:
+        add = graph.producer(softmax.inputs[0].name) if softmax.inputs else None
+        if add is None or add.op_type != "Add":
+            continue
+        if not any(_holds_float_min(graph, t) for t in add.inputs):
+            continue
+        kept = {a.name: softmax.attr(a.name) for a in softmax.proto.attribute}
+        graph.fuse([softmax], "Softmax", attributes={**kept, FLOAT_MIN_MASK_ATTRIBUTE: 1})
