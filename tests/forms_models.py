@@ -6608,3 +6608,63 @@ CASES.append(Case("small_forms_imx_pack", "fresh4: Pow by 3, 5-D means, run-time
 CASES.append(Case("softmax_mask_imx_float_min", "fresh3: a Softmax of scores plus a causal mask of float32's lowest value (BLOOM) through onnx2tf and Vela",
                   lambda: _packed(_small_forms_imx_case, (("mask_min", "mask", float(np.finfo(np.float32).min)),), 189, opset=13), ("imx93",)))
 
+
+# ---- ESP-DL: arithmetic by a unit constant (DAC's Snake) and 5-D element-wise and reduction nodes
+
+
+def _unit_arithmetic_case(rng, spec):
+    """(name, op, constant, constant first, reader): a Relu of the input [1, 8, 16], `op` of it and
+    the constant, read by a Sin, a Relu, an Add of the Relu's result or a Conv 1x1."""
+    name, op, constant, first, reader = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "k", np.asarray(constant, np.float32))]
+    nodes = [node("Relu", ["x"], "r"), node(op, ["k", "r"] if first else ["r", "k"], "op")]
+    out = [1, 1, 8, 16] if np.asarray(constant).ndim == 4 else [1, 8, 16]
+    if reader == "Add":
+        nodes.append(node("Add", ["op", "r"], "y"))
+    elif reader == "Conv":
+        inits.append(_const(p + "w", _weights(rng, 8, 8, 1)))
+        nodes.append(node("Conv", ["op", "w"], "y", kernel_shape=[1]))
+    else:
+        nodes.append(node(reader, ["op"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 8, 16])], [_vi(p + "y", out)]
+
+
+UNIT_ARITHMETIC_PACK = (
+    ("mul_ones_sin", "Mul", np.ones([8, 1]), True, "Sin"), ("mul_one_sin", "Mul", 1.0, True, "Sin"), ("mul_ones_second_sin", "Mul", np.ones([8, 1]), False, "Sin"),
+    ("mul_half_sin", "Mul", 0.5, True, "Sin"), ("mul_ones_widen_sin", "Mul", np.ones([1, 1, 8, 1]), True, "Sin"),
+    ("add_zero_sin", "Add", 0.0, True, "Sin"), ("sub_zero_sin", "Sub", 0.0, False, "Sin"), ("sub_from_zero_sin", "Sub", 0.0, True, "Sin"),
+    ("div_one_sin", "Div", 1.0, False, "Sin"), ("pow_one_sin", "Pow", 1.0, False, "Sin"),
+    ("mul_ones_relu", "Mul", np.ones([8, 1]), True, "Relu"), ("mul_ones_add", "Mul", np.ones([8, 1]), True, "Add"), ("mul_ones_conv", "Mul", np.ones([8, 1]), True, "Conv"),
+)
+CASES.append(Case("unit_arithmetic_pack", "fresh4: arithmetic by a constant of ones or zeros (DAC's Snake, alpha of ones) through esp-ppq's simplifier",
+                  lambda: _packed(_unit_arithmetic_case, UNIT_ARITHMETIC_PACK, 191, opset=14), ("esp32s3",)))
+
+
+def _rank5_case(rng, spec):
+    """(name, op, shapes or (shape, axes)): an element-wise op of two Relus of 5-D inputs, or a
+    ReduceMean (keepdims 0) of a Relu of a 5-D input over `axes`; the result read by a Relu."""
+    name, op, form = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    if op == "ReduceMean":
+        shape, axes = form
+        kept = [d for i, d in enumerate(shape) if i not in {a % len(shape) for a in axes}]
+        nodes = [node("Relu", ["x"], "r"), node("ReduceMean", ["r"], "op", axes=list(axes), keepdims=0), node("Relu", ["op"], "y")]
+        return nodes, [], [_vi(p + "x", shape)], [_vi(p + "y", kept)]
+    a, b = form
+    out = list(np.broadcast_shapes(tuple(a), tuple(b)))
+    nodes = [node("Relu", ["x"], "ra"), node("Sigmoid", ["x2"], "rb"), node(op, ["ra", "rb"], "op"), node("Relu", ["op"], "y")]
+    return nodes, [], [_vi(p + "x", a), _vi(p + "x2", b)], [_vi(p + "y", out)]
+
+
+RANK5_PACK = (
+    ("mul_worldv2", "Mul", ([1, 2, 8, 10, 10], [1, 2, 1, 10, 10])),
+    ("add_same", "Add", ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5])),
+    ("add_alternating", "Add", ([2, 1, 4, 1, 6], [1, 3, 1, 5, 1])),
+    ("mean_landmarks", "ReduceMean", ([1, 2, 8, 4, 32], [-2])),
+    ("mean_alternating", "ReduceMean", ([2, 3, 4, 5, 6], [0, 2, 4])),
+)
+CASES.append(Case("rank5_espdl_pack", "fresh4: 5-D element-wise and reduction nodes (YOLO-World's text attention, Nystromformer's landmarks) through esp-ppq",
+                  lambda: _packed(_rank5_case, RANK5_PACK, 192, opset=13), ("esp32s3",)))

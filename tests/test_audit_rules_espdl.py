@@ -33,7 +33,8 @@ CASES = [
     ("operator without an ESP-DL module", lambda: single("Sin", [x4()], [x4("y")]), "esp32s3", "int8", Placement.UNSUPPORTED, "operator_unsupported", "Sin"),
     ("Log kept in float at 8 bits", lambda: single("Log", [x4()], [x4("y")]), "esp32p4", "int8", Placement.FLOAT, "operator_float_only", "int8"),
     ("Resize has no int16 kernel", lambda: single("Resize", [x4(), "", "scales"], [tensor("y", 4)], [const("scales", np.array([1, 1, 2, 2], np.float32))], mode="nearest"), "esp32s3", "int16", Placement.UNSUPPORTED, "precision_unsupported", "int16"),
-    ("Add of 5-D tensors", lambda: single("Add", [x4(shape=(1, 2, 2, 2, 2)), x4("z", (1, 2, 2, 2, 2))], [tensor("y", 5)]), "esp32s3", "int8", Placement.UNSUPPORTED, "at_most_4d", 5),
+    # ESP-DL merges the axes both operands agree on: broadcasting on alternate axes leaves 5 of them.
+    ("Add of 5-D tensors", lambda: single("Add", [x4(shape=(2, 1, 2, 1, 2)), x4("z", (1, 2, 1, 2, 1))], [tensor("y", 5)]), "esp32s3", "int8", Placement.UNSUPPORTED, "at_most_4d", 5),
     ("3-D convolution", lambda: single("Conv", [x4(shape=(1, 4, 4, 4, 4)), "w"], [tensor("y", 5)], [const("w", np.zeros((4, 4, 1, 1, 1), np.float32))]), "esp32s3", "int8", Placement.UNSUPPORTED, "spatial_1d_or_2d", 3),
     # edgedeploy writes a grouped Conv with constant weights as a block-diagonal group-1 Conv (grouped_conv.py).
     ("grouped convolution", lambda: single("Conv", [x4(), "w"], [tensor("y", 4)], [const("w", np.zeros((4, 2, 3, 3), np.float32))], group=2, pads=[1, 1, 1, 1]), "esp32p4", "int8", Placement.ACCELERATOR, "grouped_conv_written_block_diagonal", 2),
@@ -115,3 +116,24 @@ def test_every_rule_sentence_names_its_limits():
     assert "nearest, linear" in espdl.resize_limits.sentence
     for r in espdl.RULES:
         assert "{" not in r.sentence and r.sentence.endswith(".")
+
+
+def test_esp_dl_counts_the_dimensions_it_merges():
+    """ESP-DL 3.3.9's element-wise kernels (dl_base_elemwise.cpp) merge the axes both operands
+    agree on, its reductions (dl_module_reduce_base.hpp) neighbouring axes all reduced or all kept,
+    and each runs up to 4 merged axes: a 5-D node is refused only when more are left."""
+    from edgedeploy.targets.espdl.rules import elementwise_merged_axes, reduction_merged_axes
+
+    assert elementwise_merged_axes([1, 2, 3, 4, 5], [1, 2, 3, 4, 5], [1, 2, 3, 4, 5]) == 1
+    assert elementwise_merged_axes([1, 2, 80, 10, 10], [1, 2, 1, 10, 10], [1, 2, 80, 10, 10]) == 3  # YOLO-World's text attention
+    assert elementwise_merged_axes([2, 1, 4, 1, 6], [1, 3, 1, 5, 1], [2, 3, 4, 5, 6]) == 5
+    assert reduction_merged_axes(5, [-2]) == 3  # Nystromformer's landmarks: [N*h*L, k, d], the middle reduced
+    assert reduction_merged_axes(5, [0, 2, 4]) == 5
+    assert reduction_merged_axes(5, None) == 1
+
+
+def test_a_5d_node_whose_dimensions_merge_runs(tmp_path):
+    target, _ = find_chip("esp32s3")
+    same = single("Add", [x4(shape=(1, 2, 2, 2, 2)), x4("z", (1, 2, 2, 2, 2))], [tensor("y", 5)])
+    node = audit_model(load_model(save(same, tmp_path / "m.onnx")), target.rule_set("esp32s3"), "int8").nodes[0]
+    assert node.placement is Placement.ACCELERATOR

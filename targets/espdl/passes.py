@@ -11,6 +11,8 @@ they leave is placed by the rules in rules.py (which imports this module to regi
 
 from __future__ import annotations
 
+import numpy as np
+
 from edgedeploy.audit.rules import TensorView
 from edgedeploy.targets.espdl.registry import ESP_PPQ_VERSION, ONNXSIM_VERSION, RULES
 
@@ -85,6 +87,54 @@ def is_all_zero(graph, tensor: TensorView, depth: int = 8) -> bool:
     if producer.op_type in ZERO_PRESERVING and producer.inputs:
         return is_all_zero(graph, producer.inputs[0], depth - 1)
     return False
+
+
+# Arithmetic by a constant that changes nothing: operator -> (the unit, whether the constant may be the first operand).
+NOP_UNITS = {"Mul": (1.0, True), "Add": (0.0, True), "Sub": (0.0, False), "Div": (1.0, False), "Pow": (1.0, False)}
+# Constants larger than this are not read (a unit constant is a scalar or a per-channel vector).
+MAX_UNIT_ELEMENTS = 1 << 16
+
+
+def _unit_constant(t, unit: float) -> bool:
+    if t is None or not (t.is_constant or t.foldable) or t.stored_elsewhere or (t.numel or 0) > MAX_UNIT_ELEMENTS:
+        return False
+    value = t.value
+    return value is not None and value.size > 0 and value.dtype.kind == "f" and bool(np.all(value == unit))
+
+
+def arithmetic_nop_data(node):
+    """The data input of Mul/Add (either operand) or Sub/Div/Pow (second) by a constant of ones (zeros for Add, Sub) that leaves its shape as it is, else None."""
+    unit, either = NOP_UNITS[node.op_type]
+    if len(node.inputs) != 2 or node.output(0) is None:
+        return None
+    a, b = node.inputs[0], node.inputs[1]
+    for data, constant in ((a, b), (b, a)) if either else ((a, b),):
+        if _unit_constant(constant, unit) and not _unit_constant(data, unit):
+            y = node.output(0)
+            if data.is_static and y.is_static and tuple(data.shape) == tuple(y.shape):
+                return data
+    return None
+
+
+@RULES.graph_pass(*NOP_UNITS, ONNXSIM=ONNXSIM_VERSION, VERSION=ESP_PPQ_VERSION)
+def simplifier_removes_arithmetic_by_a_unit(graph, chip):
+    """esp-ppq {VERSION}'s simplifier (onnxsim {ONNXSIM}, its optimizer's eliminate_nop_with_unit) removes a Mul by ones or an Add of zeros (either operand), and a Sub of zeros, a Div or a Pow by ones (as second operand), when the constant does not widen the result's shape; the node reading it then reads the data itself, and the removed node is reported with that node's layer, in its precision (DAC's Snake: alpha * x with alpha ones before a Sin, float with the Sin).
+
+    Measured with esp-ppq 1.3.12 (tests/forms_models.py unit_arithmetic_pack; onnxsim 0.7.3 on
+    the same forms removes them, a Mul by 0.5, a Sub of zeros as first operand and a Mul by ones
+    that widens [1, 8, 16] to [1, 1, 8, 16] stay): before a Sin the node is "fused into Sin F32";
+    before a Relu, an Add or a Conv into their S8 layers.
+    """
+    for node in [n for n in graph.nodes if n.op_type in NOP_UNITS]:
+        data = arithmetic_nop_data(node)
+        y = node.output(0)
+        if data is None or y.is_model_output:
+            continue
+        reader = graph.only_consumer(y.name)
+        if reader is None:
+            continue
+        inputs = [data if t.name == y.name else t for t in reader.inputs]
+        graph.fuse([node, reader], reader.op_type, leader=reader, inputs=inputs, outputs=list(reader.outputs))
 
 
 # ---- esp-ppq's format_graph (esp_ppq/api/interface.py; esp_ppq/IR/morph.py)

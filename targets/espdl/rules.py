@@ -338,13 +338,88 @@ def _ranks(node: NodeView) -> list[int]:
     return [t.rank for t in node.inputs + node.outputs if t.present and t.rank is not None]
 
 
+# ESP-DL's element-wise modules (dl_module_add/sub/mul/mod/pow.hpp, through
+# base::get_elemwise_operation_args in dl_base_elemwise.cpp, v3.3.9) first merge the axes both
+# operands agree on, and assert that at most 4 merged axes are left; its reductions
+# (dl_module_reduce_base.hpp, forward_template) merge neighbouring axes that are both reduced or
+# both kept and run 1 to 4 merged axes. Their "Support up to 4D" is of the merged shape.
+MERGING_ELEMENTWISE = ("Add", "Sub", "Mul", "Mod", "Pow")
+
+
+def elementwise_merged_axes(a: list, b: list, out: list) -> int:
+    """How many axes ESP-DL's element-wise kernels are left with: the operands (aligned to the
+    output's rank with leading ones) are walked from the first axis; an axis takes in the next ones
+    as long as both operands agree on both axes, or one operand is 1 on both; the merged count is
+    one more than the first axis that takes in every axis after it."""
+    rank = len(out)
+    a = [1] * (rank - len(a)) + list(a)
+    b = [1] * (rank - len(b)) + list(b)
+    out = list(out)
+    for i in range(rank):
+        j = i + 1
+        while j < rank:
+            if a[i] == b[i] and a[j] == b[j]:
+                a[i], b[i], out[i] = a[i] * a[j], b[i] * b[j], out[i] * out[j]
+                a[j] = b[j] = out[j] = 1
+            elif a[i] == 1 and a[j] == 1:
+                b[i], out[i] = b[i] * b[j], out[i] * out[j]
+                b[j] = out[j] = 1
+            elif b[i] == 1 and b[j] == 1:
+                a[i], out[i] = a[i] * a[j], out[i] * out[j]
+                a[j] = out[j] = 1
+            else:
+                break
+            j += 1
+        if j == rank:
+            return i + 1
+    return rank
+
+
+def reduction_merged_axes(rank: int, axes) -> int:
+    """How many axes ESP-DL's reductions are left with: neighbouring axes both reduced or both kept are one."""
+    reduced = [i in {int(a) % rank for a in axes} for i in range(rank)] if axes else [True] * rank
+    return 1 + sum(1 for x, y in zip(reduced, reduced[1:]) if x != y)
+
+
+def _reduction_axes(node: NodeView):
+    axes = node.attr("axes")
+    t = node.input(1)
+    if axes is None and t is not None and t.present and (t.is_constant or t.foldable) and t.value is not None:
+        axes = [int(a) for a in t.value.reshape(-1)]
+    return axes
+
+
+def _merged_axes(node: NodeView) -> int | None:
+    """The merged axes ESP-DL's kernel runs this node with, where it merges them and the shapes are known; else None."""
+    if node.op_type in MERGING_ELEMENTWISE:
+        x, y, out = node.input(0), node.input(1), node.output(0)
+        if all(t is not None and t.is_static for t in (x, y, out)):
+            return elementwise_merged_axes(list(x.shape), list(y.shape), list(out.shape))
+    elif node.op_type.startswith("Reduce"):
+        x = node.input(0)
+        axes = _reduction_axes(node)
+        if x is not None and x.rank is not None and (axes is not None or not _given_input(node, 1)):
+            return reduction_merged_axes(x.rank, axes)
+    return None
+
+
+def _given_input(node: NodeView, i: int) -> bool:
+    t = node.input(i)
+    return t is not None and t.present
+
+
 @RULES.rule(*RANK_LIMITED_OPS, placement=Placement.UNSUPPORTED, MAX_RANK=MAX_RANK, VERSION=ESP_DL_VERSION)
 def at_most_4d(node: NodeView, chip: str):
-    """ESP-DL {VERSION} runs this operator on tensors of at most {MAX_RANK} dimensions."""
+    """ESP-DL {VERSION} runs this operator on tensors of at most {MAX_RANK} dimensions; its element-wise operators (Add, Sub, Mul, Mod, Pow) and reductions count the dimensions left once it has merged neighbouring ones (those both operands agree on; those all reduced or all kept)."""
     ranks = _ranks(node)
-    if ranks and max(ranks) > MAX_RANK:
-        return Offence(max(ranks), f"rank {max(ranks)}")
-    return None
+    if not ranks or max(ranks) <= MAX_RANK:
+        return None
+    merged = _merged_axes(node)
+    if merged is not None:
+        if merged > MAX_RANK:
+            return Offence(merged, f"rank {max(ranks)}, {merged} dimensions once merged")
+        return None
+    return Offence(max(ranks), f"rank {max(ranks)}")
 
 
 SPATIAL_RANKS = (3, 4)  # N, C plus one or two spatial dimensions
