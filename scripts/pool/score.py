@@ -84,7 +84,9 @@ FRESH_LOOKED_AT = {
                # h7-rk66 (issue 27): WavLM's heads into its gates' Linear on RK3566 (docs/audit.md).
                "hf_wavlm/rk3566",
                # h4b-eiq: the i.MX 93 and ESP32-S3 misses of the blind score (docs/audit.md, "fresh3's i.MX 93 and ESP32-S3 misses").
-               "tv_raft_small/imx93", "tv_ssd300_vgg16/imx93", "pypi_magika/imx93", "hf_sew/esp32s3"),
+               "tv_raft_small/imx93", "tv_ssd300_vgg16/imx93", "pypi_magika/imx93", "hf_sew/esp32s3",
+               # h7-eiq: BLOOM's Vela failure read (a Softmax of a float32-min causal mask) once LayerNormalization converted.
+               "hf_bloom/imx93"),
     # h6-mul (issue 27): a Mul the toolchain keeps in float: DAC's Snake activations, VAN's layer scale.
     "fresh4": ("hf_dac/rk3588", "hf_dac/rk3566", "hf_dac/esp32s3", "hf_van/rk3588", "hf_van/rk3566",
                # h7-rk66 (issue 27): RK3566 attention layouts, 3-D batched operands (docs/audit.md).
@@ -92,7 +94,10 @@ FRESH_LOOKED_AT = {
                # h7-rk88 (issue 27): Funnel's Slice pair (a crash), EnCodec's whole Slice, TimeSformer's Tile and
                # Expand, HiFi-GAN's identity normalisation (docs/audit.md, fresh4 sections).
                "hf_funnel/rk3588", "hf_funnel/rk3566", "hf_encodec/rk3588", "hf_encodec/rk3566", "hf_timesformer/rk3588",
-               "hf_timesformer/rk3566", "hf_speecht5_hifigan/rk3566", "yolo_yolov8n_worldv2/rk3588", "hf_sam_vision/rk3588"),
+               "hf_timesformer/rk3566", "hf_speecht5_hifigan/rk3566", "yolo_yolov8n_worldv2/rk3588", "hf_sam_vision/rk3588",
+               # h7-eiq (issue 27): the i.MX 93 and ESP32-S3 misses of the blind score (docs/audit.md, "fresh4's i.MX 93 and ESP32-S3 misses").
+               "hf_dac/imx93", "hf_funnel/imx93", "hf_nystromformer/imx93", "hf_speecht5_hifigan/imx93",
+               "hf_nystromformer/esp32s3", "yolo_yolov8n_worldv2/esp32s3"),
     # h7-fresh5: chosen, built and collected on 2026-12-04, not yet scored; nothing looked at.
     "fresh5": (),
 }
