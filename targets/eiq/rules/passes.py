@@ -365,10 +365,12 @@ def _known_minimum(t) -> float | None:
 MASK_DEPTH = 12
 
 
-def _holds_float_min(graph, t, depth: int = MASK_DEPTH) -> bool:
+def _holds_float_min(graph, t, depth: int = MASK_DEPTH, seen: set | None = None) -> bool:
     """`t` is known when the model is compiled and holds float32's lowest value, or is computed from a constant that does."""
-    if t is None or not (t.is_constant or t.foldable):
+    seen = set() if seen is None else seen
+    if t is None or not (t.is_constant or t.foldable) or t.name in seen:
         return False
+    seen.add(t.name)  # a mask's computation is a graph: each tensor is looked at once
     low = _known_minimum(t)
     if low is not None:
         return low <= -OVERFLOWING_RANGE
@@ -380,7 +382,7 @@ def _holds_float_min(graph, t, depth: int = MASK_DEPTH) -> bool:
     if condition is not None and condition.size:
         # A condition known when compiled picks its branches: only those reach the mask.
         inputs = ([node.inputs[1]] if condition.any() else []) + ([node.inputs[2]] if not condition.all() else [])
-    return any(_holds_float_min(graph, i, depth - 1) for i in inputs)
+    return any(_holds_float_min(graph, i, depth - 1, seen) for i in inputs)
 
 
 @RULES.graph_pass("Softmax", QUANTISER="TensorFlow's int8 quantiser")
