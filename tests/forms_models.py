@@ -6668,3 +6668,38 @@ RANK5_PACK = (
 )
 CASES.append(Case("rank5_espdl_pack", "fresh4: 5-D element-wise and reduction nodes (YOLO-World's text attention, Nystromformer's landmarks) through esp-ppq",
                   lambda: _packed(_rank5_case, RANK5_PACK, 192, opset=13), ("esp32s3",)))
+
+
+# ---- fresh3 (Ultralytics' RT-DETR) on RK3588: an Expand of integer indices -------------------------
+
+# RT-DETR's postprocess repeats its top-k class indices over the box's 4 values for a GatherElements:
+# int64 indices [1, N] -> Unsqueeze [1, N, 1] -> Expand [1, N, 4] -> Cast to int64 (no change) ->
+# GatherElements of the boxes. (name, N, index type, reader): indices from an ArgMax of a Relu of the
+# input scores [1, N, 8] ("int64"), cast to int32 first ("int32"), or a comparison's bool ("bool",
+# cast to float after the Expand); reader "gather" (GatherElements of a second input's boxes [1, N, 4]).
+# (Measured, not held: int32 indices, whose Cast ran as "Cast INT64 on CPU" and Expand on the CPU; a
+# bool's Expand on the NPU; both with their Unsqueeze joined to the CPU node before it, on RK3588 and RK3566.)
+INTEGER_EXPAND_PACK = (("int64_n16", 16, "int64"), ("int64_n300", 300, "int64"))
+
+
+def _integer_expand_case(rng, spec) -> tuple[list, list, list, list]:
+    name, n, dtype = spec
+    p = f"iexp_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "last", np.array([-1], np.int64)), _const(p + "shape", np.array([1, n, 4], np.int64)), _const(p + "zero", np.float32(0.5))]
+    nodes = [node("Relu", ["scores"], "s")]
+    if dtype == "bool":
+        nodes += [node("ReduceMax", ["s"], "best", axes=[-1], keepdims=0), node("Greater", ["best", "zero"], "idx")]
+    else:
+        nodes.append(node("ArgMax", ["s"], "idx64", axis=-1, keepdims=0))
+        nodes.append(node("Cast", ["idx64"], "idx", to=TensorProto.INT32 if dtype == "int32" else TensorProto.INT64))
+    nodes += [node("Unsqueeze", ["idx", "last"], "idx1"), node("Expand", ["idx1", "shape"], "idx4")]
+    if dtype == "bool":
+        nodes += [node("Cast", ["idx4"], "f4", to=TensorProto.FLOAT), node("Mul", ["boxes", "f4"], "y")]
+    else:
+        nodes.append(node("GatherElements", ["boxes", "idx4"], "y", axis=1))
+    return nodes, inits, [_vi(p + "scores", [1, n, 8]), _vi(p + "boxes", [1, n, 4])], [_vi(p + "y", [1, n, 4])]
+
+
+CASES.append(Case("integer_expand_pack", "fresh3: an Expand of integer indices (RT-DETR's top-k classes repeated over a box's values)",
+                  lambda: _packed(_integer_expand_case, INTEGER_EXPAND_PACK, 239, opset=13), ("rk3588", "rk3566")))

@@ -81,6 +81,8 @@ FRESH_LOOKED_AT = {
                "hf_wav2vec2_conformer/rk3588", "hf_wavlm/rk3588", "pypi_ddddocr_det/rk3588", "pypi_ddddocr_det/rk3566",
                "tv_ssd300_vgg16/rk3588", "tv_ssd300_vgg16/rk3566", "tv_raft_small/rk3588",
                "hf_swin2sr/rk3588",
+               # h7-rk88: RT-DETR's integer Expand and index views (docs/audit.md), looked at on rk3588.
+               "yolo_rtdetr_l/rk3588",
                # h7-rk66 (issue 27): WavLM's heads into its gates' Linear on RK3566 (docs/audit.md).
                "hf_wavlm/rk3566",
                # h4b-eiq: the i.MX 93 and ESP32-S3 misses of the blind score (docs/audit.md, "fresh3's i.MX 93 and ESP32-S3 misses").

@@ -774,6 +774,18 @@ def trailing_unit_axis_for_an_outer_sum(node: NodeView, chip: str):
     return Offence(k, f"a unit axis after {k} for an outer sum") if k % TRAILING_UNIT_AXIS_ALIGN else None
 
 
+@RULES.rule("Expand", chips=("rk3588", "rk3566", "rk3568"))
+def expand_of_int64(node: NodeView, chip: str):
+    """The toolkit runs on the CPU an Expand of a run-time int64 tensor ("Expand INT64 on CPU": RT-DETR's top-k class indices repeated over a box's four values for a GatherElements); a bool's Expand runs on the NPU (rknn-toolkit2 2.5.0, observed; RK3568 taken as RK3566).
+
+    Probed (tests/forms_models.py integer_expand_pack, RK3588 and RK3566, 2026-12-04, int8): an
+    ArgMax's int64 indices [1, N] Unsqueezed and Expanded to [1, N, 4] (N of 16 and 300): CPU; by
+    hand, int32 indices (the toolkit's Cast to int32 ran "INT64 on CPU") the same; a bool: NPU.
+    """
+    x = node.input(0)
+    return Offence("int64", f"input {x.name}") if x is not None and x.dtype == "int64" and not _known(x) else None
+
+
 @RULES.rule("Max", "Min", placement=Placement.UNSUPPORTED, precisions=("int8",))
 def extreme_with_minus_infinity(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 refuses an int8 build where a Max or Min of a run-time tensor takes a constant holding -inf (`cannot convert float NaN to integer` in quant_utils._cal_scale_zp_min_max: the constant's range [-inf, m] gives an infinite scale and a NaN zero point); workaround: write the largest negative float32 (-3.4e38) instead of -inf, which converts (a jax2tf softmax's max(-inf, max(x)) writes such a Max).
