@@ -1841,6 +1841,9 @@ BATCHED_ATTENTION_PACKS = {
     "heads": ((4, 4, 4, 20), (4, 16, 4, 20), (4, 16, 4, 16), (1, 16, 4, 20), (4, 9, 2, 16), (4, 1, 4, 24)),
     "tokens": ((4, 8, 2, 16), (4, 12, 2, 16), (2, 16, 2, 24), (1, 16, 4, 12), (4, 16, 4, 12), (4, 1, 4, 16)),
     "scaled": ((4, 4, 4, 20, "both"), (4, 16, 4, 16, "both"), (2, 9, 2, 16, "both"), (2, 16, 4, 20), (9, 49, 2, 16), (9, 16, 2, 16, "both")),
+    "windows": ((64, 4, 2, 32), (16, 4, 2, 32), (4, 4, 2, 32), (64, 16, 2, 32), (16, 9, 2, 32), (4, 4, 2, 16), (16, 49, 2, 32)),
+    "windows3": ((17, 4, 2, 32), (20, 4, 2, 32), (24, 4, 2, 32), (28, 4, 2, 32), (30, 4, 2, 32), (20, 16, 2, 32), (24, 9, 2, 32)),
+    "windows2": ((32, 4, 2, 32), (48, 4, 2, 32), (33, 4, 2, 32), (128, 4, 2, 32), (64, 4, 2, 16), (64, 4, 4, 32), (31, 4, 2, 32), (64, 1, 2, 32)),
 }
 # (batch, tokens, heads, head size[, q and k both scaled]). Not recorded: 2 heads of 12 (C = 24) on
 # RK3588, where the toolkit runs the last Linear (a 3-D model output 24 wide) on the NPU and the
@@ -6703,3 +6706,8 @@ def _integer_expand_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("integer_expand_pack", "fresh3: an Expand of integer indices (RT-DETR's top-k classes repeated over a box's values)",
                   lambda: _packed(_integer_expand_case, INTEGER_EXPAND_PACK, 239, opset=13), ("rk3588", "rk3566")))
+# The tiled forms on RK3566; its Sigmoid and Mish forms were measured, not held (after a Mish, on the
+# CPU, the heads' Reshape and Transpose on the CPU as after a Tile; after a Sigmoid the Reshape on the
+# NPU and the Transpose on the CPU: docs/audit.md).
+CASES.append(Case("tiled_query_pack_rk3566", "fresh2: a global query tiled over the windows, split into heads (GC ViT)",
+                  lambda: _packed(_tiled_query_case, tuple(e for e in TILED_QUERY_PACK if e[1].startswith("tile")), 97, opset=18), ("rk3566",)))

@@ -68,7 +68,9 @@ FRESH_LOOKED_AT = {
                # h2-rk66: a forked channels-last norm's Transposes, a space-to-depth by reshapes (docs/audit.md)
                "timm_focalnet_tiny_srf/rk3566", "timm_tresnet_m/rk3566", "timm_nest_tiny/rk3566",
                # h3-rk88: SwiftFormer's F.normalize, whose Expand esp-ppq fuses into LpNormalization.
-               "timm_swiftformer_xs/esp32s3"),
+               "timm_swiftformer_xs/esp32s3",
+               # h7-rk66: GC ViT's heads merged over 64 windows and its tiled global query on RK3566 (docs/audit.md).
+               "timm_gcvit_xxtiny/rk3566"),
     # h2b-rk88 (issue 27): the rk3588 misses and the two refusals, which refuse on rk3566 too (docs/audit.md).
     "fresh3": ("pypi_magika/rk3588", "pypi_magika/rk3566", "yolo_yolo26n_sem/rk3588", "yolo_yolo26n_sem/rk3566",
                # h3b-rk66: the view of a CPU Softmax's probabilities back to 3-D (DeBERTa-v2, BLOOM); RoFormer's rotary

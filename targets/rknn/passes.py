@@ -618,7 +618,7 @@ def _reaches_a_product(graph, node, hops: int = TILED_QUERY_HOPS) -> bool:
     return _chain_meets(reader(node), reader, "MatMul", ("Transpose", "Mul"), hops)
 
 
-@RULES.graph_pass("Reshape", chips=("rk3588",), OBSERVED=TOOLKIT_OBSERVED)
+@RULES.graph_pass("Reshape", chips=("rk3588", "rk3566", "rk3568"), OBSERVED=TOOLKIT_OBSERVED)
 def heads_of_a_cpu_tile(graph, chip):
     """{OBSERVED} runs on the CPU, with the Tile, the Reshape that splits a tiled query into heads when it goes (through its heads' Transpose and the scale) into a MatMul (GC ViT's global query repeated over the windows); the same Reshape read by other layers stays on the NPU. The pass marks it for the rule heads_of_a_cpu_tile.
 
@@ -630,11 +630,21 @@ def heads_of_a_cpu_tile(graph, chip):
     way (its Reshape on the CPU; the audit joins it with its Transpose into the product, on the
     NPU), and in timm's own WindowAttentionGlobal (and fresh2 gcvit_xxtiny) the heads' Transpose
     after the Reshape ran on the CPU too. After a Tile on the NPU (repeats of ones; rules.tile_by_its_axes) the Reshape stays on the NPU.
+    On RK3566 (tiled_query_pack_rk3566, 2026-12-04) the Reshape and the heads' Transpose [0, 2, 1, 3]
+    after it run on the CPU with the Tile whatever reads them (a product or a Relu), so the pass
+    joins them there (RK3568 taken alike). Measured, not modelled: after a Mish (on the CPU) the
+    same; after a Sigmoid the Reshape on the NPU and the Transpose on the CPU.
     """
     for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
         source = graph.producer(node.inputs[0].name) if node.inputs else None
-        if source is not None and source.op_type == "Tile" and tile_runs_on_the_npu(source, chip) is False and _reaches_a_product(graph, node):
+        if source is None or source.op_type != "Tile" or tile_runs_on_the_npu(source, chip) is not False:
+            continue
+        if chip == "rk3588" and _reaches_a_product(graph, node):
             graph.fuse([node], "Reshape", attributes={TILED_QUERY_ATTRIBUTE: 1})
+        elif chip != "rk3588":
+            swap = graph.only_consumer(node.outputs[0].name) if node.outputs else None
+            swap = swap if swap is not None and swap.op_type == "Transpose" and _perm(swap) == [0, 2, 1, 3] else None
+            graph.fuse([node, swap] if swap is not None else [node], "Reshape", leader=node, attributes={TILED_QUERY_ATTRIBUTE: 1})
 
 
 # The largest index tensor read (the engine computes values up to 1 << 16 elements: MViTv2's
@@ -2051,6 +2061,32 @@ def _windowed_merge_layer(graph, node) -> list | None:
         else:
             return chain if reader.op_type == "Slice" and chain else None
     return None
+
+
+# The most token sets whose heads' merge Reshape stays on RK3566's NPU (batched_attention_windows*).
+MANY_SETS_MERGE_MAX_BATCH = 16
+MANY_SETS_MERGE_ATTRIBUTE = "rknn_merge_of_many_token_sets"
+
+
+@RULES.graph_pass("Reshape", chips=("rk3566", "rk3568"), OBSERVED=TOOLKIT_OBSERVED, MAX_BATCH=MANY_SETS_MERGE_MAX_BATCH)
+def merge_of_many_token_sets(graph, chip):
+    """{OBSERVED} runs on RK3566's CPU the Reshape [B, T, H, D] -> [B, T, H*D] that merges the heads of attention over a batch of more than {MAX_BATCH} token sets of more than one token (windowed attention: GC ViT's 64 windows of 2x2), after the Transpose [0, 2, 1, 3] of attn @ v (which merges into the product as ever).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 (2026-12-04, int8; tests/forms_models.py
+    batched_attention_windows, _windows2, _windows3: 2 heads of 32 unless said): CPU for 17, 20, 24,
+    28, 30, 31, 32, 33, 48, 64 and 128 sets of 4 tokens, 64 of 16, 20 of 16, 24 of 9, 64 of 4 with 2
+    heads of 16 or 4 heads of 32; NPU for 4 and 16 sets of 4, 16 of 9 and of 49, and 64 sets of one
+    token; the earlier batched_attention packs (2 to 9 sets): NPU. RK3588: NPU in every case.
+    RK3568 is taken to behave as RK3566 (not measured).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape" and n.inputs and n.outputs]:
+        x, out = _static_shape(node.inputs[0]), _static_shape(node.outputs[0])
+        if x is None or out is None or len(x) != 4 or out != (x[0], x[1], x[2] * x[3]) or x[0] <= MANY_SETS_MERGE_MAX_BATCH or x[1] <= 1:
+            continue
+        swap = graph.producer(node.inputs[0].name)
+        source = graph.producer(swap.inputs[0].name) if swap is not None and swap.op_type == "Transpose" and swap.inputs else None
+        if _perm(swap) == [0, 2, 1, 3] and source is not None and _product_of_computed(source):
+            graph.fuse([node], "Reshape", attributes={MANY_SETS_MERGE_ATTRIBUTE: int(x[0])})
 
 
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)

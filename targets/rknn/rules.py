@@ -1211,6 +1211,13 @@ def scale_beside_heads_laid_out(node: NodeView, chip: str):
     return Offence("heads' Transpose", "scale beside a CPU", uncertain=True)
 
 
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"), MAX_BATCH=_passes.MANY_SETS_MERGE_MAX_BATCH)
+def merge_of_many_token_sets(node: NodeView, chip: str):
+    """On this chip the Reshape that merges attention's heads back over a batch of more than {MAX_BATCH} token sets (windowed attention) runs on the CPU (rknn-toolkit2 2.5.0, observed; passes.merge_of_many_token_sets marks it and says what was measured)."""
+    sets = node.attr(_passes.MANY_SETS_MERGE_ATTRIBUTE)
+    return Offence(int(sets), "token sets whose heads are merged") if sets is not None else None
+
+
 @RULES.rule("Transpose", chips=("rk3566", "rk3568"))
 def value_cut_into_segments(node: NodeView, chip: str):
     """On this chip attention's value, also cut into segments of tokens for their means (a view [N, H, L, T/L, D]), keeps its split and Transpose on the CPU or on the NPU by a rule not found (rknn-toolkit2 2.5.0, observed): uncertain.
@@ -1830,9 +1837,9 @@ def unaligned_map_as_tokens_for_linears(node: NodeView, chip: str):
     return Offence(f"{value[0]}x{value[1]}", "channels x tokens of a map flattened for Linears") if value is not None and len(value) == 2 else None
 
 
-@RULES.rule("Reshape", chips=_passes.TILE_OF_ONES_CHIPS)
+@RULES.rule("Reshape", chips=("rk3588", "rk3566", "rk3568"))
 def heads_of_a_cpu_tile(node: NodeView, chip: str):
-    """On RK3588 the toolkit runs on the CPU, with the Tile before it, the Reshape that splits a tiled query into attention heads on its way into a MatMul (GC ViT's global query; rknn-toolkit2 2.5.0, observed; passes.heads_of_a_cpu_tile marks it)."""
+    """The toolkit runs on the CPU, with the Tile before it, the Reshape that splits a tiled query into attention heads: on RK3588 on its way into a MatMul, on RK3566/RK3568 whatever reads it and with its heads' Transpose (GC ViT's global query; rknn-toolkit2 2.5.0, observed; passes.heads_of_a_cpu_tile marks it)."""
     return Offence("Tile", "heads of a tiled query, read by a product") if node.attr(_passes.TILED_QUERY_ATTRIBUTE) is not None else None
 
 
