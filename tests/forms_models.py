@@ -6711,3 +6711,35 @@ CASES.append(Case("integer_expand_pack", "fresh3: an Expand of integer indices (
 # NPU and the Transpose on the CPU: docs/audit.md).
 CASES.append(Case("tiled_query_pack_rk3566", "fresh2: a global query tiled over the windows, split into heads (GC ViT)",
                   lambda: _packed(_tiled_query_case, tuple(e for e in TILED_QUERY_PACK if e[1].startswith("tile")), 97, opset=18), ("rk3566",)))
+
+
+# ---- fresh3 (Ultralytics' RT-DETR): a Reshape that keeps its input's shape --------------------------
+
+# RT-DETR gathers its top-k anchors [1, 300, 4] with run-time indices (a CPU Gather) and views them
+# [1, 300, 4] again (-1 in its shape) before an Add. (name, producer, shape): producer "gather" (a Gather
+# along axis 1 of a constant table [1, 64, C] at indices from an ArgMax of the input, on the CPU),
+# "relu" (a Relu of the input, NPU), "mish" (a Mish of the input, on RK3588's CPU); read by an Add of a
+# second input.
+SAME_SHAPE_RESHAPE_PACK = (("gather_300x4", "gather", (1, 300, 4)), ("gather_16x8", "gather", (1, 16, 8)),
+                           ("relu_16x8", "relu", (1, 16, 8)), ("mish_16x8", "mish", (1, 16, 8)))
+
+
+def _same_shape_reshape_case(rng, spec) -> tuple[list, list, list, list]:
+    name, producer, shape = spec
+    p = f"same_{name}_"
+    node = _prefixed(p)
+    n, c = shape[1], shape[2]
+    inits = [_const(p + "view", np.array([1, -1, c], np.int64)), _const(p + "table", _weights(rng, 64, c))]
+    if producer == "gather":
+        nodes = [node("Relu", ["x"], "r"), node("ArgMax", ["r"], "idx", axis=-1, keepdims=0),
+                 node("Gather", ["table", "idx"], "g", axis=0)]
+        inputs = [_vi(p + "x", [1, n, 64])]
+    else:
+        nodes = [node("Relu" if producer == "relu" else "Mish", ["x"], "g")]
+        inputs = [_vi(p + "x", list(shape))]
+    nodes += [node("Reshape", ["g", "view"], "v"), node("Add", ["v", "other"], "y")]
+    return nodes, inits, inputs + [_vi(p + "other", list(shape))], [_vi(p + "y", list(shape))]
+
+
+CASES.append(Case("same_shape_reshape_pack", "fresh3: a Reshape that keeps its input's shape, after a CPU Gather (RT-DETR's anchors)",
+                  lambda: _packed(_same_shape_reshape_case, SAME_SHAPE_RESHAPE_PACK, 241, opset=18), ("rk3588", "rk3566")))

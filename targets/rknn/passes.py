@@ -4274,3 +4274,35 @@ def slice_pair_concatenated(graph, chip):
             continue
         attributes = {a.name: helper_value(a) for a in concat.proto.attribute}
         graph.fuse([concat], "Concat", attributes={**attributes, SLICE_PAIR_ATTRIBUTE: 1})
+
+
+# ---------------------------------------------------------------------------------------------
+# A Reshape that keeps its input's shape: no layer, reported with its producer (run last, so that
+# the passes above still see the views they match).
+# ---------------------------------------------------------------------------------------------
+
+
+@RULES.graph_pass("Reshape", OBSERVED=TOOLKIT_OBSERVED)
+def shape_keeping_reshape_removed(graph, chip):
+    """{OBSERVED} removes a Reshape whose result has its input's shape (its pass remove_invalid_reshape: RT-DETR views its gathered anchors [1, 300, 4] as [1, -1, 4]): it has no layer of its own and its layer table names it with the node it reads (that node's only reader), on the CPU where that node is.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-04, int8, opset 18;
+    tests/forms_models.py same_shape_reshape_pack): after a Gather at run-time indices and after a
+    Mish (CPU): CPU; after a Relu: NPU; each "fused by remove_invalid_reshape". A model output so
+    viewed is left to the rules (unchanged_3d_output_view).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        # The model's own Reshape (data and shape), not a node an earlier pass placed as one (a
+        # Transpose of a square [1, C, T] with C = T keeps its shape too: ViT's patch embedding).
+        if len(node.inputs) != 2 or graph.groups.get(node.name, [node.name]) != [node.name] or any(a.name.startswith("rknn_") for a in node.proto.attribute):
+            continue
+        x = node.inputs[0]
+        if not node.outputs or node.outputs[0].is_model_output or _known(x) or x.is_model_output:
+            continue
+        shape = _static_shape(x)
+        if shape is None or shape != _static_shape(node.outputs[0]):
+            continue
+        producer = graph.producer(x.name)
+        readers = [r for r in graph.consumers(x.name) if r.op_type != "Shape"]
+        if producer is not None and len(producer.outputs) == 1 and readers == [node]:
+            graph.fuse([producer, node], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(node.outputs))
