@@ -6706,6 +6706,8 @@ def _integer_expand_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("integer_expand_pack", "fresh3: an Expand of integer indices (RT-DETR's top-k classes repeated over a box's values)",
                   lambda: _packed(_integer_expand_case, INTEGER_EXPAND_PACK, 239, opset=13), ("rk3588", "rk3566")))
+
+
 # The tiled forms on RK3566; its Sigmoid and Mish forms were measured, not held (after a Mish, on the
 # CPU, the heads' Reshape and Transpose on the CPU as after a Tile; after a Sigmoid the Reshape on the
 # NPU and the Transpose on the CPU: docs/audit.md).
