@@ -6745,3 +6745,48 @@ def _same_shape_reshape_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("same_shape_reshape_pack", "fresh3: a Reshape that keeps its input's shape, after a CPU Gather (RT-DETR's anchors)",
                   lambda: _packed(_same_shape_reshape_case, SAME_SHAPE_RESHAPE_PACK, 241, opset=18), ("rk3588", "rk3566")))
+# ---- fresh3 (Wav2Vec2-Conformer) on RK3566: the relative shift inside attention from Linears --------------
+
+# Wav2Vec2-Conformer's relative-position attention as transformers writes it: tokens [1, T, C], q, k
+# and v Linears split into heads (Transpose [0, 2, 1, 3]; k [0, 2, 3, 1]), the position scores
+# q @ pos^T [1, H, T, 2T-1] padded with a zero column, viewed tall [1, H, 2T, T], the first row
+# dropped, viewed back [1, H, T, 2T-1], cropped to T and added to q @ k^T, scaled, Softmax, @ v,
+# merged. "relu": the crop added to a second input and read by a Relu instead. (name, H, T, D, form)
+RELATIVE_SHIFT_LINEAR_PACK = (("lin_t199", 2, 199, 32, "full"), ("lin_t16", 2, 16, 32, "full"), ("lin_t32", 4, 32, 16, "full"),
+                              ("lin_t50", 2, 50, 32, "full"), ("lin_relu_t16", 2, 16, 32, "relu"))
+
+
+def _relative_shift_linear_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry of RELATIVE_SHIFT_LINEAR_PACK."""
+    name, h, t, d, form = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    c = h * d
+    inits = [_const(p + "pos", _weights(rng, 1, h, d, 2 * t - 1)), _const(p + "zero", np.zeros((1, h, t, 1), np.float32)),
+             _const(p + "tall", np.array([1, h, 2 * t, t], np.int64)), _const(p + "wide", np.array([1, h, t, 2 * t - 1], np.int64)),
+             _const(p + "one", np.array([1], np.int64)), _const(p + "end", np.array([2 ** 63 - 1], np.int64)),
+             _const(p + "two", np.array([2], np.int64)), _const(p + "zero_i", np.array([0], np.int64)),
+             _const(p + "t", np.array([t], np.int64)), _const(p + "three", np.array([3], np.int64)), _const(p + "scale", np.float32(np.sqrt(d))),
+             _const(p + "heads", np.array([1, t, h, d], np.int64)), _const(p + "merged", np.array([1, t, c], np.int64)), _const(p + "wo", _weights(rng, c, c))]
+    nodes = []
+    for part, perm in (("q", [0, 2, 1, 3]), ("k", [0, 2, 3, 1]), ("v", [0, 2, 1, 3])):
+        inits += [_const(p + f"w{part}", _weights(rng, c, c)), _const(p + f"b{part}", _weights(rng, c))]
+        nodes += [node("MatMul", ["x", f"w{part}"], f"{part}0"), node("Add", [f"{part}0", f"b{part}"], f"{part}1"),
+                  node("Reshape", [f"{part}1", "heads"], f"{part}2"), node("Transpose", [f"{part}2"], f"{part}h", perm=perm)]
+    nodes += [node("MatMul", ["qh", "kh"], "ac"), node("MatMul", ["qh", "pos"], "bd"), node("Concat", ["zero", "bd"], "padded", axis=-1),
+              node("Reshape", ["padded", "tall"], "view_tall"), node("Slice", ["view_tall", "one", "end", "two", "one"], "drop_row"),
+              node("Reshape", ["drop_row", "wide"], "view_back"), node("Slice", ["view_back", "zero_i", "t", "three", "one"], "crop")]
+    inputs = [_vi(p + "x", [1, t, c])]
+    if form == "relu":
+        inputs.append(_vi(p + "other", [1, h, t, t]))
+        nodes += [node("Add", ["other", "crop"], "sum"), node("Relu", ["sum"], "y")]
+        unused = tuple(f"_{part}{i}" for part in "kv" for i in ("0", "1", "2", "h")) + ("_ac",)
+        return [n for n in nodes if not n.name.endswith(unused)], inits, inputs, [_vi(p + "y", [1, h, t, t])]
+    nodes += [node("Add", ["ac", "crop"], "sum"), node("Div", ["sum", "scale"], "scaled"), node("Softmax", ["scaled"], "probs", axis=-1),
+              node("MatMul", ["probs", "vh"], "o4"), node("Transpose", ["o4"], "o_t", perm=[0, 2, 1, 3]), node("Reshape", ["o_t", "merged"], "o"),
+              node("MatMul", ["o", "wo"], "y")]
+    return nodes, inits, inputs, [_vi(p + "y", [1, t, c])]
+
+
+CASES.append(Case("relative_shift_linear_pack", "fresh3: Transformer-XL's relative shift inside attention from Linears (Wav2Vec2-Conformer)",
+                  lambda: _packed(_relative_shift_linear_case, RELATIVE_SHIFT_LINEAR_PACK, 151, used_only=True, opset=13), ("rk3566",)))

@@ -4079,7 +4079,30 @@ def _scores_of_a_full_attention(graph, add) -> bool:
     return reader is not None and reader.op_type == "MatMul"
 
 
-@RULES.graph_pass("Reshape", chips=TILE_OF_ONES_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+RELATIVE_SHIFT_CHIPS = ("rk3588", "rk3566", "rk3568")
+RELATIVE_SHIFT_TALL_ATTRIBUTE = "rknn_relative_shift_tall_view"
+
+
+@RULES.graph_pass("Reshape", chips=("rk3566", "rk3568"), OBSERVED=TOOLKIT_OBSERVED)
+def relative_shift_tall_view(graph, chip):
+    """{OBSERVED} runs on RK3566's CPU, at every size, the Reshape that views Transformer-XL's padded position scores tall ([1, H, T, 2T] -> [1, H, 2T, T]) for the Slice that drops their first row (Wav2Vec2-Conformer's relative shift), where the same regroup between other layers stays on the NPU (last_axes_regroup_pack). The pass marks it for the rule relative_shift_tall_view.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 (2026-12-04, int8): tests/forms_models.py
+    relative_shift_linear_pack (q, k, v Linears, T = 16, 32, 50, 199; the crop added to a model
+    input and read by a Relu): CPU in every case; relative_shift_pack run on RK3566 (not held, its
+    q and k model inputs): CPU but where the padded scores are a Concat of a model input (NPU).
+    RK3568 is taken to behave as RK3566.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape" and n.outputs]:
+        shape = last_axes_regroup(node)
+        drop = graph.only_consumer(node.outputs[0].name)
+        if shape is None or shape[1] != 2 * shape[0] or shape[2:] != (shape[1], shape[0]) or drop is None or drop.op_type != "Slice" or len(drop.inputs) < 4:
+            continue
+        if [a % 4 for a in _ints(drop.inputs[3]) or []] == [2] and list(_ints(drop.inputs[1]) or []) == [1]:
+            graph.fuse([node], "Reshape", attributes={RELATIVE_SHIFT_TALL_ATTRIBUTE: int(shape[0])})
+
+
+@RULES.graph_pass("Reshape", chips=RELATIVE_SHIFT_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
 def cropped_view_added_to_attention_scores(graph, chip):
     """{OBSERVED} runs on the CPU a Reshape whose result, cropped along its last axis by a Slice, is added to an attention's scores (q @ k^T + it, scaled, Softmax, @ v): Transformer-XL's relative shift as Wav2Vec2-Conformer writes it. The pass marks it for the rule cropped_view_added_to_attention_scores.
 
@@ -4088,8 +4111,8 @@ def cropped_view_added_to_attention_scores(graph, chip):
     CPU at T = 8, 16, 32, 50, 199; a split [1, H, T*(2T-1)] -> [1, H, T, 2T-1] before the crop:
     CPU; the same chain with the Softmax read by a Relu, with the scores a model input instead of
     q @ k^T, with the crop added to a model input, or with no crop (a regroup added as it is): NPU.
-    Not measured: RK3566 (there the key's Transpose and the Softmax of the same attention run on
-    the CPU as well).
+    RK3566 (relative_shift_linear_pack, 2026-12-04): the view back on the CPU at T = 16, 32, 50,
+    199; with the crop added to a model input and read by a Relu: NPU. RK3568 taken alike.
     """
     for node in [n for n in graph.nodes if n.op_type == "Reshape" and n.outputs]:
         crop = graph.only_consumer(node.outputs[0].name)

@@ -1865,9 +1865,16 @@ def unaligned_last_axes_regroup(node: NodeView, chip: str):
     return Offence(shape[0] * shape[1], f"[{shape[0]}, {shape[1]}] -> [{shape[2]}, {shape[3]}]")
 
 
-@RULES.rule("Reshape", chips=_passes.TILE_OF_ONES_CHIPS)
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def relative_shift_tall_view(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU the Reshape that views the padded position scores of Transformer-XL's relative shift tall for the Slice dropping their first row (Wav2Vec2-Conformer), at every size (rknn-toolkit2 2.5.0, observed; passes.relative_shift_tall_view marks it and says what was measured)."""
+    tokens = node.attr(_passes.RELATIVE_SHIFT_TALL_ATTRIBUTE)
+    return Offence(int(tokens), "tokens of a relative shift's tall view") if tokens is not None else None
+
+
+@RULES.rule("Reshape", chips=_passes.RELATIVE_SHIFT_CHIPS)
 def cropped_view_added_to_attention_scores(node: NodeView, chip: str):
-    """On RK3588 the toolkit runs on the CPU a Reshape whose result, cropped along its last axis, is added to an attention's scores (Transformer-XL's relative shift: rknn-toolkit2 2.5.0, observed; passes.cropped_view_added_to_attention_scores marks it)."""
+    """On RK3588 and RK3566 the toolkit runs on the CPU a Reshape whose result, cropped along its last axis, is added to an attention's scores (Transformer-XL's relative shift: rknn-toolkit2 2.5.0, observed; passes.cropped_view_added_to_attention_scores marks it)."""
     return Offence("crop", "a view cropped into an attention's scores") if node.attr(_passes.CROPPED_BIAS_VIEW_ATTRIBUTE) is not None else None
 
 
