@@ -1224,7 +1224,6 @@ def kv_attention(side: int = 4, stride: int = 2, heads: int = 2, head: int = 32,
     return _model(n, [_vi("x", [1, c, side, side])], [_vi("y", [1, c])], [i for i in inits if i.name in used])
 
 
-
 def _softmax_merge_and_token_mean(scores: str) -> list:
     """The attention's end shared by kv_attention and qk_attention: Softmax over the keys, the
     product by v ("v"), the heads merged back ("merged"), the output Linear ("w_o") and the mean
@@ -2860,7 +2859,6 @@ CASES += [Case(f"xca_swap_{key}", "pool: EdgeNeXt's swap into tokens around its 
                lambda v=v: xca_swap_pack(v), ("rk3588", "rk3566")) for key, v in XCA_SWAP_PACKS.items()]
 
 
-
 # ---- pool: LeViT's MLP, transformers' spelling (found on the held-out hf_levit/rk3566) ----
 
 
@@ -3287,8 +3285,6 @@ CASES += [Case(f"integer_path_{v}", "pool: integer arithmetic at run time (RoBER
           for v in INTEGER_PATH_VARIANTS]
 
 
-
-
 # ---- pool: a speech encoder's front (wav2vec2 / HuBERT as transformers writes them) ----
 
 FEATURES = 32  # the feature extractor's channels (the pool's tiny wav2vec2/HuBERT configs)
@@ -3437,8 +3433,6 @@ IDENTITY_PACKS = {
 # a Linear: on RK3588 the toolkit names its layout Reshape into the NPU after the Identity (NPU).
 CASES += [Case(f"identity_{name}", "pool: an Identity on a run-time tensor (PP-OCR's direction classifier ends Softmax, Identity)",
                lambda v=v: identity_pack(v), ("rk3566", "rk3588")) for name, v in IDENTITY_PACKS.items()]
-
-
 
 
 # ---- pool (issue 27, tuning part): how a token stream from a patch embedding is pooled (EVA-02) ----
@@ -3799,7 +3793,6 @@ CASES.append(Case("window_pack", "pool: Swin's window partition, window attentio
 # in the pool have that second Reshape on the CPU too. Not explained.
 WINDOW_COSINE_PACK = (("s16c96_w8_cosine", 16, 96, 3, "cosine", 8), ("s21c96_cosine", 21, 96, 3, "cosine"))
 CASES.append(Case("window_cosine_pack", "pool: Swin-V2's window attention (q and k L2-normalised)", lambda: window_pack(WINDOW_COSINE_PACK), ("rk3566",)))
-
 
 
 # ---- pool (issue 27, rk3566 tuning part): TinyViT's window block between its convolutions -------
@@ -5615,8 +5608,6 @@ CASES.append(Case("identity_reshape_pack", "fresh3: a Reshape to the shape it al
                   lambda: _packed(_identity_reshape_case, IDENTITY_RESHAPE_PACK, 65, opset=17), ("esp32s3",)))
 
 
-
-
 # RoFormer's attention as transformers writes it: q and k each their own Linear, the heads split
 # (Reshape [1, T, H, D], Transpose [0, 2, 1, 3]), then the rotary embedding on the 4-D heads:
 # x * cos + rotate(x) * sin, rotate interleaved (x[..., 1::2] negated and x[..., ::2] stacked on a
@@ -6790,3 +6781,51 @@ def _relative_shift_linear_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("relative_shift_linear_pack", "fresh3: Transformer-XL's relative shift inside attention from Linears (Wav2Vec2-Conformer)",
                   lambda: _packed(_relative_shift_linear_case, RELATIVE_SHIFT_LINEAR_PACK, 151, used_only=True, opset=13), ("rk3566",)))
+
+
+# ---- fresh4 (transformers' SAM) on RK3588: the key's Transpose beside a query read twice --------------
+
+# SAM's vision attention: a [1, a, a, C] map through the joint qkv Linear, Reshape [B, N, 3, H, D],
+# Transpose [2, 0, 3, 1, 4], Reshape [3, B*H, N, D], Split and Squeeze into q, k, v; (q * scale) @ k^T
+# (Transpose [0, 2, 1]), plus the decomposed relative positions computed from q ("q": q viewed
+# [B*H, a, a, D], two Einsums with the height and width tables, Unsqueezed at 4 and 3, added, viewed
+# [B*H, N, N]), a constant bias ("const") or none ("none"); Softmax, @ v, heads merged, a Linear.
+# (name, B, N, H, D, bias)
+SAM_ATTENTION_PACK = (("relq_win16", 1, 16, 2, 32, "q"), ("relq_glob64", 1, 64, 2, 32, "q"),
+                      ("none_glob64", 1, 64, 2, 32, "none"), ("const_glob64", 1, 64, 2, 32, "const"))
+
+
+def _sam_attention_case(rng, spec) -> tuple[list, list, list, list]:
+    name, b, n, heads, d, bias = spec
+    p = f"sam_{name}_"
+    node = _prefixed(p)
+    c, a = heads * d, int(round(n ** 0.5))
+    inits = [_const(p + "wqkv", _weights(rng, c, 3 * c)), _const(p + "bqkv", _weights(rng, 3 * c)),
+             _const(p + "s5", np.array([b, n, 3, heads, d], np.int64)), _const(p + "s4", np.array([3, b * heads, n, d], np.int64)),
+             _const(p + "split", np.array([1, 1, 1], np.int64)), _const(p + "ax0", np.array([0], np.int64)),
+             _const(p + "scale", np.float32(d ** -0.5)), _const(p + "rel", _weights(rng, b * heads, n, n)),
+             _const(p + "wo", _weights(rng, c, c)), _const(p + "back", np.array([b, heads, n, d], np.int64)), _const(p + "merged", np.array([b, n, c], np.int64))]
+    nodes = [node("MatMul", ["x", "wqkv"], "qkv0"), node("Add", ["qkv0", "bqkv"], "qkv"), node("Reshape", ["qkv", "s5"], "qkv5"),
+             node("Transpose", ["qkv5"], "qkvt", perm=[2, 0, 3, 1, 4]), node("Reshape", ["qkvt", "s4"], "qkv4"),
+             helper.make_node("Split", [p + "qkv4", p + "split"], [p + "q3", p + "k3", p + "v3"], name=p + "split", axis=0),
+             node("Squeeze", ["q3", "ax0"], "q"), node("Squeeze", ["k3", "ax0"], "k"), node("Squeeze", ["v3", "ax0"], "v"),
+             node("Mul", ["q", "scale"], "qs"), node("Transpose", ["k"], "kt", perm=[0, 2, 1]), node("MatMul", ["qs", "kt"], "scores")]
+    scores = p + "scores"
+    if bias == "q":
+        inits += [_const(p + "rh", _weights(rng, a, a, d)), _const(p + "rw", _weights(rng, a, a, d)), _const(p + "grid", np.array([b * heads, a, a, d], np.int64)),
+                  _const(p + "ax4", np.array([4], np.int64)), _const(p + "ax3", np.array([3], np.int64)), _const(p + "flat", np.array([b * heads, n, n], np.int64))]
+        nodes += [node("Reshape", ["q", "grid"], "qg"), node("Einsum", ["qg", "rh"], "relh", equation="bhwc,hkc->bhwk"),
+                  node("Einsum", ["qg", "rw"], "relw", equation="bhwc,wkc->bhwk"), node("Unsqueeze", ["relh", "ax4"], "relh5"),
+                  node("Unsqueeze", ["relw", "ax3"], "relw5"), node("Add", ["relh5", "relw5"], "relsum"), node("Reshape", ["relsum", "flat"], "relq"),
+                  node("Add", ["scores", "relq"], "biased")]
+        scores = p + "biased"
+    elif bias == "const":
+        nodes.append(node("Add", ["scores", "rel"], "biased"))
+        scores = p + "biased"
+    nodes += [node("Softmax", [scores], "attn", axis=-1), node("MatMul", ["attn", "v"], "o"), node("Reshape", ["o", "back"], "o4"),
+              node("Transpose", ["o4"], "ot", perm=[0, 2, 1, 3]), node("Reshape", ["ot", "merged"], "om"), node("MatMul", ["om", "wo"], "y")]
+    return nodes, inits, [_vi(p + "x", [b, a, a, c])], [_vi(p + "y", [b, n, c])]
+
+
+CASES.append(Case("sam_attention_pack", "fresh4: SAM's attention, the key's Transpose beside a query that also makes the relative positions",
+                  lambda: _packed(_sam_attention_case, SAM_ATTENTION_PACK, 253, opset=13), ("rk3588",)))

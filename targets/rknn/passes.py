@@ -2089,6 +2089,36 @@ def merge_of_many_token_sets(graph, chip):
             graph.fuse([node], "Reshape", attributes={MANY_SETS_MERGE_ATTRIBUTE: int(x[0])})
 
 
+# RK3588: the key's swap of a joint projection whose query also feeds another computation (SAM's
+# decomposed relative positions) is a Transpose layer of its own, on the CPU (rules.key_beside_a_query_read_twice).
+KEY_BESIDE_SHARED_QUERY_ATTRIBUTE = "rknn_key_beside_shared_query"
+KEY_BESIDE_SHARED_QUERY_CHIPS = ("rk3588",)
+
+
+def _key_beside_a_shared_query(graph, node) -> bool:
+    """`node` swaps the last two axes of a 3-D part of a joint projection (Split on axis 0 of the
+    stacked parts, each Squeezed) into a MatMul as its second operand, and another part is read by
+    more than one node (besides Shapes): the query scaled for the scores and also made into the
+    relative positions (SAM)."""
+    perm = _perm(node)
+    if perm != [0, 2, 1] or not node.inputs:
+        return False
+    readers = graph.consumers(node.outputs[0].name)
+    if len(readers) != 1 or readers[0].op_type != "MatMul" or readers[0].inputs[1].name != node.outputs[0].name:
+        return False
+    squeeze = graph.producer(node.inputs[0].name)
+    split = graph.producer(squeeze.inputs[0].name) if squeeze is not None and squeeze.op_type == "Squeeze" and squeeze.inputs else None
+    if split is None or split.op_type != "Split" or int(split.attr("axis", 0)) != 0 or len([o for o in split.outputs if o.name]) != 3:
+        return False
+    for o in split.outputs:
+        for part in graph.consumers(o.name):
+            if part is squeeze or part.op_type != "Squeeze" or not part.outputs:
+                continue
+            if len([r for r in graph.consumers(part.outputs[0].name) if r.op_type != "Shape"]) > 1:
+                return True
+    return False
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
 def transposes_merged_into_matmul(graph, chip):
     """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, Concats of one tensor (GPT-2's key/value cache with no past), parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split), nor where two parts are multiplied over their tokens (channel attention, DaViT); and so is, on those chips, a merge of attention's result that puts the heads last ([N, H, T, D] to [N, T, D, H], NesT).
@@ -2120,6 +2150,9 @@ def transposes_merged_into_matmul(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if not node.outputs or graph.producer(node.outputs[0].name) is not node:
             continue  # joined the heads' Reshape with the Transpose before it
+        if chip in KEY_BESIDE_SHARED_QUERY_CHIPS and _key_beside_a_shared_query(graph, node):
+            graph.fuse([node], "Transpose", attributes={"perm": _perm(node), KEY_BESIDE_SHARED_QUERY_ATTRIBUTE: 1})
+            continue  # a Transpose layer of its own, on the CPU (rules place it)
         if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE)):
             continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts)
         if not (_reaches_matmul(graph, node, forward=True, by_constant=chip in TRANSPOSE_LAYER_ALIGN) or _reaches_matmul(graph, node, forward=False)):

@@ -786,6 +786,17 @@ def expand_of_int64(node: NodeView, chip: str):
     return Offence("int64", f"input {x.name}") if x is not None and x.dtype == "int64" and not _known(x) else None
 
 
+@RULES.rule("Transpose", chips=_passes.KEY_BESIDE_SHARED_QUERY_CHIPS)
+def key_beside_a_query_read_twice(node: NodeView, chip: str):
+    """On RK3588 the toolkit runs on the CPU, as a Transpose layer of its own, the key's swap into attention's scores when the key is a part of a joint q/k/v projection (Split and Squeeze) and the query also feeds another computation (SAM's decomposed relative positions made from q); with the query read by its scale alone the swap merges into the product (rknn-toolkit2 2.5.0, observed; passes.transposes_merged_into_matmul marks it).
+
+    Probed (tests/forms_models.py sam_attention_pack, RK3588, 2026-12-04): a [1, 4, 4, 64] and a
+    [1, 8, 8, 64] map, 2 heads of 32, relative positions from q: the key's Transpose on the CPU;
+    a constant bias or none: merged, no layer.
+    """
+    return Offence("query read twice", "key of a joint projection") if node.attr(_passes.KEY_BESIDE_SHARED_QUERY_ATTRIBUTE) is not None else None
+
+
 @RULES.rule("Max", "Min", placement=Placement.UNSUPPORTED, precisions=("int8",))
 def extreme_with_minus_infinity(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 refuses an int8 build where a Max or Min of a run-time tensor takes a constant holding -inf (`cannot convert float NaN to integer` in quant_utils._cal_scale_zp_min_max: the constant's range [-inf, m] gives an infinite scale and a NaN zero point); workaround: write the largest negative float32 (-3.4e38) instead of -inf, which converts (a jax2tf softmax's max(-inf, max(x)) writes such a Max).
