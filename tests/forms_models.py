@@ -6829,3 +6829,97 @@ def _sam_attention_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("sam_attention_pack", "fresh4: SAM's attention, the key's Transpose beside a query that also makes the relative positions",
                   lambda: _packed(_sam_attention_case, SAM_ATTENTION_PACK, 253, opset=13), ("rk3588",)))
+
+
+# ---- fresh2 (timm's ViT-RelPos and ViTamin): a patch embedding's tokens averaged without a class token ----
+
+# Both swap a 4x4 map of 384 channels into 16 tokens with no class token and end in x.mean(1) and a
+# LayerNorm of the [1, C] mean (fc_norm) before the head; RK3566 puts the patch Transpose on the CPU
+# where token_pool_pack's x.mean(1) of 32 channels kept it on the NPU. Each case: the patch embedding
+# (Conv 2x2 stride 2, Reshape [1, C, H*W], Transpose [0, 2, 1]) and a position Add, one block, x.mean(1)
+# (keepdims 0), then `ending`. (name, channels, side, norm, residual, final, ending): the block is a
+# Linear after `norm` ("w": LayerNorm written out as torch.onnx writes it at opset 13; "op": one
+# LayerNormalization; "": none), Added back to its input where `residual`; `final` a norm of the tokens
+# before the mean (as `norm`; or "relu", "mul" by a [C] constant; "keepdims": the mean keeps its axis);
+# norm "-": no block (the mean reads the position Add); a last False: no position Add (ViT-RelPos); `ending` "" (the mean is the output), "ln" (a written LayerNorm of the
+# mean, timm's fc_norm), "gemm" (a head Gemm), "ln_gemm".
+TOKEN_MEAN_PACK = tuple((f"c{c}_s{s}_{e or 'out'}", c, s, "w", True, "", e) for c, s in ((32, 4), (384, 4)) for e in ("", "ln", "gemm", "ln_gemm")) + (
+    ("c384_s7_ln_gemm", 384, 7, "w", True, "", "ln_gemm"), ("c192_s4_ln_gemm", 192, 4, "w", True, "", "ln_gemm"), ("c64_s4_ln_gemm", 64, 4, "w", True, "", "ln_gemm"))
+# Which part of the block decides (opset 17, for LayerNormalization): the norm's spelling, the residual,
+# a final norm before the mean (EfficientFormer's, MViTv2's), the mean's reader.
+TOKEN_MEAN_FACTORS_PACK = (
+    ("w_res", 384, 4, "w", True, "", ""), ("w_nores", 384, 4, "w", False, "", ""), ("none_res", 384, 4, "", True, "", ""),
+    ("none_nores", 384, 4, "", False, "", ""), ("op_res", 384, 4, "op", True, "", ""), ("op_nores", 384, 4, "op", False, "", ""),
+    ("w_res_final_w", 384, 4, "w", True, "w", ""), ("op_res_final_op", 384, 4, "op", True, "op", ""), ("none_res_final_w", 384, 4, "", True, "w", ""),
+    ("none_res_c32", 32, 4, "", True, "", ""), ("none_nores_c32", 32, 4, "", False, "", ""), ("op_res_c32", 32, 4, "op", True, "", ""),
+    ("w_res_s7", 384, 7, "w", True, "", ""), ("op_res_final_op_s7", 448, 7, "op", True, "op", ""),
+    ("none_res_final_relu", 384, 4, "", True, "relu", ""), ("none_res_final_mul", 384, 4, "", True, "mul", ""),
+    ("none_res_keepdims", 384, 4, "", True, "keepdims", ""), ("no_block", 384, 4, "-", False, "", ""), ("no_block_c32", 32, 4, "-", False, "", ""),
+    ("nopos_w_res", 384, 4, "w", True, "", "", False), ("nopos_none_res", 384, 4, "", True, "", "", False),
+    ("nopos_w_res_final_w", 384, 4, "w", True, "w", "", False), ("nopos_w_res_c32", 32, 4, "w", True, "", "", False),
+    ("nopos_none_res_c32", 32, 4, "", True, "", "", False), ("nopos_none_res_s7", 384, 7, "", True, "", "", False),
+    ("nopos_none_res_final_w", 384, 4, "", True, "w", "", False), ("nopos_none_res_relu", 384, 4, "", True, "relu", "", False))
+
+
+def _token_norm(node, p: str, x: str, c: int, rng, inits: list, tag: str, spelling: str) -> tuple[list, str]:
+    """LayerNorm over the last axis: one LayerNormalization ("op") or as torch.onnx writes it at opset
+    13 ("w": ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div, Mul, Add)."""
+    inits += [_const(p + tag + "_g", (1 + _weights(rng, c)).astype(np.float32)), _const(p + tag + "_b", _weights(rng, c))]
+    if spelling == "op":
+        return [node("LayerNormalization", [x, tag + "_g", tag + "_b"], tag, axis=-1, epsilon=1e-6)], p + tag
+    inits += [_const(p + tag + "_two", np.array(2.0, np.float32)), _const(p + tag + "_eps", np.array(1e-6, np.float32))]
+    nodes = [node("ReduceMean", [x], tag + "_mu", axes=[-1]), node("Sub", [x, tag + "_mu"], tag + "_d"),
+             node("Pow", [tag + "_d", tag + "_two"], tag + "_sq"), node("ReduceMean", [tag + "_sq"], tag + "_var", axes=[-1]),
+             node("Add", [tag + "_var", tag + "_eps"], tag + "_ve"), node("Sqrt", [tag + "_ve"], tag + "_sd"),
+             node("Div", [tag + "_d", tag + "_sd"], tag + "_n"), node("Mul", [tag + "_n", tag + "_g"], tag + "_s"),
+             node("Add", [tag + "_s", tag + "_b"], tag)]
+    return nodes, p + tag
+
+
+def _token_mean_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, side, norm, residual, final, ending, *position = spec
+    p, t = f"tmean_{name}_", side * side
+    node = _prefixed(p)
+    inits = [_const(p + "w_patch", _weights(rng, c, 3, 2, 2)), _const(p + "flat", np.array([1, c, t], np.int64)),
+             _const(p + "pos", _weights(rng, 1, t, c)), _const(p + "w_lin", (_weights(rng, c, c) / np.sqrt(c)).astype(np.float32))]
+    nodes = [node("Conv", ["x", "w_patch"], "patch_conv", kernel_shape=[2, 2], strides=[2, 2]), node("Reshape", ["patch_conv", "flat"], "flatten"),
+             node("Transpose", ["flatten"], "to_tokens", perm=[0, 2, 1])]
+    stream = p + "to_tokens"
+    if position != [False]:
+        nodes.append(node("Add", ["to_tokens", "pos"], "pos_add"))
+        stream = p + "pos_add"
+    x = stream
+    if norm in ("w", "op"):
+        ln, x = _token_norm(node, p, x, c, rng, inits, "norm1", norm)
+        nodes += ln
+    if norm != "-":
+        nodes.append(node("MatMul", [x, "w_lin"], "linear"))
+        x = p + "linear"
+    if residual:
+        nodes.append(node("Add", [stream, "linear"], "residual"))
+        x = p + "residual"
+    if final in ("w", "op"):
+        ln, x = _token_norm(node, p, x, c, rng, inits, "norm", final)
+        nodes += ln
+    elif final in ("relu", "mul"):
+        inits.append(_const(p + "gamma", _weights(rng, c)))
+        nodes.append(node("Relu", [x], "final") if final == "relu" else node("Mul", [x, "gamma"], "final"))
+        x = p + "final"
+    keep = int(final == "keepdims")
+    nodes.append(node("ReduceMean", [x], "mean", axes=[1], keepdims=keep))
+    x, out = p + "mean", [1, 1, c] if keep else [1, c]
+    if "ln" in ending:
+        ln, x = _token_norm(node, p, x, c, rng, inits, "fc_norm", "w")
+        nodes += ln
+    if "gemm" in ending:
+        inits += [_const(p + "w_head", _weights(rng, 10, c)), _const(p + "b_head", _weights(rng, 10))]
+        nodes.append(node("Gemm", [x, "w_head", "b_head"], "head", transB=1))
+        x, out = p + "head", [1, 10]
+    nodes.append(node("Identity", [x], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 3, 2 * side, 2 * side])], [_vi(p + "y", out)]
+
+
+CASES.append(Case("token_mean_pack", "fresh2: a patch embedding's tokens averaged without a class token, then a LayerNorm and a head (ViT-RelPos, ViTamin)",
+                  lambda: _packed(_token_mean_case, TOKEN_MEAN_PACK, 242), ("rk3566", "rk3588")))
+CASES.append(Case("token_mean_factors_pack", "fresh2: what decides the swap of tokens averaged without a class token (norm spelling, residual, final norm)",
+                  lambda: _packed(_token_mean_case, TOKEN_MEAN_FACTORS_PACK, 243, opset=17), ("rk3566", "rk3588")))

@@ -57,7 +57,7 @@ FRESH_LOOKED_AT = {
         "timm_dla46x_c/esp32s3", "timm_regnety_004/esp32s3", "timm_fastvit_t12/esp32s3", "timm_nf_regnet_b0/esp32s3",
     ),
     # h38-rk66fix looked at these rk3566 misses (a joint query/key projection's key; the swap into
-    # tokens before a token mean, measured, not fixed: docs/audit.md);
+    # tokens before a token mean, measured, not fixed: docs/audit.md; h8-fresh2 fixed it: the mean of a residual sum);
     # h38-rk88fix at the Pad of tokens viewed as a map (davit_tiny, twins_svt_small, both chips)
     # and GC ViT's Tile of ones (rk3588); swiftformer_xs/rk3588 probed, not fixed (docs/audit.md).
     "fresh2": ("timm_convit_tiny/rk3566", "timm_tnt_s_patch16_224/rk3566", "timm_vit_relpos_small_patch16_224/rk3566",

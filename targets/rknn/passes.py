@@ -2405,6 +2405,7 @@ def _feeds_kv_stack(graph, node, hops: int = 4) -> bool:
 # Where a token stream carried from a feature map's swap ends, as TOKEN_STREAM_ATTRIBUTE's value.
 STREAM_TO_3D_OUTPUT = 1
 STREAM_TO_TOKEN_MEAN = 2
+STREAM_TO_RESIDUAL_MEAN = 3
 
 
 def _token_axis_only(node, i: int) -> bool:
@@ -2422,11 +2423,67 @@ def _averages_sliced_tokens(graph, node, tensor) -> bool:
     return sliced is not None and sliced.op_type == "Slice" and _token_axis_only(sliced, 3)
 
 
+# Element-wise operators a residual stream passes through unchanged in layout before its mean: one
+# computed input, any other a constant (tests/forms_models.py token_mean_factors_pack: Relu, Mul).
+STREAM_ELEMENTWISE = frozenset({"Relu", "Add", "Sub", "Mul", "Div"})
+MAX_RESIDUAL_SUMS = 256  # Adds followed back from a mean to the swap (a ViT-S has 24 residual sums)
+
+
+def _computed_inputs(node) -> list:
+    return [t for t in node.inputs if t.name and not _known(t)]
+
+
+def _sums_back_to(graph, tensor, target: str, seen: set) -> bool:
+    """Whether `tensor` is `target` or a sum (Add) that reaches it through Adds alone: the residual
+    stream of a stack of blocks, x + f(x), back to the swap (a position Add on the way)."""
+    if tensor.name == target:
+        return True
+    if tensor.name in seen or len(seen) > MAX_RESIDUAL_SUMS:
+        return False
+    seen.add(tensor.name)
+    writer = graph.producer(tensor.name)
+    return writer is not None and writer.op_type == "Add" and any(_sums_back_to(graph, t, target, seen) for t in _computed_inputs(writer))
+
+
+def _averages_a_residual_sum(graph, node, tensor, swapped: str, hops: int = 4) -> bool:
+    """A ReduceMean over the tokens of a 3-D tensor [N, T, C] (x.mean(1), keepdims either way) that
+    a residual sum wrote, x + f(x) with both terms computed and x the swapped tokens `swapped` or a sum
+    of them (through up to `hops` element-wise operators by a constant: a Relu, a layer scale), with no
+    normalisation between: ViT-RelPos's and ViTamin's tokens averaged for the head."""
+    if node.op_type != "ReduceMean" or tensor.rank != 3 or not _token_axis_only(node, 1):
+        return False
+    writer = graph.producer(tensor.name)
+    for _ in range(hops + 1):
+        if writer is None or writer.op_type not in STREAM_ELEMENTWISE:
+            return False
+        computed = _computed_inputs(writer)
+        if writer.op_type == "Add" and len(computed) == 2:
+            return any(_sums_back_to(graph, t, swapped, set()) for t in computed)
+        if len(computed) != 1:
+            return False
+        writer = graph.producer(computed[0].name)
+    return False
+
+
+# The flattening Reshape and the residual Add of a swap that a Linear and the sum read straight (no
+# norm between), where the stream ends in STREAM_TO_RESIDUAL_MEAN (rules.swap_summed_before_a_token_mean).
+SWAP_SUMMED_ATTRIBUTE = "rknn_swap_summed_before_a_token_mean"
+
+
+def _summed_straight_beside_a_product(graph, node, readers):
+    """The residual Add when the swap's readers are a product by a constant (a Linear) and that Add
+    alone (no norm, no position Add first), else None."""
+    adds = [r for r in readers if r.op_type == "Add" and len(_computed_inputs(r)) == 2]
+    products = [r for r in readers if r.op_type == "MatMul" and r.inputs[0].name == node.outputs[0].name and _known(r.input(1))]
+    return adds[0] if len(adds) == 1 and products and len(adds) + len(products) == len(readers) else None
+
+
 def _token_stream_end(graph, node, limit: int = 4000) -> int | None:
     """Where the token stream from `node` (through rank-3 tensors only) ends in what makes the
-    toolkit lay the tokens out again: a 3-D model output (STREAM_TO_3D_OUTPUT, first), or a mean
-    over tokens sliced along their axis (STREAM_TO_TOKEN_MEAN); None if neither."""
-    frontier, seen, mean = [node.outputs[0]], set(), False
+    toolkit lay the tokens out again: a 3-D model output (STREAM_TO_3D_OUTPUT, first), a mean over
+    the tokens of a residual sum of them (STREAM_TO_RESIDUAL_MEAN), or a mean over tokens sliced
+    along their axis (STREAM_TO_TOKEN_MEAN); None if none."""
+    frontier, seen, mean, residual_mean = [node.outputs[0]], set(), False, False
     while frontier and len(seen) < limit:
         tensor = frontier.pop()
         if tensor.name in seen:
@@ -2436,7 +2493,10 @@ def _token_stream_end(graph, node, limit: int = 4000) -> int | None:
             return STREAM_TO_3D_OUTPUT
         for reader in graph.consumers(tensor.name):
             mean = mean or _averages_sliced_tokens(graph, reader, tensor)
+            residual_mean = residual_mean or _averages_a_residual_sum(graph, reader, tensor, node.outputs[0].name)
             frontier += [o for o in reader.outputs if o.name and o.rank == 3]
+    if residual_mean:
+        return STREAM_TO_RESIDUAL_MEAN
     return STREAM_TO_TOKEN_MEAN if mean else None
 
 
@@ -2625,7 +2685,11 @@ def token_swap_beside_a_map_reshape(graph, chip):
         if to_tokens and _feeds_kv_stack(graph, node):
             graph.fuse([before, node], "Reshape", leader=before, attributes={TOKEN_KV_ATTRIBUTE: 1})
         elif to_tokens and (end := _token_stream_end(graph, node)) is not None:
+            summed = _summed_straight_beside_a_product(graph, node, readers) if end == STREAM_TO_RESIDUAL_MEAN else None
             graph.fuse([node], "Reshape", attributes={TOKEN_STREAM_ATTRIBUTE: end})
+            if summed is not None:
+                graph.fuse([before], "Reshape", attributes={SWAP_SUMMED_ATTRIBUTE: 1})
+                graph.fuse([summed], "Add", attributes={SWAP_SUMMED_ATTRIBUTE: 1})
         elif to_tokens or to_map:
             graph.eliminate(node)
 

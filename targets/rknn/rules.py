@@ -972,14 +972,25 @@ def reshape_into_cpu_softmax(node: NodeView, chip: str):
 
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
 def token_swap_carried_to_a_3d_output(node: NodeView, chip: str):
-    """On this chip the toolkit carries a feature map's swap into tokens (Transpose [0, 2, 1] after the flattening Reshape) down the token stream and, where the stream ends in a 3-D model output or a mean over tokens sliced along their axis (x[:, 1:].mean(1)), makes a Transpose layer there (on the CPU; for the mean, on the CPU or the NPU by the shapes); whether it names that layer after this Transpose depends on the order its passes ran (rknn-toolkit2 2.5.0, observed: BEiT's patch embedding named, CLIP's not; EVA-02's named before its token mean).
+    """On this chip the toolkit carries a feature map's swap into tokens (Transpose [0, 2, 1] after the flattening Reshape) down the token stream and, where the stream ends in a 3-D model output or a mean over tokens sliced along their axis (x[:, 1:].mean(1)), makes a Transpose layer there (on the CPU; for the mean, on the CPU or the NPU by the shapes); whether it names that layer after this Transpose depends on the order its passes ran (rknn-toolkit2 2.5.0, observed: BEiT's patch embedding named, CLIP's not; EVA-02's named before its token mean). Where the stream ends in a mean over the tokens (x.mean(1), no class token) read straight from a residual sum x + f(x) of them (through a Relu or a layer scale at most; not through a LayerNorm), the swap itself is that Transpose layer, on the CPU, named after it (observed: ViT-RelPos, ViTamin, tests/forms_models.py token_mean_pack and token_mean_factors_pack).
 
     Marked by passes.token_swap_beside_a_map_reshape.
     """
     end = node.attr("rknn_token_stream_output")
     if end is None:
         return None
+    if end == 3:  # passes.STREAM_TO_RESIDUAL_MEAN: named after this Transpose in every probe
+        return Offence("mean over the tokens of a residual sum", "token stream ends in")
     return Offence("3-D model output" if end == 1 else "mean over the tokens", "token stream ends in", uncertain=True)
+
+
+@RULES.rule("Reshape", "Add", chips=("rk3566", "rk3568"))
+def swap_summed_before_a_token_mean(node: NodeView, chip: str):
+    """On this chip, where a feature map's swap into tokens (Transpose [0, 2, 1]) is read straight by a Linear and by the residual sum of that Linear's result (no LayerNorm, no position Add between) and the stream ends in a mean over the tokens of a residual sum (token_swap_carried_to_a_3d_output), the flattening Reshape before the swap and that residual Add run on the CPU with it (rknn-toolkit2 2.5.0, observed: tests/forms_models.py token_mean_factors_pack "nopos_none_res*": 16 tokens of 32 or 384 channels, 49 of 384, a Relu before the mean; a LayerNorm of the tokens before the mean keeps all three on the NPU).
+
+    Marked by passes.token_swap_beside_a_map_reshape.
+    """
+    return Offence("mean over the tokens of a residual sum", "swap summed straight before") if node.attr("rknn_swap_summed_before_a_token_mean") == 1 else None
 
 
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
