@@ -6923,3 +6923,44 @@ CASES.append(Case("token_mean_pack", "fresh2: a patch embedding's tokens average
                   lambda: _packed(_token_mean_case, TOKEN_MEAN_PACK, 242), ("rk3566", "rk3588")))
 CASES.append(Case("token_mean_factors_pack", "fresh2: what decides the swap of tokens averaged without a class token (norm spelling, residual, final norm)",
                   lambda: _packed(_token_mean_case, TOKEN_MEAN_FACTORS_PACK, 243, opset=17), ("rk3566", "rk3588")))
+
+
+# ---- fresh2 (timm's TNT): F.unfold's patches, swapped into pixel sets, on RK3566 ----------------
+
+# torch.onnx writes TNT's F.unfold(x, k, stride=k) as a Pad, two index Gathers ([k, n] indices
+# i + k*j along H, then W: [1, C, k, n, k, n]), a Transpose [0, 1, 2, 4, 3, 5] and a Reshape
+# [1, C*k*k, n*n]; TNT swaps it (Transpose [0, 2, 1]) and views the patches as a batch [n*n, C, k, k]
+# for its pixel Conv. (name, k, n, form): "tnt" as written; "relu_after" the unfold's Reshape read by a
+# Relu (no swap after); "no_transpose" the Gathers' result viewed straight ([1, C*k*n, k*n]: no 6-D
+# Transpose before the Reshape) then swapped as TNT does.
+UNFOLD_PACK = (("tnt_k16_n4", 16, 4, "tnt"), ("tnt_k8_n4", 8, 4, "tnt"), ("tnt_k4_n4", 4, 4, "tnt"),
+               ("relu_after_k16_n4", 16, 4, "relu_after"), ("no_transpose_k16_n4", 16, 4, "no_transpose"))
+
+
+def _unfold_case(rng, spec) -> tuple[list, list, list, list]:
+    name, k, n, form = spec
+    p, s, c = f"unfold_{name}_", k * n, 3
+    node = _prefixed(p)
+    idx = (np.arange(k)[:, None] + k * np.arange(n)[None, :]).astype(np.int64)
+    inits = [_const(p + "pads", np.zeros(8, np.int64)), _const(p + "idx", idx), _const(p + "w", _weights(rng, 8, c, 3, 3))]
+    nodes = [node("Pad", ["x", "pads"], "pad"), node("Gather", ["pad", "idx"], "rows", axis=2), node("Gather", ["rows", "idx"], "cols", axis=4)]
+    if form == "no_transpose":
+        inits.append(_const(p + "flat", np.array([1, c * k * n, k * n], np.int64)))
+        nodes.append(node("Reshape", ["cols", "flat"], "unfolded"))
+        outs = [n * n, c, k, k]
+    else:
+        inits.append(_const(p + "flat", np.array([1, c * k * k, n * n], np.int64)))
+        nodes += [node("Transpose", ["cols"], "patches", perm=[0, 1, 2, 4, 3, 5]), node("Reshape", ["patches", "flat"], "unfolded")]
+    if form == "relu_after":
+        nodes.append(node("Relu", ["unfolded"], "y"))
+        return nodes, inits, [_vi(p + "x", [1, c, s, s])], [_vi(p + "y", [1, c * k * k, n * n])]
+    inits.append(_const(p + "sets", np.array([n * n, c, k, k] if form == "tnt" else [k * n, c, k, n], np.int64)))
+    nodes += [node("Transpose", ["unfolded"], "swap", perm=[0, 2, 1]), node("Reshape", ["swap", "sets"], "pixel_sets"),
+              node("Conv", ["pixel_sets", "w"], "y", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    out = [n * n, 8, k, k] if form == "tnt" else [k * n, 8, k, n]
+    return nodes, inits, [_vi(p + "x", [1, c, s, s])], [_vi(p + "y", out)]
+
+
+CASES.append(Case("unfold_pack", "fresh2: TNT's F.unfold (index Gathers, a 6-D Transpose, a Reshape) swapped into pixel sets",
+                  lambda: _packed(_unfold_case, UNFOLD_PACK, 244), ("rk3566", "rk3588")))
+

@@ -4426,3 +4426,65 @@ def shape_keeping_reshape_removed(graph, chip):
         readers = [r for r in graph.consumers(x.name) if r.op_type != "Shape"]
         if producer is not None and len(producer.outputs) == 1 and readers == [node]:
             graph.fuse([producer, node], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(node.outputs))
+
+
+# ---------------------------------------------------------------------------------------------
+# RK3566/RK3568: a Reshape between two Transpose layers, and tokens made a batch of maps (TNT's
+# F.unfold into pixel sets). Run after the passes above, which remove or merge the Transposes the
+# toolkit does not keep as layers.
+# ---------------------------------------------------------------------------------------------
+
+RESHAPE_BETWEEN_TRANSPOSES_CHIPS = ("rk3566", "rk3568")
+RESHAPE_BETWEEN_TRANSPOSES_ATTRIBUTE = "rknn_reshape_between_transpose_layers"
+MAPS_BATCH_ATTRIBUTE = "rknn_tokens_made_a_batch_of_maps"
+
+
+def _own_node(graph, node) -> bool:
+    """The model's own node, not one an earlier pass fused or marked."""
+    return graph.groups.get(node.name, [node.name]) == [node.name] and not any(a.name.startswith("rknn_") for a in node.proto.attribute)
+
+
+def _transpose_layer(graph, node) -> bool:
+    """A Transpose that no earlier pass removed, merged or marked: a Transpose layer, which RK3566
+    runs on the CPU."""
+    return node is not None and node.op_type == "Transpose" and _own_node(graph, node)
+
+
+@RULES.graph_pass("Reshape", chips=RESHAPE_BETWEEN_TRANSPOSES_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def reshape_between_transpose_layers(graph, chip):
+    """{OBSERVED} runs on the CPU a Reshape that a Transpose layer alone writes and another alone reads (TNT's F.unfold: a 6-D Transpose [0, 1, 2, 4, 3, 5], the Reshape to [1, C*k*k, T], the swap [0, 2, 1]), with them; a Reshape beside one Transpose layer only stays on the NPU.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (tests/forms_models.py unfold_pack,
+    2026-12-04): k = 16, 8 and 4 over 4x4 patches, between the two Transposes: CPU on RK3566;
+    after the 6-D Transpose read by a Relu, or before the swap without the 6-D Transpose: NPU;
+    RK3588 every node on the NPU.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        if len(node.inputs) != 2 or not node.outputs or not _own_node(graph, node):
+            continue
+        writer = graph.producer(node.inputs[0].name)
+        readers = graph.consumers(node.outputs[0].name)
+        if len(readers) == 1 and _transpose_layer(graph, writer) and _transpose_layer(graph, readers[0]) and graph.consumers(writer.outputs[0].name) == [node]:
+            graph.fuse([node], "Reshape", attributes={RESHAPE_BETWEEN_TRANSPOSES_ATTRIBUTE: 1})
+
+
+def _tokens_to_a_batch_of_maps(node) -> bool:
+    """A Reshape [1, T, X] -> [B, C, h, w] with B > 1: tokens (or their swap) viewed as a batch of
+    maps, TNT's pixel sets for its pixel Conv."""
+    x, out = _static_shape(node.inputs[0]) if node.inputs else None, _static_shape(node.outputs[0]) if node.outputs else None
+    return node.op_type == "Reshape" and x is not None and out is not None and len(x) == 3 and x[0] == 1 and len(out) == 4 and out[0] > 1
+
+
+@RULES.graph_pass("Reshape", chips=RESHAPE_BETWEEN_TRANSPOSES_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def tokens_made_a_batch_of_maps(graph, chip):
+    """{OBSERVED} runs on the CPU a Reshape that views a 3-D tensor of batch 1 as a batch of maps ([1, T, C*k*k] -> [T, C, k, k]: TNT's pixel sets, after the swap of its F.unfold), where a batch of token sets ([1, B*N, C] -> [B, N, C]) only split again stays on the NPU (batch_made_and_merged_by_reshapes).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 (2026-12-04): tests/forms_models.py unfold_pack
+    (16 sets of 3 x 16 x 16, 8 x 8 and 4 x 4 after TNT's swap, and 4 sets of 3 x 16 x 64 without
+    the 6-D Transpose, each read by a Conv) and a throwaway pack of tokens from a 3-D model input
+    (16 sets of 3 x 8 x 8 and 4 of 8 x 4 x 4, after a swap or a Relu, read by a Conv or a Relu;
+    docs/audit.md): CPU in every case; RK3588 NPU.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        if len(node.inputs) == 2 and _own_node(graph, node) and _tokens_to_a_batch_of_maps(node):
+            graph.fuse([node], "Reshape", attributes={MAPS_BATCH_ATTRIBUTE: 1})

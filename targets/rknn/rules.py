@@ -994,6 +994,24 @@ def swap_summed_before_a_token_mean(node: NodeView, chip: str):
 
 
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def reshape_between_transpose_layers(node: NodeView, chip: str):
+    """On this chip a Reshape that a Transpose layer alone writes and another Transpose layer alone reads (TNT's F.unfold: a 6-D Transpose, the Reshape to [1, C*k*k, T], the swap into pixel sets) runs on the CPU with them (rknn-toolkit2 2.5.0, observed: tests/forms_models.py unfold_pack).
+
+    Marked by passes.reshape_between_transpose_layers.
+    """
+    return Offence("Transpose layers", "between two") if node.attr("rknn_reshape_between_transpose_layers") == 1 else None
+
+
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def tokens_made_a_batch_of_maps(node: NodeView, chip: str):
+    """On this chip a Reshape that views a 3-D tensor of batch 1 as a batch of maps ([1, T, C*k*k] -> [T, C, k, k]: TNT's pixel sets) runs on the CPU (rknn-toolkit2 2.5.0, observed: tests/forms_models.py unfold_pack and a pack of tokens from a model input).
+
+    Marked by passes.tokens_made_a_batch_of_maps.
+    """
+    return Offence(tuple(node.output(0).shape), "tokens viewed as a batch of maps") if node.attr("rknn_tokens_made_a_batch_of_maps") == 1 else None
+
+
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
 def token_swap_moved_past_a_regroup(node: NodeView, chip: str):
     """On this chip a feature map's swap into tokens (Transpose [0, 2, 1] after the flattening Reshape) followed by a Reshape that regroups the tokens on the leading axis ([N, T, C] -> [N*A, T/A, C], area attention) is moved after that Reshape by the toolkit, as a Reshape and a Transpose layer on the CPU; which of the two ONNX nodes it names the CPU layers after depends on the order its passes ran (rknn-toolkit2 2.5.0, observed: YOLO12's area attention names the Transpose, a small model of the form the Reshape).
 
