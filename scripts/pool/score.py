@@ -89,6 +89,8 @@ FRESH_LOOKED_AT = {
                # h7-rk66 (issue 27): WavLM's heads into its gates' Linear on RK3566 (docs/audit.md); Swin2SR's
                # windowed heads of 30 looked at, not probed.
                "hf_wavlm/rk3566", "hf_swin2sr/rk3566",
+               # h8-rk66b (issue 27) looked at tv_ssd300_vgg16/rk3566 again (listed above): the Concat of cells on the
+               # CPU or laid out by anchors, by the levels' rows (docs/audit.md).
                # h4b-eiq: the i.MX 93 and ESP32-S3 misses of the blind score (docs/audit.md, "fresh3's i.MX 93 and ESP32-S3 misses").
                "tv_raft_small/imx93", "tv_ssd300_vgg16/imx93", "pypi_magika/imx93", "hf_sew/esp32s3",
                # h7-eiq: BLOOM's Vela failure read (a Softmax of a float32-min causal mask) once LayerNormalization converted.

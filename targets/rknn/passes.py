@@ -2765,10 +2765,21 @@ CONCAT_FORM_ATTRIBUTE = "rknn_concat_form"
 CONCAT_BY_CELLS = "cells"
 # [1, H*W*A, 1, K] per level: the innermost axis changes from A*K to K.
 CONCAT_BY_ANCHORS = "anchors"
-# OBSERVED (RK3588, tests/forms_models.py head_concat_pack): concatenated by cells, levels of unequal
-# widths A*K where a level of more than one cell has a width not a multiple of this put the Concat on the CPU.
-CELLS_WIDTH_ALIGN = 16
+# OBSERVED (tests/forms_models.py head_concat_pack, RK3588; cpu_concat_levels_pack, RK3566): levels of
+# unequal widths A*K where a level of more than one cell has a width not a multiple of the chip's
+# channel block cannot be concatenated by cells on the NPU (the blocks of rules.OUTPUT_CHANNEL_ALIGN).
+CELLS_WIDTH_ALIGN = {"rk3588": 16, "rk3566": 8, "rk3568": 8}
+# OBSERVED (cpu_concat_levels_pack, cpu_concat_order_pack; RK3566 and RK3588): the toolkit then lays
+# the levels out by anchors instead, the Concat on the NPU, when every level of more than one cell has
+# rows H*W*A a multiple of this; else the Concat runs on the CPU.
+ANCHOR_ROWS_STEP = 4
+# OBSERVED: on RK3588 the 1x1 level's width does not count (head_concat_pack: 10x10x4 and 1x1x6 of K = 4,
+# widths 16 and 24, by cells on the NPU); on RK3566 it does (cpu_concat_levels_pack: 10x10x6, 5x5x4 and
+# 1x1x5 of K = 4, widths 24, 16 and 20, laid out by anchors).
+SINGLE_CELL_WIDTH_IGNORED = ("rk3588",)
 CELLS_OF_UNEQUAL_WIDTHS_ATTRIBUTE = "rknn_cells_of_unequal_widths"
+# Marks each level of a Concat that runs on the CPU (rules.anchor_merge_into_concat reads it).
+LEVEL_OF_CPU_CONCAT_ATTRIBUTE = "rknn_level_of_cpu_concat"
 # OBSERVED (same pack): the one 1x1 level of a head keeps its Reshape on the NPU whatever its width;
 # with two 1x1 levels (SSDlite) both run on the CPU where the width is unaligned.
 ONLY_SINGLE_CELL_LEVEL_ATTRIBUTE = "rknn_only_single_cell_level"
@@ -2792,20 +2803,29 @@ def _anchor_merge(graph, node):
     return (h, w, a, k) if out.shape == (n, h * w * a, k) else None
 
 
-@RULES.graph_pass("Reshape", "Concat", OBSERVED=TOOLKIT_OBSERVED, CELLS_ALIGN=CELLS_WIDTH_ALIGN)
+@RULES.graph_pass("Reshape", "Concat", OBSERVED=TOOLKIT_OBSERVED, CELLS_ALIGN="16 on RK3588, 8 on RK3566/RK3568", ROWS=ANCHOR_ROWS_STEP)
 def detection_head_concat_layout(graph, chip):
     """{OBSERVED} concatenates a detection head's levels (Reshape [N, H, W, A, K] -> [N, H*W*A, K] per level, then Concat) in one of two layouts, decided by all the levels together: as [H*W, A*K, 1, 1] blocks when some level is a 1x1 map, else as [1, H*W*A, 1, K]; the audit notes which on each level's Reshape, where the Reshape's placement depends on it.
 
     Measured on ssdlite320_mobilenet_v3_large's six-level head (10x10 to 1x1 maps) and on small
     heads of 10/5/3/2/1/1, 5/3/2/1, 10/5/3, 5/3/2 and 5/3 maps (their layer tables).
-    Concatenated by cells, on RK3588 the Concat itself runs on the CPU when the levels' widths A*K
-    differ and a level of more than one cell has a width not a multiple of {CELLS_ALIGN}
-    (tests/forms_models.py head_concat_pack: SSD300's levels 38/19/10/5/3/1 with 4/6/6/6/4/4
-    anchors of K = 4 or 91, from 19 or with a first level of 32, 40 or 45: CPU; every level of
-    one width (16 or 24), all widths multiples of 16 (K = 16; 4 and 8 anchors of K = 4), or the
-    unaligned width on the 1x1 level only: NPU). The audit marks it (rule cells_of_unequal_widths).
+    Cells cannot be concatenated on the NPU when the levels' widths A*K differ and a level of more
+    than one cell (on RK3566/RK3568 any level) has a width not a multiple of the channel block
+    ({CELLS_ALIGN}); the toolkit then
+    lays the levels out by anchors (the Concat on the NPU) when every level of more than one cell
+    has rows H*W*A a multiple of {ROWS}, else runs the Concat on the CPU: the audit marks it (rule
+    cells_of_unequal_widths) and its levels (rules.anchor_merge_into_concat).
+    tests/forms_models.py head_concat_pack (RK3588): SSD300's levels 38/19/10/5/3/1 with 4/6/6/6/4/4
+    anchors of K = 4 or 91, from 19 or with a first level of 32, 40 or 45: CPU; every level of one
+    width (16 or 24), all widths multiples of 16, or the unaligned width on the 1x1 level only: NPU.
+    cpu_concat_levels_pack and cpu_concat_order_pack (RK3566 and RK3588, K = 91, 5, 12, 20; square
+    and rectangular levels; the 1x1 level first, in the middle, last): the Concat on the CPU with a
+    level of rows 2166, 294, 30, 150 or 125; on the NPU, every other level's Reshape on the CPU (laid
+    out by anchors), with rows 2888/500/216, 432/484/980/192 or 400/100 (the Concat's offsets do not
+    matter: a 1x1 level of 5 rows in the middle kept it on the NPU).
     The one 1x1 level of a head keeps its Reshape on the NPU at an unaligned width (24 or 364; four
-    heads), where two 1x1 levels of width 24 run both on the CPU (three heads, SSDlite's form).
+    heads; and in every head laid out by anchors so), where two 1x1 levels of width 24 run both on
+    the CPU (three heads, SSDlite's form).
     """
     for concat in [n for n in graph.nodes if n.op_type == "Concat"]:
         levels = [graph.producer(t.name) for t in concat.inputs]
@@ -2813,14 +2833,29 @@ def detection_head_concat_layout(graph, chip):
         if len(levels) < 2 or any(s is None for s in shapes) or any(graph.only_consumer(r.outputs[0].name) is not concat for r in levels):
             continue
         form = CONCAT_BY_CELLS if any(h * w == 1 for h, w, _, _ in shapes) else CONCAT_BY_ANCHORS
+        unaligned = _cells_not_concatenated(shapes, chip) if form == CONCAT_BY_CELLS else None
+        on_cpu = unaligned is not None and any((h * w * a) % ANCHOR_ROWS_STEP for h, w, a, _ in shapes if h * w > 1)
+        if unaligned is not None and not on_cpu:
+            form = CONCAT_BY_ANCHORS
         single_cells = [r for r, (h, w, _, _) in zip(levels, shapes) if h * w == 1]
         for reshape in levels:
             only = {ONLY_SINGLE_CELL_LEVEL_ATTRIBUTE: 1} if single_cells == [reshape] else {}
-            graph.fuse([reshape], "Reshape", leader=reshape, attributes={CONCAT_FORM_ATTRIBUTE: form, **only})
-        widths = {a * k for _, _, a, k in shapes}
-        unaligned = [a * k for h, w, a, k in shapes if h * w > 1 and (a * k) % CELLS_WIDTH_ALIGN]
-        if form == CONCAT_BY_CELLS and len(widths) > 1 and unaligned:
-            graph.fuse([concat], "Concat", attributes={CELLS_OF_UNEQUAL_WIDTHS_ATTRIBUTE: unaligned[0]})
+            beside = {LEVEL_OF_CPU_CONCAT_ATTRIBUTE: 1} if on_cpu else {}
+            graph.fuse([reshape], "Reshape", leader=reshape, attributes={CONCAT_FORM_ATTRIBUTE: form, **only, **beside})
+        if on_cpu:
+            graph.fuse([concat], "Concat", attributes={CELLS_OF_UNEQUAL_WIDTHS_ATTRIBUTE: unaligned})
+
+
+def _cells_not_concatenated(shapes, chip):
+    """The first unaligned width when the levels (H, W, A, K) cannot be concatenated by cells on the
+    chip's NPU (unequal widths A*K, a level unaligned to the channel block: on RK3588 one of more than
+    one cell, on RK3566/RK3568 any, the 1x1 level's too); else None."""
+    align = CELLS_WIDTH_ALIGN.get(chip)
+    if align is None or len({a * k for _, _, a, k in shapes}) < 2:
+        return None
+    counted = [s for s in shapes if s[0] * s[1] > 1] if chip in SINGLE_CELL_WIDTH_IGNORED else shapes
+    unaligned = [a * k for _, _, a, k in counted if (a * k) % align]
+    return unaligned[0] if unaligned else None
 
 
 # The attribute the pass below gives each flattened level of a Concat along the last axis:

@@ -881,9 +881,15 @@ def unaligned_3d_model_output(node: NodeView, chip: str):
     return Offence(width, "output width") if width % OUTPUT_WIDTH_ALIGN_3D[chip] else None
 
 
-@RULES.rule("Reshape", chips=tuple(OUTPUT_CHANNEL_ALIGN), ALIGN="16 on RK3588, 8 on RK3566/RK3568")
+# OBSERVED (RK3566, tests/forms_models.py cpu_concat_levels_pack, cpu_concat_order_pack): a level of a
+# Concat on the CPU whose rows H*W*A are a multiple of this keeps its Reshape on the NPU at any width
+# (SSD300's 38x38 and 10x10 class levels; rows 36 or 180 not).
+CPU_CONCAT_LEVEL_ROWS_ALIGN = 8
+
+
+@RULES.rule("Reshape", chips=tuple(OUTPUT_CHANNEL_ALIGN), ALIGN="16 on RK3588, 8 on RK3566/RK3568", ROWS=CPU_CONCAT_LEVEL_ROWS_ALIGN)
 def anchor_merge_into_concat(node: NodeView, chip: str):
-    """A detection head's Reshape [N, H, W, A, K] -> [N, H*W*A, K] (A anchors of K values, one level of a Concat) runs on the CPU when the toolkit's layout of the levels moves unaligned channels: laid out as [H*W, A*K, 1, 1] (some level is a 1x1 map), when A*K is not a multiple of the channel block ({ALIGN}); laid out as [1, H*W*A, 1, K], on RK3588 when A > 1 and K is not a multiple of 16, on RK3566/RK3568 always.
+    """A detection head's Reshape [N, H, W, A, K] -> [N, H*W*A, K] (A anchors of K values, one level of a Concat) runs on the CPU when the toolkit's layout of the levels moves unaligned channels: laid out as [H*W, A*K, 1, 1] (some level is a 1x1 map), when A*K is not a multiple of the channel block ({ALIGN}), except on RK3566/RK3568 beside a Concat on the CPU with rows H*W*A a multiple of {ROWS}; laid out as [1, H*W*A, 1, K], on RK3588 when A > 1 and K is not a multiple of 16, on RK3566/RK3568 always. A head's one 1x1 level stays on the NPU.
 
     Measured with rknn-toolkit2 2.5.0 on ssdlite320_mobilenet_v3_large's head (A = 6, K = 4 and
     91, 10x10 to 1x1 maps) and on small heads (K = 4, 8, 16, 91; A = 1, 2, 6) of 10/5/3/2/1/1
@@ -897,9 +903,12 @@ def anchor_merge_into_concat(node: NodeView, chip: str):
         return None
     form = form.decode() if isinstance(form, bytes) else form
     anchors, values = x.shape[3], x.shape[4]
+    if node.attr(_passes.ONLY_SINGLE_CELL_LEVEL_ATTRIBUTE) is not None:
+        return None  # the head's one 1x1 level: NPU at any width (tests/forms_models.py head_concat_pack, cpu_concat_levels_pack)
     if form == "cells":
-        if node.attr(_passes.ONLY_SINGLE_CELL_LEVEL_ATTRIBUTE) is not None:
-            return None  # the head's one 1x1 level: NPU at any width (tests/forms_models.py head_concat_pack)
+        rows = x.shape[1] * x.shape[2] * anchors
+        if chip != "rk3588" and node.attr(_passes.LEVEL_OF_CPU_CONCAT_ATTRIBUTE) is not None and rows % CPU_CONCAT_LEVEL_ROWS_ALIGN == 0:
+            return None  # beside a CPU Concat on RK3566 (tests/forms_models.py cpu_concat_levels_pack)
         channels = anchors * values
         return Offence(channels, "channels per map cell") if channels % OUTPUT_CHANNEL_ALIGN[chip] else None
     if chip != "rk3588":
@@ -1954,9 +1963,9 @@ def view_of_a_map_on_cpu(node: NodeView, chip: str):
     return None if n is None else Offence(tuple(n), "map viewed")
 
 
-@RULES.rule("Concat", chips=("rk3588",), ALIGN=_passes.CELLS_WIDTH_ALIGN)
+@RULES.rule("Concat", chips=tuple(_passes.CELLS_WIDTH_ALIGN), ALIGN="16 on RK3588, 8 on RK3566/RK3568", ROWS=_passes.ANCHOR_ROWS_STEP)
 def cells_of_unequal_widths(node: NodeView, chip: str):
-    """On RK3588 a detection head's Concat of levels laid out by cells (some level is a 1x1 map) runs on the CPU when the levels' widths A*K differ and a level of more than one cell has a width not a multiple of {ALIGN} (torchvision's SSD300: 4 and 6 anchors of 4 values; rknn-toolkit2 2.5.0, observed; passes.detection_head_concat_layout marks it)."""
+    """A detection head's Concat of levels laid out by cells (some level is a 1x1 map) runs on the CPU when the levels' widths A*K differ, a level of more than one cell (on RK3566/RK3568 any level) has a width not a multiple of {ALIGN} and a level of more than one cell has rows H*W*A not a multiple of {ROWS} (with every such level's rows a multiple of it the toolkit lays them out by anchors, the Concat on the NPU). torchvision's SSD300: 4 and 6 anchors of 4 values on RK3588, of 91 on both chips; rknn-toolkit2 2.5.0, observed; passes.detection_head_concat_layout marks it."""
     width = node.attr(_passes.CELLS_OF_UNEQUAL_WIDTHS_ATTRIBUTE)
     return Offence(int(width), "a level's width among unequal widths") if width is not None else None
 
