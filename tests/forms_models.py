@@ -2112,7 +2112,7 @@ PAD_TOKENS_PACK = tuple(
     for h, c, p, axes in ((8, 128, 6, "hw"), (8, 128, 6, "h"), (4, 24, 3, "hw"), (4, 256, 3, "hw"), (2, 40, 5, "hw"))
 )
 CASES.append(Case("pad_tokens_pack", "pool: a Pad of a Conv's map as tokens viewed as a map (Twins, DaViT)",
-                  lambda: pad_pack(13, PAD_TOKENS_PACK), ("rk3588",)))
+                  lambda: pad_pack(13, PAD_TOKENS_PACK), ("rk3588", "rk3566")))
 
 
 def _centred(p: str, nodes: list) -> str:

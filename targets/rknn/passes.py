@@ -2649,6 +2649,22 @@ def _swap_then_regroup(graph, node, regroup, fmap) -> None:
     graph.fuse([regroup], "Reshape", attributes={TOKEN_REGROUP_ATTRIBUTE: 2})
 
 
+# A map's swap into tokens viewed straight back as a channels-last map [N, H, W, C] (rules.swap_viewed_as_a_map).
+SWAP_VIEWED_AS_MAP_ATTRIBUTE = "rknn_swap_viewed_as_a_channels_last_map"
+
+
+def _viewed_as_a_channels_last_map(graph, node, readers):
+    """The Reshape [N, H*W, C] -> [N, H, W, C] that alone reads the swap `node`, directly or through
+    a Mul by a constant (a per-channel scale), else None."""
+    if len(readers) != 1:
+        return None
+    reader = readers[0]
+    if reader.op_type == "Mul" and len(_computed_inputs(reader)) == 1 and reader.outputs:
+        nxt = graph.consumers(reader.outputs[0].name)
+        reader = nxt[0] if len(nxt) == 1 else None
+    return reader if reader is not None and _tokens_to_nhwc(reader) else None
+
+
 @RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
 def token_swap_beside_a_map_reshape(graph, chip):
     """{OBSERVED} holds a 3-D tensor [N, T, C] with its last axis as channels, so a Transpose [0, 2, 1] that turns a flattened feature map [N, C, H*W] into tokens [N, H*W, C], or tokens back into the map before a Reshape to [N, C, H, W], moves no data: it has no layer of its own (its passes bypass_two_reshape, fuse_transpose_reshape, reduce_tp_in_mesh_forward), even on RK3566/RK3568 where a Transpose layer runs on the CPU. When the tokens are regrouped on the leading axis (area attention's Reshape [N, T, C] -> [N*A, T/A, C]) into areas that are not single rows of the map (T/A other than W), the swap is moved after that Reshape and becomes a Reshape and a Transpose layer, on the CPU, named after the Reshape and, by the order its passes ran, this Transpose or not: uncertain. Where the token stream ends in a 3-D model output, the toolkit makes a Transpose layer there, on the CPU, and names it after this Transpose or not, by the order its passes ran: uncertain; likewise where it ends in a mean over tokens sliced along their axis (EVA-02's x[:, 1:].mean(1)), which the toolkit computes as a Transpose, a Conv and a Reshape (that Transpose on the CPU or the NPU by the shapes). Tokens that go (through a layer norm) into a key/value projection of its own whose key is a CPU Transpose layer (key_transpose_of_a_kv_projection) are flattened with the swap on the CPU.
@@ -2674,6 +2690,11 @@ def token_swap_beside_a_map_reshape(graph, chip):
         if _swaps_a_batch_of_sets_then_joins_it(node, readers):
             continue  # a Transpose layer of its own (TNT's pixel sets: tests/forms_models.py pixel_sets_pack)
         fmap = _map_flatten(before) if before is not None else None
+        view = _viewed_as_a_channels_last_map(graph, node, readers) if fmap is not None else None
+        if view is not None:
+            # The swap stays a Transpose layer (the CPU on this chip) and the view is one too.
+            graph.fuse([view], "Reshape", attributes={SWAP_VIEWED_AS_MAP_ATTRIBUTE: 1})
+            continue
         if fmap is not None and len(readers) == 1 and _regroups_tokens(readers[0], fmap[0]):
             _swap_then_regroup(graph, node, readers[0], fmap)
             continue
@@ -2968,6 +2989,9 @@ def _held_channels_last(graph, tensor) -> bool | None:
     while frontier and visited < LAYOUT_SEARCH_NODES:
         t, tokens = frontier.pop(0)
         node = graph.producer(t.name) if t.name else None
+        # A node an earlier pass eliminated (RK3566's token swap beside a map Reshape, which moves no
+        # data there) still tells the layout: its input passes through.
+        node = node if node is not None or not t.name else graph.wire(t.name)
         if node is None:
             if t.is_graph_input:
                 return False

@@ -1003,6 +1003,15 @@ def swap_summed_before_a_token_mean(node: NodeView, chip: str):
 
 
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def swap_viewed_as_a_map(node: NodeView, chip: str):
+    """On this chip a feature map's swap into tokens (Transpose [0, 2, 1] after the flattening Reshape) viewed straight back as a channels-last map [N, H, W, C] (directly or through a per-channel Mul) keeps the swap as a Transpose layer and the view as a Reshape layer, both on the CPU (rknn-toolkit2 2.5.0, observed: tests/forms_models.py pad_tokens_pack on RK3566; RK3588 NPU).
+
+    Marked by passes.token_swap_beside_a_map_reshape.
+    """
+    return Offence(tuple(node.output(0).shape), "swap viewed as a channels-last map") if node.attr("rknn_swap_viewed_as_a_channels_last_map") == 1 else None
+
+
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
 def reshape_between_transpose_layers(node: NodeView, chip: str):
     """On this chip a Reshape that a Transpose layer alone writes and another Transpose layer alone reads (TNT's F.unfold: a 6-D Transpose, the Reshape to [1, C*k*k, T], the swap into pixel sets) runs on the CPU with them (rknn-toolkit2 2.5.0, observed: tests/forms_models.py unfold_pack).
 
