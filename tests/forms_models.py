@@ -7019,5 +7019,9 @@ CPU_CONCAT_ORDER_PACK = (("k91_last_big", 91, ((10, 10, 4), (1, 1, 4), (5, 5, 6)
 # NPU and every Reshape but the 1x1 level's on the CPU (laid out by anchors), where the rows rule
 # has the Concat on the CPU; the same levels with 4 and 6 anchors swapped on 7x7 and 3x3 (k20_offsets4)
 # ran it on the CPU as predicted. Not explained (RK3566: widths aligned to 8, everything as predicted).
+# Nor these (one model, both chips, 2026-12-04): K = 91 with levels 9x9x4, 7x7x6, 3x3x4, 1x1x6 (rows
+# 324, 294, 36) laid out by anchors, the Concat on the NPU, on RK3566 and RK3588 (the rows rule: CPU);
+# on RK3588 K = 20 or 12 with 9x9x4 and 7x7x6 (with or without 3x3x4 or 3x3x6 after, 7x7x6 first, or
+# 5x5x6 for it) the same, where 8x8x4, 7x7x6, 3x3x4, 1x1x6 (K = 20) ran the Concat on the CPU.
 CASES.append(Case("cpu_concat_order_pack", "fresh3: the levels of a detection head whose Concat runs on the CPU (torchvision's SSD300, RK3566)",
                   lambda: _packed(_rect_head_case, CPU_CONCAT_ORDER_PACK, 277), ("rk3566", "rk3588")))
