@@ -7025,3 +7025,43 @@ CPU_CONCAT_ORDER_PACK = (("k91_last_big", 91, ((10, 10, 4), (1, 1, 4), (5, 5, 6)
 # 5x5x6 for it) the same, where 8x8x4, 7x7x6, 3x3x4, 1x1x6 (K = 20) ran the Concat on the CPU.
 CASES.append(Case("cpu_concat_order_pack", "fresh3: the levels of a detection head whose Concat runs on the CPU (torchvision's SSD300, RK3566)",
                   lambda: _packed(_rect_head_case, CPU_CONCAT_ORDER_PACK, 277), ("rk3566", "rk3588")))
+
+
+# ---- fresh2 (timm's DaViT): channel attention's query swapped into the second product -------------
+
+# DaViT's channel attention: qkv Linear, Reshape [1, N, 3, h, d], Transpose [2, 0, 3, 1, 4], Split and
+# Squeeze; k scaled and swapped (k^T @ v: [1, h, d, d]), a Softmax, then attn @ q^T (q swapped to
+# [1, h, d, N]: its "q_swap" Transpose), swapped back, heads merged, a Linear. RK3566 ran the query's
+# swap on the CPU in the last stage (N = 4 tokens of 24 heads) and on the NPU before (N = 16, 64, 256).
+# (name, tokens N, heads h, head size d[, the qkv Linear biased, as timm's]).
+CHANNEL_ATTENTION_PACK = (("n4_h24", 4, 24, 32), ("n4_h4", 4, 4, 32), ("n8_h4", 8, 4, 32), ("n12_h4", 12, 4, 32),
+                          ("n16_h4", 16, 4, 32), ("n16_h12", 16, 12, 32), ("n2_h4", 2, 4, 32), ("n4_h4_d16", 4, 4, 16),
+                          ("n4_h24_bias", 4, 24, 32, True), ("n16_h12_bias", 16, 12, 32, True), ("n4_h4_bias", 4, 4, 32, True))
+
+
+def _channel_attention_case(rng, spec) -> tuple[list, list, list, list]:
+    name, n, h, d, *bias = spec
+    p, c = f"chatt_{name}_", h * d
+    node = _prefixed(p)
+    inits = [_const(p + "w_qkv", (_weights(rng, c, 3 * c) / np.sqrt(c)).astype(np.float32)), _const(p + "heads", np.array([1, n, 3, h, d], np.int64)),
+             _const(p + "split", np.array([1, 1, 1], np.int64)), _const(p + "zero", np.array([0], np.int64)),
+             _const(p + "scale", np.array(d ** -0.5, np.float32)), _const(p + "merged", np.array([1, n, c], np.int64)),
+             _const(p + "w_proj", (_weights(rng, c, c) / np.sqrt(c)).astype(np.float32))]
+    nodes = [node("MatMul", ["x", "w_qkv"], "qkv")]
+    if bias:
+        inits.append(_const(p + "b_qkv", _weights(rng, 3 * c)))
+        nodes.append(node("Add", ["b_qkv", "qkv"], "qkv_b"))
+    nodes += [node("Reshape", ["qkv_b" if bias else "qkv", "heads"], "qkv_heads"),
+             node("Transpose", ["qkv_heads"], "qkv_t", perm=[2, 0, 3, 1, 4])]
+    nodes.append(helper.make_node("Split", [p + "qkv_t", p + "split"], [p + "q5", p + "k5", p + "v5"], name=p + "split_qkv", axis=0))
+    nodes += [node("Squeeze", ["q5", "zero"], "q"), node("Squeeze", ["k5", "zero"], "k"), node("Squeeze", ["v5", "zero"], "v"),
+              node("Mul", ["k", "scale"], "k_scaled"), node("Transpose", ["k_scaled"], "k_swap", perm=[0, 1, 3, 2]),
+              node("MatMul", ["k_swap", "v"], "scores"), node("Softmax", ["scores"], "attn", axis=-1),
+              node("Transpose", ["q"], "q_swap", perm=[0, 1, 3, 2]), node("MatMul", ["attn", "q_swap"], "out"),
+              node("Transpose", ["out"], "out_swap", perm=[0, 1, 3, 2]), node("Transpose", ["out_swap"], "heads_t", perm=[0, 2, 1, 3]),
+              node("Reshape", ["heads_t", "merged"], "merge"), node("MatMul", ["merge", "w_proj"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, n, c])], [_vi(p + "y", [1, n, c])]
+
+
+CASES.append(Case("channel_attention_pack", "fresh2: DaViT's channel attention, the query swapped into attn @ q^T, by tokens and heads",
+                  lambda: _packed(_channel_attention_case, CHANNEL_ATTENTION_PACK, 246), ("rk3566", "rk3588")))
