@@ -71,7 +71,9 @@ FRESH_LOOKED_AT = {
                "timm_swiftformer_xs/esp32s3",
                # h7-rk66: GC ViT's heads merged over 64 windows and its tiled global query on RK3566 (docs/audit.md);
                # MaxViT's window merges looked at, not probed (their shapes unknown to the audit after a Slice).
-               "timm_gcvit_xxtiny/rk3566", "timm_maxvit_nano_rw_256/rk3566"),
+               "timm_gcvit_xxtiny/rk3566", "timm_maxvit_nano_rw_256/rk3566",
+               # h8-fresh2: MViTv2's relative-position chain before its CPU Softmax on RK3566, looked at, not probed.
+               "timm_mvitv2_tiny/rk3566"),
     # h2b-rk88 (issue 27): the rk3588 misses and the two refusals, which refuse on rk3566 too (docs/audit.md).
     "fresh3": ("pypi_magika/rk3588", "pypi_magika/rk3566", "yolo_yolo26n_sem/rk3588", "yolo_yolo26n_sem/rk3566",
                # h3b-rk66: the view of a CPU Softmax's probabilities back to 3-D (DeBERTa-v2, BLOOM); RoFormer's rotary
