@@ -618,7 +618,12 @@ def _reaches_a_product(graph, node, hops: int = TILED_QUERY_HOPS) -> bool:
     return _chain_meets(reader(node), reader, "MatMul", ("Transpose", "Mul"), hops)
 
 
-@RULES.graph_pass("Reshape", chips=("rk3588", "rk3566", "rk3568"), OBSERVED=TOOLKIT_OBSERVED)
+# What heads_of_a_cpu_tile reads of its chip: RK3588 (a product reader only, the channels rule of a
+# 4-D Tile) or the others it serves, which it treats alike.
+TILED_QUERY_CHIP_KEY = {"rk3588": "rk3588", "rk3566": "rk3566", "rk3568": "rk3566"}.get
+
+
+@RULES.graph_pass("Reshape", chips=("rk3588", "rk3566", "rk3568"), OBSERVED=TOOLKIT_OBSERVED, chip_key=TILED_QUERY_CHIP_KEY)
 def heads_of_a_cpu_tile(graph, chip):
     """{OBSERVED} runs on the CPU, with the Tile, the Reshape that splits a tiled query into heads when it goes (through its heads' Transpose and the scale) into a MatMul (GC ViT's global query repeated over the windows); the same Reshape read by other layers stays on the NPU. The pass marks it for the rule heads_of_a_cpu_tile.
 
@@ -2165,20 +2170,7 @@ def transposes_merged_into_matmul(graph, chip):
             continue  # a Transpose layer of its own (no kernel on RK3566: the CPU)
         laid_out = _heads_read_as_a_layout(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
         if laid_out is not None:
-            scales, bound, as_value = laid_out
-            # A Transpose layer of its own (no kernel on RK3566: the CPU): a value's with its split (as
-            # the value rule has it), q's and k's with the segments' view and the key's swap after them;
-            # the scale between runs with it or not (rules.scale_beside_heads_laid_out: uncertain).
-            beside = [r for r in bound if r.op_type == "Reshape"]
-            swaps = [r for r in graph.consumers((scales[-1] if scales else node).outputs[0].name) if r.op_type == "Transpose"]
-            members = [_heads_reshape(graph, node), node] if as_value else [node, *beside, *swaps]
-            for scale in scales:
-                graph.fuse([scale], scale.op_type, attributes={HEADS_LAID_OUT_SCALE_ATTRIBUTE: 1})
-            # A value cut into segments (no convolution) ran on the CPU in some probes, on the NPU in
-            # others (rules.value_cut_into_segments: uncertain).
-            segments_only = as_value and not any(r.op_type in ("Conv", "ConvTranspose") for r in bound)
-            graph.fuse(members + ([r for r in beside] if as_value else []), "Transpose", leader=node,
-                       attributes={"perm": _perm(node), HEADS_LAID_OUT_ATTRIBUTE: 2 if segments_only else 1})
+            _fuse_heads_laid_out(graph, node, *laid_out)
             continue
         windowed_key = _unaligned_windowed_key(graph, node, TRANSPOSE_LAYER_ALIGN[chip]) if chip in TRANSPOSE_LAYER_ALIGN else None
         if windowed_key is not None:  # a Transpose layer of its own, its scales with it (rules place it)
@@ -2188,37 +2180,61 @@ def transposes_merged_into_matmul(graph, chip):
         if windowed_merge is not None:  # a Transpose layer of its own, with the reshapes of a crop (rules place it)
             graph.fuse([node, *windowed_merge], "Transpose", leader=node, attributes={"perm": _perm(node), WINDOWED_MERGE_ATTRIBUTE: len(windowed_merge)})
             continue
-        heads = _heads_reshape(graph, node)
-        value = _value_operand(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
-        map_value = _map_value_operand(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
-        if chip in TRANSPOSE_LAYER_ALIGN and heads is not None and _joint_projection_not_split(graph, node):
-            graph.fuse([heads, node], "Transpose", leader=node, attributes={"perm": _perm(node), JOINT_PROJECTION_ATTRIBUTE: 1})
-        elif map_value is not None and map_value[1]:
-            graph.fuse([map_value[0], node, *map_value[1]], "Transpose", leader=node, attributes={"perm": _perm(node), UNSQUEEZED_VALUE_ATTRIBUTE: list(map_value[2])})
-        elif map_value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in map_value[2]):
-            graph.fuse([map_value[0], node], "Transpose", leader=node, attributes={"perm": _perm(node), "rknn_value_transpose": list(map_value[2])})
-        elif value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in value) and not _part_of_a_last_axis_split(graph, node):
-            views = _value_walk(graph, node)[1]
-            # The swap joins the Reshape beside it: the view after it where there is one (3-D batched
-            # attention: the heads' split stays on the NPU), else the heads' split before it.
-            beside = views if views else ([heads] if heads is not None else [])
-            if views and heads is not None:
-                graph.fuse([heads], "Reshape", attributes={SPLIT_BEFORE_A_VIEW_ATTRIBUTE: 1})
-            graph.fuse([*beside, node, *_lone_concats_after(graph, node)], "Transpose",
-                       leader=node, attributes={"perm": _perm(node), "rknn_value_transpose": list(value)})
-        elif heads is not None and _head_size(heads) is not None:
-            view = _batched_view_after(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
-            if view is not None and _head_size(heads) % TRANSPOSE_LAYER_ALIGN[chip]:
-                # 3-D batched attention with unaligned heads: the split stays on the NPU; the Transpose
-                # joins the view after it (and a key's swap after that), placed by the head size.
-                size = _head_size(heads)
-                graph.fuse([heads], "Reshape", attributes={SPLIT_BEFORE_A_VIEW_ATTRIBUTE: 1})
-                graph.fuse([view, node, *_following_transposes(graph, view)], "Reshape", leader=view, attributes={"rknn_head_size": size})
-            else:
-                graph.fuse([heads, node, *_following_transposes(graph, node)], "Reshape", leader=heads,
-                           attributes={"rknn_head_size": _head_size(heads)})
+        _merge_into_the_product(graph, node, chip)
+
+
+def _fuse_heads_laid_out(graph, node, scales, bound, as_value) -> None:
+    """Fuse the heads' Transpose `node` that a reader needs laid out (_heads_read_as_a_layout) into a
+    Transpose layer of its own (no kernel on RK3566: the CPU)."""
+    # A value's with its split (as the value rule has it), q's and k's with the segments' view and
+    # the key's swap after them;
+    # the scale between runs with it or not (rules.scale_beside_heads_laid_out: uncertain).
+    beside = [r for r in bound if r.op_type == "Reshape"]
+    swaps = [r for r in graph.consumers((scales[-1] if scales else node).outputs[0].name) if r.op_type == "Transpose"]
+    members = [_heads_reshape(graph, node), node] if as_value else [node, *beside, *swaps]
+    for scale in scales:
+        graph.fuse([scale], scale.op_type, attributes={HEADS_LAID_OUT_SCALE_ATTRIBUTE: 1})
+    # A value cut into segments (no convolution) ran on the CPU in some probes, on the NPU in
+    # others (rules.value_cut_into_segments: uncertain).
+    segments_only = as_value and not any(r.op_type in ("Conv", "ConvTranspose") for r in bound)
+    graph.fuse(members + (list(beside) if as_value else []), "Transpose", leader=node,
+               attributes={"perm": _perm(node), HEADS_LAID_OUT_ATTRIBUTE: 2 if segments_only else 1})
+
+
+def _merge_into_the_product(graph, node, chip) -> None:
+    """The last step of transposes_merged_into_matmul: `node` joins its heads' Reshape (or the view
+    after it), becomes the value's Transpose layer, or is merged into the exMatMul (eliminated)."""
+    heads = _heads_reshape(graph, node)
+    value = _value_operand(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
+    map_value = _map_value_operand(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
+    if chip in TRANSPOSE_LAYER_ALIGN and heads is not None and _joint_projection_not_split(graph, node):
+        graph.fuse([heads, node], "Transpose", leader=node, attributes={"perm": _perm(node), JOINT_PROJECTION_ATTRIBUTE: 1})
+    elif map_value is not None and map_value[1]:
+        graph.fuse([map_value[0], node, *map_value[1]], "Transpose", leader=node, attributes={"perm": _perm(node), UNSQUEEZED_VALUE_ATTRIBUTE: list(map_value[2])})
+    elif map_value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in map_value[2]):
+        graph.fuse([map_value[0], node], "Transpose", leader=node, attributes={"perm": _perm(node), "rknn_value_transpose": list(map_value[2])})
+    elif value is not None and any(d % TRANSPOSE_LAYER_ALIGN[chip] for d in value) and not _part_of_a_last_axis_split(graph, node):
+        views = _value_walk(graph, node)[1]
+        # The swap joins the Reshape beside it: the view after it where there is one (3-D batched
+        # attention: the heads' split stays on the NPU), else the heads' split before it.
+        beside = views if views else ([heads] if heads is not None else [])
+        if views and heads is not None:
+            graph.fuse([heads], "Reshape", attributes={SPLIT_BEFORE_A_VIEW_ATTRIBUTE: 1})
+        graph.fuse([*beside, node, *_lone_concats_after(graph, node)], "Transpose",
+                   leader=node, attributes={"perm": _perm(node), "rknn_value_transpose": list(value)})
+    elif heads is not None and _head_size(heads) is not None:
+        view = _batched_view_after(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
+        if view is not None and _head_size(heads) % TRANSPOSE_LAYER_ALIGN[chip]:
+            # 3-D batched attention with unaligned heads: the split stays on the NPU; the Transpose
+            # joins the view after it (and a key's swap after that), placed by the head size.
+            size = _head_size(heads)
+            graph.fuse([heads], "Reshape", attributes={SPLIT_BEFORE_A_VIEW_ATTRIBUTE: 1})
+            graph.fuse([view, node, *_following_transposes(graph, view)], "Reshape", leader=view, attributes={"rknn_head_size": size})
         else:
-            graph.eliminate(node)
+            graph.fuse([heads, node, *_following_transposes(graph, node)], "Reshape", leader=heads,
+                       attributes={"rknn_head_size": _head_size(heads)})
+    else:
+        graph.eliminate(node)
 
 
 # What a rotary position embedding does to attention's heads between their split and the scores'
@@ -2824,7 +2840,10 @@ def _anchor_merge(graph, node):
     return (h, w, a, k) if out.shape == (n, h * w * a, k) else None
 
 
-@RULES.graph_pass("Reshape", "Concat", OBSERVED=TOOLKIT_OBSERVED, CELLS_ALIGN="16 on RK3588, 8 on RK3566/RK3568", ROWS=ANCHOR_ROWS_STEP)
+@RULES.graph_pass(
+    "Reshape", "Concat", OBSERVED=TOOLKIT_OBSERVED, CELLS_ALIGN="16 on RK3588, 8 on RK3566/RK3568", ROWS=ANCHOR_ROWS_STEP,
+    chip_key=lambda chip: (CELLS_WIDTH_ALIGN.get(chip), chip in SINGLE_CELL_WIDTH_IGNORED),
+)
 def detection_head_concat_layout(graph, chip):
     """{OBSERVED} concatenates a detection head's levels (Reshape [N, H, W, A, K] -> [N, H*W*A, K] per level, then Concat) in one of two layouts, decided by all the levels together: as [H*W, A*K, 1, 1] blocks when some level is a 1x1 map, else as [1, H*W*A, 1, K]; the audit notes which on each level's Reshape, where the Reshape's placement depends on it.
 
@@ -4287,7 +4306,7 @@ GATES_VIEW_CHIPS = ("rk3588", "rk3566", "rk3568")
 GATES_VIEW_ALIGNED_UNKNOWN = ("rk3566", "rk3568")  # where an aligned T is no rule found (uncertain)
 
 
-@RULES.graph_pass("Reshape", chips=GATES_VIEW_CHIPS, OBSERVED=TOOLKIT_OBSERVED, ALIGN=GATES_VIEW_ALIGN)
+@RULES.graph_pass("Reshape", chips=GATES_VIEW_CHIPS, OBSERVED=TOOLKIT_OBSERVED, ALIGN=GATES_VIEW_ALIGN, chip_key=GATES_VIEW_ALIGNED_UNKNOWN.__contains__)
 def last_axis_split_into_a_sum(graph, chip):
     """{OBSERVED} runs on the CPU a Reshape that splits the last axis of [N, H, T, C] into [N, H, T, g, C/g] for a ReduceSum over the new last axis (WavLM's gated relative positions: [1, H, T, 8] -> [1, H, T, 2, 4]) when T is not a multiple of {ALIGN}. The pass marks it for the rule last_axis_split_into_a_sum.
 
