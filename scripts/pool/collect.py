@@ -318,6 +318,8 @@ def main() -> int:
     parser.add_argument("--out-dir", type=Path, default=FIXTURES, help="where verdicts.json and skeletons/ go (default tests/fixtures/pool)")
     parser.add_argument("--fresh", action="store_true", help="the fresh set (catalogue.fresh_entries): tests/fixtures/pool/fresh/ (manifest, verdicts, skeletons); --set fresh")
     parser.add_argument("--set", choices=sorted(FRESH_SETS), help="a fresh set of catalogue.FRESH_SETS: tests/fixtures/pool/<SET>/ (manifest, verdicts, skeletons)")
+    parser.add_argument("--verdicts-file", help="with --set: the verdicts go to this file of the set's folder instead of verdicts.json "
+                        "(chip_verdicts.json: the RKNN chips other than rk3588 and rk3566, kept apart from the blind score)")
     parser.add_argument("--max-minutes", type=float, default=0, help="start no new model after this long (0: no limit)")
     args = parser.parse_args()
     global VERDICTS, SKELETONS, MANIFEST
@@ -327,7 +329,7 @@ def main() -> int:
     if args.cases:  # the packed cases: their own verdicts file and skeletons
         VERDICTS, SKELETONS = args.out_dir / "case_verdicts.json", args.out_dir / "case_skeletons"
     else:
-        VERDICTS, SKELETONS = args.out_dir / VERDICTS.name, args.out_dir / "skeletons"
+        VERDICTS, SKELETONS = args.out_dir / (args.verdicts_file or VERDICTS.name), args.out_dir / "skeletons"
     chips = [c for c in args.chips.split(",") if c]
     runner = run_direct.Runner(args.timeout_s, HOME / "pool-direct" / "runner.json")
     envs = {e for e, cs in (("rknn", RKNN), ("espdl", ESP)) if set(cs) & set(chips)}
