@@ -2805,7 +2805,8 @@ CONCAT_BY_ANCHORS = "anchors"
 # OBSERVED (tests/forms_models.py head_concat_pack, RK3588; cpu_concat_levels_pack, RK3566): levels of
 # unequal widths A*K where a level of more than one cell has a width not a multiple of the chip's
 # channel block cannot be concatenated by cells on the NPU (the blocks of rules.OUTPUT_CHANNEL_ALIGN).
-CELLS_WIDTH_ALIGN = {"rk3588": 16, "rk3566": 8, "rk3568": 8}
+# RK3576, RK3562 and RV1106 place head_concat_pack as RK3588 (tests/fixtures/forms/chip_verdicts.json).
+CELLS_WIDTH_ALIGN = {"rk3588": 16, "rk3566": 8, "rk3568": 8, "rk3576": 16, "rk3562": 16, "rv1106": 16}
 # OBSERVED (cpu_concat_levels_pack, cpu_concat_order_pack; RK3566 and RK3588): the toolkit then lays
 # the levels out by anchors instead, the Concat on the NPU, when every level of more than one cell has
 # rows H*W*A a multiple of this; else the Concat runs on the CPU.

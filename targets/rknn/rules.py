@@ -491,11 +491,12 @@ def average_pool_height_padded_beyond_input(node: NodeView, chip: str):
     return Offence((before, after), f"height pads on a height of {size}") if max(before, after) >= size else None
 
 
-@RULES.rule("AveragePool", chips=("rk3566", "rk3568"))
+@RULES.rule("AveragePool", chips=("rk3566", "rk3568", "rk3562", "rv1106"))
 def average_pool_end_padded_window_beyond_input(node: NodeView, chip: str):
     """On this chip an AveragePool padded only at the end of a spatial axis (bottom or right, none at the start), whose window is longer than the input along that axis, runs on the CPU; symmetric padding, or padding at the start, keeps it on the NPU whatever the window.
 
-    Measured with rknn-toolkit2 2.5.0 on RK3566 on the packs of average_pool_height_padded_beyond_input
+    Measured with rknn-toolkit2 2.5.0 on RK3566 (RK3568, RK3562 and RV1106 the same; RK3576 not:
+    tests/fixtures/forms/chip_verdicts.json) on the packs of average_pool_height_padded_beyond_input
     (tests/forms_models.py average_pool_pads): CPU for 1x1 with k2 pads (t,l,b,r) (0,0,1,1) or k3
     (0,0,2,2), 1x2 and 1x4 with k2 (0,0,1,1), 2x2 with k3 (0,0,1,1), (0,0,2,2), (0,1,1,0),
     (1,0,0,1), 3x3 with k4 (0,0,1,1) or (0,0,2,2) and k5 (0,0,2,2), 4x4 with k5 (0,0,1,1), 3x2 with
@@ -774,11 +775,12 @@ def trailing_unit_axis_for_an_outer_sum(node: NodeView, chip: str):
     return Offence(k, f"a unit axis after {k} for an outer sum") if k % TRAILING_UNIT_AXIS_ALIGN else None
 
 
-@RULES.rule("Expand", chips=("rk3588", "rk3566", "rk3568"))
+@RULES.rule("Expand", chips=("rk3588", "rk3576", "rk3566", "rk3568", "rk3562", "rv1106"))
 def expand_of_int64(node: NodeView, chip: str):
-    """The toolkit runs on the CPU an Expand of a run-time int64 tensor ("Expand INT64 on CPU": RT-DETR's top-k class indices repeated over a box's four values for a GatherElements); a bool's Expand runs on the NPU (rknn-toolkit2 2.5.0, observed; RK3568 taken as RK3566).
+    """The toolkit runs on the CPU an Expand of a run-time int64 tensor ("Expand INT64 on CPU": RT-DETR's top-k class indices repeated over a box's four values for a GatherElements); a bool's Expand runs on the NPU (rknn-toolkit2 2.5.0, observed).
 
-    Probed (tests/forms_models.py integer_expand_pack, RK3588 and RK3566, 2026-12-04, int8): an
+    Probed (tests/forms_models.py integer_expand_pack, RK3588 and RK3566, 2026-12-04, int8; RK3568,
+    RK3576, RK3562 and RV1106 the same, tests/fixtures/forms/chip_verdicts.json): an
     ArgMax's int64 indices [1, N] Unsqueezed and Expanded to [1, N, 4] (N of 16 and 300): CPU; by
     hand, int32 indices (the toolkit's Cast to int32 ran "INT64 on CPU") the same; a bool: NPU.
     """
@@ -832,6 +834,10 @@ def conv_transpose_stride_pow2(node: NodeView, chip: str):
 # 12, 24, 40, 1000; RK3566 on the NPU for 8, 24, 40, 1000 and on the CPU for 4, 12; RK3576 and
 # RK3562 on the NPU for every C measured.
 OUTPUT_CHANNEL_ALIGN = {"rk3588": 16, "rk3566": 8, "rk3568": 8}
+# The channel block a constant Pad appending channels must fill to stay on the NPU (int8): RK3576,
+# RK3562 and RV1106 pad as RK3588 (pad_pack on every chip, tests/fixtures/forms/chip_verdicts.json),
+# though their output Reshapes have no such block.
+PAD_CHANNEL_BLOCK_INT8 = {**OUTPUT_CHANNEL_ALIGN, "rk3576": 16, "rk3562": 16, "rv1106": 16}
 # Activations the toolkit computes in 4-D after a Gemm (it makes the pair one 1x1 Conv): measured.
 ACTIVATIONS_AFTER_GEMM = ("Sigmoid", "Relu")
 
@@ -1146,7 +1152,7 @@ def _appended_unaligned_channels(node: NodeView, block: int):
     return Offence(channels, "channels padded at the end") if channels % block else None
 
 
-@RULES.rule("Pad", chips=tuple(OUTPUT_CHANNEL_ALIGN), precisions=("int8",), ALIGN="16 on RK3588, 8 on RK3566/RK3568")
+@RULES.rule("Pad", chips=tuple(PAD_CHANNEL_BLOCK_INT8), precisions=("int8",), ALIGN="16 on RK3588, RK3576, RK3562 and RV1106, 8 on RK3566/RK3568")
 def constant_pad_appending_to_unaligned_channels(node: NodeView, chip: str):
     """A constant Pad that appends channels (pads the channel axis of the toolkit's 4-D form at its end only, as MediaPipe's BlazeBlocks zero-pad before their residual Add) runs on the CPU when the input's channel count is not a multiple of the NPU's channel block ({ALIGN} in an int8 build); padding at the start or on both sides, or an aligned input, keeps it on the NPU.
 
@@ -1159,10 +1165,10 @@ def constant_pad_appending_to_unaligned_channels(node: NodeView, chip: str):
     as their 4-D form ([1, C, L]: C; [1, 1, L]: L). Start-only or both-sides channel pads (24 by
     4+4, 12 by 2+2, 24, 20 and 12 at the start) and height/width/batch pads: NPU. A map the
     toolkit holds with its last axis as channels (passes.pad_of_a_channels_last_map) has no
-    channels on axis 1: its Pads there stayed on the NPU. Not measured: RK3576, RK3562, RV1106
-    (RK3568 takes RK3566's block: the same NPU).
+    channels on axis 1: its Pads there stayed on the NPU. RK3568 placed every case as RK3566, RK3576,
+    RK3562 and RV1106 as RK3588 (scripts/probe_rknn_chips.py, tests/fixtures/forms/chip_verdicts.json).
     """
-    return _appended_unaligned_channels(node, OUTPUT_CHANNEL_ALIGN[chip])
+    return _appended_unaligned_channels(node, PAD_CHANNEL_BLOCK_INT8[chip])
 
 
 @RULES.rule("Pad", chips=tuple(PAD_CHANNEL_BLOCK_FP16), precisions=("fp16",), ALIGN="8 on RK3588, 4 on RK3566/RK3568")
@@ -1972,7 +1978,7 @@ def view_of_a_map_on_cpu(node: NodeView, chip: str):
     return None if n is None else Offence(tuple(n), "map viewed")
 
 
-@RULES.rule("Concat", chips=tuple(_passes.CELLS_WIDTH_ALIGN), ALIGN="16 on RK3588, 8 on RK3566/RK3568", ROWS=_passes.ANCHOR_ROWS_STEP)
+@RULES.rule("Concat", chips=tuple(_passes.CELLS_WIDTH_ALIGN), ALIGN="16 on RK3588, RK3576, RK3562 and RV1106, 8 on RK3566/RK3568", ROWS=_passes.ANCHOR_ROWS_STEP)
 def cells_of_unequal_widths(node: NodeView, chip: str):
     """A detection head's Concat of levels laid out by cells (some level is a 1x1 map) runs on the CPU when the levels' widths A*K differ, a level of more than one cell (on RK3566/RK3568 any level) has a width not a multiple of {ALIGN} and a level of more than one cell has rows H*W*A not a multiple of {ROWS} (with every such level's rows a multiple of it the toolkit lays them out by anchors, the Concat on the NPU). torchvision's SSD300: 4 and 6 anchors of 4 values on RK3588, of 91 on both chips; rknn-toolkit2 2.5.0, observed; passes.detection_head_concat_layout marks it."""
     width = node.attr(_passes.CELLS_OF_UNEQUAL_WIDTHS_ATTRIBUTE)
