@@ -199,13 +199,18 @@ def test_the_audit_places_each_form_as_the_toolkit_did_on_this_chip(tmp_path, na
         assert found == [], f"{name} on {chip}: {found}"
 
 
-# ---- a sample of real models: fresh4 on each chip (tests/fixtures/pool/fresh4/chip_verdicts.json) ----
+# ---- a sample of real models: fresh4 on each chip, fresh3 on RK3568 (tests/fixtures/pool/<set>/chip_verdicts.json) ----
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "scripts" / "pool"))
 import chip_agreement  # noqa: E402
 
 # The pairs the audit placed exactly when the verdicts were collected (rknn-toolkit2 2.5.0, on the
 # committed skeletons): each must stay exact.
+FRESH3_EXACT = {
+    "rk3568": {"hf_bit", "hf_bloom", "hf_cvt", "hf_deberta_v2", "hf_glpn", "hf_roformer", "hf_sew", "hf_squeezebert", "hf_wav2vec2_conformer",
+               "hf_wavlm", "hf_yolos", "pypi_ddddocr_det", "pypi_ddddocr_ocr", "pypi_magika", "tv_ssd300_vgg16", "tv_swin3d_t",
+               "yolo_yolo26n_depth", "yolo_yolo26n_sem"},
+}
 FRESH4_EXACT = {
     "rk3568": {"hf_dac", "hf_detr", "hf_dpt", "hf_funnel", "hf_groupvit_vision", "hf_mpnet", "hf_nystromformer", "hf_speecht5_hifigan",
                "hf_textnet", "hf_upernet", "hf_van", "yolo_yoloe_11n", "yolo_yolov8n_worldv2", "zoo_bvlc_alexnet"},
@@ -218,19 +223,24 @@ FRESH4_EXACT = {
 }
 
 
-@pytest.fixture(scope="module")
-def fresh4_pairs():
-    return chip_agreement.pairs("fresh4")
+EXACT = {"fresh3": FRESH3_EXACT, "fresh4": FRESH4_EXACT}
 
 
-def test_rk3568_places_every_fresh4_model_as_rk3566(fresh4_pairs):
-    """RK3568 has RK3566's NPU: the toolkit's placement of every fresh4 model is RK3566's, so its rules are RK3566's."""
-    mine = {k: r for k, r in fresh4_pairs.items() if k.endswith("/rk3568")}
-    assert len(mine) == 17 and all("rk3566" in r["like"] for r in mine.values())
+@pytest.fixture(scope="module", params=sorted(EXACT))
+def fresh_pairs(request):
+    return request.param, chip_agreement.pairs(request.param)
 
 
-def test_the_fresh4_pairs_placed_exactly_stay_exact(fresh4_pairs):
-    for key, result in fresh4_pairs.items():
+def test_rk3568_places_every_fresh_model_as_rk3566(fresh_pairs):
+    """RK3568 has RK3566's NPU: the toolkit's placement of every fresh3 and fresh4 model is RK3566's, so its rules are RK3566's."""
+    fresh_set, pairs = fresh_pairs
+    mine = {k: r for k, r in pairs.items() if k.endswith("/rk3568")}
+    assert len(mine) == {"fresh3": 22, "fresh4": 17}[fresh_set] and all("rk3566" in r["like"] for r in mine.values())
+
+
+def test_the_fresh_pairs_placed_exactly_stay_exact(fresh_pairs):
+    fresh_set, pairs = fresh_pairs
+    for key, result in pairs.items():
         name, chip = key.split("/")
-        if name in FRESH4_EXACT.get(chip, ()):
+        if name in EXACT[fresh_set].get(chip, ()):
             assert result["exact"], f"{key}: {result['disagreements'][:4]}"
