@@ -130,11 +130,19 @@ def simplifier_removes_arithmetic_by_a_unit(graph, chip):
         y = node.output(0)
         if data is None or y.is_model_output:
             continue
-        reader = graph.only_consumer(y.name)
-        if reader is None:
-            continue
-        inputs = [data if t.name == y.name else t for t in reader.inputs]
-        graph.fuse([node, reader], reader.op_type, leader=reader, inputs=inputs, outputs=list(reader.outputs))
+        _fold_into_its_reader(graph, node, data)
+
+
+def _fold_into_its_reader(graph, node, data) -> None:
+    """Fold `node`, which leaves `data` as it is, into the node that alone reads its result: that
+    reader reads `data` instead and is reported for both (how esp-ppq's export names the removed
+    node: with its reader's layer). Nothing happens when more than one node reads it."""
+    y = node.output(0)
+    reader = graph.only_consumer(y.name)
+    if reader is None:
+        return
+    inputs = [data if t.name == y.name else t for t in reader.inputs]
+    graph.fuse([node, reader], reader.op_type, leader=reader, inputs=inputs, outputs=list(reader.outputs))
 
 
 # ---- esp-ppq's format_graph (esp_ppq/api/interface.py; esp_ppq/IR/morph.py)
@@ -239,8 +247,4 @@ def simplifier_removes_identity_reshape(graph, chip):
         x, y = reshape.input(0), reshape.output(0)
         if x is None or y is None or not x.is_static or not y.is_static or tuple(x.shape) != tuple(y.shape) or y.is_model_output:
             continue
-        reader = graph.only_consumer(y.name)
-        if reader is None:
-            continue
-        inputs = [x if t.name == y.name else t for t in reader.inputs]
-        graph.fuse([reshape, reader], reader.op_type, leader=reader, inputs=inputs, outputs=list(reader.outputs))
+        _fold_into_its_reader(graph, reshape, x)
