@@ -83,26 +83,14 @@ def main() -> int:
 
 def audit_disagreements(name: str, chip: str, entry: dict) -> list[str]:
     """The nodes the audit places otherwise than the recorded verdict (uncertain ones apart), or ["(build)"] for a failure the audit does not predict."""
-    from edgedeploy.audit.confirm import NodeVerdict, ToolchainVerdict, compare
-    from edgedeploy.audit.engine import audit_model
-    from edgedeploy.audit.rules import Placement
-    from edgedeploy.model import load_model
-    from edgedeploy.pipeline.audit import rules_for
-    from edgedeploy.targets import find_chip
     from tests.forms_models import CASES
+    from tests.forms_verdicts import audit_case, certain_disagreements, recorded_verdict
 
     case = next(c for c in CASES if c.name == name)
     with tempfile.TemporaryDirectory() as tmp:
-        import onnx
-
-        path = Path(tmp) / "m.onnx"
-        onnx.save(case.build(), path)
-        target, found = find_chip(chip)
-        result = audit_model(load_model(path, require_static=True), rules_for(target, found.id, "int8"), "int8")
-    codes = {v: Placement(k) for k, v in CODES.items()}
-    verdict = ToolchainVerdict(toolchain=entry["toolchain"], version="", nodes={n: NodeVerdict(codes[c]) for n, c in entry["nodes"].items()}, failed=entry["failed"])
-    uncertain = {n.node for n in result.nodes if n.uncertain}
-    return [f"{d['node']} {d['predicted']}/{d['toolchain']}" for d in compare(result, verdict)["disagreements"] if d["node"] not in uncertain]
+        result = audit_case(case, chip, Path(tmp))
+    off = certain_disagreements(result, recorded_verdict(entry))[0]
+    return [f"{d['node']} {d['predicted']}/{d['toolchain']}" for d in off]
 
 
 def same_verdict(a: dict | None, b: dict) -> bool:

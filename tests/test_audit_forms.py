@@ -14,38 +14,27 @@ from pathlib import Path
 
 import pytest
 
-from edgedeploy.audit.confirm import NodeVerdict, ToolchainVerdict, compare
+from edgedeploy.audit.confirm import ToolchainVerdict
 from edgedeploy.audit.engine import audit_model
 from edgedeploy.audit.rules import Placement
 from edgedeploy.model import load_model
 from edgedeploy.pipeline.audit import rules_for
 from edgedeploy.targets import find_chip
 from tests.forms_models import BATCHNORM_FORMS, CASES, GROUPED_CONV_FORMS, REWRITTEN_FORMS, yolo_decode_head
+from tests.forms_verdicts import audit_case, certain_disagreements, recorded_verdict
 from tests.helpers import save
 
 VERDICTS = json.loads((Path(__file__).parent / "fixtures" / "forms" / "verdicts.json").read_text())
-CODES = {"A": Placement.ACCELERATOR, "F": Placement.FLOAT, "C": Placement.FALLBACK, "U": Placement.UNSUPPORTED}
 BUILDERS = {case.name: case for case in CASES}
 PAIRS = [(name, chip) for name, entry in VERDICTS["cases"].items() for chip in entry["chips"]]
 
 
 def audit(tmp_path: Path, name: str, chip: str):
-    loaded = load_model(save(BUILDERS[name].build(), tmp_path / f"{name}.onnx"), require_static=True)
-    target, found = find_chip(chip)
-    precision = BUILDERS[name].precision or found.precisions[0]
-    return audit_model(loaded, rules_for(target, found.id, precision), precision)
+    return audit_case(BUILDERS[name], chip, tmp_path)
 
 
 def recorded(name: str, chip: str) -> ToolchainVerdict:
-    entry = VERDICTS["cases"][name]["chips"][chip]
-    observes = entry.get("observes")
-    return ToolchainVerdict(
-        toolchain=entry["toolchain"],
-        version="",
-        nodes={node: NodeVerdict(CODES[code]) for node, code in entry["nodes"].items()},
-        failed=entry.get("failed"),
-        observes=None if observes is None else tuple(Placement(p) for p in observes),
-    )
+    return recorded_verdict(VERDICTS["cases"][name]["chips"][chip])
 
 
 def test_every_recorded_case_has_its_builder():
@@ -56,11 +45,10 @@ def test_every_recorded_case_has_its_builder():
 def test_the_audit_places_each_form_as_the_toolchain_did(tmp_path, name, chip):
     result = audit(tmp_path, name, chip)
     verdict = recorded(name, chip)
-    found = compare(result, verdict)
     # A node the audit places only as a best guess (uncertain, with its reason) is what --confirm
     # settles; it is counted apart, as the pool's score does (scripts/corpus/agreement.py).
-    uncertain = {n.node for n in result.nodes if n.uncertain}
-    assert [d for d in found["disagreements"] if d["node"] not in uncertain] == [], f"{name} on {chip}: {found['disagreements']}"
+    disagreeing, found, uncertain = certain_disagreements(result, verdict)
+    assert disagreeing == [], f"{name} on {chip}: {found['disagreements']}"
     if verdict.failed is None:
         # The same set of nodes off the accelerator, among those the toolchain reports and can
         # observe (esp-ppq cannot tell what the ESP-DL runtime lacks: those are unverifiable).

@@ -17,19 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from edgedeploy.audit.confirm import NodeVerdict, ToolchainVerdict, compare
-from edgedeploy.audit.engine import audit_model
-from edgedeploy.audit.rules import Placement
-from edgedeploy.model import load_model
-from edgedeploy.pipeline.audit import rules_for
-from edgedeploy.targets import find_chip
 from tests.forms_models import CASES
-from tests.helpers import save
+from tests.forms_verdicts import audit_case, certain_disagreements, recorded_verdict
 
 FIXTURES = Path(__file__).parent / "fixtures" / "forms"
 VERDICTS = json.loads((FIXTURES / "chip_verdicts.json").read_text())
 MEASURED = json.loads((FIXTURES / "verdicts.json").read_text())["cases"]
-CODES = {"A": Placement.ACCELERATOR, "F": Placement.FLOAT, "C": Placement.FALLBACK, "U": Placement.UNSUPPORTED}
 BUILDERS = {case.name: case for case in CASES}
 PAIRS = sorted((name, chip) for name, entry in VERDICTS["cases"].items() for chip in entry["chips"])
 OTHER_CHIPS = ("rk3576", "rk3568", "rk3562", "rv1106")
@@ -171,16 +164,8 @@ MEASURED_NOT_MODELLED: dict[tuple[str, str], str] = {
 
 def disagreements(tmp_path: Path, name: str, chip: str) -> list[dict]:
     """The nodes the audit places otherwise than the recorded verdict (the audit's uncertain nodes apart)."""
-    loaded = load_model(save(BUILDERS[name].build(), tmp_path / f"{name}.onnx"), require_static=True)
-    target, found = find_chip(chip)
-    result = audit_model(loaded, rules_for(target, found.id, "int8"), "int8")
-    entry = VERDICTS["cases"][name]["chips"][chip]
-    verdict = ToolchainVerdict(
-        toolchain=entry["toolchain"], version="", failed=entry["failed"],
-        nodes={node: NodeVerdict(CODES[code]) for node, code in entry["nodes"].items()},
-    )
-    uncertain = {n.node for n in result.nodes if n.uncertain}
-    return [d for d in compare(result, verdict)["disagreements"] if d["node"] not in uncertain]
+    result = audit_case(BUILDERS[name], chip, tmp_path)
+    return certain_disagreements(result, recorded_verdict(VERDICTS["cases"][name]["chips"][chip]))[0]
 
 
 def test_every_other_chip_is_measured_on_the_forms_of_rk3566_and_rk3588():
