@@ -110,8 +110,11 @@ FRESH_LOOKED_AT = {
                # h7-eiq (issue 27): the i.MX 93 and ESP32-S3 misses of the blind score (docs/audit.md, "fresh4's i.MX 93 and ESP32-S3 misses").
                "hf_dac/imx93", "hf_funnel/imx93", "hf_nystromformer/imx93", "hf_speecht5_hifigan/imx93",
                "hf_nystromformer/esp32s3", "yolo_yolov8n_worldv2/esp32s3"),
-    # h7-fresh5: chosen, built and collected on 2026-12-04, not yet scored; nothing looked at.
-    "fresh5": (),
+    # h7-fresh5: chosen, built and collected on 2026-12-04, scored blind at 953ee34 (blind.json).
+    "fresh5": (
+        # h9-deform: D-FINE's and Mask2Former's deformable attention and mask predictor on RKNN.
+        "hf_d_fine/rk3588", "hf_d_fine/rk3566", "hf_mask2former/rk3588", "hf_mask2former/rk3566",
+    ),
 }
 
 
