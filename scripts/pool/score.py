@@ -114,6 +114,8 @@ FRESH_LOOKED_AT = {
     "fresh5": (
         # h9-deform: D-FINE's and Mask2Former's deformable attention and mask predictor on RKNN.
         "hf_d_fine/rk3588", "hf_d_fine/rk3566", "hf_mask2former/rk3588", "hf_mask2former/rk3566",
+        # h9-gqa: grouped-query attention's key/value repeat and the RMSNorm weight Muls on RKNN (docs/audit.md).
+        "hf_gemma3_text/rk3588", "hf_gemma3_text/rk3566", "hf_lfm2/rk3588", "hf_lfm2/rk3566",
     ),
 }
 
