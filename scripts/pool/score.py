@@ -116,6 +116,10 @@ FRESH_LOOKED_AT = {
         "hf_d_fine/rk3588", "hf_d_fine/rk3566", "hf_mask2former/rk3588", "hf_mask2former/rk3566",
         # h9-gqa: grouped-query attention's key/value repeat and the RMSNorm weight Muls on RKNN (docs/audit.md).
         "hf_gemma3_text/rk3588", "hf_gemma3_text/rk3566", "hf_lfm2/rk3588", "hf_lfm2/rk3566",
+        # h9-views: RK3566 attention and patching views (ModernBERT, Moonshine, Parakeet, Speech2Text, Mimi, PatchTST,
+        # PatchTSMixer) and the RK3588 scaler Mul (PatchTST, PatchTSMixer) and Mimi's first Pad.
+        "hf_modernbert/rk3566", "hf_moonshine/rk3566", "hf_parakeet/rk3566", "hf_speech_to_text/rk3566", "hf_mimi/rk3566",
+        "hf_patchtst/rk3566", "hf_patchtsmixer/rk3566", "hf_patchtst/rk3588", "hf_patchtsmixer/rk3588", "hf_mimi/rk3588",
     ),
 }
 
