@@ -120,6 +120,10 @@ FRESH_LOOKED_AT = {
         # PatchTSMixer) and the RK3588 scaler Mul (PatchTST, PatchTSMixer) and Mimi's first Pad.
         "hf_modernbert/rk3566", "hf_moonshine/rk3566", "hf_parakeet/rk3566", "hf_speech_to_text/rk3566", "hf_mimi/rk3566",
         "hf_patchtst/rk3566", "hf_patchtsmixer/rk3566", "hf_patchtst/rk3588", "hf_patchtsmixer/rk3588", "hf_mimi/rk3588",
+        # h9-espeiq: Gemma 3's and LFM2's sliding-window mask and Moonshine's Cast on ESP32-S3, Parakeet's onnx2tf
+        # failure on i.MX 93, CAFormer's StarReLU on RKNN (docs/audit.md).
+        "hf_gemma3_text/esp32s3", "hf_lfm2/esp32s3", "hf_moonshine/esp32s3", "hf_parakeet/imx93",
+        "timm_caformer_s18/rk3588", "timm_caformer_s18/rk3566",
     ),
 }
 
