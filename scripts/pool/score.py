@@ -125,6 +125,8 @@ FRESH_LOOKED_AT = {
         "hf_gemma3_text/esp32s3", "hf_lfm2/esp32s3", "hf_moonshine/esp32s3", "hf_parakeet/imx93",
         "timm_caformer_s18/rk3588", "timm_caformer_s18/rk3566",
     ),
+    # h9-fresh6: chosen on 2026-12-05, built and collected by h9-fresh6, not yet scored; nothing looked at.
+    "fresh6": (),
 }
 
 
