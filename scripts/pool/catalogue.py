@@ -425,7 +425,7 @@ FRESH6_WHY = {
     "hf_siglip_vision": "SigLIP image encoder (zero-shot and retrieval): a ViT with learned positions and a multi-head attention pooling head over a learned probe",
     "hf_conditional_detr": "Conditional DETR detector: cross-attention whose spatial query is a sine embedding of sigmoid reference points scaled per query, sigmoid class head",
     "hf_eomt": "EoMT segmentation: a plain ViT whose last blocks take learned queries, then ConvTranspose upscaling and per-query mask logits by einsum",
-    "hf_clap_audio": "CLAP's audio encoder (HTS-AT): a mel spectrogram folded into a Swin Transformer's patches, a token-semantic Conv head",
+    "hf_clap_audio": "CLAP's audio encoder (HTS-AT): a BatchNorm over mel bins, the spectrogram folded into a square image for a Swin Transformer, the last map regrouped by frequency band and average-pooled",
     "hf_timesfm": "TimesFM forecaster: residual-MLP patch embedding of (values, padding), per-patch normalisation, a causal decoder with per-dimension query scaling",
     "hf_vivit": "ViViT video classifier: tubelet embedding (a Conv3d over frames and pixels) feeding a ViT",
     "timm_mobilenet_edgetpu_v2_xs": "MobileNet-EdgeTPU-V2: fused (full 3x3) and group-convolution inverted bottlenecks, searched for Edge TPU latency",
