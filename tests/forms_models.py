@@ -7065,3 +7065,262 @@ def _channel_attention_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("channel_attention_pack", "fresh2: DaViT's channel attention, the query swapped into attn @ q^T, by tokens and heads",
                   lambda: _packed(_channel_attention_case, CHANNEL_ATTENTION_PACK, 246), ("rk3566", "rk3588")))
+
+
+# ---- fresh5 (transformers' Gemma 3, LFM2): grouped-query attention's key/value repeat ---------------
+
+# transformers' repeat_kv gives each query head its key/value head: k [1, Hkv, T, D] -> Unsqueeze
+# (axis 2) -> Expand [1, Hkv, n, T, D] -> Reshape [1, Hkv * n, T, D]; the key then swapped [0, 1, 3, 2]
+# into q @ k^T, the value into attn @ v. (name, tokens T, key/value heads Hkv, repeats n, head size D,
+# repeat, reader[, source]): repeat "hf" (as above), "front" (Unsqueeze axis 1, Expand [1, n, Hkv, T, D]),
+# "expand4" (Hkv = 1: Expand [1, n, T, D] straight), "tile4" (Tile [1, n, 1, 1]), "none" (Hkv heads
+# for the query too: no repeat); reader "attn" (q, k, v Linears of x [1, T, Hkv * n * D], heads split,
+# scaled scores, Softmax, attn @ v, heads merged, a Linear), "relu" (the repeated key alone, read by
+# a Relu: a model output), "relu5" (the 5-D Expand itself read by a Relu, no Reshape), "qk" (q @ the
+# swapped repeat only), "relu_qk" (a Relu between), "av" (a Softmax of q @ W times the repeat),
+# "matmul_w" (times a constant [D, 16]), "add" (plus the query heads); source "lin" (default: the
+# projection's heads, split [1, T, Hkv, D] and swapped), "relu" (a Relu of them, as RMSNorm and rotary
+# positions stand between in Gemma 3 and LFM2), "input_t" (a model input [1, T, Hkv, D] swapped into
+# heads), "input4" (a Relu of a model input already [1, Hkv, T, D]).
+# Probed and left out of the packs (docs/audit.md): "front"; readers "relu_qk", "add", "matmul_w";
+# source "input_t".
+GQA_REPEAT_PACK = (
+    ("hf_t32_h1_n2_d32", 32, 1, 2, 32, "hf", "attn"),
+    ("hf_t32_h1_n4_d32", 32, 1, 4, 32, "hf", "attn"),
+    ("hf_t64_h1_n2_d16", 64, 1, 2, 16, "hf", "attn"),
+    ("expand4_t32_h1_n2_d32", 32, 1, 2, 32, "expand4", "attn"),
+    ("tile4_t32_h1_n2_d32", 32, 1, 2, 32, "tile4", "attn"),
+    ("hf_relu_t32_h1_n2_d32", 32, 1, 2, 32, "hf", "relu"),
+    ("hf_relu5_t32_h1_n2_d32", 32, 1, 2, 32, "hf", "relu5"),
+    ("expand4_relu_t32_h1_n2_d32", 32, 1, 2, 32, "expand4", "relu"),
+    ("pre_t32_h1_n2_d32", 32, 1, 2, 32, "hf", "attn", "relu"),
+    ("pre_expand4_t32_h1_n2_d32", 32, 1, 2, 32, "expand4", "attn", "relu"),
+    ("qk_t32_h1_n2_d32", 32, 1, 2, 32, "hf", "qk", "relu"),
+    ("av_t32_h1_n2_d32", 32, 1, 2, 32, "hf", "av", "relu"),
+    ("relu_pre_t32_h1_n2_d32", 32, 1, 2, 32, "hf", "relu", "relu"),
+    ("relu_input4_t32_h1_n2_d32", 32, 1, 2, 32, "hf", "relu", "input4"),
+)
+
+
+def _repeated_heads(node, inits, p: str, src: str, spec, role: str) -> tuple[list, str]:
+    """`src` [1, Hkv, T, D] repeated to [1, Hkv * n, T, D] as the spec's repeat writes it: (nodes, the result)."""
+    _, t, hkv, n, d, repeat, reader, *_ = spec
+    q = p + role
+    if repeat in ("hf", "front"):
+        axis, shape = (2, [1, hkv, n, t, d]) if repeat == "hf" else (1, [1, n, hkv, t, d])
+        inits += [_const(q + "axis", np.array([axis], np.int64)), _const(q + "shape5", np.array(shape, np.int64)),
+                  _const(q + "merged", np.array([1, hkv * n, t, d], np.int64))]
+        nodes = [node("Unsqueeze", [src, role + "axis"], role + "_u"), node("Expand", [role + "_u", role + "shape5"], role + "_e")]
+        if reader == "relu5":
+            return nodes, role + "_e"
+        return nodes + [node("Reshape", [role + "_e", role + "merged"], role + "_rep")], role + "_rep"
+    if repeat == "expand4":
+        inits.append(_const(q + "shape4", np.array([1, n, t, d], np.int64)))
+        return [node("Expand", [src, role + "shape4"], role + "_rep")], role + "_rep"
+    if repeat == "tile4":
+        inits.append(_const(q + "repeats", np.array([1, n, 1, 1], np.int64)))
+        return [node("Tile", [src, role + "repeats"], role + "_rep")], role + "_rep"
+    return [], src
+
+
+def _heads(node, inits, rng, p: str, role: str, t: int, heads: int, d: int, c: int, pre: str) -> tuple[list, str]:
+    """A Linear of x split into `heads` heads [1, heads, T, D] (then a Relu where `pre` says so)."""
+    inits += [_const(p + "w_" + role, (_weights(rng, c, heads * d) / np.sqrt(c)).astype(np.float32)),
+              _const(p + role + "_shape", np.array([1, t, heads, d], np.int64))]
+    nodes = [node("MatMul", ["x", "w_" + role], role + "_lin"), node("Reshape", [role + "_lin", role + "_shape"], role + "_split"),
+             node("Transpose", [role + "_split"], role + "_heads", perm=[0, 2, 1, 3])]
+    if pre == "relu":
+        return nodes + [node("Relu", [role + "_heads"], role + "_pre")], role + "_pre"
+    if pre == "input_t":  # a model input [1, T, heads, D] swapped into heads, no Linear
+        return [node("Transpose", [role + "_in"], role + "_heads", perm=[0, 2, 1, 3])], role + "_heads"
+    if pre == "input4":  # a Relu of a model input [1, heads, T, D]
+        return [node("Relu", [role + "_in"], role + "_heads")], role + "_heads"
+    return nodes, role + "_heads"
+
+
+def _gqa_case(rng, spec) -> tuple[list, list, list, list]:
+    name, t, hkv, n, d, repeat, reader, *rest = spec
+    pre = rest[0] if rest else "lin"
+    p, h = f"gqa_{name}_", hkv * n
+    node = _prefixed(p)
+    c, inits = h * d, []
+    nodes, k = _heads(node, inits, rng, p, "k", t, hkv, d, c, pre)
+    k_nodes, k = _repeated_heads(node, inits, p, k, spec, "k")
+    nodes += k_nodes
+    outputs = {"relu": [1, h, t, d], "relu5": [1, hkv, n, t, d], "qk": [1, h, t, t], "relu_qk": [1, h, t, t], "av": [1, h, t, d],
+               "matmul_w": [1, h, t, 16], "add": [1, h, t, d], "attn": [1, t, c]}
+    if reader in ("relu", "relu5"):
+        nodes.append(node("Relu", [k], "y"))
+    elif reader == "matmul_w":
+        inits.append(_const(p + "w_after", _weights(rng, d, 16)))
+        nodes.append(node("MatMul", [k, "w_after"], "y"))
+    else:
+        q_nodes, q = _heads(node, inits, rng, p, "q", t, h, d, c, "lin")
+        nodes += q_nodes
+        if reader == "add":
+            nodes.append(node("Add", [k, q], "y"))
+        elif reader in ("qk", "relu_qk"):
+            if reader == "relu_qk":
+                nodes.append(node("Relu", [k], "k_relu"))
+            nodes += [node("Transpose", ["k_relu" if reader == "relu_qk" else k], "k_swap", perm=[0, 1, 3, 2]), node("MatMul", [q, "k_swap"], "y")]
+        elif reader == "av":
+            inits.append(_const(p + "w_a", (_weights(rng, d, t) / np.sqrt(d)).astype(np.float32)))
+            nodes += [node("MatMul", [q, "w_a"], "a"), node("Softmax", ["a"], "attn", axis=-1), node("MatMul", ["attn", k], "y")]
+        else:
+            v_nodes, v = _heads(node, inits, rng, p, "v", t, hkv, d, c, pre)
+            nodes += v_nodes
+            v_rep, v = _repeated_heads(node, inits, p, v, spec, "v")
+            inits += [_const(p + "scale", np.array(d ** -0.5, np.float32)), _const(p + "merged_out", np.array([1, t, c], np.int64)),
+                      _const(p + "w_o", (_weights(rng, c, c) / np.sqrt(c)).astype(np.float32))]
+            nodes += v_rep + [node("Transpose", [k], "k_swap", perm=[0, 1, 3, 2]), node("MatMul", [q, "k_swap"], "scores"),
+                              node("Mul", ["scores", "scale"], "scaled"), node("Softmax", ["scaled"], "attn", axis=-1),
+                              node("MatMul", ["attn", v], "ctx"), node("Transpose", ["ctx"], "ctx_t", perm=[0, 2, 1, 3]),
+                              node("Reshape", ["ctx_t", "merged_out"], "merge"), node("MatMul", ["merge", "w_o"], "y")]
+    read = {i for n in nodes for i in n.input}
+    inputs = [_vi(p + "x", [1, t, c])] if p + "x" in read else []
+    if pre.startswith("input"):
+        inputs.append(_vi(p + "k_in", [1, t, hkv, d] if pre == "input_t" else [1, hkv, t, d]))
+    return nodes, inits, inputs, [_vi(p + "y", outputs[reader])]
+
+
+
+
+# A third round: an Expand alone, by rank, by how many times it repeats an axis of size 1 and by what
+# reads it. (name, input shape, output shape, source, reader): source "relu" (a Relu of the model
+# input) or "input"; reader "relu" (a Relu: the model output), "add" (plus a Relu of a second input
+# of the output's shape), "relu_add" (a Relu, then that Add), "matmul_w" (times a constant [last, 16]).
+EXPAND_READER_PACK = (
+    ("r4_n2_relu", (1, 1, 32, 32), (1, 2, 32, 32), "relu", "relu"),
+    ("r4_n2_add", (1, 1, 32, 32), (1, 2, 32, 32), "relu", "add"),
+    ("r4_n2_relu_add", (1, 1, 32, 32), (1, 2, 32, 32), "relu", "relu_add"),
+    ("r4_n2_matmul_w", (1, 1, 32, 32), (1, 2, 32, 32), "relu", "matmul_w"),
+    ("r4_n16_add", (1, 1, 32, 32), (1, 16, 32, 32), "relu", "add"),
+    ("r4_n64_add", (1, 1, 32, 32), (1, 64, 32, 32), "relu", "add"),
+    ("r3_n2_add", (1, 1, 64), (1, 2, 64), "relu", "add"),
+    ("r3_n64_add", (1, 1, 64), (1, 64, 64), "relu", "add"),
+    ("r3_n64_relu", (1, 1, 64), (1, 64, 64), "relu", "relu"),
+    ("r4_h_add", (1, 1, 1, 32), (1, 1, 32, 32), "relu", "add"),
+    ("r5_n2_add", (1, 1, 1, 32, 32), (1, 1, 2, 32, 32), "relu", "add"),
+    ("r4_n2_relu_input", (1, 1, 32, 32), (1, 2, 32, 32), "input", "relu"),
+    ("r4_n2_add_input", (1, 1, 32, 32), (1, 2, 32, 32), "input", "add"),
+)
+
+
+def _expand_reader_case(rng, spec) -> tuple[list, list, list, list]:
+    name, shape, out, source, reader = spec
+    p = f"expand_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "shape", np.array(out, np.int64))]
+    nodes = [node("Relu", ["x"], "x_relu")] if source == "relu" else []
+    nodes.append(node("Expand", ["x_relu" if source == "relu" else "x", "shape"], "e"))
+    inputs, y_shape = [_vi(p + "x", list(shape))], list(out)
+    if reader == "relu":
+        nodes.append(node("Relu", ["e"], "y"))
+    elif reader == "matmul_w":
+        inits.append(_const(p + "w", _weights(rng, out[-1], 16)))
+        nodes.append(node("MatMul", ["e", "w"], "y"))
+        y_shape = [*out[:-1], 16]
+    else:
+        inputs.append(_vi(p + "other", list(out)))
+        nodes.append(node("Relu", ["other"], "other_relu"))
+        if reader == "relu_add":
+            nodes.append(node("Relu", ["e"], "e_relu"))
+        nodes.append(node("Add", ["e_relu" if reader == "relu_add" else "e", "other_relu"], "y"))
+    return nodes, inits, inputs, [_vi(p + "y", y_shape)]
+
+
+CASES.append(Case("expand_reader_pack", "fresh5: an Expand of an axis of size 1 by rank, repeats and reader (grouped-query attention's one key/value head)",
+                  lambda: _packed(_expand_reader_case, EXPAND_READER_PACK, 253), ("rk3588", "rk3566")))
+CASES.append(Case("gqa_repeat_pack", "fresh5: grouped-query attention's one key/value head repeated (transformers' repeat_kv: Unsqueeze, Expand, Reshape) by form, reader and source",
+                  lambda: _packed(_gqa_case, GQA_REPEAT_PACK, 251, used_only=True), ("rk3588", "rk3566")))
+# Two or more key/value heads (the toolkit makes the repeat a Conv), and none; on RK3588 only: on RK3566
+# the heads' own swaps of these forms differ from the audit (not this pass's matter).
+GQA_HEADS_PACK = (
+    ("hf_t32_h2_n2_d32", 32, 2, 2, 32, "hf", "attn"),
+    ("hf_t16_h2_n4_d64", 16, 2, 4, 64, "hf", "attn"),
+    ("none_t32_h2_d32", 32, 2, 1, 32, "none", "attn"),
+    ("pre_t32_h2_n2_d32", 32, 2, 2, 32, "hf", "attn", "relu"),
+    ("pre_t16_h2_n4_d64", 16, 2, 4, 64, "hf", "attn", "relu"),
+    ("qk_t32_h2_n2_d32", 32, 2, 2, 32, "hf", "qk", "relu"),
+    ("relu_t32_h2_n2_d32", 32, 2, 2, 32, "hf", "relu", "relu"),
+    ("qk_input4_t32_h2_n2_d32", 32, 2, 2, 32, "hf", "qk", "input4"),
+)
+CASES.append(Case("gqa_heads_pack", "fresh5: grouped-query attention with two or more key/value heads repeated (a Conv) or none",
+                  lambda: _packed(_gqa_case, GQA_HEADS_PACK, 252, used_only=True), ("rk3588",)))
+
+
+# ---- fresh5 (transformers' LFM2): an RMSNorm's weight written first ----------------------------------
+
+# LFM2's RMSNorm: x.float(), Pow 2, ReduceMean (last axis), Add eps, Sqrt, Div(1, .), Mul, Cast back, then
+# weight * x (the weight first; Gemma 3 writes x * (1 + w)), its weight initialised to ones. (name, rank,
+# weight ("ones" or "vary"), order ("first" or "second"), cast (the Cast before the weight), reader):
+# rank 4 is a projection's heads [1, 32, 2, 32] (q_layernorm), read by the heads' swap [0, 2, 1, 3] then
+# a Relu ("swap") or by q @ k^T of two such ("qk"); rank 3 is a Relu of the model input [1, 32, 64]
+# (embedding_norm), the model output ("output") or read by a Relu ("relu").
+RMS_WEIGHT_PACK = (
+    ("r3_first_ones_output", 3, "ones", "first", True, "output"),
+    ("r3_second_ones_output", 3, "ones", "second", True, "output"),
+    ("r3_first_vary_output", 3, "vary", "first", True, "output"),
+    ("r3_second_vary_output", 3, "vary", "second", True, "output"),
+    ("r3_first_ones_relu", 3, "ones", "first", True, "relu"),
+    ("r3_second_ones_nocast_output", 3, "ones", "second", False, "output"),
+    ("r3_first_ones_nocast_output", 3, "ones", "first", False, "output"),
+    ("r3_second_vary_nocast_output", 3, "vary", "second", False, "output"),
+)
+# The heads' norms, on RK3588 only: on RK3566 the heads' split and swap of these forms run on the CPU where
+# the audit has the split on the NPU (the RK3566 attention views, not this rule's matter).
+RMS_WEIGHT_HEADS_PACK = (
+    ("r4_first_ones_swap", 4, "ones", "first", True, "swap"),
+    ("r4_second_ones_swap", 4, "ones", "second", True, "swap"),
+    ("r4_first_vary_swap", 4, "vary", "first", True, "swap"),
+    ("r4_second_vary_swap", 4, "vary", "second", True, "swap"),
+    ("r4_first_ones_nocast_swap", 4, "ones", "first", False, "swap"),
+    ("r4_first_ones_qk", 4, "ones", "first", True, "qk"),
+)
+
+
+def _rms_normed(node, inits, rng, p: str, x: str, width: int, weight: str, order: str, cast: bool) -> list:
+    """LFM2's RMSNorm of `x` over its last axis, then its weight; the result is p + "normed"."""
+    w = np.ones(width, np.float32) if weight == "ones" else rng.uniform(0.5, 2.0, width).astype(np.float32)
+    inits += [_const(p + "two", np.array(2.0, np.float32)), _const(p + "eps", np.array(1e-5, np.float32)),
+              _const(p + "one", np.array(1.0, np.float32)), _const(p + "weight", w)]
+    nodes = [node("Cast", [x], "xf", to=TensorProto.FLOAT), node("Pow", ["xf", "two"], "sq"),
+             node("ReduceMean", ["sq"], "ms", axes=[-1], keepdims=1), node("Add", ["ms", "eps"], "ms_eps"),
+             node("Sqrt", ["ms_eps"], "rms"), node("Div", ["one", "rms"], "inv"), node("Mul", ["xf", "inv"], "scaled")]
+    if cast:
+        nodes.append(node("Cast", ["scaled"], "scaled_c", to=TensorProto.FLOAT))
+    s = "scaled_c" if cast else "scaled"
+    return nodes + [node("Mul", ["weight", s] if order == "first" else [s, "weight"], "normed")]
+
+
+def _rms_weight_case(rng, spec) -> tuple[list, list, list, list]:
+    name, rank, weight, order, cast, reader = spec
+    p = f"rmsw_{name}_"
+    node = _prefixed(p)
+    inits, nodes = [], []
+    if rank == 3:  # of a computed tensor (LFM2's last residual sum): a Relu of the model input
+        nodes += [node("Relu", ["x"], "x_relu")] + _rms_normed(node, inits, rng, p, "x_relu", 64, weight, order, cast)
+        if reader == "relu":
+            nodes.append(node("Relu", ["normed"], "y"))
+        return nodes, inits, [_vi(p + "x", [1, 32, 64])], [_vi(p + ("y" if reader == "relu" else "normed"), [1, 32, 64])]
+    parts = ("q", "k") if reader == "qk" else ("q",)
+    inits.append(_const(p + "heads", np.array([1, 32, 2, 32], np.int64)))
+    for part in parts:
+        inits.append(_const(p + part + "_w", (_weights(rng, 64, 64) / 8).astype(np.float32)))
+        nodes += [node("MatMul", ["x", part + "_w"], part + "_lin"), node("Reshape", [part + "_lin", "heads"], part + "_split")]
+        sub = _prefixed(p + part + "_")
+        nodes += _rms_normed(sub, inits, rng, p + part + "_", p + part + "_split", 32, weight, order, cast)
+        nodes.append(node("Transpose", [part + "_normed"], part + "_swap", perm=[0, 2, 1, 3]))
+    if reader == "qk":
+        nodes += [node("Transpose", ["k_swap"], "k_t", perm=[0, 1, 3, 2]), node("MatMul", ["q_swap", "k_t"], "y")]
+        out = [1, 2, 32, 32]
+    else:
+        nodes.append(node("Relu", ["q_swap"], "y"))
+        out = [1, 2, 32, 32]
+    return nodes, inits, [_vi(p + "x", [1, 32, 64])], [_vi(p + "y", out)]
+
+
+CASES.append(Case("rms_weight_pack", "fresh5: an RMSNorm's weight written first or second, after a Cast or not, as the model output (LFM2's final norm)",
+                  lambda: _packed(_rms_weight_case, RMS_WEIGHT_PACK, 255), ("rk3588", "rk3566")))
+CASES.append(Case("rms_weight_heads_pack", "fresh5: an RMSNorm's weight of attention heads written first (LFM2's q/k layernorm)",
+                  lambda: _packed(_rms_weight_case, RMS_WEIGHT_HEADS_PACK, 256), ("rk3588",)))

@@ -354,6 +354,56 @@ def fuse_rms_normalisation(graph, chip):
             graph.fuse(members, "RMSNormalization", leader=sqrt, attributes={"axis": int((mean.attr("axes") or [-1])[0])}, inputs=[members[0].inputs[0]], outputs=list(members[-1].outputs))
 
 
+# Chips whose layer table was read for an RMS norm's weight Mul writing a 3-D model output (below).
+NORM_WEIGHT_OUTPUT_CHIPS = ("rk3588", "rk3566", "rk3568")
+
+
+def _same_type_cast(node) -> bool:
+    from onnx import helper
+
+    x, to = node.input(0), node.attr("to")
+    return node.op_type == "Cast" and x is not None and x.dtype is not None and to is not None and str(helper.tensor_dtype_to_np_dtype(int(to))) == x.dtype
+
+
+def _norm_weight(graph, norm):
+    """(the Cast to the same type between, or None; the Mul by a constant weight of the normalised axis's size or
+    of one value, in either operand order) reading the RMS norm `norm` alone; None when there is none."""
+    nxt = graph.only_consumer(norm.outputs[0].name) if norm.outputs else None
+    cast = nxt if nxt is not None and _same_type_cast(nxt) else None
+    mul = graph.only_consumer(cast.outputs[0].name) if cast is not None else nxt
+    if mul is None or mul.op_type != "Mul" or len(mul.inputs) != 2:
+        return None
+    x = (cast or norm).outputs[0]
+    weight = _other_input(mul, x.name)
+    width = _static_shape(x)[int(norm.attr("axis"))] if _static_shape(x) else None
+    if weight is None or not _known(weight) or weight.numel not in (1, width) or _static_shape(mul.outputs[0]) != _static_shape(x):
+        return None
+    return cast, mul
+
+
+@RULES.graph_pass("Sqrt", chips=L2_NORM_CHIPS, OBSERVED=TOOLKIT_OBSERVED, chip_key=NORM_WEIGHT_OUTPUT_CHIPS.__contains__)
+def norm_weight_joins_the_rms_norm(graph, chip):
+    """{OBSERVED} fuses the Mul by an RMS norm's weight into the norm's exNorm layer (its pass fuse_exnorm_mul), the weight first or second, of one value or varying, through a Cast to the same type (LFM2 writes weight * x.to(dtype)). Where that Mul writes a 3-D model output after such a Cast, the toolkit names after it the layer that turns the output back to the caller's layout, placed as a norm's output view (rules.unchanged_3d_output_view: on RK3566/RK3568 on the CPU).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-05, int8, opset 13;
+    tests/forms_models.py rms_weight_pack): LFM2's RMSNorm of a projection's heads [1, 32, 2, 32]
+    and of [1, 32, 64], its weight [D] of ones or of varying values, first or second, with or without
+    the Cast before it: "fused by fuse_exnorm_mul" (ones second: by remove_invalid_mul) into the norm,
+    on the NPU; as a 3-D model output after the Cast: "layer Reshape INT8", on RK3566's CPU and RK3588's
+    NPU; without the Cast it names the exNorm layer (NPU), the layout Reshape glue of it.
+    """
+    for norm in [n for n in graph.nodes if n.op_type == "RMSNormalization"]:
+        found = _norm_weight(graph, norm)
+        if found is None:
+            continue
+        cast, mul = found
+        if cast is not None and mul.outputs[0].is_model_output and len(_static_shape(mul.outputs[0])) == 3 and chip in NORM_WEIGHT_OUTPUT_CHIPS:
+            graph.fuse([mul], "Reshape", attributes={OUTPUT_VIEW_SOURCE_ATTRIBUTE: "norm"}, inputs=[cast.outputs[0]])
+            continue
+        members = [norm, cast, mul] if cast is not None else [norm, mul]
+        graph.fuse(members, "RMSNormalization", leader=norm, attributes={"axis": int(norm.attr("axis"))}, inputs=list(norm.inputs), outputs=list(mul.outputs))
+
+
 @RULES.graph_pass("Cast", OBSERVED=TOOLKIT_OBSERVED)
 def cast_to_its_own_type_removed(graph, chip):
     """{OBSERVED} removes a Cast to the element type its input already has (its pass remove_invalid_cast): it runs nowhere, and its layer table names it in the layer of the node it reads (that node's only reader), on the CPU where that node is.
@@ -2122,6 +2172,85 @@ def _key_beside_a_shared_query(graph, node) -> bool:
             if len([r for r in graph.consumers(part.outputs[0].name) if r.op_type != "Shape"]) > 1:
                 return True
     return False
+
+
+# The attribute the pass below gives the Expand that repeats one key/value head (its repeats).
+ONE_HEAD_REPEAT_ATTRIBUTE = "rknn_one_head_repeat"
+ONE_HEAD_REPEAT_CHIPS = ("rk3588", "rk3566", "rk3568")  # measured on RK3588 and RK3566 (RK3568 taken as RK3566)
+# Chips whose layer table names the Reshape merging a 5-D repeat with the Expand (on RK3566 no layer names it).
+ONE_HEAD_MERGE_NAMED_CHIPS = ("rk3588",)
+ONE_HEAD_SOURCE_HOPS = 12  # nodes walked back from the repeat to the heads' swap (Gemma 3: RMSNorm, rotary positions)
+
+
+def _swaps_in_one_head(node) -> bool:
+    """`node` (a Transpose, or the Reshape a unit-axes Transpose became) turns [N, T, 1, D] into [N, 1, T, D]."""
+    x, out = (_static_shape(node.inputs[0]) if node.inputs else None), (_static_shape(node.outputs[0]) if node.outputs else None)
+    return node.op_type in ("Transpose", "Reshape") and x is not None and len(x) == 4 and x[2] == 1 and out == (x[0], 1, x[1], x[3])
+
+
+def _one_head_of_a_computed_tensor(graph, tensor) -> bool:
+    """`tensor` is one attention head swapped out of a computed token-major tensor ([N, T, 1, D] -> [N, 1, T, D]),
+    through at most ONE_HEAD_SOURCE_HOPS nodes that keep it (an Unsqueeze, elementwise arithmetic, a norm: each
+    followed through its first computed input of the shape it writes)."""
+    for _ in range(ONE_HEAD_SOURCE_HOPS):
+        node = graph.producer(tensor.name)
+        if node is None or not node.inputs:
+            return False
+        if _swaps_in_one_head(node):
+            return graph.producer(node.inputs[0].name) is not None
+        shape = _static_shape(node.outputs[0])
+        tensor = node.inputs[0] if node.op_type == "Unsqueeze" else next(
+            (t for t in node.inputs if t.present and not _known(t) and _static_shape(t) == shape), None)
+        if tensor is None:
+            return False
+    return False
+
+
+def _repeat_into_a_product(graph, expand) -> list | None:
+    """[the Expand, the Reshape merging the repeat into the heads, the key's swap [0, 1, 3, 2]] (the last two
+    where present) when that chain is an operand of a MatMul of two computed tensors; else None."""
+    chain = [expand]
+    merge = _next(graph, expand, "Reshape")
+    if merge is not None:
+        chain.append(merge)
+    swap = _next(graph, chain[-1], "Transpose")
+    if swap is not None and _perm(swap) == [0, 1, 3, 2]:
+        chain.append(swap)
+    product = _next(graph, chain[-1], "MatMul")
+    if product is None or any(_known(t) for t in product.inputs[:2]):
+        return None
+    return chain
+
+
+@RULES.graph_pass("Expand", "Tile", chips=ONE_HEAD_REPEAT_CHIPS, OBSERVED=TOOLKIT_OBSERVED, chip_key=ONE_HEAD_MERGE_NAMED_CHIPS.__contains__)
+def one_head_repeat_into_a_product(graph, chip):
+    """{OBSERVED} runs on the CPU an Expand that repeats one key/value head of grouped-query attention (transformers' repeat_kv: Unsqueeze, Expand, Reshape; or an Expand or a Tile of [N, 1, T, D] straight, which it also names an Expand layer) into a product of two computed tensors (q @ k^T, attn @ v), where that head was swapped out of a computed token-major tensor ([N, T, 1, D] -> [N, 1, T, D]: a Linear's heads, then its norm or rotary positions); the Reshape merging the repeat and the key's swap [0, 1, 3, 2] join that Expand layer (its passes fuse_two_reshape, reduce_tp_in_mesh_forward; on RK3566 no layer names the merge of a 5-D repeat). With two or more key/value heads it makes the repeat a Conv on the NPU. The pass marks the chain for the rule one_head_repeat_into_a_product.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-05, int8, tests/forms_models.py
+    gqa_repeat_pack, gqa_repeat_pack_2, gqa_repeat_pack_3): one key/value head repeated 2 or 4 times,
+    T 16 to 64, D 16 to 64, from the projection or a Relu of it, Unsqueeze on axis 2 or an Expand or
+    a Tile of [1, 1, T, D]: CPU into q @ k^T, attn @ v, whole attention; 2 key/value heads: a Conv on the NPU;
+    a head that is a Relu of a model input already [1, 1, T, D]: NPU; read by a Relu model output:
+    NPU. Measured, not modelled (docs/audit.md): read by an Add or a constant MatMul, CPU from the
+    projection and NPU from a swapped model input; a Relu between the repeat and q @ k^T: the Expand
+    on the CPU, the swap on the NPU; a swapped model input into q @ k^T: CPU, the swap on the NPU;
+    Unsqueeze on axis 1 (Expand [1, n, 1, T, D]): CPU on RK3588, the value's on the NPU on RK3566.
+    """
+    for expand in [n for n in graph.nodes if n.op_type in ("Expand", "Tile")]:
+        x, out = _static_shape(expand.inputs[0]), _static_shape(expand.outputs[0]) if expand.outputs else None
+        if x is None or out is None or len(x) != len(out) or len(x) not in (4, 5):
+            continue
+        grown = [(a, b) for a, b in zip(x, out) if a != b]
+        if len(grown) != 1 or grown[0][0] != 1 or not _one_head_of_a_computed_tensor(graph, expand.inputs[0]):
+            continue
+        chain = _repeat_into_a_product(graph, expand)
+        if chain is None:
+            continue
+        merge = next((m for m in chain if m.op_type == "Reshape"), None)
+        if merge is not None and len(x) == 5 and chip not in ONE_HEAD_MERGE_NAMED_CHIPS:
+            graph.eliminate(merge)  # no layer names it: it runs nowhere of its own
+            chain.remove(merge)
+        graph.fuse(chain, "Expand", attributes={ONE_HEAD_REPEAT_ATTRIBUTE: int(grown[0][1])}, inputs=list(expand.inputs))
 
 
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)

@@ -1907,6 +1907,13 @@ def heads_of_a_cpu_tile(node: NodeView, chip: str):
     return Offence("Tile", "heads of a tiled query, read by a product") if node.attr(_passes.TILED_QUERY_ATTRIBUTE) is not None else None
 
 
+@RULES.rule("Expand", chips=_passes.ONE_HEAD_REPEAT_CHIPS)
+def one_head_repeat_into_a_product(node: NodeView, chip: str):
+    """The toolkit runs on the CPU the Expand that repeats one key/value head of grouped-query attention into q @ k^T or attn @ v, with the Reshape merging the repeat (on RK3588) and the key's swap (rknn-toolkit2 2.5.0, observed on RK3588 and RK3566; RK3568 taken as RK3566; passes.one_head_repeat_into_a_product marks them)."""
+    repeats = node.attr(_passes.ONE_HEAD_REPEAT_ATTRIBUTE)
+    return Offence(int(repeats), "repeats of one key/value head into a product") if repeats is not None else None
+
+
 @RULES.rule("Reshape", "Expand", chips=_passes.TILE_OF_ONES_CHIPS)
 def decomposed_relative_positions_merge(node: NodeView, chip: str):
     """On RK3588 the toolkit runs on the CPU the Reshape that merges MViTv2's attention plus its run-time decomposed relative positions back into [N, h, Tq, Tk], and the Expand and Reshape after it, when Tk is not a multiple of 16 (rknn-toolkit2 2.5.0, observed; passes.decomposed_relative_positions_merge marks them)."""
