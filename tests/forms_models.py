@@ -7324,3 +7324,70 @@ CASES.append(Case("rms_weight_pack", "fresh5: an RMSNorm's weight written first 
                   lambda: _packed(_rms_weight_case, RMS_WEIGHT_PACK, 255), ("rk3588", "rk3566")))
 CASES.append(Case("rms_weight_heads_pack", "fresh5: an RMSNorm's weight of attention heads written first (LFM2's q/k layernorm)",
                   lambda: _packed(_rms_weight_case, RMS_WEIGHT_HEADS_PACK, 256), ("rk3588",)))
+
+
+# ---- fresh5 (D-FINE, Mask2Former) on RKNN: run-time int64 data; an Einsum written with spaces ----------------
+
+# D-FINE keeps its top-k queries: TopK's int64 indices [1, K] -> Unsqueeze [1, K, 1] -> Expand to that same shape ->
+# Tile over a box's 4 values (or straight over 64 features) -> GatherElements. Mask2Former counts a mask's pixels:
+# Less -> Cast to int64 -> ReduceSum. (name, what): "indices_tile4" (through the shape-keeping Expand, Tile by
+# [1, 1, 4]), "indices_tile64" (Tile by [1, 1, 64] straight), "values_tile8" (a float [1, 20, 1], a Relu of a model
+# input, Tiled by [1, 1, 8] into a Mul), "count" (an int64 ReduceSum of a Less, a float ReduceSum beside it).
+INT64_DATA_PACK = (("indices_tile4",), ("indices_tile64",), ("values_tile8",), ("count",))
+
+
+def _int64_data_case(rng, spec) -> tuple[list, list, list, list]:
+    (what,) = spec
+    p = f"i64_{what}_"
+    node = _prefixed(p)
+    if what == "count":
+        inits = [_const(p + "half", np.float32(0.5)), _const(p + "last", np.array([-1], np.int64))]
+        nodes = [node("Less", ["x", "half"], "lt"), node("Cast", ["lt"], "lt64", to=TensorProto.INT64),
+                 node("ReduceSum", ["lt64", "last"], "cnt", keepdims=0), node("Cast", ["cnt"], "y", to=TensorProto.FLOAT),
+                 node("ReduceSum", ["x", "last"], "sum", keepdims=0), node("Relu", ["sum"], "yf")]
+        return nodes, inits, [_vi(p + "x", [2, 10, 4])], [_vi(p + "y", [2, 10]), _vi(p + "yf", [2, 10])]
+    width = {"indices_tile4": 4, "indices_tile64": 64, "values_tile8": 8}[what]
+    inits = [_const(p + "k", np.array([20], np.int64)), _const(p + "axis", np.array([2], np.int64)),
+             _const(p + "same", np.array([1, 20, 1], np.int64)), _const(p + "reps", np.array([1, 1, width], np.int64))]
+    nodes = [node("Relu", ["logits"], "l")]
+    nodes.append(helper.make_node("TopK", [p + "l", p + "k"], [p + "vals", p + "idx"], name=p + "topk", axis=1))
+    if what == "values_tile8":
+        # A float [1, 20, 1] of its own: on RK3566 the Unsqueeze of the TopK's values [1, 20] -> [1, 20, 1] ran on the
+        # CPU, straight or through a Relu (measured, not modelled: docs/audit.md), on RK3588 on the NPU.
+        nodes = [node("Relu", ["v"], "v1"), node("Tile", ["v1", "reps"], "v8"), node("Mul", ["v8", "m"], "y")]
+        return nodes, inits[3:], [_vi(p + "v", [1, 20, 1]), _vi(p + "m", [1, 20, width])], [_vi(p + "y", [1, 20, width])]
+    nodes.append(node("Unsqueeze", ["idx", "axis"], "idx1"))
+    if what == "indices_tile4":
+        nodes.append(node("Expand", ["idx1", "same"], "idx1e"))
+    nodes += [node("Tile", ["idx1e" if what == "indices_tile4" else "idx1", "reps"], "idxw"),
+              node("GatherElements", ["boxes", "idxw"], "y", axis=1)]
+    return nodes, inits, [_vi(p + "logits", [1, 84]), _vi(p + "boxes", [1, 84, width])], [_vi(p + "y", [1, 20, width])]
+
+
+CASES.append(Case("int64_data_pack", "fresh5: run-time int64 data unsqueezed, tiled and summed (D-FINE's top-k indices, Mask2Former's mask counts)",
+                  lambda: _packed(_int64_data_case, INT64_DATA_PACK, 254, opset=13), ("rk3588", "rk3566")))
+
+# transformers' Mask2Former writes torch.einsum("bqc, bchw -> bqhw", ...): the equation keeps its spaces. (name,
+# equation): operands are Relus of model inputs (b 1, q 10, c 32, h = w 8, n 64, l = t 16, k 32).
+EINSUM_SPACES_PACK = (
+    ("plain_map", "bqc,bchw->bqhw"), ("spaced_map", "bqc, bchw -> bqhw"), ("spaced_bmm", "bqc, bcn -> bqn"),
+    ("spaced_scores", "bhlk, bhtk -> bhlt"), ("two_after_comma", "bqc,  bcn->bqn"), ("one_after_comma", "bqc, bcn->bqn"),
+    ("one_before_arrow", "bqc,bcn ->bqn"), ("one_before_comma", "bqc ,bcn->bqn"), ("one_after_arrow", "bqc,bcn-> bqn"),
+    ("one_leading", " bqc,bcn->bqn"), ("around_arrow", "bqc,bchw -> bqhw"),
+)
+EINSUM_SPACES_DIMS = {"b": 1, "q": 10, "c": 32, "h": 8, "w": 8, "n": 64, "l": 16, "t": 16, "k": 32}
+
+
+def _einsum_spaces_case(rng, spec) -> tuple[list, list, list, list]:
+    name, equation = spec
+    p = f"eqsp_{name}_"
+    node = _prefixed(p)
+    a, rest = equation.replace(" ", "").split(",")
+    b, out = rest.split("->")
+    shape = lambda term: [EINSUM_SPACES_DIMS[s] for s in term]  # noqa: E731
+    nodes = [node("Relu", ["a"], "ra"), node("Relu", ["b"], "rb"), node("Einsum", ["ra", "rb"], "y", equation=equation)]
+    return nodes, [], [_vi(p + "a", shape(a)), _vi(p + "b", shape(b))], [_vi(p + "y", shape(out))]
+
+
+CASES.append(Case("einsum_spaces_pack", "fresh5: an Einsum whose equation keeps spaces (Mask2Former's mask predictor)",
+                  lambda: _packed(_einsum_spaces_case, EINSUM_SPACES_PACK, 255, opset=13), ("rk3588", "rk3566")))

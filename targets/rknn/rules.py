@@ -788,6 +788,46 @@ def expand_of_int64(node: NodeView, chip: str):
     return Offence("int64", f"input {x.name}") if x is not None and x.dtype == "int64" and not _known(x) else None
 
 
+# Chips measured for the rule below (RK3568 taken as RK3566; the others not probed).
+INT64_AT_RUN_TIME_CHIPS = ("rk3588", "rk3566", "rk3568")
+
+
+@RULES.rule("Unsqueeze", "Tile", "ReduceSum", chips=INT64_AT_RUN_TIME_CHIPS)
+def int64_at_run_time(node: NodeView, chip: str):
+    """The toolkit runs on the CPU an Unsqueeze, a Tile or a ReduceSum of a run-time int64 tensor (D-FINE's top-k query indices unsqueezed and tiled over a box's values for a GatherElements; Mask2Former's count of masked pixels, a ReduceSum of a comparison cast to int64, its layer "ReduceSum INT64 CPU"): the NPU has no 64-bit integer data, whatever the Tile's axes (rknn-toolkit2 2.5.0, observed).
+
+    Probed (tests/forms_models.py int64_data_pack, RK3588 and RK3566, 2026-12-05, int8): a TopK's
+    int64 indices [1, 20] Unsqueezed to [1, 20, 1], Expanded to their own shape and Tiled by
+    [1, 1, 4] or straight by [1, 1, 64] into a GatherElements: Unsqueeze and Tile on the CPU; a
+    float [1, 20, 1] Tiled by [1, 1, 8]: NPU; a Less cast to int64 and summed over its last axis:
+    CPU, a float ReduceSum beside it: NPU.
+    """
+    x = node.input(0)
+    return Offence("int64", f"input {x.name}") if x is not None and x.dtype == "int64" and not _known(x) else None
+
+
+# Spaces a term of an Einsum's equation (an operand's or the output's letters, between its commas and
+# arrow) may carry before the toolkit no longer lowers it (OBSERVED, below).
+EINSUM_TERM_SPACES_MAX = 1
+
+
+@RULES.rule("Einsum", chips=INT64_AT_RUN_TIME_CHIPS, SPACES_MAX=EINSUM_TERM_SPACES_MAX)
+def einsum_equation_with_spaces(node: NodeView, chip: str):
+    """The toolkit lowers an Einsum only when each term of its equation carries at most {SPACES_MAX} space; an equation written with spaces around both its comma and its arrow (transformers' Mask2Former: "bqc, bchw -> bqhw", whose second operand reads " bchw ") finds no lowering ("No lowering found ... use CustomOperatorLower instead") and runs on the CPU, whatever its operands (rknn-toolkit2 2.5.0, observed; RK3568 taken as RK3566).
+
+    Probed (tests/forms_models.py einsum_spaces_pack, RK3588 and RK3566, 2026-12-05, int8): operands
+    of Relus of model inputs, "bqc,bchw->bqhw", "bqc,bcn->bqn" and "bhlk,bhtk->bhlt": NPU without
+    spaces; "bqc, bchw -> bqhw", "bqc, bcn -> bqn", "bhlk, bhtk -> bhlt" and "bqc,  bcn->bqn": CPU;
+    one space anywhere ("bqc, bcn->bqn", "bqc,bcn ->bqn", "bqc ,bcn->bqn", "bqc,bcn-> bqn",
+    " bqc,bcn->bqn") or one on each side of the arrow ("bqc,bchw -> bqhw"): NPU; the query a constant:
+    the same.
+    """
+    equation = str(node.attr("equation", ""))
+    terms = equation.replace("->", ",").split(",")
+    padded = [t for t in terms if t.count(" ") > EINSUM_TERM_SPACES_MAX]
+    return Offence(equation, f"term {padded[0]!r} carries {padded[0].count(' ')} spaces") if padded else None
+
+
 @RULES.rule("Transpose", chips=_passes.KEY_BESIDE_SHARED_QUERY_CHIPS)
 def key_beside_a_query_read_twice(node: NodeView, chip: str):
     """On RK3588 the toolkit runs on the CPU, as a Transpose layer of its own, the key's swap into attention's scores when the key is a part of a joint q/k/v projection (Split and Squeeze) and the query also feeds another computation (SAM's decomposed relative positions made from q); with the query read by its scale alone the swap merges into the product (rknn-toolkit2 2.5.0, observed; passes.transposes_merged_into_matmul marks it).
