@@ -7391,3 +7391,198 @@ def _einsum_spaces_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("einsum_spaces_pack", "fresh5: an Einsum whose equation keeps spaces (Mask2Former's mask predictor)",
                   lambda: _packed(_einsum_spaces_case, EINSUM_SPACES_PACK, 255, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh5 (h9-espeiq): a Cast to its own type and a folded Expand shape on ESP-DL; StarReLU before a
+# Linear and a token map unflattened before a channels-last layer norm on RKNN; a spectrogram's
+# Unsqueeze into a Conv2d through onnx2tf.
+
+
+def _nop_cast_case(rng, spec):
+    """(name, reader): a Relu of the input [1, 8, 16], a Cast to float of it (torch's `.float()` of a
+    float tensor, Gemma's and LFM2's RMSNorm), read by `reader`: "relu", "sqrt", "two" (a Relu and a
+    Sigmoid, summed), "chain" (a second Cast, then a MatMul with constant weights) or "output" (the
+    model's output)."""
+    name, reader = spec
+    p = f"nopcast_{name}_"
+    node = _prefixed(p)
+    nodes = [node("Relu", ["x"], "r"), node("Cast", ["r"], "cast", to=TensorProto.FLOAT)]
+    inits, out = [], [1, 8, 16]
+    if reader == "output":
+        return nodes[:1] + [node("Cast", ["r"], "y", to=TensorProto.FLOAT)], [], [_vi(p + "x", [1, 8, 16])], [_vi(p + "y", out)]
+    if reader == "two":
+        nodes += [node("Relu", ["cast"], "a"), node("Sigmoid", ["cast"], "b"), node("Add", ["a", "b"], "y")]
+    elif reader == "chain":
+        inits.append(_const(p + "w", _weights(rng, 16, 16)))
+        nodes += [node("Cast", ["cast"], "cast2", to=TensorProto.FLOAT), node("MatMul", ["cast2", "w"], "y")]
+    else:
+        nodes.append(node(reader.capitalize(), ["cast"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 8, 16])], [_vi(p + "y", out)]
+
+
+def _folded_shape_case(rng, spec):
+    """(name, reader): the shape [1, 2, 8, 16] computed from constants as torch.onnx writes an
+    Expand's target (ConstantOfShape of the rank, Mul by -1, Equal to the shape, Where; Gemma's
+    repeat_kv), read by `reader`: "expand" (Expand of a [1, 1, 8, 16] Relu) or "reshape" (a
+    Reshape of a [1, 2, 128] Relu)."""
+    name, reader = spec
+    p = f"foldshape_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "shape", np.array([1, 2, 8, 16], np.int64)), _const(p + "minus", np.array(-1, np.int64))]
+    nodes = [helper.make_node("ConstantOfShape", [p + "rank"], [p + "ones"], name=p + "ones", value=numpy_helper.from_array(np.array([1], np.int64))),
+             node("Mul", ["ones", "minus"], "neg"), node("Equal", ["shape", "neg"], "eq"), node("Where", ["eq", "ones", "shape"], "target")]
+    inits.append(_const(p + "rank", np.array([4], np.int64)))
+    x_shape = [1, 1, 8, 16] if reader == "expand" else [1, 2, 128]
+    nodes += [node("Relu", ["x"], "r"), node("Expand" if reader == "expand" else "Reshape", ["r", "target"], "view"), node("Relu", ["view"], "y")]
+    return nodes, inits, [_vi(p + "x", x_shape)], [_vi(p + "y", [1, 2, 8, 16])]
+
+
+NOP_CAST_PACK = (("relu", "relu"), ("sqrt", "sqrt"), ("two", "two"), ("chain", "chain"), ("output", "output"))
+FOLDED_SHAPE_PACK = (("expand", "expand"), ("reshape", "reshape"))
+
+
+def _nop_cast_and_folded_shape_pack() -> onnx.ModelProto:
+    rng = np.random.default_rng(281)
+    parts = [_nop_cast_case(rng, s) for s in NOP_CAST_PACK] + [_folded_shape_case(rng, s) for s in FOLDED_SHAPE_PACK]
+    return _model(*(sum((list(part[i]) for part in parts), []) for i in (0, 2, 3)), inits=sum((list(part[1]) for part in parts), []), opset=14)
+
+
+CASES.append(Case("nop_cast_folded_shape_pack", "fresh5: a Cast to its own type, and an Expand's or a Reshape's shape folded from constants, through esp-ppq's simplifier",
+                  _nop_cast_and_folded_shape_pack, ("esp32s3",)))
+
+
+def _star_relu_case(rng, spec):
+    """(name, reader, bias): tokens [1, 16, 64] through a Linear (MatMul with constant weights) to 128,
+    timm's StarReLU s * relu(x)^2 + b (s of one value first, b of one value, both [1]; CAFormer's
+    MLP), read by `reader`: "linear" (a MatMul with constant weights, CAFormer's fc2), "linear_bias"
+    (the same plus its bias Add and a Relu), "runtime" (a MatMul by a run-time [1, 128, 16]), "sigmoid" (a
+    Sigmoid, the model's output) or "conv" (the tokens as a [1, 128, 4, 4] map through a 1x1 Conv
+    instead: PoolFormerV2's form); a fourth item False: without the square (s * relu(x) + b)."""
+    name, reader, bias, *square = spec
+    p = f"star_{name}_"
+    node = _prefixed(p)
+    conv = reader == "conv"
+    inits = [_const(p + "w1", _weights(rng, 128, 64, 1, 1) if conv else _weights(rng, 64, 128)), _const(p + "s", np.array([1.0], np.float32)),
+             _const(p + "b", np.array([bias], np.float32)), _const(p + "two", np.array(2.0, np.float32))]
+    nodes = [node("Conv" if conv else "MatMul", ["x", "w1"], "fc1", **({"kernel_shape": [1, 1]} if conv else {})),
+             node("Relu", ["fc1"], "relu")]
+    if square != [False]:
+        nodes.append(node("Pow", ["relu", "two"], "sq"))
+    nodes += [node("Mul", ["s", "sq" if square != [False] else "relu"], "scaled"), node("Add", ["scaled", "b"], "act")]
+    inputs = [_vi(p + "x", [1, 64, 4, 4] if conv else [1, 16, 64])]
+    out = [1, 64, 4, 4] if conv else [1, 16, 64]
+    if conv:
+        inits.append(_const(p + "w2", _weights(rng, 64, 128, 1, 1)))
+        nodes.append(node("Conv", ["act", "w2"], "y", kernel_shape=[1, 1]))
+    elif reader == "sigmoid":
+        nodes.append(node("Sigmoid", ["act"], "y"))
+        out = [1, 16, 128]
+    elif reader == "runtime":
+        inputs.append(_vi(p + "m", [1, 128, 16]))
+        nodes.append(node("MatMul", ["act", "m"], "y"))
+        out = [1, 16, 16]
+    else:
+        inits.append(_const(p + "w2", _weights(rng, 128, 64)))
+        nodes.append(node("MatMul", ["act", "w2"], "fc2" if reader == "linear_bias" else "y"))
+        if reader == "linear_bias":
+            inits.append(_const(p + "b2", _weights(rng, 64)))
+            nodes += [node("Add", ["b2", "fc2"], "biased"), node("Relu", ["biased"], "y")]
+    return nodes, inits, inputs, [_vi(p + "y", out)]
+
+
+# Measured and left out (2026-12-05): a "linear_bias" variant, fc2 plus its bias Add: the StarReLU on
+# the NPU of both chips as here, but the bias Add as the 3-D model output (or a Relu after it) on the
+# CPU of RK3566, a mechanism not looked for (the MatMul as the output runs on the NPU).
+STAR_RELU_PACK = (("linear", "linear", 0.0), ("runtime", "runtime", 0.0), ("conv", "conv", 0.0),
+                  ("linear_b01", "linear", 0.1), ("sigmoid", "sigmoid", 0.0), ("relu_linear", "linear", 0.0, False), ("relu_sigmoid", "sigmoid", 0.0, False))
+CASES.append(Case("star_relu_pack", "fresh5: CAFormer's StarReLU s * relu(x)^2 + b (s first, b 0) read by a Linear on tokens, or by a Sigmoid; without the square",
+                  lambda: _packed(_star_relu_case, STAR_RELU_PACK, 282, used_only=True, opset=14), ("rk3588", "rk3566")))
+
+
+def _map_unflatten_case(rng, spec):
+    """(name, channels, side, reader): tokens [1, side*side, C] through a Linear, swapped back to
+    [1, C, side*side] (Transpose [0, 2, 1]) and unflattened into the map [1, C, side, side] (CAFormer's
+    stage end), read by `reader`: "ln" (the next stage's channels-last layer norm: Transpose
+    [0, 2, 3, 1], mean, variance, scale and shift, Transpose [0, 3, 1, 2], a strided 3x3 Conv) or
+    "gap" (a GlobalAveragePool, the model's output)."""
+    name, c, side, reader = spec
+    p = f"unflat_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, c, c)), _const(p + "map", np.array([1, c, side, side], np.int64))]
+    nodes = [node("MatMul", ["x", "w"], "tokens"), node("Transpose", ["tokens"], "swap", perm=[0, 2, 1]), node("Reshape", ["swap", "map"], "fmap")]
+    if reader == "gap":
+        nodes.append(node("GlobalAveragePool", ["fmap"], "y"))
+        return nodes, inits, [_vi(p + "x", [1, side * side, c])], [_vi(p + "y", [1, c, 1, 1])]
+    inits += [_const(p + "two", np.array(2.0, np.float32)), _const(p + "eps", np.array(1e-6, np.float32)),
+              _const(p + "gamma", (1 + _weights(rng, c)).astype(np.float32)), _const(p + "beta", _weights(rng, c)), _const(p + "wc", _weights(rng, c, c, 3, 3))]
+    nodes += [node("Transpose", ["fmap"], "nhwc", perm=[0, 2, 3, 1]), node("ReduceMean", ["nhwc"], "mean", axes=[-1]), node("Sub", ["nhwc", "mean"], "centred"),
+              node("Pow", ["centred", "two"], "sq"), node("ReduceMean", ["sq"], "var", axes=[-1]), node("Add", ["var", "eps"], "var_eps"),
+              node("Sqrt", ["var_eps"], "std"), node("Div", ["centred", "std"], "normed"), node("Mul", ["normed", "gamma"], "scaled"),
+              node("Add", ["scaled", "beta"], "shifted"), node("Transpose", ["shifted"], "nchw", perm=[0, 3, 1, 2]),
+              node("Conv", ["nchw", "wc"], "y", kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2])]
+    half = (side + 1) // 2
+    return nodes, inits, [_vi(p + "x", [1, side * side, c])], [_vi(p + "y", [1, c, half, half])]
+
+
+MAP_UNFLATTEN_PACK = (("c64_s4_ln", 64, 4, "ln"), ("c64_s2_ln", 64, 2, "ln"), ("c32_s7_ln", 32, 7, "ln"), ("c64_s8_ln", 64, 8, "ln"),
+                      ("c64_s4_gap", 64, 4, "gap"))
+CASES.append(Case("map_unflatten_pack", "fresh5: tokens swapped back and unflattened into a map read by a channels-last layer norm (CAFormer's stage end)",
+                  lambda: _packed(_map_unflatten_case, MAP_UNFLATTEN_PACK, 283, opset=14), ("rk3566", "rk3588")))
+
+
+def spectrogram_into_conv2d(variant: str) -> onnx.ModelProto:
+    """A [1, T, F] input made a one-channel image for a 3x3 stride-2 Conv2d to 16 channels, then a
+    Relu (Parakeet's and NeMo's subsampling): "unsqueeze" (Unsqueeze axis 1 of [1, 100, 80]),
+    "relu_first" (a Relu before it), "reshape" (a Reshape to [1, 1, 100, 80] instead), "square"
+    ([1, 64, 64]), "no_conv" (the Unsqueeze read by a Sigmoid, the model's output)."""
+    rng = np.random.default_rng(284)
+    t, f = (64, 64) if variant == "square" else (100, 80)
+    inits = [_const("axes", np.array([1], np.int64)), _const("image", np.array([1, 1, t, f], np.int64)),
+             _const("w", _weights(rng, 16, 1, 3, 3)), _const("b", _weights(rng, 16))]
+    nodes = [helper.make_node("Relu", ["x"], ["xr"], name="relu_in")] if variant == "relu_first" else []
+    source = "xr" if variant == "relu_first" else "x"
+    if variant == "reshape":
+        nodes.append(helper.make_node("Reshape", [source, "image"], ["u"], name="to_image"))
+    else:
+        nodes.append(helper.make_node("Unsqueeze", [source, "axes"], ["u"], name="to_image"))
+    if variant == "no_conv":
+        nodes.append(helper.make_node("Sigmoid", ["u"], ["y"], name="sigmoid"))
+        return _model(nodes, [_vi("x", [1, t, f])], [_vi("y", [1, 1, t, f])], inits[:1], opset=14)
+    nodes += [helper.make_node("Conv", ["u", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+              helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    return _model(nodes, [_vi("x", [1, t, f])], [_vi("y", [1, 16, (t + 1) // 2, (f + 1) // 2])], [i for i in inits if i.name != ("image" if variant != "reshape" else "axes")], opset=14)
+
+
+CASES += [Case(f"spectrogram_conv2d_{v}", "fresh5: a spectrogram [1, T, F] made a one-channel image for a Conv2d (Parakeet's subsampling) through onnx2tf",
+               lambda v=v: spectrogram_into_conv2d(v), ("imx93",)) for v in ("unsqueeze", "relu_first", "reshape", "square", "no_conv")]
+
+
+def masked_attention_esp(variant: str) -> onnx.ModelProto:
+    """q @ k^T * d^-0.5 plus an upper-triangular mask, Softmax, @ v (q, k, v [1, 2, 16, 32] model
+    inputs through Relus), as esp-ppq's Attention fusion takes it: "min" (a mask of float32's lowest
+    value), "min_alibi" (an ALiBi-like bias [1, 2, 1, 16] Added before the mask: BLOOM's baddbmm),
+    "min_reshape" (the scores through Reshapes to [2, 16, 16] and back before the mask) and
+    "1e9_alibi" (a mask of -1e9, with the bias)."""
+    heads, tokens, d = 2, 16, 32
+    value = -1e9 if variant.startswith("1e9") else float(np.finfo(np.float32).min)
+    inits = [_const("scale", np.array(d ** -0.5, np.float32)), _const("mask", np.triu(np.full([1, 1, tokens, tokens], value, np.float32), 1))]
+    nodes = [helper.make_node("Relu", [i], [f"r{i}"], name=f"relu_{i}") for i in "qkv"]
+    nodes += [helper.make_node("Transpose", ["rk"], ["kt"], name="k_t", perm=[0, 1, 3, 2]), helper.make_node("MatMul", ["rq", "kt"], ["s"], name="scores"),
+              helper.make_node("Mul", ["s", "scale"], ["ss"], name="scale_mul")]
+    scores = "ss"
+    if variant.endswith("alibi"):
+        slopes = np.array([-0.5, -0.25], np.float32)[None, :, None, None]
+        inits.append(_const("alibi", (np.arange(tokens, dtype=np.float32)[None, None, None, :] * slopes).astype(np.float32)))
+        nodes.append(helper.make_node("Add", ["ss", "alibi"], ["sa"], name="alibi_add"))
+        scores = "sa"
+    if variant.endswith("reshape"):
+        inits += [_const("s3", np.array([heads, tokens, tokens], np.int64)), _const("s4", np.array([1, heads, tokens, tokens], np.int64))]
+        nodes += [helper.make_node("Reshape", ["ss", "s3"], ["s3o"], name="to_3d"), helper.make_node("Reshape", ["s3o", "s4"], ["s4o"], name="to_4d")]
+        scores = "s4o"
+    nodes += [helper.make_node("Add", [scores, "mask"], ["m"], name="mask_add"), helper.make_node("Softmax", ["m"], ["p"], name="softmax", axis=-1),
+              helper.make_node("MatMul", ["p", "rv"], ["y"], name="context")]
+    return _model(nodes, [_vi(i, [1, heads, tokens, d]) for i in "qkv"], [_vi("y", [1, heads, tokens, d])], inits, opset=14)
+
+
+CASES += [Case(f"masked_attention_esp_{v}", "fresh3/fresh5: attention with a mask of float32's lowest value, fused by esp-ppq into one Attention layer or calibrated on its own (BLOOM)",
+               lambda v=v: masked_attention_esp(v), ("esp32s3",)) for v in ("min", "min_alibi", "min_reshape", "1e9_alibi")]

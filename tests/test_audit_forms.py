@@ -178,6 +178,21 @@ def test_esp_ppq_verdict_leaves_out_weights_the_simplifier_computes():
     assert weights and _computed_from_constants(graph) == weights
 
 
+def test_esp_ppq_verdict_leaves_out_a_shape_the_simplifier_computes():
+    """torch.onnx's Expand target (ConstantOfShape, Mul by -1, Equal, Where: Gemma 3's repeat_kv)
+    is computed by onnxsim and exported as a constant esp-ppq names itself (PPQ_Variable_N): the
+    verdict leaves those nodes out instead of giving them the Expand's F32 layer (fresh5
+    hf_gemma3_text and hf_lfm2 had 18 such nodes "fused into Expand F32")."""
+    from edgedeploy.targets.espdl.verdict import _folded_from_constants
+
+    graph = BUILDERS["nop_cast_folded_shape_pack"].build().graph
+    folded = _folded_from_constants(graph)
+    assert {f"foldshape_{r}_{n}" for r in ("expand", "reshape") for n in ("ones", "neg", "eq", "target")} <= folded
+    assert not any(name.startswith("nopcast_") or name.endswith(("_view", "_r", "_y")) for name in folded)
+    verdict = recorded("nop_cast_folded_shape_pack", "esp32s3")
+    assert "foldshape_expand_view" in verdict.nodes and not any(n in verdict.nodes for n in folded)
+
+
 ZERO_BRANCH_PAIRS = [(name, chip) for name, chip in PAIRS if name.startswith("zero_residual_branch_")]
 
 

@@ -48,6 +48,39 @@ def dropout_removed_by_simplifier(graph, node) -> bool:
     return float(node.attr("ratio", 0.5)) == 0.0
 
 
+def cast_to_its_own_type(cast) -> bool:
+    """A Cast whose `to` is the element type its input already has (torch's `.float()` of a float tensor)."""
+    from onnx import helper
+
+    x, to = cast.input(0), cast.attr("to")
+    return x is not None and x.dtype is not None and to is not None and str(helper.tensor_dtype_to_np_dtype(int(to))) == x.dtype
+
+
+@RULES.graph_pass("Cast", ONNXSIM=ONNXSIM_VERSION, VERSION=ESP_PPQ_VERSION)
+def simplifier_removes_cast_to_its_own_type(graph, chip):
+    """esp-ppq {VERSION}'s simplifier (onnxsim {ONNXSIM}, its optimizer's eliminate_nop_cast) removes a Cast to the element type its input already has (torch's `.float()` of a float tensor: the RMSNorms and attention probabilities of Gemma 3, LFM2 and Moonshine); the node reading it then reads the input itself, and the Cast is reported with that node's layer, in its precision; read by several nodes it runs nowhere.
+
+    Measured with esp-ppq 1.3.12 (tests/forms_models.py nop_cast_folded_shape_pack, opset 14,
+    2026-12-05): a float Cast of a Relu's result read by a Relu, a Sqrt (F32), a Relu and a
+    Sigmoid, or a second such Cast and a MatMul, or as the model's output: no layer of its own
+    (as the output, the Relu's S8 layer takes the output's name); ESP-DL has no Cast module, so
+    the audit called them unsupported.
+    """
+    # Readers first, so that a chain of Casts folds into the node after the last one.
+    for cast in reversed([n for n in graph.nodes if n.op_type == "Cast"]):
+        x, y = cast.input(0), cast.output(0)
+        if y is None or not cast_to_its_own_type(cast):
+            continue
+        producer = graph.producer(x.name) if y.is_model_output else None
+        if producer is not None and len(producer.outputs) == 1 and graph.only_consumer(x.name) is cast:
+            # The model's output: its producer's layer takes the output's name (measured).
+            graph.fuse([producer, cast], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(cast.outputs))
+        elif not y.is_model_output and graph.only_consumer(y.name) is not None:
+            _fold_into_its_reader(graph, cast, x)
+        else:
+            graph.eliminate(cast)
+
+
 # Operators through which an all-zero tensor stays all-zero whatever their other inputs (shapes,
 # axes, repeats): enough to see PyTorch's zero initial state, Expand(Constant(zeros), shape).
 ZERO_PRESERVING = ("Expand", "Reshape", "Unsqueeze", "Squeeze", "Tile", "Transpose", "Flatten", "Cast", "Identity")
@@ -248,3 +281,91 @@ def simplifier_removes_identity_reshape(graph, chip):
         if x is None or y is None or not x.is_static or not y.is_static or tuple(x.shape) != tuple(y.shape) or y.is_model_output:
             continue
         _fold_into_its_reader(graph, reshape, x)
+
+
+# ---- esp-ppq's calibration of a mask holding float32's lowest value (transformers' causal mask)
+
+FLOAT32_LOWEST = float(np.finfo(np.float32).min)
+# Masks are [1, 1, T, T] at most; larger constants (weights) are not read.
+MAX_MASK_ELEMENTS = 1 << 20
+# How far back the constants a mask is computed from are looked for (Where, Expand, Slice, ...).
+MASK_DEPTH = 12
+FLOAT_MIN_MASK_ATTRIBUTE = "espdl_add_of_a_float_min_mask"
+# Its values: the mask's own value is known to hold the lowest value, or only a constant it is computed from is.
+MASK_HOLDS, MASK_MAY_HOLD = 1, 2
+
+
+def _known_small_value(t):
+    if t is None or not (t.is_constant or t.foldable) or t.stored_elsewhere or (t.numel or 0) > MAX_MASK_ELEMENTS:
+        return None
+    return t.value
+
+
+def holds_float_min(graph, t, depth: int = MASK_DEPTH, seen: set | None = None) -> bool:
+    """`t` is known when the model is compiled and holds float32's lowest value, or is computed from a constant that does."""
+    seen = set() if seen is None else seen
+    if t is None or not (t.is_constant or t.foldable) or t.name in seen:
+        return False
+    seen.add(t.name)
+    value = _known_small_value(t)
+    if value is not None and value.size and value.dtype.kind == "f":
+        return float(value.min()) <= FLOAT32_LOWEST
+    node = graph.producer(t.name)
+    if node is None or depth == 0:
+        return False
+    inputs = [i for i in node.inputs if i.present]
+    condition = _known_small_value(node.inputs[0]) if node.op_type == "Where" and node.inputs else None
+    if condition is not None and condition.size:
+        inputs = ([node.inputs[1]] if condition.any() else []) + ([node.inputs[2]] if not condition.all() else [])
+    return any(holds_float_min(graph, i, depth - 1, seen) for i in inputs)
+
+
+def _scalar_constant(t) -> bool:
+    return t is not None and (t.is_constant or t.foldable) and t.numel == 1
+
+
+def _scores_from_a_matmul(graph, t) -> bool:
+    """`t` is a MatMul's result, through Reshapes and Muls or Divs by a constant scalar only."""
+    node = graph.producer(t.name) if t is not None and t.name else None
+    while node is not None and (node.op_type == "Reshape" or (node.op_type in ("Mul", "Div") and len(node.inputs) == 2 and _scalar_constant(node.inputs[1]))):
+        node = graph.producer(node.inputs[0].name)
+    return node is not None and node.op_type == "MatMul"
+
+
+def _softmax_into_a_matmul(graph, add) -> bool:
+    """`add`'s result is read by a Softmax alone, whose result a MatMul alone reads as its first operand (through Reshapes)."""
+    softmax = graph.only_consumer(add.outputs[0].name) if add.outputs else None
+    if softmax is None or softmax.op_type != "Softmax":
+        return False
+    out = softmax.outputs[0]
+    reader = graph.only_consumer(out.name)
+    while reader is not None and reader.op_type == "Reshape":
+        out = reader.outputs[0]
+        reader = graph.only_consumer(out.name)
+    return reader is not None and reader.op_type == "MatMul" and reader.inputs[0].name == out.name
+
+
+@RULES.graph_pass("Add", VERSION=ESP_PPQ_VERSION)
+def float_min_mask_outside_a_fused_attention(graph, chip):
+    """esp-ppq {VERSION} fuses attention written MatMul, a scale by a constant, an Add of a mask, Softmax and MatMul (Reshapes between allowed) into one Attention layer; the Add of a mask holding float32's lowest value (transformers' causal mask, torch.finfo(float32).min) anywhere else is calibrated on its own, and its histogram over a range beyond float32 stops the build: the pass marks the Add for the rule calibration_of_a_float_min_mask.
+
+    Measured with esp-ppq 1.3.12 on ESP32-S3 (2026-12-05, opset 13/14, probe models of
+    q @ k^T * scale + mask, Softmax, @ v with an upper-triangular mask): fused (one Attention
+    S8 layer) and converted with the lowest value, also with two Reshapes before the mask; with
+    an ALiBi-like bias Added before the mask (BLOOM's baddbmm) not fused, and with the lowest
+    value it stops (an Add of -1e9 converts); a mask Added to x @ W (constant W, tests/forms_models.py
+    softmax_mask_imx_float_min's form): stops with the lowest value, converts with -3e38, -1e38,
+    -1e35 or -1e9. Gemma 3's and LFM2's masks (fresh5) are fused; BLOOM's (fresh3) is not. What
+    decides is the mask's value at run time: where the audit cannot compute it (a Where whose
+    condition it does not evaluate), the lowest value only among the constants it is computed from,
+    the rule is uncertain (DETR's padding mask, fresh4: all zeros at run time, esp-ppq calibrated it).
+    """
+    for add in [n for n in graph.nodes if n.op_type == "Add" and len(n.inputs) == 2]:
+        masks = [i for i, t in enumerate(add.inputs) if holds_float_min(graph, t)]
+        if len(masks) != 1:
+            continue
+        scores = add.inputs[1 - masks[0]]
+        if _scores_from_a_matmul(graph, scores) and _softmax_into_a_matmul(graph, add):
+            continue  # one Attention layer: the mask's Add is not calibrated on its own
+        value = _known_small_value(add.inputs[masks[0]])
+        graph.fuse([add], "Add", attributes={FLOAT_MIN_MASK_ATTRIBUTE: MASK_HOLDS if value is not None else MASK_MAY_HOLD})

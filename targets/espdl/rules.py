@@ -21,7 +21,7 @@ from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, Rule
 
 # The graph passes esp-ppq applies before placing register on RULES when passes.py is imported.
 from edgedeploy.targets.espdl.grouped_conv import block_diagonal_cost, needs_block_diagonal
-from edgedeploy.targets.espdl.passes import BN_AS_CONV_RANK, DROPOUT_TRAINING_MODE_OPSET
+from edgedeploy.targets.espdl.passes import BN_AS_CONV_RANK, DROPOUT_TRAINING_MODE_OPSET, FLOAT_MIN_MASK_ATTRIBUTE, MASK_MAY_HOLD
 from edgedeploy.targets.espdl.registry import CHIPS, ESP_DL_VERSION, ESP_PPQ_VERSION, ONNXSIM_VERSION, RULES
 
 SOURCE = (
@@ -596,6 +596,17 @@ def dropout_left_by_simplifier(node: NodeView, chip: str):
     if mask is not None and mask.present:
         return Offence("mask output", f"output '{mask.name}'")
     return Offence("model input to model output", "nothing else would produce the output")
+
+
+@RULES.rule("Add", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION)
+def calibration_of_a_float_min_mask(node: NodeView, chip: str):
+    """esp-ppq {VERSION} stops while calibrating an Add of a mask holding float32's lowest value (transformers' causal mask) that it does not fuse into an Attention layer ("torch.histc: range of [0, inf] is not finite", reported as "Op Execution Error" on the Add): the histogram of its result spans more than float32 holds (passes.float_min_mask_outside_a_fused_attention). Workaround: a mask of -1e9, or attention written MatMul, scale, mask, Softmax, MatMul."""
+    found = node.attr(FLOAT_MIN_MASK_ATTRIBUTE)
+    if not found:
+        return None
+    if int(found) == MASK_MAY_HOLD:
+        return Offence("float32 lowest", "mask computed from float32's lowest value, its values at run time not known here", uncertain=True)
+    return Offence("float32 lowest", "mask Added outside an attention esp-ppq fuses")
 
 
 # esp-ppq's quantisation alignment ties a recurrent layer's Y_h output (output 1) to its initial

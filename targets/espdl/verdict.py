@@ -59,9 +59,10 @@ def verdict_from_case(model_path: Path, case: dict, version: str) -> ToolchainVe
     mapping = map_layers(graph, layers, constants=set(case.get("initializers", [])))
     _batchnorm_into_its_producer(graph, layers, mapping)
     simplified = _computed_from_constants(graph)
+    folded = _folded_from_constants(graph)
     nodes = {}
     for name, (index, how) in mapping.nodes.items():
-        if name in simplified:
+        if name in simplified or (how == "fused" and name in folded):
             continue  # computed by esp-ppq's simplifier before it converts anything: runs nowhere
         layer = layers[index]
         quant = layer.info.get("quant_type")
@@ -94,6 +95,30 @@ def _computed_from_constants(graph: onnx.GraphProto) -> set[str]:
             if inputs or node.op_type == "Constant":
                 known.update(o for o in node.output if o)
                 found.add(name)
+    return found
+
+
+# Operators whose result onnxsim does not compute at compile time although their inputs are known.
+NOT_FOLDED = ("RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli")
+
+
+def _folded_from_constants(graph: onnx.GraphProto) -> set[str]:
+    """The nodes of any operator whose every input is a constant of the model or computed from
+    constants only (torch.onnx's Expand target: ConstantOfShape, Mul by -1, Equal, Where).
+    onnxsim computes them, and esp-ppq exports the result as a constant of a name of its own
+    (PPQ_Variable_N), so map_layers cannot see them folded and gives them to the layer that reads
+    the constant ("fused into Expand F32"); the verdict leaves out such a node where it was given
+    so (a node exported as a layer of its own keeps that layer)."""
+    known = {t.name for t in graph.initializer}
+    outputs = {o.name for o in graph.output}
+    found = set()
+    for name, node in zip(node_names(graph), graph.node):
+        inputs = [i for i in node.input if i]
+        if node.op_type in NOT_FOLDED or outputs.intersection(node.output) or not all(i in known for i in inputs):
+            continue
+        if inputs or node.op_type in ("Constant", "ConstantOfShape"):
+            known.update(o for o in node.output if o)
+            found.add(name)
     return found
 
 

@@ -2796,6 +2796,8 @@ def _swap_then_regroup(graph, node, regroup, fmap) -> None:
 
 # A map's swap into tokens viewed straight back as a channels-last map [N, H, W, C] (rules.swap_viewed_as_a_map).
 SWAP_VIEWED_AS_MAP_ATTRIBUTE = "rknn_swap_viewed_as_a_channels_last_map"
+# The Reshape that unflattens tokens swapped back into a map [N, C, H, W]: no head merge (rules.reshape_of_unaligned_attention_heads).
+MAP_UNFLATTEN_ATTRIBUTE = "rknn_map_unflatten_after_a_token_swap"
 
 
 def _viewed_as_a_channels_last_map(graph, node, readers):
@@ -2812,7 +2814,7 @@ def _viewed_as_a_channels_last_map(graph, node, readers):
 
 @RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
 def token_swap_beside_a_map_reshape(graph, chip):
-    """{OBSERVED} holds a 3-D tensor [N, T, C] with its last axis as channels, so a Transpose [0, 2, 1] that turns a flattened feature map [N, C, H*W] into tokens [N, H*W, C], or tokens back into the map before a Reshape to [N, C, H, W], moves no data: it has no layer of its own (its passes bypass_two_reshape, fuse_transpose_reshape, reduce_tp_in_mesh_forward), even on RK3566/RK3568 where a Transpose layer runs on the CPU. When the tokens are regrouped on the leading axis (area attention's Reshape [N, T, C] -> [N*A, T/A, C]) into areas that are not single rows of the map (T/A other than W), the swap is moved after that Reshape and becomes a Reshape and a Transpose layer, on the CPU, named after the Reshape and, by the order its passes ran, this Transpose or not: uncertain. Where the token stream ends in a 3-D model output, the toolkit makes a Transpose layer there, on the CPU, and names it after this Transpose or not, by the order its passes ran: uncertain; likewise where it ends in a mean over tokens sliced along their axis (EVA-02's x[:, 1:].mean(1)), which the toolkit computes as a Transpose, a Conv and a Reshape (that Transpose on the CPU or the NPU by the shapes). Tokens that go (through a layer norm) into a key/value projection of its own whose key is a CPU Transpose layer (key_transpose_of_a_kv_projection) are flattened with the swap on the CPU.
+    """{OBSERVED} holds a 3-D tensor [N, T, C] with its last axis as channels, so a Transpose [0, 2, 1] that turns a flattened feature map [N, C, H*W] into tokens [N, H*W, C], or tokens back into the map before a Reshape to [N, C, H, W], moves no data: it has no layer of its own (its passes bypass_two_reshape, fuse_transpose_reshape, reduce_tp_in_mesh_forward), even on RK3566/RK3568 where a Transpose layer runs on the CPU; that Reshape is no merge of attention heads, on the NPU whatever reads the map (a channels-last layer norm's Transpose). When the tokens are regrouped on the leading axis (area attention's Reshape [N, T, C] -> [N*A, T/A, C]) into areas that are not single rows of the map (T/A other than W), the swap is moved after that Reshape and becomes a Reshape and a Transpose layer, on the CPU, named after the Reshape and, by the order its passes ran, this Transpose or not: uncertain. Where the token stream ends in a 3-D model output, the toolkit makes a Transpose layer there, on the CPU, and names it after this Transpose or not, by the order its passes ran: uncertain; likewise where it ends in a mean over tokens sliced along their axis (EVA-02's x[:, 1:].mean(1)), which the toolkit computes as a Transpose, a Conv and a Reshape (that Transpose on the CPU or the NPU by the shapes). Tokens that go (through a layer norm) into a key/value projection of its own whose key is a CPU Transpose layer (key_transpose_of_a_kv_projection) are flattened with the swap on the CPU.
 
     Measured on the patch embeddings of ViT, DeiT, CLIP, DINOv2, BEiT and EVA-02, SegFormer's
     and PVT-v2's token/map round trips (Mix-FFN, spatial-reduction attention) and YOLO12's area
@@ -2825,7 +2827,10 @@ def token_swap_beside_a_map_reshape(graph, chip):
     copy of the pool's skeleton with random weights, audit --confirm) and tests/forms_models.py
     token_pool_pack (the mean's Transpose layer named after the Linear before it, on the CPU for
     15 and 17 tokens, on the NPU for 16; the mean of tokens not sliced, as LeViT's and
-    EfficientFormer's, was not seen named after the swap and is left on the NPU).
+    EfficientFormer's, was not seen named after the swap and is left on the NPU). The map
+    unflattened at a stage's end and read by the next stage's channels-last layer norm (CAFormer:
+    Transpose [0, 2, 3, 1]), [1, 64, 4, 4], [1, 64, 2, 2] and [1, 32, 7, 7]: its Reshape on the NPU
+    of RK3566 and RK3588 (tests/forms_models.py map_unflatten_pack, 2026-12-05).
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if _perm(node) != TOKEN_SWAP or not node.outputs or graph.producer(node.outputs[0].name) is not node:
@@ -2858,6 +2863,9 @@ def token_swap_beside_a_map_reshape(graph, chip):
                 graph.fuse([summed], "Add", attributes={SWAP_SUMMED_ATTRIBUTE: 1})
         elif to_tokens or to_map:
             graph.eliminate(node)
+            if to_map and not to_tokens:
+                # Not a head merge: its Transpose reader (a channels-last layer norm's) keeps it on the NPU (CAFormer's stage end).
+                graph.fuse([readers[0]], "Reshape", attributes={MAP_UNFLATTEN_ATTRIBUTE: 1})
 
 
 def _last_axis_slice(node) -> bool:
@@ -3224,9 +3232,16 @@ def _reaches_conv_alone(graph, node) -> bool:
     return reader.op_type in ("Conv", "GlobalAveragePool") or _flattened_into_a_product(graph, reader, out)
 
 
+def _first_operand_of_a_matmul(graph, node) -> bool:
+    """`node`'s result is read by one MatMul alone, as its first operand (a Linear on tokens)."""
+    out = node.outputs[0] if node.outputs else None
+    reader = graph.only_consumer(out.name) if out is not None and out.name else None
+    return reader is not None and reader.op_type == "MatMul" and bool(reader.inputs) and reader.inputs[0].name == out.name
+
+
 @RULES.graph_pass("Add", OBSERVED=TOOLKIT_OBSERVED)
 def zero_add_after_a_scalar_first_mul(graph, chip):
-    """{OBSERVED} drops an Add of zeros after a * x with a constant scalar first (timm's learnable affine block and StarReLU at their initial bias 0): the Add shares the Mul's layer, and the Mul is folded into the Conv that alone reads the result (directly, or through a constant Pad folded into it; a GlobalAveragePool, or the flatten of a one-position map into a Gemm, which the toolkit makes Convs, counts as one), on the NPU; read by anything else, both keep a float layer.
+    """{OBSERVED} drops an Add of zeros after a * x with a constant scalar first (timm's learnable affine block and StarReLU at their initial bias 0): the Add shares the Mul's layer, and the Mul is folded into the Conv that alone reads the result (directly, or through a constant Pad folded into it; a GlobalAveragePool, or the flatten of a one-position map into a Gemm, which the toolkit makes Convs, counts as one) or by a MatMul alone as its first operand (a Linear on tokens, CAFormer's StarReLU before fc2), on the NPU; read by anything else, both keep a float layer.
 
     Measured on Conv, Relu, scale * x + bias, Conv with bias 0 and bias 0.4472 (scale 1 or 0.8944:
     only the bias decides) on RK3588 and RK3566 (tests/forms_models.py affine_relu_*), and on
@@ -3234,7 +3249,11 @@ def zero_add_after_a_scalar_first_mul(graph, chip):
     float layer; before a Pad read by a Conv alone, or a Conv, it is folded) and poolformerv2_s12;
     read by a GlobalAveragePool (the model's output, or before Flatten and Gemm) or by the Flatten of
     a 1x1 map into a Gemm: INT8 on the NPU; by a MaxPool: float (tests/forms_models.py
-    affine_before_*, RK3588 and RK3566).
+    affine_before_*, RK3588 and RK3566). StarReLU, s * relu(x)^2 + b with s = 1 first and b = 0
+    (timm's CAFormer), on tokens [1, 16, 128] read by a MatMul with constant weights (with or
+    without its bias Add), by a MatMul with a run-time second operand, and s * relu(x) + 0 read by
+    a MatMul: on the NPU; read by a Sigmoid, with or without the square: float
+    (tests/forms_models.py star_relu_pack, RK3588 and RK3566, 2026-12-05).
     """
     for add in [n for n in graph.nodes if n.op_type == "Add" and len(n.inputs) == 2]:
         for i, x in enumerate(add.inputs):
@@ -3245,7 +3264,7 @@ def zero_add_after_a_scalar_first_mul(graph, chip):
             scale = _value_of(mul.inputs[0])
             if scale is None or np.asarray(scale).size != 1 or _known(mul.inputs[1]) or graph.only_consumer(x.name) is not add:
                 continue
-            kept = ZERO_ADD_INTO_CONV if _reaches_conv_alone(graph, add) else ZERO_ADD_KEPT
+            kept = ZERO_ADD_INTO_CONV if _reaches_conv_alone(graph, add) or _first_operand_of_a_matmul(graph, add) else ZERO_ADD_KEPT
             attributes = {a.name: helper_value(a) for a in mul.proto.attribute}
             attributes[ZERO_ADD_ATTRIBUTE] = kept
             graph.fuse([mul, add], "Mul", leader=mul, attributes=attributes, inputs=list(mul.inputs), outputs=list(add.outputs))

@@ -1259,6 +1259,8 @@ def reshape_of_unaligned_attention_heads(node: NodeView, chip: str):
     """
     if node.attr("rknn_batched_heads_layer") is not None:
         return None  # a batch of token sets splits its heads on the NPU (passes.batched_attention_layouts)
+    if node.attr(_passes.MAP_UNFLATTEN_ATTRIBUTE) is not None:
+        return None  # tokens swapped back into a map [N, C, H, W] (passes.token_swap_beside_a_map_reshape), no heads
     if node.attr(_passes.SPLIT_BEFORE_A_VIEW_ATTRIBUTE) is not None:
         return None  # 3-D batched attention: the Transpose joins the view after it, not this split (passes.transposes_merged_into_matmul)
     joined = node.attr("rknn_head_size")  # the Transposes after it joined it (passes.transposes_merged_into_matmul)

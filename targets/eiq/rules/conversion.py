@@ -10,6 +10,7 @@ from __future__ import annotations
 from edgedeploy.audit.rules import NodeView, Offence, Placement
 from edgedeploy.targets.eiq.rules.documents import ONNX2TF_VERSION, RULES
 from edgedeploy.targets.eiq.rules.onnx2tf import FLOAT_DTYPES, input_rank, static_shape
+from edgedeploy.targets.eiq.rules.passes import UNSQUEEZED_CHANNEL_ATTRIBUTE
 
 
 CONVERTER = f"onnx2tf {ONNX2TF_VERSION}"
@@ -440,3 +441,12 @@ def einsum_not_a_matrix_product(node, chip):
         if t.present and t.dtype == "float64":
             return Offence("float64", f"{t.name} is float64")
     return None
+
+
+@RULES.rule("Conv", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def unsqueezed_channel_into_a_conv(node, chip):
+    """{CONVERTER} stops on a Conv reading a 3-D tensor [N, T, F] (T other than F) given its channel axis by an Unsqueeze at axis 1 (a spectrogram made a one-channel image): it holds the 3-D tensor as [N, F, T] and adds the axis there, so the Conv sees F channels ("Depth of output ... is not a multiple of the number of groups"; passes.conv_of_an_unsqueezed_3d_tensor). Workaround: a Reshape to [N, 1, T, F] instead of the Unsqueeze."""
+    shape = node.attr(UNSQUEEZED_CHANNEL_ATTRIBUTE)
+    if shape is None:
+        return None
+    return Offence(list(shape), f"Unsqueeze at axis 1 of {list(shape)}")

@@ -402,3 +402,47 @@ def softmax_of_a_float_min_mask(graph, chip):
             continue
         kept = {a.name: softmax.attr(a.name) for a in softmax.proto.attribute}
         graph.fuse([softmax], "Softmax", attributes={**kept, FLOAT_MIN_MASK_ATTRIBUTE: 1})
+
+
+# A Conv reading a 3-D tensor given a channel axis by an Unsqueeze (rules.conversion.unsqueezed_channel_into_a_conv).
+UNSQUEEZED_CHANNEL_ATTRIBUTE = "onnx2tf_conv_of_an_unsqueezed_3d_tensor"
+# What may stand between the Unsqueeze and the Conv and still fail (measured: a Relu).
+BETWEEN_UNSQUEEZE_AND_CONV = ("Relu",)
+
+
+def _unsqueeze_axes(node) -> list[int] | None:
+    axes = node.attr("axes")
+    if axes is None and len(node.inputs) > 1 and node.inputs[1].present and (node.inputs[1].is_constant or node.inputs[1].foldable):
+        value = node.inputs[1].value
+        axes = None if value is None else value.reshape(-1).tolist()
+    return None if axes is None else [int(a) for a in axes]
+
+
+def _unsqueezed_3d_input(graph, conv):
+    """The [N, A, B] tensor (A != B) an Unsqueeze at axis 1 made `conv`'s input, directly or through a Relu; else None."""
+    x = conv.inputs[0] if conv.inputs else None
+    producer = graph.producer(x.name) if x is not None and x.name else None
+    if producer is not None and producer.op_type in BETWEEN_UNSQUEEZE_AND_CONV and producer.inputs:
+        producer = graph.producer(producer.inputs[0].name)
+    if producer is None or producer.op_type != "Unsqueeze" or _unsqueeze_axes(producer) not in ([1], [-3]):
+        return None
+    data = producer.inputs[0]
+    shape = data.shape if data.is_static else None
+    return shape if shape is not None and len(shape) == 3 and shape[1] != shape[2] else None
+
+
+@RULES.graph_pass("Conv", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}")
+def conv_of_an_unsqueezed_3d_tensor(graph, chip):
+    """{CONVERTER} holds a 3-D tensor [N, T, F] transposed, [N, F, T], and an Unsqueeze at axis 1 adds the new axis there ([N, 1, F, T]), which a Conv then reads as F channels of a 1 x F map instead of one channel of a T x F one: the conversion stops ("Depth of output ... is not a multiple of the number of groups"): the pass marks the Conv for the rule unsqueezed_channel_into_a_conv.
+
+    Measured with onnx2tf 1.29.24 (tests/forms_models.py spectrogram_conv2d_*, 2026-12-05;
+    Parakeet's subsampling, fresh5 hf_parakeet): [1, 100, 80] Unsqueezed at axis 1 into a 3x3 or a
+    1x1 Conv, directly or through a Relu (before or after the Unsqueeze): fails; [1, 80, 100]: fails;
+    [1, 64, 64] (the two axes alike), a Reshape to [1, 1, 100, 80] instead, or the Unsqueeze read by
+    a Sigmoid: converts.
+    """
+    for conv in [n for n in graph.nodes if n.op_type == "Conv"]:
+        shape = _unsqueezed_3d_input(graph, conv)
+        if shape is not None:
+            kept = {a.name: conv.attr(a.name) for a in conv.proto.attribute}
+            graph.fuse([conv], "Conv", attributes={**kept, UNSQUEEZED_CHANNEL_ATTRIBUTE: list(shape)})
