@@ -6744,7 +6744,11 @@ CASES.append(Case("same_shape_reshape_pack", "fresh3: a Reshape that keeps its i
 # dropped, viewed back [1, H, T, 2T-1], cropped to T and added to q @ k^T, scaled, Softmax, @ v,
 # merged. "relu": the crop added to a second input and read by a Relu instead. (name, H, T, D, form)
 RELATIVE_SHIFT_LINEAR_PACK = (("lin_t199", 2, 199, 32, "full"), ("lin_t16", 2, 16, 32, "full"), ("lin_t32", 4, 32, 16, "full"),
-                              ("lin_t50", 2, 50, 32, "full"), ("lin_relu_t16", 2, 16, 32, "relu"))
+                              ("lin_t50", 2, 50, 32, "full"), ("lin_relu_t16", 2, 16, 32, "relu"),
+                              # Parakeet's (fresh5): the crop and q @ k^T each scaled, then added ("scaled"),
+                              # the crop cut again to its own length before the Add as Parakeet does ("scaled_crop2").
+                              ("lin_scaled_t13", 2, 13, 32, "scaled"), ("lin_scaled_t16", 2, 16, 32, "scaled"),
+                              ("lin_scaled_crop2_t13", 2, 13, 32, "scaled_crop2"), ("lin_scaled_crop2_t32", 4, 32, 16, "scaled_crop2"))
 
 
 def _relative_shift_linear_case(rng, spec) -> tuple[list, list, list, list]:
@@ -6773,8 +6777,16 @@ def _relative_shift_linear_case(rng, spec) -> tuple[list, list, list, list]:
         nodes += [node("Add", ["other", "crop"], "sum"), node("Relu", ["sum"], "y")]
         unused = tuple(f"_{part}{i}" for part in "kv" for i in ("0", "1", "2", "h")) + ("_ac",)
         return [n for n in nodes if not n.name.endswith(unused)], inits, inputs, [_vi(p + "y", [1, h, t, t])]
-    nodes += [node("Add", ["ac", "crop"], "sum"), node("Div", ["sum", "scale"], "scaled"), node("Softmax", ["scaled"], "probs", axis=-1),
-              node("MatMul", ["probs", "vh"], "o4"), node("Transpose", ["o4"], "o_t", perm=[0, 2, 1, 3]), node("Reshape", ["o_t", "merged"], "o"),
+    if form.startswith("scaled"):  # each term scaled, then added (Parakeet), the crop cut again to its own length
+        nodes += [node("Div", ["ac", "scale"], "ac_s"), node("Div", ["crop", "scale"], "crop_s")]
+        bias = "crop_s"
+        if form == "scaled_crop2":
+            nodes.append(node("Slice", ["crop_s", "zero_i", "t", "three", "one"], "crop2"))
+            bias = "crop2"
+        nodes += [node("Add", ["ac_s", bias], "scaled"), node("Softmax", ["scaled"], "probs", axis=-1)]
+    else:
+        nodes += [node("Add", ["ac", "crop"], "sum"), node("Div", ["sum", "scale"], "scaled"), node("Softmax", ["scaled"], "probs", axis=-1)]
+    nodes += [node("MatMul", ["probs", "vh"], "o4"), node("Transpose", ["o4"], "o_t", perm=[0, 2, 1, 3]), node("Reshape", ["o_t", "merged"], "o"),
               node("MatMul", ["o", "wo"], "y")]
     return nodes, inits, inputs, [_vi(p + "y", [1, t, c])]
 
@@ -7586,3 +7598,310 @@ def masked_attention_esp(variant: str) -> onnx.ModelProto:
 
 CASES += [Case(f"masked_attention_esp_{v}", "fresh3/fresh5: attention with a mask of float32's lowest value, fused by esp-ppq into one Attention layer or calibrated on its own (BLOOM)",
                lambda v=v: masked_attention_esp(v), ("esp32s3",)) for v in ("min", "min_alibi", "min_reshape", "1e9_alibi")]
+
+
+# ---- fresh5 (transformers' PatchTST, PatchTSMixer, Mimi): a series input scaled by ones, padded, patched ----
+
+# PatchTST's and PatchTSMixer's scaler multiplies the [1, T, C] series input by its observed mask, a
+# constant of ones [1, T, C], and sums it over the time axis. (name, input shape, ones' shape ("full" or
+# "vec": [C]), reader ("sum": ReduceSum over axis 1, kept; "relu"), a second reader of the input (None or
+# "relu")).
+SCALED_INPUT_PACK = (
+    ("t64_c3_full_sum", (1, 64, 3), "full", "sum", None), ("t64_c3_full_sum_2", (1, 64, 3), "full", "sum", "relu"),
+    ("t64_c3_full_relu", (1, 64, 3), "full", "relu", None), ("t64_c3_vec_sum", (1, 64, 3), "vec", "sum", None),
+    ("t64_c3_vec_relu", (1, 64, 3), "vec", "relu", None), ("t32_c80_full_relu", (1, 32, 80), "full", "relu", None),
+    ("t32_c80_vec_sum", (1, 32, 80), "vec", "sum", None), ("t64_c16_full_sum", (1, 64, 16), "full", "sum", None),
+) + tuple((f"t64_c{c}_vec_relu", (1, 64, c), "vec", "relu", None) for c in (1, 2, 4, 8, 12, 24, 32, 48)) + (
+    ("t63_c16_vec_relu", (1, 63, 16), "vec", "relu", None), ("t64_c3_identity_relu", (1, 64, 3), "identity", "relu", None),
+    ("t64_c8_identity_relu", (1, 64, 8), "identity", "relu", None), ("t64_c24_identity_relu", (1, 64, 24), "identity", "relu", None),
+)
+
+
+def _scaled_input_case(rng, spec) -> tuple[list, list, list, list]:
+    name, shape, ones, reader, second = spec
+    p = f"ones_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "ones", np.ones(shape if ones == "full" else shape[-1:], np.float32)), _const(p + "axis", np.array([1], np.int64))]
+    nodes = [node("Identity", ["x"], "masked")] if ones == "identity" else [node("Mul", ["x", "ones"], "masked")]
+    if reader == "sum":
+        nodes.append(node("ReduceSum", ["masked", "axis"], "y", keepdims=1))
+        outs = [_vi(p + "y", [1, 1, shape[-1]])]
+    else:
+        nodes.append(node("Relu", ["masked"], "y"))
+        outs = [_vi(p + "y", list(shape))]
+    if second:
+        nodes.append(node("Relu", ["x"], "y2"))
+        outs.append(_vi(p + "y2", list(shape)))
+    return nodes, inits, [_vi(p + "x", list(shape))], outs
+
+
+CASES.append(Case("scaled_input_pack", "fresh5: a series model input multiplied by ones (PatchTST's observed mask), summed over time",
+                  lambda: _packed(_scaled_input_case, SCALED_INPUT_PACK, 301), ("rk3588", "rk3566")))
+
+
+# Mimi's first Conv1d is padded causally: a constant Pad of the [1, 1, L] audio input (left kernel - 1,
+# pads computed from static shapes) straight into a Conv1d of kernel 7 (1 -> 8 channels).
+# (name, input shape, (left, right), producer ("input" or "relu"), kernel)
+UNIT_CHANNEL_PAD_PACK = (
+    ("l4000_left6", (1, 1, 4000), (6, 0), "input", 7), ("l4000_both3", (1, 1, 4000), (3, 3), "input", 7),
+    ("l576_left6", (1, 1, 576), (6, 0), "input", 7), ("l64_left6", (1, 1, 64), (6, 0), "input", 7),
+    ("c4_l4000_left6", (1, 4, 4000), (6, 0), "input", 7), ("l4000_left6_relu", (1, 1, 4000), (6, 0), "relu", 7),
+    ("l4000_left15_k16", (1, 1, 4000), (15, 0), "input", 16),
+) + tuple((f"l{n}_left6_relu", (1, 1, n), (6, 0), "relu", 7) for n in (128, 256, 320, 400, 448, 480, 496, 504, 511, 512, 520, 1024)) + (
+    ("c2_l576_left6_relu", (1, 2, 576), (6, 0), "relu", 7), ("l506_left6_relu", (1, 1, 506), (6, 0), "relu", 7),
+    ("l507_left6_relu", (1, 1, 507), (6, 0), "relu", 7), ("l509_left3_relu", (1, 1, 509), (3, 0), "relu", 7),
+    ("l510_left3_relu", (1, 1, 510), (3, 0), "relu", 7),
+)
+
+
+def _unit_channel_pad_case(rng, spec) -> tuple[list, list, list, list]:
+    name, shape, (left, right), producer, kernel = spec
+    p = f"upad_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "pads", np.array([0, 0, left, 0, 0, right], np.int64)), _const(p + "w", _weights(rng, 8, shape[1], kernel)),
+             _const(p + "b", _weights(rng, 8))]
+    nodes = [node("Relu", ["x"], "r")] if producer == "relu" else []
+    nodes += [node("Pad", ["r" if producer == "relu" else "x", "pads"], "padded", mode="constant"),
+              node("Conv", ["padded", "w", "b"], "y")]
+    length = shape[2] + left + right - kernel + 1
+    return nodes, inits, [_vi(p + "x", list(shape))], [_vi(p + "y", [1, 8, length])]
+
+
+CASES.append(Case("unit_channel_pad_pack", "fresh5: a constant Pad of a [1, 1, L] audio input into a Conv1d (Mimi's causal padding)",
+                  lambda: _packed(_unit_channel_pad_case, UNIT_CHANNEL_PAD_PACK, 302, opset=13), ("rk3588", "rk3566")))
+
+
+# PatchTST's and PatchTSMixer's patchifier: the series [1, T, C] cut into N patches of P steps by Slices
+# along the time axis, each swapped [0, 2, 1] to [1, C, P], Unsqueezed on axis 1 and Concatenated into
+# [1, N, C, P], swapped [0, 2, 1, 3] to [1, C, N, P] into a Linear over the patch (or a Relu).
+# (name, T, C, P, source ("div": the scaler's Div by a run-time std, a CPU layer; "relu"), reader)
+PATCHIFY_PACK = (
+    ("c3_p8_div_linear", 64, 3, 8, "div", "linear"), ("c3_p8_relu_linear", 64, 3, 8, "relu", "linear"),
+    ("c3_p8_relu_relu", 64, 3, 8, "relu", "relu"), ("c8_p8_relu_linear", 64, 8, 8, "relu", "linear"),
+    ("c16_p16_relu_linear", 64, 16, 16, "relu", "linear"),
+)
+# Measured with the pack (RK3566, 2026-12-05), not held: 4 patches of 16 steps of 3 channels from the Div,
+# into the Linear: the Transpose after the Concat on the CPU where the audit merges it into the Linear (as
+# PatchTST's and PatchTSMixer's Transpose_8; 8 patches of 8 in the pack: merged, NPU). The swaps: NPU.
+PATCHIFY_MEASURED = (("c3_p16_div_linear", 64, 3, 16, "div", "linear"),)
+
+
+def _patchify_case(rng, spec) -> tuple[list, list, list, list]:
+    name, t, c, size, source, reader = spec
+    p = f"patch_{name}_"
+    node = _prefixed(p)
+    n = t // size
+    inits = [_const(p + "axis", np.array([1], np.int64)), _const(p + "w", _weights(rng, size, 32)), _const(p + "b", _weights(rng, 32)),
+             _const(p + "eps", np.array(1e-5, np.float32))]
+    nodes = [node("Relu", ["x"], "r")]
+    series = "r"
+    if source == "div":
+        nodes += [node("ReduceMean", ["r"], "mean", axes=[1], keepdims=1), node("Add", ["mean", "eps"], "var"),
+                  node("Sqrt", ["var"], "std"), node("Div", ["r", "std"], "scaled")]
+        series = "scaled"
+    pieces = []
+    for i in range(n):
+        inits += [_const(p + f"s{i}", np.array([i * size], np.int64)), _const(p + f"e{i}", np.array([(i + 1) * size], np.int64))]
+        nodes += [node("Slice", [series, f"s{i}", f"e{i}", "axis"], f"slice{i}"), node("Transpose", [f"slice{i}"], f"swap{i}", perm=[0, 2, 1]),
+                  node("Unsqueeze", [f"swap{i}", "axis"], f"patch{i}")]
+        pieces.append(f"patch{i}")
+    nodes += [node("Concat", pieces, "patches", axis=1), node("Transpose", ["patches"], "by_channel", perm=[0, 2, 1, 3])]
+    if reader == "linear":
+        nodes += [node("MatMul", ["by_channel", "w"], "lin"), node("Add", ["lin", "b"], "y")]
+        out = [1, c, n, 32]
+    else:
+        nodes.append(node("Relu", ["by_channel"], "y"))
+        out = [1, c, n, size]
+    return nodes, inits, [_vi(p + "x", [1, t, c])], [_vi(p + "y", out)]
+
+
+CASES.append(Case("patchify_pack", "fresh5: a series cut into patches by Slices, each swapped and Concatenated, then swapped by channel (PatchTST)",
+                  lambda: _packed(_patchify_case, PATCHIFY_PACK, 303, opset=13), ("rk3566", "rk3588")))
+
+
+# ---- fresh5 (transformers' ModernBERT): a joint q/k/v projection's heads rotated before the scores ----
+
+# ModernBERT's attention: one Linear to [1, T, 3C], viewed [1, T, 3, H, D], Transposed [0, 3, 2, 1, 4] to
+# [1, H, 3, T, D], Split on axis 2 and Squeezed ("mb"; "timm": [2, 0, 3, 1, 4], Split on axis 0), q and k
+# rotated (x * cos + rotate(x) * sin: "halves", Concat(-x2, x1), as ModernBERT; "interleaved", as RoFormer;
+# "none"), k swapped [0, 1, 3, 2] into the scores, Softmax, @ v, heads merged, Linear. (name, layout, rotation, T, H, D)
+JOINT_ROTARY_PACK = (
+    ("mb_halves_t32h2d32", "mb", "halves", 32, 2, 32), ("mb_none_t32h2d32", "mb", "none", 32, 2, 32),
+    ("timm_halves_t32h2d32", "timm", "halves", 32, 2, 32),
+    ("timm_none_t32h2d32", "timm", "none", 32, 2, 32), ("mb_halves_t16h4d16", "mb", "halves", 16, 4, 16),
+)
+# Measured with the pack (RK3566, 2026-12-05), not held: the "mb" layout rotated interleaved, whose split
+# runs on the CPU as the others' but whose key swap runs on the NPU (the audit: a CPU layer, as with halves).
+JOINT_ROTARY_MEASURED = (("mb_int_t32h2d32", "mb", "interleaved", 32, 2, 32),)
+
+
+def _rotated(node, x: str, part: str, form: str, d: int, h: int, t: int) -> list:
+    """x * cos + rotate(x) * sin on heads [1, H, T, D] (`form` "halves" or "interleaved"), the result named part + "r"."""
+    if form == "halves":
+        nodes = [node("Slice", [x, "zero", "half", "last"], f"{part}_x1"), node("Slice", [x, "half", "big", "last"], f"{part}_x2"),
+                 node("Neg", [f"{part}_x2"], f"{part}_neg"), node("Concat", [f"{part}_neg", f"{part}_x1"], f"{part}_rot", axis=-1)]
+    else:
+        nodes = [node("Slice", [x, "one", "big", "last", "two"], f"{part}_odd"), node("Neg", [f"{part}_odd"], f"{part}_neg"),
+                 node("Slice", [x, "zero", "big", "last", "two"], f"{part}_even"),
+                 node("Unsqueeze", [f"{part}_neg", "minus1"], f"{part}_u1"), node("Unsqueeze", [f"{part}_even", "minus1"], f"{part}_u0"),
+                 node("Concat", [f"{part}_u1", f"{part}_u0"], f"{part}_st", axis=-1), node("Reshape", [f"{part}_st", "shape4"], f"{part}_rot")]
+    return nodes + [node("Mul", [x, "cos"], f"{part}_c"), node("Mul", [f"{part}_rot", "sin"], f"{part}_s"), node("Add", [f"{part}_c", f"{part}_s"], f"{part}r")]
+
+
+def _joint_rotary_case(rng, spec) -> tuple[list, list, list, list]:
+    name, layout, form, t, h, d = spec
+    p = f"jrot_{name}_"
+    node = _prefixed(p)
+    c = h * d
+    axis = 2 if layout == "mb" else 0
+    inits = [_const(p + "w_qkv", _weights(rng, c, 3 * c)), _const(p + "heads", np.array([1, t, 3, h, d], np.int64)),
+             _const(p + "split", np.array([1, 1, 1], np.int64)), _const(p + "axis", np.array([axis], np.int64)),
+             _const(p + "cos", _weights(rng, 1, 1, t, d)), _const(p + "sin", _weights(rng, 1, 1, t, d)),
+             _const(p + "scale", np.array(d ** -0.5, np.float32)), _const(p + "merged", np.array([1, t, c], np.int64)),
+             _const(p + "wo", _weights(rng, c, c)), _const(p + "one", np.array([1], np.int64)), _const(p + "zero", np.array([0], np.int64)),
+             _const(p + "big", np.array([2 ** 62], np.int64)), _const(p + "last", np.array([3], np.int64)), _const(p + "two", np.array([2], np.int64)),
+             _const(p + "minus1", np.array([-1], np.int64)), _const(p + "half", np.array([d // 2], np.int64)),
+             _const(p + "shape4", np.array([1, h, t, d], np.int64))]
+    nodes = [node("MatMul", ["x", "w_qkv"], "qkv"), node("Reshape", ["qkv", "heads"], "qkv5"),
+             node("Transpose", ["qkv5"], "qkv_t", perm=[0, 3, 2, 1, 4] if layout == "mb" else [2, 0, 3, 1, 4]),
+             helper.make_node("Split", [p + "qkv_t", p + "split"], [p + "q5", p + "k5", p + "v5"], name=p + "split_qkv", axis=axis),
+             node("Squeeze", ["q5", "axis"], "q"), node("Squeeze", ["k5", "axis"], "k"), node("Squeeze", ["v5", "axis"], "v")]
+    q, k = "q", "k"
+    if form != "none":
+        nodes += _rotated(node, "q", "q", form, d, h, t) + _rotated(node, "k", "k", form, d, h, t)
+        q, k = "qr", "kr"
+    nodes += [node("Transpose", [k], "kt", perm=[0, 1, 3, 2]), node("MatMul", [q, "kt"], "s0"), node("Mul", ["s0", "scale"], "scores"),
+              node("Softmax", ["scores"], "probs", axis=-1), node("MatMul", ["probs", "v"], "o4"), node("Transpose", ["o4"], "o_t", perm=[0, 2, 1, 3]),
+              node("Reshape", ["o_t", "merged"], "o"), node("MatMul", ["o", "wo"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, t, c])], [_vi(p + "y", [1, t, c])]
+
+
+CASES.append(Case("joint_rotary_pack", "fresh5: a joint q/k/v projection split from [1, H, 3, T, D] and rotated before the scores (ModernBERT)",
+                  lambda: _packed(_joint_rotary_case, JOINT_ROTARY_PACK, 304, used_only=True, opset=13), ("rk3566", "rk3588")))
+
+
+# ---- fresh5 (transformers' Moonshine): a rotary embedding on part of each head ------------------------
+
+# Moonshine's attention: q, k and v each a Linear, the heads split (Reshape [1, T, H, D], Transpose
+# [0, 2, 1, 3]); q and k cut on the last axis into the rotated part (the first R values, rotated
+# interleaved, as Moonshine, or by halves) and the rest, Concatenated back; then the scores, Softmax, @ v,
+# heads merged, Linear. (name, rotation, T, H, D, R)
+PARTIAL_ROTARY_PACK = (
+    ("int_t9h2d32r28", "interleaved", 9, 2, 32, 28), ("int_t16h2d32r16", "interleaved", 16, 2, 32, 16),
+    ("int_t32h4d16r8", "interleaved", 32, 4, 16, 8),
+)
+# Measured with the pack (RK3566, 2026-12-05), not held: part of each head rotated by halves, where q's
+# Transpose merges as with interleaved and k's split, Transpose and swap run on the CPU (the audit: NPU).
+PARTIAL_ROTARY_MEASURED = (("halves_t9h2d32r28", "halves", 9, 2, 32, 28),)
+
+
+def _partial_rotary_case(rng, spec) -> tuple[list, list, list, list]:
+    name, form, t, h, d, r = spec
+    p = f"prot_{name}_"
+    node = _prefixed(p)
+    c = h * d
+    inits = [_const(p + "heads", np.array([1, t, h, d], np.int64)), _const(p + "merged", np.array([1, t, c], np.int64)),
+             _const(p + "cos", _weights(rng, 1, 1, t, r)), _const(p + "sin", _weights(rng, 1, 1, t, r)),
+             _const(p + "scale", np.array(d ** -0.5, np.float32)), _const(p + "wo", _weights(rng, c, c)),
+             _const(p + "one", np.array([1], np.int64)), _const(p + "zero", np.array([0], np.int64)), _const(p + "big", np.array([2 ** 62], np.int64)),
+             _const(p + "last", np.array([3], np.int64)), _const(p + "two", np.array([2], np.int64)), _const(p + "minus1", np.array([-1], np.int64)),
+             _const(p + "half", np.array([r // 2], np.int64)), _const(p + "shape4", np.array([1, h, t, r], np.int64)),
+             _const(p + "rot", np.array([r], np.int64))]
+    nodes = []
+    for part in "qkv":
+        inits.append(_const(p + f"w{part}", _weights(rng, c, c)))
+        nodes += [node("MatMul", ["x", f"w{part}"], f"{part}0"), node("Reshape", [f"{part}0", "heads"], f"{part}2"),
+                  node("Transpose", [f"{part}2"], f"{part}3", perm=[0, 2, 1, 3])]
+    for part in "qk":
+        nodes += [node("Slice", [f"{part}3", "zero", "rot", "last"], f"{part}_a"), node("Slice", [f"{part}3", "rot", "big", "last"], f"{part}_pass")]
+        nodes += _rotated(node, f"{part}_a", part, form, r, h, t)
+        nodes.append(node("Concat", [f"{part}r", f"{part}_pass"], f"{part}_full", axis=-1))
+    nodes += [node("Transpose", ["k_full"], "kt", perm=[0, 1, 3, 2]), node("MatMul", ["q_full", "kt"], "s0"), node("Mul", ["s0", "scale"], "scores"),
+              node("Softmax", ["scores"], "probs", axis=-1), node("MatMul", ["probs", "v3"], "o4"), node("Transpose", ["o4"], "o_t", perm=[0, 2, 1, 3]),
+              node("Reshape", ["o_t", "merged"], "o"), node("MatMul", ["o", "wo"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, t, c])], [_vi(p + "y", [1, t, c])]
+
+
+CASES.append(Case("partial_rotary_pack", "fresh5: a rotary embedding on the first values of each head, the rest passed through (Moonshine)",
+                  lambda: _packed(_partial_rotary_case, PARTIAL_ROTARY_PACK, 305, used_only=True, opset=13), ("rk3566", "rk3588")))
+
+
+# ---- fresh5 (transformers' Parakeet): a 3-D spectrogram input made a Conv2d's input ------------------
+
+# Parakeet's subsampling: the [1, T, F] features Unsqueezed on axis 1 ([1, 1, T, F]) into a 3x3 stride-2
+# Conv2d (1 -> 16), a Relu. (name, T, F, how ("unsqueeze" or "reshape"), producer ("input" or "relu"),
+# reader ("conv" or "relu"))
+SPECTROGRAM_CONV_PACK = (
+    ("t100_f80", 100, 80, "unsqueeze", "input", "conv"), ("t100_f64", 100, 64, "unsqueeze", "input", "conv"),
+    ("t100_f40", 100, 40, "unsqueeze", "input", "conv"), ("t50_f24", 50, 24, "unsqueeze", "input", "conv"),
+    ("t100_f80_reshape", 100, 80, "reshape", "input", "conv"),
+    ("t100_f80_relu_in", 100, 80, "unsqueeze", "relu", "conv"), ("t100_f80_relu_out", 100, 80, "unsqueeze", "input", "relu"),
+)
+# Measured with the pack (2026-12-05), not held: 3 features, the Unsqueeze on the CPU of RK3566 (as the others)
+# and of RK3588 too (the audit: NPU there; 24, 40, 64, 80 features: NPU).
+SPECTROGRAM_CONV_MEASURED = (("t100_f3", 100, 3, "unsqueeze", "input", "conv"),)
+
+
+def _spectrogram_conv_case(rng, spec) -> tuple[list, list, list, list]:
+    name, t, f, how, producer, reader = spec
+    p = f"spec_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "axis", np.array([1], np.int64)), _const(p + "shape", np.array([1, 1, t, f], np.int64)),
+             _const(p + "w", _weights(rng, 16, 1, 3, 3)), _const(p + "b", _weights(rng, 16))]
+    nodes = [node("Relu", ["x"], "r")] if producer == "relu" else []
+    x = "r" if producer == "relu" else "x"
+    nodes.append(node("Unsqueeze", [x, "axis"], "map") if how == "unsqueeze" else node("Reshape", [x, "shape"], "map"))
+    if reader == "conv":
+        nodes += [node("Conv", ["map", "w", "b"], "c", pads=[1, 1, 1, 1], strides=[2, 2]), node("Relu", ["c"], "y")]
+        out = [1, 16, (t + 1) // 2, (f + 1) // 2]
+    else:
+        nodes.append(node("Relu", ["map"], "y"))
+        out = [1, 1, t, f]
+    return nodes, inits, [_vi(p + "x", [1, t, f])], [_vi(p + "y", out)]
+
+
+CASES.append(Case("spectrogram_conv_pack", "fresh5: a 3-D spectrogram model input Unsqueezed into a Conv2d (Parakeet's subsampling)",
+                  lambda: _packed(_spectrogram_conv_case, SPECTROGRAM_CONV_PACK, 306, opset=13), ("rk3566", "rk3588")))
+
+
+# ---- fresh5 (transformers' Speech2Text): features swapped into Conv1d's with GLUs, swapped back --------
+
+# Speech2Text's subsampler: the [1, T, F] features swapped [0, 2, 1] into a Conv1d (kernel 5, stride 2,
+# F -> 2C), a GLU (Split in two on the channels, a Sigmoid of the second, multiplied), again (C -> 2C'), and
+# the result swapped back [0, 2, 1] into tokens scaled by a constant. (name, T, F, C, source ("input" or
+# "relu": a Relu of the input first), act ("glu" or "relu": a Relu after each Conv1d, C channels))
+SPEECH_CONV_GLU_PACK = (
+    ("t100_f80_glu", 100, 80, 32, "input", "glu"), ("t64_f40_glu", 64, 40, 16, "input", "glu"),
+    ("t100_f24_glu", 100, 24, 32, "input", "glu"), ("t100_f80_glu_relu_in", 100, 80, 32, "relu", "glu"),
+    ("t100_f80_relu", 100, 80, 32, "input", "relu"),
+)
+
+
+def _speech_conv_glu_case(rng, spec) -> tuple[list, list, list, list]:
+    name, t, f, c, source, act = spec
+    p = f"s2t_{name}_"
+    node = _prefixed(p)
+    width = 2 * c if act == "glu" else c
+    inits = [_const(p + "w0", _weights(rng, width, f, 5)), _const(p + "b0", _weights(rng, width)),
+             _const(p + "w1", _weights(rng, width, c, 5)), _const(p + "b1", _weights(rng, width)),
+             _const(p + "halves", np.array([c, c], np.int64)), _const(p + "scale", np.array(8.0, np.float32))]
+    nodes = [node("Relu", ["x"], "r")] if source == "relu" else []
+    nodes.append(node("Transpose", ["r" if source == "relu" else "x"], "swap_in", perm=[0, 2, 1]))
+    x = "swap_in"
+    for i in range(2):
+        nodes.append(node("Conv", [x, f"w{i}", f"b{i}"], f"conv{i}", pads=[2, 2], strides=[2]))
+        if act == "glu":
+            nodes += [helper.make_node("Split", [p + f"conv{i}", p + "halves"], [p + f"a{i}", p + f"g{i}"], name=p + f"split{i}", axis=1),
+                      node("Sigmoid", [f"g{i}"], f"sig{i}"), node("Mul", [f"a{i}", f"sig{i}"], f"glu{i}")]
+            x = f"glu{i}"
+        else:
+            nodes.append(node("Relu", [f"conv{i}"], f"act{i}"))
+            x = f"act{i}"
+    length = (t + 1) // 2
+    length = (length + 1) // 2
+    nodes += [node("Transpose", [x], "swap_out", perm=[0, 2, 1]), node("Mul", ["swap_out", "scale"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, t, f])], [_vi(p + "y", [1, length, c])]
+
+
+# Measured (RK3566 and RK3588, 2026-12-05), not modelled, so not a held case (docs/audit.md): build it with
+# _packed(_speech_conv_glu_case, SPEECH_CONV_GLU_PACK, 307, opset=13).

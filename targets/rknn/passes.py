@@ -480,14 +480,15 @@ def _identity_arithmetic(node) -> bool:
 
 @RULES.graph_pass("Sub", "Div", "Mul", OBSERVED=TOOLKIT_OBSERVED)
 def identity_arithmetic_removed(graph, chip):
-    """{OBSERVED} removes x - 0, x / 1 and x * 1 of a float x with the constant second (its passes remove_invalid_sub, remove_invalid_mul: SpeechT5's HiFi-GAN normalises its spectrogram by a mean of zeros and a scale of ones, as transformers initialises them): the node has no layer of its own and the toolkit reports it with the layer that computes x; where x is a model input, with the input's layout layer, which on RK3566/RK3568 is a Reshape on the CPU for a 3-D input (placed as an Identity of the input: rules.identity_of_a_3d_model_input).
+    """{OBSERVED} removes x - 0, x / 1 and x * 1 of a float x with the constant second (its passes remove_invalid_sub, remove_invalid_mul: SpeechT5's HiFi-GAN normalises its spectrogram by a mean of zeros and a scale of ones, as transformers initialises them): the node has no layer of its own and the toolkit reports it with the layer that computes x; where x is a model input, with the input's layout layer, which for a 3-D input is a Reshape on the CPU of RK3566/RK3568, and of RK3588 when its channels are not a multiple of 16 (placed as an Identity of the input: rules.identity_of_a_3d_model_input).
 
     Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-04, int8, opset 13;
     tests/forms_models.py normalised_input_pack): a [1, 32, 80] model input minus zeros ([80] or
     a scalar), divided or multiplied by ones, then swapped into a Conv1d or read by a Relu: on
     RK3566 each such node on the CPU, on RK3588 on the NPU; after a Relu: NPU on both; the same
     chains with other constants: a layer each, on the NPU. The constant first, x * 1 is not
-    removed (fresh4 hf_dac: rules.scalar_first_mul_before_an_add).
+    removed (fresh4 hf_dac: rules.scalar_first_mul_before_an_add). PatchTST's series [1, 64, 3]
+    times its mask of ones (scaled_input_pack): on the CPU of RK3588 too (3 channels).
     """
     for node in [n for n in graph.nodes if n.op_type in IDENTITY_OPERAND]:
         if not _identity_arithmetic(node) or node.outputs[0].is_model_output:
@@ -832,6 +833,34 @@ def space_to_depth_by_reshapes(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if _block_move(graph, node):
             graph.fuse([node], "Reshape", attributes={})
+
+
+def _swap_before_unsqueeze(graph, tensor):
+    """The Transpose whose result alone an Unsqueeze of axis 1 makes `tensor` (read only by one node), else None."""
+    unsqueeze = graph.producer(tensor.name)
+    if unsqueeze is None or unsqueeze.op_type != "Unsqueeze" or graph.only_consumer(tensor.name) is None:
+        return None
+    axes = unsqueeze.attr("axes") if unsqueeze.has_attr("axes") else _ints(unsqueeze.inputs[1]) if len(unsqueeze.inputs) > 1 else None
+    swap = graph.producer(unsqueeze.inputs[0].name)
+    if axes is None or list(axes) != [1] or swap is None or swap.op_type != "Transpose":
+        return None
+    return swap if graph.only_consumer(swap.outputs[0].name) is unsqueeze else None
+
+
+@RULES.graph_pass("Transpose", chips=BLOCK_MOVE_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def swaps_moved_past_a_concat(graph, chip):
+    """{OBSERVED} moves one Transpose that every input of a Concat on axis 1 has (each through an Unsqueeze of axis 1: PatchTST's and PatchTSMixer's patchifier, Slices of the series each swapped [0, 2, 1] into [1, C, P], then Concatenated into [1, N, C, P]) after the Concat, where it joins the Transpose that reads the result: the moved Transposes have no layer of their own, on the NPU even on RK3566/RK3568 (placed as reshapes); the Transpose after the Concat is placed by its own rules.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (tests/forms_models.py patchify_pack,
+    2026-12-05): 8 patches of 8 or 4 of 16 steps of 3, 8 or 16 channels, cut from a Relu or from the
+    scaler's Div by a run-time std (a CPU layer): every swap on the NPU.
+    """
+    for concat in [n for n in graph.nodes if n.op_type == "Concat" and int(n.attr("axis", 0)) == 1 and len(n.inputs) > 1]:
+        swaps = [_swap_before_unsqueeze(graph, t) for t in concat.inputs]
+        if any(s is None for s in swaps) or len({tuple(_perm(s) or ()) for s in swaps}) != 1:
+            continue
+        for swap in swaps:
+            graph.fuse([swap], "Reshape", attributes={})
 
 
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
@@ -1493,14 +1522,33 @@ def _head_size(reshape) -> int | None:
 JOINT_PROJECTION_ATTRIBUTE = "rknn_joint_projection_kept"
 
 
+def _parts_axis(graph, node) -> int | None:
+    """Where the 5-D Transpose `node` puts a joint projection's parts axis (axis 2 of the heads' view
+    [N, T, parts, H, D]): 0 when it stacks them first ([2, 0, ...]), else the axis every reader
+    (Split or Gather) unbinds them along (ModernBERT: [0, 3, 2, 1, 4], Split on axis 2); else None."""
+    perm = _perm(node)
+    if perm is None or len(perm) != 5:
+        return None
+    if perm[0] == 2:
+        return 0
+    readers = graph.consumers(node.outputs[0].name) if node.outputs else []
+    axis = perm.index(2)
+    return axis if readers and all(r.op_type in ("Split", "Gather") and int(r.attr("axis", 0)) % 5 == axis for r in readers) else None
+
+
 def _joint_projection_not_split(graph, node) -> bool:
     """`node` stacks a joint q/k/v (or k/v) projection's parts on the leading axis (Transpose
     [2, 0, ...] after the heads' Reshape [N, T, parts, H, D]) and some part, once unbound (Gather, or
     Split and Squeeze), is not taken straight into a product of computed tensors (through scalar
-    scales, Transposes, reshapes): the toolkit's seperate_exmatmul_rs_split needs every part so."""
-    perm = _perm(node)
-    if perm is None or len(perm) != 5 or perm[0] != 2:
+    scales, Transposes, reshapes): the toolkit's seperate_exmatmul_rs_split needs every part so.
+    Parts unbound along another axis than the first (ModernBERT's [1, H, 3, T, D]) it never splits
+    (joint_rotary_pack, RK3566: with or without a rotation)."""
+    axis = _parts_axis(graph, node)
+    if axis is None:
         return False
+    if axis != 0:
+        return True
+    perm = _perm(node)
     parts = []
     for reader in graph.consumers(node.outputs[0].name):
         if reader.op_type == "Split":
@@ -2019,8 +2067,7 @@ def _stacked_parts_before(graph, node, hops: int = 6):
         node = graph.producer(node.inputs[0].name) if node.inputs else None
         if node is None or _product_of_computed(node):
             return None
-        perm = _perm(node) if node.op_type == "Transpose" else None
-        if perm is not None and len(perm) == 5 and perm[0] == 2:
+        if node.op_type == "Transpose" and _parts_axis(graph, node) is not None:
             return node
     return None
 
@@ -2370,17 +2417,28 @@ def _merge_into_the_product(graph, node, chip) -> None:
 # product (RoFormer's x * cos + rotate(x) * sin, the rotation interleaved: x[..., 1::2] negated and
 # x[..., ::2] stacked on a new last axis, viewed back), and the key's swap before the product.
 ROTARY_OPS = frozenset({"Slice", "Neg", "Unsqueeze", "Concat", "Reshape", "Mul", "Add", "Transpose"})
-ROTARY_HOPS = 10  # the interleaved rotation and the key's swap: 9
+ROTARY_HOPS = 11  # the interleaved rotation and the key's swap: 9; on part of each head (a Slice, a Concat): 11
+
+
+def _multiplied_by_a_table(graph, node) -> bool:
+    """Whether a Mul by a constant reads `node`'s result (a rotation's x * cos), or, after a Slice of
+    it, a Mul by a constant table of more than one value (Moonshine's rotation of each head's first
+    values: a scalar scale after a Slice is MaxViT's joint projection cut along the last axis)."""
+    readers = graph.consumers(node.outputs[0].name)
+    if any(r.op_type == "Mul" and any(_known(t) for t in r.inputs) for r in readers):
+        return True
+    tables = (c for r in readers if r.op_type == "Slice" for c in graph.consumers(r.outputs[0].name) if c.op_type == "Mul")
+    return any(_known(t) and t.shape is not None and int(np.prod(t.shape)) > 1 for m in tables for t in m.inputs)
 
 
 def _rotated_into_product(graph, node) -> bool:
     """Whether the heads' Transpose [0, 2, 1, 3] `node`, right after their split, reaches a product of
     two computed tensors only through a rotary embedding's operators (ROTARY_OPS): on RK3566 the
-    toolkit merges it all the same (tests/forms_models.py rotary_heads_pack)."""
+    toolkit merges it all the same (tests/forms_models.py rotary_heads_pack; partial_rotary_pack:
+    Moonshine's rotation, interleaved, of each head's first 8 to 28 values, the rest Concatenated back)."""
     if _perm(node) != [0, 2, 1, 3] or _heads_reshape(graph, node) is None:
         return False
-    readers = graph.consumers(node.outputs[0].name)
-    if not any(r.op_type == "Mul" and any(_known(t) for t in r.inputs) for r in readers):
+    if not _multiplied_by_a_table(graph, node):
         return False  # no x * cos: not a rotation (a joint projection split along the last axis stays a CPU layer, MaxViT)
     frontier, products = [node], 0
     for _ in range(ROTARY_HOPS):
@@ -4388,10 +4446,17 @@ def last_axes_regroup(node) -> tuple | None:
     return (x[2], x[3], out[2], out[3]) if x[2] * x[3] == out[2] * out[3] else None
 
 
+def _unscaled(graph, node):
+    """The producer of what `node` scales by a one-element constant (Mul or Div), else `node`."""
+    if node is not None and node.op_type in ("Mul", "Div") and len(node.inputs) == 2 and _scalar(node.inputs[1]) is not None:
+        return graph.producer(node.inputs[0].name)
+    return node
+
+
 def _scores_of_a_full_attention(graph, add) -> bool:
     """`add` adds to q @ k^T (a MatMul of two run-time tensors), and its sum, scaled by at most a Div
     or Mul by a constant, is a Softmax that only a MatMul reads: the attention rknn-toolkit2 fuses."""
-    scores = [graph.producer(t.name) for t in add.inputs if t.present and not _known(t)]
+    scores = [_unscaled(graph, graph.producer(t.name)) for t in add.inputs if t.present and not _known(t)]
     if not any(p is not None and p.op_type == "MatMul" and not any(_known(t) for t in p.inputs) for p in scores):
         return False
     nxt = graph.only_consumer(add.outputs[0].name)
@@ -4436,7 +4501,9 @@ def cropped_view_added_to_attention_scores(graph, chip):
     CPU; the same chain with the Softmax read by a Relu, with the scores a model input instead of
     q @ k^T, with the crop added to a model input, or with no crop (a regroup added as it is): NPU.
     RK3566 (relative_shift_linear_pack, 2026-12-04): the view back on the CPU at T = 16, 32, 50,
-    199; with the crop added to a model input and read by a Relu: NPU. RK3568 taken alike.
+    199; with the crop added to a model input and read by a Relu: NPU. RK3568 taken alike. Each term
+    scaled before the Add, the crop cut again to its own length (Parakeet; the same pack's "scaled"
+    entries, RK3566, 2026-12-05, T = 13, 16, 32): CPU.
     """
     for node in [n for n in graph.nodes if n.op_type == "Reshape" and n.outputs]:
         crop = graph.only_consumer(node.outputs[0].name)
@@ -4445,6 +4512,10 @@ def cropped_view_added_to_attention_scores(graph, chip):
         if [a % 4 for a in _ints(crop.inputs[3]) or []] != [3]:
             continue
         add = graph.only_consumer(crop.outputs[0].name)
+        for _ in range(2):  # Parakeet scales the crop first, and cuts it again to its own length
+            if add is None or not (add.op_type == "Slice" or _unscaled(graph, add) is not add):
+                break
+            add = graph.only_consumer(add.outputs[0].name)
         if add is not None and add.op_type == "Add" and _scores_of_a_full_attention(graph, add):
             graph.fuse([node], "Reshape", attributes={CROPPED_BIAS_VIEW_ATTRIBUTE: 1})
 

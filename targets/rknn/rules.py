@@ -1110,6 +1110,30 @@ def two_d_input_made_a_conv1d_input(node: NodeView, chip: str):
     return Offence(x.name, "2-D model input made a Conv1d's input")
 
 
+@RULES.rule("Reshape", "Unsqueeze", chips=("rk3566", "rk3568"))
+def three_d_tensor_made_a_one_channel_map(node: NodeView, chip: str):
+    """On this chip a 3-D tensor [N, T, F] made a one-channel map [N, 1, T, F] (an Unsqueeze of axis 1 or a Reshape: Parakeet's spectrogram before its Conv2d subsampling) is a Reshape layer on the CPU, whatever computes or reads it (rknn-toolkit2 2.5.0, observed; the toolkit holds [N, T, F] with F as channels, so the view moves data; RK3588 runs it on the NPU).
+
+    Measured with tests/forms_models.py spectrogram_conv_pack on RK3566 and RK3588 (2026-12-05):
+    T = 50 or 100, F = 3 to 80, a model input or a Relu's result, into a 3x3 stride-2 Conv2d or a
+    Relu: CPU on RK3566 in all 8; NPU on RK3588 but for F = 3 (CPU, not modelled). The pool's
+    views of [N, T, F] to [N, 1, T, F] read by a Transpose (AST), a MatMul (MobileNetV4) or a Mul
+    (GLPN) run on RK3566's NPU: the rule keeps to what was measured (a model input or a Relu's
+    result, read by Convs or Relus).
+    """
+    x, out = node.input(0), node.output(0)
+    if x is None or out is None or x.rank != 3 or out.rank != 4 or x.shape is None or out.shape is None:
+        return None
+    n, t, f = x.shape
+    if list(out.shape) != [n, 1, t, f] or t == 1 or f == 1:
+        return None
+    # As measured: a model input's or a Relu's result, read by Convs or Relus. Not so read by a
+    # Transpose (AST's patch embedding), a MatMul (MobileNetV4's attention) or a Mul (GLPN): NPU.
+    if x.producer not in (None, "Relu") or not out.consumers or not set(out.consumers) <= {"Conv", "Relu"}:
+        return None
+    return Offence(f, "a 3-D tensor made a one-channel map")
+
+
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
 def area_attention_reshape_on_cpu(node: NodeView, chip: str):
     """On this chip the Reshapes that merge area attention's areas back ([N*A, T, H, D] -> [N, A*T, H*D]) and make its result a channels-last map run on the CPU, and so do the heads' split and the value's map Reshape of every block of the graph but the first (rknn-toolkit2 2.5.0, observed on YOLO12's area attention; passes.area_attention_layouts marks them)."""
@@ -1229,9 +1253,34 @@ def constant_pad_of_a_low_rank_input_folded_into_conv(node: NodeView, chip: str)
     """
     folded = node.attr("rknn_pad_into_conv")
     x = node.input(0)
-    if folded is None or x is None or not x.is_graph_input or x.rank not in (2, 3):
+    if folded is None or x is None or not x.is_graph_input or x.rank not in (2, 3) or _one_channel_signal(x):
         return None
     return Offence(x.name, "2-D or 3-D model input", uncertain=folded != "folded")
+
+
+def _one_channel_signal(x) -> bool:
+    """A [1, 1, L] tensor, which the toolkit makes [1, L, 1, 1] for a Pad (its L as channels): a model
+    input of that shape needs no layout Reshape (unit_channel_pad_pack: [1, 1, 64] on RK3566's NPU)."""
+    return x.rank == 3 and x.shape is not None and x.shape[0] == 1 and x.shape[1] == 1
+
+
+# The most channels (a [1, 1, L] signal's length) a constant Pad folded into a Conv keeps on the NPU.
+PAD_SIGNAL_LENGTH_MAX = 510
+
+
+@RULES.rule("Pad", chips=("rk3588", "rk3566", "rk3568"), MAX=PAD_SIGNAL_LENGTH_MAX)
+def constant_pad_of_a_long_signal_folded_into_conv(node: NodeView, chip: str):
+    """A constant Pad of a one-channel signal [1, 1, L] that the toolkit folds into the Conv after it (passes.constant_pad_folded_into_conv), which it lays out as [1, L, 1, 1] with L as channels, runs on the CPU when L is more than {MAX} (rknn-toolkit2 2.5.0, observed: Mimi's and EnCodec-style causal padding of a long waveform).
+
+    Measured with unit_channel_pad_pack (tests/forms_models.py; a Pad of the last axis by 3 to 15
+    steps into a Conv1d of kernel 7 or 16, of a model input or a Relu's result) on RK3588 and
+    RK3566 alike: L = 64 to 510 on the NPU, 511, 512, 520, 576, 1024 and 4000 on the CPU; [1, 2,
+    576] and [1, 4, 4000] on the NPU of RK3588. RK3568 is taken to behave as RK3566.
+    """
+    x = node.input(0)
+    if node.attr("rknn_pad_into_conv") is None or x is None or not _one_channel_signal(x) or not isinstance(x.shape[2], int):
+        return None
+    return Offence(x.shape[2], f"a one-channel signal of length {x.shape[2]}") if x.shape[2] > PAD_SIGNAL_LENGTH_MAX else None
 
 
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
@@ -1582,15 +1631,28 @@ def patches_through_the_batch_on_cpu(node: NodeView, chip: str):
     return None
 
 
-@RULES.rule("Identity", chips=("rk3566", "rk3568"))
+# The channel block (the last axis) of a 3-D model input whose layout Reshape RK3588 runs on its NPU;
+# on RK3566/RK3568 that Reshape runs on the CPU whatever the channels (None). An input of one channel
+# needs no Reshape on either (scaled_input_pack).
+INPUT_LAYOUT_ALIGN = {"rk3588": 16, "rk3566": None, "rk3568": None}
+
+
+@RULES.rule("Identity", chips=tuple(INPUT_LAYOUT_ALIGN), ALIGN="16 on RK3588; none on RK3566/RK3568, where any count but one does")
 def identity_of_a_3d_model_input(node: NodeView, chip: str):
-    """On this chip the toolkit converts a 3-D model input to the NPU's layout with a Reshape on the CPU, which it names after an Identity that reads the input (rknn-toolkit2 2.5.0, observed).
+    """The toolkit converts a 3-D model input [N, T, C] to the NPU's layout with a Reshape, which it names after an Identity that reads the input (or an x * 1, x / 1, x - 0 it removes): on the CPU when C is more than one and not a multiple of the chip's block ({ALIGN}) (rknn-toolkit2 2.5.0, observed).
 
     Measured on tests/forms_models.py identity_pack (a [1, 16, 32] input, Identity, Linear) on
-    RK3566 (RK3588: that Reshape on the NPU); RK3568 is taken to behave as RK3566.
+    RK3566 and RK3588, and scaled_input_pack (PatchTST's series [1, 64, 3] times its mask of ones;
+    an Identity or x * 1 of [1, 64, C] into a Relu or a ReduceSum, C = 1 to 80): RK3588 CPU for C =
+    2, 3, 4, 8, 12, 24, NPU for 1, 16, 32, 48, 80; RK3566 CPU for all but 1. RK3568 is taken to behave as RK3566.
     """
     x = node.inputs[0] if node.inputs else None
-    return Offence(x.name, "3-D model input") if x is not None and x.is_graph_input and x.rank == 3 else None
+    if x is None or not x.is_graph_input or x.rank != 3 or x.shape is None:
+        return None
+    channels, align = x.shape[-1], INPUT_LAYOUT_ALIGN[chip]
+    if channels == 1 or (align is not None and isinstance(channels, int) and channels % align == 0):
+        return None
+    return Offence(x.name, "3-D model input")
 
 
 # Producers of an Add's other operand whose layer the Add joins (the toolkit's MatMul/Conv
