@@ -413,14 +413,16 @@ class ChipIndependent:
       producer's view of the tensor), in node order then input order: partitions and crossings
       are derived from these and the placements;
     - per lowering (what one set of graph passes makes of the model, `lowered`): the nodes the
-      rules place, and the offences of every rule that does not read its chip argument
-      (`Rule.reads_chip`) on every node it was evaluated on. A rule object that several chips'
-      rule sets share (the six RKNN chips share most of theirs) gives the same offences on the
-      same node view, so it is evaluated once per node of a lowering, not once per chip. Chips
-      share a lowering only when its result is bound to be identical: the same passes, in the
-      same order, none of which reads its chip argument (else the chip is part of the key). A
-      fused or absorbed node is a new view, different per toolchain, so offences are never
-      carried from one lowering to another.
+      rules place. Chips share a lowering only when its result is bound to be identical: the
+      same passes, in the same order, none of which reads its chip argument (else the chip is
+      part of the key).
+    - per node view (`memo`, a ViewMemo): the offences of every rule that does not read its chip
+      argument (`Rule.reads_chip`) on every view it was evaluated on, and the placements chips
+      with the same verdict share. A rule object that several chips' rule sets share (the six
+      RKNN chips share most of theirs) gives the same offences on the same node view, so it is
+      evaluated once per view, not once per chip, nor once per lowering: the nodes no pass
+      touched are the same view in every lowering. A fused or absorbed node is a new view,
+      different per toolchain, so its offences are its own.
     - partitions and crossings per distinct layout (`layout`).
     """
 
@@ -437,13 +439,14 @@ class ChipIndependent:
         self._layouts: dict[tuple[bytes, str | None], tuple[list[dict], list[Crossing]]] = {}
         # lowering key (LoweredViews.key_of) -> what the passes made of the model
         self._lowerings: dict[tuple, LoweredViews] = {}
+        self.memo = ViewMemo()
 
     def lowered(self, rules: RuleSet) -> LoweredViews:
         """What the graph passes of `rules` make of the model: computed once per distinct lowering."""
         key = LoweredViews.key_of(rules)
         found = self._lowerings.get(key)
         if found is None:
-            found = self._lowerings[key] = LoweredViews(lower(self.views, rules.passes, rules.chip), self.views, list(rules.passes))
+            found = self._lowerings[key] = LoweredViews(lower(self.views, rules.passes, rules.chip), self.views, list(rules.passes), self.memo)
         return found
 
     def layout(self, placed: list[NodePlacement], precision: str | None) -> tuple[list[dict], list[Crossing]]:
@@ -465,30 +468,44 @@ class ChipIndependent:
         return found
 
 
+class ViewMemo:
+    """What the audits of one model on several chips work out once per node view, whichever
+    lowering the view is in (a node no graph pass touched is the same view in all of them): the
+    offences of chip-independent rules, whether the node is computable at compile time, and the
+    placements that chips with the same verdict on its operator share. Keyed by the view's
+    identity: every view placed stays alive with its lowering (ChipIndependent keeps them all)."""
+
+    def __init__(self):
+        # id(rule) -> (the rule, kept alive while its id is a key; id(node view) -> its offences).
+        self.offences: dict[int, tuple[Rule, dict[int, list[Offence]]]] = {}
+        self.computable: dict[int, bool] = {}  # id(node view) -> computable_at_compile_time
+        # (OperatorVerdict.shared_key or FOLDED, id(node view)) -> the node's placement, for the
+        # chips whose verdict on its operator is the same: nothing changes a placement afterwards.
+        self.placements: dict[tuple, NodePlacement] = {}
+
+
 class LoweredViews:
     """One lowering of a model (the graph passes of a toolchain, edgedeploy.audit.lowering) and
-    what the chips that share it have computed on it: the offences of chip-independent rules."""
+    what the chips that share it have computed on it; `memo`: what is shared per node view with
+    the model's other lowerings (ViewMemo)."""
 
-    def __init__(self, result: LoweringResult | None, original: list[NodeView], passes: list):
+    def __init__(self, result: LoweringResult | None, original: list[NodeView], passes: list, memo: ViewMemo | None = None):
         self.result = result
         self.views = original if result is None else result.views
         self._passes = passes  # kept alive while their ids are part of the key
-        # id(rule) -> (the rule, kept alive while its id is a key; node index -> its offences).
-        # A node's index is unique among a lowering's views (a fused node has its leader's).
-        self._offences: dict[int, tuple[Rule, dict[int, list[Offence]]]] = {}
-        self._computable: dict[int, bool] = {}  # node index -> computable_at_compile_time
-        # (OperatorVerdict.shared_key or FOLDED, node index) -> the node's placement, for the
-        # chips whose verdict on its operator is the same: nothing changes a placement afterwards.
-        self.placements: dict[tuple, NodePlacement] = {}
+        memo = ViewMemo() if memo is None else memo
+        self._offences = memo.offences
+        self._computable = memo.computable
+        self.placements = memo.placements
         # (the placements of this lowering's nodes, by identity; precision) -> (every original
         # node's placement, partitions, crossings): chips that placed every node alike share them.
         self.finished: dict[tuple, tuple[list[NodePlacement], list[NodePlacement], list[dict], list[Crossing]]] = {}
 
     def computable(self, node: NodeView) -> bool:
-        """computable_at_compile_time(node), worked out once per node of this lowering."""
-        found = self._computable.get(node.index)
+        """computable_at_compile_time(node), worked out once per node view."""
+        found = self._computable.get(id(node))
         if found is None:
-            found = self._computable[node.index] = computable_at_compile_time(node)
+            found = self._computable[id(node)] = computable_at_compile_time(node)
         return found
 
     @staticmethod
@@ -502,8 +519,8 @@ class LoweredViews:
         return key
 
     def remembered(self, rule: Rule) -> dict[int, list[Offence]] | None:
-        """Where the offences of `rule` are kept by node index, or None for a rule that reads its chip
-        (evaluated on every chip)."""
+        """Where the offences of `rule` are kept by id(node view), or None for a rule that reads its
+        chip (evaluated on every chip)."""
         if rule.reads_chip:
             return None
         entry = self._offences.get(id(rule))
@@ -563,6 +580,8 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
     sharing it have computed already (ChipIndependent).
     """
     name, op_type, index = node.name, node.op_type, node.index
+    # The memos of `shared` are per node view (ViewMemo): its identity is the key.
+    view = id(node)
     op = op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{op_type}"
     if rules.constant_spellings_refused and op_type == "Constant":
         spelling = next((a.name for a in node.proto.attribute if a.name in rules.constant_spellings_refused), None)
@@ -573,12 +592,12 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
         refused = _checked_before_folding(node, rules)
         if refused is not None:
             return refused
-        found = shared.placements.get((FOLDED, index)) if shared is not None else None
+        found = shared.placements.get((FOLDED, view)) if shared is not None else None
         if found is None:
             folded = Violation(name, op_type, folded_at_compile_time.name, folded_at_compile_time.sentence, Placement.ACCELERATOR, op)
             found = NodePlacement(name, op_type, index, Placement.ACCELERATOR, [folded])
             if shared is not None:
-                shared.placements[(FOLDED, index)] = found
+                shared.placements[(FOLDED, view)] = found
         return found
     if rules_by_op is None:
         rules_by_op = {}
@@ -586,9 +605,10 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
     verdict = rules_by_op.get(key)
     if verdict is None:
         verdict = rules_by_op[key] = OperatorVerdict.of(op, node.opset, node.ir_version, rules, precision, shared)
-    # Another chip sharing this lowering with the same verdict on the operator has placed the
-    # node already: the placement is the same (its rules' offences are remembered per node).
-    memo = (verdict.shared_key, index) if shared is not None and verdict.shared_key is not None else None
+    # Another chip with the same verdict on the operator has placed this node view already (in
+    # this lowering or another that left the node alone): the placement is the same (its rules'
+    # offences are remembered per view).
+    memo = (verdict.shared_key, view) if shared is not None and verdict.shared_key is not None else None
     if memo is not None:
         found = shared.placements.get(memo)
         if found is not None:
@@ -600,9 +620,9 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
         if remembered is None:
             offences = r.evaluate(node, chip)
         else:
-            offences = remembered.get(index)
+            offences = remembered.get(view)
             if offences is None:
-                offences = remembered[index] = r.evaluate(node, chip)
+                offences = remembered[view] = r.evaluate(node, chip)
         if offences:
             for offence in offences:
                 found.append(Violation(name, op_type, r.name, r.sentence, r.placement, offence.value, offence.detail, offence.uncertain))
