@@ -7905,3 +7905,47 @@ def _speech_conv_glu_case(rng, spec) -> tuple[list, list, list, list]:
 
 # Measured (RK3566 and RK3588, 2026-12-05), not modelled, so not a held case (docs/audit.md): build it with
 # _packed(_speech_conv_glu_case, SPEECH_CONV_GLU_PACK, 307, opset=13).
+
+
+# ---- fresh5 (transformers' Mimi): the rotation by halves on every head, by token count ---------------
+
+# RoFormer's attention form (_rotary_heads_case) rotated by halves (Concat(-x2, x1)), as Mimi's
+# transformer does, over aligned and unaligned token counts. (name, form, T, H, D)
+ROTARY_HALVES_TOKENS_PACK = (
+    ("halves_t7h2d32", "halves", 7, 2, 32), ("halves_t9h2d32", "halves", 9, 2, 32), ("halves_t16h2d32", "halves", 16, 2, 32),
+    ("halves_t20h4d16", "halves", 20, 4, 16), ("halves_t32h2d32", "halves", 32, 2, 32),
+)
+CASES.append(Case("rotary_halves_tokens_pack", "fresh5: the rotation by halves on the heads right after their split, by token count (Mimi)",
+                  lambda: _packed(_rotary_heads_case, ROTARY_HALVES_TOKENS_PACK, 308, used_only=True, opset=13), ("rk3566",)))
+
+
+# ---- fresh5 (transformers' Mimi): tokens swapped back into a padded Conv1d -----------------------------
+
+# Mimi's transformer output: tokens [1, T, C] (a Linear, a layer scale and a residual Add) swapped [0, 2, 1]
+# into its downsampling Conv1d, padded first (a constant Pad of the last axis, folded into the Conv), or not.
+# (name, T, C, pad (left, right) or None, kernel, stride)
+TOKENS_INTO_PADDED_CONV_PACK = (
+    ("t7_c64_pad", 7, 64, (3, 0), 4, 2), ("t16_c64_pad", 16, 64, (3, 0), 4, 2), ("t9_c32_pad", 9, 32, (2, 0), 3, 1),
+    ("t7_c64_nopad", 7, 64, None, 4, 2),
+)
+
+
+def _tokens_into_padded_conv_case(rng, spec) -> tuple[list, list, list, list]:
+    name, t, c, pad, kernel, stride = spec
+    p = f"tpc_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w_lin", _weights(rng, c, c)), _const(p + "gamma", np.full(c, 0.1, np.float32)),
+             _const(p + "w", _weights(rng, c, c, kernel)), _const(p + "b", _weights(rng, c))]
+    nodes = [node("MatMul", ["x", "w_lin"], "lin"), node("Mul", ["lin", "gamma"], "scaled"), node("Add", ["x", "scaled"], "res"),
+             node("Transpose", ["res"], "swap", perm=[0, 2, 1])]
+    x, length = "swap", t
+    if pad is not None:
+        inits.append(_const(p + "pads", np.array([0, 0, pad[0], 0, 0, pad[1]], np.int64)))
+        nodes.append(node("Pad", ["swap", "pads"], "padded", mode="constant"))
+        x, length = "padded", t + pad[0] + pad[1]
+    nodes.append(node("Conv", [x, "w", "b"], "y", strides=[stride]))
+    return nodes, inits, [_vi(p + "x", [1, t, c])], [_vi(p + "y", [1, c, (length - kernel) // stride + 1])]
+
+
+CASES.append(Case("tokens_into_padded_conv_pack", "fresh5: tokens swapped back into a padded Conv1d (Mimi's downsampling after its transformer)",
+                  lambda: _packed(_tokens_into_padded_conv_case, TOKENS_INTO_PADDED_CONV_PACK, 309, opset=13), ("rk3566", "rk3588")))

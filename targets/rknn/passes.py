@@ -2105,6 +2105,63 @@ def key_transpose_of_a_joint_projection_kept_whole(graph, chip):
             graph.fuse([node], "Transpose", attributes={"perm": _perm(node), JOINT_KEY_ATTRIBUTE: 1})
 
 
+# The attribute the pass below gives the key's swap, and the key's split joining it, of a rotation by halves.
+HALVES_KEY_ATTRIBUTE = "rknn_key_rotated_by_halves"
+
+
+def _rotated_by_halves(graph, tensor):
+    """The heads `x` when `tensor` is x * cos + rotate_half(x) * sin with rotate_half(x) = Concat(-x2, x1), x1
+    and x2 Slices of x (Mimi's, ModernBERT's rotation); else None."""
+    add = graph.producer(tensor.name)
+    if add is None or add.op_type != "Add" or len(add.inputs) != 2:
+        return None
+    muls = [graph.producer(t.name) for t in add.inputs]
+    if any(m is None or m.op_type != "Mul" for m in muls):
+        return None
+    for plain, rotated in (muls, muls[::-1]):
+        concat = graph.producer(rotated.inputs[0].name)
+        x = plain.inputs[0]
+        if concat is None or concat.op_type != "Concat" or len(concat.inputs) != 2:
+            continue
+        neg, first = (graph.producer(t.name) for t in concat.inputs)
+        second = graph.producer(neg.inputs[0].name) if neg is not None and neg.op_type == "Neg" else None
+        if all(s is not None and s.op_type == "Slice" and s.inputs[0].name == x.name for s in (first, second)):
+            return x
+    return None
+
+
+@RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
+def key_rotated_by_halves(graph, chip):
+    """{OBSERVED} keeps the key's swap [0, 1, 3, 2] into the scores a Transpose layer of its own when the key is rotated by halves (x * cos + Concat(-x2, x1) * sin: Mimi, ModernBERT), on RK3566/RK3568 on the CPU, and the key's split (its Reshape and Transpose [0, 2, 1, 3]) joins it there when the tokens are not a multiple of {ALIGN}; rotated interleaved (RoFormer), both merge into the product.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 (2026-12-05; tests/forms_models.py
+    rotary_halves_tokens_pack, RoFormer's form rotated by halves, T = 7, 9, 16, 20, 32, heads of 32 or
+    16: the key's swap on the CPU in all five, the key's split on the CPU at 7, 9 and 20 tokens, q's
+    merged; the earlier ROTARY_HEADS_HALVES, T = 24 and 32: the swap on the CPU, the split on the NPU).
+    """
+    align = TRANSPOSE_LAYER_ALIGN[chip]
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if _perm(node) != [0, 1, 3, 2] or not node.outputs or _key_scales(graph, node) is None:
+            continue
+        x = _rotated_by_halves(graph, node.inputs[0])
+        split = graph.producer(x.name) if x is not None else None
+        if split is None or split.op_type != "Transpose" or _perm(split) != [0, 2, 1, 3]:
+            continue
+        graph.fuse([node], "Transpose", attributes={"perm": _perm(node), HALVES_KEY_ATTRIBUTE: 1})
+        heads, tokens = _heads_reshape_of_many(graph, split), (_static_shape(x) or (0, 0, 0, 0))[-2]
+        if heads is not None and tokens % align:
+            graph.fuse([heads, split], "Transpose", leader=split, attributes={"perm": _perm(split), HALVES_KEY_ATTRIBUTE: 1})
+
+
+def _heads_reshape_of_many(graph, node):
+    """The Reshape splitting the heads right before `node`, read by `node` alone (Shapes aside)."""
+    before = graph.producer(node.inputs[0].name) if node.inputs else None
+    if before is None or before.op_type != "Reshape":
+        return None
+    readers = [r for r in graph.consumers(before.outputs[0].name) if r.op_type != "Shape"]
+    return before if readers == [node] else None
+
+
 def _merges_heads_last(graph, node) -> bool:
     """Whether `node` takes attention's result [N, H, .., T, D] (a product of computed tensors) and
     puts the heads last ([N, .., T, D, H], NesT's permute(0, 2, 3, 4, 1)), where the usual merge
@@ -2334,7 +2391,7 @@ def transposes_merged_into_matmul(graph, chip):
         if chip in KEY_BESIDE_SHARED_QUERY_CHIPS and _key_beside_a_shared_query(graph, node):
             graph.fuse([node], "Transpose", attributes={"perm": _perm(node), KEY_BESIDE_SHARED_QUERY_ATTRIBUTE: 1})
             continue  # a Transpose layer of its own, on the CPU (rules place it)
-        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE)):
+        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, HALVES_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE)):
             continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts)
         if not (_reaches_matmul(graph, node, forward=True, by_constant=chip in TRANSPOSE_LAYER_ALIGN) or _reaches_matmul(graph, node, forward=False)):
             if not (chip in TRANSPOSE_LAYER_ALIGN and _rotated_into_product(graph, node)):
