@@ -7949,3 +7949,38 @@ def _tokens_into_padded_conv_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("tokens_into_padded_conv_pack", "fresh5: tokens swapped back into a padded Conv1d (Mimi's downsampling after its transformer)",
                   lambda: _packed(_tokens_into_padded_conv_case, TOKENS_INTO_PADDED_CONV_PACK, 309, opset=13), ("rk3566", "rk3588")))
+
+
+# ---- fresh5 (transformers' PatchTSMixer): a mixer's swap, MLP over the swapped axis, swap back ----------
+
+# PatchTSMixer's channel mixer and patch mixer on [1, C, N, D] (a Linear's result): swapped by `perm`
+# ([0, 3, 2, 1]: the channels last; [0, 1, 3, 2]: the patches last), an MLP over that last axis (Linear,
+# Relu, Linear; "gated": then times the Softmax of a Linear of it, as its gating block), swapped back by
+# the same perm and added to the block's input. (name, C, N, D, perm, gated)
+MIXER_SWAP_PACK = (
+    ("ch_c3_gated", 3, 8, 16, (0, 3, 2, 1), True), ("ch_c3", 3, 8, 16, (0, 3, 2, 1), False),
+    ("ch_c8", 8, 8, 16, (0, 3, 2, 1), False), ("ch_c16_gated", 16, 8, 16, (0, 3, 2, 1), True),
+    ("patch_n8_gated", 3, 8, 16, (0, 1, 3, 2), True), ("patch_n8", 3, 8, 16, (0, 1, 3, 2), False),
+)
+
+
+def _mixer_swap_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, n, d, perm, gated = spec
+    p = f"mix_{name}_"
+    node = _prefixed(p)
+    width = (c, n, d)[[1, 2, 3].index(perm[3])]
+    inits = [_const(p + "w_in", _weights(rng, d, d)), _const(p + "w1", _weights(rng, width, 2 * width)), _const(p + "b1", _weights(rng, 2 * width)),
+             _const(p + "w2", _weights(rng, 2 * width, width)), _const(p + "b2", _weights(rng, width)), _const(p + "wg", _weights(rng, width, width))]
+    nodes = [node("MatMul", ["x", "w_in"], "base"), node("Transpose", ["base"], "swap", perm=list(perm)),
+             node("MatMul", ["swap", "w1"], "h0"), node("Add", ["h0", "b1"], "h1"), node("Relu", ["h1"], "h2"),
+             node("MatMul", ["h2", "w2"], "m0"), node("Add", ["m0", "b2"], "m")]
+    mixed = "m"
+    if gated:
+        nodes += [node("MatMul", ["m", "wg"], "g0"), node("Softmax", ["g0"], "g", axis=-1), node("Mul", ["m", "g"], "gated")]
+        mixed = "gated"
+    nodes += [node("Transpose", [mixed], "back", perm=list(perm)), node("Add", ["back", "base"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, c, n, d])], [_vi(p + "y", [1, c, n, d])]
+
+
+# Measured (RK3566 and RK3588, 2026-12-05), not modelled, so not a held case (docs/audit.md): build it with
+# _packed(_mixer_swap_case, MIXER_SWAP_PACK, 310, opset=13).
