@@ -7684,6 +7684,9 @@ PATCHIFY_PACK = (
 # into the Linear: the Transpose after the Concat on the CPU where the audit merges it into the Linear (as
 # PatchTST's and PatchTSMixer's Transpose_8; 8 patches of 8 in the pack: merged, NPU). The swaps: NPU.
 PATCHIFY_MEASURED = (("c3_p16_div_linear", 64, 3, 16, "div", "linear"),)
+# PatchTST's reader of the swap after the Concat: the Linear's result with its positions, viewed [C, N, D], then
+# (or not) its BatchNorm between two swaps (RK3566, 2026-12-05; measured, not held: docs/audit.md).
+PATCHIFY_READERS = (("c3_p8_div_view", 64, 3, 8, "div", "linear_view"), ("c3_p8_div_view_bn", 64, 3, 8, "div", "linear_view_bn"))
 
 
 def _patchify_case(rng, spec) -> tuple[list, list, list, list]:
@@ -7709,6 +7712,16 @@ def _patchify_case(rng, spec) -> tuple[list, list, list, list]:
     if reader == "linear":
         nodes += [node("MatMul", ["by_channel", "w"], "lin"), node("Add", ["lin", "b"], "y")]
         out = [1, c, n, 32]
+    elif reader in ("linear_view", "linear_view_bn"):  # PatchTST: the bias first, positions added, the channels into the batch
+        inits += [_const(p + "pos", _weights(rng, n, 32)), _const(p + "batched", np.array([c, n, 32], np.int64))]
+        nodes += [node("MatMul", ["by_channel", "w"], "lin"), node("Add", ["b", "lin"], "biased"), node("Add", ["biased", "pos"], "placed"),
+                  node("Reshape", ["placed", "batched"], "y" if reader == "linear_view" else "flat")]
+        out = [c, n, 32]
+        if reader == "linear_view_bn":  # then its BatchNorm over the features, swapped there and back
+            inits += [_const(p + "g", np.ones(32, np.float32)), _const(p + "beta", np.zeros(32, np.float32)),
+                      _const(p + "mu", np.zeros(32, np.float32)), _const(p + "bn_var", np.ones(32, np.float32))]
+            nodes += [node("Transpose", ["flat"], "nf", perm=[0, 2, 1]), node("BatchNormalization", ["nf", "g", "beta", "mu", "bn_var"], "bn"),
+                      node("Transpose", ["bn"], "y", perm=[0, 2, 1])]
     else:
         nodes.append(node("Relu", ["by_channel"], "y"))
         out = [1, c, n, size]
@@ -7984,3 +7997,5 @@ def _mixer_swap_case(rng, spec) -> tuple[list, list, list, list]:
 
 # Measured (RK3566 and RK3588, 2026-12-05), not modelled, so not a held case (docs/audit.md): build it with
 # _packed(_mixer_swap_case, MIXER_SWAP_PACK, 310, opset=13).
+
+# Measured (RK3566, 2026-12-05), not held: _packed(_patchify_case, PATCHIFY_READERS, 311, opset=13).
