@@ -7,6 +7,7 @@ import numpy as np
 from onnx import helper
 
 from edgedeploy.audit import OpSupport, Placement, RuleSet, audit_model
+from edgedeploy.audit.rules import Rule
 from edgedeploy.audit.lowering import graph_pass
 from edgedeploy.model import load_model
 from tests.helpers import const, make_model, save, tensor
@@ -110,3 +111,29 @@ def test_a_fused_node_off_the_accelerator_keeps_its_own_reason(tmp_path):
     erf = next(n for n in result.nodes if n.node == "erf")
     assert erf.placement is Placement.FALLBACK and erf.fused_into == "div"
     assert "no kernel" in erf.reason  # the group's decisive reason, not the fusion note
+
+
+@graph_pass("Relu")
+def mark_relu(graph, chip):
+    """The toy toolchain marks every Relu (a pass that fuses one node alone, as many passes do)."""
+    for relu in [n for n in graph.nodes if n.op_type == "Relu"]:
+        graph.fuse([relu], "Relu", attributes={"toy_marked": 1})
+
+
+def test_a_dead_end_fused_alone_keeps_its_output_for_the_rules(tmp_path):
+    # The Relu's result is read by nothing and is no model output (an exporter's leftover): the
+    # fused node must still have its output, since rules read it (RKNN's rules read output shapes;
+    # an empty output list made one crash with AttributeError on Mask2Former-like probes).
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv"), helper.make_node("Relu", ["y"], ["dead"], name="relu")]
+    model = make_model(nodes, [tensor("x", [1, 3, 8, 8])], [tensor("y", [1, 4, 8, 8])], [const("w", np.full((4, 3, 1, 1), 0.1, dtype=np.float32))])
+    seen = []
+
+    def shape_of_the_output(node, chip):
+        seen.append(tuple(node.output(0).shape))
+        return None
+
+    rules = toy_rules([mark_relu])
+    rules.accelerator_ops["Relu"] = OpSupport(("int8",))
+    rules.rules.append(Rule(name="shape_of_the_output", ops=frozenset({"Relu"}), placement=Placement.FALLBACK, constants={}, check=shape_of_the_output, template="reads the output"))
+    audit_model(load_model(save(model, tmp_path / "m.onnx")), rules, "int8")
+    assert seen == [(1, 4, 8, 8)]

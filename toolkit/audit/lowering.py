@@ -156,7 +156,8 @@ class LoweringGraph:
 
         The fused node keeps the leader's name (default: the first member) and, unless
         `attributes` are given, its attributes; its inputs are the members' inputs produced
-        outside the group, its outputs those read outside it (or model outputs). Where the
+        outside the group, its outputs those read outside it (or model outputs; a group nothing reads
+        keeps its last member's outputs). Where the
         toolchain rewires a node (drops an optional input it finds redundant), `inputs` and
         `outputs` give them in the operator's positions (a dropped input is the empty TensorView).
         """
@@ -182,6 +183,9 @@ class LoweringGraph:
                 for o in m.outputs
                 if o.name and (o.is_model_output or any(c.name not in names for c in self._consumers.get(o.name, ())))
             ]
+            if not outputs:
+                # A dead end (nothing reads the group's results) still computes them: rules read its output.
+                outputs = [o for o in members[-1].outputs if o.name]
         if attributes is None:
             proto = onnx.NodeProto()
             proto.CopyFrom(leader.proto)
