@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from edgedeploy.audit.lowering import ELIMINATED, FOLDED, LoweringResult, lower
+from edgedeploy.audit.lowering import ELIMINATED, FOLDED, GraphIndex, LoweringResult, lower
 from edgedeploy.audit.rules import NodeView, Offence, Placement, Rule, RuleSet, TensorView, worst
 from edgedeploy.audit.static_values import static_values
 from edgedeploy.model.intake import LoadedModel
@@ -440,13 +440,16 @@ class ChipIndependent:
         # lowering key (LoweredViews.key_of) -> what the passes made of the model
         self._lowerings: dict[tuple, LoweredViews] = {}
         self.memo = ViewMemo()
+        self._graph_index: GraphIndex | None = None  # the views' tensor index, for every lowering
 
     def lowered(self, rules: RuleSet) -> LoweredViews:
         """What the graph passes of `rules` make of the model: computed once per distinct lowering."""
         key = LoweredViews.key_of(rules)
         found = self._lowerings.get(key)
         if found is None:
-            found = self._lowerings[key] = LoweredViews(lower(self.views, rules.passes, rules.chip), self.views, list(rules.passes), self.memo)
+            if rules.passes and self._graph_index is None:
+                self._graph_index = GraphIndex(self.views)
+            found = self._lowerings[key] = LoweredViews(lower(self.views, rules.passes, rules.chip, self._graph_index), self.views, list(rules.passes), self.memo)
         return found
 
     def layout(self, placed: list[NodePlacement], precision: str | None) -> tuple[list[dict], list[Crossing]]:

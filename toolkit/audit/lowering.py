@@ -105,28 +105,23 @@ class LoweringGraph:
     simplifier computes before the converter sees them); it never edits a NodeView in place.
     """
 
-    def __init__(self, views: list):
-        self._order = {v.name: i for i, v in enumerate(views)}
-        self._nodes: dict[str, Any] = {v.name: v for v in views}
+    def __init__(self, views: list, start: "GraphIndex | None" = None):
+        """`start`: GraphIndex(views), when the caller lowers the same views several times."""
+        start = GraphIndex(views) if start is None else start
+        self._order = dict(start.order)
+        self._nodes: dict[str, Any] = dict(start.nodes)
         self.lowered: dict[str, Lowered] = {}
         self.groups: dict[str, list[str]] = {}
         self.current: GraphPass | None = None
         self._sorted: list | None = None
         # tensor -> the node writing it / the nodes reading it (once per input slot, in
         # topological order), kept up to date node by node: a pass asks after every change.
-        self._producer: dict[str, Any] = {}
-        self._consumers: dict[str, list] = {}
+        # The reader lists are `start`'s until a node changes: _index and _unindex replace a
+        # list, never change it in place.
+        self._producer: dict[str, Any] = dict(start.producer)
+        self._consumers: dict[str, list] = dict(start.consumers)
         # tensor -> the eliminated node that wrote it: its readers now read what it read.
         self._wires: dict[str, Any] = {}
-        # The views come in topological order, so appending keeps every reader list in order
-        # (what _index does, without its sort per node).
-        for v in views:
-            for o in v.outputs:
-                if o.name:
-                    self._producer[o.name] = v
-            for t in v.inputs:
-                if t.name:
-                    self._consumers.setdefault(t.name, []).append(v)
 
     # -- reading ---------------------------------------------------------------------------
     @property
@@ -266,9 +261,10 @@ class LoweringGraph:
             if o.name:
                 self._producer[o.name] = v
         for name in {t.name for t in v.inputs if t.name}:
-            readers = self._consumers.setdefault(name, [])
-            readers.extend(v for t in v.inputs if t.name == name)
+            # A new list: the old one may be another lowering's too (GraphIndex).
+            readers = [*self._consumers.get(name, ()), *(v for t in v.inputs if t.name == name)]
             readers.sort(key=lambda r: self._order[r.name])
+            self._consumers[name] = readers
 
     def _unindex(self, v) -> None:
         """Take one node out of the tensor index."""
@@ -284,11 +280,33 @@ class LoweringGraph:
                 self._consumers.pop(name, None)
 
 
-def lower(views: list, passes: list[GraphPass], chip: str) -> LoweringResult | None:
-    """Run a rule set's graph passes, in order, on the model's node views; None when it has none."""
+class GraphIndex:
+    """The tensor index of a model's node views, made once for all its lowerings: node name ->
+    topological position and view, tensor -> the node writing it and the nodes reading it (once
+    per input slot, in topological order). A LoweringGraph starts from copies of these tables."""
+
+    def __init__(self, views: list):
+        self.order = {v.name: i for i, v in enumerate(views)}
+        self.nodes = {v.name: v for v in views}
+        self.producer: dict[str, Any] = {}
+        self.consumers: dict[str, list] = {}
+        # The views come in topological order, so appending keeps every reader list in order
+        # (what LoweringGraph._index does, without its sort per node).
+        for v in views:
+            for o in v.outputs:
+                if o.name:
+                    self.producer[o.name] = v
+            for t in v.inputs:
+                if t.name:
+                    self.consumers.setdefault(t.name, []).append(v)
+
+
+def lower(views: list, passes: list[GraphPass], chip: str, start: GraphIndex | None = None) -> LoweringResult | None:
+    """Run a rule set's graph passes, in order, on the model's node views; None when it has none.
+    `start`: GraphIndex(views), when the caller lowers the same views for several rule sets."""
     if not passes:
         return None
-    graph = LoweringGraph(views)
+    graph = LoweringGraph(views, start)
     for p in passes:
         graph.current = p
         p.apply(graph, chip)
