@@ -3421,8 +3421,14 @@ def _zeroed_nodes(graph) -> dict:
     folded: each product by zeros, and each node whose computed inputs all come from such nodes,
     in graph order (name -> node). Every product's constant operand is checked: its first stored
     bytes settle nearly every weight (TensorView.all_zero)."""
+    nodes = graph.nodes
+    # Nothing before the first product by zeros is zeroed: the walk starts there (most models have
+    # none, and then only the products' operands are looked at).
+    first = next((k for k, node in enumerate(nodes) if node.op_type in ZERO_OPERANDS and _product_by_zeros(node, graph)), None)
+    if first is None:
+        return {}
     zeroed, tensors = {}, set()
-    for node in graph.nodes:
+    for node in nodes[first:]:
         computed = [t.name for t in node.inputs if t.present and not (t.is_constant or t.foldable)]
         if _product_by_zeros(node, graph) or (computed and all(t in tensors for t in computed)):
             zeroed[node.name] = node
