@@ -23,7 +23,7 @@ from edgedeploy.cli.output import to_json
 from edgedeploy.errors import ModelError
 from edgedeploy.model import load_model
 from edgedeploy.pipeline import audit as audit_pipeline
-from edgedeploy.pipeline.audit import audit_chips, resolve_chips, split_by_toolchain
+from edgedeploy.pipeline.audit import audit_chips, resolve_chips, toolchain_groups
 
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 # Real models of the corpus, small enough for a test: two outputs, recurrent state, int64 tokens,
@@ -111,20 +111,34 @@ def test_the_same_report_with_every_node_by_node_and_on_a_chosen_list_of_chips()
     assert _report_text(path, 2, detail=True, by="node") == _report_text(path, 1, detail=True, by="node")
     # One toolchain only: nothing to split, one process.
     chips, _ = resolve_chips(("rk3588,rk3566",))
-    assert split_by_toolchain(chips) is None
+    assert toolchain_groups(chips) is None
     two = ("esp32s3,rk3588,imx93",)
     assert _report_text(path, 2, targets=two, fail_on="cpu-fallback") == _report_text(path, 1, targets=two, fail_on="cpu-fallback")
 
 
-@needs_fork
-def test_the_halves_keep_each_toolchain_together_and_cover_every_chip():
+def test_the_groups_keep_each_toolchain_together_and_cover_every_chip():
     chips, _ = resolve_chips(("all",))
-    first, second = split_by_toolchain(chips)
-    assert sorted(first + second) == list(range(len(chips)))
-    targets = [{chips[i].target.id for i in half} for half in (first, second)]
-    assert not targets[0] & targets[1]
-    assert abs(len(first) - len(second)) <= max(len(c) for c in _by_target(chips).values())
-    assert len(first) <= len(second)
+    groups = toolchain_groups(chips)
+    assert sorted(i for group in groups for i in group) == list(range(len(chips)))
+    assert [len({chips[i].target.id for i in group}) for group in groups] == [1] * len(groups)
+    assert len(groups) == len(_by_target(chips))
+    assert [len(group) for group in groups] == sorted((len(group) for group in groups), reverse=True)
+
+
+@needs_fork
+def test_turns_give_each_item_to_one_process_the_parent_from_the_front_the_child_from_the_back():
+    turns = forked.Turns(7)
+    try:
+        first = turns.take()
+        with forked.ForkedCall(lambda: [turns.take(from_back=True) for _ in range(3)]) as child:
+            theirs = child.result()
+        rest = []
+        while (item := turns.take()) is not None:
+            rest.append(item)
+    finally:
+        turns.close()
+    assert first == 0 and theirs == [6, 5, 4] and rest == [1, 2, 3]
+    assert _no_children_left()
 
 
 def _by_target(chips):
@@ -159,7 +173,7 @@ def test_an_error_in_the_parent_s_half_reaches_the_user_and_the_child_is_reaped(
     original = audit_pipeline.audit_one
 
     def fails_in_the_parent(model, shared, choice, *args):
-        if os.getpid() == parent and choice.target.id == "espdl":
+        if os.getpid() == parent:  # whichever toolchain this process takes first
             raise RuntimeError("a rule bug")
         return original(model, shared, choice, *args)
 

@@ -1,7 +1,8 @@
 """One function run in a forked copy of this process, its result brought back through a pipe.
 
 For work that splits in two independent halves on a machine with two cores or more (the audit
-places the chips of different toolchains in two processes: edgedeploy.pipeline.audit). A fork
+places the chips of different toolchains in two processes, which take the toolchains in turns
+(Turns): edgedeploy.pipeline.audit). A fork
 needs no pickling of the inputs (the child has a copy-on-write copy of everything) and no new
 interpreter, so it pays off on work of a tenth of a second; threads would not, because the work
 is Python code holding the GIL.
@@ -131,6 +132,45 @@ class ForkedCall:
                 break
         self._pid = None
         self.exit_status = os.waitstatus_to_exitcode(status) if status != -1 else -1
+
+
+class Turns:
+    """Items 0..count-1 shared out between this process and a child forked after it: each take()
+    gives the next item nobody has taken, from the front or from the back, until the two ends
+    meet, so each item goes to exactly one caller. For parts of work of unequal size that is not
+    known beforehand, ordered heaviest first: the parent takes from the front, the child from the
+    back, and whichever is free takes the next.
+
+    The two ends are two bytes of an anonymous in-memory file (memfd) both processes share; a
+    POSIX record lock on it (fcntl.lockf, owned per process) makes each take() whole, and the
+    kernel releases it if its holder dies, so a killed child never leaves the parent waiting.
+    """
+
+    def __init__(self, count: int):
+        if not 0 <= count <= 255:
+            raise ValueError(f"Turns shares out 0 to 255 items, not {count}")
+        self._fd: int | None = os.memfd_create("edgedeploy-turns", os.MFD_CLOEXEC)
+        os.pwrite(self._fd, bytes((0, count)), 0)
+
+    def take(self, from_back: bool = False) -> int | None:
+        """The next item from the front (or the back), or None when every item is taken."""
+        import fcntl
+
+        fcntl.lockf(self._fd, fcntl.LOCK_EX)
+        try:
+            front, back = os.pread(self._fd, 2, 0)
+            if front >= back:
+                return None
+            item = back - 1 if from_back else front
+            os.pwrite(self._fd, bytes((front, back - 1) if from_back else (front + 1, back)), 0)
+            return item
+        finally:
+            fcntl.lockf(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _run_child(function: Callable[[], Any], write_end: int) -> None:

@@ -94,8 +94,8 @@ def audit_chips(
     `detail`: every node of every chip in the report (else, per chip, those with something to say;
     edgedeploy.audit.report).
     `processes`: 2 runs ONNX's checker, and audits the chips of different toolchains, in a second
-    process where that is possible (edgedeploy.forked; the chips not with `confirm`); the report
-    is the same as with 1.
+    process where that is possible (edgedeploy.forked, audit_in_two_processes; the chips not with
+    `confirm`); the report is the same as with 1.
     """
     from edgedeploy.audit.engine import ChipIndependent
     from edgedeploy.audit.report import build_report
@@ -128,20 +128,11 @@ def audit_chips(
             done = [(i, found) for i, found in done if not isinstance(found, ChipAudit)] + [(i, parts) for (i, _), parts in zip(audits, made)]
         return done
 
-    halves = split_by_toolchain(chips) if processes > 1 and not confirm else None
-    if halves is None:
+    groups = toolchain_groups(chips) if processes > 1 and not confirm else None
+    if groups is None:
         done = audit_all(list(range(len(chips))), as_parts=False)
     else:
-        from edgedeploy.forked import ForkedCall
-
-        # The child takes the half it is given; this process the other, then what the child sent
-        # (or, if the child failed, that half too: the same report, or the same error, as one process).
-        with ForkedCall(lambda: audit_all(halves[1], as_parts=True)) as child:
-            # This half's report parts are made here too, while the child still works.
-            done = audit_all(halves[0], as_parts=True)
-            theirs = child.result()
-        done += theirs if theirs is not None else audit_all(halves[1], as_parts=False)
-        done.sort(key=lambda item: item[0])
+        done = audit_in_two_processes(groups, audit_all)
     reported = []
     for _, found in done:
         if isinstance(found, dict):
@@ -186,27 +177,49 @@ def audit_one(model, shared, choice: ChipChoice, precision: str | None, explicit
     return ChipAudit(result, target.name, chip.name, notes=notes_all + notes, rules_notes=list(rules.notes), estimate=estimate)
 
 
-def split_by_toolchain(chips: list[ChipChoice]) -> tuple[list[int], list[int]] | None:
-    """The chips (indices) in two halves of about equal work, each toolchain's chips in one half
-    (they share its graph passes and many placements: edgedeploy.audit.engine), or None when
-    there is only one toolchain. The larger half goes second (to the second process): this one
-    also merges the halves.
-
-    Work is counted in chips, which follows the measured time well enough: on DenseNet-121 the
-    halves this makes of the 17 chips (ESP-DL and RKNN: 8 chips; eIQ, TensorRT and TIDL: 9) took
-    0.16-0.21 s and 0.18-0.21 s in five runs of the program (audits and report parts).
-    """
+def toolchain_groups(chips: list[ChipChoice]) -> list[list[int]] | None:
+    """The chips (indices) by toolchain, the groups of most chips first, or None when there is only
+    one toolchain. A toolchain's chips stay together: they share its graph passes and many
+    placements (edgedeploy.audit.engine), which a second process would compute again."""
     by_target: dict[str, list[int]] = {}
     for i, choice in enumerate(chips):
         by_target.setdefault(choice.target.id, []).append(i)
     if len(by_target) < 2:
         return None
-    halves: tuple[list[int], list[int]] = ([], [])
-    for group in sorted(by_target.values(), key=len, reverse=True):
-        lighter = min(halves, key=len)
-        lighter.extend(group)
-    first, second = sorted(halves, key=len)
-    return sorted(first), sorted(second)
+    return sorted(by_target.values(), key=len, reverse=True)
+
+
+def audit_in_two_processes(groups: list[list[int]], audit_all: Callable) -> list:
+    """audit_all's (index, report parts or no-rules entry) for every chip of `groups`, in chip order,
+    the groups shared out as they go between this process and a forked child (edgedeploy.forked):
+    this one takes the groups of most chips first, the child those of fewest, until none is left.
+
+    How long a group takes depends on the model as much as on its number of chips (on
+    DenseNet-121 the 2 ESP-DL chips took 25 ms of CPU and the 4 TIDL chips 13 ms; on a
+    transformer the 6 RKNN chips more than all the others together), so no split made beforehand
+    balances the two processes; taken in turns, neither waits long for the other. If the child
+    fails, the groups it took are audited here: the same report, or the same error, as one process.
+    """
+    from edgedeploy.forked import ForkedCall, Turns
+
+    turns = Turns(len(groups))
+    mine: list[int] = []
+
+    def chips_taken(from_back: bool):
+        while (group := turns.take(from_back)) is not None:
+            mine.append(group)  # in the child, the child's copy
+            yield from groups[group]
+
+    try:
+        with ForkedCall(lambda: audit_all(chips_taken(from_back=True), as_parts=True)) as child:
+            # This process's report parts are made here too, while the child still works.
+            done = audit_all(chips_taken(from_back=False), as_parts=True)
+            theirs = child.result()
+    finally:
+        turns.close()
+    if theirs is None:
+        theirs = audit_all([i for g, group in enumerate(groups) if g not in mine for i in group], as_parts=False)
+    return sorted(done + theirs, key=lambda item: item[0])
 
 
 def model_as_audited(model, work: Path) -> Path:
