@@ -141,6 +141,19 @@ def test_turns_give_each_item_to_one_process_the_parent_from_the_front_the_child
     assert _no_children_left()
 
 
+@needs_fork
+def test_without_an_in_memory_file_for_the_turns_the_audit_runs_in_one_process(monkeypatch):
+    path = CORPUS / "gru_har.onnx"
+    expected = _report_text(path, processes=1)
+
+    def no_memfd(*args):
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "memfd_create", no_memfd)
+    assert _report_text(path, processes=2) == expected
+    assert _no_children_left()
+
+
 def _by_target(chips):
     found: dict[str, list] = {}
     for c in chips:
