@@ -2280,9 +2280,9 @@ def _key_beside_a_shared_query(graph, node) -> bool:
 
 # The attribute the pass below gives the Expand that repeats one key/value head (its repeats).
 ONE_HEAD_REPEAT_ATTRIBUTE = "rknn_one_head_repeat"
-ONE_HEAD_REPEAT_CHIPS = ("rk3588", "rk3566", "rk3568")  # measured on RK3588 and RK3566 (RK3568 taken as RK3566)
-# Chips whose layer table names the Reshape merging a 5-D repeat with the Expand (on RK3566 no layer names it).
-ONE_HEAD_MERGE_NAMED_CHIPS = ("rk3588",)
+ONE_HEAD_REPEAT_CHIPS = ("rk3588", "rk3576", "rk3566", "rk3568", "rk3562", "rv1106")  # gqa_repeat_pack measured on all six
+# Chips whose layer table names the Reshape merging a 5-D repeat with the Expand (on RK3566/RK3568 no layer names it).
+ONE_HEAD_MERGE_NAMED_CHIPS = ("rk3588", "rk3576", "rk3562", "rv1106")
 ONE_HEAD_SOURCE_HOPS = 12  # nodes walked back from the repeat to the heads' swap (Gemma 3: RMSNorm, rotary positions)
 
 

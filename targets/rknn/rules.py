@@ -788,8 +788,9 @@ def expand_of_int64(node: NodeView, chip: str):
     return Offence("int64", f"input {x.name}") if x is not None and x.dtype == "int64" and not _known(x) else None
 
 
-# Chips measured for the rule below (RK3568 taken as RK3566; the others not probed).
-INT64_AT_RUN_TIME_CHIPS = ("rk3588", "rk3566", "rk3568")
+# Chips measured for the rule below and einsum_equation_with_spaces (RK3568, RK3576, RK3562 and RV1106
+# probed with int64_data_pack and einsum_spaces_pack, tests/fixtures/forms/chip_verdicts.json).
+INT64_AT_RUN_TIME_CHIPS = ("rk3588", "rk3576", "rk3566", "rk3568", "rk3562", "rv1106")
 
 
 @RULES.rule("Unsqueeze", "Tile", "ReduceSum", chips=INT64_AT_RUN_TIME_CHIPS)
@@ -800,7 +801,8 @@ def int64_at_run_time(node: NodeView, chip: str):
     int64 indices [1, 20] Unsqueezed to [1, 20, 1], Expanded to their own shape and Tiled by
     [1, 1, 4] or straight by [1, 1, 64] into a GatherElements: Unsqueeze and Tile on the CPU; a
     float [1, 20, 1] Tiled by [1, 1, 8]: NPU; a Less cast to int64 and summed over its last axis:
-    CPU, a float ReduceSum beside it: NPU.
+    CPU, a float ReduceSum beside it: NPU. The same pack on RK3568, RK3576, RK3562 and RV1106
+    (scripts/probe_rknn_chips.py, 2026-12-05): the same placements on every chip.
     """
     x = node.input(0)
     return Offence("int64", f"input {x.name}") if x is not None and x.dtype == "int64" and not _known(x) else None
@@ -820,7 +822,7 @@ def einsum_equation_with_spaces(node: NodeView, chip: str):
     spaces; "bqc, bchw -> bqhw", "bqc, bcn -> bqn", "bhlk, bhtk -> bhlt" and "bqc,  bcn->bqn": CPU;
     one space anywhere ("bqc, bcn->bqn", "bqc,bcn ->bqn", "bqc ,bcn->bqn", "bqc,bcn-> bqn",
     " bqc,bcn->bqn") or one on each side of the arrow ("bqc,bchw -> bqhw"): NPU; the query a constant:
-    the same.
+    the same. On RK3568, RK3576, RK3562 and RV1106 (scripts/probe_rknn_chips.py, 2026-12-05): the same.
     """
     equation = str(node.attr("equation", ""))
     terms = equation.replace("->", ",").split(",")
@@ -1268,14 +1270,15 @@ def _one_channel_signal(x) -> bool:
 PAD_SIGNAL_LENGTH_MAX = 510
 
 
-@RULES.rule("Pad", chips=("rk3588", "rk3566", "rk3568"), MAX=PAD_SIGNAL_LENGTH_MAX)
+@RULES.rule("Pad", chips=("rk3588", "rk3576", "rk3566", "rk3568", "rk3562", "rv1106"), MAX=PAD_SIGNAL_LENGTH_MAX)
 def constant_pad_of_a_long_signal_folded_into_conv(node: NodeView, chip: str):
     """A constant Pad of a one-channel signal [1, 1, L] that the toolkit folds into the Conv after it (passes.constant_pad_folded_into_conv), which it lays out as [1, L, 1, 1] with L as channels, runs on the CPU when L is more than {MAX} (rknn-toolkit2 2.5.0, observed: Mimi's and EnCodec-style causal padding of a long waveform).
 
     Measured with unit_channel_pad_pack (tests/forms_models.py; a Pad of the last axis by 3 to 15
     steps into a Conv1d of kernel 7 or 16, of a model input or a Relu's result) on RK3588 and
     RK3566 alike: L = 64 to 510 on the NPU, 511, 512, 520, 576, 1024 and 4000 on the CPU; [1, 2,
-    576] and [1, 4, 4000] on the NPU of RK3588. RK3568 is taken to behave as RK3566.
+    576] and [1, 4, 4000] on the NPU of RK3588. RK3568, RK3576, RK3562 and RV1106 place the pack's
+    long signals alike (scripts/probe_rknn_chips.py, 2026-12-05).
     """
     x = node.input(0)
     if node.attr("rknn_pad_into_conv") is None or x is None or not _one_channel_signal(x) or not isinstance(x.shape[2], int):
@@ -2013,7 +2016,7 @@ def heads_of_a_cpu_tile(node: NodeView, chip: str):
 
 @RULES.rule("Expand", chips=_passes.ONE_HEAD_REPEAT_CHIPS)
 def one_head_repeat_into_a_product(node: NodeView, chip: str):
-    """The toolkit runs on the CPU the Expand that repeats one key/value head of grouped-query attention into q @ k^T or attn @ v, with the Reshape merging the repeat (on RK3588) and the key's swap (rknn-toolkit2 2.5.0, observed on RK3588 and RK3566; RK3568 taken as RK3566; passes.one_head_repeat_into_a_product marks them)."""
+    """The toolkit runs on the CPU the Expand that repeats one key/value head of grouped-query attention into q @ k^T or attn @ v, with the Reshape merging the repeat (on RK3588) and the key's swap (rknn-toolkit2 2.5.0, observed on RK3588 and RK3566; RK3568 as RK3566, RK3576, RK3562 and RV1106 as RK3588 on gqa_repeat_pack; passes.one_head_repeat_into_a_product marks them)."""
     repeats = node.attr(_passes.ONE_HEAD_REPEAT_ATTRIBUTE)
     return Offence(int(repeats), "repeats of one key/value head into a product") if repeats is not None else None
 
