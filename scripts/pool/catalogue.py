@@ -437,6 +437,13 @@ FRESH6_WHY = {
 }
 
 
+# Collected 2026-12-05 (rknn-toolkit2 2.5.0, esp-ppq 1.3.12, onnx2tf 1.29.24 + Vela 5.2.0): 61 of 64 pairs.
+# Three pairs have no verdict, the toolchain never finishing (collect.py records no timeout): timm_gcresnet33ts
+# on rk3588 and rk3566 (the optimizer's fuse_rs_conv removes and re-adds each global-context block's Reshape
+# and Conv without end: 36,000 log lines in 9 min on rk3588, stopped; timed out at 240 s on rk3566) and
+# timm_darknet17 on esp32s3 ('Network Quantization Finished' within a minute, then no export in 300 s nor 900 s).
+
+
 def fresh6_entries() -> list[Entry]:
     """The sixth fresh set, each built as the pool's entries of its source are: transformers at the
     pool's opset hash from 14, timm at the pool's opset hash, the wheel's file as shipped."""
