@@ -177,25 +177,14 @@ def test_the_fourth_fresh_set_is_apart_from_the_pool_and_the_other_fresh_sets():
     assert catalogue.FRESH_SETS["fresh4"] is catalogue.fresh4_entries
 
 
-def test_the_fifth_fresh_set_is_apart_from_the_pool_and_the_other_fresh_sets():
-    """fresh5 (chosen before any build, to be scored blind once with score.py --set fresh5) shares no
-    model or (source, architecture) with the pool or the earlier fresh sets, and each pick has its
+@pytest.mark.parametrize("name", ["fresh5", "fresh6"])
+def test_a_later_fresh_set_is_apart_from_the_pool_and_the_other_fresh_sets(name):
+    """A fresh set (chosen before any build, scored blind once with score.py --set NAME) shares no
+    model or (source, architecture) with the pool or the other fresh sets, and each pick has its
     reason. Its models are not audited here: nobody may see the audit on them before the blind score."""
-    earlier = catalogue.entries() + [e for name, entries in catalogue.FRESH_SETS.items() if name != "fresh5" for e in entries()]
-    fresh5 = catalogue.fresh5_entries()
-    assert fresh5 and not {e.name for e in fresh5} & {e.name for e in earlier}
-    assert not {(e.source, e.arch) for e in fresh5} & {(e.source, e.arch) for e in earlier}
-    assert set(catalogue.FRESH5) == set(catalogue.FRESH5_WHY), "a fresh5 model without its reason, or a reason without its model"
-    assert catalogue.FRESH_SETS["fresh5"] is catalogue.fresh5_entries
-
-
-def test_the_sixth_fresh_set_is_apart_from_the_pool_and_the_other_fresh_sets():
-    """fresh6 (chosen before any build, to be scored blind once with score.py --set fresh6) shares no
-    model or (source, architecture) with the pool or the earlier fresh sets, and each pick has its
-    reason. Its models are not audited here: nobody may see the audit on them before the blind score."""
-    earlier = catalogue.entries() + [e for name, entries in catalogue.FRESH_SETS.items() if name != "fresh6" for e in entries()]
-    fresh6 = catalogue.fresh6_entries()
-    assert fresh6 and not {e.name for e in fresh6} & {e.name for e in earlier}
-    assert not {(e.source, e.arch) for e in fresh6} & {(e.source, e.arch) for e in earlier}
-    assert set(catalogue.FRESH6) == set(catalogue.FRESH6_WHY), "a fresh6 model without its reason, or a reason without its model"
-    assert catalogue.FRESH_SETS["fresh6"] is catalogue.fresh6_entries
+    earlier = catalogue.entries() + [e for other, entries in catalogue.FRESH_SETS.items() if other != name for e in entries()]
+    chosen = getattr(catalogue, f"{name}_entries")()
+    assert chosen and not {e.name for e in chosen} & {e.name for e in earlier}
+    assert not {(e.source, e.arch) for e in chosen} & {(e.source, e.arch) for e in earlier}
+    assert set(getattr(catalogue, name.upper())) == set(getattr(catalogue, f"{name.upper()}_WHY")), f"a {name} model without its reason, or a reason without its model"
+    assert catalogue.FRESH_SETS[name] is getattr(catalogue, f"{name}_entries")
