@@ -125,8 +125,12 @@ FRESH_LOOKED_AT = {
         "hf_gemma3_text/esp32s3", "hf_lfm2/esp32s3", "hf_moonshine/esp32s3", "hf_parakeet/imx93",
         "timm_caformer_s18/rk3588", "timm_caformer_s18/rk3566",
     ),
-    # h9-fresh6: chosen on 2026-12-05, built and collected by h9-fresh6, not yet scored; nothing looked at.
-    "fresh6": (),
+    # h9-fresh6: chosen on 2026-12-05, built and collected by h9-fresh6, scored blind at 918adf5 (blind.json).
+    "fresh6": (
+        # h10-verdicts: esp32s3 truth re-derived from the cached .info with the parser of 14078cb; these two pairs'
+        # verdicts changed and were read (Qwen3's Expand target, EfficientNet-X's same-padding arithmetic).
+        "hf_qwen3/esp32s3", "timm_efficientnet_x_b3/esp32s3",
+    ),
 }
 
 
