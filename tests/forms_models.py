@@ -7999,3 +7999,208 @@ def _mixer_swap_case(rng, spec) -> tuple[list, list, list, list]:
 # _packed(_mixer_swap_case, MIXER_SWAP_PACK, 310, opset=13).
 
 # Measured (RK3566, 2026-12-05), not held: _packed(_patchify_case, PATCHIFY_READERS, 311, opset=13).
+
+
+# ---- fresh6 (LayoutLM) on RKNN: a Gather of run-time int64 data at a constant index ---------------------------------
+
+# LayoutLM takes bbox [1, 32, 4] (int64) and picks each coordinate, Gather(bbox, c, axis=2), into an embedding
+# lookup of a [1024, 64] table. (name, data): "box_<type>" (the coordinate picked from a model input of that type,
+# then looked up), "box_f32" (a float input's coordinate, into a Relu), "box_i64_axis1" (a token picked, axis 1),
+# "argmax_i64" (a computed int64 tensor, ArgMax keepdims [1, 32, 1], picked at axis 2), "ids" (the word-embedding
+# lookup by an int64 input alone, a control).
+GATHER_INT64_DATA_PACK = (("box_i64", TensorProto.INT64), ("box_i32", TensorProto.INT32), ("box_f32", TensorProto.FLOAT),
+                          ("box_i64_axis1", TensorProto.INT64), ("argmax_i64", TensorProto.FLOAT), ("ids", TensorProto.INT64))
+# The second probe: "cast_i64" (a float map cast to int64 [1, 32, 4], picked at axis 2), "topk_i64" (a TopK's int64
+# indices [1, 20], picked at axis 1), "box_i64_unit" (an int64 input [1, 32, 1] picked along its axis of one),
+# "box_i64_pair" (an int64 input's coordinates 0 and 2, 1-D indices).
+# The third: "box_i64_last" (coordinate -1, scalar), "box_i64_one" (1-D indices [0]), "box_i32_pair" (int32, [0, 2]).
+GATHER_INT64_DATA_PACK_3 = (("box_i64_last", TensorProto.INT64), ("box_i64_one", TensorProto.INT64), ("box_i32_pair", TensorProto.INT32))
+GATHER_INT64_DATA_PACK_2 = (("cast_i64", TensorProto.FLOAT), ("topk_i64", TensorProto.FLOAT),
+                            ("box_i64_unit", TensorProto.INT64), ("box_i64_pair", TensorProto.INT64))
+
+
+def _gather_int64_data_case(rng, spec) -> tuple[list, list, list, list]:
+    name, dtype = spec
+    p = f"g64_{name}_"
+    node = _prefixed(p)
+    table = _const(p + "table", _weights(rng, 1024, 64).astype(np.float32))
+    c0 = _const(p + "c0", np.array(0, np.int64))
+    if name == "ids":
+        return [node("Gather", ["table", "x"], "y")], [table], [_vi(p + "x", [1, 32], dtype)], [_vi(p + "y", [1, 32, 64])]
+    if name == "box_f32":
+        nodes = [node("Gather", ["x", "c0"], "pick", axis=2), node("Relu", ["pick"], "y")]
+        return nodes, [c0], [_vi(p + "x", [1, 32, 4], dtype)], [_vi(p + "y", [1, 32])]
+    nodes, data, shape, pick = [], "x", [1, 32, 4], "c0"
+    if name in ("cast_i64", "topk_i64", "box_i64_unit", "box_i64_pair", "box_i64_last", "box_i64_one", "box_i32_pair"):
+        return _gather_int64_data_more(p, node, table, c0, name, dtype)
+    if name == "argmax_i64":
+        nodes = [node("Relu", ["x"], "r"), node("ArgMax", ["r"], "am", axis=2, keepdims=1)]
+        data = "am"
+    axis = 1 if name == "box_i64_axis1" else 2
+    nodes += [node("Gather", [data, "c0"], "pick", axis=axis), node("Gather", ["table", "pick"], "y")]
+    out = [1, 4, 64] if axis == 1 else [1, 32, 64]
+    return nodes, [table, c0], [_vi(p + "x", [1, 32, 4], dtype)], [_vi(p + "y", out)]
+
+
+def _gather_int64_data_more(p, node, table, c0, name, dtype) -> tuple[list, list, list, list]:
+    inits, shape, axis, pick = [table, c0], [1, 32, 4], 2, "c0"
+    if name == "cast_i64":
+        nodes = [node("Relu", ["x"], "r"), node("Cast", ["r"], "data", to=TensorProto.INT64)]
+    elif name == "topk_i64":
+        inits.append(_const(p + "k", np.array([20], np.int64)))
+        shape, axis = [1, 84], 1
+        nodes = [node("Relu", ["x"], "r"), helper.make_node("TopK", [p + "r", p + "k"], [p + "vals", p + "data"], name=p + "topk", axis=1)]
+    else:
+        nodes = [node("Identity", ["x"], "data")]
+        if name == "box_i64_unit":
+            shape = [1, 32, 1]
+        else:
+            picks = {"box_i64_last": np.array(-1, np.int64), "box_i64_one": np.array([0], np.int64)}
+            inits.append(_const(p + "pair", picks.get(name, np.array([0, 2], np.int64))))
+            pick = "pair"
+    nodes = [n for n in nodes if n.op_type != "Identity"]
+    data = "x" if not nodes else "data"
+    nodes += [node("Gather", [data, pick], "pick", axis=axis), node("Gather", ["table", "pick"], "y")]
+    out = {"topk_i64": [1, 64], "box_i64_pair": [1, 32, 2, 64], "box_i32_pair": [1, 32, 2, 64], "box_i64_one": [1, 32, 1, 64]}.get(name, [1, 32, 64])
+    return nodes, inits, [_vi(p + "x", shape, dtype)], [_vi(p + "y", out)]
+
+
+CASES.append(Case("gather_int64_data_pack", "fresh6: a Gather of run-time int64 data at a constant index into an embedding lookup (LayoutLM's box coordinates)",
+                  lambda: _packed(_gather_int64_data_case, GATHER_INT64_DATA_PACK, 257, opset=13), ("rk3588", "rk3566")))
+CASES.append(Case("gather_int64_data_pack_3", "fresh6: a Gather of an int64 or int32 input at index -1, at 1-D indices [0] or [0, 2]",
+                  lambda: _packed(_gather_int64_data_case, GATHER_INT64_DATA_PACK_3, 260, opset=13), ("rk3588", "rk3566")))
+CASES.append(Case("gather_int64_data_pack_2", "fresh6: a Gather at constant indices of computed int64 data, or of an int64 input along an axis of one",
+                  lambda: _packed(_gather_int64_data_case, GATHER_INT64_DATA_PACK_2, 258, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh6 (CondConv) on RKNN: a Conv's weight computed at run time --------------------------------------------
+
+# timm's CondConv mixes its experts' weights per input: routing Sigmoid [1, 4] -> MatMul [4, N] -> Reshape to the
+# weight's shape -> Conv's weight. (name, in channels, out channels, kernel, group): depthwise 5x5, 3x3 and 1x1,
+# pointwise, dense 3x3 and grouped 3x3; "dw5_mul" reshapes a depthwise 5x5 weight into a Mul, not a Conv.
+CONDCONV_WEIGHT_PACK = (("dw5", 32, 32, 5, 32), ("dw3", 32, 32, 3, 32), ("dw1", 32, 32, 1, 32), ("pw", 32, 16, 1, 1),
+                        ("dense3", 16, 16, 3, 1), ("grouped3", 32, 32, 3, 4), ("dw5_mul", 32, 32, 5, 32))
+
+
+def _condconv_weight_case(rng, spec) -> tuple[list, list, list, list]:
+    name, cin, cout, k, group = spec
+    p = f"ccw_{name}_"
+    node = _prefixed(p)
+    wshape = [cout, cin // group, k, k]
+    size = int(np.prod(wshape))
+    inits = [_const(p + "experts", (_weights(rng, 4, size) * 0.1).astype(np.float32)), _const(p + "wshape", np.array(wshape, np.int64))]
+    nodes = [node("Sigmoid", ["route"], "gate"), node("MatMul", ["gate", "experts"], "mixed"), node("Reshape", ["mixed", "wshape"], "w")]
+    if name == "dw5_mul":
+        inits.append(_const(p + "scale", _weights(rng, *wshape).astype(np.float32)))
+        nodes.append(node("Mul", ["w", "scale"], "y"))
+        return nodes, inits, [_vi(p + "route", [1, 4])], [_vi(p + "y", wshape)]
+    nodes += [node("Relu", ["x"], "xr"),
+              node("Conv", ["xr", "w"], "conv", group=group, kernel_shape=[k, k], pads=[k // 2] * 4),
+              node("Relu", ["conv"], "y")]
+    return nodes, inits, [_vi(p + "route", [1, 4]), _vi(p + "x", [1, cin, 8, 8])], [_vi(p + "y", [1, cout, 8, 8])]
+
+
+CASES.append(Case("condconv_dw5_pack", "fresh6: CondConv's depthwise 5x5 weight alone (condconv_weight_pack crashed the toolkit)",
+                  lambda: _packed(_condconv_weight_case, CONDCONV_WEIGHT_PACK[:1], 261, opset=13), ("rk3588", "rk3566")))
+CASES.append(Case("condconv_pw_pack", "fresh6: CondConv's pointwise weight alone",
+                  lambda: _packed(_condconv_weight_case, CONDCONV_WEIGHT_PACK[3:4], 262, opset=13), ("rk3588", "rk3566")))
+CASES.append(Case("condconv_dw1_pack", "fresh6: CondConv's depthwise 1x1 weight alone",
+                  lambda: _packed(_condconv_weight_case, CONDCONV_WEIGHT_PACK[2:3], 263, opset=13), ("rk3588", "rk3566")))
+CASES.append(Case("condconv_dense3_pack", "fresh6: CondConv's dense 3x3 weight alone",
+                  lambda: _packed(_condconv_weight_case, CONDCONV_WEIGHT_PACK[4:5], 264, opset=13), ("rk3588", "rk3566")))
+CASES.append(Case("condconv_dw3_pack", "fresh6: CondConv's depthwise 3x3 weight alone",
+                  lambda: _packed(_condconv_weight_case, CONDCONV_WEIGHT_PACK[1:2], 266, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh6 (Conditional DETR) on RKNN: a ScatterND of the first two of a box's four values ---------------------
+
+# Conditional DETR writes boxes[..., :2] += reference: ScatterND of [1, 20, 4] at constant indices [1, 20, 2, 3] (the
+# first two values of each box). (name,): "own_slice" (updates a Slice of the data's own first two values plus a
+# Relu of a second input), "other" (updates that Relu alone), "chain" (own_slice, then a second ScatterND of the same
+# updates into its result, as the model writes it twice).
+SCATTER_BOX_PACK = (("own_slice",), ("other",), ("chain",))
+
+
+def _scatter_box_case(rng, spec) -> tuple[list, list, list, list]:
+    (name,) = spec
+    p = f"scb_{name}_"
+    node = _prefixed(p)
+    grid = np.stack(np.meshgrid([0], np.arange(20), np.arange(2), indexing="ij"), axis=-1).astype(np.int64)
+    inits = [_const(p + "idx", grid), _const(p + "s0", np.array([0], np.int64)), _const(p + "s2", np.array([2], np.int64)),
+             _const(p + "ax", np.array([2], np.int64))]
+    nodes = [node("Relu", ["x"], "data"), node("Relu", ["r"], "ref")]
+    if name == "other":
+        nodes.append(node("ScatterND", ["data", "idx", "ref"], "sc"))
+    else:
+        nodes += [node("Slice", ["data", "s0", "s2", "ax"], "head"), node("Add", ["head", "ref"], "upd"),
+                  node("ScatterND", ["data", "idx", "upd"], "sc")]
+    if name == "chain":
+        nodes.append(node("ScatterND", ["sc", "idx", "upd"], "sc2"))
+    nodes.append(node("Sigmoid", ["sc2" if name == "chain" else "sc"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 20, 4]), _vi(p + "r", [1, 20, 2])], [_vi(p + "y", [1, 20, 4])]
+
+
+CASES.append(Case("scatter_box_pack", "fresh6: a ScatterND of the first two of a box's four values (Conditional DETR's reference added)",
+                  lambda: _packed(_scatter_box_case, SCATTER_BOX_PACK, 267, opset=13), ("rk3588", "rk3566")))
+
+# The second probe: "chain_relu" (a Relu between the two ScatterNDs), "chain_far" (the second writes values 1 and 2; 2
+# and 3 overwrite the whole input, which the toolkit then drops from the model),
+# "last_two" (values 2 and 3 alone), "strided" (values 0 and 2), "rows" (boxes 0..4 whole, indices [1, 5, 2]).
+SCATTER_BOX_PACK_2 = (("chain_relu",), ("chain_far",), ("last_two",), ("strided",), ("rows",))
+
+
+def _scatter_box_more(rng, spec) -> tuple[list, list, list, list]:
+    (name,) = spec
+    p = f"scb_{name}_"
+    node = _prefixed(p)
+
+    def grid(values):
+        return np.stack(np.meshgrid([0], np.arange(20), values, indexing="ij"), axis=-1).astype(np.int64)
+    rows = np.stack(np.meshgrid([0], np.arange(5), indexing="ij"), axis=-1).astype(np.int64)
+    inits = [_const(p + "idx", {"last_two": grid([2, 3]), "strided": grid([0, 2]), "rows": rows}.get(name, grid([0, 1]))),
+             _const(p + "far", grid([1, 2]))]
+    upd_shape = [1, 5, 4] if name == "rows" else [1, 20, 2]
+    nodes = [node("Relu", ["x"], "data"), node("Relu", ["r"], "ref"), node("ScatterND", ["data", "idx", "ref"], "sc")]
+    last = "sc"
+    if name == "chain_relu":
+        nodes += [node("Relu", ["sc"], "mid"), node("ScatterND", ["mid", "idx", "ref"], "sc2")]
+        last = "sc2"
+    elif name == "chain_far":
+        nodes.append(node("ScatterND", ["sc", "far", "ref"], "sc2"))
+        last = "sc2"
+    nodes.append(node("Sigmoid", [last], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 20, 4]), _vi(p + "r", upd_shape)], [_vi(p + "y", [1, 20, 4])]
+
+
+CASES.append(Case("scatter_box_pack_2", "fresh6: a ScatterND after another, with a Relu between or another range; of other ranges alone",
+                  lambda: _packed(_scatter_box_more, SCATTER_BOX_PACK_2, 268, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+# The third: "box4d" (the first two values of [1, 1, 20, 4], k = 4), "big" (of [1, 256, 4]: 512 values), "block3d"
+# ([:, 1:, 1:] of [1, 17, 17], k = 3), "rev3d" (every element of [1, 20, 4], axis 1 reversed).
+# "rev3d" was measured once and left out (its updates, a Relu of the data's own input, ran on the CPU with it: not
+# modelled); the builder keeps it for that record.
+SCATTER_BOX_PACK_3 = (("box4d",), ("big",), ("block3d",))
+
+
+def _scatter_box_shapes(rng, spec) -> tuple[list, list, list, list]:
+    (name,) = spec
+    p = f"scb_{name}_"
+    node = _prefixed(p)
+    if name == "box4d":
+        shape, idx = [1, 1, 20, 4], np.stack(np.meshgrid([0], [0], np.arange(20), [0, 1], indexing="ij"), axis=-1)
+    elif name == "big":
+        shape, idx = [1, 256, 4], np.stack(np.meshgrid([0], np.arange(256), [0, 1], indexing="ij"), axis=-1)
+    elif name == "block3d":
+        shape, idx = [1, 17, 17], np.stack(np.meshgrid([0], np.arange(1, 17), np.arange(1, 17), indexing="ij"), axis=-1)
+    else:
+        shape, idx = [1, 20, 4], np.stack(np.meshgrid([0], np.arange(20)[::-1], np.arange(4), indexing="ij"), axis=-1)
+    nodes = [node("Relu", ["x"], "data"), node("Relu", ["r"], "ref"), node("ScatterND", ["data", "idx", "ref"], "sc"),
+             node("Sigmoid", ["sc"], "y")]
+    if name == "rev3d":  # every element overwritten: the data must stay read, or the toolkit drops the input
+        nodes[1] = node("Relu", ["x"], "ref")
+        return nodes, [_const(p + "idx", idx.astype(np.int64))], [_vi(p + "x", shape)], [_vi(p + "y", shape)]
+    return nodes, [_const(p + "idx", idx.astype(np.int64))], [_vi(p + "x", shape), _vi(p + "r", list(idx.shape[:-1]))], [_vi(p + "y", shape)]
+
+
+CASES.append(Case("scatter_box_pack_3", "fresh6: ScatterNDs of element indices of other ranks, sizes and patterns",
+                  lambda: _packed(_scatter_box_shapes, SCATTER_BOX_PACK_3, 269, opset=13), ("rk3588", "rk3566")))

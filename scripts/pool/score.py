@@ -130,6 +130,10 @@ FRESH_LOOKED_AT = {
         # h10-verdicts: esp32s3 truth re-derived from the cached .info with the parser of 14078cb; these two pairs'
         # verdicts changed and were read (Qwen3's Expand target, EfficientNet-X's same-padding arithmetic).
         "hf_qwen3/esp32s3", "timm_efficientnet_x_b3/esp32s3",
+        # h10-rk: LayoutLM's box-coordinate Gathers, CondConv's run-time depthwise weight Reshapes and Conditional
+        # DETR's ScatterND on RKNN, each fixed from probes (docs/audit.md).
+        "hf_layoutlm/rk3588", "hf_layoutlm/rk3566", "timm_efficientnet_cc_b0_4e/rk3588",
+        "timm_efficientnet_cc_b0_4e/rk3566", "hf_conditional_detr/rk3588", "hf_conditional_detr/rk3566",
     ),
 }
 

@@ -739,6 +739,41 @@ def scatter_of_every_element_is_its_updates(graph, chip):
             graph.eliminate(node)
 
 
+def _same_columns_of_every_row(indices: np.ndarray, data_shape: tuple) -> bool:
+    """Whether `indices` ([*leading, m, r] for data of rank r) name, for every position of the data's leading
+    axes in row-major order, the same m positions of its last axis (boxes[..., :2], boxes[..., [0, 2]])."""
+    r = len(data_shape)
+    if r < 2 or indices.ndim != r + 1 or indices.shape[-1] != r or tuple(indices.shape[:-2]) != tuple(data_shape[:-1]):
+        return False
+    lead = np.stack(np.meshgrid(*[np.arange(d) for d in data_shape[:-1]], indexing="ij"), axis=-1)
+    columns = indices[..., -1]
+    return bool(np.array_equal(indices[..., :-1], np.broadcast_to(lead[..., None, :], indices[..., :-1].shape))
+                and (columns == columns.reshape(-1, columns.shape[-1])[0]).all())
+
+
+@RULES.graph_pass("ScatterND", chips=("rk3588", "rk3566", "rk3568"), OBSERVED=TOOLKIT_OBSERVED)
+def scatter_of_the_same_columns_of_every_row(graph, chip):
+    """{OBSERVED} runs on the NPU a ScatterND whose constant indices write, in every row of the data (all its leading axes, in order), the same positions of its last axis (Conditional DETR's `boxes[..., :2] += reference`), unless its data is another ScatterND's result: the pass rewrites it into a Concat along the last axis.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-05, int8; tests/forms_models.py
+    scatter_box_pack, _2 and _3: a Relu of an input written by a Relu of another, a Sigmoid after): values
+    [0, 1], [2, 3] and [0, 2] of each of [1, 20, 4]'s boxes, [0, 1] of [1, 256, 4] and of [1, 1, 20, 4], updates
+    computed from the data's own Slice or not, and a second such ScatterND after a Relu of the first: NPU; the
+    same written straight into another ScatterND's result (Conditional DETR's second): CPU; the [:, 1:, 1:]
+    block of [1, 17, 17], every element of [1, 20, 4] with axis 1 reversed, and whole rows (indices [1, 5, 2]): CPU.
+    """
+    scatters = [n for n in graph.nodes if n.op_type == "ScatterND"]
+    chained = {id(n) for n in scatters if graph.producer(n.inputs[0].name) in scatters}  # decided before any rewrite
+    for node in scatters:
+        if len(node.inputs) < 3 or id(node) in chained or node.attr("reduction") not in (None, "none", b"none"):
+            continue
+        shape, indices = _static_shape(node.inputs[0]), node.inputs[1]
+        if shape is None or not (indices.is_constant or indices.foldable) or (indices.numel or 0) > SCATTER_INDICES_MAX_ELEMENTS:
+            continue
+        if indices.value is not None and _same_columns_of_every_row(indices.value, shape):
+            graph.fuse([node], "Concat", attributes={"axis": len(shape) - 1})
+
+
 RELATIVE_POSITIONS_ATTRIBUTE = "rknn_decomposed_relative_positions"
 RELATIVE_POSITIONS_ALIGN = 16  # OBSERVED (RK3588): key tokens a multiple of it keep the merge on the NPU
 
@@ -4849,3 +4884,27 @@ def tokens_made_a_batch_of_maps(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
         if len(node.inputs) == 2 and _own_node(graph, node) and _tokens_to_a_batch_of_maps(node):
             graph.fuse([node], "Reshape", attributes={MAPS_BATCH_ATTRIBUTE: 1})
+
+
+CONV_WEIGHT_KERNEL_ATTRIBUTE = "rknn_run_time_conv_weight_kernel"  # the weight's kernel elements (kh * kw)
+CONV_WEIGHT_DEPTHWISE_ATTRIBUTE = "rknn_run_time_conv_weight_depthwise"  # 1: one input channel per group
+
+
+@RULES.graph_pass("Conv", OBSERVED=TOOLKIT_OBSERVED)
+def run_time_conv_weight_reshape(graph, chip):
+    """{OBSERVED} runs on the CPU the Reshape that makes a Conv's weight from a run-time tensor (timm's CondConv: the routing's MatMul of its experts' weights, reshaped to [O, I/g, kh, kw]) when the kernel is larger than 1x1, and on RK3566 a depthwise 1x1 one too. The pass marks such a Reshape with its kernel's size for the rule run_time_conv_weight_reshape.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-05, int8; tests/forms_models.py
+    condconv_*_pack: a Sigmoid of a [1, 4] input, MatMul [4, N], Reshape, Conv of an [1, C, 8, 8] map):
+    depthwise 5x5 and 3x3 [32, 1, k, k] and dense 3x3 [16, 16, 3, 3]: the Reshape on the CPU on both;
+    pointwise [16, 32, 1, 1]: NPU on both; depthwise 1x1 [32, 1, 1, 1]: NPU on RK3588, CPU on RK3566. A
+    grouped 3x3 weight (4 groups of 8) crashed the toolkit (signal 11): not modelled.
+    """
+    for conv in [n for n in graph.nodes if n.op_type == "Conv"]:
+        w = conv.inputs[1] if len(conv.inputs) > 1 else None
+        reshape = graph.producer(w.name) if w is not None and w.present and not _known(w) else None
+        shape = _static_shape(w) if reshape is not None and reshape.op_type == "Reshape" else None
+        if shape is None or len(shape) != 4 or _known(reshape.inputs[0]):
+            continue
+        marks = {CONV_WEIGHT_KERNEL_ATTRIBUTE: int(shape[2] * shape[3]), CONV_WEIGHT_DEPTHWISE_ATTRIBUTE: int(shape[1] == 1 and int(conv.attr("group", 1) or 1) > 1)}
+        graph.fuse([reshape], "Reshape", attributes=marks)

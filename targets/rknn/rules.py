@@ -808,6 +808,31 @@ def int64_at_run_time(node: NodeView, chip: str):
     return Offence("int64", f"input {x.name}") if x is not None and x.dtype == "int64" and not _known(x) else None
 
 
+# OBSERVED: the integer element types whose run-time Gather at a single index the toolkit runs on the CPU, and the
+# producers whose int64 output, so picked, it placed on the NPU (an ArgMax's [1, 32, 1] indices picked along their
+# axis of one: not understood, kept out of the rule).
+SCALAR_GATHER_CPU_TYPES = ("int64", "int32")
+SCALAR_GATHER_NPU_PRODUCERS = ("ArgMax", "ArgMin")
+
+
+@RULES.rule("Gather", chips=("rk3588", "rk3566", "rk3568"), TYPES=SCALAR_GATHER_CPU_TYPES)
+def integer_gather_at_a_single_index(node: NodeView, chip: str):
+    """The toolkit runs on the CPU a Gather at a single constant index (a scalar or [i]) of a run-time {TYPES} tensor (LayoutLM's box coordinates, bbox[:, :, c] of an int64 input, before their embedding lookups); at two indices, or of float data, the same Gather runs on the NPU (rknn-toolkit2 2.5.0, observed; RK3568 taken as RK3566).
+
+    Probed (tests/forms_models.py gather_int64_data_pack, _2 and _3, RK3588 and RK3566, 2026-12-05,
+    int8): an int64 or int32 input [1, 32, 4] picked at index 0 or -1 of axis 2, or 0 of axis 1, an
+    int64 input [1, 32, 1] picked along its axis of one, a float map cast to int64 and a TopK's int64
+    indices picked at a scalar, and an int64 input picked at [0]: CPU; a float input picked at 0: NPU;
+    an int64 or int32 input picked at [0, 2]: NPU; an ArgMax's [1, 32, 1] indices picked at 0 of axis 2: NPU (not modelled: only that
+    producer is left out).
+    """
+    x, idx = node.input(0), node.input(1)
+    if x is None or idx is None or x.dtype not in SCALAR_GATHER_CPU_TYPES or _known(x) or x.producer in SCALAR_GATHER_NPU_PRODUCERS:
+        return None
+    value = idx.value if _known(idx) else None
+    return Offence(x.dtype, f"input {x.name} at the single index {value.tolist()}") if value is not None and np.size(value) == 1 else None
+
+
 # Spaces a term of an Einsum's equation (an operand's or the output's letters, between its commas and
 # arrow) may carry before the toolkit no longer lowers it (OBSERVED, below).
 EINSUM_TERM_SPACES_MAX = 1
@@ -2026,6 +2051,23 @@ def decomposed_relative_positions_merge(node: NodeView, chip: str):
     """On RK3588 the toolkit runs on the CPU the Reshape that merges MViTv2's attention plus its run-time decomposed relative positions back into [N, h, Tq, Tk], and the Expand and Reshape after it, when Tk is not a multiple of 16 (rknn-toolkit2 2.5.0, observed; passes.decomposed_relative_positions_merge marks them)."""
     tokens = node.attr(_passes.RELATIVE_POSITIONS_ATTRIBUTE)
     return Offence(int(tokens), "key tokens of a relative-position merge") if tokens is not None else None
+
+
+# OBSERVED: the chips whose toolkit runs a depthwise 1x1 run-time Conv weight's Reshape on the CPU (RK3588: NPU).
+DEPTHWISE_1X1_WEIGHT_CPU_CHIPS = ("rk3566", "rk3568")
+
+
+@RULES.rule("Reshape", chips=("rk3588", "rk3566", "rk3568"))
+def run_time_conv_weight_reshape(node: NodeView, chip: str):
+    """The toolkit runs on the CPU the Reshape that makes a Conv's weight from a run-time tensor (timm's CondConv's mixed experts) when the kernel is larger than 1x1; on RK3566 a depthwise 1x1 one as well (rknn-toolkit2 2.5.0, observed; passes.run_time_conv_weight_reshape marks them, RK3568 taken as RK3566)."""
+    kernel = node.attr(_passes.CONV_WEIGHT_KERNEL_ATTRIBUTE)
+    if kernel is None:
+        return None
+    if int(kernel) > 1:
+        return Offence(f"{int(kernel)}-element kernel", "a Conv weight computed at run time")
+    if int(node.attr(_passes.CONV_WEIGHT_DEPTHWISE_ATTRIBUTE, 0)) and chip in DEPTHWISE_1X1_WEIGHT_CPU_CHIPS:
+        return Offence("depthwise 1x1 kernel", "a Conv weight computed at run time")
+    return None
 
 
 @RULES.rule("Reshape", chips=_passes.TILE_OF_ONES_CHIPS, ALIGN=_passes.REGROUP_PLANE_ALIGN)
