@@ -205,8 +205,12 @@ def test_imx8mp_has_no_host_verdict(tmp_path):
 
 
 # Measured with scripts/eiq_node_agreement.py over every ONNX node test (docs/eiq.md): the rules
-# must keep agreeing with the recorded toolchain verdicts at least this well.
-MEASURED_AGREEMENT = 0.984
+# must keep agreeing with the recorded toolchain verdicts at least this well. 2730 of 2771 (98.5%)
+# until 2026-12-05; since intake no longer refuses a model for an opset import no node uses
+# (0f53e38), ONNX's 11 expanded FlexAttention cases (they declare ai.onnx.preview and use only
+# ai.onnx operators) are audited too, and the rules agree on 1 of their 11 nodes: 2731 of 2782
+# (98.2%). Those 10 disagreements are measured, not modelled.
+MEASURED_AGREEMENT = 0.981
 
 
 def test_agreement_with_recorded_vela_verdicts_on_every_node_test(tmp_path):
