@@ -8204,3 +8204,72 @@ def _scatter_box_shapes(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("scatter_box_pack_3", "fresh6: ScatterNDs of element indices of other ranks, sizes and patterns",
                   lambda: _packed(_scatter_box_shapes, SCATTER_BOX_PACK_3, 269, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh5/fresh6 (transformers' Qwen3, LFM2, Gemma 3): a per-head RMS norm around the heads' swap ----
+
+# q and k each a Linear, the heads split (Reshape [1, T, H, D]); a per-head RMS norm over the last axis
+# (Pow, ReduceMean, Add eps, Sqrt, Div 1 by it, Mul, Mul by a weight of D) either before the heads' swap
+# [0, 2, 1, 3] ("before": Qwen3, LFM2) or after it ("after": Gemma 3), or none ("none"); then the rotation by
+# halves on the swapped heads ("halves") or none ("plain"); the scores q @ k^T (k swapped [0, 1, 3, 2]),
+# Softmax, @ v (its own split), heads merged, Linear. (name, norm, rotation, T, H, D)
+HEAD_NORM_PACK = (
+    ("before_halves_t32h2d32", "before", "halves", 32, 2, 32), ("after_halves_t32h2d32", "after", "halves", 32, 2, 32),
+    ("before_plain_t32h2d32", "before", "plain", 32, 2, 32), ("after_plain_t32h2d32", "after", "plain", 32, 2, 32),
+    ("before_halves_t16h4d16", "before", "halves", 16, 4, 16), ("after_halves_t16h4d16", "after", "halves", 16, 4, 16),
+    ("before_halves_t9h2d32", "before", "halves", 9, 2, 32), ("after_halves_t9h2d32", "after", "halves", 9, 2, 32),
+)
+
+
+def _rms_norm(node, x: str, out: str) -> list:
+    """transformers' RMSNorm of `x` over its last axis: x * (1 / sqrt(mean(x^2) + eps)) * weight, named `out`."""
+    return [node("Pow", [x, "two_f"], f"{out}_sq"), node("ReduceMean", [f"{out}_sq"], f"{out}_ms", axes=[-1]),
+            node("Add", [f"{out}_ms", "eps"], f"{out}_var"), node("Sqrt", [f"{out}_var"], f"{out}_std"),
+            node("Div", ["one_f", f"{out}_std"], f"{out}_inv"), node("Mul", [x, f"{out}_inv"], f"{out}_n"),
+            node("Mul", ["norm_w", f"{out}_n"], out)]
+
+
+def _head_norm_case(rng, spec) -> tuple[list, list, list, list]:
+    name, norm, rotation, t, h, d = spec
+    p = f"hnorm_{name}_"
+    node = _prefixed(p)
+    c = h * d
+    inits = [_const(p + "heads", np.array([1, t, h, d], np.int64)), _const(p + "merged", np.array([1, t, c], np.int64)),
+             _const(p + "cos", _weights(rng, 1, 1, t, d)), _const(p + "sin", _weights(rng, 1, 1, t, d)),
+             _const(p + "scale", np.array(d ** -0.5, np.float32)), _const(p + "wo", _weights(rng, c, c)),
+             _const(p + "zero", np.array([0], np.int64)), _const(p + "big", np.array([2 ** 62], np.int64)),
+             _const(p + "last", np.array([3], np.int64)), _const(p + "half", np.array([d // 2], np.int64)),
+             _const(p + "two_f", np.array(2.0, np.float32)), _const(p + "one_f", np.array(1.0, np.float32)),
+             _const(p + "eps", np.array(1e-6, np.float32)), _const(p + "norm_w", (1 + _weights(rng, d)).astype(np.float32))]
+    nodes = []
+    for part in "qkv":
+        inits.append(_const(p + f"w{part}", _weights(rng, c, c)))
+        nodes += [node("MatMul", ["x", f"w{part}"], f"{part}0"), node("Reshape", [f"{part}0", "heads"], f"{part}2")]
+        normed = part != "v" and norm != "none"
+        if normed and norm == "before":
+            nodes += _rms_norm(node, f"{part}2", f"{part}_nb")
+        nodes.append(node("Transpose", [f"{part}_nb" if normed and norm == "before" else f"{part}2"], f"{part}3", perm=[0, 2, 1, 3]))
+        if normed and norm == "after":
+            nodes += _rms_norm(node, f"{part}3", f"{part}_na")
+    q, k = [(f"{x}_na" if norm == "after" else f"{x}3") for x in "qk"]
+    if rotation == "halves":
+        nodes += _rotated(node, q, "q", "halves", d, h, t) + _rotated(node, k, "k", "halves", d, h, t)
+        q, k = "qr", "kr"
+    nodes += [node("Transpose", [k], "kt", perm=[0, 1, 3, 2]), node("MatMul", [q, "kt"], "s0"), node("Mul", ["s0", "scale"], "scores"),
+              node("Softmax", ["scores"], "probs", axis=-1), node("MatMul", ["probs", "v3"], "o4"), node("Transpose", ["o4"], "o_t", perm=[0, 2, 1, 3]),
+              node("Reshape", ["o_t", "merged"], "o"), node("MatMul", ["o", "wo"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, t, c])], [_vi(p + "y", [1, t, c])]
+
+
+CASES.append(Case("head_norm_pack", "fresh5/fresh6: a per-head RMS norm before or after the heads' swap, with or without a rotation by halves (Qwen3, LFM2, Gemma 3)",
+                  lambda: _packed(_head_norm_case, HEAD_NORM_PACK, 311, used_only=True, opset=13), ("rk3566", "rk3588")))
+
+
+# Phi's rotation by halves on the first R values of each head, the rest passed through
+# (_partial_rotary_case with "halves"), by token count, head size and rotated part.
+PARTIAL_HALVES_PACK = (
+    ("halves_t32h2d32r16", "halves", 32, 2, 32, 16), ("halves_t16h4d16r8", "halves", 16, 4, 16, 8),
+    ("halves_t9h2d32r16", "halves", 9, 2, 32, 16), ("halves_t32h2d32r8", "halves", 32, 2, 32, 8),
+)
+CASES.append(Case("partial_halves_pack", "fresh6: a rotation by halves on the first values of each head, the rest passed through (Phi)",
+                  lambda: _packed(_partial_rotary_case, PARTIAL_HALVES_PACK, 312, used_only=True, opset=13), ("rk3566", "rk3588")))

@@ -134,6 +134,9 @@ FRESH_LOOKED_AT = {
         # DETR's ScatterND on RKNN, each fixed from probes (docs/audit.md).
         "hf_layoutlm/rk3588", "hf_layoutlm/rk3566", "timm_efficientnet_cc_b0_4e/rk3588",
         "timm_efficientnet_cc_b0_4e/rk3566", "hf_conditional_detr/rk3588", "hf_conditional_detr/rk3566",
+        # h11-rk66attn (issue 27): RK3566 placement of attention's heads Transposes (Qwen3's normed query, Phi's
+        # partially rotated key, SigLIP's pooling head), looked at to choose probes (docs/audit.md).
+        "hf_qwen3/rk3566", "hf_phi/rk3566", "hf_siglip_vision/rk3566",
     ),
     # h11-fresh7: chosen on 2026-12-05, built and collected by h11-fresh7, not yet scored; nothing looked at.
     "fresh7": (),

@@ -2178,14 +2178,91 @@ def key_rotated_by_halves(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if _perm(node) != [0, 1, 3, 2] or not node.outputs or _key_scales(graph, node) is None:
             continue
-        x = _rotated_by_halves(graph, node.inputs[0])
+        x = _rotated_by_halves(graph, node.inputs[0]) or _partly_rotated_by_halves(graph, node.inputs[0])
         split = graph.producer(x.name) if x is not None else None
-        if split is None or split.op_type != "Transpose" or _perm(split) != [0, 2, 1, 3]:
-            continue
+        normed = split is not None and _head_norm(split) and _swapped_split_before(graph, split) is not None
+        split = graph.producer(split.inputs[0].name) if normed else split
+        if split is None or split.op_type != "Transpose" or _perm(split) != [0, 2, 1, 3] or _normed_before(graph, split):
+            continue  # a swap after the heads' norm merges, and the key's swap with it (head_norm_pack)
         graph.fuse([node], "Transpose", attributes={"perm": _perm(node), HALVES_KEY_ATTRIBUTE: 1})
+        if normed:
+            continue  # the split and swap before the norm: heads_normed_then_rotated_by_halves
         heads, tokens = _heads_reshape_of_many(graph, split), (_static_shape(x) or (0, 0, 0, 0))[-2]
         if heads is not None and tokens % align:
             graph.fuse([heads, split], "Transpose", leader=split, attributes={"perm": _perm(split), HALVES_KEY_ATTRIBUTE: 1})
+
+
+def _partly_rotated_by_halves(graph, tensor):
+    """The heads `x` when `tensor` is Concat(rotation by halves of x[..., :R], x[..., R:]) on the last
+    axis (Phi's partial rotary embedding: only each head's first R values rotated); else None."""
+    concat = graph.producer(tensor.name)
+    if concat is None or concat.op_type != "Concat" or len(concat.inputs) != 2 or concat.inputs[0].rank is None:
+        return None
+    if int(concat.attr("axis", 0)) % concat.inputs[0].rank != concat.inputs[0].rank - 1:
+        return None
+    part = _rotated_by_halves(graph, concat.inputs[0])
+    first, rest = (graph.producer(t.name) for t in (part, concat.inputs[1])) if part is not None else (None, None)
+    if any(s is None or s.op_type != "Slice" for s in (first, rest)) or first.inputs[0].name != rest.inputs[0].name:
+        return None
+    return first.inputs[0]
+
+
+def _head_norm(node) -> bool:
+    """A normalisation of each head over its last axis (an RMS norm, with its weight, or a LayerNorm)."""
+    if node is None or node.op_type not in ("RMSNormalization", "LayerNormalization") or not node.inputs or node.inputs[0].rank is None:
+        return False
+    return int(node.attr("axis", -1)) % node.inputs[0].rank == node.inputs[0].rank - 1
+
+
+def _swapped_split_before(graph, norm):
+    """The heads' swap [0, 2, 1, 3] right after their split that `norm` alone reads (Gemma 3 norms the
+    swapped heads), else None."""
+    swap = graph.producer(norm.inputs[0].name) if norm.inputs else None
+    if swap is None or swap.op_type != "Transpose" or _perm(swap) != [0, 2, 1, 3] or graph.only_consumer(swap.outputs[0].name) is not norm:
+        return None
+    return swap if _heads_reshape(graph, swap) is not None else None
+
+
+def _normed_before(graph, swap) -> bool:
+    """Whether the heads' swap `swap` reads a per-head norm of their split (Qwen3, LFM2 norm the heads
+    before swapping them)."""
+    norm = graph.producer(swap.inputs[0].name) if swap.inputs else None
+    if not _head_norm(norm) or graph.only_consumer(norm.outputs[0].name) is not swap:
+        return False
+    split = graph.producer(norm.inputs[0].name)
+    return split is not None and split.op_type == "Reshape" and graph.only_consumer(split.outputs[0].name) is norm
+
+
+# The attribute the pass below gives the heads' split and swap kept a layer of their own before a norm and a rotation.
+NORMED_HEADS_ATTRIBUTE = "rknn_heads_normed_then_rotated"
+
+
+def _rotated_by_halves_after(graph, tensor) -> bool:
+    """Whether a rotation by halves (x * cos + Concat(-x2, x1) * sin) reads `tensor` as its x."""
+    products = (m for m in graph.consumers(tensor.name) if m.op_type == "Mul")
+    adds = (a for m in products for a in graph.consumers(m.outputs[0].name) if a.op_type == "Add")
+    return any((x := _rotated_by_halves(graph, a.outputs[0])) is not None and x.name == tensor.name for a in adds)
+
+
+@RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED, chip_key=TRANSPOSE_LAYER_ALIGN.get)
+def heads_normed_then_rotated_by_halves(graph, chip):
+    """{OBSERVED} keeps the heads' split (Reshape) and swap [0, 2, 1, 3] one Transpose layer of its own, on RK3566/RK3568 on the CPU, when each head is then normalised over its last axis and rotated by halves (Gemma 3's q and k: swap, RMS norm, x * cos + Concat(-x2, x1) * sin), the key's swap into the scores with them (key_rotated_by_halves); normalised and taken into the scores without a rotation, the swap merges into the product as usual; normalised before the swap (Qwen3, LFM2), the swap merges through the rotation, and the key's swap with it.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (2026-12-05; tests/forms_models.py
+    head_norm_pack: an RMS norm with its weight after or before the swap, rotated by halves or not,
+    T = 32, 16, 9, 2 or 4 heads of 32 or 16): after the swap and rotated, q's and k's Reshape and
+    Transpose and k's swap on RK3566's CPU in all three; after, not rotated, and before, rotated or
+    not: no Transpose layer (NPU). RK3588: every one on the NPU.
+    """
+    for norm in [n for n in graph.nodes if _head_norm(n)]:
+        swap = _swapped_split_before(graph, norm)
+        if swap is None:
+            continue
+        split = _heads_reshape(graph, swap)
+        if _rotated_by_halves_after(graph, norm.outputs[0]):
+            graph.fuse([split, swap], "Transpose", leader=swap, attributes={"perm": _perm(swap), NORMED_HEADS_ATTRIBUTE: 1})
+        elif _reaches_matmul(graph, norm, forward=True):
+            _merge_into_the_product(graph, swap, chip)
 
 
 def _heads_reshape_of_many(graph, node):
@@ -2426,8 +2503,8 @@ def transposes_merged_into_matmul(graph, chip):
         if chip in KEY_BESIDE_SHARED_QUERY_CHIPS and _key_beside_a_shared_query(graph, node):
             graph.fuse([node], "Transpose", attributes={"perm": _perm(node), KEY_BESIDE_SHARED_QUERY_ATTRIBUTE: 1})
             continue  # a Transpose layer of its own, on the CPU (rules place it)
-        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, HALVES_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE)):
-            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts)
+        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, HALVES_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE, NORMED_HEADS_ATTRIBUTE)):
+            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts, heads_normed_then_rotated_by_halves)
         if not (_reaches_matmul(graph, node, forward=True, by_constant=chip in TRANSPOSE_LAYER_ALIGN) or _reaches_matmul(graph, node, forward=False)):
             if not (chip in TRANSPOSE_LAYER_ALIGN and _rotated_into_product(graph, node)):
                 continue
@@ -2528,8 +2605,8 @@ def _rotated_into_product(graph, node) -> bool:
     two computed tensors only through a rotary embedding's operators (ROTARY_OPS): on RK3566 the
     toolkit merges it all the same (tests/forms_models.py rotary_heads_pack; partial_rotary_pack:
     Moonshine's rotation, interleaved, of each head's first 8 to 28 values, the rest Concatenated back)."""
-    if _perm(node) != [0, 2, 1, 3] or _heads_reshape(graph, node) is None:
-        return False
+    if _perm(node) != [0, 2, 1, 3] or (_heads_reshape(graph, node) is None and not _normed_before(graph, node)):
+        return False  # right after the heads' split, or after a per-head norm of it (Qwen3: head_norm_pack)
     if not _multiplied_by_a_table(graph, node):
         return False  # no x * cos: not a rotation (a joint projection split along the last axis stays a CPU layer, MaxViT)
     frontier, products = [node], 0
