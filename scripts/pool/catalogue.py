@@ -502,7 +502,7 @@ FRESH7_WHY = {
     "hf_fnet": "FNet encoder: attention replaced by a 2-D Fourier transform of the tokens (its real part), BERT's embeddings and feed-forward",
     "hf_pix2struct_vision": "Pix2Struct's screenshot/document encoder (OCR-free document understanding): flattened patches carrying their row and column numbers, which index learned embeddings, T5 RMSNorm and gated GELU",
     "hf_wav2vec2_bert": "w2v-BERT 2.0 speech encoder (SeamlessM4T's): stacked 80-bin filterbank features projected into Conformer blocks with Shaw relative-key attention and a GLU depthwise-conv module",
-    "hf_informer": "Informer forecaster: ProbSparse self-attention (the top queries by a sampled sparsity measure attend, the rest take the mean value) and distilling Conv1d + ELU + MaxPool1d between encoder layers",
+    "hf_informer": "Informer forecaster: mean-scaled lagged values with time features, distilling Conv1d (circular padding) + BatchNorm + ELU + MaxPool1d between encoder layers; full attention (its ProbSparse attention does not export: build_pool.py)",
     "hf_superpoint": "SuperPoint keypoint detector and descriptor (SLAM, matching): a VGG-style encoder, a 65-way cell softmax unfolded to a full-resolution score map with max-pool non-maximum suppression, L2-normalised dense descriptors",
     "hf_owlvit": "OWL-ViT open-vocabulary detector: a CLIP-style ViT whose every patch predicts a box (MLP plus a grid bias) and a class score against text-query embeddings, with a learned shift and scale",
     "hf_clipseg": "CLIPSeg text-prompted segmentation: CLIP image and text encoders, a FiLM-conditioned decoder over intermediate activations, a transposed-convolution upsampling",
