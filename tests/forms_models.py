@@ -8273,3 +8273,62 @@ PARTIAL_HALVES_PACK = (
 )
 CASES.append(Case("partial_halves_pack", "fresh6: a rotation by halves on the first values of each head, the rest passed through (Phi)",
                   lambda: _packed(_partial_rotary_case, PARTIAL_HALVES_PACK, 312, used_only=True, opset=13), ("rk3566", "rk3588")))
+
+
+# ---- fresh6 (transformers' SigLIP attention-pooling head): torch's nn.MultiheadAttention, batch first ----
+
+# torch.nn.MultiheadAttention(batch_first=True) as torch.onnx writes it: the tokens swapped to [S, 1, E]; the query
+# (its own input [1, Tq, E], swapped) by its own in-projection; the key and value by one joint projection [E, 2E]
+# ("kv": key is value, as SigLIP's probe attending to the tokens) unflattened to [S, 1, 2, E], unsqueezed, swapped
+# [3, 1, 2, 0, 4], squeezed and Gathered at 0 and 1; or q, k and v by one joint projection [E, 3E] of the same tokens
+# ("qkv": query is key is value, [S, 1, 3, E]). Then each part viewed [T, H, D] (heads into the batch) and swapped:
+# q and v [1, 0, 2], k [1, 2, 0] (k^T directly); q scaled, q @ k^T, Softmax, @ v, swapped back [1, 0, 2], viewed [T, E],
+# the out-projection (Gemm), viewed [T, 1, E] and swapped to [1, T, E]. (name, form, S, Tq, H, D)
+# The inputs are first shifted by a constant (an Add), as SigLIP's tokens come from a LayerNorm: a swap of a model
+# input itself ran on the CPU in some first probes (not modelled).
+TORCH_MHA_PACK = (
+    ("kv_s64q1h2d32", "kv", 64, 1, 2, 32), ("kv_s16q1h4d16", "kv", 16, 1, 4, 16), ("kv_s9q1h2d32", "kv", 9, 1, 2, 32),
+)
+# Measured (RK3566, 2026-12-05), not modelled, so not held: the joint query/key/value form (torch's self-attention),
+# where the stack's swap ran on the NPU as in "kv", the key's and the query's views and swaps (and q's scale) on the
+# CPU, the value's view on the CPU and its swap on the NPU.
+# Also measured, with the pack: 4 query tokens ("kv", S = 64, 2 heads of 32): the stack's swap on the NPU, the key's
+# and value's swaps on the CPU as with one, and the query's and tokens' swaps [1, 0, 2] and the flatten before the
+# out-projection on the NPU, which batch_made_and_merged_by_reshapes puts on the CPU (not explained).
+TORCH_MHA_MEASURED = (("qkv_s16h2d32", "qkv", 16, 16, 2, 32), ("kv_s64q4h2d32", "kv", 64, 4, 2, 32))
+
+
+def _torch_mha_case(rng, spec) -> tuple[list, list, list, list]:
+    name, form, s, tq, h, d = spec
+    p = f"tmha_{name}_"
+    node = _prefixed(p)
+    e, parts = h * d, (2 if form == "kv" else 3)
+    inits = [_const(p + "w_in", _weights(rng, e, parts * e)), _const(p + "b_in", _weights(rng, parts * e)),
+             _const(p + "unflat", np.array([s, 1, parts, e], np.int64)), _const(p + "ax0", np.array([0], np.int64)),
+             _const(p + "ax3", np.array([3], np.int64)), _const(p + "kv_heads", np.array([s, h, d], np.int64)),
+             _const(p + "q_heads", np.array([tq, h, d], np.int64)), _const(p + "scale", np.array(d ** -0.5, np.float32)),
+             _const(p + "flat", np.array([tq, e], np.int64)), _const(p + "w_out", _weights(rng, e, e)), _const(p + "b_out", _weights(rng, e)),
+             _const(p + "tokens", np.array([tq, 1, e], np.int64)), _const(p + "i0", np.array(0, np.int64)),
+             _const(p + "i1", np.array(1, np.int64)), _const(p + "i2", np.array(2, np.int64)), _const(p + "shift", _weights(rng, e))]
+    nodes = [node("Add", ["x", "shift"], "xa"), node("Transpose", ["xa"], "xs", perm=[1, 0, 2]), node("MatMul", ["xs", "w_in"], "proj0"), node("Add", ["proj0", "b_in"], "proj"),
+             node("Reshape", ["proj", "unflat"], "parts"), node("Unsqueeze", ["parts", "ax0"], "parts5"),
+             node("Transpose", ["parts5"], "stack", perm=[3, 1, 2, 0, 4]), node("Squeeze", ["stack", "ax3"], "stack4"),
+             node("Gather", ["stack4", "i0" if form == "kv" else "i1"], "k", axis=0), node("Gather", ["stack4", "i1" if form == "kv" else "i2"], "v", axis=0)]
+    inputs = [_vi(p + "x", [1, s, e])]
+    if form == "kv":
+        inits += [_const(p + "w_q", _weights(rng, e, e)), _const(p + "b_q", _weights(rng, e))]
+        nodes += [node("Add", ["q_in", "shift"], "qa"), node("Transpose", ["qa"], "qs", perm=[1, 0, 2]), node("MatMul", ["qs", "w_q"], "q0"), node("Add", ["q0", "b_q"], "q")]
+        inputs.append(_vi(p + "q_in", [1, tq, e]))
+    else:
+        nodes.append(node("Gather", ["stack4", "i0"], "q", axis=0))
+    nodes += [node("Reshape", ["q", "q_heads"], "qh"), node("Transpose", ["qh"], "qt", perm=[1, 0, 2]), node("Mul", ["qt", "scale"], "qsc"),
+              node("Reshape", ["k", "kv_heads"], "kh"), node("Transpose", ["kh"], "kt", perm=[1, 2, 0]),
+              node("Reshape", ["v", "kv_heads"], "vh"), node("Transpose", ["vh"], "vt", perm=[1, 0, 2]),
+              node("MatMul", ["qsc", "kt"], "scores"), node("Softmax", ["scores"], "probs", axis=-1), node("MatMul", ["probs", "vt"], "o"),
+              node("Transpose", ["o"], "ot", perm=[1, 0, 2]), node("Reshape", ["ot", "flat"], "of"), node("Gemm", ["of", "w_out", "b_out"], "out"),
+              node("Reshape", ["out", "tokens"], "o3"), node("Transpose", ["o3"], "y", perm=[1, 0, 2])]
+    return nodes, inits, inputs, [_vi(p + "y", [1, tq, e])]
+
+
+CASES.append(Case("torch_mha_pack", "fresh6: torch's nn.MultiheadAttention (batch first) with a joint key/value or query/key/value in-projection (SigLIP's pooling head)",
+                  lambda: _packed(_torch_mha_case, TORCH_MHA_PACK, 313, used_only=True, opset=13), ("rk3566", "rk3588")))

@@ -1748,6 +1748,57 @@ def key_transpose_of_a_kv_projection(graph, chip):
             graph.fuse([node, *(_key_scales(graph, node) or [])], "Transpose", leader=node, attributes={"perm": perm, KV_KEY_ATTRIBUTE: 1})
 
 
+# The attribute the pass below gives the swap of a part of torch's joint key/value in-projection.
+TORCH_KV_PART_ATTRIBUTE = "rknn_torch_kv_part_swap"
+
+
+def _torch_kv_stack(graph, node) -> list | None:
+    """The one-index Gathers (axis 0) of the parts when `node` is torch.onnx's stack of a joint key/value
+    in-projection (nn.MultiheadAttention with key is value: Reshape [S, N, 2, E], Unsqueeze 0, Transpose
+    [3, 1, 2, 0, 4], Squeeze, then a Gather of each part); else None."""
+    before = graph.producer(node.inputs[0].name) if node.inputs else None
+    unflat = graph.producer(before.inputs[0].name) if before is not None and before.op_type == "Unsqueeze" else None
+    parts = _static_shape(unflat.outputs[0]) if unflat is not None and unflat.op_type == "Reshape" else None
+    if _perm(node) != [3, 1, 2, 0, 4] or parts is None or len(parts) != 4 or parts[2] != 2:
+        return None
+    squeeze = graph.only_consumer(node.outputs[0].name)
+    gathers = graph.consumers(squeeze.outputs[0].name) if squeeze is not None and squeeze.op_type == "Squeeze" else []
+    ok = len(gathers) == 2 and all(g.op_type == "Gather" and int(g.attr("axis", 0)) == 0 and _known(g.inputs[1]) for g in gathers)
+    return gathers if ok else None
+
+
+def _part_heads_swap(graph, gather):
+    """(the view [S, N*H, D] putting the heads into the batch, its swap [1, 2, 0] or [1, 0, 2]) read by `gather`'s
+    part alone, the swap taken into a product of computed tensors (through scalar scales); else None."""
+    view = graph.only_consumer(gather.outputs[0].name)
+    swap = graph.only_consumer(view.outputs[0].name) if view is not None and view.op_type == "Reshape" else None
+    if swap is None or swap.op_type != "Transpose" or _perm(swap) not in ([1, 2, 0], [1, 0, 2]) or len(_static_shape(swap.outputs[0]) or ()) != 3:
+        return None
+    # The query may be computed from constants alone (SigLIP's probe, folded): a product by a constant first.
+    return (view, swap) if _reaches_matmul(graph, swap, forward=True, by_constant=True) else None
+
+
+@RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
+def torch_key_value_in_projection(graph, chip):
+    """{OBSERVED} takes the parts of torch's joint key/value in-projection (nn.MultiheadAttention with key is value, batch first: SigLIP's pooling head) from its stack without a Transpose layer (the stack's swap [3, 1, 2, 0, 4] on the NPU), but keeps the key's and the value's swaps of their heads into the batch ([1, 2, 0], [1, 0, 2]) Transpose layers of their own, on RK3566/RK3568 on the CPU, with their view when the tokens are not a multiple of {ALIGN}.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (2026-12-05; tests/forms_models.py
+    torch_mha_pack: 64, 16 or 9 key tokens, one query, 2 heads of 32 or 4 of 16): on RK3566 the
+    stack's swap on the NPU and the key's and value's swaps on the CPU in all three, the key's
+    view with its swap at 9 tokens (the value's view was already so); RK3588: all on the NPU.
+    """
+    for stack in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        gathers = _torch_kv_stack(graph, stack)
+        found = [_part_heads_swap(graph, g) for g in gathers] if gathers else []
+        if not found or any(f is None for f in found):
+            continue
+        graph.eliminate(stack)
+        for view, swap in found:
+            tokens = (_static_shape(view.inputs[0]) or (0,))[0]
+            members = [view, swap] if tokens % TRANSPOSE_LAYER_ALIGN[chip] else [swap]
+            graph.fuse(members, "Transpose", leader=swap, attributes={"perm": _perm(swap), TORCH_KV_PART_ATTRIBUTE: 1})
+
+
 # The attribute transposes_merged_into_matmul gives a feature map's tokens swapped and unsqueezed
 # into attention's value (MobileNetV4's multi-query attention): a CPU layer on RK3566/RK3568.
 UNSQUEEZED_VALUE_ATTRIBUTE = "rknn_unsqueezed_tokens_value"
@@ -2503,8 +2554,8 @@ def transposes_merged_into_matmul(graph, chip):
         if chip in KEY_BESIDE_SHARED_QUERY_CHIPS and _key_beside_a_shared_query(graph, node):
             graph.fuse([node], "Transpose", attributes={"perm": _perm(node), KEY_BESIDE_SHARED_QUERY_ATTRIBUTE: 1})
             continue  # a Transpose layer of its own, on the CPU (rules place it)
-        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, HALVES_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE, NORMED_HEADS_ATTRIBUTE)):
-            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts, heads_normed_then_rotated_by_halves)
+        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, HALVES_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE, NORMED_HEADS_ATTRIBUTE, TORCH_KV_PART_ATTRIBUTE)):
+            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts, heads_normed_then_rotated_by_halves, torch_key_value_in_projection)
         if not (_reaches_matmul(graph, node, forward=True, by_constant=chip in TRANSPOSE_LAYER_ALIGN) or _reaches_matmul(graph, node, forward=False)):
             if not (chip in TRANSPOSE_LAYER_ALIGN and _rotated_into_product(graph, node)):
                 continue
