@@ -8219,6 +8219,13 @@ HEAD_NORM_PACK = (
     ("before_halves_t16h4d16", "before", "halves", 16, 4, 16), ("after_halves_t16h4d16", "after", "halves", 16, 4, 16),
     ("before_halves_t9h2d32", "before", "halves", 9, 2, 32), ("after_halves_t9h2d32", "after", "halves", 9, 2, 32),
 )
+# The same with a LayerNorm (torch.onnx's decomposed form, with weight and bias) for the RMS norm, and with the
+# rotation interleaved (RoFormer's) after an RMS norm. (name, norm, rotation, T, H, D, kind)
+HEAD_NORM_PACK_2 = (
+    ("ln_before_halves_t32h2d32", "before", "halves", 32, 2, 32, "ln"), ("ln_after_halves_t32h2d32", "after", "halves", 32, 2, 32, "ln"),
+    ("ln_after_plain_t16h4d16", "after", "plain", 16, 4, 16, "ln"), ("after_interleaved_t32h2d32", "after", "interleaved", 32, 2, 32, "rms"),
+    ("before_interleaved_t32h2d32", "before", "interleaved", 32, 2, 32, "rms"),
+)
 
 
 def _rms_norm(node, x: str, out: str) -> list:
@@ -8229,8 +8236,18 @@ def _rms_norm(node, x: str, out: str) -> list:
             node("Mul", ["norm_w", f"{out}_n"], out)]
 
 
+def _layer_norm_of(node, x: str, out: str) -> list:
+    """torch.onnx's LayerNorm of `x` over its last axis (below opset 17), weight and bias, named `out`."""
+    return [node("ReduceMean", [x], f"{out}_mean", axes=[-1]), node("Sub", [x, f"{out}_mean"], f"{out}_c"),
+            node("Pow", [f"{out}_c", "two_f"], f"{out}_sq"), node("ReduceMean", [f"{out}_sq"], f"{out}_var", axes=[-1]),
+            node("Add", [f"{out}_var", "eps"], f"{out}_ve"), node("Sqrt", [f"{out}_ve"], f"{out}_std"),
+            node("Div", [f"{out}_c", f"{out}_std"], f"{out}_n"), node("Mul", [f"{out}_n", "norm_w"], f"{out}_s"),
+            node("Add", [f"{out}_s", "norm_b"], out)]
+
+
 def _head_norm_case(rng, spec) -> tuple[list, list, list, list]:
-    name, norm, rotation, t, h, d = spec
+    name, norm, rotation, t, h, d, *kind = spec
+    norm_of = _layer_norm_of if kind == ["ln"] else _rms_norm
     p = f"hnorm_{name}_"
     node = _prefixed(p)
     c = h * d
@@ -8240,20 +8257,22 @@ def _head_norm_case(rng, spec) -> tuple[list, list, list, list]:
              _const(p + "zero", np.array([0], np.int64)), _const(p + "big", np.array([2 ** 62], np.int64)),
              _const(p + "last", np.array([3], np.int64)), _const(p + "half", np.array([d // 2], np.int64)),
              _const(p + "two_f", np.array(2.0, np.float32)), _const(p + "one_f", np.array(1.0, np.float32)),
-             _const(p + "eps", np.array(1e-6, np.float32)), _const(p + "norm_w", (1 + _weights(rng, d)).astype(np.float32))]
+             _const(p + "eps", np.array(1e-6, np.float32)), _const(p + "norm_w", (1 + _weights(rng, d)).astype(np.float32)),
+             _const(p + "norm_b", _weights(rng, d)), _const(p + "one", np.array([1], np.int64)), _const(p + "two", np.array([2], np.int64)),
+             _const(p + "minus1", np.array([-1], np.int64)), _const(p + "shape4", np.array([1, h, t, d], np.int64))]
     nodes = []
     for part in "qkv":
         inits.append(_const(p + f"w{part}", _weights(rng, c, c)))
         nodes += [node("MatMul", ["x", f"w{part}"], f"{part}0"), node("Reshape", [f"{part}0", "heads"], f"{part}2")]
         normed = part != "v" and norm != "none"
         if normed and norm == "before":
-            nodes += _rms_norm(node, f"{part}2", f"{part}_nb")
+            nodes += norm_of(node, f"{part}2", f"{part}_nb")
         nodes.append(node("Transpose", [f"{part}_nb" if normed and norm == "before" else f"{part}2"], f"{part}3", perm=[0, 2, 1, 3]))
         if normed and norm == "after":
-            nodes += _rms_norm(node, f"{part}3", f"{part}_na")
+            nodes += norm_of(node, f"{part}3", f"{part}_na")
     q, k = [(f"{x}_na" if norm == "after" else f"{x}3") for x in "qk"]
-    if rotation == "halves":
-        nodes += _rotated(node, q, "q", "halves", d, h, t) + _rotated(node, k, "k", "halves", d, h, t)
+    if rotation != "plain":
+        nodes += _rotated(node, q, "q", rotation, d, h, t) + _rotated(node, k, "k", rotation, d, h, t)
         q, k = "qr", "kr"
     nodes += [node("Transpose", [k], "kt", perm=[0, 1, 3, 2]), node("MatMul", [q, "kt"], "s0"), node("Mul", ["s0", "scale"], "scores"),
               node("Softmax", ["scores"], "probs", axis=-1), node("MatMul", ["probs", "v3"], "o4"), node("Transpose", ["o4"], "o_t", perm=[0, 2, 1, 3]),
@@ -8263,6 +8282,8 @@ def _head_norm_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("head_norm_pack", "fresh5/fresh6: a per-head RMS norm before or after the heads' swap, with or without a rotation by halves (Qwen3, LFM2, Gemma 3)",
                   lambda: _packed(_head_norm_case, HEAD_NORM_PACK, 311, used_only=True, opset=13), ("rk3566", "rk3588")))
+CASES.append(Case("head_norm_pack_2", "fresh5/fresh6: a per-head LayerNorm before or after the heads' swap, and an RMS norm with the rotation interleaved",
+                  lambda: _packed(_head_norm_case, HEAD_NORM_PACK_2, 314, used_only=True, opset=13), ("rk3566", "rk3588")))
 
 
 # Phi's rotation by halves on the first R values of each head, the rest passed through

@@ -2231,13 +2231,9 @@ def key_rotated_by_halves(graph, chip):
             continue
         x = _rotated_by_halves(graph, node.inputs[0]) or _partly_rotated_by_halves(graph, node.inputs[0])
         split = graph.producer(x.name) if x is not None else None
-        normed = split is not None and _head_norm(split) and _swapped_split_before(graph, split) is not None
-        split = graph.producer(split.inputs[0].name) if normed else split
         if split is None or split.op_type != "Transpose" or _perm(split) != [0, 2, 1, 3] or _normed_before(graph, split):
             continue  # a swap after the heads' norm merges, and the key's swap with it (head_norm_pack)
         graph.fuse([node], "Transpose", attributes={"perm": _perm(node), HALVES_KEY_ATTRIBUTE: 1})
-        if normed:
-            continue  # the split and swap before the norm: heads_normed_then_rotated_by_halves
         heads, tokens = _heads_reshape_of_many(graph, split), (_static_shape(x) or (0, 0, 0, 0))[-2]
         if heads is not None and tokens % align:
             graph.fuse([heads, split], "Transpose", leader=split, attributes={"perm": _perm(split), HALVES_KEY_ATTRIBUTE: 1})
@@ -2288,30 +2284,48 @@ def _normed_before(graph, swap) -> bool:
 NORMED_HEADS_ATTRIBUTE = "rknn_heads_normed_then_rotated"
 
 
-def _rotated_by_halves_after(graph, tensor) -> bool:
-    """Whether a rotation by halves (x * cos + Concat(-x2, x1) * sin) reads `tensor` as its x."""
-    products = (m for m in graph.consumers(tensor.name) if m.op_type == "Mul")
-    adds = (a for m in products for a in graph.consumers(m.outputs[0].name) if a.op_type == "Add")
-    return any((x := _rotated_by_halves(graph, a.outputs[0])) is not None and x.name == tensor.name for a in adds)
+def _rotation_after(graph, norm) -> list | None:
+    """The key's swaps [0, 1, 3, 2] into the scores (none for a query) when the normed heads `norm` wrote are
+    rotated (x * cos + rotate(x) * sin, by halves or interleaved) on their way to a product; else None."""
+    if not _multiplied_by_a_table(graph, norm):
+        return None
+    frontier, products, keys = [norm], 0, []
+    for _ in range(ROTARY_HOPS):
+        nxt = []
+        for reader in (c for n in frontier for o in n.outputs if o.name for c in graph.consumers(o.name)):
+            if _product_of_computed(reader):
+                products += 1
+            elif reader.op_type == "Transpose" and _perm(reader) == [0, 1, 3, 2] and _key_scales(graph, reader) is not None:
+                keys.append(reader)
+            elif reader.op_type in ROTARY_OPS and reader.op_type != "Transpose":
+                nxt.append(reader)
+            elif reader.op_type != "Shape":
+                return None
+        if not nxt:
+            return keys if products or keys else None
+        frontier = nxt
+    return None
 
 
 @RULES.graph_pass("Transpose", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED, chip_key=TRANSPOSE_LAYER_ALIGN.get)
-def heads_normed_then_rotated_by_halves(graph, chip):
-    """{OBSERVED} keeps the heads' split (Reshape) and swap [0, 2, 1, 3] one Transpose layer of its own, on RK3566/RK3568 on the CPU, when each head is then normalised over its last axis and rotated by halves (Gemma 3's q and k: swap, RMS norm, x * cos + Concat(-x2, x1) * sin), the key's swap into the scores with them (key_rotated_by_halves); normalised and taken into the scores without a rotation, the swap merges into the product as usual; normalised before the swap (Qwen3, LFM2), the swap merges through the rotation, and the key's swap with it.
+def heads_normed_then_rotated(graph, chip):
+    """{OBSERVED} keeps the heads' split (Reshape) and swap [0, 2, 1, 3] one Transpose layer of its own, on RK3566/RK3568 on the CPU, when each head is then normalised over its last axis and rotated (Gemma 3's q and k: swap, RMS norm, x * cos + rotate(x) * sin, by halves or interleaved), and the key's swap into the scores a layer of its own with them; normalised and taken into the scores without a rotation, the swap merges into the product as usual; normalised before the swap (Qwen3, LFM2), the swap merges through the rotation, and the key's swap with it.
 
     Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (2026-12-05; tests/forms_models.py
-    head_norm_pack: an RMS norm with its weight after or before the swap, rotated by halves or not,
-    T = 32, 16, 9, 2 or 4 heads of 32 or 16): after the swap and rotated, q's and k's Reshape and
-    Transpose and k's swap on RK3566's CPU in all three; after, not rotated, and before, rotated or
-    not: no Transpose layer (NPU). RK3588: every one on the NPU.
+    head_norm_pack and head_norm_pack_2: an RMS norm with its weight, or a LayerNorm, after or before
+    the swap, rotated by halves, interleaved or not, T = 32, 16, 9, 2 or 4 heads of 32 or 16): after
+    the swap and rotated, q's and k's Reshape and Transpose and k's swap on RK3566's CPU in all five;
+    after, not rotated, and before, rotated or not: no Transpose layer (NPU). RK3588: all on the NPU.
     """
     for norm in [n for n in graph.nodes if _head_norm(n)]:
         swap = _swapped_split_before(graph, norm)
         if swap is None:
             continue
-        split = _heads_reshape(graph, swap)
-        if _rotated_by_halves_after(graph, norm.outputs[0]):
-            graph.fuse([split, swap], "Transpose", leader=swap, attributes={"perm": _perm(swap), NORMED_HEADS_ATTRIBUTE: 1})
+        keys = _rotation_after(graph, norm)
+        if keys is not None:
+            graph.fuse([_heads_reshape(graph, swap), swap], "Transpose", leader=swap, attributes={"perm": _perm(swap), NORMED_HEADS_ATTRIBUTE: 1})
+            for key in keys:
+                graph.fuse([key], "Transpose", attributes={"perm": _perm(key), NORMED_HEADS_ATTRIBUTE: 1})
         elif _reaches_matmul(graph, norm, forward=True):
             _merge_into_the_product(graph, swap, chip)
 
@@ -2555,7 +2569,7 @@ def transposes_merged_into_matmul(graph, chip):
             graph.fuse([node], "Transpose", attributes={"perm": _perm(node), KEY_BESIDE_SHARED_QUERY_ATTRIBUTE: 1})
             continue  # a Transpose layer of its own, on the CPU (rules place it)
         if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, HALVES_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE, NORMED_HEADS_ATTRIBUTE, TORCH_KV_PART_ATTRIBUTE)):
-            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts, heads_normed_then_rotated_by_halves, torch_key_value_in_projection)
+            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts, heads_normed_then_rotated, torch_key_value_in_projection)
         if not (_reaches_matmul(graph, node, forward=True, by_constant=chip in TRANSPOSE_LAYER_ALIGN) or _reaches_matmul(graph, node, forward=False)):
             if not (chip in TRANSPOSE_LAYER_ALIGN and _rotated_into_product(graph, node)):
                 continue
