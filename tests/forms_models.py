@@ -8353,3 +8353,135 @@ def _torch_mha_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("torch_mha_pack", "fresh6: torch's nn.MultiheadAttention (batch first) with a joint key/value or query/key/value in-projection (SigLIP's pooling head)",
                   lambda: _packed(_torch_mha_case, TORCH_MHA_PACK, 313, used_only=True, opset=13), ("rk3566", "rk3588")))
+
+
+# ---- fresh6 (Conditional DETR, MGP-STR) on RKNN: a Linear's heads into a Concat; a view of unit axes into a Softmax ----
+
+# Conditional DETR's cross-attention query (decoder layers after the first): the content Linear's and the sine
+# position Linear's [1, T, 64] each split into 2 heads of 32, Concatenated along the heads' values, flattened back to
+# [1, T, 128] and scaled (a Mul by a constant) before the product. (name, T, source, reader): source "linear" (a
+# biased Linear), "nobias", "addconst" (a constant Added after the bias), "relu" (a Relu after it), "sum" (the Add of
+# the two Linears, the second split from its own Linear, which that Add reads too); reader "concat" (the model's
+# form) or "transpose" (the heads' Transposes into a product, as attention splits them).
+LINEAR_HEADS_CONCAT_PACK = (
+    ("t20", 20, "linear", "concat"), ("t4", 4, "linear", "concat"), ("t12", 12, "linear", "concat"), ("t8", 8, "linear", "concat"),
+    ("t16", 16, "linear", "concat"), ("t24", 24, "linear", "concat"), ("t20_nobias", 20, "nobias", "concat"),
+    ("t20_addc", 20, "addconst", "concat"), ("t20_relu", 20, "relu", "concat"), ("t20_sum", 20, "sum", "concat"),
+    ("t20_tp", 20, "linear", "transpose"),
+)
+
+
+def _linear_heads_concat_case(rng, spec) -> tuple[list, list, list, list]:
+    name, t, source, reader = spec
+    p = f"lhc_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w1", _weights(rng, 64, 64)), _const(p + "b1", _weights(rng, 64)), _const(p + "w2", _weights(rng, 64, 64)),
+             _const(p + "b2", _weights(rng, 64)), _const(p + "c", _weights(rng, 64)), _const(p + "heads", np.array([1, t, 2, 32], np.int64)),
+             _const(p + "flat", np.array([1, t, 128], np.int64)), _const(p + "scale", np.array(0.125, np.float32)),
+             _const(p + "wo", _weights(rng, 128, 16))]
+    nodes = [node("Relu", ["x"], "xr"), node("MatMul", ["xr", "w1"], "m1"), node("MatMul", ["xr", "w2"], "m2"), node("Add", ["m2", "b2"], "l2")]
+    a = "m1"
+    if source != "nobias":
+        nodes.append(node("Add", ["m1", "b1"], "l1"))
+        a = "l1"
+    if source in ("addconst", "relu", "sum"):
+        nodes.append(node(*{"addconst": ("Add", ["l1", "c"]), "relu": ("Relu", ["l1"]), "sum": ("Add", ["l1", "l2"])}[source], "l1x"))
+        a = "l1x"
+    nodes += [node("Reshape", [a, "heads"], "ha"), node("Reshape", ["l2", "heads"], "hb")]
+    if reader == "concat":
+        nodes += [node("Concat", ["ha", "hb"], "cat", axis=3), node("Reshape", ["cat", "flat"], "f"), node("Mul", ["f", "scale"], "fs"),
+                  node("MatMul", ["fs", "wo"], "y")]
+        return nodes, inits, [_vi(p + "x", [1, t, 64])], [_vi(p + "y", [1, t, 16])]
+    nodes += [node("Transpose", ["ha"], "ta", perm=[0, 2, 1, 3]), node("Transpose", ["hb"], "tb", perm=[0, 2, 3, 1]), node("MatMul", ["ta", "tb"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, t, 64])], [_vi(p + "y", [1, 2, t, t])]
+
+
+CASES.append(Case("linear_heads_concat_pack", "fresh6: a Linear's tokens split into heads for a Concat (Conditional DETR's cross-attention query)",
+                  lambda: _packed(_linear_heads_concat_case, LINEAR_HEADS_CONCAT_PACK, 410, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+# MGP-STR's A3 module: a 1x1 Conv's [1, C, T, 1] viewed [1, C, T] for a Softmax over the tokens, then a product.
+# (name, C, T, W, view): W 1 and the view dropping or moving the axis of one; W 2 and the view merging T and W.
+UNIT_AXIS_SOFTMAX_PACK = (
+    ("c27_t257_w1", 27, 257, 1, (1, 27, 257)), ("c32_t64_w1", 32, 64, 1, (1, 32, 64)), ("c8_t16_w1", 8, 16, 1, (1, 8, 16)),
+    ("c27_t257_w1_front", 27, 257, 1, (1, 1, 27, 257)), ("c27_t64_w2", 27, 64, 2, (1, 27, 128)),
+)
+
+
+def _unit_axis_softmax_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, t, w, view = spec
+    p = f"uas_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, c, 16, 1, 1)), _const(p + "view", np.array(view, np.int64)), _const(p + "wo", _weights(rng, view[-1], 16))]
+    nodes = [node("Relu", ["x"], "xr"), node("Conv", ["xr", "w"], "conv"), node("Reshape", ["conv", "view"], "viewed"),
+             node("Softmax", ["viewed"], "probs", axis=-1), node("MatMul", ["probs", "wo"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, 16, t, w])], [_vi(p + "y", [*view[:-1], 16])]
+
+
+CASES.append(Case("unit_axis_softmax_pack", "fresh6: a Conv's map viewed without its axis of one for a Softmax (MGP-STR's A3 module)",
+                  lambda: _packed(_unit_axis_softmax_case, UNIT_AXIS_SOFTMAX_PACK, 411, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh6 (CLAP's audio encoder, HTSAT) on RKNN: a map view moving channels; an untrained BatchNorm dropped ----
+
+# 4-D views that move data between the channel axis and the rows, each read by a 1x1 Conv. (name, input, view, source):
+# source "relu" (a Relu of the input), "conv" (a 1x1 Conv), "swap" (a Relu then a Transpose [0, 1, 3, 2] layer).
+CHANNEL_VIEW_PACK = (
+    ("merge4_relu", (1, 4, 32, 128), (1, 1, 128, 128), "relu"), ("merge4_conv", (1, 4, 32, 128), (1, 1, 128, 128), "conv"),
+    ("merge4_swap", (1, 4, 32, 128), (1, 1, 128, 128), "swap"), ("merge16_conv", (1, 16, 8, 32), (1, 1, 128, 32), "conv"),
+    ("split4_relu", (1, 1, 512, 32), (1, 4, 128, 32), "relu"), ("split16_conv", (1, 8, 64, 16), (1, 32, 16, 16), "conv"),
+    ("merge8_to2_conv", (1, 8, 16, 16), (1, 2, 64, 16), "conv"),
+)
+
+
+def _channel_view_case(rng, spec) -> tuple[list, list, list, list]:
+    name, shape_in, view, source = spec
+    p = f"chv_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "view", np.array(view, np.int64)), _const(p + "w", _weights(rng, 8, view[1], 1, 1)),
+             _const(p + "w_in", _weights(rng, shape_in[1], shape_in[1], 1, 1))]
+    x_shape = list(shape_in)
+    if source == "relu":
+        nodes = [node("Relu", ["x"], "src")]
+    elif source == "conv":
+        nodes = [node("Conv", ["x", "w_in"], "src")]
+    else:  # the rows and columns swapped by a Transpose layer first
+        nodes = [node("Relu", ["x"], "r"), node("Transpose", ["r"], "src", perm=[0, 1, 3, 2])]
+        x_shape = [shape_in[0], shape_in[1], shape_in[3], shape_in[2]]
+    nodes += [node("Reshape", ["src", "view"], "viewed"), node("Conv", ["viewed", "w"], "y")]
+    return nodes, inits, [_vi(p + "x", x_shape)], [_vi(p + "y", [1, 8, *view[2:]])]
+
+
+CASES.append(Case("channel_view_pack", "fresh6: a 4-D view moving data between the channels and the rows, into a Conv (HTSAT's spectrogram image)",
+                  lambda: _packed(_channel_view_case, CHANNEL_VIEW_PACK, 412, opset=13), ("rk3588", "rk3566")))
+
+
+def spectrogram_image(batchnorm: str) -> onnx.ModelProto:
+    """HTSAT's front (transformers' CLAP audio encoder): the input [1, 1, T, F] swapped [0, 3, 2, 1], a BatchNorm2d
+    over the F mel bins (`batchnorm` "unit": an untrained one's parameters, which the toolkit drops; "random"),
+    swapped back, folded into an image (Reshape [1, r, T/r, F], Transpose [0, 1, 3, 2], Reshape [1, 1, r*F, T/r])
+    for the patch embedding's 4x4 stride-4 Conv. T 512, F 32, r 4."""
+    rng = np.random.default_rng(413)
+    t, f, r = 512, 32, 4
+    if batchnorm == "unit":
+        g, b, mu, var = np.ones(f), np.zeros(f), np.zeros(f), np.ones(f)
+    else:
+        g, b, mu, var = 1 + 0.1 * rng.standard_normal(f), 0.1 * rng.standard_normal(f), 0.1 * rng.standard_normal(f), 1 + 0.1 * rng.random(f)
+    inits = [_const(n, np.asarray(a, np.float32)) for n, a in (("g", g), ("b", b), ("mu", mu), ("var", var))]
+    inits += [_const("fold", np.array([1, r, t // r, f], np.int64)), _const("image", np.array([1, 1, r * f, t // r], np.int64)),
+              _const("w", _weights(rng, 16, 1, 4, 4))]
+    nodes = [helper.make_node("Transpose", ["x"], ["t0"], name="swap_in", perm=[0, 3, 2, 1]),
+             helper.make_node("BatchNormalization", ["t0", "g", "b", "mu", "var"], ["bn"], name="batch_norm"),
+             helper.make_node("Transpose", ["bn"], ["t1"], name="swap_out", perm=[0, 3, 2, 1]),
+             helper.make_node("Reshape", ["t1", "fold"], ["r1"], name="fold"),
+             helper.make_node("Transpose", ["r1"], ["t2"], name="rows_swap", perm=[0, 1, 3, 2]),
+             helper.make_node("Reshape", ["t2", "image"], ["r2"], name="to_image"),
+             helper.make_node("Conv", ["r2", "w"], ["y"], name="patch_embed", kernel_shape=[4, 4], strides=[4, 4])]
+    return _model(nodes, [_vi("x", [1, 1, t, f])], [_vi("y", [1, 16, r * f // 4, t // r // 4])], inits)
+
+
+# Measured (RK3566, 2026-12-05), not held: spectrogram_image("random") (the BatchNorm a layer on the NPU, the swap
+# back and the fold merged into it, the rows' swap a Gather on the NPU; the audit has them on the CPU), and the front
+# without the BatchNorm and its swaps, or with a Relu before them (the fold on the CPU where the audit has the NPU;
+# with the Relu and a unit BatchNorm, both swaps reported with the Relu, NPU): docs/audit.md.
+CASES.append(Case("spectrogram_image_unit_bn", "fresh6: an untrained BatchNorm2d between the input's swaps, then the spectrogram folded into an image (CLAP's HTSAT)",
+                  lambda: spectrogram_image("unit"), ("rk3588", "rk3566")))

@@ -43,6 +43,9 @@ HELD_OUT_LOOKED_AT = (
     "timm_edgenext_xx_small/rk3566", "zoo_shufflenet/rk3588", "timm_repghostnet_050/imx93", "timm_mambaout_femto/rk3566",
     "hf_mobilevit/rk3588", "timm_edgenext_xx_small/rk3588", "hf_mobilevit/rk3566", "hf_levit/rk3566",
     "timm_botnet26t_256/rk3566",
+    # h11-rk66views: a first form of channels_moved_by_a_map_view put their heads' merge into a map
+    # ([N, h, d, H*W] -> [N, h*d, H, W]) on the CPU; their verdicts shaped the rule's exception.
+    "timm_visformer_tiny/rk3566", "yolo_yolo11n_cls/rk3566", "yolo_yolo11n_seg/rk3566",
     # The grouped-Conv rewrite (targets/espdl/grouped_conv.py) was decided on issue 27's form f with
     # these three disagreements known (their mechanism found earlier, on probe models).
     "timm_fastvit_t8/esp32s3", "tv_regnet_x_1_6gf/esp32s3", "zoo_shufflenet/esp32s3",
@@ -137,6 +140,9 @@ FRESH_LOOKED_AT = {
         # h11-rk66attn (issue 27): RK3566 placement of attention's heads Transposes (Qwen3's normed query, Phi's
         # partially rotated key, SigLIP's pooling head), looked at to choose probes (docs/audit.md).
         "hf_qwen3/rk3566", "hf_phi/rk3566", "hf_siglip_vision/rk3566",
+        # h11-rk66views: CLAP's untrained BatchNorm and spectrogram fold, MGP-STR's view into its Softmax, Conditional
+        # DETR's query heads into a Concat on RK3566 (docs/audit.md).
+        "hf_clap_audio/rk3566", "hf_mgp_str/rk3566",
     ),
     # h11-fresh7: chosen on 2026-12-05, built and collected by h11-fresh7, not yet scored; nothing looked at.
     "fresh7": (),

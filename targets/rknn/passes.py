@@ -5050,3 +5050,140 @@ def run_time_conv_weight_reshape(graph, chip):
             continue
         marks = {CONV_WEIGHT_KERNEL_ATTRIBUTE: int(shape[2] * shape[3]), CONV_WEIGHT_DEPTHWISE_ATTRIBUTE: int(shape[1] == 1 and int(conv.attr("group", 1) or 1) > 1)}
         graph.fuse([reshape], "Reshape", attributes=marks)
+
+
+LINEAR_HEADS_INTO_CONCAT_ATTRIBUTE = "rknn_linear_heads_into_concat_tokens"  # T of the Linear's [N, T, C]
+LINEAR_HEADS_CHIPS = ("rk3566", "rk3568")
+LINEAR_HEADS_WALK = 3  # the Linear's bias Add, one more constant Add (merged into the bias) and an activation
+
+
+def _linear_result(graph, tensor: str) -> bool:
+    """Whether `tensor` is a Linear's result: a MatMul by a constant matrix, then at most its bias
+    Add, another Add of a constant and an activation, one reader each (what the toolkit makes one
+    Conv over [N, C, 1, T] of; an Add of two Linears is not one, nor a result read by more than the next step)."""
+    for _ in range(LINEAR_HEADS_WALK + 1):
+        node = graph.producer(tensor)
+        if node is None or len(graph.consumers(tensor)) != 1:
+            return False
+        if _linear(node):
+            return True
+        if node.op_type not in ("Add", "Relu") or (node.op_type == "Add" and not _positionwise(node)):
+            return False
+        tensor = next(t for t in node.inputs if not _known(t)).name
+    return False
+
+
+@RULES.graph_pass("Reshape", OBSERVED=TOOLKIT_OBSERVED, chip_key=LINEAR_HEADS_CHIPS.__contains__)
+def linear_heads_into_a_concat(graph, chip):
+    """{OBSERVED} computes a Linear over tokens [N, T, C] as a Conv over [N, C, 1, T] and Transposes its result back; the Reshape that splits that result's last axis into heads [N, T, h, d] for a Concat along the head's values (Conditional DETR's cross-attention query: content and sine-position heads side by side) then runs on the CPU on RK3566/RK3568 when T is not a multiple of 8. The pass marks the Reshape with T for the rule unaligned_linear_heads_into_a_concat.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (2026-12-05, int8; tests/forms_models.py
+    linear_heads_concat_pack, 64 channels into 2 heads of 32): from a biased Linear read by the Reshape alone, one without
+    its bias, one with a constant Added after its bias or a Relu after it, with 4, 12 and 20 tokens:
+    CPU on RK3566; 8, 16, 24, 32 and 40 tokens: NPU; from an Add of two Linears (20 tokens), from a Linear that that Add reads too, or read
+    by the heads' Transpose [0, 2, 1, 3] instead of a Concat: NPU. RK3588: NPU in every case. Measured,
+    not modelled: read by an Add of two such heads, CPU on RK3566 at 16 tokens too; the Reshape that
+    flattens the Concat back to [N, T, 2C] CPU at 20 tokens when a MatMul reads it, NPU when a Mul does.
+    RK3568 is taken to behave as RK3566 (not measured).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        x, out = node.inputs[0] if node.inputs else None, node.outputs[0] if node.outputs else None
+        tokens, heads = _static_shape(x), _static_shape(out)
+        if not tokens or not heads or len(tokens) != 3 or len(heads) != 4 or heads[:2] != tokens[:2] or heads[2] < 2:
+            continue
+        readers = graph.consumers(out.name)
+        if readers and all(r.op_type == "Concat" and int(r.attr("axis", 0)) in (-1, 3) for r in readers) and _linear_result(graph, x.name):
+            graph.fuse([node], "Reshape", attributes={LINEAR_HEADS_INTO_CONCAT_ATTRIBUTE: int(tokens[1])})
+
+
+@RULES.graph_pass("BatchNormalization", OBSERVED=TOOLKIT_OBSERVED)
+def unit_batchnorm_dropped(graph, chip):
+    """{OBSERVED} drops a BatchNormalization with an untrained BatchNorm's parameters (weight 1, bias 0, mean 0, variance 1; its pass remove_invalid_bn) and reports it with the nearest node that has a layer, the one writing its input first: the BatchNormalization runs where its producer runs (CLAP's HTSAT audio encoder: the spectrogram's BatchNorm2d over the mel bins, between two Transposes [0, 3, 2, 1] of the model's input, reported with the first, on the CPU of RK3566). Runs after the passes that give such a BatchNormalization a place of their own (a Conv's fold, LeViT's Linear, MaxViT's grid reverse).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (2026-12-05, int8; tests/forms_models.py
+    spectrogram_image_pack, HTSAT's front [1, 1, 512, 32]): with unit parameters the BatchNormalization
+    has no layer and is reported with the input's Transpose (CPU on RK3566); with random parameters it
+    is a BatchNormalization layer on the NPU. Measured, not modelled: with a Relu before the first
+    Transpose, the two Transposes around a unit BatchNormalization cancel too and are reported with the
+    Relu (NPU), where the audit keeps them as CPU Transpose layers on RK3566.
+    """
+    for bn in [n for n in graph.nodes if n.op_type == "BatchNormalization"]:
+        producer = graph.producer(bn.inputs[0].name) if bn.inputs else None
+        if producer is None or not _unit_batchnorm(bn):
+            continue
+        swaps = _swaps_around(graph, producer, bn)
+        if swaps is None and producer.op_type != "Transpose":
+            graph.fuse([producer, bn], producer.op_type, leader=producer, inputs=list(producer.inputs))
+        if swaps is None:
+            # A Transpose before it that an earlier pass left without its inverse (PatchTST's swaps around its
+            # BatchNorm1d, merged into the MatMuls): the toolkit moves it and reports the BatchNormalization on
+            # the NPU (fresh5's hf_patchtst on RK3566); it keeps its own place.
+            continue
+        # The swaps cancel once the BatchNormalization is gone: all three go with the node before them,
+        # or, after a model input, with the one reader after them.
+        first, back = swaps
+        before = graph.producer(first.inputs[0].name)
+        after = graph.only_consumer(back.outputs[0].name)
+        if before is not None:
+            graph.fuse([before, first, bn, back], before.op_type, leader=before, inputs=list(before.inputs))
+        elif after is not None and after.inputs[0].name == back.outputs[0].name:
+            graph.fuse([first, bn, back, after], after.op_type, leader=after, inputs=[first.inputs[0], *after.inputs[1:]])
+
+
+def _swaps_around(graph, first, bn):
+    """(first, back) where `first` is a Transpose read only by `bn` and `back` the one reader of
+    `bn`, a Transpose that undoes it, else None."""
+    back = graph.only_consumer(bn.outputs[0].name) if bn.outputs else None
+    if first.op_type != "Transpose" or back is None or back.op_type != "Transpose" or graph.only_consumer(first.outputs[0].name) is not bn:
+        return None
+    p, q = _perm(first), _perm(back)
+    if not p or not q or len(p) != len(q) or any(p[q[i]] != i for i in range(len(p))):
+        return None
+    return first, back
+
+
+CHANNEL_VIEW_CHIPS = ("rk3566", "rk3568")
+CHANNEL_VIEW_ATTRIBUTE = "rknn_channels_moved_by_a_view"  # "C_in -> C_out"
+
+
+def _positions_kept(heads: tuple, fmap: tuple) -> bool:
+    """Whether `heads` [N, h, d, P] and `fmap` [N, h*d, H, W] with H*W = P hold every position's
+    values in the same order: attention's heads over a map's positions merged back into its
+    channels (YOLO11's C2PSA, EfficientViT's LiteMLA, Visformer), which the pool's RK3566 verdicts
+    have on the NPU."""
+    return heads[1] * heads[2] == fmap[1] and heads[3] == fmap[2] * fmap[3]
+
+
+def _keeps_channels(reader) -> bool:
+    """A Conv, or a Transpose that leaves axis 1 where it is (not a channels-last view's swap to
+    channels first, [0, 3, 1, 2], whose Reshape before it is tokens made a map: MViTv2)."""
+    if reader.op_type == "Conv":
+        return True
+    perm = _perm(reader) if reader.op_type == "Transpose" else None
+    return bool(perm) and len(perm) == 4 and perm[1] == 1
+
+
+@RULES.graph_pass("Reshape", OBSERVED=TOOLKIT_OBSERVED, chip_key=CHANNEL_VIEW_CHIPS.__contains__)
+def channels_moved_by_a_map_view(graph, chip):
+    """{OBSERVED} runs on the CPU of RK3566/RK3568 a Reshape of a 4-D map [N, C, H, W] into another 4-D map with a different channel count, data moved between the channel axis and the rows (HTSAT's spectrogram folded into an image: [1, 1, 512, 32] -> [1, 4, 128, 32], the rows' swap, [1, 4, 32, 128] -> [1, 1, 128, 128], CLAP's audio encoder), when what reads it is a Conv or a Transpose that keeps the channel axis. Attention's heads over a map's positions merged into its channels ([N, h, d, H*W] -> [N, h*d, H, W]) are not such a view. The pass marks the Reshape for the rule channels_moved_by_a_map_view.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (2026-12-05, int8; tests/forms_models.py
+    channel_view_pack and spectrogram_image_unit_bn): channels merged into the rows (4 -> 1 from a
+    Relu, a Conv or a CPU Transpose; 16 -> 1; 8 -> 2) and rows split into channels (1 -> 4 from a
+    Relu; 8 -> 32 from a Conv), each read by a 1x1 Conv; HTSAT's fold [1, 1, 512, 32] -> [1, 4, 128, 32]
+    from the input, read by the rows' swap [0, 1, 3, 2]: CPU on RK3566, NPU on RK3588. The pool's
+    RK3566 verdicts have the heads' merge above on the NPU (YOLO11, EfficientViT, Visformer) and
+    MViTv2's tokens viewed as a channels-last map [1, 1, T, C] -> [1, H, W, C] before its swap to
+    channels first. RK3568 is taken to behave as RK3566 (not measured).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        if len(node.inputs) != 2 or not node.outputs or not _own_node(graph, node):
+            continue
+        x, out = _static_shape(node.inputs[0]), _static_shape(node.outputs[0])
+        if not x or not out or len(x) != 4 or len(out) != 4 or x[0] != out[0] or x[1] == out[1]:
+            continue
+        if _positions_kept(x, out) or _positions_kept(out, x):
+            continue
+        readers = graph.consumers(node.outputs[0].name)
+        if readers and all(_keeps_channels(r) for r in readers):
+            graph.fuse([node], "Reshape", attributes={CHANNEL_VIEW_ATTRIBUTE: f"{x[1]} -> {out[1]}"})

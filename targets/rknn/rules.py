@@ -1049,7 +1049,21 @@ def reshape_into_cpu_softmax(node: NodeView, chip: str):
     dropped = x is not None and x.is_static and out.is_static and len(x.shape) in (4, 5) and len(out.shape) == len(x.shape) - 1
     if dropped and x.shape[0] == 1 and tuple(out.shape) == tuple(x.shape[1:]):
         return None
+    if _only_unit_axes_moved(x, out):
+        return None
     return Offence("Softmax", "read by")
+
+
+def _only_unit_axes_moved(x, out) -> bool:
+    """Whether a Reshape of a 4-D map only drops or moves axes of length one (MGP-STR's A3 module:
+    a 1x1 Conv's [1, 27, 257, 1] viewed [1, 27, 257] for a Softmax over the last axis): the toolkit
+    merges such a view into the reshapes it puts around its Softmax (fuse_two_reshape), and the
+    view has no layer of its own; it is reported with the Conv that writes it, on the NPU of
+    RK3566 (rknn-toolkit2 2.5.0, observed: tests/forms_models.py unit_axis_softmax_pack; a view
+    that merges two axes of more than one, [1, 27, 64, 2] to [1, 27, 128], is a CPU Reshape layer)."""
+    if x is None or out is None or not x.is_static or not out.is_static or len(x.shape) != 4:
+        return False
+    return tuple(d for d in x.shape if d != 1) == tuple(d for d in out.shape if d != 1) and tuple(x.shape) != tuple(out.shape)
 
 
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
@@ -2160,3 +2174,17 @@ def unaligned_batch_of_windows_folded(node: NodeView, chip: str):
     if b < 2 or c != 1 or out.shape[0] != 1 or out.shape[1] * out.shape[2] != b or out.shape[3] != h * w or 1 in out.shape[1:3]:
         return None  # a map of one row or column (MobileViT's [P*N, 1, ...] -> [1, P*N, 1, ...] fold): NPU in the pool
     return Offence(h * w, "window folded into the last axis") if (h * w) % BATCH_FOLD_ALIGN else None
+
+
+@RULES.rule("Reshape", chips=_passes.LINEAR_HEADS_CHIPS, ALIGN=8)
+def unaligned_linear_heads_into_a_concat(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU the Reshape that splits a Linear's tokens [N, T, C] into heads [N, T, h, d] for a Concat along the heads' values when T is not a multiple of {ALIGN}: the Linear is a Conv over [N, C, 1, T] whose result is Transposed back first (rknn-toolkit2 2.5.0, observed on Conditional DETR's cross-attention query; passes.linear_heads_into_a_concat marks it and says what was measured)."""
+    tokens = node.attr(_passes.LINEAR_HEADS_INTO_CONCAT_ATTRIBUTE)
+    return Offence(int(tokens), "tokens of a Linear split into heads for a Concat") if tokens is not None and int(tokens) % 8 else None
+
+
+@RULES.rule("Reshape", chips=_passes.CHANNEL_VIEW_CHIPS)
+def channels_moved_by_a_map_view(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU a Reshape of a 4-D map into another 4-D map with a different channel count (data moved between the channel axis and the rows: HTSAT's spectrogram folded into an image, [1, 4, 32, 128] -> [1, 1, 128, 128], CLAP's audio encoder) when a Conv reads it, or a Transpose that keeps the channel axis (rknn-toolkit2 2.5.0, observed; passes.channels_moved_by_a_map_view marks it and says what was measured)."""
+    moved = node.attr(_passes.CHANNEL_VIEW_ATTRIBUTE)
+    return Offence(str(moved), "channels of a map view (from -> to)") if moved is not None else None
