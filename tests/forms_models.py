@@ -8485,3 +8485,112 @@ def spectrogram_image(batchnorm: str) -> onnx.ModelProto:
 # with the Relu and a unit BatchNorm, both swaps reported with the Relu, NPU): docs/audit.md.
 CASES.append(Case("spectrogram_image_unit_bn", "fresh6: an untrained BatchNorm2d between the input's swaps, then the spectrogram folded into an image (CLAP's HTSAT)",
                   lambda: spectrogram_image("unit"), ("rk3588", "rk3566")))
+
+
+# ---- fresh2 (GC ViT): global query attention, a key/value projection of the windows' tokens ---------------
+
+# GC ViT's WindowAttentionGlobal: k and v one Linear of B windows' N tokens, Reshape [B, N, 2, H, D], Transpose
+# [2, 0, 3, 1, 4], Split and Squeeze; q a global query map [1, h, w, C] (a Relu of an input) tiled over the B windows
+# ("tile", as q_global.repeat) or its own Linear of the tokens ("linear"), Reshape [B, N, H, D], Transpose
+# [0, 2, 1, 3], scaled; q @ k^T (k swapped [0, 1, 3, 2]) plus a relative-position bias, Softmax, @ v, heads merged,
+# Linear. (name, query, B, N, H, D)
+# Measured with rknn-toolkit2 2.5.0 on RK3566 (and RK3588 for the first pack) on 2026-12-05, not modelled, so none is
+# a held case (docs/audit.md, h11-rk66attn): at batch 1 the stack's Reshape and Transpose ran on the CPU in every
+# form below (GC ViT's stage 2 and 3 misses), at batch 2, 4 and 16 on the NPU, where PVT's single-model probes
+# (kv_attention_*) have them on the NPU at batch 1; what separates them was not found. Build any with
+# _packed(_global_kv_case, PACK, seed, used_only=True, opset=13).
+GLOBAL_KV_PACK = (
+    ("tile_b1n16h8d32", "tile", 1, 16, 8, 32), ("tile_b16n4h4d32", "tile", 16, 4, 4, 32), ("tile_b1n16h2d32", "tile", 1, 16, 2, 32),
+    ("linear_b1n16h8d32", "linear", 1, 16, 8, 32), ("tile_b4n16h4d32", "tile", 4, 16, 4, 32),
+)
+
+
+# Varied at batch 1 to find what keeps the stack on the CPU there: no position bias ("nobias"), and the query its own
+# input of Nq tokens by a Linear ("own"). (name, query, B, N, H, D, bias, Nq)
+GLOBAL_KV_PACK_2 = (
+    ("linear_b1n16h8d32_nobias", "linear", 1, 16, 8, 32, False, 16), ("own_b1n16h8d32_q4", "own", 1, 16, 8, 32, True, 4),
+    ("own_b1n16h8d32_q16", "own", 1, 16, 8, 32, True, 16), ("linear_b1n64h2d32", "linear", 1, 64, 2, 32, True, 64),
+    ("linear_b2n16h8d32", "linear", 2, 16, 8, 32, True, 16),
+)
+
+
+# And at batch 1 by the keys' count (4 as PVT's probes), unbound by two Gathers, the tokens a Relu of the input
+# ("relu") first. (name, query, B, N, H, D, bias, Nq, unbind, source)
+GLOBAL_KV_PACK_3 = (
+    ("linear_b1n4h2d32", "linear", 1, 4, 2, 32, False, 4, "split", "input"), ("linear_b1n16h2d32_gather", "linear", 1, 16, 2, 32, False, 16, "gather", "input"),
+    ("linear_b1n16h2d32_relu", "linear", 1, 16, 2, 32, False, 16, "split", "relu"), ("own_b1n4h2d32_q16", "own", 1, 4, 2, 32, False, 16, "split", "input"),
+    ("linear_b1n9h2d32", "linear", 1, 9, 2, 32, False, 9, "split", "input"),
+)
+
+
+# And without the key/value projection's bias Add ("nobias" last: kv_bias False). (name, query, B, N, H, D, bias, Nq,
+# unbind, source, kv_bias)
+GLOBAL_KV_PACK_4 = (
+    ("linear_b1n16h2d32_nokvb", "linear", 1, 16, 2, 32, False, 16, "split", "input", False),
+    ("linear_b1n4h2d32_nokvb", "linear", 1, 4, 2, 32, False, 4, "split", "input", False),
+    ("linear_b1n16h8d32_nokvb", "linear", 1, 16, 8, 32, True, 16, "split", "relu", False),
+    ("linear_b4n16h4d32_nokvb", "linear", 4, 16, 4, 32, True, 16, "split", "input", False),
+)
+
+
+# And by where the tokens come from: a channels-first map's swap into tokens ("swap": [1, C, N] Transpose [0, 2, 1],
+# as PVT's probes), or a channels-last map viewed as tokens ("map": [1, s, s, C] Reshape [1, N, C], as GC ViT's
+# windows). (as GLOBAL_KV_PACK_4)
+GLOBAL_KV_PACK_5 = (
+    ("linear_b1n16h2d32_swap", "linear", 1, 16, 2, 32, False, 16, "split", "swap", True),
+    ("linear_b1n16h8d32_map", "linear", 1, 16, 8, 32, True, 16, "split", "map", True),
+    ("linear_b1n4h2d32_swap", "linear", 1, 4, 2, 32, False, 4, "split", "swap", True),
+)
+# And the tokens of a 1x1 Conv of a map [1, C, s, s], flattened and swapped ("conv", PVT's spatial reduction).
+GLOBAL_KV_PACK_6 = (
+    ("linear_b1n16h2d32_conv", "linear", 1, 16, 2, 32, False, 16, "split", "conv", False),
+    ("linear_b1n4h2d32_conv", "linear", 1, 4, 2, 32, False, 4, "split", "conv", False),
+)
+
+
+def _global_kv_case(rng, spec) -> tuple[list, list, list, list]:
+    name, query, b, n, h, d, *more = spec
+    bias, nq, unbind, source, kv_bias = more + [True, n, "split", "input", True][len(more):]
+    p = f"gkv_{name}_"
+    node = _prefixed(p)
+    c, side = h * d, int(round(n ** 0.5))
+    inits = [_const(p + "w_kv", _weights(rng, c, 2 * c)), _const(p + "b_kv", _weights(rng, 2 * c)),
+             _const(p + "kv_heads", np.array([b, n, 2, h, d], np.int64)), _const(p + "halves", np.array([1, 1], np.int64)),
+             _const(p + "ax0", np.array([0], np.int64)), _const(p + "q_heads", np.array([b, n, h, d], np.int64)),
+             _const(p + "rep", np.array([b, 1, 1, 1], np.int64)), _const(p + "scale", np.array(d ** -0.5, np.float32)),
+             _const(p + "bias", _weights(rng, 1, h, nq, n)), _const(p + "merged", np.array([b, nq, c], np.int64)),
+             _const(p + "own_heads", np.array([b, nq, h, d], np.int64)),
+             _const(p + "w_out", _weights(rng, c, c)), _const(p + "w_q", _weights(rng, c, c))]
+    inits += [_const(p + "i0", np.array(0, np.int64)), _const(p + "i1", np.array(1, np.int64))]
+    tokens = {"relu": "x_r", "swap": "x_t", "map": "x_m", "conv": "x_t"}.get(source, "x")
+    inits += [_const(p + "as_tokens", np.array([b, n, c], np.int64)), _const(p + "w_sr", _weights(rng, c, c, 1, 1)),
+              _const(p + "flat", np.array([b, c, n], np.int64))]
+    made = {"relu": [node("Relu", ["x"], "x_r")], "swap": [node("Transpose", ["x"], "x_t", perm=[0, 2, 1])],
+            "map": [node("Reshape", ["x", "as_tokens"], "x_m")],
+            "conv": [node("Conv", ["x", "w_sr"], "x_c"), node("Reshape", ["x_c", "flat"], "x_f"), node("Transpose", ["x_f"], "x_t", perm=[0, 2, 1])]}
+    nodes = made.get(source, []) + [
+        node("MatMul", [tokens, "w_kv"], "kv0" if kv_bias else "kv")] + ([node("Add", ["kv0", "b_kv"], "kv")] if kv_bias else []) + [
+        node("Reshape", ["kv", "kv_heads"], "kv5"),
+        node("Transpose", ["kv5"], "stack", perm=[2, 0, 3, 1, 4])]
+    if unbind == "split":
+        nodes += [helper.make_node("Split", [p + "stack", p + "halves"], [p + "k5", p + "v5"], name=p + "split", axis=0),
+                  node("Squeeze", ["k5", "ax0"], "k"), node("Squeeze", ["v5", "ax0"], "v")]
+    else:
+        nodes += [node("Gather", ["stack", "i0"], "k", axis=0), node("Gather", ["stack", "i1"], "v", axis=0)]
+    inputs = [_vi(p + "x", {"swap": [b, c, n], "map": [b, side, side, c], "conv": [b, c, side, side]}.get(source, [b, n, c]))]
+    if query == "tile":
+        nodes += [node("Relu", ["g"], "g_r"), node("Tile", ["g_r", "rep"], "q")]
+        inputs.append(_vi(p + "g", [1, side, side, c]))
+    elif query == "own":
+        nodes += [node("Relu", ["xq"], "xq_r"), node("MatMul", ["xq_r", "w_q"], "q")]
+        inputs.append(_vi(p + "xq", [b, nq, c]))
+    else:
+        nodes.append(node("MatMul", [tokens, "w_q"], "q"))
+    nodes += [node("Reshape", ["q", "own_heads"], "qh"), node("Transpose", ["qh"], "qt", perm=[0, 2, 1, 3]), node("Mul", ["qt", "scale"], "qs"),
+              node("Transpose", ["k"], "kt", perm=[0, 1, 3, 2]), node("MatMul", ["qs", "kt"], "s0" if bias else "s")]
+    nodes += [node("Add", ["s0", "bias"], "s")] if bias else []
+    nodes += [node("Softmax", ["s"], "a", axis=-1), node("MatMul", ["a", "v"], "o"), node("Transpose", ["o"], "ot", perm=[0, 2, 1, 3]),
+              node("Reshape", ["ot", "merged"], "om"), node("MatMul", ["om", "w_out"], "y")]
+    return nodes, inits, inputs, [_vi(p + "y", [b, nq, c])]
+
+
