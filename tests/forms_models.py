@@ -8594,3 +8594,36 @@ def _global_kv_case(rng, spec) -> tuple[list, list, list, list]:
     return nodes, inits, inputs, [_vi(p + "y", [b, nq, c])]
 
 
+# ---- fresh4 (EnCodec) on RKNN: an LSTM's squeezed output summed with its input, swapped back before a Pad ----
+
+# EnCodec's residual LSTM: a Conv1d map [1, C, L] swapped [2, 0, 1] into an LSTM (hidden C, with its bias), Y squeezed
+# on axis 1, plus the LSTM's input, swapped back [1, 2, 0], then (tail) an Elu and/or a Pad ("reflect" or "constant")
+# before a Conv1d. (name, C, L, tail)
+LSTM_SQUEEZE_PAD_PACK = (("conv", 32, 64, ""), ("elu", 32, 64, "elu"), ("elu_reflect", 32, 64, "elu_reflect"),
+                         ("reflect", 32, 64, "reflect"), ("elu_constant", 32, 64, "elu_constant"))
+
+
+def _lstm_squeeze_pad_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, length, tail = spec
+    p = f"lsp_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w_in", _weights(rng, c, c, 3)), _const(p + "W", _weights(rng, 1, 4 * c, c)), _const(p + "R", _weights(rng, 1, 4 * c, c)),
+             _const(p + "B", _weights(rng, 1, 8 * c)), _const(p + "axis", np.array([1], np.int64)), _const(p + "w_out", _weights(rng, c, c, 7)),
+             _const(p + "pads", np.array([0, 0, 6, 0, 0, 0], np.int64))]
+    nodes = [node("Conv", ["x", "w_in"], "map", pads=[1, 1]), node("Transpose", ["map"], "steps", perm=[2, 0, 1]),
+             node("LSTM", ["steps", "W", "R", "B"], "Y", hidden_size=c), node("Squeeze", ["Y", "axis"], "h"),
+             node("Add", ["h", "steps"], "sum"), node("Transpose", ["sum"], "back", perm=[1, 2, 0])]
+    last = "back"
+    if tail.startswith("elu"):
+        nodes.append(node("Elu", [last], "act"))
+        last = "act"
+    if tail.endswith(("reflect", "constant")):
+        nodes.append(node("Pad", [last, "pads"], "padded", mode=tail.split("_")[-1]))
+        last = "padded"
+    nodes.append(node("Conv", [last, "w_out"], "y"))
+    out = length - 6 + (6 if last == "padded" else 0)
+    return nodes, inits, [_vi(p + "x", [1, c, length])], [_vi(p + "y", [1, c, out])]
+
+
+CASES.append(Case("lstm_squeeze_pad_pack", "fresh4: an LSTM's squeezed output plus its input, swapped back before a Pad (EnCodec's residual LSTM)",
+                  lambda: _packed(_lstm_squeeze_pad_case, LSTM_SQUEEZE_PAD_PACK, 414, opset=13), ("rk3588", "rk3566")))

@@ -5187,3 +5187,47 @@ def channels_moved_by_a_map_view(graph, chip):
         readers = graph.consumers(node.outputs[0].name)
         if readers and all(_keeps_channels(r) for r in readers):
             graph.fuse([node], "Reshape", attributes={CHANNEL_VIEW_ATTRIBUTE: f"{x[1]} -> {out[1]}"})
+
+
+LSTM_SQUEEZE_CHIPS = ("rk3566", "rk3568")
+LSTM_SQUEEZE_ATTRIBUTE = "rknn_lstm_squeeze_before_a_moved_swap"
+SWAP_MOVES_PAST = frozenset({"Elu", "Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSwish", "Clip"})  # single-input activations
+
+
+def _only_data_reader(graph, node):
+    """The one reader of `node`'s result besides Shape and Size nodes (computed at conversion:
+    EnCodec's padding sizes read the padded map's Shape), or None."""
+    out = node.outputs[0] if node.outputs else None
+    readers = [r for r in graph.consumers(out.name) if r.op_type not in ("Shape", "Size")] if out is not None and not out.is_model_output else []
+    return readers[0] if len(readers) == 1 else None
+
+
+def _swap_back_into_a_pad(graph, add) -> bool:
+    """Whether `add`'s result is read only by a Transpose whose result reaches a Pad through
+    single-reader activations at most (the toolkit moves the Transpose past them and the Pad)."""
+    swap = _only_data_reader(graph, add)
+    node = swap if swap is not None and swap.op_type == "Transpose" else None
+    while node is not None:
+        node = _only_data_reader(graph, node)
+        if node is not None and node.op_type == "Pad":
+            return True
+        if node is not None and node.op_type not in SWAP_MOVES_PAST:
+            return False
+    return False
+
+
+@RULES.graph_pass("Squeeze", OBSERVED=TOOLKIT_OBSERVED, chip_key=LSTM_SQUEEZE_CHIPS.__contains__)
+def lstm_squeeze_before_a_moved_swap(graph, chip):
+    """{OBSERVED} makes a 4-D Add of an LSTM's squeezed output Y [T, B, H] and its input (EnCodec's residual LSTM: a Conv1d's map swapped [2, 0, 1] in, the sum swapped [1, 2, 0] back) when it moves the swap back past a Pad after it (swap_transpose_pad, through an Elu: swap_transpose_elu); the Squeeze then becomes a Transpose layer (unsqueeze_to_4d_add, convert_reshape_to_transpose), on the CPU of RK3566/RK3568. Without the Pad it merges into the exLSTM (fuse_two_reshape), on the NPU. The pass marks the Squeeze for the rule lstm_squeeze_before_a_moved_swap.
+
+    Measured with rknn-toolkit2 2.5.0 (2026-12-05, int8; tests/forms_models.py lstm_squeeze_pad_pack; found
+    on fresh4's hf_encodec/rk3566): a [1, 32, L] Conv1d map through that block (hidden 32), the swap
+    back read by a Conv1d, or an Elu then a Conv1d: Squeeze on the NPU; read by a reflect Pad (L 500 and
+    64), an Elu then a reflect or constant Pad, then a Conv1d: a CPU Transpose layer on RK3566, NPU on
+    RK3588. RK3568 is taken to behave as RK3566 (not measured).
+    """
+    for squeeze in [n for n in graph.nodes if n.op_type == "Squeeze"]:
+        lstm = graph.producer(squeeze.inputs[0].name) if squeeze.inputs else None
+        add = graph.only_consumer(squeeze.outputs[0].name) if lstm is not None and lstm.op_type == "LSTM" else None
+        if add is not None and add.op_type == "Add" and _swap_back_into_a_pad(graph, add):
+            graph.fuse([squeeze], "Squeeze", attributes={LSTM_SQUEEZE_ATTRIBUTE: 1})

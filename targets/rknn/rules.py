@@ -2188,3 +2188,9 @@ def channels_moved_by_a_map_view(node: NodeView, chip: str):
     """On this chip the toolkit runs on the CPU a Reshape of a 4-D map into another 4-D map with a different channel count (data moved between the channel axis and the rows: HTSAT's spectrogram folded into an image, [1, 4, 32, 128] -> [1, 1, 128, 128], CLAP's audio encoder) when a Conv reads it, or a Transpose that keeps the channel axis (rknn-toolkit2 2.5.0, observed; passes.channels_moved_by_a_map_view marks it and says what was measured)."""
     moved = node.attr(_passes.CHANNEL_VIEW_ATTRIBUTE)
     return Offence(str(moved), "channels of a map view (from -> to)") if moved is not None else None
+
+
+@RULES.rule("Squeeze", chips=_passes.LSTM_SQUEEZE_CHIPS)
+def lstm_squeeze_before_a_moved_swap(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU, as a Transpose layer, the Squeeze of an LSTM's output added to the LSTM's input when the sum's swap back is followed by a Pad, which the toolkit moves that swap past (rknn-toolkit2 2.5.0, observed on EnCodec's residual LSTM; passes.lstm_squeeze_before_a_moved_swap marks it and says what was measured)."""
+    return Offence("Pad", "LSTM output squeezed before a swap moved past a") if node.attr(_passes.LSTM_SQUEEZE_ATTRIBUTE) is not None else None
