@@ -8627,3 +8627,21 @@ def _lstm_squeeze_pad_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("lstm_squeeze_pad_pack", "fresh4: an LSTM's squeezed output plus its input, swapped back before a Pad (EnCodec's residual LSTM)",
                   lambda: _packed(_lstm_squeeze_pad_case, LSTM_SQUEEZE_PAD_PACK, 414, opset=13), ("rk3588", "rk3566")))
+# ---- fresh6 (CondConv) on the i.MX 93: a Conv's weight computed at run time through onnx2tf ------------------------
+
+# The same chain (routing Sigmoid -> MatMul of the experts -> Reshape to the weight -> Conv), one form a model since a
+# conversion that fails refuses the whole model; "pw_folded" computes the routing from a constant instead of an input,
+# so that onnxsim computes the weight before onnx2tf sees it.
+def _condconv_weight_folded(rng, spec) -> tuple[list, list, list, list]:
+    nodes, inits, inputs, outputs = _condconv_weight_case(rng, spec)
+    p = f"ccw_{spec[0]}_"
+    inits.append(_const(p + "route", np.full((1, 4), 0.5, np.float32)))
+    return nodes, inits, [vi for vi in inputs if vi.name != p + "route"], outputs
+
+
+for _i, (_spec, _build) in enumerate(((CONDCONV_WEIGHT_PACK[3], _condconv_weight_case), (CONDCONV_WEIGHT_PACK[0], _condconv_weight_case),
+                                      (CONDCONV_WEIGHT_PACK[2], _condconv_weight_case), (CONDCONV_WEIGHT_PACK[4], _condconv_weight_case),
+                                      (CONDCONV_WEIGHT_PACK[5], _condconv_weight_case), (CONDCONV_WEIGHT_PACK[3], _condconv_weight_folded))):
+    _name = _spec[0] + ("_folded" if _build is _condconv_weight_folded else "")
+    CASES.append(Case(f"condconv_imx_{_name}", f"fresh6: CondConv's {_name} weight computed {'from constants' if 'folded' in _name else 'at run time'} into a Conv, through onnx2tf",
+                      lambda s=_spec, b=_build, i=_i: _packed(b, (s,), 270 + i, opset=13), ("imx93",)))

@@ -143,6 +143,10 @@ FRESH_LOOKED_AT = {
         # h11-rk66views: CLAP's untrained BatchNorm and spectrogram fold, MGP-STR's view into its Softmax, Conditional
         # DETR's query heads into a Concat on RK3566 (docs/audit.md).
         "hf_clap_audio/rk3566", "hf_mgp_str/rk3566",
+        # h11-refusals (issue 27): the whole-model refusals: CondConv's run-time Conv weights and Conditional DETR's
+        # onnxsim crash through onnx2tf, ViViT's If of a constant condition and 3-D patch Conv, TimesFM on RKNN.
+        "timm_efficientnet_cc_b0_4e/imx93", "hf_conditional_detr/imx93", "hf_vivit/imx93", "hf_timesfm/rk3588",
+        "hf_timesfm/rk3566",
     ),
     # h11-fresh7: chosen on 2026-12-05, built and collected by h11-fresh7, not yet scored; nothing looked at.
     "fresh7": (),

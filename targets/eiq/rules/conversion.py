@@ -450,3 +450,17 @@ def unsqueezed_channel_into_a_conv(node, chip):
     if shape is None:
         return None
     return Offence(list(shape), f"Unsqueeze at axis 1 of {list(shape)}")
+
+
+@RULES.rule("Conv", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def conv_weight_computed_at_run_time(node, chip):
+    """{CONVERTER} stops on a Conv whose weight is computed at run time (CondConv's per-input mix of expert weights): it transposes only a constant weight to TensorFlow's [kh, kw, in, out] filter and hands a computed one over in ONNX's [out, in, kh, kw] order ("Depth of output ... is not a multiple of the number of groups"). A weight computed from constants alone is computed by onnxsim first and converts."""
+    # Measured with onnx2tf 1.29.24 (tests/forms_models.py condconv_imx_*: a routing Sigmoid, a MatMul of four
+    # experts and a Reshape into a pointwise, depthwise 5x5 or 1x1, dense 3x3 or grouped 3x3 Conv of [1, C, 8, 8]:
+    # every one fails; the same chain from a constant routing converts). A model input as the weight is
+    # parameter_input_not_constant's.
+    w = node.input(1)
+    if w is None or w.is_constant or w.foldable or w.is_graph_input:
+        return None
+    return Offence(w.name, f"weight {w.name} computed at run time" + (f" by a {w.producer}" if w.producer else ""))
+
