@@ -8645,3 +8645,73 @@ for _i, (_spec, _build) in enumerate(((CONDCONV_WEIGHT_PACK[3], _condconv_weight
     _name = _spec[0] + ("_folded" if _build is _condconv_weight_folded else "")
     CASES.append(Case(f"condconv_imx_{_name}", f"fresh6: CondConv's {_name} weight computed {'from constants' if 'folded' in _name else 'at run time'} into a Conv, through onnx2tf",
                       lambda s=_spec, b=_build, i=_i: _packed(b, (s,), 270 + i, opset=13), ("imx93",)))
+
+
+# ---- fresh6 (ViViT) through onnx2tf: an If of a constant condition and a 3-D patch-embedding Conv ----------------
+
+def if_constant_condition(taken: bool) -> onnx.ModelProto:
+    """A ViT's class token as transformers' traced interpolation check writes it: If(cond) on a constant [taken]
+    (and a second If on Identity(cond)) picks the repeat counts [1, 1, 1] (else: Identity of a Constant; then:
+    Expand of a Constant by a Reshape of a constant 0, Concat) and the class token (else: Identity of the
+    initializer; then: a Reshape of it), Cast to int64, Tile, Concat before the [1, 16, 32] tokens, Sigmoid."""
+    rng = np.random.default_rng(280 + int(taken))
+    ones = numpy_helper.from_array(np.array([1, 1, 1], np.int64), "ifc_ones")
+    then_a = helper.make_graph(
+        [helper.make_node("Constant", [], ["ifc_t_one"], value=numpy_helper.from_array(np.array([1], np.int64))),
+         helper.make_node("Reshape", ["ifc_zero", "ifc_t_one"], ["ifc_t_r"]),
+         helper.make_node("Expand", ["ifc_t_one", "ifc_t_r"], ["ifc_t_e"]),
+         helper.make_node("Concat", ["ifc_t_e", "ifc_two"], ["ifc_t_out"], axis=0)],
+        "then_a", [], [helper.make_tensor_value_info("ifc_t_out", TensorProto.INT64, None)])
+    else_a = helper.make_graph([helper.make_node("Identity", ["ifc_ones_c"], ["ifc_e_out"])], "else_a", [],
+                               [helper.make_tensor_value_info("ifc_e_out", TensorProto.INT64, None)])
+    then_b = helper.make_graph([helper.make_node("Reshape", ["ifc_cls", "ifc_cls_shape"], ["ifc_tb_out"])], "then_b", [],
+                               [helper.make_tensor_value_info("ifc_tb_out", TensorProto.FLOAT, None)])
+    else_b = helper.make_graph([helper.make_node("Identity", ["ifc_cls"], ["ifc_eb_out"])], "else_b", [],
+                               [helper.make_tensor_value_info("ifc_eb_out", TensorProto.FLOAT, None)])
+    inits = [_const("ifc_cond", np.array([taken])), _const("ifc_zero", np.array(0, np.int64)), _const("ifc_two", np.array([1, 1, 1], np.int64)),
+             _const("ifc_cls", (_weights(rng, 1, 1, 32) * 0.1).astype(np.float32)), _const("ifc_cls_shape", np.array([1, 1, 32], np.int64))]
+    nodes = [
+        helper.make_node("Constant", [], ["ifc_ones_c"], value=ones, name="ifc_ones_const"),
+        helper.make_node("If", ["ifc_cond"], ["ifc_reps"], then_branch=then_a, else_branch=else_a, name="ifc_if"),
+        helper.make_node("Identity", ["ifc_cond"], ["ifc_cond2"], name="ifc_cond_identity"),
+        helper.make_node("If", ["ifc_cond2"], ["ifc_token"], then_branch=then_b, else_branch=else_b, name="ifc_if_1"),
+        helper.make_node("Cast", ["ifc_reps"], ["ifc_reps64"], to=TensorProto.INT64, name="ifc_cast"),
+        helper.make_node("Tile", ["ifc_token", "ifc_reps64"], ["ifc_tiled"], name="ifc_tile"),
+        helper.make_node("Relu", ["x"], ["ifc_xr"], name="ifc_relu"),
+        helper.make_node("Concat", ["ifc_tiled", "ifc_xr"], ["ifc_cat"], axis=1, name="ifc_concat"),
+        helper.make_node("Sigmoid", ["ifc_cat"], ["y"], name="ifc_sigmoid"),
+    ]
+    return _model(nodes, [_vi("x", [1, 16, 32])], [_vi("y", [1, 17, 32])], inits, opset=14, ir_version=7)
+
+
+CASES.append(Case("if_constant_condition_else", "fresh6: ViViT's class token picked by an If of a constant false condition",
+                  lambda: if_constant_condition(False), ("imx93", "rk3588", "esp32s3")))
+# if_constant_condition(True) was measured too, not recorded: onnxsim 0.4.36 crashed on it (signal 11; its then-branch
+# expands to an empty shape) and onnx2tf 1.29.24 then failed on the If itself ("KeyError: 'ifc_zero'"): not modelled.
+
+
+# (name, input [N, C, D, H, W], kernel = stride, reader): ViViT's tubelet embedding [1, 3, 8, 32, 32] by 2x8x8 into
+# 32 channels, read by its Reshape [1, 32, -1] then a Transpose to tokens and a Linear; by a Relu; by a Reshape and a
+# Sigmoid.
+CONV3D_PACK = (("vivit", "tokens"), ("relu", "relu"), ("reshape", "sigmoid"))
+
+
+def _conv3d_case(rng, spec) -> tuple[list, list, list, list]:
+    name, reader = spec
+    p = f"c3d_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", (_weights(rng, 32, 3, 2, 8, 8) * 0.05).astype(np.float32)), _const(p + "b", np.zeros(32, np.float32))]
+    nodes = [node("Conv", ["x", "w", "b"], "conv", kernel_shape=[2, 8, 8], strides=[2, 8, 8])]
+    if reader == "relu":
+        return nodes + [node("Relu", ["conv"], "y")], inits, [_vi(p + "x", [1, 3, 8, 32, 32])], [_vi(p + "y", [1, 32, 4, 4, 4])]
+    inits.append(_const(p + "flat", np.array([1, 32, 64], np.int64)))
+    nodes.append(node("Reshape", ["conv", "flat"], "tok"))
+    if reader == "sigmoid":
+        return nodes + [node("Sigmoid", ["tok"], "y")], inits, [_vi(p + "x", [1, 3, 8, 32, 32])], [_vi(p + "y", [1, 32, 64])]
+    inits.append(_const(p + "proj", (_weights(rng, 32, 32) * 0.1).astype(np.float32)))
+    nodes += [node("Transpose", ["tok"], "t", perm=[0, 2, 1]), node("MatMul", ["t", "proj"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, 3, 8, 32, 32])], [_vi(p + "y", [1, 64, 32])]
+
+
+CASES.append(Case("conv3d_imx_pack", "fresh6: ViViT's 3-D patch-embedding Conv and its readers through onnx2tf",
+                  lambda: _packed(_conv3d_case, CONV3D_PACK, 282, opset=13), ("imx93",)))

@@ -323,7 +323,9 @@ class _TensorViewMaker:
             self.static.shape_of(name),
             self.dtype_of(elem) if elem else None,
             False,
-            _value=value if is_foldable else None,
+            # An If's results computed from its known condition's branch keep their value (a
+            # simplifier may replace the If by that branch; toolchains that do not keep the If).
+            _value=value if is_foldable or producer == "If" else None,
             shape_unknown=self.static.unknown.get(name),
             **where,
         )

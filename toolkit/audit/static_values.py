@@ -382,12 +382,14 @@ UNARY = {
 
 # Every operator the evaluator computes (what _compute knows).
 EVALUATED = frozenset(ELEMENTWISE) | frozenset(UNARY) | frozenset(
-    {"Constant", "Shape", "Size", "Min", "Max", "Sum", "Cast", "Where", "Clip", "Gather", "Concat", "Unsqueeze", "Squeeze", "Slice", "Range", "ConstantOfShape", "Reshape", "Flatten", "Expand", "Tile", "Transpose", "ReduceProd", "ReduceSum", "ReduceMin", "ReduceMax"}
+    {"If", "Constant", "Shape", "Size", "Min", "Max", "Sum", "Cast", "Where", "Clip", "Gather", "Concat", "Unsqueeze", "Squeeze", "Slice", "Range", "ConstantOfShape", "Reshape", "Flatten", "Expand", "Tile", "Transpose", "ReduceProd", "ReduceSum", "ReduceMin", "ReduceMax"}
 )
 
 
 def _compute(node, values, shapes, opset) -> list | None:
     op = node.op_type
+    if op == "If":
+        return _taken_branch(node, values, shapes, opset)
     if op == "Constant":
         v = constant_node_value(node)
         return None if v is None else [v]
@@ -403,6 +405,45 @@ def _compute(node, values, shapes, opset) -> list | None:
     if ins is None:
         return None
     return _compute_from_values(node, ins, opset)
+
+
+class _BranchScope(dict):
+    """The values a branch computes, over those of the graph around it (read, never written)."""
+
+    def __init__(self, outer):
+        super().__init__()
+        self.outer = outer
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, name) or name in self.outer
+
+    def __getitem__(self, name):
+        return dict.__getitem__(self, name) if dict.__contains__(self, name) else self.outer[name]
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+
+def _taken_branch(node, values, shapes, opset) -> list | None:
+    """An If whose condition is known: the results of the branch it takes, which a simplifier keeps in
+    its place (onnxsim's eliminate_if_with_const_cond) and computes when the branch reads constants only
+    (a ViT's position-embedding interpolation switched off by a traced size check); None when the
+    condition or a value the branch reads is unknown, or the branch computes what the evaluator does not."""
+    cond = values.get(node.input[0]) if node.input and node.input[0] else None
+    if cond is None or np.asarray(cond).size != 1:
+        return None
+    branch = _attr(node, "then_branch" if bool(np.asarray(cond).reshape(-1)[0]) else "else_branch")
+    scope = _BranchScope(values)
+    for inner in branch.node:
+        if inner.op_type not in EVALUATED or inner.op_type == "If" or inner.domain not in ("", "ai.onnx"):
+            return None
+        result = _compute(inner, scope, shapes, opset)
+        if result is None:
+            return None
+        for name, value in zip([o for o in inner.output if o], result):
+            dict.__setitem__(scope, name, np.asarray(value))
+    found = [scope.get(o.name) for o in branch.output]
+    return None if any(v is None for v in found) else found
 
 
 def _compute_from_values(node, ins, opset) -> list | None:

@@ -16,7 +16,7 @@ from edgedeploy.audit.rules import NodeView
 # float32 in the int8 model). On integer data they compute in integers (FLOOR_MOD, CAST).
 TFLITE_FLOAT_ONLY = frozenset(
     """SIN COS CEIL FLOOR DIV NEG POW ROUND SIGN SQRT SQUARE LOCAL_RESPONSE_NORMALIZATION ADD_N
-    FLOOR_DIV FLOOR_MOD CAST ELU""".split()
+    FLOOR_DIV FLOOR_MOD CAST ELU CONV_3D""".split()
 )
 
 
@@ -184,6 +184,9 @@ def node_tflite_ops(node: NodeView) -> tuple[str, ...]:
         return ("MUL",)  # measured: x ** 2 becomes x * x, x ** 3 (GELU's tanh form) x * x * x (onnx2tf's Pow.py)
     if op == "Pow" and _constant_value(node, 1) == 0.5:
         return ("SQRT",)  # measured: x ** 0.5 becomes SQRT (float), any other exponent POW (float)
+    if op == "Conv" and input_rank(node) == 5:
+        # Measured: a 3-D Conv (ViViT's tubelet embedding) is CONV_3D, kept in float (tests/forms_models.py conv3d_imx_pack)
+        return ("CONV_3D",)
     if op == "Einsum" and len([t for t in node.inputs if t.present]) == 1:
         return ("TRANSPOSE",)  # measured: a one-operand permutation ("bij->bji")
     if op == "LpNormalization" and int(node.attr("p", 2)) == 2:

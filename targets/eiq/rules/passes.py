@@ -41,6 +41,42 @@ def onnxsim_computes_static_values(graph, chip):
             graph.known_inputs(node, computed)
 
 
+def _known(t) -> bool:
+    return t is not None and t.present and (t.is_constant or t.foldable)
+
+
+def _computed_branch(node) -> bool:
+    """An If whose condition is known when the model is compiled and whose every result the static
+    analysis computed from the branch that condition takes (static_values: a branch of constants)."""
+    cond = node.input(0)
+    return _known(cond) and cond.value is not None and all(o.value is not None for o in node.outputs if o.present)
+
+
+@RULES.graph_pass("If", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}", SIMPLIFIER=f"onnxsim {ONNXSIM_VERSION}")
+def simplifier_removes_an_if_of_a_known_condition(graph, chip):
+    """{SIMPLIFIER} replaces an If whose condition is a constant by the branch it takes (eliminate_if_with_const_cond) and computes that branch when it reads constants only; the If, and the nodes that only read its results and constants (a class token's Cast and Tile), leave no operator: {CONVERTER} never sees them.
+
+    Measured with onnx2tf 1.29.24 + Vela 5.2.0 (tests/forms_models.py if_constant_condition_else:
+    transformers' traced interpolation check, two Ifs on a constant false condition picking a class
+    token and its repeat counts, Cast, Tile, Concat before the tokens: only the Concat, the tokens'
+    Relu and the Sigmoid are reported, on the NPU; fresh6 ViViT). Not modelled: the same model on a
+    true condition, whose then-branch expands to an empty shape, crashed onnxsim (signal 11) and
+    onnx2tf then failed on the If ("KeyError" on an initializer the branch reads).
+    """
+    if _onnxsim_refuses(graph):
+        return
+    gone: set[str] = set()
+    for node in graph.nodes:
+        if node.op_type == "If" and _computed_branch(node):
+            pass
+        elif not node.inputs or any(o.is_model_output for o in node.outputs) or not any(t.name in gone for t in node.inputs if t.present):
+            continue
+        elif not all(t.name in gone or _known(t) for t in node.inputs if t.present):
+            continue
+        gone.update(o.name for o in node.outputs if o.present)
+        graph.fold(node)
+
+
 @RULES.graph_pass("Sqrt", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}")
 def sqrt_divisor_becomes_rsqrt(graph, chip):
     """{CONVERTER} rewrites x / Sqrt(v) as x * Rsqrt(v) (a written-out layer norm's last step): a Sqrt read only as a Div's divisor has no operator of its own and runs where that Div's RSQRT and MUL run.
