@@ -8715,3 +8715,51 @@ def _conv3d_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("conv3d_imx_pack", "fresh6: ViViT's 3-D patch-embedding Conv and its readers through onnx2tf",
                   lambda: _packed(_conv3d_case, CONV3D_PACK, 282, opset=13), ("imx93",)))
+
+
+# ---- fresh6 (Conditional DETR) through onnx2tf: onnxsim's fuse_qkv on a shared constant --------------------------
+
+def qkv_of_equal_constants(second_round: bool, reader: str = "reshape", weights: tuple = (64, 64, 64)) -> onnx.ModelProto:
+    """Conditional DETR's first decoder layer: its queries start as zeros, so the content query, key and value
+    projections are three MatMuls of three equal Constants [1, 16, 64] (zeros) by constant weights [64, n] (+ bias),
+    each read once: by a Reshape [1, 16, 4, -1] then an Add of the tokens ("reshape"), or by the Add alone ("add").
+    `second_round`: the tokens are also Reshaped by a shape computed from Shape -> Gather of the input (onnxsim's
+    first optimizer round makes it a constant, and shape inference then learns new shapes)."""
+    rng = np.random.default_rng(290 + int(second_round))
+    nodes, inits, outputs = [], [], []
+    if second_round:
+        nodes += [helper.make_node("Shape", ["x"], ["qkv_shape"], name="qkv_shape"),
+                  helper.make_node("Gather", ["qkv_shape", "qkv_g0"], ["qkv_d0"], axis=0, name="qkv_gather"),
+                  helper.make_node("Unsqueeze", ["qkv_d0", "qkv_ax0"], ["qkv_d0u"], name="qkv_unsqueeze"),
+                  helper.make_node("Concat", ["qkv_d0u", "qkv_rest"], ["qkv_newshape"], axis=0, name="qkv_concat")]
+        inits += [_const("qkv_g0", np.array(0, np.int64)), _const("qkv_ax0", np.array([0], np.int64)), _const("qkv_rest", np.array([16, 4, 16], np.int64))]
+    else:
+        inits.append(_const("qkv_newshape", np.array([1, 16, 4, 16], np.int64)))
+    nodes += [helper.make_node("Relu", ["x"], ["qkv_xr"], name="qkv_relu"), helper.make_node("Reshape", ["qkv_xr", "qkv_newshape"], ["qkv_xx"], name="qkv_tokens")]
+    inits.append(_const("qkv_heads", np.array([1, 16, 4, -1], np.int64)))
+    for i, n in enumerate(weights):
+        zeros = numpy_helper.from_array(np.zeros((1, 16, 64), np.float32))
+        inits += [_const(f"qkv_w{i}", (_weights(rng, 64, n) * 0.1).astype(np.float32)), _const(f"qkv_b{i}", np.zeros(n, np.float32))]
+        nodes += [helper.make_node("Constant", [], [f"qkv_z{i}"], value=zeros, name=f"qkv_zeros{i}"),
+                  helper.make_node("MatMul", [f"qkv_z{i}", f"qkv_w{i}"], [f"qkv_m{i}"], name=f"qkv_matmul{i}"),
+                  helper.make_node("Add", [f"qkv_b{i}", f"qkv_m{i}"], [f"qkv_p{i}"], name=f"qkv_bias{i}")]
+        if reader == "reshape":
+            nodes += [helper.make_node("Reshape", [f"qkv_p{i}", "qkv_heads"], [f"qkv_r{i}"], name=f"qkv_heads{i}"),
+                      helper.make_node("Add", [f"qkv_r{i}", "qkv_xx" if n == 64 else f"qkv_r{i}"], [f"y{i}"], name=f"qkv_out{i}")]
+            outputs.append(_vi(f"y{i}", [1, 16, 4, n // 4]))
+        else:
+            nodes.append(helper.make_node("Add", [f"qkv_p{i}", "qkv_xr"], [f"y{i}"], name=f"qkv_out{i}"))
+            outputs.append(_vi(f"y{i}", [1, 16, 64]))
+    if reader != "reshape":
+        outputs.append(_vi("qkv_xx", ["n", "t", "h", "d"]))  # left open: shape inference learns it in the second round
+    return _model(nodes, [_vi("x", [1, 16, 64])], outputs, inits, opset=14, ir_version=7)
+
+
+CASES.append(Case("qkv_equal_constants_reshape", "fresh6: Conditional DETR's q/k/v of equal zero Constants, Reshaped into heads, onnxsim's second round",
+                  lambda: qkv_of_equal_constants(True), ("imx93",)))
+CASES.append(Case("qkv_equal_constants_one_round", "fresh6: the same q/k/v without the Shape that makes onnxsim optimize twice",
+                  lambda: qkv_of_equal_constants(False), ("imx93",)))
+CASES.append(Case("qkv_equal_constants_add", "fresh6: the q/k/v of equal Constants read by an Add of the tokens (no Reshape), onnxsim's second round",
+                  lambda: qkv_of_equal_constants(True, "add"), ("imx93",)))
+CASES.append(Case("qkv_equal_constants_unequal_weights", "fresh6: the same with a value weight [64, 32]: fuse_qkv does not match",
+                  lambda: qkv_of_equal_constants(True, "reshape", (64, 64, 32)), ("imx93",)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from edgedeploy.audit.rules import NodeView, Offence, Placement
 from edgedeploy.targets.eiq.rules.documents import ONNX2TF_VERSION, RULES
 from edgedeploy.targets.eiq.rules.onnx2tf import FLOAT_DTYPES, input_rank, static_shape
-from edgedeploy.targets.eiq.rules.passes import UNSQUEEZED_CHANNEL_ATTRIBUTE
+from edgedeploy.targets.eiq.rules.passes import RESHAPE_OF_CONSTANTS_ATTRIBUTE, UNSQUEEZED_CHANNEL_ATTRIBUTE
 
 
 CONVERTER = f"onnx2tf {ONNX2TF_VERSION}"
@@ -464,3 +464,11 @@ def conv_weight_computed_at_run_time(node, chip):
         return None
     return Offence(w.name, f"weight {w.name} computed at run time" + (f" by a {w.producer}" if w.producer else ""))
 
+
+@RULES.rule("Reshape", placement=Placement.UNSUPPORTED, before_folding=True, CONVERTER=CONVERTER)
+def reshape_of_constants_unsimplified(node, chip):
+    """{CONVERTER} stops on a Reshape of a rank-3+ tensor computed from constants when onnxsim did not compute it first (onnxsim stopped: passes.simplifier_crash_leaves_constant_reshapes): it computes the tensor itself, as a TensorFlow constant, and its Reshape check builds a Keras model whose output is no layer's ("Output tensors of a Functional model must be the output of a TensorFlow `Layer`")."""
+    if not node.attr(RESHAPE_OF_CONSTANTS_ATTRIBUTE):
+        return None
+    data = node.input(0)
+    return Offence(list(data.shape), f"{data.name} computed from constants, not simplified")

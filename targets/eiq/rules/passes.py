@@ -22,11 +22,54 @@ ONNXSIM_MAX_IR_VERSION = 10
 
 
 def _onnxsim_refuses(graph) -> str | None:
+    matmuls, shape_read = [], False
     for node in graph.nodes:
         if node.ir_version > ONNXSIM_MAX_IR_VERSION:
             return f"IR version {node.ir_version}"
         if node.op_type == "Constant" and not any(a.name == "value" for a in node.proto.attribute):
             return f"Constant '{node.name}' without a value tensor"
+        if node.op_type == "MatMul":
+            matmuls.append(node)
+        shape_read = shape_read or node.op_type == "Shape"
+    return _fuse_qkv_crash(graph, matmuls, shape_read) if matmuls else None
+
+
+# onnx-optimizer's fuse_qkv (in onnxsim 0.4.36's optimizer) matches a tensor read by exactly three MatMuls, as
+# their first operand, each with a constant second operand of one shape and a result read once, and inserts a
+# Concat after the tensor's producer: when the tensor is an initializer there is none, and onnxsim stops
+# ("insertAfter: Assertion `!inGraphList() && n->inGraphList()` failed"). onnxsim makes a Constant an
+# initializer and merges equal initializers into one, the merge after fuse_qkv in its pass order: equal
+# Constants (Conditional DETR's zero queries) meet fuse_qkv in the optimizer's second round, which runs when
+# shape inference learns something from the first (measured with a Shape of a static shape; without one, no
+# second round and no crash).
+QKV_READERS = 3
+
+
+def _stored_constant_key(t):
+    """Equal stored constants (initializers, Constant nodes) share a key; None for anything else."""
+    if t is None or not t.is_constant or t.producer not in (None, "Constant") or t.is_graph_input or t.stored_elsewhere:
+        return None
+    value = t.value
+    return None if value is None else (t.dtype, value.shape, value.tobytes())
+
+
+def _fuse_qkv_crash(graph, matmuls: list, shape_read: bool) -> str | None:
+    groups: dict = {}
+    for node in matmuls:
+        key = _stored_constant_key(node.input(0))
+        if key is not None:
+            groups.setdefault(key, []).append(node)
+    for readers in groups.values():
+        names = {n.input(0).name for n in readers}
+        if len(readers) != QKV_READERS or (len(names) > 1 and not shape_read):
+            continue
+        if sum(len(graph.consumers(name)) for name in names) != QKV_READERS:
+            continue  # the merged tensor has other readers
+        weights = [n.input(1) for n in readers]
+        if all(w is not None and w.is_constant and w.shape == weights[0].shape for w in weights) and all(
+            graph.only_consumer(n.outputs[0].name) is not None for n in readers
+        ):
+            return f"fuse_qkv on the constant read by {', '.join(n.name for n in readers)}"
     return None
 
 
@@ -75,6 +118,28 @@ def simplifier_removes_an_if_of_a_known_condition(graph, chip):
             continue
         gone.update(o.name for o in node.outputs if o.present)
         graph.fold(node)
+
+
+# A Reshape that onnx2tf meets computing on constants, because onnxsim did not compute it first.
+RESHAPE_OF_CONSTANTS_ATTRIBUTE = "onnx2tf_reshape_of_constants"
+
+
+@RULES.graph_pass("MatMul", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}", SIMPLIFIER=f"onnxsim {ONNXSIM_VERSION}")
+def simplifier_crash_leaves_constant_reshapes(graph, chip):
+    """When {SIMPLIFIER} stops on its fuse_qkv pass (three MatMuls of one constant, or of equal constants, by constant weights of one shape), {CONVERTER} converts the graph as it is: a Reshape of a rank-3+ tensor computed from constants is then marked (rule reshape_of_constants_unsimplified).
+
+    Measured with onnxsim 0.4.36 and onnx2tf 1.29.24 (tests/forms_models.py qkv_equal_constants_*:
+    three equal zero Constants [1, 16, 64] by weights [64, 64] plus bias, Conditional DETR's first
+    decoder queries; fresh6 Conditional DETR).
+    """
+    if not (_onnxsim_refuses(graph) or "").startswith("fuse_qkv"):
+        return
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        data = node.input(0)
+        if data is None or not data.foldable or data.producer in (None, "Constant") or not data.is_static or data.rank < 3:
+            continue
+        kept = {a.name: node.attr(a.name) for a in node.proto.attribute}
+        graph.fuse([node], "Reshape", attributes={**kept, RESHAPE_OF_CONSTANTS_ATTRIBUTE: 1})
 
 
 @RULES.graph_pass("Sqrt", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}")
