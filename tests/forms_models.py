@@ -8763,3 +8763,32 @@ CASES.append(Case("qkv_equal_constants_add", "fresh6: the q/k/v of equal Constan
                   lambda: qkv_of_equal_constants(True, "add"), ("imx93",)))
 CASES.append(Case("qkv_equal_constants_unequal_weights", "fresh6: the same with a value weight [64, 32]: fuse_qkv does not match",
                   lambda: qkv_of_equal_constants(True, "reshape", (64, 64, 32)), ("imx93",)))
+
+
+# ---- fresh6 (TimesFM) on RKNN: a Where with a one-element result ------------------------------------------------
+
+# TimesFM guards its masked context's count against zero, Where(count == 0, 1, count), on a [1] sum. (name, input,
+# axis summed or None): a [1, 1] input; a [1, 8] input summed over axis 1 (TimesFM's [1]); a [1, 8] input; a
+# [1, 8, 8] input summed over axis 2 ([1, 8]). A crash refuses the whole model: each one-element form is a model.
+WHERE_ONE_ELEMENT_FORMS = (("input11", [1, 1], None), ("sum1", [1, 8], 1), ("map18", [1, 8], None), ("sum18", [1, 8, 8], 2))
+
+
+def _where_guard_case(rng, spec) -> tuple[list, list, list, list]:
+    name, shape, axis = spec
+    p = f"wog_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "zero", np.array(0.0, np.float32)), _const(p + "one", np.array(1.0, np.float32))]
+    nodes, src, out = [node("Relu", ["x"], "xr")], "xr", list(shape)
+    if axis is not None:
+        inits.append(_const(p + "axes", np.array([axis], np.int64)))
+        nodes.append(node("ReduceSum", ["xr", "axes"], "count", keepdims=0))
+        src, out = "count", [d for i, d in enumerate(shape) if i != axis]
+    nodes += [node("Equal", [src, "zero"], "empty"), node("Where", ["empty", "one", src], "guarded"), node("Sigmoid", ["guarded"], "y")]
+    return nodes, inits, [_vi(p + "x", shape)], [_vi(p + "y", out)]
+
+
+for _form in WHERE_ONE_ELEMENT_FORMS[:2]:
+    CASES.append(Case(f"where_one_element_{_form[0]}", f"fresh6: TimesFM's Where guard on a one-element tensor ({_form[0]})",
+                      lambda f=_form: _packed(_where_guard_case, (f,), 300, opset=14), ("rk3588", "rk3566")))
+CASES.append(Case("where_of_a_map_pack", "fresh6: the same Where guard on [1, 8] maps (read as is, or summed from [1, 8, 8])",
+                  lambda: _packed(_where_guard_case, WHERE_ONE_ELEMENT_FORMS[2:], 301, opset=14), ("rk3588", "rk3566")))
