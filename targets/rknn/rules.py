@@ -699,10 +699,11 @@ def slice_pair_concatenated(node: NodeView, chip: str):
 @RULES.rule("Where", placement=Placement.UNSUPPORTED, chips=("rk3588", "rk3566", "rk3568"))
 def where_of_one_element(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 crashes (SIGSEGV, after "dataconvert type -1 is unsupport") building a Where computed at run time whose result has one element (TimesFM's guard of a count against zero, Where(count == 0, 1, count), on its [1] sum): the model does not build. A Where of a larger map builds."""
-    # Probed by hand (rknn-toolkit2 2.5.0, int8, opset 14; tests/forms_models.py where_one_element_*): Where(x == 0,
-    # 1, x) on a [1, 1] or [1] input, on a [1, 8] input summed over axis 1, with > 0 and two run-time branches:
-    # crash on RK3588 and RK3566; on [1, 4], [1, 8] and a [1, 8, 8] input summed over axis 2 ([1, 8]): builds; the
-    # comparison Cast to float and Added instead of the Where: builds. RK3568 taken as RK3566.
+    # Probed (rknn-toolkit2 2.5.0, int8, opset 14; tests/forms_models.py where_one_element_*, where_of_a_map_pack,
+    # the rest by hand): Where(x == 0, 1, x) on a [1, 1] or [1] input, on a [1, 8] input summed over axis 1, with > 0
+    # and two run-time branches: crash on RK3588 and RK3566; on [1, 4], [1, 8] and a [1, 8, 8] input summed over
+    # axis 2 ([1, 8]): builds; the comparison Cast to float and Added instead of the Where: builds. RK3568 taken as
+    # RK3566.
     out = node.output(0)
     if out is None or not out.is_static or out.numel != 1:
         return None
