@@ -751,7 +751,12 @@ def _same_columns_of_every_row(indices: np.ndarray, data_shape: tuple) -> bool:
                 and (columns == columns.reshape(-1, columns.shape[-1])[0]).all())
 
 
-@RULES.graph_pass("ScatterND", chips=("rk3588", "rk3566", "rk3568"), OBSERVED=TOOLKIT_OBSERVED)
+# Chips measured for the pass below: RK3576, RK3562 and RV1106 placed scatter_box_pack, _2 and _3 as RK3588 and RK3566
+# did (scripts/probe_rknn_chips.py, tests/fixtures/forms/chip_verdicts.json, 2026-12-05).
+SAME_COLUMNS_SCATTER_CHIPS = ("rk3588", "rk3576", "rk3566", "rk3568", "rk3562", "rv1106")
+
+
+@RULES.graph_pass("ScatterND", chips=SAME_COLUMNS_SCATTER_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
 def scatter_of_the_same_columns_of_every_row(graph, chip):
     """{OBSERVED} runs on the NPU a ScatterND whose constant indices write, in every row of the data (all its leading axes, in order), the same positions of its last axis (Conditional DETR's `boxes[..., :2] += reference`), unless its data is another ScatterND's result: the pass rewrites it into a Concat along the last axis.
 
@@ -761,6 +766,7 @@ def scatter_of_the_same_columns_of_every_row(graph, chip):
     computed from the data's own Slice or not, and a second such ScatterND after a Relu of the first: NPU; the
     same written straight into another ScatterND's result (Conditional DETR's second): CPU; the [:, 1:, 1:]
     block of [1, 17, 17], every element of [1, 20, 4] with axis 1 reversed, and whole rows (indices [1, 5, 2]): CPU.
+    RK3576, RK3562 and RV1106 (scripts/probe_rknn_chips.py, 2026-12-05): the three packs placed the same.
     """
     scatters = [n for n in graph.nodes if n.op_type == "ScatterND"]
     chained = {id(n) for n in scatters if graph.producer(n.inputs[0].name) in scatters}  # decided before any rewrite

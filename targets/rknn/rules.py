@@ -829,16 +829,22 @@ SCALAR_GATHER_CPU_TYPES = ("int64", "int32")
 SCALAR_GATHER_NPU_PRODUCERS = ("ArgMax", "ArgMin")
 
 
-@RULES.rule("Gather", chips=("rk3588", "rk3566", "rk3568"), TYPES=SCALAR_GATHER_CPU_TYPES)
+# Chips measured for the rule below: RK3576, RK3562 and RV1106 placed gather_int64_data_pack's single-index picks
+# as RK3588 and RK3566 did (scripts/probe_rknn_chips.py, tests/fixtures/forms/chip_verdicts.json, 2026-12-05).
+SCALAR_GATHER_CPU_CHIPS = ("rk3588", "rk3576", "rk3566", "rk3568", "rk3562", "rv1106")
+
+
+@RULES.rule("Gather", chips=SCALAR_GATHER_CPU_CHIPS, TYPES=SCALAR_GATHER_CPU_TYPES)
 def integer_gather_at_a_single_index(node: NodeView, chip: str):
-    """The toolkit runs on the CPU a Gather at a single constant index (a scalar or [i]) of a run-time {TYPES} tensor (LayoutLM's box coordinates, bbox[:, :, c] of an int64 input, before their embedding lookups); at two indices, or of float data, the same Gather runs on the NPU (rknn-toolkit2 2.5.0, observed; RK3568 taken as RK3566).
+    """The toolkit runs on the CPU a Gather at a single constant index (a scalar or [i]) of a run-time {TYPES} tensor (LayoutLM's box coordinates, bbox[:, :, c] of an int64 input, before their embedding lookups); at two indices, or of float data, the same Gather runs on the NPU (rknn-toolkit2 2.5.0, observed on RK3588, RK3566 and, 2026-12-05, RK3568, RK3576, RK3562 and RV1106).
 
     Probed (tests/forms_models.py gather_int64_data_pack, _2 and _3, RK3588 and RK3566, 2026-12-05,
     int8): an int64 or int32 input [1, 32, 4] picked at index 0 or -1 of axis 2, or 0 of axis 1, an
     int64 input [1, 32, 1] picked along its axis of one, a float map cast to int64 and a TopK's int64
     indices picked at a scalar, and an int64 input picked at [0]: CPU; a float input picked at 0: NPU;
     an int64 or int32 input picked at [0, 2]: NPU; an ArgMax's [1, 32, 1] indices picked at 0 of axis 2: NPU (not modelled: only that
-    producer is left out).
+    producer is left out). RK3576, RK3562 and RV1106 (scripts/probe_rknn_chips.py, 2026-12-05): every single-index
+    pick on the CPU as well; RV1106 also runs the picks at [0, 2] on the CPU (measured, not modelled).
     """
     x, idx = node.input(0), node.input(1)
     if x is None or idx is None or x.dtype not in SCALAR_GATHER_CPU_TYPES or _known(x) or x.producer in SCALAR_GATHER_NPU_PRODUCERS:
