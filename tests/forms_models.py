@@ -6840,7 +6840,7 @@ def _sam_attention_case(rng, spec) -> tuple[list, list, list, list]:
 
 
 CASES.append(Case("sam_attention_pack", "fresh4: SAM's attention, the key's Transpose beside a query that also makes the relative positions",
-                  lambda: _packed(_sam_attention_case, SAM_ATTENTION_PACK, 253, opset=13), ("rk3588",)))
+                  lambda: _packed(_sam_attention_case, SAM_ATTENTION_PACK, 253, opset=13), ("rk3566", "rk3588")))
 
 
 # ---- fresh2 (timm's ViT-RelPos and ViTamin): a patch embedding's tokens averaged without a class token ----
@@ -8792,3 +8792,128 @@ for _form in WHERE_ONE_ELEMENT_FORMS[:2]:
                       lambda f=_form: _packed(_where_guard_case, (f,), 300, opset=14), ("rk3588", "rk3566")))
 CASES.append(Case("where_of_a_map_pack", "fresh6: the same Where guard on [1, 8] maps (read as is, or summed from [1, 8, 8])",
                   lambda: _packed(_where_guard_case, WHERE_ONE_ELEMENT_FORMS[2:], 301, opset=14), ("rk3588", "rk3566")))
+
+
+
+# ---- fresh4 (SAM's ViTDet attention) on RKNN: the heads' stack flattened to [3, B*H, N, D] before its Split ----------
+
+# transformers' SamVisionAttention: qkv one Linear of B windows' N tokens, Reshape [B, N, 3, H, D], Transpose
+# [2, 0, 3, 1, 4], then Reshape [3, B*H, N, D] (the windows and heads flattened into one batch) before the Split on
+# axis 0 and three Squeezes; q scaled, k swapped [0, 2, 1], q @ k^T, Softmax, @ v, viewed [B, H, N, D], swapped
+# [0, 2, 1, 3], viewed [B, N, C], Linear ("flat"). timm's form ("timm") Splits the stack itself, 4-D parts, k swapped
+# [0, 1, 3, 2]. (name, form, B, N, H, D)
+# Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (2026-12-05, h12-rk66win), not modelled, so not held cases (build
+# with _packed(_sam_stack_case, SAM_STACK_PACK, 331, used_only=True, opset=13), SAM_RELPOS_PACK with seed 337): the
+# tokens a 3-D input shifted by a constant, not SAM's channels-last map (sam_attention_pack). RK3566: "flat" and "timm"
+# at B = 1 and 16 or 64 tokens merged (no layer); 17 tokens: the stack's Transpose and flatten and the key's swap on the
+# CPU; 4 windows: the heads' Reshape, the stack and flatten, q's and k's Squeezes and q's scale on the CPU. "relpos" at
+# B = 1: the stack and flatten, the key's swap, q's view and both Unsqueezes on the CPU, as in sam_attention_pack, but
+# RK3588 ran the stack and flatten on the CPU too there (on the NPU with the map input, as in SAM): not explained.
+SAM_STACK_PACK = (
+    ("flat_b1n16h2d32", "flat", 1, 16, 2, 32), ("timm_b1n16h2d32", "timm", 1, 16, 2, 32),
+    ("flat_b1n64h2d32", "flat", 1, 64, 2, 32), ("flat_b1n16h4d16", "flat", 1, 16, 4, 16),
+    ("flat_b4n16h2d32", "flat", 4, 16, 2, 32), ("flat_b1n17h2d32", "flat", 1, 17, 2, 32),
+)
+# SAM's decomposed relative positions ("relpos"): q (unscaled) also viewed [B*H, s, s, D], two Einsums with constant
+# tables [s, s, D] (rows, columns), unsqueezed at -1 and -2, added, viewed [B*H, N, N] and added to the scores.
+SAM_RELPOS_PACK = (
+    ("relpos_b1n64h2d32", "relpos", 1, 64, 2, 32), ("relpos_b4n16h2d32", "relpos", 4, 16, 2, 32),
+    ("relpos_b1n16h2d32", "relpos", 1, 16, 2, 32),
+)
+
+
+def _sam_stack_case(rng, spec) -> tuple[list, list, list, list]:
+    name, form, b, n, h, d = spec
+    p = f"samst_{name}_"
+    node = _prefixed(p)
+    c = h * d
+    inits = [_const(p + "w_qkv", _weights(rng, c, 3 * c)), _const(p + "b_qkv", _weights(rng, 3 * c)),
+             _const(p + "heads", np.array([b, n, 3, h, d], np.int64)), _const(p + "flat", np.array([3, b * h, n, d], np.int64)),
+             _const(p + "thirds", np.array([1, 1, 1], np.int64)), _const(p + "ax0", np.array([0], np.int64)),
+             _const(p + "scale", np.array(d ** -0.5, np.float32)), _const(p + "unflat", np.array([b, h, n, d], np.int64)),
+             _const(p + "merged", np.array([b, n, c], np.int64)), _const(p + "w_out", _weights(rng, c, c)),
+             _const(p + "shift", _weights(rng, c))]
+    nodes = [node("Add", ["x", "shift"], "xa"), node("MatMul", ["xa", "w_qkv"], "qkv0"), node("Add", ["qkv0", "b_qkv"], "qkv"),
+             node("Reshape", ["qkv", "heads"], "qkv5"), node("Transpose", ["qkv5"], "stack", perm=[2, 0, 3, 1, 4])]
+    flat = form in ("flat", "relpos")
+    if flat:
+        nodes.append(node("Reshape", ["stack", "flat"], "stack4"))
+    nodes += [helper.make_node("Split", [p + ("stack4" if flat else "stack"), p + "thirds"], [p + "q5", p + "k5", p + "v5"], name=p + "split", axis=0),
+              node("Squeeze", ["q5", "ax0"], "q"), node("Squeeze", ["k5", "ax0"], "k"), node("Squeeze", ["v5", "ax0"], "v"),
+              node("Mul", ["q", "scale"], "qs"), node("Transpose", ["k"], "kt", perm=[0, 2, 1] if flat else [0, 1, 3, 2]),
+              node("MatMul", ["qs", "kt"], "s" if form != "relpos" else "s0")]
+    if form == "relpos":
+        nodes += _sam_relative_positions(rng, p, node, inits, b * h, n, d)
+    nodes += [node("Softmax", ["s"], "a", axis=-1), node("MatMul", ["a", "v"], "o")]
+    if flat:
+        nodes.append(node("Reshape", ["o", "unflat"], "o4"))
+    nodes += [node("Transpose", ["o4" if flat else "o"], "ot", perm=[0, 2, 1, 3]), node("Reshape", ["ot", "merged"], "om"),
+              node("MatMul", ["om", "w_out"], "y")]
+    return nodes, inits, [_vi(p + "x", [b, n, c])], [_vi(p + "y", [b, n, c])]
+
+
+def _sam_relative_positions(rng, p, node, inits, bh, n, d) -> list:
+    """SAM's add_decomposed_rel_pos on q [B*H, N, D]: the scores "s0" plus the rows' and columns' terms, as "s"."""
+    side = int(round(n ** 0.5))
+    inits += [_const(p + "q_map", np.array([bh, side, side, d], np.int64)), _const(p + "rel_h", _weights(rng, side, side, d)),
+              _const(p + "rel_w", _weights(rng, side, side, d)), _const(p + "axm1", np.array([-1], np.int64)),
+              _const(p + "axm2", np.array([-2], np.int64)), _const(p + "scores", np.array([bh, n, n], np.int64))]
+    return [node("Reshape", ["q", "q_map"], "qm"), helper.make_node("Einsum", [p + "qm", p + "rel_h"], [p + "eh"], name=p + "eh", equation="bhwc,hkc->bhwk"),
+            helper.make_node("Einsum", [p + "qm", p + "rel_w"], [p + "ew"], name=p + "ew", equation="bhwc,wkc->bhwk"),
+            node("Unsqueeze", ["eh", "axm1"], "eh5"), node("Unsqueeze", ["ew", "axm2"], "ew5"), node("Add", ["eh5", "ew5"], "rel5"),
+            node("Reshape", ["rel5", "scores"], "rel"), node("Add", ["s0", "rel"], "s")]
+
+
+
+
+# SAM's heads merged through its map ("map"): attn @ v [B*H, N, D] viewed [B, H, a, a, D], swapped [0, 2, 3, 1, 4],
+# viewed [B, a, a, C] and the out-projection Linear on that map (transformers' SamVisionAttention), instead of
+# sam_attention_pack's [B, H, N, D], [0, 2, 1, 3], [B, N, C]; the rest as sam_attention_pack. (name, B, N, H, D, bias)
+SAM_MAP_MERGE_PACK = (("relq_glob64_map", 1, 64, 2, 32, "q"), ("none_glob64_map", 1, 64, 2, 32, "none"),
+                      ("relq_win16_map", 1, 16, 2, 32, "q"))
+# The same with SAM's two Casts to float32 of the probabilities (softmax(dtype=float32).to(q.dtype)) before @ v ("cast").
+SAM_MAP_MERGE_PACK_2 = (("relq_glob64_cast", 1, 64, 2, 32, "q", "cast"), ("none_glob64_cast", 1, 64, 2, 32, "none", "cast"))
+
+
+def _sam_map_merge_case(rng, spec) -> tuple[list, list, list, list]:
+    name, b, n, heads, d, _, *cast = spec
+    nodes, inits, inputs, _ = _sam_attention_case(rng, spec[:6])
+    p = f"sam_{name}_"
+    node = _prefixed(p)
+    c, a = heads * d, int(round(n ** 0.5))
+    nodes = nodes[:next(i for i, x in enumerate(nodes) if x.name == p + "o") + 1]
+    if cast:
+        nodes[-1:] = [node("Cast", ["attn"], "attn_c", to=1), node("Cast", ["attn_c"], "attn_cc", to=1), node("MatMul", ["attn_cc", "v"], "o")]
+    inits += [_const(p + "map5", np.array([b, heads, a, a, d], np.int64)), _const(p + "map4", np.array([b, a, a, c], np.int64))]
+    nodes += [node("Reshape", ["o", "map5"], "o5"), node("Transpose", ["o5"], "ot5", perm=[0, 2, 3, 1, 4]),
+              node("Reshape", ["ot5", "map4"], "omap"), node("MatMul", ["omap", "wo"], "y")]
+    return nodes, inits, inputs, [_vi(p + "y", [b, a, a, c])]
+
+
+CASES.append(Case("sam_map_merge_pack", "fresh4: SAM's attention with its heads merged through the map ([B, H, a, a, D] swapped [0, 2, 3, 1, 4])",
+                  lambda: _packed(_sam_map_merge_case, SAM_MAP_MERGE_PACK, 347, opset=13), ("rk3566", "rk3588")))
+CASES.append(Case("sam_map_merge_pack_2", "fresh4: SAM's attention merged through the map, its probabilities cast twice to float32",
+                  lambda: _packed(_sam_map_merge_case, SAM_MAP_MERGE_PACK_2, 349, opset=13), ("rk3566", "rk3588")))
+
+# The same between SAM's patch embedding and neck ("conv"): a 1x1 Conv of an image [B, C, a, a] swapped [0, 2, 3, 1]
+# into the map, the attention's output added to that map, swapped back [0, 3, 1, 2] into a 1x1 Conv.
+# Measured (rknn-toolkit2 2.5.0, RK3566 and RK3588, 2026-12-05), not modelled, so not held (build with
+# _packed(_sam_between_convs_case, SAM_MAP_MERGE_PACK_3, 353, opset=13)): RK3566 runs the swap back into the neck's Conv
+# on the NPU (SAM's neck/Transpose), where the audit has a CPU Transpose layer (the sum of an unbiased Linear and a
+# map's swap is no stream channels_last_linear_stream_into_a_conv takes); the heads' merge through the map merged.
+SAM_MAP_MERGE_PACK_3 = (("relq_glob64_conv", 1, 64, 2, 32, "q", "cast", "conv"), ("none_glob64_conv", 1, 64, 2, 32, "none", "cast", "conv"),
+                        ("relq_win16_conv", 1, 16, 2, 32, "q", "", "conv"))
+
+
+def _sam_between_convs_case(rng, spec) -> tuple[list, list, list, list]:
+    name, b, n, heads, d, bias, cast, _ = spec
+    nodes, inits, inputs, outputs = _sam_map_merge_case(rng, (name, b, n, heads, d, bias, *([cast] if cast else [])))
+    p = f"sam_{name}_"
+    node = _prefixed(p)
+    c, a = heads * d, int(round(n ** 0.5))
+    inits += [_const(p + "w_embed", _weights(rng, c, c, 1, 1)), _const(p + "w_neck", _weights(rng, c, c, 1, 1))]
+    nodes = [node("Conv", ["img", "w_embed"], "embedded"), node("Transpose", ["embedded"], "x", perm=[0, 2, 3, 1])] + nodes
+    nodes += [node("Add", ["y", "x"], "res"), node("Transpose", ["res"], "res_t", perm=[0, 3, 1, 2]), node("Conv", ["res_t", "w_neck"], "out")]
+    return nodes, inits, [_vi(p + "img", [b, c, a, a])], [_vi(p + "out", [b, c, a, a])]
+
+

@@ -2434,7 +2434,7 @@ def merge_of_many_token_sets(graph, chip):
 # RK3588: the key's swap of a joint projection whose query also feeds another computation (SAM's
 # decomposed relative positions) is a Transpose layer of its own, on the CPU (rules.key_beside_a_query_read_twice).
 KEY_BESIDE_SHARED_QUERY_ATTRIBUTE = "rknn_key_beside_shared_query"
-KEY_BESIDE_SHARED_QUERY_CHIPS = ("rk3588",)
+KEY_BESIDE_SHARED_QUERY_CHIPS = ("rk3588", "rk3566", "rk3568")  # RK3568 taken as RK3566 (sam_attention_pack)
 
 
 def _key_beside_a_shared_query(graph, node) -> bool:
@@ -2459,6 +2459,47 @@ def _key_beside_a_shared_query(graph, node) -> bool:
             if len([r for r in graph.consumers(part.outputs[0].name) if r.op_type != "Shape"]) > 1:
                 return True
     return False
+
+
+def _shared_query_of(graph, key):
+    """For the key's swap `key` of _key_beside_a_shared_query: (the stack's Transpose [2, 0, 3, 1, 4] and its
+    flatten [3, B*H, N, D] before the Split, the Reshapes that view the query read twice); else None."""
+    squeeze = graph.producer(key.inputs[0].name)
+    split = graph.producer(squeeze.inputs[0].name)
+    flatten = graph.producer(split.inputs[0].name) if split.inputs else None
+    stack = graph.producer(flatten.inputs[0].name) if flatten is not None and flatten.op_type == "Reshape" and flatten.inputs else None
+    if stack is None or stack.op_type != "Transpose" or _perm(stack) != [2, 0, 3, 1, 4] or graph.only_consumer(flatten.outputs[0].name) is not split:
+        return None
+    views = []
+    for o in split.outputs:
+        for part in graph.consumers(o.name):
+            readers = [r for r in graph.consumers(part.outputs[0].name) if r.op_type != "Shape"] if part.op_type == "Squeeze" and part.outputs else []
+            if len(readers) > 1:
+                views += [r for r in readers if r.op_type == "Reshape" and r.outputs and r.outputs[0].rank == 4]
+    return (stack, flatten, views) if graph.only_consumer(stack.outputs[0].name) is flatten else None
+
+
+# RK3566/RK3568: the stack of such a joint projection and the query's view into a map, kept as layers (CPU).
+STACK_BESIDE_SHARED_QUERY_ATTRIBUTE = "rknn_stack_beside_shared_query"
+
+
+@RULES.graph_pass("Transpose", chips=("rk3566", "rk3568"), OBSERVED=TOOLKIT_OBSERVED)
+def stack_beside_a_query_read_twice(graph, chip):
+    """{OBSERVED} keeps the stack of a joint q/k/v projection (Transpose [2, 0, 3, 1, 4], then flattened to [3, B*H, N, D] before the Split: SAM's ViTDet attention) one Transpose layer with its flatten when the query it unbinds is also viewed as a map for another computation (SAM's decomposed relative positions from q), and that view (a Reshape) a layer of its own: on RK3566/RK3568 both run on the CPU, as does the key's swap into the scores (rules.key_beside_a_query_read_twice); with the query read by its scale alone the stack merges as usual.
+
+    Measured with rknn-toolkit2 2.5.0 (2026-12-05, tests/forms_models.py sam_attention_pack on RK3566
+    and RK3588: a [1, 4, 4, 64] or [1, 8, 8, 64] map, 2 heads of 32): with the relative positions from
+    q, the stack's Transpose and flatten, the key's swap and q's view on RK3566's CPU (RK3588: the key's
+    swap alone); a constant bias or none: all merged.
+    """
+    for key in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        found = _shared_query_of(graph, key) if _key_beside_a_shared_query(graph, key) else None
+        if found is None:
+            continue
+        stack, flatten, views = found
+        graph.fuse([stack, flatten], "Transpose", leader=stack, attributes={"perm": _perm(stack), STACK_BESIDE_SHARED_QUERY_ATTRIBUTE: 1})
+        for view in views:
+            graph.fuse([view], "Reshape", attributes={STACK_BESIDE_SHARED_QUERY_ATTRIBUTE: 1})
 
 
 # The attribute the pass below gives the Expand that repeats one key/value head (its repeats).
@@ -2574,8 +2615,8 @@ def transposes_merged_into_matmul(graph, chip):
         if chip in KEY_BESIDE_SHARED_QUERY_CHIPS and _key_beside_a_shared_query(graph, node):
             graph.fuse([node], "Transpose", attributes={"perm": _perm(node), KEY_BESIDE_SHARED_QUERY_ATTRIBUTE: 1})
             continue  # a Transpose layer of its own, on the CPU (rules place it)
-        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, HALVES_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE, NORMED_HEADS_ATTRIBUTE, TORCH_KV_PART_ATTRIBUTE)):
-            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts, heads_normed_then_rotated, torch_key_value_in_projection)
+        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, HALVES_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE, NORMED_HEADS_ATTRIBUTE, TORCH_KV_PART_ATTRIBUTE, STACK_BESIDE_SHARED_QUERY_ATTRIBUTE)):
+            continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts, heads_normed_then_rotated, torch_key_value_in_projection, stack_beside_a_query_read_twice)
         if not (_reaches_matmul(graph, node, forward=True, by_constant=chip in TRANSPOSE_LAYER_ALIGN) or _reaches_matmul(graph, node, forward=False)):
             if not (chip in TRANSPOSE_LAYER_ALIGN and _rotated_into_product(graph, node)):
                 continue

@@ -875,13 +875,34 @@ def einsum_equation_with_spaces(node: NodeView, chip: str):
     return Offence(equation, f"term {padded[0]!r} carries {padded[0].count(' ')} spaces") if padded else None
 
 
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def query_view_beside_a_kept_stack(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU the view of a joint projection's query into a map for another computation (SAM's q viewed [B*H, h, w, D] for its decomposed relative positions), with the projection's stack and flatten on the CPU beside it (rknn-toolkit2 2.5.0, observed; passes.stack_beside_a_query_read_twice marks it and says what was measured)."""
+    return Offence("query read twice", "view of the query into a map") if node.attr(_passes.STACK_BESIDE_SHARED_QUERY_ATTRIBUTE) is not None else None
+
+
+@RULES.rule("Unsqueeze", chips=("rk3566", "rk3568"))
+def unit_axis_of_an_einsum_for_an_outer_sum(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU both Unsqueezes of SAM's decomposed relative positions: a 4-D [B, a, b, k] Einsum result (B of 2 or more) given a unit axis at 3 or 4 for the Add that sums the two (rel_h[..., None] + rel_w[..., None, :]), whatever k; with B = 1 they merge (rknn-toolkit2 2.5.0, observed; RK3568 taken as RK3566).
+
+    Probed (2026-12-05, RK3566): tests/forms_models.py sam_attention_pack (B*H = 2, 4x4 and 8x8 maps,
+    held) and rel_pos_sum_pack (B of 8, 2, 4 with k of 4, 8, 12, 16: both Unsqueezes CPU; B = 1, k = 8:
+    merged; recorded on RK3588 only, since its 3-D output's Relu ran on RK3566's CPU, not modelled).
+    """
+    x, y = node.input(0), node.output(0)
+    axes = _ints(node.input(1).value) if node.input(1) is not None and node.input(1).value is not None else _ints(node.attr("axes"))
+    if x is None or y is None or not x.is_static or x.rank != 4 or x.shape[0] < 2 or [a % 5 for a in axes] not in ([3], [4]):
+        return None
+    return Offence(x.shape[0], "a unit axis of an Einsum's terms for an outer sum") if x.producer == "Einsum" and y.consumers == ("Add",) else None
+
+
 @RULES.rule("Transpose", chips=_passes.KEY_BESIDE_SHARED_QUERY_CHIPS)
 def key_beside_a_query_read_twice(node: NodeView, chip: str):
-    """On RK3588 the toolkit runs on the CPU, as a Transpose layer of its own, the key's swap into attention's scores when the key is a part of a joint q/k/v projection (Split and Squeeze) and the query also feeds another computation (SAM's decomposed relative positions made from q); with the query read by its scale alone the swap merges into the product (rknn-toolkit2 2.5.0, observed; passes.transposes_merged_into_matmul marks it).
+    """On RK3588, RK3566 and RK3568 the toolkit runs on the CPU, as a Transpose layer of its own, the key's swap into attention's scores when the key is a part of a joint q/k/v projection (Split and Squeeze) and the query also feeds another computation (SAM's decomposed relative positions made from q); with the query read by its scale alone the swap merges into the product (rknn-toolkit2 2.5.0, observed; passes.transposes_merged_into_matmul marks it).
 
-    Probed (tests/forms_models.py sam_attention_pack, RK3588, 2026-12-04): a [1, 4, 4, 64] and a
+    Probed (tests/forms_models.py sam_attention_pack, RK3588, 2026-12-04; RK3566, 2026-12-05): a [1, 4, 4, 64] and a
     [1, 8, 8, 64] map, 2 heads of 32, relative positions from q: the key's Transpose on the CPU;
-    a constant bias or none: merged, no layer.
+    a constant bias or none: merged, no layer (RK3566 also keeps the stack: passes.stack_beside_a_query_read_twice).
     """
     return Offence("query read twice", "key of a joint projection") if node.attr(_passes.KEY_BESIDE_SHARED_QUERY_ATTRIBUTE) is not None else None
 
