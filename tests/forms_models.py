@@ -8917,3 +8917,35 @@ def _sam_between_convs_case(rng, spec) -> tuple[list, list, list, list]:
     return nodes, inits, [_vi(p + "img", [b, c, a, a])], [_vi(p + "out", [b, c, a, a])]
 
 
+# ViViT's tubelet tokens into a Concat with the class token: a 3-D Conv [1, 3, 8, 32, 32] by 2x8x8 into 32 channels,
+# Reshape [1, 32, -1], then (name, reader): a Transpose into a Concat after a constant class token ("concat_const"),
+# after a run-time token ("concat_runtime"), the Reshape straight into a Concat along the channels ("concat_direct"),
+# a Transpose into an Add of position embeddings ("add").
+CONV3D_TOKENS_PACK = (("concat_const",), ("concat_runtime",), ("concat_direct",), ("add",))
+
+
+def _conv3d_tokens_case(rng, spec) -> tuple[list, list, list, list]:
+    (name,) = spec
+    p = f"c3t_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", (_weights(rng, 32, 3, 2, 8, 8) * 0.05).astype(np.float32)), _const(p + "b", np.zeros(32, np.float32)),
+             _const(p + "flat", np.array([1, 32, -1], np.int64)), _const(p + "cls", (_weights(rng, 1, 1, 32) * 0.1).astype(np.float32))]
+    nodes = [node("Conv", ["x", "w", "b"], "conv", kernel_shape=[2, 8, 8], strides=[2, 8, 8]), node("Reshape", ["conv", "flat"], "tok")]
+    inputs, out = [_vi(p + "x", [1, 3, 8, 32, 32])], [1, 65, 32]
+    if name == "concat_direct":
+        inits[-1] = _const(p + "cls", (_weights(rng, 1, 32, 1) * 0.1).astype(np.float32))
+        return nodes + [node("Concat", ["cls", "tok"], "y", axis=2)], inits, inputs, [_vi(p + "y", [1, 32, 65])]
+    nodes.append(node("Transpose", ["tok"], "t", perm=[0, 2, 1]))
+    if name == "add":
+        inits.append(_const(p + "pos", (_weights(rng, 1, 64, 32) * 0.1).astype(np.float32)))
+        return nodes + [node("Add", ["t", "pos"], "y")], inits, inputs, [_vi(p + "y", [1, 64, 32])]
+    first = "cls"
+    if name == "concat_runtime":
+        nodes.append(node("Relu", ["r"], "rr"))
+        inputs.append(_vi(p + "r", [1, 1, 32]))
+        first = "rr"
+    return nodes + [node("Concat", [first, "t"], "y", axis=1)], inits, inputs, [_vi(p + "y", out)]
+
+
+CASES.append(Case("conv3d_tokens_imx_pack", "fresh6: ViViT's 3-D Conv tokens Reshaped into a Concat with a class token, through onnx2tf",
+                  lambda: _packed(_conv3d_tokens_case, CONV3D_TOKENS_PACK, 283, opset=14), ("imx93",)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from edgedeploy.audit.rules import NodeView, Offence, Placement
 from edgedeploy.targets.eiq.rules.documents import NPU_TABLES, RULES, TENSORFLOW_VERSION, VELA_VERSION
-from edgedeploy.targets.eiq.rules.passes import FLOAT_MIN_MASK_ATTRIBUTE, MEAN_IN_ONNX_ORDER_ATTRIBUTE, PADDED_INPUT_BESIDE_A_CONCAT_ATTRIBUTE, STRIDED_PADDING_ATTRIBUTE, transpose_conv_stride_refused
+from edgedeploy.targets.eiq.rules.passes import CONV3D_TOKENS_INTO_A_CONCAT_ATTRIBUTE, FLOAT_MIN_MASK_ATTRIBUTE, MEAN_IN_ONNX_ORDER_ATTRIBUTE, PADDED_INPUT_BESIDE_A_CONCAT_ATTRIBUTE, STRIDED_PADDING_ATTRIBUTE, transpose_conv_stride_refused
 from edgedeploy.targets.eiq.rules.onnx2tf import float_only_ops, has_float_data, input_rank, node_tflite_ops, static_shape, tf_axis, tf_shape
 
 IMX93 = ("imx93",)
@@ -91,6 +91,14 @@ def maximum_of_a_float_result(node, chip):
     data = node.input(0)
     if data is not None and data.producer in FLOAT_RESULT_PRODUCERS and has_float_data(node) and _min_only_clip(node):
         return Offence(data.producer, f"MAXIMUM of the float result of a {data.producer}")
+    return None
+
+
+@RULES.rule("Reshape", placement=Placement.FLOAT, QUANTISER=f"TensorFlow {TENSORFLOW_VERSION}'s int8 quantiser")
+def float_tokens_of_a_conv3d_into_a_concat(node, chip):
+    """This Reshape turns a 3-D Conv's float result (CONV_3D) into tokens a Concat reads; {QUANTISER} leaves its layout TRANSPOSE in float (measured: passes.conv3d_tokens_into_a_concat), on the CPU of the i.MX 93."""
+    if node.attr(CONV3D_TOKENS_INTO_A_CONCAT_ATTRIBUTE):
+        return Offence("TRANSPOSE", "layout TRANSPOSE of a CONV_3D result read by a Concat")
     return None
 
 
