@@ -173,6 +173,7 @@ MEASURED_NOT_MODELLED: dict[tuple[str, str], str] = {
     ("tiled_query_pack_rk3566", "rk3576"): "tile4d_product_q_heads accelerator/fallback, tile4d_16_windows_4_heads_q_heads accelerator/fallback (+1)",
     ("tiled_query_pack_rk3566", "rv1106"): "tile4d_product_tile unsupported/fallback, tile4d_product_q_heads accelerator/fallback (+5)",
     ("unfold_pack", "rv1106"): "unfold_tnt_k16_n4_pad accelerator/fallback, unfold_tnt_k16_n4_rows accelerator/fallback (+14)",
+    ("where_of_a_map_pack", "rv1106"): "wog_map18_empty unsupported/fallback, wog_sum18_empty unsupported/fallback",
     ("window_axis_attention_pack", "rv1106"): "w9_both_qkv_t accelerator/fallback, w9_both_split_qkv accelerator/fallback (+23)",
     ("window_cosine_pack", "rv1106"): "s16c96_w8_cosine_q_clip accelerator/fallback, s16c96_w8_cosine_q_full accelerator/fallback (+6)",
     ("window_pack", "rv1106"): "s21c96_attention_qkv_mm accelerator/fallback, s21c96_attention_qkv accelerator/fallback (+49)",

@@ -696,14 +696,19 @@ def slice_pair_concatenated(node: NodeView, chip: str):
     return Offence("fuse_slice_slice_concat_to_conv", f"two Slices of one {out.rank}-D tensor rejoined")
 
 
-@RULES.rule("Where", placement=Placement.UNSUPPORTED, chips=("rk3588", "rk3566", "rk3568"))
+# Chips measured for the rule below: RK3568, RK3576, RK3562 and RV1106 crash on where_one_element_input11 and _sum1
+# as RK3588 and RK3566 do, and build where_of_a_map_pack (scripts/probe_rknn_chips.py, 2026-12-05).
+WHERE_OF_ONE_ELEMENT_CHIPS = ("rk3588", "rk3576", "rk3566", "rk3568", "rk3562", "rv1106")
+
+
+@RULES.rule("Where", placement=Placement.UNSUPPORTED, chips=WHERE_OF_ONE_ELEMENT_CHIPS)
 def where_of_one_element(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 crashes (SIGSEGV, after "dataconvert type -1 is unsupport") building a Where computed at run time whose result has one element (TimesFM's guard of a count against zero, Where(count == 0, 1, count), on its [1] sum): the model does not build. A Where of a larger map builds."""
     # Probed (rknn-toolkit2 2.5.0, int8, opset 14; tests/forms_models.py where_one_element_*, where_of_a_map_pack,
     # the rest by hand): Where(x == 0, 1, x) on a [1, 1] or [1] input, on a [1, 8] input summed over axis 1, with > 0
     # and two run-time branches: crash on RK3588 and RK3566; on [1, 4], [1, 8] and a [1, 8, 8] input summed over
-    # axis 2 ([1, 8]): builds; the comparison Cast to float and Added instead of the Where: builds. RK3568 taken as
-    # RK3566.
+    # axis 2 ([1, 8]): builds; the comparison Cast to float and Added instead of the Where: builds. The same on RK3568,
+    # RK3576, RK3562 and RV1106 (scripts/probe_rknn_chips.py).
     out = node.output(0)
     if out is None or not out.is_static or out.numel != 1:
         return None
