@@ -8949,3 +8949,33 @@ def _conv3d_tokens_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("conv3d_tokens_imx_pack", "fresh6: ViViT's 3-D Conv tokens Reshaped into a Concat with a class token, through onnx2tf",
                   lambda: _packed(_conv3d_tokens_case, CONV3D_TOKENS_PACK, 283, opset=14), ("imx93",)))
+# ---- fresh5 (Speech2Text) on RKNN: tokens swapped into a Conv1d, by source and token count ----
+
+# Speech2Text's subsampler reads its features [1, T, F] swapped [0, 2, 1] into a Conv1d. (name, T, F, source, kernel,
+# stride): source "input" (the model's input itself), "relu" (a Relu of it), "norm" (a LayerNorm over F); the
+# Conv1d (32 channels) and a Relu, then a second swap [0, 2, 1] back into a Linear to 16 values.
+TOKENS_INTO_CONV1D_PACK = (
+    ("input_t100_f80", 100, 80, "input", 5, 2), ("input_t64_f40", 64, 40, "input", 3, 1), ("relu_t100_f80", 100, 80, "relu", 5, 2),
+    ("relu_t49_f64", 49, 64, "relu", 3, 1), ("relu_t50_f64", 50, 64, "relu", 3, 1), ("norm_t100_f80", 100, 80, "norm", 5, 1),
+    ("relu_t64_f64", 64, 64, "relu", 3, 1), ("relu_t24_f64", 24, 64, "relu", 3, 1), ("relu_t96_f80", 96, 80, "relu", 5, 2),
+)
+
+
+def _tokens_into_conv1d_case(rng, spec) -> tuple[list, list, list, list]:
+    name, t, f, source, k, s = spec
+    p = f"tic_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, 32, f, k)), _const(p + "b", _weights(rng, 32)), _const(p + "g", np.ones(f, np.float32)),
+             _const(p + "beta", np.zeros(f, np.float32)), _const(p + "w_out", _weights(rng, 32, 16))]
+    nodes = {"input": [], "relu": [node("Relu", ["x"], "src")], "norm": [node("LayerNormalization", ["x", "g", "beta"], "src", axis=-1, epsilon=1e-5)]}[source]
+    nodes += [node("Transpose", ["x" if source == "input" else "src"], "swap", perm=[0, 2, 1]),
+              node("Conv", ["swap", "w", "b"], "conv", pads=[k // 2, k // 2], strides=[s]), node("Relu", ["conv"], "act"),
+              node("Transpose", ["act"], "back", perm=[0, 2, 1]), node("MatMul", ["back", "w_out"], "y")]
+    length = (t + 2 * (k // 2) - k) // s + 1
+    return nodes, inits, [_vi(p + "x", [1, t, f])], [_vi(p + "y", [1, length, 16])]
+
+
+CASES.append(Case("tokens_into_conv1d_pack", "fresh5: tokens swapped into a Conv1d, from the input or not, by token count (Speech2Text's subsampler)",
+                  lambda: _packed(_tokens_into_conv1d_case, TOKENS_INTO_CONV1D_PACK, 415, opset=17), ("rk3566",)))
+# Measured on RK3588 too (2026-12-05), not modelled there: the model input [1, 64, 40] swapped into the Conv1d on its CPU
+# (as Speech2Text's pack found for F = 24 and 40), every other swap on its NPU; the pack is held for RK3566 only.

@@ -3243,6 +3243,37 @@ def _tokens_into_conv1d(graph, node) -> bool:
     return bool(convs) and all(r in convs or (r.op_type == "Add" and _conv1d_before(graph, r) is not None) for r in readers)
 
 
+TOKENS_INTO_CONV1D_ATTRIBUTE = "rknn_tokens_moved_into_a_conv1d"  # T of the tokens [N, T, C]
+TOKENS_INTO_CONV1D_ALIGN = 8
+
+
+@RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED, ALIGN=TOKENS_INTO_CONV1D_ALIGN)
+def tokens_moved_into_a_conv1d(graph, chip):
+    """{OBSERVED} runs on the CPU of RK3566/RK3568, as a Transpose layer, the swap [0, 2, 1] of tokens [N, T, C] read only by 1-D convolutions when the tokens are the model's input (Speech2Text's features into its subsampler), or a Relu or a LayerNorm of it and T is not a multiple of {ALIGN}; tokens of a Linear or a residual stream with one (which the toolkit holds as [N, C, 1, T] already: wav2vec2's positional convolution, Mimi's downsampling; conv1d_result_swapped_into_tokens) have the swap on the NPU or no layer. The pass marks the Transpose for the rule tokens_moved_into_a_conv1d (conv1d_result_swapped_into_tokens then leaves it).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 (2026-12-05, int8, opset 17; tests/forms_models.py
+    tokens_into_conv1d_pack and scratch grids; found on fresh5's hf_speech_to_text/rk3566): tokens
+    after a Relu (or a LayerNorm), kernel 1, 3 or 5, stride 1 or 2: 8, 16, 24, 32, 40, 48, 56, 64 and
+    96 tokens of 24 to 80 channels: NPU; 49, 50 and 100 tokens: CPU; the model's input [1, 64, 64],
+    [1, 64, 40] or [1, 100, 80] swapped straight into the Conv1d: CPU. The SqueezeBERT form (the
+    swap also read by a residual Add in the convolutions' layout) is left to conv1d_result_swapped_into_tokens.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if _perm(node) != TOKEN_SWAP or not node.outputs or node.inputs[0].rank != 3 or not _own_node(graph, node):
+            continue
+        readers = graph.consumers(node.outputs[0].name)
+        if not readers or any(r.op_type != "Conv" or r.inputs[0].name != node.outputs[0].name for r in readers):
+            continue
+        tokens = _static_shape(node.inputs[0])
+        source = graph.producer(node.inputs[0].name)
+        # Measured on the input and on a Relu or a LayerNorm of it; other token streams (a Linear's result, a residual
+        # sum with one: wav2vec2, Mimi's tokens_into_padded_conv_pack at 7 tokens) have the swap on the NPU.
+        of_input = source is not None and source.op_type in ("Relu", "LayerNormalization") and graph.producer(source.inputs[0].name) is None
+        if not tokens or (source is not None and (not of_input or tokens[1] % TOKENS_INTO_CONV1D_ALIGN == 0)):
+            continue
+        graph.fuse([node], "Transpose", attributes={"perm": [0, 2, 1], TOKENS_INTO_CONV1D_ATTRIBUTE: int(tokens[1])})
+
+
 @RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED, MAX_CHAIN=MAX_POSITIONWISE_CHAIN)
 def conv1d_result_swapped_into_tokens(graph, chip):
     """{OBSERVED} holds a 1-D convolution's result [N, C, L] as (N, C, 1, L), and tokens [N, L, C] the same way, so a Transpose [0, 2, 1] that turns the one into the other (through up to {MAX_CHAIN} position-wise operators or Slices along the last axis: wav2vec2's and HuBERT's positional convolution, its extra step dropped, GELU) moves no data and has no layer of its own (its pass bypass_two_reshape), even on RK3566/RK3568 where a Transpose layer runs on the CPU; but where the tokens go straight to a model output (the Transpose's reader writes one) it is a Transpose layer, on the CPU.
@@ -3260,6 +3291,8 @@ def conv1d_result_swapped_into_tokens(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if _perm(node) != TOKEN_SWAP or not node.outputs or graph.producer(node.outputs[0].name) is not node:
             continue
+        if node.attr(TOKENS_INTO_CONV1D_ATTRIBUTE) is not None:
+            continue  # a Transpose layer (tokens_moved_into_a_conv1d)
         readers = graph.consumers(node.outputs[0].name)
         # A LayerNorm over the tokens writing the model output leaves no Transpose layer (SqueezeBERT's
         # last norm); tokens swapped into a Conv1d that writes the model output neither (HiFi-GAN's

@@ -2240,3 +2240,10 @@ def channels_moved_by_a_map_view(node: NodeView, chip: str):
 def lstm_squeeze_before_a_moved_swap(node: NodeView, chip: str):
     """On this chip the toolkit runs on the CPU, as a Transpose layer, the Squeeze of an LSTM's output added to the LSTM's input when the sum's swap back is followed by a Pad, which the toolkit moves that swap past (rknn-toolkit2 2.5.0, observed on EnCodec's residual LSTM; passes.lstm_squeeze_before_a_moved_swap marks it and says what was measured)."""
     return Offence("Pad", "LSTM output squeezed before a swap moved past a") if node.attr(_passes.LSTM_SQUEEZE_ATTRIBUTE) is not None else None
+
+
+@RULES.rule("Transpose", chips=_passes.SOFTMAX_ON_CPU_CHIPS, ALIGN=_passes.TOKENS_INTO_CONV1D_ALIGN)
+def tokens_moved_into_a_conv1d(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU, as a Transpose layer, the swap of tokens [N, T, C] into 1-D convolutions when the tokens are the model's input, or a Relu or a LayerNorm of it and T is not a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed on Speech2Text's subsampler; passes.tokens_moved_into_a_conv1d marks it and says what was measured)."""
+    tokens = node.attr(_passes.TOKENS_INTO_CONV1D_ATTRIBUTE)
+    return Offence(int(tokens), "tokens swapped into a Conv1d") if tokens is not None else None
