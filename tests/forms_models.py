@@ -8979,3 +8979,59 @@ CASES.append(Case("tokens_into_conv1d_pack", "fresh5: tokens swapped into a Conv
                   lambda: _packed(_tokens_into_conv1d_case, TOKENS_INTO_CONV1D_PACK, 415, opset=17), ("rk3566",)))
 # Measured on RK3588 too (2026-12-05), not modelled there: the model input [1, 64, 40] swapped into the Conv1d on its CPU
 # (as Speech2Text's pack found for F = 24 and 40), every other swap on its NPU; the pack is held for RK3566 only.
+
+
+# ---- Casts of comparisons' bools and Casts to the same type as model outputs (fresh7) ------------------------------
+# (name, source, reader). source: "eq" Equal of a Relu and its 3x3 MaxPool (SuperPoint's NMS), "gt" Greater than a
+# constant, "or" Or of that Equal and a Not, "same" a float32 Cast of a float32 Where (OWL-ViT's class head), "relu"
+# a float32 Cast of a float32 Relu, "div" a float32 Cast of the Relu divided by itself plus one (a Div on the CPU).
+# reader: "maxpool" a 3x3 MaxPool, "conv" a 1x1 Conv, "mul" a Mul by the Relu, "out" the Cast is the model output
+# [1, 4, 16, 16], "out3" the same of a 3-D input [1, 64, 1] (OWL-ViT's logits), MaxPool then 1-D.
+CAST_BOOL_PACK = (
+    ("eq_maxpool", "eq", "maxpool"), ("eq_conv", "eq", "conv"), ("eq_mul", "eq", "mul"), ("eq_out", "eq", "out"),
+    ("gt_maxpool", "gt", "maxpool"), ("or_maxpool", "or", "maxpool"), ("gt_out3", "gt", "out3"),
+)  # fmt: skip
+# Measured with the pack above on 2026-12-05 (RK3588 and RK3566), not held: the audit does not model them (a same-type
+# Cast as the model output runs with its producer, 4-D, or as the output view, 3-D; docs/audit.md).
+CAST_SAME_OUTPUT_PACK = (
+    ("same_where_out", "same", "out"), ("same_relu_out", "relu", "out"), ("same_div_out", "div", "out"),
+    ("same_where_out3", "same", "out3"), ("same_relu_out3", "relu", "out3"),
+)  # fmt: skip
+
+
+def _cast_bool_case(rng, spec) -> tuple[list, list, list, list]:
+    name, source, reader = spec
+    p = f"cb_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "half", np.float32(0.5)), _const(p + "zero", np.float32(0.0)), _const(p + "w", _weights(rng, 4, 4, 1, 1))]
+    inits.append(_const(p + "one", np.float32(1.0)))
+    flat = reader == "out3"
+    pool = {"kernel_shape": [3], "pads": [1, 1]} if flat else {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}
+    nodes = [node("Relu", ["x"], "r"), node("MaxPool", ["r"], "mp", **pool)]
+    if source == "eq":
+        nodes.append(node("Equal", ["r", "mp"], "b"))
+    elif source == "gt":
+        nodes.append(node("Greater", ["r", "half"], "b"))
+    elif source == "or":
+        nodes += [node("Equal", ["r", "mp"], "eq"), node("Greater", ["mp", "half"], "gt"), node("Not", ["gt"], "ng"), node("Or", ["eq", "ng"], "b")]
+    elif source == "same":
+        nodes += [node("Greater", ["r", "half"], "gt"), node("Where", ["gt", "zero", "mp"], "b")]
+    elif source == "div":
+        nodes += [node("Add", ["r", "one"], "r1"), node("Div", ["mp", "r1"], "b")]
+    else:
+        nodes = nodes[:1]
+    src = "r" if source == "relu" else "b"
+    nodes.append(node("Cast", [src], "cast", to=TensorProto.FLOAT))
+    if reader == "maxpool":
+        nodes.append(node("MaxPool", ["cast"], "y", kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+    elif reader == "conv":
+        nodes.append(node("Conv", ["cast", "w"], "y"))
+    elif reader == "mul":
+        nodes.append(node("Mul", ["cast", "r"], "y"))
+    out = p + ("cast" if reader.startswith("out") else "y")
+    shape = [1, 64, 1] if flat else [1, 4, 16, 16]
+    return nodes, inits, [_vi(p + "x", shape)], [_vi(out, shape)]
+
+
+CASES.append(Case("cast_bool_pack", "fresh7: a Cast to float of a comparison's bool, read by an NPU operator or as the model output (SuperPoint's NMS)",
+                  lambda: _packed(_cast_bool_case, CAST_BOOL_PACK, 707, opset=17), ("rk3588", "rk3566")))

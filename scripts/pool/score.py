@@ -151,8 +151,12 @@ FRESH_LOOKED_AT = {
         "timm_efficientnet_cc_b0_4e/imx93", "hf_conditional_detr/imx93", "hf_vivit/imx93", "hf_timesfm/rk3588",
         "hf_timesfm/rk3566",
     ),
-    # h11-fresh7: chosen on 2026-12-05, built and collected by h11-fresh7, not yet scored; nothing looked at.
-    "fresh7": (),
+    # h11-fresh7: chosen on 2026-12-05, built and collected by h11-fresh7, scored blind at c8db338.
+    "fresh7": (
+        # h13-rkA (issue 27): SuperPoint's bool-to-float Casts on the NPU, OWL-ViT's class head Cast as its output
+        # (both chips' verdicts read to choose the probes; docs/audit.md).
+        "hf_superpoint/rk3588", "hf_superpoint/rk3566", "hf_owlvit/rk3588", "hf_owlvit/rk3566",
+    ),
 }
 
 

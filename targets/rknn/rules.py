@@ -152,9 +152,10 @@ LOWERING: dict[str, tuple[str, ...]] = {
     # the exact GELU chain, which the toolkit fuses into exGelu (targets/rknn/passes.py).
     "Gelu": ("exGelu",),
     "Greater": ("Greater",),
+    "Cast": ("Cast",),  # OBSERVED on RK3588 and RK3566, a bool to float only (cast_other_than_bool_to_float)
 }
 # Internal operators 2.5.0 runs on a chip's NPU beyond chapter 3's headings (OBSERVED).
-NPU_OBSERVED_EXTRA = {"rk3576": frozenset({"Sin", "Cos", "ReduceMax"})}
+NPU_OBSERVED_EXTRA = {"rk3576": frozenset({"Sin", "Cos", "ReduceMax"}), "rk3588": frozenset({"Cast"}), "rk3566": frozenset({"Cast"})}
 # ONNX operators the documents put on the NPU that 2.5.0 runs on the CPU (OBSERVED): Min (3.x
 # lists it), Mish (3.x lists exMish), Tile (3.x lists it; on the NPU only on RK3566/RK3568), and
 # on RK3566/RK3568 Transpose (3.1 lists it, with layout limits).
@@ -682,6 +683,27 @@ def cast_to_uint8(node: NodeView, chip: str):
         return None
     x = node.input(0)
     return None if x is None or _known(x) else Offence("uint8", f"input {x.name} ({x.dtype})")
+
+
+ONNX_FLOAT = 1  # TensorProto.FLOAT, Cast's `to`
+
+
+@RULES.rule("Cast", chips=("rk3588", "rk3566"))
+def cast_other_than_bool_to_float(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 (observed) runs a Cast on the NPU ("Cast INT8 on NPU", a layer of its own) only where it turns a computed bool into float32, whatever reads it and even where the comparison that made the bool runs on the CPU (SuperPoint's non-maximum suppression: Equal, Or, Cast, MaxPool); every other Cast runs on the CPU.
+
+    Measured on RK3588 and RK3566 (2026-12-05, int8, opset 17; tests/forms_models.py
+    cast_bool_pack): the bool of an Equal of a Relu and its MaxPool, of a Greater than a constant,
+    of an Or of an Equal and a Not, cast to float and read by a MaxPool, a 1x1 Conv, a Mul or as
+    the model output (4-D and 3-D): the Cast on the NPU, the comparisons on the CPU. On the CPU:
+    int64, int32, int8 and bool to int32 or int8, int32 to float (cast_output_*) and int64 to float
+    (integer_path_add_one_cast_out); a same-type float Cast as the model output takes its
+    producer's place (4-D) or becomes the output view (3-D), not modelled (docs/audit.md).
+    """
+    x = node.input(0)
+    if x is not None and x.dtype == "bool" and node.attr("to") == ONNX_FLOAT and x.producer is not None:
+        return None
+    return Offence(f"{x.dtype if x is not None else '?'} to {node.attr('to')}", "not a computed bool to float")
 
 
 @RULES.rule("Concat", placement=Placement.UNSUPPORTED)
