@@ -9035,3 +9035,33 @@ def _cast_bool_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("cast_bool_pack", "fresh7: a Cast to float of a comparison's bool, read by an NPU operator or as the model output (SuperPoint's NMS)",
                   lambda: _packed(_cast_bool_case, CAST_BOOL_PACK, 707, opset=17), ("rk3588", "rk3566")))
+
+
+# ---- fresh7 (Informer's mean scaler) on RKNN: a one-element Where whose condition is known at conversion ---------
+# transformers' TimeSeriesMeanScaler: scale = sum|x| / max(sum(mask), 1) [1, 1]; default = the batch's scale, a scalar;
+# Where(sum(mask) > 0, scale, default), clipped, divides the series. Its mask is constant in the export, so the
+# condition is known at conversion. cond: "folded" Greater(ReduceSum(constant mask), 0) as exported; "stored" a bool
+# [1, 1] initialiser; "runtime" Greater(sum|x|, 0), known only at run time (not held: the toolkit crashes, as
+# where_one_element_* does; measured 2026-12-05). A crash refuses the whole model: each form is a model.
+def where_known_condition(cond: str) -> onnx.ModelProto:
+    rng = np.random.default_rng(77)
+    node = _prefixed("")
+    inits = [_const("mask", np.ones((1, 8), np.float32)), _const("axis1", np.array([1], np.int64)), _const("one", np.float32(1.0)),
+             _const("zero", np.float32(0.0)), _const("tiny", np.float32(1e-10)), _const("w", _weights(rng, 8, 8))]
+    nodes = [node("Abs", ["x"], "ax"), node("ReduceSum", ["ax", "axis1"], "num", keepdims=1), node("ReduceSum", ["mask", "axis1"], "cnt", keepdims=1),
+             node("Clip", ["cnt", "one"], "cntc"), node("Div", ["num", "cntc"], "scale"), node("ReduceSum", ["num", "axis1"], "num0", keepdims=0),
+             node("Squeeze", ["num0"], "default")]
+    if cond == "folded":
+        nodes.append(node("Greater", ["cnt", "zero"], "present"))
+    elif cond == "runtime":
+        nodes.append(node("Greater", ["num", "zero"], "present"))
+    else:
+        inits.append(_const("present", np.array([[True]])))
+    nodes += [node("Where", ["present", "scale", "default"], "picked"), node("Clip", ["picked", "tiny"], "safe"), node("Div", ["x", "safe"], "scaled"),
+              node("MatMul", ["scaled", "w"], "y")]
+    return _model(nodes, [_vi("x", [1, 8])], [_vi("y", [1, 8])], inits, opset=14, ir_version=7)
+
+
+for _cond in ("folded", "stored"):
+    CASES.append(Case(f"where_known_condition_{_cond}", f"fresh7: Informer's mean scaler, a one-element Where whose condition is known at conversion ({_cond})",
+                      lambda c=_cond: where_known_condition(c), ("rk3588", "rk3566")))

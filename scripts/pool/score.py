@@ -156,6 +156,8 @@ FRESH_LOOKED_AT = {
         # h13-rkA (issue 27): SuperPoint's bool-to-float Casts on the NPU, OWL-ViT's class head Cast as its output
         # (both chips' verdicts read to choose the probes; docs/audit.md).
         "hf_superpoint/rk3588", "hf_superpoint/rk3566", "hf_owlvit/rk3588", "hf_owlvit/rk3566",
+        # h13-rkA: Informer's mean scaler, a one-element Where whose condition is known at conversion (docs/audit.md).
+        "hf_informer/rk3588", "hf_informer/rk3566",
     ),
 }
 

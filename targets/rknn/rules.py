@@ -730,9 +730,14 @@ def where_of_one_element(node: NodeView, chip: str):
     # the rest by hand): Where(x == 0, 1, x) on a [1, 1] or [1] input, on a [1, 8] input summed over axis 1, with > 0
     # and two run-time branches: crash on RK3588 and RK3566; on [1, 4], [1, 8] and a [1, 8, 8] input summed over
     # axis 2 ([1, 8]): builds; the comparison Cast to float and Added instead of the Where: builds. The same on RK3568,
-    # RK3576, RK3562 and RV1106 (scripts/probe_rknn_chips.py).
-    out = node.output(0)
+    # RK3576, RK3562 and RV1106 (scripts/probe_rknn_chips.py). A condition known at conversion (Informer's mean scaler:
+    # Greater of a constant mask's sum, or a stored bool; where_known_condition_*, 2026-12-05, RK3588 and RK3566): builds,
+    # the Where on the NPU. Measured, not modelled: Informer's form with the condition computed at run time (Greater of
+    # sum|x|; branches [1, 1] and a scalar, both run-time) builds too, the Where on the CPU (docs/audit.md).
+    out, cond = node.output(0), node.input(0)
     if out is None or not out.is_static or out.numel != 1:
+        return None
+    if cond is not None and (cond.foldable or _known(cond)):
         return None
     return Offence(list(out.shape), f"one-element result {list(out.shape)}")
 
