@@ -9065,3 +9065,74 @@ def where_known_condition(cond: str) -> onnx.ModelProto:
 for _cond in ("folded", "stored"):
     CASES.append(Case(f"where_known_condition_{_cond}", f"fresh7: Informer's mean scaler, a one-element Where whose condition is known at conversion ({_cond})",
                       lambda c=_cond: where_known_condition(c), ("rk3588", "rk3566")))
+
+
+# ---- fresh7 (DeepFilterNet3) on RKNN: a GRU's output Y squeezed, then swapped batch-first or not ----
+
+# DeepFilterNet3's SqueezedGRU: features [1, T, F] swapped [1, 0, 2] into a GRU (hidden H, linear_before_reset, with
+# its bias), Y [T, 1, 1, H] squeezed on axis 1 and then (tail) swapped [1, 0, 2] back batch-first ("swap"), read
+# straight ("plain"), fed to a second GRU whose Y is squeezed and swapped back ("stacked"), or the same with an LSTM
+# ("lstm_swap"); a MatMul by a constant reads the end. (name, F, H, T, tail)
+GRU_SQUEEZE_SWAP_PACK = (("swap", 32, 64, 50, "swap"), ("plain", 32, 64, 50, "plain"), ("stacked", 32, 64, 50, "stacked"),
+                         ("lstm_swap", 32, 64, 50, "lstm_swap"))
+
+
+def _recurrent_step(node, rng, p, inits, x, name, op, f, h):
+    """A one-direction GRU (or LSTM) over `x` [T, 1, f] and its Y squeezed to [T, 1, h]; returns the Squeeze's output."""
+    gates = 3 if op == "GRU" else 4
+    inits += [_const(p + name + "W", _weights(rng, 1, gates * h, f)), _const(p + name + "R", _weights(rng, 1, gates * h, h)),
+              _const(p + name + "B", _weights(rng, 1, 2 * gates * h))]
+    extra = {"linear_before_reset": 1} if op == "GRU" else {}
+    return [node(op, [x, name + "W", name + "R", name + "B"], name + "Y", hidden_size=h, **extra),
+            node("Squeeze", [name + "Y", "axis"], name + "sq")]
+
+
+def _gru_squeeze_swap_case(rng, spec) -> tuple[list, list, list, list]:
+    name, f, h, t, tail = spec
+    p = f"gss_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "axis", np.array([1], np.int64)), _const(p + "w_out", _weights(rng, h, f))]
+    nodes = [node("Transpose", ["x"], "steps", perm=[1, 0, 2])]
+    nodes += _recurrent_step(node, rng, p, inits, "steps", "r1", "LSTM" if tail == "lstm_swap" else "GRU", f, h)
+    last = "r1sq"
+    if tail == "stacked":
+        nodes += _recurrent_step(node, rng, p, inits, last, "r2", "GRU", h, h)
+        last = "r2sq"
+    if tail != "plain":
+        nodes.append(node("Transpose", [last], "back", perm=[1, 0, 2]))
+        last = "back"
+    nodes.append(node("MatMul", [last, "w_out"], "y"))
+    out = [1, t, f] if tail != "plain" else [t, 1, f]
+    return nodes, inits, [_vi(p + "x", [1, t, f])], [_vi(p + "y", out)]
+
+
+CASES.append(Case("gru_squeeze_swap_pack", "fresh7: a GRU's output Y squeezed, swapped back batch-first or not (DeepFilterNet3's SqueezedGRU)",
+                  lambda: _packed(_gru_squeeze_swap_case, GRU_SQUEEZE_SWAP_PACK, 427, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh7 (timm's EvoNorm-S0, RegNetZ-c16-evos) on RKNN: the norm's affine after a Div by a runtime tensor ----
+
+# x / s with s computed (here Sigmoid(x) + 1), then * w [1, C, 1, 1] + b [1, C, 1, 1] (w ones, b zeros as timm
+# initialises them, or not), read by a Conv. (name, C, weight, bias): "ones"/"zeros" or "random".
+# ("weight", 32, "random", "zeros") was measured too (its Add with the CPU Div, the Mul on the NPU: the Mul folded into
+# the Conv once the Add is gone, fuse_mul_into_conv, the audit does not model that; docs/audit.md) and is left out.
+DIV_AFFINE_PACK = (("init", 32, "ones", "zeros"), ("bias", 32, "ones", "random"), ("trained", 32, "random", "random"))
+
+
+def _div_affine_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, weight, bias = spec
+    p = f"dva_{name}_"
+    node = _prefixed(p)
+    fill = {"ones": lambda: np.ones((1, c, 1, 1), np.float32), "zeros": lambda: np.zeros((1, c, 1, 1), np.float32),
+            "random": lambda: _weights(rng, 1, c, 1, 1) + 1.0}
+    inits = [_const(p + "w_in", _weights(rng, c, 3, 3, 3)), _const(p + "one", np.array(1.0, np.float32)), _const(p + "w", fill[weight]()),
+             _const(p + "b", fill[bias]()), _const(p + "w_out", _weights(rng, c, c, 1, 1))]
+    nodes = [node("Conv", ["x", "w_in"], "map", pads=[1, 1, 1, 1]), node("Sigmoid", ["map"], "sig"), node("Add", ["sig", "one"], "s"),
+             node("Div", ["map", "s"], "q"), node("Mul", ["q", "w"], "scaled"), node("Add", ["scaled", "b"], "shifted"),
+             node("Conv", ["shifted", "w_out"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, 3, 16, 16])], [_vi(p + "y", [1, c, 16, 16])]
+
+
+CASES.append(Case("div_affine_pack", "fresh7: a norm's affine (weight ones, bias zeros or not) after a Div by a runtime tensor (timm's EvoNorm-S0)",
+                  lambda: _packed(_div_affine_case, DIV_AFFINE_PACK, 431, opset=13), ("rk3588", "rk3566")))
+

@@ -158,6 +158,9 @@ FRESH_LOOKED_AT = {
         "hf_superpoint/rk3588", "hf_superpoint/rk3566", "hf_owlvit/rk3588", "hf_owlvit/rk3566",
         # h13-rkA: Informer's mean scaler, a one-element Where whose condition is known at conversion (docs/audit.md).
         "hf_informer/rk3588", "hf_informer/rk3566",
+        # h13-rkB (issue 27): DeepFilterNet3's GRU output views (Squeeze, swap back) and EvoNorm-S0's Adds on RKNN.
+        "pypi_deepfilternet3_enc/rk3588", "pypi_deepfilternet3_enc/rk3566", "pypi_deepfilternet3_erb_dec/rk3588",
+        "pypi_deepfilternet3_erb_dec/rk3566", "timm_regnetz_c16_evos/rk3588", "timm_regnetz_c16_evos/rk3566",
     ),
 }
 

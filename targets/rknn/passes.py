@@ -461,13 +461,18 @@ def whole_slice_removed(graph, chip):
             graph.fuse([producer, node], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(node.outputs))
 
 
-# The constant second operand that makes each of these an identity (the toolkit's remove_invalid_sub
-# and remove_invalid_mul; a Div by ones is a Mul by ones to it).
-IDENTITY_OPERAND = {"Sub": 0.0, "Div": 1.0, "Mul": 1.0}
+# The constant second operand that makes each of these an identity (the toolkit's remove_invalid_sub,
+# remove_invalid_mul and remove_invalid_add; a Div by ones is a Mul by ones to it).
+IDENTITY_OPERAND = {"Sub": 0.0, "Div": 1.0, "Mul": 1.0, "Add": 0.0}
+# x + 0 is taken as removed only after these (measured: a Div by a computed tensor, div_affine_pack). Not
+# after a constant-first Mul (its Add of zeros shares the Mul's float layer: zero_add_after_a_scalar_first_mul,
+# HGNetV2's LearnableAffineBlock) nor after SAM's patch-embedding swap (its Add of a zero position
+# embedding stays on the NPU of RK3566 while the swap runs on the CPU).
+ADD_OF_ZEROS_REMOVED_AFTER = ("Div",)
 
 
 def _identity_arithmetic(node) -> bool:
-    """x - 0, x / 1 or x * 1 of a float x with the constant second (all its values), the result x's shape."""
+    """x - 0, x + 0, x / 1 or x * 1 of a float x with the constant second (all its values), the result x's shape."""
     if node.op_type not in IDENTITY_OPERAND or len(node.inputs) != 2 or not node.outputs:
         return False
     x, k = node.inputs
@@ -478,9 +483,9 @@ def _identity_arithmetic(node) -> bool:
     return shape is not None and shape == _static_shape(node.outputs[0]) and bool(np.all(k.value == IDENTITY_OPERAND[node.op_type]))
 
 
-@RULES.graph_pass("Sub", "Div", "Mul", OBSERVED=TOOLKIT_OBSERVED)
+@RULES.graph_pass("Sub", "Div", "Mul", "Add", OBSERVED=TOOLKIT_OBSERVED)
 def identity_arithmetic_removed(graph, chip):
-    """{OBSERVED} removes x - 0, x / 1 and x * 1 of a float x with the constant second (its passes remove_invalid_sub, remove_invalid_mul: SpeechT5's HiFi-GAN normalises its spectrogram by a mean of zeros and a scale of ones, as transformers initialises them): the node has no layer of its own and the toolkit reports it with the layer that computes x; where x is a model input, with the input's layout layer, which for a 3-D input is a Reshape on the CPU of RK3566/RK3568, and of RK3588 when its channels are not a multiple of 16 (placed as an Identity of the input: rules.identity_of_a_3d_model_input).
+    """{OBSERVED} removes x - 0, x + 0, x / 1 and x * 1 of a float x with the constant second (its passes remove_invalid_sub, remove_invalid_add, remove_invalid_mul: SpeechT5's HiFi-GAN normalises its spectrogram by a mean of zeros and a scale of ones, as transformers initialises them): the node has no layer of its own and the toolkit reports it with the layer that computes x; where x is a model input, with the input's layout layer, which for a 3-D input is a Reshape on the CPU of RK3566/RK3568, and of RK3588 when its channels are not a multiple of 16 (placed as an Identity of the input: rules.identity_of_a_3d_model_input).
 
     Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-04, int8, opset 13;
     tests/forms_models.py normalised_input_pack): a [1, 32, 80] model input minus zeros ([80] or
@@ -489,12 +494,19 @@ def identity_arithmetic_removed(graph, chip):
     chains with other constants: a layer each, on the NPU. The constant first, x * 1 is not
     removed (fresh4 hf_dac: rules.scalar_first_mul_before_an_add). PatchTST's series [1, 64, 3]
     times its mask of ones (scaled_input_pack): on the CPU of RK3588 too (3 channels).
+    x + 0 (2026-12-05, tests/forms_models.py div_affine_pack; fresh7 timm_regnetz_c16_evos, EvoNorm-S0's
+    bias of zeros after its Div by a computed tensor): a Conv map divided by Sigmoid(map) + 1 (CPU),
+    times a weight [1, 32, 1, 1], plus a bias of zeros [1, 32, 1, 1]: the Add "fused by
+    remove_invalid_add", with the CPU Div, on RK3588 and RK3566; a bias not zero keeps its Add on
+    the NPU. Only x + 0 after a Div is taken as removed (ADD_OF_ZEROS_REMOVED_AFTER).
     """
     for node in [n for n in graph.nodes if n.op_type in IDENTITY_OPERAND]:
         if not _identity_arithmetic(node) or node.outputs[0].is_model_output:
             continue
         x = node.inputs[0]
         producer = graph.producer(x.name)
+        if node.op_type == "Add" and (producer is None or producer.op_type not in ADD_OF_ZEROS_REMOVED_AFTER):
+            continue
         if producer is None:
             if x.is_graph_input:
                 graph.fuse([node], "Identity", attributes={}, inputs=[x])
@@ -595,6 +607,9 @@ def one_token_heads_merge_before_a_residual(graph, chip):
             graph.fuse([node], "Reshape", attributes={ONE_TOKEN_MERGE_ATTRIBUTE: int(d)})
 
 
+UNIT_AXES_SWAP_ATTRIBUTE = "rknn_unit_axes_swap"  # the perm of the Transpose a Reshape stands for (later passes read it)
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
 def transpose_of_unit_axes_is_a_reshape(graph, chip):
     """{OBSERVED} turns a Transpose that only moves axes of length 1 (the order of the others kept) into a Reshape, which it merges with the reshapes around it (its passes fuse_reshape_transpose, fuse_transpose_reshape): it is placed as a Reshape.
@@ -604,7 +619,7 @@ def transpose_of_unit_axes_is_a_reshape(graph, chip):
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if _moves_only_unit_axes(node):
-            graph.fuse([node], "Reshape", attributes={})
+            graph.fuse([node], "Reshape", attributes={UNIT_AXES_SWAP_ATTRIBUTE: _perm(node)})
 
 
 # RK3588 alone: the chips of the RK3588-only passes that follow (named when the first of them was
@@ -5311,3 +5326,45 @@ def lstm_squeeze_before_a_moved_swap(graph, chip):
         add = graph.only_consumer(squeeze.outputs[0].name) if lstm is not None and lstm.op_type == "LSTM" else None
         if add is not None and add.op_type == "Add" and _swap_back_into_a_pad(graph, add):
             graph.fuse([squeeze], "Squeeze", attributes={LSTM_SQUEEZE_ATTRIBUTE: 1})
+
+
+GRU_OUTPUT_VIEW_CHIPS = ("rk3588", "rk3566", "rk3568")
+GRU_OUTPUT_VIEW_ATTRIBUTE = "rknn_gru_output_view"
+GRU_BATCH_SWAP = [1, 0, 2]  # Y squeezed [T, B, H] back batch-first [B, T, H]
+
+
+def _squeezed_gru_output(graph, squeeze):
+    """Whether `squeeze` reads a GRU's sequence output Y (its first output) and no GRU reads it."""
+    gru = graph.producer(squeeze.inputs[0].name) if squeeze.inputs else None
+    if gru is None or gru.op_type != "GRU" or not gru.outputs or gru.outputs[0].name != squeeze.inputs[0].name:
+        return False
+    readers = graph.consumers(squeeze.outputs[0].name)
+    return not (readers and all(r.op_type == "GRU" for r in readers))
+
+
+def _batch_swap(node) -> bool:
+    """Whether `node` is a Transpose [1, 0, 2], or the Reshape a unit-axes one became (transpose_of_unit_axes_is_a_reshape)."""
+    if node.op_type == "Transpose":
+        return _perm(node) == GRU_BATCH_SWAP
+    swap = node.attr(UNIT_AXES_SWAP_ATTRIBUTE) if node.op_type == "Reshape" else None
+    return swap is not None and [int(p) for p in swap] == GRU_BATCH_SWAP
+
+
+@RULES.graph_pass("Squeeze", OBSERVED=TOOLKIT_OBSERVED)
+def gru_output_view_merged(graph, chip):
+    """{OBSERVED} merges the Squeeze of a GRU's sequence output Y [T, 1, B, H] into the GRU's exGRU layer (its pass fuse_two_reshape), and a Transpose [1, 0, 2] that alone reads it, swapping Y back batch-first (fuse_transpose_reshape): they run with the GRU, in float16 on the NPU even in an int8 build, where the audit would place them in int8. A Squeeze read by another GRU (stacked GRUs) keeps its own int8 place. The pass marks them for the rule gru_output_view_merged.
+
+    Measured with rknn-toolkit2 2.5.0 (2026-12-05, int8; tests/forms_models.py gru_squeeze_swap_pack;
+    found on fresh7's DeepFilterNet3 encoder and ERB decoder, /emb_gru/Squeeze and Transpose_1):
+    features [1, 50, 32] swapped into a GRU (hidden 64), Y squeezed then swapped back and read by
+    a MatMul, or the squeeze read by the MatMul straight: float on RK3588 and RK3566; two stacked
+    GRUs: the first Squeeze (read by the second GRU) int8, the second's Squeeze and swap float; an
+    LSTM in the GRU's place: all int8 (its exLSTM is). RK3568 is taken to behave as RK3566 (not measured).
+    """
+    for squeeze in [n for n in graph.nodes if n.op_type == "Squeeze"]:
+        if not _squeezed_gru_output(graph, squeeze):
+            continue
+        swap = graph.only_consumer(squeeze.outputs[0].name)
+        graph.fuse([squeeze], "Squeeze", attributes={GRU_OUTPUT_VIEW_ATTRIBUTE: 1})
+        if swap is not None and _batch_swap(swap):
+            graph.fuse([swap], swap.op_type, attributes={GRU_OUTPUT_VIEW_ATTRIBUTE: 1, **({"perm": GRU_BATCH_SWAP} if swap.op_type == "Transpose" else {})})

@@ -2274,3 +2274,25 @@ def tokens_moved_into_a_conv1d(node: NodeView, chip: str):
     """On this chip the toolkit runs on the CPU, as a Transpose layer, the swap of tokens [N, T, C] into 1-D convolutions when the tokens are the model's input, or a Relu or a LayerNorm of it and T is not a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed on Speech2Text's subsampler; passes.tokens_moved_into_a_conv1d marks it and says what was measured)."""
     tokens = node.attr(_passes.TOKENS_INTO_CONV1D_ATTRIBUTE)
     return Offence(int(tokens), "tokens swapped into a Conv1d") if tokens is not None else None
+
+
+def _gru_output_view(node: NodeView):
+    return Offence("GRU", "merged into the float16 layer of its") if node.attr(_passes.GRU_OUTPUT_VIEW_ATTRIBUTE) is not None else None
+
+
+@RULES.rule("Squeeze", placement=Placement.FLOAT, precisions=("int8",), chips=_passes.GRU_OUTPUT_VIEW_CHIPS)
+def gru_output_squeeze_merged(node: NodeView, chip: str):
+    """On this chip the toolkit merges the Squeeze of a GRU's sequence output into the GRU's exGRU layer, in float16 on the NPU even in an int8 build (rknn-toolkit2 2.5.0, observed on DeepFilterNet3; passes.gru_output_view_merged marks it and says what was measured)."""
+    return _gru_output_view(node)
+
+
+@RULES.rule("Transpose", placement=Placement.FLOAT, precisions=("int8",), chips=_passes.GRU_OUTPUT_VIEW_CHIPS)
+def gru_output_swap_merged(node: NodeView, chip: str):
+    """On this chip the toolkit merges the Transpose [1, 0, 2] that swaps a GRU's squeezed output back batch-first into the GRU's exGRU layer, in float16 on the NPU even in an int8 build (rknn-toolkit2 2.5.0, observed on DeepFilterNet3; passes.gru_output_view_merged marks it and says what was measured)."""
+    return _gru_output_view(node)
+
+
+@RULES.rule("Reshape", placement=Placement.FLOAT, precisions=("int8",), chips=_passes.GRU_OUTPUT_VIEW_CHIPS)
+def gru_output_swap_merged_as_a_reshape(node: NodeView, chip: str):
+    """As gru_output_swap_merged, for the swap back of a batch-1 GRU's output, which moves only an axis of length 1 and which the toolkit therefore takes as a reshape (passes.transpose_of_unit_axes_is_a_reshape)."""
+    return _gru_output_view(node)
