@@ -2494,8 +2494,13 @@ def _mean_source(n, inits, rng, p: str, a: str, variant: str, c: int) -> tuple[s
         return node("Add", [left, a], "add"), [2, 3]
     if kind == "c1":
         return node("Add", [conv(a, "conv3", out_c=1), conv(a, "conv4", out_c=1)], "add"), [2, 3]
+    if kind == "convsq":  # a Conv's result squared (Filter Response Norm's x * x), then a Cast to float
+        return node("Cast", [node("Mul", [left, left], "square")], "cast", to=TensorProto.FLOAT), [2, 3]
     x = node("Add", [left, right], "add")
     for j, op in enumerate(o for o in tail.split(",") if o):
+        if op in ("Square", "Cast"):  # Filter Response Norm's nu2 = mean(x * x), timm's Cast to float between
+            x = node("Mul", [x, x], f"act{j}_square") if op == "Square" else node("Cast", [x], f"act{j}_cast", to=TensorProto.FLOAT)
+            continue
         extra = {"LeakyRelu": {"alpha": 0.1}, "MaxPool": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}}.get(op, {})
         if op == "Clip":  # ReLU6: onnx2tf needs the bounds as inputs
             inits += [_const(f"{p}lo", np.array(0, np.float32)), _const(f"{p}hi", np.array(6, np.float32))]
@@ -2530,6 +2535,8 @@ def mean_after_add_pack(variants: tuple) -> onnx.ModelProto:
 MEAN_AFTER_ADD_PACKS = {
     "producers": ("add:Relu+se", "add:", "conv", "conv+se", "Sub", "Mul", "const", "concat", "residual", "add:+gap", "add:Relu,Relu"),
     "between": ("add:Sigmoid", "add:HardSwish", "add:Clip", "add:LeakyRelu", "add:Tanh", "add:MaxPool", "add:Conv", "add1:", "add3:", "c1"),
+    # fresh7 (h13-eiq): Filter Response Norm's mean of x * x over H, W after a residual Add (timm's resnetv2_50d_frn).
+    "square": ("add:Square", "add:Square,Cast", "add:Relu,Square,Cast", "convsq", "add:Square,Sigmoid"),
 }
 CASES += [Case(f"mean_after_add_{key}", "pool: a ReduceMean reading an Add of two run-time tensors (onnx2tf's layout)", lambda v=v: mean_after_add_pack(v), ("imx93",))
           for key, v in MEAN_AFTER_ADD_PACKS.items()]
@@ -9136,3 +9143,58 @@ def _div_affine_case(rng, spec) -> tuple[list, list, list, list]:
 CASES.append(Case("div_affine_pack", "fresh7: a norm's affine (weight ones, bias zeros or not) after a Div by a runtime tensor (timm's EvoNorm-S0)",
                   lambda: _packed(_div_affine_case, DIV_AFFINE_PACK, 431, opset=13), ("rk3588", "rk3566")))
 
+
+
+# ---- fresh7: a written-out layer norm over a MatMul's square [1, N, N] result (wav2vec2-BERT) ---------
+def _layer_norm_written_out(rng, x: str, p: str, c: int) -> tuple[list, list, str]:
+    """HF's decomposed LayerNorm over the last axis: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul, Add."""
+    inits = [_const(p + "two", np.array(2.0, np.float32)), _const(p + "eps", np.array(1e-5, np.float32)),
+             _const(p + "w", 1 + _weights(rng, c)), _const(p + "b", _weights(rng, c))]
+    nodes = [helper.make_node("ReduceMean", [x], [p + "mu"], name=p + "mean", axes=[-1]),
+             helper.make_node("Sub", [x, p + "mu"], [p + "d"], name=p + "sub"),
+             helper.make_node("Pow", [p + "d", p + "two"], [p + "d2"], name=p + "pow"),
+             helper.make_node("ReduceMean", [p + "d2"], [p + "var"], name=p + "var", axes=[-1]),
+             helper.make_node("Add", [p + "var", p + "eps"], [p + "ve"], name=p + "add_eps"),
+             helper.make_node("Sqrt", [p + "ve"], [p + "s"], name=p + "sqrt"),
+             helper.make_node("Div", [p + "d", p + "s"], [p + "n"], name=p + "div"),
+             helper.make_node("Mul", [p + "n", p + "w"], [p + "nw"], name=p + "scale"),
+             helper.make_node("Add", [p + "nw", p + "b"], [p + "y"], name=p + "shift")]
+    return nodes, inits, p + "y"
+
+
+def layer_norm_after_matmul(tokens: int, channels: int, source: str) -> onnx.ModelProto:
+    """From a [1, tokens, 160] input: `source` "linear" a MatMul + bias to `channels`, "matmul" the MatMul alone,
+    "residual" the sum of a Linear and a Linear of it ("half_residual" the second scaled by 0.5, "conv_residual" a
+    Conv1d's instead), "input" no MatMul (input [1, tokens, channels]); then the norm."""
+    rng = np.random.default_rng(27)
+    width = channels if source == "input" else 160
+    nodes, inits, x = [], [], "x"
+    if source != "input":
+        inits += [_const("w1", _weights(rng, width, channels) / 4), _const("b1", _weights(rng, channels))]
+        nodes.append(helper.make_node("MatMul", ["x", "w1"], ["m1"], name="matmul"))
+        x = "m1"
+        if source in ("linear", "residual", "half_residual", "conv_residual"):
+            nodes.append(helper.make_node("Add", ["b1", "m1"], ["h"], name="bias"))
+            x = "h"
+        if source in ("residual", "half_residual"):
+            inits += [_const("w2", _weights(rng, channels, channels) / 3), _const("half", np.array(0.5, np.float32))]
+            nodes.append(helper.make_node("MatMul", ["h", "w2"], ["m2"], name="matmul2"))
+            if source == "half_residual":  # a Conformer's half-step feed-forward residual
+                nodes.append(helper.make_node("Mul", ["m2", "half"], ["m2h"], name="half_step"))
+            nodes.append(helper.make_node("Add", ["h", "m2h" if source == "half_residual" else "m2"], ["r"], name="residual"))
+            x = "r"
+        if source == "conv_residual":  # a Conv1d over the tokens (Transpose, Conv, Transpose) added back
+            inits.append(_const("wc", _weights(rng, channels, channels, 3) / 4))
+            nodes += [helper.make_node("Transpose", ["h"], ["ht"], name="to_channels", perm=[0, 2, 1]),
+                      helper.make_node("Conv", ["ht", "wc"], ["hc"], name="conv1d", pads=[1, 1]),
+                      helper.make_node("Transpose", ["hc"], ["hct"], name="to_tokens", perm=[0, 2, 1]),
+                      helper.make_node("Add", ["h", "hct"], ["r"], name="residual")]
+            x = "r"
+    more, more_inits, y = _layer_norm_written_out(rng, x, "ln_", channels)
+    return _model(nodes + more, [_vi("x", [1, tokens, width])], [_vi(y, [1, tokens, channels])], inits + more_inits, opset=14)
+
+
+LAYER_NORM_AFTER_MATMUL = (("linear", 64, 64), ("linear", 32, 32), ("linear", 64, 48), ("matmul", 64, 64), ("residual", 64, 64), ("input", 64, 64),
+                           ("half_residual", 64, 64), ("conv_residual", 64, 64))
+CASES += [Case(f"layer_norm_after_{s}_{t}x{c}", "fresh7: a written-out layer norm over a MatMul's [1, N, N] result (wav2vec2-BERT)",
+               lambda s=s, t=t, c=c: layer_norm_after_matmul(t, c, s), ("imx93",)) for s, t, c in LAYER_NORM_AFTER_MATMUL]

@@ -161,6 +161,9 @@ FRESH_LOOKED_AT = {
         # h13-rkB (issue 27): DeepFilterNet3's GRU output views (Squeeze, swap back) and EvoNorm-S0's Adds on RKNN.
         "pypi_deepfilternet3_enc/rk3588", "pypi_deepfilternet3_enc/rk3566", "pypi_deepfilternet3_erb_dec/rk3588",
         "pypi_deepfilternet3_erb_dec/rk3566", "timm_regnetz_c16_evos/rk3588", "timm_regnetz_c16_evos/rk3566",
+        # h13-eiq (issue 27): looked at for the decomposed LayerNorm, FRN and Max/Equal mechanisms.
+        "hf_wav2vec2_bert/imx93", "timm_resnetv2_50d_frn/imx93", "hf_pix2struct_vision/imx93",
+        "hf_pix2struct_vision/esp32s3", "timm_resnetv2_50d_frn/esp32s3",
     ),
 }
 

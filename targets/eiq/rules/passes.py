@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from onnx import TensorProto
 
 from edgedeploy.targets.eiq.rules.documents import ONNX2TF_VERSION, ONNXSIM_VERSION, RULES
 
@@ -188,8 +189,49 @@ def sqrt_divisor_becomes_rsqrt(graph, chip):
         div = graph.only_consumer(out.name) if out is not None and out.name else None
         if div is None or div.op_type != "Div" or len(div.inputs) != 2 or div.inputs[1].name != out.name or div.inputs[0].name == out.name:
             continue
+        if _square_matmul_result_normalised(graph, div):
+            # onnx2tf transposes the statistic between the SQRT and the DIV (a RESHAPE in TFLite): no RSQRT.
+            graph.fuse([div], "Div", leader=div, inputs=[div.inputs[0], replace(div.inputs[1], producer="Reshape")], outputs=list(div.outputs))
+            continue
         # The Div keeps the Sqrt's result as its divisor, so it is still seen as x / Sqrt(v).
         graph.fuse([sqrt, div], "Div", leader=div, inputs=list(div.inputs), outputs=list(div.outputs))
+
+
+# How far back through Adds and constant scalings the MatMul results are looked for (a Conformer block's
+# residual sums reach 4 deep); beyond it the tensor is taken as not one.
+MATMUL_RESULT_DEPTH = 6
+
+
+def _is_matmul_result(graph, tensor, depth: int = 0) -> bool:
+    """`tensor` is made of MatMul results alone: a MatMul's, with a constant bias added or scaled by a constant
+    (a half-step residual), or the sum of such tensors (a residual); a Conv's result anywhere in it is not."""
+    node = graph.producer(tensor.name)
+    if node is None or depth > MATMUL_RESULT_DEPTH:
+        return False
+    if node.op_type == "MatMul":
+        return True
+    if node.op_type not in ("Add", "Mul") or len(node.inputs) != 2:
+        return False
+    data = [t for t in node.inputs if not (t.is_constant or t.foldable)]
+    if node.op_type == "Mul" and len(data) != 1:
+        return False
+    return bool(data) and all(_is_matmul_result(graph, t, depth + 1) for t in data)
+
+
+def _square_matmul_result_normalised(graph, div) -> bool:
+    """A written-out layer norm's Div, x - mean(x) over a MatMul's [1, N, N] result (h13-eiq probes, docs/eiq.md).
+
+    onnx2tf 1.29.24 cannot tell the channels-last layout of a square rank-3 tensor from ONNX's and
+    transposes the Sqrt's statistic ([1, N, 1] -> [1, 1, N], a RESHAPE) before the DIV: the
+    converter's x / sqrt(v) -> x * rsqrt(v) rewrite no longer applies, SQRT and DIV stay float.
+    """
+    sub = graph.producer(div.inputs[0].name)
+    if sub is None or sub.op_type != "Sub" or not sub.inputs:
+        return False
+    x = sub.inputs[0]
+    if x.rank != 3 or not x.is_static or x.shape[1] != x.shape[2] or x.shape[1] < 2:
+        return False
+    return _is_matmul_result(graph, x)
 
 
 # A ReduceMean whose MEAN onnx2tf writes in ONNX's own axis order (mean_after_an_add_in_onnx_order).
@@ -198,10 +240,20 @@ MEAN_IN_ONNX_ORDER_ATTRIBUTE = "onnx2tf_mean_in_onnx_order"
 ACTIVATIONS_AFTER_AN_ADD = ("Relu", "Sigmoid", "HardSwish", "Clip", "LeakyRelu", "Tanh")
 
 
+def _keeps_the_add_order(node) -> bool:
+    """An element-wise step between the Add and the ReduceMean that keeps the Add's order (measured): a listed
+    activation, a square x * x (Filter Response Norm's), or a Cast to float (a no-op on float data)."""
+    if node.op_type in ACTIVATIONS_AFTER_AN_ADD:
+        return True
+    if node.op_type == "Mul" and len(node.inputs) == 2:
+        return node.inputs[0].name == node.inputs[1].name
+    return node.op_type == "Cast" and node.attr("to") == TensorProto.FLOAT and bool(node.inputs) and node.inputs[0].dtype == "float32"
+
+
 def _add_of_run_time_tensors_behind(graph, tensor: str):
-    """The Add of two run-time tensors that `tensor` comes from, through element-wise activations, or None."""
+    """The Add of two run-time tensors that `tensor` comes from, through element-wise steps that keep its order, or None."""
     node = graph.producer(tensor)
-    while node is not None and node.op_type in ACTIVATIONS_AFTER_AN_ADD and node.inputs:
+    while node is not None and node.inputs and _keeps_the_add_order(node):
         node = graph.producer(node.inputs[0].name)
     if node is None or node.op_type != "Add" or len(node.inputs) != 2:
         return None
@@ -217,7 +269,9 @@ def mean_after_an_add_in_onnx_order(graph, chip):
     MEAN): the spatial mean after such an Add is a depth reduction to Vela ("IFM 1, 32, 8, 8"), on
     the CPU, whether Relu, two Relus or another listed activation come between and whatever else
     reads the Add (RepGhostNet's squeeze-and-excitation, its Relu read by the Mul too); a mean over
-    axis 1 there is on the NPU. A Conv's result, Relu(Conv), Sub, Mul, Concat, an Add of a constant
+    axis 1 there is on the NPU. The same through a square x * x and a Cast to float (Filter Response
+    Norm's mean of x * x after a residual Add, timm's resnetv2_50d_frn; mean_after_add_square): CPU;
+    the square of a Conv's result: NPU. A Conv's result, Relu(Conv), Sub, Mul, Concat, an Add of a constant
     bias, a MaxPool or Conv after the Add, and GlobalAveragePool keep the channels-last MEAN (NPU).
     """
     for node in [n for n in graph.nodes if n.op_type == "ReduceMean"]:
