@@ -9198,3 +9198,47 @@ LAYER_NORM_AFTER_MATMUL = (("linear", 64, 64), ("linear", 32, 32), ("linear", 64
                            ("half_residual", 64, 64), ("conv_residual", 64, 64))
 CASES += [Case(f"layer_norm_after_{s}_{t}x{c}", "fresh7: a written-out layer norm over a MatMul's [1, N, N] result (wav2vec2-BERT)",
                lambda s=s, t=t, c=c: layer_norm_after_matmul(t, c, s), ("imx93",)) for s, t, c in LAYER_NORM_AFTER_MATMUL]
+
+
+# ---- fresh7 (Perceiver's classification decoder) on RKNN: a Gather of one token as the model output ------------
+# (name, tokens, bias, reader): a Linear [1, T, 16] -> [1, T, 10] (with its bias Add or not), Gather index 0 on axis 1
+# (a scalar index: [1, 10]), the model output ("out") or read by a Relu first ("relu"); "map": see the builder.
+TOKEN_PICK_PACK = (
+    ("t1_bias_out", 1, True, "out"), ("t4_bias_out", 4, True, "out"), ("t1_nobias_out", 1, False, "out"),
+    ("t4_bias_relu", 4, True, "relu"), ("map1_out", "map", True, "out"), ("t1_res_out", 1, "res", "out"),
+    ("t1_ln_out", 1, "ln", "out"),
+)  # fmt: skip
+# Measured in the pack's first run (2026-12-05, RK3588 and RK3566), not held: ("t1_bias_relu", 1, True, "relu"): the
+# Gather on the CPU and the Relu reading it on the CPU too, which the audit does not model (docs/audit.md).
+
+
+def _token_pick_case(rng, spec) -> tuple[list, list, list, list]:
+    name, tokens, bias, reader = spec
+    p = f"tp_{name}_"
+    node = _prefixed(p)
+    if tokens == "map":  # a 1x1 Conv's one-channel map [1, 1, 8, 8] picked at 0 of axis 1 (SuperPoint's scores): [1, 8, 8]
+        inits = [_const(p + "w", _weights(rng, 1, 4, 1, 1)), _const(p + "i0", np.array(0, np.int64))]
+        nodes = [node("Conv", ["x", "w"], "map"), node("Gather", ["map", "i0"], "y", axis=1)]
+        return nodes, inits, [_vi(p + "x", [1, 4, 8, 8])], [_vi(p + "y", [1, 8, 8])]
+    inits = [_const(p + "w", _weights(rng, 16, 10)), _const(p + "b", _weights(rng, 10)), _const(p + "i0", np.array(0, np.int64))]
+    nodes = [node("MatMul", ["x", "w"], "mm")]
+    src = "mm"
+    if bias == "res":  # SigLIP's pooling head: the sum of two computed tensors (two Linears here)
+        inits.append(_const(p + "w2", _weights(rng, 16, 10)))
+        nodes += [node("MatMul", ["x", "w2"], "mm2"), node("Add", ["mm", "mm2"], "logits")]
+        src = "logits"
+    elif bias == "ln":  # PiT's final norm: a LayerNorm of the Linear's result
+        inits += [_const(p + "g", np.ones(10, np.float32)), _const(p + "beta", np.zeros(10, np.float32))]
+        nodes.append(node("LayerNormalization", ["mm", "g", "beta"], "logits", axis=-1, epsilon=1e-5))
+        src = "logits"
+    elif bias:
+        nodes.append(node("Add", ["b", "mm"], "logits"))
+        src = "logits"
+    nodes.append(node("Gather", [src, "i0"], "pick" if reader == "relu" else "y", axis=1))
+    if reader == "relu":
+        nodes.append(node("Relu", ["pick"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, tokens, 16])], [_vi(p + "y", [1, 10])]
+
+
+# Not held (the audit does not model it; docs/audit.md): measured with
+# _packed(_token_pick_case, TOKEN_PICK_PACK, 808, opset=17) on RK3588 and RK3566, 2026-12-05.

@@ -61,6 +61,8 @@ FRESH_LOOKED_AT = {
         # h12-rk66win: its RK3566 verdicts of the q/k/v stack's Transpose [2, 0, 3, 1, 4] read in a survey of that node
         # across the sets (SAM's stack), nothing changed for it.
         "timm_pit_xs_224/rk3566",
+        # h13-rkA: its class token's Gather read (a pick along an axis of one; fresh7's Perceiver, docs/audit.md).
+        "timm_pit_xs_224/rk3588",
     ),
     # h38-rk66fix looked at these rk3566 misses (a joint query/key projection's key; the swap into
     # tokens before a token mean, measured, not fixed: docs/audit.md; h8-fresh2 fixed it: the mean of a residual sum);
@@ -150,6 +152,8 @@ FRESH_LOOKED_AT = {
         # onnxsim crash through onnx2tf, ViViT's If of a constant condition and 3-D patch Conv, TimesFM on RKNN.
         "timm_efficientnet_cc_b0_4e/imx93", "hf_conditional_detr/imx93", "hf_vivit/imx93", "hf_timesfm/rk3588",
         "hf_timesfm/rk3566",
+        # h13-rkA: its pooling head's Gather read (a pick along an axis of one; fresh7's Perceiver, docs/audit.md).
+        "hf_siglip_vision/rk3588",
     ),
     # h11-fresh7: chosen on 2026-12-05, built and collected by h11-fresh7, scored blind at c8db338.
     "fresh7": (
@@ -164,6 +168,8 @@ FRESH_LOOKED_AT = {
         # h13-eiq (issue 27): looked at for the decomposed LayerNorm, FRN and Max/Equal mechanisms.
         "hf_wav2vec2_bert/imx93", "timm_resnetv2_50d_frn/imx93", "hf_pix2struct_vision/imx93",
         "hf_pix2struct_vision/esp32s3", "timm_resnetv2_50d_frn/esp32s3",
+        # h13-rkA: Perceiver's decoder picks its one query (a Gather along an axis of one; measured, not fixed: docs/audit.md).
+        "hf_perceiver/rk3588", "hf_perceiver/rk3566",
     ),
 }
 
