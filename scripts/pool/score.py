@@ -171,6 +171,8 @@ FRESH_LOOKED_AT = {
         # h13-rkA: Perceiver's decoder picks its one query (a Gather along an axis of one; measured, not fixed: docs/audit.md).
         "hf_perceiver/rk3588", "hf_perceiver/rk3566",
     ),
+    # h14-fresh8: chosen on 2026-12-05, built and collected by h14-fresh8, not yet scored; nothing looked at.
+    "fresh8": (),
 }
 
 
