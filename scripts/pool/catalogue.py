@@ -581,6 +581,11 @@ FRESH8_WHY = {
     "pypi_aecmos": "AECMOS echo-cancellation quality estimator (the same package's Run_1663829550_Stage_0.onnx, opset 9, 100 frames of 3x160 features and a GRU state input): sigmoid-gated Convs, MaxPool, GRUs",
 }
 
+# Collected 2026-12-05 (rknn-toolkit2 2.5.0, esp-ppq 1.3.12, onnx2tf 1.29.24 + Vela 5.2.0). pypi_aecmos is
+# built but has no verdict on any chip: its GRU state input h0 is [4, 1, 64] (layers x directions first, the
+# batch second), and collect.py feeds each calibration sample as a slice of axis 0, so the toolchain got a
+# [1, 1, 64] state (rknn-toolkit2 on both chips: 'The input shape (1, 1, 64) is wrong, expect [4, 1, 64]!'),
+# a refusal of our feeding, not of the model; left out of verdicts.json and not swept on esp32s3 or imx93.
 
 def fresh8_entries() -> list[Entry]:
     """The eighth fresh set, each built as the pool's entries of its source are: transformers at
