@@ -9242,3 +9242,125 @@ def _token_pick_case(rng, spec) -> tuple[list, list, list, list]:
 
 # Not held (the audit does not model it; docs/audit.md): measured with
 # _packed(_token_pick_case, TOKEN_PICK_PACK, 808, opset=17) on RK3588 and RK3566, 2026-12-05.
+
+
+# ---- h14-rk66r: a map viewed as the model output, by what made the map --------------------------
+# map_views_on_cpu (passes.py) held the view of a Conv's map [1, C, H, W] (H * W > 1) as the model output on RK3566's
+# CPU. fresh7's CLIPSeg squeezes a ConvTranspose's map, SuperPoint picks (Gather at 0 of an axis of one) a Where's map:
+# both CPU on RK3566, NPU on RK3588. This pack varies the map's maker alone, each viewed as a model output.
+MAP_MAKERS = ("conv", "convtranspose", "where", "maxpool", "add2", "concat", "resize", "avgpool", "mul2")
+# Measured in the packs' first run (2026-12-05), not held: the maker "transpose" (Transpose [0, 1, 3, 2] of the Conv's
+# map): on RK3566 the Transpose runs on the CPU and its view by Squeeze, Gather or Reshape as the output, or read by a
+# Relu, on the NPU; read by a Linear the view runs on the CPU. The audit's transpose_then_flatten_to_conv puts that
+# Transpose (its moved axes merged by the Reshape) on the NPU (docs/audit.md). RK3588: all on the NPU.
+MAP_VIEWS = ("squeeze", "gather", "tokens")
+MAP_READERS = ("relu", "linear")  # the view read by a Relu (the model output), or by a Linear of a 4-channel map
+
+
+def _map_maker_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry (maker, view): x [1, 4, 8, 8] -> Conv (C channels) -> maker -> view -> model output y."""
+    maker, view = spec[:2]
+    reader = spec[2] if len(spec) > 2 else None
+    p = f"mm_{maker}_{view}_" + (f"{reader}_" if reader else "")
+    node = _prefixed(p)
+    c = 1 if view in ("squeeze", "gather") else 4
+    inits = [_const(p + "w", _weights(rng, c, 4, 3, 3)), _const(p + "w2", _weights(rng, c, 4, 3, 3)), _const(p + "zero", np.zeros((1, c, 1, 1), np.float32)),
+             _const(p + "i0", np.array(0, np.int64)), _const(p + "axis", np.array([1], np.int64)), _const(p + "scales", np.array([1, 1, 2, 2], np.float32)),
+             _const(p + "tokens", np.array([1, c, -1], np.int64)), _const(p + "wt", _weights(rng, c, c, 2, 2))]
+    nodes = [node("Conv", ["x", "w"], "conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    side = 8
+    if maker == "conv":
+        last = "conv"
+    elif maker == "convtranspose":
+        nodes.append(node("ConvTranspose", ["conv", "wt"], "map", kernel_shape=[2, 2], strides=[2, 2]))
+        last, side = "map", 16
+    elif maker == "where":  # SuperPoint's suppression: keep a score where it equals its 3x3 max, else 0
+        nodes += [node("MaxPool", ["conv"], "mx", kernel_shape=[3, 3], pads=[1, 1, 1, 1]), node("Equal", ["conv", "mx"], "eq"),
+                  node("Where", ["eq", "conv", "zero"], "map")]
+        last = "map"
+    elif maker == "maxpool":
+        nodes.append(node("MaxPool", ["conv"], "map", kernel_shape=[3, 3], pads=[1, 1, 1, 1]))
+        last = "map"
+    elif maker == "avgpool":
+        nodes.append(node("AveragePool", ["conv"], "map", kernel_shape=[2, 2], strides=[2, 2]))
+        last, side = "map", 4
+    elif maker in ("add2", "mul2"):
+        nodes += [node("Conv", ["x", "w2"], "conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]), node("Add" if maker == "add2" else "Mul", ["conv", "conv2"], "map")]
+        last = "map"
+    elif maker == "concat":  # along the rows: the channel count kept
+        nodes += [node("Conv", ["x", "w2"], "conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]), node("Concat", ["conv", "conv2"], "map", axis=2)]
+        last = "map"
+    elif maker == "resize":
+        nodes.append(helper.make_node("Resize", [p + "conv", "", p + "scales"], [p + "map"], name=p + "map", mode="nearest"))
+        last, side = "map", 16
+    else:  # transpose: the rows and columns swapped, still a [1, C, H, W] map
+        nodes.append(node("Transpose", ["conv"], "map", perm=[0, 1, 3, 2]))
+        last = "map"
+    rows = side * 2 if maker == "concat" else side
+    if view == "squeeze":
+        nodes.append(node("Squeeze", [last, "axis"], "y"))
+        shape = [1, rows, side]
+    elif view == "gather":
+        nodes.append(node("Gather", [last, "i0"], "y", axis=1))
+        shape = [1, rows, side]
+    else:
+        nodes.append(node("Reshape", [last, "tokens"], "y"))
+        shape = [1, c, rows * side]
+    if reader:  # the view renamed "v", read by the reader that writes y
+        nodes[-1] = helper.make_node(nodes[-1].op_type, list(nodes[-1].input), [p + "v"], name=p + "v", **{a.name: helper.get_attribute_value(a) for a in nodes[-1].attribute})
+        if reader == "relu":
+            nodes.append(node("Relu", ["v"], "y"))
+        else:
+            inits.append(_const(p + "wl", _weights(rng, shape[-1], 8)))
+            nodes.append(node("MatMul", ["v", "wl"], "y"))
+            shape = shape[:-1] + [8]
+    return nodes, inits, [_vi(p + "x", [1, 4, 8, 8])], [_vi(p + "y", shape)]
+
+
+MAP_MAKER_PACK = tuple((m, v) for m in MAP_MAKERS for v in MAP_VIEWS)
+MAP_MAKER_READER_PACK = tuple((m, "tokens", r) for m in MAP_MAKERS for r in MAP_READERS)
+# RK3588 not held: every node on its NPU, the Linear's [1, 4, 8] output too, which unaligned_3d_model_output puts on
+# its CPU (K = 8 not a multiple of 16; measured 2026-12-05, not modelled: docs/audit.md).
+CASES.append(Case("map_maker_view_reader_pack", "fresh7: a map viewed by its maker, read by a Relu or a Linear",
+                  lambda: _packed(_map_maker_case, MAP_MAKER_READER_PACK, 1415, used_only=True, opset=13), ("rk3566",)))
+CASES.append(Case("map_maker_view_pack", "fresh7: a map viewed as the model output, by its maker (CLIPSeg's ConvTranspose, SuperPoint's Where)",
+                  lambda: _packed(_map_maker_case, MAP_MAKER_PACK, 1414, used_only=True, opset=13), ("rk3566", "rk3588")))
+
+
+# ---- h14-rk66r: a view read by a CPU node (EvoNorm-S0's group std viewed back into a map, read by a Div) ---------
+# fresh7's timm_regnetz_c16_evos: Reshape [1, G, 16, H, W] -> [1, C, H, W] of an Expand, read by a Div by that
+# computed tensor (CPU on both chips): the Reshape on RK3566's CPU, on RK3588's NPU. This pack varies the ranks the view
+# goes between and whether its reader runs on the CPU (a Div by the view) or the NPU (a Mul by it).
+VIEW_RANKS = {  # name: (shape before the view, shape after it); the Conv's map is [1, 16, 8, 8]
+    "r5to4": ([1, 4, 4, 8, 8], [1, 16, 8, 8]), "r3to4": ([1, 16, 64], [1, 16, 8, 8]), "r4to3": ([1, 16, 8, 8], [1, 16, 64]),
+    "r4to5": ([1, 16, 8, 8], [1, 4, 4, 8, 8]), "r4to4": ([1, 16, 8, 8], [1, 4, 32, 8]), "r5to4e": ([1, 4, 4, 8, 8], [1, 16, 8, 8]),
+    "r3to3": ([1, 16, 64], [1, 64, 16]),
+}
+VIEW_READERS = ("div", "mul")
+
+
+def _view_reader_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry (ranks, reader): Conv map -> [view into `before`] -> Sigmoid -> the view V into `after` -> reader(y2, V)."""
+    ranks, reader = spec
+    before, after = VIEW_RANKS[ranks]
+    p = f"vr_{ranks}_{reader}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, 16, 4, 3, 3)), _const(p + "before", np.array(before, np.int64)), _const(p + "after", np.array(after, np.int64)),
+             _const(p + "axes", np.array([2, 3, 4], np.int64)), _const(p + "full", np.array(before, np.int64))]
+    nodes = [node("Conv", ["x", "w"], "conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    last = "conv"
+    if before != [1, 16, 8, 8]:
+        nodes.append(node("Reshape", [last, "before"], "grouped"))
+        last = "grouped"
+    if ranks == "r5to4e":  # EvoNorm's group statistic: a mean over each group, expanded back over it
+        nodes += [node("ReduceMean", [last], "mean", axes=[2, 3, 4], keepdims=1), node("Sigmoid", ["mean"], "act"), node("Expand", ["act", "full"], "src")]
+    else:
+        nodes.append(node("Sigmoid", [last], "src"))
+    nodes.append(node("Reshape", ["src", "after"], "v"))
+    nodes.append(node("Div" if reader == "div" else "Mul", ["y2", "v"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 4, 8, 8]), _vi(p + "y2", after)], [_vi(p + "y", after)]
+
+
+VIEW_READER_PACK = tuple((r, k) for r in VIEW_RANKS for k in VIEW_READERS)
+# Not held (the audit does not model it; docs/audit.md): measured with
+# _packed(_view_reader_case, VIEW_READER_PACK, 1416, used_only=True, opset=13) on RK3566 and RK3588, 2026-12-05.

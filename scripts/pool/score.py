@@ -99,6 +99,8 @@ FRESH_LOOKED_AT = {
                # h7-rk66 (issue 27): WavLM's heads into its gates' Linear on RK3566 (docs/audit.md); Swin2SR's
                # windowed heads of 30 looked at, not probed.
                "hf_wavlm/rk3566", "hf_swin2sr/rk3566",
+               # h14-rk66r: RT-DETR's Squeeze_1 read in a survey of RK3566's views of maps (docs/audit.md).
+               "yolo_rtdetr_l/rk3566",
                # h8-rk66b (issue 27) looked at tv_ssd300_vgg16/rk3566 again (listed above): the Concat of cells on the
                # CPU or laid out by anchors, by the levels' rows (docs/audit.md).
                # h4b-eiq: the i.MX 93 and ESP32-S3 misses of the blind score (docs/audit.md, "fresh3's i.MX 93 and ESP32-S3 misses").
@@ -115,6 +117,8 @@ FRESH_LOOKED_AT = {
                # Expand, HiFi-GAN's identity normalisation (docs/audit.md, fresh4 sections).
                "hf_funnel/rk3588", "hf_funnel/rk3566", "hf_encodec/rk3588", "hf_encodec/rk3566", "hf_timesformer/rk3588",
                "hf_timesformer/rk3566", "hf_speecht5_hifigan/rk3566", "yolo_yolov8n_worldv2/rk3588", "hf_sam_vision/rk3588",
+               # h14-rk66r: DPT's depth map squeezed to the output, read in a survey of RK3566's views of maps (docs/audit.md).
+               "hf_dpt/rk3566",
                # h7-eiq (issue 27): the i.MX 93 and ESP32-S3 misses of the blind score (docs/audit.md, "fresh4's i.MX 93 and ESP32-S3 misses").
                "hf_dac/imx93", "hf_funnel/imx93", "hf_nystromformer/imx93", "hf_speecht5_hifigan/imx93",
                "hf_nystromformer/esp32s3", "yolo_yolov8n_worldv2/esp32s3"),
@@ -170,6 +174,9 @@ FRESH_LOOKED_AT = {
         "hf_pix2struct_vision/esp32s3", "timm_resnetv2_50d_frn/esp32s3",
         # h13-rkA: Perceiver's decoder picks its one query (a Gather along an axis of one; measured, not fixed: docs/audit.md).
         "hf_perceiver/rk3588", "hf_perceiver/rk3566",
+        # h14-rk66r: CLIPSeg's decoder Squeeze of a ConvTranspose's map as the output (both chips' verdicts read to choose
+        # the probes map_maker_view_pack; docs/audit.md).
+        "hf_clipseg/rk3566", "hf_clipseg/rk3588",
     ),
     # h14-fresh8: chosen on 2026-12-05, built and collected by h14-fresh8, not yet scored; nothing looked at.
     "fresh8": (),

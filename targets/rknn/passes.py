@@ -4923,31 +4923,92 @@ def _linear_of(node, tensor: str) -> bool:
     return node.op_type == "MatMul" and len(node.inputs) == 2 and node.inputs[0].name == tensor and _known(node.inputs[1])
 
 
-@RULES.graph_pass("Reshape", "Squeeze", "Flatten", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED, ALIGN=MAP_VIEW_LINEAR_ALIGN)
+# What computes a map [1, C, H, W] in the NPU's own layout (map_maker_view_pack: each of them, after a Conv);
+# sums, products, Where and Concat of such maps, and activations of one, are maps too. A Transpose's result is not
+# (its view as the output ran on RK3566's NPU), nor attention's products (MatMul).
+SPATIAL_MAKERS = frozenset({"Conv", "ConvTranspose", "MaxPool", "AveragePool", "Resize"})
+SPATIAL_JOINS = frozenset({"Add", "Mul", "Sub", "Concat", "Where", "Relu", "Sigmoid", "Clip", "HardSwish", "LeakyRelu"})
+SPATIAL_HOPS = 4
+# Makers whose view's activation reader runs on the CPU with the view (map_maker_view_reader_pack: a
+# Relu after a view of a Conv's, ConvTranspose's, Add's or Mul's map; after pooling, Resize, Where or
+# Concat the Relu stays on the NPU).
+MAP_VIEW_ACTIVATION_MAKERS = frozenset({"Conv", "ConvTranspose", "Add", "Mul"})
+
+
+def _spatial_map(graph, tensor: str, hops: int = SPATIAL_HOPS) -> bool:
+    """Whether `tensor` is a map computed by SPATIAL_MAKERS, through at most `hops` SPATIAL_JOINS."""
+    writer = graph.producer(tensor)
+    if writer is None:
+        return False
+    if writer.op_type in SPATIAL_MAKERS:
+        return True
+    if writer.op_type not in SPATIAL_JOINS or hops == 0:
+        return False
+    data = writer.inputs[1:] if writer.op_type == "Where" else writer.inputs
+    return any(t.present and not _known(t) and _spatial_map(graph, t.name, hops - 1) for t in data)
+
+
+def _activations_to_an_output(graph, tensor: str, hops: int = MAP_VIEW_HOPS) -> bool:
+    """Whether `tensor` reaches a model output through a chain of activations alone (each read by one node)."""
+    for _ in range(hops):
+        readers = graph.consumers(tensor)
+        if len(readers) != 1 or readers[0].op_type not in VIEW_ACTIVATIONS:
+            return False
+        tensor = readers[0].outputs[0].name
+        if readers[0].outputs[0].is_model_output:
+            return True
+    return False
+
+
+def _a_view_of_its_input(view) -> bool:
+    """Reshape, Squeeze and Flatten; a Gather only of one constant scalar index along an axis of one (a Squeeze of it)."""
+    if view.op_type != "Gather":
+        return True
+    x, index = view.inputs[0], view.inputs[1] if len(view.inputs) == 2 else None
+    if index is None or not _known(index) or index.rank != 0:
+        return False
+    return x.shape[int(view.attr("axis", 0)) % x.rank] == 1
+
+
+def _map_view(graph, view):
+    """(map tensor, its maker) when `view` reads a map [1, C, H, W] (H * W > 1) that it changes the shape of, else None."""
+    x, out = view.inputs[0] if view.inputs else None, view.outputs[0] if view.outputs else None
+    if x is None or out is None or x.rank != 4 or not x.is_static or x.shape[2] * x.shape[3] == 1 or _static_shape(out) == _static_shape(x):
+        return None
+    maker = graph.producer(x.name)
+    return (x, maker) if maker is not None and _a_view_of_its_input(view) and _spatial_map(graph, x.name) else None
+
+
+@RULES.graph_pass("Reshape", "Squeeze", "Flatten", "Gather", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED, ALIGN=MAP_VIEW_LINEAR_ALIGN)
 def map_views_on_cpu(graph, chip):
-    """{OBSERVED} on RK3566/RK3568 runs on the CPU a Reshape, Squeeze or Flatten that views a convolution's map [1, C, H, W] (H * W > 1; after the Conv at most a few activations or products and sums with a constant) into another shape when the view is a model output (transformers' GLPN depth head: Squeeze(1) of its one-channel depth map), when one activation reads it (that activation runs there with it), or when a Linear reads it and C is not a multiple of {ALIGN}. A pooled map (H = W = 1, a classifier's Flatten) and a view into a product of two computed tensors (EfficientFormerV2's key) stay on the NPU. The pass marks the view (and joins the activation to it) for rules.view_of_a_map_on_cpu.
+    """{OBSERVED} on RK3566/RK3568 runs on the CPU a Reshape, Squeeze, Flatten or Gather of one index along an axis of one that views a map [1, C, H, W] (H * W > 1) into another shape, the map computed by a Conv, ConvTranspose, pooling or Resize (through at most a few sums, products, Where, Concat or activations; not a Transpose's result, nor attention's products), when the view is a model output or reaches one through activations alone, and when a Linear reads it and C is not a multiple of {ALIGN}. The activation reading it runs there with it after a Conv, ConvTranspose, Add or Mul (or a Conv through activations and products and sums with a constant). A pooled map (H = W = 1, a classifier's Flatten) and a view into a product of two computed tensors (EfficientFormerV2's key) stay on the NPU. The pass marks the view (and joins the activation to it) for rules.view_of_a_map_on_cpu.
 
     Measured on RK3566 with tests/forms_models.py squeezed_map_pack (rknn-toolkit2 2.5.0, 90 nodes,
     2026-12-04): as the model output, 1, 4, 8 and 16 channels of 7x7 to 64x64 after a Conv, a
     Relu, a Sigmoid or GLPN's Sigmoid and Mul, by Squeeze, Reshape (to 3-D, to [C, H, W], to
     [1, H, W, 1]) or Flatten: CPU; read by a Relu or a Sigmoid: both CPU (by a Relu then a
     Sigmoid: the Sigmoid on the NPU); into a Linear: CPU with 4 channels (8x8, 16x16), NPU with 16;
-    into q @ k as k: NPU; GlobalAveragePool's [1, 16, 1, 1] flattened: NPU. RK3588 differs (only a
-    7x7 map squeezed to the output was on its CPU; not modelled here). RK3568 is taken to behave as
-    RK3566 (not measured).
+    into q @ k as k: NPU; GlobalAveragePool's [1, 16, 1, 1] flattened: NPU. By the map's maker
+    (map_maker_view_pack, map_maker_view_reader_pack, 2026-12-05, RK3566 and RK3588): the same
+    on RK3566 after a ConvTranspose, MaxPool, AveragePool, Resize, SuperPoint's Where, an Add, a Mul
+    or a Concat of two Conv maps, by Squeeze, Gather at 0 of the axis of one (fresh7's SuperPoint)
+    or Reshape to tokens; after a Transpose (on RK3566's CPU) the view runs on the NPU except into a
+    Linear. RK3588 ran all of them on the NPU (only a 7x7 map squeezed to the output was on its CPU;
+    not modelled here). RK3568 is taken to behave as RK3566 (not measured).
     """
-    for view in [n for n in graph.nodes if n.op_type in ("Reshape", "Squeeze", "Flatten")]:
-        x, out = view.inputs[0] if view.inputs else None, view.outputs[0] if view.outputs else None
-        if x is None or out is None or x.rank != 4 or not x.is_static or x.shape[2] * x.shape[3] == 1 or _static_shape(out) == _static_shape(x):
+    for view in [n for n in graph.nodes if n.op_type in ("Reshape", "Squeeze", "Flatten", "Gather")]:
+        found = _map_view(graph, view)
+        if found is None:
             continue
-        if not _conv_map(graph, x.name):
-            continue
+        x, maker = found
+        out = view.outputs[0]
         readers = graph.consumers(out.name)
         marked = {**_attributes_of(view), MAP_VIEW_ATTRIBUTE: list(x.shape)}
         if out.is_model_output and not readers:
             graph.fuse([view], view.op_type, attributes=marked)
-        elif len(readers) == 1 and not out.is_model_output and readers[0].op_type in VIEW_ACTIVATIONS:
-            graph.fuse([view, readers[0]], view.op_type, leader=view, attributes=marked)
+        elif len(readers) == 1 and not out.is_model_output and _activations_to_an_output(graph, out.name):
+            joins = maker.op_type in MAP_VIEW_ACTIVATION_MAKERS or _conv_map(graph, x.name)
+            graph.fuse([view, readers[0]] if joins else [view], view.op_type, leader=view, attributes=marked)
         elif len(readers) == 1 and not out.is_model_output and _linear_of(readers[0], out.name) and x.shape[1] % MAP_VIEW_LINEAR_ALIGN:
             graph.fuse([view], view.op_type, attributes=marked)
 

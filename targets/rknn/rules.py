@@ -2210,12 +2210,13 @@ def unaligned_swap_as_3d_model_output(node: NodeView, chip: str):
 
 
 
-@RULES.rule("Reshape", "Squeeze", "Flatten", chips=("rk3566", "rk3568"))
+@RULES.rule("Reshape", "Squeeze", "Flatten", "Gather", chips=("rk3566", "rk3568"))
 def view_of_a_map_on_cpu(node: NodeView, chip: str):
-    """On this chip the toolkit runs on the CPU the view of a convolution's map [1, C, H, W] (H * W > 1) into another shape when it is a model output, when an activation reads it (with that activation) or when a Linear reads it and C is not a multiple of 8 (rknn-toolkit2 2.5.0, observed: transformers' GLPN squeezes its depth map to the output; the pass map_views_on_cpu marks the view).
+    """On this chip the toolkit runs on the CPU the view of a map [1, C, H, W] (H * W > 1) computed on the NPU into another shape (a Reshape, Squeeze, Flatten, or a Gather of one index along an axis of one) when it is a model output or an activation reads it (after a Conv, ConvTranspose, Add or Mul with that activation), and when a Linear reads it and C is not a multiple of 8 (rknn-toolkit2 2.5.0, observed: transformers' GLPN and CLIPSeg squeeze their map to the output, SuperPoint picks its one channel; the pass map_views_on_cpu marks the view).
 
-    Measured on tests/forms_models.py squeezed_map_pack (RK3566, 2026-12-04); RK3568 is taken to
-    behave as RK3566 (not measured).
+    Measured on tests/forms_models.py squeezed_map_pack (RK3566, 2026-12-04), map_maker_view_pack and
+    map_maker_view_reader_pack (RK3566 and RK3588, 2026-12-05); RK3568 is taken to behave as RK3566
+    (not measured).
     """
     n = node.attr(_passes.MAP_VIEW_ATTRIBUTE)
     return None if n is None else Offence(tuple(n), "map viewed")
