@@ -9364,3 +9364,49 @@ def _view_reader_case(rng, spec) -> tuple[list, list, list, list]:
 VIEW_READER_PACK = tuple((r, k) for r in VIEW_RANKS for k in VIEW_READERS)
 # Not held (the audit does not model it; docs/audit.md): measured with
 # _packed(_view_reader_case, VIEW_READER_PACK, 1416, used_only=True, opset=13) on RK3566 and RK3588, 2026-12-05.
+
+
+# ---- h14-rk66r: a view of an Expand's result (EvoNorm-S0's group statistic expanded over its group) ---------------
+# view_reader_pack: Reshape [1, 4, 4, 8, 8] -> [1, 16, 8, 8] of an Expand ran on RK3566's CPU whatever read it, of a
+# Sigmoid on its NPU. This pack varies the Expand's ranks and what is expanded, the view, and what reads the view.
+EXPAND_VIEWS = {  # name: (statistic's shape, Expand's shape, the view's shape); the Conv's map is [1, 16, 8, 8]
+    "g5to4": ([1, 4, 1, 1, 1], [1, 4, 4, 8, 8], [1, 16, 8, 8]), "g5to4p": ([1, 4, 4, 1, 1], [1, 4, 4, 8, 8], [1, 16, 8, 8]),
+    "c4to3": ([1, 16, 1, 1], [1, 16, 8, 8], [1, 16, 64]), "c4to4": ([1, 16, 1, 1], [1, 16, 8, 8], [1, 16, 4, 16]),
+    "t3to4": ([1, 16, 1], [1, 16, 64], [1, 16, 8, 8]), "c4to5": ([1, 16, 1, 1], [1, 16, 8, 8], [1, 4, 4, 8, 8]),
+}
+EXPAND_READERS = ("square", "conv")  # Mul(V, V) as the output; a 1x1 Conv of V (4-D views only)
+
+
+def _expand_view_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry (shapes, reader): Conv map -> view into the statistic's rank -> ReduceMean -> Sigmoid -> Expand -> view V -> reader."""
+    name, reader = spec
+    stat, full, view = EXPAND_VIEWS[name]
+    p = f"ev_{name}_{reader}_"
+    node = _prefixed(p)
+    grouped = [1, 4, 4, 8, 8] if len(stat) == 5 else [1, 16, 64] if len(stat) == 3 else [1, 16, 8, 8]
+    inits = [_const(p + "w", _weights(rng, 16, 4, 3, 3)), _const(p + "grouped", np.array(grouped, np.int64)), _const(p + "full", np.array(full, np.int64)),
+             _const(p + "view", np.array(view, np.int64)), _const(p + "w1", _weights(rng, 8, 16, 1, 1))]
+    nodes = [node("Conv", ["x", "w"], "conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    last = "conv"
+    if grouped != [1, 16, 8, 8]:
+        nodes.append(node("Reshape", [last, "grouped"], "g"))
+        last = "g"
+    axes = [i for i, (a, b) in enumerate(zip(stat, grouped)) if a != b]
+    nodes += [node("ReduceMean", [last], "mean", axes=axes, keepdims=1), node("Sigmoid", ["mean"], "act"), node("Expand", ["act", "full"], "e"),
+              node("Reshape", ["e", "view"], "v")]
+    if reader == "square":
+        nodes.append(node("Mul", ["v", "v"], "y"))
+        shape = view
+    else:
+        nodes.append(node("Conv", ["v", "w1"], "y", kernel_shape=[1, 1]))
+        shape = [1, 8] + view[2:]
+    return nodes, inits, [_vi(p + "x", [1, 4, 8, 8])], [_vi(p + "y", shape)]
+
+
+# Measured in the pack's first run (2026-12-05, RK3566 and RK3588), not held: ("t3to4", "square") and ("c4to5", "square"):
+# the view on RK3566's CPU (the 3-D Expand's view read by a Conv instead: NPU), which the audit does not model; RK3588: NPU.
+EXPAND_VIEW_NOT_HELD = (("t3to4", "square"), ("c4to5", "square"))
+EXPAND_VIEW_PACK = tuple((n, r) for n in EXPAND_VIEWS for r in EXPAND_READERS
+                         if (r == "square" or len(EXPAND_VIEWS[n][2]) == 4) and (n, r) not in EXPAND_VIEW_NOT_HELD)
+CASES.append(Case("expand_view_pack", "fresh7: a view of an Expand's result (EvoNorm-S0's group statistic), by ranks and reader",
+                  lambda: _packed(_expand_view_case, EXPAND_VIEW_PACK, 1417, used_only=True, opset=13), ("rk3566", "rk3588")))

@@ -71,6 +71,8 @@ def _row(v, producer, readers, truth: dict, audited: dict) -> dict:
         "consumers": [c.op_type for c in cons], "consumers_at": [placed(c) for c in cons],
         "truth": {c: truth[c].get(v.name, "-") for c in truth},
         "audit": {c: audited[c].get(v.name) for c in audited},
+        "producer_audit": {c: audited[c].get(src.name) for c in audited} if src else None,
+        "consumers_audit": [{c: audited[c].get(k.name) for c in audited} for k in cons],
     }
 
 

@@ -2222,6 +2222,22 @@ def view_of_a_map_on_cpu(node: NodeView, chip: str):
     return None if n is None else Offence(tuple(n), "map viewed")
 
 
+EXPANDED_GROUPS_RANK = 5  # OBSERVED (RK3566): an Expand's result of this rank viewed into a map runs on the CPU
+
+
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def expanded_groups_viewed_as_a_map(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU a Reshape of an Expand's 5-D result into a 4-D map (EvoNorm-S0's group statistic [1, G, 1, 1, 1] expanded over [1, G, C/G, H, W] and viewed back into [1, C, H, W]), whatever reads it; the same view of a Sigmoid's 5-D result, and an Expand's 4-D result viewed into 3-D or 4-D, stay on the NPU (rknn-toolkit2 2.5.0, observed: fresh7's timm_regnetz_c16_evos; RK3588 runs it on the NPU).
+
+    Measured on tests/forms_models.py expand_view_pack and view_reader_pack (RK3566 and RK3588,
+    2026-12-05); RK3568 is taken to behave as RK3566 (not measured).
+    """
+    x, out = node.input(0), node.output(0)
+    if x is None or out is None or x.producer != "Expand" or x.rank != EXPANDED_GROUPS_RANK or out.rank != 4:
+        return None
+    return Offence(list(x.shape), "expanded groups viewed as a map")
+
+
 @RULES.rule("Concat", chips=tuple(_passes.CELLS_WIDTH_ALIGN), ALIGN="16 on RK3588, RK3576, RK3562 and RV1106, 8 on RK3566/RK3568", ROWS=_passes.ANCHOR_ROWS_STEP)
 def cells_of_unequal_widths(node: NodeView, chip: str):
     """A detection head's Concat of levels laid out by cells (some level is a 1x1 map) runs on the CPU when the levels' widths A*K differ, a level of more than one cell (on RK3566/RK3568 any level) has a width not a multiple of {ALIGN} and a level of more than one cell has rows H*W*A not a multiple of {ROWS} (with every such level's rows a multiple of it the toolkit lays them out by anchors, the Concat on the NPU). torchvision's SSD300: 4 and 6 anchors of 4 values on RK3588, of 91 on both chips; rknn-toolkit2 2.5.0, observed; passes.detection_head_concat_layout marks it."""
