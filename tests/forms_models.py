@@ -9410,3 +9410,191 @@ EXPAND_VIEW_PACK = tuple((n, r) for n in EXPAND_VIEWS for r in EXPAND_READERS
                          if (r == "square" or len(EXPAND_VIEWS[n][2]) == 4) and (n, r) not in EXPAND_VIEW_NOT_HELD)
 CASES.append(Case("expand_view_pack", "fresh7: a view of an Expand's result (EvoNorm-S0's group statistic), by ranks and reader",
                   lambda: _packed(_expand_view_case, EXPAND_VIEW_PACK, 1417, used_only=True, opset=13), ("rk3566", "rk3588")))
+
+
+# ---- fresh7 (Pix2Struct's attention mask) on RKNN: an Add of zeros that broadcasts a smaller run-time tensor ------
+# zeros [1, 2, 8, 64] + Relu(x) [1, 1, 1, 64] (x first where "second"), then `tail`, then (unless "out") an Add of the
+# run-time y [1, 2, 8, 64]. rknn-toolkit2 2.5.0 removes the Add (remove_invalid_add) and, where a reader taking its
+# shape from it alone is read further, stops in fold_constant (onnxruntime: invalid dimensions); the rest build.
+# Measured, not held ("map_minus": the Add read by a Sub from a [1, 2, 8, 64] constant, then the Add of y): builds,
+# the Sub on the CPU of both chips, which the audit does not model (2026-12-05).
+BROADCAST_ZERO_ADD_FORMS = {
+    # name: (reader chain, x's shape, zeros first)
+    "relu": ("relu", [1, 1, 1, 64], True),
+    "one_minus": ("one_minus", [1, 1, 1, 64], True),
+    "times_two": ("times_two", [1, 1, 1, 64], True),
+    "sigmoid": ("sigmoid", [1, 1, 1, 64], True),
+    "mask_where": ("mask_where", [1, 1, 1, 64], True),
+    "read_by_add": ("none", [1, 1, 1, 64], True),
+    "relu_out": ("relu_out", [1, 1, 1, 64], True),
+    "zeros_second": ("relu", [1, 1, 1, 64], False),
+    "same_shape": ("relu", [1, 2, 8, 64], True),
+}
+
+
+def broadcast_zero_add(tail: str, x_shape: list, zeros_first: bool) -> onnx.ModelProto:
+    rng = np.random.default_rng(417)
+    inits = [_const("zeros", np.zeros((1, 2, 8, 64), np.float32)), _const("one", np.array(1.0, np.float32)),
+             _const("two", np.array(2.0, np.float32)), _const("low", np.array(-1e4, np.float32)),
+             _const("map", rng.random((1, 2, 8, 64)).astype(np.float32))]
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu_x"),
+             helper.make_node("Add", ["zeros", "r"] if zeros_first else ["r", "zeros"], ["a"], name="zero_add")]
+    readers = {
+        "relu": [helper.make_node("Relu", ["a"], ["m"], name="reader")],
+        "relu_out": [helper.make_node("Relu", ["a"], ["out"], name="reader")],
+        "one_minus": [helper.make_node("Sub", ["one", "a"], ["m"], name="reader")],
+        "times_two": [helper.make_node("Mul", ["a", "two"], ["m"], name="reader")],
+        "sigmoid": [helper.make_node("Sigmoid", ["a"], ["m"], name="reader")],
+        "map_minus": [helper.make_node("Sub", ["map", "a"], ["m"], name="reader")],
+        "none": [],
+        "mask_where": [helper.make_node("Sub", ["one", "a"], ["s"], name="reader"),
+                       helper.make_node("Equal", ["s", "one"], ["e"], name="is_masked"),
+                       helper.make_node("Where", ["e", "low", "s"], ["m"], name="mask_fill")],
+    }
+    nodes += readers[tail]
+    inputs = [_vi("x", x_shape)]
+    if tail != "relu_out":
+        nodes.append(helper.make_node("Add", ["y", "a" if tail == "none" else "m"], ["out"], name="scores_add"))
+        inputs.append(_vi("y", [1, 2, 8, 64]))
+    return _model(nodes, inputs, [_vi("out", [1, 2, 8, 64])], inits, opset=17)
+
+
+CASES += [Case(f"broadcast_zero_add_{name}", "fresh7: an Add of zeros broadcasting a smaller run-time tensor (Pix2Struct's attention mask)",
+               lambda f=f: broadcast_zero_add(*f), ("rk3588", "rk3566")) for name, f in BROADCAST_ZERO_ADD_FORMS.items()]
+
+
+# ---- fresh7 (timm's EvoNorm-S0) on RKNN: the group variance's epsilon Add, by group count -----------------------
+# (name, G, H, cast): a 1x1 Conv [1, 8, H, H] -> [1, 16G, H, H], EvoNorm-S0 with G groups of 16 channels (Reshape to
+# [1, G, 16, H, H], Cast, mean, squared deviation, mean, + 1e-3, Sqrt, Cast, Expand to the grouped shape, Reshape
+# back, x * sigmoid(v * x) divided by it, times w plus b), then a 1x1 Conv to 8 channels. cast False: no Casts.
+EVONORM_GROUPS_PACK = (
+    ("g2", 2, 8, True), ("g3", 3, 8, True), ("g16", 16, 4, True), ("g18", 18, 4, True), ("g32", 32, 4, True),
+    ("g48", 48, 4, True), ("g2_nocast", 2, 8, False), ("g48_nocast", 48, 4, False),
+)  # fmt: skip
+
+
+def _evonorm_groups_case(rng, spec) -> tuple[list, list, list, list]:
+    name, groups, size, cast, per = (*spec, 16) if len(spec) == 4 else spec
+    p = f"evo_{name}_"
+    node = _prefixed(p)
+    c = per * groups
+    grouped = [1, groups, per, size, size]
+    inits = [_const(p + "w_in", _weights(rng, c, 8, 1, 1)), _const(p + "grouped", np.array(grouped, np.int64)),
+             _const(p + "back", np.array([1, c, size, size], np.int64)), _const(p + "eps", np.array(1e-3, np.float32)),
+             _const(p + "v", _weights(rng, 1, c, 1, 1)), _const(p + "w", _weights(rng, 1, c, 1, 1) + 1),
+             _const(p + "b", _weights(rng, 1, c, 1, 1)), _const(p + "w_out", _weights(rng, 8, c, 1, 1))]
+    nodes = [node("Conv", ["x", "w_in"], "map"), node("Reshape", ["map", "grouped"], "g")]
+    src = "g"
+    if cast:
+        nodes.append(node("Cast", ["g"], "gc", to=TensorProto.FLOAT))
+        src = "gc"
+    nodes += [node("ReduceMean", [src], "mean", axes=[2, 3, 4], keepdims=1), node("Sub", [src, "mean"], "dev"),
+              node("Mul", ["dev", "dev"], "sq"), node("ReduceMean", ["sq"], "var", axes=[2, 3, 4], keepdims=1),
+              node("Add", ["var", "eps"], "var_eps"), node("Sqrt", ["var_eps"], "std")]
+    std = "std"
+    if cast:
+        nodes.append(node("Cast", ["std"], "std_c", to=TensorProto.FLOAT))
+        std = "std_c"
+    nodes += [node("Expand", [std, "grouped"], "std_x"), node("Reshape", ["std_x", "back"], "std_map"),
+              node("Mul", ["map", "v"], "vx"), node("Sigmoid", ["vx"], "gate"), node("Mul", ["map", "gate"], "num"),
+              node("Div", ["num", "std_map"], "normed"), node("Mul", ["normed", "w"], "scaled"),
+              node("Add", ["scaled", "b"], "biased"), node("Conv", ["biased", "w_out"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, 8, size, size])], [_vi(p + "y", [1, 8, size, size])]
+
+
+# The group-count threshold on RK3588 (name, G, H, cast, channels per group).
+EVONORM_THRESHOLD_PACK = (
+    ("g20", 20, 2, True, 16), ("g24", 24, 2, True, 16), ("g28", 28, 2, True, 16), ("g31", 31, 2, True, 16),
+    ("g33", 33, 2, True, 16), ("g40", 40, 2, True, 16), ("g64", 64, 2, True, 16), ("g32_per8", 32, 2, True, 8),
+    ("g16_per32", 16, 2, True, 32), ("g24_per4", 24, 2, True, 4), ("g8_per64", 8, 2, True, 64),
+)  # fmt: skip
+CASES.append(Case("evonorm_threshold_pack", "fresh7: EvoNorm-S0's group variance plus epsilon, by group count (timm's RegNetZ-EvoS)",
+                  lambda: _packed(_evonorm_groups_case, EVONORM_THRESHOLD_PACK, 912, opset=13), ("rk3588",)))
+CASES.append(Case("evonorm_groups_pack", "fresh7: EvoNorm-S0's group variance plus epsilon, by group count (timm's RegNetZ-EvoS)",
+                  lambda: _packed(_evonorm_groups_case, EVONORM_GROUPS_PACK, 911, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh7 (Marian's lm_head) on RKNN: a Linear's 3-D model output by width --------------------------------------
+# (name, K, bias): [1, 16, 64] -> MatMul [64, K] -> + bias [1, K] ("zeros": a bias of zeros, as Marian's
+# final_logits_bias; None: no bias Add) -> the model output [1, 16, K].
+OUTPUT_WIDTH_PACK = (
+    ("k8", 8, "random"), ("k24", 24, "random"), ("k40", 40, "random"), ("k100", 100, "random"), ("k1000", 1000, "random"),
+    ("k1000_zeros", 1000, "zeros"), ("k1000_nobias", 1000, None), ("k24_zeros", 24, "zeros"), ("k1008", 1008, "random"),
+    ("k4_nobias", 4, None), ("k8_nobias", 8, None), ("k12_nobias", 12, None), ("k24_nobias", 24, None), ("k40_nobias", 40, None),
+    ("k4_zeros", 4, "zeros"),
+)  # fmt: skip
+
+
+def _output_width_case(rng, spec) -> tuple[list, list, list, list]:
+    name, width, bias = spec
+    p = f"ow_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, 64, width))]
+    nodes = [node("MatMul", ["x", "w"], "logits" if bias is None else "mm")]
+    if bias is not None:
+        inits.append(_const(p + "b", np.zeros((1, width), np.float32) if bias == "zeros" else _weights(rng, 1, width)))
+        nodes.append(node("Add", ["mm", "b"], "logits"))
+    return nodes, inits, [_vi(p + "x", [1, 16, 64])], [_vi(p + "logits", [1, 16, width])]
+
+
+CASES.append(Case("output_width_pack", "fresh7: a Linear's 3-D model output by width, its bias of zeros or not (Marian's lm_head)",
+                  lambda: _packed(_output_width_case, OUTPUT_WIDTH_PACK, 913, opset=17), ("rk3588",)))
+
+
+# ---- fresh7 (OWL-ViT's class head) on RKNN: a float-to-float Cast as the model output -----------------------------
+# (name, K, rank): [1, 64, 16] -> MatMul [16, K] -> Relu -> Cast to float -> the model output [1, 64, K] (rank 3), or
+# a 1x1 Conv [1, 8, 8, 8] -> [1, K, 8, 8] -> Relu -> Cast (rank 4).
+SAME_TYPE_CAST_OUT_PACK = (
+    ("k1", 1, 3), ("k4", 4, 3), ("k16", 16, 3), ("k24", 24, 3), ("k64", 64, 3), ("c4_map", 4, 4), ("c16_map", 16, 4),
+)  # fmt: skip
+
+
+def _same_type_cast_out_case(rng, spec) -> tuple[list, list, list, list]:
+    name, width, rank = spec
+    p = f"cto_{name}_"
+    node = _prefixed(p)
+    if rank == 3:
+        inits, nodes = [_const(p + "w", _weights(rng, 16, width))], [node("MatMul", ["x", "w"], "mm")]
+        x_shape, y_shape = [1, 64, 16], [1, 64, width]
+    else:
+        inits, nodes = [_const(p + "w", _weights(rng, width, 8, 1, 1))], [node("Conv", ["x", "w"], "mm")]
+        x_shape, y_shape = [1, 8, 8, 8], [1, width, 8, 8]
+    nodes += [node("Relu", ["mm"], "act"), node("Cast", ["act"], "y", to=TensorProto.FLOAT)]
+    return nodes, inits, [_vi(p + "x", x_shape)], [_vi(p + "y", y_shape)]
+
+
+CASES.append(Case("same_type_cast_out_pack", "fresh7: a float-to-float Cast as the model output, 3-D by width or 4-D (OWL-ViT's class head)",
+                  lambda: _packed(_same_type_cast_out_case, SAME_TYPE_CAST_OUT_PACK, 914, opset=17), ("rk3588",)))
+# RK3566 measured on the whole pack too (2026-12-05): k1 and k4 on the NPU, which the audit does not model (OWL-ViT's
+# [1, 64, 1] after a Where: CPU); held without them.
+CASES.append(Case("same_type_cast_out_rk3566_pack", "fresh7: a float-to-float Cast as the model output, 3-D by width or 4-D (OWL-ViT's class head)",
+                  lambda: _packed(_same_type_cast_out_case, tuple(e for e in SAME_TYPE_CAST_OUT_PACK if e[0] not in ("k1", "k4")), 914, opset=17),
+                  ("rk3566",)))
+
+
+# ---- fresh7 (Perceiver's decoder) on RKNN: the pick of the one token, by width and reader -------------------------
+# (name, K, reader): [1, 1, 16] -> MatMul [16, K] + bias -> Gather index 0 along axis 1 ([1, K]) -> the model output
+# ("out"), or a MatMul [K, 16] + bias read as the output ("linear": PiT's head reads its class token so).
+TOKEN_PICK_WIDTH_PACK = (
+    ("k10_out", 10, "out"), ("k16_out", 16, "out"), ("k24_out", 24, "out"), ("k32_out", 32, "out"), ("k64_out", 64, "out"),
+    ("k8_out", 8, "out"), ("k10_linear", 10, "linear"), ("k64_linear", 64, "linear"),
+)  # fmt: skip
+
+
+def _token_pick_width_case(rng, spec) -> tuple[list, list, list, list]:
+    name, width, reader = spec
+    p = f"tpw_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, 16, width)), _const(p + "b", _weights(rng, width)), _const(p + "i0", np.array(0, np.int64))]
+    nodes = [node("MatMul", ["x", "w"], "mm"), node("Add", ["mm", "b"], "tokens"),
+             node("Gather", ["tokens", "i0"], "y" if reader == "out" else "pick", axis=1)]
+    out_width = width
+    if reader == "linear":
+        inits += [_const(p + "w2", _weights(rng, width, 16)), _const(p + "b2", _weights(rng, 16))]
+        nodes += [node("MatMul", ["pick", "w2"], "mm2"), node("Add", ["mm2", "b2"], "y")]
+        out_width = 16
+    return nodes, inits, [_vi(p + "x", [1, 1, 16])], [_vi(p + "y", [1, out_width])]
+
+
+CASES.append(Case("token_pick_width_pack", "fresh7: a Gather of the one token along an axis of one, by width and reader (Perceiver's decoder, PiT's and SigLIP's heads)",
+                  lambda: _packed(_token_pick_width_case, TOKEN_PICK_WIDTH_PACK, 915, opset=17), ("rk3588", "rk3566")))

@@ -158,6 +158,8 @@ FRESH_LOOKED_AT = {
         "hf_timesfm/rk3566",
         # h13-rkA: its pooling head's Gather read (a pick along an axis of one; fresh7's Perceiver, docs/audit.md).
         "hf_siglip_vision/rk3588",
+        # h14-rk88: its heads' bias Adds of zeros read (lost by a first Marian rule; the operand order separates them).
+        "hf_mgp_str/rk3588",
     ),
     # h11-fresh7: chosen on 2026-12-05, built and collected by h11-fresh7, scored blind at c8db338.
     "fresh7": (
@@ -177,6 +179,8 @@ FRESH_LOOKED_AT = {
         # h14-rk66r: CLIPSeg's decoder Squeeze of a ConvTranspose's map as the output (both chips' verdicts read to choose
         # the probes map_maker_view_pack; docs/audit.md).
         "hf_clipseg/rk3566", "hf_clipseg/rk3588",
+        # h14-rk88: Pix2Struct's refusal (its mask's broadcast Add of zeros) and Marian's lm_head bias of zeros on RKNN.
+        "hf_pix2struct_vision/rk3588", "hf_pix2struct_vision/rk3566", "hf_marian/rk3588",
     ),
     # h14-fresh8: chosen on 2026-12-05, built and collected by h14-fresh8, not yet scored; nothing looked at.
     "fresh8": (),

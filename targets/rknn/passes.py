@@ -5429,3 +5429,99 @@ def gru_output_view_merged(graph, chip):
         graph.fuse([squeeze], "Squeeze", attributes={GRU_OUTPUT_VIEW_ATTRIBUTE: 1})
         if swap is not None and _batch_swap(swap):
             graph.fuse([swap], swap.op_type, attributes={GRU_OUTPUT_VIEW_ATTRIBUTE: 1, **({"perm": GRU_BATCH_SWAP} if swap.op_type == "Transpose" else {})})
+
+
+# ---------------------------------------------------------------------------------------------
+# An Add of zeros that broadcasts its run-time operand: removed, and the shapes after it go wrong.
+# ---------------------------------------------------------------------------------------------
+
+BROADCAST_ZERO_ADD_ATTRIBUTE = "rknn_broadcast_zero_add"
+# Readers measured to fail after such an Add (each then read by another node): elementwise, their
+# result's shape taken from the removed Add alone (no other operand, or a scalar constant).
+SHAPE_TAKING_READERS = ("Relu", "Sigmoid", "Add", "Sub", "Mul")
+
+
+def _takes_its_shape_from(reader, tensor) -> bool:
+    """Whether `reader` is elementwise and its result has `tensor`'s shape only because of `tensor`:
+    its other operands are constants of one element."""
+    if reader.op_type not in SHAPE_TAKING_READERS:
+        return False
+    others = [t for t in reader.inputs if t.name != tensor.name]
+    return all(_known(t) and t.numel == 1 for t in others)
+
+
+@RULES.graph_pass("Add", OBSERVED=TOOLKIT_OBSERVED, READERS=SHAPE_TAKING_READERS)
+def broadcast_zero_add_marked(graph, chip):
+    """{OBSERVED} removes an Add whose first operand is a constant of zeros even where that constant is larger than the run-time operand it broadcasts (its pass remove_invalid_add: Pix2Struct adds its attention mask [1, 1, 1, T] to a position bias of zeros [1, H, T, T]); a reader ({READERS}) whose result then has a shape of the removed Add's alone keeps the larger shape recorded, and where another node reads that result the toolkit's next fold_constant runs onnxruntime on the wrong shape and the build stops ("Got invalid dimensions for input"). The pass marks the Add for the rule broadcast_zero_add_removed.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-05, int8, opset 17;
+    tests/forms_models.py broadcast_zero_add_*): zeros [1, 2, 8, 64] + Relu(x) [1, 1, 1, 64],
+    then 1 - it, Relu, Sigmoid, * 2, - 1 or + 1, then an Add of a run-time [1, 2, 8, 64]: the build
+    stops in fold_constant; Pix2Struct's mask chain (1 - it, Equal 1, Where) in its attention: the
+    same. Builds: the Add read directly by an Add or Mul of a run-time [1, 2, 8, 64] or by a Sub
+    from a [1, 2, 8, 64] constant, a Relu that is the model output, the zeros second (the Add is
+    then kept), zeros of the run-time operand's shape, a bias not zero.
+    """
+    for add in [n for n in graph.nodes if n.op_type == "Add" and len(n.inputs) == 2]:
+        zeros, x = add.inputs
+        out = add.outputs[0] if add.outputs else None
+        if out is None or not zeros.is_constant or not zeros.all_zero or _known(x) or x.dtype not in ("float32", "float16"):
+            continue
+        if not x.is_static or not out.is_static or x.numel >= out.numel:
+            continue
+        readers = [r for r in graph.consumers(out.name) if _takes_its_shape_from(r, out)]
+        if any(graph.consumers(r.outputs[0].name) for r in readers if r.outputs):
+            attributes = {a.name: helper_value(a) for a in add.proto.attribute}
+            graph.fuse([add], "Add", attributes={**attributes, BROADCAST_ZERO_ADD_ATTRIBUTE: 1})
+
+
+# ---------------------------------------------------------------------------------------------
+# A group variance's epsilon Add read by a Sqrt (EvoNorm-S0): the 5-D statistic's layout layer.
+# ---------------------------------------------------------------------------------------------
+
+GROUP_VARIANCE_EPS_ATTRIBUTE = "rknn_group_variance_eps"  # its value: G, the groups
+
+
+def _group_statistic_groups(t) -> int | None:
+    """G where `t` is a run-time [1, G, 1, 1, 1] (a mean over a grouped map's axes 2 to 4, kept)."""
+    shape = _static_shape(t) if t is not None and not _known(t) else None
+    if shape is None or len(shape) != 5 or shape[0] != 1 or list(shape[2:]) != [1, 1, 1]:
+        return None
+    return shape[1]
+
+
+def _readers_through_casts(graph, tensor, op_type: str) -> list:
+    """The nodes of `op_type` reading `tensor`, directly or through Casts."""
+    found, frontier = [], [tensor]
+    for _ in range(3):
+        nxt = []
+        for t in frontier:
+            for r in graph.consumers(t.name):
+                if r.op_type == op_type:
+                    found.append(r)
+                elif r.op_type == "Cast" and r.outputs:
+                    nxt.append(r.outputs[0])
+        frontier = nxt
+    return found
+
+
+@RULES.graph_pass("Add", OBSERVED=TOOLKIT_OBSERVED)
+def group_variance_epsilon_marked(graph, chip):
+    """{OBSERVED} lays a run-time group statistic [1, G, 1, 1, 1] plus a constant epsilon, read by a Sqrt (which runs on the CPU), out with a layer its table names "Reshape" after the Add (timm's EvoNorm-S0: the group variance + 1e-3, Sqrt, Cast, Expand to [1, G, C/G, H, W], Reshape back, the divisor of x * sigmoid(v * x)). The pass marks the Add with G for the rule group_variance_epsilon_layout.
+
+    Measured with rknn-toolkit2 2.5.0 (2026-12-05, int8, opset 13; tests/forms_models.py
+    evonorm_groups_pack on RK3588 and RK3566, evonorm_threshold_pack on RK3588): the Add on the CPU of
+    RK3566 at every G (2, 3, 16, 18, 32, 48); on RK3588 on the NPU at G 32, 48 and 64 (fresh7's RegNetZ:
+    48, 96), on the CPU at G 2, 3, 8, 16, 18, 20, 24, 28, 31, 33 and 40, with 4 to 64 channels per
+    group, with or without timm's Casts. The Reshape back: CPU on RK3566, NPU on RK3588
+    (rules.expanded_groups_viewed_as_a_map).
+    """
+    for add in [n for n in graph.nodes if n.op_type == "Add" and len(n.inputs) == 2 and n.outputs]:
+        eps = next((t for t in add.inputs if _known(t) and t.numel == 1), None)
+        stat = next((t for t in add.inputs if t is not eps), None)
+        groups = _group_statistic_groups(stat) if eps is not None else None
+        sqrts = _readers_through_casts(graph, add.outputs[0], "Sqrt") if groups else []
+        if not sqrts:
+            continue
+        attributes = {a.name: helper_value(a) for a in add.proto.attribute}
+        graph.fuse([add], "Add", attributes={**attributes, GROUP_VARIANCE_EPS_ATTRIBUTE: int(groups)})

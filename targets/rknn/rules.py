@@ -688,6 +688,22 @@ def cast_to_uint8(node: NodeView, chip: str):
 ONNX_FLOAT = 1  # TensorProto.FLOAT, Cast's `to`
 
 
+# OBSERVED (tests/forms_models.py same_type_cast_out_pack, 2026-12-05): a float-to-float Cast as the model output has no
+# layer: a 4-D one takes its producer's place (NPU on both chips), a 3-D [N, T, K] one becomes the output's layout layer,
+# on RK3588 on the NPU where K is 1 or a multiple of 16 (K = 4, 24: CPU). RK3566's 3-D layout layer: CPU at K = 16, 24, 64
+# and for OWL-ViT's [1, 64, 1] after a Where; NPU at K = 1 and 4 after a Relu (measured, not modelled: left on the CPU).
+FLOAT_CAST_OUTPUT_WIDTH_ALIGN_RK3588 = 16
+
+
+def _float_cast_output_on_npu(out, chip: str) -> bool:
+    if out is None or not out.is_model_output or not out.is_static:
+        return False
+    if out.rank == 4:
+        return True
+    width = out.shape[-1] if out.rank == 3 else None
+    return chip == "rk3588" and width is not None and (width == 1 or width % FLOAT_CAST_OUTPUT_WIDTH_ALIGN_RK3588 == 0)
+
+
 @RULES.rule("Cast", chips=("rk3588", "rk3566"))
 def cast_other_than_bool_to_float(node: NodeView, chip: str):
     """rknn-toolkit2 2.5.0 (observed) runs a Cast on the NPU ("Cast INT8 on NPU", a layer of its own) only where it turns a computed bool into float32, whatever reads it and even where the comparison that made the bool runs on the CPU (SuperPoint's non-maximum suppression: Equal, Or, Cast, MaxPool); every other Cast runs on the CPU.
@@ -703,6 +719,8 @@ def cast_other_than_bool_to_float(node: NodeView, chip: str):
     x = node.input(0)
     if x is not None and x.dtype == "bool" and node.attr("to") == ONNX_FLOAT and x.producer is not None:
         return None
+    if x is not None and x.dtype == "float32" and node.attr("to") == ONNX_FLOAT and _float_cast_output_on_npu(node.output(0), chip):
+        return None
     return Offence(f"{x.dtype if x is not None else '?'} to {node.attr('to')}", "not a computed bool to float")
 
 
@@ -716,6 +734,32 @@ def slice_pair_concatenated(node: NodeView, chip: str):
         return None
     out = node.output(0)
     return Offence("fuse_slice_slice_concat_to_conv", f"two Slices of one {out.rank}-D tensor rejoined")
+
+
+@RULES.rule("Add", placement=Placement.UNSUPPORTED, chips=("rk3588", "rk3566"))
+def broadcast_zero_add_removed(node: NodeView, chip: str):
+    """rknn-toolkit2 2.5.0 removes an Add of a constant of zeros (first) that broadcasts a smaller run-time tensor (remove_invalid_add), and when an elementwise node that takes its shape from that Add alone (a Relu, or 1 - it) is read further, its next fold_constant stops: "onnxruntime ... INVALID_ARGUMENT : Got invalid dimensions for input" (Pix2Struct's attention mask [1, 1, 1, T] added to a position bias of zeros [1, H, T, T]): the model does not build; workaround: broadcast the mask with Expand, or add the zeros after the Sub, where their shape is the mask's."""
+    # Probed (rknn-toolkit2 2.5.0, int8, opset 17, RK3588 and RK3566; tests/forms_models.py
+    # broadcast_zero_add_*): passes.broadcast_zero_add_marked says which forms fail and which build.
+    if node.attr(_passes.BROADCAST_ZERO_ADD_ATTRIBUTE) is None:
+        return None
+    x, out = node.input(1), node.output(0)
+    return Offence("remove_invalid_add", f"zeros broadcasting {list(x.shape) if x is not None else '?'} to {list(out.shape) if out is not None else '?'}")
+
+
+# OBSERVED (RK3588; passes.group_variance_epsilon_marked): group counts whose epsilon Add stays on the NPU.
+GROUP_VARIANCE_NPU_ALIGN, GROUP_VARIANCE_NPU_MIN = 16, 32
+
+
+@RULES.rule("Add", chips=("rk3588", "rk3566"), ALIGN=GROUP_VARIANCE_NPU_ALIGN, MIN=GROUP_VARIANCE_NPU_MIN)
+def group_variance_epsilon_layout(node: NodeView, chip: str):
+    """The epsilon Add of a group variance [1, G, 1, 1, 1] read by a Sqrt (EvoNorm-S0) is laid out by a "Reshape" layer of the toolkit that runs on the CPU: on RK3566 always, on RK3588 unless G is a multiple of {ALIGN} of at least {MIN} (rknn-toolkit2 2.5.0, observed; passes.group_variance_epsilon_marked says what was measured)."""
+    groups = node.attr(_passes.GROUP_VARIANCE_EPS_ATTRIBUTE)
+    if groups is None:
+        return None
+    if chip == "rk3588" and groups % GROUP_VARIANCE_NPU_ALIGN == 0 and groups >= GROUP_VARIANCE_NPU_MIN:
+        return None
+    return Offence(groups, "groups")
 
 
 # Chips measured for the rule below: RK3568, RK3576, RK3562 and RV1106 crash on where_one_element_input11 and _sum1
@@ -982,19 +1026,35 @@ PAD_CHANNEL_BLOCK_INT8 = {**OUTPUT_CHANNEL_ALIGN, "rk3576": 16, "rk3562": 16, "r
 ACTIVATIONS_AFTER_GEMM = ("Sigmoid", "Relu")
 
 
-@RULES.rule("Flatten", "Reshape", *ACTIVATIONS_AFTER_GEMM, chips=tuple(OUTPUT_CHANNEL_ALIGN), ALIGN="16 on RK3588, 8 on RK3566/RK3568")
+def _picks_the_one_token(node: NodeView) -> bool:
+    """A Gather at a scalar constant index along axis 1 of a 3-D tensor whose axis 1 has length one."""
+    x, index = node.input(0), node.input(1)
+    if x is None or index is None or x.rank != 3 or x.shape[1] != 1 or not index.is_constant or index.rank != 0:
+        return False
+    return int(node.attr("axis", 0)) % 3 == 1
+
+
+@RULES.rule("Flatten", "Reshape", "Gather", *ACTIVATIONS_AFTER_GEMM, chips=tuple(OUTPUT_CHANNEL_ALIGN), ALIGN="16 on RK3588, 8 on RK3566/RK3568")
 def unaligned_2d_model_output(node: NodeView, chip: str):
-    """A 2-D model output [N, C] that the NPU holds in its 4-D layout (a Flatten or Reshape of a 4-D tensor, or an activation after a Gemm) is reshaped to the caller's layout on the CPU when C is not a multiple of the channel block ({ALIGN}): this node's Reshape layer runs on the CPU.
+    """A 2-D model output [N, C] that the NPU holds in its 4-D layout (a Flatten or Reshape of a 4-D tensor, an activation after a Gemm, or the pick of the one token of [N, 1, C]) is reshaped to the caller's layout on the CPU when C is not a multiple of the channel block ({ALIGN}): this node's Reshape layer runs on the CPU.
 
     Measured with rknn-toolkit2 2.5.0 on GlobalAveragePool -> Flatten and Gemm -> Sigmoid/Relu
     outputs of 4 to 1008 channels (squeezenet1_1's [1, 1000] output: CPU on RK3588, NPU on RK3566;
-    mnist_box_and_class's [1, 4] box: CPU on both); a Gemm's own output is 2-D on the NPU.
+    mnist_box_and_class's [1, 4] box: CPU on both); a Gemm's own output is 2-D on the NPU. The pick
+    of the one token, Gather at a scalar index along the axis of one of [1, 1, C] (Perceiver's
+    decoder, SigLIP's pooling head; 2026-12-05, opset 17, tests/forms_models.py
+    token_pick_width_pack): as the output, C = 8, 10 and 24 on the CPU of RK3588, 16, 32 and 64 on
+    its NPU; RK3566: 10 on the CPU, 8, 16, 24, 32, 64 on the NPU; read by a Linear, on the NPU
+    (PiT's class token).
     """
     out = node.output(0)
     if out is None or not out.is_model_output or out.rank != 2 or not isinstance(out.shape[1], int):
         return None
     x = node.input(0)
-    if node.op_type in ("Flatten", "Reshape"):
+    if node.op_type == "Gather":
+        if not _picks_the_one_token(node):
+            return None
+    elif node.op_type in ("Flatten", "Reshape"):
         if x is None or x.rank != 4:
             return None
     elif x is None or x.producer != "Gemm":
@@ -1010,19 +1070,29 @@ OUTPUT_WIDTH_ALIGN_3D = {"rk3588": 16}
 PRODUCTS_3D = ("MatMul", "Gemm")
 
 
-@RULES.rule("MatMul", "Add", chips=tuple(OUTPUT_WIDTH_ALIGN_3D), ALIGN="16 on RK3588", PRODUCTS=PRODUCTS_3D)
+@RULES.rule("Add", chips=tuple(OUTPUT_WIDTH_ALIGN_3D), ALIGN="16 on RK3588", PRODUCTS=PRODUCTS_3D)
 def unaligned_3d_model_output(node: NodeView, chip: str):
-    """A 3-D model output [N, T, K] of a product ({PRODUCTS}, or the Add of its bias), which the NPU computes as [N, T, 1, K], is reshaped to the caller's layout on the CPU when K is not a multiple of {ALIGN}: this node's Reshape layer runs on the CPU.
+    """A 3-D model output [N, T, K] of the Add of a product's bias ({PRODUCTS}), which the NPU computes as [N, T, 1, K], is reshaped to the caller's layout on the CPU when K is not a multiple of {ALIGN}: this node's Reshape layer runs on the CPU.
 
     Measured with rknn-toolkit2 2.5.0 on [1, 16, 32] -> MatMul -> bias Add -> [1, 16, K] models
-    (K = 4 and 8: CPU; 16 and 32: NPU), on the MatMul alone (K = 4: CPU; 16: NPU) and on
-    lstm_stateful's [1, 16, 4] Linear after its LSTM.
+    (K = 4 and 8: CPU; 16 and 32: NPU) and on lstm_stateful's [1, 16, 4] Linear after its LSTM.
+    Not the product itself, nor a bias of zeros (2026-12-05, opset 17; tests/forms_models.py
+    output_width_pack, single-model probes by hand): the MatMul without a bias Add as the output
+    (K = 4 to 1000) and the MatMul whose bias of zeros, second, is "fused by remove_invalid_add"
+    (Marian's final_logits_bias; K = 4, 24, 1000) are reported as their Conv layer on the NPU, the CPU
+    Reshape only as its layout glue; the bias Add of K = 8, 24, 40, 100 and 1000 runs on the CPU, of
+    1008 on the NPU. A bias of zeros first ([K] + [1, T, K]: fresh6's Conditional DETR and MGP-STR
+    heads) is not removed (the toolkit removes an Add of zeros only where its first operand has the
+    result's shape: passes.broadcast_zero_add_marked) and runs on the CPU as any bias Add.
     """
     out = node.output(0)
     if out is None or not out.is_model_output or out.rank != 3 or not isinstance(out.shape[2], int):
         return None
-    if node.op_type == "Add" and not any(t.present and t.producer in PRODUCTS_3D for t in node.inputs[:2]):
+    if not any(t.present and t.producer in PRODUCTS_3D for t in node.inputs[:2]):
         return None
+    first, second = node.inputs[:2]
+    if second.is_constant and second.all_zero and first.shape is not None and first.shape == out.shape:
+        return None  # product + zeros: removed (remove_invalid_add), reported with the product
     width = out.shape[2]
     return Offence(width, "output width") if width % OUTPUT_WIDTH_ALIGN_3D[chip] else None
 
