@@ -9598,3 +9598,159 @@ def _token_pick_width_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("token_pick_width_pack", "fresh7: a Gather of the one token along an axis of one, by width and reader (Perceiver's decoder, PiT's and SigLIP's heads)",
                   lambda: _packed(_token_pick_width_case, TOKEN_PICK_WIDTH_PACK, 915, opset=17), ("rk3588", "rk3566")))
+
+
+# ---- Attention's heads merged into a channels-last map or into tokens (h14-rk66t) ---------------------------------
+# (name, B, h, w, H, D, tail): a batch of B windows of h*w tokens [B, h*w, H*D], a joint q/k/v Linear, Reshape
+# [B, N, 3, H, D], Transpose [2, 0, 3, 1, 4], Split, Squeezes, q scaled, k swapped, Softmax, attn @ v, the heads'
+# merge Transpose [0, 2, 1, 3], then tail: "tokens" Reshape [B, N, H*D] and a Linear (ViT), "map" Reshape
+# [B, h, w, H*D] and a Linear (MaxViT's channels-last windows), "map_conv" Reshape [B, h, w, H*D], Transpose
+# [0, 3, 1, 2] and a 1x1 Conv (MobileNetV4), "map_relu" Reshape [B, h, w, H*D] and a Relu (the Linear alone away).
+HEADS_MERGE_MAP_PACK = (
+    ("tok_b16_n4_h4", 16, 2, 2, 4, 32, "tokens"), ("map_b16_n4_h4", 16, 2, 2, 4, 32, "map"),
+    ("tok_b1_n16_h2", 1, 4, 4, 2, 32, "tokens"), ("map_b1_n16_h2", 1, 4, 4, 2, 32, "map"),
+    ("tok_b4_n64_h2", 4, 8, 8, 2, 32, "tokens"), ("map_b4_n64_h2", 4, 8, 8, 2, 32, "map"),
+    ("conv_b16_n4_h4", 16, 2, 2, 4, 32, "map_conv"), ("relu_b16_n4_h4", 16, 2, 2, 4, 32, "map_relu"),
+    ("map_b1_n16_h8", 1, 4, 4, 8, 32, "map"), ("tok_b1_n16_h8", 1, 4, 4, 8, 32, "tokens"),
+)  # fmt: skip
+
+
+def _heads_merge_map_case(rng, spec) -> tuple[list, list, list, list]:
+    name, b, h, w, heads, d, tail = spec
+    p = f"hmm_{name}_"
+    node = _prefixed(p)
+    n, c = h * w, heads * d
+    inits = [_const(p + "wqkv", _weights(rng, c, 3 * c)), _const(p + "split5", np.array([b, n, 3, heads, d], np.int64)),
+             _const(p + "ones", np.array([1, 1, 1], np.int64)), _const(p + "ax0", np.array([0], np.int64)),
+             _const(p + "scale", np.float32(d ** -0.5)), _const(p + "wo", _weights(rng, c, c)),
+             _const(p + "tok", np.array([b, n, c], np.int64)), _const(p + "map", np.array([b, h, w, c], np.int64)),
+             _const(p + "wconv", _weights(rng, c, c, 1, 1))]
+    nodes = [node("MatMul", ["x", "wqkv"], "qkv"), node("Reshape", ["qkv", "split5"], "heads"),
+             node("Transpose", ["heads"], "stack", perm=[2, 0, 3, 1, 4])]
+    nodes.append(helper.make_node("Split", [p + "stack", p + "ones"], [p + "q5", p + "k5", p + "v5"], name=p + "split", axis=0))
+    nodes += [node("Squeeze", ["q5", "ax0"], "q"), node("Squeeze", ["k5", "ax0"], "k"), node("Squeeze", ["v5", "ax0"], "v"),
+              node("Mul", ["q", "scale"], "qs"), node("Transpose", ["k"], "kt", perm=[0, 1, 3, 2]),
+              node("MatMul", ["qs", "kt"], "scores"), node("Softmax", ["scores"], "attn", axis=-1),
+              node("MatMul", ["attn", "v"], "ctx"), node("Transpose", ["ctx"], "merge", perm=[0, 2, 1, 3])]
+    if tail == "tokens":
+        nodes += [node("Reshape", ["merge", "tok"], "view"), node("MatMul", ["view", "wo"], "y")]
+        shape = [b, n, c]
+    elif tail == "map":
+        nodes += [node("Reshape", ["merge", "map"], "view"), node("MatMul", ["view", "wo"], "y")]
+        shape = [b, h, w, c]
+    elif tail == "map_relu":
+        nodes += [node("Reshape", ["merge", "map"], "view"), node("Relu", ["view"], "y")]
+        shape = [b, h, w, c]
+    else:
+        nodes += [node("Reshape", ["merge", "map"], "view"), node("Transpose", ["view"], "chw", perm=[0, 3, 1, 2]),
+                  node("Conv", ["chw", "wconv"], "y")]
+        shape = [b, c, h, w]
+    return nodes, inits, [_vi(p + "x", [b, n, c])], [_vi(p + "y", shape)]
+
+
+CASES.append(Case("heads_merge_map_pack", "fresh2: attention's heads merged into a channels-last map or into tokens, by what reads it (MaxViT)",
+                  lambda: _packed(_heads_merge_map_case, HEADS_MERGE_MAP_PACK, 1401, used_only=True, opset=17), ("rk3566", "rk3588")))
+# The same by window count and size at one window (B = 1), MaxViT's last stage ([1, 2, 2, 16 heads of 32]) among them.
+HEADS_MERGE_MAP_PACK_2 = (
+    ("map_b1_n4_h16", 1, 2, 2, 16, 32, "map"), ("tok_b1_n4_h16", 1, 2, 2, 16, 32, "tokens"), ("map_b1_n4_h4", 1, 2, 2, 4, 32, "map"),
+    ("map_b1_n4_h2", 1, 2, 2, 2, 32, "map"), ("map_b2_n16_h2", 2, 4, 4, 2, 32, "map"), ("map_b1_n64_h2", 1, 8, 8, 2, 32, "map"),
+    ("map_b1_n16_h16", 1, 4, 4, 16, 32, "map"), ("map_b1_n8_h2", 1, 2, 4, 2, 32, "map"), ("map_b1_n8_h2w", 1, 4, 2, 2, 32, "map"),
+)  # fmt: skip
+CASES.append(Case("heads_merge_map_pack_2", "fresh2: attention's heads merged into one channels-last window, by its size and heads (MaxViT)",
+                  lambda: _packed(_heads_merge_map_case, HEADS_MERGE_MAP_PACK_2, 1402, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+
+# ---- A key/value projection's stack by query source and token counts (h14-rk66t) ---------------------------------
+# (name, Nq, Nkv, H, source): q a Linear of x [1, Nq, H*32] split into heads (Reshape, Transpose [0, 2, 1, 3]), k and v
+# one Linear of source ("x": the same tokens as q, PVT-v2's last stage; "y": an input of its own [1, Nkv, H*32], a
+# spatial reduction's tokens) split by Reshape [1, Nkv, 2, H, 32], Transpose [2, 0, 3, 1, 4], Split and Squeezes; the
+# key swapped, q scaled, Softmax, attn @ v, the heads merged and a Linear.
+KV_STACK_PACK = (
+    ("same_n4_h8", 4, 4, 8, "x"), ("same_n4_h2", 4, 4, 2, "x"), ("same_n16_h8", 16, 16, 8, "x"), ("same_n4_h16", 4, 4, 16, "x"),
+    ("own_q16_kv4_h8", 16, 4, 8, "y"), ("own_q4_kv4_h8", 4, 4, 8, "y"), ("own_q16_kv16_h8", 16, 16, 8, "y"),
+    ("own_q4_kv16_h8", 4, 16, 8, "y"), ("own_q16_kv4_h2", 16, 4, 2, "y"),
+)  # fmt: skip
+
+
+def _kv_stack_case(rng, spec) -> tuple[list, list, list, list]:
+    name, nq, nkv, heads, source, *style = spec
+    p = f"kvs_{name}_"
+    node = _prefixed(p)
+    d, c = 32, heads * 32
+    if style == ["ln_bias"]:  # timm's form: a LayerNorm of each source, Linears with a bias
+        return _kv_stack_ln_bias(rng, p, node, nq, nkv, heads, source)
+    inits = [_const(p + "wq", _weights(rng, c, c)), _const(p + "wkv", _weights(rng, c, 2 * c)), _const(p + "wo", _weights(rng, c, c)),
+             _const(p + "qshape", np.array([1, nq, heads, d], np.int64)), _const(p + "kvshape", np.array([1, nkv, 2, heads, d], np.int64)),
+             _const(p + "ones", np.array([1, 1], np.int64)), _const(p + "ax0", np.array([0], np.int64)),
+             _const(p + "scale", np.float32(d ** -0.5)), _const(p + "tok", np.array([1, nq, c], np.int64))]
+    nodes = [node("MatMul", ["x", "wq"], "qlin"), node("Reshape", ["qlin", "qshape"], "qheads"),
+             node("Transpose", ["qheads"], "q", perm=[0, 2, 1, 3]), node("Mul", ["q", "scale"], "qs"),
+             node("MatMul", [source, "wkv"], "kvlin"), node("Reshape", ["kvlin", "kvshape"], "kvheads"),
+             node("Transpose", ["kvheads"], "stack", perm=[2, 0, 3, 1, 4])]
+    nodes.append(helper.make_node("Split", [p + "stack", p + "ones"], [p + "k5", p + "v5"], name=p + "split", axis=0))
+    nodes += [node("Squeeze", ["k5", "ax0"], "k"), node("Squeeze", ["v5", "ax0"], "v"), node("Transpose", ["k"], "kt", perm=[0, 1, 3, 2]),
+              node("MatMul", ["qs", "kt"], "scores"), node("Softmax", ["scores"], "attn", axis=-1),
+              node("MatMul", ["attn", "v"], "ctx"), node("Transpose", ["ctx"], "merge", perm=[0, 2, 1, 3]),
+              node("Reshape", ["merge", "tok"], "view"), node("MatMul", ["view", "wo"], "y_out")]
+    inputs = [_vi(p + "x", [1, nq, c])] + ([_vi(p + "y", [1, nkv, c])] if source == "y" else [])
+    return nodes, inits, inputs, [_vi(p + "y_out", [1, nq, c])]
+
+
+CASES.append(Case("kv_stack_pack", "fresh2: a key/value projection's heads stack by the query's source, token counts and heads (PVT-v2, Twins, GC ViT)",
+                  lambda: _packed(_kv_stack_case, KV_STACK_PACK, 1403, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+
+# The same written as timm writes PVT-v2's attention: the sources LayerNormed, the Linears with a bias.
+KV_STACK_PACK_2 = (
+    ("ln_same_n4_h8", 4, 4, 8, "x", "ln_bias"), ("ln_own_q16_kv4_h8", 16, 4, 8, "y", "ln_bias"), ("ln_own_q16_kv4_h2", 16, 4, 2, "y", "ln_bias"),
+    ("ln_own_q4_kv4_h8", 4, 4, 8, "y", "ln_bias"), ("ln_same_n16_h2", 16, 16, 2, "x", "ln_bias"),
+)  # fmt: skip
+
+
+def _kv_stack_ln_bias(rng, p, node, nq, nkv, heads, source) -> tuple[list, list, list, list]:
+    d, c = 32, heads * 32
+    inits = [_const(p + "wq", _weights(rng, c, c)), _const(p + "wkv", _weights(rng, c, 2 * c)), _const(p + "wo", _weights(rng, c, c)),
+             _const(p + "bq", _weights(rng, c)), _const(p + "bkv", _weights(rng, 2 * c)), _const(p + "g", np.ones(c, np.float32)),
+             _const(p + "beta", np.zeros(c, np.float32)),
+             _const(p + "qshape", np.array([1, nq, heads, d], np.int64)), _const(p + "kvshape", np.array([1, nkv, 2, heads, d], np.int64)),
+             _const(p + "ones", np.array([1, 1], np.int64)), _const(p + "ax0", np.array([0], np.int64)),
+             _const(p + "scale", np.float32(d ** -0.5)), _const(p + "tok", np.array([1, nq, c], np.int64))]
+    nodes = [node("LayerNormalization", ["x", "g", "beta"], "xn", axis=-1, epsilon=1e-5)]
+    side = int(round(nkv ** 0.5))
+    if source in ("sr", "map"):  # the tokens of a map [1, C, s, s] (a Conv's, stride 2 over x's map, or an input)
+        inits += [_const(p + "wsr", _weights(rng, c, c, 2, 2)), _const(p + "flat", np.array([1, c, nkv], np.int64)),
+                  _const(p + "xmap", np.array([1, 2 * side, 2 * side, c], np.int64))]
+        if source == "sr":
+            nodes += [node("Reshape", ["x", "xmap"], "xm"), node("Transpose", ["xm"], "xc", perm=[0, 3, 1, 2]),
+                      node("Conv", ["xc", "wsr"], "ymap", strides=[2, 2])]
+        nodes += [node("Reshape", ["ymap" if source == "sr" else "m", "flat"], "yflat"), node("Transpose", ["yflat"], "y", perm=[0, 2, 1])]
+        source = "y"
+    if source == "y":
+        nodes.append(node("LayerNormalization", ["y", "g", "beta"], "yn", axis=-1, epsilon=1e-5))
+    nodes += [node("MatMul", ["xn", "wq"], "qmm"), node("Add", ["qmm", "bq"], "qlin"), node("Reshape", ["qlin", "qshape"], "qheads"),
+              node("Transpose", ["qheads"], "q", perm=[0, 2, 1, 3]), node("Mul", ["q", "scale"], "qs"),
+              node("MatMul", [source + "n", "wkv"], "kvmm"), node("Add", ["kvmm", "bkv"], "kvlin"), node("Reshape", ["kvlin", "kvshape"], "kvheads"),
+              node("Transpose", ["kvheads"], "stack", perm=[2, 0, 3, 1, 4])]
+    nodes.append(helper.make_node("Split", [p + "stack", p + "ones"], [p + "k5", p + "v5"], name=p + "split", axis=0))
+    nodes += [node("Squeeze", ["k5", "ax0"], "k"), node("Squeeze", ["v5", "ax0"], "v"), node("Transpose", ["k"], "kt", perm=[0, 1, 3, 2]),
+              node("MatMul", ["qs", "kt"], "scores"), node("Softmax", ["scores"], "attn", axis=-1),
+              node("MatMul", ["attn", "v"], "ctx"), node("Transpose", ["ctx"], "merge", perm=[0, 2, 1, 3]),
+              node("Reshape", ["merge", "tok"], "view"), node("MatMul", ["view", "wo"], "y_out")]
+    inputs = [_vi(p + "x", [1, nq, c])] + ([_vi(p + "y", [1, nkv, c])] if source == "y" and not any(n.name == p + "y" for n in nodes) else [])
+    inputs += [_vi(p + "m", [1, c, side, side])] if any(p + "m" in n.input for n in nodes) else []
+    return nodes, inits, inputs, [_vi(p + "y_out", [1, nq, c])]
+
+
+# The key/value source a map's tokens: a Conv's (stride 2, PVT-v2's spatial reduction) or an input map's, flattened.
+KV_STACK_PACK_3 = (
+    ("sr_q16_kv4_h8", 16, 4, 8, "sr", "ln_bias"), ("sr_q16_kv4_h2", 16, 4, 2, "sr", "ln_bias"), ("sr_q64_kv16_h2", 64, 16, 2, "sr", "ln_bias"),
+    ("map_q16_kv4_h8", 16, 4, 8, "map", "ln_bias"), ("map_q4_kv4_h8", 4, 4, 8, "map", "ln_bias"),
+)  # fmt: skip
+# Measured with _packed(_kv_stack_case, KV_STACK_PACK_3, 1405, used_only=True, opset=17) (RK3566 and RK3588, 2026-12-05),
+# not held: on RK3566 every stack and its heads' Reshape on the NPU (the audit agrees), but the map's flattening (Reshape
+# [1, C, H*W]) on the CPU in all five and, for "sr", the tokens viewed as a map and swapped into the Conv on the CPU
+# (the audit: NPU; not modelled, docs/audit.md). RK3588: every node on the NPU.
+
+
+CASES.append(Case("kv_stack_pack_2", "fresh2: a key/value projection's heads stack as timm writes it (LayerNorm, biased Linears), by the query's source",
+                  lambda: _packed(_kv_stack_case, KV_STACK_PACK_2, 1404, used_only=True, opset=17), ("rk3566", "rk3588")))

@@ -99,7 +99,8 @@ FRESH_LOOKED_AT = {
                # h7-rk66 (issue 27): WavLM's heads into its gates' Linear on RK3566 (docs/audit.md); Swin2SR's
                # windowed heads of 30 looked at, not probed.
                "hf_wavlm/rk3566", "hf_swin2sr/rk3566",
-               # h14-rk66r: RT-DETR's Squeeze_1 read in a survey of RK3566's views of maps (docs/audit.md).
+               # h14-rk66r: RT-DETR's Squeeze_1 read in a survey of RK3566's views of maps (docs/audit.md); h14-rk66t: its
+               # RK3566 Transposes read beside a Shape, in the survey of every Transpose (docs/audit.md).
                "yolo_rtdetr_l/rk3566",
                # h8-rk66b (issue 27) looked at tv_ssd300_vgg16/rk3566 again (listed above): the Concat of cells on the
                # CPU or laid out by anchors, by the levels' rows (docs/audit.md).
@@ -181,6 +182,9 @@ FRESH_LOOKED_AT = {
         "hf_clipseg/rk3566", "hf_clipseg/rk3588",
         # h14-rk88: Pix2Struct's refusal (its mask's broadcast Add of zeros) and Marian's lm_head bias of zeros on RKNN.
         "hf_pix2struct_vision/rk3588", "hf_pix2struct_vision/rk3566", "hf_marian/rk3588",
+        # h14-rk66t: the RK3566 Transposes of CLIPSeg's decoder (listed above) and wav2vec2-BERT's query, read in the
+        # survey of every Transpose (docs/audit.md), not fixed.
+        "hf_wav2vec2_bert/rk3566",
     ),
     # h14-fresh8: chosen on 2026-12-05, built and collected by h14-fresh8, not yet scored; nothing looked at.
     "fresh8": (),

@@ -2598,7 +2598,7 @@ def one_head_repeat_into_a_product(graph, chip):
 
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
 def transposes_merged_into_matmul(graph, chip):
-    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, Concats of one tensor (GPT-2's key/value cache with no past), parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split), nor where two parts are multiplied over their tokens (channel attention, DaViT); and so is, on those chips, a merge of attention's result that puts the heads last ([N, H, T, D] to [N, T, D, H], NesT).
+    """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, Concats of one tensor (GPT-2's key/value cache with no past), parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split), nor where two parts are multiplied over their tokens (channel attention, DaViT); and so is, on those chips, a merge of attention's result that puts the heads last ([N, H, T, D] to [N, T, D, H], NesT), or that is viewed as a batch of more than one channels-last window ([B, h, w, H*D], MaxViT; one layer with that view), and a key/value projection's stack (Reshape [N, S, 2, H, D], Transpose [2, 0, 3, 1, 4]; one layer with that Reshape) when the tokens its Linear reads were laid out by no Transpose (the query's own tokens: PVT-v2's and Twins' last stage, GC ViT's one window; a map's tokens, after a spatial reduction, split on the NPU).
 
     Measured with attention blocks of 2 heads (tests/forms_models.py attention_block): tokens
     8, 16, 24, 32, 40, 48, 64 (NPU) and 12, 17, 20, 65 (CPU) with heads of 32; heads of 8, 16,
@@ -2652,7 +2652,80 @@ def transposes_merged_into_matmul(graph, chip):
         if windowed_merge is not None:  # a Transpose layer of its own, with the reshapes of a crop (rules place it)
             graph.fuse([node, *windowed_merge], "Transpose", leader=node, attributes={"perm": _perm(node), WINDOWED_MERGE_ATTRIBUTE: len(windowed_merge)})
             continue
+        plain = _kv_stack_of_plain_tokens(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
+        if plain is not None:  # one Transpose layer with the heads' Reshape (no kernel on RK3566: the CPU)
+            graph.fuse([plain, node], "Transpose", leader=node, attributes={"perm": _perm(node), KV_STACK_OF_TOKENS_ATTRIBUTE: 1})
+            continue
+        window_view = _heads_merged_into_windows(graph, node) if chip in TRANSPOSE_LAYER_ALIGN else None
+        if window_view is not None:  # a Transpose layer of its own, the view with it (no kernel on RK3566: the CPU)
+            graph.fuse([node, window_view], "Transpose", leader=node, attributes={"perm": _perm(node), WINDOWS_MERGE_ATTRIBUTE: 1})
+            continue
         _merge_into_the_product(graph, node, chip)
+
+
+# The attribute transposes_merged_into_matmul gives a key/value projection's stack of tokens no Transpose laid out,
+# and how far back (reshapes, LayerNorms) it looks for that Transpose.
+KV_STACK_OF_TOKENS_ATTRIBUTE = "rknn_kv_stack_of_plain_tokens"
+LAID_OUT_HOPS = 6
+
+
+def _kv_stack_of_plain_tokens(graph, node):
+    """The heads' Reshape [N, S, 2, H, D] before `node` when `node` is the stack [2, 0, 3, 1, 4] of a key/value
+    projection of its own (H > 1; not a joint query/key one, _joint_query_key_stack) whose Linear reads tokens that no
+    Transpose laid out (_laid_out_by_a_transpose); else None. tests/forms_models.py kv_stack_pack, _2, _3
+    (rknn-toolkit2 2.5.0, RK3566): the tokens a model input or the query's own (LayerNormed or not, biased Linears
+    or not, 4 or 16 keys, 2 to 16 heads, 4 to 16 queries): the Reshape and the stack on the CPU; a map's tokens
+    (Reshape [N, C, H*W], Transpose [0, 2, 1], LayerNorm: a Conv's, PVT-v2's spatial reduction, or an input map's):
+    on the NPU; the joint q/k/v projection's stack of the same plain tokens (heads_merge_map_pack): on the NPU."""
+    heads = graph.producer(node.inputs[0].name) if node.inputs else None
+    shape = _static_shape(heads.outputs[0]) if heads is not None and heads.op_type == "Reshape" else None
+    # One head (H = 1) not probed; there a joint query/key stack is not told from a key/value one (_kv_stack).
+    if _perm(node) != [2, 0, 3, 1, 4] or shape is None or len(shape) != 5 or shape[2] != 2 or shape[3] < 2 or _joint_query_key_stack(graph, node):
+        return None
+    linear = graph.producer(heads.inputs[0].name)
+    if linear is not None and linear.op_type == "Add":  # the Linear's bias
+        linear = next((graph.producer(t.name) for t in linear.inputs if not _known(t)), None)
+    if linear is None or linear.op_type != "MatMul" or len(linear.inputs) != 2 or not _known(linear.inputs[1]):
+        return None
+    return None if _laid_out_by_a_transpose(graph, linear.inputs[0].name) else heads
+
+
+def _laid_out_by_a_transpose(graph, tensor: str) -> bool:
+    """Whether `tensor` comes, through reshapes and LayerNorms only, from a Transpose that moves axes longer
+    than one (a map's tokens swapped out of its channels, a batch of windows partitioned from a map); one
+    that moves only unit axes is a reshape (GC ViT's one window)."""
+    for _ in range(LAID_OUT_HOPS):
+        node = graph.producer(tensor)
+        if node is None or not node.inputs:
+            return False
+        if node.op_type == "Transpose" and not _moves_only_unit_axes(node):
+            return True
+        if node.op_type not in ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "LayerNormalization", "Transpose"):
+            return False
+        tensor = node.inputs[0].name
+    return False
+
+
+# The attribute transposes_merged_into_matmul gives the heads' merge viewed into a batch of channels-last windows.
+WINDOWS_MERGE_ATTRIBUTE = "rknn_heads_merged_into_windows"
+
+
+def _heads_merged_into_windows(graph, node):
+    """The Reshape that alone reads `node`, the heads' merge [0, 2, 1, 3] of attn @ v ([B, H, T, D] to
+    [B, T, H, D]), when it views the result as B > 1 channels-last maps [B, h, w, H*D] (MaxViT's windows)
+    read by no Transpose (a swap to channels-first for a Conv merges it all the same, MobileNetV4); else None.
+    tests/forms_models.py heads_merge_map_pack, _2 (rknn-toolkit2 2.5.0, RK3566): B of 2, 4 and 16 windows
+    read by a Linear or a Relu: the merge a Transpose layer on the CPU with the view; one window (B = 1,
+    2x2 to 8x8, 2 to 16 heads), the tokens' view [B, T, H*D] at any B, or the swap into a Conv: merged."""
+    product = graph.producer(node.inputs[0].name) if node.inputs else None
+    if _perm(node) != [0, 2, 1, 3] or product is None or not _product_of_computed(product):
+        return None
+    view = graph.only_consumer(node.outputs[0].name)
+    shape = view.outputs[0].shape if view is not None and view.op_type == "Reshape" and view.outputs else None
+    if shape is None or len(shape) != 4 or not isinstance(shape[0], int) or shape[0] < 2:
+        return None
+    readers = graph.consumers(view.outputs[0].name)
+    return view if readers and not any(r.op_type == "Transpose" for r in readers) else None
 
 
 def _fuse_heads_laid_out(graph, node, scales, bound, as_value) -> None:
