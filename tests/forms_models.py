@@ -9754,3 +9754,78 @@ KV_STACK_PACK_3 = (
 
 CASES.append(Case("kv_stack_pack_2", "fresh2: a key/value projection's heads stack as timm writes it (LayerNorm, biased Linears), by the query's source",
                   lambda: _packed(_kv_stack_case, KV_STACK_PACK_2, 1404, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+
+# ---- fresh2 (SwiftFormer's layer scale after its attention) on RKNN: the Mul after the view back ----------------
+# (name, channels, map side, gamma): tokens_for_linears_pack's block with a layer scale gamma [C, 1, 1] between the view
+# back and the residual Add: "uniform" every value 1e-5 (timm's initial layer scale, as the pool's fresh2 model has
+# it), "random" values drawn, "half" every value 0.5.
+LAYER_SCALE_AFTER_VIEW_PACK = (
+    ("c220_2x2_uniform", 220, 2, "uniform"), ("c220_2x2_random", 220, 2, "random"), ("c220_2x2_half", 220, 2, "half"),
+    ("c48_2x2_uniform", 48, 2, "uniform"), ("c40_3x3_uniform", 40, 3, "uniform"), ("c40_3x3_random", 40, 3, "random"),
+)  # fmt: skip
+
+
+def _layer_scale_after_view_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, h, gamma = spec
+    nodes, inits, inputs, outputs = _tokens_for_linears_case(rng, (f"ls_{name}", c, h, "constant"))
+    p = f"ls_{name}_"
+    values = {"uniform": np.full((c, 1, 1), 1e-5, np.float32), "half": np.full((c, 1, 1), 0.5, np.float32),
+              "random": (rng.random((c, 1, 1)) + 0.5).astype(np.float32)}[gamma]
+    inits.append(_const(p + "gamma", values))
+    residual = nodes.pop()
+    nodes += [helper.make_node("Mul", [p + "v", p + "gamma"], [p + "vs"], name=p + "layer_scale"),
+              helper.make_node("Add", [residual.input[0], p + "vs"], list(residual.output), name=residual.name)]
+    return nodes, inits, inputs, outputs
+
+
+CASES.append(Case("layer_scale_after_view_pack", "fresh2: a layer scale after SwiftFormer's view back of its attention's tokens",
+                  lambda: _packed(_layer_scale_after_view_case, LAYER_SCALE_AFTER_VIEW_PACK, 916, opset=17), ("rk3588",)))
+
+
+# ---- fresh2 (GC ViT's global query) on RK3588: what puts the heads' Transpose with the CPU Tile --------------------
+# (name, key, expand): tiled_query_pack's tile4d_product (a [1, 2, 2, 64] query tiled over 16 windows, 2 heads of 32,
+# scaled, into q @ k^T), its key a Linear split into heads ("linear", as there) or timm's WindowAttentionGlobal's kv:
+# a Linear to 2C, Reshape [B, N, 2, h, d], Transpose [2, 0, 3, 1, 4], Split, Squeeze, the key's Transpose
+# [0, 1, 3, 2] ("kv"); expand: the query Expanded to its own shape first (timm's q_global.expand).
+GLOBAL_QUERY_PACK = (
+    ("linear", "linear", False), ("linear_expand", "linear", True), ("kv", "kv", False), ("kv_expand", "kv", True),
+)  # fmt: skip
+
+
+def _global_query_case(rng, spec) -> tuple[list, list, list, list]:
+    name, key, expand = spec
+    p, b, n, h, d = f"gq_{name}_", 16, 4, 2, 32
+    c = h * d
+    node = _prefixed(p)
+    inits = [_const(p + "rep", np.array([b, 1, 1, 1], np.int64)), _const(p + "heads", np.array([b, n, h, d], np.int64)),
+             _const(p + "scale", np.array(d ** -0.5, np.float32)), _const(p + "qshape", np.array([1, 2, 2, c], np.int64))]
+    nodes = [node("Relu", ["q"], "r")]
+    src = "r"
+    if expand:
+        nodes.append(node("Expand", ["r", "qshape"], "re"))
+        src = "re"
+    nodes += [node("Tile", [src, "rep"], "s"), node("Reshape", ["s", "heads"], "qh"),
+              node("Transpose", ["qh"], "qt", perm=[0, 2, 1, 3]), node("Mul", ["qt", "scale"], "qm")]
+    if key == "linear":
+        inits.append(_const(p + "wk", _weights(rng, c, c)))
+        nodes += [node("MatMul", ["x", "wk"], "k"), node("Reshape", ["k", "heads"], "kh"),
+                  node("Transpose", ["kh"], "kt", perm=[0, 2, 3, 1])]
+    else:
+        inits += [_const(p + "wkv", _weights(rng, c, 2 * c)), _const(p + "kv_heads", np.array([b, n, 2, h, d], np.int64)),
+                  _const(p + "axis0", np.array([0], np.int64)), _const(p + "halves", np.array([1, 1], np.int64))]
+        nodes += [node("MatMul", ["x", "wkv"], "kv"), node("Reshape", ["kv", "kv_heads"], "kvh"),
+                  node("Transpose", ["kvh"], "kvt", perm=[2, 0, 3, 1, 4]),
+                  helper.make_node("Split", [p + "kvt", p + "halves"], [p + "k5", p + "v5"], name=p + "split", axis=0),
+                  node("Squeeze", ["k5", "axis0"], "k"), node("Squeeze", ["v5", "axis0"], "v"),
+                  node("Transpose", ["k"], "kt", perm=[0, 1, 3, 2])]
+    nodes += [node("MatMul", ["qm", "kt"], "att"), node("Softmax", ["att"], "y", axis=-1)]
+    outputs = [_vi(p + "y", [b, h, n, n])]
+    if key == "kv":
+        nodes.append(node("Relu", ["v"], "yv"))
+        outputs.append(_vi(p + "yv", [b, h, n, d]))
+    return nodes, inits, [_vi(p + "q", [1, 2, 2, c]), _vi(p + "x", [b, n, c])], outputs
+
+
+CASES.append(Case("global_query_pack", "fresh2: GC ViT's global query tiled over the windows, its key a Linear or timm's kv split (RK3588)",
+                  lambda: _packed(_global_query_case, GLOBAL_QUERY_PACK, 917, opset=17), ("rk3588",)))

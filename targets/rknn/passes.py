@@ -4552,6 +4552,15 @@ def _view_back(graph, swap, fmap: tuple):
     return None
 
 
+def _constant_scale_reading(graph, node):
+    """The Mul by a constant that alone reads `node`'s result (a layer scale), or None."""
+    reader = graph.only_consumer(node.outputs[0].name) if node.outputs else None
+    if reader is None or reader.op_type != "Mul" or len(reader.inputs) != 2 or node.outputs[0].is_model_output:
+        return None
+    other = _other_input(reader, node.outputs[0].name)
+    return reader if other is not None and _known(other) else None
+
+
 @RULES.graph_pass("Reshape", chips=("rk3588",), OBSERVED=TOOLKIT_OBSERVED, ALIGN=SWAP_INTO_NORM_ALIGN)
 def unaligned_map_as_tokens_for_linears(graph, chip):
     """{OBSERVED} runs on the CPU a feature map's flattening into tokens (Reshape [1, C, H*W], Transpose [0, 2, 1], joined as one layer named after the Reshape; the Transpose is not reported) read only by Linears, and the Reshape that views the tokens back as the map after the attention (Transpose [0, 2, 1], Reshape [1, C, H, W]: SwiftFormer's efficient additive attention), when the map is not a strip (H and W above 1) and neither the channels nor the tokens are a multiple of {ALIGN}; the audit marks both Reshapes (rules.unaligned_map_as_tokens_for_linears).
@@ -4561,9 +4570,12 @@ def unaligned_map_as_tokens_for_linears(graph, chip):
     3x3: the flattening Reshape and the Reshape back on the CPU; 48 on 2x2, 64 on 3x3, 112 and 40
     on 4x4: NPU; 220 on 1x1: nothing to flatten. tests/forms_models.py tokens_for_linears_pack
     (written out, opset 17, the flattening's shape constant or computed from Shape: 220 on 2x2,
-    40 on 3x3 and 5x5, 56 on 2x2: CPU; 48 on 2x2, 40 on 4x4, 64 on 3x3: NPU). Seen, not
-    modelled: in fresh2 swiftformer_xs (and a first probe of the written-out form) the
-    layer-scale Mul after the Reshape back ran on the CPU too; after timm's Block it did not.
+    40 on 3x3 and 5x5, 56 on 2x2: CPU; 48 on 2x2, 40 on 4x4, 64 on 3x3: NPU). A layer scale (a Mul
+    by a constant [C, 1, 1]) that alone reads the Reshape back runs with it ("fused (no layer of its
+    own); runs with" the Reshape: fresh2 swiftformer_xs; tests/forms_models.py
+    layer_scale_after_view_pack, 2026-12-05: gamma of 1e-5 everywhere, of 0.5, or drawn, at 220 on
+    2x2 and 40 on 3x3: CPU; 48 on 2x2: NPU), and the pass joins it to the Reshape back. An earlier
+    probe of timm's Block had that Mul on the NPU (not reproduced).
     A layer norm reading the tokens is unaligned_token_swap_into_norm. RK3566: not measured.
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
@@ -4578,7 +4590,8 @@ def unaligned_map_as_tokens_for_linears(graph, chip):
         tag = {SWAP_FOR_LINEARS_ATTRIBUTE: [channels, tokens]}
         graph.fuse([flat], "Reshape", attributes=dict(tag))
         if back is not None:
-            graph.fuse([back], "Reshape", attributes=dict(tag))
+            scale = _constant_scale_reading(graph, back)
+            graph.fuse([back, scale] if scale is not None else [back], "Reshape", leader=back, attributes=dict(tag))
 
 
 UNIT_BATCHNORM_RESHAPE_CHIPS = ("rk3566", "rk3568")
