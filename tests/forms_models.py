@@ -9829,3 +9829,27 @@ def _global_query_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("global_query_pack", "fresh2: GC ViT's global query tiled over the windows, its key a Linear or timm's kv split (RK3588)",
                   lambda: _packed(_global_query_case, GLOBAL_QUERY_PACK, 917, opset=17), ("rk3588",)))
+
+
+# ---- fresh7 (Pix2Struct's patch mask) on the i.MX 93: Not(Equal(.)) through onnx2tf -----------------------------
+# (name, comparison, negated): a [1, 64, 16] input summed over its last axis ([1, 64]), compared with 0, negated by a
+# Not or not, Cast to float and multiplied into a Relu of the sum (the mask's use), the model output.
+NOT_EQUAL_PACK = (("equal_not", "Equal", True), ("equal", "Equal", False), ("greater_not", "Greater", True))
+
+
+def _not_equal_case(rng, spec) -> tuple[list, list, list, list]:
+    name, comparison, negated = spec
+    p = f"ne_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "axis", np.array([-1], np.int64)), _const(p + "zero", np.array(0.0, np.float32))]
+    nodes = [node("ReduceSum", ["x", "axis"], "s", keepdims=0), node(comparison, ["s", "zero"], "cmp")]
+    mask = "cmp"
+    if negated:
+        nodes.append(node("Not", ["cmp"], "neg"))
+        mask = "neg"
+    nodes += [node("Cast", [mask], "m", to=TensorProto.FLOAT), node("Relu", ["s"], "r"), node("Mul", ["r", "m"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, 64, 16])], [_vi(p + "y", [1, 64])]
+
+
+CASES.append(Case("not_equal_pack", "fresh7: Not of an Equal of a float sum, Cast to float (Pix2Struct's patch mask) through onnx2tf",
+                  lambda: _packed(_not_equal_case, NOT_EQUAL_PACK, 918, opset=17), ("imx93",)))

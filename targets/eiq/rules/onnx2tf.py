@@ -16,7 +16,7 @@ from edgedeploy.audit.rules import NodeView
 # float32 in the int8 model). On integer data they compute in integers (FLOOR_MOD, CAST).
 TFLITE_FLOAT_ONLY = frozenset(
     """SIN COS CEIL FLOOR DIV NEG POW ROUND SIGN SQRT SQUARE LOCAL_RESPONSE_NORMALIZATION ADD_N
-    FLOOR_DIV FLOOR_MOD CAST ELU CONV_3D""".split()
+    FLOOR_DIV FLOOR_MOD CAST ELU CONV_3D NOT_EQUAL""".split()
 )
 
 
@@ -176,6 +176,8 @@ def node_tflite_ops(node: NodeView) -> tuple[str, ...]:
         return ("LOG_SOFTMAX",)  # measured: (x - max) - log(sum(exp(x - max))) likewise becomes LOG_SOFTMAX
     if op == "Div" and node.input(1) is not None and node.input(1).producer == "Sqrt" and has_float_data(node):
         return ("RSQRT", "MUL")  # measured: the converter rewrites x / sqrt(v) as x * rsqrt(v) (LayerNorm)
+    if op == "Equal" and node.attr("onnx2tf_not_equal") is not None:
+        return ("NOT_EQUAL",)  # measured: Not(Equal(a, b)) is one NOT_EQUAL (passes.not_of_an_equal)
     if op == "Where" and _uniform_condition(node):
         return ()  # measured: a select by a condition known all true (or all false) is folded to one branch (tests/forms_models.py where_known_imx_pack)
     if op == "Cast" and _cast_to_own_type(node):

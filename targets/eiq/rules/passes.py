@@ -387,6 +387,26 @@ def one_hot_of_an_equal(graph, chip):
         graph.fuse(members, "Equal", leader=equal, inputs=list(equal.inputs), outputs=list(members[-1].outputs))
 
 
+# An Equal and the Not that alone reads it, marked by not_of_an_equal (node_tflite_ops: NOT_EQUAL).
+NOT_EQUAL_ATTRIBUTE = "onnx2tf_not_equal"
+
+
+@RULES.graph_pass("Not", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}")
+def not_of_an_equal(graph, chip):
+    """{CONVERTER} turns Not(Equal(a, b)), the Not the Equal's only reader, into one NOT_EQUAL, which TensorFlow's int8 quantiser keeps in float on float data (both nodes: "NOT_EQUAL computes in float", on the CPU).
+
+    Measured with onnx2tf 1.29.24 and Vela 5.2.0 (2026-12-05; tests/forms_models.py not_equal_pack;
+    fresh7's Pix2Struct, its patch mask sum != 0): the sum of a [1, 64, 16] input compared with 0 by an
+    Equal then negated: NOT_EQUAL, float; the Equal alone: EQUAL, int8 on the CPU; Not(Greater(.)):
+    GREATER and LOGICAL_NOT, int8 on the CPU.
+    """
+    for neg in [n for n in graph.nodes if n.op_type == "Not"]:
+        equal = graph.producer(neg.inputs[0].name) if neg.inputs else None
+        if equal is None or equal.op_type != "Equal" or graph.only_consumer(equal.outputs[0].name) is not neg or equal.outputs[0].is_model_output:
+            continue
+        graph.fuse([equal, neg], "Equal", leader=equal, attributes={NOT_EQUAL_ATTRIBUTE: 1}, inputs=list(equal.inputs), outputs=list(neg.outputs))
+
+
 def _biased(graph, matmul) -> bool:
     add = graph.only_consumer(matmul.outputs[0].name)
     return add is not None and add.op_type == "Add" and any(t.is_constant for t in add.inputs)
