@@ -4,6 +4,7 @@ evaluated once per node for every chip only when it does not read its chip argum
 from __future__ import annotations
 
 import dis
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -201,3 +202,85 @@ def test_every_built_in_pass_that_reads_its_chip_says_what_of_it_it_reads():
             rules = rules_for(target, chip.id, chip.precisions[0])
             unkeyed |= {f"{target.id}: {p.name}" for p in rules.passes if p.reads_chip and p.chip_key is None}
     assert unkeyed == set()
+
+
+def _lowered_as_data(result):
+    """A LoweringResult as plain data: every node the rules see (name, operator, tensors,
+    attributes) and what became of every original node."""
+    views = [(v.name, v.op_type, v.domain, [t.name for t in v.inputs], [t.name for t in v.outputs], v.proto.SerializeToString()) for v in result.views]
+    lowered = {name: (done.how, done.by.name, done.group) for name, done in result.lowered.items()}
+    return views, lowered, result.groups
+
+
+def test_lowerings_that_share_their_steps_equal_lowerings_made_alone():
+    """LoweringSteps lets a lowering take over what another one's passes did on the same graph.
+    On fresh4's SAM encoder (its skeleton) transposes_merged_into_matmul fuses two attention
+    Transposes on RK3588 and eliminates them on RK3576, chips its chip_key (the value-Transpose
+    alignment) does not tell apart: keyed by that, RK3576 got RK3588's lowering."""
+    from edgedeploy.audit.engine import node_views
+    from edgedeploy.audit.lowering import GraphIndex, LoweringSteps, lower
+    from scripts.corpus.agreement import load_for_audit
+
+    path = Path(__file__).parent / "fixtures" / "pool" / "fresh4" / "skeletons" / "hf_sam_vision.onnx"
+    model = load_for_audit(path, "skeleton")
+    views = node_views(model)
+    index, steps = GraphIndex(views), LoweringSteps()
+    chips, _ = resolve_chips(("all",))
+    made = {}
+    for choice in chips:
+        rules = rules_for(choice.target, choice.chip.id, choice.chip.precisions[0])
+        if rules.passes:
+            alone = _lowered_as_data(lower(views, rules.passes, rules.chip))
+            made[choice.chip.id] = _lowered_as_data(lower(views, rules.passes, rules.chip, index, steps))
+            assert made[choice.chip.id] == alone, choice.chip.id
+    assert made["rk3588"][1] != made["rk3576"][1]  # the chips this test is about do differ
+
+
+def _counted_pass(calls: list, name: str, drops: str | None = None, reads_chip: bool = False):
+    """A graph pass that records each run and eliminates the nodes of operator `drops`."""
+    from edgedeploy.audit.lowering import graph_pass
+
+    def run(graph, chip):
+        calls.append((name, chip))
+        for node in graph.nodes:
+            if node.op_type == drops:
+                graph.eliminate(node)
+
+    if reads_chip:
+
+        def apply(graph, chip):
+            """A pass of this test that reads its chip."""
+            run(graph, chip)
+
+    else:
+
+        def apply(graph, chip):
+            """A pass of this test."""
+            run(graph, None)
+
+    apply.__name__ = name
+    return graph_pass(chip_key=str if reads_chip else None)(apply)
+
+
+def test_a_pass_runs_once_on_a_graph_whatever_lowering_gets_there(tmp_path):
+    """Two lowerings (rule sets listing different passes) of one model: a pass that changed
+    nothing, or changed the graph, is not run again on the graph it was run on; one that reads
+    its chip is run for each chip. The second lowering stands on the first's node views."""
+    from edgedeploy.audit.engine import node_views
+    from edgedeploy.audit.lowering import GraphIndex, LoweringSteps, lower
+
+    views = node_views(load_model(save(_mixed_model(), tmp_path / "mixed.onnx")))
+    calls: list = []
+    quiet = _counted_pass(calls, "changes_nothing")
+    drops_sin = _counted_pass(calls, "drops_sin", drops="Sin")
+    per_chip = _counted_pass(calls, "reads_its_chip", reads_chip=True)
+    only_b = _counted_pass(calls, "only_in_b")
+    first, second = [quiet, drops_sin, per_chip], [quiet, drops_sin, only_b, per_chip]
+    assert per_chip.reads_chip and not drops_sin.reads_chip
+    index, steps = GraphIndex(views), LoweringSteps()
+    a = lower(views, first, "a", index, steps)
+    b = lower(views, second, "b", index, steps)
+    assert calls == [("changes_nothing", None), ("drops_sin", None), ("reads_its_chip", "a"), ("only_in_b", None), ("reads_its_chip", "b")]
+    assert _lowered_as_data(a) == _lowered_as_data(lower(views, first, "a"))
+    assert _lowered_as_data(b) == _lowered_as_data(lower(views, second, "b"))
+    assert "sin" in b.lowered and [id(v) for v in b.views] == [id(v) for v in a.views]

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from edgedeploy.audit.lowering import ELIMINATED, FOLDED, GraphIndex, LoweringResult, lower
+from edgedeploy.audit.lowering import ELIMINATED, FOLDED, GraphIndex, LoweringResult, LoweringSteps, lower
 from edgedeploy.audit.rules import NodeView, Offence, Placement, Rule, RuleSet, TensorView, worst
 from edgedeploy.audit.static_values import static_values
 from edgedeploy.model.intake import LoadedModel
@@ -424,7 +424,8 @@ class ChipIndependent:
       RKNN chips share most of theirs) gives the same offences on the same node view, so it is
       evaluated once per view, not once per chip, nor once per lowering: the nodes no pass
       touched are the same view in every lowering. A fused or absorbed node is a new view,
-      different per toolchain, so its offences are its own.
+      different per toolchain, so its offences are its own; lowerings that fused it alike
+      (the same passes changed their graph the same way, lowering.LoweringSteps) share it.
     - partitions and crossings per distinct layout (`layout`).
     """
 
@@ -443,6 +444,7 @@ class ChipIndependent:
         self._lowerings: dict[tuple, LoweredViews] = {}
         self.memo = ViewMemo()
         self._graph_index: GraphIndex | None = None  # the views' tensor index, for every lowering
+        self._steps = LoweringSteps()  # what each pass did on the way to every lowering so far
 
     def lowered(self, rules: RuleSet) -> LoweredViews:
         """What the graph passes of `rules` make of the model: computed once per distinct lowering."""
@@ -451,7 +453,7 @@ class ChipIndependent:
         if found is None:
             if rules.passes and self._graph_index is None:
                 self._graph_index = GraphIndex(self.views)
-            found = self._lowerings[key] = LoweredViews(lower(self.views, rules.passes, rules.chip, self._graph_index), self.views, list(rules.passes), self.memo)
+            found = self._lowerings[key] = LoweredViews(lower(self.views, rules.passes, rules.chip, self._graph_index, self._steps), self.views, list(rules.passes), self.memo)
         return found
 
     def layout(self, placed: list[NodePlacement], precision: str | None) -> tuple[list[dict], list[Crossing]]:

@@ -122,6 +122,24 @@ class LoweringGraph:
         self._consumers: dict[str, list] = dict(start.consumers)
         # tensor -> the eliminated node that wrote it: its readers now read what it read.
         self._wires: dict[str, Any] = {}
+        # How many times the graph has changed: a pass that leaves it as it was changed nothing
+        # (LoweringSteps).
+        self.changes = 0
+
+    # What a pass changes, for LoweringSteps: every table a pass reads or writes, by value (the
+    # node views in them are never edited in place, and a reader list or group list is replaced,
+    # never changed in place).
+    _STATE = ("_order", "_nodes", "lowered", "groups", "_sorted", "_producer", "_consumers", "_wires")
+
+    def snapshot(self) -> tuple:
+        """The graph as it stands, in copies that later changes to it leave alone."""
+        return tuple(dict(t) if isinstance(t, dict) else t for t in (getattr(self, name) for name in self._STATE))
+
+    def restore(self, snapshot: tuple) -> None:
+        """Stand where `snapshot` was taken (on this model's views, maybe in another lowering)."""
+        for name, table in zip(self._STATE, snapshot):
+            setattr(self, name, dict(table) if isinstance(table, dict) else table)
+        self.changes += 1
 
     # -- reading ---------------------------------------------------------------------------
     @property
@@ -248,6 +266,7 @@ class LoweringGraph:
         return self._wires.get(tensor) if tensor not in self._producer else None
 
     def _drop(self, node, how: str) -> None:
+        self.changes += 1
         for name in self.groups.pop(node.name, [node.name]):
             self.lowered[name] = Lowered(how, self.current)
         dropped = self._nodes.pop(node.name, None)
@@ -257,6 +276,7 @@ class LoweringGraph:
     def _index(self, v) -> None:
         """Add one node to the tensor index (readers stay in topological order)."""
         self._sorted = None
+        self.changes += 1
         for o in v.outputs:
             if o.name:
                 self._producer[o.name] = v
@@ -269,6 +289,7 @@ class LoweringGraph:
     def _unindex(self, v) -> None:
         """Take one node out of the tensor index."""
         self._sorted = None
+        self.changes += 1
         for o in v.outputs:
             if o.name and self._producer.get(o.name) is v:
                 del self._producer[o.name]
@@ -301,13 +322,75 @@ class GraphIndex:
                     self.consumers.setdefault(t.name, []).append(v)
 
 
-def lower(views: list, passes: list[GraphPass], chip: str, start: GraphIndex | None = None) -> LoweringResult | None:
+class LoweringSteps:
+    """What the graph passes did in the lowerings of one model, so that a pass is run once on a
+    given graph, whichever lowering gets there.
+
+    Rule sets that do not share a lowering (RKNN's chip families list 46 to 81 passes, some
+    reading their chip) still share most of their passes, and on a given model most passes
+    change nothing (on DenseNet-121 none of RKNN's does; its four lowerings ran all of them,
+    about 15 ms of CPU). A pass is a function of the graph it is given and, if it reads its chip
+    (GraphPass.reads_chip), of the chip; so the graph a lowering stands on is named by the passes
+    that changed it so far, with the chip of those that read it, starting from the model's own
+    views: two lowerings that get to the same name stand on the same graph. For each (graph,
+    pass, chip) met, this remembers that the pass changed nothing, or the graph it left (a
+    snapshot, which another lowering takes over instead of running the pass: it then places the
+    same fused node views, whose placements chips share, edgedeploy.audit.engine.ViewMemo).
+
+    The chip itself, not the pass's chip_key: a chip_key is only compared between rule sets that
+    list the same passes (LoweredViews.key_of), and may leave out what of the chip those lists
+    already settle. transposes_merged_into_matmul's key is the value-Transpose alignment, but the
+    pass also asks whether the chip is RK3588, RK3566 or RK3568: RK3588 and RK3576 agree on the
+    first and not on the second (SAM's and ViTMatte's attention Transposes in fresh4 and fresh5
+    were placed with RK3588's lowering on RK3576 with the key).
+    """
+
+    ROOT = 0  # the graph of the model's own views, before any pass
+
+    def __init__(self):
+        # (graph, id(pass), chip or None) -> (the graph after it, its snapshot or None when unchanged)
+        self._after: dict[tuple, tuple[int, tuple | None]] = {}
+        self._passes: dict[int, GraphPass] = {}  # keeps every pass whose id is in a key alive
+        self._graphs = 0  # names given so far to graphs a pass made
+
+    def run(self, graph: LoweringGraph, passes: list[GraphPass], chip: str) -> None:
+        """Run `passes` on `graph` (at ROOT), taking over what another lowering has done already."""
+        state, pending = self.ROOT, None  # pending: a snapshot to stand on before the next pass runs
+        for p in passes:
+            step = (state, id(p), chip if p.reads_chip else None)
+            known = self._after.get(step)
+            if known is not None:
+                state, snapshot = known
+                pending = snapshot if snapshot is not None else pending
+                continue
+            if pending is not None:
+                graph.restore(pending)
+                pending = None
+            before = graph.changes
+            graph.current = p
+            p.apply(graph, chip)
+            self._passes[id(p)] = p
+            if graph.changes == before:
+                self._after[step] = (state, None)
+            else:
+                self._graphs += 1
+                state = self._graphs  # a new name: no other step has led to this graph
+                self._after[step] = (state, graph.snapshot())
+        if pending is not None:
+            graph.restore(pending)
+
+
+def lower(views: list, passes: list[GraphPass], chip: str, start: GraphIndex | None = None, steps: LoweringSteps | None = None) -> LoweringResult | None:
     """Run a rule set's graph passes, in order, on the model's node views; None when it has none.
-    `start`: GraphIndex(views), when the caller lowers the same views for several rule sets."""
+    `start`: GraphIndex(views), and `steps`, what other lowerings of the same views did (LoweringSteps),
+    when the caller lowers the same views for several rule sets."""
     if not passes:
         return None
     graph = LoweringGraph(views, start)
-    for p in passes:
-        graph.current = p
-        p.apply(graph, chip)
+    if steps is None:
+        for p in passes:
+            graph.current = p
+            p.apply(graph, chip)
+    else:
+        steps.run(graph, passes, chip)
     return LoweringResult(graph.nodes, graph.lowered, graph.groups)
