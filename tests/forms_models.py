@@ -9853,3 +9853,28 @@ def _not_equal_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("not_equal_pack", "fresh7: Not of an Equal of a float sum, Cast to float (Pix2Struct's patch mask) through onnx2tf",
                   lambda: _packed(_not_equal_case, NOT_EQUAL_PACK, 918, opset=17), ("imx93",)))
+
+
+# ---- fresh7 (Pix2Struct's score clamp, FRN's TLU) on ESP32-S3: an element-wise Max through esp-ppq ---------------
+# A 1x1 Conv [1, 8, 8, 8] -> [1, 16, 8, 8], then Max with: "lowest" the scalar -3.4e38 (Pix2Struct's
+# max(scores, finfo.min)), "zeros" a [1, 16, 1, 1] of zeros (FRN's TLU tau at its initial value), "tau" a drawn
+# [1, 16, 1, 1], "computed" a Sigmoid of the same map; then a 1x1 Conv to 8 channels.
+ELEMENTWISE_MAX_FORMS = ("lowest", "zeros", "tau", "computed")
+
+
+def elementwise_max(other: str) -> onnx.ModelProto:
+    rng = np.random.default_rng(919)
+    inits = [_const("w_in", _weights(rng, 16, 8, 1, 1)), _const("w_out", _weights(rng, 8, 16, 1, 1))]
+    nodes = [helper.make_node("Conv", ["x", "w_in"], ["m"], name="conv_in")]
+    if other == "computed":
+        nodes.append(helper.make_node("Sigmoid", ["m"], ["o"], name="gate"))
+    else:
+        value = {"lowest": np.array(-3.4028235e38, np.float32), "zeros": np.zeros((1, 16, 1, 1), np.float32),
+                 "tau": _weights(rng, 1, 16, 1, 1)}[other]
+        inits.append(_const("o", value))
+    nodes += [helper.make_node("Max", ["m", "o"], ["mx"], name="max"), helper.make_node("Conv", ["mx", "w_out"], ["y"], name="conv_out")]
+    return _model(nodes, [_vi("x", [1, 8, 8, 8])], [_vi("y", [1, 8, 8, 8])], inits, opset=13)
+
+
+CASES += [Case(f"elementwise_max_{o}", "fresh7: an element-wise Max (Pix2Struct's score clamp, FRN's TLU) through esp-ppq",
+               lambda o=o: elementwise_max(o), ("esp32s3",)) for o in ELEMENTWISE_MAX_FORMS]
