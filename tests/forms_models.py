@@ -9878,3 +9878,48 @@ def elementwise_max(other: str) -> onnx.ModelProto:
 
 CASES += [Case(f"elementwise_max_{o}", "fresh7: an element-wise Max (Pix2Struct's score clamp, FRN's TLU) through esp-ppq",
                lambda o=o: elementwise_max(o), ("esp32s3",)) for o in ELEMENTWISE_MAX_FORMS]
+
+
+# ---- h14-rk66r: DeepFilterNet3's grouped Linear (Reshape [1, T, G*I] -> [1, T, G, I], Einsum btgi,gih->btgh) -------
+# fresh7 pypi_deepfilternet3_enc: the Reshape into the Einsum on RK3566's CPU (RK3588: NPU) when it reads a sum;
+# pypi_deepfilternet3_erb_dec: the same Reshape of a model input on the NPU. This pack varies what the view reads.
+GROUPED_LINEAR_SOURCES = ("input", "sum_inputs", "sum_linear", "sum_swapped", "relu", "linear", "scale", "sum_const")
+
+
+def _grouped_linear_case(rng, spec) -> tuple[list, list, list, list]:
+    """One entry (source, T): source [1, T, 512] -> Reshape [1, T, 16, 32] -> Einsum with [16, 32, 32] -> Reshape [1, T, 512] -> Relu."""
+    source, t = spec
+    p = f"gl_{source}_{t}_"
+    node = _prefixed(p)
+    inits = [_const(p + "groups", np.array([1, t, 16, 32], np.int64)), _const(p + "flat", np.array([1, t, 512], np.int64)),
+             _const(p + "wg", _weights(rng, 16, 32, 32)), _const(p + "wl", _weights(rng, 512, 512))]
+    inputs = [_vi(p + "x", [1, t, 512])]
+    nodes = []
+    src = "x"
+    if source in ("relu", "linear", "scale", "sum_const"):  # one computed tensor of the one input
+        inits.append(_const(p + "c", _weights(rng, 512)))
+        op, ins = {"relu": ("Relu", ["x"]), "linear": ("MatMul", ["x", "wl"]), "scale": ("Mul", ["x", "c"]), "sum_const": ("Add", ["x", "c"])}[source]
+        nodes.append(node(op, ins, "sum"))
+        src = "sum"
+    elif source != "input":
+        inputs.append(_vi(p + "x2", [1, 8, t, 64] if source == "sum_swapped" else [1, t, 512]))
+        other = "x2"
+        if source == "sum_linear":
+            nodes += [node("MatMul", ["x2", "wl"], "lin"), node("Relu", ["lin"], "act")]
+            other = "act"
+        elif source == "sum_swapped":  # DeepFilterNet3's /Transpose_1, /Reshape_1: [1, 8, T, 64] -> [1, T, 8, 64] -> [1, T, 512]
+            nodes += [node("Transpose", ["x2"], "sw", perm=[0, 2, 1, 3]), node("Reshape", ["sw", "flat"], "swr")]
+            other = "swr"
+        nodes.append(node("Add", ["x", other], "sum"))
+        src = "sum"
+    nodes += [node("Reshape", [src, "groups"], "v"), node("Einsum", ["v", "wg"], "e", equation="btgi,gih->btgh"),
+              node("Reshape", ["e", "flat"], "back"), node("Relu", ["back"], "y")]
+    return nodes, inits, inputs, [_vi(p + "y", [1, t, 512])]
+
+
+# Measured in the pack's runs (2026-12-05), not held: "sum_swapped", a sum of [1, 8, T, 64] swapped [0, 2, 1, 3] and merged
+# into [1, T, 512] (DeepFilterNet3's /Transpose_1, /Reshape_1): on RK3566 the swap, its merge and the grouped view on the
+# CPU; the audit has the merge on the NPU (a view after a CPU Transpose; docs/audit.md). RK3588: all on the NPU.
+GROUPED_LINEAR_PACK = tuple((s, t) for s in GROUPED_LINEAR_SOURCES if s != "sum_swapped" for t in (50, 64))
+CASES.append(Case("grouped_linear_pack", "fresh7: DeepFilterNet3's grouped Linear, by what its Reshape reads",
+                  lambda: _packed(_grouped_linear_case, GROUPED_LINEAR_PACK, 1418, used_only=True, opset=13), ("rk3566", "rk3588")))

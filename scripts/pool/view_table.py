@@ -171,6 +171,8 @@ def main() -> int:
         streams.append(pool_like(score.VERDICTS, lambda n: score.model_file(n), "pool", chips, ops))
     if "fresh" in sources:
         for s in sorted(FRESH_SETS):
+            if not (fx / s / "blind.json").is_file():
+                continue  # a set not yet scored blind is nobody's to read
             streams.append(pool_like(fx / s / "verdicts.json", lambda n, s=s: score.model_file(n, folder=fx / s), s, chips, ops))
     if "cases" in sources:
         streams.append(pool_like(fx / "case_verdicts.json", lambda n: score.case_model_file(n), "cases", chips, ops))

@@ -5099,6 +5099,21 @@ def map_views_on_cpu(graph, chip):
             graph.fuse([view], view.op_type, attributes=marked)
 
 
+GROUPED_LINEAR_VIEW_ATTRIBUTE = "rknn_grouped_linear_view"
+
+
+@RULES.graph_pass("Reshape", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def grouped_linear_views(graph, chip):
+    """{OBSERVED} on RK3566/RK3568: marks a Reshape read only by an Einsum whose other operand is a constant weight (a grouped Linear, DeepFilterNet3's btgi,gih->btgh) for rules.grouped_linear_view_of_an_elementwise_result; attention's Einsums of two computed tensors (einsum_attention_pack: their heads' views on the NPU) are not such readers."""
+    for view in [n for n in graph.nodes if n.op_type == "Reshape" and n.outputs]:
+        readers = graph.consumers(view.outputs[0].name)
+        if len(readers) != 1 or readers[0].op_type != "Einsum" or len(readers[0].inputs) != 2:
+            continue
+        einsum = readers[0]
+        if einsum.inputs[0].name == view.outputs[0].name and _known(einsum.inputs[1]):
+            graph.fuse([view], view.op_type, attributes={**_attributes_of(view), GROUPED_LINEAR_VIEW_ATTRIBUTE: 1})
+
+
 # ---------------------------------------------------------------------------------------------
 # A constant-first scale of an Add of two maps: folded only where the Add merges into a Conv.
 # ---------------------------------------------------------------------------------------------

@@ -2292,6 +2292,26 @@ def view_of_a_map_on_cpu(node: NodeView, chip: str):
     return None if n is None else Offence(tuple(n), "map viewed")
 
 
+# OBSERVED (RK3566, grouped_linear_pack): what a grouped Linear's view reads that puts it on the CPU: an elementwise
+# result (a Linear's MatMul, a model input or a Transpose's result keep it on the NPU).
+GROUPED_VIEW_CPU_SOURCES = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Clip", "HardSwish", "LeakyRelu", "Gelu", "Erf"})
+
+
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def grouped_linear_view_of_an_elementwise_result(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU a Reshape that splits the last axis of a 3-D tensor [N, T, G*I] into groups [N, T, G, I] for an Einsum by a constant weight (a grouped Linear, DeepFilterNet3's btgi,gih->btgh; the pass grouped_linear_views marks it) when an elementwise operator (a sum, a product, an activation) computed that tensor; of a model input, of a Linear's MatMul or of a Transpose's result it stays on the NPU (rknn-toolkit2 2.5.0, observed: fresh7's DeepFilterNet3 encoder; RK3588 runs it on the NPU).
+
+    Measured on tests/forms_models.py grouped_linear_pack (RK3566 and RK3588, 2026-12-05, T = 50 and
+    64); RK3568 is taken to behave as RK3566 (not measured).
+    """
+    x, out = node.input(0), node.output(0)
+    if x is None or out is None or x.rank != 3 or out.rank != 4 or x.producer not in GROUPED_VIEW_CPU_SOURCES or not node.attr(_passes.GROUPED_LINEAR_VIEW_ATTRIBUTE):
+        return None
+    if list(out.shape[:2]) != list(x.shape[:2]) or not all(isinstance(d, int) for d in (*out.shape[2:], x.shape[2])) or out.shape[2] * out.shape[3] != x.shape[2]:
+        return None
+    return Offence(list(out.shape[2:]), "groups of an elementwise result")
+
+
 EXPANDED_GROUPS_RANK = 5  # OBSERVED (RK3566): an Expand's result of this rank viewed into a map runs on the CPU
 
 
