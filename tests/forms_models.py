@@ -9923,3 +9923,44 @@ def _grouped_linear_case(rng, spec) -> tuple[list, list, list, list]:
 GROUPED_LINEAR_PACK = tuple((s, t) for s in GROUPED_LINEAR_SOURCES if s != "sum_swapped" for t in (50, 64))
 CASES.append(Case("grouped_linear_pack", "fresh7: DeepFilterNet3's grouped Linear, by what its Reshape reads",
                   lambda: _packed(_grouped_linear_case, GROUPED_LINEAR_PACK, 1418, used_only=True, opset=13), ("rk3566", "rk3588")))
+
+
+# ---- The query's heads read by its product and by a relative-position product (h14-rk66t) -------------------------
+# (name, T, H, second): q, k, v three biased Linears of x [1, T, H*32], each split into heads (Reshape [1, T, H, 32],
+# Transpose [0, 2, 1, 3]; k's [0, 2, 3, 1]), scores q @ k^T / sqrt(32), Softmax, attn @ v, merged, a Linear. second:
+# what else reads q's heads: "none", "einsum" wav2vec2-BERT's Einsum bhld,lrd->bhlr with a constant [T, T, 32] (its
+# distance embedding) added to the scores, "matmul" q @ a constant [32, T] added to the scores, "relu" a Relu of q
+# added to the output through a mean.
+QUERY_READ_TWICE_PACK = (
+    ("t64_h2_none", 64, 2, "none"), ("t64_h2_einsum", 64, 2, "einsum"), ("t16_h2_einsum", 16, 2, "einsum"),
+    ("t64_h4_einsum", 64, 4, "einsum"), ("t64_h2_matmul", 64, 2, "matmul"), ("t20_h2_einsum", 20, 2, "einsum"),
+)  # fmt: skip
+
+
+def _query_read_twice_case(rng, spec) -> tuple[list, list, list, list]:
+    name, t, heads, second = spec
+    p = f"qrt_{name}_"
+    node = _prefixed(p)
+    d, c = 32, heads * 32
+    inits = [_const(p + "heads", np.array([1, t, heads, d], np.int64)), _const(p + "tok", np.array([1, t, c], np.int64)),
+             _const(p + "sqrt", np.float32(np.sqrt(d))), _const(p + "wo", _weights(rng, c, c)),
+             _const(p + "pos", _weights(rng, t, t, d)), _const(p + "posm", _weights(rng, d, t))]
+    nodes = []
+    for part, perm in (("q", [0, 2, 1, 3]), ("k", [0, 2, 3, 1]), ("v", [0, 2, 1, 3])):
+        inits += [_const(p + "w" + part, _weights(rng, c, c)), _const(p + "b" + part, _weights(rng, c))]
+        nodes += [node("MatMul", ["x", "w" + part], part + "mm"), node("Add", [part + "mm", "b" + part], part + "lin"),
+                  node("Reshape", [part + "lin", "heads"], part + "h"), node("Transpose", [part + "h"], part, perm=perm)]
+    nodes += [node("MatMul", ["q", "k"], "qk"), node("Div", ["qk", "sqrt"], "s0")]
+    if second == "einsum":
+        nodes += [node("Einsum", ["q", "pos"], "rel", equation="bhld,lrd->bhlr"), node("Div", ["rel", "sqrt"], "rels"), node("Add", ["s0", "rels"], "s")]
+    elif second == "matmul":
+        nodes += [node("MatMul", ["q", "posm"], "rel"), node("Add", ["s0", "rel"], "s")]
+    else:
+        nodes += [node("Identity", ["s0"], "s")]
+    nodes += [node("Softmax", ["s"], "attn", axis=-1), node("MatMul", ["attn", "v"], "ctx"), node("Transpose", ["ctx"], "merge", perm=[0, 2, 1, 3]),
+              node("Reshape", ["merge", "tok"], "view"), node("MatMul", ["view", "wo"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, t, c])], [_vi(p + "y", [1, t, c])]
+
+
+CASES.append(Case("query_read_twice_pack", "fresh7: attention's query heads read by the scores and by a relative-position product (wav2vec2-BERT)",
+                  lambda: _packed(_query_read_twice_case, QUERY_READ_TWICE_PACK, 1406, used_only=True, opset=17), ("rk3566", "rk3588")))

@@ -1402,7 +1402,10 @@ def _heads_read_as_a_layout(graph, node):
     too: (the scales, the readers that need the layout, whether a product takes it as its value);
     else None. What needs the layout: a convolution over the heads as channels (Nyströmformer's
     value) or a view cutting the tokens into segments (its landmarks), not a reduction or an
-    element-wise operator (transpose_readers_pack: merged)."""
+    element-wise operator (transpose_readers_pack: merged), or an Einsum the toolkit makes no exMatMul
+    (its equation no batched matrix product, _einsum_product: wav2vec2-BERT's distance term
+    bhld,lrd->bhlr with a constant [T, T, D]; query_read_twice_pack, RK3566: q's Transpose a CPU layer
+    at 16, 20 and 64 tokens, 2 and 4 heads; q @ a constant [D, T] instead: merged)."""
     if _perm(node) != [0, 2, 1, 3] or _heads_reshape(graph, node) is None:
         return None
     scales, tensor = [], node.outputs[0]
@@ -1412,7 +1415,7 @@ def _heads_read_as_a_layout(graph, node):
         tensor = reader.outputs[0]
         reader = graph.only_consumer(tensor.name)
     readers = [r for r in graph.consumers(tensor.name) if r.op_type != "Shape"]
-    bound = [r for r in readers if r.op_type in ("Conv", "ConvTranspose") or _splits_tokens_into_segments(r)]
+    bound = [r for r in readers if r.op_type in ("Conv", "ConvTranspose") or _splits_tokens_into_segments(r) or (r.op_type == "Einsum" and _einsum_product(r) is None)]
     products = [r for r in readers if _product_of_computed(r) or (r.op_type == "Transpose" and _reaches_matmul(graph, r, forward=True))]
     if not bound or not products:
         return None
