@@ -12,6 +12,17 @@ everywhere:
   in name order; when the images sit in sub-folders, the sub-folder names are the classes
   (sorted, index = label), the ImageNet layout. Decoding needs Pillow (`edgedeploy[images]`).
 
+How an array is read as samples (the data contract, docs/cli.md "Data for --calib and --eval"):
+an input whose axis 0 is its batch axis (the pinned leading dimension is 1, or the fixed batch
+every input shares) is batch-first: an array of the input's rank holds samples along axis 0, one
+of rank one less is a single sample, and one of rank one more is N whole feeds stacked. An input
+whose leading axis is NOT a batch axis (a fixed leading dimension the other inputs do not share,
+such as a GRU/LSTM state [layers * directions, batch, hidden], or a scalar) is read whole: an
+array of exactly the input's shape is one sample, one of rank one more is N samples stacked on a
+new leading axis, and anything else is refused with one sentence naming the input, the shape and
+the two forms it takes. Such inputs are held as [N, *the input's shape] (`Dataset.whole`) and fed
+one sample at a time; nothing ever slices them on the model's own leading axis.
+
 A preprocessing spec (`--preprocess`) is `key=value` pairs separated by `,` or a JSON file:
 size=HxW, scale (default 1/255), mean and std (one value or one per channel, `;`-separated),
 layout=NCHW|NHWC, channels=RGB|BGR|GRAY. Pixel values become ((pixel * scale) - mean) / std.
@@ -40,6 +51,7 @@ import numpy as np
 from edgedeploy.errors import EdgedeployWarning, ModelError, OptionError
 from edgedeploy.interrupts import reraise_if_interrupted
 from edgedeploy.records import record_fields
+from edgedeploy.toolchains.worker_arrays import take_feed
 
 LABEL_KEYS = ("labels", "label", "y", "targets")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
@@ -140,13 +152,18 @@ def parse_preprocess(text: str | None) -> PreprocessSpec | None:
 
 @dataclass
 class Dataset:
-    """Inputs by model input name, each [N, ...], and optional labels [N, ...]."""
+    """Inputs by model input name, each [N, ...], and optional labels [N, ...].
+
+    A batch-first input is held [N, *its shape after the batch axis]; an input in `whole` (its
+    leading axis is not a batch axis) is held [N, *its whole shape] and fed one sample at a time.
+    """
 
     inputs: dict[str, np.ndarray]
     labels: np.ndarray | None
     source: str
     preprocess: PreprocessSpec | None = None
     notes: list[str] = field(default_factory=list)
+    whole: frozenset = frozenset()
 
     def __len__(self) -> int:
         return len(next(iter(self.inputs.values())))
@@ -160,19 +177,27 @@ class Dataset:
             self.source,
             self.preprocess,
             self.notes + [f"first {count} of {len(self)} samples"],
+            self.whole,
         )
 
+    def feed(self, start: int, stop: int) -> dict[str, np.ndarray]:
+        """Samples start..stop-1 as the model takes them (a whole input: sample `start` alone)."""
+        return take_feed(self.inputs, start, stop, self.whole)
+
     def batches(self, batch_size: int) -> Iterator[dict[str, np.ndarray]]:
-        """Consecutive batches; the last one is dropped if short (models with a fixed batch need that)."""
-        n = len(self)
-        for start in range(0, n - batch_size + 1, batch_size):
-            yield {k: v[start : start + batch_size] for k, v in self.inputs.items()}
+        """Consecutive batches; the last one is dropped if short (models with a fixed batch need that).
+
+        With inputs held whole, one sample per feed whatever `batch_size` asks: their samples do
+        not stack on the model's leading axis."""
+        size = 1 if self.whole else batch_size
+        for start in range(0, len(self) - size + 1, size):
+            yield self.feed(start, start + size)
 
     def describe(self) -> dict:
         return {
             "source": self.source,
             "count": len(self),
-            "inputs": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in self.inputs.items()},
+            "inputs": {k: {"shape": list(v.shape), "dtype": str(v.dtype), **({"samples": "whole, stacked on axis 0"} if k in self.whole else {})} for k, v in self.inputs.items()},
             "labels": None if self.labels is None else {"shape": list(self.labels.shape), "dtype": str(self.labels.dtype)},
             "preprocess": self.preprocess.to_dict() if self.preprocess else None,
             "notes": self.notes,
@@ -186,6 +211,7 @@ class InputSpec:
     name: str
     shape: tuple  # full shape including the batch axis; ints or None for dynamic
     dtype: str
+    rank_known: bool = True  # False: the model gives no shape, so () is no scalar and nothing is checked
 
 
 def model_input_specs(model) -> list[InputSpec]:
@@ -201,8 +227,8 @@ def model_input_specs(model) -> list[InputSpec]:
                 f"{model.path.name}: input '{vi.name}' is a {kind.replace('_type', '')} value, not a tensor; "
                 f"edgedeploy feeds models tensors only."
             )
-        dims = dims_of(vi) or ()
-        specs.append(InputSpec(vi.name, tuple(d if isinstance(d, int) else None for d in dims), dtype_name(vi.type.tensor_type.elem_type)))
+        dims = dims_of(vi)
+        specs.append(InputSpec(vi.name, tuple(d if isinstance(d, int) else None for d in dims or ()), dtype_name(vi.type.tensor_type.elem_type), dims is not None))
     return specs
 
 
@@ -345,26 +371,76 @@ def _check_finite(ds: Dataset, what: str, array: np.ndarray, allow: bool, hint: 
         warnings.warn(EdgedeployWarning(f"{sentence}; using them as given (--allow-nonfinite)."), stacklevel=3)
 
 
-def _check_array(source: str, spec: InputSpec, array: np.ndarray, preprocess: PreprocessSpec | None = None) -> np.ndarray:
-    """Fit an array to the input: add a batch axis to a single sample, check dims, cast the dtype.
+def leading_axis_is_batch(spec: InputSpec, specs: list[InputSpec]) -> bool:
+    """Whether axis 0 of this input is its batch axis, along which samples may be cut.
 
+    Yes for a leading dimension of 1 or a dynamic one, and for a fixed leading dimension every
+    input of the model shares (a fixed batch). No for a scalar, and for a fixed leading
+    dimension other than 1 that the other inputs do not share: a recurrent state [2, 1, 128]
+    beside an input [1, 576] carries its batch on axis 1.
+    """
+    if not spec.rank_known:
+        return True
+    if not spec.shape:
+        return False
+    lead = spec.shape[0]
+    if lead is None or lead == 1:
+        return True
+    return {s.shape[0] for s in specs if s.shape} == {lead}
+
+
+def fixed_batch_of(specs: list[InputSpec]) -> int:
+    """The batch size the model's batch-first inputs fix (1 when dynamic, or no input has a batch
+    axis); inputs whose leading axis is not a batch axis (a recurrent state) do not count."""
+    leads = {s.shape[0] for s in specs if leading_axis_is_batch(s, specs) and s.shape and s.shape[0] is not None}
+    return leads.pop() if len(leads) == 1 else 1
+
+
+def _shape_text(dims) -> str:
+    return "x".join("?" if d is None else str(d) for d in dims) or "a scalar"
+
+
+def _form(dims) -> str:
+    """A shape as the user writes it: [N, 2, 1, 128]."""
+    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+
+
+def _fits(have: tuple, want: tuple) -> bool:
+    return len(have) == len(want) and all(w is None or h == w for h, w in zip(have, want))
+
+
+def _fit_whole(source: str, spec: InputSpec, array: np.ndarray, specs: list[InputSpec]) -> np.ndarray:
+    """An input read whole: one sample of exactly its shape, or N stacked on a new leading axis."""
+    want = spec.shape
+    if _fits(array.shape, want):
+        return array[None]
+    if array.ndim == len(want) + 1 and _fits(array.shape[1:], want):
+        return array
+    why = "it is a scalar" if not want else (
+        f"its leading axis ({want[0]}) is not a batch axis: the other inputs lead with "
+        f"{', '.join(sorted({_shape_text(s.shape[:1]) for s in specs if s.shape and s is not spec}))}"
+    )
+    one = _form(want) if want else "a scalar"
+    raise OptionError(
+        f"{source}: data for input '{spec.name}' has shape {list(array.shape)}, but the model's input is {_shape_text(want)} "
+        f"and {why}; give one sample as {one} or N samples stacked as {_form(['N', *want])}."
+    )
+
+
+def _check_array(source: str, spec: InputSpec, array: np.ndarray, specs: list[InputSpec], preprocess: PreprocessSpec | None = None) -> tuple[np.ndarray, bool]:
+    """Fit an array to the input: (the array as the Dataset holds it, whether it is held whole).
+
+    A batch-first input: a single sample gets a batch axis, N whole feeds stacked on a new
+    leading axis are joined on the batch axis, dims are checked. An input whose leading axis is
+    not a batch axis: see `_fit_whole`. The dtype is cast to the input's.
     `preprocess` is given for decoded images: a mismatch on the channel axis then says which
     `channels=` would fit (a grayscale model fed the default RGB, or the other way round).
     """
-    want = spec.shape
-    if want and array.ndim == len(want) - 1:
-        array = array[None]
-    if want and array.ndim != len(want):
-        raise OptionError(
-            f"{source}: data for input '{spec.name}' has shape {list(array.shape)}, but the model expects rank {len(want)} "
-            f"({'x'.join('?' if d is None else str(d) for d in want)})."
-        )
-    for axis, (have, need) in enumerate(zip(array.shape[1:], want[1:]), start=1):
-        if need is not None and have != need:
-            raise OptionError(
-                f"{source}: data for input '{spec.name}' has {have} at axis {axis}, but the model expects {need} "
-                f"({'x'.join('?' if d is None else str(d) for d in want)}){_channel_hint(preprocess, axis, len(want), have, need)}."
-            )
+    whole = not leading_axis_is_batch(spec, specs)
+    if whole:
+        array = _fit_whole(source, spec, array, specs)
+    else:
+        array = _fit_batch_first(source, spec, array, preprocess)
     if array.dtype.kind not in NUMERIC_KINDS:
         raise OptionError(f"{source}: input '{spec.name}' holds {_KIND_WORDS.get(array.dtype.kind, str(array.dtype))}, not numbers.")
     try:
@@ -373,8 +449,31 @@ def _check_array(source: str, spec: InputSpec, array: np.ndarray, preprocess: Pr
         raise OptionError(f"{source}: the model's input '{spec.name}' is of type {spec.dtype}, which edgedeploy cannot feed from data files.") from exc
     if array.dtype.kind == "c" and target.kind != "c":
         # Left complex: _check_values refuses it, or with allow_nonfinite feeds the real part.
+        return array, whole
+    return array.astype(target, copy=False), whole
+
+
+def _fit_batch_first(source: str, spec: InputSpec, array: np.ndarray, preprocess: PreprocessSpec | None) -> np.ndarray:
+    want = spec.shape
+    if not spec.rank_known:
         return array
-    return array.astype(target, copy=False)
+    if array.ndim == len(want) - 1:
+        array = array[None]
+    elif array.ndim == len(want) + 1 and _fits(array.shape[1:], want):
+        # N whole feeds stacked: their rows follow one another on the batch axis.
+        array = array.reshape((-1, *array.shape[2:]))
+    if array.ndim != len(want):
+        raise OptionError(
+            f"{source}: data for input '{spec.name}' has shape {list(array.shape)}, but the model expects rank {len(want)} "
+            f"({_shape_text(want)}): give samples along axis 0 as {_form(['N', *want[1:]])}, or N whole inputs stacked as {_form(['N', *want])}."
+        )
+    for axis, (have, need) in enumerate(zip(array.shape[1:], want[1:]), start=1):
+        if need is not None and have != need:
+            raise OptionError(
+                f"{source}: data for input '{spec.name}' has {have} at axis {axis}, but the model expects {need} "
+                f"({_shape_text(want)}){_channel_hint(preprocess, axis, len(want), have, need)}."
+            )
+    return array
 
 
 def _channel_hint(preprocess: PreprocessSpec | None, axis: int, rank: int, have: int, need: int) -> str:
@@ -426,35 +525,36 @@ def _load_npz(path: Path, inputs: list[InputSpec], budget: _Budget) -> Dataset:
         label_key = next((k for k in LABEL_KEYS if k in keys), None)
         labels = read(label_key) if label_key else None
         data_keys = [k for k in keys if k != label_key]
-        arrays = {}
+        fitted = {}
         if all(spec.name in data_keys for spec in inputs):
             for spec in inputs:
-                arrays[spec.name] = _check_array(str(path), spec, read(spec.name))
+                fitted[spec.name] = _check_array(str(path), spec, read(spec.name), inputs)
         elif len(inputs) == 1 and len(data_keys) == 1:
-            arrays[inputs[0].name] = _check_array(str(path), inputs[0], read(data_keys[0]))
+            fitted[inputs[0].name] = _check_array(str(path), inputs[0], read(data_keys[0]), inputs)
         else:
             shown = ", ".join(repr(k[:40]) for k in data_keys[:10]) or "(none)"
             raise OptionError(
                 f"{path} has arrays {shown}; the model's inputs are "
                 f"{', '.join(repr(s.name[:40]) for s in inputs)}. Name the arrays after the inputs."
             )
-    return _finish(str(path), arrays, labels)
+    return _finish(str(path), {k: a for k, (a, _) in fitted.items()}, labels, {k for k, (_, whole) in fitted.items() if whole})
 
 
 def _from_arrays(source: str, inputs: list[InputSpec], arrays: list[np.ndarray], labels) -> Dataset:
     if len(inputs) != 1:
         raise OptionError(f"{source}: .npy data only works for single-input models; use an .npz keyed by input name.")
     spec = inputs[0]
-    fitted = [_check_array(source, spec, a) for a in arrays]
+    checked = [_check_array(source, spec, a, inputs) for a in arrays]
+    fitted, whole = [a for a, _ in checked], {spec.name} if checked[0][1] else set()
     sample_shapes = sorted({tuple(a.shape[1:]) for a in fitted})
     if len(sample_shapes) > 1:
         raise OptionError(f"{source}: the .npy files hold samples of different shapes ({', '.join('x'.join(map(str, s)) or 'scalar' for s in sample_shapes[:3])}).")
     if len({a.dtype for a in fitted}) > 1:
         fitted = [a.astype(np.result_type(*fitted)) for a in fitted]
-    return _finish(source, {spec.name: np.concatenate(fitted, axis=0) if len(fitted) > 1 else fitted[0]}, labels)
+    return _finish(source, {spec.name: np.concatenate(fitted, axis=0) if len(fitted) > 1 else fitted[0]}, labels, whole)
 
 
-def _finish(source: str, arrays: dict[str, np.ndarray], labels) -> Dataset:
+def _finish(source: str, arrays: dict[str, np.ndarray], labels, whole: set[str] | frozenset = frozenset()) -> Dataset:
     counts = {len(a) for a in arrays.values()}
     if len(counts) != 1:
         raise OptionError(f"{source}: the inputs hold different numbers of samples ({sorted(counts)}).")
@@ -468,7 +568,7 @@ def _finish(source: str, arrays: dict[str, np.ndarray], labels) -> Dataset:
             raise OptionError(f"{source}: the labels are a single number; give one label per sample.")
         if len(labels) != n:
             raise OptionError(f"{source}: {len(labels)} labels for {n} samples.")
-    return Dataset(arrays, labels, source)
+    return Dataset(arrays, labels, source, whole=frozenset(whole))
 
 
 def _load_images(root: Path, images: list[Path], inputs: list[InputSpec], spec: PreprocessSpec, budget: _Budget) -> Dataset:
@@ -532,7 +632,8 @@ def _load_images(root: Path, images: list[Path], inputs: list[InputSpec], spec: 
     if len({a.shape for a in samples}) > 1:
         raise OptionError(f"{root}: the images have different sizes; give --preprocess size=HxW to resize them to one.")
     batch = np.stack(samples)
-    ds = _finish(str(root), {model_in.name: _check_array(str(root), model_in, batch, spec)}, labels)
+    fitted, whole = _check_array(str(root), model_in, batch, inputs, spec)
+    ds = _finish(str(root), {model_in.name: fitted}, labels, {model_in.name} if whole else set())
     ds.preprocess = spec
     if classes:
         ds.notes.append("classes: " + ", ".join(classes))

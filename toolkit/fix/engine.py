@@ -47,7 +47,7 @@ def evaluation_feeds(model, eval_path: Path | None, eval_count: int, model_path:
     dimension, a size that fits RANDOM_EVAL_MAX_BYTES for one sample), so the reference run only
     ever gets feeds it can take.
     """
-    from edgedeploy.datasets import load_dataset, model_input_specs
+    from edgedeploy.datasets import fixed_batch_of, load_dataset, model_input_specs
     from edgedeploy.errors import ModelError, OptionError
     from edgedeploy.sample import is_sample, sample_eval_path
 
@@ -75,7 +75,7 @@ def evaluation_feeds(model, eval_path: Path | None, eval_count: int, model_path:
         eval_path = sample_eval_path()
     if eval_path is not None:
         ds = load_dataset(eval_path, specs, count=eval_count, allow_nonfinite=allow_nonfinite)
-        batch = specs[0].shape[0] or 1
+        batch = 1 if ds.whole else fixed_batch_of(specs)
         feeds = list(ds.batches(batch))
         if not feeds:
             raise OptionError(f"{ds.source} holds {len(ds)} samples, fewer than one batch of {batch}.")

@@ -25,6 +25,7 @@ import onnx
 
 from edgedeploy.artifacts import atomic_write_bytes, atomic_write_json
 from edgedeploy.interrupts import reraise_if_interrupted
+from edgedeploy.toolchains.worker_arrays import take_feed
 
 # Samples per run for models whose batch axis can be freed: amortises the call overhead while
 # the activations of edge-sized models stay modest.
@@ -119,9 +120,16 @@ class ReferenceRunner:
     def output_names(self) -> list[str]:
         return [o.name for o in self.session.get_outputs()]
 
-    def fixed_batch(self) -> int | None:
-        """The batch axis the model's inputs fix (None: dynamic); ReferenceError if they disagree."""
-        fixed = {i.shape[0] for i in self.session.get_inputs() if i.shape and isinstance(i.shape[0], int)}
+    def whole_inputs(self, inputs: dict[str, np.ndarray]) -> frozenset:
+        """The inputs whose data holds whole samples: one axis more than the model's input
+        (edgedeploy.datasets: an input whose leading axis is not a batch axis, held [N, *shape])."""
+        ranks = {i.name: len(i.shape) for i in self.session.get_inputs() if i.shape is not None}
+        return frozenset(n for n, v in inputs.items() if n in ranks and np.ndim(v) == ranks[n] + 1)
+
+    def fixed_batch(self, whole: frozenset = frozenset()) -> int | None:
+        """The batch axis the model's inputs fix (None: dynamic); ReferenceError if they disagree.
+        Inputs held `whole` have no batch axis of their own and are left out."""
+        fixed = {i.shape[0] for i in self.session.get_inputs() if i.name not in whole and i.shape and isinstance(i.shape[0], int)}
         if len(fixed) > 1:
             raise ReferenceError(f"the model's inputs have different fixed batch sizes {sorted(fixed)}")
         return fixed.pop() if fixed else None
@@ -133,7 +141,8 @@ class ReferenceRunner:
         return self._batchable
 
     def _probe_batches(self, inputs: dict[str, np.ndarray]) -> bool:
-        if not inputs or min(len(v) for v in inputs.values()) < 2:
+        if not inputs or min(len(v) for v in inputs.values()) < 2 or self.whole_inputs(inputs):
+            # Whole samples (a recurrent state) do not stack on the model's leading axis.
             return False
         # Outside the try: an ONNX Runtime that cannot be imported (or whose import a signal cut
         # short) is not an answer about this model, and the build must not go on one sample at a time.
@@ -175,7 +184,8 @@ class ReferenceRunner:
 
         count = len(next(iter(inputs.values())))
         notes: list[str] = []
-        fixed = self.fixed_batch()
+        whole = self.whole_inputs(inputs)
+        fixed = 1 if whole else self.fixed_batch()
         session = self.session
         if fixed is None:
             size, used = FREE_BATCH, count
@@ -192,7 +202,7 @@ class ReferenceRunner:
         parts: dict[str, list[np.ndarray]] = {n: [] for n in names}
         try:
             for start in range(0, used, size):
-                feed = {n: v[start : min(start + size, used)] for n, v in inputs.items()}
+                feed = take_feed(inputs, start, min(start + size, used), whole)
                 for name, value in zip(names, session.run(names, feed)):
                     value = np.asarray(value)
                     parts[name].append(value.reshape(1, -1) if value.ndim == 0 else value)

@@ -100,8 +100,7 @@ def resolve_data(model, artifact: Path, manifest: dict, options: DiagnoseOptions
 def _feeds(dataset: Dataset | None) -> list[dict] | None:
     if dataset is None:
         return None
-    count = len(dataset)
-    return [{name: array[i : i + 1] for name, array in dataset.inputs.items()} for i in range(count)]
+    return [dataset.feed(i, i + 1) for i in range(len(dataset))]
 
 
 def _finish(name: str, meta: dict, records: list[dict], named: onnx.ModelProto, samples: int,

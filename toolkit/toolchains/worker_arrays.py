@@ -10,6 +10,11 @@ than 65,535 bytes do not fit a zip entry's name field). So array i is stored und
 the names, JSON-encoded, as the uint8 array `names_json`; extra arrays (labels) keep fixed,
 safe keys.
 
+Samples of an input whose leading axis is not a batch axis (a recurrent state [layers, batch,
+hidden]) are held whole, stacked on a new leading axis ([N, *the input's shape]); the file
+names such inputs in the uint8 array `whole_json`, and `take_feed` is the one way, core and
+workers alike, to cut feeds out of the arrays (edgedeploy.datasets documents the contract).
+
 Some toolchains read a list of .npy files instead (rknn-toolkit2's dataset file: one line per
 sample, the absolute .npy path of each input, space-separated): `write_npy_list` writes it.
 """
@@ -22,6 +27,7 @@ import numpy as np
 
 NAMES_KEY = "names_json"
 INDEX_KEY = "t{}"
+WHOLE_KEY = "whole_json"
 
 
 def _atomic_write(path, data):
@@ -32,11 +38,20 @@ def _atomic_write(path, data):
     os.replace(tmp, path)
 
 
-def write_arrays(path, arrays, extra=None):
-    """Write `arrays` (by tensor name) to `path` atomically, keyed by index with a name table; returns path."""
+def _json_bytes(value):
+    return np.frombuffer(json.dumps(value, ensure_ascii=True).encode("ascii"), dtype=np.uint8)
+
+
+def write_arrays(path, arrays, extra=None, whole=()):
+    """Write `arrays` (by tensor name) to `path` atomically, keyed by index with a name table; returns path.
+
+    `whole`: the names among them held as whole samples ([N, *input shape], see `take_feed`).
+    """
     names = list(arrays)
     payload = {INDEX_KEY.format(i): np.ascontiguousarray(arrays[name]) for i, name in enumerate(names)}
-    payload[NAMES_KEY] = np.frombuffer(json.dumps(names, ensure_ascii=True).encode("ascii"), dtype=np.uint8)
+    payload[NAMES_KEY] = _json_bytes(names)
+    if whole:
+        payload[WHOLE_KEY] = _json_bytes(sorted(n for n in whole if n in arrays))
     for key, value in (extra or {}).items():
         if key in payload or not key.isidentifier():
             raise ValueError(f"extra array key {key!r} clashes or is not a plain identifier")
@@ -53,6 +68,26 @@ def read_arrays(path, names=None):
         table = json.loads(bytes(archive[NAMES_KEY]).decode("ascii"))
         by_name = {name: np.asarray(archive[INDEX_KEY.format(i)]) for i, name in enumerate(table)}
     return by_name if names is None else {name: by_name[name] for name in names}
+
+
+def read_whole(path):
+    """The names a `write_arrays` file holds as whole samples (an empty set for batch-first data only)."""
+    with np.load(path, allow_pickle=False) as archive:
+        return set(json.loads(bytes(archive[WHOLE_KEY]).decode("ascii"))) if WHOLE_KEY in archive.files else set()
+
+
+def take_feed(arrays, start, stop, whole=()):
+    """Samples start..stop-1 of every input, shaped as the model takes them.
+
+    A batch-first input (axis 0 the model's batch axis) gives its rows start..stop. An input in
+    `whole` (samples stacked on a new leading axis because the model's own leading axis is not a
+    batch axis, e.g. a GRU state [layers, batch, hidden]) gives sample `start` as it is: such
+    samples go in one at a time, so stop - start must be 1 when `whole` names any of `arrays`.
+    """
+    held_whole = [name for name in arrays if name in whole]
+    if held_whole and stop - start != 1:
+        raise ValueError(f"input {held_whole[0]!r} holds whole samples (its leading axis is not a batch axis): it is fed one sample at a time, not {stop - start}")
+    return {name: (array[start] if name in whole else array[start:stop]) for name, array in arrays.items()}
 
 
 def write_npy_list(folder, samples, list_name="dataset.txt"):
