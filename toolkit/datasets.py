@@ -51,6 +51,7 @@ import numpy as np
 from edgedeploy.errors import EdgedeployWarning, ModelError, OptionError
 from edgedeploy.interrupts import reraise_if_interrupted
 from edgedeploy.records import record_fields
+from edgedeploy.toolchains.worker_arrays import leading_axis_is_batch as axis_0_is_batch
 from edgedeploy.toolchains.worker_arrays import take_feed
 
 LABEL_KEYS = ("labels", "label", "y", "targets")
@@ -372,21 +373,11 @@ def _check_finite(ds: Dataset, what: str, array: np.ndarray, allow: bool, hint: 
 
 
 def leading_axis_is_batch(spec: InputSpec, specs: list[InputSpec]) -> bool:
-    """Whether axis 0 of this input is its batch axis, along which samples may be cut.
-
-    Yes for a leading dimension of 1 or a dynamic one, and for a fixed leading dimension every
-    input of the model shares (a fixed batch). No for a scalar, and for a fixed leading
-    dimension other than 1 that the other inputs do not share: a recurrent state [2, 1, 128]
-    beside an input [1, 576] carries its batch on axis 1.
-    """
+    """Whether axis 0 of this input is its batch axis, along which samples may be cut (the rule:
+    worker_arrays.leading_axis_is_batch, shared with scripts that run without edgedeploy)."""
     if not spec.rank_known:
         return True
-    if not spec.shape:
-        return False
-    lead = spec.shape[0]
-    if lead is None or lead == 1:
-        return True
-    return {s.shape[0] for s in specs if s.shape} == {lead}
+    return axis_0_is_batch(spec.shape, [s.shape for s in specs if s.rank_known])
 
 
 def fixed_batch_of(specs: list[InputSpec]) -> int:

@@ -76,6 +76,19 @@ def read_whole(path):
         return set(json.loads(bytes(archive[WHOLE_KEY]).decode("ascii"))) if WHOLE_KEY in archive.files else set()
 
 
+def leading_axis_is_batch(shape, shapes):
+    """Whether axis 0 of an input of `shape` (ints, None where dynamic) is its batch axis, given
+    the `shapes` of all the model's inputs: yes for a leading 1 or dynamic dimension, and for a
+    fixed one every input shares (a fixed batch); no for a scalar, and for a fixed leading
+    dimension other than 1 the other inputs do not share (a recurrent state [2, 1, 128] beside
+    an input [1, 576] carries its batch on axis 1)."""
+    if not shape:
+        return False
+    if shape[0] is None or shape[0] == 1:
+        return True
+    return {s[0] for s in shapes if s} == {shape[0]}
+
+
 def take_feed(arrays, start, stop, whole=()):
     """Samples start..stop-1 of every input, shaped as the model takes them.
 
