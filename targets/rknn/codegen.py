@@ -56,14 +56,15 @@ def _template_text(name: str) -> str:
     return (TARGET.templates_dir / (name + ".j2")).read_text()
 
 
-def _board_array(norm, name: str, x: np.ndarray) -> tuple[np.ndarray, str, str]:
-    """What the NPU model takes for one input: (array, dtype name, layout for rknn-toolkit-lite2)."""
+def _board_array(norm, name: str, x: np.ndarray, whole: bool = False) -> tuple[np.ndarray, str, str]:
+    """What the NPU model takes for one input: (array, dtype name, layout for rknn-toolkit-lite2).
+    `whole`: `x` holds whole samples on a new leading axis, so the model's rank is one less."""
     board = norm.to_board_domain(name, x)
     image = next(p for p in norm.per_input if p["name"] == name)["model_mean"] is not None
     layout = None
-    if board.ndim == 4:
+    if board.ndim - int(whole) == 4:
         if norm.spec is None or norm.spec.layout == "NCHW":
-            board = board.transpose(0, 2, 3, 1)  # the runtime's 4-D inputs are NHWC
+            board = np.moveaxis(board, -3, -1)  # the runtime's 4-D inputs are NHWC
         layout = "nhwc"
     if image:
         return np.clip(np.rint(board), 0, 255).astype(np.uint8), "uint8", layout
@@ -99,7 +100,7 @@ def generate_runners(ctx, rknn_meta: dict, eval_ds, norm, names: list[str], batc
     (out / "inputs").mkdir(parents=True, exist_ok=True)
     model_sha = ctx.model.sha256
     subset, count = _board_samples(eval_ds, rknn_meta, names, batch)
-    inputs_meta = [_write_board_input(out, j, name, norm, subset.inputs[name], batch) for j, name in enumerate(names)]
+    inputs_meta = [_write_board_input(out, j, name, norm, subset.inputs[name], batch, name in subset.whole) for j, name in enumerate(names)]
 
     from edgedeploy.devices.runners import write_inputs_npz
 
@@ -150,25 +151,34 @@ def _board_samples(eval_ds, rknn_meta: dict, names: list[str], batch: int):
     if eval_ds is None:
         from edgedeploy.datasets import Dataset
 
+        from edgedeploy.datasets import InputSpec, leading_axis_is_batch
+
         rng = np.random.default_rng(0)
-        specs = rknn_meta["inputs"]
-        eval_ds = Dataset({s["name"]: rng.random(s["shape"]).astype(np.float32) for s in specs}, None, "random (no --eval data)")
+        specs = [InputSpec(s["name"], tuple(s["shape"]), "float32") for s in rknn_meta["inputs"]]
+        whole = frozenset(s.name for s in specs if not leading_axis_is_batch(s, specs))
+        # One feed: a batch-first input's rows, a whole input's one sample on a new leading axis.
+        values = {s.name: rng.random([1, *s.shape] if s.name in whole else s.shape).astype(np.float32) for s in specs}
+        eval_ds = Dataset(values, None, "random (no --eval data)", whole=whole)
     per_sample = sum(int(np.prod(eval_ds.inputs[n].shape[1:])) * 4 for n in names) or 1
     count = max(batch, min(BOARD_SAMPLES_MAX, BOARD_INPUT_BYTES_MAX // per_sample, len(eval_ds)) // batch * batch)
     count = min(count, len(eval_ds) // batch * batch) or batch
     return eval_ds.take(count), count
 
 
-def _write_board_input(out: Path, j: int, name: str, norm, values: np.ndarray, batch: int) -> dict:
-    """inputs/input<j>.npy and .bin as the NPU model takes them; the runner's description of the input."""
-    board, dtype, layout = _board_array(norm, name, values)
+def _write_board_input(out: Path, j: int, name: str, norm, values: np.ndarray, batch: int, whole: bool = False) -> dict:
+    """inputs/input<j>.npy and .bin as the NPU model takes them; the runner's description of the input.
+
+    `whole`: the samples are whole inputs stacked on a new leading axis (a recurrent state whose
+    leading axis is no batch axis): one per inference, `batch` is then 1."""
+    board, dtype, layout = _board_array(norm, name, values, whole)
     np.save(out / "inputs" / f"input{j}.npy", board)
     (out / "inputs" / f"input{j}.bin").write_bytes(board.tobytes())
     return {
         "name": name,
         "board_dtype": dtype,
         "board_layout": layout,
-        "board_shape": [batch, *board.shape[1:]],
+        "board_shape": list(board.shape[1:]) if whole else [batch, *board.shape[1:]],
+        "whole": whole,
         "bytes_per_inference": int(board[:batch].nbytes),
         "npy_file": f"inputs/input{j}.npy",
         "bin_file": f"inputs/input{j}.bin",

@@ -20,7 +20,7 @@ import numpy as np
 
 from edgedeploy.arrays import read_arrays, write_arrays, write_npy_list
 from edgedeploy.artifacts import sha256_file
-from edgedeploy.datasets import Dataset, PreprocessSpec, model_input_specs
+from edgedeploy.datasets import Dataset, PreprocessSpec, fixed_batch_of, model_input_specs
 from edgedeploy.errors import OptionError, ToolchainFailed
 from edgedeploy.targets.base import ConvertRequest, ConvertResult, SimulationResult, WorkerResult, given_node_names
 
@@ -121,7 +121,7 @@ def _write_dataset(ds: Dataset, norm: InputNormalisation, folder: Path, names: l
 def model_io(ctx) -> tuple[list, list[str], int, InputNormalisation]:
     """(input specs, output names, batch, the input normalisation) of the model being built."""
     input_specs = model_input_specs(ctx.model)
-    batch = int(input_specs[0].shape[0]) if input_specs and input_specs[0].shape else 1
+    batch = fixed_batch_of(input_specs)
     return input_specs, [o.name for o in ctx.model.graph.output], batch, InputNormalisation(input_specs, ctx.data.preprocess)
 
 
@@ -204,12 +204,12 @@ def _stage_data(ctx, norm: InputNormalisation, names: list[str], batch: int, qua
     if eval_ds is None:
         return staged
     eval_ds = eval_ds.take((len(eval_ds) // batch) * batch)
-    write_arrays(scratch / "eval_inputs.npz", {n: norm.to_board_domain(n, eval_ds.inputs[n]) for n in names})
+    write_arrays(scratch / "eval_inputs.npz", {n: norm.to_board_domain(n, eval_ds.inputs[n]) for n in names}, whole=eval_ds.whole)
     staged.update(eval_inputs=str(scratch / "eval_inputs.npz"), simulator_outputs=str(scratch / "simulator_outputs.npz"), batch=batch)
     if ctx.options.analyse:
         paths = []
         for j, n in enumerate(names):
-            np.save(scratch / f"analysis_i{j}.npy", norm.to_board_domain(n, eval_ds.inputs[n][:batch]))
+            np.save(scratch / f"analysis_i{j}.npy", norm.to_board_domain(n, next(eval_ds.batches(batch))[n]))
             paths.append(str(scratch / f"analysis_i{j}.npy"))
         staged.update(analyse=True, analysis_inputs=paths, analysis_dir=str(scratch / "analysis"), analysis_output=str(scratch / "analysis_output.txt"))
     return staged

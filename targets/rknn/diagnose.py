@@ -70,7 +70,7 @@ def _request(target, request: TapRequest, work: Path) -> dict:
         for j, name in enumerate(names):
             path = work / "samples" / f"s{k}_i{j}.npy"
             path.parent.mkdir(parents=True, exist_ok=True)
-            np.save(path, norm.to_board_domain(name, measured.inputs[name][k : k + 1]))
+            np.save(path, norm.to_board_domain(name, measured.feed(k, k + 1)[name]))
             paths.append(str(path))
         samples.append(paths)
     return {
@@ -171,7 +171,7 @@ def _brute_force(target, request: TapRequest, work: Path) -> dict:
     measured = request.evaluation if request.evaluation is not None else request.calibration
     graph = onnx.load(str(request.model_path)).graph
     outputs = list(request.brute_force_outputs)
-    write_arrays(work / "bf_eval.npz", {n: norm.to_board_domain(n, measured.inputs[n]) for n in names})
+    write_arrays(work / "bf_eval.npz", {n: norm.to_board_domain(n, measured.inputs[n]) for n in names}, whole=measured.whole)
     step1 = request.executor.run_worker(target.toolchain, WORKER.with_name("worker_brute_force.py"),
                                         {**_request(target, request, work), "mode": "step1", "hybrid_dir": str(work / "hybrid")}, work / "brute1")
     wanted = list(request.brute_force_nodes or node_names(graph))

@@ -38,11 +38,11 @@ VERDICT_CALIBRATION_SAMPLES = 8
 def _rknn_dataset(model, data: Path, folder: Path) -> Path:
     """edgedeploy data -> rknn-toolkit2's dataset file (absolute .npy paths, one line per sample)."""
     from edgedeploy.arrays import write_npy_list
-    from edgedeploy.datasets import load_dataset, model_input_specs
+    from edgedeploy.datasets import fixed_batch_of, load_dataset, model_input_specs
 
     specs = model_input_specs(model)
     ds = load_dataset(data, specs, None, None)
-    batch = int(specs[0].shape[0]) if specs and specs[0].shape and specs[0].shape[0] else 1
+    batch = fixed_batch_of(specs)
     samples = [[b[s.name] for s in specs] for k, b in zip(range(VERDICT_CALIBRATION_SAMPLES), ds.batches(batch))]
     if not samples:
         raise EdgedeployError(f"{data} has fewer samples than one batch")

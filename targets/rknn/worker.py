@@ -291,12 +291,15 @@ def _simulate(rknn, request, ctx):
     names = request["input_names"]
     data = ctx.arrays.read_arrays(request["eval_inputs"], names)
     formats = request["data_formats"] if any(request["data_formats"]) else None
-    batch = int(request.get("batch") or 1)
+    # Inputs held whole (a recurrent state whose leading axis is no batch axis) go in one sample at a time.
+    whole = ctx.arrays.read_whole(request["eval_inputs"])
+    batch = 1 if whole else int(request.get("batch") or 1)
     count = len(data[names[0]]) // batch
     outputs = None
     started = time.monotonic()
     for i in range(count):
-        outs = rknn.inference(inputs=[data[n][i * batch : (i + 1) * batch] for n in names], data_format=formats)
+        feed = ctx.arrays.take_feed(data, i * batch, (i + 1) * batch, whole)
+        outs = rknn.inference(inputs=[feed[n] for n in names], data_format=formats)
         if outs is None:
             raise RuntimeError("the RKNN simulator returned no outputs for sample %d" % i)
         outputs = outputs if outputs is not None else [[] for _ in outs]

@@ -49,7 +49,7 @@ def _step1(base, request, ctx, folder):
     return [os.path.join(folder, stem + suffix) for suffix in (".model", ".data", ".quantization.cfg")]
 
 
-def _variant(base, ctx, files, float16, data, names, formats, index):
+def _variant(base, ctx, files, float16, data, names, formats, index, whole=()):
     """The simulator's outputs (one array per output, samples stacked) with `float16` layers kept in float16."""
     import numpy as np
 
@@ -66,7 +66,8 @@ def _variant(base, ctx, files, float16, data, names, formats, index):
                 raise RuntimeError("the RKNN simulator did not start for variant %d" % index)
             outputs = None
             for i in range(len(data[names[0]])):
-                outs = rknn.inference(inputs=[data[n][i : i + 1] for n in names], data_format=formats)
+                feed = ctx.arrays.take_feed(data, i, i + 1, whole)
+                outs = rknn.inference(inputs=[feed[n] for n in names], data_format=formats)
                 outputs = outputs if outputs is not None else [[] for _ in outs]
                 for k, o in enumerate(outs):
                     outputs[k].append(np.asarray(o, dtype=np.float32))
@@ -86,11 +87,12 @@ def run(request, ctx):
     files, groups = request["files"], request["groups"]
     names = request["input_names"]
     data = ctx.arrays.read_arrays(request["eval_inputs"], names)
+    whole = ctx.arrays.read_whole(request["eval_inputs"])  # inputs fed whole, one sample at a time
     formats = request["data_formats"] if any(request["data_formats"]) else None
     sweep = ctx.load_module(SWEEP, "brute_force_sweep")
 
     def measure(float16, index):
-        outs = _variant(base, ctx, files, float16, data, names, formats, index)
+        outs = _variant(base, ctx, files, float16, data, names, formats, index, whole)
         path = os.path.join(ctx.workdir, "variant_%d.npz" % index)
         ctx.arrays.write_arrays(path, {name: o for name, o in zip(request["output_names"], outs)})
         return path
