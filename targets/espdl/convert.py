@@ -177,13 +177,13 @@ def _announce_rewrites(ctx, lines: list[str]) -> None:
 def _stage_data(ctx, work: Path) -> tuple[dict, object]:
     """calib.npz, eval.npz and test_input.npz (edgedeploy.arrays: tensor names are not safe .npz keys)."""
     calib, evaluation = ctx.data.calibration, ctx.data.evaluation
-    write_arrays(work / "calib.npz", calib.inputs)
+    write_arrays(work / "calib.npz", calib.inputs, whole=calib.whole)
     staged = {"calib": str(work / "calib.npz"), "eval": None, "test_input": str(work / "test_input.npz")}
     if evaluation is not None:
-        write_arrays(work / "eval.npz", evaluation.inputs)
+        write_arrays(work / "eval.npz", evaluation.inputs, whole=evaluation.whole)
         staged["eval"] = str(work / "eval.npz")
     test_source = evaluation if evaluation is not None else calib
-    write_arrays(work / "test_input.npz", {k: v[:1] for k, v in test_source.inputs.items()})
+    write_arrays(work / "test_input.npz", test_source.take(1).inputs, whole=test_source.whole)
     return staged, test_source
 
 

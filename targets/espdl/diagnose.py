@@ -38,9 +38,9 @@ def accuracy_taps(target, request: TapRequest) -> TapResult:
     explicit_reduce_keepdims(named)
     rewrite_grouped_convs(named)  # as the build did: the taps see the Convs the artifact runs
     onnx.save(named, str(work / "model_named.onnx"))
-    write_arrays(work / "calib.npz", request.calibration.inputs)
+    write_arrays(work / "calib.npz", request.calibration.inputs, whole=request.calibration.whole)
     if request.evaluation is not None:
-        write_arrays(work / "eval.npz", request.evaluation.inputs)
+        write_arrays(work / "eval.npz", request.evaluation.inputs, whole=request.evaluation.whole)
     built = request.manifest.get("espdl") or {}
     options = (request.manifest.get("options") or {}).get("target_options") or {}
     batchable = request.batchable

@@ -112,11 +112,13 @@ class _Conversion:
         self.method = "kl" if self.requested_method == "auto" else self.requested_method
         self.timings, self.notes = {}, []
         self.calib = ctx.arrays.read_arrays(request["calib"], self.input_names)
-        self.calib_batches = _batches(torch, self.calib, self.input_names, self.batch_size)
+        # Inputs held whole (a recurrent state whose leading axis is no batch axis): one sample per step.
+        self.whole = ctx.arrays.read_whole(request["calib"])
+        self.calib_batches = _batches(torch, self.calib, self.input_names, self.batch_size, self.whole, ctx.arrays.take_feed)
         if not self.calib_batches:
             raise ValueError("no calibration batch could be formed")
-        test_inputs = ctx.arrays.read_arrays(request["test_input"], self.input_names)
-        self.test_tensors = [torch.from_numpy(np.ascontiguousarray(test_inputs[n][:1])) for n in self.input_names]
+        test_inputs = ctx.arrays.take_feed(ctx.arrays.read_arrays(request["test_input"], self.input_names), 0, 1, ctx.arrays.read_whole(request["test_input"]))
+        self.test_tensors = [torch.from_numpy(np.ascontiguousarray(test_inputs[n])) for n in self.input_names]
 
     def timed(self, key, started):
         self.timings[key] = round(time.monotonic() - started, 2)
@@ -181,7 +183,7 @@ class _Conversion:
                 "folds the model's shape computations for batch 1, so calibration and simulation ran one sample per step"
             )
             self.batch_size, self.eval_batch_size = 1, 1
-            self.calib_batches = _batches(self.torch, self.calib, self.input_names, 1)
+            self.calib_batches = _batches(self.torch, self.calib, self.input_names, 1, self.whole, self.ctx.arrays.take_feed)
             graph = self.quantise([])
         self.timed("quantise_s", t0)
         return graph
@@ -269,12 +271,14 @@ class _Conversion:
         ctx.log("running esp-ppq's quantised simulation on the evaluation inputs")
         t0 = time.monotonic()
         data = ctx.arrays.read_arrays(self.request["eval"], names)
+        whole = ctx.arrays.read_whole(self.request["eval"])
         executor = self.ppq.TorchExecutor(graph=graph, device="cpu")
         outputs = {name: [] for name in graph.outputs}
         count = len(data[names[0]])
-        step = max(1, self.eval_batch_size)
+        step = 1 if whole else max(1, self.eval_batch_size)
         for start in range(0, count, step):
-            feed = [torch.from_numpy(np.ascontiguousarray(data[n][start : start + step])).to(torch.float32) for n in names]
+            taken = ctx.arrays.take_feed(data, start, min(start + step, count), whole)
+            feed = [torch.from_numpy(np.ascontiguousarray(taken[n])).to(torch.float32) for n in names]
             got = executor.forward(inputs=feed[0] if len(feed) == 1 else feed)
             for name, value in zip(graph.outputs, got):
                 outputs[name].append(value.detach().cpu().numpy().astype(np.float32))
@@ -416,13 +420,15 @@ def quantise_copy(ppq, request, workdir, batches, test_tensors, collate, calib_m
     )
 
 
-def _batches(torch, arrays, names, batch_size):
-    """Consecutive batches (lists of tensors, one per input); the last short batch is dropped."""
+def _batches(torch, arrays, names, batch_size, whole=(), take_feed=None):
+    """Consecutive batches (lists of tensors, one per input); the last short batch is dropped.
+    With inputs held `whole`, one sample per batch, cut by `take_feed` (ctx.arrays.take_feed)."""
     count = len(arrays[names[0]])
-    size = max(1, min(batch_size, count))
+    size = 1 if whole else max(1, min(batch_size, count))
     batches = []
     for start in range(0, count - size + 1, size):
-        batches.append([torch.from_numpy(arrays[n][start : start + size].copy()) for n in names])
+        feed = take_feed(arrays, start, start + size, whole) if whole else {n: arrays[n][start : start + size] for n in names}
+        batches.append([torch.from_numpy(feed[n].copy()) for n in names])
     return batches
 
 

@@ -164,11 +164,14 @@ def run(request, ctx):
     build = ctx.load_module(BUILD_WORKER, "espdl_worker_build")
     torch.manual_seed(0)
     names = request["input_names"]
-    calib = build._batches(torch, ctx.arrays.read_arrays(request["calib"], names), names, int(request["batch_size"]))
+    # Inputs held whole (a recurrent state whose leading axis is no batch axis) go one sample per batch.
+    whole = ctx.arrays.read_whole(request["calib"])
+    batch = 1 if whole else int(request["batch_size"])
+    calib = build._batches(torch, ctx.arrays.read_arrays(request["calib"], names), names, batch, whole, ctx.arrays.take_feed)
     # Quantised on every calibration sample; figures and statistics on at most tap.STAT_SAMPLES of them.
-    stat_batches = calib[: max(1, -(-tap.STAT_SAMPLES // int(request["batch_size"])))]
-    measured = build._batches(torch, ctx.arrays.read_arrays(request["eval"], names), names, int(request["batch_size"])) if request.get("eval") else stat_batches
-    test_tensors = [t[:1] for t in calib[0]]
+    stat_batches = calib[: max(1, -(-tap.STAT_SAMPLES // batch))]
+    measured = build._batches(torch, ctx.arrays.read_arrays(request["eval"], names), names, batch, whole, ctx.arrays.take_feed) if request.get("eval") else stat_batches
+    test_tensors = list(calib[0]) if whole else [t[:1] for t in calib[0]]
     ctx.log(f"quantising for {request['chip']} ({request['precision']}, {request['calib_method']} calibration) as the build did")
     graph = build.quantise_copy(build._EspPpq(), request, ctx.workdir, calib, test_tensors, _collate, request["calib_method"], request.get("int16_layers") or [])
 
