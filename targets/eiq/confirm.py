@@ -51,7 +51,7 @@ def named_copy(model_path: Path, dest: Path) -> tuple[dict[str, str], list[str |
     return token_names, producers
 
 
-def calibration_files(calib: Path | dict | None, dest_dir: Path) -> str | None:
+def calibration_files(calib: Path | dict | None, dest_dir: Path, model: Path | None = None) -> str | None:
     """Calibration inputs for one model in the workers' one array format (edgedeploy.arrays), from an .npz (keys = input names) or a dict of arrays."""
     if calib is None:
         return None
@@ -63,7 +63,17 @@ def calibration_files(calib: Path | dict | None, dest_dir: Path) -> str | None:
     dest_dir.mkdir(parents=True, exist_ok=True)
     # Strings and objects: TFLite has no such inputs, the converter refuses them itself.
     numeric = {name: np.asarray(array) for name, array in arrays.items() if np.asarray(array).dtype.kind in "biuf"}
-    return str(write_arrays(dest_dir / "calib.npz", numeric)) if numeric else None
+    return str(write_arrays(dest_dir / "calib.npz", numeric, whole=_held_whole(numeric, model))) if numeric else None
+
+
+def _held_whole(arrays: dict, model: Path | None) -> set[str]:
+    """The inputs whose arrays have one axis more than the model's input: whole samples stacked
+    (edgedeploy.datasets), fed one at a time by the worker."""
+    if model is None:
+        return set()
+    graph = onnx.load(str(model), load_external_data=False).graph
+    ranks = {i.name: len(i.type.tensor_type.shape.dim) for i in graph.input}
+    return {n for n, a in arrays.items() if n in ranks and a.ndim == ranks[n] + 1}
 
 
 def run_verdicts(target, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, calibration=None, per_model_timeout_s: float = PER_MODEL_TIMEOUT_S, keep_files: bool = False) -> list[ToolchainVerdict]:
@@ -92,7 +102,7 @@ def run_verdicts(target, model_paths: list[Path], chip_id: str, workdir: Path, l
             calib = calibration.get(str(path)) or calibration.get(Path(path))
         elif isinstance(calibration, (list, tuple)):
             calib = calibration[index]
-        items.append({"index": index, "model": str(case_dir / "model.onnx"), "calib": calibration_files(calib, case_dir)})
+        items.append({"index": index, "model": str(case_dir / "model.onnx"), "calib": calibration_files(calib, case_dir, case_dir / "model.onnx")})
     results_path = workdir / "results.jsonl"
     results_path.unlink(missing_ok=True)
     entries: dict[int, dict] = {}

@@ -50,7 +50,7 @@ def _layers_by_node(layers: dict[str, list[str]], token_names: dict[str, str]) -
 def _save_inputs(dataset, folder: Path, tag: str) -> str:
     """The dataset's inputs in the workers' one array format (edgedeploy.arrays)."""
     folder.mkdir(parents=True, exist_ok=True)
-    return str(write_arrays(folder / f"{tag}.npz", dataset.inputs))
+    return str(write_arrays(folder / f"{tag}.npz", dataset.inputs, whole=dataset.whole))
 
 
 def tokenised_model(proto, dest: Path) -> tuple[dict[str, str], list[str | None], list[dict]]:

@@ -42,7 +42,7 @@ REPAIR_KEEPS_INPUTS_ROUNDED = True
 def _save(dataset, folder: Path, tag: str) -> str:
     """The dataset's inputs in the workers' one array format (edgedeploy.arrays)."""
     folder.mkdir(parents=True, exist_ok=True)
-    return str(write_arrays(folder / f"{tag}.npz", dataset.inputs))
+    return str(write_arrays(folder / f"{tag}.npz", dataset.inputs, whole=dataset.whole))
 
 
 def records_from(result: dict, mapping: dict, graph) -> list[dict]:

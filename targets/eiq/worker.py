@@ -431,36 +431,34 @@ def convert(onnx_path, outdir, calib, ctx, precision="int8", quantize=True, mix=
 
 
 def calibration_batches(inputs, layouts, calib):
-    """Per sample: {signature key: array in the converted layout}, one batch of the model's size each."""
-    arrays = {}
+    """Per sample: {signature key: array in the converted layout}, one batch of the model's size each.
+
+    An input `calib` holds whole (Arrays.whole: a recurrent state whose leading axis is no batch
+    axis) gives one whole sample per step; every other input gives the rows of its leading axis.
+    """
+    whole = getattr(calib, "whole", frozenset())
+    source, rows = {}, {}
     for spec in inputs:
         lay = layouts[spec["name"]]
         arr = calib.get(spec["name"]) if calib else None
-        if arr is None:
-            arr = generated_input(spec, lay)
-        if lay["perm"]:
-            arr = arr.transpose(lay["perm"])
-        dtype = np.dtype(lay["tf_dtype"]) if lay["tf_dtype"] else arr.dtype
-        arrays[lay["key"]] = arr.astype(dtype, copy=False)
-    batch = {}
-    for spec in inputs:
-        lay = layouts[spec["name"]]
+        source[spec["name"]] = generated_input(spec, lay) if arr is None else arr
         want = lay["tf_shape"][0] if lay["tf_shape"] else -1
-        batch[lay["key"]] = want if want and want > 0 else 1
-    count = min(len(a) for a in arrays.values()) if arrays else 0
-    steps = []
-    for key, arr in arrays.items():
-        steps.append(max(1, count // batch[key]))
-    n = min(steps) if steps else 0
+        rows[spec["name"]] = 1 if spec["name"] in whole else (want if want and want > 0 else 1)
+    count = min(len(a) for a in source.values()) if source else 0
+    n = min((max(1, count // r) for r in rows.values()), default=0)
     n = max(1, min(n, MAX_CALIBRATION_SAMPLES))
     for i in range(n):
         sample = {}
-        for key, arr in arrays.items():
-            b = batch[key]
-            part = arr[i * b:(i + 1) * b]
-            if len(part) < b:
+        for spec in inputs:
+            name, lay = spec["name"], layouts[spec["name"]]
+            arr, b = source[name], rows[name]
+            part = calib.feed(i, i + 1)[name] if name in whole else arr[i * b:(i + 1) * b]
+            if name not in whole and len(part) < b:
                 part = arr[:b]
-            sample[key] = part
+            if lay["perm"]:
+                part = part.transpose(lay["perm"])
+            dtype = np.dtype(lay["tf_dtype"]) if lay["tf_dtype"] else part.dtype
+            sample[lay["key"]] = part.astype(dtype, copy=False)
         yield sample
 
 
@@ -669,15 +667,19 @@ def run_tflite(path, inputs, layouts, data, outputs_onnx, default_delegates=True
     details_in = runner.get_input_details()
     details_out = runner.get_output_details()
     count = min(len(a) for a in data.values())
-    first = next(iter(layouts.values()))
-    batch = first["tf_shape"][0] if first["tf_shape"] and first["tf_shape"][0] > 0 else 1
+    whole = getattr(data, "whole", frozenset())
+    batched = [lay for name, lay in layouts.items() if name not in whole]
+    first = batched[0] if batched else {"tf_shape": None}
+    # Inputs held whole (Arrays.whole) go in one sample at a time.
+    batch = 1 if whole else (first["tf_shape"][0] if first["tf_shape"] and first["tf_shape"][0] > 0 else 1)
     collected = {k: [] for k in details_out}
     keys = {spec["name"]: tflite_key(spec["name"], layouts[spec["name"]]["key"], list(details_in), pos, len(inputs)) for pos, spec in enumerate(inputs)}
     for start in range(0, count - count % batch, batch):
         feed = {}
+        taken = data.feed(start, start + batch) if whole else data
         for spec in inputs:
             lay = layouts[spec["name"]]
-            arr = data[spec["name"]][start:start + batch]
+            arr = taken[spec["name"]] if whole else data[spec["name"]][start:start + batch]
             if lay["perm"]:
                 arr = arr.transpose(lay["perm"])
             det = details_in[keys[spec["name"]]]
@@ -715,9 +717,22 @@ def run_tflite(path, inputs, layouts, data, outputs_onnx, default_delegates=True
 # Actions
 
 
+class Arrays(dict):
+    """Arrays by input name, and `whole`: the inputs held as whole samples ([N, *input shape]; a
+    recurrent state whose leading axis is no batch axis), fed one at a time through `feed`."""
+
+    whole = frozenset()
+
+    def feed(self, start, stop):
+        return self.take_feed(self, start, stop, self.whole)
+
+
 def load_arrays(ctx, path):
     """The arrays of a request's .npz (the one array format, ctx.arrays), by input name; none without one."""
-    return ctx.arrays.read_arrays(path) if path else {}
+    arrays = Arrays(ctx.arrays.read_arrays(path) if path else {})
+    arrays.whole = frozenset(ctx.arrays.read_whole(path)) if path else frozenset()
+    arrays.take_feed = ctx.arrays.take_feed
+    return arrays
 
 
 def versions():
