@@ -155,3 +155,71 @@ def test_the_reference_runs_a_real_gru_on_whole_states_as_onnx_runtime_does_samp
     np.testing.assert_allclose(got["y"], np.concatenate([w[0] for w in want]), rtol=1e-5, atol=1e-6)
     # Outputs join on their axis 0, as every simulator's do: the states of sample i are rows 2i, 2i+1.
     np.testing.assert_allclose(got["hn"], np.concatenate([w[1] for w in want]), rtol=1e-5, atol=1e-6)
+
+
+def _load(relative: str, name: str):
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent.parent / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_tflite_calibration_gives_each_state_whole_in_its_channels_last_layout():
+    import edgedeploy.arrays as arrays
+
+    worker = _load("targets/eiq/worker.py", "eiq_worker_whole")
+    x, h0 = _data(3)
+    calib = worker.Arrays({"x": x, "h0": h0})
+    calib.whole, calib.take_feed = frozenset({"h0"}), arrays.take_feed
+    inputs = [{"name": "x", "shape": [1, FEATURES]}, {"name": "h0", "shape": [2, 1, HIDDEN]}]
+    # onnx2tf lays a 3-D input out channels-last: [2, 1, 16] -> [2, 16, 1]; its batch dim reads 2.
+    layouts = {"x": {"key": "x", "perm": None, "tf_dtype": "float32", "tf_shape": [1, FEATURES]},
+               "h0": {"key": "h0", "perm": [0, 2, 1], "tf_dtype": "float32", "tf_shape": [2, HIDDEN, 1]}}
+    samples = list(worker.calibration_batches(inputs, layouts, calib))
+    assert len(samples) == 3
+    np.testing.assert_array_equal(samples[2]["h0"], h0[2].transpose(0, 2, 1))
+    np.testing.assert_array_equal(samples[2]["x"], x[2:3])
+
+
+def test_esp_ppq_calibration_batches_are_whole_states_whatever_the_batch_asked():
+    from types import SimpleNamespace
+
+    import edgedeploy.arrays as arrays
+
+    torch = SimpleNamespace(from_numpy=np.asarray)  # the worker's one use of torch here; the core has none
+
+    worker = _load("targets/espdl/worker_build.py", "espdl_worker_whole")
+    x, h0 = _data(5)
+    batches = worker._batches(torch, {"x": x, "h0": h0}, ["x", "h0"], 4, {"h0"}, arrays.take_feed)
+    assert len(batches) == 5 and [tuple(t.shape) for t in batches[1]] == [(1, FEATURES), (2, 1, HIDDEN)]
+    assert [tuple(t.shape) for t in worker._batches(torch, {"x": x}, ["x"], 2)[0]] == [(2, FEATURES)]
+
+
+def test_the_rknn_board_input_of_a_whole_rank_4_state_is_not_laid_out_as_an_image():
+    from edgedeploy.datasets import InputSpec
+    from edgedeploy.targets.rknn.codegen import _board_array
+    from edgedeploy.targets.rknn.convert import InputNormalisation
+
+    specs = [InputSpec("x", (1, FEATURES), "float32"), InputSpec("c0", (2, 1, 4, HIDDEN), "float32")]
+    norm = InputNormalisation(specs, None)
+    states = np.zeros((3, 2, 1, 4, HIDDEN), np.float32)
+    board, _, layout = _board_array(norm, "c0", states, whole=True)
+    assert board.shape == (3, 2, 4, HIDDEN, 1) and layout == "nhwc"  # each [2, 1, 4, 16] sample to NHWC, N kept
+    board, _, layout = _board_array(norm, "x", np.zeros((3, FEATURES), np.float32))
+    assert board.shape == (3, FEATURES) and layout is None
+
+
+def test_a_state_output_joined_per_sample_is_compared_over_every_sample():
+    from edgedeploy.measure.verify import verify
+
+    rng, n = np.random.default_rng(0), 6
+    reference = {"p": rng.random((n, 1)).astype(np.float32), "hn": rng.normal(size=(2 * n, 1, HIDDEN)).astype(np.float32)}
+    candidate = {k: v.copy() for k, v in reference.items()}
+    candidate["hn"][-2:] *= -1  # only the last sample's state differs: its rows 2n-2, 2n-1
+    section = verify(reference, candidate, None, "fidelity")
+    fidelity = section["outputs"]["hn"]["fidelity"]
+    assert section["samples"] == n and fidelity["elements"] == 2 * n * HIDDEN
+    assert fidelity["cosine"] < 0.9  # the first n rows alone (half the samples) would compare equal

@@ -192,6 +192,22 @@ def _output_entry(name: str, ref: np.ndarray, got: np.ndarray, labels, chosen_me
     return entry
 
 
+def _per_sample(reference: dict, candidate: dict, shared: list[str]) -> tuple[dict, dict]:
+    """Outputs whose leading axis is not a batch axis, one sample per row: run one sample at a time
+    (a model with a recurrent state, edgedeploy.datasets), every runtime joins each sample's output
+    on axis 0, so a state output [2, 1, 128] of N samples arrives as [2N, 1, 128] beside [N, 1] for
+    an output with a batch axis. Such an output (k times the fewest rows, the same rows on both
+    sides) is regrouped [N, k, ...], so the first min(N) samples compared are whole samples."""
+    lengths = [len(np.asarray(reference[n])) for n in shared if np.ndim(reference[n])]
+    fewest = min(lengths) if lengths else 0
+    ref, got = dict(reference), dict(candidate)
+    for n in shared:
+        a, b = np.asarray(reference[n]), np.asarray(candidate[n])
+        if fewest and a.ndim and a.shape == b.shape and len(a) > fewest and len(a) % fewest == 0:
+            ref[n], got[n] = a.reshape(fewest, -1, *a.shape[1:]), b.reshape(fewest, -1, *b.shape[1:])
+    return ref, got
+
+
 def verify(
     reference: dict[str, np.ndarray],
     candidate: dict[str, np.ndarray],
@@ -210,6 +226,7 @@ def verify(
     producers, layouts = producers or {}, layouts or {}
     shared = [n for n in reference if n in candidate]
     missing = [n for n in reference if n not in candidate]
+    reference, candidate = _per_sample(reference, candidate, shared)
     count = min([len(reference[n]) for n in shared] + [len(candidate[n]) for n in shared]) if shared else 0
     if labels is not None:
         count = min(count, len(labels))
