@@ -927,15 +927,25 @@ def export_module(module, inputs: dict, opset: int) -> tuple[onnx.ModelProto, in
 
 def calibration(proto: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
     """CALIB_SAMPLES seeded samples per graph input, stacked on the batch axis: standard normal
-    floats (the toolchains only need ranges to quantise random weights), small ids for integers."""
+    floats (the toolchains only need ranges to quantise random weights), small ids for integers.
+    An input whose leading axis is not a batch axis (a recurrent state [2, 1, 128], a scalar) gets
+    whole samples stacked on a new leading axis, the form edgedeploy.datasets reads."""
+    import importlib.util
+
+    # The rule itself, loaded by path: this script runs in the corpus environment, without edgedeploy.
+    found = importlib.util.spec_from_file_location("worker_arrays", ROOT / "toolkit" / "toolchains" / "worker_arrays.py")
+    rule = importlib.util.module_from_spec(found)
+    found.loader.exec_module(rule)
     rng = np.random.default_rng(seed)
     inits = {t.name for t in proto.graph.initializer}
+    real = [i for i in proto.graph.input if i.name not in inits]
+    shapes = [tuple(d.dim_value or 1 for d in i.type.tensor_type.shape.dim) for i in real]
     out = {}
-    for inp in proto.graph.input:
-        if inp.name in inits:
-            continue
+    for inp, pinned in zip(real, shapes):
         t = inp.type.tensor_type
         shape = [d.dim_value or 1 for d in t.shape.dim]
+        if not rule.leading_axis_is_batch(pinned, shapes):
+            shape = [1, *shape]  # shape[1:] below is then the whole input
         dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
         if np.issubdtype(dtype, np.integer) and inp.name == "bbox":  # LayoutLM's word boxes: x0 <= x1, y0 <= y1 on a 0-1000 page
             corners = rng.integers(0, 1001, size=[CALIB_SAMPLES] + shape[1:-1] + [2, 2])

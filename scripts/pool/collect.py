@@ -129,14 +129,14 @@ def failure(result: dict, text: str) -> str:
     return run_direct.toolchain_message(text) or err
 
 
-def rknn_pair(runner, sha: str, path: Path, calib: Path, chip: str, graph, display: list[str]) -> dict:
+def rknn_pair(runner, sha: str, path: Path, calib: Path, chip: str, graph, display: list[str], variant: str = "plain") -> dict:
     """rknn-toolkit2's placements; where the build fails on a rule the log advises disabling,
     also the build with that advice followed (at most three rounds, as run_direct.py)."""
     from edgedeploy.targets.rknn.layer_table import verdict_from_output
 
     version = runner.versions["rknn"]
     args = [str(path), str(calib), chip]
-    result, text, _ = runner.run_case("rknn", "rknn_direct.py", args, case_key(sha, chip, version, "plain"))
+    result, text, _ = runner.run_case("rknn", "rknn_direct.py", args, case_key(sha, chip, version, variant))
     pair = {"toolchain": version, "failed": None, "placements": None, "detail": {}, "seconds": result.get("_wall_s")}
     if result.get("converted"):
         pair["placements"], pair["detail"] = codes_of(verdict_from_output(text, graph, True, version.split(" ", 1)[1]), display)
@@ -146,7 +146,7 @@ def rknn_pair(runner, sha: str, path: Path, calib: Path, chip: str, graph, displ
     if not rules:
         return pair
     for _ in range(3):
-        r2, t2, _ = runner.run_case("rknn", "rknn_direct.py", args + ["--disable-rule", *rules], case_key(sha, chip, version, f"disable_rules={rules}"))
+        r2, t2, _ = runner.run_case("rknn", "rknn_direct.py", args + ["--disable-rule", *rules], case_key(sha, chip, version, f"disable_rules={rules}" if variant == "plain" else f"{variant}, disable_rules={rules}"))
         more = [a for a in sorted(set(run_direct.ADVICE.findall(t2))) if a not in rules]
         if r2.get("converted") or not more:
             break
@@ -159,7 +159,7 @@ def rknn_pair(runner, sha: str, path: Path, calib: Path, chip: str, graph, displ
     return pair
 
 
-def esp_pair(runner, sha: str, path: Path, calib: Path, chip: str, display: list[str]) -> dict:
+def esp_pair(runner, sha: str, path: Path, calib: Path, chip: str, display: list[str], variant: str = "plain") -> dict:
     """esp-ppq's placements from the .info file it exports (float vs int8 layers)."""
     import importlib.util
 
@@ -167,7 +167,7 @@ def esp_pair(runner, sha: str, path: Path, calib: Path, chip: str, display: list
     from edgedeploy.targets.espdl.verdict import verdict_from_case
 
     version = runner.versions["espdl"]
-    result, text, folder = runner.run_case("espdl", "espdl_direct.py", [str(path), str(calib), chip], case_key(sha, chip, version, "plain"))
+    result, text, folder = runner.run_case("espdl", "espdl_direct.py", [str(path), str(calib), chip], case_key(sha, chip, version, variant))
     pair = {"toolchain": version, "failed": None, "placements": None, "detail": {}, "seconds": result.get("_wall_s")}
     if not result.get("converted"):
         pair["failed"] = failure(result, text)
@@ -181,13 +181,13 @@ def esp_pair(runner, sha: str, path: Path, calib: Path, chip: str, display: list
     return pair
 
 
-def imx93_pair(sha: str, path: Path, calib: Path, display: list[str], timeout_s: float) -> dict:
+def imx93_pair(sha: str, path: Path, calib: Path, display: list[str], timeout_s: float, variant: str = "plain") -> dict:
     """onnx2tf + Vela through the audit's --confirm path (it maps TFLite operators back to ONNX
     nodes), cached per model sha256."""
     from edgedeploy.audit.confirm import ToolchainVerdict
     from edgedeploy.targets import find_chip
 
-    cache = HOME / "pool-verdicts" / f"imx93-{sha[:20]}.json"
+    cache = HOME / "pool-verdicts" / (f"imx93-{sha[:20]}.json" if variant == "plain" else f"imx93-{sha[:20]}-whole.json")
     if cache.is_file():
         verdict = ToolchainVerdict.from_dict(json.loads(cache.read_text()))
     else:
@@ -224,10 +224,43 @@ def units(args) -> list[dict]:
     return sorted(out, key=lambda u: (parts.index(u["part"]), u["bytes"]))
 
 
+def with_whole_samples(u: dict, model) -> dict:
+    """The unit with calibration data the toolchains are fed from as edgedeploy.datasets reads it.
+
+    An input whose leading axis is not a batch axis (Silero VAD's state [2, 1, 128] beside its
+    input [1, 512]) takes whole samples stacked on a new leading axis, which the direct scripts
+    feed one at a time (graph_inputs.feed_of). Pools built before build_pool.py drew such
+    samples hold [4, 1, 128], which was cut into [1, 1, 128] and refused by the toolchains: those
+    are drawn again as build_pool.calibration draws them now (same seed), under their own cache
+    key. Models without such inputs keep their data and cache keys.
+    """
+    from edgedeploy.datasets import leading_axis_is_batch, load_dataset, model_input_specs
+    from edgedeploy.errors import OptionError
+
+    specs = model_input_specs(model)
+    if all(leading_axis_is_batch(s, specs) for s in specs):
+        return u
+    try:
+        load_dataset(u["calib"], specs)
+        return {**u, "variant": "plain, whole samples"}
+    except OptionError as exc:
+        import numpy as np
+
+        import build_pool
+
+        redrawn = HOME / "pool-calib-whole" / Path(u["calib"]).name
+        redrawn.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(redrawn, **build_pool.calibration(model.proto, build_pool.seed_of(u["name"])))
+        print(f"{u['name']}: calibration drawn again with whole samples ({exc})", flush=True)
+        return {**u, "calib": redrawn, "variant": "plain, whole samples"}
+
+
 def collect_unit(runner, u: dict, chips: list[str], data: dict, args) -> None:
     from edgedeploy.model.stats import node_names
 
-    graph = audited_graph(u["path"]).graph
+    model = audited_graph(u["path"])
+    u = with_whole_samples(u, model)
+    graph = model.graph
     display = node_names(graph)
     data["models"][u["name"]] = {"sha256": u["sha256"], "part": u["part"], "nodes": [[d, n.op_type] for d, n in zip(display, graph.node)]}
     write_skeleton(u["name"], u["path"])
@@ -247,11 +280,11 @@ def collect_pair(runner, u: dict, chip: str, graph, display: list[str], args) ->
     """One model on one chip (None: timed out, which is not a verdict)."""
     started = time.monotonic()
     if chip in RKNN:
-        pair = rknn_pair(runner, u["sha256"], u["path"], u["calib"], chip, graph, display)
+        pair = rknn_pair(runner, u["sha256"], u["path"], u["calib"], chip, graph, display, u.get("variant", "plain"))
     elif chip in ESP:
-        pair = esp_pair(runner, u["sha256"], u["path"], u["calib"], chip, display)
+        pair = esp_pair(runner, u["sha256"], u["path"], u["calib"], chip, display, u.get("variant", "plain"))
     elif chip == "imx93":
-        pair = imx93_pair(u["sha256"], u["path"], u["calib"], display, args.timeout_s)
+        pair = imx93_pair(u["sha256"], u["path"], u["calib"], display, args.timeout_s, u.get("variant", "plain"))
     else:
         raise SystemExit(f"no host verdict for {chip}")
     key = f"{u['name']}/{chip}"

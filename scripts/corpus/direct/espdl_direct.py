@@ -16,7 +16,7 @@ import sys
 import time
 import traceback
 
-from graph_inputs import graph_inputs
+from graph_inputs import feed_of, graph_inputs
 
 
 def main():
@@ -34,9 +34,10 @@ def main():
         import importlib.metadata as md
 
         result["toolchain_version"] = "esp-ppq " + md.version("esp-ppq")
-        names = [i.name for i in graph_inputs(model)]
+        inputs = graph_inputs(model)
+        ranks = [len(i.type.tensor_type.shape.dim) for i in inputs]
         data = np.load(calib)
-        arrays = [data[n] for n in names]
+        arrays = [data[i.name] for i in inputs]
         count = len(arrays[0])
 
         class Samples(Dataset):
@@ -44,14 +45,16 @@ def main():
                 return count
 
             def __getitem__(self, k):
-                items = [torch.from_numpy(np.asarray(a[k])) for a in arrays]  # asarray: a rank-1 input gives a numpy scalar
+                # One feed of batch 1 as the model takes it (whole samples where the data holds them).
+                items = [torch.from_numpy(np.ascontiguousarray(feed_of(a, r, k))) for a, r in zip(arrays, ranks)]
                 return items[0] if len(items) == 1 else items
 
         def collate_fn(batch):
             return batch.to("cpu") if isinstance(batch, torch.Tensor) else [b.to("cpu") for b in batch]
 
-        loader = DataLoader(Samples(), batch_size=1, shuffle=False)
-        shapes = [[1] + list(a.shape[1:]) for a in arrays]
+        loader = DataLoader(Samples(), batch_size=None, shuffle=False)  # the items are whole feeds already
+        first = Samples()[0]
+        shapes = [list(t.shape) for t in (first if isinstance(first, list) else [first])]
         scratch = os.path.join(out, "input_copy.onnx")
         shutil.copyfile(model, scratch)
         export = os.path.join(out, "model.espdl")

@@ -17,7 +17,7 @@ import sys
 import time
 import traceback
 
-from graph_inputs import graph_inputs
+from graph_inputs import feed_of, graph_inputs
 
 
 def main():
@@ -35,7 +35,9 @@ def main():
         from rknn.api import RKNN
 
         result["toolchain_version"] = "rknn-toolkit2 " + md.version("rknn-toolkit2")
-        names = [i.name for i in graph_inputs(model)]
+        inputs = graph_inputs(model)
+        names = [i.name for i in inputs]
+        ranks = {i.name: len(i.type.tensor_type.shape.dim) for i in inputs}
         data = np.load(calib)
         lines = []
         folder = os.path.join(out, "dataset")
@@ -44,7 +46,7 @@ def main():
             paths = []
             for j, n in enumerate(names):
                 p = os.path.abspath(os.path.join(folder, "s%03d_i%d.npy" % (k, j)))
-                np.save(p, data[n][k : k + 1])
+                np.save(p, feed_of(data[n], ranks[n], k))
                 paths.append(p)
             lines.append(" ".join(paths))
         dataset = os.path.join(out, "dataset.txt")
