@@ -324,6 +324,15 @@ def _tail(text: str, lines: int = 6) -> str:
 
 def calibration_arrays(ctx) -> dict[str, np.ndarray]:
     """The calibration inputs as float32 arrays by input name (resolved by the core)."""
+    whole = ctx.data.calibration.whole
+    if whole:
+        # The device's calibrator cuts batches on axis 0 (trt_calibrate.py): refused rather than misfed.
+        from edgedeploy.errors import NotAvailableYet
+
+        raise NotAvailableYet(
+            f"Input(s) {', '.join(repr(n) for n in sorted(whole))} take whole samples (their leading axis is not a batch axis); "
+            f"TensorRT int8 calibration does not feed such inputs yet (docs/cli.md, 'Data for --calib and --eval')."
+        )
     return {name: np.ascontiguousarray(arr, dtype=np.float32) for name, arr in ctx.data.calibration.inputs.items()}
 
 

@@ -38,7 +38,7 @@ from edgedeploy import __version__
 from edgedeploy.arrays import read_arrays, write_arrays
 from edgedeploy.artifacts import atomic_write_json, atomic_write_text
 from edgedeploy.audit.rules import Placement
-from edgedeploy.errors import OptionError, ToolchainError, ToolchainMissing
+from edgedeploy.errors import NotAvailableYet, OptionError, ToolchainError, ToolchainMissing
 from edgedeploy.model import named_copy, node_names
 from edgedeploy.targets.base import ConvertResult, SimulationResult
 from edgedeploy.targets.tidl import artifact_parser
@@ -218,6 +218,13 @@ def _stage_frames(ctx, tidl_dir: Path, settings: CompileSettings) -> int:
     """Calibration frames for TIDL, evaluation frames for emulation (edgedeploy.arrays); the evaluation frames' count."""
     batch = _input_batch(ctx.model)
     calib = ctx.data.calibration
+    if calib.whole:
+        # Its frames are [frames, batch, ...] throughout (calibration, emulation, runner): refused
+        # rather than cut on the state's own leading axis.
+        raise NotAvailableYet(
+            f"Input(s) {', '.join(repr(n) for n in sorted(calib.whole))} take whole samples (their leading axis is not a batch axis); "
+            f"the TIDL target does not feed such inputs yet (docs/cli.md, 'Data for --calib and --eval')."
+        )
     available = len(calib) // batch
     if available < 1:
         raise OptionError(f"The calibration data has {len(calib)} samples, fewer than one batch of {batch}.")
