@@ -206,10 +206,11 @@ def _stage_data(ctx, norm: InputNormalisation, names: list[str], batch: int, qua
     eval_ds = eval_ds.take((len(eval_ds) // batch) * batch)
     write_arrays(scratch / "eval_inputs.npz", {n: norm.to_board_domain(n, eval_ds.inputs[n]) for n in names}, whole=eval_ds.whole)
     staged.update(eval_inputs=str(scratch / "eval_inputs.npz"), simulator_outputs=str(scratch / "simulator_outputs.npz"), batch=batch)
-    if ctx.options.analyse:
+    first = next(eval_ds.batches(batch), None)  # the first feed, a whole sample of any input held whole
+    if ctx.options.analyse and first is not None:
         paths = []
         for j, n in enumerate(names):
-            np.save(scratch / f"analysis_i{j}.npy", norm.to_board_domain(n, next(eval_ds.batches(batch))[n]))
+            np.save(scratch / f"analysis_i{j}.npy", norm.to_board_domain(n, first[n]))
             paths.append(str(scratch / f"analysis_i{j}.npy"))
         staged.update(analyse=True, analysis_inputs=paths, analysis_dir=str(scratch / "analysis"), analysis_output=str(scratch / "analysis_output.txt"))
     return staged
