@@ -9964,3 +9964,42 @@ def _query_read_twice_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("query_read_twice_pack", "fresh7: attention's query heads read by the scores and by a relative-position product (wav2vec2-BERT)",
                   lambda: _packed(_query_read_twice_case, QUERY_READ_TWICE_PACK, 1406, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+
+# ---- MaxViT's q/k/v: heads split before the parts, cut by Slices (h14-rk66t) ---------------------------------------
+# (name, B, h, w, H, tail): x [B, h*w, H*32], one Linear, Reshape [B, N, H, 96], Transpose [0, 2, 1, 3], three Slices of
+# the last axis (q, k, v), q @ k^T scaled, Softmax, attn @ v, the merge Transpose [0, 2, 1, 3], then "map" Reshape
+# [B, h, w, H*32] or "tokens" Reshape [B, N, H*32], and a Linear (timm's MaxViT AttentionCl).
+SLICED_QKV_PACK = (
+    ("b1_n4_h16_map", 1, 2, 2, 16, "map"), ("b1_n4_h16_tok", 1, 2, 2, 16, "tokens"), ("b1_n16_h2_map", 1, 4, 4, 2, "map"),
+    ("b1_n16_h2_tok", 1, 4, 4, 2, "tokens"),
+)  # fmt: skip
+# Measured with the pack and this entry too (RK3566 and RK3588, 2026-12-05), not held: 4 windows of 2x2, 8 heads, viewed
+# into windows: the merge and its view on the CPU (as the audit has it), and also the heads' Reshape and Transpose before
+# the Slices (the audit: NPU; not modelled). One window (above): every Transpose merged, so MaxViT's last-stage merge and
+# heads' Transpose on RK3566's CPU are not reproduced (docs/audit.md). RK3588: every node on the NPU.
+SLICED_QKV_MEASURED = (("b4_n4_h8_map", 4, 2, 2, 8, "map"),)
+
+
+def _sliced_qkv_case(rng, spec) -> tuple[list, list, list, list]:
+    name, b, h, w, heads, tail = spec
+    p = f"sqkv_{name}_"
+    node = _prefixed(p)
+    n, d = h * w, 32
+    c = heads * d
+    inits = [_const(p + "wqkv", _weights(rng, c, 3 * c)), _const(p + "bqkv", _weights(rng, 3 * c)), _const(p + "heads", np.array([b, n, heads, 3 * d], np.int64)),
+             _const(p + "axis", np.array([3], np.int64)), _const(p + "scale", np.float32(d ** -0.5)), _const(p + "wo", _weights(rng, c, c)),
+             _const(p + "view", np.array([b, h, w, c] if tail == "map" else [b, n, c], np.int64))]
+    for i, part in enumerate("qkv"):
+        inits += [_const(p + part + "0", np.array([i * d], np.int64)), _const(p + part + "1", np.array([(i + 1) * d], np.int64))]
+    nodes = [node("MatMul", ["x", "wqkv"], "mm"), node("Add", ["mm", "bqkv"], "lin"), node("Reshape", ["lin", "heads"], "hd"),
+             node("Transpose", ["hd"], "ht", perm=[0, 2, 1, 3])]
+    nodes += [node("Slice", ["ht", part + "0", part + "1", "axis"], part) for part in "qkv"]
+    nodes += [node("Mul", ["q", "scale"], "qs"), node("Transpose", ["k"], "kt", perm=[0, 1, 3, 2]), node("MatMul", ["qs", "kt"], "scores"),
+              node("Softmax", ["scores"], "attn", axis=-1), node("MatMul", ["attn", "v"], "ctx"), node("Transpose", ["ctx"], "merge", perm=[0, 2, 1, 3]),
+              node("Reshape", ["merge", "view"], "out_view"), node("MatMul", ["out_view", "wo"], "y")]
+    return nodes, inits, [_vi(p + "x", [b, n, c])], [_vi(p + "y", [b, h, w, c] if tail == "map" else [b, n, c])]
+
+
+CASES.append(Case("sliced_qkv_pack", "fresh2: MaxViT's q/k/v cut by Slices after the heads' Transpose, merged into a window or tokens",
+                  lambda: _packed(_sliced_qkv_case, SLICED_QKV_PACK, 1407, used_only=True, opset=17), ("rk3566", "rk3588")))
