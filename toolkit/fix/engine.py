@@ -171,7 +171,13 @@ def _run_reference(proto: onnx.ModelProto, feeds: list[dict[str, np.ndarray]]) -
     from edgedeploy.errors import ModelError
     from edgedeploy.measure.reference import ReferenceError, ReferenceRunner
 
-    inputs = {name: np.concatenate([feed[name] for feed in feeds], axis=0) for name in feeds[0]}
+    from edgedeploy.toolchains.worker_arrays import leading_axis_is_batch
+
+    shapes = {vi.name: tuple(d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim) for vi in proto.graph.input if vi.name in feeds[0]}
+    # A feed of an input whose leading axis is no batch axis (a recurrent state) is one whole
+    # sample: the feeds are stacked on a new axis (edgedeploy.datasets), the others joined.
+    whole = {name for name, shape in shapes.items() if not leading_axis_is_batch(shape, list(shapes.values()))}
+    inputs = {name: (np.stack if name in whole else np.concatenate)([feed[name] for feed in feeds]) for name in feeds[0]}
     try:
         return ReferenceRunner(proto).run(inputs).outputs
     except ReferenceError as exc:
