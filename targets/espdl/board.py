@@ -330,8 +330,9 @@ def evaluate_on_board(console, section: dict, artifact: Path, manifest: dict, ev
     payloads = []
     for index in range(reference.samples):
         parts = []
+        feed = data.feed(index, index + 1)  # an input held whole (a recurrent state): its one sample
         for name, layout in input_layouts:
-            x = np.asarray(data.inputs[name][index : index + 1], dtype=np.float32)
+            x = np.asarray(feed[name], dtype=np.float32)
             parts.append(np.ascontiguousarray(x.transpose(layout) if layout else x).astype("<f4").tobytes())
         payloads.append(b"".join(parts))
     output_bytes = sum(int(np.prod(shape)) * 4 for _, shape, _ in output_plan)
