@@ -31,7 +31,8 @@ def _feed(np, interpreter, base, request, data, index):
     details = interpreter.get_input_details()
     for position, spec in enumerate(request["onnx_inputs"]):
         layout = request["input_layouts"][spec["name"]]
-        arr = data[spec["name"]][index : index + 1]
+        # An input held whole (a recurrent state, load_arrays' Arrays.whole): its one sample.
+        arr = data.feed(index, index + 1)[spec["name"]] if data.whole else data[spec["name"]][index : index + 1]
         if layout["perm"]:
             arr = arr.transpose(layout["perm"])
         names = [d["name"] for d in details]
