@@ -10003,3 +10003,38 @@ def _sliced_qkv_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("sliced_qkv_pack", "fresh2: MaxViT's q/k/v cut by Slices after the heads' Transpose, merged into a window or tokens",
                   lambda: _packed(_sliced_qkv_case, SLICED_QKV_PACK, 1407, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+
+# ---- h14-rk66r: a lone view between a model input and a model output, by the ranks it goes between ---------------
+# gen_cases.py's single-view cases (tests/fixtures/pool/case_verdicts.json): on RK3566 every Reshape, Squeeze, Unsqueeze
+# or Flatten whose one side is 4-D and the other not ran on the CPU (59 of 59), the others on the NPU but for three
+# 4-D Reshapes that move data between the channels and the rows. This pack varies the ranks alone.
+LONE_VIEWS = (  # name, op, input shape, output shape
+    ("r2to3", "Reshape", [1, 256], [1, 16, 16]), ("r3to2", "Reshape", [1, 16, 16], [1, 256]),
+    ("r3to4", "Reshape", [1, 16, 64], [1, 16, 8, 8]), ("r4to3", "Reshape", [1, 16, 8, 8], [1, 16, 64]),
+    ("r4to5", "Reshape", [1, 16, 8, 8], [1, 4, 4, 8, 8]), ("r5to4", "Reshape", [1, 4, 4, 8, 8], [1, 16, 8, 8]),
+    ("r4to2", "Reshape", [1, 16, 8, 8], [1, 1024]), ("r2to4", "Reshape", [1, 1024], [1, 16, 8, 8]),
+    ("r5to3", "Reshape", [1, 4, 4, 8, 8], [1, 16, 64]), ("r3to5", "Reshape", [1, 16, 64], [1, 4, 4, 8, 8]),
+    ("r4to4", "Reshape", [1, 16, 8, 8], [1, 16, 4, 16]), ("r3to3", "Reshape", [1, 16, 64], [1, 64, 16]),
+    ("sq5to4", "Squeeze", [1, 1, 16, 8, 8], [1, 16, 8, 8]), ("sq4to3", "Squeeze", [1, 1, 16, 64], [1, 16, 64]),
+    ("us3to4", "Unsqueeze", [1, 16, 64], [1, 1, 16, 64]), ("us2to3", "Unsqueeze", [1, 256], [1, 1, 256]),
+    ("fl4to2", "Flatten", [1, 16, 8, 8], [1, 1024]), ("fl3to2", "Flatten", [1, 16, 64], [1, 1024]),
+)
+
+
+def _lone_view_case(rng, spec) -> tuple[list, list, list, list]:
+    name, op, shape_in, shape_out = spec
+    p = f"lv_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "shape", np.array(shape_out, np.int64)), _const(p + "axes", np.array([1], np.int64))]
+    if op == "Reshape":
+        nodes = [node("Reshape", ["x", "shape"], "y")]
+    elif op in ("Squeeze", "Unsqueeze"):
+        nodes = [node(op, ["x", "axes"], "y")]
+    else:
+        nodes = [node("Flatten", ["x"], "y", axis=1)]
+    return nodes, inits, [_vi(p + "x", shape_in)], [_vi(p + "y", shape_out)]
+
+
+CASES.append(Case("lone_view_pack", "gen_cases: a lone view between a model input and output, by its ranks",
+                  lambda: _packed(_lone_view_case, LONE_VIEWS, 1419, used_only=True, opset=13), ("rk3566", "rk3588")))

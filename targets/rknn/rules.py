@@ -2292,6 +2292,19 @@ def view_of_a_map_on_cpu(node: NodeView, chip: str):
     return None if n is None else Offence(tuple(n), "map viewed")
 
 
+@RULES.rule("Reshape", "Squeeze", "Unsqueeze", "Flatten", chips=("rk3566", "rk3568"))
+def lone_view_of_a_4d_boundary(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU a view (Reshape, Squeeze, Unsqueeze, Flatten) that reads a model input and writes a model output when either side is 4-D (the NPU's map layout on one side of the model's boundary); between other ranks (2-D, 3-D, 5-D) it stays on the NPU (rknn-toolkit2 2.5.0, observed: gen_cases.py's single-view cases, 62 of 62 with a 4-D side on the CPU, 20 of 20 without on the NPU; RK3588 runs them on the NPU but for a few).
+
+    Measured on tests/forms_models.py lone_view_pack (RK3566 and RK3588, 2026-12-05); RK3568 is taken
+    to behave as RK3566 (not measured).
+    """
+    x, out = node.input(0), node.output(0)
+    if x is None or out is None or not x.is_graph_input or not out.is_model_output or 4 not in (x.rank, out.rank):
+        return None
+    return Offence([x.rank, out.rank], "a lone view of a 4-D side")
+
+
 # OBSERVED (RK3566, grouped_linear_pack): what a grouped Linear's view reads that puts it on the CPU: an elementwise
 # result (a Linear's MatMul, a model input or a Transpose's result keep it on the NPU).
 GROUPED_VIEW_CPU_SOURCES = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Clip", "HardSwish", "LeakyRelu", "Gelu", "Erf"})
