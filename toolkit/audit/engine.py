@@ -489,6 +489,11 @@ class ViewMemo:
         # (OperatorVerdict.shared_key or FOLDED, id(node view)) -> the node's placement, for the
         # chips whose verdict on its operator is the same: nothing changes a placement afterwards.
         self.placements: dict[tuple, NodePlacement] = {}
+        # What makes two chips' verdicts on an operator alike -> a number, their shared_key: a
+        # placement is looked up for every node of every chip, and a number hashes at once where
+        # that tuple (the operator, the engine's own violations, every rule checked) is hashed
+        # whole each time (CPython keeps no tuple's hash).
+        self.verdict_numbers: dict[tuple, int] = {}
 
 
 class LoweredViews:
@@ -504,6 +509,7 @@ class LoweredViews:
         self._offences = memo.offences
         self._computable = memo.computable
         self.placements = memo.placements
+        self._verdict_numbers = memo.verdict_numbers
         # (the placements of this lowering's nodes, by identity; precision) -> (every original
         # node's placement, partitions, crossings): chips that placed every node alike share them.
         self.finished: dict[tuple, tuple[list[NodePlacement], list[NodePlacement], list[dict], list[Crossing]]] = {}
@@ -524,6 +530,10 @@ class LoweredViews:
             if p.reads_chip:
                 key += ((id(p), rules.chip if p.chip_key is None else p.chip_key(rules.chip)),)
         return key
+
+    def verdict_number(self, alike: tuple) -> int:
+        """The number standing for the verdicts described by `alike` (OperatorVerdict.shared_key)."""
+        return self._verdict_numbers.setdefault(alike, len(self._verdict_numbers))
 
     def remembered(self, rule: Rule) -> dict[int, list[Offence]] | None:
         """Where the offences of `rule` are kept by id(node view), or None for a rule that reads its
@@ -564,12 +574,13 @@ def _producers_through_wires(views: list[NodeView], producer: dict[str, int], co
     return by_output
 
 
-def _checked_before_folding(node: NodeView, rules: RuleSet) -> NodePlacement | None:
+def _checked_before_folding(node: NodeView, rules: RuleSet, checked: list[Rule] | None = None) -> NodePlacement | None:
     """The placement of a node the toolchain would fold, where a rule it checks before folding
-    (Rule.before_folding) holds on it: a refusal as it reads the model; else None."""
+    (Rule.before_folding) holds on it: a refusal as it reads the model; else None.
+    `checked`: those rules of `rules` (rules_checked_before_folding), when the caller has them."""
     found, placement = [], Placement.ACCELERATOR
-    for r in rules.rules:
-        if not r.before_folding or not r.applies_to(node.op_type):
+    for r in rules_checked_before_folding(rules) if checked is None else checked:
+        if not r.applies_to(node.op_type):
             continue
         for offence in r.evaluate(node, rules.chip):
             found.append(Violation(node.name, node.op_type, r.name, r.sentence, r.placement, offence.value, offence.detail, offence.uncertain))
@@ -578,13 +589,21 @@ def _checked_before_folding(node: NodeView, rules: RuleSet) -> NodePlacement | N
     return NodePlacement(node.name, node.op_type, node.index, placement, found) if found else None
 
 
-def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_op: dict | None = None, shared: LoweredViews | None = None) -> NodePlacement:
+def rules_checked_before_folding(rules: RuleSet) -> list[Rule]:
+    """The rules of `rules` the toolchain checks before it folds constants, in order (one in the
+    whole code base, eIQ's: a chip's own list, made once, spares every foldable node of every
+    chip a walk through all its rules)."""
+    return [r for r in rules.rules if r.before_folding]
+
+
+def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_op: dict | None = None, shared: LoweredViews | None = None, before_folding: list[Rule] | None = None) -> NodePlacement:
     """Decide where one node runs, with every violation that led there.
 
     `rules_by_op`: a cache, shared across the nodes of a model on one chip, of what depends only
     on the operator (OperatorVerdict).
     `shared`: the lowering `node` belongs to, with what the audits of this model on other chips
     sharing it have computed already (ChipIndependent).
+    `before_folding`: rules_checked_before_folding(rules), when the caller places many nodes.
     """
     name, op_type, index = node.name, node.op_type, node.index
     # The memos of `shared` are per node view (ViewMemo): its identity is the key.
@@ -596,7 +615,7 @@ def place_node(node: NodeView, rules: RuleSet, precision: str | None, rules_by_o
             refused = Violation(name, op_type, constant_spelling_refused.name, constant_spelling_refused.sentence, Placement.UNSUPPORTED, spelling)
             return NodePlacement(name, op_type, index, Placement.UNSUPPORTED, [refused])
     if rules.folds_constants and (shared.computable(node) if shared is not None else computable_at_compile_time(node)):
-        refused = _checked_before_folding(node, rules)
+        refused = _checked_before_folding(node, rules, before_folding)
         if refused is not None:
             return refused
         found = shared.placements.get((FOLDED, view)) if shared is not None else None
@@ -669,8 +688,9 @@ class OperatorVerdict:
     placement: Placement
     rules: list[tuple[Rule, dict | None]]
     # Equal for two chips' verdicts that place every node of the operator alike (the same
-    # violations of the engine's own, the same rules, none reading its chip); None otherwise.
-    shared_key: tuple | None = None
+    # violations of the engine's own, the same rules, none reading its chip; a number,
+    # LoweredViews.verdict_number); None otherwise.
+    shared_key: int | None = None
 
     @classmethod
     def of(cls, op: str, opset: int, ir_version: int, rules: RuleSet, precision: str | None, shared: LoweredViews | None) -> "OperatorVerdict":
@@ -707,7 +727,7 @@ class OperatorVerdict:
         remembered = [(r, shared.remembered(r) if shared is not None else None) for r in checked]
         shared_key = None
         if shared is not None and all(where is not None for _, where in remembered):
-            shared_key = (op, tuple((id(r), p, str(value), detail) for r, p, value, detail in found), tuple(id(r) for r in checked))
+            shared_key = shared.verdict_number((op, tuple((id(r), p, str(value), detail) for r, p, value, detail in found), tuple(id(r) for r in checked)))
         return cls(
             builtin=found,
             placement=worst(p for _, p, _, _ in found),
@@ -831,7 +851,8 @@ def audit_model(model: LoadedModel, rules: RuleSet, precision: str | None = None
     # The lowering step: the toolchain's own graph passes (computed once for the chips that share
     # them), then the rules on what they leave.
     lowered = shared.lowered(rules)
-    placed = [place_node(v, rules, precision, rules_by_op, lowered) for v in lowered.views]
+    before_folding = rules_checked_before_folding(rules)
+    placed = [place_node(v, rules, precision, rules_by_op, lowered, before_folding) for v in lowered.views]
     finished_key = (tuple(map(id, placed)), precision)
     finished = lowered.finished.get(finished_key)
     if finished is None:
