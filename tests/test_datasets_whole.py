@@ -223,3 +223,15 @@ def test_a_state_output_joined_per_sample_is_compared_over_every_sample():
     fidelity = section["outputs"]["hn"]["fidelity"]
     assert section["samples"] == n and fidelity["elements"] == 2 * n * HIDDEN
     assert fidelity["cosine"] < 0.9  # the first n rows alone (half the samples) would compare equal
+
+
+def test_a_compiled_output_of_another_size_is_said_not_compared():
+    from edgedeploy.measure.verify import headline_line, verify
+
+    rng, n = np.random.default_rng(0), 4
+    reference = {"p": rng.random((n, 1)), "state_out": rng.random((2 * n, HIDDEN))}
+    candidate = {"p": reference["p"].copy(), "state_out": rng.random((n, 2))}  # onnx2tf's [1, 2] for a [2, 16] state
+    section = verify(reference, candidate, None, "fidelity")
+    assert list(section["outputs"]) == ["p"] and section["outputs"]["p"]["fidelity"]["cosine"] > 0.999
+    assert section["mismatched_outputs"]["state_out"] == f"the compiled model gives [{n}, 2] where the model gives [{2 * n}, {HIDDEN}]"
+    assert "state_out: not compared (the compiled model gives" in headline_line(section)

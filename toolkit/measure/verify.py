@@ -233,6 +233,10 @@ def verify(
         labels = np.asarray(labels)[:count]
     ref = {n: np.asarray(reference[n])[:count] for n in reference}
     got = {n: _align(ref[n], np.asarray(candidate[n])[:count]) for n in shared}
+    # A compiled output of another size than the model's (a converter that changed its shape) is
+    # said, not compared: fidelity over different values would be meaningless.
+    mismatched = {n: f"the compiled model gives {list(np.shape(candidate[n]))} where the model gives {list(np.shape(reference[n]))}" for n in shared if got[n].size != ref[n].size}
+    shared = [n for n in shared if n not in mismatched]
     chosen_metric = choose_metric(metric, (), labels)
     headline, why = choose_metric_output(metric_output, chosen_metric, ref, labels, producers, layouts)
     section: dict = {"metric": chosen_metric if headline else "fidelity", "metric_output": headline, "metric_output_reason": why, "samples": int(count)}
@@ -247,6 +251,8 @@ def verify(
     section["fidelity"] = {name: entry["fidelity"] for name, entry in per_output.items()}
     if missing:
         section["missing_outputs"] = missing
+    if mismatched:
+        section["mismatched_outputs"] = mismatched
     if headline is not None and headline in per_output and "before" in per_output[headline]:
         before, after = per_output[headline]["before"], per_output[headline]["after"]
         section["before"], section["after"] = before, after
@@ -278,6 +284,7 @@ def headline_line(section: dict) -> str:
             each = ", ".join(f"{role} SNR {_db(part['snr_db'])} dB" for role, part in detection["parts"].items())
             line += f" ({each}; split from {detection['evidence']})"
         parts.append(line)
+    parts += [f"{name}: not compared ({why})" for name, why in section.get("mismatched_outputs", {}).items()]
     return f"{section['metric']} on {section['samples']} samples: " + "; ".join(parts)
 
 
