@@ -102,6 +102,8 @@ FRESH_LOOKED_AT = {
                # h14-rk66r: RT-DETR's Squeeze_1 read in a survey of RK3566's views of maps (docs/audit.md); h14-rk66t: its
                # RK3566 Transposes read beside a Shape, in the survey of every Transpose (docs/audit.md).
                "yolo_rtdetr_l/rk3566",
+               # h14-rk66r: RAFT's correlation views (Reshape_2 before its CPU Div) read in the same survey, not fixed.
+               "tv_raft_small/rk3566",
                # h8-rk66b (issue 27) looked at tv_ssd300_vgg16/rk3566 again (listed above): the Concat of cells on the
                # CPU or laid out by anchors, by the levels' rows (docs/audit.md).
                # h4b-eiq: the i.MX 93 and ESP32-S3 misses of the blind score (docs/audit.md, "fresh3's i.MX 93 and ESP32-S3 misses").
