@@ -188,8 +188,12 @@ FRESH_LOOKED_AT = {
         # survey of every Transpose (docs/audit.md), not fixed.
         "hf_wav2vec2_bert/rk3566",
     ),
-    # h14-fresh8: chosen on 2026-12-05, built and collected by h14-fresh8, not yet scored; nothing looked at.
-    "fresh8": (),
+    # h14-fresh8: chosen on 2026-12-05, built and collected by h14-fresh8, scored blind at 8a7e429.
+    "fresh8": (
+        # Seen before the blind score (declared in docs/audit-agreement.md): two rows of SegGPT's Reshape_4 in
+        # h14-rk66r's view table at 06:56; nothing changed from them, and both pairs disagreed when scored.
+        "hf_seggpt/rk3566", "hf_seggpt/rk3588",
+    ),
 }
 
 
