@@ -116,6 +116,15 @@ def recurrent_cases():
     yield "gru without initial state: crashes", _rnn("GRU", [], ["y", "yh"]), "rnn", False, Placement.UNSUPPORTED
     yield "gru, zero constant initial state: crashes", _rnn("GRU", ["", "h0"], ["y", "yh"], inits=[zeros("h0")]), "rnn", False, Placement.UNSUPPORTED
     yield "gru, expanded zero initial state (PyTorch's export): crashes", _rnn("GRU", ["", "h0"], ["y", "yh"], states=[expand], inits=[const("h1", np.zeros((1, 1, H), np.float32)), shape]), "rnn", False, Placement.UNSUPPORTED
+    # PLCMOS's form (fresh8 pypi_plcmos): PyTorch slices one layer's state out of a stacked zero state,
+    # ConstantOfShape([2 * layers, N, H]) then Slice per layer (h15-espeiq, esp-ppq 1.3.12).
+    stacked = helper.make_node("ConstantOfShape", ["stack_shape"], ["hs"], name="zeros")
+    sliced = helper.make_node("Slice", ["hs", "starts", "ends", "axes"], ["h0"], name="slice")
+    slice_inits = [const("stack_shape", np.array([2, N, H], np.int64)), *(const(k, np.array([v], np.int64)) for k, v in (("starts", 1), ("ends", 2), ("axes", 0)))]
+    yield "gru, zero initial state sliced from a stacked one (PLCMOS): crashes", _rnn("GRU", ["", "h0"], ["y", "yh"], states=[stacked, sliced], inits=slice_inits), "rnn", False, Placement.UNSUPPORTED
+    yield "gru, non-zero initial state sliced from a stacked one: converts", _rnn("GRU", ["", "h0"], ["y", "yh"], states=[sliced], inits=[_w("hs", 2, N, H), *slice_inits[1:]]), "rnn", True, Placement.ACCELERATOR
+    gathered = helper.make_node("Gather", ["hs", "layer"], ["h0"], name="gather", axis=0)
+    yield "gru, zero initial state gathered from a stacked one: crashes", _rnn("GRU", ["", "h0"], ["y", "yh"], states=[stacked, gathered], inits=[slice_inits[0], const("layer", np.array([1], np.int64))]), "rnn", False, Placement.UNSUPPORTED
     yield "gru without Y_h: crashes", _rnn("GRU", ["", "h0"], ["y"], graph_states=["h0"]), "rnn", False, Placement.UNSUPPORTED
     yield "lstm, states model inputs: converts", _rnn("LSTM", ["", "h0", "c0"], ["y", "yh", "yc"], graph_states=["h0", "c0"]), "rnn", True, Placement.ACCELERATOR
     yield "lstm, only initial_c given: converts", _rnn("LSTM", ["", "", "c0"], ["y", "yh", "yc"], graph_states=["c0"]), "rnn", True, Placement.ACCELERATOR

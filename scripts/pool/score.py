@@ -193,6 +193,9 @@ FRESH_LOOKED_AT = {
         # Seen before the blind score (declared in docs/audit-agreement.md): two rows of SegGPT's Reshape_4 in
         # h14-rk66r's view table at 06:56; nothing changed from them, and both pairs disagreed when scored.
         "hf_seggpt/rk3566", "hf_seggpt/rk3588",
+        # h15-espeiq: PLCMOS's GRU states sliced from a stacked zero state (esp-ppq's align_to_first_output), and
+        # DNSMOS's STFT and power spectrum kept in float by onnx2tf's quantisation (docs/audit.md).
+        "pypi_plcmos/esp32s3", "pypi_dnsmos/imx93",
     ),
 }
 

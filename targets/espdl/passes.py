@@ -82,8 +82,9 @@ def simplifier_removes_cast_to_its_own_type(graph, chip):
 
 
 # Operators through which an all-zero tensor stays all-zero whatever their other inputs (shapes,
-# axes, repeats): enough to see PyTorch's zero initial state, Expand(Constant(zeros), shape).
-ZERO_PRESERVING = ("Expand", "Reshape", "Unsqueeze", "Squeeze", "Tile", "Transpose", "Flatten", "Cast", "Identity")
+# axes, repeats, indices): enough to see PyTorch's zero initial state, Expand(Constant(zeros), shape),
+# and one layer's state taken from a stacked zero state (Slice or Gather of ConstantOfShape, PLCMOS).
+ZERO_PRESERVING = ("Expand", "Reshape", "Unsqueeze", "Squeeze", "Tile", "Transpose", "Flatten", "Cast", "Identity", "Slice", "Gather")
 RECURRENT_OPS = ("GRU", "LSTM", "RNN")
 INITIAL_STATE_INPUTS = {"GRU": (5,), "RNN": (5,), "LSTM": (5, 6)}  # initial_h (and initial_c)
 
