@@ -140,7 +140,31 @@ def other_cases():
     yield "lrn: no executor", make_model([_relu("x", "r"), helper.make_node("LRN", ["r"], ["y"], name="lrn", size=5)], [tensor("x", [1, 8, 8, 8])], [tensor("y", [1, 8, 8, 8])]), "lrn", False, Placement.UNSUPPORTED
 
 
-CASES = [*batchnorm_cases(), *dropout_cases(), *recurrent_cases(), *other_cases()]
+def _matmul_add(first, second, x=(1, I), h=(1, H), second_weight=True, extra=()):
+    """x @ W1 (and h @ W2) then Add(first, second) as y: the run-time bias of a fused Gemm (h15-espeiq)."""
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["a"], name="a")]
+    if second_weight:
+        nodes.append(helper.make_node("MatMul", ["h", "W2"], ["b"], name="b"))
+    nodes += [*extra, helper.make_node("Add", [first, second], ["y"], name="y")]
+    outputs = [tensor("y", [*x[:-1], H])] + [tensor(e.output[0], [*x[:-1], H]) for e in extra if e.input[0] == "a"]
+    inits = [_w("W1", I, H), *([_w("W2", H, H)] if second_weight else []), *([_w("B", H)] if "B" in (first, second) else [])]
+    reads_h = any("h" in n.input for n in nodes)
+    return make_model(nodes, [tensor("x", list(x)), *([tensor("h", list(h))] if reads_h else [])], outputs, inits)
+
+
+def gemm_bias_cases():
+    relu = helper.make_node("Relu", ["h"], ["r"], name="r")
+    yield "matmul + matmul, 2-D: a Gemm with a run-time bias, fails", _matmul_add("a", "b"), "y", False, Placement.UNSUPPORTED
+    yield "matmul + matmul, second first, 2-D: fails", _matmul_add("b", "a"), "y", False, Placement.UNSUPPORTED
+    yield "matmul + model input [H], 2-D: fails", _matmul_add("a", "h", h=(H,), second_weight=False), "y", False, Placement.UNSUPPORTED
+    yield "matmul + constant bias: converts", _matmul_add("a", "B", second_weight=False), "y", True, Placement.ACCELERATOR
+    yield "matmul + matmul, 3-D: converts", _matmul_add("a", "b", x=(1, 4, I), h=(1, 4, H)), "y", True, Placement.ACCELERATOR
+    yield "relu + matmul, the product second: converts", _matmul_add("r", "a", second_weight=False, extra=[relu]), "y", True, Placement.ACCELERATOR
+    also_read = helper.make_node("Relu", ["a"], ["z"], name="z")
+    yield "matmul read twice + model input: converts", _matmul_add("a", "h", second_weight=False, extra=[also_read]), "y", True, Placement.ACCELERATOR
+
+
+CASES = [*batchnorm_cases(), *dropout_cases(), *recurrent_cases(), *gemm_bias_cases(), *other_cases()]
 
 
 def _audit(tmp_path, name, model, chip):

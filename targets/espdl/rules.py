@@ -609,6 +609,20 @@ def calibration_of_a_float_min_mask(node: NodeView, chip: str):
     return Offence("float32 lowest", "mask Added outside an attention esp-ppq fuses")
 
 
+@RULES.rule("Add", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION, ONNXSIM=ONNXSIM_VERSION)
+def run_time_bias_of_a_fused_gemm(node: NodeView, chip: str):
+    """esp-ppq {VERSION} stops ("Bias Varaible ... must be a constant", esp_ppq/quantization/optim/parameters.py) on an Add whose first operand is a 2-D MatMul's result that nothing else reads and whose second, computed at run time, has the bias shape [N] or [1 or M, N]: its simplifier (onnxsim {ONNXSIM}, onnx-optimizer's fuse_matmul_add_bias_into_gemm) makes the pair one Gemm with that operand as its bias, which esp-ppq quantises only as a constant. Workaround: keep the MatMul's result 3-D ([1, M, N]), or put first an operand that is not such a MatMul's result."""
+    product, other = node.input(0), node.input(1)
+    if product is None or other is None or product.producer != "MatMul" or product.consumers != ("Add",) or product.is_model_output:
+        return None
+    if other.is_constant or other.foldable or not (product.is_static and other.is_static) or product.rank != 2:
+        return None
+    rows, columns = product.shape
+    if tuple(other.shape) not in ((columns,), (1, columns), (rows, columns)):
+        return None
+    return Offence("run-time bias", f"'{other.name}' made the bias of the Gemm from MatMul '{product.name}'")
+
+
 # esp-ppq's quantisation alignment ties a recurrent layer's Y_h output (output 1) to its initial
 # state (input 5) (esp_ppq/quantization/optim/refine.py, align_to_first_output).
 RNN_ALIGNED_OUTPUT = 1
