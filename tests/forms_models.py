@@ -3226,6 +3226,74 @@ def rope_pack(entries: tuple = ROPE_PACK) -> onnx.ModelProto:
 
 
 CASES.append(Case("rope_pack", "pool: rotary position embeddings (EVA-02's rotate_half and its variants)", rope_pack, ("rk3588", "rk3566")))
+# ---- fresh8: rotary positions rotated through an unflattened pair axis (V-JEPA 2) ----------------
+# transformers' V-JEPA 2 rotates each head's part by x.unflatten(-1, (-1, 2)), unbind(-1),
+# stack((-x2, x1), -1), flatten(-2): a Reshape into 5-D [B, H, T, D/2, 2], a Split of the pair axis,
+# two Squeezes, a Neg, two Unsqueezes, a Concat on a new last axis and a Reshape back to 4-D; then
+# x * cos + rotated * sin. Forms: "unbind" (that), "unbind_noneg" (no Neg), "roundtrip" (the two
+# Reshapes straight, nothing between), "swap" (the Split's two parts Concatenated back swapped, no
+# Squeeze or Unsqueeze), "stack" (the pair axis made by a Concat of two Unsqueezed
+# step-2 Slices, EVA-02's form, for comparison with the same shapes).
+
+
+def _rope_unflatten_case(rng, spec) -> tuple[list, list, list, list]:
+    """One ROPE_UNFLATTEN_PACK entry on an input of `shape` [B, H, T, D] plus a constant."""
+    name, shape, form = spec
+    p = f"{name}_"
+    node = lambda op, ins, out, **kw: helper.make_node(op, ins, [p + out], name=p + out, **kw)  # noqa: E731
+    pairs = list(shape[:-1]) + [shape[-1] // 2, 2]
+    inits = [_const(p + "shift", _weights(rng, *shape[1:])), _const(p + "cos", _weights(rng, *shape[-2:])), _const(p + "sin", _weights(rng, *shape[-2:])),
+             _const(p + "pairs", np.array(pairs, np.int64)), _const(p + "shape", np.array(shape, np.int64)), _const(p + "ones", np.array([1, 1], np.int64)),
+             _const(p + "last", np.array([-1], np.int64))]
+    nodes = [node("Add", [p + "x", p + "shift"], "xs")]
+    if form == "stack":
+        return _rope_case(rng, (name + "_eva", shape, "stack"))
+    nodes.append(node("Reshape", [p + "xs", p + "pairs"], "unflatten"))
+    if form == "roundtrip":
+        nodes.append(node("Reshape", [p + "unflatten", p + "shape"], "rot"))
+    elif form == "swap":
+        nodes += [helper.make_node("Split", [p + "unflatten", p + "ones"], [p + "x1", p + "x2"], name=p + "unbind", axis=-1),
+                  node("Concat", [p + "x2", p + "x1"], "stack", axis=-1), node("Reshape", [p + "stack", p + "shape"], "rot")]
+    else:
+        nodes += [helper.make_node("Split", [p + "unflatten", p + "ones"], [p + "x1", p + "x2"], name=p + "unbind", axis=-1),
+                  node("Squeeze", [p + "x1", p + "last"], "squeeze_first"), node("Squeeze", [p + "x2", p + "last"], "squeeze_second")]
+        second = p + "squeeze_second"
+        if form == "unbind":
+            nodes.append(node("Neg", [second], "neg"))
+            second = p + "neg"
+        nodes += [node("Unsqueeze", [second, p + "last"], "unsqueeze_second"), node("Unsqueeze", [p + "squeeze_first", p + "last"], "unsqueeze_first"),
+                  node("Concat", [p + "unsqueeze_second", p + "unsqueeze_first"], "stack", axis=-1), node("Reshape", [p + "stack", p + "shape"], "rot")]
+    nodes += [node("Mul", [p + "xs", p + "cos"], "cos_mul"), node("Mul", [p + "rot", p + "sin"], "sin_mul"), node("Add", [p + "cos_mul", p + "sin_mul"], "y")]
+    return nodes, inits, [_vi(p + "x", list(shape))], [_vi(p + "y", list(shape))]
+
+
+ROPE_UNFLATTEN_PACK = (
+    ("h2t64d10_unbind", (1, 2, 64, 10), "unbind"),  # V-JEPA 2 (fresh8): a head's 10 values per axis
+    ("h2t64d10_unbind_noneg", (1, 2, 64, 10), "unbind_noneg"),
+    ("h2t64d10_roundtrip", (1, 2, 64, 10), "roundtrip"),
+    ("h2t64d10_stack", (1, 2, 64, 10), "stack"),
+    ("h3t16d64_unbind", (1, 3, 16, 64), "unbind"),
+    ("h3t16d64_roundtrip", (1, 3, 16, 64), "roundtrip"),
+    ("h2t64d32_unbind", (1, 2, 64, 32), "unbind"),
+    ("h2t16d16_unbind", (1, 2, 16, 16), "unbind"),
+    ("h2t64d6_unbind", (1, 2, 64, 6), "unbind"),
+    ("h2t64d8_unbind", (1, 2, 64, 8), "unbind"),
+    ("h2t64d12_unbind", (1, 2, 64, 12), "unbind"),
+    ("h2t64d20_unbind", (1, 2, 64, 20), "unbind"),
+    ("h2t64d24_unbind", (1, 2, 64, 24), "unbind"),
+    ("h2t64d48_unbind", (1, 2, 64, 48), "unbind"),
+    ("h2t16d10_unbind", (1, 2, 16, 10), "unbind"),
+    ("h2t9d16_unbind", (1, 2, 9, 16), "unbind"),
+    ("h2t64d10_swap", (1, 2, 64, 10), "swap"),
+)
+
+
+def rope_unflatten_pack(entries: tuple = ROPE_UNFLATTEN_PACK) -> onnx.ModelProto:
+    """Every ROPE_UNFLATTEN_PACK entry in one model (opset 13): one conversion places them all."""
+    return _packed(_rope_unflatten_case, entries, 73, used_only=True)
+
+
+CASES.append(Case("rope_unflatten_pack", "fresh8: rotary positions rotated through an unflattened pair axis (V-JEPA 2's unbind and stack)", rope_unflatten_pack, ("rk3588", "rk3566")))
 # ---- pool: integer arithmetic at run time (RoBERTa's position ids from input_ids) ---------------
 
 _ONNX_INT = {"int64": TensorProto.INT64, "int32": TensorProto.INT32}

@@ -5629,3 +5629,63 @@ def group_variance_epsilon_marked(graph, chip):
             continue
         attributes = {a.name: helper_value(a) for a in add.proto.attribute}
         graph.fuse([add], "Add", attributes={**attributes, GROUP_VARIANCE_EPS_ATTRIBUTE: int(groups)})
+
+
+# The width D of each head's part that a rotary embedding rotates through an unflattened pair axis
+# (V-JEPA 2: x.unflatten(-1, (-1, 2)), unbind, stack((-x2, x1), -1), flatten), given by the pass
+# below to that part's two views (rules.pair_axis_views_of_a_rotation places them).
+PAIR_AXIS_VIEW_ATTRIBUTE = "rknn_pair_axis_view_width"
+PAIR_AXIS_LINKS = frozenset({"Squeeze", "Neg", "Unsqueeze"})  # what may lie between the Split and the Concat
+
+
+def _pair_axis_unflatten(graph, split):
+    """(the Reshape, D) when `split` divides in two halves the last axis of a Reshape of a 4-D
+    [..., D] into 5-D [..., D/2, 2] (the pair axis of an interleaved rotation); else None."""
+    view = graph.producer(split.inputs[0].name) if split.inputs else None
+    if view is None or view.op_type != "Reshape" or len(split.outputs) != 2 or int(split.attr("axis", 0)) not in (-1, 4):
+        return None
+    before, after = _static_shape(view.inputs[0]), _static_shape(view.outputs[0])
+    if not before or not after or len(before) != 4 or len(after) != 5 or after[-1] != 2 or tuple(after[:3]) != tuple(before[:3]) or after[3] * 2 != before[3]:
+        return None
+    return view, before[3]
+
+
+def _pair_axis_stack(graph, tensor):
+    """The Concat that reads `tensor` directly or through up to three of a Squeeze, a Neg or an
+    Unsqueeze (each read by the next alone); else None."""
+    for _ in range(4):
+        nxt = graph.only_consumer(tensor.name)
+        if nxt is None or nxt.op_type == "Concat":
+            return nxt
+        if nxt.op_type not in PAIR_AXIS_LINKS or not nxt.outputs:
+            return None
+        tensor = nxt.outputs[0]
+    return None
+
+
+def _pair_axis_flatten(graph, stack):
+    """The one Reshape reading `stack`'s result, other readers being Shapes (torch's flatten(-2)
+    reads the shape of what it flattens); else None."""
+    readers = graph.consumers(stack.outputs[0].name) if stack.outputs else []
+    views = [r for r in readers if r.op_type != "Shape"]
+    return views[0] if len(views) == 1 and views[0].op_type == "Reshape" else None
+
+
+@RULES.graph_pass("Split", OBSERVED=TOOLKIT_OBSERVED)
+def pair_axis_of_a_rotation(graph, chip):
+    """{OBSERVED} runs on the CPU, on some chips, the two views of an interleaved rotation written through a pair axis (V-JEPA 2's rotary positions: a Reshape of the 4-D [B, H, T, D] into [B, H, T, D/2, 2], a Split of that last axis, the halves Squeezed, one negated, Unsqueezed, Concatenated on the last axis and Reshaped back to [B, H, T, D]); the pass gives both Reshapes D for the rule pair_axis_views_of_a_rotation. The same two Reshapes with nothing between, and EVA-02's form (step-2 Slices stacked and Reshaped back), stay on the NPU.
+
+    Measured on tests/forms_models.py rope_unflatten_pack (rknn-toolkit2 2.5.0, 2026-12-05).
+    """
+    for split in [n for n in graph.nodes if n.op_type == "Split"]:
+        found = _pair_axis_unflatten(graph, split)
+        if found is None:
+            continue
+        view, width = found
+        stacks = [_pair_axis_stack(graph, half) for half in split.outputs]
+        stack = stacks[0] if stacks[0] is not None and stacks[0] is stacks[1] and len(stacks[0].inputs) == 2 else None
+        back = _pair_axis_flatten(graph, stack) if stack is not None and int(stack.attr("axis", 0)) in (-1, 4) else None
+        if back is None or _static_shape(back.outputs[0]) != _static_shape(view.inputs[0]):
+            continue
+        for reshape in (view, back):
+            graph.fuse([reshape], "Reshape", attributes={PAIR_AXIS_VIEW_ATTRIBUTE: int(width)})

@@ -2416,3 +2416,22 @@ def gru_output_swap_merged(node: NodeView, chip: str):
 def gru_output_swap_merged_as_a_reshape(node: NodeView, chip: str):
     """As gru_output_swap_merged, for the swap back of a batch-1 GRU's output, which moves only an axis of length 1 and which the toolkit therefore takes as a reshape (passes.transpose_of_unit_axes_is_a_reshape)."""
     return _gru_output_view(node)
+
+
+PAIR_AXIS_VIEW_ALIGN = 16  # OBSERVED (RK3588): a rotated width D that is a multiple of it keeps the views on the NPU
+
+
+@RULES.rule("Reshape", chips=("rk3588", "rk3566", "rk3568"), ALIGN=PAIR_AXIS_VIEW_ALIGN)
+def pair_axis_views_of_a_rotation(node: NodeView, chip: str):
+    """The toolkit runs on the CPU the two views of an interleaved rotation written through a pair axis (V-JEPA 2's rotary positions: [B, H, T, D] Reshaped into [B, H, T, D/2, 2], the pair Split, Squeezed, one half negated, Unsqueezed, Concatenated and Reshaped back): on RK3566/RK3568 always, on RK3588 unless D is a multiple of {ALIGN} (rknn-toolkit2 2.5.0, observed; the pass pair_axis_of_a_rotation marks them).
+
+    Measured on tests/forms_models.py rope_unflatten_pack: RK3588 CPU at D = 6, 8, 10, 12, 20, 24
+    (T of 64 or 16, with or without the Neg, or the Split's halves Concatenated back swapped), NPU at
+    D = 16, 32, 48, 64 (T of 9, 16, 64); RK3566 CPU at every D. The same two Reshapes with nothing
+    between, and EVA-02's step-2 Slices stacked at D = 10: NPU on both. Found on fresh8's hf_vjepa2
+    (D = 10: its 24 rotation views on the CPU on both chips). RK3568 is taken as RK3566 (not measured).
+    """
+    width = node.attr(_passes.PAIR_AXIS_VIEW_ATTRIBUTE)
+    if width is None or (chip == "rk3588" and int(width) % PAIR_AXIS_VIEW_ALIGN == 0):
+        return None
+    return Offence(int(width), "values rotated through a pair axis (Reshape to [..., D/2, 2], Split, stacked back)")
