@@ -2599,7 +2599,14 @@ def one_head_repeat_into_a_product(graph, chip):
         graph.fuse(chain, "Expand", attributes={ONE_HEAD_REPEAT_ATTRIBUTE: int(grown[0][1])}, inputs=list(expand.inputs))
 
 
-@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=TRANSPOSE_LAYER_ALIGN.get)
+def _transpose_merge_key(chip: str) -> tuple:
+    """What transposes_merged_into_matmul reads of the chip: its Transpose layer alignment and whether a key beside a
+    shared query is a layer of its own (RK3588 has no alignment but does have that layer: a key of the alignment alone
+    let RK3576 take RK3588's lowering, h14-speed)."""
+    return TRANSPOSE_LAYER_ALIGN.get(chip), chip in KEY_BESIDE_SHARED_QUERY_CHIPS
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, HOPS=MAX_LAYOUT_HOPS, ALIGN=8, chip_key=_transpose_merge_key)
 def transposes_merged_into_matmul(graph, chip):
     """{OBSERVED} merges a Transpose that feeds a product of two computed tensors (MatMul), or takes one's result, directly or through at most {HOPS} reshapes, Transposes, one-index Gathers, Concats of one tensor (GPT-2's key/value cache with no past), parallel Slices of one tensor (which it makes a Split) or products with a one-element constant (or one computed from static shapes, as scaled_dot_product_attention's export writes it), into the layout changes of its exMatMul (its passes fuse_two_transpose, swap_transpose_mul, merge_exmatmul_inner_perm, seperate_exmatmul_rs_split, bypass_two_transpose): the Transposes of attention's heads get no layer of their own. A Transpose right after the Reshape that splits the heads joins that Reshape (placed as it is); on RK3566/RK3568 the one that makes attention's value (the second operand of attn @ v, its last axis kept last) is a Transpose layer of its own, which runs on the CPU, with its Reshape, unless the value's two last axes are multiples of {ALIGN}; so are the heads' Reshape and Transpose of a joint q/k/v projection when some part is not taken straight into a product (CoaT's factorised attention: a Softmax of k first; XCiT's normalised q and k), since the toolkit then does not split the projection into three convolutions (seperate_exmatmul_rs_split), nor where two parts are multiplied over their tokens (channel attention, DaViT); and so is, on those chips, a merge of attention's result that puts the heads last ([N, H, T, D] to [N, T, D, H], NesT), or that is viewed as a batch of more than one channels-last window ([B, h, w, H*D], MaxViT; one layer with that view), and a key/value projection's stack (Reshape [N, S, 2, H, D], Transpose [2, 0, 3, 1, 4]; one layer with that Reshape) when the tokens its Linear reads were laid out by no Transpose (the query's own tokens: PVT-v2's and Twins' last stage, GC ViT's one window; a map's tokens, after a spatial reduction, split on the NPU).
 
