@@ -5169,6 +5169,66 @@ def _relative_shift_part(spec) -> tuple[list, list, list, list]:
     return nodes, inits, inputs, [_vi(p + "y", [1, h, t, t])]
 
 
+# ---- fresh8: XLNet's relative shift, its crop a Gather of the first T columns -------------------
+# transformers' XLNet (rel_shift_bnij): the position scores bd [1, H, T, 2T] viewed tall [1, H, 2T, T],
+# the first row dropped (Slice), viewed back [1, H, T, 2T - 1] and cropped to T columns by
+# index_select (a Gather of arange(T) on the last axis), added to q @ k^T, scaled, Softmax, @ v.
+# Forms: "gather" (that, with MatMuls), "slice" (the crop a Slice: relative_shift_pack's form),
+# "gather_relu" (the Softmax read by a Relu, no product), "einsum" (XLNet's own spelling: token-major
+# q, k, v [T, 1, H, D] and Einsums 'ibnd,jbnd->bnij' for both scores and 'bnij,jbnd->ibnd' after),
+# "einsum_relu" (that with the Softmax read by a Relu).
+
+
+def _xlnet_shift_case(rng, spec) -> tuple[list, list, list, list]:
+    """One XLNET_SHIFT_PACK entry: (name, heads H, tokens T, head width D, form)."""
+    name, h, t, d, form = spec
+    p = f"{name}_"
+    node = lambda op, ins, out, **kw: helper.make_node(op, ins, [p + out], name=p + out, **kw)  # noqa: E731
+    einsum = form.startswith("einsum")
+    inits = [_const(p + "pos", _weights(rng, 2 * t, 1, h, d) if einsum else _weights(rng, 1, h, d, 2 * t)),
+             _const(p + "tall", np.array([1, h, 2 * t, t], np.int64)), _const(p + "wide", np.array([1, h, t, 2 * t - 1], np.int64)),
+             _const(p + "one", np.array([1], np.int64)), _const(p + "end", np.array([2 ** 63 - 1], np.int64)), _const(p + "two", np.array([2], np.int64)),
+             _const(p + "zero", np.array([0], np.int64)), _const(p + "t", np.array([t], np.int64)), _const(p + "three", np.array([3], np.int64)),
+             _const(p + "cols", np.arange(t, dtype=np.int64)), _const(p + "scale", np.float32(1 / np.sqrt(d)))]
+    if einsum:
+        nodes = [node("Einsum", [p + "q", p + "k"], "ac", equation="ibnd,jbnd->bnij"), node("Einsum", [p + "q", p + "pos"], "bd", equation="ibnd,jbnd->bnij")]
+    else:
+        nodes = [node("Transpose", [p + "k"], "kt", perm=[0, 1, 3, 2]), node("MatMul", [p + "q", p + "kt"], "ac"), node("MatMul", [p + "q", p + "pos"], "bd")]
+    nodes += [node("Reshape", [p + "bd", p + "tall"], "view_tall"), node("Slice", [p + "view_tall", p + "one", p + "end", p + "two", p + "one"], "drop_row"),
+              node("Reshape", [p + "drop_row", p + "wide"], "view_back")]
+    if form == "slice":
+        nodes.append(node("Slice", [p + "view_back", p + "zero", p + "t", p + "three", p + "one"], "crop"))
+    else:
+        nodes.append(node("Gather", [p + "view_back", p + "cols"], "crop", axis=3))
+    nodes += [node("Add", [p + "ac", p + "crop"], "sum"), node("Mul", [p + "sum", p + "scale"], "scaled"), node("Softmax", [p + "scaled"], "softmax", axis=3)]
+    if form.endswith("relu"):
+        nodes.append(node("Relu", [p + "softmax"], "y"))
+        y_shape = [1, h, t, t]
+    elif einsum:
+        nodes.append(node("Einsum", [p + "softmax", p + "k"], "y", equation="bnij,jbnd->ibnd"))
+        y_shape = [t, 1, h, d]
+    else:
+        nodes.append(node("MatMul", [p + "softmax", p + "k"], "y"))
+        y_shape = [1, h, t, d]
+    shape = [t, 1, h, d] if einsum else [1, h, t, d]
+    return nodes, inits, [_vi(p + "q", shape), _vi(p + "k", shape)], [_vi(p + "y", y_shape)]
+
+
+XLNET_SHIFT_PACK = (
+    ("xl_t32_gather", 2, 32, 32, "gather"), ("xl_t32_slice", 2, 32, 32, "slice"), ("xl_t32_gather_relu", 2, 32, 32, "gather_relu"),
+    ("xl_t32_einsum", 2, 32, 32, "einsum"), ("xl_t16_gather", 2, 16, 32, "gather"), ("xl_t16_einsum", 2, 16, 32, "einsum"),
+    ("xl_t8_gather", 4, 8, 16, "gather"),
+)
+# The Einsum forms alone, for RK3566 too: there the key's Transpose of the MatMul forms (k a model
+# input, also read by attn @ k) runs on the CPU as well, which is the RK3566 attention work's.
+XLNET_SHIFT_EINSUM_PACK = (("xle_t32_einsum", 2, 32, 32, "einsum"), ("xle_t16_einsum", 2, 16, 32, "einsum"),
+                           ("xle_t32_einsum_relu", 2, 32, 32, "einsum_relu"))
+CASES.append(Case("xlnet_shift_pack", "fresh8: XLNet's relative shift, cropped by a Gather (index_select) into attention's scores",
+                  lambda: _packed(_xlnet_shift_case, XLNET_SHIFT_PACK, 139, used_only=True, opset=13), ("rk3588",)))
+CASES.append(Case("xlnet_shift_einsum_pack", "fresh8: XLNet's relative shift as XLNet writes it (Einsums), cropped by a Gather",
+                  lambda: _packed(_xlnet_shift_case, XLNET_SHIFT_EINSUM_PACK, 149, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
 def _last_axes_regroup_case(rng, spec) -> tuple[list, list, list, list]:
     """One entry of LAST_AXES_REGROUP_PACK."""
     name, h, a, b, c, d, *around = spec

@@ -196,9 +196,9 @@ FRESH_LOOKED_AT = {
         # h15-espeiq: PLCMOS's GRU states sliced from a stacked zero state (esp-ppq's align_to_first_output), and
         # DNSMOS's STFT and power spectrum kept in float by onnx2tf's quantisation (docs/audit.md).
         "pypi_plcmos/esp32s3", "pypi_dnsmos/imx93",
-        # h15-rkA: V-JEPA 2's rotation views (fixed, pair_axis_of_a_rotation) and the RKNN misses read beside them
-        # (XLNet's rel_shift, GPT-NeoX's RK3566 Transposes, and RK3588's whole miss list: not fixed by h15-rkA).
-        "hf_vjepa2/rk3588", "hf_vjepa2/rk3566", "hf_xlnet/rk3588", "hf_gpt_neox/rk3566",
+        # h15-rkA: V-JEPA 2's rotation views (pair_axis_of_a_rotation) and XLNet's rel_shift crop (a Gather), fixed; the misses read beside them
+        # (GPT-NeoX's RK3566 Transposes and RK3588's whole miss list: read, not fixed by h15-rkA).
+        "hf_vjepa2/rk3588", "hf_vjepa2/rk3566", "hf_xlnet/rk3588", "hf_xlnet/rk3566", "hf_gpt_neox/rk3566",
         "hf_ibert/rk3588", "hf_zoedepth/rk3588", "pypi_dnsmos/rk3588", "pypi_mtcnn_pnet/rk3588",
     ),
 }

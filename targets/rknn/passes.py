@@ -4884,11 +4884,17 @@ def _unscaled(graph, node):
     return node
 
 
+# The products of two computed tensors that make attention's scores and read its weights (XLNet writes
+# both as Einsums, 'ibnd,jbnd->bnij' and 'bnij,jbnd->ibnd': tests/forms_models.py xlnet_shift_pack).
+ATTENTION_PRODUCTS = ("MatMul", "Einsum")
+
+
 def _scores_of_a_full_attention(graph, add) -> bool:
-    """`add` adds to q @ k^T (a MatMul of two run-time tensors), and its sum, scaled by at most a Div
-    or Mul by a constant, is a Softmax that only a MatMul reads: the attention rknn-toolkit2 fuses."""
+    """`add` adds to q @ k^T (a MatMul or an Einsum of two run-time tensors), and its sum, scaled by
+    at most a Div or Mul by a constant, is a Softmax that only such a product reads: the attention
+    rknn-toolkit2 fuses."""
     scores = [_unscaled(graph, graph.producer(t.name)) for t in add.inputs if t.present and not _known(t)]
-    if not any(p is not None and p.op_type == "MatMul" and not any(_known(t) for t in p.inputs) for p in scores):
+    if not any(p is not None and p.op_type in ATTENTION_PRODUCTS and not any(_known(t) for t in p.inputs) for p in scores):
         return False
     nxt = graph.only_consumer(add.outputs[0].name)
     if nxt is not None and nxt.op_type in ("Div", "Mul") and _known(nxt.inputs[1]):
@@ -4896,7 +4902,7 @@ def _scores_of_a_full_attention(graph, add) -> bool:
     if nxt is None or nxt.op_type != "Softmax":
         return False
     reader = graph.only_consumer(nxt.outputs[0].name)
-    return reader is not None and reader.op_type == "MatMul"
+    return reader is not None and reader.op_type in ATTENTION_PRODUCTS
 
 
 RELATIVE_SHIFT_CHIPS = ("rk3588", "rk3566", "rk3568")
@@ -4922,6 +4928,17 @@ def relative_shift_tall_view(graph, chip):
             graph.fuse([node], "Reshape", attributes={RELATIVE_SHIFT_TALL_ATTRIBUTE: int(shape[0])})
 
 
+def _crops_the_last_axis(crop) -> bool:
+    """Whether `crop` keeps part of the last axis of a 4-D tensor: a Slice of axis 3, or a Gather on
+    axis 3 of constant indices 0, 1, .., n - 1 (XLNet's index_select of the first T columns)."""
+    if crop.op_type == "Slice":
+        return len(crop.inputs) >= 4 and [a % 4 for a in _ints(crop.inputs[3]) or []] == [3]
+    if crop.op_type != "Gather" or int(crop.attr("axis", 0)) % 4 != 3 or len(crop.inputs) < 2:
+        return False
+    indices = _ints(crop.inputs[1])
+    return bool(indices) and list(indices) == list(range(len(indices)))
+
+
 @RULES.graph_pass("Reshape", chips=RELATIVE_SHIFT_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
 def cropped_view_added_to_attention_scores(graph, chip):
     """{OBSERVED} runs on the CPU a Reshape whose result, cropped along its last axis by a Slice, is added to an attention's scores (q @ k^T + it, scaled, Softmax, @ v): Transformer-XL's relative shift as Wav2Vec2-Conformer writes it. The pass marks it for the rule cropped_view_added_to_attention_scores.
@@ -4934,13 +4951,13 @@ def cropped_view_added_to_attention_scores(graph, chip):
     RK3566 (relative_shift_linear_pack, 2026-12-04): the view back on the CPU at T = 16, 32, 50,
     199; with the crop added to a model input and read by a Relu: NPU. RK3568 taken alike. Each term
     scaled before the Add, the crop cut again to its own length (Parakeet; the same pack's "scaled"
-    entries, RK3566, 2026-12-05, T = 13, 16, 32): CPU.
+    entries, RK3566, 2026-12-05, T = 13, 16, 32): CPU. XLNet's spelling (xlnet_shift_pack, both
+    chips, 2026-12-05): the crop a Gather of the first T columns, the scores and the weights' product
+    MatMuls or Einsums, T = 8, 16, 32: CPU; the Softmax read by a Relu instead: NPU.
     """
     for node in [n for n in graph.nodes if n.op_type == "Reshape" and n.outputs]:
         crop = graph.only_consumer(node.outputs[0].name)
-        if crop is None or crop.op_type != "Slice" or len(_static_shape(node.outputs[0]) or ()) != 4 or len(crop.inputs) < 4:
-            continue
-        if [a % 4 for a in _ints(crop.inputs[3]) or []] != [3]:
+        if crop is None or len(_static_shape(node.outputs[0]) or ()) != 4 or not _crops_the_last_axis(crop):
             continue
         add = graph.only_consumer(crop.outputs[0].name)
         for _ in range(2):  # Parakeet scales the crop first, and cuts it again to its own length

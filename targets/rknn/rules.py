@@ -2251,7 +2251,7 @@ def relative_shift_tall_view(node: NodeView, chip: str):
 
 @RULES.rule("Reshape", chips=_passes.RELATIVE_SHIFT_CHIPS)
 def cropped_view_added_to_attention_scores(node: NodeView, chip: str):
-    """On RK3588 and RK3566 the toolkit runs on the CPU a Reshape whose result, cropped along its last axis, is added to an attention's scores (Transformer-XL's relative shift: rknn-toolkit2 2.5.0, observed; passes.cropped_view_added_to_attention_scores marks it)."""
+    """On RK3588 and RK3566 the toolkit runs on the CPU a Reshape whose result, cropped along its last axis (a Slice, or a Gather of its first columns as XLNet's index_select), is added to an attention's scores (Transformer-XL's relative shift: rknn-toolkit2 2.5.0, observed; passes.cropped_view_added_to_attention_scores marks it)."""
     return Offence("crop", "a view cropped into an attention's scores") if node.attr(_passes.CROPPED_BIAS_VIEW_ATTRIBUTE) is not None else None
 
 
