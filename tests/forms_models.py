@@ -10166,3 +10166,24 @@ def _lone_view_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("lone_view_pack", "gen_cases: a lone view between a model input and output, by its ranks",
                   lambda: _packed(_lone_view_case, LONE_VIEWS, 1419, used_only=True, opset=13), ("rk3566", "rk3588")))
+
+
+def near_zero_scale(variant: str) -> onnx.ModelProto:
+    """Relu, then a product by constants all within 1e-8 of zero, as I-BERT's integer-only
+    LayerNorm multiplies its integers by 2**-27 (HF IBertModel in quant_mode): "mul": a Mul by 2**-27
+    per channel, the model's only output; "mul_above": one channel's scale 2e-8; "mul_two_outputs":
+    the Relu's result is a second output; "matmul": a MatMul by weights of 1e-9."""
+    x, w = _vi("x", [1, 32, 64]), np.full((64,), 2.0**-27, np.float32)
+    if variant == "mul_above":
+        w[37] = 2e-8
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu")]
+    if variant == "matmul":
+        nodes.append(helper.make_node("MatMul", ["r", "w"], ["y"], name="scale"))
+        return _model(nodes, [x], [_vi("y", [1, 32, 16])], [_const("w", np.full((64, 16), 1e-9, np.float32))])
+    nodes.append(helper.make_node("Mul", ["r", "w"], ["y"], name="scale"))
+    outputs = [_vi("y", [1, 32, 64])] + ([_vi("r", [1, 32, 64])] if variant == "mul_two_outputs" else [])
+    return _model(nodes, [x], outputs, [_const("w", w)])
+
+
+CASES += [Case(f"near_zero_scale_{v}", "pool: a product by constants within 1e-8 of zero (I-BERT's quant_mode)", lambda v=v: near_zero_scale(v), ("rk3588", "rk3566"))
+          for v in ("mul", "mul_above", "mul_two_outputs", "matmul")]

@@ -177,3 +177,26 @@ def test_only_a_split_of_the_last_axis_into_heads_is_an_unaligned_head_split(tmp
     # width too, into a last axis of 2, but is no head split: the pool's RK3566 verdicts have it on the NPU
     unfold = place(tmp_path, _split_then_transpose((1, 64, 8, 8), (1, 64, 4, 2, 4, 2), [0, 1, 3, 5, 2, 4]), "rk3566")["split"]
     assert "reshape_of_unaligned_attention_heads" not in [v.rule for v in unfold.violations]
+
+
+
+def test_a_constant_within_1e8_of_zero_counts_as_zeros_as_rknn_toolkit2_folds_it():
+    """rknn-toolkit2 2.5.0 folds a product by 2**-27 (I-BERT's LayerNorm scale) as one by zeros,
+    and keeps 1.01e-8 or a single channel of 2e-8 (tests/forms_models.py near_zero_scale)."""
+    from onnx import numpy_helper
+
+    from edgedeploy.audit.rules import stored_all_close_to_zero
+
+    def stored(values, dtype=np.float32):
+        return numpy_helper.from_array(np.asarray(values, dtype))
+
+    assert stored_all_close_to_zero(stored(np.full(64, 2.0**-27)))
+    assert stored_all_close_to_zero(stored(np.full(64, -1e-8)))
+    assert stored_all_close_to_zero(stored(np.zeros(8), np.float64))
+    assert stored_all_close_to_zero(stored(np.zeros(4), np.int64))
+    assert not stored_all_close_to_zero(stored(np.full(64, 1.01e-8)))
+    one_above = np.full(64, 1e-9)
+    one_above[37] = 2e-8  # past the first 16 values: read in full
+    assert not stored_all_close_to_zero(stored(one_above))
+    assert not stored_all_close_to_zero(stored(np.full(4, 1e-3), np.float16))
+    assert not stored_all_close_to_zero(stored([], np.float32))

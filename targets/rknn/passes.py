@@ -3765,8 +3765,8 @@ def _zeros(tensor, graph, depth: int = 4) -> bool:
     """A constant of zeros, or a foldable one passed through Identity nodes: torch.onnx writes a
     parameter equal to another (the zero weights of several blocks, a GRN's weight and bias) as an
     Identity of one initializer, whose view carries the value only when it is small."""
-    if tensor.is_constant or (tensor.foldable and tensor.all_zero):
-        return tensor.all_zero
+    if tensor.is_constant or (tensor.foldable and tensor.all_close_to_zero):
+        return tensor.all_close_to_zero
     producer = graph.producer(tensor.name) if tensor.foldable and depth else None
     return producer is not None and producer.op_type == "Identity" and bool(producer.inputs) and _zeros(producer.inputs[0], graph, depth - 1)
 
@@ -3775,7 +3775,7 @@ def _zeroed_nodes(graph) -> dict:
     """The nodes whose results are computed from constants alone once products by zeros are
     folded: each product by zeros, and each node whose computed inputs all come from such nodes,
     in graph order (name -> node). Every product's constant operand is checked: its first stored
-    bytes settle nearly every weight (TensorView.all_zero)."""
+    values settle nearly every weight (TensorView.all_close_to_zero)."""
     nodes = graph.nodes
     # Nothing before the first product by zeros is zeroed: the walk starts there (most models have
     # none, and then only the products' operands are looked at).
@@ -3793,7 +3793,7 @@ def _zeroed_nodes(graph) -> dict:
 
 @RULES.graph_pass(*ZERO_OPERANDS, OBSERVED=TOOLKIT_OBSERVED)
 def product_by_zeros_folded(graph, chip):
-    """{OBSERVED} computes at conversion time a product by a constant of zeros (a Gemm, MatMul or Conv weight, or a Mul operand, that a library initialises to zero, as timm does for the classifier of its MLP-Mixer family and the weight of ConvNeXt-V2's global response norm) and everything computed from it and constants alone (its fold_constant pass), and removes what only those products read (a GRN's ReduceL2 and Div, a residual branch whose last Conv timm's zero-initialised BatchNorm made a product by zeros, its Softmax on the CPU of RK3566 included: they run nowhere); a model output so computed is dropped from the model, and when every output is, the toolkit refuses the model.
+    """{OBSERVED} computes at conversion time a product by a constant of zeros (a Gemm, MatMul or Conv weight, or a Mul operand, that a library initialises to zero, as timm does for the classifier of its MLP-Mixer family and the weight of ConvNeXt-V2's global response norm; or whose values all lie within 1e-8 of zero, as the 2**-27 by which I-BERT's integer-only LayerNorm scales its integers) and everything computed from it and constants alone (its fold_constant pass), and removes what only those products read (a GRN's ReduceL2 and Div, a residual branch whose last Conv timm's zero-initialised BatchNorm made a product by zeros, its Softmax on the CPU of RK3566 included: they run nowhere); a model output so computed is dropped from the model, and when every output is, the toolkit refuses the model.
 
     Measured on Conv, Relu, GlobalAveragePool, Flatten, then a Gemm with zero weights (bias zero
     or not), a MatMul or a 1x1 Conv with zero weights, or a Mul by zeros, as the only output:
@@ -3813,6 +3813,16 @@ def product_by_zeros_folded(graph, chip):
     zeros, and the layer table has no layer of the branch (nor of a query scaled and transposed
     into the scores' MatMul); a softmax that is also a model output stays (on the CPU of RK3566)
     and only what follows it goes; weights of standard deviation 1e-6 keep it all.
+    Within 1e-8 of zero counts as zero (numpy's allclose(w, 0); TensorView.all_close_to_zero):
+    Relu then a Mul by a per-channel constant of 1e-9, 5e-9, -5e-9, 7.45e-9 (2**-27), 9.5e-9 or
+    1e-8, or a MatMul by [64, 16] such weights, as the only output: refused as above; 1.01e-8,
+    1.1e-8, 2.9e-8, 1e-7 or 1e-6 build, and so does 1e-9 with one channel's 2e-8; with the Relu
+    also an output, the product's output is dropped (tests/forms_models.py near_zero_scale).
+    HF I-BERT in quant_mode (fresh8 hf_ibert): its embeddings' IntLayerNorm ends in a Mul by
+    2**-27 per channel; fold_constant removes it and all that follows (the toolkit's own list of
+    removed nodes), and the toolkit refuses the model on RK3588 and RK3566. Not explained: after a
+    Conv, Relu, GlobalAveragePool and Flatten, a Mul by 2e-8 per channel is folded too (1e-6 in
+    one channel builds); the audit keeps it.
     """
     folded = _zeroed_nodes(graph)
     if not folded:

@@ -79,6 +79,25 @@ def stored_all_zero(tensor: onnx.TensorProto) -> bool:
     return v.size > 0 and not np.any(v)
 
 
+# numpy's allclose(v, 0) at its default tolerance (atol 1e-8): TensorView.all_close_to_zero.
+NEAR_ZERO = 1e-8
+_FLOAT_BYTES = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64}
+
+
+def stored_all_close_to_zero(tensor: onnx.TensorProto) -> bool:
+    """Whether a stored tensor's values all lie within NEAR_ZERO of zero; False for external data.
+    Its first stored values settle nearly every weight at once (only float32 and float64 can
+    hold a value so small that is not zero: float16's smallest is 6e-8)."""
+    kind = _FLOAT_BYTES.get(tensor.data_type)
+    if kind is None or tensor.data_location == onnx.TensorProto.EXTERNAL:
+        return stored_all_zero(tensor)
+    raw = tensor.raw_data
+    if raw and np.any(np.abs(np.frombuffer(raw[:64], dtype=kind)) > NEAR_ZERO):
+        return False
+    v = numpy_helper.to_array(tensor)
+    return v.size > 0 and bool(np.all(np.abs(v) <= NEAR_ZERO))
+
+
 @dataclass(frozen=True)
 class TensorView:
     """One input or output of a node, as rules see it."""
@@ -137,6 +156,18 @@ class TensorView:
             v = self._value
             return v is not None and v.size > 0 and not np.any(v)
         return stored_all_zero(tensor)
+
+    @functools.cached_property
+    def all_close_to_zero(self) -> bool:
+        """Whether the tensor is a constant whose values all lie within 1e-8 of zero (numpy's
+        allclose(v, 0) at its default tolerance), zeros included: a converter that tests weights
+        so folds a product by them as a product by zeros (a scale of 2**-27 that an integer-only
+        model multiplies its integers by). Its first stored values decide for nearly every weight."""
+        tensor = self._tensor if self._tensor is not None else self._stored
+        if tensor is None:
+            v = self._value
+            return v is not None and v.size > 0 and bool(np.all(np.abs(v) <= NEAR_ZERO))
+        return stored_all_close_to_zero(tensor)
 
     @property
     def rank(self) -> int | None:
