@@ -131,3 +131,34 @@ def test_vx_list_check_marks_unlisted_operators_as_cpu():
     assert v.nodes["greater1"].placement is Placement.ACCELERATOR
     assert v.nodes["where1"].placement is Placement.FALLBACK
     assert "not in the VX delegate's list" in v.nodes["where1"].detail
+
+
+def _op(index, op, inputs, output, dtype="int8"):
+    tensor = lambda name, dt: {"name": name, "dtype": dt, "shape": [1, 4], "constant": False}  # noqa: E731
+    return {"index": index, "op": op, "inputs": [tensor(n, "float32" if n == "tfl.dequantize" else "int8") for n in inputs], "outputs": [tensor(output, dtype)]}
+
+
+def test_a_name_inside_another_operators_fused_name_does_not_move_a_node_with_its_own_operator():
+    """DNSMOS's power spectrum (fresh8, onnx2tf 1.29.24 + Vela 5.2.0, the int8 .tflite read by hand):
+    CONV_2D, MUL and ADD are int8 on the NPU, each named after its own layer; TensorFlow's converter
+    writes the conv1d's Squeeze (moved past them), the squares and the Add into the SQRT's fused
+    name. The SQRT's float placement belongs to the Sqrt alone; a layer named only inside fused
+    names (no operator of its own) still takes the worst of them."""
+    conv, sq, add, sqrt, view = "model/tf.nn.conv1d/conv1d", "model/tf.math.multiply/Mul", "model/tf.math.add/Add", "model/tf.math.sqrt/Sqrt", "model/tf.reshape/Reshape"
+    ops = [
+        _op(0, "CONV_2D", ["serving_default_x:0"], conv),
+        _op(1, "MUL", [conv, conv], f"{sq};{conv}/Squeeze"),
+        _op(2, "ADD", [f"{sq};{conv}/Squeeze"], f"{add};{conv}/Squeeze;{sq};{view}"),
+        _op(3, "DEQUANTIZE", [f"{add};{conv}/Squeeze;{sq};{view}"], "tfl.dequantize", "float32"),
+        _op(4, "SQRT", ["tfl.dequantize"], f"{sqrt};{add};{conv}/Squeeze;{sq};{view}", "float32"),
+        _op(5, "QUANTIZE", [f"{sqrt};{add};{conv}/Squeeze;{sq};{view}"], "tfl.quantize"),
+    ]
+    layers = {"edn0": ["tf.nn.conv1d"], "edn1": ["tf.math.multiply"], "edn2": ["tf.math.add"], "edn3": ["tf.math.sqrt"], "edn4": ["tf.reshape"]}
+    tokens = {"edn0": "stft", "edn1": "square", "edn2": "add", "edn3": "sqrt", "edn4": "reshape"}
+    summary = fixture("conv_sin_softmax")["entry"]["vela"]
+    entry = {"layers": layers, "onnx_outputs": [], "int8_ops": {"ops": ops}, "vela": summary, "failed": None}
+    v = verdict_from_entry(entry, tokens, [None], toolchain="onnx2tf+vela", version="test")
+    assert v.nodes["sqrt"].placement is Placement.FLOAT and "SQRT" in v.nodes["sqrt"].detail
+    for node in ("stft", "square", "add"):
+        assert v.nodes[node].placement is Placement.ACCELERATOR, (node, v.nodes[node].detail)
+    assert v.nodes["reshape"].placement is Placement.FLOAT

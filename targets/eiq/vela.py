@@ -261,6 +261,17 @@ def trace_ops(ops: dict, layers_by_node: dict[str, list[str]], output_producers:
     return owners, unmapped
 
 
+def leading_owners(op: dict, owners: set[str], layer_owner: dict[str, str]) -> set[str]:
+    """The nodes an operator computes the result of: the layer named first in its output tensor's
+    name (TFLite writes a fused operator's location as its own op's name, then those it absorbed);
+    all its owners where that first name is no layer's (a model output's PartitionedCall:N)."""
+    lead = set()
+    for tensor in op["outputs"]:
+        first = tensor["name"].split(";", 1)[0]
+        lead |= {layer_owner[layer] for layer in _LAYER_RE.findall(first) if layer in layer_owner}
+    return lead or set(owners)
+
+
 def op_placement(op: dict, cpu_tensors: set[str], npu_text: str = "on the NPU", cpu_text: str = "on the CPU") -> tuple[Placement, str]:
     """Where one TFLite operator runs: Flex -> UNSUPPORTED, float -> FLOAT, Vela's CPU list -> FALLBACK."""
     if op["op"].startswith(FLEX_PREFIX):
@@ -320,22 +331,31 @@ def _place_nodes(verdict: ToolchainVerdict, entry: dict, token_names, output_pro
         layers_by_node.setdefault(token_names.get(tok, tok), []).extend(layers)
     ops = entry["int8_ops"]
     owners, unmapped = trace_ops(ops, layers_by_node, output_producers, [o["name"] for o in entry.get("onnx_outputs", [])])
-    by_node: dict[str, list[tuple[Placement, str, bool]]] = {}
+    layer_owner = {layer: node for node, layers in layers_by_node.items() for layer in layers}
+    by_node: dict[str, list[tuple[Placement, str, bool, bool]]] = {}
     placed = {}
+    leading: set[str] = set()
     for op in ops["ops"]:
         placement, detail = op_placement(op, cpu_tensors, npu_text, cpu_text)
         why = [r for t in op["outputs"] for r in reasons.get(t["name"], [])]
         if why and placement is not Placement.ACCELERATOR:
             detail += f" (Vela: {'; '.join(why[:2])})"
         placed[op["index"]] = (placement, detail)
+        helper = op["op"] in HELPER_OPS
+        leads = leading_owners(op, owners[op["index"]], layer_owner)
+        if not helper:
+            leading |= leads
         # Sorted: a set of names iterates in another order in every process (hash randomisation),
         # and the verdict's node order is written to toolchain_verdict.json.
         for node in sorted(owners[op["index"]]):
-            by_node.setdefault(node, []).append((placement, detail, op["op"] in HELPER_OPS))
+            by_node.setdefault(node, []).append((placement, detail, helper, node in leads))
     for node, found in by_node.items():
-        main = [f for f in found if not f[2]] or found
-        decided = worst(p for p, _, _ in main)
-        details = [d for p, d, _ in main if p == decided]
+        # A node with an operator of its own is placed by its own operators: its name inside
+        # another's fused name is a no-op part of it (a Squeeze) moved past (DNSMOS's SQRT).
+        own = [f for f in found if not f[2] and f[3]] if node in leading else []
+        main = own or [f for f in found if not f[2]] or found
+        decided = worst(p for p, _, _, _ in main)
+        details = [d for p, d, _, _ in main if p == decided]
         verdict.nodes[node] = NodeVerdict(decided, "; ".join(dict.fromkeys(details)))
     for index in unmapped:
         op = ops["ops"][index]

@@ -324,13 +324,14 @@ def softmax_sum_reshaped_back(graph, chip):
 
 @RULES.graph_pass("Sqrt", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}")
 def reshaped_variance_runs_with_its_sqrt(graph, chip):
-    """{CONVERTER} and TensorFlow's converter give a Reshape of a variance (jax2tf's keepdims, with its Expand) and the Add of epsilon after it to the SQRT that reads them: they have no operator of their own and run with the SQRT, in float.
+    """{CONVERTER} and TensorFlow's converter give a Reshape of a variance (jax2tf's keepdims, with its Expand) read by an Add of epsilon and a SQRT no operator of its own: TensorFlow names it only inside the ADD's and the SQRT's fused names, and it is reported with the SQRT, in float; the Add is an ADD of its own, int8 on the NPU.
 
     Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py jax_forms_pack, magika's
     LayerNorm as jax2tf writes it): Reshape [1, 1, C] (with or without jax2tf's Expand to the same
-    shape, which the simplifier removes: no operator) or [1, 1], Add of eps, Sqrt: the Reshape and
-    the Add are reported with the SQRT (float, on the CPU); with the variance kept in its rank
-    (keepdims, no Reshape) the Add is an ADD of its own on the NPU.
+    shape, which the simplifier removes: no operator) or [1, 1], Add of eps, Sqrt: the Reshape
+    reported with the SQRT (float, on the CPU), the Add an int8 ADD on the NPU (read again on
+    2026-12-05 with the verdict that places a node by the operators it leads, targets/eiq/vela.py;
+    read before as run with the SQRT, TensorFlow writing the Add's name into the SQRT's).
     """
     for sqrt in [n for n in graph.nodes if n.op_type == "Sqrt"]:
         add = graph.producer(sqrt.inputs[0].name) if sqrt.inputs else None
@@ -346,7 +347,9 @@ def reshaped_variance_runs_with_its_sqrt(graph, chip):
             continue
         if expand is not None:
             graph.eliminate(expand)  # an Expand to the shape it has: the simplifier removes it
-        graph.fuse([reshape, add, sqrt], "Sqrt", leader=sqrt, inputs=[reshape.inputs[0]], outputs=list(sqrt.outputs))
+        # The Add of epsilon is an ADD of its own (int8, on the NPU); only the Reshape, which has no
+        # operator, is named inside the SQRT's fused name and placed as that SQRT (targets/eiq/vela.py).
+        graph.fuse([reshape], "Sqrt", leader=reshape, inputs=[reshape.inputs[0]], outputs=list(reshape.outputs))
 
 
 def _same_shape(node) -> bool:
