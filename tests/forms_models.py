@@ -10187,3 +10187,31 @@ def near_zero_scale(variant: str) -> onnx.ModelProto:
 
 CASES += [Case(f"near_zero_scale_{v}", "pool: a product by constants within 1e-8 of zero (I-BERT's quant_mode)", lambda v=v: near_zero_scale(v), ("rk3588", "rk3566"))
           for v in ("mul", "mul_above", "mul_two_outputs", "matmul")]
+
+
+def transpose_into_output_softmax(variant: str) -> onnx.ModelProto:
+    """MTCNN's P-Net head as tf2onnx writes it: Conv, Relu, 1x1 Conv, Transpose to NHWC [0, 2, 3, 1] and
+    a Softmax over the last axis (the classes); "output": the Softmax is the model output; "inner":
+    a Mul by a constant reads it; "two": a second Transpose of a sibling 1x1 Conv is an output too."""
+    rng = np.random.default_rng(8)
+    inits = [_const("w1", _weights(rng, 10, 3, 3, 3)), _const("b1", np.zeros(10, np.float32)),
+             _const("w2", _weights(rng, 2, 10, 1, 1)), _const("b2", np.zeros(2, np.float32))]
+    n = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], name="conv"), helper.make_node("Relu", ["c"], ["r"], name="relu"),
+         helper.make_node("Conv", ["r", "w2", "b2"], ["logits"], name="head"),
+         helper.make_node("Transpose", ["logits"], ["t"], name="to_nhwc", perm=[0, 2, 3, 1]),
+         helper.make_node("Softmax", ["t"], ["p"], name="softmax", axis=3)]
+    outputs = [_vi("p", [1, 14, 14, 2])]
+    if variant == "inner":
+        inits.append(_const("k", np.full((1,), 2.0, np.float32)))
+        n.append(helper.make_node("Mul", ["p", "k"], ["y"], name="scale"))
+        outputs = [_vi("y", [1, 14, 14, 2])]
+    if variant == "two":
+        inits += [_const("w3", _weights(rng, 4, 10, 1, 1)), _const("b3", np.zeros(4, np.float32))]
+        n += [helper.make_node("Conv", ["r", "w3", "b3"], ["box"], name="box"),
+              helper.make_node("Transpose", ["box"], ["bt"], name="box_nhwc", perm=[0, 2, 3, 1])]
+        outputs.append(_vi("bt", [1, 14, 14, 4]))
+    return _model(n, [_vi("x", [1, 3, 16, 16])], outputs, inits)
+
+
+CASES += [Case(f"transpose_into_output_softmax_{v}", "pool: a Transpose to NHWC before a class Softmax (MTCNN P-Net, tf2onnx)", lambda v=v: transpose_into_output_softmax(v), ("rk3588", "rk3566"))
+          for v in ("output", "inner", "two")]

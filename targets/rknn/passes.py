@@ -1225,6 +1225,29 @@ def softmax_across_an_inner_axis(graph, chip):
             graph.fuse([first], "Transpose", attributes={"perm": _perm(first), SOFTMAX_AXIS_ATTRIBUTE: 1})
 
 
+# The attribute transpose_into_an_output_softmax gives a Transpose that the toolkit moves after a
+# model-output Softmax (rules.transpose_after_output_softmax places it in float with the Softmax).
+OUTPUT_SOFTMAX_TRANSPOSE_ATTRIBUTE = "rknn_moved_after_output_softmax"
+
+
+@RULES.graph_pass("Softmax", chips=("rk3588", "rk3576", "rk3562"), OBSERVED=TOOLKIT_OBSERVED)
+def transpose_into_an_output_softmax(graph, chip):
+    """{OBSERVED} runs a Transpose read only by a Softmax that is a model output after the Softmax (its layer follows the exSoftmax13 layer), on the Softmax's float16 result: where the Softmax is kept in float (rules.softmax_at_model_output), the Transpose is too.
+
+    Measured on RK3588 (tests/forms_models.py transpose_into_output_softmax: Conv, Relu, 1x1 Conv,
+    Transpose [0, 2, 3, 1], Softmax over the last axis, MTCNN P-Net's head as tf2onnx writes it):
+    as the output, the Transpose is a FLOAT16 Transpose layer after the Softmax, with a sibling
+    Transpose to an output in int8 beside it; with a Mul after the Softmax, both are int8. On
+    RK3566 the Softmax and the Transpose run on the CPU (softmax_on_cpu's chips): not this pass.
+    """
+    for softmax in [n for n in graph.nodes if n.op_type == "Softmax"]:
+        out = softmax.outputs[0] if softmax.outputs else None
+        first = graph.producer(softmax.inputs[0].name) if softmax.inputs and out is not None and out.is_model_output else None
+        if first is None or first.op_type != "Transpose" or graph.only_consumer(first.outputs[0].name) is not softmax:
+            continue
+        graph.fuse([first], "Transpose", attributes={"perm": _perm(first), OUTPUT_SOFTMAX_TRANSPOSE_ATTRIBUTE: 1})
+
+
 @RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
 def transpose_of_a_cpu_softmax_joins_it(graph, chip):
     """{OBSERVED} writes a Transpose that reads only a Softmax's result from the Softmax's own layer (it has no layer of its own), so on RK3566/RK3568, where Softmax runs on the CPU, it runs on the CPU with it (attention's attn.transpose(-2, -1) before attn @ v).

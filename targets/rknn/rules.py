@@ -1622,6 +1622,17 @@ def softmax_axis_transpose_layer(node: NodeView, chip: str):
     return Offence(tuple(node.attr("perm") or ()), "softmax axis brought last by") if node.attr("rknn_softmax_axis_transpose") is not None else None
 
 
+@RULES.rule("Transpose", placement=Placement.FLOAT, precisions=("int8",), chips=("rk3588", "rk3576", "rk3562"))
+def transpose_after_output_softmax(node: NodeView, chip: str):
+    """The toolkit runs a Transpose read only by a Softmax that is a model output after the Softmax, on its float16 result, so it is kept in float with it (rknn-toolkit2 2.5.0, observed on RK3588; the pass transpose_into_an_output_softmax marks it); uncertain as the Softmax's own float16 (softmax_at_model_output).
+
+    Measured on tests/forms_models.py transpose_into_output_softmax (MTCNN P-Net's head).
+    """
+    if node.attr(_passes.OUTPUT_SOFTMAX_TRANSPOSE_ATTRIBUTE) is None:
+        return None
+    return Offence(tuple(node.attr("perm") or ()), "moved after the output Softmax, float16 with it", uncertain=True)
+
+
 @RULES.rule("MatMul", chips=("rk3588",))
 def multi_query_attention_on_cpu(node: NodeView, chip: str):
     """On RK3588 the toolkit runs on the CPU attention whose key and value are shared by the query's heads (MatMul, Softmax, MatMul with the key and value broadcast over the heads, with q's and k's scales), which it makes one layer (rknn-toolkit2 2.5.0, observed; the pass multi_query_attention_layer groups it). Measured with 2 and 4 query heads; with one head it runs on the NPU."""
