@@ -5771,7 +5771,8 @@ def _rotary_heads_case(rng, spec) -> tuple[list, list, list, list]:
              _const(p + "scale", np.array(np.sqrt(d), np.float32)), _const(p + "wo", _weights(rng, c, c)),
              _const(p + "one", np.array([1], np.int64)), _const(p + "zero", np.array([0], np.int64)), _const(p + "big", np.array([2 ** 62], np.int64)),
              _const(p + "last", np.array([3], np.int64)), _const(p + "two", np.array([2], np.int64)), _const(p + "minus1", np.array([-1], np.int64)),
-             _const(p + "half", np.array([d // 2], np.int64)), _const(p + "shape4", np.array([1, h, t, d], np.int64))]
+             _const(p + "half", np.array([d // 2], np.int64)), _const(p + "shape4", np.array([1, h, t, d], np.int64)),
+             _const(p + "shape5", np.array([1, h, t, d // 2, 2], np.int64)), _const(p + "ones", np.array([1, 1], np.int64))]
     nodes = []
     for part in "qkv":
         inits += [_const(p + f"w{part}", _weights(rng, c, c)), _const(p + f"b{part}", _weights(rng, c))]
@@ -5789,6 +5790,11 @@ def _rotary_heads_case(rng, spec) -> tuple[list, list, list, list]:
                       node("Unsqueeze", [f"{part}_neg", "minus1"], f"{part}_u1"), node("Unsqueeze", [f"{part}_even", "minus1"], f"{part}_u0"),
                       node("Concat", [f"{part}_u1", f"{part}_u0"], f"{part}_st", axis=-1),
                       node("Reshape", [f"{part}_st", f"{part}_shape" if form == "interleaved_shape" else "shape4"], f"{part}_rot")]
+        elif form == "pairs":  # V-JEPA 2: unflatten(-1, (-1, 2)), unbind(-1), stack((-x2, x1), -1), flatten(-2)
+            nodes += [node("Reshape", [x, "shape5"], f"{part}_pairs"), helper.make_node("Split", [p + f"{part}_pairs", p + "ones"], [p + f"{part}_p0", p + f"{part}_p1"], name=p + f"{part}_unbind", axis=-1),
+                      node("Squeeze", [f"{part}_p0", "minus1"], f"{part}_x1"), node("Squeeze", [f"{part}_p1", "minus1"], f"{part}_x2"), node("Neg", [f"{part}_x2"], f"{part}_neg"),
+                      node("Unsqueeze", [f"{part}_neg", "minus1"], f"{part}_u1"), node("Unsqueeze", [f"{part}_x1", "minus1"], f"{part}_u0"),
+                      node("Concat", [f"{part}_u1", f"{part}_u0"], f"{part}_st", axis=-1), node("Reshape", [f"{part}_st", "shape4"], f"{part}_rot")]
         else:
             nodes += [node("Slice", [x, "zero", "half", "last"], f"{part}_x1"), node("Slice", [x, "half", "big", "last"], f"{part}_x2"),
                       node("Neg", [f"{part}_x2"], f"{part}_neg"), node("Concat", [f"{part}_neg", f"{part}_x1"], f"{part}_rot", axis=-1)]
@@ -5802,6 +5808,10 @@ def _rotary_heads_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("rotary_heads_pack", "fresh3: rotary position embeddings on the heads right after their split (transformers' RoFormer)",
                   lambda: _packed(_rotary_heads_case, ROTARY_HEADS_PACK, 109, used_only=True, opset=13), ("rk3566",)))
+# fresh8 (V-JEPA 2): the rotation through a pair axis on the whole of each head ("pairs").
+ROTARY_HEADS_PAIRS = (("pair_t64h2d32", "pairs", 64, 2, 32), ("pair_t32h2d16", "pairs", 32, 2, 16), ("pair_t20h2d32", "pairs", 20, 2, 32))
+CASES.append(Case("rotary_heads_pairs_pack", "fresh8: rotary positions through a pair axis on the heads right after their split (V-JEPA 2)",
+                  lambda: _packed(_rotary_heads_case, ROTARY_HEADS_PAIRS, 111, used_only=True, opset=13), ("rk3566", "rk3588")))
 
 
 # ---- fresh3 (torchvision's SSD300): a detection head's levels concatenated, by their count -------

@@ -2377,6 +2377,59 @@ def heads_normed_then_rotated(graph, chip):
             _merge_into_the_product(graph, swap, chip)
 
 
+PAIR_ROTATED_HEADS_ATTRIBUTE = "rknn_heads_rotated_through_pairs"
+PAIR_ROTATION_LINKS = frozenset({"Split", "Squeeze"})  # besides ROTARY_OPS (defined below)
+PAIR_ROTATION_HOPS = 16  # V-JEPA 2: a Slice of the head, the pair views and their stack, x * cos + r * sin, the parts' Concat, the key's swap
+
+
+def _keys_after_a_pair_rotation(graph, swap) -> list | None:
+    """The key's swaps [0, 1, 3, 2] into the scores (none for a query) when every path from the heads'
+    `swap` runs through a rotation's operators (pair views included) to a product; else None."""
+    frontier, seen, products, keys = [swap], {swap.name}, 0, []
+    for _ in range(PAIR_ROTATION_HOPS):
+        nxt = []
+        for reader in (c for n in frontier for o in n.outputs if o.name for c in graph.consumers(o.name)):
+            if reader.name in seen:
+                continue
+            seen.add(reader.name)
+            if _product_of_computed(reader):
+                products += 1
+            elif reader.op_type == "Transpose" and _perm(reader) == [0, 1, 3, 2] and _key_scales(graph, reader) is not None:
+                keys.append(reader)
+            elif (reader.op_type in ROTARY_OPS or reader.op_type in PAIR_ROTATION_LINKS) and reader.op_type != "Transpose":
+                nxt.append(reader)
+            elif reader.op_type != "Shape":
+                return None
+        if not nxt:
+            return keys if products or keys else None
+        frontier = nxt
+    return None
+
+
+@RULES.graph_pass("Split", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED, chip_key=TRANSPOSE_LAYER_ALIGN.get)
+def heads_rotated_through_pairs(graph, chip):
+    """{OBSERVED} keeps the heads' split (Reshape) and swap [0, 2, 1, 3] one Transpose layer of its own, on RK3566/RK3568 on the CPU, when each head (or a Slice of it) is then rotated through a pair axis (V-JEPA 2: Reshape to [..., D/2, 2], Split, stacked back; see pair_axis_of_a_rotation), and the key's swap into the scores a layer of its own with them, as for heads normalised then rotated.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 (2026-12-05; tests/forms_models.py
+    rotary_heads_pairs_pack: the whole head rotated, T = 64, 32, 20, 2 heads of 32 or 16): q's and
+    k's Reshape and Transpose and k's swap on the CPU in all three; RK3588: all on the NPU.
+    """
+    for split in [n for n in graph.nodes if n.op_type == "Split"]:
+        found = _pair_axis_unflatten(graph, split)
+        source = graph.producer(found[0].inputs[0].name) if found is not None else None
+        if source is not None and source.op_type == "Slice":
+            source = graph.producer(source.inputs[0].name)
+        if source is None or source.op_type != "Transpose" or _perm(source) != [0, 2, 1, 3] or source.attr(PAIR_ROTATED_HEADS_ATTRIBUTE) is not None:
+            continue
+        heads, keys = _heads_reshape(graph, source), _keys_after_a_pair_rotation(graph, source)
+        if heads is None or keys is None:
+            continue
+        graph.fuse([heads, source], "Transpose", leader=source, attributes={"perm": [0, 2, 1, 3], PAIR_ROTATED_HEADS_ATTRIBUTE: 1})
+        for key in keys:
+            if key.attr(PAIR_ROTATED_HEADS_ATTRIBUTE) is None:
+                graph.fuse([key], "Transpose", attributes={"perm": [0, 1, 3, 2], PAIR_ROTATED_HEADS_ATTRIBUTE: 1})
+
+
 def _heads_reshape_of_many(graph, node):
     """The Reshape splitting the heads right before `node`, read by `node` alone (Shapes aside)."""
     before = graph.producer(node.inputs[0].name) if node.inputs else None
@@ -2663,7 +2716,7 @@ def transposes_merged_into_matmul(graph, chip):
         if chip in KEY_BESIDE_SHARED_QUERY_CHIPS and _key_beside_a_shared_query(graph, node):
             graph.fuse([node], "Transpose", attributes={"perm": _perm(node), KEY_BESIDE_SHARED_QUERY_ATTRIBUTE: 1})
             continue  # a Transpose layer of its own, on the CPU (rules place it)
-        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, HALVES_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE, NORMED_HEADS_ATTRIBUTE, TORCH_KV_PART_ATTRIBUTE, STACK_BESIDE_SHARED_QUERY_ATTRIBUTE)):
+        if any(node.attr(a) is not None for a in (KV_KEY_ATTRIBUTE, PRODUCT_TRANSPOSE_ATTRIBUTE, BATCHED_HEADS_ATTRIBUTE, JOINT_KEY_ATTRIBUTE, HALVES_KEY_ATTRIBUTE, MERGE_BEFORE_ACTIVATION_ATTRIBUTE, AREA_ATTENTION_ATTRIBUTE, NORMED_HEADS_ATTRIBUTE, PAIR_ROTATED_HEADS_ATTRIBUTE, TORCH_KV_PART_ATTRIBUTE, STACK_BESIDE_SHARED_QUERY_ATTRIBUTE)):
             continue  # a layer of its own (key_transpose_of_a_kv_projection, cancel_transposes_around_positionwise_ops, batched_attention_layouts, key_transpose_of_a_joint_projection_kept_whole, merge_transpose_before_an_activation, area_attention_layouts, heads_normed_then_rotated, torch_key_value_in_projection, stack_beside_a_query_read_twice)
         if not (_reaches_matmul(graph, node, forward=True, by_constant=chip in TRANSPOSE_LAYER_ALIGN) or _reaches_matmul(graph, node, forward=False)):
             if not (chip in TRANSPOSE_LAYER_ALIGN and _rotated_into_product(graph, node)):
