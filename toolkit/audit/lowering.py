@@ -339,10 +339,10 @@ class LoweringSteps:
 
     The chip itself, not the pass's chip_key: a chip_key is only compared between rule sets that
     list the same passes (LoweredViews.key_of), and may leave out what of the chip those lists
-    already settle. transposes_merged_into_matmul's key is the value-Transpose alignment, but the
-    pass also asks whether the chip is RK3588, RK3566 or RK3568: RK3588 and RK3576 agree on the
-    first and not on the second (SAM's and ViTMatte's attention Transposes in fresh4 and fresh5
-    were placed with RK3588's lowering on RK3576 with the key).
+    already settle. A key that leaves something out is wrong only here: transposes_merged_into_matmul's
+    key was once the value-Transpose alignment alone, while the pass also asks whether the chip is
+    RK3588, RK3566 or RK3568 (SAM's and ViTMatte's attention Transposes in fresh4 and fresh5 were
+    placed with RK3588's lowering on RK3576 with that key; the key now names both).
     """
 
     ROOT = 0  # the graph of the model's own views, before any pass
