@@ -194,7 +194,7 @@ FRESH_LOOKED_AT = {
         # h14-rk66r's view table at 06:56; nothing changed from them, and both pairs disagreed when scored.
         "hf_seggpt/rk3566", "hf_seggpt/rk3588",
         # h15-espeiq: PLCMOS's GRU states sliced from a stacked zero state (esp-ppq's align_to_first_output), and
-        # DNSMOS's STFT and power spectrum kept in float by onnx2tf's quantisation (docs/audit.md).
+        # DNSMOS's STFT, read as float through the SQRT's fused name (eiq verdict reader; docs/audit.md).
         "pypi_plcmos/esp32s3", "pypi_dnsmos/imx93",
         # h15-rkA: V-JEPA 2's rotation views (pair_axis_of_a_rotation) and XLNet's rel_shift crop (a Gather), fixed; the misses read beside them
         # (GPT-NeoX's RK3566 Transposes and RK3588's whole miss list: read, not fixed by h15-rkA).
