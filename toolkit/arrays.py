@@ -7,6 +7,6 @@ uses the same functions through this module. See that file for why the keys are 
 
 from __future__ import annotations
 
-from edgedeploy.toolchains.worker_arrays import INDEX_KEY, NAMES_KEY, WHOLE_KEY, read_arrays, read_whole, take_feed, write_arrays, write_npy_list
+from edgedeploy.toolchains.worker_arrays import INDEX_KEY, NAMES_KEY, WHOLE_KEY, read_arrays, held_whole, read_whole, take_feed, write_arrays, write_npy_list
 
-__all__ = ["INDEX_KEY", "NAMES_KEY", "WHOLE_KEY", "read_arrays", "read_whole", "take_feed", "write_arrays", "write_npy_list"]
+__all__ = ["INDEX_KEY", "NAMES_KEY", "WHOLE_KEY", "read_arrays", "held_whole", "read_whole", "take_feed", "write_arrays", "write_npy_list"]

@@ -21,7 +21,7 @@ import onnx
 
 from edgedeploy.audit.confirm import ToolchainVerdict
 from edgedeploy.errors import OptionError, WorkerFailed
-from edgedeploy.arrays import write_arrays
+from edgedeploy.arrays import held_whole, write_arrays
 from edgedeploy.model.stats import node_names
 from edgedeploy.toolchains.executor import Executor
 
@@ -73,7 +73,7 @@ def _held_whole(arrays: dict, model: Path | None) -> set[str]:
         return set()
     graph = onnx.load(str(model), load_external_data=False).graph
     ranks = {i.name: len(i.type.tensor_type.shape.dim) for i in graph.input}
-    return {n for n, a in arrays.items() if n in ranks and a.ndim == ranks[n] + 1}
+    return held_whole(arrays, ranks)
 
 
 def run_verdicts(target, model_paths: list[Path], chip_id: str, workdir: Path, log_path: Path, calibration=None, per_model_timeout_s: float = PER_MODEL_TIMEOUT_S, keep_files: bool = False) -> list[ToolchainVerdict]:

@@ -25,7 +25,7 @@ import onnx
 
 from edgedeploy.artifacts import atomic_write_bytes, atomic_write_json
 from edgedeploy.interrupts import reraise_if_interrupted
-from edgedeploy.toolchains.worker_arrays import take_feed
+from edgedeploy.toolchains.worker_arrays import held_whole, take_feed
 
 # Samples per run for models whose batch axis can be freed: amortises the call overhead while
 # the activations of edge-sized models stay modest.
@@ -126,7 +126,7 @@ class ReferenceRunner:
         # From the model's graph, not an ONNX Runtime session: asking must not start one (an import
         # a signal cut short is for the caller's guarded run to report, tests/faults/test_signals.py).
         ranks = {i.name: len(i.type.tensor_type.shape.dim) for i in self.proto.graph.input if i.type.tensor_type.HasField("shape")}
-        return frozenset(n for n, v in inputs.items() if n in ranks and np.ndim(v) == ranks[n] + 1)
+        return frozenset(held_whole(inputs, ranks))
 
     def fixed_batch(self, whole: frozenset = frozenset()) -> int | None:
         """The batch axis the model's inputs fix (None: dynamic); ReferenceError if they disagree.

@@ -89,6 +89,12 @@ def leading_axis_is_batch(shape, shapes):
     return {s[0] for s in shapes if s} == {shape[0]}
 
 
+def held_whole(arrays, ranks):
+    """The names of `arrays` that hold whole samples stacked on a new leading axis: one axis more
+    than the model's input of that name (`ranks`: input name -> rank)."""
+    return {name for name, array in arrays.items() if name in ranks and np.ndim(array) == ranks[name] + 1}
+
+
 def take_feed(arrays, start, stop, whole=()):
     """Samples start..stop-1 of every input, shaped as the model takes them.
 
