@@ -183,12 +183,21 @@ def esp_pair(runner, sha: str, path: Path, calib: Path, chip: str, display: list
 
 def imx93_pair(sha: str, path: Path, calib: Path, display: list[str], timeout_s: float, variant: str = "plain") -> dict:
     """onnx2tf + Vela through the audit's --confirm path (it maps TFLite operators back to ONNX
-    nodes), cached per model sha256."""
+    nodes), cached per model sha256.
+
+    The worker's own entry (the int8 operator list, the layer names, Vela's printout) is kept
+    beside the cached verdict and read again with the current verdict reader whenever it is
+    there: a change to targets/eiq/vela.py is then applied to every collected model without
+    converting again (a1de6d0 had to convert again: only the read verdicts were kept).
+    """
     from edgedeploy.audit.confirm import ToolchainVerdict
     from edgedeploy.targets import find_chip
 
     cache = HOME / "pool-verdicts" / (f"imx93-{sha[:20]}.json" if variant == "plain" else f"imx93-{sha[:20]}-whole.json")
-    if cache.is_file():
+    entry_file = cache.with_suffix(".entry.json")
+    if entry_file.is_file():
+        verdict = reread_imx93(entry_file, path, cache)
+    elif cache.is_file():
         verdict = ToolchainVerdict.from_dict(json.loads(cache.read_text()))
     else:
         target, _ = find_chip("imx93")
@@ -199,10 +208,29 @@ def imx93_pair(sha: str, path: Path, calib: Path, display: list[str], timeout_s:
         if not (verdict.failed and "timed out" in verdict.failed):
             cache.parent.mkdir(parents=True, exist_ok=True)
             cache.write_text(json.dumps(verdict.to_dict()))
+            results = work / "results.jsonl"
+            if results.is_file():  # one model per worker run: its one line
+                entry_file.write_text(results.read_text().splitlines()[0] + "\n")
     pair = {"toolchain": verdict.version, "failed": verdict.failed, "placements": None, "detail": {}, "seconds": verdict.estimates.get("wall_s")}
     if not verdict.failed:
         pair["placements"], pair["detail"] = codes_of(verdict, display)
     return pair
+
+
+def reread_imx93(entry_file: Path, path: Path, cache: Path):
+    """The verdict read again from the worker's kept entry, with the tokens the worker saw (the
+    model's nodes renamed edn<index> in graph order, targets/eiq/confirm.tokens_for)."""
+    import onnx
+
+    from edgedeploy.targets.eiq import vela_version
+    from edgedeploy.targets.eiq.confirm import tokens_for
+    from edgedeploy.targets.eiq.vela import verdict_from_entry
+
+    _, token_names, producers = tokens_for(onnx.load(str(path), load_external_data=False).graph)
+    verdict = verdict_from_entry(json.loads(entry_file.read_text()), token_names, producers, toolchain="onnx2tf+vela", version=vela_version())
+    if cache.is_file():  # the conversion's wall time, measured when it ran
+        verdict.estimates["wall_s"] = json.loads(cache.read_text()).get("estimates", {}).get("wall_s")
+    return verdict
 
 
 def units(args) -> list[dict]:
