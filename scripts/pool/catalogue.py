@@ -597,9 +597,85 @@ def fresh8_entries() -> list[Entry]:
     return out
 
 
+# The ninth fresh set, "fresh9" (issue 27): chosen on 2026-12-05 before any was built or converted.
+# Selection rule (fresh6's to fresh8's): a public family (architecture, not just a size, version or
+# task head of one) in none of the pool's or fresh..fresh8's lists, buildable offline from code or
+# from a file a PyPI package ships, small (transformers at 2 layers of width 64, other code at its
+# published smallest or a narrow config), what a user brings to an edge chip, across domains. Most
+# transformers families are in a set by now, so besides two small LMs this set takes model classes
+# that PyPI packages ship as code ("pypi-code": the package unpacked from its wheel, pip download
+# --no-deps from the local mirror, the class built with seeded random weights, no checkpoint):
+# super-resolution (spandrel 0.4.2's SPAN and Real-ESRGAN Compact), segmentation decoders
+# (segmentation-models-pytorch 0.6.0's U-Net and LinkNet), a BiFPN detector (effdet 0.4.1's
+# EfficientDet-Lite0), a face detector and an embedded keypoint model (kornia 0.9.0's YuNet and
+# XFeat), speech separation and a small convolutional ASR (torchaudio 2.11.1's Conv-TasNet and
+# Wav2Letter); and ONNX files that PyPI packages ship: openwakeword 0.4.0's keyword-spotting
+# pipeline (melspectrogram, Google's speech embedding, two wake-word heads) and basic-pitch 0.4.0's
+# note transcription model. Left out: timm, torchvision and Ultralytics (as in fresh8), transformers
+# classes that are a version of a used one (Mistral, Phi-3, Cohere, Granite, OLMo 2, Gemma 2, SmolLM3,
+# StarCoder2, GPTBigCode's multi-query attention: Llama's one key/value head), MoE or unrolled
+# recurrences (DeepSeek-V3, Qwen3-Next, Mamba 2), the torchaudio classes that are a version of a used
+# family (Conformer, Emformer's RNN-T, wav2vec 2.0/HuBERT/WavLM, HDemucs beside Conv-TasNet, SQUIM:
+# speech quality as fresh8's), spandrel's transformer restorers (SwinIR/HAT/DAT: Swin2SR's windows),
+# kornia's DexiNed (35 M parameters) and SuperPoint-like DISK/ALIKED, openwakeword's silero_vad.onnx
+# (Silero, the pool's) and its Gemm-only heads (alexa, weather, timer: hey_jarvis's form without its
+# norm), alchemyface 1.2.0 (no model in the wheel).
+# Each: (source, arch, task, input side or length, extra), and why (its form).
+_OWW = "openwakeword/resources/models/"
+FRESH9 = {
+    "pkg_wav2letter": ("pypi-code", "torchaudio==2.11.1:Wav2Letter", "audio", 100, {"num_classes": 40, "input_type": "mfcc", "num_features": 13}),
+    "pkg_conv_tasnet": ("pypi-code", "torchaudio==2.11.1:ConvTasNet", "audio", 4000, {"num_sources": 2, "enc_kernel_size": 16, "enc_num_feats": 128,
+                                                                                 "msk_kernel_size": 3, "msk_num_feats": 64, "msk_num_hidden_feats": 128,
+                                                                                 "msk_num_layers": 4, "msk_num_stacks": 2}),
+    "pkg_span": ("pypi-code", "spandrel==0.4.2:SPAN", "super-resolution", 64, {"num_in_ch": 3, "num_out_ch": 3, "feature_channels": 48, "upscale": 4}),
+    "pkg_realesrgan_compact": ("pypi-code", "spandrel==0.4.2:SRVGGNetCompact", "super-resolution", 64, {"num_feat": 64, "num_conv": 16, "upscale": 4, "act_type": "prelu"}),
+    "pkg_unet_mobilenet_v2": ("pypi-code", "segmentation-models-pytorch==0.6.0:Unet", "segmentation", 128, {"encoder_name": "mobilenet_v2", "classes": 2}),
+    "pkg_linknet_resnet18": ("pypi-code", "segmentation-models-pytorch==0.6.0:Linknet", "segmentation", 128, {"encoder_name": "resnet18", "classes": 2}),
+    "pkg_efficientdet_lite0": ("pypi-code", "effdet==0.4.1:tf_efficientdet_lite0", "detection", 128, {}),
+    "pkg_yunet": ("pypi-code", "kornia==0.9.0:YuNet", "detection", 160, {}),
+    "pkg_xfeat": ("pypi-code", "kornia==0.9.0:XFeatModel", "keypoints", 128, {}),
+    "hf_bitnet": ("transformers", "bitnet", "text", 32, {"config": "BitNetConfig", "model": "BitNetModel"}),
+    "hf_nemotron": ("transformers", "nemotron", "text", 32, {"config": "NemotronConfig", "model": "NemotronModel"}),
+    "pypi_oww_melspectrogram": ("pypi-wheel", "openwakeword==0.4.0", "audio", 0, {"path": _OWW + "melspectrogram.onnx", "shapes": {"input": [1, 16000]}}),
+    "pypi_oww_embedding": ("pypi-wheel", "openwakeword==0.4.0", "audio", 0, {"path": _OWW + "embedding_model.onnx", "shapes": {"input_1": [1, 76, 32, 1]}}),
+    "pypi_oww_hey_jarvis": ("pypi-wheel", "openwakeword==0.4.0", "keyword-spotting", 0, {"path": _OWW + "hey_jarvis_v0.1.onnx", "shapes": {}}),
+    "pypi_oww_hey_mycroft": ("pypi-wheel", "openwakeword==0.4.0", "keyword-spotting", 0, {"path": _OWW + "hey_mycroft_v0.1.onnx", "shapes": {"input_1": [1, 16, 96]}}),
+    "pypi_basic_pitch": ("pypi-wheel", "basic-pitch==0.4.0", "audio", 0, {"path": "basic_pitch/saved_models/icassp_2022/nmp.onnx",
+                                                                        "shapes": {"serving_default_input_2:0": [1, 43844, 1]}}),
+}
+FRESH9_WHY = {
+    "pkg_wav2letter": "Wav2Letter small convolutional ASR (torchaudio 2.11.1, its published config on 13 MFCCs x 100 frames): eleven Conv1d + ReLU, a 48-wide strided first kernel, a 32-wide 2000-channel layer, 1x1 Conv1d to 40 letters, log-softmax over classes",
+    "pkg_conv_tasnet": "Conv-TasNet speech separation (torchaudio 2.11.1, a narrow config, 4000 samples): a learned strided Conv1d encoder, a TCN mask generator of dilated depthwise Conv1d with PReLU and global layer norm (GroupNorm of one group), sigmoid masks per source, a ConvTranspose1d decoder",
+    "pkg_span": "SPAN efficient super-resolution (spandrel 0.4.2, the NTIRE 2023 x4 config, 48 channels): re-parameterisable Conv3XC blocks, parameter-free attention (sigmoid(x) - 0.5 gating the features), PixelShuffle x4",
+    "pkg_realesrgan_compact": "Real-ESRGAN Compact (SRVGGNetCompact, spandrel 0.4.2, the animevideov3 config: 64 channels, 16 Convs, x4): a plain Conv + PReLU body, PixelShuffle x4 plus the nearest-upsampled input added",
+    "pkg_unet_mobilenet_v2": "U-Net segmenter (segmentation-models-pytorch 0.6.0) on a MobileNetV2 encoder, 128x128: nearest upsampling, skip concatenation and Conv + BatchNorm + ReLU decoder blocks, a 2-class head",
+    "pkg_linknet_resnet18": "LinkNet segmenter (segmentation-models-pytorch 0.6.0) on a ResNet-18 encoder: decoder blocks of 1x1 Conv, ConvTranspose2d x2 and 1x1 Conv added (not concatenated) to the encoder skips",
+    "pkg_efficientdet_lite0": "EfficientDet-Lite0 detector (effdet 0.4.1, tf_ variant with TF 'same' padding, 128x128): EfficientNet-Lite0 (ReLU6, no SE), a BiFPN of fast normalised weighted fusion (ReLU weights / sum), separable Conv class and box heads over five levels",
+    "pkg_yunet": "YuNet face detector (kornia 0.9.0's, libfacedetection's, 160x160 BGR): depthwise-separable Conv blocks, a tiny FPN, per-level class, box, objectness and five-landmark heads",
+    "pkg_xfeat": "XFeat accelerated features for embedded devices (kornia 0.9.0's XFeatModel, 128x128): channel mean and InstanceNorm, a thin Conv backbone, pixel-unshuffled 65-way keypoint logits, dense 64-d descriptors and a reliability map",
+    "hf_bitnet": "BitNet b1.58 small LM (the class at 2 layers of width 64, full-precision weights): sub-layer RMSNorms before the attention output and the down projection, squared-ReLU gated MLP, rotary, grouped-query attention",
+    "hf_nemotron": "Nemotron/Minitron small LM: LayerNorm1P ((1 + w) scaled LayerNorm), a non-gated squared-ReLU MLP, partial rotary on half of each head",
+    "pypi_oww_melspectrogram": "openwakeword 0.4.0's melspectrogram.onnx (torch 1.11 export, 1 s of 16 kHz audio): an STFT written as two Conv1d (real and imaginary), power, a mel MatMul, log10 and a dB floor by ReduceMax",
+    "pypi_oww_embedding": "Google's speech embedding as openwakeword ships it (embedding_model.onnx, tf2onnx, NHWC 76 mel frames x 32): Convs with LeakyReLU and elementwise Max pairs, MaxPool, a 96-d embedding",
+    "pypi_oww_hey_jarvis": "openwakeword's 'hey jarvis' head (hey_jarvis_v0.1.onnx, torch 1.12, 16 embeddings x 96): Flatten, Gemm layers with hand-written LayerNorms (ReduceMean, Pow, Sqrt) and an If, a sigmoid score",
+    "pypi_oww_hey_mycroft": "openwakeword's 'hey mycroft' head (hey_mycroft_v0.1.onnx, tf2onnx, 16 embeddings x 96): two stacked ONNX LSTMs with their Shape/Slice/Expand state glue, a dense sigmoid",
+    "pypi_basic_pitch": "Spotify's Basic Pitch note transcription (basic-pitch 0.4.0's nmp.onnx, tf2onnx opset 15, 43844 samples): a CQT written as Convs over padded frames, harmonic stacking by shifted Pads and Concat, a small CNN to onset, note and contour maps",
+}
+
+
+def fresh9_entries() -> list[Entry]:
+    """The ninth fresh set: transformers at the pool's opset hash from 14, package code at the pool's
+    opset hash from 13, the package's file as shipped."""
+    out = []
+    for name, (source, arch, task, size, extra) in FRESH9.items():
+        opset = 0 if source == "pypi-wheel" else _opset(name, 14 if source == "transformers" else 13)
+        out.append(Entry(name, source, arch, task, size, opset, extra))
+    return out
+
+
 # The fresh sets by name: build_pool.py, collect.py and score.py take --set NAME (--fresh: "fresh");
 # each lives in tests/fixtures/pool/<NAME>/ (manifest, verdicts, skeletons), apart from the pool.
-FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries, "fresh6": fresh6_entries, "fresh7": fresh7_entries, "fresh8": fresh8_entries}
+FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries, "fresh6": fresh6_entries, "fresh7": fresh7_entries, "fresh8": fresh8_entries, "fresh9": fresh9_entries}
 
 
 def entries() -> list[Entry]:

@@ -204,6 +204,8 @@ FRESH_LOOKED_AT = {
         # attractors, DNSMOS's STFT tail and FSMN-VAD's block Transposes on RK3566 read, not fixed (RK3588's listed above).
         "hf_ibert/rk3566", "hf_zoedepth/rk3566", "pypi_dnsmos/rk3566", "pypi_fsmn_vad/rk3566",
     ),
+    # h16-fresh9: chosen on 2026-12-05, built and collected by h16-fresh9, not yet scored; nothing looked at.
+    "fresh9": (),
 }
 
 
