@@ -6,7 +6,9 @@
 The corpus environment (torch 2.14.1, torchvision 0.29.1, ultralytics 8.4.190, onnx 1.19.1) plus
 timm 1.0.22 and transformers 4.57.1 installed with `pip install --no-deps --target
 ~/.cache/edgedeploy/pool-pkgs` (so the shared corpus environment is left as it is). The models
-come from scripts/pool/catalogue.py; every one gets seeded random weights (no download).
+come from scripts/pool/catalogue.py; every one gets seeded random weights (no download). The
+"pypi-code" entries (fresh9) import packages unpacked from their wheels into
+$EDGEDEPLOY_HOME/pool-pkgs, put first on PYTHONPATH (see build_package_code).
 
 Writes $EDGEDEPLOY_HOME/pool/<name>.onnx and <name>.calib.npz (4 seeded samples per input, for
 the toolchains' int8 calibration), and tests/fixtures/pool/manifest.json (name, source, opset,
@@ -764,7 +766,120 @@ def AllValid(model):
     return _AllValid(model)
 
 
+# The ninth fresh set's transformers classes (catalogue.FRESH9): 2 layers of width 64.
+FRESH9_SMALL = {
+    "bitnet": dict(_NARROW, num_key_value_heads=1, max_position_embeddings=64, use_cache=False),
+    "nemotron": dict(_NARROW, num_key_value_heads=1, max_position_embeddings=64, use_cache=False),
+}
+
+
+def build_fresh9_transformers(e: Entry):
+    import transformers
+
+    _masks_without_vmap()  # BitNet's causal mask otherwise goes through vmap, which the exporter fails on (unordered_map::at)
+    config = getattr(transformers, e.extra["config"])(**FRESH9_SMALL[e.arch], attn_implementation="eager")
+    model = getattr(transformers, e.extra["model"])(config)
+    model.config.return_dict = True
+    return Out(model, "last_hidden_state"), {"input_ids": np.ones((1, e.size), np.int64)}
+
+
+# Model classes that PyPI packages ship as code (catalogue source "pypi-code", arch "PKG==VER:CLASS"):
+# each wheel is unpacked, not installed (`pip download --no-deps PKG==VER` from the local mirror, then
+# unzip into $EDGEDEPLOY_HOME/pool-pkgs, on PYTHONPATH beside the transformers/timm one), so the shared
+# corpus environment is left as it is. effdet also needs omegaconf, antlr4-python3-runtime 4.9.3 and
+# pycocotools; spandrel needs einops; kornia needs kornia_rs. Seeded random weights, no checkpoint.
+def _torchaudio_model(e: Entry):
+    import torchaudio.models
+
+    model = getattr(torchaudio.models, e.arch.split(":")[1])(**e.extra)
+    if isinstance(model, torchaudio.models.Wav2Letter):  # MFCC frames [1, features, time]
+        return he_initialised(model), {"mfcc": np.zeros((1, e.extra["num_features"], e.size), np.float32)}
+    return model, {"waveform": np.zeros((1, 1, e.size), np.float32)}
+
+
+def _spandrel_model(e: Entry):
+    import importlib
+
+    module = {"SPAN": "spandrel.architectures.SPAN.__arch.span", "SRVGGNetCompact": "spandrel.architectures.Compact.__arch.SRVGG"}
+    cls = e.arch.split(":")[1]
+    model = getattr(importlib.import_module(module[cls]), cls)(**e.extra)
+    return model, image(e.size)
+
+
+def _smp_model(e: Entry):
+    import segmentation_models_pytorch as smp
+
+    model = getattr(smp, e.arch.split(":")[1])(encoder_weights=None, **e.extra)
+    return model, image(e.size)
+
+
+def _effdet_model(e: Entry):
+    import effdet
+
+    # class and box maps per level; the BiFPN's resampling follows the configured image size (320 published), so it is set to ours
+    model = effdet.create_model(e.arch.split(":")[1], pretrained=False, pretrained_backbone=False, image_size=(e.size, e.size))
+    return Flattened(model), image(e.size)
+
+
+def _kornia_model(e: Entry):
+    cls = e.arch.split(":")[1]
+    if cls == "YuNet":  # the network without FaceDetector's decoding and NMS (data-dependent)
+        from kornia.models.yunet import YuNet
+
+        return Flattened(he_initialised(YuNet("test", pretrained=False))), image(e.size)
+    from kornia.feature.xfeat import XFeatModel
+
+    return he_initialised(XFeatModel()), image(e.size)
+
+
+PACKAGE_CODE = {"torchaudio": _torchaudio_model, "spandrel": _spandrel_model, "segmentation-models-pytorch": _smp_model,
+                "effdet": _effdet_model, "kornia": _kornia_model}
+
+
+def build_package_code(e: Entry):
+    package = e.arch.split("==")[0]
+    return PACKAGE_CODE[package](e)
+
+
+def he_initialised(model):
+    """Conv and Linear weights drawn He-normal (std sqrt(2 / fan_in)). PyTorch's default
+    (kaiming_uniform with a = sqrt(5): variance 1 / (3 fan_in)) shrinks the signal at every Conv + ReLU,
+    and on the deep plain stacks of Wav2Letter, YuNet and XFeat it left outputs that moved by 1e-6 to 5e-5 of
+    their size between two calibration samples (near constants: nothing for int8 to calibrate)."""
+    from torch import nn
+
+    for m in model.modules():
+        if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Linear)):
+            nn.init.kaiming_normal_(m.weight, nonlinearity="relu")  # biases as drawn: equal zero biases would be
+    return model  # deduplicated by the exporter into Identity nodes the published graphs do not have
+
+
+def Flattened(model):
+    """A model whose output is a dict or nested lists of tensors, returning them as one flat tuple
+    (dict values in order), so every head map is a graph output of its own."""
+    from torch import nn
+
+    def flat(out):
+        if isinstance(out, dict):
+            out = list(out.values())
+        if isinstance(out, (list, tuple)):
+            return tuple(t for o in out for t in flat(o))
+        return (out,)
+
+    class _Flattened(nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x):
+            return flat(self.model(x))
+
+    return _Flattened(model)
+
+
 def build_transformers(e: Entry):
+    if e.arch in FRESH9_SMALL:
+        return build_fresh9_transformers(e)
     if e.arch in FRESH8_SMALL or e.arch == "zoedepth":
         return build_fresh8_transformers(e)
     if e.arch in FRESH7_SMALL:
@@ -903,7 +1018,8 @@ def pin_shapes(proto: onnx.ModelProto, shapes: dict) -> onnx.ModelProto:
 
 
 BUILDERS = {"torchvision": build_torchvision, "timm": build_timm, "transformers": build_transformers,
-            "ultralytics": build_ultralytics, "onnx-zoo": build_onnx_zoo, "pypi-wheel": build_wheel_file}
+            "ultralytics": build_ultralytics, "onnx-zoo": build_onnx_zoo, "pypi-wheel": build_wheel_file,
+            "pypi-code": build_package_code}
 
 
 def export_module(module, inputs: dict, opset: int) -> tuple[onnx.ModelProto, int]:
@@ -1008,7 +1124,7 @@ def save_manifest(m: dict) -> None:
     import torchvision
 
     versions = {"torch": torch.__version__, "torchvision": torchvision.__version__, "onnx": onnx.__version__}
-    for pkg in ("timm", "transformers", "ultralytics"):
+    for pkg in ("timm", "transformers", "ultralytics", "torchaudio", "spandrel", "segmentation_models_pytorch", "effdet", "kornia"):
         try:
             versions[pkg] = __import__(pkg).__version__
         except Exception:  # noqa: BLE001 - not installed: its entries fail and say so
