@@ -10225,3 +10225,94 @@ def transpose_into_output_softmax(variant: str) -> onnx.ModelProto:
 
 CASES += [Case(f"transpose_into_output_softmax_{v}", "pool: a Transpose to NHWC before a class Softmax (MTCNN P-Net, tf2onnx)", lambda v=v: transpose_into_output_softmax(v), ("rk3588", "rk3566"))
           for v in ("output", "inner", "two")]
+
+
+# ---- FSMN's memory block: tokens unsqueezed and swapped into a depthwise Conv over time (h16-rk66t) ---------------
+# (name, T, C, source, memory, residual, tail, spelling): FunASR's FSMN VAD (fresh8 pypi_fsmn_vad) as exported: tokens
+# x [1, T, C] made by `source` from the model input ("input": the input itself; "linear": a Linear's MatMul of it, no
+# bias; "bias": with a bias; "relu": a Relu of the Linear; "relu_linear": a Linear of a Relu of the input, the model's
+# order; "linear2": a Linear of a Linear), spelling "4d": Unsqueeze at 1, Transpose [0, 3, 2, 1] to [1, C, T, 1] (the
+# export's), "3d": Transpose [0, 2, 1] to [1, C, T] and 1-D Convs; then "cache": a Concat along T with a model input
+# cache of K-1 steps (its Slice of the last K-1 steps the second model output) or "pad": the Conv pads K-1 steps in
+# front; a depthwise Conv of kernel K = 20 over T; "residual": the swapped tokens Added to the Conv's result; the swap
+# back (4d: Transpose [0, 3, 2, 1] and Squeeze at 1; 3d: Transpose [0, 2, 1]), then tail "linear" (a Linear, the
+# output) or "out" (the swapped-back tokens the output).
+FSMN_MEMORY_PACK = (
+    ("model", 100, 128, "linear", "cache", True, "linear", "4d"), ("pad", 100, 128, "linear", "pad", True, "linear", "4d"),
+    ("nores", 100, 128, "linear", "cache", False, "linear", "4d"), ("input", 100, 128, "input", "cache", True, "linear", "4d"),
+    ("relu", 100, 128, "relu", "cache", True, "linear", "4d"), ("out", 100, 128, "linear", "cache", True, "out", "4d"),
+    ("t49c24", 49, 24, "linear", "cache", True, "linear", "4d"), ("t64c64", 64, 64, "linear", "cache", True, "linear", "4d"),
+    ("rl", 100, 128, "relu_linear", "cache", True, "linear", "4d"), ("bias", 100, 128, "bias", "cache", True, "linear", "4d"),
+    ("l2", 100, 128, "linear2", "cache", True, "linear", "4d"), ("rl_pad", 100, 128, "relu_linear", "pad", True, "linear", "4d"),
+    ("d3_lin", 100, 128, "linear", "cache", True, "linear", "3d"), ("d3_rl", 100, 128, "relu_linear", "cache", True, "linear", "3d"),
+    ("d3_in", 100, 128, "input", "cache", True, "linear", "3d"),
+    ("lrl", 100, 128, "linear_relu_linear", "cache", True, "linear", "4d"), ("lrl_t49", 49, 24, "linear_relu_linear", "cache", True, "linear", "4d"),
+    ("sig", 100, 128, "sigmoid", "cache", True, "linear", "4d"),
+    ("l2_t16", 16, 32, "linear2", "pad", False, "linear", "4d"), ("addin", 100, 128, "sum_linear", "cache", True, "linear", "4d"),
+    ("lsl", 100, 128, "linear_sigmoid_linear", "cache", True, "linear", "4d"),
+)  # fmt: skip
+# Measured with the pack (RK3566 and RK3588, 2026-12-05), not held: 16 tokens of 32 from a model input's Linear, the
+# Conv's padding, no residual: the swap is a Transpose layer on RK3566's NPU (the audit: CPU, as at 100 and 49 tokens);
+# the "3d" form with the relu source: the swap into the cache Concat has no layer (bypass_two_reshape), the audit has it
+# on the CPU (tokens_moved_into_a_conv1d and conv1d_result_swapped_into_tokens take only Conv readers). RK3588: NPU.
+# The "relu_input" source (a Relu of the model input unsqueezed and swapped): the swap on the CPU (as the audit has it),
+# and the Unsqueeze too (the audit: NPU). The "norm_linear" source (a LayerNorm of the [1, 100, 64] model input, epsilon
+# set): the swap on the CPU (as the audit has it), the LayerNorm on the CPU of both chips (the audit: NPU).
+FSMN_MEMORY_MEASURED = (("ln", 100, 128, "norm_linear", "cache", True, "linear", "4d"), ("lin_t16", 16, 32, "linear", "pad", False, "linear", "4d"), ("d3_relu", 100, 128, "relu", "cache", True, "linear", "3d"),
+                        ("relu_in", 100, 128, "relu_input", "cache", True, "linear", "4d"))
+
+
+def _fsmn_source(node, source: str) -> tuple[list, str]:
+    """The nodes that make FSMN_MEMORY_PACK's tokens from the input x, and the tokens' name."""
+    chain = {"input": [], "linear": [("MatMul", ["x", "w_in"], "tok")], "bias": [("MatMul", ["x", "w_in"], "mm"), ("Add", ["mm", "b_in"], "tok")],
+             "relu": [("MatMul", ["x", "w_in"], "mm"), ("Relu", ["mm"], "tok")], "relu_linear": [("Relu", ["x"], "xr"), ("MatMul", ["xr", "w_in"], "tok")],
+             "linear2": [("MatMul", ["x", "w_pre"], "pre"), ("MatMul", ["pre", "w_in"], "tok")],
+             "linear_relu_linear": [("MatMul", ["x", "w_pre"], "pre"), ("Add", ["pre", "b_pre"], "preb"), ("Relu", ["preb"], "prer"), ("MatMul", ["prer", "w_in"], "tok")],
+             "relu_input": [("Relu", ["x"], "tok")], "norm_linear": [("LayerNormalization", ["x", "g", "b_pre"], "xn", {"epsilon": 1e-5}), ("MatMul", ["xn", "w_in"], "tok")],
+             "sum_linear": [("Add", ["x", "x2"], "xs"), ("MatMul", ["xs", "w_in"], "tok")],
+             "linear_sigmoid_linear": [("MatMul", ["x", "w_pre"], "pre"), ("Sigmoid", ["pre"], "pres"), ("MatMul", ["pres", "w_in"], "tok")], "sigmoid": [("MatMul", ["x", "w_in"], "mm"), ("Sigmoid", ["mm"], "tok")]}[source]
+    return [node(op, ins, out, **(attrs[0] if attrs else {})) for op, ins, out, *attrs in chain], "x" if source == "input" else "tok"
+
+
+def _fsmn_memory_case(rng, spec) -> tuple[list, list, list, list]:
+    name, t, c, source, memory, residual, tail, spelling = spec
+    p, k, d4 = f"fsmn_{name}_", 20, spelling == "4d"
+    node = _prefixed(p)
+    width = c if source in ("input", "relu_input") else 64
+    inits = [_const(p + "w_in", _weights(rng, 64, c)), _const(p + "b_in", _weights(rng, c)), _const(p + "w_pre", _weights(rng, 64, 64)), _const(p + "b_pre", _weights(rng, 64)), _const(p + "g", np.ones(64, np.float32)),
+             _const(p + "ax1", np.array([1], np.int64)), _const(p + "w_mem", _weights(rng, c, 1, k, 1) if d4 else _weights(rng, c, 1, k)),
+             _const(p + "w_out", _weights(rng, c, 64)), _const(p + "s0", np.array([-(k - 1)], np.int64)),
+             _const(p + "s1", np.array([2**62], np.int64)), _const(p + "ax2", np.array([2], np.int64))]
+    hist_shape = [1, c, k - 1, 1] if d4 else [1, c, k - 1]
+    inputs, outputs = [_vi(p + "x", [1, t, width])] + ([_vi(p + "x2", [1, t, width])] if source == "sum_linear" else []), []
+    nodes, tok = _fsmn_source(node, source)
+    if d4:
+        nodes += [node("Unsqueeze", [tok, "ax1"], "tok4"), node("Transpose", ["tok4"], "swap", perm=[0, 3, 2, 1])]
+    else:
+        nodes.append(node("Transpose", [tok], "swap", perm=[0, 2, 1]))
+    kernel = [k, 1] if d4 else [k]
+    if memory == "cache":
+        inputs.append(_vi(p + "cache", hist_shape))
+        outputs.append(_vi(p + "cache_out", hist_shape))
+        nodes += [node("Concat", ["cache", "swap"], "hist", axis=2), node("Slice", ["hist", "s0", "s1", "ax2"], "cache_out"),
+                  node("Conv", ["hist", "w_mem"], "mem", group=c, kernel_shape=kernel, pads=[0] * (2 * len(kernel)))]
+    else:
+        nodes.append(node("Conv", ["swap", "w_mem"], "mem", group=c, kernel_shape=kernel, pads=[k - 1] + [0] * (2 * len(kernel) - 1)))
+    if residual:
+        nodes.append(node("Add", ["swap", "mem"], "sum"))
+    last = "sum" if residual else "mem"
+    if d4:
+        nodes += [node("Transpose", [last], "back", perm=[0, 3, 2, 1]), node("Squeeze", ["back", "ax1"], "seq")]
+    else:
+        nodes.append(node("Transpose", [last], "seq", perm=[0, 2, 1]))
+    if tail == "linear":
+        nodes.append(node("MatMul", ["seq", "w_out"], "y"))
+        outputs.insert(0, _vi(p + "y", [1, t, 64]))
+    else:
+        outputs.insert(0, _vi(p + "seq", [1, t, c]))
+    return nodes, inits, inputs, outputs
+
+
+CASES.append(Case("fsmn_memory_pack", "fresh8: FSMN's memory block, tokens unsqueezed and swapped [0, 3, 2, 1] into a depthwise Conv over time and back",
+                  lambda: _packed(_fsmn_memory_case, FSMN_MEMORY_PACK, 1601, used_only=True, opset=17), ("rk3566", "rk3588")))
+

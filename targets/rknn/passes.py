@@ -3478,6 +3478,70 @@ def conv1d_result_swapped_into_tokens(graph, chip):
             graph.eliminate(node)
 
 
+# The token swap written in 4-D around a unit axis: tokens [N, T, C] unsqueezed to [N, 1, T, C] and swapped to a
+# map [N, C, T, 1] for a convolution over time, and that map swapped back (FunASR's FSMN memory block).
+UNIT_AXIS_TOKEN_SWAP = [0, 3, 2, 1]
+# Activations the toolkit fuses into a Linear's Conv layer (ConvRelu, ConvSigmoid), measured after the Linear.
+LINEAR_LAYER_ACTIVATIONS = ("Relu", "Sigmoid")
+
+
+def _linear_layer_of(graph, tensor: str):
+    """(the MatMul, whether an activation follows) when `tensor` is what one Linear's Conv layer writes: a MatMul by
+    constant weights, then at most its bias Add and a Relu or Sigmoid; else (None, False)."""
+    node = graph.producer(tensor)
+    activated = node is not None and node.op_type in LINEAR_LAYER_ACTIVATIONS
+    if activated:
+        node = graph.producer(node.inputs[0].name)
+    if node is not None and node.op_type == "Add" and len(node.inputs) == 2 and sum(_known(t) for t in node.inputs) == 1:
+        node = graph.producer(next(t for t in node.inputs if not _known(t)).name)
+    return (node, activated) if node is not None and _linear(node) else (None, False)
+
+
+def _unit_axis_swap_merged(graph, swap) -> bool:
+    """Whether the toolkit merges the swap [N, 1, T, C] -> [N, C, T, 1] of unsqueezed tokens into a Linear's layer:
+    the tokens are an activated Linear's result, or a Linear's result whose input is itself a Linear's result."""
+    unsqueeze = graph.producer(swap.inputs[0].name)
+    shape = _static_shape(swap.inputs[0])
+    if unsqueeze is None or unsqueeze.op_type != "Unsqueeze" or not shape or len(shape) != 4 or shape[1] != 1:
+        return False
+    linear, activated = _linear_layer_of(graph, unsqueeze.inputs[0].name)
+    return linear is not None and (activated or _linear_layer_of(graph, linear.inputs[0].name)[0] is not None)
+
+
+def _unit_axis_swap_back_merged(graph, swap) -> bool:
+    """Whether the swap back [N, C, T, 1] -> [N, 1, T, C] of a convolution's map (or a sum with one), squeezed to tokens
+    read only by Linears, has no layer: its pass fuse_transpose_reshape_transpose joins it to the Linears' layout."""
+    shape, source = _static_shape(swap.inputs[0]), graph.producer(swap.inputs[0].name)
+    readers = graph.consumers(swap.outputs[0].name)
+    if not shape or len(shape) != 4 or shape[3] != 1 or source is None or source.op_type not in ("Conv", "Add") or len(readers) != 1:
+        return False
+    squeeze = readers[0]
+    if squeeze.op_type not in ("Squeeze", "Reshape") or _static_shape(squeeze.outputs[0]) != (shape[0], shape[2], shape[1]) or squeeze.outputs[0].is_model_output:
+        return False
+    linears = graph.consumers(squeeze.outputs[0].name)
+    return bool(linears) and all(_linear(r) and r.inputs[0].name == squeeze.outputs[0].name for r in linears)
+
+
+@RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def unit_axis_token_swaps_merged_into_linears(graph, chip):
+    """{OBSERVED} moves the Transpose [0, 3, 2, 1] that swaps tokens unsqueezed to [N, 1, T, C] into a map [N, C, T, 1] (FunASR's FSMN memory block, a depthwise Conv over time) back through the Linear that made the tokens and merges it into the layer before (its pass reduce_tp_in_mesh_backward: no layer of its own) when that Linear's Conv is followed by a fused Relu or Sigmoid, or reads another Linear's result; where the Linear reads a model input, or a Relu, a LayerNorm or an Add of model inputs, the swap stays a Transpose layer, which RK3566/RK3568 run on the CPU. The swap back [N, C, T, 1] -> [N, 1, T, C] of the Conv's map (or its residual sum), squeezed to tokens that Linears read, has no layer either (fuse_transpose_reshape_transpose); squeezed to the model output it is a Transpose layer on the CPU.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (2026-12-05, int8, opset 17; tests/forms_models.py
+    fsmn_memory_pack; found on fresh8's pypi_fsmn_vad/rk3566): 100 tokens of 128 channels and 49 of 24, a cache
+    Concat or the Conv's own padding, with or without the residual Add. RK3588 runs all of it on the NPU. Measured,
+    not modelled: at 16 tokens of 32 (the Conv's padding, no residual) the swap of a model input's Linear is a
+    Transpose layer on RK3566's NPU (FSMN_MEMORY_MEASURED).
+    """
+    merged = []
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if _perm(node) != UNIT_AXIS_TOKEN_SWAP or not node.outputs or not _own_node(graph, node) or node.outputs[0].is_model_output:
+            continue
+        if _unit_axis_swap_merged(graph, node) or _unit_axis_swap_back_merged(graph, node):
+            merged.append(node)
+    for node in merged:
+        graph.eliminate(node)
+
+
 # The attribute the pass below gives a detection head's anchor-merge Reshape: how the toolkit lays
 # out the levels it concatenates (the rule anchor_merge_into_concat reads it).
 CONCAT_FORM_ATTRIBUTE = "rknn_concat_form"
