@@ -10316,3 +10316,69 @@ def _fsmn_memory_case(rng, spec) -> tuple[list, list, list, list]:
 CASES.append(Case("fsmn_memory_pack", "fresh8: FSMN's memory block, tokens unsqueezed and swapped [0, 3, 2, 1] into a depthwise Conv over time and back",
                   lambda: _packed(_fsmn_memory_case, FSMN_MEMORY_PACK, 1601, used_only=True, opset=17), ("rk3566", "rk3588")))
 
+
+# ---- GPT-NeoX's joint q/k/v: heads split before the parts, cut by Slices, partly rotated (h16-rk66t) ---------------
+# (name, T, H, R, shape, B, extra): x [B, T, H*32] a model input, one biased Linear to 3*H*32, Reshape [B, T, H, 96],
+# Transpose [0, 2, 1, 3], three Slices of the last axis (q, k, v: 32 values each); q and k rotated by halves on their
+# first R values (x * cos + Concat(-x2, x1) * sin; R = 0: not rotated), the other 32 - R Concatenated back; k swapped
+# [0, 1, 3, 2], the scores scaled, Softmax, attn @ v, the merge [0, 2, 1, 3], Reshape [B, T, H*32], a Linear.
+# shape: "const" Slices of constant bounds; "shape": the bounds computed from the Transpose's Shape (GPT-NeoX's export).
+# extra: "" nothing more; "map": x a channels-last map [B, 2, T/2, H*32] (MaxViT's windows), viewed as [B, T, H, 96];
+# "scaled": q and the swapped k each multiplied by a scalar, the scores plus a constant bias [H, T, T] (MaxViT's).
+NEOX_QKV_PACK = (
+    ("t32_h2_r8", 32, 2, 8, "const", 1, ""), ("t32_h2_r0", 32, 2, 0, "const", 1, ""),
+    ("t32_h2_r8_shape", 32, 2, 8, "shape", 1, ""), ("t16_h4_r8", 16, 4, 8, "const", 1, ""), ("t9_h2_r8", 9, 2, 8, "const", 1, ""),
+    ("t32_h2_r0_shape", 32, 2, 0, "shape", 1, ""), ("b4_t4_r0_shape", 4, 2, 0, "shape", 4, ""), ("b1_t4_r0_shape", 4, 2, 0, "shape", 1, ""),
+    ("t4_map_shape", 4, 2, 0, "shape", 1, "map"), ("t16_map_shape", 16, 2, 0, "shape", 1, "map"), ("t4_scaled_shape", 4, 2, 0, "shape", 1, "scaled"),
+    ("t16_scaled_shape", 16, 2, 0, "shape", 1, "scaled"), ("b4_t4_map_shape", 4, 2, 0, "shape", 4, "map"),
+    ("t4_h16_map_scaled", 4, 16, 0, "shape", 1, "map_scaled"), ("t4_h16_scaled", 4, 16, 0, "shape", 1, "scaled"), ("t4_h16_map", 4, 16, 0, "shape", 1, "map"),
+)  # fmt: skip
+
+
+def _neox_bounds(node, p: str, shape: str) -> list:
+    """The q/k/v Slices' bounds, constants or (shape) computed from the heads' Shape as GPT-NeoX's export does."""
+    if shape == "const":
+        return []
+    return [node("Shape", ["ht"], "shp"), node("Gather", ["shp", "last0"], "width", axis=0), node("Div", ["width", "three"], "third"),
+            node("Mul", ["third", "one"], "b1"), node("Mul", ["third", "two"], "b2"), node("Mul", ["third", "three"], "b3")]
+
+
+def _neox_qkv_case(rng, spec) -> tuple[list, list, list, list]:
+    name, t, heads, r, shape, b, extra = spec
+    p, d = f"neox_{name}_", 32
+    node = _prefixed(p)
+    c = heads * d
+    x_shape = [b, 2, t // 2, c] if extra.startswith("map") else [b, t, c]
+    inits = [_const(p + "wqkv", _weights(rng, c, 3 * c)), _const(p + "bqkv", _weights(rng, 3 * c)), _const(p + "heads", np.array([b, t, heads, 3 * d], np.int64)),
+             _const(p + "last", np.array([3], np.int64)), _const(p + "last0", np.array(3, np.int64)), _const(p + "scale", np.float32(d ** -0.5)),
+             _const(p + "wo", _weights(rng, c, c)), _const(p + "view", np.array(x_shape, np.int64)), _const(p + "zero", np.array([0], np.int64)),
+             _const(p + "one", np.array([1], np.int64)), _const(p + "two", np.array([2], np.int64)), _const(p + "three", np.array([3], np.int64)),
+             _const(p + "big", np.array([2**62], np.int64)), _const(p + "rot", np.array([r], np.int64)), _const(p + "half", np.array([r // 2], np.int64)),
+             _const(p + "cos", _weights(rng, 1, 1, t, max(r, 1))), _const(p + "sin", _weights(rng, 1, 1, t, max(r, 1))),
+             _const(p + "d0", np.array([0], np.int64)), _const(p + "d1", np.array([d], np.int64)), _const(p + "d2", np.array([2 * d], np.int64)),
+             _const(p + "d3", np.array([3 * d], np.int64)), _const(p + "root", np.float32(d ** -0.25)), _const(p + "bias", _weights(rng, heads, t, t))]
+    nodes = [node("MatMul", ["x", "wqkv"], "mm"), node("Add", ["mm", "bqkv"], "lin"), node("Reshape", ["lin", "heads"], "hd"),
+             node("Transpose", ["hd"], "ht", perm=[0, 2, 1, 3])]
+    nodes += _neox_bounds(node, p, shape)
+    bounds = ("d0", "d1", "d2", "d3") if shape == "const" else ("zero", "b1", "b2", "b3")
+    for i, part in enumerate("qkv"):
+        nodes.append(node("Slice", ["ht", bounds[i], bounds[i + 1], "last"], part))
+    parts = {"q": "q", "k": "k"}
+    if r:
+        for part in "qk":
+            nodes += [node("Slice", [part, "zero", "rot", "last"], f"{part}_a"), node("Slice", [part, "rot", "big", "last"], f"{part}_pass")]
+            nodes += _rotated(node, f"{part}_a", part, "halves", r, heads, t)
+            nodes.append(node("Concat", [f"{part}r", f"{part}_pass"], f"{part}_full", axis=-1))
+            parts[part] = f"{part}_full"
+    nodes.append(node("Transpose", [parts["k"]], "kt", perm=[0, 1, 3, 2]))
+    if extra.endswith("scaled"):
+        nodes += [node("Mul", [parts["q"], "root"], "qs"), node("Mul", ["kt", "root"], "kts"), node("MatMul", ["qs", "kts"], "s0"), node("Add", ["s0", "bias"], "scores")]
+    else:
+        nodes += [node("MatMul", [parts["q"], "kt"], "s0"), node("Mul", ["s0", "scale"], "scores")]
+    nodes += [node("Softmax", ["scores"], "attn", axis=-1), node("MatMul", ["attn", "v"], "ctx"), node("Transpose", ["ctx"], "merge", perm=[0, 2, 1, 3]),
+              node("Reshape", ["merge", "view"], "out_view"), node("MatMul", ["out_view", "wo"], "y")]
+    return nodes, inits, [_vi(p + "x", x_shape)], [_vi(p + "y", x_shape)]
+
+
+CASES.append(Case("neox_qkv_pack", "fresh8: GPT-NeoX's joint q/k/v, heads split and swapped before Slices cut the parts, q and k partly rotated",
+                  lambda: _packed(_neox_qkv_case, NEOX_QKV_PACK, 1602, used_only=True, opset=17), ("rk3566", "rk3588")))

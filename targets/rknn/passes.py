@@ -1323,10 +1323,12 @@ MAX_LAYOUT_HOPS = 3
 
 def _parallel_slice(graph, node) -> bool:
     """One of several Slices of the same tensor, which the toolkit makes one Split (its pass
-    replace_parallel_slice_by_split): attention's q, k and v taken from one projection."""
+    replace_parallel_slice_by_split): attention's q, k and v taken from one projection. A Shape of that tensor
+    reads nothing at run time (the toolkit computes it when converting): GPT-NeoX's export takes the Slices'
+    bounds from the heads' Shape (neox_qkv_pack, RK3566: the heads' swap merged with or without that Shape)."""
     if node.op_type != "Slice" or not node.inputs:
         return False
-    readers = graph.consumers(node.inputs[0].name)
+    readers = [r for r in graph.consumers(node.inputs[0].name) if r.op_type != "Shape"]
     return len(readers) > 1 and all(r.op_type == "Slice" for r in readers)
 
 
@@ -2723,6 +2725,9 @@ def transposes_merged_into_matmul(graph, chip):
                 continue
         if chip in TRANSPOSE_LAYER_ALIGN and _merges_heads_last(graph, node):
             continue  # a Transpose layer of its own: on the CPU there (rules place it)
+        if chip in TRANSPOSE_LAYER_ALIGN and _batch_of_heads_cut_by_slices(graph, node):
+            graph.fuse([node], "Transpose", attributes={"perm": _perm(node), SLICED_BATCH_HEADS_ATTRIBUTE: 1})
+            continue  # a Transpose layer of its own (no kernel on RK3566: the CPU)
         if chip in TRANSPOSE_LAYER_ALIGN and _swaps_segment_means(graph, node):
             graph.fuse([node], "Transpose", attributes={"perm": _perm(node), HEADS_LAID_OUT_ATTRIBUTE: 1})
             continue  # a Transpose layer of its own (no kernel on RK3566: the CPU)
@@ -2747,6 +2752,24 @@ def transposes_merged_into_matmul(graph, chip):
             graph.fuse([node, window_view], "Transpose", leader=node, attributes={"perm": _perm(node), WINDOWS_MERGE_ATTRIBUTE: 1})
             continue
         _merge_into_the_product(graph, node, chip)
+
+
+# The attribute transposes_merged_into_matmul gives the heads' Transpose of a batch of joint projections cut by Slices.
+SLICED_BATCH_HEADS_ATTRIBUTE = "rknn_sliced_batch_heads"
+
+
+def _batch_of_heads_cut_by_slices(graph, node) -> bool:
+    """Whether `node` is the heads' swap [0, 2, 1, 3] of a joint q/k/v projection [B, T, H, 3D] with B > 1 (a batch
+    of windows) read by parallel Slices of its last axis (q, k, v; a Shape of it aside): the toolkit keeps it a
+    Transpose layer of its own. tests/forms_models.py neox_qkv_pack (rknn-toolkit2 2.5.0, RK3566): B = 4 of 4 tokens,
+    tokens or a channels-last map: a CPU Transpose layer; B = 1 (4 to 32 tokens, 2 or 4 heads, rotated in part or
+    not, bounds constant or from the Shape): merged; sliced_qkv_pack's SLICED_QKV_MEASURED (B = 4) and fresh2's
+    MaxViT (B = 64, 16, 4) alike. MaxViT's last stage (B = 1, 16 heads) is a CPU layer too: not reproduced."""
+    shape = _static_shape(node.inputs[0]) if node.inputs else None
+    if _perm(node) != [0, 2, 1, 3] or shape is None or len(shape) != 4 or shape[0] < 2:
+        return False
+    readers = [r for r in graph.consumers(node.outputs[0].name) if r.op_type != "Shape"]
+    return len(readers) > 1 and all(_parallel_slice(graph, r) and r.inputs[0].name == node.outputs[0].name for r in readers)
 
 
 # The attribute transposes_merged_into_matmul gives a key/value projection's stack of tokens no Transpose laid out,
