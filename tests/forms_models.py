@@ -10382,3 +10382,62 @@ def _neox_qkv_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("neox_qkv_pack", "fresh8: GPT-NeoX's joint q/k/v, heads split and swapped before Slices cut the parts, q and k partly rotated",
                   lambda: _packed(_neox_qkv_case, NEOX_QKV_PACK, 1602, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+
+# ---- V-JEPA 2's video patch embedding: frames swapped with the colour axis into a Conv3d (h16-rk66t) ---------------
+# (name, T, side, swap, cast, kt, tail): a video model input; swap True: [1, T, 3, side, side] Transposed [0, 2, 1, 3, 4]
+# to [1, 3, T, side, side] (transformers' V-JEPA 2); "relu": a Relu of that input first; "time_last": [1, 3, side,
+# side, T] Transposed [0, 1, 4, 2, 3]; False: the input is [1, 3, T, side, side] already; "cast": a Cast to
+# float after it (the export's); a Conv3d of 32 channels, kernel and stride [kt, 16, 16]; its map [1, 32, T/kt, s, s]
+# flattened by a Reshape [1, 32, N] and swapped [0, 2, 1] into tokens, then tail "norm": a LayerNorm and a Linear;
+# "linear": a Linear; "relu_norm": a Relu of the Conv's map before the Reshape, then as "norm"; "out": the Reshape is
+# the model output.
+VIDEO_PATCH_PACK = (
+    ("model", 8, 64, True, True, 2, "norm"), ("nocast", 8, 64, True, False, 2, "norm"), ("noswap", 8, 64, False, True, 2, "norm"),
+    ("noswap_nocast", 8, 64, False, False, 2, "norm"), ("linear", 8, 64, True, True, 2, "linear"),
+    ("relu_first", 8, 64, "relu", False, 2, "norm"), ("time_last", 8, 64, "time_last", False, 2, "norm"), ("relu_map", 8, 64, True, False, 2, "relu_norm"),
+    ("out", 8, 64, True, False, 2, "out"),
+)  # fmt: skip
+# Measured with the pack (RK3566 and RK3588, 2026-12-05), not held: kernel and stride [1, 16, 16] over 4 frames of 32 x 32
+# (a [1, 32, 4, 2, 2] map): RK3566 as the others (the swap and its Cast NPU, the flatten CPU); RK3588 runs the flatten
+# on the CPU too (the audit: NPU; its other cases: NPU), not modelled.
+VIDEO_PATCH_MEASURED = (("kt1", 4, 32, True, True, 1, "norm"),)
+
+
+def _video_patch_case(rng, spec) -> tuple[list, list, list, list]:
+    name, t, side, swap, cast, kt, tail = spec
+    p, c = f"vpe_{name}_", 32
+    node = _prefixed(p)
+    n = (t // kt) * (side // 16) ** 2
+    inits = [_const(p + "w", _weights(rng, c, 3, kt, 16, 16) * 0.1), _const(p + "b", _weights(rng, c)), _const(p + "flat", np.array([1, c, n], np.int64)),
+             _const(p + "g", np.ones(c, np.float32)), _const(p + "beta", np.zeros(c, np.float32)), _const(p + "wl", _weights(rng, c, c))]
+    nodes, last = [], "x"
+    if swap == "relu":  # a Relu of the input, then the swap
+        nodes += [node("Relu", ["x"], "xr"), node("Transpose", ["xr"], "swap", perm=[0, 2, 1, 3, 4])]
+        last = "swap"
+    elif swap == "time_last":  # the input [1, 3, side, side, T], its time axis brought before the rows
+        nodes.append(node("Transpose", ["x"], "swap", perm=[0, 1, 4, 2, 3]))
+        last = "swap"
+    elif swap:
+        nodes.append(node("Transpose", ["x"], "swap", perm=[0, 2, 1, 3, 4]))
+        last = "swap"
+    if cast:
+        nodes.append(node("Cast", [last], "cast", to=TensorProto.FLOAT))
+        last = "cast"
+    nodes.append(node("Conv", [last, "w", "b"], "conv", kernel_shape=[kt, 16, 16], strides=[kt, 16, 16]))
+    if tail == "relu_norm":
+        nodes.append(node("Relu", ["conv"], "conv_r"))
+    nodes += [node("Reshape", ["conv_r" if tail == "relu_norm" else "conv", "flat"], "tokens_cn")]
+    if tail == "out":
+        return nodes, inits, [_vi(p + "x", [1, t, 3, side, side])], [_vi(p + "tokens_cn", [1, c, n])]
+    nodes.append(node("Transpose", ["tokens_cn"], "tokens", perm=[0, 2, 1]))
+    if tail in ("norm", "relu_norm"):
+        nodes += [node("LayerNormalization", ["tokens", "g", "beta"], "normed", axis=-1, epsilon=1e-6), node("MatMul", ["normed", "wl"], "y")]
+    else:
+        nodes.append(node("MatMul", ["tokens", "wl"], "y"))
+    x_shape = {"time_last": [1, 3, side, side, t], False: [1, 3, t, side, side]}.get(swap, [1, t, 3, side, side])
+    return nodes, inits, [_vi(p + "x", x_shape)], [_vi(p + "y", [1, n, c])]
+
+
+CASES.append(Case("video_patch_pack", "fresh8: V-JEPA 2's video patch embedding, the frames swapped with the colour axis into a Conv3d",
+                  lambda: _packed(_video_patch_case, VIDEO_PATCH_PACK, 1603, used_only=True, opset=17), ("rk3566", "rk3588")))

@@ -203,8 +203,8 @@ FRESH_LOOKED_AT = {
         # h15-rkB: I-BERT's refusal (a product by 2**-27, within 1e-8 of zero, folded as one by zeros: fixed); ZoeDepth's
         # attractors, DNSMOS's STFT tail and FSMN-VAD's block Transposes on RK3566 read, not fixed (RK3588's listed above).
         "hf_ibert/rk3566", "hf_zoedepth/rk3566", "pypi_dnsmos/rk3566", "pypi_fsmn_vad/rk3566",
-        # h16-rk66t: FSMN-VAD's block Transposes and GPT-NeoX's heads' Transpose on RK3566 probed and fixed, V-JEPA 2's
-        # input swap and patch flatten probed (both pairs listed above).
+        # h16-rk66t: FSMN-VAD's block Transposes, GPT-NeoX's heads' Transpose and V-JEPA 2's input swap and patch
+        # flatten on RK3566 probed and fixed (the three pairs listed above).
     ),
     # h16-fresh9: chosen on 2026-12-05, built and collected by h16-fresh9, not yet scored; nothing looked at.
     "fresh9": (),

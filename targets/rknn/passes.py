@@ -942,6 +942,51 @@ def channel_shuffle_to_conv(graph, chip):
             graph.fuse([before, node, after], "Conv", leader=node, attributes={"kernel_shape": [1, 1]})
 
 
+def _read_by_3d_convs(graph, tensor: str) -> bool:
+    """Whether only 3-D convolutions (a Conv of a 5-D input) read `tensor`, directly or through one Cast to the type it
+    has (which the toolkit removes: remove_invalid_cast)."""
+    readers = graph.consumers(tensor)
+    if len(readers) == 1 and readers[0].op_type == "Cast" and readers[0].outputs and readers[0].outputs[0].dtype == readers[0].inputs[0].dtype:
+        readers = graph.consumers(readers[0].outputs[0].name)
+    return bool(readers) and all(r.op_type == "Conv" and r.inputs[0].rank == 5 for r in readers)
+
+
+@RULES.graph_pass("Transpose", chips=BLOCK_MOVE_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def frames_swapped_into_a_conv3d(graph, chip):
+    """{OBSERVED} runs a video's frames swapped with its colour axis ([1, T, C, H, W] -> [1, C, T, H, W], Transpose [0, 2, 1, 3, 4], V-JEPA 2's patch embedding) before a 3-D convolution as a Conv layer on the NPU, even on RK3566/RK3568 where a Transpose layer runs on the CPU: the two axes it swaps are both ahead of the rows and columns, so it moves whole planes, as a channel shuffle does (channel_shuffle_to_conv). A swap that brings the last axis forward ([0, 1, 4, 2, 3]) is a Transpose layer, on the CPU.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (2026-12-05, int8, opset 17; tests/forms_models.py
+    video_patch_pack; found on fresh8's hf_vjepa2/rk3566): 8 frames of 3 x 64 x 64 into a Conv3d of kernel and stride
+    [2, 16, 16], with or without a Cast to float between, of the model input or of a Relu of it: "Conv INT8 on NPU"
+    named after the Transpose; [1, 3, 64, 64, 8] swapped [0, 1, 4, 2, 3]: a CPU Transpose layer. RK3588: NPU.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        shape = _static_shape(node.inputs[0]) if node.inputs else None
+        if _perm(node) == [0, 2, 1, 3, 4] and shape is not None and shape[0] == 1 and node.outputs and _read_by_3d_convs(graph, node.outputs[0].name):
+            graph.fuse([node], "Conv", leader=node, attributes={"kernel_shape": [1, 1]})
+
+
+# The attribute the pass below gives the Reshape that flattens a 3-D convolution's map.
+CONV3D_MAP_VIEW_ATTRIBUTE = "rknn_conv3d_map_viewed"
+
+
+@RULES.graph_pass("Reshape", chips=BLOCK_MOVE_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def conv3d_maps_viewed_on_cpu(graph, chip):
+    """{OBSERVED} runs on the CPU of RK3566/RK3568 the Reshape that views a 3-D convolution's map [1, C, T, H, W] (or a Relu of it) in another shape (V-JEPA 2's patches flattened to [1, C, T*H*W] for their swap into tokens); the pass marks it for the rule view_of_a_conv3d_map_on_cpu.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 (2026-12-05, int8, opset 17; tests/forms_models.py video_patch_pack):
+    kernel and stride [2, 16, 16] over 8 frames of 64 x 64, the Reshape to [1, 32, 64] read by its swap into tokens
+    (then a LayerNorm or a Linear), after a Relu, or the model output: "Reshape INT8 on CPU" in every case. RK3588 runs
+    these on the NPU; kernel [1, 16, 16] over 4 frames of 32 x 32 there: CPU (VIDEO_PATCH_MEASURED, not modelled).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        source = graph.producer(node.inputs[0].name) if node.inputs else None
+        if source is not None and source.op_type == "Relu":
+            source = graph.producer(source.inputs[0].name)
+        if source is not None and source.op_type == "Conv" and source.outputs[0].rank == 5 and _own_node(graph, node):
+            graph.fuse([node], "Reshape", attributes={CONV3D_MAP_VIEW_ATTRIBUTE: list(_static_shape(source.outputs[0]) or ())})
+
+
 # The attribute the pass below gives a Reshape that lays a map's blocks along their own axis
 # ([1, blocks, w*w, C], NesT) when there are several (rules.blocks_along_their_own_axis places it).
 BLOCKS_AXIS_ATTRIBUTE = "rknn_blocks_on_their_own_axis"

@@ -2303,6 +2303,13 @@ def view_of_a_map_on_cpu(node: NodeView, chip: str):
     return None if n is None else Offence(tuple(n), "map viewed")
 
 
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def view_of_a_conv3d_map_on_cpu(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU the Reshape that views a 3-D convolution's map [1, C, T, H, W] in another shape (V-JEPA 2's patch embedding flattened into tokens; rknn-toolkit2 2.5.0, observed: tests/forms_models.py video_patch_pack; the pass conv3d_maps_viewed_on_cpu marks it)."""
+    shape = node.attr(_passes.CONV3D_MAP_VIEW_ATTRIBUTE)
+    return None if shape is None else Offence(tuple(shape), "3-D convolution's map viewed")
+
+
 @RULES.rule("Reshape", "Squeeze", "Unsqueeze", "Flatten", chips=("rk3566", "rk3568"))
 def lone_view_of_a_4d_boundary(node: NodeView, chip: str):
     """On this chip the toolkit runs on the CPU a view (Reshape, Squeeze, Unsqueeze, Flatten) that reads a model input and writes a model output when either side is 4-D (the NPU's map layout on one side of the model's boundary); between other ranks (2-D, 3-D, 5-D) it stays on the NPU (rknn-toolkit2 2.5.0, observed: gen_cases.py's single-view cases, 62 of 62 with a 4-D side on the CPU, 20 of 20 without on the NPU; RK3588 runs them on the NPU but for a few).
