@@ -10441,3 +10441,49 @@ def _video_patch_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("video_patch_pack", "fresh8: V-JEPA 2's video patch embedding, the frames swapped with the colour axis into a Conv3d",
                   lambda: _packed(_video_patch_case, VIDEO_PATCH_PACK, 1603, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+
+# ---- A Shape of a swapped tensor giving the sizes of the view after it (h16-rk66t) --------------------------------
+# (name, form, shape): form "tokens_to_map": CLIPSeg's decoder, tokens [1, 1+N, 32] of a Linear (x [1, 1+N, 16]), the
+# first token Sliced off, Transpose [0, 2, 1], Reshape [1, 32, h, w], a ConvTranspose of kernel and stride 4 to one
+# channel, Squeeze to the output [1, 4h, 4w]; "map_to_tokens": Perceiver's input, a Conv and a MaxPool of an image
+# [1, 3, 32, 32] to [1, 32, 8, 8], Transpose [0, 2, 3, 1], Reshape [1, 64, 32], a Linear. shape: the view's target
+# computed from the Transpose's Shape (Shape, Gather of the batch, Unsqueeze, Concat with the constant rest) as
+# transformers' exports write it; else a constant.
+SHAPE_READER_PACK = (
+    ("t2m_const", "tokens_to_map", False), ("t2m_shape", "tokens_to_map", True),
+    ("m2t_const", "map_to_tokens", False), ("m2t_shape", "map_to_tokens", True),
+)  # fmt: skip
+
+
+def _shape_reader_case(rng, spec) -> tuple[list, list, list, list]:
+    name, form, shape = spec
+    p = f"shr_{name}_"
+    node = _prefixed(p)
+    rest = [32, 4, 4] if form == "tokens_to_map" else [64, 32]
+    inits = [_const(p + "rest", np.array(rest, np.int64)), _const(p + "full", np.array([1, *rest], np.int64)), _const(p + "zero", np.array(0, np.int64)),
+             _const(p + "ax0", np.array([0], np.int64)), _const(p + "one", np.array([1], np.int64)), _const(p + "big", np.array([2**62], np.int64)),
+             _const(p + "w_in", _weights(rng, 16, 32)), _const(p + "w_up", _weights(rng, 32, 1, 4, 4)), _const(p + "w_conv", _weights(rng, 32, 3, 3, 3)),
+             _const(p + "w_out", _weights(rng, 32, 32))]
+    if form == "tokens_to_map":
+        nodes = [node("MatMul", ["x", "w_in"], "tok"), node("Slice", ["tok", "one", "big", "one"], "patches"), node("Transpose", ["patches"], "swap", perm=[0, 2, 1])]
+        x = _vi(p + "x", [1, 17, 16])
+    else:
+        nodes = [node("Conv", ["x", "w_conv"], "conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]), node("MaxPool", ["conv"], "pool", kernel_shape=[4, 4], strides=[4, 4]),
+                 node("Transpose", ["pool"], "swap", perm=[0, 2, 3, 1])]
+        x = _vi(p + "x", [1, 3, 32, 32])
+    target = "full"
+    if shape:
+        nodes += [node("Shape", ["swap"], "shp"), node("Gather", ["shp", "zero"], "batch", axis=0), node("Unsqueeze", ["batch", "ax0"], "batch1"),
+                  node("Concat", ["batch1", "rest"], "target", axis=0)]
+        target = "target"
+    nodes.append(node("Reshape", ["swap", target], "view"))
+    if form == "tokens_to_map":
+        nodes += [node("ConvTranspose", ["view", "w_up"], "up", kernel_shape=[4, 4], strides=[4, 4]), node("Squeeze", ["up", "one"], "y")]
+        return nodes, inits, [x], [_vi(p + "y", [1, 16, 16])]
+    nodes.append(node("MatMul", ["view", "w_out"], "y"))
+    return nodes, inits, [x], [_vi(p + "y", [1, 64, 32])]
+
+
+CASES.append(Case("shape_reader_pack", "fresh7: a Shape of a swapped tensor giving the view after it its sizes (CLIPSeg's decoder, Perceiver's input)",
+                  lambda: _packed(_shape_reader_case, SHAPE_READER_PACK, 1604, used_only=True, opset=17), ("rk3566", "rk3588")))

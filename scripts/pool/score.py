@@ -182,6 +182,8 @@ FRESH_LOOKED_AT = {
         # h14-rk66r: CLIPSeg's decoder Squeeze of a ConvTranspose's map as the output (both chips' verdicts read to choose
         # the probes map_maker_view_pack; docs/audit.md).
         "hf_clipseg/rk3566", "hf_clipseg/rk3588",
+        # h16-rk66t: CLIPSeg's decoder Transpose_2 and Perceiver's input Transpose on RK3566, each with a Shape reader
+        # (probed with shape_reader_pack, fixed by shapes_computed_when_converting; both pairs listed above).
         # h14-rk88: Pix2Struct's refusal (its mask's broadcast Add of zeros) and Marian's lm_head bias of zeros on RKNN.
         "hf_pix2struct_vision/rk3588", "hf_pix2struct_vision/rk3566", "hf_marian/rk3588",
         # h14-rk66t: the RK3566 Transposes of CLIPSeg's decoder (listed above) and wav2vec2-BERT's query, read in the

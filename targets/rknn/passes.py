@@ -110,6 +110,20 @@ def _match_exact_gelu(graph, erf):
     return None
 
 
+@RULES.graph_pass("Shape", OBSERVED=TOOLKIT_OBSERVED)
+def shapes_computed_when_converting(graph, chip):
+    """{OBSERVED} computes every Shape when it converts the model (the shapes are static), so a Shape is no reader of the tensor it measures: the passes after this one see the tensor's run-time readers alone (a token swap whose Shape gives the view after it its sizes, as transformers' exports write it, is the token swap of a view read by nothing else).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (2026-12-05, int8, opset 17; tests/forms_models.py
+    shape_reader_pack and neox_qkv_pack: each form with and without a Shape of the swapped tensor giving the sizes that
+    follow, placed alike), on fresh7's CLIPSeg decoder (its tokens swapped back into a map) and Perceiver's input
+    (a map swapped channels-last and flattened into tokens). Folding them first lost fresh2 MaxViT's heads' Transposes
+    in h14-rk66t's survey; those are now placed by what the toolkit does with a batch of windows (_batch_of_heads_cut_by_slices).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Shape"]:
+        graph.fold(node)
+
+
 @RULES.graph_pass("Erf", OBSERVED=TOOLKIT_OBSERVED)
 def fuse_exact_gelu(graph, chip):
     """{OBSERVED} fuses the exact GELU chain x * 0.5 * (1 + Erf(x / sqrt(2))) (Div or Mul, Erf, Add, Mul, Mul, in PyTorch's export orders) into one exGelu NPU layer (its pass replace_torch_gelu), on every RKNN chip.
