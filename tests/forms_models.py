@@ -10487,3 +10487,37 @@ def _shape_reader_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("shape_reader_pack", "fresh7: a Shape of a swapped tensor giving the view after it its sizes (CLIPSeg's decoder, Perceiver's input)",
                   lambda: _packed(_shape_reader_case, SHAPE_READER_PACK, 1604, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+
+# ---- Speech2Text's subsampler: a Conv1d's GLU swapped into tokens (h16-rk66t) -------------------------------------
+# (name, glu, tail): x [1, 32, 50] (channels first) through a Conv1d of kernel 5, stride 2, padding 2 (to 128 channels
+# with "glu", then split in halves along the channels, a * sigmoid(b); to 64 without), Transpose [0, 2, 1] into tokens
+# [1, 25, 64], then tail "scaled": a Mul by a scalar and an Add of constant positions, a LayerNorm, a Linear (the
+# model's); "norm": the LayerNorm and the Linear straight.
+CONV1D_GLU_PACK = (("glu_scaled", True, "scaled"), ("glu_norm", True, "norm"), ("plain_scaled", False, "scaled"), ("plain_norm", False, "norm"))
+
+
+def _conv1d_glu_case(rng, spec) -> tuple[list, list, list, list]:
+    name, glu, tail = spec
+    p = f"cglu_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, 128 if glu else 64, 32, 5) * 0.3), _const(p + "b", _weights(rng, 128 if glu else 64)),
+             _const(p + "halves", np.array([64, 64], np.int64)), _const(p + "scale", np.float32(8.0)), _const(p + "pos", _weights(rng, 1, 25, 64)),
+             _const(p + "g", np.ones(64, np.float32)), _const(p + "beta", np.zeros(64, np.float32)), _const(p + "wl", _weights(rng, 64, 64))]
+    nodes = [node("Conv", ["x", "w", "b"], "conv", kernel_shape=[5], strides=[2], pads=[2, 2])]
+    last = "conv"
+    if glu:
+        nodes += [helper.make_node("Split", [p + "conv", p + "halves"], [p + "ga", p + "gb"], name=p + "split", axis=1),
+                  node("Sigmoid", ["gb"], "gate"), node("Mul", ["ga", "gate"], "glu")]
+        last = "glu"
+    nodes.append(node("Transpose", [last], "swap", perm=[0, 2, 1]))
+    last = "swap"
+    if tail == "scaled":
+        nodes += [node("Mul", ["swap", "scale"], "scaled"), node("Add", ["scaled", "pos"], "posed")]
+        last = "posed"
+    nodes += [node("LayerNormalization", [last, "g", "beta"], "normed", axis=-1, epsilon=1e-5), node("MatMul", ["normed", "wl"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, 32, 50])], [_vi(p + "y", [1, 25, 64])]
+
+
+CASES.append(Case("conv1d_glu_pack", "fresh5: Speech2Text's subsampler, a Conv1d's GLU swapped into tokens",
+                  lambda: _packed(_conv1d_glu_case, CONV1D_GLU_PACK, 1605, used_only=True, opset=17), ("rk3566", "rk3588")))

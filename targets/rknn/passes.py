@@ -3484,11 +3484,30 @@ def _conv1d_before(graph, node):
             sources = [graph.producer(t.name) for t in here.inputs]
             here = next((w for w in sources if w is not None and w.op_type == "Conv" and w.outputs and w.outputs[0].rank == 3), None)
             continue
+        split = _channel_glu_split(graph, here)
+        if split is not None:  # one exGlu layer in the convolution's layout (Speech2Text's subsampler)
+            here = graph.producer(split.inputs[0].name)
+            continue
         if not (_positionwise(here) or _last_axis_slice(here)):
             return None
         data = next((t for t in here.inputs if not _known(t)), None)
         here = graph.producer(data.name) if data is not None else None
     return None
+
+
+def _channel_glu_split(graph, node):
+    """The Split of a GLU over a 1-D convolution's channels when `node` is its product: a * sigmoid(b), a and b the two
+    halves Split along the channel axis of [N, 2C, L] (torch's glu(dim=1)), which the toolkit makes one exGlu layer on
+    the NPU in the convolution's layout (tests/forms_models.py conv1d_glu_pack, RK3566: the swap after it has no
+    layer); else None."""
+    if node.op_type != "Mul" or len(node.inputs) != 2 or any(_known(t) for t in node.inputs):
+        return None
+    makers = [graph.producer(t.name) for t in node.inputs]
+    gate = next((m for m in makers if m is not None and m.op_type == "Sigmoid"), None)
+    half = next((m for m in makers if m is not None and m.op_type == "Split"), None)
+    if gate is None or half is None or graph.producer(gate.inputs[0].name) is not half or half.inputs[0].rank != 3:
+        return None
+    return half if int(half.attr("axis", 0)) % 3 == 1 and len([o for o in half.outputs if o.name]) == 2 else None
 
 
 def _tokens_into_conv1d(graph, node) -> bool:
