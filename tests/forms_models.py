@@ -10521,3 +10521,41 @@ def _conv1d_glu_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("conv1d_glu_pack", "fresh5: Speech2Text's subsampler, a Conv1d's GLU swapped into tokens",
                   lambda: _packed(_conv1d_glu_case, CONV1D_GLU_PACK, 1605, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+
+# ---- PatchTST's patches: a Concat of patches swapped [0, 2, 1, 3] into a Linear (h16-rk66t) -----------------------
+# (name, source): the swap [1, P, C, L] -> [1, C, P, L] (P = 8 patches of L = 8 steps, C = 3 channels) read by a biased
+# Linear to 64; source "patches": PatchTST's patchifier, x [1, 64, 3] Sliced into 8 steps at a time, each swapped
+# [0, 2, 1] and Unsqueezed at 1, Concatenated along axis 1; "concat2": a Concat of two model inputs [1, 4, 3, 8];
+# "input": the model input [1, 8, 3, 8]; "relu": a Relu of it.
+PATCH_SWAP_PACK = (("patches", "patches"), ("concat2", "concat2"), ("input", "input"), ("relu", "relu"))
+
+
+def _patch_swap_case(rng, spec) -> tuple[list, list, list, list]:
+    name, source = spec
+    p = f"psw_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, 8, 64)), _const(p + "b", _weights(rng, 64)), _const(p + "ax1", np.array([1], np.int64))]
+    nodes, inputs, parts = [], [], []
+    if source == "patches":
+        inputs.append(_vi(p + "x", [1, 64, 3]))
+        for i in range(8):
+            inits += [_const(p + f"s{i}", np.array([8 * i], np.int64)), _const(p + f"e{i}", np.array([8 * i + 8], np.int64))]
+            nodes += [node("Slice", ["x", f"s{i}", f"e{i}", "ax1"], f"cut{i}"), node("Transpose", [f"cut{i}"], f"t{i}", perm=[0, 2, 1]),
+                      node("Unsqueeze", [f"t{i}", "ax1"], f"u{i}")]
+            parts.append(f"u{i}")
+        nodes.append(node("Concat", parts, "stack", axis=1))
+    elif source == "concat2":
+        inputs += [_vi(p + "x", [1, 4, 3, 8]), _vi(p + "x2", [1, 4, 3, 8])]
+        nodes.append(node("Concat", ["x", "x2"], "stack", axis=1))
+    elif source == "relu":
+        inputs.append(_vi(p + "x", [1, 8, 3, 8]))
+        nodes.append(node("Relu", ["x"], "stack"))
+    else:
+        inputs.append(_vi(p + "x", [1, 8, 3, 8]))
+    nodes += [node("Transpose", ["x" if source == "input" else "stack"], "swap", perm=[0, 2, 1, 3]), node("MatMul", ["swap", "w"], "mm"), node("Add", ["mm", "b"], "y")]
+    return nodes, inits, inputs, [_vi(p + "y", [1, 3, 8, 64])]
+
+
+CASES.append(Case("patch_swap_pack", "fresh5: PatchTST's Concat of patches swapped [0, 2, 1, 3] into a Linear",
+                  lambda: _packed(_patch_swap_case, PATCH_SWAP_PACK, 1606, used_only=True, opset=17), ("rk3566", "rk3588")))
