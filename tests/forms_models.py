@@ -10559,3 +10559,192 @@ def _patch_swap_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("patch_swap_pack", "fresh5: PatchTST's Concat of patches swapped [0, 2, 1, 3] into a Linear",
                   lambda: _packed(_patch_swap_case, PATCH_SWAP_PACK, 1606, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+# ---- fresh8 (transformers' ZoeDepth) on RKNN: an identity with its constant first, after a CPU Div --------------
+
+# ZoeDepth's attractor layer sums its attractors' pulls starting from torch.zeros_like(bins) (an Add of zeros, the
+# zeros first: ConstantOfShape of the bins' shape) and divides the sum by n_attractors (1 in its last layer: a Div by
+# one); the first pull is a Div by a computed tensor (CPU). A Conv's map [1, 16, 8, 8], x = map / (Sigmoid(map) + 1)
+# (CPU) or Softmax(map, axis 1) (CPU on RK3566), then the identity (op, the constant first or second, its shape, its
+# value), then read with the map by an Add. (name, producer, op, first, shape, value, then a Div by one).
+IDENTITY_FIRST_PACK = (
+    ("zf_full", "Div", "Add", True, (1, 16, 8, 8), 0.0, False), ("zf_chan", "Div", "Add", True, (1, 16, 1, 1), 0.0, False),
+    ("zf_row", "Div", "Add", True, (1, 1, 1, 8), 0.0, False), ("zf_3d", "Div", "Add", True, (16, 8, 8), 0.0, False),
+    ("zf_scalar", "Div", "Add", True, (), 0.0, False), ("zs_full", "Div", "Add", False, (1, 16, 8, 8), 0.0, False),
+    ("zf_div1", "Div", "Add", True, (1, 16, 8, 8), 0.0, True), ("zfrand", "Div", "Add", True, (1, 16, 8, 8), None, False),
+    ("of_full", "Div", "Mul", True, (1, 16, 8, 8), 1.0, False), ("of_chan", "Div", "Mul", True, (1, 16, 1, 1), 1.0, False),
+    ("zf_full_sm", "Softmax", "Add", True, (1, 16, 8, 8), 0.0, False), ("zs_full_sm", "Softmax", "Add", False, (1, 16, 8, 8), 0.0, False),
+    ("zs_chan_sm", "Softmax", "Add", False, (1, 16, 1, 1), 0.0, False), ("of_full_sm", "Softmax", "Mul", True, (1, 16, 8, 8), 1.0, False),
+)
+
+
+def _identity_first_case(rng, spec) -> tuple[list, list, list, list]:
+    name, producer, op, first, shape, value, div_one = spec
+    p = f"idf_{name}_"
+    node = _prefixed(p)
+    k = np.full(shape, value, np.float32) if value is not None else _weights(rng, *shape)
+    inits = [_const(p + "w", _weights(rng, 16, 16, 1, 1)), _const(p + "b", np.zeros(16, np.float32)), _const(p + "one", np.array(1.0, np.float32)),
+             _const(p + "k", k)]
+    nodes = [node("Conv", ["x", "w", "b"], "map")]
+    if producer == "Div":
+        nodes += [node("Sigmoid", ["map"], "sig"), node("Add", ["sig", "one"], "s"), node("Div", ["map", "s"], "q")]
+    else:
+        nodes += [node("Softmax", ["map"], "q", axis=1)]
+    nodes.append(node(op, ["k", "q"] if first else ["q", "k"], "ident"))
+    last = "ident"
+    if div_one:
+        nodes.append(node("Div", ["ident", "one"], "by_one"))
+        last = "by_one"
+    nodes.append(node("Add", [last, "map"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 16, 8, 8])], [_vi(p + "y", [1, 16, 8, 8])]
+
+
+CASES.append(Case("identity_first_pack", "fresh8: x + 0 and x * 1 with the constant first (ZoeDepth's attractors' zeros_like sum), after a CPU Div or Softmax",
+                  lambda: _packed(_identity_first_case, IDENTITY_FIRST_PACK, 433, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh8 (ZoeDepth, DNSMOS) on RKNN: a view of a CPU node's 3-D result into a map ---------------------------
+
+# A Conv's map [1, 4, H, W], its channels 0 and 1 picked by Gather ([1, H, W]), then the maker: "div" channel 0
+# divided by their sum (CPU), "divk" by a constant (NPU), "log" Log(Relu(.) + 1), "sqrt" Sqrt(Relu(.)); then steps
+# ("mul", "div": by a scalar; "addvec": plus a vector [W]; "relu"), then the view ("u0", "u1", "u2", "u3": Unsqueeze at
+# that axis; "lead", "trail": Reshape to [1, 1, H, W] or [1, H, W, 1]; None: no view), then "swap" (Transpose
+# [0, 3, 1, 2], as tf2onnx writes expand_dims then NHWC) or not, then the reader: "mulk" a Mul by a scalar, "conv" a
+# 3x3 Conv to 4 channels, "relu", "addvec" (plus a vector [W]), "addc1" (plus channel 1, for no view). ZoeDepth's
+# log-binomial: div, u1, mulk; DNSMOS's log power: log, div by a scalar, u3, swap, conv.
+CPU_3D_VIEW_PACK = (
+    ("div_u1", "div", (), "u1", False, "mulk", 16, 16), ("div_u0", "div", (), "u0", False, "mulk", 16, 16),
+    ("div_u2", "div", (), "u2", False, "mulk", 16, 16), ("div_u3", "div", (), "u3", False, "mulk", 16, 16),
+    ("div_lead", "div", (), "lead", False, "mulk", 16, 16), ("div_trail", "div", (), "trail", False, "mulk", 16, 16),
+    ("div_u1_rect", "div", (), "u1", False, "mulk", 8, 24), ("div_u1_big", "div", (), "u1", False, "mulk", 64, 64),
+    ("div_u1_relu", "div", (), "u1", False, "relu", 16, 16), ("div_u1_addvec", "div", (), "u1", False, "addvec", 16, 16),
+    ("div_u1_conv", "div", (), "u1", False, "conv", 16, 16), ("sqrt_u1", "sqrt", (), "u1", False, "mulk", 16, 16),
+    ("log_u1", "log", (), "u1", False, "mulk", 16, 16), ("divk_u1", "divk", (), "u1", False, "mulk", 16, 16),
+    ("div_mul_u1", "div", ("mul",), "u1", False, "mulk", 16, 16), ("div_mul_mul_u1", "div", ("mul", "mul"), "u1", False, "mulk", 16, 16),
+    ("div_mul_u1_conv", "div", ("mul",), "u1", False, "conv", 16, 16), ("div_mul_u1_relu", "div", ("mul",), "u1", False, "relu", 16, 16),
+    ("div_mul_u1_addvec", "div", ("mul",), "u1", False, "addvec", 16, 16), ("div_mul_u3", "div", ("mul",), "u3", False, "mulk", 16, 16),
+    ("log_div_u3_swap", "log", ("div",), "u3", True, "conv", 16, 16), ("log_div_u3_swap_long", "log", ("div",), "u3", True, "conv", 90, 161),
+    ("log_u3_swap", "log", (), "u3", True, "conv", 16, 16), ("log_div_u1", "log", ("div",), "u1", False, "conv", 16, 16),
+    ("div_addvec_u1", "div", ("addvec",), "u1", False, "mulk", 16, 16), ("div_relu_u1", "div", ("relu",), "u1", False, "mulk", 16, 16),
+    ("div_mul", "div", ("mul",), None, False, "addc1", 16, 16),
+)
+_CPU_3D_VIEW_AXES = {"u0": (0, "Unsqueeze"), "u1": (1, "Unsqueeze"), "u2": (2, "Unsqueeze"), "u3": (3, "Unsqueeze"), "lead": ((1, 1), "Reshape"),
+                     "trail": ((1, None), "Reshape")}
+
+
+def _cpu_3d_view_case(rng, spec) -> tuple[list, list, list, list]:
+    name, maker, steps, view, swap, reader, h, w = spec
+    p = f"c3v_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, 4, 4, 1, 1)), _const(p + "one", np.array(1.0, np.float32)), _const(p + "k", np.array(3.0, np.float32)),
+             _const(p + "k2", np.array(5.0, np.float32)), _const(p + "vec", _weights(rng, w)), _const(p + "w_out", _weights(rng, 4, 1, 3, 3)),
+             _const(p + "i0", np.array(0, np.int64)), _const(p + "i1", np.array(1, np.int64))]
+    nodes = [node("Conv", ["x", "w"], "map"), node("Gather", ["map", "i0"], "c0", axis=1), node("Gather", ["map", "i1"], "c1", axis=1)]
+    made = {"div": [node("Add", ["c0", "c1"], "sum"), node("Div", ["c0", "sum"], "made")], "divk": [node("Div", ["c0", "k"], "made")],
+            "log": [node("Relu", ["c0"], "pos"), node("Add", ["pos", "one"], "pos1"), node("Log", ["pos1"], "made")],
+            "sqrt": [node("Relu", ["c0"], "pos"), node("Sqrt", ["pos"], "made")]}
+    nodes += made[maker]
+    last = "made"
+    for i, step in enumerate(steps):
+        ins = {"mul": ("Mul", [last, "k"]), "div": ("Div", [last, "k"]), "addvec": ("Add", [last, "vec"]), "relu": ("Relu", [last])}[step]
+        nodes.append(node(ins[0], ins[1], f"step{i}"))
+        last = f"step{i}"
+    shape = [1, h, w]
+    if view is not None:
+        arg, op = _CPU_3D_VIEW_AXES[view]
+        if op == "Unsqueeze":
+            inits.append(_const(p + "axes", np.array([arg], np.int64)))
+            nodes.append(node("Unsqueeze", [last, "axes"], "view"))
+            shape.insert(arg, 1)
+        else:
+            shape = [1, 1, h, w] if arg == (1, 1) else [1, h, w, 1]
+            inits.append(_const(p + "shape", np.array(shape, np.int64)))
+            nodes.append(node("Reshape", [last, "shape"], "view"))
+        last = "view"
+    if swap:
+        nodes.append(node("Transpose", [last], "swap", perm=[0, 3, 1, 2]))
+        shape = [shape[0], shape[3], shape[1], shape[2]]
+        last = "swap"
+    if reader == "conv":
+        nodes.append(node("Conv", [last, "w_out"], "y", pads=[1, 1, 1, 1]))
+        shape = [1, 4, h, w]
+    else:
+        # without a view, a second scalar Mul here would be merged with the first (measured: the first then named with the Div)
+        ins = {"mulk": ("Mul", [last, "k2"]), "relu": ("Relu", [last]), "addvec": ("Add", [last, "vec"]), "addc1": ("Add", [last, "c1"])}[reader]
+        nodes.append(node(ins[0], ins[1], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 4, h, w])], [_vi(p + "y", shape)]
+
+
+CASES.append(Case("view_of_a_cpu_3d_result_pack", "fresh8: a CPU Div's, Log's or Sqrt's 3-D result (scaled or not) viewed into a map (ZoeDepth's log-binomial, DNSMOS's log power)",
+                  lambda: _packed(_cpu_3d_view_case, CPU_3D_VIEW_PACK, 437, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh8 (ZoeDepth) on RKNN: a Resize to its own size -------------------------------------------------------
+
+# ZoeDepth's metric head resizes the relative depth [1, 1, 128, 128] to the size of the features it is concatenated
+# with, which is its own (align_corners, linear). A Conv's map [1, 16, 8, 8] (or x / (Sigmoid(x) + 1), CPU), resized
+# by sizes or scales to (name, maker, sizes or scales, mode, coordinate mode), then read by a Relu.
+SAME_SIZE_RESIZE_PACK = (
+    ("same_ac", "conv", (1, 16, 8, 8), "linear", "align_corners"), ("same_hp", "conv", (1, 16, 8, 8), "linear", "half_pixel"),
+    ("same_nearest", "conv", (1, 16, 8, 8), "nearest", "asymmetric"), ("same_scales_ac", "conv", (1.0, 1.0, 1.0, 1.0), "linear", "align_corners"),
+    ("same_ac_after_div", "div", (1, 16, 8, 8), "linear", "align_corners"), ("up2_ac", "conv", (1, 16, 16, 16), "linear", "align_corners"),
+    ("up2_hp", "conv", (1, 16, 16, 16), "linear", "half_pixel"),
+)
+
+
+def _same_size_resize_case(rng, spec) -> tuple[list, list, list, list]:
+    name, maker, size, mode, coordinates = spec
+    p = f"ssr_{name}_"
+    node = _prefixed(p)
+    scales = isinstance(size[0], float)
+    inits = [_const(p + "w", _weights(rng, 16, 16, 1, 1)), _const(p + "one", np.array(1.0, np.float32)),
+             _const(p + "size", np.array(size, np.float32 if scales else np.int64))]
+    nodes = [node("Conv", ["x", "w"], "map")]
+    if maker == "div":
+        nodes += [node("Sigmoid", ["map"], "sig"), node("Add", ["sig", "one"], "s"), node("Div", ["map", "s"], "made")]
+    source = "made" if maker == "div" else "map"
+    ins = [p + source, "", p + "size"] if scales else [p + source, "", "", p + "size"]
+    nodes.append(helper.make_node("Resize", ins, [p + "resized"], name=p + "resized", mode=mode, coordinate_transformation_mode=coordinates))
+    nodes.append(node("Relu", ["resized"], "y"))
+    out = [1, 16, 8, 8] if scales else list(size)
+    return nodes, inits, [_vi(p + "x", [1, 16, 8, 8])], [_vi(p + "y", out)]
+
+
+CASES.append(Case("same_size_resize_pack", "fresh8: a Resize to its own size (ZoeDepth's relative depth resized to the features' size), after an NPU or a CPU node",
+                  lambda: _packed(_same_size_resize_case, SAME_SIZE_RESIZE_PACK, 439, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh8 (ZoeDepth) on RKNN: the view of a map summed over its channels, as the model output ----------------
+
+# ZoeDepth's depth: the bin centres times the bins' probabilities, summed over the bins (ReduceSum keepdims), squeezed
+# to the model output [1, H, W]. A Conv's map [1, 16, 8, 8] (or its product by a second Conv's map, or its channel
+# Softmax times an align_corners Resize of another map, as ZoeDepth), summed over channels (keepdims), then viewed
+# to the output by Squeeze or Reshape [1, 64]. (name, what is summed, view)
+REDUCED_MAP_VIEW_PACK = (("conv_squeeze", "conv", "Squeeze"), ("conv_reshape", "conv", "Reshape"), ("product_squeeze", "product", "Squeeze"),
+                         ("zoe_squeeze", "softmax_resized", "Squeeze"))
+
+
+def _reduced_map_view_case(rng, spec) -> tuple[list, list, list, list]:
+    name, summed, view = spec
+    p = f"rmv_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, 16, 16, 1, 1)), _const(p + "w2", _weights(rng, 16, 16, 1, 1)), _const(p + "axes", np.array([1], np.int64)),
+             _const(p + "shape", np.array([1, 64], np.int64)), _const(p + "size", np.array([1, 16, 8, 8], np.int64))]
+    nodes = [node("Conv", ["x", "w"], "map")]
+    source = "map"
+    if summed == "product":
+        nodes += [node("Conv", ["x", "w2"], "map2"), node("Mul", ["map", "map2"], "product")]
+        source = "product"
+    elif summed == "softmax_resized":
+        nodes += [node("Conv", ["x", "w2"], "map2"), node("MaxPool", ["map2"], "pooled", kernel_shape=[2, 2], strides=[2, 2]),
+                  node("Softmax", ["map"], "probs", axis=1), helper.make_node("Resize", [p + "pooled", "", "", p + "size"], [p + "bins"], name=p + "bins", mode="linear",
+                                                                                coordinate_transformation_mode="align_corners"),
+                  node("Mul", ["probs", "bins"], "product")]
+        source = "product"
+    nodes.append(node("ReduceSum", [source, "axes"], "summed", keepdims=1))
+    nodes.append(node("Squeeze", ["summed", "axes"], "y") if view == "Squeeze" else node("Reshape", ["summed", "shape"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 16, 8, 8])], [_vi(p + "y", [1, 8, 8] if view == "Squeeze" else [1, 64])]
+
+
+CASES.append(Case("reduced_map_view_pack", "fresh8: a map summed over its channels (keepdims) viewed as the model output (ZoeDepth's depth from its bins)",
+                  lambda: _packed(_reduced_map_view_case, REDUCED_MAP_VIEW_PACK, 441, opset=13), ("rk3588", "rk3566")))

@@ -209,6 +209,9 @@ FRESH_LOOKED_AT = {
         "hf_ibert/rk3566", "hf_zoedepth/rk3566", "pypi_dnsmos/rk3566", "pypi_fsmn_vad/rk3566",
         # h16-rk66t: FSMN-VAD's block Transposes, GPT-NeoX's heads' Transpose and V-JEPA 2's input swap and patch
         # flatten on RK3566 probed and fixed (the three pairs listed above).
+        # h16-rkcpu: ZoeDepth's attractors, log-binomial views, same-size Resize and output Squeeze (both chips) and
+        # DNSMOS's scaled log power made an image (RK3588) fixed; DNSMOS's RK3566 front and SegGPT (both chips) read,
+        # not fixed (all listed above).
     ),
     # h16-fresh9: chosen on 2026-12-05, built and collected by h16-fresh9, not yet scored; nothing looked at.
     "fresh9": (),

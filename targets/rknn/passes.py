@@ -475,26 +475,68 @@ def whole_slice_removed(graph, chip):
             graph.fuse([producer, node], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(node.outputs))
 
 
+def _resizes_to_its_own_size(node) -> bool:
+    """A Resize whose static result has its input's shape (sizes of the input's own, or scales of one)."""
+    if node.op_type != "Resize" or not node.inputs or not node.outputs:
+        return False
+    shape_in, shape_out = _static_shape(node.inputs[0]), _static_shape(node.outputs[0])
+    return shape_in is not None and shape_in == shape_out
+
+
+@RULES.graph_pass("Resize", OBSERVED=TOOLKIT_OBSERVED)
+def resize_to_its_own_size_removed(graph, chip):
+    """{OBSERVED} gives no layer to a Resize to its own size (sizes of the input's own or scales of one, whatever its mode): its layer table names it with the node it reads (that node's only reader at run time), on the NPU after a Conv and on the CPU after a CPU node, where an align_corners Resize that changes the size runs on the CPU (ZoeDepth resizes its relative depth [1, 1, 128, 128] to the size of the features it joins, its own).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-05, int8, opset 13;
+    tests/forms_models.py same_size_resize_pack; fresh8 hf_zoedepth's /model/metric_head/Resize): a Conv's
+    map [1, 16, 8, 8] resized to [1, 16, 8, 8], linear align_corners by sizes or by scales of one, linear
+    half_pixel, nearest asymmetric: NPU; align_corners after a Div by a computed tensor: CPU; to [1, 16, 16, 16]
+    linear align_corners: CPU, half_pixel: NPU (rules.resize_mode). Not measured: a Resize to its own size of a
+    tensor that other nodes read too, or of a model input.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Resize"]:
+        if not _resizes_to_its_own_size(node) or node.outputs[0].is_model_output:
+            continue
+        x = node.inputs[0]
+        producer = graph.producer(x.name)
+        # the Shape that reads the resized tensor's size (ZoeDepth's size of the features) is computed at conversion
+        readers = [r for r in graph.consumers(x.name) if r.op_type != "Shape"]
+        if producer is not None and len(producer.outputs) == 1 and not x.is_model_output and readers == [node]:
+            graph.fuse([producer, node], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(node.outputs))
+
+
 # The constant second operand that makes each of these an identity (the toolkit's remove_invalid_sub,
 # remove_invalid_mul and remove_invalid_add; a Div by ones is a Mul by ones to it).
 IDENTITY_OPERAND = {"Sub": 0.0, "Div": 1.0, "Mul": 1.0, "Add": 0.0}
 # x + 0 is taken as removed only after these (measured: a Div by a computed tensor, div_affine_pack). Not
 # after a constant-first Mul (its Add of zeros shares the Mul's float layer: zero_add_after_a_scalar_first_mul,
 # HGNetV2's LearnableAffineBlock) nor after SAM's patch-embedding swap (its Add of a zero position
-# embedding stays on the NPU of RK3566 while the swap runs on the CPU).
-ADD_OF_ZEROS_REMOVED_AFTER = ("Div",)
+# embedding stays on the NPU of RK3566 while the swap runs on the CPU). A Softmax (CPU on RK3566) was measured
+# too (identity_first_pack): its x + 0, zeros [1, C, H, W] or [1, C, 1, 1], reported with its layer.
+ADD_OF_ZEROS_REMOVED_AFTER = ("Div", "Softmax")
+# 0 + x and 1 * x, the constant first, are removed only when the constant has the result's whole shape (zeros
+# [1, 16, 8, 8]; zeros [1, 16, 1, 1], [1, 1, 1, 8], [16, 8, 8], [1] or a scalar first keep their own layer),
+# measured after these (identity_first_pack: ZoeDepth's attractors' zeros_like(bins) + the first pull, a Div).
+IDENTITY_FIRST_REMOVED_AFTER = ("Div", "Softmax")
+COMMUTATIVE_IDENTITIES = ("Add", "Mul")
 
 
-def _identity_arithmetic(node) -> bool:
-    """x - 0, x + 0, x / 1 or x * 1 of a float x with the constant second (all its values), the result x's shape."""
+def _identity_operands(node) -> tuple | None:
+    """(x, constant first) of x - 0, x + 0, x / 1 or x * 1 of a float x, the result x's shape: the constant second
+    (all its values), or for x + 0 and x * 1 first with the result's whole shape; else None."""
     if node.op_type not in IDENTITY_OPERAND or len(node.inputs) != 2 or not node.outputs:
-        return False
+        return None
     x, k = node.inputs
+    first = node.op_type in COMMUTATIVE_IDENTITIES and _known(x) and not _known(k)
+    if first:
+        x, k = k, x
     # measured on float tensors; integer ids times 1 stay (int32: on the CPU, integer_path_mul_one_int32)
     if _known(x) or x.dtype not in ("float32", "float16") or not _known(k) or k.stored_elsewhere or k.value is None or k.value.size == 0:
-        return False
+        return None
     shape = _static_shape(x)
-    return shape is not None and shape == _static_shape(node.outputs[0]) and bool(np.all(k.value == IDENTITY_OPERAND[node.op_type]))
+    if shape is None or shape != _static_shape(node.outputs[0]) or (first and _static_shape(k) != shape):
+        return None
+    return (x, first) if bool(np.all(k.value == IDENTITY_OPERAND[node.op_type])) else None
 
 
 @RULES.graph_pass("Sub", "Div", "Mul", "Add", OBSERVED=TOOLKIT_OBSERVED)
@@ -512,20 +554,115 @@ def identity_arithmetic_removed(graph, chip):
     bias of zeros after its Div by a computed tensor): a Conv map divided by Sigmoid(map) + 1 (CPU),
     times a weight [1, 32, 1, 1], plus a bias of zeros [1, 32, 1, 1]: the Add "fused by
     remove_invalid_add", with the CPU Div, on RK3588 and RK3566; a bias not zero keeps its Add on
-    the NPU. Only x + 0 after a Div is taken as removed (ADD_OF_ZEROS_REMOVED_AFTER).
+    the NPU. Only x + 0 after a Div or a Softmax is taken as removed (ADD_OF_ZEROS_REMOVED_AFTER).
+    The constant first (2026-12-05, tests/forms_models.py identity_first_pack; fresh8 hf_zoedepth, its
+    attractors' sum started from zeros_like(bins), then divided by n_attractors = 1): 0 + x and 1 * x
+    are removed the same way when the constant has the result's whole shape ([1, 16, 8, 8] after a
+    CPU Div: the Add, the Mul and a Div by one after the Add all with the Div, on RK3588 and RK3566;
+    after a Softmax, with it: the CPU on RK3566, the NPU on RK3588); zeros [1, 16, 1, 1],
+    [1, 1, 1, 8], [16, 8, 8] or a scalar first keep their own NPU layer, ones [1, 16, 1, 1] first
+    theirs in float (IDENTITY_FIRST_REMOVED_AFTER).
     """
     for node in [n for n in graph.nodes if n.op_type in IDENTITY_OPERAND]:
-        if not _identity_arithmetic(node) or node.outputs[0].is_model_output:
+        found = _identity_operands(node)
+        if found is None or node.outputs[0].is_model_output:
             continue
-        x = node.inputs[0]
+        x, first = found
         producer = graph.producer(x.name)
-        if node.op_type == "Add" and (producer is None or producer.op_type not in ADD_OF_ZEROS_REMOVED_AFTER):
+        after = IDENTITY_FIRST_REMOVED_AFTER if first else ADD_OF_ZEROS_REMOVED_AFTER if node.op_type == "Add" else None
+        if after is not None and (producer is None or producer.op_type not in after):
             continue
         if producer is None:
             if x.is_graph_input:
                 graph.fuse([node], "Identity", attributes={}, inputs=[x])
         elif len(producer.outputs) == 1 and graph.only_consumer(x.name) is node:
             graph.fuse([producer, node], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(node.outputs))
+
+
+# The makers of a 3-D result on the CPU that a view into a map joins (measured: a Div by a computed tensor, a Log,
+# a Sqrt; view_of_a_cpu_3d_result_pack), the one-element scalings between them that join too, and the chips where
+# a view that appends the unit axis last joins as well (on RK3588 it keeps its own NPU layer).
+CPU_3D_MAKERS = ("Div", "Log", "Sqrt")
+SCALAR_STEPS = ("Mul", "Div")
+TRAILING_UNIT_VIEW_JOINS_CHIPS = ("rk3566", "rk3568")
+MAP_OF_UNIT_CHANNEL_PERM = [0, 3, 1, 2]
+
+
+def _cpu_3d_maker(node) -> bool:
+    """A Log, a Sqrt, or a Div by a computed tensor, of a 3-D result (the rules put each on the CPU)."""
+    if node.op_type not in CPU_3D_MAKERS or len(node.outputs) != 1 or len(_static_shape(node.outputs[0]) or ()) != 3:
+        return False
+    return node.op_type != "Div" or (len(node.inputs) == 2 and not _known(node.inputs[1]))
+
+
+def _scalar_steps_to_a_view(graph, maker) -> tuple[list, object] | None:
+    """(the Muls and Divs by one value that alone read `maker`'s result one after another, the Unsqueeze or
+    Reshape that then alone reads it and makes it 4-D), or None."""
+    steps, node = [], maker
+    while True:
+        nxt = graph.only_consumer(node.outputs[0].name) if not node.outputs[0].is_model_output else None
+        if nxt is None:
+            return None
+        if nxt.op_type in ("Unsqueeze", "Reshape"):
+            return steps, nxt if len(_static_shape(nxt.outputs[0]) or ()) == 4 else None
+        if nxt.op_type not in SCALAR_STEPS or nxt.inputs[0].name != node.outputs[0].name or _scalar(nxt.inputs[1]) is None:
+            return None
+        steps.append(nxt)
+        node = nxt
+
+
+def _scalings_fold_forward(graph, layout) -> bool:
+    """Whether what alone reads `layout` (the view, or the Transpose after it) takes a scaling in: a Mul or a
+    Div by one value (the two merge) or a Conv (its weights scaled)."""
+    reader = graph.only_consumer(layout.outputs[0].name) if not layout.outputs[0].is_model_output else None
+    if reader is None or reader.inputs[0].name != layout.outputs[0].name:
+        return False
+    return reader.op_type == "Conv" or (reader.op_type in SCALAR_STEPS and _scalar(reader.inputs[1]) is not None)
+
+
+def _joined_layout(graph, view, maker_shape, chip) -> list | None:
+    """The view (and the Transpose after it) that run with a CPU maker of `maker_shape` [N, A, B]: a map
+    [N, 1, A, B]; [N, A, B, 1] swapped into it; [N, A, B, 1] alone on TRAILING_UNIT_VIEW_JOINS_CHIPS ([] elsewhere);
+    None for other views."""
+    n, a, b = maker_shape
+    out = tuple(_static_shape(view.outputs[0]))
+    if out in ((n, 1, a, b), (1, n, a, b)):
+        return [view]
+    if out != (n, a, b, 1):
+        return None
+    swap = graph.only_consumer(view.outputs[0].name) if not view.outputs[0].is_model_output else None
+    if swap is not None and swap.op_type == "Transpose" and _perm(swap) == MAP_OF_UNIT_CHANNEL_PERM:
+        return [view, swap]
+    return [view] if chip in TRAILING_UNIT_VIEW_JOINS_CHIPS else []
+
+
+@RULES.graph_pass("Unsqueeze", "Reshape", chips=("rk3588", "rk3566", "rk3568"), OBSERVED=TOOLKIT_OBSERVED, chip_key=TRAILING_UNIT_VIEW_JOINS_CHIPS.__contains__)
+def view_of_a_cpu_3d_result_into_a_map(graph, chip):
+    """{OBSERVED} runs on the CPU, with the CPU node that made it, the view of a 3-D result [N, A, B] into a map [N, 1, A, B] (an Unsqueeze or a Reshape; or [N, A, B, 1] swapped by a Transpose [0, 3, 1, 2] into it, as tf2onnx writes expand_dims then NHWC), where a Log, a Sqrt or a Div by a computed tensor made it, whatever reads the map: ZoeDepth's log-binomial probabilities, DNSMOS's log power spectrum made a one-channel image. On RK3566/RK3568 the view [N, A, B, 1] alone runs there too; RK3588 keeps that one on its NPU. A Mul or Div by one value between the maker and the view is merged into what reads the map when that is another such scaling or a Conv (its weights scaled): it has no layer left and is named with the maker; before anything else it keeps its NPU layer, and the view, now of an NPU result, stays on the NPU.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-05, int8, opset 13; tests/forms_models.py
+    view_of_a_cpu_3d_result_pack; fresh8 hf_zoedepth and pypi_dnsmos): a Conv's two channels [1, 16, 16] (and
+    [1, 8, 24], [1, 64, 64], [1, 90, 161]), one divided by their sum (CPU), or a Log or a Sqrt of one; Unsqueeze at 0
+    or 1 or Reshape to [1, 1, A, B]: CPU on both chips, read by a scalar Mul, a Conv, a Relu, an Add of a vector
+    (and by a Sub from a scalar, a Clip, a Sigmoid or an Add of a scalar, in single models); at 3: CPU on RK3566, NPU
+    on RK3588; then a Transpose [0, 3, 1, 2]: both CPU on both chips; after a Div by a constant (NPU) the view is on
+    the NPU. A scalar Mul or Div between, then the map read by a scalar Mul or a Conv: the Mul on the CPU with the view
+    (with the view at 3 on RK3588 too); read by a Relu or an Add of a vector: the Mul and the view on the NPU; an Add
+    of a vector or a Relu between: the view on the NPU. Not modelled: Unsqueeze at 2 (the toolkit names no layer for
+    it), a result also read by another node (measured once: the view still on the CPU), a Mul step then a view at 3
+    read by a Relu (RK3566 ran the Relu on the CPU).
+    """
+    for maker in [n for n in graph.nodes if _cpu_3d_maker(n)]:
+        found = _scalar_steps_to_a_view(graph, maker)
+        if found is None or found[1] is None:
+            continue
+        steps, view = found
+        layout = _joined_layout(graph, view, _static_shape(maker.outputs[0]), chip)
+        if layout is None or (steps and not _scalings_fold_forward(graph, ([view] + layout)[-1])):
+            continue
+        joined = [maker, *steps, *layout]
+        if len(joined) > 1:
+            graph.fuse(joined, maker.op_type, leader=maker, domain=maker.domain, inputs=list(maker.inputs), outputs=list(joined[-1].outputs))
 
 
 @RULES.graph_pass("Reshape", OBSERVED=TOOLKIT_OBSERVED)
@@ -5291,7 +5428,7 @@ def _linear_of(node, tensor: str) -> bool:
 # sums, products, Where and Concat of such maps, and activations of one, are maps too. A Transpose's result is not
 # (its view as the output ran on RK3566's NPU), nor attention's products (MatMul).
 SPATIAL_MAKERS = frozenset({"Conv", "ConvTranspose", "MaxPool", "AveragePool", "Resize"})
-SPATIAL_JOINS = frozenset({"Add", "Mul", "Sub", "Concat", "Where", "Relu", "Sigmoid", "Clip", "HardSwish", "LeakyRelu"})
+SPATIAL_JOINS = frozenset({"Add", "Mul", "Sub", "Concat", "Where", "Relu", "Sigmoid", "Clip", "HardSwish", "LeakyRelu", "ReduceSum"})
 SPATIAL_HOPS = 4
 # Makers whose view's activation reader runs on the CPU with the view (map_maker_view_reader_pack: a
 # Relu after a view of a Conv's, ConvTranspose's, Add's or Mul's map; after pooling, Resize, Where or
