@@ -10748,3 +10748,36 @@ def _reduced_map_view_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("reduced_map_view_pack", "fresh8: a map summed over its channels (keepdims) viewed as the model output (ZoeDepth's depth from its bins)",
                   lambda: _packed(_reduced_map_view_case, REDUCED_MAP_VIEW_PACK, 441, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh8 (SegGPT) on RKNN: a patch fold, a 6-D Transpose that interleaves its first two axes --------------
+
+# SegGPT's decoder: a Linear's [1, 16, 8, 1024] viewed as patches [1, 16, 8, 8, 8, 16], swapped by [0, 5, 1, 3, 2, 4]
+# to [1, 16, 16, 8, 8, 8], viewed back as the map [1, 16, 128, 64], read by a Conv. (name, the view's shape, the
+# permutation); the map's height is what the swapped shape's size leaves at 16 channels and a width of 64.
+PATCH_INTERLEAVE_PACK = (
+    ("seggpt", (1, 16, 8, 8, 8, 16), (0, 5, 1, 3, 2, 4)), ("c354", (1, 16, 8, 8, 8, 16), (0, 3, 1, 5, 2, 4)),
+    ("c435", (1, 16, 8, 8, 8, 16), (0, 4, 1, 3, 2, 5)), ("five_a", (16, 8, 8, 8, 16), (2, 0, 4, 1, 3)),
+    ("five_b", (16, 8, 8, 8, 16), (4, 0, 2, 1, 3)), ("mid_swap", (1, 16, 8, 8, 8, 16), (0, 1, 3, 2, 4, 5)),
+    ("channels_first", (1, 16, 8, 8, 8, 16), (0, 5, 1, 2, 3, 4)), ("two_swaps", (1, 16, 8, 8, 8, 16), (0, 1, 3, 2, 5, 4)),
+    ("last_two_merge", (1, 16, 8, 8, 8, 16), (0, 5, 1, 4, 2, 3)), ("pair_swaps", (1, 16, 8, 8, 8, 16), (0, 2, 1, 4, 3, 5)),
+    ("first_kept", (1, 16, 8, 8, 8, 16), (0, 1, 4, 2, 5, 3)), ("far_apart", (1, 16, 8, 8, 8, 16), (0, 4, 1, 5, 3, 2)),
+    ("five_cycle", (1, 16, 8, 8, 8, 16), (0, 2, 4, 1, 5, 3)), ("five_merge", (16, 8, 8, 8, 16), (3, 0, 4, 1, 2)),
+    ("five_kept", (16, 8, 8, 8, 16), (0, 2, 1, 4, 3)),
+)
+
+
+def _patch_interleave_case(rng, spec) -> tuple[list, list, list, list]:
+    name, shape, perm = spec
+    p = f"pil_{name}_"
+    node = _prefixed(p)
+    height = int(np.prod(shape)) // (16 * 64)
+    inits = [_const(p + "w", (rng.standard_normal((128, 1024)) * 0.05).astype(np.float32)), _const(p + "patches", np.array(shape, np.int64)),
+             _const(p + "map_shape", np.array([1, 16, height, 64], np.int64)), _const(p + "w_out", _weights(rng, 4, 16, 1, 1))]
+    nodes = [node("MatMul", ["x", "w"], "linear"), node("Reshape", ["linear", "patches"], "unfold"), node("Transpose", ["unfold"], "swap", perm=list(perm)),
+             node("Reshape", ["swap", "map_shape"], "fold"), node("Conv", ["fold", "w_out"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, 16, 8, 128])], [_vi(p + "y", [1, 4, height, 64])]
+
+
+CASES.append(Case("patch_interleave_pack", "fresh8: a 6-D or 5-D Transpose between two views, interleaving its first two axes or not (SegGPT's patch fold)",
+                  lambda: _packed(_patch_interleave_case, PATCH_INTERLEAVE_PACK, 443, opset=13), ("rk3588",)))

@@ -191,6 +191,8 @@ FRESH_LOOKED_AT = {
         # h14-rk66t: the RK3566 Transposes of CLIPSeg's decoder (listed above) and wav2vec2-BERT's query, read in the
         # survey of every Transpose (docs/audit.md), not fixed.
         "hf_wav2vec2_bert/rk3566",
+        # h16-rkcpu: Informer's RK3566 views after the scaler's CPU Div probed (not reproduced) and SuperPoint's RK3566
+        # Reshape_1/Gather read, not fixed (both pairs listed above).
     ),
     # h14-fresh8: chosen on 2026-12-05, built and collected by h14-fresh8, scored blind at 8a7e429.
     "fresh8": (

@@ -5167,6 +5167,66 @@ def identity_joins_its_producer(graph, chip):
             graph.fuse([source, node], source.op_type, leader=source, inputs=list(source.inputs))
 
 
+# The attribute patch_interleave_transposes gives a Transpose that interleaves the first two of five axes (with the
+# Reshape into it; rules.patch_interleave_on_cpu reads it).
+PATCH_INTERLEAVE_ATTRIBUTE = "rknn_patch_interleave"
+PATCH_INTERLEAVE_AXES = 5
+PATCH_INTERLEAVE_CHIPS = ("rk3588",)
+
+
+def _effective_perm(shape, perm) -> list[int] | None:
+    """The permutation `perm` of `shape` once its axes of one are dropped and each run of input axes it keeps
+    together (in order, side by side) is merged into one axis."""
+    kept = [a for a in range(len(shape)) if shape[a] != 1]
+    rank_of = {a: i for i, a in enumerate(kept)}
+    runs: list[list[int]] = []
+    for r in (rank_of[a] for a in perm if shape[a] != 1):
+        if runs and runs[-1][-1] + 1 == r:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    starts = sorted(run[0] for run in runs)
+    return [starts.index(run[0]) for run in runs]
+
+
+def _interleaves_a_patch(node) -> bool:
+    """A Transpose whose effective permutation has five axes and puts the first two at places 1 and 3 (SegGPT's
+    patch fold [N, h, w, p, p, C] -> [N, C, h, p, w, p]; MaxViT's grid reverse is one too)."""
+    shape, perm = _static_shape(node.inputs[0]) if node.inputs else None, _perm(node)
+    if shape is None or perm is None or len(perm) != len(shape):
+        return False
+    eff = _effective_perm(shape, perm)
+    return len(eff) == PATCH_INTERLEAVE_AXES and eff[1] == 0 and eff[3] == 1
+
+
+@RULES.graph_pass("Transpose", chips=PATCH_INTERLEAVE_CHIPS, OBSERVED=TOOLKIT_OBSERVED, AXES=PATCH_INTERLEAVE_AXES)
+def patch_interleave_transposes(graph, chip):
+    """On RK3588 {OBSERVED} runs on the CPU a Transpose that, its axes of one dropped and the axes it keeps together merged, has {AXES} axes and puts the first two at places 1 and 3, each after another axis, when a Reshape alone reads it (SegGPT's decoder folds its patches back: [1, 16, 8, 8, 8, 16] by [0, 5, 1, 3, 2, 4], then viewed as the map [1, 16, 128, 64]), and with it the Reshape that alone feeds it (the view into the patches).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 (2026-12-05, int8, opset 13; tests/forms_models.py
+    patch_interleave_pack; fresh8 hf_seggpt's /model/decoder/Reshape and Transpose): a MatMul's [1, 16, 8, 1024]
+    viewed as [1, 16, 8, 8, 8, 16] or [16, 8, 8, 8, 16], swapped, viewed back to 4-D, read by a Conv. CPU, the view
+    into it too: [0, 5, 1, 3, 2, 4], [0, 3, 1, 5, 2, 4], [0, 4, 1, 3, 2, 5], [0, 3, 1, 4, 2, 5] and [2, 0, 4, 1, 3],
+    [4, 0, 2, 1, 3] of the 5-D. NPU: 24 other permutations (docs/audit.md lists them), among them five-axis ones
+    that interleave other axes ([0, 2, 1, 4, 3, 5], [0, 1, 4, 2, 5, 3], [0, 4, 1, 5, 3, 2], ...) and [0, 5, 1, 4, 2, 3],
+    [0, 4, 1, 5, 2, 3], [3, 0, 4, 1, 2], whose last two axes merge (four axes). Read by something else (single models, [0, 5, 1, 3, 2, 4]): as the model output or by
+    an Add of itself, CPU; by a Relu, NPU (and [0, 2, 1, 4, 3, 5] then CPU): not modelled. MaxViT's grid reverse
+    [0, 3, 1, 4, 2, 5] is left to grid_reverse_and_its_channels_last_region. RK3566 (where the Transpose runs on the CPU
+    anyway) ran the view into it on the CPU for these and for [0, 2, 1, 4, 3, 5], [0, 1, 3, 2, 5, 4] too, and every view
+    back; not modelled. RK3566 builds of a 6-D model output crashed (signal 6).
+    """
+    for swap in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if _perm(swap) == GRID_REVERSE or not _interleaves_a_patch(swap) or swap.outputs[0].is_model_output:
+            continue
+        back = graph.only_consumer(swap.outputs[0].name)
+        if back is None or back.op_type != "Reshape":
+            continue
+        view = graph.producer(swap.inputs[0].name)
+        joined = [view, swap] if view is not None and view.op_type == "Reshape" and graph.only_consumer(view.outputs[0].name) is swap else [swap]
+        graph.fuse(joined, "Transpose", leader=swap, attributes={"perm": _perm(swap), PATCH_INTERLEAVE_ATTRIBUTE: 1},
+                   inputs=list(joined[0].inputs[:1]), outputs=list(swap.outputs))
+
+
 GRID_REVERSE = [0, 3, 1, 4, 2, 5]  # [N, H/g, W/g, g, g, C] -> [N, g, H/g, g, W/g, C]: MaxViT's grid reverse
 TO_CHANNELS_LAST, TO_CHANNELS_FIRST = [0, 2, 3, 1], [0, 3, 1, 2]
 GRID_LAYOUT_ATTRIBUTE = "rknn_grid_reverse_layout"

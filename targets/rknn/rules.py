@@ -2194,6 +2194,12 @@ def grid_reverse_layout_on_cpu(node: NodeView, chip: str):
     return Offence(role, "MaxViT's grid reverse and its channels-last map") if role is not None else None
 
 
+@RULES.rule("Transpose", chips=_passes.PATCH_INTERLEAVE_CHIPS)
+def patch_interleave_on_cpu(node: NodeView, chip: str):
+    """On RK3588 the toolkit runs on the CPU a Transpose that interleaves the first two of its five axes (after dropping axes of one and merging those it keeps together), as a patch fold [N, h, w, p, p, C] -> [N, C, h, p, w, p] viewed back as a map does, with the view into it (rknn-toolkit2 2.5.0, observed; the pass patch_interleave_transposes marks it)."""
+    return Offence(node.attr("perm"), "patches interleaved") if node.attr(_passes.PATCH_INTERLEAVE_ATTRIBUTE) else None
+
+
 @RULES.rule("Reshape", chips=("rk3588",))
 def unaligned_map_as_tokens_for_linears(node: NodeView, chip: str):
     """On RK3588 a feature map flattened into tokens read only by Linears, and viewed back as the map after them (SwiftFormer's efficient additive attention), runs its flattening (Reshape and Transpose, one layer named after the Reshape) and the Reshape back on the CPU when the map is not a strip and neither the channels nor the tokens are a multiple of 16 (rknn-toolkit2 2.5.0, observed; passes.unaligned_map_as_tokens_for_linears marks them)."""
