@@ -8089,7 +8089,7 @@ TOKENS_INTO_PADDED_CONV_PACK = (
 
 
 def _tokens_into_padded_conv_case(rng, spec) -> tuple[list, list, list, list]:
-    name, t, c, pad, kernel, stride = spec
+    name, t, c, pad, kernel, stride, *mode = spec
     p = f"tpc_{name}_"
     node = _prefixed(p)
     inits = [_const(p + "w_lin", _weights(rng, c, c)), _const(p + "gamma", np.full(c, 0.1, np.float32)),
@@ -8099,7 +8099,7 @@ def _tokens_into_padded_conv_case(rng, spec) -> tuple[list, list, list, list]:
     x, length = "swap", t
     if pad is not None:
         inits.append(_const(p + "pads", np.array([0, 0, pad[0], 0, 0, pad[1]], np.int64)))
-        nodes.append(node("Pad", ["swap", "pads"], "padded", mode="constant"))
+        nodes.append(node("Pad", ["swap", "pads"], "padded", mode=mode[0] if mode else "constant"))
         x, length = "padded", t + pad[0] + pad[1]
     nodes.append(node("Conv", [x, "w", "b"], "y", strides=[stride]))
     return nodes, inits, [_vi(p + "x", [1, t, c])], [_vi(p + "y", [1, c, (length - kernel) // stride + 1])]
@@ -8107,6 +8107,16 @@ def _tokens_into_padded_conv_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("tokens_into_padded_conv_pack", "fresh5: tokens swapped back into a padded Conv1d (Mimi's downsampling after its transformer)",
                   lambda: _packed(_tokens_into_padded_conv_case, TOKENS_INTO_PADDED_CONV_PACK, 309, opset=13), ("rk3566", "rk3588")))
+# h16-rk66t: Mimi pads its downsampling input by repeating the edge (mode "edge"), not with zeros. (as above, mode)
+TOKENS_INTO_EDGE_PAD_PACK = (
+    ("t7_c64_edge", 7, 64, (3, 0), 4, 2, "edge"), ("t16_c64_edge", 16, 64, (3, 0), 4, 2, "edge"), ("t9_c32_edge", 9, 32, (2, 0), 3, 1, "edge"),
+    ("t16_c64_reflect", 16, 64, (3, 0), 4, 2, "reflect"), ("t125_c64_edge", 125, 64, (2, 1), 4, 2, "edge"),
+    ("t125_c64_const", 125, 64, (2, 1), 4, 2, "constant"), ("t16_c64_edge21", 16, 64, (2, 1), 4, 2, "edge"),
+    ("t128_c64_edge", 128, 64, (2, 1), 4, 2, "edge"), ("t13_c64_edge", 13, 64, (3, 0), 4, 2, "edge"),
+    ("t21_c32_edge", 21, 32, (2, 1), 4, 2, "edge"), ("t125_c20_edge", 125, 20, (2, 1), 4, 2, "edge"), ("t29_c64_const", 29, 64, (2, 1), 4, 2, "constant"),
+)  # fmt: skip
+CASES.append(Case("tokens_into_edge_pad_pack", "fresh5: tokens swapped back into an edge-padded Conv1d (Mimi's downsampling after its transformer)",
+                  lambda: _packed(_tokens_into_padded_conv_case, TOKENS_INTO_EDGE_PAD_PACK, 1607, opset=13), ("rk3566", "rk3588")))
 
 
 # ---- fresh5 (transformers' PatchTSMixer): a mixer's swap, MLP over the swapped axis, swap back ----------

@@ -139,8 +139,9 @@ FRESH_LOOKED_AT = {
         # failure on i.MX 93, CAFormer's StarReLU on RKNN (docs/audit.md).
         "hf_gemma3_text/esp32s3", "hf_lfm2/esp32s3", "hf_moonshine/esp32s3", "hf_parakeet/imx93",
         "timm_caformer_s18/rk3588", "timm_caformer_s18/rk3566",
-        # h16-rk66t: Speech2Text's subsampler swap after its GLU on RK3566 probed (conv1d_glu_pack) and fixed; MiMi's
-        # /Transpose_1 and PatchTST/PatchTSMixer's Transposes read, not fixed (all four pairs listed above).
+        # h16-rk66t: Speech2Text's subsampler swap after its GLU (conv1d_glu_pack) and MiMi's /Transpose_1 into its
+        # padded Conv1d (tokens_into_edge_pad_pack) on RK3566 probed and fixed; PatchTST/PatchTSMixer's Transposes
+        # probed (patch_swap_pack), not fixed (all four pairs listed above).
     ),
     # h9-fresh6: chosen on 2026-12-05, built and collected by h9-fresh6, scored blind at 918adf5 (blind.json).
     "fresh6": (

@@ -3716,6 +3716,32 @@ def conv1d_result_swapped_into_tokens(graph, chip):
             graph.eliminate(node)
 
 
+PADDED_SWAP_ALIGN = 8  # the padded tokens' length and channels for their Transpose layer on RK3566's NPU
+
+
+@RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED, ALIGN=PADDED_SWAP_ALIGN)
+def tokens_swapped_past_a_pad(graph, chip):
+    """{OBSERVED} moves the swap [0, 2, 1] of tokens [N, T, C] read only by a Pad of their time axis that a 1-D convolution alone reads (Mimi's downsampling after its transformer; the Pad becomes a Conv layer) after that Pad, as a Transpose layer of the padded tokens; on RK3566/RK3568 that layer runs on the NPU when the padded length and the channels are both multiples of {ALIGN}, else on the CPU.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 (2026-12-05, int8, opset 13; tests/forms_models.py
+    tokens_into_edge_pad_pack and h9-views' tokens_into_padded_conv_pack; found on fresh5's hf_mimi/rk3566): edge,
+    reflect and constant Pads, kernel 3 or 4: padded to 16, 24, 32 or 128 steps of 32 or 64 channels: "Transpose INT8
+    on NPU"; padded to 10, 11, 19 or 131 steps, or 128 steps of 20 channels: on the CPU. The same tokens swapped
+    straight into the Conv1d have no such layer (tokens_into_padded_conv_pack's unpadded case: NPU).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        tokens = _static_shape(node.inputs[0]) if node.inputs else None
+        pad = graph.only_consumer(node.outputs[0].name) if node.outputs and _perm(node) == TOKEN_SWAP and tokens and len(tokens) == 3 else None
+        if pad is None or pad.op_type != "Pad" or not _own_node(graph, node):
+            continue
+        padded = _static_shape(pad.outputs[0])
+        conv = graph.only_consumer(pad.outputs[0].name)
+        if padded is None or padded[:2] != (tokens[0], tokens[2]) or conv is None or conv.op_type != "Conv":
+            continue
+        if padded[1] % PADDED_SWAP_ALIGN == 0 and padded[2] % PADDED_SWAP_ALIGN == 0:
+            graph.fuse([node], "Reshape", attributes={})  # a Transpose layer the NPU runs, placed as a layout change
+
+
 # The token swap written in 4-D around a unit axis: tokens [N, T, C] unsqueezed to [N, 1, T, C] and swapped to a
 # map [N, C, T, 1] for a convolution over time, and that map swapped back (FunASR's FSMN memory block).
 UNIT_AXIS_TOKEN_SWAP = [0, 3, 2, 1]
