@@ -10791,3 +10791,43 @@ def _patch_interleave_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("patch_interleave_pack", "fresh8: a 6-D or 5-D Transpose between two views, interleaving its first two axes or not (SegGPT's patch fold)",
                   lambda: _packed(_patch_interleave_case, PATCH_INTERLEAVE_PACK, 443, opset=13), ("rk3588",)))
+
+
+
+# ---- fresh8 (DNSMOS) on RK3566: a computed row split into frames ----------------------------------------------
+
+# DNSMOS crops its waveform [1, 144160] to [1, 144000] (a Slice) and views it as 900 frames of 160 samples. A row
+# [1, N] (the model input), made by (name, what makes the row), viewed by a Reshape to frames (the shape), read by
+# a MatMul [H, 8] or an Add of itself.
+ROW_SPLIT_PACK = (
+    ("slice", "slice", (1, 90, 160), "matmul"), ("slice_of_relu", "slice_of_relu", (1, 90, 160), "matmul"),
+    ("relu_of_slice", "relu_of_slice", (1, 90, 160), "matmul"), ("scaled", "mul", (1, 90, 160), "matmul"),
+    ("slice_add", "slice", (1, 90, 160), "add"), ("square", "relu", (1, 16, 16), "matmul"), ("small", "relu", (1, 4, 32), "matmul"),
+    ("leading_unit", "relu", (1, 1, 14400), "matmul"), ("input", "input", (1, 90, 160), "matmul"),
+)
+
+
+def _row_split_case(rng, spec) -> tuple[list, list, list, list]:
+    name, maker, shape, reader = spec
+    p = f"rsp_{name}_"
+    node = _prefixed(p)
+    length = int(np.prod(shape))
+    width = length + 16 if "slice" in maker else length
+    inits = [_const(p + "start", np.array([0], np.int64)), _const(p + "end", np.array([length], np.int64)), _const(p + "axes", np.array([1], np.int64)),
+             _const(p + "frames", np.array(shape, np.int64)), _const(p + "k", np.array(2.0, np.float32)), _const(p + "w", _weights(rng, shape[2], 8))]
+    made = {"slice": [node("Slice", ["x", "start", "end", "axes"], "row")],
+            "slice_of_relu": [node("Relu", ["x"], "pos"), node("Slice", ["pos", "start", "end", "axes"], "row")],
+            "relu_of_slice": [node("Slice", ["x", "start", "end", "axes"], "cut"), node("Relu", ["cut"], "row")],
+            "mul": [node("Mul", ["x", "k"], "row")], "relu": [node("Relu", ["x"], "row")], "input": []}[maker]
+    nodes = made + [node("Reshape", ["row" if made else "x", "frames"], "framed")]
+    if reader == "matmul":
+        nodes.append(node("MatMul", ["framed", "w"], "y"))
+        out = [shape[0], shape[1], 8]
+    else:
+        nodes.append(node("Add", ["framed", "framed"], "y"))
+        out = list(shape)
+    return nodes, inits, [_vi(p + "x", [1, width])], [_vi(p + "y", out)]
+
+
+CASES.append(Case("row_split_pack", "fresh8: a computed row [1, L] viewed as frames [1, F, H] (DNSMOS's framing of its cropped waveform)",
+                  lambda: _packed(_row_split_case, ROW_SPLIT_PACK, 447, opset=13), ("rk3588", "rk3566")))

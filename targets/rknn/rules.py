@@ -2329,6 +2329,29 @@ def lone_view_of_a_4d_boundary(node: NodeView, chip: str):
     return Offence([x.rank, out.rank], "a lone view of a 4-D side")
 
 
+# OBSERVED (RK3566; row_split_pack): a computed row [1, L] split by a Reshape into frames [1, F, H] (F, H > 1).
+ROW_SPLIT_CHIPS = ("rk3566", "rk3568")
+
+
+@RULES.rule("Reshape", chips=ROW_SPLIT_CHIPS)
+def computed_row_split_into_frames(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU a Reshape that splits a computed row [1, L] into frames [1, F, H] (F and H above one: DNSMOS frames its cropped waveform [1, 144000] into [1, 900, 160]); a view of the model input itself, or one that only adds a leading axis of one ([1, 1, L]), stays on the NPU, and RK3588 runs them all there (rknn-toolkit2 2.5.0, observed).
+
+    Measured on tests/forms_models.py row_split_pack (RK3566 and RK3588, 2026-12-05): the row a Slice
+    of the input, a Slice of a Relu of it, a Relu of a Slice, a Mul of the input by a scalar; [1, 14400] into
+    [1, 90, 160], [1, 256] into [1, 16, 16], [1, 128] into [1, 4, 32]; read by a MatMul or an Add. RK3568 is taken
+    to behave as RK3566 (not measured).
+    """
+    x, out = node.input(0), node.output(0)
+    if x is None or out is None or x.rank != 2 or out.rank != 3 or x.is_graph_input or _known(x):
+        return None
+    shape_in, shape_out = list(x.shape), list(out.shape)
+    if not all(isinstance(d, int) for d in shape_in + shape_out) or shape_in[0] != 1 or shape_out[0] != 1:
+        return None
+    frames, width = shape_out[1], shape_out[2]
+    return Offence([frames, width], "a computed row split into frames") if frames > 1 and width > 1 and frames * width == shape_in[1] else None
+
+
 # OBSERVED (RK3566, grouped_linear_pack): what a grouped Linear's view reads that puts it on the CPU: an elementwise
 # result (a Linear's MatMul, a model input or a Transpose's result keep it on the NPU).
 GROUPED_VIEW_CPU_SOURCES = frozenset({"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Clip", "HardSwish", "LeakyRelu", "Gelu", "Erf"})
