@@ -180,6 +180,8 @@ FRESH_LOOKED_AT = {
         # h13-eiq (issue 27): looked at for the decomposed LayerNorm, FRN and Max/Equal mechanisms.
         "hf_wav2vec2_bert/imx93", "timm_resnetv2_50d_frn/imx93", "hf_pix2struct_vision/imx93",
         "hf_pix2struct_vision/esp32s3", "timm_resnetv2_50d_frn/esp32s3",
+        # h16-eiq looked again at both esp32s3 Max pairs (ESP-DL 3.3.9 registers no Max module; measured, not changed)
+        # and at hf_wav2vec2_bert/imx93's second-layer ffn1 norm (docs/audit.md).
         # h13-rkA: Perceiver's decoder picks its one query (a Gather along an axis of one; measured, not fixed: docs/audit.md).
         "hf_perceiver/rk3588", "hf_perceiver/rk3566",
         # h14-rk66r: CLIPSeg's decoder Squeeze of a ConvTranspose's map as the output (both chips' verdicts read to choose
