@@ -10280,6 +10280,7 @@ def _fsmn_source(node, source: str) -> tuple[list, str]:
              "linear_relu_linear": [("MatMul", ["x", "w_pre"], "pre"), ("Add", ["pre", "b_pre"], "preb"), ("Relu", ["preb"], "prer"), ("MatMul", ["prer", "w_in"], "tok")],
              "relu_input": [("Relu", ["x"], "tok")], "norm_linear": [("LayerNormalization", ["x", "g", "b_pre"], "xn", {"epsilon": 1e-5}), ("MatMul", ["xn", "w_in"], "tok")],
              "sum_linear": [("Add", ["x", "x2"], "xs"), ("MatMul", ["xs", "w_in"], "tok")],
+             "linear_norm_linear": [("MatMul", ["x", "w_pre"], "pre"), ("LayerNormalization", ["pre", "g", "b_pre"], "xn", {"epsilon": 1e-5}), ("MatMul", ["xn", "w_in"], "tok")],
              "linear_sigmoid_linear": [("MatMul", ["x", "w_pre"], "pre"), ("Sigmoid", ["pre"], "pres"), ("MatMul", ["pres", "w_in"], "tok")], "sigmoid": [("MatMul", ["x", "w_in"], "mm"), ("Sigmoid", ["mm"], "tok")]}[source]
     return [node(op, ins, out, **(attrs[0] if attrs else {})) for op, ins, out, *attrs in chain], "x" if source == "input" else "tok"
 
@@ -10831,3 +10832,168 @@ def _row_split_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("row_split_pack", "fresh8: a computed row [1, L] viewed as frames [1, F, H] (DNSMOS's framing of its cropped waveform)",
                   lambda: _packed(_row_split_case, ROW_SPLIT_PACK, 447, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- a LayerNorm of a model input, and its epsilon left at the default (h17-lnorm) ---------------------------------
+# (name, source, shape, form, scale): `source` makes what the norm reads from the model input x of `shape` (input: x
+# itself; relu; matmul: a Linear C -> C; bias: x + a constant; sum: x + a second model input); `form` op
+# (LayerNormalization, epsilon 1e-5) or dec (written out: ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add);
+# `scale` ones or random. A Linear reads the norm. LAYERNORM_EPSILON_CASES: one model each (a failed build fails all).
+LAYERNORM_SOURCE_PACK = (
+    ("in3", "input", (1, 100, 64), "op", "ones"), ("in3_dec", "input", (1, 100, 64), "dec", "ones"),
+    ("in3_rand", "input", (1, 100, 64), "op", "random"), ("relu3", "relu", (1, 100, 64), "op", "ones"),
+    ("mm3", "matmul", (1, 100, 64), "op", "ones"), ("mm3_dec", "matmul", (1, 100, 64), "dec", "ones"),
+    ("bias3", "bias", (1, 100, 64), "op", "ones"), ("sum3", "sum", (1, 100, 64), "op", "ones"),
+    ("in4", "input", (1, 10, 10, 64), "op", "ones"), ("in4_dec", "input", (1, 10, 10, 64), "dec", "ones"),
+    ("mm4", "matmul", (1, 10, 10, 64), "op", "ones"), ("in2", "input", (100, 64), "op", "ones"),
+    ("in3_c32", "input", (1, 100, 32), "op", "ones"), ("in3_c256", "input", (1, 49, 256), "op", "ones"),
+    ("in3_c100", "input", (1, 16, 100), "op", "ones"), ("in3_t7", "input", (1, 7, 64), "op", "ones"),
+)
+
+
+def _layernorm_source_case(rng, spec, epsilon: float | None = 1e-5) -> tuple[list, list, list, list]:
+    name, source, shape, form, scale = spec
+    p = f"lns_{name}_"
+    node = _prefixed(p)
+    c = shape[-1]
+    inits = [_const(p + "w_pre", _weights(rng, c, c)), _const(p + "b_pre", _weights(rng, c)), _const(p + "w", _weights(rng, c, 64))]
+    inputs = [_vi(p + "x", list(shape))] + ([_vi(p + "x2", list(shape))] if source == "sum" else [])
+    nodes = {"input": [], "relu": [node("Relu", ["x"], "src")], "matmul": [node("MatMul", ["x", "w_pre"], "src")],
+             "bias": [node("Add", ["x", "b_pre"], "src")], "sum": [node("Add", ["x", "x2"], "src")]}[source]
+    src = "x" if source == "input" else "src"
+    gamma = np.ones(c, np.float32) if scale == "ones" else (1 + _weights(rng, c)).astype(np.float32)
+    if form == "op":
+        inits += [_const(p + "g", gamma), _const(p + "b", _weights(rng, c))]
+        nodes.append(node("LayerNormalization", [src, "g", "b"], "ln", axis=-1, **({} if epsilon is None else {"epsilon": epsilon})))
+    else:
+        nodes += _layer_norm(node, p, src, c, inits)
+    nodes.append(node("MatMul", ["ln", "w"], "y"))
+    return nodes, inits, inputs, [_vi(p + "y", list(shape[:-1]) + [64])]
+
+
+CASES.append(Case("layernorm_source_pack", "fresh8 FSMN probe: a LayerNorm of a model input or of a node computed from it, rank 2-4, widths, op or written out",
+                  lambda: _packed(_layernorm_source_case, LAYERNORM_SOURCE_PACK, 1701, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+# (name, source, shape, epsilon): epsilon None leaves the attribute out (ONNX default 1e-5).
+LAYERNORM_EPSILON_CASES = (
+    ("absent_in3", "input", (1, 100, 64), None), ("absent_mm3", "matmul", (1, 100, 64), None), ("absent_in4", "input", (1, 10, 10, 64), None),
+    ("absent_rand", "input", (1, 100, 64), None, "random"), ("given_1e12", "input", (1, 100, 64), 1e-12), ("given_1e3", "matmul", (1, 100, 64), 1e-3),
+)
+
+
+def layernorm_epsilon_model(spec) -> onnx.ModelProto:
+    """One LayerNormalization (opset 17) with its epsilon attribute absent or set, as LAYERNORM_EPSILON_CASES has it."""
+    name, source, shape, epsilon, *scale = spec
+    entry = (name, source, shape, "op", scale[0] if scale else "ones")
+    return _packed(lambda rng, s: _layernorm_source_case(rng, s, epsilon), (entry,), 1702, used_only=True, opset=17)
+
+
+CASES += [Case(f"layernorm_epsilon_{spec[0]}", "h17: a LayerNormalization's epsilon attribute absent (default) or set",
+               lambda s=spec: layernorm_epsilon_model(s), ("rk3566", "rk3588")) for spec in LAYERNORM_EPSILON_CASES]
+
+# FSMN's memory block after a LayerNorm (h16-rk66t's FSMN_MEMORY_MEASURED "ln": the norm on the CPU of both chips).
+# Measured, not held (LAYERNORM_SWAP_MEASURED): "ln_pad", whose 4-D swap (the norm on the CPU) is a Transpose layer on
+# RK3566's NPU where the audit has it on the CPU (fsmn_memory_pack's input rule).
+LAYERNORM_SWAP_MEASURED = (("ln_pad", 100, 128, "norm_linear", "pad", False, "linear", "4d"),)
+LAYERNORM_SWAP_PACK = (("ln", 100, 128, "norm_linear", "cache", True, "linear", "4d"),
+                       ("ln_d3", 100, 128, "norm_linear", "cache", True, "linear", "3d"), ("lnl", 100, 128, "linear_norm_linear", "cache", True, "linear", "4d"),
+                       ("lnl_d3", 100, 128, "linear_norm_linear", "cache", True, "linear", "3d"))
+CASES.append(Case("layernorm_swap_pack", "fresh8 FSMN probe: a LayerNorm (epsilon set) of the model input or of a Linear, a Linear, the FSMN memory block",
+                  lambda: _packed(_fsmn_memory_case, LAYERNORM_SWAP_PACK, 1703, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+# What between a LayerNorm (epsilon set) of tokens [1, 100, 64] and the swap [0, 2, 1] into a depthwise Conv1d puts the
+# norm on the CPU: (name, between, reader) with `between` the nodes from the norm to the swap (linear: a Linear 64 ->
+# 128; linear_relu; linear2: two Linears; none) and `reader` what reads the swap (conv1d, or output: the model output).
+LAYERNORM_INTO_SWAP_PACK = (("lin_conv", "linear", "conv1d"), ("lin_out", "linear", "output"), ("relu_conv", "linear_relu", "conv1d"),
+                            ("lin2_conv", "linear2", "conv1d"), ("none_conv", "none", "conv1d"), ("none_out", "none", "output"))
+
+
+def _layernorm_into_swap_case(rng, spec) -> tuple[list, list, list, list]:
+    name, between, reader = spec
+    p = f"lnsw_{name}_"
+    node = _prefixed(p)
+    c = 64 if between == "none" else 128
+    inits = [_const(p + "g", (1 + _weights(rng, 64)).astype(np.float32)), _const(p + "b", _weights(rng, 64)), _const(p + "w1", _weights(rng, 64, 128)),
+             _const(p + "w2", _weights(rng, 128, 128)), _const(p + "wc", _weights(rng, c, 1, 3))]
+    nodes = [node("LayerNormalization", ["x", "g", "b"], "ln", axis=-1, epsilon=1e-5)]
+    nodes += {"none": [], "linear": [node("MatMul", ["ln", "w1"], "tok")], "linear_relu": [node("MatMul", ["ln", "w1"], "mm"), node("Relu", ["mm"], "tok")],
+              "linear2": [node("MatMul", ["ln", "w1"], "mm"), node("MatMul", ["mm", "w2"], "tok")]}[between]
+    nodes.append(node("Transpose", ["ln" if between == "none" else "tok"], "swap", perm=[0, 2, 1]))
+    if reader == "conv1d":
+        nodes.append(node("Conv", ["swap", "wc"], "y", group=c, kernel_shape=[3], pads=[1, 1]))
+        return nodes, inits, [_vi(p + "x", [1, 100, 64])], [_vi(p + "y", [1, c, 100])]
+    return nodes, inits, [_vi(p + "x", [1, 100, 64])], [_vi(p + "swap", [1, c, 100])]
+
+
+CASES.append(Case("layernorm_into_swap_pack", "h17: a LayerNorm of tokens, then a Linear (or not) and the swap into a depthwise Conv1d or the output",
+                  lambda: _packed(_layernorm_into_swap_case, LAYERNORM_INTO_SWAP_PACK, 1704, used_only=True, opset=17), ("rk3566", "rk3588")))
+LAYERNORM_SWAP_PACK_2 = (("d3_out", 100, 128, "norm_linear", "cache", True, "output", "3d"), ("d3_nores", 100, 128, "norm_linear", "cache", False, "linear", "3d"),
+                         ("d3_pad", 100, 128, "norm_linear", "pad", False, "linear", "3d"), ("d3_pad_out", 100, 128, "norm_linear", "pad", False, "output", "3d"),
+                         ("d3_c64", 100, 64, "norm_linear", "cache", True, "linear", "3d"), ("d3_t16", 16, 128, "norm_linear", "cache", True, "linear", "3d"))
+CASES.append(Case("layernorm_swap_pack_2", "fresh8 FSMN probe: what of FSMN's memory block after a LayerNorm's Linear puts the norm on the CPU",
+                  lambda: _packed(_fsmn_memory_case, LAYERNORM_SWAP_PACK_2, 1705, used_only=True, opset=17), ("rk3566", "rk3588")))
+# (name, kernel, pads, gamma): LayerNorm (epsilon set), Linear 64 -> 128, swap [0, 2, 1], depthwise Conv1d of `kernel`
+# and `pads` (FSMN's: 20, causal [19, 0]), the model output; gamma ones or random.
+LAYERNORM_INTO_SWAP_PACK_2 = (("k20_causal", 20, (19, 0), "random"), ("k20_same", 20, (10, 9), "random"), ("k3_causal", 3, (2, 0), "random"),
+                              ("k3_ones", 3, (1, 1), "ones"), ("k20_causal_ones", 20, (19, 0), "ones"), ("k9_same", 9, (4, 4), "random"))
+
+
+def _layernorm_into_conv_case(rng, spec) -> tuple[list, list, list, list]:
+    name, k, pads, gamma, *more = spec
+    between, back, form = more or ("linear", False, "op")
+    p = f"lnk_{name}_"
+    node = _prefixed(p)
+    c = 128 if between == "linear" else 64
+    inits = [_const(p + "g", np.ones(64, np.float32) if gamma == "ones" else (1 + _weights(rng, 64)).astype(np.float32)), _const(p + "b", _weights(rng, 64)),
+             _const(p + "w1", _weights(rng, 64, 128)), _const(p + "wc", _weights(rng, c, 1, k))]
+    if form == "op":
+        nodes = [node("LayerNormalization", ["x", "g", "b"], "ln", axis=-1, epsilon=1e-5)]
+    else:
+        nodes = _layer_norm(node, p, "x", 64, inits)
+    nodes += [node("MatMul", ["ln", "w1"], "tok")] if between == "linear" else []
+    nodes += [node("Transpose", ["tok" if between == "linear" else "ln"], "swap", perm=[0, 2, 1]), node("Conv", ["swap", "wc"], "y", group=c, kernel_shape=[k], pads=list(pads))]
+    length = 100 + sum(pads) - k + 1
+    if back:
+        nodes.append(node("Transpose", ["y"], "back", perm=[0, 2, 1]))
+        return nodes, inits, [_vi(p + "x", [1, 100, 64])], [_vi(p + "back", [1, length, c])]
+    return nodes, inits, [_vi(p + "x", [1, 100, 64])], [_vi(p + "y", [1, c, length])]
+
+
+CASES.append(Case("layernorm_into_conv_pack", "h17: a LayerNorm of tokens, a Linear, the swap into a depthwise Conv1d of FSMN's kernel 20 or not",
+                  lambda: _packed(_layernorm_into_conv_case, LAYERNORM_INTO_SWAP_PACK_2, 1706, used_only=True, opset=17), ("rk3566", "rk3588")))
+# (name, kernel, pads, gamma, between, back, form): the same with the Conv's map swapped back to tokens (FSMN's).
+LAYERNORM_CONV_BACK_PACK = (("back_lin", 20, (19, 0), "ones", "linear", True, "op"), ("back_lin_k3", 3, (1, 1), "random", "linear", True, "op"),
+                            ("back_none", 3, (1, 1), "random", "none", True, "op"), ("back_lin_dec", 3, (1, 1), "ones", "linear", True, "dec"),
+                            ("back_none_dec", 3, (1, 1), "ones", "none", True, "dec"))
+CASES.append(Case("layernorm_conv_back_pack", "h17: a LayerNorm of tokens, a Linear or not, swapped into a depthwise Conv1d and back",
+                  lambda: _packed(_layernorm_into_conv_case, LAYERNORM_CONV_BACK_PACK, 1707, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+# (name, shape, attributes): a LayerNormalization of the model input with its axis and epsilon attributes written or
+# left at their defaults (axis -1, epsilon 1e-5), a Linear reading it. FSMN's probes wrote epsilon and left axis out.
+LAYERNORM_ATTRIBUTE_PACK = (("axis_absent", (1, 100, 64), {"epsilon": 1e-5}), ("axis_m1", (1, 100, 64), {"axis": -1, "epsilon": 1e-5}),
+                            ("axis_2", (1, 100, 64), {"axis": 2, "epsilon": 1e-5}), ("axis_absent_4d", (1, 10, 10, 64), {"epsilon": 1e-5}),
+                            ("axis_3_4d", (1, 10, 10, 64), {"axis": 3, "epsilon": 1e-5}), ("both_absent", (1, 100, 64), {}))
+
+
+def _layernorm_attribute_case(rng, spec) -> tuple[list, list, list, list]:
+    name, shape, attributes = spec
+    p = f"lna_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "g", np.ones(64, np.float32)), _const(p + "b", _weights(rng, 64)), _const(p + "w", _weights(rng, 64, 64))]
+    nodes = [node("LayerNormalization", ["x", "g", "b"], "ln", **attributes), node("MatMul", ["ln", "w"], "y")]
+    return nodes, inits, [_vi(p + "x", list(shape))], [_vi(p + "y", list(shape))]
+
+
+CASES.append(Case("layernorm_attribute_pack", "h17: a LayerNormalization's axis and epsilon attributes written or left at their defaults",
+                  lambda: _packed(_layernorm_attribute_case, LAYERNORM_ATTRIBUTE_PACK, 1708, used_only=True, opset=17), ("rk3566", "rk3588")))
+# Sub-packs: does one LayerNormalization with an attribute left out move the others of the model?
+LAYERNORM_ATTRIBUTE_MIXES = {"written": ("axis_m1", "axis_2", "axis_3_4d"), "axis_mix": ("axis_m1", "axis_absent"), "eps_mix": ("axis_m1", "eps_absent")}
+
+
+def layernorm_attribute_mix(mix: str) -> onnx.ModelProto:
+    entries = {e[0]: e for e in LAYERNORM_ATTRIBUTE_PACK + (("eps_absent", (1, 100, 64), {"axis": -1}),)}
+    return _packed(_layernorm_attribute_case, tuple(entries[n] for n in LAYERNORM_ATTRIBUTE_MIXES[mix]), 1709, used_only=True, opset=17)
+
+
+CASES += [Case(f"layernorm_attribute_{mix}", "h17: LayerNormalizations with their attributes written, or one with axis or epsilon left out",
+               lambda m=mix: layernorm_attribute_mix(m), ("rk3566", "rk3588")) for mix in LAYERNORM_ATTRIBUTE_MIXES]

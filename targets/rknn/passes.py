@@ -244,6 +244,31 @@ def _match_layernorm(graph, mean):
     return members, (DEFAULT_EPSILON if eps is None else eps)
 
 
+# Given by the pass below to every LayerNormalization of a model in which one leaves axis or epsilon unwritten: that
+# node's name (rules.layernorm_attribute_left_out places them all on the CPU).
+LAYERNORM_DEFAULTED_ATTRIBUTE = "rknn_layernorm_defaulted_in_model"
+
+
+@RULES.graph_pass("LayerNormalization", OBSERVED=TOOLKIT_OBSERVED)
+def layernorms_of_a_model_with_one_defaulted(graph, chip):
+    """{OBSERVED} runs every LayerNormalization of a model on the CPU when one of them leaves its axis or its epsilon attribute out (the ONNX defaults -1 and 1e-5), those that write both included; with both written on all, each is an exNorm layer on the NPU. The pass marks them with the first such node for the rule layernorm_attribute_left_out. It runs before the written-out norms are fused (their fused nodes write both; not measured in such a model).
+
+    Measured with rknn-toolkit2 2.5.0 (2026-12-05, int8, opset 17, RK3566 and RK3588;
+    tests/forms_models.py layernorm_attribute_*, layernorm_epsilon_*, layernorm_swap_pack*): a norm
+    of a model input [1, 100, 64] with axis -1 and epsilon 1e-5 written, read by a Linear, is on
+    the NPU alone or beside norms that write both (axis 2, axis 3 of [1, 10, 10, 64]), and on the
+    CPU beside one without axis or one without epsilon; FunASR's FSMN probes (axis left out, epsilon
+    written) had every norm on the CPU, whatever followed it.
+    """
+    norms = [n for n in graph.nodes if n.op_type == "LayerNormalization"]
+    defaulted = next((n for n in norms if not (n.has_attr("axis") and n.has_attr("epsilon"))), None)
+    if defaulted is None:
+        return
+    for norm in norms:
+        attributes = {a.name: helper_value(a) for a in norm.proto.attribute}
+        graph.fuse([norm], "LayerNormalization", attributes={**attributes, LAYERNORM_DEFAULTED_ATTRIBUTE: defaulted.name})
+
+
 @RULES.graph_pass("ReduceMean", OBSERVED=TOOLKIT_OBSERVED)
 def fuse_decomposed_layernorm(graph, chip):
     """{OBSERVED} fuses a layer norm written out over the last axis (ReduceMean, Sub, Pow or Mul, ReduceMean, Add, Sqrt, Div, then a constant Mul and Add) into one exNorm layer, as for LayerNormalization (its pass replace_torch_layernorm): on the NPU, and on the CPU on RV1106, whose NPU has no exNorm.
