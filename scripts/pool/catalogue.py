@@ -663,6 +663,13 @@ FRESH9_WHY = {
 }
 
 
+# Collected 2026-12-05 (rknn-toolkit2 2.5.0, esp-ppq 1.3.12, onnx2tf 1.29.24 + Vela 5.2.0): 63 of 64 pairs.
+# pkg_wav2letter on esp32s3 has no verdict: esp-ppq never finished (timed out at 600 s and again at 900 s,
+# its log silent after 'Skip 45 because it's not exportable'; collect.py records no timeout). pkg_linknet_resnet18
+# on esp32s3 timed out at 600 s ('Network Quantization Finished' within seconds, then the export) and converts
+# at 900 s (637 s). pypi_basic_pitch on rk3588 and rk3566: the plain build's refusal is the verdict; the build
+# with the toolkit's advised disable_rules ran past 600 s (recorded as the workaround's timeout).
+
 def fresh9_entries() -> list[Entry]:
     """The ninth fresh set: transformers at the pool's opset hash from 14, package code at the pool's
     opset hash from 13, the package's file as shipped."""
