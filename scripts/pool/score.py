@@ -218,7 +218,7 @@ FRESH_LOOKED_AT = {
         # DNSMOS's scaled log power made an image (RK3588) fixed; DNSMOS's RK3566 front and SegGPT (both chips) read,
         # not fixed (all listed above).
     ),
-    # h16-fresh9: chosen on 2026-12-05, built and collected by h16-fresh9, not yet scored; nothing looked at.
+    # h16-fresh9: chosen on 2026-12-05, built and collected by h16-fresh9, scored blind at cca5aa1; nothing looked at.
     "fresh9": (),
 }
 
