@@ -489,15 +489,19 @@ def whole_slice_removed(graph, chip):
     Not measured: a whole Slice of a tensor other nodes read too, or of a model input.
     """
     for node in [n for n in graph.nodes if n.op_type == "Slice"]:
-        if not _keeps_its_whole_input(node) or node.outputs[0].is_model_output:
-            continue
-        x = node.inputs[0]
-        producer = graph.producer(x.name)
-        # A Shape of the input is computed when the model is compiled (EnCodec reads the padded
-        # length so): the Slice is still the input's only reader at run time.
-        readers = [r for r in graph.consumers(x.name) if r.op_type != "Shape"]
-        if producer is not None and len(producer.outputs) == 1 and not x.is_model_output and readers == [node]:
-            graph.fuse([producer, node], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(node.outputs))
+        if _keeps_its_whole_input(node) and not node.outputs[0].is_model_output:
+            _named_with_the_node_it_reads(graph, node)
+
+
+def _named_with_the_node_it_reads(graph, node) -> None:
+    """Fuse a node the toolkit removes into the node it reads, where it is that node's only reader at run time."""
+    x = node.inputs[0]
+    producer = graph.producer(x.name)
+    # A Shape of the input is computed when the model is compiled (EnCodec reads the padded length
+    # so, ZoeDepth the size of the features): the node is still the input's only reader at run time.
+    readers = [r for r in graph.consumers(x.name) if r.op_type != "Shape"]
+    if producer is not None and len(producer.outputs) == 1 and not x.is_model_output and readers == [node]:
+        graph.fuse([producer, node], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(node.outputs))
 
 
 def _resizes_to_its_own_size(node) -> bool:
@@ -520,14 +524,8 @@ def resize_to_its_own_size_removed(graph, chip):
     tensor that other nodes read too, or of a model input.
     """
     for node in [n for n in graph.nodes if n.op_type == "Resize"]:
-        if not _resizes_to_its_own_size(node) or node.outputs[0].is_model_output:
-            continue
-        x = node.inputs[0]
-        producer = graph.producer(x.name)
-        # the Shape that reads the resized tensor's size (ZoeDepth's size of the features) is computed at conversion
-        readers = [r for r in graph.consumers(x.name) if r.op_type != "Shape"]
-        if producer is not None and len(producer.outputs) == 1 and not x.is_model_output and readers == [node]:
-            graph.fuse([producer, node], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(node.outputs))
+        if _resizes_to_its_own_size(node) and not node.outputs[0].is_model_output:
+            _named_with_the_node_it_reads(graph, node)
 
 
 # The constant second operand that makes each of these an identity (the toolkit's remove_invalid_sub,
