@@ -2557,15 +2557,25 @@ def _rotation_after(graph, norm) -> list | None:
     rotated (x * cos + rotate(x) * sin, by halves or interleaved) on their way to a product; else None."""
     if not _multiplied_by_a_table(graph, norm):
         return None
-    frontier, products, keys = [norm], 0, []
-    for _ in range(ROTARY_HOPS):
+    return _keys_after_a_rotation(graph, norm, ROTARY_OPS, ROTARY_HOPS)
+
+
+def _keys_after_a_rotation(graph, start, links, hops) -> list | None:
+    """The key's swaps [0, 1, 3, 2] into the scores (none for a query) when every path from `start` runs
+    through `links` (a rotation's operators; a Transpose only as the key's swap) to a product within
+    `hops` readers; else None. A reader reached twice is walked once."""
+    frontier, seen, products, keys = [start], {start.name}, 0, []
+    for _ in range(hops):
         nxt = []
         for reader in (c for n in frontier for o in n.outputs if o.name for c in graph.consumers(o.name)):
+            if reader.name in seen:
+                continue
+            seen.add(reader.name)
             if _product_of_computed(reader):
                 products += 1
             elif reader.op_type == "Transpose" and _perm(reader) == [0, 1, 3, 2] and _key_scales(graph, reader) is not None:
                 keys.append(reader)
-            elif reader.op_type in ROTARY_OPS and reader.op_type != "Transpose":
+            elif reader.op_type in links and reader.op_type != "Transpose":
                 nxt.append(reader)
             elif reader.op_type != "Shape":
                 return None
@@ -2606,25 +2616,7 @@ PAIR_ROTATION_HOPS = 16  # V-JEPA 2: a Slice of the head, the pair views and the
 def _keys_after_a_pair_rotation(graph, swap) -> list | None:
     """The key's swaps [0, 1, 3, 2] into the scores (none for a query) when every path from the heads'
     `swap` runs through a rotation's operators (pair views included) to a product; else None."""
-    frontier, seen, products, keys = [swap], {swap.name}, 0, []
-    for _ in range(PAIR_ROTATION_HOPS):
-        nxt = []
-        for reader in (c for n in frontier for o in n.outputs if o.name for c in graph.consumers(o.name)):
-            if reader.name in seen:
-                continue
-            seen.add(reader.name)
-            if _product_of_computed(reader):
-                products += 1
-            elif reader.op_type == "Transpose" and _perm(reader) == [0, 1, 3, 2] and _key_scales(graph, reader) is not None:
-                keys.append(reader)
-            elif (reader.op_type in ROTARY_OPS or reader.op_type in PAIR_ROTATION_LINKS) and reader.op_type != "Transpose":
-                nxt.append(reader)
-            elif reader.op_type != "Shape":
-                return None
-        if not nxt:
-            return keys if products or keys else None
-        frontier = nxt
-    return None
+    return _keys_after_a_rotation(graph, swap, ROTARY_OPS | PAIR_ROTATION_LINKS, PAIR_ROTATION_HOPS)
 
 
 @RULES.graph_pass("Split", chips=tuple(TRANSPOSE_LAYER_ALIGN), OBSERVED=TOOLKIT_OBSERVED, chip_key=TRANSPOSE_LAYER_ALIGN.get)
