@@ -680,9 +680,91 @@ def fresh9_entries() -> list[Entry]:
     return out
 
 
+# The tenth fresh set, "fresh10" (issue 27): chosen on 2026-12-05 by h18-fresh10 before any was built or
+# converted (a forward pass of each class at its input was tried, nothing exported), never audited by its
+# chooser. Selection rule (fresh6's to fresh9's): a public family (architecture, not just a size, version or
+# task head of one) in none of the pool's or fresh..fresh9's lists (catalogue.py grepped for each), buildable
+# offline from code or from a file a PyPI package ships, small (transformers at 2 layers of width 64, other
+# code at its published smallest or a narrow config, small static inputs), what a user brings to an edge
+# chip, across domains. As fresh9, mostly model classes that PyPI packages ship as code ("pypi-code": the
+# wheel from the local mirror, pip download --no-deps, unpacked into $EDGEDEPLOY_HOME/pool-pkgs; seeded
+# random weights, no checkpoint): face detection, landmarks, parsing and portrait matting (facexlib 0.3.0's
+# RetinaFace-MobileNet0.25, BiSeNet and MODNet; face-alignment 1.5.0's BlazeFace and FAN hourglass), image
+# restoration and efficient super-resolution (spandrel 0.4.2's NAFNet and SAFMN), a pyramid-pooling segmenter
+# (segmentation-models-pytorch 0.6.0's PSPNet), a keypoint detector of handcrafted and learned filters
+# (kornia 0.9.0's Key.Net), pitch estimation (torchcrepe 0.0.24's CREPE tiny), speaker embedding and a
+# convolutional ASR encoder (speechbrain 1.1.2's ECAPA-TDNN and ContextNet), a recurrent ASR (torchaudio
+# 2.11.1's DeepSpeech) and tabular data (pytorch-tabnet 4.1.0's TabNet); and two transformers classes
+# (AIMv2's vision encoder, the Apertus LM's xIELU). Left out: timm, torchvision and Ultralytics (as in
+# fresh8/fresh9); transformers classes that are a version of a used one (Pixtral and MLCD vision: AIMv2's
+# RMSNorm + SwiGLU ViT with a 2-D rotary; GLM, Persimmon, Arcee, EXAONE 4, Seed-OSS, Hunyuan dense, ERNIE 4.5,
+# XGLM, CTRL: Llama's, Nemotron's or GPT-2's forms; EdgeTAM and SAM 2: SAM's; MarkupLM: BERT with xpath
+# embeddings), MoE or recurrent ones (DeepSeek-V2's MLA, xLSTM, Falcon-Mamba), ESM (protein, not an edge
+# input); segmentation-models-pytorch's FPN, PAN and MAnet (one smp decoder per set; FPN is the pool's
+# detectors' neck), spandrel's windowed-attention restorers (Swin2SR's forms), ESRGAN/RRDBNet (16 M
+# parameters at its published config), DnCNN (a plain Conv + BN + ReLU stack) and RealCUGAN/PLKSR (one SR
+# pick per set beside SAFMN); kornia's HardNet/SOSNet/TFeat/HyNet (descriptors of 32x32 patch batches, not
+# an image), SOLD2, LoFTR and DeDoDe (large or data-dependent matching); facexlib's HopeNet, ArcFace and
+# HyperIQA (ResNet-50/IR-ResNet bodies), AWing (FAN's hourglass); face-alignment's S3FD (VGG-16, the forms of
+# fresh3's SSD300) and its RetinaFace (facexlib's is the pick); speechbrain's Xvector (ECAPA's TDNN without
+# its blocks), CRDNN, MetricGAN and RNNLM (LSTMs), Tacotron2 and FastSpeech2 (output length from the data),
+# HifiGAN (fresh4's SpeechT5 HiFi-GAN), Cnn14 (80 M), Conformer/Branchformer (fresh3's and fresh5's
+# conformers); torchaudio's WaveRNN (a GRU per sample) and Tacotron2; asteroid 0.7.0 (its package imports
+# soundfile and more binary dependencies; Conv-TasNet is fresh9's); ONNX files in wheels: none new found
+# (ten-vad 1.0.6.9 ships a native library, no ONNX; torchcrepe ships .pth checkpoints, unused: its class gets
+# seeded random weights as every package class).
+# Each: (source, arch, task, input side or length, extra), and why (its form).
+FRESH10 = {
+    "hf_aimv2_vision": ("transformers", "aimv2_vision", "image", 64, {"config": "Aimv2VisionConfig", "model": "Aimv2VisionModel"}),
+    "hf_apertus": ("transformers", "apertus", "text", 32, {"config": "ApertusConfig", "model": "ApertusModel"}),
+    "pkg_retinaface_mnet": ("pypi-code", "facexlib==0.3.0:RetinaFace", "detection", 160, {"network_name": "mobile0.25"}),
+    "pkg_bisenet": ("pypi-code", "facexlib==0.3.0:BiSeNet", "segmentation", 128, {"num_class": 19}),
+    "pkg_modnet": ("pypi-code", "facexlib==0.3.0:MODNet", "matting", 128, {"backbone_pretrained": False}),
+    "pkg_blazeface": ("pypi-code", "face-alignment==1.5.0:BlazeFace", "detection", 128, {"back_model": False}),
+    "pkg_fan": ("pypi-code", "face-alignment==1.5.0:FAN", "keypoints", 128, {"num_modules": 1}),
+    "pkg_nafnet": ("pypi-code", "spandrel==0.4.2:NAFNet", "restoration", 64, {"img_channel": 3, "width": 16, "middle_blk_num": 1,
+                                                                           "enc_blk_nums": [1, 1, 1, 1], "dec_blk_nums": [1, 1, 1, 1]}),
+    "pkg_safmn": ("pypi-code", "spandrel==0.4.2:SAFMN", "super-resolution", 64, {"dim": 36, "n_blocks": 8, "ffn_scale": 2.0, "upscaling_factor": 4}),
+    "pkg_pspnet_resnet18": ("pypi-code", "segmentation-models-pytorch==0.6.0:PSPNet", "segmentation", 128, {"encoder_name": "resnet18", "classes": 2}),
+    "pkg_keynet": ("pypi-code", "kornia==0.9.0:KeyNet", "keypoints", 128, {}),
+    "pkg_crepe_tiny": ("pypi-code", "torchcrepe==0.0.24:Crepe", "audio", 1024, {"model": "tiny"}),
+    "pkg_ecapa_tdnn": ("pypi-code", "speechbrain==1.1.2:ECAPA_TDNN", "speaker", 100, {"input_size": 80, "channels": [512, 512, 512, 512, 1536], "lin_neurons": 192}),
+    "pkg_contextnet": ("pypi-code", "speechbrain==1.1.2:ContextNet", "mel", 100, {"features": 80, "alpha": 0.5}),
+    "pkg_deepspeech": ("pypi-code", "torchaudio==2.11.1:DeepSpeech", "mel", 100, {"n_feature": 40, "n_hidden": 128, "n_class": 29}),
+    "pkg_tabnet": ("pypi-code", "pytorch-tabnet==4.1.0:TabNet", "tabular", 16, {"output_dim": 2, "n_d": 8, "n_a": 8, "n_steps": 3}),
+}
+FRESH10_WHY = {
+    "hf_aimv2_vision": "AIMv2 vision encoder (Apple; the class at 2 layers of width 64, 64x64, patch 8): a Conv patch embedding with RMSNorm, pre-RMSNorm blocks with SwiGLU MLPs, learned position embeddings, a final RMSNorm",
+    "hf_apertus": "Apertus small LM (Swiss AI; 2 layers of width 64, one key/value head): xIELU activation (a learned piecewise expm1/quadratic) in a non-gated MLP, QK RMSNorm, rotary, grouped-query attention",
+    "pkg_retinaface_mnet": "RetinaFace on MobileNet-0.25 (facexlib 0.3.0, 160x160): a 0.25-width MobileNetV1 with LeakyReLU, a 3-level FPN (nearest upsampling and add), SSH context modules (3x3/5x5/7x7 by stacked Convs, concatenated), box, class (softmax) and 5-landmark heads reshaped and concatenated",
+    "pkg_bisenet": "BiSeNet face parsing (facexlib 0.3.0, 19 classes, 128x128): a ResNet-18 context path with attention refinement (global average pooling, 1x1 Conv, sigmoid gating), a feature fusion module, bilinear upsampling of three heads (the main map kept)",
+    "pkg_modnet": "MODNet trimap-free portrait matting (facexlib 0.3.0, 128x128): a MobileNetV2 low-resolution branch with SE and IBNorm (BatchNorm on half the channels, InstanceNorm on the other), a high-resolution branch and a fusion branch with bilinear resizes, a sigmoid matte",
+    "pkg_blazeface": "BlazeFace front model (face-alignment 1.5.0, MediaPipe's, 128x128): BlazeBlocks of 3x3 depthwise + 1x1 Convs with channel padding (F.pad) and max-pooled strided skips, 896 anchors of 16 box/keypoint numbers and a score",
+    "pkg_fan": "FAN face alignment (face-alignment 1.5.0, one hourglass, 128x128): hierarchical ConvBlocks (BatchNorm + ReLU before 3x3 Convs, three widths concatenated), a depth-4 hourglass of average pooling and nearest upsampling, 68 heatmaps",
+    "pkg_nafnet": "NAFNet image restoration (spandrel 0.4.2, width 16, one block per level, 64x64): a U-Net of nonlinear-activation-free blocks: LayerNorm2d, SimpleGate (chunk and multiply), simplified channel attention (pooling and 1x1 Conv), PixelShuffle up, learned residual scales",
+    "pkg_safmn": "SAFMN efficient super-resolution (spandrel 0.4.2, the light x4 config: 36 channels, 8 blocks, 64x64): spatially-adaptive feature modulation (channel split, adaptive max pooling to 1/2..1/8, depthwise Convs, nearest upsampling, GELU gate), a convolutional channel mixer, PixelShuffle x4",
+    "pkg_pspnet_resnet18": "PSPNet segmenter (segmentation-models-pytorch 0.6.0) on a ResNet-18 encoder to depth 3, 128x128, 2 classes: a pyramid pooling module (adaptive average pooling to 1, 2, 3 and 6 bins, 1x1 Conv + BN + ReLU, bilinear upsampling, concatenation), bilinear x8 output",
+    "pkg_keynet": "Key.Net keypoint detector (kornia 0.9.0, 128x128 grayscale): handcrafted first and second derivative filters (Sobel-style Convs, products), a 3-level image pyramid (pyrdown by 1.2: Gaussian blur, bilinear resizing), learned Conv + BN + ReLU blocks per level, upsampled and concatenated to one response map",
+    "pkg_crepe_tiny": "CREPE pitch estimator, tiny capacity (torchcrepe 0.0.24, one 1024-sample frame): six Conv2d over time (a 512-tap strided first kernel) with BatchNorm, ReLU and 2x1 max pooling, padded by F.pad, a Linear to 360 pitch bins and a sigmoid",
+    "pkg_ecapa_tdnn": "ECAPA-TDNN speaker embedding (speechbrain 1.1.2, its published small config C=512, 100 frames x 80 fbanks): dilated TDNN Res2Net blocks with squeeze-excitation, multi-layer feature aggregation, attentive statistics pooling (softmax-weighted mean and standard deviation), a 192-d embedding",
+    "pkg_contextnet": "ContextNet ASR encoder (speechbrain 1.1.2, ContextNet-S: alpha 0.5, 21 blocks, 100 frames x 80 fbanks): depthwise-separable Conv1d blocks with Swish, squeeze-excitation over the whole utterance (global average pooling), strided downsampling by 8",
+    "pkg_deepspeech": "DeepSpeech ASR (torchaudio 2.11.1, narrow: 128 hidden, 100 frames x 40 features, 29 characters): three Linear layers with ReLU clipped at 20 (hardtanh), a bidirectional ReLU RNN (summed directions), a Linear, log-softmax",
+    "pkg_tabnet": "TabNet for tabular data (pytorch-tabnet 4.1.0, 16 features, n_d = n_a = 8, 3 steps): ghost BatchNorm, GLU feature transformers shared and per step, attentive transformers with sparsemax masks (sort, cumsum, threshold) and prior scaling, a sum of ReLU step outputs to 2 logits",
+}
+
+
+def fresh10_entries() -> list[Entry]:
+    """The tenth fresh set: transformers at the pool's opset hash from 14, package code at the pool's
+    opset hash from 13."""
+    out = []
+    for name, (source, arch, task, size, extra) in FRESH10.items():
+        out.append(Entry(name, source, arch, task, size, _opset(name, 14 if source == "transformers" else 13), extra))
+    return out
+
+
 # The fresh sets by name: build_pool.py, collect.py and score.py take --set NAME (--fresh: "fresh");
 # each lives in tests/fixtures/pool/<NAME>/ (manifest, verdicts, skeletons), apart from the pool.
-FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries, "fresh6": fresh6_entries, "fresh7": fresh7_entries, "fresh8": fresh8_entries, "fresh9": fresh9_entries}
+FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries, "fresh6": fresh6_entries, "fresh7": fresh7_entries, "fresh8": fresh8_entries, "fresh9": fresh9_entries, "fresh10": fresh10_entries}
 
 
 def entries() -> list[Entry]:

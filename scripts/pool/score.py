@@ -220,6 +220,8 @@ FRESH_LOOKED_AT = {
     ),
     # h16-fresh9: chosen on 2026-12-05, built and collected by h16-fresh9, scored blind at cca5aa1; nothing looked at.
     "fresh9": (),
+    # h18-fresh10: chosen on 2026-12-05, built and collected by h18-fresh10, not yet scored; nothing looked at.
+    "fresh10": (),
 }
 
 
