@@ -7,7 +7,7 @@ The corpus environment (torch 2.14.1, torchvision 0.29.1, ultralytics 8.4.190, o
 timm 1.0.22 and transformers 4.57.1 installed with `pip install --no-deps --target
 ~/.cache/edgedeploy/pool-pkgs` (so the shared corpus environment is left as it is). The models
 come from scripts/pool/catalogue.py; every one gets seeded random weights (no download). The
-"pypi-code" entries (fresh9) import packages unpacked from their wheels into
+"pypi-code" entries (fresh9, fresh10) import packages unpacked from their wheels into
 $EDGEDEPLOY_HOME/pool-pkgs, put first on PYTHONPATH (see build_package_code).
 
 Writes $EDGEDEPLOY_HOME/pool/<name>.onnx and <name>.calib.npz (4 seeded samples per input, for
@@ -96,7 +96,7 @@ def _torch_wrappers():
 
         def forward(self, *args):
             out = self.model(*args)
-            return out[self.key] if isinstance(out, dict) else getattr(out, self.key)
+            return out[self.key] if isinstance(out, dict) or isinstance(self.key, int) else getattr(out, self.key)  # an int: that tuple item
 
     class _DetectionHeads(nn.Module):
         """A torchvision detector's backbone (with FPN) and heads, without the anchor generator and
@@ -783,6 +783,36 @@ def build_fresh9_transformers(e: Entry):
     return Out(model, "last_hidden_state"), {"input_ids": np.ones((1, e.size), np.int64)}
 
 
+# The tenth fresh set's transformers classes (catalogue.FRESH10): 2 layers of width 64.
+FRESH10_SMALL = {
+    "aimv2_vision": dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=2, intermediate_size=128, image_size=64, patch_size=8),
+    "apertus": dict(_NARROW, num_key_value_heads=1, max_position_embeddings=64, use_cache=False),
+}
+
+
+def _expm1_as_exp_minus_one():
+    """aten::expm1 exported as Exp then Sub 1 (ONNX has no Expm1; the exporter refuses it at every opset)."""
+    import torch
+
+    def expm1(g, x):
+        return g.op("Sub", g.op("Exp", x), g.op("Constant", value_t=torch.tensor(1.0)))
+
+    torch.onnx.register_custom_op_symbolic("aten::expm1", expm1, 9)
+
+
+def build_fresh10_transformers(e: Entry):
+    import transformers
+
+    _masks_without_vmap()  # Apertus's causal mask otherwise goes through vmap, which the exporter fails on (unordered_map::at)
+    _expm1_as_exp_minus_one()  # xIELU's expm1: the TorchScript exporter has no symbolic for it
+    config = getattr(transformers, e.extra["config"])(**FRESH10_SMALL[e.arch], attn_implementation="eager")
+    model = getattr(transformers, e.extra["model"])(config).float()  # xIELU makes its alpha/beta bfloat16 (Softplus takes no bfloat16 in ONNX)
+    model.config.return_dict = True
+    if e.task == "image":
+        return Out(model, "last_hidden_state"), image(e.size, name="pixel_values")
+    return Out(model, "last_hidden_state"), {"input_ids": np.ones((1, e.size), np.int64)}
+
+
 # Model classes that PyPI packages ship as code (catalogue source "pypi-code", arch "PKG==VER:CLASS"):
 # each wheel is unpacked, not installed (`pip download --no-deps PKG==VER` from the local mirror, then
 # unzip into $EDGEDEPLOY_HOME/pool-pkgs, on PYTHONPATH beside the transformers/timm one), so the shared
@@ -794,13 +824,16 @@ def _torchaudio_model(e: Entry):
     model = getattr(torchaudio.models, e.arch.split(":")[1])(**e.extra)
     if isinstance(model, torchaudio.models.Wav2Letter):  # MFCC frames [1, features, time]
         return he_initialised(model), {"mfcc": np.zeros((1, e.extra["num_features"], e.size), np.float32)}
+    if isinstance(model, torchaudio.models.DeepSpeech):  # feature frames [1, 1, time, features]
+        return he_initialised(model), {"features": np.zeros((1, 1, e.size, e.extra["n_feature"]), np.float32)}
     return model, {"waveform": np.zeros((1, 1, e.size), np.float32)}
 
 
 def _spandrel_model(e: Entry):
     import importlib
 
-    module = {"SPAN": "spandrel.architectures.SPAN.__arch.span", "SRVGGNetCompact": "spandrel.architectures.Compact.__arch.SRVGG"}
+    module = {"SPAN": "spandrel.architectures.SPAN.__arch.span", "SRVGGNetCompact": "spandrel.architectures.Compact.__arch.SRVGG",
+              "NAFNet": "spandrel.architectures.NAFNet.__arch.NAFNet_arch", "SAFMN": "spandrel.architectures.SAFMN.__arch.safmn"}
     cls = e.arch.split(":")[1]
     model = getattr(importlib.import_module(module[cls]), cls)(**e.extra)
     return model, image(e.size)
@@ -827,13 +860,104 @@ def _kornia_model(e: Entry):
         from kornia.models.yunet import YuNet
 
         return Flattened(he_initialised(YuNet("test", pretrained=False))), image(e.size)
+    if cls == "KeyNet":  # a grayscale image
+        from kornia.feature.keynet import KeyNet
+
+        return KeyNet(pretrained=False), image(e.size, c=1)
     from kornia.feature.xfeat import XFeatModel
 
     return he_initialised(XFeatModel()), image(e.size)
 
 
+def _module_from_file(name: str, relative: str):
+    """One module of an unpacked package, loaded from its file without the package's __init__
+    (face-alignment's imports scikit-image, torchcrepe's librosa: neither is needed by the class)."""
+    import importlib.util
+
+    path = next(Path(p) / relative for p in sys.path if (Path(p) / relative).is_file())
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _facexlib_model(e: Entry):
+    cls = e.arch.split(":")[1]
+    if cls == "RetinaFace":  # box regressions, class softmax and landmarks of every anchor
+        from facexlib.detection.retinaface import RetinaFace
+
+        return he_initialised(RetinaFace(device=torch_cpu(), **e.extra)), image(e.size)
+    if cls == "BiSeNet":  # the main parsing map (the two auxiliary heads are for training)
+        from facexlib.parsing.bisenet import BiSeNet
+
+        return Out(BiSeNet(**e.extra), 0), image(e.size)
+    from facexlib.matting.modnet import MODNet
+
+    return Out(Inferring(MODNet(**e.extra)), 2), image(e.size)  # the matte of (semantic, detail, matte)
+
+
+def _face_alignment_model(e: Entry):
+    cls = e.arch.split(":")[1]
+    if cls == "BlazeFace":
+        return _module_from_file("net_blazeface", "face_alignment/detection/blazeface/net_blazeface.py").BlazeFace(**e.extra), image(e.size)
+    return _module_from_file("fan", "face_alignment/models/fan.py").FAN(**e.extra), image(e.size)
+
+
+def _torchcrepe_model(e: Entry):
+    import types
+
+    sys.modules.setdefault("torchcrepe", types.SimpleNamespace(PITCH_BINS=360))  # all model.py reads of its package
+    crepe = _module_from_file("torchcrepe_model", "torchcrepe/model.py").Crepe(**e.extra)
+    return he_initialised(crepe), {"frames": np.zeros((1, e.size), np.float32)}
+
+
+def _speechbrain_model(e: Entry):
+    cls = e.arch.split(":")[1]
+    if cls == "ECAPA_TDNN":
+        from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN
+
+        return ECAPA_TDNN(**e.extra), {"fbank": np.zeros((1, e.size, e.extra["input_size"]), np.float32)}
+    from speechbrain.lobes.models.ContextNet import ContextNet
+
+    extra = dict(e.extra)
+    features = extra.pop("features")
+    return ContextNet(input_shape=(1, e.size, features), **extra), {"fbank": np.zeros((1, e.size, features), np.float32)}
+
+
+def _tabnet_model(e: Entry):
+    from pytorch_tabnet.tab_network import TabNet
+    from pytorch_tabnet.utils import create_group_matrix
+
+    # one group per feature (what TabModel passes without grouped features); the logits of (logits, sparsity loss)
+    model = TabNet(input_dim=e.size, group_attention_matrix=create_group_matrix([], e.size), **e.extra)
+    return Out(model, 0), {"features": np.zeros((1, e.size), np.float32)}
+
+
+def torch_cpu():
+    import torch
+
+    return torch.device("cpu")
+
+
+def Inferring(model):
+    """MODNet's forward(img, inference) with inference=True (the deployed path)."""
+    from torch import nn
+
+    class _Inferring(nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x):
+            return self.model(x, True)
+
+    return _Inferring(model)
+
+
 PACKAGE_CODE = {"torchaudio": _torchaudio_model, "spandrel": _spandrel_model, "segmentation-models-pytorch": _smp_model,
-                "effdet": _effdet_model, "kornia": _kornia_model}
+                "effdet": _effdet_model, "kornia": _kornia_model, "facexlib": _facexlib_model,
+                "face-alignment": _face_alignment_model, "torchcrepe": _torchcrepe_model, "speechbrain": _speechbrain_model,
+                "pytorch-tabnet": _tabnet_model}
 
 
 def build_package_code(e: Entry):
@@ -845,7 +969,8 @@ def he_initialised(model):
     """Conv and Linear weights drawn He-normal (std sqrt(2 / fan_in)). PyTorch's default
     (kaiming_uniform with a = sqrt(5): variance 1 / (3 fan_in)) shrinks the signal at every Conv + ReLU,
     and on the deep plain stacks of Wav2Letter, YuNet and XFeat it left outputs that moved by 1e-6 to 5e-5 of
-    their size between two calibration samples (near constants: nothing for int8 to calibrate)."""
+    their size between two calibration samples (near constants: nothing for int8 to calibrate); fresh10's
+    RetinaFace, CREPE and DeepSpeech moved by 3e-6 to 8e-3."""
     from torch import nn
 
     for m in model.modules():
@@ -878,6 +1003,8 @@ def Flattened(model):
 
 
 def build_transformers(e: Entry):
+    if e.arch in FRESH10_SMALL:
+        return build_fresh10_transformers(e)
     if e.arch in FRESH9_SMALL:
         return build_fresh9_transformers(e)
     if e.arch in FRESH8_SMALL or e.arch == "zoedepth":
@@ -1124,7 +1251,8 @@ def save_manifest(m: dict) -> None:
     import torchvision
 
     versions = {"torch": torch.__version__, "torchvision": torchvision.__version__, "onnx": onnx.__version__}
-    for pkg in ("timm", "transformers", "ultralytics", "torchaudio", "spandrel", "segmentation_models_pytorch", "effdet", "kornia"):
+    for pkg in ("timm", "transformers", "ultralytics", "torchaudio", "spandrel", "segmentation_models_pytorch", "effdet", "kornia",
+                "facexlib", "speechbrain", "pytorch_tabnet"):  # face-alignment and torchcrepe read by file (their __init__ needs more)
         try:
             versions[pkg] = __import__(pkg).__version__
         except Exception:  # noqa: BLE001 - not installed: its entries fail and say so
