@@ -10997,3 +10997,39 @@ def layernorm_attribute_mix(mix: str) -> onnx.ModelProto:
 
 CASES += [Case(f"layernorm_attribute_{mix}", "h17: LayerNormalizations with their attributes written, or one with axis or epsilon left out",
                lambda m=mix: layernorm_attribute_mix(m), ("rk3566", "rk3588")) for mix in LAYERNORM_ATTRIBUTE_MIXES]
+
+
+# ---- fresh9 (EfficientDet-Lite0) on RKNN: BiFPN's fast fusion, maps stacked on a new last axis and summed ----------
+
+# effdet's BiFPN node combines its inputs by torch.stack(nodes, dim=-1).sum(-1) (weight_method "sum"): each map
+# [1, C, H, W] Unsqueezed at -1, Concatenated on -1, ReduceSum over -1 (keepdims 0). Maps are 1x1 Convs of one input
+# [1, C, H, W], each stack's sum read by a Relu. (name, C, H, W, stacks: the maps each stack reads, by index); a map
+# in two stacks is Unsqueezed once in each (as BiFPN's level input read by its top-down and its output node).
+STACKED_SUM_PACK = (
+    ("two_4x4", 16, 4, 4, ((0, 1),)), ("three_4x4", 16, 4, 4, ((0, 1, 2),)), ("two_2x2", 16, 2, 2, ((0, 1),)),
+    ("two_8x8_c64", 64, 8, 8, ((0, 1),)), ("two_1x1", 16, 1, 1, ((0, 1),)), ("two_4x1", 16, 4, 1, ((0, 1),)),
+    ("two_1x4", 16, 1, 4, ((0, 1),)), ("shared_4x4", 16, 4, 4, ((0, 1), (0, 2))), ("shared_2x2", 16, 2, 2, ((0, 1), (0, 2))),
+    ("shared_three_4x4", 16, 4, 4, ((0, 1), (2, 1, 3))), ("shared_8x8_c64", 64, 8, 8, ((0, 1), (2, 0, 3))),
+)
+
+
+def _stacked_sum_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, h, w, stacks = spec
+    p = f"ss_{name}_"
+    node = _prefixed(p)
+    count = 1 + max(i for stack in stacks for i in stack)
+    inits = [_const(p + f"w{i}", _weights(rng, c, c, 1, 1)) for i in range(count)] + [_const(p + "last", np.array([-1], np.int64))]
+    nodes = [node("Conv", ["x", f"w{i}"], f"map{i}") for i in range(count)]
+    outputs = []
+    for s, stack in enumerate(stacks):
+        for i in stack:
+            nodes.append(node("Unsqueeze", [f"map{i}", "last"], f"s{s}_u{i}"))
+        nodes += [node("Concat", [f"s{s}_u{i}" for i in stack], f"s{s}_stack", axis=-1), node("ReduceSum", [f"s{s}_stack", "last"], f"s{s}_sum", keepdims=0),
+                  node("Relu", [f"s{s}_sum"], f"y{s}")]
+        outputs.append(_vi(p + f"y{s}", [1, c, h, w]))
+    return nodes, inits, [_vi(p + "x", [1, c, h, w])], outputs
+
+
+CASES.append(Case("stacked_sum_pack", "fresh9: maps stacked on a new last axis and summed (EfficientDet's BiFPN fusion), by size, count, a map in two stacks",
+                  lambda: _packed(_stacked_sum_case, STACKED_SUM_PACK, 457, opset=13), ("rk3588", "rk3566")))
+

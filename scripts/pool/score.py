@@ -218,8 +218,12 @@ FRESH_LOOKED_AT = {
         # DNSMOS's scaled log power made an image (RK3588) fixed; DNSMOS's RK3566 front and SegGPT (both chips) read,
         # not fixed (all listed above).
     ),
-    # h16-fresh9: chosen on 2026-12-05, built and collected by h16-fresh9, scored blind at cca5aa1; nothing looked at.
-    "fresh9": (),
+    # h16-fresh9: chosen on 2026-12-05, built and collected by h16-fresh9, scored blind at cca5aa1.
+    "fresh9": (
+        # h18-rk66: EfficientDet-Lite0's BiFPN fusion (maps stacked on a new last axis and summed) on RK3566, probed
+        # (stacked_sum_pack) and fixed (passes.maps_stacked_for_a_sum; docs/audit.md).
+        "pkg_efficientdet_lite0/rk3566",
+    ),
     # h18-fresh10: chosen on 2026-12-05, built and collected by h18-fresh10, not yet scored; nothing looked at.
     "fresh10": (),
 }

@@ -1093,6 +1093,63 @@ def swaps_moved_past_a_concat(graph, chip):
             graph.fuse([swap], "Reshape", attributes={})
 
 
+STACKED_SUM_CHIPS = ("rk3566", "rk3568")
+# The attribute the pass below gives an Unsqueeze of a stacked sum whose rearrangement lands on it as a CPU
+# layer (rules.map_stacked_for_a_sum reads it).
+STACKED_SUM_ATTRIBUTE = "rknn_stacked_for_a_sum"
+
+
+def _last_axis_unsqueeze(graph, tensor):
+    """The Unsqueeze that gives a 4-D map [N, C, H, W] a new last axis to make `tensor` (read only by one node), else None."""
+    unsqueeze = graph.producer(tensor.name)
+    if unsqueeze is None or unsqueeze.op_type != "Unsqueeze" or graph.only_consumer(tensor.name) is None:
+        return None
+    axes = unsqueeze.attr("axes") if unsqueeze.has_attr("axes") else _ints(unsqueeze.inputs[1]) if len(unsqueeze.inputs) > 1 else None
+    shape = _static_shape(unsqueeze.inputs[0])
+    return unsqueeze if axes is not None and [int(a) % 5 for a in axes] == [4] and shape is not None and len(shape) == 4 else None
+
+
+def _stacked_for_a_sum(graph, concat) -> list | None:
+    """The Unsqueezes of `concat` when it stacks 4-D maps on a new last axis and only a ReduceSum over that axis
+    (keepdims 0) reads it (torch.stack(maps, dim=-1).sum(-1), EfficientDet's BiFPN fusion); else None."""
+    if concat.op_type != "Concat" or int(concat.attr("axis", 0)) % 5 != 4 or len(concat.inputs) < 2:
+        return None
+    total = graph.only_consumer(concat.outputs[0].name)
+    axes = None
+    if total is not None and total.op_type == "ReduceSum" and int(total.attr("keepdims", 1)) == 0:
+        axes = total.attr("axes") if total.has_attr("axes") else _ints(total.inputs[1]) if len(total.inputs) > 1 else None
+    if axes is None or [int(a) % 5 for a in axes] != [4]:
+        return None
+    unsqueezes = [_last_axis_unsqueeze(graph, t) for t in concat.inputs]
+    return None if any(u is None for u in unsqueezes) else unsqueezes
+
+
+@RULES.graph_pass("Unsqueeze", chips=STACKED_SUM_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def maps_stacked_for_a_sum(graph, chip):
+    """{OBSERVED} makes a sum of maps stacked on a new last axis (each [N, C, H, W] Unsqueezed at -1, Concatenated, ReduceSum over -1: torch.stack(maps, dim=-1).sum(-1), EfficientDet's BiFPN fusion) a ReduceSum convolution between layout layers (its passes squeeze_to_4d_concat, convert_reduce_sum_to_conv); the maps' rearrangement before it lands on the Unsqueezes as a CPU layer on RK3566/RK3568 when the toolkit cannot move it past the Concat (reduce_reshape_op_around_concat: a Concat along the width, then an NPU Gather) - when the maps are one column wide (W = 1, no Gather), or when a map of the stack is stacked by another such sum too (remove_parallel_reshape shares its view, which then cannot move: every view of both stacks becomes a Transpose on the CPU, the earlier stack's view of the shared map merged into the later one's, with no layer).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (tests/forms_models.py stacked_sum_pack,
+    2026-12-05): two or three maps of 16 or 64 channels at 4x4, 2x2, 8x8 and 1x4: NPU; at 1x1 and 4x1:
+    CPU; a map in two stacks (4x4, 2x2, 8x8; two or three maps a stack): both stacks' Unsqueezes on the
+    CPU but the earlier stack's of the shared map; RK3588: all NPU. EfficientDet-Lite0's BiFPN (fresh9):
+    its top-down and output nodes of one level share the level's input. RK3568 not measured (taken as
+    RK3566); a map in three stacks not measured.
+    """
+    stacks = [u for u in (_stacked_for_a_sum(graph, n) for n in graph.nodes if n.op_type == "Concat") if u]
+    stacked_by_map: dict[str, list] = {}
+    for unsqueezes in stacks:
+        for u in unsqueezes:
+            stacked_by_map.setdefault(u.inputs[0].name, []).append(u)
+    for unsqueezes in stacks:
+        shared = any(len(stacked_by_map[u.inputs[0].name]) > 1 for u in unsqueezes)
+        if not shared and _static_shape(unsqueezes[0].inputs[0])[3] != 1:
+            continue
+        for u in unsqueezes:
+            if stacked_by_map[u.inputs[0].name][-1] is u:
+                axes = {"axes": list(u.attr("axes"))} if u.has_attr("axes") else {}
+                graph.fuse([u], "Unsqueeze", leader=u, attributes={STACKED_SUM_ATTRIBUTE: 1, **axes})
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
 def channel_shuffle_to_conv(graph, chip):
     """{OBSERVED} turns a channel shuffle (Reshape of the channels into groups, Transpose of the two group axes, Reshape back) into a Gather of the channels and then a 1x1 convolution on the NPU (its passes replace_inner_dim_shuffle_tp_rs_to_rs_gather and gather_to_conv).

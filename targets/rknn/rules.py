@@ -979,6 +979,12 @@ def unit_axis_of_an_einsum_for_an_outer_sum(node: NodeView, chip: str):
     return Offence(x.shape[0], "a unit axis of an Einsum's terms for an outer sum") if x.producer == "Einsum" and y.consumers == ("Add",) else None
 
 
+@RULES.rule("Unsqueeze", chips=_passes.STACKED_SUM_CHIPS)
+def map_stacked_for_a_sum(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU the rearrangement of maps stacked on a new last axis for a sum (torch.stack(maps, dim=-1).sum(-1), EfficientDet's BiFPN fusion) when the maps are one column wide or one of them is stacked by another such sum too; the layer lands on the Unsqueezes (rknn-toolkit2 2.5.0, observed; passes.maps_stacked_for_a_sum marks them and says what was measured)."""
+    return Offence(tuple(node.input(0).shape or ()), "map stacked for a sum, rearranged on the CPU") if node.attr(_passes.STACKED_SUM_ATTRIBUTE) is not None else None
+
+
 @RULES.rule("Transpose", chips=_passes.KEY_BESIDE_SHARED_QUERY_CHIPS)
 def key_beside_a_query_read_twice(node: NodeView, chip: str):
     """On RK3588, RK3566 and RK3568 the toolkit runs on the CPU, as a Transpose layer of its own, the key's swap into attention's scores when the key is a part of a joint q/k/v projection (Split and Squeeze) and the query also feeds another computation (SAM's decomposed relative positions made from q); with the query read by its scale alone the swap merges into the product (rknn-toolkit2 2.5.0, observed; passes.transposes_merged_into_matmul marks it).
