@@ -77,3 +77,22 @@ def test_a_batchnorm_after_another_operator_keeps_the_layer_its_consumers_went_i
     layers = [layer("Add", ["x", "x"], ["a"], "S8"), layer("Relu", ["PPQ_0"], ["y"], "F32")]
     verdict = verdict_from_case(path, {"ok": True, "layers": layers, "initializers": []}, "1.3.12")
     assert verdict.nodes["bn1"].placement is Placement.FLOAT and verdict.nodes["bn1"].detail == "fused into Relu F32"
+
+
+def test_an_exported_op_type_without_an_esp_dl_module_makes_the_truth_a_refusal(monkeypatch):
+    """ESP-DL 3.3.9's loader builds a module per exported node by op type and stops on one it has none for
+    (registry.ESP_DL_RUNTIME_MODULES): esp-ppq's conversion of such a model is read as refused (docs/audit.md,
+    "ESP-DL's module registry in the truth"), unless the old reading (esp-ppq's .info alone) is asked for."""
+    import sys
+
+    from edgedeploy.targets.espdl.verdict import modules_the_runtime_lacks
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "corpus"))
+    import agreement
+
+    assert modules_the_runtime_lacks(["Conv", "Max", "Erf", "LUT", "Gelu", "ReduceMax", "Max"]) == ["Erf", "Max"]
+    pair = {"failed": None, "placements": "AA", "detail": {}, "runtime_lacks": ["Max"]}
+    codes, failed, _ = agreement.truth_of(pair, "esp32s3")
+    assert codes == "AA" and "no module for Max" in failed
+    monkeypatch.setattr(agreement, "ESP_READING", "esp-ppq")
+    assert agreement.truth_of(pair, "esp32s3")[1] is None

@@ -75,8 +75,21 @@ def load_for_audit(path: Path, form: str):
     return LoadedModel(path=path, proto=inferred, sha256="skeleton of " + path.stem, size_bytes=path.stat().st_size)
 
 
+# How an ESP chip's truth is read (docs/audit.md, "ESP-DL's module registry in the truth"): "firmware"
+# (the default): esp-ppq's conversion AND a module the ESP-DL runtime registers for every exported op
+# type (a pair's "runtime_lacks", from targets/espdl/verdict.modules_the_runtime_lacks), since a model
+# the chip's loader refuses is not converted for that chip; "esp-ppq": esp-ppq's .info alone (the
+# reading until 2026-12-05, kept to give figures under both).
+ESP_READINGS = ("firmware", "esp-ppq")
+ESP_READING = ESP_READINGS[0]
+
+
 def truth_of(pair: dict, chip: str) -> tuple[str | None, str | None, str]:
     """(placement codes, failure, what the truth is): the build edgedeploy makes where it differs from the direct call."""
+    if pair.get("runtime_lacks") and not pair.get("failed") and ESP_READING == "firmware":
+        from edgedeploy.targets.espdl.verdict import runtime_refusal
+
+        return pair.get("placements"), runtime_refusal(pair["runtime_lacks"]), "esp-ppq's conversion, which ESP-DL's runtime does not load"
     workaround = pair.get("workaround") or {}
     if pair.get("failed") and workaround.get("converted") and workaround.get("placements") and chip.startswith(("rk", "rv")):
         return workaround["placements"], None, "the build with rknn-toolkit2's own disable_rules advice followed (edgedeploy applies it)"
@@ -306,13 +319,17 @@ def splice_section(page: Path, section: str) -> None:
 
 
 def main() -> int:
+    global ESP_READING
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chips", default="", help="comma-separated chips (default: all in the verdicts)")
     parser.add_argument("--models", default="", help="comma-separated corpus models (default: all)")
     parser.add_argument("--show", type=int, default=30, help="disagreement kinds to print")
     parser.add_argument("--json", type=Path, help="write the per-pair result here")
     parser.add_argument("--markdown", type=Path, help=f"write the corpus section into this page (docs/audit-agreement.md), between {SECTION_START} and {SECTION_END}")
+    parser.add_argument("--esp-reading", choices=ESP_READINGS, default=ESP_READING,
+                        help="an ESP chip's truth: esp-ppq's conversion that ESP-DL's runtime loads (firmware) or esp-ppq's alone")
     args = parser.parse_args()
+    ESP_READING = args.esp_reading
     result = run({c for c in args.chips.split(",") if c} or None, {m for m in args.models.split(",") if m} or None)
     s = result["summary"]
     print(f"pairs agreeing exactly: {s['pairs_exact']}/{s['pairs']}; nodes {s['nodes_agree']}/{s['nodes_compared']}; uncertain (not compared) {s['nodes_uncertain']}")

@@ -77,7 +77,7 @@ def main() -> int:
     from edgedeploy.model.stats import node_names
     from edgedeploy.targets import find_chip
     import edgedeploy.targets.espdl as espdl_pkg
-    from edgedeploy.targets.espdl.verdict import verdict_from_case
+    from edgedeploy.targets.espdl.verdict import modules_the_runtime_lacks, verdict_from_case
     from edgedeploy.targets.rknn.layer_table import verdict_from_output
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -195,6 +195,9 @@ def main() -> int:
                 "detail": details,
                 "unmapped": len(verdict.unmapped),
             }
+            lacks = modules_the_runtime_lacks(l["op_type"] for l in layers) if chip.startswith("esp32") and not verdict.failed else []
+            if lacks:  # esp-ppq converted, but ESP-DL's runtime cannot load what it exported (agreement.truth_of)
+                pair["runtime_lacks"] = lacks
             if fixed is not None:
                 pair["workaround"] = {"variant": fixed.get("workaround"), "converted": fixed["converted"], "toolchain_message": fixed.get("toolchain_message")}
                 if fixed["converted"] and chip.startswith(("rk", "rv")):

@@ -164,7 +164,7 @@ def esp_pair(runner, sha: str, path: Path, calib: Path, chip: str, display: list
     import importlib.util
 
     import edgedeploy.targets.espdl as espdl_pkg
-    from edgedeploy.targets.espdl.verdict import verdict_from_case
+    from edgedeploy.targets.espdl.verdict import modules_the_runtime_lacks, verdict_from_case
 
     version = runner.versions["espdl"]
     result, text, folder = runner.run_case("espdl", "espdl_direct.py", [str(path), str(calib), chip], case_key(sha, chip, version, variant))
@@ -178,6 +178,9 @@ def esp_pair(runner, sha: str, path: Path, calib: Path, chip: str, display: list
     layers, initializers = module.parse_info((folder / "out" / "model.info").read_text(errors="replace"))
     verdict = verdict_from_case(path, {"ok": True, "layers": layers, "initializers": initializers}, version.split(" ", 1)[1])
     pair["placements"], pair["detail"] = codes_of(verdict, display)
+    lacks = modules_the_runtime_lacks(layer["op_type"] for layer in layers)
+    if lacks:  # esp-ppq converted, but ESP-DL's runtime cannot load what it exported (agreement.truth_of)
+        pair["runtime_lacks"] = lacks
     return pair
 
 

@@ -223,6 +223,9 @@ FRESH_LOOKED_AT = {
         # h18-rk66: EfficientDet-Lite0's BiFPN fusion (maps stacked on a new last axis and summed) on RK3566, probed
         # (stacked_sum_pack) and fixed (passes.maps_stacked_for_a_sum; docs/audit.md).
         "pkg_efficientdet_lite0/rk3566",
+        # h18-espeiq: the ESP32-S3 and i.MX 93 misses of the blind score: openWakeWord's element-wise Max (ESP-DL's module
+        # registry in the truth), hey_mycroft's zero LSTM states, melspectrogram's Clip and basic_pitch's refusal (docs/audit.md).
+        "pypi_oww_embedding/esp32s3", "pypi_oww_hey_mycroft/esp32s3", "pypi_oww_melspectrogram/imx93", "pypi_basic_pitch/imx93",
     ),
     # h18-fresh10: chosen on 2026-12-05, built and collected by h18-fresh10, not yet scored; nothing looked at.
     "fresh10": (),
@@ -568,7 +571,10 @@ def main() -> int:
     parser.add_argument("--fresh", action="store_true", help="score the fresh set (tests/fixtures/pool/fresh/) only: the figure and each disagreement")
     parser.add_argument("--set", choices=sorted(FRESH_SETS), help="score a fresh set (tests/fixtures/pool/<SET>/) only; --fresh is --set fresh")
     parser.add_argument("--blind", action="store_true", help="with --set and --chips: keep this first score of those chips in <SET>/blind.json (refused once kept)")
+    parser.add_argument("--esp-reading", choices=agreement.ESP_READINGS, default=agreement.ESP_READING,
+                        help="an ESP chip's truth: esp-ppq's conversion that ESP-DL's runtime loads (firmware) or esp-ppq's alone")
     args = parser.parse_args()
+    agreement.ESP_READING = args.esp_reading
     fresh = "fresh" if args.fresh else args.set
     if args.blind:
         if not fresh:

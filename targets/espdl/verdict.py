@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import onnx
 
@@ -26,6 +26,7 @@ from edgedeploy.errors import OptionError, WorkerFailed
 from edgedeploy.model.stats import node_names
 from edgedeploy.toolchains.executor import Executor
 from edgedeploy.targets.espdl.passes import BN_FOLD_TARGETS
+from edgedeploy.targets.espdl.registry import ESP_DL_RUNTIME_MODULES, ESP_DL_VERSION
 
 WORKER = Path(__file__).with_name("worker_verdict.py")
 TOOLCHAIN_NAME = "esp-ppq"
@@ -41,6 +42,21 @@ WORKER_START_S = 120
 
 def placement_of(quant_type: str | None) -> Placement:
     return Placement.ACCELERATOR if quant_type in QUANTISED_TYPES else Placement.FLOAT
+
+
+def modules_the_runtime_lacks(exported_op_types: Iterable[str]) -> list[str]:
+    """The exported op types ESP-DL's runtime registers no module for (registry.ESP_DL_RUNTIME_MODULES).
+
+    One is enough: the firmware's model loader stops at it, so esp-ppq's conversion of the model
+    does not load on the chip. The collectors keep these beside esp-ppq's placements (a pair's
+    "runtime_lacks"); the truth reads them as a refusal (scripts/corpus/agreement.truth_of)."""
+    return sorted(set(exported_op_types) - ESP_DL_RUNTIME_MODULES)
+
+
+def runtime_refusal(lacks: Sequence[str]) -> str:
+    """The refusal the ESP-DL runtime gives an exported model with op types it has no module for."""
+    return (f"ESP-DL {ESP_DL_VERSION} registers no module for {', '.join(lacks)} (dl_module_creator.hpp): the .espdl "
+            "esp-ppq exported does not load (the loader: \"Do not support <op>, please implement and register it first.\")")
 
 
 def verdict_from_case(model_path: Path, case: dict, version: str) -> ToolchainVerdict:
