@@ -106,6 +106,27 @@ def _rnn(kind, inputs, outputs, states=(), inits=(), graph_states=()):
     )
 
 
+def _tf2onnx_zero_state():
+    """tf2onnx's zero state of a Keras LSTM: Expand(0, [batch read from the input's Shape, H/2]), one
+    Unsqueeze, the two halves concatenated (hey_mycroft's glue, per direction a block)."""
+    return [
+        helper.make_node("Shape", ["x"], ["xs"], name="shape"),
+        helper.make_node("Cast", ["xs"], ["xs32"], name="cast_shape", to=TensorProto.INT32),
+        helper.make_node("Slice", ["xs32", "b_start", "b_end", "b_axis"], ["batch"], name="batch"),
+        helper.make_node("Concat", ["batch", "half_h"], ["packed"], name="packed", axis=0),
+        helper.make_node("Cast", ["packed"], ["packed64"], name="cast_packed", to=TensorProto.INT64),
+        helper.make_node("Expand", ["zero", "packed64"], ["z"], name="zeros"),
+        helper.make_node("Unsqueeze", ["z", "u_axes"], ["u"], name="unsqueeze"),
+        helper.make_node("Concat", ["u", "u"], ["h0"], name="join", axis=2),
+    ]
+
+
+def _tf2onnx_state_inits():
+    i32 = lambda name, v: const(name, np.array(v, np.int32))  # noqa: E731
+    return [i32("b_start", [1]), i32("b_end", [2]), i32("b_axis", [0]), i32("half_h", [H // 2]),
+            const("zero", np.array(0.0, np.float32)), const("u_axes", np.array([0], np.int64))]
+
+
 def recurrent_cases():
     zeros = lambda name: const(name, np.zeros((1, N, H), np.float32))  # noqa: E731
     expand = helper.make_node("Expand", ["h1", "shape"], ["h0"], name="expand")
@@ -125,6 +146,13 @@ def recurrent_cases():
     yield "gru, non-zero initial state sliced from a stacked one: converts", _rnn("GRU", ["", "h0"], ["y", "yh"], states=[sliced], inits=[_w("hs", 2, N, H), *slice_inits[1:]]), "rnn", True, Placement.ACCELERATOR
     gathered = helper.make_node("Gather", ["hs", "layer"], ["h0"], name="gather", axis=0)
     yield "gru, zero initial state gathered from a stacked one: crashes", _rnn("GRU", ["", "h0"], ["y", "yh"], states=[stacked, gathered], inits=[slice_inits[0], const("layer", np.array([1], np.int64))]), "rnn", False, Placement.UNSUPPORTED
+    # openWakeWord's hey_mycroft (fresh9, tf2onnx): each layer's zero state is the concatenation of one
+    # zero block per direction, Concat(Unsqueeze(Expand(0, shape))) (h18-espeiq, esp-ppq 1.3.12).
+    half = lambda name, value: const(name, np.full((1, N, H // 2), value, np.float32))  # noqa: E731
+    joined = helper.make_node("Concat", ["h_a", "h_b"], ["h0"], name="join", axis=2)
+    yield "lstm, zero states concatenated from zero blocks: crashes", _rnn("LSTM", ["", "h0", "h0"], ["y", "yh", "yc"], states=[joined], inits=[half("h_a", 0.0), half("h_b", 0.0)]), "rnn", False, Placement.UNSUPPORTED
+    yield "lstm, states concatenated from a zero and a non-zero block: converts", _rnn("LSTM", ["", "h0", "h0"], ["y", "yh", "yc"], states=[joined], inits=[half("h_a", 0.0), half("h_b", 0.5)]), "rnn", True, Placement.ACCELERATOR
+    yield "lstm, zero states concatenated from expanded zeros read at run time (tf2onnx): crashes", _rnn("LSTM", ["", "h0", "h0"], ["y", "yh", "yc"], states=_tf2onnx_zero_state(), inits=_tf2onnx_state_inits()), "rnn", False, Placement.UNSUPPORTED
     yield "gru without Y_h: crashes", _rnn("GRU", ["", "h0"], ["y"], graph_states=["h0"]), "rnn", False, Placement.UNSUPPORTED
     yield "lstm, states model inputs: converts", _rnn("LSTM", ["", "h0", "c0"], ["y", "yh", "yc"], graph_states=["h0", "c0"]), "rnn", True, Placement.ACCELERATOR
     yield "lstm, only initial_c given: converts", _rnn("LSTM", ["", "", "c0"], ["y", "yh", "yc"], graph_states=["c0"]), "rnn", True, Placement.ACCELERATOR

@@ -106,7 +106,7 @@ def simplifier_drops_zero_initial_states(graph, chip):
 
 def is_all_zero(graph, tensor: TensorView, depth: int = 8) -> bool:
     """Whether `tensor` is known to be all zeros when the model is compiled (a constant, or one
-    passed through shape-only operators; ConstantOfShape without a value or with 0)."""
+    passed through shape-only operators or a Concat of zeros; ConstantOfShape without a value or with 0)."""
     if tensor.is_constant:
         value = tensor.value
         return value is not None and value.size > 0 and not value.any()
@@ -120,6 +120,8 @@ def is_all_zero(graph, tensor: TensorView, depth: int = 8) -> bool:
         return fill is None or not fill.any()
     if producer.op_type in ZERO_PRESERVING and producer.inputs:
         return is_all_zero(graph, producer.inputs[0], depth - 1)
+    if producer.op_type == "Concat":  # zeros joined to zeros: tf2onnx's zero state, one block per direction
+        return bool(producer.inputs) and all(is_all_zero(graph, t, depth - 1) for t in producer.inputs)
     return False
 
 
