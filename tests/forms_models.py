@@ -11033,3 +11033,83 @@ def _stacked_sum_case(rng, spec) -> tuple[list, list, list, list]:
 CASES.append(Case("stacked_sum_pack", "fresh9: maps stacked on a new last axis and summed (EfficientDet's BiFPN fusion), by size, count, a map in two stacks",
                   lambda: _packed(_stacked_sum_case, STACKED_SUM_PACK, 457, opset=13), ("rk3588", "rk3566")))
 
+# ---- h18-espeiq: a Clip whose floor is computed at run time (openWakeWord's melspectrogram) ------------------------
+
+
+def clip_run_time_floor(variant: str) -> onnx.ModelProto:
+    """openWakeWord's melspectrogram tail: a map [1, 1, 97, 32] (a Mul of the input), floored at its own maximum less
+    80 dB, Clip(m, Cast(ReduceMax(m, keepdims=0) - 80), inf). Variants: `form` as the model writes it; `no_cast`
+    without the Cast; `keepdims` the maximum kept [1, 1, 1, 1]; `constant` a constant floor (-80); `max` a Max of the
+    map and the run-time floor instead of the Clip."""
+    x, m = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 97, 32]), "m"
+    nodes = [helper.make_node("Mul", ["x", "scale"], [m], name="scale_map")]
+    inits = [_const("scale", np.array(0.5, np.float32)), _const("db", np.array(80.0, np.float32)), _const("top", np.array(np.inf, np.float32))]
+    if variant == "constant":
+        inits.append(_const("floor", np.array(-80.0, np.float32)))
+    else:
+        nodes.append(helper.make_node("ReduceMax", [m], ["peak"], name="peak", keepdims=int(variant == "keepdims")))
+        nodes.append(helper.make_node("Sub", ["peak", "db"], ["low" if variant != "no_cast" else "floor"], name="low"))
+        if variant != "no_cast":
+            nodes.append(helper.make_node("Cast", ["low"], ["floor"], name="cast", to=TensorProto.FLOAT))
+    if variant == "max":
+        nodes.append(helper.make_node("Max", [m, "floor"], ["y"], name="clip"))
+    else:
+        nodes.append(helper.make_node("Clip", [m, "floor", "top"], ["y"], name="clip"))
+    return _model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 97, 32])], inits)
+
+
+CASES += [Case(f"clip_run_time_floor_{v}", "h18: a Clip floored at the map's maximum less 80 (melspectrogram)",
+               lambda v=v: clip_run_time_floor(v), ("imx93",)) for v in ("form", "no_cast", "keepdims", "constant", "max")]
+
+
+# ---- h18-espeiq: tf2onnx's strided slice, its axes out of order (Spotify's basic_pitch) ------------------------------
+
+
+def slice_axes_out_of_order(variant: str) -> onnx.ModelProto:
+    """basic_pitch's constant-Q front: a map [1, 8, 12, 2] sliced to its last 9 bins (axis 2) by one Slice over all four
+    axes as tf2onnx writes a strided_slice, then swapped [0, 2, 1, 3] and scaled per bin by a constant [9, 1, 1].
+    Variants: `form` axes [0, 2, 1, 3] with starts [0, -9, 0, 0]; `sorted` axes [0, 1, 2, 3], starts [0, 0, -9, 0];
+    `one_axis` axes [2], start -9; `form_relu` the form's Slice into a Relu (no swap, no scale)."""
+    big = 2**31 - 1
+    slices = {"form": ([0, -9, 0, 0], [big] * 4, [0, 2, 1, 3]), "sorted": ([0, 0, -9, 0], [big] * 4, [0, 1, 2, 3]),
+              "one_axis": ([-9], [big], [2]), "form_relu": ([0, -9, 0, 0], [big] * 4, [0, 2, 1, 3])}
+    starts, ends, axes = slices[variant]
+    inits = [_const("starts", np.array(starts, np.int64)), _const("ends", np.array(ends, np.int64)), _const("axes", np.array(axes, np.int64))]
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="front"), helper.make_node("Slice", ["r", "starts", "ends", "axes"], ["s"], name="bins")]
+    if variant == "form_relu":
+        nodes.append(helper.make_node("Relu", ["s"], ["y"], name="after"))
+        out = [1, 8, 9, 2]
+    else:
+        inits.append(_const("gain", np.linspace(0.5, 1.5, 9, dtype=np.float32).reshape(9, 1, 1)))
+        nodes += [helper.make_node("Transpose", ["s"], ["t"], name="swap", perm=[0, 2, 1, 3]), helper.make_node("Mul", ["t", "gain"], ["y"], name="gain_mul")]
+        out = [1, 9, 8, 2]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 12, 2])
+    return _model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)], inits)
+
+
+CASES += [Case(f"slice_axes_out_of_order_{v}", "h18: a Slice over all axes, its axes out of order (tf2onnx, basic_pitch)",
+               lambda v=v: slice_axes_out_of_order(v), ("imx93",)) for v in ("form", "sorted", "one_axis", "form_relu")]
+
+
+def slice_of_stacked_rows(variant: str) -> onnx.ModelProto:
+    """basic_pitch's constant-Q stack: rows [1, 8, 6] (a Relu of the 3-D input) unsqueezed to [1, 8, 6, 1], two
+    stacked on the last axis and two such stacks concatenated on axis 2 into [1, 8, 12, 2], then tf2onnx's Slice of
+    the last 9 bins (axes [0, 2, 1, 3], starts [0, -9, 0, 0]; `sorted`: axes [0, 1, 2, 3]; `one_axis`: axes [2]),
+    swapped [0, 2, 1, 3] and scaled by a constant [9, 1, 1]."""
+    big = 2**31 - 1
+    slices = {"form": ([0, -9, 0, 0], [big] * 4, [0, 2, 1, 3]), "sorted": ([0, 0, -9, 0], [big] * 4, [0, 1, 2, 3]), "one_axis": ([-9], [big], [2])}
+    starts, ends, axes = slices[variant]
+    inits = [_const("starts", np.array(starts, np.int64)), _const("ends", np.array(ends, np.int64)), _const("axes", np.array(axes, np.int64)),
+             _const("u_axes", np.array([3], np.int64)), _const("gain", np.linspace(0.5, 1.5, 9, dtype=np.float32).reshape(9, 1, 1))]
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="front"), helper.make_node("Neg", ["x"], ["n"], name="front_neg"),
+             helper.make_node("Unsqueeze", ["r", "u_axes"], ["ur"], name="unsq_r"), helper.make_node("Unsqueeze", ["n", "u_axes"], ["un"], name="unsq_n"),
+             helper.make_node("Concat", ["ur", "un"], ["st1"], name="stack1", axis=3), helper.make_node("Concat", ["un", "ur"], ["st2"], name="stack2", axis=3),
+             helper.make_node("Concat", ["st1", "st2"], ["c"], name="bins_all", axis=2),
+             helper.make_node("Slice", ["c", "starts", "ends", "axes"], ["s"], name="bins"),
+             helper.make_node("Transpose", ["s"], ["t"], name="swap", perm=[0, 2, 1, 3]), helper.make_node("Mul", ["t", "gain"], ["y"], name="gain_mul")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 6])
+    return _model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 9, 8, 2])], inits)
+
+
+CASES += [Case(f"slice_of_stacked_rows_{v}", "h18: tf2onnx's Slice of stacked rows (basic_pitch's constant-Q front)",
+               lambda v=v: slice_of_stacked_rows(v), ("imx93",)) for v in ("form", "sorted", "one_axis")]

@@ -4311,26 +4311,9 @@ def product_by_zeros_folded(graph, chip):
             graph.fuse([node], CONSTANT_OUTPUT_OP, attributes={})
         else:
             graph.fold(node)
-    _drop_what_only_folded_nodes_read(graph, [t for node in folded.values() for t in node.inputs])
-
-
-def _drop_what_only_folded_nodes_read(graph, inputs) -> None:
-    """The nodes whose results nothing reads any more once the products by zeros are folded (a
-    Div whose quotient only a product by zeros read, and what it alone read, back up the graph)
-    are removed with them (the toolkit's dead-node removal): they run nowhere."""
-    stack = [t.name for t in inputs if t.present and t.name]
-    while stack:
-        tensor = stack.pop()
-        node = graph.producer(tensor)
-        if node is None and graph.wire(tensor) is not None and not graph.consumers(tensor):
-            # A node an earlier pass eliminated (a Transpose merged into a MatMul: EfficientViT-M's
-            # cascaded heads) passes its input through: what it read is read no more either.
-            stack += [t.name for t in graph.wire(tensor).inputs if t.present and t.name]
-            continue
-        if node is None or any(o.is_model_output or (o.name and graph.consumers(o.name)) for o in node.outputs):
-            continue
-        graph.fold(node)
-        stack += [t.name for t in node.inputs if t.present and t.name]
+    # What only the folded products read (a Div whose quotient only a product by zeros read, and back up
+    # the graph; a Transpose merged into a MatMul passes its input through): the toolkit removes it too.
+    graph.fold_what_nothing_reads([t for node in folded.values() for t in node.inputs])
 
 
 # MobileViT-v2's unfolding of a map into patches and folding back (torch.onnx's spelling): the

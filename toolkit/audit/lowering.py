@@ -261,6 +261,23 @@ class LoweringGraph:
                 self._wires[o.name] = node
         self._drop(node, ELIMINATED)
 
+    def fold_what_nothing_reads(self, tensors) -> None:
+        """The nodes whose results nothing reads any more once a pass removed their readers (or the
+        reading input), and what they alone read, back up the graph: the toolchain's dead-node removal
+        drops them, so they run nowhere. `tensors`: the inputs (TensorViews) that lost a reader."""
+        stack = [t.name for t in tensors if t.present and t.name]
+        while stack:
+            tensor = stack.pop()
+            node = self.producer(tensor)
+            if node is None and self.wire(tensor) is not None and not self.consumers(tensor):
+                # A node an earlier pass eliminated passes its input through: what it read is read no more either.
+                stack += [t.name for t in self.wire(tensor).inputs if t.present and t.name]
+                continue
+            if node is None or any(o.is_model_output or (o.name and self.consumers(o.name)) for o in node.outputs):
+                continue
+            self.fold(node)
+            stack += [t.name for t in node.inputs if t.present and t.name]
+
     def wire(self, tensor: str):
         """The node an earlier pass eliminated that wrote `tensor` (its input passes through), or None."""
         return self._wires.get(tensor) if tensor not in self._producer else None

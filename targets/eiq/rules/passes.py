@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 from onnx import TensorProto
 
+from edgedeploy.audit.rules import TensorView
 from edgedeploy.targets.eiq.rules.documents import ONNX2TF_VERSION, ONNXSIM_VERSION, RULES
 
 # onnxsim's own ONNX checker stops on a newer IR version ("Your model ir_version 11 is higher
@@ -119,6 +120,25 @@ def simplifier_removes_an_if_of_a_known_condition(graph, chip):
             continue
         gone.update(o.name for o in node.outputs if o.present)
         graph.fold(node)
+
+
+@RULES.graph_pass("Clip", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}")
+def clip_drops_a_run_time_floor(graph, chip):
+    """{CONVERTER} writes a Clip whose min is computed at run time and whose max is a constant as tf.minimum(x, max) alone: the floor, whose value is unknown while the Keras model is built, is dropped, and the nodes that computed only the floor leave no operator (TensorFlow's dead-node removal): they run nowhere.
+
+    Measured with onnx2tf 1.29.24 + Vela 5.2.0 (tests/forms_models.py clip_run_time_floor_*: a map
+    [1, 1, 97, 32] floored at its own maximum less 80, openWakeWord's melspectrogram in fresh9): the
+    floor ReduceMax (keepdims 0 or 1), Sub and Cast, or no Cast: the TFLite holds MUL and MINIMUM only,
+    the Clip on the NPU; a constant floor: the Clip on the NPU; a Max of the map and the same run-time
+    floor instead of the Clip keeps the ReduceMax and the Sub. Not measured: a run-time max, a Clip
+    without max.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Clip" and len(n.inputs) == 3]:
+        floor, top = node.inputs[1], node.inputs[2]
+        if not floor.present or _known(floor) or not _known(top):
+            continue
+        graph.fuse([node], "Clip", inputs=[node.inputs[0], TensorView("", None, None, False), top], outputs=list(node.outputs))
+        graph.fold_what_nothing_reads([floor])
 
 
 # A Reshape that onnx2tf meets computing on constants, because onnxsim did not compute it first.
