@@ -11113,3 +11113,56 @@ def slice_of_stacked_rows(variant: str) -> onnx.ModelProto:
 
 CASES += [Case(f"slice_of_stacked_rows_{v}", "h18: tf2onnx's Slice of stacked rows (basic_pitch's constant-Q front)",
                lambda v=v: slice_of_stacked_rows(v), ("imx93",)) for v in ("form", "sorted", "one_axis")]
+
+# ---- fresh9 (XFeat) on RKNN: a map cut into windows by torch's unfold, written with Slices -----------------------
+
+# XFeat's _unfold2d: x.unfold(2, ws, ws).unfold(3, ws, ws) of the normalised image [1, 1, H, W], exported as one Slice
+# per window along H, each swapped [0, 1, 3, 2], Unsqueezed at 2 and Concatenated on 2 ([1, 1, H/ws, W, ws]); then the
+# same along W of that ([1, 1, H/ws, W/ws, ws, ws]), Reshaped to [1, 1, H/ws, W/ws, ws*ws], swapped [0, 1, 4, 2, 3] and
+# Reshaped to the map [1, ws*ws, H/ws, W/ws] a 1x1 Conv reads. (name, C, H, W, ws, both axes or only H (then the
+# [1, C, H/ws, W, ws] result is read by a Relu), what makes the image: an InstanceNormalization or a Conv)
+WINDOW_UNFOLD_PACK = (
+    ("xfeat", 1, 128, 128, 8, "both", "instnorm"), ("conv_64", 1, 64, 64, 8, "both", "conv"), ("ws4_32", 1, 32, 32, 4, "both", "conv"),
+    ("c4_64", 4, 64, 64, 8, "both", "conv"), ("rows_only", 1, 64, 64, 8, "rows", "conv"), ("c1_32", 1, 32, 32, 8, "both", "conv"),
+    ("c2_32", 2, 32, 32, 8, "both", "conv"), ("c8_32", 8, 32, 32, 8, "both", "conv"), ("c16_32", 16, 32, 32, 8, "both", "conv"),
+    ("c4_rows_only", 4, 64, 64, 8, "rows", "conv"), ("c1_wide", 1, 32, 64, 8, "both", "conv"),
+)
+
+
+def _windows_by_slices(node, inits, p, source, rank, axis, count, ws, tag) -> tuple[list, str]:
+    """torch's unfold(axis, ws, ws) of `source` (of `rank`) as the exporter writes it: the Concat's output name."""
+    nodes, pieces = [], []
+    perm = list(range(rank))
+    perm[-1], perm[-2] = perm[-2], perm[-1]
+    inits += [_const(p + f"{tag}_axis", np.array([axis], np.int64)), _const(p + f"{tag}_at", np.array([axis], np.int64))]
+    for i in range(count):
+        inits += [_const(p + f"{tag}_b{i}", np.array([i * ws], np.int64)), _const(p + f"{tag}_e{i}", np.array([(i + 1) * ws], np.int64))]
+        nodes += [node("Slice", [source, f"{tag}_b{i}", f"{tag}_e{i}", f"{tag}_axis"], f"{tag}_s{i}"),
+                  node("Transpose", [f"{tag}_s{i}"], f"{tag}_t{i}", perm=perm), node("Unsqueeze", [f"{tag}_t{i}", f"{tag}_at"], f"{tag}_u{i}")]
+        pieces.append(f"{tag}_u{i}")
+    nodes.append(node("Concat", pieces, f"{tag}_windows", axis=axis))
+    return nodes, f"{tag}_windows"
+
+
+def _window_unfold_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, h, w, ws, axes, maker = spec
+    p = f"uf_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, c, c, 1, 1)), _const(p + "scale", np.ones(c, np.float32)), _const(p + "bias", np.zeros(c, np.float32))]
+    nodes = [node("InstanceNormalization", ["x", "scale", "bias"], "image") if maker == "instnorm" else node("Conv", ["x", "w"], "image")]
+    rows, windows = _windows_by_slices(node, inits, p, "image", 4, 2, h // ws, ws, "rows")
+    nodes += rows
+    if axes == "rows":
+        nodes.append(node("Relu", [windows], "y"))
+        return nodes, inits, [_vi(p + "x", [1, c, h, w])], [_vi(p + "y", [1, c, h // ws, w, ws])]
+    cols, patches = _windows_by_slices(node, inits, p, windows, 5, 3, w // ws, ws, "cols")
+    hh, ww, k = h // ws, w // ws, c * ws * ws
+    inits += [_const(p + "flat", np.array([1, c, hh, ww, ws * ws], np.int64)), _const(p + "map", np.array([1, -1, hh, ww], np.int64)),
+              _const(p + "head", _weights(rng, 16, k, 1, 1))]
+    nodes += cols + [node("Reshape", [patches, "flat"], "flat_patches"), node("Transpose", ["flat_patches"], "swapped", perm=[0, 1, 4, 2, 3]),
+                     node("Reshape", ["swapped", "map"], "patch_map"), node("Conv", ["patch_map", "head"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, c, h, w])], [_vi(p + "y", [1, 16, hh, ww])]
+
+
+CASES.append(Case("window_unfold_pack", "fresh9: a map cut into windows by torch's unfold along H and W, written with Slices (XFeat's _unfold2d)",
+                  lambda: _packed(_window_unfold_case, WINDOW_UNFOLD_PACK, 461, used_only=True, opset=13), ("rk3588", "rk3566")))

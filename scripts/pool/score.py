@@ -226,6 +226,9 @@ FRESH_LOOKED_AT = {
         # h18-espeiq: the ESP32-S3 and i.MX 93 misses of the blind score: openWakeWord's element-wise Max (ESP-DL's module
         # registry in the truth), hey_mycroft's zero LSTM states, melspectrogram's Clip and basic_pitch's refusal (docs/audit.md).
         "pypi_oww_embedding/esp32s3", "pypi_oww_hey_mycroft/esp32s3", "pypi_oww_melspectrogram/imx93", "pypi_basic_pitch/imx93",
+        # h18-rk66: XFeat's _unfold2d (torch's unfold written with Slices) on RK3566, probed (window_unfold_pack) and fixed
+        # (passes.windows_cut_by_slices; docs/audit.md).
+        "pkg_xfeat/rk3566",
     ),
     # h18-fresh10: chosen on 2026-12-05, built and collected by h18-fresh10, not yet scored; nothing looked at.
     "fresh10": (),

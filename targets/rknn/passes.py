@@ -1150,6 +1150,89 @@ def maps_stacked_for_a_sum(graph, chip):
                 graph.fuse([u], "Unsqueeze", leader=u, attributes={STACKED_SUM_ATTRIBUTE: 1, **axes})
 
 
+WINDOWS_CHIPS = ("rk3566", "rk3568")
+# The attribute the pass below gives the nodes of torch's unfold that run on the CPU (rules.windows_cut_on_the_cpu reads it).
+WINDOWS_ON_CPU_ATTRIBUTE = "rknn_windows_on_the_cpu"
+
+
+def _window_of(graph, unsqueeze, axis: int):
+    """(the Slice, the swap) when `unsqueeze` (at `axis`) reads the swap of the last two axes of one Slice along `axis`, each read once; else None."""
+    swap = graph.producer(unsqueeze.inputs[0].name) if unsqueeze.op_type == "Unsqueeze" and unsqueeze.inputs else None
+    cut = graph.producer(swap.inputs[0].name) if swap is not None and swap.op_type == "Transpose" else None
+    if cut is None or cut.op_type != "Slice" or len(cut.inputs) < 4 or _ints(cut.inputs[3]) != [axis]:
+        return None
+    perm = _perm(swap)
+    if perm is None or perm[-2:] != [len(perm) - 1, len(perm) - 2] or perm[:-2] != list(range(len(perm) - 2)):
+        return None
+    if graph.only_consumer(cut.outputs[0].name) is not swap or graph.only_consumer(swap.outputs[0].name) is not unsqueeze:
+        return None
+    return cut, swap
+
+
+def _windows_of(graph, concat):
+    """(Slices, swaps, Unsqueezes) when `concat` is torch's unfold(axis, ws, ws) as the exporter writes it: one Slice per
+    window of ws along the axis (in order, covering it), each swapped [..., -1, -2] and Unsqueezed at the axis; else None."""
+    if concat.op_type != "Concat" or len(concat.inputs) < 2:
+        return None
+    axis = int(concat.attr("axis", 0))
+    unsqueezes = [graph.producer(t.name) for t in concat.inputs]
+    windows = [_window_of(graph, u, axis) if u is not None and graph.only_consumer(u.outputs[0].name) is concat else None for u in unsqueezes]
+    if any(w is None for w in windows) or len({w[0].inputs[0].name for w in windows}) != 1:
+        return None
+    bounds = [(_ints(w[0].inputs[1]), _ints(w[0].inputs[2])) for w in windows]
+    size = _static_shape(windows[0][0].inputs[0])
+    ws = bounds[0][1][0] - bounds[0][0][0] if bounds[0][0] and bounds[0][1] else 0
+    if size is None or ws <= 0 or bounds != [([i * ws], [(i + 1) * ws]) for i in range(len(windows))] or len(windows) * ws != size[axis]:
+        return None
+    return [w[0] for w in windows], [w[1] for w in windows], unsqueezes
+
+
+def _patches_to_a_map(graph, concat):
+    """The Reshape that makes a map of unfolded patches: `concat`'s Reshape, a Transpose, the Reshape (each read once); else None."""
+    flat = graph.only_consumer(concat.outputs[0].name)
+    swap = graph.only_consumer(flat.outputs[0].name) if flat is not None and flat.op_type == "Reshape" else None
+    view = graph.only_consumer(swap.outputs[0].name) if swap is not None and swap.op_type == "Transpose" else None
+    return view if view is not None and view.op_type == "Reshape" else None
+
+
+def _mark_on_cpu(graph, nodes) -> None:
+    for n in nodes:
+        kept = {"axis": int(n.attr("axis", 0))} if n.op_type == "Concat" else {"axes": list(n.attr("axes"))} if n.has_attr("axes") else {}
+        graph.fuse([n], n.op_type, leader=n, attributes={WINDOWS_ON_CPU_ATTRIBUTE: 1, **kept})
+
+
+@RULES.graph_pass("Slice", "Transpose", chips=WINDOWS_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def windows_cut_by_slices(graph, chip):
+    """{OBSERVED} reads torch's unfold(axis, ws, ws) written with Slices (one per window, each swapped [..., -1, -2], Unsqueezed, Concatenated: XFeat's _unfold2d of its 1-channel image) as layout: unfolded along H and then along W (patches [N, C, H/ws, W/ws, ws, ws]), the Slices become Splits (replace_parallel_slice_by_split), the first unfold's swaps move back onto the image and forward through both Splits, where they cancel the second unfold's swaps (reduce_tp_in_mesh_backward, reduce_tp_in_mesh_forward): no swap has a layer (the first unfold's are placed with its Slices); the first unfold's Split and Concat become one Reshape (replace_split_concat_by_reshape), on RK3566's CPU for a 1-channel image (its Slices, swaps and Concat there), on the NPU from 2 channels; the second runs on the NPU (a Concat and a Gather convolution). The patches' swap to channels (a CPU Transpose) and the Reshape to the map after it run on the CPU. Unfolded along one axis only, the swaps stay a CPU Transpose, with the Unsqueezes.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (tests/forms_models.py window_unfold_pack,
+    2026-12-05): images of 1 channel at 128x128, 64x64, 32x32 and 32x64 by windows of 8 and 4 (XFeat's
+    is 1 x 128 x 128 by 8): the first unfold on the CPU; of 2, 4, 8, 16 channels: on the NPU; the second
+    unfold always on the NPU, the map's Reshape always on the CPU; one axis only (1 and 4 channels): the
+    swaps and Unsqueezes on the CPU. RK3588: all NPU. RK3568 not measured (taken as RK3566).
+    """
+    for concat in [n for n in graph.nodes if n.op_type == "Concat"]:
+        cols = _windows_of(graph, concat)
+        rows = _windows_of(graph, graph.producer(cols[0][0].inputs[0].name)) if cols else None
+        if rows is None:
+            continue
+        one_channel = _static_shape(rows[0][0].inputs[0])[1] == 1
+        # The first unfold's swaps run where its Slices do: with a 1-channel image, on the CPU (a Transpose stays one),
+        # and its Unsqueezes merge away (bypass_two_reshape).
+        for swap in cols[1] + (rows[2] if one_channel else rows[1]):
+            graph.fuse([swap], "Reshape", attributes={})
+        view = _patches_to_a_map(graph, concat)
+        if one_channel:
+            _mark_on_cpu(graph, rows[0] + [graph.only_consumer(rows[2][0].outputs[0].name)])
+        if view is not None:
+            _mark_on_cpu(graph, [view])
+    # Unfolded once (the swaps of an unfold read again were made reshapes above): the Unsqueezes join the CPU swaps.
+    for concat in [n for n in graph.nodes if n.op_type == "Concat"]:
+        windows = _windows_of(graph, concat)
+        if windows is not None:
+            _mark_on_cpu(graph, windows[2])
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
 def channel_shuffle_to_conv(graph, chip):
     """{OBSERVED} turns a channel shuffle (Reshape of the channels into groups, Transpose of the two group axes, Reshape back) into a Gather of the channels and then a 1x1 convolution on the NPU (its passes replace_inner_dim_shuffle_tp_rs_to_rs_gather and gather_to_conv).

@@ -985,6 +985,12 @@ def map_stacked_for_a_sum(node: NodeView, chip: str):
     return Offence(tuple(node.input(0).shape or ()), "map stacked for a sum, rearranged on the CPU") if node.attr(_passes.STACKED_SUM_ATTRIBUTE) is not None else None
 
 
+@RULES.rule("Slice", "Concat", "Unsqueeze", "Reshape", chips=_passes.WINDOWS_CHIPS)
+def windows_cut_on_the_cpu(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU parts of torch's unfold written with Slices (XFeat's _unfold2d): the first unfold of a 1-channel image (its Slices and Concat, one Reshape layer), the Reshape of the patches to a map after their swap to channels, and the Unsqueezes of an unfold along one axis only (rknn-toolkit2 2.5.0, observed; passes.windows_cut_by_slices marks them and says what was measured)."""
+    return Offence(tuple(node.output(0).shape or ()), "window layout of torch's unfold") if node.attr(_passes.WINDOWS_ON_CPU_ATTRIBUTE) is not None else None
+
+
 @RULES.rule("Transpose", chips=_passes.KEY_BESIDE_SHARED_QUERY_CHIPS)
 def key_beside_a_query_read_twice(node: NodeView, chip: str):
     """On RK3588, RK3566 and RK3568 the toolkit runs on the CPU, as a Transpose layer of its own, the key's swap into attention's scores when the key is a part of a joint q/k/v projection (Split and Squeeze) and the query also feeds another computation (SAM's decomposed relative positions made from q); with the query read by its scale alone the swap merges into the product (rknn-toolkit2 2.5.0, observed; passes.transposes_merged_into_matmul marks it).
