@@ -11166,3 +11166,56 @@ def _window_unfold_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("window_unfold_pack", "fresh9: a map cut into windows by torch's unfold along H and W, written with Slices (XFeat's _unfold2d)",
                   lambda: _packed(_window_unfold_case, WINDOW_UNFOLD_PACK, 461, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+def slice_of_conv_rows(variant: str) -> onnx.ModelProto:
+    """basic_pitch's constant-Q front closer: four Conv1d written 2-D over [1, 1, 1, 18] (6 filters, kernel [1, 4],
+    stride [1, 2]: [1, 6, 1, 8]), each Transposed [0, 2, 3, 1] and Reshaped to rows [1, 8, 6], Unsqueezed on axis 3,
+    stacked in twos on the last axis, the two stacks concatenated on axis 2 into [1, 8, 12, 2]; then tf2onnx's Slice
+    of the last 9 bins (`form`: axes [0, 2, 1, 3], starts [0, -9, 0, 0]; `sorted`: axes [0, 1, 2, 3]; `one_axis`:
+    axes [2]), swapped [0, 2, 1, 3] and scaled by a constant [9, 1, 1]."""
+    rng = np.random.default_rng(1818)
+    big = 2**31 - 1
+    slices = {"form": ([0, -9, 0, 0], [big] * 4, [0, 2, 1, 3]), "sorted": ([0, 0, -9, 0], [big] * 4, [0, 1, 2, 3]), "one_axis": ([-9], [big], [2])}
+    starts, ends, axes = slices[variant]
+    inits = [_const("starts", np.array(starts, np.int64)), _const("ends", np.array(ends, np.int64)), _const("axes", np.array(axes, np.int64)),
+             _const("u_axes", np.array([3], np.int64)), _const("rows", np.array([1, 8, 6], np.int64)),
+             _const("gain", np.linspace(0.5, 1.5, 9, dtype=np.float32).reshape(9, 1, 1))]
+    nodes = []
+    for k in "abcd":
+        inits.append(_const(f"w{k}", (rng.standard_normal((6, 1, 1, 4)) * 0.3).astype(np.float32)))
+        nodes += [helper.make_node("Conv", ["x", f"w{k}"], [f"c{k}"], name=f"conv_{k}", kernel_shape=[1, 4], strides=[1, 2]),
+                  helper.make_node("Transpose", [f"c{k}"], [f"t{k}"], name=f"swap_{k}", perm=[0, 2, 3, 1]),
+                  helper.make_node("Reshape", [f"t{k}", "rows"], [f"r{k}"], name=f"rows_{k}"),
+                  helper.make_node("Unsqueeze", [f"r{k}", "u_axes"], [f"u{k}"], name=f"unsq_{k}")]
+    nodes += [helper.make_node("Concat", ["ua", "ub"], ["st1"], name="stack1", axis=3), helper.make_node("Concat", ["uc", "ud"], ["st2"], name="stack2", axis=3),
+              helper.make_node("Concat", ["st1", "st2"], ["c"], name="bins_all", axis=2),
+              helper.make_node("Slice", ["c", "starts", "ends", "axes"], ["s"], name="bins"),
+              helper.make_node("Transpose", ["s"], ["t"], name="swap", perm=[0, 2, 1, 3]), helper.make_node("Mul", ["t", "gain"], ["y"], name="gain_mul")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 1, 18])
+    return _model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 9, 8, 2])], inits)
+
+
+def slice_of_reshaped_rows(variant: str) -> onnx.ModelProto:
+    """slice_of_stacked_rows with its rows Reshaped from a 4-D input [1, 1, 8, 6] (a Relu of it) instead of read from a
+    3-D one: no Conv, no Transpose. Variants as slice_of_conv_rows."""
+    big = 2**31 - 1
+    slices = {"form": ([0, -9, 0, 0], [big] * 4, [0, 2, 1, 3]), "sorted": ([0, 0, -9, 0], [big] * 4, [0, 1, 2, 3])}
+    starts, ends, axes = slices[variant]
+    inits = [_const("starts", np.array(starts, np.int64)), _const("ends", np.array(ends, np.int64)), _const("axes", np.array(axes, np.int64)),
+             _const("u_axes", np.array([3], np.int64)), _const("rows", np.array([1, 8, 6], np.int64)),
+             _const("gain", np.linspace(0.5, 1.5, 9, dtype=np.float32).reshape(9, 1, 1))]
+    nodes = [helper.make_node("Relu", ["x"], ["xr"], name="front"), helper.make_node("Neg", ["x"], ["xn"], name="front_neg"),
+             helper.make_node("Reshape", ["xr", "rows"], ["r"], name="rows_r"), helper.make_node("Reshape", ["xn", "rows"], ["n"], name="rows_n"),
+             helper.make_node("Unsqueeze", ["r", "u_axes"], ["ur"], name="unsq_r"), helper.make_node("Unsqueeze", ["n", "u_axes"], ["un"], name="unsq_n"),
+             helper.make_node("Concat", ["ur", "un"], ["st1"], name="stack1", axis=3), helper.make_node("Concat", ["un", "ur"], ["st2"], name="stack2", axis=3),
+             helper.make_node("Concat", ["st1", "st2"], ["c"], name="bins_all", axis=2),
+             helper.make_node("Slice", ["c", "starts", "ends", "axes"], ["s"], name="bins"),
+             helper.make_node("Transpose", ["s"], ["t"], name="swap", perm=[0, 2, 1, 3]), helper.make_node("Mul", ["t", "gain"], ["y"], name="gain_mul")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 6])
+    return _model(nodes, [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 9, 8, 2])], inits)
+
+
+CASES += [Case(f"slice_of_conv_rows_{v}", "h18: tf2onnx's Slice of stacked Conv1d rows (basic_pitch's constant-Q front)",
+               lambda v=v: slice_of_conv_rows(v), ("imx93",)) for v in ("form", "sorted", "one_axis")]
+CASES += [Case(f"slice_of_reshaped_rows_{v}", "h18: tf2onnx's Slice of stacked rows reshaped from a 4-D input",
+               lambda v=v: slice_of_reshaped_rows(v), ("imx93",)) for v in ("form", "sorted")]
