@@ -10281,6 +10281,8 @@ def _fsmn_source(node, source: str) -> tuple[list, str]:
              "relu_input": [("Relu", ["x"], "tok")], "norm_linear": [("LayerNormalization", ["x", "g", "b_pre"], "xn", {"epsilon": 1e-5}), ("MatMul", ["xn", "w_in"], "tok")],
              "sum_linear": [("Add", ["x", "x2"], "xs"), ("MatMul", ["xs", "w_in"], "tok")],
              "linear_norm_linear": [("MatMul", ["x", "w_pre"], "pre"), ("LayerNormalization", ["pre", "g", "b_pre"], "xn", {"epsilon": 1e-5}), ("MatMul", ["xn", "w_in"], "tok")],
+             "norm_ax_linear": [("LayerNormalization", ["x", "g", "b_pre"], "xn", {"axis": -1, "epsilon": 1e-5}), ("MatMul", ["xn", "w_in"], "tok")],
+             "linear_norm_ax_linear": [("MatMul", ["x", "w_pre"], "pre"), ("LayerNormalization", ["pre", "g", "b_pre"], "xn", {"axis": -1, "epsilon": 1e-5}), ("MatMul", ["xn", "w_in"], "tok")],
              "linear_sigmoid_linear": [("MatMul", ["x", "w_pre"], "pre"), ("Sigmoid", ["pre"], "pres"), ("MatMul", ["pres", "w_in"], "tok")], "sigmoid": [("MatMul", ["x", "w_in"], "mm"), ("Sigmoid", ["mm"], "tok")]}[source]
     return [node(op, ins, out, **(attrs[0] if attrs else {})) for op, ins, out, *attrs in chain], "x" if source == "input" else "tok"
 
@@ -11219,3 +11221,155 @@ CASES += [Case(f"slice_of_conv_rows_{v}", "h18: tf2onnx's Slice of stacked Conv1
                lambda v=v: slice_of_conv_rows(v), ("imx93",)) for v in ("form", "sorted", "one_axis")]
 CASES += [Case(f"slice_of_reshaped_rows_{v}", "h18: tf2onnx's Slice of stacked rows reshaped from a 4-D input",
                lambda v=v: slice_of_reshaped_rows(v), ("imx93",)) for v in ("form", "sorted")]
+
+
+# ---- fresh9 (openWakeWord's hey_mycroft) on RKNN: a 2-D Linear's activation as the model output -------------------
+
+# openWakeWord's classifier ends in a Keras Dense with a sigmoid, written by tf2onnx as MatMul [1, 64] x [64, 1], a bias
+# Add and a Sigmoid, the model's [1, 1] output. (name, op of the product: MatMul (+ bias Add unless "nobias") or Gemm,
+# the activation after it ("" none: not kept, see docs/audit.md), output width N, what the Linear reads: the model input (default), a Relu of it,
+# a Concat of two inputs (not kept), a Relu or PRelu of a Linear of it.)
+LINEAR_HEAD_OUTPUT_PACK = (
+    ("mm_sig_1", "MatMul", "Sigmoid", 1), ("mm_sig_8", "MatMul", "Sigmoid", 8), ("mm_sig_16", "MatMul", "Sigmoid", 16),
+    ("mm_sig_24", "MatMul", "Sigmoid", 24), ("mm_sig_32", "MatMul", "Sigmoid", 32), ("mm_relu_1", "MatMul", "Relu", 1),
+    ("mm_relu_16", "MatMul", "Relu", 16), ("mmnb_sig_1", "MatMul nobias", "Sigmoid", 1), ("mmnb_sig_16", "MatMul nobias", "Sigmoid", 16),
+    ("gemm_sig_8", "Gemm", "Sigmoid", 8), ("mm_tanh_1", "MatMul", "Tanh", 1), ("r_mm_sig_1", "MatMul", "Sigmoid", 1, "relu"),
+    ("r_mm_sig_4", "MatMul", "Sigmoid", 4, "relu"), ("r_mm_relu_4", "MatMul", "Relu", 4, "relu"), ("l_mm_sig_1", "MatMul", "Sigmoid", 1, "linear"),
+    ("l_mm_relu_4", "MatMul", "Relu", 4, "linear"),
+)
+
+
+def _linear_head_output_case(rng, spec) -> tuple[list, list, list, list]:
+    name, op, act, n, source = (*spec, "input")[:5]
+    p = f"lho_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, 64, n)), _const(p + "b", _weights(rng, n))]
+    inputs = [_vi(p + "x", [1, 64])]
+    nodes = []
+    if source == "relu":
+        nodes.append(node("Relu", ["x"], "src"))
+    elif source in ("linear", "plinear"):
+        inits += [_const(p + "w0", _weights(rng, 64, 64)), _const(p + "b0", _weights(rng, 64)), _const(p + "slope", np.full(64, 0.25, np.float32))]
+        nodes += [node("MatMul", ["x", "w0"], "mm0"), node("Add", ["mm0", "b0"], "lin0"),
+                  node("Relu", ["lin0"], "src") if source == "linear" else node("PRelu", ["lin0", "slope"], "src")]
+    elif source == "concat":
+        inputs = [_vi(p + "x", [1, 32]), _vi(p + "x2", [1, 32])]
+        nodes.append(node("Concat", ["x", "x2"], "src", axis=1))
+    x = "x" if source == "input" else "src"
+    if op == "Gemm":
+        nodes += [node("Gemm", [x, "w", "b"], "lin")]
+    else:
+        nodes += [node("MatMul", [x, "w"], "mm" if op == "MatMul" else "lin")]
+        if op == "MatMul":
+            nodes.append(node("Add", ["mm", "b"], "lin"))
+    if act:
+        nodes.append(node(act, ["lin"], "y"))
+    else:
+        nodes[-1].output[0] = p + "y"
+    return nodes, inits, inputs, [_vi(p + "y", [1, n])]
+
+
+CASES.append(Case("linear_head_output_pack", "fresh9: a Linear of a 2-D input (MatMul, bias Add or not, or Gemm), then a Sigmoid, Relu or Tanh as the [1, N] model output (openWakeWord's classifiers)",
+                  lambda: _packed(_linear_head_output_case, LINEAR_HEAD_OUTPUT_PACK, 1909, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh9 (openWakeWord's hey_mycroft) on RKNN: a bidirectional LSTM's directions squeezed and picked in time ---------
+
+# tf2onnx's Keras Bidirectional(LSTM) over [1, 16, 96] (time-major after a Transpose [1, 0, 2]): the LSTM's output
+# [T, 2, 1, H], each direction Sliced and Squeezed to [T, 1, H], then (tail) "pick": the backward direction's first
+# step and the forward one's last, Sliced and Squeezed to [1, H], Concatenated [1, 2H] (hey_mycroft's second LSTM);
+# "concat": the directions Concatenated along the features [T, 1, 2H] (its first LSTM); "fwd_pick": only the forward
+# direction's last step. (name, hidden size H, tail)
+LSTM_DIRECTIONS_PACK = (
+    ("pick_32", 32, "pick"), ("pick_64", 64, "pick"), ("pick_16", 16, "pick"), ("pick_8", 8, "pick"),
+    ("concat_32", 32, "concat"),
+)
+
+
+def _lstm_directions_case(rng, spec) -> tuple[list, list, list, list]:
+    name, h, tail = spec
+    p = f"lsd_{name}_"
+    node = _prefixed(p)
+    d, t = 24, 16
+    inits = [_const(p + "W", _weights(rng, 2, 4 * h, d)), _const(p + "R", _weights(rng, 2, 4 * h, h)), _const(p + "B", _weights(rng, 2, 8 * h)),
+             _const(p + "i0", np.array([0], np.int64)), _const(p + "i1", np.array([1], np.int64)), _const(p + "i2", np.array([2], np.int64)),
+             _const(p + "im1", np.array([-1], np.int64)), _const(p + "big", np.array([2 ** 31 - 1], np.int64))]
+    nodes = [node("Transpose", ["x"], "tm", perm=[1, 0, 2]),
+             node("LSTM", ["tm", "W", "R", "B"], "seq", direction="bidirectional", hidden_size=h),
+             node("Slice", ["seq", "i0", "i1", "i1"], "fwd"), node("Squeeze", ["fwd", "i1"], "fwd_sq")]
+    if tail != "fwd_pick":
+        nodes += [node("Slice", ["seq", "i1", "i2", "i1"], "bwd"), node("Squeeze", ["bwd", "i1"], "bwd_sq")]
+    if tail == "concat":
+        nodes.append(node("Concat", ["fwd_sq", "bwd_sq"], "y", axis=2))
+        out = [t, 1, 2 * h]
+    else:
+        nodes += [node("Slice", ["fwd_sq", "im1", "big", "i0"], "fwd_last"), node("Squeeze", ["fwd_last", "i0"], "fwd_pick" if tail == "pick" else "y")]
+        out = [1, h]
+        if tail == "pick":
+            nodes += [node("Slice", ["bwd_sq", "i0", "i1", "i0"], "bwd_first"), node("Squeeze", ["bwd_first", "i0"], "bwd_pick"),
+                      node("Concat", ["fwd_pick", "bwd_pick"], "y", axis=1)]
+            out = [1, 2 * h]
+    return nodes, inits, [_vi(p + "x", [1, t, d])], [_vi(p + "y", out)]
+
+
+CASES.append(Case("lstm_directions_pack", "fresh9: a bidirectional LSTM's directions Sliced, Squeezed, then picked in time or Concatenated (openWakeWord's hey_mycroft)",
+                  lambda: _packed(_lstm_directions_case, LSTM_DIRECTIONS_PACK, 1910, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh9 (openWakeWord's melspectrogram) on RKNN: two scalings in a row, a Clip at a computed floor, a Conv1d's
+# result unsqueezed and swapped ------------------------------------------------------------------------------------
+
+# openWakeWord's melspectrogram (torchlibrosa's power_to_db): 10 * log10(x) written as Log, Mul by 10, Div by ln(10);
+# then the floor: Clip(x, ReduceMax(x) - 80, inf), its min a run-time scalar (ReduceMax, Sub, Cast); its STFT: two
+# Conv1d [1, 1, 16000] -> [1, 257, 97], each Unsqueezed at 1 and Transposed [0, 1, 3, 2] into [1, 1, 97, 257], squared.
+# (name, form, variant)
+MEL_FORMS_PACK = (
+    ("log_mul_div", "scale", "log mul div"), ("log_mul_mul", "scale", "log mul mul"), ("log_mul_sub", "scale", "log mul sub"),
+    ("relu_mul_div", "scale", "relu mul div"), ("log_div_mul", "scale", "log div mul"),
+    ("clip_cast", "floor", "cast"), ("clip_nocast", "floor", ""), ("clip_both", "floor", "max"),
+)  # the "swap" form (variant: channels, reader) is not kept: docs/audit.md, measured, not modelled
+
+
+def _mel_forms_case(rng, spec) -> tuple[list, list, list, list]:
+    name, form, variant = spec
+    p = f"mel_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "k10", np.array(10.0, np.float32)), _const(p + "ln10", np.array(2.3025851, np.float32)), _const(p + "one", np.array(1.0, np.float32)),
+             _const(p + "k80", np.array(80.0, np.float32)), _const(p + "inf", np.array(np.inf, np.float32)), _const(p + "ax1", np.array([1], np.int64)),
+             _const(p + "two", np.array(2.0, np.float32))]
+    if form == "scale":
+        src, first, second = variant.split()
+        nodes = [node("Relu", ["x"], "r"), node("Add", ["r", "one"], "r1")]
+        nodes.append(node("Log", ["r1"], "s") if src == "log" else node("Relu", ["r1"], "s"))
+        nodes.append(node("Mul" if first == "mul" else "Div", ["s", "k10"], "m"))
+        nodes.append(node({"mul": "Mul", "div": "Div", "sub": "Sub"}[second], ["m", "ln10" if second != "sub" else "k80"], "y"))
+        return nodes, inits, [_vi(p + "x", [1, 1, 16, 32])], [_vi(p + "y", [1, 1, 16, 32])]
+    if form == "floor":
+        nodes = [node("Relu", ["x"], "r"), node("ReduceMax", ["r"], "top", keepdims=0), node("Sub", ["top", "k80"], "low")]
+        low = "low"
+        if variant == "cast":
+            nodes.append(node("Cast", ["low"], "lowc", to=TensorProto.FLOAT))
+            low = "lowc"
+        high = "top" if variant == "max" else "inf"
+        nodes.append(node("Clip", ["r", low, high], "y"))
+        return nodes, inits, [_vi(p + "x", [1, 1, 16, 32])], [_vi(p + "y", [1, 1, 16, 32])]
+    channels, reader = variant
+    inits.append(_const(p + "w", _weights(rng, channels, 1, 64)))
+    nodes = [node("Conv", ["x", "w"], "c", kernel_shape=[64], strides=[16]), node("Unsqueeze", ["c", "ax1"], "u"),
+             node("Transpose", ["u"], "t", perm=[0, 1, 3, 2])]
+    nodes.append(node("Pow", ["t", "two"], "y") if reader == "Pow" else node("Relu", ["t"], "y"))
+    frames = (1600 - 64) // 16 + 1
+    return nodes, inits, [_vi(p + "x", [1, 1, 1600])], [_vi(p + "y", [1, 1, frames, channels])]
+
+
+CASES.append(Case("mel_forms_pack", "fresh9: Log then two scalings, a Clip at a run-time floor, a Conv1d's result unsqueezed and swapped (openWakeWord's melspectrogram)",
+                  lambda: _packed(_mel_forms_case, MEL_FORMS_PACK, 1911, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# h18-rkmisc: FSMN's memory block after a LayerNorm that writes both its axis and its epsilon (the "norm_linear" sources
+# above leave axis out, which moves every LayerNorm of a model to the CPU: layernorm_attribute_left_out), of the model
+# input or of a Linear of it.
+FSMN_LAYERNORM_AXIS_PACK = (("lnax", 100, 128, "norm_ax_linear", "cache", True, "linear", "4d"),
+                            ("lnlax", 100, 128, "linear_norm_ax_linear", "cache", True, "linear", "4d"))
+CASES.append(Case("fsmn_layernorm_axis_pack", "h18: FSMN's memory block after a LayerNorm with axis and epsilon written, of the input or of a Linear",
+                  lambda: _packed(_fsmn_memory_case, FSMN_LAYERNORM_AXIS_PACK, 1801, used_only=True, opset=17), ("rk3566", "rk3588")))

@@ -229,6 +229,10 @@ FRESH_LOOKED_AT = {
         # h18-rk66: XFeat's _unfold2d (torch's unfold written with Slices) on RK3566, probed (window_unfold_pack) and fixed
         # (passes.windows_cut_by_slices; docs/audit.md).
         "pkg_xfeat/rk3566",
+        # h18-rkmisc: a 2-D Linear's activation as the output, an LSTM's directions squeezed apart (hey_mycroft); two
+        # scalings in a row and a Clip at a run-time floor (melspectrogram); basic_pitch's refusal (docs/audit.md).
+        "pypi_oww_hey_mycroft/rk3588", "pypi_oww_hey_mycroft/rk3566", "pypi_basic_pitch/rk3588", "pypi_basic_pitch/rk3566",
+        "pypi_oww_melspectrogram/rk3588", "pypi_oww_melspectrogram/rk3566",
     ),
     # h18-fresh10: chosen on 2026-12-05, built and collected by h18-fresh10, not yet scored; nothing looked at.
     "fresh10": (),

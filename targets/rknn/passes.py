@@ -3924,7 +3924,7 @@ def _unit_axis_swap_merged(graph, swap) -> bool:
     if unsqueeze is None or unsqueeze.op_type != "Unsqueeze" or not shape or len(shape) != 4 or shape[1] != 1:
         return False
     linear, activated = _linear_layer_of(graph, unsqueeze.inputs[0].name)
-    return linear is not None and (activated or _linear_layer_of(graph, linear.inputs[0].name)[0] is not None)
+    return linear is not None and (activated or _linear_layer_of(graph, linear.inputs[0].name)[0] is not None or _reads_an_npu_layernorm(graph, linear))
 
 
 def _unit_axis_swap_back_merged(graph, swap) -> bool:
@@ -3943,7 +3943,7 @@ def _unit_axis_swap_back_merged(graph, swap) -> bool:
 
 @RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
 def unit_axis_token_swaps_merged_into_linears(graph, chip):
-    """{OBSERVED} moves the Transpose [0, 3, 2, 1] that swaps tokens unsqueezed to [N, 1, T, C] into a map [N, C, T, 1] (FunASR's FSMN memory block, a depthwise Conv over time) back through the Linear that made the tokens and merges it into the layer before (its pass reduce_tp_in_mesh_backward: no layer of its own) when that Linear's Conv is followed by a fused Relu or Sigmoid, or reads another Linear's result; where the Linear reads a model input, or a Relu, a LayerNorm or an Add of model inputs, the swap stays a Transpose layer, which RK3566/RK3568 run on the CPU. The swap back [N, C, T, 1] -> [N, 1, T, C] of the Conv's map (or its residual sum), squeezed to tokens that Linears read, has no layer either (fuse_transpose_reshape_transpose); squeezed to the model output it is a Transpose layer on the CPU.
+    """{OBSERVED} moves the Transpose [0, 3, 2, 1] that swaps tokens unsqueezed to [N, 1, T, C] into a map [N, C, T, 1] (FunASR's FSMN memory block, a depthwise Conv over time) back through the Linear that made the tokens and merges it into the layer before (its pass reduce_tp_in_mesh_backward: no layer of its own) when that Linear's Conv is followed by a fused Relu or Sigmoid, or reads another Linear's result or an NPU LayerNorm (axis and epsilon written); where the Linear reads a model input, or a Relu, a CPU LayerNorm (axis or epsilon left out) or an Add of model inputs, the swap stays a Transpose layer, which RK3566/RK3568 run on the CPU. The swap back [N, C, T, 1] -> [N, 1, T, C] of the Conv's map (or its residual sum), squeezed to tokens that Linears read, has no layer either (fuse_transpose_reshape_transpose); squeezed to the model output it is a Transpose layer on the CPU.
 
     Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (2026-12-05, int8, opset 17; tests/forms_models.py
     fsmn_memory_pack; found on fresh8's pypi_fsmn_vad/rk3566): 100 tokens of 128 channels and 49 of 24, a cache
@@ -6325,3 +6325,128 @@ def pair_axis_of_a_rotation(graph, chip):
             continue
         for reshape in (view, back):
             graph.fuse([reshape], "Reshape", attributes={PAIR_AXIS_VIEW_ATTRIBUTE: int(width)})
+
+
+# ---- h18-rkmisc: a 2-D Linear's result as the model output (openWakeWord's classifier head) ------------------------
+
+# The attribute the pass below gives the last node of a Linear of a 2-D input that writes the model output
+# (rules.unaligned_2d_model_output reads it: the layer that turns that output back to the caller's layout).
+LINEAR_2D_OUTPUT_ATTRIBUTE = "rknn_linear_2d_output"
+# The activations measured after such a Linear (the toolkit fuses each into the Linear's Conv layer).
+LINEAR_2D_OUTPUT_ACTIVATIONS = frozenset({"Relu", "Sigmoid", "Tanh"})
+
+
+def _linear_2d_output_tail(graph, matmul):
+    """The activation ending a Linear of a 2-D input (the MatMul, its bias Add or none, then a Relu, Sigmoid or Tanh)
+    when it writes a 2-D model output; None otherwise (the bias Add as the output is not modelled: docs/audit.md)."""
+    shape = _static_shape(matmul.inputs[0])
+    if shape is None or len(shape) != 2 or not _linear(matmul):
+        return None
+    nxt = graph.only_consumer(matmul.outputs[0].name)
+    if nxt is not None and nxt.op_type == "Add" and len(nxt.inputs) == 2 and sum(_known(t) for t in nxt.inputs) == 1:
+        nxt = graph.only_consumer(nxt.outputs[0].name)
+    if nxt is None or nxt.op_type not in LINEAR_2D_OUTPUT_ACTIVATIONS:
+        return None
+    out = _static_shape(nxt.outputs[0])
+    return nxt if nxt.outputs[0].is_model_output and out is not None and len(out) == 2 else None
+
+
+@RULES.graph_pass("MatMul", chips=("rk3588", "rk3566", "rk3568"), OBSERVED=TOOLKIT_OBSERVED)
+def linear_2d_output_views(graph, chip):
+    """{OBSERVED} makes a MatMul of a 2-D input by constant weights, its bias Add and a Relu, Sigmoid or Tanh one Conv layer (ConvSigmoid) and, where that Linear's [N, C] result is the model output, names after its last node the Reshape layer that turns the output back to the caller's layout: placed as any 2-D output view (rules.unaligned_2d_model_output: on the CPU unless C fills the channel block).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-05, int8, opset 13; tests/forms_models.py
+    linear_head_output_pack, openWakeWord's Dense + sigmoid head [1, 64] -> [1, 1]): the Sigmoid after MatMul and
+    bias Add, "layer Reshape INT8", on the CPU for C = 1, 8, 24 on RK3588 and C = 1 on RK3566, on the NPU for
+    C = 16, 32 (RK3566 also 8, 24); the same with a Relu or a Tanh, without the bias Add, after a Relu of the input
+    or of a Linear of it (C = 1, 4: CPU on both). Not modelled (docs/audit.md): the bias Add as the output with no
+    activation (CPU in the probes, NPU in fresh8's MTCNN O-Net and DNSMOS), a Linear of a Concat of model inputs.
+    """
+    for matmul in [n for n in graph.nodes if n.op_type == "MatMul"]:
+        activation = _linear_2d_output_tail(graph, matmul)
+        if activation is not None:
+            graph.fuse([activation], "Reshape", attributes={LINEAR_2D_OUTPUT_ATTRIBUTE: 1})
+
+
+# ---- h18-rkmisc: a bidirectional LSTM's directions squeezed apart (openWakeWord's hey_mycroft) --------------------
+
+LSTM_DIRECTIONS_SPLIT_CHIPS = ("rk3566", "rk3568")
+# The attribute the pass below gives each direction's Squeeze (rules.lstm_directions_split_apart reads it).
+LSTM_DIRECTIONS_SPLIT_ATTRIBUTE = "rknn_lstm_directions_split_apart"
+
+
+def _direction_squeeze(graph, squeeze):
+    """The LSTM whose sequence output Y [T, 2, B, H] `squeeze` reads one direction of: a Slice along the directions
+    axis, then this Squeeze of that axis; else None."""
+    axes = _ints(squeeze.inputs[1]) if len(squeeze.inputs) > 1 else squeeze.attr("axes")
+    cut = _slice_along(graph, squeeze.inputs[0], 1) if squeeze.inputs and axes is not None and list(axes) == [1] else None
+    lstm = graph.producer(cut.inputs[0].name) if cut is not None else None
+    if lstm is None or lstm.op_type != "LSTM" or lstm.outputs[0].name != cut.inputs[0].name or lstm.attr("direction") != "bidirectional":
+        return None
+    return lstm
+
+
+@RULES.graph_pass("Squeeze", chips=LSTM_DIRECTIONS_SPLIT_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def lstm_directions_split_apart(graph, chip):
+    """{OBSERVED} merges a bidirectional LSTM's two directions, each Sliced from its output Y [T, 2, B, H] and Squeezed to [T, B, H], into the exLSTM layer when one Concat joins them along the features (fuse_two_reshape); read apart (Keras' Bidirectional(return_sequences=False) written by tf2onnx: each direction's own time step picked), the Squeezes become one Reshape layer of Y before a Split, which RK3566/RK3568 run on the CPU. The pass marks those Squeezes for the rule lstm_directions_split_apart.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (2026-12-05, int8, opset 13; tests/forms_models.py
+    lstm_directions_pack; found on fresh9's openWakeWord hey_mycroft): [1, 16, 24] through a Transpose [1, 0, 2]
+    and a bidirectional LSTM of hidden 8, 16, 32 or 64, the forward direction's last step and the backward's first
+    Concatenated [1, 2H]: both Squeezes "layer Reshape INT8 on CPU" on RK3566 (the Slices one Split layer, NPU),
+    NPU on RK3588; the Squeezed directions Concatenated along the features: no layer of their own (NPU). A first run
+    also Sliced only the forward direction's last step as the [1, 32] output: a Slice layer, the Squeezes one Reshape
+    layer, on RK3566's CPU (not modelled, not kept in the pack). RK3568 is taken to behave as RK3566 (not measured).
+    """
+    by_lstm: dict = {}
+    for squeeze in [n for n in graph.nodes if n.op_type == "Squeeze"]:
+        lstm = _direction_squeeze(graph, squeeze)
+        if lstm is not None:
+            by_lstm.setdefault(lstm.name, []).append(squeeze)
+    for squeezes in by_lstm.values():
+        readers = {r.name: r for s in squeezes for r in graph.consumers(s.outputs[0].name)}
+        joined = len(readers) == 1 and next(iter(readers.values())).op_type == "Concat"
+        if len(squeezes) == 2 and not joined:
+            for squeeze in squeezes:
+                graph.fuse([squeeze], "Squeeze", attributes={LSTM_DIRECTIONS_SPLIT_ATTRIBUTE: 1})
+
+
+# ---- h18-rkmisc: two scalings by constants in a row (openWakeWord's power_to_db: Log, * 10, / ln 10) ---------------
+
+SCALINGS = frozenset({"Mul", "Div"})
+
+
+def _scaling_by_one_value(node) -> bool:
+    """A Mul or Div of a run-time tensor (first) by a one-value constant (second), the order the probes wrote."""
+    return node.op_type in SCALINGS and len(node.inputs) == 2 and not _known(node.inputs[0]) and _known(node.inputs[1]) and node.inputs[1].numel == 1
+
+
+@RULES.graph_pass("Mul", "Div", OBSERVED=TOOLKIT_OBSERVED)
+def scaling_pair_merged(graph, chip):
+    """{OBSERVED} merges two scalings by one-value constants in a row (Mul or Div, then Mul or Div: its pass fuse_two_mul) into one Mul layer named after the second; its layer table names the first with the node it reads (that node's only reader), on the CPU where that node is (torchlibrosa's power_to_db, 10 * log10(x), is Log, * 10, / ln 10, the Log on the CPU).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-05, int8, opset 13; tests/forms_models.py
+    mel_forms_pack; fresh9's openWakeWord melspectrogram, Mul_19): after a Log (CPU), * 10 then / ln 10, * 10 then
+    * ln 10, / 10 then * ln 10: the first on the CPU, the second a Mul layer on the NPU; after a Relu both on the NPU;
+    * 10 then a Sub of a constant: a Mul layer on the NPU. Not measured: constants of more than one value, or first.
+    """
+    for node in [n for n in graph.nodes if n.op_type in SCALINGS]:
+        reader = graph.only_consumer(node.outputs[0].name) if node.outputs else None
+        if reader is not None and _scaling_by_one_value(node) and _scaling_by_one_value(reader):
+            _named_with_the_node_it_reads(graph, node)
+
+
+
+# ---- h18-rkmisc: FSMN's swap after a LayerNorm's Linear (the probes of the LayerNorm condition left its axis out) ------
+
+
+def _reads_an_npu_layernorm(graph, linear) -> bool:
+    """Whether `linear` reads a LayerNormalization that the toolkit makes an exNorm layer (axis and epsilon written, and
+    no other norm of the model leaving either out: rules.layernorm_attribute_left_out). The toolkit then merges FSMN's
+    swap of the Linear's tokens as after a Linear (_unit_axis_swap_merged): "fused by reduce_tp_in_mesh_backward",
+    measured on tests/forms_models.py fsmn_layernorm_axis_pack (RK3566, rknn-toolkit2 2.5.0, 2026-12-05), a LayerNorm
+    of the model input or of a Linear of it; with axis left out (fsmn_memory_pack's "ln", the norm on the CPU) the swap
+    is a CPU Transpose layer."""
+    norm = graph.producer(linear.inputs[0].name)
+    return (norm is not None and norm.op_type == "LayerNormalization" and norm.has_attr("axis") and norm.has_attr("epsilon")
+            and not norm.has_attr(LAYERNORM_DEFAULTED_ATTRIBUTE))

@@ -198,7 +198,8 @@ STATIC_INPUTS: dict[str, tuple[int, ...]] = {
     "Expand": (1,),
     "Tile": (1,),
     "Pad": (1, 2, 3),
-    "Clip": (1, 2),
+    # Not Clip (the seed had its min and max here, from the 2.3.2 documents): 2.5.0 builds a Clip at a run-time
+    # scalar floor and ceiling on the NPU (tests/forms_models.py mel_forms_pack; openWakeWord's power_to_db floor).
     "Squeeze": (1,),
     "Unsqueeze": (1,),
     "ReduceMean": (1,),
@@ -1074,7 +1075,8 @@ def unaligned_2d_model_output(node: NodeView, chip: str):
         if not _picks_the_one_token(node):
             return None
     elif node.op_type in ("Flatten", "Reshape"):
-        if x is None or x.rank != 4:
+        # passes.linear_2d_output_views: the last node of a 2-D Linear that writes the output.
+        if x is None or (x.rank != 4 and not node.attr("rknn_linear_2d_output")):
             return None
     elif x is None or x.producer != "Gemm":
         return None
@@ -2501,3 +2503,9 @@ def pair_axis_views_of_a_rotation(node: NodeView, chip: str):
     if width is None or (chip == "rk3588" and int(width) % PAIR_AXIS_VIEW_ALIGN == 0):
         return None
     return Offence(int(width), "values rotated through a pair axis (Reshape to [..., D/2, 2], Split, stacked back)")
+
+
+@RULES.rule("Squeeze", chips=_passes.LSTM_DIRECTIONS_SPLIT_CHIPS)
+def lstm_directions_split_apart(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU the Reshape layer it makes of a bidirectional LSTM's two directions Sliced and Squeezed apart, read apart rather than Concatenated along the features (rknn-toolkit2 2.5.0, observed on openWakeWord's hey_mycroft; passes.lstm_directions_split_apart marks it and says what was measured)."""
+    return Offence("Split", "LSTM directions squeezed apart before a") if node.attr(_passes.LSTM_DIRECTIONS_SPLIT_ATTRIBUTE) is not None else None
