@@ -294,3 +294,56 @@ def test_calib_method_auto_keeps_minmax_where_kl_clips_a_trained_model_s_outputs
     assert json.loads((artifact / "manifest.json").read_text())["espdl"]["calib_method"] == "minmax"
     assert "kept minmax" in proc.stderr
     check_manifest(artifact)
+
+
+# --------------------------------------------------------------------------- a model the chip cannot load
+
+
+def make_max_of_two_convs(folder: Path) -> tuple[Path, Path]:
+    """Element-wise Max of two Conv outputs (fresh7's FRN form): esp-ppq 1.3.12 exports the Max as an
+    int8 layer of type Max, which ESP-DL 3.3.9's runtime has no module for. With calibration data."""
+    import numpy as np
+    from onnx import helper
+
+    from tests.helpers import const, make_model, save, tensor
+
+    rng = np.random.default_rng(0)
+    weights = [const(w, (rng.standard_normal((4, 1, 3, 3)) * 0.3).astype(np.float32)) for w in ("wa", "wb")]
+    nodes = [
+        helper.make_node("Conv", ["x", "wa"], ["a"], name="conv_a", pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x", "wb"], ["b"], name="conv_b", pads=[1, 1, 1, 1]),
+        helper.make_node("Max", ["a", "b"], ["y"], name="max_ab"),
+    ]
+    model = save(make_model(nodes, [tensor("x", [1, 1, 8, 8])], [tensor("y", [1, 4, 8, 8])], weights), folder / "max_of_convs.onnx")
+    calib = folder / "max_calib.npz"
+    np.savez(calib, x=rng.random((16, 1, 8, 8), dtype=np.float32))
+    return model, calib
+
+
+@toolchain
+def test_an_op_type_the_esp_dl_runtime_cannot_load_fails_the_build(tmp_path):
+    """esp-ppq converts the Max, but the firmware's loader would stop at it ("Do not support Max"):
+    the build fails with the toolchain family's exit code, naming the op type, the node and ESP-DL's
+    version, and no artifact is left in place (the attempt is kept as esp32s3.failed)."""
+    model, calib = make_max_of_two_convs(tmp_path)
+    out = tmp_path / "out"
+    proc = run_cli("build", str(model), "--target", "esp32s3", "--out", str(out), "--calib", str(calib), timeout=300)
+    assert proc.returncode == 9, proc.stderr
+    assert "ESP32-S3 cannot load it: ESP-DL 3.3.9 registers no module for Max (node 'max_ab')" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    folder = out / "max_of_convs"
+    assert not (folder / "esp32s3").exists() and (folder / "esp32s3.failed" / "build.log").exists()
+
+
+@toolchain
+def test_audit_confirm_reads_such_a_model_as_the_toolchain_s_refusal(tmp_path):
+    """`audit --confirm` reads the chip's truth as the build does: the refusal, agreeing with the audit's unsupported Max."""
+    model, _ = make_max_of_two_convs(tmp_path)
+    out = tmp_path / "audit.json"
+    proc = run_cli("audit", str(model), "--target", "esp32s3", "--confirm", "--format", "json", "-o", str(out), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (audit,) = json.loads(out.read_text())["audits"]
+    comparison = audit["confirm"]["comparison"]
+    assert comparison["toolchain_failed"].startswith("ESP-DL 3.3.9 registers no module for Max (node 'max_ab')")
+    assert comparison["agree"] == 1
+    assert audit["confirm"]["verdict"]["nodes"]["max_ab"]["placement"] == "accelerator"  # esp-ppq's own placement, kept beside

@@ -96,3 +96,27 @@ def test_an_exported_op_type_without_an_esp_dl_module_makes_the_truth_a_refusal(
     assert codes == "AA" and "no module for Max" in failed
     monkeypatch.setattr(agreement, "ESP_READING", "esp-ppq")
     assert agreement.truth_of(pair, "esp32s3")[1] is None
+
+
+def test_the_user_s_paths_read_an_exported_op_type_without_a_module_as_the_toolchain_s_refusal(tmp_path):
+    """build and audit --confirm (the_runtime_loads): esp-ppq's int8 Max is a refusal naming the op type,
+    its node and ESP-DL's version, esp-ppq's placements kept beside; the collectors' reading is unchanged."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu"), helper.make_node("Max", ["a", "x"], ["y"], name="max_ab")]
+    path = saved(tmp_path, nodes, [])
+    layers = [layer("Relu", ["x"], ["a"], "S8"), layer("Max", ["a", "x"], ["y"], "S8")]
+    case = {"ok": True, "layers": layers, "initializers": []}
+    assert verdict_from_case(path, case, "1.3.12").failed is None
+    verdict = verdict_from_case(path, case, "1.3.12", the_runtime_loads=True)
+    assert verdict.failed.startswith("ESP-DL 3.3.9 registers no module for Max (node 'max_ab') (dl_module_creator.hpp)")
+    assert verdict.nodes["max_ab"].placement is Placement.ACCELERATOR
+    plain = [layer("Relu", ["x"], ["y"], "S8")]
+    path = saved(tmp_path, [helper.make_node("Relu", ["x"], ["y"], name="relu")], [])
+    assert verdict_from_case(path, {"ok": True, "layers": plain, "initializers": []}, "1.3.12", the_runtime_loads=True).failed is None
+
+
+def test_the_runtime_refusal_names_a_few_nodes_per_op_type_and_counts_the_rest():
+    from edgedeploy.targets.espdl.verdict import runtime_refusal
+
+    said = runtime_refusal(["Erf", "Max"], {"Erf": ["e1", "e2", "e3", "e4", "e5"]})
+    assert "no module for Erf (nodes 'e1', 'e2', 'e3' and 2 more), Max (dl_module_creator.hpp)" in said
+    assert runtime_refusal(["Max"]).startswith("ESP-DL 3.3.9 registers no module for Max (dl_module_creator.hpp)")

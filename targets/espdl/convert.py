@@ -7,7 +7,8 @@ the core's skeleton (toolkit/pipeline/convert.py).
                  worker, so the simulation happens there) and exports the .espdl
   read_result    the .info file beside the .espdl as esp-ppq's own verdict per layer, the
                  quantisation report, and the simulated outputs (which `simulate` hands on; the
-                 core compares them with the ONNX Runtime reference on the same inputs)
+                 core compares them with the ONNX Runtime reference on the same inputs); a
+                 .espdl holding an op type ESP-DL's runtime has no module for fails the build
 
 The mixed-precision policy (`--espdl-int16-layers auto`) is documented in docs/espdl.md.
 """
@@ -23,7 +24,7 @@ import onnx
 from edgedeploy import __version__
 from edgedeploy.arrays import read_arrays, write_arrays
 from edgedeploy.artifacts import atomic_write_json
-from edgedeploy.errors import OptionError
+from edgedeploy.errors import OptionError, ToolchainFailed
 from edgedeploy.model import named_copy
 from edgedeploy.model.stats import node_names
 from edgedeploy.targets.base import ConvertRequest, ConvertResult, SimulationResult, WorkerResult
@@ -205,6 +206,7 @@ def read_result(ctx, result: WorkerResult) -> ConvertResult:
     if values.get("eval_outputs"):
         simulated = SimulationResult(read_arrays(values["eval_outputs"]), backend="esp-ppq quantised simulation (CPU, torch)")
     _cleanup_work(keep["work"])
+    _refuse_what_the_chip_cannot_load(ctx, verdict)
     calibration = quant["calibration"]
     return ConvertResult(
         status="built",
@@ -241,6 +243,21 @@ def _verdict(values: dict, quant: dict, named_path: Path, versions: dict):
     quant["espdl_ops"] = [{"op_type": l["op_type"], "outputs": l["outputs"], "quant_type": l.get("quant_type")} for l in layers]
     quant["espdl_float_ops"] = [op for op in quant["espdl_ops"] if op["quant_type"] == "F32"]
     return verdict_from_info(named_path, Path(values["info"]), versions.get("esp-ppq") or "?")
+
+
+def _refuse_what_the_chip_cannot_load(ctx, verdict) -> None:
+    """Fail the build (ToolchainFailed, exit 9; the folder kept as `<chip>.failed`) when the .espdl
+    holds an op type ESP-DL's runtime has no module for: esp-ppq exports such a layer all the same,
+    and the firmware's loader stops at it ("Do not support <op>"), so the artifact could never run
+    (verdict.refused_by_the_runtime, docs/espdl.md "A model the chip cannot load")."""
+    if verdict is None or not verdict.failed:
+        return
+    raise ToolchainFailed(
+        f"esp-ppq converted the model, but {ctx.chip.name} cannot load it",
+        toolchain="esp-dl",
+        final_line=verdict.failed,
+        log_path=str(ctx.workdir / "build.log"),
+    )
 
 
 def _announce_quantisation(ctx, quant: dict) -> None:

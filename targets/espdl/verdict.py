@@ -8,11 +8,14 @@ layers are kept in float: FLOAT. A model esp-ppq refuses becomes `verdict.failed
 
 esp-ppq cannot say per node that ESP-DL has no kernel for an operator: it exports such operators
 as F32 layers all the same, and the firmware then fails to load the model. The verdict therefore
-observes ACCELERATOR and FLOAT only (see ToolchainVerdict.observes).
+observes ACCELERATOR and FLOAT only (see ToolchainVerdict.observes). What the user's paths read
+(`build`, `audit --confirm`) is the chip's truth: an exported op type ESP-DL's runtime registers no
+module for makes the verdict failed (refused_by_the_runtime), esp-ppq's placements kept beside.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -53,14 +56,44 @@ def modules_the_runtime_lacks(exported_op_types: Iterable[str]) -> list[str]:
     return sorted(set(exported_op_types) - ESP_DL_RUNTIME_MODULES)
 
 
-def runtime_refusal(lacks: Sequence[str]) -> str:
-    """The refusal the ESP-DL runtime gives an exported model with op types it has no module for."""
-    return (f"ESP-DL {ESP_DL_VERSION} registers no module for {', '.join(lacks)} (dl_module_creator.hpp): the .espdl "
+# Nodes named per op type in runtime_refusal's sentence; the rest are counted.
+NAMED_NODES = 3
+
+
+def runtime_refusal(lacks: Sequence[str], nodes: dict[str, list[str]] | None = None) -> str:
+    """The refusal the ESP-DL runtime gives an exported model with op types it has no module for;
+    `nodes`: op type -> the ONNX nodes exported as such a layer (named in the sentence where known)."""
+    named = ", ".join(f"{op}{_nodes_of(nodes.get(op, []) if nodes else [])}" for op in lacks)
+    return (f"ESP-DL {ESP_DL_VERSION} registers no module for {named} (dl_module_creator.hpp): the .espdl "
             "esp-ppq exported does not load (the loader: \"Do not support <op>, please implement and register it first.\")")
 
 
-def verdict_from_case(model_path: Path, case: dict, version: str) -> ToolchainVerdict:
-    """One model's worker result as a ToolchainVerdict keyed by edgedeploy node names."""
+def _nodes_of(names: list[str]) -> str:
+    if not names:
+        return ""
+    shown = ", ".join(f"'{n}'" for n in names[:NAMED_NODES])
+    more = f" and {len(names) - NAMED_NODES} more" if len(names) > NAMED_NODES else ""
+    return f" (node{'s' if len(names) > 1 else ''} {shown}{more})"
+
+
+def refused_by_the_runtime(verdict: ToolchainVerdict, layers: Sequence[ToolchainLayer], mapping) -> ToolchainVerdict:
+    """esp-ppq's verdict, failed with runtime_refusal where ESP-DL's runtime has no module for an
+    exported layer's op type (the chip's loader stops at it); esp-ppq's placements are kept beside.
+    The user's paths (build, audit --confirm) read the chip's truth so; the collectors keep esp-ppq's
+    .info alone and record the lack apart ("runtime_lacks")."""
+    lacks = modules_the_runtime_lacks(layer.op_type for layer in layers)
+    if not lacks:
+        return verdict
+    nodes: dict[str, list[str]] = {}
+    for name, (index, how) in mapping.nodes.items():
+        if how != "fused" and layers[index].op_type in lacks:
+            nodes.setdefault(layers[index].op_type, []).append(name)
+    return dataclasses.replace(verdict, failed=runtime_refusal(lacks, nodes))
+
+
+def verdict_from_case(model_path: Path, case: dict, version: str, *, the_runtime_loads: bool = False) -> ToolchainVerdict:
+    """One model's worker result as a ToolchainVerdict keyed by edgedeploy node names; with
+    `the_runtime_loads`, failed where ESP-DL's runtime cannot load what esp-ppq exported."""
     toolchain_version = f"{TOOLCHAIN_NAME} {version}"
     observes = (Placement.ACCELERATOR, Placement.FLOAT)
     if not case.get("ok"):
@@ -87,7 +120,7 @@ def verdict_from_case(model_path: Path, case: dict, version: str) -> ToolchainVe
             detail = f"fused into {detail}"
         nodes[name] = NodeVerdict(placement_of(quant), detail)
     unmapped = [f"{layers[i].op_type} {layers[i].info.get('quant_type') or ''} -> {', '.join(layers[i].outputs)}".strip() for i in mapping.unmapped_layers]
-    return ToolchainVerdict(
+    verdict = ToolchainVerdict(
         TOOLCHAIN_NAME,
         toolchain_version,
         nodes=nodes,
@@ -95,6 +128,7 @@ def verdict_from_case(model_path: Path, case: dict, version: str) -> ToolchainVe
         estimates={"folded_nodes": mapping.folded_nodes} if mapping.folded_nodes else {},
         observes=observes,
     )
+    return refused_by_the_runtime(verdict, layers, mapping) if the_runtime_loads else verdict
 
 
 def _computed_from_constants(graph: onnx.GraphProto) -> set[str]:
@@ -168,11 +202,12 @@ def _batchnorm_into_its_producer(graph: onnx.GraphProto, layers: list[ToolchainL
 
 
 def verdict_from_info(model_path: Path, info_path: Path, version: str) -> ToolchainVerdict:
-    """esp-ppq's verdict from the .info file a conversion exported beside the .espdl (no worker needed)."""
+    """esp-ppq's verdict from the .info file a conversion exported beside the .espdl (no worker
+    needed), failed where ESP-DL's runtime cannot load the .espdl (refused_by_the_runtime)."""
     from edgedeploy.targets.espdl.worker_verdict import parse_info
 
     layers, initializers = parse_info(Path(info_path).read_text(errors="replace"))
-    return verdict_from_case(Path(model_path), {"ok": True, "layers": layers, "initializers": initializers}, version)
+    return verdict_from_case(Path(model_path), {"ok": True, "layers": layers, "initializers": initializers}, version, the_runtime_loads=True)
 
 
 def run_verdicts(
@@ -246,7 +281,7 @@ def run_verdicts(
                 progress(len(results), len(cases))
     if not version:
         version = _installed_version(toolchain, home)
-    return [verdict_from_case(Path(c["model"]), results[c["id"]], version) for c in cases]
+    return [verdict_from_case(Path(c["model"]), results[c["id"]], version, the_runtime_loads=True) for c in cases]
 
 
 def _read_progress(path: Path) -> tuple[bool, dict[str, dict]]:
