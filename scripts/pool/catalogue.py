@@ -753,6 +753,11 @@ FRESH10_WHY = {
 }
 
 
+# Collected 2026-12-05 (rknn-toolkit2 2.5.0, esp-ppq 1.3.12, onnx2tf 1.29.24 + Vela 5.2.0) by h18-fresh10.
+# pkg_modnet and pkg_bisenet on esp32s3 have no verdict: esp-ppq never finished (timed out at 600 s and again
+# at 900 s: 'Network Quantization Finished' within a minute, then silent in the export; collect.py records no
+# timeout). The esp32s3 pairs were read again with e63575e's collect.py for runtime_lacks (the sweep began before).
+
 def fresh10_entries() -> list[Entry]:
     """The tenth fresh set: transformers at the pool's opset hash from 14, package code at the pool's
     opset hash from 13."""
