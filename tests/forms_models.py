@@ -11375,3 +11375,74 @@ FSMN_LAYERNORM_AXIS_PACK = (("lnax", 100, 128, "norm_ax_linear", "cache", True, 
                             ("lnlax", 100, 128, "linear_norm_ax_linear", "cache", True, "linear", "4d"))
 CASES.append(Case("fsmn_layernorm_axis_pack", "h18: FSMN's memory block after a LayerNorm with axis and epsilon written, of the input or of a Linear",
                   lambda: _packed(_fsmn_memory_case, FSMN_LAYERNORM_AXIS_PACK, 1801, used_only=True, opset=17), ("rk3566", "rk3588")))
+
+
+# ---- fresh9 (kornia's YuNet): a detection head's levels flattened to rows and concatenated (h18-rkhead) -----------
+# YuNet's four heads (Conv [1, C, s, s], C = 51 or 34) each: Transpose [0, 2, 3, 1], Reshape [1, -1] (a row), the rows
+# Concatenated along axis 1, Reshape [1, -1, 17], Split [14, 2, 1]. (name, levels (side, C), swap, flatten, joined, after):
+# swap: the Transpose or none; flatten "row" (Reshape [1, -1]), "flatten" (Flatten axis 1), "rows17" (Reshape
+# [1, -1, 17] per level); joined: "concat" or "each" (each level alone); after: "frames" (Reshape [1, -1, 17] then
+# Split), "split" (the Split of the rows17), "output" (the result is the model output), "gemm" (a Linear of each row).
+# Held on RK3566 only: RK3588's row Reshapes (CPU or NPU by no rule found) and the maps flattened without the
+# Transposes (swap False: some rows' Reshapes on the CPU, some on the NPU, on both chips) are measured, not
+# modelled (docs/audit.md, "fresh9's YuNet ..."), so not in the pack.
+YUNET_LEVEL_PACK = (
+    ("yunet", ((16, 51), (8, 34), (4, 34), (2, 51)), True, "row", "concat", "frames"),
+    ("aligned", ((8, 272), (4, 272)), True, "row", "concat", "frames"),
+    ("concat_out", ((16, 51), (8, 34)), True, "row", "concat", "output"),
+    ("each_out", ((8, 51), (4, 34)), True, "row", "each", "output"),
+    ("each_frames", ((8, 51), (4, 34)), True, "row", "each", "frames"),
+    ("flatten", ((16, 51), (8, 34)), True, "flatten", "concat", "frames"),
+    ("rows17", ((16, 51), (8, 34)), True, "rows17", "concat", "split"),
+    ("gemm", ((8, 51), (4, 34)), True, "row", "each", "gemm"),
+    # the rows' lengths (side * side * C) aligned to 16 or not: 204 = 2*2*51 is not, 136 = 2*2*34 to 8 only
+    ("all16", ((16, 51), (8, 34), (4, 34), (2, 68)), True, "row", "concat", "frames"),
+    ("three16", ((16, 51), (8, 34), (4, 34)), True, "row", "concat", "frames"),
+    ("two_204", ((16, 51), (2, 51)), True, "row", "concat", "frames"),
+    ("two_136", ((16, 51), (2, 34)), True, "row", "concat", "frames"),
+    ("out_204", ((16, 51), (2, 51)), True, "row", "concat", "output"),
+)
+
+
+def _yunet_level_case(rng, spec) -> tuple[list, list, list, list]:
+    name, levels, swap, flatten, joined, after = spec
+    p = f"yul_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "row", np.array([1, -1], np.int64)), _const(p + "frames", np.array([1, -1, 17], np.int64)),
+             _const(p + "parts", np.array([14, 2, 1], np.int64))]
+    nodes, rows, outputs = [], [], []
+    for i, (side, c) in enumerate(levels):
+        stride = 16 // side
+        inits.append(_const(f"{p}w{i}", _weights(rng, c, 8, stride, stride)))
+        nodes.append(node("Conv", ["x", f"w{i}"], f"m{i}", kernel_shape=[stride, stride], strides=[stride, stride]))
+        src = f"m{i}"
+        if swap:
+            nodes.append(node("Transpose", [src], f"t{i}", perm=[0, 2, 3, 1]))
+            src = f"t{i}"
+        if flatten == "flatten":
+            nodes.append(node("Flatten", [src], f"r{i}", axis=1))
+        else:
+            nodes.append(node("Reshape", [src, "frames" if flatten == "rows17" else "row"], f"r{i}"))
+        rows.append((f"r{i}", side * side * c))
+    pieces = [("cat", sum(n for _, n in rows))] if joined == "concat" else rows
+    if joined == "concat":
+        nodes.append(node("Concat", [r for r, _ in rows], "cat", axis=1))
+    for j, (src, length) in enumerate(pieces):
+        if after == "output":
+            outputs.append(_vi(p + src, [1, length]))
+        elif after == "gemm":
+            inits.append(_const(f"{p}g{j}", _weights(rng, length, 8)))
+            nodes.append(node("MatMul", [src, f"g{j}"], f"y{j}"))
+            outputs.append(_vi(f"{p}y{j}", [1, 8]))
+        else:
+            if after == "frames":
+                nodes.append(node("Reshape", [src, "frames"], f"f{j}"))
+                src = f"f{j}"
+            nodes.append(helper.make_node("Split", [p + src, p + "parts"], [f"{p}box{j}", f"{p}cls{j}", f"{p}obj{j}"], name=f"{p}split{j}", axis=-1))
+            outputs += [_vi(f"{p}{o}{j}", [1, length // 17, k]) for o, k in (("box", 14), ("cls", 2), ("obj", 1))]
+    return nodes, inits, [_vi(p + "x", [1, 8, 16, 16])], outputs
+
+
+CASES.append(Case("yunet_level_pack", "fresh9: a detection head's levels made channels-last, flattened to rows and concatenated (kornia's YuNet)",
+                  lambda: _packed(_yunet_level_case, YUNET_LEVEL_PACK, 1801, opset=13), ("rk3566",)))
+

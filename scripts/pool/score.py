@@ -233,6 +233,9 @@ FRESH_LOOKED_AT = {
         # scalings in a row and a Clip at a run-time floor (melspectrogram); basic_pitch's refusal (docs/audit.md).
         "pypi_oww_hey_mycroft/rk3588", "pypi_oww_hey_mycroft/rk3566", "pypi_basic_pitch/rk3588", "pypi_basic_pitch/rk3566",
         "pypi_oww_melspectrogram/rk3588", "pypi_oww_melspectrogram/rk3566",
+        # h18-rkhead: YuNet's heads flattened into one Concat and Nemotron's grouped-query key/value repeat and
+        # output swap, probed (docs/audit.md).
+        "pkg_yunet/rk3566", "pkg_yunet/rk3588", "hf_nemotron/rk3566", "hf_nemotron/rk3588",
     ),
     # h18-fresh10: chosen on 2026-12-05, built and collected by h18-fresh10, not yet scored; nothing looked at.
     "fresh10": (),

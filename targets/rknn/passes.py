@@ -1373,15 +1373,27 @@ def _channels_last_level(graph, node):
     if node.op_type != "Transpose" or not node.outputs or _perm(node) != [0, 2, 3, 1]:
         return None
     reshape = graph.only_consumer(node.outputs[0].name)
-    if reshape is None or reshape.op_type != "Reshape" or reshape.inputs[0].name != node.outputs[0].name:
+    if reshape is None or reshape.op_type not in LEVEL_FLATTENS or reshape.inputs[0].name != node.outputs[0].name:
         return None
     x, out = _static_shape(node.outputs[0]), _static_shape(reshape.outputs[0])
-    if x is None or out is None or len(x) != 4 or len(out) != 3 or out[0] != x[0]:
+    if x is None or out is None or len(x) != 4 or len(out) not in (2, 3) or out[0] != x[0] or (len(out) == 3 and reshape.op_type != "Reshape"):
         return None
     readers = graph.consumers(reshape.outputs[0].name)
-    if readers and all(_concat_of_channels_last_levels(graph, r) for r in readers) or (not readers and reshape.outputs[0].is_model_output):
+    if readers and all(_concat_of_channels_last_levels(graph, r) or (len(out) == 2 and _splits_a_row_into_frames(r)) for r in readers):
         return reshape
-    return None
+    return reshape if not readers and reshape.outputs[0].is_model_output else None
+
+
+# What flattens a channels-last level: a Reshape to [N, X, d] (BlazeFace) or to a row [N, H*W*C] (YuNet), or a
+# Flatten to that row (tests/forms_models.py yunet_level_pack "flatten").
+LEVEL_FLATTENS = ("Reshape", "Flatten")
+
+
+def _splits_a_row_into_frames(node) -> bool:
+    """Whether `node` is a Reshape of a row [1, L] into frames [1, F, d] (YuNet's Reshape [1, -1, 17] of its
+    concatenated levels)."""
+    x, out = (_static_shape(node.inputs[0]), _static_shape(node.outputs[0])) if node.op_type == "Reshape" and node.inputs else (None, None)
+    return x is not None and out is not None and len(x) == 2 and len(out) == 3 and out[0] == x[0]
 
 
 def _concat_of_channels_last_levels(graph, concat) -> bool:
@@ -1391,7 +1403,7 @@ def _concat_of_channels_last_levels(graph, concat) -> bool:
         return False
     for t in concat.inputs:
         reshape = graph.producer(t.name)
-        before = graph.producer(reshape.inputs[0].name) if reshape is not None and reshape.op_type == "Reshape" and reshape.inputs else None
+        before = graph.producer(reshape.inputs[0].name) if reshape is not None and reshape.op_type in LEVEL_FLATTENS and reshape.inputs else None
         if before is None or before.op_type != "Transpose" or _perm(before) != [0, 2, 3, 1]:
             return False
     return True
@@ -1417,7 +1429,38 @@ def channels_last_levels_concatenated(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         reshape = _channels_last_level(graph, node)
         if reshape is not None and graph.consumers(reshape.outputs[0].name):
-            graph.fuse([reshape], "Reshape", leader=reshape, attributes={CHANNELS_LAST_LEVEL_ATTRIBUTE: 1})
+            graph.fuse([reshape], reshape.op_type, leader=reshape, attributes={CHANNELS_LAST_LEVEL_ATTRIBUTE: 1})
+
+
+# The attribute the pass below gives a Reshape that splits into frames a row made of channels-last levels
+# (rules.computed_row_split_into_frames leaves it on the NPU).
+ROWS_OF_LEVELS_ATTRIBUTE = "rknn_frames_of_channels_last_rows"
+
+
+def _row_of_channels_last_levels(graph, row) -> bool:
+    """Whether tensor `row` [1, L] is a channels-last level flattened to a row, or a Concat of such rows only."""
+    made = graph.producer(row.name)
+    pieces = made.inputs if made is not None and made.op_type == "Concat" else [row]
+    for t in pieces:
+        flatten = graph.producer(t.name)
+        swap = graph.producer(flatten.inputs[0].name) if flatten is not None and flatten.op_type in LEVEL_FLATTENS and flatten.inputs else None
+        if swap is None or _channels_last_level(graph, swap) is not flatten:
+            return False
+    return True
+
+
+@RULES.graph_pass("Reshape", chips=CHANNELS_LAST_LEVEL_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def frames_of_channels_last_rows(graph, chip):
+    """{OBSERVED} keeps on the NPU the Reshape that splits into frames [1, F, d] a row made of a detection head's channels-last levels (each level Transposed [0, 2, 3, 1] and flattened to a row [1, H*W*C] on the CPU, the rows Concatenated: kornia's YuNet, Reshape [1, -1, 17]), where a row computed on the NPU split into frames goes to the CPU (rules.computed_row_split_into_frames).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 on tests/forms_models.py yunet_level_pack: four or two
+    levels (16x16 to 2x2 maps, C = 51, 34, 68, 272), flattened by Reshape [1, -1] or Flatten, Concatenated
+    or one level alone: the frames Reshape on the NPU each time; without the Transposes (the maps
+    flattened as they are, "no_swap"), on the CPU. RK3568 taken as RK3566 (not measured).
+    """
+    for node in [n for n in graph.nodes if _splits_a_row_into_frames(n)]:
+        if _row_of_channels_last_levels(graph, node.inputs[0]):
+            graph.fuse([node], "Reshape", leader=node, attributes={ROWS_OF_LEVELS_ATTRIBUTE: 1})
 
 
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, chip_key=CHANNELS_LAST_LEVEL_CHIPS.__contains__)

@@ -1179,13 +1179,15 @@ def flattened_level_of_unaligned_channels(node: NodeView, chip: str):
     return Offence(f"{channels}x{cells}", "channels x cells of the level")
 
 
-@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+@RULES.rule("Reshape", "Flatten", chips=("rk3566", "rk3568"))
 def channels_last_level_into_concat(node: NodeView, chip: str):
-    """On this chip the Reshape that flattens a detection head's channels-last level ([N, H, W, C] from a Transpose [0, 2, 3, 1] layer on the CPU, to [N, H*W*C/d, d]) runs on the CPU when a Concat reads it (the toolkit merges it into the Transpose layer or gives it a Reshape layer of its own there); as a model output it runs on the NPU (rknn-toolkit2 2.5.0, observed; passes.channels_last_levels_concatenated marks it).
+    """On this chip the Reshape that flattens a detection head's channels-last level ([N, H, W, C] from a Transpose [0, 2, 3, 1] layer on the CPU, to [N, H*W*C/d, d], or to a row [N, H*W*C] by a Reshape or a Flatten) runs on the CPU when a Concat reads it, or, for a row, a Reshape into frames (the toolkit merges it into the Transpose layer or gives it a Reshape layer of its own there); as a model output it runs on the NPU (rknn-toolkit2 2.5.0, observed; passes.channels_last_levels_concatenated marks it).
 
     Measured on RK3566 on MediaPipe's BlazeFace (its four level Reshapes, two Concats) and
     tests/forms_models.py channels_last_levels: Concat-read levels of d = 1, 2, 4, 8, 16, 32,
     aligned channels or not, 16x16 to 2x2 maps: all CPU; the same levels as model outputs: NPU.
+    Rows (kornia's YuNet; yunet_level_pack, h18-rkhead): Reshape [1, -1] or Flatten of 16x16 to 2x2 maps of
+    34 to 272 channels, read by a Concat or a Reshape [1, -1, 17]: CPU; a row that is a model output: NPU.
     """
     return Offence(tuple(node.output(0).shape), "level concatenated after a channels-last Transpose") if node.attr("rknn_channels_last_level") is not None else None
 
@@ -2364,8 +2366,8 @@ def computed_row_split_into_frames(node: NodeView, chip: str):
     to behave as RK3566 (not measured).
     """
     x, out = node.input(0), node.output(0)
-    if x is None or out is None or x.rank != 2 or out.rank != 3 or x.is_graph_input or _known(x):
-        return None
+    if x is None or out is None or x.rank != 2 or out.rank != 3 or x.is_graph_input or _known(x) or node.attr(_passes.ROWS_OF_LEVELS_ATTRIBUTE):
+        return None  # a row of channels-last levels split so stays on the NPU (passes.frames_of_channels_last_rows)
     shape_in, shape_out = list(x.shape), list(out.shape)
     if not all(isinstance(d, int) for d in shape_in + shape_out) or shape_in[0] != 1 or shape_out[0] != 1:
         return None
