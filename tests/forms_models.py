@@ -7294,7 +7294,34 @@ def _heads(node, inits, rng, p: str, role: str, t: int, heads: int, d: int, c: i
         return [node("Transpose", [role + "_in"], role + "_heads", perm=[0, 2, 1, 3])], role + "_heads"
     if pre == "input4":  # a Relu of a model input [1, heads, T, D]
         return [node("Relu", [role + "_in"], role + "_heads")], role + "_heads"
+    if pre in ("partial", "halves", "partial_input4"):  # Nemotron's partial rotary (h18-rkhead): _partial_rotary
+        return _partial_rotary(node, inits, rng, p, role, t, d, nodes if pre != "partial_input4" else [], pre)
     return nodes, role + "_heads"
+
+
+def _partial_rotary(node, inits, rng, p: str, role: str, t: int, d: int, nodes: list, pre: str) -> tuple[list, str]:
+    """transformers' Nemotron: rotary positions on the first half of each head only. The heads [1, H, T, D] (the
+    Linear's, or a model input [1, H, T, D] for "partial_input4") Sliced into halves along the last axis; the first
+    rotated (x * cos + rotate_half(x) * sin, cos and sin constants [1, 1, T, D/2]; "halves": a Relu instead); the two
+    halves Concatenated back."""
+    half, quarter = d // 2, d // 4
+    src = role + ("_in" if pre == "partial_input4" else "_heads")
+    q = p + role
+    inits += [_const(q + "ax", np.array([3], np.int64)), _const(q + "s0", np.array([0], np.int64)), _const(q + "s1", np.array([half], np.int64)),
+              _const(q + "s2", np.array([d], np.int64)), _const(q + "sq", np.array([quarter], np.int64)),
+              _const(q + "cos", np.cos(rng.standard_normal((1, 1, t, half))).astype(np.float32)),
+              _const(q + "sin", np.sin(rng.standard_normal((1, 1, t, half))).astype(np.float32))]
+    nodes = nodes + [node("Slice", [src, role + "s0", role + "s1", role + "ax"], role + "_rot_in"),
+                     node("Slice", [src, role + "s1", role + "s2", role + "ax"], role + "_pass")]
+    if pre == "halves":
+        nodes.append(node("Relu", [role + "_rot_in"], role + "_rot"))
+    else:
+        nodes += [node("Slice", [role + "_rot_in", role + "s0", role + "sq", role + "ax"], role + "_x1"),
+                  node("Slice", [role + "_rot_in", role + "sq", role + "s1", role + "ax"], role + "_x2"),
+                  node("Neg", [role + "_x2"], role + "_neg"), node("Concat", [role + "_neg", role + "_x1"], role + "_half_rot", axis=-1),
+                  node("Mul", [role + "_rot_in", role + "cos"], role + "_c"), node("Mul", [role + "_half_rot", role + "sin"], role + "_s"),
+                  node("Add", [role + "_c", role + "_s"], role + "_rot")]
+    return nodes + [node("Concat", [role + "_rot", role + "_pass"], role + "_posed", axis=-1)], role + "_posed"
 
 
 def _gqa_case(rng, spec) -> tuple[list, list, list, list]:
@@ -7326,7 +7353,7 @@ def _gqa_case(rng, spec) -> tuple[list, list, list, list]:
             inits.append(_const(p + "w_a", (_weights(rng, d, t) / np.sqrt(d)).astype(np.float32)))
             nodes += [node("MatMul", [q, "w_a"], "a"), node("Softmax", ["a"], "attn", axis=-1), node("MatMul", ["attn", k], "y")]
         else:
-            v_nodes, v = _heads(node, inits, rng, p, "v", t, hkv, d, c, pre)
+            v_nodes, v = _heads(node, inits, rng, p, "v", t, hkv, d, c, "lin" if pre in ("partial", "halves", "partial_input4") else pre)
             nodes += v_nodes
             v_rep, v = _repeated_heads(node, inits, p, v, spec, "v")
             inits += [_const(p + "scale", np.array(d ** -0.5, np.float32)), _const(p + "merged_out", np.array([1, t, c], np.int64)),
@@ -7337,7 +7364,7 @@ def _gqa_case(rng, spec) -> tuple[list, list, list, list]:
                               node("Reshape", ["ctx_t", "merged_out"], "merge"), node("MatMul", ["merge", "w_o"], "y")]
     read = {i for n in nodes for i in n.input}
     inputs = [_vi(p + "x", [1, t, c])] if p + "x" in read else []
-    if pre.startswith("input"):
+    if pre.startswith("input") or pre == "partial_input4":
         inputs.append(_vi(p + "k_in", [1, t, hkv, d] if pre == "input_t" else [1, hkv, t, d]))
     return nodes, inits, inputs, [_vi(p + "y", outputs[reader])]
 
@@ -11446,3 +11473,23 @@ def _yunet_level_case(rng, spec) -> tuple[list, list, list, list]:
 CASES.append(Case("yunet_level_pack", "fresh9: a detection head's levels made channels-last, flattened to rows and concatenated (kornia's YuNet)",
                   lambda: _packed(_yunet_level_case, YUNET_LEVEL_PACK, 1801, opset=13), ("rk3566",)))
 
+
+# ---- fresh9 (transformers' Nemotron): the repeated key/value head after partial rotary positions (h18-rkhead) ----
+# Nemotron rotates the first half of each key head only and Concatenates the pass-through half back before
+# repeat_kv. Sources (_partial_rotary): "partial" (the Linear's one key head, rotated on its first half),
+# "halves" (a Relu of the first half instead), "partial_input4" (the same rotation of a model input [1, 1, T, D]).
+GQA_PARTIAL_PACK = (
+    ("partial_t32_h1_n2_d32", 32, 1, 2, 32, "hf", "attn", "partial"),
+    ("partial_t64_h1_n4_d16", 64, 1, 4, 16, "hf", "attn", "partial"),
+    ("partial_qk_t32_h1_n2_d32", 32, 1, 2, 32, "hf", "qk", "partial"),
+    ("halves_t32_h1_n2_d32", 32, 1, 2, 32, "hf", "attn", "halves"),
+    ("partial_expand4_t32_h1_n2_d32", 32, 1, 2, 32, "expand4", "attn", "partial"),
+)
+CASES.append(Case("gqa_partial_pack", "fresh9: grouped-query attention's one key head repeated after rotary positions on half of it (Nemotron)",
+                  lambda: _packed(_gqa_case, GQA_PARTIAL_PACK, 1802, used_only=True), ("rk3588", "rk3566")))
+# The same rotation of a model input [1, 1, T, D] (no Linear, no swap): the repeat on the NPU. On RK3588 only: on
+# RK3566 the key's swap into q @ k^T ran on the CPU there (a swapped model input into q @ k^T, measured, not
+# modelled: docs/audit.md).
+CASES.append(Case("gqa_partial_input_pack", "fresh9: a model input's one key head rotated on its first half and repeated (Nemotron's form, no Linear)",
+                  lambda: _packed(_gqa_case, (("partial_input4_t32_h1_n2_d32", 32, 1, 2, 32, "hf", "qk", "partial_input4"),), 1803, used_only=True),
+                  ("rk3588",)))

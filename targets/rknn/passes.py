@@ -3009,7 +3009,8 @@ def _swaps_in_one_head(node) -> bool:
 def _one_head_of_a_computed_tensor(graph, tensor) -> bool:
     """`tensor` is one attention head swapped out of a computed token-major tensor ([N, T, 1, D] -> [N, 1, T, D]),
     through at most ONE_HEAD_SOURCE_HOPS nodes that keep it (an Unsqueeze, elementwise arithmetic, a norm: each
-    followed through its first computed input of the shape it writes)."""
+    followed through its first computed input of the shape it writes; a Slice or a Concat of the head's last
+    axis through its first computed piece of the head, _head_piece_read)."""
     for _ in range(ONE_HEAD_SOURCE_HOPS):
         node = graph.producer(tensor.name)
         if node is None or not node.inputs:
@@ -3018,10 +3019,20 @@ def _one_head_of_a_computed_tensor(graph, tensor) -> bool:
             return graph.producer(node.inputs[0].name) is not None
         shape = _static_shape(node.outputs[0])
         tensor = node.inputs[0] if node.op_type == "Unsqueeze" else next(
-            (t for t in node.inputs if t.present and not _known(t) and _static_shape(t) == shape), None)
+            (t for t in node.inputs if t.present and not _known(t) and _static_shape(t) == shape), None) or _head_piece_read(node, shape)
         if tensor is None:
             return False
     return False
+
+
+def _head_piece_read(node, shape):
+    """The first computed input of a Slice or a Concat that differs from its result `shape` in the last axis only:
+    Nemotron's partial rotary positions, which Slice each key head into halves, rotate the first and Concatenate
+    them back (tests/forms_models.py gqa_partial_pack, h18-rkhead)."""
+    if node.op_type not in ("Slice", "Concat") or shape is None:
+        return None
+    return next((t for t in node.inputs if t.present and not _known(t) and (s := _static_shape(t)) is not None
+                 and len(s) == len(shape) and s[:-1] == shape[:-1]), None)
 
 
 def _repeat_into_a_product(graph, expand) -> list | None:
