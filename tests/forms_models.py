@@ -11493,3 +11493,52 @@ CASES.append(Case("gqa_partial_pack", "fresh9: grouped-query attention's one key
 CASES.append(Case("gqa_partial_input_pack", "fresh9: a model input's one key head rotated on its first half and repeated (Nemotron's form, no Linear)",
                   lambda: _packed(_gqa_case, (("partial_input4_t32_h1_n2_d32", 32, 1, 2, 32, "hf", "qk", "partial_input4"),), 1803, used_only=True),
                   ("rk3588",)))
+# ---- fresh9 (openWakeWord's embedding) on RKNN: a Reshape that only moves unit axes, a Transpose to the toolkit -----
+
+# tf2onnx writes the NHWC -> NCHW swap of a 1-channel map as a Reshape ([1, 76, 34, 1] -> [1, 1, 76, 34] before the
+# first Conv) and the swap of the last Conv's [1, 96, 1, 1] back to NHWC as a Reshape to [1, 1, 1, 96] (the model
+# output); Conv-TasNet's decoder output [2, 1, L] (a batch of 2 sources) is viewed as [1, 2, L], the model output.
+# (name, the input's shape, what is viewed: the input, its Pad along axis 2, its Relu, a 1x1 Conv of it or a 1-D one
+# to one channel, the view's shape, its reader: a 3x3 Conv, a Relu, a Reshape to [1, N], or none: the model output)
+UNIT_AXES_VIEW_PACK = (
+    ("oww_front", (1, 76, 32, 1), "pad", (1, 1, 76, 34), "conv"), ("input_front", (1, 76, 32, 1), "input", (1, 1, 76, 32), "conv"),
+    ("relu_front", (1, 76, 32, 1), "relu", (1, 1, 76, 32), "conv"), ("oww_back", (1, 16, 1, 1), "conv", (1, 1, 1, 96), "output"),
+    ("back_2d", (1, 16, 1, 1), "conv", (1, 96), "output"), ("channels_to_h", (1, 16, 1, 1), "conv", (1, 1, 96, 1), "output"),
+    ("aligned_back", (1, 16, 1, 1), "conv", (1, 1, 1, 64), "output"), ("tasnet_back", (2, 8, 64), "conv1d", (1, 2, 64), "output"),
+    ("back_then_flat", (1, 16, 1, 1), "conv", (1, 1, 1, 96), "reshape"),
+)
+# Measured, not held: read by a Relu, which the toolkit moves before the view (swap_reshape_relu). The 4-D view (as
+# oww_back) is a CPU Transpose layer and the Relu (fused into the Conv) is placed on the CPU with it; the 3-D batch
+# view (as tasnet_back) merges into the Relu's own 4-D views and is placed on the NPU. The audit (a Relu reader is
+# not held by rules.view_moving_unit_axes_is_a_transpose): both on the NPU.
+UNIT_AXES_VIEW_MEASURED = (("back_relu", (1, 16, 1, 1), "conv", (1, 1, 1, 96), "relu"),
+                           ("batch_back_relu", (2, 8, 64), "conv1d", (1, 2, 64), "relu"))
+
+
+def _unit_axes_view_case(rng, spec) -> tuple[list, list, list, list]:
+    name, shape, maker, view, reader = spec
+    p = f"uav_{name}_"
+    node = _prefixed(p)
+    out_c = 1 if maker == "conv1d" else int(np.prod(view))
+    inits = [_const(p + "w1d", _weights(rng, 1, shape[1], 1)), _const(p + "shape", np.array(view, np.int64)), _const(p + "pads", np.array([0, 0, 1, 0, 0, 0, 1, 0], np.int64)),
+             _const(p + "w1", _weights(rng, out_c, shape[1], 1, 1)), _const(p + "w3", _weights(rng, 8, view[1], 3, 3)) if len(view) == 4 else _const(p + "w3", np.zeros(1, np.float32))]
+    nodes = {"pad": [node("Pad", ["x", "pads"], "made")], "relu": [node("Relu", ["x"], "made")], "conv": [node("Conv", ["x", "w1"], "made")],
+             "conv1d": [node("Conv", ["x", "w1d"], "made")]}.get(maker, [])
+    nodes.append(node("Reshape", ["made" if nodes else "x", "shape"], "view" if reader != "output" else "y"))
+    if reader == "conv":
+        nodes.append(node("Conv", ["view", "w3"], "y"))
+        out = [1, 8, view[2] - 2, view[3] - 2]
+    elif reader == "reshape":
+        inits.append(_const(p + "flat", np.array([1, out_c], np.int64)))
+        nodes.append(node("Reshape", ["view", "flat"], "y"))
+        out = [1, out_c]
+    elif reader == "relu":
+        nodes.append(node("Relu", ["view"], "y"))
+        out = list(view)
+    else:
+        out = list(view)
+    return nodes, inits, [_vi(p + "x", list(shape))], [_vi(p + "y", out)]
+
+
+CASES.append(Case("unit_axes_view_pack", "fresh9: a Reshape that only moves unit axes of a 4-D map (tf2onnx's NHWC swaps of 1-channel and 1x1 maps: openWakeWord's embedding)",
+                  lambda: _packed(_unit_axes_view_case, UNIT_AXES_VIEW_PACK, 463, used_only=True, opset=13), ("rk3588", "rk3566")))

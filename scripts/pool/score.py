@@ -236,6 +236,10 @@ FRESH_LOOKED_AT = {
         # h18-rkhead: YuNet's heads flattened into one Concat and Nemotron's grouped-query key/value repeat and
         # output swap, probed (docs/audit.md).
         "pkg_yunet/rk3566", "pkg_yunet/rk3588", "hf_nemotron/rk3566", "hf_nemotron/rk3588",
+        # h18-rk66: openWakeWord embedding's tf2onnx NHWC views of a 1-channel and a 1x1 map and Conv-TasNet's batch of two
+        # sources viewed as channels on RK3566, probed (unit_axes_view_pack) and fixed (rules.view_moving_unit_axes_is_a_transpose).
+        "pypi_oww_embedding/rk3566", "pkg_conv_tasnet/rk3566",
+        # (h18-rk66 also read fresh4's hf_timesformer/rk3566 Reshape_4, listed under fresh4, when a first version of that rule moved it.)
     ),
     # h18-fresh10: chosen on 2026-12-05, built and collected by h18-fresh10, not yet scored; nothing looked at.
     "fresh10": (),

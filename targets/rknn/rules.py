@@ -992,6 +992,43 @@ def windows_cut_on_the_cpu(node: NodeView, chip: str):
     return Offence(tuple(node.output(0).shape or ()), "window layout of torch's unfold") if node.attr(_passes.WINDOWS_ON_CPU_ATTRIBUTE) is not None else None
 
 
+# Views a Reshape of this kind is merged with (fuse_two_reshape and its kin), so that it keeps no layer of its own.
+UNIT_AXES_VIEW_NEIGHBOURS = ("Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten")
+
+
+def _moves_unit_axes_across_batch_or_channels(x, y) -> bool:
+    """Whether a view of `x` as `y` (3-D or 4-D, both static, same rank) keeps the order of the axes longer than one and
+    changes the first two axes (a 1-channel map [1, H, W, 1] as [1, 1, H, W], a batch of 2 as 2 channels)."""
+    if x is None or y is None or not x.is_static or not y.is_static or x.rank != y.rank or x.rank not in (3, 4):
+        return False
+    xs, ys = list(x.shape), list(y.shape)
+    return xs != ys and [d for d in xs if d != 1] == [d for d in ys if d != 1] and xs[:2] != ys[:2]
+
+
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def view_moving_unit_axes_is_a_transpose(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU a Reshape that only moves axes of length 1 across the batch or channel axis (tf2onnx's NHWC swap of a 1-channel map [1, H, W, 1] to [1, 1, H, W], of a 1x1 map [1, C, 1, 1] to [1, 1, 1, C]; a batch of 2 maps [2, 1, L] as [1, 2, L]): it rewrites it as a Transpose layer (convert_reshape_to_transpose) or keeps a Reshape layer, both on the CPU, when no view next to it takes it in; held where measured, read by convolutions or as the model output (rknn-toolkit2 2.5.0, observed; RK3568 taken as RK3566).
+
+    Probed (tests/forms_models.py unit_axes_view_pack, 2026-12-05, RK3566 and RK3588): openWakeWord's
+    embedding front (the model input [1, 76, 32, 1] padded and viewed [1, 1, 76, 34] for a Conv), the input
+    or its Relu viewed so, a 1x1 Conv's [1, 96, 1, 1] (or 64) viewed [1, 1, 1, 96] or [1, 1, 96, 1] as the
+    output or for a Relu, a batch of 2 Conv1d maps [2, 1, 64] viewed [1, 2, 64] (Conv-TasNet's decoder):
+    CPU; flattened to [1, 96], or viewed and then flattened: NPU; RK3588: all NPU. Read by a Relu: measured, not held
+    (tests/forms_models.py UNIT_AXES_VIEW_MEASURED).
+    """
+    x, y = node.input(0), node.output(0)
+    if node.attr(_passes.UNIT_AXES_SWAP_ATTRIBUTE) is not None:
+        return None  # a Transpose of unit axes, which the toolkit makes a Reshape (passes.transpose_of_unit_axes_is_a_reshape)
+    if not _moves_unit_axes_across_batch_or_channels(x, y) or x.producer in UNIT_AXES_VIEW_NEIGHBOURS:
+        return None
+    if any(c != "Conv" for c in (y.consumers or ())):
+        # Measured only before convolutions and as the model output: a Softmax's view ran on the NPU (tests/forms_models.py
+        # unit_axis_softmax_pack: [1, 27, 257, 1] as [1, 1, 27, 257]), and so did TimeSformer's tiled class token [1, 4, 64]
+        # viewed [4, 1, 64] for a Concat (fresh4).
+        return None
+    return Offence(f"{tuple(x.shape)} -> {tuple(y.shape)}", "view that moves unit axes across the batch or channels")
+
+
 @RULES.rule("Transpose", chips=_passes.KEY_BESIDE_SHARED_QUERY_CHIPS)
 def key_beside_a_query_read_twice(node: NodeView, chip: str):
     """On RK3588, RK3566 and RK3568 the toolkit runs on the CPU, as a Transpose layer of its own, the key's swap into attention's scores when the key is a part of a joint q/k/v projection (Split and Squeeze) and the query also feeds another computation (SAM's decomposed relative positions made from q); with the query read by its scale alone the swap merges into the product (rknn-toolkit2 2.5.0, observed; passes.transposes_merged_into_matmul marks it).
