@@ -11542,3 +11542,31 @@ def _unit_axes_view_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("unit_axes_view_pack", "fresh9: a Reshape that only moves unit axes of a 4-D map (tf2onnx's NHWC swaps of 1-channel and 1x1 maps: openWakeWord's embedding)",
                   lambda: _packed(_unit_axes_view_case, UNIT_AXES_VIEW_PACK, 463, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh9 (openWakeWord's melspectrogram) on RK3566: an STFT's swaps into the mel Linear --------------------------------
+
+# Two Conv1d of one signal [1, 1, 1600] (kernel 64, stride 16: [1, C, 97]), each Unsqueezed at 1 and Transposed
+# [0, 1, 3, 2] into [1, 1, 97, C], squared, the squares Added; then (tail) "mel": a MatMul [C, 32]; "sum": the sum as the
+# output. (name, C, tail)
+STFT_SWAP_PACK = (("mel_33", 33, "mel"), ("mel_257", 257, "mel"), ("sum_33", 33, "sum"))
+
+
+def _stft_swap_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, tail = spec
+    p = f"stft_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w1", _weights(rng, c, 1, 64)), _const(p + "w2", _weights(rng, c, 1, 64)), _const(p + "ax", np.array([1], np.int64)),
+             _const(p + "two", np.array(2.0, np.float32)), _const(p + "mel", np.abs(_weights(rng, c, 32)))]
+    nodes = []
+    for i in ("1", "2"):
+        nodes += [node("Conv", ["x", "w" + i], "c" + i, kernel_shape=[64], strides=[16]), node("Unsqueeze", ["c" + i, "ax"], "u" + i),
+                  node("Transpose", ["u" + i], "t" + i, perm=[0, 1, 3, 2]), node("Pow", ["t" + i, "two"], "p" + i)]
+    nodes.append(node("Add", ["p1", "p2"], "s" if tail == "mel" else "y"))
+    if tail == "mel":
+        nodes.append(node("MatMul", ["s", "mel"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 1, 1600])], [_vi(p + "y", [1, 1, 97, 32 if tail == "mel" else c])]
+
+
+CASES.append(Case("stft_swap_pack", "fresh9: an STFT's two Conv1d results unsqueezed, swapped, squared and summed, into a mel MatMul or as the output (openWakeWord's melspectrogram)",
+                  lambda: _packed(_stft_swap_case, STFT_SWAP_PACK, 1912, used_only=True, opset=13), ("rk3588", "rk3566")))

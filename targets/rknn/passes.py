@@ -6504,3 +6504,49 @@ def _reads_an_npu_layernorm(graph, linear) -> bool:
     norm = graph.producer(linear.inputs[0].name)
     return (norm is not None and norm.op_type == "LayerNormalization" and norm.has_attr("axis") and norm.has_attr("epsilon")
             and not norm.has_attr(LAYERNORM_DEFAULTED_ATTRIBUTE))
+
+
+# ---- h18-rkmisc: an STFT's swaps taken into the mel Linear (openWakeWord's melspectrogram) --------------------------
+
+# The swap of a Conv1d's result unsqueezed to [1, 1, C, L] into frames [1, 1, L, C].
+STFT_SWAP = [0, 1, 3, 2]
+# The element-wise nodes measured between the swaps and the Linear (the squares of real and imaginary parts, their sum).
+STFT_SWAP_PASSES_THROUGH = frozenset({"Pow", "Add"})
+
+
+def _stft_swap_into_a_linear(graph, swap) -> bool:
+    """Whether `swap` turns an unsqueezed Conv1d result [1, 1, C, L] into frames that a Linear reads through at most
+    MAX_POSITIONWISE_CHAIN single-reader Pows and Adds."""
+    unsqueeze = graph.producer(swap.inputs[0].name) if swap.inputs else None
+    shape = _static_shape(swap.inputs[0]) if swap.inputs else None
+    if unsqueeze is None or unsqueeze.op_type != "Unsqueeze" or not shape or len(shape) != 4 or shape[:2] != (1, 1):
+        return False
+    conv = graph.producer(unsqueeze.inputs[0].name)
+    if conv is None or conv.op_type != "Conv" or conv.outputs[0].rank != 3:
+        return False
+    node = swap
+    for _ in range(MAX_POSITIONWISE_CHAIN):
+        reader = graph.only_consumer(node.outputs[0].name)
+        if reader is None:
+            return False
+        if _linear(reader) and reader.inputs[0].name == node.outputs[0].name:
+            return True
+        if reader.op_type not in STFT_SWAP_PASSES_THROUGH:
+            return False
+        node = reader
+    return False
+
+
+@RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def stft_swaps_taken_into_a_linear(graph, chip):
+    """{OBSERVED} gives no layer to the swap [0, 1, 3, 2] of a Conv1d's result unsqueezed to [1, 1, C, L] when a Linear reads the frames through element-wise squares and their sum (an STFT's power before a mel filter bank: its pass reduce_tp_in_mesh_backward takes the swap into the Linear's layout); with the sum as the output the swap is a Transpose layer, on the CPU of RK3566/RK3568.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 and RK3588 (2026-12-05, int8, opset 13; tests/forms_models.py
+    stft_swap_pack; fresh9's openWakeWord melspectrogram, Transpose_6 and Transpose_9): two Conv1d of [1, 1, 1600]
+    (kernel 64, stride 16, C = 33 or 257), each Unsqueezed at 1 and swapped, squared (Pow 2), Added, a MatMul [C, 32]:
+    both swaps "fused by reduce_tp_in_mesh_backward" on RK3566; the sum as the output: both on its CPU; RK3588 all NPU.
+    Not measured: other element-wise nodes between, a Linear reading one swap alone.
+    """
+    for swap in [n for n in graph.nodes if n.op_type == "Transpose" and _perm(n) == STFT_SWAP]:
+        if not swap.outputs[0].is_model_output and _stft_swap_into_a_linear(graph, swap):
+            graph.eliminate(swap)
