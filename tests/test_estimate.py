@@ -248,6 +248,21 @@ def test_the_committed_params_are_the_fit_of_the_committed_figures_and_features(
     assert "params.json is up to date" in done.stderr
 
 
+def test_the_params_check_forgives_last_bits_and_nothing_else():
+    """fit.py --check compares floats to 1e-9 relative (another CPU's sums differ in the last bits), and a real change fails."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("fit_script", Path(__file__).resolve().parent.parent / "scripts" / "estimate" / "fit.py")
+    fit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit)
+    committed = {"loo": {"mdape": 0.22970057696534524, "figures": 9}, "misses": [{"model_key": "m", "predicted_ms": 227.257285}]}
+    assert fit.same_fit(committed, {"loo": {"mdape": 0.2297005769653454, "figures": 9}, "misses": [{"model_key": "m", "predicted_ms": 227.25728499999997}]})
+    assert not fit.same_fit(committed, {"loo": {"mdape": 0.2298, "figures": 9}, "misses": [{"model_key": "m", "predicted_ms": 227.257285}]})
+    assert not fit.same_fit(committed, {"loo": {"mdape": 0.22970057696534524, "figures": 10}, "misses": [{"model_key": "m", "predicted_ms": 227.257285}]})
+    assert not fit.same_fit(committed, {"loo": {"mdape": 0.22970057696534524, "figures": 9}, "misses": []})
+
+
 def test_estimate_reuses_the_toolchains_own_estimate_from_an_earlier_build_of_the_same_model(tmp_path):
     """imx93's Vela figure is read from ARTIFACTS/<model>/imx93/report.json when its sha256 is the model's."""
     import hashlib
