@@ -241,7 +241,7 @@ FRESH_LOOKED_AT = {
         "pypi_oww_embedding/rk3566", "pkg_conv_tasnet/rk3566",
         # (h18-rk66 also read fresh4's hf_timesformer/rk3566 Reshape_4, listed under fresh4, when a first version of that rule moved it.)
     ),
-    # h18-fresh10: chosen on 2026-12-05, built and collected by h18-fresh10, not yet scored; nothing looked at.
+    # h18-fresh10: chosen on 2026-12-05, built and collected by h18-fresh10, scored blind at 96dc9aa (blind.json); nothing looked at.
     "fresh10": (),
 }
 
