@@ -67,11 +67,12 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated case names")
-    parser.add_argument("--keep-others", action="store_true", help="keep the recorded verdicts of the cases not run")
+    parser.add_argument("--keep-others", action="store_true", help="keep the recorded verdicts of the cases not run (always so with --only)")
     args = parser.parse_args()
     wanted = set(args.only.split(",")) if args.only else None
     recorded = json.loads(VERDICTS.read_text()) if VERDICTS.exists() else {}
-    cases = dict(recorded.get("cases", {})) if args.keep_others else {}
+    # --only re-records some cases: the others' verdicts stay (dropping them lost other helpers' probes twice).
+    cases = dict(recorded.get("cases", {})) if args.keep_others or wanted else {}
     with tempfile.TemporaryDirectory(prefix="edgedeploy-forms-") as tmp:
         for case in CASES:
             if wanted and case.name not in wanted:
