@@ -305,6 +305,18 @@ def shape_input_computed_at_run_time(node: NodeView, chip: str):
     return [Offence(t.name, f"input {node.inputs.index(t)}") for t in late]
 
 
+@RULES.rule("Clip", placement=Placement.UNSUPPORTED)
+def clip_bound_fed_by_the_caller(node: NodeView, chip: str):
+    """rknn-toolkit2 stops on a Clip whose min or max is a model input ("IndexError: list index out of range"); a bound computed in the graph builds (a run-time floor, on the NPU).
+
+    Measured with 2.5.0 on RK3588 and RK3566: ONNX's node test test_clip (min and max model
+    inputs) fails the build, in tests/test_rknn_build.py's node-test sweep; openWakeWord's
+    Clip(x, ReduceMax(x) - 80) and tests/forms_models.py mel_forms_pack build. A bound that is a
+    model input beside a computed one was not probed.
+    """
+    return [Offence(t.name, f"input {i}") for i, t in enumerate(node.inputs) if i in (1, 2) and t.present and t.is_graph_input]
+
+
 @RULES.rule("BatchNormalization", placement=Placement.UNSUPPORTED, before_folding=True)
 def batchnorm_training_mode(node: NodeView, chip: str):
     """rknn-toolkit2 refuses BatchNormalization in training mode, even one whose every input is a constant it could fold.
