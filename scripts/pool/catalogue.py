@@ -767,9 +767,97 @@ def fresh10_entries() -> list[Entry]:
     return out
 
 
+# The eleventh fresh set, "fresh11" (issue 27): chosen on 2026-12-06 by h19-fresh11 before any was built or
+# converted (a forward pass of each class at its input was tried, nothing exported), never audited by its
+# chooser. Selection rule (fresh6's to fresh10's): a public family (architecture, not just a size, version or
+# task head of one) in none of the pool's or fresh..fresh10's lists (catalogue.py grepped for each, names and
+# architectures), buildable offline from code or a file a PyPI package ships, small (transformers at 2 layers of
+# width 64, other code at its published smallest or a narrow config, small static inputs), what a user brings
+# to an edge chip, across domains. Mostly model classes that PyPI packages ship as code ("pypi-code": the wheel
+# from the local mirror, pip download --no-deps, unpacked into $EDGEDEPLOY_HOME/pool-pkgs; seeded random
+# weights, no checkpoint): OCR text detection and recognition (easyocr 1.7.2's CRAFT and its VGG + BiLSTM
+# recogniser), a multi-scale attention segmenter (segmentation-models-pytorch 0.6.0's MAnet: one smp decoder
+# per set), medical segmentation with attention gates (monai 1.6.1's AttentionUnet, 2-D), low-light enhancement
+# and JPEG artifact removal (spandrel 0.4.2's Retinexformer and FBCNN), speech separation by dual-path
+# transformers (speechbrain 1.1.2's SepFormer), a temporal convolutional network (pytorch-tcn 1.2.3's TCN),
+# tabular data by feature tokens (rtdl-revisiting-models 0.0.2's FT-Transformer), time-series forecasting by
+# basis expansion (nbeats-pytorch 1.8.0's N-BEATS); five transformers classes (SpeechT5's speech encoder with
+# its prenet, BROS's layout-aware document encoder, the Differential Transformer DiffLlama, the Doge LM's
+# dynamic mask attention, LongT5's transient-global attention) and one timm classifier (GhostNetV3).
+# Names near earlier ones, checked as architectures: hf_speecht5_encoder is SpeechT5's transformer encoder with
+# its speech prenet (fresh4's hf_speecht5_hifigan is its HiFi-GAN vocoder, another network); hf_longt5 is LongT5's
+# local/transient-global encoder (the pool's t5_encoder has full attention); hf_diffllama's attention is two
+# softmax maps subtracted (hf_llama's is one); timm_ghostnetv3_050 keeps GhostNetV3's re-parameterisable
+# training branches (parallel Conv + BN branches summed, as created) that ghostnet/ghostnetv2 do not have: the
+# one version pick, taken as the set's only image classifier (timm's families are nearly all in a set).
+# Left out: torchvision (every family it has under ~30 M is in a set: its remaining classifiers are larger sizes
+# of used families; S3D needs 16 frames of 224x224, too slow on 2 cores; Keypoint/Mask R-CNN's heads run on
+# NMS-selected boxes, data-dependent); timm's resnet50_clip (38 M, and CLIP's attention pool is a head on a used
+# family), fbnetv3 (FBNet's), hgnet (hgnetv2's); transformers' LayoutLMv3 (a version by name of fresh6's LayoutLM;
+# BROS is the layout pick), Gemma 3n text (its activation sparsity needs erfinv, which ONNX lacks), Longformer
+# and BigBird (as_strided windows and random blocks), LightGlue/SuperGlue/EfficientLoFTR (data-dependent
+# matching), Deformable DETR and DAB-DETR (the sets' DETR forms), Depth Anything (DPT's head), FastSpeech2 and
+# VITS (output length from the data), MPT/Falcon/StableLM/CodeGen/GPT-J (ALiBi, parallel residual and partial
+# rotary forms of used LMs), TimeSeriesTransformer (Informer's base); easyocr's DBNet (deformable convolution, a
+# CUDA extension); spandrel's LaMa and FFTformer (FFTs the exporter refuses), HVI-CIDNet (a second low-light
+# pick), RCAN (SE, the sets' channel attention) and the windowed restorers; monai's SegResNet, UNETR, SwinUNETR
+# and BasicUNet++ (one monai pick per set); speechbrain's DPRNN (LSTMs) and its speaker ResNet (ECAPA's pooling).
+# Each: (source, arch, task, input side or length, extra), and why (its form).
+FRESH11 = {
+    "timm_ghostnetv3_050": ("timm", "ghostnetv3_050", "classification", 64, {}),
+    "pkg_easyocr_craft": ("pypi-code", "easyocr==1.7.2:CRAFT", "ocr-detection", 128, {}),
+    "pkg_easyocr_vgg_crnn": ("pypi-code", "easyocr==1.7.2:Model", "ocr", 256, {"height": 64, "input_channel": 1, "output_channel": 256,
+                                                                                "hidden_size": 256, "num_class": 97}),
+    "pkg_manet_resnet18": ("pypi-code", "segmentation-models-pytorch==0.6.0:MAnet", "segmentation", 128, {"encoder_name": "resnet18", "classes": 2}),
+    "pkg_attention_unet": ("pypi-code", "monai==1.6.1:AttentionUnet", "segmentation", 128, {"spatial_dims": 2, "in_channels": 1, "out_channels": 2,
+                                                                                          "channels": [16, 32, 64, 128], "strides": [2, 2, 2]}),
+    "pkg_retinexformer": ("pypi-code", "spandrel==0.4.2:RetinexFormer", "low-light", 64, {"n_feat": 40, "stage": 1, "num_blocks": [1, 2, 2]}),
+    "pkg_fbcnn": ("pypi-code", "spandrel==0.4.2:FBCNN", "restoration", 64, {"nc": [64, 128, 256, 512], "nb": 1}),
+    "pkg_sepformer": ("pypi-code", "speechbrain==1.1.2:SepformerWrapper", "audio", 4000, {"encoder_out_nchannels": 64, "masknet_chunksize": 50,
+                                                                                        "masknet_numlayers": 1, "intra_numlayers": 1, "inter_numlayers": 1,
+                                                                                        "intra_nhead": 4, "inter_nhead": 4, "intra_dffn": 128, "inter_dffn": 128}),
+    "pkg_tcn": ("pypi-code", "pytorch-tcn==1.2.3:TCN", "audio", 100, {"num_inputs": 40, "num_channels": [64, 64, 64, 64], "kernel_size": 3, "causal": True}),
+    "pkg_ft_transformer": ("pypi-code", "rtdl-revisiting-models==0.0.2:FTTransformer", "tabular", 12, {"d_out": 2, "n_blocks": 2}),
+    "pkg_nbeats": ("pypi-code", "nbeats-pytorch==1.8.0:NBeatsNet", "time-series", 64, {"forecast_length": 16, "thetas_dim": [4, 8],
+                                                                                      "nb_blocks_per_stack": 2, "hidden_layer_units": 64}),
+    "hf_speecht5_encoder": ("transformers", "speecht5_speech_encoder", "audio", 4000, {"config": "SpeechT5Config", "model": "SpeechT5EncoderWithSpeechPrenet"}),
+    "hf_bros": ("transformers", "bros", "text-layout", 32, {"config": "BrosConfig", "model": "BrosModel"}),
+    "hf_diffllama": ("transformers", "diffllama", "text", 32, {"config": "DiffLlamaConfig", "model": "DiffLlamaModel"}),
+    "hf_doge": ("transformers", "doge", "text", 32, {"config": "DogeConfig", "model": "DogeModel"}),
+    "hf_longt5": ("transformers", "longt5", "text", 64, {"config": "LongT5Config", "model": "LongT5EncoderModel"}),
+}
+FRESH11_WHY = {
+    "timm_ghostnetv3_050": "GhostNetV3 (timm 1.0.22, width 0.5, 64x64): Ghost modules (a primary Conv and cheap depthwise features concatenated) with their training-time re-parameterisable branches as created (several Conv + BN branches and a 1x1/identity BN summed), DFC attention (horizontal/vertical depthwise Convs on a pooled map, sigmoid, nearest upsampling)",
+    "pkg_easyocr_craft": "CRAFT scene-text detector (easyocr 1.7.2, 128x128): a VGG16-BN backbone, a U-Net of bilinear upsampling (F.interpolate to the skip's size), concatenation and 1x1/3x3 Conv + BN + ReLU, region and affinity score maps permuted channels-last",
+    "pkg_easyocr_vgg_crnn": "EasyOCR's text-line recogniser (easyocr 1.7.2's generation-2 VGG model, a 64x256 grayscale line, 97 characters): a VGG feature extractor with (2,1) max pooling, adaptive average pooling of the height to 1, two bidirectional LSTMs and a Linear per column (CTC logits)",
+    "pkg_manet_resnet18": "MA-Net segmenter (segmentation-models-pytorch 0.6.0) on a ResNet-18 encoder, 128x128, 2 classes: a position attention block on the deepest map (query/key/value 1x1 Convs, softmax over all positions, a learned gamma) and multi-scale fusion attention blocks (SE-style channel gates on upsampled + skip features)",
+    "pkg_attention_unet": "Attention U-Net (monai 1.6.1, 2-D, 1-channel 128x128 slice, 2 classes): Conv + BN + ReLU blocks, strided downsampling, ConvTranspose upsampling, additive attention gates (ReLU(Wg g + Wx x), 1x1 Conv, sigmoid) scaling each skip before concatenation",
+    "pkg_retinexformer": "Retinexformer low-light enhancement (spandrel 0.4.2, the published one-stage config: 40 features, blocks [1, 2, 2], 64x64): an illumination estimator (mean channel, depthwise Conv), the lit-up image as input * map + input, illumination-guided multi-head self-attention over channels (transposed attention: L2-normalised q/k, learned temperature) in a U-shaped denoiser",
+    "pkg_fbcnn": "FBCNN flexible JPEG artifact removal (spandrel 0.4.2, published widths, one block per level, 64x64): a U-Net of residual blocks with strided-Conv downsampling and ConvTranspose upsampling, a quality-factor predictor (global pooling, Linear, sigmoid) whose embedding produces per-channel gamma/beta (Linear) modulating the decoder's features; the image and the predicted quality factor out",
+    "pkg_sepformer": "SepFormer speech separation (speechbrain 1.1.2's SepformerWrapper, narrow: 64 channels, chunks of 50, one intra and one inter transformer layer, 4000 samples, 2 speakers): a Conv1d encoder, overlapping chunks (padding, 50% hops, stacked), intra-chunk and inter-chunk transformers with sinusoidal positions, overlap-add back, masks and a ConvTranspose1d decoder",
+    "pkg_tcn": "Temporal convolutional network (pytorch-tcn 1.2.3, 40 features x 100 frames, four levels of 64 channels, kernel 3): causal dilated Conv1d (left padding, dilations 1, 2, 4, 8) with weight normalisation (parametrised weight = g * v / |v|), ReLU, residual 1x1 Conv where widths change",
+    "pkg_ft_transformer": "FT-Transformer for tabular data (rtdl-revisiting-models 0.0.2, 12 numeric features, its default config at 2 blocks, 2 outputs): a feature tokenizer (each feature times its own learned vector plus a bias), a CLS token concatenated, pre-norm transformer blocks with ReGLU FFNs, the CLS token's head",
+    "pkg_nbeats": "N-BEATS forecaster (nbeats-pytorch 1.8.0, 64 past values, 16 ahead, a trend and a seasonality stack of 2 blocks, 64 units): fully connected blocks producing expansion coefficients, fixed polynomial and Fourier bases as matrix products, doubly residual backcast subtraction and forecast sums",
+    "hf_speecht5_encoder": "SpeechT5's speech encoder with its prenet (transformers SpeechT5EncoderWithSpeechPrenet, 2 layers of width 64, 4000 samples): a strided Conv1d feature encoder with GroupNorm, a convolutional positional embedding and scaled sinusoidal positions, encoder layers with a relative position bias (an Embedding of clamped relative distances multiplied into the scores)",
+    "hf_bros": "BROS layout-aware document encoder (2 layers of width 64, 32 tokens with 8-coordinate boxes): boxes embedded as sinusoids of each coordinate, the pairwise differences of box positions projected and added into every attention score (einsum), BERT's layers otherwise",
+    "hf_diffllama": "DiffLlama, the Differential Transformer as a Llama LM (2 layers of width 64, one key/value head): two softmax attention maps per head subtracted with a learned lambda (exp of query/key-vector dot products), group RMSNorm of the heads scaled by (1 - lambda_init), rotary, SwiGLU",
+    "hf_doge": "Doge small LM (SmallDoge; 2 layers of width 64, one key/value head): dynamic mask attention (a per-key bias from the value states: Linear, softplus, times a learned A, exp) added to the causal mask, QK RMSNorm, rotary, a gated MLP, residuals scaled by learned vectors",
+    "hf_longt5": "LongT5 encoder (transient-global attention, 2 layers of width 64, 64 tokens, local radius 8, global blocks of 8): the sequence cut into blocks attending to neighbouring blocks (padding, concatenation of three blocks) plus block-mean global tokens with their own relative position bias, T5's RMSNorm and bucketed relative positions",
+}
+
+
+def fresh11_entries() -> list[Entry]:
+    """The eleventh fresh set: transformers at the pool's opset hash from 14, the rest at the pool's
+    opset hash from 13."""
+    out = []
+    for name, (source, arch, task, size, extra) in FRESH11.items():
+        out.append(Entry(name, source, arch, task, size, _opset(name, 14 if source == "transformers" else 13), extra))
+    return out
+
+
 # The fresh sets by name: build_pool.py, collect.py and score.py take --set NAME (--fresh: "fresh");
 # each lives in tests/fixtures/pool/<NAME>/ (manifest, verdicts, skeletons), apart from the pool.
-FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries, "fresh6": fresh6_entries, "fresh7": fresh7_entries, "fresh8": fresh8_entries, "fresh9": fresh9_entries, "fresh10": fresh10_entries}
+FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries, "fresh6": fresh6_entries, "fresh7": fresh7_entries, "fresh8": fresh8_entries, "fresh9": fresh9_entries, "fresh10": fresh10_entries, "fresh11": fresh11_entries}
 
 
 def entries() -> list[Entry]:

@@ -243,6 +243,8 @@ FRESH_LOOKED_AT = {
     ),
     # h18-fresh10: chosen on 2026-12-05, built and collected by h18-fresh10, scored blind at 96dc9aa (blind.json); nothing looked at.
     "fresh10": (),
+    # h19-fresh11: chosen on 2026-12-06, built and collected by h19-fresh11, not yet scored; nothing looked at.
+    "fresh11": (),
 }
 
 
