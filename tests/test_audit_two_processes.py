@@ -269,16 +269,58 @@ def test_the_program_uses_two_processes_and_prints_what_one_prints(tmp_path):
     assert off.stdout.strip().endswith("1")
 
 
+def _fake_tasks(tmp_path, states: str):
+    """A stand-in for /proc/self/task: one thread per letter of `states` (R: ready to run)."""
+    tasks = tmp_path / "task"
+    for i, state in enumerate(states):
+        (tasks / str(100 + i)).mkdir(parents=True)
+        (tasks / str(100 + i) / "stat").write_text(f"{100 + i} (python3 (x)) {state} 1 2 3\n")
+    return str(tasks)
+
+
 @needs_fork
 @pytest.mark.parametrize(
-    "loadavg, idle",
-    [("0.50 0.40 0.30 1/312 4242\n", True), ("19.10 18.00 17.00 4096/5120 4242\n", False), ("garbled\n", True)],
+    "loadavg, own, idle",
+    [
+        ("0.50 0.40 0.30 1/312 4242\n", "R", True),
+        ("19.10 18.00 17.00 4096/5120 4242\n", "R", False),
+        ("garbled\n", "R", True),
+        # This process's spinning OpenBLAS thread is no other job: a CPU is still free.
+        ("1.00 0.40 0.30 2/312 4242\n", "RR", True),
+        # Another job ready to run besides this one, and this process's sleeping threads.
+        ("1.00 0.40 0.30 2/312 4242\n", "RSS", len(os.sched_getaffinity(0)) > 2),
+    ],
 )
-def test_a_second_process_only_where_a_cpu_is_free(tmp_path, loadavg, idle):
-    """/proc/loadavg's runnable count (this process included) against the usable CPUs (two or
-    more here): with every CPU busy a fork would only add CPU time; an unreadable count does not
-    stop the fork."""
+def test_a_second_process_only_where_a_cpu_is_free(tmp_path, loadavg, own, idle):
+    """/proc/loadavg's runnable count (this process included, its other ready threads not) against
+    the usable CPUs (two or more here): with every CPU busy a fork would only add CPU time; an
+    unreadable count does not stop the fork."""
     fake = tmp_path / "loadavg"
     fake.write_text(loadavg)
-    assert forked.idle_cpu(str(fake)) is idle
+    assert forked.idle_cpu(str(fake), _fake_tasks(tmp_path, own)) is idle
     assert forked.idle_cpu(str(tmp_path / "missing")) is True
+
+
+@needs_fork
+def test_own_ready_threads_are_counted_from_proc():
+    """A thread of this process busy outside the GIL (hashing) is ready to run, as numpy's OpenBLAS
+    worker is after import: it is seen in /proc/self/task, so idle_cpu does not take it for another job."""
+    import hashlib
+    import threading
+
+    data = b"x" * (64 << 20)
+    stop = threading.Event()
+
+    def busy():
+        while not stop.is_set():
+            hashlib.sha256(data).digest()
+
+    worker = threading.Thread(target=busy, daemon=True)
+    worker.start()
+    try:
+        seen = max(forked.own_running_threads() for _ in range(200))
+    finally:
+        stop.set()
+        worker.join()
+    assert seen >= 2
+    assert forked.own_running_threads() >= 1
