@@ -7,7 +7,7 @@ The corpus environment (torch 2.14.1, torchvision 0.29.1, ultralytics 8.4.190, o
 timm 1.0.22 and transformers 4.57.1 installed with `pip install --no-deps --target
 ~/.cache/edgedeploy/pool-pkgs` (so the shared corpus environment is left as it is). The models
 come from scripts/pool/catalogue.py; every one gets seeded random weights (no download). The
-"pypi-code" entries (fresh9, fresh10) import packages unpacked from their wheels into
+"pypi-code" entries (fresh9, fresh10, fresh11) import packages unpacked from their wheels into
 $EDGEDEPLOY_HOME/pool-pkgs, put first on PYTHONPATH (see build_package_code).
 
 Writes $EDGEDEPLOY_HOME/pool/<name>.onnx and <name>.calib.npz (4 seeded samples per input, for
@@ -813,6 +813,58 @@ def build_fresh10_transformers(e: Entry):
     return Out(model, "last_hidden_state"), {"input_ids": np.ones((1, e.size), np.int64)}
 
 
+
+# The eleventh fresh set's transformers classes (catalogue.FRESH11): 2 layers of width 64.
+FRESH11_SMALL = {
+    "speecht5_speech_encoder": dict(hidden_size=64, encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=128, conv_dim=(32,) * 7,
+                                    num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4),
+    "bros": dict(_NARROW),
+    "diffllama": dict(_NARROW, num_key_value_heads=1, max_position_embeddings=64, use_cache=False),
+    "doge": dict(_NARROW, num_key_value_heads=1, max_position_embeddings=64, use_cache=False),
+    "longt5": dict(d_model=64, d_kv=32, d_ff=128, num_layers=2, num_heads=2, vocab_size=1000, encoder_attention_type="transient-global",
+                   local_radius=8, global_block_size=8),
+}
+
+
+def _rms_norm_written_out():
+    """aten::rms_norm (torch.nn.RMSNorm: DiffLlama's group norm of the heads) exported as x / sqrt(mean(x^2) + eps)
+    over the last axis, times the weight if any: the TorchScript exporter has no symbolic for it below opset 23
+    ('Exporting the operator 'aten::rms_norm' to ONNX opset version 17 is not supported')."""
+    import torch
+    from torch.onnx import symbolic_helper
+
+    def rms_norm(g, x, normalized_shape, weight, eps):
+        eps = symbolic_helper._maybe_get_const(eps, "f")
+        eps = torch.finfo(torch.float32).eps if symbolic_helper._is_none(eps) or eps is None else float(eps)
+        mean_square = g.op("ReduceMean", g.op("Mul", x, x), axes_i=[-1], keepdims_i=1)
+        scale = g.op("Sqrt", g.op("Add", mean_square, g.op("Constant", value_t=torch.tensor(eps, dtype=torch.float32))))
+        out = g.op("Div", x, scale)
+        return out if symbolic_helper._is_none(weight) else g.op("Mul", out, weight)
+
+    torch.onnx.register_custom_op_symbolic("aten::rms_norm", rms_norm, 9)
+
+
+def build_fresh11_transformers(e: Entry):
+    import torch
+    import transformers
+
+    _masks_without_vmap()  # DiffLlama's and Doge's causal masks otherwise go through vmap, which the exporter fails on
+    _rms_norm_written_out()  # DiffLlama's nn.RMSNorm of the two heads' difference
+    config = getattr(transformers, e.extra["config"])(**FRESH11_SMALL[e.arch], attn_implementation="eager")
+    if e.arch == "speecht5_speech_encoder":  # the encoder and its speech prenet alone (SpeechT5Model takes either modality)
+        from transformers.models.speecht5.modeling_speecht5 import SpeechT5EncoderWithSpeechPrenet
+
+        return Out(SpeechT5EncoderWithSpeechPrenet(config), "last_hidden_state"), {"input_values": np.zeros((1, e.size), np.float32)}
+    model = getattr(transformers, e.extra["model"])(config)
+    model.config.return_dict = True
+    if e.arch == "doge":  # Doge's A starts at zero (exp(0 * dt) = 1: no dynamic mask at all); a trained model's is not
+        for layer in model.layers:
+            torch.nn.init.normal_(layer.self_attn.A, std=1.0)
+    ids = {"input_ids": np.ones((1, e.size), np.int64)}
+    if e.arch == "bros":  # each token's box as 4 corner points (x, y), on a 0-1 page
+        ids["bbox"] = np.zeros((1, e.size, 8), np.float32)
+    return Out(model, "last_hidden_state"), ids
+
 # Model classes that PyPI packages ship as code (catalogue source "pypi-code", arch "PKG==VER:CLASS"):
 # each wheel is unpacked, not installed (`pip download --no-deps PKG==VER` from the local mirror, then
 # unzip into $EDGEDEPLOY_HOME/pool-pkgs, on PYTHONPATH beside the transformers/timm one), so the shared
@@ -833,9 +885,12 @@ def _spandrel_model(e: Entry):
     import importlib
 
     module = {"SPAN": "spandrel.architectures.SPAN.__arch.span", "SRVGGNetCompact": "spandrel.architectures.Compact.__arch.SRVGG",
-              "NAFNet": "spandrel.architectures.NAFNet.__arch.NAFNet_arch", "SAFMN": "spandrel.architectures.SAFMN.__arch.safmn"}
+              "NAFNet": "spandrel.architectures.NAFNet.__arch.NAFNet_arch", "SAFMN": "spandrel.architectures.SAFMN.__arch.safmn",
+              "RetinexFormer": "spandrel.architectures.RetinexFormer.__arch.retinexformer_arch", "FBCNN": "spandrel.architectures.FBCNN.__arch.FBCNN"}
     cls = e.arch.split(":")[1]
     model = getattr(importlib.import_module(module[cls]), cls)(**e.extra)
+    if cls == "FBCNN":  # its Convs only: He-normal Linears saturate the quality factor's sigmoid (1.0 for every input)
+        model = he_initialised(model, linear=False)
     return model, image(e.size)
 
 
@@ -917,6 +972,10 @@ def _speechbrain_model(e: Entry):
         from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN
 
         return ECAPA_TDNN(**e.extra), {"fbank": np.zeros((1, e.size, e.extra["input_size"]), np.float32)}
+    if cls == "SepformerWrapper":  # a mixture's waveform in, each speaker's waveform out
+        from speechbrain.lobes.models.dual_path import SepformerWrapper
+
+        return SepformerWrapper(**e.extra), {"mixture": np.zeros((1, e.size), np.float32)}
     from speechbrain.lobes.models.ContextNet import ContextNet
 
     extra = dict(e.extra)
@@ -931,6 +990,71 @@ def _tabnet_model(e: Entry):
     # one group per feature (what TabModel passes without grouped features); the logits of (logits, sparsity loss)
     model = TabNet(input_dim=e.size, group_attention_matrix=create_group_matrix([], e.size), **e.extra)
     return Out(model, 0), {"features": np.zeros((1, e.size), np.float32)}
+
+
+def _easyocr_model(e: Entry):
+    """easyocr's networks imported as a package without its __init__ (which imports OpenCV, scikit-image and its
+    reader): craft.py and model/ import each other relatively."""
+    import importlib
+    import types
+
+    root = next(Path(p) / "easyocr" for p in sys.path if (Path(p) / "easyocr" / "craft.py").is_file())
+    for name, path in (("easyocr", root), ("easyocr.model", root / "model")):
+        if name not in sys.modules:
+            package = types.ModuleType(name)
+            package.__path__ = [str(path)]
+            sys.modules[name] = package
+    if e.arch.endswith(":CRAFT"):  # the region and affinity maps (channels-last), not the U-Net's last feature map
+        return Out(importlib.import_module("easyocr.craft").CRAFT(pretrained=False, freeze=False), 0), image(e.size)
+    extra = {k: v for k, v in e.extra.items() if k != "height"}
+    model = he_initialised(importlib.import_module("easyocr.model.vgg_model").Model(**extra))
+    return ImageOnly(model), {"line": np.zeros((1, extra["input_channel"], e.extra["height"], e.size), np.float32)}
+
+
+def _monai_model(e: Entry):
+    from monai.networks import nets
+
+    extra = {k: tuple(v) if isinstance(v, list) else v for k, v in e.extra.items()}
+    return getattr(nets, e.arch.split(":")[1])(**extra), image(e.size, c=extra["in_channels"])
+
+
+def _tcn_model(e: Entry):
+    from pytorch_tcn import TCN
+
+    return TCN(**e.extra), {"features": np.zeros((1, e.extra["num_inputs"], e.size), np.float32)}
+
+
+def _ft_transformer_model(e: Entry):
+    import rtdl_revisiting_models as rtdl
+
+    extra = dict(e.extra)
+    kwargs = rtdl.FTTransformer.get_default_kwargs(n_blocks=extra.pop("n_blocks"))
+    model = rtdl.FTTransformer(n_cont_features=e.size, cat_cardinalities=[], **extra, **kwargs)
+    return ImageOnly(model), {"features": np.zeros((1, e.size), np.float32)}  # numeric features only (x_cat None)
+
+
+def _nbeats_model(e: Entry):
+    from nbeats_pytorch.model import NBeatsNet
+
+    extra = dict(e.extra, thetas_dim=tuple(e.extra["thetas_dim"]))
+    model = NBeatsNet(stack_types=(NBeatsNet.TREND_BLOCK, NBeatsNet.SEASONALITY_BLOCK), backcast_length=e.size, device=torch_cpu(), **extra)
+    return model, {"past": np.zeros((1, e.size), np.float32)}  # (backcast, forecast)
+
+
+def ImageOnly(model):
+    """A model whose forward takes a second, optional input (easyocr's text, the FT-Transformer's
+    categorical features) called with the first alone."""
+    from torch import nn
+
+    class _ImageOnly(nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, x):
+            return self.model(x, None)
+
+    return _ImageOnly(model)
 
 
 def torch_cpu():
@@ -957,7 +1081,8 @@ def Inferring(model):
 PACKAGE_CODE = {"torchaudio": _torchaudio_model, "spandrel": _spandrel_model, "segmentation-models-pytorch": _smp_model,
                 "effdet": _effdet_model, "kornia": _kornia_model, "facexlib": _facexlib_model,
                 "face-alignment": _face_alignment_model, "torchcrepe": _torchcrepe_model, "speechbrain": _speechbrain_model,
-                "pytorch-tabnet": _tabnet_model}
+                "pytorch-tabnet": _tabnet_model, "easyocr": _easyocr_model, "monai": _monai_model, "pytorch-tcn": _tcn_model,
+                "rtdl-revisiting-models": _ft_transformer_model, "nbeats-pytorch": _nbeats_model}
 
 
 def build_package_code(e: Entry):
@@ -965,16 +1090,17 @@ def build_package_code(e: Entry):
     return PACKAGE_CODE[package](e)
 
 
-def he_initialised(model):
+def he_initialised(model, linear: bool = True):
     """Conv and Linear weights drawn He-normal (std sqrt(2 / fan_in)). PyTorch's default
     (kaiming_uniform with a = sqrt(5): variance 1 / (3 fan_in)) shrinks the signal at every Conv + ReLU,
     and on the deep plain stacks of Wav2Letter, YuNet and XFeat it left outputs that moved by 1e-6 to 5e-5 of
     their size between two calibration samples (near constants: nothing for int8 to calibrate); fresh10's
-    RetinaFace, CREPE and DeepSpeech moved by 3e-6 to 8e-3."""
+    RetinaFace, CREPE and DeepSpeech moved by 3e-6 to 8e-3, fresh11's easyocr recogniser by 2e-4 and FBCNN's
+    quality factor by 1e-4."""
     from torch import nn
 
     for m in model.modules():
-        if isinstance(m, (nn.Conv1d, nn.Conv2d, nn.Linear)):
+        if isinstance(m, (nn.Conv1d, nn.Conv2d)) or (linear and isinstance(m, nn.Linear)):
             nn.init.kaiming_normal_(m.weight, nonlinearity="relu")  # biases as drawn: equal zero biases would be
     return model  # deduplicated by the exporter into Identity nodes the published graphs do not have
 
@@ -1003,6 +1129,8 @@ def Flattened(model):
 
 
 def build_transformers(e: Entry):
+    if e.arch in FRESH11_SMALL:
+        return build_fresh11_transformers(e)
     if e.arch in FRESH10_SMALL:
         return build_fresh10_transformers(e)
     if e.arch in FRESH9_SMALL:
@@ -1252,7 +1380,8 @@ def save_manifest(m: dict) -> None:
 
     versions = {"torch": torch.__version__, "torchvision": torchvision.__version__, "onnx": onnx.__version__}
     for pkg in ("timm", "transformers", "ultralytics", "torchaudio", "spandrel", "segmentation_models_pytorch", "effdet", "kornia",
-                "facexlib", "speechbrain", "pytorch_tabnet"):  # face-alignment and torchcrepe read by file (their __init__ needs more)
+                "facexlib", "speechbrain", "pytorch_tabnet", "monai", "pytorch_tcn", "rtdl_revisiting_models", "nbeats_pytorch"):
+        # face-alignment and torchcrepe read by file, easyocr as a bare package (their __init__ needs more)
         try:
             versions[pkg] = __import__(pkg).__version__
         except Exception:  # noqa: BLE001 - not installed: its entries fail and say so
