@@ -105,6 +105,14 @@ class NodePlacement:
     lowered: str | None = None
     lowered_by: str | None = None
     fused_into: str | None = None
+    # Runs nowhere: computed when the model is compiled, or removed by the toolchain. Worked out
+    # once, when made: partitions, reports and estimates ask it of every node of every chip
+    # (36,000 times for DenseNet-121 on 17 chips, 15 ms as a property), and nothing changes a
+    # placement after it is made.
+    folded: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.folded = self.lowered in (FOLDED, ELIMINATED) or any(v.rule == folded_at_compile_time.name for v in self.violations)
 
     @property
     def uncertain(self) -> str | None:
@@ -115,11 +123,6 @@ class NodePlacement:
         if decisive and all(v.uncertain for v in decisive):
             return decisive[0].message
         return None
-
-    @property
-    def folded(self) -> bool:
-        """Runs nowhere: computed when the model is compiled, or removed by the toolchain."""
-        return self.lowered in (FOLDED, ELIMINATED) or (bool(self.violations) and any(v.rule == folded_at_compile_time.name for v in self.violations))
 
     @property
     def reason(self) -> str:
