@@ -23,11 +23,10 @@ shown on the original ONNX node names, a fused node listing the names it absorbe
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from edgedeploy.audit.rules import format_sentence, reads_argument, sentence_template
+from edgedeploy.audit.rules import computed_once, format_sentence, reads_argument, sentence_template
 
 
 @dataclass(frozen=True)
@@ -43,12 +42,12 @@ class GraphPass:
     # chips that agree on it share one lowering. None: the chip itself.
     chip_key: Callable[[str], Any] | None = None
 
-    @functools.cached_property
+    @computed_once
     def sentence(self) -> str:
         """The docstring with its constants filled in: what users read in reports and docs."""
         return format_sentence(self.template, self.constants)
 
-    @functools.cached_property
+    @computed_once
     def reads_chip(self) -> bool:
         """Whether the pass reads its chip argument. Passes that do not make the same lowering of a
         model for every chip whose rule set lists them, so an audit of many chips lowers it once

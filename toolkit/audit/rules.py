@@ -17,7 +17,6 @@ Placement consequences, from best to worst:
 from __future__ import annotations
 
 import enum
-import functools
 import inspect
 import opcode
 from dataclasses import dataclass, field
@@ -77,6 +76,28 @@ def stored_all_zero(tensor: onnx.TensorProto) -> bool:
         return False
     v = numpy_helper.to_array(tensor)
     return v.size > 0 and not np.any(v)
+
+
+class computed_once:
+    """functools.cached_property without its lock: the value is computed on first read and kept in
+    the instance's __dict__, which later reads find first. Python 3.11's cached_property takes a
+    lock on every first read, a fifth of the cost of the node and tensor views' properties
+    that every chip's rules read (Python 3.12 dropped the lock for the same reason); the
+    audit reads them from one thread."""
+
+    def __init__(self, function: Callable):
+        self.function = function
+        self.__doc__ = function.__doc__
+        self.name = function.__name__
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.function(instance)
+        return value
 
 
 # numpy's allclose(v, 0) at its default tolerance (atol 1e-8): TensorView.all_close_to_zero.
@@ -146,7 +167,7 @@ class TensorView:
         tensor = self._tensor if self._tensor is not None else self._stored
         return tensor is not None and tensor.data_location == onnx.TensorProto.EXTERNAL
 
-    @functools.cached_property
+    @computed_once
     def all_zero(self) -> bool:
         """Whether the tensor is a constant holding only zeros (a layer a library initialises to
         zero): read from its stored bytes, whose first ones decide for nearly every weight; False
@@ -157,7 +178,7 @@ class TensorView:
             return v is not None and v.size > 0 and not np.any(v)
         return stored_all_zero(tensor)
 
-    @functools.cached_property
+    @computed_once
     def all_close_to_zero(self) -> bool:
         """Whether the tensor is a constant whose values all lie within 1e-8 of zero (numpy's
         allclose(v, 0) at its default tolerance), zeros included: a converter that tests weights
@@ -174,11 +195,11 @@ class TensorView:
         return None if self.shape is None else len(self.shape)
 
     # Worked out once per tensor: every chip's rules ask again.
-    @functools.cached_property
+    @computed_once
     def is_static(self) -> bool:
         return self.shape is not None and all(isinstance(d, int) for d in self.shape)
 
-    @functools.cached_property
+    @computed_once
     def numel(self) -> int | None:
         if not self.is_static:
             return None
@@ -226,17 +247,17 @@ class NodeView:
     def has_attr(self, name: str) -> bool:
         return name in self._attributes
 
-    @functools.cached_property
+    @computed_once
     def memo(self) -> dict:
         """What a target's helpers work out about this node once for all their rules and chips,
         keyed by the helper (a fused node of the lowering step is a new view with its own memo)."""
         return {}
 
-    @functools.cached_property
+    @computed_once
     def _attribute_protos(self) -> dict[str, onnx.AttributeProto]:
         return {a.name: a for a in self.proto.attribute}
 
-    @functools.cached_property
+    @computed_once
     def _attributes(self) -> dict[str, Any]:
         return dict.fromkeys(self._attribute_protos, _UNDECODED)
 
@@ -268,7 +289,7 @@ class Rule:
     # whose every input is known too (such a node is otherwise folded and never checked).
     before_folding: bool = False
 
-    @functools.cached_property
+    @computed_once
     def sentence(self) -> str:
         """The docstring with its constants filled in: what users read in reports and docs."""
         return format_sentence(self.template, self.constants)
@@ -276,7 +297,7 @@ class Rule:
     def applies_to(self, op_type: str) -> bool:
         return not self.ops or op_type in self.ops
 
-    @functools.cached_property
+    @computed_once
     def reads_chip(self) -> bool:
         """Whether the check reads its chip argument. One that does not gives the same offences on
         a node for every chip whose rule set holds it, so an audit of many chips evaluates it once
