@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import inspect
 import opcode
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -74,7 +75,7 @@ def stored_all_zero(tensor: onnx.TensorProto) -> bool:
     raw = tensor.raw_data
     if raw and raw[:64].strip(b"\0\x80"):
         return False
-    v = numpy_helper.to_array(tensor)
+    v = tensor_values(tensor)
     return v.size > 0 and not np.any(v)
 
 
@@ -100,6 +101,31 @@ class computed_once:
         return value
 
 
+# Element types whose stored bytes numpy reads as they are (on a little-endian machine).
+_NATIVE_DTYPES = {
+    onnx.TensorProto.FLOAT: np.dtype(np.float32),
+    onnx.TensorProto.DOUBLE: np.dtype(np.float64),
+    onnx.TensorProto.FLOAT16: np.dtype(np.float16),
+    onnx.TensorProto.INT64: np.dtype(np.int64),
+    onnx.TensorProto.INT32: np.dtype(np.int32),
+    onnx.TensorProto.INT16: np.dtype(np.int16),
+    onnx.TensorProto.INT8: np.dtype(np.int8),
+    onnx.TensorProto.UINT8: np.dtype(np.uint8),
+    onnx.TensorProto.BOOL: np.dtype(np.bool_),
+}
+
+
+def tensor_values(tensor: onnx.TensorProto) -> np.ndarray:
+    """numpy_helper.to_array(tensor), the same array, taking the short way for the common case
+    (values stored in raw_data, of a type numpy reads as stored, on a little-endian machine):
+    to_array's checks cost 15 microseconds a tensor, and the audit reads a thousand small
+    tensors (norm parameters, axes, shapes) of a 900-node model."""
+    kind = _NATIVE_DTYPES.get(tensor.data_type)
+    if kind is None or sys.byteorder != "little" or tensor.data_location == onnx.TensorProto.EXTERNAL or tensor.HasField("segment") or not tensor.HasField("raw_data"):
+        return numpy_helper.to_array(tensor)
+    return np.frombuffer(tensor.raw_data, dtype=kind).reshape(tensor.dims)
+
+
 # numpy's allclose(v, 0) at its default tolerance (atol 1e-8): TensorView.all_close_to_zero.
 NEAR_ZERO = 1e-8
 _FLOAT_BYTES = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64}
@@ -115,7 +141,7 @@ def stored_all_close_to_zero(tensor: onnx.TensorProto) -> bool:
     raw = tensor.raw_data
     if raw and np.any(np.abs(np.frombuffer(raw[:64], dtype=kind)) > NEAR_ZERO):
         return False
-    v = numpy_helper.to_array(tensor)
+    v = tensor_values(tensor)
     return v.size > 0 and bool(np.all(np.abs(v) <= NEAR_ZERO))
 
 
@@ -157,7 +183,7 @@ class TensorView:
     def value(self) -> np.ndarray | None:
         """The constant's value (initializers and Constant outputs), else None."""
         if self._value is None and self._tensor is not None:
-            object.__setattr__(self, "_value", numpy_helper.to_array(self._tensor))
+            object.__setattr__(self, "_value", tensor_values(self._tensor))
         return self._value
 
     @property
@@ -240,7 +266,7 @@ class NodeView:
             if isinstance(value, bytes):
                 value = value.decode("utf-8", "replace")
             elif isinstance(value, onnx.TensorProto):
-                value = numpy_helper.to_array(value)
+                value = tensor_values(value)
             values[name] = value
         return list(value) if isinstance(value, list) else value
 

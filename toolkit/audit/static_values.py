@@ -25,6 +25,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from edgedeploy.audit.rules import tensor_values
 from edgedeploy.interrupts import reraise_if_interrupted
 
 # A computed tensor larger than this is not kept (a simplifier folds it all the same; the audit
@@ -56,7 +57,7 @@ def constant_node_value(node: onnx.NodeProto) -> np.ndarray | None:
     """The value of a Constant node in any of its spellings (value, value_float(s), value_int(s))."""
     for a in node.attribute:
         if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-            return numpy_helper.to_array(a.t)
+            return tensor_values(a.t)
         if a.name == "value_float":
             return np.array(a.f, np.float32)
         if a.name == "value_floats":
@@ -251,7 +252,7 @@ class _Initializers(dict):
 
     def __getitem__(self, name):
         if not dict.__contains__(self, name) and name in self.protos:
-            dict.__setitem__(self, name, numpy_helper.to_array(self.protos[name]))
+            dict.__setitem__(self, name, tensor_values(self.protos[name]))
         return dict.__getitem__(self, name)
 
     def get(self, name, default=None):
@@ -496,7 +497,7 @@ def _compute_layout(node, ins, opset) -> list | None:
         return [np.arange(ins[0], ins[1], ins[2]).astype(np.result_type(ins[0], ins[1], ins[2]))]
     if op == "ConstantOfShape":
         fill = _attr(node, "value")
-        fill = numpy_helper.to_array(fill).reshape(-1)[0] if fill is not None else np.float32(0)
+        fill = tensor_values(fill).reshape(-1)[0] if fill is not None else np.float32(0)
         shape = [int(d) for d in x.reshape(-1)]
         return [np.full(shape, fill, dtype=np.asarray(fill).dtype)] if _numel(shape) <= MAX_ELEMENTS else None
     if op == "Reshape":
