@@ -199,6 +199,30 @@ def test_an_error_in_the_parent_s_half_reaches_the_user_and_the_child_is_reaped(
 # --- ONNX's checker in the second process -------------------------------------------------------
 
 
+@needs_fork
+@pytest.mark.parametrize("child_fails", [False, True])
+def test_node_costs_worked_out_beside_the_views_are_those_worked_out_here(monkeypatch, child_fails):
+    """The latency estimates' node costs come from a forked child while the views are made; from
+    a child that fails they are worked out here: the same estimates either way, no child left."""
+    from edgedeploy.audit.engine import audit_model
+    from edgedeploy.estimate import node_costs
+
+    model = load_model(CORPUS / "mlperf_tiny_mobilenet_v1_vww.onnx")
+    assert audit_pipeline._node_costs_in_child(model).result() == node_costs(model)
+    if child_fails:
+        monkeypatch.setattr(audit_pipeline, "_node_costs_in_child", lambda m: forked.ForkedCall(lambda: 1 / 0))
+    shared, estimator = audit_pipeline.shared_by_every_chip(model, fork=True)
+    alone, estimator_alone = audit_pipeline.shared_by_every_chip(model, fork=False)
+    chips, _ = resolve_chips(("rk3588", "imx93"))
+    for choice in chips:
+        precision = audit_pipeline.chip_precision(choice.chip, None, False)[0]
+        rules = audit_pipeline.rules_for(choice.target, choice.chip.id, precision)
+        forked_estimate = estimator(audit_model(model, rules, precision, shared=shared), choice.target)
+        assert forked_estimate == estimator_alone(audit_model(model, rules, precision, shared=alone), choice.target)
+        assert forked_estimate  # an estimate was made, not an empty entry
+    assert _no_children_left()
+
+
 def _fails_the_checker(tmp_path: Path) -> Path:
     """A model ONNX's checker refuses (a node input no one produces) that the earlier checks let through."""
     node = helper.make_node("Relu", ["missing"], ["y"], name="relu")

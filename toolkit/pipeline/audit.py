@@ -97,7 +97,6 @@ def audit_chips(
     process where that is possible (edgedeploy.forked, audit_in_two_processes; the chips not with
     `confirm`); the report is the same as with 1.
     """
-    from edgedeploy.audit.engine import ChipIndependent
     from edgedeploy.audit.report import build_report
     from edgedeploy.model import load_model
     from edgedeploy.model.intake import with_batch_pinned
@@ -109,9 +108,9 @@ def audit_chips(
     audited = pinned or model
     assumed = {**audited.pinned, **audited.auto_pinned}
     notes_all = [f"dynamic batch pinned to 1 for the audit ({', '.join(pinned.auto_pinned)})"] if pinned else []
-    # What every chip shares (node views, edges) is made before a fork, so both processes have it.
-    shared = ChipIndependent(audited)
-    estimator = chip_estimator(audited)
+    groups = toolchain_groups(chips) if processes > 1 and not confirm else None
+    # What every chip shares is made before a fork, so both processes have it.
+    shared, estimator = shared_by_every_chip(audited, fork=groups is not None)
     explicit = len(chips) == 1
 
     def audit_all(group: list[int], as_parts: bool) -> list[tuple[int, object]]:
@@ -128,7 +127,6 @@ def audit_chips(
             done = [(i, found) for i, found in done if not isinstance(found, ChipAudit)] + [(i, parts) for (i, _), parts in zip(audits, made)]
         return done
 
-    groups = toolchain_groups(chips) if processes > 1 and not confirm else None
     if groups is None:
         done = audit_all(list(range(len(chips))), as_parts=False)
     else:
@@ -145,12 +143,13 @@ def audit_chips(
     return build_report(audited, reported, no_rules, by=by, fail_on=fail_on, assumed_shapes=assumed, detail=detail)
 
 
-def chip_estimator(model) -> Callable:
+def chip_estimator(model, costs: list | None = None) -> Callable:
     """estimate(audit result, target) -> the chip's latency estimate as a dict (edgedeploy.estimate):
-    the model's node costs and the fitted parameters are read once for every chip. Cheap: no toolchain runs."""
+    the model's node costs (`costs`, when the caller has them) and the fitted parameters are read
+    once for every chip. Cheap: no toolchain runs."""
     from edgedeploy.estimate import estimate_chip, load_params, node_costs, toolchain_estimate_entry
 
-    costs, params = node_costs(model), load_params()
+    costs, params = node_costs(model) if costs is None else costs, load_params()
 
     def estimate(result, target) -> dict:
         found = estimate_chip(costs, result, params)
@@ -158,6 +157,32 @@ def chip_estimator(model) -> Callable:
         return found.to_dict()
 
     return estimate
+
+
+def shared_by_every_chip(model, fork: bool) -> tuple:
+    """(ChipIndependent(model), chip_estimator(model)): the node views, edges and memos every
+    chip's audit shares, and its latency estimator. With `fork`, the model's node costs, which
+    only the estimates read, are worked out meanwhile in a forked child: the second CPU is idle
+    while this process makes the views (20 of 100 ms on DenseNet-121)."""
+    from edgedeploy.audit.engine import ChipIndependent
+
+    costing = _node_costs_in_child(model) if fork else None
+    try:
+        shared = ChipIndependent(model)
+        costs = costing.result() if costing is not None else None
+    finally:
+        if costing is not None:
+            costing.close()
+    return shared, chip_estimator(model, costs)
+
+
+def _node_costs_in_child(model):
+    """edgedeploy.estimate.node_costs(model) running in a forked child (a ForkedCall, whose
+    result() is None if the child failed), or None where no child can be forked."""
+    from edgedeploy import forked
+    from edgedeploy.estimate import node_costs
+
+    return forked.ForkedCall(lambda: node_costs(model)) if forked.available() else None
 
 
 def audit_one(model, shared, choice: ChipChoice, precision: str | None, explicit: bool, notes_all: list[str], estimator: Callable | None = None):
