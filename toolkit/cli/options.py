@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from edgedeploy.cli.paths import AbsolutePath  # noqa: F401 - the commands import it from here
-from edgedeploy.model import InputShapes, parse_input_shape_options
+
+if TYPE_CHECKING:
+    from edgedeploy.model import InputShapes
 
 
 def input_shape_option(func):
@@ -37,7 +40,10 @@ def resolve_model(model: Path | None) -> Path:
     return model
 
 
-def parse_shapes(values: tuple[str, ...]) -> InputShapes:
+def parse_shapes(values: tuple[str, ...]) -> "InputShapes":
+    # Imported here: edgedeploy.model imports ONNX, which a command imports only once it runs.
+    from edgedeploy.model import parse_input_shape_options
+
     return parse_input_shape_options(values)
 
 

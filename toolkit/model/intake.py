@@ -21,6 +21,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError
 from onnx import external_data_helper
 
+from edgedeploy import readahead
 from edgedeploy.errors import EdgedeployWarning, ModelError, OptionError
 from edgedeploy.interrupts import reraise_if_interrupted
 from edgedeploy.model.shapes import InputShapes, dynamic_axes, pin_input_shapes
@@ -232,12 +233,15 @@ def _read_model_bytes(path: Path) -> bytes:
             raise ModelError(f"Model file not found: {path}.")
         if not path.is_file():
             raise ModelError(f"{path} is not a file; give the path of an .onnx model file.")
-        size = path.stat().st_size
+        stat = path.stat()
+        size = stat.st_size
         if size == 0:
             raise ModelError(f"{path.name} is empty (0 bytes); it is not an ONNX model.")
         if size >= MAX_MODEL_FILE_BYTES:
             raise ModelError(f"{path.name} is {size} bytes, over protobuf's 2 GiB limit; it is not a valid ONNX model file.")
-        return path.read_bytes()
+        # The bytes a command read ahead while it imported ONNX (edgedeploy.readahead), if they are this file's.
+        ahead = readahead.take(path, stat)
+        return ahead if ahead is not None else path.read_bytes()
     except OSError as exc:  # a name too long, a permission, an I/O error: the file cannot be read
         raise ModelError(f"The model {path} cannot be read: {exc.strerror or exc}.") from exc
 
