@@ -5216,7 +5216,15 @@ UNIT_BATCHNORM_TOKENS_ATTRIBUTE = "rknn_unit_batchnorm_tokens"
 
 def _unit_batchnorm(node) -> bool:
     """Whether a BatchNormalization has an untrained BatchNorm1d's parameters (weight 1, bias 0,
-    mean 0, variance 1): the toolkit then drops it."""
+    mean 0, variance 1): the toolkit then drops it. Worked out once per node: three passes ask, in
+    each of the RKNN lowerings."""
+    found = node.memo.get(_unit_batchnorm)
+    if found is None:
+        found = node.memo[_unit_batchnorm] = _has_unit_parameters(node)
+    return found
+
+
+def _has_unit_parameters(node) -> bool:
     if len(node.inputs) < 5 or any(t is None or t.stored_elsewhere for t in node.inputs[1:5]):
         return False
     params = [t.value for t in node.inputs[1:5]]

@@ -1969,8 +1969,13 @@ def rv1106_runtime_lacks_cpu_kernel(node: NodeView, chip: str):
 
 def _integer_data(node: NodeView):
     """The first run-time data input of `node` of an integer or boolean type, else None."""
-    positions = INTEGER_DATA_INPUTS.get(node.op_type, range(len(node.inputs)))
-    return next((t for t in _runtime_inputs(node, positions) if t.dtype in INTEGER_DTYPES), None)
+    # Asked of every Add, Mul, ... on every RKNN chip (integer_arithmetic_on_the_cpu reads its
+    # chip, so it is not shared between chips): worked out once per node.
+    found = node.memo.get(_integer_data, node)
+    if found is node:
+        positions = INTEGER_DATA_INPUTS.get(node.op_type, range(len(node.inputs)))
+        found = node.memo[_integer_data] = next((t for t in _runtime_inputs(node, positions) if t.dtype in INTEGER_DTYPES), None)
+    return found
 
 
 @RULES.rule(*INTEGER_ARITHMETIC_OPS, placement=Placement.UNSUPPORTED, precisions=("int8",), TYPES=INTEGER_DTYPES)
