@@ -11570,3 +11570,221 @@ def _stft_swap_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("stft_swap_pack", "fresh9: an STFT's two Conv1d results unsqueezed, swapped, squared and summed, into a mel MatMul or as the output (openWakeWord's melspectrogram)",
                   lambda: _packed(_stft_swap_case, STFT_SWAP_PACK, 1912, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh10 (KeyNet, PSPNet) on RKNN: a linear Resize's size ratio -----------------------------------------------
+
+# KeyNet's scale pyramid resizes (linear, half_pixel) 128 -> 106 -> 88 and back to 128 (CPU); PSPNet's pyramid
+# resizes pooled maps 1, 2, 3, 6 -> 12 (linear, align_corners; 1 and 2 on the NPU, 3 and 6 on the CPU). A Conv's map
+# [1, C, S, S] resized by sizes to [1, C, T, T], read by a Relu. (name, C, S, T, coordinate mode)
+RESIZE_RATIO_PACK = (
+    ("hp_32_27", 8, 32, 27, "half_pixel"), ("hp_27_32", 8, 27, 32, "half_pixel"), ("hp_32_16", 8, 32, 16, "half_pixel"),
+    ("hp_16_32", 8, 16, 32, "half_pixel"), ("hp_32_48", 8, 32, 48, "half_pixel"), ("hp_48_32", 8, 48, 32, "half_pixel"),
+    ("hp_16_48", 8, 16, 48, "half_pixel"), ("hp_128_106", 1, 128, 106, "half_pixel"), ("hp_106_128", 8, 106, 128, "half_pixel"),
+    ("ac_1_12", 8, 1, 12, "align_corners"), ("ac_2_12", 8, 2, 12, "align_corners"), ("ac_3_12", 8, 3, 12, "align_corners"),
+    ("ac_6_12", 8, 6, 12, "align_corners"), ("ac_3_13", 8, 3, 13, "align_corners"), ("ac_5_13", 8, 5, 13, "align_corners"),
+    ("ac_4_12", 8, 4, 12, "align_corners"), ("ac_2_7", 8, 2, 7, "align_corners"), ("ac_8_15", 8, 8, 15, "align_corners"),
+)
+
+
+def _resize_ratio_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, s, t, coordinates, *mode = spec
+    th, tw = t if isinstance(t, tuple) else (t, t)
+    p = f"rr_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, c, c, 1, 1)), _const(p + "size", np.array([1, c, th, tw], np.int64))]
+    nodes = [node("Conv", ["x", "w"], "map"),
+             helper.make_node("Resize", [p + "map", "", "", p + "size"], [p + "resized"], name=p + "resized", mode=mode[0] if mode else "linear",
+                              coordinate_transformation_mode=coordinates),
+             node("Relu", ["resized"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, c, s, s])], [_vi(p + "y", [1, c, th, tw])]
+
+
+CASES.append(Case("resize_ratio_pack", "fresh10: a linear Resize by a size ratio that is or is not whole (KeyNet's pyramid, PSPNet's pooled levels)",
+                  lambda: _packed(_resize_ratio_case, RESIZE_RATIO_PACK, 1010, opset=13), ("rk3588", "rk3566")))
+
+# The same, one axis whole and the other not, in the other coordinate modes, and nearest: (..., mode).
+RESIZE_RATIO_PACK_2 = (
+    ("hp_mixed", 8, 32, (64, 27), "half_pixel"), ("ac_mixed", 8, 3, (13, 12), "align_corners"), ("php_32_27", 8, 32, 27, "pytorch_half_pixel"),
+    ("asym_32_27", 8, 32, 27, "asymmetric"), ("asym_16_32", 8, 16, 32, "asymmetric"), ("nearest_32_27", 8, 32, 27, "asymmetric", "nearest"),
+    ("nearest_hp_27_32", 8, 27, 32, "half_pixel", "nearest"),
+)
+CASES.append(Case("resize_ratio_pack_2", "fresh10: a Resize by a size ratio that is whole along one axis only, or in other modes",
+                  lambda: _packed(_resize_ratio_case, RESIZE_RATIO_PACK_2, 1014, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh10 (RetinaFace) on RK3588: a detection head's channels-last levels concatenated into a Softmax -----------
+
+# RetinaFace's class head: levels [1, 4, S, S] (2 anchors x 2 classes) Transposed [0, 2, 3, 1], Reshaped [1, -1, 2],
+# concatenated, a Softmax over the last axis as the model's output (its Reshapes on RK3588's CPU; its box and
+# landmark heads, d = 4 and 10, concatenated as outputs: NPU). (name, d, reader: "softmax" or "concat", Softmax axis)
+LEVELS_SOFTMAX_PACK = (("s2", 2, "softmax", -1), ("s4", 4, "softmax", -1), ("c2", 2, "concat", -1), ("s10", 10, "softmax", -1), ("s2_axis1", 2, "softmax", 1))
+# The same levels concatenated into a Sigmoid or into a Softmax that a Relu reads (not the output); (_3) one level
+# Reshaped straight into a Softmax (no Concat): RK3588 alone, as RK3566 runs that Reshape on its NPU (the Transpose
+# and the Softmax on the CPU), which the audit does not model (docs/audit.md).
+LEVELS_SOFTMAX_PACK_2 = (("sig2", 2, "sigmoid", -1), ("srelu2", 2, "softmax_relu", -1))
+LEVELS_SOFTMAX_PACK_3 = (("one2", 2, "one_softmax", -1),)
+
+
+def _levels_softmax_case(rng, spec) -> tuple[list, list, list, list]:
+    name, d, reader, axis = spec
+    p = f"ls_{name}_"
+    node = _prefixed(p)
+    inits, nodes, pieces, total = [], [], [], 0
+    for i, side in enumerate((20,) if reader == "one_softmax" else (20, 10, 5)):
+        stride = 20 // side
+        inits += [_const(f"{p}w{i}", _weights(rng, 2 * d, 16, stride, stride)), _const(f"{p}s{i}", np.array([1, -1, d], np.int64))]
+        nodes += [node("Conv", ["x", f"w{i}"], f"m{i}", kernel_shape=[stride, stride], strides=[stride, stride]),
+                  node("Transpose", [f"m{i}"], f"t{i}", perm=[0, 2, 3, 1]), node("Reshape", [f"t{i}", f"s{i}"], f"f{i}")]
+        pieces.append(f"f{i}")
+        total += side * side * 2
+    if reader == "one_softmax":
+        nodes.append(node("Softmax", ["f0"], "y", axis=axis))
+        return nodes, inits, [_vi(p + "x", [1, 16, 20, 20])], [_vi(p + "y", [1, total, d])]
+    nodes.append(node("Concat", pieces, "y" if reader == "concat" else "cat", axis=1))
+    if reader == "softmax":
+        nodes.append(node("Softmax", ["cat"], "y", axis=axis))
+    elif reader == "sigmoid":
+        nodes.append(node("Sigmoid", ["cat"], "y"))
+    elif reader == "softmax_relu":
+        nodes += [node("Softmax", ["cat"], "probs", axis=axis), node("Relu", ["probs"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, 16, 20, 20])], [_vi(p + "y", [1, total, d])]
+
+
+CASES.append(Case("levels_softmax_pack", "fresh10: a detection head's channels-last levels concatenated, then a Softmax as the output (RetinaFace's class head)",
+                  lambda: _packed(_levels_softmax_case, LEVELS_SOFTMAX_PACK, 1011, opset=13), ("rk3588", "rk3566")))
+CASES.append(Case("levels_softmax_pack_2", "fresh10: a detection head's channels-last levels concatenated into a Sigmoid or an inner Softmax",
+                  lambda: _packed(_levels_softmax_case, LEVELS_SOFTMAX_PACK_2, 1015, opset=13), ("rk3588", "rk3566")))
+CASES.append(Case("levels_softmax_pack_3", "fresh10: a detection head's channels-last level straight into a Softmax",
+                  lambda: _packed(_levels_softmax_case, LEVELS_SOFTMAX_PACK_3, 1016, opset=13), ("rk3588",)))
+
+
+# ---- fresh10 (CREPE) on RK3566: a 2-D model input unsqueezed into a map for a Conv ---------------------------------
+
+# CREPE's frames [1, 1024]: Unsqueeze 1 -> [1, 1, 1024], Unsqueeze 3 -> [1, 1, 1024, 1], a constant Pad, a Conv of
+# kernel (512, 1) (both Unsqueezes on RK3566's CPU). The model input [1, L] made [1, 1, L, 1] or [1, 1, 1, L] by
+# (name, L, how, reader): "two" Unsqueezes, "one" Unsqueeze of axes [1, 3] / [1, 2], or a "reshape"; read by a
+# "pad_conv" (the Pad then a Conv), a "conv" or a "relu".
+INPUT_TO_MAP_PACK = (("crepe", 256, "two", "pad_conv", "h"), ("two_conv", 256, "two", "conv", "h"), ("one_conv", 256, "one", "conv", "h"),
+                     ("reshape_conv", 256, "reshape", "conv", "h"), ("two_relu", 256, "two", "relu", "h"), ("two_conv_w", 256, "two", "conv", "w"))
+
+
+def _input_to_map_case(rng, spec) -> tuple[list, list, list, list]:
+    name, length, how, reader, along = spec
+    p = f"im_{name}_"
+    node = _prefixed(p)
+    last = 3 if along == "h" else 2
+    shape = [1, 1, length, 1] if along == "h" else [1, 1, 1, length]
+    kernel = [16, 1] if along == "h" else [1, 16]
+    strides = [4, 1] if along == "h" else [1, 4]
+    inits = [_const(p + "a1", np.array([1], np.int64)), _const(p + "a2", np.array([last], np.int64)), _const(p + "a12", np.array([1, last], np.int64)),
+             _const(p + "shape", np.array(shape, np.int64)), _const(p + "w", _weights(rng, 16, 1, *kernel)),
+             _const(p + "pads", np.array([0, 0, 8, 0, 0, 0, 7, 0] if along == "h" else [0, 0, 0, 8, 0, 0, 0, 7], np.int64))]
+    if how == "two":
+        nodes = [node("Unsqueeze", ["x", "a1"], "u1"), node("Unsqueeze", ["u1", "a2"], "m")]
+    elif how == "one":
+        nodes = [node("Unsqueeze", ["x", "a12"], "m")]
+    else:
+        nodes = [node("Reshape", ["x", "shape"], "m")]
+    source, out = "m", list(shape)
+    if reader == "pad_conv":
+        nodes.append(node("Pad", ["m", "pads"], "padded", mode="constant"))
+        source = "padded"
+    if reader in ("pad_conv", "conv"):
+        nodes.append(node("Conv", [source, "w"], "y", kernel_shape=kernel, strides=strides))
+        padded = length + (15 if reader == "pad_conv" else 0)
+        steps = (padded - 16) // 4 + 1
+        out = [1, 16, steps, 1] if along == "h" else [1, 16, 1, steps]
+    else:
+        nodes.append(node("Relu", ["m"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, length])], [_vi(p + "y", out)]
+
+
+CASES.append(Case("input_to_map_pack", "fresh10: a 2-D model input unsqueezed into a one-channel map for a Conv (CREPE's frames)",
+                  lambda: _packed(_input_to_map_case, INPUT_TO_MAP_PACK, 1012, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh10 (TabNet) on RKNN and i.MX 93: a reduction without keepdims, then an Unsqueeze of the reduced axis -----
+
+# TabNet's sparsemax counts its support: a Greater, a Cast to int64, ReduceSum(axis -1, keepdims 0) [B], Unsqueeze -1
+# [B, 1], then a Sub of one and a Cast back to float (the Unsqueeze: not in the toolkit's layer table, nor in the
+# i.MX 93's). (name, dtype: "int" the count, Sub of one, Cast to float as the output / "float" a Relu's sums taken
+# from x, Unsqueeze axis). Left out after the first probes (docs/audit.md, not modelled): the int count's Cast read
+# by a Div of x (RKNN NPU, where the audit says CPU) and the float sums unsqueezed to [1, 4], then a Relu or a Sub
+# of a constant as the output (RKNN CPU, where the audit says NPU).
+REDUCED_UNSQUEEZE_PACK = (("int_last", "int", -1), ("float_last", "float", -1), ("int_first", "int", 0))
+
+
+def _reduced_unsqueeze_case(rng, spec) -> tuple[list, list, list, list]:
+    name, dtype, axis, *rows = spec
+    if rows:  # a 3-D input [1, 4, 16]: the count [1, 4] unsqueezed (_2)
+        return _reduced_unsqueeze_3d_case(rng, name, axis)
+    p = f"ru_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "axes", np.array([-1], np.int64)), _const(p + "ax", np.array([axis], np.int64)), _const(p + "half", np.array(0.5, np.float32)),
+             _const(p + "one", np.array(1, np.int64))]
+    nodes = [node("Relu", ["x"], "r")]
+    if dtype == "int":
+        nodes += [node("Greater", ["r", "half"], "g"), node("Cast", ["g"], "gi", to=TensorProto.INT64), node("ReduceSum", ["gi", "axes"], "s", keepdims=0),
+                  node("Unsqueeze", ["s", "ax"], "u"), node("Sub", ["u", "one"], "k"), node("Cast", ["k"], "y", to=TensorProto.FLOAT)]
+        out = [4, 1] if axis == -1 else [1, 4]
+    else:
+        nodes += [node("ReduceSum", ["r", "axes"], "s", keepdims=0), node("Unsqueeze", ["s", "ax"], "u"),
+                  node("Sub", ["r", "u"], "y")]
+        out = [4, 16]
+    return nodes, inits, [_vi(p + "x", [4, 16])], [_vi(p + "y", out)]
+
+
+# The same count of a 3-D input [1, 4, 16]: [1, 4] unsqueezed at -1 (the reduced axis back) or at 0, a Sub of one, a
+# Cast to float as the output.
+REDUCED_UNSQUEEZE_PACK_2 = (("int3_last", "int", -1, "3d"), ("int3_first", "int", 0, "3d"))
+
+
+def _reduced_unsqueeze_3d_case(rng, name, axis) -> tuple[list, list, list, list]:
+    p = f"ru_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "axes", np.array([-1], np.int64)), _const(p + "ax", np.array([axis], np.int64)), _const(p + "half", np.array(0.5, np.float32)),
+             _const(p + "one", np.array(1, np.int64))]
+    nodes = [node("Relu", ["x"], "r"), node("Greater", ["r", "half"], "g"), node("Cast", ["g"], "gi", to=TensorProto.INT64),
+             node("ReduceSum", ["gi", "axes"], "s", keepdims=0), node("Unsqueeze", ["s", "ax"], "u"), node("Sub", ["u", "one"], "k"),
+             node("Cast", ["k"], "y", to=TensorProto.FLOAT)]
+    return nodes, inits, [_vi(p + "x", [1, 4, 16])], [_vi(p + "y", [1, 4, 1] if axis == -1 else [1, 1, 4])]
+
+
+CASES.append(Case("reduced_unsqueeze_pack_2", "fresh10: a ReduceSum without keepdims of a 3-D count, then an Unsqueeze (TabNet's sparsemax support count, one rank up)",
+                  lambda: _packed(_reduced_unsqueeze_case, REDUCED_UNSQUEEZE_PACK_2, 1018, used_only=True, opset=13), ("rk3588", "rk3566")))
+CASES.append(Case("reduced_unsqueeze_pack", "fresh10: a ReduceSum without keepdims, then an Unsqueeze of the reduced axis (TabNet's sparsemax support count)",
+                  lambda: _packed(_reduced_unsqueeze_case, REDUCED_UNSQUEEZE_PACK, 1013, used_only=True, opset=13), ("rk3588", "rk3566", "imx93")))
+
+
+# ---- fresh10 (KeyNet) on RKNN: a shape-keeping Reshape of a result another node reads too ---------------------------
+
+# KeyNet's spatial gradient views its resized image [1, 1, 106, 106] as [1, 1, 106, 106] (a Reshape to its own shape)
+# while a Pad reads the Resize's result too; the Resize on the CPU, the Reshape with it. A Conv's [1, 8, 16, 16]
+# made by (name, producer: "mish" CPU / "relu" NPU / "resize" 16 -> 13 linear CPU, shared: whether a Sigmoid reads
+# the producer's result beside the Reshape), the Reshape's view read by a Relu.
+SHARED_SAME_SHAPE_PACK = (("mish_shared", "mish", True), ("relu_shared", "relu", True), ("resize_shared", "resize", True), ("resize_only", "resize", False))
+
+
+def _shared_same_shape_case(rng, spec) -> tuple[list, list, list, list]:
+    name, producer, shared = spec
+    p = f"sss_{name}_"
+    node = _prefixed(p)
+    side = 13 if producer == "resize" else 16
+    inits = [_const(p + "w", _weights(rng, 8, 8, 1, 1)), _const(p + "size", np.array([1, 8, 13, 13], np.int64)),
+             _const(p + "view", np.array([1, 8, side, side], np.int64))]
+    nodes = [node("Conv", ["x", "w"], "map")]
+    if producer == "resize":
+        nodes.append(helper.make_node("Resize", [p + "map", "", "", p + "size"], [p + "made"], name=p + "made", mode="linear", coordinate_transformation_mode="half_pixel"))
+    else:
+        nodes.append(node("Mish" if producer == "mish" else "Relu", ["map"], "made"))
+    nodes += [node("Reshape", ["made", "view"], "v"), node("Relu", ["v"], "y")]
+    outputs = [_vi(p + "y", [1, 8, side, side])]
+    if shared:
+        nodes.append(node("Sigmoid", ["made"], "y2"))
+        outputs.append(_vi(p + "y2", [1, 8, side, side]))
+    return nodes, inits, [_vi(p + "x", [1, 8, 16, 16])], outputs
+
+
+CASES.append(Case("shared_same_shape_pack", "fresh10: a Reshape that keeps its input's shape, of a result another node reads too (KeyNet's spatial gradient after its CPU Resize)",
+                  lambda: _packed(_shared_same_shape_case, SHARED_SAME_SHAPE_PACK, 1017, opset=18), ("rk3588", "rk3566")))

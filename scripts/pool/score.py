@@ -242,7 +242,14 @@ FRESH_LOOKED_AT = {
         # (h18-rk66 also read fresh4's hf_timesformer/rk3566 Reshape_4, listed under fresh4, when a first version of that rule moved it.)
     ),
     # h18-fresh10: chosen on 2026-12-05, built and collected by h18-fresh10, scored blind at 96dc9aa (blind.json); nothing looked at.
-    "fresh10": (),
+    "fresh10": (
+        # h19-rkshape: RKNN shape-op misses, probed and fixed (docs/audit.md "fresh10's shape ops on RKNN"): KeyNet's and
+        # PSPNet's linear Resizes (whole step), RetinaFace's class-level Reshapes (RK3588), CREPE's frames made a map
+        # (RK3566), TabNet's count Unsqueeze (RKNN and i.MX 93); the RK3566 RetinaFace and RK3588 CREPE pairs were looked at too.
+        "pkg_keynet/rk3588", "pkg_keynet/rk3566", "pkg_pspnet_resnet18/rk3588", "pkg_pspnet_resnet18/rk3566",
+        "pkg_retinaface_mnet/rk3588", "pkg_retinaface_mnet/rk3566", "pkg_crepe_tiny/rk3566", "pkg_crepe_tiny/rk3588",
+        "pkg_tabnet/rk3588", "pkg_tabnet/rk3566", "pkg_tabnet/imx93",
+    ),
     # h19-fresh11: chosen on 2026-12-06, built and collected by h19-fresh11, not yet scored; nothing looked at.
     "fresh11": (),
 }

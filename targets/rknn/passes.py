@@ -1432,6 +1432,111 @@ def channels_last_levels_concatenated(graph, chip):
             graph.fuse([reshape], reshape.op_type, leader=reshape, attributes={CHANNELS_LAST_LEVEL_ATTRIBUTE: 1})
 
 
+# RK3566/RK3568: the attribute the pass below gives each view that makes a 2-D model input a map
+# (rules.two_d_input_made_a_map).
+INPUT_MADE_A_MAP_CHIPS = ("rk3566", "rk3568")
+INPUT_MADE_A_MAP_ATTRIBUTE = "rknn_two_d_input_made_a_map"
+VIEWS_OF_AN_INPUT = ("Unsqueeze", "Reshape")
+
+
+def _view_result_rank(node) -> int | None:
+    shape = _static_shape(node.outputs[0]) if node.outputs else None
+    return len(shape) if shape is not None else None
+
+
+@RULES.graph_pass("Unsqueeze", "Reshape", chips=INPUT_MADE_A_MAP_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def two_d_input_views_into_a_map(graph, chip):
+    """{OBSERVED} on RK3566 converts a 2-D model input [N, L] made a 4-D map ([N, 1, L, 1] or [N, 1, 1, L]: CREPE's frames) with Reshape layers on the CPU: each view on the way (one Unsqueeze of two axes, a Reshape, or two Unsqueezes, the first one's [N, 1, L] too), whatever reads the map (a Pad and a Conv, a Conv, a Relu). The pass marks those views for rules.two_d_input_made_a_map.
+
+    Measured with rknn-toolkit2 2.5.0 (2026-12-06, tests/forms_models.py input_to_map_pack: L = 256,
+    [1, 1, L, 1] into a (16, 1) Conv, after a Pad, or a Relu; [1, 1, 1, L] into a (1, 16) Conv): every
+    view on RK3566's CPU, on RK3588's NPU. A view to [N, 1, L] alone is left to rules.two_d_input_made_a_conv1d_input.
+    """
+    for node in [n for n in graph.nodes if n.op_type in VIEWS_OF_AN_INPUT]:
+        if not node.inputs or not node.inputs[0].is_graph_input or not _own_node(graph, node):
+            continue
+        x = _static_shape(node.inputs[0])
+        if x is None or len(x) != 2:
+            continue
+        chain = [node]
+        if _view_result_rank(node) == 3:
+            after = graph.only_consumer(node.outputs[0].name)
+            chain += [after] if after is not None and after.op_type in VIEWS_OF_AN_INPUT and _own_node(graph, after) else []
+        if _view_result_rank(chain[-1]) == 4:
+            for view in chain:
+                graph.fuse([view], view.op_type, leader=view, attributes={INPUT_MADE_A_MAP_ATTRIBUTE: 1})
+
+
+# Chips measured for the pass below (RK3568 taken as RK3566).
+COUNT_UNSQUEEZE_CHIPS = ("rk3588", "rk3566", "rk3568")
+
+
+@RULES.graph_pass("Unsqueeze", chips=COUNT_UNSQUEEZE_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def unsqueeze_of_an_int64_sum_removed(graph, chip):
+    """{OBSERVED} gives no CPU layer to an Unsqueeze of a run-time int64 ReduceSum's result (TabNet's sparsemax counts its support: a comparison cast to int64, summed without keepdims, unsqueezed): its layer table leaves it out, where an int64 Unsqueeze of another node's result (D-FINE's top-k indices) is a CPU layer (rules.int64_at_run_time). The audit removes it.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-06, tests/forms_models.py
+    reduced_unsqueeze_pack and _2: the count [4] of a [4, 16] unsqueezed at -1, [1, 4] of a [1, 4, 16]
+    at -1 and at 0: not in the layer table; [4] at 0: on the NPU; the ReduceSum, the Sub of one after it
+    and the Cast to float as the output: CPU).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Unsqueeze"]:
+        x = node.inputs[0] if node.inputs else None
+        if x is None or x.dtype != "int64" or _known(x):
+            continue
+        made = graph.producer(x.name)
+        if made is not None and made.op_type == "ReduceSum":
+            graph.eliminate(node)
+
+
+# RK3588: the attribute the pass below gives a channels-last level's Reshape whose values a node reads
+# (rules.channels_last_level_read_on_cpu).
+LEVEL_READ_CHIPS = ("rk3588",)
+LEVEL_READ_ATTRIBUTE = "rknn_channels_last_level_read"
+
+
+def _level_flatten(graph, node):
+    """The Reshape after `node` when `node` is a Transpose [0, 2, 3, 1] of a 4-D map whose only reader
+    is a Reshape [N, H, W, k*d] -> [N, H*W*k, d] with k > 1 anchors (a detection head's level: RetinaFace's
+    class scores, d = 2 of 4 channels); else None. One anchor (d = C) is a map made tokens (Perceiver's
+    [1, 15, 15, 64] -> [1, 225, 64], on the NPU): not a level here."""
+    if node.op_type != "Transpose" or not node.outputs or _perm(node) != [0, 2, 3, 1]:
+        return None
+    reshape = graph.only_consumer(node.outputs[0].name)
+    if reshape is None or reshape.op_type != "Reshape" or reshape.inputs[0].name != node.outputs[0].name or not _own_node(graph, reshape):
+        return None
+    x, out = _static_shape(node.outputs[0]), _static_shape(reshape.outputs[0])
+    if x is None or out is None or len(x) != 4 or len(out) != 3 or out[0] != x[0]:
+        return None
+    n, h, w, c = x
+    d = out[2]
+    return reshape if 0 < d < c and c % d == 0 and out[1] == h * w * (c // d) else None
+
+
+def _values_read(graph, reshape) -> bool:
+    """Whether a node reads a level's values: the level itself, or a Concat of it that is not only the model's output."""
+    readers = graph.consumers(reshape.outputs[0].name)
+    return any(r.op_type != "Concat" or graph.consumers(r.outputs[0].name) for r in readers)
+
+
+@RULES.graph_pass("Reshape", chips=LEVEL_READ_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def channels_last_level_read_by_a_node(graph, chip):
+    """{OBSERVED} on RK3588 runs on the CPU the Reshape of a detection head's level made channels-last (Conv, Transpose [0, 2, 3, 1], Reshape [N, H*W*k, d]) when a node reads its values, straight or through the Concat of the levels (RetinaFace's class scores into a Softmax); a level that is a model output, or concatenated into one, stays on the NPU. The pass marks the Reshape for rules.channels_last_level_read_on_cpu.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 (2026-12-06, tests/forms_models.py levels_softmax_pack,
+    _2 and _3: levels of 20x20, 10x10 and 5x5 maps, 2 anchors, d = 2, 4, 10): concatenated into a Softmax
+    (the model output, over the last axis or axis 1), a Softmax a Relu reads, or a Sigmoid: every
+    Reshape CPU, the Transposes NPU; the same levels concatenated as the output (and channels_last_levels
+    of every width): NPU; one level straight into a Softmax: CPU. RK3566 puts these Reshapes on the CPU
+    anyway (channels_last_levels_concatenated). Measured with 2 anchors a cell only: a level of one anchor
+    is a map made tokens, which the pool (fresh7's Perceiver, DeepFilterNet3) runs on the NPU when read.
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        reshape = _level_flatten(graph, node)
+        if reshape is not None and _values_read(graph, reshape):
+            graph.fuse([reshape], reshape.op_type, leader=reshape, attributes={LEVEL_READ_ATTRIBUTE: 1})
+
+
 # The attribute the pass below gives a Reshape that splits into frames a row made of channels-last levels
 # (rules.computed_row_split_into_frames leaves it on the NPU).
 ROWS_OF_LEVELS_ATTRIBUTE = "rknn_frames_of_channels_last_rows"
@@ -5900,12 +6005,15 @@ def slice_pair_concatenated(graph, chip):
 
 @RULES.graph_pass("Reshape", OBSERVED=TOOLKIT_OBSERVED)
 def shape_keeping_reshape_removed(graph, chip):
-    """{OBSERVED} removes a Reshape whose result has its input's shape (its pass remove_invalid_reshape: RT-DETR views its gathered anchors [1, 300, 4] as [1, -1, 4]): it has no layer of its own and its layer table names it with the node it reads (that node's only reader), on the CPU where that node is.
+    """{OBSERVED} removes a Reshape whose result has its input's shape (its pass remove_invalid_reshape: RT-DETR views its gathered anchors [1, 300, 4] as [1, -1, 4]): it has no layer of its own and its layer table names it with the node it reads (whether or not others read that node too), on the CPU where that node is.
 
     Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-04, int8, opset 18;
     tests/forms_models.py same_shape_reshape_pack): after a Gather at run-time indices and after a
     Mish (CPU): CPU; after a Relu: NPU; each "fused by remove_invalid_reshape". A model output so
-    viewed is left to the rules (unchanged_3d_output_view).
+    viewed is left to the rules (unchanged_3d_output_view). The same where another node reads the
+    producer's result too (2026-12-06, shared_same_shape_pack: a Conv's [1, 8, 16, 16] after a Mish or
+    resized 16 -> 13 (CPU), a Sigmoid reading it beside the Reshape: CPU; after a Relu: NPU; fresh10's
+    KeyNet views its resized image beside a Pad of it).
     """
     for node in [n for n in graph.nodes if n.op_type == "Reshape"]:
         # The model's own Reshape (data and shape), not a node an earlier pass placed as one (a
@@ -5920,8 +6028,10 @@ def shape_keeping_reshape_removed(graph, chip):
             continue
         producer = graph.producer(x.name)
         readers = [r for r in graph.consumers(x.name) if r.op_type != "Shape"]
-        if producer is not None and len(producer.outputs) == 1 and readers == [node]:
-            graph.fuse([producer, node], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=list(node.outputs))
+        if producer is not None and len(producer.outputs) == 1 and node in readers:
+            # Where others read the producer's result too (KeyNet's Pad beside its view), it stays an output of the group.
+            outputs = list(node.outputs) if readers == [node] else list(producer.outputs) + list(node.outputs)
+            graph.fuse([producer, node], producer.op_type, leader=producer, domain=producer.domain, inputs=list(producer.inputs), outputs=outputs)
 
 
 # ---------------------------------------------------------------------------------------------

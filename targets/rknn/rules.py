@@ -628,15 +628,56 @@ def max_rank(node: NodeView, chip: str):
     return Offence(max(ranks)) if ranks and max(ranks) < MAX_RANK_ON_NPU else None
 
 
-@RULES.rule("Resize", MODES=("nearest", "linear"), COORDS=("half_pixel", "pytorch_half_pixel", "asymmetric"))
+@RULES.rule("Resize", MODES=("nearest", "linear"), COORDS=("half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners"))
 def resize_mode(node: NodeView, chip: str):
-    """The NPU resizes with mode {MODES}; linear resizing only with coordinate_transformation_mode {COORDS} (others run on the CPU)."""
+    """The NPU resizes with mode {MODES}; linear resizing only with coordinate_transformation_mode {COORDS} (others run on the CPU; the sizes it takes: linear_resize_step_not_whole)."""
     mode = node.attr("mode", "nearest")
     if mode not in ("nearest", "linear"):
         return Offence(mode, "mode")
     coords = node.attr("coordinate_transformation_mode", "half_pixel")
-    if mode == "linear" and coords not in ("half_pixel", "pytorch_half_pixel", "asymmetric"):
+    if mode == "linear" and coords not in ("half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners"):
         return Offence(coords, "coordinate_transformation_mode")
+    return None
+
+
+# OBSERVED: the coordinate modes of a linear Resize whose step was measured (below).
+WHOLE_STEP_MEASURED = ("half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners")
+
+
+def _linear_step_whole(size_in: int, size_out: int, coords: str) -> bool:
+    """Whether a linear Resize from size_in to size_out samples its input at a whole step: with
+    align_corners the step is (in - 1) / (out - 1), whole when in is 1 or out - 1 is a multiple of
+    in - 1; otherwise out / in, whole when either size divides the other."""
+    if coords == "align_corners":
+        return size_in == 1 or (size_out - 1) % (size_in - 1) == 0
+    return size_out % size_in == 0 or size_in % size_out == 0
+
+
+@RULES.rule("Resize", COORDS=WHOLE_STEP_MEASURED)
+def linear_resize_step_not_whole(node: NodeView, chip: str):
+    """The NPU resizes linearly ({COORDS}) only by a whole step along each spatial axis: half_pixel (and the others) when one size divides the other (x2, x3, /2), align_corners when the input is 1 or out - 1 is a multiple of in - 1 (2 -> 12, 3 -> 13, 8 -> 15); at any other ratio the Resize runs on the CPU (rknn-toolkit2 2.5.0, observed).
+
+    Measured on RK3588 and RK3566 (2026-12-06, tests/forms_models.py resize_ratio_pack and _2: a Conv's
+    [1, C, S, S] resized by sizes, read by a Relu): half_pixel 16 -> 32, 16 -> 48, 32 -> 16 NPU; 32 -> 27,
+    27 -> 32, 32 -> 48, 48 -> 32, 128 -> 106, 106 -> 128 CPU (fresh10's KeyNet pyramid); align_corners
+    1, 2 -> 12, 2 -> 7, 3 -> 13, 5 -> 13, 8 -> 15 NPU; 3, 4, 6 -> 12 and 8 -> 16 CPU (fresh10's PSPNet
+    pyramid: 1 and 2 -> 12 on the NPU, 3 and 6 on the CPU). Each axis apart: half_pixel 32 -> (64, 27)
+    and align_corners 3 -> (13, 12) CPU. pytorch_half_pixel and asymmetric 32 -> 27 CPU, asymmetric
+    16 -> 32 NPU. Nearest resizing is not held to it (32 -> 27 and 27 -> 32: NPU).
+    """
+    if node.attr("mode", "nearest") != "linear":
+        return None
+    coords = node.attr("coordinate_transformation_mode", "half_pixel")
+    if coords not in WHOLE_STEP_MEASURED:
+        return None  # resize_mode puts it on the CPU already
+    x, out = node.input(0), node.output(0)
+    if x is None or out is None or x.shape is None or out.shape is None or len(x.shape) != 4 or len(out.shape) != 4:
+        return None
+    for size_in, size_out in zip(x.shape[2:], out.shape[2:]):
+        if not (isinstance(size_in, int) and isinstance(size_out, int)) or size_in < 1 or size_out < 1:
+            return None
+        if not _linear_step_whole(size_in, size_out, coords):
+            return Offence((size_in, size_out), f"{coords} step")
     return None
 
 
@@ -1241,6 +1282,12 @@ def channels_last_level_into_concat(node: NodeView, chip: str):
     return Offence(tuple(node.output(0).shape), "level concatenated after a channels-last Transpose") if node.attr("rknn_channels_last_level") is not None else None
 
 
+@RULES.rule("Reshape", chips=_passes.LEVEL_READ_CHIPS)
+def channels_last_level_read_on_cpu(node: NodeView, chip: str):
+    """On this chip the Reshape that flattens a detection head's channels-last level ([N, H, W, C] from a Transpose [0, 2, 3, 1] to [N, H*W*C/d, d]) runs on the CPU when a node reads its values, straight or through the Concat of the levels (RetinaFace's class scores into a Softmax); as a model output, or concatenated into one, it runs on the NPU (rknn-toolkit2 2.5.0, observed; passes.channels_last_level_read_by_a_node marks it and says what was measured)."""
+    return Offence(tuple(node.output(0).shape), "channels-last level read by a node") if node.attr(_passes.LEVEL_READ_ATTRIBUTE) is not None else None
+
+
 @RULES.rule("Reshape", chips=("rk3566", "rk3568"))
 def reshape_into_cpu_softmax(node: NodeView, chip: str):
     """On this chip Softmax runs on the CPU, and a Reshape whose only reader is a Softmax goes to the CPU with it (rknn-toolkit2 2.5.0, observed).
@@ -1364,6 +1411,12 @@ def two_d_input_made_a_conv1d_input(node: NodeView, chip: str):
     if x is None or out is None or not x.is_graph_input or x.rank != 2 or out.rank != 3 or "Conv" not in (out.consumers or ()):
         return None
     return Offence(x.name, "2-D model input made a Conv1d's input")
+
+
+@RULES.rule("Reshape", "Unsqueeze", chips=_passes.INPUT_MADE_A_MAP_CHIPS)
+def two_d_input_made_a_map(node: NodeView, chip: str):
+    """On this chip a 2-D model input [N, L] made a 4-D map ([N, 1, L, 1] or [N, 1, 1, L]: CREPE's frames) is converted by Reshape layers on the CPU, one for each view on the way, whatever reads the map (rknn-toolkit2 2.5.0, observed; RK3588 runs them on the NPU; passes.two_d_input_views_into_a_map marks them and says what was measured)."""
+    return Offence(node.input(0).name, "2-D model input made a map") if node.attr(_passes.INPUT_MADE_A_MAP_ATTRIBUTE) is not None else None
 
 
 @RULES.rule("Reshape", "Unsqueeze", chips=("rk3566", "rk3568"))

@@ -678,3 +678,44 @@ def conv_of_an_unsqueezed_3d_tensor(graph, chip):
         if shape is not None:
             kept = {a.name: conv.attr(a.name) for a in conv.proto.attribute}
             graph.fuse([conv], "Conv", attributes={**kept, UNSQUEEZED_CHANNEL_ATTRIBUTE: list(shape)})
+
+
+REDUCTIONS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd")
+
+
+def _axes(node, opset_input: int) -> list[int] | None:
+    """A reduction's or an Unsqueeze's axes: the attribute, or the constant input at `opset_input`."""
+    axes = node.attr("axes")
+    if axes is None and len(node.inputs) > opset_input and _known(node.inputs[opset_input]):
+        value = node.inputs[opset_input].value
+        axes = None if value is None else value.reshape(-1).tolist()
+    return None if axes is None else [int(a) for a in axes]
+
+
+def _unsqueeze_puts_back_reduced_axes(reduce, unsqueeze) -> bool:
+    """Whether `unsqueeze` adds back exactly the axes `reduce` removed (keepdims 0)."""
+    x, out = reduce.inputs[0] if reduce.inputs else None, unsqueeze.outputs[0] if unsqueeze.outputs else None
+    if x is None or out is None or x.rank is None or out.rank != x.rank or int(reduce.attr("keepdims", 1)) != 0:
+        return False
+    removed, added = _axes(reduce, 1), _axes(unsqueeze, 1)
+    if removed is None or added is None:
+        return False
+    return sorted(a % x.rank for a in removed) == sorted(a % out.rank for a in added)
+
+
+@RULES.graph_pass("Unsqueeze", SIMPLIFIER=f"onnxsim {ONNXSIM_VERSION}")
+def reduction_and_unsqueeze_fused(graph, chip):
+    """{SIMPLIFIER} fuses a reduction without keepdims and an Unsqueeze that adds the reduced axes back into one reduction that keeps them (its optimizer's fuse_consecutive_reduce_unsqueeze): the Unsqueeze leaves no operator (TabNet's sparsemax: its int64 support count [B] unsqueezed to [B, 1]).
+
+    Measured with onnx2tf 1.29.24 + Vela 5.2.0 (2026-12-06, tests/forms_models.py reduced_unsqueeze_pack:
+    the int64 count [4] of a [4, 16] and a float ReduceSum of a Relu, unsqueezed at -1: not reported; the
+    int64 count unsqueezed at 0: CPU, as rules.integer_feature_map says; fresh10's TabNet).
+    """
+    if _onnxsim_refuses(graph):
+        return
+    for node in [n for n in graph.nodes if n.op_type == "Unsqueeze"]:
+        reduce = graph.producer(node.inputs[0].name) if node.inputs else None
+        if reduce is None or reduce.op_type not in REDUCTIONS or len(graph.consumers(reduce.outputs[0].name)) != 1:
+            continue
+        if _unsqueeze_puts_back_reduced_axes(reduce, node):
+            graph.eliminate(node)
