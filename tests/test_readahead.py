@@ -40,6 +40,15 @@ def test_a_file_replaced_after_the_read_ahead_is_read_again(tmp_path):
     assert loaded.sha256 == load_model(CORPUS / "gru_har.onnx").sha256
 
 
+def test_a_model_read_ahead_loads_as_one_read_here():
+    path = CORPUS / "lstm_stateful.onnx"
+    readahead.start(path)
+    ahead = load_model(path)
+    assert readahead.take(path) is None  # the intake took it
+    here = load_model(path)
+    assert ahead.sha256 == here.sha256 and ahead.proto == here.proto
+
+
 def test_a_file_changed_in_place_to_the_same_size_is_read_again(tmp_path):
     """Same size, new content and time of change: the stat taken as the file was opened differs."""
     import os
