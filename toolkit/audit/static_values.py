@@ -104,7 +104,7 @@ def static_values(model, infos: dict | None = None) -> StaticValues:
     if not starts_from_shapes:
         return found  # no computation starts from a shape: ONNX's inference knew all there is
     producers = {o: n for n in graph.node for o in n.output if o}
-    _evaluate(graph.node, found, shapes, model, producers)
+    _evaluate(graph.node, found, shapes, model, producers, _read_from_model_inputs(graph))
     if any(n.op_type in SHAPE_OPS and n.input and not _static(shapes.get(n.input[0])) for n in graph.node):
         _shape_dependent(graph.node, found, shapes, _open_inputs(graph, shapes))
     return found
@@ -263,23 +263,43 @@ def _static(shape) -> bool:
     return shape is not None and all(isinstance(d, int) for d in shape)
 
 
-def _evaluate(nodes, found: StaticValues, shapes: "_Shapes", model, producers: dict) -> None:
+def _evaluate(nodes, found: StaticValues, shapes: "_Shapes", model, producers: dict, from_inputs: set[str]) -> None:
     """One pass in graph order: learn the shapes of a node's results that inference left open
     (ONNX's shape function of that node, given the values computed so far), then compute the node
     if it starts a static computation (Shape, Size) or reads a value computed so.
-    Inputs no such node made (an Unsqueeze of an initializer) are computed on demand."""
+    Inputs no such node made (an Unsqueeze of an initializer) are computed on demand.
+    `from_inputs` (_read_from_model_inputs): tensors whose values no node here computes."""
     values, computed = found.values, found.computed
     opset = model.opset
     for node in nodes:
         if shapes.open_outputs(node):
             learnt = shapes.infer(node, values, model)
             found.shapes.update(learnt)
+        if node.op_type not in SEEDS and not from_inputs.isdisjoint(node.input):
+            # It reads a value computed from a model input, which is never known here (a
+            # normalisation's Mul of a Conv's result by an Unsqueeze of its scale): every input
+            # that could be computed was, at its producer's turn, so trying would change nothing.
+            continue
         if node.op_type not in SEEDS and not (computed and any(i in computed for i in node.input)) and not _from_constants(node, values):
             continue
         outs = [o for o in node.output if o]
         if not outs or all(o in values for o in outs) or node.domain not in ("", "ai.onnx"):
             continue
         _run(node, found, shapes, opset, producers, depth=0)
+
+
+def _read_from_model_inputs(graph) -> set[str]:
+    """The tensors whose values depend on a model input's value: the inputs themselves, and the
+    results of every node reading one (but Shape and Size, which read only its shape, Constant,
+    which reads nothing, and If, whose branch decides). _ins needs the value of every input it is
+    given, so no such tensor ever gets a value here."""
+    found = {vi.name for vi in graph.input} - {t.name for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type in SHAPE_OPS or node.op_type in ("Constant", "If"):
+            continue
+        if not found.isdisjoint(node.input):
+            found.update(o for o in node.output if o)
+    return found
 
 
 # How far back an input is computed on demand (initializer -> Unsqueeze -> Cast -> ...).
