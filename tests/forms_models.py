@@ -11788,3 +11788,159 @@ def _shared_same_shape_case(rng, spec) -> tuple[list, list, list, list]:
 
 CASES.append(Case("shared_same_shape_pack", "fresh10: a Reshape that keeps its input's shape, of a result another node reads too (KeyNet's spatial gradient after its CPU Resize)",
                   lambda: _packed(_shared_same_shape_case, SHARED_SAME_SHAPE_PACK, 1017, opset=18), ("rk3588", "rk3566")))
+# ---- fresh10 (AIMv2 on the ESP32-S3): attention esp-ppq exports as one Attention layer ----------------------------------
+
+def attention_layer_esp(variant: str) -> onnx.ModelProto:
+    """q, k, v from one [1, 16, 2 * D] token input (through a Relu) by three MatMuls, split into 2 heads ([1, 16, 2, D],
+    q and v Transposed [0, 2, 1, 3], k [0, 2, 3, 1] as AIMv2 writes it), q @ k^T * D^-0.5, Softmax, @ v, merged
+    back and projected: "d32" (head size 32), "d128" (128, above esp-ppq's Attention limit of 64), "rank2"
+    (one head, 2-D q [16, 32] and k^T by a 2-D Transpose: no 3-D or 4-D attention)."""
+    rng = np.random.default_rng(2710)
+    d = 128 if variant == "d128" else 32
+    heads, tokens, width = (1, 16, d) if variant == "rank2" else (2, 16, 2 * d)
+    inits = [_const(f"w{i}", (_weights(rng, width, width) / np.sqrt(width)).astype(np.float32)) for i in "qkvo"] + [_const("scale", np.array(d ** -0.5, np.float32))]
+    nodes = [helper.make_node("Relu", ["x"], ["rx"], name="relu_x")] + [helper.make_node("MatMul", ["rx", f"w{i}"], [f"p{i}"], name=f"{i}_proj") for i in "qkv"]
+    if variant == "rank2":
+        inits += [_const("flat", np.array([tokens, d], np.int64)), _const("back", np.array([1, tokens, d], np.int64))]
+        nodes += [helper.make_node("Reshape", [f"p{i}", "flat"], [i], name=f"{i}_flat") for i in "qkv"]
+        nodes.append(helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[1, 0]))
+        tail = [helper.make_node("Reshape", ["ctx", "back"], ["merged"], name="merge")]
+    else:
+        inits += [_const("split", np.array([1, tokens, heads, d], np.int64)), _const("back", np.array([1, tokens, width], np.int64))]
+        nodes += [helper.make_node("Reshape", [f"p{i}", "split"], [f"s{i}"], name=f"{i}_split") for i in "qkv"]
+        nodes += [helper.make_node("Transpose", ["sq"], ["q"], name="q_t", perm=[0, 2, 1, 3]), helper.make_node("Transpose", ["sv"], ["v"], name="v_t", perm=[0, 2, 1, 3]),
+                  helper.make_node("Transpose", ["sk"], ["kt"], name="k_t", perm=[0, 2, 3, 1])]
+        tail = [helper.make_node("Transpose", ["ctx"], ["ctx_t"], name="ctx_t", perm=[0, 2, 1, 3]), helper.make_node("Reshape", ["ctx_t", "back"], ["merged"], name="merge")]
+    nodes += [helper.make_node("MatMul", ["q", "kt"], ["scores"], name="scores"), helper.make_node("Mul", ["scores", "scale"], ["scaled"], name="scale_mul"),
+              helper.make_node("Softmax", ["scaled"], ["probs"], name="softmax", axis=-1), helper.make_node("MatMul", ["probs", "v"], ["ctx"], name="context"),
+              *tail, helper.make_node("MatMul", ["merged", "wo"], ["y"], name="out_proj")]
+    return _model(nodes, [_vi("x", [1, tokens, width])], [_vi("y", [1, tokens, width])], inits, opset=14)
+
+
+CASES += [Case(f"attention_layer_esp_{v}", "fresh10: attention esp-ppq fuses into one Attention layer, which ESP-DL 3.3.9's runtime has no module for (AIMv2)",
+               lambda v=v: attention_layer_esp(v), ("esp32s3",)) for v in ("d32", "d128", "rank2")]
+
+
+# ---- fresh10 (MODNet on the i.MX 93): a squeeze-and-excitation weight Expanded to the map before its Mul -----------------
+
+def se_expand_imx(variant: str) -> onnx.ModelProto:
+    """MODNet's SEBlock on a [1, C, H, W] input (a Conv, Relu): GlobalAveragePool, Reshape [1, C], a MatMul, Sigmoid,
+    Reshape [1, C, 1, 1], then `w.expand_as(x)` (an Expand to Shape(x)) and x * w. "c32_h8" (C 32, 8x8),
+    "c1280_h4" (MODNet's C 1280, 4x4), "c32_h8_bcast" (the Mul broadcasts the [1, C, 1, 1] weight itself, no Expand),
+    "c32_h8_const" (an Expand to a constant shape)."""
+    rng = np.random.default_rng(2711)
+    c, h = (1280, 4) if variant.startswith("c1280") else (32, 8)
+    inits = [_const("wc", (_weights(rng, c, c, 1, 1) / np.sqrt(c)).astype(np.float32)), _const("fc", (_weights(rng, c, c) / np.sqrt(c)).astype(np.float32)), _const("flat", np.array([1, c], np.int64)),
+             _const("unflat", np.array([1, c, 1, 1], np.int64)), _const("full", np.array([1, c, h, h], np.int64))]
+    nodes = [helper.make_node("Conv", ["x", "wc"], ["cx"], name="conv"), helper.make_node("Relu", ["cx"], ["a"], name="relu"),
+             helper.make_node("GlobalAveragePool", ["a"], ["g"], name="pool"), helper.make_node("Reshape", ["g", "flat"], ["gf"], name="flat"),
+             helper.make_node("MatMul", ["gf", "fc"], ["f"], name="fc"), helper.make_node("Sigmoid", ["f"], ["s"], name="sigmoid"),
+             helper.make_node("Reshape", ["s", "unflat"], ["w"], name="unflat")]
+    if variant.endswith("_bcast"):
+        nodes.append(helper.make_node("Mul", ["a", "w"], ["y"], name="se_mul"))
+    else:
+        if variant.endswith("_const"):
+            shape = "full"
+        else:
+            nodes.append(helper.make_node("Shape", ["a"], ["shape"], name="shape"))
+            shape = "shape"
+        nodes += [helper.make_node("Expand", ["w", shape], ["we"], name="expand"), helper.make_node("Mul", ["a", "we"], ["y"], name="se_mul")]
+    return _model(nodes, [_vi("x", [1, c, h, h])], [_vi("y", [1, c, h, h])], inits, opset=13)
+
+
+CASES += [Case(f"se_expand_imx_{v}", "fresh10: a squeeze-and-excitation weight Expanded to its map before the Mul (MODNet's SEBlock)",
+               lambda v=v: se_expand_imx(v), ("imx93",)) for v in ("c32_h8", "c1280_h4", "c32_h8_bcast", "c32_h8_const")]
+
+
+# ---- fresh10 (NAFNet on the i.MX 93): LayerNorm2d's two channel means, after an Add or a Conv ----------------------------
+
+# NAFNet's LayerNorm2d over the channels of a [1, C, H, H] map: mu = mean(x, 1), d = x - mu, var = mean(d ** 2, 1),
+# d / sqrt(var + eps), then * weight + bias ([1, C, 1, 1]). x is an Add of two Convs' results ("add", NAFBlock's
+# y = inp + x * beta) or one Conv's result ("conv"). (name, C, H, source)
+LAYERNORM2D_PACK = (("add_c16_h8", 16, 8, "add"), ("add_c32_h16", 32, 16, "add"), ("add_c16_h32", 16, 32, "add"), ("add_c32_h32", 32, 32, "add"),
+                    ("add_c16_h16", 16, 16, "add"), ("add_c8_h8", 8, 8, "add"), ("conv_c16_h8", 16, 8, "conv"), ("conv_c32_h32", 32, 32, "conv"))
+
+
+def _layernorm2d_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, h, source = spec
+    p = f"ln2d_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w1", _weights(rng, c, c, 1, 1)), _const(p + "w2", _weights(rng, c, c, 3, 3)), _const(p + "two", np.array(2.0, np.float32)),
+             _const(p + "eps", np.array(1e-6, np.float32)), _const(p + "g", np.abs(_weights(rng, 1, c, 1, 1)) + 0.5), _const(p + "b", _weights(rng, 1, c, 1, 1))]
+    nodes = [node("Conv", ["x", "w1"], "c1")]
+    if source == "add":
+        nodes += [node("Conv", ["c1", "w2"], "c2", pads=[1, 1, 1, 1]), node("Add", ["c1", "c2"], "s")]
+    x = "s" if source == "add" else "c1"
+    nodes += [node("ReduceMean", [x], "mu", axes=[1], keepdims=1), node("Sub", [x, "mu"], "d"), node("Pow", ["d", "two"], "sq"),
+              node("ReduceMean", ["sq"], "var", axes=[1], keepdims=1), node("Add", ["var", "eps"], "ve"), node("Sqrt", ["ve"], "sd"),
+              node("Div", ["d", "sd"], "n"), node("Mul", ["n", "g"], "ng"), node("Add", ["ng", "b"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, c, h, h])], [_vi(p + "y", [1, c, h, h])]
+
+
+CASES.append(Case("layernorm2d_imx_pack", "fresh10: NAFNet's LayerNorm2d (two channel means) after an Add or a Conv, square and cube maps",
+                  lambda: _packed(_layernorm2d_case, LAYERNORM2D_PACK, 2712, opset=13), ("imx93",)))
+
+
+# ---- fresh10 (MODNet on the i.MX 93): IBNorm, a BatchNormalization of one half of the channels, an InstanceNormalization
+# of the other ---------------------------------------------------------------------------------------------------------
+
+def ibnorm_imx(variant: str) -> onnx.ModelProto:
+    """MODNet's Conv2dIBNormRelu on a [1, 3, 32, 32] input: a Conv to 16 channels, then "slice" (channels 0-7 Sliced
+    into a BatchNormalization, 8-15 into an InstanceNormalization without affine parameters (scale ones, bias zeros),
+    Concatenated, Relu: MODNet's IBNorm), "slice_affine" (the same with learnt scale and bias), "whole" (the
+    InstanceNormalization, no affine, of all 16 channels, no Slice), "in_lo" / "in_hi" (channels 0-7 / 8-15
+    Sliced into the InstanceNormalization, then the Relu: no BatchNormalization, no Concat), "in_lo_relu" (a Relu
+    between the Slice and the InstanceNormalization), "whole_c8" (the Conv to 8 channels, all instance-normalised:
+    the halves' channel count without a Slice)."""
+    rng = np.random.default_rng(2713)
+    c, half = (8, 4) if variant == "whole_c8" else (16, 8)
+    affine = variant == "slice_affine"
+    inits = [_const("w", _weights(rng, c, 3, 3, 3)), _const("bw", np.abs(_weights(rng, half)) + 0.5), _const("bb", _weights(rng, half)),
+             _const("bm", _weights(rng, half)), _const("bv", np.abs(_weights(rng, half)) + 0.5),
+             _const("s0", np.array([0], np.int64)), _const("s1", np.array([half], np.int64)), _const("s2", np.array([c], np.int64)), _const("ax", np.array([1], np.int64))]
+    n_in = c if variant.startswith("whole") else half
+    inits += [_const("ig", (np.abs(_weights(rng, n_in)) + 0.5) if affine else np.ones(n_in, np.float32)), _const("ib", _weights(rng, n_in) if affine else np.zeros(n_in, np.float32))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["cx"], name="conv", pads=[1, 1, 1, 1])]
+    if variant.startswith("whole"):
+        nodes += [helper.make_node("InstanceNormalization", ["cx", "ig", "ib"], ["n"], name="inorm")]
+    elif variant.startswith(("in_lo", "in_hi")):  # one half Sliced into the InstanceNormalization alone (through a Relu)
+        bounds = ["s0", "s1"] if variant.startswith("in_lo") else ["s1", "s2"]
+        nodes.append(helper.make_node("Slice", ["cx", *bounds, "ax"], ["part"], name="slice_in"))
+        if variant.endswith("_relu"):
+            nodes.append(helper.make_node("Relu", ["part"], ["part_r"], name="relu_in"))
+        nodes.append(helper.make_node("InstanceNormalization", ["part_r" if variant.endswith("_relu") else "part", "ig", "ib"], ["n"], name="inorm"))
+    else:
+        nodes += [helper.make_node("Slice", ["cx", "s0", "s1", "ax"], ["lo"], name="slice_bn"), helper.make_node("Slice", ["cx", "s1", "s2", "ax"], ["hi"], name="slice_in"),
+                  helper.make_node("BatchNormalization", ["lo", "bw", "bb", "bm", "bv"], ["bn"], name="bnorm"),
+                  helper.make_node("InstanceNormalization", ["hi", "ig", "ib"], ["inn"], name="inorm"), helper.make_node("Concat", ["bn", "inn"], ["n"], name="concat", axis=1)]
+    nodes.append(helper.make_node("Relu", ["n"], ["y"], name="relu"))
+    return _model(nodes, [_vi("x", [1, 3, 32, 32])], [_vi("y", [1, half if variant.startswith("in_") else c, 32, 32])], inits, opset=13)
+
+
+CASES += [Case(f"ibnorm_imx_{v}", "fresh10: MODNet's IBNorm, half the channels batch-normalised and half instance-normalised",
+               lambda v=v: ibnorm_imx(v), ("imx93",)) for v in ("slice", "slice_affine", "whole", "in_lo", "in_hi", "in_lo_relu", "whole_c8")]
+
+
+# ---- fresh10 (CREPE tiny on the i.MX 93): a Conv with a tall kernel, then Relu and BatchNormalization ---------------------
+
+def tall_kernel_conv_imx(variant: str) -> onnx.ModelProto:
+    """CREPE's first layer on a [1, 1, H, 1] frame: a Conv with a kernel of K x 1 and stride 4 x 1 (no pads), Relu,
+    BatchNormalization, MaxPool 2 x 1: "k512" (CREPE's 512 on H 1024), "k256" (256 on H 1024), "k257" (257), 16
+    channels; "k512_c128" (CREPE tiny's 128 channels), "k512_c128_pad" (and CREPE's Pad of 254 above and below first)."""
+    rng = np.random.default_rng(2714)
+    k = int(variant[1:].split("_")[0])
+    c = 128 if "_c128" in variant else 16
+    pad = 254 if variant.endswith("_pad") else 0
+    inits = [_const("w", (_weights(rng, c, 1, k, 1) / np.sqrt(k)).astype(np.float32)), _const("b", _weights(rng, c)),
+             _const("g", np.abs(_weights(rng, c)) + 0.5), _const("beta", _weights(rng, c)), _const("m", _weights(rng, c)), _const("v", np.abs(_weights(rng, c)) + 0.5)]
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["xp"], name="pad")] if pad else []
+    inits += [_const("pads", np.array([0, 0, pad, 0, 0, 0, pad, 0], np.int64))] if pad else []
+    nodes += [helper.make_node("Conv", ["xp" if pad else "x", "w", "b"], ["cx"], name="conv", kernel_shape=[k, 1], strides=[4, 1]), helper.make_node("Relu", ["cx"], ["r"], name="relu"),
+             helper.make_node("BatchNormalization", ["r", "g", "beta", "m", "v"], ["bn"], name="bn", epsilon=1e-3),
+             helper.make_node("MaxPool", ["bn"], ["y"], name="pool", kernel_shape=[2, 1], strides=[2, 1])]
+    h = (1024 + 2 * pad - k) // 4 + 1
+    return _model(nodes, [_vi("x", [1, 1, 1024, 1])], [_vi("y", [1, c, h // 2, 1])], inits, opset=13)
+
+
+CASES += [Case(f"tall_kernel_conv_imx_{v}", "fresh10: a Conv with a kernel taller than 256, then Relu (CREPE's first layer)",
+               lambda v=v: tall_kernel_conv_imx(v), ("imx93",)) for v in ("k512", "k256", "k257", "k512_c128", "k512_c128_pad")]

@@ -192,7 +192,18 @@ def gemm_bias_cases():
     yield "matmul read twice + model input: converts", _matmul_add("a", "h", second_weight=False, extra=[also_read]), "y", True, Placement.ACCELERATOR
 
 
-CASES = [*batchnorm_cases(), *dropout_cases(), *recurrent_cases(), *gemm_bias_cases(), *other_cases()]
+def attention_cases():
+    """esp-ppq's Attention layer, which ESP-DL 3.3.9's runtime has no module for (h19-eiqesp: fresh10's AIMv2)."""
+    from tests.forms_models import attention_layer_esp, masked_attention_esp
+
+    yield "attention, head size 32: one Attention layer, no runtime module", attention_layer_esp("d32"), "softmax", False, Placement.UNSUPPORTED
+    yield "attention, head size 128: expanded back to MatMul and Softmax, converts", attention_layer_esp("d128"), "softmax", True, Placement.ACCELERATOR
+    yield "attention, 2-D q and k: not fused, converts", attention_layer_esp("rank2"), "softmax", True, Placement.ACCELERATOR
+    yield "masked attention, scores through Reshapes that cancel: fused, no runtime module", masked_attention_esp("min_reshape"), "softmax", False, Placement.UNSUPPORTED
+    yield "masked attention, a bias Added before the mask: not fused, converts", masked_attention_esp("1e9_alibi"), "softmax", True, Placement.ACCELERATOR
+
+
+CASES = [*batchnorm_cases(), *dropout_cases(), *recurrent_cases(), *gemm_bias_cases(), *other_cases(), *attention_cases()]
 
 
 def _audit(tmp_path, name, model, chip):

@@ -36,8 +36,11 @@ def verdict_files() -> list[Path]:
 
 
 def layer_types(pair: dict, nodes: list) -> tuple[set[str], set[str]]:
-    """(op types of the layers the pair's record names, op types of on-accelerator nodes it cannot name)."""
-    named, unnamed = set(), set()
+    """(op types of the layers the pair's record names, op types of on-accelerator nodes it cannot name).
+
+    "exported_layers_read_again" names layers measured after the pair was collected (esp-ppq's fused
+    Attention on the accelerator: h19-eiqesp, docs/audit.md, fresh10's AIMv2 on the ESP32-S3)."""
+    named, unnamed = set((pair.get("exported_layers_read_again") or {}).get("op_types", ())), set()
     for (name, op), code in zip(nodes, pair["placements"]):
         if code == "A":
             (named if op in EXPORTED_AS_ITSELF else unnamed).add(op)

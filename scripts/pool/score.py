@@ -142,6 +142,8 @@ FRESH_LOOKED_AT = {
         # h16-rk66t: Speech2Text's subsampler swap after its GLU (conv1d_glu_pack) and MiMi's /Transpose_1 into its
         # padded Conv1d (tokens_into_edge_pad_pack) on RK3566 probed and fixed; PatchTST/PatchTSMixer's Transposes
         # probed (patch_swap_pack), not fixed (all four pairs listed above).
+        # h19-eiqesp: truth read again (esp-ppq's Attention layer, which ESP-DL 3.3.9 has no module for; fresh10's AIMv2).
+        "hf_speech_to_text/esp32s3",
     ),
     # h9-fresh6: chosen on 2026-12-05, built and collected by h9-fresh6, scored blind at 918adf5 (blind.json).
     "fresh6": (
@@ -196,6 +198,8 @@ FRESH_LOOKED_AT = {
         "hf_wav2vec2_bert/rk3566",
         # h16-rkcpu: Informer's RK3566 views after the scaler's CPU Div probed (not reproduced) and SuperPoint's RK3566
         # Reshape_1/Gather read, not fixed (both pairs listed above).
+        # h19-eiqesp: truth read again (esp-ppq's Attention layer, which ESP-DL 3.3.9 has no module for; fresh10's AIMv2).
+        "hf_opt/esp32s3",
     ),
     # h14-fresh8: chosen on 2026-12-05, built and collected by h14-fresh8, scored blind at 8a7e429.
     "fresh8": (
@@ -217,6 +221,8 @@ FRESH_LOOKED_AT = {
         # h16-rkcpu: ZoeDepth's attractors, log-binomial views, same-size Resize and output Squeeze (both chips) and
         # DNSMOS's scaled log power made an image (RK3588) fixed; DNSMOS's RK3566 front and SegGPT (both chips) read,
         # not fixed (all listed above).
+        # h19-eiqesp: truth read again (esp-ppq's Attention layer, which ESP-DL 3.3.9 has no module for; fresh10's AIMv2).
+        "hf_olmo/esp32s3",
     ),
     # h16-fresh9: chosen on 2026-12-05, built and collected by h16-fresh9, scored blind at cca5aa1.
     "fresh9": (
@@ -249,6 +255,10 @@ FRESH_LOOKED_AT = {
         "pkg_keynet/rk3588", "pkg_keynet/rk3566", "pkg_pspnet_resnet18/rk3588", "pkg_pspnet_resnet18/rk3566",
         "pkg_retinaface_mnet/rk3588", "pkg_retinaface_mnet/rk3566", "pkg_crepe_tiny/rk3566", "pkg_crepe_tiny/rk3588",
         "pkg_tabnet/rk3588", "pkg_tabnet/rk3566", "pkg_tabnet/imx93",
+        # h19-eiqesp (after the blind figure): esp-ppq's Attention layer the ESP-DL runtime lacks (AIMv2), the
+        # InstanceNormalization of a Slice Vela stops on (MODNet), LayerNorm2d's two means (NAFNet); the other
+        # imx93 misses: CREPE's Pad folded into its first Conv, ECAPA and TabNet read, not modelled (docs/audit.md).
+        "hf_aimv2_vision/esp32s3", "pkg_modnet/imx93", "pkg_nafnet/imx93", "pkg_crepe_tiny/imx93", "pkg_ecapa_tdnn/imx93",
     ),
     # h19-fresh11: chosen on 2026-12-06, built and collected by h19-fresh11, not yet scored; nothing looked at.
     "fresh11": (),

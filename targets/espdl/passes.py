@@ -372,3 +372,100 @@ def float_min_mask_outside_a_fused_attention(graph, chip):
             continue  # one Attention layer: the mask's Add is not calibrated on its own
         value = _known_small_value(add.inputs[masks[0]])
         graph.fuse([add], "Add", attributes={FLOAT_MIN_MASK_ATTRIBUTE: MASK_HOLDS if value is not None else MASK_MAY_HOLD})
+
+
+# ---- esp-ppq's Attention layer, which ESP-DL's runtime has no module for
+
+# esp-ppq's admission limits for a fused Attention (esp_ppq/executor/op/torch/espdl_attention.py,
+# ESPDL_ATTENTION_DEFAULT_MAX_HEAD_DIM and _MAX_KV_TOKENS, unless its environment raises them).
+ATTENTION_MAX_HEAD_DIM = 64
+ATTENTION_MAX_KV_TOKENS = 2048
+ATTENTION_LAYER_ATTRIBUTE = "espdl_fused_into_an_attention_layer"
+
+
+# The Transposes esp-ppq's matcher takes as k's: a swap of the last two axes, or [B, N, H, D] (or
+# [N, H, D]) straight to [B, H, D, N] (it rewrites the latter to [B, H, N, D]).
+K_TRANSPOSES_OF_A_LAYOUT = ([0, 2, 3, 1], [1, 2, 0])
+
+
+def _transposes_k(node) -> bool:
+    perm = list(node.attr("perm", []) or []) if node.op_type == "Transpose" else []
+    swap = list(range(len(perm) - 2)) + [len(perm) - 1, len(perm) - 2]
+    return len(perm) in (3, 4) and (perm == swap or perm in K_TRANSPOSES_OF_A_LAYOUT)
+
+
+def _run_time(t) -> bool:
+    return t is not None and not (t.is_constant or t.foldable)
+
+
+def _before_reshapes_that_cancel(graph, t):
+    """The tensor a chain of Reshapes (each read by the next alone) that ends in `t`'s own shape starts from, else `t`: onnxsim makes such a chain one Reshape to the same shape and removes it."""
+    node, start = graph.producer(t.name), t
+    while node is not None and node.op_type == "Reshape" and node.inputs[0].is_static:
+        start = node.inputs[0]
+        node = graph.producer(start.name) if graph.only_consumer(start.name) is not None else None
+    return start if start is not t and t.is_static and tuple(start.shape) == tuple(t.shape) else t
+
+
+def _producer_read_alone(graph, t, op_types: tuple):
+    """The node of `op_types` that writes `t` (through Reshapes that cancel) for one reader alone, or None."""
+    t = _before_reshapes_that_cancel(graph, t)
+    node = graph.producer(t.name)
+    if node is None or node.op_type not in op_types or graph.only_consumer(t.name) is None:
+        return None
+    return node
+
+
+def _attention_scores_matmul(graph, softmax):
+    """The MatMul of q and a transposed k that `softmax` reads through one Add (a mask) and one Mul or Div by a constant scalar (a scale), each optional, each read by the next alone; or None."""
+    node = _producer_read_alone(graph, softmax.inputs[0], ("Add", "Mul", "Div", "MatMul")) if softmax.inputs else None
+    if node is not None and node.op_type == "Add" and len(node.inputs) == 2:
+        node = next((p for p in (_producer_read_alone(graph, t, ("Mul", "Div", "MatMul")) for t in node.inputs) if p is not None), None)
+    if node is not None and node.op_type in ("Mul", "Div") and len(node.inputs) == 2 and _scalar_constant(node.inputs[1]):
+        node = _producer_read_alone(graph, node.inputs[0], ("MatMul",))
+    if node is None or node.op_type != "MatMul" or len(node.inputs) != 2 or not all(_run_time(t) for t in node.inputs):
+        return None
+    k_t = graph.producer(node.inputs[1].name)
+    return node if k_t is not None and _transposes_k(k_t) else None
+
+
+def _heads_split_without_a_transpose(graph, t) -> bool:
+    """`t` comes straight from a Reshape of [B, N, H * D] to [B, N, H, D] (heads split, not moved before the tokens)."""
+    reshape = graph.producer(t.name)
+    if reshape is None or reshape.op_type != "Reshape" or not (reshape.inputs[0].is_static and t.is_static):
+        return False
+    x, y = reshape.inputs[0].shape, t.shape
+    return len(x) == 3 and len(y) == 4 and y[1] > 1 and y[2] > 1 and x[:2] == y[:2] and x[2] == y[2] * y[3]
+
+
+def _within_the_attention_limits(q, scores) -> bool:
+    """q [B, H, L, D] or [H, L, D] and the scores [.., L, Lk]: a head size and a key count esp-ppq keeps as one Attention layer."""
+    if not (q.is_static and scores.is_static) or q.rank not in (3, 4) or scores.rank != q.rank:
+        return False
+    return 1 <= q.shape[-1] <= ATTENTION_MAX_HEAD_DIM and 1 <= scores.shape[-1] <= ATTENTION_MAX_KV_TOKENS and q.shape[-3] == scores.shape[-3]
+
+
+@RULES.graph_pass("Softmax", VERSION=ESP_PPQ_VERSION, MAX_HEAD_DIM=ATTENTION_MAX_HEAD_DIM, MAX_KV_TOKENS=ATTENTION_MAX_KV_TOKENS)
+def attention_fused_into_one_layer(graph, chip):
+    """esp-ppq {VERSION} fuses attention written q @ k^T (k^T a Transpose of k's last two axes, or of [B, N, H, D] to [B, H, D, N]), an optional Mul or Div by a constant, an optional Add of a mask, Softmax over the last axis and @ v into one Attention layer, and keeps it when q, k and v are 3-D or 4-D with a head size of at most {MAX_HEAD_DIM} and at most {MAX_KV_TOKENS} keys (its ESPDL attention fusion and legalize passes; larger ones it expands back to MatMul and Softmax): the pass marks the Softmax for the rule attention_layer_without_a_runtime_module.
+
+    Measured with esp-ppq 1.3.12 on ESP32-S3 (tests/forms_models.py attention_layer_esp cases, and
+    the masked_attention_esp cases read again through the runtime's registry). Not modelled: the
+    other spellings esp-ppq's matcher takes (k^T already [B, H, D, L] without a Transpose, the
+    dynamo head merge Reshape-Transpose-Reshape, q and k each prescaled). q or v read straight from a
+    [B, N, H * D] -> [B, N, H, D] Reshape it leaves unfused, as the pass does.
+    """
+    for softmax in [n for n in graph.nodes if n.op_type == "Softmax"]:
+        out = softmax.output(0)
+        axis = int(softmax.attr("axis", -1 if softmax.opset >= 13 else 1))
+        if out is None or out.rank is None or axis not in (-1, out.rank - 1):
+            continue
+        reader = graph.only_consumer(out.name)
+        if reader is None or reader.op_type != "MatMul" or reader.inputs[0].name != out.name or not _run_time(reader.input(1)):
+            continue
+        scores = _attention_scores_matmul(graph, softmax)
+        if scores is None or not _within_the_attention_limits(scores.inputs[0], scores.outputs[0]):
+            continue
+        if any(_heads_split_without_a_transpose(graph, t) for t in (scores.inputs[0], reader.inputs[1])):
+            continue  # esp-ppq leaves it MatMul and Softmax
+        graph.fuse([softmax], "Softmax", attributes={"axis": axis, ATTENTION_LAYER_ATTRIBUTE: 1})

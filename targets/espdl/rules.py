@@ -21,7 +21,7 @@ from edgedeploy.audit.rules import NodeView, Offence, OpSupport, Placement, Rule
 
 # The graph passes esp-ppq applies before placing register on RULES when passes.py is imported.
 from edgedeploy.targets.espdl.grouped_conv import block_diagonal_cost, needs_block_diagonal
-from edgedeploy.targets.espdl.passes import BN_AS_CONV_RANK, DROPOUT_TRAINING_MODE_OPSET, FLOAT_MIN_MASK_ATTRIBUTE, MASK_MAY_HOLD
+from edgedeploy.targets.espdl.passes import ATTENTION_LAYER_ATTRIBUTE, BN_AS_CONV_RANK, DROPOUT_TRAINING_MODE_OPSET, FLOAT_MIN_MASK_ATTRIBUTE, MASK_MAY_HOLD
 from edgedeploy.targets.espdl.registry import CHIPS, ESP_DL_VERSION, ESP_PPQ_VERSION, ONNXSIM_VERSION, RULES
 
 SOURCE = (
@@ -607,6 +607,14 @@ def calibration_of_a_float_min_mask(node: NodeView, chip: str):
     if int(found) == MASK_MAY_HOLD:
         return Offence("float32 lowest", "mask computed from float32's lowest value, its values at run time not known here", uncertain=True)
     return Offence("float32 lowest", "mask Added outside an attention esp-ppq fuses")
+
+
+@RULES.rule("Softmax", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION, ESP_DL=ESP_DL_VERSION)
+def attention_layer_without_a_runtime_module(node: NodeView, chip: str):
+    """esp-ppq {VERSION} exports attention (q @ k^T, scale, mask, Softmax, @ v) as one Attention layer (passes.attention_fused_into_one_layer), and ESP-DL {ESP_DL}'s runtime registers no Attention module: the .espdl does not load ("Do not support Attention, please implement and register it first."). Workaround: a head size above 64, or a runtime with an Attention module."""
+    if not node.attr(ATTENTION_LAYER_ATTRIBUTE):
+        return None
+    return Offence("Attention layer", "fused by esp-ppq with the MatMuls around it; no module in ESP-DL's runtime")
 
 
 @RULES.rule("Add", placement=Placement.UNSUPPORTED, VERSION=ESP_PPQ_VERSION, ONNXSIM=ONNXSIM_VERSION)

@@ -339,6 +339,19 @@ def strided_conv_after_a_pad(node, chip):
     return None
 
 
+@RULES.rule("InstanceNormalization", placement=Placement.UNSUPPORTED, chips=IMX93, COMPILER=VELA)
+def instance_norm_of_a_slice(node, chip):
+    """{COMPILER} stops ("Non-passthrough operation (Mul) could not run on NPU") on an InstanceNormalization that reads a Slice directly (MODNet's IBNorm: half the channels instance-normalised): onnx2tf's MEAN and SQUARED_DIFFERENCE then read the STRIDED_SLICE itself, and the 32-bit steps Vela lowers SQUARED_DIFFERENCE into cannot run on the NPU. Workaround: an element-wise step (a Relu) between the Slice and the normalisation, or normalise the whole map."""
+    # Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py ibnorm_imx_*): channels 0-7
+    # or 8-15 of 16 Sliced into it, with or without affine parameters, beside a BatchNormalization of
+    # the other half or alone: stops; with a Relu between, or of all 16 (or 8) channels: converts.
+    # Only channel Slices were measured.
+    data = node.input(0)
+    if data is not None and data.producer == "Slice":
+        return Offence("Slice", f"'{data.name}' is a Slice's result")
+    return None
+
+
 @RULES.rule("Conv", placement=Placement.FALLBACK, chips=IMX93, COMPILER=VELA, MAX_STRIDE=3)
 def strided_conv_same_padding(node, chip):
     """{COMPILER} runs a CONV_2D strided by more than {MAX_STRIDE} only with VALID padding (its CONV_2D constraints): a 2-D Conv whose pads are TensorFlow's SAME for its size becomes such a CONV_2D (a Relu after it fused in) and runs on the CPU."""

@@ -260,20 +260,26 @@ MEAN_IN_ONNX_ORDER_ATTRIBUTE = "onnx2tf_mean_in_onnx_order"
 ACTIVATIONS_AFTER_AN_ADD = ("Relu", "Sigmoid", "HardSwish", "Clip", "LeakyRelu", "Tanh")
 
 
-def _keeps_the_add_order(node) -> bool:
+def _keeps_the_add_order(graph, node) -> bool:
     """An element-wise step between the Add and the ReduceMean that keeps the Add's order (measured): a listed
-    activation, a square x * x (Filter Response Norm's), or a Cast to float (a no-op on float data)."""
+    activation, a square x * x (Filter Response Norm's) or x ** 2, x less its own mean (a LayerNorm2d's
+    variance: mean((x - mean(x)) ** 2)), or a Cast to float (a no-op on float data)."""
     if node.op_type in ACTIVATIONS_AFTER_AN_ADD:
         return True
     if node.op_type == "Mul" and len(node.inputs) == 2:
         return node.inputs[0].name == node.inputs[1].name
+    if node.op_type == "Pow" and len(node.inputs) == 2:
+        return node.inputs[1].is_constant or node.inputs[1].foldable
+    if node.op_type == "Sub" and len(node.inputs) == 2:
+        mean = graph.producer(node.inputs[1].name)
+        return mean is not None and mean.op_type == "ReduceMean" and bool(mean.inputs) and mean.inputs[0].name == node.inputs[0].name
     return node.op_type == "Cast" and node.attr("to") == TensorProto.FLOAT and bool(node.inputs) and node.inputs[0].dtype == "float32"
 
 
 def _add_of_run_time_tensors_behind(graph, tensor: str):
     """The Add of two run-time tensors that `tensor` comes from, through element-wise steps that keep its order, or None."""
     node = graph.producer(tensor)
-    while node is not None and node.inputs and _keeps_the_add_order(node):
+    while node is not None and node.inputs and _keeps_the_add_order(graph, node):
         node = graph.producer(node.inputs[0].name)
     if node is None or node.op_type != "Add" or len(node.inputs) != 2:
         return None
@@ -293,11 +299,18 @@ def mean_after_an_add_in_onnx_order(graph, chip):
     Norm's mean of x * x after a residual Add, timm's resnetv2_50d_frn; mean_after_add_square): CPU;
     the square of a Conv's result: NPU. A Conv's result, Relu(Conv), Sub, Mul, Concat, an Add of a constant
     bias, a MaxPool or Conv after the Add, and GlobalAveragePool keep the channels-last MEAN (NPU).
+    NAFNet's LayerNorm2d (tests/forms_models.py layernorm2d_imx_pack, fresh10): after such an Add both
+    channel means, of x and of (x - mean(x)) ** 2, are on the NPU (the ONNX order reaches the second
+    through the Sub and the Pow), after a Conv both on the CPU; and on a map with C == H == W (8, 16
+    and 32) both on the CPU after the Add too: the two orders have the same shape, and onnx2tf keeps
+    the channels-last one.
     """
     for node in [n for n in graph.nodes if n.op_type == "ReduceMean"]:
         data = node.inputs[0] if node.inputs else None
         if data is None or data.rank != 4 or _add_of_run_time_tensors_behind(graph, data.name) is None:
             continue
+        if data.is_static and data.shape[1] == data.shape[2] == data.shape[3]:
+            continue  # C == H == W: both orders have one shape, and onnx2tf keeps the channels-last one
         kept = {a.name: node.attr(a.name) for a in node.proto.attribute}
         graph.fuse([node], "ReduceMean", attributes={**kept, MEAN_IN_ONNX_ORDER_ATTRIBUTE: 1})
 
@@ -453,12 +466,40 @@ def explicit_pad(conv) -> bool:
     dilations = list(conv.attr("dilations", []) or [1] * len(spatial))
     if len(kernel) != len(spatial) or len(pads) != 2 * len(spatial):
         return False
+    return pads != _same_pads(spatial, kernel, strides, dilations)
+
+
+def _same_pads(spatial: list, kernel: list, strides: list, dilations: list) -> list:
+    """TensorFlow's SAME padding for this size, in ONNX's pads order (all begins, then all ends)."""
+    begins, ends = [], []
     for i, size in enumerate(spatial):
         out = -(-size // strides[i])
         total = max((out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - size, 0)
-        if (pads[i], pads[i + len(spatial)]) != (total // 2, total - total // 2):
-            return True
-    return False
+        begins.append(total // 2)
+        ends.append(total - total // 2)
+    return begins + ends
+
+
+def padded_by_a_pad_node_as_same(graph, conv) -> bool:
+    """An unpadded 2-D Conv strided by more than 3 that reads, alone, a Pad node of zeros over its spatial axes equal to TensorFlow's SAME for the Pad's input: TensorFlow's converter folds that PAD into the CONV_2D as SAME padding, as it does a Conv's own such pads."""
+    strides = list(conv.attr("strides", []) or [])
+    pad = graph.producer(conv.inputs[0].name) if conv.inputs else None
+    if not strides or max(strides) <= VELA_MAX_PADDED_STRIDE or any(conv.attr("pads", []) or []) or pad is None or pad.op_type != "Pad":
+        return False
+    if conv.attr("auto_pad", "NOTSET") != "NOTSET" or int(conv.attr("group", 1)) != 1 or graph.only_consumer(pad.outputs[0].name) is not conv:
+        return False
+    x, amounts = pad.input(0), pad.input(1)
+    value = pad.input(2)
+    if x is None or not x.is_static or x.rank != 4 or amounts is None or amounts.value is None or pad.attr("mode", b"constant") not in (b"constant", "constant"):
+        return False
+    if value is not None and (value.value is None or float(np.asarray(value.value).reshape(-1)[0]) != 0.0):
+        return False
+    pads = [int(p) for p in amounts.value.reshape(-1)]
+    if len(pads) != 8 or any(pads[i] for i in (0, 1, 4, 5)):
+        return False
+    kernel = list(conv.attr("kernel_shape", []) or [])
+    dilations = list(conv.attr("dilations", []) or [1, 1])
+    return len(kernel) == 2 and [pads[2], pads[3], pads[6], pads[7]] == _same_pads(list(x.shape[2:]), kernel, strides, dilations)
 
 
 @RULES.graph_pass("Conv", QUANTISER="TensorFlow's int8 quantiser")
@@ -515,10 +556,12 @@ def strided_conv_padding(graph, chip):
     Relu after fused (Vela: "Unsupported kernel stride", CPU); 8x8/4 pads 3, 7x7/4 pads 3, 11x11/4
     pads 2 and 4x4/4 pads 1 keep their PAD, and Vela stops ("Non-passthrough operation (Conv2D)
     could not run on NPU"), as for every padded 1-D Conv of stride 4 or 5 (DAC's 8/4 pads 2).
-    Unpadded (VALID) stride 4 and 5, and stride 3 padded, run on the NPU.
+    Unpadded (VALID) stride 4 and 5, and stride 3 padded, run on the NPU. An unpadded Conv 512x1/4
+    reading a Pad node of 254 above and below, SAME's for its size (CREPE's first layer,
+    tall_kernel_conv_imx_k512_c128_pad): the same CONV_2D SAME, the Conv and its Relu on the CPU.
     """
     for conv in [n for n in graph.nodes if n.op_type == "Conv"]:
-        form = strided_padding(conv)
+        form = strided_padding(conv) or ("same" if padded_by_a_pad_node_as_same(graph, conv) else None)
         if form is None:
             continue
         members = [conv]
