@@ -11944,3 +11944,479 @@ def tall_kernel_conv_imx(variant: str) -> onnx.ModelProto:
 
 CASES += [Case(f"tall_kernel_conv_imx_{v}", "fresh10: a Conv with a kernel taller than 256, then Relu (CREPE's first layer)",
                lambda v=v: tall_kernel_conv_imx(v), ("imx93",)) for v in ("k512", "k256", "k257", "k512_c128", "k512_c128_pad")]
+
+
+
+
+# ---- fresh10 (SAFMN's LayerNorm over the channels) on RKNN: a layer norm written out over axis 1 of a map -------------------
+
+# h19-rknorm. SAFMN (and NAFNet, ConvNeXt's channels-first norm) write LayerNorm2d as u = x.mean(1), s = (x - u).pow(2).mean(1),
+# (x - u) / sqrt(s + eps), then weight[:, None, None] * x + bias[:, None, None]. Each case: a Conv of the input, the norm
+# over `axis` of its [1, C, *rest] map, the affine (`affine`: "first" weight * x + bias as SAFMN writes it, "second" x * weight
+# + bias, "none"), then a Conv (kernel 1; for rank 3 a Conv1d). (name, C, rest, axis, affine)
+CHANNEL_NORM_PACK = (
+    ("c36_64_first", 36, (64, 64), 1, "first"), ("c32_16_first", 32, (16, 16), 1, "first"), ("c32_16_second", 32, (16, 16), 1, "second"),
+    ("c32_16_none", 32, (16, 16), 1, "none"), ("c32_16_axis2", 32, (16, 16), 2, "first"), ("c32_16_last", 32, (16, 16), 3, "first"),
+    ("c32_t100_first", 32, (100,), 1, "first"),
+)
+
+
+def _channel_norm_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, rest, axis, affine = spec
+    p = f"chn_{name}_"
+    node = _prefixed(p)
+    shape = [1, c, *rest]
+    kernel = [1] * len(rest)
+    param_shape = [shape[axis]] + [1] * (len(shape) - 1 - axis)  # weight[:, None, None] for the channels
+    inits = [_const(p + "w_in", _weights(rng, c, c, *kernel)), _const(p + "w_out", _weights(rng, c, c, *kernel)),
+             _const(p + "two", np.array(2.0, np.float32)), _const(p + "eps", np.array(1e-6, np.float32)),
+             _const(p + "g", (1 + _weights(rng, *param_shape)).astype(np.float32)), _const(p + "b", _weights(rng, *param_shape))]
+    nodes = [node("Conv", ["x", "w_in"], "m", kernel_shape=kernel),
+             node("ReduceMean", ["m"], "mu", axes=[axis]), node("Sub", ["m", "mu"], "d"), node("Pow", ["d", "two"], "d2"),
+             node("ReduceMean", ["d2"], "var", axes=[axis]), node("Add", ["var", "eps"], "ve"), node("Sqrt", ["ve"], "sd"),
+             node("Div", ["d", "sd"], "n")]
+    last = "n"
+    if affine != "none":
+        nodes += [node("Mul", ["g", "n"] if affine == "first" else ["n", "g"], "s"), node("Add", ["s", "b"], "a")]
+        last = "a"
+    nodes.append(node("Conv", [last, "w_out"], "y", kernel_shape=kernel))
+    return nodes, inits, [_vi(p + "x", shape)], [_vi(p + "y", shape)]
+
+
+CASES.append(Case("channel_norm_pack", "fresh10: a layer norm written out over the channels of a map (SAFMN's LayerNorm2d), its affine first, second or none; over axis 2 or the last",
+                  lambda: _packed(_channel_norm_case, CHANNEL_NORM_PACK, 2001, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh10 (ECAPA-TDNN's attentive statistics pooling) on RKNN: a map weighted by a constant over time, summed ---------------
+
+# h19-rknorm. SpeechBrain's ECAPA-TDNN pools [1, C, T] with weights it computes from a length mask that folds to a
+# constant of one value [1, 1, T] (1 / T), written first: mean = (w * x).sum(2), std = sqrt((w * (x - mean)^2).sum(2)).
+# Each case: a Conv1d and Relu of the input [1, 32, 100], then Mul(weight, map) (`order`: "first" or "second"), the weight
+# of `shape` ("t": [1, 1, T], "c": [1, C, 1], "scalar": []) and `values` ("one": 1 / T throughout, "vary"), read by
+# `reader` ("sum": ReduceSum over time, keepdims 0; "relu"; "add": an Add of a constant [C, 1]). (name, shape, values, order, reader)
+WEIGHTED_POOL_PACK = (
+    ("t_one_first_sum", "t", "one", "first", "sum"), ("t_one_second_sum", "t", "one", "second", "sum"),
+    ("t_vary_first_sum", "t", "vary", "first", "sum"), ("scalar_first_sum", "scalar", "one", "first", "sum"),
+    ("c_one_first_sum", "c", "one", "first", "sum"),
+    ("t_one_first_add", "t", "one", "first", "add"), ("scalar_first_add", "scalar", "one", "first", "add"),
+)
+# Measured, not held (docs/audit.md, ECAPA-TDNN's weight Muls): the float Mul's Relu as the [1, 32, 100] model output ran
+# on the CPU of both chips, which the audit does not model.
+WEIGHTED_POOL_MEASURED = (("t_one_first_relu", "t", "one", "first", "relu"),)
+
+
+def _weighted_pool_case(rng, spec) -> tuple[list, list, list, list]:
+    name, shape, values, order, reader = spec
+    p = f"wpool_{name}_"
+    node = _prefixed(p)
+    c, t = 32, 100
+    dims = {"t": [1, 1, t], "c": [1, c, 1], "scalar": []}[shape]
+    weight = np.full(dims, 1.0 / t, np.float32) if values == "one" else (np.abs(_weights(rng, *dims)) + 0.01).astype(np.float32)
+    inits = [_const(p + "w", _weights(rng, c, 32, 3)), _const(p + "k", weight), _const(p + "axis", np.array([2], np.int64)),
+             _const(p + "b", _weights(rng, c, 1))]
+    nodes = [node("Conv", ["x", "w"], "m", kernel_shape=[3], pads=[1, 1]), node("Relu", ["m"], "r"),
+             node("Mul", ["k", "r"] if order == "first" else ["r", "k"], "wm")]
+    if reader == "sum":
+        nodes.append(node("ReduceSum", ["wm", "axis"], "y", keepdims=0))
+        out = [1, c]
+    else:
+        nodes.append(node("Relu", ["wm"], "y") if reader == "relu" else node("Add", ["wm", "b"], "y"))
+        out = [1, c, t]
+    return nodes, inits, [_vi(p + "x", [1, 32, t])], [_vi(p + "y", out)]
+
+
+CASES.append(Case("weighted_pool_pack", "fresh10: a map multiplied by a constant weight over time (first or second, one value or varying) and summed over time, or read by a Relu or an Add (ECAPA-TDNN's statistics pooling)",
+                  lambda: _packed(_weighted_pool_case, WEIGHTED_POOL_PACK, 2002, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh10 (torchaudio's DeepSpeech) on RKNN: a bidirectional RNN's directions joined by a Transpose and a Reshape ------------
+
+# h19-rknorm. DeepSpeech's bidirectional nn.RNN (Relu) over [T, 1, 128], as torch.onnx writes it: Y [T, 2, 1, H], Transpose
+# [0, 2, 1, 3] (moves only the batch axis of one), Reshape [T, 1, 2H], then the two halves Sliced and Added, a Linear.
+# `cell`: "rnn_relu", "rnn_tanh" (ONNX RNN), "lstm" (ONNX LSTM); `directions` "bidirectional" or "forward" (Y [T, 1, 1, H]).
+# (name, cell, directions)
+RNN_DIRECTIONS_PACK = (
+    ("rnn_relu", "rnn_relu", "bidirectional"), ("rnn_tanh", "rnn_tanh", "bidirectional"), ("lstm", "lstm", "bidirectional"),
+    ("rnn_relu_fwd", "rnn_relu", "forward"),
+)
+
+
+def _rnn_directions_case(rng, spec) -> tuple[list, list, list, list]:
+    name, cell, directions = spec
+    p = f"rnd_{name}_"
+    node = _prefixed(p)
+    t, d, h = 100, 128, 128
+    n_dir = 2 if directions == "bidirectional" else 1
+    gates = 4 if cell == "lstm" else 1
+    inits = [_const(p + "w_in", _weights(rng, 40, d)), _const(p + "W", _weights(rng, n_dir, gates * h, d)),
+             _const(p + "R", _weights(rng, n_dir, gates * h, h) * 0.3), _const(p + "B", _weights(rng, n_dir, 2 * gates * h)),
+             _const(p + "joined", np.array([t, 1, n_dir * h], np.int64)), _const(p + "w_out", _weights(rng, h, 29)),
+             _const(p + "i0", np.array([0], np.int64)), _const(p + "ih", np.array([h], np.int64)),
+             _const(p + "i2h", np.array([2 * h], np.int64)), _const(p + "ax", np.array([2], np.int64))]
+    attrs = {"direction": directions, "hidden_size": h}
+    if cell == "rnn_relu":
+        attrs["activations"] = ["Relu"] * n_dir
+    nodes = [node("MatMul", ["x", "w_in"], "f"), node("Relu", ["f"], "fr"), node("Transpose", ["fr"], "tm", perm=[1, 0, 2]),
+             node("LSTM" if cell == "lstm" else "RNN", ["tm", "W", "R", "B"], "seq", **attrs),
+             node("Transpose", ["seq"], "swap", perm=[0, 2, 1, 3]), node("Reshape", ["swap", "joined"], "joined_y")]
+    if n_dir == 2:
+        nodes += [node("Slice", ["joined_y", "i0", "ih", "ax"], "fwd"), node("Slice", ["joined_y", "ih", "i2h", "ax"], "bwd"),
+                  node("Add", ["fwd", "bwd"], "sum"), node("MatMul", ["sum", "w_out"], "y")]
+    else:
+        nodes.append(node("MatMul", ["joined_y", "w_out"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, t, 40])], [_vi(p + "y", [t, 1, 29])]
+
+
+CASES.append(Case("rnn_directions_pack", "fresh10: a bidirectional RNN's (Relu or Tanh) or LSTM's directions joined by Transpose [0, 2, 1, 3] and Reshape, Sliced and Added (DeepSpeech)",
+                  lambda: _packed(_rnn_directions_case, RNN_DIRECTIONS_PACK, 2003, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# ---- fresh10 (SpeechBrain's ContextNet) on RK3566: tokens swapped into a reflect-padded depthwise Conv1d --------------------
+
+# h19-rknorm. ContextNet's blocks hold [1, T, C] tokens and run each Conv1d as Transpose [0, 2, 1], reflect Pad (1, 1), Conv,
+# Transpose back; its tokens are a SiLU (Sigmoid, Mul) of a residual sum of such Conv1d results. Each case: tokens from
+# `source` ("input": the model input; "conv": a Conv1d of an input map [1, C, T] swapped into tokens; "residual": the sum of
+# two such), their SiLU, the swap [0, 2, 1], the reflect Pad of the time axis, then `conv` ("dw": a depthwise Conv1d kernel 3;
+# "dense": a Conv1d kernel 3) and a pointwise Conv1d as the output. (name, source, T, C, conv)
+PADDED_SWAP_SOURCE_PACK = (
+    ("in_t100_dw", "input", 100, 128, "dw"), ("in_t14_dw", "input", 14, 128, "dw"), ("in_t100_dense", "input", 100, 128, "dense"),
+    ("conv_t100_dw", "conv", 100, 128, "dw"), ("conv_t13_dw", "conv", 13, 256, "dw"), ("res_t100_dw", "residual", 100, 128, "dw"),
+)
+
+
+def _padded_swap_source_case(rng, spec) -> tuple[list, list, list, list]:
+    name, source, t, c, conv = spec
+    p = f"pss_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w_a", _weights(rng, c, c, 1)), _const(p + "w_b", _weights(rng, c, c, 1)),
+             _const(p + "w_k", _weights(rng, c, 1 if conv == "dw" else c, 3)), _const(p + "w_pw", _weights(rng, c, c, 1)),
+             _const(p + "pads", np.array([0, 0, 1, 0, 0, 1], np.int64))]
+    nodes = []
+    if source == "input":
+        tokens, x_shape = "x", [1, t, c]
+    else:
+        x_shape = [1, c, t]
+        nodes += [node("Conv", ["x", "w_a"], "ca", kernel_shape=[1]), node("Transpose", ["ca"], "ta", perm=[0, 2, 1])]
+        tokens = "ta"
+        if source == "residual":
+            nodes += [node("Conv", ["x", "w_b"], "cb", kernel_shape=[1]), node("Transpose", ["cb"], "tb", perm=[0, 2, 1]),
+                      node("Add", ["ta", "tb"], "res")]
+            tokens = "res"
+    nodes += [node("Sigmoid", [tokens], "sig"), node("Mul", [tokens, "sig"], "silu"), node("Transpose", ["silu"], "swap", perm=[0, 2, 1]),
+              node("Pad", ["swap", "pads"], "padded", mode="reflect"),
+              node("Conv", ["padded", "w_k"], "k", kernel_shape=[3], group=c if conv == "dw" else 1),
+              node("Conv", ["k", "w_pw"], "y", kernel_shape=[1])]
+    return nodes, inits, [_vi(p + "x", x_shape)], [_vi(p + "y", [1, c, t])]
+
+
+CASES.append(Case("padded_swap_source_pack", "fresh10: tokens (the input, a Conv1d's swapped result, a residual sum of two) through a SiLU, swapped into a reflect-padded (depthwise) Conv1d (ContextNet)",
+                  lambda: _packed(_padded_swap_source_case, PADDED_SWAP_SOURCE_PACK, 2004, used_only=True, opset=13), ("rk3566",)))
+
+
+# h19-rknorm. ECAPA's pooling weight as its export writes it: computed from the map's static length (Shape, Gather, Cast,
+# Range, Less against the length, Cast, Unsqueeze to [1, 1, T], divided by its ReduceSum), which the toolkit folds to a
+# constant of one value 1 / T; or that constant as a Div of two initialisers ("div"), or stored ("init"). Each case: a
+# Conv1d and Relu of the input [1, 32, 100], Mul(weight, map), ReduceSum over time. (name, weight)
+WEIGHTED_POOL_PACK_2 = (("shape", "shape"), ("div", "div"), ("init", "init"))
+
+
+def _weighted_pool_case_2(rng, spec) -> tuple[list, list, list, list]:
+    name, weight = spec
+    p = f"wpool2_{name}_"
+    node = _prefixed(p)
+    c, t = 32, 100
+    inits = [_const(p + "w", _weights(rng, c, 32, 3)), _const(p + "axis", np.array([2], np.int64)), _const(p + "axes01", np.array([0, 1], np.int64)),
+             _const(p + "i2", np.array(2, np.int64)), _const(p + "zero", np.array(0.0, np.float32)), _const(p + "one", np.array(1.0, np.float32)),
+             _const(p + "ones", np.ones((1, 1, t), np.float32)), _const(p + "t", np.array(float(t), np.float32)),
+             _const(p + "stored", np.full((1, 1, t), 1.0 / t, np.float32))]
+    nodes = [node("Conv", ["x", "w"], "m", kernel_shape=[3], pads=[1, 1]), node("Relu", ["m"], "r")]
+    if weight == "shape":
+        nodes += [node("Shape", ["r"], "s"), node("Gather", ["s", "i2"], "len", axis=0), node("Cast", ["len"], "lenf", to=TensorProto.FLOAT),
+                  node("Range", ["zero", "lenf", "one"], "steps"), node("Less", ["steps", "lenf"], "valid"),
+                  node("Cast", ["valid"], "mask", to=TensorProto.FLOAT), node("Unsqueeze", ["mask", "axes01"], "mask3"),
+                  node("ReduceSum", ["mask3", "axis"], "total", keepdims=1), node("Div", ["mask3", "total"], "k")]
+    elif weight == "div":
+        nodes.append(node("Div", ["ones", "t"], "k"))
+    nodes += [node("Mul", ["stored" if weight == "init" else "k", "r"], "wm"), node("ReduceSum", ["wm", "axis"], "y", keepdims=0)]
+    return nodes, inits, [_vi(p + "x", [1, 32, t])], [_vi(p + "y", [1, c])]
+
+
+CASES.append(Case("weighted_pool_pack_2", "fresh10: ECAPA-TDNN's pooling weight 1 / T computed from the map's length, a Div of constants or stored, first in a Mul summed over time",
+                  lambda: _packed(_weighted_pool_case_2, WEIGHTED_POOL_PACK_2, 2005, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# h19-rknorm. ECAPA-TDNN's statistics joined to every step (global context): mean and std [1, C] of a map [1, C, T], each
+# Unsqueezed to [1, C, 1], Expanded to its own shape, Tiled over time, Concatenated with the map for a Conv1d. The std is
+# Sqrt(Clip(...)), a CPU layer. Each case: its map a Conv1d and Relu of the input [1, 32, 100]; `stat` "mean" (a ReduceSum of
+# the map times 1 / T) or "std" (Sqrt of a Clip of the mean of squares); `tail` "expand_tile" (as ECAPA), "tile" (no Expand),
+# "relu" (the Unsqueeze read by a Relu, [1, C, 1] the output). (name, stat, tail)
+STAT_UNSQUEEZE_PACK = (
+    ("mean_expand_tile", "mean", "expand_tile"), ("std_expand_tile", "std", "expand_tile"), ("std_tile", "std", "tile"),
+    ("std_relu", "std", "relu"),
+)
+# Measured, not held: the mean's Unsqueeze read by a Relu as the output, both on RK3566's CPU (the std's Relu: NPU).
+STAT_UNSQUEEZE_MEASURED = (("mean_relu", "mean", "relu"),)
+# The Unsqueeze also read by a Sub of the map (ECAPA's x - mean; "sub_expand_tile": and Expanded and Tiled as above), or by
+# the Sub alone ("sub": the centred map the output).
+STAT_UNSQUEEZE_PACK_2 = (
+    ("mean_sub_expand_tile", "mean", "sub_expand_tile"), ("mean_sub", "mean", "sub"), ("std_sub", "std", "sub"),
+    ("std_sub_expand_tile", "std", "sub_expand_tile"),
+)
+
+
+def _stat_unsqueeze_case(rng, spec) -> tuple[list, list, list, list]:
+    name, stat, tail = spec
+    p = f"stu_{name}_"
+    node = _prefixed(p)
+    c, t = 32, 100
+    inits = [_const(p + "w", _weights(rng, c, 32, 3)), _const(p + "axis", np.array([2], np.int64)), _const(p + "k", np.full((1, 1, t), 1.0 / t, np.float32)),
+             _const(p + "floor", np.array(1e-4, np.float32)), _const(p + "same", np.array([1, 1, 1], np.int64)),
+             _const(p + "reps", np.array([1, 1, t], np.int64)), _const(p + "w2", _weights(rng, c, 2 * c, 1))]
+    nodes = [node("Conv", ["x", "w"], "m", kernel_shape=[3], pads=[1, 1]), node("Relu", ["m"], "r"), node("Mul", ["r", "k"], "wm")]
+    if stat == "mean":
+        nodes.append(node("ReduceSum", ["wm", "axis"], "stat", keepdims=0))
+    else:
+        nodes += [node("Mul", ["wm", "r"], "sq"), node("ReduceSum", ["sq", "axis"], "ms", keepdims=0), node("Clip", ["ms", "floor"], "clipped"),
+                  node("Sqrt", ["clipped"], "stat")]
+    nodes.append(node("Unsqueeze", ["stat", "axis"], "u"))
+    if tail == "sub":
+        nodes.append(node("Sub", ["r", "u"], "y"))
+        return nodes, inits, [_vi(p + "x", [1, 32, t])], [_vi(p + "y", [1, c, t])]
+    if tail == "sub_expand_tile":
+        nodes.append(node("Sub", ["r", "u"], "centred"))
+        inits.append(_const(p + "w3", _weights(rng, c, c, 1)))
+    if tail == "relu":
+        nodes.append(node("Relu", ["u"], "y"))
+        return nodes, inits, [_vi(p + "x", [1, 32, t])], [_vi(p + "y", [1, c, 1])]
+    if tail.endswith("expand_tile"):
+        nodes += [node("Expand", ["u", "same"], "e"), node("Tile", ["e", "reps"], "tiled")]
+    else:
+        nodes.append(node("Tile", ["u", "reps"], "tiled"))
+    nodes += [node("Concat", ["r", "tiled"], "joined", axis=1), node("Conv", ["joined", "w2"], "y" if tail != "sub_expand_tile" else "ctx", kernel_shape=[1])]
+    if tail == "sub_expand_tile":  # the sum read by a Conv, not the output (a 3-D output Add ran on the CPU)
+        inits.append(_const(p + "w4", _weights(rng, c, c, 1)))
+        nodes += [node("Conv", ["centred", "w3"], "cc", kernel_shape=[1]), node("Add", ["ctx", "cc"], "sum"),
+                  node("Conv", ["sum", "w4"], "y", kernel_shape=[1])]
+    return nodes, inits, [_vi(p + "x", [1, 32, t])], [_vi(p + "y", [1, c, t])]
+
+
+CASES.append(Case("stat_unsqueeze_pack", "fresh10: a statistic [1, C] (a mean, or a Sqrt std on the CPU) Unsqueezed, Expanded and Tiled over time, or read by a Relu (ECAPA-TDNN's global context)",
+                  lambda: _packed(_stat_unsqueeze_case, STAT_UNSQUEEZE_PACK, 2006, used_only=True, opset=13), ("rk3588", "rk3566")))
+CASES.append(Case("stat_unsqueeze_pack_2", "fresh10: a statistic [1, C] Unsqueezed and read by a Sub of its map (and Expanded and Tiled) (ECAPA-TDNN's statistics pooling)",
+                  lambda: _packed(_stat_unsqueeze_case, STAT_UNSQUEEZE_PACK_2, 2009, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# h19-rknorm. ECAPA-TDNN's front: the model input fbank [1, T, 80] swapped [0, 2, 1] straight into a reflect Pad (2, 2) and
+# a Conv1d kernel 5 to 64 channels; or a Relu of it swapped so. (name, source, T, C, pad)
+INPUT_SWAP_PAD_PACK = (
+    ("in_t100_c80", "input", 100, 80, 2), ("relu_t100_c80", "relu", 100, 80, 2), ("in_t12_c64", "input", 12, 64, 2),
+    ("relu_t12_c64", "relu", 12, 64, 2),
+)
+
+
+def _input_swap_pad_case(rng, spec) -> tuple[list, list, list, list]:
+    name, source, t, c, pad = spec
+    p = f"isp_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "pads", np.array([0, 0, pad, 0, 0, pad], np.int64)), _const(p + "w", _weights(rng, 64, c, 5)), _const(p + "b", _weights(rng, 64))]
+    nodes = [node("Relu", ["x"], "src")] if source == "relu" else []
+    nodes += [node("Transpose", ["src" if source == "relu" else "x"], "swap", perm=[0, 2, 1]), node("Pad", ["swap", "pads"], "padded", mode="reflect"),
+              node("Conv", ["padded", "w", "b"], "y", kernel_shape=[5])]
+    return nodes, inits, [_vi(p + "x", [1, t, c])], [_vi(p + "y", [1, 64, t + 2 * pad - 4])]
+
+
+CASES.append(Case("input_swap_pad_pack", "fresh10: the model input (or a Relu of it) swapped straight into a reflect-padded Conv1d (ECAPA-TDNN's front), aligned lengths or not",
+                  lambda: _packed(_input_swap_pad_case, INPUT_SWAP_PAD_PACK, 2007, used_only=True, opset=13), ("rk3566",)))
+
+
+# h19-rknorm. The directions of an LSTM joined by Reshape on RK3566: the bidirectional LSTM's Y [T, 2, 1, H] swapped
+# [0, 2, 1, 3] and viewed [T, 1, 2H] (`join` "swap_view"), or viewed [T, 2H] straight ("view2d"), or a MatMul's [T, 1, 2H]
+# viewed [T, 1, 2, H] and back ("matmul"), read by a MatMul. (name, join, T)
+DIRECTIONS_VIEW_PACK = (
+    ("lstm_t100", "swap_view", 100), ("lstm_t16", "swap_view", 16), ("lstm_view2d_t100", "view2d", 100), ("matmul_t100", "matmul", 100),
+)
+# The same joins read by the two halves' Slices along the features and their Add (DeepSpeech's sum of the directions), then
+# the MatMul.
+DIRECTIONS_VIEW_PACK_2 = (
+    ("lstm_t100_halves", "swap_view", 100, "halves"), ("lstm_t16_halves", "swap_view", 16, "halves"),
+    ("matmul_t100_halves", "matmul", 100, "halves"), ("lstm_view2d_halves", "view2d", 100, "halves"),
+)
+
+
+def _directions_view_case(rng, spec) -> tuple[list, list, list, list]:
+    name, join, t, *tail = spec
+    p = f"dview_{name}_"
+    node = _prefixed(p)
+    d, h = 32, 32
+    inits = [_const(p + "W", _weights(rng, 2, 4 * h, d)), _const(p + "R", _weights(rng, 2, 4 * h, h) * 0.3), _const(p + "B", _weights(rng, 2, 8 * h)),
+             _const(p + "w_in", _weights(rng, d, 2 * h)), _const(p + "four", np.array([t, 1, 2, h], np.int64)),
+             _const(p + "three", np.array([t, 1, 2 * h], np.int64)), _const(p + "two", np.array([t, 2 * h], np.int64)), _const(p + "w_out", _weights(rng, 2 * h, 16))]
+    if join == "matmul":
+        nodes = [node("MatMul", ["x", "w_in"], "lin"), node("Reshape", ["lin", "four"], "split"), node("Relu", ["split"], "act"),
+                 node("Reshape", ["act", "three"], "joined")]
+    else:
+        nodes = [node("LSTM", ["x", "W", "R", "B"], "seq", direction="bidirectional", hidden_size=h)]
+        nodes += ([node("Transpose", ["seq"], "swap", perm=[0, 2, 1, 3]), node("Reshape", ["swap", "three"], "joined")] if join == "swap_view"
+                  else [node("Reshape", ["seq", "two"], "joined")])
+    if tail == ["halves"]:
+        axis = 1 if join == "view2d" else 2
+        inits += [_const(p + "i0", np.array([0], np.int64)), _const(p + "ih", np.array([h], np.int64)),
+                  _const(p + "i2h", np.array([2 * h], np.int64)), _const(p + "ax", np.array([axis], np.int64)), _const(p + "w_half", _weights(rng, h, 16))]
+        nodes += [node("Slice", ["joined", "i0", "ih", "ax"], "fwd"), node("Slice", ["joined", "ih", "i2h", "ax"], "bwd"),
+                  node("Add", ["fwd", "bwd"], "sum"), node("MatMul", ["sum", "w_half"], "y")]
+    else:
+        nodes.append(node("MatMul", ["joined", "w_out"], "y"))
+    out = [t, 16] if join == "view2d" else [t, 1, 16]
+    return nodes, inits, [_vi(p + "x", [t, 1, d])], [_vi(p + "y", out)]
+
+
+CASES.append(Case("directions_view_pack", "fresh10: a bidirectional LSTM's directions joined by Reshape (after the swap or straight to 2-D), or a MatMul's heads so, on RK3566",
+                  lambda: _packed(_directions_view_case, DIRECTIONS_VIEW_PACK, 2008, used_only=True, opset=13), ("rk3566", "rk3588")))
+# More lengths (and the RNN's own join), read by the halves as above.
+DIRECTIONS_VIEW_PACK_3 = (
+    ("lstm_t24_halves", "swap_view", 24, "halves"), ("lstm_t20_halves", "swap_view", 20, "halves"),
+    ("lstm_t32_halves", "swap_view", 32, "halves"), ("lstm_t104_halves", "swap_view", 104, "halves"),
+)
+CASES.append(Case("directions_view_pack_3", "fresh10: a bidirectional LSTM's directions joined by Reshape and read by the Slices of their halves, 20 to 104 steps",
+                  lambda: _packed(_directions_view_case, DIRECTIONS_VIEW_PACK_3, 2012, used_only=True, opset=13), ("rk3566",)))
+CASES.append(Case("directions_view_pack_2", "fresh10: the directions so joined, read by the Slices of their halves and an Add (DeepSpeech's sum of its RNN's directions)",
+                  lambda: _packed(_directions_view_case, DIRECTIONS_VIEW_PACK_2, 2010, used_only=True, opset=13), ("rk3566", "rk3588")))
+
+
+# h19-rknorm. ECAPA-TDNN's attentive statistics pooling around its weight Muls (the weight 1 / T [1, 1, T] written first):
+# the map [1, C, 100] a Conv1d and Relu of the input (or then a BatchNormalization, "bn"); `form` "sum": Mul, ReduceSum over
+# time as the output; "stats": mean = ReduceSum(w * x), std = Sqrt(Clip(ReduceSum(w * (x - mean)^2))), Concatenated [1, 2C]
+# as the output. (name, C, source, form)
+ECAPA_POOL_PACK = (("wide_sum", 1536, "relu", "sum"),)
+# Measured, not modelled (docs/audit.md): each weight Mul int8 on the NPU of both chips, where the audit keeps it float.
+ECAPA_POOL_MEASURED = (("bn_sum", 32, "bn", "sum"), ("relu_stats", 32, "relu", "stats"), ("bn_stats", 32, "bn", "stats"))
+
+
+def _ecapa_pool_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, source, form = spec
+    p = f"epool_{name}_"
+    node = _prefixed(p)
+    t = 100
+    inits = [_const(p + "w", _weights(rng, c, 32, 3)), _const(p + "axis", np.array([2], np.int64)), _const(p + "k", np.full((1, 1, t), 1.0 / t, np.float32)),
+             _const(p + "floor", np.array(1e-12, np.float32)), _const(p + "two", np.array(2.0, np.float32))]
+    inits += [_const(p + n, v) for n, v in zip(("g", "b", "mu", "var"), (1 + _weights(rng, c), _weights(rng, c), _weights(rng, c), 1 + np.abs(_weights(rng, c))))]
+    nodes = [node("Conv", ["x", "w"], "m", kernel_shape=[3], pads=[1, 1]), node("Relu", ["m"], "r" if source == "relu" else "a")]
+    if source == "bn":
+        nodes.append(node("BatchNormalization", ["a", "g", "b", "mu", "var"], "r"))
+    nodes += [node("Mul", ["k", "r"], "wm"), node("ReduceSum", ["wm", "axis"], "y" if form == "sum" else "mean", keepdims=0)]
+    if form == "stats":
+        nodes += [node("Unsqueeze", ["mean", "axis"], "mean3"), node("Sub", ["r", "mean3"], "d"), node("Pow", ["d", "two"], "d2"),
+                  node("Mul", ["k", "d2"], "wd2"), node("ReduceSum", ["wd2", "axis"], "var2", keepdims=0), node("Clip", ["var2", "floor"], "clipped"),
+                  node("Sqrt", ["clipped"], "std"), node("Concat", ["mean", "std"], "y", axis=1)]
+    return nodes, inits, [_vi(p + "x", [1, 32, t])], [_vi(p + "y", [1, c if form == "sum" else 2 * c])]
+
+
+CASES.append(Case("ecapa_pool_pack", "fresh10: ECAPA-TDNN's weighted mean and std of a Relu's or a BatchNorm's map, the weight 1 / T written first",
+                  lambda: _packed(_ecapa_pool_case, ECAPA_POOL_PACK, 2011, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# h19-rknorm. The weight Mul summed over time (1 / T [1, 1, T] written first, a Relu's map [1, 32, 100]) by what reads the
+# ReduceSum: "out" (it is the model output), "relu" (a Relu as the output), "unsqueeze_sub" (Unsqueezed and subtracted
+# from the map, ECAPA's centring, then a Conv1d), "concat" (Concatenated with another ReduceSum of the map, ECAPA's
+# [mean, std]); `op` the reduction ("ReduceSum", or "ReduceMean" of the weighted map). (name, reader, op)
+WEIGHTED_SUM_READER_PACK = (("out", "out", "ReduceSum"), ("mean_relu", "relu", "ReduceMean"))
+# Measured, not modelled (docs/audit.md): "unsqueeze_sub" and "concat" had the Mul int8 on the NPU of both chips; "relu"
+# had it float as the audit says, but its Relu output on RK3566's CPU.
+WEIGHTED_SUM_READER_MEASURED = (("relu", "relu", "ReduceSum"), ("unsqueeze_sub", "unsqueeze_sub", "ReduceSum"), ("concat", "concat", "ReduceSum"))
+
+
+def _weighted_sum_reader_case(rng, spec) -> tuple[list, list, list, list]:
+    name, reader, op = spec
+    p = f"wsr_{name}_"
+    node = _prefixed(p)
+    c, t = 32, 100
+    inits = [_const(p + "w", _weights(rng, c, 32, 3)), _const(p + "axis", np.array([2], np.int64)), _const(p + "k", np.full((1, 1, t), 1.0 / t, np.float32)),
+             _const(p + "w2", _weights(rng, c, c, 1))]
+    nodes = [node("Conv", ["x", "w"], "m", kernel_shape=[3], pads=[1, 1]), node("Relu", ["m"], "r"), node("Mul", ["k", "r"], "wm")]
+    reduce_out = "y" if reader == "out" else "s"
+    nodes.append(node("ReduceSum", ["wm", "axis"], reduce_out, keepdims=0) if op == "ReduceSum" else node("ReduceMean", ["wm"], reduce_out, axes=[2], keepdims=0))
+    out = [1, c]
+    if reader == "relu":
+        nodes.append(node("Relu", ["s"], "y"))
+    elif reader == "unsqueeze_sub":
+        nodes += [node("Unsqueeze", ["s", "axis"], "s3"), node("Sub", ["r", "s3"], "d"), node("Conv", ["d", "w2"], "y", kernel_shape=[1])]
+        out = [1, c, t]
+    elif reader == "concat":
+        nodes += [node("ReduceSum", ["r", "axis"], "s2", keepdims=0), node("Concat", ["s", "s2"], "y", axis=1)]
+        out = [1, 2 * c]
+    return nodes, inits, [_vi(p + "x", [1, 32, t])], [_vi(p + "y", out)]
+
+
+CASES.append(Case("weighted_sum_reader_pack", "fresh10: a map times a constant weight written first, summed over time, the sum the output or read by a Relu, an Unsqueeze and Sub, or a Concat (ECAPA-TDNN)",
+                  lambda: _packed(_weighted_sum_reader_case, WEIGHTED_SUM_READER_PACK, 2013, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# Which of the two decides (h19-rknorm): what else reads the weighted map, or what reads the sum. "solo_concat": the Relu
+# read by the Mul alone, the sum Concatenated with a sum of the Conv's result; "shared_out": the Relu also summed by a
+# second output, the weighted sum an output; "pow_out": the weight times the Relu squared (Pow), the sum the output;
+# "solo_clip": the Relu read by the Mul alone, the sum Clipped as the output. (name, form)
+WEIGHTED_SUM_READER_PACK_2 = (("pow_out", "pow_out"),)
+# Measured, not modelled (docs/audit.md): "solo_concat" and "shared_out" had the Mul int8 on the NPU of both chips;
+# "solo_clip" had it float, its Clip output on RK3566's CPU.
+WEIGHTED_SUM_READER_MEASURED_2 = (("solo_concat", "solo_concat"), ("shared_out", "shared_out"), ("solo_clip", "solo_clip"))
+
+
+def _weighted_sum_reader_case_2(rng, spec) -> tuple[list, list, list, list]:
+    name, form = spec
+    p = f"wsr2_{name}_"
+    node = _prefixed(p)
+    c, t = 32, 100
+    inits = [_const(p + "w", _weights(rng, c, 32, 3)), _const(p + "axis", np.array([2], np.int64)), _const(p + "k", np.full((1, 1, t), 1.0 / t, np.float32)),
+             _const(p + "two", np.array(2.0, np.float32)), _const(p + "floor", np.array(1e-4, np.float32))]
+    nodes = [node("Conv", ["x", "w"], "m", kernel_shape=[3], pads=[1, 1]), node("Relu", ["m"], "r")]
+    data = "r"
+    if form == "pow_out":
+        nodes.append(node("Pow", ["r", "two"], "r2"))
+        data = "r2"
+    nodes += [node("Mul", ["k", data], "wm"), node("ReduceSum", ["wm", "axis"], "y" if form in ("shared_out", "pow_out") else "s", keepdims=0)]
+    outputs = [_vi(p + "y", [1, 2 * c if form == "solo_concat" else c])]
+    if form == "solo_concat":
+        nodes += [node("ReduceSum", ["m", "axis"], "s2", keepdims=0), node("Concat", ["s", "s2"], "y", axis=1)]
+    elif form == "shared_out":
+        nodes.append(node("ReduceSum", ["r", "axis"], "y2", keepdims=0))
+        outputs.append(_vi(p + "y2", [1, c]))
+    elif form == "solo_clip":
+        nodes.append(node("Clip", ["s", "floor"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 32, t])], outputs
+
+
+CASES.append(Case("weighted_sum_reader_pack_2", "fresh10: a constant-first weight Mul summed over time: the Relu it weighs read by it alone or also summed, the sum Concatenated, Clipped or an output",
+                  lambda: _packed(_weighted_sum_reader_case_2, WEIGHTED_SUM_READER_PACK_2, 2014, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# h19-rknorm. ContextNet's end: its last Conv1d's [1, 640, 13] swapped [0, 2, 1] into tokens, then a SiLU (Sigmoid and
+# Mul) whose Mul is the model's output. Each case: a Conv1d of the input [1, 32, T] to C channels, the swap, then `act`
+# ("silu", "sigmoid": the Sigmoid the output, "relu") as the output. (name, C, T, act)
+SWAP_TO_OUTPUT_ACT_PACK = (
+    ("silu_c64_t13", 64, 13, "silu"), ("sigmoid_c64_t13", 64, 13, "sigmoid"), ("relu_c64_t13", 64, 13, "relu"),
+    ("silu_c64_t16", 64, 16, "silu"),
+)
+
+
+def _swap_to_output_act_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, t, act = spec
+    p = f"soa_{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "w", _weights(rng, c, 32, 1))]
+    nodes = [node("Conv", ["x", "w"], "m", kernel_shape=[1]), node("Transpose", ["m"], "tok", perm=[0, 2, 1])]
+    if act == "silu":
+        nodes += [node("Sigmoid", ["tok"], "sig"), node("Mul", ["tok", "sig"], "y")]
+    else:
+        nodes.append(node("Sigmoid" if act == "sigmoid" else "Relu", ["tok"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 32, t])], [_vi(p + "y", [1, t, c])]
+
+
+CASES.append(Case("swap_to_output_act_pack", "fresh10: a Conv1d's result swapped into tokens, then a SiLU, Sigmoid or Relu as the model output (ContextNet's end)",
+                  lambda: _packed(_swap_to_output_act_case, SWAP_TO_OUTPUT_ACT_PACK, 2015, used_only=True, opset=13), ("rk3566", "rk3588")))
+# More lengths and widths of the SiLU form, on RK3566.
+SWAP_TO_OUTPUT_ACT_PACK_2 = (
+    ("silu_c64_t8", 64, 8, "silu"), ("silu_c64_t12", 64, 12, "silu"), ("silu_c64_t20", 64, 20, "silu"), ("silu_c64_t24", 64, 24, "silu"),
+    ("silu_c64_t32", 64, 32, "silu"), ("silu_c40_t16", 40, 16, "silu"), ("silu_c640_t13", 640, 13, "silu"),
+)
+CASES.append(Case("swap_to_output_act_pack_2", "fresh10: a Conv1d's result swapped into tokens and a SiLU as the model output, 8 to 32 steps, 40 to 640 channels",
+                  lambda: _packed(_swap_to_output_act_case, SWAP_TO_OUTPUT_ACT_PACK_2, 2016, used_only=True, opset=13), ("rk3566",)))

@@ -139,6 +139,78 @@ def layernorm_nodes(x: str, out: str, prefix: str, channels: int) -> tuple[list,
     return nodes, inits
 
 
+def test_a_layer_norm_written_out_over_the_channels_is_one_exnorm_layer(tmp_path):
+    # SAFMN's LayerNorm2d: both means over axis 1 of an NCHW map, then weight[:, None, None] * x + bias (weight first).
+    nodes, inits = layernorm_nodes("x", "y", "ln_", 8)
+    for n in nodes:
+        if n.op_type == "ReduceMean":
+            del n.attribute[:]
+            n.attribute.append(helper.make_attribute("axes", [1]))
+    nodes[-2].input[:] = ["ln_g", "ln_n"]
+    inits = [t for t in inits if t.name not in ("ln_g", "ln_b")] + [const("ln_g", np.full((8, 1, 1), 0.5, np.float32)), const("ln_b", np.zeros((8, 1, 1), np.float32))]
+    model = make_model(nodes, [tensor("x", [1, 8, 16, 16])], [tensor("y", [1, 8, 16, 16])], inits)
+    for chip in ("rk3588", "rk3566"):
+        placed = place(tmp_path, model, chip)
+        assert all(placed[n.name].placement is Placement.ACCELERATOR and placed[n.name].fused_into == "ln_mean" for n in nodes), chip
+    # Means over two axes (a norm of each channel's map) are not the toolkit's layer norm: the Sqrt stays on the CPU.
+    for n in nodes:
+        if n.op_type == "ReduceMean":
+            n.attribute[0].CopyFrom(helper.make_attribute("axes", [2, 3]))
+    two_axes = make_model(nodes, [tensor("x", [1, 8, 16, 16])], [tensor("y", [1, 8, 16, 16])], inits)
+    assert place(tmp_path, two_axes, "rk3588")["ln_sqrt"].placement is Placement.FALLBACK
+
+
+def rnn_directions_model(op: str, directions: int) -> onnx.ModelProto:
+    """DeepSpeech's recurrent layer: Y [T, directions, 1, H] swapped [0, 2, 1, 3] and viewed [T, 1, directions * H]."""
+    t, h, gates = 10, 8, 4 if op == "LSTM" else 1
+    rng = np.random.default_rng(3)
+    inits = [const("W", rng.standard_normal((directions, gates * h, 8)).astype(np.float32)),
+             const("R", rng.standard_normal((directions, gates * h, h)).astype(np.float32)),
+             const("B", np.zeros((directions, 2 * gates * h), np.float32)), ints("joined", [t, 1, directions * h])]
+    nodes = [helper.make_node(op, ["x", "W", "R", "B"], ["seq"], name="rnn", hidden_size=h, direction="bidirectional" if directions == 2 else "forward"),
+             helper.make_node("Transpose", ["seq"], ["swap"], name="swap", perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["swap", "joined"], ["y"], name="view")]
+    return make_model(nodes, [tensor("x", [t, 1, 8])], [tensor("y", [t, 1, directions * h])], inits)
+
+
+def test_the_unit_axes_swap_of_an_rnn_runs_with_it_on_the_cpu(tmp_path):
+    placed = place(tmp_path, rnn_directions_model("RNN", 2), "rk3588")
+    assert placed["rnn"].placement is placed["swap"].placement is Placement.FALLBACK
+    assert placed["swap"].fused_into == "rnn" and placed["view"].placement is Placement.ACCELERATOR  # it joins the directions
+    forward = place(tmp_path, rnn_directions_model("RNN", 1), "rk3588")
+    assert forward["view"].placement is Placement.FALLBACK and forward["view"].fused_into == "rnn"  # a view of unit axes joins too
+    lstm = place(tmp_path, rnn_directions_model("LSTM", 2), "rk3588")  # an NPU layer: its swap is a Reshape there
+    assert lstm["swap"].placement is Placement.ACCELERATOR and lstm["swap"].fused_into != "rnn"
+
+
+def padded_swap_model(source: str, t: int) -> onnx.ModelProto:
+    """ContextNet's and ECAPA-TDNN's Conv1d over tokens: tokens [1, t, 16] (the model input, its Relu, or a Conv1d's result
+    swapped into tokens and through a SiLU) swapped [0, 2, 1], reflect-Padded by one, a depthwise Conv1d."""
+    rng = np.random.default_rng(4)
+    inits = [const("wa", rng.standard_normal((16, 16, 1)).astype(np.float32)), const("wk", rng.standard_normal((16, 1, 3)).astype(np.float32)),
+             ints("pads", [0, 0, 1, 0, 0, 1])]
+    nodes, tokens, x_shape = [], "x", [1, t, 16]
+    if source == "relu":
+        nodes, tokens = [helper.make_node("Relu", ["x"], ["r"], name="relu")], "r"
+    if source == "conv":
+        x_shape = [1, 16, t]
+        nodes = [helper.make_node("Conv", ["x", "wa"], ["c"], name="conv_a", kernel_shape=[1]),
+                 helper.make_node("Transpose", ["c"], ["tok"], name="to_tokens", perm=[0, 2, 1]),
+                 helper.make_node("Sigmoid", ["tok"], ["sig"], name="sig"), helper.make_node("Mul", ["tok", "sig"], ["silu"], name="silu")]
+        tokens = "silu"
+    nodes += [helper.make_node("Transpose", [tokens], ["swap"], name="swap", perm=[0, 2, 1]),
+              helper.make_node("Pad", ["swap", "pads"], ["padded"], name="pad", mode="reflect"),
+              helper.make_node("Conv", ["padded", "wk"], ["y"], name="dw", kernel_shape=[3], group=16)]
+    return make_model(nodes, [tensor("x", x_shape)], [tensor("y", [1, 16, t])], inits)
+
+
+def test_tokens_swapped_past_a_pad_by_their_source(tmp_path):
+    placed = lambda source, t: place(tmp_path, padded_swap_model(source, t), "rk3566")["swap"].placement  # noqa: E731
+    assert placed("relu", 14) is Placement.ACCELERATOR and placed("relu", 13) is Placement.FALLBACK  # padded to 16 or 15 steps
+    assert placed("input", 14) is Placement.FALLBACK  # the model input itself: CPU at any length
+    assert placed("conv", 13) is Placement.ACCELERATOR  # a Conv1d's result, held in its layout: no layer
+
+
 def test_the_exact_gelu_chain_is_one_npu_layer_on_every_chip(tmp_path):
     w = const("w", np.ones((16, 32), np.float32))
     nodes, inits = gelu_nodes("h", "y", "g_")

@@ -259,6 +259,11 @@ FRESH_LOOKED_AT = {
         # InstanceNormalization of a Slice Vela stops on (MODNet), LayerNorm2d's two means (NAFNet); the other
         # imx93 misses: CREPE's Pad folded into its first Conv, ECAPA and TabNet read, not modelled (docs/audit.md).
         "hf_aimv2_vision/esp32s3", "pkg_modnet/imx93", "pkg_nafnet/imx93", "pkg_crepe_tiny/imx93", "pkg_ecapa_tdnn/imx93",
+        # h19-rknorm: SAFMN's channels-first LayerNorm (fused over any one axis), DeepSpeech's RNN swap and RK3566 join,
+        # ContextNet's swaps into its padded Conv1ds, ECAPA-TDNN's front swap, statistic Unsqueeze and weight Muls (the Muls
+        # measured, not modelled), AIMv2's patch swap (read, not probed); NAFNet's norms read on RK3588 (docs/audit.md).
+        "pkg_safmn/rk3588", "pkg_safmn/rk3566", "pkg_deepspeech/rk3588", "pkg_deepspeech/rk3566", "pkg_contextnet/rk3566",
+        "pkg_ecapa_tdnn/rk3588", "pkg_ecapa_tdnn/rk3566", "hf_aimv2_vision/rk3566", "pkg_nafnet/rk3588",
     ),
     # h19-fresh11: chosen on 2026-12-06, built and collected by h19-fresh11, not yet scored; nothing looked at.
     "fresh11": (),

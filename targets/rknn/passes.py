@@ -199,20 +199,24 @@ def fuse_tanh_gelu(graph, chip):
 DEFAULT_EPSILON = 1e-5
 
 
-def _reduces_last_axis(node) -> bool:
-    """A ReduceMean over the last axis only, keeping it (axes attribute, or input 1 from opset 18)."""
+def _reduced_axis(node) -> int | None:
+    """The one axis (>= 0) a ReduceMean reduces, keeping it (axes attribute, or input 1 from opset 18); else None."""
     if node.op_type != "ReduceMean" or not node.inputs or node.inputs[0].rank is None:
-        return False
+        return None
     axes = node.attr("axes")
     if axes is None and node.input(1) is not None and node.input(1).value is not None:
         axes = [int(a) for a in node.input(1).value.reshape(-1)]
     rank = node.inputs[0].rank
-    return axes is not None and [int(a) % rank for a in axes] == [rank - 1] and int(node.attr("keepdims", 1)) == 1
+    if axes is None or len(axes) != 1 or int(node.attr("keepdims", 1)) != 1:
+        return None
+    return int(axes[0]) % rank
 
 
 def _match_layernorm(graph, mean):
-    """The nodes of (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) [* g] [+ b] from `mean`, and eps; else None."""
-    if not _reduces_last_axis(mean):
+    """The nodes of (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) [* g] [+ b] from `mean`, both means over one
+    axis (the last, or any other: a channels-first LayerNorm2d over axis 1), that axis and eps; else None."""
+    axis = _reduced_axis(mean)
+    if axis is None:
         return None
     x = mean.inputs[0].name
     readers = graph.consumers(mean.outputs[0].name)
@@ -225,7 +229,7 @@ def _match_layernorm(graph, mean):
     if square is None or div is None or len(graph.consumers(d)) != 2:
         return None
     var = _next(graph, square, "ReduceMean")
-    if var is None or not _reduces_last_axis(var):
+    if var is None or _reduced_axis(var) != axis:
         return None
     add_eps = _next(graph, var, "Add")
     if add_eps is None or not _known(_other_input(add_eps, var.outputs[0].name)):
@@ -241,7 +245,7 @@ def _match_layernorm(graph, mean):
             members.append(nxt)
             last = nxt
     eps = _scalar(_other_input(add_eps, var.outputs[0].name))
-    return members, (DEFAULT_EPSILON if eps is None else eps)
+    return members, axis, (DEFAULT_EPSILON if eps is None else eps)
 
 
 # Given by the pass below to every LayerNormalization of a model in which one leaves axis or epsilon unwritten: that
@@ -271,18 +275,26 @@ def layernorms_of_a_model_with_one_defaulted(graph, chip):
 
 @RULES.graph_pass("ReduceMean", OBSERVED=TOOLKIT_OBSERVED)
 def fuse_decomposed_layernorm(graph, chip):
-    """{OBSERVED} fuses a layer norm written out over the last axis (ReduceMean, Sub, Pow or Mul, ReduceMean, Add, Sqrt, Div, then a constant Mul and Add) into one exNorm layer, as for LayerNormalization (its pass replace_torch_layernorm): on the NPU, and on the CPU on RV1106, whose NPU has no exNorm.
+    """{OBSERVED} fuses a layer norm written out over one axis, the last or any other (ReduceMean, Sub, Pow or Mul, ReduceMean, Add, Sqrt, Div, then a constant Mul and Add, the constant first or second), into one exNorm layer, as for LayerNormalization (its pass replace_torch_layernorm): on the NPU, and on the CPU on RV1106, whose NPU has no exNorm.
 
     Measured on convnext_tiny and transformer_encoder of the corpus: each chain's nine nodes are
-    one exNorm layer of the layer table.
+    one exNorm layer of the layer table. Over the channels (h19-rknorm, fresh10's SAFMN, whose
+    LayerNorm2d writes weight[:, None, None] * x + bias): rknn-toolkit2 2.5.0 on RK3588 and RK3566
+    (2026-12-06, int8, opset 13; tests/forms_models.py channel_norm_pack) runs every node of the chain on
+    the NPU over axis 1 of a Conv's [1, 36, 64, 64] or [1, 32, 16, 16] map (weight first, second or no
+    affine), over axis 2 of it, over its last axis and over axis 1 of a Conv1d's [1, 32, 100]; the Sqrt
+    and the Div by it, which alone run on the CPU, and the weight-first Mul, alone a float layer,
+    are not left as such. Norms over several axes (a GroupNorm or InstanceNorm written out) are not
+    measured and not fused here.
     """
     for mean in [n for n in graph.nodes if n.op_type == "ReduceMean"]:
         if mean.name not in {n.name for n in graph.nodes}:
             continue  # already part of a group
         found = _match_layernorm(graph, mean)
         if found:
-            members, eps = found
-            graph.fuse(members, "LayerNormalization", leader=mean, attributes={"axis": -1, "epsilon": eps})
+            members, axis, eps = found
+            last = axis == mean.inputs[0].rank - 1
+            graph.fuse(members, "LayerNormalization", leader=mean, attributes={"axis": -1 if last else axis, "epsilon": eps})
 
 
 # Chips the L2-normalisation fusion was measured on, and those whose NPU has the exNorm it makes
@@ -784,6 +796,38 @@ def one_token_heads_merge_before_a_residual(graph, chip):
 UNIT_AXES_SWAP_ATTRIBUTE = "rknn_unit_axes_swap"  # the perm of the Transpose a Reshape stands for (later passes read it)
 
 
+# The recurrent operator whose layer the toolkit runs on the CPU (DOC_COMPILER: no RNN on any NPU); an LSTM's and a
+# GRU's are NPU layers, and a unit-axes Transpose of their output a Reshape as any other.
+CPU_RECURRENT_OP = "RNN"
+
+
+@RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED, RNN=CPU_RECURRENT_OP)
+def unit_axes_swap_of_an_rnn_joins_it(graph, chip):
+    """{OBSERVED} runs on the CPU, with the {RNN} that writes it, a Transpose that only moves axes of length 1 of that {RNN}'s sequence output Y [T, directions, 1, H] (torch.onnx's [0, 2, 1, 3] before the directions are joined: DeepSpeech's bidirectional nn.RNN), and a Reshape after it that only drops or moves unit axes too (a forward {RNN}'s [T, 1, 1, H] viewed [T, 1, H]); a Reshape that joins the directions [T, 1, 2, H] into [T, 1, 2H] is a layer of its own. The pass fuses them into the {RNN}, which the rules place; an LSTM's output so swapped is a Reshape on the NPU (transpose_of_unit_axes_is_a_reshape).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-06, int8, opset 13; h19-rknorm,
+    tests/forms_models.py rnn_directions_pack, found on fresh10's pkg_deepspeech): a bidirectional RNN (Relu or
+    Tanh) or a forward one (Relu) over 100 steps of 128, hidden 128: the RNN and the Transpose on the CPU, the
+    forward one's Reshape too; the bidirectional one's Reshape NPU on RK3588 (CPU on RK3566, after an LSTM as
+    well: not modelled); the same tail after a bidirectional LSTM: the Transpose NPU on both chips.
+    """
+    for rnn in [n for n in graph.nodes if n.op_type == CPU_RECURRENT_OP]:
+        swap = graph.only_consumer(rnn.outputs[0].name) if rnn.outputs and rnn.outputs[0].name else None
+        if swap is None or swap.op_type != "Transpose" or not _moves_only_unit_axes(swap) or swap.outputs[0].is_model_output:
+            continue
+        members = [rnn, swap]
+        view = graph.only_consumer(swap.outputs[0].name)
+        if view is not None and view.op_type == "Reshape" and _only_unit_axes_differ(swap.outputs[0], view.outputs[0]):
+            members.append(view)
+        graph.fuse(members, rnn.op_type, leader=rnn)
+
+
+def _only_unit_axes_differ(x, y) -> bool:
+    """Whether a view of static `x` as static `y` only drops, adds or moves axes of length 1."""
+    xs, ys = _static_shape(x), _static_shape(y)
+    return xs is not None and ys is not None and [d for d in xs if d != 1] == [d for d in ys if d != 1]
+
+
 @RULES.graph_pass("Transpose", OBSERVED=TOOLKIT_OBSERVED)
 def transpose_of_unit_axes_is_a_reshape(graph, chip):
     """{OBSERVED} turns a Transpose that only moves axes of length 1 (the order of the others kept) into a Reshape, which it merges with the reshapes around it (its passes fuse_reshape_transpose, fuse_transpose_reshape): it is placed as a Reshape.
@@ -794,6 +838,36 @@ def transpose_of_unit_axes_is_a_reshape(graph, chip):
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         if _moves_only_unit_axes(node):
             graph.fuse([node], "Reshape", attributes={UNIT_AXES_SWAP_ATTRIBUTE: _perm(node)})
+
+
+# The Reshape joining a recurrent layer's directions for Slices of their halves, as the pass below marks it: the steps T.
+DIRECTIONS_JOIN_ATTRIBUTE = "rknn_directions_joined_for_halves"
+DIRECTIONS_JOIN_CPU_MIN_STEPS = 20  # measured: 16 steps NPU, 20, 24, 32, 100 and 104 CPU
+RECURRENT_OPS = ("LSTM", "GRU", "RNN")
+
+
+@RULES.graph_pass("Reshape", chips=("rk3566", "rk3568"), OBSERVED=TOOLKIT_OBSERVED, STEPS=DIRECTIONS_JOIN_CPU_MIN_STEPS)
+def directions_joined_for_their_halves(graph, chip):
+    """{OBSERVED} runs on the CPU of RK3566/RK3568 the Reshape that joins a bidirectional recurrent layer's directions into its features (Y [T, 2, 1, H], after the unit-axes swap [0, 2, 1, 3] or not, viewed [T, 1, 2H] or [T, 2H]) when only Slices read it (the halves taken apart again: DeepSpeech sums its RNN's directions) and the sequence has {STEPS} steps or more; read by a MatMul, or over 16 steps, it is on the NPU. The pass marks it for the rule directions_view_for_their_halves (RK3588: NPU).
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 (h19-rknorm, 2026-12-06, int8, opset 13; tests/forms_models.py
+    rnn_directions_pack, directions_view_pack, directions_view_pack_2 and _3, found on fresh10's pkg_deepspeech): a
+    bidirectional LSTM (hidden 32) or RNN (hidden 128) joined so and read by the two halves' Slices: CPU at 20, 24,
+    32, 100 and 104 steps, NPU at 16; read by a MatMul at 100 and 16 steps: NPU; a MatMul's [100, 1, 2, 32] (Relu)
+    joined so for the halves: NPU.
+    """
+    for view in [n for n in graph.nodes if n.op_type == "Reshape"]:
+        readers = graph.consumers(view.outputs[0].name) if view.outputs else []
+        if not readers or any(r.op_type != "Slice" for r in readers) or not _own_node(graph, view):
+            continue
+        source = graph.producer(view.inputs[0].name)
+        if source is not None and source.op_type == "Reshape" and source.attr(UNIT_AXES_SWAP_ATTRIBUTE) is not None:
+            source = graph.producer(source.inputs[0].name)
+        y = _static_shape(view.inputs[0])
+        if source is None or source.op_type not in RECURRENT_OPS or source.attr("direction") not in ("bidirectional", b"bidirectional"):
+            continue
+        if y is not None and y[0] >= DIRECTIONS_JOIN_CPU_MIN_STEPS:
+            graph.fuse([view], "Reshape", attributes={DIRECTIONS_JOIN_ATTRIBUTE: int(y[0])})
 
 
 # RK3588 alone: the chips of the RK3588-only passes that follow (named when the first of them was
@@ -4033,6 +4107,86 @@ def conv1d_result_swapped_into_tokens(graph, chip):
 PADDED_SWAP_ALIGN = 8  # the padded tokens' length and channels for their Transpose layer on RK3566's NPU
 
 
+# Given by the pass below to the node that carries the output swap's CPU layer after a SiLU: "sigmoid" (the swap stays,
+# its Sigmoid runs with it) or "output" (the swap is moved past the SiLU: the Mul writing the output is named for it).
+SILU_OUTPUT_SWAP_ATTRIBUTE = "rknn_silu_output_swap"
+SILU_OUTPUT_SWAP_ALIGN = 8
+
+
+@RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED, ALIGN=SILU_OUTPUT_SWAP_ALIGN)
+def conv1d_swap_before_an_output_silu(graph, chip):
+    """{OBSERVED} makes the swap [0, 2, 1] of a 1-D convolution's result into tokens [N, T, C] a CPU Transpose layer on RK3566/RK3568 when a SiLU (Sigmoid, Mul) of the tokens is the model output (ContextNet's end): with T a multiple of {ALIGN} it moves that layer past the SiLU, so the swap has none and the layout layer is named after the output Mul; otherwise the swap keeps it and the Sigmoid that reads it runs on the CPU too (the Mul on the NPU). The pass eliminates the swap or marks the Sigmoid or the Mul for the rule silu_beside_an_output_swap.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3566 (h19-rknorm, 2026-12-06, int8, opset 13; tests/forms_models.py
+    swap_to_output_act_pack and _2, found on fresh10's pkg_contextnet): a Conv1d (kernel 1) to 40, 64 or 640 channels
+    over 8, 12, 13, 16, 20, 24 and 32 steps, swapped, SiLU as the output: at 8, 16, 24 and 32 steps the swap and the
+    Sigmoid NPU and the Mul CPU; at 12, 13 and 20 the swap and the Sigmoid CPU and the Mul NPU. A Sigmoid or a Relu
+    alone as the output at 13 steps: the swap CPU, the activation NPU (as before). RK3588: every node on the NPU.
+    """
+    for swap in [n for n in graph.nodes if n.op_type == "Transpose"]:
+        if _perm(swap) != TOKEN_SWAP or not _own_node(graph, swap) or not _swap_of_a_conv1d(graph, swap):
+            continue
+        readers = graph.consumers(swap.outputs[0].name)
+        sigmoid = next((r for r in readers if r.op_type == "Sigmoid"), None)
+        mul = next((r for r in readers if r.op_type == "Mul"), None)
+        tokens = _static_shape(swap.outputs[0])
+        if len(readers) != 2 or sigmoid is None or mul is None or tokens is None or _silu_input(graph, mul) is None:
+            continue
+        if not mul.outputs[0].is_model_output:
+            continue
+        if tokens[1] % SILU_OUTPUT_SWAP_ALIGN == 0:
+            graph.eliminate(swap)
+            graph.fuse([mul], "Mul", attributes={SILU_OUTPUT_SWAP_ATTRIBUTE: "output"})
+        else:
+            graph.fuse([sigmoid], "Sigmoid", attributes={SILU_OUTPUT_SWAP_ATTRIBUTE: "sigmoid"})
+
+
+def _silu_input(graph, node):
+    """The x of a SiLU written x * Sigmoid(x) (either order) whose Mul is `node`, else None."""
+    if node.op_type != "Mul" or len(node.inputs) != 2:
+        return None
+    for x, gate in (node.inputs, node.inputs[::-1]):
+        sigmoid = graph.producer(gate.name)
+        if sigmoid is not None and sigmoid.op_type == "Sigmoid" and sigmoid.inputs[0].name == x.name:
+            return x
+    return None
+
+
+def _writer(graph, tensor: str):
+    """The node that writes `tensor`, or the one an earlier pass eliminated there (its input passes through)."""
+    return graph.producer(tensor) or graph.wire(tensor)
+
+
+def _swap_of_a_conv1d(graph, node) -> bool:
+    """Whether `node` swaps a 1-D convolution's result into tokens, or is that convolution (its swap already
+    removed by conv1d_result_swapped_into_tokens)."""
+    if node.op_type == "Transpose" and _perm(node) == TOKEN_SWAP:
+        node = graph.producer(node.inputs[0].name)
+    return node is not None and node.op_type == "Conv" and bool(node.outputs) and node.outputs[0].rank == 3
+
+
+def _swapped_conv1d_result(graph, tokens: str) -> bool:
+    """Whether `tokens` [N, T, C] are a 1-D convolution's result swapped into tokens (Transpose [0, 2, 1]), through at
+    most MAX_POSITIONWISE_CHAIN position-wise operators, SiLUs and residual Adds one operand of which is such a swap
+    (ContextNet's blocks: SiLU(SE(swapped Conv1d) + swapped shortcut Conv1d))."""
+    here = _writer(graph, tokens)
+    for _ in range(MAX_POSITIONWISE_CHAIN + 1):
+        if here is None:
+            return False
+        if _swap_of_a_conv1d(graph, here):
+            return True
+        if here.op_type == "Add" and len(here.inputs) == 2 and not any(_known(t) for t in here.inputs):
+            here = next((w for w in (_writer(graph, t.name) for t in here.inputs) if w is not None and _swap_of_a_conv1d(graph, w)), None)
+            continue
+        x = _silu_input(graph, here)
+        if x is None and not _positionwise(here):
+            return False
+        if x is None:
+            x = next((t for t in here.inputs if not _known(t)), None)
+        here = _writer(graph, x.name) if x is not None else None
+    return False
+
+
 @RULES.graph_pass("Transpose", chips=SOFTMAX_ON_CPU_CHIPS, OBSERVED=TOOLKIT_OBSERVED, ALIGN=PADDED_SWAP_ALIGN)
 def tokens_swapped_past_a_pad(graph, chip):
     """{OBSERVED} moves the swap [0, 2, 1] of tokens [N, T, C] read only by a Pad of their time axis that a 1-D convolution alone reads (Mimi's downsampling after its transformer; the Pad becomes a Conv layer) after that Pad, as a Transpose layer of the padded tokens; on RK3566/RK3568 that layer runs on the NPU when the padded length and the channels are both multiples of {ALIGN}, else on the CPU.
@@ -4042,12 +4196,25 @@ def tokens_swapped_past_a_pad(graph, chip):
     reflect and constant Pads, kernel 3 or 4: padded to 16, 24, 32 or 128 steps of 32 or 64 channels: "Transpose INT8
     on NPU"; padded to 10, 11, 19 or 131 steps, or 128 steps of 20 channels: on the CPU. The same tokens swapped
     straight into the Conv1d have no such layer (tokens_into_padded_conv_pack's unpadded case: NPU).
+    Tokens that are a Conv1d's result swapped into tokens (through a SiLU, position-wise operators and residual sums
+    of such) are held in the convolution's layout already: their swap past the Pad has no layer, whatever the
+    lengths (h19-rknorm, 2026-12-06, tests/forms_models.py padded_swap_source_pack, found on fresh10's
+    pkg_contextnet: a Conv1d's result or the sum of two, swapped, SiLU, swapped back into a reflect Pad and a
+    depthwise Conv1d, 100 steps of 128 and 13 of 256: NPU; the model input's SiLU so: CPU at 100 steps (dense or
+    depthwise Conv1d), NPU at 14). The model's input itself swapped into the Pad is a Transpose layer on the CPU
+    at any length (h19-rknorm, tests/forms_models.py input_swap_pad_pack, found on fresh10's pkg_ecapa_tdnn: [1, 100,
+    80] and [1, 12, 64] padded by 2 and 2 to 104 and 16 steps for a kernel-5 Conv1d: CPU; a Relu of them: NPU).
     """
     for node in [n for n in graph.nodes if n.op_type == "Transpose"]:
         tokens = _static_shape(node.inputs[0]) if node.inputs else None
         pad = graph.only_consumer(node.outputs[0].name) if node.outputs and _perm(node) == TOKEN_SWAP and tokens and len(tokens) == 3 else None
         if pad is None or pad.op_type != "Pad" or not _own_node(graph, node):
             continue
+        if _swapped_conv1d_result(graph, node.inputs[0].name):
+            graph.eliminate(node)  # tokens held in the convolution's layout already: no layer (ContextNet)
+            continue
+        if node.inputs[0].is_graph_input:
+            continue  # the model's input itself: a Transpose layer on the CPU at any length (ECAPA-TDNN's front)
         padded = _static_shape(pad.outputs[0])
         conv = graph.only_consumer(pad.outputs[0].name)
         if padded is None or padded[:2] != (tokens[0], tokens[2]) or conv is None or conv.op_type != "Conv":

@@ -883,6 +883,43 @@ def shape_keeping_expand_before_a_tile(node: NodeView, chip: str):
     return Offence("Tile", f"{tuple(x.shape)} kept, read by a Tile: reported with a layer next to it", uncertain=True)
 
 
+@RULES.rule("Sigmoid", "Mul", chips=("rk3566", "rk3568"))
+def silu_beside_an_output_swap(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU, beside the CPU Transpose layer that swaps a 1-D convolution's result into tokens for a SiLU that is the model output, the Sigmoid reading the swap (T not a multiple of 8), or names that layer, moved past the SiLU, after the output Mul (T a multiple of 8) (ContextNet's end; rknn-toolkit2 2.5.0, observed; passes.conv1d_swap_before_an_output_silu marks it and says what was measured)."""
+    where = node.attr(_passes.SILU_OUTPUT_SWAP_ATTRIBUTE)
+    return Offence(where, "with the output's swap into tokens") if where is not None else None
+
+
+@RULES.rule("Reshape", chips=("rk3566", "rk3568"))
+def directions_view_for_their_halves(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU the Reshape that joins a bidirectional recurrent layer's directions into its features when only Slices of the halves read it, over 20 steps or more (DeepSpeech's RNN; rknn-toolkit2 2.5.0, observed; passes.directions_joined_for_their_halves marks it and says what was measured)."""
+    steps = node.attr(_passes.DIRECTIONS_JOIN_ATTRIBUTE)
+    return Offence(steps, "directions joined, then Sliced apart") if steps is not None else None
+
+
+# Readers after which RK3566 was seen to run a statistic's Unsqueeze [N, C] -> [N, C, 1] on the CPU (a Sub reading it
+# too took it in: NPU).
+STATISTIC_UNSQUEEZE_CPU_READERS = ("Expand", "Tile", "Relu")
+
+
+@RULES.rule("Unsqueeze", chips=("rk3566", "rk3568"))
+def statistic_given_back_its_time_axis(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU the Unsqueeze that gives a 2-D statistic [N, C] (a mean or std over time) a last axis of one, [N, C, 1], when only Expands, Tiles or Relus read it (ECAPA-TDNN's std Expanded and Tiled over time for its global context); also read by a Sub of the map (its mean, subtracted to centre the map), it is on the NPU (rknn-toolkit2 2.5.0, observed; RK3568 taken as RK3566; RK3588: NPU).
+
+    Probed (h19-rknorm, 2026-12-06, int8, opset 13; tests/forms_models.py stat_unsqueeze_pack and stat_unsqueeze_pack_2,
+    found on fresh10's pkg_ecapa_tdnn): [1, 32] from a ReduceSum or from a Sqrt (CPU) Unsqueezed at 2, read by an
+    Expand to its own shape and a Tile over 100 steps, by a Tile, or by a Relu: CPU (the Expand with it); read by a
+    Sub of the map, or by the Sub and the Expand: NPU.
+    """
+    x, y = node.input(0), node.output(0)
+    if x is None or y is None or x.rank != 2 or y.rank != 3 or not y.is_static or y.shape[-1] != 1 or list(y.shape[:2]) != list(x.shape or ()):
+        return None
+    readers = y.consumers or ()
+    if not readers or y.is_model_output or any(r not in STATISTIC_UNSQUEEZE_CPU_READERS for r in readers):
+        return None
+    return Offence("/".join(readers), f"{tuple(x.shape)} -> {tuple(y.shape)} read by {'/'.join(readers)}")
+
+
 # OBSERVED (RK3588, tests/forms_models.py max_sigmoid_pack): the map size h * w at which the gate's
 # Unsqueeze stays on the NPU.
 GATE_UNSQUEEZE_ALIGN = 16
