@@ -178,6 +178,12 @@ MEASURED_NOT_MODELLED: dict[tuple[str, str], str] = {
     ("window_cosine_pack", "rv1106"): "s16c96_w8_cosine_q_clip accelerator/fallback, s16c96_w8_cosine_q_full accelerator/fallback (+6)",
     ("window_pack", "rv1106"): "s21c96_attention_qkv_mm accelerator/fallback, s21c96_attention_qkv accelerator/fallback (+49)",
     ("xca_sizes", "rv1106"): "t16h4d32_q_clip accelerator/fallback, t16h4d32_q_expand accelerator/fallback (+22)",
+    # h19-rkshape (fresh10 shape ops, docs/audit.md): RK3562 resizes 32 -> 27 and the like on its NPU but 128 <-> 106 on
+    # its CPU; RK3576 compares x > 0.5 on its NPU; RV1106 runs these int64 and Mish nodes on its CPU (the audit: unsupported).
+    ("resize_ratio_pack", "rk3562"): "rr_hp_128_106_resized accelerator/fallback, rr_hp_106_128_resized accelerator/fallback",
+    ("reduced_unsqueeze_pack", "rk3576"): "ru_int_last_g fallback/accelerator, ru_int_first_g fallback/accelerator",
+    ("reduced_unsqueeze_pack", "rv1106"): "ru_int_last_g unsupported/fallback, ru_int_last_gi unsupported/fallback (+4)",
+    ("shared_same_shape_pack", "rv1106"): "sss_mish_shared_made unsupported/fallback, sss_mish_shared_v unsupported/fallback",
 }
 
 

@@ -1541,8 +1541,8 @@ def two_d_input_views_into_a_map(graph, chip):
                 graph.fuse([view], view.op_type, leader=view, attributes={INPUT_MADE_A_MAP_ATTRIBUTE: 1})
 
 
-# Chips measured for the pass below (RK3568 taken as RK3566).
-COUNT_UNSQUEEZE_CHIPS = ("rk3588", "rk3566", "rk3568")
+# Chips measured for the pass below (tests/forms_models.py reduced_unsqueeze_pack on each, scripts/probe_rknn_chips.py).
+COUNT_UNSQUEEZE_CHIPS = ("rk3588", "rk3576", "rk3566", "rk3568", "rk3562", "rv1106")
 
 
 @RULES.graph_pass("Unsqueeze", chips=COUNT_UNSQUEEZE_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
@@ -1552,7 +1552,8 @@ def unsqueeze_of_an_int64_sum_removed(graph, chip):
     Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-06, tests/forms_models.py
     reduced_unsqueeze_pack and _2: the count [4] of a [4, 16] unsqueezed at -1, [1, 4] of a [1, 4, 16]
     at -1 and at 0: not in the layer table; [4] at 0: on the NPU; the ReduceSum, the Sub of one after it
-    and the Cast to float as the output: CPU).
+    and the Cast to float as the output: CPU). reduced_unsqueeze_pack on RK3568, RK3576, RK3562 and RV1106: the
+    Unsqueezes placed alike.
     """
     for node in [n for n in graph.nodes if n.op_type == "Unsqueeze"]:
         x = node.inputs[0] if node.inputs else None

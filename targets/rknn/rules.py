@@ -640,8 +640,11 @@ def resize_mode(node: NodeView, chip: str):
     return None
 
 
-# OBSERVED: the coordinate modes of a linear Resize whose step was measured (below).
+# OBSERVED: the coordinate modes of a linear Resize whose step was measured (below), and the chips that hold to it
+# (scripts/probe_rknn_chips.py, 2026-12-06: RK3568, RK3576 and RV1106 as RK3588 and RK3566; RK3562 resizes every
+# probed ratio on its NPU).
 WHOLE_STEP_MEASURED = ("half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners")
+WHOLE_STEP_CHIPS = ("rk3588", "rk3576", "rk3566", "rk3568", "rv1106")
 
 
 def _linear_step_whole(size_in: int, size_out: int, coords: str) -> bool:
@@ -653,7 +656,7 @@ def _linear_step_whole(size_in: int, size_out: int, coords: str) -> bool:
     return size_out % size_in == 0 or size_in % size_out == 0
 
 
-@RULES.rule("Resize", COORDS=WHOLE_STEP_MEASURED)
+@RULES.rule("Resize", chips=WHOLE_STEP_CHIPS, COORDS=WHOLE_STEP_MEASURED)
 def linear_resize_step_not_whole(node: NodeView, chip: str):
     """The NPU resizes linearly ({COORDS}) only by a whole step along each spatial axis: half_pixel (and the others) when one size divides the other (x2, x3, /2), align_corners when the input is 1 or out - 1 is a multiple of in - 1 (2 -> 12, 3 -> 13, 8 -> 15); at any other ratio the Resize runs on the CPU (rknn-toolkit2 2.5.0, observed).
 
@@ -663,7 +666,8 @@ def linear_resize_step_not_whole(node: NodeView, chip: str):
     1, 2 -> 12, 2 -> 7, 3 -> 13, 5 -> 13, 8 -> 15 NPU; 3, 4, 6 -> 12 and 8 -> 16 CPU (fresh10's PSPNet
     pyramid: 1 and 2 -> 12 on the NPU, 3 and 6 on the CPU). Each axis apart: half_pixel 32 -> (64, 27)
     and align_corners 3 -> (13, 12) CPU. pytorch_half_pixel and asymmetric 32 -> 27 CPU, asymmetric
-    16 -> 32 NPU. Nearest resizing is not held to it (32 -> 27 and 27 -> 32: NPU).
+    16 -> 32 NPU. Nearest resizing is not held to it (32 -> 27 and 27 -> 32: NPU). The same packs on RK3568,
+    RK3576 and RV1106 (scripts/probe_rknn_chips.py): the same placements; on RK3562 every one on the NPU.
     """
     if node.attr("mode", "nearest") != "linear":
         return None
