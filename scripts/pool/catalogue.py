@@ -845,6 +845,9 @@ FRESH11_WHY = {
     "hf_longt5": "LongT5 encoder (transient-global attention, 2 layers of width 64, 64 tokens, local radius 8, global blocks of 8): the sequence cut into blocks attending to neighbouring blocks (padding, concatenation of three blocks) plus block-mean global tokens with their own relative position bias, T5's RMSNorm and bucketed relative positions",
 }
 
+# Collected 2026-12-06 (rknn-toolkit2 2.5.0, esp-ppq 1.3.12, onnx2tf 1.29.24 + Vela 5.2.0): 61 of 64 pairs.
+# pkg_manet_resnet18, pkg_easyocr_craft and pkg_fbcnn on esp32s3 have no verdict: esp-ppq timed out at 600 s on
+# each (the set's three largest files, 81-87 MB; collect.py records no timeout); not retried at 900 s.
 
 def fresh11_entries() -> list[Entry]:
     """The eleventh fresh set: transformers at the pool's opset hash from 14, the rest at the pool's
