@@ -5500,10 +5500,13 @@ def _unit_batchnorm(node) -> bool:
 def _has_unit_parameters(node) -> bool:
     if len(node.inputs) < 5 or any(t is None or t.stored_elsewhere for t in node.inputs[1:5]):
         return False
-    params = [t.value for t in node.inputs[1:5]]
-    if len(params) != 4 or any(p is None for p in params):
-        return False
-    return all(np.all(np.asarray(p) == want) for p, want in zip(params, (1.0, 0.0, 0.0, 1.0)))
+    # In order, stopping at the first that is not its unit value (a trained weight): the other
+    # three are then never converted.
+    for t, want in zip(node.inputs[1:5], (1.0, 0.0, 0.0, 1.0)):
+        value = t.value
+        if value is None or not np.all(np.asarray(value) == want):
+            return False
+    return True
 
 
 @RULES.graph_pass("Reshape", OBSERVED=TOOLKIT_OBSERVED, chip_key=UNIT_BATCHNORM_RESHAPE_CHIPS.__contains__)

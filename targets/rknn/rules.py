@@ -2141,15 +2141,26 @@ def dilated_conv_split_in_float16(node: NodeView, chip: str):
     channels) and on single 3x3 convolutions (dilations 1 to 36; 8x8 and 32x32; 256 and 960
     input channels) on RK3588 and RK3566.
     """
-    kernel = _ints(node.attr("kernel_shape"))
-    dilation = max(_ints(node.attr("dilations")) or [1])
-    if (kernel and max(kernel) == 1) or dilation >= DILATION_INT8_AGAIN:
+    dilation = _dilation_split_or_not(node)
+    if dilation is None:
         return None
     if DILATION_FLOAT16_FROM.get(chip, DILATION_FLOAT16_DEFAULT_FROM) <= dilation <= DILATION_FLOAT16_TO:
         return Offence(dilation, "dilation")
     if dilation >= DILATION_UNCERTAIN_FROM.get(chip, DILATION_UNCERTAIN_DEFAULT_FROM):
         return Offence(dilation, "dilation: split in float16 or not, by the input channels", uncertain=True)
     return None
+
+
+def _dilation_split_or_not(node: NodeView) -> int | None:
+    """A convolution's largest dilation where the chip decides whether it is split in float16;
+    None for a 1x1 kernel or a dilation that is int8 again. Worked out once per node: the rule
+    reads its chip, so every RKNN chip asks."""
+    found = node.memo.get(_dilation_split_or_not, node)
+    if found is node:
+        kernel = _ints(node.attr("kernel_shape"))
+        dilation = max(_ints(node.attr("dilations")) or [1])
+        found = node.memo[_dilation_split_or_not] = None if (kernel and max(kernel) == 1) or dilation >= DILATION_INT8_AGAIN else dilation
+    return found
 
 
 # The largest finite float16: a Softmax input beyond it cannot be held in float16.
