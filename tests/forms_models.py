@@ -12420,3 +12420,48 @@ SWAP_TO_OUTPUT_ACT_PACK_2 = (
 )
 CASES.append(Case("swap_to_output_act_pack_2", "fresh10: a Conv1d's result swapped into tokens and a SiLU as the model output, 8 to 32 steps, 40 to 640 channels",
                   lambda: _packed(_swap_to_output_act_case, SWAP_TO_OUTPUT_ACT_PACK_2, 2016, used_only=True, opset=13), ("rk3566",)))
+
+
+# fresh11's FBCNN quality-factor head (looked at after its blind score): a Gemm of a Relu'd [1, 512] by a [1, 512]
+# weight (transB) plus a one-element bias [1], whose result [1, 1] has one column, converts on RKNN where the rule
+# gemm_scalar_bias said every one-element bias fails. Each case one model (a refusal fails the whole model): the
+# bias one element ([1]) or a scalar ([]), the result's columns N and rows M. (name, bias shape, N, M)
+GEMM_ONE_ELEMENT_BIAS_CASES = (
+    ("vec_n1_m1", [1], 1, 1), ("vec_n4_m1", [1], 4, 1), ("scalar_n1_m1", [], 1, 1), ("scalar_n4_m1", [], 4, 1),
+    ("vec_n1_m2", [1], 1, 2),
+)
+
+
+def gemm_one_element_bias(bias_shape: list, n: int, m: int, bias_is_input: bool = False) -> onnx.ModelProto:
+    """x [M, 16] -> Relu -> Gemm(transB) with a weight [N, 16] and a one-element bias of `bias_shape`
+    (a constant, or with `bias_is_input` a model input, as in ONNX's node tests) -> y [M, N]."""
+    rng = np.random.default_rng(2101)
+    inits = [_const("w", _weights(rng, n, 16))]
+    inputs = [_vi("x", [m, 16])]
+    if bias_is_input:
+        inputs.append(_vi("b", bias_shape))
+    else:
+        inits.append(_const("b", np.full(bias_shape, 0.25, np.float32)))
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Gemm", ["r", "w", "b"], ["y"], name="gemm", transB=1)]
+    return _model(nodes, inputs, [_vi("y", [m, n])], inits, opset=13)
+
+
+CASES += [Case(f"gemm_one_element_bias_{name}", "fresh11: a Gemm with a one-element or scalar bias, by the result's columns and rows (FBCNN's quality-factor head)",
+               lambda s=shape, n=n, m=m: gemm_one_element_bias(s, n, m), ("rk3588", "rk3566")) for name, shape, n, m in GEMM_ONE_ELEMENT_BIAS_CASES]
+# The same with the bias a model input, as in ONNX's node tests test_gemm_default_scalar_bias and _single_elem_vector_bias.
+CASES += [Case(f"gemm_one_element_bias_input_{name}", "fresh11: a Gemm whose one-element or scalar bias is a model input",
+               lambda s=shape, n=n, m=m: gemm_one_element_bias(s, n, m, bias_is_input=True), ("rk3588", "rk3566"))
+          for name, shape, n, m in GEMM_ONE_ELEMENT_BIAS_CASES[:4]]
+
+
+def gemm_computed_one_element_bias(n: int) -> onnx.ModelProto:
+    """As gemm_one_element_bias, the bias [1] computed at run time: the mean of the input over all of it."""
+    rng = np.random.default_rng(2102)
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("ReduceMean", ["x"], ["m"], name="mean", axes=[0, 1], keepdims=0),
+             helper.make_node("Unsqueeze", ["m", "ax"], ["b"], name="unsq"),
+             helper.make_node("Gemm", ["r", "w", "b"], ["y"], name="gemm", transB=1)]
+    return _model(nodes, [_vi("x", [1, 16])], [_vi("y", [1, n])], [_const("w", _weights(rng, n, 16)), _const("ax", np.array([0], np.int64))], opset=13)
+
+
+CASES += [Case(f"gemm_computed_one_element_bias_n{n}", "fresh11: a Gemm whose one-element bias is computed at run time", lambda n=n: gemm_computed_one_element_bias(n), ("rk3588", "rk3566")) for n in (1, 4)]

@@ -265,8 +265,12 @@ FRESH_LOOKED_AT = {
         "pkg_safmn/rk3588", "pkg_safmn/rk3566", "pkg_deepspeech/rk3588", "pkg_deepspeech/rk3566", "pkg_contextnet/rk3566",
         "pkg_ecapa_tdnn/rk3588", "pkg_ecapa_tdnn/rk3566", "hf_aimv2_vision/rk3566", "pkg_nafnet/rk3588",
     ),
-    # h19-fresh11: chosen on 2026-12-06, built and collected by h19-fresh11, scored blind at 4290411 (blind.json); nothing looked at.
-    "fresh11": (),
+    # h19-fresh11: chosen on 2026-12-06, built and collected by h19-fresh11, scored blind at 4290411 (blind.json).
+    "fresh11": (
+        # lead (session 17): FBCNN's quality-factor Gemm with a constant one-element bias, probed and fixed
+        # (docs/audit.md "fresh11's FBCNN on RKNN: a one-element Gemm bias").
+        "pkg_fbcnn/rk3588", "pkg_fbcnn/rk3566",
+    ),
 }
 
 

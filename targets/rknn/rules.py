@@ -405,10 +405,23 @@ def dropout_with_mask_in_opset_9(node: NodeView, chip: str):
 
 @RULES.rule("Gemm", placement=Placement.UNSUPPORTED)
 def gemm_scalar_bias(node: NodeView, chip: str):
-    """rknn-toolkit2 2.5.0 fails on a Gemm whose bias C is a scalar or a one-element vector."""
+    """rknn-toolkit2 2.5.0 fails on a Gemm whose bias C is a scalar or a one-element vector computed at run time ("'NoneType' object has no attribute 'reshape'") where it must be spread over more than one column, and on any such bias that is a model input; a constant one converts.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-06, int8, opset 13;
+    tests/forms_models.py gemm_one_element_bias_*, gemm_computed_one_element_bias_n1/_n4; found on
+    fresh11's pkg_fbcnn, whose quality-factor Gemm [1, 512] x [512, 1] + bias [1] converts): a
+    constant bias [1] or [] converts with 1 or 4 columns and 1 or 2 rows; a bias [1] computed at run
+    time (the input's mean) converts with 1 column and fails with 4; a model input [1] or [] fails
+    with 1 column (the toolkit's reference run wants a rank-2 input) and with 4. The rule before
+    (every one-element bias fails) came from ONNX's node tests, whose bias is a model input.
+    """
     c = node.input(2)
-    if c is not None and c.shape is not None and (len(c.shape) == 0 or c.shape in ((1,), [1])):
-        return Offence(tuple(c.shape))
+    if c is None or c.shape is None or not (len(c.shape) == 0 or tuple(c.shape) == (1,)) or _known(c):
+        return None
+    out = node.output(0)
+    columns = out.shape[-1] if out is not None and out.shape else None
+    if c.is_graph_input or not isinstance(columns, int) or columns > 1:
+        return Offence(tuple(c.shape), "a bias given at run time")
     return None
 
 
