@@ -133,8 +133,6 @@ def load_model(
     hashing = None
     try:
         proto = _parse(path, data)
-        # The tensors whose data is in other files, found in one walk through every graph's
-        # initializers and tensor attributes (3 ms on a 900-node model) for the three steps that ask.
         outside = _tensors_stored_outside(proto)
         if outside:
             checking.wait()
@@ -577,7 +575,9 @@ def _checker_verdict(path: Path, model: onnx.ModelProto | bytes) -> str | None:
 
 
 def _tensors_stored_outside(proto: onnx.ModelProto) -> list[onnx.TensorProto]:
-    """The tensors of every graph whose data is in external files."""
+    """The tensors of every graph whose data is in external files: found in one walk through every
+    graph's initializers and tensor attributes (3 ms on a 900-node model) for the three steps of
+    load_model that ask."""
     return [t for t in _external_tensors(proto) if t.data_location == onnx.TensorProto.EXTERNAL]
 
 
