@@ -374,11 +374,12 @@ def main(argv=None) -> int:
         slim = {k: {kk: vv for kk, vv in v.items() if kk != "cases"} for k, v in entries.items()}
         args.json.write_text(json.dumps(slim, indent=1, sort_keys=True) + "\n")
         page = render_markdown(slim)
-        # The real-model section is written by scripts/corpus/agreement.py --markdown; keep it.
+        # Everything from the real-model section on is written by others (scripts/corpus/agreement.py
+        # --markdown, scripts/pool/score.py, the fresh sets' hand-written sections): keep it all.
         previous = args.markdown.read_text() if args.markdown.exists() else ""
-        start, end = previous.find("<!-- corpus-agreement:start -->"), previous.find("<!-- corpus-agreement:end -->")
-        if start != -1 and end > start:
-            page = page.rstrip("\n") + "\n\n" + previous[start : end + len("<!-- corpus-agreement:end -->")] + "\n"
+        start = previous.find("<!-- corpus-agreement:start -->")
+        if start != -1:
+            page = page.rstrip("\n") + "\n\n" + previous[start:].rstrip("\n") + "\n"
         args.markdown.write_text(page)
         print(f"wrote {args.json} and {args.markdown}", file=sys.stderr)
     return 1 if failures else 0

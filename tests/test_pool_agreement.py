@@ -188,3 +188,15 @@ def test_a_later_fresh_set_is_apart_from_the_pool_and_the_other_fresh_sets(name)
     assert not {(e.source, e.arch) for e in chosen} & {(e.source, e.arch) for e in earlier}
     assert set(getattr(catalogue, name.upper())) == set(getattr(catalogue, f"{name.upper()}_WHY")), f"a {name} model without its reason, or a reason without its model"
     assert catalogue.FRESH_SETS[name] is getattr(catalogue, f"{name}_entries")
+
+
+def test_the_pooled_blind_figures_are_published_as_kept():
+    """docs/audit-agreement.md's pooled blind table (score.py --blind-summary) is what every fresh
+    set's blind.json sums to, and it pools every set that has one."""
+    sets, chips = score.blind_totals()
+    kept = sorted(p.parent.name for p in FIXTURES.glob("*/blind.json"))
+    assert sorted(sets) == kept and chips, f"sets pooled {sets}, blind.json kept for {kept}"
+    for chip, c in chips.items():
+        assert c["exact"] <= c["pairs"] and c["nodes_agree"] <= c["nodes_compared"], chip
+    page = (ROOT / "docs" / "audit-agreement.md").read_text()
+    assert score.render_blind_summary() in page, "run scripts/pool/score.py --blind-summary docs/audit-agreement.md"

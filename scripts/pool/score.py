@@ -36,6 +36,8 @@ VERDICTS = FIXTURES / "verdicts.json"
 # (--set NAME; --fresh is --set fresh); nothing may be changed against them.
 SECTION_START = "<!-- pool-agreement:start -->"
 SECTION_END = "<!-- pool-agreement:end -->"
+BLIND_START = "<!-- blind-summary:start -->"
+BLIND_END = "<!-- blind-summary:end -->"
 PARTS = ("held-out", "tuning")
 # Held-out pairs whose disagreement was looked at to choose what to probe: the mechanism came from
 # probe models and the real toolchain, but the pair is no longer unseen (docs/audit.md says each).
@@ -569,6 +571,48 @@ def blind_lines(blind: dict) -> list[str]:
             f"({c['nodes_uncertain']} uncertain), scored blind at {c['scored_at'][:7]}" for chip, c in blind["chips"].items()]
 
 
+def blind_totals() -> tuple[list[str], dict]:
+    """The fresh sets with a kept blind figure (NAME/blind.json) and those figures pooled per chip:
+    what the audit got right on architectures nobody had looked at, summed over every set."""
+    sets, chips = [], {}
+    for name in FRESH_SETS:
+        path = FIXTURES / name / "blind.json"
+        if not path.is_file():
+            continue
+        sets.append(name)
+        for chip, c in json.loads(path.read_text())["chips"].items():
+            total = chips.setdefault(chip, {"sets": 0, "pairs": 0, "exact": 0, "nodes_compared": 0, "nodes_agree": 0})
+            total["sets"] += 1
+            for key in ("pairs", "exact", "nodes_compared", "nodes_agree"):
+                total[key] += c[key]
+    return sets, dict(sorted(chips.items()))
+
+
+def render_blind_summary() -> str:
+    """docs/audit-agreement.md's pooled blind table, between BLIND_START and BLIND_END."""
+    sets, chips = blind_totals()
+    pairs, exact = sum(c["pairs"] for c in chips.values()), sum(c["exact"] for c in chips.values())
+    lines = [BLIND_START, "", "Written by `scripts/pool/score.py --blind-summary docs/audit-agreement.md` from the blind figures kept in "
+             f"`tests/fixtures/pool/<set>/blind.json` ({', '.join(sets)}): each set's first score, taken before any of its pairs "
+             "was looked at, summed per chip. A pair is exact when every node the toolchain reports is placed as the audit said "
+             "(a refused model: when the audit predicted an unsupported node).", "",
+             f"**All blind sets together: {exact} of {pairs} model-chip pairs exact ({_pct(exact, pairs)}).**", "",
+             "| chip | sets | pairs | exact | nodes compared | nodes agree |", "|---|---|---|---|---|---|"]
+    for chip, c in chips.items():
+        lines.append(f"| {chip} | {c['sets']} | {c['pairs']} | {c['exact']} ({_pct(c['exact'], c['pairs'])}) | "
+                     f"{c['nodes_compared']} | {c['nodes_agree']} ({_pct(c['nodes_agree'], c['nodes_compared'])}) |")
+    return "\n".join(lines + ["", BLIND_END])
+
+
+def write_between(page: Path, start_mark: str, end_mark: str, section: str) -> None:
+    """Put `section` (which begins with start_mark and ends with end_mark) in place of the page's
+    old one, or at its end when it has none."""
+    text = page.read_text()
+    start, end = text.find(start_mark), text.find(end_mark)
+    text = text[:start] + section + text[end + len(end_mark):] if start != -1 and end != -1 else text.rstrip("\n") + "\n\n" + section + "\n"
+    page.write_text(text)
+
+
 def record_blind(name: str, chips: set[str]) -> int:
     """Score a fresh set's newly collected chips once, blind, and keep that first figure in
     tests/fixtures/pool/<name>/blind.json (per chip: the commit scored at, pairs, nodes, each
@@ -613,10 +657,16 @@ def main() -> int:
     parser.add_argument("--fresh", action="store_true", help="score the fresh set (tests/fixtures/pool/fresh/) only: the figure and each disagreement")
     parser.add_argument("--set", choices=sorted(FRESH_SETS), help="score a fresh set (tests/fixtures/pool/<SET>/) only; --fresh is --set fresh")
     parser.add_argument("--blind", action="store_true", help="with --set and --chips: keep this first score of those chips in <SET>/blind.json (refused once kept)")
+    parser.add_argument("--blind-summary", type=Path, metavar="PAGE",
+                        help=f"write every fresh set's kept blind figures, pooled per chip, into PAGE between {BLIND_START} and {BLIND_END}; nothing is scored")
     parser.add_argument("--esp-reading", choices=agreement.ESP_READINGS, default=agreement.ESP_READING,
                         help="an ESP chip's truth: esp-ppq's conversion that ESP-DL's runtime loads (firmware) or esp-ppq's alone")
     args = parser.parse_args()
     agreement.ESP_READING = args.esp_reading
+    if args.blind_summary:
+        write_between(args.blind_summary, BLIND_START, BLIND_END, render_blind_summary())
+        print(f"wrote the pooled blind figures into {args.blind_summary}")
+        return 0
     fresh = "fresh" if args.fresh else args.set
     if args.blind:
         if not fresh:
@@ -651,11 +701,7 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
     if args.markdown:
-        text = args.markdown.read_text()
-        section = render_section(result, manifest, cases)
-        start, end = text.find(SECTION_START), text.find(SECTION_END)
-        text = text[:start] + section + text[end + len(SECTION_END):] if start != -1 and end != -1 else text.rstrip("\n") + "\n\n" + section + "\n"
-        args.markdown.write_text(text)
+        write_between(args.markdown, SECTION_START, SECTION_END, render_section(result, manifest, cases))
         print(f"wrote the pool section of {args.markdown}")
     return 0
 
