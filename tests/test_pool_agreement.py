@@ -200,3 +200,17 @@ def test_the_pooled_blind_figures_are_published_as_kept():
         assert c["exact"] <= c["pairs"] and c["nodes_agree"] <= c["nodes_compared"], chip
     page = (ROOT / "docs" / "audit-agreement.md").read_text()
     assert score.render_blind_summary() in page, "run scripts/pool/score.py --blind-summary docs/audit-agreement.md"
+
+
+def test_rederiving_runtime_lacks_keeps_the_committed_truth():
+    """scripts/pool/runtime_lacks.py re-derives each converted ESP pair's runtime_lacks from its
+    placements; on the committed verdicts it must change nothing, a fused layer recorded from the
+    .info (esp-ppq's Attention, which no node is) included."""
+    import runtime_lacks
+
+    for path in runtime_lacks.verdict_files():
+        data = json.loads(path.read_text())
+        changes = [c for c in runtime_lacks.rederive(data, path.name) if "undetermined" not in c]
+        assert not changes, changes[:3]
+    aimv2 = json.loads((FIXTURES / "fresh10" / "verdicts.json").read_text())["pairs"]["hf_aimv2_vision/esp32s3"]
+    assert aimv2["runtime_lacks"] == ["Attention"]
