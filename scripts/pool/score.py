@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -588,6 +589,22 @@ def blind_totals() -> tuple[list[str], dict]:
     return sets, dict(sorted(chips.items()))
 
 
+def blind_miss_kinds(top: int = 15) -> list[tuple[str, str, str, int, int]]:
+    """The commonest kinds of blind miss over every kept blind figure: (chip, op type, predicted ->
+    toolchain, pairs, nodes), most pairs first; a whole-model refusal counts under op type "(model)"."""
+    pairs, nodes = defaultdict(int), defaultdict(int)
+    for path in sorted(FIXTURES.glob("*/blind.json")):
+        for chip, c in json.loads(path.read_text())["chips"].items():
+            for line in c["misses"]:
+                found = re.findall(r"\((\w+)\) (\w+ -> \w+)", line) or [("(model)", m) for m in re.findall(r"\w+ -> \w+$", line)]
+                for op, move in found:
+                    nodes[(chip, op, move)] += 1
+                for kind in set(found):
+                    pairs[(chip, *kind)] += 1
+    ranked = sorted(pairs, key=lambda k: (-pairs[k], -nodes[k], k))[:top]
+    return [(chip, op, move, pairs[(chip, op, move)], nodes[(chip, op, move)]) for chip, op, move in ranked]
+
+
 def render_blind_summary() -> str:
     """docs/audit-agreement.md's pooled blind table, between BLIND_START and BLIND_END."""
     sets, chips = blind_totals()
@@ -601,6 +618,9 @@ def render_blind_summary() -> str:
     for chip, c in chips.items():
         lines.append(f"| {chip} | {c['sets']} | {c['pairs']} | {c['exact']} ({_pct(c['exact'], c['pairs'])}) | "
                      f"{c['nodes_compared']} | {c['nodes_agree']} ({_pct(c['nodes_agree'], c['nodes_compared'])}) |")
+    lines += ["", "The commonest blind misses, by chip, op type and placement (audit -> toolchain); a pair counts once per kind, "
+              "a node once per pair it differs in:", "", "| chip | op type | audit -> toolchain | pairs | nodes |", "|---|---|---|---|---|"]
+    lines += [f"| {chip} | {op} | {move} | {n_pairs} | {n_nodes} |" for chip, op, move, n_pairs, n_nodes in blind_miss_kinds()]
     return "\n".join(lines + ["", BLIND_END])
 
 
