@@ -177,7 +177,7 @@ def test_the_fourth_fresh_set_is_apart_from_the_pool_and_the_other_fresh_sets():
     assert catalogue.FRESH_SETS["fresh4"] is catalogue.fresh4_entries
 
 
-@pytest.mark.parametrize("name", ["fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11"])
+@pytest.mark.parametrize("name", ["fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11", "fresh12"])
 def test_a_later_fresh_set_is_apart_from_the_pool_and_the_other_fresh_sets(name):
     """A fresh set (chosen before any build, scored blind once with score.py --set NAME) shares no
     model or (source, architecture) with the pool or the other fresh sets, and each pick has its

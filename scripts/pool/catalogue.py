@@ -858,9 +858,97 @@ def fresh11_entries() -> list[Entry]:
     return out
 
 
+# The twelfth fresh set, "fresh12" (issue 27): chosen on 2026-12-06 by h20-fresh12 before any was built or
+# converted (a forward pass of each class at its input was tried, nothing exported), never audited by its
+# chooser, who did not read the audit's rules while choosing. Selection rule (fresh6's to fresh11's): a public
+# family (architecture, not just a size, version or task head of one) in none of the pool's or fresh..fresh11's
+# lists (catalogue.py grepped for each, names and architectures, and for the earlier sets' left-out reasons, kept
+# here), buildable offline from code a PyPI package ships, small (transformers at 2 layers of width 64, other code
+# at its published smallest or a narrow config, small static inputs), what a user brings to an edge chip, across
+# domains. Mostly "pypi-code" (the wheel from the local mirror, pip download --no-deps, unpacked into
+# $EDGEDEPLOY_HOME/pool-pkgs; seeded random weights, no checkpoint): nested-skip segmentation
+# (segmentation-models-pytorch 0.6.0's UNet++ on a MobileNetV2 encoder: one smp decoder per set), medical
+# segmentation (monai 1.6.1's SegResNet, 2-D: one monai pick per set), efficient super-resolution, dehazing and
+# low-light enhancement (spandrel 0.4.2's RealPLKSR, MixDehazeNet and HVI-CIDNet: RealPLKSR the one SR pick,
+# HVI-CIDNet the low-light pick fresh11 left for a later set), edge and line-segment detection (controlnet-aux
+# 0.0.10's TEED and M-LSD tiny, their model files imported without the package's __init__, which needs OpenCV), a
+# compact convolutional transformer classifier (vit-pytorch 1.26.14's CCT), a latent image decoder and a diffusion
+# denoiser (diffusers 0.35.2's AutoencoderTiny, TAESD, and UNet2DModel: 0.35.2 because 0.42's needs a newer
+# huggingface_hub than the pool's 0.36), a diffusion vocoder of WaveNet's gated dilated convolutions (speechbrain
+# 1.1.2's DiffWave), tabular data (tabm 0.0.3's TabM), multivariate time-series forecasting (itransformer 0.8.1's
+# iTransformer; with its dependencies beartype, hyper-connections, gateloop-transformer, rotary-embedding-torch
+# and torch-einops-utils unpacked beside it); and one transformers class (YOSO's sampling-based attention).
+# Names near earlier ones, checked as architectures: pkg_unetplusplus_mobilenetv2 is UNet++'s nested dense skip
+# pathways (the sets' smp Unet has plain skips); pkg_hvi_cidnet is HVI-CIDNet (fresh11's Retinexformer is another
+# low-light network); pkg_taesd and pkg_ddpm_unet are two networks of one package (a decoder of Conv + ReLU blocks;
+# a U-Net with timestep embedding, GroupNorm and attention), as fresh11 took two of easyocr's; hf_yoso is YOSO's
+# attention (1 - arccos(q.k)/pi)^tau in expectation, a BERT-style encoder otherwise (as fresh5's Nystromformer is).
+# Left out: everything the earlier sets left out for a reason that still holds, and so: transformers' Mamba, RWKV,
+# RecurrentGemma and xLSTM (unrolled per token, as fresh5/6/8/9/10 left them), MoE LMs, and every other LM class
+# (a version of a used one: no small LM this time); torchaudio's Emformer and SQUIM (fresh9's reasons); spandrel's
+# ESRGAN/RRDBNet (fresh10's), DRUNet (FBCNN's residual U-Net), DnCNN, GFPGAN/CodeFormer (StyleGAN decoders, large)
+# and the windowed restorers; kornia's HardNet (fresh10's: patches, not an image) and DexiNed (35 M); speechbrain's
+# MetricGAN+ and CRDNN (fresh10's: LSTMs), Cnn14 (80 M), SEGAN (large fixed widths), CNNTransformerSE (needs a CNN
+# front of its recipe), BEATs (WavLM's relative-position transformer); yolox 0.3.0's YOLOX-Nano (the pool's
+# pypi_ddddocr_det is a YOLOX-style detector; yolox also ships only as an sdist); facexlib's ParseNet (face
+# parsing is fresh10's BiSeNet's task, 14 M); controlnet-aux's PiDiNet (TEED is the edge pick), LineArt, HED, OpenPose
+# and LeReS (large or VGG/ResNet bodies); python-doctr and cnstd (their model modules import OpenCV, shapely and
+# pyclipper; easyocr was fresh11's OCR pick), cnocr (DenseNet-lite, the pool's DenseNet); timm (its only unused
+# modules are large or versions, as for fresh8) and torchvision (as for fresh11). No detector with boxes, no OCR
+# and no small LM this time: what was left of them is above.
+# Each: (source, arch, task, input side or length, extra), and why (its form).
+FRESH12 = {
+    "pkg_unetplusplus_mobilenetv2": ("pypi-code", "segmentation-models-pytorch==0.6.0:UnetPlusPlus", "segmentation", 128, {"encoder_name": "mobilenet_v2", "classes": 2}),
+    "pkg_segresnet": ("pypi-code", "monai==1.6.1:SegResNet", "segmentation", 128, {"spatial_dims": 2, "in_channels": 1, "out_channels": 2, "init_filters": 8}),
+    "pkg_realplksr": ("pypi-code", "spandrel==0.4.2:RealPLKSR", "super-resolution", 64, {"dim": 32, "n_blocks": 4, "upscaling_factor": 4}),
+    "pkg_mixdehazenet": ("pypi-code", "spandrel==0.4.2:MixDehazeNet", "dehazing", 64, {}),
+    "pkg_hvi_cidnet": ("pypi-code", "spandrel==0.4.2:CIDNet", "low-light", 64, {}),
+    "pkg_teed": ("pypi-code", "controlnet-aux==0.0.10:TED", "edge-detection", 128, {}),
+    "pkg_mlsd_tiny": ("pypi-code", "controlnet-aux==0.0.10:MobileV2_MLSD_Tiny", "line-detection", 128, {"in_channels": 4}),
+    "pkg_cct": ("pypi-code", "vit-pytorch==1.26.14:cct_2", "classification", 32, {"n_conv_layers": 2, "kernel_size": 3, "stride": 1, "padding": 1,
+                                                                               "pooling_kernel_size": 3, "pooling_stride": 2, "pooling_padding": 1,
+                                                                               "num_classes": 10, "positional_embedding": "learnable"}),
+    "pkg_taesd": ("pypi-code", "diffusers==0.35.2:AutoencoderTiny", "generative", 16, {"latent_channels": 4}),
+    "pkg_ddpm_unet": ("pypi-code", "diffusers==0.35.2:UNet2DModel", "generative", 32, {"layers_per_block": 1, "block_out_channels": [32, 64],
+                                                                                     "down_block_types": ["DownBlock2D", "AttnDownBlock2D"],
+                                                                                     "up_block_types": ["AttnUpBlock2D", "UpBlock2D"], "norm_num_groups": 8}),
+    "pkg_diffwave": ("pypi-code", "speechbrain==1.1.2:DiffWave", "audio", 5120, {"input_channels": 80, "residual_layers": 10, "residual_channels": 32,
+                                                                              "dilation_cycle_length": 10, "total_steps": 50}),
+    "pkg_tabm": ("pypi-code", "tabm==0.0.3:TabM", "tabular", 12, {"d_out": 2}),
+    "pkg_itransformer": ("pypi-code", "itransformer==0.8.1:iTransformer", "time-series", 96, {"num_variates": 7, "dim": 64, "depth": 2, "heads": 4,
+                                                                                            "dim_head": 16, "pred_length": 24}),
+    "hf_yoso": ("transformers", "yoso", "text", 32, {"config": "YosoConfig", "model": "YosoModel"}),
+}
+FRESH12_WHY = {
+    "pkg_unetplusplus_mobilenetv2": "UNet++ segmenter (segmentation-models-pytorch 0.6.0) on a MobileNetV2 encoder, 128x128, 2 classes: nested dense skip pathways (each decoder node concatenates every earlier node of its level with the upsampled node below), nearest upsampling, Conv + BN + ReLU blocks",
+    "pkg_segresnet": "SegResNet (monai 1.6.1, 2-D, 1-channel 128x128 slice, 2 classes, 8 initial filters): pre-activation residual blocks of GroupNorm + ReLU + Conv, strided-Conv downsampling, a 1x1 Conv and interpolation upsampling added to the skip",
+    "pkg_realplksr": "RealPLKSR efficient super-resolution (spandrel 0.4.2, narrow: 32 channels, 4 blocks, x4, 64x64): partial large-kernel Convs (a 17x17 Conv on a quarter of the channels, concatenated with the rest), element-wise attention (sigmoid-gated Conv), GroupNorm, a PixelShuffle tail with the input's channels repeated (repeat_interleave) as its skip",
+    "pkg_mixdehazenet": "MixDehazeNet dehazing (spandrel 0.4.2, its default config, 64x64): mixed-structure blocks (parallel depthwise Convs of several kernels and dilations), channel and pixel attention gates, strided-Conv patch merging and PixelShuffle patch splitting with SK-style selective fusion of skips, the output split into K and B and recombined as K * x - B + x",
+    "pkg_hvi_cidnet": "HVI-CIDNet low-light enhancement (spandrel 0.4.2's CIDNet, its published config, 64x64): an HVI colour transform (channel max/min, hue by masked assignments and a modulo, its cosine and sine, a learned intensity density), a two-branch U-Net (HV and intensity) joined by lighten cross-attention blocks (channel-wise attention), the inverse transform (atan2, clamps)",
+    "pkg_teed": "TEED, tiny and efficient edge detection (controlnet-aux 0.0.10's TED, 128x128): Smish activations (x * tanh(log(1 + sigmoid(x)))), dense blocks with double fusion, upsampling by ConvTranspose and bilinear interpolation to the input size, three side edge maps and their fused map",
+    "pkg_mlsd_tiny": "M-LSD tiny line-segment detector (controlnet-aux 0.0.10's MobileV2_MLSD_Tiny, a 4-channel 128x128 input: RGB and a constant plane as its pipeline feeds): a truncated MobileNetV2, bilinear upsampling (align_corners) and concatenation, a dilated 3x3 Conv (dilation 5), center/displacement maps at half resolution",
+    "pkg_cct": "Compact Convolutional Transformer (vit-pytorch 1.26.14's cct_2, the CIFAR form: 32x32, two 3x3 Conv + max-pool tokenizer layers, 10 classes): convolutional tokens flattened, a learned positional embedding, 2 transformer layers, sequence pooling (softmax attention weights over the tokens) instead of a class token",
+    "pkg_taesd": "TAESD, Stable Diffusion's tiny autoencoder decoder (diffusers 0.35.2's AutoencoderTiny, its published config, 4x16x16 latents to a 128x128 image): a tanh-scaled clamp of the latents, Conv + ReLU residual blocks (the skip summed, ReLU after), nearest upsampling x2 three times, an output Conv",
+    "pkg_ddpm_unet": "A DDPM denoising U-Net (diffusers 0.35.2's UNet2DModel, narrow: channels 32/64, one ResNet block per level, attention at the lower level, 32x32 image and an int64 timestep): sinusoidal timestep embedding through Linears added into every ResNet block, GroupNorm + SiLU, a self-attention block over pixels, strided-Conv downsampling and nearest upsampling with skip concatenation",
+    "pkg_diffwave": "DiffWave vocoder's denoiser (speechbrain 1.1.2, narrow: 10 residual layers of 32 channels, 80 mel bins of 20 frames, 5120 samples, an int64 diffusion step): a diffusion-step embedding (table lookup, Linears, SiLU), the mel upsampled x256 by two ConvTranspose2d, WaveNet residual layers (dilated Conv1d, dilation 1 to 512, tanh * sigmoid gate, residual and skip outputs summed and scaled by 1/sqrt(n))",
+    "pkg_tabm": "TabM tabular network (tabm 0.0.3's TabM.make defaults, 12 numeric features, 2 outputs, k = 32 members): a BatchEnsemble MLP (a shared weight with per-member input and output scalings and biases), the 32 members' predictions out",
+    "pkg_itransformer": "iTransformer multivariate forecaster (itransformer 0.8.1, 7 variates, 96 past steps, 24 ahead, 2 layers of width 64, its defaults otherwise: no reversible instance norm, 4 memory tokens, 4 residual streams): each variate's whole series embedded as one token (Linear + LayerNorm), learned memory tokens prepended, attention across variates, GEGLU feed-forwards, hyper-connections (several residual streams mixed by learned weights), a Linear head back to the horizon per variate",
+    "hf_yoso": "YOSO text encoder (transformers YosoModel, 2 layers of width 64, 32 tokens; the expectation path, no CUDA kernels): attention weights (1 - arccos(normalised q . k) / pi)^tau of L2-normalised queries and keys instead of a softmax, BERT's embeddings and layers otherwise",
+}
+
+
+def fresh12_entries() -> list[Entry]:
+    """The twelfth fresh set: transformers at the pool's opset hash from 14, the rest at the pool's
+    opset hash from 13."""
+    out = []
+    for name, (source, arch, task, size, extra) in FRESH12.items():
+        out.append(Entry(name, source, arch, task, size, _opset(name, 14 if source == "transformers" else 13), extra))
+    return out
+
+
 # The fresh sets by name: build_pool.py, collect.py and score.py take --set NAME (--fresh: "fresh");
 # each lives in tests/fixtures/pool/<NAME>/ (manifest, verdicts, skeletons), apart from the pool.
-FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries, "fresh6": fresh6_entries, "fresh7": fresh7_entries, "fresh8": fresh8_entries, "fresh9": fresh9_entries, "fresh10": fresh10_entries, "fresh11": fresh11_entries}
+FRESH_SETS = {"fresh": fresh_entries, "fresh2": fresh2_entries, "fresh3": fresh3_entries, "fresh4": fresh4_entries, "fresh5": fresh5_entries, "fresh6": fresh6_entries, "fresh7": fresh7_entries, "fresh8": fresh8_entries, "fresh9": fresh9_entries, "fresh10": fresh10_entries, "fresh11": fresh11_entries, "fresh12": fresh12_entries}
 
 
 def entries() -> list[Entry]:

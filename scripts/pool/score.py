@@ -274,6 +274,8 @@ FRESH_LOOKED_AT = {
         # (docs/audit.md "fresh11's FBCNN on RKNN: a one-element Gemm bias").
         "pkg_fbcnn/rk3588", "pkg_fbcnn/rk3566",
     ),
+    # h20-fresh12: chosen on 2026-12-06, built and collected by h20-fresh12, not yet scored; nothing looked at.
+    "fresh12": (),
 }
 
 
