@@ -61,6 +61,22 @@ def test_single_chip_table_grouped_by_reason_with_summary(tmp_path, capsys):
     assert "esp32s3: 2 of 3 nodes on the accelerator (ESP-DL integer kernels (SIMD), int8) (1 unsupported); 2 transitions, 512 bytes crossing per inference" in out
 
 
+def test_each_chip_carries_its_measured_error_on_unseen_models(tmp_path, capsys):
+    """A measured chip shows its pooled blind figures (matrix row, single-chip sentence, JSON); an
+    unmeasured one shows '-' and claims nothing."""
+    from edgedeploy.audit.report import unseen_agreement
+
+    rk = unseen_agreement("rk3566")
+    code, out, _ = audit(capsys, "--target", "rk3566", "--target", "rk3568")
+    row = next(line for line in out.splitlines() if line.startswith("exact unseen"))
+    assert code == 0 and row.split()[2:] == [f"{100 * rk['exact'] / rk['pairs']:.0f}%", f"({100 * rk['nodes_agree'] / rk['nodes_compared']:.1f}%)", "-"]
+    code, out, _ = audit(capsys, "--target", "rk3566")
+    assert "how far to trust this audit: " + rk["sentence"] in out
+    code, out, _ = audit(capsys, "--target", "rk3566", "--target", "rk3568", "--format", "json")
+    entries = {a["chip"]: a for a in json.loads(out)["audits"]}
+    assert entries["rk3566"]["unseen_agreement"] == rk and "unseen_agreement" not in entries["rk3568"]
+
+
 def test_json_is_pure_and_complete(tmp_path, capsys):
     code, out, _ = audit(capsys, str(small_model(tmp_path, "Log")), "--target", "esp32p4", "--format", "json")
     assert code == 0

@@ -214,3 +214,17 @@ def test_rederiving_runtime_lacks_keeps_the_committed_truth():
         assert not changes, changes[:3]
     aimv2 = json.loads((FIXTURES / "fresh10" / "verdicts.json").read_text())["pairs"]["hf_aimv2_vision/esp32s3"]
     assert aimv2["runtime_lacks"] == ["Attention"]
+
+
+def test_the_audit_reports_its_own_blind_error_as_kept(tmp_path):
+    """The report's unseen_agreement (each chip's error bar, toolkit/audit/unseen_agreement.json) is
+    what every blind.json sums to, and a chip no blind set measured claims nothing."""
+    from edgedeploy.audit import report
+
+    _, chips = score.blind_totals()
+    packaged = json.loads(report.UNSEEN_AGREEMENT.read_text())["chips"]
+    assert packaged == chips, "run scripts/pool/score.py --blind-summary docs/audit-agreement.md"
+    rk3566 = report.unseen_agreement("rk3566")
+    assert {k: rk3566[k] for k in chips["rk3566"]} == chips["rk3566"]
+    assert f"exact for {chips['rk3566']['exact']} of them" in rk3566["sentence"]
+    assert report.unseen_agreement("rk3568") is None

@@ -39,6 +39,7 @@ SECTION_START = "<!-- pool-agreement:start -->"
 SECTION_END = "<!-- pool-agreement:end -->"
 BLIND_START = "<!-- blind-summary:start -->"
 BLIND_END = "<!-- blind-summary:end -->"
+UNSEEN_AGREEMENT = ROOT / "toolkit" / "audit" / "unseen_agreement.json"
 PARTS = ("held-out", "tuning")
 # Held-out pairs whose disagreement was looked at to choose what to probe: the mechanism came from
 # probe models and the real toolchain, but the pair is no longer unseen (docs/audit.md says each).
@@ -607,6 +608,13 @@ def blind_miss_kinds(top: int = 15) -> list[tuple[str, str, str, int, int]]:
     return [(chip, op, move, pairs[(chip, op, move)], nodes[(chip, op, move)]) for chip, op, move in ranked]
 
 
+def unseen_agreement_data() -> dict:
+    """What the audit reports per chip as its own error bar (toolkit/audit/unseen_agreement.json)."""
+    sets, chips = blind_totals()
+    return {"about": "Every blind set's first score pooled per chip (scripts/pool/score.py --blind-summary; docs/audit-agreement.md, "
+                     f"'Unseen architectures'): {', '.join(sets)}.", "chips": chips}
+
+
 def render_blind_summary() -> str:
     """docs/audit-agreement.md's pooled blind table, between BLIND_START and BLIND_END."""
     sets, chips = blind_totals()
@@ -687,7 +695,8 @@ def main() -> int:
     agreement.ESP_READING = args.esp_reading
     if args.blind_summary:
         write_between(args.blind_summary, BLIND_START, BLIND_END, render_blind_summary())
-        print(f"wrote the pooled blind figures into {args.blind_summary}")
+        UNSEEN_AGREEMENT.write_text(json.dumps(unseen_agreement_data(), indent=1) + "\n")
+        print(f"wrote the pooled blind figures into {args.blind_summary} and {UNSEEN_AGREEMENT.relative_to(ROOT)}")
         return 0
     fresh = "fresh" if args.fresh else args.set
     if args.blind:

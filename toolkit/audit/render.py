@@ -51,11 +51,10 @@ def render_text(report: dict, per_node: bool = False, width: int | None = None) 
         matrix = report["matrix"]
         headers = ["OPERATOR" if matrix["by"] == "op" else "NODE", "NODES"] + matrix["chips"]
         rows = [[r["key"], r["count"]] + [_cell_text(r["cells"].get(c), r["count"]) for c in matrix["chips"]] for r in matrix["rows"]]
-        estimates = _estimate_cells(report, matrix["chips"])
-        if estimates is not None:
-            rows.append(["est. latency", ""] + estimates)
+        estimates, unseen = _estimate_cells(report, matrix["chips"]), _unseen_cells(report, matrix["chips"])
+        rows += [[label, ""] + cells for label, cells in (("est. latency", estimates), (UNSEEN_LABEL, unseen)) if cells is not None]
         out.append(table(headers, rows, right_align=[1], width=width, keep=2, what="chips"))
-        out.append(LEGEND + (ESTIMATE_LEGEND if estimates is not None else ""))
+        out.append(_legend(estimates, unseen))
         out.append("")
     for audit in report["audits"]:
         if report["matrix"] is None or per_node:
@@ -63,6 +62,8 @@ def render_text(report: dict, per_node: bool = False, width: int | None = None) 
         out.append(audit["summary_line"])
         if report["matrix"] is None and audit.get("estimate"):
             out.append(f"  estimated latency (not measured): {audit['estimate']['sentence']}")
+        if report["matrix"] is None and audit.get("unseen_agreement"):
+            out.append(f"  how far to trust this audit: {audit['unseen_agreement']['sentence']}")
         if "confirm" in audit:
             out += _text_confirm(audit, detailed=report["matrix"] is None)
     for missing in report["no_rules"]:
@@ -75,6 +76,23 @@ def render_text(report: dict, per_node: bool = False, width: int | None = None) 
 
 
 ESTIMATE_LEGEND = "; est. latency = estimated ms per inference, +-the chip's typical (leave-one-out) error (`edgedeploy estimate`, docs/estimate.md)"
+UNSEEN_LABEL = "exact unseen"
+UNSEEN_LEGEND = ("; exact unseen = of the architectures nobody here had seen (blind sets), the share whose whole-model audit was exact "
+                 "on the chip (the share of their nodes placed right), docs/audit-agreement.md; - = not measured")
+
+
+def _legend(estimates: list[str] | None, unseen: list[str] | None) -> str:
+    return LEGEND + (ESTIMATE_LEGEND if estimates is not None else "") + (UNSEEN_LEGEND if unseen is not None else "")
+
+
+def _unseen_cells(report: dict, chips: list[str]) -> list[str] | None:
+    """The matrix's row of each chip's pooled blind figures: 'pairs% (nodes%)', '-' where not
+    measured; None when no chip of the report was measured."""
+    by_chip = {a["chip"]: a.get("unseen_agreement") for a in report["audits"]}
+    if not any(by_chip.values()):
+        return None
+    return [f"{100 * u['exact'] / u['pairs']:.0f}% ({100 * u['nodes_agree'] / u['nodes_compared']:.1f}%)" if u else "-"
+            for u in map(by_chip.get, chips)]
 
 
 def _estimate_cells(report: dict, chips: list[str]) -> list[str] | None:
@@ -177,16 +195,19 @@ def render_markdown(report: dict) -> str:
         out.append("|" + "---|" * (2 + len(matrix["chips"])))
         for r in matrix["rows"]:
             out.append("| " + " | ".join([_md(r["key"]), str(r["count"])] + [_cell_text(r["cells"].get(c), r["count"]) for c in matrix["chips"]]) + " |")
-        estimates = _estimate_cells(report, matrix["chips"])
-        if estimates is not None:
-            out.append("| " + " | ".join(["est. latency", ""] + estimates) + " |")
-        out += ["", _md(LEGEND + (ESTIMATE_LEGEND if estimates is not None else "")), ""]
+        estimates, unseen = _estimate_cells(report, matrix["chips"]), _unseen_cells(report, matrix["chips"])
+        for label, cells in (("est. latency", estimates), (UNSEEN_LABEL, unseen)):
+            if cells is not None:
+                out.append("| " + " | ".join([label, ""] + cells) + " |")
+        out += ["", _md(_legend(estimates, unseen)), ""]
     for audit in report["audits"]:
         out += [f"## {_md(audit['target_name'])} {_md(audit['chip_name'])} ({audit['chip']})", ""]
         out += [f"Rules for {_md(audit['toolchain_version'])}, precision {audit['precision'] or 'default'}. Source: {_md(audit['source'])}.", ""]
         out += [f"**{_md(audit['summary_line'])}**", ""]
         if audit.get("estimate"):
             out += [f"Estimated latency (not measured): {_md(audit['estimate']['sentence'])}", ""]
+        if audit.get("unseen_agreement"):
+            out += [f"How far to trust this audit: {_md(audit['unseen_agreement']['sentence'])}", ""]
         out += ["| placement | nodes | operators | reason | examples |", "|---|---|---|---|---|"]
         for g in audit["groups"]:
             reason = g["reason"] + (f" ({g['rule']})" if g["rule"] else "")
@@ -304,6 +325,8 @@ def render_html(report: dict) -> str:
         parts.append(f"<p class=\"summary\">{_h(audit['summary_line'])}</p>")
         if audit.get("estimate"):
             parts.append(f"<p>Estimated latency (not measured): {_h(audit['estimate']['sentence'])}</p>")
+        if audit.get("unseen_agreement"):
+            parts.append(f"<p>How far to trust this audit: {_h(audit['unseen_agreement']['sentence'])}</p>")
         parts.append("<table><tr><th>placement</th><th>nodes</th><th>operators</th><th>reason</th><th>examples</th></tr>")
         for g in audit["groups"]:
             reason = g["reason"] + (f" ({g['rule']})" if g["rule"] else "")

@@ -17,8 +17,11 @@ groups with every node they absorbed, nodes folded or eliminated), the units by 
 
 from __future__ import annotations
 
+import functools
+import json
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from edgedeploy.audit.engine import AuditResult, _jsonable
 from edgedeploy.audit.rules import Placement
@@ -28,6 +31,9 @@ REPORT_SCHEMA = "edgedeploy.audit-report/2"
 # One chip's entry in the report: AuditResult.to_dict() (edgedeploy.audit/1, what audit.json
 # holds) with `nodes` abridged unless `nodes_listed` is "all", `folded` and reason groups added.
 CHIP_AUDIT_SCHEMA = "edgedeploy.audit/2"
+# Per chip, how often the audit was right on architectures nobody here had seen: every blind
+# set's first score, pooled (written by scripts/pool/score.py --blind-summary; docs/audit-agreement.md).
+UNSEEN_AGREEMENT = Path(__file__).with_name("unseen_agreement.json")
 # Placement -> its JSON name (an enum's .value is a slow descriptor in the per-node loops).
 PLACEMENT_NAMES = {p: p.value for p in Placement}
 # A placement's JSON name -> its severity (worse is higher).
@@ -289,9 +295,32 @@ def chip_entry(ca: ChipAudit, detail: bool = False, parts: dict | None = None) -
     }
     if ca.estimate is not None:
         d["estimate"] = ca.estimate
+    unseen = unseen_agreement(r.chip)
+    if unseen is not None:
+        d["unseen_agreement"] = unseen
     if ca.confirm is not None:
         d["confirm"] = ca.confirm
     return d
+
+
+@functools.lru_cache(maxsize=1)
+def _unseen_agreement_table() -> dict:
+    try:
+        return json.loads(UNSEEN_AGREEMENT.read_text())["chips"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def unseen_agreement(chip: str) -> dict | None:
+    """The chip's pooled blind figures (pairs, exact, nodes_compared, nodes_agree, sets, and a
+    sentence), or None where no blind set measured it: an audit's own error bar, as an estimate has one."""
+    c = _unseen_agreement_table().get(chip)
+    if c is None:
+        return None
+    sentence = (f"on {c['pairs']} architectures nobody here had seen (blind), this chip's whole-model verdict was exact for "
+                f"{c['exact']} of them ({100 * c['exact'] / c['pairs']:.0f}%) and {100 * c['nodes_agree'] / c['nodes_compared']:.1f}% "
+                "of their nodes were placed right (docs/audit-agreement.md; --confirm gives the toolchain's own placement)")
+    return {**c, "sentence": sentence}
 
 
 def build_report(model, chips: list[ChipAudit | ChipReportParts], no_rules: list[dict], by: str = "op", fail_on: str | None = None, assumed_shapes: dict | None = None, detail: bool = False) -> dict:
