@@ -12465,3 +12465,137 @@ def gemm_computed_one_element_bias(n: int) -> onnx.ModelProto:
 
 
 CASES += [Case(f"gemm_computed_one_element_bias_n{n}", "fresh11: a Gemm whose one-element bias is computed at run time", lambda n=n: gemm_computed_one_element_bias(n), ("rk3588", "rk3566")) for n in (1, 4)]
+
+
+# fresh11's TCN pads its [1, 40, 100] model input causally (2 steps on the left) into a Conv1d of
+# kernel 3: on RK3588's CPU as a layout Reshape, where [1, 4, 64] (pad_constant_rank3) ran on its NPU.
+# The input's last axis by RK3588's block of 16 (INPUT_LAYOUT_ALIGN), and its channels, both ways.
+# (name, input shape, (left, right), producer, kernel), as UNIT_CHANNEL_PAD_PACK (h20-rkconv).
+INPUT_PAD_ALIGN_PACK = tuple((f"c{c}_l{n}", (1, c, n), (2, 0), "input", 3) for c, n in (
+    (40, 100), (40, 96), (40, 112), (40, 104), (40, 120), (40, 128), (48, 100), (16, 100), (4, 100), (4, 96), (40, 8), (40, 24)))
+
+
+CASES.append(Case("input_pad_align_pack", "fresh11: a constant Pad of a [1, C, L] model input into a Conv1d (TCN's causal padding), by C and L",
+                  lambda: _packed(_unit_channel_pad_case, INPUT_PAD_ALIGN_PACK, 303, opset=13), ("rk3588", "rk3566")))
+
+
+# fresh11's FT-Transformer embeds its numeric features [1, 12] as Unsqueeze(axis 2) * W[12, 128] + b[1, 12, 128],
+# then Concatenates a CLS token before them: the Unsqueeze on the CPU of RK3588 too, where the lead's
+# Unsqueeze * W (F = 12, D = 8/32/192) ran on its NPU. (name, F, D, tail) (h20-rkconv).
+FT_EMBED_PACK = tuple((f"f{f}_d{d}_{tail}", f, d, tail) for f, d, tail in (
+    (12, 128, "mul"), (12, 128, "add"), (12, 128, "add_concat"), (12, 128, "addvec"), (12, 32, "add"), (12, 32, "mul"),
+    (16, 128, "add"), (16, 128, "add_concat"), (12, 128, "mul3d")))
+
+
+def _ft_embed_case(rng, spec) -> tuple[list, list, list, list]:
+    name, f, d, tail = spec
+    p = f"fte_{name}_"
+    node = _prefixed(p)
+    weight = _weights(rng, 1, f, d) if tail == "mul3d" else _weights(rng, f, d)
+    inits = [_const(p + "axes", np.array([2], np.int64)), _const(p + "w", weight),
+             _const(p + "b", _weights(rng, d) if tail == "addvec" else _weights(rng, 1, f, d)), _const(p + "cls", _weights(rng, 1, 1, d))]
+    nodes = [node("Unsqueeze", ["x", "axes"], "u"), node("Mul", ["u", "w"], "y" if tail in ("mul", "mul3d") else "m")]
+    rows = f
+    if tail not in ("mul", "mul3d"):
+        nodes.append(node("Add", ["m", "b"], {"add": "y", "addvec": "y", "add_mm": "t"}.get(tail, "e")))
+    if tail.startswith("add_concat"):
+        nodes.append(node("Concat", ["cls", "e"], "y" if tail == "add_concat" else "t", axis=1))
+        rows = f + 1
+    if tail.endswith("_mm") or tail.endswith("_mm3"):  # the tokens into the attention's q (k, v) projections
+        heads = 3 if tail.endswith("_mm3") else 1
+        inits += [_const(p + f"wq{i}", _weights(rng, d, d)) for i in range(heads)]
+        nodes += [node("MatMul", ["t", f"wq{i}"], "y" if i == 0 else f"y{i}") for i in range(heads)]
+        return nodes, inits, [_vi(p + "x", [1, f])], [_vi(p + ("y" if i == 0 else f"y{i}"), [1, rows, d]) for i in range(heads)]
+    return nodes, inits, [_vi(p + "x", [1, f])], [_vi(p + "y", [1, rows, d])]
+
+
+CASES.append(Case("ft_embed_pack", "fresh11: FT-Transformer's numeric embedding, a [1, F] input Unsqueezed, times W, plus b, a CLS token before",
+                  lambda: _packed(_ft_embed_case, FT_EMBED_PACK, 304, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# fresh11's EasyOCR CRNN: the VGG map [1, 256, 3, 63] swapped [0, 3, 1, 2] (a CPU Transpose layer on RK3566),
+# pooled over its last axis to [1, 63, 256, 1], Squeezed, swapped [1, 0, 2] to [63, 1, 256] for a bidirectional
+# LSTM: RK3566 ran the Squeeze and swap as one Reshape layer on its CPU (RK3588: NPU).
+# (name, front ("swap": Relu, the swap, the pool; "pool": Relu, the pool; "unit": Relu of a [1, T, C, 1]), T, C, reader) (h20-rkconv).
+SEQ_SWAP_PACK = (
+    ("swap_t63_c256_lstm", "swap", 63, 256, "lstm"), ("swap_t64_c256_lstm", "swap", 64, 256, "lstm"),
+    ("pool_t63_c256_lstm", "pool", 63, 256, "lstm"), ("unit_t63_c256_lstm", "unit", 63, 256, "lstm"),
+    ("swap_t63_c64_lstm", "swap", 63, 64, "lstm"), ("pool_t64_c64_lstm", "pool", 64, 64, "lstm"),
+)
+# Measured, not held (RK3566; RK3588 all NPU): the swap read by a Relu (the swap and the Squeeze before it on the CPU); the
+# map viewed [T, 1, C] by one Reshape into the LSTM (CPU); the map squeezed and not swapped, into a Relu (the Squeeze and the
+# Relu on the CPU); a 3-D model input [1, 63, 256] swapped into an LSTM or a Relu (CPU: a 3-D input's layout Reshape).
+SEQ_SWAP_MEASURED = (("swap_t63_c256_relu", "swap", 63, 256, "relu"), ("view_t63_c256_lstm", "view", 63, 256, "lstm"),
+                     ("squeeze_only_t63_c256", "squeeze_only", 63, 256, "relu"), ("tokens_t63_c256_lstm", "tokens", 63, 256, "lstm"),
+                     ("tokens_t63_c256_relu", "tokens", 63, 256, "relu"))
+
+
+def _seq_swap_case(rng, spec) -> tuple[list, list, list, list]:
+    name, front, t, c, reader = spec
+    p = f"sq_{name}_"
+    node = _prefixed(p)
+    hidden = 16
+    inits = [_const(p + "axes", np.array([3], np.int64))]
+    if front == "swap":
+        shape = [1, c, 3, t]
+        nodes = [node("Relu", ["x"], "r"), node("Transpose", ["r"], "s", perm=[0, 3, 1, 2]),
+                 node("AveragePool", ["s"], "m", kernel_shape=[1, 3], strides=[1, 3])]
+    elif front == "pool":
+        shape = [1, t, c, 3]
+        nodes = [node("Relu", ["x"], "r"), node("AveragePool", ["r"], "m", kernel_shape=[1, 3], strides=[1, 3])]
+    elif front == "tokens":  # a 3-D tensor [1, T, C], no map before it
+        shape = [1, t, c]
+        nodes = [node("Relu", ["x"], "q")]
+    elif front == "unitc":  # a map of one channel, squeezed on its channel axis
+        shape = [1, 1, t, c]
+        inits[0] = _const(p + "axes", np.array([1], np.int64))
+        nodes = [node("Relu", ["x"], "m"), node("Squeeze", ["m", "axes"], "q")]
+    elif front == "linear":  # the squeezed map's tokens through a Linear
+        shape = [1, t, c, 1]
+        inits += [_const(p + "wl", _weights(rng, c, c)), _const(p + "bl", _weights(rng, c))]
+        nodes = [node("Relu", ["x"], "m"), node("Squeeze", ["m", "axes"], "sq"), node("MatMul", ["sq", "wl"], "l"), node("Add", ["l", "bl"], "q")]
+    else:
+        shape = [1, t, c, 1]
+        nodes = [node("Relu", ["x"], "m")]
+    if front == "view":  # the map viewed [T, 1, C] by one Reshape
+        inits.append(_const(p + "seq_shape", np.array([t, 1, c], np.int64)))
+        nodes.append(node("Reshape", ["m", "seq_shape"], "seq"))
+    elif front == "squeeze_only":  # no swap: the squeezed [1, T, C] read by a Relu
+        nodes += [node("Squeeze", ["m", "axes"], "q"), node("Relu", ["q"], "y")]
+        return nodes, inits, [_vi(p + "x", shape)], [_vi(p + "y", [1, t, c])]
+    else:
+        if front not in ("tokens", "unitc", "linear"):
+            nodes.append(node("Squeeze", ["m", "axes"], "q"))
+        nodes.append(node("Transpose", ["q"], "seq", perm=[1, 0, 2]))
+    if reader == "lstm":
+        inits += [_const(p + "W", _weights(rng, 2, 4 * hidden, c)), _const(p + "R", _weights(rng, 2, 4 * hidden, hidden)),
+                  _const(p + "B", _weights(rng, 2, 8 * hidden))]
+        nodes.append(node("LSTM", ["seq", "W", "R", "B"], "y", direction="bidirectional", hidden_size=hidden))
+        out = [t, 2, 1, hidden]
+    else:
+        nodes.append(node("Relu", ["seq"], "y"))
+        out = [t, 1, c]
+    return nodes, inits, [_vi(p + "x", shape)], [_vi(p + "y", out)]
+
+
+CASES.append(Case("seq_swap_pack", "fresh11: a pooled map Squeezed and swapped [1, 0, 2] into a sequence for an LSTM (EasyOCR's CRNN)",
+                  lambda: _packed(_seq_swap_case, SEQ_SWAP_PACK, 305, opset=13), ("rk3588", "rk3566")))
+
+# The embedding into the attention's projections (MatMul), and in opset 17 as FT-Transformer was exported.
+FT_EMBED_PACK_2 = tuple((f"f{f}_d{d}_{tail}", f, d, tail) for f, d, tail in (
+    (12, 128, "add_concat_mm"), (12, 128, "add_mm"), (12, 128, "add_concat_mm3"), (16, 128, "add_concat_mm")))
+CASES.append(Case("ft_embed_pack_2", "fresh11: FT-Transformer's numeric embedding read by the attention's projections",
+                  lambda: _packed(_ft_embed_case, FT_EMBED_PACK_2, 306, used_only=True, opset=13), ("rk3588", "rk3566")))
+CASES.append(Case("ft_embed_pack_3", "fresh11: FT-Transformer's numeric embedding, opset 17",
+                  lambda: _packed(_ft_embed_case, FT_EMBED_PACK[:4], 304, used_only=True, opset=17), ("rk3588", "rk3566")))
+
+# Both ways: a map of one channel [1, 1, T, C] squeezed on axis 1 (DeepSpeech's; RK3566 NPU in fresh10), and tokens
+# computed by a Linear from the squeezed map, swapped (the CRNN's second BiLSTM's input; RK3566 NPU).
+SEQ_SWAP_PACK_2 = (("unitc_t63_c256_lstm", "unitc", 63, 256, "lstm"), ("unitc_t100_c128_lstm", "unitc", 100, 128, "lstm"),
+                   ("linear_t63_c256_lstm", "linear", 63, 256, "lstm"))
+CASES.append(Case("seq_swap_pack_2", "fresh11: a sequence swapped [1, 0, 2] for an LSTM from a one-channel map, or from a Linear's tokens",
+                  lambda: _packed(_seq_swap_case, SEQ_SWAP_PACK_2, 307, opset=13), ("rk3588", "rk3566")))
+# The embedding into a MatMul, by the feature count F.
+FT_EMBED_PACK_4 = tuple((f"f{f}_d128_add_mm", f, 128, "add_mm") for f in (8, 24, 32, 48, 64, 4))
+CASES.append(Case("ft_embed_pack_4", "fresh11: FT-Transformer's numeric embedding into a MatMul, by the feature count",
+                  lambda: _packed(_ft_embed_case, FT_EMBED_PACK_4, 308, used_only=True, opset=13), ("rk3588", "rk3566")))

@@ -274,6 +274,11 @@ FRESH_LOOKED_AT = {
         # lead (session 17): FBCNN's quality-factor Gemm with a constant one-element bias, probed and fixed
         # (docs/audit.md "fresh11's FBCNN on RKNN: a one-element Gemm bias").
         "pkg_fbcnn/rk3588", "pkg_fbcnn/rk3566",
+        # h20-rkconv (session 18): TCN's causal Pad of its input, FT-Transformer's Unsqueeze of its features,
+        # EasyOCR CRNN's swap into its LSTM, looked into with probes (docs/audit.md "fresh11's TCN, FT-Transformer
+        # and CRNN on RKNN"); TCN's RK3566 pair read beside its RK3588 one.
+        "pkg_tcn/rk3588", "pkg_tcn/rk3566", "pkg_ft_transformer/rk3588", "pkg_ft_transformer/rk3566",
+        "pkg_easyocr_vgg_crnn/rk3566", "pkg_easyocr_vgg_crnn/rk3588",
     ),
     # h20-fresh12: chosen on 2026-12-06, built and collected by h20-fresh12, not yet scored; nothing looked at.
     "fresh12": (),

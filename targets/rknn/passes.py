@@ -6839,3 +6839,84 @@ def stft_swaps_taken_into_a_linear(graph, chip):
     for swap in [n for n in graph.nodes if n.op_type == "Transpose" and _perm(n) == STFT_SWAP]:
         if not swap.outputs[0].is_model_output and _stft_swap_into_a_linear(graph, swap):
             graph.eliminate(swap)
+
+
+# Marks an Unsqueeze of a 2-D model input [1, F] to [1, F, 1] read by a Mul (an embedding of numeric features) with
+# where its result goes: "matmul" (into a MatMul, straight or through Mul, Add and Concat) or "elementwise".
+FEATURES_EMBEDDED_ATTRIBUTE = "rknn_features_embedded"
+FEATURES_EMBEDDED_CHIPS = ("rk3588", "rk3566", "rk3568")
+# The nodes an embedding's tokens were measured to pass through on their way to the MatMul, and how far.
+EMBEDDING_STEPS = ("Mul", "Add", "Concat")
+EMBEDDING_STEPS_MAX = 4
+
+
+@RULES.graph_pass("Unsqueeze", chips=FEATURES_EMBEDDED_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def features_unsqueezed_for_an_embedding(graph, chip):
+    """{OBSERVED} converts a 2-D model input [1, F] unsqueezed to [1, F, 1] and multiplied by a weight [F, D] (FT-Transformer's numeric feature embedding) with a Reshape layer named after the Unsqueeze, on the NPU or the CPU by F and by where the tokens go: into a MatMul (attention's projections) or not. The pass marks the Unsqueeze for rules.features_embedding_input_layout.
+
+    Measured with rknn-toolkit2 2.5.0 (2026-12-06, tests/forms_models.py ft_embed_pack, _2, _3, _4).
+    """
+    for node in [n for n in graph.nodes if n.op_type == "Unsqueeze"]:
+        x = node.inputs[0] if node.inputs else None
+        if x is None or not x.is_graph_input or not _own_node(graph, node):
+            continue
+        shape, out = _static_shape(x), _static_shape(node.outputs[0])
+        reader = graph.only_consumer(node.outputs[0].name)
+        if shape is None or len(shape) != 2 or out != (shape[0], shape[1], 1) or reader is None or reader.op_type != "Mul":
+            continue
+        attributes = {FEATURES_EMBEDDED_ATTRIBUTE: "matmul" if _tokens_reach_a_matmul(graph, reader) else "elementwise"}
+        graph.fuse([node], node.op_type, leader=node, attributes=attributes)
+
+
+def _tokens_reach_a_matmul(graph, node) -> bool:
+    """Whether `node`'s result reaches a MatMul through single readers among EMBEDDING_STEPS (a few steps)."""
+    for _ in range(EMBEDDING_STEPS_MAX):
+        readers = graph.consumers(node.outputs[0].name) if node.outputs else []
+        if any(r.op_type == "MatMul" for r in readers):
+            return True
+        if len(readers) != 1 or readers[0].op_type not in EMBEDDING_STEPS:
+            return False
+        node = readers[0]
+    return False
+
+
+# Marks the unit-axes swap [1, 0, 2] of a squeezed feature map into an LSTM's sequence (EasyOCR's CRNN).
+SQUEEZED_MAP_SWAP_ATTRIBUTE = "rknn_squeezed_map_swap"
+SQUEEZED_MAP_SWAP_CHIPS = ("rk3566", "rk3568")
+SEQUENCE_SWAP = [1, 0, 2]
+# Element-wise nodes looked through back to what made the squeezed tensor, and how far: a MatMul or Gemm there made
+# tokens, which the toolkit holds as such (DeepSpeech's Linear, Relu, Clip; the CRNN's second BiLSTM after a Linear).
+TOKEN_MAKERS = ("MatMul", "Gemm")
+ELEMENTWISE_BACK = ("Relu", "Clip", "Add", "Mul")
+ELEMENTWISE_BACK_MAX = 4
+
+
+@RULES.graph_pass("Transpose", chips=SQUEEZED_MAP_SWAP_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
+def swap_of_a_squeezed_map_into_an_lstm(graph, chip):
+    """{OBSERVED} on RK3566 merges a Squeeze of a 4-D feature map into 3-D [1, T, C] and the swap [1, 0, 2] of its unit batch axis into the sequence [T, 1, C] of an LSTM (EasyOCR's CRNN) into one Reshape layer, named after the swap, on the CPU: the map's layout is not the sequence's. Where a MatMul or Gemm made the squeezed tensor (tokens), the swap stays a Reshape on the NPU. The pass marks the swap (a Reshape after passes.transpose_of_unit_axes_is_a_reshape) for rules.squeezed_map_swapped_into_an_lstm.
+
+    Measured with rknn-toolkit2 2.5.0 (2026-12-06, tests/forms_models.py seq_swap_pack, seq_swap_pack_2).
+    """
+    for swap in [n for n in graph.nodes if n.op_type == "Reshape" and n.attr(UNIT_AXES_SWAP_ATTRIBUTE) is not None]:
+        if list(swap.attr(UNIT_AXES_SWAP_ATTRIBUTE)) != SEQUENCE_SWAP or not swap.outputs:
+            continue
+        squeeze = graph.producer(swap.inputs[0].name) if swap.inputs else None
+        readers = graph.consumers(swap.outputs[0].name)
+        if squeeze is None or squeeze.op_type != "Squeeze" or not any(r.op_type == "LSTM" for r in readers):
+            continue
+        made = _static_shape(squeeze.inputs[0]) if squeeze.inputs else None
+        if made is None or len(made) != 4 or _made_by_a_token_maker(graph, squeeze.inputs[0]):
+            continue
+        graph.fuse([swap], "Reshape", attributes={UNIT_AXES_SWAP_ATTRIBUTE: SEQUENCE_SWAP, SQUEEZED_MAP_SWAP_ATTRIBUTE: 1})
+
+
+def _made_by_a_token_maker(graph, tensor) -> bool:
+    """Whether a TOKEN_MAKERS node made `tensor`, straight or through ELEMENTWISE_BACK nodes (a few steps)."""
+    for _ in range(ELEMENTWISE_BACK_MAX):
+        maker = graph.producer(tensor.name)
+        if maker is None or maker.op_type in TOKEN_MAKERS:
+            return maker is not None
+        if maker.op_type not in ELEMENTWISE_BACK or not maker.inputs:
+            return False
+        tensor = maker.inputs[0]
+    return False

@@ -2030,6 +2030,27 @@ def identity_of_a_3d_model_input(node: NodeView, chip: str):
     return Offence(x.name, "3-D model input")
 
 
+@RULES.rule("Pad", chips=tuple(c for c, align in INPUT_LAYOUT_ALIGN.items() if align), ALIGN="16")
+def constant_pad_of_an_unaligned_3d_input_folded_into_conv(node: NodeView, chip: str):
+    """The toolkit converts a 3-D model input [1, C, L] whose last axis L is not a multiple of {ALIGN} (and C more than one) to the NPU's layout with a Reshape on the CPU, as it does an Identity's (identity_of_a_3d_model_input); a constant Pad of that input it folds into the Conv after it (passes.constant_pad_folded_into_conv) keeps only that Reshape as its own layer, on the CPU (rknn-toolkit2 2.5.0, observed: TCN's causal padding of its [1, 40, 100] features).
+
+    Measured with tests/forms_models.py input_pad_align_pack (a Pad by 2 on the left into a Conv1d
+    of kernel 3, RK3588): L = 96, 112, 128 on the NPU (C = 40 or 4); L = 8, 24, 100, 104, 120 on the
+    CPU, whatever C (4, 16, 40, 48). RK3566 put all of them on the CPU
+    (constant_pad_of_a_low_rank_input_folded_into_conv). A one-channel signal [1, 1, L] is left to
+    constant_pad_of_a_long_signal_folded_into_conv (L = 507 ran on the NPU); 2-D inputs were measured
+    only at L = 64 (NPU).
+    """
+    folded = node.attr("rknn_pad_into_conv")
+    x = node.input(0)
+    if folded is None or x is None or not x.is_graph_input or x.rank != 3 or x.shape is None or _one_channel_signal(x):
+        return None
+    length = x.shape[-1]
+    if not isinstance(length, int) or length % INPUT_LAYOUT_ALIGN[chip] == 0:
+        return None
+    return Offence(x.name, f"3-D model input, last axis {length}", uncertain=folded != "folded")
+
+
 # Producers of an Add's other operand whose layer the Add joins (the toolkit's MatMul/Conv
 # with an added tensor, as ConvAdd layers show it): measured.
 ADD_JOINS_LAYER_OF = ("MatMul", "Add", "Gemm")
@@ -2683,3 +2704,44 @@ def pair_axis_views_of_a_rotation(node: NodeView, chip: str):
 def lstm_directions_split_apart(node: NodeView, chip: str):
     """On this chip the toolkit runs on the CPU the Reshape layer it makes of a bidirectional LSTM's two directions Sliced and Squeezed apart, read apart rather than Concatenated along the features (rknn-toolkit2 2.5.0, observed on openWakeWord's hey_mycroft; passes.lstm_directions_split_apart marks it and says what was measured)."""
     return Offence("Split", "LSTM directions squeezed apart before a") if node.attr(_passes.LSTM_DIRECTIONS_SPLIT_ATTRIBUTE) is not None else None
+
+
+# The feature counts an embedding's input layout needs on the NPU, by where the tokens go (None: always the CPU; absent: the NPU).
+FEATURES_EMBEDDING_ALIGN = {"matmul": {"rk3588": 16, "rk3566": None, "rk3568": None}, "elementwise": {"rk3566": 8, "rk3568": 8}}
+
+
+@RULES.rule("Unsqueeze", chips=_passes.FEATURES_EMBEDDED_CHIPS)
+def features_embedding_input_layout(node: NodeView, chip: str):
+    """The toolkit converts a 2-D model input [1, F] unsqueezed to [1, F, 1] for an embedding (times a weight [F, D]: FT-Transformer's numeric features) with a Reshape layer named after the Unsqueeze (passes.features_unsqueezed_for_an_embedding). Where the tokens go into a MatMul (attention's projections), that layer runs on the CPU of RK3566/RK3568 always, and of RK3588 when F is not a multiple of 16; where they do not, on the CPU of RK3566/RK3568 when F is not a multiple of 8, on RK3588's NPU (rknn-toolkit2 2.5.0, observed).
+
+    Measured (tests/forms_models.py ft_embed_pack, _2, _3, _4; D = 32 or 128; opset 13 and 17 alike):
+    into a MatMul (after the bias Add, or the Add and a Concat of a class token; one or three MatMuls):
+    RK3588 CPU for F = 4, 8, 12, 24, NPU for 16, 32, 48, 64; RK3566 CPU for all of them. Not into a
+    MatMul (the Mul, its bias Add, the Concat as the output): RK3588 NPU for F = 12, 16; RK3566 CPU for
+    12, NPU for 16 (the lead's probes: NPU for 8, 24, 32, 64 on both, CPU for 12 on RK3566). A Relu
+    reading the [1, 12, 1] instead of a Mul: NPU on both (not marked).
+    """
+    where = node.attr(_passes.FEATURES_EMBEDDED_ATTRIBUTE)
+    x = node.input(0)
+    if where is None or x is None or x.shape is None or not isinstance(x.shape[1], int) or chip not in FEATURES_EMBEDDING_ALIGN[where]:
+        return None
+    align, features = FEATURES_EMBEDDING_ALIGN[where][chip], x.shape[1]
+    if align is not None and features % align == 0:
+        return None
+    return Offence(features, f"{features} features embedded" + (" for a MatMul" if where == "matmul" else ""))
+
+
+@RULES.rule("Reshape", chips=_passes.SQUEEZED_MAP_SWAP_CHIPS)
+def squeezed_map_swapped_into_an_lstm(node: NodeView, chip: str):
+    """On this chip the toolkit runs on the CPU the swap [1, 0, 2] of a squeezed feature map [1, T, C] into an LSTM's sequence [T, 1, C], which it merges with the Squeeze into one Reshape layer (passes.swap_of_a_squeezed_map_into_an_lstm marks it): the map's layout is not the sequence's (rknn-toolkit2 2.5.0, observed: EasyOCR's CRNN; RK3588 runs it on the NPU).
+
+    Measured (tests/forms_models.py seq_swap_pack, seq_swap_pack_2; RK3566 and RK3588): the map [1, T, C, 1]
+    pooled from a swapped VGG map or a Relu of a model input, or a Relu of [1, T, C, 1], squeezed on axis 3
+    (T = 63, 64; C = 64, 256), and a one-channel map [1, 1, T, C] squeezed on axis 1 (T = 63, 100): CPU;
+    the squeezed map through a Linear first, then swapped: NPU (as DeepSpeech's Linear, Relu, Clip, Squeeze
+    into its RNN, fresh10). Measured, not held: the swap read by a Relu (the Squeeze on the CPU too), the
+    map viewed [T, 1, C] by one Reshape (CPU), the map squeezed and not swapped (CPU with its Relu reader).
+    """
+    if node.attr(_passes.SQUEEZED_MAP_SWAP_ATTRIBUTE) is None:
+        return None
+    return Offence(node.name, "squeezed feature map swapped into a sequence")
