@@ -7,7 +7,7 @@ The corpus environment (torch 2.14.1, torchvision 0.29.1, ultralytics 8.4.190, o
 timm 1.0.22 and transformers 4.57.1 installed with `pip install --no-deps --target
 ~/.cache/edgedeploy/pool-pkgs` (so the shared corpus environment is left as it is). The models
 come from scripts/pool/catalogue.py; every one gets seeded random weights (no download). The
-"pypi-code" entries (fresh9, fresh10, fresh11) import packages unpacked from their wheels into
+"pypi-code" entries (fresh9 to fresh12) import packages unpacked from their wheels into
 $EDGEDEPLOY_HOME/pool-pkgs, put first on PYTHONPATH (see build_package_code).
 
 Writes $EDGEDEPLOY_HOME/pool/<name>.onnx and <name>.calib.npz (4 seeded samples per input, for
@@ -865,6 +865,19 @@ def build_fresh11_transformers(e: Entry):
         ids["bbox"] = np.zeros((1, e.size, 8), np.float32)
     return Out(model, "last_hidden_state"), ids
 
+# The twelfth fresh set's transformers class (catalogue.FRESH12): 2 layers of width 64.
+FRESH12_SMALL = {"yoso": dict(_NARROW)}
+
+
+def build_fresh12_transformers(e: Entry):
+    import transformers
+
+    config = getattr(transformers, e.extra["config"])(**FRESH12_SMALL[e.arch], attn_implementation="eager")
+    model = getattr(transformers, e.extra["model"])(config)
+    model.config.return_dict = True
+    return Out(model, "last_hidden_state"), {"input_ids": np.ones((1, e.size), np.int64)}
+
+
 # Model classes that PyPI packages ship as code (catalogue source "pypi-code", arch "PKG==VER:CLASS"):
 # each wheel is unpacked, not installed (`pip download --no-deps PKG==VER` from the local mirror, then
 # unzip into $EDGEDEPLOY_HOME/pool-pkgs, on PYTHONPATH beside the transformers/timm one), so the shared
@@ -886,9 +899,13 @@ def _spandrel_model(e: Entry):
 
     module = {"SPAN": "spandrel.architectures.SPAN.__arch.span", "SRVGGNetCompact": "spandrel.architectures.Compact.__arch.SRVGG",
               "NAFNet": "spandrel.architectures.NAFNet.__arch.NAFNet_arch", "SAFMN": "spandrel.architectures.SAFMN.__arch.safmn",
-              "RetinexFormer": "spandrel.architectures.RetinexFormer.__arch.retinexformer_arch", "FBCNN": "spandrel.architectures.FBCNN.__arch.FBCNN"}
+              "RetinexFormer": "spandrel.architectures.RetinexFormer.__arch.retinexformer_arch", "FBCNN": "spandrel.architectures.FBCNN.__arch.FBCNN",
+              "RealPLKSR": "spandrel.architectures.PLKSR.__arch.RealPLKSR", "MixDehazeNet": "spandrel.architectures.MixDehazeNet.__arch.MixDehazeNet",
+              "CIDNet": "spandrel.architectures.HVICIDNet.__arch.cidnet"}
     cls = e.arch.split(":")[1]
     model = getattr(importlib.import_module(module[cls]), cls)(**e.extra)
+    if cls == "CIDNet":  # an RGB image in [0, 1], which calibration() draws for an input of this name
+        return model, image(e.size, name="rgb")
     if cls == "FBCNN":  # its Convs only: He-normal Linears saturate the quality factor's sigmoid (1.0 for every input)
         model = he_initialised(model, linear=False)
     return model, image(e.size)
@@ -967,11 +984,22 @@ def _torchcrepe_model(e: Entry):
 
 
 def _speechbrain_model(e: Entry):
+    import torch
+
     cls = e.arch.split(":")[1]
     if cls == "ECAPA_TDNN":
         from speechbrain.lobes.models.ECAPA_TDNN import ECAPA_TDNN
 
         return ECAPA_TDNN(**e.extra), {"fbank": np.zeros((1, e.size, e.extra["input_size"]), np.float32)}
+    if cls == "DiffWave":  # one denoising step: the noisy waveform, the step (a row of its step table) and the mel it is conditioned on
+        from speechbrain.lobes.models.DiffWave import DiffWave
+
+        frames = e.size // 256  # the mel is upsampled x256 (two ConvTranspose2d of stride 16)
+        diffwave = DiffWave(**e.extra)
+        # its output projection starts at zero (the output then a constant bias for every input); a trained one's is not
+        torch.nn.init.kaiming_normal_(diffwave.output_projection.conv.weight)
+        return diffwave, {"noisy_audio": np.zeros((1, 1, e.size), np.float32), "diffusion_step": np.zeros((1,), np.int64),
+                                     "spectrogram": np.zeros((1, e.extra["input_channels"], frames), np.float32)}
     if cls == "SepformerWrapper":  # a mixture's waveform in, each speaker's waveform out
         from speechbrain.lobes.models.dual_path import SepformerWrapper
 
@@ -1041,6 +1069,92 @@ def _nbeats_model(e: Entry):
     return model, {"past": np.zeros((1, e.size), np.float32)}  # (backcast, forecast)
 
 
+def _bare_module(dotted: str):
+    """A module of an unpacked package imported without its packages' __init__ files (controlnet-aux's
+    imports OpenCV and every preprocessor): each parent is registered as an empty package over its folder,
+    so the module's relative imports still resolve."""
+    import importlib
+    import types
+
+    parts = dotted.split(".")
+    top = next(Path(p) for p in sys.path if (Path(p) / parts[0]).is_dir())
+    for depth in range(1, len(parts)):
+        name = ".".join(parts[:depth])
+        if name not in sys.modules:
+            package = types.ModuleType(name)
+            package.__path__ = [str(top.joinpath(*parts[:depth]))]
+            sys.modules[name] = package
+    return importlib.import_module(dotted)
+
+
+def _controlnet_aux_model(e: Entry):
+    if e.arch.endswith(":TED"):  # three side edge maps and their fusion
+        return _bare_module("controlnet_aux.teed.ted").TED(), image(e.size)
+    # its MobileNetV2 is created with pretrained=True, whose checkpoint load the file has commented out: random weights
+    mlsd = _bare_module("controlnet_aux.mlsd.models.mbv2_mlsd_tiny").MobileV2_MLSD_Tiny()
+    return he_initialised(mlsd), image(e.size, c=e.extra["in_channels"])
+
+
+def _vit_pytorch_model(e: Entry):
+    from vit_pytorch import cct
+
+    return getattr(cct, e.arch.split(":")[1])(img_size=e.size, **e.extra), image(e.size)
+
+
+def _diffusers_model(e: Entry):
+    import diffusers
+
+    if e.arch.endswith(":AutoencoderTiny"):  # the decoder alone: latents to an image, what a preview or a pipeline's last step runs
+        taesd = diffusers.AutoencoderTiny(latent_channels=e.extra["latent_channels"])
+        return Decoded(taesd), {"latents": np.zeros((1, e.extra["latent_channels"], e.size, e.size), np.float32)}
+    extra = {k: tuple(v) if isinstance(v, list) else v for k, v in e.extra.items()}
+    unet = diffusers.UNet2DModel(sample_size=e.size, **extra)
+    return Out(unet, "sample"), {"sample": np.zeros((1, 3, e.size, e.size), np.float32), "timestep": np.ones((1,), np.int64)}
+
+
+def _column_stack_as_concat():
+    """aten::column_stack of 2-D tensors (TabM joins its flattened feature parts with it) exported as a Concat on
+    axis 1, what it is for 2-D inputs: the TorchScript exporter has no symbolic for it ('Exporting the operator
+    'aten::column_stack' to ONNX opset version 17 is not supported')."""
+    import torch
+    from torch.onnx import symbolic_helper
+
+    def column_stack(g, tensors):
+        return g.op("Concat", *symbolic_helper._unpack_list(tensors), axis_i=1)
+
+    torch.onnx.register_custom_op_symbolic("aten::column_stack", column_stack, 9)
+
+
+def _tabm_model(e: Entry):
+    import tabm
+
+    _column_stack_as_concat()
+    model = tabm.TabM.make(n_num_features=e.size, cat_cardinalities=None, **e.extra)  # numeric features only
+    return model, {"features": np.zeros((1, e.size), np.float32)}  # [1, k, d_out]: each member's prediction
+
+
+def _itransformer_model(e: Entry):
+    from iTransformer import iTransformer
+
+    model = iTransformer(lookback_len=e.size, **e.extra)  # returns {pred_length: forecast}
+    return Flattened(model), {"series": np.zeros((1, e.size, e.extra["num_variates"]), np.float32)}
+
+
+def Decoded(model):
+    """An autoencoder's decoder: model.decode(latents).sample (diffusers' AutoencoderTiny)."""
+    from torch import nn
+
+    class _Decoded(nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, latents):
+            return self.model.decode(latents).sample
+
+    return _Decoded(model)
+
+
 def ImageOnly(model):
     """A model whose forward takes a second, optional input (easyocr's text, the FT-Transformer's
     categorical features) called with the first alone."""
@@ -1082,7 +1196,8 @@ PACKAGE_CODE = {"torchaudio": _torchaudio_model, "spandrel": _spandrel_model, "s
                 "effdet": _effdet_model, "kornia": _kornia_model, "facexlib": _facexlib_model,
                 "face-alignment": _face_alignment_model, "torchcrepe": _torchcrepe_model, "speechbrain": _speechbrain_model,
                 "pytorch-tabnet": _tabnet_model, "easyocr": _easyocr_model, "monai": _monai_model, "pytorch-tcn": _tcn_model,
-                "rtdl-revisiting-models": _ft_transformer_model, "nbeats-pytorch": _nbeats_model}
+                "rtdl-revisiting-models": _ft_transformer_model, "nbeats-pytorch": _nbeats_model, "controlnet-aux": _controlnet_aux_model,
+                "vit-pytorch": _vit_pytorch_model, "diffusers": _diffusers_model, "tabm": _tabm_model, "itransformer": _itransformer_model}
 
 
 def build_package_code(e: Entry):
@@ -1129,6 +1244,8 @@ def Flattened(model):
 
 
 def build_transformers(e: Entry):
+    if e.arch in FRESH12_SMALL:
+        return build_fresh12_transformers(e)
     if e.arch in FRESH11_SMALL:
         return build_fresh11_transformers(e)
     if e.arch in FRESH10_SMALL:
@@ -1325,8 +1442,12 @@ def calibration(proto: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
             values = rng.standard_normal([CALIB_SAMPLES] + shape[1:])
             side = int(round(np.sqrt(shape[1])))
             values[..., 0], values[..., 1] = np.arange(shape[1]) // side + 1, np.arange(shape[1]) % side + 1
+        elif np.issubdtype(dtype, np.integer) and inp.name == "diffusion_step":  # DiffWave: a row of its table of 50 steps
+            values = rng.integers(0, 50, size=[CALIB_SAMPLES] + shape[1:])
         elif np.issubdtype(dtype, np.integer):
             values = rng.integers(1, 100, size=[CALIB_SAMPLES] + shape[1:]) if inp.name != "sr" else np.full([CALIB_SAMPLES] + shape[1:], 16000)
+        elif inp.name == "rgb":  # HVI-CIDNet: an RGB image in [0, 1] (its colour transform powers a sine of the value: NaN below 0)
+            values = rng.uniform(0.0, 1.0, size=[CALIB_SAMPLES] + shape[1:])
         else:
             values = rng.standard_normal([CALIB_SAMPLES] + shape[1:]) * (0.1 if inp.name == "state" else 1.0)
         out[inp.name] = values.astype(dtype)
@@ -1380,7 +1501,8 @@ def save_manifest(m: dict) -> None:
 
     versions = {"torch": torch.__version__, "torchvision": torchvision.__version__, "onnx": onnx.__version__}
     for pkg in ("timm", "transformers", "ultralytics", "torchaudio", "spandrel", "segmentation_models_pytorch", "effdet", "kornia",
-                "facexlib", "speechbrain", "pytorch_tabnet", "monai", "pytorch_tcn", "rtdl_revisiting_models", "nbeats_pytorch"):
+                "facexlib", "speechbrain", "pytorch_tabnet", "monai", "pytorch_tcn", "rtdl_revisiting_models", "nbeats_pytorch", "diffusers",
+                "vit_pytorch", "tabm"):
         # face-alignment and torchcrepe read by file, easyocr as a bare package (their __init__ needs more)
         try:
             versions[pkg] = __import__(pkg).__version__
