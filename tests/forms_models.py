@@ -12599,3 +12599,34 @@ CASES.append(Case("seq_swap_pack_2", "fresh11: a sequence swapped [1, 0, 2] for 
 FT_EMBED_PACK_4 = tuple((f"f{f}_d128_add_mm", f, 128, "add_mm") for f in (8, 24, 32, 48, 64, 4))
 CASES.append(Case("ft_embed_pack_4", "fresh11: FT-Transformer's numeric embedding into a MatMul, by the feature count",
                   lambda: _packed(_ft_embed_case, FT_EMBED_PACK_4, 308, used_only=True, opset=13), ("rk3588", "rk3566")))
+
+
+# fresh11's MAnet centre block (position attention, RK3566): scores [1, N, N] flattened [1, N*N] for a Softmax over all
+# of them, viewed back [1, N, N], times v [1, N, C], the product viewed straight as the map [1, C, h, w] (no swap back).
+# (name, side, channels, q/k channels, softmax ("all": flattened; "last": over the last axis, no views)) (h20-rkconv).
+CENTRE_ATTENTION_MEASURED = (("s4_c512_all", 4, 512, 64, "all"), ("s8_c64_all", 8, 64, 16, "all"), ("s4_c512_last", 4, 512, 64, "last"))
+
+
+def _centre_attention_case(rng, spec) -> tuple[list, list, list, list]:
+    name, side, c, qk, softmax = spec
+    p = f"ca_{name}_"
+    node = _prefixed(p)
+    n = side * side
+    inits = [_const(p + "wq", _weights(rng, qk, c, 1, 1)), _const(p + "wk", _weights(rng, qk, c, 1, 1)), _const(p + "wv", _weights(rng, c, c, 1, 1)),
+             _const(p + "qk_tokens", np.array([1, qk, n], np.int64)), _const(p + "v_tokens", np.array([1, c, n], np.int64)),
+             _const(p + "flat", np.array([1, -1], np.int64)), _const(p + "square", np.array([1, n, n], np.int64)), _const(p + "map", np.array([1, c, side, side], np.int64))]
+    nodes = [node("Conv", ["x", "wq"], "q"), node("Conv", ["x", "wk"], "k"), node("Conv", ["x", "wv"], "v"),
+             node("Reshape", ["q", "qk_tokens"], "q_t"), node("Reshape", ["k", "qk_tokens"], "k_t"), node("Transpose", ["k_t"], "k_s", perm=[0, 2, 1]),
+             node("Reshape", ["v", "v_tokens"], "v_t"), node("Transpose", ["v_t"], "v_s", perm=[0, 2, 1]), node("MatMul", ["k_s", "q_t"], "scores")]
+    if softmax == "all":
+        nodes += [node("Reshape", ["scores", "flat"], "flat_scores"), node("Softmax", ["flat_scores"], "weights_flat", axis=1),
+                  node("Reshape", ["weights_flat", "square"], "weights")]
+    else:
+        nodes.append(node("Softmax", ["scores"], "weights", axis=-1))
+    nodes += [node("MatMul", ["weights", "v_s"], "out_t"), node("Reshape", ["out_t", "map"], "out"), node("Add", ["x", "out"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, c, side, side])], [_vi(p + "y", [1, c, side, side])]
+
+
+# Measured, not modelled (docs/audit.md "fresh11's TCN, FT-Transformer and CRNN on RKNN"): probed as packs of their own
+# (seeds 309, 310), not held by tests/test_audit_forms.py.
+CENTRE_ATTENTION_MEASURED_2 = tuple((f"s{s}_c{c}_last", s, c, 16, "last") for s, c in ((4, 64), (4, 128), (4, 256), (8, 512), (2, 512), (8, 128)))

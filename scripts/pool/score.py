@@ -279,6 +279,8 @@ FRESH_LOOKED_AT = {
         # and CRNN on RKNN"); TCN's RK3566 pair read beside its RK3588 one.
         "pkg_tcn/rk3588", "pkg_tcn/rk3566", "pkg_ft_transformer/rk3588", "pkg_ft_transformer/rk3566",
         "pkg_easyocr_vgg_crnn/rk3566", "pkg_easyocr_vgg_crnn/rk3588",
+        # h20-rkconv: MAnet's centre attention on RK3566 probed, measured, not modelled (same section).
+        "pkg_manet_resnet18/rk3566",
     ),
     # h20-fresh12: chosen on 2026-12-06, built and collected by h20-fresh12, not yet scored; nothing looked at.
     "fresh12": (),
