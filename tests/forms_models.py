@@ -12630,3 +12630,162 @@ def _centre_attention_case(rng, spec) -> tuple[list, list, list, list]:
 # Measured, not modelled (docs/audit.md "fresh11's TCN, FT-Transformer and CRNN on RKNN"): probed as packs of their own
 # (seeds 309, 310), not held by tests/test_audit_forms.py.
 CENTRE_ATTENTION_MEASURED_2 = tuple((f"s{s}_c{c}_last", s, c, 16, "last") for s, c in ((4, 64), (4, 128), (4, 256), (8, 512), (2, 512), (8, 128)))
+
+
+# fresh11's BROS bbox sinusoid embedding (h20-rkattn, looked at after its blind score): per box
+# coordinate x, a Mul by a constant, then Sin and Cos, Concatenated on the last axis; those pairs
+# and more Sin/Cos results Concatenated again on the last axis, then a Linear. Variants: the inner
+# Concats read only by the outer one on the same axis ("nested"); the outer Concat on another axis
+# ("other_axis"); an inner Concat also read by a second node ("read_twice"); the inner pairs made
+# on the NPU (Relu, Neg instead of Sin, Cos: "npu_pairs").
+NESTED_CONCAT_VARIANTS = ("nested", "other_axis", "read_twice", "npu_pairs")
+
+
+def nested_concat(variant: str, pairs: int = 3) -> onnx.ModelProto:
+    """x [32, 32, 1, 1 + pairs] -> per column a Slice, Mul by a constant, two unary ops (Sin, Cos; or
+    Relu, Neg), their Concat (the inner one); the first column's two results and the inner Concats
+    Concatenated (the outer one) -> MatMul by a [2 + 2 * pairs, 16] weight -> y."""
+    rng = np.random.default_rng(2111)
+    unary = ("Relu", "Neg") if variant == "npu_pairs" else ("Sin", "Cos")
+    axis = 2 if variant == "other_axis" else -1
+    nodes, inits, parts, extra = [], [_const("scale", np.full([1, 1, 1, 1], 0.5, np.float32))], [], []
+    for i in range(pairs + 1):
+        inits += [_const(f"s{i}", np.array([i], np.int64)), _const(f"e{i}", np.array([i + 1], np.int64))]
+        nodes += [helper.make_node("Slice", ["x", f"s{i}", f"e{i}", "ax3"], [f"col{i}"], name=f"slice{i}"),
+                  helper.make_node("Mul", [f"col{i}", "scale"], [f"m{i}"], name=f"mul{i}"),
+                  helper.make_node(unary[0], [f"m{i}"], [f"a{i}"], name=f"{unary[0].lower()}{i}"),
+                  helper.make_node(unary[1], [f"m{i}"], [f"b{i}"], name=f"{unary[1].lower()}{i}")]
+        if i == 0:
+            parts += ["a0", "b0"]
+            continue
+        nodes.append(helper.make_node("Concat", [f"a{i}", f"b{i}"], [f"pair{i}"], name=f"inner{i}", axis=-1))
+        parts.append(f"pair{i}")
+    inits.append(_const("ax3", np.array([3], np.int64)))
+    width = 2 + 2 * pairs
+    out_shape = [32, 32, 1, width] if axis == -1 else [32, 32, 2 + 2 * pairs, 2]
+    if axis == 2:  # every part [32, 32, 1, 2]: the first column's results joined on the last axis first
+        nodes.append(helper.make_node("Concat", ["a0", "b0"], ["pair0"], name="inner0", axis=-1))
+        parts = ["pair0"] + parts[2:]
+        out_shape = [32, 32, pairs + 1, 2]
+        width = 2
+    nodes.append(helper.make_node("Concat", parts, ["joined"], name="outer", axis=axis))
+    inits.append(_const("w", _weights(rng, width, 16)))
+    nodes.append(helper.make_node("MatMul", ["joined", "w"], ["y"], name="linear"))
+    outputs = [_vi("y", out_shape[:-1] + [16])]
+    if variant == "read_twice":
+        nodes.append(helper.make_node("Relu", ["pair1"], ["y2"], name="second_reader"))
+        outputs.append(_vi("y2", [32, 32, 1, 2]))
+    return _model(nodes, [_vi("x", [32, 32, 1, 1 + pairs])], outputs, inits, opset=13)
+
+
+CASES += [Case(f"nested_concat_{v}", "fresh11: a Concat of two results read only by a Concat on the same axis (BROS's bbox sinusoid embedding)",
+               lambda v=v: nested_concat(v), ("rk3588", "rk3566")) for v in NESTED_CONCAT_VARIANTS]
+
+
+# fresh11's BROS relative box positions (h20-rkattn, looked at after its blind score): boxes [1, 32, 8]
+# (computed) swapped to [32, 1, 8], Unsqueezed at 0 ([1, 32, 1, 8]) and at 2 ([32, 1, 1, 8]), one
+# subtracted from the other ([32, 32, 1, 8]: every pair's difference). Variants: that form ("batch");
+# the difference taken on the axes after the batch instead (x [1, 32, 8] Unsqueezed at 1 and 2:
+# [1, 1, 32, 8] - [1, 32, 1, 8], "no_batch"); the swap left out (x Unsqueezed at 0 and 2 of [32, 1, 8]
+# read straight: "no_swap").
+PAIRWISE_DIFFERENCE_VARIANTS = ("batch", "no_batch", "no_swap")
+
+
+def pairwise_difference(variant: str) -> onnx.ModelProto:
+    """x -> Mul by a constant -> (Transpose [1, 0, 2]) -> two Unsqueezes -> Sub -> Relu -> y."""
+    first, second, shape = {"batch": ([0], [2], [1, 32, 8]), "no_batch": ([1], [2], [1, 32, 8]), "no_swap": ([0], [2], [32, 1, 8])}[variant]
+    inits = [_const("scale", np.full([1, 1, 8], 0.5, np.float32)), _const("ax_a", np.array(first, np.int64)), _const("ax_b", np.array(second, np.int64))]
+    nodes = [helper.make_node("Mul", ["x", "scale"], ["m"], name="mul")]
+    boxes = "m"
+    if variant == "batch":
+        nodes.append(helper.make_node("Transpose", ["m"], ["t"], name="swap", perm=[1, 0, 2]))
+        boxes = "t"
+    nodes += [helper.make_node("Unsqueeze", [boxes, "ax_a"], ["a"], name="unsqueeze_a"),
+              helper.make_node("Unsqueeze", [boxes, "ax_b"], ["b"], name="unsqueeze_b"),
+              helper.make_node("Sub", ["a", "b"], ["d"], name="sub"),
+              helper.make_node("Relu", ["d"], ["y"], name="relu")]
+    out = [1, 32, 32, 8] if variant == "no_batch" else [32, 32, 1, 8]
+    return _model(nodes, [_vi("x", shape)], [_vi("y", out)], inits, opset=13)
+
+
+CASES += [Case(f"pairwise_difference_{v}", "fresh11: every pair's difference of boxes by two Unsqueezes and a Sub (BROS's relative positions)",
+               lambda v=v: pairwise_difference(v), ("rk3588", "rk3566")) for v in PAIRWISE_DIFFERENCE_VARIANTS]
+
+
+# fresh11's DiffLlama value (h20-rkattn, looked at after its blind score): one key/value head repeated
+# (repeat_kv: Unsqueeze, Expand [1, 1, 2, T, D], Reshape [1, 2, T, D]), cut back into its 2 copies (Slices
+# along axis 1), the copies Concatenated on the last axis ([1, 1, T, 2D]), an Expand to the same shape
+# (the export's no-op), a Tile [1, 2, 1, 1], then attn @ v. Variants: the head from the Linear, split and
+# swapped ("lin", as DiffLlama); a Relu of a model input [1, 1, T, D] ("input4", as gqa_repeat_pack's
+# source measured on the NPU); the Tile straight of the head, no repeat_kv and no cut ("tile_only").
+DIFF_VALUE_VARIANTS = ("lin", "input4", "tile_only")
+
+
+def diff_value(variant: str, t: int = 32, d: int = 32) -> onnx.ModelProto:
+    """x [1, T, 2D] -> q (2 heads), k (1 head, repeat_kv), scores, Softmax; v (1 head) as the variant writes it;
+    attn @ v [1, 2, T, 2D] -> Relu -> y."""
+    rng = np.random.default_rng(2112)
+    c = 2 * d
+    inits = [_const("w_q", _weights(rng, c, 2 * d)), _const("w_k", _weights(rng, c, d)), _const("w_v", _weights(rng, c, d)),
+             _const("q_shape", np.array([1, t, 2, d], np.int64)), _const("kv_shape", np.array([1, t, 1, d], np.int64)),
+             _const("ax2", np.array([2], np.int64)), _const("ax1", np.array([1], np.int64)), _const("e5", np.array([1, 1, 2, t, d], np.int64)),
+             _const("merged", np.array([1, 2, t, d], np.int64)), _const("s0", np.array([0], np.int64)), _const("s1", np.array([1], np.int64)),
+             _const("s2", np.array([2], np.int64)), _const("same", np.array([1, 1, t, 2 * d], np.int64)),
+             _const("reps", np.array([1, 2, 1, 1], np.int64)), _const("scale", np.array(d ** -0.5, np.float32))]
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", "w_q"], ["q_lin"], name="q_lin"), n("Reshape", ["q_lin", "q_shape"], ["q_split"], name="q_split"),
+             n("Transpose", ["q_split"], ["q"], name="q_heads", perm=[0, 2, 1, 3])]
+    for role in ("k", "v") if variant != "input4" else ("k",):
+        nodes += [n("MatMul", ["x", f"w_{role}"], [f"{role}_lin"], name=f"{role}_lin"),
+                  n("Reshape", [f"{role}_lin", "kv_shape"], [f"{role}_split"], name=f"{role}_split"),
+                  n("Transpose", [f"{role}_split"], [f"{role}_head"], name=f"{role}_heads", perm=[0, 2, 1, 3])]
+    inputs = [_vi("x", [1, t, c])]
+    v_head = "v_head"
+    if variant == "input4":
+        inputs.append(_vi("v_in", [1, 1, t, d]))
+        nodes.append(n("Relu", ["v_in"], ["v_relu"], name="v_relu"))
+        v_head = "v_relu"
+    for role, head in (("k", "k_head"), ("v", v_head)):
+        if role == "v" and variant == "tile_only":
+            continue
+        nodes += [n("Unsqueeze", [head, "ax2"], [f"{role}_u"], name=f"{role}_unsqueeze"), n("Expand", [f"{role}_u", "e5"], [f"{role}_e"], name=f"{role}_expand"),
+                  n("Reshape", [f"{role}_e", "merged"], [f"{role}_rep"], name=f"{role}_repeat")]
+    if variant == "tile_only":
+        nodes.append(n("Concat", [v_head, v_head], ["v_cat"], name="v_concat", axis=-1))
+    else:
+        nodes += [n("Slice", ["v_rep", "s0", "s1", "ax1"], ["v_c0"], name="v_chunk0"), n("Slice", ["v_rep", "s1", "s2", "ax1"], ["v_c1"], name="v_chunk1"),
+                  n("Concat", ["v_c0", "v_c1"], ["v_cat"], name="v_concat", axis=-1)]
+    nodes += [n("Expand", ["v_cat", "same"], ["v_same"], name="v_same"), n("Tile", ["v_same", "reps"], ["v"], name="v_tile"),
+              n("Transpose", ["k_rep"], ["k_swap"], name="k_swap", perm=[0, 1, 3, 2]), n("MatMul", ["q", "k_swap"], ["scores"], name="scores"),
+              n("Mul", ["scores", "scale"], ["scaled"], name="scaled"), n("Softmax", ["scaled"], ["attn"], name="softmax", axis=-1),
+              n("MatMul", ["attn", "v"], ["ctx"], name="attn_v"), n("Relu", ["ctx"], ["y"], name="out")]
+    used = {i for node in nodes for i in node.input}
+    return _model(nodes, inputs, [_vi("y", [1, 2, t, 2 * d])], [i for i in inits if i.name in used], opset=14)
+
+
+CASES += [Case(f"diff_value_{v}", "fresh11: DiffLlama's value: one head repeated, cut into its copies, rejoined on the last axis, Tiled into attn @ v",
+               lambda v=v: diff_value(v), ("rk3588", "rk3566")) for v in DIFF_VALUE_VARIANTS]
+
+
+# fresh11's DiffLlama group norm (h20-rkattn, looked at after its blind score): an RMS norm written as a
+# division, x / Sqrt(ReduceMean(x * x) + eps) (no reciprocal, no Mul), of a Conv's [1, 8, 8, 8] result.
+# Variants: over the last axis ("last", DiffLlama's), over the channels ("channel"); the mean of |x|
+# instead of x * x ("abs": not an RMS norm, a Sqrt and a division by a computed tensor).
+RMS_DIVIDED_VARIANTS = ("last", "channel", "abs")
+
+
+def rms_divided(variant: str) -> onnx.ModelProto:
+    """Conv -> (Mul(c, c) or Abs) -> ReduceMean -> Add eps -> Sqrt -> Div(c, root) -> Conv."""
+    rng = np.random.default_rng(2113)
+    inits = [_const("w1", _weights(rng, 8, 3, 3, 3)), _const("w2", _weights(rng, 4, 8, 3, 3)), _const("eps", np.array(1e-6, np.float32))]
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "w1"], ["c"], name="conv1", pads=[1, 1, 1, 1]),
+             n("Abs", ["c"], ["sq"], name="abs") if variant == "abs" else n("Mul", ["c", "c"], ["sq"], name="square"),
+             n("ReduceMean", ["sq"], ["m"], name="mean", axes=[1] if variant == "channel" else [-1], keepdims=1),
+             n("Add", ["m", "eps"], ["d"], name="eps_add"), n("Sqrt", ["d"], ["s"], name="sqrt"),
+             n("Div", ["c", "s"], ["q"], name="div"), n("Conv", ["q", "w2"], ["y"], name="conv2", pads=[1, 1, 1, 1])]
+    return _model(nodes, [_vi("x", [1, 3, 8, 8])], [_vi("y", [1, 4, 8, 8])], inits)
+
+
+CASES += [Case(f"rms_divided_{v}", "fresh11: an RMS norm written as x / Sqrt(mean(x * x) + eps) (DiffLlama's group norm)",
+               lambda v=v: rms_divided(v), ("rk3588", "rk3566")) for v in RMS_DIVIDED_VARIANTS]

@@ -367,6 +367,11 @@ def _reduces_one_axis(node) -> bool:
     return axes is not None and len(axes) == 1 and int(node.attr("keepdims", 1)) == 1
 
 
+def _divides_by_its_root(div, sqrt, x: str) -> bool:
+    """`div` is x / Sqrt(...) itself, no reciprocal and no Mul (DiffLlama's group norm; tests/forms_models.py rms_divided_*)."""
+    return div is not None and len(div.inputs) == 2 and div.inputs[0].name == x and div.inputs[1].name == sqrt.outputs[0].name
+
+
 def _match_rms_normalisation(graph, sqrt):
     """The nodes of x * (1 / Sqrt(ReduceMean(x ^ 2) + eps)) around `sqrt` (T5's RMSNorm as torch.onnx writes it), else None."""
     add_eps = graph.producer(sqrt.inputs[0].name)
@@ -380,6 +385,8 @@ def _match_rms_normalisation(graph, sqrt):
         return None
     x = square.inputs[0].name
     div = _next(graph, sqrt, "Div")
+    if _divides_by_its_root(div, sqrt, x):
+        return [square, mean, add_eps, sqrt, div] if all(graph.only_consumer(n.outputs[0].name) is not None for n in (square, mean, add_eps)) else None
     if div is None or div.inputs[1].name != sqrt.outputs[0].name or not _near(_scalar(div.inputs[0]), 1.0):
         return None
     mul = _next(graph, div, "Mul")
@@ -392,11 +399,12 @@ def _match_rms_normalisation(graph, sqrt):
 
 @RULES.graph_pass("Sqrt", chips=L2_NORM_CHIPS, OBSERVED=TOOLKIT_OBSERVED)
 def fuse_rms_normalisation(graph, chip):
-    """{OBSERVED} fuses an RMS normalisation written out, x * (1 / Sqrt(ReduceMean(x ^ 2, one axis) + eps)) (Pow or Mul, ReduceMean, Add, Sqrt, Div, Mul: T5's layer norm), into one NPU layer; a Sqrt, or 1 / Sqrt, of anything else runs on the CPU, as does a division by any other computed tensor.
+    """{OBSERVED} fuses an RMS normalisation written out, x * (1 / Sqrt(ReduceMean(x ^ 2, one axis) + eps)) (Pow or Mul, ReduceMean, Add, Sqrt, Div, Mul: T5's layer norm), or x / Sqrt(...) (DiffLlama's group norm), into one NPU layer; a Sqrt, or 1 / Sqrt, of anything else runs on the CPU, as does a division by any other computed tensor.
 
     Measured on the chain over the last axis and over the channel axis of a [1, 8, 8, 8] Conv
     output, and on 1 / Sqrt(|x| + eps) and Sqrt(|x| + eps) alone, on RK3588 and RK3566
-    (tests/forms_models.py div_by_computed_*): the fused chain's six nodes are all on the NPU.
+    (tests/forms_models.py div_by_computed_*): the fused chain's six nodes are all on the NPU. x / Sqrt(mean(x * x) + eps)
+    over the last axis and over the channels (rms_divided_*, 2026-12-06): its five nodes on the NPU; of the mean of |x|: CPU.
     """
     for sqrt in [n for n in graph.nodes if n.op_type == "Sqrt"]:
         members = _match_rms_normalisation(graph, sqrt)
@@ -3199,7 +3207,8 @@ def _one_head_of_a_computed_tensor(graph, tensor) -> bool:
             return graph.producer(node.inputs[0].name) is not None
         shape = _static_shape(node.outputs[0])
         tensor = node.inputs[0] if node.op_type == "Unsqueeze" else next(
-            (t for t in node.inputs if t.present and not _known(t) and _static_shape(t) == shape), None) or _head_piece_read(node, shape)
+            (t for t in node.inputs if t.present and not _known(t) and _static_shape(t) == shape), None) or _head_piece_read(node, shape) \
+            or _repeated_head_of_a_copy(graph, node)
         if tensor is None:
             return False
     return False
@@ -3213,6 +3222,38 @@ def _head_piece_read(node, shape):
         return None
     return next((t for t in node.inputs if t.present and not _known(t) and (s := _static_shape(t)) is not None
                  and len(s) == len(shape) and s[:-1] == shape[:-1]), None)
+
+
+def _repeated_head_of_a_copy(graph, node):
+    """The head [N, 1, T, D] when `node` is a Slice taking one copy [N, 1, T, D] (along axis 1) of that head
+    repeated by transformers' repeat_kv (Unsqueeze at 2, Expand [N, 1, n, T, D], Reshape [N, n, T, D]):
+    DiffLlama cuts its value's repeat back into its copies (tests/forms_models.py diff_value_*, h20-rkattn)."""
+    out = _static_shape(node.outputs[0]) if node.op_type == "Slice" and node.outputs else None
+    merge = graph.producer(node.inputs[0].name) if out is not None and len(out) == 4 and out[1] == 1 else None
+    expand = graph.producer(merge.inputs[0].name) if merge is not None and merge.op_type == "Reshape" else None
+    unsqueeze = graph.producer(expand.inputs[0].name) if expand is not None and expand.op_type == "Expand" else None
+    if unsqueeze is None or unsqueeze.op_type != "Unsqueeze":
+        return None
+    head, repeated = _static_shape(unsqueeze.inputs[0]), _static_shape(expand.outputs[0])
+    if head != out or repeated is None or repeated[:2] + repeated[3:] != (out[0], 1, *out[2:]):
+        return None
+    return unsqueeze.inputs[0]
+
+
+def _copies_rejoined(graph, repeat) -> list:
+    """[the no-op Expand, the Concat along the last axis, its Slices] when the Tile or Expand `repeat` reads (through
+    an Expand to the same shape) a Concat of Slices that each take one copy of a repeated head (DiffLlama's value:
+    the toolkit removes them, remove_invalid_reshape and remove_invalid_expand, and names them with the repeat's
+    layer); else []."""
+    made = graph.producer(repeat.inputs[0].name)
+    same = made if made is not None and made.op_type == "Expand" and _static_shape(made.inputs[0]) == _static_shape(made.outputs[0]) else None
+    concat = graph.producer(same.inputs[0].name) if same is not None else made
+    if concat is None or concat.op_type != "Concat" or _concat_axis(concat) != len(_static_shape(concat.outputs[0]) or ()) - 1:
+        return []
+    copies = [graph.producer(t.name) for t in concat.inputs]
+    if not all(c is not None and graph.only_consumer(c.outputs[0].name) is concat and _repeated_head_of_a_copy(graph, c) is not None for c in copies):
+        return []
+    return [m for m in (same, concat) if m is not None] + copies
 
 
 def _repeat_into_a_product(graph, expand) -> list | None:
@@ -3259,7 +3300,11 @@ def one_head_repeat_into_a_product(graph, chip):
         if merge is not None and len(x) == 5 and chip not in ONE_HEAD_MERGE_NAMED_CHIPS:
             graph.eliminate(merge)  # no layer names it: it runs nowhere of its own
             chain.remove(merge)
-        graph.fuse(chain, "Expand", attributes={ONE_HEAD_REPEAT_ATTRIBUTE: int(grown[0][1])}, inputs=list(expand.inputs))
+        glue = _copies_rejoined(graph, expand)
+        inputs = [glue[-1].inputs[0], *expand.inputs[1:]] if glue else list(expand.inputs)
+        if glue:  # the repeat's merge that the copies cut: no layer names it (diff_value_lin, both chips)
+            graph.eliminate(graph.producer(glue[-1].inputs[0].name))
+        graph.fuse(glue + chain, "Expand", leader=expand, attributes={ONE_HEAD_REPEAT_ATTRIBUTE: int(grown[0][1])}, inputs=inputs)
 
 
 def _transpose_merge_key(chip: str) -> tuple:
@@ -6166,6 +6211,38 @@ def slice_pair_concatenated(graph, chip):
             continue
         attributes = {a.name: helper_value(a) for a in concat.proto.attribute}
         graph.fuse([concat], "Concat", attributes={**attributes, SLICE_PAIR_ATTRIBUTE: 1})
+
+
+def _concat_axis(node) -> int | None:
+    """A Concat's axis counted from the front, or None where its result's rank is unknown."""
+    rank = node.outputs[0].rank if node.outputs else None
+    return int(node.attr("axis", 0)) % rank if rank else None
+
+
+def _joined_into_outer_concat(graph, concat) -> bool:
+    """Whether `concat`'s result is read only by another Concat along the same axis (not a model output)."""
+    out = concat.outputs[0] if concat.outputs else None
+    outer = graph.only_consumer(out.name) if out is not None and out.name else None
+    return outer is not None and outer.op_type == "Concat" and _concat_axis(concat) is not None and _concat_axis(outer) == _concat_axis(concat)
+
+
+@RULES.graph_pass("Concat", OBSERVED=TOOLKIT_OBSERVED)
+def concat_joined_into_outer_concat(graph, chip):
+    """{OBSERVED} merges a Concat read only by another Concat along the same axis into that one (BROS's bbox sinusoid embedding: each coordinate's Sin and Cos Concatenated, the pairs Concatenated again): the inner Concat has no layer of its own and its layer table names it with the node that computes its first input, on the CPU where that node is (a Sin), the outer Concat placed as usual.
+
+    Measured with rknn-toolkit2 2.5.0 on RK3588 and RK3566 (2026-12-06, int8, opset 13;
+    tests/forms_models.py nested_concat_*): Concats of a Sin and a Cos [32, 32, 1, 1] on the last
+    axis, read only by a Concat on the last axis: "fused (no layer of its own); runs with" the Sin,
+    CPU; the outer Concat an NPU layer. The outer Concat along another axis (2): each inner Concat an
+    NPU Concat layer; an inner Concat read by a Relu too: an NPU Concat layer (the others of the same
+    model still merged); the pairs made by a Relu and a Neg: merged, with the Relu, NPU.
+    """
+    for concat in [n for n in graph.nodes if n.op_type == "Concat" and n.inputs]:
+        if not _joined_into_outer_concat(graph, concat):
+            continue
+        producer = next((p for p in (graph.producer(t.name) for t in concat.inputs if t.name) if p is not None), None)
+        if producer is not None:
+            graph.fuse([producer, concat], producer.op_type, leader=producer, domain=producer.domain)
 
 
 # ---------------------------------------------------------------------------------------------
