@@ -12688,24 +12688,37 @@ CASES += [Case(f"nested_concat_{v}", "fresh11: a Concat of two results read only
 # the difference taken on the axes after the batch instead (x [1, 32, 8] Unsqueezed at 1 and 2:
 # [1, 1, 32, 8] - [1, 32, 1, 8], "no_batch"); the swap left out (x Unsqueezed at 0 and 2 of [32, 1, 8]
 # read straight: "no_swap").
+# "gathers", "gathers_no_swap": the difference read as BROS reads it, each of its 8 coordinates picked by a Gather of
+# the last axis (a Sin of each, Concatenated): measured on RK3588 and RK3566 (2026-12-06), not held (docs/audit.md:
+# RK3566 runs unsqueeze_b as a CPU Transpose layer, the Gathers one NPU Split; RK3588 all NPU; not modelled).
 PAIRWISE_DIFFERENCE_VARIANTS = ("batch", "no_batch", "no_swap")
+PAIRWISE_DIFFERENCE_MEASURED = ("gathers", "gathers_no_swap")
 
 
 def pairwise_difference(variant: str) -> onnx.ModelProto:
-    """x -> Mul by a constant -> (Transpose [1, 0, 2]) -> two Unsqueezes -> Sub -> Relu -> y."""
-    first, second, shape = {"batch": ([0], [2], [1, 32, 8]), "no_batch": ([1], [2], [1, 32, 8]), "no_swap": ([0], [2], [32, 1, 8])}[variant]
+    """x -> Mul by a constant -> (Transpose [1, 0, 2]) -> two Unsqueezes -> Sub -> Relu -> y (or the Gathers)."""
+    first, second, shape = {"batch": ([0], [2], [1, 32, 8]), "no_batch": ([1], [2], [1, 32, 8]), "no_swap": ([0], [2], [32, 1, 8]),
+                            "gathers": ([0], [2], [1, 32, 8]), "gathers_no_swap": ([0], [2], [32, 1, 8])}[variant]
     inits = [_const("scale", np.full([1, 1, 8], 0.5, np.float32)), _const("ax_a", np.array(first, np.int64)), _const("ax_b", np.array(second, np.int64))]
     nodes = [helper.make_node("Mul", ["x", "scale"], ["m"], name="mul")]
     boxes = "m"
-    if variant == "batch":
+    if variant in ("batch", "gathers"):
         nodes.append(helper.make_node("Transpose", ["m"], ["t"], name="swap", perm=[1, 0, 2]))
         boxes = "t"
     nodes += [helper.make_node("Unsqueeze", [boxes, "ax_a"], ["a"], name="unsqueeze_a"),
               helper.make_node("Unsqueeze", [boxes, "ax_b"], ["b"], name="unsqueeze_b"),
-              helper.make_node("Sub", ["a", "b"], ["d"], name="sub"),
-              helper.make_node("Relu", ["d"], ["y"], name="relu")]
+              helper.make_node("Sub", ["a", "b"], ["d"], name="sub")]
     out = [1, 32, 32, 8] if variant == "no_batch" else [32, 32, 1, 8]
-    return _model(nodes, [_vi("x", shape)], [_vi("y", out)], inits, opset=13)
+    if not variant.startswith("gathers"):
+        nodes.append(helper.make_node("Relu", ["d"], ["y"], name="relu"))
+        return _model(nodes, [_vi("x", shape)], [_vi("y", out)], inits, opset=13)
+    # BROS: each of the 8 coordinates' differences picked by a Gather of the last axis, Sin of each, Concatenated
+    for i in range(8):
+        inits.append(_const(f"i{i}", np.array(i, np.int64)))
+        nodes += [helper.make_node("Gather", ["d", f"i{i}"], [f"g{i}"], name=f"gather{i}", axis=3),
+                  helper.make_node("Sin", [f"g{i}"], [f"s{i}"], name=f"sin{i}")]
+    nodes.append(helper.make_node("Concat", [f"s{i}" for i in range(8)], ["y"], name="concat", axis=-1))
+    return _model(nodes, [_vi("x", shape)], [_vi("y", [32, 32, 8])], inits, opset=13)
 
 
 CASES += [Case(f"pairwise_difference_{v}", "fresh11: every pair's difference of boxes by two Unsqueezes and a Sub (BROS's relative positions)",

@@ -282,7 +282,7 @@ FRESH_LOOKED_AT = {
         # h20-rkconv: MAnet's centre attention on RK3566 probed, measured, not modelled (same section).
         "pkg_manet_resnet18/rk3566",
         # h20-rkattn (session 18): BROS's bbox sinusoid Concats merged into the outer Concat and DiffLlama's value repeat
-        # and group norm, probed and fixed; BROS's RK3566 Unsqueeze probed, not reproduced; Doge's attention glue and
+        # and group norm, probed and fixed; BROS's RK3566 Unsqueeze probed, measured, not modelled; Doge's attention glue and
         # LongT5's RK3566 TransientGlobalSelfAttention read, not probed (docs/audit.md "fresh11's BROS, DiffLlama, ...").
         "hf_bros/rk3588", "hf_bros/rk3566", "hf_diffllama/rk3588", "hf_diffllama/rk3566", "hf_doge/rk3588", "hf_doge/rk3566",
         "hf_longt5/rk3566",
