@@ -6578,14 +6578,15 @@ def _with_inferred_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def _conv_form_case(rng, spec):
-    """(name, op, channels in, out, spatial, kernel, strides, pads): a Relu of the input, the Conv
-    or ConvTranspose (with bias), and a Relu of its result."""
-    name, op, cin, cout, spatial, kernel, strides, pads = spec
+    """(name, op, channels in, out, spatial, kernel, strides, pads[, output_padding]): a Relu of the
+    input, the Conv or ConvTranspose (with bias), and a Relu of its result."""
+    name, op, cin, cout, spatial, kernel, strides, pads, *output_padding = spec
     p = f"{name}_"
     node = _prefixed(p)
     w = _weights(rng, cout, cin, *kernel) if op == "Conv" else _weights(rng, cin, cout, *kernel)
     inits = [_const(p + "w", w), _const(p + "b", _weights(rng, cout))]
-    nodes = [node("Relu", ["x"], "r"), node(op, ["r", "w", "b"], "conv", kernel_shape=list(kernel), strides=list(strides), pads=list(pads)), node("Relu", ["conv"], "y")]
+    extra = {"output_padding": list(output_padding[0])} if output_padding else {}
+    nodes = [node("Relu", ["x"], "r"), node(op, ["r", "w", "b"], "conv", kernel_shape=list(kernel), strides=list(strides), pads=list(pads), **extra), node("Relu", ["conv"], "y")]
     return nodes, inits, [_vi(p + "x", [1, cin, *spatial])], [helper.make_tensor_value_info(p + "y", TensorProto.FLOAT, None)]
 
 
@@ -6634,6 +6635,23 @@ TRANSPOSE_CONV_PACK = (
 )
 CASES.append(Case("transpose_conv_imx_pack", "fresh4: ConvTranspose by stride, kernel and pads, 1-D and 2-D (HiFi-GAN's upsampler) through onnx2tf and Vela",
                   lambda: _conv_form(TRANSPOSE_CONV_PACK, 183), ("imx93",)))
+# fresh11's Attention U-Net upsampler (2-D 3x3 stride 2 pads 1 output_padding 1) and its
+# neighbours: output_padding on or off, kernel below, at and above the stride, 1-D, one axis only,
+# other channels and sizes.
+TRANSPOSE_CONV_OUTPUT_PADDING_PACK = (
+    ("o_2d_k3s2p1o1", "ConvTranspose", 128, 64, [16, 16], [3, 3], [2, 2], [1] * 4, [1, 1]),
+    ("o_2d_k3s2p1o0", "ConvTranspose", 128, 64, [16, 16], [3, 3], [2, 2], [1] * 4, [0, 0]),
+    ("o_2d_k3s2p1o1_small", "ConvTranspose", 16, 8, [8, 8], [3, 3], [2, 2], [1] * 4, [1, 1]),
+    ("o_2d_k3s2p1o10", "ConvTranspose", 32, 16, [16, 16], [3, 3], [2, 2], [1] * 4, [1, 0]),
+    ("o_2d_k4s2p1o1", "ConvTranspose", 32, 16, [16, 16], [4, 4], [2, 2], [1] * 4, [1, 1]),
+    ("o_2d_k2s2p0o1", "ConvTranspose", 32, 16, [16, 16], [2, 2], [2, 2], [0] * 4, [1, 1]),
+    ("o_2d_k1s2p0o1", "ConvTranspose", 32, 16, [16, 16], [1, 1], [2, 2], [0] * 4, [1, 1]),
+    ("o_2d_k1s2p0o0", "ConvTranspose", 32, 16, [16, 16], [1, 1], [2, 2], [0] * 4, [0, 0]),
+    ("o_1d_k3s2p1o1", "ConvTranspose", 64, 32, [32], [3], [2], [1, 1], [1]),
+    ("o_1d_k3s2p1o0", "ConvTranspose", 64, 32, [32], [3], [2], [1, 1], [0]),
+)
+CASES.append(Case("transpose_conv_imx_output_padding", "fresh11: ConvTranspose with and without output_padding (Attention U-Net's upsampler) through onnx2tf and Vela",
+                  lambda: _conv_form(TRANSPOSE_CONV_OUTPUT_PADDING_PACK, 311), ("imx93",)))
 
 
 def _einsum_case(rng, spec):
@@ -6673,6 +6691,23 @@ CASES.append(Case("einsum_imx_pack", "fresh4: Einsum equations that are matrix p
                   lambda: _with_inferred_outputs(_packed(_einsum_case, EINSUM_PACK, 184, opset=14)), ("imx93",)))
 CASES += [Case(f"einsum_imx_{key}", "fresh4: an Einsum equation TensorFlow's converter does not lower to builtins",
                lambda s=spec: _with_inferred_outputs(_packed(_einsum_case, (s,), 185, opset=14)), ("imx93",)) for key, spec in EINSUM_REFUSED.items()]
+# fresh11's LongT5 equations (an ellipsis before explicit labels), the same with an empty ellipsis
+# and one operand; apart: an ellipsis beside a diagonal, beside a label summed out of one operand,
+# and an implicit output.
+EINSUM_ELLIPSIS_PACK = (
+    ("e_nd_ng_gd", "...nd,...ng->...gd", [1, 64, 64], [1, 64, 8]),
+    ("e_qhd_khd_hqk", "...qhd,...khd->...hqk", [1, 4, 16, 2, 32], [1, 4, 16, 2, 32]),
+    ("e_hqk_khd_qhd", "...hqk,...khd->...qhd", [1, 4, 2, 16, 16], [1, 4, 16, 2, 32]),
+    ("e_ij_jk_ik_empty", "...ij,...jk->...ik", [16, 32], [32, 8]),
+    ("e_ij_ji", "...ij->...ji", [1, 8, 16], None),
+)
+EINSUM_ELLIPSIS_REFUSED = {"diagonal": ("e_ii_i", "...ii->...i", [1, 8, 8], None),
+                           "summed_out": ("e_ij_jk_k", "...ij,...jk->...k", [1, 8, 16], [1, 16, 4]),
+                           "implicit": ("e_ij_jk_implicit", "ij,jk", [16, 32], [32, 8])}
+CASES.append(Case("einsum_imx_ellipsis_pack", "fresh11: Einsum equations with an ellipsis (LongT5's attention) through onnx2tf and Vela",
+                  lambda: _with_inferred_outputs(_packed(_einsum_case, EINSUM_ELLIPSIS_PACK, 312, opset=14)), ("imx93",)))
+CASES += [Case(f"einsum_imx_ellipsis_{key}", "fresh11: an Einsum equation with an ellipsis or an implicit output through onnx2tf and Vela",
+               lambda s=spec: _with_inferred_outputs(_packed(_einsum_case, (s,), 313, opset=14)), ("imx93",)) for key, spec in EINSUM_ELLIPSIS_REFUSED.items()]
 
 
 def _layer_norm_imx_case(rng, spec):
@@ -6746,6 +6781,131 @@ CASES.append(Case("small_forms_imx_pack", "fresh4: Pow by 3, 5-D means, run-time
                   lambda: _packed(_small_forms_imx_case, SMALL_FORMS_IMX_PACK, 188, opset=13), ("imx93",)))
 CASES.append(Case("softmax_mask_imx_float_min", "fresh3: a Softmax of scores plus a causal mask of float32's lowest value (BLOOM) through onnx2tf and Vela",
                   lambda: _packed(_small_forms_imx_case, (("mask_min", "mask", float(np.finfo(np.float32).min)),), 189, opset=13), ("imx93",)))
+
+
+def _where_known_broadcast_case(rng, spec):
+    """(name, condition, picked shape): a Where of a known uniform condition ("true"/"false", Expanded
+    to [1, 2, 8, 8]) between a Relu of x [1, 2, 8, 8] and a Sigmoid of x2 of `picked shape` (the
+    branch the condition picks is the second when "false", the first's shape then [1, 2, 8, 8]), read
+    by a Softmax."""
+    name, condition, picked = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    cond = np.full([1, 1, 8, 8], condition == "true")
+    inits = [_const(p + "c", cond), _const(p + "shape", np.array([1, 2, 8, 8], np.int64))]
+    nodes = [node("Relu", ["x"], "a"), node("Sigmoid", ["x2"], "b"), node("Expand", ["c", "shape"], "ce"), node("Where", ["ce", "a", "b"], "where"), node("Softmax", ["where"], "y", axis=-1)]
+    return nodes, inits, [_vi(p + "x", [1, 2, 8, 8]), _vi(p + "x2", picked)], [_vi(p + "y", [1, 2, 8, 8])]
+
+
+# A select by a condition known all false whose picked branch has the output's shape or must be broadcast to it.
+WHERE_KNOWN_BROADCAST_PACK = (("wb_false_full", "false", [1, 2, 8, 8]), ("wb_false_row", "false", [1, 2, 1, 8]), ("wb_false_one", "false", [1, 1, 1, 1]),
+                              ("wb_true_row", "true", [1, 2, 1, 8]))
+CASES.append(Case("where_known_broadcast_imx_pack", "fresh11: a Where of a condition known uniform whose picked branch is broadcast to the output (or not) through onnx2tf and Vela",
+                  lambda: _packed(_where_known_broadcast_case, WHERE_KNOWN_BROADCAST_PACK, 317, opset=13), ("imx93",)))
+
+def _id_reshape_case(rng, spec):
+    """(name, dtype, target shape): an input [1, 32] of `dtype` Reshaped to `target` (LongT5's
+    input_ids Reshaped to [-1, 32], its own shape), then an embedding Gather (int64) or a Relu (float)."""
+    name, dtype, target = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "shape", np.array(target, np.int64))]
+    nodes = [node("Reshape", ["x", "shape"], "ids")]
+    if dtype == "int64":
+        inits.append(_const(p + "table", _weights(rng, 100, 16)))
+        nodes.append(node("Gather", ["table", "ids"], "y", axis=0))
+        return nodes, inits, [_vi(p + "x", [1, 32], TensorProto.INT64)], [helper.make_tensor_value_info(p + "y", TensorProto.FLOAT, None)]
+    nodes.append(node("Relu", ["ids"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 32])], [helper.make_tensor_value_info(p + "y", TensorProto.FLOAT, None)]
+
+
+# LongT5's Reshape of its int64 token ids to their own shape, beside one to another shape, and float ones.
+ID_RESHAPE_PACK = (("ir_i64_same", "int64", [-1, 32]), ("ir_i64_other", "int64", [4, 8]), ("ir_f32_same", "float", [-1, 32]), ("ir_f32_other", "float", [4, 8]))
+CASES.append(Case("id_reshape_imx_pack", "fresh11: a Reshape of int64 token ids (or float data) to its own shape or another through onnx2tf and Vela",
+                  lambda: _with_inferred_outputs(_packed(_id_reshape_case, ID_RESHAPE_PACK, 318, opset=13)), ("imx93",)))
+
+def _run_time_mask_imx_case(rng, spec):
+    """(name, fill, condition, reshaped): scores x @ w plus a mask computed at run time (Doge's dynamic
+    mask): a Where of a known condition ("causal": upper triangle; "none": all false) picking `fill`
+    or a Sigmoid of the keys' mean, directly or through an Unsqueeze, Expand, Reshape and Slice (as
+    Doge's), into a Softmax."""
+    name, fill, condition, reshaped = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    cond = np.triu(np.ones([1, 1, 16, 16], bool), 1) if condition == "causal" else np.zeros([1, 1, 16, 16], bool)
+    inits = [_const(p + "w", _weights(rng, 1, 2, 32, 16)), _const(p + "cond", cond), _const(p + "fill", np.asarray(fill, np.float32)),
+             _const(p + "ax", np.array([2], np.int64)), _const(p + "shape5", np.array([1, 2, 1, 16, 16], np.int64)),
+             _const(p + "shape4", np.array([1, 2, 16, 16], np.int64)), _const(p + "s0", np.array([0], np.int64)), _const(p + "s1", np.array([16], np.int64)),
+             _const(p + "s3", np.array([3], np.int64))]
+    nodes = [node("MatMul", ["x", "w"], "scores"), node("ReduceMean", ["x"], "mean", axes=[-1], keepdims=1), node("Sigmoid", ["mean"], "gate"),
+             node("Transpose", ["gate"], "gate_t", perm=[0, 1, 3, 2]), node("Where", ["cond", "fill", "gate_t"], "mask")]
+    mask = "mask"
+    if reshaped:
+        nodes += [node("Unsqueeze", ["mask", "ax"], "mask5"), node("Expand", ["mask5", "shape5"], "mask5e"),
+                  node("Reshape", ["mask5e", "shape4"], "mask4"), node("Slice", ["mask4", "s0", "s1", "s3"], "mask_s")]
+        mask = "mask_s"
+    nodes += [node("Add", ["scores", mask], "masked"), node("Softmax", ["masked"], "softmax", axis=-1), node("MatMul", ["softmax", "x"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, 2, 16, 32])], [_vi(p + "y", [1, 2, 16, 32])]
+
+
+FLOAT32_LOWEST = float(np.finfo(np.float32).min)
+RUN_TIME_MASK_IMX_STOPS = {"direct": ("rm_min", FLOAT32_LOWEST, "causal", False), "reshaped": ("rm_min_r", FLOAT32_LOWEST, "causal", True)}
+RUN_TIME_MASK_IMX_PACK = (("rm_1e9", -1e9, "causal", False), ("rm_1e9_r", -1e9, "causal", True), ("rm_min_none", FLOAT32_LOWEST, "none", True))
+CASES += [Case(f"softmax_run_time_mask_imx_{key}", "fresh11: a Softmax of scores plus a run-time mask holding float32's lowest value (Doge's dynamic mask) through onnx2tf and Vela",
+               lambda s=spec: _packed(_run_time_mask_imx_case, (s,), 314, opset=13), ("imx93",)) for key, spec in RUN_TIME_MASK_IMX_STOPS.items()]
+CASES.append(Case("softmax_run_time_mask_imx_pack", "fresh11: a Softmax of scores plus a run-time mask of -1e9, or never picking float32's lowest value, through onnx2tf and Vela",
+                  lambda: _packed(_run_time_mask_imx_case, RUN_TIME_MASK_IMX_PACK, 315, opset=13), ("imx93",)))
+
+
+def _source_decoder_imx_case(rng, spec):
+    """(name, stack, masked, reader): SepFormer's decoder path: a 1-D Conv encoder (1 -> 64 channels,
+    16/8) of [1, 1, 800], its result Unsqueezed at axis 0, then `stack` ("concat": two copies
+    Concatenated on axis 0; "one": as is), `masked` (a Mul by per-source masks: True a 1x1 Conv to 128
+    channels, Reshape [1, 2, 64, T], Sigmoid, Transpose [1, 0, 2, 3]; "reshape" the Reshape straight
+    to [2, 1, 64, T]; "const" constant masks [2, 1, 64, T]), a Gather of index 0 on axis 0,
+    and `reader`: a 1-D ConvTranspose 64 -> 1 (16/8, the decoder), a 1-D Conv 64 -> 8 or a Relu."""
+    name, stack, masked, reader = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    t = 99
+    inits = [_const(p + "we", _weights(rng, 64, 1, 16)), _const(p + "ax0", np.array([0], np.int64)), _const(p + "idx", np.array(0, np.int64))]
+    nodes = [node("Conv", ["x", "we"], "enc", kernel_shape=[16], strides=[8]), node("Relu", ["enc"], "enc_r"), node("Unsqueeze", ["enc_r", "ax0"], "enc_u")]
+    stacked = "enc_u"
+    if stack == "concat":
+        nodes.append(node("Concat", ["enc_u", "enc_u"], "stack", axis=0))
+        stacked = "stack"
+    if masked == "const":
+        inits.append(_const(p + "mt", 1 + _weights(rng, 2 if stack == "concat" else 1, 1, 64, t)))
+        nodes.append(node("Mul", [stacked, "mt"], "masked"))
+        stacked = "masked"
+    elif masked:
+        # True: Reshape [1, 2, 64, T] and Transpose [1, 0, 2, 3] (SepFormer's); "reshape": Reshape [2, 1, 64, T] alone.
+        shape = [2, 1, 64, t] if masked == "reshape" else [1, 2, 64, t]
+        inits += [_const(p + "wm", _weights(rng, 128, 64, 1)), _const(p + "mshape", np.array(shape, np.int64))]
+        nodes += [node("Conv", ["enc_r", "wm"], "mconv", kernel_shape=[1]), node("Reshape", ["mconv", "mshape"], "m4"), node("Sigmoid", ["m4"], "ms")]
+        if masked is True:
+            nodes.append(node("Transpose", ["ms"], "mt", perm=[1, 0, 2, 3]))
+        nodes.append(node("Mul", [stacked, "mt" if masked is True else "ms"], "masked"))
+        stacked = "masked"
+    nodes.append(node("Gather", [stacked, "idx"], "source", axis=0))
+    if reader == "ConvTranspose":
+        inits.append(_const(p + "wd", _weights(rng, 64, 1, 16)))
+        nodes.append(node("ConvTranspose", ["source", "wd"], "y", kernel_shape=[16], strides=[8]))
+    elif reader == "Conv":
+        inits.append(_const(p + "wd", _weights(rng, 8, 64, 3)))
+        nodes.append(node("Conv", ["source", "wd"], "y", kernel_shape=[3], pads=[1, 1]))
+    else:
+        nodes.append(node("Relu", ["source"], "y"))
+    return nodes, inits, [_vi(p + "x", [1, 1, 800])], [helper.make_tensor_value_info(p + "y", TensorProto.FLOAT, None)]
+
+
+# fresh11's SepFormer decoder: which step of its path onnx2tf stops on.
+SOURCE_DECODER_IMX = {"full": ("sd_full", "concat", True, "ConvTranspose"), "unmasked": ("sd_unmasked", "concat", False, "ConvTranspose"),
+                      "one": ("sd_one", "one", False, "ConvTranspose"), "conv": ("sd_conv", "concat", True, "Conv"), "relu": ("sd_relu", "concat", True, "Relu"),
+                      "reshaped_masks": ("sd_reshaped", "concat", "reshape", "ConvTranspose"), "constant_masks": ("sd_const", "concat", "const", "ConvTranspose"),
+                      "one_constant_mask": ("sd_one_const", "one", "const", "ConvTranspose")}
+CASES += [Case(f"source_decoder_imx_{key}", "fresh11: SepFormer's decoder path (Unsqueeze, Concat, masks, Gather, 1-D ConvTranspose) through onnx2tf and Vela",
+               lambda s=spec: _with_inferred_outputs(_packed(_source_decoder_imx_case, (s,), 316, opset=13)), ("imx93",)) for key, spec in SOURCE_DECODER_IMX.items()]
 
 
 # ---- ESP-DL: arithmetic by a unit constant (DAC's Snake) and 5-D element-wise and reduction nodes

@@ -286,6 +286,10 @@ FRESH_LOOKED_AT = {
         # LongT5's RK3566 TransientGlobalSelfAttention read, not probed (docs/audit.md "fresh11's BROS, DiffLlama, ...").
         "hf_bros/rk3588", "hf_bros/rk3566", "hf_diffllama/rk3588", "hf_diffllama/rk3566", "hf_doge/rk3588", "hf_doge/rk3566",
         "hf_longt5/rk3566",
+        # h20-eiq (session 18): the i.MX 93 misses, each probed (docs/audit.md "fresh11's i.MX 93 misses"):
+        # Attention U-Net's output_padding ConvTranspose, LongT5's ellipsis Einsums, Doge's run-time
+        # float-min mask, SepFormer's decoder path.
+        "pkg_attention_unet/imx93", "hf_longt5/imx93", "hf_doge/imx93", "pkg_sepformer/imx93",
     ),
     # h20-fresh12: chosen on 2026-12-06, built and collected by h20-fresh12, not yet scored; nothing looked at.
     "fresh12": (),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from edgedeploy.audit.rules import NodeView, Offence, Placement
 from edgedeploy.targets.eiq.rules.documents import ONNX2TF_VERSION, RULES
 from edgedeploy.targets.eiq.rules.onnx2tf import FLOAT_DTYPES, input_rank, static_shape
-from edgedeploy.targets.eiq.rules.passes import RESHAPE_OF_CONSTANTS_ATTRIBUTE, UNSQUEEZED_CHANNEL_ATTRIBUTE
+from edgedeploy.targets.eiq.rules.passes import RESHAPE_OF_CONSTANTS_ATTRIBUTE, UNSQUEEZED_CHANNEL_ATTRIBUTE, UNSQUEEZED_PRODUCT_ATTRIBUTE
 
 
 CONVERTER = f"onnx2tf {ONNX2TF_VERSION}"
@@ -396,21 +396,32 @@ def layer_norm_over_several_axes(node, chip):
     return None
 
 
+# An ellipsis ("...") stands for the same leading axes in every term: it is handled as one label.
+ELLIPSIS_LABEL = "*"
+
+
 def einsum_terms(equation: str) -> tuple[list[str], str] | None:
-    """The operands' labels and the output's of an explicit Einsum equation ("bij,bjk->bik"), or None (implicit output, ellipsis)."""
+    """The operands' labels and the output's of an Einsum equation ("bij,bjk->bik"), an ellipsis as
+    the one label ELLIPSIS_LABEL; an implicit output ("ij,jk") is made explicit as NumPy does: the
+    ellipsis, then the labels used once, in alphabetical order. None where the equation is unreadable."""
     text = equation.decode() if isinstance(equation, bytes) else str(equation)
-    text = text.replace(" ", "")
-    if "->" not in text or "." in text:
+    text = text.replace(" ", "").replace("...", ELLIPSIS_LABEL)
+    if "." in text or text.count("->") > 1:
         return None
-    inputs, output = text.split("->")
-    return inputs.split(","), output
+    inputs, _, output = text.partition("->")
+    operands = inputs.split(",")
+    if "->" not in text:
+        labels = "".join(operands)
+        once = sorted(c for c in set(labels) if labels.count(c) == 1 and c != ELLIPSIS_LABEL)
+        output = (ELLIPSIS_LABEL if ELLIPSIS_LABEL in labels else "") + "".join(once)
+    return operands, output
 
 
 def _einsum_unconvertible(equation) -> str | None:
     """Why TensorFlow's converter cannot lower this equation to a matrix product or a permutation, or None."""
     terms = einsum_terms(equation)
     if terms is None:
-        return "implicit output or ellipsis"
+        return "an equation that cannot be read"
     operands, output = terms
     if len(operands) > 2:
         return f"{len(operands)} operands"
@@ -428,12 +439,15 @@ def _einsum_unconvertible(equation) -> str | None:
 
 @RULES.rule("Einsum", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
 def einsum_not_a_matrix_product(node, chip):
-    """{CONVERTER} writes tf.einsum, which TensorFlow's converter lowers to TFLite builtins only as a matrix product of two operands or a permutation of one; a diagonal, a label summed out of one operand, more than two operands or float64 data need TensorFlow's Flex delegate (FlexEinsum) or fail."""
+    """{CONVERTER} writes tf.einsum, which TensorFlow's converter lowers to TFLite builtins only as a matrix product of two operands or a permutation of one (an ellipsis counting as one more shared label, an implicit output made explicit); a diagonal, a label summed out of one operand, more than two operands or float64 data need TensorFlow's Flex delegate (FlexEinsum) or fail."""
     # Measured (tests/forms_models.py einsum_imx_pack; funnel's and CvT's equations): "bind,bjnd->bnij",
     # "bnij,bjnd->bind", "bhlk,bhtk->bhlt", "bhlt,bhtv->bhlv", "ij,jk->ik", "bi,bi->b", with a constant
     # operand "binh,tnh->bnit", "bind,snd->bnis", "bij,jk->bik", and "bij->bji": BATCH_MATMUL,
     # FULLY_CONNECTED or TRANSPOSE on the NPU; "bii->bi" and "bij,bjk->bk": FlexEinsum. ONNX's
-    # einsum node tests (float64) all fail.
+    # einsum node tests (float64) all fail. An ellipsis or an implicit output changes nothing (tf.einsum
+    # takes both; einsum_imx_ellipsis_*, fresh11's LongT5): "...nd,...ng->...gd", "...qhd,...khd->...hqk",
+    # "...hqk,...khd->...qhd" (5-D), "...ij,...jk->...ik" of 2-D operands, "...ij->...ji" and "ij,jk"
+    # convert; "...ii->...i" and "...ij,...jk->...k" need FlexEinsum.
     why = _einsum_unconvertible(node.attr("equation", ""))
     if why:
         return Offence(why, why)
@@ -450,6 +464,14 @@ def unsqueezed_channel_into_a_conv(node, chip):
     if shape is None:
         return None
     return Offence(list(shape), f"Unsqueeze at axis 1 of {list(shape)}")
+
+
+@RULES.rule("ConvTranspose", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)
+def transpose_conv_of_a_misbroadcast_product(node, chip):
+    """{CONVERTER} stops on a ConvTranspose reading one source (a Gather on axis 0) of a Mul of a tensor Unsqueezed at axis 0 by masks (SepFormer's decoder): it holds the Unsqueezed tensor and the masks in different layouts, the Mul broadcasts them into a wrong shape, and the ConvTranspose refuses it ("Dimensions must be equal"; passes.transpose_conv_of_an_unsqueezed_product). The same path without the Mul converts."""
+    if not node.attr(UNSQUEEZED_PRODUCT_ATTRIBUTE):
+        return None
+    return Offence("Gather of an Unsqueezed product", "input picked out of a Mul of a tensor Unsqueezed at axis 0")
 
 
 @RULES.rule("Conv", placement=Placement.UNSUPPORTED, CONVERTER=CONVERTER)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from edgedeploy.audit.rules import NodeView, Offence, Placement
 from edgedeploy.targets.eiq.rules.documents import NPU_TABLES, RULES, TENSORFLOW_VERSION, VELA_VERSION
-from edgedeploy.targets.eiq.rules.passes import CONV3D_TOKENS_INTO_A_CONCAT_ATTRIBUTE, FLOAT_MIN_MASK_ATTRIBUTE, MEAN_IN_ONNX_ORDER_ATTRIBUTE, PADDED_INPUT_BESIDE_A_CONCAT_ATTRIBUTE, STRIDED_PADDING_ATTRIBUTE, transpose_conv_stride_refused
+from edgedeploy.targets.eiq.rules.passes import CONV3D_TOKENS_INTO_A_CONCAT_ATTRIBUTE, FLOAT_MIN_MASK_ATTRIBUTE, MEAN_IN_ONNX_ORDER_ATTRIBUTE, PADDED_INPUT_BESIDE_A_CONCAT_ATTRIBUTE, STRIDED_PADDING_ATTRIBUTE, transpose_conv_size_refused, transpose_conv_stride_refused
 from edgedeploy.targets.eiq.rules.onnx2tf import float_only_ops, has_float_data, input_rank, node_tflite_ops, static_shape, tf_axis, tf_shape
 
 IMX93 = ("imx93",)
@@ -124,6 +124,8 @@ def integer_feature_map(node, chip):
         return None  # it computes in float on the CPU: no_int8_kernel says so
 
     ops = node_tflite_ops(node)
+    if node.op_type == "Reshape" and not ops:
+        return None  # a Reshape to its own shape is no operator (measured, id_reshape_imx_pack): nothing runs
     data = [node.input(0)] if node.input(0) is not None and not node.input(0).is_constant else []
     if node.op_type not in OUTPUT_INDEX_OPS:
         data += [t for t in node.outputs if t.present]
@@ -370,6 +372,20 @@ def transpose_conv_strides(node, chip):
     if refused is not None:
         return Offence(list(refused), f"strides {refused[0]}x{refused[1]} (height x width)")
     return None
+
+
+@RULES.rule("ConvTranspose", placement=Placement.FALLBACK, chips=IMX93, COMPILER=VELA)
+def transpose_conv_output_size(node, chip):
+    """{COMPILER} runs a VALID TRANSPOSE_CONV only when its output is the input times the stride plus the kernel's excess over the stride; onnx2tf writes each ConvTranspose as a VALID TRANSPOSE_CONV of the full output with output_padding added (cropping the pads after it), so an output_padding with a kernel at least the stride (Attention U-Net's 3x3/2, output_padding 1), or a kernel narrower than the stride not made up by output_padding, runs on the CPU ("Unsupported IFM/OFM shapes")."""
+    # Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py transpose_conv_imx_output_padding):
+    # 3x3/2 pads 1 output_padding 1 (128 -> 64 channels at 16x16, 16 -> 8 at 8x8), output_padding 1 on
+    # one axis, 4x4/2 and 2x2/2 output_padding 1, 1x1/2 without, 1-D 3/2 output_padding 1: on the CPU;
+    # 3x3/2 and 1-D 3/2 without output_padding, 1x1/2 output_padding 1: on the NPU.
+    refused = transpose_conv_size_refused(node)
+    if refused is None:
+        return None
+    axis, kernel, stride, extra = refused[0]
+    return Offence(refused, f"kernel {kernel}, stride {stride}, output_padding {extra} on spatial axis {axis}: a VALID output Vela refuses")
 
 
 @RULES.rule("Softmax", placement=Placement.UNSUPPORTED, chips=IMX93, COMPILER=VELA)

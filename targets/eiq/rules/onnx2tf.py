@@ -179,9 +179,14 @@ def node_tflite_ops(node: NodeView) -> tuple[str, ...]:
     if op == "Equal" and node.attr("onnx2tf_not_equal") is not None:
         return ("NOT_EQUAL",)  # measured: Not(Equal(a, b)) is one NOT_EQUAL (passes.not_of_an_equal)
     if op == "Where" and _uniform_condition(node):
-        return ()  # measured: a select by a condition known all true (or all false) is folded to one branch (tests/forms_models.py where_known_imx_pack)
+        # measured: a select by a condition known all true (or all false) is folded to the branch it
+        # picks when that branch has the output's shape; one broadcast to it stays a SELECT_V2
+        # (tests/forms_models.py small_forms_imx_pack, where_known_broadcast_imx_pack)
+        return ()
     if op == "Cast" and _cast_to_own_type(node):
         return ()  # measured: no operator (tests/forms_models.py cast_to_same_type: not reported on the i.MX 93)
+    if op == "Reshape" and _reshape_to_own_shape(node):
+        return ()  # measured: no operator, int64 or float (tests/forms_models.py id_reshape_imx_pack; LongT5's input_ids)
     if op == "Pow" and _constant_value(node, 1) in (2.0, 3.0):
         return ("MUL",)  # measured: x ** 2 becomes x * x, x ** 3 (GELU's tanh form) x * x * x (onnx2tf's Pow.py)
     if op == "Pow" and _constant_value(node, 1) == 0.5:
@@ -203,10 +208,20 @@ def node_tflite_ops(node: NodeView) -> tuple[str, ...]:
 
 
 def _uniform_condition(node: NodeView) -> bool:
-    """A Where whose condition is known when the model is compiled and the same everywhere (funnel's token-type mask)."""
+    """A Where whose condition is known when the model is compiled and the same everywhere (funnel's token-type mask), picking a branch that is not broadcast to the output (a shape not known counts as the output's)."""
     c = node.input(0)
     value = c.value if c is not None and (c.is_constant or c.foldable) and not c.stored_elsewhere else None
-    return value is not None and value.size > 0 and bool(value.all() or not value.any())
+    if value is None or value.size == 0 or not (value.all() or not value.any()):
+        return False
+    picked, out = node.input(1 if value.all() else 2), node.output(0)
+    if picked is None or out is None or not (picked.is_static and out.is_static):
+        return True
+    return tuple(picked.shape) == tuple(out.shape)
+
+
+def _reshape_to_own_shape(node: NodeView) -> bool:
+    x, y = node.input(0), node.output(0)
+    return x is not None and y is not None and x.is_static and y.is_static and tuple(x.shape) == tuple(y.shape)
 
 
 def _cast_to_own_type(node: NodeView) -> bool:

@@ -593,16 +593,73 @@ def transpose_conv_stride_refused(node) -> tuple | None:
     return (sh, sw)
 
 
+def transpose_conv_size_refused(node) -> list | None:
+    """The [axis, kernel, stride, output_padding] of each spatial axis of a ConvTranspose whose TRANSPOSE_CONV Vela refuses for its size, or None.
+
+    onnx2tf writes the TRANSPOSE_CONV with VALID padding and its full output, (input - 1) * stride +
+    kernel + output_padding, cropping the ONNX pads after it; Vela takes a VALID one only when that is
+    input * stride + max(kernel - stride, 0). The input's size cancels out: the axis is refused when
+    kernel + output_padding - stride differs from max(kernel - stride, 0), i.e. any output_padding
+    when the kernel is at least the stride, or kernel + output_padding short of the stride.
+    Dilated kernels and an explicit output_shape were not measured: None."""
+    weight = node.input(1)
+    kernel = list(node.attr("kernel_shape", []) or (weight.shape[2:] if weight is not None and weight.is_static else []))
+    strides = list(node.attr("strides", []) or [1] * len(kernel))
+    extra = list(node.attr("output_padding", []) or [0] * len(kernel))
+    if not kernel or node.attr("output_shape") or any(d != 1 for d in node.attr("dilations", []) or []):
+        return None
+    if not len(kernel) == len(strides) == len(extra):
+        return None
+    refused = [[axis, k, s, o] for axis, (k, s, o) in enumerate(zip(kernel, strides, extra)) if k + o - s != max(k - s, 0)]
+    return refused or None
+
+
+# A ConvTranspose reading a source picked out of an unsqueezed product (rules.conversion.transpose_conv_of_a_misbroadcast_product).
+UNSQUEEZED_PRODUCT_ATTRIBUTE = "onnx2tf_transpose_conv_of_an_unsqueezed_product"
+
+
+def _unsqueezed_at_axis_0(graph, t, through_concat: bool = True) -> bool:
+    """`t` is an Unsqueeze at axis 0 (SepFormer's stack of sources), or a Concat on axis 0 of such."""
+    node = graph.producer(t.name) if t is not None and t.name else None
+    if node is not None and node.op_type == "Concat" and through_concat and int(node.attr("axis", 0)) == 0:
+        return bool(node.inputs) and all(_unsqueezed_at_axis_0(graph, i, through_concat=False) for i in node.inputs)
+    return node is not None and node.op_type == "Unsqueeze" and _unsqueeze_axes(node) == [0]
+
+
+@RULES.graph_pass("ConvTranspose", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}")
+def transpose_conv_of_an_unsqueezed_product(graph, chip):
+    """{CONVERTER} stops on a ConvTranspose reading, through a Gather on axis 0, a Mul of a tensor Unsqueezed at axis 0 (or a Concat on axis 0 of such) by masks (SepFormer's decoder: each source is the encoded mixture times its mask): the Mul broadcasts its two operands, held in different layouts, into a wrong shape, which the ConvTranspose, its output shape fixed from ONNX's, refuses ("Dimensions must be equal"). The pass marks the ConvTranspose for the rule transpose_conv_of_a_misbroadcast_product.
+
+    Measured with onnx2tf 1.29.24 (tests/forms_models.py source_decoder_imx_*, a 1-D Conv encoder of
+    [1, 1, 800] to [1, 64, 99]): Unsqueeze at axis 0, two copies Concatenated, times masks (computed and
+    Transposed as SepFormer's, Reshaped straight, or constant), a Gather and a 1-D ConvTranspose: fails;
+    one copy times a constant mask: fails; without the Mul: converts; the same Mul read by a Conv or a
+    Relu instead of the ConvTranspose: converts (a Conv of 64 channels takes the wrong shape too).
+    """
+    for convt in [n for n in graph.nodes if n.op_type == "ConvTranspose"]:
+        gather = graph.producer(convt.inputs[0].name) if convt.inputs and convt.inputs[0].name else None
+        if gather is None or gather.op_type != "Gather" or int(gather.attr("axis", 0)) != 0 or not gather.inputs:
+            continue
+        mul = graph.producer(gather.inputs[0].name)
+        if mul is None or mul.op_type != "Mul" or not any(_unsqueezed_at_axis_0(graph, t) for t in mul.inputs):
+            continue
+        kept = {a.name: convt.attr(a.name) for a in convt.proto.attribute}
+        graph.fuse([convt], "ConvTranspose", attributes={**kept, UNSQUEEZED_PRODUCT_ATTRIBUTE: 1})
+
+
 @RULES.graph_pass("ConvTranspose", CONVERTER=f"onnx2tf {ONNX2TF_VERSION}")
 def transpose_conv_activation(graph, chip):
     """TensorFlow's converter (after {CONVERTER}) fuses a Relu into the TRANSPOSE_CONV of an unpadded ConvTranspose it alone reads; where Vela leaves that TRANSPOSE_CONV on the CPU (its strides), the Relu goes with it. A padded ConvTranspose ends in a crop (STRIDED_SLICE), and the Relu after it is an operator of its own.
 
     Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py transpose_conv_imx_*):
     1-D 4/4 and 2-D 4x4/4 and 1x8/4 without pads: the Relu on the CPU with the TRANSPOSE_CONV;
-    1-D 8/4 pads 2 and 16/8 pads 4: the Relu on the NPU.
+    1-D 8/4 pads 2 and 16/8 pads 4: the Relu on the NPU. Refused for its size (output_padding,
+    transpose_conv_size_refused), unpadded 2x2/2 output_padding 1 and 1x1/2: the Relu on the CPU too.
     """
     for convt in [n for n in graph.nodes if n.op_type == "ConvTranspose"]:
-        if any(convt.attr("pads", []) or []) or any(convt.attr("output_padding", []) or []) or transpose_conv_stride_refused(convt) is None:
+        if any(convt.attr("pads", []) or []):
+            continue
+        if transpose_conv_stride_refused(convt) is None and transpose_conv_size_refused(convt) is None:
             continue
         after = graph.only_consumer(convt.outputs[0].name)
         if after is None or after.op_type not in FUSED_ACTIVATIONS:
@@ -660,6 +717,25 @@ def _holds_float_min(graph, t, depth: int = MASK_DEPTH, seen: set | None = None)
     return any(_holds_float_min(graph, i, depth - 1, seen) for i in inputs)
 
 
+# Steps that move or copy a mask's values without computing new ones: a mask computed at run time
+# reaches its Add through them (Doge's: Unsqueeze, Expand, Reshape, Slice).
+MASK_CARRIERS = ("Unsqueeze", "Squeeze", "Expand", "Reshape", "Slice", "Transpose", "Identity")
+
+
+def _run_time_mask_picks_float_min(graph, t, depth: int = MASK_DEPTH) -> bool:
+    """`t` is computed at run time by a Where whose known condition picks float32's lowest value somewhere (Doge's dynamic mask: the causal positions get it, the rest a run-time value), reached through steps that only move values."""
+    node = graph.producer(t.name) if t is not None and t.name else None
+    while node is not None and node.op_type in MASK_CARRIERS and node.inputs and depth > 0:
+        node, depth = graph.producer(node.inputs[0].name), depth - 1
+    if node is None or node.op_type != "Where" or len(node.inputs) < 3:
+        return False
+    condition = known_small_value(node.inputs[0])
+    if condition is None or not condition.size:
+        return False
+    picks_then = bool(condition.any()) and _holds_float_min(graph, node.inputs[1])
+    return picks_then or (not condition.all() and _holds_float_min(graph, node.inputs[2]))
+
+
 @RULES.graph_pass("Softmax", QUANTISER="TensorFlow's int8 quantiser")
 def softmax_of_a_float_min_mask(graph, chip):
     """A Softmax of scores plus a mask known when the model is compiled that holds float32's lowest value (transformers' causal mask, torch.finfo(float32).min): {QUANTISER} calibrates its input over that whole range, and the ratio of the input's scale to the output's (1/256) overflows float32: the pass marks it for the rule softmax_scale_overflow.
@@ -667,13 +743,16 @@ def softmax_of_a_float_min_mask(graph, chip):
     Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py softmax_mask_imx_pack, an
     upper-triangular mask added to q @ k^T): with -3.4028235e38 Vela stops ("SOFTMAX ... Does not
     have valid TFLite Semantics ... (IFM Scale / OFM Scale)=inf"); with -3e38, -1.7e38, -1e38 and
-    -1e9 it compiles (SOFTMAX on the NPU).
+    -1e9 it compiles (SOFTMAX on the NPU). A mask computed at run time by a Where whose known
+    condition picks float32's lowest value (fresh11's Doge; softmax_run_time_mask_imx_*: the causal
+    triangle gets it, the rest a Sigmoid of the keys), directly or through an Unsqueeze, Expand,
+    Reshape and Slice: stops the same; with -1e9, or a condition that never picks it: compiles.
     """
     for softmax in [n for n in graph.nodes if n.op_type == "Softmax"]:
         add = graph.producer(softmax.inputs[0].name) if softmax.inputs else None
         if add is None or add.op_type != "Add":
             continue
-        if not any(_holds_float_min(graph, t) for t in add.inputs):
+        if not any(_holds_float_min(graph, t) or _run_time_mask_picks_float_min(graph, t) for t in add.inputs):
             continue
         kept = {a.name: softmax.attr(a.name) for a in softmax.proto.attribute}
         graph.fuse([softmax], "Softmax", attributes={**kept, FLOAT_MIN_MASK_ATTRIBUTE: 1})
