@@ -49,6 +49,21 @@ def rules_modules(target) -> list:
     return found
 
 
+@pytest.mark.parametrize("target", TARGETS_WITH_RULES, ids=lambda t: t.id)
+def test_every_rule_and_pass_sentence_is_complete(target):
+    """A rule's or pass's sentence is formatted when first read, not at import (the audit's start
+    stays cheap), so every one a chip can meet is formatted here: a {NAME} without its constant fails."""
+    module = target.module("rules")
+    declared = list(module.RULES) + list(module.RULES.passes)
+    for chip in target.chips:
+        for variant in rule_set_variants(module, chip.id):
+            for precision in [variant["precision"]] if "precision" in variant else list(chip.precisions):
+                rule_set = target.rule_set(chip.id, **{**variant, "precision": precision})
+                declared += list(rule_set.rules) + list(rule_set.passes)
+    for item in declared:
+        assert item.sentence and "{" not in item.sentence.replace("{{", ""), item.name
+
+
 def unreached(target) -> list[str]:
     reached = {id(r) for r in reached_rules(target)}
     return sorted(r.name for r in target.module("rules").RULES if id(r) not in reached)
