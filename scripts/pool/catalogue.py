@@ -897,6 +897,8 @@ def fresh11_entries() -> list[Entry]:
 # modules are large or versions, as for fresh8) and torchvision (as for fresh11). No detector with boxes, no OCR
 # and no small LM this time: what was left of them is above.
 # Each: (source, arch, task, input side or length, extra), and why (its form).
+# Collected 2026-12-06 (rknn-toolkit2 2.5.0, esp-ppq 1.3.12, onnx2tf 1.29.24 + Vela 5.2.0) by h20-fresh12: 56 of 56
+# pairs. pkg_unetplusplus_mobilenetv2 on esp32s3 timed out at 600 s in the sweep and converts at 900 s (480 s).
 FRESH12 = {
     "pkg_unetplusplus_mobilenetv2": ("pypi-code", "segmentation-models-pytorch==0.6.0:UnetPlusPlus", "segmentation", 128, {"encoder_name": "mobilenet_v2", "classes": 2}),
     "pkg_segresnet": ("pypi-code", "monai==1.6.1:SegResNet", "segmentation", 128, {"spatial_dims": 2, "in_channels": 1, "out_channels": 2, "init_filters": 8}),
