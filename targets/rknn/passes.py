@@ -6920,6 +6920,8 @@ def stft_swaps_taken_into_a_linear(graph, chip):
 
 # Marks an Unsqueeze of a 2-D model input [1, F] to [1, F, 1] read by a Mul (an embedding of numeric features) with
 # where its result goes: "matmul" (into a MatMul, straight or through Mul, Add and Concat) or "elementwise".
+# The chips measured to run that Reshape on the CPU somewhere (RK3568 as RK3566, scripts/probe_rknn_chips.py);
+# RK3576, RK3562 and RV1106 ran it on the NPU for every F (ft_embed_pack, _2, _3, _4).
 FEATURES_EMBEDDED_ATTRIBUTE = "rknn_features_embedded"
 FEATURES_EMBEDDED_CHIPS = ("rk3588", "rk3566", "rk3568")
 # The nodes an embedding's tokens were measured to pass through on their way to the MatMul, and how far.
@@ -6958,6 +6960,7 @@ def _tokens_reach_a_matmul(graph, node) -> bool:
 
 
 # Marks the unit-axes swap [1, 0, 2] of a squeezed feature map into an LSTM's sequence (EasyOCR's CRNN).
+# RK3568 measured as RK3566 (scripts/probe_rknn_chips.py); RK3576, RK3562 and RV1106 as RK3588 (NPU).
 SQUEEZED_MAP_SWAP_ATTRIBUTE = "rknn_squeezed_map_swap"
 SQUEEZED_MAP_SWAP_CHIPS = ("rk3566", "rk3568")
 SEQUENCE_SWAP = [1, 0, 2]

@@ -2008,7 +2008,8 @@ def patches_through_the_batch_on_cpu(node: NodeView, chip: str):
 
 # The channel block (the last axis) of a 3-D model input whose layout Reshape RK3588 runs on its NPU;
 # on RK3566/RK3568 that Reshape runs on the CPU whatever the channels (None). An input of one channel
-# needs no Reshape on either (scaled_input_pack).
+# needs no Reshape on either (scaled_input_pack). RK3576, RK3562 and RV1106 ran a constant Pad's layout
+# Reshape of such an input on the NPU at every length (input_pad_align_pack, scripts/probe_rknn_chips.py).
 INPUT_LAYOUT_ALIGN = {"rk3588": 16, "rk3566": None, "rk3568": None}
 
 
@@ -2039,7 +2040,8 @@ def constant_pad_of_an_unaligned_3d_input_folded_into_conv(node: NodeView, chip:
     CPU, whatever C (4, 16, 40, 48). RK3566 put all of them on the CPU
     (constant_pad_of_a_low_rank_input_folded_into_conv). A one-channel signal [1, 1, L] is left to
     constant_pad_of_a_long_signal_folded_into_conv (L = 507 ran on the NPU); 2-D inputs were measured
-    only at L = 64 (NPU).
+    only at L = 64 (NPU). Other chips (scripts/probe_rknn_chips.py, the same pack): RK3568 CPU for all, as
+    RK3566; RK3576, RK3562 and RV1106 NPU for every L (aligned or not), so the rule is RK3588's alone.
     """
     folded = node.attr("rknn_pad_into_conv")
     x = node.input(0)
@@ -2719,7 +2721,8 @@ def features_embedding_input_layout(node: NodeView, chip: str):
     RK3588 CPU for F = 4, 8, 12, 24, NPU for 16, 32, 48, 64; RK3566 CPU for all of them. Not into a
     MatMul (the Mul, its bias Add, the Concat as the output): RK3588 NPU for F = 12, 16; RK3566 CPU for
     12, NPU for 16 (the lead's probes: NPU for 8, 24, 32, 64 on both, CPU for 12 on RK3566). A Relu
-    reading the [1, 12, 1] instead of a Mul: NPU on both (not marked).
+    reading the [1, 12, 1] instead of a Mul: NPU on both (not marked). Other chips (scripts/probe_rknn_chips.py,
+    the four packs): RK3568 node for node as RK3566; RK3576, RK3562 and RV1106 NPU for every F, into a MatMul or not.
     """
     where = node.attr(_passes.FEATURES_EMBEDDED_ATTRIBUTE)
     x = node.input(0)
@@ -2741,6 +2744,8 @@ def squeezed_map_swapped_into_an_lstm(node: NodeView, chip: str):
     the squeezed map through a Linear first, then swapped: NPU (as DeepSpeech's Linear, Relu, Clip, Squeeze
     into its RNN, fresh10). Measured, not held: the swap read by a Relu (the Squeeze on the CPU too), the
     map viewed [T, 1, C] by one Reshape (CPU), the map squeezed and not swapped (CPU with its Relu reader).
+    Other chips (scripts/probe_rknn_chips.py, both packs): RK3568 node for node as RK3566; RK3576, RK3562 and
+    RV1106 as RK3588 (every swap on the NPU).
     """
     if node.attr(_passes.SQUEEZED_MAP_SWAP_ATTRIBUTE) is None:
         return None
