@@ -133,7 +133,7 @@ def test_the_second_fresh_set_is_apart_and_every_pair_is_compared():
     assert {k.split("/")[0] for k in result["pairs"]} <= fresh2
 
 
-@pytest.mark.parametrize("name", ["fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11"])
+@pytest.mark.parametrize("name", ["fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9", "fresh10", "fresh11", "fresh12"])
 def test_a_fresh_sets_blind_figures_are_kept_and_published(name):
     """Every pair of the fresh set collected was scored blind once (score.py --set NAME --chips C
     --blind, into NAME/blind.json), and docs/audit-agreement.md quotes each chip's blind figure."""

@@ -291,7 +291,7 @@ FRESH_LOOKED_AT = {
         # float-min mask, SepFormer's decoder path.
         "pkg_attention_unet/imx93", "hf_longt5/imx93", "hf_doge/imx93", "pkg_sepformer/imx93",
     ),
-    # h20-fresh12: chosen on 2026-12-06, built and collected by h20-fresh12, not yet scored; nothing looked at.
+    # h20-fresh12: chosen on 2026-12-06, built and collected by h20-fresh12, scored blind at 917f1d6 (blind.json); nothing looked at.
     "fresh12": (),
 }
 
