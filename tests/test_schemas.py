@@ -217,3 +217,4 @@ def test_the_schemas_ship_in_the_wheel(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     for schema in all_schemas():
         assert f"edgedeploy/report/schemas/{schema}" in names
+    assert "edgedeploy/audit/unseen_agreement.json" in names, "the audit's measured error on unseen models ships too"
