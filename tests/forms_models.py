@@ -5523,6 +5523,38 @@ CASES.append(Case("batched_norm_pack", "fresh3: InstanceNormalization on a batch
                   lambda: _packed(_batched_norm_case, BATCHED_NORM_PACK, 61, opset=17), ("imx93",)))
 
 
+# fresh12 (h21-imx12): Vela 5.2.0's MEAN limit on a reduced axis (at most 4096, "Reduced axis is
+# too large") on the MEAN of onnx2tf's InstanceNormalization and of a ReduceMean: a rank-3 [N, C, L]
+# is [N, L, C] channels-last, so L is reduced (GroupNorm's Reshape [N, G, -1] makes L = C/G*H*W);
+# of a 4-D input H and W each, not their product.
+WIDE_NORM_PACK = (
+    ("in3_l4096", [1, 8, 4096], "in"), ("in3_l4104", [1, 8, 4104], "in"),
+    ("gn4_l4096", [1, 16, 32, 32], "gn4"), ("gn4_l8192", [1, 16, 32, 64], "gn4"),
+    ("in4_w4096", [1, 8, 1, 4096], "in"), ("in4_w4104", [1, 8, 1, 4104], "in"),
+    ("in4_h4104", [1, 8, 4104, 1], "in"), ("in4_64x80", [1, 8, 64, 80], "in"),
+    ("mean_w4096", [1, 8, 1, 4096], "mean"), ("mean_w4104", [1, 8, 1, 4104], "mean"),
+)
+CASES.append(Case("wide_norm_imx_pack", "fresh12: InstanceNormalization (GroupNorm's) over more than 4096 positions (SegResNet, RealPLKSR, DDPM UNet)",
+                  lambda: _packed(_batched_norm_case, WIDE_NORM_PACK, 63, opset=17), ("imx93",)))
+
+
+def _attention_softmax_imx_case(rng, spec):
+    """(name, heads, tokens): DDPM UNet's attention core, scores = MatMul(q [1, heads, tokens, 16],
+    k^T [1, heads, 16, tokens]), Softmax over the last axis, MatMul with v: is the SOFTMAX's height
+    and width (Vela's 65536 limit) read in channels-last order or in ONNX's?"""
+    name, heads, tokens = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    nodes = [node("MatMul", ["q", "kt"], "scores"), node("Softmax", ["scores"], "probs", axis=-1), node("MatMul", ["probs", "v"], "y")]
+    inputs = [_vi(p + "q", [1, heads, tokens, 16]), _vi(p + "kt", [1, heads, 16, tokens]), _vi(p + "v", [1, heads, tokens, 16])]
+    return nodes, [], inputs, [_vi(p + "y", [1, heads, tokens, 16])]
+
+
+ATTENTION_SOFTMAX_IMX_PACK = (("sm_h8_t256", 8, 256), ("sm_h1_t256", 1, 256), ("sm_h2_t512", 2, 512), ("sm_h8_t64", 8, 64), ("sm_h1024_t64", 1024, 64))
+CASES.append(Case("attention_softmax_imx_pack", "fresh12: DDPM UNet's attention Softmax [1, 8, 256, 256] on the NPU",
+                  lambda: _packed(_attention_softmax_imx_case, ATTENTION_SOFTMAX_IMX_PACK, 64, opset=17), ("imx93",)))
+
+
 def _two_images_case(rng, spec):
     """(name, variant): RAFT's two encoders on two images [1, 3, 32, 32]: "raft" the images joined
     into a batch (Concat axis 0) for a Conv 7x7/2 (pads 3), InstanceNormalization and Relu, and the

@@ -323,3 +323,20 @@ def test_a_reshape_to_its_own_shape_is_no_operator(tmp_path):
     assert placed["ir_i64_same_ids"] is Placement.ACCELERATOR
     assert placed["ir_f32_same_ids"] is Placement.ACCELERATOR
     assert placed["ir_i64_other_ids"] is Placement.FALLBACK
+
+
+def test_a_mean_reduces_no_axis_longer_than_4096_on_the_i_mx_93(tmp_path):
+    """Vela 5.2.0 runs a MEAN only when each reduced axis is at most 4096 long, not their product
+    (tests/forms_models.py wide_norm_imx_pack, measured with onnx2tf 1.29.24): an InstanceNormalization
+    of a rank-3 [N, C, L] (GroupNorm's) reduces L; of a 4-D input H and W each."""
+    from tests.forms_models import CASES
+    from tests.forms_verdicts import audit_case
+
+    case = next(c for c in CASES if c.name == "wide_norm_imx_pack")
+    nodes = {n.node: n for n in audit_case(case, "imx93", tmp_path).nodes}
+    for name in ("in3_l4096_norm", "gn4_l4096_gnorm", "in4_w4096_norm", "in4_64x80_norm", "mean_w4096_m"):
+        assert nodes[name].placement is Placement.ACCELERATOR, name
+    for name in ("in3_l4104_norm", "gn4_l8192_gnorm", "in4_w4104_norm", "in4_h4104_norm", "mean_w4104_m"):
+        assert nodes[name].placement is Placement.FALLBACK and "4096" in nodes[name].reason, name
+    # A Vela limit: not the i.MX 8M Plus's VX delegate's.
+    assert not any("4096" in (n.reason or "") for n in audit_case(case, "imx8mp", tmp_path).nodes)

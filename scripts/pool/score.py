@@ -292,7 +292,12 @@ FRESH_LOOKED_AT = {
         "pkg_attention_unet/imx93", "hf_longt5/imx93", "hf_doge/imx93", "pkg_sepformer/imx93",
     ),
     # h20-fresh12: chosen on 2026-12-06, built and collected by h20-fresh12, scored blind at 917f1d6 (blind.json); nothing looked at.
-    "fresh12": (),
+    "fresh12": (
+        # h21-imx12 (session 18): the i.MX 93 InstanceNormalizations over more than 4096 positions,
+        # probed and modelled; DDPM UNet's time-projection Concat and attention Softmaxes looked at, not
+        # modelled (docs/audit.md "fresh12's InstanceNormalizations on i.MX 93").
+        "pkg_realplksr/imx93", "pkg_segresnet/imx93", "pkg_ddpm_unet/imx93",
+    ),
 }
 
 

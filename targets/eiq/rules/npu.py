@@ -202,9 +202,18 @@ def pool_limits(node, chip):
     return None
 
 
-@RULES.rule("ReduceMean", "GlobalAveragePool", "RMSNormalization", "InstanceNormalization", placement=Placement.FALLBACK, chips=IMX93)
+# Vela 5.2.0 (its regor MEAN check, "Reduced axis is too large") runs a MEAN only when each reduced
+# axis is at most 4096 long, each on its own, not their product (measured with onnx2tf 1.29.24:
+# tests/forms_models.py wide_norm_imx_pack, InstanceNormalization of [1, 8, 4096] and [1, 8, 1, 4096]
+# and of [1, 8, 64, 80] on the NPU, of [1, 8, 4104], [1, 8, 1, 4104] and [1, 8, 4104, 1] and
+# GroupNorm(4)'s of [1, 4, 8192] on the CPU; a ReduceMean over H and W of [1, 8, 1, 4096] on the
+# NPU, of [1, 8, 1, 4104] on the CPU). GlobalAveragePool was not measured.
+MEAN_MAX_REDUCED_AXIS = 4096
+
+
+@RULES.rule("ReduceMean", "GlobalAveragePool", "RMSNormalization", "InstanceNormalization", placement=Placement.FALLBACK, chips=IMX93, MAX_REDUCED_AXIS=MEAN_MAX_REDUCED_AXIS)
 def mean_limits(node, chip):
-    """Vela runs MEAN (also the one of an InstanceNormalization's tf.nn.moments) only with a batch of 1 on a 4-D input, and reduces over the depth (channels-last) axis only when height, width or depth is 1."""
+    """Vela runs MEAN (also the one of an InstanceNormalization's tf.nn.moments) only with a batch of 1 on a 4-D input, with no reduced axis above {MAX_REDUCED_AXIS}, and reduces over the depth (channels-last) axis only when height, width or depth is 1."""
     # Depth is the last axis of the tensor the MEAN reads: channels-last as a rule, but the ONNX
     # order after an Add of run-time tensors (passes.mean_after_an_add_in_onnx_order).
     shape = static_shape(node)
@@ -224,7 +233,8 @@ def mean_limits(node, chip):
         if batch != 1:
             return Offence(batch, "batch above 1 (the axes before the last three)")
     if node.op_type == "InstanceNormalization":
-        return None  # tf.nn.moments over H and W: no depth reduction
+        # tf.nn.moments over the spatial axes (a rank-3 [N, C, L]'s L: GroupNorm's C/G*H*W): no depth reduction.
+        return _reduced_axis_too_large(shape[2:])
     if node.op_type == "RMSNormalization":
         rank = len(shape)
         tf_axes = {tf_axis(a, rank) for a in range(int(node.attr("axis", -1)) % rank, rank)}
@@ -242,6 +252,14 @@ def mean_limits(node, chip):
         tf = list(shape) if onnx_order else tf_shape(shape)
         if rank - 1 in tf_axes and all(d > 1 for d in tf[1:]):
             return Offence(sorted(tf_axes), "depth reduction with H, W and C above 1")
+        return _reduced_axis_too_large([tf[a] for a in sorted(tf_axes) if a > 0])
+    return None
+
+
+def _reduced_axis_too_large(reduced_sizes):
+    longest = max(reduced_sizes, default=0)
+    if longest > MEAN_MAX_REDUCED_AXIS:
+        return Offence(longest, f"a reduced axis of {longest}, above {MEAN_MAX_REDUCED_AXIS}")
     return None
 
 
