@@ -5555,6 +5555,24 @@ CASES.append(Case("attention_softmax_imx_pack", "fresh12: DDPM UNet's attention 
                   lambda: _packed(_attention_softmax_imx_case, ATTENTION_SOFTMAX_IMX_PACK, 64, opset=17), ("imx93",)))
 
 
+def _float_concat_imx_case(rng, spec):
+    """(name, variant): DDPM UNet's sinusoidal time projection, a Mul of the input [1, 16] by
+    frequencies, then a Concat on the last axis of "sin_cos" its Sin and Cos (no int8 kernel: float),
+    "sin_relu" its Sin and a Relu of it, "relu_sin" the other way round, "relu_relu" two Relus; a Gemm (the time embedding) reads it."""
+    name, variant = spec
+    p = f"{name}_"
+    node = _prefixed(p)
+    inits = [_const(p + "freq", (rng.random((1, 16)) + 0.1).astype(np.float32)), _const(p + "w", _weights(rng, 32, 32)), _const(p + "b", _weights(rng, 32))]
+    first, second = {"sin_cos": ("Sin", "Cos"), "sin_relu": ("Sin", "Relu"), "relu_sin": ("Relu", "Sin"), "relu_relu": ("Relu", "Relu")}[variant]
+    nodes = [node("Mul", ["x", "freq"], "arg"), node(first, ["arg"], "first"), node(second, ["arg"], "second"),
+             node("Concat", ["first", "second"], "joined", axis=-1), node("Gemm", ["joined", "w", "b"], "y")]
+    return nodes, inits, [_vi(p + "x", [1, 16])], [_vi(p + "y", [1, 32])]
+
+
+CASES.append(Case("float_concat_imx_pack", "fresh12: DDPM UNet's time projection, a Concat of Sin and Cos, in float",
+                  lambda: _packed(_float_concat_imx_case, (("fc_sin_cos", "sin_cos"), ("fc_sin_relu", "sin_relu"), ("fc_relu_sin", "relu_sin"), ("fc_relu_relu", "relu_relu")), 65, opset=17), ("imx93",)))
+
+
 def _two_images_case(rng, spec):
     """(name, variant): RAFT's two encoders on two images [1, 3, 32, 32]: "raft" the images joined
     into a batch (Concat axis 0) for a Conv 7x7/2 (pads 3), InstanceNormalization and Relu, and the

@@ -340,3 +340,17 @@ def test_a_mean_reduces_no_axis_longer_than_4096_on_the_i_mx_93(tmp_path):
         assert nodes[name].placement is Placement.FALLBACK and "4096" in nodes[name].reason, name
     # A Vela limit: not the i.MX 8M Plus's VX delegate's.
     assert not any("4096" in (n.reason or "") for n in audit_case(case, "imx8mp", tmp_path).nodes)
+
+
+def test_a_concat_of_a_sin_result_stays_in_float(tmp_path):
+    """TensorFlow's quantiser keeps a CONCATENATION in float when it joins a SIN or COS result
+    (tests/forms_models.py float_concat_imx_pack, DDPM UNet's time projection): either input; two
+    Relus joined are int8."""
+    from tests.forms_models import CASES
+    from tests.forms_verdicts import audit_case
+
+    case = next(c for c in CASES if c.name == "float_concat_imx_pack")
+    placed = {n.node: n.placement for n in audit_case(case, "imx93", tmp_path).nodes}
+    for name in ("fc_sin_cos_joined", "fc_sin_relu_joined", "fc_relu_sin_joined"):
+        assert placed[name] is Placement.FLOAT, name
+    assert placed["fc_relu_relu_joined"] is Placement.ACCELERATOR

@@ -294,7 +294,7 @@ FRESH_LOOKED_AT = {
     # h20-fresh12: chosen on 2026-12-06, built and collected by h20-fresh12, scored blind at 917f1d6 (blind.json); nothing looked at.
     "fresh12": (
         # h21-imx12 (session 18): the i.MX 93 InstanceNormalizations over more than 4096 positions,
-        # probed and modelled; DDPM UNet's time-projection Concat and attention Softmaxes looked at, not
+        # and DDPM UNet's Concat of Sin and Cos, probed and modelled; its attention Softmaxes probed, not
         # modelled (docs/audit.md "fresh12's InstanceNormalizations on i.MX 93").
         "pkg_realplksr/imx93", "pkg_segresnet/imx93", "pkg_ddpm_unet/imx93",
     ),

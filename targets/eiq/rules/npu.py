@@ -94,6 +94,25 @@ def maximum_of_a_float_result(node, chip):
     return None
 
 
+# A Concat joining one of these nodes' float results (SIN, COS: no int8 kernel) the quantiser keeps
+# in float as well (a sinusoidal time or position embedding's Concat of Sin and Cos).
+FLOAT_RESULTS_A_CONCAT_KEEPS = ("Sin", "Cos")
+
+
+@RULES.rule("Concat", placement=Placement.FLOAT, QUANTISER=f"TensorFlow {TENSORFLOW_VERSION}'s int8 quantiser", PRODUCERS=", ".join(FLOAT_RESULTS_A_CONCAT_KEEPS))
+def concat_of_a_float_result(node, chip):
+    """A Concat that joins the float result of a {PRODUCERS} (no int8 kernel) is kept in float by {QUANTISER} too, whichever input it is and whatever the others are (on the i.MX 93: on the CPU)."""
+    # Measured with onnx2tf 1.29.24 and Vela 5.2.0 (tests/forms_models.py float_concat_imx_pack, DDPM
+    # UNet's time projection): Concat of Sin and Cos, of Sin and a Relu, of a Relu and Sin: float; of
+    # two Relus: int8 on the NPU. Other float-only producers (Sqrt, Div, ...) were not measured.
+    if not has_float_data(node):
+        return None
+    for data in node.inputs:
+        if data.present and data.producer in FLOAT_RESULTS_A_CONCAT_KEEPS:
+            return Offence(data.producer, f"CONCATENATION of the float result of a {data.producer}")
+    return None
+
+
 @RULES.rule("Reshape", placement=Placement.FLOAT, QUANTISER=f"TensorFlow {TENSORFLOW_VERSION}'s int8 quantiser")
 def float_tokens_of_a_conv3d_into_a_concat(node, chip):
     """This Reshape turns a 3-D Conv's float result (CONV_3D) into tokens a Concat reads; {QUANTISER} leaves its layout TRANSPOSE in float (measured: passes.conv3d_tokens_into_a_concat), on the CPU of the i.MX 93."""
