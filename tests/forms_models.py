@@ -13012,3 +13012,114 @@ def rms_divided(variant: str) -> onnx.ModelProto:
 
 CASES += [Case(f"rms_divided_{v}", "fresh11: an RMS norm written as x / Sqrt(mean(x * x) + eps) (DiffLlama's group norm)",
                lambda v=v: rms_divided(v), ("rk3588", "rk3566")) for v in RMS_DIVIDED_VARIANTS]
+
+
+# fresh12's MixDehazeNet and TEED (looked at after their blind score): a DepthToSpace of blocksize 1 (an
+# identity, as their PixelShuffle(1) exports) goes to the CPU on RK3588 and RK3566, while MixDehazeNet's
+# blocksize-2 ones stay on the NPU. Varied one at a time: the blocksize (1, 2), the mode (CRD, DCR), the
+# channels, and what reads it (a Conv, an Add with its input, the model output).
+# (name, blocksize, mode, channels in, side, reader)
+DEPTH_TO_SPACE_PACK = (
+    ("b1_crd_c24_conv", 1, "CRD", 24, 32, "conv"), ("b1_dcr_c24_conv", 1, "DCR", 24, 32, "conv"),
+    ("b2_crd_c96_conv", 2, "CRD", 96, 16, "conv"), ("b2_dcr_c96_conv", 2, "DCR", 96, 16, "conv"),
+    ("b1_crd_c4_out", 1, "CRD", 4, 32, "output"), ("b1_crd_c24_add", 1, "CRD", 24, 32, "add"),
+    ("b2_crd_c16_out", 2, "CRD", 16, 32, "output"), ("b1_crd_c64_conv", 1, "CRD", 64, 16, "conv"),
+)
+
+
+def _depth_to_space_case(rng, spec) -> tuple[list, list, list, list]:
+    name, block, mode, c, side, reader = spec
+    p = f"d2s_{name}_"
+    node = _prefixed(p)
+    out_c = c // (block * block)
+    inits = [_const(p + "w", _weights(rng, c, 8, 3, 3)), _const(p + "w2", _weights(rng, 8, out_c, 1, 1))]
+    nodes = [node("Conv", ["x", "w"], "m", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             node("DepthToSpace", ["m"], "d" if reader != "output" else "y", blocksize=block, mode=mode)]
+    if reader == "conv":
+        nodes.append(node("Conv", ["d", "w2"], "y", kernel_shape=[1, 1]))
+    elif reader == "add":
+        nodes.append(node("Add", ["d", "m"], "y"))
+    shape = [1, 8 if reader == "conv" else out_c, side * block, side * block]
+    return nodes, inits, [_vi(p + "x", [1, 8, side, side])], [_vi(p + "y", shape)]
+
+
+CASES.append(Case("depth_to_space_pack", "fresh12: a DepthToSpace after a Conv by blocksize (1, 2), mode (CRD, DCR), channels and reader (MixDehazeNet's and TEED's PixelShuffle(1))",
+                  lambda: _packed(_depth_to_space_case, DEPTH_TO_SPACE_PACK, 2201, used_only=True, opset=13), ("rk3566", "rk3588")))
+
+
+# fresh12's RealPLKSR (looked at after its blind score): its input [1, 3, 64, 64] Unsqueezed to [1, 3, 1, 64, 64], Tiled
+# [1, 1, 16, 1, 1] and Reshaped to [1, 48, 64, 64] (a repeat_interleave of the channels, added to the features) runs on
+# RK3588's NPU, where the audit knew no 5-D Tile. Varied: the repeated axis of size 1 or 2, which axis, the Tile's
+# input a model input's Unsqueeze or a Conv's map Reshaped, the result Reshaped to 4-D or the model output.
+# Recorded on RK3588 only: on RK3566 the Tiles are placed alike, but Reshapes around them go to the CPU in ways
+# not modelled (docs/audit.md "fresh12's DepthToSpace of blocksize 1 and RealPLKSR's 5-D Tile").
+# (name, channels, 5-D shape from [1, C, 16, 16], repeats, source, reader)
+TILE_FIVE_D_PACK = (
+    ("unsq_a2_r16_reshape", 3, [1, 3, 1, 16, 16], [1, 1, 16, 1, 1], "input", "reshape"),
+    ("unsq_a2_r4_out", 3, [1, 3, 1, 16, 16], [1, 1, 4, 1, 1], "input", "output"),
+    ("conv_a2_r4_reshape", 8, [1, 8, 1, 16, 16], [1, 1, 4, 1, 1], "conv", "reshape"),
+    ("conv_size2_a2_r4_reshape", 8, [1, 4, 2, 16, 16], [1, 1, 4, 1, 1], "conv", "reshape"),
+    ("conv_a1_r4_reshape", 8, [1, 8, 1, 16, 16], [1, 4, 1, 1, 1], "conv", "reshape"),
+    ("conv_a4_r2_reshape", 8, [1, 8, 16, 16, 1], [1, 1, 1, 1, 2], "conv", "reshape"),
+    ("conv_c1_a1_r4_reshape", 8, [1, 1, 8, 16, 16], [1, 4, 1, 1, 1], "conv", "reshape"),
+    ("conv_longt5_a1_r4_reshape", 8, [1, 1, 8, 2, 128], [1, 4, 1, 1, 1], "conv", "reshape"),
+    ("conv_a3_r2_reshape", 8, [1, 8, 16, 1, 16], [1, 1, 1, 2, 1], "conv", "reshape"),
+    ("conv_a0_r2_reshape", 8, [1, 8, 1, 16, 16], [2, 1, 1, 1, 1], "conv", "reshape"),
+    ("unsq_a2_r16_shape", 3, [1, 3, 1, 16, 16], [1, 1, 16, 1, 1], "input", "shape"),
+)
+
+
+def _tile_five_d_case(rng, spec) -> tuple[list, list, list, list]:
+    name, c, shape, repeats, source, reader = spec
+    p = f"t5_{name}_"
+    node = _prefixed(p)
+    tiled = [s * r for s, r in zip(shape, repeats)]
+    out_c = int(np.prod(tiled)) // (16 * 16)
+    inits = [_const(p + "shape", np.array(shape, np.int64)), _const(p + "reps", np.array(repeats, np.int64)),
+             _const(p + "flat", np.array([1, out_c, 16, 16], np.int64)), _const(p + "w", _weights(rng, c, c, 3, 3)),
+             _const(p + "w2", _weights(rng, 8, out_c, 1, 1))]
+    nodes = [node("Conv", ["x", "w"], "m", kernel_shape=[3, 3], pads=[1, 1, 1, 1])] if source == "conv" else []
+    nodes += [node("Reshape", ["m" if source == "conv" else "x", "shape"], "five"),
+              node("Tile", ["five", "reps"], "y" if reader == "output" else "t")]
+    if reader == "shape":  # RealPLKSR's: the 4-D shape taken from the Tile's own (Shape, Slice, Concat)
+        inits += [_const(p + "zero", np.array([0], np.int64)), _const(p + "one", np.array([1], np.int64)),
+                  _const(p + "rest", np.array([-1, 16, 16], np.int64))]
+        nodes += [node("Shape", ["t"], "s"), node("Slice", ["s", "zero", "one"], "batch"), node("Concat", ["batch", "rest"], "flatc", axis=0)]
+    if reader in ("reshape", "shape"):
+        nodes += [node("Reshape", ["t", "flatc" if reader == "shape" else "flat"], "flat4"), node("Conv", ["flat4", "w2"], "y", kernel_shape=[1, 1])]
+    out = [1, 8, 16, 16] if reader in ("reshape", "shape") else tiled
+    return nodes, inits, [_vi(p + "x", [1, c, 16, 16])], [_vi(p + "y", out)]
+
+
+CASES.append(Case("tile_five_d_pack", "fresh12: a 5-D Tile of a map Reshaped to 5-D, by which axis it repeats and its size, its source and reader (RealPLKSR's repeat_interleave of its input)",
+                  lambda: _packed(_tile_five_d_case, TILE_FIVE_D_PACK, 2202, used_only=True, opset=13), ("rk3588",)))
+# LongT5's TransientGlobalSelfAttention (fresh11, RK3588: its 5-D Tiles [1, 1, 8, 2, 32] by [1, n, 1, 1, 1] on the CPU):
+# the Tile after an Expand by ones, and read by a Concat on axis 2, each way. (name, expand, reader)
+TILE_FIVE_D_PACK_2 = (("plain_reshape", False, "reshape"), ("expand_reshape", True, "reshape"),
+                      ("plain_concat", False, "concat"), ("expand_concat", True, "concat"))
+
+
+def _tile_five_d_case_2(rng, spec) -> tuple[list, list, list, list]:
+    name, expand, reader = spec
+    p = f"t52_{name}_"
+    node = _prefixed(p)
+    out_c = 32
+    inits = [_const(p + "shape", np.array([1, 1, 8, 2, 128], np.int64)), _const(p + "reps", np.array([1, 4, 1, 1, 1], np.int64)),
+             _const(p + "ones", np.ones(5, np.int64)), _const(p + "other_shape", np.array([1, 4, 8, 2, 128], np.int64)),
+             _const(p + "flat", np.array([1, out_c, 16, 16], np.int64)), _const(p + "w", _weights(rng, 8, 8, 3, 3)),
+             _const(p + "wo", _weights(rng, 32, 8, 1, 1)), _const(p + "w2", _weights(rng, 8, out_c, 1, 1))]
+    nodes = [node("Conv", ["x", "w"], "m", kernel_shape=[3, 3], pads=[1, 1, 1, 1]), node("Reshape", ["m", "shape"], "five")]
+    if expand:
+        nodes.append(node("Expand", ["five", "ones"], "e"))
+    nodes.append(node("Tile", ["e" if expand else "five", "reps"], "t"))
+    tiled = "t"
+    if reader == "concat":
+        nodes += [node("Conv", ["x", "wo"], "mo", kernel_shape=[1, 1]), node("Reshape", ["mo", "other_shape"], "other"),
+                  node("Concat", ["other", "t"], "y", axis=2)]  # Reshaped to 4-D after, the toolkit's own Reshape fails
+        return nodes, inits, [_vi(p + "x", [1, 8, 16, 16])], [_vi(p + "y", [1, 4, 16, 2, 128])]
+    nodes += [node("Reshape", ["t", "flat"], "flat4"), node("Conv", ["flat4", "w2"], "y", kernel_shape=[1, 1])]
+    return nodes, inits, [_vi(p + "x", [1, 8, 16, 16])], [_vi(p + "y", [1, 8, 16, 16])]
+
+
+CASES.append(Case("tile_five_d_pack_2", "fresh12: LongT5's 5-D Tile of one block by the blocks: after an Expand by ones, read by a Concat on axis 2",
+                  lambda: _packed(_tile_five_d_case_2, TILE_FIVE_D_PACK_2, 2203, used_only=True, opset=13), ("rk3588",)))

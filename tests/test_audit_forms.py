@@ -227,3 +227,26 @@ def test_space_to_depth_by_reshapes_runs_on_rk3566s_npu(tmp_path):
     result = audit(tmp_path, "space_to_depth_pack", "rk3566")
     moved = [n for n in result.nodes if n.op_type == "Transpose"]
     assert len(moved) == 8 and all(n.placement is Placement.ACCELERATOR and n.lowered_by == "space_to_depth_by_reshapes" for n in moved)
+
+
+@pytest.mark.parametrize("chip", ["rk3566", "rk3588"])
+def test_a_depth_to_space_of_blocksize_one_runs_on_the_cpu(tmp_path, chip):
+    """rknn-toolkit2 2.5.0 runs a DepthToSpace of blocksize 1 (PixelShuffle(1), MixDehazeNet, TEED) on
+    the CPU in either mode, whatever reads it, and one of blocksize 2 on the NPU."""
+    result = audit(tmp_path, "depth_to_space_pack", chip)
+    moves = {n.node: n for n in result.nodes if n.op_type == "DepthToSpace"}
+    assert len(moves) == 8
+    for name, move in moves.items():
+        assert (move.placement is Placement.FALLBACK) == ("_b1_" in name), name
+        assert (move.placement is Placement.ACCELERATOR) == ("_b2_" in name), name
+
+
+def test_a_five_d_tile_that_broadcasts_runs_on_rk3588s_npu_when_reshaped(tmp_path):
+    """rknn-toolkit2 2.5.0 on RK3588: a 5-D Tile repeating only axes of size 1 runs on the NPU when Reshaped
+    (its shape also read by a Shape: RealPLKSR) or the model output, on the CPU when a Concat reads it
+    (LongT5); repeating an axis of size 2 or more, on the CPU."""
+    tiles = {n.node: n.placement for name in ("tile_five_d_pack", "tile_five_d_pack_2")
+             for n in audit(tmp_path, name, "rk3588").nodes if n.op_type == "Tile"}
+    on_cpu = {"t5_conv_a1_r4_reshape_t", "t5_conv_size2_a2_r4_reshape_t", "t52_plain_concat_t", "t52_expand_concat_t"}
+    assert len(tiles) == 15
+    assert {n for n, p in tiles.items() if p is not Placement.ACCELERATOR} == on_cpu

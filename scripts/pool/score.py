@@ -290,13 +290,21 @@ FRESH_LOOKED_AT = {
         # Attention U-Net's output_padding ConvTranspose, LongT5's ellipsis Einsums, Doge's run-time
         # float-min mask, SepFormer's decoder path.
         "pkg_attention_unet/imx93", "hf_longt5/imx93", "hf_doge/imx93", "pkg_sepformer/imx93",
+        # h21-rk12 (session 18): LongT5's 5-D Tiles read by a Concat, on RK3588's CPU, probed while modelling fresh12's
+        # RealPLKSR (docs/audit.md "fresh12's DepthToSpace of blocksize 1 and RealPLKSR's 5-D Tile").
+        "hf_longt5/rk3588",
     ),
-    # h20-fresh12: chosen on 2026-12-06, built and collected by h20-fresh12, scored blind at 917f1d6 (blind.json); nothing looked at.
+    # h20-fresh12: chosen on 2026-12-06, built and collected by h20-fresh12, scored blind at 917f1d6 (blind.json).
     "fresh12": (
         # h21-imx12 (session 18): the i.MX 93 InstanceNormalizations over more than 4096 positions,
         # and DDPM UNet's Concat of Sin and Cos, probed and modelled; its attention Softmaxes probed, not
         # modelled (docs/audit.md "fresh12's InstanceNormalizations on i.MX 93").
         "pkg_realplksr/imx93", "pkg_segresnet/imx93", "pkg_ddpm_unet/imx93",
+        # h21-rk12 (session 18): MixDehazeNet's and TEED's DepthToSpace of blocksize 1 on the CPU, probed and
+        # modelled (docs/audit.md "fresh12's DepthToSpace of blocksize 1 and RealPLKSR's 5-D Tile").
+        "pkg_mixdehazenet/rk3588", "pkg_mixdehazenet/rk3566", "pkg_teed/rk3588", "pkg_teed/rk3566",
+        # h21-rk12: RealPLKSR's 5-D broadcast Tile on RK3588's NPU, probed and modelled (same section).
+        "pkg_realplksr/rk3588",
     ),
 }
 

@@ -894,7 +894,9 @@ def tile_runs_on_the_npu(node, chip) -> bool | None:
     up to 3-D, a Tile that repeats only axes of size 1 (a broadcast: TimeSformer's class token
     [1, 1, 64] repeated [1, 4, 1]) runs on the NPU, one that repeats an axis of size 2 or more on
     the CPU; 4-D, one repeated axis among the last three runs on the NPU (the channels, on RK3588,
-    only from one channel), the batch axis or two axes on the CPU; repeats of ones: the NPU."""
+    only from one channel), the batch axis or two axes on the CPU; repeats of ones: the NPU.
+    5-D as up to 3-D (tile_five_d_pack, RK3588 and RK3566: RealPLKSR's [1, 3, 1, 64, 64] repeated
+    [1, 1, 16, 1, 1] on the NPU; the channels, or an axis of size 2, repeated: the CPU)."""
     x = node.inputs[0] if node.inputs else None
     repeats = _value_of(node.inputs[1]) if len(node.inputs) > 1 else None
     shape = _static_shape(x)
@@ -903,13 +905,11 @@ def tile_runs_on_the_npu(node, chip) -> bool | None:
     repeated = [axis for axis, r in enumerate(repeats.reshape(-1).tolist()) if int(r) != 1]
     if not repeated:
         return True
-    if len(shape) <= 3:
-        return all(shape[axis] == 1 for axis in repeated)
-    if len(shape) == 4:
-        if len(repeated) != 1 or repeated[0] == 0:
-            return False
-        return repeated[0] != 1 or shape[1] == 1 or chip not in TILE_FOUR_D_CHANNELS_OF_ONE_ONLY
-    return None
+    if len(shape) != 4:
+        return all(shape[axis] == 1 for axis in repeated) if len(shape) <= 5 else None
+    if len(repeated) != 1 or repeated[0] == 0:
+        return False
+    return repeated[0] != 1 or shape[1] == 1 or chip not in TILE_FOUR_D_CHANNELS_OF_ONE_ONLY
 
 
 TILED_QUERY_ATTRIBUTE = "rknn_heads_of_a_cpu_tile"

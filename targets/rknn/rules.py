@@ -641,6 +641,19 @@ def max_rank(node: NodeView, chip: str):
     return Offence(max(ranks)) if ranks and max(ranks) < MAX_RANK_ON_NPU else None
 
 
+@RULES.rule("DepthToSpace", chips=("rk3588", "rk3566", "rk3568"))
+def depth_to_space_block_of_one(node: NodeView, chip: str):
+    """The NPU rearranges depth into space (as a ConvTranspose) for blocks larger than 1; a DepthToSpace of blocksize 1, an identity, runs on the CPU.
+
+    Measured (rknn-toolkit2 2.5.0, RK3588 and RK3566; tests/forms_models.py depth_to_space_pack):
+    blocksize 1 on the CPU in CRD and DCR mode, with 4, 24 or 64 channels, read by a Conv, an Add
+    or the model output; blocksize 2 on the NPU in both modes (PixelShuffle(1) as MixDehazeNet
+    and TEED export it). scripts/probe_rknn_chips.py: RK3568 as RK3588; RK3576, RK3562 and RV1106
+    run blocksize 1 on the NPU too.
+    """
+    return Offence(1, "blocksize") if int(node.attr("blocksize", 0)) == 1 else None
+
+
 @RULES.rule("Resize", MODES=("nearest", "linear"), COORDS=("half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners"))
 def resize_mode(node: NodeView, chip: str):
     """The NPU resizes with mode {MODES}; linear resizing only with coordinate_transformation_mode {COORDS} (others run on the CPU; the sizes it takes: linear_resize_step_not_whole)."""
@@ -864,22 +877,32 @@ def where_of_one_element(node: NodeView, chip: str):
     return Offence(list(out.shape), f"one-element result {list(out.shape)}")
 
 
+FIVE_D = 5
+
+
 @RULES.rule("Tile", chips=_passes.TILE_BY_AXES_CHIPS)
 def tile_by_its_axes(node: NodeView, chip: str):
-    """The NPU runs a Tile that only broadcasts (up to 3-D: every repeated axis of size 1; 4-D: one repeated axis, not the batch, the channels on RK3588 only from one channel); any other Tile runs on the CPU (rknn-toolkit2 2.5.0, observed; RK3568 taken as RK3566).
+    """The NPU runs a Tile that only broadcasts (up to 3-D and 5-D: every repeated axis of size 1; 4-D: one repeated axis, not the batch, the channels on RK3588 only from one channel); any other Tile runs on the CPU (rknn-toolkit2 2.5.0, observed; RK3568 taken as RK3566).
 
     Probed on RK3588 and RK3566 (tests/forms_models.py tile_ones_pack, tile_axis_pack,
     tile_axis_pack_2, 2026-12-04, int8): TimeSformer's class token [1, 1, 64] repeated [1, 4, 1],
     [1, 4, 1] by [1, 1, 8], [4, 1] by [1, 8]: NPU; [1, 1, 64] by [1, 1, 4], [1, 16, 32] by
     [1, 2, 1], [4, 64] by [2, 1]: CPU; [1, 8, 4, 4] by 2 or 3 on H or W alone: NPU, on H and W,
-    or on the batch (GC ViT's query [1, 2, 2, C] by [4, 1, 1, 1]): CPU.
+    or on the batch (GC ViT's query [1, 2, 2, C] by [4, 1, 1, 1]): CPU. 5-D (tile_five_d_pack,
+    2026-12-06): [1, C, 1, 16, 16] by 4 or 16 on axis 2, [1, 8, 16, 16, 1] by 2 on axis 4: NPU;
+    [1, 8, 1, 16, 16] by 4 on the channels, [1, 4, 2, 16, 16] by 4 on axis 2: CPU. A 5-D broadcast
+    on the NPU only when Reshaped (its shape also read by a Shape) or the model's output: read by a Concat (LongT5's global block
+    [1, 1, 8, 2, 32] by the blocks, tile_five_d_pack_2), the CPU.
     """
     on_npu = _passes.tile_runs_on_the_npu(node, chip)
     if on_npu is None:
         return Offence("repeats or shape not known") if chip == "rk3588" else None
+    x, repeats, y = node.input(0), node.input(1), node.output(0)
+    readers = set(y.consumers or ()) - {"Shape"}  # a Shape reads no values (RealPLKSR's Reshape takes its shape from one)
+    if on_npu and x.rank == FIVE_D and not (y.is_model_output or readers <= {"Reshape"}):
+        return Offence("/".join(sorted(readers)), "a 5-D broadcast read by other than a Reshape")
     if on_npu:
         return None
-    x, repeats = node.input(0), node.input(1)
     return Offence(tuple(int(r) for r in repeats.value.reshape(-1)), f"repeats of a {x.rank}-D {tuple(x.shape)} tensor")
 
 
