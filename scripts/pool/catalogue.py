@@ -758,13 +758,17 @@ FRESH10_WHY = {
 # at 900 s: 'Network Quantization Finished' within a minute, then silent in the export; collect.py records no
 # timeout). The esp32s3 pairs were read again with e63575e's collect.py for runtime_lacks (the sweep began before).
 
+def _code_and_transformers_entries(table: dict) -> list[Entry]:
+    """A fresh set's entries from its table: transformers at the pool's opset hash from 14, the rest
+    at the pool's opset hash from 13 (fresh10 on)."""
+    return [Entry(name, source, arch, task, size, _opset(name, 14 if source == "transformers" else 13), extra)
+            for name, (source, arch, task, size, extra) in table.items()]
+
+
 def fresh10_entries() -> list[Entry]:
     """The tenth fresh set: transformers at the pool's opset hash from 14, package code at the pool's
     opset hash from 13."""
-    out = []
-    for name, (source, arch, task, size, extra) in FRESH10.items():
-        out.append(Entry(name, source, arch, task, size, _opset(name, 14 if source == "transformers" else 13), extra))
-    return out
+    return _code_and_transformers_entries(FRESH10)
 
 
 # The eleventh fresh set, "fresh11" (issue 27): chosen on 2026-12-06 by h19-fresh11 before any was built or
@@ -852,10 +856,7 @@ FRESH11_WHY = {
 def fresh11_entries() -> list[Entry]:
     """The eleventh fresh set: transformers at the pool's opset hash from 14, the rest at the pool's
     opset hash from 13."""
-    out = []
-    for name, (source, arch, task, size, extra) in FRESH11.items():
-        out.append(Entry(name, source, arch, task, size, _opset(name, 14 if source == "transformers" else 13), extra))
-    return out
+    return _code_and_transformers_entries(FRESH11)
 
 
 # The twelfth fresh set, "fresh12" (issue 27): chosen on 2026-12-06 by h20-fresh12 before any was built or
@@ -942,10 +943,7 @@ FRESH12_WHY = {
 def fresh12_entries() -> list[Entry]:
     """The twelfth fresh set: transformers at the pool's opset hash from 14, the rest at the pool's
     opset hash from 13."""
-    out = []
-    for name, (source, arch, task, size, extra) in FRESH12.items():
-        out.append(Entry(name, source, arch, task, size, _opset(name, 14 if source == "transformers" else 13), extra))
-    return out
+    return _code_and_transformers_entries(FRESH12)
 
 
 # The fresh sets by name: build_pool.py, collect.py and score.py take --set NAME (--fresh: "fresh");
